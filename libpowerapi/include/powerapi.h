@@ -1,0 +1,380 @@
+/*
+ * powerapi.h - the one public header of libpowerapi.
+ *
+ * libpowerapi computes the power (W) and energy (J) of processes, threads
+ * and cgroups from hot-pluggable sensor modules (raw readings of the OS and
+ * the hardware) and formula modules (power models).  One pa_ctx is one
+ * monitoring session; several may coexist in a process.
+ *
+ * Conventions
+ *   - Every function that can fail returns 0 (or a non-negative count) on
+ *     success and a negative errno value on failure.  pa_strerror() names
+ *     the errno; pa_last_error() gives the detailed message of the last
+ *     failure on the calling thread ("cpu-tdp: unknown option 'tpd' (did you
+ *     mean 'tdp'?)").  Out-parameters are left untouched on failure.
+ *   - The library never prints, aborts or exits.
+ *   - Thread safety is stated per declaration.  "Context-safe" means the
+ *     call may be made from any thread, concurrently with the background
+ *     sampler and with other context-safe calls on the same context.
+ */
+#ifndef POWERAPI_H
+#define POWERAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PA_VERSION_MAJOR 0
+#define PA_VERSION_MINOR 1
+#define PA_VERSION_PATCH 0
+#define PA_VERSION_STRING "0.1.0"
+
+/* Returns the library's version string ("0.1.0").  Thread-safe. */
+const char *pa_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Short description of a negative errno value returned by the library
+ * (pa_strerror(-ENOENT) -> "no such file or directory").  Never NULL.
+ * Thread-safe. */
+const char *pa_strerror(int err);
+
+/* The detailed message of the last failing call made on this thread
+ * (it names the thing that failed and the fix), or "" if none failed.
+ * The string lives until the next failing call on the same thread.
+ * Thread-safe (thread-local). */
+const char *pa_last_error(void);
+
+/* ------------------------------------------------------------------ */
+/* Contexts                                                            */
+/* ------------------------------------------------------------------ */
+
+typedef struct pa_ctx pa_ctx;
+
+typedef struct pa_ctx_opts {
+    const char *procfs; /* root of procfs, default "/proc" */
+    const char *sysfs;  /* root of sysfs, default "/sys" */
+    const char *devfs;  /* root of devfs, default "/dev" */
+    const char *hwdb;   /* hardware database file, default: installed one,
+                           overridden by $POWERAPI_HWDB */
+} pa_ctx_opts;
+
+/* Creates a monitoring context.  opts may be NULL (defaults above); the
+ * strings are copied.  No module is enabled: with none enabled explicitly,
+ * the first tick enables "auto" (see pa_module_enable).
+ * Errors: -ENOMEM; -ENOENT when a root directory does not exist.
+ * Thread-safe. */
+int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts);
+
+/* Stops the sampler if running, stops every module and frees the context.
+ * NULL is a no-op.  Must not be called from a report callback. */
+void pa_ctx_free(pa_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* Modules                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef enum pa_module_kind {
+    PA_SENSOR = 1,  /* reads raw values from the OS or the hardware */
+    PA_FORMULA = 2, /* turns deltas of raw values into watts */
+} pa_module_kind;
+
+/* What a formula module computes.  Only one formula per component may be
+ * enabled at a time. */
+typedef enum pa_component {
+    PA_COMP_NONE = 0,
+    PA_COMP_CPU = 1,
+    PA_COMP_NIC = 2,
+} pa_component;
+
+/* Enables a built-in or registered module by name, with an options string
+ * "key=value,key=value" (NULL or "" for defaults).  The special name "auto"
+ * enables procfs-cpu, the best CPU formula this machine supports
+ * (rapl-share where RAPL is readable, cpu-tdp otherwise) and the nic
+ * sensor and nic-linear where they work.  Enabling an enabled module with
+ * the same options is a no-op; with other options it reconfigures it.
+ * Enabling a formula for a component already computed by a formula that
+ * "auto" chose replaces it; one enabled explicitly gives -EBUSY.
+ * Takes effect at the next tick.
+ * Errors: -ENOENT unknown module; -EINVAL bad option; -ENODEV the module
+ * cannot run here (message says why); -EBUSY; errors of the module's start.
+ * Context-safe. */
+int pa_module_enable(pa_ctx *ctx, const char *name, const char *options);
+
+/* Disables a module; its resources are released after any tick in
+ * progress.  Errors: -ENOENT unknown or not enabled.  Context-safe. */
+int pa_module_disable(pa_ctx *ctx, const char *name);
+
+/* Changes the options of an enabled module (only the keys given change).
+ * Errors: -ENOENT not enabled; -EINVAL bad option (module unchanged).
+ * Context-safe. */
+int pa_module_configure(pa_ctx *ctx, const char *name, const char *options);
+
+typedef struct pa_module_info {
+    const char *name;        /* static for built-ins, owned by ctx else */
+    const char *description; /* one line */
+    pa_module_kind kind;
+    pa_component component; /* formulas: what they compute */
+    int available;           /* probe succeeded on this machine */
+    int enabled;
+    int failing;             /* last sample/compute failed, being retried */
+    char why[256];           /* why not available, or the last failure */
+    char options[256];       /* current options when enabled */
+} pa_module_info;
+
+/* Fills up to cap entries of out with every known module (built-in and
+ * registered, sensors first) and returns how many modules exist (which
+ * may exceed cap).  out may be NULL when cap is 0.  Probes run against the
+ * context's roots.  Context-safe. */
+int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* Targets                                                             */
+/* ------------------------------------------------------------------ */
+
+enum {
+    PA_WATCH_THREADS = 1u << 0,  /* also report each thread of the pid */
+    PA_WATCH_CHILDREN = 1u << 1, /* also report every descendant, and a
+                                    tree total for the pid (see
+                                    pa_tree_power) */
+};
+
+/* Watches a process (all its threads summed).  Watching a watched pid
+ * updates its flags.  Errors: -ESRCH no such process in the context's
+ * procfs; -EINVAL pid <= 0 or unknown flag.  Context-safe. */
+int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags);
+
+/* Stops watching a pid.  Errors: -ESRCH not watched.  Context-safe. */
+int pa_unwatch_pid(pa_ctx *ctx, pid_t pid);
+
+/* Watches (on != 0) or stops watching every process of the system.
+ * Context-safe. */
+int pa_watch_all(pa_ctx *ctx, int on);
+
+/* ------------------------------------------------------------------ */
+/* Ticks                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Power over the last window and energy since the target was first seen. */
+typedef struct pa_power {
+    double cpu_w, nic_w, total_w; /* last window, watts */
+    double idle_w;     /* system only: CPU power no task caused */
+    double cpu_j, nic_j, total_j; /* cumulative, joules */
+    double interval_s; /* length of the last window */
+    double cpu_time_s; /* CPU time used in the last window */
+    uint64_t time_ns;  /* end of the last window (CLOCK_MONOTONIC or the
+                          explicit clock of pa_tick_at) */
+    unsigned flags;    /* PA_POWER_* */
+} pa_power;
+
+enum {
+    PA_POWER_MEASURED = 1u << 0, /* cpu figure scaled from a measured
+                                    counter (RAPL); modelled otherwise */
+    PA_POWER_EXITED = 1u << 1,   /* the target is gone; last report */
+    PA_POWER_FIRST = 1u << 2,    /* first window the target was seen */
+};
+
+/* Samples every enabled sensor now, runs the formulas and integrates
+ * energy.  The first tick only primes the readings (no window yet).
+ * Errors: -EBUSY inside a report callback; -ENODATA no sensor produced
+ * anything.  A failing module does not fail the tick (see pa_module_list).
+ * Context-safe. */
+int pa_tick(pa_ctx *ctx);
+
+/* Same as pa_tick with an explicit clock (ns, strictly increasing), for
+ * tests and replays of fixture trees.  Errors as pa_tick, plus -EINVAL
+ * when time_ns is not after the previous tick.  Context-safe. */
+int pa_tick_at(pa_ctx *ctx, uint64_t time_ns);
+
+typedef enum pa_target_type {
+    PA_TARGET_PROCESS = 1,
+    PA_TARGET_THREAD = 2,
+    PA_TARGET_TREE = 3,   /* a watched pid and all its descendants */
+    PA_TARGET_CGROUP = 4,
+} pa_target_type;
+
+#define PA_COMM_MAX 16
+
+/* One target of a report. */
+typedef struct pa_target_info {
+    pa_target_type type;
+    pid_t pid;            /* process id (tree: root pid; cgroup: 0) */
+    pid_t tid;            /* thread id (threads), else 0 */
+    pid_t ppid;           /* parent pid of a process, else 0 */
+    char comm[PA_COMM_MAX];
+    const char *cgroup;   /* cgroup v2 path ("/system.slice/x.service"),
+                             "" when unknown */
+    pa_power power;
+    uint64_t net_rx_bytes, net_tx_bytes; /* last window */
+    int has_net;                          /* nic sensor gave values */
+    const double *counters; /* last window, one per report counter name,
+                               scaled for multiplexing; NULL if none */
+    double multiplex;       /* time_running/time_enabled, lowest of the
+                               group; 1 when not multiplexed */
+} pa_target_info;
+
+/* What one tick produced.  Owned by the context. */
+typedef struct pa_report {
+    uint64_t tick;        /* 1 for the first window */
+    uint64_t time_ns;     /* end of the window */
+    double interval_s;
+    pa_power system;      /* whole machine */
+    const char *formula;  /* formulas that ran, "cpu-tdp+nic-linear" */
+    const char *sensors;  /* sensors that ran, "procfs-cpu+nic" */
+    const char *cpu_source; /* "rapl" (measured) or "model" */
+    const char *assumed;  /* ";"-separated constants not read from the
+                             machine: "tdp=10W (default: unknown CPU)" */
+    size_t ntargets;
+    const pa_target_info *targets;
+    size_t ncounters;
+    const char *const *counter_names;
+} pa_report;
+
+/* Called by the sampler thread after each tick.  r is valid only during
+ * the call.  The callback may call any context-safe function except
+ * pa_tick, pa_tick_at, pa_stop and pa_ctx_free. */
+typedef void (*pa_report_cb)(pa_ctx *ctx, const pa_report *r, void *user);
+
+/* Starts a background sampler that ticks every period_ns (>= 1 ms) and
+ * calls cb (may be NULL) after each tick.  Errors: -EALREADY running;
+ * -EINVAL bad period; thread creation errors.  Context-safe. */
+int pa_start(pa_ctx *ctx, uint64_t period_ns, pa_report_cb cb, void *user);
+
+/* Stops the sampler and waits for it.  Errors: -ENOENT not running;
+ * -EDEADLK from the callback.  Context-safe except from the callback. */
+int pa_stop(pa_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* Results                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Last window's power and cumulative energy of a process (threads summed).
+ * Errors: -ESRCH not watched or not seen yet; -ENODATA no window yet.
+ * Context-safe. */
+int pa_pid_power(pa_ctx *ctx, pid_t pid, pa_power *out);
+
+/* Same for one thread of a pid watched with PA_WATCH_THREADS. */
+int pa_tid_power(pa_ctx *ctx, pid_t tid, pa_power *out);
+
+/* Same for a pid watched with PA_WATCH_CHILDREN: the pid and all its
+ * descendants, including those that exited (their CPU time is counted
+ * through their parents' cutime/cstime). */
+int pa_tree_power(pa_ctx *ctx, pid_t pid, pa_power *out);
+
+/* Same for a cgroup v2 path ("/system.slice/ssh.service"): the sum of its
+ * processes that the context saw in the window. */
+int pa_cgroup_power(pa_ctx *ctx, const char *cgroup, pa_power *out);
+
+/* The whole machine: idle_w is the CPU power no task caused. */
+int pa_system_power(pa_ctx *ctx, pa_power *out);
+
+/* Copies the last report.  *out is freed with pa_report_free.
+ * Errors: -ENODATA no window yet; -ENOMEM.  Context-safe. */
+int pa_report_get(pa_ctx *ctx, pa_report **out);
+
+/* Frees a report from pa_report_get.  NULL is a no-op. */
+void pa_report_free(pa_report *r);
+
+/* Asks for cgroup records in reports (aggregated per cgroup v2 path).
+ * Context-safe. */
+int pa_report_cgroups(pa_ctx *ctx, int on);
+
+/* ------------------------------------------------------------------ */
+/* Writing modules                                                     */
+/* ------------------------------------------------------------------ */
+
+#define PA_MODULE_ABI 1
+
+typedef struct pa_module pa_module;      /* one enabled module */
+typedef struct pa_env pa_env;            /* the context's environment */
+typedef struct pa_options pa_options;    /* parsed "key=value,..." */
+typedef struct pa_frame pa_frame;        /* one tick's raw readings */
+typedef struct pa_frame_delta pa_frame_delta; /* two frames' difference */
+typedef struct pa_power_table pa_power_table; /* a formula's output */
+
+/* A module is a static const table of callbacks, registered by name.
+ * Optional callbacks may be NULL.  A sensor implements sample, a formula
+ * compute.  All callbacks of one context run on one thread at a time. */
+typedef struct pa_module_ops {
+    unsigned abi;               /* PA_MODULE_ABI */
+    const char *name;           /* [a-z0-9-]+, unique */
+    pa_module_kind kind;
+    pa_component component;     /* formulas: what they compute */
+    const char *description;    /* one line */
+    const char *const *options; /* NULL-terminated accepted keys, or NULL
+                                   for none; others are refused with a
+                                   suggestion */
+    /* Can the module run here?  0, or negative errno with a reason. */
+    int (*probe)(const pa_env *env, char *why, size_t why_len);
+    /* Allocates state (pa_module_set_priv) and opens what it needs. */
+    int (*start)(pa_module *m, const pa_options *opts);
+    /* Sensors: adds this tick's readings to the frame. */
+    int (*sample)(pa_module *m, pa_frame *frame);
+    /* Formulas: fills the power of their component. */
+    int (*compute)(pa_module *m, const pa_frame_delta *d,
+                   pa_power_table *out);
+    /* Applies new options while enabled; NULL means stop+start. */
+    int (*configure)(pa_module *m, const pa_options *opts);
+    /* Releases everything start allocated. */
+    void (*stop)(pa_module *m);
+} pa_module_ops;
+
+/* Registers a module for this context.  ops must outlive the context.
+ * Errors: -EEXIST name taken; -EINVAL bad table (abi, name, callbacks).
+ * Context-safe. */
+int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops);
+
+/* Module helpers (for use inside callbacks). */
+void *pa_module_priv(const pa_module *m);
+void pa_module_set_priv(pa_module *m, void *priv);
+const pa_env *pa_module_env(const pa_module *m);
+/* Sets the detailed failure message of this module (printf-like). */
+void pa_module_errorf(pa_module *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+const char *pa_env_procfs(const pa_env *env);
+const char *pa_env_sysfs(const pa_env *env);
+const char *pa_env_devfs(const pa_env *env);
+
+/* Option values: NULL / def when absent.  The typed getters return
+ * -EINVAL (with a message naming the key) when the value does not parse.
+ * Durations accept "500ms", "2s", "10us", "1m"; power "95W" or "95". */
+const char *pa_options_get(const pa_options *o, const char *key);
+int pa_options_get_double(const pa_options *o, const char *key, double def,
+                          double *out);
+int pa_options_get_duration_ns(const pa_options *o, const char *key,
+                               uint64_t def, uint64_t *out);
+
+/* Frames for user sensors: add a CPU time reading (ns, cumulative) for a
+ * pid or tid the context watches.  Errors: -ESRCH not a target. */
+int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns);
+
+/* Deltas for user formulas. */
+double pa_delta_interval_s(const pa_frame_delta *d);
+size_t pa_delta_count(const pa_frame_delta *d);
+/* CPU time (s) of target i in the window, and the window's CPU capacity
+ * (interval x online CPUs) and busy time (s). */
+double pa_delta_cpu_s(const pa_frame_delta *d, size_t i);
+double pa_delta_capacity_s(const pa_frame_delta *d);
+double pa_delta_busy_s(const pa_frame_delta *d);
+/* Sets target i's power for the formula's component, and the system's. */
+void pa_table_set_target_w(pa_power_table *t, size_t i, double w);
+void pa_table_set_system_w(pa_power_table *t, double w, double idle_w);
+/* Records a constant not read from the machine ("tdp=10W (default)"). */
+void pa_table_assume(pa_power_table *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Parses a duration ("500ms", "2s", "1.5s", "10us", "3m") into ns.
+ * Errors: -EINVAL.  Thread-safe. */
+int pa_parse_duration_ns(const char *s, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POWERAPI_H */

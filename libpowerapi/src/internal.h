@@ -1,0 +1,399 @@
+/*
+ * internal.h - what the engine shares with the built-in modules.
+ *
+ * Not installed.  Built-in sensors and formulas include it and use the
+ * structures directly; user modules go through the accessors of
+ * powerapi.h.  Internal non-static names are pa__*.
+ */
+#ifndef PA_INTERNAL_H
+#define PA_INTERNAL_H
+
+#include "powerapi.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define PA_MAX_FREQ 64      /* distinct frequencies of time_in_state */
+#define PA_MAX_RAPL 32      /* RAPL domains over every socket */
+#define PA_MAX_IFACES 32    /* network interfaces */
+#define PA_MAX_COUNTERS 16  /* perf events per target */
+#define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
+#define PA_PATH_MAX 4096
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct pa_kv {
+    char *key;
+    char *value;
+} pa_kv;
+
+struct pa_options {
+    size_t n;
+    pa_kv *kv;
+};
+
+/* Parses "k=v,k=v" (NULL/"" gives an empty set).  Keys not in allowed
+ * (NULL-terminated, NULL = none allowed) are refused with a message that
+ * names the module and suggests the nearest key.  who names the module. */
+int pa__options_parse(const char *who, const char *s,
+                      const char *const *allowed, pa_options **out);
+/* New set = base overridden by the keys of upd (both kept intact). */
+int pa__options_merge(const pa_options *base, const pa_options *upd,
+                      pa_options **out);
+/* Canonical "k=v,k=v" text; returns bytes needed like snprintf. */
+int pa__options_format(const pa_options *o, char *buf, size_t len);
+void pa__options_free(pa_options *o);
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Sets the thread's last error message and returns err (negative). */
+int pa__err(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int pa__verr(int err, const char *fmt, va_list ap);
+
+/* ------------------------------------------------------------------ */
+/* Raw readings                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct pa_freq_time {
+    uint32_t khz;
+    uint64_t time_ns; /* cumulative, summed over the CPUs at that freq */
+} pa_freq_time;
+
+typedef enum pa_rapl_kind {
+    PA_RAPL_PKG = 0,
+    PA_RAPL_CORE,   /* PP0, part of the package */
+    PA_RAPL_UNCORE, /* PP1, part of the package */
+    PA_RAPL_DRAM,
+    PA_RAPL_PSYS,
+} pa_rapl_kind;
+
+typedef struct pa_rapl_reading {
+    int socket;
+    pa_rapl_kind kind;
+    uint64_t energy_uj; /* cumulative, wraparound already unfolded */
+} pa_rapl_reading;
+
+typedef enum pa_nic_kind {
+    PA_NIC_PHYSICAL = 0,
+    PA_NIC_VIRTUAL,
+    PA_NIC_LOOPBACK,
+} pa_nic_kind;
+
+typedef struct pa_nic_reading {
+    char name[16];
+    pa_nic_kind kind;
+    uint32_t speed_mbps; /* 0 when unknown */
+    char driver[32];     /* "" when unknown */
+    uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets; /* cumulative */
+} pa_nic_reading;
+
+enum {
+    PA_HAVE_CPU = 1u << 0,    /* busy/idle/ncpus */
+    PA_HAVE_FREQ = 1u << 1,   /* time per frequency */
+    PA_HAVE_RAPL = 1u << 2,
+    PA_HAVE_NIC = 1u << 3,
+    PA_HAVE_CYCLES = 1u << 4, /* system-wide unhalted cycles */
+};
+
+/* System-wide readings of one tick (cumulative values). */
+typedef struct pa_sysread {
+    unsigned have;            /* PA_HAVE_* */
+    unsigned ncpus;           /* online CPUs */
+    uint64_t busy_ns, idle_ns; /* summed over CPUs, /proc/stat */
+    uint64_t uptime_ns;       /* since boot, for tasks born in a window */
+    double nominal_mhz;       /* from cpuinfo when no cpufreq, else 0 */
+    char cpu_model[96];       /* /proc/cpuinfo "model name" */
+    unsigned nfreq;
+    pa_freq_time freq[PA_MAX_FREQ];
+    unsigned nrapl;
+    pa_rapl_reading rapl[PA_MAX_RAPL];
+    char rapl_path[24];       /* "powercap", "perf", "msr" */
+    unsigned nnic;
+    pa_nic_reading nic[PA_MAX_IFACES];
+    double cycles_all;        /* cumulative system-wide cycles */
+} pa_sysread;
+
+/* ------------------------------------------------------------------ */
+/* Targets                                                             */
+/* ------------------------------------------------------------------ */
+
+enum {
+    PA_TASK_FD_STAT = 0,  /* procfs-cpu: /proc/<pid>/stat */
+    PA_TASK_FD_SCHED = 1, /* procfs-cpu: schedstat of a thread */
+    PA_TASK_FD_PERF = 2,  /* perf: group leader */
+    PA_TASK_FDS = 4,
+};
+
+enum {
+    PA_RD_CPU = 1u << 0,      /* cpu_ns set */
+    PA_RD_CHILD = 1u << 1,    /* child_cpu_ns set */
+    PA_RD_NET = 1u << 2,      /* net_rx/net_tx set */
+    PA_RD_COUNTERS = 1u << 3, /* counters set */
+};
+
+/* Cumulative readings of a task. */
+typedef struct pa_reading {
+    unsigned have;          /* PA_RD_* */
+    uint64_t cpu_ns;        /* own CPU time (all threads of a process) */
+    uint64_t child_cpu_ns;  /* cutime+cstime (reaped children) */
+    uint64_t net_rx, net_tx; /* bytes */
+    double multiplex;       /* lowest time_running/time_enabled */
+} pa_reading;
+
+/* A process, thread, tree or cgroup the context follows.  Allocated when
+ * first seen, freed one tick after it is gone. */
+typedef struct pa_task {
+    pa_target_type type;
+    pid_t pid, tid, ppid;
+    uint64_t start_ticks;   /* proc(5) stat field 22: identity with pid */
+    char comm[PA_COMM_MAX];
+    int cgroup;             /* index in ctx->cgroups, -1 unknown */
+    int last_cpu;           /* proc(5) stat field 39 */
+    uint64_t seen_tick;     /* last tick a sensor saw it */
+    uint64_t first_tick;
+    unsigned flags;         /* PA_POWER_* of the last window */
+    bool watched;           /* explicitly watched (or descendant) */
+    bool gone;              /* reported exited; freed next tick */
+    pa_reading cur, prev;
+    double *ctr_cur;        /* ncounters cumulative counts, or NULL */
+    double *ctr_prev;
+    double *ctr_d;          /* last window */
+    /* window */
+    bool in_window;         /* has a delta this window */
+    double d_cpu_s;
+    uint64_t d_rx, d_tx;
+    /* results */
+    double cpu_w, nic_w;
+    double cpu_j, nic_j;
+    double last_cpu_s;
+    int fd[PA_TASK_FDS];    /* sensor-owned fds, closed on free */
+    struct pa_task *proc;   /* threads: their process */
+} pa_task;
+
+/* A growable array of task pointers with an open-addressing index. */
+typedef struct pa_tasktab {
+    pa_task **v;
+    size_t n, cap;
+    int32_t *idx;   /* hash slots: index into v, or -1 */
+    size_t idx_cap; /* power of two */
+} pa_tasktab;
+
+typedef struct pa_watch {
+    pid_t pid;
+    unsigned flags;
+} pa_watch;
+
+/* ------------------------------------------------------------------ */
+/* Modules                                                             */
+/* ------------------------------------------------------------------ */
+
+struct pa_env {
+    const char *procfs, *sysfs, *devfs, *hwdb;
+    pa_ctx *ctx;
+};
+
+struct pa_module {
+    const pa_module_ops *ops;
+    pa_ctx *ctx;
+    void *priv;
+    pa_options *opts;
+    char *opts_text;
+    bool by_auto;        /* enabled by "auto", replaceable */
+    int fail_count;      /* consecutive failures */
+    uint64_t retry_tick; /* do not call before this tick */
+    char err[256];
+    struct pa_module *next;
+};
+
+/* One tick's frame, given to sensors. */
+struct pa_frame {
+    pa_ctx *ctx;
+    uint64_t tick;
+    uint64_t time_ns;
+    pa_sysread *sys; /* this tick's system readings */
+};
+
+typedef struct pa_rapl_delta {
+    int socket;
+    pa_rapl_kind kind;
+    double energy_j;
+} pa_rapl_delta;
+
+typedef struct pa_nic_delta {
+    const pa_nic_reading *nic; /* this tick's reading */
+    uint64_t rx_bytes, tx_bytes;
+} pa_nic_delta;
+
+/* The difference between two frames, given to formulas. */
+struct pa_frame_delta {
+    pa_ctx *ctx;
+    double interval_s;
+    unsigned ncpus;
+    unsigned have;              /* PA_HAVE_* present in both frames */
+    double busy_s, idle_s;      /* CPU time over the window */
+    double capacity_s;          /* interval_s * ncpus */
+    unsigned nfreq;
+    pa_freq_time freq[PA_MAX_FREQ]; /* time_ns = time in the window */
+    unsigned nrapl;
+    pa_rapl_delta rapl[PA_MAX_RAPL];
+    unsigned nnic;
+    pa_nic_delta nic[PA_MAX_IFACES];
+    double cycles_all;
+    const pa_sysread *cur, *prev;
+    size_t ntasks;              /* targets with a window */
+    pa_task **tasks;
+    size_t ncounters;
+    const char *const *counter_names;
+};
+
+/* What formulas write. */
+struct pa_power_table {
+    pa_component component; /* of the formula now computing */
+    pa_task **tasks;        /* same as the delta's */
+    size_t ntasks;
+    double cpu_w, idle_w, nic_w; /* system */
+    double dram_w;
+    bool measured;          /* cpu from a measured counter */
+    char assumed[PA_MAX_ASSUMED];
+};
+
+/* ------------------------------------------------------------------ */
+/* Context                                                             */
+/* ------------------------------------------------------------------ */
+
+struct pa_ctx {
+    pthread_mutex_t lock; /* everything below; held during a tick */
+    pa_env env;
+    char *procfs, *sysfs, *devfs, *hwdb;
+
+    const pa_module_ops **registered; /* user modules */
+    size_t nregistered;
+    pa_module *modules;  /* enabled, sensors in run order */
+    bool explicit_modules; /* something was enabled by the user */
+
+    pa_watch *watches;
+    size_t nwatches, watches_cap;
+    bool watch_all;
+    bool cgroups_on;
+
+    pa_tasktab procs;   /* processes and trees, keyed by pid */
+    pa_tasktab threads; /* threads, keyed by tid */
+    char **cgroups;     /* interned cgroup paths */
+    size_t ncgroups, cgroups_cap;
+
+    /* counters currently declared by sensors */
+    char *counter_names[PA_MAX_COUNTERS];
+    size_t ncounters;
+
+    uint64_t tick;      /* ticks done */
+    uint64_t last_time_ns;
+    pa_sysread sys[2];  /* current / previous */
+    int sys_cur;
+    bool have_prev;
+    double sys_cpu_j, sys_nic_j;
+    pa_power sys_power;
+
+    /* the published report */
+    pa_report report;
+    bool have_report;
+    pa_target_info *rtargets;
+    size_t rtargets_cap;
+    double *rcounters;
+    size_t rcounters_cap;
+    char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
+
+    pa_task **win;      /* scratch: tasks with a window */
+    size_t win_cap;
+
+    /* sampler */
+    pthread_t sampler;
+    bool running, stopping;
+    pthread_cond_t cond;
+    uint64_t period_ns;
+    pa_report_cb cb;
+    void *cb_user;
+    pthread_t cb_thread;
+    bool in_cb;
+};
+
+/* Engine services for built-in sensors (called from sample()). */
+
+/* Finds or creates the task (type, pid, tid).  start_ticks identifies the
+ * process: a different value means the pid was reused, the old task is
+ * reported exited and a new one begins.  Marks it seen this tick.  NULL
+ * on ENOMEM. */
+pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
+                       pid_t tid, uint64_t start_ticks);
+/* Looks a task up without creating it. */
+pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id);
+/* Returns the index of the interned cgroup path (or -1 on ENOMEM). */
+int pa__cgroup_intern(pa_ctx *ctx, const char *path);
+/* Declares the counters the perf sensor reports (replaces previous). */
+int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
+
+/* The module table of built-ins: NULL-terminated. */
+extern const pa_module_ops *const pa__builtin_modules[];
+
+/* Built-in modules (defined in sensors/ and formulas/). */
+extern const pa_module_ops pa__mod_procfs_cpu;
+extern const pa_module_ops pa__mod_rapl;
+extern const pa_module_ops pa__mod_perf;
+extern const pa_module_ops pa__mod_nic;
+extern const pa_module_ops pa__mod_cpu_tdp;
+extern const pa_module_ops pa__mod_rapl_share;
+extern const pa_module_ops pa__mod_nic_linear;
+
+/* ------------------------------------------------------------------ */
+/* Small shared utilities                                              */
+/* ------------------------------------------------------------------ */
+
+/* Reads a whole small file under root (path relative, e.g. "stat") into
+ * buf (NUL-terminated).  Returns bytes read or -errno. */
+ssize_t pa__read_file(const char *root, const char *rel, char *buf,
+                      size_t len);
+/* Reads with pread(fd, 0); returns bytes or -errno; NUL-terminates. */
+ssize_t pa__pread_all(int fd, char *buf, size_t len);
+/* Parses an unsigned decimal at *p, advances *p; -EINVAL if none. */
+int pa__parse_u64(const char **p, uint64_t *out);
+/* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
+int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Appends "; "-separated text to an assumed list, deduplicated. */
+void pa__assume(char *list, size_t len, const char *text);
+
+/* Hardware database (libpowerapi/src/hwdb.c). */
+typedef struct pa_hwdb_cpu {
+    char match[96];     /* substring of /proc/cpuinfo model name */
+    double tdp_w;
+    double base_mhz;
+    size_t nvolt;
+    struct { double mhz, volt; } volt[16];
+    char source[160];   /* data sheet */
+} pa_hwdb_cpu;
+
+typedef struct pa_hwdb_nic {
+    char match[32];     /* driver name, or "default" */
+    size_t nstates;
+    struct { double mbps, watts; } state[8];
+    double idle_w;
+    char source[160];
+} pa_hwdb_nic;
+
+/* Finds the CPU record whose match string is contained in model
+ * (longest match wins).  Returns 0 and fills out, -ENOENT if none,
+ * -errno if the file cannot be read (message set). */
+int pa__hwdb_cpu(const char *hwdb_path, const char *model, pa_hwdb_cpu *out);
+/* Same for a NIC driver ("e1000e"); "default" record as fallback is the
+ * caller's choice. */
+int pa__hwdb_nic(const char *hwdb_path, const char *driver, pa_hwdb_nic *out);
+
+#endif /* PA_INTERNAL_H */
