@@ -374,6 +374,113 @@ void pa_table_assume(pa_power_table *t, const char *fmt, ...)
  * Errors: -EINVAL.  Thread-safe. */
 int pa_parse_duration_ns(const char *s, uint64_t *out);
 
+/* ------------------------------------------------------------------ */
+/* Shared-memory ring (powerapi daemon and its readers)                */
+/* ------------------------------------------------------------------ */
+
+/* A POSIX shared-memory ring of tumbling windows: one writer (usually
+ * `powerapi daemon`) publishes each report; any number of read-only
+ * readers, in other processes, read windows at their own pace.  Each slot
+ * has a sequence counter (a seqlock): the writer never waits for readers,
+ * and a reader never returns a window that was being overwritten while it
+ * copied it (it counts such a window as lost instead).  A window holds the
+ * system record and up to max_targets targets (processes, threads,
+ * cgroups); when a report has more, the most powerful are kept and the
+ * truncation is counted (pa_ring_info.truncated).  Perf counters are not
+ * carried. */
+
+#define PA_RING_VERSION 1              /* layout version of the ring */
+#define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
+
+typedef struct pa_ring_writer pa_ring_writer;
+typedef struct pa_ring_reader pa_ring_reader;
+
+typedef struct pa_ring_opts {
+    uint32_t capacity;    /* windows kept, default 100 */
+    uint32_t max_targets; /* targets per window, default 1024 */
+    uint32_t mode;        /* permission bits, default 0644 */
+    int set_gid;          /* nonzero: chown the ring to gid */
+    gid_t gid;
+    uint64_t interval_ns; /* the writer's window length, for staleness
+                             checks by readers; default 1 s */
+} pa_ring_opts;
+
+/* Creates the ring `name` ("powerapi" or "/powerapi"; one component, at
+ * most 200 bytes) in POSIX shared memory, readable per opts->mode (the
+ * umask does not apply).  opts may be NULL (defaults above).  A ring left
+ * by a writer that died is replaced.
+ * Errors: -EINVAL bad name or option; -EEXIST a live writer owns the
+ * name; -EACCES/-EPERM; -ENOMEM.  Thread-safe. */
+int pa_ring_create(const char *name, const pa_ring_opts *opts,
+                   pa_ring_writer **out);
+
+/* Publishes a report as the next window, overwriting the oldest.  Never
+ * blocks and never allocates once the writer has seen its largest report.
+ * Errors: -EINVAL.  Not thread-safe: one publishing thread per writer
+ * (pa_ring_heartbeat may run concurrently). */
+int pa_ring_publish(pa_ring_writer *w, const pa_report *r);
+
+/* Tells readers the writer is alive although no window was published
+ * (long intervals).  Thread-safe with pa_ring_publish. */
+void pa_ring_heartbeat(pa_ring_writer *w);
+
+/* Marks the ring stopped, unlinks its name and frees the writer.
+ * Readers that have it open see -EOWNERDEAD.  NULL is a no-op. */
+void pa_ring_destroy(pa_ring_writer *w);
+
+/* Opens the ring `name` read-only.
+ * Errors: -ENOENT no such ring (no daemon running); -EACCES; -EPROTO not
+ * a powerapi ring, or another layout version (the message names both);
+ * -EAGAIN the ring is being created; -EOWNERDEAD its writer died or
+ * stopped.  Thread-safe. */
+int pa_ring_open(const char *name, pa_ring_reader **out);
+
+/* Reads one window: the first one after *seq_inout (0: the newest).  On
+ * success *seq_inout is that window's sequence number (1, 2, ...) and *out
+ * points to a report owned by the reader, valid until its next read or
+ * close.  Windows overwritten before the reader got them are skipped and
+ * counted (pa_ring_info.lost).
+ * Errors: -EAGAIN no newer window yet; -EOWNERDEAD the writer died or
+ * stopped and no newer window remains; -EINVAL.  Not thread-safe (one
+ * thread per reader; open several readers for several threads). */
+int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
+                 const pa_report **out);
+
+/* Aggregates into one report every window after *seq_inout (0: no lower
+ * bound) that ends within span_ns of the newest window's end (0: no
+ * bound): a reader's own interval (1 s, 10 s views).  Each target's and
+ * the system's power is its energy over the covered windows divided by
+ * their total length (a target absent from a window counts 0 W there);
+ * interval_s is that total length, energies (J) are the latest
+ * cumulative ones, CPU time and network bytes are summed.  *seq_inout
+ * becomes the newest window included.  Ownership, errors and thread
+ * safety as pa_ring_read. */
+int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout,
+                      uint64_t span_ns, const pa_report **out);
+
+typedef struct pa_ring_info {
+    uint32_t version;      /* layout version */
+    uint32_t capacity;     /* windows */
+    uint32_t max_targets;  /* per window */
+    uint32_t mode;         /* permission bits of the ring */
+    pid_t writer_pid;
+    int alive;             /* writer running and heartbeat fresh */
+    uint64_t interval_ns;  /* the writer's window length */
+    uint64_t newest;       /* sequence of the newest window, 0 if none */
+    uint64_t oldest;       /* oldest still in the ring, 0 if none */
+    uint64_t heartbeat_age_ns;
+    uint64_t lost;         /* windows this reader missed (overwritten) */
+    uint64_t windows;      /* windows in the last read/aggregate */
+    uint64_t truncated;    /* targets the writer dropped in those windows */
+} pa_ring_info;
+
+/* Describes the ring and this reader.  Errors: -EINVAL.  Not thread-safe
+ * (as pa_ring_read). */
+int pa_ring_get_info(pa_ring_reader *r, pa_ring_info *out);
+
+/* Unmaps and frees the reader.  NULL is a no-op. */
+void pa_ring_close(pa_ring_reader *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,1145 @@
+/*
+ * ring.c - the shared-memory ring of tumbling windows (pa_ring_*).
+ *
+ * One writer (powerapi daemon) publishes reports; readers in other
+ * processes map the ring read-only.  Layout (all little-endian host
+ * words, version PA_RING_VERSION):
+ *
+ *   [ header: RING_HDR_BYTES ][ slot 0 ][ slot 1 ] ... [ slot cap-1 ]
+ *   slot = [ struct ring_window ][ max_targets x struct ring_target ]
+ *          [ pool_bytes of NUL-terminated cgroup paths ]
+ *
+ * Window s (1, 2, ...) lives in slot (s - 1) % capacity.  Each slot starts
+ * with a sequence word (a seqlock): 2s-1 while the writer fills window s,
+ * 2s once complete.  The writer never waits; a reader copies the slot and
+ * keeps the copy only if the word was 2s before and after the copy.  All
+ * shared words are accessed with atomic builtins (relaxed for the data,
+ * acquire/release around it), so the copy is race-free in the C11 sense.
+ *
+ * The magic word is stored last (release) when the ring is created, so a
+ * reader never trusts a half-initialised header; the version sits right
+ * after it so any future layout can be recognised and refused.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RING_MAGIC 0x474e495241504150ull /* "PAPARING" */
+#define RING_HDR_BYTES 4096u
+#define RING_NAME_MAX 200
+#define RING_MAX_CAPACITY 100000u
+#define RING_MAX_TARGETS (1u << 20)
+#define RING_MAX_BYTES (4ull << 30)
+
+enum { RING_RUNNING = 1, RING_STOPPED = 2 };
+
+/* Fixed-size mirror of pa_power. */
+struct ring_power {
+    double cpu_w, nic_w, total_w, idle_w;
+    double cpu_j, nic_j, total_j;
+    double interval_s, cpu_time_s;
+    uint64_t time_ns;
+    uint32_t flags, pad;
+};
+
+struct ring_hdr {
+    uint64_t magic; /* stored last */
+    uint32_t version;
+    uint32_t hdr_bytes;
+    uint64_t slot_bytes;
+    uint32_t capacity;
+    uint32_t max_targets;
+    uint32_t pool_bytes;
+    uint32_t mode;
+    int32_t writer_pid;
+    uint32_t state;         /* RING_*, atomic */
+    uint64_t interval_ns;
+    uint64_t created_ns;    /* CLOCK_MONOTONIC */
+    uint64_t head;          /* newest complete window, atomic */
+    uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC, atomic */
+};
+
+struct ring_window {
+    uint64_t seq; /* seqlock word */
+    uint64_t tick;
+    uint64_t time_ns;
+    double interval_s;
+    struct ring_power system;
+    uint32_t ntargets;       /* stored */
+    uint32_t ntargets_total; /* in the report */
+    uint32_t pool_used;
+    uint32_t pad;
+    char formula[128];
+    char sensors[128];
+    char cpu_source[16];
+    char assumed[PA_MAX_ASSUMED];
+};
+
+struct ring_target {
+    uint32_t type;
+    int32_t pid, tid, ppid;
+    char comm[PA_COMM_MAX];
+    uint32_t cgroup_off; /* into the slot's pool; 0 is "" */
+    uint32_t has_net;
+    uint64_t net_rx, net_tx;
+    struct ring_power power;
+};
+
+_Static_assert(sizeof(struct ring_hdr) <= RING_HDR_BYTES, "header fits");
+_Static_assert(sizeof(struct ring_window) % 8 == 0, "window words");
+_Static_assert(sizeof(struct ring_target) % 8 == 0, "target words");
+
+/* ------------------------------------------------------------------ */
+/* Shared helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "name" or "/name" -> "/name" (one path component, portable chars). */
+static int ring_shm_name(const char *name, char *buf, size_t len)
+{
+    if (!name || !*name)
+        name = PA_RING_DEFAULT_NAME;
+    if (*name == '/')
+        name++;
+    size_t n = strlen(name);
+    if (n == 0 || n > RING_NAME_MAX || n + 2 > len)
+        return pa__err(-EINVAL, "ring: name '%s' must have 1 to %d characters",
+                       name, RING_NAME_MAX);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+            return pa__err(-EINVAL,
+                           "ring: name '%s' may only contain letters, digits, "
+                           "'-', '_' and '.'",
+                           name);
+    }
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return pa__err(-EINVAL, "ring: name '%s' is not allowed", name);
+    buf[0] = '/';
+    memcpy(buf + 1, name, n + 1);
+    return 0;
+}
+
+static uint64_t slot_bytes_for(uint32_t max_targets, uint32_t pool_bytes)
+{
+    uint64_t b = sizeof(struct ring_window) +
+                 (uint64_t)max_targets * sizeof(struct ring_target) +
+                 pool_bytes;
+    return (b + 63) & ~(uint64_t)63;
+}
+
+static uint32_t pool_bytes_for(uint32_t max_targets)
+{
+    return 4096u + 64u * max_targets;
+}
+
+/* Relaxed word copies: the data half of the seqlock. */
+static void words_store(void *dst, const void *src, size_t bytes)
+{
+    uint64_t *d = dst;
+    const uint64_t *s = src;
+    for (size_t i = 0; i < bytes / 8; i++)
+        __atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+}
+
+static void words_load(void *dst, const void *src, size_t bytes)
+{
+    uint64_t *d = dst;
+    const uint64_t *s = src;
+    for (size_t i = 0; i < bytes / 8; i++)
+        d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+static size_t round8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static void power_to_ring(struct ring_power *d, const pa_power *s)
+{
+    d->cpu_w = s->cpu_w;
+    d->nic_w = s->nic_w;
+    d->total_w = s->total_w;
+    d->idle_w = s->idle_w;
+    d->cpu_j = s->cpu_j;
+    d->nic_j = s->nic_j;
+    d->total_j = s->total_j;
+    d->interval_s = s->interval_s;
+    d->cpu_time_s = s->cpu_time_s;
+    d->time_ns = s->time_ns;
+    d->flags = s->flags;
+    d->pad = 0;
+}
+
+static void power_from_ring(pa_power *d, const struct ring_power *s)
+{
+    d->cpu_w = s->cpu_w;
+    d->nic_w = s->nic_w;
+    d->total_w = s->total_w;
+    d->idle_w = s->idle_w;
+    d->cpu_j = s->cpu_j;
+    d->nic_j = s->nic_j;
+    d->total_j = s->total_j;
+    d->interval_s = s->interval_s;
+    d->cpu_time_s = s->cpu_time_s;
+    d->time_ns = s->time_ns;
+    d->flags = s->flags;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    if (!src)
+        src = "";
+    size_t n = strnlen(src, len - 1);
+    memcpy(dst, src, n);
+    memset(dst + n, 0, len - n);
+}
+
+/* Is the writer of a mapped header alive?  0 yes, else -EOWNERDEAD with
+ * a message that names the ring, the pid and what to do. */
+static int ring_check_alive(const char *name, const struct ring_hdr *h,
+                            uint64_t *age_out)
+{
+    uint32_t state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+    pid_t pid = h->writer_pid;
+    uint64_t hb = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE);
+    uint64_t now = mono_ns();
+    uint64_t age = now > hb ? now - hb : 0;
+    if (age_out)
+        *age_out = age;
+    if (state == RING_STOPPED)
+        return pa__err(-EOWNERDEAD,
+                       "ring '%s': its writer (pid %d) stopped; start "
+                       "`powerapi daemon --ring %s` again",
+                       name + 1, (int)pid, name + 1);
+    if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+        return pa__err(-EOWNERDEAD,
+                       "ring '%s': its writer (pid %d) is no longer running; "
+                       "start `powerapi daemon --ring %s` again",
+                       name + 1, (int)pid, name + 1);
+    /* Three windows and two seconds of slack before calling it hung. */
+    uint64_t limit = 3 * h->interval_ns + 2000000000ull;
+    if (age > limit)
+        return pa__err(-EOWNERDEAD,
+                       "ring '%s': its writer (pid %d) has not published for "
+                       "%.1f s (window %.3f s): it is stopped or hung; restart "
+                       "`powerapi daemon --ring %s`",
+                       name + 1, (int)pid, (double)age / 1e9,
+                       (double)h->interval_ns / 1e9, name + 1);
+    return 0;
+}
+
+/* Validates a mapped header of `size` bytes.  0, -EAGAIN (not ready) or
+ * -EPROTO (not ours / other version / inconsistent sizes). */
+static int ring_check_header(const char *name, const struct ring_hdr *h,
+                             size_t size)
+{
+    if (size < RING_HDR_BYTES)
+        return pa__err(size == 0 ? -EAGAIN : -EPROTO,
+                       "ring '%s': %s (%zu bytes)", name + 1,
+                       size == 0 ? "is being created" : "is not a powerapi ring",
+                       size);
+    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (magic == 0)
+        return pa__err(-EAGAIN, "ring '%s': is being created; retry", name + 1);
+    if (magic != RING_MAGIC)
+        return pa__err(-EPROTO,
+                       "ring '%s': /dev/shm%s is not a powerapi ring (bad magic)",
+                       name + 1, name);
+    if (h->version != PA_RING_VERSION)
+        return pa__err(-EPROTO,
+                       "ring '%s': layout version %u, but this powerapi (%s) "
+                       "reads version %u: use the same powerapi version for "
+                       "the daemon and its readers",
+                       name + 1, h->version, PA_VERSION_STRING, PA_RING_VERSION);
+    if (h->hdr_bytes != RING_HDR_BYTES || h->capacity == 0 ||
+        h->capacity > RING_MAX_CAPACITY || h->max_targets > RING_MAX_TARGETS ||
+        h->pool_bytes != pool_bytes_for(h->max_targets) ||
+        h->slot_bytes != slot_bytes_for(h->max_targets, h->pool_bytes) ||
+        (uint64_t)h->hdr_bytes + (uint64_t)h->capacity * h->slot_bytes != size)
+        return pa__err(-EPROTO, "ring '%s': inconsistent header (sizes)",
+                       name + 1);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct rank {
+    double w;
+    uint32_t i;
+} rank;
+
+typedef struct cg_slot {
+    const char *ptr;
+    uint32_t off;
+    uint32_t gen;
+} cg_slot;
+
+struct pa_ring_writer {
+    char name[RING_NAME_MAX + 2];
+    int fd;
+    unsigned char *map;
+    size_t map_len;
+    struct ring_hdr *hdr;
+    uint32_t cap, max_targets, pool_bytes;
+    uint64_t slot_bytes;
+    unsigned char *buf; /* the window being prepared */
+    rank *ranks;
+    size_t ranks_cap;
+    cg_slot *cg;        /* cgroup pointer -> pool offset, per window */
+    size_t cg_cap;      /* power of two */
+    uint32_t gen;
+};
+
+static int ring_unlink_stale(const char *name)
+{
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : pa__err(-errno, "ring '%s': cannot open "
+                                             "/dev/shm%s: %s", name + 1, name,
+                                             strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) < 0) {
+        rc = pa__err(-errno, "ring '%s': fstat: %s", name + 1, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    void *m = MAP_FAILED;
+    if ((size_t)st.st_size >= RING_HDR_BYTES)
+        m = mmap(NULL, RING_HDR_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return pa__err(-EEXIST,
+                       "ring '%s': /dev/shm%s exists and is not a powerapi "
+                       "ring; choose another name",
+                       name + 1, name);
+    const struct ring_hdr *h = m;
+    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (magic != RING_MAGIC) {
+        munmap(m, RING_HDR_BYTES);
+        return pa__err(-EEXIST,
+                       "ring '%s': /dev/shm%s exists and is not a complete "
+                       "powerapi ring; remove it or choose another name",
+                       name + 1, name);
+    }
+    pid_t pid = h->writer_pid;
+    rc = ring_check_alive(name, h, NULL);
+    munmap(m, RING_HDR_BYTES);
+    if (rc == 0)
+        return pa__err(-EEXIST,
+                       "ring '%s': already published by a running writer "
+                       "(pid %d); stop it or choose another name",
+                       name + 1, (int)pid);
+    if (shm_unlink(name) < 0 && errno != ENOENT)
+        return pa__err(-errno, "ring '%s': cannot remove the stale ring: %s",
+                       name + 1, strerror(errno));
+    return 0;
+}
+
+int pa_ring_create(const char *name, const pa_ring_opts *opts,
+                   pa_ring_writer **out)
+{
+    char shm[RING_NAME_MAX + 2];
+    int rc = ring_shm_name(name, shm, sizeof(shm));
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return pa__err(-EINVAL, "ring: out is NULL");
+    uint32_t cap = opts && opts->capacity ? opts->capacity : 100;
+    uint32_t maxt = opts && opts->max_targets ? opts->max_targets : 1024;
+    uint32_t mode = opts && opts->mode ? opts->mode : 0644;
+    uint64_t interval = opts && opts->interval_ns ? opts->interval_ns
+                                                  : 1000000000ull;
+    if (cap < 2 || cap > RING_MAX_CAPACITY)
+        return pa__err(-EINVAL, "ring: capacity %u out of range [2, %u]", cap,
+                       RING_MAX_CAPACITY);
+    if (maxt > RING_MAX_TARGETS)
+        return pa__err(-EINVAL, "ring: max_targets %u out of range [1, %u]",
+                       maxt, RING_MAX_TARGETS);
+    if (mode & ~0777u)
+        return pa__err(-EINVAL, "ring: mode %o has bits beyond 0777", mode);
+    uint32_t pool = pool_bytes_for(maxt);
+    uint64_t slot = slot_bytes_for(maxt, pool);
+    uint64_t total = RING_HDR_BYTES + (uint64_t)cap * slot;
+    if (total > RING_MAX_BYTES)
+        return pa__err(-EINVAL,
+                       "ring: %u windows of %u targets need %.1f GiB (limit 4); "
+                       "lower the capacity or max_targets",
+                       cap, maxt, (double)total / (1 << 30));
+
+    rc = ring_unlink_stale(shm);
+    if (rc < 0)
+        return rc;
+
+    pa_ring_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return pa__err(-ENOMEM, "ring: out of memory");
+    w->fd = -1;
+    w->map = MAP_FAILED;
+    memcpy(w->name, shm, strlen(shm) + 1);
+    w->cap = cap;
+    w->max_targets = maxt;
+    w->pool_bytes = pool;
+    w->slot_bytes = slot;
+    w->buf = calloc(1, slot);
+    w->cg_cap = 64;
+    while (w->cg_cap < 2 * (size_t)maxt + 2)
+        w->cg_cap <<= 1;
+    w->cg = calloc(w->cg_cap, sizeof(*w->cg));
+    if (!w->buf || !w->cg) {
+        rc = pa__err(-ENOMEM, "ring: out of memory");
+        goto fail;
+    }
+
+    /* Private mode until complete; magic last. */
+    w->fd = shm_open(shm, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (w->fd < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot create /dev/shm%s: %s", shm + 1, shm,
+                strerror(errno));
+        goto fail;
+    }
+    if (ftruncate(w->fd, (off_t)total) < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot size it to %llu bytes: %s", shm + 1,
+                (unsigned long long)total, strerror(errno));
+        goto fail_unlink;
+    }
+    w->map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
+    if (w->map == MAP_FAILED) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': mmap: %s", shm + 1, strerror(errno));
+        goto fail_unlink;
+    }
+    w->map_len = total;
+    w->hdr = (struct ring_hdr *)w->map;
+    struct ring_hdr *h = w->hdr;
+    h->version = PA_RING_VERSION;
+    h->hdr_bytes = RING_HDR_BYTES;
+    h->slot_bytes = slot;
+    h->capacity = cap;
+    h->max_targets = maxt;
+    h->pool_bytes = pool;
+    h->mode = mode;
+    h->writer_pid = (int32_t)getpid();
+    h->interval_ns = interval;
+    h->created_ns = mono_ns();
+    __atomic_store_n(&h->head, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->heartbeat_ns, h->created_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->state, RING_RUNNING, __ATOMIC_RELAXED);
+    if (opts && opts->set_gid && fchown(w->fd, (uid_t)-1, opts->gid) < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot give it to group %u: %s", shm + 1,
+                (unsigned)opts->gid, strerror(errno));
+        goto fail_unlink;
+    }
+    if (fchmod(w->fd, (mode_t)mode) < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot set mode %o: %s", shm + 1, mode,
+                strerror(errno));
+        goto fail_unlink;
+    }
+    __atomic_store_n(&h->magic, RING_MAGIC, __ATOMIC_RELEASE);
+    *out = w;
+    return 0;
+
+fail_unlink:
+    shm_unlink(shm);
+fail:
+    if (w->map != MAP_FAILED)
+        munmap(w->map, total);
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w->buf);
+    free(w->cg);
+    free(w);
+    return rc;
+}
+
+static int rank_cmp(const void *a, const void *b)
+{
+    const rank *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w > y->w ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Pool offset of a cgroup path (interned per window by pointer, since the
+ * engine interns its paths), or UINT32_MAX when the pool is full. */
+static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win,
+                         char *pool, const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    size_t mask = w->cg_cap - 1;
+    size_t hsh = ((uintptr_t)s >> 3) * 0x9E3779B97F4A7C15ull;
+    for (size_t k = 0; k < w->cg_cap; k++) {
+        cg_slot *c = &w->cg[(hsh + k) & mask];
+        if (c->gen != w->gen) {
+            size_t n = strlen(s) + 1;
+            if (win->pool_used + n > w->pool_bytes)
+                return UINT32_MAX;
+            uint32_t off = win->pool_used;
+            memcpy(pool + off, s, n);
+            win->pool_used += (uint32_t)n;
+            c->gen = w->gen;
+            c->ptr = s;
+            c->off = off;
+            return off;
+        }
+        if (c->ptr == s)
+            return c->off;
+    }
+    return UINT32_MAX;
+}
+
+int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
+{
+    if (!w || !r || (r->ntargets && !r->targets))
+        return pa__err(-EINVAL, "ring: publish of a NULL report");
+    size_t n = r->ntargets;
+    if (n > w->ranks_cap) {
+        size_t cap = w->ranks_cap ? w->ranks_cap : 256;
+        while (cap < n)
+            cap *= 2;
+        rank *nr = realloc(w->ranks, cap * sizeof(*nr));
+        if (!nr)
+            return pa__err(-ENOMEM, "ring: out of memory");
+        w->ranks = nr;
+        w->ranks_cap = cap;
+    }
+    /* Keep the most powerful targets when the report does not fit; the
+     * stored order is the report's order otherwise. */
+    size_t keep = n;
+    for (size_t i = 0; i < n; i++) {
+        w->ranks[i].w = r->targets[i].power.total_w;
+        w->ranks[i].i = (uint32_t)i;
+    }
+    if (n > w->max_targets) {
+        qsort(w->ranks, n, sizeof(*w->ranks), rank_cmp);
+        keep = w->max_targets;
+    }
+
+    struct ring_window *win = (struct ring_window *)w->buf;
+    struct ring_target *tg = (struct ring_target *)(win + 1);
+    char *pool = (char *)(tg + w->max_targets);
+    memset(win, 0, sizeof(*win));
+    win->tick = r->tick;
+    win->time_ns = r->time_ns;
+    win->interval_s = r->interval_s;
+    power_to_ring(&win->system, &r->system);
+    copy_str(win->formula, sizeof(win->formula), r->formula);
+    copy_str(win->sensors, sizeof(win->sensors), r->sensors);
+    copy_str(win->cpu_source, sizeof(win->cpu_source), r->cpu_source);
+    copy_str(win->assumed, sizeof(win->assumed), r->assumed);
+    win->ntargets_total = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    pool[0] = '\0';
+    win->pool_used = 1;
+    if (++w->gen == 0) { /* wrapped: forget every entry */
+        memset(w->cg, 0, w->cg_cap * sizeof(*w->cg));
+        w->gen = 1;
+    }
+    uint32_t stored = 0;
+    for (size_t k = 0; k < keep; k++) {
+        const pa_target_info *t = &r->targets[w->ranks[k].i];
+        struct ring_target *d = &tg[stored];
+        uint32_t off = pool_put(w, win, pool, t->cgroup);
+        if (off == UINT32_MAX) {
+            if (t->type == PA_TARGET_CGROUP)
+                continue; /* a nameless cgroup means nothing */
+            off = 0;
+        }
+        memset(d, 0, sizeof(*d));
+        d->type = (uint32_t)t->type;
+        d->pid = t->pid;
+        d->tid = t->tid;
+        d->ppid = t->ppid;
+        copy_str(d->comm, sizeof(d->comm), t->comm);
+        d->cgroup_off = off;
+        d->has_net = t->has_net ? 1 : 0;
+        d->net_rx = t->net_rx_bytes;
+        d->net_tx = t->net_tx_bytes;
+        power_to_ring(&d->power, &t->power);
+        stored++;
+    }
+    win->ntargets = stored;
+
+    struct ring_hdr *h = w->hdr;
+    uint64_t seq = __atomic_load_n(&h->head, __ATOMIC_RELAXED) + 1;
+    unsigned char *slot =
+        w->map + RING_HDR_BYTES + ((seq - 1) % w->cap) * w->slot_bytes;
+    struct ring_window *sw = (struct ring_window *)slot;
+    __atomic_store_n(&sw->seq, 2 * seq - 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    words_store(slot + 8, w->buf + 8, sizeof(*win) - 8);
+    words_store(slot + sizeof(*win), tg, stored * sizeof(*tg));
+    size_t pool_at = sizeof(*win) + (size_t)w->max_targets * sizeof(*tg);
+    words_store(slot + pool_at, pool, round8(win->pool_used));
+    __atomic_store_n(&sw->seq, 2 * seq, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->head, seq, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->heartbeat_ns, mono_ns(), __ATOMIC_RELEASE);
+    return 0;
+}
+
+void pa_ring_heartbeat(pa_ring_writer *w)
+{
+    if (w)
+        __atomic_store_n(&w->hdr->heartbeat_ns, mono_ns(), __ATOMIC_RELEASE);
+}
+
+void pa_ring_destroy(pa_ring_writer *w)
+{
+    if (!w)
+        return;
+    __atomic_store_n(&w->hdr->state, RING_STOPPED, __ATOMIC_RELEASE);
+    shm_unlink(w->name);
+    munmap(w->map, w->map_len);
+    close(w->fd);
+    free(w->buf);
+    free(w->ranks);
+    free(w->cg);
+    free(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reader                                                              */
+/* ------------------------------------------------------------------ */
+
+/* One aggregated target: its record plus energies over the span. */
+typedef struct agg_target {
+    pa_target_info info;
+    size_t cgroup_off; /* into arena */
+    double e_cpu, e_nic, e_total, e_idle;
+} agg_target;
+
+struct pa_ring_reader {
+    char name[RING_NAME_MAX + 2];
+    unsigned char *map;
+    size_t map_len;
+    const struct ring_hdr *hdr;
+    uint32_t cap, max_targets, pool_bytes;
+    uint64_t slot_bytes;
+    unsigned char *buf;  /* verified copy of one slot */
+    /* the report handed out */
+    pa_report rep;
+    pa_target_info *targets;
+    size_t targets_cap;
+    char formula[128], sensors[128], cpu_source[16], assumed[PA_MAX_ASSUMED];
+    /* aggregation */
+    agg_target *agg;
+    size_t nagg, agg_cap;
+    int32_t *idx;        /* hash: index into agg or -1 */
+    size_t idx_cap;      /* power of two */
+    char *arena;         /* cgroup paths of the aggregate */
+    size_t arena_len, arena_cap;
+    /* statistics */
+    uint64_t lost, windows, truncated;
+};
+
+int pa_ring_open(const char *name, pa_ring_reader **out)
+{
+    char shm[RING_NAME_MAX + 2];
+    int rc = ring_shm_name(name, shm, sizeof(shm));
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return pa__err(-EINVAL, "ring: out is NULL");
+    int fd = shm_open(shm, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        if (rc == -ENOENT)
+            return pa__err(rc,
+                           "ring '%s': no such ring (/dev/shm%s); start "
+                           "`powerapi daemon --ring %s` first",
+                           shm + 1, shm, shm + 1);
+        return pa__err(rc, "ring '%s': cannot open /dev/shm%s: %s%s", shm + 1,
+                       shm, strerror(errno),
+                       rc == -EACCES ? " (the daemon's --group decides who "
+                                       "may read it)"
+                                     : "");
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        rc = pa__err(-errno, "ring '%s': fstat: %s", shm + 1, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    size_t size = (size_t)st.st_size;
+    if (size < RING_HDR_BYTES) {
+        close(fd);
+        return ring_check_header(shm, NULL, size);
+    }
+    void *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return pa__err(-errno, "ring '%s': mmap: %s", shm + 1, strerror(errno));
+    const struct ring_hdr *h = m;
+    rc = ring_check_header(shm, h, size);
+    if (rc == 0)
+        rc = ring_check_alive(shm, h, NULL);
+    if (rc < 0) {
+        munmap(m, size);
+        return rc;
+    }
+    pa_ring_reader *r = calloc(1, sizeof(*r));
+    if (!r) {
+        munmap(m, size);
+        return pa__err(-ENOMEM, "ring: out of memory");
+    }
+    memcpy(r->name, shm, strlen(shm) + 1);
+    r->map = m;
+    r->map_len = size;
+    r->hdr = h;
+    r->cap = h->capacity;
+    r->max_targets = h->max_targets;
+    r->pool_bytes = h->pool_bytes;
+    r->slot_bytes = h->slot_bytes;
+    r->buf = malloc(r->slot_bytes);
+    if (!r->buf) {
+        pa_ring_close(r);
+        return pa__err(-ENOMEM, "ring: out of memory");
+    }
+    *out = r;
+    return 0;
+}
+
+void pa_ring_close(pa_ring_reader *r)
+{
+    if (!r)
+        return;
+    if (r->map)
+        munmap(r->map, r->map_len);
+    free(r->buf);
+    free(r->targets);
+    free(r->agg);
+    free(r->idx);
+    free(r->arena);
+    free(r);
+}
+
+/* Copies window seq into r->buf.  0 ok; -ESTALE overwritten (before or
+ * during the copy); -EAGAIN not published yet. */
+static int copy_window(pa_ring_reader *r, uint64_t seq)
+{
+    const unsigned char *slot =
+        r->map + RING_HDR_BYTES + ((seq - 1) % r->cap) * r->slot_bytes;
+    const struct ring_window *sw = (const struct ring_window *)slot;
+    uint64_t v1 = __atomic_load_n(&sw->seq, __ATOMIC_ACQUIRE);
+    if (v1 < 2 * seq)
+        return -EAGAIN;
+    if (v1 != 2 * seq)
+        return -ESTALE;
+    struct ring_window *win = (struct ring_window *)r->buf;
+    struct ring_target *tg = (struct ring_target *)(win + 1);
+    size_t pool_at = sizeof(*win) + (size_t)r->max_targets * sizeof(*tg);
+    words_load(r->buf, slot, sizeof(*win));
+    uint32_t nt = win->ntargets <= r->max_targets ? win->ntargets
+                                                  : r->max_targets;
+    uint32_t pu = win->pool_used >= 1 && win->pool_used <= r->pool_bytes
+                      ? win->pool_used
+                      : 1;
+    words_load(tg, slot + sizeof(*win), nt * sizeof(*tg));
+    size_t pbytes = round8(pu);
+    if (pool_at + pbytes > r->slot_bytes)
+        pbytes = r->slot_bytes - pool_at;
+    words_load(r->buf + pool_at, slot + pool_at, pbytes);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint64_t v2 = __atomic_load_n(&sw->seq, __ATOMIC_RELAXED);
+    if (v2 != v1)
+        return -ESTALE;
+    /* A consistent copy; still never trust it blindly. */
+    win->ntargets = nt;
+    win->pool_used = pu;
+    win->formula[sizeof(win->formula) - 1] = '\0';
+    win->sensors[sizeof(win->sensors) - 1] = '\0';
+    win->cpu_source[sizeof(win->cpu_source) - 1] = '\0';
+    win->assumed[sizeof(win->assumed) - 1] = '\0';
+    char *pool = (char *)r->buf + pool_at;
+    pool[pu - 1] = '\0';
+    for (uint32_t i = 0; i < nt; i++) {
+        tg[i].comm[PA_COMM_MAX - 1] = '\0';
+        if (tg[i].cgroup_off >= pu)
+            tg[i].cgroup_off = 0;
+    }
+    return 0;
+}
+
+static const char *window_pool(pa_ring_reader *r)
+{
+    return (const char *)r->buf + sizeof(struct ring_window) +
+           (size_t)r->max_targets * sizeof(struct ring_target);
+}
+
+static int ensure_targets(pa_ring_reader *r, size_t n)
+{
+    if (n <= r->targets_cap)
+        return 0;
+    size_t cap = r->targets_cap ? r->targets_cap : 64;
+    while (cap < n)
+        cap *= 2;
+    pa_target_info *t = realloc(r->targets, cap * sizeof(*t));
+    if (!t)
+        return pa__err(-ENOMEM, "ring: out of memory");
+    r->targets = t;
+    r->targets_cap = cap;
+    return 0;
+}
+
+static void target_from_ring(pa_target_info *d, const struct ring_target *s,
+                             const char *cgroup)
+{
+    memset(d, 0, sizeof(*d));
+    d->type = (pa_target_type)s->type;
+    d->pid = s->pid;
+    d->tid = s->tid;
+    d->ppid = s->ppid;
+    memcpy(d->comm, s->comm, PA_COMM_MAX);
+    d->cgroup = cgroup;
+    power_from_ring(&d->power, &s->power);
+    d->net_rx_bytes = s->net_rx;
+    d->net_tx_bytes = s->net_tx;
+    d->has_net = (int)s->has_net;
+    d->counters = NULL;
+    d->multiplex = 1.0;
+}
+
+/* The report's system part and strings from the window in r->buf. */
+static void report_head_from_window(pa_ring_reader *r)
+{
+    const struct ring_window *win = (const struct ring_window *)r->buf;
+    memcpy(r->formula, win->formula, sizeof(r->formula));
+    memcpy(r->sensors, win->sensors, sizeof(r->sensors));
+    memcpy(r->cpu_source, win->cpu_source, sizeof(r->cpu_source));
+    memcpy(r->assumed, win->assumed, sizeof(r->assumed));
+    memset(&r->rep, 0, sizeof(r->rep));
+    r->rep.tick = win->tick;
+    r->rep.time_ns = win->time_ns;
+    r->rep.interval_s = win->interval_s;
+    power_from_ring(&r->rep.system, &win->system);
+    r->rep.formula = r->formula;
+    r->rep.sensors = r->sensors;
+    r->rep.cpu_source = r->cpu_source;
+    r->rep.assumed = r->assumed;
+}
+
+/* No window to return: -EOWNERDEAD if the writer is gone, else -EAGAIN. */
+static int nothing_new(pa_ring_reader *r)
+{
+    int rc = ring_check_alive(r->name, r->hdr, NULL);
+    if (rc < 0)
+        return rc;
+    return pa__err(-EAGAIN, "ring '%s': no new window yet", r->name + 1);
+}
+
+/* Finds and copies the first window >= want that is still in the ring.
+ * Returns its sequence (0 if none) and counts skipped windows as lost. */
+static uint64_t fetch_from(pa_ring_reader *r, uint64_t want)
+{
+    for (unsigned tries = 0; tries < 64; tries++) {
+        uint64_t newest = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE);
+        if (want > newest || newest == 0)
+            return 0;
+        uint64_t oldest = newest >= r->cap ? newest - r->cap + 1 : 1;
+        if (want < oldest) {
+            r->lost += oldest - want;
+            want = oldest;
+        }
+        int rc = copy_window(r, want);
+        if (rc == 0)
+            return want;
+        if (rc == -EAGAIN)
+            return 0;
+        /* Overwritten under us: the writer lapped this slot. */
+        r->lost++;
+        want++;
+    }
+    return 0;
+}
+
+int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
+                 const pa_report **out)
+{
+    if (!r || !seq_inout || !out)
+        return pa__err(-EINVAL, "ring: NULL argument to pa_ring_read");
+    uint64_t newest = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE);
+    uint64_t want = *seq_inout ? *seq_inout + 1 : newest;
+    if (want == 0 || want > newest)
+        return nothing_new(r);
+    uint64_t got = fetch_from(r, want);
+    if (!got)
+        return nothing_new(r);
+    const struct ring_window *win = (const struct ring_window *)r->buf;
+    const struct ring_target *tg = (const struct ring_target *)(win + 1);
+    if (ensure_targets(r, win->ntargets) < 0)
+        return -ENOMEM;
+    report_head_from_window(r);
+    const char *pool = window_pool(r);
+    for (uint32_t i = 0; i < win->ntargets; i++)
+        target_from_ring(&r->targets[i], &tg[i], pool + tg[i].cgroup_off);
+    r->rep.ntargets = win->ntargets;
+    r->rep.targets = r->targets;
+    r->windows = 1;
+    r->truncated = win->ntargets_total > win->ntargets
+                       ? win->ntargets_total - win->ntargets
+                       : 0;
+    *seq_inout = got;
+    *out = &r->rep;
+    return 0;
+}
+
+/* ---- aggregation ---- */
+
+static uint64_t key_hash(uint32_t type, int32_t pid, int32_t tid,
+                         const char *cg)
+{
+    uint64_t h = 1469598103934665603ull;
+    if (type == PA_TARGET_CGROUP) {
+        for (const unsigned char *p = (const unsigned char *)cg; *p; p++)
+            h = (h ^ *p) * 1099511628211ull;
+    } else {
+        h = (h ^ (uint64_t)(uint32_t)pid) * 1099511628211ull;
+        h = (h ^ (uint64_t)(uint32_t)tid) * 1099511628211ull;
+    }
+    h = (h ^ type) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static int agg_grow_index(pa_ring_reader *r, size_t need)
+{
+    if (need * 2 <= r->idx_cap)
+        return 0;
+    size_t cap = r->idx_cap ? r->idx_cap : 256;
+    while (cap < need * 2)
+        cap *= 2;
+    int32_t *idx = malloc(cap * sizeof(*idx));
+    if (!idx)
+        return pa__err(-ENOMEM, "ring: out of memory");
+    for (size_t i = 0; i < cap; i++)
+        idx[i] = -1;
+    for (size_t a = 0; a < r->nagg; a++) {
+        const agg_target *t = &r->agg[a];
+        uint64_t h = key_hash(t->info.type, t->info.pid, t->info.tid,
+                              r->arena + t->cgroup_off);
+        size_t k = h & (cap - 1);
+        while (idx[k] >= 0)
+            k = (k + 1) & (cap - 1);
+        idx[k] = (int32_t)a;
+    }
+    free(r->idx);
+    r->idx = idx;
+    r->idx_cap = cap;
+    return 0;
+}
+
+/* Finds or adds the aggregate entry of s; NULL on ENOMEM. *fresh = 1 if
+ * it was added. */
+static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
+                            const char *cg, int *fresh)
+{
+    if (agg_grow_index(r, r->nagg + 1) < 0)
+        return NULL;
+    uint64_t h = key_hash(s->type, s->pid, s->tid, cg);
+    size_t mask = r->idx_cap - 1;
+    size_t k = h & mask;
+    for (;;) {
+        int32_t a = r->idx[k];
+        if (a < 0)
+            break;
+        agg_target *t = &r->agg[a];
+        if ((uint32_t)t->info.type == s->type &&
+            (s->type == PA_TARGET_CGROUP
+                 ? strcmp(r->arena + t->cgroup_off, cg) == 0
+                 : (t->info.pid == s->pid && t->info.tid == s->tid))) {
+            *fresh = 0;
+            return t;
+        }
+        k = (k + 1) & mask;
+    }
+    if (r->nagg == r->agg_cap) {
+        size_t cap = r->agg_cap ? r->agg_cap * 2 : 256;
+        agg_target *na = realloc(r->agg, cap * sizeof(*na));
+        if (!na) {
+            pa__err(-ENOMEM, "ring: out of memory");
+            return NULL;
+        }
+        r->agg = na;
+        r->agg_cap = cap;
+    }
+    size_t n = strlen(cg) + 1;
+    if (r->arena_len + n > r->arena_cap) {
+        size_t cap = r->arena_cap ? r->arena_cap : 4096;
+        while (cap < r->arena_len + n)
+            cap *= 2;
+        char *na = realloc(r->arena, cap);
+        if (!na) {
+            pa__err(-ENOMEM, "ring: out of memory");
+            return NULL;
+        }
+        r->arena = na;
+        r->arena_cap = cap;
+    }
+    agg_target *t = &r->agg[r->nagg];
+    memset(t, 0, sizeof(*t));
+    t->cgroup_off = r->arena_len;
+    memcpy(r->arena + r->arena_len, cg, n);
+    r->arena_len += n;
+    r->idx[k] = (int32_t)r->nagg++;
+    *fresh = 1;
+    return t;
+}
+
+int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout,
+                      uint64_t span_ns, const pa_report **out)
+{
+    if (!r || !seq_inout || !out)
+        return pa__err(-EINVAL, "ring: NULL argument to pa_ring_aggregate");
+    uint64_t newest = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE);
+    uint64_t lower = *seq_inout + 1;
+    int follow = *seq_inout != 0 && span_ns == 0;
+    if (newest == 0 || lower > newest)
+        return nothing_new(r);
+    /* Newest first: it fixes the span's end and the latest cumulative
+     * energies; older windows only add energy. */
+    r->nagg = 0;
+    r->arena_len = 0;
+    if (r->idx)
+        for (size_t i = 0; i < r->idx_cap; i++)
+            r->idx[i] = -1;
+    uint64_t first = 0, end_ns = 0, windows = 0, truncated = 0;
+    double total_s = 0, sys_cpu = 0, sys_nic = 0, sys_total = 0, sys_idle = 0;
+    double sys_cpu_time = 0;
+    for (uint64_t seq = newest; seq >= lower && seq > 0; seq--) {
+        uint64_t oldest = newest >= r->cap ? newest - r->cap + 1 : 1;
+        int rc = seq < oldest ? -ESTALE : copy_window(r, seq);
+        if (rc == -ESTALE) {
+            /* Lapped: this window and every older one are gone.  Only a
+             * reader following the ring (no span) counts them lost. */
+            if (follow)
+                r->lost += seq - lower + 1;
+            break;
+        }
+        if (rc < 0)
+            continue; /* not yet complete: cannot happen below head */
+        const struct ring_window *win = (const struct ring_window *)r->buf;
+        if (!first) {
+            first = seq;
+            end_ns = win->time_ns;
+            report_head_from_window(r);
+        } else if (span_ns && (end_ns < win->time_ns ||
+                               end_ns - win->time_ns >= span_ns)) {
+            break;
+        }
+        double dt = win->interval_s > 0 ? win->interval_s : 0;
+        windows++;
+        if (win->ntargets_total > win->ntargets)
+            truncated += win->ntargets_total - win->ntargets;
+        total_s += dt;
+        sys_cpu += win->system.cpu_w * dt;
+        sys_nic += win->system.nic_w * dt;
+        sys_total += win->system.total_w * dt;
+        sys_idle += win->system.idle_w * dt;
+        sys_cpu_time += win->system.cpu_time_s;
+        const struct ring_target *tg = (const struct ring_target *)(win + 1);
+        const char *pool = window_pool(r);
+        for (uint32_t i = 0; i < win->ntargets; i++) {
+            const struct ring_target *s = &tg[i];
+            const char *cg = pool + s->cgroup_off;
+            int fresh;
+            agg_target *t = agg_find(r, s, cg, &fresh);
+            if (!t)
+                return -ENOMEM;
+            if (fresh) {
+                size_t off = t->cgroup_off;
+                target_from_ring(&t->info, s, NULL);
+                t->cgroup_off = off;
+                t->info.power.cpu_time_s = 0;
+                t->info.net_rx_bytes = t->info.net_tx_bytes = 0;
+            } else {
+                /* Older window of a known target. */
+                t->info.power.flags |= s->power.flags & ~PA_POWER_EXITED;
+            }
+            t->e_cpu += s->power.cpu_w * dt;
+            t->e_nic += s->power.nic_w * dt;
+            t->e_total += s->power.total_w * dt;
+            t->e_idle += s->power.idle_w * dt;
+            t->info.power.cpu_time_s += s->power.cpu_time_s;
+            t->info.net_rx_bytes += s->net_rx;
+            t->info.net_tx_bytes += s->net_tx;
+            t->info.has_net |= (int)s->has_net;
+        }
+    }
+    if (!first)
+        return nothing_new(r);
+    if (ensure_targets(r, r->nagg) < 0)
+        return -ENOMEM;
+    double inv = total_s > 0 ? 1.0 / total_s : 0;
+    r->rep.interval_s = total_s;
+    r->rep.system.cpu_w = sys_cpu * inv;
+    r->rep.system.nic_w = sys_nic * inv;
+    r->rep.system.total_w = sys_total * inv;
+    r->rep.system.idle_w = sys_idle * inv;
+    r->rep.system.cpu_time_s = sys_cpu_time;
+    r->rep.system.interval_s = total_s;
+    for (size_t a = 0; a < r->nagg; a++) {
+        agg_target *t = &r->agg[a];
+        pa_target_info *d = &r->targets[a];
+        *d = t->info;
+        d->cgroup = r->arena + t->cgroup_off;
+        d->power.cpu_w = t->e_cpu * inv;
+        d->power.nic_w = t->e_nic * inv;
+        d->power.total_w = t->e_total * inv;
+        d->power.idle_w = t->e_idle * inv;
+        d->power.interval_s = total_s;
+    }
+    r->rep.ntargets = r->nagg;
+    r->rep.targets = r->targets;
+    r->windows = windows;
+    r->truncated = truncated;
+    *seq_inout = first;
+    *out = &r->rep;
+    return 0;
+}
+
+int pa_ring_get_info(pa_ring_reader *r, pa_ring_info *out)
+{
+    if (!r || !out)
+        return pa__err(-EINVAL, "ring: NULL argument to pa_ring_get_info");
+    const struct ring_hdr *h = r->hdr;
+    memset(out, 0, sizeof(*out));
+    out->version = h->version;
+    out->capacity = r->cap;
+    out->max_targets = r->max_targets;
+    out->mode = h->mode;
+    out->writer_pid = h->writer_pid;
+    out->interval_ns = h->interval_ns;
+    out->newest = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+    out->oldest = out->newest == 0           ? 0
+                  : out->newest >= r->cap ? out->newest - r->cap + 1
+                                          : 1;
+    uint64_t age = 0;
+    out->alive = ring_check_alive(r->name, h, &age) == 0;
+    out->heartbeat_age_ns = age;
+    out->lost = r->lost;
+    out->windows = r->windows;
+    out->truncated = r->truncated;
+    return 0;
+}
