@@ -220,6 +220,7 @@ struct pa_frame {
     uint64_t tick;
     uint64_t time_ns;
     pa_sysread *sys; /* this tick's system readings */
+    bool scanned;    /* a task-discovering sensor ran: unseen tasks are gone */
 };
 
 typedef struct pa_rapl_delta {
@@ -285,10 +286,15 @@ struct pa_ctx {
     bool watch_all;
     bool cgroups_on;
 
-    pa_tasktab procs;   /* processes and trees, keyed by pid */
+    pa_tasktab procs;   /* processes, keyed by pid */
     pa_tasktab threads; /* threads, keyed by tid */
+    pa_tasktab trees;   /* PA_WATCH_CHILDREN totals, keyed by root pid */
+    pa_task **gone;     /* left the tables this tick; freed next tick */
+    size_t ngone, gone_cap;
+    double *cgroup_cpu_j, *cgroup_nic_j; /* per interned cgroup */
     char **cgroups;     /* interned cgroup paths */
     size_t ncgroups, cgroups_cap;
+    long clk_tck;       /* USER_HZ of proc(5) tick fields */
 
     /* counters currently declared by sensors */
     char *counter_names[PA_MAX_COUNTERS];
@@ -312,7 +318,9 @@ struct pa_ctx {
     char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
 
     pa_task **win;      /* scratch: tasks with a window */
-    size_t win_cap;
+    size_t win_cap, nwin;
+    double *cg_scratch; /* scratch: per-cgroup sums of a report */
+    size_t cg_scratch_cap;
 
     /* sampler */
     pthread_t sampler;
@@ -333,6 +341,20 @@ struct pa_ctx {
  * on ENOMEM. */
 pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
                        pid_t tid, uint64_t start_ticks);
+/* Task tables (tasks.c). */
+pa_task *pa__tasktab_get(const pa_tasktab *t, pid_t id);
+int pa__tasktab_put(pa_tasktab *t, pa_task *task, pid_t id);
+void pa__tasktab_remove_at(pa_tasktab *t, size_t i); /* then reindex */
+int pa__tasktab_reindex(pa_tasktab *t);
+void pa__tasktab_free(pa_tasktab *t); /* frees the tasks too */
+pa_task *pa__task_new(pa_target_type type, pid_t pid, pid_t tid);
+void pa__task_free(pa_task *task);
+int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i);
+/* Engine (engine.c), called with ctx->lock held. */
+int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns);
+int pa__auto_enable(pa_ctx *ctx);
+/* Copies a report into one allocation. */
+int pa__report_copy(const pa_report *r, pa_report **out);
 /* Looks a task up without creating it. */
 pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id);
 /* Returns the index of the interned cgroup path (or -1 on ENOMEM). */
@@ -341,7 +363,8 @@ int pa__cgroup_intern(pa_ctx *ctx, const char *path);
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
 /* The module table of built-ins: NULL-terminated. */
-extern const pa_module_ops *const pa__builtin_modules[];
+const pa_module_ops *const *pa__builtins(void);
+#define pa__builtin_modules (pa__builtins())
 
 /* Built-in modules (defined in sensors/ and formulas/). */
 extern const pa_module_ops pa__mod_procfs_cpu;
@@ -378,6 +401,7 @@ typedef struct pa_hwdb_cpu {
     size_t nvolt;
     struct { double mhz, volt; } volt[16];
     char source[160];   /* data sheet */
+    unsigned threads;   /* hardware threads per package, 0 = not given */
 } pa_hwdb_cpu;
 
 typedef struct pa_hwdb_nic {
@@ -395,5 +419,13 @@ int pa__hwdb_cpu(const char *hwdb_path, const char *model, pa_hwdb_cpu *out);
 /* Same for a NIC driver ("e1000e"); "default" record as fallback is the
  * caller's choice. */
 int pa__hwdb_nic(const char *hwdb_path, const char *driver, pa_hwdb_nic *out);
+/* The database file to read: configured if non-NULL, else PA_HWDB_DEFAULT
+ * if readable, else the source tree's (PA_HWDB_BUILDTREE), else NULL.
+ * Both lookups above accept hwdb_path NULL and resolve it this way. */
+const char *pa__hwdb_path(const char *configured);
+/* Parses "MHZ:VOLTS,MHZ:VOLTS" (or '+'-separated, as in options) into
+ * cpu->volt/nvolt; -EINVAL with the reason in why. */
+int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
+                        size_t why_len);
 
 #endif /* PA_INTERNAL_H */

@@ -1,0 +1,946 @@
+/*
+ * ctx.c - contexts, the module lifecycle, targets, the sampler thread and
+ * the result getters.  Every public function takes ctx->lock; a tick holds
+ * it throughout, so lifecycle changes land between ticks and nothing is
+ * freed under a running callback.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* Context                                                             */
+/* ------------------------------------------------------------------ */
+
+static int check_dir(const char *what, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return pa__err(-errno, "%s root '%s': %s (give an existing directory)", what,
+                       path, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return pa__err(-ENOTDIR, "%s root '%s' is not a directory", what, path);
+    return 0;
+}
+
+int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
+{
+    if (!out)
+        return pa__err(-EINVAL, "pa_ctx_new: out is NULL");
+    const char *procfs = opts && opts->procfs ? opts->procfs : "/proc";
+    const char *sysfs = opts && opts->sysfs ? opts->sysfs : "/sys";
+    const char *devfs = opts && opts->devfs ? opts->devfs : "/dev";
+    const char *hwdb = opts && opts->hwdb ? opts->hwdb : getenv("POWERAPI_HWDB");
+    int rc = check_dir("procfs", procfs);
+    if (rc == 0)
+        rc = check_dir("sysfs", sysfs);
+    if (rc < 0)
+        return rc;
+    if (hwdb && *hwdb && access(hwdb, R_OK) < 0)
+        return pa__err(-errno, "hardware database '%s': %s", hwdb,
+                       strerror(errno));
+    pa_ctx *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return pa__err(-ENOMEM, "pa_ctx_new: out of memory");
+    ctx->procfs = strdup(procfs);
+    ctx->sysfs = strdup(sysfs);
+    ctx->devfs = strdup(devfs);
+    ctx->hwdb = hwdb && *hwdb ? strdup(hwdb) : NULL;
+    if (!ctx->procfs || !ctx->sysfs || !ctx->devfs ||
+        (hwdb && *hwdb && !ctx->hwdb))
+        goto fail;
+    ctx->env.procfs = ctx->procfs;
+    ctx->env.sysfs = ctx->sysfs;
+    ctx->env.devfs = ctx->devfs;
+    ctx->env.hwdb = ctx->hwdb;
+    ctx->env.ctx = ctx;
+    ctx->clk_tck = sysconf(_SC_CLK_TCK);
+    if (ctx->clk_tck <= 0)
+        ctx->clk_tck = 100;
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ctx->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    *out = ctx;
+    return 0;
+fail:
+    free(ctx->procfs);
+    free(ctx->sysfs);
+    free(ctx->devfs);
+    free(ctx->hwdb);
+    free(ctx);
+    return pa__err(-ENOMEM, "pa_ctx_new: out of memory");
+}
+
+static void module_destroy(pa_module *m)
+{
+    if (m->ops->stop)
+        m->ops->stop(m);
+    pa__options_free(m->opts);
+    free(m->opts_text);
+    free(m);
+}
+
+void pa_ctx_free(pa_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    pa_stop(ctx);
+    pa_module *m = ctx->modules;
+    while (m) {
+        pa_module *n = m->next;
+        module_destroy(m);
+        m = n;
+    }
+    pa__tasktab_free(&ctx->procs);
+    pa__tasktab_free(&ctx->threads);
+    pa__tasktab_free(&ctx->trees);
+    for (size_t i = 0; i < ctx->ngone; i++)
+        pa__task_free(ctx->gone[i]);
+    free(ctx->gone);
+    for (size_t i = 0; i < ctx->ncgroups; i++)
+        free(ctx->cgroups[i]);
+    free(ctx->cgroups);
+    free(ctx->cgroup_cpu_j);
+    free(ctx->cgroup_nic_j);
+    for (size_t i = 0; i < ctx->ncounters; i++)
+        free(ctx->counter_names[i]);
+    free(ctx->watches);
+    free(ctx->registered);
+    free(ctx->rtargets);
+    free(ctx->rcounters);
+    free(ctx->win);
+    free(ctx->cg_scratch);
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->cond);
+    free(ctx->procfs);
+    free(ctx->sysfs);
+    free(ctx->devfs);
+    free(ctx->hwdb);
+    free(ctx);
+}
+
+/* ------------------------------------------------------------------ */
+/* Modules                                                             */
+/* ------------------------------------------------------------------ */
+
+static const pa_module_ops *ops_find(const pa_ctx *ctx, const char *name)
+{
+    for (size_t i = 0; i < ctx->nregistered; i++)
+        if (!strcmp(ctx->registered[i]->name, name))
+            return ctx->registered[i];
+    for (size_t i = 0; pa__builtin_modules[i]; i++)
+        if (!strcmp(pa__builtin_modules[i]->name, name))
+            return pa__builtin_modules[i];
+    return NULL;
+}
+
+static pa_module *mod_find(const pa_ctx *ctx, const char *name)
+{
+    for (pa_module *m = ctx->modules; m; m = m->next)
+        if (!strcmp(m->ops->name, name))
+            return m;
+    return NULL;
+}
+
+static void all_names(const pa_ctx *ctx, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    size_t u = 0;
+    for (size_t i = 0; pa__builtin_modules[i]; i++) {
+        u = strlen(buf);
+        snprintf(buf + u, len - u, "%s%s", u ? ", " : "",
+                 pa__builtin_modules[i]->name);
+    }
+    for (size_t i = 0; i < ctx->nregistered; i++) {
+        u = strlen(buf);
+        snprintf(buf + u, len - u, ", %s", ctx->registered[i]->name);
+    }
+}
+
+/* Sensors before formulas; procfs-cpu first: it discovers the tasks the
+ * other sensors read. */
+static void mod_insert(pa_ctx *ctx, pa_module *m)
+{
+    pa_module **pp = &ctx->modules;
+    if (m->ops->kind == PA_SENSOR) {
+        if (strcmp(m->ops->name, "procfs-cpu") != 0)
+            while (*pp && (*pp)->ops->kind == PA_SENSOR)
+                pp = &(*pp)->next;
+    } else {
+        while (*pp)
+            pp = &(*pp)->next;
+    }
+    m->next = *pp;
+    *pp = m;
+}
+
+static void mod_unlink(pa_ctx *ctx, pa_module *m)
+{
+    for (pa_module **pp = &ctx->modules; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            return;
+        }
+}
+
+static int probe(const pa_ctx *ctx, const pa_module_ops *ops, char *why,
+                 size_t len)
+{
+    why[0] = '\0';
+    if (!ops->probe)
+        return 0;
+    int rc = ops->probe(&ctx->env, why, len);
+    if (rc < 0 && !why[0])
+        snprintf(why, len, "%s: %s", ops->name, pa_strerror(rc));
+    return rc;
+}
+
+static int set_options(pa_module *m, pa_options *o)
+{
+    char buf[512];
+    int n = pa__options_format(o, buf, sizeof(buf));
+    char *text = strdup(n >= 0 ? buf : "");
+    if (!text)
+        return -ENOMEM;
+    pa__options_free(m->opts);
+    free(m->opts_text);
+    m->opts = o;
+    m->opts_text = text;
+    return 0;
+}
+
+static int enable_locked(pa_ctx *ctx, const char *name, const char *options,
+                         bool by_auto);
+
+static int configure_locked(pa_ctx *ctx, pa_module *m, const char *options)
+{
+    pa_options *upd = NULL, *merged = NULL;
+    int rc = pa__options_parse(m->ops->name, options, m->ops->options, &upd);
+    if (rc < 0)
+        return rc;
+    rc = pa__options_merge(m->opts, upd, &merged);
+    pa__options_free(upd);
+    if (rc < 0)
+        return pa__err(rc, "%s: out of memory", m->ops->name);
+    if (m->ops->configure) {
+        rc = m->ops->configure(m, merged);
+    } else {
+        /* no configure: restart with the new options, keep old on failure */
+        void *old = m->priv;
+        m->priv = NULL;
+        rc = m->ops->start ? m->ops->start(m, merged) : 0;
+        if (rc < 0) {
+            m->priv = old;
+        } else {
+            void *fresh = m->priv;
+            m->priv = old;
+            if (m->ops->stop)
+                m->ops->stop(m);
+            m->priv = fresh;
+        }
+    }
+    if (rc < 0) {
+        pa__options_free(merged);
+        if (!pa_last_error()[0])
+            pa__err(rc, "%s: options '%s' refused", m->ops->name, options);
+        return rc;
+    }
+    rc = set_options(m, merged);
+    if (rc < 0) {
+        pa__options_free(merged);
+        return pa__err(rc, "%s: out of memory", m->ops->name);
+    }
+    m->fail_count = 0;
+    m->retry_tick = 0;
+    m->err[0] = '\0';
+    return 0;
+}
+
+int pa__auto_enable(pa_ctx *ctx)
+{
+    char why[256];
+    int rc = enable_locked(ctx, "procfs-cpu", NULL, true);
+    if (rc < 0)
+        return rc;
+    const pa_module_ops *rapl = ops_find(ctx, "rapl");
+    const pa_module_ops *share = ops_find(ctx, "rapl-share");
+    bool use_rapl = rapl && share && probe(ctx, rapl, why, sizeof(why)) == 0;
+    if (use_rapl) {
+        use_rapl = enable_locked(ctx, "rapl", NULL, true) == 0 &&
+                   enable_locked(ctx, "rapl-share", NULL, true) == 0;
+    }
+    if (!use_rapl && !mod_find(ctx, "cpu-tdp") && ops_find(ctx, "cpu-tdp")) {
+        rc = enable_locked(ctx, "cpu-tdp", NULL, true);
+        if (rc < 0)
+            return rc;
+    }
+    const pa_module_ops *nic = ops_find(ctx, "nic");
+    const pa_module_ops *lin = ops_find(ctx, "nic-linear");
+    if (nic && lin && probe(ctx, nic, why, sizeof(why)) == 0 &&
+        enable_locked(ctx, "nic", NULL, true) == 0)
+        enable_locked(ctx, "nic-linear", NULL, true);
+    return 0;
+}
+
+static int enable_locked(pa_ctx *ctx, const char *name, const char *options,
+                         bool by_auto)
+{
+    if (!strcmp(name, "auto"))
+        return pa__auto_enable(ctx);
+    const pa_module_ops *ops = ops_find(ctx, name);
+    if (!ops) {
+        char list[512];
+        all_names(ctx, list, sizeof(list));
+        return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)",
+                       name, list);
+    }
+    pa_module *m = mod_find(ctx, name);
+    if (m) {
+        if (!by_auto)
+            m->by_auto = false;
+        if (!options || !*options)
+            return 0;
+        return configure_locked(ctx, m, options);
+    }
+    char why[256];
+    int rc = probe(ctx, ops, why, sizeof(why));
+    if (rc < 0)
+        return pa__err(-ENODEV, "%s", why);
+    if (ops->kind == PA_FORMULA && ops->component != PA_COMP_NONE) {
+        for (pa_module *o = ctx->modules; o; o = o->next) {
+            if (o->ops->kind != PA_FORMULA ||
+                o->ops->component != ops->component)
+                continue;
+            if (!o->by_auto || by_auto)
+                return pa__err(-EBUSY,
+                               "%s: the %s power is already computed by %s; "
+                               "disable it first",
+                               name,
+                               ops->component == PA_COMP_CPU ? "cpu" : "nic",
+                               o->ops->name);
+        }
+    }
+    pa_options *opts = NULL;
+    rc = pa__options_parse(name, options, ops->options, &opts);
+    if (rc < 0)
+        return rc;
+    m = calloc(1, sizeof(*m));
+    if (!m) {
+        pa__options_free(opts);
+        return pa__err(-ENOMEM, "%s: out of memory", name);
+    }
+    m->ops = ops;
+    m->ctx = ctx;
+    m->by_auto = by_auto;
+    pa__err(0, "%s", "");
+    rc = ops->start ? ops->start(m, opts) : 0;
+    if (rc < 0) {
+        pa__options_free(opts);
+        free(m);
+        if (!pa_last_error()[0])
+            pa__err(rc, "%s: failed to start: %s", name, pa_strerror(rc));
+        return rc;
+    }
+    rc = set_options(m, opts);
+    if (rc < 0) {
+        m->opts = NULL;
+        pa__options_free(opts);
+        module_destroy(m);
+        return pa__err(-ENOMEM, "%s: out of memory", name);
+    }
+    /* a formula replacing one that "auto" chose */
+    if (ops->kind == PA_FORMULA && ops->component != PA_COMP_NONE)
+        for (pa_module *o = ctx->modules; o; o = o->next)
+            if (o->ops->kind == PA_FORMULA &&
+                o->ops->component == ops->component) {
+                mod_unlink(ctx, o);
+                module_destroy(o);
+                break;
+            }
+    mod_insert(ctx, m);
+    return 0;
+}
+
+int pa_module_enable(pa_ctx *ctx, const char *name, const char *options)
+{
+    if (!ctx || !name)
+        return pa__err(-EINVAL, "pa_module_enable: ctx and name are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = enable_locked(ctx, name, options, false);
+    if (rc == 0)
+        ctx->explicit_modules = true;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_module_disable(pa_ctx *ctx, const char *name)
+{
+    if (!ctx || !name)
+        return pa__err(-EINVAL, "pa_module_disable: ctx and name are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    pa_module *m = mod_find(ctx, name);
+    if (!m) {
+        rc = ops_find(ctx, name)
+                 ? pa__err(-ENOENT, "module '%s' is not enabled", name)
+                 : pa__err(-ENOENT, "unknown module '%s'", name);
+    } else {
+        mod_unlink(ctx, m);
+        module_destroy(m);
+        ctx->explicit_modules = true;
+        if (!strcmp(name, "perf"))
+            pa__counters_declare(ctx, NULL, 0);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_module_configure(pa_ctx *ctx, const char *name, const char *options)
+{
+    if (!ctx || !name)
+        return pa__err(-EINVAL,
+                       "pa_module_configure: ctx and name are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc;
+    pa_module *m = mod_find(ctx, name);
+    if (!m)
+        rc = ops_find(ctx, name)
+                 ? pa__err(-ENOENT,
+                           "module '%s' is not enabled (enable it first)", name)
+                 : pa__err(-ENOENT, "unknown module '%s'", name);
+    else
+        rc = configure_locked(ctx, m, options);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+static bool valid_name(const char *s)
+{
+    if (!s || !*s || strlen(s) > 63)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '_'))
+            return false;
+    return true;
+}
+
+int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
+{
+    if (!ctx || !ops)
+        return pa__err(-EINVAL, "pa_module_register: ctx and ops are required");
+    if (ops->abi != PA_MODULE_ABI)
+        return pa__err(-EINVAL,
+                       "module table abi %u, this library speaks %u "
+                       "(rebuild the module against this powerapi.h)",
+                       ops->abi, PA_MODULE_ABI);
+    if (!valid_name(ops->name))
+        return pa__err(-EINVAL, "module name '%s' must be [a-z0-9-_]+",
+                       ops->name ? ops->name : "(null)");
+    if ((ops->kind == PA_SENSOR && !ops->sample) ||
+        (ops->kind == PA_FORMULA && !ops->compute) ||
+        (ops->kind != PA_SENSOR && ops->kind != PA_FORMULA))
+        return pa__err(-EINVAL,
+                       "module '%s': a sensor needs sample(), a formula "
+                       "compute()",
+                       ops->name);
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    if (ops_find(ctx, ops->name)) {
+        rc = pa__err(-EEXIST, "module '%s' already exists", ops->name);
+    } else {
+        const pa_module_ops **r =
+            realloc(ctx->registered, (ctx->nregistered + 1) * sizeof(*r));
+        if (!r) {
+            rc = pa__err(-ENOMEM, "out of memory");
+        } else {
+            r[ctx->nregistered++] = ops;
+            ctx->registered = r;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops,
+                      pa_module_info *mi)
+{
+    memset(mi, 0, sizeof(*mi));
+    mi->name = ops->name;
+    mi->description = ops->description ? ops->description : "";
+    mi->kind = ops->kind;
+    mi->component = ops->component;
+    mi->available = probe(ctx, ops, mi->why, sizeof(mi->why)) == 0;
+    const pa_module *m = mod_find(ctx, ops->name);
+    if (m) {
+        mi->enabled = 1;
+        mi->failing = m->fail_count > 0;
+        if (m->fail_count)
+            snprintf(mi->why, sizeof(mi->why), "%s", m->err);
+        snprintf(mi->options, sizeof(mi->options), "%s",
+                 m->opts_text ? m->opts_text : "");
+    }
+}
+
+int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap)
+{
+    if (!ctx || (!out && cap))
+        return pa__err(-EINVAL, "pa_module_list: bad arguments");
+    pthread_mutex_lock(&ctx->lock);
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        pa_module_kind kind = pass == 0 ? PA_SENSOR : PA_FORMULA;
+        for (size_t i = 0; pa__builtin_modules[i]; i++)
+            if (pa__builtin_modules[i]->kind == kind) {
+                if (n < cap)
+                    fill_info(ctx, pa__builtin_modules[i], &out[n]);
+                n++;
+            }
+        for (size_t i = 0; i < ctx->nregistered; i++)
+            if (ctx->registered[i]->kind == kind) {
+                if (n < cap)
+                    fill_info(ctx, ctx->registered[i], &out[n]);
+                n++;
+            }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return (int)n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Targets                                                             */
+/* ------------------------------------------------------------------ */
+
+int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
+{
+    if (!ctx || pid <= 0)
+        return pa__err(-EINVAL, "pid %d: not a process id", (int)pid);
+    if (flags & ~(unsigned)(PA_WATCH_THREADS | PA_WATCH_CHILDREN))
+        return pa__err(-EINVAL, "pid %d: unknown watch flags 0x%x", (int)pid,
+                       flags);
+    char path[PA_PATH_MAX];
+    if (pa__path(path, sizeof(path), ctx->procfs, "%d/stat", (int)pid) < 0 ||
+        access(path, F_OK) < 0)
+        return pa__err(-ESRCH, "pid %d: no such process (%s not found)",
+                       (int)pid, path);
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    size_t i;
+    for (i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid)
+            break;
+    if (i == ctx->nwatches) {
+        if (ctx->nwatches == ctx->watches_cap) {
+            size_t cap = ctx->watches_cap ? ctx->watches_cap * 2 : 8;
+            pa_watch *w = realloc(ctx->watches, cap * sizeof(*w));
+            if (!w) {
+                rc = pa__err(-ENOMEM, "out of memory");
+                goto out;
+            }
+            ctx->watches = w;
+            ctx->watches_cap = cap;
+        }
+        ctx->nwatches++;
+    }
+    ctx->watches[i].pid = pid;
+    ctx->watches[i].flags = flags;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_unwatch_pid(pa_ctx *ctx, pid_t pid)
+{
+    if (!ctx)
+        return pa__err(-EINVAL, "pa_unwatch_pid: ctx is NULL");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = pa__err(-ESRCH, "pid %d is not watched", (int)pid);
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid) {
+            ctx->watches[i] = ctx->watches[--ctx->nwatches];
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_watch_all(pa_ctx *ctx, int on)
+{
+    if (!ctx)
+        return pa__err(-EINVAL, "pa_watch_all: ctx is NULL");
+    pthread_mutex_lock(&ctx->lock);
+    ctx->watch_all = on != 0;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+int pa_report_cgroups(pa_ctx *ctx, int on)
+{
+    if (!ctx)
+        return pa__err(-EINVAL, "pa_report_cgroups: ctx is NULL");
+    pthread_mutex_lock(&ctx->lock);
+    ctx->cgroups_on = on != 0;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ticks and the sampler                                               */
+/* ------------------------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool in_callback(pa_ctx *ctx)
+{
+    return ctx->in_cb && pthread_equal(ctx->cb_thread, pthread_self());
+}
+
+int pa_tick_at(pa_ctx *ctx, uint64_t time_ns)
+{
+    if (!ctx)
+        return pa__err(-EINVAL, "pa_tick: ctx is NULL");
+    pthread_mutex_lock(&ctx->lock);
+    int rc;
+    if (in_callback(ctx))
+        rc = pa__err(-EBUSY, "pa_tick: not allowed inside a report callback");
+    else
+        rc = pa__tick_locked(ctx, time_ns);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_tick(pa_ctx *ctx)
+{
+    return pa_tick_at(ctx, now_ns());
+}
+
+static void *sampler_main(void *arg)
+{
+    pa_ctx *ctx = arg;
+    pthread_mutex_lock(&ctx->lock);
+    uint64_t next = now_ns();
+    while (!ctx->stopping) {
+        uint64_t t = now_ns();
+        if (t < next) {
+            struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
+                                  .tv_nsec = (long)(next % 1000000000u)};
+            pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
+            continue;
+        }
+        uint64_t when = now_ns();
+        if (when <= ctx->last_time_ns)
+            when = ctx->last_time_ns + 1;
+        int rc = pa__tick_locked(ctx, when);
+        /* a tick that ran late does not make the next ones bunch up */
+        next += ctx->period_ns;
+        if (next < t)
+            next = t + ctx->period_ns;
+        pa_report *copy = NULL;
+        if (rc == 0 && ctx->have_report && ctx->cb &&
+            ctx->report.tick == ctx->tick &&
+            pa__report_copy(&ctx->report, &copy) == 0) {
+            pa_report_cb cb = ctx->cb;
+            void *user = ctx->cb_user;
+            ctx->in_cb = true;
+            ctx->cb_thread = pthread_self();
+            pthread_mutex_unlock(&ctx->lock);
+            cb(ctx, copy, user);
+            pa_report_free(copy);
+            pthread_mutex_lock(&ctx->lock);
+            ctx->in_cb = false;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return NULL;
+}
+
+int pa_start(pa_ctx *ctx, uint64_t period_ns, pa_report_cb cb, void *user)
+{
+    if (!ctx)
+        return pa__err(-EINVAL, "pa_start: ctx is NULL");
+    if (period_ns < 1000000)
+        return pa__err(-EINVAL, "pa_start: period %llu ns is below 1 ms",
+                       (unsigned long long)period_ns);
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    if (ctx->running) {
+        rc = pa__err(-EALREADY, "pa_start: the sampler is already running");
+        goto out;
+    }
+    ctx->period_ns = period_ns;
+    ctx->cb = cb;
+    ctx->cb_user = user;
+    ctx->stopping = false;
+    rc = -pthread_create(&ctx->sampler, NULL, sampler_main, ctx);
+    if (rc < 0) {
+        pa__err(rc, "pa_start: cannot create the sampler thread: %s",
+                strerror(-rc));
+        goto out;
+    }
+    ctx->running = true;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_stop(pa_ctx *ctx)
+{
+    if (!ctx)
+        return pa__err(-EINVAL, "pa_stop: ctx is NULL");
+    pthread_mutex_lock(&ctx->lock);
+    if (!ctx->running) {
+        pthread_mutex_unlock(&ctx->lock);
+        return pa__err(-ENOENT, "pa_stop: the sampler is not running");
+    }
+    if (pthread_equal(ctx->sampler, pthread_self())) {
+        pthread_mutex_unlock(&ctx->lock);
+        return pa__err(-EDEADLK, "pa_stop: not allowed from a report callback");
+    }
+    ctx->stopping = true;
+    pthread_cond_broadcast(&ctx->cond);
+    pthread_t th = ctx->sampler;
+    pthread_mutex_unlock(&ctx->lock);
+    pthread_join(th, NULL);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->running = false;
+    ctx->stopping = false;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Results                                                             */
+/* ------------------------------------------------------------------ */
+
+static void task_power(const pa_ctx *ctx, const pa_task *t, pa_power *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->cpu_w = t->gone ? 0 : t->cpu_w;
+    out->nic_w = t->gone ? 0 : t->nic_w;
+    out->total_w = out->cpu_w + out->nic_w;
+    out->cpu_j = t->cpu_j;
+    out->nic_j = t->nic_j;
+    out->total_j = t->cpu_j + t->nic_j;
+    out->interval_s = ctx->sys_power.interval_s;
+    out->cpu_time_s = t->gone ? 0 : t->d_cpu_s;
+    out->time_ns = ctx->last_time_ns;
+    out->flags = (t->gone ? PA_POWER_EXITED : t->flags) |
+                 (ctx->sys_power.flags & PA_POWER_MEASURED);
+}
+
+static int target_power(pa_ctx *ctx, pa_target_type type, pid_t id,
+                        pa_power *out)
+{
+    if (!ctx || !out)
+        return pa__err(-EINVAL, "power getter: ctx and out are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    pa_task *t = pa__task_find(ctx, type, id);
+    if (!t)
+        for (size_t i = 0; i < ctx->ngone; i++)
+            if (ctx->gone[i]->type == type &&
+                (type == PA_TARGET_THREAD ? ctx->gone[i]->tid
+                                          : ctx->gone[i]->pid) == id)
+                t = ctx->gone[i];
+    const char *what = type == PA_TARGET_THREAD ? "thread" : "pid";
+    if (!t)
+        rc = pa__err(-ESRCH, "%s %d: not a target of this context (watch it "
+                             "first, or it exited)",
+                     what, (int)id);
+    else if (!ctx->have_report || (!t->in_window && !t->gone))
+        rc = pa__err(-ENODATA, "%s %d: no complete window yet (tick again)",
+                     what, (int)id);
+    else
+        task_power(ctx, t, out);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_pid_power(pa_ctx *ctx, pid_t pid, pa_power *out)
+{
+    return target_power(ctx, PA_TARGET_PROCESS, pid, out);
+}
+
+int pa_tid_power(pa_ctx *ctx, pid_t tid, pa_power *out)
+{
+    return target_power(ctx, PA_TARGET_THREAD, tid, out);
+}
+
+int pa_tree_power(pa_ctx *ctx, pid_t pid, pa_power *out)
+{
+    return target_power(ctx, PA_TARGET_TREE, pid, out);
+}
+
+int pa_cgroup_power(pa_ctx *ctx, const char *cgroup, pa_power *out)
+{
+    if (!ctx || !cgroup || !out)
+        return pa__err(-EINVAL, "pa_cgroup_power: bad arguments");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = pa__err(-ENOENT,
+                     "cgroup '%s': no process of it seen in the last window%s",
+                     cgroup, ctx->cgroups_on ? "" : " (call pa_report_cgroups)");
+    if (ctx->have_report)
+        for (size_t i = 0; i < ctx->report.ntargets; i++) {
+            const pa_target_info *ti = &ctx->report.targets[i];
+            if (ti->type == PA_TARGET_CGROUP && !strcmp(ti->cgroup, cgroup)) {
+                *out = ti->power;
+                rc = 0;
+                break;
+            }
+        }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_system_power(pa_ctx *ctx, pa_power *out)
+{
+    if (!ctx || !out)
+        return pa__err(-EINVAL, "pa_system_power: bad arguments");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    if (!ctx->have_report)
+        rc = pa__err(-ENODATA, "no complete window yet (tick twice)");
+    else
+        *out = ctx->sys_power;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int pa_report_get(pa_ctx *ctx, pa_report **out)
+{
+    if (!ctx || !out)
+        return pa__err(-EINVAL, "pa_report_get: bad arguments");
+    pthread_mutex_lock(&ctx->lock);
+    int rc;
+    if (!ctx->have_report)
+        rc = pa__err(-ENODATA, "no complete window yet (tick twice)");
+    else
+        rc = pa__report_copy(&ctx->report, out);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Helpers for module writers                                          */
+/* ------------------------------------------------------------------ */
+
+void *pa_module_priv(const pa_module *m)
+{
+    return m->priv;
+}
+
+void pa_module_set_priv(pa_module *m, void *priv)
+{
+    m->priv = priv;
+}
+
+const pa_env *pa_module_env(const pa_module *m)
+{
+    return &m->ctx->env;
+}
+
+void pa_module_errorf(pa_module *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err, sizeof(m->err), fmt, ap);
+    va_end(ap);
+    pa__err(0, "%s", m->err);
+}
+
+const char *pa_env_procfs(const pa_env *env)
+{
+    return env->procfs;
+}
+
+const char *pa_env_sysfs(const pa_env *env)
+{
+    return env->sysfs;
+}
+
+const char *pa_env_devfs(const pa_env *env)
+{
+    return env->devfs;
+}
+
+int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns)
+{
+    pa_task *t = tid ? pa__task_find(f->ctx, PA_TARGET_THREAD, tid)
+                     : pa__task_find(f->ctx, PA_TARGET_PROCESS, pid);
+    if (!t)
+        return pa__err(-ESRCH, "pid %d tid %d: not a target", (int)pid,
+                       (int)tid);
+    t->cur.cpu_ns = cpu_ns;
+    t->cur.have |= PA_RD_CPU;
+    t->seen_tick = f->tick;
+    return 0;
+}
+
+double pa_delta_interval_s(const pa_frame_delta *d)
+{
+    return d->interval_s;
+}
+
+size_t pa_delta_count(const pa_frame_delta *d)
+{
+    return d->ntasks;
+}
+
+double pa_delta_cpu_s(const pa_frame_delta *d, size_t i)
+{
+    return i < d->ntasks ? d->tasks[i]->d_cpu_s : 0;
+}
+
+double pa_delta_capacity_s(const pa_frame_delta *d)
+{
+    return d->capacity_s;
+}
+
+double pa_delta_busy_s(const pa_frame_delta *d)
+{
+    return d->busy_s;
+}
+
+void pa_table_set_target_w(pa_power_table *t, size_t i, double w)
+{
+    if (i >= t->ntasks)
+        return;
+    if (t->component == PA_COMP_NIC)
+        t->tasks[i]->nic_w = w;
+    else
+        t->tasks[i]->cpu_w = w;
+}
+
+void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)
+{
+    if (t->component == PA_COMP_NIC) {
+        t->nic_w = w;
+    } else {
+        t->cpu_w = w;
+        t->idle_w = idle_w;
+    }
+}
+
+void pa_table_assume(pa_power_table *t, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    pa__assume(t->assumed, sizeof(t->assumed), buf);
+}

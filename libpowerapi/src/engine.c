@@ -1,0 +1,610 @@
+/*
+ * engine.c - one tick: sample every sensor, compute deltas, run the
+ * formulas, integrate energy, publish the report.  Called with the
+ * context lock held, so no lifecycle change can interleave.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A failing module is retried after 2, 4, 8 ... up to 64 ticks. */
+static void module_failed(pa_module *m, uint64_t tick, int rc)
+{
+    if (!m->err[0] || m->fail_count == 0) {
+        const char *msg = pa_last_error();
+        snprintf(m->err, sizeof(m->err), "%s", msg && *msg ? msg
+                                                           : pa_strerror(rc));
+    }
+    m->fail_count++;
+    unsigned shift = m->fail_count < 6 ? (unsigned)m->fail_count : 6;
+    m->retry_tick = tick + (1u << shift);
+}
+
+static void module_ok(pa_module *m)
+{
+    m->fail_count = 0;
+    m->retry_tick = 0;
+    m->err[0] = '\0';
+}
+
+static int win_push(pa_ctx *ctx, pa_task *t)
+{
+    if (ctx->nwin == ctx->win_cap) {
+        size_t cap = ctx->win_cap ? ctx->win_cap * 2 : 256;
+        pa_task **w = realloc(ctx->win, cap * sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        ctx->win = w;
+        ctx->win_cap = cap;
+    }
+    ctx->win[ctx->nwin++] = t;
+    return 0;
+}
+
+static void free_gone(pa_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->ngone; i++)
+        pa__task_free(ctx->gone[i]);
+    ctx->ngone = 0;
+}
+
+static bool watched_with(const pa_ctx *ctx, pid_t pid, unsigned flag)
+{
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid && (ctx->watches[i].flags & flag))
+            return true;
+    return false;
+}
+
+static void unwatch_gone(pa_ctx *ctx, pid_t pid)
+{
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid) {
+            ctx->watches[i] = ctx->watches[--ctx->nwatches];
+            return;
+        }
+}
+
+/* Tasks no sensor saw this tick have exited: report them once more. */
+static int detect_exits(pa_ctx *ctx, uint64_t tick)
+{
+    pa_tasktab *tabs[2] = {&ctx->threads, &ctx->procs};
+    for (int k = 0; k < 2; k++) {
+        bool removed = false;
+        for (size_t i = tabs[k]->n; i-- > 0;) {
+            pa_task *t = tabs[k]->v[i];
+            if (t->seen_tick == tick)
+                continue;
+            if (t->type == PA_TARGET_PROCESS && !watched_with(ctx, t->pid,
+                                                              PA_WATCH_CHILDREN))
+                unwatch_gone(ctx, t->pid);
+            if (pa__task_retire(ctx, tabs[k], i) < 0)
+                return -ENOMEM;
+            removed = true;
+        }
+        if (removed && pa__tasktab_reindex(tabs[k]) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static bool in_tree(const pa_ctx *ctx, const pa_task *p, pid_t root)
+{
+    for (int depth = 0; p && depth < 128; depth++) {
+        if (p->pid == root)
+            return true;
+        if (p->ppid <= 0 || p->ppid == p->pid)
+            return false;
+        p = pa__tasktab_get(&ctx->procs, p->ppid);
+    }
+    return false;
+}
+
+/* A tree's CPU time is the sum over its live members of their own and
+ * their reaped children's time: continuous when a member exits and is
+ * reaped by another member. */
+static int compute_trees(pa_ctx *ctx, pa_frame *f)
+{
+    for (size_t w = 0; w < ctx->nwatches; w++) {
+        if (!(ctx->watches[w].flags & PA_WATCH_CHILDREN))
+            continue;
+        pid_t root = ctx->watches[w].pid;
+        pa_task *tree = pa__tasktab_get(&ctx->trees, root);
+        uint64_t cpu = 0, rx = 0, tx = 0;
+        unsigned have = 0;
+        size_t members = 0;
+        const pa_task *rootp = NULL;
+        for (size_t i = 0; i < ctx->procs.n; i++) {
+            pa_task *p = ctx->procs.v[i];
+            if (!in_tree(ctx, p, root))
+                continue;
+            members++;
+            if (p->pid == root)
+                rootp = p;
+            p->watched = true;
+            cpu += p->cur.cpu_ns + p->cur.child_cpu_ns;
+            have |= p->cur.have & PA_RD_CPU;
+            if (p->cur.have & PA_RD_NET) {
+                rx += p->cur.net_rx;
+                tx += p->cur.net_tx;
+                have |= PA_RD_NET;
+            }
+        }
+        if (!members)
+            continue; /* exits are detected below */
+        if (!tree) {
+            tree = pa__task_new(PA_TARGET_TREE, root, 0);
+            if (!tree || pa__tasktab_put(&ctx->trees, tree, root) < 0) {
+                pa__task_free(tree);
+                return -ENOMEM;
+            }
+            tree->first_tick = f->tick;
+            tree->cgroup = -1;
+        }
+        if (rootp) {
+            memcpy(tree->comm, rootp->comm, sizeof(tree->comm));
+            tree->start_ticks = rootp->start_ticks;
+            tree->ppid = rootp->ppid;
+        }
+        tree->seen_tick = f->tick;
+        tree->cur.cpu_ns = cpu;
+        tree->cur.net_rx = rx;
+        tree->cur.net_tx = tx;
+        tree->cur.have = have;
+    }
+    bool removed = false;
+    for (size_t i = ctx->trees.n; i-- > 0;) {
+        pa_task *t = ctx->trees.v[i];
+        if (t->seen_tick == f->tick)
+            continue;
+        if (pa__task_retire(ctx, &ctx->trees, i) < 0)
+            return -ENOMEM;
+        unwatch_gone(ctx, t->pid);
+        removed = true;
+    }
+    if (removed && pa__tasktab_reindex(&ctx->trees) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+/* A task first seen this tick has a window only if it was born after the
+ * previous tick (all its CPU time then falls in the window). */
+static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
+                       const pa_sysread *prev_sys)
+{
+    t->in_window = false;
+    t->d_cpu_s = 0;
+    t->d_rx = t->d_tx = 0;
+    t->flags = 0;
+    if (t->first_tick == tick) {
+        t->flags |= PA_POWER_FIRST;
+        uint64_t start_ns = t->start_ticks * (uint64_t)(1000000000 /
+                                                        ctx->clk_tck);
+        bool born = prev_sys && prev_sys->uptime_ns && t->start_ticks &&
+                    start_ns >= prev_sys->uptime_ns;
+        if (!born)
+            return;
+        memset(&t->prev, 0, sizeof(t->prev));
+        t->prev.have = t->cur.have;
+        if (t->ctr_prev)
+            memset(t->ctr_prev, 0, PA_MAX_COUNTERS * sizeof(double));
+    }
+    if ((t->cur.have & PA_RD_CPU) && (t->prev.have & PA_RD_CPU))
+        t->d_cpu_s = (double)sub0(t->cur.cpu_ns, t->prev.cpu_ns) / 1e9;
+    if ((t->cur.have & PA_RD_NET) && (t->prev.have & PA_RD_NET)) {
+        t->d_rx = sub0(t->cur.net_rx, t->prev.net_rx);
+        t->d_tx = sub0(t->cur.net_tx, t->prev.net_tx);
+    }
+    if (t->ctr_cur && (t->cur.have & PA_RD_COUNTERS) &&
+        (t->prev.have & PA_RD_COUNTERS))
+        for (size_t i = 0; i < ctx->ncounters; i++) {
+            double d = t->ctr_cur[i] - t->ctr_prev[i];
+            t->ctr_d[i] = d > 0 ? d : 0;
+        }
+    else if (t->ctr_d)
+        memset(t->ctr_d, 0, PA_MAX_COUNTERS * sizeof(double));
+    t->in_window = true;
+}
+
+static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
+                      const pa_sysread *prev)
+{
+    d->cur = cur;
+    d->prev = prev;
+    d->have = cur->have & prev->have;
+    d->ncpus = cur->ncpus;
+    d->capacity_s = d->interval_s * cur->ncpus;
+    if (d->have & PA_HAVE_CPU) {
+        d->busy_s = (double)sub0(cur->busy_ns, prev->busy_ns) / 1e9;
+        d->idle_s = (double)sub0(cur->idle_ns, prev->idle_ns) / 1e9;
+    }
+    d->nfreq = 0;
+    if (d->have & PA_HAVE_FREQ)
+        for (unsigned i = 0; i < cur->nfreq; i++)
+            for (unsigned j = 0; j < prev->nfreq; j++)
+                if (cur->freq[i].khz == prev->freq[j].khz) {
+                    d->freq[d->nfreq].khz = cur->freq[i].khz;
+                    d->freq[d->nfreq].time_ns =
+                        sub0(cur->freq[i].time_ns, prev->freq[j].time_ns);
+                    d->nfreq++;
+                    break;
+                }
+    d->nrapl = 0;
+    if (d->have & PA_HAVE_RAPL)
+        for (unsigned i = 0; i < cur->nrapl; i++)
+            for (unsigned j = 0; j < prev->nrapl; j++)
+                if (cur->rapl[i].socket == prev->rapl[j].socket &&
+                    cur->rapl[i].kind == prev->rapl[j].kind) {
+                    pa_rapl_delta *r = &d->rapl[d->nrapl++];
+                    r->socket = cur->rapl[i].socket;
+                    r->kind = cur->rapl[i].kind;
+                    r->energy_j = (double)sub0(cur->rapl[i].energy_uj,
+                                               prev->rapl[j].energy_uj) /
+                                  1e6;
+                    break;
+                }
+    d->nnic = 0;
+    if (d->have & PA_HAVE_NIC)
+        for (unsigned i = 0; i < cur->nnic; i++)
+            for (unsigned j = 0; j < prev->nnic; j++)
+                if (!strcmp(cur->nic[i].name, prev->nic[j].name)) {
+                    pa_nic_delta *n = &d->nic[d->nnic++];
+                    n->nic = &cur->nic[i];
+                    n->rx_bytes = sub0(cur->nic[i].rx_bytes,
+                                       prev->nic[j].rx_bytes);
+                    n->tx_bytes = sub0(cur->nic[i].tx_bytes,
+                                       prev->nic[j].tx_bytes);
+                    break;
+                }
+    d->cycles_all = 0;
+    if ((d->have & PA_HAVE_CYCLES) && cur->cycles_all > prev->cycles_all)
+        d->cycles_all = cur->cycles_all - prev->cycles_all;
+}
+
+static void join_names(char *buf, size_t len, const pa_module *mods,
+                       pa_module_kind kind, uint64_t tick)
+{
+    buf[0] = '\0';
+    for (const pa_module *m = mods; m; m = m->next) {
+        if (m->ops->kind != kind || m->retry_tick > tick)
+            continue;
+        size_t u = strlen(buf);
+        snprintf(buf + u, len - u, "%s%s", u ? "+" : "", m->ops->name);
+    }
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *n = realloc(*p, c * elem);
+    if (!n)
+        return -ENOMEM;
+    *p = n;
+    *cap = c;
+    return 0;
+}
+
+static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
+                        double interval_s, uint64_t time_ns, bool measured,
+                        double *ctr)
+{
+    memset(ti, 0, sizeof(*ti));
+    ti->type = t->type;
+    ti->pid = t->pid;
+    ti->tid = t->type == PA_TARGET_THREAD ? t->tid : 0;
+    ti->ppid = t->ppid;
+    memcpy(ti->comm, t->comm, sizeof(ti->comm));
+    ti->comm[PA_COMM_MAX - 1] = '\0';
+    ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups
+                     ? ctx->cgroups[t->cgroup]
+                     : "";
+    pa_power *p = &ti->power;
+    p->cpu_w = t->gone ? 0 : t->cpu_w;
+    p->nic_w = t->gone ? 0 : t->nic_w;
+    p->total_w = p->cpu_w + p->nic_w;
+    p->cpu_j = t->cpu_j;
+    p->nic_j = t->nic_j;
+    p->total_j = t->cpu_j + t->nic_j;
+    p->interval_s = interval_s;
+    p->cpu_time_s = t->gone ? 0 : t->d_cpu_s;
+    p->time_ns = time_ns;
+    p->flags = (t->gone ? PA_POWER_EXITED : t->flags) |
+               (measured ? PA_POWER_MEASURED : 0);
+    ti->has_net = !t->gone && (t->cur.have & PA_RD_NET) != 0;
+    ti->net_rx_bytes = t->gone ? 0 : t->d_rx;
+    ti->net_tx_bytes = t->gone ? 0 : t->d_tx;
+    ti->multiplex = t->cur.multiplex > 0 ? t->cur.multiplex : 1.0;
+    if (ctr && ctx->ncounters) {
+        for (size_t i = 0; i < ctx->ncounters; i++)
+            ctr[i] = t->ctr_d && !t->gone ? t->ctr_d[i] : 0;
+        ti->counters = ctr;
+    }
+}
+
+static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
+                        const pa_power_table *tab, uint64_t time_ns)
+{
+    size_t nc = ctx->ncounters;
+    size_t ncg = ctx->cgroups_on ? ctx->ncgroups : 0;
+    size_t n = ctx->nwin + ctx->ngone + ncg;
+    if (grow((void **)&ctx->rtargets, &ctx->rtargets_cap, n + 1,
+             sizeof(*ctx->rtargets)) < 0 ||
+        grow((void **)&ctx->rcounters, &ctx->rcounters_cap, (n + 1) * nc + 1,
+             sizeof(double)) < 0)
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < ctx->nwin; i++, k++)
+        fill_target(ctx, &ctx->rtargets[k], ctx->win[i], d->interval_s,
+                    time_ns, tab->measured, ctx->rcounters + k * nc);
+    for (size_t i = 0; i < ctx->ngone; i++, k++)
+        fill_target(ctx, &ctx->rtargets[k], ctx->gone[i], d->interval_s,
+                    time_ns, tab->measured, ctx->rcounters + k * nc);
+    if (ncg) {
+        /* per cgroup: cpu_w, nic_w, cpu_s, rx, tx, members */
+        enum { CW, NW, CS, RX, TX, MEM, NF };
+        if (grow((void **)&ctx->cg_scratch, &ctx->cg_scratch_cap, ncg * NF,
+                 sizeof(double)) < 0)
+            return -ENOMEM;
+        double *s = ctx->cg_scratch;
+        memset(s, 0, ncg * NF * sizeof(double));
+        for (size_t i = 0; i < ctx->nwin; i++) {
+            const pa_task *t = ctx->win[i];
+            if (t->type != PA_TARGET_PROCESS || t->cgroup < 0)
+                continue;
+            double *c = s + (size_t)t->cgroup * NF;
+            c[CW] += t->cpu_w;
+            c[NW] += t->nic_w;
+            c[CS] += t->d_cpu_s;
+            c[RX] += (double)t->d_rx;
+            c[TX] += (double)t->d_tx;
+            c[MEM] += 1;
+        }
+        for (size_t g = 0; g < ncg; g++) {
+            const double *c = s + g * NF;
+            if (c[MEM] == 0)
+                continue;
+            pa_target_info *ti = &ctx->rtargets[k++];
+            memset(ti, 0, sizeof(*ti));
+            ti->type = PA_TARGET_CGROUP;
+            ti->cgroup = ctx->cgroups[g];
+            ti->power.cpu_w = c[CW];
+            ti->power.nic_w = c[NW];
+            ti->power.total_w = c[CW] + c[NW];
+            ti->power.cpu_j = ctx->cgroup_cpu_j[g];
+            ti->power.nic_j = ctx->cgroup_nic_j[g];
+            ti->power.total_j = ti->power.cpu_j + ti->power.nic_j;
+            ti->power.interval_s = d->interval_s;
+            ti->power.cpu_time_s = c[CS];
+            ti->power.time_ns = time_ns;
+            ti->power.flags = tab->measured ? PA_POWER_MEASURED : 0;
+            ti->net_rx_bytes = (uint64_t)c[RX];
+            ti->net_tx_bytes = (uint64_t)c[TX];
+            ti->multiplex = 1.0;
+        }
+    }
+    pa_report *r = &ctx->report;
+    r->tick = ctx->tick;
+    r->time_ns = time_ns;
+    r->interval_s = d->interval_s;
+    r->system = ctx->sys_power;
+    join_names(ctx->rformula, sizeof(ctx->rformula), ctx->modules, PA_FORMULA,
+               ctx->tick);
+    join_names(ctx->rsensors, sizeof(ctx->rsensors), ctx->modules, PA_SENSOR,
+               ctx->tick);
+    snprintf(ctx->rsource, sizeof(ctx->rsource), "%s",
+             tab->measured ? "rapl" : "model");
+    snprintf(ctx->rassumed, sizeof(ctx->rassumed), "%s", tab->assumed);
+    r->formula = ctx->rformula;
+    r->sensors = ctx->rsensors;
+    r->cpu_source = ctx->rsource;
+    r->assumed = ctx->rassumed;
+    r->ntargets = k;
+    r->targets = ctx->rtargets;
+    r->ncounters = nc;
+    r->counter_names = (const char *const *)ctx->counter_names;
+    ctx->have_report = true;
+    return 0;
+}
+
+int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
+{
+    if (ctx->tick && time_ns <= ctx->last_time_ns)
+        return pa__err(-EINVAL,
+                       "tick at %llu ns is not after the previous tick (%llu ns)",
+                       (unsigned long long)time_ns,
+                       (unsigned long long)ctx->last_time_ns);
+    if (!ctx->modules && !ctx->explicit_modules) {
+        int rc = pa__auto_enable(ctx);
+        if (rc < 0)
+            return rc;
+    }
+    free_gone(ctx);
+    uint64_t tick = ++ctx->tick;
+    pa_sysread *cur = &ctx->sys[ctx->sys_cur];
+    const pa_sysread *prev = ctx->have_prev ? &ctx->sys[!ctx->sys_cur] : NULL;
+    memset(cur, 0, sizeof(*cur));
+    pa_frame frame = {.ctx = ctx, .tick = tick, .time_ns = time_ns, .sys = cur};
+
+    int sensors_ok = 0;
+    for (pa_module *m = ctx->modules; m; m = m->next) {
+        if (m->ops->kind != PA_SENSOR || !m->ops->sample ||
+            m->retry_tick > tick)
+            continue;
+        int rc = m->ops->sample(m, &frame);
+        if (rc < 0) {
+            module_failed(m, tick, rc);
+            continue;
+        }
+        module_ok(m);
+        sensors_ok++;
+        if (!strcmp(m->ops->name, "procfs-cpu"))
+            frame.scanned = true;
+    }
+    if (frame.scanned) {
+        int rc = detect_exits(ctx, tick);
+        if (rc == 0)
+            rc = compute_trees(ctx, &frame);
+        if (rc < 0)
+            return pa__err(rc, "tick: out of memory");
+    }
+
+    /* deltas */
+    ctx->nwin = 0;
+    pa_tasktab *tabs[3] = {&ctx->procs, &ctx->threads, &ctx->trees};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < tabs[k]->n; i++) {
+            pa_task *t = tabs[k]->v[i];
+            if (t->seen_tick != tick)
+                continue;
+            task_delta(ctx, t, tick, prev);
+            t->cpu_w = t->nic_w = 0;
+            if (t->in_window && prev && win_push(ctx, t) < 0)
+                return pa__err(-ENOMEM, "tick: out of memory");
+        }
+
+    int ret = 0;
+    if (prev) {
+        pa_frame_delta d; /* a few KiB */
+        pa_power_table tab;
+        memset(&d, 0, sizeof(d));
+        memset(&tab, 0, sizeof(tab));
+        d.ctx = ctx;
+        d.interval_s = (double)(time_ns - ctx->last_time_ns) / 1e9;
+        sys_delta(&d, cur, prev);
+        d.ntasks = ctx->nwin;
+        d.tasks = ctx->win;
+        d.ncounters = ctx->ncounters;
+        d.counter_names = (const char *const *)ctx->counter_names;
+        tab.tasks = ctx->win;
+        tab.ntasks = ctx->nwin;
+        for (pa_module *m = ctx->modules; m; m = m->next) {
+            if (m->ops->kind != PA_FORMULA || !m->ops->compute ||
+                m->retry_tick > tick)
+                continue;
+            tab.component = m->ops->component;
+            int rc = m->ops->compute(m, &d, &tab);
+            if (rc < 0)
+                module_failed(m, tick, rc);
+            else
+                module_ok(m);
+        }
+        /* integrate */
+        for (size_t i = 0; i < ctx->nwin; i++) {
+            pa_task *t = ctx->win[i];
+            t->cpu_j += t->cpu_w * d.interval_s;
+            t->nic_j += t->nic_w * d.interval_s;
+            t->last_cpu_s = t->d_cpu_s;
+            if (t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
+                (size_t)t->cgroup < ctx->ncgroups) {
+                ctx->cgroup_cpu_j[t->cgroup] += t->cpu_w * d.interval_s;
+                ctx->cgroup_nic_j[t->cgroup] += t->nic_w * d.interval_s;
+            }
+        }
+        ctx->sys_cpu_j += tab.cpu_w * d.interval_s;
+        ctx->sys_nic_j += tab.nic_w * d.interval_s;
+        pa_power *sp = &ctx->sys_power;
+        sp->cpu_w = tab.cpu_w;
+        sp->nic_w = tab.nic_w;
+        sp->idle_w = tab.idle_w;
+        sp->total_w = tab.cpu_w + tab.nic_w;
+        sp->cpu_j = ctx->sys_cpu_j;
+        sp->nic_j = ctx->sys_nic_j;
+        sp->total_j = ctx->sys_cpu_j + ctx->sys_nic_j;
+        sp->interval_s = d.interval_s;
+        sp->cpu_time_s = d.busy_s;
+        sp->time_ns = time_ns;
+        sp->flags = tab.measured ? PA_POWER_MEASURED : 0;
+        ret = build_report(ctx, &d, &tab, time_ns);
+        if (ret < 0)
+            ret = pa__err(ret, "tick: out of memory building the report");
+    }
+
+    /* this tick's readings become the previous ones */
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < tabs[k]->n; i++) {
+            pa_task *t = tabs[k]->v[i];
+            if (t->seen_tick != tick)
+                continue;
+            t->prev = t->cur;
+            t->cur.have = 0;
+            if (t->ctr_cur)
+                memcpy(t->ctr_prev, t->ctr_cur,
+                       PA_MAX_COUNTERS * sizeof(double));
+        }
+    ctx->sys_cur = !ctx->sys_cur;
+    ctx->have_prev = true;
+    ctx->last_time_ns = time_ns;
+    if (ret == 0 && !sensors_ok && ctx->modules)
+        ret = pa__err(-ENODATA,
+                      "tick: no sensor produced a reading (see pa_module_list "
+                      "or 'powerapi modules' for why)");
+    return ret;
+}
+
+/* Copies a report and everything it points to into one allocation. */
+int pa__report_copy(const pa_report *r, pa_report **out)
+{
+    size_t nc = r->ncounters;
+    size_t strs = strlen(r->formula) + strlen(r->sensors) +
+                  strlen(r->cpu_source) + strlen(r->assumed) + 4;
+    for (size_t i = 0; i < nc; i++)
+        strs += strlen(r->counter_names[i]) + 1;
+    for (size_t i = 0; i < r->ntargets; i++)
+        strs += strlen(r->targets[i].cgroup ? r->targets[i].cgroup : "") + 1;
+    size_t sz = sizeof(pa_report) + r->ntargets * sizeof(pa_target_info) +
+                r->ntargets * nc * sizeof(double) + nc * sizeof(char *) + strs;
+    char *block = malloc(sz);
+    if (!block)
+        return pa__err(-ENOMEM, "report: out of memory copying %zu targets",
+                       r->ntargets);
+    pa_report *c = (pa_report *)block;
+    *c = *r;
+    pa_target_info *ti = (pa_target_info *)(c + 1);
+    double *ctr = (double *)(ti + r->ntargets);
+    const char **names = (const char **)(ctr + r->ntargets * nc);
+    char *s = (char *)(names + nc);
+#define PUT(dst, src)                                                          \
+    do {                                                                       \
+        size_t l_ = strlen(src) + 1;                                           \
+        memcpy(s, src, l_);                                                    \
+        dst = s;                                                               \
+        s += l_;                                                               \
+    } while (0)
+    PUT(c->formula, r->formula);
+    PUT(c->sensors, r->sensors);
+    PUT(c->cpu_source, r->cpu_source);
+    PUT(c->assumed, r->assumed);
+    for (size_t i = 0; i < nc; i++)
+        PUT(names[i], r->counter_names[i]);
+    for (size_t i = 0; i < r->ntargets; i++) {
+        ti[i] = r->targets[i];
+        PUT(ti[i].cgroup, r->targets[i].cgroup ? r->targets[i].cgroup : "");
+        if (nc && r->targets[i].counters) {
+            memcpy(ctr + i * nc, r->targets[i].counters, nc * sizeof(double));
+            ti[i].counters = ctr + i * nc;
+        } else {
+            ti[i].counters = NULL;
+        }
+    }
+#undef PUT
+    c->targets = ti;
+    c->counter_names = nc ? names : NULL;
+    *out = c;
+    return 0;
+}
+
+void pa_report_free(pa_report *r)
+{
+    free(r);
+}

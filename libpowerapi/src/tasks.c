@@ -1,0 +1,274 @@
+/* tasks.c - the context's tables of processes, threads and trees. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pa_task *pa__task_new(pa_target_type type, pid_t pid, pid_t tid)
+{
+    pa_task *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->type = type;
+    t->pid = pid;
+    t->tid = tid;
+    t->cgroup = -1;
+    t->last_cpu = -1;
+    for (int i = 0; i < PA_TASK_FDS; i++)
+        t->fd[i] = -1;
+    t->cur.multiplex = t->prev.multiplex = 1.0;
+    return t;
+}
+
+void pa__task_free(pa_task *task)
+{
+    if (!task)
+        return;
+    for (int i = 0; i < PA_TASK_FDS; i++)
+        if (task->fd[i] >= 0)
+            close(task->fd[i]);
+    free(task->ctr_cur); /* ctr_prev and ctr_d live in the same block */
+    free(task);
+}
+
+static size_t slot_of(pid_t id, size_t cap)
+{
+    uint32_t h = (uint32_t)id * 2654435761u;
+    return h & (cap - 1);
+}
+
+static pid_t key_of(const pa_task *t)
+{
+    return t->type == PA_TARGET_THREAD ? t->tid : t->pid;
+}
+
+pa_task *pa__tasktab_get(const pa_tasktab *t, pid_t id)
+{
+    if (!t->idx_cap)
+        return NULL;
+    for (size_t s = slot_of(id, t->idx_cap);; s = (s + 1) & (t->idx_cap - 1)) {
+        int32_t i = t->idx[s];
+        if (i < 0)
+            return NULL;
+        if (key_of(t->v[i]) == id)
+            return t->v[i];
+    }
+}
+
+int pa__tasktab_reindex(pa_tasktab *t)
+{
+    size_t cap = t->idx_cap ? t->idx_cap : 64;
+    while (cap < 2 * (t->n + 1))
+        cap *= 2;
+    if (cap != t->idx_cap) {
+        int32_t *idx = malloc(cap * sizeof(*idx));
+        if (!idx)
+            return -ENOMEM;
+        free(t->idx);
+        t->idx = idx;
+        t->idx_cap = cap;
+    }
+    memset(t->idx, 0xff, t->idx_cap * sizeof(*t->idx));
+    for (size_t i = 0; i < t->n; i++) {
+        size_t s = slot_of(key_of(t->v[i]), t->idx_cap);
+        while (t->idx[s] >= 0)
+            s = (s + 1) & (t->idx_cap - 1);
+        t->idx[s] = (int32_t)i;
+    }
+    return 0;
+}
+
+int pa__tasktab_put(pa_tasktab *t, pa_task *task, pid_t id)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        pa_task **v = realloc(t->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = task;
+    if (2 * (t->n + 1) > t->idx_cap)
+        return pa__tasktab_reindex(t);
+    size_t s = slot_of(id, t->idx_cap);
+    while (t->idx[s] >= 0)
+        s = (s + 1) & (t->idx_cap - 1);
+    t->idx[s] = (int32_t)(t->n - 1);
+    return 0;
+}
+
+void pa__tasktab_remove_at(pa_tasktab *t, size_t i)
+{
+    t->v[i] = t->v[--t->n];
+}
+
+void pa__tasktab_free(pa_tasktab *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        pa__task_free(t->v[i]);
+    free(t->v);
+    free(t->idx);
+    memset(t, 0, sizeof(*t));
+}
+
+pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id)
+{
+    switch (type) {
+    case PA_TARGET_PROCESS:
+        return pa__tasktab_get(&ctx->procs, id);
+    case PA_TARGET_THREAD:
+        return pa__tasktab_get(&ctx->threads, id);
+    case PA_TARGET_TREE:
+        return pa__tasktab_get(&ctx->trees, id);
+    default:
+        return NULL;
+    }
+}
+
+static int gone_push(pa_ctx *ctx, pa_task *t)
+{
+    if (ctx->ngone == ctx->gone_cap) {
+        size_t cap = ctx->gone_cap ? ctx->gone_cap * 2 : 32;
+        pa_task **g = realloc(ctx->gone, cap * sizeof(*g));
+        if (!g)
+            return -ENOMEM;
+        ctx->gone = g;
+        ctx->gone_cap = cap;
+    }
+    ctx->gone[ctx->ngone++] = t;
+    return 0;
+}
+
+/* Moves task i of table tab to the list of tasks reported exited. */
+int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i)
+{
+    pa_task *t = tab->v[i];
+    if (gone_push(ctx, t) < 0)
+        return -ENOMEM;
+    t->gone = true;
+    /* its fds refer to a dead task: release them now */
+    for (int k = 0; k < PA_TASK_FDS; k++)
+        if (t->fd[k] >= 0) {
+            close(t->fd[k]);
+            t->fd[k] = -1;
+        }
+    pa__tasktab_remove_at(tab, i);
+    return 0;
+}
+
+static int task_alloc_counters(pa_ctx *ctx, pa_task *t)
+{
+    if (!ctx->ncounters || t->ctr_cur)
+        return 0;
+    double *c = calloc(3 * PA_MAX_COUNTERS, sizeof(double));
+    if (!c)
+        return -ENOMEM;
+    t->ctr_cur = c;
+    t->ctr_prev = c + PA_MAX_COUNTERS;
+    t->ctr_d = c + 2 * PA_MAX_COUNTERS;
+    return 0;
+}
+
+pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
+                       pid_t tid, uint64_t start_ticks)
+{
+    pa_ctx *ctx = f->ctx;
+    pa_tasktab *tab = type == PA_TARGET_THREAD ? &ctx->threads : &ctx->procs;
+    pid_t id = type == PA_TARGET_THREAD ? tid : pid;
+    pa_task *t = pa__tasktab_get(tab, id);
+    if (t && start_ticks && t->start_ticks && t->start_ticks != start_ticks) {
+        /* the pid was reused: the old task ends here */
+        for (size_t i = 0; i < tab->n; i++)
+            if (tab->v[i] == t) {
+                if (pa__task_retire(ctx, tab, i) < 0)
+                    return NULL;
+                break;
+            }
+        if (pa__tasktab_reindex(tab) < 0)
+            return NULL;
+        t = NULL;
+    }
+    if (!t) {
+        t = pa__task_new(type, pid, tid);
+        if (!t)
+            return NULL;
+        t->start_ticks = start_ticks;
+        t->first_tick = f->tick;
+        if (task_alloc_counters(ctx, t) < 0 ||
+            pa__tasktab_put(tab, t, id) < 0) {
+            pa__task_free(t);
+            return NULL;
+        }
+    }
+    if (!t->start_ticks)
+        t->start_ticks = start_ticks;
+    t->seen_tick = f->tick;
+    return t;
+}
+
+int pa__cgroup_intern(pa_ctx *ctx, const char *path)
+{
+    for (size_t i = 0; i < ctx->ncgroups; i++)
+        if (!strcmp(ctx->cgroups[i], path))
+            return (int)i;
+    if (ctx->ncgroups == ctx->cgroups_cap) {
+        size_t cap = ctx->cgroups_cap ? ctx->cgroups_cap * 2 : 16;
+        char **c = realloc(ctx->cgroups, cap * sizeof(*c));
+        if (!c)
+            return -1;
+        ctx->cgroups = c;
+        double *a = realloc(ctx->cgroup_cpu_j, cap * sizeof(*a));
+        if (!a)
+            return -1;
+        ctx->cgroup_cpu_j = a;
+        double *b = realloc(ctx->cgroup_nic_j, cap * sizeof(*b));
+        if (!b)
+            return -1;
+        ctx->cgroup_nic_j = b;
+        ctx->cgroups_cap = cap;
+    }
+    char *s = strdup(path);
+    if (!s)
+        return -1;
+    ctx->cgroups[ctx->ncgroups] = s;
+    ctx->cgroup_cpu_j[ctx->ncgroups] = 0;
+    ctx->cgroup_nic_j[ctx->ncgroups] = 0;
+    return (int)ctx->ncgroups++;
+}
+
+int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n)
+{
+    if (n > PA_MAX_COUNTERS)
+        return pa__err(-EINVAL, "perf: %zu events asked, at most %d per context",
+                       n, PA_MAX_COUNTERS);
+    char *copy[PA_MAX_COUNTERS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = strdup(names[i]);
+        if (!copy[i]) {
+            for (size_t k = 0; k < i; k++)
+                free(copy[k]);
+            return -ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < ctx->ncounters; i++)
+        free(ctx->counter_names[i]);
+    for (size_t i = 0; i < PA_MAX_COUNTERS; i++)
+        ctx->counter_names[i] = copy[i];
+    ctx->ncounters = n;
+    /* every task gets counter storage; existing values restart at 0 */
+    pa_tasktab *tabs[] = {&ctx->procs, &ctx->threads, &ctx->trees};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < tabs[k]->n; i++) {
+            pa_task *t = tabs[k]->v[i];
+            if (!t->ctr_cur && n && task_alloc_counters(ctx, t) < 0)
+                return -ENOMEM;
+            if (t->ctr_cur)
+                memset(t->ctr_cur, 0, 3 * PA_MAX_COUNTERS * sizeof(double));
+            t->cur.have &= ~PA_RD_COUNTERS;
+            t->prev.have &= ~PA_RD_COUNTERS;
+        }
+    return 0;
+}

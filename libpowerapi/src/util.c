@@ -1,0 +1,131 @@
+/* util.c - small file and parsing helpers shared by the modules. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
+{
+    int n = snprintf(buf, len, "%s/", root);
+    if (n < 0 || (size_t)n >= len)
+        return -ENAMETOOLONG;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)m >= len - (size_t)n)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+ssize_t pa__pread_all(int fd, char *buf, size_t len)
+{
+    size_t got = 0;
+    if (len == 0)
+        return -EINVAL;
+    /* procfs files are generated per read: loop until EOF or full. */
+    while (got < len - 1) {
+        ssize_t r = pread(fd, buf + got, len - 1 - got, (off_t)got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+ssize_t pa__read_file(const char *root, const char *rel, char *buf,
+                      size_t len)
+{
+    char path[PA_PATH_MAX];
+    int rc = pa__path(path, sizeof(path), root, "%s", rel);
+    if (rc < 0)
+        return rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = pa__pread_all(fd, buf, len);
+    close(fd);
+    return n;
+}
+
+int pa__parse_u64(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (*s < '0' || *s > '9')
+        return -EINVAL;
+    uint64_t v = 0;
+    while (*s >= '0' && *s <= '9') {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -ERANGE;
+        v = v * 10 + d;
+        s++;
+    }
+    *out = v;
+    *p = s;
+    return 0;
+}
+
+void pa__assume(char *list, size_t len, const char *text)
+{
+    if (!text || !*text)
+        return;
+    /* deduplicate whole entries */
+    size_t tl = strlen(text);
+    const char *s = list;
+    while ((s = strstr(s, text)) != NULL) {
+        bool start = (s == list) || (s >= list + 2 && s[-2] == ';');
+        bool end = s[tl] == '\0' || s[tl] == ';';
+        if (start && end)
+            return;
+        s += tl;
+    }
+    size_t used = strlen(list);
+    snprintf(list + used, len - used, "%s%s", used ? "; " : "", text);
+}
+
+int pa_parse_duration_ns(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return pa__err(-EINVAL, "empty duration (examples: 500ms, 2s, 1m)");
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0)
+        return pa__err(-EINVAL,
+                       "bad duration '%s' (examples: 500ms, 2s, 1.5s, 1m)", s);
+    double mul;
+    if (!strcmp(end, "") || !strcmp(end, "s"))
+        mul = 1e9;
+    else if (!strcmp(end, "ms"))
+        mul = 1e6;
+    else if (!strcmp(end, "us"))
+        mul = 1e3;
+    else if (!strcmp(end, "ns"))
+        mul = 1;
+    else if (!strcmp(end, "m") || !strcmp(end, "min"))
+        mul = 60e9;
+    else if (!strcmp(end, "h"))
+        mul = 3600e9;
+    else
+        return pa__err(-EINVAL,
+                       "bad duration unit in '%s' (use ns, us, ms, s, m, h)",
+                       s);
+    double ns = v * mul;
+    if (ns > 1e19)
+        return pa__err(-EINVAL, "duration '%s' is too long", s);
+    *out = (uint64_t)llround(ns);
+    return 0;
+}

@@ -1,0 +1,183 @@
+/* testutil.c - fixture copies, explicit clocks, command runs. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *pa_test_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *tmpl;
+    if (asprintf(&tmpl, "%s/pa-test-XXXXXX", base && *base ? base : "/tmp") < 0)
+        ck_abort_msg("out of memory");
+    if (!mkdtemp(tmpl))
+        ck_abort_msg("mkdtemp: %s", strerror(errno));
+    return tmpl;
+}
+
+char *pa_test_fixture_copy(const char *name)
+{
+    char *dir = pa_test_tmpdir();
+    char *cmd;
+    if (asprintf(&cmd, "cp -a '%s/%s/.' '%s/'", PA_FIXTURES, name, dir) < 0)
+        ck_abort_msg("out of memory");
+    int rc = system(cmd);
+    ck_assert_msg(rc == 0, "copying fixture %s failed", name);
+    free(cmd);
+    return dir;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag,
+                  struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    /* fixtures may drop permissions to test EACCES: restore them first */
+    chmod(p, 0700);
+    return remove(p);
+}
+
+void pa_test_rmtree(char *path)
+{
+    if (!path)
+        return;
+    if (strncmp(path, "/", 1) == 0 && strlen(path) > 5)
+        nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+    free(path);
+}
+
+static void mkdirs(char *path)
+{
+    for (char *s = path + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(path, 0755);
+            *s = '/';
+        }
+}
+
+void pa_test_write(const char *root, const char *rel, const char *fmt, ...)
+{
+    char *path;
+    if (asprintf(&path, "%s/%s", root, rel) < 0)
+        ck_abort_msg("out of memory");
+    mkdirs(path);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s: %s", path, strerror(errno));
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+    free(path);
+}
+
+void pa_test_remove(const char *root, const char *rel)
+{
+    char *path;
+    if (asprintf(&path, "%s/%s", root, rel) < 0)
+        ck_abort_msg("out of memory");
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+    else
+        remove(path);
+    free(path);
+}
+
+pa_ctx *pa_test_ctx(const char *root)
+{
+    char proc[4096], sys[4096], dev[4096];
+    snprintf(proc, sizeof(proc), "%s/proc", root);
+    snprintf(sys, sizeof(sys), "%s/sys", root);
+    snprintf(dev, sizeof(dev), "%s/dev", root);
+    mkdir(sys, 0755);
+    mkdir(dev, 0755);
+    pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .devfs = dev,
+                     .hwdb = PA_TEST_HWDB};
+    pa_ctx *ctx = NULL;
+    int rc = pa_ctx_new(&ctx, &o);
+    ck_assert_msg(rc == 0, "pa_ctx_new(%s): %s", root, pa_last_error());
+    return ctx;
+}
+
+int pa_test_run(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "popen %s", cmd);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ck_assert(buf != NULL);
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert(buf != NULL);
+        }
+    }
+    buf[n] = '\0';
+    int st = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+char *pa_test_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+const pa_target_info *pa_test_target(const pa_report *r, pa_target_type type,
+                                     pid_t id)
+{
+    for (size_t i = 0; i < r->ntargets; i++) {
+        const pa_target_info *t = &r->targets[i];
+        if (t->type != type)
+            continue;
+        if ((type == PA_TARGET_THREAD ? t->tid : t->pid) == id)
+            return t;
+    }
+    return NULL;
+}
+
+int pa_test_main(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
