@@ -1,5 +1,4 @@
 /* testutil.c - fixture copies, explicit clocks, command runs. */
-#define _GNU_SOURCE
 #include "testutil.h"
 
 #include <errno.h>
