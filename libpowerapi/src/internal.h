@@ -102,6 +102,7 @@ enum {
     PA_HAVE_RAPL = 1u << 2,
     PA_HAVE_NIC = 1u << 3,
     PA_HAVE_CYCLES = 1u << 4, /* system-wide unhalted cycles */
+    PA_HAVE_SOCK = 1u << 5,   /* sock_bytes: per-socket TCP totals (nic) */
 };
 
 /* System-wide readings of one tick (cumulative values). */
@@ -120,6 +121,8 @@ typedef struct pa_sysread {
     unsigned nnic;
     pa_nic_reading nic[PA_MAX_IFACES];
     double cycles_all;        /* cumulative system-wide cycles */
+    uint64_t sock_bytes[3];   /* rx+tx bytes of every TCP socket the nic
+                                 sensor saw, by pa_nic_kind, cumulative */
 } pa_sysread;
 
 /* ------------------------------------------------------------------ */
@@ -146,6 +149,8 @@ typedef struct pa_reading {
     uint64_t cpu_ns;        /* own CPU time (all threads of a process) */
     uint64_t child_cpu_ns;  /* cutime+cstime (reaped children) */
     uint64_t net_rx, net_tx; /* bytes */
+    uint64_t net_kind[3];   /* rx+tx bytes by pa_nic_kind of the socket's
+                               route (loopback, virtual, physical) */
     double multiplex;       /* lowest time_running/time_enabled */
 } pa_reading;
 
