@@ -1,0 +1,680 @@
+/* test_ring.c - the shared-memory ring: round trip, following, lapping,
+ * aggregation, truncation, layout version, dead and hung writers, and a
+ * writer under stress with reader threads and processes. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "powerapi.h"
+
+static char ring_name[64];
+
+static void fresh_name(void)
+{
+    static int n;
+    snprintf(ring_name, sizeof(ring_name), "pa-test-ring-%d-%d", (int)getpid(),
+             n++);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A hand-built report: up to 64 targets. */
+typedef struct fake {
+    pa_report r;
+    pa_target_info t[64];
+} fake;
+
+static void fake_init(fake *f, uint64_t tick, uint64_t time_ns, double dt)
+{
+    memset(f, 0, sizeof(*f));
+    f->r.tick = tick;
+    f->r.time_ns = time_ns;
+    f->r.interval_s = dt;
+    f->r.system.cpu_w = 10;
+    f->r.system.nic_w = 1;
+    f->r.system.idle_w = 3;
+    f->r.system.total_w = 11;
+    f->r.system.total_j = 11.0 * (double)tick;
+    f->r.system.interval_s = dt;
+    f->r.formula = "cpu-tdp+nic-linear";
+    f->r.sensors = "procfs-cpu+nic";
+    f->r.cpu_source = "model";
+    f->r.assumed = "tdp=10W (default: unknown CPU)";
+    f->r.targets = f->t;
+}
+
+static pa_target_info *fake_add(fake *f, pa_target_type type, pid_t pid,
+                                const char *comm, const char *cgroup,
+                                double cpu_w, double nic_w)
+{
+    pa_target_info *t = &f->t[f->r.ntargets++];
+    t->type = type;
+    t->pid = pid;
+    snprintf(t->comm, sizeof(t->comm), "%s", comm);
+    t->cgroup = cgroup;
+    t->power.cpu_w = cpu_w;
+    t->power.nic_w = nic_w;
+    t->power.total_w = cpu_w + nic_w;
+    t->power.interval_s = f->r.interval_s;
+    t->power.time_ns = f->r.time_ns;
+    t->multiplex = 1;
+    return t;
+}
+
+static pa_ring_writer *make_ring(uint32_t cap, uint32_t maxt)
+{
+    fresh_name();
+    pa_ring_opts o = {.capacity = cap, .max_targets = maxt};
+    pa_ring_writer *w = NULL;
+    int rc = pa_ring_create(ring_name, &o, &w);
+    ck_assert_msg(rc == 0, "create: %d %s", rc, pa_last_error());
+    return w;
+}
+
+START_TEST(test_roundtrip)
+{
+    pa_ring_writer *w = make_ring(8, 16);
+    static const char cg_a[] = "/system.slice/a.service";
+    fake f;
+    fake_init(&f, 7, 5000000000ull, 1.0);
+    pa_target_info *t = fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg_a, 4.1, 0.02);
+    t->ppid = 1;
+    t->power.cpu_j = 40;
+    t->power.nic_j = 0.2;
+    t->power.total_j = 40.2;
+    t->power.cpu_time_s = 0.98;
+    t->power.flags = PA_POWER_FIRST;
+    t->net_rx_bytes = 1000;
+    t->net_tx_bytes = 2000;
+    t->has_net = 1;
+    fake_add(&f, PA_TARGET_PROCESS, 17, "we(ird) na", cg_a, 1.5, 0);
+    fake_add(&f, PA_TARGET_CGROUP, 0, "", cg_a, 5.6, 0.02);
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+
+    /* The ring is world-readable, not writable, whatever the umask. */
+    char path[128];
+    snprintf(path, sizeof(path), "/dev/shm/%s", ring_name);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0644);
+
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    uint64_t seq = 0;
+    const pa_report *g = NULL;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(seq, 1);
+    ck_assert_uint_eq(g->tick, 7);
+    ck_assert_uint_eq(g->time_ns, 5000000000ull);
+    ck_assert_double_eq(g->interval_s, 1.0);
+    ck_assert_double_eq(g->system.cpu_w, 10);
+    ck_assert_double_eq(g->system.idle_w, 3);
+    ck_assert_double_eq(g->system.total_j, 77);
+    ck_assert_str_eq(g->formula, "cpu-tdp+nic-linear");
+    ck_assert_str_eq(g->sensors, "procfs-cpu+nic");
+    ck_assert_str_eq(g->cpu_source, "model");
+    ck_assert_str_eq(g->assumed, "tdp=10W (default: unknown CPU)");
+    ck_assert_uint_eq(g->ntargets, 3);
+    ck_assert_int_eq(g->targets[0].type, PA_TARGET_PROCESS);
+    ck_assert_int_eq(g->targets[0].pid, 4242);
+    ck_assert_int_eq(g->targets[0].ppid, 1);
+    ck_assert_str_eq(g->targets[0].comm, "java");
+    ck_assert_str_eq(g->targets[0].cgroup, cg_a);
+    ck_assert_double_eq(g->targets[0].power.cpu_w, 4.1);
+    ck_assert_double_eq(g->targets[0].power.total_j, 40.2);
+    ck_assert_double_eq(g->targets[0].power.cpu_time_s, 0.98);
+    ck_assert_uint_eq(g->targets[0].power.flags, PA_POWER_FIRST);
+    ck_assert_uint_eq(g->targets[0].net_rx_bytes, 1000);
+    ck_assert_uint_eq(g->targets[0].net_tx_bytes, 2000);
+    ck_assert_int_eq(g->targets[0].has_net, 1);
+    ck_assert_ptr_null(g->targets[0].counters);
+    ck_assert_str_eq(g->targets[1].comm, "we(ird) na");
+    ck_assert_int_eq(g->targets[2].type, PA_TARGET_CGROUP);
+    ck_assert_str_eq(g->targets[2].cgroup, cg_a);
+    ck_assert_double_eq_tol(g->targets[2].power.total_w, 5.62, 1e-12);
+
+    pa_ring_info info;
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.version, PA_RING_VERSION);
+    ck_assert_uint_eq(info.capacity, 8);
+    ck_assert_uint_eq(info.max_targets, 16);
+    ck_assert_uint_eq(info.mode, 0644);
+    ck_assert_int_eq(info.writer_pid, getpid());
+    ck_assert_int_eq(info.alive, 1);
+    ck_assert_uint_eq(info.newest, 1);
+    ck_assert_uint_eq(info.oldest, 1);
+    ck_assert_uint_eq(info.lost, 0);
+
+    /* Nothing newer. */
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), -EAGAIN);
+    ck_assert_uint_eq(seq, 1);
+
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+    ck_assert_int_eq(stat(path, &st), -1);
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "powerapi daemon"));
+}
+END_TEST
+
+START_TEST(test_group_mode)
+{
+    fresh_name();
+    pa_ring_opts o = {.capacity = 4, .max_targets = 4, .mode = 0640,
+                      .set_gid = 1, .gid = getgid()};
+    pa_ring_writer *w = NULL;
+    ck_assert_int_eq(pa_ring_create(ring_name, &o, &w), 0);
+    char path[128];
+    snprintf(path, sizeof(path), "/dev/shm/%s", ring_name);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0640);
+    ck_assert_int_eq(st.st_gid, getgid());
+    /* A second writer on a live ring is refused. */
+    pa_ring_writer *w2 = NULL;
+    ck_assert_int_eq(pa_ring_create(ring_name, &o, &w2), -EEXIST);
+    ck_assert_ptr_null(w2);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "running writer"));
+    pa_ring_destroy(w);
+    /* Bad names and options. */
+    ck_assert_int_eq(pa_ring_create("a/b", NULL, &w2), -EINVAL);
+    ck_assert_int_eq(pa_ring_create("..", NULL, &w2), -EINVAL);
+    pa_ring_opts bad = {.capacity = 1};
+    ck_assert_int_eq(pa_ring_create(ring_name, &bad, &w2), -EINVAL);
+    pa_ring_opts huge = {.capacity = 100000, .max_targets = 1u << 20};
+    ck_assert_int_eq(pa_ring_create(ring_name, &huge, &w2), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "GiB"));
+}
+END_TEST
+
+START_TEST(test_follow_and_lap)
+{
+    pa_ring_writer *w = make_ring(4, 4);
+    fake f;
+    pa_ring_reader *r = NULL;
+    for (uint64_t i = 1; i <= 2; i++) {
+        fake_init(&f, i, i * 1000000000ull, 1.0);
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    uint64_t seq = 0;
+    const pa_report *g;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(seq, 2); /* 0 starts at the newest */
+    ck_assert_uint_eq(g->tick, 2);
+    for (uint64_t i = 3; i <= 5; i++) {
+        fake_init(&f, i, i * 1000000000ull, 1.0);
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    for (uint64_t i = 3; i <= 5; i++) {
+        ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+        ck_assert_uint_eq(seq, i);
+        ck_assert_uint_eq(g->tick, i);
+    }
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), -EAGAIN);
+    /* The writer laps the reader: 6..15 published, only 12..15 remain. */
+    for (uint64_t i = 6; i <= 15; i++) {
+        fake_init(&f, i, i * 1000000000ull, 1.0);
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(seq, 12);
+    ck_assert_uint_eq(g->tick, 12);
+    pa_ring_info info;
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.lost, 6); /* 6..11 */
+    ck_assert_uint_eq(info.oldest, 12);
+    ck_assert_uint_eq(info.newest, 15);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
+START_TEST(test_aggregate)
+{
+    pa_ring_writer *w = make_ring(16, 8);
+    static const char cg[] = "/user.slice";
+    /* Windows ending at 1, 2, 3 s (1 s each), then one of 2 s at 5 s.
+     * A: 2, 4, 6, 3 W; B appears in the third window only, 3 W. */
+    const double aw[4] = {2, 4, 6, 3};
+    const double dts[4] = {1, 1, 1, 2};
+    const uint64_t ends[4] = {1000000000ull, 2000000000ull, 3000000000ull,
+                              5000000000ull};
+    double aj = 0;
+    for (int i = 0; i < 4; i++) {
+        fake f;
+        fake_init(&f, (uint64_t)i + 1, ends[i], dts[i]);
+        f.r.system.cpu_w = 10 + i;
+        f.r.system.total_w = 10 + i;
+        aj += aw[i] * dts[i];
+        pa_target_info *a = fake_add(&f, PA_TARGET_PROCESS, 100, "a", cg, aw[i], 0);
+        a->power.total_j = aj;
+        a->power.cpu_time_s = 0.25;
+        a->net_rx_bytes = 10;
+        a->has_net = 1;
+        if (i == 2) {
+            pa_target_info *b = fake_add(&f, PA_TARGET_PROCESS, 200, "b", cg, 3, 0);
+            b->power.total_j = 3;
+            b->power.flags = PA_POWER_FIRST | PA_POWER_EXITED;
+        }
+        fake_add(&f, PA_TARGET_CGROUP, 0, "", cg, aw[i] + (i == 2 ? 3 : 0), 0);
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    const pa_report *g;
+
+    /* Everything: 5 s covered. A: (2+4+6+6)/5 = 3.6 W; B: 3/5 = 0.6 W. */
+    uint64_t seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    ck_assert_uint_eq(seq, 4);
+    ck_assert_uint_eq(g->tick, 4);
+    ck_assert_uint_eq(g->time_ns, 5000000000ull);
+    ck_assert_double_eq_tol(g->interval_s, 5.0, 1e-12);
+    ck_assert_double_eq_tol(g->system.cpu_w, (10 + 11 + 12 + 13 * 2) / 5.0, 1e-12);
+    ck_assert_uint_eq(g->ntargets, 3);
+    const pa_target_info *a = NULL, *b = NULL, *c = NULL;
+    for (size_t i = 0; i < g->ntargets; i++) {
+        if (g->targets[i].pid == 100)
+            a = &g->targets[i];
+        else if (g->targets[i].pid == 200)
+            b = &g->targets[i];
+        else if (g->targets[i].type == PA_TARGET_CGROUP)
+            c = &g->targets[i];
+    }
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_double_eq_tol(a->power.total_w, 3.6, 1e-12);
+    ck_assert_double_eq_tol(a->power.total_j, 18, 1e-12); /* newest */
+    ck_assert_double_eq_tol(a->power.cpu_time_s, 1.0, 1e-12);
+    ck_assert_uint_eq(a->net_rx_bytes, 40);
+    ck_assert_double_eq_tol(b->power.total_w, 0.6, 1e-12);
+    ck_assert_uint_eq(b->power.flags, PA_POWER_FIRST | PA_POWER_EXITED);
+    ck_assert_str_eq(c->cgroup, cg);
+    ck_assert_double_eq_tol(c->power.total_w, 4.2, 1e-12);
+    pa_ring_info info;
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.windows, 4);
+
+    /* A 2.5 s view: windows ending less than 2.5 s before 5 s: 3 s and
+     * 5 s.  A: (6 + 6) / 3 = 4 W. */
+    seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 2500000000ull, &g), 0);
+    ck_assert_double_eq_tol(g->interval_s, 3.0, 1e-12);
+    for (size_t i = 0; i < g->ntargets; i++)
+        if (g->targets[i].pid == 100)
+            ck_assert_double_eq_tol(g->targets[i].power.total_w, 4.0, 1e-12);
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.windows, 2);
+
+    /* Following: after window 2, only 3 and 4. */
+    seq = 2;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    ck_assert_uint_eq(seq, 4);
+    ck_assert_double_eq_tol(g->interval_s, 3.0, 1e-12);
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), -EAGAIN);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
+START_TEST(test_truncation)
+{
+    pa_ring_writer *w = make_ring(4, 2);
+    fake f;
+    fake_init(&f, 1, 1000000000ull, 1.0);
+    fake_add(&f, PA_TARGET_PROCESS, 1, "p1", "", 1, 0);
+    fake_add(&f, PA_TARGET_PROCESS, 2, "p2", "", 5, 0);
+    fake_add(&f, PA_TARGET_PROCESS, 3, "p3", "", 3, 0);
+    fake_add(&f, PA_TARGET_PROCESS, 4, "p4", "", 2, 0);
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    uint64_t seq = 0;
+    const pa_report *g;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(g->ntargets, 2);
+    ck_assert_int_eq(g->targets[0].pid, 2);
+    ck_assert_int_eq(g->targets[1].pid, 3);
+    pa_ring_info info;
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.truncated, 2);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
+/* Writes a 32-bit word of the ring's header as another program might. */
+static void poke_u32(const char *name, size_t off, uint32_t v)
+{
+    char shm[80];
+    snprintf(shm, sizeof(shm), "/%s", name);
+    int fd = shm_open(shm, O_RDWR, 0);
+    ck_assert_int_ge(fd, 0);
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    memcpy((char *)m + off, &v, sizeof(v));
+    munmap(m, 4096);
+    close(fd);
+}
+
+START_TEST(test_version_mismatch)
+{
+    pa_ring_writer *w = make_ring(4, 4);
+    poke_u32(ring_name, 8, 99); /* the version word follows the magic */
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 99"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 1"));
+    pa_ring_destroy(w);
+
+    /* Not a ring at all. */
+    fresh_name();
+    char shm[80];
+    snprintf(shm, sizeof(shm), "/%s", ring_name);
+    int fd = shm_open(shm, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), -EAGAIN); /* empty */
+    ck_assert_int_eq(ftruncate(fd, 8192), 0);
+    char junk[16] = "not a ring!";
+    ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "not a powerapi ring"));
+    /* And a writer will not take it over. */
+    pa_ring_writer *w2 = NULL;
+    ck_assert_int_eq(pa_ring_create(ring_name, NULL, &w2), -EEXIST);
+    close(fd);
+    shm_unlink(shm);
+}
+END_TEST
+
+/* A child writer that publishes one window, says so, and either dies or
+ * hangs (pause).  Returns its pid. */
+static pid_t child_writer(uint64_t interval_ns, int hang)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(p[0]);
+        pa_ring_opts o = {.capacity = 4, .max_targets = 4,
+                          .interval_ns = interval_ns};
+        pa_ring_writer *w = NULL;
+        if (pa_ring_create(ring_name, &o, &w) < 0)
+            _exit(1);
+        fake f;
+        fake_init(&f, 1, 1000000000ull, 1.0);
+        pa_ring_publish(w, &f.r);
+        char c = 'r';
+        if (write(p[1], &c, 1) != 1)
+            _exit(1);
+        if (hang)
+            for (;;)
+                pause();
+        _exit(0); /* dies without removing its ring */
+    }
+    close(p[1]);
+    char c;
+    ck_assert_int_eq(read(p[0], &c, 1), 1);
+    close(p[0]);
+    return pid;
+}
+
+START_TEST(test_dead_writer)
+{
+    fresh_name();
+    pid_t pid = child_writer(1000000000ull, 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), -EOWNERDEAD);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "no longer running"));
+    /* A new daemon replaces the stale ring. */
+    pa_ring_writer *w = NULL;
+    ck_assert_int_eq(pa_ring_create(ring_name, NULL, &w), 0);
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    /* A clean stop: the reader drains what is left, then hears of it. */
+    fake f;
+    fake_init(&f, 1, 1000000000ull, 1.0);
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    pa_ring_destroy(w);
+    uint64_t seq = 0;
+    const pa_report *g;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), -EOWNERDEAD);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "stopped"));
+    pa_ring_close(r);
+}
+END_TEST
+
+START_TEST(test_hung_writer)
+{
+    fresh_name();
+    /* 1 ms windows: called hung after 3 ms + 2 s without a heartbeat. */
+    pid_t pid = child_writer(1000000ull, 1);
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    uint64_t seq = 0;
+    const pa_report *g;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), -EAGAIN);
+    usleep(2200000);
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), -EOWNERDEAD);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "has not published"));
+    pa_ring_info info;
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_int_eq(info.alive, 0);
+    ck_assert_int_eq(info.writer_pid, pid);
+    pa_ring_close(r);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    char shm[80];
+    snprintf(shm, sizeof(shm), "/%s", ring_name);
+    shm_unlink(shm);
+}
+END_TEST
+
+/* ---- stress: every field of window s is a function of s ---- */
+
+#define STRESS_CAP 8
+#define STRESS_MAXT 48
+static const char *const stress_cg[5] = {"/a", "/b/c", "/system.slice/x.service",
+                                         "/user.slice/user-1000.slice", ""};
+
+static void stress_report(fake *f, uint64_t s)
+{
+    fake_init(f, s, s * 1000000ull, 0.001);
+    f->r.system.cpu_w = (double)s;
+    size_t n = 1 + s % 60; /* sometimes more than fit: truncated */
+    for (size_t i = 0; i < n; i++) {
+        char comm[16];
+        snprintf(comm, sizeof(comm), "c%llu", (unsigned long long)(s % 100000));
+        pa_target_info *t = fake_add(f, PA_TARGET_PROCESS, (pid_t)(s * 64 + i), comm,
+                                     stress_cg[(s + i) % 5], (double)s + (double)i * 0.5, 0);
+        t->power.total_j = (double)s * 2;
+        t->net_rx_bytes = s ^ i;
+    }
+}
+
+/* Checks a window read back; returns 1 when consistent. */
+static int stress_check(const pa_report *g)
+{
+    uint64_t s = g->tick;
+    char comm[16];
+    snprintf(comm, sizeof(comm), "c%llu", (unsigned long long)(s % 100000));
+    size_t n = 1 + s % 60;
+    size_t keep = n < STRESS_MAXT ? n : STRESS_MAXT;
+    if (g->time_ns != s * 1000000ull || g->system.cpu_w != (double)s ||
+        g->ntargets != keep || strcmp(g->formula, "cpu-tdp+nic-linear") != 0)
+        return 0;
+    for (size_t k = 0; k < g->ntargets; k++) {
+        const pa_target_info *t = &g->targets[k];
+        size_t i = (size_t)t->pid - s * 64;
+        if (i >= n || t->power.cpu_w != (double)s + (double)i * 0.5 ||
+            t->power.total_j != (double)s * 2 || t->net_rx_bytes != (s ^ i) ||
+            strcmp(t->comm, comm) != 0 ||
+            strcmp(t->cgroup, stress_cg[(s + i) % 5]) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct stress_reader {
+    volatile int *stop;
+    long reads, torn, aggs;
+} stress_reader;
+
+static void *stress_read_loop(void *arg)
+{
+    stress_reader *sr = arg;
+    pa_ring_reader *r = NULL;
+    if (pa_ring_open(ring_name, &r) < 0) {
+        sr->torn = -1;
+        return NULL;
+    }
+    uint64_t seq = 0, aseq = 0;
+    while (!__atomic_load_n(sr->stop, __ATOMIC_ACQUIRE)) {
+        const pa_report *g;
+        int rc = pa_ring_read(r, &seq, &g);
+        if (rc == 0) {
+            sr->reads++;
+            if (!stress_check(g) || g->tick != seq)
+                sr->torn++;
+        } else if (rc != -EAGAIN) {
+            break;
+        }
+        if (sr->reads % 16 == 0 && pa_ring_aggregate(r, &aseq, 0, &g) == 0) {
+            sr->aggs++;
+            if (g->ntargets == 0 || g->interval_s <= 0)
+                sr->torn++;
+        }
+    }
+    pa_ring_close(r);
+    return NULL;
+}
+
+START_TEST(test_stress)
+{
+    pa_ring_writer *w = make_ring(STRESS_CAP, STRESS_MAXT);
+    fake f;
+    stress_report(&f, 1);
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+
+    /* Two reader processes, plus one that is frozen for good: a reader
+     * never writes to the ring, so even a stopped one cannot hold the
+     * writer back. */
+    pid_t kids[3];
+    for (int k = 0; k < 3; k++) {
+        kids[k] = fork();
+        ck_assert_int_ge(kids[k], 0);
+        if (kids[k] == 0) {
+            pa_ring_reader *r = NULL;
+            if (pa_ring_open(ring_name, &r) < 0)
+                _exit(3);
+            if (k == 2) {
+                raise(SIGSTOP);
+                _exit(0);
+            }
+            uint64_t seq = 0;
+            long reads = 0, torn = 0;
+            for (;;) {
+                const pa_report *g;
+                int rc = pa_ring_read(r, &seq, &g);
+                if (rc == -EOWNERDEAD)
+                    break;
+                if (rc == 0) {
+                    reads++;
+                    torn += !stress_check(g);
+                }
+            }
+            _exit(torn ? 1 : reads ? 0 : 2);
+        }
+    }
+    volatile int stop = 0;
+    stress_reader sr[3];
+    pthread_t th[3];
+    for (int k = 0; k < 3; k++) {
+        memset(&sr[k], 0, sizeof(sr[k]));
+        sr[k].stop = &stop;
+        ck_assert_int_eq(pthread_create(&th[k], NULL, stress_read_loop, &sr[k]), 0);
+    }
+    uint64_t t0 = now_ns(), worst = 0;
+    uint64_t s = 2;
+    while (now_ns() - t0 < 1000000000ull) {
+        stress_report(&f, s);
+        uint64_t a = now_ns();
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+        uint64_t d = now_ns() - a;
+        if (d > worst)
+            worst = d;
+        s++;
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    long reads = 0;
+    for (int k = 0; k < 3; k++) {
+        pthread_join(th[k], NULL);
+        ck_assert_int_eq(sr[k].torn, 0);
+        reads += sr[k].reads;
+    }
+    pa_ring_destroy(w); /* the reader processes now see -EOWNERDEAD */
+    for (int k = 0; k < 2; k++) {
+        int st;
+        ck_assert_int_eq(waitpid(kids[k], &st, 0), kids[k]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "reader process %d: status %d (1 = torn window)", k, st);
+    }
+    kill(kids[2], SIGKILL);
+    waitpid(kids[2], NULL, 0);
+    fprintf(stderr, "stress: %llu windows published, %ld read by threads, "
+            "worst publish %.1f us\n",
+            (unsigned long long)(s - 1), reads, (double)worst / 1e3);
+    ck_assert_uint_gt(s, 1000);
+    ck_assert_int_gt(reads, 100);
+}
+END_TEST
+
+static Suite *ring_suite(void)
+{
+    Suite *s = suite_create("ring");
+    TCase *tc = tcase_create("ring");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_roundtrip);
+    tcase_add_test(tc, test_group_mode);
+    tcase_add_test(tc, test_follow_and_lap);
+    tcase_add_test(tc, test_aggregate);
+    tcase_add_test(tc, test_truncation);
+    tcase_add_test(tc, test_version_mismatch);
+    tcase_add_test(tc, test_dead_writer);
+    tcase_add_test(tc, test_hung_writer);
+    tcase_add_test(tc, test_stress);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ring_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
