@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, whatever the build and the tests need and
+# this machine lacks.  Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config
+  check                  # unit tests (Check)
+  libpfm4-dev            # perf event names (libpfm4)
+  libmicrohttpd-dev      # powerapi serve (Prometheus exporter)
+  libncurses-dev         # powerapi top
+  openjdk-17-jdk-headless # jalen agent (jvmti.h), Java binding
+  python3                # Python binding and its tests
+  libjetty9-java libservlet-api-java wrk  # agent load test and benchmark
+  prometheus             # promtool and a real scraper for the exporter tests
+  tmux                   # powerapi top tests
+  iproute2               # network namespace test of the nic sensor
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

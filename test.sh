@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build with warnings as
+# errors, run every test (ctest), then again under ASan/UBSan.
+set -euo pipefail
+cd "$(dirname "$0")"
+./scripts/deps.sh
+jobs=$(nproc)
+
+echo "== build (warnings are errors)"
+cmake -S . -B build-test -DPA_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-test -j"$jobs"
+echo "== tests"
+(cd build-test && ctest --output-on-failure -j"$jobs" --timeout 600)
+
+echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"
+# The JVM and Python load our shared objects into their own processes, where
+# the sanitizer runtime would have to be preloaded: those parts are checked
+# by the plain run above, the C library and the CLI here.
+cmake -S . -B build-asan -DPA_WERROR=ON -DPA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+      -DPA_BUILD_AGENT=OFF -DPA_BUILD_BINDINGS=OFF -DPA_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+echo "== tests under ASan/UBSan"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest --output-on-failure -j"$jobs" --timeout 600)
