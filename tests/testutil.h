@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #define NS_PER_S 1000000000ull
 
