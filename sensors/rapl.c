@@ -1,0 +1,852 @@
+/*
+ * rapl.c - the "rapl" sensor: cumulative RAPL energy per socket and domain.
+ *
+ * Three ways to read the same hardware counters, tried in order of cost
+ * (bench/bench_rapl.c measures them) unless `path=` forces one:
+ *
+ *   perf      the perf "power" PMU (bus/event_source/devices/power): one
+ *             64-bit counter per domain, opened on one CPU per socket
+ *             (cpumask); scale and unit from the event's sysfs files.
+ *             Needs root or CAP_PERFMON.
+ *   msr       /dev/cpu/N/msr, pread at the MSR number: 32-bit counters
+ *             (reserved high bits masked) in the unit of
+ *             MSR_RAPL_POWER_UNIT.  Needs root and the msr module.
+ *   powercap  class/powercap/intel-rapl:* zones (energy_uj, decimal µJ,
+ *             wrapping at max_energy_range_uj).  Readable by root only
+ *             since Linux 5.10 (CVE-2020-8694).
+ *
+ * Every path unfolds wraparound into a 64-bit accumulator of raw units
+ * per domain, so frame->sys->rapl[].energy_uj only ever grows.  A counter
+ * can wrap at most once between two ticks without being noticed: the
+ * sampling period must stay under the wrap time (minutes at full power).
+ *
+ * Domains that overlap (package includes core and uncore) are reported
+ * with their kind; consumers never sum them.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MSR_RAPL_POWER_UNIT 0x606
+#define MSR_PKG_ENERGY_STATUS 0x611
+#define MSR_DRAM_ENERGY_STATUS 0x619
+#define MSR_PP0_ENERGY_STATUS 0x639
+#define MSR_PP1_ENERGY_STATUS 0x641
+#define MSR_PLATFORM_ENERGY_STATUS 0x64d
+#define MAX_CPUS 4096
+
+enum rapl_path { PATH_NONE = 0, PATH_POWERCAP, PATH_PERF, PATH_MSR };
+
+static const char *const path_names[] = {"none", "powercap", "perf", "msr"};
+
+typedef struct rapl_dom {
+    int socket;
+    pa_rapl_kind kind;
+    char label[48];   /* zone name or event, for messages */
+    int fd;
+    off_t msr;        /* msr path: register */
+    double unit_uj;   /* µJ per raw unit */
+    uint64_t range;   /* raw units at which the counter wraps; 0 = never */
+    uint64_t mask;    /* msr: valid counter bits */
+    uint64_t last;    /* last raw reading */
+    uint64_t acc;     /* unfolded raw units since start */
+    unsigned wraps;
+} rapl_dom;
+
+typedef struct rapl_state {
+    enum rapl_path path;
+    size_t n;
+    rapl_dom dom[PA_MAX_RAPL];
+} rapl_state;
+
+static const char *kind_name(pa_rapl_kind k)
+{
+    switch (k) {
+    case PA_RAPL_PKG: return "package";
+    case PA_RAPL_CORE: return "core";
+    case PA_RAPL_UNCORE: return "uncore";
+    case PA_RAPL_DRAM: return "dram";
+    case PA_RAPL_PSYS: return "psys";
+    }
+    return "?";
+}
+
+static void state_close(rapl_state *st)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (st->dom[i].fd >= 0)
+            close(st->dom[i].fd);
+    st->n = 0;
+    st->path = PATH_NONE;
+}
+
+static int dom_cmp(const void *a, const void *b)
+{
+    const rapl_dom *x = a, *y = b;
+    if (x->socket != y->socket)
+        return x->socket < y->socket ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+/* snprintf for messages, where truncation is acceptable. */
+static void say(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+static void trim(char *s)
+{
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+}
+
+/* Reads one raw value of a domain (µJ text, perf count or MSR). */
+static int dom_read_raw(const rapl_dom *d, enum rapl_path path,
+                        uint64_t *out)
+{
+    if (path == PATH_POWERCAP) {
+        char buf[32];
+        ssize_t n = pa__pread_all(d->fd, buf, sizeof(buf));
+        if (n < 0)
+            return (int)n;
+        const char *p = buf;
+        return pa__parse_u64(&p, out);
+    }
+    if (path == PATH_PERF) {
+        uint64_t v;
+        ssize_t n = read(d->fd, &v, sizeof(v));
+        if (n < 0)
+            return -errno;
+        if (n != sizeof(v))
+            return -EIO;
+        *out = v;
+        return 0;
+    }
+    uint64_t v;
+    ssize_t n = pread(d->fd, &v, sizeof(v), d->msr);
+    if (n < 0)
+        return -errno;
+    if (n != sizeof(v))
+        return -EIO; /* register beyond the device (absent) */
+    *out = v & d->mask;
+    return 0;
+}
+
+/* Unfolds one new raw reading into the accumulator. */
+static void dom_update(rapl_dom *d, uint64_t raw)
+{
+    if (raw >= d->last) {
+        d->acc += raw - d->last;
+    } else if (d->range > raw && d->range >= d->last) {
+        /* wrapped once: up to range, then from 0 */
+        d->acc += raw + (d->range - d->last);
+        d->wraps++;
+    }
+    /* else: a 64-bit counter went back (reset); restart from raw */
+    d->last = raw;
+}
+
+/* ---------------------------------------------------------------- */
+/* powercap                                                          */
+/* ---------------------------------------------------------------- */
+
+/* Parses "package-3" or "package-0-die-1" into the socket number. */
+static int package_socket(const char *name)
+{
+    if (strncmp(name, "package-", 8) != 0 || !isdigit((unsigned char)name[8]))
+        return -1;
+    return atoi(name + 8);
+}
+
+typedef struct zone {
+    char dir[64];  /* "intel-rapl:0:1" */
+    char name[48]; /* "dram" */
+    bool mmio;
+} zone;
+
+static int zone_cmp(const void *a, const void *b)
+{
+    return strcmp(((const zone *)a)->dir, ((const zone *)b)->dir);
+}
+
+static int open_powercap(const pa_env *env, rapl_state *st, char *why,
+                         size_t wl)
+{
+    char path[PA_PATH_MAX];
+    int rc = pa__path(path, sizeof(path), env->sysfs, "class/powercap");
+    if (rc < 0)
+        return rc;
+    DIR *dir = opendir(path);
+    if (!dir) {
+        rc = -errno;
+        if (rc == -ENOENT)
+            say(why, wl, "rapl: %s not present (no RAPL in this VM)",
+                path);
+        else
+            say(why, wl, "rapl: cannot open %s: %s", path, strerror(-rc));
+        return rc == -ENOENT ? -ENODEV : rc;
+    }
+    zone zones[PA_MAX_RAPL * 2];
+    size_t nz = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL && nz < PA_MAX_RAPL * 2) {
+        bool mmio = !strncmp(de->d_name, "intel-rapl-mmio:", 16);
+        if (!mmio && strncmp(de->d_name, "intel-rapl:", 11) != 0)
+            continue;
+        if (strlen(de->d_name) >= sizeof(zones[0].dir))
+            continue;
+        zone *z = &zones[nz];
+        say(z->dir, sizeof(z->dir), "%s", de->d_name);
+        z->mmio = mmio;
+        char rel[128];
+        say(rel, sizeof(rel), "class/powercap/%s/name", z->dir);
+        if (pa__read_file(env->sysfs, rel, z->name, sizeof(z->name)) <= 0)
+            continue;
+        trim(z->name);
+        nz++;
+    }
+    closedir(dir);
+    if (nz == 0) {
+        say(why, wl,
+                 "rapl: %s has no intel-rapl zone (no RAPL in this VM)",
+                 path);
+        return -ENODEV;
+    }
+    qsort(zones, nz, sizeof(zones[0]), zone_cmp);
+
+    int denied = 0;
+    char denied_path[PA_PATH_MAX] = "";
+    for (size_t i = 0; i < nz; i++) {
+        zone *z = &zones[i];
+        pa_rapl_kind kind;
+        int socket = 0;
+        /* parent zone of a sub-zone: "intel-rapl:0" of "intel-rapl:0:1" */
+        const char *colon2 = strchr(strchr(z->dir, ':') + 1, ':');
+        if (!colon2) {
+            if (!strcmp(z->name, "psys")) {
+                kind = PA_RAPL_PSYS;
+            } else if ((socket = package_socket(z->name)) >= 0) {
+                kind = PA_RAPL_PKG;
+            } else {
+                continue; /* unknown top-level zone */
+            }
+        } else {
+            if (!strcmp(z->name, "core"))
+                kind = PA_RAPL_CORE;
+            else if (!strcmp(z->name, "uncore"))
+                kind = PA_RAPL_UNCORE;
+            else if (!strcmp(z->name, "dram"))
+                kind = PA_RAPL_DRAM;
+            else
+                continue;
+            char parent[64];
+            say(parent, sizeof(parent), "%.*s", (int)(colon2 - z->dir),
+                     z->dir);
+            socket = 0;
+            for (size_t j = 0; j < nz; j++)
+                if (!strcmp(zones[j].dir, parent)) {
+                    int s = package_socket(zones[j].name);
+                    socket = s >= 0 ? s : 0;
+                }
+        }
+        /* intel-rapl-mmio zones repeat a package the MSR driver already
+         * gives (same counter through MMIO): keep one. */
+        if (z->mmio) {
+            bool dup = false;
+            for (size_t j = 0; j < nz; j++)
+                if (!zones[j].mmio && !strcmp(zones[j].name, z->name))
+                    dup = true;
+            if (dup)
+                continue;
+        }
+        if (st->n >= PA_MAX_RAPL)
+            break;
+        rapl_dom *d = &st->dom[st->n];
+        memset(d, 0, sizeof(*d));
+        d->fd = -1;
+        d->socket = socket;
+        d->kind = kind;
+        say(d->label, sizeof(d->label), "%s", z->dir);
+        d->unit_uj = 1.0;
+        d->mask = UINT64_MAX;
+        char rel[128], buf[64];
+        say(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj",
+                 z->dir);
+        const char *p = buf;
+        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
+            pa__parse_u64(&p, &d->range) < 0)
+            d->range = 0;
+        if (pa__path(path, sizeof(path), env->sysfs,
+                     "class/powercap/%s/energy_uj", z->dir) < 0)
+            continue;
+        d->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (d->fd < 0) {
+            if (errno == EACCES || errno == EPERM) {
+                denied++;
+                say(denied_path, sizeof(denied_path), "%s", path);
+            }
+            continue;
+        }
+        /* open() of a 0400 sysfs file may succeed for root only; the
+         * read is what tells. */
+        rc = dom_read_raw(d, PATH_POWERCAP, &d->last);
+        if (rc < 0) {
+            if (rc == -EACCES || rc == -EPERM) {
+                denied++;
+                say(denied_path, sizeof(denied_path), "%s", path);
+            }
+            close(d->fd);
+            d->fd = -1;
+            continue;
+        }
+        st->n++;
+    }
+    if (st->n == 0 || denied) {
+        state_close(st);
+        if (denied) {
+            say(why, wl,
+                     "rapl: %s: energy_uj is readable by root only since "
+                     "Linux 5.10; run as root, or use the perf power PMU "
+                     "with CAP_PERFMON (path=perf), or make the file "
+                     "group-readable at boot (udev rule or tmpfiles.d "
+                     "'z /sys/class/powercap/intel-rapl:*/energy_uj 0440 "
+                     "root power')", denied_path);
+            return -EACCES;
+        }
+        say(why, wl, "rapl: %s has no readable package, core, "
+                 "uncore, dram or psys zone", path);
+        return -ENODEV;
+    }
+    st->path = PATH_POWERCAP;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* CPU topology (perf and msr paths)                                 */
+/* ---------------------------------------------------------------- */
+
+/* Socket of a CPU from sysfs topology; -1 when unknown. */
+static int cpu_socket(const pa_env *env, int cpu)
+{
+    char rel[96], buf[32];
+    snprintf(rel, sizeof(rel),
+             "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0)
+        return -1;
+    return atoi(buf);
+}
+
+/* Parses a cpumask list "0,18" or "0-3" into cpus; returns the count. */
+static int parse_cpulist(const char *s, int *cpus, int cap)
+{
+    int n = 0;
+    while (*s && n < cap) {
+        if (!isdigit((unsigned char)*s)) {
+            s++;
+            continue;
+        }
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (*end == '-')
+            b = strtol(end + 1, &end, 10);
+        for (long c = a; c <= b && n < cap; c++)
+            cpus[n++] = (int)c;
+        s = end;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- */
+/* perf power PMU                                                    */
+/* ---------------------------------------------------------------- */
+
+static const struct {
+    const char *event;
+    pa_rapl_kind kind;
+} perf_events[] = {
+    {"energy-pkg", PA_RAPL_PKG},    {"energy-cores", PA_RAPL_CORE},
+    {"energy-gpu", PA_RAPL_UNCORE}, {"energy-ram", PA_RAPL_DRAM},
+    {"energy-psys", PA_RAPL_PSYS},
+};
+
+/* "event=0x02,umask=0x1" -> config (only event= and umask= exist). */
+static int parse_perf_config(const char *s, uint64_t *config)
+{
+    uint64_t c = 0;
+    bool any = false;
+    while (*s) {
+        while (*s == ',' || isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        const char *eq = strchr(s, '=');
+        if (!eq)
+            return -EINVAL;
+        char *end;
+        unsigned long long v = strtoull(eq + 1, &end, 0);
+        if (!strncmp(s, "event=", 6))
+            c |= v & 0xff;
+        else if (!strncmp(s, "umask=", 6))
+            c |= (v & 0xff) << 8;
+        else
+            return -EINVAL;
+        any = true;
+        s = end;
+    }
+    if (!any)
+        return -EINVAL;
+    *config = c;
+    return 0;
+}
+
+static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
+{
+    char buf[256];
+    const char *pmu = "bus/event_source/devices/power";
+    char rel[160];
+    snprintf(rel, sizeof(rel), "%s/type", pmu);
+    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0) {
+        say(why, wl, "rapl: no perf power PMU");
+        return -ENODEV;
+    }
+    uint32_t type = (uint32_t)strtoul(buf, NULL, 10);
+    int cpus[256];
+    snprintf(rel, sizeof(rel), "%s/cpumask", pmu);
+    int ncpu = 0;
+    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0)
+        ncpu = parse_cpulist(buf, cpus, 256);
+    if (ncpu == 0) {
+        cpus[0] = 0;
+        ncpu = 1;
+    }
+    int last_err = 0;
+    size_t found = 0;
+    for (size_t e = 0; e < sizeof(perf_events) / sizeof(perf_events[0]);
+         e++) {
+        uint64_t config;
+        snprintf(rel, sizeof(rel), "%s/events/%s", pmu, perf_events[e].event);
+        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
+            parse_perf_config(buf, &config) < 0)
+            continue;
+        found++;
+        double scale = 1.0;
+        snprintf(rel, sizeof(rel), "%s/events/%s.scale", pmu,
+                 perf_events[e].event);
+        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0)
+            scale = strtod(buf, NULL);
+        snprintf(rel, sizeof(rel), "%s/events/%s.unit", pmu,
+                 perf_events[e].event);
+        double to_uj = 1e6; /* unit "Joules" */
+        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0) {
+            trim(buf);
+            if (strcmp(buf, "Joules") != 0)
+                continue; /* no other unit has ever been used */
+        }
+        if (!(scale > 0))
+            continue;
+        /* psys is one counter for the platform: open it once */
+        int nc = perf_events[e].kind == PA_RAPL_PSYS ? 1 : ncpu;
+        for (int c = 0; c < nc && st->n < PA_MAX_RAPL; c++) {
+            struct perf_event_attr a;
+            memset(&a, 0, sizeof(a));
+            a.size = sizeof(a);
+            a.type = type;
+            a.config = config;
+            int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpus[c], -1,
+                                  PERF_FLAG_FD_CLOEXEC);
+            if (fd < 0) {
+                last_err = errno;
+                continue;
+            }
+            rapl_dom *d = &st->dom[st->n];
+            memset(d, 0, sizeof(*d));
+            d->fd = fd;
+            d->kind = perf_events[e].kind;
+            int s = cpu_socket(env, cpus[c]);
+            d->socket = s >= 0 ? s : c;
+            snprintf(d->label, sizeof(d->label), "%s/cpu%d",
+                     perf_events[e].event, cpus[c]);
+            d->unit_uj = scale * to_uj;
+            d->mask = UINT64_MAX;
+            d->range = 0;
+            int rr = dom_read_raw(d, PATH_PERF, &d->last);
+            if (rr < 0) {
+                last_err = -rr;
+                close(fd);
+                continue;
+            }
+            st->n++;
+        }
+    }
+    if (st->n == 0) {
+        if (!found)
+            say(why, wl, "rapl: the perf power PMU has no energy "
+                     "event");
+        else if (last_err == EACCES || last_err == EPERM)
+            say(why, wl,
+                     "rapl: perf power PMU: perf_event_open refused (%s); "
+                     "it needs root or CAP_PERFMON (or "
+                     "kernel.perf_event_paranoid <= 0)", strerror(last_err));
+        else
+            say(why, wl, "rapl: perf power PMU: perf_event_open "
+                     "failed: %s", strerror(last_err ? last_err : ENODEV));
+        return last_err == EACCES || last_err == EPERM ? -EACCES : -ENODEV;
+    }
+    st->path = PATH_PERF;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* MSR                                                               */
+/* ---------------------------------------------------------------- */
+
+/* Server parts whose DRAM domain counts in a fixed 15.3 µJ unit instead
+ * of MSR_RAPL_POWER_UNIT's (Linux drivers/powercap/intel_rapl_common.c,
+ * rapl_defaults_hsw_server; Intel SDM vol. 4, DRAM RAPL domain). */
+static const int dram_fixed_models[] = {
+    0x3f, /* Haswell-X */         0x4f, /* Broadwell-X */
+    0x56, /* Broadwell-D */       0x55, /* Skylake-X, Cascade Lake */
+    0x6a, /* Ice Lake-X */        0x6c, /* Ice Lake-D */
+    0x8f, /* Sapphire Rapids-X */ 0xcf, /* Emerald Rapids-X */
+    0x57, /* Xeon Phi KNL */      0x85, /* Xeon Phi KNM */
+};
+
+/* "model : 85" of the first CPU in cpuinfo; -1 if unknown or not Intel. */
+static int cpuinfo_intel_model(const pa_env *env)
+{
+    char *buf = malloc(65536);
+    if (!buf)
+        return -1;
+    int model = -1;
+    if (pa__read_file(env->procfs, "cpuinfo", buf, 65536) > 0 &&
+        strstr(buf, "GenuineIntel")) {
+        const char *p = strstr(buf, "\nmodel\t");
+        if (p && (p = strchr(p, ':')) != NULL)
+            model = atoi(p + 1);
+    }
+    free(buf);
+    return model;
+}
+
+static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
+{
+    /* one CPU per socket: the lowest numbered */
+    int sock_cpu[64];
+    int nsock = 0;
+    char path[PA_PATH_MAX];
+    bool any_dev = false;
+    int last_err = 0;
+    for (int cpu = 0; cpu < MAX_CPUS; cpu++) {
+        if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
+            break;
+        struct stat sb;
+        if (stat(path, &sb) < 0) {
+            if (cpu > 0 && cpu_socket(env, cpu) < 0)
+                break;
+            continue;
+        }
+        any_dev = true;
+        int s = cpu_socket(env, cpu);
+        if (s < 0)
+            s = 0;
+        bool have = false;
+        for (int i = 0; i < nsock; i++)
+            if (sock_cpu[i] >> 16 == s)
+                have = true;
+        if (!have && nsock < 64)
+            sock_cpu[nsock++] = (s << 16) | cpu;
+    }
+    if (!any_dev) {
+        say(why, wl, "rapl: no %s/cpu/0/msr (modprobe msr)", env->devfs);
+        return -ENODEV;
+    }
+    int model = cpuinfo_intel_model(env);
+    bool dram_fixed = false;
+    for (size_t i = 0; i < sizeof(dram_fixed_models) / sizeof(int); i++)
+        if (model == dram_fixed_models[i])
+            dram_fixed = true;
+    static const struct {
+        off_t msr;
+        pa_rapl_kind kind;
+        const char *name;
+    } regs[] = {
+        {MSR_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_PKG_ENERGY_STATUS"},
+        {MSR_PP0_ENERGY_STATUS, PA_RAPL_CORE, "MSR_PP0_ENERGY_STATUS"},
+        {MSR_PP1_ENERGY_STATUS, PA_RAPL_UNCORE, "MSR_PP1_ENERGY_STATUS"},
+        {MSR_DRAM_ENERGY_STATUS, PA_RAPL_DRAM, "MSR_DRAM_ENERGY_STATUS"},
+        {MSR_PLATFORM_ENERGY_STATUS, PA_RAPL_PSYS,
+         "MSR_PLATFORM_ENERGY_STATUS"},
+    };
+    for (int i = 0; i < nsock; i++) {
+        int s = sock_cpu[i] >> 16, cpu = sock_cpu[i] & 0xffff;
+        if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
+            continue;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            last_err = errno;
+            continue;
+        }
+        uint64_t unit;
+        ssize_t got = pread(fd, &unit, sizeof(unit), MSR_RAPL_POWER_UNIT);
+        if (got != (ssize_t)sizeof(unit)) {
+            last_err = got < 0 ? errno : EIO;
+            close(fd);
+            continue;
+        }
+        /* bits 12:8: energy status unit, 1/2^ESU joules */
+        double unit_uj = 1e6 / (double)(1ull << ((unit >> 8) & 0x1f));
+        bool used = false;
+        for (size_t r = 0; r < sizeof(regs) / sizeof(regs[0]); r++) {
+            if (st->n >= PA_MAX_RAPL)
+                break;
+            if (regs[r].kind == PA_RAPL_PSYS && i > 0)
+                continue;
+            rapl_dom *d = &st->dom[st->n];
+            memset(d, 0, sizeof(*d));
+            d->fd = fd;
+            d->msr = regs[r].msr;
+            d->mask = 0xffffffffull; /* bits 63:32 reserved */
+            d->range = 1ull << 32;
+            d->unit_uj = regs[r].kind == PA_RAPL_DRAM && dram_fixed
+                             ? 15.3 : unit_uj;
+            d->socket = s;
+            d->kind = regs[r].kind;
+            snprintf(d->label, sizeof(d->label), "%s/cpu%d", regs[r].name,
+                     cpu);
+            /* an absent register fails with EIO; one that reads 0 at
+             * start is not implemented by this model */
+            if (dom_read_raw(d, PATH_MSR, &d->last) < 0 || d->last == 0)
+                continue;
+            if (used) {
+                /* several domains share the CPU's fd: own a dup so that
+                 * closing is per domain */
+                d->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                if (d->fd < 0)
+                    continue;
+            }
+            used = true;
+            st->n++;
+        }
+        if (!used)
+            close(fd);
+    }
+    if (st->n == 0) {
+        if (last_err == EACCES || last_err == EPERM)
+            say(why, wl, "rapl: %s/cpu/N/msr: %s; reading MSRs needs "
+                     "root (CAP_SYS_RAWIO)", env->devfs, strerror(last_err));
+        else
+            say(why, wl, "rapl: %s/cpu/N/msr has no RAPL energy "
+                     "register", env->devfs);
+        return last_err == EACCES || last_err == EPERM ? -EACCES : -ENODEV;
+    }
+    st->path = PATH_MSR;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Choosing a path                                                   */
+/* ---------------------------------------------------------------- */
+
+static int parse_path(const char *s, enum rapl_path *out)
+{
+    if (!s || !strcmp(s, "auto"))
+        *out = PATH_NONE;
+    else if (!strcmp(s, "powercap"))
+        *out = PATH_POWERCAP;
+    else if (!strcmp(s, "perf"))
+        *out = PATH_PERF;
+    else if (!strcmp(s, "msr"))
+        *out = PATH_MSR;
+    else
+        return pa__err(-EINVAL, "rapl: path must be auto, perf, msr or "
+                       "powercap, not '%s'", s);
+    return 0;
+}
+
+/* Opens the forced path, or the cheapest that works: perf, msr,
+ * powercap.  The message of a failure names every path's reason, the
+ * powercap one first (the path users know). */
+static int rapl_open(const pa_env *env, enum rapl_path want, rapl_state *st,
+                     char *why, size_t wl)
+{
+    memset(st, 0, sizeof(*st));
+    if (want == PATH_POWERCAP)
+        return open_powercap(env, st, why, wl);
+    if (want == PATH_PERF)
+        return open_perf(env, st, why, wl);
+    if (want == PATH_MSR)
+        return open_msr(env, st, why, wl);
+    char w_perf[512], w_msr[512], w_pc[768];
+    int rp = open_perf(env, st, w_perf, sizeof(w_perf));
+    if (rp == 0)
+        goto ok;
+    int rm = open_msr(env, st, w_msr, sizeof(w_msr));
+    if (rm == 0)
+        goto ok;
+    int rc = open_powercap(env, st, w_pc, sizeof(w_pc));
+    if (rc == 0)
+        goto ok;
+    /* the refusal (and its remedies) first; drop the repeated "rapl: " */
+    if (rp == -EACCES && rc != -EACCES)
+        say(why, wl, "%s; %s; %s", w_perf, w_pc + 6, w_msr + 6);
+    else if (rm == -EACCES && rc != -EACCES)
+        say(why, wl, "%s; %s; %s", w_msr, w_pc + 6, w_perf + 6);
+    else
+        say(why, wl, "%s; %s; %s", w_pc, w_perf + 6, w_msr + 6);
+    if (rc == -EACCES || rp == -EACCES || rm == -EACCES)
+        return -EACCES;
+    return -ENODEV;
+ok:
+    qsort(st->dom, st->n, sizeof(st->dom[0]), dom_cmp);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Module                                                            */
+/* ---------------------------------------------------------------- */
+
+static const char *const rapl_options[] = {"path", NULL};
+
+static int rapl_probe(const pa_env *env, char *why, size_t wl)
+{
+    rapl_state *st = malloc(sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    char tmp[1024];
+    int rc = rapl_open(env, PATH_NONE, st, tmp, sizeof(tmp));
+    if (rc == 0) {
+        size_t np = 0;
+        for (size_t i = 0; i < st->n; i++)
+            np += st->dom[i].kind == PA_RAPL_PKG;
+        say(why, wl, "rapl: %s, %zu domains (%zu packages)",
+                 path_names[st->path], st->n, np);
+        state_close(st);
+    } else {
+        say(why, wl, "%s", tmp);
+    }
+    free(st);
+    return rc;
+}
+
+static int rapl_start(pa_module *m, const pa_options *opts)
+{
+    enum rapl_path want;
+    int rc = parse_path(pa_options_get(opts, "path"), &want);
+    if (rc < 0)
+        return rc;
+    rapl_state *st = malloc(sizeof(*st));
+    if (!st)
+        return pa__err(-ENOMEM, "rapl: out of memory");
+    char why[1024];
+    rc = rapl_open(&m->ctx->env, want, st, why, sizeof(why));
+    if (rc < 0) {
+        free(st);
+        return pa__err(rc, "%s", why);
+    }
+    m->priv = st;
+    return 0;
+}
+
+static int rapl_sample(pa_module *m, pa_frame *f)
+{
+    rapl_state *st = m->priv;
+    pa_sysread *sys = f->sys;
+    for (size_t i = 0; i < st->n; i++) {
+        rapl_dom *d = &st->dom[i];
+        uint64_t raw;
+        int rc = dom_read_raw(d, st->path, &raw);
+        if (rc < 0)
+            return pa__err(rc, "rapl: reading %s (%s, socket %d) failed: "
+                           "%s", d->label, kind_name(d->kind), d->socket,
+                           strerror(-rc));
+        dom_update(d, raw);
+    }
+    for (size_t i = 0; i < st->n; i++) {
+        rapl_dom *d = &st->dom[i];
+        sys->rapl[i].socket = d->socket;
+        sys->rapl[i].kind = d->kind;
+        sys->rapl[i].energy_uj = (uint64_t)llround((double)d->acc *
+                                                   d->unit_uj);
+    }
+    sys->nrapl = (unsigned)st->n;
+    snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s",
+             path_names[st->path]);
+    sys->have |= PA_HAVE_RAPL;
+    return 0;
+}
+
+static int rapl_configure(pa_module *m, const pa_options *opts)
+{
+    enum rapl_path want;
+    int rc = parse_path(pa_options_get(opts, "path"), &want);
+    if (rc < 0)
+        return rc;
+    rapl_state *st = malloc(sizeof(*st));
+    if (!st)
+        return pa__err(-ENOMEM, "rapl: out of memory");
+    char why[1024];
+    rc = rapl_open(&m->ctx->env, want, st, why, sizeof(why));
+    if (rc < 0) {
+        free(st);
+        return pa__err(rc, "%s", why);
+    }
+    /* The accumulators restart from the new path's counters; carry the
+     * energy already counted so readings keep growing. */
+    rapl_state *old = m->priv;
+    for (size_t i = 0; i < st->n && old; i++)
+        for (size_t j = 0; j < old->n; j++)
+            if (old->dom[j].socket == st->dom[i].socket &&
+                old->dom[j].kind == st->dom[i].kind) {
+                double uj = (double)old->dom[j].acc * old->dom[j].unit_uj;
+                st->dom[i].acc = (uint64_t)llround(uj / st->dom[i].unit_uj);
+            }
+    if (old) {
+        state_close(old);
+        free(old);
+    }
+    m->priv = st;
+    return 0;
+}
+
+static void rapl_stop(pa_module *m)
+{
+    rapl_state *st = m->priv;
+    if (!st)
+        return;
+    state_close(st);
+    free(st);
+    m->priv = NULL;
+}
+
+const pa_module_ops pa__mod_rapl = {
+    .abi = PA_MODULE_ABI,
+    .name = "rapl",
+    .kind = PA_SENSOR,
+    .component = PA_COMP_NONE,
+    .description = "RAPL energy per socket and domain (perf power PMU, "
+                   "MSRs or powercap sysfs)",
+    .options = rapl_options,
+    .probe = rapl_probe,
+    .start = rapl_start,
+    .sample = rapl_sample,
+    .configure = rapl_configure,
+    .stop = rapl_stop,
+};

@@ -1,0 +1,425 @@
+/*
+ * test_rapl.c - the rapl sensor on fixture trees of real machines' layouts:
+ * a 2-socket server (package + dram per socket, an intel-rapl-mmio
+ * duplicate), a laptop (core, uncore, dram, psys), an AMD Ryzen, a counter
+ * that wraps, a root-only energy_uj, MSR device files, and a perf power
+ * PMU description.  The sensor is driven directly (start/sample on a
+ * frame), so every reading is checked exactly.
+ */
+#include "internal.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A started rapl sensor on a fixture copy. */
+typedef struct rig {
+    char *root;
+    pa_ctx *ctx;
+    pa_module m;
+    pa_sysread sys;
+    uint64_t tick;
+} rig;
+
+static int rig_start(rig *r, const char *fixture, const char *opts)
+{
+    memset(r, 0, sizeof(*r));
+    r->root = pa_test_fixture_copy(fixture);
+    r->ctx = pa_test_ctx(r->root);
+    r->m.ops = &pa__mod_rapl;
+    r->m.ctx = r->ctx;
+    pa_options *o = NULL;
+    ck_assert_int_eq(pa__options_parse("rapl", opts, pa__mod_rapl.options, &o),
+                     0);
+    int rc = pa__mod_rapl.start(&r->m, o);
+    pa__options_free(o);
+    return rc;
+}
+
+static void rig_sample(rig *r)
+{
+    memset(&r->sys, 0, sizeof(r->sys));
+    pa_frame f = {.ctx = r->ctx, .tick = ++r->tick, .time_ns = r->tick,
+                  .sys = &r->sys};
+    int rc = pa__mod_rapl.sample(&r->m, &f);
+    ck_assert_msg(rc == 0, "sample: %s", pa_last_error());
+    ck_assert(r->sys.have & PA_HAVE_RAPL);
+}
+
+static void rig_end(rig *r)
+{
+    if (r->m.priv)
+        pa__mod_rapl.stop(&r->m);
+    pa_ctx_free(r->ctx);
+    pa_test_rmtree(r->root);
+}
+
+static const pa_rapl_reading *dom(const rig *r, int socket, pa_rapl_kind k)
+{
+    for (unsigned i = 0; i < r->sys.nrapl; i++)
+        if (r->sys.rapl[i].socket == socket && r->sys.rapl[i].kind == k)
+            return &r->sys.rapl[i];
+    ck_abort_msg("no domain socket %d kind %d", socket, (int)k);
+    return NULL;
+}
+
+static void write_msr(const char *root, int cpu, off_t reg, uint64_t v)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/dev/cpu/%d/msr", root, cpu);
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, &v, sizeof(v), reg), (ssize_t)sizeof(v));
+    close(fd);
+}
+
+START_TEST(server_two_sockets_with_dram)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-server2s", NULL), 0);
+    rig_sample(&r);
+    /* package-0, dram-0, package-1, dram-1; the mmio package-0 dropped */
+    ck_assert_uint_eq(r.sys.nrapl, 4);
+    ck_assert_str_eq(r.sys.rapl_path, "powercap");
+    ck_assert_int_eq(r.sys.rapl[0].socket, 0);
+    ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
+    ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_DRAM);
+    ck_assert_int_eq(r.sys.rapl[2].socket, 1);
+    ck_assert_int_eq(r.sys.rapl[2].kind, PA_RAPL_PKG);
+    ck_assert_int_eq(r.sys.rapl[3].socket, 1);
+    ck_assert_int_eq(r.sys.rapl[3].kind, PA_RAPL_DRAM);
+    /* cumulative since start */
+    for (unsigned i = 0; i < 4; i++)
+        ck_assert_uint_eq(r.sys.rapl[i].energy_uj, 0);
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
+                  "160000000\n"); /* +60 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0:0/energy_uj",
+                  "28000000\n"); /* +8 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1/energy_uj",
+                  "240000000\n"); /* +40 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1:0/energy_uj",
+                  "37000000\n"); /* +7 J */
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 60000000);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_DRAM)->energy_uj, 8000000);
+    ck_assert_uint_eq(dom(&r, 1, PA_RAPL_PKG)->energy_uj, 40000000);
+    ck_assert_uint_eq(dom(&r, 1, PA_RAPL_DRAM)->energy_uj, 7000000);
+    rig_end(&r);
+}
+END_TEST
+
+START_TEST(laptop_core_uncore_dram_psys)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-laptop", "path=powercap"), 0);
+    rig_sample(&r);
+    ck_assert_uint_eq(r.sys.nrapl, 5);
+    ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
+    ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_CORE);
+    ck_assert_int_eq(r.sys.rapl[2].kind, PA_RAPL_UNCORE);
+    ck_assert_int_eq(r.sys.rapl[3].kind, PA_RAPL_DRAM);
+    ck_assert_int_eq(r.sys.rapl[4].kind, PA_RAPL_PSYS);
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1/energy_uj",
+                  "9012500000\n"); /* psys +12.5 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0:0/energy_uj",
+                  "2003000000\n"); /* core +3 J */
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PSYS)->energy_uj, 12500000);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_CORE)->energy_uj, 3000000);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 0);
+    rig_end(&r);
+}
+END_TEST
+
+START_TEST(amd_package_and_core)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-amd", NULL), 0);
+    rig_sample(&r);
+    ck_assert_uint_eq(r.sys.nrapl, 2);
+    ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
+    ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_CORE);
+    /* AMD's range is 65532610987 uJ: wrap at that value */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
+                  "10\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj,
+                      65532610987ull - 1234567890ull + 10);
+    rig_end(&r);
+}
+END_TEST
+
+/* A counter 1 J below its wrap: two wrap-free windows, a wrap inside a
+ * window, then more wrap-free windows; the accumulator never goes back. */
+START_TEST(wraparound_unfolded)
+{
+    const uint64_t range = 262143328850ull;
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-wrap", NULL), 0);
+    rig_sample(&r);
+    const char *f = "sys/class/powercap/intel-rapl:0/energy_uj";
+    pa_test_write(r.root, f, "%llu\n",
+                  (unsigned long long)(range - 700000)); /* +0.3 J */
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 300000);
+    pa_test_write(r.root, f, "%llu\n",
+                  (unsigned long long)(range - 200000)); /* +0.5 J */
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 800000);
+    /* wraps: 0.2 J up to the range, then 3 J from zero */
+    pa_test_write(r.root, f, "3000000\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 4000000);
+    pa_test_write(r.root, f, "7000000\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 8000000);
+    /* an unchanged counter adds nothing (not a wrap) */
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 8000000);
+    rig_end(&r);
+}
+END_TEST
+
+START_TEST(msr_device_files)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-msr", "path=msr"), 0);
+    rig_sample(&r);
+    ck_assert_str_eq(r.sys.rapl_path, "msr");
+    /* PKG and DRAM per socket; PP0, PP1 and psys read 0: not there */
+    ck_assert_uint_eq(r.sys.nrapl, 4);
+    ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
+    ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_DRAM);
+    ck_assert_int_eq(r.sys.rapl[2].socket, 1);
+    /* ESU 14: 2^-14 J = 61.03515625 uJ.  Socket 0's package (read on CPU
+     * 0) +16384 units = 1 J; reserved bits 63:32 change and are masked. */
+    write_msr(r.root, 0, 0x611,
+              0xBEEF000000000000ull | (16384ull * 1000 + 16384));
+    /* socket 1 (CPU 2): +2.5 J */
+    write_msr(r.root, 2, 0x611, 16384ull * 2000 + 40960);
+    /* DRAM of model 85 counts in 15.3 uJ: +1000 units = 15300 uJ */
+    write_msr(r.root, 0, 0x619, 1000000 + 1000);
+    /* CPU 1 is socket 0 too but is not the one read: ignored */
+    write_msr(r.root, 1, 0x611, 1);
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 1000000);
+    ck_assert_uint_eq(dom(&r, 1, PA_RAPL_PKG)->energy_uj, 2500000);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_DRAM)->energy_uj, 15300);
+    ck_assert_uint_eq(dom(&r, 1, PA_RAPL_DRAM)->energy_uj, 0);
+    /* 32-bit wrap: 16384 units to 2^32, then 32768 more = 3 J */
+    write_msr(r.root, 0, 0x611, 0xffffffffull - 16383);
+    rig_sample(&r);
+    write_msr(r.root, 0, 0x611, 32768);
+    rig_sample(&r);
+    /* units: 16384, then up to 2^32 - 16384, then 49152 across the wrap */
+    double units = 4294967296.0 - 16384.0 * 1001 + 49152;
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj,
+                      (uint64_t)llround(units * 61.03515625));
+    rig_end(&r);
+}
+END_TEST
+
+START_TEST(auto_prefers_msr_over_powercap)
+{
+    /* the MSR fixture plus a powercap tree: auto takes the cheaper MSR */
+    rig r;
+    memset(&r, 0, sizeof(r));
+    r.root = pa_test_fixture_copy("rapl-msr");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/name",
+                  "package-0\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "5\n");
+    r.ctx = pa_test_ctx(r.root);
+    char why[256];
+    ck_assert_int_eq(pa__mod_rapl.probe(&r.ctx->env, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "msr") != NULL, "%s", why);
+    rig_end(&r);
+}
+END_TEST
+
+START_TEST(no_rapl_in_vm)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *ctx = pa_test_ctx(root);
+    char why[256];
+    int rc = pa__mod_rapl.probe(&ctx->env, why, sizeof(why));
+    ck_assert_int_eq(rc, -ENODEV);
+    ck_assert_msg(strstr(why, "powercap not present (no RAPL in this VM)"),
+                  "%s", why);
+    ck_assert_msg(strstr(why, "no perf power PMU"), "%s", why);
+    ck_assert_msg(strstr(why, "msr"), "%s", why);
+    /* enabling it says the same */
+    ck_assert_int_eq(pa_module_enable(ctx, "rapl", NULL), -ENODEV);
+    ck_assert_msg(strstr(pa_last_error(), "no RAPL in this VM"), "%s",
+                  pa_last_error());
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+START_TEST(bad_path_option)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-laptop", "path=sysfs"), -EINVAL);
+    ck_assert_msg(strstr(pa_last_error(), "auto, perf, msr or powercap"),
+                  "%s", pa_last_error());
+    rig_end(&r);
+}
+END_TEST
+
+START_TEST(forced_path_absent)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-laptop", "path=msr"), -ENODEV);
+    ck_assert_msg(strstr(pa_last_error(), "msr"), "%s", pa_last_error());
+    rig_end(&r);
+}
+END_TEST
+
+/* The perf power PMU as sysfs describes it; its type is no PMU of this
+ * kernel, so the open fails and the message says where. */
+START_TEST(perf_pmu_described_but_unopenable)
+{
+    rig r;
+    int rc = rig_start(&r, "rapl-perfpmu", "path=perf");
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(pa_last_error(), "perf power PMU"), "%s",
+                  pa_last_error());
+    rig_end(&r);
+}
+END_TEST
+
+/* energy_uj mode 0400 root (Linux >= 5.10): as an unprivileged user the
+ * probe fails with EACCES and names the remedies.  Root reads anything,
+ * so the check runs in a child that drops to nobody. */
+START_TEST(root_only_energy_uj)
+{
+    char *root = pa_test_fixture_copy("rapl-laptop");
+    const char *zones[] = {"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1",
+                           "intel-rapl:0:2", "intel-rapl:1",
+                           "intel-rapl-mmio:0"};
+    char path[4096];
+    for (size_t i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
+        snprintf(path, sizeof(path), "%s/sys/class/powercap/%s/energy_uj",
+                 root, zones[i]);
+        ck_assert_int_eq(chmod(path, 0400), 0);
+    }
+    chmod(root, 0755);
+    pa_ctx *ctx = pa_test_ctx(root);
+    if (geteuid() != 0) {
+        /* already unprivileged: the files must not be ours to read */
+        char why[512];
+        int rc = pa__mod_rapl.probe(&ctx->env, why, sizeof(why));
+        if (access(path, R_OK) < 0) {
+            ck_assert_int_eq(rc, -EACCES);
+            ck_assert_msg(strstr(why, "root only since Linux 5.10"), "%s",
+                          why);
+        }
+    } else {
+        int fds[2];
+        ck_assert_int_eq(pipe(fds), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            close(fds[0]);
+            if (setgid(65534) < 0 || setuid(65534) < 0)
+                _exit(3);
+            char why[512];
+            int rc = pa__mod_rapl.probe(&ctx->env, why, sizeof(why));
+            ssize_t w = write(fds[1], why, strlen(why) + 1);
+            (void)w;
+            _exit(rc == -EACCES ? 0 : 1);
+        }
+        close(fds[1]);
+        char why[512] = "";
+        ssize_t n = read(fds[0], why, sizeof(why) - 1);
+        why[n > 0 ? n : 0] = '\0';
+        close(fds[0]);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "child status %d: %s", st, why);
+        ck_assert_msg(strstr(why, "root only since Linux 5.10"), "%s", why);
+        ck_assert_msg(strstr(why, "CAP_PERFMON"), "%s", why);
+        ck_assert_msg(strstr(why, "group-readable"), "%s", why);
+    }
+    /* root itself still reads them */
+    if (geteuid() == 0) {
+        char why[512];
+        ck_assert_int_eq(pa__mod_rapl.probe(&ctx->env, why, sizeof(why)), 0);
+    }
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+START_TEST(reconfigure_keeps_energy)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-server2s", NULL), 0);
+    rig_sample(&r);
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
+                  "110000000\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 10000000);
+    pa_options *o = NULL;
+    ck_assert_int_eq(pa__options_parse("rapl", "path=powercap",
+                                       pa__mod_rapl.options, &o), 0);
+    ck_assert_int_eq(pa__mod_rapl.configure(&r.m, o), 0);
+    pa__options_free(o);
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
+                  "111000000\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 11000000);
+    rig_end(&r);
+}
+END_TEST
+
+/* A domain that disappears (driver unloaded) fails the sample with a
+ * message naming it; the engine then retries. */
+START_TEST(read_failure_named)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-wrap", NULL), 0);
+    rig_sample(&r);
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
+                  "garbage\n");
+    memset(&r.sys, 0, sizeof(r.sys));
+    pa_frame f = {.ctx = r.ctx, .tick = 9, .time_ns = 9, .sys = &r.sys};
+    ck_assert_int_lt(pa__mod_rapl.sample(&r.m, &f), 0);
+    ck_assert_msg(strstr(pa_last_error(), "intel-rapl:0"), "%s",
+                  pa_last_error());
+    rig_end(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("rapl");
+    TCase *tc = tcase_create("fixtures");
+    tcase_add_test(tc, server_two_sockets_with_dram);
+    tcase_add_test(tc, laptop_core_uncore_dram_psys);
+    tcase_add_test(tc, amd_package_and_core);
+    tcase_add_test(tc, wraparound_unfolded);
+    tcase_add_test(tc, msr_device_files);
+    tcase_add_test(tc, auto_prefers_msr_over_powercap);
+    tcase_add_test(tc, no_rapl_in_vm);
+    tcase_add_test(tc, bad_path_option);
+    tcase_add_test(tc, forced_path_absent);
+    tcase_add_test(tc, perf_pmu_described_but_unopenable);
+    tcase_add_test(tc, root_only_energy_uj);
+    tcase_add_test(tc, reconfigure_keeps_energy);
+    tcase_add_test(tc, read_failure_named);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pa_test_main(suite());
+}
