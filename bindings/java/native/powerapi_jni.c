@@ -1,0 +1,223 @@
+/*
+ * powerapi_jni.c - JNI half of org.powerapi.PowerAPI (libpowerapi_jni.so,
+ * linked with the static libpowerapi).
+ *
+ * Handles are pa_ctx pointers carried in a Java long.  Failures throw
+ * org.powerapi.PowerAPIException(errno, pa_last_error()); the Java side
+ * serialises close() against the other calls, so a handle is never used
+ * after pa_ctx_free.
+ */
+#include <errno.h>
+#include <jni.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "org_powerapi_PowerAPI.h"
+#include "powerapi.h"
+
+static pa_ctx *ctx_of(jlong h)
+{
+    return (pa_ctx *)(intptr_t)h;
+}
+
+/* Throws PowerAPIException for rc < 0; returns 1 when it threw. */
+static int check(JNIEnv *env, int rc)
+{
+    if (rc >= 0)
+        return 0;
+    const char *msg = pa_last_error();
+    if (!msg || !*msg)
+        msg = pa_strerror(rc);
+    jclass cls = (*env)->FindClass(env, "org/powerapi/PowerAPIException");
+    if (!cls)
+        return 1; /* NoClassDefFoundError pending */
+    jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>",
+                                         "(ILjava/lang/String;)V");
+    jstring jmsg = (*env)->NewStringUTF(env, msg);
+    if (ctor && jmsg) {
+        jobject ex = (*env)->NewObject(env, cls, ctor, (jint)-rc, jmsg);
+        if (ex)
+            (*env)->Throw(env, (jthrowable)ex);
+    }
+    return 1;
+}
+
+/* A Java string as modified UTF-8 (NULL stays NULL).  *failed is set when
+ * the conversion threw (OutOfMemoryError pending). */
+static const char *utf(JNIEnv *env, jstring s, int *failed)
+{
+    if (!s)
+        return NULL;
+    const char *c = (*env)->GetStringUTFChars(env, s, NULL);
+    if (!c)
+        *failed = 1;
+    return c;
+}
+
+static void unutf(JNIEnv *env, jstring s, const char *c)
+{
+    if (s && c)
+        (*env)->ReleaseStringUTFChars(env, s, c);
+}
+
+static void throw_iae(JNIEnv *env, const char *msg)
+{
+    jclass cls = (*env)->FindClass(env, "java/lang/IllegalArgumentException");
+    if (cls)
+        (*env)->ThrowNew(env, cls, msg);
+}
+
+static int pid_arg(JNIEnv *env, jlong pid)
+{
+    if (pid <= 0 || pid > INT32_MAX) {
+        throw_iae(env, "powerapi: pid out of range");
+        return 0;
+    }
+    return 1;
+}
+
+JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nVersion(JNIEnv *env,
+                                                               jclass cls)
+{
+    return (*env)->NewStringUTF(env, pa_version());
+}
+
+JNIEXPORT jlong JNICALL Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env,
+                                                          jclass cls,
+                                                          jstring procfs,
+                                                          jstring sysfs)
+{
+    int failed = 0;
+    pa_ctx *ctx = NULL;
+    pa_ctx_opts o;
+    memset(&o, 0, sizeof(o));
+    o.procfs = utf(env, procfs, &failed);
+    o.sysfs = utf(env, sysfs, &failed);
+    if (!failed)
+        check(env, pa_ctx_new(&ctx, &o));
+    unutf(env, procfs, o.procfs);
+    unutf(env, sysfs, o.sysfs);
+    return (jlong)(intptr_t)ctx;
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nClose(JNIEnv *env,
+                                                         jclass cls, jlong h)
+{
+    pa_ctx_free(ctx_of(h));
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nEnable(JNIEnv *env,
+                                                          jclass cls, jlong h,
+                                                          jstring name,
+                                                          jstring options)
+{
+    int failed = 0;
+    if (!name) {
+        throw_iae(env, "powerapi: module name is null");
+        return;
+    }
+    const char *n = utf(env, name, &failed);
+    const char *o = utf(env, options, &failed);
+    if (!failed)
+        check(env, pa_module_enable(ctx_of(h), n, o));
+    unutf(env, name, n);
+    unutf(env, options, o);
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nDisable(JNIEnv *env,
+                                                           jclass cls,
+                                                           jlong h,
+                                                           jstring name)
+{
+    int failed = 0;
+    if (!name) {
+        throw_iae(env, "powerapi: module name is null");
+        return;
+    }
+    const char *n = utf(env, name, &failed);
+    if (!failed)
+        check(env, pa_module_disable(ctx_of(h), n));
+    unutf(env, name, n);
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(JNIEnv *env,
+                                                             jclass cls,
+                                                             jlong h,
+                                                             jstring name,
+                                                             jstring options)
+{
+    int failed = 0;
+    if (!name) {
+        throw_iae(env, "powerapi: module name is null");
+        return;
+    }
+    const char *n = utf(env, name, &failed);
+    const char *o = utf(env, options, &failed);
+    if (!failed)
+        check(env, pa_module_configure(ctx_of(h), n, o));
+    unutf(env, name, n);
+    unutf(env, options, o);
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nWatchPid(JNIEnv *env,
+                                                            jclass cls,
+                                                            jlong h, jlong pid,
+                                                            jint flags)
+{
+    if (pid_arg(env, pid))
+        check(env, pa_watch_pid(ctx_of(h), (pid_t)pid, (unsigned)flags));
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nUnwatchPid(JNIEnv *env,
+                                                              jclass cls,
+                                                              jlong h,
+                                                              jlong pid)
+{
+    if (pid_arg(env, pid))
+        check(env, pa_unwatch_pid(ctx_of(h), (pid_t)pid));
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env,
+                                                        jclass cls, jlong h,
+                                                        jlong time_ns)
+{
+    if (time_ns < 0)
+        check(env, pa_tick(ctx_of(h)));
+    else
+        check(env, pa_tick_at(ctx_of(h), (uint64_t)time_ns));
+}
+
+JNIEXPORT jdoubleArray JNICALL Java_org_powerapi_PowerAPI_nPower(
+    JNIEnv *env, jclass cls, jlong h, jint which, jlong id, jlongArray ints)
+{
+    pa_power p;
+    int rc;
+    if (which != 2 && !pid_arg(env, id))
+        return NULL;
+    switch (which) {
+    case 0:
+        rc = pa_pid_power(ctx_of(h), (pid_t)id, &p);
+        break;
+    case 1:
+        rc = pa_tid_power(ctx_of(h), (pid_t)id, &p);
+        break;
+    default:
+        rc = pa_system_power(ctx_of(h), &p);
+        break;
+    }
+    if (check(env, rc))
+        return NULL;
+    /* Order of the Power record's components; time_ns and flags apart, as
+     * longs (a double would round time_ns after 104 days of uptime). */
+    jdouble v[9] = {p.cpu_w, p.nic_w,   p.total_w,    p.idle_w,    p.cpu_j,
+                    p.nic_j, p.total_j, p.interval_s, p.cpu_time_s};
+    jlong l[2] = {(jlong)p.time_ns, (jlong)p.flags};
+    (*env)->SetLongArrayRegion(env, ints, 0, 2, l);
+    if ((*env)->ExceptionCheck(env))
+        return NULL;
+    jdoubleArray a = (*env)->NewDoubleArray(env, 9);
+    if (a)
+        (*env)->SetDoubleArrayRegion(env, a, 0, 9, v);
+    return a;
+}

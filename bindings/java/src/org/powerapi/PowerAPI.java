@@ -1,0 +1,207 @@
+package org.powerapi;
+
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * A libpowerapi monitoring context (JNI over {@code pa_ctx}).
+ *
+ * <pre>
+ * try (PowerAPI api = PowerAPI.open()) {
+ *     api.watchPid(ProcessHandle.current().pid());
+ *     api.tick();                 // the first tick only primes
+ *     Thread.sleep(1000);
+ *     api.tick();
+ *     Power p = api.pidPower(ProcessHandle.current().pid());
+ * }
+ * </pre>
+ *
+ * Every method may be called from any thread; after {@link #close()} they
+ * throw IllegalStateException. Failures throw {@link PowerAPIException}
+ * carrying the library's message.
+ *
+ * The JNI library is loaded from the system property
+ * {@code org.powerapi.jni.library}, else {@code $POWERAPI_JNI_LIBRARY},
+ * else the installed location, else {@code java.library.path}.
+ */
+public final class PowerAPI implements AutoCloseable {
+    /** Also report each thread of a watched pid. */
+    public static final int WATCH_THREADS = 1;
+    /** Also report every descendant of a watched pid. */
+    public static final int WATCH_CHILDREN = 2;
+
+    static {
+        NativeLoader.load();
+    }
+
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private long handle;
+
+    private PowerAPI(long handle) {
+        this.handle = handle;
+    }
+
+    /** A context reading /proc, /sys and /dev. */
+    public static PowerAPI open() {
+        return open(null, null);
+    }
+
+    /**
+     * A context reading other roots (fixture trees, a container's /proc);
+     * null means the default.
+     */
+    public static PowerAPI open(String procfs, String sysfs) {
+        return new PowerAPI(nOpen(procfs, sysfs));
+    }
+
+    /** The library's version string. */
+    public static String version() {
+        return nVersion();
+    }
+
+    private long acquire() {
+        lock.readLock().lock();
+        if (handle == 0) {
+            lock.readLock().unlock();
+            throw new IllegalStateException("powerapi: context is closed");
+        }
+        return handle;
+    }
+
+    private void release() {
+        lock.readLock().unlock();
+    }
+
+    /** Enables a module ("auto", "procfs-cpu", "cpu-tdp"...); options "k=v,k=v" or null. */
+    public void enable(String name, String options) {
+        long h = acquire();
+        try {
+            nEnable(h, name, options);
+        } finally {
+            release();
+        }
+    }
+
+    public void disable(String name) {
+        long h = acquire();
+        try {
+            nDisable(h, name);
+        } finally {
+            release();
+        }
+    }
+
+    /** Changes some options of an enabled module. */
+    public void configure(String name, String options) {
+        long h = acquire();
+        try {
+            nConfigure(h, name, options);
+        } finally {
+            release();
+        }
+    }
+
+    public void watchPid(long pid) {
+        watchPid(pid, 0);
+    }
+
+    /** Watches a pid; flags: WATCH_THREADS, WATCH_CHILDREN. */
+    public void watchPid(long pid, int flags) {
+        long h = acquire();
+        try {
+            nWatchPid(h, pid, flags);
+        } finally {
+            release();
+        }
+    }
+
+    public void unwatchPid(long pid) {
+        long h = acquire();
+        try {
+            nUnwatchPid(h, pid);
+        } finally {
+            release();
+        }
+    }
+
+    /** Samples now. The first tick only primes the readings. */
+    public void tick() {
+        long h = acquire();
+        try {
+            nTick(h, -1);
+        } finally {
+            release();
+        }
+    }
+
+    /** Samples at an explicit clock time (ns, strictly increasing): for replays and tests. */
+    public void tickAt(long timeNanos) {
+        if (timeNanos < 0)
+            throw new IllegalArgumentException("timeNanos < 0");
+        long h = acquire();
+        try {
+            nTick(h, timeNanos);
+        } finally {
+            release();
+        }
+    }
+
+    /** Last window's power and cumulative energy of a watched pid. */
+    public Power pidPower(long pid) {
+        long h = acquire();
+        try {
+            long[] l = new long[2];
+            return Power.of(nPower(h, 0, pid, l), l);
+        } finally {
+            release();
+        }
+    }
+
+    /** Same for a thread of a pid watched with WATCH_THREADS. */
+    public Power tidPower(long tid) {
+        long h = acquire();
+        try {
+            long[] l = new long[2];
+            return Power.of(nPower(h, 1, tid, l), l);
+        } finally {
+            release();
+        }
+    }
+
+    /** The whole machine; idleWatts is the CPU power no task caused. */
+    public Power systemPower() {
+        long h = acquire();
+        try {
+            long[] l = new long[2];
+            return Power.of(nPower(h, 2, 0, l), l);
+        } finally {
+            release();
+        }
+    }
+
+    /** Frees the context. Idempotent. */
+    @Override
+    public void close() {
+        lock.writeLock().lock();
+        try {
+            if (handle != 0) {
+                nClose(handle);
+                handle = 0;
+            }
+        } finally {
+            lock.writeLock().unlock();
+        }
+    }
+
+    private static native String nVersion();
+    private static native long nOpen(String procfs, String sysfs);
+    private static native void nClose(long h);
+    private static native void nEnable(long h, String name, String options);
+    private static native void nDisable(long h, String name);
+    private static native void nConfigure(long h, String name, String options);
+    private static native void nWatchPid(long h, long pid, int flags);
+    private static native void nUnwatchPid(long h, long pid);
+    private static native void nTick(long h, long timeNanos);
+    /* which: 0 pid, 1 tid, 2 system; returns the 9 double fields of Power
+     * and fills l with timeNanos and flags. */
+    private static native double[] nPower(long h, int which, long id, long[] l);
+}

@@ -1,0 +1,453 @@
+"""Python binding of libpowerapi: per-process power (W) and energy (J).
+
+    import powerapi
+
+    with powerapi.measure() as m:
+        work()
+    print(m.energy_j, m.power_w)
+
+    with powerapi.Context() as ctx:
+        ctx.watch_pid(pid)
+        ctx.tick()              # the first tick only primes the readings
+        time.sleep(1)
+        ctx.tick()
+        p = ctx.pid_power(pid)  # p.cpu_w, p.nic_w, p.total_w, p.total_j ...
+
+Pure ctypes over libpowerapi.so, no third-party dependency.  The library is
+found through $POWERAPI_LIBRARY, then the installed location (baked by
+CMake), then the build tree, then the dynamic loader.  Every failure raises
+PowerAPIError (an OSError) carrying the library's detailed message.
+"""
+
+import ctypes
+import os
+import time as _time
+
+from . import _lib
+from ._lib import (PA_COMP_CPU, PA_COMP_NIC, PA_COMP_NONE, PA_FORMULA,
+                   PA_SENSOR, PA_TARGET_CGROUP, PA_TARGET_PROCESS,
+                   PA_TARGET_THREAD, PA_TARGET_TREE)
+from ._module import Module, Frame, Delta, Table, Options  # noqa: F401
+
+__all__ = [
+    "PowerAPIError", "Power", "Target", "Report", "ModuleInfo", "Context",
+    "Measurement", "measure", "version", "library_path", "parse_duration_ns",
+    "Module", "Frame", "Delta", "Table", "Options", "RingReader",
+    "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
+    "PA_TARGET_PROCESS", "PA_TARGET_THREAD", "PA_TARGET_TREE",
+    "PA_TARGET_CGROUP",
+]
+
+__version__ = "0.1.0"
+
+
+class PowerAPIError(OSError):
+    """A libpowerapi call failed.  .errno is the positive errno value,
+    .strerror the library's detailed message (pa_last_error(), which names
+    what failed and how to fix it), .function the C function."""
+
+    def __init__(self, errno, message, function=None):
+        super().__init__(errno, message)
+        self.function = function
+
+
+def _check(rc, function):
+    """Raises PowerAPIError for a negative return, else returns rc."""
+    if rc >= 0:
+        return rc
+    lib = _lib.load()
+    msg = lib.pa_last_error()
+    msg = msg.decode("utf-8", "replace") if msg else ""
+    if not msg:
+        msg = lib.pa_strerror(rc).decode("utf-8", "replace")
+    raise PowerAPIError(-rc, msg, function)
+
+
+def _b(s):
+    if s is None:
+        return None
+    if isinstance(s, bytes):
+        return s
+    return os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode()
+
+
+def _s(b):
+    return b.decode("utf-8", "replace") if b is not None else None
+
+
+def _options(options):
+    """None, "k=v,k=v" or a mapping {k: v} -> bytes or None."""
+    if options is None:
+        return None
+    if isinstance(options, dict):
+        return ",".join("%s=%s" % (k, v) for k, v in options.items()).encode()
+    return _b(options)
+
+
+def version():
+    """The library's version string."""
+    return _s(_lib.load().pa_version())
+
+
+def library_path():
+    """Where the library was loaded from."""
+    return _lib.library_path()
+
+
+def parse_duration_ns(s):
+    """Parses "500ms", "2s", "10us", "1m" into nanoseconds."""
+    out = ctypes.c_uint64()
+    _check(_lib.load().pa_parse_duration_ns(_b(s), ctypes.byref(out)),
+           "pa_parse_duration_ns")
+    return out.value
+
+
+class Power:
+    """Power of a target over the last window (W) and its energy since it
+    was first seen (J)."""
+
+    __slots__ = ("cpu_w", "nic_w", "total_w", "idle_w", "cpu_j", "nic_j",
+                 "total_j", "interval_s", "cpu_time_s", "time_ns", "flags")
+
+    def __init__(self, c):
+        for name in self.__slots__:
+            setattr(self, name, getattr(c, name))
+
+    @property
+    def measured(self):
+        """The CPU figure is scaled from a measured counter (RAPL)."""
+        return bool(self.flags & _lib.PA_POWER_MEASURED)
+
+    @property
+    def exited(self):
+        return bool(self.flags & _lib.PA_POWER_EXITED)
+
+    @property
+    def first(self):
+        return bool(self.flags & _lib.PA_POWER_FIRST)
+
+    def as_dict(self):
+        return {n: getattr(self, n) for n in self.__slots__}
+
+    def __repr__(self):
+        return ("Power(cpu_w=%.6g, nic_w=%.6g, total_w=%.6g, total_j=%.6g, "
+                "interval_s=%.6g)" % (self.cpu_w, self.nic_w, self.total_w,
+                                      self.total_j, self.interval_s))
+
+
+class Target:
+    """One target of a report: a process, thread, process tree or cgroup."""
+
+    def __init__(self, c, counter_names):
+        self.type = c.type
+        self.pid = c.pid
+        self.tid = c.tid
+        self.ppid = c.ppid
+        self.comm = _s(c.comm)
+        self.cgroup = _s(c.cgroup) or ""
+        self.power = Power(c.power)
+        self.net_rx_bytes = c.net_rx_bytes
+        self.net_tx_bytes = c.net_tx_bytes
+        self.has_net = bool(c.has_net)
+        self.counters = ({n: c.counters[i] for i, n in enumerate(counter_names)}
+                         if c.counters else {})
+        self.multiplex = c.multiplex
+
+    def __repr__(self):
+        return "Target(type=%d, pid=%d, tid=%d, comm=%r, %r)" % (
+            self.type, self.pid, self.tid, self.comm, self.power)
+
+
+class Report:
+    """What one tick produced (a copy: it stays valid)."""
+
+    def __init__(self, c):
+        self.tick = c.tick
+        self.time_ns = c.time_ns
+        self.interval_s = c.interval_s
+        self.system = Power(c.system)
+        self.formula = _s(c.formula) or ""
+        self.sensors = _s(c.sensors) or ""
+        self.cpu_source = _s(c.cpu_source) or ""
+        assumed = _s(c.assumed) or ""
+        self.assumed = [a for a in assumed.split(";") if a]
+        self.counter_names = [_s(c.counter_names[i])
+                              for i in range(c.ncounters)]
+        self.targets = [Target(c.targets[i], self.counter_names)
+                        for i in range(c.ntargets)]
+
+    def __repr__(self):
+        return "Report(tick=%d, targets=%d, system=%r)" % (
+            self.tick, len(self.targets), self.system)
+
+
+class ModuleInfo:
+    """A known module and its state in a context."""
+
+    def __init__(self, c):
+        self.name = _s(c.name)
+        self.description = _s(c.description) or ""
+        self.kind = c.kind
+        self.component = c.component
+        self.available = bool(c.available)
+        self.enabled = bool(c.enabled)
+        self.failing = bool(c.failing)
+        self.why = _s(c.why)
+        self.options = _s(c.options)
+
+    def __repr__(self):
+        return "ModuleInfo(%r, available=%s, enabled=%s)" % (
+            self.name, self.available, self.enabled)
+
+
+class Context:
+    """One monitoring session (pa_ctx).  procfs, sysfs, devfs: roots of the
+    file systems read (default /proc, /sys, /dev); hwdb: hardware database
+    file.  Usable as a context manager; close() frees it.  Methods may be
+    called from any thread."""
+
+    def __init__(self, procfs=None, sysfs=None, devfs=None, hwdb=None):
+        self._lib = _lib.load()
+        self._ctx = None
+        self._keep = []  # ctypes objects the C side points to
+        self._cb = None
+        opts = _lib.pa_ctx_opts(_b(procfs), _b(sysfs), _b(devfs), _b(hwdb))
+        ctx = ctypes.c_void_p()
+        _check(self._lib.pa_ctx_new(ctypes.byref(ctx), ctypes.byref(opts)),
+               "pa_ctx_new")
+        self._ctx = ctx
+
+    # -- lifecycle
+    def close(self):
+        """Stops the sampler if running and frees the context.  Idempotent."""
+        if self._ctx is not None:
+            self._lib.pa_ctx_free(self._ctx)
+            self._ctx = None
+            self._cb = None
+            self._keep = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _h(self):
+        if self._ctx is None:
+            raise ValueError("powerapi: context is closed")
+        return self._ctx
+
+    # -- modules
+    def enable(self, name, options=None):
+        """Enables a module ("procfs-cpu", "cpu-tdp", "auto"...) with
+        options "k=v,k=v" or a dict."""
+        _check(self._lib.pa_module_enable(self._h(), _b(name),
+                                          _options(options)),
+               "pa_module_enable")
+
+    def disable(self, name):
+        _check(self._lib.pa_module_disable(self._h(), _b(name)),
+               "pa_module_disable")
+
+    def configure(self, name, options):
+        """Changes some options of an enabled module."""
+        _check(self._lib.pa_module_configure(self._h(), _b(name),
+                                             _options(options)),
+               "pa_module_configure")
+
+    def modules(self):
+        """Every known module (list of ModuleInfo), sensors first."""
+        n = _check(self._lib.pa_module_list(self._h(), None, 0),
+                   "pa_module_list")
+        while True:
+            arr = (_lib.pa_module_info * max(n, 1))()
+            m = _check(self._lib.pa_module_list(self._h(), arr, n),
+                       "pa_module_list")
+            if m <= n:
+                return [ModuleInfo(arr[i]) for i in range(m)]
+            n = m
+
+    def register(self, module):
+        """Registers a Python Module (sensor or formula) in this context;
+        it can then be enabled by its name."""
+        ops = module._ops()
+        _check(self._lib.pa_module_register(self._h(), ctypes.byref(ops)),
+               "pa_module_register")
+        self._keep.append((module, ops))
+
+    # -- targets
+    def watch_pid(self, pid, threads=False, children=False):
+        flags = ((_lib.PA_WATCH_THREADS if threads else 0)
+                 | (_lib.PA_WATCH_CHILDREN if children else 0))
+        _check(self._lib.pa_watch_pid(self._h(), int(pid), flags),
+               "pa_watch_pid")
+
+    def unwatch_pid(self, pid):
+        _check(self._lib.pa_unwatch_pid(self._h(), int(pid)),
+               "pa_unwatch_pid")
+
+    def watch_all(self, on=True):
+        _check(self._lib.pa_watch_all(self._h(), 1 if on else 0),
+               "pa_watch_all")
+
+    def report_cgroups(self, on=True):
+        _check(self._lib.pa_report_cgroups(self._h(), 1 if on else 0),
+               "pa_report_cgroups")
+
+    # -- ticks
+    def tick(self, time_ns=None):
+        """Samples now (or at the explicit clock time_ns, strictly
+        increasing, for replays and tests).  The first tick only primes."""
+        if time_ns is None:
+            rc = self._lib.pa_tick(self._h())
+        else:
+            rc = self._lib.pa_tick_at(self._h(), int(time_ns))
+        _check(rc, "pa_tick")
+
+    def start(self, period_s, callback=None):
+        """Starts a background sampler ticking every period_s seconds;
+        callback(report) is called after each tick on the sampler thread.
+        Exceptions raised by the callback are kept in .callback_errors."""
+        period_ns = int(round(period_s * 1e9))
+        self.callback_errors = []
+        if callback is None:
+            cb = _lib.REPORT_CB()
+        else:
+            def trampoline(_ctx, rep, _user):
+                try:
+                    callback(Report(rep.contents))
+                except BaseException as e:  # never unwind into C
+                    self.callback_errors.append(e)
+            cb = _lib.REPORT_CB(trampoline)
+        _check(self._lib.pa_start(self._h(), period_ns, cb, None), "pa_start")
+        self._cb = cb
+
+    def stop(self):
+        """Stops the background sampler and waits for it."""
+        _check(self._lib.pa_stop(self._h()), "pa_stop")
+        self._cb = None
+
+    # -- results
+    def _power(self, fn, name, key):
+        out = _lib.pa_power()
+        _check(fn(self._h(), key, ctypes.byref(out)), name)
+        return Power(out)
+
+    def pid_power(self, pid):
+        """Last window's power and cumulative energy of a watched pid."""
+        return self._power(self._lib.pa_pid_power, "pa_pid_power", int(pid))
+
+    def tid_power(self, tid):
+        return self._power(self._lib.pa_tid_power, "pa_tid_power", int(tid))
+
+    def tree_power(self, pid):
+        return self._power(self._lib.pa_tree_power, "pa_tree_power",
+                           int(pid))
+
+    def cgroup_power(self, cgroup):
+        return self._power(self._lib.pa_cgroup_power, "pa_cgroup_power",
+                           _b(cgroup))
+
+    def system_power(self):
+        """The whole machine (idle_w: CPU power no task caused)."""
+        out = _lib.pa_power()
+        _check(self._lib.pa_system_power(self._h(), ctypes.byref(out)),
+               "pa_system_power")
+        return Power(out)
+
+    def report(self):
+        """A copy of the last report."""
+        rep = ctypes.POINTER(_lib.pa_report)()
+        _check(self._lib.pa_report_get(self._h(), ctypes.byref(rep)),
+               "pa_report_get")
+        try:
+            return Report(rep.contents)
+        finally:
+            self._lib.pa_report_free(rep)
+
+
+class Measurement:
+    """Result of measure(): filled when the block ends."""
+
+    def __init__(self):
+        self.energy_j = None     # total energy of the process in the block
+        self.cpu_j = None
+        self.nic_j = None
+        self.power_w = None      # mean power over the block
+        self.duration_s = None
+        self.cpu_time_s = None
+        self.assumed = []        # constants the estimate assumed
+
+    def __repr__(self):
+        return "Measurement(energy_j=%r, power_w=%r, duration_s=%r)" % (
+            self.energy_j, self.power_w, self.duration_s)
+
+
+class measure:
+    """Context manager measuring the energy of a process (default: this
+    one) during a block:
+
+        with powerapi.measure() as m:
+            work()
+        m.energy_j, m.power_w, m.duration_s
+
+    modules: an iterable of names or (name, options) enabled instead of
+    "auto"; other keyword arguments go to Context()."""
+
+    def __init__(self, pid=None, modules=None, **context_kwargs):
+        self.pid = os.getpid() if pid is None else int(pid)
+        self._modules = modules
+        self._kwargs = context_kwargs
+        self._ctx = None
+        self.result = Measurement()
+
+    def __enter__(self):
+        ctx = Context(**self._kwargs)
+        try:
+            for m in self._modules or ():
+                if isinstance(m, (tuple, list)):
+                    ctx.enable(m[0], m[1])
+                else:
+                    ctx.enable(m)
+            ctx.watch_pid(self.pid)
+            ctx.tick()
+        except BaseException:
+            ctx.close()
+            raise
+        self._ctx = ctx
+        self._t0 = _time.monotonic()
+        return self.result
+
+    def __exit__(self, exc_type, exc, tb):
+        ctx, self._ctx = self._ctx, None
+        try:
+            ctx.tick()
+            p = ctx.pid_power(self.pid)
+            r = self.result
+            # The block is the context's only window: cumulative energy is
+            # the block's energy.
+            r.energy_j = p.total_j
+            r.cpu_j = p.cpu_j
+            r.nic_j = p.nic_j
+            r.duration_s = p.interval_s
+            r.power_w = p.total_j / p.interval_s if p.interval_s > 0 else 0.0
+            r.cpu_time_s = p.cpu_time_s
+            try:
+                r.assumed = ctx.report().assumed
+            except PowerAPIError:
+                pass
+        except PowerAPIError:
+            if exc_type is None:
+                raise
+        finally:
+            ctx.close()
+        return False
+
+
+from ._ring import RingReader  # noqa: E402

@@ -1,0 +1,136 @@
+/*
+ * abi_dump - prints the sizes and field offsets of the public structures
+ * of powerapi.h, and its constants, as JSON.  tests/test_abi.py compares
+ * them with the ctypes mirror of the Python binding, so a change of the
+ * header that the binding does not follow fails the test suite.
+ *
+ * When a field is added to a structure of powerapi.h, add it here too: the
+ * size check fails until then, and the field check fails until the binding
+ * mirrors it.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "powerapi.h"
+
+static int first;
+
+static void begin(const char *name, size_t size)
+{
+    printf("%s\n  \"%s\": {\"size\": %zu, \"fields\": [", first ? "" : ",",
+           name, size);
+    first = 0;
+}
+
+static void field(const char *name, size_t off, size_t size, int last)
+{
+    printf("[\"%s\", %zu, %zu]%s", name, off, size, last ? "" : ", ");
+}
+
+#define F(type, f) field(#f, offsetof(type, f), sizeof(((type *)0)->f), 0)
+#define L(type, f) field(#f, offsetof(type, f), sizeof(((type *)0)->f), 1)
+#define END() printf("]}")
+
+int main(void)
+{
+    printf("{\"structs\": {");
+    first = 1;
+
+    begin("pa_ctx_opts", sizeof(pa_ctx_opts));
+    F(pa_ctx_opts, procfs);
+    F(pa_ctx_opts, sysfs);
+    F(pa_ctx_opts, devfs);
+    L(pa_ctx_opts, hwdb);
+    END();
+
+    begin("pa_module_info", sizeof(pa_module_info));
+    F(pa_module_info, name);
+    F(pa_module_info, description);
+    F(pa_module_info, kind);
+    F(pa_module_info, component);
+    F(pa_module_info, available);
+    F(pa_module_info, enabled);
+    F(pa_module_info, failing);
+    F(pa_module_info, why);
+    L(pa_module_info, options);
+    END();
+
+    begin("pa_power", sizeof(pa_power));
+    F(pa_power, cpu_w);
+    F(pa_power, nic_w);
+    F(pa_power, total_w);
+    F(pa_power, idle_w);
+    F(pa_power, cpu_j);
+    F(pa_power, nic_j);
+    F(pa_power, total_j);
+    F(pa_power, interval_s);
+    F(pa_power, cpu_time_s);
+    F(pa_power, time_ns);
+    L(pa_power, flags);
+    END();
+
+    begin("pa_target_info", sizeof(pa_target_info));
+    F(pa_target_info, type);
+    F(pa_target_info, pid);
+    F(pa_target_info, tid);
+    F(pa_target_info, ppid);
+    F(pa_target_info, comm);
+    F(pa_target_info, cgroup);
+    F(pa_target_info, power);
+    F(pa_target_info, net_rx_bytes);
+    F(pa_target_info, net_tx_bytes);
+    F(pa_target_info, has_net);
+    F(pa_target_info, counters);
+    L(pa_target_info, multiplex);
+    END();
+
+    begin("pa_report", sizeof(pa_report));
+    F(pa_report, tick);
+    F(pa_report, time_ns);
+    F(pa_report, interval_s);
+    F(pa_report, system);
+    F(pa_report, formula);
+    F(pa_report, sensors);
+    F(pa_report, cpu_source);
+    F(pa_report, assumed);
+    F(pa_report, ntargets);
+    F(pa_report, targets);
+    F(pa_report, ncounters);
+    L(pa_report, counter_names);
+    END();
+
+    begin("pa_module_ops", sizeof(pa_module_ops));
+    F(pa_module_ops, abi);
+    F(pa_module_ops, name);
+    F(pa_module_ops, kind);
+    F(pa_module_ops, component);
+    F(pa_module_ops, description);
+    F(pa_module_ops, options);
+    F(pa_module_ops, probe);
+    F(pa_module_ops, start);
+    F(pa_module_ops, sample);
+    F(pa_module_ops, compute);
+    F(pa_module_ops, configure);
+    L(pa_module_ops, stop);
+    END();
+
+    printf("},\n \"constants\": {\n");
+#define C(name) printf("  \"%s\": %lld,\n", #name, (long long)(name))
+    C(PA_SENSOR);
+    C(PA_FORMULA);
+    C(PA_COMP_NONE);
+    C(PA_COMP_CPU);
+    C(PA_COMP_NIC);
+    C(PA_WATCH_THREADS);
+    C(PA_WATCH_CHILDREN);
+    C(PA_POWER_MEASURED);
+    C(PA_POWER_EXITED);
+    C(PA_POWER_FIRST);
+    C(PA_TARGET_PROCESS);
+    C(PA_TARGET_THREAD);
+    C(PA_TARGET_TREE);
+    C(PA_TARGET_CGROUP);
+    C(PA_COMM_MAX);
+    printf("  \"PA_MODULE_ABI\": %d\n }}\n", PA_MODULE_ABI);
+    return 0;
+}
