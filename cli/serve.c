@@ -1,0 +1,675 @@
+/*
+ * serve.c - `powerapi serve`: a Prometheus exporter (libmicrohttpd).
+ *
+ * The metrics page is formatted once per window, off the request path,
+ * into one MHD response object that every scrape of that window shares
+ * (MHD counts its references), so a scrape costs no formatting and no
+ * copy, and memory stays bounded whatever the number of scrapes: one page
+ * plus at most --max-connections connections of a bounded memory pool
+ * each.  Windows come from our own sampler (pa_start callback) or from a
+ * daemon's ring (the main loop aggregates every new window each interval).
+ */
+#include "cli.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define CMD "serve"
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+typedef struct serve_opts {
+    size_t top;        /* processes and cgroups each, 0 = all */
+    double min_watts;  /* drop series below, 0 = none */
+} serve_opts;
+
+typedef struct serve {
+    serve_opts o;
+    pthread_mutex_t lock;
+    struct MHD_Response *page;  /* current /metrics, NULL before a window */
+    struct MHD_Response *unavailable; /* 503 text when no data */
+    char why[512];              /* why there is no page (ring dead...) */
+    unsigned long scrapes;      /* under lock */
+} serve;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: %s " CMD " [OPTIONS]\n"
+            "\n"
+            "Serves the power of the processes, cgroups and the whole machine "
+            "at /metrics\nin the Prometheus text format, for a Prometheus "
+            "server to scrape.\n"
+            "\nOptions:\n"
+            "  -l, --listen ADDR:PORT    address to listen on (default "
+            "127.0.0.1:9464; [::1]:9464\n"
+            "                            for IPv6; other addresses than "
+            "loopback only when given)\n"
+            "  -r, --ring NAME           read windows from a daemon's ring "
+            "instead of sampling\n"
+            "  -i, --interval DURATION   window length (default 1s): the "
+            "sampling period, or\n"
+            "                            how many of the ring's windows each "
+            "page averages\n"
+            "  -t, --top N               at most N process and N cgroup "
+            "series, the most powerful\n"
+            "  -w, --min-watts W         no process or cgroup series below W "
+            "watts\n"
+            "      --max-connections N   concurrent connections (default "
+            "1000)\n"
+            "      --connection-timeout DURATION  idle connections are closed "
+            "after (default 10s)\n"
+            "  -h, --help                show this help\n"
+            "\nMetrics: powerapi_process_power_watts{pid,comm}, "
+            "powerapi_process_energy_joules_total{pid,comm},\n"
+            "powerapi_cgroup_power_watts{cgroup}, "
+            "powerapi_system_power_watts{component},\n"
+            "powerapi_system_energy_joules_total, powerapi_window_seconds, "
+            "powerapi_info{formula,cpu_source,assumed}.\n",
+            pa_cli_prog);
+}
+
+/* ------------------------------------------------------------------ */
+/* Text format                                                         */
+/* ------------------------------------------------------------------ */
+
+/* A label value: backslash, double quote and newline escaped, and bytes
+ * that are not UTF-8 replaced by U+FFFD (Prometheus requires UTF-8). */
+static void put_label(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '\\') {
+            fputs("\\\\", f);
+            p++;
+        } else if (c == '"') {
+            fputs("\\\"", f);
+            p++;
+        } else if (c == '\n') {
+            fputs("\\n", f);
+            p++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            p++;
+        } else {
+            size_t n = c >= 0xf0 && c <= 0xf4   ? 4
+                       : c >= 0xe0              ? 3
+                       : c >= 0xc2 && c <= 0xdf ? 2
+                                                : 0;
+            size_t k = 1;
+            while (n && k < n && (p[k] & 0xc0) == 0x80)
+                k++;
+            /* overlongs and surrogates are refused too */
+            if (n && k == n &&
+                !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0) &&
+                !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90)) {
+                fwrite(p, 1, n, f);
+                p += n;
+            } else {
+                fputs("\xef\xbf\xbd", f);
+                p++;
+            }
+        }
+    }
+}
+
+static void put_value(FILE *f, double v)
+{
+    if (isnan(v))
+        fputs(" NaN\n", f);
+    else if (isinf(v))
+        fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
+    else
+        fprintf(f, " %.10g\n", v);
+}
+
+static void put_help(FILE *f, const char *name, const char *type,
+                     const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static int by_power_desc(const void *a, const void *b)
+{
+    const pa_target_info *x = *(const pa_target_info *const *)a;
+    const pa_target_info *y = *(const pa_target_info *const *)b;
+    if (x->power.total_w != y->power.total_w)
+        return x->power.total_w > y->power.total_w ? -1 : 1;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
+}
+
+/* Targets of one type kept by --min-watts and --top, most powerful
+ * first.  Returns the count; *out is malloc'd (NULL when 0 or ENOMEM). */
+static size_t select_targets(const pa_report *r, pa_target_type type,
+                             const serve_opts *o, const pa_target_info ***out)
+{
+    *out = NULL;
+    const pa_target_info **v = malloc((r->ntargets + 1) * sizeof(*v));
+    if (!v)
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ntargets; i++) {
+        const pa_target_info *t = &r->targets[i];
+        if (t->type != type || (t->power.flags & PA_POWER_EXITED))
+            continue;
+        if (o->min_watts > 0 && !(t->power.total_w >= o->min_watts))
+            continue;
+        v[n++] = t;
+    }
+    qsort(v, n, sizeof(*v), by_power_desc);
+    if (o->top && n > o->top)
+        n = o->top;
+    *out = v;
+    return n;
+}
+
+/* Formats a whole /metrics page.  Returns a malloc'd buffer, or NULL. */
+static char *format_metrics(const pa_report *r, const serve_opts *o,
+                            size_t *len)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f)
+        return NULL;
+    const pa_target_info **procs, **cgs;
+    size_t np = select_targets(r, PA_TARGET_PROCESS, o, &procs);
+    size_t nc = select_targets(r, PA_TARGET_CGROUP, o, &cgs);
+
+    put_help(f, "powerapi_process_power_watts", "gauge",
+             "Power of a process over the last window (CPU and NIC).");
+    for (size_t i = 0; i < np; i++) {
+        fprintf(f, "powerapi_process_power_watts{pid=\"%d\",comm=\"",
+                (int)procs[i]->pid);
+        put_label(f, procs[i]->comm);
+        fputs("\"}", f);
+        put_value(f, procs[i]->power.total_w);
+    }
+    put_help(f, "powerapi_process_energy_joules_total", "counter",
+             "Energy of a process since powerapi first saw it.");
+    for (size_t i = 0; i < np; i++) {
+        fprintf(f, "powerapi_process_energy_joules_total{pid=\"%d\",comm=\"",
+                (int)procs[i]->pid);
+        put_label(f, procs[i]->comm);
+        fputs("\"}", f);
+        put_value(f, procs[i]->power.total_j);
+    }
+    put_help(f, "powerapi_cgroup_power_watts", "gauge",
+             "Power of a cgroup v2 (its processes summed) over the last "
+             "window.");
+    for (size_t i = 0; i < nc; i++) {
+        fputs("powerapi_cgroup_power_watts{cgroup=\"", f);
+        put_label(f, cgs[i]->cgroup);
+        fputs("\"}", f);
+        put_value(f, cgs[i]->power.total_w);
+    }
+    put_help(f, "powerapi_system_power_watts", "gauge",
+             "Power of the whole machine over the last window; idle is the "
+             "CPU power no task caused.");
+    static const char *const comp[4] = {"cpu", "nic", "idle", "total"};
+    const double val[4] = {r->system.cpu_w, r->system.nic_w,
+                           r->system.idle_w, r->system.total_w};
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, "powerapi_system_power_watts{component=\"%s\"}", comp[i]);
+        put_value(f, val[i]);
+    }
+    put_help(f, "powerapi_system_energy_joules_total", "counter",
+             "Energy of the whole machine since powerapi started sampling.");
+    fputs("powerapi_system_energy_joules_total", f);
+    put_value(f, r->system.total_j);
+    put_help(f, "powerapi_window_seconds", "gauge",
+             "Length of the window the power figures cover.");
+    fputs("powerapi_window_seconds", f);
+    put_value(f, r->interval_s);
+    put_help(f, "powerapi_info", "gauge",
+             "How the figures are made: formulas, CPU source (rapl = "
+             "measured, model = estimated), constants assumed.");
+    fputs("powerapi_info{formula=\"", f);
+    put_label(f, r->formula);
+    fputs("\",cpu_source=\"", f);
+    put_label(f, r->cpu_source);
+    fputs("\",assumed=\"", f);
+    put_label(f, r->assumed);
+    fputs("\"} 1\n", f);
+    free(procs);
+    free(cgs);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    *len = size;
+    return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* HTTP                                                                */
+/* ------------------------------------------------------------------ */
+
+static struct MHD_Response *text_response(const char *text)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (resp)
+        MHD_add_response_header(resp, "Content-Type", CONTENT_TYPE);
+    return resp;
+}
+
+/* Installs a new page (or a 503 reason when page_text is NULL). */
+static void serve_publish(serve *s, char *page_text, size_t len,
+                          const char *why)
+{
+    struct MHD_Response *page = NULL, *unav = NULL;
+    if (page_text) {
+        page = MHD_create_response_from_buffer(len, page_text,
+                                               MHD_RESPMEM_MUST_FREE);
+        if (!page) {
+            free(page_text);
+            return;
+        }
+        MHD_add_response_header(page, "Content-Type", CONTENT_TYPE);
+    } else {
+        char msg[600];
+        snprintf(msg, sizeof(msg), "%s\n", why);
+        unav = text_response(msg);
+    }
+    pthread_mutex_lock(&s->lock);
+    struct MHD_Response *old_page = s->page, *old_unav = NULL;
+    if (page) {
+        s->page = page;
+    } else {
+        s->page = NULL;
+        old_unav = s->unavailable;
+        s->unavailable = unav;
+        snprintf(s->why, sizeof(s->why), "%s", why);
+    }
+    pthread_mutex_unlock(&s->lock);
+    /* Connections still sending the old page hold their own reference. */
+    if (old_page)
+        MHD_destroy_response(old_page);
+    if (old_unav)
+        MHD_destroy_response(old_unav);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    (void)upload;
+    serve *s = cls;
+    static const char root_page[] =
+        "powerapi exporter: metrics at /metrics\n";
+    (void)con_cls;
+    /* Every request is answered at its first call, before any body: MHD
+     * then discards the body and closes the connection if need be. */
+    *upload_size = 0;
+    enum MHD_Result ret;
+    struct MHD_Response *resp;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+        strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+        resp = text_response("only GET and HEAD are supported\n");
+        if (!resp)
+            return MHD_NO;
+        MHD_add_response_header(resp, "Allow", "GET, HEAD");
+        ret = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
+    if (strcmp(url, "/metrics") == 0) {
+        pthread_mutex_lock(&s->lock);
+        s->scrapes++;
+        if (s->page) {
+            ret = MHD_queue_response(c, MHD_HTTP_OK, s->page);
+        } else if (s->unavailable) {
+            ret = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                     s->unavailable);
+        } else {
+            resp = text_response("no window yet; retry after one interval\n");
+            ret = resp ? MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                            resp)
+                       : MHD_NO;
+            if (resp)
+                MHD_destroy_response(resp);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return ret;
+    }
+    int found = strcmp(url, "/") == 0;
+    resp = text_response(found ? root_page : "not found; metrics at /metrics\n");
+    if (!resp)
+        return MHD_NO;
+    ret = MHD_queue_response(c, found ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* "ADDR:PORT", "[V6]:PORT", ":PORT" (loopback) or "PORT" (loopback). */
+static int parse_listen(const char *arg, struct sockaddr_storage *ss,
+                        socklen_t *sslen)
+{
+    char host[128] = "127.0.0.1";
+    const char *port;
+    const char *colon = strrchr(arg, ':');
+    if (arg[0] == '[') {
+        const char *end = strchr(arg, ']');
+        if (!end || end[1] != ':' || (size_t)(end - arg - 1) >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, arg + 1, (size_t)(end - arg - 1));
+        host[end - arg - 1] = '\0';
+        port = end + 2;
+    } else if (colon) {
+        if ((size_t)(colon - arg) >= sizeof(host))
+            return -EINVAL;
+        if (colon != arg) {
+            memcpy(host, arg, (size_t)(colon - arg));
+            host[colon - arg] = '\0';
+        }
+        port = colon + 1;
+    } else {
+        port = arg;
+    }
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(port, &end, 10);
+    if (!*port || *end || errno || p > 65535 || *port < '0' || *port > '9')
+        return -EINVAL;
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)p);
+        *sslen = sizeof(*in4);
+    } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)p);
+        *sslen = sizeof(*in6);
+    } else if (strcmp(host, "localhost") == 0) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)p);
+        in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        *sslen = sizeof(*in4);
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
+{
+    (void)ctx;
+    serve *s = user;
+    size_t len = 0;
+    char *text = format_metrics(r, &s->o, &len);
+    if (text)
+        serve_publish(s, text, len, NULL);
+}
+
+/* Ring mode: one page per interval from every window since the last. */
+typedef struct ring_src {
+    const char *name;
+    pa_ring_reader *r;
+    uint64_t seq;
+    int last_err;
+} ring_src;
+
+static void ring_refresh(serve *s, ring_src *rs)
+{
+    int rc = 0;
+    if (!rs->r) {
+        rc = pa_ring_open(rs->name, &rs->r);
+        if (rc == 0) {
+            rs->seq = 0;
+            /* Start with the newest window alone. */
+            const pa_report *rep;
+            if (pa_ring_read(rs->r, &rs->seq, &rep) == 0) {
+                size_t len = 0;
+                char *text = format_metrics(rep, &s->o, &len);
+                if (text)
+                    serve_publish(s, text, len, NULL);
+            }
+        }
+    } else {
+        const pa_report *rep;
+        rc = pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
+        if (rc == 0) {
+            size_t len = 0;
+            char *text = format_metrics(rep, &s->o, &len);
+            if (text)
+                serve_publish(s, text, len, NULL);
+        } else if (rc == -EAGAIN) {
+            rc = 0; /* keep the last page */
+        } else if (rc == -EOWNERDEAD) {
+            pa_ring_close(rs->r);
+            rs->r = NULL;
+        }
+    }
+    if (rc < 0) {
+        const char *msg = pa_cli_errmsg(rc);
+        if (rc != rs->last_err)
+            pa_cli_error(CMD, "%s", msg);
+        serve_publish(s, NULL, 0, msg);
+    } else if (rs->last_err) {
+        fprintf(stderr, "%s " CMD ": ring '%s' is back\n", pa_cli_prog,
+                rs->name);
+    }
+    rs->last_err = rc;
+}
+
+/* Lets --max-connections sockets open when the soft limit is lower. */
+static void raise_nofile(unsigned long want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want + 64) {
+        rl.rlim_cur = rl.rlim_max < want + 64 ? rl.rlim_max : want + 64;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int pa_cli_serve(int argc, char **argv)
+{
+    enum { OPT_MAXCONN = 256, OPT_TIMEOUT };
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"ring", required_argument, NULL, 'r'},
+        {"interval", required_argument, NULL, 'i'},
+        {"top", required_argument, NULL, 't'},
+        {"min-watts", required_argument, NULL, 'w'},
+        {"max-connections", required_argument, NULL, OPT_MAXCONN},
+        {"connection-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *listen = "127.0.0.1:9464";
+    const char *ring = NULL;
+    uint64_t interval = 1000000000ull, timeout = 10000000000ull;
+    unsigned long maxconn = 1000, v;
+    serve s;
+    memset(&s, 0, sizeof(s));
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:l:r:i:t:w:h", longopts, NULL)) !=
+           -1) {
+        switch (c) {
+        case 'l':
+            listen = optarg;
+            break;
+        case 'r':
+            ring = optarg;
+            break;
+        case 'i':
+            if (pa_cli_parse_duration(optarg, &interval) < 0 ||
+                interval < 1000000)
+                return pa_cli_usage_error(
+                    CMD, "--interval: invalid duration '%s' (at least 1ms)",
+                    optarg);
+            break;
+        case 't':
+            if (pa_cli_parse_uint(optarg, 1000000, &v) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--top: expected a positive integer, got '%s'", optarg);
+            s.o.top = v;
+            break;
+        case 'w': {
+            char *end;
+            errno = 0;
+            double w = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(w >= 0) || isinf(w))
+                return pa_cli_usage_error(
+                    CMD, "--min-watts: expected watts >= 0, got '%s'", optarg);
+            s.o.min_watts = w;
+            break;
+        }
+        case OPT_MAXCONN:
+            if (pa_cli_parse_uint(optarg, 100000, &maxconn) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--max-connections: expected 1 to 100000, got '%s'",
+                    optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (pa_cli_parse_duration(optarg, &timeout) < 0 ||
+                timeout < 1000000000ull)
+                return pa_cli_usage_error(
+                    CMD, "--connection-timeout: expected at least 1s, got '%s'",
+                    optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return PA_EXIT_OK;
+        case ':':
+            return pa_cli_usage_error(CMD, "option '%s' needs a value",
+                                      argv[optind - 1]);
+        default:
+            return pa_cli_usage_error(CMD, "unknown option '%s'",
+                                      argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
+                                  argv[optind]);
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (parse_listen(listen, &ss, &sslen) < 0)
+        return pa_cli_usage_error(
+            CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'",
+            listen);
+
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGQUIT);
+    sigaddset(&sigs, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &sigs, &old);
+    pthread_mutex_init(&s.lock, NULL);
+
+    int status = PA_EXIT_FAIL;
+    pa_ctx *ctx = NULL;
+    ring_src rs = {.name = ring};
+    struct MHD_Daemon *httpd = NULL;
+    int rc;
+    if (ring) {
+        ring_refresh(&s, &rs);
+        if (!rs.r) /* a wrong name is better told at once */
+            goto out;
+    } else {
+        if ((rc = pa_ctx_new(&ctx, NULL)) < 0 ||
+            (rc = pa_watch_all(ctx, 1)) < 0 ||
+            (rc = pa_report_cgroups(ctx, 1)) < 0 || (rc = pa_tick(ctx)) < 0 ||
+            (rc = pa_start(ctx, interval, sampler_cb, &s)) < 0) {
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            goto out;
+        }
+    }
+
+    raise_nofile(maxconn);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_USE_TURBO;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    httpd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, 2u,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)maxconn,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(timeout / 1000000000ull),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    if (!httpd) {
+        pa_cli_error(CMD, "cannot listen on %s: %s (address in use, or not "
+                     "an address of this machine?)",
+                     listen, strerror(errno));
+        goto out;
+    }
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(httpd, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = di ? di->port : 0;
+    char addr[INET6_ADDRSTRLEN] = "?";
+    if (ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr,
+                  sizeof(addr));
+    else
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr,
+                  sizeof(addr));
+    /* One line on stdout, for scripts (and tests) that asked for port 0. */
+    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n",
+           pa_cli_prog, ss.ss_family == AF_INET6 ? "[" : "", addr,
+           ss.ss_family == AF_INET6 ? "]" : "", port,
+           ring ? " from ring " : "", ring ? ring : "");
+    fflush(stdout);
+
+    uint64_t next = pa_cli_mono_ns() + interval;
+    for (;;) {
+        uint64_t now = pa_cli_mono_ns();
+        uint64_t wait = next > now ? next - now : 0;
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+                              .tv_nsec = (long)(wait % 1000000000ull)};
+        siginfo_t si;
+        int sig = sigtimedwait(&sigs, &si, &ts);
+        if (sig == SIGPIPE)
+            continue;
+        if (sig > 0) {
+            status = PA_EXIT_OK;
+            break;
+        }
+        if (pa_cli_mono_ns() < next)
+            continue;
+        next += interval;
+        if (next < pa_cli_mono_ns())
+            next = pa_cli_mono_ns() + interval;
+        if (ring)
+            ring_refresh(&s, &rs);
+    }
+
+out:
+    if (ctx)
+        pa_stop(ctx);
+    if (httpd)
+        MHD_stop_daemon(httpd);
+    pa_ctx_free(ctx);
+    pa_ring_close(rs.r);
+    if (s.page)
+        MHD_destroy_response(s.page);
+    if (s.unavailable)
+        MHD_destroy_response(s.unavailable);
+    pthread_mutex_destroy(&s.lock);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return status;
+}
