@@ -1,0 +1,479 @@
+/*
+ * top.c - `powerapi top`: a live terminal view (ncurses) of the processes
+ * (or cgroups) sorted by power, with the system line.
+ *
+ * Windows come from our own context (a tick each interval) or from a
+ * daemon's ring, every window since the last refresh averaged into one
+ * (pa_ring_aggregate).  The screen is redrawn after each refresh and
+ * after each key; getch() with a timeout is the only wait.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <curses.h>
+#include <errno.h>
+#include <getopt.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CMD "top"
+
+typedef enum sort_key {
+    SORT_POWER = 0,
+    SORT_CPU,
+    SORT_NIC,
+    SORT_ENERGY,
+    SORT_PID,
+    SORT_N
+} sort_key;
+
+static const char *const sort_names[SORT_N] = {"power", "cpu", "nic",
+                                               "energy", "pid"};
+
+typedef struct top {
+    const char *ring;
+    pa_ring_reader *r;
+    uint64_t seq;
+    pa_ctx *ctx;
+    pa_report *own; /* own context's last report (pa_report_get) */
+    const pa_report *rep;
+    uint64_t interval_ns;
+    sort_key sort;
+    bool cgroups;
+    char filter[64];
+    char status[512];     /* error or notice on the status line */
+    double energy_j;      /* system energy over the windows top saw */
+    double seen_s;        /* time those windows cover */
+    uint64_t last_tick;
+    const pa_target_info **rows;
+    size_t rows_cap;
+} top;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: %s " CMD " [OPTIONS]\n"
+            "\n"
+            "A live view of the processes sorted by power (CPU and NIC "
+            "watts, energy since\nfirst seen), the whole machine's power "
+            "(measured or modelled, with the\nconstants assumed) and a "
+            "cgroup view.\n"
+            "\nOptions:\n"
+            "  -r, --ring NAME          read a daemon's ring instead of "
+            "sampling\n"
+            "  -i, --interval DURATION  refresh interval (default 1s)\n"
+            "  -s, --sort KEY           power, cpu, nic, energy or pid "
+            "(default power)\n"
+            "  -c, --cgroups            start in the cgroup view\n"
+            "  -f, --filter TEXT        only rows whose name, cgroup or pid "
+            "contains TEXT\n"
+            "  -h, --help               show this help\n"
+            "\nKeys: q quit, s next sort key, c processes/cgroups, / filter "
+            "(Enter applies,\nEsc cancels, empty clears), + and - double or "
+            "halve the interval.\n",
+            pa_cli_prog);
+}
+
+/* ---- data ---- */
+
+static void set_status(top *t, const char *msg)
+{
+    snprintf(t->status, sizeof(t->status), "%s", msg);
+}
+
+/* Fetches a new window.  Returns 1 if t->rep changed. */
+static int refresh_data(top *t)
+{
+    int rc;
+    if (t->ring) {
+        if (!t->r) {
+            rc = pa_ring_open(t->ring, &t->r);
+            if (rc < 0) {
+                set_status(t, pa_cli_errmsg(rc));
+                t->rep = NULL;
+                return 1;
+            }
+            t->seq = 0;
+            rc = pa_ring_read(t->r, &t->seq, &t->rep);
+        } else {
+            rc = pa_ring_aggregate(t->r, &t->seq, 0, &t->rep);
+        }
+        if (rc == -EAGAIN)
+            return 0;
+        if (rc < 0) {
+            set_status(t, pa_cli_errmsg(rc));
+            pa_ring_close(t->r);
+            t->r = NULL;
+            t->rep = NULL;
+            return 1;
+        }
+        t->status[0] = '\0';
+    } else {
+        rc = pa_tick(t->ctx);
+        pa_report *nr = NULL;
+        if (rc == 0)
+            rc = pa_report_get(t->ctx, &nr);
+        if (rc == -ENODATA)
+            return 0;
+        if (rc < 0) {
+            set_status(t, pa_cli_errmsg(rc));
+            return 1;
+        }
+        pa_report_free(t->own);
+        t->own = nr;
+        t->rep = nr;
+    }
+    if (t->rep) {
+        t->energy_j += t->rep->system.total_w * t->rep->interval_s;
+        t->seen_s += t->rep->interval_s;
+    }
+    return 1;
+}
+
+static int cmp_rows(const pa_target_info *a, const pa_target_info *b,
+                    sort_key k)
+{
+    double x, y;
+    switch (k) {
+    case SORT_CPU:
+        x = a->power.cpu_w, y = b->power.cpu_w;
+        break;
+    case SORT_NIC:
+        x = a->power.nic_w, y = b->power.nic_w;
+        break;
+    case SORT_ENERGY:
+        x = a->power.total_j, y = b->power.total_j;
+        break;
+    case SORT_PID:
+        x = -(double)a->pid, y = -(double)b->pid;
+        break;
+    default:
+        x = a->power.total_w, y = b->power.total_w;
+        break;
+    }
+    if (x != y)
+        return x > y ? -1 : 1;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return strcmp(a->cgroup ? a->cgroup : "", b->cgroup ? b->cgroup : "");
+}
+
+static sort_key g_sort; /* qsort has no context argument */
+
+static int qsort_rows(const void *a, const void *b)
+{
+    return cmp_rows(*(const pa_target_info *const *)a,
+                    *(const pa_target_info *const *)b, g_sort);
+}
+
+static bool matches(const top *t, const pa_target_info *x)
+{
+    if (!t->filter[0])
+        return true;
+    char pid[16];
+    snprintf(pid, sizeof(pid), "%d", (int)x->pid);
+    return strstr(x->comm, t->filter) || (x->cgroup && strstr(x->cgroup, t->filter)) ||
+           (!t->cgroups && strstr(pid, t->filter));
+}
+
+static size_t build_rows(top *t)
+{
+    const pa_report *r = t->rep;
+    if (!r)
+        return 0;
+    if (r->ntargets > t->rows_cap) {
+        const pa_target_info **nr = realloc(t->rows, r->ntargets * sizeof(*nr));
+        if (!nr)
+            return 0;
+        t->rows = nr;
+        t->rows_cap = r->ntargets;
+    }
+    pa_target_type want = t->cgroups ? PA_TARGET_CGROUP : PA_TARGET_PROCESS;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ntargets; i++) {
+        const pa_target_info *x = &r->targets[i];
+        if (x->type == want && !(x->power.flags & PA_POWER_EXITED) &&
+            matches(t, x))
+            t->rows[n++] = x;
+    }
+    g_sort = t->sort;
+    qsort(t->rows, n, sizeof(*t->rows), qsort_rows);
+    return n;
+}
+
+/* ---- screen ---- */
+
+/* printf at a row, clipped to the screen width (never wraps). */
+static void line(int row, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void line(int row, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (row >= 0 && row < LINES)
+        mvaddnstr(row, 0, buf, COLS);
+}
+
+static void draw(top *t)
+{
+    erase();
+    int h = LINES, w = COLS;
+    const pa_report *r = t->rep;
+    size_t n = build_rows(t);
+    line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
+             t->ring ? t->ring : "own sampling",
+             (double)t->interval_ns / 1e9, n,
+             t->cgroups ? "cgroups" : "processes", sort_names[t->sort],
+             t->filter[0] ? " | filter: " : "", t->filter);
+    if (r) {
+        bool measured = r->cpu_source && strcmp(r->cpu_source, "rapl") == 0;
+        line(1,
+                 "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
+                 "energy since start %.1f J (%.0f s)",
+                 r->system.total_w, r->system.cpu_w,
+                 measured ? "measured" : "modelled", r->system.nic_w,
+                 r->system.idle_w, t->energy_j, t->seen_s);
+        line(2, "Formula %s  sensors %s  window %.3f s",
+                 r->formula ? r->formula : "", r->sensors ? r->sensors : "",
+                 r->interval_s);
+        /* The assumptions can be long: two lines, then cut. */
+        const char *as = r->assumed && r->assumed[0] ? r->assumed : "nothing";
+        line(3, "Assumed %s", as);
+        if (strlen(as) + 8 > (size_t)w)
+            line(4, "        %s", as + (w > 8 ? w - 8 : 0));
+    } else {
+        line(1, "waiting for the first window...");
+    }
+    attron(A_REVERSE);
+    if (t->cgroups)
+        line(5, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20,
+                 "CGROUP", "CPU W", "NIC W", "TOTAL W", "ENERGY J");
+    else
+        line(5, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM",
+                 "CPU%", "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
+    attroff(A_REVERSE);
+    int row = 6;
+    for (size_t i = 0; i < n && row < h - 1; i++, row++) {
+        const pa_target_info *x = t->rows[i];
+        if (t->cgroups) {
+            line(row, "%-*.*s %9.2f %9.2f %10.2f %12.1f",
+                     w - 45 > 20 ? w - 45 : 20, w - 45 > 20 ? w - 45 : 20,
+                     x->cgroup && x->cgroup[0] ? x->cgroup : "?",
+                     x->power.cpu_w, x->power.nic_w, x->power.total_w,
+                     x->power.total_j);
+        } else {
+            double pct = x->power.interval_s > 0
+                             ? 100.0 * x->power.cpu_time_s / x->power.interval_s
+                             : 0;
+            line(row, "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
+                     (int)x->pid, x->comm, pct, x->power.cpu_w,
+                     x->power.nic_w, x->power.total_w, x->power.total_j,
+                     x->cgroup ? x->cgroup : "");
+        }
+    }
+    if (t->status[0]) {
+        attron(A_BOLD);
+        line(h - 1, "%s", t->status);
+        attroff(A_BOLD);
+    } else {
+        line(h - 1, "q quit  s sort  c %s  / filter  +/- interval",
+                 t->cgroups ? "processes" : "cgroups");
+    }
+    refresh();
+}
+
+/* Reads a filter at the bottom line.  Enter applies, Esc cancels. */
+static void prompt_filter(top *t)
+{
+    char buf[sizeof(t->filter)] = "";
+    size_t n = 0;
+    timeout(-1);
+    for (;;) {
+        move(LINES - 1, 0);
+        clrtoeol();
+        mvprintw(LINES - 1, 0, "filter: %s", buf);
+        refresh();
+        int ch = getch();
+        if (ch == 27) /* Esc */
+            break;
+        if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+            memcpy(t->filter, buf, sizeof(buf));
+            break;
+        }
+        if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n > 0)
+            buf[--n] = '\0';
+        else if (ch >= 32 && ch < 127 && n + 1 < sizeof(buf)) {
+            buf[n++] = (char)ch;
+            buf[n] = '\0';
+        }
+    }
+}
+
+static int parse_sort(const char *s, sort_key *out)
+{
+    for (int i = 0; i < SORT_N; i++)
+        if (strcmp(s, sort_names[i]) == 0) {
+            *out = (sort_key)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+int pa_cli_top(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"ring", required_argument, NULL, 'r'},
+        {"interval", required_argument, NULL, 'i'},
+        {"sort", required_argument, NULL, 's'},
+        {"cgroups", no_argument, NULL, 'c'},
+        {"filter", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    top t;
+    memset(&t, 0, sizeof(t));
+    t.interval_ns = 1000000000ull;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:r:i:s:cf:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            t.ring = optarg;
+            break;
+        case 'i':
+            if (pa_cli_parse_duration(optarg, &t.interval_ns) < 0 ||
+                t.interval_ns < 100000000ull)
+                return pa_cli_usage_error(
+                    CMD, "--interval: invalid duration '%s' (at least 100ms)",
+                    optarg);
+            break;
+        case 's':
+            if (parse_sort(optarg, &t.sort) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--sort: expected power, cpu, nic, energy or pid, "
+                    "got '%s'", optarg);
+            break;
+        case 'c':
+            t.cgroups = true;
+            break;
+        case 'f':
+            snprintf(t.filter, sizeof(t.filter), "%s", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return PA_EXIT_OK;
+        case ':':
+            return pa_cli_usage_error(CMD, "option '%s' needs a value",
+                                      argv[optind - 1]);
+        default:
+            return pa_cli_usage_error(CMD, "unknown option '%s'",
+                                      argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
+                                  argv[optind]);
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        pa_cli_error(CMD, "needs a terminal; use '%s monitor' for a "
+                     "stream of reports", pa_cli_prog);
+        return PA_EXIT_FAIL;
+    }
+    int rc;
+    if (t.ring) {
+        /* A wrong ring name is told before the screen is taken. */
+        rc = pa_ring_open(t.ring, &t.r);
+        if (rc < 0) {
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            return PA_EXIT_FAIL;
+        }
+        rc = pa_ring_read(t.r, &t.seq, &t.rep);
+        if (rc == 0) {
+            t.energy_j = t.rep->system.total_w * t.rep->interval_s;
+            t.seen_s = t.rep->interval_s;
+        }
+    } else {
+        if ((rc = pa_ctx_new(&t.ctx, NULL)) < 0 ||
+            (rc = pa_watch_all(t.ctx, 1)) < 0 ||
+            (rc = pa_report_cgroups(t.ctx, 1)) < 0 ||
+            (rc = pa_tick(t.ctx)) < 0) {
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            pa_ctx_free(t.ctx);
+            return PA_EXIT_FAIL;
+        }
+    }
+
+    setlocale(LC_ALL, "");
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    uint64_t next = pa_cli_mono_ns() + t.interval_ns;
+    bool quit = false;
+    draw(&t);
+    while (!quit) {
+        uint64_t now = pa_cli_mono_ns();
+        if (now >= next) {
+            refresh_data(&t);
+            next += t.interval_ns;
+            if (next <= now)
+                next = now + t.interval_ns;
+            draw(&t);
+            continue;
+        }
+        uint64_t wait_ms = (next - now + 999999) / 1000000;
+        timeout(wait_ms > 1000 ? 1000 : (int)wait_ms);
+        int ch = getch();
+        switch (ch) {
+        case ERR:
+            continue;
+        case 'q':
+        case 'Q':
+            quit = true;
+            break;
+        case 's':
+            t.sort = (sort_key)((t.sort + 1) % SORT_N);
+            break;
+        case 'c':
+            t.cgroups = !t.cgroups;
+            break;
+        case '/':
+            prompt_filter(&t);
+            break;
+        case '+':
+            if (t.interval_ns < 3600000000000ull)
+                t.interval_ns *= 2;
+            next = pa_cli_mono_ns() + t.interval_ns;
+            break;
+        case '-':
+            if (t.interval_ns >= 200000000ull)
+                t.interval_ns /= 2;
+            next = pa_cli_mono_ns() + t.interval_ns;
+            break;
+        case KEY_RESIZE:
+            break;
+        default:
+            continue;
+        }
+        if (!quit)
+            draw(&t);
+    }
+    endwin();
+    pa_ring_close(t.r);
+    pa_report_free(t.own);
+    pa_ctx_free(t.ctx);
+    free(t.rows);
+    return PA_EXIT_OK;
+}
