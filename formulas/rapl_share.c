@@ -1,0 +1,195 @@
+/*
+ * rapl_share.c - the "rapl-share" formula (XeMPower attribution).
+ *
+ * Measured package power over the window, summed over sockets:
+ *
+ *     P_pkg = sum_sockets delta E_pkg / d
+ *
+ * split across targets by their share of unhalted core cycles (the perf
+ * sensor's cycles counter per target, and system-wide cycles_all), or by
+ * CPU time when no cycle counter is open:
+ *
+ *     idle=split      P_i = P_pkg . w_i / W
+ *     idle=separate   P_i = P_pkg . (busy / capacity) . w_i / W   (default)
+ *
+ * with w_i the target's cycles (or CPU seconds) in the window and W the
+ * system's (cycles_all, or the busy CPU seconds of /proc/stat); W is never
+ * less than the sum over the processes, so shares never exceed 1.
+ *
+ * idle is the power no task caused.  When every process is watched it is
+ * P_pkg minus what the processes got (so idle includes interrupts and
+ * tasks that exited unseen) and attributed + idle = P_pkg exactly; when
+ * only some are watched it is P_pkg minus the active part (the unwatched
+ * processes caused the rest).  DRAM power is reported on its own.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct share_state {
+    bool split;
+} share_state;
+
+static const char *const share_options[] = {"idle", NULL};
+
+/* Names the perf sensor may give the unhalted core cycles counter. */
+static bool is_cycles_name(const char *n)
+{
+    static const char *const names[] = {
+        "UNHALTED_CORE_CYCLES", "CPU_CLK_UNHALTED", "CPU_CLK_UNHALTED.THREAD",
+        "CPU_CLK_UNHALTED:THREAD_P", "CYCLES_NOT_IN_HALT", "CYCLES",
+        "perf::CYCLES", "perf::CPU-CYCLES", "perf::PERF_COUNT_HW_CPU_CYCLES",
+        "cpu-cycles", "RETIRED_CYCLES", "CPU_CYCLES",
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcasecmp(n, names[i]))
+            return true;
+    return false;
+}
+
+static int cycles_index(const pa_frame_delta *d)
+{
+    for (size_t i = 0; i < d->ncounters && d->counter_names; i++)
+        if (d->counter_names[i] && is_cycles_name(d->counter_names[i]))
+            return (int)i;
+    return -1;
+}
+
+static int parse_idle(const pa_options *opts, bool *split)
+{
+    const char *v = pa_options_get(opts, "idle");
+    if (!v || !strcmp(v, "separate"))
+        *split = false;
+    else if (!strcmp(v, "split"))
+        *split = true;
+    else
+        return pa__err(-EINVAL, "rapl-share: idle must be 'separate' or "
+                       "'split', not '%s'", v);
+    return 0;
+}
+
+static int share_probe(const pa_env *env, char *why, size_t wl)
+{
+    char tmp[1024];
+    int rc = pa__mod_rapl.probe(env, tmp, sizeof(tmp));
+    /* tmp starts with "rapl: " */
+    snprintf(why, wl, "%s%s", rc < 0 ? "" : "rapl-share: measured by ", tmp);
+    return rc;
+}
+
+static int share_start(pa_module *m, const pa_options *opts)
+{
+    bool split;
+    int rc = parse_idle(opts, &split);
+    if (rc < 0)
+        return rc;
+    share_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return pa__err(-ENOMEM, "rapl-share: out of memory");
+    st->split = split;
+    m->priv = st;
+    return 0;
+}
+
+static int share_configure(pa_module *m, const pa_options *opts)
+{
+    share_state *st = m->priv;
+    bool split;
+    int rc = parse_idle(opts, &split);
+    if (rc < 0)
+        return rc;
+    st->split = split;
+    return 0;
+}
+
+static void share_stop(pa_module *m)
+{
+    free(m->priv);
+    m->priv = NULL;
+}
+
+static int share_compute(pa_module *m, const pa_frame_delta *d,
+                         pa_power_table *t)
+{
+    share_state *st = m->priv;
+    if (!(d->have & PA_HAVE_RAPL) || d->nrapl == 0)
+        return pa__err(-ENODATA, "rapl-share: no RAPL reading in this "
+                       "window; enable the rapl sensor (pa_module_enable "
+                       "\"rapl\")");
+    if (!(d->interval_s > 0))
+        return pa__err(-EINVAL, "rapl-share: empty window");
+    double pkg_j = 0, dram_j = 0;
+    bool have_pkg = false;
+    for (unsigned i = 0; i < d->nrapl; i++) {
+        if (d->rapl[i].kind == PA_RAPL_PKG) {
+            pkg_j += d->rapl[i].energy_j;
+            have_pkg = true;
+        } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
+            dram_j += d->rapl[i].energy_j;
+        }
+    }
+    if (!have_pkg)
+        return pa__err(-ENODATA, "rapl-share: RAPL gives no package "
+                       "domain on this machine");
+    double p = pkg_j / d->interval_s;
+
+    int ci = cycles_index(d);
+    bool cycles = ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
+    double w_sys = cycles ? d->cycles_all : d->busy_s;
+    double w_procs = 0;
+    for (size_t i = 0; i < d->ntasks; i++) {
+        const pa_task *k = d->tasks[i];
+        if (k->type != PA_TARGET_PROCESS)
+            continue;
+        w_procs += cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+    }
+    double w_all = w_sys > w_procs ? w_sys : w_procs;
+
+    double active = p;
+    if (!st->split) {
+        if ((d->have & PA_HAVE_CPU) && d->capacity_s > 0) {
+            double u = d->busy_s / d->capacity_s;
+            active = p * (u < 0 ? 0 : u > 1 ? 1 : u);
+        } else {
+            pa__assume(t->assumed, PA_MAX_ASSUMED,
+                       "rapl-share: no CPU busy time, idle=split used");
+        }
+    }
+
+    double attributed = 0;
+    for (size_t i = 0; i < d->ntasks; i++) {
+        pa_task *k = d->tasks[i];
+        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+        if (!(w > 0) || !(w_all > 0))
+            w = 0;
+        k->cpu_w = w_all > 0 ? active * w / w_all : 0;
+        if (k->type == PA_TARGET_PROCESS)
+            attributed += k->cpu_w;
+    }
+    t->cpu_w = p;
+    t->idle_w = d->ctx && d->ctx->watch_all ? p - attributed : p - active;
+    if (t->idle_w < 0)
+        t->idle_w = 0; /* rounding only: attributed <= active <= p */
+    t->dram_w = dram_j / d->interval_s;
+    t->measured = true;
+    return 0;
+}
+
+const pa_module_ops pa__mod_rapl_share = {
+    .abi = PA_MODULE_ABI,
+    .name = "rapl-share",
+    .kind = PA_FORMULA,
+    .component = PA_COMP_CPU,
+    .description = "measured RAPL package power split by each target's "
+                   "share of unhalted cycles (or CPU time)",
+    .options = share_options,
+    .probe = share_probe,
+    .start = share_start,
+    .sample = NULL,
+    .compute = share_compute,
+    .configure = share_configure,
+    .stop = share_stop,
+};
