@@ -6,6 +6,10 @@
         work()
     print(m.energy_j, m.power_w)
 
+    with powerapi.RingReader("powerapi") as ring:   # a `powerapi daemon`
+        for report in ring.follow():
+            print(report.system.total_w)
+
     with powerapi.Context() as ctx:
         ctx.watch_pid(pid)
         ctx.tick()              # the first tick only primes the readings
@@ -33,6 +37,7 @@ __all__ = [
     "PowerAPIError", "Power", "Target", "Report", "ModuleInfo", "Context",
     "Measurement", "measure", "version", "library_path", "parse_duration_ns",
     "Module", "Frame", "Delta", "Table", "Options", "RingReader",
+    "RingWriter", "RingInfo",
     "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
     "PA_TARGET_PROCESS", "PA_TARGET_THREAD", "PA_TARGET_TREE",
     "PA_TARGET_CGROUP",
@@ -450,4 +455,4 @@ class measure:
         return False
 
 
-from ._ring import RingReader  # noqa: E402
+from ._ring import RingInfo, RingReader, RingWriter  # noqa: E402

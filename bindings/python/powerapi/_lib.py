@@ -39,6 +39,8 @@ PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
 PA_MODULE_ABI = 1
+PA_RING_VERSION = 1
+PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
 CONSTANTS = {
@@ -58,6 +60,7 @@ CONSTANTS = {
     "PA_TARGET_CGROUP": PA_TARGET_CGROUP,
     "PA_COMM_MAX": PA_COMM_MAX,
     "PA_MODULE_ABI": PA_MODULE_ABI,
+    "PA_RING_VERSION": PA_RING_VERSION,
 }
 
 # ---------------------------------------------------------------- structures
@@ -165,6 +168,38 @@ class pa_module_ops(ctypes.Structure):
     ]
 
 
+c_gid_t = ctypes.c_uint  # gid_t is unsigned int on Linux
+
+
+class pa_ring_opts(ctypes.Structure):
+    _fields_ = [
+        ("capacity", ctypes.c_uint32),
+        ("max_targets", ctypes.c_uint32),
+        ("mode", ctypes.c_uint32),
+        ("set_gid", ctypes.c_int),
+        ("gid", c_gid_t),
+        ("interval_ns", ctypes.c_uint64),
+    ]
+
+
+class pa_ring_info(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_uint32),
+        ("capacity", ctypes.c_uint32),
+        ("max_targets", ctypes.c_uint32),
+        ("mode", ctypes.c_uint32),
+        ("writer_pid", c_pid_t),
+        ("alive", ctypes.c_int),
+        ("interval_ns", ctypes.c_uint64),
+        ("newest", ctypes.c_uint64),
+        ("oldest", ctypes.c_uint64),
+        ("heartbeat_age_ns", ctypes.c_uint64),
+        ("lost", ctypes.c_uint64),
+        ("windows", ctypes.c_uint64),
+        ("truncated", ctypes.c_uint64),
+    ]
+
+
 REPORT_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p,
                              ctypes.POINTER(pa_report), ctypes.c_void_p)
 
@@ -176,6 +211,8 @@ STRUCTS = {
     "pa_target_info": pa_target_info,
     "pa_report": pa_report,
     "pa_module_ops": pa_module_ops,
+    "pa_ring_opts": pa_ring_opts,
+    "pa_ring_info": pa_ring_info,
 }
 
 # ---------------------------------------------------------------- functions
@@ -234,6 +271,22 @@ _PROTOTYPES = {
     "pa_parse_duration_ns": (_I, [_S, ctypes.POINTER(_U64)]),
 }
 
+# Optional: set up when the library has them (older builds lack the ring).
+_OPTIONAL = {
+    "pa_ring_create": (_I, [_S, ctypes.POINTER(pa_ring_opts),
+                            ctypes.POINTER(_P)]),
+    "pa_ring_publish": (_I, [_P, ctypes.POINTER(pa_report)]),
+    "pa_ring_heartbeat": (None, [_P]),
+    "pa_ring_destroy": (None, [_P]),
+    "pa_ring_open": (_I, [_S, ctypes.POINTER(_P)]),
+    "pa_ring_read": (_I, [_P, ctypes.POINTER(_U64),
+                          ctypes.POINTER(ctypes.POINTER(pa_report))]),
+    "pa_ring_aggregate": (_I, [_P, ctypes.POINTER(_U64), _U64,
+                               ctypes.POINTER(ctypes.POINTER(pa_report))]),
+    "pa_ring_get_info": (_I, [_P, ctypes.POINTER(pa_ring_info)]),
+    "pa_ring_close": (None, [_P]),
+}
+
 # Variadic functions: argtypes left unset (ctypes passes the arguments as
 # given; callers pass bytes only).
 _VARIADIC = {
@@ -287,6 +340,11 @@ def load():
                 fn = getattr(lib, name)
                 fn.restype = res
                 fn.argtypes = args
+            for name, (res, args) in _OPTIONAL.items():
+                if hasattr(lib, name):
+                    fn = getattr(lib, name)
+                    fn.restype = res
+                    fn.argtypes = args
             for name, (res,) in _VARIADIC.items():
                 if hasattr(lib, name):
                     getattr(lib, name).restype = res

@@ -114,6 +114,31 @@ int main(void)
     L(pa_module_ops, stop);
     END();
 
+    begin("pa_ring_opts", sizeof(pa_ring_opts));
+    F(pa_ring_opts, capacity);
+    F(pa_ring_opts, max_targets);
+    F(pa_ring_opts, mode);
+    F(pa_ring_opts, set_gid);
+    F(pa_ring_opts, gid);
+    L(pa_ring_opts, interval_ns);
+    END();
+
+    begin("pa_ring_info", sizeof(pa_ring_info));
+    F(pa_ring_info, version);
+    F(pa_ring_info, capacity);
+    F(pa_ring_info, max_targets);
+    F(pa_ring_info, mode);
+    F(pa_ring_info, writer_pid);
+    F(pa_ring_info, alive);
+    F(pa_ring_info, interval_ns);
+    F(pa_ring_info, newest);
+    F(pa_ring_info, oldest);
+    F(pa_ring_info, heartbeat_age_ns);
+    F(pa_ring_info, lost);
+    F(pa_ring_info, windows);
+    L(pa_ring_info, truncated);
+    END();
+
     printf("},\n \"constants\": {\n");
 #define C(name) printf("  \"%s\": %lld,\n", #name, (long long)(name))
     C(PA_SENSOR);
@@ -131,6 +156,7 @@ int main(void)
     C(PA_TARGET_TREE);
     C(PA_TARGET_CGROUP);
     C(PA_COMM_MAX);
+    C(PA_RING_VERSION);
     printf("  \"PA_MODULE_ABI\": %d\n }}\n", PA_MODULE_ABI);
     return 0;
 }
