@@ -1,0 +1,871 @@
+/*
+ * agent.c - JVMTI entry points, thread events and the agent thread that
+ * turns each power window of libpowerapi into thread and method energy.
+ *
+ * The Jalen equations (DESIGN.md section 6), per window:
+ *   E_thread = E_process_cpu . cputime_thread / cputime_all_threads
+ *   E_method_self = E_thread . samples_on_top / samples_of_thread
+ *   E_net_method = E_process_net . bytes_method / bytes_process
+ * Threads that are not Java threads keep their energy under pseudo-frames
+ * ([GC], [JIT compiler], [VM], [agent]); a Java thread's energy that no
+ * sample explains goes to [unattributed].  Nothing is dropped.
+ */
+#include "jalen.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "powerapi.h"
+
+#define JL_EXPORT __attribute__((visibility("default")))
+#define JL_AGENT_NAME "jalen-agent"
+
+static jvmtiEnv *jl_jvmti;
+static jl_opts jl_o;
+static pa_ctx *jl_ctx;
+static pid_t jl_pid;
+static atomic_int jl_active; /* profiling: events do their work */
+static int jl_done;          /* the last window is written (prof lock) */
+static pid_t jl_agent_tid;
+static pthread_mutex_t jl_prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static double jl_last_cpu_j, jl_last_nic_j, jl_last_window_s;
+static int jl_have_power;
+static int jl_power_warned;
+
+/* this window's resolved samples: [tid, n, frame...]* */
+static int *jl_wbuf;
+static size_t jl_wn, jl_wcap;
+
+double jl_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void jl_warn(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "jalen: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Threads                                                             */
+/* ------------------------------------------------------------------ */
+
+static void jl_thread_name(jvmtiEnv *jvmti, jthread thr, char *out, size_t len)
+{
+    jvmtiThreadInfo ti;
+    memset(&ti, 0, sizeof(ti));
+    snprintf(out, len, "[unnamed]");
+    if ((*jvmti)->GetThreadInfo(jvmti, thr, &ti) == JVMTI_ERROR_NONE) {
+        if (ti.name) {
+            snprintf(out, len, "%s", ti.name);
+            (*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+        }
+    }
+    /* CSV-safe: no commas, quotes or newlines in names */
+    for (char *c = out; *c; c++)
+        if (*c == ',' || *c == '"' || *c == '\n' || *c == '\r')
+            *c = '_';
+}
+
+/* Enters a Java thread (lock taken here) and starts its CPU timer.
+ * tid 0: the calling thread. */
+static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *name)
+{
+    int self = tid == 0;
+    if (self)
+        tid = jl_gettid();
+    int agent = !strcmp(name, JL_AGENT_NAME);
+    pthread_mutex_lock(&jl_thr.lock);
+    jl_thread *t = jl_threads_get(tid, 1);
+    if (!t) {
+        pthread_mutex_unlock(&jl_thr.lock);
+        return;
+    }
+    if (t->has_timer) {
+        jl_sampler_timer_delete(t->timer);
+        t->has_timer = 0;
+    }
+    if (t->ref && jni)
+        (*jni)->DeleteGlobalRef(jni, t->ref);
+    t->ref = NULL;
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    t->kind = agent ? JL_K_AGENT : JL_K_JAVA;
+    t->alive = 1;
+    t->final_cpu_s = -1;
+    if (!agent) {
+        if (jl_o.mode == JL_MODE_CPU) {
+            timer_t tm;
+            if (jl_sampler_timer_create(self ? 0 : tid, &tm) == 0) {
+                t->timer = tm;
+                t->has_timer = 1;
+            }
+        } else if (jni && thr) {
+            t->ref = (*jni)->NewGlobalRef(jni, thr);
+        }
+    }
+    pthread_mutex_unlock(&jl_thr.lock);
+}
+
+static void JNICALL jl_on_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
+{
+    if (!atomic_load(&jl_active))
+        return;
+    char name[64];
+    jl_thread_name(jvmti, thr, name, sizeof(name));
+    jl_add_java_thread(jni, thr, 0, name);
+}
+
+static void JNICALL jl_on_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
+{
+    (void)jvmti;
+    (void)thr;
+    if (!atomic_load(&jl_active))
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    pid_t tid = jl_gettid();
+    pthread_mutex_lock(&jl_thr.lock);
+    jl_thread *t = jl_threads_get(tid, 0);
+    if (t) {
+        if (t->has_timer) {
+            jl_sampler_timer_delete(t->timer);
+            t->has_timer = 0;
+        }
+        if (t->ref && jni)
+            (*jni)->DeleteGlobalRef(jni, t->ref);
+        t->ref = NULL;
+        t->final_cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        t->alive = 0;
+    }
+    pthread_mutex_unlock(&jl_thr.lock);
+}
+
+static int jl_read_comm(pid_t tid, char *out, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, out, len - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    out[n] = '\0';
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    return 0;
+}
+
+/* Java threads started before VMInit get no ThreadStart: match their
+ * names against the kernel's comm (15 characters) of /proc/self/task. */
+static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
+{
+    jint n = 0;
+    jthread *ts = NULL;
+    if ((*jvmti)->GetAllThreads(jvmti, &n, &ts) != JVMTI_ERROR_NONE)
+        return;
+    DIR *d = opendir("/proc/self/task");
+    pid_t tids[512];
+    char comms[512][16];
+    int nt = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) && nt < 512) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        pid_t tid = (pid_t)atoi(de->d_name);
+        if (tid == self || jl_read_comm(tid, comms[nt], sizeof(comms[nt])) < 0)
+            continue;
+        tids[nt++] = tid;
+    }
+    if (d)
+        closedir(d);
+    for (jint i = 0; i < n; i++) {
+        char name[64];
+        jl_thread_name(jvmti, ts[i], name, sizeof(name));
+        for (int k = 0; k < nt; k++) {
+            if (tids[k] && !strncmp(comms[k], name, 15) && strlen(comms[k]) == (strlen(name) < 15 ? strlen(name) : 15)) {
+                pthread_mutex_lock(&jl_thr.lock);
+                jl_thread *t = jl_threads_get(tids[k], 0);
+                int known = t && t->kind == JL_K_JAVA;
+                pthread_mutex_unlock(&jl_thr.lock);
+                if (!known)
+                    jl_add_java_thread(jni, ts[i], tids[k], name);
+                tids[k] = 0;
+                break;
+            }
+        }
+        (*jni)->DeleteLocalRef(jni, ts[i]);
+    }
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)ts);
+}
+
+/* ------------------------------------------------------------------ */
+/* Classes: jmethodIDs made ahead, so that ASGCT can name every frame  */
+/* ------------------------------------------------------------------ */
+
+static void jl_prepare_class(jvmtiEnv *jvmti, jclass klass)
+{
+    jint n = 0;
+    jmethodID *ms = NULL;
+    if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) == JVMTI_ERROR_NONE && ms)
+        (*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
+}
+
+static void JNICALL jl_on_class_load(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, jclass klass)
+{
+    (void)jvmti;
+    (void)jni;
+    (void)thr;
+    (void)klass;
+}
+
+static void JNICALL jl_on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr,
+                                        jclass klass)
+{
+    (void)jni;
+    (void)thr;
+    jl_prepare_class(jvmti, klass);
+}
+
+static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method,
+                                               jint code_size, const void *code_addr,
+                                               jint map_length,
+                                               const jvmtiAddrLocationMap *map,
+                                               const void *compile_info)
+{
+    (void)jvmti;
+    (void)method;
+    (void)code_size;
+    (void)code_addr;
+    (void)map_length;
+    (void)map;
+    (void)compile_info;
+}
+
+/* ------------------------------------------------------------------ */
+/* Windows                                                             */
+/* ------------------------------------------------------------------ */
+
+static int jl_wbuf_push(int v)
+{
+    if (jl_wn == jl_wcap) {
+        size_t ncap = jl_wcap ? jl_wcap * 2 : 65536;
+        int *nv = realloc(jl_wbuf, ncap * sizeof(int));
+        if (!nv)
+            return -1;
+        jl_wbuf = nv;
+        jl_wcap = ncap;
+    }
+    jl_wbuf[jl_wn++] = v;
+    return 0;
+}
+
+static void jl_on_slot(const jl_slot *s, void *user)
+{
+    (void)user;
+    size_t mark = jl_wn;
+    int n = s->n;
+    if (jl_wbuf_push(s->tid) < 0)
+        goto fail;
+    if (n <= 0) {
+        int code = -n;
+        if (jl_wbuf_push(1) < 0 ||
+            jl_wbuf_push(code <= 10 ? JL_M_ERR0 + code : JL_M_UNATTRIBUTED) < 0)
+            goto fail;
+        return;
+    }
+    if (n > JL_MAX_DEPTH)
+        n = JL_MAX_DEPTH;
+    if (jl_wbuf_push(n + (s->truncated ? 1 : 0)) < 0)
+        goto fail;
+    for (int i = 0; i < n; i++)
+        if (jl_wbuf_push(jl_method_of(jl_jvmti, s->frames[i].method_id)) < 0)
+            goto fail;
+    if (s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0)
+        goto fail;
+    return;
+fail:
+    jl_wn = mark;
+    jl_prof.samples_dropped++;
+}
+
+static void jl_drain(void)
+{
+    jl_sampler_drain(jl_on_slot, NULL);
+}
+
+typedef struct jl_netw {
+    double nic_j;
+    uint64_t total;
+} jl_netw;
+
+static void jl_on_net(jl_net_rec *r, uint64_t bytes, void *user)
+{
+    jl_netw *w = user;
+    int frames[JL_MAX_DEPTH + 1];
+    int n = 0;
+    for (int i = 0; i < r->n && i < JL_MAX_DEPTH; i++)
+        frames[n++] = jl_method_of(jl_jvmti, r->frames[i]);
+    if (n == 0)
+        frames[n++] = JL_M_UNATTRIBUTED;
+    double e = w->total ? w->nic_j * (double)bytes / (double)w->total : 0.0;
+    jl_profile_add(frames, n, 0.0, e, bytes, 0);
+    jl_thread *t = jl_threads_get(r->tid, 1);
+    if (t) {
+        t->w_net_j += e;
+        t->w_net_bytes += bytes;
+    }
+    jl_prof.net_bytes += bytes;
+}
+
+/* The window's net records: collected first, since the byte total of the
+ * window must be known before any record is priced. */
+typedef struct jl_net_item {
+    jl_net_rec *r;
+    uint64_t bytes;
+} jl_net_item;
+static jl_net_item *jl_nitems;
+static size_t jl_nn, jl_ncap;
+
+static void jl_on_net_collect(jl_net_rec *r, uint64_t bytes, void *user)
+{
+    (void)user;
+    if (jl_nn == jl_ncap) {
+        size_t ncap = jl_ncap ? jl_ncap * 2 : 256;
+        jl_net_item *nv = realloc(jl_nitems, ncap * sizeof(*nv));
+        if (!nv)
+            return;
+        jl_nitems = nv;
+        jl_ncap = ncap;
+    }
+    jl_nitems[jl_nn].r = r;
+    jl_nitems[jl_nn].bytes = bytes;
+    jl_nn++;
+}
+
+static void jl_copy_str(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", src ? src : "");
+}
+
+/* Prof lock held. */
+static void jl_process_window(int final)
+{
+    double now = jl_now_s();
+    double interval = now - jl_last_window_s;
+    jl_last_window_s = now;
+    double dcpu = 0, dnic = 0;
+    int rc = pa_tick(jl_ctx);
+    pa_power pw;
+    if (rc >= 0 && pa_pid_power(jl_ctx, jl_pid, &pw) == 0) {
+        if (!jl_have_power) {
+            /* first window with a reading: whatever came before is its own */
+            dcpu = pw.cpu_j;
+            dnic = pw.nic_j;
+            jl_have_power = 1;
+        } else {
+            dcpu = pw.cpu_j - jl_last_cpu_j;
+            dnic = pw.nic_j - jl_last_nic_j;
+        }
+        jl_last_cpu_j = pw.cpu_j;
+        jl_last_nic_j = pw.nic_j;
+        if (dcpu < 0)
+            dcpu = 0;
+        if (dnic < 0)
+            dnic = 0;
+    } else if (rc < 0 && !jl_power_warned && !jl_o.quiet) {
+        jl_warn("libpowerapi tick failed (%s): %s", pa_strerror(rc), pa_last_error());
+        jl_power_warned = 1;
+    }
+    jl_drain();
+
+    pthread_mutex_lock(&jl_thr.lock);
+    pa_report *rep = NULL;
+    if (rc >= 0 && pa_report_get(jl_ctx, &rep) == 0 && rep) {
+        jl_copy_str(jl_prof.formula, sizeof(jl_prof.formula), rep->formula);
+        jl_copy_str(jl_prof.sensors, sizeof(jl_prof.sensors), rep->sensors);
+        jl_copy_str(jl_prof.cpu_source, sizeof(jl_prof.cpu_source), rep->cpu_source);
+        jl_copy_str(jl_prof.assumed, sizeof(jl_prof.assumed), rep->assumed);
+        for (size_t i = 0; i < rep->ntargets; i++) {
+            const pa_target_info *ti = &rep->targets[i];
+            if (ti->type != PA_TARGET_THREAD || ti->pid != jl_pid)
+                continue;
+            jl_thread *t = jl_threads_get(ti->tid, 1);
+            if (!t)
+                continue;
+            if (!t->name[0]) {
+                /* first seen here: not a Java thread we know */
+                snprintf(t->name, sizeof(t->name), "%s", ti->comm);
+                t->kind = ti->tid == jl_agent_tid ? JL_K_AGENT : jl_classify_comm(ti->comm);
+            }
+            double c = ti->power.cpu_time_s;
+            if (c > 0) {
+                t->w_cpu_s += c;
+                t->seen_cpu_s += c;
+            }
+        }
+        pa_report_free(rep);
+    }
+    /* threads that ended in the window: the CPU time procfs could not see */
+    double all_cpu = 0;
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        jl_thread *t = &jl_thr.v[i];
+        if (!t->alive && t->final_cpu_s >= 0) {
+            double extra = t->final_cpu_s - t->seen_cpu_s;
+            if (extra > 0) {
+                t->w_cpu_s += extra;
+                t->seen_cpu_s += extra;
+            }
+            t->final_cpu_s = -2; /* counted */
+        }
+        all_cpu += t->w_cpu_s;
+    }
+    /* E_thread = E_process_cpu . cputime_thread / cputime_all_threads */
+    double unplaced = dcpu;
+    for (size_t i = 0; i < jl_thr.n && all_cpu > 0; i++) {
+        jl_thread *t = &jl_thr.v[i];
+        t->w_cpu_j = dcpu * t->w_cpu_s / all_cpu;
+        unplaced -= t->w_cpu_j;
+    }
+    /* samples per thread */
+    for (size_t p = 0; p < jl_wn;) {
+        pid_t tid = jl_wbuf[p];
+        int n = jl_wbuf[p + 1];
+        jl_thread *t = jl_threads_get(tid, 1);
+        if (t) {
+            if (!t->name[0]) {
+                snprintf(t->name, sizeof(t->name), "[thread %d]", (int)tid);
+                t->kind = JL_K_JAVA;
+            }
+            t->w_samples++;
+        }
+        p += 2 + (size_t)n;
+    }
+    /* E_method = E_thread . samples / samples_of_thread */
+    for (size_t p = 0; p < jl_wn;) {
+        pid_t tid = jl_wbuf[p];
+        int n = jl_wbuf[p + 1];
+        jl_thread *t = jl_threads_get(tid, 0);
+        double w = t && t->w_samples ? t->w_cpu_j / t->w_samples : 0.0;
+        if (t && t->kind != JL_K_JAVA) {
+            /* a sample of a thread we file as a pseudo-thread: keep the
+             * energy with its pseudo-frame (below), count the sample */
+            w = 0;
+        }
+        jl_profile_add(&jl_wbuf[p + 2], n, w, 0, 0, 1);
+        p += 2 + (size_t)n;
+    }
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        jl_thread *t = &jl_thr.v[i];
+        if (t->w_cpu_j <= 0)
+            continue;
+        int frame = -1;
+        switch (t->kind) {
+        case JL_K_JAVA:
+            frame = t->w_samples ? -1 : JL_M_UNATTRIBUTED;
+            break;
+        case JL_K_GC: frame = JL_M_GC; break;
+        case JL_K_JIT: frame = JL_M_JIT; break;
+        case JL_K_VM: frame = JL_M_VM; break;
+        case JL_K_AGENT: frame = JL_M_AGENT; break;
+        default: frame = JL_M_VM; break;
+        }
+        if (frame >= 0)
+            jl_profile_add(&frame, 1, t->w_cpu_j, 0, 0, 0);
+    }
+    if (unplaced > 1e-12) {
+        /* no thread had CPU time in the window (or rounding): the VM */
+        int frame = JL_M_VM;
+        jl_profile_add(&frame, 1, unplaced, 0, 0, 0);
+        jl_thread *t = jl_threads_get(-1, 1);
+        if (t) {
+            snprintf(t->name, sizeof(t->name), "[VM]");
+            t->kind = JL_K_VM;
+            t->alive = 0;
+            t->w_cpu_j += unplaced;
+        }
+    }
+    /* E_net_method = E_process_net . bytes_method / bytes_process */
+    jl_nn = 0;
+    jl_net_drain(jl_on_net_collect, NULL);
+    jl_netw nw = {.nic_j = dnic, .total = 0};
+    for (size_t i = 0; i < jl_nn; i++)
+        nw.total += jl_nitems[i].bytes;
+    for (size_t i = 0; i < jl_nn; i++)
+        jl_on_net(jl_nitems[i].r, jl_nitems[i].bytes, &nw);
+    if (nw.total == 0 && dnic > 0) {
+        int frame = JL_M_UNATTRIBUTED;
+        jl_profile_add(&frame, 1, 0, dnic, 0, 0);
+        jl_thread *t = jl_threads_get(-1, 1);
+        if (t) {
+            snprintf(t->name, sizeof(t->name), "[VM]");
+            t->kind = JL_K_VM;
+            t->alive = 0;
+            t->w_net_j += dnic;
+        }
+    }
+    jl_net_new_window();
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        jl_thread *t = &jl_thr.v[i];
+        t->cpu_s += t->w_cpu_s;
+        t->cpu_j += t->w_cpu_j;
+        t->net_j += t->w_net_j;
+        t->energy_j = t->cpu_j + t->net_j;
+        t->net_bytes += t->w_net_bytes;
+        t->w_cpu_s = t->w_cpu_j = t->w_net_j = 0;
+        t->w_net_bytes = 0;
+        t->w_samples = 0;
+    }
+    pthread_mutex_unlock(&jl_thr.lock);
+    jl_wn = 0;
+
+    jl_prof.process_cpu_j += dcpu;
+    jl_prof.process_nic_j += dnic;
+    jl_prof.process_j = jl_prof.process_cpu_j + jl_prof.process_nic_j;
+    jl_prof.unattributed_j = jl_prof.m[JL_M_UNATTRIBUTED].self_j;
+    jl_prof.windows++;
+    jl_prof.duration_s = now - jl_prof.start_s;
+    jl_prof.samples = atomic_load(&jl_smp.taken);
+    jl_prof.samples_dropped = atomic_load(&jl_smp.dropped);
+
+    /* timeline: the top methods of the window */
+    if (interval > 0) {
+        for (int k = 0; k < jl_o.top; k++) {
+            int best = -1;
+            double bv = 0;
+            for (size_t i = 0; i < jl_prof.nm; i++)
+                if (jl_prof.m[i].w_self_j > bv) {
+                    bv = jl_prof.m[i].w_self_j;
+                    best = (int)i;
+                }
+            if (best < 0)
+                break;
+            if (jl_prof.ntl == jl_prof.captl) {
+                size_t ncap = jl_prof.captl ? jl_prof.captl * 2 : 1024;
+                jl_timeline_row *nv = realloc(jl_prof.tl, ncap * sizeof(*nv));
+                if (!nv)
+                    break;
+                jl_prof.tl = nv;
+                jl_prof.captl = ncap;
+            }
+            jl_prof.tl[jl_prof.ntl].start_s = now - interval - jl_prof.start_s;
+            jl_prof.tl[jl_prof.ntl].method = best;
+            jl_prof.tl[jl_prof.ntl].power_w = bv / interval;
+            jl_prof.ntl++;
+            jl_prof.m[best].w_self_j = -bv; /* taken; restored to 0 below */
+        }
+    }
+    for (size_t i = 0; i < jl_prof.nm; i++)
+        jl_prof.m[i].w_self_j = 0;
+    jl_write_all(&jl_o, final);
+}
+
+/* ------------------------------------------------------------------ */
+/* mode=jvmti: stacks of the running threads from the agent thread      */
+/* ------------------------------------------------------------------ */
+
+static void jl_jvmti_sample(jvmtiEnv *jvmti)
+{
+    pthread_mutex_lock(&jl_thr.lock);
+    size_t cap = jl_thr.n, n = 0;
+    jthread *list = malloc((cap ? cap : 1) * sizeof(jthread));
+    pid_t *tids = malloc((cap ? cap : 1) * sizeof(pid_t));
+    for (size_t i = 0; list && tids && i < jl_thr.n; i++) {
+        jl_thread *t = &jl_thr.v[i];
+        if (t->alive && t->kind == JL_K_JAVA && t->ref) {
+            list[n] = t->ref;
+            tids[n] = t->tid;
+            n++;
+        }
+    }
+    jvmtiStackInfo *si = NULL;
+    if (n && (*jvmti)->GetThreadListStackTraces(jvmti, (jint)n, list, JL_MAX_DEPTH, &si) ==
+                 JVMTI_ERROR_NONE) {
+        for (size_t i = 0; i < n; i++) {
+            if (!(si[i].state & JVMTI_THREAD_STATE_RUNNABLE) || si[i].frame_count <= 0)
+                continue;
+            jl_slot *s = jl_slot_claim();
+            if (!s)
+                continue;
+            s->tid = tids[i];
+            s->n = si[i].frame_count;
+            s->truncated = si[i].frame_count >= JL_MAX_DEPTH;
+            for (jint k = 0; k < si[i].frame_count; k++) {
+                s->frames[k].method_id = si[i].frame_buffer[k].method;
+                s->frames[k].lineno = (jint)si[i].frame_buffer[k].location;
+            }
+            jl_slot_publish(s);
+        }
+        (*jvmti)->Deallocate(jvmti, (unsigned char *)si);
+    }
+    pthread_mutex_unlock(&jl_thr.lock);
+    free(list);
+    free(tids);
+}
+
+static void jl_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                          .tv_nsec = (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
+{
+    (void)jni;
+    (void)arg;
+    jl_agent_tid = jl_gettid();
+    double next_window = jl_now_s() + (double)jl_o.window_ns * 1e-9;
+    double next_drain = jl_now_s() + 0.05;
+    uint64_t step = jl_o.mode == JL_MODE_JVMTI ? jl_o.interval_ns : 50000000ull;
+    if (step > 50000000ull)
+        step = 50000000ull;
+    for (;;) {
+        jl_sleep_ns(step);
+        if (jl_o.mode == JL_MODE_JVMTI && atomic_load(&jl_active))
+            jl_jvmti_sample(jvmti);
+        double now = jl_now_s();
+        if (now < next_drain && now < next_window)
+            continue;
+        pthread_mutex_lock(&jl_prof_lock);
+        if (jl_done) {
+            pthread_mutex_unlock(&jl_prof_lock);
+            return;
+        }
+        if (now >= next_window) {
+            jl_process_window(0);
+            next_window += (double)jl_o.window_ns * 1e-9;
+            if (next_window < now)
+                next_window = now + (double)jl_o.window_ns * 1e-9;
+        } else {
+            jl_drain();
+        }
+        next_drain = now + 0.05;
+        pthread_mutex_unlock(&jl_prof_lock);
+    }
+}
+
+static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
+{
+    if (!atomic_load(&jl_active))
+        return;
+    char name[64];
+    jl_thread_name(jvmti, thr, name, sizeof(name));
+    jl_add_java_thread(jni, thr, 0, name);
+    jl_find_early_threads(jvmti, jni, jl_gettid());
+    jint nc = 0;
+    jclass *cs = NULL;
+    if ((*jvmti)->GetLoadedClasses(jvmti, &nc, &cs) == JVMTI_ERROR_NONE) {
+        for (jint i = 0; i < nc; i++) {
+            jl_prepare_class(jvmti, cs[i]);
+            (*jni)->DeleteLocalRef(jni, cs[i]);
+        }
+        (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
+    }
+    atomic_store(&jl_smp.on, 1);
+    jclass tc = (*jni)->FindClass(jni, "java/lang/Thread");
+    jmethodID ctor = tc ? (*jni)->GetMethodID(jni, tc, "<init>", "(Ljava/lang/String;)V") : NULL;
+    jstring nm = (*jni)->NewStringUTF(jni, JL_AGENT_NAME);
+    jthread at = ctor && nm ? (*jni)->NewObject(jni, tc, ctor, nm) : NULL;
+    if (!at || (*jvmti)->RunAgentThread(jvmti, at, jl_agent_main, NULL,
+                                        JVMTI_THREAD_NORM_PRIORITY) != JVMTI_ERROR_NONE) {
+        (*jni)->ExceptionClear(jni);
+        fprintf(stderr, "jalen: cannot start the agent thread; files are written at exit only\n");
+    }
+}
+
+static void jl_stop_timers(void)
+{
+    pthread_mutex_lock(&jl_thr.lock);
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        if (jl_thr.v[i].has_timer) {
+            jl_sampler_timer_delete(jl_thr.v[i].timer);
+            jl_thr.v[i].has_timer = 0;
+        }
+    }
+    pthread_mutex_unlock(&jl_thr.lock);
+}
+
+static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+    (void)jvmti;
+    (void)jni;
+    if (!atomic_load(&jl_active))
+        return;
+    atomic_store(&jl_smp.on, 0);
+    jl_stop_timers();
+    pthread_mutex_lock(&jl_prof_lock);
+    if (!jl_done) {
+        jl_process_window(1);
+        jl_done = 1;
+        if (!jl_o.quiet)
+            jl_print_summary(&jl_o);
+    }
+    pthread_mutex_unlock(&jl_prof_lock);
+    atomic_store(&jl_active, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading                                                             */
+/* ------------------------------------------------------------------ */
+
+static int jl_mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int jl_power_start(char *err, size_t errlen)
+{
+    pa_ctx_opts co;
+    memset(&co, 0, sizeof(co));
+    co.procfs = jl_o.procfs;
+    co.sysfs = jl_o.sysfs;
+    int rc = pa_ctx_new(&jl_ctx, &co);
+    if (rc < 0) {
+        snprintf(err, errlen, "libpowerapi: %s", pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
+        return rc;
+    }
+    /* sensors=a+b, formula=x+y; "name:k=v;k=v" passes module options */
+    const char *lists[2] = {jl_o.sensors, jl_o.formula};
+    for (int l = 0; l < 2; l++) {
+        if (!lists[l])
+            continue;
+        char *dup = strdup(lists[l]), *save = NULL;
+        if (!dup)
+            return -ENOMEM;
+        for (char *t = strtok_r(dup, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+            char *mopts = strchr(t, ':');
+            if (mopts) {
+                *mopts++ = '\0';
+                for (char *c = mopts; *c; c++)
+                    if (*c == ';')
+                        *c = ',';
+            }
+            rc = pa_module_enable(jl_ctx, t, mopts);
+            if (rc < 0) {
+                snprintf(err, errlen, "bad value '%s' for '%s': %s", t,
+                         l ? "formula" : "sensors",
+                         pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
+                free(dup);
+                return rc;
+            }
+        }
+        free(dup);
+    }
+    rc = pa_watch_pid(jl_ctx, jl_pid, PA_WATCH_THREADS);
+    if (rc < 0) {
+        snprintf(err, errlen, "libpowerapi cannot watch pid %d: %s", (int)jl_pid,
+                 pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
+        return rc;
+    }
+    /* first tick primes the readings: the first window starts here */
+    rc = pa_tick(jl_ctx);
+    if (rc < 0 && rc != -ENODATA) {
+        snprintf(err, errlen, "libpowerapi: first tick failed: %s",
+                 pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
+{
+    (void)reserved;
+    char err[512] = "";
+    jl_pid = getpid();
+    jl_prof.start_s = jl_last_window_s = jl_now_s();
+    int rc = jl_opts_parse(options, jl_pid, &jl_o, err, sizeof(err));
+    if (rc < 0)
+        goto fail;
+    if ((*vm)->GetEnv(vm, (void **)&jl_jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
+        snprintf(err, sizeof(err), "JVMTI 1.2 is not available in this JVM");
+        goto fail;
+    }
+    jvmtiCapabilities caps;
+    memset(&caps, 0, sizeof(caps));
+    caps.can_get_line_numbers = 1;
+    caps.can_get_source_file_name = 1;
+    caps.can_generate_compiled_method_load_events = 1;
+    if (jl_o.net)
+        caps.can_generate_native_method_bind_events = 1;
+    if ((*jl_jvmti)->AddCapabilities(jl_jvmti, &caps) != JVMTI_ERROR_NONE) {
+        snprintf(err, sizeof(err), "the JVM refused the JVMTI capabilities jalen needs");
+        goto fail;
+    }
+    if (jl_mkdirs(jl_o.out) < 0) {
+        snprintf(err, sizeof(err), "cannot create the output folder '%s': %s", jl_o.out,
+                 strerror(errno));
+        goto fail;
+    }
+    if (jl_profile_init(&jl_o) < 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        goto fail;
+    }
+    if (jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, err, sizeof(err)) < 0)
+        goto fail;
+    if (jl_power_start(err, sizeof(err)) < 0)
+        goto fail;
+    jl_net_init(jl_jvmti);
+
+    jvmtiEventCallbacks cb;
+    memset(&cb, 0, sizeof(cb));
+    cb.VMInit = jl_on_vm_init;
+    cb.VMDeath = jl_on_vm_death;
+    cb.ThreadStart = jl_on_thread_start;
+    cb.ThreadEnd = jl_on_thread_end;
+    cb.ClassLoad = jl_on_class_load;
+    cb.ClassPrepare = jl_on_class_prepare;
+    cb.CompiledMethodLoad = jl_on_compiled_method_load;
+    if (jl_o.net)
+        cb.NativeMethodBind = jl_on_native_bind;
+    if ((*jl_jvmti)->SetEventCallbacks(jl_jvmti, &cb, sizeof(cb)) != JVMTI_ERROR_NONE) {
+        snprintf(err, sizeof(err), "cannot set the JVMTI callbacks");
+        goto fail;
+    }
+    jvmtiEvent evs[] = {JVMTI_EVENT_VM_INIT,        JVMTI_EVENT_VM_DEATH,
+                        JVMTI_EVENT_THREAD_START,   JVMTI_EVENT_THREAD_END,
+                        JVMTI_EVENT_CLASS_LOAD,     JVMTI_EVENT_CLASS_PREPARE,
+                        JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_NATIVE_METHOD_BIND};
+    size_t nev = sizeof(evs) / sizeof(evs[0]) - (jl_o.net ? 0 : 1);
+    for (size_t i = 0; i < nev; i++)
+        (*jl_jvmti)->SetEventNotificationMode(jl_jvmti, JVMTI_ENABLE, evs[i], NULL);
+    atomic_store(&jl_active, 1);
+    return JNI_OK;
+fail:
+    fprintf(stderr, "jalen: %s; %s\n", err,
+            jl_o.fail_abort ? "aborting (fail=abort)" : "the JVM runs on without profiling");
+    if (jl_ctx) {
+        pa_ctx_free(jl_ctx);
+        jl_ctx = NULL;
+    }
+    return jl_o.fail_abort ? JNI_ERR : JNI_OK;
+}
+
+JL_EXPORT void JNICALL Agent_OnUnload(JavaVM *vm)
+{
+    (void)vm;
+}

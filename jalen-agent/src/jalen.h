@@ -1,0 +1,285 @@
+/*
+ * jalen.h - what the parts of the jalen JVMTI agent share.
+ *
+ * Not installed.  The agent is one shared object (libjalen.so); these
+ * names are internal to it and hidden (-fvisibility=hidden) except the
+ * JVMTI entry points.
+ *
+ * Threads of the agent:
+ *   - the signal handler (SIGPROF, any Java thread): writes raw stacks into
+ *     the preallocated ring (sampler.c), nothing else;
+ *   - JVMTI callbacks (ThreadStart/End, ClassPrepare, NativeMethodBind) on
+ *     the JVM's threads: thread table under its mutex (threads.c), native
+ *     wrappers counting socket bytes under the net mutex (net.c);
+ *   - the agent thread (agent.c): drains the ring, ticks libpowerapi each
+ *     window, attributes energy (profile.c) and writes the files
+ *     (writers.c) under the profile lock.  VMDeath takes the same lock for
+ *     the last window.
+ */
+#ifndef JALEN_H
+#define JALEN_H
+
+#include <jni.h>
+#include <jvmti.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define JL_MAX_DEPTH 128   /* frames kept per stack sample */
+#define JL_RING_SLOTS 2048 /* stack samples between two drains */
+
+/* ------------------------------------------------------------------ */
+/* Options (options.c)                                                 */
+/* ------------------------------------------------------------------ */
+
+enum { JL_MODE_CPU = 0, JL_MODE_JVMTI = 1 };
+enum {
+    JL_FMT_CSV = 1u << 0,
+    JL_FMT_COLLAPSED = 1u << 1,
+    JL_FMT_HTML = 1u << 2,
+    JL_FMT_JSON = 1u << 3,
+    JL_FMT_ALL = 0xf,
+};
+
+typedef struct jl_opts {
+    uint64_t interval_ns; /* CPU time between two stack samples */
+    uint64_t window_ns;   /* power window */
+    char *out;            /* output folder, %p expanded */
+    unsigned formats;     /* JL_FMT_* */
+    char **filters;       /* package prefixes, dotted */
+    size_t nfilters;
+    int mode;             /* JL_MODE_* */
+    int net;              /* count socket bytes */
+    char *sensors;        /* "+"-joined module names, NULL = auto */
+    char *formula;
+    char *procfs, *sysfs;
+    int quiet;
+    int fail_abort;
+    int top;              /* methods per window in timeline.csv */
+} jl_opts;
+
+/* Parses the agent's option string (NULL or "" gives the defaults) into o.
+ * On error returns -EINVAL with one line in err naming the option. */
+int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err,
+                  size_t errlen);
+void jl_opts_free(jl_opts *o);
+
+/* ------------------------------------------------------------------ */
+/* Stack samples (sampler.c)                                           */
+/* ------------------------------------------------------------------ */
+
+/* AsyncGetCallTrace, exported by libjvm.so but declared in no header. */
+typedef struct {
+    jint lineno; /* BCI, or a negative value for native frames */
+    jmethodID method_id;
+} jl_asgct_frame;
+
+typedef struct {
+    JNIEnv *env_id;
+    jint num_frames; /* > 0 frames; <= 0 an error code of ASGCT */
+    jl_asgct_frame *frames;
+} jl_asgct_trace;
+
+typedef void (*jl_asgct_fn)(jl_asgct_trace *, jint, void *);
+
+enum { JL_SLOT_FREE = 0, JL_SLOT_BUSY = 1, JL_SLOT_READY = 2 };
+
+typedef struct jl_slot {
+    atomic_int state;
+    pid_t tid;
+    int n; /* frames, or the ASGCT error code when <= 0 */
+    int truncated;
+    jl_asgct_frame frames[JL_MAX_DEPTH];
+} jl_slot;
+
+typedef struct jl_sampler {
+    jl_slot *slots;
+    atomic_uint next;
+    atomic_ulong taken;
+    atomic_ulong dropped;
+    atomic_int on;
+    jl_asgct_fn asgct;
+    JavaVM *vm;
+    uint64_t interval_ns;
+} jl_sampler;
+
+extern jl_sampler jl_smp;
+
+int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
+                    size_t errlen);
+/* Creates a CPU-time timer for thread tid (0: the calling thread). */
+int jl_sampler_timer_create(pid_t tid, timer_t *out);
+void jl_sampler_timer_delete(timer_t t);
+/* Claims a slot, or NULL (and counts a drop).  jl_slot_publish marks it
+ * ready for the agent thread.  Async-signal-safe. */
+jl_slot *jl_slot_claim(void);
+void jl_slot_publish(jl_slot *s);
+/* Calls fn on every ready slot and frees it.  Agent thread only. */
+void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user);
+
+/* ------------------------------------------------------------------ */
+/* Threads (threads.c)                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef enum jl_kind {
+    JL_K_JAVA = 0,
+    JL_K_GC,
+    JL_K_JIT,
+    JL_K_VM,
+    JL_K_AGENT,
+    JL_K_COUNT
+} jl_kind;
+
+typedef struct jl_thread {
+    pid_t tid;
+    char name[64];
+    jl_kind kind;
+    int alive;
+    int has_timer;
+    timer_t timer;
+    jobject ref;          /* global ref of the java.lang.Thread (jvmti) */
+    double final_cpu_s;   /* CPU time at ThreadEnd, < 0 while alive */
+    double seen_cpu_s;    /* CPU time counted so far */
+    /* this window */
+    double w_cpu_s, w_cpu_j, w_net_j;
+    uint64_t w_net_bytes;
+    unsigned w_samples;
+    /* cumulative */
+    double cpu_s, energy_j, cpu_j, net_j;
+    uint64_t net_bytes;
+} jl_thread;
+
+typedef struct jl_threads {
+    pthread_mutex_t lock;
+    jl_thread *v;
+    size_t n, cap;
+    int *hash; /* tid -> index + 1, open addressing */
+    size_t hcap;
+} jl_threads;
+
+extern jl_threads jl_thr;
+
+jl_thread *jl_threads_get(pid_t tid, int create); /* lock held */
+jl_kind jl_classify_comm(const char *comm);
+extern const char *const jl_kind_names[JL_K_COUNT];
+
+/* ------------------------------------------------------------------ */
+/* Methods and the call tree (profile.c)                               */
+/* ------------------------------------------------------------------ */
+
+/* Fixed pseudo-frames, at these indices of the method table. */
+enum {
+    JL_M_UNATTRIBUTED = 0,
+    JL_M_GC,
+    JL_M_JIT,
+    JL_M_VM,
+    JL_M_AGENT,
+    JL_M_OUTSIDE_FILTER,
+    JL_M_TRUNCATED,
+    JL_M_ERR0, /* ASGCT error codes 0, -1, ..., -10 follow */
+    JL_M_NFIXED = JL_M_ERR0 + 11,
+};
+
+typedef struct jl_method {
+    char *name;     /* package.Class.method */
+    int cls;        /* index in the class table */
+    int matches;    /* matches the filter */
+    double self_j, total_j, cpu_j, net_j, fself_j;
+    uint64_t self_samples, total_samples, fself_samples, net_bytes;
+    double w_self_j; /* this window, for the timeline */
+    uint64_t stamp;  /* last sample that counted it (once per sample) */
+} jl_method;
+
+typedef struct jl_class {
+    char *name;
+    double self_j, total_j, cpu_j, net_j;
+    uint64_t stamp;
+} jl_class;
+
+typedef struct jl_node {
+    int method;
+    int parent;
+    int first_child, next_sibling;
+    double self_j;
+    double total_j; /* filled before writing */
+} jl_node;
+
+typedef struct jl_timeline_row {
+    double start_s;
+    int method;
+    double power_w;
+} jl_timeline_row;
+
+typedef struct jl_profile {
+    jl_method *m;
+    size_t nm, capm;
+    jl_class *c;
+    size_t nc, capc;
+    jl_node *nodes;
+    size_t nn, capn;
+    int *nhash; /* (parent, method) -> node + 1 */
+    size_t nhcap;
+    int *mhash; /* jmethodID -> method + 1 */
+    jmethodID *mhkeys;
+    size_t mhcap, mhn;
+    int *chash; /* class name -> class + 1 */
+    size_t chcap;
+    uint64_t stamp;
+    jl_timeline_row *tl;
+    size_t ntl, captl;
+    /* totals */
+    double process_j, process_cpu_j, process_nic_j;
+    double unattributed_j;
+    uint64_t windows, samples, samples_dropped, net_bytes;
+    double duration_s;
+    double start_s;
+    char formula[128], sensors[128], cpu_source[32], assumed[1024];
+} jl_profile;
+
+extern jl_profile jl_prof;
+
+int jl_profile_init(const jl_opts *o);
+/* Method index of a jmethodID (resolving its name the first time). */
+int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
+/* Adds one weighted stack (frames[0] = top) to the profile. */
+void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
+                    uint64_t net_bytes, int count_sample);
+void jl_profile_compute_totals(void);
+
+/* ------------------------------------------------------------------ */
+/* Network (net.c)                                                     */
+/* ------------------------------------------------------------------ */
+
+void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr,
+                               jmethodID method, void *address,
+                               void **new_address);
+typedef struct jl_net_rec {
+    pid_t tid;
+    int n;
+    jmethodID *frames; /* top first */
+    uint64_t w_bytes;
+    uint64_t bytes;
+} jl_net_rec;
+/* Calls fn for every record with bytes in the window and zeroes them. */
+void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user);
+void jl_net_init(jvmtiEnv *jvmti);
+void jl_net_new_window(void);
+
+/* ------------------------------------------------------------------ */
+/* Writers (writers.c)                                                 */
+/* ------------------------------------------------------------------ */
+
+int jl_write_all(const jl_opts *o, int final);
+void jl_print_summary(const jl_opts *o);
+extern const char jl_flamegraph_head[];
+extern const char jl_flamegraph_tail[];
+
+/* Small helpers (util in writers.c). */
+double jl_now_s(void);
+pid_t jl_gettid(void);
+
+#endif /* JALEN_H */

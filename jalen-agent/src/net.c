@@ -1,0 +1,310 @@
+/*
+ * net.c - socket bytes per call stack, through NativeMethodBind wrappers
+ * around the JDK's socket natives.
+ *
+ * A wrapper calls the original native, then adds the bytes it moved to a
+ * record keyed by (thread, Java stack).  The stack is walked at most once
+ * per call, and not at all for a small transfer that follows another walk
+ * on the same thread within 1 ms (the cached stack is reused): heavy
+ * small I/O costs a hash add, not a stack walk.
+ */
+#include "jalen.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { JL_RX = 0, JL_TX = 1 };
+enum { JL_SIG_RW_I, JL_SIG_RW_J, JL_SIG_RECV, JL_SIG_SEND };
+
+typedef struct jl_target {
+    const char *cls;  /* class signature */
+    const char *name; /* method name */
+    const char *sig;  /* JNI signature */
+    int dir;
+    int check_socket; /* the native also serves files and pipes */
+    int shape;
+    void *_Atomic orig;
+} jl_target;
+
+#define FD_SIG "(Ljava/io/FileDescriptor;JI)"
+static jl_target jl_targets[] = {
+    {"Lsun/nio/ch/SocketDispatcher;", "read0", FD_SIG "I", JL_RX, 0, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/SocketDispatcher;", "readv0", FD_SIG "J", JL_RX, 0, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/SocketDispatcher;", "write0", FD_SIG "I", JL_TX, 0, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/SocketDispatcher;", "writev0", FD_SIG "J", JL_TX, 0, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/FileDispatcherImpl;", "write0", FD_SIG "I", JL_TX, 1, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/FileDispatcherImpl;", "writev0", FD_SIG "J", JL_TX, 1, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/FileDispatcherImpl;", "read0", FD_SIG "I", JL_RX, 1, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/FileDispatcherImpl;", "readv0", FD_SIG "J", JL_RX, 1, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/UnixFileDispatcherImpl;", "write0", FD_SIG "I", JL_TX, 1, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/UnixFileDispatcherImpl;", "writev0", FD_SIG "J", JL_TX, 1, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/UnixFileDispatcherImpl;", "read0", FD_SIG "I", JL_RX, 1, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/UnixFileDispatcherImpl;", "readv0", FD_SIG "J", JL_RX, 1, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/DatagramDispatcher;", "read0", FD_SIG "I", JL_RX, 0, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/DatagramDispatcher;", "readv0", FD_SIG "J", JL_RX, 0, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/DatagramDispatcher;", "write0", FD_SIG "I", JL_TX, 0, JL_SIG_RW_I, NULL},
+    {"Lsun/nio/ch/DatagramDispatcher;", "writev0", FD_SIG "J", JL_TX, 0, JL_SIG_RW_J, NULL},
+    {"Lsun/nio/ch/DatagramChannelImpl;", "receive0", "(Ljava/io/FileDescriptor;JIJZ)I", JL_RX,
+     0, JL_SIG_RECV, NULL},
+    {"Lsun/nio/ch/DatagramChannelImpl;", "send0", "(Ljava/io/FileDescriptor;JIJI)I", JL_TX, 0,
+     JL_SIG_SEND, NULL},
+};
+#define JL_NTARGETS (sizeof(jl_targets) / sizeof(jl_targets[0]))
+
+static jvmtiEnv *jl_net_jvmti;
+static jfieldID jl_fd_field;
+static pthread_mutex_t jl_net_lock = PTHREAD_MUTEX_INITIALIZER;
+static jl_net_rec **jl_recs; /* open addressing */
+static size_t jl_recs_cap, jl_recs_n;
+/* per fd: 0 unknown, 1 socket, 2 something else; cleared each window so
+ * that a reused fd is looked at again */
+#define JL_FD_CACHE 65536
+static unsigned char jl_fd_kind[JL_FD_CACHE];
+
+static __thread jl_net_rec *jl_tl_rec;
+static __thread uint64_t jl_tl_walk_ns;
+static __thread pid_t jl_tl_tid;
+
+void jl_net_init(jvmtiEnv *jvmti)
+{
+    jl_net_jvmti = jvmti;
+}
+
+void jl_net_new_window(void)
+{
+    memset(jl_fd_kind, 0, sizeof(jl_fd_kind));
+}
+
+static uint64_t jl_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int jl_is_socket(JNIEnv *env, jobject fdo)
+{
+    if (!fdo)
+        return 0;
+    if (!jl_fd_field) {
+        jclass c = (*env)->GetObjectClass(env, fdo);
+        if (!c)
+            return 0;
+        jl_fd_field = (*env)->GetFieldID(env, c, "fd", "I");
+        (*env)->DeleteLocalRef(env, c);
+        if (!jl_fd_field) {
+            (*env)->ExceptionClear(env);
+            return 0;
+        }
+    }
+    jint fd = (*env)->GetIntField(env, fdo, jl_fd_field);
+    if (fd < 0)
+        return 0;
+    if (fd < JL_FD_CACHE && jl_fd_kind[fd])
+        return jl_fd_kind[fd] == 1;
+    struct stat st;
+    int sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    if (fd < JL_FD_CACHE)
+        jl_fd_kind[fd] = sock ? 1 : 2;
+    return sock;
+}
+
+static uint64_t jl_rec_hash(pid_t tid, const jmethodID *f, int n)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)f[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+/* net lock held */
+static jl_net_rec *jl_rec_find(pid_t tid, const jmethodID *f, int n)
+{
+    if ((jl_recs_n + 1) * 2 > jl_recs_cap) {
+        size_t ncap = jl_recs_cap ? jl_recs_cap * 2 : 1024;
+        jl_net_rec **nv = calloc(ncap, sizeof(*nv));
+        if (!nv)
+            return NULL;
+        for (size_t i = 0; i < jl_recs_cap; i++) {
+            jl_net_rec *r = jl_recs[i];
+            if (!r)
+                continue;
+            size_t k = jl_rec_hash(r->tid, r->frames, r->n) & (ncap - 1);
+            while (nv[k])
+                k = (k + 1) & (ncap - 1);
+            nv[k] = r;
+        }
+        free(jl_recs);
+        jl_recs = nv;
+        jl_recs_cap = ncap;
+    }
+    size_t k = jl_rec_hash(tid, f, n) & (jl_recs_cap - 1);
+    while (jl_recs[k]) {
+        jl_net_rec *r = jl_recs[k];
+        if (r->tid == tid && r->n == n && !memcmp(r->frames, f, (size_t)n * sizeof(*f)))
+            return r;
+        k = (k + 1) & (jl_recs_cap - 1);
+    }
+    jl_net_rec *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->frames = malloc((size_t)(n ? n : 1) * sizeof(*f));
+    if (!r->frames) {
+        free(r);
+        return NULL;
+    }
+    memcpy(r->frames, f, (size_t)n * sizeof(*f));
+    r->tid = tid;
+    r->n = n;
+    jl_recs[k] = r;
+    jl_recs_n++;
+    return r;
+}
+
+static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t bytes)
+{
+    if (t->check_socket && !jl_is_socket(env, fdo))
+        return;
+    if (!jl_tl_tid)
+        jl_tl_tid = jl_gettid();
+    uint64_t now = jl_mono_ns();
+    if (!jl_tl_rec || bytes >= 4096 || now - jl_tl_walk_ns > 1000000ull) {
+        jvmtiFrameInfo fi[JL_MAX_DEPTH];
+        jmethodID ids[JL_MAX_DEPTH];
+        jint n = 0;
+        if ((*jl_net_jvmti)->GetStackTrace(jl_net_jvmti, NULL, 0, JL_MAX_DEPTH, fi, &n) !=
+            JVMTI_ERROR_NONE)
+            n = 0;
+        for (jint i = 0; i < n; i++)
+            ids[i] = fi[i].method;
+        pthread_mutex_lock(&jl_net_lock);
+        jl_net_rec *r = jl_rec_find(jl_tl_tid, ids, n);
+        pthread_mutex_unlock(&jl_net_lock);
+        if (!r)
+            return;
+        jl_tl_rec = r;
+        jl_tl_walk_ns = now;
+    }
+    __atomic_fetch_add(&jl_tl_rec->w_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+typedef jint(JNICALL *jl_fn_rw_i)(JNIEnv *, jclass, jobject, jlong, jint);
+typedef jlong(JNICALL *jl_fn_rw_j)(JNIEnv *, jclass, jobject, jlong, jint);
+typedef jint(JNICALL *jl_fn_recv)(JNIEnv *, jclass, jobject, jlong, jint, jlong, jboolean);
+typedef jint(JNICALL *jl_fn_send)(JNIEnv *, jclass, jobject, jlong, jint, jlong, jint);
+
+#define JL_WRAP(N)                                                                          \
+    static jint JNICALL jl_wi##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l)          \
+    {                                                                                       \
+        jint r = ((jl_fn_rw_i)jl_targets[N].orig)(e, c, fd, a, l);                          \
+        if (r > 0)                                                                          \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
+        return r;                                                                           \
+    }                                                                                       \
+    static jlong JNICALL jl_wj##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l)         \
+    {                                                                                       \
+        jlong r = ((jl_fn_rw_j)jl_targets[N].orig)(e, c, fd, a, l);                         \
+        if (r > 0)                                                                          \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
+        return r;                                                                           \
+    }                                                                                       \
+    static jint JNICALL jl_wr##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l, jlong s, \
+                                 jboolean b)                                                \
+    {                                                                                       \
+        jint r = ((jl_fn_recv)jl_targets[N].orig)(e, c, fd, a, l, s, b);                    \
+        if (r > 0)                                                                          \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
+        return r;                                                                           \
+    }                                                                                       \
+    static jint JNICALL jl_ws##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l, jlong s, \
+                                 jint b)                                                    \
+    {                                                                                       \
+        jint r = ((jl_fn_send)jl_targets[N].orig)(e, c, fd, a, l, s, b);                    \
+        if (r > 0)                                                                          \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
+        return r;                                                                           \
+    }
+
+JL_WRAP(0)
+JL_WRAP(1)
+JL_WRAP(2)
+JL_WRAP(3)
+JL_WRAP(4)
+JL_WRAP(5)
+JL_WRAP(6)
+JL_WRAP(7)
+JL_WRAP(8)
+JL_WRAP(9)
+JL_WRAP(10)
+JL_WRAP(11)
+JL_WRAP(12)
+JL_WRAP(13)
+JL_WRAP(14)
+JL_WRAP(15)
+JL_WRAP(16)
+JL_WRAP(17)
+
+#define JL_ROW(N) {(void *)jl_wi##N, (void *)jl_wj##N, (void *)jl_wr##N, (void *)jl_ws##N}
+static void *const jl_wrappers[][4] = {
+    JL_ROW(0),  JL_ROW(1),  JL_ROW(2),  JL_ROW(3),  JL_ROW(4),  JL_ROW(5),
+    JL_ROW(6),  JL_ROW(7),  JL_ROW(8),  JL_ROW(9),  JL_ROW(10), JL_ROW(11),
+    JL_ROW(12), JL_ROW(13), JL_ROW(14), JL_ROW(15), JL_ROW(16), JL_ROW(17),
+};
+_Static_assert(sizeof(jl_wrappers) / sizeof(jl_wrappers[0]) == JL_NTARGETS,
+               "one wrapper row per target");
+
+void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmethodID method,
+                               void *address, void **new_address)
+{
+    (void)env;
+    (void)thr;
+    char *name = NULL, *sig = NULL, *csig = NULL;
+    jclass klass = NULL;
+    if ((*jvmti)->GetMethodName(jvmti, method, &name, &sig, NULL) != JVMTI_ERROR_NONE)
+        return;
+    int candidate = 0;
+    for (size_t i = 0; i < JL_NTARGETS; i++)
+        if (!strcmp(jl_targets[i].name, name) && !strcmp(jl_targets[i].sig, sig))
+            candidate = 1;
+    if (candidate &&
+        (*jvmti)->GetMethodDeclaringClass(jvmti, method, &klass) == JVMTI_ERROR_NONE &&
+        (*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE) {
+        for (size_t i = 0; i < JL_NTARGETS; i++) {
+            jl_target *t = &jl_targets[i];
+            if (strcmp(t->cls, csig) || strcmp(t->name, name) || strcmp(t->sig, sig))
+                continue;
+            void *wrapper = jl_wrappers[i][t->shape];
+            if (address == wrapper)
+                break;
+            /* two threads may bind the same native at once: first wins,
+             * both install the wrapper */
+            void *expect = NULL;
+            if (atomic_compare_exchange_strong(&t->orig, &expect, address) || expect == address)
+                *new_address = wrapper;
+            break;
+        }
+    }
+    if (klass && env)
+        (*env)->DeleteLocalRef(env, klass);
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)name);
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+    if (csig)
+        (*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+}
+
+void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user)
+{
+    pthread_mutex_lock(&jl_net_lock);
+    for (size_t i = 0; i < jl_recs_cap; i++) {
+        jl_net_rec *r = jl_recs ? jl_recs[i] : NULL;
+        if (!r)
+            continue;
+        uint64_t b = __atomic_exchange_n(&r->w_bytes, 0, __ATOMIC_RELAXED);
+        if (!b)
+            continue;
+        r->bytes += b;
+        fn(r, b, user);
+    }
+    pthread_mutex_unlock(&jl_net_lock);
+}

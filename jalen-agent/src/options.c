@@ -1,0 +1,280 @@
+/*
+ * options.c - the agent's option string: key=value separated by ",",
+ * lists inside a value joined by "+".
+ */
+#include "jalen.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "powerapi.h"
+
+static const char *const jl_keys[] = {
+    "interval", "window", "out",   "format",  "filter", "mode", "net",
+    "sensors",  "formula", "procfs", "sysfs", "quiet",  "fail", "top", NULL,
+};
+
+/* Levenshtein distance, small strings only (option names). */
+static size_t jl_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t prev[32], cur[32];
+    if (la > 30 || lb > 30)
+        return 99;
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+    }
+    return prev[lb];
+}
+
+static char *jl_expand_pid(const char *s, pid_t pid)
+{
+    size_t len = strlen(s) + 32;
+    char *out = malloc(len * 2);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (const char *p = s; *p && k + 24 < len * 2; p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            k += (size_t)snprintf(out + k, 24, "%d", (int)pid);
+            p++;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
+static int jl_set_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = strdup(v);
+    return *dst ? 0 : -ENOMEM;
+}
+
+static int jl_parse_formats(const char *v, unsigned *out)
+{
+    unsigned f = 0;
+    char *dup = strdup(v), *save = NULL;
+    if (!dup)
+        return -ENOMEM;
+    for (char *t = strtok_r(dup, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+        if (!strcmp(t, "csv"))
+            f |= JL_FMT_CSV;
+        else if (!strcmp(t, "collapsed"))
+            f |= JL_FMT_COLLAPSED;
+        else if (!strcmp(t, "html"))
+            f |= JL_FMT_HTML;
+        else if (!strcmp(t, "json"))
+            f |= JL_FMT_JSON;
+        else if (!strcmp(t, "all"))
+            f |= JL_FMT_ALL;
+        else {
+            free(dup);
+            return -EINVAL;
+        }
+    }
+    free(dup);
+    if (!f)
+        return -EINVAL;
+    *out = f;
+    return 0;
+}
+
+static int jl_parse_filters(const char *v, jl_opts *o)
+{
+    char *dup = strdup(v), *save = NULL;
+    if (!dup)
+        return -ENOMEM;
+    for (char *t = strtok_r(dup, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+        char **nv = realloc(o->filters, (o->nfilters + 1) * sizeof(*nv));
+        if (!nv) {
+            free(dup);
+            return -ENOMEM;
+        }
+        o->filters = nv;
+        o->filters[o->nfilters] = strdup(t);
+        if (!o->filters[o->nfilters]) {
+            free(dup);
+            return -ENOMEM;
+        }
+        /* accept "com/acme/" as well as "com.acme." */
+        for (char *c = o->filters[o->nfilters]; *c; c++)
+            if (*c == '/')
+                *c = '.';
+        o->nfilters++;
+    }
+    free(dup);
+    return 0;
+}
+
+static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
+                    char *err, size_t errlen)
+{
+    int rc = 0;
+    uint64_t ns;
+    if (!strcmp(key, "quiet")) {
+        if (val && strcmp(val, "on") && strcmp(val, "1") && strcmp(val, "true"))
+            goto bad;
+        o->quiet = 1;
+        return 0;
+    }
+    if (!val || !*val) {
+        snprintf(err, errlen, "option '%s' needs a value (%s=...)", key, key);
+        return -EINVAL;
+    }
+    if (!strcmp(key, "interval") || !strcmp(key, "window")) {
+        if (pa_parse_duration_ns(val, &ns) < 0)
+            goto bad;
+        if (!strcmp(key, "interval")) {
+            if (ns < 100000ull || ns > 10000000000ull) {
+                snprintf(err, errlen,
+                         "bad value '%s' for 'interval' (between 100us and 10s)", val);
+                return -EINVAL;
+            }
+            o->interval_ns = ns;
+        } else {
+            if (ns < 10000000ull || ns > 3600000000000ull) {
+                snprintf(err, errlen,
+                         "bad value '%s' for 'window' (between 10ms and 1h)", val);
+                return -EINVAL;
+            }
+            o->window_ns = ns;
+        }
+    } else if (!strcmp(key, "out")) {
+        free(o->out);
+        o->out = jl_expand_pid(val, pid);
+        rc = o->out ? 0 : -ENOMEM;
+    } else if (!strcmp(key, "format")) {
+        if (jl_parse_formats(val, &o->formats) < 0) {
+            snprintf(err, errlen,
+                     "bad value '%s' for 'format' (csv+collapsed+html+json)", val);
+            return -EINVAL;
+        }
+    } else if (!strcmp(key, "filter")) {
+        rc = jl_parse_filters(val, o);
+    } else if (!strcmp(key, "mode")) {
+        if (!strcmp(val, "cpu"))
+            o->mode = JL_MODE_CPU;
+        else if (!strcmp(val, "jvmti"))
+            o->mode = JL_MODE_JVMTI;
+        else
+            goto bad;
+    } else if (!strcmp(key, "net")) {
+        if (!strcmp(val, "on") || !strcmp(val, "1"))
+            o->net = 1;
+        else if (!strcmp(val, "off") || !strcmp(val, "0"))
+            o->net = 0;
+        else
+            goto bad;
+    } else if (!strcmp(key, "sensors")) {
+        rc = jl_set_str(&o->sensors, val);
+    } else if (!strcmp(key, "formula")) {
+        rc = jl_set_str(&o->formula, val);
+    } else if (!strcmp(key, "procfs")) {
+        rc = jl_set_str(&o->procfs, val);
+    } else if (!strcmp(key, "sysfs")) {
+        rc = jl_set_str(&o->sysfs, val);
+    } else if (!strcmp(key, "fail")) {
+        if (!strcmp(val, "abort"))
+            o->fail_abort = 1;
+        else if (!strcmp(val, "continue"))
+            o->fail_abort = 0;
+        else
+            goto bad;
+    } else if (!strcmp(key, "top")) {
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (*end || v < 1 || v > 1000)
+            goto bad;
+        o->top = (int)v;
+    }
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory parsing options");
+    return rc;
+bad:
+    snprintf(err, errlen, "bad value '%s' for '%s'", val ? val : "", key);
+    return -EINVAL;
+}
+
+int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof(*o));
+    o->interval_ns = 10000000ull;
+    o->window_ns = 1000000000ull;
+    o->formats = JL_FMT_ALL;
+    o->mode = JL_MODE_CPU;
+    o->net = 1;
+    o->top = 10;
+    o->out = jl_expand_pid("jalen-%p", pid);
+    if (!o->out)
+        return -ENOMEM;
+    if (!s || !*s)
+        return 0;
+    char *dup = strdup(s), *save = NULL;
+    if (!dup)
+        return -ENOMEM;
+    int rc = 0;
+    /* fail= first, so that it applies whatever the order */
+    for (char *t = strtok_r(dup, ",", &save); t && rc == 0;
+         t = strtok_r(NULL, ",", &save)) {
+        if (!*t)
+            continue;
+        char *eq = strchr(t, '=');
+        const char *val = NULL;
+        if (eq) {
+            *eq = '\0';
+            val = eq + 1;
+        }
+        int known = 0;
+        for (size_t i = 0; jl_keys[i]; i++)
+            if (!strcmp(jl_keys[i], t))
+                known = 1;
+        if (!known) {
+            const char *best = NULL;
+            size_t bd = 3;
+            for (size_t i = 0; jl_keys[i]; i++) {
+                size_t d = jl_distance(t, jl_keys[i]);
+                if (d < bd) {
+                    bd = d;
+                    best = jl_keys[i];
+                }
+            }
+            if (best)
+                snprintf(err, errlen, "unknown option '%s' (did you mean '%s'?)", t, best);
+            else
+                snprintf(err, errlen, "unknown option '%s'", t);
+            rc = -EINVAL;
+            break;
+        }
+        rc = jl_apply(o, t, val, pid, err, errlen);
+    }
+    free(dup);
+    /* a bad option elsewhere must not hide fail=abort */
+    if (rc < 0 && strstr(s, "fail=abort"))
+        o->fail_abort = 1;
+    return rc;
+}
+
+void jl_opts_free(jl_opts *o)
+{
+    free(o->out);
+    for (size_t i = 0; i < o->nfilters; i++)
+        free(o->filters[i]);
+    free(o->filters);
+    free(o->sensors);
+    free(o->formula);
+    free(o->procfs);
+    free(o->sysfs);
+    memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,371 @@
+/*
+ * profile.c - methods, classes and the call tree, with their energies.
+ *
+ * Only the agent thread (or VMDeath, under the same lock) touches these.
+ */
+#include "jalen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+jl_profile jl_prof;
+static const jl_opts *jl_popts;
+
+static const char *const jl_fixed_names[JL_M_NFIXED] = {
+    [JL_M_UNATTRIBUTED] = "[unattributed]",
+    [JL_M_GC] = "[GC]",
+    [JL_M_JIT] = "[JIT compiler]",
+    [JL_M_VM] = "[VM]",
+    [JL_M_AGENT] = "[agent]",
+    [JL_M_OUTSIDE_FILTER] = "[outside filter]",
+    [JL_M_TRUNCATED] = "[truncated]",
+    [JL_M_ERR0 + 0] = "[no Java frame]",
+    [JL_M_ERR0 + 1] = "[no class loaded]",
+    [JL_M_ERR0 + 2] = "[GC active]",
+    [JL_M_ERR0 + 3] = "[not Java]",
+    [JL_M_ERR0 + 4] = "[not walkable, not Java]",
+    [JL_M_ERR0 + 5] = "[unknown Java]",
+    [JL_M_ERR0 + 6] = "[not walkable Java]",
+    [JL_M_ERR0 + 7] = "[unknown state]",
+    [JL_M_ERR0 + 8] = "[thread exit]",
+    [JL_M_ERR0 + 9] = "[deoptimization]",
+    [JL_M_ERR0 + 10] = "[safepoint]",
+};
+
+static uint64_t jl_hash64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t jl_hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int jl_class_of(const char *name)
+{
+    if (jl_prof.nc * 2 >= jl_prof.chcap) {
+        size_t ncap = jl_prof.chcap ? jl_prof.chcap * 2 : 1024;
+        int *h = calloc(ncap, sizeof(int));
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < jl_prof.nc; i++) {
+            size_t k = jl_hash_str(jl_prof.c[i].name) & (ncap - 1);
+            while (h[k])
+                k = (k + 1) & (ncap - 1);
+            h[k] = (int)i + 1;
+        }
+        free(jl_prof.chash);
+        jl_prof.chash = h;
+        jl_prof.chcap = ncap;
+    }
+    size_t k = jl_hash_str(name) & (jl_prof.chcap - 1);
+    while (jl_prof.chash[k]) {
+        int i = jl_prof.chash[k] - 1;
+        if (!strcmp(jl_prof.c[i].name, name))
+            return i;
+        k = (k + 1) & (jl_prof.chcap - 1);
+    }
+    if (jl_prof.nc == jl_prof.capc) {
+        size_t ncap = jl_prof.capc ? jl_prof.capc * 2 : 256;
+        jl_class *nv = realloc(jl_prof.c, ncap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        jl_prof.c = nv;
+        jl_prof.capc = ncap;
+    }
+    jl_class *c = &jl_prof.c[jl_prof.nc];
+    memset(c, 0, sizeof(*c));
+    c->name = strdup(name);
+    if (!c->name)
+        return -1;
+    jl_prof.chash[k] = (int)jl_prof.nc + 1;
+    return (int)jl_prof.nc++;
+}
+
+static int jl_matches(const char *name)
+{
+    if (!jl_popts || jl_popts->nfilters == 0)
+        return 1;
+    for (size_t i = 0; i < jl_popts->nfilters; i++)
+        if (!strncmp(name, jl_popts->filters[i], strlen(jl_popts->filters[i])))
+            return 1;
+    return 0;
+}
+
+static int jl_method_new(const char *cls, const char *meth)
+{
+    if (jl_prof.nm == jl_prof.capm) {
+        size_t ncap = jl_prof.capm ? jl_prof.capm * 2 : 1024;
+        jl_method *nv = realloc(jl_prof.m, ncap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        jl_prof.m = nv;
+        jl_prof.capm = ncap;
+    }
+    int ci = jl_class_of(cls);
+    if (ci < 0)
+        return -1;
+    jl_method *m = &jl_prof.m[jl_prof.nm];
+    memset(m, 0, sizeof(*m));
+    size_t len = strlen(cls) + strlen(meth) + 2;
+    m->name = malloc(len);
+    if (!m->name)
+        return -1;
+    if (*meth)
+        snprintf(m->name, len, "%s.%s", cls, meth);
+    else
+        snprintf(m->name, len, "%s", cls);
+    m->cls = ci;
+    m->matches = jl_matches(m->name);
+    return (int)jl_prof.nm++;
+}
+
+int jl_profile_init(const jl_opts *o)
+{
+    jl_popts = o;
+    for (int i = 0; i < JL_M_NFIXED; i++) {
+        if (jl_method_new(jl_fixed_names[i], "") != i)
+            return -1;
+        jl_prof.m[i].matches = 0;
+    }
+    return 0;
+}
+
+/* "Lcom/acme/Foo$Bar;" -> "com.acme.Foo$Bar"; hidden classes lose their
+ * address suffix ("Foo$$Lambda$14/0x0000000800c01234") so they merge. */
+static void jl_class_name(const char *sig, char *out, size_t len)
+{
+    size_t k = 0;
+    const char *p = sig;
+    if (*p == 'L')
+        p++;
+    for (; *p && *p != ';' && k + 1 < len; p++) {
+        if ((*p == '/' || *p == '.' || *p == '+') && p[1] == '0' && p[2] == 'x')
+            break;
+        out[k++] = *p == '/' ? '.' : *p;
+    }
+    out[k] = '\0';
+}
+
+static int jl_mhash_grow(void)
+{
+    size_t ncap = jl_prof.mhcap ? jl_prof.mhcap * 2 : 4096;
+    int *h = calloc(ncap, sizeof(int));
+    jmethodID *keys = calloc(ncap, sizeof(jmethodID));
+    if (!h || !keys) {
+        free(h);
+        free(keys);
+        return -1;
+    }
+    for (size_t i = 0; i < jl_prof.mhcap; i++) {
+        if (!jl_prof.mhash[i])
+            continue;
+        size_t k = jl_hash64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
+        while (h[k])
+            k = (k + 1) & (ncap - 1);
+        h[k] = jl_prof.mhash[i];
+        keys[k] = jl_prof.mhkeys[i];
+    }
+    free(jl_prof.mhash);
+    free(jl_prof.mhkeys);
+    jl_prof.mhash = h;
+    jl_prof.mhkeys = keys;
+    jl_prof.mhcap = ncap;
+    return 0;
+}
+
+int jl_method_of(jvmtiEnv *jvmti, jmethodID id)
+{
+    if ((jl_prof.mhn + 1) * 2 > jl_prof.mhcap && jl_mhash_grow() < 0)
+        return JL_M_UNATTRIBUTED;
+    size_t k = jl_hash64((uint64_t)(uintptr_t)id) & (jl_prof.mhcap - 1);
+    while (jl_prof.mhash[k]) {
+        if (jl_prof.mhkeys[k] == id)
+            return jl_prof.mhash[k] - 1;
+        k = (k + 1) & (jl_prof.mhcap - 1);
+    }
+    char cls[512] = "[unknown class]";
+    char meth[256] = "[unknown method]";
+    jclass klass = NULL;
+    char *csig = NULL, *mname = NULL;
+    if (id && (*jvmti)->GetMethodDeclaringClass(jvmti, id, &klass) == JVMTI_ERROR_NONE) {
+        if ((*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE &&
+            csig) {
+            jl_class_name(csig, cls, sizeof(cls));
+            (*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+        }
+    }
+    if (id && (*jvmti)->GetMethodName(jvmti, id, &mname, NULL, NULL) == JVMTI_ERROR_NONE &&
+        mname) {
+        snprintf(meth, sizeof(meth), "%s", mname);
+        (*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
+    }
+    if (klass) {
+        JNIEnv *jni = NULL;
+        JavaVM *vm = jl_smp.vm;
+        if (vm && (*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK && jni)
+            (*jni)->DeleteLocalRef(jni, klass);
+    }
+    /* one method record per name: the same method of a class loaded twice
+     * (or of two hidden classes) merges */
+    char full[800];
+    snprintf(full, sizeof(full), "%s.%s", cls, meth);
+    int mi = -1;
+    static int *nh;
+    static size_t nhcap, nhn;
+    if ((nhn + 1) * 2 > nhcap) {
+        size_t ncap = nhcap ? nhcap * 2 : 4096;
+        int *h = calloc(ncap, sizeof(int));
+        if (!h)
+            return JL_M_UNATTRIBUTED;
+        for (size_t i = JL_M_NFIXED; i < jl_prof.nm; i++) {
+            size_t q = jl_hash_str(jl_prof.m[i].name) & (ncap - 1);
+            while (h[q])
+                q = (q + 1) & (ncap - 1);
+            h[q] = (int)i + 1;
+        }
+        free(nh);
+        nh = h;
+        nhcap = ncap;
+    }
+    size_t q = jl_hash_str(full) & (nhcap - 1);
+    while (nh[q]) {
+        if (!strcmp(jl_prof.m[nh[q] - 1].name, full)) {
+            mi = nh[q] - 1;
+            break;
+        }
+        q = (q + 1) & (nhcap - 1);
+    }
+    if (mi < 0) {
+        mi = jl_method_new(cls, meth);
+        if (mi < 0)
+            return JL_M_UNATTRIBUTED;
+        nh[q] = mi + 1;
+        nhn++;
+    }
+    jl_prof.mhash[k] = mi + 1;
+    jl_prof.mhkeys[k] = id;
+    jl_prof.mhn++;
+    return mi;
+}
+
+static int jl_node_child(int parent, int method)
+{
+    if ((jl_prof.nn + 1) * 2 > jl_prof.nhcap) {
+        size_t ncap = jl_prof.nhcap ? jl_prof.nhcap * 2 : 8192;
+        int *h = calloc(ncap, sizeof(int));
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < jl_prof.nn; i++) {
+            uint64_t key = ((uint64_t)(uint32_t)jl_prof.nodes[i].parent << 32) |
+                           (uint32_t)jl_prof.nodes[i].method;
+            size_t k = jl_hash64(key) & (ncap - 1);
+            while (h[k])
+                k = (k + 1) & (ncap - 1);
+            h[k] = (int)i + 1;
+        }
+        free(jl_prof.nhash);
+        jl_prof.nhash = h;
+        jl_prof.nhcap = ncap;
+    }
+    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)method;
+    size_t k = jl_hash64(key) & (jl_prof.nhcap - 1);
+    while (jl_prof.nhash[k]) {
+        jl_node *n = &jl_prof.nodes[jl_prof.nhash[k] - 1];
+        if (n->parent == parent && n->method == method)
+            return jl_prof.nhash[k] - 1;
+        k = (k + 1) & (jl_prof.nhcap - 1);
+    }
+    if (jl_prof.nn == jl_prof.capn) {
+        size_t ncap = jl_prof.capn ? jl_prof.capn * 2 : 4096;
+        jl_node *nv = realloc(jl_prof.nodes, ncap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        jl_prof.nodes = nv;
+        jl_prof.capn = ncap;
+    }
+    int idx = (int)jl_prof.nn++;
+    jl_node *n = &jl_prof.nodes[idx];
+    memset(n, 0, sizeof(*n));
+    n->method = method;
+    n->parent = parent;
+    n->first_child = -1;
+    n->next_sibling = -1;
+    if (parent >= 0) {
+        n->next_sibling = jl_prof.nodes[parent].first_child;
+        jl_prof.nodes[parent].first_child = idx;
+    }
+    jl_prof.nhash[k] = idx + 1;
+    return idx;
+}
+
+void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
+                    uint64_t net_bytes, int count_sample)
+{
+    if (n <= 0)
+        return;
+    double e = cpu_j + net_j;
+    uint64_t stamp = ++jl_prof.stamp;
+    jl_method *top = &jl_prof.m[frames[0]];
+    top->self_j += e;
+    top->w_self_j += e;
+    top->self_samples += (uint64_t)count_sample;
+    jl_prof.c[top->cls].self_j += e;
+    int charged = 0;
+    for (int i = 0; i < n; i++) {
+        jl_method *m = &jl_prof.m[frames[i]];
+        if (m->stamp != stamp) {
+            m->stamp = stamp;
+            m->total_j += e;
+            m->cpu_j += cpu_j;
+            m->net_j += net_j;
+            m->net_bytes += net_bytes;
+            m->total_samples += (uint64_t)count_sample;
+        }
+        jl_class *c = &jl_prof.c[m->cls];
+        if (c->stamp != stamp) {
+            c->stamp = stamp;
+            c->total_j += e;
+            c->cpu_j += cpu_j;
+            c->net_j += net_j;
+        }
+        if (!charged && (m->matches || frames[i] < JL_M_NFIXED)) {
+            m->fself_j += e;
+            m->fself_samples += (uint64_t)count_sample;
+            charged = 1;
+        }
+    }
+    if (!charged) {
+        jl_prof.m[JL_M_OUTSIDE_FILTER].fself_j += e;
+        jl_prof.m[JL_M_OUTSIDE_FILTER].fself_samples += (uint64_t)count_sample;
+    }
+    int node = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        int c = jl_node_child(node, frames[i]);
+        if (c < 0)
+            return;
+        node = c;
+    }
+    jl_prof.nodes[node].self_j += e;
+}
+
+void jl_profile_compute_totals(void)
+{
+    for (size_t i = 0; i < jl_prof.nn; i++)
+        jl_prof.nodes[i].total_j = jl_prof.nodes[i].self_j;
+    /* children are always created after their parent: one reverse pass */
+    for (size_t i = jl_prof.nn; i-- > 0;) {
+        int p = jl_prof.nodes[i].parent;
+        if (p >= 0)
+            jl_prof.nodes[p].total_j += jl_prof.nodes[i].total_j;
+    }
+}

@@ -1,0 +1,159 @@
+/*
+ * sampler.c - SIGPROF CPU-time timers and AsyncGetCallTrace into a
+ * preallocated ring (the async-profiler pattern).
+ *
+ * Each Java thread has a POSIX timer on its own CPU-time clock that sends
+ * SIGPROF to that very thread (SIGEV_THREAD_ID) every `interval` of CPU
+ * time, so samples fall in proportion to CPU time, with no safepoint bias.
+ * The handler takes no lock, never allocates: it claims a slot with one
+ * compare-and-swap, or counts a drop.
+ */
+#include "jalen.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+jl_sampler jl_smp;
+
+pid_t jl_gettid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+jl_slot *jl_slot_claim(void)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        unsigned i = atomic_fetch_add_explicit(&jl_smp.next, 1, memory_order_relaxed);
+        jl_slot *s = &jl_smp.slots[i % JL_RING_SLOTS];
+        int expect = JL_SLOT_FREE;
+        if (atomic_compare_exchange_strong_explicit(&s->state, &expect, JL_SLOT_BUSY,
+                                                    memory_order_acquire,
+                                                    memory_order_relaxed))
+            return s;
+    }
+    atomic_fetch_add_explicit(&jl_smp.dropped, 1, memory_order_relaxed);
+    return NULL;
+}
+
+void jl_slot_publish(jl_slot *s)
+{
+    atomic_fetch_add_explicit(&jl_smp.taken, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->state, JL_SLOT_READY, memory_order_release);
+}
+
+static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    int saved = errno;
+    if (!atomic_load_explicit(&jl_smp.on, memory_order_acquire))
+        goto out;
+    JNIEnv *env = NULL;
+    /* GetEnv only reads the thread-local Thread*: what async-profiler does */
+    if ((*jl_smp.vm)->GetEnv(jl_smp.vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK)
+        env = NULL;
+    jl_slot *s = jl_slot_claim();
+    if (!s)
+        goto out;
+    s->tid = jl_gettid();
+    s->truncated = 0;
+    if (!env) {
+        s->n = -3; /* ticks_unknown_not_Java */
+    } else {
+        jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
+        jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
+        s->n = tr.num_frames;
+        s->truncated = tr.num_frames >= JL_MAX_DEPTH;
+    }
+    jl_slot_publish(s);
+out:
+    errno = saved;
+}
+
+int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
+                    size_t errlen)
+{
+    jl_smp.vm = vm;
+    jl_smp.interval_ns = interval_ns;
+    /* mmap: zeroed, and not on the malloc heap the JVM shares */
+    void *mem = mmap(NULL, sizeof(jl_slot) * JL_RING_SLOTS, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map the sample ring: %s", strerror(errno));
+        return -ENOMEM;
+    }
+    jl_smp.slots = mem;
+    if (mode != JL_MODE_CPU)
+        return 0;
+    jl_smp.asgct = (jl_asgct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
+    if (!jl_smp.asgct) {
+        snprintf(err, errlen,
+                 "AsyncGetCallTrace not found in this JVM; use mode=jvmti");
+        return -ENOSYS;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = jl_on_sigprof;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, NULL) < 0) {
+        snprintf(err, errlen, "cannot install the SIGPROF handler: %s", strerror(errno));
+        return -errno;
+    }
+    return 0;
+}
+
+int jl_sampler_timer_create(pid_t tid, timer_t *out)
+{
+    clockid_t clk;
+    if (tid == 0) {
+        clk = CLOCK_THREAD_CPUTIME_ID;
+        tid = jl_gettid();
+    } else {
+        /* the kernel's CPU clock of another thread: MAKE_THREAD_CPUCLOCK */
+        clk = (clockid_t)((~(unsigned)tid) << 3) | 6;
+    }
+    struct sigevent sev;
+    memset(&sev, 0, sizeof(sev));
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev._sigev_un._tid = tid;
+    timer_t t;
+    if (timer_create(clk, &sev, &t) < 0)
+        return -errno;
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(jl_smp.interval_ns / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(jl_smp.interval_ns % 1000000000ull);
+    its.it_value = its.it_interval;
+    if (timer_settime(t, 0, &its, NULL) < 0) {
+        int e = -errno;
+        timer_delete(t);
+        return e;
+    }
+    *out = t;
+    return 0;
+}
+
+void jl_sampler_timer_delete(timer_t t)
+{
+    timer_delete(t);
+}
+
+void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user)
+{
+    if (!jl_smp.slots)
+        return;
+    for (size_t i = 0; i < JL_RING_SLOTS; i++) {
+        jl_slot *s = &jl_smp.slots[i];
+        if (atomic_load_explicit(&s->state, memory_order_acquire) != JL_SLOT_READY)
+            continue;
+        fn(s, user);
+        atomic_store_explicit(&s->state, JL_SLOT_FREE, memory_order_release);
+    }
+}

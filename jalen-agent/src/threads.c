@@ -1,0 +1,105 @@
+/*
+ * threads.c - the table of the JVM's native threads (tid -> name, kind).
+ *
+ * Java threads are entered at ThreadStart (gettid on the new thread) or,
+ * for those started before VMInit, matched by name in /proc/self/task.
+ * Every other thread is a pseudo-thread classified by its comm.
+ */
+#include "jalen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+jl_threads jl_thr = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+const char *const jl_kind_names[JL_K_COUNT] = {
+    [JL_K_JAVA] = "java", [JL_K_GC] = "[GC]", [JL_K_JIT] = "[JIT compiler]",
+    [JL_K_VM] = "[VM]",   [JL_K_AGENT] = "[agent]",
+};
+
+static int jl_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+jl_kind jl_classify_comm(const char *comm)
+{
+    static const char *const gc[] = {
+        "GC Thread", "G1 ",       "GC ",       "ParGC",      "Parallel GC",
+        "CMS",       "Shenandoah", "ZWorker",   "ZDirector", "ZDriver",
+        "ZStat",     "ZUnmapper", "ZRelocat",  "Gang worker", "Conc#",
+        "VM Periodic GC", NULL,
+    };
+    static const char *const jit[] = {
+        "C1 CompilerThre", "C2 CompilerThre", "CompilerThread", "Sweeper thread",
+        "JVMCI",           "C1 Compiler",     "C2 Compiler",    NULL,
+    };
+    for (size_t i = 0; gc[i]; i++)
+        if (jl_prefix(comm, gc[i]))
+            return JL_K_GC;
+    for (size_t i = 0; jit[i]; i++)
+        if (jl_prefix(comm, jit[i]))
+            return JL_K_JIT;
+    return JL_K_VM;
+}
+
+static size_t jl_hash_tid(pid_t tid, size_t cap)
+{
+    return ((uint32_t)tid * 2654435761u) & (cap - 1);
+}
+
+static int jl_rehash(size_t ncap)
+{
+    int *h = calloc(ncap, sizeof(int));
+    if (!h)
+        return -1;
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        size_t k = jl_hash_tid(jl_thr.v[i].tid, ncap);
+        while (h[k])
+            k = (k + 1) & (ncap - 1);
+        h[k] = (int)i + 1;
+    }
+    free(jl_thr.hash);
+    jl_thr.hash = h;
+    jl_thr.hcap = ncap;
+    return 0;
+}
+
+/* Lock held.  A tid that exited and was reused keeps one record: a dead
+ * record is revived (its cumulative figures stay with the old name). */
+jl_thread *jl_threads_get(pid_t tid, int create)
+{
+    if (jl_thr.hcap) {
+        size_t k = jl_hash_tid(tid, jl_thr.hcap);
+        while (jl_thr.hash[k]) {
+            jl_thread *t = &jl_thr.v[jl_thr.hash[k] - 1];
+            if (t->tid == tid)
+                return t;
+            k = (k + 1) & (jl_thr.hcap - 1);
+        }
+    }
+    if (!create)
+        return NULL;
+    if (jl_thr.n == jl_thr.cap) {
+        size_t ncap = jl_thr.cap ? jl_thr.cap * 2 : 256;
+        jl_thread *nv = realloc(jl_thr.v, ncap * sizeof(*nv));
+        if (!nv)
+            return NULL;
+        jl_thr.v = nv;
+        jl_thr.cap = ncap;
+    }
+    if ((jl_thr.n + 1) * 2 > jl_thr.hcap && jl_rehash(jl_thr.hcap ? jl_thr.hcap * 2 : 512) < 0)
+        return NULL;
+    jl_thread *t = &jl_thr.v[jl_thr.n];
+    memset(t, 0, sizeof(*t));
+    t->tid = tid;
+    t->kind = JL_K_VM;
+    t->alive = 1;
+    t->final_cpu_s = -1;
+    size_t k = jl_hash_tid(tid, jl_thr.hcap);
+    while (jl_thr.hash[k])
+        k = (k + 1) & (jl_thr.hcap - 1);
+    jl_thr.hash[k] = (int)jl_thr.n + 1;
+    jl_thr.n++;
+    return t;
+}

@@ -1,0 +1,430 @@
+/*
+ * writers.c - the output files of DESIGN.md section 8.
+ *
+ * Every file is written to ".<name>.tmp" in the output folder and renamed
+ * over <name>, so a reader never sees half a file and a killed JVM leaves
+ * the last complete window.
+ */
+#include "jalen.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct jl_out {
+    FILE *f;
+    char tmp[4200];
+    char dst[4200];
+} jl_out;
+
+static int jl_out_open(jl_out *o, const char *dir, const char *name)
+{
+    snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name);
+    snprintf(o->dst, sizeof(o->dst), "%s/%s", dir, name);
+    o->f = fopen(o->tmp, "we");
+    return o->f ? 0 : -errno;
+}
+
+static int jl_out_close(jl_out *o)
+{
+    int bad = ferror(o->f);
+    if (fclose(o->f) != 0)
+        bad = 1;
+    if (bad) {
+        unlink(o->tmp);
+        return -EIO;
+    }
+    if (rename(o->tmp, o->dst) < 0) {
+        int e = -errno;
+        unlink(o->tmp);
+        return e;
+    }
+    return 0;
+}
+
+/* CSV field: quoted only when it must be. */
+static void jl_csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void jl_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else if (c == '<')
+            fputs("\\u003c", f); /* safe inside <script> */
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const jl_profile *jl_sort_p;
+static int jl_by_self(const void *a, const void *b)
+{
+    double x = jl_sort_p->m[*(const int *)a].self_j, y = jl_sort_p->m[*(const int *)b].self_j;
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(jl_sort_p->m[*(const int *)a].name, jl_sort_p->m[*(const int *)b].name);
+}
+static int jl_by_fself(const void *a, const void *b)
+{
+    double x = jl_sort_p->m[*(const int *)a].fself_j, y = jl_sort_p->m[*(const int *)b].fself_j;
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(jl_sort_p->m[*(const int *)a].name, jl_sort_p->m[*(const int *)b].name);
+}
+static int jl_by_cself(const void *a, const void *b)
+{
+    double x = jl_sort_p->c[*(const int *)a].self_j, y = jl_sort_p->c[*(const int *)b].self_j;
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(jl_sort_p->c[*(const int *)a].name, jl_sort_p->c[*(const int *)b].name);
+}
+
+static int jl_method_used(const jl_method *m)
+{
+    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0;
+}
+
+static int jl_write_methods(const char *dir, int filtered)
+{
+    const jl_profile *p = &jl_prof;
+    int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
+    if (!idx)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nm; i++) {
+        const jl_method *m = &p->m[i];
+        if (!jl_method_used(m))
+            continue;
+        if (filtered && !(m->fself_j > 0 || (m->matches && m->total_j > 0)))
+            continue;
+        idx[n++] = (int)i;
+    }
+    jl_sort_p = p;
+    qsort(idx, n, sizeof(int), filtered ? jl_by_fself : jl_by_self);
+    jl_out o;
+    int rc = jl_out_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv");
+    if (rc < 0) {
+        free(idx);
+        return rc;
+    }
+    fputs("method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,self_samples,"
+          "total_samples,net_bytes\n",
+          o.f);
+    for (size_t k = 0; k < n; k++) {
+        const jl_method *m = &p->m[idx[k]];
+        jl_csv_str(o.f, m->name);
+        fprintf(o.f, ",%.9f,%.9f,%.9f,%.9f,%llu,%llu,%llu\n", filtered ? m->fself_j : m->self_j,
+                m->total_j, m->cpu_j, m->net_j,
+                (unsigned long long)(filtered ? m->fself_samples : m->self_samples),
+                (unsigned long long)m->total_samples, (unsigned long long)m->net_bytes);
+    }
+    free(idx);
+    return jl_out_close(&o);
+}
+
+static int jl_write_classes(const char *dir)
+{
+    const jl_profile *p = &jl_prof;
+    int *idx = malloc((p->nc ? p->nc : 1) * sizeof(int));
+    if (!idx)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nc; i++)
+        if (p->c[i].total_j > 0 || p->c[i].self_j > 0)
+            idx[n++] = (int)i;
+    jl_sort_p = p;
+    qsort(idx, n, sizeof(int), jl_by_cself);
+    jl_out o;
+    int rc = jl_out_open(&o, dir, "classes.csv");
+    if (rc < 0) {
+        free(idx);
+        return rc;
+    }
+    fputs("class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", o.f);
+    for (size_t k = 0; k < n; k++) {
+        const jl_class *c = &p->c[idx[k]];
+        jl_csv_str(o.f, c->name);
+        fprintf(o.f, ",%.9f,%.9f,%.9f,%.9f\n", c->self_j, c->total_j, c->cpu_j, c->net_j);
+    }
+    free(idx);
+    return jl_out_close(&o);
+}
+
+static int jl_write_threads(const char *dir)
+{
+    jl_out o;
+    int rc = jl_out_open(&o, dir, "threads.csv");
+    if (rc < 0)
+        return rc;
+    fputs("tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n", o.f);
+    double agg[JL_K_COUNT][4];
+    uint64_t aggb[JL_K_COUNT];
+    memset(agg, 0, sizeof(agg));
+    memset(aggb, 0, sizeof(aggb));
+    pthread_mutex_lock(&jl_thr.lock);
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        const jl_thread *t = &jl_thr.v[i];
+        if (t->kind == JL_K_JAVA) {
+            if (t->cpu_s <= 0 && t->energy_j <= 0 && !t->net_bytes)
+                continue;
+            fprintf(o.f, "%d,", (int)t->tid);
+            jl_csv_str(o.f, t->name);
+            fprintf(o.f, ",%.6f,%.9f,%.9f,%.9f,%llu\n", t->cpu_s, t->energy_j, t->cpu_j,
+                    t->net_j, (unsigned long long)t->net_bytes);
+        } else {
+            agg[t->kind][0] += t->cpu_s;
+            agg[t->kind][1] += t->energy_j;
+            agg[t->kind][2] += t->cpu_j;
+            agg[t->kind][3] += t->net_j;
+            aggb[t->kind] += t->net_bytes;
+        }
+    }
+    pthread_mutex_unlock(&jl_thr.lock);
+    for (int k = 1; k < JL_K_COUNT; k++)
+        fprintf(o.f, "0,%s,%.6f,%.9f,%.9f,%.9f,%llu\n", jl_kind_names[k], agg[k][0], agg[k][1],
+                agg[k][2], agg[k][3], (unsigned long long)aggb[k]);
+    return jl_out_close(&o);
+}
+
+static int jl_write_collapsed(const char *dir)
+{
+    jl_out o;
+    int rc = jl_out_open(&o, dir, "energy.collapsed");
+    if (rc < 0)
+        return rc;
+    const jl_profile *p = &jl_prof;
+    int path[JL_MAX_DEPTH + 8];
+    for (size_t i = 0; i < p->nn; i++) {
+        const jl_node *nd = &p->nodes[i];
+        long long uj = llround(nd->self_j * 1e6);
+        if (uj <= 0)
+            continue;
+        int depth = 0;
+        for (int k = (int)i; k >= 0 && depth < JL_MAX_DEPTH + 8; k = p->nodes[k].parent)
+            path[depth++] = k;
+        for (int d = depth - 1; d >= 0; d--) {
+            fputs(p->m[p->nodes[path[d]].method].name, o.f);
+            if (d)
+                fputc(';', o.f);
+        }
+        fprintf(o.f, " %lld\n", uj);
+    }
+    return jl_out_close(&o);
+}
+
+static void jl_json_node(FILE *f, int i, double min_j)
+{
+    const jl_node *nd = &jl_prof.nodes[i];
+    fprintf(f, "{\"n\":%d,\"v\":%.0f", nd->method, nd->total_j * 1e6);
+    int first = 1;
+    for (int c = nd->first_child; c >= 0; c = jl_prof.nodes[c].next_sibling) {
+        if (jl_prof.nodes[c].total_j < min_j)
+            continue;
+        fputs(first ? ",\"c\":[" : ",", f);
+        first = 0;
+        jl_json_node(f, c, min_j);
+    }
+    if (!first)
+        fputc(']', f);
+    fputc('}', f);
+}
+
+static int jl_write_html(const char *dir, const jl_opts *opt)
+{
+    jl_out o;
+    int rc = jl_out_open(&o, dir, "flamegraph.html");
+    if (rc < 0)
+        return rc;
+    const jl_profile *p = &jl_prof;
+    double total = 0;
+    for (size_t i = 0; i < p->nn; i++)
+        if (p->nodes[i].parent < 0)
+            total += p->nodes[i].total_j;
+    double min_j = total * 2e-5;
+    fputs(jl_flamegraph_head, o.f);
+    fputs("{\"title\":", o.f);
+    char title[256];
+    snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)", (int)getpid(),
+             opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
+    jl_json_str(o.f, title);
+    fprintf(o.f, ",\"process_j\":%.6f,\"duration_s\":%.3f,\"names\":[", p->process_j,
+            p->duration_s);
+    for (size_t i = 0; i < p->nm; i++) {
+        if (i)
+            fputc(',', o.f);
+        jl_json_str(o.f, p->m[i].name);
+    }
+    fprintf(o.f, "],\"root\":{\"n\":-1,\"v\":%.0f,\"c\":[", total * 1e6);
+    int first = 1;
+    for (size_t i = 0; i < p->nn; i++) {
+        if (p->nodes[i].parent >= 0 || p->nodes[i].total_j < min_j)
+            continue;
+        if (!first)
+            fputc(',', o.f);
+        first = 0;
+        jl_json_node(o.f, (int)i, min_j);
+    }
+    fputs("]}}", o.f);
+    fputs(jl_flamegraph_tail, o.f);
+    return jl_out_close(&o);
+}
+
+static int jl_write_timeline(const char *dir)
+{
+    jl_out o;
+    int rc = jl_out_open(&o, dir, "timeline.csv");
+    if (rc < 0)
+        return rc;
+    fputs("window_start_s,method,power_w\n", o.f);
+    for (size_t i = 0; i < jl_prof.ntl; i++) {
+        const jl_timeline_row *r = &jl_prof.tl[i];
+        fprintf(o.f, "%.3f,", r->start_s);
+        jl_csv_str(o.f, jl_prof.m[r->method].name);
+        fprintf(o.f, ",%.6f\n", r->power_w);
+    }
+    return jl_out_close(&o);
+}
+
+static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
+{
+    jl_out o;
+    int rc = jl_out_open(&o, dir, "summary.json");
+    if (rc < 0)
+        return rc;
+    const jl_profile *p = &jl_prof;
+    double unattr = p->m[JL_M_UNATTRIBUTED].self_j;
+    double threads_j = 0;
+    pthread_mutex_lock(&jl_thr.lock);
+    for (size_t i = 0; i < jl_thr.n; i++)
+        threads_j += jl_thr.v[i].energy_j;
+    size_t nthreads = jl_thr.n;
+    pthread_mutex_unlock(&jl_thr.lock);
+    FILE *f = o.f;
+    fprintf(f, "{\n  \"pid\": %d,\n", (int)getpid());
+    fprintf(f, "  \"process_energy_j\": %.9f,\n", p->process_j);
+    fprintf(f, "  \"process_cpu_energy_j\": %.9f,\n", p->process_cpu_j);
+    fprintf(f, "  \"process_net_energy_j\": %.9f,\n", p->process_nic_j);
+    fprintf(f, "  \"attributed_energy_j\": %.9f,\n", p->process_j - unattr);
+    fprintf(f, "  \"unattributed_energy_j\": %.9f,\n", unattr);
+    fprintf(f, "  \"threads_energy_j\": %.9f,\n", threads_j);
+    fprintf(f, "  \"threads\": %zu,\n", nthreads);
+    fprintf(f, "  \"duration_s\": %.3f,\n", p->duration_s);
+    fprintf(f, "  \"windows\": %llu,\n", (unsigned long long)p->windows);
+    fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)p->samples);
+    fprintf(f, "  \"samples_dropped\": %llu,\n", (unsigned long long)p->samples_dropped);
+    fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
+    fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
+    fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
+    fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
+    fprintf(f, "  \"net\": %s,\n", opt->net ? "true" : "false");
+    fputs("  \"formula\": ", f);
+    jl_json_str(f, p->formula);
+    fputs(",\n  \"sensors\": ", f);
+    jl_json_str(f, p->sensors);
+    fputs(",\n  \"cpu_source\": ", f);
+    jl_json_str(f, p->cpu_source);
+    fputs(",\n  \"assumed\": [", f);
+    /* ";"-separated in the report */
+    char buf[sizeof(p->assumed)];
+    snprintf(buf, sizeof(buf), "%s", p->assumed);
+    char *save = NULL;
+    int first = 1;
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+        while (*t == ' ')
+            t++;
+        if (!*t)
+            continue;
+        if (!first)
+            fputs(", ", f);
+        first = 0;
+        jl_json_str(f, t);
+    }
+    fputs("],\n  \"filter\": [", f);
+    for (size_t i = 0; i < opt->nfilters; i++) {
+        if (i)
+            fputs(", ", f);
+        jl_json_str(f, opt->filters[i]);
+    }
+    fprintf(f, "],\n  \"complete\": %s\n}\n", final ? "true" : "false");
+    return jl_out_close(&o);
+}
+
+int jl_write_all(const jl_opts *o, int final)
+{
+    int rc = 0, r;
+    jl_profile_compute_totals();
+    if (o->formats & JL_FMT_CSV) {
+        if ((r = jl_write_methods(o->out, 0)) < 0)
+            rc = r;
+        if ((r = jl_write_methods(o->out, 1)) < 0)
+            rc = r;
+        if ((r = jl_write_classes(o->out)) < 0)
+            rc = r;
+        if ((r = jl_write_threads(o->out)) < 0)
+            rc = r;
+        if ((r = jl_write_timeline(o->out)) < 0)
+            rc = r;
+    }
+    if ((o->formats & JL_FMT_COLLAPSED) && (r = jl_write_collapsed(o->out)) < 0)
+        rc = r;
+    if ((o->formats & JL_FMT_HTML) && (r = jl_write_html(o->out, o)) < 0)
+        rc = r;
+    if ((o->formats & JL_FMT_JSON) && (r = jl_write_summary(o->out, o, final)) < 0)
+        rc = r;
+    static int warned;
+    if (rc < 0 && !warned && !o->quiet) {
+        fprintf(stderr, "jalen: cannot write the output files in '%s': %s\n", o->out,
+                strerror(-rc));
+        warned = 1;
+    }
+    return rc;
+}
+
+void jl_print_summary(const jl_opts *o)
+{
+    const jl_profile *p = &jl_prof;
+    int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
+    if (!idx)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nm; i++)
+        if (p->m[i].total_j > 0)
+            idx[n++] = (int)i;
+    jl_sort_p = p;
+    qsort(idx, n, sizeof(int), jl_by_self);
+    fprintf(stderr,
+            "jalen: process energy %.3f J (cpu %.3f J, net %.3f J) over %.1f s, %llu samples "
+            "(%llu dropped), formula %s\n",
+            p->process_j, p->process_cpu_j, p->process_nic_j, p->duration_s,
+            (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
+            p->formula[0] ? p->formula : "?");
+    fprintf(stderr, "jalen: top methods by self energy:\n");
+    for (size_t k = 0; k < n && k < 10; k++) {
+        const jl_method *m = &p->m[idx[k]];
+        fprintf(stderr, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
+                p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, m->name);
+    }
+    fprintf(stderr, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
+    free(idx);
+}

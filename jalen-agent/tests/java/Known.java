@@ -1,0 +1,129 @@
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+
+/**
+ * Known-answer workload for the jalen agent tests.
+ *
+ * Thread "burner": in each 100 ms of its own CPU time, burnA uses 60 ms,
+ * burnB 30 ms and burnC 10 ms, so their inclusive shares of the thread's
+ * energy are 60/30/10 %.
+ * Threads "duty-high" and "duty-low": burn 30 ms and 10 ms of CPU per
+ * 100 ms period (then sleep), so their energies are in the ratio 3.
+ * Thread "net-sender": sendA writes 3,000,000 bytes and sendB 1,000,000
+ * bytes over a loopback socket; "net-receiver" reads the 4,000,000 bytes in
+ * receiveAll.
+ *
+ * Usage: java Known SECONDS
+ */
+public class Known {
+    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+    static volatile double sink;
+    static volatile boolean stop;
+
+    static long cpu() {
+        return MX.getCurrentThreadCpuTime();
+    }
+
+    /* Spins until the thread used ns more nanoseconds of CPU time. */
+    static void spin(long ns) {
+        long end = cpu() + ns;
+        double x = sink;
+        while (true) {
+            for (int i = 0; i < 2000; i++)
+                x = x * 1.0000001 + 0.5;
+            if (cpu() >= end)
+                break;
+        }
+        sink = x;
+    }
+
+    static void burnA() { spin(60_000_000L); }
+    static void burnB() { spin(30_000_000L); }
+    static void burnC() { spin(10_000_000L); }
+
+    static void burner(long until) {
+        while (System.nanoTime() < until) {
+            burnA();
+            burnB();
+            burnC();
+        }
+    }
+
+    static void duty(long burnNs, long until) throws InterruptedException {
+        while (System.nanoTime() < until) {
+            long t0 = System.nanoTime();
+            spin(burnNs);
+            long left = 100_000_000L - (System.nanoTime() - t0);
+            if (left > 0)
+                Thread.sleep(left / 1_000_000L, (int) (left % 1_000_000L));
+        }
+    }
+
+    static void writeN(OutputStream out, byte[] buf, long n) throws Exception {
+        while (n > 0) {
+            int k = (int) Math.min(buf.length, n);
+            out.write(buf, 0, k);
+            n -= k;
+        }
+        out.flush();
+    }
+
+    static void sendA(OutputStream out, byte[] buf) throws Exception { writeN(out, buf, 3_000_000L); }
+    static void sendB(OutputStream out, byte[] buf) throws Exception { writeN(out, buf, 1_000_000L); }
+
+    static long receiveAll(InputStream in, long want) throws Exception {
+        byte[] buf = new byte[65536];
+        long got = 0;
+        while (got < want) {
+            int k = in.read(buf);
+            if (k < 0)
+                break;
+            got += k;
+        }
+        return got;
+    }
+
+    public static void main(String[] args) throws Exception {
+        double secs = args.length > 0 ? Double.parseDouble(args[0]) : 6;
+        long until = System.nanoTime() + (long) (secs * 1e9);
+        ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        Thread recv = new Thread(() -> {
+            try (Socket s = ss.accept(); InputStream in = s.getInputStream()) {
+                long got = receiveAll(in, 4_000_000L);
+                System.out.println("received " + got);
+            } catch (Exception e) {
+                e.printStackTrace();
+            }
+        }, "net-receiver");
+        recv.start();
+        Thread send = new Thread(() -> {
+            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), ss.getLocalPort());
+                 OutputStream out = s.getOutputStream()) {
+                byte[] buf = new byte[65536];
+                sendA(out, buf);
+                sendB(out, buf);
+            } catch (Exception e) {
+                e.printStackTrace();
+            }
+        }, "net-sender");
+        send.start();
+        Thread b = new Thread(() -> burner(until), "burner");
+        Thread hi = new Thread(() -> { try { duty(30_000_000L, until); } catch (InterruptedException e) { } }, "duty-high");
+        Thread lo = new Thread(() -> { try { duty(10_000_000L, until); } catch (InterruptedException e) { } }, "duty-low");
+        b.start();
+        hi.start();
+        lo.start();
+        b.join();
+        hi.join();
+        lo.join();
+        send.join();
+        recv.join();
+        ss.close();
+        System.out.println("done");
+    }
+}
