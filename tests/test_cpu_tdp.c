@@ -465,6 +465,228 @@ START_TEST(test_probe_and_ops)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* End to end: procfs-cpu + cpu-tdp through the public API on fixture   */
+/* trees, with an explicit clock.  The window's files are rewritten     */
+/* with known deltas (USER_HZ = 100: 1 tick = 10 ms; time_in_state      */
+/* counts 10 ms units).                                                 */
+/* ------------------------------------------------------------------ */
+
+/* <procfs>/stat with the aggregate line "user nice system idle iowait
+ * irq softirq steal 0 0" and ncpus per-CPU lines (their values are not
+ * used by the model). */
+static void write_stat(const char *root, unsigned ncpus, unsigned long user,
+                       unsigned long sys, unsigned long idle)
+{
+    char lines[1024] = "";
+    for (unsigned i = 0; i < ncpus; i++) {
+        size_t u = strlen(lines);
+        snprintf(lines + u, sizeof(lines) - u, "cpu%u %lu 0 %lu %lu 0 0 0 0 0 0\n",
+                 i, user / ncpus, sys / ncpus, idle / ncpus);
+    }
+    pa_test_write(root, "proc/stat",
+                  "cpu  %lu 0 %lu %lu 0 0 0 0 0 0\n%sintr 0\nctxt 0\n"
+                  "btime 1732085168\nprocesses 4000\nprocs_running 1\n"
+                  "procs_blocked 0\n",
+                  user, sys, idle, lines);
+}
+
+/* The fixture's stat line of a pid with utime/stime (proc(5) fields 14
+ * and 15) replaced. */
+static void write_pid_times(const char *root, int pid, const char *comm_etc,
+                            unsigned long utime, unsigned long stime,
+                            const char *rest)
+{
+    char rel[64];
+    snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
+    pa_test_write(root, rel, "%d %s %lu %lu %s\n", pid, comm_etc, utime, stime,
+                  rest);
+}
+
+static void write_tis(const char *root, int policy, unsigned long u800,
+                      unsigned long u2400, unsigned long u3201)
+{
+    char rel[128];
+    snprintf(rel, sizeof(rel),
+             "sys/devices/system/cpu/cpufreq/policy%d/stats/time_in_state",
+             policy);
+    pa_test_write(root, rel,
+                  "3201000 %lu\n3200000 0\n2800000 0\n2400000 %lu\n"
+                  "1300000 0\n800000 %lu\n",
+                  u3201, u2400, u800);
+}
+
+#define FIREFOX_MID "(firefox-esr) S 1290 3100 3100 0 -1 4194560 4100 0 0 0"
+#define FIREFOX_END                                                          \
+    "0 0 20 0 4 0 12001 23183360 469 18446744073709551615 94000203161600 "   \
+    "94000204073945 140720025395200 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 " \
+    "94000204164752 94000204176600 94000233161600 140720025397155 "          \
+    "140720025397180 140720025397180 140720025399272 0"
+
+START_TEST(test_e2e_desktop_cpufreq)
+{
+    /* Intel Core i5-6500 (hwdb: 65 W, 3200 MHz, 4 threads), 4 CPUs with
+     * one cpufreq policy each, no voltage table. */
+    char *root = pa_test_fixture_copy("desktop-cpufreq");
+    pa_ctx *c = pa_test_ctx(root);
+    write_stat(root, 4, 100000, 50000, 800000);
+    for (int i = 0; i < 4; i++)
+        write_tis(root, i, 10000, 2000, 4000);
+    write_pid_times(root, 3100, FIREFOX_MID, 150230, 30411, FIREFOX_END);
+    ck_assert_int_eq(pa_module_enable(c, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(c, "cpu-tdp", NULL), 0);
+    ck_assert_int_eq(pa_watch_pid(c, 3100, 0), 0);
+    ck_assert_int_eq(pa_tick_at(c, 10 * NS_PER_S), 0);
+
+    /* 2 s later: 4 CPUs x 2 s = 800 ticks = 8 CPU-seconds of capacity;
+     * busy +300 ticks (user +200, system +100) = 3 s, idle +500 = 5 s.
+     * Each policy: 800 MHz +125 units, 2400 MHz +25, 3201 MHz +50, so
+     * over the 4 CPUs t(800) = 5 s, t(2400) = 1 s, t(3201) = 2 s.
+     * V constant: P = 0.7 x 65 x (800x5 + 2400x1 + 3201x2) / (3200 x 8)
+     *               = 45.5 x 12802 / 25600 = 22.7535546875 W.
+     * firefox-esr: utime +100, stime +50 = 1.5 s; U = 1.5 / 8 = 0.1875:
+     * 22.7535546875 x 0.1875 = 4.26629150390625 W, 8.5325830078125 J.
+     * Idle: 22.7535546875 x (1 - 3/8) = 14.2209716796875 W. */
+    write_stat(root, 4, 100200, 50100, 800500);
+    for (int i = 0; i < 4; i++)
+        write_tis(root, i, 10125, 2025, 4050);
+    write_pid_times(root, 3100, FIREFOX_MID, 150330, 30461, FIREFOX_END);
+    pa_test_write(root, "proc/uptime", "105234.17 391136.74\n");
+    ck_assert_int_eq(pa_tick_at(c, 12 * NS_PER_S), 0);
+
+    double p = 0.7 * 65 * (800 * 5 + 2400 * 1 + 3201 * 2) / (3200.0 * 8);
+    ck_assert_double_eq_tol(p, 22.7535546875, 1e-12);
+    pa_power pw;
+    ck_assert_int_eq(pa_pid_power(c, 3100, &pw), 0);
+    ck_assert_double_eq_tol(pw.interval_s, 2.0, 1e-12);
+    ck_assert_double_eq_tol(pw.cpu_time_s, 1.5, 1e-9);
+    ck_assert_double_eq_tol(pw.cpu_w, p * 0.1875, 1e-9);
+    ck_assert_double_eq_tol(pw.cpu_j, p * 0.1875 * 2, 1e-9);
+    pa_power sys;
+    ck_assert_int_eq(pa_system_power(c, &sys), 0);
+    ck_assert_double_eq_tol(sys.cpu_w, p, 1e-9);
+    ck_assert_double_eq_tol(sys.idle_w, p * (1 - 3.0 / 8), 1e-9);
+    ck_assert_double_eq_tol(sys.cpu_j, p * 2, 1e-9);
+    ck_assert(!(sys.flags & PA_POWER_MEASURED));
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(c, &r), 0);
+    ck_assert_str_eq(r->cpu_source, "model");
+    ck_assert_ptr_nonnull(strstr(r->assumed, "tdp=65W (hwdb \"i5-6500\")"));
+    ck_assert_ptr_nonnull(strstr(r->assumed, "V constant"));
+    pa_report_free(r);
+
+    /* share=active at runtime: the busy 3 s split P: U = 1.5 / 3 */
+    ck_assert_int_eq(pa_module_configure(c, "cpu-tdp", "share=active"), 0);
+    write_stat(root, 4, 100400, 50200, 801000);
+    for (int i = 0; i < 4; i++)
+        write_tis(root, i, 10250, 2050, 4100);
+    write_pid_times(root, 3100, FIREFOX_MID, 150430, 30511, FIREFOX_END);
+    pa_test_write(root, "proc/uptime", "105236.17 391144.74\n");
+    ck_assert_int_eq(pa_tick_at(c, 14 * NS_PER_S), 0);
+    ck_assert_int_eq(pa_pid_power(c, 3100, &pw), 0);
+    ck_assert_double_eq_tol(pw.cpu_w, p * 0.5, 1e-9); /* 11.37677734375 */
+    ck_assert_double_eq_tol(pw.cpu_j, p * 0.1875 * 2 + p * 0.5 * 2, 1e-9);
+    ck_assert_int_eq(pa_system_power(c, &sys), 0);
+    ck_assert_double_eq_tol(sys.idle_w, 0, 1e-12);
+
+    pa_ctx_free(c);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+START_TEST(test_e2e_vm_nocpufreq)
+{
+    /* This VM's kind: "Intel(R) Xeon(R) Processor", 2 vCPUs, no cpufreq,
+     * cpuinfo 2000 MHz.  Default TDP 5 W x 2 = 10 W, P = 7 W. */
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *c = pa_test_ctx(root);
+    char *st = pa_test_slurp(PA_FIXTURES "/vm-nocpufreq/proc/1720/stat");
+    ck_assert_ptr_nonnull(st);
+    /* fields after the comm: keep them but for utime/stime (14, 15) */
+    char *rp = strrchr(st, ')');
+    ck_assert_ptr_nonnull(rp);
+    char head[512], tail[2048];
+    int n = 0;
+    const char *q = rp + 2;
+    /* fields 3..13 */
+    for (int f = 3; f <= 13; f++) {
+        q = strchr(q, ' ');
+        ck_assert_ptr_nonnull(q);
+        q++;
+    }
+    snprintf(head, sizeof(head), "%.*s", (int)(q - st - 1), st);
+    for (int f = 14; f <= 15; f++) {
+        q = strchr(q, ' ');
+        ck_assert_ptr_nonnull(q);
+        q++;
+    }
+    snprintf(tail, sizeof(tail), "%s", q);
+    n = (int)strlen(tail);
+    while (n > 0 && tail[n - 1] == '\n')
+        tail[--n] = '\0';
+    free(st);
+    /* head is "1720 (comm) S ... field13": write_pid_times wants the part
+     * after the pid */
+    const char *afterpid = strchr(head, ' ') + 1;
+    write_stat(root, 2, 20000, 10000, 300000);
+    write_pid_times(root, 1720, afterpid, 500, 100, tail);
+    ck_assert_int_eq(pa_module_enable(c, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(c, "cpu-tdp", NULL), 0);
+    ck_assert_int_eq(pa_watch_pid(c, 1720, 0), 0);
+    ck_assert_int_eq(pa_tick_at(c, 5 * NS_PER_S), 0);
+    /* 1 s: 2 CPUs = 2 s capacity; busy +120 ticks = 1.2 s; the pid +50
+     * ticks = 0.5 s: 7 x 0.5/2 = 1.75 W; idle 7 x (1 - 1.2/2) = 2.8 W */
+    write_stat(root, 2, 20080, 10040, 300080);
+    write_pid_times(root, 1720, afterpid, 540, 110, tail);
+    ck_assert_int_eq(pa_tick_at(c, 6 * NS_PER_S), 0);
+    pa_power pw, sys;
+    ck_assert_int_eq(pa_pid_power(c, 1720, &pw), 0);
+    ck_assert_double_eq_tol(pw.cpu_w, 1.75, 1e-9);
+    ck_assert_double_eq_tol(pw.cpu_j, 1.75, 1e-9);
+    ck_assert_int_eq(pa_system_power(c, &sys), 0);
+    ck_assert_double_eq_tol(sys.cpu_w, 7, 1e-9);
+    ck_assert_double_eq_tol(sys.idle_w, 2.8, 1e-9);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(c, &r), 0);
+    ck_assert_str_eq(r->cpu_source, "model");
+    ck_assert_ptr_nonnull(strstr(r->assumed,
+                                 "tdp=10W (default 5W x 2 CPUs for unknown "
+                                 "CPU 'Intel(R) Xeon(R) Processor')"));
+    ck_assert_ptr_nonnull(strstr(r->assumed, "f=2000MHz (no cpufreq: nominal)"));
+    pa_report_free(r);
+    /* tdp= set at runtime: 0.7 x 20 = 14 W, the pid 14 x 0.25 = 3.5 W */
+    ck_assert_int_eq(pa_module_configure(c, "cpu-tdp", "tdp=20"), 0);
+    write_stat(root, 2, 20160, 10080, 300160);
+    write_pid_times(root, 1720, afterpid, 580, 120, tail);
+    ck_assert_int_eq(pa_tick_at(c, 7 * NS_PER_S), 0);
+    ck_assert_int_eq(pa_pid_power(c, 1720, &pw), 0);
+    ck_assert_double_eq_tol(pw.cpu_w, 3.5, 1e-9);
+    ck_assert_double_eq_tol(pw.cpu_j, 1.75 + 3.5, 1e-9);
+    ck_assert_int_eq(pa_report_get(c, &r), 0);
+    ck_assert_ptr_nonnull(strstr(r->assumed, "tdp=20W (option)"));
+    pa_report_free(r);
+    pa_ctx_free(c);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+START_TEST(test_e2e_bad_option_names_fix)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *c = pa_test_ctx(root);
+    ck_assert_int_eq(pa_module_enable(c, "cpu-tdp", "tpd=95"), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "did you mean 'tdp'"));
+    ck_assert_int_eq(pa_module_enable(c, "cpu-tdp", "tdp=lots"), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "tdp=95"));
+    ck_assert_int_eq(pa_module_enable(c, "cpu-tdp", "tdp=95"), 0);
+    ck_assert_int_eq(pa_module_configure(c, "cpu-tdp", "share=most"), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "share=active"));
+    pa_ctx_free(c);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cpu-tdp");
@@ -487,8 +709,18 @@ static Suite *suite(void)
     tcase_add_test(tc, test_broken_hwdb_fails_start);
     tcase_add_test(tc, test_probe_and_ops);
     suite_add_tcase(s, tc);
+    TCase *e2e = tcase_create("e2e");
+    tcase_add_test(e2e, test_e2e_desktop_cpufreq);
+    tcase_add_test(e2e, test_e2e_vm_nocpufreq);
+    tcase_add_test(e2e, test_e2e_bad_option_names_fix);
+    suite_add_tcase(s, e2e);
     return s;
 }
+
+/* The library's module table refers to modules weakly: name the ones
+ * these tests enable so the static link keeps them. */
+const pa_module_ops *const pa_test_linked_modules[] = {&pa__mod_procfs_cpu,
+                                                       &pa__mod_cpu_tdp, NULL};
 
 int main(void)
 {
