@@ -380,6 +380,15 @@ extern const pa_module_ops pa__mod_cpu_tdp;
 extern const pa_module_ops pa__mod_rapl_share;
 extern const pa_module_ops pa__mod_nic_linear;
 
+/* perf sensor (sensors/perf.c): every event this machine's libpfm4 (and
+ * the generic kernel table) can encode, with whether it opens on the
+ * calling thread (status 0, else -errno: -ENOENT no such PMU event,
+ * -EACCES privilege).  cb returns 0 to go on or a negative value to stop
+ * (returned).  Returns the number of events listed. */
+typedef int (*pa__perf_event_cb)(const char *name, const char *desc,
+                                 int status, void *user);
+int pa__perf_events_list(pa__perf_event_cb cb, void *user);
+
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */
 /* ------------------------------------------------------------------ */

@@ -1,0 +1,1035 @@
+/*
+ * perf.c - the "perf" sensor: hardware and software event counts per
+ * target, through perf_event_open(2), events named with libpfm4.
+ *
+ * Options
+ *   events=A+B+C   event names (libpfm4 syntax, e.g. UNHALTED_CORE_CYCLES,
+ *                  perf::TASK-CLOCK, INST_RETIRED:ANY_P:u).  Default: the
+ *                  XeMPower set (cycles, instructions, reference cycles,
+ *                  LLC references and misses, branches and branch misses).
+ *   group=on|off   count a target's events as one perf group, read in one
+ *                  call with consistent times (all or none scheduled; the
+ *                  group must fit the PMU).  Default off: one counter per
+ *                  event, each multiplexed on its own, so more events than
+ *                  hardware counters still work (scaled).
+ *   system=auto|on|off  system-wide unhalted cycles (one counter per CPU,
+ *                  root or CAP_PERFMON) for rapl-share's denominator.
+ *
+ * Targets are the context's processes (all threads: one counter set per
+ * thread present at open, inherit + inherit_thread for threads created
+ * later, not for child processes) and threads (that thread only).
+ *
+ * Counts are cumulative and scaled per window for multiplexing:
+ *     scaled += delta_count . delta_time_enabled / delta_time_running
+ * and the task's multiplex is the lowest delta_running / delta_enabled of
+ * its counters in the window (1 = never multiplexed).
+ *
+ * Where the PMU lacks an event (a VM without a virtual PMU: ENOENT) the
+ * event is dropped, the probe says so, and an empty set becomes
+ * perf::TASK-CLOCK.  Unprivileged users count user space only
+ * (exclude_kernel, exclude_hv), as perf_event_paranoid 2 requires.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifdef PA_HAVE_LIBPFM
+#include <perfmon/pfmlib_perf_event.h>
+#endif
+
+#define FD_RESERVE 64 /* descriptors left for the rest of the program */
+
+static const char *const default_events[] = {
+    "UNHALTED_CORE_CYCLES",      "INSTRUCTIONS_RETIRED",
+    "UNHALTED_REFERENCE_CYCLES", "LLC_REFERENCES",
+    "LLC_MISSES",                "BRANCH_INSTRUCTIONS_RETIRED",
+    "BRANCH_MISSES_RETIRED",
+};
+#define NDEFAULT (sizeof(default_events) / sizeof(default_events[0]))
+
+/* Generic kernel events: used without libpfm4, and for the XeMPower names
+ * when libpfm4 does not know this CPU (it then has no model PMU table). */
+static const struct generic {
+    const char *name;
+    uint32_t type;
+    uint64_t config;
+    const char *desc;
+} generics[] = {
+    {"UNHALTED_CORE_CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES,
+     "unhalted core cycles (generic hardware event)"},
+    {"INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS,
+     "instructions retired (generic hardware event)"},
+    {"UNHALTED_REFERENCE_CYCLES", PERF_TYPE_HARDWARE,
+     PERF_COUNT_HW_REF_CPU_CYCLES,
+     "unhalted reference cycles (generic hardware event)"},
+    {"LLC_REFERENCES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES,
+     "last-level cache references (generic hardware event)"},
+    {"LLC_MISSES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES,
+     "last-level cache misses (generic hardware event)"},
+    {"BRANCH_INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE,
+     PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
+     "branch instructions retired (generic hardware event)"},
+    {"BRANCH_MISSES_RETIRED", PERF_TYPE_HARDWARE,
+     PERF_COUNT_HW_BRANCH_MISSES,
+     "mispredicted branches retired (generic hardware event)"},
+    {"perf::CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES,
+     "CPU cycles"},
+    {"perf::INSTRUCTIONS", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS,
+     "instructions"},
+    {"perf::TASK-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK,
+     "CPU time of the task, ns (software)"},
+    {"perf::CPU-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK,
+     "CPU clock, ns (software)"},
+    {"perf::CONTEXT-SWITCHES", PERF_TYPE_SOFTWARE,
+     PERF_COUNT_SW_CONTEXT_SWITCHES, "context switches (software)"},
+    {"perf::CPU-MIGRATIONS", PERF_TYPE_SOFTWARE,
+     PERF_COUNT_SW_CPU_MIGRATIONS, "migrations between CPUs (software)"},
+    {"perf::PAGE-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS,
+     "page faults (software)"},
+    {"perf::MINOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN,
+     "minor page faults (software)"},
+    {"perf::MAJOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+     "major page faults (software)"},
+};
+#define NGENERIC (sizeof(generics) / sizeof(generics[0]))
+
+typedef struct perf_event {
+    char name[64];
+    struct perf_event_attr attr;
+} perf_event;
+
+/* Counters of one target: nthr threads x nev events. */
+typedef struct perf_target {
+    pa_target_type type;
+    pid_t id;
+    uint64_t start_ticks;
+    uint64_t mark;   /* last tick the task was alive */
+    int err;         /* could not be opened (-errno); nothing counted */
+    size_t nfd;      /* nthr * nev */
+    int *fd;
+    uint64_t (*last)[3]; /* per fd: value, enabled, running */
+    double acc[PA_MAX_COUNTERS];
+} perf_target;
+
+typedef struct perf_state {
+    size_t nev;
+    perf_event ev[PA_MAX_COUNTERS];
+    const char *names[PA_MAX_COUNTERS];
+    bool user_only;      /* exclude_kernel + exclude_hv */
+    bool group;
+    bool inherit_thread; /* kernel >= 5.13 */
+    int system;          /* -1 auto, 0 off, 1 on */
+    perf_target **tg;
+    size_t ntg, tgcap;
+    size_t nfds;         /* open target descriptors */
+    size_t fd_budget;
+    /* system-wide cycles */
+    int cyc;             /* index of the cycles event, -1 none */
+    int *sysfd;
+    size_t nsys;
+    uint64_t (*syslast)[3];
+    double cycles_acc;
+    unsigned reported;   /* refusal kinds already reported */
+} perf_state;
+
+enum { REP_EACCES = 1, REP_BUDGET = 2, REP_OTHER = 4 };
+
+static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu,
+                                int group, unsigned long flags)
+{
+    return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
+}
+
+/* ---------------------------------------------------------------- */
+/* Encoding                                                          */
+/* ---------------------------------------------------------------- */
+
+#ifdef PA_HAVE_LIBPFM
+static pthread_once_t pfm_once = PTHREAD_ONCE_INIT;
+static int pfm_status = PFM_ERR_NOINIT;
+
+static void pfm_init_once(void)
+{
+    pfm_status = pfm_initialize();
+}
+#endif
+
+static const struct generic *generic_find(const char *name)
+{
+    for (size_t i = 0; i < NGENERIC; i++)
+        if (!strcasecmp(generics[i].name, name))
+            return &generics[i];
+    return NULL;
+}
+
+/* Fills attr for name.  0, or -ENOENT (unknown name; why says so) or
+ * -EINVAL (bad modifier). */
+static int encode_event(const char *name, bool user_only,
+                        struct perf_event_attr *attr, char *why, size_t wl)
+{
+    memset(attr, 0, sizeof(*attr));
+    const char *pfm_msg = "libpfm4 not built in";
+#ifdef PA_HAVE_LIBPFM
+    pthread_once(&pfm_once, pfm_init_once);
+    if (pfm_status == PFM_SUCCESS) {
+        pfm_perf_encode_arg_t arg;
+        memset(&arg, 0, sizeof(arg));
+        arg.attr = attr;
+        arg.size = sizeof(arg);
+        int plm = user_only ? PFM_PLM3 : PFM_PLM0 | PFM_PLM3;
+        int r = pfm_get_os_event_encoding(name, plm, PFM_OS_PERF_EVENT_EXT,
+                                          &arg);
+        if (r == PFM_SUCCESS) {
+            attr->size = sizeof(*attr);
+            if (user_only) {
+                attr->exclude_kernel = 1;
+                attr->exclude_hv = 1;
+            }
+            return 0;
+        }
+        pfm_msg = pfm_strerror(r);
+        if (r != PFM_ERR_NOTFOUND) {
+            snprintf(why, wl, "perf: event '%s' refused by libpfm4: %s; "
+                     "'powerapi events' lists the events of this machine",
+                     name, pfm_msg);
+            return -EINVAL;
+        }
+        memset(attr, 0, sizeof(*attr));
+    } else {
+        pfm_msg = pfm_strerror(pfm_status);
+    }
+#endif
+    const struct generic *g = generic_find(name);
+    if (!g) {
+        snprintf(why, wl, "perf: unknown event '%s' (libpfm4: %s); "
+                 "'powerapi events' lists the events this machine can "
+                 "count", name, pfm_msg);
+        return -ENOENT;
+    }
+    attr->size = sizeof(*attr);
+    attr->type = g->type;
+    attr->config = g->config;
+    if (user_only) {
+        attr->exclude_kernel = 1;
+        attr->exclude_hv = 1;
+    }
+    return 0;
+}
+
+/* Opens ev on the calling thread to see whether the PMU has it. */
+static int try_open_self(const struct perf_event_attr *ev)
+{
+    struct perf_event_attr a = *ev;
+    a.disabled = 1;
+    int fd = (int)sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+static bool pmu_lacks(int err)
+{
+    return err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV ||
+           err == -EINVAL;
+}
+
+static int paranoid_level(const pa_env *env)
+{
+    char buf[16];
+    if (!env || pa__read_file(env->procfs, "sys/kernel/perf_event_paranoid",
+                              buf, sizeof(buf)) <= 0)
+        return 99;
+    return atoi(buf);
+}
+
+/* Builds the event set from the "events" option.  Unknown names fail;
+ * events the PMU lacks are dropped (named in note); an empty result is
+ * perf::TASK-CLOCK. */
+static int events_setup(perf_state *st, const pa_env *env, const char *spec,
+                        char *note, size_t nl)
+{
+    char why[512];
+    const char *names[PA_MAX_COUNTERS];
+    char copy[1024];
+    size_t n = 0;
+    note[0] = '\0';
+    if (!spec || !*spec) {
+        for (size_t i = 0; i < NDEFAULT; i++)
+            names[n++] = default_events[i];
+    } else {
+        if (strlen(spec) >= sizeof(copy))
+            return pa__err(-EINVAL, "perf: events list too long");
+        snprintf(copy, sizeof(copy), "%s", spec);
+        char *save = NULL;
+        for (char *t = strtok_r(copy, "+", &save); t;
+             t = strtok_r(NULL, "+", &save)) {
+            if (n == PA_MAX_COUNTERS)
+                return pa__err(-EINVAL, "perf: at most %d events per "
+                               "context", PA_MAX_COUNTERS);
+            for (size_t j = 0; j < n; j++)
+                if (!strcmp(names[j], t))
+                    return pa__err(-EINVAL, "perf: event '%s' given twice",
+                                   t);
+            if (strlen(t) >= sizeof(st->ev[0].name))
+                return pa__err(-EINVAL, "perf: event name '%.40s...' too "
+                               "long", t);
+            names[n++] = t;
+        }
+        if (n == 0)
+            return pa__err(-EINVAL, "perf: events= is empty (give "
+                           "A+B+C; 'powerapi events' lists them)");
+    }
+    /* privilege: try kernel+user first, fall back to user only */
+    st->user_only = false;
+    {
+        struct perf_event_attr a;
+        encode_event("perf::TASK-CLOCK", false, &a, why, sizeof(why));
+        int rc = try_open_self(&a);
+        if (rc == -EACCES || rc == -EPERM) {
+            st->user_only = true;
+            encode_event("perf::TASK-CLOCK", true, &a, why, sizeof(why));
+            rc = try_open_self(&a);
+        }
+        if (rc == -EACCES || rc == -EPERM)
+            return pa__err(-EACCES, "perf: perf_event_open refused even for "
+                           "perf::TASK-CLOCK of this process (EACCES, "
+                           "kernel.perf_event_paranoid=%d); run as root, "
+                           "grant CAP_PERFMON, or set "
+                           "kernel.perf_event_paranoid=2",
+                           paranoid_level(env));
+        if (rc < 0)
+            return pa__err(rc, "perf: perf_event_open failed: %s (kernel "
+                           "without perf events?)", strerror(-rc));
+    }
+    st->nev = 0;
+    size_t used = 0;
+    int lack_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        perf_event *e = &st->ev[st->nev];
+        int rc = encode_event(names[i], st->user_only, &e->attr, why,
+                              sizeof(why));
+        if (rc < 0)
+            return pa__err(rc, "%s", why);
+        rc = try_open_self(&e->attr);
+        if (rc < 0 && pmu_lacks(rc)) {
+            lack_err = -rc;
+            int w = snprintf(note + used, nl - used, "%s%s",
+                             used ? ", " : "", names[i]);
+            if (w > 0 && (size_t)w < nl - used)
+                used += (size_t)w;
+            continue;
+        }
+        if (rc < 0)
+            return pa__err(rc, "perf: cannot open event '%s': %s", names[i],
+                           strerror(-rc));
+        snprintf(e->name, sizeof(e->name), "%s", names[i]);
+        st->nev++;
+    }
+    if (used) {
+        char dropped[512];
+        snprintf(dropped, sizeof(dropped), "%s", note);
+        snprintf(note, nl, "perf: this machine's PMU lacks %s (%s: no "
+                 "hardware PMU, e.g. a VM without a virtual PMU)%s",
+                 dropped, strerror(lack_err),
+                 st->nev ? "" : "; counting perf::TASK-CLOCK instead");
+    }
+    if (st->nev == 0) {
+        perf_event *e = &st->ev[0];
+        encode_event("perf::TASK-CLOCK", st->user_only, &e->attr, why,
+                     sizeof(why));
+        snprintf(e->name, sizeof(e->name), "perf::TASK-CLOCK");
+        st->nev = 1;
+    }
+    st->cyc = -1;
+    for (size_t i = 0; i < st->nev; i++) {
+        st->names[i] = st->ev[i].name;
+        const struct perf_event_attr *a = &st->ev[i].attr;
+        if (st->cyc < 0 && a->type == PERF_TYPE_HARDWARE &&
+            a->config == PERF_COUNT_HW_CPU_CYCLES)
+            st->cyc = (int)i;
+        if (st->cyc < 0 && (!strcasecmp(st->ev[i].name,
+                                        "UNHALTED_CORE_CYCLES") ||
+                            !strncasecmp(st->ev[i].name,
+                                         "CPU_CLK_UNHALTED", 16)))
+            st->cyc = (int)i;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Targets                                                           */
+/* ---------------------------------------------------------------- */
+
+static void target_close(perf_state *st, perf_target *g)
+{
+    for (size_t i = 0; i < g->nfd; i++)
+        if (g->fd[i] >= 0)
+            close(g->fd[i]);
+    st->nfds -= g->nfd;
+    free(g->fd);
+    free(g->last);
+    free(g);
+}
+
+/* Targets [0, n) are sorted by (type, id): binary search. */
+static perf_target *target_find(perf_state *st, size_t n, pa_target_type type,
+                                pid_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        perf_target *g = st->tg[mid];
+        if (g->type == type && g->id == id)
+            return g;
+        if (g->type < type || (g->type == type && g->id < id))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int target_cmp(const void *a, const void *b)
+{
+    const perf_target *x = *(perf_target *const *)a;
+    const perf_target *y = *(perf_target *const *)b;
+    if (x->type != y->type)
+        return x->type < y->type ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Lists the thread ids of pid (procfs <pid>/task). */
+static int list_threads(const pa_env *env, pid_t pid, pid_t **out, size_t *n)
+{
+    char path[PA_PATH_MAX];
+    int rc = pa__path(path, sizeof(path), env->procfs, "%d/task", (int)pid);
+    if (rc < 0)
+        return rc;
+    DIR *d = opendir(path);
+    if (!d)
+        return -errno;
+    size_t cap = 8, k = 0;
+    pid_t *v = malloc(cap * sizeof(*v));
+    struct dirent *de;
+    while (v && (de = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        if (k == cap) {
+            pid_t *nv = realloc(v, 2 * cap * sizeof(*v));
+            if (!nv) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = nv;
+            cap *= 2;
+        }
+        v[k++] = (pid_t)atoi(de->d_name);
+    }
+    closedir(d);
+    if (!v)
+        return -ENOMEM;
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* Opens the counters of one thread (tid) into fd[0..nev). */
+static int open_thread(perf_state *st, pid_t tid, bool inherit, int *fd)
+{
+    for (size_t j = 0; j < st->nev; j++)
+        fd[j] = -1;
+    for (size_t j = 0; j < st->nev; j++) {
+        struct perf_event_attr a = st->ev[j].attr;
+        a.size = sizeof(a);
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                        PERF_FORMAT_TOTAL_TIME_RUNNING;
+        if (st->group && j == 0)
+            a.read_format |= PERF_FORMAT_GROUP;
+        a.inherit = inherit;
+        a.inherit_thread = inherit && st->inherit_thread;
+        int group_fd = st->group && j > 0 ? fd[0] : -1;
+        long r = sys_perf_event_open(&a, tid, -1, group_fd,
+                                     PERF_FLAG_FD_CLOEXEC);
+        if (r < 0 && errno == EINVAL && a.inherit_thread) {
+            /* before Linux 5.13: children processes are counted too */
+            st->inherit_thread = false;
+            a.inherit_thread = 0;
+            r = sys_perf_event_open(&a, tid, -1, group_fd,
+                                    PERF_FLAG_FD_CLOEXEC);
+        }
+        if (r < 0) {
+            int e = -errno;
+            for (size_t k = 0; k < j; k++)
+                close(fd[k]);
+            for (size_t k = 0; k < st->nev; k++)
+                fd[k] = -1;
+            return e;
+        }
+        fd[j] = (int)r;
+    }
+    return 0;
+}
+
+static int budget_check(perf_state *st, size_t need)
+{
+    if (st->nfds + need <= st->fd_budget)
+        return 0;
+    return -EMFILE;
+}
+
+/* Opens a target's counters; on failure the target is kept with err set
+ * so it is not retried every tick. */
+static perf_target *target_open(perf_state *st, const pa_env *env,
+                                const pa_task *t)
+{
+    perf_target *g = calloc(1, sizeof(*g));
+    if (!g)
+        return NULL;
+    g->type = t->type;
+    g->id = t->type == PA_TARGET_THREAD ? t->tid : t->pid;
+    g->start_ticks = t->start_ticks;
+    pid_t *tids = NULL;
+    size_t nt = 0;
+    if (t->type == PA_TARGET_PROCESS) {
+        if (list_threads(env, t->pid, &tids, &nt) < 0 || nt == 0) {
+            free(tids);
+            tids = malloc(sizeof(*tids));
+            if (!tids)
+                goto nomem;
+            tids[0] = t->pid;
+            nt = 1;
+        }
+    } else {
+        tids = malloc(sizeof(*tids));
+        if (!tids)
+            goto nomem;
+        tids[0] = t->tid;
+        nt = 1;
+    }
+    size_t need = nt * st->nev;
+    if (budget_check(st, need) < 0) {
+        g->err = -EMFILE;
+        free(tids);
+        return g;
+    }
+    g->fd = malloc(need * sizeof(int));
+    g->last = calloc(need, sizeof(*g->last));
+    if (!g->fd || !g->last)
+        goto nomem;
+    size_t k = 0;
+    int err = 0;
+    for (size_t i = 0; i < nt; i++) {
+        int rc = open_thread(st, tids[i], t->type == PA_TARGET_PROCESS,
+                             g->fd + k * st->nev);
+        if (rc == -ESRCH)
+            continue; /* the thread ended meanwhile */
+        if (rc < 0) {
+            err = rc;
+            continue;
+        }
+        k++;
+    }
+    free(tids);
+    tids = NULL;
+    g->nfd = k * st->nev;
+    st->nfds += g->nfd;
+    if (k == 0)
+        g->err = err ? err : -ESRCH;
+    return g;
+nomem:
+    free(tids);
+    free(g->fd);
+    free(g->last);
+    free(g);
+    return NULL;
+}
+
+/* Reads one counter set; adds the scaled window to acc, lowers *mux. */
+static int read_set(perf_state *st, const int *fd, uint64_t (*last)[3],
+                    double *acc, double *mux)
+{
+    if (st->group) {
+        uint64_t buf[3 + PA_MAX_COUNTERS];
+        ssize_t n = read(fd[0], buf, sizeof(buf));
+        if (n < (ssize_t)((3 + st->nev) * sizeof(uint64_t)))
+            return n < 0 ? -errno : -EIO;
+        /* nr, time_enabled, time_running, values... */
+        uint64_t de = buf[1] - last[0][1], dr = buf[2] - last[0][2];
+        for (size_t j = 0; j < st->nev; j++) {
+            uint64_t dv = buf[3 + j] - last[j][0];
+            if (dr > 0)
+                acc[j] += (double)dv * ((double)de / (double)dr);
+            last[j][0] = buf[3 + j];
+        }
+        last[0][1] = buf[1];
+        last[0][2] = buf[2];
+        if (de > 0 && (double)dr / (double)de < *mux)
+            *mux = (double)dr / (double)de;
+        return 0;
+    }
+    for (size_t j = 0; j < st->nev; j++) {
+        uint64_t v[3];
+        ssize_t n = read(fd[j], v, sizeof(v));
+        if (n != (ssize_t)sizeof(v))
+            return n < 0 ? -errno : -EIO;
+        uint64_t dv = v[0] - last[j][0], de = v[1] - last[j][1],
+                 dr = v[2] - last[j][2];
+        if (dr > 0)
+            acc[j] += (double)dv * ((double)de / (double)dr);
+        if (de > 0 && (double)dr / (double)de < *mux)
+            *mux = (double)dr / (double)de;
+        memcpy(last[j], v, sizeof(v));
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* System-wide cycles                                                */
+/* ---------------------------------------------------------------- */
+
+static void system_close(perf_state *st)
+{
+    for (size_t i = 0; i < st->nsys; i++)
+        close(st->sysfd[i]);
+    free(st->sysfd);
+    free(st->syslast);
+    st->sysfd = NULL;
+    st->syslast = NULL;
+    st->nsys = 0;
+}
+
+static int online_cpus(const pa_env *env, int *cpus, int cap)
+{
+    char buf[512];
+    int n = 0;
+    if (pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
+                      sizeof(buf)) > 0) {
+        const char *s = buf;
+        while (*s && n < cap) {
+            if (!isdigit((unsigned char)*s)) {
+                s++;
+                continue;
+            }
+            char *end;
+            long a = strtol(s, &end, 10), b = a;
+            if (*end == '-')
+                b = strtol(end + 1, &end, 10);
+            for (long c = a; c <= b && n < cap; c++)
+                cpus[n++] = (int)c;
+            s = end;
+        }
+    }
+    if (n == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long i = 0; i < c && n < cap; i++)
+            cpus[n++] = (int)i;
+    }
+    return n;
+}
+
+/* Opens the cycles event on every CPU.  0, or -errno with a message. */
+static int system_open(perf_state *st, const pa_env *env)
+{
+    if (st->cyc < 0)
+        return pa__err(-ENOENT, "perf: system-wide cycles need a cycles "
+                       "event in events=");
+    int cpus[1024];
+    int n = online_cpus(env, cpus, 1024);
+    st->sysfd = malloc((size_t)n * sizeof(int));
+    st->syslast = calloc((size_t)n, sizeof(*st->syslast));
+    if (!st->sysfd || !st->syslast) {
+        system_close(st);
+        return pa__err(-ENOMEM, "perf: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        struct perf_event_attr a = st->ev[st->cyc].attr;
+        a.size = sizeof(a);
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                        PERF_FORMAT_TOTAL_TIME_RUNNING;
+        long fd = sys_perf_event_open(&a, -1, cpus[i], -1,
+                                      PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            system_close(st);
+            if (e == EACCES || e == EPERM)
+                return pa__err(-EACCES, "perf: counting cycles on every CPU "
+                               "needs root or CAP_PERFMON "
+                               "(kernel.perf_event_paranoid=%d)",
+                               paranoid_level(env));
+            return pa__err(-e, "perf: system-wide cycles on CPU %d: %s",
+                           cpus[i], strerror(e));
+        }
+        st->sysfd[st->nsys++] = (int)fd;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Module                                                            */
+/* ---------------------------------------------------------------- */
+
+static const char *const perf_options[] = {"events", "group", "system",
+                                           NULL};
+
+static int parse_bool(const char *key, const char *v, int auto_val, int *out)
+{
+    if (!v || !strcmp(v, "auto"))
+        *out = auto_val;
+    else if (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "yes"))
+        *out = 1;
+    else if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"))
+        *out = 0;
+    else
+        return pa__err(-EINVAL, "perf: %s must be on or off, not '%s'", key,
+                       v);
+    return 0;
+}
+
+static void state_free(perf_state *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < st->ntg; i++)
+        target_close(st, st->tg[i]);
+    free(st->tg);
+    system_close(st);
+    free(st);
+}
+
+static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
+{
+    const pa_env *env = &m->ctx->env;
+    int group, sys;
+    int rc = parse_bool("group", pa_options_get(opts, "group"), 0, &group);
+    if (rc == 0)
+        rc = parse_bool("system", pa_options_get(opts, "system"), -1, &sys);
+    if (rc < 0)
+        return rc;
+    perf_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return pa__err(-ENOMEM, "perf: out of memory");
+    st->group = group;
+    st->system = sys;
+    st->inherit_thread = true;
+    char note[768];
+    rc = events_setup(st, env, pa_options_get(opts, "events"), note,
+                      sizeof(note));
+    if (rc < 0) {
+        free(st);
+        return rc;
+    }
+    /* descriptor budget: raise the soft limit to the hard one */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            struct rlimit up = {rl.rlim_max, rl.rlim_max};
+            if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+                rl.rlim_cur = rl.rlim_max;
+        }
+        rlim_t lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
+        st->fd_budget = lim > 2 * FD_RESERVE ? (size_t)(lim - FD_RESERVE)
+                                             : (size_t)lim / 2;
+    } else {
+        st->fd_budget = 1024 - FD_RESERVE;
+    }
+    if (st->system != 0 && st->cyc >= 0) {
+        rc = system_open(st, env);
+        if (rc < 0 && st->system == 1) {
+            state_free(st);
+            return rc;
+        }
+    } else if (st->system == 1) {
+        state_free(st);
+        return pa__err(-ENOENT, "perf: system=on counts unhalted cycles, "
+                       "and no cycles event opens here%s%s",
+                       note[0] ? ": " : "", note);
+    }
+    *out = st;
+    return 0;
+}
+
+static int perf_start(pa_module *m, const pa_options *opts)
+{
+    perf_state *st;
+    int rc = state_new(m, opts, &st);
+    if (rc < 0)
+        return rc;
+    rc = pa__counters_declare(m->ctx, st->names, st->nev);
+    if (rc < 0) {
+        state_free(st);
+        return pa__err(rc, "perf: out of memory declaring counters");
+    }
+    m->priv = st;
+    return 0;
+}
+
+static int perf_configure(pa_module *m, const pa_options *opts)
+{
+    perf_state *st;
+    int rc = state_new(m, opts, &st);
+    if (rc < 0)
+        return rc; /* old set kept */
+    rc = pa__counters_declare(m->ctx, st->names, st->nev);
+    if (rc < 0) {
+        state_free(st);
+        return pa__err(rc, "perf: out of memory declaring counters");
+    }
+    state_free(m->priv);
+    m->priv = st;
+    return 0;
+}
+
+static void perf_stop(pa_module *m)
+{
+    state_free(m->priv);
+    m->priv = NULL;
+}
+
+static int perf_target_sample(perf_state *st, perf_target *g, pa_task *t)
+{
+    double mux = 1.0;
+    for (size_t i = 0; i + st->nev <= g->nfd; i += st->nev) {
+        int rc = read_set(st, g->fd + i, g->last + i, g->acc, &mux);
+        if (rc < 0)
+            return rc;
+    }
+    if (t->ctr_cur)
+        for (size_t j = 0; j < st->nev; j++)
+            t->ctr_cur[j] = g->acc[j];
+    t->cur.multiplex = mux;
+    t->cur.have |= PA_RD_COUNTERS;
+    return 0;
+}
+
+static int perf_sample(pa_module *m, pa_frame *f)
+{
+    perf_state *st = m->priv;
+    pa_ctx *ctx = m->ctx;
+    const pa_env *env = &ctx->env;
+    int report = 0;
+    int report_err = 0;
+    pid_t report_id = 0;
+    size_t added = 0;
+    pa_tasktab *tabs[2] = {&ctx->procs, &ctx->threads};
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < tabs[k]->n; i++) {
+            pa_task *t = tabs[k]->v[i];
+            if (t->seen_tick != f->tick || t->gone)
+                continue;
+            if (t->type != PA_TARGET_PROCESS && t->type != PA_TARGET_THREAD)
+                continue;
+            pid_t id = t->type == PA_TARGET_THREAD ? t->tid : t->pid;
+            perf_target *g = target_find(st, st->ntg - added, t->type, id);
+            if (!g)
+                for (size_t a = st->ntg - added; a < st->ntg; a++)
+                    if (st->tg[a]->type == t->type && st->tg[a]->id == id)
+                        g = st->tg[a];
+            if (g && g->start_ticks != t->start_ticks) {
+                g->mark = 0; /* pid reused: closed below, reopened next */
+                g = NULL;
+                continue;
+            }
+            if (!g) {
+                if (st->ntg == st->tgcap) {
+                    size_t cap = st->tgcap ? 2 * st->tgcap : 64;
+                    perf_target **v = realloc(st->tg, cap * sizeof(*v));
+                    if (!v)
+                        return pa__err(-ENOMEM, "perf: out of memory");
+                    st->tg = v;
+                    st->tgcap = cap;
+                }
+                g = target_open(st, env, t);
+                if (!g)
+                    return pa__err(-ENOMEM, "perf: out of memory");
+                st->tg[st->ntg++] = g;
+                added++;
+                if (g->err == -EACCES || g->err == -EPERM) {
+                    if (!(st->reported & REP_EACCES)) {
+                        report |= REP_EACCES;
+                        report_id = id;
+                    }
+                } else if (g->err == -EMFILE) {
+                    if (!(st->reported & REP_BUDGET)) {
+                        report |= REP_BUDGET;
+                        report_id = id;
+                    }
+                } else if (g->err && g->err != -ESRCH &&
+                           !(st->reported & REP_OTHER)) {
+                    report |= REP_OTHER;
+                    report_err = g->err;
+                    report_id = id;
+                }
+            }
+            g->mark = f->tick;
+            if (g->err)
+                continue;
+            int rc = perf_target_sample(st, g, t);
+            if (rc < 0)
+                g->err = rc; /* keep the others going */
+        }
+    }
+    /* close the targets that are gone, keep the table sorted */
+    size_t w = 0;
+    for (size_t i = 0; i < st->ntg; i++) {
+        if (st->tg[i]->mark == f->tick)
+            st->tg[w++] = st->tg[i];
+        else
+            target_close(st, st->tg[i]);
+    }
+    st->ntg = w;
+    qsort(st->tg, st->ntg, sizeof(st->tg[0]), target_cmp);
+
+    if (st->nsys) {
+        double mux = 1.0;
+        for (size_t i = 0; i < st->nsys; i++) {
+            uint64_t v[3];
+            if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
+                return pa__err(-EIO, "perf: reading system-wide cycles "
+                               "failed");
+            uint64_t dv = v[0] - st->syslast[i][0],
+                     de = v[1] - st->syslast[i][1],
+                     dr = v[2] - st->syslast[i][2];
+            if (dr > 0)
+                st->cycles_acc += (double)dv * ((double)de / (double)dr);
+            if (de > 0 && (double)dr / (double)de < mux)
+                mux = (double)dr / (double)de;
+            memcpy(st->syslast[i], v, sizeof(v));
+        }
+        f->sys->cycles_all = st->cycles_acc;
+        f->sys->have |= PA_HAVE_CYCLES;
+    }
+
+    /* Refusals are reported once per kind: the failure is recorded by
+     * the engine, the other targets' counts of this tick are kept. */
+    st->reported |= (unsigned)report;
+    if (report & REP_BUDGET)
+        return pa__err(-EMFILE, "perf: not counting pid %d: %zu targets x "
+                       "%zu events already use %zu file descriptors of the "
+                       "RLIMIT_NOFILE budget (%zu); raise the hard limit "
+                       "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
+                       "or events", (int)report_id, st->ntg, st->nev,
+                       st->nfds, st->fd_budget);
+    if (report & REP_EACCES)
+        return pa__err(-EACCES, "perf: not counting pid %d: perf_event_open "
+                       "refused (EACCES): counting another user's process "
+                       "needs root or CAP_PERFMON (kernel."
+                       "perf_event_paranoid=%d)", (int)report_id,
+                       paranoid_level(env));
+    if (report & REP_OTHER)
+        return pa__err(report_err, "perf: not counting pid %d: %s",
+                       (int)report_id, strerror(-report_err));
+    return 0;
+}
+
+static int perf_probe(const pa_env *env, char *why, size_t wl)
+{
+    perf_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    char note[768];
+    pa__err(0, "%s", "");
+    int rc = events_setup(st, env, NULL, note, sizeof(note));
+    if (rc < 0) {
+        snprintf(why, wl, "%s", pa_last_error());
+    } else if (note[0]) {
+        snprintf(why, wl, "perf: no hardware PMU here (default events "
+                 "open with %s); software events only: "
+                 "perf::TASK-CLOCK%s", "ENOENT",
+                 st->user_only ? ", user space only (not root)" : "");
+    } else {
+        snprintf(why, wl, "perf: %zu default events open%s", st->nev,
+                 st->user_only ? ", user space only (not root)" : "");
+    }
+    free(st);
+    return rc;
+}
+
+const pa_module_ops pa__mod_perf = {
+    .abi = PA_MODULE_ABI,
+    .name = "perf",
+    .kind = PA_SENSOR,
+    .component = PA_COMP_NONE,
+    .description = "hardware/software event counts per process and thread "
+                   "(perf_event_open, libpfm4 names)",
+    .options = perf_options,
+    .probe = perf_probe,
+    .start = perf_start,
+    .sample = perf_sample,
+    .configure = perf_configure,
+    .stop = perf_stop,
+};
+
+/* ---------------------------------------------------------------- */
+/* Event listing (powerapi events)                                   */
+/* ---------------------------------------------------------------- */
+
+static int list_one(const char *name, const char *desc, bool user_only,
+                    pa__perf_event_cb cb, void *user)
+{
+    struct perf_event_attr a;
+    char why[256];
+    int rc = encode_event(name, user_only, &a, why, sizeof(why));
+    if (rc == 0)
+        rc = try_open_self(&a);
+    return cb(name, desc ? desc : "", rc, user);
+}
+
+int pa__perf_events_list(pa__perf_event_cb cb, void *user)
+{
+    /* user space only when the kernel refuses more */
+    struct perf_event_attr a;
+    char why[256];
+    encode_event("perf::TASK-CLOCK", false, &a, why, sizeof(why));
+    int rc = try_open_self(&a);
+    bool user_only = rc == -EACCES || rc == -EPERM;
+    size_t n = 0;
+#ifdef PA_HAVE_LIBPFM
+    pthread_once(&pfm_once, pfm_init_once);
+    if (pfm_status == PFM_SUCCESS) {
+        pfm_pmu_t p;
+        pfm_for_all_pmus(p)
+        {
+            pfm_pmu_info_t pi;
+            memset(&pi, 0, sizeof(pi));
+            pi.size = sizeof(pi);
+            if (pfm_get_pmu_info(p, &pi) != PFM_SUCCESS || !pi.is_present ||
+                p == PFM_PMU_PERF_EVENT_RAW)
+                continue;
+            for (int i = pi.first_event; i != -1; i = pfm_get_event_next(i)) {
+                pfm_event_info_t ei;
+                memset(&ei, 0, sizeof(ei));
+                ei.size = sizeof(ei);
+                if (pfm_get_event_info(i, PFM_OS_PERF_EVENT_EXT, &ei) !=
+                    PFM_SUCCESS)
+                    continue;
+                char name[192];
+                snprintf(name, sizeof(name), "%s::%s", pi.name, ei.name);
+                rc = list_one(name, ei.desc, user_only, cb, user);
+                if (rc < 0)
+                    return rc;
+                n++;
+            }
+        }
+    }
+#endif
+    for (size_t i = 0; i < NGENERIC; i++) {
+        rc = list_one(generics[i].name, generics[i].desc, user_only, cb,
+                      user);
+        if (rc < 0)
+            return rc;
+        n++;
+    }
+    return (int)n;
+}
