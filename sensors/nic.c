@@ -120,6 +120,11 @@ typedef struct nic_sock {
 } nic_sock;
 
 /* A process's running totals. */
+typedef struct nic_fdent {
+    int fd;
+    uint32_t inode;
+} nic_fdent;
+
 typedef struct nic_proc {
     pid_t pid;
     uint64_t start_ticks;
@@ -129,6 +134,8 @@ typedef struct nic_proc {
     uint64_t last_sock_tick; /* last tick a socket was found in it */
     uint64_t rx, tx;
     uint64_t kind_bytes[3];
+    nic_fdent *fds;   /* socket fds of the last scan, by fd */
+    size_t nfds;
 } nic_proc;
 
 typedef struct nic_route4 {
@@ -909,8 +916,25 @@ static int take_sockets(const pa_ctx *ctx, nic_priv *p)
 /* Owners: socket inodes in <procfs>/<pid>/fd                          */
 /* ------------------------------------------------------------------ */
 
+static int cmp_fdent(const void *a, const void *b)
+{
+    const nic_fdent *x = a, *y = b;
+    return x->fd < y->fd ? -1 : x->fd > y->fd;
+}
+
+static const nic_fdent *fdent_find(const nic_proc *pr, int fd)
+{
+    nic_fdent key = {.fd = fd};
+    return bsearch(&key, pr->fds, pr->nfds, sizeof key, cmp_fdent);
+}
+
 /* Reads the fd folder of one process and claims every unowned socket
- * found in it.  Returns the number of sockets claimed or -errno. */
+ * found in it.  An fd that held a socket at the last scan, still alive and
+ * still this process's, is not read again: after the first scan, a rescan
+ * costs the readdir plus one readlink per new or non-socket fd.  (An fd
+ * closed and reused for another socket while the old one lives on in
+ * another process, through fork or SCM_RIGHTS, is missed until that old
+ * socket closes.)  Returns the number of sockets claimed or -errno. */
 static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr,
                     uint64_t tick, size_t *pending)
 {
@@ -933,27 +957,55 @@ static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr,
     int claimed = 0;
     struct dirent *e;
     char link[64];
+    nic_fdent *nfds = NULL;
+    size_t nn = 0, ncap = 0;
+    bool sorted = true;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        ssize_t n = readlinkat(dfd, e->d_name, link, sizeof link - 1);
-        if (n < 9 || memcmp(link, "socket:[", 8) != 0)
+        const char *s = e->d_name;
+        uint64_t fdno;
+        if (pa__parse_u64(&s, &fdno) < 0 || *s || fdno > INT_MAX)
             continue;
-        link[n] = '\0';
-        const char *s = link + 8;
-        uint64_t ino;
-        if (pa__parse_u64(&s, &ino) < 0 || *s != ']' || ino > UINT32_MAX)
-            continue;
-        int32_t i = inode_find(p, (uint32_t)ino);
-        if (i < 0 || p->socks[i].owner > 0)
-            continue;
-        if (p->socks[i].owner == NIC_OWNER_UNKNOWN && *pending)
-            (*pending)--;
-        p->socks[i].owner = pr->pid;
-        pr->last_sock_tick = tick;
-        claimed++;
+        uint32_t ino = 0;
+        const nic_fdent *old = fdent_find(pr, (int)fdno);
+        int32_t i = old ? inode_find(p, old->inode) : -1;
+        if (i >= 0 && p->socks[i].owner == pr->pid) {
+            ino = old->inode; /* unchanged socket: no readlink */
+        } else {
+            ssize_t n = readlinkat(dfd, e->d_name, link, sizeof link - 1);
+            if (n < 9 || memcmp(link, "socket:[", 8) != 0)
+                continue;
+            link[n] = '\0';
+            s = link + 8;
+            uint64_t v;
+            if (pa__parse_u64(&s, &v) < 0 || *s != ']' || v > UINT32_MAX)
+                continue;
+            ino = (uint32_t)v;
+            i = inode_find(p, ino);
+            if (i < 0)
+                continue; /* not a TCP socket of the dump */
+            if (p->socks[i].owner <= 0) {
+                if (p->socks[i].owner == NIC_OWNER_UNKNOWN && *pending)
+                    (*pending)--;
+                p->socks[i].owner = pr->pid;
+                pr->last_sock_tick = tick;
+                claimed++;
+            }
+        }
+        if (grow((void **)&nfds, &ncap, nn + 1, sizeof *nfds) < 0)
+            break; /* the cache is an optimisation: keep what fits */
+        if (nn && nfds[nn - 1].fd > (int)fdno)
+            sorted = false;
+        nfds[nn].fd = (int)fdno;
+        nfds[nn++].inode = ino;
     }
     closedir(d);
+    if (!sorted)
+        qsort(nfds, nn, sizeof *nfds, cmp_fdent);
+    free(pr->fds);
+    pr->fds = nfds;
+    pr->nfds = nn;
     return claimed;
 }
 
@@ -1002,13 +1054,13 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
     if (!unowned || (!pending && !any_new))
         return 0;
 
-    int err = index_alloc(&p->iidx, &p->iidx_cap, unowned);
+    int err = index_alloc(&p->iidx, &p->iidx_cap, p->nsocks);
     if (err < 0)
         return err;
     size_t mask = p->iidx_cap - 1;
     for (size_t i = 0; i < p->nsocks; i++) {
         nic_sock *s = &p->socks[i];
-        if (s->owner > 0 || !s->inode)
+        if (!s->inode)
             continue;
         size_t h = mix64(s->inode) & mask;
         while (p->iidx[h] >= 0)
@@ -1072,11 +1124,16 @@ static int update_procs(pa_ctx *ctx, nic_priv *p, uint64_t tick)
         nic_proc *pr = &p->procs_new[k++];
         if (j >= 0 && p->procs[j].start_ticks == t->start_ticks) {
             *pr = p->procs[j];
+            p->procs[j].fds = NULL; /* moved */
         } else {
             memset(pr, 0, sizeof *pr);
             pr->pid = t->pid;
             pr->start_ticks = t->start_ticks;
         }
+    }
+    for (size_t i = 0; i < p->nprocs; i++) {
+        free(p->procs[i].fds); /* processes gone */
+        p->procs[i].fds = NULL;
     }
     nic_proc *tmp = p->procs;
     size_t tcap = p->procs_cap;
@@ -1312,6 +1369,8 @@ static void nic_free(nic_priv *p)
     free(p->socks);
     free(p->socks_new);
     free(p->sidx);
+    for (size_t i = 0; i < p->nprocs; i++)
+        free(p->procs[i].fds);
     free(p->procs);
     free(p->procs_new);
     free(p->pidx);
