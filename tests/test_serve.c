@@ -1,0 +1,473 @@
+/* test_serve.c - `powerapi serve --ring`: the exact /metrics page of a
+ * known window, promtool, --top/--min-watts, malformed requests, slow
+ * clients and 1,000 concurrent scrapes with bounded memory.  Loopback
+ * only; the ring is fed by this test with hand-built windows. */
+#include "ring_fixture.h"
+#include "testutil.h"
+
+#include <stdarg.h>
+#include <sys/resource.h>
+
+static ring_fixture rf;
+static pid_t serve_pid;
+static int serve_out = -1;
+static unsigned serve_port;
+
+/* Starts `powerapi serve --ring <fixture> --listen 127.0.0.1:0` plus the
+ * extra arguments (NULL-terminated) and waits until it serves a page. */
+static void start_serve(const char *extra, ...)
+{
+    char *argv[24];
+    int n = 0;
+    argv[n++] = PA_CLI_PATH;
+    argv[n++] = "serve";
+    argv[n++] = "--ring";
+    argv[n++] = rf.name;
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--interval";
+    argv[n++] = "100ms";
+    va_list ap;
+    va_start(ap, extra);
+    for (const char *a = extra; a && n < 23; a = va_arg(ap, const char *))
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    serve_pid = rf_spawn(argv, &serve_out);
+    char line[256];
+    ck_assert_int_eq(rf_read_line(serve_out, line, sizeof(line), 10000), 0);
+    const char *p = strstr(line, "http://127.0.0.1:");
+    ck_assert_msg(p != NULL, "unexpected first line: %s", line);
+    serve_port = (unsigned)strtoul(p + 17, NULL, 10);
+    ck_assert_uint_gt(serve_port, 0);
+    /* The first page comes from the newest window at once. */
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", NULL), 200);
+}
+
+static void setup(void)
+{
+    rf_start(&rf, "serve");
+}
+
+static void teardown(void)
+{
+    if (serve_pid > 0) {
+        int st = rf_stop_child(serve_pid, SIGTERM, 5000);
+        ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "serve did not exit cleanly on SIGTERM: %d", st);
+        serve_pid = 0;
+        close(serve_out);
+    }
+    rf_stop(&rf);
+}
+
+static const char expected_head[] =
+    "# HELP powerapi_process_power_watts Power of a process over the last window (CPU and NIC).\n"
+    "# TYPE powerapi_process_power_watts gauge\n"
+    "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"
+    "powerapi_process_power_watts{pid=\"17\",comm=\"we\\\"ird\\\\name\"} 1.5\n"
+    "powerapi_process_power_watts{pid=\"99\",comm=\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.0625\n"
+    "# HELP powerapi_process_energy_joules_total Energy of a process since powerapi first saw it.\n"
+    "# TYPE powerapi_process_energy_joules_total counter\n"
+    "powerapi_process_energy_joules_total{pid=\"4242\",comm=\"java\"} 40.25\n"
+    "powerapi_process_energy_joules_total{pid=\"17\",comm=\"we\\\"ird\\\\name\"} 15\n"
+    "powerapi_process_energy_joules_total{pid=\"99\",comm=\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.5\n"
+    "# HELP powerapi_cgroup_power_watts Power of a cgroup v2 (its processes summed) over the last window.\n"
+    "# TYPE powerapi_cgroup_power_watts gauge\n"
+    "powerapi_cgroup_power_watts{cgroup=\"/system.slice/a.service\"} 5.6875\n"
+    "# HELP powerapi_system_power_watts Power of the whole machine over the last window; idle is the CPU power no task caused.\n"
+    "# TYPE powerapi_system_power_watts gauge\n"
+    "powerapi_system_power_watts{component=\"cpu\"} 10\n"
+    "powerapi_system_power_watts{component=\"nic\"} 1\n"
+    "powerapi_system_power_watts{component=\"idle\"} 3\n"
+    "powerapi_system_power_watts{component=\"total\"} 11\n"
+    "# HELP powerapi_system_energy_joules_total Energy of the whole machine since powerapi started sampling.\n"
+    "# TYPE powerapi_system_energy_joules_total counter\n"
+    "powerapi_system_energy_joules_total 110.5\n"
+    "# HELP powerapi_window_seconds Length of the window the power figures cover.\n"
+    "# TYPE powerapi_window_seconds gauge\n"
+    "powerapi_window_seconds ";
+static const char expected_tail[] =
+    "# HELP powerapi_info How the figures are made: formulas, CPU source (rapl = measured, model = estimated), constants assumed.\n"
+    "# TYPE powerapi_info gauge\n"
+    "powerapi_info{formula=\"cpu-tdp+nic-linear\",cpu_source=\"model\",assumed=\"tdp=10W (default: unknown CPU \\\"x\\\")\"} 1\n";
+
+/* Checks a page against the known window; the window length depends on
+ * how many 0.125 s windows the page averaged, so it is checked apart. */
+static void check_page(const char *body)
+{
+    size_t hl = strlen(expected_head);
+    ck_assert_msg(strncmp(body, expected_head, hl) == 0, "page:\n%s", body);
+    char *end;
+    double win = strtod(body + hl, &end);
+    ck_assert_int_eq(*end, '\n');
+    ck_assert_double_gt(win, 0);
+    double k = win / RF_WINDOW_S;
+    ck_assert_double_eq_tol(k, (double)(long)(k + 0.5), 1e-9);
+    ck_assert_str_eq(end + 1, expected_tail);
+}
+
+static int count_lines(const char *s, const char *prefix)
+{
+    int n = 0;
+    size_t pl = strlen(prefix);
+    for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (strncmp(p, prefix, pl) == 0)
+            n++;
+    return n;
+}
+
+START_TEST(test_metrics_page)
+{
+    start_serve(NULL);
+    char *resp;
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+    ck_assert_ptr_nonnull(strcasestr(resp, "\r\nContent-Type: text/plain; version=0.0.4"));
+    check_page(rf_body(resp));
+    free(resp);
+    /* A second page, several windows later, is the same. */
+    usleep(300000);
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+    check_page(rf_body(resp));
+    free(resp);
+    /* HEAD, the index, unknown paths and methods. */
+    static const char head[] = "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ck_assert_int_eq(rf_http(serve_port, head, sizeof(head) - 1, 5000, &resp), 200);
+    ck_assert_str_eq(rf_body(resp), "");
+    free(resp);
+    ck_assert_int_eq(rf_get(serve_port, "/", &resp), 200);
+    ck_assert_ptr_nonnull(strstr(rf_body(resp), "/metrics"));
+    free(resp);
+    ck_assert_int_eq(rf_get(serve_port, "/metricsx", NULL), 404);
+    static const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                               "Connection: close\r\n\r\nhello";
+    ck_assert_int_eq(rf_http(serve_port, post, sizeof(post) - 1, 5000, &resp), 405);
+    ck_assert_ptr_nonnull(strcasestr(resp, "\r\nAllow: GET, HEAD"));
+    free(resp);
+}
+END_TEST
+
+static int promtool_check(const char *text, char **out)
+{
+    char *dir = pa_test_tmpdir();
+    char path[4200], cmd[8600];
+    snprintf(path, sizeof(path), "%s/metrics.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", path);
+    int st = pa_test_run(cmd, out);
+    pa_test_rmtree(dir);
+    return st;
+}
+
+START_TEST(test_promtool)
+{
+    if (system("command -v promtool >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_promtool: SKIPPED: promtool absent (Debian "
+                        "package 'prometheus')\n");
+        return;
+    }
+    /* promtool does catch a bad page (so this test can fail). */
+    char *out = NULL;
+    ck_assert_int_ne(promtool_check("# TYPE x_bytes counter\nx_bytes 1\n", &out), 0);
+    free(out);
+    start_serve(NULL);
+    char *resp;
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+    int st = promtool_check(rf_body(resp), &out);
+    ck_assert_msg(st == 0, "promtool check metrics: %d\n%s\n--- page:\n%s", st,
+                  out ? out : "", rf_body(resp));
+    free(out);
+    free(resp);
+}
+END_TEST
+
+START_TEST(test_bounds)
+{
+    start_serve("--top", "1", NULL);
+    char *resp;
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+    const char *b = rf_body(resp);
+    ck_assert_int_eq(count_lines(b, "powerapi_process_power_watts{"), 1);
+    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"), 1);
+    ck_assert_ptr_nonnull(strstr(b, "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"));
+    ck_assert_int_eq(count_lines(b, "powerapi_cgroup_power_watts{"), 1);
+    ck_assert_int_eq(count_lines(b, "powerapi_system_power_watts{"), 4);
+    free(resp);
+    ck_assert_int_eq(rf_stop_child(serve_pid, SIGTERM, 5000), 0);
+    serve_pid = 0;
+    close(serve_out);
+
+    start_serve("--min-watts", "1.5", NULL);
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+    b = rf_body(resp);
+    ck_assert_int_eq(count_lines(b, "powerapi_process_power_watts{"), 2);
+    ck_assert_ptr_null(strstr(b, "pid=\"99\""));
+    ck_assert_int_eq(count_lines(b, "powerapi_cgroup_power_watts{"), 1);
+    free(resp);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+    char cmd[512];
+    char *out = NULL;
+    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--listen"));
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s serve --min-watts -1 2>&1", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s serve --ring pa-test-no-such-ring-%d --listen 127.0.0.1:0 2>&1",
+             PA_CLI_PATH, (int)getpid());
+    ck_assert_int_eq(pa_test_run(cmd, &out), 1);
+    ck_assert_ptr_nonnull(strstr(out, "no such ring"));
+    ck_assert_ptr_nonnull(strstr(out, "powerapi daemon"));
+    free(out);
+}
+END_TEST
+
+static int alive(pid_t pid)
+{
+    return waitpid(pid, NULL, WNOHANG) == 0;
+}
+
+START_TEST(test_malformed)
+{
+    start_serve(NULL);
+    static const char *const bad[] = {
+        "GARBAGE\r\n\r\n",
+        "GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "\x16\x03\x01\x02\x01\x01\x02\x01\xfc\x03\x03 TLS hello\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX: \x01\x02\x03\xff\r\n\r\n",
+        "GET /%00%ff/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        /* Answered (an error, or leniently) or closed; never a hang. */
+        int st = rf_http(serve_port, bad[i], strlen(bad[i]), 5000, NULL);
+        ck_assert_msg(st != -1, "request %zu: no answer", i);
+        if (i == 0 || i == 1 || i == 4)
+            ck_assert_msg(st != 200, "request %zu: status %d", i, st);
+        ck_assert_int_eq(rf_get(serve_port, "/metrics", NULL), 200);
+    }
+    /* Headers far beyond the connection's memory pool. */
+    size_t big = 200000;
+    char *req = malloc(big + 64);
+    ck_assert_ptr_nonnull(req);
+    int n = sprintf(req, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(req + n, 'a', big);
+    memcpy(req + n + big, "\r\n\r\n", 4);
+    int st = rf_http(serve_port, req, (size_t)n + big + 4, 5000, NULL);
+    ck_assert_msg(st != -1 && st != 200, "huge header: status %d", st);
+    /* A huge URL. */
+    n = sprintf(req, "GET /");
+    memset(req + n, 'b', big);
+    n += (int)big;
+    n += sprintf(req + n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    st = rf_http(serve_port, req, (size_t)n, 5000, NULL);
+    ck_assert_msg(st != -1 && st != 200, "huge URL: status %d", st);
+    free(req);
+    /* Connect and hang up at once. */
+    for (int i = 0; i < 50; i++) {
+        int fd = rf_connect(serve_port);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+    }
+    ck_assert(alive(serve_pid));
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", NULL), 200);
+}
+END_TEST
+
+START_TEST(test_slow_clients)
+{
+    start_serve("--connection-timeout", "1s", NULL);
+    enum { NSLOW = 32 };
+    int fds[NSLOW];
+    for (int i = 0; i < NSLOW; i++) {
+        fds[i] = rf_connect(serve_port);
+        ck_assert_int_ge(fds[i], 0);
+        ck_assert_int_eq(send(fds[i], "GET /metr", 9, MSG_NOSIGNAL), 9);
+    }
+    /* Others are served meanwhile, promptly. */
+    uint64_t t0 = rf_now_ms();
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(rf_get(serve_port, "/metrics", NULL), 200);
+    ck_assert_uint_lt(rf_now_ms() - t0, 900);
+    /* The idle half-requests are dropped after the timeout. */
+    usleep(2500000);
+    for (int i = 0; i < NSLOW; i++) {
+        struct pollfd pfd = {.fd = fds[i], .events = POLLIN};
+        ck_assert_int_eq(poll(&pfd, 1, 1000), 1);
+        char c;
+        ck_assert_int_le(recv(fds[i], &c, 1, MSG_DONTWAIT), 0);
+        close(fds[i]);
+    }
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", NULL), 200);
+}
+END_TEST
+
+static long rss_kb(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    char *s = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(s);
+    const char *p = strstr(s, "VmRSS:");
+    ck_assert_ptr_nonnull(p);
+    long kb = strtol(p + 6, NULL, 10);
+    free(s);
+    return kb;
+}
+
+/* n scrapes at once (non-blocking sockets, one poll loop).  Returns how
+ * many got a 200 with the whole page. */
+static int scrape_burst(int n, int timeout_ms)
+{
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Connection: close\r\n\r\n";
+    struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
+    int *state = calloc((size_t)n, sizeof(*state)); /* 0 sending, 1 reading, 2 done */
+    char (*head)[16] = calloc((size_t)n, 16);
+    size_t *got = calloc((size_t)n, sizeof(*got));
+    ck_assert(pf && state && head && got);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)serve_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n; i++) {
+        pf[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(pf[i].fd, 0);
+        int rc = connect(pf[i].fd, (struct sockaddr *)&a, sizeof(a));
+        ck_assert(rc == 0 || errno == EINPROGRESS);
+        pf[i].events = POLLOUT;
+    }
+    int done = 0, ok = 0;
+    uint64_t end = rf_now_ms() + (uint64_t)timeout_ms;
+    while (done < n && rf_now_ms() < end) {
+        if (poll(pf, (nfds_t)n, 200) < 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (state[i] == 2 || !pf[i].revents)
+                continue;
+            if (state[i] == 0) {
+                if (send(pf[i].fd, req, sizeof(req) - 1, MSG_NOSIGNAL) ==
+                    (ssize_t)sizeof(req) - 1) {
+                    state[i] = 1;
+                    pf[i].events = POLLIN;
+                } else {
+                    state[i] = 2, done++;
+                    close(pf[i].fd);
+                    pf[i].fd = -1;
+                }
+                continue;
+            }
+            char buf[8192];
+            ssize_t r = recv(pf[i].fd, buf, sizeof(buf), 0);
+            if (r > 0) {
+                for (ssize_t k = 0; k < r && got[i] < 15; k++)
+                    head[i][got[i]++] = buf[k];
+                if (got[i] >= 15)
+                    got[i] += (size_t)r; /* count the rest */
+                continue;
+            }
+            if (r < 0 && errno == EAGAIN)
+                continue;
+            if (strncmp(head[i], "HTTP/1.1 200", 12) == 0 && got[i] > 1000)
+                ok++;
+            state[i] = 2, done++;
+            close(pf[i].fd);
+            pf[i].fd = -1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (pf[i].fd >= 0)
+            close(pf[i].fd);
+    free(pf);
+    free(state);
+    free(head);
+    free(got);
+    return ok;
+}
+
+START_TEST(test_concurrent_scrapes)
+{
+    struct rlimit rl;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max < 1100) {
+        fprintf(stderr, "test_concurrent_scrapes: SKIPPED: RLIMIT_NOFILE hard "
+                        "limit %lu < 1100\n", (unsigned long)rl.rlim_max);
+        return;
+    }
+    rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    start_serve("--max-connections", "2000", NULL);
+    long rss0 = rss_kb(serve_pid);
+    uint64_t t0 = rf_now_ms();
+    int ok = scrape_burst(1000, 20000);
+    uint64_t t1 = rf_now_ms();
+    long rss1 = rss_kb(serve_pid);
+    ck_assert_int_eq(ok, 1000);
+    int ok2 = scrape_burst(1000, 20000);
+    long rss2 = rss_kb(serve_pid);
+    ck_assert_int_eq(ok2, 1000);
+    fprintf(stderr, "1000 concurrent scrapes: %llu ms; RSS %ld -> %ld -> %ld kB\n",
+            (unsigned long long)(t1 - t0), rss0, rss1, rss2);
+    /* Bounded: a few MB for 1000 connections, and no growth per burst. */
+    ck_assert_int_lt(rss1 - rss0, 48 * 1024);
+    ck_assert_int_lt(rss2 - rss1, 8 * 1024);
+    ck_assert(alive(serve_pid));
+    char *resp;
+    ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+    check_page(rf_body(resp));
+    free(resp);
+}
+END_TEST
+
+START_TEST(test_ring_gone)
+{
+    start_serve(NULL);
+    /* The daemon stops: scrapes get 503 with the reason, not stale data. */
+    rf_stop(&rf);
+    char *resp = NULL;
+    int st = 0;
+    for (int i = 0; i < 50 && st != 503; i++) {
+        free(resp);
+        usleep(100000);
+        st = rf_get(serve_port, "/metrics", &resp);
+    }
+    ck_assert_int_eq(st, 503);
+    ck_assert_msg(strstr(rf_body(resp), "stopped") ||
+                      strstr(rf_body(resp), "no such ring"),
+                  "503 body: %s", rf_body(resp));
+    free(resp);
+    /* A new daemon on the same ring: served again. */
+    rf_start(&rf, "serve");
+    for (int i = 0; i < 50 && st != 200; i++) {
+        usleep(100000);
+        st = rf_get(serve_port, "/metrics", NULL);
+    }
+    ck_assert_int_eq(st, 200);
+}
+END_TEST
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    Suite *s = suite_create("serve");
+    TCase *tc = tcase_create("serve");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_metrics_page);
+    tcase_add_test(tc, test_promtool);
+    tcase_add_test(tc, test_bounds);
+    tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_malformed);
+    tcase_add_test(tc, test_slow_clients);
+    tcase_add_test(tc, test_concurrent_scrapes);
+    tcase_add_test(tc, test_ring_gone);
+    suite_add_tcase(s, tc);
+    return pa_test_main(s);
+}
