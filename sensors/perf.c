@@ -995,6 +995,7 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
     int rc = try_open_self(&a);
     bool user_only = rc == -EACCES || rc == -EPERM;
     size_t n = 0;
+    bool seen[NGENERIC] = {false};
 #ifdef PA_HAVE_LIBPFM
     pthread_once(&pfm_once, pfm_init_once);
     if (pfm_status == PFM_SUCCESS) {
@@ -1016,7 +1017,15 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
                     continue;
                 char name[192];
                 snprintf(name, sizeof(name), "%s::%s", pi.name, ei.name);
-                rc = list_one(name, ei.desc, user_only, cb, user);
+                /* libpfm4's perf:: names repeat the generic table: list
+                 * each once, with the clearer description */
+                const char *desc = ei.desc;
+                const struct generic *g = generic_find(name);
+                if (g) {
+                    seen[g - generics] = true;
+                    desc = g->desc;
+                }
+                rc = list_one(name, desc, user_only, cb, user);
                 if (rc < 0)
                     return rc;
                 n++;
@@ -1025,6 +1034,8 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
     }
 #endif
     for (size_t i = 0; i < NGENERIC; i++) {
+        if (seen[i])
+            continue;
         rc = list_one(generics[i].name, generics[i].desc, user_only, cb,
                       user);
         if (rc < 0)
