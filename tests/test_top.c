@@ -1,0 +1,196 @@
+/* test_top.c - `powerapi top --ring` in a real terminal (tmux on a
+ * private socket): rows sorted by power, the system line, sort keys, the
+ * cgroup view, the filter, the interval, a daemon that stops, quit. */
+#include "ring_fixture.h"
+#include "testutil.h"
+
+#include <stdarg.h>
+
+static ring_fixture rf;
+static char *dir;
+static char sock[4200];
+
+static int tmux(char **out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int tmux(char **out, const char *fmt, ...)
+{
+    char args[2048], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "tmux -S '%s' %s 2>&1", sock, args);
+    char *o = NULL;
+    int st = pa_test_run(cmd, &o);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    return st;
+}
+
+static char *screen(void)
+{
+    char *o = NULL;
+    tmux(&o, "capture-pane -p -t top");
+    return o ? o : strdup("");
+}
+
+/* Waits until the screen shows text; returns the screen (malloc'd). */
+static char *wait_for(const char *text, int timeout_ms)
+{
+    uint64_t end = rf_now_ms() + (uint64_t)timeout_ms;
+    char *s = screen();
+    while (!strstr(s, text) && rf_now_ms() < end) {
+        free(s);
+        usleep(50000);
+        s = screen();
+    }
+    ck_assert_msg(strstr(s, text) != NULL, "screen never showed '%s':\n%s",
+                  text, s);
+    return s;
+}
+
+static void keys(const char *k)
+{
+    ck_assert_int_eq(tmux(NULL, "send-keys -t top %s", k), 0);
+}
+
+/* The line of the screen that contains text ("" if none), in buf. */
+static const char *line_with(const char *scr, const char *text, char *buf,
+                             size_t len)
+{
+    const char *p = strstr(scr, text);
+    buf[0] = '\0';
+    if (!p)
+        return buf;
+    const char *b = p;
+    while (b > scr && b[-1] != '\n')
+        b--;
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - b) : strlen(b);
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, b, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void setup(void)
+{
+    dir = pa_test_tmpdir();
+    snprintf(sock, sizeof(sock), "%s/tmux.sock", dir);
+    rf_start(&rf, "top");
+}
+
+static void teardown(void)
+{
+    tmux(NULL, "kill-server");
+    rf_stop(&rf);
+    pa_test_rmtree(dir);
+}
+
+START_TEST(test_top_screen)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_screen: SKIPPED: tmux absent\n");
+        return;
+    }
+    int st = tmux(NULL,
+                  "new-session -d -s top -x 132 -y 30 \"TERM=screen %s top --ring %s "
+                  "--interval 200ms; echo EXIT=\\$?; sleep 30\"",
+                  PA_CLI_PATH, rf.name);
+    ck_assert_int_eq(st, 0);
+    char l[256];
+    char *s = wait_for(" java ", 5000);
+    /* Sorted by power: java (4.125 W), we"ird\name (1.5), then the rest. */
+    const char *java = strstr(s, " java ");
+    const char *weird = strstr(s, "we\"ird\\name");
+    ck_assert_ptr_nonnull(weird);
+    ck_assert(java < weird);
+    /* pid, CPU% (0.0625 s of 0.125 s), CPU W, NIC W, total W, J, cgroup */
+    line_with(s, " java ", l, sizeof(l));
+    ck_assert_msg(strstr(l, "4242 java") && strstr(l, " 50.0 ") &&
+                      strstr(l, " 4.00 ") && strstr(l, " 0.12 ") &&
+                      strstr(l, " 4.12 ") && strstr(l, " 40.2 ") &&
+                      strstr(l, "/system.slice/a.service"),
+                  "java row: %s", l);
+    ck_assert_ptr_nonnull(strstr(s, "System    11.00 W  cpu 10.00 W (modelled)  "
+                                    "nic 1.00 W  idle 3.00 W"));
+    ck_assert_ptr_nonnull(strstr(s, "Assumed tdp=10W (default: unknown CPU \"x\")"));
+    ck_assert_ptr_nonnull(strstr(s, "Formula cpu-tdp+nic-linear"));
+    ck_assert_ptr_nonnull(strstr(s, "3 processes | sort: power"));
+    free(s);
+
+    /* Sort keys: power -> cpu -> nic -> energy -> pid (ascending). */
+    keys("s");
+    free(wait_for("sort: cpu", 3000));
+    keys("s s s");
+    s = wait_for("sort: pid", 3000);
+    ck_assert(strstr(s, "we\"ird\\name") < strstr(s, " java "));
+    free(s);
+
+    /* The cgroup view. */
+    keys("c");
+    s = wait_for("CGROUP", 3000);
+    ck_assert_ptr_nonnull(strstr(s, "1 cgroups"));
+    line_with(s, "/system.slice/a.service", l, sizeof(l));
+    ck_assert_msg(strstr(l, " 5.56 ") && strstr(l, " 5.69 ") && strstr(l, " 55.8"),
+                  "cgroup row: %s", l);
+    free(s);
+    keys("c");
+    free(wait_for("3 processes", 3000));
+
+    /* Filter: / java Enter. */
+    keys("/");
+    free(wait_for("filter:", 3000));
+    keys("j a v a Enter");
+    s = wait_for("1 processes", 3000);
+    ck_assert_ptr_nonnull(strstr(s, "filter: java"));
+    ck_assert_ptr_null(strstr(s, "we\"ird"));
+    free(s);
+
+    /* Interval: + doubles it. */
+    keys("+");
+    free(wait_for("every 0.4 s", 3000));
+
+    /* The daemon stops: top says so and keeps running. */
+    rf_stop(&rf);
+    s = wait_for("ring '", 5000);
+    ck_assert_msg(strstr(s, "stopped") || strstr(s, "no such ring"),
+                  "screen:\n%s", s);
+    free(s);
+
+    keys("q");
+    free(wait_for("EXIT=0", 3000));
+}
+END_TEST
+
+START_TEST(test_top_needs_tty)
+{
+    char cmd[512];
+    char *out = NULL;
+    snprintf(cmd, sizeof(cmd), "%s top --ring %s < /dev/null 2>&1 | cat",
+             PA_CLI_PATH, rf.name);
+    pa_test_run(cmd, &out);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(strstr(out, "needs a terminal"));
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s top --sort watts 2>&1", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--sort"));
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("top");
+    TCase *tc = tcase_create("top");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_top_screen);
+    tcase_add_test(tc, test_top_needs_tty);
+    suite_add_tcase(s, tc);
+    return pa_test_main(s);
+}
