@@ -1,0 +1,81 @@
+/*
+ * cli.h - the powerapi command: subcommands and shared helpers.
+ *
+ * Each subcommand is `int pa_cli_<name>(int argc, char **argv)`, called
+ * with argv[0] = "<name>" and returning the process exit status
+ * (0 ok, 1 runtime failure, 2 usage error; `monitor -- COMMAND` returns
+ * the command's own status).  main.c dispatches through a table of
+ * {name, function, one-line help}: a new subcommand adds its entry there
+ * and its declaration here.
+ */
+#ifndef PA_CLI_H
+#define PA_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "powerapi.h"
+
+/* Exit statuses shared by the subcommands. */
+enum {
+    PA_EXIT_OK = 0,
+    PA_EXIT_FAIL = 1,  /* runtime failure (unknown pid, module error...) */
+    PA_EXIT_USAGE = 2, /* bad command line: one line naming the argument */
+};
+
+/* Subcommands. */
+int pa_cli_monitor(int argc, char **argv);
+int pa_cli_modules(int argc, char **argv);
+int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
+int pa_cli_top(int argc, char **argv);    /* cli/top.c */
+int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
+
+/* ---- helpers shared by subcommands (cli/main.c) ---- */
+
+/* The program name used in messages ("powerapi"). */
+extern const char *pa_cli_prog;
+
+/* Prints "powerapi <cmd>: <message>\n" to stderr. */
+void pa_cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints a usage error as one line "powerapi <cmd>: <message> (see
+ * 'powerapi <cmd> --help')" and returns PA_EXIT_USAGE. */
+int pa_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The library's detailed message of the last failure, or pa_strerror(err)
+ * when there is none. */
+const char *pa_cli_errmsg(int err);
+
+/* Parses a strictly positive decimal integer (no sign, no junk).
+ * Returns 0 or -EINVAL / -ERANGE. */
+int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
+
+/* Parses a duration with pa_parse_duration_ns, refusing 0. */
+int pa_cli_parse_duration(const char *s, uint64_t *out_ns);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME now, ns. */
+uint64_t pa_cli_mono_ns(void);
+uint64_t pa_cli_real_ns(void);
+
+/* ---- fixture replay (cli/replay.c), a testing aid of `monitor` ---- */
+
+typedef struct pa_replay pa_replay;
+
+/* Copies the procfs and sysfs trees (either may be NULL) into a private
+ * temporary directory and remembers the states folder: states/<k>/proc/..
+ * and states/<k>/sys/.. are overlays written over the copies before tick
+ * k (k = 0, 1, ...); a file states/<k>/remove lists paths ("proc/1234")
+ * to delete before that tick.  *procfs_out and *sysfs_out receive the
+ * copies' paths (owned by the replay).  Returns 0 or -errno (message
+ * printed). */
+int pa_replay_new(pa_replay **out, const char *states, const char *procfs,
+                  const char *sysfs, const char **procfs_out,
+                  const char **sysfs_out);
+/* Applies the state of tick k (no-op if the folder has none). */
+int pa_replay_apply(pa_replay *r, unsigned k);
+/* Removes the temporary copies and frees.  NULL is a no-op. */
+void pa_replay_free(pa_replay *r);
+
+#endif /* PA_CLI_H */

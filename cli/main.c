@@ -1,0 +1,171 @@
+/*
+ * main.c - the powerapi command: global options and subcommand dispatch.
+ *
+ * A subcommand is one entry of the table below; it receives argv from its
+ * own name on and returns the exit status.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *pa_cli_prog = "powerapi";
+
+typedef struct pa_cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help; /* one line */
+} pa_cli_command;
+
+/* Subcommands, in the order `powerapi --help` lists them. */
+static const pa_cli_command commands[] = {
+    {"monitor", pa_cli_monitor,
+     "per-process power (W) and energy (J), or the energy of one command"},
+    {"modules", pa_cli_modules,
+     "sensors and formulas: which work on this machine, and why not"},
+    {"daemon", pa_cli_daemon,
+     "sample the whole machine and publish windows in a shared-memory ring"},
+    {"top", pa_cli_top, "live terminal view of processes and cgroups by power"},
+    {"serve", pa_cli_serve, "Prometheus exporter: /metrics over HTTP"},
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: %s COMMAND [OPTIONS]\n"
+            "       %s monitor [OPTIONS] [-- COMMAND [ARGS...]]\n"
+            "\n"
+            "Energy profiler for Linux: per-process, per-thread and "
+            "per-cgroup power.\n"
+            "\nCommands:\n",
+            pa_cli_prog, pa_cli_prog);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f,
+            "\nOptions:\n"
+            "  -h, --help     show this help\n"
+            "  -V, --version  show the version\n"
+            "\n'%s COMMAND --help' describes a command's options.\n",
+            pa_cli_prog);
+}
+
+void pa_cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    if (cmd)
+        fprintf(stderr, "%s %s: ", pa_cli_prog, cmd);
+    else
+        fprintf(stderr, "%s: ", pa_cli_prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int pa_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    if (cmd)
+        fprintf(stderr, "%s %s: ", pa_cli_prog, cmd);
+    else
+        fprintf(stderr, "%s: ", pa_cli_prog);
+    vfprintf(stderr, fmt, ap);
+    if (cmd)
+        fprintf(stderr, " (see '%s %s --help')\n", pa_cli_prog, cmd);
+    else
+        fprintf(stderr, " (see '%s --help')\n", pa_cli_prog);
+    va_end(ap);
+    return PA_EXIT_USAGE;
+}
+
+const char *pa_cli_errmsg(int err)
+{
+    const char *m = pa_last_error();
+    return (m && *m) ? m : pa_strerror(err);
+}
+
+int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end)
+        return -EINVAL;
+    if (errno == ERANGE || v > max)
+        return -ERANGE;
+    if (v == 0)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
+{
+    uint64_t v;
+    if (!s || !*s || pa_parse_duration_ns(s, &v) < 0 || v == 0)
+        return -EINVAL;
+    *out_ns = v;
+    return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pa_cli_mono_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t pa_cli_real_ns(void)
+{
+    return clock_ns(CLOCK_REALTIME);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return PA_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        if (argc > 2 && strcmp(cmd, "help") == 0) {
+            /* "powerapi help monitor" = "powerapi monitor --help" */
+            for (size_t i = 0; i < NCOMMANDS; i++)
+                if (!strcmp(argv[2], commands[i].name)) {
+                    char *hargv[] = {argv[2], "--help", NULL};
+                    return commands[i].run(2, hargv);
+                }
+            return pa_cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+        }
+        usage(stdout);
+        return PA_EXIT_OK;
+    }
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") ||
+        !strcmp(cmd, "version")) {
+        printf("%s %s (libpowerapi %s)\n", pa_cli_prog, PA_VERSION_STRING,
+               pa_version());
+        return PA_EXIT_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    if (cmd[0] == '-')
+        return pa_cli_usage_error(NULL, "unknown option '%s'", cmd);
+    return pa_cli_usage_error(NULL, "unknown command '%s'", cmd);
+}

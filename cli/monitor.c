@@ -1,0 +1,895 @@
+/*
+ * monitor.c - `powerapi monitor`: per-target power each interval, or the
+ * energy of one command (like `perf stat`).
+ *
+ * Flow: parse options, create a context, enable modules ("auto", then the
+ * --sensor/--formula ones, then --disable), watch the targets, then tick
+ * every interval and write each report.  With a command, the child is
+ * forked stopped on a pipe, watched with PA_WATCH_CHILDREN, released, and
+ * followed until it exits; waitid(WNOWAIT) leaves it a zombie for one last
+ * tick (its stat is still readable) before it is reaped.
+ *
+ * Signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD) are blocked and taken
+ * synchronously with sigtimedwait(), which is also the interval sleep.
+ */
+#include "cli.h"
+#include "output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *CMD = "monitor";
+
+#define NS_PER_S 1000000000ull
+
+typedef struct mod_req {
+    const char *flag;     /* "--sensor", "--formula" */
+    pa_module_kind kind;
+    char *name;
+    const char *options;  /* inside name's allocation, or NULL */
+} mod_req;
+
+typedef struct watched {
+    pid_t pid;
+    bool ok;   /* pa_watch_pid succeeded */
+    bool done; /* reported exited */
+} watched;
+
+typedef struct monitor {
+    pa_ctx_opts copts;
+    watched *pids;
+    size_t npids;
+    bool all, threads, cgroups;
+    uint64_t interval_ns;
+    bool interval_set;
+    unsigned long count;  /* windows, 0 = no limit */
+    uint64_t duration_ns; /* 0 = no limit */
+    unsigned long top;
+    bool top_set;
+    pa_out_format fmt;
+    mod_req *mods;
+    size_t nmods;
+    char **disables;
+    size_t ndisables;
+    const char *output;
+    uint64_t clock_step_ns;
+    const char *states;
+    char **cmd; /* NULL-terminated, or NULL */
+
+    /* run time */
+    pa_ctx *ctx;
+    pa_out out;
+    FILE *f;
+    sigset_t sigs;
+    pa_replay *replay;
+    bool pid_failed; /* an unknown pid was given */
+} monitor;
+
+static void monitor_help(FILE *f)
+{
+    fprintf(
+        f,
+        "Usage: %s monitor [OPTIONS]\n"
+        "       %s monitor [OPTIONS] [--] COMMAND [ARGS...]\n"
+        "\n"
+        "Prints the power (W) and energy (J) of processes, threads and "
+        "cgroups every\ninterval.  With a COMMAND, runs it, follows it and "
+        "every child it starts, and\nprints its energy when it exits "
+        "(exit status: the command's own).\n"
+        "With no target, every process is watched (--all).\n"
+        "\nTargets:\n"
+        "  -p, --pid PID[,PID...]    watch a process (repeatable)\n"
+        "  -a, --all                 watch every process\n"
+        "  -t, --threads             also report each thread of the "
+        "watched pids\n"
+        "      --cgroups             also report cgroup v2 totals\n"
+        "\nSampling:\n"
+        "  -i, --interval DURATION   window length (default 1s; 500ms, 2s, "
+        "1m...)\n"
+        "  -n, --count N             stop after N windows\n"
+        "  -d, --duration DURATION   stop after this long\n"
+        "\nModules (see '%s modules'):\n"
+        "      --sensor NAME[:OPTS]  enable or reconfigure a sensor "
+        "(repeatable)\n"
+        "      --formula NAME[:OPTS] enable or reconfigure a formula "
+        "(repeatable);\n"
+        "                            OPTS is key=value,key=value, e.g. "
+        "cpu-tdp:tdp=65W\n"
+        "      --disable NAME        disable a module (repeatable)\n"
+        "  (with none of these, 'auto' picks the best modules for this "
+        "machine)\n"
+        "\nOutput:\n"
+        "  -f, --format FORMAT       table (default), csv or json (JSON "
+        "lines)\n"
+        "      --top N               only the N most powerful processes\n"
+        "  -o, --output FILE         write to FILE instead of stdout\n"
+        "\nEnvironment:\n"
+        "      --procfs DIR          procfs root (default /proc)\n"
+        "      --sysfs DIR           sysfs root (default /sys)\n"
+        "      --hwdb FILE           hardware database (default: installed "
+        "one)\n"
+        "\nTesting (replay of fixture trees, exact results):\n"
+        "      --clock-step DURATION tick with an explicit clock advancing "
+        "by DURATION,\n"
+        "                            without sleeping (not with a COMMAND)\n"
+        "      --fixture-states DIR  before tick k (0 = the first), write "
+        "the overlay\n"
+        "                            DIR/k/proc/.. and DIR/k/sys/.. over "
+        "copies of the\n"
+        "                            --procfs/--sysfs trees and delete the "
+        "paths listed\n"
+        "                            in DIR/k/remove (\"proc/1234\"); needs "
+        "--clock-step\n"
+        "\n  -h, --help                show this help\n"
+        "\nExamples:\n"
+        "  %s monitor --all --top 10 --interval 1s --count 3\n"
+        "  %s monitor --pid 4242 --threads --format json\n"
+        "  %s monitor -- make -j2\n",
+        pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog,
+        pa_cli_prog);
+}
+
+static void monitor_free(monitor *m)
+{
+    for (size_t i = 0; i < m->nmods; i++)
+        free(m->mods[i].name);
+    free(m->mods);
+    free(m->disables);
+    free(m->pids);
+    pa_out_fini(&m->out);
+    if (m->f && m->f != stdout)
+        fclose(m->f);
+    pa_ctx_free(m->ctx);
+    pa_replay_free(m->replay);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+static int add_pids(monitor *m, const char *arg)
+{
+    char *copy = strdup(arg);
+    if (!copy)
+        return -ENOMEM;
+    int err = 0;
+    size_t added = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        unsigned long v;
+        if (pa_cli_parse_uint(tok, 4194304, &v) < 0) {
+            err = -EINVAL;
+            break;
+        }
+        watched *n = realloc(m->pids, (m->npids + 1) * sizeof(*n));
+        if (!n) {
+            err = -ENOMEM;
+            break;
+        }
+        m->pids = n;
+        m->pids[m->npids++] = (watched){.pid = (pid_t)v};
+        added++;
+    }
+    free(copy);
+    return err ? err : added ? 0 : -EINVAL;
+}
+
+static int add_mod(monitor *m, const char *flag, pa_module_kind kind,
+                   const char *arg)
+{
+    mod_req *n = realloc(m->mods, (m->nmods + 1) * sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    m->mods = n;
+    char *name = strdup(arg);
+    if (!name)
+        return -ENOMEM;
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = '\0';
+    m->mods[m->nmods++] = (mod_req){flag, kind, name, colon ? colon + 1 : NULL};
+    return 0;
+}
+
+static int parse_args(monitor *m, int argc, char **argv)
+{
+    enum {
+        OPT_SENSOR = 256,
+        OPT_FORMULA,
+        OPT_DISABLE,
+        OPT_PROCFS,
+        OPT_SYSFS,
+        OPT_HWDB,
+        OPT_TOP,
+        OPT_CGROUPS,
+        OPT_CLOCK_STEP,
+        OPT_STATES,
+    };
+    static const struct option longopts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"all", no_argument, NULL, 'a'},
+        {"threads", no_argument, NULL, 't'},
+        {"interval", required_argument, NULL, 'i'},
+        {"count", required_argument, NULL, 'n'},
+        {"duration", required_argument, NULL, 'd'},
+        {"top", required_argument, NULL, OPT_TOP},
+        {"format", required_argument, NULL, 'f'},
+        {"sensor", required_argument, NULL, OPT_SENSOR},
+        {"formula", required_argument, NULL, OPT_FORMULA},
+        {"disable", required_argument, NULL, OPT_DISABLE},
+        {"procfs", required_argument, NULL, OPT_PROCFS},
+        {"sysfs", required_argument, NULL, OPT_SYSFS},
+        {"hwdb", required_argument, NULL, OPT_HWDB},
+        {"output", required_argument, NULL, 'o'},
+        {"cgroups", no_argument, NULL, OPT_CGROUPS},
+        {"clock-step", required_argument, NULL, OPT_CLOCK_STEP},
+        {"fixture-states", required_argument, NULL, OPT_STATES},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned long v;
+    int c, err;
+
+    m->interval_ns = NS_PER_S;
+    opterr = 0;
+    optind = 1;
+    /* '+': the first non-option starts the COMMAND (as with perf stat). */
+    while ((c = getopt_long(argc, argv, "+:p:ati:n:d:f:o:h", longopts,
+                            NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            monitor_help(stdout);
+            return -1;
+        case 'p':
+            if ((err = add_pids(m, optarg)) == -ENOMEM)
+                goto nomem;
+            if (err < 0)
+                return pa_cli_usage_error(CMD, "--pid: invalid pid '%s'",
+                                          optarg);
+            break;
+        case 'a':
+            m->all = true;
+            break;
+        case 't':
+            m->threads = true;
+            break;
+        case 'i':
+            if (pa_cli_parse_duration(optarg, &m->interval_ns) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--interval: invalid duration '%s' (e.g. 500ms, 2s)",
+                    optarg);
+            m->interval_set = true;
+            break;
+        case 'n':
+            if (pa_cli_parse_uint(optarg, 1000000000ul, &m->count) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--count: invalid count '%s' (a number >= 1)",
+                    optarg);
+            break;
+        case 'd':
+            if (pa_cli_parse_duration(optarg, &m->duration_ns) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--duration: invalid duration '%s' (e.g. 10s, 1m)",
+                    optarg);
+            break;
+        case OPT_TOP:
+            if (pa_cli_parse_uint(optarg, 1000000000ul, &v) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--top: invalid number '%s' (a number >= 1)", optarg);
+            m->top = v;
+            m->top_set = true;
+            break;
+        case 'f':
+            if (pa_out_parse_format(optarg, &m->fmt) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--format: unknown format '%s' (table, csv, json)",
+                    optarg);
+            break;
+        case OPT_SENSOR:
+        case OPT_FORMULA: {
+            const char *flag = c == OPT_SENSOR ? "--sensor" : "--formula";
+            if (!optarg[0] || optarg[0] == ':')
+                return pa_cli_usage_error(CMD, "%s: missing module name in '%s'",
+                                          flag, optarg);
+            if (add_mod(m, flag, c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA,
+                        optarg) < 0)
+                goto nomem;
+            break;
+        }
+        case OPT_DISABLE: {
+            if (!optarg[0])
+                return pa_cli_usage_error(CMD, "--disable: empty module name");
+            char **n = realloc(m->disables, (m->ndisables + 1) * sizeof(*n));
+            if (!n)
+                goto nomem;
+            m->disables = n;
+            m->disables[m->ndisables++] = optarg;
+            break;
+        }
+        case OPT_PROCFS:
+            m->copts.procfs = optarg;
+            break;
+        case OPT_SYSFS:
+            m->copts.sysfs = optarg;
+            break;
+        case OPT_HWDB:
+            m->copts.hwdb = optarg;
+            break;
+        case 'o':
+            m->output = optarg;
+            break;
+        case OPT_CGROUPS:
+            m->cgroups = true;
+            break;
+        case OPT_CLOCK_STEP:
+            if (pa_cli_parse_duration(optarg, &m->clock_step_ns) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--clock-step: invalid duration '%s' (e.g. 1s)",
+                    optarg);
+            break;
+        case OPT_STATES:
+            m->states = optarg;
+            break;
+        case ':':
+            return pa_cli_usage_error(CMD, "option '%s' needs a value",
+                                      argv[optind - 1]);
+        default:
+            if (optopt && optopt < 256)
+                return pa_cli_usage_error(CMD, "unknown option '-%c'", optopt);
+            return pa_cli_usage_error(CMD, "unknown option '%s'",
+                                      argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        m->cmd = argv + optind;
+
+    if (m->cmd && m->clock_step_ns)
+        return pa_cli_usage_error(CMD,
+                                  "--clock-step cannot be used with a COMMAND");
+    if (m->cmd && (m->count || m->duration_ns))
+        return pa_cli_usage_error(
+            CMD, "%s cannot be used with a COMMAND (it runs until the "
+                 "command exits)",
+            m->count ? "--count" : "--duration");
+    if (m->states && !m->clock_step_ns)
+        return pa_cli_usage_error(CMD, "--fixture-states needs --clock-step");
+    if (m->states && !m->copts.procfs)
+        return pa_cli_usage_error(CMD, "--fixture-states needs --procfs");
+    if (m->clock_step_ns && !m->count && !m->duration_ns)
+        return pa_cli_usage_error(
+            CMD, "--clock-step needs --count or --duration (it never sleeps)");
+    if (m->threads && !m->npids && !m->cmd)
+        return pa_cli_usage_error(
+            CMD, "--threads needs --pid or a COMMAND (per-thread records of "
+                 "every process would be too many)");
+    if (!m->npids && !m->cmd)
+        m->all = true;
+    return 0;
+nomem:
+    pa_cli_error(CMD, "out of memory");
+    return PA_EXIT_FAIL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Modules                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Appends "(sensors: a, b; formulas: c, d)" to a message that does not
+ * already list the modules. */
+static void known_modules(pa_ctx *ctx, char *buf, size_t len)
+{
+    pa_module_info info[64];
+    int n = pa_module_list(ctx, info, 64);
+    buf[0] = '\0';
+    if (n <= 0)
+        return;
+    if (n > 64)
+        n = 64;
+    size_t off = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        pa_module_kind kind = pass ? PA_FORMULA : PA_SENSOR;
+        int first = 1;
+        for (int i = 0; i < n && off < len; i++) {
+            if (info[i].kind != kind)
+                continue;
+            off += (size_t)snprintf(buf + off, len - off, "%s%s%s",
+                                    first ? (pass ? "; formulas: "
+                                                  : " (sensors: ")
+                                          : ", ",
+                                    "", info[i].name);
+            first = 0;
+        }
+    }
+    if (off && off < len)
+        snprintf(buf + off, len - off, ")");
+}
+
+static const pa_module_info *find_module(const pa_module_info *info, int n,
+                                         const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (info[i].name && !strcmp(info[i].name, name))
+            return &info[i];
+    return NULL;
+}
+
+static int module_error(monitor *m, const char *flag, const char *name,
+                        int err)
+{
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", pa_cli_errmsg(err));
+    char list[512] = "";
+    if (err == -ENOENT) {
+        known_modules(m->ctx, list, sizeof(list));
+        /* the library's message may already list them */
+        pa_module_info info[64];
+        int n = pa_module_list(m->ctx, info, 64);
+        if (n > 0 && strstr(msg, info[0].name))
+            list[0] = '\0';
+    }
+    pa_cli_error(CMD, "%s %s: %s%s", flag, name, msg, list);
+    /* unknown names and bad options are the user's; the rest the
+     * machine's */
+    return (err == -ENOENT || err == -EINVAL) ? PA_EXIT_USAGE : PA_EXIT_FAIL;
+}
+
+static int setup_modules(monitor *m)
+{
+    if (!m->nmods && !m->ndisables)
+        return 0; /* the first tick enables "auto" */
+    int err = pa_module_enable(m->ctx, "auto", NULL);
+    if (err < 0)
+        return module_error(m, "enable", "auto", err);
+
+    pa_module_info info[64];
+    int n = pa_module_list(m->ctx, info, 64);
+    if (n > 64)
+        n = 64;
+    for (size_t i = 0; i < m->nmods; i++) {
+        mod_req *r = &m->mods[i];
+        const pa_module_info *mi = n > 0 ? find_module(info, n, r->name) : NULL;
+        if (mi && mi->kind != r->kind) {
+            pa_cli_error(CMD, "%s %s: %s is a %s (use %s)", r->flag, r->name,
+                         r->name, mi->kind == PA_SENSOR ? "sensor" : "formula",
+                         mi->kind == PA_SENSOR ? "--sensor" : "--formula");
+            return PA_EXIT_USAGE;
+        }
+        err = pa_module_enable(m->ctx, r->name, r->options);
+        if (err < 0)
+            return module_error(m, r->flag, r->name, err);
+    }
+    for (size_t i = 0; i < m->ndisables; i++) {
+        err = pa_module_disable(m->ctx, m->disables[i]);
+        if (err < 0)
+            return module_error(m, "--disable", m->disables[i], err);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Targets                                                             */
+/* ------------------------------------------------------------------ */
+
+static int setup_targets(monitor *m)
+{
+    int err;
+    if (m->cgroups && (err = pa_report_cgroups(m->ctx, 1)) < 0) {
+        pa_cli_error(CMD, "--cgroups: %s", pa_cli_errmsg(err));
+        return PA_EXIT_FAIL;
+    }
+    if (m->all && (err = pa_watch_all(m->ctx, 1)) < 0) {
+        pa_cli_error(CMD, "--all: %s", pa_cli_errmsg(err));
+        return PA_EXIT_FAIL;
+    }
+    size_t ok = 0;
+    for (size_t i = 0; i < m->npids; i++) {
+        watched *w = &m->pids[i];
+        err = pa_watch_pid(m->ctx, w->pid, m->threads ? PA_WATCH_THREADS : 0);
+        if (err < 0) {
+            if (err == -ESRCH)
+                pa_cli_error(CMD, "pid %ld: no such process", (long)w->pid);
+            else
+                pa_cli_error(CMD, "pid %ld: %s", (long)w->pid,
+                             pa_cli_errmsg(err));
+            m->pid_failed = true;
+            continue;
+        }
+        w->ok = true;
+        ok++;
+    }
+    if (m->npids && !ok && !m->all && !m->cmd)
+        return PA_EXIT_FAIL; /* nothing left to watch */
+    return 0;
+}
+
+/* Marks watched pids that the report says have exited, or that the
+ * context no longer knows.  Returns true when every watched pid is done. */
+static bool pids_done(monitor *m, const pa_report *r)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < m->npids; i++) {
+        watched *w = &m->pids[i];
+        if (!w->ok || w->done)
+            continue;
+        for (size_t k = 0; r && k < r->ntargets; k++) {
+            const pa_target_info *t = &r->targets[k];
+            if (t->type == PA_TARGET_PROCESS && t->pid == w->pid &&
+                (t->power.flags & PA_POWER_EXITED))
+                w->done = true;
+        }
+        pa_power p;
+        if (!w->done && pa_pid_power(m->ctx, w->pid, &p) == -ESRCH &&
+            r != NULL)
+            w->done = true;
+        if (!w->done)
+            live++;
+    }
+    return live == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ticks                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Writes the last report if there is one (the first tick only primes).
+ * Returns 1 when there was a report, 0 when none, -1 on failure (message
+ * printed). */
+static int emit_report(monitor *m, bool print, pa_report **keep)
+{
+    pa_report *r = NULL;
+    int err = pa_report_get(m->ctx, &r);
+    if (err == -ENODATA)
+        return 0;
+    if (err < 0) {
+        pa_cli_error(CMD, "report: %s", pa_cli_errmsg(err));
+        return -1;
+    }
+    if (print && (err = pa_out_report(&m->out, r)) < 0) {
+        pa_cli_error(CMD, "%s: write failed: %s",
+                     m->output ? m->output : "stdout", strerror(-err));
+        pa_report_free(r);
+        return -1;
+    }
+    if (keep)
+        *keep = r;
+    else
+        pa_report_free(r);
+    return 1;
+}
+
+static int do_tick(monitor *m, unsigned k, uint64_t clock_ns)
+{
+    int err;
+    if (m->replay && (err = pa_replay_apply(m->replay, k)) < 0)
+        return PA_EXIT_FAIL;
+    err = m->clock_step_ns ? pa_tick_at(m->ctx, clock_ns) : pa_tick(m->ctx);
+    if (err < 0 && !(err == -ENODATA && k == 0)) {
+        pa_cli_error(CMD, "tick: %s", pa_cli_errmsg(err));
+        return PA_EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* Sleeps until the monotonic deadline or a signal.  Returns the signal
+ * number (0 at the deadline), and its siginfo. */
+static int wait_until(monitor *m, uint64_t deadline_ns, siginfo_t *si)
+{
+    for (;;) {
+        uint64_t now = pa_cli_mono_ns();
+        if (now >= deadline_ns) {
+            /* collect a signal that is already pending, without waiting */
+            struct timespec zero = {0, 0};
+            int s = sigtimedwait(&m->sigs, si, &zero);
+            return s > 0 ? s : 0;
+        }
+        uint64_t left = deadline_ns - now;
+        struct timespec ts = {(time_t)(left / NS_PER_S),
+                              (long)(left % NS_PER_S)};
+        int s = sigtimedwait(&m->sigs, si, &ts);
+        if (s > 0)
+            return s;
+        if (errno == EAGAIN)
+            return 0;
+        /* EINTR: retry */
+    }
+}
+
+static bool is_stop_signal(int s)
+{
+    return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;
+}
+
+/* Monitoring without a command: until --count, --duration, a signal, or
+ * the exit of every watched pid. */
+static int run_targets(monitor *m)
+{
+    uint64_t step = m->interval_ns;
+    uint64_t end_ns = m->duration_ns; /* relative to the first tick */
+    unsigned long windows = 0;
+    int err;
+
+    if (m->clock_step_ns)
+        step = m->clock_step_ns;
+    /* the explicit clock starts at 0: report times are 1, 2, 3 steps */
+    uint64_t t0 = m->clock_step_ns ? 0 : pa_cli_mono_ns();
+    if ((err = do_tick(m, 0, t0)) != 0)
+        return err;
+    for (unsigned k = 1;; k++) {
+        uint64_t rel = (uint64_t)k * step;
+        if (end_ns && rel > end_ns)
+            rel = end_ns;
+        if (!m->clock_step_ns) {
+            siginfo_t si;
+            uint64_t now = pa_cli_mono_ns();
+            /* after an overrun (a suspended VM), skip missed windows */
+            while (t0 + rel + step < now && (!end_ns || rel < end_ns)) {
+                k++;
+                rel = (uint64_t)k * step;
+                if (end_ns && rel > end_ns)
+                    rel = end_ns;
+            }
+            int s = wait_until(m, t0 + rel, &si);
+            if (is_stop_signal(s))
+                return 0;
+        }
+        if ((err = do_tick(m, k, t0 + rel)) != 0)
+            return err;
+        pa_report *r = NULL;
+        err = emit_report(m, true, &r);
+        if (err < 0)
+            return PA_EXIT_FAIL;
+        if (err == 1)
+            windows++;
+        bool done = m->npids && !m->all && pids_done(m, r);
+        pa_report_free(r);
+        if (done)
+            return 0;
+        if (m->count && windows >= m->count)
+            return 0;
+        if (end_ns && rel >= end_ns)
+            return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Command                                                             */
+/* ------------------------------------------------------------------ */
+
+static void add_window_cpu(monitor *m, pid_t pid, double *cpu_s)
+{
+    pa_power p;
+    if (pa_tree_power(m->ctx, pid, &p) == 0)
+        *cpu_s += p.cpu_time_s;
+}
+
+static int run_command(monitor *m)
+{
+    int go[2] = {-1, -1}, ex[2] = {-1, -1};
+    int status = PA_EXIT_FAIL;
+    pid_t pid = -1;
+    bool print_windows = m->fmt != PA_OUT_TABLE || m->interval_set;
+
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
+        pa_cli_error(CMD, "pipe: %s", strerror(errno));
+        goto out;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        pa_cli_error(CMD, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        /* child: wait until watched, then exec */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        close(go[1]);
+        close(ex[0]);
+        char b;
+        while (read(go[0], &b, 1) < 0 && errno == EINTR)
+            ;
+        execvp(m->cmd[0], m->cmd);
+        int e = errno;
+        ssize_t w = write(ex[1], &e, sizeof(e));
+        (void)w;
+        _exit(127);
+    }
+    close(go[0]);
+    close(ex[1]);
+    go[0] = ex[1] = -1;
+
+    int err = pa_watch_pid(m->ctx, pid,
+                           PA_WATCH_CHILDREN |
+                               (m->threads ? PA_WATCH_THREADS : 0));
+    if (err < 0)
+        pa_cli_error(CMD, "watch %s (pid %ld): %s", m->cmd[0], (long)pid,
+                     pa_cli_errmsg(err));
+    uint64_t t0 = pa_cli_mono_ns();
+    int rc = do_tick(m, 0, t0);
+    /* release the child even if the first tick failed, then report */
+    close(go[1]);
+    go[1] = -1;
+    int child_errno = 0;
+    ssize_t n;
+    while ((n = read(ex[0], &child_errno, sizeof(child_errno))) < 0 &&
+           errno == EINTR)
+        ;
+    if (n == (ssize_t)sizeof(child_errno)) {
+        waitpid(pid, NULL, 0);
+        pid = -1;
+        pa_cli_error(CMD, "cannot run '%s': %s", m->cmd[0],
+                     strerror(child_errno));
+        status = child_errno == ENOENT ? 127 : 126;
+        goto out;
+    }
+    if (rc != 0)
+        goto kill_child;
+
+    double cpu_s = 0;
+    bool exited = false;
+    for (unsigned k = 1; !exited; k++) {
+        uint64_t deadline = t0 + (uint64_t)k * m->interval_ns;
+        for (;;) {
+            siginfo_t si, wi;
+            int s = wait_until(m, deadline, &si);
+            if (s == 0)
+                break;
+            if (s == SIGCHLD) {
+                memset(&wi, 0, sizeof(wi));
+                if (waitid(P_PID, (id_t)pid, &wi,
+                           WEXITED | WNOWAIT | WNOHANG) == 0 &&
+                    wi.si_pid == pid) {
+                    exited = true;
+                    break;
+                }
+                continue;
+            }
+            /* A signal typed at the terminal reaches the child by itself
+             * (same process group); one sent to powerapi is forwarded. */
+            if (si.si_code != SI_KERNEL)
+                kill(pid, s);
+        }
+        /* the last window ends at the exit; the zombie's stat is still
+         * readable, so this tick sees the command's final CPU time */
+        if ((rc = do_tick(m, k, 0)) != 0)
+            goto kill_child;
+        add_window_cpu(m, pid, &cpu_s);
+        if (emit_report(m, print_windows, NULL) < 0) {
+            rc = PA_EXIT_FAIL;
+            goto kill_child;
+        }
+    }
+    double duration_s = (double)(pa_cli_mono_ns() - t0) / 1e9;
+
+    pa_out_command cr = {.pid = pid, .cpu_time_s = cpu_s, .argv = m->cmd,
+                         .duration_s = duration_s};
+    if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 &&
+        pa_pid_power(m->ctx, pid, &cr.energy) < 0)
+        pa_cli_error(CMD, "energy of pid %ld: %s", (long)pid,
+                     pa_cli_errmsg(-ENODATA));
+
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    pid = -1;
+    if (WIFSIGNALED(wstatus)) {
+        cr.signal = WTERMSIG(wstatus);
+        cr.exit_status = 128 + cr.signal;
+    } else {
+        cr.exit_status = WEXITSTATUS(wstatus);
+    }
+    if ((err = pa_out_command_end(&m->out, &cr)) < 0) {
+        pa_cli_error(CMD, "%s: write failed: %s",
+                     m->output ? m->output : "stdout", strerror(-err));
+        status = PA_EXIT_FAIL;
+        goto out;
+    }
+    status = cr.exit_status;
+    goto out;
+
+kill_child:
+    status = rc > 0 ? rc : PA_EXIT_FAIL;
+    kill(pid, SIGTERM);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    pid = -1;
+out:
+    for (int i = 0; i < 2; i++) {
+        if (go[i] >= 0)
+            close(go[i]);
+        if (ex[i] >= 0)
+            close(ex[i]);
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+
+static size_t terminal_rows(int fd)
+{
+    struct winsize ws;
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0)
+        return ws.ws_row;
+    return 24;
+}
+
+int pa_cli_monitor(int argc, char **argv)
+{
+    monitor m;
+    memset(&m, 0, sizeof(m));
+    int status = parse_args(&m, argc, argv);
+    if (status != 0) {
+        status = status < 0 ? PA_EXIT_OK : status; /* -1: --help */
+        goto out;
+    }
+
+    if (m.states) {
+        const char *p = NULL, *s = NULL;
+        if (pa_replay_new(&m.replay, m.states, m.copts.procfs, m.copts.sysfs,
+                          &p, &s) < 0) {
+            status = PA_EXIT_FAIL;
+            goto out;
+        }
+        m.copts.procfs = p;
+        m.copts.sysfs = s;
+    }
+
+    int err = pa_ctx_new(&m.ctx, &m.copts);
+    if (err < 0) {
+        pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
+        status = PA_EXIT_FAIL;
+        goto out;
+    }
+    if ((status = setup_modules(&m)) != 0)
+        goto out;
+    if ((status = setup_targets(&m)) != 0)
+        goto out;
+
+    m.f = stdout;
+    if (m.output && !(m.f = fopen(m.output, "we"))) {
+        pa_cli_error(CMD, "--output %s: %s", m.output, strerror(errno));
+        status = PA_EXIT_FAIL;
+        goto out;
+    }
+    pa_out_init(&m.out, m.f, m.fmt);
+    if (!m.clock_step_ns)
+        m.out.time_base_s = pa_out_live_time_base();
+    m.out.command_columns = m.cmd != NULL;
+    bool tty = isatty(fileno(m.f));
+    m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
+    if (m.top_set)
+        m.out.top = m.top;
+    else if (m.out.clear && m.all)
+        m.out.top = terminal_rows(fileno(m.f)) > 12
+                        ? terminal_rows(fileno(m.f)) - 8
+                        : 4;
+
+    sigemptyset(&m.sigs);
+    sigaddset(&m.sigs, SIGINT);
+    sigaddset(&m.sigs, SIGTERM);
+    sigaddset(&m.sigs, SIGHUP);
+    sigaddset(&m.sigs, SIGQUIT);
+    sigaddset(&m.sigs, SIGCHLD);
+    sigset_t old;
+    sigprocmask(SIG_BLOCK, &m.sigs, &old);
+
+    status = m.cmd ? run_command(&m) : run_targets(&m);
+    if (status == PA_EXIT_OK && m.pid_failed)
+        status = PA_EXIT_FAIL;
+
+    sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+    monitor_free(&m);
+    return status;
+}

@@ -1,0 +1,874 @@
+/*
+ * output.c - JSON lines, CSV and table writers for pa_report.
+ *
+ * JSON and CSV follow DESIGN.md section 8 field for field; extra fields
+ * (the system's energy_j, cpu_time_s (busy CPU time) and sensors; "exited"
+ * on a target's last record) come after the contracted ones.  The table is for people: the system line, the assumptions, then
+ * the targets sorted by power.
+ */
+#include "output.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int pa_out_parse_format(const char *s, pa_out_format *out)
+{
+    if (!s)
+        return -EINVAL;
+    if (!strcmp(s, "table"))
+        *out = PA_OUT_TABLE;
+    else if (!strcmp(s, "csv"))
+        *out = PA_OUT_CSV;
+    else if (!strcmp(s, "json") || !strcmp(s, "jsonl"))
+        *out = PA_OUT_JSON;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+void pa_out_init(pa_out *o, FILE *f, pa_out_format format)
+{
+    memset(o, 0, sizeof(*o));
+    o->f = f;
+    o->format = format;
+}
+
+static void csv_counters_free(pa_out *o)
+{
+    for (size_t i = 0; i < o->csv_ncounters; i++)
+        free(o->csv_counters[i]);
+    free(o->csv_counters);
+    o->csv_counters = NULL;
+    o->csv_ncounters = 0;
+}
+
+void pa_out_fini(pa_out *o)
+{
+    if (o)
+        csv_counters_free(o);
+}
+
+double pa_out_live_time_base(void)
+{
+    struct timespec m, r;
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    clock_gettime(CLOCK_REALTIME, &r);
+    return (double)(r.tv_sec - m.tv_sec) + (r.tv_nsec - m.tv_nsec) / 1e9;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scalars                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Fixed 6 decimals, trailing zeros removed: stable across runs, exact
+ * enough for watts and joules, and never an exponent. */
+static void fmt_number(char *buf, size_t len, double v)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, len, "null");
+        return;
+    }
+    if (fabs(v) < 5e-7)
+        v = 0; /* no "-0" */
+    snprintf(buf, len, "%.6f", v);
+    char *dot = strchr(buf, '.');
+    if (dot) {
+        char *end = buf + strlen(buf) - 1;
+        while (end > dot && *end == '0')
+            *end-- = '\0';
+        if (end == dot)
+            *end = '\0';
+    }
+}
+
+void pa_out_json_number(FILE *f, double v)
+{
+    char buf[64];
+    fmt_number(buf, sizeof(buf), v);
+    fputs(buf, f);
+}
+
+void pa_out_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;
+         p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void csv_string(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_number(FILE *f, double v)
+{
+    char buf[64];
+    fmt_number(buf, sizeof(buf), v);
+    if (strcmp(buf, "null"))
+        fputs(buf, f);
+}
+
+static double report_time(const pa_out *o, uint64_t time_ns)
+{
+    return o->time_base_s + (double)time_ns / 1e9;
+}
+
+static double target_interval(const pa_report *r, const pa_target_info *t)
+{
+    return t->power.interval_s > 0 ? t->power.interval_s : r->interval_s;
+}
+
+static const char *type_name(pa_target_type t)
+{
+    switch (t) {
+    case PA_TARGET_PROCESS:
+        return "process";
+    case PA_TARGET_THREAD:
+        return "thread";
+    case PA_TARGET_TREE:
+        return "tree";
+    case PA_TARGET_CGROUP:
+        return "cgroup";
+    }
+    return "unknown";
+}
+
+/* Calls fn for each "; "-separated item of the assumed list, trimmed. */
+static void each_assumed(const char *list, void (*fn)(void *, const char *,
+                                                      size_t),
+                         void *arg)
+{
+    const char *p = list ? list : "";
+    while (*p) {
+        const char *end = strchr(p, ';');
+        if (!end)
+            end = p + strlen(p);
+        const char *a = p, *b = end;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b > a)
+            fn(arg, a, (size_t)(b - a));
+        p = *end ? end + 1 : end;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Selection: --top applies to top-level targets (processes, trees);   */
+/* threads follow their process, cgroups are always kept.              */
+/* ------------------------------------------------------------------ */
+
+static const pa_report *sort_report; /* qsort has no user pointer */
+
+static int cmp_power(const void *a, const void *b)
+{
+    const pa_target_info *x = &sort_report->targets[*(const size_t *)a];
+    const pa_target_info *y = &sort_report->targets[*(const size_t *)b];
+    if (x->power.total_w != y->power.total_w)
+        return x->power.total_w > y->power.total_w ? -1 : 1;
+    if (x->power.cpu_time_s != y->power.cpu_time_s)
+        return x->power.cpu_time_s > y->power.cpu_time_s ? -1 : 1;
+    if (x->type != y->type) /* trees before the processes they sum */
+        return x->type == PA_TARGET_TREE ? -1 : 1;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return strcmp(x->comm, y->comm);
+}
+
+/* Machine formats list targets in a stable order (the engine's follows
+ * directory listings): processes by pid, each followed by its threads,
+ * then trees, then cgroups by path. */
+static int cmp_stable(const void *a, const void *b)
+{
+    const pa_target_info *x = &sort_report->targets[*(const size_t *)a];
+    const pa_target_info *y = &sort_report->targets[*(const size_t *)b];
+    int gx = x->type == PA_TARGET_TREE ? 1 : x->type == PA_TARGET_CGROUP ? 2 : 0;
+    int gy = y->type == PA_TARGET_TREE ? 1 : y->type == PA_TARGET_CGROUP ? 2 : 0;
+    if (gx != gy)
+        return gx < gy ? -1 : 1;
+    if (gx == 2)
+        return strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    int tx = x->type == PA_TARGET_THREAD, ty = y->type == PA_TARGET_THREAD;
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    /* a reused pid: the new process, then the exited one */
+    int ex = (x->power.flags & PA_POWER_EXITED) != 0;
+    int ey = (y->power.flags & PA_POWER_EXITED) != 0;
+    if (ex != ey)
+        return ex < ey ? -1 : 1;
+    return strcmp(x->comm, y->comm);
+}
+
+static void sort_stable(const pa_report *r, size_t *idx, size_t n)
+{
+    sort_report = r;
+    qsort(idx, n, sizeof(*idx), cmp_stable);
+    sort_report = NULL;
+}
+
+static void sort_by_power(const pa_report *r, size_t *idx, size_t n)
+{
+    sort_report = r;
+    qsort(idx, n, sizeof(*idx), cmp_power);
+    sort_report = NULL;
+}
+
+static bool is_top_level(const pa_report *r, const pa_target_info *t)
+{
+    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE)
+        return true;
+    if (t->type != PA_TARGET_THREAD)
+        return false;
+    for (size_t i = 0; i < r->ntargets; i++) /* orphan thread */
+        if (r->targets[i].type == PA_TARGET_PROCESS &&
+            r->targets[i].pid == t->pid)
+            return false;
+    return true;
+}
+
+/* sel[i] = whether target i is printed.  Returns -ENOMEM. */
+static int select_targets(const pa_out *o, const pa_report *r, bool *sel)
+{
+    size_t n = r->ntargets;
+    for (size_t i = 0; i < n; i++)
+        sel[i] = true;
+    if (!o->top)
+        return 0;
+    size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+    if (!idx)
+        return -ENOMEM;
+    size_t ntop = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_top_level(r, &r->targets[i]))
+            idx[ntop++] = i;
+    sort_by_power(r, idx, ntop);
+    for (size_t k = o->top; k < ntop; k++) {
+        const pa_target_info *t = &r->targets[idx[k]];
+        sel[idx[k]] = false;
+        if (t->type != PA_TARGET_PROCESS)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (r->targets[i].type == PA_TARGET_THREAD &&
+                r->targets[i].pid == t->pid)
+                sel[i] = false;
+    }
+    free(idx);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON lines                                                          */
+/* ------------------------------------------------------------------ */
+
+struct json_list {
+    FILE *f;
+    bool first;
+};
+
+static void json_assumed_item(void *arg, const char *s, size_t len)
+{
+    struct json_list *l = arg;
+    char *copy = strndup(s, len);
+    if (!l->first)
+        fputc(',', l->f);
+    l->first = false;
+    pa_out_json_string(l->f, copy ? copy : "");
+    free(copy);
+}
+
+static void json_key_num(FILE *f, const char *key, double v, bool comma)
+{
+    fprintf(f, "%s\"%s\":", comma ? "," : "", key);
+    pa_out_json_number(f, v);
+}
+
+static void json_system(pa_out *o, const pa_report *r)
+{
+    FILE *f = o->f;
+    fputs("{\"type\":\"system\"", f);
+    json_key_num(f, "time", report_time(o, r->time_ns), true);
+    json_key_num(f, "interval_s", r->interval_s, true);
+    fputs(",\"formula\":", f);
+    pa_out_json_string(f, r->formula);
+    fputs(",\"sources\":{\"cpu\":", f);
+    pa_out_json_string(f, r->cpu_source ? r->cpu_source : "model");
+    fputs("},\"power_w\":{", f);
+    json_key_num(f, "cpu", r->system.cpu_w, false);
+    json_key_num(f, "nic", r->system.nic_w, true);
+    json_key_num(f, "total", r->system.total_w, true);
+    json_key_num(f, "idle", r->system.idle_w, true);
+    fputs("},\"assumed\":[", f);
+    struct json_list l = {f, true};
+    each_assumed(r->assumed, json_assumed_item, &l);
+    fputs("],\"energy_j\":{", f);
+    json_key_num(f, "cpu", r->system.cpu_j, false);
+    json_key_num(f, "nic", r->system.nic_j, true);
+    json_key_num(f, "total", r->system.total_j, true);
+    fputc('}', f);
+    json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
+    fputs(",\"sensors\":", f);
+    pa_out_json_string(f, r->sensors);
+    fputs("}\n", f);
+}
+
+static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
+{
+    FILE *f = o->f;
+    fputs("{\"type\":", f);
+    pa_out_json_string(f, type_name(t->type));
+    json_key_num(f, "time", report_time(o, t->power.time_ns ? t->power.time_ns
+                                                            : r->time_ns),
+                 true);
+    json_key_num(f, "interval_s", target_interval(r, t), true);
+    if (t->type == PA_TARGET_CGROUP) {
+        fputs(",\"cgroup\":", f);
+        pa_out_json_string(f, t->cgroup);
+    } else {
+        fprintf(f, ",\"pid\":%ld", (long)t->pid);
+        if (t->type == PA_TARGET_THREAD)
+            fprintf(f, ",\"tid\":%ld", (long)t->tid);
+        fputs(",\"comm\":", f);
+        pa_out_json_string(f, t->comm);
+    }
+    json_key_num(f, "cpu_time_s", t->power.cpu_time_s, true);
+    fputs(",\"power_w\":{", f);
+    json_key_num(f, "cpu", t->power.cpu_w, false);
+    json_key_num(f, "nic", t->power.nic_w, true);
+    json_key_num(f, "total", t->power.total_w, true);
+    fputs("},\"energy_j\":{", f);
+    json_key_num(f, "cpu", t->power.cpu_j, false);
+    json_key_num(f, "nic", t->power.nic_j, true);
+    json_key_num(f, "total", t->power.total_j, true);
+    fputc('}', f);
+    if (t->has_net)
+        fprintf(f, ",\"net_bytes\":{\"rx\":%llu,\"tx\":%llu}",
+                (unsigned long long)t->net_rx_bytes,
+                (unsigned long long)t->net_tx_bytes);
+    if (t->counters && r->ncounters) {
+        fputs(",\"counters\":{", f);
+        for (size_t i = 0; i < r->ncounters; i++) {
+            if (i)
+                fputc(',', f);
+            pa_out_json_string(f, r->counter_names[i]);
+            fputc(':', f);
+            pa_out_json_number(f, t->counters[i]);
+        }
+        fputc('}', f);
+        json_key_num(f, "multiplex", t->multiplex, true);
+    }
+    if (t->power.flags & PA_POWER_EXITED)
+        fputs(",\"exited\":true", f);
+    fputs("}\n", f);
+}
+
+/* The selected targets in the stable order; *n receives their count. */
+static size_t *stable_order(const pa_report *r, const bool *sel, size_t *n)
+{
+    size_t *idx = malloc((r->ntargets ? r->ntargets : 1) * sizeof(*idx));
+    if (!idx)
+        return NULL;
+    *n = 0;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (sel[i])
+            idx[(*n)++] = i;
+    sort_stable(r, idx, *n);
+    return idx;
+}
+
+static int json_report(pa_out *o, const pa_report *r, const bool *sel)
+{
+    size_t n;
+    size_t *idx = stable_order(r, sel, &n);
+    if (!idx)
+        return -ENOMEM;
+    json_system(o, r);
+    for (size_t k = 0; k < n; k++)
+        json_target(o, r, &r->targets[idx[k]]);
+    free(idx);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* CSV                                                                 */
+/* ------------------------------------------------------------------ */
+
+static const char *const csv_fixed[] = {
+    "type",          "time",         "interval_s",     "pid",
+    "tid",           "cgroup",       "comm",           "cpu_time_s",
+    "power_w.cpu",   "power_w.nic",  "power_w.total",  "power_w.idle",
+    "energy_j.cpu",  "energy_j.nic", "energy_j.total", "formula",
+    "sources.cpu",   "assumed",      "sensors",        "net_bytes.rx",
+    "net_bytes.tx",  "multiplex",    "exited",
+};
+#define CSV_NFIXED (sizeof(csv_fixed) / sizeof(csv_fixed[0]))
+
+static int csv_header(pa_out *o, const pa_report *r)
+{
+    csv_counters_free(o);
+    if (r && r->ncounters) {
+        o->csv_counters = calloc(r->ncounters, sizeof(char *));
+        if (!o->csv_counters)
+            return -ENOMEM;
+        for (size_t i = 0; i < r->ncounters; i++) {
+            o->csv_counters[i] = strdup(r->counter_names[i]);
+            if (!o->csv_counters[i]) {
+                o->csv_ncounters = i;
+                csv_counters_free(o);
+                return -ENOMEM;
+            }
+        }
+        o->csv_ncounters = r->ncounters;
+    }
+    for (size_t i = 0; i < CSV_NFIXED; i++)
+        fprintf(o->f, "%s%s", i ? "," : "", csv_fixed[i]);
+    for (size_t i = 0; i < o->csv_ncounters; i++) {
+        fputs(",counters.", o->f);
+        csv_string(o->f, o->csv_counters[i]);
+    }
+    if (o->command_columns)
+        fputs(",exit_status,duration_s", o->f);
+    fputc('\n', o->f);
+    o->csv_header_done = 1;
+    return 0;
+}
+
+static void csv_assumed_item(void *arg, const char *s, size_t len)
+{
+    struct json_list *l = arg;
+    if (!l->first)
+        fputc(';', l->f);
+    l->first = false;
+    fwrite(s, 1, len, l->f);
+}
+
+/* The assumed list, ';'-joined and trimmed, as one field. */
+static void csv_assumed(FILE *f, const char *list)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return;
+    struct json_list l = {m, true};
+    each_assumed(list, csv_assumed_item, &l);
+    fclose(m);
+    csv_string(f, buf);
+    free(buf);
+}
+
+/* Counter columns are those of the header; a report with other counters
+ * leaves the missing ones empty (a new header is not started mid-file). */
+static void csv_counters(pa_out *o, const pa_report *r, const double *v)
+{
+    for (size_t i = 0; i < o->csv_ncounters; i++) {
+        fputc(',', o->f);
+        if (!v)
+            continue;
+        for (size_t k = 0; k < r->ncounters; k++)
+            if (!strcmp(r->counter_names[k], o->csv_counters[i])) {
+                csv_number(o->f, v[k]);
+                break;
+            }
+    }
+}
+
+static void csv_system(pa_out *o, const pa_report *r)
+{
+    FILE *f = o->f;
+    fputs("system,", f);
+    csv_number(f, report_time(o, r->time_ns));
+    fputc(',', f);
+    csv_number(f, r->interval_s);
+    fputs(",,,,,", f); /* pid tid cgroup comm */
+    csv_number(f, r->system.cpu_time_s);
+    fputc(',', f);
+    csv_number(f, r->system.cpu_w);
+    fputc(',', f);
+    csv_number(f, r->system.nic_w);
+    fputc(',', f);
+    csv_number(f, r->system.total_w);
+    fputc(',', f);
+    csv_number(f, r->system.idle_w);
+    fputc(',', f);
+    csv_number(f, r->system.cpu_j);
+    fputc(',', f);
+    csv_number(f, r->system.nic_j);
+    fputc(',', f);
+    csv_number(f, r->system.total_j);
+    fputc(',', f);
+    csv_string(f, r->formula);
+    fputc(',', f);
+    csv_string(f, r->cpu_source ? r->cpu_source : "model");
+    fputc(',', f);
+    csv_assumed(f, r->assumed);
+    fputc(',', f);
+    csv_string(f, r->sensors);
+    fputs(",,,,", f); /* net rx tx, multiplex, exited */
+    csv_counters(o, r, NULL);
+    if (o->command_columns)
+        fputs(",,", f);
+    fputc('\n', f);
+}
+
+static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
+{
+    FILE *f = o->f;
+    fprintf(f, "%s,", type_name(t->type));
+    csv_number(f, report_time(o, t->power.time_ns ? t->power.time_ns
+                                                  : r->time_ns));
+    fputc(',', f);
+    csv_number(f, target_interval(r, t));
+    fputc(',', f);
+    if (t->type != PA_TARGET_CGROUP)
+        fprintf(f, "%ld", (long)t->pid);
+    fputc(',', f);
+    if (t->type == PA_TARGET_THREAD)
+        fprintf(f, "%ld", (long)t->tid);
+    fputc(',', f);
+    if (t->type == PA_TARGET_CGROUP)
+        csv_string(f, t->cgroup);
+    fputc(',', f);
+    if (t->type != PA_TARGET_CGROUP)
+        csv_string(f, t->comm);
+    fputc(',', f);
+    csv_number(f, t->power.cpu_time_s);
+    fputc(',', f);
+    csv_number(f, t->power.cpu_w);
+    fputc(',', f);
+    csv_number(f, t->power.nic_w);
+    fputc(',', f);
+    csv_number(f, t->power.total_w);
+    fputs(",,", f); /* idle */
+    csv_number(f, t->power.cpu_j);
+    fputc(',', f);
+    csv_number(f, t->power.nic_j);
+    fputc(',', f);
+    csv_number(f, t->power.total_j);
+    fputs(",,,,,", f); /* formula sources assumed sensors */
+    if (t->has_net)
+        fprintf(f, "%llu,%llu", (unsigned long long)t->net_rx_bytes,
+                (unsigned long long)t->net_tx_bytes);
+    else
+        fputc(',', f);
+    fputc(',', f);
+    if (t->counters && r->ncounters)
+        csv_number(f, t->multiplex);
+    fputc(',', f);
+    if (t->power.flags & PA_POWER_EXITED)
+        fputs("true", f);
+    csv_counters(o, r, t->counters);
+    if (o->command_columns)
+        fputs(",,", f);
+    fputc('\n', f);
+}
+
+static int csv_report(pa_out *o, const pa_report *r, const bool *sel)
+{
+    if (!o->csv_header_done) {
+        int err = csv_header(o, r);
+        if (err < 0)
+            return err;
+    }
+    size_t n;
+    size_t *idx = stable_order(r, sel, &n);
+    if (!idx)
+        return -ENOMEM;
+    csv_system(o, r);
+    for (size_t k = 0; k < n; k++)
+        csv_target(o, r, &r->targets[idx[k]]);
+    free(idx);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Table                                                               */
+/* ------------------------------------------------------------------ */
+
+static void table_assumed_item(void *arg, const char *s, size_t len)
+{
+    fprintf((FILE *)arg, "  assumed: %.*s\n", (int)len, s);
+}
+
+static void table_clock(const pa_out *o, const pa_report *r, char *buf,
+                        size_t len)
+{
+    if (o->time_base_s != 0) {
+        time_t t = (time_t)report_time(o, r->time_ns);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(buf, len, "%H:%M:%S", &tm);
+    } else {
+        snprintf(buf, len, "t=%.3f s", report_time(o, r->time_ns));
+    }
+}
+
+static void table_row(FILE *f, const pa_report *r, const pa_target_info *t,
+                      int indent, bool nic)
+{
+    char pid[16] = "", tid[16] = "", name[80];
+    const char *comm = t->comm[0] ? t->comm : "?";
+    switch (t->type) {
+    case PA_TARGET_PROCESS:
+        snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
+        snprintf(name, sizeof(name), "%s", comm);
+        break;
+    case PA_TARGET_THREAD:
+        snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
+        snprintf(tid, sizeof(tid), "%ld", (long)t->tid);
+        snprintf(name, sizeof(name), "%s%s", indent ? "  " : "", comm);
+        break;
+    case PA_TARGET_TREE:
+        snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
+        snprintf(name, sizeof(name), "%s +children", comm);
+        break;
+    default: {
+        /* keep the end of a long cgroup path, the most specific part */
+        const char *cg = t->cgroup && *t->cgroup ? t->cgroup : "?";
+        size_t len = strlen(cg);
+        if (len > 24)
+            snprintf(name, sizeof(name), "...%s", cg + len - 21);
+        else
+            snprintf(name, sizeof(name), "%s", cg);
+        break;
+    }
+    }
+    double iv = target_interval(r, t);
+    double pct = iv > 0 ? 100.0 * t->power.cpu_time_s / iv : 0;
+    fprintf(f, "%8s %8s  %-24.24s %6.1f %8.2f ", pid, tid, name, pct,
+            t->power.cpu_w);
+    if (nic)
+        fprintf(f, "%8.2f ", t->power.nic_w);
+    fprintf(f, "%8.2f %10.2f%s\n", t->power.total_w, t->power.total_j,
+            (t->power.flags & PA_POWER_EXITED) ? "  (exited)" : "");
+}
+
+static void table_header(FILE *f, const char *what, bool nic)
+{
+    fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID",
+            what[0] == 'C' ? "" : "TID", what, "CPU%", "CPU W");
+    if (nic)
+        fprintf(f, "%8s ", "NIC W");
+    fprintf(f, "%8s %10s\n", "TOTAL W", "ENERGY J");
+}
+
+static int table_report(pa_out *o, const pa_report *r, const bool *sel)
+{
+    FILE *f = o->f;
+    char clock[32];
+    size_t n = r->ntargets;
+    const char *src = r->cpu_source ? r->cpu_source : "model";
+    bool nic = r->formula && strstr(r->formula, "nic");
+
+    if (o->clear)
+        fputs("\033[H\033[2J", f);
+    table_clock(o, r, clock, sizeof(clock));
+    fprintf(f, "powerapi  %s  window %.2f s  formula %s (%s)  sensors %s\n",
+            clock, r->interval_s, r->formula && *r->formula ? r->formula : "-",
+            !strcmp(src, "rapl") ? "measured" : "modelled",
+            r->sensors && *r->sensors ? r->sensors : "-");
+    fprintf(f, "system    %.2f W  (cpu %.2f W, of which idle %.2f W", 
+            r->system.total_w, r->system.cpu_w, r->system.idle_w);
+    if (nic)
+        fprintf(f, "; nic %.2f W", r->system.nic_w);
+    fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s,
+            r->system.total_j);
+    each_assumed(r->assumed, table_assumed_item, f);
+    if (o->quiet_targets)
+        return 0;
+
+    size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+    size_t *thr = malloc((n ? n : 1) * sizeof(*thr));
+    if (!idx || !thr) {
+        free(idx);
+        free(thr);
+        return -ENOMEM;
+    }
+    size_t ntop = 0, nall = 0, ncg = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_top_level(r, &r->targets[i]))
+            continue;
+        nall++;
+        if (sel[i])
+            idx[ntop++] = i;
+    }
+    sort_by_power(r, idx, ntop);
+
+    fputc('\n', f);
+    table_header(f, "NAME", nic);
+    for (size_t k = 0; k < ntop; k++) {
+        const pa_target_info *t = &r->targets[idx[k]];
+        table_row(f, r, t, 0, nic);
+        if (t->type != PA_TARGET_PROCESS)
+            continue;
+        size_t nthr = 0;
+        for (size_t i = 0; i < n; i++)
+            if (sel[i] && r->targets[i].type == PA_TARGET_THREAD &&
+                r->targets[i].pid == t->pid)
+                thr[nthr++] = i;
+        sort_by_power(r, thr, nthr);
+        for (size_t j = 0; j < nthr; j++)
+            table_row(f, r, &r->targets[thr[j]], 1, nic);
+    }
+    if (nall > ntop)
+        fprintf(f, "%8s %8s  (%zu more)\n", "", "", nall - ntop);
+    for (size_t i = 0; i < n; i++)
+        if (sel[i] && r->targets[i].type == PA_TARGET_CGROUP)
+            thr[ncg++] = i;
+    if (ncg) {
+        sort_by_power(r, thr, ncg);
+        fputc('\n', f);
+        table_header(f, "CGROUP", nic);
+        for (size_t j = 0; j < ncg; j++)
+            table_row(f, r, &r->targets[thr[j]], 0, nic);
+    }
+    if (!o->clear)
+        fputc('\n', f);
+    free(thr);
+    free(idx);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+int pa_out_report(pa_out *o, const pa_report *r)
+{
+    bool *sel = calloc(r->ntargets ? r->ntargets : 1, sizeof(*sel));
+    if (!sel)
+        return -ENOMEM;
+    int err = select_targets(o, r, sel);
+    if (err == 0) {
+        switch (o->format) {
+        case PA_OUT_JSON:
+            err = json_report(o, r, sel);
+            break;
+        case PA_OUT_CSV:
+            err = csv_report(o, r, sel);
+            break;
+        default:
+            err = table_report(o, r, sel);
+            break;
+        }
+    }
+    free(sel);
+    if (err == 0 && (fflush(o->f) != 0 || ferror(o->f)))
+        err = -EIO;
+    return err;
+}
+
+int pa_out_command_end(pa_out *o, const pa_out_command *c)
+{
+    FILE *f = o->f;
+    switch (o->format) {
+    case PA_OUT_JSON:
+        fprintf(f, "{\"type\":\"command\",\"pid\":%ld,\"exit_status\":%d",
+                (long)c->pid, c->exit_status);
+        json_key_num(f, "duration_s", c->duration_s, true);
+        fputs(",\"energy_j\":{", f);
+        json_key_num(f, "cpu", c->energy.cpu_j, false);
+        json_key_num(f, "nic", c->energy.nic_j, true);
+        json_key_num(f, "total", c->energy.total_j, true);
+        fputc('}', f);
+        if (c->cpu_time_s >= 0)
+            json_key_num(f, "cpu_time_s", c->cpu_time_s, true);
+        if (c->signal)
+            fprintf(f, ",\"signal\":%d", c->signal);
+        fputs("}\n", f);
+        break;
+    case PA_OUT_CSV:
+        if (!o->csv_header_done) {
+            o->command_columns = 1;
+            int err = csv_header(o, NULL);
+            if (err < 0)
+                return err;
+        }
+        fprintf(f, "command,,,%ld,,,,", (long)c->pid);
+        if (c->cpu_time_s >= 0)
+            csv_number(f, c->cpu_time_s);
+        fputs(",,,,,", f);
+        csv_number(f, c->energy.cpu_j);
+        fputc(',', f);
+        csv_number(f, c->energy.nic_j);
+        fputc(',', f);
+        csv_number(f, c->energy.total_j);
+        fputs(",,,,,,,,", f); /* formula ... exited */
+        for (size_t i = 0; i < o->csv_ncounters; i++)
+            fputc(',', f);
+        if (o->command_columns) {
+            fprintf(f, ",%d,", c->exit_status);
+            csv_number(f, c->duration_s);
+        }
+        fputc('\n', f);
+        break;
+    default: {
+        fputs("\n Energy of '", f);
+        for (char *const *a = c->argv; a && *a; a++)
+            fprintf(f, "%s%s", a == c->argv ? "" : " ", *a);
+        fprintf(f, "' (pid %ld):\n\n", (long)c->pid);
+        fprintf(f, "%16.2f J  total energy\n", c->energy.total_j);
+        fprintf(f, "%16.2f J  cpu\n", c->energy.cpu_j);
+        fprintf(f, "%16.2f J  nic\n", c->energy.nic_j);
+        fprintf(f, "%16.2f W  average power\n",
+                c->duration_s > 0 ? c->energy.total_j / c->duration_s : 0);
+        if (c->cpu_time_s >= 0)
+            fprintf(f, "%16.3f s  cpu time\n", c->cpu_time_s);
+        fprintf(f, "%16.3f s  elapsed\n", c->duration_s);
+        if (c->signal)
+            fprintf(f, "%16d    killed by signal %d (%s)\n", c->exit_status,
+                    c->signal, strsignal(c->signal));
+        else
+            fprintf(f, "%16d    exit status\n", c->exit_status);
+        fputc('\n', f);
+        break;
+    }
+    }
+    if (fflush(f) != 0 || ferror(f))
+        return -EIO;
+    return 0;
+}

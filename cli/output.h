@@ -1,0 +1,80 @@
+/*
+ * output.h - writers of pa_report as JSON lines, CSV or a table.
+ *
+ * The formats are the contract of DESIGN.md section 8.  A pa_out carries
+ * the destination and the little state a format needs between reports
+ * (CSV header written, screen clearing); one pa_out per stream.  Used by
+ * `monitor` and by every command that prints reports (`monitor --ring`,
+ * `top`...).  Not thread-safe: one writer per pa_out.
+ */
+#ifndef PA_CLI_OUTPUT_H
+#define PA_CLI_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "powerapi.h"
+
+typedef enum pa_out_format {
+    PA_OUT_TABLE = 0,
+    PA_OUT_CSV = 1,
+    PA_OUT_JSON = 2,
+} pa_out_format;
+
+typedef struct pa_out {
+    FILE *f;
+    pa_out_format format;
+    /* "time" = time_base_s + report time_ns / 1e9.  For live reports set
+     * it to realtime - monotonic (pa_out_live_time_base) so times are
+     * Unix epoch seconds; for explicit clocks leave it at 0. */
+    double time_base_s;
+    size_t top;          /* at most this many top-level targets, 0 = all */
+    int clear;           /* table: clear the screen before each report */
+    int command_columns; /* csv: add the command record's columns */
+    int quiet_targets;   /* table: system lines only */
+    /* private */
+    int csv_header_done;
+    size_t csv_ncounters;
+    char **csv_counters;
+} pa_out;
+
+/* Parses "table", "csv" or "json".  Returns 0 or -EINVAL. */
+int pa_out_parse_format(const char *s, pa_out_format *out);
+
+/* Initialises o for stream f (not owned). */
+void pa_out_init(pa_out *o, FILE *f, pa_out_format format);
+
+/* Frees what the writer allocated (not the stream). */
+void pa_out_fini(pa_out *o);
+
+/* Realtime minus monotonic clock, in seconds. */
+double pa_out_live_time_base(void);
+
+/* Writes one report: JSON, one "system" line then one line per target;
+ * CSV, one row each (header before the first); table, a screen sorted by
+ * power.  Returns 0 or -EIO when the stream failed. */
+int pa_out_report(pa_out *o, const pa_report *r);
+
+/* The end of `monitor -- COMMAND`. */
+typedef struct pa_out_command {
+    pid_t pid;
+    int exit_status;    /* what powerapi exits with (128+sig if killed) */
+    int signal;         /* the signal that killed it, or 0 */
+    double duration_s;
+    pa_power energy;    /* tree totals: cpu_j, nic_j, total_j */
+    double cpu_time_s;  /* tree CPU time over the run, if known, else <0 */
+    char *const *argv;  /* the command, for the table summary */
+} pa_out_command;
+
+/* Writes the "command" record (table: a perf-stat-like summary). */
+int pa_out_command_end(pa_out *o, const pa_out_command *c);
+
+/* Writes a JSON string literal (with quotes), escaping as RFC 8259. */
+void pa_out_json_string(FILE *f, const char *s);
+/* Writes a JSON number: fixed 6 decimals without trailing zeros, "null"
+ * for NaN and infinities. */
+void pa_out_json_number(FILE *f, double v);
+
+#endif /* PA_CLI_OUTPUT_H */

@@ -1,0 +1,573 @@
+/*
+ * test_cli.c - the powerapi command end to end on fixture trees.
+ *
+ * Each golden case runs the binary (PA_CLI_PATH) with an explicit clock
+ * (--clock-step) over a fixture tree whose files change between ticks
+ * (--fixture-states, overlays in tests/golden/states-<fixture>/<k>/), and
+ * compares its standard output with tests/golden/<case>.  With
+ * PA_UPDATE_GOLDEN=1 in the environment the golden files are rewritten
+ * instead (review the diff before committing them).
+ *
+ * The other cases check the contract of the command line itself: help,
+ * version, usage errors (exit 2, one line naming the argument), unknown
+ * pids and modules, and that no input crashes it.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FIX_VM "vm-nocpufreq"
+#define FIX_DESK "desktop-cpufreq"
+
+typedef struct run {
+    int status;   /* exit status, or 128+signal */
+    int signaled; /* killed by a signal: a crash */
+    char *out, *err;
+} run;
+
+static void run_free(run *r)
+{
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Runs powerapi with the NULL-terminated argument vector (after argv[0]),
+ * capturing stdout and stderr. */
+static void cli_argv(run *r, char *const *args)
+{
+    char *dir = pa_test_tmpdir();
+    char outp[4096], errp[4096];
+    snprintf(outp, sizeof(outp), "%s/out", dir);
+    snprintf(errp, sizeof(errp), "%s/err", dir);
+    size_t n = 0;
+    while (args[n])
+        n++;
+    char **argv = calloc(n + 2, sizeof(char *));
+    ck_assert(argv != NULL);
+    argv[0] = (char *)PA_CLI_PATH;
+    memcpy(argv + 1, args, n * sizeof(char *));
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int in = open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0)
+            _exit(126);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    memset(r, 0, sizeof(*r));
+    r->signaled = WIFSIGNALED(st);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->out = pa_test_slurp(outp);
+    r->err = pa_test_slurp(errp);
+    ck_assert(r->out && r->err);
+    free(argv);
+    pa_test_rmtree(dir);
+}
+
+static void cli(run *r, ...)
+{
+    char *args[64];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, r);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) && n < 63)
+        args[n++] = (char *)a;
+    va_end(ap);
+    args[n] = NULL;
+    cli_argv(r, args);
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static const char *fixture(const char *name, const char *sub)
+{
+    static char buf[4][4096];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof(buf[k]), "%s/%s/%s", PA_FIXTURES, name, sub);
+    return buf[k];
+}
+
+static const char *states(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof(buf), "%s/states-%s", PA_GOLDEN_DIR, name);
+    return buf;
+}
+
+/* Compares text with the golden file, or rewrites it when
+ * PA_UPDATE_GOLDEN=1. */
+static void golden(const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", PA_GOLDEN_DIR, name);
+    const char *upd = getenv("PA_UPDATE_GOLDEN");
+    if (upd && !strcmp(upd, "1")) {
+        FILE *f = fopen(path, "w");
+        ck_assert_msg(f != NULL, "cannot write %s", path);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+        return;
+    }
+    char *want = pa_test_slurp(path);
+    ck_assert_msg(want != NULL,
+                  "golden file %s missing (run with PA_UPDATE_GOLDEN=1)", path);
+    if (strcmp(want, text) != 0) {
+        char *dir = pa_test_tmpdir();
+        char got[4096], cmd[12288];
+        snprintf(got, sizeof(got), "%s/got", dir);
+        FILE *f = fopen(got, "w");
+        ck_assert(f != NULL);
+        fputs(text, f);
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "diff -u '%s' '%s'", path, got);
+        char *diff = NULL;
+        pa_test_run(cmd, &diff);
+        fprintf(stderr, "golden %s differs:\n%s\n", name, diff ? diff : "");
+        free(diff);
+        pa_test_rmtree(dir);
+        free(want);
+        ck_abort_msg("output differs from golden %s (PA_UPDATE_GOLDEN=1 "
+                     "rewrites it)",
+                     name);
+    }
+    free(want);
+}
+
+/* ------------------------------------------------------------------ */
+/* Help, version, usage errors                                         */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_help_version)
+{
+    run r;
+    cli(&r, "--help", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "monitor"));
+    ck_assert_ptr_nonnull(strstr(r.out, "modules"));
+    run_free(&r);
+
+    cli(&r, "--version", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, PA_VERSION_STRING));
+    run_free(&r);
+
+    cli(&r, "monitor", "--help", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "--interval"));
+    ck_assert_ptr_nonnull(strstr(r.out, "--clock-step"));
+    ck_assert_ptr_nonnull(strstr(r.out, "--fixture-states"));
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+
+    cli(&r, "modules", "--help", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "--procfs"));
+    run_free(&r);
+
+    cli(&r, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "Usage"));
+    run_free(&r);
+}
+END_TEST
+
+/* Each bad command line exits 2 with one line naming the bad argument. */
+static const struct {
+    const char *args[6];
+    const char *named;
+} bad_usage[] = {
+    {{"frobnicate"}, "frobnicate"},
+    {{"--frobnicate"}, "--frobnicate"},
+    {{"monitor", "--interval", "abc"}, "abc"},
+    {{"monitor", "--interval", "0s"}, "0s"},
+    {{"monitor", "--interval"}, "--interval"},
+    {{"monitor", "--duration", "1parsec"}, "1parsec"},
+    {{"monitor", "--count", "0"}, "--count"},
+    {{"monitor", "--count", "3x"}, "3x"},
+    {{"monitor", "--top", "-1"}, "-1"},
+    {{"monitor", "--pid", "abc"}, "abc"},
+    {{"monitor", "--pid", "-5"}, "-5"},
+    {{"monitor", "--pid", ","}, "--pid"},
+    {{"monitor", "--format", "xml"}, "xml"},
+    {{"monitor", "--bogus"}, "--bogus"},
+    {{"monitor", "-z"}, "-z"},
+    {{"monitor", "--threads"}, "--threads"},
+    {{"monitor", "--sensor", ":x=1"}, "--sensor"},
+    {{"monitor", "--fixture-states", "/nonexistent"}, "--clock-step"},
+    {{"monitor", "--clock-step", "1s", "--", "true"}, "--clock-step"},
+    {{"monitor", "--count", "2", "--", "true"}, "--count"},
+    {{"modules", "--format", "yaml"}, "yaml"},
+    {{"modules", "extra"}, "extra"},
+};
+
+START_TEST(test_usage_errors)
+{
+    run r;
+    cli_argv(&r, (char *const *)bad_usage[_i].args);
+    ck_assert_msg(r.status == 2, "%s %s: status %d, stderr %s",
+                  bad_usage[_i].args[0], bad_usage[_i].args[1], r.status,
+                  r.err);
+    ck_assert_msg(count_lines(r.err) == 1, "not one line: %s", r.err);
+    ck_assert_msg(strstr(r.err, bad_usage[_i].named) != NULL,
+                  "'%s' not named in: %s", bad_usage[_i].named, r.err);
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Fixture runs                                                        */
+/* ------------------------------------------------------------------ */
+
+#define FIXTURE_ARGS(name)                                                     \
+    "--procfs", fixture(name, "proc"), "--sysfs", fixture(name, "sys"),        \
+        "--hwdb", PA_TEST_HWDB
+
+START_TEST(test_unknown_module)
+{
+    run r;
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "1", "--sensor", "nosuch", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_int_eq(count_lines(r.err), 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "nosuch"));
+    ck_assert_ptr_nonnull(strstr(r.err, "procfs-cpu")); /* valid ones */
+    run_free(&r);
+
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "1", "--formula", "cpu-tdp:tpd=30", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "tpd"));
+    ck_assert_ptr_nonnull(strstr(r.err, "tdp")); /* the suggestion */
+    run_free(&r);
+
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "1", "--sensor", "cpu-tdp", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "formula"));
+    run_free(&r);
+
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "1", "--disable", "nosuch", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "nosuch"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_bad_roots)
+{
+    run r;
+    cli(&r, "monitor", "--procfs", "/nonexistent/proc", "--clock-step", "1s",
+        "--count", "1", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/proc"));
+    run_free(&r);
+
+    cli(&r, "modules", "--procfs", "/nonexistent/proc", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/proc"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_modules_fixture)
+{
+    run r;
+    cli(&r, "modules", FIXTURE_ARGS(FIX_VM), "--format", "json", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(
+        r.out, "{\"name\":\"procfs-cpu\",\"kind\":\"sensor\",\"component\":"
+               "\"\",\"available\":true,\"enabled\":true"));
+    ck_assert_ptr_nonnull(
+        strstr(r.out, "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
+                      "\"component\":\"cpu\",\"available\":true,"
+                      "\"enabled\":true"));
+    run_free(&r);
+
+    cli(&r, "modules", FIXTURE_ARGS(FIX_VM), NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "NAME"));
+    ck_assert_ptr_nonnull(strstr(r.out, "procfs-cpu"));
+    run_free(&r);
+}
+END_TEST
+
+/* One golden case: monitor on a fixture with states, 3 windows. */
+static void golden_monitor(const char *gold, const char *fix,
+                           const char *format, const char *extra1,
+                           const char *extra2, const char *extra3)
+{
+    char *args[32];
+    size_t n = 0;
+    const char *base[] = {"monitor",      "--procfs", fixture(fix, "proc"),
+                          "--sysfs",      fixture(fix, "sys"),
+                          "--hwdb",       PA_TEST_HWDB,
+                          "--clock-step", "1s",
+                          "--count",      "3",
+                          "--format",     format,
+                          "--fixture-states", states(fix)};
+    for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+        args[n++] = (char *)base[i];
+    if (extra1)
+        args[n++] = (char *)extra1;
+    if (extra2)
+        args[n++] = (char *)extra2;
+    if (extra3)
+        args[n++] = (char *)extra3;
+    args[n] = NULL;
+    run r;
+    cli_argv(&r, args);
+    ck_assert_msg(r.status == 0, "%s: status %d: %s", gold, r.status, r.err);
+    ck_assert_str_eq(r.err, "");
+    golden(gold, r.out);
+    run_free(&r);
+}
+
+START_TEST(test_golden_vm_json)
+{
+    golden_monitor("monitor-vm-all.jsonl", FIX_VM, "json", "--all", NULL,
+                   NULL);
+}
+END_TEST
+
+START_TEST(test_golden_vm_csv)
+{
+    golden_monitor("monitor-vm-all.csv", FIX_VM, "csv", "--all", NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_golden_vm_table)
+{
+    golden_monitor("monitor-vm-top3.txt", FIX_VM, "table", "--all", "--top",
+                   "3");
+}
+END_TEST
+
+START_TEST(test_golden_vm_cgroups)
+{
+    golden_monitor("monitor-vm-cgroups.jsonl", FIX_VM, "json", "--all",
+                   "--cgroups", NULL);
+}
+END_TEST
+
+START_TEST(test_golden_desktop_json)
+{
+    golden_monitor("monitor-desktop-all.jsonl", FIX_DESK, "json", "--all",
+                   NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_golden_desktop_table)
+{
+    golden_monitor("monitor-desktop-all.txt", FIX_DESK, "table", "--all", NULL,
+                   NULL);
+}
+END_TEST
+
+/* Run json on a fixture with its states; returns stdout (malloc'd). */
+static char *fixture_json(const char *fix, const char *extra1,
+                          const char *extra2, const char *extra3,
+                          const char *extra4, int want_status)
+{
+    run r;
+    cli(&r, "monitor", FIXTURE_ARGS(fix), "--clock-step", "1s", "--count", "3",
+        "--format", "json", "--fixture-states", states(fix), extra1, extra2,
+        extra3, extra4, NULL);
+    ck_assert_msg(r.status == want_status, "status %d: %s", r.status, r.err);
+    char *out = r.out;
+    r.out = NULL;
+    run_free(&r);
+    return out;
+}
+
+/* The watts of the golden files, computed by hand from the fixtures and
+ * the cpu-tdp model (DESIGN.md section 6). */
+START_TEST(test_hand_values)
+{
+    /* vm-nocpufreq: unknown CPU, default TDP 10 W (5 W x 2 CPUs), no
+     * cpufreq so f = f_tdp: P_cpu = 0.7 x 10 = 7 W.  Capacity 2 CPU-s per
+     * 1 s window.  Window 1: java used 90 ticks = 0.9 s -> 7 x 0.9 / 2 =
+     * 3.15 W; window 2: 1.5 s -> 5.25 W (8.4 J so far), and "my (odd) app"
+     * born in the window 0.25 s -> 0.875 W; window 3: it has exited (0 W,
+     * its 0.875 J kept), pid 1729 now is "cron" (0.04 s -> 0.14 W). */
+    char *out = fixture_json(FIX_VM, "--all", NULL, NULL, NULL, 0);
+    ck_assert_ptr_nonnull(strstr(
+        out, "{\"type\":\"system\",\"time\":1,\"interval_s\":1,"
+             "\"formula\":\"cpu-tdp\",\"sources\":{\"cpu\":\"model\"},"
+             "\"power_w\":{\"cpu\":7,\"nic\":0,\"total\":7,\"idle\":3.5}"));
+    ck_assert_ptr_nonnull(strstr(
+        out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":\"java\","
+             "\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":3.15,"));
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"pid\":1801,\"comm\":\"java\",\"cpu_time_s\":1.5,"
+                    "\"power_w\":{\"cpu\":5.25,\"nic\":0,\"total\":5.25},"
+                    "\"energy_j\":{\"cpu\":8.4,"));
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\","
+                    "\"cpu_time_s\":0.25,\"power_w\":{\"cpu\":0.875,"));
+    ck_assert_ptr_nonnull(strstr(
+        out, "\"pid\":1900,\"comm\":\"my (odd) app\",\"cpu_time_s\":0,"
+             "\"power_w\":{\"cpu\":0,\"nic\":0,\"total\":0},"
+             "\"energy_j\":{\"cpu\":0.875,\"nic\":0,\"total\":0.875},"
+             "\"exited\":true}"));
+    ck_assert_ptr_nonnull(strstr(out, "\"pid\":1729,\"comm\":\"cron\","
+                                      "\"cpu_time_s\":0.04,\"power_w\":{"
+                                      "\"cpu\":0.14,"));
+    free(out);
+
+    /* desktop-cpufreq: i5-6500, TDP 65 W at 3200 MHz, no voltage table
+     * (P ~ f).  Window 3: CPUs 0 and 1 at 3201 MHz, 2 and 3 at 800 MHz:
+     * P_cpu = 0.7 x 65 x (2 x 3201/3200 + 2 x 800/3200) / 4 = 28.444609 W;
+     * "my prog) (x" used 1 s of the 4 CPU-s: 7.111152 W. */
+    out = fixture_json(FIX_DESK, "--pid", "3021", NULL, NULL, 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"time\":3,\"interval_s\":1,"
+                                      "\"formula\":\"cpu-tdp\",\"sources\":"
+                                      "{\"cpu\":\"model\"},\"power_w\":{"
+                                      "\"cpu\":28.444609,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"pid\":3021,\"comm\":\"my prog) "
+                                      "(x\",\"cpu_time_s\":1,\"power_w\":{"
+                                      "\"cpu\":7.111152,"));
+    /* only the watched pid */
+    ck_assert_ptr_null(strstr(out, "\"pid\":3100"));
+    free(out);
+}
+END_TEST
+
+/* An unknown pid is named and fails the run; the other targets go on. */
+START_TEST(test_unknown_pid_fixture)
+{
+    run r;
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "3", "--format", "json", "--fixture-states", states(FIX_VM), "--pid",
+        "4242", "--pid", "1801", "--threads", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.err, "powerapi monitor: pid 4242: no such process\n");
+    golden("monitor-vm-java-threads.jsonl", r.out);
+    run_free(&r);
+
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "3", "--pid", "4242", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "4242"));
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+}
+END_TEST
+
+/* A watched pid that exits ends the run after its last record. */
+START_TEST(test_watched_pid_exits)
+{
+    char *out = fixture_json(FIX_VM, "--pid", "1900", NULL, NULL, 1);
+    ck_assert_str_eq(out, ""); /* 1900 is born at tick 2: unknown at start */
+    free(out);
+
+    run r;
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "10", "--format", "json", "--fixture-states", states(FIX_VM), "--pid",
+        "1729", NULL);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    /* (sd-pam) idles in windows 1 and 2 and is gone (its pid reused) in
+     * window 3: the run stops there instead of going on to 10 */
+    ck_assert_ptr_nonnull(strstr(r.out, "\"exited\":true}"));
+    ck_assert_ptr_null(strstr(r.out, "\"time\":4"));
+    run_free(&r);
+}
+END_TEST
+
+/* Inputs that must not crash: every outcome is an exit status. */
+START_TEST(test_no_crash)
+{
+    static const char *const cases[][8] = {
+        {"monitor", "--pid", "99999999999999999999"},
+        {"monitor", "--interval", "-1s"},
+        {"monitor", "--interval", "99999999999999999h"},
+        {"monitor", "--sensor", "::::"},
+        {"monitor", "--formula", "cpu-tdp:=,=,,=="},
+        {"monitor", "--top", "99999999999999999999999"},
+        {"monitor", "--output", "/nonexistent/dir/file"},
+        {"monitor", "--", ""},
+        {"modules", "--hwdb", "/nonexistent"},
+        {"help", "nosuch"},
+        {"\xff\xfe"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run r;
+        char *args[10] = {0};
+        size_t n = 0;
+        for (; n < 8 && cases[i][n]; n++)
+            args[n] = (char *)cases[i][n];
+        /* keep runs short and off the live /proc where it matters */
+        if (!strcmp(cases[i][0], "monitor") && n + 2 <= 8 &&
+            strcmp(cases[i][1], "--")) {
+            args[n++] = "--count";
+            args[n++] = "1";
+        }
+        cli_argv(&r, args);
+        ck_assert_msg(!r.signaled, "case %zu crashed (status %d): %s", i,
+                      r.status, r.err);
+        ck_assert_msg(r.status != 0, "case %zu accepted", i);
+        run_free(&r);
+    }
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("args");
+    tcase_add_test(tc, test_help_version);
+    tcase_add_loop_test(tc, test_usage_errors, 0,
+                        sizeof(bad_usage) / sizeof(bad_usage[0]));
+    tcase_add_test(tc, test_no_crash);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fixtures");
+    tcase_add_test(tc, test_unknown_module);
+    tcase_add_test(tc, test_bad_roots);
+    tcase_add_test(tc, test_modules_fixture);
+    tcase_add_test(tc, test_golden_vm_json);
+    tcase_add_test(tc, test_golden_vm_csv);
+    tcase_add_test(tc, test_golden_vm_table);
+    tcase_add_test(tc, test_golden_vm_cgroups);
+    tcase_add_test(tc, test_golden_desktop_json);
+    tcase_add_test(tc, test_golden_desktop_table);
+    tcase_add_test(tc, test_hand_values);
+    tcase_add_test(tc, test_unknown_pid_fixture);
+    tcase_add_test(tc, test_watched_pid_exits);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pa_test_main(cli_suite());
+}
