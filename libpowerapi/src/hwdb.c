@@ -539,8 +539,8 @@ int pa__hwdb_cpu(const char *hwdb_path, const char *model, pa_hwdb_cpu *out)
     if (rc < 0)
         return rc;
     if (rc == 0)
-        return pa__err(-ENOENT, "hwdb: no cpu record of %s matches '%s'", path,
-                       model ? model : "");
+        return -ENOENT; /* not an error of the file: no message (callers
+                           say what it means for them) */
     *out = best.u.cpu;
     return 0;
 }
@@ -553,8 +553,7 @@ int pa__hwdb_nic(const char *hwdb_path, const char *driver, pa_hwdb_nic *out)
     if (rc < 0)
         return rc;
     if (rc == 0)
-        return pa__err(-ENOENT, "hwdb: no nic record of %s for driver '%s'",
-                       path, driver ? driver : "");
+        return -ENOENT; /* no message, as above */
     *out = best.u.nic;
     return 0;
 }
