@@ -925,6 +925,8 @@ static int cmp_fdent(const void *a, const void *b)
 static const nic_fdent *fdent_find(const nic_proc *pr, int fd)
 {
     nic_fdent key = {.fd = fd};
+    if (!pr->nfds)
+        return NULL;
     return bsearch(&key, pr->fds, pr->nfds, sizeof key, cmp_fdent);
 }
 
