@@ -183,12 +183,8 @@ int pa_cli_daemon(int argc, char **argv)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    /* Prime now so the first window comes one interval after start and a
-     * module that cannot run is reported before we detach into the loop. */
-    if ((rc = pa_tick(ctx)) < 0) {
-        pa_cli_error(CMD, "first sample failed: %s", pa_cli_errmsg(rc));
-        goto out;
-    }
+    /* The sampler's first tick primes the readings: the first window is
+     * published one interval after start. */
     if ((rc = pa_start(ctx, ro.interval_ns, publish_cb, &d)) < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;

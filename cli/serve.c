@@ -593,7 +593,7 @@ int pa_cli_serve(int argc, char **argv)
     } else {
         if ((rc = pa_ctx_new(&ctx, NULL)) < 0 ||
             (rc = pa_watch_all(ctx, 1)) < 0 ||
-            (rc = pa_report_cgroups(ctx, 1)) < 0 || (rc = pa_tick(ctx)) < 0 ||
+            (rc = pa_report_cgroups(ctx, 1)) < 0 ||
             (rc = pa_start(ctx, interval, sampler_cb, &s)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             goto out;
