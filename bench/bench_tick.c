@@ -236,11 +236,11 @@ int main(int argc, char **argv)
            "RLIMIT_NOFILE hard %llu)\n\n",
            RUNS, (unsigned long long)rl.rlim_max);
     printf("%7s %7s | %9s | %9s %6s | %9s %6s | %8s %8s %9s\n", "spawned",
-           "procs", "floor", "kept fds", "x", "no fds", "x", "heap B",
-           "RSS B", "kernel B");
+           "procs", "floor", "kept fds", "x", "no fds", "x", "heap B", "RSS B",
+           "kernel B");
     printf("%7s %7s | %9s | %9s %6s | %9s %6s | %8s %8s %9s\n", "", "",
-           "us/proc", "us/proc", "floor", "us/proc", "floor", "/proc",
-           "/proc", "/proc");
+           "us/proc", "us/proc", "floor", "us/proc", "floor", "/proc", "/proc",
+           "/proc");
     for (size_t s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         pid_t *kids = spawn(n);

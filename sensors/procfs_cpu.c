@@ -44,19 +44,19 @@
 #define PC_REC_SIZE 2048      /* one stat record: ~300 bytes in practice */
 #define PC_SYSSTAT_INIT 65536 /* <procfs>/stat; grows for many CPUs */
 #define PC_CGROUP_SIZE 8192
-#define PC_TIS_SIZE 8192      /* one time_in_state file */
+#define PC_TIS_SIZE 8192           /* one time_in_state file */
 #define PC_TIS_UNIT_NS 10000000ull /* time_in_state counts 10 ms units */
 
 /* One parsed <procfs>/<pid>/stat record (proc(5) field numbers). */
 typedef struct pc_rec {
-    pid_t pid;            /* (1) */
-    pid_t ppid;           /* (4) */
-    int last_cpu;         /* (39) processor */
-    uint64_t utime;       /* (14) clock ticks */
-    uint64_t stime;       /* (15) */
-    uint64_t cutime;      /* (16) */
-    uint64_t cstime;      /* (17) */
-    uint64_t start_ticks; /* (22) starttime */
+    pid_t pid;              /* (1) */
+    pid_t ppid;             /* (4) */
+    int last_cpu;           /* (39) processor */
+    uint64_t utime;         /* (14) clock ticks */
+    uint64_t stime;         /* (15) */
+    uint64_t cutime;        /* (16) */
+    uint64_t cstime;        /* (17) */
+    uint64_t start_ticks;   /* (22) starttime */
     char comm[PA_COMM_MAX]; /* (2) */
 } pc_rec;
 
@@ -69,16 +69,16 @@ typedef struct pc_scan {
 /* One time_in_state file and the CPUs it stands for. */
 typedef struct pc_freqsrc {
     char *path;
-    int fd;           /* kept open on a real sysfs, else -1 */
-    unsigned weight;  /* online CPUs of the policy */
+    int fd;          /* kept open on a real sysfs, else -1 */
+    unsigned weight; /* online CPUs of the policy */
 } pc_freqsrc;
 
 typedef struct pc_state {
-    int procfd;       /* the procfs root, O_DIRECTORY */
-    int statfd;       /* <procfs>/stat */
-    int uptimefd;     /* <procfs>/uptime */
-    bool keep_fds;    /* procfs root is a real procfs */
-    bool keep_sysfs;  /* sysfs root is a real sysfs */
+    int procfd;      /* the procfs root, O_DIRECTORY */
+    int statfd;      /* <procfs>/stat */
+    int uptimefd;    /* <procfs>/uptime */
+    bool keep_fds;   /* procfs root is a real procfs */
+    bool keep_sysfs; /* sysfs root is a real sysfs */
     long clk_tck;
     size_t fd_budget; /* task fds we may keep open */
     size_t fds_held;  /* kept task fds at the end of the last tick */
@@ -88,7 +88,7 @@ typedef struct pc_state {
     char cpu_model[96];
     double cpuinfo_mhz;
 
-    char *sysbuf;     /* <procfs>/stat */
+    char *sysbuf; /* <procfs>/stat */
     size_t sysbuf_cap;
     char rec[PC_REC_SIZE];
     char aux[PC_CGROUP_SIZE]; /* cgroup, schedstat, time_in_state */
@@ -99,10 +99,10 @@ typedef struct pc_state {
     size_t nfreq;
     bool freq_by_cpu; /* the per-CPU fallback layout */
 
-    pc_scan *scan;    /* PA_WATCH_CHILDREN: every process of the tick */
+    pc_scan *scan; /* PA_WATCH_CHILDREN: every process of the tick */
     size_t nscan, scan_cap;
-    int32_t *hash;    /* pid -> index in scan, open addressing */
-    size_t hash_cap;  /* power of two */
+    int32_t *hash;   /* pid -> index in scan, open addressing */
+    size_t hash_cap; /* power of two */
 } pc_state;
 
 /* ------------------------------------------------------------------ */
@@ -157,8 +157,8 @@ static bool pc_may_keep(const pc_state *p)
  * newly opened fd is returned in *fresh (the caller stores it in the task
  * or closes it), else closed here.
  */
-static ssize_t pc_read_task(pc_state *p, int *slot, const char *rel,
-                            char *buf, size_t len, bool keep, int *fresh)
+static ssize_t pc_read_task(pc_state *p, int *slot, const char *rel, char *buf,
+                            size_t len, bool keep, int *fresh)
 {
     *fresh = -1;
     if (slot && *slot >= 0) {
@@ -221,8 +221,7 @@ static int pc_parse_stat(const char *buf, size_t n, pid_t want, pc_rec *r)
     if (n < 4 || buf[n - 1] != '\n')
         return -EPROTO; /* empty or truncated */
     /* (1) pid */
-    if (*p < '0' || *p > '9' || pa__parse_u64(&p, &v) ||
-        v != (uint64_t)want)
+    if (*p < '0' || *p > '9' || pa__parse_u64(&p, &v) || v != (uint64_t)want)
         return -EPROTO;
     out.pid = want;
     /* (2) comm, "(name)" */
@@ -399,8 +398,8 @@ static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy,
                            "procfs-cpu: cannot read %s/stat: %s; point the "
                            "procfs root at a mounted procfs (--procfs)",
                            procfs, strerror((int)-n));
-        int rc = pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle,
-                                  ncpus);
+        int rc =
+            pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle, ncpus);
         if (rc == -ENOBUFS && p->sysbuf_cap < (64u << 20)) {
             char *nb = realloc(p->sysbuf, p->sysbuf_cap * 2);
             if (!nb)
@@ -467,8 +466,8 @@ static int pc_freq_add(pc_state *p, const char *path, unsigned weight)
         return -ENOMEM;
     }
     p->freq = nv;
-    p->freq[p->nfreq++] = (pc_freqsrc){.path = dup, .fd = fd,
-                                       .weight = weight ? weight : 1};
+    p->freq[p->nfreq++] =
+        (pc_freqsrc){.path = dup, .fd = fd, .weight = weight ? weight : 1};
     return 0;
 }
 
@@ -525,8 +524,8 @@ static int pc_freq_discover(pc_state *p, const char *sysfs)
                 const char *wf[2] = {"affected_cpus", "related_cpus"};
                 for (int w = 0; w < 2; w++) {
                     char rel[512];
-                    snprintf(rel, sizeof(rel), "%s/%s/%s", layouts[l],
-                             names[i], wf[w]);
+                    snprintf(rel, sizeof(rel), "%s/%s/%s", layouts[l], names[i],
+                             wf[w]);
                     if (pa__read_file(sysfs, rel, buf, sizeof(buf)) > 0 &&
                         (weight = pc_count_cpus(buf)) > 0)
                         break;
@@ -559,8 +558,7 @@ static void pc_freq_put(pa_sysread *s, uint32_t khz, uint64_t t)
     }
     if (s->nfreq == PA_MAX_FREQ)
         return; /* more distinct P-states than any known CPU: dropped */
-    memmove(&s->freq[i + 1], &s->freq[i],
-            (s->nfreq - i) * sizeof(s->freq[0]));
+    memmove(&s->freq[i + 1], &s->freq[i], (s->nfreq - i) * sizeof(s->freq[0]));
     s->freq[i] = (pa_freq_time){.khz = khz, .time_ns = t};
     s->nfreq++;
 }
@@ -571,17 +569,16 @@ static int pc_read_freq(pc_state *p, pa_sysread *s)
     s->nfreq = 0;
     for (size_t i = 0; i < p->nfreq; i++) {
         pc_freqsrc *f = &p->freq[i];
-        ssize_t n = f->fd >= 0 ? pc_pread(f->fd, p->aux, sizeof(p->aux))
-                               : pc_read_at(AT_FDCWD, f->path, p->aux,
-                                            sizeof(p->aux));
+        ssize_t n = f->fd >= 0
+                        ? pc_pread(f->fd, p->aux, sizeof(p->aux))
+                        : pc_read_at(AT_FDCWD, f->path, p->aux, sizeof(p->aux));
         if (n < 0)
             return (int)n;
         const char *q = p->aux, *end = p->aux + n;
         while (q < end) {
             uint64_t khz, units;
-            if (*q < '0' || *q > '9' || pa__parse_u64(&q, &khz) ||
-                *q != ' ' || pa__parse_u64(&q, &units) || *q != '\n' ||
-                khz > UINT32_MAX)
+            if (*q < '0' || *q > '9' || pa__parse_u64(&q, &khz) || *q != ' ' ||
+                pa__parse_u64(&q, &units) || *q != '\n' || khz > UINT32_MAX)
                 return -EPROTO;
             q++;
             pc_freq_put(s, (uint32_t)khz, units * PC_TIS_UNIT_NS * f->weight);
@@ -668,8 +665,7 @@ static void pc_read_cpuinfo(pc_state *p, const char *procfs)
             while (*v == ' ' || *v == '\t')
                 v++;
             size_t vl = (size_t)(l + ll - v);
-            if (kl == 10 && !strncmp(l, "model name", 10) &&
-                !p->cpu_model[0]) {
+            if (kl == 10 && !strncmp(l, "model name", 10) && !p->cpu_model[0]) {
                 if (vl >= sizeof(p->cpu_model))
                     vl = sizeof(p->cpu_model) - 1;
                 memcpy(p->cpu_model, v, vl);
@@ -693,8 +689,8 @@ static void pc_read_cpuinfo(pc_state *p, const char *procfs)
 /* Counts the kept fds of a task seen this tick (for the fd budget). */
 static void pc_count_fds(pc_state *p, const pa_task *t)
 {
-    p->fds_count += (t->fd[PA_TASK_FD_STAT] >= 0) +
-                    (t->fd[PA_TASK_FD_SCHED] >= 0);
+    p->fds_count +=
+        (t->fd[PA_TASK_FD_STAT] >= 0) + (t->fd[PA_TASK_FD_SCHED] >= 0);
 }
 
 /* "0::<path>" of <procfs>/<pid>/cgroup (cgroup v2; hybrid hosts list it
@@ -724,11 +720,9 @@ static int pc_read_cgroup(pc_state *p, pa_ctx *ctx, pa_task *t)
 }
 
 /* Fills a process task from a parsed record and registers it. */
-static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r,
-                          int fresh)
+static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh)
 {
-    pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, r->pid, 0,
-                               r->start_ticks);
+    pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, r->pid, 0, r->start_ticks);
     if (!t) {
         if (fresh >= 0) {
             close(fresh);
@@ -762,8 +756,8 @@ static int pc_read_process(pc_state *p, pa_ctx *ctx, pid_t pid, bool keep,
     char rel[32];
     pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS, pid);
     snprintf(rel, sizeof(rel), "%d/stat", (int)pid);
-    ssize_t n = pc_read_task(p, t ? &t->fd[PA_TASK_FD_STAT] : NULL, rel,
-                             p->rec, sizeof(p->rec), keep, fresh);
+    ssize_t n = pc_read_task(p, t ? &t->fd[PA_TASK_FD_STAT] : NULL, rel, p->rec,
+                             sizeof(p->rec), keep, fresh);
     int rc = n < 0 ? (int)n : pc_parse_stat(p->rec, (size_t)n, pid, r);
     if (rc < 0 && *fresh >= 0) {
         close(*fresh);
@@ -813,8 +807,7 @@ static int pc_do_threads(pc_state *p, pa_frame *f, pa_task *proc)
             snprintf(rel, sizeof(rel), "%d/task/%d/stat", (int)proc->pid,
                      (int)tid);
             ssize_t n = pc_read_task(p, old ? &old->fd[PA_TASK_FD_STAT] : NULL,
-                                     rel, p->rec, sizeof(p->rec), true,
-                                     &fresh);
+                                     rel, p->rec, sizeof(p->rec), true, &fresh);
             if (n < 0 || pc_parse_stat(p->rec, (size_t)n, tid, &r) < 0) {
                 if (fresh >= 0) {
                     close(fresh);
@@ -825,11 +818,11 @@ static int pc_do_threads(pc_state *p, pa_frame *f, pa_task *proc)
             uint64_t cpu_ns = pc_ticks_ns(p, r.utime + r.stime);
             /* schedstat: the thread's run time in ns, where the kernel
              * has CONFIG_SCHED_INFO */
-            snprintf(rel, sizeof(rel), "%d/task/%d/schedstat",
-                     (int)proc->pid, (int)tid);
+            snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", (int)proc->pid,
+                     (int)tid);
             bool same = old && old->start_ticks == r.start_ticks;
-            n = pc_read_task(p, same ? &old->fd[PA_TASK_FD_SCHED] : NULL,
-                             rel, p->aux, sizeof(p->aux), true, &fresh_sched);
+            n = pc_read_task(p, same ? &old->fd[PA_TASK_FD_SCHED] : NULL, rel,
+                             p->aux, sizeof(p->aux), true, &fresh_sched);
             uint64_t sns;
             if (n > 0 && pc_parse_schedstat(p->aux, &sns) == 0)
                 cpu_ns = sns;
@@ -983,16 +976,16 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
             off += e->d_reclen;
             const char *s = e->d_name;
             uint64_t v;
-            if (*s < '0' || *s > '9' || pa__parse_u64(&s, &v) || *s ||
-                v == 0 || v > INT32_MAX)
+            if (*s < '0' || *s > '9' || pa__parse_u64(&s, &v) || *s || v == 0 ||
+                v > INT32_MAX)
                 continue;
             if (all) {
                 rc = pc_do_process(p, f, (pid_t)v);
             } else {
                 pc_rec r;
                 int fresh;
-                if (pc_read_process(p, f->ctx, (pid_t)v, false, &r,
-                                    &fresh) == 0)
+                if (pc_read_process(p, f->ctx, (pid_t)v, false, &r, &fresh) ==
+                    0)
                     rc = pc_scan_push(p, &r);
             }
         }
@@ -1044,8 +1037,7 @@ static int pc_sample(pa_module *m, pa_frame *f)
     for (size_t i = 0; i < ctx->nwatches && rc == 0; i++) {
         if (!(ctx->watches[i].flags & PA_WATCH_THREADS))
             continue;
-        pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS,
-                                   ctx->watches[i].pid);
+        pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS, ctx->watches[i].pid);
         if (t && t->seen_tick == f->tick)
             rc = pc_do_threads(p, f, t);
     }
