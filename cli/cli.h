@@ -29,6 +29,7 @@ int pa_cli_modules(int argc, char **argv);
 int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
 int pa_cli_top(int argc, char **argv);    /* cli/top.c */
 int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
+int pa_cli_events(int argc, char **argv); /* cli/events.c */
 
 /* ---- helpers shared by subcommands (cli/main.c) ---- */
 

@@ -32,6 +32,8 @@ static const pa_cli_command commands[] = {
      "sample the whole machine and publish windows in a shared-memory ring"},
     {"top", pa_cli_top, "live terminal view of processes and cgroups by power"},
     {"serve", pa_cli_serve, "Prometheus exporter: /metrics over HTTP"},
+    {"events", pa_cli_events,
+     "perf events this machine can count (names for the perf sensor)"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

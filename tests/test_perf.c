@@ -291,6 +291,32 @@ START_TEST(events_listing)
 }
 END_TEST
 
+/* `powerapi events`: what opens here, one line each; bad usage. */
+START_TEST(cli_events)
+{
+    char *out = NULL;
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s' events 2>/dev/null", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert(out != NULL);
+    ck_assert_msg(strstr(out, "perf::TASK-CLOCK "), "%s", out);
+    ck_assert_msg(strstr(out, "CPU time of the task"), "%s", out);
+    if (hw_cycles_errno() != 0)
+        ck_assert_msg(!strstr(out, "UNHALTED_CORE_CYCLES"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "'%s' events --all 2>&1", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "UNHALTED_CORE_CYCLES"), "%s", out);
+    if (hw_cycles_errno() != 0)
+        ck_assert_msg(strstr(out, "no hardware PMU"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "'%s' events --bogus 2>&1", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "unknown argument '--bogus'"), "%s", out);
+    free(out);
+}
+END_TEST
+
 /* Hardware events: more events than counters, multiplexed and scaled. */
 START_TEST(hardware_multiplexing)
 {
@@ -338,6 +364,7 @@ static Suite *suite(void)
     tcase_add_test(tc, descriptor_budget);
     tcase_add_test(tc, another_users_process);
     tcase_add_test(tc, events_listing);
+    tcase_add_test(tc, cli_events);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("hardware");
     tcase_add_test(th, hardware_multiplexing);
