@@ -8,10 +8,12 @@ import javax.management.ObjectName;
 
 /**
  * The {@link EnergyMXBean} of the jalen agent. The agent loads this class
- * from powerapi.jar on the bootstrap class path, binds its natives (which
- * copy the agent's live results) and calls {@link #register()} at VMInit.
- * Applications read it in-process with {@link #get()} or through the
- * platform MBean server.
+ * (from the application's class path if powerapi.jar is there, else from
+ * its own powerapi.jar in a class loader of its own), binds its native
+ * (which copies the agent's live results) and calls {@link #register()}
+ * from the agent thread, right after the JVM starts. Applications read it
+ * through the platform MBean server, or in-process with {@link #get()}
+ * when powerapi.jar is on their class path.
  */
 public final class Energy implements EnergyMXBean {
     private static final int TOP = 10;

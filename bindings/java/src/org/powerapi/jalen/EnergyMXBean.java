@@ -5,7 +5,8 @@ import java.util.List;
 /**
  * Live results of the jalen agent, registered as
  * {@code org.powerapi.jalen:type=Energy} in the platform MBean server when
- * the JVM runs with {@code -agentpath:libjalen.so}. Readable in-process
+ * the JVM runs with {@code -agentpath:libjalen.so} (by the agent's thread,
+ * within moments of the start). Readable in-process
  * ({@code ManagementFactory.getPlatformMBeanServer()}, or
  * {@link Energy#get()}) and over JMX. All figures are since the agent
  * started unless named "window" (the last closed power window).

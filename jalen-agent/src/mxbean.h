@@ -1,0 +1,103 @@
+/*
+ * mxbean.h - the agent's live results as the MXBean
+ * org.powerapi.jalen:type=Energy.
+ *
+ * mxbean.c (owned by the bindings) implements everything declared here; the
+ * Java side is bindings/java/src/org/powerapi/jalen/ (in powerapi.jar).
+ * The agent (agent.c) needs three small hooks, all optional (weak: without
+ * them there is simply no MXBean):
+ *
+ *   - jalen_live_lock()/jalen_live_unlock(): take/release the profile lock
+ *     (jl_prof_lock), so that mxbean.c reads jl_prof and jl_thr
+ *     consistently (lock order as the agent thread: profile, then threads);
+ *   - jalen_mxbean_on_window(now_s, duration_s, energy_j) at the end of
+ *     each window (profile lock held): the process's energy in the window;
+ *   - jalen_mxbean_start(jvmti, jni, NULL, why, len) at the end of VMInit.
+ */
+#ifndef JALEN_MXBEAN_H
+#define JALEN_MXBEAN_H
+
+#include <jni.h>
+#include <jvmti.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One method (package.Class.method, as in methods.csv, or a pseudo-frame
+ * such as [GC]). */
+typedef struct jalen_live_method {
+    char *name;
+    double self_energy_j;  /* since start */
+    double total_energy_j; /* since start, method anywhere on the stack */
+    double cpu_energy_j, net_energy_j;
+    double window_power_w; /* self power in the last window */
+    uint64_t self_samples, total_samples, net_bytes;
+} jalen_live_method;
+
+/* One thread. */
+typedef struct jalen_live_thread {
+    long tid;
+    char *name;
+    double cpu_time_s;     /* since start */
+    double energy_j;       /* since start */
+    double cpu_energy_j, net_energy_j;
+    double window_power_w; /* last window */
+    uint64_t net_bytes;
+} jalen_live_thread;
+
+/* One closed power window. */
+typedef struct jalen_live_window {
+    double start_s;    /* since the agent started */
+    double duration_s;
+    double power_w;    /* process power over the window */
+    double energy_j;
+} jalen_live_window;
+
+#define JALEN_LIVE_WINDOWS 60
+
+typedef struct jalen_live {
+    double uptime_s;            /* since the agent started */
+    double process_power_w;     /* last window */
+    double process_energy_j;    /* since start */
+    double attributed_j, unattributed_j;
+    uint64_t windows, samples, dropped;
+    char *formula;              /* "cpu-tdp", "rapl-share" ... */
+    size_t nmethods;            /* sorted by self energy, descending */
+    jalen_live_method *methods;
+    size_t nthreads;            /* sorted by energy, descending */
+    jalen_live_thread *threads;
+    size_t nwindows;            /* oldest first */
+    jalen_live_window *recent;
+} jalen_live;
+
+/* Copies the live results: at most top methods and top threads (0: all)
+ * and the last JALEN_LIVE_WINDOWS windows.  Everything in the copy is owned
+ * by it.  Returns 0, -ENOSYS when the agent has no lock hook, -ENOMEM.
+ * Thread-safe (takes the profile lock). */
+int jalen_live_get(jalen_live **out, size_t top);
+/* Frees a copy; NULL is a no-op. */
+void jalen_live_free(jalen_live *l);
+
+/* Hooks the agent provides (agent.c). */
+void jalen_live_lock(void) __attribute__((weak));
+void jalen_live_unlock(void) __attribute__((weak));
+
+/* Called by the agent at the end of each window, profile lock held:
+ * now_s on jl_now_s()'s clock, the window's length and the process's
+ * energy in it. */
+void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j)
+    __attribute__((weak));
+
+/* Called by the agent at the end of VMInit (JNIEnv of that thread).
+ * Loads org.powerapi.jalen.Energy from the application's class path, else
+ * from powerapi.jar through a URLClassLoader (the boot class path is left
+ * alone: appending to it turns class data sharing off), binds its native
+ * (RegisterNatives: no symbol lookup, nothing exported) and registers the
+ * MXBean in the platform MBean server.  Never aborts the JVM: returns 0,
+ * or a negative errno with why[] saying what failed.  jar: powerapi.jar,
+ * or NULL to use $JALEN_MXBEAN_JAR, else look next to libjalen.so, in
+ * ../bindings/java/ (build tree) and ../share/java/ (installed).
+ * JALEN_MXBEAN=0 in the environment turns it off (returns 0). */
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar,
+                       char *why, size_t why_len) __attribute__((weak));
+
+#endif /* JALEN_MXBEAN_H */
