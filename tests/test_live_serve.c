@@ -1,0 +1,207 @@
+/* test_live_serve.c - `powerapi serve` sampling this machine itself (its
+ * own series, promtool), and a real Prometheus server, started here on
+ * loopback, scraping a ring-fed exporter and answering queries with the
+ * known window's exact values.  Skipped with a reason when Prometheus is
+ * absent (Debian package 'prometheus'). */
+#include "ring_fixture.h"
+#include "testutil.h"
+
+#include <stdarg.h>
+
+static pid_t serve_pid, prom_pid;
+static int serve_out = -1;
+static unsigned serve_port;
+static ring_fixture rf;
+static char *dir;
+
+static void start_serve(const char *ring)
+{
+    char *argv[16];
+    int n = 0;
+    argv[n++] = PA_CLI_PATH;
+    argv[n++] = "serve";
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--interval";
+    argv[n++] = "200ms";
+    if (ring) {
+        argv[n++] = "--ring";
+        argv[n++] = (char *)ring;
+    }
+    argv[n] = NULL;
+    serve_pid = rf_spawn(argv, &serve_out);
+    char line[256];
+    ck_assert_int_eq(rf_read_line(serve_out, line, sizeof(line), 10000), 0);
+    const char *p = strstr(line, "http://127.0.0.1:");
+    ck_assert_msg(p != NULL, "first line: %s", line);
+    serve_port = (unsigned)strtoul(p + 17, NULL, 10);
+}
+
+static void setup(void)
+{
+    dir = pa_test_tmpdir();
+    serve_pid = prom_pid = 0;
+    memset(&rf, 0, sizeof(rf));
+}
+
+static void teardown(void)
+{
+    if (prom_pid > 0)
+        rf_stop_child(prom_pid, SIGTERM, 10000);
+    if (serve_pid > 0)
+        rf_stop_child(serve_pid, SIGTERM, 5000);
+    if (serve_out >= 0)
+        close(serve_out);
+    serve_out = -1;
+    if (rf.w)
+        rf_stop(&rf);
+    pa_test_rmtree(dir);
+}
+
+START_TEST(test_own_sampling)
+{
+    start_serve(NULL);
+    char *resp = NULL;
+    int st = 0;
+    for (int i = 0; i < 50 && st != 200; i++) { /* 503 until a window */
+        free(resp);
+        resp = NULL;
+        usleep(100000);
+        st = rf_get(serve_port, "/metrics", &resp);
+    }
+    ck_assert_int_eq(st, 200);
+    const char *b = rf_body(resp);
+    char mine[96];
+    snprintf(mine, sizeof(mine), "powerapi_process_power_watts{pid=\"%d\",comm=\"powerapi\"} ",
+             (int)serve_pid);
+    ck_assert_msg(strstr(b, mine) != NULL, "no series of the exporter itself:\n%s", b);
+    ck_assert_ptr_nonnull(strstr(b, "powerapi_system_power_watts{component=\"cpu\"} "));
+    ck_assert_ptr_nonnull(strstr(b, "powerapi_cgroup_power_watts{cgroup=\""));
+    ck_assert_ptr_nonnull(strstr(b, "powerapi_info{formula=\""));
+    if (system("command -v promtool >/dev/null 2>&1") == 0) {
+        char path[4200], cmd[8400];
+        snprintf(path, sizeof(path), "%s/m.txt", dir);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(b, f);
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", path);
+        char *out = NULL;
+        int pst = pa_test_run(cmd, &out);
+        ck_assert_msg(pst == 0, "promtool: %s", out ? out : "");
+        free(out);
+    } else {
+        fprintf(stderr, "test_own_sampling: promtool check SKIPPED: promtool absent\n");
+    }
+    free(resp);
+}
+END_TEST
+
+static unsigned free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Queries Prometheus until the answer contains want (or 20 s pass). */
+static char *prom_query_until(unsigned port, const char *query, const char *want)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "/api/v1/query?query=%s", query);
+    char *resp = NULL;
+    uint64_t end = rf_now_ms() + 20000;
+    while (rf_now_ms() < end) {
+        free(resp);
+        resp = NULL;
+        if (rf_get(port, path, &resp) == 200 && strstr(rf_body(resp), want))
+            return resp;
+        usleep(200000);
+    }
+    ck_abort_msg("Prometheus never answered %s with %s; last: %s", query, want,
+                 resp ? resp : "(nothing)");
+    return NULL;
+}
+
+START_TEST(test_prometheus_scrapes)
+{
+    if (system("command -v prometheus >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_prometheus_scrapes: SKIPPED: prometheus absent "
+                        "(Debian package 'prometheus')\n");
+        return;
+    }
+    rf_start(&rf, "prom");
+    start_serve(rf.name);
+    unsigned pport = free_port();
+    char cfg[4200], data[4200], listen[64], log[4200];
+    snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", dir);
+    snprintf(data, sizeof(data), "%s/data", dir);
+    snprintf(log, sizeof(log), "%s/prometheus.log", dir);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%u", pport);
+    pa_test_write(dir, "prometheus.yml",
+                  "global:\n"
+                  "  scrape_interval: 250ms\n"
+                  "  scrape_timeout: 200ms\n"
+                  "scrape_configs:\n"
+                  "  - job_name: powerapi\n"
+                  "    static_configs:\n"
+                  "      - targets: ['127.0.0.1:%u']\n",
+                  serve_port);
+    char a_cfg[4300], a_data[4300], a_listen[128];
+    snprintf(a_cfg, sizeof(a_cfg), "--config.file=%s", cfg);
+    snprintf(a_data, sizeof(a_data), "--storage.tsdb.path=%s", data);
+    snprintf(a_listen, sizeof(a_listen), "--web.listen-address=%s", listen);
+    prom_pid = fork();
+    ck_assert_int_ge(prom_pid, 0);
+    if (prom_pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp("prometheus", "prometheus", a_cfg, a_data, a_listen,
+               "--log.level=warn", (char *)NULL);
+        _exit(127);
+    }
+    /* The target is up, and the values are the known window's. */
+    char *r = prom_query_until(pport, "up%7Bjob%3D%22powerapi%22%7D", "\"1\"]");
+    free(r);
+    r = prom_query_until(pport,
+                         "powerapi_process_power_watts%7Bcomm%3D%22java%22%7D",
+                         "\"4.125\"]");
+    ck_assert_ptr_nonnull(strstr(r, "\"pid\":\"4242\""));
+    free(r);
+    r = prom_query_until(pport,
+                         "powerapi_system_power_watts%7Bcomponent%3D%22idle%22%7D",
+                         "\"3\"]");
+    free(r);
+    r = prom_query_until(pport, "powerapi_process_energy_joules_total%7Bpid%3D%2217%22%7D",
+                         "\"15\"]");
+    /* The escaped label came back as it was. */
+    ck_assert_ptr_nonnull(strstr(r, "\"comm\":\"we\\\"ird\\\\name\""));
+    free(r);
+    r = prom_query_until(pport, "powerapi_info", "\"cpu_source\":\"model\"");
+    free(r);
+    int st = rf_stop_child(prom_pid, SIGTERM, 10000);
+    prom_pid = 0;
+    ck_assert_msg(st >= 0, "prometheus did not stop on SIGTERM");
+}
+END_TEST
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    Suite *s = suite_create("live_serve");
+    TCase *tc = tcase_create("live_serve");
+    tcase_set_timeout(tc, 90);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_own_sampling);
+    tcase_add_test(tc, test_prometheus_scrapes);
+    suite_add_tcase(s, tc);
+    return pa_test_main(s);
+}
