@@ -245,7 +245,9 @@ static int nl_compute(pa_module *m, const pa_frame_delta *d,
         unsigned k = nic->kind <= PA_NIC_LOOPBACK ? nic->kind : PA_NIC_VIRTUAL;
         double bytes = (double)d->nic[i].rx_bytes + (double)d->nic[i].tx_bytes;
         ifbytes[k] += bytes;
-        if (k != PA_NIC_PHYSICAL && !p->loopback)
+        /* unpriced, or idle in the window: nothing to price (and no
+         * label: a host with many idle veths keeps a short list) */
+        if ((k != PA_NIC_PHYSICAL && !p->loopback) || bytes == 0)
             continue;
         double rate, watts;
         price(m, p, nic, t, &rate, &watts);
