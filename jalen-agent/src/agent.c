@@ -98,7 +98,9 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
     if (t->ref && jni)
         (*jni)->DeleteGlobalRef(jni, t->ref);
     t->ref = NULL;
-    snprintf(t->name, sizeof(t->name), "%s", name);
+    /* the main thread comes back as "DestroyJavaVM": keep its first name */
+    if (!(t->alive && t->kind == JL_K_JAVA && t->name[0]))
+        snprintf(t->name, sizeof(t->name), "%s", name);
     t->kind = agent ? JL_K_AGENT : JL_K_JAVA;
     t->alive = 1;
     t->final_cpu_s = -1;
@@ -277,7 +279,7 @@ static void jl_on_slot(const jl_slot *s, void *user)
     (void)user;
     size_t mark = jl_wn;
     int n = s->n;
-    if (jl_wbuf_push(s->tid) < 0)
+    if (jl_wbuf_push(s->tid) < 0 || jl_wbuf_push(s->weight > 0 ? s->weight : 1) < 0)
         goto fail;
     if (n <= 0) {
         int code = -n;
@@ -445,30 +447,30 @@ static void jl_process_window(int final)
     /* samples per thread */
     for (size_t p = 0; p < jl_wn;) {
         pid_t tid = jl_wbuf[p];
-        int n = jl_wbuf[p + 1];
+        int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
         jl_thread *t = jl_threads_get(tid, 1);
         if (t) {
             if (!t->name[0]) {
                 snprintf(t->name, sizeof(t->name), "[thread %d]", (int)tid);
                 t->kind = JL_K_JAVA;
             }
-            t->w_samples++;
+            t->w_samples += (unsigned)wt;
         }
-        p += 2 + (size_t)n;
+        p += 3 + (size_t)n;
     }
     /* E_method = E_thread . samples / samples_of_thread */
     for (size_t p = 0; p < jl_wn;) {
         pid_t tid = jl_wbuf[p];
-        int n = jl_wbuf[p + 1];
+        int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
         jl_thread *t = jl_threads_get(tid, 0);
-        double w = t && t->w_samples ? t->w_cpu_j / t->w_samples : 0.0;
+        double w = t && t->w_samples ? t->w_cpu_j * wt / t->w_samples : 0.0;
         if (t && t->kind != JL_K_JAVA) {
             /* a sample of a thread we file as a pseudo-thread: keep the
              * energy with its pseudo-frame (below), count the sample */
             w = 0;
         }
-        jl_profile_add(&jl_wbuf[p + 2], n, w, 0, 0, 1);
-        p += 2 + (size_t)n;
+        jl_profile_add(&jl_wbuf[p + 3], n, w, 0, 0, 1);
+        p += 3 + (size_t)n;
     }
     for (size_t i = 0; i < jl_thr.n; i++) {
         jl_thread *t = &jl_thr.v[i];
@@ -603,6 +605,7 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
             if (!s)
                 continue;
             s->tid = tids[i];
+            s->weight = 1;
             s->n = si[i].frame_count;
             s->truncated = si[i].frame_count >= JL_MAX_DEPTH;
             for (jint k = 0; k < si[i].frame_count; k++) {

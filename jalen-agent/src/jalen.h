@@ -93,6 +93,7 @@ typedef struct jl_slot {
     pid_t tid;
     int n; /* frames, or the ASGCT error code when <= 0 */
     int truncated;
+    int weight; /* intervals this sample stands for (1 + timer overruns) */
     jl_asgct_frame frames[JL_MAX_DEPTH];
 } jl_slot;
 
@@ -147,7 +148,7 @@ typedef struct jl_thread {
     /* this window */
     double w_cpu_s, w_cpu_j, w_net_j;
     uint64_t w_net_bytes;
-    unsigned w_samples;
+    unsigned w_samples; /* weighted */
     /* cumulative */
     double cpu_s, energy_j, cpu_j, net_j;
     uint64_t net_bytes;
@@ -248,6 +249,7 @@ int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
 /* Adds one weighted stack (frames[0] = top) to the profile. */
 void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
                     uint64_t net_bytes, int count_sample);
+/* The window buffer holds, per sample: tid, weight, n, frames[n]. */
 void jl_profile_compute_totals(void);
 
 /* ------------------------------------------------------------------ */

@@ -50,7 +50,6 @@ void jl_slot_publish(jl_slot *s)
 static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
-    (void)si;
     int saved = errno;
     if (!atomic_load_explicit(&jl_smp.on, memory_order_acquire))
         goto out;
@@ -63,6 +62,8 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
         goto out;
     s->tid = jl_gettid();
     s->truncated = 0;
+    /* a late signal stands for every interval that expired meanwhile */
+    s->weight = 1 + (si && si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
     if (!env) {
         s->n = -3; /* ticks_unknown_not_Java */
     } else {

@@ -9,16 +9,18 @@ import java.net.Socket;
 /**
  * Known-answer workload for the jalen agent tests.
  *
- * Thread "burner": in each 100 ms of its own CPU time, burnA uses 60 ms,
- * burnB 30 ms and burnC 10 ms, so their inclusive shares of the thread's
- * energy are 60/30/10 %.
+ * Thread "burner": in each second of its own CPU time, burnA uses 600 ms,
+ * burnB 300 ms and burnC 100 ms, so their inclusive shares of the thread's
+ * energy are 60/30/10 %.  Phases are long against the sampling interval,
+ * so sampling error is at the phase boundaries only (a sample or so).
  * Threads "duty-high" and "duty-low": burn 30 ms and 10 ms of CPU per
- * 100 ms period (then sleep), so their energies are in the ratio 3.
+ * 100 ms period (then sleep), the same number of periods, so their
+ * energies are in the ratio 3 however loaded the machine is.
  * Thread "net-sender": sendA writes 3,000,000 bytes and sendB 1,000,000
  * bytes over a loopback socket; "net-receiver" reads the 4,000,000 bytes in
  * receiveAll.
  *
- * Usage: java Known SECONDS
+ * Usage: java Known CYCLES   (CYCLES seconds of the burner's CPU time)
  */
 public class Known {
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -42,20 +44,20 @@ public class Known {
         sink = x;
     }
 
-    static void burnA() { spin(60_000_000L); }
-    static void burnB() { spin(30_000_000L); }
-    static void burnC() { spin(10_000_000L); }
+    static void burnA() { spin(600_000_000L); }
+    static void burnB() { spin(300_000_000L); }
+    static void burnC() { spin(100_000_000L); }
 
-    static void burner(long until) {
-        while (System.nanoTime() < until) {
+    static void burner(int cycles) {
+        for (int c = 0; c < cycles; c++) {
             burnA();
             burnB();
             burnC();
         }
     }
 
-    static void duty(long burnNs, long until) throws InterruptedException {
-        while (System.nanoTime() < until) {
+    static void duty(long burnNs, int periods) throws InterruptedException {
+        for (int p = 0; p < periods; p++) {
             long t0 = System.nanoTime();
             spin(burnNs);
             long left = 100_000_000L - (System.nanoTime() - t0);
@@ -89,8 +91,8 @@ public class Known {
     }
 
     public static void main(String[] args) throws Exception {
-        double secs = args.length > 0 ? Double.parseDouble(args[0]) : 6;
-        long until = System.nanoTime() + (long) (secs * 1e9);
+        int cycles = args.length > 0 ? Integer.parseInt(args[0]) : 4;
+        int periods = cycles * 10;
         ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         Thread recv = new Thread(() -> {
             try (Socket s = ss.accept(); InputStream in = s.getInputStream()) {
@@ -112,9 +114,9 @@ public class Known {
             }
         }, "net-sender");
         send.start();
-        Thread b = new Thread(() -> burner(until), "burner");
-        Thread hi = new Thread(() -> { try { duty(30_000_000L, until); } catch (InterruptedException e) { } }, "duty-high");
-        Thread lo = new Thread(() -> { try { duty(10_000_000L, until); } catch (InterruptedException e) { } }, "duty-low");
+        Thread b = new Thread(() -> burner(cycles), "burner");
+        Thread hi = new Thread(() -> { try { duty(30_000_000L, periods); } catch (InterruptedException e) { } }, "duty-high");
+        Thread lo = new Thread(() -> { try { duty(10_000_000L, periods); } catch (InterruptedException e) { } }, "duty-low");
         b.start();
         hi.start();
         lo.start();

@@ -1,0 +1,121 @@
+/*
+ * test_jalen_known.c - known-answer workloads under the agent, in both
+ * sampling modes (real JVMs).
+ *
+ * Known.java: thread "burner" spends 60/30/10 % of its CPU time in
+ * burnA/burnB/burnC; "duty-high" burns 3x the CPU of "duty-low"; sendA and
+ * sendB write 3,000,000 and 1,000,000 bytes over loopback, receiveAll reads
+ * the 4,000,000.  Expected: inclusive shares within 3 points, thread energy
+ * ratio within 10 %, net_bytes within 2 %, conservation within 0.5 %.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "jtest.h"
+
+static void run_known(const char *mode)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "mode=%s,out=%s/out,quiet", mode, dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Known", "4", NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, 100);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    char *err = jt_read(errf);
+    ck_assert_msg(err && err[0] == '\0', "stderr not empty with quiet: %s", err);
+    free(err);
+
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *sum = jt_read(p);
+    char want[64];
+    snprintf(want, sizeof(want), "\"mode\": \"%s\"", mode);
+    ck_assert_ptr_nonnull(strstr(sum, want));
+    ck_assert(jt_json_true(sum, "complete"));
+    ck_assert_msg(jt_json_num(sum, "process_energy_j") > 0, "no process energy");
+    ck_assert_msg(jt_json_num(sum, "samples") >= 200, "only %.0f samples",
+                  jt_json_num(sum, "samples"));
+    free(sum);
+
+    jt_csv me, th;
+    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &me), 0);
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+
+    /* inclusive shares of the burner's three methods: 60/30/10 */
+    double a = jt_num(jt_csv_find(&me, 0, "Known.burnA"), 2);
+    double b = jt_num(jt_csv_find(&me, 0, "Known.burnB"), 2);
+    double c = jt_num(jt_csv_find(&me, 0, "Known.burnC"), 2);
+    double burner = jt_num(jt_csv_find(&th, 1, "burner"), 3);
+    ck_assert_msg(a > 0 && b > 0 && c > 0 && burner > 0, "burn methods missing");
+    double s = a + b + c;
+    fprintf(stderr, "[%s] shares A %.1f%% B %.1f%% C %.1f%% (of burner %.1f%%)\n", mode,
+            100 * a / s, 100 * b / s, 100 * c / s, 100 * s / burner);
+    ck_assert_msg(fabs(100 * a / s - 60) <= 3, "burnA %.1f%% not 60+-3", 100 * a / s);
+    ck_assert_msg(fabs(100 * b / s - 30) <= 3, "burnB %.1f%% not 30+-3", 100 * b / s);
+    ck_assert_msg(fabs(100 * c / s - 10) <= 3, "burnC %.1f%% not 10+-3", 100 * c / s);
+    ck_assert_msg(s <= burner * 1.005 && s >= burner * 0.9,
+                  "burn methods %.3f J vs burner thread %.3f J", s, burner);
+
+    /* duty cycles 30 % and 10 % of CPU: energy ratio 3 within 10 % */
+    double hi = jt_num(jt_csv_find(&th, 1, "duty-high"), 3);
+    double lo = jt_num(jt_csv_find(&th, 1, "duty-low"), 3);
+    ck_assert_msg(hi > 0 && lo > 0, "duty threads missing");
+    fprintf(stderr, "[%s] duty energy ratio %.3f\n", mode, hi / lo);
+    ck_assert_msg(fabs(hi / lo - 3.0) <= 0.3, "duty ratio %.3f not 3+-10%%", hi / lo);
+
+    /* bytes per method over loopback, within 2 % */
+    struct {
+        const char *m;
+        double bytes;
+    } nb[] = {{"Known.sendA", 3e6}, {"Known.sendB", 1e6}, {"Known.receiveAll", 4e6}};
+    for (size_t i = 0; i < 3; i++) {
+        double got = jt_num(jt_csv_find(&me, 0, nb[i].m), 7);
+        fprintf(stderr, "[%s] %s net_bytes %.0f\n", mode, nb[i].m, got);
+        ck_assert_msg(fabs(got - nb[i].bytes) <= 0.02 * nb[i].bytes, "%s: %.0f bytes, not %.0f",
+                      nb[i].m, got, nb[i].bytes);
+    }
+    double snd = jt_num(jt_csv_find(&th, 1, "net-sender"), 6);
+    ck_assert_msg(fabs(snd - 4e6) <= 0.02 * 4e6, "net-sender thread %.0f bytes", snd);
+    jt_csv_free(&me);
+    jt_csv_free(&th);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(known_cpu)
+{
+    run_known("cpu");
+}
+END_TEST
+
+START_TEST(known_jvmti)
+{
+    run_known("jvmti");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("jalen_known");
+    TCase *tc = tcase_create("known");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, known_cpu);
+    tcase_add_test(tc, known_jvmti);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? 1 : 0;
+}
