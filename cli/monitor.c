@@ -22,7 +22,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +35,7 @@ typedef struct mod_req {
     pa_module_kind kind;
     char *name;
     const char *options;  /* inside name's allocation, or NULL */
+    const char *arg;      /* as given, for messages */
 } mod_req;
 
 typedef struct watched {
@@ -83,8 +83,10 @@ static void monitor_help(FILE *f)
         "\n"
         "Prints the power (W) and energy (J) of processes, threads and "
         "cgroups every\ninterval.  With a COMMAND, runs it, follows it and "
-        "every child it starts, and\nprints its energy when it exits "
-        "(exit status: the command's own).\n"
+        "every child it starts, and\nprints its energy when it exits; the "
+        "exit status is the command's own.\n(In table format, a command "
+        "gets per-interval tables only with --interval,\nlike perf stat -I; "
+        "JSON and CSV always have them.)\n"
         "With no target, every process is watched (--all).\n"
         "\nTargets:\n"
         "  -p, --pid PID[,PID...]    watch a process (repeatable)\n"
@@ -197,7 +199,8 @@ static int add_mod(monitor *m, const char *flag, pa_module_kind kind,
     char *colon = strchr(name, ':');
     if (colon)
         *colon = '\0';
-    m->mods[m->nmods++] = (mod_req){flag, kind, name, colon ? colon + 1 : NULL};
+    m->mods[m->nmods++] =
+        (mod_req){flag, kind, name, colon ? colon + 1 : NULL, arg};
     return 0;
 }
 
@@ -423,11 +426,17 @@ static const pa_module_info *find_module(const pa_module_info *info, int n,
     return NULL;
 }
 
-static int module_error(monitor *m, const char *flag, const char *name,
-                        int err)
+/* Prints "<flag> <arg>: <library message>" (without the message's own
+ * "<name>: " prefix) and returns the exit status. */
+static int module_error(monitor *m, const char *flag, const char *arg,
+                        const char *name, int err)
 {
     char msg[1024];
-    snprintf(msg, sizeof(msg), "%s", pa_cli_errmsg(err));
+    const char *lib = pa_cli_errmsg(err);
+    size_t nl = strlen(name);
+    if (!strncmp(lib, name, nl) && lib[nl] == ':' && lib[nl + 1] == ' ')
+        lib += nl + 2;
+    snprintf(msg, sizeof(msg), "%s", lib);
     char list[512] = "";
     if (err == -ENOENT) {
         known_modules(m->ctx, list, sizeof(list));
@@ -437,7 +446,7 @@ static int module_error(monitor *m, const char *flag, const char *name,
         if (n > 0 && strstr(msg, info[0].name))
             list[0] = '\0';
     }
-    pa_cli_error(CMD, "%s %s: %s%s", flag, name, msg, list);
+    pa_cli_error(CMD, "%s %s: %s%s", flag, arg, msg, list);
     /* unknown names and bad options are the user's; the rest the
      * machine's */
     return (err == -ENOENT || err == -EINVAL) ? PA_EXIT_USAGE : PA_EXIT_FAIL;
@@ -449,7 +458,7 @@ static int setup_modules(monitor *m)
         return 0; /* the first tick enables "auto" */
     int err = pa_module_enable(m->ctx, "auto", NULL);
     if (err < 0)
-        return module_error(m, "enable", "auto", err);
+        return module_error(m, "enable", "auto", "auto", err);
 
     pa_module_info info[64];
     int n = pa_module_list(m->ctx, info, 64);
@@ -466,12 +475,16 @@ static int setup_modules(monitor *m)
         }
         err = pa_module_enable(m->ctx, r->name, r->options);
         if (err < 0)
-            return module_error(m, r->flag, r->name, err);
+            return module_error(m, r->flag, r->arg, r->name, err);
     }
     for (size_t i = 0; i < m->ndisables; i++) {
-        err = pa_module_disable(m->ctx, m->disables[i]);
+        const char *name = m->disables[i];
+        err = pa_module_disable(m->ctx, name);
+        /* disabling a known module that is not enabled is what was asked */
+        if (err == -ENOENT && n > 0 && find_module(info, n, name))
+            continue;
         if (err < 0)
-            return module_error(m, "--disable", m->disables[i], err);
+            return module_error(m, "--disable", name, name, err);
     }
     return 0;
 }
@@ -816,14 +829,6 @@ out:
 
 /* ------------------------------------------------------------------ */
 
-static size_t terminal_rows(int fd)
-{
-    struct winsize ws;
-    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0)
-        return ws.ws_row;
-    return 24;
-}
-
 int pa_cli_monitor(int argc, char **argv)
 {
     monitor m;
@@ -870,10 +875,8 @@ int pa_cli_monitor(int argc, char **argv)
     m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
     if (m.top_set)
         m.out.top = m.top;
-    else if (m.out.clear && m.all)
-        m.out.top = terminal_rows(fileno(m.f)) > 12
-                        ? terminal_rows(fileno(m.f)) - 8
-                        : 4;
+    else if (m.out.clear)
+        m.out.fit_fd = fileno(m.f); /* as many as the screen holds */
 
     sigemptyset(&m.sigs);
     sigaddset(&m.sigs, SIGINT);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 int pa_out_parse_format(const char *s, pa_out_format *out)
@@ -35,6 +36,7 @@ void pa_out_init(pa_out *o, FILE *f, pa_out_format format)
     memset(o, 0, sizeof(*o));
     o->f = f;
     o->format = format;
+    o->fit_fd = -1;
 }
 
 static void csv_counters_free(pa_out *o)
@@ -636,6 +638,13 @@ static void table_assumed_item(void *arg, const char *s, size_t len)
     fprintf((FILE *)arg, "  assumed: %.*s\n", (int)len, s);
 }
 
+static void count_item(void *arg, const char *s, size_t len)
+{
+    (void)s;
+    (void)len;
+    ++*(size_t *)arg;
+}
+
 static void table_clock(const pa_out *o, const pa_report *r, char *buf,
                         size_t len)
 {
@@ -719,9 +728,18 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
         fprintf(f, "; nic %.2f W", r->system.nic_w);
     fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s,
             r->system.total_j);
+    size_t lines = 2;
     each_assumed(r->assumed, table_assumed_item, f);
+    each_assumed(r->assumed, count_item, &lines);
     if (o->quiet_targets)
         return 0;
+    /* the screen's height, read each time (the terminal may be resized):
+     * header lines, blank, column titles, "(N more)", the cursor line */
+    size_t fit = 0;
+    struct winsize ws;
+    if (!o->top && o->fit_fd >= 0 && ioctl(o->fit_fd, TIOCGWINSZ, &ws) == 0 &&
+        ws.ws_row > 0)
+        fit = (size_t)ws.ws_row > lines + 4 ? ws.ws_row - lines - 4 : 1;
 
     size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
     size_t *thr = malloc((n ? n : 1) * sizeof(*thr));
@@ -739,6 +757,8 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             idx[ntop++] = i;
     }
     sort_by_power(r, idx, ntop);
+    if (fit && ntop > fit)
+        ntop = fit;
 
     fputc('\n', f);
     table_header(f, "NAME", nic);

@@ -34,6 +34,8 @@ typedef struct pa_out {
     int clear;           /* table: clear the screen before each report */
     int command_columns; /* csv: add the command record's columns */
     int quiet_targets;   /* table: system lines only */
+    int fit_fd;          /* table: when >= 0 and top is 0, show as many
+                            targets as fit this terminal's height */
     /* private */
     int csv_header_done;
     size_t csv_ncounters;
