@@ -11,6 +11,7 @@
 #ifndef PA_CLI_H
 #define PA_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -29,6 +30,26 @@ int pa_cli_modules(int argc, char **argv);
 int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
 int pa_cli_top(int argc, char **argv);    /* cli/top.c */
 int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
+
+/* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
+ * ring's windows since the last output averaged into one report, keeping
+ * the processes in pids (all when npids is 0) and, with cgroups, the
+ * cgroup records.  Ends after count outputs or duration_ns (0: no limit)
+ * or on a stop signal among sigs (blocked by the caller).  Returns the
+ * exit status; errors (no ring, daemon gone) are printed. */
+struct pa_out;
+typedef struct pa_ring_monitor {
+    const char *ring;
+    uint64_t interval_ns;
+    unsigned long count;
+    uint64_t duration_ns;
+    const pid_t *pids;
+    size_t npids;
+    int cgroups;
+    struct pa_out *out;
+    const sigset_t *sigs;
+} pa_ring_monitor;
+int pa_cli_monitor_ring(const pa_ring_monitor *rm);
 int pa_cli_events(int argc, char **argv); /* cli/events.c */
 
 /* ---- helpers shared by subcommands (cli/main.c) ---- */
