@@ -345,7 +345,7 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     }
 
     /* voltage table and V_tdp */
-    const pa_hwdb_cpu *vt = st->opt_volt.nvolt ? &st->opt_volt
+    const pa_hwdb_cpu *vt = st->opt_volt.nvolt  ? &st->opt_volt
                             : rec && rec->nvolt ? rec
                                                 : NULL;
     if (vt == &st->opt_volt)

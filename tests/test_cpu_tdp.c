@@ -125,14 +125,14 @@ static double pentium_m_window(void)
     add_freq(600, 0.5);
     add_freq(1100, 0.25);
     add_freq(1600, 0.25);
-    double k = 0.7 * 24.5;         /* 17.15 W at the TDP point */
-    double vtdp2 = 1.484 * 1.484;  /* V_tdp^2 */
+    double k = 0.7 * 24.5;        /* 17.15 W at the TDP point */
+    double vtdp2 = 1.484 * 1.484; /* V_tdp^2 */
     double v1100 = 1.164 + (1.276 - 1.164) * (1100 - 1000) / (1200 - 1000);
     /* v1100 = 1.22 V */
-    double p600 = k * 600 * 0.956 * 0.956 / (1600 * vtdp2);    /* 2.66897 */
-    double p1100 = k * 1100 * v1100 * v1100 / (1600 * vtdp2);  /* 7.96872 */
-    double p1600 = k;                                           /* 17.15 */
-    return (p600 * 0.5 + p1100 * 0.25 + p1600 * 0.25) / 1.0;   /* 7.61416 */
+    double p600 = k * 600 * 0.956 * 0.956 / (1600 * vtdp2);   /* 2.66897 */
+    double p1100 = k * 1100 * v1100 * v1100 / (1600 * vtdp2); /* 7.96872 */
+    double p1600 = k;                                         /* 17.15 */
+    return (p600 * 0.5 + p1100 * 0.25 + p1600 * 0.25) / 1.0;  /* 7.61416 */
 }
 
 START_TEST(test_cpufreq_voltage_table_capacity)
@@ -143,7 +143,7 @@ START_TEST(test_cpufreq_voltage_table_capacity)
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, p, TOL);
     /* capacity = 1 s x 1 CPU: U = 0.5 and 0.25 */
-    ck_assert_double_eq_tol(tasks[0].cpu_w, p * 0.5, TOL); /* 3.80708 W */
+    ck_assert_double_eq_tol(tasks[0].cpu_w, p * 0.5, TOL);  /* 3.80708 W */
     ck_assert_double_eq_tol(tasks[1].cpu_w, p * 0.25, TOL); /* 1.90354 W */
     /* idle: the 0.2 s no task used */
     ck_assert_double_eq_tol(tab.idle_w, p * (1 - 0.8), TOL); /* 1.52283 W */
@@ -161,7 +161,7 @@ START_TEST(test_share_active)
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, p, TOL);
     /* busy 0.8 s: U = 0.5/0.8 and 0.25/0.8 */
-    ck_assert_double_eq_tol(tasks[0].cpu_w, p * 0.5 / 0.8, TOL); /* 4.75885 */
+    ck_assert_double_eq_tol(tasks[0].cpu_w, p * 0.5 / 0.8, TOL);  /* 4.75885 */
     ck_assert_double_eq_tol(tasks[1].cpu_w, p * 0.25 / 0.8, TOL); /* 2.37943 */
     ck_assert_double_eq_tol(tab.idle_w, 0, TOL);
     teardown();
@@ -220,7 +220,7 @@ START_TEST(test_no_cpufreq_known_cpu)
     cur.nominal_mhz = 2800;
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, 56, TOL);
-    ck_assert_double_eq_tol(tasks[0].cpu_w, 56 * 1.0 / 4.0, TOL); /* 14 W */
+    ck_assert_double_eq_tol(tasks[0].cpu_w, 56 * 1.0 / 4.0, TOL);   /* 14 W */
     ck_assert_double_eq_tol(tab.idle_w, 56 * (1 - 3.0 / 4.0), TOL); /* 14 W */
     assumed_has("f=2800MHz (no cpufreq: nominal)");
     teardown();
@@ -465,7 +465,6 @@ START_TEST(test_probe_and_ops)
 }
 END_TEST
 
-
 /* ------------------------------------------------------------------ */
 /* End to end: procfs-cpu + cpu-tdp through the public API on fixture   */
 /* trees, with an explicit clock.  The window's files are rewritten     */
@@ -482,8 +481,9 @@ static void write_stat(const char *root, unsigned ncpus, unsigned long user,
     char lines[1024] = "";
     for (unsigned i = 0; i < ncpus; i++) {
         size_t u = strlen(lines);
-        snprintf(lines + u, sizeof(lines) - u, "cpu%u %lu 0 %lu %lu 0 0 0 0 0 0\n",
-                 i, user / ncpus, sys / ncpus, idle / ncpus);
+        snprintf(lines + u, sizeof(lines) - u,
+                 "cpu%u %lu 0 %lu %lu 0 0 0 0 0 0\n", i, user / ncpus,
+                 sys / ncpus, idle / ncpus);
     }
     pa_test_write(root, "proc/stat",
                   "cpu  %lu 0 %lu %lu 0 0 0 0 0 0\n%sintr 0\nctxt 0\n"
@@ -518,10 +518,10 @@ static void write_tis(const char *root, int policy, unsigned long u800,
 }
 
 #define FIREFOX_MID "(firefox-esr) S 1290 3100 3100 0 -1 4194560 4100 0 0 0"
-#define FIREFOX_END                                                          \
-    "0 0 20 0 4 0 12001 23183360 469 18446744073709551615 94000203161600 "   \
-    "94000204073945 140720025395200 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 " \
-    "94000204164752 94000204176600 94000233161600 140720025397155 "          \
+#define FIREFOX_END                                                            \
+    "0 0 20 0 4 0 12001 23183360 469 18446744073709551615 94000203161600 "     \
+    "94000204073945 140720025395200 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 "   \
+    "94000204164752 94000204176600 94000233161600 140720025397155 "            \
     "140720025397180 140720025397180 140720025399272 0"
 
 START_TEST(test_e2e_desktop_cpufreq)
@@ -653,7 +653,8 @@ START_TEST(test_e2e_vm_nocpufreq)
     ck_assert_ptr_nonnull(strstr(r->assumed,
                                  "tdp=10W (default 5W x 2 CPUs for unknown "
                                  "CPU 'Intel(R) Xeon(R) Processor')"));
-    ck_assert_ptr_nonnull(strstr(r->assumed, "f=2000MHz (no cpufreq: nominal)"));
+    ck_assert_ptr_nonnull(
+        strstr(r->assumed, "f=2000MHz (no cpufreq: nominal)"));
     pa_report_free(r);
     /* tdp= set at runtime: 0.7 x 20 = 14 W, the pid 14 x 0.25 = 3.5 W */
     ck_assert_int_eq(pa_module_configure(c, "cpu-tdp", "tdp=20"), 0);

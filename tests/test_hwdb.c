@@ -128,14 +128,12 @@ START_TEST(test_generic_vm_names_unknown)
                            "Common KVM processor", ""};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         int rc = pa__hwdb_cpu(PA_TEST_HWDB, names[i], &c);
-        ck_assert_msg(rc == -ENOENT, "'%s' matched \"%s\"", names[i],
-                      c.match);
+        ck_assert_msg(rc == -ENOENT, "'%s' matched \"%s\"", names[i], c.match);
     }
     /* no match is not a failure of the file: the last error is untouched */
     pa__err(-EINVAL, "marker");
-    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "Intel(R) Xeon(R) Processor",
-                                  &c),
-                     -ENOENT);
+    ck_assert_int_eq(
+        pa__hwdb_cpu(PA_TEST_HWDB, "Intel(R) Xeon(R) Processor", &c), -ENOENT);
     ck_assert_str_eq(pa_last_error(), "marker");
 }
 END_TEST
@@ -186,8 +184,7 @@ START_TEST(test_nics)
     ck_assert_uint_eq(n.nstates, 4);
     ck_assert_double_eq(n.state[3].mbps, 10000);
     ck_assert_ptr_nonnull(strstr(n.source, "assumed"));
-    ck_assert_int_eq(pa__hwdb_nic(PA_TEST_HWDB, "no-such-driver", &n),
-                     -ENOENT);
+    ck_assert_int_eq(pa__hwdb_nic(PA_TEST_HWDB, "no-such-driver", &n), -ENOENT);
     /* drivers match exactly, not by substring */
     ck_assert_int_eq(pa__hwdb_nic(PA_TEST_HWDB, "e10", &n), -ENOENT);
 }
@@ -196,15 +193,16 @@ END_TEST
 START_TEST(test_format_features)
 {
     char *dir;
-    char *path = tmp_hwdb(&dir,
-                          "# a comment\n"
-                          "\n"
-                          "   # indented comment\n"
-                          "cpu \"Foo CPU\" tdp=10 mhz=1000 source=\"sheet \\\"A\\\" # not a comment\"  # trailing\n"
-                          "cpu \"Foo CPU Pro\" mhz=2000 tdp=20.5 threads=4 "
-                          "volt=500:0.8,2000:1.2 source=\"B\"\n"
-                          "nic \"drv\" state=100:1.5,1000:2.25 idle=0.5 "
-                          "source=\"C\"\n");
+    char *path =
+        tmp_hwdb(&dir, "# a comment\n"
+                       "\n"
+                       "   # indented comment\n"
+                       "cpu \"Foo CPU\" tdp=10 mhz=1000 source=\"sheet "
+                       "\\\"A\\\" # not a comment\"  # trailing\n"
+                       "cpu \"Foo CPU Pro\" mhz=2000 tdp=20.5 threads=4 "
+                       "volt=500:0.8,2000:1.2 source=\"B\"\n"
+                       "nic \"drv\" state=100:1.5,1000:2.25 idle=0.5 "
+                       "source=\"C\"\n");
     pa_hwdb_cpu c;
     /* case and blanks do not matter; the longest match wins */
     ck_assert_int_eq(pa__hwdb_cpu(path, "ACME  foo   cpu  PRO 9", &c), 0);
@@ -319,15 +317,13 @@ START_TEST(test_parse_volt)
     pa_hwdb_cpu c;
     char why[160];
     memset(&c, 0, sizeof(c));
-    ck_assert_int_eq(pa__hwdb_parse_volt("800:0.75+3200:1.1", &c, why,
-                                         sizeof(why)),
-                     0);
+    ck_assert_int_eq(
+        pa__hwdb_parse_volt("800:0.75+3200:1.1", &c, why, sizeof(why)), 0);
     ck_assert_uint_eq(c.nvolt, 2);
     ck_assert_double_eq(c.volt[1].mhz, 3200);
     ck_assert_double_eq(c.volt[1].volt, 1.1);
-    ck_assert_int_eq(pa__hwdb_parse_volt("800:0.75+800:1.1", &c, why,
-                                         sizeof(why)),
-                     -EINVAL);
+    ck_assert_int_eq(
+        pa__hwdb_parse_volt("800:0.75+800:1.1", &c, why, sizeof(why)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "increasing"));
     ck_assert_int_eq(pa__hwdb_parse_volt("800:9", &c, why, sizeof(why)),
                      -EINVAL);
@@ -339,8 +335,7 @@ START_TEST(test_parse_volt)
         snprintf(many + u, sizeof(many) - u, "%s%d:1", i > 1 ? "+" : "",
                  i * 100);
     }
-    ck_assert_int_eq(pa__hwdb_parse_volt(many, &c, why, sizeof(why)),
-                     -EINVAL);
+    ck_assert_int_eq(pa__hwdb_parse_volt(many, &c, why, sizeof(why)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "more than 16"));
     /* c kept the last good table */
     ck_assert_uint_eq(c.nvolt, 2);

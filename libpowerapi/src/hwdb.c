@@ -115,8 +115,9 @@ __attribute__((format(printf, 2, 3))) static int perr_at(parser *ps,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return pa__err(-EINVAL, "hwdb: %s:%u: %s (format: see the comments at the "
-                            "top of data/hwdb.txt)",
+    return pa__err(-EINVAL,
+                   "hwdb: %s:%u: %s (format: see the comments at the "
+                   "top of data/hwdb.txt)",
                    ps->path, ps->line, msg);
 }
 
@@ -217,8 +218,9 @@ static int parse_pairs_msg(const char *s, double (*pairs)[2], size_t max,
             return -EINVAL;
         }
         if (a < alo || a > ahi || b < blo || b > bhi) {
-            snprintf(why, why_len, "pair %g:%g out of range ([%g, %g]:[%g, %g])",
-                     a, b, alo, ahi, blo, bhi);
+            snprintf(why, why_len,
+                     "pair %g:%g out of range ([%g, %g]:[%g, %g])", a, b, alo,
+                     ahi, blo, bhi);
             return -EINVAL;
         }
         if (k == max) {
@@ -252,8 +254,8 @@ int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
 {
     double pairs[16][2];
     size_t n = 0;
-    int rc = parse_pairs_msg(s, pairs, 16, &n, 1, 100000, 0.05, 5, why,
-                             why_len);
+    int rc =
+        parse_pairs_msg(s, pairs, 16, &n, 1, 100000, 0.05, 5, why, why_len);
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < n; i++) {
@@ -280,8 +282,8 @@ static int parse_cpu(parser *ps, pa_hwdb_cpu *c)
         char val[256];
         int rc;
         if (!strcmp(key, "source")) {
-            if ((rc = read_quoted(ps, c->source, sizeof(c->source),
-                                  "source")) < 0)
+            if ((rc = read_quoted(ps, c->source, sizeof(c->source), "source")) <
+                0)
                 return rc;
             if (have_src)
                 return PERR(ps, "source given twice");
@@ -319,13 +321,15 @@ static int parse_cpu(parser *ps, pa_hwdb_cpu *c)
             if (have_volt)
                 return PERR(ps, "volt given twice");
             if (pa__hwdb_parse_volt(val, c, why, sizeof(why)) < 0)
-                return PERR(ps, "volt=%s: %s (write MHZ:VOLTS pairs, e.g. "
-                                "volt=600:0.956,1600:1.484)",
+                return PERR(ps,
+                            "volt=%s: %s (write MHZ:VOLTS pairs, e.g. "
+                            "volt=600:0.956,1600:1.484)",
                             val, why);
             have_volt = true;
         } else {
-            return PERR(ps, "unknown cpu key '%s' (valid: tdp, mhz, threads, "
-                            "volt, source)",
+            return PERR(ps,
+                        "unknown cpu key '%s' (valid: tdp, mhz, threads, "
+                        "volt, source)",
                         key);
         }
     }
@@ -349,8 +353,8 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
         char val[256];
         int rc;
         if (!strcmp(key, "source")) {
-            if ((rc = read_quoted(ps, n->source, sizeof(n->source),
-                                  "source")) < 0)
+            if ((rc = read_quoted(ps, n->source, sizeof(n->source), "source")) <
+                0)
                 return rc;
             if (have_src)
                 return PERR(ps, "source given twice");
@@ -369,8 +373,9 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
                 return PERR(ps, "state given twice");
             if (parse_pairs_msg(val, pairs, 8, &k, 0.001, 1e7, 0, 1000, why,
                                 sizeof(why)) < 0)
-                return PERR(ps, "state=%s: %s (write MBPS:WATTS pairs, e.g. "
-                                "state=10:0.58,100:0.58)",
+                return PERR(ps,
+                            "state=%s: %s (write MBPS:WATTS pairs, e.g. "
+                            "state=10:0.58,100:0.58)",
                             val, why);
             for (size_t i = 0; i < k; i++) {
                 n->state[i].mbps = pairs[i][0];
@@ -455,8 +460,9 @@ static int hwdb_scan(const char *path, rec_kind want, const char *key,
                        "--hwdb FILE or $POWERAPI_HWDB");
     FILE *f = fopen(path, "re");
     if (!f)
-        return pa__err(-errno, "hwdb: cannot open %s: %s; give another with "
-                               "--hwdb FILE or $POWERAPI_HWDB",
+        return pa__err(-errno,
+                       "hwdb: cannot open %s: %s; give another with "
+                       "--hwdb FILE or $POWERAPI_HWDB",
                        path, strerror(errno));
     char nkey[256];
     if (want == REC_CPU)
@@ -472,8 +478,7 @@ static int hwdb_scan(const char *path, rec_kind want, const char *key,
         ps.line++;
         size_t ll = strlen(line);
         if (ll == sizeof(line) - 1 && line[ll - 1] != '\n' && !feof(f)) {
-            rc = PERR(&ps, "line longer than %d characters",
-                      HWDB_LINE_MAX - 2);
+            rc = PERR(&ps, "line longer than %d characters", HWDB_LINE_MAX - 2);
             goto out;
         }
         rc = parse_line(&ps, line, &r);
