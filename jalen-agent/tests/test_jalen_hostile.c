@@ -1,0 +1,216 @@
+/*
+ * test_jalen_hostile.c - the agent under hostile conditions (real JVMs):
+ * thousands of short-lived threads, class unloading, System.exit while
+ * sampling, SIGTERM mid-window, SIGKILL (last complete window stays), bad
+ * options (the JVM runs on unprofiled after one stderr line).
+ */
+#include <check.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jtest.h"
+
+static char *run(const char *extra, const char *const *args, int *status)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200];
+    snprintf(opts, sizeof(opts), "out=%s/out,quiet%s%s", dir, extra ? "," : "", extra ? extra : "");
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    *status = jt_wait(pid, 120);
+    return dir;
+}
+
+static char *summary(const char *dir)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *s = jt_read(p);
+    ck_assert_msg(s != NULL, "no summary.json");
+    return s;
+}
+
+START_TEST(short_lived_threads)
+{
+    const char *args[] = {"Hostile", "threads", "2000", NULL};
+    int st;
+    char *dir = run(NULL, args, &st);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    jt_csv th;
+    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    size_t shorts = 0;
+    for (size_t i = 0; i < th.n; i++)
+        shorts += !strncmp(th.rows[i].f[1], "short-", 6);
+    fprintf(stderr, "short-lived threads in threads.csv: %zu\n", shorts);
+    ck_assert_msg(shorts >= 1000, "only %zu of 2000 short-lived threads accounted", shorts);
+    jt_csv_free(&th);
+    char *s = summary(dir);
+    ck_assert(jt_json_true(s, "complete"));
+    free(s);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(class_unloading)
+{
+    const char *args[] = {"Hostile", "unload", JALEN_CLASSES, NULL};
+    int st;
+    char *dir = run("mode=cpu", args, &st);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(exit_while_sampling)
+{
+    const char *args[] = {"Hostile", "exit", "1.5", NULL};
+    int st;
+    char *dir = run("interval=1ms", args, &st);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 3, "java status %d, not exit 3",
+                  st);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    char *s = summary(dir);
+    ck_assert(jt_json_true(s, "complete"));
+    ck_assert_msg(jt_json_num(s, "samples") > 100, "samples %.0f", jt_json_num(s, "samples"));
+    free(s);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+static char *start_forever(const char *extra, pid_t *pid)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], line[256];
+    snprintf(opts, sizeof(opts), "out=%s/out,quiet,window=500ms%s%s", dir, extra ? "," : "",
+             extra ? extra : "");
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Hostile", "forever", NULL};
+    int fd;
+    *pid = jt_spawn(opts, JALEN_CLASSES, args, &fd, errf);
+    ck_assert_int_gt(*pid, 0);
+    ck_assert_msg(jt_wait_line(fd, "READY", line, sizeof(line), 60) == 0, "no READY");
+    close(fd);
+    return dir;
+}
+
+START_TEST(sigterm_mid_window)
+{
+    pid_t pid;
+    char *dir = start_forever(NULL, &pid);
+    usleep(1700000); /* 3 windows and a bit */
+    kill(pid, SIGTERM);
+    int st = jt_wait(pid, 60);
+    ck_assert_msg(st >= 0, "JVM did not exit after SIGTERM");
+    ck_assert_msg((WIFEXITED(st) && WEXITSTATUS(st) == 143) ||
+                      (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM),
+                  "unexpected status %d", st);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    char *s = summary(dir);
+    ck_assert_msg(jt_json_true(s, "complete"), "SIGTERM: last window not flushed");
+    ck_assert_msg(jt_json_num(s, "windows") >= 3, "windows %.0f", jt_json_num(s, "windows"));
+    free(s);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(sigkill_keeps_last_window)
+{
+    pid_t pid;
+    char *dir = start_forever(NULL, &pid);
+    usleep(1800000);
+    kill(pid, SIGKILL);
+    jt_wait(pid, 30);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    char *s = summary(dir);
+    ck_assert_msg(!jt_json_true(s, "complete"), "complete after SIGKILL?");
+    ck_assert_msg(jt_json_num(s, "windows") >= 1, "no window written before SIGKILL");
+    free(s);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(bad_option_runs_unprofiled)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "out=%s/out,intervall=5ms", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Hostile", "threads", "50", NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    int st = jt_wait(pid, 60);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    char *err = jt_read(errf);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_int_eq(jt_lines(err), 1);
+    ck_assert_msg(!strncmp(err, "jalen: ", 7) && strstr(err, "'intervall'") &&
+                      strstr(err, "did you mean 'interval'"),
+                  "stderr: %s", err);
+    free(err);
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    ck_assert_int_ne(access(p, F_OK), 0);
+
+    /* a bad value, and fail=abort: the JVM refuses to start */
+    snprintf(opts, sizeof(opts), "out=%s/out,mode=fast,fail=abort", dir);
+    pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    st = jt_wait(pid, 60);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0, "fail=abort: status %d", st);
+    err = jt_read(errf);
+    ck_assert_msg(err && strstr(err, "jalen: bad value 'fast' for 'mode'"), "stderr: %s", err);
+    free(err);
+
+    /* a module libpowerapi does not know: one line, runs on */
+    snprintf(opts, sizeof(opts), "out=%s/out,formula=no-such-formula", dir);
+    pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    st = jt_wait(pid, 60);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    err = jt_read(errf);
+    ck_assert_msg(err && jt_lines(err) == 1 && strstr(err, "no-such-formula"), "stderr: %s", err);
+    free(err);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("jalen_hostile");
+    TCase *tc = tcase_create("hostile");
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, short_lived_threads);
+    tcase_add_test(tc, class_unloading);
+    tcase_add_test(tc, exit_while_sampling);
+    tcase_add_test(tc, sigterm_mid_window);
+    tcase_add_test(tc, sigkill_keeps_last_window);
+    tcase_add_test(tc, bad_option_runs_unprofiled);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? 1 : 0;
+}
