@@ -503,6 +503,27 @@ START_TEST(test_watched_pid_exits)
 }
 END_TEST
 
+/* --output writes the same records to a file, nothing to stdout. */
+START_TEST(test_output_file)
+{
+    char *dir = pa_test_tmpdir();
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/out.csv", dir);
+    run r;
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "3", "--format", "csv", "--fixture-states", states(FIX_VM), "--all",
+        "--output", path, NULL);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_str_eq(r.out, "");
+    char *text = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(text);
+    golden("monitor-vm-all.csv", text);
+    free(text);
+    run_free(&r);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
 /* Inputs that must not crash: every outcome is an exit status. */
 START_TEST(test_no_crash)
 {
@@ -563,6 +584,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_hand_values);
     tcase_add_test(tc, test_unknown_pid_fixture);
     tcase_add_test(tc, test_watched_pid_exits);
+    tcase_add_test(tc, test_output_file);
     suite_add_tcase(s, tc);
     return s;
 }
