@@ -7,11 +7,15 @@
  *                  perf::TASK-CLOCK, INST_RETIRED:ANY_P:u).  Default: the
  *                  XeMPower set (cycles, instructions, reference cycles,
  *                  LLC references and misses, branches and branch misses).
- *   group=on|off   count a target's events as one perf group, read in one
- *                  call with consistent times (all or none scheduled; the
- *                  group must fit the PMU).  Default off: one counter per
- *                  event, each multiplexed on its own, so more events than
- *                  hardware counters still work (scaled).
+ *   group=auto|on|off  count a target's events as one perf group, read
+ *                  in one call with consistent times; all of a group is
+ *                  scheduled or none, so it must fit the PMU's counters.
+ *                  off: one counter per event, each multiplexed on its
+ *                  own, so more events than counters still work (scaled).
+ *                  auto (default): a group for software events and for up
+ *                  to 4 hardware events (every x86 PMU has 4 general
+ *                  counters), one counter per event beyond.  A group read
+ *                  costs about one counter's read (bench/bench_perf.c).
  *   system=auto|on|off  system-wide unhalted cycles (one counter per CPU,
  *                  root or CAP_PERFMON) for rapl-share's denominator.
  *
@@ -712,7 +716,7 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
 {
     const pa_env *env = &m->ctx->env;
     int group, sys;
-    int rc = parse_bool("group", pa_options_get(opts, "group"), 0, &group);
+    int rc = parse_bool("group", pa_options_get(opts, "group"), -1, &group);
     if (rc == 0)
         rc = parse_bool("system", pa_options_get(opts, "system"), -1, &sys);
     if (rc < 0)
@@ -720,7 +724,6 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
     perf_state *st = calloc(1, sizeof(*st));
     if (!st)
         return pa__err(-ENOMEM, "perf: out of memory");
-    st->group = group;
     st->system = sys;
     st->inherit_thread = true;
     char note[768];
@@ -730,6 +733,13 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
         free(st);
         return rc;
     }
+    if (group < 0) {
+        size_t nhw = 0;
+        for (size_t i = 0; i < st->nev; i++)
+            nhw += st->ev[i].attr.type != PERF_TYPE_SOFTWARE;
+        group = nhw <= 4;
+    }
+    st->group = group;
     /* descriptor budget: raise the soft limit to the hard one */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
