@@ -64,6 +64,7 @@ typedef struct monitor {
     uint64_t clock_step_ns;
     const char *states;
     char **cmd; /* NULL-terminated, or NULL */
+    const char *ring; /* --ring: read a daemon's ring (monitor_ring.c) */
 
     /* run time */
     pa_ctx *ctx;
@@ -94,6 +95,9 @@ static void monitor_help(FILE *f)
         "  -t, --threads             also report each thread of the "
         "watched pids\n"
         "      --cgroups             also report cgroup v2 totals\n"
+        "  -r, --ring NAME           read the windows of a daemon's ring "
+        "('%s daemon')\n"
+        "                            instead of sampling\n"
         "\nSampling:\n"
         "  -i, --interval DURATION   window length (default 1s; 500ms, 2s, "
         "1m...)\n"
@@ -137,7 +141,7 @@ static void monitor_help(FILE *f)
         "  %s monitor --pid 4242 --threads --format json\n"
         "  %s monitor -- make -j2\n",
         pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog,
-        pa_cli_prog);
+        pa_cli_prog, pa_cli_prog);
 }
 
 static void monitor_free(monitor *m)
@@ -217,6 +221,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         OPT_CGROUPS,
         OPT_CLOCK_STEP,
         OPT_STATES,
+        OPT_RING,
     };
     static const struct option longopts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -237,6 +242,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         {"cgroups", no_argument, NULL, OPT_CGROUPS},
         {"clock-step", required_argument, NULL, OPT_CLOCK_STEP},
         {"fixture-states", required_argument, NULL, OPT_STATES},
+        {"ring", required_argument, NULL, OPT_RING},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -343,6 +349,9 @@ static int parse_args(monitor *m, int argc, char **argv)
         case OPT_STATES:
             m->states = optarg;
             break;
+        case OPT_RING:
+            m->ring = optarg;
+            break;
         case ':':
             return pa_cli_usage_error(CMD, "option '%s' needs a value",
                                       argv[optind - 1]);
@@ -375,6 +384,12 @@ static int parse_args(monitor *m, int argc, char **argv)
         return pa_cli_usage_error(
             CMD, "--threads needs --pid or a COMMAND (per-thread records of "
                  "every process would be too many)");
+    if (m->ring && (m->cmd || m->threads || m->nmods || m->ndisables ||
+                    m->copts.procfs || m->copts.sysfs || m->copts.hwdb ||
+                    m->clock_step_ns))
+        return pa_cli_usage_error(
+            CMD, "--ring reads what the daemon samples: no COMMAND, "
+                 "--threads, modules, roots or --clock-step with it");
     if (!m->npids && !m->cmd)
         m->all = true;
     return 0;
@@ -852,15 +867,15 @@ int pa_cli_monitor(int argc, char **argv)
         m.copts.sysfs = s;
     }
 
-    int err = pa_ctx_new(&m.ctx, &m.copts);
+    int err = m.ring ? 0 : pa_ctx_new(&m.ctx, &m.copts);
     if (err < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
         status = PA_EXIT_FAIL;
         goto out;
     }
-    if ((status = setup_modules(&m)) != 0)
+    if (!m.ring && (status = setup_modules(&m)) != 0)
         goto out;
-    if ((status = setup_targets(&m)) != 0)
+    if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
 
     m.f = stdout;
@@ -889,7 +904,20 @@ int pa_cli_monitor(int argc, char **argv)
     sigset_t old;
     sigprocmask(SIG_BLOCK, &m.sigs, &old);
 
-    status = m.cmd ? run_command(&m) : run_targets(&m);
+    if (m.ring) {
+        pid_t *pids = calloc(m.npids + 1, sizeof(*pids));
+        for (size_t i = 0; pids && i < m.npids; i++)
+            pids[i] = m.pids[i].pid;
+        pa_ring_monitor rm = {.ring = m.ring, .interval_ns = m.interval_ns,
+                              .count = m.count, .duration_ns = m.duration_ns,
+                              .pids = pids, .npids = pids ? m.npids : 0,
+                              .cgroups = m.cgroups, .out = &m.out,
+                              .sigs = &m.sigs};
+        status = pa_cli_monitor_ring(&rm);
+        free(pids);
+    } else {
+        status = m.cmd ? run_command(&m) : run_targets(&m);
+    }
     if (status == PA_EXIT_OK && m.pid_failed)
         status = PA_EXIT_FAIL;
 
