@@ -99,7 +99,7 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
         (*jni)->DeleteGlobalRef(jni, t->ref);
     t->ref = NULL;
     /* the main thread comes back as "DestroyJavaVM": keep its first name */
-    if (!(t->alive && t->kind == JL_K_JAVA && t->name[0]))
+    if (!(t->kind == JL_K_JAVA && t->name[0] && (t->alive || !strcmp(name, "DestroyJavaVM"))))
         snprintf(t->name, sizeof(t->name), "%s", name);
     t->kind = agent ? JL_K_AGENT : JL_K_JAVA;
     t->alive = 1;
@@ -637,8 +637,9 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     /* MXBean (bindings; see mxbean.h): org.powerapi.jalen:type=Energy,
      * registered on this thread so that its cost is the agent's */
     char mxwhy[256] = "";
+    /* no powerapi.jar is the usual case, not worth a line on stderr */
     if (jalen_mxbean_start && jalen_mxbean_start(jvmti, jni, NULL, mxwhy, sizeof(mxwhy)) < 0 &&
-        !jl_o.quiet)
+        !jl_o.quiet && !strstr(mxwhy, "not found"))
         fprintf(stderr, "jalen: %s\n", mxwhy);
     double next_window = jl_now_s() + (double)jl_o.window_ns * 1e-9;
     double next_drain = jl_now_s() + 0.05;
