@@ -72,17 +72,16 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             break;
         }
         case PA_OUT_CSV:
-            fprintf(f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
-                    component_name(x->component),
-                    x->available ? "true" : "false",
-                    x->enabled ? "true" : "false",
-                    x->failing ? "true" : "false");
+            fprintf(
+                f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
+                component_name(x->component), x->available ? "true" : "false",
+                x->enabled ? "true" : "false", x->failing ? "true" : "false");
             /* options and texts may hold commas: quote them */
             for (int k = 0; k < 3; k++) {
-                const char *s = k == 0   ? x->options
-                                : k == 1 ? (x->description ? x->description
-                                                           : "")
-                                         : why;
+                const char *s = k == 0 ? x->options
+                                : k == 1
+                                    ? (x->description ? x->description : "")
+                                    : why;
                 fputc('"', f);
                 for (; *s; s++) {
                     if (*s == '"')

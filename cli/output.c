@@ -3,8 +3,8 @@
  *
  * JSON and CSV follow DESIGN.md section 8 field for field; extra fields
  * (the system's energy_j, cpu_time_s (busy CPU time) and sensors; "exited"
- * on a target's last record) come after the contracted ones.  The table is for people: the system line, the assumptions, then
- * the targets sorted by power.
+ * on a target's last record) come after the contracted ones.  The table is for
+ * people: the system line, the assumptions, then the targets sorted by power.
  */
 #include "output.h"
 
@@ -176,9 +176,8 @@ static const char *type_name(pa_target_type t)
 }
 
 /* Calls fn for each "; "-separated item of the assumed list, trimmed. */
-static void each_assumed(const char *list, void (*fn)(void *, const char *,
-                                                      size_t),
-                         void *arg)
+static void each_assumed(const char *list,
+                         void (*fn)(void *, const char *, size_t), void *arg)
 {
     const char *p = list ? list : "";
     while (*p) {
@@ -227,8 +226,12 @@ static int cmp_stable(const void *a, const void *b)
 {
     const pa_target_info *x = &sort_report->targets[*(const size_t *)a];
     const pa_target_info *y = &sort_report->targets[*(const size_t *)b];
-    int gx = x->type == PA_TARGET_TREE ? 1 : x->type == PA_TARGET_CGROUP ? 2 : 0;
-    int gy = y->type == PA_TARGET_TREE ? 1 : y->type == PA_TARGET_CGROUP ? 2 : 0;
+    int gx = x->type == PA_TARGET_TREE     ? 1
+             : x->type == PA_TARGET_CGROUP ? 2
+                                           : 0;
+    int gy = y->type == PA_TARGET_TREE     ? 1
+             : y->type == PA_TARGET_CGROUP ? 2
+                                           : 0;
     if (gx != gy)
         return gx < gy ? -1 : 1;
     if (gx == 2)
@@ -365,9 +368,9 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     FILE *f = o->f;
     fputs("{\"type\":", f);
     pa_out_json_string(f, type_name(t->type));
-    json_key_num(f, "time", report_time(o, t->power.time_ns ? t->power.time_ns
-                                                            : r->time_ns),
-                 true);
+    json_key_num(
+        f, "time",
+        report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns), true);
     json_key_num(f, "interval_s", target_interval(r, t), true);
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
@@ -442,12 +445,12 @@ static int json_report(pa_out *o, const pa_report *r, const bool *sel)
 /* ------------------------------------------------------------------ */
 
 static const char *const csv_fixed[] = {
-    "type",          "time",         "interval_s",     "pid",
-    "tid",           "cgroup",       "comm",           "cpu_time_s",
-    "power_w.cpu",   "power_w.nic",  "power_w.total",  "power_w.idle",
-    "energy_j.cpu",  "energy_j.nic", "energy_j.total", "formula",
-    "sources.cpu",   "assumed",      "sensors",        "net_bytes.rx",
-    "net_bytes.tx",  "multiplex",    "exited",
+    "type",         "time",         "interval_s",     "pid",
+    "tid",          "cgroup",       "comm",           "cpu_time_s",
+    "power_w.cpu",  "power_w.nic",  "power_w.total",  "power_w.idle",
+    "energy_j.cpu", "energy_j.nic", "energy_j.total", "formula",
+    "sources.cpu",  "assumed",      "sensors",        "net_bytes.rx",
+    "net_bytes.tx", "multiplex",    "exited",
 };
 #define CSV_NFIXED (sizeof(csv_fixed) / sizeof(csv_fixed[0]))
 
@@ -563,8 +566,8 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
     fprintf(f, "%s,", type_name(t->type));
-    csv_number(f, report_time(o, t->power.time_ns ? t->power.time_ns
-                                                  : r->time_ns));
+    csv_number(
+        f, report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns));
     fputc(',', f);
     csv_number(f, target_interval(r, t));
     fputc(',', f);
@@ -722,7 +725,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             clock, r->interval_s, r->formula && *r->formula ? r->formula : "-",
             !strcmp(src, "rapl") ? "measured" : "modelled",
             r->sensors && *r->sensors ? r->sensors : "-");
-    fprintf(f, "system    %.2f W  (cpu %.2f W, of which idle %.2f W", 
+    fprintf(f, "system    %.2f W  (cpu %.2f W, of which idle %.2f W",
             r->system.total_w, r->system.cpu_w, r->system.idle_w);
     if (nic)
         fprintf(f, "; nic %.2f W", r->system.nic_w);

@@ -62,12 +62,12 @@ int pa_out_report(pa_out *o, const pa_report *r);
 /* The end of `monitor -- COMMAND`. */
 typedef struct pa_out_command {
     pid_t pid;
-    int exit_status;    /* what powerapi exits with (128+sig if killed) */
-    int signal;         /* the signal that killed it, or 0 */
+    int exit_status; /* what powerapi exits with (128+sig if killed) */
+    int signal;      /* the signal that killed it, or 0 */
     double duration_s;
-    pa_power energy;    /* tree totals: cpu_j, nic_j, total_j */
-    double cpu_time_s;  /* tree CPU time over the run, if known, else <0 */
-    char *const *argv;  /* the command, for the table summary */
+    pa_power energy;   /* tree totals: cpu_j, nic_j, total_j */
+    double cpu_time_s; /* tree CPU time over the run, if known, else <0 */
+    char *const *argv; /* the command, for the table summary */
 } pa_out_command;
 
 /* Writes the "command" record (table: a perf-stat-like summary). */

@@ -129,8 +129,8 @@ static int copy_entry(const char *path, const struct stat *st, int type,
     }
     if (err < 0) {
         walk_err = err;
-        pa_cli_error(CMD, "fixture replay: cannot copy %s to %s: %s", path,
-                     dst, strerror(-err));
+        pa_cli_error(CMD, "fixture replay: cannot copy %s to %s: %s", path, dst,
+                     strerror(-err));
         return 1;
     }
     return 0;

@@ -307,10 +307,10 @@ START_TEST(test_modules_fixture)
     ck_assert_ptr_nonnull(strstr(
         r.out, "{\"name\":\"procfs-cpu\",\"kind\":\"sensor\",\"component\":"
                "\"\",\"available\":true,\"enabled\":true"));
-    ck_assert_ptr_nonnull(
-        strstr(r.out, "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
-                      "\"component\":\"cpu\",\"available\":true,"
-                      "\"enabled\":true"));
+    ck_assert_ptr_nonnull(strstr(r.out,
+                                 "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
+                                 "\"component\":\"cpu\",\"available\":true,"
+                                 "\"enabled\":true"));
     run_free(&r);
 
     cli(&r, "modules", FIXTURE_ARGS(FIX_VM), NULL);
@@ -328,13 +328,21 @@ static void golden_monitor(const char *gold, const char *fix,
 {
     char *args[32];
     size_t n = 0;
-    const char *base[] = {"monitor",      "--procfs", fixture(fix, "proc"),
-                          "--sysfs",      fixture(fix, "sys"),
-                          "--hwdb",       PA_TEST_HWDB,
-                          "--clock-step", "1s",
-                          "--count",      "3",
-                          "--format",     format,
-                          "--fixture-states", states(fix)};
+    const char *base[] = {"monitor",
+                          "--procfs",
+                          fixture(fix, "proc"),
+                          "--sysfs",
+                          fixture(fix, "sys"),
+                          "--hwdb",
+                          PA_TEST_HWDB,
+                          "--clock-step",
+                          "1s",
+                          "--count",
+                          "3",
+                          "--format",
+                          format,
+                          "--fixture-states",
+                          states(fix)};
     for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
         args[n++] = (char *)base[i];
     if (extra1)
@@ -354,8 +362,7 @@ static void golden_monitor(const char *gold, const char *fix,
 
 START_TEST(test_golden_vm_json)
 {
-    golden_monitor("monitor-vm-all.jsonl", FIX_VM, "json", "--all", NULL,
-                   NULL);
+    golden_monitor("monitor-vm-all.jsonl", FIX_VM, "json", "--all", NULL, NULL);
 }
 END_TEST
 
@@ -381,8 +388,8 @@ END_TEST
 
 START_TEST(test_golden_desktop_json)
 {
-    golden_monitor("monitor-desktop-all.jsonl", FIX_DESK, "json", "--all",
-                   NULL, NULL);
+    golden_monitor("monitor-desktop-all.jsonl", FIX_DESK, "json", "--all", NULL,
+                   NULL);
 }
 END_TEST
 
@@ -434,11 +441,11 @@ START_TEST(test_hand_values)
     ck_assert_ptr_nonnull(
         strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\","
                     "\"cpu_time_s\":0.25,\"power_w\":{\"cpu\":0.875,"));
-    ck_assert_ptr_nonnull(strstr(
-        out, "\"pid\":1900,\"comm\":\"my (odd) app\",\"cpu_time_s\":0,"
-             "\"power_w\":{\"cpu\":0,\"nic\":0,\"total\":0},"
-             "\"energy_j\":{\"cpu\":0.875,\"nic\":0,\"total\":0.875},"
-             "\"exited\":true}"));
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\",\"cpu_time_s\":0,"
+                    "\"power_w\":{\"cpu\":0,\"nic\":0,\"total\":0},"
+                    "\"energy_j\":{\"cpu\":0.875,\"nic\":0,\"total\":0.875},"
+                    "\"exited\":true}"));
     ck_assert_ptr_nonnull(strstr(out, "\"pid\":1729,\"comm\":\"cron\","
                                       "\"cpu_time_s\":0.04,\"power_w\":{"
                                       "\"cpu\":0.14,"));

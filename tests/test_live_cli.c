@@ -233,8 +233,8 @@ static void check_record(const char *line)
         const char *cmd_keys[] = {"pid", "exit_status", "duration_s",
                                   "energy_j"};
         for (size_t i = 0; i < 4; i++)
-            ck_assert_msg(json_get(line, cmd_keys[i]), "no %s: %s",
-                          cmd_keys[i], line);
+            ck_assert_msg(json_get(line, cmd_keys[i]), "no %s: %s", cmd_keys[i],
+                          line);
         ck_assert(json_num(line, "energy_j.total", &v) && v >= 0);
         return;
     }
@@ -272,8 +272,7 @@ static void check_record(const char *line)
 }
 
 /* Calls fn on each line of text (modified in place). */
-static size_t each_line(char *text, void (*fn)(const char *, void *),
-                        void *arg)
+static size_t each_line(char *text, void (*fn)(const char *, void *), void *arg)
 {
     size_t n = 0;
     for (char *l = text; l && *l;) {
@@ -607,8 +606,8 @@ START_TEST(test_command_tree_energy)
     ck_assert(json_num(a.last, "energy_j.total", &te));
     ck_assert_msg(fabs(te - e) < 1e-6, "tree %f J, command %f J", te, e);
     ck_assert(json_num(l, "cpu_time_s", &cpu));
-    ck_assert_msg(fabs(cpu - a.cpu_s) < 1e-6 && cpu > 0.02, "cpu %f vs %f",
-                  cpu, a.cpu_s);
+    ck_assert_msg(fabs(cpu - a.cpu_s) < 1e-6 && cpu > 0.02, "cpu %f vs %f", cpu,
+                  a.cpu_s);
     /* the inner sh was reported as a process of its own */
     ck_assert_msg(a.other_pids > 0, "no descendant record");
     run_free(&r);
@@ -622,8 +621,7 @@ START_TEST(test_command_forwards_sigterm)
     double t0 = now_s();
     cli_sig(&r, SIGTERM, 500, args);
     double took = now_s() - t0;
-    ck_assert_msg(r.status == 128 + SIGTERM, "status %d: %s", r.status,
-                  r.err);
+    ck_assert_msg(r.status == 128 + SIGTERM, "status %d: %s", r.status, r.err);
     ck_assert_msg(took < 10, "took %.1f s", took);
     const char *l = last_line(r.out);
     ck_assert(json_str_is(l, "type", "command"));
@@ -682,8 +680,8 @@ START_TEST(test_unknown_pid_goes_on)
     run r;
     char self[16];
     snprintf(self, sizeof(self), "%d", (int)getpid());
-    cli(&r, "monitor", "--pid", "999999", "--pid", self, "--interval",
-        "200ms", "--count", "2", "--format", "json", NULL);
+    cli(&r, "monitor", "--pid", "999999", "--pid", self, "--interval", "200ms",
+        "--count", "2", "--format", "json", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "999999"));
     char want[64];
@@ -714,7 +712,7 @@ START_TEST(test_pid_exit_ends)
     double t0 = now_s();
     /* the child is our zombie after 0.6 s: reap it from a thread-free
      * way by letting the monitor see it exit only once we reap */
-    char *args[] = {"monitor", "--pid", p,           "--interval",
+    char *args[] = {"monitor", "--pid",    p,      "--interval",
                     "200ms",   "--format", "json", NULL};
     pid_t mon = fork();
     ck_assert(mon >= 0);
