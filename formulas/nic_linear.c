@@ -265,9 +265,32 @@ static int nl_compute(pa_module *m, const pa_frame_delta *d,
             sock = (double)sub0(d->cur->sock_bytes[k], d->prev->sock_bytes[k]);
         denom[k] = ifbytes[k] > sock ? ifbytes[k] : sock;
     }
-    if (d->have & PA_HAVE_SOCK)
+    if (d->have & PA_HAVE_SOCK) {
         pa__assume(t->assumed, sizeof t->assumed,
                    "nic per process: TCP only (no per-socket UDP counters)");
+        /* the sensor gives every process it could read a reading: those
+         * without one had an unreadable fd folder */
+        size_t blind = 0;
+        for (size_t i = 0; i < d->ntasks; i++)
+            blind += d->tasks[i]->type == PA_TARGET_PROCESS &&
+                     !(d->tasks[i]->cur.have & PA_RD_NET);
+        if (blind) {
+            char text[160];
+            snprintf(text, sizeof text,
+                     "nic: %zu processes without per-process bytes (fd "
+                     "folder unreadable: run as root)",
+                     blind);
+            pa__assume(t->assumed, sizeof t->assumed, text);
+        }
+    } else {
+        bool any = false;
+        for (size_t i = 0; i < d->ntasks && !any; i++)
+            any = (d->tasks[i]->cur.have & PA_RD_NET) != 0;
+        if (d->ntasks && !any)
+            pa__assume(t->assumed, sizeof t->assumed,
+                       "nic: interface totals only (no sock_diag: no "
+                       "per-process bytes)");
+    }
 
     for (size_t i = 0; i < d->ntasks; i++) {
         pa_task *task = d->tasks[i];

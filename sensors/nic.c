@@ -1038,22 +1038,22 @@ static void note_fd_refused(pa_module *m, nic_priv *p, const nic_proc *pr,
 static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
 {
     const pa_ctx *ctx = m->ctx;
-    size_t unowned = 0, pending = 0;
+    size_t pending = 0;
     for (size_t i = 0; i < p->nsocks; i++) {
         nic_sock *s = &p->socks[i];
         if (s->owner > 0 &&
             proc_find(p->procs, p->pidx, p->pidx_cap, s->owner) < 0)
             s->owner = NIC_OWNER_UNKNOWN; /* its process is gone */
-        if (s->owner <= 0 && s->inode) {
-            unowned++;
-            if (s->owner == NIC_OWNER_UNKNOWN)
-                pending++;
-        }
+        if (s->owner == NIC_OWNER_UNKNOWN && s->inode)
+            pending++;
     }
     bool any_new = false;
     for (size_t i = 0; i < p->nprocs; i++)
         any_new |= !p->procs[i].scanned && !p->procs[i].unreadable;
-    if (!unowned || (!pending && !any_new))
+    /* new processes are read even when no socket is unowned: to learn
+     * whether their fd folder is readable at all (an unreadable one must
+     * not pass for "no traffic") and to fill their fd cache */
+    if (!pending && !any_new)
         return 0;
 
     int err = index_alloc(&p->iidx, &p->iidx_cap, p->nsocks);

@@ -354,6 +354,62 @@ START_TEST(degrades_without_sockdiag_once)
 }
 END_TEST
 
+/* As an unprivileged user, other users' fd folders are unreadable: those
+ * processes get no per-process bytes, the tick does not fail, and the
+ * report says so. */
+START_TEST(unreadable_fd_folders_degrade)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "SKIP unreadable_fd_folders_degrade: needs root to "
+                        "become another user\n");
+        return;
+    }
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        if (setgid(65534) < 0 || setuid(65534) < 0)
+            _exit(10);
+        pa_ctx *ctx;
+        pa_ctx_opts o = {.hwdb = PA_TEST_HWDB};
+        if (pa_ctx_new(&ctx, &o) < 0 ||
+            pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
+            pa_module_enable(ctx, "nic", NULL) < 0 ||
+            pa_module_enable(ctx, "nic-linear", NULL) < 0 ||
+            pa_watch_pid(ctx, 1, 0) < 0 || pa_watch_pid(ctx, getpid(), 0) < 0)
+            _exit(11);
+        for (int i = 0; i < 3; i++)
+            if (pa_tick(ctx) < 0)
+                _exit(12);
+        pa_report *r;
+        if (pa_report_get(ctx, &r) < 0)
+            _exit(13);
+        const pa_target_info *init = pa_test_target(r, PA_TARGET_PROCESS, 1);
+        const pa_target_info *me =
+            pa_test_target(r, PA_TARGET_PROCESS, getpid());
+        fprintf(stderr, "as nobody: assumed: %s\n", r->assumed);
+        if (!init || !me)
+            _exit(14);
+        if (init->has_net || !me->has_net)
+            _exit(15);
+        if (!strstr(r->assumed, "nic: 1 processes without per-process bytes"))
+            _exit(16);
+        pa_module_info mi[16];
+        int n = pa_module_list(ctx, mi, 16);
+        for (int i = 0; i < n && i < 16; i++)
+            if (!strcmp(mi[i].name, "nic") && mi[i].failing)
+                _exit(17);
+        pa_report_free(r);
+        pa_ctx_free(ctx);
+        _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "unprivileged child failed with status %d",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("live-nic");
@@ -362,6 +418,7 @@ static Suite *suite(void)
     tcase_add_test(tc, loopback_rates_and_watts);
     tcase_add_test(tc, veth_between_namespaces);
     tcase_add_test(tc, degrades_without_sockdiag_once);
+    tcase_add_test(tc, unreadable_fd_folders_degrade);
     suite_add_tcase(s, tc);
     return s;
 }

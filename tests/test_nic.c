@@ -400,6 +400,9 @@ START_TEST(sockdiag_off_keeps_interface_totals)
     ck_assert_int_eq(curl->has_net, 0);
     ck_assert_double_eq_tol(curl->power.nic_w, 0.0, 1e-15);
     ck_assert_ptr_null(strstr(r->assumed, "TCP only"));
+    ck_assert_msg(strstr(r->assumed, "nic: interface totals only (no "
+                                     "sock_diag: no per-process bytes)"),
+                  "assumed: %s", r->assumed);
     pa_report_free(r);
     ck_assert(!(last_frame(ctx)->have & PA_HAVE_SOCK));
     teardown(ctx);
