@@ -31,11 +31,11 @@ static const char *CMD = "monitor";
 #define NS_PER_S 1000000000ull
 
 typedef struct mod_req {
-    const char *flag;     /* "--sensor", "--formula" */
+    const char *flag; /* "--sensor", "--formula" */
     pa_module_kind kind;
     char *name;
-    const char *options;  /* inside name's allocation, or NULL */
-    const char *arg;      /* as given, for messages */
+    const char *options; /* inside name's allocation, or NULL */
+    const char *arg;     /* as given, for messages */
 } mod_req;
 
 typedef struct watched {
@@ -63,7 +63,7 @@ typedef struct monitor {
     const char *output;
     uint64_t clock_step_ns;
     const char *states;
-    char **cmd; /* NULL-terminated, or NULL */
+    char **cmd;       /* NULL-terminated, or NULL */
     const char *ring; /* --ring: read a daemon's ring (monitor_ring.c) */
 
     /* run time */
@@ -118,6 +118,12 @@ static void monitor_help(FILE *f)
         "lines)\n"
         "      --top N               only the N most powerful processes\n"
         "  -o, --output FILE         write to FILE instead of stdout\n"
+        "  JSON lines and CSV: per window one \"system\" record, then one "
+        "per target:\n"
+        "  \"process\", \"thread\" (--threads), \"tree\" (a COMMAND "
+        "and its children),\n"
+        "  \"cgroup\" (--cgroups); a COMMAND ends with a \"command\" "
+        "record.\n"
         "\nEnvironment:\n"
         "      --procfs DIR          procfs root (default /proc)\n"
         "      --sysfs DIR           sysfs root (default /sys)\n"
@@ -253,8 +259,8 @@ static int parse_args(monitor *m, int argc, char **argv)
     opterr = 0;
     optind = 1;
     /* '+': the first non-option starts the COMMAND (as with perf stat). */
-    while ((c = getopt_long(argc, argv, "+:p:ati:n:d:f:o:h", longopts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:ati:n:d:f:o:h", longopts, NULL)) !=
+           -1) {
         switch (c) {
         case 'h':
             monitor_help(stdout);
@@ -282,8 +288,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         case 'n':
             if (pa_cli_parse_uint(optarg, 1000000000ul, &m->count) < 0)
                 return pa_cli_usage_error(
-                    CMD, "--count: invalid count '%s' (a number >= 1)",
-                    optarg);
+                    CMD, "--count: invalid count '%s' (a number >= 1)", optarg);
             break;
         case 'd':
             if (pa_cli_parse_duration(optarg, &m->duration_ns) < 0)
@@ -308,8 +313,8 @@ static int parse_args(monitor *m, int argc, char **argv)
         case OPT_FORMULA: {
             const char *flag = c == OPT_SENSOR ? "--sensor" : "--formula";
             if (!optarg[0] || optarg[0] == ':')
-                return pa_cli_usage_error(CMD, "%s: missing module name in '%s'",
-                                          flag, optarg);
+                return pa_cli_usage_error(
+                    CMD, "%s: missing module name in '%s'", flag, optarg);
             if (add_mod(m, flag, c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA,
                         optarg) < 0)
                 goto nomem;
@@ -370,8 +375,9 @@ static int parse_args(monitor *m, int argc, char **argv)
                                   "--clock-step cannot be used with a COMMAND");
     if (m->cmd && (m->count || m->duration_ns))
         return pa_cli_usage_error(
-            CMD, "%s cannot be used with a COMMAND (it runs until the "
-                 "command exits)",
+            CMD,
+            "%s cannot be used with a COMMAND (it runs until the "
+            "command exits)",
             m->count ? "--count" : "--duration");
     if (m->states && !m->clock_step_ns)
         return pa_cli_usage_error(CMD, "--fixture-states needs --clock-step");
@@ -384,9 +390,9 @@ static int parse_args(monitor *m, int argc, char **argv)
         return pa_cli_usage_error(
             CMD, "--threads needs --pid or a COMMAND (per-thread records of "
                  "every process would be too many)");
-    if (m->ring && (m->cmd || m->threads || m->nmods || m->ndisables ||
-                    m->copts.procfs || m->copts.sysfs || m->copts.hwdb ||
-                    m->clock_step_ns))
+    if (m->ring &&
+        (m->cmd || m->threads || m->nmods || m->ndisables || m->copts.procfs ||
+         m->copts.sysfs || m->copts.hwdb || m->clock_step_ns))
         return pa_cli_usage_error(
             CMD, "--ring reads what the daemon samples: no COMMAND, "
                  "--threads, modules, roots or --clock-step with it");
@@ -420,11 +426,10 @@ static void known_modules(pa_ctx *ctx, char *buf, size_t len)
         for (int i = 0; i < n && off < len; i++) {
             if (info[i].kind != kind)
                 continue;
-            off += (size_t)snprintf(buf + off, len - off, "%s%s%s",
-                                    first ? (pass ? "; formulas: "
-                                                  : " (sensors: ")
-                                          : ", ",
-                                    "", info[i].name);
+            off += (size_t)snprintf(
+                buf + off, len - off, "%s%s%s",
+                first ? (pass ? "; formulas: " : " (sensors: ") : ", ", "",
+                info[i].name);
             first = 0;
         }
     }
@@ -556,8 +561,7 @@ static bool pids_done(monitor *m, const pa_report *r)
                 w->done = true;
         }
         pa_power p;
-        if (!w->done && pa_pid_power(m->ctx, w->pid, &p) == -ESRCH &&
-            r != NULL)
+        if (!w->done && pa_pid_power(m->ctx, w->pid, &p) == -ESRCH && r != NULL)
             w->done = true;
         if (!w->done)
             live++;
@@ -739,9 +743,8 @@ static int run_command(monitor *m)
     close(ex[1]);
     go[0] = ex[1] = -1;
 
-    int err = pa_watch_pid(m->ctx, pid,
-                           PA_WATCH_CHILDREN |
-                               (m->threads ? PA_WATCH_THREADS : 0));
+    int err = pa_watch_pid(
+        m->ctx, pid, PA_WATCH_CHILDREN | (m->threads ? PA_WATCH_THREADS : 0));
     if (err < 0)
         pa_cli_error(CMD, "watch %s (pid %ld): %s", m->cmd[0], (long)pid,
                      pa_cli_errmsg(err));
@@ -769,6 +772,10 @@ static int run_command(monitor *m)
     double cpu_s = 0;
     bool exited = false;
     for (unsigned k = 1; !exited; k++) {
+        /* after an overrun (a suspended VM), skip the missed windows */
+        uint64_t now = pa_cli_mono_ns();
+        if (now > t0 + (uint64_t)(k + 1) * m->interval_ns)
+            k = (unsigned)((now - t0) / m->interval_ns);
         uint64_t deadline = t0 + (uint64_t)k * m->interval_ns;
         for (;;) {
             siginfo_t si, wi;
@@ -802,7 +809,9 @@ static int run_command(monitor *m)
     }
     double duration_s = (double)(pa_cli_mono_ns() - t0) / 1e9;
 
-    pa_out_command cr = {.pid = pid, .cpu_time_s = cpu_s, .argv = m->cmd,
+    pa_out_command cr = {.pid = pid,
+                         .cpu_time_s = cpu_s,
+                         .argv = m->cmd,
                          .duration_s = duration_s};
     if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 &&
         pa_pid_power(m->ctx, pid, &cr.energy) < 0)
@@ -908,10 +917,14 @@ int pa_cli_monitor(int argc, char **argv)
         pid_t *pids = calloc(m.npids + 1, sizeof(*pids));
         for (size_t i = 0; pids && i < m.npids; i++)
             pids[i] = m.pids[i].pid;
-        pa_ring_monitor rm = {.ring = m.ring, .interval_ns = m.interval_ns,
-                              .count = m.count, .duration_ns = m.duration_ns,
-                              .pids = pids, .npids = pids ? m.npids : 0,
-                              .cgroups = m.cgroups, .out = &m.out,
+        pa_ring_monitor rm = {.ring = m.ring,
+                              .interval_ns = m.interval_ns,
+                              .count = m.count,
+                              .duration_ns = m.duration_ns,
+                              .pids = pids,
+                              .npids = pids ? m.npids : 0,
+                              .cgroups = m.cgroups,
+                              .out = &m.out,
                               .sigs = &m.sigs};
         status = pa_cli_monitor_ring(&rm);
         free(pids);
