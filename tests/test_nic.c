@@ -502,6 +502,63 @@ START_TEST(probe_says_why)
 }
 END_TEST
 
+/* The CLI on the same fixture: a process record carries net_bytes and the
+ * NIC watts of the window (DESIGN.md section 8). */
+START_TEST(cli_json_has_net_bytes)
+{
+    root = pa_test_fixture_copy("net-server");
+    char *states = pa_test_tmpdir();
+    /* the socket table, relative to the procfs root so that the replay's
+     * overlays can change it */
+    char *text = NULL, path[4096];
+    snprintf(path, sizeof path, "%s/sockets.txt", root);
+    text = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(text);
+    pa_test_write(root, "proc/sockets.txt", "%s", text);
+    free(text);
+    pa_test_write(states, "1/proc/sockets.txt",
+                  "tcp 11 50001 10.0.0.5:40000 93.184.216.34:443 3001000 "
+                  "1000500\n"
+                  "tcp 16 50006 [2001:db8::5]:50000 [2001:db8:1::9]:873 100 "
+                  "22000000\n"
+                  "tcp 17 40999 10.0.0.5:22 192.0.2.7:51000 505000 509000\n");
+    const char *eth0 = "1/sys/devices/pci0000:00/0000:00:19.0/net/eth0";
+    const char *x = "1/sys/devices/pci0000:00/0000:00:01.0/0000:05:00.0/net/"
+                    "enp5s0f0";
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/statistics/rx_bytes", eth0);
+    pa_test_write(states, rel, "%llu\n", 1876543210ull + 3000000);
+    snprintf(rel, sizeof rel, "%s/statistics/tx_bytes", eth0);
+    pa_test_write(states, rel, "%llu\n", 987654321ull + 2000000);
+    snprintf(rel, sizeof rel, "%s/statistics/rx_bytes", x);
+    pa_test_write(states, rel, "%llu\n", 912345678901ull + 20000000);
+    snprintf(rel, sizeof rel, "%s/statistics/tx_bytes", x);
+    pa_test_write(states, rel, "%llu\n", 45678901234ull + 5000000);
+
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "'%s' monitor --procfs '%s/proc' --sysfs '%s/sys' --hwdb '%s' "
+             "--pid 2001 --format json --clock-step 2s --count 1 "
+             "--fixture-states '%s' --sensor procfs-cpu "
+             "--sensor nic:sockfile=sockets.txt --formula nic-linear 2>&1",
+             PA_CLI_PATH, root, root, PA_TEST_HWDB, states);
+    char *out = NULL;
+    int rc = pa_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "\"pid\":2001,\"comm\":\"curl\"") != NULL, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "\"net_bytes\":{\"rx\":3000000,\"tx\":1000000}"),
+                  "%s", out);
+    /* 0.1218 W * 4/30 */
+    ck_assert_msg(strstr(out, "\"nic\":0.01624"), "%s", out);
+    ck_assert_msg(strstr(out, "\"nic\":0.1218"), "%s", out);
+    free(out);
+    pa_test_rmtree(states);
+    pa_test_rmtree(root);
+    root = NULL;
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nic");
@@ -516,6 +573,7 @@ static Suite *suite(void)
     tcase_add_test(tc, threads_keep_zero_trees_sum);
     tcase_add_test(tc, bad_sockfile_fails_the_tick_not_the_context);
     tcase_add_test(tc, probe_says_why);
+    tcase_add_test(tc, cli_json_has_net_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
