@@ -415,9 +415,17 @@ START_TEST(test_concurrent_scrapes)
     ck_assert_int_eq(ok2, 1000);
     fprintf(stderr, "1000 concurrent scrapes: %llu ms; RSS %ld -> %ld -> %ld kB\n",
             (unsigned long long)(t1 - t0), rss0, rss1, rss2);
-    /* Bounded: a few MB for 1000 connections, and no growth per burst. */
-    ck_assert_int_lt(rss1 - rss0, 48 * 1024);
-    ck_assert_int_lt(rss2 - rss1, 8 * 1024);
+    /* Bounded: a few MB for 1000 connections, and no growth per burst.
+     * Under ASan freed memory waits in a quarantine (256 MB by default),
+     * so RSS grows anyway; there LeakSanitizer checks serve's exit (the
+     * teardown wants status 0) and only a loose bound stays. */
+#ifdef PA_SANITIZE_BUILD
+    const long per_burst_kb = 128 * 1024;
+#else
+    const long per_burst_kb = 8 * 1024;
+#endif
+    ck_assert_int_lt(rss1 - rss0, 48 * 1024 + per_burst_kb);
+    ck_assert_int_lt(rss2 - rss1, per_burst_kb);
     ck_assert(alive(serve_pid));
     char *resp;
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
