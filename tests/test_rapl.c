@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A started rapl sensor on a fixture copy. */
@@ -294,6 +295,43 @@ START_TEST(perf_pmu_described_but_unopenable)
 }
 END_TEST
 
+/* The perf path end to end (sysfs description, one counter per socket
+ * from cpumask and topology, scale and unit, 64-bit reads) on the
+ * software PMU dressed as the power PMU: cpu-clock per CPU, 1e-9 "J" per
+ * ns, so each socket gains 1 J per second of wall time.  Per-CPU counting
+ * needs root or perf_event_paranoid <= 0, like the real power PMU. */
+START_TEST(perf_path_mechanics)
+{
+    rig r;
+    int rc = rig_start(&r, "rapl-perfsw", "path=perf");
+    if (rc == -EACCES) {
+        printf("SKIP perf_path_mechanics: %s\n", pa_last_error());
+        rig_end(&r);
+        return;
+    }
+    ck_assert_msg(rc == 0, "%s", pa_last_error());
+    rig_sample(&r);
+    ck_assert_str_eq(r.sys.rapl_path, "perf");
+    ck_assert_uint_eq(r.sys.nrapl, 2);
+    ck_assert_int_eq(r.sys.rapl[0].socket, 0);
+    ck_assert_int_eq(r.sys.rapl[1].socket, 1);
+    ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_PKG);
+    struct timespec t0, t1, d = {0, 300000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    nanosleep(&d, NULL);
+    rig_sample(&r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall_uj = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
+                     (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    for (int s = 0; s < 2; s++) {
+        double uj = (double)r.sys.rapl[s].energy_uj;
+        ck_assert_msg(uj > 0.9 * 300000 && uj <= wall_uj * 1.01,
+                      "socket %d: %.0f uJ over %.0f us", s, uj, wall_uj);
+    }
+    rig_end(&r);
+}
+END_TEST
+
 /* energy_uj mode 0400 root (Linux >= 5.10): as an unprivileged user the
  * probe fails with EACCES and names the remedies.  Root reads anything,
  * so the check runs in a child that drops to nobody. */
@@ -412,6 +450,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_path_option);
     tcase_add_test(tc, forced_path_absent);
     tcase_add_test(tc, perf_pmu_described_but_unopenable);
+    tcase_add_test(tc, perf_path_mechanics);
     tcase_add_test(tc, root_only_energy_uj);
     tcase_add_test(tc, reconfigure_keeps_energy);
     tcase_add_test(tc, read_failure_named);
