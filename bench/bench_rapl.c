@@ -91,7 +91,8 @@ static void bench_fixture(const char *fx, const char *name, const char *path,
         pa__path(s, sizeof(s), fx, "%s/sys", name) < 0 ||
         pa__path(d, sizeof(d), fx, "%s/dev", name) < 0)
         return;
-    snprintf(label, sizeof(label), "fixture %.40s (files)", name);
+    snprintf(label, sizeof(label), "fixture %.40s%s", name,
+             strcmp(path, "perf") ? " (files)" : " (sw PMU)");
     bench(label, p, s, dev ? d : "/dev", path, iters);
 }
 
@@ -121,6 +122,12 @@ int main(int argc, char **argv)
     bench_fixture(fx, "rapl-server2s", "powercap", false, iters);
     bench_fixture(fx, "rapl-laptop", "powercap", false, iters);
     bench_fixture(fx, "rapl-msr", "msr", true, iters);
-    bench_fixture(fx, "rapl-perfpmu", "perf", false, iters);
+    /* real perf reads: the software PMU dressed as the power PMU */
+    bench_fixture(fx, "rapl-perfsw", "perf", false, iters);
+    printf("note: file fixtures measure the sensor's own work (pread, parse,\n"
+           "unfold); on RAPL hardware every path adds the kernel's rdmsr on a\n"
+           "CPU of the package (an IPI when it is not the reading CPU).  The\n"
+           "sw-PMU line is real perf_event reads of per-CPU counters, each an\n"
+           "IPI to that CPU (costly in VMs).\n");
     return 0;
 }
