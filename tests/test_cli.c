@@ -451,6 +451,27 @@ START_TEST(test_hand_values)
                                       "\"cpu\":0.14,"));
     free(out);
 
+    /* options reconfigure auto's formula: tdp=20W doubles everything
+     * (0.9 / 2 x 0.7 x 20 = 6.3 W); share=active divides by the busy time
+     * (1.0 s) instead of the capacity: 0.9 / 1.0 x 7 = 6.3 W too */
+    out = fixture_json(FIX_VM, "--pid", "1801", "--formula", "cpu-tdp:tdp=20W",
+                       0);
+    ck_assert_ptr_nonnull(strstr(out, "\"power_w\":{\"cpu\":14,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"assumed\":[\"tdp=20W (option)\""));
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":"
+                    "\"java\",\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":6.3,"));
+    free(out);
+    out = fixture_json(FIX_VM, "--pid", "1801", "--formula",
+                       "cpu-tdp:share=active", 0);
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":"
+                    "\"java\",\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":6.3,"));
+    /* window 2: java 1.5 s of 1.85 s busy: 7 x 1.5 / 1.85 = 5.675676 W */
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"cpu_time_s\":1.5,\"power_w\":{\"cpu\":5.675676,"));
+    free(out);
+
     /* desktop-cpufreq: i5-6500, TDP 65 W at 3200 MHz, no voltage table
      * (P ~ f).  Window 3: CPUs 0 and 1 at 3201 MHz, 2 and 3 at 800 MHz:
      * P_cpu = 0.7 x 65 x (2 x 3201/3200 + 2 x 800/3200) / 4 = 28.444609 W;
