@@ -684,26 +684,44 @@ static int parse_path(const char *s, enum rapl_path *out)
 /* Opens the forced path, or the cheapest that works: perf, msr,
  * powercap.  The message of a failure names every path's reason, the
  * powercap one first (the path users know). */
+/* Opens one path; a path without a package counter (a VM's power PMU
+ * with only energy-psys, which reads 0) cannot give CPU power: refused. */
+static int open_one(const pa_env *env, enum rapl_path path, rapl_state *st,
+                    char *why, size_t wl)
+{
+    memset(st, 0, sizeof(*st));
+    int rc = path == PATH_PERF  ? open_perf(env, st, why, wl)
+             : path == PATH_MSR ? open_msr(env, st, why, wl)
+                                : open_powercap(env, st, why, wl);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->dom[i].kind == PA_RAPL_PKG) {
+            qsort(st->dom, st->n, sizeof(st->dom[0]), dom_cmp);
+            return 0;
+        }
+    say(why, wl, "rapl: %s gives no package counter (only %s: a VM?)",
+        path == PATH_PERF ? "the perf power PMU" : path_names[path],
+        st->dom[0].label);
+    state_close(st);
+    return -ENODEV;
+}
+
 static int rapl_open(const pa_env *env, enum rapl_path want, rapl_state *st,
                      char *why, size_t wl)
 {
-    memset(st, 0, sizeof(*st));
-    if (want == PATH_POWERCAP)
-        return open_powercap(env, st, why, wl);
-    if (want == PATH_PERF)
-        return open_perf(env, st, why, wl);
-    if (want == PATH_MSR)
-        return open_msr(env, st, why, wl);
+    if (want != PATH_NONE)
+        return open_one(env, want, st, why, wl);
     char w_perf[512], w_msr[512], w_pc[768];
-    int rp = open_perf(env, st, w_perf, sizeof(w_perf));
+    int rp = open_one(env, PATH_PERF, st, w_perf, sizeof(w_perf));
     if (rp == 0)
-        goto ok;
-    int rm = open_msr(env, st, w_msr, sizeof(w_msr));
+        return 0;
+    int rm = open_one(env, PATH_MSR, st, w_msr, sizeof(w_msr));
     if (rm == 0)
-        goto ok;
-    int rc = open_powercap(env, st, w_pc, sizeof(w_pc));
+        return 0;
+    int rc = open_one(env, PATH_POWERCAP, st, w_pc, sizeof(w_pc));
     if (rc == 0)
-        goto ok;
+        return 0;
     /* the refusal (and its remedies) first; drop the repeated "rapl: " */
     if (rp == -EACCES && rc != -EACCES)
         say(why, wl, "%s; %s; %s", w_perf, w_pc + 6, w_msr + 6);
@@ -714,9 +732,6 @@ static int rapl_open(const pa_env *env, enum rapl_path want, rapl_state *st,
     if (rc == -EACCES || rp == -EACCES || rm == -EACCES)
         return -EACCES;
     return -ENODEV;
-ok:
-    qsort(st->dom, st->n, sizeof(st->dom[0]), dom_cmp);
-    return 0;
 }
 
 /* ---------------------------------------------------------------- */

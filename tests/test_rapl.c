@@ -332,6 +332,22 @@ START_TEST(perf_path_mechanics)
 }
 END_TEST
 
+/* A power PMU with only energy-psys (the development VMs): no package
+ * counter, so no CPU power: the path is refused and auto says why. */
+START_TEST(psys_only_pmu_refused)
+{
+    char *root = pa_test_fixture_copy("rapl-psysonly");
+    pa_ctx *ctx = pa_test_ctx(root);
+    char why[256];
+    int rc = pa__mod_rapl.probe(&ctx->env, why, sizeof(why));
+    ck_assert_int_lt(rc, 0);
+    if (geteuid() == 0)
+        ck_assert_msg(strstr(why, "gives no package counter"), "%s", why);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* energy_uj mode 0400 root (Linux >= 5.10): as an unprivileged user the
  * probe fails with EACCES and names the remedies.  Root reads anything,
  * so the check runs in a child that drops to nobody. */
@@ -451,6 +467,7 @@ static Suite *suite(void)
     tcase_add_test(tc, forced_path_absent);
     tcase_add_test(tc, perf_pmu_described_but_unopenable);
     tcase_add_test(tc, perf_path_mechanics);
+    tcase_add_test(tc, psys_only_pmu_refused);
     tcase_add_test(tc, root_only_energy_uj);
     tcase_add_test(tc, reconfigure_keeps_energy);
     tcase_add_test(tc, read_failure_named);
