@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <linux/capability.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -702,6 +704,79 @@ START_TEST(test_watts_cpu_tdp)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Steady state: no allocation per tick                                */
+/* ------------------------------------------------------------------ */
+
+#if !defined(__SANITIZE_ADDRESS__)
+/* Counts the allocations of this test program (glibc's allocator behind
+ * it).  The sanitizer build has its own allocator: counting is off. */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+static volatile long n_allocs;
+void *malloc(size_t n);
+void *calloc(size_t n, size_t m);
+void *realloc(void *p, size_t n);
+void *malloc(size_t n)
+{
+    n_allocs++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t m)
+{
+    n_allocs++;
+    return __libc_calloc(n, m);
+}
+void *realloc(void *p, size_t n)
+{
+    n_allocs++;
+    return __libc_realloc(p, n);
+}
+#define COUNTING 1
+#else
+static volatile long n_allocs;
+#define COUNTING 0
+#endif
+
+/* --all, a pid with threads and a tree, ticking over unchanged files:
+ * after the first ticks, a tick allocates nothing. */
+START_TEST(test_no_alloc_steady)
+{
+    char *root = pa_test_fixture_copy("desktop-cpufreq");
+    pa_ctx *ctx = ctx_on(root);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    ck_assert_int_eq(pa_watch_pid(ctx, 3100, PA_WATCH_THREADS), 0);
+    pa_ctx *ctx2 = ctx_on(root);
+    ck_assert_int_eq(pa_watch_pid(ctx2, 2210, PA_WATCH_CHILDREN), 0);
+    for (int i = 1; i <= 3; i++) {
+        tick(ctx, i);
+        tick(ctx2, i);
+    }
+    /* no ck_assert in the loop: Check allocates when it records one */
+    int rc = 0;
+    long before = n_allocs;
+    for (uint64_t i = 4; i <= 8; i++) {
+        rc |= pa_tick_at(ctx, i * NS_PER_S);
+        rc |= pa_tick_at(ctx2, i * NS_PER_S);
+    }
+    long during = n_allocs - before;
+    ck_assert_int_eq(rc, 0);
+    if (COUNTING)
+        ck_assert_msg(during == 0, "%ld allocations in 5 steady ticks", during);
+    pa_report *r = report(ctx);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 12);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_THREAD), 4);
+    pa_report_free(r);
+    r = report(ctx2);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 5 - 1); /* no 3060 */
+    pa_report_free(r);
+    pa_ctx_free(ctx2);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
 
@@ -906,6 +981,53 @@ START_TEST(test_live_all)
 }
 END_TEST
 
+static int count_dir(const char *path, bool numeric_only)
+{
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' &&
+            (!numeric_only || (e->d_name[0] >= '0' && e->d_name[0] <= '9')))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A small RLIMIT_NOFILE: the sensor keeps at most half of it open and
+ * reads the other processes with open/read/close. */
+START_TEST(test_live_fd_budget)
+{
+    struct rlimit rl;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rl.rlim_cur = 64;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    int fds0 = count_dir("/proc/self/fd", false);
+    pa_ctx *ctx = NULL;
+    ck_assert_int_eq(pa_ctx_new(&ctx, NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    int fds1 = count_dir("/proc/self/fd", false);
+    int nprocs = count_dir("/proc", true);
+    /* 32 task fds, plus the procfs root, stat and uptime */
+    ck_assert_msg(fds1 - fds0 <= 32 + 3, "%d fds opened", fds1 - fds0);
+    /* and it did keep fds, up to its budget */
+    int kept = nprocs < 32 ? nprocs : 32;
+    ck_assert_msg(fds1 - fds0 >= kept / 2, "%d fds kept for %d processes",
+                  fds1 - fds0, nprocs);
+    pa_report *r = report(ctx);
+    size_t n = count_type(r, PA_TARGET_PROCESS);
+    ck_assert_msg(n + 10 >= (size_t)nprocs && n <= (size_t)nprocs + 10,
+                  "%zu processes reported, %d in /proc", n, nprocs);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    ck_assert_int_eq(count_dir("/proc/self/fd", false), fds0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("procfs-cpu");
@@ -925,6 +1047,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_malformed_known);
     tcase_add_test(tc, test_unreadable);
     tcase_add_test(tc, test_watts_cpu_tdp);
+    tcase_add_test(tc, test_no_alloc_steady);
     tcase_add_test(tc, test_missing_root);
     tcase_add_test(tc, test_stat_breaks);
     suite_add_tcase(s, tc);
@@ -932,6 +1055,7 @@ static Suite *suite(void)
     tcase_add_test(live, test_live_busy_child);
     tcase_add_test(live, test_live_threads);
     tcase_add_test(live, test_live_all);
+    tcase_add_test(live, test_live_fd_budget);
     suite_add_tcase(s, live);
     return s;
 }
