@@ -518,7 +518,9 @@ static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
     memcpy(p->ifs, all, n * sizeof *all);
     p->nifs = n;
     free(all);
-    return n ? 0 : -ENOENT;
+    if (!n) /* an empty (or unreadable) class/net: try the proc file */
+        return read_proc_net_dev(ctx, p->ifs, &p->nifs, NULL);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
