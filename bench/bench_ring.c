@@ -21,10 +21,14 @@ static uint64_t now_ns(void)
 }
 
 static const char *const cgroups[8] = {
-    "/system.slice/ssh.service", "/system.slice/cron.service",
-    "/user.slice/user-1000.slice/session-1.scope", "/init.scope",
-    "/system.slice/docker-0123456789abcdef.scope", "/machine.slice",
-    "/system.slice/systemd-journald.service", "/"};
+    "/system.slice/ssh.service",
+    "/system.slice/cron.service",
+    "/user.slice/user-1000.slice/session-1.scope",
+    "/init.scope",
+    "/system.slice/docker-0123456789abcdef.scope",
+    "/machine.slice",
+    "/system.slice/systemd-journald.service",
+    "/"};
 
 static void make_report(pa_report *r, pa_target_info *t, size_t n, uint64_t k)
 {
@@ -42,7 +46,8 @@ static void make_report(pa_report *r, pa_target_info *t, size_t n, uint64_t k)
         memset(&t[i], 0, sizeof(t[i]));
         t[i].type = i + 8 < n ? PA_TARGET_PROCESS : PA_TARGET_CGROUP;
         t[i].pid = (pid_t)(1000 + i);
-        snprintf(t[i].comm, sizeof(t[i].comm), "proc-%u", (unsigned)(i % 100000));
+        snprintf(t[i].comm, sizeof(t[i].comm), "proc-%u",
+                 (unsigned)(i % 100000));
         t[i].cgroup = cgroups[i % 8];
         t[i].power.cpu_w = (double)(i % 17) * 0.1;
         t[i].power.total_w = t[i].power.cpu_w;

@@ -96,7 +96,9 @@ int pa_cli_daemon(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *ring = PA_RING_DEFAULT_NAME;
-    pa_ring_opts ro = {.capacity = 100, .max_targets = 1024, .mode = 0644,
+    pa_ring_opts ro = {.capacity = 100,
+                       .max_targets = 1024,
+                       .mode = 0644,
                        .interval_ns = 1000000000ull};
     daemon_state d = {0};
     bool quiet = false;
@@ -114,8 +116,10 @@ int pa_cli_daemon(int argc, char **argv)
             if (pa_cli_parse_duration(optarg, &ro.interval_ns) < 0 ||
                 ro.interval_ns < 1000000)
                 return pa_cli_usage_error(
-                    CMD, "--interval: invalid duration '%s' (at least 1ms; "
-                    "e.g. 500ms, 2s)", optarg);
+                    CMD,
+                    "--interval: invalid duration '%s' (at least 1ms; "
+                    "e.g. 500ms, 2s)",
+                    optarg);
             break;
         case 'c':
             if (pa_cli_parse_uint(optarg, 100000, &v) < 0 || v < 2)
@@ -215,8 +219,7 @@ int pa_cli_daemon(int argc, char **argv)
         pa_ring_heartbeat(d.w);
         int e = __atomic_load_n(&d.last_err, __ATOMIC_RELAXED);
         if (e && e != last_reported) {
-            pa_cli_error(CMD, "publishing a window failed: %s",
-                         pa_strerror(e));
+            pa_cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
             last_reported = e;
         }
         if (d.count &&

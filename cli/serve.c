@@ -31,17 +31,17 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 typedef struct serve_opts {
-    size_t top;        /* processes and cgroups each, 0 = all */
-    double min_watts;  /* drop series below, 0 = none */
+    size_t top;       /* processes and cgroups each, 0 = all */
+    double min_watts; /* drop series below, 0 = none */
 } serve_opts;
 
 typedef struct serve {
     serve_opts o;
     pthread_mutex_t lock;
-    struct MHD_Response *page;  /* current /metrics, NULL before a window */
+    struct MHD_Response *page; /* current /metrics, NULL before a window */
     struct MHD_Response *unavailable; /* 503 text when no data */
-    char why[512];              /* why there is no page (ring dead...) */
-    unsigned long scrapes;      /* under lock */
+    char why[512];                    /* why there is no page (ring dead...) */
+    unsigned long scrapes;            /* under lock */
 } serve;
 
 static void usage(FILE *f)
@@ -113,9 +113,9 @@ static void put_label(FILE *f, const char *s)
             while (n && k < n && (p[k] & 0xc0) == 0x80)
                 k++;
             /* overlongs and surrogates are refused too */
-            if (n && k == n &&
-                !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0) &&
-                !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90)) {
+            if (n && k == n && !(c == 0xe0 && p[1] < 0xa0) &&
+                !(c == 0xed && p[1] >= 0xa0) && !(c == 0xf0 && p[1] < 0x90) &&
+                !(c == 0xf4 && p[1] >= 0x90)) {
                 fwrite(p, 1, n, f);
                 p += n;
             } else {
@@ -222,8 +222,8 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
              "Power of the whole machine over the last window; idle is the "
              "CPU power no task caused.");
     static const char *const comp[4] = {"cpu", "nic", "idle", "total"};
-    const double val[4] = {r->system.cpu_w, r->system.nic_w,
-                           r->system.idle_w, r->system.total_w};
+    const double val[4] = {r->system.cpu_w, r->system.nic_w, r->system.idle_w,
+                           r->system.total_w};
     for (int i = 0; i < 4; i++) {
         fprintf(f, "powerapi_system_power_watts{component=\"%s\"}", comp[i]);
         put_value(f, val[i]);
@@ -313,8 +313,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     (void)version;
     (void)upload;
     serve *s = cls;
-    static const char root_page[] =
-        "powerapi exporter: metrics at /metrics\n";
+    static const char root_page[] = "powerapi exporter: metrics at /metrics\n";
     (void)con_cls;
     /* Every request is answered at its first call, before any body: MHD
      * then discards the body and closes the connection if need be. */
@@ -341,9 +340,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                      s->unavailable);
         } else {
             resp = text_response("no window yet; retry after one interval\n");
-            ret = resp ? MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                            resp)
-                       : MHD_NO;
+            ret =
+                resp ? MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, resp)
+                     : MHD_NO;
             if (resp)
                 MHD_destroy_response(resp);
         }
@@ -351,7 +350,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return ret;
     }
     int found = strcmp(url, "/") == 0;
-    resp = text_response(found ? root_page : "not found; metrics at /metrics\n");
+    resp =
+        text_response(found ? root_page : "not found; metrics at /metrics\n");
     if (!resp)
         return MHD_NO;
     ret = MHD_queue_response(c, found ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, resp);
@@ -524,7 +524,8 @@ int pa_cli_serve(int argc, char **argv)
         case 't':
             if (pa_cli_parse_uint(optarg, 1000000, &v) < 0)
                 return pa_cli_usage_error(
-                    CMD, "--top: expected a positive integer, got '%s'", optarg);
+                    CMD, "--top: expected a positive integer, got '%s'",
+                    optarg);
             s.o.top = v;
             break;
         case 'w': {
@@ -601,8 +602,8 @@ int pa_cli_serve(int argc, char **argv)
     }
 
     raise_nofile(maxconn);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                     MHD_USE_TURBO;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     httpd = MHD_start_daemon(
@@ -613,7 +614,8 @@ int pa_cli_serve(int argc, char **argv)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!httpd) {
-        pa_cli_error(CMD, "cannot listen on %s: %s (address in use, or not "
+        pa_cli_error(CMD,
+                     "cannot listen on %s: %s (address in use, or not "
                      "an address of this machine?)",
                      listen, strerror(errno));
         goto out;
@@ -631,8 +633,8 @@ int pa_cli_serve(int argc, char **argv)
     /* One line on stdout, for scripts (and tests) that asked for port 0. */
     printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n",
            pa_cli_prog, ss.ss_family == AF_INET6 ? "[" : "", addr,
-           ss.ss_family == AF_INET6 ? "]" : "", port,
-           ring ? " from ring " : "", ring ? ring : "");
+           ss.ss_family == AF_INET6 ? "]" : "", port, ring ? " from ring " : "",
+           ring ? ring : "");
     fflush(stdout);
 
     uint64_t next = pa_cli_mono_ns() + interval;

@@ -10,12 +10,12 @@
 #include "cli.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <curses.h>
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +34,8 @@ typedef enum sort_key {
     SORT_N
 } sort_key;
 
-static const char *const sort_names[SORT_N] = {"power", "cpu", "nic",
-                                               "energy", "pid"};
+static const char *const sort_names[SORT_N] = {"power", "cpu", "nic", "energy",
+                                               "pid"};
 
 typedef struct top {
     const char *ring;
@@ -48,9 +48,9 @@ typedef struct top {
     sort_key sort;
     bool cgroups;
     char filter[64];
-    char status[512];     /* error or notice on the status line */
-    double energy_j;      /* system energy over the windows top saw */
-    double seen_s;        /* time those windows cover */
+    char status[512]; /* error or notice on the status line */
+    double energy_j;  /* system energy over the windows top saw */
+    double seen_s;    /* time those windows cover */
     uint64_t last_tick;
     const pa_target_info **rows;
     size_t rows_cap;
@@ -179,7 +179,8 @@ static bool matches(const top *t, const pa_target_info *x)
         return true;
     char pid[16];
     snprintf(pid, sizeof(pid), "%d", (int)x->pid);
-    return strstr(x->comm, t->filter) || (x->cgroup && strstr(x->cgroup, t->filter)) ||
+    return strstr(x->comm, t->filter) ||
+           (x->cgroup && strstr(x->cgroup, t->filter)) ||
            (!t->cgroups && strstr(pid, t->filter));
 }
 
@@ -231,21 +232,20 @@ static void draw(top *t)
     const pa_report *r = t->rep;
     size_t n = build_rows(t);
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
-             t->ring ? t->ring : "own sampling",
-             (double)t->interval_ns / 1e9, n,
-             t->cgroups ? "cgroups" : "processes", sort_names[t->sort],
-             t->filter[0] ? " | filter: " : "", t->filter);
+         t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n,
+         t->cgroups ? "cgroups" : "processes", sort_names[t->sort],
+         t->filter[0] ? " | filter: " : "", t->filter);
     if (r) {
         bool measured = r->cpu_source && strcmp(r->cpu_source, "rapl") == 0;
         line(1,
-                 "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
-                 "energy since start %.1f J (%.0f s)",
-                 r->system.total_w, r->system.cpu_w,
-                 measured ? "measured" : "modelled", r->system.nic_w,
-                 r->system.idle_w, t->energy_j, t->seen_s);
+             "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
+             "energy since start %.1f J (%.0f s)",
+             r->system.total_w, r->system.cpu_w,
+             measured ? "measured" : "modelled", r->system.nic_w,
+             r->system.idle_w, t->energy_j, t->seen_s);
         line(2, "Formula %s  sensors %s  window %.3f s",
-                 r->formula ? r->formula : "", r->sensors ? r->sensors : "",
-                 r->interval_s);
+             r->formula ? r->formula : "", r->sensors ? r->sensors : "",
+             r->interval_s);
         /* The assumptions can be long: two lines, then cut. */
         const char *as = r->assumed && r->assumed[0] ? r->assumed : "nothing";
         line(3, "Assumed %s", as);
@@ -256,29 +256,28 @@ static void draw(top *t)
     }
     attron(A_REVERSE);
     if (t->cgroups)
-        line(5, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20,
-                 "CGROUP", "CPU W", "NIC W", "TOTAL W", "ENERGY J");
+        line(5, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20, "CGROUP",
+             "CPU W", "NIC W", "TOTAL W", "ENERGY J");
     else
-        line(5, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM",
-                 "CPU%", "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
+        line(5, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%",
+             "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
     attroff(A_REVERSE);
     int row = 6;
     for (size_t i = 0; i < n && row < h - 1; i++, row++) {
         const pa_target_info *x = t->rows[i];
         if (t->cgroups) {
             line(row, "%-*.*s %9.2f %9.2f %10.2f %12.1f",
-                     w - 45 > 20 ? w - 45 : 20, w - 45 > 20 ? w - 45 : 20,
-                     x->cgroup && x->cgroup[0] ? x->cgroup : "?",
-                     x->power.cpu_w, x->power.nic_w, x->power.total_w,
-                     x->power.total_j);
+                 w - 45 > 20 ? w - 45 : 20, w - 45 > 20 ? w - 45 : 20,
+                 x->cgroup && x->cgroup[0] ? x->cgroup : "?", x->power.cpu_w,
+                 x->power.nic_w, x->power.total_w, x->power.total_j);
         } else {
             double pct = x->power.interval_s > 0
                              ? 100.0 * x->power.cpu_time_s / x->power.interval_s
                              : 0;
             line(row, "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
-                     (int)x->pid, x->comm, pct, x->power.cpu_w,
-                     x->power.nic_w, x->power.total_w, x->power.total_j,
-                     x->cgroup ? x->cgroup : "");
+                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w,
+                 x->power.total_w, x->power.total_j,
+                 x->cgroup ? x->cgroup : "");
         }
     }
     if (t->status[0]) {
@@ -287,7 +286,7 @@ static void draw(top *t)
         attroff(A_BOLD);
     } else {
         line(h - 1, "q quit  s sort  c %s  / filter  +/- interval",
-                 t->cgroups ? "processes" : "cgroups");
+             t->cgroups ? "processes" : "cgroups");
     }
     refresh();
 }
@@ -346,7 +345,8 @@ int pa_cli_top(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:r:i:s:cf:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:r:i:s:cf:h", longopts, NULL)) !=
+           -1) {
         switch (c) {
         case 'r':
             t.ring = optarg;
@@ -361,8 +361,10 @@ int pa_cli_top(int argc, char **argv)
         case 's':
             if (parse_sort(optarg, &t.sort) < 0)
                 return pa_cli_usage_error(
-                    CMD, "--sort: expected power, cpu, nic, energy or pid, "
-                    "got '%s'", optarg);
+                    CMD,
+                    "--sort: expected power, cpu, nic, energy or pid, "
+                    "got '%s'",
+                    optarg);
             break;
         case 'c':
             t.cgroups = true;
@@ -385,8 +387,10 @@ int pa_cli_top(int argc, char **argv)
         return pa_cli_usage_error(CMD, "unexpected argument '%s'",
                                   argv[optind]);
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        pa_cli_error(CMD, "needs a terminal; use '%s monitor' for a "
-                     "stream of reports", pa_cli_prog);
+        pa_cli_error(CMD,
+                     "needs a terminal; use '%s monitor' for a "
+                     "stream of reports",
+                     pa_cli_prog);
         return PA_EXIT_FAIL;
     }
     int rc;

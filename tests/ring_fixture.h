@@ -114,8 +114,8 @@ static inline void rf_start(ring_fixture *f, const char *tag)
 {
     memset(f, 0, sizeof(*f));
     snprintf(f->name, sizeof(f->name), "pa-test-%s-%d", tag, (int)getpid());
-    pa_ring_opts o = {.capacity = 16, .max_targets = 16,
-                      .interval_ns = 125000000ull};
+    pa_ring_opts o = {
+        .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
     int rc = pa_ring_create(f->name, &o, &f->w);
     ck_assert_msg(rc == 0, "ring: %s", pa_last_error());
     rf_publish(f);
@@ -215,7 +215,8 @@ static inline int rf_connect(unsigned port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         close(fd);
@@ -286,9 +287,10 @@ static inline int rf_http(unsigned port, const char *req, size_t reqlen,
 static inline int rf_get(unsigned port, const char *path, char **resp)
 {
     char req[512];
-    int n = snprintf(req, sizeof(req),
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                     path);
+    int n = snprintf(
+        req, sizeof(req),
+        "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        path);
     return rf_http(port, req, (size_t)n, 5000, resp);
 }
 

@@ -111,7 +111,8 @@ START_TEST(test_daemon_publishes)
     ck_assert_double_gt(g->interval_s, 0.02);
     ck_assert_double_lt(g->interval_s, 1.0);
     ck_assert_ptr_nonnull(g->cpu_source);
-    ck_assert(strcmp(g->cpu_source, "model") == 0 || strcmp(g->cpu_source, "rapl") == 0);
+    ck_assert(strcmp(g->cpu_source, "model") == 0 ||
+              strcmp(g->cpu_source, "rapl") == 0);
     ck_assert_double_gt(g->system.cpu_w, 0);
     size_t ncg = 0;
     for (size_t i = 0; i < g->ntargets; i++)
@@ -149,7 +150,8 @@ START_TEST(test_daemon_publishes)
     /* SIGTERM: exit 0, ring removed, readers told. */
     int ws = rf_stop_child(dpid, SIGTERM, 5000);
     dpid = 0;
-    ck_assert_msg(ws >= 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status %d", ws);
+    ck_assert_msg(ws >= 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status %d",
+                  ws);
     ck_assert_int_eq(stat(path, &st), -1);
     int rc;
     while ((rc = pa_ring_read(r, &seq, &g)) == 0)

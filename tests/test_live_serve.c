@@ -72,10 +72,13 @@ START_TEST(test_own_sampling)
     ck_assert_int_eq(st, 200);
     const char *b = rf_body(resp);
     char mine[96];
-    snprintf(mine, sizeof(mine), "powerapi_process_power_watts{pid=\"%d\",comm=\"powerapi\"} ",
+    snprintf(mine, sizeof(mine),
+             "powerapi_process_power_watts{pid=\"%d\",comm=\"powerapi\"} ",
              (int)serve_pid);
-    ck_assert_msg(strstr(b, mine) != NULL, "no series of the exporter itself:\n%s", b);
-    ck_assert_ptr_nonnull(strstr(b, "powerapi_system_power_watts{component=\"cpu\"} "));
+    ck_assert_msg(strstr(b, mine) != NULL,
+                  "no series of the exporter itself:\n%s", b);
+    ck_assert_ptr_nonnull(
+        strstr(b, "powerapi_system_power_watts{component=\"cpu\"} "));
     ck_assert_ptr_nonnull(strstr(b, "powerapi_cgroup_power_watts{cgroup=\""));
     ck_assert_ptr_nonnull(strstr(b, "powerapi_info{formula=\""));
     if (system("command -v promtool >/dev/null 2>&1") == 0) {
@@ -91,7 +94,8 @@ START_TEST(test_own_sampling)
         ck_assert_msg(pst == 0, "promtool: %s", out ? out : "");
         free(out);
     } else {
-        fprintf(stderr, "test_own_sampling: promtool check SKIPPED: promtool absent\n");
+        fprintf(stderr,
+                "test_own_sampling: promtool check SKIPPED: promtool absent\n");
     }
     free(resp);
 }
@@ -110,7 +114,8 @@ static unsigned free_port(void)
 }
 
 /* Queries Prometheus until the answer contains want (or 20 s pass). */
-static char *prom_query_until(unsigned port, const char *query, const char *want)
+static char *prom_query_until(unsigned port, const char *query,
+                              const char *want)
 {
     char path[512];
     snprintf(path, sizeof(path), "/api/v1/query?query=%s", query);
@@ -176,12 +181,13 @@ START_TEST(test_prometheus_scrapes)
                          "\"4.125\"]");
     ck_assert_ptr_nonnull(strstr(r, "\"pid\":\"4242\""));
     free(r);
-    r = prom_query_until(pport,
-                         "powerapi_system_power_watts%7Bcomponent%3D%22idle%22%7D",
-                         "\"3\"]");
+    r = prom_query_until(
+        pport, "powerapi_system_power_watts%7Bcomponent%3D%22idle%22%7D",
+        "\"3\"]");
     free(r);
-    r = prom_query_until(pport, "powerapi_process_energy_joules_total%7Bpid%3D%2217%22%7D",
-                         "\"15\"]");
+    r = prom_query_until(
+        pport, "powerapi_process_energy_joules_total%7Bpid%3D%2217%22%7D",
+        "\"15\"]");
     /* The escaped label came back as it was. */
     ck_assert_ptr_nonnull(strstr(r, "\"comm\":\"we\\\"ird\\\\name\""));
     free(r);

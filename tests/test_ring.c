@@ -93,7 +93,8 @@ START_TEST(test_roundtrip)
     static const char cg_a[] = "/system.slice/a.service";
     fake f;
     fake_init(&f, 7, 5000000000ull, 1.0);
-    pa_target_info *t = fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg_a, 4.1, 0.02);
+    pa_target_info *t =
+        fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg_a, 4.1, 0.02);
     t->ppid = 1;
     t->power.cpu_j = 40;
     t->power.nic_j = 0.2;
@@ -176,8 +177,11 @@ END_TEST
 START_TEST(test_group_mode)
 {
     fresh_name();
-    pa_ring_opts o = {.capacity = 4, .max_targets = 4, .mode = 0640,
-                      .set_gid = 1, .gid = getgid()};
+    pa_ring_opts o = {.capacity = 4,
+                      .max_targets = 4,
+                      .mode = 0640,
+                      .set_gid = 1,
+                      .gid = getgid()};
     pa_ring_writer *w = NULL;
     ck_assert_int_eq(pa_ring_create(ring_name, &o, &w), 0);
     char path[128];
@@ -263,13 +267,15 @@ START_TEST(test_aggregate)
         f.r.system.cpu_w = 10 + i;
         f.r.system.total_w = 10 + i;
         aj += aw[i] * dts[i];
-        pa_target_info *a = fake_add(&f, PA_TARGET_PROCESS, 100, "a", cg, aw[i], 0);
+        pa_target_info *a =
+            fake_add(&f, PA_TARGET_PROCESS, 100, "a", cg, aw[i], 0);
         a->power.total_j = aj;
         a->power.cpu_time_s = 0.25;
         a->net_rx_bytes = 10;
         a->has_net = 1;
         if (i == 2) {
-            pa_target_info *b = fake_add(&f, PA_TARGET_PROCESS, 200, "b", cg, 3, 0);
+            pa_target_info *b =
+                fake_add(&f, PA_TARGET_PROCESS, 200, "b", cg, 3, 0);
             b->power.total_j = 3;
             b->power.flags = PA_POWER_FIRST | PA_POWER_EXITED;
         }
@@ -287,7 +293,8 @@ START_TEST(test_aggregate)
     ck_assert_uint_eq(g->tick, 4);
     ck_assert_uint_eq(g->time_ns, 5000000000ull);
     ck_assert_double_eq_tol(g->interval_s, 5.0, 1e-12);
-    ck_assert_double_eq_tol(g->system.cpu_w, (10 + 11 + 12 + 13 * 2) / 5.0, 1e-12);
+    ck_assert_double_eq_tol(g->system.cpu_w, (10 + 11 + 12 + 13 * 2) / 5.0,
+                            1e-12);
     ck_assert_uint_eq(g->ntargets, 3);
     const pa_target_info *a = NULL, *b = NULL, *c = NULL;
     for (size_t i = 0; i < g->ntargets; i++) {
@@ -416,8 +423,8 @@ static pid_t child_writer(uint64_t interval_ns, int hang)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(p[0]);
-        pa_ring_opts o = {.capacity = 4, .max_targets = 4,
-                          .interval_ns = interval_ns};
+        pa_ring_opts o = {
+            .capacity = 4, .max_targets = 4, .interval_ns = interval_ns};
         pa_ring_writer *w = NULL;
         if (pa_ring_create(ring_name, &o, &w) < 0)
             _exit(1);
@@ -497,8 +504,8 @@ END_TEST
 
 #define STRESS_CAP 8
 #define STRESS_MAXT 48
-static const char *const stress_cg[5] = {"/a", "/b/c", "/system.slice/x.service",
-                                         "/user.slice/user-1000.slice", ""};
+static const char *const stress_cg[5] = {
+    "/a", "/b/c", "/system.slice/x.service", "/user.slice/user-1000.slice", ""};
 
 static void stress_report(fake *f, uint64_t s)
 {
@@ -508,8 +515,9 @@ static void stress_report(fake *f, uint64_t s)
     for (size_t i = 0; i < n; i++) {
         char comm[16];
         snprintf(comm, sizeof(comm), "c%llu", (unsigned long long)(s % 100000));
-        pa_target_info *t = fake_add(f, PA_TARGET_PROCESS, (pid_t)(s * 64 + i), comm,
-                                     stress_cg[(s + i) % 5], (double)s + (double)i * 0.5, 0);
+        pa_target_info *t =
+            fake_add(f, PA_TARGET_PROCESS, (pid_t)(s * 64 + i), comm,
+                     stress_cg[(s + i) % 5], (double)s + (double)i * 0.5, 0);
         t->power.total_j = (double)s * 2;
         t->net_rx_bytes = s ^ i;
     }
@@ -615,7 +623,8 @@ START_TEST(test_stress)
     for (int k = 0; k < 3; k++) {
         memset(&sr[k], 0, sizeof(sr[k]));
         sr[k].stop = &stop;
-        ck_assert_int_eq(pthread_create(&th[k], NULL, stress_read_loop, &sr[k]), 0);
+        ck_assert_int_eq(pthread_create(&th[k], NULL, stress_read_loop, &sr[k]),
+                         0);
     }
     uint64_t t0 = now_ns(), worst = 0;
     uint64_t s = 2;
@@ -644,7 +653,8 @@ START_TEST(test_stress)
     }
     kill(kids[2], SIGKILL);
     waitpid(kids[2], NULL, 0);
-    fprintf(stderr, "stress: %llu windows published, %ld read by threads, "
+    fprintf(stderr,
+            "stress: %llu windows published, %ld read by threads, "
             "worst publish %.1f us\n",
             (unsigned long long)(s - 1), reads, (double)worst / 1e3);
     ck_assert_uint_gt(s, 1000);

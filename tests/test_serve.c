@@ -62,35 +62,46 @@ static void teardown(void)
 }
 
 static const char expected_head[] =
-    "# HELP powerapi_process_power_watts Power of a process over the last window (CPU and NIC).\n"
+    "# HELP powerapi_process_power_watts Power of a process over the last "
+    "window (CPU and NIC).\n"
     "# TYPE powerapi_process_power_watts gauge\n"
     "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"
     "powerapi_process_power_watts{pid=\"17\",comm=\"we\\\"ird\\\\name\"} 1.5\n"
-    "powerapi_process_power_watts{pid=\"99\",comm=\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.0625\n"
-    "# HELP powerapi_process_energy_joules_total Energy of a process since powerapi first saw it.\n"
+    "powerapi_process_power_watts{pid=\"99\",comm=\"\xef\xbf\xbd\xef\xbf\xbd-"
+    "bad\"} 0.0625\n"
+    "# HELP powerapi_process_energy_joules_total Energy of a process since "
+    "powerapi first saw it.\n"
     "# TYPE powerapi_process_energy_joules_total counter\n"
     "powerapi_process_energy_joules_total{pid=\"4242\",comm=\"java\"} 40.25\n"
-    "powerapi_process_energy_joules_total{pid=\"17\",comm=\"we\\\"ird\\\\name\"} 15\n"
-    "powerapi_process_energy_joules_total{pid=\"99\",comm=\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.5\n"
-    "# HELP powerapi_cgroup_power_watts Power of a cgroup v2 (its processes summed) over the last window.\n"
+    "powerapi_process_energy_joules_total{pid=\"17\",comm="
+    "\"we\\\"ird\\\\name\"} 15\n"
+    "powerapi_process_energy_joules_total{pid=\"99\",comm="
+    "\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.5\n"
+    "# HELP powerapi_cgroup_power_watts Power of a cgroup v2 (its processes "
+    "summed) over the last window.\n"
     "# TYPE powerapi_cgroup_power_watts gauge\n"
     "powerapi_cgroup_power_watts{cgroup=\"/system.slice/a.service\"} 5.6875\n"
-    "# HELP powerapi_system_power_watts Power of the whole machine over the last window; idle is the CPU power no task caused.\n"
+    "# HELP powerapi_system_power_watts Power of the whole machine over the "
+    "last window; idle is the CPU power no task caused.\n"
     "# TYPE powerapi_system_power_watts gauge\n"
     "powerapi_system_power_watts{component=\"cpu\"} 10\n"
     "powerapi_system_power_watts{component=\"nic\"} 1\n"
     "powerapi_system_power_watts{component=\"idle\"} 3\n"
     "powerapi_system_power_watts{component=\"total\"} 11\n"
-    "# HELP powerapi_system_energy_joules_total Energy of the whole machine since powerapi started sampling.\n"
+    "# HELP powerapi_system_energy_joules_total Energy of the whole machine "
+    "since powerapi started sampling.\n"
     "# TYPE powerapi_system_energy_joules_total counter\n"
     "powerapi_system_energy_joules_total 110.5\n"
-    "# HELP powerapi_window_seconds Length of the window the power figures cover.\n"
+    "# HELP powerapi_window_seconds Length of the window the power figures "
+    "cover.\n"
     "# TYPE powerapi_window_seconds gauge\n"
     "powerapi_window_seconds ";
 static const char expected_tail[] =
-    "# HELP powerapi_info How the figures are made: formulas, CPU source (rapl = measured, model = estimated), constants assumed.\n"
+    "# HELP powerapi_info How the figures are made: formulas, CPU source (rapl "
+    "= measured, model = estimated), constants assumed.\n"
     "# TYPE powerapi_info gauge\n"
-    "powerapi_info{formula=\"cpu-tdp+nic-linear\",cpu_source=\"model\",assumed=\"tdp=10W (default: unknown CPU \\\"x\\\")\"} 1\n";
+    "powerapi_info{formula=\"cpu-tdp+nic-linear\",cpu_source=\"model\",assumed="
+    "\"tdp=10W (default: unknown CPU \\\"x\\\")\"} 1\n";
 
 /* Checks a page against the known window; the window length depends on
  * how many 0.125 s windows the page averaged, so it is checked apart. */
@@ -122,7 +133,8 @@ START_TEST(test_metrics_page)
     start_serve(NULL);
     char *resp;
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
-    ck_assert_ptr_nonnull(strcasestr(resp, "\r\nContent-Type: text/plain; version=0.0.4"));
+    ck_assert_ptr_nonnull(
+        strcasestr(resp, "\r\nContent-Type: text/plain; version=0.0.4"));
     check_page(rf_body(resp));
     free(resp);
     /* A second page, several windows later, is the same. */
@@ -131,17 +143,21 @@ START_TEST(test_metrics_page)
     check_page(rf_body(resp));
     free(resp);
     /* HEAD, the index, unknown paths and methods. */
-    static const char head[] = "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    ck_assert_int_eq(rf_http(serve_port, head, sizeof(head) - 1, 5000, &resp), 200);
+    static const char head[] =
+        "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ck_assert_int_eq(rf_http(serve_port, head, sizeof(head) - 1, 5000, &resp),
+                     200);
     ck_assert_str_eq(rf_body(resp), "");
     free(resp);
     ck_assert_int_eq(rf_get(serve_port, "/", &resp), 200);
     ck_assert_ptr_nonnull(strstr(rf_body(resp), "/metrics"));
     free(resp);
     ck_assert_int_eq(rf_get(serve_port, "/metricsx", NULL), 404);
-    static const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-                               "Connection: close\r\n\r\nhello";
-    ck_assert_int_eq(rf_http(serve_port, post, sizeof(post) - 1, 5000, &resp), 405);
+    static const char post[] =
+        "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        "Connection: close\r\n\r\nhello";
+    ck_assert_int_eq(rf_http(serve_port, post, sizeof(post) - 1, 5000, &resp),
+                     405);
     ck_assert_ptr_nonnull(strcasestr(resp, "\r\nAllow: GET, HEAD"));
     free(resp);
 }
@@ -171,7 +187,8 @@ START_TEST(test_promtool)
     }
     /* promtool does catch a bad page (so this test can fail). */
     char *out = NULL;
-    ck_assert_int_ne(promtool_check("# TYPE x_bytes counter\nx_bytes 1\n", &out), 0);
+    ck_assert_int_ne(
+        promtool_check("# TYPE x_bytes counter\nx_bytes 1\n", &out), 0);
     free(out);
     start_serve(NULL);
     char *resp;
@@ -191,8 +208,10 @@ START_TEST(test_bounds)
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
     const char *b = rf_body(resp);
     ck_assert_int_eq(count_lines(b, "powerapi_process_power_watts{"), 1);
-    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"), 1);
-    ck_assert_ptr_nonnull(strstr(b, "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"));
+    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"),
+                     1);
+    ck_assert_ptr_nonnull(strstr(
+        b, "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"));
     ck_assert_int_eq(count_lines(b, "powerapi_cgroup_power_watts{"), 1);
     ck_assert_int_eq(count_lines(b, "powerapi_system_power_watts{"), 4);
     free(resp);
@@ -214,15 +233,18 @@ START_TEST(test_bad_arguments)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1",
+             PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--listen"));
     free(out);
     snprintf(cmd, sizeof(cmd), "%s serve --min-watts -1 2>&1", PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s serve --ring pa-test-no-such-ring-%d --listen 127.0.0.1:0 2>&1",
-             PA_CLI_PATH, (int)getpid());
+    snprintf(
+        cmd, sizeof(cmd),
+        "%s serve --ring pa-test-no-such-ring-%d --listen 127.0.0.1:0 2>&1",
+        PA_CLI_PATH, (int)getpid());
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no such ring"));
     ck_assert_ptr_nonnull(strstr(out, "powerapi daemon"));
@@ -242,7 +264,8 @@ START_TEST(test_malformed)
         "GARBAGE\r\n\r\n",
         "GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n",
         "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+        "chunked\r\n\r\nzz\r\n",
         "\x16\x03\x01\x02\x01\x01\x02\x01\xfc\x03\x03 TLS hello\r\n\r\n",
         "GET /metrics HTTP/1.1\r\nHost: x\r\nX: \x01\x02\x03\xff\r\n\r\n",
         "GET /%00%ff/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -331,14 +354,17 @@ static int scrape_burst(int n, int timeout_ms)
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                               "Connection: close\r\n\r\n";
     struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
-    int *state = calloc((size_t)n, sizeof(*state)); /* 0 sending, 1 reading, 2 done */
-    char (*head)[16] = calloc((size_t)n, 16);
+    int *state =
+        calloc((size_t)n, sizeof(*state)); /* 0 sending, 1 reading, 2 done */
+    char(*head)[16] = calloc((size_t)n, 16);
     size_t *got = calloc((size_t)n, sizeof(*got));
     ck_assert(pf && state && head && got);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)serve_port)};
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)serve_port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     for (int i = 0; i < n; i++) {
-        pf[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        pf[i].fd =
+            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         ck_assert_int_ge(pf[i].fd, 0);
         int rc = connect(pf[i].fd, (struct sockaddr *)&a, sizeof(a));
         ck_assert(rc == 0 || errno == EINPROGRESS);
@@ -397,8 +423,10 @@ START_TEST(test_concurrent_scrapes)
     struct rlimit rl;
     ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
     if (rl.rlim_max < 1100) {
-        fprintf(stderr, "test_concurrent_scrapes: SKIPPED: RLIMIT_NOFILE hard "
-                        "limit %lu < 1100\n", (unsigned long)rl.rlim_max);
+        fprintf(stderr,
+                "test_concurrent_scrapes: SKIPPED: RLIMIT_NOFILE hard "
+                "limit %lu < 1100\n",
+                (unsigned long)rl.rlim_max);
         return;
     }
     rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
@@ -413,7 +441,8 @@ START_TEST(test_concurrent_scrapes)
     int ok2 = scrape_burst(1000, 20000);
     long rss2 = rss_kb(serve_pid);
     ck_assert_int_eq(ok2, 1000);
-    fprintf(stderr, "1000 concurrent scrapes: %llu ms; RSS %ld -> %ld -> %ld kB\n",
+    fprintf(stderr,
+            "1000 concurrent scrapes: %llu ms; RSS %ld -> %ld -> %ld kB\n",
             (unsigned long long)(t1 - t0), rss0, rss1, rss2);
     /* Bounded: a few MB for 1000 connections, and no growth per burst.
      * Under ASan freed memory waits in a quarantine (256 MB by default),

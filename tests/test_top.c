@@ -96,10 +96,11 @@ START_TEST(test_top_screen)
         fprintf(stderr, "test_top_screen: SKIPPED: tmux absent\n");
         return;
     }
-    int st = tmux(NULL,
-                  "new-session -d -s top -x 132 -y 30 \"TERM=screen %s top --ring %s "
-                  "--interval 200ms; echo EXIT=\\$?; sleep 30\"",
-                  PA_CLI_PATH, rf.name);
+    int st = tmux(
+        NULL,
+        "new-session -d -s top -x 132 -y 30 \"TERM=screen %s top --ring %s "
+        "--interval 200ms; echo EXIT=\\$?; sleep 30\"",
+        PA_CLI_PATH, rf.name);
     ck_assert_int_eq(st, 0);
     char l[256];
     char *s = wait_for(" java ", 5000);
@@ -115,9 +116,11 @@ START_TEST(test_top_screen)
                       strstr(l, " 4.12 ") && strstr(l, " 40.2 ") &&
                       strstr(l, "/system.slice/a.service"),
                   "java row: %s", l);
-    ck_assert_ptr_nonnull(strstr(s, "System    11.00 W  cpu 10.00 W (modelled)  "
-                                    "nic 1.00 W  idle 3.00 W"));
-    ck_assert_ptr_nonnull(strstr(s, "Assumed tdp=10W (default: unknown CPU \"x\")"));
+    ck_assert_ptr_nonnull(strstr(s,
+                                 "System    11.00 W  cpu 10.00 W (modelled)  "
+                                 "nic 1.00 W  idle 3.00 W"));
+    ck_assert_ptr_nonnull(
+        strstr(s, "Assumed tdp=10W (default: unknown CPU \"x\")"));
     ck_assert_ptr_nonnull(strstr(s, "Formula cpu-tdp+nic-linear"));
     ck_assert_ptr_nonnull(strstr(s, "3 processes | sort: power"));
     free(s);
@@ -135,7 +138,8 @@ START_TEST(test_top_screen)
     s = wait_for("CGROUP", 3000);
     ck_assert_ptr_nonnull(strstr(s, "1 cgroups"));
     line_with(s, "/system.slice/a.service", l, sizeof(l));
-    ck_assert_msg(strstr(l, " 5.56 ") && strstr(l, " 5.69 ") && strstr(l, " 55.8"),
+    ck_assert_msg(strstr(l, " 5.56 ") && strstr(l, " 5.69 ") &&
+                      strstr(l, " 55.8"),
                   "cgroup row: %s", l);
     free(s);
     keys("c");

@@ -61,11 +61,11 @@ struct ring_hdr {
     uint32_t pool_bytes;
     uint32_t mode;
     int32_t writer_pid;
-    uint32_t state;         /* RING_*, atomic */
+    uint32_t state; /* RING_*, atomic */
     uint64_t interval_ns;
-    uint64_t created_ns;    /* CLOCK_MONOTONIC */
-    uint64_t head;          /* newest complete window, atomic */
-    uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC, atomic */
+    uint64_t created_ns;   /* CLOCK_MONOTONIC */
+    uint64_t head;         /* newest complete window, atomic */
+    uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, atomic */
 };
 
 struct ring_window {
@@ -251,23 +251,24 @@ static int ring_check_header(const char *name, const struct ring_hdr *h,
                              size_t size)
 {
     if (size < RING_HDR_BYTES)
-        return pa__err(size == 0 ? -EAGAIN : -EPROTO,
-                       "ring '%s': %s (%zu bytes)", name + 1,
-                       size == 0 ? "is being created" : "is not a powerapi ring",
-                       size);
+        return pa__err(
+            size == 0 ? -EAGAIN : -EPROTO, "ring '%s': %s (%zu bytes)",
+            name + 1, size == 0 ? "is being created" : "is not a powerapi ring",
+            size);
     uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
     if (magic == 0)
         return pa__err(-EAGAIN, "ring '%s': is being created; retry", name + 1);
     if (magic != RING_MAGIC)
-        return pa__err(-EPROTO,
-                       "ring '%s': /dev/shm%s is not a powerapi ring (bad magic)",
-                       name + 1, name);
+        return pa__err(
+            -EPROTO, "ring '%s': /dev/shm%s is not a powerapi ring (bad magic)",
+            name + 1, name);
     if (h->version != PA_RING_VERSION)
         return pa__err(-EPROTO,
                        "ring '%s': layout version %u, but this powerapi (%s) "
                        "reads version %u: use the same powerapi version for "
                        "the daemon and its readers",
-                       name + 1, h->version, PA_VERSION_STRING, PA_RING_VERSION);
+                       name + 1, h->version, PA_VERSION_STRING,
+                       PA_RING_VERSION);
     if (h->hdr_bytes != RING_HDR_BYTES || h->capacity == 0 ||
         h->capacity > RING_MAX_CAPACITY || h->max_targets > RING_MAX_TARGETS ||
         h->pool_bytes != pool_bytes_for(h->max_targets) ||
@@ -304,8 +305,8 @@ struct pa_ring_writer {
     unsigned char *buf; /* the window being prepared */
     rank *ranks;
     size_t ranks_cap;
-    cg_slot *cg;        /* cgroup pointer -> pool offset, per window */
-    size_t cg_cap;      /* power of two */
+    cg_slot *cg;   /* cgroup pointer -> pool offset, per window */
+    size_t cg_cap; /* power of two */
     uint32_t gen;
 };
 
@@ -313,9 +314,11 @@ static int ring_unlink_stale(const char *name)
 {
     int fd = shm_open(name, O_RDONLY, 0);
     if (fd < 0)
-        return errno == ENOENT ? 0 : pa__err(-errno, "ring '%s': cannot open "
-                                             "/dev/shm%s: %s", name + 1, name,
-                                             strerror(errno));
+        return errno == ENOENT ? 0
+                               : pa__err(-errno,
+                                         "ring '%s': cannot open "
+                                         "/dev/shm%s: %s",
+                                         name + 1, name, strerror(errno));
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) < 0) {
@@ -367,8 +370,8 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts,
     uint32_t cap = opts && opts->capacity ? opts->capacity : 100;
     uint32_t maxt = opts && opts->max_targets ? opts->max_targets : 1024;
     uint32_t mode = opts && opts->mode ? opts->mode : 0644;
-    uint64_t interval = opts && opts->interval_ns ? opts->interval_ns
-                                                  : 1000000000ull;
+    uint64_t interval =
+        opts && opts->interval_ns ? opts->interval_ns : 1000000000ull;
     if (cap < 2 || cap > RING_MAX_CAPACITY)
         return pa__err(-EINVAL, "ring: capacity %u out of range [2, %u]", cap,
                        RING_MAX_CAPACITY);
@@ -381,10 +384,11 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts,
     uint64_t slot = slot_bytes_for(maxt, pool);
     uint64_t total = RING_HDR_BYTES + (uint64_t)cap * slot;
     if (total > RING_MAX_BYTES)
-        return pa__err(-EINVAL,
-                       "ring: %u windows of %u targets need %.1f GiB (limit 4); "
-                       "lower the capacity or max_targets",
-                       cap, maxt, (double)total / (1 << 30));
+        return pa__err(
+            -EINVAL,
+            "ring: %u windows of %u targets need %.1f GiB (limit 4); "
+            "lower the capacity or max_targets",
+            cap, maxt, (double)total / (1 << 30));
 
     rc = ring_unlink_stale(shm);
     if (rc < 0)
@@ -485,8 +489,8 @@ static int rank_cmp(const void *a, const void *b)
 
 /* Pool offset of a cgroup path (interned per window by pointer, since the
  * engine interns its paths), or UINT32_MAX when the pool is full. */
-static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win,
-                         char *pool, const char *s)
+static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
+                         const char *s)
 {
     if (!s || !*s)
         return 0;
@@ -638,7 +642,7 @@ struct pa_ring_reader {
     const struct ring_hdr *hdr;
     uint32_t cap, max_targets, pool_bytes;
     uint64_t slot_bytes;
-    unsigned char *buf;  /* verified copy of one slot */
+    unsigned char *buf; /* verified copy of one slot */
     /* the report handed out */
     pa_report rep;
     pa_target_info *targets;
@@ -647,9 +651,9 @@ struct pa_ring_reader {
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
-    int32_t *idx;        /* hash: index into agg or -1 */
-    size_t idx_cap;      /* power of two */
-    char *arena;         /* cgroup paths of the aggregate */
+    int32_t *idx;   /* hash: index into agg or -1 */
+    size_t idx_cap; /* power of two */
+    char *arena;    /* cgroup paths of the aggregate */
     size_t arena_len, arena_cap;
     /* statistics */
     uint64_t lost, windows, truncated;
@@ -752,8 +756,8 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     struct ring_target *tg = (struct ring_target *)(win + 1);
     size_t pool_at = sizeof(*win) + (size_t)r->max_targets * sizeof(*tg);
     words_load(r->buf, slot, sizeof(*win));
-    uint32_t nt = win->ntargets <= r->max_targets ? win->ntargets
-                                                  : r->max_targets;
+    uint32_t nt =
+        win->ntargets <= r->max_targets ? win->ntargets : r->max_targets;
     uint32_t pu = win->pool_used >= 1 && win->pool_used <= r->pool_bytes
                       ? win->pool_used
                       : 1;
@@ -875,8 +879,7 @@ static uint64_t fetch_from(pa_ring_reader *r, uint64_t want)
     return 0;
 }
 
-int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
-                 const pa_report **out)
+int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
 {
     if (!r || !seq_inout || !out)
         return pa__err(-EINVAL, "ring: NULL argument to pa_ring_read");
@@ -1007,8 +1010,8 @@ static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
     return t;
 }
 
-int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout,
-                      uint64_t span_ns, const pa_report **out)
+int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
+                      const pa_report **out)
 {
     if (!r || !seq_inout || !out)
         return pa__err(-EINVAL, "ring: NULL argument to pa_ring_aggregate");
@@ -1132,7 +1135,7 @@ int pa_ring_get_info(pa_ring_reader *r, pa_ring_info *out)
     out->writer_pid = h->writer_pid;
     out->interval_ns = h->interval_ns;
     out->newest = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-    out->oldest = out->newest == 0           ? 0
+    out->oldest = out->newest == 0        ? 0
                   : out->newest >= r->cap ? out->newest - r->cap + 1
                                           : 1;
     uint64_t age = 0;
