@@ -18,6 +18,11 @@
  * network namespaces stay unattributed (in the system figure only) rather
  * than being pinned on the TCP users.
  *
+ * Within a class the interfaces are pooled: a process's physical bytes are
+ * priced at the average cost per byte of all physical NICs in the window
+ * (the socket's class comes from its route, but its bytes are not split
+ * per interface).
+ *
  * Loopback and virtual interfaces (veth, bridges, tunnels) move no bits
  * over a wire: they cost nothing by default.  loopback=on prices them as a
  * physical 1 Gb/s NIC, to test and demonstrate on machines without one.

@@ -200,6 +200,54 @@ START_TEST(loopback_rates_and_watts)
 }
 END_TEST
 
+/* IPv6 loopback: the AF_INET6 dump, classed loopback by ::1. */
+START_TEST(ipv6_loopback_sender)
+{
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
+                              .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    socklen_t len = sizeof sa;
+    int lfd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, len) < 0) {
+        fprintf(stderr, "SKIP ipv6_loopback_sender: no IPv6 loopback (%s)\n",
+                strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
+        return;
+    }
+    ck_assert_int_eq(listen(lfd, 4), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    pid_t sink = fork();
+    ck_assert_int_ge(sink, 0);
+    if (sink == 0)
+        sink_loop(lfd);
+    setpgid(sink, sink);
+    close(lfd);
+    pid_t snd = fork();
+    ck_assert_int_ge(snd, 0);
+    if (snd == 0)
+        sender_loop((const struct sockaddr *)&sa, sizeof sa, 3e6);
+
+    pa_ctx *ctx = live_ctx(NULL);
+    ck_assert_int_eq(pa_watch_pid(ctx, snd, 0), 0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    usleep(200000);
+    pa_report *r = one_window(ctx);
+    const pa_target_info *t = pa_test_target(r, PA_TARGET_PROCESS, snd);
+    ck_assert_ptr_nonnull(t);
+    double rate = (double)t->net_tx_bytes / r->interval_s;
+    const pa_task *task = pa__task_find(ctx, PA_TARGET_PROCESS, snd);
+    fprintf(stderr, "ipv6: sender %.0f B/s\n", rate);
+    ck_assert_msg(rate > 3e6 * 0.95 && rate < 3e6 * 1.05, "rate %.0f", rate);
+    ck_assert_uint_gt(task->prev.net_kind[PA_NIC_LOOPBACK], 0);
+    ck_assert_uint_eq(task->prev.net_kind[PA_NIC_PHYSICAL], 0);
+    ck_assert_uint_eq(task->prev.net_kind[PA_NIC_VIRTUAL], 0);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    kill_wait(snd);
+    kill_sink(sink);
+}
+END_TEST
+
 /* ---- two namespaces joined by a veth pair ---- */
 
 static char ns_name[32], veth_a[16], veth_b[16];
@@ -416,6 +464,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("live");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, loopback_rates_and_watts);
+    tcase_add_test(tc, ipv6_loopback_sender);
     tcase_add_test(tc, veth_between_namespaces);
     tcase_add_test(tc, degrades_without_sockdiag_once);
     tcase_add_test(tc, unreadable_fd_folders_degrade);
