@@ -284,7 +284,7 @@ static void serve_publish(serve *s, char *page_text, size_t len,
         MHD_add_response_header(page, "Content-Type", CONTENT_TYPE);
     } else {
         char msg[600];
-        snprintf(msg, sizeof(msg), "%s\n", why);
+        snprintf(msg, sizeof(msg), "%s\n", why ? why : "unavailable");
         unav = text_response(msg);
     }
     pthread_mutex_lock(&s->lock);

@@ -84,6 +84,26 @@ static void teardown(void)
     shm_unlink(shm);
 }
 
+/* Runs `monitor --ring` as user nobody (when we are root and setpriv
+ * exists); returns its status, or -1 when that cannot be tried. */
+static int monitor_as_nobody(char **out)
+{
+    if (geteuid() != 0 || system("command -v setpriv >/dev/null 2>&1") != 0)
+        return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "setpriv --reuid=65534 --regid=65534 --clear-groups %s monitor "
+             "--ring %s --count 1 --format json 2>&1",
+             PA_CLI_PATH, name);
+    int st = pa_test_run(cmd, out);
+    if (st == 126 || st == 127) { /* the build tree is not ours to run */
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return st;
+}
+
 static double cpu_s(void)
 {
     struct timespec ts;
@@ -139,6 +159,18 @@ START_TEST(test_daemon_publishes)
     ck_assert_double_gt(me->power.cpu_w, 0);
     ck_assert_double_gt(me->power.total_j, 0);
 
+    /* An unprivileged reader reads it too. */
+    char *nb = NULL;
+    int nst = monitor_as_nobody(&nb);
+    if (nst < 0) {
+        fprintf(stderr, "unprivileged reader: SKIPPED (not root, no setpriv, "
+                        "or build tree not executable by nobody)\n");
+    } else {
+        ck_assert_msg(nst == 0, "as nobody: %d %s", nst, nb);
+        ck_assert_ptr_nonnull(strstr(nb, "{\"type\":\"system\""));
+    }
+    free(nb);
+
     /* A second daemon on the same ring is refused. */
     char cmd[512];
     char *out = NULL;
@@ -175,6 +207,15 @@ START_TEST(test_daemon_group_and_count)
     ck_assert_int_eq(st.st_mode & 0777, 0640);
     ck_assert_uint_eq(st.st_gid, getgid());
     pa_ring_close(r);
+    /* Others than the group are refused, with the reason. */
+    char *nb = NULL;
+    int nst = monitor_as_nobody(&nb);
+    if (nst >= 0 && getgid() != 65534) {
+        ck_assert_int_eq(nst, 1);
+        ck_assert_ptr_nonnull(strstr(nb, "Permission denied"));
+        ck_assert_ptr_nonnull(strstr(nb, "--group"));
+    }
+    free(nb);
     ck_assert_int_eq(rf_stop_child(dpid, SIGINT, 5000), 0);
     dpid = 0;
 
