@@ -593,6 +593,7 @@ static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("args");
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_help_version);
     tcase_add_loop_test(tc, test_usage_errors, 0,
                         sizeof(bad_usage) / sizeof(bad_usage[0]));
@@ -600,6 +601,8 @@ static Suite *cli_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fixtures");
+    /* several runs of the binary per test: slow under the sanitizers */
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_unknown_module);
     tcase_add_test(tc, test_bad_roots);
     tcase_add_test(tc, test_modules_fixture);

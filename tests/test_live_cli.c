@@ -507,6 +507,7 @@ START_TEST(test_duty_ratio)
     double tol = s.cpu_s[1] >= 0.4 ? 0.4 : 0.4 + 4.0 * tick_err;
     ck_assert_msg(fabs(ratio - 4.0) <= tol,
                   "process power ratio %.3f, not 4 +- %.2f", ratio, tol);
+    run_free(&r);
 }
 END_TEST
 
