@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WINDOW_S 2.0
+#define WINDOW_S 3.0
 
 static uint64_t now_ns(void)
 {
