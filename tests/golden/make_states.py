@@ -56,6 +56,15 @@ def bump_stat(st, out, rel, utime=0, stime=0, cutime=0, cstime=0):
     for field, add in ((14, utime), (15, stime), (16, cutime), (17, cstime)):
         f[field - 3] = str(int(f[field - 3]) + add)
     st.put(rel, head + ' ' + ' '.join(f) + '\n', out)
+    # a single-threaded process: its one thread ran the same time
+    m = re.match(r'proc/(\d+)/stat$', rel)
+    if m and (utime or stime):
+        tasks = os.path.join(FIX, st.fix, 'proc', m.group(1), 'task')
+        if os.path.isdir(tasks) and os.listdir(tasks) == [m.group(1)]:
+            t = 'proc/%s/task/%s/' % (m.group(1), m.group(1))
+            bump_stat(st, out, t + 'stat', utime, stime)
+            bump_schedstat(st, out, t + 'schedstat',
+                           (utime + stime) * 10000000)
 
 
 def bump_schedstat(st, out, rel, ns):
