@@ -41,10 +41,9 @@
 #define PC_PROC_SUPER_MAGIC 0x9fa0
 #define PC_SYSFS_MAGIC 0x62656572
 #define PC_DENTS_SIZE 32768
-#define PC_REC_SIZE 2048      /* one stat record: ~300 bytes in practice */
-#define PC_SYSSTAT_INIT 65536 /* <procfs>/stat; grows for many CPUs */
-#define PC_CGROUP_SIZE 8192
-#define PC_TIS_SIZE 8192           /* one time_in_state file */
+#define PC_REC_SIZE 2048           /* one stat record: ~300 bytes in practice */
+#define PC_SYSSTAT_INIT 16384      /* <procfs>/stat cpu lines; grows */
+#define PC_AUX_SIZE 8192           /* cgroup, schedstat, time_in_state */
 #define PC_TIS_UNIT_NS 10000000ull /* time_in_state counts 10 ms units */
 
 /* One parsed <procfs>/<pid>/stat record (proc(5) field numbers). */
@@ -91,13 +90,12 @@ typedef struct pc_state {
     char *sysbuf; /* <procfs>/stat */
     size_t sysbuf_cap;
     char rec[PC_REC_SIZE];
-    char aux[PC_CGROUP_SIZE]; /* cgroup, schedstat, time_in_state */
+    char aux[PC_AUX_SIZE];
     char dents[PC_DENTS_SIZE];
     char tdents[PC_DENTS_SIZE]; /* task/ of one process */
 
     pc_freqsrc *freq;
     size_t nfreq;
-    bool freq_by_cpu; /* the per-CPU fallback layout */
 
     pc_scan *scan; /* PA_WATCH_CHILDREN: every process of the tick */
     size_t nscan, scan_cap;
@@ -541,7 +539,6 @@ static int pc_freq_discover(pc_state *p, const char *sysfs)
         for (size_t i = 0; i < nn; i++)
             free(names[i]);
         free(names);
-        p->freq_by_cpu = l == 1;
     }
     return rc;
 }
