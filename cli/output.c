@@ -94,11 +94,42 @@ void pa_out_json_number(FILE *f, double v)
     fputs(buf, f);
 }
 
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid
+ * (RFC 3629: no overlongs, no surrogates, at most U+10FFFF). */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    unsigned cp = c & (0x3f >> (n - 1));
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0; /* also stops at the NUL */
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
 void pa_out_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;
-         p++) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
         switch (*p) {
         case '"':
             fputs("\\\"", f);
@@ -116,11 +147,25 @@ void pa_out_json_string(FILE *f, const char *s)
             fputs("\\t", f);
             break;
         default:
-            if (*p < 0x20 || *p == 0x7f)
+            if (*p < 0x20 || *p == 0x7f) {
                 fprintf(f, "\\u%04x", *p);
-            else
+            } else if (*p >= 0x80) {
+                /* comm and cgroup names are bytes: keep valid UTF-8,
+                 * replace the rest so every line stays valid JSON */
+                size_t n = utf8_len(p);
+                if (n == 0) {
+                    fputs("\\ufffd", f);
+                    p++;
+                } else {
+                    fwrite(p, 1, n, f);
+                    p += n;
+                }
+                continue;
+            } else {
                 fputc(*p, f);
+            }
         }
+        p++;
     }
     fputc('"', f);
 }
@@ -661,11 +706,32 @@ static void table_clock(const pa_out *o, const pa_report *r, char *buf,
     }
 }
 
+/* A name fit for a terminal: control characters and invalid UTF-8 become
+ * '?' (a comm may hold any byte but NUL). */
+static void printable(char *dst, size_t len, const char *src)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src;
+         *p && o + 5 < len;) {
+        size_t n = *p >= 0x80 ? utf8_len(p) : 1;
+        if (n == 0 || *p < 0x20 || *p == 0x7f) {
+            dst[o++] = '?';
+            p++;
+            continue;
+        }
+        memcpy(dst + o, p, n);
+        o += n;
+        p += n;
+    }
+    dst[o] = '\0';
+}
+
 static void table_row(FILE *f, const pa_report *r, const pa_target_info *t,
                       int indent, bool nic)
 {
-    char pid[16] = "", tid[16] = "", name[80];
-    const char *comm = t->comm[0] ? t->comm : "?";
+    char pid[16] = "", tid[16] = "", name[96], safe[4 * PA_COMM_MAX + 8];
+    printable(safe, sizeof(safe), t->comm[0] ? t->comm : "?");
+    const char *comm = safe;
     switch (t->type) {
     case PA_TARGET_PROCESS:
         snprintf(pid, sizeof(pid), "%ld", (long)t->pid);

@@ -40,8 +40,9 @@ class State:
         self.files[rel] = text
         path = os.path.join(out, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'w') as f:
-            f.write(text)
+        # comm names are bytes: surrogateescape carries invalid UTF-8
+        with open(path, 'wb') as f:
+            f.write(text.encode('utf-8', 'surrogateescape'))
 
 
 def stat_fields(text):
@@ -159,6 +160,10 @@ def vm():
     bump_schedstat(st, d, 'proc/1801/task/1806/schedstat', 200000000)
     bump_stat(st, d, 'proc/1734/stat', 1, 1)
     new_process(st, d, 1900, 'my (odd) app', 1734, 860480, 20, 5,
+                '/user.slice/user-1000.slice/session-3.scope')
+    # a name with a quote, a backslash, an invalid byte, UTF-8 and a
+    # control character: JSON must stay valid (a sleeping process)
+    new_process(st, d, 1950, 'q"b\\\udcff\u00e9\x01', 1734, 860490, 0, 0,
                 '/user.slice/user-1000.slice/session-3.scope')
     bump_proc_stat(st, d, [(95, 5, 0), (75, 10, 15)])  # busy 185, idle 15
     bump_uptime(st, d, 1, 2)
