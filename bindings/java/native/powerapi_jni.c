@@ -83,10 +83,9 @@ JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nVersion(JNIEnv *env,
     return (*env)->NewStringUTF(env, pa_version());
 }
 
-JNIEXPORT jlong JNICALL Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env,
-                                                          jclass cls,
-                                                          jstring procfs,
-                                                          jstring sysfs)
+JNIEXPORT jlong JNICALL Java_org_powerapi_PowerAPI_nOpen(
+    JNIEnv *env, jclass cls, jstring procfs, jstring sysfs, jstring devfs,
+    jstring hwdb)
 {
     int failed = 0;
     pa_ctx *ctx = NULL;
@@ -94,10 +93,14 @@ JNIEXPORT jlong JNICALL Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env,
     memset(&o, 0, sizeof(o));
     o.procfs = utf(env, procfs, &failed);
     o.sysfs = utf(env, sysfs, &failed);
+    o.devfs = utf(env, devfs, &failed);
+    o.hwdb = utf(env, hwdb, &failed);
     if (!failed)
         check(env, pa_ctx_new(&ctx, &o));
     unutf(env, procfs, o.procfs);
     unutf(env, sysfs, o.sysfs);
+    unutf(env, devfs, o.devfs);
+    unutf(env, hwdb, o.hwdb);
     return (jlong)(intptr_t)ctx;
 }
 

@@ -50,7 +50,15 @@ public final class PowerAPI implements AutoCloseable {
      * null means the default.
      */
     public static PowerAPI open(String procfs, String sysfs) {
-        return new PowerAPI(nOpen(procfs, sysfs));
+        return open(procfs, sysfs, null, null);
+    }
+
+    /**
+     * A context reading other roots of procfs, sysfs and devfs, and another
+     * hardware database file; null means the default.
+     */
+    public static PowerAPI open(String procfs, String sysfs, String devfs, String hwdb) {
+        return new PowerAPI(nOpen(procfs, sysfs, devfs, hwdb));
     }
 
     /** The library's version string. */
@@ -193,7 +201,8 @@ public final class PowerAPI implements AutoCloseable {
     }
 
     private static native String nVersion();
-    private static native long nOpen(String procfs, String sysfs);
+    private static native long nOpen(String procfs, String sysfs, String devfs,
+                                     String hwdb);
     private static native void nClose(long h);
     private static native void nEnable(long h, String name, String options);
     private static native void nDisable(long h, String name);

@@ -1,6 +1,12 @@
 package org.powerapi;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 
 /**
@@ -95,6 +101,87 @@ public final class PowerAPITest {
         }
     }
 
+    /** Copies a fixture tree into a temporary folder. */
+    private static Path copyTree(Path from) throws IOException {
+        Path to = Files.createTempDirectory("powerapi-java-");
+        try (var walk = Files.walk(from)) {
+            for (Path p : (Iterable<Path>) walk::iterator) {
+                Path d = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS))
+                    Files.createDirectories(d);
+                else
+                    Files.copy(p, d, StandardCopyOption.COPY_ATTRIBUTES,
+                               java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            }
+        }
+        return to;
+    }
+
+    private static void removeTree(Path root) throws IOException {
+        try (var walk = Files.walk(root)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    /** Adds du ticks to utime (proc(5) field 14) and ds to stime (15). */
+    private static void addStatTimes(Path stat, long du, long ds) throws IOException {
+        String s = Files.readString(stat, StandardCharsets.US_ASCII);
+        int close = s.lastIndexOf(')');
+        String[] f = s.substring(close + 1).trim().split(" ");
+        f[14 - 3] = Long.toString(Long.parseLong(f[14 - 3]) + du);
+        f[15 - 3] = Long.toString(Long.parseLong(f[15 - 3]) + ds);
+        Files.writeString(stat, s.substring(0, close + 1) + " " + String.join(" ", f) + "\n",
+                          StandardCharsets.US_ASCII);
+    }
+
+    /*
+     * Exact watts on a fixture (the chain of tests/test_procfs_cpu.c,
+     * test_watts_cpu_tdp): vm-nocpufreq, 2 CPUs at a nominal 2000 MHz;
+     * cpu-tdp tdp=100 at ftdp=2000, vtdp=1 gives 0.7 x 100 = 70 W; java (pid
+     * 1801) uses 1 s (100 ticks) of a 2 s window on 2 CPUs: 17.5 W, 35 J.
+     */
+    static void testFixture() throws IOException {
+        String fixtures = System.getProperty("powerapi.fixtures");
+        if (fixtures == null) {
+            System.out.println("testFixture skipped: -Dpowerapi.fixtures not set");
+            return;
+        }
+        Path root = copyTree(Path.of(fixtures, "vm-nocpufreq"));
+        try {
+            Files.createDirectories(root.resolve("sys"));
+            Files.createDirectories(root.resolve("dev"));
+            try (PowerAPI api = PowerAPI.open(root.resolve("proc").toString(),
+                                              root.resolve("sys").toString(),
+                                              root.resolve("dev").toString(),
+                                              System.getProperty("powerapi.hwdb"))) {
+                api.enable("procfs-cpu", null);
+                api.enable("cpu-tdp", "tdp=100,ftdp=2000,vtdp=1.0");
+                api.watchPid(1801);
+                api.tickAt(1_000_000_000L);
+                addStatTimes(root.resolve("proc/1801/stat"), 90, 10);
+                api.tickAt(3_000_000_000L);
+                Power p = api.pidPower(1801);
+                near(p.intervalSeconds(), 2.0, 1e-12, "fixture interval");
+                near(p.cpuTimeSeconds(), 1.0, 1e-12, "fixture cpu time");
+                near(p.cpuWatts(), 17.5, 1e-9, "fixture cpu watts");
+                near(p.totalWatts(), 17.5, 1e-9, "fixture total watts");
+                near(p.totalJoules(), 35.0, 1e-9, "fixture joules");
+                check(p.timeNanos() == 3_000_000_000L, "fixture time " + p.timeNanos());
+                check(!p.measured(), "modelled, not measured");
+                // Reconfigured while running: tdp 200 doubles the next window.
+                api.configure("cpu-tdp", "tdp=200");
+                addStatTimes(root.resolve("proc/1801/stat"), 90, 10);
+                api.tickAt(5_000_000_000L);
+                Power q = api.pidPower(1801);
+                near(q.cpuWatts(), 35.0, 1e-9, "fixture watts after configure");
+                near(q.totalJoules(), 35.0 + 70.0, 1e-9, "fixture joules after configure");
+                expect(22 /* EINVAL */, "tick back in time", () -> api.tickAt(4_000_000_000L));
+            }
+        } finally {
+            removeTree(root);
+        }
+    }
+
     static void testErrors() {
         try (PowerAPI api = PowerAPI.open()) {
             PowerAPIException e = expect(2 /* ENOENT */, "unknown module",
@@ -159,6 +246,7 @@ public final class PowerAPITest {
     public static void main(String[] args) throws Exception {
         testVersion();
         testLiveProcess();
+        testFixture();
         testErrors();
         testConcurrentClose();
         System.out.println(checks + " checks, " + failures.size() + " failed");

@@ -1,0 +1,109 @@
+"""Exact watts through the binding on a fixture tree: the chain of
+tests/test_procfs_cpu.c (test_watts_cpu_tdp) driven from Python.
+
+vm-nocpufreq: 2 CPUs at a nominal 2000 MHz, no cpufreq.  cpu-tdp with
+tdp=100, ftdp=2000 (the nominal frequency), vtdp=1: P_cpu = 0.7 x 100 =
+70 W.  java (pid 1801) uses 100 more clock ticks (1 s) in a 2 s window on
+2 CPUs (capacity 4 s): 70 x 1/4 = 17.5 W, 35 J."""
+
+import errno
+import os
+import shutil
+import tempfile
+import unittest
+
+import powerapi
+
+S = 1_000_000_000
+
+
+def set_stat_times(root, pid, utime, stime):
+    """Sets utime (proc(5) field 14) and stime (15) of root/proc/pid/stat."""
+    path = os.path.join(root, "proc", str(pid), "stat")
+    with open(path) as f:
+        s = f.read()
+    head, _, tail = s.rpartition(")")
+    fields = tail.split()  # fields[0] is field 3 (state)
+    fields[14 - 3] = str(utime)
+    fields[15 - 3] = str(stime)
+    with open(path, "w") as f:
+        f.write(head + ") " + " ".join(fields) + "\n")
+
+
+def stat_times(root, pid):
+    with open(os.path.join(root, "proc", str(pid), "stat")) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[14 - 3]), int(fields[15 - 3])
+
+
+class TestFixture(unittest.TestCase):
+    def setUp(self):
+        fixtures = os.environ.get("POWERAPI_FIXTURES")
+        if not fixtures:
+            self.skipTest("POWERAPI_FIXTURES not set (run through ctest)")
+        self.tmp = tempfile.mkdtemp(prefix="powerapi-py-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = os.path.join(self.tmp, "vm")
+        shutil.copytree(os.path.join(fixtures, "vm-nocpufreq"), self.root,
+                        symlinks=True)
+        for d in ("sys", "dev"):
+            os.makedirs(os.path.join(self.root, d), exist_ok=True)
+
+    def context(self):
+        return powerapi.Context(procfs=os.path.join(self.root, "proc"),
+                                sysfs=os.path.join(self.root, "sys"),
+                                devfs=os.path.join(self.root, "dev"),
+                                hwdb=os.environ.get("POWERAPI_HWDB"))
+
+    def test_cpu_tdp_watts(self):
+        with self.context() as ctx:
+            ctx.enable("procfs-cpu")
+            ctx.enable("cpu-tdp", {"tdp": 100, "ftdp": 2000, "vtdp": 1.0})
+            ctx.watch_pid(1801)
+            u, s = stat_times(self.root, 1801)
+            ctx.tick(time_ns=1 * S)
+            set_stat_times(self.root, 1801, u + 90, s + 10)
+            ctx.tick(time_ns=3 * S)
+            p = ctx.pid_power(1801)
+            self.assertAlmostEqual(p.interval_s, 2.0, places=12)
+            self.assertAlmostEqual(p.cpu_time_s, 1.0, places=12)
+            self.assertAlmostEqual(p.cpu_w, 17.5, places=9)
+            self.assertAlmostEqual(p.cpu_j, 35.0, places=9)
+            self.assertAlmostEqual(p.total_w, 17.5, places=9)
+            self.assertEqual(p.time_ns, 3 * S)
+            r = ctx.report()
+            self.assertEqual(r.cpu_source, "model")
+            self.assertIn("cpu-tdp", r.formula)
+            (t,) = [t for t in r.targets if t.pid == 1801]
+            self.assertEqual(t.comm, "java")
+            self.assertEqual(t.ppid, 1734)
+
+            # Reconfigured at runtime: tdp 200 doubles the next window.
+            ctx.configure("cpu-tdp", "tdp=200")
+            set_stat_times(self.root, 1801, u + 180, s + 20)
+            ctx.tick(time_ns=5 * S)
+            p = ctx.pid_power(1801)
+            self.assertAlmostEqual(p.cpu_w, 35.0, places=9)
+            self.assertAlmostEqual(p.cpu_j, 35.0 + 70.0, places=9)
+
+    def test_process_gone(self):
+        with self.context() as ctx:
+            ctx.enable("procfs-cpu")
+            ctx.watch_pid(1801)
+            ctx.tick(time_ns=1 * S)
+            ctx.tick(time_ns=2 * S)
+            self.assertFalse(ctx.pid_power(1801).exited)
+            shutil.rmtree(os.path.join(self.root, "proc", "1801"))
+            ctx.tick(time_ns=3 * S)
+            p = ctx.pid_power(1801)  # the last report says it is gone
+            self.assertTrue(p.exited)
+            self.assertEqual(p.cpu_w, 0.0)
+            ctx.tick(time_ns=4 * S)
+            with self.assertRaises(powerapi.PowerAPIError) as cm:
+                ctx.pid_power(1801)
+            self.assertEqual(cm.exception.errno, errno.ESRCH)
+            self.assertIn("1801", cm.exception.strerror)
+
+
+if __name__ == "__main__":
+    unittest.main()
