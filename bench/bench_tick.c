@@ -220,9 +220,6 @@ static void reap(pid_t *kids, size_t n)
 
 int main(int argc, char **argv)
 {
-    /* a built-in module is only weakly referenced by the module table */
-    const void *volatile keep = &pa__mod_procfs_cpu;
-    (void)keep;
     size_t sizes[16] = {100, 1000, 5000};
     size_t nsizes = 3;
     if (argc > 1) {

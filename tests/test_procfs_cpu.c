@@ -1062,11 +1062,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    /* builtin.c refers to the modules weakly, and a weak reference does
-     * not pull an object out of libpowerapi.a: name the module here. */
-    const void *volatile keep = &pa__mod_procfs_cpu;
-    const void *volatile keep_tdp = &pa__mod_cpu_tdp;
-    (void)keep;
-    (void)keep_tdp;
     return pa_test_main(suite());
 }
