@@ -266,10 +266,22 @@ static int sh(const char *fmt, ...)
     return rc;
 }
 
+static pid_t veth_sink, veth_sender;
+
+/* Also run at exit, so that a failed assertion leaves no namespace, veth
+ * or child behind. */
 static void netns_cleanup(void)
 {
+    if (veth_sender > 0)
+        kill(veth_sender, SIGKILL);
+    if (veth_sink > 0)
+        kill(-veth_sink, SIGKILL);
+    veth_sender = veth_sink = 0;
+    if (!ns_name[0])
+        return;
     sh("ip link del %s >/dev/null 2>&1", veth_a);
     sh("ip netns del %s >/dev/null 2>&1", ns_name);
+    ns_name[0] = '\0';
 }
 
 START_TEST(veth_between_namespaces)
@@ -285,8 +297,10 @@ START_TEST(veth_between_namespaces)
     if (sh("ip netns add %s 2>/dev/null", ns_name) != 0) {
         fprintf(stderr, "SKIP veth_between_namespaces: 'ip netns add' "
                         "refused (needs root / CAP_SYS_ADMIN)\n");
+        ns_name[0] = '\0';
         return;
     }
+    atexit(netns_cleanup);
     if (sh("ip link add %s type veth peer name %s netns %s 2>/dev/null",
            veth_a, veth_b, ns_name) != 0 ||
         sh("ip addr add 10.213.%d.1/30 dev %s && ip link set %s up", id,
@@ -304,6 +318,7 @@ START_TEST(veth_between_namespaces)
     ck_assert_int_eq(pipe(pfd), 0);
     pid_t sink = fork();
     ck_assert_int_ge(sink, 0);
+    veth_sink = sink;
     if (sink == 0) {
         char path[128];
         snprintf(path, sizeof path, "/run/netns/%s", ns_name);
@@ -323,6 +338,7 @@ START_TEST(veth_between_namespaces)
             _exit(6);
         sink_loop(lfd);
     }
+    setpgid(sink, sink);
     close(pfd[1]);
     char k;
     ck_assert_int_eq(read(pfd[0], &k, 1), 1);
@@ -334,6 +350,7 @@ START_TEST(veth_between_namespaces)
     snprintf(addr, sizeof addr, "10.213.%d.2", id);
     inet_pton(AF_INET, addr, &peer.sin_addr);
     pid_t snd = spawn_sender(&peer, 4e6);
+    veth_sender = snd;
 
     pa_ctx *ctx = live_ctx(NULL);
     ck_assert_int_eq(pa_watch_pid(ctx, snd, 0), 0);
@@ -377,6 +394,7 @@ START_TEST(veth_between_namespaces)
     pa_ctx_free(ctx);
     kill_wait(snd);
     kill_sink(sink);
+    veth_sender = veth_sink = 0;
     netns_cleanup();
 }
 END_TEST
