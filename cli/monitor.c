@@ -711,6 +711,7 @@ static int run_command(monitor *m)
     int go[2] = {-1, -1}, ex[2] = {-1, -1};
     int status = PA_EXIT_FAIL;
     pid_t pid = -1;
+    pa_report *last = NULL; /* for the summary's formula and assumptions */
     bool print_windows = m->fmt != PA_OUT_TABLE || m->interval_set;
 
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
@@ -802,9 +803,14 @@ static int run_command(monitor *m)
         if ((rc = do_tick(m, k, 0)) != 0)
             goto kill_child;
         add_window_cpu(m, pid, &cpu_s);
-        if (emit_report(m, print_windows, NULL) < 0) {
+        pa_report *r = NULL;
+        if (emit_report(m, print_windows, &r) < 0) {
             rc = PA_EXIT_FAIL;
             goto kill_child;
+        }
+        if (r) {
+            pa_report_free(last);
+            last = r;
         }
     }
     double duration_s = (double)(pa_cli_mono_ns() - t0) / 1e9;
@@ -812,7 +818,8 @@ static int run_command(monitor *m)
     pa_out_command cr = {.pid = pid,
                          .cpu_time_s = cpu_s,
                          .argv = m->cmd,
-                         .duration_s = duration_s};
+                         .duration_s = duration_s,
+                         .last = last};
     if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 &&
         pa_pid_power(m->ctx, pid, &cr.energy) < 0)
         pa_cli_error(CMD, "energy of pid %ld: %s", (long)pid,
@@ -844,6 +851,7 @@ kill_child:
         ;
     pid = -1;
 out:
+    pa_report_free(last);
     for (int i = 0; i < 2; i++) {
         if (go[i] >= 0)
             close(go[i]);

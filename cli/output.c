@@ -946,13 +946,24 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fprintf(f, "%16.2f W  average power\n",
                 c->duration_s > 0 ? c->energy.total_j / c->duration_s : 0);
         if (c->cpu_time_s >= 0)
-            fprintf(f, "%16.3f s  cpu time\n", c->cpu_time_s);
+            fprintf(f, "%16.3f s  cpu time  # %.2f CPUs utilized\n",
+                    c->cpu_time_s,
+                    c->duration_s > 0 ? c->cpu_time_s / c->duration_s : 0);
         fprintf(f, "%16.3f s  elapsed\n", c->duration_s);
         if (c->signal)
             fprintf(f, "%16d    killed by signal %d (%s)\n", c->exit_status,
                     c->signal, strsignal(c->signal));
         else
             fprintf(f, "%16d    exit status\n", c->exit_status);
+        if (c->last) {
+            const char *src =
+                c->last->cpu_source ? c->last->cpu_source : "model";
+            fprintf(f, "\n formulas %s (cpu %s)\n",
+                    c->last->formula && *c->last->formula ? c->last->formula
+                                                          : "-",
+                    !strcmp(src, "rapl") ? "measured by RAPL" : "modelled");
+            each_assumed(c->last->assumed, table_assumed_item, f);
+        }
         fputc('\n', f);
         break;
     }

@@ -65,9 +65,11 @@ typedef struct pa_out_command {
     int exit_status; /* what powerapi exits with (128+sig if killed) */
     int signal;      /* the signal that killed it, or 0 */
     double duration_s;
-    pa_power energy;   /* tree totals: cpu_j, nic_j, total_j */
-    double cpu_time_s; /* tree CPU time over the run, if known, else <0 */
-    char *const *argv; /* the command, for the table summary */
+    pa_power energy;       /* tree totals: cpu_j, nic_j, total_j */
+    double cpu_time_s;     /* tree CPU time over the run, if known, else <0 */
+    char *const *argv;     /* the command, for the table summary */
+    const pa_report *last; /* the last window (formula, assumptions), or
+                              NULL */
 } pa_out_command;
 
 /* Writes the "command" record (table: a perf-stat-like summary). */
