@@ -25,6 +25,7 @@ PowerAPIError (an OSError) carrying the library's detailed message.
 
 import ctypes
 import os
+import threading
 import time as _time
 
 from . import _lib
@@ -214,6 +215,10 @@ class Context:
     def __init__(self, procfs=None, sysfs=None, devfs=None, hwdb=None):
         self._lib = _lib.load()
         self._ctx = None
+        # close() waits for the calls in flight (ctypes releases the GIL
+        # during a call: another thread may be inside the library).
+        self._cv = threading.Condition()
+        self._inflight = 0
         self._keep = []  # ctypes objects the C side points to
         self._cb = None
         opts = _lib.pa_ctx_opts(_b(procfs), _b(sysfs), _b(devfs), _b(hwdb))
@@ -224,12 +229,18 @@ class Context:
 
     # -- lifecycle
     def close(self):
-        """Stops the sampler if running and frees the context.  Idempotent."""
-        if self._ctx is not None:
-            self._lib.pa_ctx_free(self._ctx)
-            self._ctx = None
-            self._cb = None
-            self._keep = []
+        """Stops the sampler if running and frees the context, once the
+        calls other threads are making return.  Idempotent.  Not from a
+        start() callback."""
+        with self._cv:
+            if self._ctx is None:
+                return
+            ctx, self._ctx = self._ctx, None
+            while self._inflight:
+                self._cv.wait()
+        self._lib.pa_ctx_free(ctx)
+        self._cb = None
+        self._keep = []
 
     def __enter__(self):
         return self
@@ -243,36 +254,46 @@ class Context:
         except Exception:
             pass
 
-    def _h(self):
-        if self._ctx is None:
-            raise ValueError("powerapi: context is closed")
-        return self._ctx
+    def _call(self, fn, *args):
+        """fn(ctx, *args), the context kept alive during the call."""
+        with self._cv:
+            if self._ctx is None:
+                raise ValueError("powerapi: context is closed")
+            h = self._ctx
+            self._inflight += 1
+        try:
+            return fn(h, *args)
+        finally:
+            with self._cv:
+                self._inflight -= 1
+                if not self._inflight:
+                    self._cv.notify_all()
 
     # -- modules
     def enable(self, name, options=None):
         """Enables a module ("procfs-cpu", "cpu-tdp", "auto"...) with
         options "k=v,k=v" or a dict."""
-        _check(self._lib.pa_module_enable(self._h(), _b(name),
+        _check(self._call(self._lib.pa_module_enable, _b(name),
                                           _options(options)),
                "pa_module_enable")
 
     def disable(self, name):
-        _check(self._lib.pa_module_disable(self._h(), _b(name)),
+        _check(self._call(self._lib.pa_module_disable, _b(name)),
                "pa_module_disable")
 
     def configure(self, name, options):
         """Changes some options of an enabled module."""
-        _check(self._lib.pa_module_configure(self._h(), _b(name),
+        _check(self._call(self._lib.pa_module_configure, _b(name),
                                              _options(options)),
                "pa_module_configure")
 
     def modules(self):
         """Every known module (list of ModuleInfo), sensors first."""
-        n = _check(self._lib.pa_module_list(self._h(), None, 0),
+        n = _check(self._call(self._lib.pa_module_list, None, 0),
                    "pa_module_list")
         while True:
             arr = (_lib.pa_module_info * max(n, 1))()
-            m = _check(self._lib.pa_module_list(self._h(), arr, n),
+            m = _check(self._call(self._lib.pa_module_list, arr, n),
                        "pa_module_list")
             if m <= n:
                 return [ModuleInfo(arr[i]) for i in range(m)]
@@ -282,7 +303,7 @@ class Context:
         """Registers a Python Module (sensor or formula) in this context;
         it can then be enabled by its name."""
         ops = module._ops()
-        _check(self._lib.pa_module_register(self._h(), ctypes.byref(ops)),
+        _check(self._call(self._lib.pa_module_register, ctypes.byref(ops)),
                "pa_module_register")
         self._keep.append((module, ops))
 
@@ -290,19 +311,19 @@ class Context:
     def watch_pid(self, pid, threads=False, children=False):
         flags = ((_lib.PA_WATCH_THREADS if threads else 0)
                  | (_lib.PA_WATCH_CHILDREN if children else 0))
-        _check(self._lib.pa_watch_pid(self._h(), int(pid), flags),
+        _check(self._call(self._lib.pa_watch_pid, int(pid), flags),
                "pa_watch_pid")
 
     def unwatch_pid(self, pid):
-        _check(self._lib.pa_unwatch_pid(self._h(), int(pid)),
+        _check(self._call(self._lib.pa_unwatch_pid, int(pid)),
                "pa_unwatch_pid")
 
     def watch_all(self, on=True):
-        _check(self._lib.pa_watch_all(self._h(), 1 if on else 0),
+        _check(self._call(self._lib.pa_watch_all, 1 if on else 0),
                "pa_watch_all")
 
     def report_cgroups(self, on=True):
-        _check(self._lib.pa_report_cgroups(self._h(), 1 if on else 0),
+        _check(self._call(self._lib.pa_report_cgroups, 1 if on else 0),
                "pa_report_cgroups")
 
     # -- ticks
@@ -310,9 +331,9 @@ class Context:
         """Samples now (or at the explicit clock time_ns, strictly
         increasing, for replays and tests).  The first tick only primes."""
         if time_ns is None:
-            rc = self._lib.pa_tick(self._h())
+            rc = self._call(self._lib.pa_tick)
         else:
-            rc = self._lib.pa_tick_at(self._h(), int(time_ns))
+            rc = self._call(self._lib.pa_tick_at, int(time_ns))
         _check(rc, "pa_tick")
 
     def start(self, period_s, callback=None):
@@ -330,18 +351,18 @@ class Context:
                 except BaseException as e:  # never unwind into C
                     self.callback_errors.append(e)
             cb = _lib.REPORT_CB(trampoline)
-        _check(self._lib.pa_start(self._h(), period_ns, cb, None), "pa_start")
+        _check(self._call(self._lib.pa_start, period_ns, cb, None), "pa_start")
         self._cb = cb
 
     def stop(self):
         """Stops the background sampler and waits for it."""
-        _check(self._lib.pa_stop(self._h()), "pa_stop")
+        _check(self._call(self._lib.pa_stop), "pa_stop")
         self._cb = None
 
     # -- results
     def _power(self, fn, name, key):
         out = _lib.pa_power()
-        _check(fn(self._h(), key, ctypes.byref(out)), name)
+        _check(self._call(fn, key, ctypes.byref(out)), name)
         return Power(out)
 
     def pid_power(self, pid):
@@ -362,14 +383,14 @@ class Context:
     def system_power(self):
         """The whole machine (idle_w: CPU power no task caused)."""
         out = _lib.pa_power()
-        _check(self._lib.pa_system_power(self._h(), ctypes.byref(out)),
+        _check(self._call(self._lib.pa_system_power, ctypes.byref(out)),
                "pa_system_power")
         return Power(out)
 
     def report(self):
         """A copy of the last report."""
         rep = ctypes.POINTER(_lib.pa_report)()
-        _check(self._lib.pa_report_get(self._h(), ctypes.byref(rep)),
+        _check(self._call(self._lib.pa_report_get, ctypes.byref(rep)),
                "pa_report_get")
         try:
             return Report(rep.contents)

@@ -162,7 +162,7 @@ class RingWriter:
     def publish(self, ctx):
         """Publishes ctx's last report as the next window."""
         rep = ctypes.POINTER(_lib.pa_report)()
-        self._check(self._lib.pa_report_get(ctx._h(), ctypes.byref(rep)),
+        self._check(ctx._call(self._lib.pa_report_get, ctypes.byref(rep)),
                     "pa_report_get")
         try:
             if self._h is None:

@@ -309,6 +309,48 @@ class TestLive(unittest.TestCase):
         for r in reports:
             self.assertAlmostEqual(r.interval_s, 0.02, delta=0.5)
 
+    def test_close_while_other_threads_call(self):
+        # close() waits for calls in flight; later calls raise ValueError.
+        for _ in range(5):
+            ctx = powerapi.Context()
+            ctx.watch_pid(os.getpid())
+            outcomes = []
+
+            def hammer():
+                try:
+                    for _ in range(200):
+                        ctx.tick()
+                        ctx.system_power()
+                except ValueError:
+                    outcomes.append("closed")
+                except powerapi.PowerAPIError:
+                    outcomes.append("error")  # e.g. no window yet
+                else:
+                    outcomes.append("done")
+
+            ts = [threading.Thread(target=hammer) for _ in range(3)]
+            for t in ts:
+                t.start()
+            time.sleep(0.005)
+            ctx.close()
+            for t in ts:
+                t.join()
+            self.assertEqual(len(outcomes), 3)
+            with self.assertRaises(ValueError):
+                ctx.tick()
+
+    def test_callback_reads_the_context(self):
+        seen = []
+        with powerapi.Context() as ctx:
+            ctx.watch_pid(os.getpid())
+            ctx.start(0.01, lambda r: seen.append(ctx.system_power().interval_s))
+            deadline = time.monotonic() + 5
+            while len(seen) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            ctx.stop()
+            self.assertEqual(ctx.callback_errors, [])
+        self.assertGreaterEqual(len(seen), 2)
+
     def test_threads(self):
         pid = os.getpid()
         go, burnt, done = (threading.Event() for _ in range(3))
