@@ -163,15 +163,17 @@ START_TEST(test_desktop_system)
     ck_assert_uint_eq(s->freq[1].khz, 900000);
     ck_assert_uint_eq(s->freq[1].time_ns, 0);
 
-    /* 2 s later: 4 CPUs x 200 ticks, 150 of them busy */
+    /* 2 s later: each of the 4 CPUs 200 ticks further, 150 of the 800
+     * busy (user +100, system +30, softirq +20), 650 idle (+645, iowait
+     * +5) */
     pa_test_write(root, "proc/stat",
-                  "cpu  2255494 1580 671855 39113119 30152 0 21068 0 0 0\n"
-                  "cpu0 571353 398 170066 9770095 7861 0 11920 0 0 0\n"
+                  "cpu  2255494 1580 671855 39113519 30152 0 21068 0 0 0\n"
+                  "cpu0 571353 398 170066 9770195 7861 0 11920 0 0 0\n"
                   "cpu1 561820 386 167569 9784741 7464 0 3285 0 0 0\n"
-                  "cpu2 563151 401 166875 9782734 7430 0 3096 0 0 0\n"
-                  "cpu3 559170 395 167345 9775549 7397 0 2767 0 0 0\n"
+                  "cpu2 563151 401 166875 9782909 7430 0 3096 0 0 0\n"
+                  "cpu3 559170 395 167345 9775674 7397 0 2767 0 0 0\n"
                   "intr 184613095 9\nctxt 561963327\nbtime 1732085168\n");
-    pa_test_write(root, "proc/uptime", "105234.17 391136.74\n");
+    pa_test_write(root, "proc/uptime", "105234.17 391135.24\n");
     pa_test_write(root,
                   "sys/devices/system/cpu/cpufreq/policy0/stats/"
                   "time_in_state",
@@ -182,7 +184,7 @@ START_TEST(test_desktop_system)
     tick(ctx, 3.0);
     s = last_sys(ctx);
     ck_assert_uint_eq(s->busy_ns, (2949847ull + 150) * TICK_NS);
-    ck_assert_uint_eq(s->idle_ns, (39143021ull + 250) * TICK_NS);
+    ck_assert_uint_eq(s->idle_ns, (39143021ull + 650) * TICK_NS);
     ck_assert_uint_eq(s->freq[15].time_ns,
                       (402461ull + 398112 + 391876 + 385020) * TICK_NS);
     pa_power sp;
