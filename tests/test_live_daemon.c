@@ -263,5 +263,7 @@ int main(void)
     tcase_add_test(tc, test_daemon_group_and_count);
     tcase_add_test(tc, test_daemon_killed);
     suite_add_tcase(s, tc);
-    return pa_test_main(s);
+    int rc = pa_test_main(s);
+    rf_sweep();
+    return rc;
 }

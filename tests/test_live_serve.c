@@ -209,5 +209,7 @@ int main(void)
     tcase_add_test(tc, test_own_sampling);
     tcase_add_test(tc, test_prometheus_scrapes);
     suite_add_tcase(s, tc);
-    return pa_test_main(s);
+    int rc = pa_test_main(s);
+    rf_sweep();
+    return rc;
 }

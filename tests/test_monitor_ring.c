@@ -98,5 +98,7 @@ int main(void)
     tcase_add_test(tc, test_json_lines);
     tcase_add_test(tc, test_daemon_stops);
     suite_add_tcase(s, tc);
-    return pa_test_main(s);
+    int rc = pa_test_main(s);
+    rf_sweep();
+    return rc;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "powerapi.h"
+#include "ring_fixture.h"
 
 static char ring_name[64];
 
@@ -686,5 +687,6 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    rf_sweep();
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

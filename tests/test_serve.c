@@ -506,5 +506,7 @@ int main(void)
     tcase_add_test(tc, test_concurrent_scrapes);
     tcase_add_test(tc, test_ring_gone);
     suite_add_tcase(s, tc);
-    return pa_test_main(s);
+    int rc = pa_test_main(s);
+    rf_sweep();
+    return rc;
 }

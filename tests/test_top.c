@@ -220,5 +220,7 @@ int main(void)
     tcase_add_test(tc, test_top_own_sampling);
     tcase_add_test(tc, test_top_needs_tty);
     suite_add_tcase(s, tc);
-    return pa_test_main(s);
+    int rc = pa_test_main(s);
+    rf_sweep();
+    return rc;
 }
