@@ -621,12 +621,39 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
     free(tids);
 }
 
-static void jl_sleep_ns(uint64_t ns)
+/* The agent thread sleeps on a condition variable, so that VMDeath can stop
+ * it at once: HotSpot's exit waits (up to 300 ms) for threads that are in
+ * native code, and a sleeping agent thread is one. */
+static pthread_mutex_t jl_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jl_sleep_cond;
+static int jl_stop;           /* sleep lock */
+static int jl_agent_running;  /* sleep lock */
+
+/* Returns 1 when asked to stop. */
+static int jl_sleep_ns(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec += (long)(ns % 1000000000ull);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&jl_sleep_lock);
+    while (!jl_stop && pthread_cond_timedwait(&jl_sleep_cond, &jl_sleep_lock, &ts) == 0)
         ;
+    int stop = jl_stop;
+    pthread_mutex_unlock(&jl_sleep_lock);
+    return stop;
+}
+
+static void jl_agent_exit(void)
+{
+    pthread_mutex_lock(&jl_sleep_lock);
+    jl_agent_running = 0;
+    pthread_cond_broadcast(&jl_sleep_cond);
+    pthread_mutex_unlock(&jl_sleep_lock);
 }
 
 static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
@@ -647,7 +674,10 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     if (step > 50000000ull)
         step = 50000000ull;
     for (;;) {
-        jl_sleep_ns(step);
+        if (jl_sleep_ns(step)) {
+            jl_agent_exit();
+            return;
+        }
         if (jl_o.mode == JL_MODE_JVMTI && atomic_load(&jl_active))
             jl_jvmti_sample(jvmti);
         double now = jl_now_s();
@@ -656,6 +686,7 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
         pthread_mutex_lock(&jl_prof_lock);
         if (jl_done) {
             pthread_mutex_unlock(&jl_prof_lock);
+            jl_agent_exit();
             return;
         }
         if (now >= next_window) {
@@ -693,8 +724,15 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     jmethodID ctor = tc ? (*jni)->GetMethodID(jni, tc, "<init>", "(Ljava/lang/String;)V") : NULL;
     jstring nm = (*jni)->NewStringUTF(jni, JL_AGENT_NAME);
     jthread at = ctor && nm ? (*jni)->NewObject(jni, tc, ctor, nm) : NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&jl_sleep_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    jl_agent_running = 1;
     if (!at || (*jvmti)->RunAgentThread(jvmti, at, jl_agent_main, NULL,
                                         JVMTI_THREAD_NORM_PRIORITY) != JVMTI_ERROR_NONE) {
+        jl_agent_running = 0;
         (*jni)->ExceptionClear(jni);
         fprintf(stderr, "jalen: cannot start the agent thread; files are written at exit only\n");
     }
@@ -720,6 +758,17 @@ static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
         return;
     atomic_store(&jl_smp.on, 0);
     jl_stop_timers();
+    /* stop the agent thread (it may be in a window: let it finish) */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 2;
+    pthread_mutex_lock(&jl_sleep_lock);
+    jl_stop = 1;
+    pthread_cond_broadcast(&jl_sleep_cond);
+    while (jl_agent_running &&
+           pthread_cond_timedwait(&jl_sleep_cond, &jl_sleep_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&jl_sleep_lock);
     pthread_mutex_lock(&jl_prof_lock);
     if (!jl_done) {
         jl_process_window(1);

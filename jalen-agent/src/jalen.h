@@ -269,6 +269,8 @@ typedef struct jl_net_rec {
 /* Calls fn for every record with bytes in the window and zeroes them. */
 void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user);
 void jl_net_init(jvmtiEnv *jvmti);
+/* Bytes the net records hold (for summary.json's agent_memory_bytes). */
+size_t jl_net_memory(void);
 void jl_net_new_window(void);
 
 /* ------------------------------------------------------------------ */

@@ -142,7 +142,8 @@ static int copy_locked(jalen_live *l)
         l->recent = calloc(mx_nwin, sizeof(*l->recent));
         if (!l->recent)
             return -ENOMEM;
-        size_t first = (mx_head + JALEN_LIVE_WINDOWS - mx_nwin) % JALEN_LIVE_WINDOWS;
+        size_t first =
+            (mx_head + JALEN_LIVE_WINDOWS - mx_nwin) % JALEN_LIVE_WINDOWS;
         for (size_t i = 0; i < mx_nwin; i++)
             l->recent[i] = mx_win[(first + i) % JALEN_LIVE_WINDOWS];
         l->nwindows = mx_nwin;
@@ -252,10 +253,10 @@ static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
     if (!res)
         goto out;
 
-    double sum[8] = {l->uptime_s,       l->process_power_w,
+    double sum[8] = {l->uptime_s,         l->process_power_w,
                      l->process_energy_j, l->attributed_j,
-                     l->unattributed_j, (double)l->windows,
-                     (double)l->samples, (double)l->dropped};
+                     l->unattributed_j,   (double)l->windows,
+                     (double)l->samples,  (double)l->dropped};
     char *strs[2] = {l->formula, (char *)""};
     if (put(env, res, 0, new_doubles(env, sum, 8)) ||
         put(env, res, 1, new_strings(env, strs, 0, sizeof(char *), 2)))
@@ -272,9 +273,9 @@ static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
         j[3 * i + 1] = (jlong)m->total_samples;
         j[3 * i + 2] = (jlong)m->net_bytes;
     }
-    if (put(env, res, 2, new_strings(env, l->methods,
-                                     offsetof(jalen_live_method, name),
-                                     sizeof(jalen_live_method), nm)) ||
+    if (put(env, res, 2,
+            new_strings(env, l->methods, offsetof(jalen_live_method, name),
+                        sizeof(jalen_live_method), nm)) ||
         put(env, res, 3, new_doubles(env, d, 5 * nm)) ||
         put(env, res, 4, new_longs(env, j, 3 * nm)))
         goto fail;
@@ -289,9 +290,9 @@ static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
         d[5 * i + 4] = t->window_power_w;
     }
     if (put(env, res, 5, new_longs(env, j, nt)) ||
-        put(env, res, 6, new_strings(env, l->threads,
-                                     offsetof(jalen_live_thread, name),
-                                     sizeof(jalen_live_thread), nt)) ||
+        put(env, res, 6,
+            new_strings(env, l->threads, offsetof(jalen_live_thread, name),
+                        sizeof(jalen_live_thread), nt)) ||
         put(env, res, 7, new_doubles(env, d, 5 * nt)))
         goto fail;
     for (size_t i = 0; i < nt; i++)
@@ -375,12 +376,15 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
     jmethodID forname = (*jni)->GetStaticMethodID(
         jni, cc, "forName",
         "(Ljava/lang/String;ZLjava/lang/ClassLoader;)Ljava/lang/Class;");
-    jmethodID fnew = (*jni)->GetMethodID(jni, fc, "<init>", "(Ljava/lang/String;)V");
+    jmethodID fnew =
+        (*jni)->GetMethodID(jni, fc, "<init>", "(Ljava/lang/String;)V");
     jmethodID touri = (*jni)->GetMethodID(jni, fc, "toURI", "()Ljava/net/URI;");
     jclass uric = (*jni)->FindClass(jni, "java/net/URI");
-    jmethodID tourl = uric ? (*jni)->GetMethodID(jni, uric, "toURL", "()Ljava/net/URL;") : NULL;
-    jmethodID unew = (*jni)->GetMethodID(jni, uc, "<init>",
-                                         "([Ljava/net/URL;Ljava/lang/ClassLoader;)V");
+    jmethodID tourl =
+        uric ? (*jni)->GetMethodID(jni, uric, "toURL", "()Ljava/net/URL;")
+             : NULL;
+    jmethodID unew = (*jni)->GetMethodID(
+        jni, uc, "<init>", "([Ljava/net/URL;Ljava/lang/ClassLoader;)V");
     if (!sys || !forname || !fnew || !touri || !tourl || !unew)
         goto fail;
     jobject sl = (*jni)->CallStaticObjectMethod(jni, lc, sys);
@@ -414,8 +418,8 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
         return cls;
 fail:
     (*jni)->ExceptionClear(jni);
-    snprintf(why, why_len, "MXBean: cannot load org.powerapi.jalen.Energy from %s",
-             jar);
+    snprintf(why, why_len,
+             "MXBean: cannot load org.powerapi.jalen.Energy from %s", jar);
     return NULL;
 }
 
@@ -431,8 +435,8 @@ static jclass load_energy(JNIEnv *jni, const char *jar, char *why,
     return (jclass)(*jni)->PopLocalFrame(jni, cls);
 }
 
-int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar,
-                       char *why, size_t why_len)
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why,
+                       size_t why_len)
 {
     const char *off = getenv("JALEN_MXBEAN");
     if (off && !strcmp(off, "0"))

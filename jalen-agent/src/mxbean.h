@@ -37,8 +37,8 @@ typedef struct jalen_live_method {
 typedef struct jalen_live_thread {
     long tid;
     char *name;
-    double cpu_time_s;     /* since start */
-    double energy_j;       /* since start */
+    double cpu_time_s; /* since start */
+    double energy_j;   /* since start */
     double cpu_energy_j, net_energy_j;
     double window_power_w; /* last window */
     uint64_t net_bytes;
@@ -46,26 +46,26 @@ typedef struct jalen_live_thread {
 
 /* One closed power window. */
 typedef struct jalen_live_window {
-    double start_s;    /* since the agent started */
+    double start_s; /* since the agent started */
     double duration_s;
-    double power_w;    /* process power over the window */
+    double power_w; /* process power over the window */
     double energy_j;
 } jalen_live_window;
 
 #define JALEN_LIVE_WINDOWS 60
 
 typedef struct jalen_live {
-    double uptime_s;            /* since the agent started */
-    double process_power_w;     /* last window */
-    double process_energy_j;    /* since start */
+    double uptime_s;         /* since the agent started */
+    double process_power_w;  /* last window */
+    double process_energy_j; /* since start */
     double attributed_j, unattributed_j;
     uint64_t windows, samples, dropped;
-    char *formula;              /* "cpu-tdp", "rapl-share" ... */
-    size_t nmethods;            /* sorted by self energy, descending */
+    char *formula;   /* "cpu-tdp", "rapl-share" ... */
+    size_t nmethods; /* sorted by self energy, descending */
     jalen_live_method *methods;
-    size_t nthreads;            /* sorted by energy, descending */
+    size_t nthreads; /* sorted by energy, descending */
     jalen_live_thread *threads;
-    size_t nwindows;            /* oldest first */
+    size_t nwindows; /* oldest first */
     jalen_live_window *recent;
 } jalen_live;
 
@@ -97,7 +97,7 @@ void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j)
  * or NULL to use $JALEN_MXBEAN_JAR, else look next to libjalen.so, in
  * ../bindings/java/ (build tree) and ../share/java/ (installed).
  * JALEN_MXBEAN=0 in the environment turns it off (returns 0). */
-int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar,
-                       char *why, size_t why_len) __attribute__((weak));
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why,
+                       size_t why_len) __attribute__((weak));
 
 #endif /* JALEN_MXBEAN_H */

@@ -4,9 +4,12 @@
  *
  * A wrapper calls the original native, then adds the bytes it moved to a
  * record keyed by (thread, Java stack).  The stack is walked at most once
- * per call, and not at all for a small transfer that follows another walk
- * on the same thread within 1 ms (the cached stack is reused): heavy
- * small I/O costs a hash add, not a stack walk.
+ * per call: always for a transfer of 4 KiB or more, and for a small one
+ * only if the same native on the same thread was not walked in the last
+ * 10 ms (each thread caches the last stack per native, so a thread that
+ * alternates reads and writes keeps both apart).  Heavy small I/O thus
+ * costs an atomic add per call and at most 100 walks per second per
+ * thread and native.
  */
 #include "jalen.h"
 
@@ -62,8 +65,10 @@ static size_t jl_recs_cap, jl_recs_n;
 #define JL_FD_CACHE 65536
 static unsigned char jl_fd_kind[JL_FD_CACHE];
 
-static __thread jl_net_rec *jl_tl_rec;
-static __thread uint64_t jl_tl_walk_ns;
+#define JL_SMALL_IO 4096
+#define JL_REWALK_NS 10000000ull
+static __thread jl_net_rec *jl_tl_rec[JL_NTARGETS];
+static __thread uint64_t jl_tl_walk_ns[JL_NTARGETS];
 static __thread pid_t jl_tl_tid;
 
 void jl_net_init(jvmtiEnv *jvmti)
@@ -168,8 +173,9 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
         return;
     if (!jl_tl_tid)
         jl_tl_tid = jl_gettid();
+    size_t k = (size_t)(t - jl_targets);
     uint64_t now = jl_mono_ns();
-    if (!jl_tl_rec || bytes >= 4096 || now - jl_tl_walk_ns > 1000000ull) {
+    if (!jl_tl_rec[k] || bytes >= JL_SMALL_IO || now - jl_tl_walk_ns[k] > JL_REWALK_NS) {
         jvmtiFrameInfo fi[JL_MAX_DEPTH];
         jmethodID ids[JL_MAX_DEPTH];
         jint n = 0;
@@ -183,10 +189,10 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
         pthread_mutex_unlock(&jl_net_lock);
         if (!r)
             return;
-        jl_tl_rec = r;
-        jl_tl_walk_ns = now;
+        jl_tl_rec[k] = r;
+        jl_tl_walk_ns[k] = now;
     }
-    __atomic_fetch_add(&jl_tl_rec->w_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&jl_tl_rec[k]->w_bytes, bytes, __ATOMIC_RELAXED);
 }
 
 typedef jint(JNICALL *jl_fn_rw_i)(JNIEnv *, jclass, jobject, jlong, jint);
@@ -291,6 +297,17 @@ void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmetho
     (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
     if (csig)
         (*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+}
+
+size_t jl_net_memory(void)
+{
+    pthread_mutex_lock(&jl_net_lock);
+    size_t b = jl_recs_cap * sizeof(*jl_recs);
+    for (size_t i = 0; i < jl_recs_cap; i++)
+        if (jl_recs[i])
+            b += sizeof(jl_net_rec) + (size_t)jl_recs[i]->n * sizeof(jmethodID);
+    pthread_mutex_unlock(&jl_net_lock);
+    return b + sizeof(jl_fd_kind);
 }
 
 void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user)

@@ -306,6 +306,24 @@ static int jl_write_timeline(const char *dir)
     return jl_out_close(&o);
 }
 
+/* What the agent holds: the sample ring, the tables, the net records (the
+ * heap allocator's own overhead and libpowerapi's context not counted). */
+static size_t jl_agent_memory(void)
+{
+    const jl_profile *p = &jl_prof;
+    size_t b = sizeof(jl_slot) * JL_RING_SLOTS;
+    b += p->capm * sizeof(jl_method) + p->capc * sizeof(jl_class);
+    for (size_t i = 0; i < p->nm; i++)
+        b += strlen(p->m[i].name) + 1;
+    for (size_t i = 0; i < p->nc; i++)
+        b += strlen(p->c[i].name) + 1;
+    b += p->capn * sizeof(jl_node) + p->nhcap * sizeof(int);
+    b += p->mhcap * (sizeof(int) + sizeof(jmethodID)) + p->chcap * sizeof(int);
+    b += p->captl * sizeof(jl_timeline_row);
+    b += jl_thr.cap * sizeof(jl_thread) + jl_thr.hcap * sizeof(int);
+    return b + jl_net_memory();
+}
+
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
 {
     jl_out o;
@@ -319,6 +337,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     for (size_t i = 0; i < jl_thr.n; i++)
         threads_j += jl_thr.v[i].energy_j;
     size_t nthreads = jl_thr.n;
+    size_t mem = jl_agent_memory();
     pthread_mutex_unlock(&jl_thr.lock);
     FILE *f = o.f;
     fprintf(f, "{\n  \"pid\": %d,\n", (int)getpid());
@@ -334,6 +353,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)p->samples);
     fprintf(f, "  \"samples_dropped\": %llu,\n", (unsigned long long)p->samples_dropped);
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
+    fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);

@@ -1,0 +1,121 @@
+#!/bin/bash
+# bench_jalen.sh - overhead of the jalen agent on an embedded Jetty 9 under wrk.
+#
+# Usage: bench/bench_jalen.sh [BUILD_DIR] [RUNS] [SECONDS]
+#   BUILD_DIR  the CMake build folder (default: build); needs libjalen.so, the
+#              Jetty workload (Debian libjetty9-java) and wrk.
+#   RUNS       measured runs per configuration (default 5), a fresh JVM each,
+#              configurations alternating run after run.
+#   SECONDS    measured wrk run (default 5), after a 3 s warm-up.
+#
+# On shared 2-vCPU machines requests/s swings by tens of percent from run to
+# run, so the figure that counts is the JVM's CPU time per request
+# (utime+stime of /proc/<pid>/stat over the measured run, divided by the
+# requests served).  Printed: per configuration the median CPU time per
+# request and its overhead against no agent (median, and min..max over the
+# runs), requests/s, RSS (heap fixed and pre-touched, so the difference
+# to no agent is the agent's), and the agent's own tables as it counts
+# them (summary.json agent_memory_bytes); then the start-up time the agent adds (median
+# of alternating `java Hello` runs) and the time its exit adds.
+set -u
+BUILD=${1:-build}
+RUNS=${2:-5}
+SECS=${3:-5}
+ENVF="$BUILD/jalen-agent/jalen-env.sh"
+[ -r "$ENVF" ] || { echo "bench_jalen: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
+# shellcheck disable=SC1090
+. "$ENVF"
+command -v wrk >/dev/null || { echo "bench_jalen: wrk not found (apt-get install wrk)" >&2; exit 2; }
+[ -n "$JALEN_JETTY_CP" ] || { echo "bench_jalen: Jetty jars not found (apt-get install libjetty9-java)" >&2; exit 2; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+TCK=$(getconf CLK_TCK)
+
+CONFIGS=("none" "mode=cpu,interval=10ms" "mode=jvmti,interval=10ms" "mode=cpu,interval=10ms,net=off")
+
+cpu_ticks() { awk '{ s=$0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# one_run CONFIG -> "cpu_us_per_req req_per_s rss_kib"
+one_run() {
+    local cfg=$1 agent=() out="$TMP/out.$RANDOM"
+    [ "$cfg" != none ] && agent=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$out")
+    # a fixed, pre-touched heap: RSS then differs by what the agent adds
+    "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${agent[@]}" -cp "$JALEN_JETTY_CP" JettyServer 0 >"$TMP/jetty.out" 2>"$TMP/jetty.err" &
+    local pid=$! port="" i
+    for i in $(seq 1 300); do
+        port=$(awk '/^READY/ { print $2 }' "$TMP/jetty.out" 2>/dev/null)
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    [ -n "$port" ] || { echo "bench_jalen: Jetty did not start ($cfg)" >&2; kill -9 $pid; return 1; }
+    wrk -t2 -c16 -d3s "http://127.0.0.1:$port/hello" >/dev/null 2>&1
+    local c0 c1 reqs rps rss
+    c0=$(cpu_ticks $pid)
+    wrk -t2 -c16 -d"${SECS}s" "http://127.0.0.1:$port/hello" >"$TMP/wrk.txt" 2>&1
+    c1=$(cpu_ticks $pid)
+    rss=$(rss_kb $pid)
+    kill -TERM $pid
+    wait $pid 2>/dev/null
+    local mem=0
+    [ -r "$out/summary.json" ] && mem=$(awk -F': ' '/"agent_memory_bytes"/ { sub(/,/, "", $2); print $2 }' "$out/summary.json")
+    rm -rf "$out"
+    reqs=$(awk '/ requests in / { print $1 }' "$TMP/wrk.txt")
+    rps=$(awk '/^Requests\/sec:/ { print $2 }' "$TMP/wrk.txt")
+    [ -n "$reqs" ] && [ "$reqs" -gt 0 ] || { echo "bench_jalen: wrk failed ($cfg)" >&2; return 1; }
+    awk -v c=$((c1 - c0)) -v t="$TCK" -v n="$reqs" -v r="$rps" -v m="$rss" -v a="${mem:-0}" \
+        'BEGIN { printf "%.3f %.0f %.1f %.2f\n", 1e6 * c / t / n, r, m / 1024, a / 1048576 }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "bench_jalen: Jetty 9 + wrk -t2 -c16 on 127.0.0.1, $RUNS runs x ${SECS}s per configuration, alternating, $(nproc) CPUs"
+echo "warm-up run (discarded)"
+one_run none >/dev/null || exit 1
+for r in $(seq 1 "$RUNS"); do
+    for c in "${!CONFIGS[@]}"; do
+        res=$(one_run "${CONFIGS[$c]}") || exit 1
+        echo "$res" >>"$TMP/res.$c"
+        printf '  run %d %-34s cpu/req %8s us  req/s %7s  rss %7s MiB  agent tables %5s MiB\n' "$r" "${CONFIGS[$c]}" $res
+    done
+done
+
+base=$(awk '{ print $1 }' "$TMP/res.0" | median)
+base_rss=$(awk '{ print $3 }' "$TMP/res.0" | median)
+echo
+printf '%-34s %14s %22s %10s %10s %10s %12s\n' configuration "cpu/req (us)" "overhead med (min..max)" "req/s" "RSS MiB" "RSS+ MiB" "tables MiB"
+for c in "${!CONFIGS[@]}"; do
+    med=$(awk '{ print $1 }' "$TMP/res.$c" | median)
+    rps=$(awk '{ print $2 }' "$TMP/res.$c" | median)
+    rss=$(awk '{ print $3 }' "$TMP/res.$c" | median)
+    tab=$(awk '{ print $4 }' "$TMP/res.$c" | median)
+    # overhead of each run against the baseline median
+    ov=$(awk -v b="$base" '{ print 100 * ($1 / b - 1) }' "$TMP/res.$c" | median)
+    lo=$(awk -v b="$base" '{ print 100 * ($1 / b - 1) }' "$TMP/res.$c" | sort -g | head -1)
+    hi=$(awk -v b="$base" '{ print 100 * ($1 / b - 1) }' "$TMP/res.$c" | sort -g | tail -1)
+    printf '%-34s %14.3f %+8.1f%% (%+.1f..%+.1f) %10.0f %10.1f %+10.1f %12.2f\n' "${CONFIGS[$c]}" "$med" "$ov" "$lo" "$hi" "$rps" "$rss" \
+        "$(awk -v a="$rss" -v b="$base_rss" 'BEGIN { print a - b }')" "$tab"
+done
+
+# start-up time: java Hello, alternating, 10 runs each.  Start-up is the
+# time until Hello's first line reaches the pipe; the whole run (start-up,
+# main, and the agent's final write of the output files at VMDeath) apart.
+echo
+for i in $(seq 1 10); do
+    for a in none agent; do
+        opts=()
+        [ $a = agent ] && opts=("-agentpath:$JALEN_AGENT=quiet,out=$TMP/hello.$i")
+        t0=$(date +%s%N)
+        "$JALEN_JAVA" "${opts[@]}" -cp "$JALEN_CLASSES" Hello 2>/dev/null |
+            { read -r _; date +%s%N >"$TMP/t1"; cat >/dev/null; }
+        t2=$(date +%s%N)
+        echo $((($(cat "$TMP/t1") - t0) / 1000)) >>"$TMP/start.$a"
+        echo $(((t2 - t0) / 1000)) >>"$TMP/whole.$a"
+    done
+done
+s0=$(median <"$TMP/start.none")
+s1=$(median <"$TMP/start.agent")
+w0=$(median <"$TMP/whole.none")
+w1=$(median <"$TMP/whole.agent")
+awk -v a="$s0" -v b="$s1" 'BEGIN { printf "start-up (java Hello to its first line, median of 10): %.1f ms without, %.1f ms with the agent: %+.1f ms\n", a / 1000, b / 1000, (b - a) / 1000 }'
+awk -v a="$w0" -v b="$w1" 'BEGIN { printf "whole run (java Hello incl. exit and final write, median of 10): %.1f ms without, %.1f ms with the agent: %+.1f ms\n", a / 1000, b / 1000, (b - a) / 1000 }'

@@ -1,0 +1,16 @@
+#!/bin/bash
+# run-demo.sh - runs a bundled Java workload under the jalen agent and prints
+# its energy hotspots and where its files (and flame graph) are.
+# Usage: jalen-agent/run-demo.sh [BUILD_DIR] [OUT_DIR]
+set -eu
+BUILD=${1:-build}
+OUT=${2:-jalen-demo}
+ENVF="$BUILD/jalen-agent/jalen-env.sh"
+[ -r "$ENVF" ] || { echo "run-demo: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
+# shellcheck disable=SC1090
+. "$ENVF"
+rm -rf "$OUT"
+echo "jalen demo: java -agentpath:$JALEN_AGENT=out=$OUT -cp $JALEN_CLASSES Known 3"
+"$JALEN_JAVA" "-agentpath:$JALEN_AGENT=out=$OUT" -cp "$JALEN_CLASSES" Known 3 >/dev/null
+echo "jalen demo: threads ($OUT/threads.csv):"
+column -s, -t <"$OUT/threads.csv" | sed 's/^/  /'
