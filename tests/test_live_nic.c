@@ -81,6 +81,29 @@ static void sender_loop(const struct sockaddr *sa, socklen_t len,
     }
 }
 
+/* Children to kill if an assertion ends the test early (their groups:
+ * sinks lead one). */
+static pid_t children[8];
+static size_t nchildren;
+
+static void kill_children(void)
+{
+    for (size_t i = 0; i < nchildren; i++)
+        if (children[i] > 0) {
+            kill(-children[i], SIGKILL);
+            kill(children[i], SIGKILL);
+        }
+    nchildren = 0;
+}
+
+static void track(pid_t p)
+{
+    if (!nchildren)
+        atexit(kill_children);
+    if (nchildren < sizeof children / sizeof children[0])
+        children[nchildren++] = p;
+}
+
 static int listen_any(struct sockaddr_in *sa)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -98,7 +121,15 @@ static pid_t spawn_sender(const struct sockaddr_in *sa, double rate)
     ck_assert_int_ge(p, 0);
     if (p == 0)
         sender_loop((const struct sockaddr *)sa, sizeof *sa, rate);
+    track(p);
     return p;
+}
+
+static void untrack(pid_t p)
+{
+    for (size_t i = 0; i < nchildren; i++)
+        if (children[i] == p)
+            children[i] = 0; /* reaped: its pid may be reused */
 }
 
 static void kill_wait(pid_t p)
@@ -106,6 +137,7 @@ static void kill_wait(pid_t p)
     if (p > 0) {
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
+        untrack(p);
     }
 }
 
@@ -153,6 +185,7 @@ START_TEST(loopback_rates_and_watts)
     if (sink == 0)
         sink_loop(lfd);
     setpgid(sink, sink);
+    track(sink);
     close(lfd);
     pid_t fast = spawn_sender(&sa, 8e6), slow = spawn_sender(&sa, 2e6);
 
@@ -221,11 +254,13 @@ START_TEST(ipv6_loopback_sender)
     if (sink == 0)
         sink_loop(lfd);
     setpgid(sink, sink);
+    track(sink);
     close(lfd);
     pid_t snd = fork();
     ck_assert_int_ge(snd, 0);
     if (snd == 0)
         sender_loop((const struct sockaddr *)&sa, sizeof sa, 3e6);
+    track(snd);
 
     pa_ctx *ctx = live_ctx(NULL);
     ck_assert_int_eq(pa_watch_pid(ctx, snd, 0), 0);
