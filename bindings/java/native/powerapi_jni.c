@@ -32,8 +32,8 @@ static int check(JNIEnv *env, int rc)
     jclass cls = (*env)->FindClass(env, "org/powerapi/PowerAPIException");
     if (!cls)
         return 1; /* NoClassDefFoundError pending */
-    jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>",
-                                         "(ILjava/lang/String;)V");
+    jmethodID ctor =
+        (*env)->GetMethodID(env, cls, "<init>", "(ILjava/lang/String;)V");
     jstring jmsg = (*env)->NewStringUTF(env, msg);
     if (ctor && jmsg) {
         jobject ex = (*env)->NewObject(env, cls, ctor, (jint)-rc, jmsg);
@@ -78,14 +78,14 @@ static int pid_arg(JNIEnv *env, jlong pid)
 }
 
 JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nVersion(JNIEnv *env,
-                                                               jclass cls)
+                                                              jclass cls)
 {
     return (*env)->NewStringUTF(env, pa_version());
 }
 
-JNIEXPORT jlong JNICALL Java_org_powerapi_PowerAPI_nOpen(
-    JNIEnv *env, jclass cls, jstring procfs, jstring sysfs, jstring devfs,
-    jstring hwdb)
+JNIEXPORT jlong JNICALL
+Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env, jclass cls, jstring procfs,
+                                 jstring sysfs, jstring devfs, jstring hwdb)
 {
     int failed = 0;
     pa_ctx *ctx = NULL;
@@ -129,8 +129,7 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nEnable(JNIEnv *env,
 }
 
 JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nDisable(JNIEnv *env,
-                                                           jclass cls,
-                                                           jlong h,
+                                                           jclass cls, jlong h,
                                                            jstring name)
 {
     int failed = 0;
@@ -144,11 +143,8 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nDisable(JNIEnv *env,
     unutf(env, name, n);
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(JNIEnv *env,
-                                                             jclass cls,
-                                                             jlong h,
-                                                             jstring name,
-                                                             jstring options)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(
+    JNIEnv *env, jclass cls, jlong h, jstring name, jstring options)
 {
     int failed = 0;
     if (!name) {
@@ -164,8 +160,8 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(JNIEnv *env,
 }
 
 JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nWatchPid(JNIEnv *env,
-                                                            jclass cls,
-                                                            jlong h, jlong pid,
+                                                            jclass cls, jlong h,
+                                                            jlong pid,
                                                             jint flags)
 {
     if (pid_arg(env, pid))
@@ -181,9 +177,8 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nUnwatchPid(JNIEnv *env,
         check(env, pa_unwatch_pid(ctx_of(h), (pid_t)pid));
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env,
-                                                        jclass cls, jlong h,
-                                                        jlong time_ns)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env, jclass cls,
+                                                        jlong h, jlong time_ns)
 {
     if (time_ns < 0)
         check(env, pa_tick(ctx_of(h)));
