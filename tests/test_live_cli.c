@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -676,6 +677,59 @@ START_TEST(test_readme_job)
 }
 END_TEST
 
+/* On a terminal the table is redrawn in place and fits the screen; into
+ * a pipe (the other tests) it has no escape sequences. */
+START_TEST(test_table_on_tty)
+{
+    struct winsize ws = {.ws_row = 20, .ws_col = 100};
+    int master;
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = {
+            (char *)PA_CLI_PATH, "monitor", "--all", "--interval", "200ms",
+            "--count",           "2",       NULL};
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    for (;;) {
+        ssize_t r = read(master, buf + n, cap - 1 - n);
+        if (r <= 0) /* EIO once the child closed the terminal */
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    int st;
+    waitpid(pid, &st, 0);
+    close(master);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* two screens, each starting with home + clear */
+    const char *clear = "\033[H\033[2J";
+    const char *s1 = strstr(buf, clear);
+    ck_assert_ptr_nonnull(s1);
+    const char *s2 = strstr(s1 + 1, clear);
+    ck_assert_ptr_nonnull(s2);
+    ck_assert_ptr_null(strstr(s2 + 1, clear));
+    /* each screen fits the 20 rows */
+    size_t lines = 0;
+    for (const char *p = s2; *p; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines <= 20, "%zu lines on a 20-row screen", lines);
+    ck_assert_ptr_nonnull(strstr(s2, "PID"));
+    ck_assert_ptr_nonnull(strstr(s2, "more)")); /* more processes than rows */
+    free(buf);
+
+    run r;
+    cli(&r, "monitor", "--all", "--interval", "200ms", "--count", "1", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_null(strchr(r.out, '\033'));
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(test_unknown_pid_goes_on)
 {
     run r;
@@ -747,6 +801,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_json_all);
     tcase_add_test(tc, test_csv_header);
     tcase_add_test(tc, test_readme_job);
+    tcase_add_test(tc, test_table_on_tty);
     tcase_add_test(tc, test_unknown_pid_goes_on);
     tcase_add_test(tc, test_pid_exit_ends);
     suite_add_tcase(s, tc);
