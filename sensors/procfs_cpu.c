@@ -8,7 +8,11 @@
  *
  * Tasks: CPU time of processes from <procfs>/<pid>/stat (utime+stime) and
  * of threads from <procfs>/<pid>/task/<tid>/schedstat (ns), falling back
- * to the thread's stat.
+ * to the thread's stat.  Which: every process (watch_all), or the watched
+ * pids; a pid watched with PA_WATCH_CHILDREN needs every process's ppid,
+ * so all are read and the pid and its descendants registered.  Threads:
+ * those of pids watched with PA_WATCH_THREADS and, for a tree watched
+ * with both flags (not under watch_all), of every process of the tree.
  *
  * Why stat and not schedstat for processes: <procfs>/<pid>/schedstat is
  * the MAIN THREAD's run time only.  Checked on the development VM (Linux,
@@ -717,7 +721,8 @@ static int pc_read_cgroup(pc_state *p, pa_ctx *ctx, pa_task *t)
 }
 
 /* Fills a process task from a parsed record and registers it. */
-static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh)
+static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh,
+                          pa_task **out)
 {
     pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, r->pid, 0, r->start_ticks);
     if (!t) {
@@ -739,6 +744,7 @@ static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh)
         pc_read_cgroup(p, f->ctx, t) < 0)
         return pa__err(-ENOMEM, "procfs-cpu: out of memory");
     pc_count_fds(p, t);
+    *out = t;
     return 0;
 }
 
@@ -769,10 +775,11 @@ static int pc_read_process(pc_state *p, pa_ctx *ctx, pid_t pid, bool keep,
 static int pc_do_process(pc_state *p, pa_frame *f, pid_t pid)
 {
     pc_rec r;
+    pa_task *t;
     int fresh;
     if (pc_read_process(p, f->ctx, pid, true, &r, &fresh) < 0)
         return 0;
-    return pc_put_process(p, f, &r, fresh);
+    return pc_put_process(p, f, &r, fresh, &t);
 }
 
 /* Threads of a process watched with PA_WATCH_THREADS. */
@@ -907,20 +914,23 @@ static pc_scan *pc_hash_find(pc_state *p, pid_t pid)
     return NULL;
 }
 
-/* 1 if pid is watched with PA_WATCH_CHILDREN, -1 if watched without it,
- * 0 if not watched. */
-static int pc_watch_kind(const pa_ctx *ctx, pid_t pid)
+/* The PA_WATCH_* flags of a watched pid, -1 if it is not watched. */
+static int pc_watch_flags(const pa_ctx *ctx, pid_t pid)
 {
     for (size_t i = 0; i < ctx->nwatches; i++)
         if (ctx->watches[i].pid == pid)
-            return (ctx->watches[i].flags & PA_WATCH_CHILDREN) ? 1 : -1;
-    return 0;
+            return (int)ctx->watches[i].flags;
+    return -1;
 }
 
-/* Does e descend from (or is) a pid watched with PA_WATCH_CHILDREN?
- * Walks the ppid chain up to a known answer, a watched root or the top,
- * then marks every process passed on the way. */
-static bool pc_in_tree(pc_state *p, pa_ctx *ctx, pc_scan *e)
+/*
+ * Is e in a tree watched with PA_WATCH_CHILDREN (the root or one of its
+ * descendants)?  -1 no, 1 yes, 2 yes and the tree is watched with
+ * PA_WATCH_THREADS too (the innermost watched root decides).  Walks the
+ * ppid chain up to a known answer, a watched root or the top, then marks
+ * every process passed on the way.
+ */
+static signed char pc_in_tree(pc_state *p, pa_ctx *ctx, pc_scan *e)
 {
     pc_scan *q = e;
     signed char ans = -1;
@@ -930,9 +940,10 @@ static bool pc_in_tree(pc_state *p, pa_ctx *ctx, pc_scan *e)
             ans = q->mark;
             break;
         }
-        if (pc_watch_kind(ctx, q->rec.pid) > 0) {
-            ans = 1;
-            q->mark = 1;
+        int wf = pc_watch_flags(ctx, q->rec.pid);
+        if (wf >= 0 && (wf & PA_WATCH_CHILDREN)) {
+            ans = (wf & PA_WATCH_THREADS) ? 2 : 1;
+            q->mark = ans;
             break;
         }
         if (q->rec.ppid <= 0 || q->rec.ppid == q->rec.pid) {
@@ -947,7 +958,7 @@ static bool pc_in_tree(pc_state *p, pa_ctx *ctx, pc_scan *e)
         e->mark = ans;
         e = pc_hash_find(p, e->rec.ppid);
     }
-    return ans > 0;
+    return ans;
 }
 
 /* Lists the numeric entries of the procfs root.  all (watch_all): every
@@ -995,7 +1006,9 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
     rc = pc_hash_build(p);
     for (size_t i = 0; i < p->nscan && rc == 0; i++) {
         pc_scan *e = &p->scan[i];
-        if (!pc_in_tree(p, f->ctx, e) && pc_watch_kind(f->ctx, e->rec.pid) == 0)
+        signed char tree = pc_in_tree(p, f->ctx, e);
+        int wf = pc_watch_flags(f->ctx, e->rec.pid);
+        if (tree < 0 && wf < 0)
             continue;
         /* keep an fd for the next ticks' reads of a registered process */
         int fresh = -1;
@@ -1006,7 +1019,9 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
             if ((fresh = pc_openat(p->procfd, rel)) >= 0)
                 p->fds_new++;
         }
-        rc = pc_put_process(p, f, &e->rec, fresh);
+        rc = pc_put_process(p, f, &e->rec, fresh, &t);
+        if (rc == 0 && (tree == 2 || (wf >= 0 && (wf & PA_WATCH_THREADS))))
+            rc = pc_do_threads(p, f, t);
     }
     return rc;
 }
@@ -1031,8 +1046,10 @@ static int pc_sample(pa_module *m, pa_frame *f)
         for (size_t i = 0; i < ctx->nwatches && rc == 0; i++)
             rc = pc_do_process(p, f, ctx->watches[i].pid);
     }
+    /* threads of watched pids (a tree scan did its own) */
     for (size_t i = 0; i < ctx->nwatches && rc == 0; i++) {
-        if (!(ctx->watches[i].flags & PA_WATCH_THREADS))
+        if (!(ctx->watches[i].flags & PA_WATCH_THREADS) ||
+            (children && !ctx->watch_all))
             continue;
         pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS, ctx->watches[i].pid);
         if (t && t->seen_tick == f->tick)

@@ -459,6 +459,7 @@ START_TEST(test_children)
         ck_assert_msg(find(r, PA_TARGET_PROCESS, in[i], 0) != NULL,
                       "pid %d missing from the tree", (int)in[i]);
     ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 5);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_THREAD), 0);
     ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 3100, 0));
     const pa_target_info *t = find(r, PA_TARGET_PROCESS, 3060, 0);
     ck_assert_str_eq(t->comm, "make");
@@ -470,6 +471,37 @@ START_TEST(test_children)
     pa_power pw;
     ck_assert_int_eq(pa_tree_power(ctx, 2210, &pw), 0);
     ck_assert_double_eq_tol(pw.cpu_time_s, 1.7, 1e-12);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+/* PA_WATCH_CHILDREN | PA_WATCH_THREADS: the threads of every process of
+ * the tree (a shell script that starts a JVM: the JVM's threads). */
+START_TEST(test_children_threads)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *ctx = ctx_on(root);
+    ck_assert_int_eq(
+        pa_watch_pid(ctx, 1734, PA_WATCH_CHILDREN | PA_WATCH_THREADS), 0);
+    tick(ctx, 1.0);
+    pa_test_write(root, "proc/1801/task/1803/schedstat", "%llu 67846790 401\n",
+                  2510331224ull + 300000000ull);
+    tick(ctx, 2.0);
+    pa_report *r = report(ctx);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 2);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_THREAD), 1 + 6);
+    const pa_target_info *t = find(r, PA_TARGET_THREAD, 1803, 0);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t->comm, "GC Thread#0");
+    ck_assert_int_eq(t->pid, 1801);
+    ck_assert_double_eq_tol(t->power.cpu_time_s, 0.3, 1e-12);
+    t = find(r, PA_TARGET_THREAD, 1806, 0);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t->comm, "C2 CompilerThre");
+    ck_assert_ptr_nonnull(find(r, PA_TARGET_THREAD, 1734, 0));
+    ck_assert_ptr_null(find(r, PA_TARGET_THREAD, 1733, 0));
     pa_report_free(r);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
@@ -1048,6 +1080,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_watch_pid);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_children);
+    tcase_add_test(tc, test_children_threads);
     tcase_add_test(tc, test_vanish);
     tcase_add_test(tc, test_pid_reuse);
     tcase_add_loop_test(tc, test_malformed_new, 0,
