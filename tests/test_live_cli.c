@@ -583,7 +583,7 @@ static void acc_tree(const char *l, void *arg)
 START_TEST(test_command_tree_energy)
 {
     run r;
-    cli(&r, "monitor", "--format", "json", "--interval", "100ms", "--", "sh",
+    cli(&r, "monitor", "--format", "json", "--interval", "50ms", "--", "sh",
         "-c",
         "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; "
         "sleep 0.2; exit 0",
