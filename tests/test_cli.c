@@ -386,6 +386,14 @@ START_TEST(test_golden_vm_cgroups)
 }
 END_TEST
 
+/* Table with threads under their process and the cgroup section. */
+START_TEST(test_golden_vm_threads_table)
+{
+    golden_monitor("monitor-vm-java-threads.txt", FIX_VM, "table", "--pid=1801",
+                   "--threads", "--cgroups");
+}
+END_TEST
+
 START_TEST(test_golden_desktop_json)
 {
     golden_monitor("monitor-desktop-all.jsonl", FIX_DESK, "json", "--all", NULL,
@@ -610,6 +618,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_golden_vm_csv);
     tcase_add_test(tc, test_golden_vm_table);
     tcase_add_test(tc, test_golden_vm_cgroups);
+    tcase_add_test(tc, test_golden_vm_threads_table);
     tcase_add_test(tc, test_golden_desktop_json);
     tcase_add_test(tc, test_golden_desktop_table);
     tcase_add_test(tc, test_hand_values);
