@@ -630,6 +630,15 @@ int pa_cli_serve(int argc, char **argv)
     else
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr,
                   sizeof(addr));
+    bool loopback =
+        ss.ss_family == AF_INET
+            ? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
+            : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+    if (!loopback)
+        fprintf(stderr,
+                "%s " CMD ": listening beyond loopback (%s): whoever reaches "
+                "this port can read the metrics\n",
+                pa_cli_prog, addr);
     /* One line on stdout, for scripts (and tests) that asked for port 0. */
     printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n",
            pa_cli_prog, ss.ss_family == AF_INET6 ? "[" : "", addr,
