@@ -195,6 +195,10 @@ int pa_cli_modules(int argc, char **argv)
     if (got > n)
         got = n;
     print_modules(stdout, fmt, mods, (size_t)got);
+    if (fmt == PA_OUT_TABLE)
+        printf("\nENABLED: what 'auto', the default of '%s monitor', picks "
+               "here; --sensor,\n--formula and --disable change it.\n",
+               pa_cli_prog);
     status = fflush(stdout) == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
 out:
     free(mods);
