@@ -360,43 +360,46 @@ static int find_jar(char *out, size_t len)
  * loader.  (Appending to the boot class path instead would turn class data
  * sharing off for the application's classes, with a warning.)  Returns a
  * local reference, or NULL with why[] filled and no exception pending. */
+/* Every JNI call below is followed by an exception check (-Xcheck:jni). */
+#define J(expr) ((*jni)->expr)
+#define FAILED() ((*jni)->ExceptionCheck(jni))
+
 static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
                                    size_t why_len)
 {
-    jclass cls = NULL;
-    jclass fc = (*jni)->FindClass(jni, "java/io/File");
-    jclass lc = (*jni)->FindClass(jni, "java/lang/ClassLoader");
-    jclass uc = (*jni)->FindClass(jni, "java/net/URLClassLoader");
-    jclass urlc = (*jni)->FindClass(jni, "java/net/URL");
-    jclass cc = (*jni)->FindClass(jni, "java/lang/Class");
-    if (!fc || !lc || !uc || !urlc || !cc)
+    jclass cls = NULL, fc, lc, uc, urlc, cc, uric;
+    jmethodID sys, forname, fnew, touri, tourl, unew;
+    if (!(fc = J(FindClass(jni, "java/io/File"))) ||
+        !(lc = J(FindClass(jni, "java/lang/ClassLoader"))) ||
+        !(uc = J(FindClass(jni, "java/net/URLClassLoader"))) ||
+        !(urlc = J(FindClass(jni, "java/net/URL"))) ||
+        !(cc = J(FindClass(jni, "java/lang/Class"))) ||
+        !(uric = J(FindClass(jni, "java/net/URI"))))
         goto fail;
-    jmethodID sys = (*jni)->GetStaticMethodID(jni, lc, "getSystemClassLoader",
-                                              "()Ljava/lang/ClassLoader;");
-    jmethodID forname = (*jni)->GetStaticMethodID(
-        jni, cc, "forName",
-        "(Ljava/lang/String;ZLjava/lang/ClassLoader;)Ljava/lang/Class;");
-    jmethodID fnew =
-        (*jni)->GetMethodID(jni, fc, "<init>", "(Ljava/lang/String;)V");
-    jmethodID touri = (*jni)->GetMethodID(jni, fc, "toURI", "()Ljava/net/URI;");
-    jclass uric = (*jni)->FindClass(jni, "java/net/URI");
-    jmethodID tourl =
-        uric ? (*jni)->GetMethodID(jni, uric, "toURL", "()Ljava/net/URL;")
-             : NULL;
-    jmethodID unew = (*jni)->GetMethodID(
-        jni, uc, "<init>", "([Ljava/net/URL;Ljava/lang/ClassLoader;)V");
-    if (!sys || !forname || !fnew || !touri || !tourl || !unew)
+    if (!(sys = J(GetStaticMethodID(jni, lc, "getSystemClassLoader",
+                                    "()Ljava/lang/ClassLoader;"))) ||
+        !(forname = J(GetStaticMethodID(jni, cc, "forName",
+                                        "(Ljava/lang/String;Z"
+                                        "Ljava/lang/ClassLoader;)"
+                                        "Ljava/lang/Class;"))) ||
+        !(fnew = J(GetMethodID(jni, fc, "<init>", "(Ljava/lang/String;)V"))) ||
+        !(touri = J(GetMethodID(jni, fc, "toURI", "()Ljava/net/URI;"))) ||
+        !(tourl = J(GetMethodID(jni, uric, "toURL", "()Ljava/net/URL;"))) ||
+        !(unew = J(GetMethodID(jni, uc, "<init>",
+                               "([Ljava/net/URL;Ljava/lang/ClassLoader;)V"))))
         goto fail;
-    jobject sl = (*jni)->CallStaticObjectMethod(jni, lc, sys);
-    jstring cname = (*jni)->NewStringUTF(jni, "org.powerapi.jalen.Energy");
-    if (!sl || !cname)
+    jobject sl = J(CallStaticObjectMethod(jni, lc, sys));
+    if (FAILED() || !sl)
+        goto fail;
+    jstring cname = J(NewStringUTF(jni, "org.powerapi.jalen.Energy"));
+    if (!cname)
         goto fail;
     /* The application's own copy first. */
-    cls = (jclass)(*jni)->CallStaticObjectMethod(jni, cc, forname, cname,
-                                                 JNI_FALSE, sl);
-    if (cls && !(*jni)->ExceptionCheck(jni))
+    cls = (jclass)J(
+        CallStaticObjectMethod(jni, cc, forname, cname, JNI_FALSE, sl));
+    if (!FAILED() && cls)
         return cls;
-    (*jni)->ExceptionClear(jni);
+    J(ExceptionClear(jni)); /* ClassNotFoundException: use the jar */
     cls = NULL;
     if (!*jar) {
         snprintf(why, why_len,
@@ -404,24 +407,37 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
                  "../share/java; set JALEN_MXBEAN_JAR");
         return NULL;
     }
-    jstring jpath = (*jni)->NewStringUTF(jni, jar);
-    jobject file = jpath ? (*jni)->NewObject(jni, fc, fnew, jpath) : NULL;
-    jobject uri = file ? (*jni)->CallObjectMethod(jni, file, touri) : NULL;
-    jobject url = uri ? (*jni)->CallObjectMethod(jni, uri, tourl) : NULL;
-    jobjectArray urls = url ? (*jni)->NewObjectArray(jni, 1, urlc, url) : NULL;
-    jobject loader = urls ? (*jni)->NewObject(jni, uc, unew, urls, sl) : NULL;
-    if (!loader || (*jni)->ExceptionCheck(jni))
+    jstring jpath = J(NewStringUTF(jni, jar));
+    if (!jpath)
         goto fail;
-    cls = (jclass)(*jni)->CallStaticObjectMethod(jni, cc, forname, cname,
-                                                 JNI_FALSE, loader);
-    if (cls && !(*jni)->ExceptionCheck(jni))
+    jobject file = J(NewObject(jni, fc, fnew, jpath));
+    if (FAILED() || !file)
+        goto fail;
+    jobject uri = J(CallObjectMethod(jni, file, touri));
+    if (FAILED() || !uri)
+        goto fail;
+    jobject url = J(CallObjectMethod(jni, uri, tourl));
+    if (FAILED() || !url)
+        goto fail;
+    jobjectArray urls = J(NewObjectArray(jni, 1, urlc, url));
+    if (FAILED() || !urls)
+        goto fail;
+    jobject loader = J(NewObject(jni, uc, unew, urls, sl));
+    if (FAILED() || !loader)
+        goto fail;
+    cls = (jclass)J(
+        CallStaticObjectMethod(jni, cc, forname, cname, JNI_FALSE, loader));
+    if (!FAILED() && cls)
         return cls;
 fail:
-    (*jni)->ExceptionClear(jni);
+    J(ExceptionClear(jni));
     snprintf(why, why_len,
              "MXBean: cannot load org.powerapi.jalen.Energy from %s", jar);
     return NULL;
 }
+
+#undef J
+#undef FAILED
 
 static jclass load_energy(JNIEnv *jni, const char *jar, char *why,
                           size_t why_len)

@@ -107,7 +107,7 @@ public final class EnergyMXBeanTest {
     static int parent(String agent) throws Exception {
         Path out = Files.createTempDirectory("jalen-mxbean-");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java,
+        ProcessBuilder pb = new ProcessBuilder(java, "-Xcheck:jni",
             "-agentpath:" + agent + "=window=200ms,out=" + out + ",quiet",
             "-cp", System.getProperty("java.class.path"),
             EnergyMXBeanTest.class.getName(), "child");
@@ -155,7 +155,7 @@ public final class EnergyMXBeanTest {
         check(testJar != null, "test jar on the class path");
         if (testJar == null)
             return;
-        ProcessBuilder pb = new ProcessBuilder(java,
+        ProcessBuilder pb = new ProcessBuilder(java, "-Xcheck:jni",
             "-agentpath:" + agent + "=window=200ms,out=" + out + ",quiet",
             "-cp", testJar, BareWorkload.class.getName());
         pb.redirectErrorStream(true);
