@@ -369,6 +369,59 @@ START_TEST(test_truncation)
 }
 END_TEST
 
+/* Reports may carry one copy of a cgroup path per target: the ring keeps
+ * each distinct path once per window, so 64 copies of a 200-byte path fit
+ * a pool of 8 KiB (64 targets' worth), and a cgroup that does not fit is
+ * dropped and counted rather than stored nameless. */
+START_TEST(test_cgroup_paths)
+{
+    pa_ring_writer *w = make_ring(4, 64);
+    static char paths[64][224];
+    char longpath[201];
+    memset(longpath, 'x', 200);
+    longpath[0] = '/';
+    longpath[200] = '\0';
+    fake f;
+    fake_init(&f, 1, 1000000000ull, 1.0);
+    for (int i = 0; i < 64; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s", longpath);
+        fake_add(&f, PA_TARGET_PROCESS, 100 + i, "p", paths[i], 1, 0);
+    }
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    uint64_t seq = 0;
+    const pa_report *g;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(g->ntargets, 64);
+    for (size_t i = 0; i < g->ntargets; i++)
+        ck_assert_str_eq(g->targets[i].cgroup, longpath);
+    pa_ring_info info;
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.truncated, 0);
+
+    /* 64 distinct 200-byte cgroups: 12.8 KB do not fit 8 KiB. */
+    fake_init(&f, 2, 2000000000ull, 1.0);
+    for (int i = 0; i < 64; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s%03d", longpath, i);
+        fake_add(&f, PA_TARGET_CGROUP, 0, "", paths[i], 64 - i, 0);
+    }
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_gt(g->ntargets, 30);
+    ck_assert_uint_lt(g->ntargets, 64);
+    for (size_t i = 0; i < g->ntargets; i++) {
+        char want[224];
+        snprintf(want, sizeof(want), "%s%03zu", longpath, i);
+        ck_assert_str_eq(g->targets[i].cgroup, want);
+    }
+    ck_assert_int_eq(pa_ring_get_info(r, &info), 0);
+    ck_assert_uint_eq(info.truncated, 64 - g->ntargets);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
 /* Writes a 32-bit word of the ring's header as another program might. */
 static void poke_u32(const char *name, size_t off, uint32_t v)
 {
@@ -673,6 +726,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_follow_and_lap);
     tcase_add_test(tc, test_aggregate);
     tcase_add_test(tc, test_truncation);
+    tcase_add_test(tc, test_cgroup_paths);
     tcase_add_test(tc, test_version_mismatch);
     tcase_add_test(tc, test_dead_writer);
     tcase_add_test(tc, test_hung_writer);

@@ -289,7 +289,7 @@ typedef struct rank {
 } rank;
 
 typedef struct cg_slot {
-    const char *ptr;
+    uint64_t hash;
     uint32_t off;
     uint32_t gen;
 } cg_slot;
@@ -305,7 +305,7 @@ struct pa_ring_writer {
     unsigned char *buf; /* the window being prepared */
     rank *ranks;
     size_t ranks_cap;
-    cg_slot *cg;   /* cgroup pointer -> pool offset, per window */
+    cg_slot *cg;   /* cgroup path -> pool offset, per window */
     size_t cg_cap; /* power of two */
     uint32_t gen;
 };
@@ -487,30 +487,33 @@ static int rank_cmp(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Pool offset of a cgroup path (interned per window by pointer, since the
- * engine interns its paths), or UINT32_MAX when the pool is full. */
+/* Pool offset of a cgroup path, each distinct path stored once per
+ * window (reports may carry one copy of the path per target), or
+ * UINT32_MAX when the pool is full. */
 static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
                          const char *s)
 {
     if (!s || !*s)
         return 0;
+    uint64_t hsh = 1469598103934665603ull;
+    size_t n = 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++)
+        hsh = (hsh ^ *p) * 1099511628211ull;
     size_t mask = w->cg_cap - 1;
-    size_t hsh = ((uintptr_t)s >> 3) * 0x9E3779B97F4A7C15ull;
     for (size_t k = 0; k < w->cg_cap; k++) {
         cg_slot *c = &w->cg[(hsh + k) & mask];
         if (c->gen != w->gen) {
-            size_t n = strlen(s) + 1;
             if (win->pool_used + n > w->pool_bytes)
                 return UINT32_MAX;
             uint32_t off = win->pool_used;
             memcpy(pool + off, s, n);
             win->pool_used += (uint32_t)n;
             c->gen = w->gen;
-            c->ptr = s;
+            c->hash = hsh;
             c->off = off;
             return off;
         }
-        if (c->ptr == s)
+        if (c->hash == hsh && strcmp(pool + c->off, s) == 0)
             return c->off;
     }
     return UINT32_MAX;
