@@ -62,7 +62,7 @@ one_run() {
     rm -rf "$out"
     reqs=$(awk '/ requests in / { print $1 }' "$TMP/wrk.txt")
     rps=$(awk '/^Requests\/sec:/ { print $2 }' "$TMP/wrk.txt")
-    [ -n "$reqs" ] && [ "$reqs" -gt 0 ] || { echo "bench_jalen: wrk failed ($cfg)" >&2; return 1; }
+    [ -n "$reqs" ] && [ "$reqs" -gt 0 ] || { echo "bench_jalen: wrk failed ($cfg): $(tr '\n' ' ' <"$TMP/wrk.txt")" >&2; return 1; }
     awk -v c=$((c1 - c0)) -v t="$TCK" -v n="$reqs" -v r="$rps" -v m="$rss" -v a="${mem:-0}" \
         'BEGIN { printf "%.3f %.0f %.1f %.2f\n", 1e6 * c / t / n, r, m / 1024, a / 1048576 }'
 }
@@ -74,7 +74,8 @@ echo "warm-up run (discarded)"
 one_run none >/dev/null || exit 1
 for r in $(seq 1 "$RUNS"); do
     for c in "${!CONFIGS[@]}"; do
-        res=$(one_run "${CONFIGS[$c]}") || exit 1
+        # one retry: a run can fail on a machine this busy
+        res=$(one_run "${CONFIGS[$c]}") || res=$(one_run "${CONFIGS[$c]}") || exit 1
         echo "$res" >>"$TMP/res.$c"
         printf '  run %d %-34s cpu/req %8s us  req/s %7s  rss %7s MiB  agent tables %5s MiB\n' "$r" "${CONFIGS[$c]}" $res
     done

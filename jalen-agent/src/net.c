@@ -176,14 +176,25 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
     size_t k = (size_t)(t - jl_targets);
     uint64_t now = jl_mono_ns();
     if (!jl_tl_rec[k] || bytes >= JL_SMALL_IO || now - jl_tl_walk_ns[k] > JL_REWALK_NS) {
-        jvmtiFrameInfo fi[JL_MAX_DEPTH];
         jmethodID ids[JL_MAX_DEPTH];
         jint n = 0;
-        if ((*jl_net_jvmti)->GetStackTrace(jl_net_jvmti, NULL, 0, JL_MAX_DEPTH, fi, &n) !=
-            JVMTI_ERROR_NONE)
-            n = 0;
-        for (jint i = 0; i < n; i++)
-            ids[i] = fi[i].method;
+        if (jl_smp.asgct) {
+            /* in a native method the thread is in native state: ASGCT walks
+             * from its last Java frame, no context needed, no VM transition */
+            jl_asgct_frame fr[JL_MAX_DEPTH];
+            jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = fr};
+            jl_smp.asgct(&tr, JL_MAX_DEPTH, NULL);
+            n = tr.num_frames > 0 ? tr.num_frames : 0;
+            for (jint i = 0; i < n; i++)
+                ids[i] = fr[i].method_id;
+        } else {
+            jvmtiFrameInfo fi[JL_MAX_DEPTH];
+            if ((*jl_net_jvmti)->GetStackTrace(jl_net_jvmti, NULL, 0, JL_MAX_DEPTH, fi, &n) !=
+                JVMTI_ERROR_NONE)
+                n = 0;
+            for (jint i = 0; i < n; i++)
+                ids[i] = fi[i].method;
+        }
         pthread_mutex_lock(&jl_net_lock);
         jl_net_rec *r = jl_rec_find(jl_tl_tid, ids, n);
         pthread_mutex_unlock(&jl_net_lock);

@@ -90,9 +90,10 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
         return -ENOMEM;
     }
     jl_smp.slots = mem;
+    /* also the cheap stack walk of the net wrappers, in either mode */
+    jl_smp.asgct = (jl_asgct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
     if (mode != JL_MODE_CPU)
         return 0;
-    jl_smp.asgct = (jl_asgct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
     if (!jl_smp.asgct) {
         snprintf(err, errlen,
                  "AsyncGetCallTrace not found in this JVM; use mode=jvmti");

@@ -1,12 +1,12 @@
 #!/bin/bash
-# run-demo.sh - runs a bundled Java workload under the jalen agent and prints
+# demo.sh - runs a bundled Java workload under the jalen agent and prints
 # its energy hotspots and where its files (and flame graph) are.
-# Usage: jalen-agent/run-demo.sh [BUILD_DIR] [OUT_DIR]
+# Usage: jalen-agent/demo.sh [BUILD_DIR] [OUT_DIR]
 set -eu
 BUILD=${1:-build}
-OUT=${2:-jalen-demo}
+OUT=${2:-$BUILD/jalen-demo}
 ENVF="$BUILD/jalen-agent/jalen-env.sh"
-[ -r "$ENVF" ] || { echo "run-demo: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
+[ -r "$ENVF" ] || { echo "demo: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
 # shellcheck disable=SC1090
 . "$ENVF"
 rm -rf "$OUT"
