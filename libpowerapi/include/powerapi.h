@@ -440,9 +440,10 @@ int pa_ring_open(const char *name, pa_ring_reader **out);
  * points to a report owned by the reader, valid until its next read or
  * close.  Windows overwritten before the reader got them are skipped and
  * counted (pa_ring_info.lost).
- * Errors: -EAGAIN no newer window yet; -EOWNERDEAD the writer died or
- * stopped and no newer window remains; -EINVAL.  Not thread-safe (one
- * thread per reader; open several readers for several threads). */
+ * Errors: -EAGAIN no newer window yet (the last report stays valid);
+ * -EOWNERDEAD the writer died or stopped and no newer window remains;
+ * -EINVAL.  Not thread-safe (one thread per reader; open several readers
+ * for several threads). */
 int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
                  const pa_report **out);
 

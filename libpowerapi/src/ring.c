@@ -645,7 +645,10 @@ struct pa_ring_reader {
     const struct ring_hdr *hdr;
     uint32_t cap, max_targets, pool_bytes;
     uint64_t slot_bytes;
-    unsigned char *buf; /* verified copy of one slot */
+    unsigned char *buf;  /* verified copy of one slot */
+    unsigned char *copy; /* slot being copied; swapped with buf once
+                            verified, so a failed copy never spoils the
+                            report handed out */
     /* the report handed out */
     pa_report rep;
     pa_target_info *targets;
@@ -721,7 +724,8 @@ int pa_ring_open(const char *name, pa_ring_reader **out)
     r->pool_bytes = h->pool_bytes;
     r->slot_bytes = h->slot_bytes;
     r->buf = malloc(r->slot_bytes);
-    if (!r->buf) {
+    r->copy = malloc(r->slot_bytes);
+    if (!r->buf || !r->copy) {
         pa_ring_close(r);
         return pa__err(-ENOMEM, "ring: out of memory");
     }
@@ -736,6 +740,7 @@ void pa_ring_close(pa_ring_reader *r)
     if (r->map)
         munmap(r->map, r->map_len);
     free(r->buf);
+    free(r->copy);
     free(r->targets);
     free(r->agg);
     free(r->idx);
@@ -743,8 +748,8 @@ void pa_ring_close(pa_ring_reader *r)
     free(r);
 }
 
-/* Copies window seq into r->buf.  0 ok; -ESTALE overwritten (before or
- * during the copy); -EAGAIN not published yet. */
+/* Copies window seq into r->buf (through r->copy).  0 ok; -ESTALE
+ * overwritten (before or during the copy); -EAGAIN not published yet. */
 static int copy_window(pa_ring_reader *r, uint64_t seq)
 {
     const unsigned char *slot =
@@ -755,10 +760,10 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
         return -EAGAIN;
     if (v1 != 2 * seq)
         return -ESTALE;
-    struct ring_window *win = (struct ring_window *)r->buf;
+    struct ring_window *win = (struct ring_window *)r->copy;
     struct ring_target *tg = (struct ring_target *)(win + 1);
     size_t pool_at = sizeof(*win) + (size_t)r->max_targets * sizeof(*tg);
-    words_load(r->buf, slot, sizeof(*win));
+    words_load(r->copy, slot, sizeof(*win));
     uint32_t nt =
         win->ntargets <= r->max_targets ? win->ntargets : r->max_targets;
     uint32_t pu = win->pool_used >= 1 && win->pool_used <= r->pool_bytes
@@ -768,7 +773,7 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     size_t pbytes = round8(pu);
     if (pool_at + pbytes > r->slot_bytes)
         pbytes = r->slot_bytes - pool_at;
-    words_load(r->buf + pool_at, slot + pool_at, pbytes);
+    words_load(r->copy + pool_at, slot + pool_at, pbytes);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     uint64_t v2 = __atomic_load_n(&sw->seq, __ATOMIC_RELAXED);
     if (v2 != v1)
@@ -780,13 +785,16 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     win->sensors[sizeof(win->sensors) - 1] = '\0';
     win->cpu_source[sizeof(win->cpu_source) - 1] = '\0';
     win->assumed[sizeof(win->assumed) - 1] = '\0';
-    char *pool = (char *)r->buf + pool_at;
+    char *pool = (char *)r->copy + pool_at;
     pool[pu - 1] = '\0';
     for (uint32_t i = 0; i < nt; i++) {
         tg[i].comm[PA_COMM_MAX - 1] = '\0';
         if (tg[i].cgroup_off >= pu)
             tg[i].cgroup_off = 0;
     }
+    unsigned char *t = r->buf;
+    r->buf = r->copy;
+    r->copy = t;
     return 0;
 }
 
