@@ -113,17 +113,14 @@ int main(void)
             make_report(&r, t, n, (uint64_t)k);
             pa_ring_publish(w, &r);
         }
+        make_report(&r, t, n, 101);
         uint64_t t0 = now_ns();
         for (int k = 1; k <= reps; k++) {
-            make_report(&r, t, n, (uint64_t)k);
+            r.tick = (uint64_t)k + 100;
             pa_ring_publish(w, &r);
         }
-        /* the report building is timed apart and subtracted */
         uint64_t t1 = now_ns();
-        for (int k = 1; k <= reps; k++)
-            make_report(&r, t, n, (uint64_t)k);
-        uint64_t t2 = now_ns();
-        double pub_us = ((double)(t1 - t0) - (double)(t2 - t1)) / reps / 1e3;
+        double pub_us = (double)(t1 - t0) / reps / 1e3;
 
         pa_ring_reader *rd;
         pa_ring_open(name, &rd);
