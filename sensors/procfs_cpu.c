@@ -748,6 +748,36 @@ static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh,
     return 0;
 }
 
+/* The PA_WATCH_* flags of a watched pid, -1 if it is not watched. */
+static int pc_watch_flags(const pa_ctx *ctx, pid_t pid)
+{
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid)
+            return (int)ctx->watches[i].flags;
+    return -1;
+}
+
+/*
+ * The flags of a watched pid whose current process is still the one
+ * watched: once the pid was seen with another starttime (the watched
+ * process exited and the pid was reused), the new process is not the
+ * target, and the engine, not seeing the old one, reports it exited and
+ * drops the watch.  A tree's root is checked against the tree's record,
+ * which outlives the root process.
+ */
+static int pc_watched(pa_ctx *ctx, pid_t pid, uint64_t start_ticks)
+{
+    int wf = pc_watch_flags(ctx, pid);
+    if (wf < 0)
+        return -1;
+    pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS, pid);
+    if (!t && (wf & PA_WATCH_CHILDREN))
+        t = pa__task_find(ctx, PA_TARGET_TREE, pid);
+    if (t && t->start_ticks && t->start_ticks != start_ticks)
+        return -1;
+    return wf;
+}
+
 /*
  * Reads <pid>/stat (through the task's kept fd when it has one).
  * Returns 0 with *r filled, or a negative errno: -ENOENT/-ESRCH gone,
@@ -771,14 +801,22 @@ static int pc_read_process(pc_state *p, pa_ctx *ctx, pid_t pid, bool keep,
 }
 
 /* Reads and registers one process; a pid that cannot be read (gone,
- * unreadable, malformed) is skipped.  Errors: only -ENOMEM. */
-static int pc_do_process(pc_state *p, pa_frame *f, pid_t pid)
+ * unreadable, malformed), or that watched is another process now, is
+ * skipped.  Errors: only -ENOMEM. */
+static int pc_do_process(pc_state *p, pa_frame *f, pid_t pid, bool watched)
 {
     pc_rec r;
     pa_task *t;
     int fresh;
     if (pc_read_process(p, f->ctx, pid, true, &r, &fresh) < 0)
         return 0;
+    if (watched && pc_watched(f->ctx, pid, r.start_ticks) < 0) {
+        if (fresh >= 0) {
+            close(fresh);
+            p->fds_new--;
+        }
+        return 0;
+    }
     return pc_put_process(p, f, &r, fresh, &t);
 }
 
@@ -914,15 +952,6 @@ static pc_scan *pc_hash_find(pc_state *p, pid_t pid)
     return NULL;
 }
 
-/* The PA_WATCH_* flags of a watched pid, -1 if it is not watched. */
-static int pc_watch_flags(const pa_ctx *ctx, pid_t pid)
-{
-    for (size_t i = 0; i < ctx->nwatches; i++)
-        if (ctx->watches[i].pid == pid)
-            return (int)ctx->watches[i].flags;
-    return -1;
-}
-
 /*
  * Is e in a tree watched with PA_WATCH_CHILDREN (the root or one of its
  * descendants)?  -1 no, 1 yes, 2 yes and the tree is watched with
@@ -940,7 +969,7 @@ static signed char pc_in_tree(pc_state *p, pa_ctx *ctx, pc_scan *e)
             ans = q->mark;
             break;
         }
-        int wf = pc_watch_flags(ctx, q->rec.pid);
+        int wf = pc_watched(ctx, q->rec.pid, q->rec.start_ticks);
         if (wf >= 0 && (wf & PA_WATCH_CHILDREN)) {
             ans = (wf & PA_WATCH_THREADS) ? 2 : 1;
             q->mark = ans;
@@ -988,7 +1017,7 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
                 v > INT32_MAX)
                 continue;
             if (all) {
-                rc = pc_do_process(p, f, (pid_t)v);
+                rc = pc_do_process(p, f, (pid_t)v, false);
             } else {
                 pc_rec r;
                 int fresh;
@@ -1007,7 +1036,7 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
     for (size_t i = 0; i < p->nscan && rc == 0; i++) {
         pc_scan *e = &p->scan[i];
         signed char tree = pc_in_tree(p, f->ctx, e);
-        int wf = pc_watch_flags(f->ctx, e->rec.pid);
+        int wf = pc_watched(f->ctx, e->rec.pid, e->rec.start_ticks);
         if (tree < 0 && wf < 0)
             continue;
         /* keep an fd for the next ticks' reads of a registered process */
@@ -1044,7 +1073,7 @@ static int pc_sample(pa_module *m, pa_frame *f)
         rc = pc_scan_pids(p, f, ctx->watch_all);
     } else {
         for (size_t i = 0; i < ctx->nwatches && rc == 0; i++)
-            rc = pc_do_process(p, f, ctx->watches[i].pid);
+            rc = pc_do_process(p, f, ctx->watches[i].pid, true);
     }
     /* threads of watched pids (a tree scan did its own) */
     for (size_t i = 0; i < ctx->nwatches && rc == 0; i++) {

@@ -579,6 +579,42 @@ START_TEST(test_pid_reuse)
 }
 END_TEST
 
+/* A watched pid is a process: when its pid is reused by another, the
+ * watched one is reported exited and the newcomer is not followed. */
+START_TEST(test_watched_pid_reuse)
+{
+    char *root = pa_test_fixture_copy("desktop-cpufreq");
+    pa_ctx *ctx = ctx_on(root);
+    ck_assert_int_eq(pa_watch_pid(ctx, 3022, 0), 0);
+    ck_assert_int_eq(pa_watch_pid(ctx, 2210, PA_WATCH_CHILDREN), 0);
+    tick(ctx, 1.0);
+    /* 3022 exits, 3022 is reused by a process outside the tree; the
+     * tree's root 2210 exits too and its pid goes to another process
+     * (3021 and 3050, still in the tree, become children of init) */
+    pa_test_write(root, "proc/uptime", "105234.17 391136.74\n");
+    stat_set_u(root, "3022/stat", 22, 10523390);
+    stat_set_u(root, "3022/stat", 4, 1);
+    stat_set_u(root, "2210/stat", 22, 10523391);
+    stat_set_u(root, "2210/stat", 4, 1);
+    stat_set_u(root, "3021/stat", 4, 1);
+    tick(ctx, 2.0);
+    pa_report *r = report(ctx);
+    ck_assert_ptr_nonnull(find(r, PA_TARGET_PROCESS, 3022, 1));
+    ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 3022, 0));
+    ck_assert_ptr_nonnull(find(r, PA_TARGET_PROCESS, 2210, 1));
+    ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 2210, 0));
+    pa_report_free(r);
+    tick(ctx, 3.0);
+    r = report(ctx);
+    ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 3022, 0));
+    ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 3022, 1));
+    ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 2210, 0));
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* Broken stat records are rejected whole, never half-parsed. */
 static const char *const bad_stats[] = {
     "",
@@ -1083,6 +1119,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_children_threads);
     tcase_add_test(tc, test_vanish);
     tcase_add_test(tc, test_pid_reuse);
+    tcase_add_test(tc, test_watched_pid_reuse);
     tcase_add_loop_test(tc, test_malformed_new, 0,
                         (int)(sizeof(bad_stats) / sizeof(bad_stats[0])));
     tcase_add_test(tc, test_malformed_known);
