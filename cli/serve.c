@@ -61,8 +61,12 @@ static void usage(FILE *f)
             "instead of sampling\n"
             "  -i, --interval DURATION   window length (default 1s): the "
             "sampling period, or\n"
-            "                            how many of the ring's windows each "
-            "page averages\n"
+            "                            how often a page is made from the "
+            "ring's new windows\n"
+            "      --window DURATION     with --ring: each page averages the "
+            "windows of the last\n"
+            "                            DURATION (a 10s view), not those "
+            "since the last page\n"
             "  -t, --top N               at most N process and N cgroup "
             "series, the most powerful\n"
             "  -w, --min-watts W         no process or cgroup series below W "
@@ -421,13 +425,35 @@ static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
         serve_publish(s, text, len, NULL);
 }
 
-/* Ring mode: one page per interval from every window since the last. */
+/* Ring mode: one page per interval from every window since the last, or
+ * from the windows of the last span_ns. */
 typedef struct ring_src {
     const char *name;
+    uint64_t span_ns;
     pa_ring_reader *r;
     uint64_t seq;
     int last_err;
 } ring_src;
+
+/* The span view: -EAGAIN when no window is new (or -EOWNERDEAD when the
+ * writer is gone), else the last span_ns of windows. */
+static int ring_span(ring_src *rs, const pa_report **rep)
+{
+    pa_ring_info info;
+    int rc = pa_ring_get_info(rs->r, &info);
+    if (rc < 0)
+        return rc;
+    if (info.newest == rs->seq) {
+        if (!info.alive)
+            return -EOWNERDEAD; /* the message is set */
+        return -EAGAIN;
+    }
+    uint64_t seq = 0;
+    rc = pa_ring_aggregate(rs->r, &seq, rs->span_ns, rep);
+    if (rc == 0)
+        rs->seq = seq;
+    return rc;
+}
 
 static void ring_refresh(serve *s, ring_src *rs)
 {
@@ -436,9 +462,10 @@ static void ring_refresh(serve *s, ring_src *rs)
         rc = pa_ring_open(rs->name, &rs->r);
         if (rc == 0) {
             rs->seq = 0;
-            /* Start with the newest window alone. */
+            /* Start with the newest window alone (or the span). */
             const pa_report *rep;
-            if (pa_ring_read(rs->r, &rs->seq, &rep) == 0) {
+            if ((rs->span_ns ? ring_span(rs, &rep)
+                             : pa_ring_read(rs->r, &rs->seq, &rep)) == 0) {
                 size_t len = 0;
                 char *text = format_metrics(rep, &s->o, &len);
                 if (text)
@@ -447,7 +474,8 @@ static void ring_refresh(serve *s, ring_src *rs)
         }
     } else {
         const pa_report *rep;
-        rc = pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
+        rc = rs->span_ns ? ring_span(rs, &rep)
+                         : pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
         if (rc == 0) {
             size_t len = 0;
             char *text = format_metrics(rep, &s->o, &len);
@@ -484,7 +512,7 @@ static void raise_nofile(unsigned long want)
 
 int pa_cli_serve(int argc, char **argv)
 {
-    enum { OPT_MAXCONN = 256, OPT_TIMEOUT };
+    enum { OPT_MAXCONN = 256, OPT_TIMEOUT, OPT_WINDOW };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"ring", required_argument, NULL, 'r'},
@@ -493,12 +521,13 @@ int pa_cli_serve(int argc, char **argv)
         {"min-watts", required_argument, NULL, 'w'},
         {"max-connections", required_argument, NULL, OPT_MAXCONN},
         {"connection-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"window", required_argument, NULL, OPT_WINDOW},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *listen = "127.0.0.1:9464";
     const char *ring = NULL;
-    uint64_t interval = 1000000000ull, timeout = 10000000000ull;
+    uint64_t interval = 1000000000ull, timeout = 10000000000ull, span = 0;
     unsigned long maxconn = 1000, v;
     serve s;
     memset(&s, 0, sizeof(s));
@@ -551,6 +580,11 @@ int pa_cli_serve(int argc, char **argv)
                     CMD, "--connection-timeout: expected at least 1s, got '%s'",
                     optarg);
             break;
+        case OPT_WINDOW:
+            if (pa_cli_parse_duration(optarg, &span) < 0)
+                return pa_cli_usage_error(
+                    CMD, "--window: invalid duration '%s' (e.g. 10s)", optarg);
+            break;
         case 'h':
             usage(stdout);
             return PA_EXIT_OK;
@@ -565,6 +599,9 @@ int pa_cli_serve(int argc, char **argv)
     if (optind < argc)
         return pa_cli_usage_error(CMD, "unexpected argument '%s'",
                                   argv[optind]);
+    if (span && !ring)
+        return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
+                                       "windows to average)");
     struct sockaddr_storage ss;
     socklen_t sslen;
     if (parse_listen(listen, &ss, &sslen) < 0)
@@ -584,7 +621,7 @@ int pa_cli_serve(int argc, char **argv)
 
     int status = PA_EXIT_FAIL;
     pa_ctx *ctx = NULL;
-    ring_src rs = {.name = ring};
+    ring_src rs = {.name = ring, .span_ns = span};
     struct MHD_Daemon *httpd = NULL;
     int rc;
     if (ring) {

@@ -463,6 +463,31 @@ START_TEST(test_concurrent_scrapes)
 }
 END_TEST
 
+/* --window: each page averages the last 250 ms of windows: exactly the
+ * two newest 0.125 s windows (by the windows' own clock). */
+START_TEST(test_window_view)
+{
+    start_serve("--window", "250ms", NULL);
+    char *resp;
+    for (int i = 0; i < 3; i++) {
+        usleep(150000);
+        ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+        check_page(rf_body(resp));
+        ck_assert_ptr_nonnull(
+            strstr(rf_body(resp), "\npowerapi_window_seconds 0.25\n"));
+        free(resp);
+    }
+    /* A stopped writer is noticed in this mode too. */
+    rf_stop(&rf);
+    int st = 0;
+    for (int i = 0; i < 50 && st != 503; i++) {
+        usleep(100000);
+        st = rf_get(serve_port, "/metrics", NULL);
+    }
+    ck_assert_int_eq(st, 503);
+}
+END_TEST
+
 START_TEST(test_ring_gone)
 {
     start_serve(NULL);
@@ -504,6 +529,7 @@ int main(void)
     tcase_add_test(tc, test_malformed);
     tcase_add_test(tc, test_slow_clients);
     tcase_add_test(tc, test_concurrent_scrapes);
+    tcase_add_test(tc, test_window_view);
     tcase_add_test(tc, test_ring_gone);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
