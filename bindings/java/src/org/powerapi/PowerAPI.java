@@ -1,5 +1,6 @@
 package org.powerapi;
 
+import java.lang.ref.Cleaner;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -33,11 +34,38 @@ public final class PowerAPI implements AutoCloseable {
         NativeLoader.load();
     }
 
-    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-    private long handle;
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    /* The native context, freed by close() or, if the caller forgot, once
+     * the PowerAPI object is unreachable.  Holds no reference to it. */
+    private static final class State implements Runnable {
+        final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+        long handle;
+
+        State(long handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        public void run() {
+            lock.writeLock().lock();
+            try {
+                if (handle != 0) {
+                    nClose(handle);
+                    handle = 0;
+                }
+            } finally {
+                lock.writeLock().unlock();
+            }
+        }
+    }
+
+    private final State state;
+    private final Cleaner.Cleanable cleanable;
 
     private PowerAPI(long handle) {
-        this.handle = handle;
+        this.state = new State(handle);
+        this.cleanable = CLEANER.register(this, state);
     }
 
     /** A context reading /proc, /sys and /dev. */
@@ -67,16 +95,16 @@ public final class PowerAPI implements AutoCloseable {
     }
 
     private long acquire() {
-        lock.readLock().lock();
-        if (handle == 0) {
-            lock.readLock().unlock();
+        state.lock.readLock().lock();
+        if (state.handle == 0) {
+            state.lock.readLock().unlock();
             throw new IllegalStateException("powerapi: context is closed");
         }
-        return handle;
+        return state.handle;
     }
 
     private void release() {
-        lock.readLock().unlock();
+        state.lock.readLock().unlock();
     }
 
     /** Enables a module ("auto", "procfs-cpu", "cpu-tdp"...); options "k=v,k=v" or null. */
@@ -186,18 +214,14 @@ public final class PowerAPI implements AutoCloseable {
         }
     }
 
-    /** Frees the context. Idempotent. */
+    /**
+     * Frees the context, once the calls other threads are making return.
+     * Idempotent. (A PowerAPI never closed is freed after it becomes
+     * unreachable.)
+     */
     @Override
     public void close() {
-        lock.writeLock().lock();
-        try {
-            if (handle != 0) {
-                nClose(handle);
-                handle = 0;
-            }
-        } finally {
-            lock.writeLock().unlock();
-        }
+        cleanable.clean();
     }
 
     private static native String nVersion();

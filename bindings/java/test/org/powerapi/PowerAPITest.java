@@ -243,12 +243,22 @@ public final class PowerAPITest {
         checks++;
     }
 
+    /** Contexts never closed are freed by the cleaner (no crash, no leak growth). */
+    static void testForgottenContexts() throws InterruptedException {
+        for (int i = 0; i < 200; i++)
+            PowerAPI.open().watchPid(ProcessHandle.current().pid());
+        System.gc();
+        Thread.sleep(100);
+        checks++;
+    }
+
     public static void main(String[] args) throws Exception {
         testVersion();
         testLiveProcess();
         testFixture();
         testErrors();
         testConcurrentClose();
+        testForgottenContexts();
         System.out.println(checks + " checks, " + failures.size() + " failed");
         System.exit(failures.isEmpty() ? 0 : 1);
     }
