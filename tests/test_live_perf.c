@@ -40,7 +40,20 @@ static void *burn_thread(void *arg)
 }
 
 /* What the child does once told to go. */
-enum { WORK_SPIN = 1, WORK_THREADS = 2, WORK_SLEEPS = 3 };
+enum { WORK_SPIN = 1, WORK_THREADS = 2, WORK_SLEEPS = 3, WORK_EARLY = 4 };
+
+static pthread_barrier_t early_go, early_done;
+
+/* A thread started before the counters open, burning on the signal, then
+ * staying alive (a thread gone at the tick is reported exited). */
+static void *early_thread(void *arg)
+{
+    pthread_barrier_wait(&early_go);
+    burn(*(double *)arg);
+    pthread_barrier_wait(&early_done);
+    pause();
+    return NULL;
+}
 
 typedef struct child {
     pid_t pid;
@@ -57,10 +70,23 @@ static child child_start(int work)
     if (pid == 0) {
         close(go[1]);
         close(done[0]);
+        static double early_s[2] = {0.3, 0.6};
+        pthread_t early[2];
+        if (work == WORK_EARLY) {
+            pthread_barrier_init(&early_go, NULL, 3);
+            pthread_barrier_init(&early_done, NULL, 3);
+            for (int i = 0; i < 2; i++)
+                if (pthread_create(&early[i], NULL, early_thread,
+                                   &early_s[i]) != 0)
+                    _exit(2);
+        }
         char b;
         if (read(go[0], &b, 1) != 1)
             _exit(1);
-        if (work == WORK_SPIN) {
+        if (work == WORK_EARLY) {
+            pthread_barrier_wait(&early_go);
+            pthread_barrier_wait(&early_done);
+        } else if (work == WORK_SPIN) {
             burn(1.0);
         } else if (work == WORK_THREADS) {
             /* two threads born after the counters opened, 0.4 s each,
@@ -175,6 +201,65 @@ START_TEST(threads_created_later_are_counted)
 }
 END_TEST
 
+/* PA_WATCH_THREADS: each thread has its own counters, the process all. */
+START_TEST(per_thread_counters)
+{
+    child c = child_start(WORK_EARLY);
+    pa_ctx *ctx = perf_ctx("events=perf::TASK-CLOCK");
+    ck_assert_int_eq(pa_watch_pid(ctx, c.pid, PA_WATCH_THREADS), 0);
+    /* wait until both threads exist */
+    for (int i = 0; i < 200; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)c.pid);
+        char *out = NULL;
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "ls %s | wc -l", path);
+        pa_test_run(cmd, &out);
+        int n = out ? atoi(out) : 0;
+        free(out);
+        if (n >= 3)
+            break;
+        usleep(10000);
+    }
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    child_go_and_wait(&c);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    double threads[3];
+    int nt = 0;
+    double proc = -1;
+    for (size_t i = 0; i < r->ntargets; i++) {
+        const pa_target_info *t = &r->targets[i];
+        ck_assert(t->counters != NULL);
+        if (t->type == PA_TARGET_THREAD && nt < 3)
+            threads[nt++] = t->counters[0] / 1e9;
+        else if (t->type == PA_TARGET_PROCESS && t->pid == c.pid)
+            proc = t->counters[0] / 1e9;
+    }
+    pa_report_free(r);
+    ck_assert_int_eq(nt, 3);
+    /* sort: main (~0), 0.3 s, 0.6 s */
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (threads[j] < threads[i]) {
+                double x = threads[i];
+                threads[i] = threads[j];
+                threads[j] = x;
+            }
+    printf("per thread: %.4f %.4f %.4f s, process %.4f s\n", threads[0],
+           threads[1], threads[2], proc);
+    fflush(stdout);
+    ck_assert(threads[0] < 0.05);
+    ck_assert_double_eq_tol(threads[1], 0.3, 0.3 * 0.05);
+    ck_assert_double_eq_tol(threads[2], 0.6, 0.6 * 0.05);
+    ck_assert_double_eq_tol(proc, threads[0] + threads[1] + threads[2],
+                            0.05 * proc);
+    pa_ctx_free(ctx);
+    child_end(&c);
+}
+END_TEST
+
 /* Metis: independent sessions with different event sets at once. */
 START_TEST(two_contexts_two_sets)
 {
@@ -267,6 +352,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, task_clock_matches_busy_child);
     tcase_add_test(tc, threads_created_later_are_counted);
+    tcase_add_test(tc, per_thread_counters);
     tcase_add_test(tc, two_contexts_two_sets);
     suite_add_tcase(s, tc);
     return s;
