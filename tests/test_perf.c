@@ -128,6 +128,35 @@ START_TEST(option_errors)
 }
 END_TEST
 
+/* system=on asks for system-wide cycles (rapl-share's denominator): it
+ * needs a cycles event that opens, and root or CAP_PERFMON. */
+START_TEST(system_cycles)
+{
+    pa_ctx *ctx = live_ctx();
+    int rc = pa_module_enable(ctx, "perf", "system=on");
+    if (hw_cycles_errno() != 0) {
+        ck_assert_int_eq(rc, -ENOENT);
+        ck_assert_msg(strstr(pa_last_error(), "no cycles event opens here"),
+                      "%s", pa_last_error());
+        ck_assert_msg(strstr(pa_last_error(), "UNHALTED_CORE_CYCLES"), "%s",
+                      pa_last_error());
+    } else if (rc == 0) {
+        ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+        ck_assert_int_eq(pa_tick(ctx), 0);
+        ck_assert(ctx->sys[!ctx->sys_cur].have & PA_HAVE_CYCLES);
+    } else {
+        ck_assert_int_eq(rc, -EACCES);
+        ck_assert_msg(strstr(pa_last_error(), "CAP_PERFMON"), "%s",
+                      pa_last_error());
+    }
+    /* auto without cycles: enabled, counting without cycles_all */
+    pa_ctx_free(ctx);
+    ctx = live_ctx();
+    ck_assert_int_eq(pa_module_enable(ctx, "perf", "system=auto"), 0);
+    pa_ctx_free(ctx);
+}
+END_TEST
+
 /* The test's own process: task-clock and page faults, one counter per
  * event, then as a group; reconfiguring changes the declared set. */
 static void count_self(const char *opts)
@@ -359,6 +388,7 @@ static Suite *suite(void)
     tcase_add_test(tc, default_set_or_fallback);
     tcase_add_test(tc, unknown_event_named);
     tcase_add_test(tc, option_errors);
+    tcase_add_test(tc, system_cycles);
     tcase_add_test(tc, count_self_separate);
     tcase_add_test(tc, count_self_group);
     tcase_add_test(tc, descriptor_budget);
