@@ -89,7 +89,8 @@ typedef struct pc_state {
     size_t fds_count; /* kept task fds counted this tick */
 
     char cpu_model[96];
-    double cpuinfo_mhz;
+    double cpuinfo_mhz; /* "cpu MHz" of cpuinfo */
+    double base_mhz;    /* intel_pstate's base_frequency, 0 if none */
 
     char *sysbuf; /* <procfs>/stat */
     size_t sysbuf_cap;
@@ -483,7 +484,10 @@ static int pc_name_cmp(const void *a, const void *b)
  * (<sysfs>/devices/system/cpu/cpufreq/policyN/stats/time_in_state, which
  * counts the policy's time, so it stands for each of its affected_cpus),
  * else the per-CPU layout of older kernels (cpuN/cpufreq/stats/...).
- * None (VMs, intel_pstate) is not an error: no PA_HAVE_FREQ.
+ * None (VMs, intel_pstate) is not an error: no PA_HAVE_FREQ, and the
+ * formula uses the nominal frequency: intel_pstate's base_frequency when
+ * there is one (cpuinfo's "cpu MHz" is then only the current frequency
+ * of one CPU), else cpuinfo's "cpu MHz" (fixed in a VM).
  */
 static int pc_freq_discover(pc_state *p, const char *sysfs)
 {
@@ -522,6 +526,18 @@ static int pc_freq_discover(pc_state *p, const char *sysfs)
             qsort(names, nn, sizeof(*names), pc_name_cmp);
         for (size_t i = 0; i < nn && rc == 0; i++) {
             unsigned weight = 1;
+            if (l == 0 && p->base_mhz == 0) {
+                /* intel_pstate keeps no time_in_state but names the
+                 * base (nominal) frequency, in kHz */
+                char rel[512];
+                uint64_t khz;
+                const char *q = buf;
+                snprintf(rel, sizeof(rel), "%s/%s/base_frequency", layouts[l],
+                         names[i]);
+                if (pa__read_file(sysfs, rel, buf, sizeof(buf)) > 0 &&
+                    pa__parse_u64(&q, &khz) == 0 && khz > 0)
+                    p->base_mhz = (double)khz / 1000.0;
+            }
             if (l == 0) {
                 const char *wf[2] = {"affected_cpus", "related_cpus"};
                 for (int w = 0; w < 2; w++) {
@@ -641,7 +657,7 @@ static int pc_sample_system(pc_state *p, pa_ctx *ctx, pa_sysread *s)
     } else {
         s->nfreq = 0;
         s->have &= ~(unsigned)PA_HAVE_FREQ;
-        s->nominal_mhz = p->cpuinfo_mhz;
+        s->nominal_mhz = p->base_mhz > 0 ? p->base_mhz : p->cpuinfo_mhz;
     }
     return 0;
 }

@@ -283,6 +283,47 @@ START_TEST(test_freq_per_cpu_layout)
 }
 END_TEST
 
+/* intel_pstate: cpufreq policies without time_in_state; the nominal
+ * frequency is the base frequency, not the "cpu MHz" of one CPU. */
+START_TEST(test_freq_intel_pstate)
+{
+    char *root = pa_test_fixture_copy("desktop-cpufreq");
+    for (int c = 0; c < 4; c++) {
+        char rel[256];
+        snprintf(rel, sizeof(rel),
+                 "sys/devices/system/cpu/cpufreq/policy%d/stats", c);
+        pa_test_remove(root, rel);
+        snprintf(rel, sizeof(rel),
+                 "sys/devices/system/cpu/cpufreq/policy%d/base_frequency", c);
+        pa_test_write(root, rel, "3200000\n");
+        snprintf(rel, sizeof(rel),
+                 "sys/devices/system/cpu/cpufreq/policy%d/scaling_driver", c);
+        pa_test_write(root, rel, "intel_pstate\n");
+    }
+    pa_ctx *ctx = ctx_on(root);
+    tick(ctx, 1.0);
+    const pa_sysread *s = last_sys(ctx);
+    ck_assert(!(s->have & PA_HAVE_FREQ));
+    ck_assert_uint_eq(s->nfreq, 0);
+    ck_assert_double_eq(s->nominal_mhz, 3200.0);
+    pa_ctx_free(ctx);
+
+    /* no base_frequency either: cpuinfo's first "cpu MHz" */
+    for (int c = 0; c < 4; c++) {
+        char rel[256];
+        snprintf(rel, sizeof(rel),
+                 "sys/devices/system/cpu/cpufreq/policy%d/base_frequency", c);
+        pa_test_remove(root, rel);
+    }
+    ctx = ctx_on(root);
+    tick(ctx, 1.0);
+    s = last_sys(ctx);
+    ck_assert_double_eq_tol(s->nominal_mhz, 3201.341, 1e-9);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Processes                                                           */
 /* ------------------------------------------------------------------ */
@@ -1112,6 +1153,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_vm_system);
     tcase_add_test(tc, test_freq_policy_weight);
     tcase_add_test(tc, test_freq_per_cpu_layout);
+    tcase_add_test(tc, test_freq_intel_pstate);
     tcase_add_test(tc, test_all_processes);
     tcase_add_test(tc, test_watch_pid);
     tcase_add_test(tc, test_threads);
