@@ -30,8 +30,7 @@ static uint64_t now_ns(void)
 }
 
 /* ns per sample() of the perf sensor (perf != NULL) or of procfs-cpu. */
-static double sample_cost(const pid_t *pids, int n, const char *perf,
-                          int calls)
+static double sample_cost(const pid_t *pids, int n, const char *perf, int calls)
 {
     pa_ctx *ctx = NULL;
     if (pa_ctx_new(&ctx, NULL) < 0 ||
@@ -51,7 +50,9 @@ static double sample_cost(const pid_t *pids, int n, const char *perf,
         m = m->next;
     double best = -1;
     for (int r = 0; r < 5 && m; r++) {
-        pa_frame f = {.ctx = ctx, .tick = ctx->tick, .time_ns = 0,
+        pa_frame f = {.ctx = ctx,
+                      .tick = ctx->tick,
+                      .time_ns = 0,
                       .sys = &ctx->sys[ctx->sys_cur]};
         uint64_t t0 = now_ns();
         for (int i = 0; i < calls; i++)
@@ -124,8 +125,7 @@ int main(int argc, char **argv)
         snprintf(opts, sizeof(opts), "events=%s", hw);
         double c = sample_cost(pids, maxn, opts, calls);
         if (c >= 0)
-            printf("%8d %7s %6s %14s %14.0f\n", maxn, "custom", "off", "",
-                   c);
+            printf("%8d %7s %6s %14s %14.0f\n", maxn, "custom", "off", "", c);
     }
     for (int i = 0; i < maxn; i++)
         kill(pids[i], SIGKILL);

@@ -77,8 +77,8 @@ static void bench(const char *label, const char *procfs, const char *sysfs,
     }
     double per = (double)(now_ns() - t0) / iters;
     unsigned n = sys.nrapl ? sys.nrapl : 1;
-    printf("%-34s %-9s %2u domains  %8.0f ns/sample  %7.0f ns/domain\n",
-           label, path, sys.nrapl, per, per / n);
+    printf("%-34s %-9s %2u domains  %8.0f ns/sample  %7.0f ns/domain\n", label,
+           path, sys.nrapl, per, per / n);
     pa__mod_rapl.stop(&m);
     pa_ctx_free(ctx);
 }

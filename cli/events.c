@@ -17,8 +17,8 @@
 typedef struct ev_list {
     int all;
     int open, closed;
-    int hw_open;      /* a hardware (non perf::) event opened */
-    int first_errno;  /* reason of the first one that did not open */
+    int hw_open;     /* a hardware (non perf::) event opened */
+    int first_errno; /* reason of the first one that did not open */
 } ev_list;
 
 static void one_line(char *out, size_t len, const char *desc)
@@ -30,8 +30,7 @@ static void one_line(char *out, size_t len, const char *desc)
         *nl = '\0';
 }
 
-static int on_event(const char *name, const char *desc, int status,
-                    void *user)
+static int on_event(const char *name, const char *desc, int status, void *user)
 {
     ev_list *l = user;
     char d[160];
@@ -92,7 +91,7 @@ int pa_cli_events(int argc, char **argv)
                 l.all ? "" : "; --all lists the others");
     if (l.open == 0) {
         pa_cli_error("events", "no event opens here (perf_event_open "
-                     "refused: see kernel.perf_event_paranoid)");
+                               "refused: see kernel.perf_event_paranoid)");
         return PA_EXIT_FAIL;
     }
     return PA_EXIT_OK;

@@ -39,10 +39,18 @@ static const char *const share_options[] = {"idle", NULL};
 static bool is_cycles_name(const char *n)
 {
     static const char *const names[] = {
-        "UNHALTED_CORE_CYCLES", "CPU_CLK_UNHALTED", "CPU_CLK_UNHALTED.THREAD",
-        "CPU_CLK_UNHALTED:THREAD_P", "CYCLES_NOT_IN_HALT", "CYCLES",
-        "perf::CYCLES", "perf::CPU-CYCLES", "perf::PERF_COUNT_HW_CPU_CYCLES",
-        "cpu-cycles", "RETIRED_CYCLES", "CPU_CYCLES",
+        "UNHALTED_CORE_CYCLES",
+        "CPU_CLK_UNHALTED",
+        "CPU_CLK_UNHALTED.THREAD",
+        "CPU_CLK_UNHALTED:THREAD_P",
+        "CYCLES_NOT_IN_HALT",
+        "CYCLES",
+        "perf::CYCLES",
+        "perf::CPU-CYCLES",
+        "perf::PERF_COUNT_HW_CPU_CYCLES",
+        "cpu-cycles",
+        "RETIRED_CYCLES",
+        "CPU_CYCLES",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcasecmp(n, names[i]))
@@ -66,8 +74,10 @@ static int parse_idle(const pa_options *opts, bool *split)
     else if (!strcmp(v, "split"))
         *split = true;
     else
-        return pa__err(-EINVAL, "rapl-share: idle must be 'separate' or "
-                       "'split', not '%s'", v);
+        return pa__err(-EINVAL,
+                       "rapl-share: idle must be 'separate' or "
+                       "'split', not '%s'",
+                       v);
     return 0;
 }
 
@@ -116,7 +126,8 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
 {
     share_state *st = m->priv;
     if (!(d->have & PA_HAVE_RAPL) || d->nrapl == 0)
-        return pa__err(-ENODATA, "rapl-share: no RAPL reading in this "
+        return pa__err(-ENODATA,
+                       "rapl-share: no RAPL reading in this "
                        "window; enable the rapl sensor (pa_module_enable "
                        "\"rapl\")");
     if (!(d->interval_s > 0))
@@ -133,7 +144,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
     }
     if (!have_pkg)
         return pa__err(-ENODATA, "rapl-share: RAPL gives no package "
-                       "domain on this machine");
+                                 "domain on this machine");
     double p = pkg_j / d->interval_s;
 
     int ci = cycles_index(d);

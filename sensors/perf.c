@@ -54,9 +54,12 @@
 #define FD_RESERVE 64 /* descriptors left for the rest of the program */
 
 static const char *const default_events[] = {
-    "UNHALTED_CORE_CYCLES",      "INSTRUCTIONS_RETIRED",
-    "UNHALTED_REFERENCE_CYCLES", "LLC_REFERENCES",
-    "LLC_MISSES",                "BRANCH_INSTRUCTIONS_RETIRED",
+    "UNHALTED_CORE_CYCLES",
+    "INSTRUCTIONS_RETIRED",
+    "UNHALTED_REFERENCE_CYCLES",
+    "LLC_REFERENCES",
+    "LLC_MISSES",
+    "BRANCH_INSTRUCTIONS_RETIRED",
     "BRANCH_MISSES_RETIRED",
 };
 #define NDEFAULT (sizeof(default_events) / sizeof(default_events[0]))
@@ -83,8 +86,7 @@ static const struct generic {
     {"BRANCH_INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE,
      PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
      "branch instructions retired (generic hardware event)"},
-    {"BRANCH_MISSES_RETIRED", PERF_TYPE_HARDWARE,
-     PERF_COUNT_HW_BRANCH_MISSES,
+    {"BRANCH_MISSES_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES,
      "mispredicted branches retired (generic hardware event)"},
     {"perf::CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES,
      "CPU cycles"},
@@ -96,8 +98,8 @@ static const struct generic {
      "CPU clock, ns (software)"},
     {"perf::CONTEXT-SWITCHES", PERF_TYPE_SOFTWARE,
      PERF_COUNT_SW_CONTEXT_SWITCHES, "context switches (software)"},
-    {"perf::CPU-MIGRATIONS", PERF_TYPE_SOFTWARE,
-     PERF_COUNT_SW_CPU_MIGRATIONS, "migrations between CPUs (software)"},
+    {"perf::CPU-MIGRATIONS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS,
+     "migrations between CPUs (software)"},
     {"perf::PAGE-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS,
      "page faults (software)"},
     {"perf::MINOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN,
@@ -117,9 +119,9 @@ typedef struct perf_target {
     pa_target_type type;
     pid_t id;
     uint64_t start_ticks;
-    uint64_t mark;   /* last tick the task was alive */
-    int err;         /* could not be opened (-errno); nothing counted */
-    size_t nfd;      /* nthr * nev */
+    uint64_t mark; /* last tick the task was alive */
+    int err;       /* could not be opened (-errno); nothing counted */
+    size_t nfd;    /* nthr * nev */
     int *fd;
     uint64_t (*last)[3]; /* per fd: value, enabled, running */
     double acc[PA_MAX_COUNTERS];
@@ -129,21 +131,21 @@ typedef struct perf_state {
     size_t nev;
     perf_event ev[PA_MAX_COUNTERS];
     const char *names[PA_MAX_COUNTERS];
-    bool user_only;      /* exclude_kernel + exclude_hv */
+    bool user_only; /* exclude_kernel + exclude_hv */
     bool group;
     bool inherit_thread; /* kernel >= 5.13 */
     int system;          /* -1 auto, 0 off, 1 on */
     perf_target **tg;
     size_t ntg, tgcap;
-    size_t nfds;         /* open target descriptors */
+    size_t nfds; /* open target descriptors */
     size_t fd_budget;
     /* system-wide cycles */
-    int cyc;             /* index of the cycles event, -1 none */
+    int cyc; /* index of the cycles event, -1 none */
     int *sysfd;
     size_t nsys;
     uint64_t (*syslast)[3];
     double cycles_acc;
-    unsigned reported;   /* refusal kinds already reported */
+    unsigned reported; /* refusal kinds already reported */
 } perf_state;
 
 enum { REP_EACCES = 1, REP_BUDGET = 2, REP_OTHER = 4 };
@@ -191,8 +193,8 @@ static int encode_event(const char *name, bool user_only,
         arg.attr = attr;
         arg.size = sizeof(arg);
         int plm = user_only ? PFM_PLM3 : PFM_PLM0 | PFM_PLM3;
-        int r = pfm_get_os_event_encoding(name, plm, PFM_OS_PERF_EVENT_EXT,
-                                          &arg);
+        int r =
+            pfm_get_os_event_encoding(name, plm, PFM_OS_PERF_EVENT_EXT, &arg);
         if (r == PFM_SUCCESS) {
             attr->size = sizeof(*attr);
             if (user_only) {
@@ -203,7 +205,8 @@ static int encode_event(const char *name, bool user_only,
         }
         pfm_msg = pfm_strerror(r);
         if (r != PFM_ERR_NOTFOUND) {
-            snprintf(why, wl, "perf: event '%s' refused by libpfm4: %s; "
+            snprintf(why, wl,
+                     "perf: event '%s' refused by libpfm4: %s; "
                      "'powerapi events' lists the events of this machine",
                      name, pfm_msg);
             return -EINVAL;
@@ -215,9 +218,11 @@ static int encode_event(const char *name, bool user_only,
 #endif
     const struct generic *g = generic_find(name);
     if (!g) {
-        snprintf(why, wl, "perf: unknown event '%s' (libpfm4: %s); "
+        snprintf(why, wl,
+                 "perf: unknown event '%s' (libpfm4: %s); "
                  "'powerapi events' lists the events this machine can "
-                 "count", name, pfm_msg);
+                 "count",
+                 name, pfm_msg);
         return -ENOENT;
     }
     attr->size = sizeof(*attr);
@@ -279,20 +284,23 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
         for (char *t = strtok_r(copy, "+", &save); t;
              t = strtok_r(NULL, "+", &save)) {
             if (n == PA_MAX_COUNTERS)
-                return pa__err(-EINVAL, "perf: at most %d events per "
-                               "context", PA_MAX_COUNTERS);
+                return pa__err(-EINVAL,
+                               "perf: at most %d events per "
+                               "context",
+                               PA_MAX_COUNTERS);
             for (size_t j = 0; j < n; j++)
                 if (!strcmp(names[j], t))
-                    return pa__err(-EINVAL, "perf: event '%s' given twice",
-                                   t);
+                    return pa__err(-EINVAL, "perf: event '%s' given twice", t);
             if (strlen(t) >= sizeof(st->ev[0].name))
-                return pa__err(-EINVAL, "perf: event name '%.40s...' too "
-                               "long", t);
+                return pa__err(-EINVAL,
+                               "perf: event name '%.40s...' too "
+                               "long",
+                               t);
             names[n++] = t;
         }
         if (n == 0)
             return pa__err(-EINVAL, "perf: events= is empty (give "
-                           "A+B+C; 'powerapi events' lists them)");
+                                    "A+B+C; 'powerapi events' lists them)");
     }
     /* privilege: try kernel+user first, fall back to user only */
     st->user_only = false;
@@ -306,30 +314,33 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
             rc = try_open_self(&a);
         }
         if (rc == -EACCES || rc == -EPERM)
-            return pa__err(-EACCES, "perf: perf_event_open refused even for "
+            return pa__err(-EACCES,
+                           "perf: perf_event_open refused even for "
                            "perf::TASK-CLOCK of this process (EACCES, "
                            "kernel.perf_event_paranoid=%d); run as root, "
                            "grant CAP_PERFMON, or set "
                            "kernel.perf_event_paranoid=2",
                            paranoid_level(env));
         if (rc < 0)
-            return pa__err(rc, "perf: perf_event_open failed: %s (kernel "
-                           "without perf events?)", strerror(-rc));
+            return pa__err(rc,
+                           "perf: perf_event_open failed: %s (kernel "
+                           "without perf events?)",
+                           strerror(-rc));
     }
     st->nev = 0;
     size_t used = 0;
     int lack_err = 0;
     for (size_t i = 0; i < n; i++) {
         perf_event *e = &st->ev[st->nev];
-        int rc = encode_event(names[i], st->user_only, &e->attr, why,
-                              sizeof(why));
+        int rc =
+            encode_event(names[i], st->user_only, &e->attr, why, sizeof(why));
         if (rc < 0)
             return pa__err(rc, "%s", why);
         rc = try_open_self(&e->attr);
         if (rc < 0 && pmu_lacks(rc)) {
             lack_err = -rc;
-            int w = snprintf(note + used, nl - used, "%s%s",
-                             used ? ", " : "", names[i]);
+            int w = snprintf(note + used, nl - used, "%s%s", used ? ", " : "",
+                             names[i]);
             if (w > 0 && (size_t)w < nl - used)
                 used += (size_t)w;
             continue;
@@ -343,7 +354,8 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
     if (used) {
         char dropped[512];
         snprintf(dropped, sizeof(dropped), "%s", note);
-        snprintf(note, nl, "perf: this machine's PMU lacks %s (%s: no "
+        snprintf(note, nl,
+                 "perf: this machine's PMU lacks %s (%s: no "
                  "hardware PMU, e.g. a VM without a virtual PMU)%s",
                  dropped, strerror(lack_err),
                  st->nev ? "" : "; counting perf::TASK-CLOCK instead");
@@ -362,10 +374,9 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
         if (st->cyc < 0 && a->type == PERF_TYPE_HARDWARE &&
             a->config == PERF_COUNT_HW_CPU_CYCLES)
             st->cyc = (int)i;
-        if (st->cyc < 0 && (!strcasecmp(st->ev[i].name,
-                                        "UNHALTED_CORE_CYCLES") ||
-                            !strncasecmp(st->ev[i].name,
-                                         "CPU_CLK_UNHALTED", 16)))
+        if (st->cyc < 0 &&
+            (!strcasecmp(st->ev[i].name, "UNHALTED_CORE_CYCLES") ||
+             !strncasecmp(st->ev[i].name, "CPU_CLK_UNHALTED", 16)))
             st->cyc = (int)i;
     }
     return 0;
@@ -457,15 +468,15 @@ static int open_thread(perf_state *st, pid_t tid, bool inherit, int *fd)
     for (size_t j = 0; j < st->nev; j++) {
         struct perf_event_attr a = st->ev[j].attr;
         a.size = sizeof(a);
-        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                        PERF_FORMAT_TOTAL_TIME_RUNNING;
+        a.read_format =
+            PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
         if (st->group && j == 0)
             a.read_format |= PERF_FORMAT_GROUP;
         a.inherit = inherit;
         a.inherit_thread = inherit && st->inherit_thread;
         int group_fd = st->group && j > 0 ? fd[0] : -1;
-        long r = sys_perf_event_open(&a, tid, -1, group_fd,
-                                     PERF_FLAG_FD_CLOEXEC);
+        long r =
+            sys_perf_event_open(&a, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
         if (r < 0 && errno == EINVAL && a.inherit_thread) {
             /* before Linux 5.13: children processes are counted too */
             st->inherit_thread = false;
@@ -648,7 +659,7 @@ static int system_open(perf_state *st, const pa_env *env)
 {
     if (st->cyc < 0)
         return pa__err(-ENOENT, "perf: system-wide cycles need a cycles "
-                       "event in events=");
+                                "event in events=");
     int cpus[1024];
     int n = online_cpus(env, cpus, 1024);
     st->sysfd = malloc((size_t)n * sizeof(int));
@@ -660,15 +671,16 @@ static int system_open(perf_state *st, const pa_env *env)
     for (int i = 0; i < n; i++) {
         struct perf_event_attr a = st->ev[st->cyc].attr;
         a.size = sizeof(a);
-        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                        PERF_FORMAT_TOTAL_TIME_RUNNING;
-        long fd = sys_perf_event_open(&a, -1, cpus[i], -1,
-                                      PERF_FLAG_FD_CLOEXEC);
+        a.read_format =
+            PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        long fd =
+            sys_perf_event_open(&a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
             int e = errno;
             system_close(st);
             if (e == EACCES || e == EPERM)
-                return pa__err(-EACCES, "perf: counting cycles on every CPU "
+                return pa__err(-EACCES,
+                               "perf: counting cycles on every CPU "
                                "needs root or CAP_PERFMON "
                                "(kernel.perf_event_paranoid=%d)",
                                paranoid_level(env));
@@ -684,8 +696,7 @@ static int system_open(perf_state *st, const pa_env *env)
 /* Module                                                            */
 /* ---------------------------------------------------------------- */
 
-static const char *const perf_options[] = {"events", "group", "system",
-                                           NULL};
+static const char *const perf_options[] = {"events", "group", "system", NULL};
 
 static int parse_bool(const char *key, const char *v, int auto_val, int *out)
 {
@@ -696,8 +707,7 @@ static int parse_bool(const char *key, const char *v, int auto_val, int *out)
     else if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"))
         *out = 0;
     else
-        return pa__err(-EINVAL, "perf: %s must be on or off, not '%s'", key,
-                       v);
+        return pa__err(-EINVAL, "perf: %s must be on or off, not '%s'", key, v);
     return 0;
 }
 
@@ -749,8 +759,8 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
                 rl.rlim_cur = rl.rlim_max;
         }
         rlim_t lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
-        st->fd_budget = lim > 2 * FD_RESERVE ? (size_t)(lim - FD_RESERVE)
-                                             : (size_t)lim / 2;
+        st->fd_budget =
+            lim > 2 * FD_RESERVE ? (size_t)(lim - FD_RESERVE) : (size_t)lim / 2;
     } else {
         st->fd_budget = 1024 - FD_RESERVE;
     }
@@ -762,7 +772,8 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
         }
     } else if (st->system == 1) {
         state_free(st);
-        return pa__err(-ENOENT, "perf: system=on counts unhalted cycles, "
+        return pa__err(-ENOENT,
+                       "perf: system=on counts unhalted cycles, "
                        "and no cycles event opens here%s%s",
                        note[0] ? ": " : "", note);
     }
@@ -907,7 +918,7 @@ static int perf_sample(pa_module *m, pa_frame *f)
             uint64_t v[3];
             if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
                 return pa__err(-EIO, "perf: reading system-wide cycles "
-                               "failed");
+                                     "failed");
             uint64_t dv = v[0] - st->syslast[i][0],
                      de = v[1] - st->syslast[i][1],
                      dr = v[2] - st->syslast[i][2];
@@ -925,18 +936,21 @@ static int perf_sample(pa_module *m, pa_frame *f)
      * the engine, the other targets' counts of this tick are kept. */
     st->reported |= (unsigned)report;
     if (report & REP_BUDGET)
-        return pa__err(-EMFILE, "perf: not counting pid %d: %zu targets x "
+        return pa__err(-EMFILE,
+                       "perf: not counting pid %d: %zu targets x "
                        "%zu events already use %zu file descriptors of the "
                        "RLIMIT_NOFILE budget (%zu); raise the hard limit "
                        "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
-                       "or events", (int)report_id, st->ntg, st->nev,
-                       st->nfds, st->fd_budget);
+                       "or events",
+                       (int)report_id, st->ntg, st->nev, st->nfds,
+                       st->fd_budget);
     if (report & REP_EACCES)
-        return pa__err(-EACCES, "perf: not counting pid %d: perf_event_open "
+        return pa__err(-EACCES,
+                       "perf: not counting pid %d: perf_event_open "
                        "refused (EACCES): counting another user's process "
                        "needs root or CAP_PERFMON (kernel."
-                       "perf_event_paranoid=%d)", (int)report_id,
-                       paranoid_level(env));
+                       "perf_event_paranoid=%d)",
+                       (int)report_id, paranoid_level(env));
     if (report & REP_OTHER)
         return pa__err(report_err, "perf: not counting pid %d: %s",
                        (int)report_id, strerror(-report_err));
@@ -954,10 +968,11 @@ static int perf_probe(const pa_env *env, char *why, size_t wl)
     if (rc < 0) {
         snprintf(why, wl, "%s", pa_last_error());
     } else if (note[0]) {
-        snprintf(why, wl, "perf: no hardware PMU here (default events "
+        snprintf(why, wl,
+                 "perf: no hardware PMU here (default events "
                  "open with %s); software events only: "
-                 "perf::TASK-CLOCK%s", "ENOENT",
-                 st->user_only ? ", user space only (not root)" : "");
+                 "perf::TASK-CLOCK%s",
+                 "ENOENT", st->user_only ? ", user space only (not root)" : "");
     } else {
         snprintf(why, wl, "perf: %zu default events open%s", st->nev,
                  st->user_only ? ", user space only (not root)" : "");
@@ -1046,8 +1061,7 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
     for (size_t i = 0; i < NGENERIC; i++) {
         if (seen[i])
             continue;
-        rc = list_one(generics[i].name, generics[i].desc, user_only, cb,
-                      user);
+        rc = list_one(generics[i].name, generics[i].desc, user_only, cb, user);
         if (rc < 0)
             return rc;
         n++;

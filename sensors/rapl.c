@@ -52,14 +52,14 @@ static const char *const path_names[] = {"none", "powercap", "perf", "msr"};
 typedef struct rapl_dom {
     int socket;
     pa_rapl_kind kind;
-    char label[48];   /* zone name or event, for messages */
+    char label[48]; /* zone name or event, for messages */
     int fd;
-    off_t msr;        /* msr path: register */
-    double unit_uj;   /* µJ per raw unit */
-    uint64_t range;   /* raw units at which the counter wraps; 0 = never */
-    uint64_t mask;    /* msr: valid counter bits */
-    uint64_t last;    /* last raw reading */
-    uint64_t acc;     /* unfolded raw units since start */
+    off_t msr;      /* msr path: register */
+    double unit_uj; /* µJ per raw unit */
+    uint64_t range; /* raw units at which the counter wraps; 0 = never */
+    uint64_t mask;  /* msr: valid counter bits */
+    uint64_t last;  /* last raw reading */
+    uint64_t acc;   /* unfolded raw units since start */
     unsigned wraps;
 } rapl_dom;
 
@@ -72,11 +72,16 @@ typedef struct rapl_state {
 static const char *kind_name(pa_rapl_kind k)
 {
     switch (k) {
-    case PA_RAPL_PKG: return "package";
-    case PA_RAPL_CORE: return "core";
-    case PA_RAPL_UNCORE: return "uncore";
-    case PA_RAPL_DRAM: return "dram";
-    case PA_RAPL_PSYS: return "psys";
+    case PA_RAPL_PKG:
+        return "package";
+    case PA_RAPL_CORE:
+        return "core";
+    case PA_RAPL_UNCORE:
+        return "uncore";
+    case PA_RAPL_DRAM:
+        return "dram";
+    case PA_RAPL_PSYS:
+        return "psys";
     }
     return "?";
 }
@@ -119,8 +124,7 @@ static void trim(char *s)
 }
 
 /* Reads one raw value of a domain (µJ text, perf count or MSR). */
-static int dom_read_raw(const rapl_dom *d, enum rapl_path path,
-                        uint64_t *out)
+static int dom_read_raw(const rapl_dom *d, enum rapl_path path, uint64_t *out)
 {
     if (path == PATH_POWERCAP) {
         char buf[32];
@@ -198,8 +202,7 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
     if (!dir) {
         rc = -errno;
         if (rc == -ENOENT)
-            say(why, wl, "rapl: %s not present (no RAPL in this VM)",
-                path);
+            say(why, wl, "rapl: %s not present (no RAPL in this VM)", path);
         else
             say(why, wl, "rapl: cannot open %s: %s", path, strerror(-rc));
         return rc == -ENOENT ? -ENODEV : rc;
@@ -225,9 +228,8 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
     }
     closedir(dir);
     if (nz == 0) {
-        say(why, wl,
-                 "rapl: %s has no intel-rapl zone (no RAPL in this VM)",
-                 path);
+        say(why, wl, "rapl: %s has no intel-rapl zone (no RAPL in this VM)",
+            path);
         return -ENODEV;
     }
     qsort(zones, nz, sizeof(zones[0]), zone_cmp);
@@ -258,8 +260,7 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
             else
                 continue;
             char parent[64];
-            say(parent, sizeof(parent), "%.*s", (int)(colon2 - z->dir),
-                     z->dir);
+            say(parent, sizeof(parent), "%.*s", (int)(colon2 - z->dir), z->dir);
             socket = 0;
             for (size_t j = 0; j < nz; j++)
                 if (!strcmp(zones[j].dir, parent)) {
@@ -288,8 +289,7 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         d->unit_uj = 1.0;
         d->mask = UINT64_MAX;
         char rel[128], buf[64];
-        say(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj",
-                 z->dir);
+        say(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj", z->dir);
         const char *p = buf;
         if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
             pa__parse_u64(&p, &d->range) < 0)
@@ -323,16 +323,19 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         state_close(st);
         if (denied) {
             say(why, wl,
-                     "rapl: %s: energy_uj is readable by root only since "
-                     "Linux 5.10; run as root, or use the perf power PMU "
-                     "with CAP_PERFMON (path=perf), or make the file "
-                     "group-readable at boot (udev rule or tmpfiles.d "
-                     "'z /sys/class/powercap/intel-rapl:*/energy_uj 0440 "
-                     "root power')", denied_path);
+                "rapl: %s: energy_uj is readable by root only since "
+                "Linux 5.10; run as root, or use the perf power PMU "
+                "with CAP_PERFMON (path=perf), or make the file "
+                "group-readable at boot (udev rule or tmpfiles.d "
+                "'z /sys/class/powercap/intel-rapl:*/energy_uj 0440 "
+                "root power')",
+                denied_path);
             return -EACCES;
         }
-        say(why, wl, "rapl: %s has no readable package, core, "
-                 "uncore, dram or psys zone", path);
+        say(why, wl,
+            "rapl: %s has no readable package, core, "
+            "uncore, dram or psys zone",
+            path);
         return -ENODEV;
     }
     st->path = PATH_POWERCAP;
@@ -439,8 +442,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
     }
     int last_err = 0;
     size_t found = 0;
-    for (size_t e = 0; e < sizeof(perf_events) / sizeof(perf_events[0]);
-         e++) {
+    for (size_t e = 0; e < sizeof(perf_events) / sizeof(perf_events[0]); e++) {
         uint64_t config;
         snprintf(rel, sizeof(rel), "%s/events/%s", pmu, perf_events[e].event);
         if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
@@ -498,16 +500,20 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
     }
     if (st->n == 0) {
         if (!found)
-            say(why, wl, "rapl: the perf power PMU has no energy "
-                     "event");
+            say(why, wl,
+                "rapl: the perf power PMU has no energy "
+                "event");
         else if (last_err == EACCES || last_err == EPERM)
             say(why, wl,
-                     "rapl: perf power PMU: perf_event_open refused (%s); "
-                     "it needs root or CAP_PERFMON (or "
-                     "kernel.perf_event_paranoid <= 0)", strerror(last_err));
+                "rapl: perf power PMU: perf_event_open refused (%s); "
+                "it needs root or CAP_PERFMON (or "
+                "kernel.perf_event_paranoid <= 0)",
+                strerror(last_err));
         else
-            say(why, wl, "rapl: perf power PMU: perf_event_open "
-                     "failed: %s", strerror(last_err ? last_err : ENODEV));
+            say(why, wl,
+                "rapl: perf power PMU: perf_event_open "
+                "failed: %s",
+                strerror(last_err ? last_err : ENODEV));
         return last_err == EACCES || last_err == EPERM ? -EACCES : -ENODEV;
     }
     st->path = PATH_PERF;
@@ -522,11 +528,11 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
  * of MSR_RAPL_POWER_UNIT's (Linux drivers/powercap/intel_rapl_common.c,
  * rapl_defaults_hsw_server; Intel SDM vol. 4, DRAM RAPL domain). */
 static const int dram_fixed_models[] = {
-    0x3f, /* Haswell-X */         0x4f, /* Broadwell-X */
-    0x56, /* Broadwell-D */       0x55, /* Skylake-X, Cascade Lake */
-    0x6a, /* Ice Lake-X */        0x6c, /* Ice Lake-D */
+    0x3f, /* Haswell-X */ 0x4f,         /* Broadwell-X */
+    0x56, /* Broadwell-D */ 0x55,       /* Skylake-X, Cascade Lake */
+    0x6a, /* Ice Lake-X */ 0x6c,        /* Ice Lake-D */
     0x8f, /* Sapphire Rapids-X */ 0xcf, /* Emerald Rapids-X */
-    0x57, /* Xeon Phi KNL */      0x85, /* Xeon Phi KNM */
+    0x57, /* Xeon Phi KNL */ 0x85,      /* Xeon Phi KNM */
 };
 
 /* "model : 85" of the first CPU in cpuinfo; -1 if unknown or not Intel. */
@@ -625,12 +631,11 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             d->msr = regs[r].msr;
             d->mask = 0xffffffffull; /* bits 63:32 reserved */
             d->range = 1ull << 32;
-            d->unit_uj = regs[r].kind == PA_RAPL_DRAM && dram_fixed
-                             ? 15.3 : unit_uj;
+            d->unit_uj =
+                regs[r].kind == PA_RAPL_DRAM && dram_fixed ? 15.3 : unit_uj;
             d->socket = s;
             d->kind = regs[r].kind;
-            snprintf(d->label, sizeof(d->label), "%s/cpu%d", regs[r].name,
-                     cpu);
+            snprintf(d->label, sizeof(d->label), "%s/cpu%d", regs[r].name, cpu);
             /* an absent register fails with EIO; one that reads 0 at
              * start is not implemented by this model */
             if (dom_read_raw(d, PATH_MSR, &d->last) < 0 || d->last == 0)
@@ -650,11 +655,15 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
     }
     if (st->n == 0) {
         if (last_err == EACCES || last_err == EPERM)
-            say(why, wl, "rapl: %s/cpu/N/msr: %s; reading MSRs needs "
-                     "root (CAP_SYS_RAWIO)", env->devfs, strerror(last_err));
+            say(why, wl,
+                "rapl: %s/cpu/N/msr: %s; reading MSRs needs "
+                "root (CAP_SYS_RAWIO)",
+                env->devfs, strerror(last_err));
         else
-            say(why, wl, "rapl: %s/cpu/N/msr has no RAPL energy "
-                     "register", env->devfs);
+            say(why, wl,
+                "rapl: %s/cpu/N/msr has no RAPL energy "
+                "register",
+                env->devfs);
         return last_err == EACCES || last_err == EPERM ? -EACCES : -ENODEV;
     }
     st->path = PATH_MSR;
@@ -676,8 +685,10 @@ static int parse_path(const char *s, enum rapl_path *out)
     else if (!strcmp(s, "msr"))
         *out = PATH_MSR;
     else
-        return pa__err(-EINVAL, "rapl: path must be auto, perf, msr or "
-                       "powercap, not '%s'", s);
+        return pa__err(-EINVAL,
+                       "rapl: path must be auto, perf, msr or "
+                       "powercap, not '%s'",
+                       s);
     return 0;
 }
 
@@ -752,7 +763,7 @@ static int rapl_probe(const pa_env *env, char *why, size_t wl)
         for (size_t i = 0; i < st->n; i++)
             np += st->dom[i].kind == PA_RAPL_PKG;
         say(why, wl, "rapl: %s, %zu domains (%zu packages)",
-                 path_names[st->path], st->n, np);
+            path_names[st->path], st->n, np);
         state_close(st);
     } else {
         say(why, wl, "%s", tmp);
@@ -789,8 +800,10 @@ static int rapl_sample(pa_module *m, pa_frame *f)
         uint64_t raw;
         int rc = dom_read_raw(d, st->path, &raw);
         if (rc < 0)
-            return pa__err(rc, "rapl: reading %s (%s, socket %d) failed: "
-                           "%s", d->label, kind_name(d->kind), d->socket,
+            return pa__err(rc,
+                           "rapl: reading %s (%s, socket %d) failed: "
+                           "%s",
+                           d->label, kind_name(d->kind), d->socket,
                            strerror(-rc));
         dom_update(d, raw);
     }
@@ -798,8 +811,7 @@ static int rapl_sample(pa_module *m, pa_frame *f)
         rapl_dom *d = &st->dom[i];
         sys->rapl[i].socket = d->socket;
         sys->rapl[i].kind = d->kind;
-        sys->rapl[i].energy_uj = (uint64_t)llround((double)d->acc *
-                                                   d->unit_uj);
+        sys->rapl[i].energy_uj = (uint64_t)llround((double)d->acc * d->unit_uj);
     }
     sys->nrapl = (unsigned)st->n;
     snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s",

@@ -102,8 +102,7 @@ START_TEST(library_cgroup_records)
     /* five cgroups; the v1-only process (3 W) is in none */
     ck_assert_uint_eq(ncg, NEXP);
     ck_assert_double_eq_tol(cg_sum, proc_sum - 3.0, TOL);
-    ck_assert_double_eq_tol(proc_sum + r->system.idle_w, r->system.cpu_w,
-                            TOL);
+    ck_assert_double_eq_tol(proc_sum + r->system.idle_w, r->system.cpu_w, TOL);
     ck_assert_double_eq_tol(r->system.cpu_w, 120, TOL);
     pa_report_free(r);
     /* a cgroup with no process */
@@ -168,8 +167,7 @@ START_TEST(cli_cgroup_records)
             continue;
         for (size_t i = 0; i < NEXP; i++) {
             char key[256];
-            snprintf(key, sizeof(key), "\"cgroup\":\"%s\"",
-                     expected[i].cgroup);
+            snprintf(key, sizeof(key), "\"cgroup\":\"%s\"", expected[i].cgroup);
             /* the JSON string escapes the backslash of \x2d */
             char esc[256];
             size_t k = 0;
@@ -208,8 +206,8 @@ static Suite *suite(void)
 /* The library's module table refers to modules weakly: name the ones
  * these tests enable so the static link keeps them. */
 const pa_module_ops *const pa_test_linked_modules[] = {
-    &pa__mod_procfs_cpu, &pa__mod_rapl, &pa__mod_rapl_share,
-    &pa__mod_cpu_tdp, NULL};
+    &pa__mod_procfs_cpu, &pa__mod_rapl, &pa__mod_rapl_share, &pa__mod_cpu_tdp,
+    NULL};
 
 int main(void)
 {

@@ -283,8 +283,9 @@ START_TEST(two_contexts_two_sets)
         char byte;
         if (pa_ctx_new(&m, NULL) < 0 ||
             pa_module_enable(m, "procfs-cpu", NULL) < 0 ||
-            pa_module_enable(m, "perf", "events=perf::PAGE-FAULTS+"
-                                        "perf::TASK-CLOCK") < 0 ||
+            pa_module_enable(m, "perf",
+                             "events=perf::PAGE-FAULTS+"
+                             "perf::TASK-CLOCK") < 0 ||
             pa_watch_pid(m, c.pid, 0) < 0 || pa_tick(m) < 0 ||
             write(ready[1], "r", 1) != 1 || read(start2[0], &byte, 1) != 1 ||
             pa_tick(m) < 0)
@@ -292,8 +293,8 @@ START_TEST(two_contexts_two_sets)
         pa_report *r = NULL;
         double v[3] = {-1, -1, -1};
         if (pa_report_get(m, &r) == 0) {
-            const pa_target_info *t = pa_test_target(r, PA_TARGET_PROCESS,
-                                                     c.pid);
+            const pa_target_info *t =
+                pa_test_target(r, PA_TARGET_PROCESS, c.pid);
             if (t && t->counters && r->ncounters == 2) {
                 v[0] = t->counters[0];
                 v[1] = t->counters[1];
@@ -321,7 +322,8 @@ START_TEST(two_contexts_two_sets)
     ck_assert_uint_eq(na, 1);
     ck_assert_uint_eq(nb, 2);
     printf("two contexts: A task-clock %.4f s; B task-clock %.4f s, "
-           "context switches %.0f\n", a_tc / 1e9, b_tc / 1e9, b_cs);
+           "context switches %.0f\n",
+           a_tc / 1e9, b_tc / 1e9, b_cs);
     /* 0.3 s burnt plus 100 short sleeps' wakeups */
     ck_assert_double_eq_tol(a_tc / 1e9, 0.3, 0.3 * 0.1);
     ck_assert_double_eq_tol(b_tc / a_tc, 1.0, 0.05);
@@ -360,8 +362,8 @@ static Suite *suite(void)
 
 /* The library's module table refers to modules weakly: name the ones
  * these tests enable so the static link keeps them. */
-const pa_module_ops *const pa_test_linked_modules[] = {
-    &pa__mod_procfs_cpu, &pa__mod_perf, NULL};
+const pa_module_ops *const pa_test_linked_modules[] = {&pa__mod_procfs_cpu,
+                                                       &pa__mod_perf, NULL};
 
 int main(void)
 {

@@ -52,7 +52,8 @@ static void burn_cpu_s(double s)
     do {
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     } while ((double)(t.tv_sec - t0.tv_sec) +
-                 (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < s);
+                 (double)(t.tv_nsec - t0.tv_nsec) / 1e9 <
+             s);
 }
 
 static const pa_target_info *self_target(const pa_report *r)
@@ -97,7 +98,8 @@ END_TEST
 START_TEST(unknown_event_named)
 {
     pa_ctx *ctx = live_ctx();
-    int rc = pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK+NO_SUCH_EVT");
+    int rc =
+        pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK+NO_SUCH_EVT");
     ck_assert_int_lt(rc, 0);
     ck_assert_msg(strstr(pa_last_error(), "NO_SUCH_EVT"), "%s",
                   pa_last_error());
@@ -111,13 +113,13 @@ END_TEST
 START_TEST(option_errors)
 {
     pa_ctx *ctx = live_ctx();
-    ck_assert_int_eq(pa_module_enable(ctx, "perf",
-                                      "events=perf::TASK-CLOCK+perf::TASK-CLOCK"),
-                     -EINVAL);
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "perf",
+                         "events=perf::TASK-CLOCK+perf::TASK-CLOCK"),
+        -EINVAL);
     ck_assert_msg(strstr(pa_last_error(), "twice"), "%s", pa_last_error());
     ck_assert_int_eq(pa_module_enable(ctx, "perf", "group=maybe"), -EINVAL);
-    ck_assert_msg(strstr(pa_last_error(), "on or off"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "on or off"), "%s", pa_last_error());
     char many[2048] = "events=";
     for (int i = 0; i <= PA_MAX_COUNTERS; i++)
         strcat(many, i ? "+perf::TASK-CLOCK" : "perf::TASK-CLOCK");
@@ -192,9 +194,8 @@ static void count_self(const char *opts)
     ck_assert_double_eq_tol(t->multiplex, 1.0, 1e-12);
     pa_report_free(r);
     /* another set, same context */
-    ck_assert_int_eq(pa_module_configure(ctx, "perf",
-                                         "events=perf::CONTEXT-SWITCHES"),
-                     0);
+    ck_assert_int_eq(
+        pa_module_configure(ctx, "perf", "events=perf::CONTEXT-SWITCHES"), 0);
     ck_assert_uint_eq(ctx->ncounters, 1);
     ck_assert_str_eq(ctx->counter_names[0], "perf::CONTEXT-SWITCHES");
     ck_assert_int_eq(pa_tick(ctx), 0);
@@ -234,12 +235,13 @@ START_TEST(descriptor_budget)
     pa_ctx *ctx = live_ctx();
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     /* 9 threads x 8 events = 72 > budget 100/2 */
-    ck_assert_int_eq(pa_module_enable(ctx, "perf",
-                                      "events=perf::TASK-CLOCK+perf::CPU-CLOCK+"
-                                      "perf::CONTEXT-SWITCHES+perf::CPU-MIGRATIONS+"
-                                      "perf::PAGE-FAULTS+perf::MINOR-FAULTS+"
-                                      "perf::MAJOR-FAULTS+perf::CYCLES"),
-                     0);
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "perf",
+                         "events=perf::TASK-CLOCK+perf::CPU-CLOCK+"
+                         "perf::CONTEXT-SWITCHES+perf::CPU-MIGRATIONS+"
+                         "perf::PAGE-FAULTS+perf::MINOR-FAULTS+"
+                         "perf::MAJOR-FAULTS+perf::CYCLES"),
+        0);
     ck_assert_int_eq(pa_watch_pid(ctx, getpid(), 0), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
     pa_module_info info[16];
@@ -352,17 +354,21 @@ START_TEST(hardware_multiplexing)
     int e = hw_cycles_errno();
     if (e) {
         printf("SKIP hardware_multiplexing: no hardware PMU here "
-               "(cycles: %s; a VM without a virtual PMU)\n", strerror(e));
+               "(cycles: %s; a VM without a virtual PMU)\n",
+               strerror(e));
         return;
     }
     pa_ctx *ctx = live_ctx();
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     /* 16 generic hardware events: more than any PMU has counters */
-    ck_assert_int_eq(pa_module_enable(ctx, "perf",
-        "events=UNHALTED_CORE_CYCLES+INSTRUCTIONS_RETIRED+perf::CYCLES+"
-        "perf::INSTRUCTIONS+LLC_REFERENCES+LLC_MISSES+"
-        "BRANCH_INSTRUCTIONS_RETIRED+BRANCH_MISSES_RETIRED+"
-        "UNHALTED_REFERENCE_CYCLES"), 0);
+    ck_assert_int_eq(
+        pa_module_enable(
+            ctx, "perf",
+            "events=UNHALTED_CORE_CYCLES+INSTRUCTIONS_RETIRED+perf::CYCLES+"
+            "perf::INSTRUCTIONS+LLC_REFERENCES+LLC_MISSES+"
+            "BRANCH_INSTRUCTIONS_RETIRED+BRANCH_MISSES_RETIRED+"
+            "UNHALTED_REFERENCE_CYCLES"),
+        0);
     ck_assert_int_eq(pa_watch_pid(ctx, getpid(), 0), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
     burn_cpu_s(0.3);
@@ -404,8 +410,8 @@ static Suite *suite(void)
 
 /* The library's module table refers to modules weakly: name the ones
  * these tests enable so the static link keeps them. */
-const pa_module_ops *const pa_test_linked_modules[] = {
-    &pa__mod_procfs_cpu, &pa__mod_perf, NULL};
+const pa_module_ops *const pa_test_linked_modules[] = {&pa__mod_procfs_cpu,
+                                                       &pa__mod_perf, NULL};
 
 int main(void)
 {

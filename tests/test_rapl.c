@@ -10,8 +10,8 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <math.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,8 +46,8 @@ static int rig_start(rig *r, const char *fixture, const char *opts)
 static void rig_sample(rig *r)
 {
     memset(&r->sys, 0, sizeof(r->sys));
-    pa_frame f = {.ctx = r->ctx, .tick = ++r->tick, .time_ns = r->tick,
-                  .sys = &r->sys};
+    pa_frame f = {
+        .ctx = r->ctx, .tick = ++r->tick, .time_ns = r->tick, .sys = &r->sys};
     int rc = pa__mod_rapl.sample(&r->m, &f);
     ck_assert_msg(rc == 0, "sample: %s", pa_last_error());
     ck_assert(r->sys.have & PA_HAVE_RAPL);
@@ -147,8 +147,7 @@ START_TEST(amd_package_and_core)
     ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
     ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_CORE);
     /* AMD's range is 65532610987 uJ: wrap at that value */
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "10\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "10\n");
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj,
                       65532610987ull - 1234567890ull + 10);
@@ -267,8 +266,8 @@ START_TEST(bad_path_option)
 {
     rig r;
     ck_assert_int_eq(rig_start(&r, "rapl-laptop", "path=sysfs"), -EINVAL);
-    ck_assert_msg(strstr(pa_last_error(), "auto, perf, msr or powercap"),
-                  "%s", pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "auto, perf, msr or powercap"), "%s",
+                  pa_last_error());
     rig_end(&r);
 }
 END_TEST
@@ -354,13 +353,13 @@ END_TEST
 START_TEST(root_only_energy_uj)
 {
     char *root = pa_test_fixture_copy("rapl-laptop");
-    const char *zones[] = {"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1",
-                           "intel-rapl:0:2", "intel-rapl:1",
-                           "intel-rapl-mmio:0"};
+    const char *zones[] = {"intel-rapl:0",   "intel-rapl:0:0",
+                           "intel-rapl:0:1", "intel-rapl:0:2",
+                           "intel-rapl:1",   "intel-rapl-mmio:0"};
     char path[4096];
     for (size_t i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
-        snprintf(path, sizeof(path), "%s/sys/class/powercap/%s/energy_uj",
-                 root, zones[i]);
+        snprintf(path, sizeof(path), "%s/sys/class/powercap/%s/energy_uj", root,
+                 zones[i]);
         ck_assert_int_eq(chmod(path, 0400), 0);
     }
     chmod(root, 0755);
@@ -371,8 +370,7 @@ START_TEST(root_only_energy_uj)
         int rc = pa__mod_rapl.probe(&ctx->env, why, sizeof(why));
         if (access(path, R_OK) < 0) {
             ck_assert_int_eq(rc, -EACCES);
-            ck_assert_msg(strstr(why, "root only since Linux 5.10"), "%s",
-                          why);
+            ck_assert_msg(strstr(why, "root only since Linux 5.10"), "%s", why);
         }
     } else {
         int fds[2];
@@ -422,8 +420,9 @@ START_TEST(reconfigure_keeps_energy)
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 10000000);
     pa_options *o = NULL;
-    ck_assert_int_eq(pa__options_parse("rapl", "path=powercap",
-                                       pa__mod_rapl.options, &o), 0);
+    ck_assert_int_eq(
+        pa__options_parse("rapl", "path=powercap", pa__mod_rapl.options, &o),
+        0);
     ck_assert_int_eq(pa__mod_rapl.configure(&r.m, o), 0);
     pa__options_free(o);
     pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",

@@ -29,8 +29,7 @@ static void write_pid_stat(const char *root, int pid, const char *comm,
 }
 
 /* /proc/stat of the 4-CPU server: busy in user, idle in idle (ticks). */
-static void write_stat(const char *root, unsigned long busy,
-                       unsigned long idle)
+static void write_stat(const char *root, unsigned long busy, unsigned long idle)
 {
     pa_test_write(root, "proc/stat",
                   "cpu  %lu 0 0 %lu 0 0 0 0 0 0\n"
@@ -40,8 +39,8 @@ static void write_stat(const char *root, unsigned long busy,
                   "cpu3 %lu 0 0 %lu 0 0 0 0 0 0\n"
                   "intr 0\nctxt 1000\nbtime 1732200000\nprocesses 500\n"
                   "procs_running 1\nprocs_blocked 0\n",
-                  busy, idle, busy / 4, idle / 4, busy / 4, idle / 4,
-                  busy / 4, idle / 4, busy / 4, idle / 4);
+                  busy, idle, busy / 4, idle / 4, busy / 4, idle / 4, busy / 4,
+                  idle / 4, busy / 4, idle / 4);
 }
 
 static void write_uj(const char *root, const char *zone, unsigned long long v)
@@ -242,8 +241,7 @@ START_TEST(auto_picks_rapl_share)
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(s.ctx, &r), 0);
-    ck_assert_msg(strstr(r->formula, "rapl-share") != NULL, "%s",
-                  r->formula);
+    ck_assert_msg(strstr(r->formula, "rapl-share") != NULL, "%s", r->formula);
     ck_assert_msg(strstr(r->sensors, "rapl") != NULL, "%s", r->sensors);
     ck_assert_str_eq(r->cpu_source, "rapl");
     pa_report_free(r);
@@ -294,8 +292,9 @@ static void delta_setup(delta_rig *r, const char *opts)
     memset(r, 0, sizeof(*r));
     r->m.ops = &pa__mod_rapl_share;
     pa_options *o = NULL;
-    ck_assert_int_eq(pa__options_parse("rapl-share", opts,
-                                       pa__mod_rapl_share.options, &o), 0);
+    ck_assert_int_eq(
+        pa__options_parse("rapl-share", opts, pa__mod_rapl_share.options, &o),
+        0);
     ck_assert_int_eq(pa__mod_rapl_share.start(&r->m, o), 0);
     pa__options_free(o);
     pa_frame_delta *d = &r->d;
@@ -362,7 +361,8 @@ START_TEST(cycles_split)
     /* reconfigure back to separate */
     pa_options *o = NULL;
     ck_assert_int_eq(pa__options_parse("rapl-share", "idle=separate",
-                                       pa__mod_rapl_share.options, &o), 0);
+                                       pa__mod_rapl_share.options, &o),
+                     0);
     ck_assert_int_eq(pa__mod_rapl_share.configure(&r.m, o), 0);
     pa__options_free(o);
     ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), 0);
@@ -383,8 +383,7 @@ START_TEST(no_cycle_counter_falls_back_to_cpu_time)
     ck_assert_double_eq_tol(r.tasks[2].cpu_w, 30.0 * 0.2 / 3, TOL);
     /* a cycles counter under another name is not used either */
     r.d.have |= PA_HAVE_CYCLES;
-    static const char *const other[] = {"INSTRUCTIONS_RETIRED",
-                                        "LLC_MISSES"};
+    static const char *const other[] = {"INSTRUCTIONS_RETIRED", "LLC_MISSES"};
     r.d.counter_names = other;
     ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), 0);
     ck_assert_double_eq_tol(r.tasks[1].cpu_w, 15, TOL);
@@ -420,7 +419,8 @@ START_TEST(errors)
     pa__mod_rapl_share.stop(&r.m);
     pa_options *o = NULL;
     ck_assert_int_eq(pa__options_parse("rapl-share", "idle=none",
-                                       pa__mod_rapl_share.options, &o), 0);
+                                       pa__mod_rapl_share.options, &o),
+                     0);
     ck_assert_int_eq(pa__mod_rapl_share.start(&r.m, o), -EINVAL);
     ck_assert_msg(strstr(pa_last_error(), "'separate' or 'split'"), "%s",
                   pa_last_error());
@@ -452,8 +452,8 @@ static Suite *suite(void)
 /* The library's module table refers to modules weakly: name the ones
  * these tests enable so the static link keeps them. */
 const pa_module_ops *const pa_test_linked_modules[] = {
-    &pa__mod_procfs_cpu, &pa__mod_rapl, &pa__mod_rapl_share,
-    &pa__mod_cpu_tdp, NULL};
+    &pa__mod_procfs_cpu, &pa__mod_rapl, &pa__mod_rapl_share, &pa__mod_cpu_tdp,
+    NULL};
 
 int main(void)
 {
