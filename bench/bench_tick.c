@@ -9,9 +9,11 @@
  * divided by the number of processes listed in /proc (the children plus
  * whatever else runs on the machine).
  *
- * Two sensor figures: with the stat fds kept open (the fd budget is half
+ * Three sensor figures: with the stat fds kept open (the fd budget is half
  * of RLIMIT_NOFILE, raised here to its hard limit) and with a budget too
- * small to keep any (soft limit 64), which is the open/read/close path.
+ * small to keep any (soft limit 64), which is the open/read/close path;
+ * and this process watched with PA_WATCH_CHILDREN (what `powerapi monitor
+ * -- COMMAND` does), which reads every process for its ppid.
  *
  * Memory per process: the library's heap growth (mallinfo2) and the RSS
  * growth of this process after the warm-up tick, divided by the number of
@@ -135,7 +137,7 @@ static size_t report_procs(pa_ctx *ctx)
     return n ? n : 1;
 }
 
-static int bctx_open(bctx *b, rlim_t soft)
+static int bctx_open(bctx *b, rlim_t soft, pid_t tree)
 {
     struct rlimit rl, old;
     getrlimit(RLIMIT_NOFILE, &old);
@@ -152,7 +154,8 @@ static int bctx_open(bctx *b, rlim_t soft)
     if (rc == 0)
         rc = pa_module_enable(ctx, "procfs-cpu", NULL);
     if (rc == 0)
-        rc = pa_watch_all(ctx, 1);
+        rc = tree ? pa_watch_pid(ctx, tree, PA_WATCH_CHILDREN)
+                  : pa_watch_all(ctx, 1);
     /* the first tick opens and allocates; the second makes the first
      * report (its arrays grow once) */
     if (rc == 0)
@@ -232,28 +235,30 @@ int main(int argc, char **argv)
     printf("procfs-cpu --all tick (median of %d ticks; us per process; "
            "RLIMIT_NOFILE hard %llu)\n\n",
            RUNS, (unsigned long long)rl.rlim_max);
-    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %8s %8s %9s\n", "spawned",
-           "procs", "floor", "kept fds", "x", "no fds", "x", "heap B", "RSS B",
-           "kernel B");
-    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %8s %8s %9s\n", "", "",
-           "us/proc", "us/proc", "floor", "us/proc", "floor", "/proc", "/proc",
-           "/proc");
+    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %9s | %8s %8s %9s\n", "spawned",
+           "procs", "floor", "kept fds", "x", "no fds", "x", "tree", "heap B",
+           "RSS B", "kernel B");
+    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %9s | %8s %8s %9s\n", "", "",
+           "us/proc", "us/proc", "floor", "us/proc", "floor", "us/proc",
+           "/proc", "/proc", "/proc");
     for (size_t s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         pid_t *kids = spawn(n);
         if (!kids)
             return 1;
         usleep(200000); /* let every child reach pause() */
-        bctx kept = {0}, nofd = {0};
+        bctx kept = {0}, nofd = {0}, tree = {0};
         /* the small budget first: the soft limit bounds fd numbers, and
          * the kept-fd context holds thousands */
-        if (bctx_open(&nofd, 64) < 0 || bctx_open(&kept, 0) < 0) {
+        if (bctx_open(&nofd, 64, 0) < 0 || bctx_open(&kept, 0, 0) < 0 ||
+            bctx_open(&tree, 0, getpid()) < 0) {
             pa_ctx_free(nofd.ctx);
+            pa_ctx_free(kept.ctx);
             reap(kids, n);
             return 1;
         }
         /* interleaved, so that the machine's noise hits all three alike */
-        double f[RUNS], tk[RUNS], tn[RUNS];
+        double f[RUNS], tk[RUNS], tn[RUNS], tt[RUNS];
         size_t nf = 0;
         floor_pass();
         for (int i = 0; i < RUNS; i++) {
@@ -262,6 +267,7 @@ int main(int argc, char **argv)
             f[i] = now_us() - a;
             tk[i] = tick_us(kept.ctx);
             tn[i] = tick_us(nofd.ctx);
+            tt[i] = tick_us(tree.ctx);
         }
         struct mallinfo2 m = mallinfo2();
         tick_us(kept.ctx);
@@ -271,19 +277,24 @@ int main(int argc, char **argv)
         double floor_us = median(f, RUNS) / (double)(nf ? nf : 1);
         double k_us = median(tk, RUNS) / (double)kept.ntasks;
         double n_us = median(tn, RUNS) / (double)nofd.ntasks;
+        /* a tree reads every process for its ppid */
+        double t_us = median(tt, RUNS) / (double)(nf ? nf : 1);
+        pa_ctx_free(tree.ctx);
         pa_ctx_free(kept.ctx);
         pa_ctx_free(nofd.ctx);
         reap(kids, n);
-        printf("%7zu %7zu | %9.2f | %9.2f %6.2f | %9.2f %6.2f | %8.0f %8.0f "
-               "%9.0f\n",
+        printf("%7zu %7zu | %9.2f | %9.2f %6.2f | %9.2f %6.2f | %9.2f | %8.0f "
+               "%8.0f %9.0f\n",
                n, kept.ntasks, floor_us, k_us, k_us / floor_us, n_us,
-               n_us / floor_us, kept.heap_b, kept.rss_b, kept.slab_b);
+               n_us / floor_us, t_us, kept.heap_b, kept.rss_b, kept.slab_b);
         fflush(stdout);
     }
     printf("\nfloor: readdir(/proc) + open/read/close of each /proc/<pid>/stat"
            "\nkept fds: stat fds kept open and re-read with pread (budget: "
            "half of RLIMIT_NOFILE)\nno fds: soft RLIMIT_NOFILE 64, so every "
-           "read is open/read/close\nheap, RSS: growth of this process over "
+           "read is open/read/close\ntree: this process watched with "
+           "PA_WATCH_CHILDREN (every process is read for its ppid; the "
+           "children's stat fds kept)\nheap, RSS: growth of this process over "
            "the warm-up ticks (kept-fd context); kernel: /proc/meminfo Slab "
            "growth (noisy)\ntargets: <= 1.5x floor, <= 10 us/process/tick, "
            "<= 2048 B/process\n");
