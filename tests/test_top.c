@@ -6,6 +6,10 @@
 
 #include <stdarg.h>
 
+/* A failing check ends the test without its teardown (kill-server): the
+ * session must end by itself, top after 60 s, the pane 20 s later. */
+#define TOP_BOUND "timeout --foreground 60"
+
 static ring_fixture rf;
 static char *dir;
 static char sock[4200];
@@ -96,11 +100,11 @@ START_TEST(test_top_screen)
         fprintf(stderr, "test_top_screen: SKIPPED: tmux absent\n");
         return;
     }
-    int st = tmux(
-        NULL,
-        "new-session -d -s top -x 132 -y 30 \"TERM=screen %s top --ring %s "
-        "--interval 200ms; echo EXIT=\\$?; sleep 30\"",
-        PA_CLI_PATH, rf.name);
+    int st =
+        tmux(NULL,
+             "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
+             " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
+             PA_CLI_PATH, rf.name);
     ck_assert_int_eq(st, 0);
     char l[256];
     char *s = wait_for(" java ", 5000);
@@ -176,12 +180,13 @@ START_TEST(test_top_own_sampling)
         fprintf(stderr, "test_top_own_sampling: SKIPPED: tmux absent\n");
         return;
     }
-    ck_assert_int_eq(tmux(NULL,
-                          "new-session -d -s top -x 132 -y 40 \"TERM=screen "
-                          "%s top --interval 200ms -f powerapi; echo "
-                          "EXIT=\\$?; sleep 30\"",
-                          PA_CLI_PATH),
-                     0);
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 132 -y 40 \"TERM=screen " TOP_BOUND
+             " %s top --interval 200ms -f powerapi; "
+             "echo EXIT=\\$?; sleep 20\"",
+             PA_CLI_PATH),
+        0);
     char *s = wait_for(" powerapi ", 5000);
     ck_assert_ptr_nonnull(strstr(s, "own sampling"));
     ck_assert_ptr_nonnull(strstr(s, "filter: powerapi"));
