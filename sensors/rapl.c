@@ -43,6 +43,9 @@
 #define MSR_PP0_ENERGY_STATUS 0x639
 #define MSR_PP1_ENERGY_STATUS 0x641
 #define MSR_PLATFORM_ENERGY_STATUS 0x64d
+/* AMD family 17h+ (AMD PPR): same layout, package counter per socket */
+#define MSR_AMD_RAPL_POWER_UNIT 0xc0010299
+#define MSR_AMD_PKG_ENERGY_STATUS 0xc001029b
 #define MAX_CPUS 4096
 
 enum rapl_path { PATH_NONE = 0, PATH_POWERCAP, PATH_PERF, PATH_MSR };
@@ -535,15 +538,17 @@ static const int dram_fixed_models[] = {
     0x57, /* Xeon Phi KNL */ 0x85,      /* Xeon Phi KNM */
 };
 
-/* "model : 85" of the first CPU in cpuinfo; -1 if unknown or not Intel. */
-static int cpuinfo_intel_model(const pa_env *env)
+/* Vendor and model of the first CPU in cpuinfo ("model : 85"); the
+ * model is -1 when unknown. */
+static int cpuinfo_model(const pa_env *env, bool *amd)
 {
+    *amd = false;
     char *buf = malloc(65536);
     if (!buf)
         return -1;
     int model = -1;
-    if (pa__read_file(env->procfs, "cpuinfo", buf, 65536) > 0 &&
-        strstr(buf, "GenuineIntel")) {
+    if (pa__read_file(env->procfs, "cpuinfo", buf, 65536) > 0) {
+        *amd = strstr(buf, "AuthenticAMD") || strstr(buf, "HygonGenuine");
         const char *p = strstr(buf, "\nmodel\t");
         if (p && (p = strchr(p, ':')) != NULL)
             model = atoi(p + 1);
@@ -584,16 +589,21 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
         say(why, wl, "rapl: no %s/cpu/0/msr (modprobe msr)", env->devfs);
         return -ENODEV;
     }
-    int model = cpuinfo_intel_model(env);
+    bool amd;
+    int model = cpuinfo_model(env, &amd);
     bool dram_fixed = false;
     for (size_t i = 0; i < sizeof(dram_fixed_models) / sizeof(int); i++)
-        if (model == dram_fixed_models[i])
+        if (!amd && model == dram_fixed_models[i])
             dram_fixed = true;
-    static const struct {
+    typedef struct msr_reg {
         off_t msr;
         pa_rapl_kind kind;
         const char *name;
-    } regs[] = {
+    } msr_reg;
+    static const msr_reg amd_regs[] = {
+        {MSR_AMD_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_AMD_PKG_ENERGY_STATUS"},
+    };
+    static const msr_reg intel_regs[] = {
         {MSR_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_PKG_ENERGY_STATUS"},
         {MSR_PP0_ENERGY_STATUS, PA_RAPL_CORE, "MSR_PP0_ENERGY_STATUS"},
         {MSR_PP1_ENERGY_STATUS, PA_RAPL_UNCORE, "MSR_PP1_ENERGY_STATUS"},
@@ -601,6 +611,10 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
         {MSR_PLATFORM_ENERGY_STATUS, PA_RAPL_PSYS,
          "MSR_PLATFORM_ENERGY_STATUS"},
     };
+    const msr_reg *regs = amd ? amd_regs : intel_regs;
+    size_t nregs = amd ? sizeof(amd_regs) / sizeof(amd_regs[0])
+                       : sizeof(intel_regs) / sizeof(intel_regs[0]);
+    off_t unit_reg = amd ? MSR_AMD_RAPL_POWER_UNIT : MSR_RAPL_POWER_UNIT;
     for (int i = 0; i < nsock; i++) {
         int s = sock_cpu[i] >> 16, cpu = sock_cpu[i] & 0xffff;
         if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
@@ -611,7 +625,7 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             continue;
         }
         uint64_t unit;
-        ssize_t got = pread(fd, &unit, sizeof(unit), MSR_RAPL_POWER_UNIT);
+        ssize_t got = pread(fd, &unit, sizeof(unit), unit_reg);
         if (got != (ssize_t)sizeof(unit)) {
             last_err = got < 0 ? errno : EIO;
             close(fd);
@@ -620,7 +634,7 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
         /* bits 12:8: energy status unit, 1/2^ESU joules */
         double unit_uj = 1e6 / (double)(1ull << ((unit >> 8) & 0x1f));
         bool used = false;
-        for (size_t r = 0; r < sizeof(regs) / sizeof(regs[0]); r++) {
+        for (size_t r = 0; r < nregs; r++) {
             if (st->n >= PA_MAX_RAPL)
                 break;
             if (regs[r].kind == PA_RAPL_PSYS && i > 0)

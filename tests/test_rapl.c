@@ -225,6 +225,38 @@ START_TEST(msr_device_files)
 }
 END_TEST
 
+/* AMD (family 17h+): MSR 0xc0010299 unit, 0xc001029b package counter.
+ * The registers sit past 3 GiB, so the device file is made sparse in the
+ * copy rather than committed. */
+START_TEST(amd_msr)
+{
+    char *root = pa_test_fixture_copy("rapl-amd");
+    pa_test_write(root, "dev/cpu/0/msr", "%s", "");
+    /* ESU 16: 2^-16 J = 15.2587890625 uJ */
+    write_msr(root, 0, 0xc0010299, 0x000A1003);
+    write_msr(root, 0, 0xc001029b, 0xffff000000000000ull | 65536);
+    rig r;
+    memset(&r, 0, sizeof(r));
+    r.root = root;
+    r.ctx = pa_test_ctx(root);
+    r.m.ops = &pa__mod_rapl;
+    r.m.ctx = r.ctx;
+    pa_options *o = NULL;
+    ck_assert_int_eq(
+        pa__options_parse("rapl", "path=msr", pa__mod_rapl.options, &o), 0);
+    int rc = pa__mod_rapl.start(&r.m, o);
+    pa__options_free(o);
+    ck_assert_msg(rc == 0, "%s", pa_last_error());
+    rig_sample(&r);
+    ck_assert_uint_eq(r.sys.nrapl, 1);
+    ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
+    write_msr(root, 0, 0xc001029b, 65536 * 4); /* +3 J */
+    rig_sample(&r);
+    ck_assert_uint_eq(r.sys.rapl[0].energy_uj, 3000000);
+    rig_end(&r);
+}
+END_TEST
+
 START_TEST(auto_prefers_msr_over_powercap)
 {
     /* the MSR fixture plus a powercap tree: auto takes the cheaper MSR */
@@ -460,6 +492,7 @@ static Suite *suite(void)
     tcase_add_test(tc, amd_package_and_core);
     tcase_add_test(tc, wraparound_unfolded);
     tcase_add_test(tc, msr_device_files);
+    tcase_add_test(tc, amd_msr);
     tcase_add_test(tc, auto_prefers_msr_over_powercap);
     tcase_add_test(tc, no_rapl_in_vm);
     tcase_add_test(tc, bad_path_option);
