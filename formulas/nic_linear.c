@@ -210,9 +210,12 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic,
     double smbps;
     *watts = state_w(rec, *rate, &smbps);
     if (why[0] || smbps != *rate) {
-        snprintf(text, sizeof text, "nic %s=%gW@%gMb/s (%s%shwdb %s@%gMb/s)",
-                 nic->name, *watts, *rate, why, why[0] ? ": " : "",
-                 rec->match, smbps);
+        /* names are bounded (16 + 64 + 32 bytes): truncation is harmless */
+        int n = snprintf(text, sizeof text, "nic %s=%gW@%gMb/s (%s%shwdb ",
+                         nic->name, *watts, *rate, why, why[0] ? ": " : "");
+        if (n > 0 && (size_t)n < sizeof text)
+            snprintf(text + n, sizeof text - (size_t)n, "%.32s@%gMb/s)",
+                     rec->match, smbps);
         pa__assume(t->assumed, sizeof t->assumed, text);
     }
 }

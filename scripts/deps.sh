@@ -10,7 +10,7 @@ PKGS=(
   libmicrohttpd-dev      # powerapi serve (Prometheus exporter)
   libncurses-dev         # powerapi top
   openjdk-17-jdk-headless # jalen agent (jvmti.h), Java binding
-  python3                # Python binding and its tests
+  python3 python3-pip    # Python binding, its tests (offline pip install)
   libjetty9-java libservlet-api-java wrk  # agent load test and benchmark
   prometheus             # promtool and a real scraper for the exporter tests
   tmux                   # powerapi top tests

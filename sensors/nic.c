@@ -399,7 +399,7 @@ static int read_proc_net_dev(const pa_ctx *ctx, pa_nic_reading *v,
                 break;
             r = &v[(*n)++];
             memset(r, 0, sizeof *r);
-            snprintf(r->name, sizeof r->name, "%s", name);
+            snprintf(r->name, sizeof r->name, "%.15s", name); /* IFNAMSIZ */
             r->kind = kind_by_name(name);
         }
         r->rx_bytes = val[0];
@@ -470,7 +470,7 @@ static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
             continue;
         pa_nic_reading *r = &all[n];
         memset(r, 0, sizeof *r);
-        snprintf(r->name, sizeof r->name, "%s", e->d_name);
+        snprintf(r->name, sizeof r->name, "%.15s", e->d_name); /* IFNAMSIZ */
         char buf[64];
         uint64_t v;
         /* type: ARPHRD_* (if_arp.h); 772 is loopback */

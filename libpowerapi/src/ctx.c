@@ -651,7 +651,7 @@ static void *sampler_main(void *arg)
             next = t + ctx->period_ns;
         pa_report *copy = NULL;
         if (rc == 0 && ctx->have_report && ctx->cb &&
-            ctx->report.tick == ctx->tick &&
+            ctx->report.time_ns == ctx->last_time_ns &&
             pa__report_copy(&ctx->report, &copy) == 0) {
             pa_report_cb cb = ctx->cb;
             void *user = ctx->cb_user;
@@ -877,13 +877,33 @@ const char *pa_env_devfs(const pa_env *env)
     return env->devfs;
 }
 
+static bool is_watched(const pa_ctx *ctx, pid_t pid, unsigned flag)
+{
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid &&
+            (ctx->watches[i].flags & flag) == flag)
+            return true;
+    return false;
+}
+
 int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns)
 {
-    pa_task *t = tid ? pa__task_find(f->ctx, PA_TARGET_THREAD, tid)
-                     : pa__task_find(f->ctx, PA_TARGET_PROCESS, pid);
+    pa_ctx *ctx = f->ctx;
+    pa_task *t = tid ? pa__task_find(ctx, PA_TARGET_THREAD, tid)
+                     : pa__task_find(ctx, PA_TARGET_PROCESS, pid);
+    /* a user sensor may be the one that discovers a watched target */
+    if (!t && (tid ? is_watched(ctx, pid, PA_WATCH_THREADS)
+                   : (ctx->watch_all || is_watched(ctx, pid, 0)))) {
+        t = pa__task_seen(f, tid ? PA_TARGET_THREAD : PA_TARGET_PROCESS, pid,
+                          tid, 0);
+        if (!t)
+            return pa__err(-ENOMEM, "out of memory");
+        if (tid)
+            t->proc = pa__task_find(ctx, PA_TARGET_PROCESS, pid);
+    }
     if (!t)
-        return pa__err(-ESRCH, "pid %d tid %d: not a target", (int)pid,
-                       (int)tid);
+        return pa__err(-ESRCH, "pid %d tid %d: not a target (watch it first)",
+                       (int)pid, (int)tid);
     t->cur.cpu_ns = cpu_ns;
     t->cur.have |= PA_RD_CPU;
     t->seen_tick = f->tick;

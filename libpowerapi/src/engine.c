@@ -183,8 +183,9 @@ static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
     t->d_cpu_s = 0;
     t->d_rx = t->d_tx = 0;
     t->flags = 0;
-    if (t->first_tick == tick) {
+    if (!t->had_window)
         t->flags |= PA_POWER_FIRST;
+    if (t->first_tick == tick) {
         uint64_t start_ns = t->start_ticks * (uint64_t)(1000000000 /
                                                         ctx->clk_tck);
         bool born = prev_sys && prev_sys->uptime_ns && t->start_ticks &&
@@ -211,6 +212,7 @@ static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
     else if (t->ctr_d)
         memset(t->ctr_d, 0, PA_MAX_COUNTERS * sizeof(double));
     t->in_window = true;
+    t->had_window = true;
 }
 
 static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
@@ -394,7 +396,7 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
         }
     }
     pa_report *r = &ctx->report;
-    r->tick = ctx->tick;
+    r->tick = ++ctx->windows;
     r->time_ns = time_ns;
     r->interval_s = d->interval_s;
     r->system = ctx->sys_power;

@@ -168,6 +168,7 @@ typedef struct pa_task {
     unsigned flags;         /* PA_POWER_* of the last window */
     bool watched;           /* explicitly watched (or descendant) */
     bool gone;              /* reported exited; freed next tick */
+    bool had_window;        /* a window was computed for it before */
     pa_reading cur, prev;
     double *ctr_cur;        /* ncounters cumulative counts, or NULL */
     double *ctr_prev;
@@ -306,6 +307,7 @@ struct pa_ctx {
     size_t ncounters;
 
     uint64_t tick;      /* ticks done */
+    uint64_t windows;   /* windows computed (ticks after the first) */
     uint64_t last_time_ns;
     pa_sysread sys[2];  /* current / previous */
     int sys_cur;
