@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -193,6 +194,9 @@ static inline pid_t rf_spawn(char *const argv[], int *out_fd)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        /* A failing check ends the test at once, without its teardown:
+         * the child must not outlive it. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         dup2(p[1], STDOUT_FILENO);
         close(p[0]);
         close(p[1]);

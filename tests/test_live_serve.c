@@ -164,6 +164,7 @@ START_TEST(test_prometheus_scrapes)
     prom_pid = fork();
     ck_assert_int_ge(prom_pid, 0);
     if (prom_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* not beyond a failed check */
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

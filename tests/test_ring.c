@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -476,6 +477,7 @@ static pid_t child_writer(uint64_t interval_ns, int hang)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never beyond a failed check */
         close(p[0]);
         pa_ring_opts o = {
             .capacity = 4, .max_targets = 4, .interval_ns = interval_ns};
@@ -649,6 +651,7 @@ START_TEST(test_stress)
         kids[k] = fork();
         ck_assert_int_ge(kids[k], 0);
         if (kids[k] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             pa_ring_reader *r = NULL;
             if (pa_ring_open(ring_name, &r) < 0)
                 _exit(3);
