@@ -13,14 +13,17 @@
  *     idle=separate   P_i = P_pkg . (busy / capacity) . w_i / W   (default)
  *
  * with w_i the target's cycles (or CPU seconds) in the window and W the
- * system's (cycles_all, or the busy CPU seconds of /proc/stat); W is never
- * less than the sum over the processes, so shares never exceed 1.
+ * weight of all tasks.  When every process is watched, W is the sum over
+ * the processes (cycles or time no process accounts for, such as
+ * interrupts or tasks that exited unseen, is spread over them as the
+ * package power they cause is); otherwise W is the system's (cycles_all,
+ * or the busy CPU seconds of /proc/stat), never less than the processes'
+ * sum, so shares never exceed 1.
  *
- * idle is the power no task caused.  When every process is watched it is
- * P_pkg minus what the processes got (so idle includes interrupts and
- * tasks that exited unseen) and attributed + idle = P_pkg exactly; when
- * only some are watched it is P_pkg minus the active part (the unwatched
- * processes caused the rest).  DRAM power is reported on its own.
+ * idle is the power no task caused: P_pkg minus the active part (0 with
+ * idle=split while tasks ran).  When every process is watched it is
+ * computed as P_pkg minus what the processes got, so attributed + idle =
+ * P_pkg exactly, every tick.  DRAM power is reported on its own.
  */
 #include "internal.h"
 
@@ -157,7 +160,10 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
             continue;
         w_procs += cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
     }
-    double w_all = w_sys > w_procs ? w_sys : w_procs;
+    bool all = d->ctx && d->ctx->watch_all;
+    double w_all = all && w_procs > 0 ? w_procs
+                   : w_sys > w_procs  ? w_sys
+                                      : w_procs;
 
     double active = p;
     if (!st->split) {
@@ -181,7 +187,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
             attributed += k->cpu_w;
     }
     t->cpu_w = p;
-    t->idle_w = d->ctx && d->ctx->watch_all ? p - attributed : p - active;
+    t->idle_w = all ? p - attributed : p - active;
     if (t->idle_w < 0)
         t->idle_w = 0; /* rounding only: attributed <= active <= p */
     t->dram_w = dram_j / d->interval_s;
