@@ -147,17 +147,30 @@ START_TEST(test_daemon_publishes)
         for (int i = 0; i < 100000; i++)
             x = x * 1.0000001 + 1e-9;
     double burnt = cpu_s() - c0;
-    usleep(350000); /* the last window closes and is published */
-    const pa_report *a = NULL;
-    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &a), 0);
-    const pa_target_info *me = pa_test_target(a, PA_TARGET_PROCESS, getpid());
-    ck_assert_ptr_nonnull(me);
-    ck_assert_str_eq(me->comm, "test_live_daemo");
-    ck_assert_msg(me->power.cpu_time_s > 0.8 * burnt &&
-                      me->power.cpu_time_s < burnt + 0.2,
-                  "cpu time %.3f s, burnt %.3f s", me->power.cpu_time_s, burnt);
-    ck_assert_double_gt(me->power.cpu_w, 0);
-    ck_assert_double_gt(me->power.total_j, 0);
+    /* The windows after the burn, as they come (a loaded machine may
+     * publish late): their CPU time adds up to what was burnt. */
+    double seen = 0, cpu_w = 0, total_j = 0;
+    uint64_t until = rf_now_ms() + 4000;
+    while (seen < 0.9 * burnt && rf_now_ms() < until) {
+        usleep(150000);
+        const pa_report *a = NULL;
+        int arc = pa_ring_aggregate(r, &seq, 0, &a);
+        if (arc == -EAGAIN)
+            continue;
+        ck_assert_msg(arc == 0, "aggregate: %s", pa_last_error());
+        const pa_target_info *me =
+            pa_test_target(a, PA_TARGET_PROCESS, getpid());
+        ck_assert_ptr_nonnull(me);
+        ck_assert_str_eq(me->comm, "test_live_daemo");
+        seen += me->power.cpu_time_s;
+        if (me->power.cpu_w > cpu_w)
+            cpu_w = me->power.cpu_w;
+        total_j = me->power.total_j;
+    }
+    ck_assert_msg(seen > 0.8 * burnt && seen < burnt + 0.3,
+                  "cpu time %.3f s, burnt %.3f s", seen, burnt);
+    ck_assert_double_gt(cpu_w, 0);
+    ck_assert_double_gt(total_j, 0);
 
     /* An unprivileged reader reads it too. */
     char *nb = NULL;
