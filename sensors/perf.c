@@ -146,9 +146,10 @@ typedef struct perf_state {
     uint64_t (*syslast)[3];
     double cycles_acc;
     unsigned reported; /* refusal kinds already reported */
+    bool starved;      /* a group enabled 100 ms has never run */
 } perf_state;
 
-enum { REP_EACCES = 1, REP_BUDGET = 2, REP_OTHER = 4 };
+enum { REP_EACCES = 1, REP_BUDGET = 2, REP_OTHER = 4, REP_STARVED = 8 };
 
 static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu,
                                 int group, unsigned long flags)
@@ -590,6 +591,9 @@ static int read_set(perf_state *st, const int *fd, uint64_t (*last)[3],
         }
         last[0][1] = buf[1];
         last[0][2] = buf[2];
+        /* a group larger than the PMU's counters is never scheduled */
+        if (buf[2] == 0 && buf[1] > 100000000ull)
+            st->starved = true;
         if (de > 0 && (double)dr / (double)de < *mux)
             *mux = (double)dr / (double)de;
         return 0;
@@ -951,6 +955,15 @@ static int perf_sample(pa_module *m, pa_frame *f)
                        "needs root or CAP_PERFMON (kernel."
                        "perf_event_paranoid=%d)",
                        (int)report_id, paranoid_level(env));
+    if (st->starved && !(st->reported & REP_STARVED)) {
+        st->reported |= REP_STARVED;
+        return pa__err(-ENOSPC,
+                       "perf: the group of %zu events never got "
+                       "the PMU (time_running 0): more hardware events than "
+                       "counters; use group=off (one counter per event, "
+                       "multiplexed and scaled)",
+                       st->nev);
+    }
     if (report & REP_OTHER)
         return pa__err(report_err, "perf: not counting pid %d: %s",
                        (int)report_id, strerror(-report_err));

@@ -384,6 +384,28 @@ START_TEST(hardware_multiplexing)
     ck_assert_double_eq_tol(t->counters[b] / t->counters[a], 1.0, 0.2);
     pa_report_free(r);
     pa_ctx_free(ctx);
+    /* the same set as one group does not fit: said once, clearly */
+    ctx = live_ctx();
+    ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(
+        pa_module_enable(
+            ctx, "perf",
+            "group=on,events=UNHALTED_CORE_CYCLES+"
+            "INSTRUCTIONS_RETIRED+perf::CYCLES+perf::INSTRUCTIONS+"
+            "LLC_REFERENCES+LLC_MISSES+BRANCH_INSTRUCTIONS_RETIRED+"
+            "BRANCH_MISSES_RETIRED+UNHALTED_REFERENCE_CYCLES"),
+        0);
+    ck_assert_int_eq(pa_watch_pid(ctx, getpid(), 0), 0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    burn_cpu_s(0.3);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    pa_module_info info[16];
+    int n = pa_module_list(ctx, info, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (!strcmp(info[i].name, "perf"))
+            ck_assert_msg(info[i].failing && strstr(info[i].why, "group=off"),
+                          "%s", info[i].why);
+    pa_ctx_free(ctx);
 }
 END_TEST
 
