@@ -964,6 +964,14 @@ static int perf_sample(pa_module *m, pa_frame *f)
                        "multiplexed and scaled)",
                        st->nev);
     }
+    if ((report & REP_OTHER) && st->group && report_err == -EINVAL)
+        /* x86 refuses at open a group that can never be scheduled */
+        return pa__err(report_err,
+                       "perf: not counting pid %d: the group of %zu events "
+                       "does not fit the PMU's counters (EINVAL); use "
+                       "group=off (one counter per event, multiplexed and "
+                       "scaled)",
+                       (int)report_id, st->nev);
     if (report & REP_OTHER)
         return pa__err(report_err, "perf: not counting pid %d: %s",
                        (int)report_id, strerror(-report_err));
