@@ -45,6 +45,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #ifdef PA_HAVE_LIBPFM
@@ -726,6 +727,31 @@ static void state_free(perf_state *st)
     free(st);
 }
 
+/* snprintf for messages, where truncation is acceptable. */
+static void say(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* perf_event_open counts live pids: a procfs root that is a copy (test
+ * fixtures) would name other processes than the ones counted. */
+static int live_procfs(const pa_env *env, char *why, size_t wl)
+{
+    struct statfs sb;
+    if (statfs(env->procfs, &sb) == 0 && sb.f_type == 0x9fa0)
+        return 0;
+    say(why, wl,
+        "perf: counts live processes, and the procfs root '%s' is not a "
+        "procfs",
+        env->procfs);
+    return -ENODEV;
+}
+
 static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
 {
     const pa_env *env = &m->ctx->env;
@@ -735,6 +761,10 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
         rc = parse_bool("system", pa_options_get(opts, "system"), -1, &sys);
     if (rc < 0)
         return rc;
+    char why[256];
+    rc = live_procfs(env, why, sizeof(why));
+    if (rc < 0)
+        return pa__err(rc, "%s", why);
     perf_state *st = calloc(1, sizeof(*st));
     if (!st)
         return pa__err(-ENOMEM, "perf: out of memory");
@@ -980,6 +1010,9 @@ static int perf_sample(pa_module *m, pa_frame *f)
 
 static int perf_probe(const pa_env *env, char *why, size_t wl)
 {
+    int lr = live_procfs(env, why, wl);
+    if (lr < 0)
+        return lr;
     perf_state *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;

@@ -110,6 +110,19 @@ START_TEST(unknown_event_named)
 }
 END_TEST
 
+/* On a fixture procfs the pids are not live ones: refused. */
+START_TEST(fixture_procfs_refused)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *ctx = pa_test_ctx(root);
+    ck_assert_int_eq(pa_module_enable(ctx, "perf", NULL), -ENODEV);
+    ck_assert_msg(strstr(pa_last_error(), "is not a procfs"), "%s",
+                  pa_last_error());
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 START_TEST(option_errors)
 {
     pa_ctx *ctx = live_ctx();
@@ -416,6 +429,7 @@ static Suite *suite(void)
     tcase_add_test(tc, default_set_or_fallback);
     tcase_add_test(tc, unknown_event_named);
     tcase_add_test(tc, option_errors);
+    tcase_add_test(tc, fixture_procfs_refused);
     tcase_add_test(tc, system_cycles);
     tcase_add_test(tc, count_self_separate);
     tcase_add_test(tc, count_self_group);
