@@ -106,6 +106,13 @@ START_TEST(unknown_event_named)
     ck_assert_msg(strstr(pa_last_error(), "powerapi events"), "%s",
                   pa_last_error());
     ck_assert_uint_eq(ctx->ncounters, 0);
+    /* a known event with a modifier libpfm4 refuses */
+    rc = pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK:nosuchmod=1");
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(pa_last_error(), "perf::TASK-CLOCK:nosuchmod=1"), "%s",
+                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "powerapi events"), "%s",
+                  pa_last_error());
     pa_ctx_free(ctx);
 }
 END_TEST
