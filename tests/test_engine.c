@@ -303,6 +303,27 @@ START_TEST(tree_counts_reaped_children)
 }
 END_TEST
 
+START_TEST(unwatched_targets_are_dropped_not_exited)
+{
+    pa_ctx *ctx = setup_ctx();
+    fake_proc *a = add_proc(106, 1, 5, "kept");
+    ck_assert_int_eq(pa_watch_pid(ctx, 106, 0), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
+    a->cpu_ns = 100000000;
+    ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
+    ck_assert_int_eq(pa_unwatch_pid(ctx, 106), 0);
+    a->alive = false; /* the scripted sensor stops reading it */
+    ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
+    pa_report *r;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    ck_assert_ptr_null(pa_test_target(r, PA_TARGET_PROCESS, 106));
+    pa_report_free(r);
+    pa_power p;
+    ck_assert_int_eq(pa_pid_power(ctx, 106, &p), -ESRCH);
+    teardown_ctx(ctx);
+}
+END_TEST
+
 START_TEST(failing_sensor_backs_off_and_recovers)
 {
     pa_ctx *ctx = setup_ctx();
@@ -395,6 +416,7 @@ static Suite *suite(void)
     tcase_add_test(tc, exit_is_reported_once_then_dropped);
     tcase_add_test(tc, pid_reuse_starts_a_new_target);
     tcase_add_test(tc, tree_counts_reaped_children);
+    tcase_add_test(tc, unwatched_targets_are_dropped_not_exited);
     tcase_add_test(tc, failing_sensor_backs_off_and_recovers);
     tcase_add_test(tc, lifecycle_errors_name_the_fix);
     tcase_add_test(tc, bad_roots_are_refused);

@@ -50,10 +50,11 @@ static void free_gone(pa_ctx *ctx)
     ctx->ngone = 0;
 }
 
-static bool watched_with(const pa_ctx *ctx, pid_t pid, unsigned flag)
+static bool watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags)
 {
     for (size_t i = 0; i < ctx->nwatches; i++)
-        if (ctx->watches[i].pid == pid && (ctx->watches[i].flags & flag))
+        if (ctx->watches[i].pid == pid &&
+            (ctx->watches[i].flags & flags) == flags)
             return true;
     return false;
 }
@@ -67,6 +68,30 @@ static void unwatch_gone(pa_ctx *ctx, pid_t pid)
         }
 }
 
+static bool watched_pid(const pa_ctx *ctx, pid_t pid)
+{
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid)
+            return true;
+    return false;
+}
+
+/* Is the task still asked for?  One that is not was unwatched, and is
+ * dropped without being reported as exited. */
+static bool still_watched(const pa_ctx *ctx, const pa_task *t)
+{
+    const pa_task *p = t->type == PA_TARGET_PROCESS
+                           ? t
+                           : pa__tasktab_get(&ctx->procs, t->pid);
+    pid_t root = p ? p->tree_root : 0;
+    if (t->type == PA_TARGET_PROCESS)
+        return ctx->watch_all || watched_pid(ctx, t->pid) ||
+               (root && watched_with(ctx, root, PA_WATCH_CHILDREN));
+    return watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
+           (root && watched_with(ctx, root,
+                                 PA_WATCH_CHILDREN | PA_WATCH_THREADS));
+}
+
 /* Tasks no sensor saw this tick have exited: report them once more. */
 static int detect_exits(pa_ctx *ctx, uint64_t tick)
 {
@@ -77,12 +102,17 @@ static int detect_exits(pa_ctx *ctx, uint64_t tick)
             pa_task *t = tabs[k]->v[i];
             if (t->seen_tick == tick)
                 continue;
+            removed = true;
+            if (!still_watched(ctx, t)) {
+                pa__tasktab_remove_at(tabs[k], i);
+                pa__task_free(t);
+                continue;
+            }
             if (t->type == PA_TARGET_PROCESS && !watched_with(ctx, t->pid,
                                                               PA_WATCH_CHILDREN))
                 unwatch_gone(ctx, t->pid);
             if (pa__task_retire(ctx, tabs[k], i) < 0)
                 return -ENOMEM;
-            removed = true;
         }
         if (removed && pa__tasktab_reindex(tabs[k]) < 0)
             return -ENOMEM;
@@ -124,6 +154,7 @@ static int compute_trees(pa_ctx *ctx, pa_frame *f)
             if (p->pid == root)
                 rootp = p;
             p->watched = true;
+            p->tree_root = root;
             cpu += p->cur.cpu_ns + p->cur.child_cpu_ns;
             have |= p->cur.have & PA_RD_CPU;
             if (p->cur.have & PA_RD_NET) {

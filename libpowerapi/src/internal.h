@@ -169,6 +169,8 @@ typedef struct pa_task {
     bool watched;           /* explicitly watched (or descendant) */
     bool gone;              /* reported exited; freed next tick */
     bool had_window;        /* a window was computed for it before */
+    pid_t tree_root;        /* processes: root of the tree it was last
+                               counted in (PA_WATCH_CHILDREN), else 0 */
     pa_reading cur, prev;
     double *ctr_cur;        /* ncounters cumulative counts, or NULL */
     double *ctr_prev;

@@ -38,6 +38,10 @@ ssize_t pa__pread_all(int fd, char *buf, size_t len)
         if (r == 0)
             break;
         got += (size_t)r;
+        /* a short read is the end: another pread on procfs would generate
+         * the whole record again only to return 0 */
+        if ((size_t)r < len - 1 - (got - (size_t)r))
+            break;
     }
     buf[got] = '\0';
     return (ssize_t)got;
