@@ -1008,6 +1008,10 @@ static int perf_sample(pa_module *m, pa_frame *f)
     return 0;
 }
 
+#define UNPRIV_NOTE                                                            \
+    ", user space only (not root: context switches and migrations, which "     \
+    "happen in the kernel, count 0)"
+
 static int perf_probe(const pa_env *env, char *why, size_t wl)
 {
     int lr = live_procfs(env, why, wl);
@@ -1026,10 +1030,10 @@ static int perf_probe(const pa_env *env, char *why, size_t wl)
                  "perf: no hardware PMU here (default events "
                  "open with %s); software events only: "
                  "perf::TASK-CLOCK%s",
-                 "ENOENT", st->user_only ? ", user space only (not root)" : "");
+                 "ENOENT", st->user_only ? UNPRIV_NOTE : "");
     } else {
         snprintf(why, wl, "perf: %zu default events open%s", st->nev,
-                 st->user_only ? ", user space only (not root)" : "");
+                 st->user_only ? UNPRIV_NOTE : "");
     }
     free(st);
     return rc;

@@ -347,7 +347,7 @@ START_TEST(cli_events)
 {
     char *out = NULL;
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s' events 2>/dev/null", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' events 2>&1", PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert(out != NULL);
     ck_assert_msg(strstr(out, "perf::TASK-CLOCK "), "%s", out);
