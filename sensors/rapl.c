@@ -184,9 +184,12 @@ static int package_socket(const char *name)
 }
 
 typedef struct zone {
-    char dir[64];  /* "intel-rapl:0:1" */
-    char name[48]; /* "dram" */
-    bool mmio;
+    char dir[64];   /* "intel-rapl:0:1" */
+    char name[48];  /* "dram" */
+    bool secondary; /* intel-rapl-mmio: or intel-rapl-tpmi: */
+    bool known;     /* kind and socket found */
+    pa_rapl_kind kind;
+    int socket;
 } zone;
 
 static int zone_cmp(const void *a, const void *b)
@@ -214,14 +217,19 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
     size_t nz = 0;
     struct dirent *de;
     while ((de = readdir(dir)) != NULL && nz < PA_MAX_RAPL * 2) {
-        bool mmio = !strncmp(de->d_name, "intel-rapl-mmio:", 16);
-        if (!mmio && strncmp(de->d_name, "intel-rapl:", 11) != 0)
+        /* intel-rapl: is the MSR driver's; intel-rapl-mmio: (client
+         * parts) and intel-rapl-tpmi: (Granite Rapids and later) may
+         * repeat its domains through another interface */
+        bool secondary = !strncmp(de->d_name, "intel-rapl-mmio:", 16) ||
+                         !strncmp(de->d_name, "intel-rapl-tpmi:", 16);
+        if (!secondary && strncmp(de->d_name, "intel-rapl:", 11) != 0)
             continue;
         if (strlen(de->d_name) >= sizeof(zones[0].dir))
             continue;
         zone *z = &zones[nz];
+        memset(z, 0, sizeof(*z));
         say(z->dir, sizeof(z->dir), "%s", de->d_name);
-        z->mmio = mmio;
+        z->secondary = secondary;
         char rel[128];
         say(rel, sizeof(rel), "class/powercap/%s/name", z->dir);
         if (pa__read_file(env->sysfs, rel, z->name, sizeof(z->name)) <= 0)
@@ -236,51 +244,53 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         return -ENODEV;
     }
     qsort(zones, nz, sizeof(zones[0]), zone_cmp);
-
-    int denied = 0;
-    char denied_path[PA_PATH_MAX] = "";
+    /* kind and socket of each zone: a sub-zone ("intel-rapl:0:1") is on
+     * the socket of its parent ("intel-rapl:0") */
     for (size_t i = 0; i < nz; i++) {
         zone *z = &zones[i];
-        pa_rapl_kind kind;
-        int socket = 0;
-        /* parent zone of a sub-zone: "intel-rapl:0" of "intel-rapl:0:1" */
         const char *colon2 = strchr(strchr(z->dir, ':') + 1, ':');
+        z->known = true;
         if (!colon2) {
-            if (!strcmp(z->name, "psys")) {
-                kind = PA_RAPL_PSYS;
-            } else if ((socket = package_socket(z->name)) >= 0) {
-                kind = PA_RAPL_PKG;
-            } else {
-                continue; /* unknown top-level zone */
-            }
-        } else {
-            if (!strcmp(z->name, "core"))
-                kind = PA_RAPL_CORE;
-            else if (!strcmp(z->name, "uncore"))
-                kind = PA_RAPL_UNCORE;
-            else if (!strcmp(z->name, "dram"))
-                kind = PA_RAPL_DRAM;
+            if (!strcmp(z->name, "psys"))
+                z->kind = PA_RAPL_PSYS;
+            else if ((z->socket = package_socket(z->name)) >= 0)
+                z->kind = PA_RAPL_PKG;
             else
-                continue;
-            char parent[64];
-            say(parent, sizeof(parent), "%.*s", (int)(colon2 - z->dir), z->dir);
-            socket = 0;
-            for (size_t j = 0; j < nz; j++)
-                if (!strcmp(zones[j].dir, parent)) {
-                    int s = package_socket(zones[j].name);
-                    socket = s >= 0 ? s : 0;
-                }
+                z->known = false; /* unknown top-level zone */
+            continue;
         }
-        /* intel-rapl-mmio zones repeat a package the MSR driver already
-         * gives (same counter through MMIO): keep one. */
-        if (z->mmio) {
-            bool dup = false;
-            for (size_t j = 0; j < nz; j++)
-                if (!zones[j].mmio && !strcmp(zones[j].name, z->name))
-                    dup = true;
-            if (dup)
-                continue;
-        }
+        if (!strcmp(z->name, "core"))
+            z->kind = PA_RAPL_CORE;
+        else if (!strcmp(z->name, "uncore"))
+            z->kind = PA_RAPL_UNCORE;
+        else if (!strcmp(z->name, "dram"))
+            z->kind = PA_RAPL_DRAM;
+        else
+            z->known = false;
+        size_t plen = (size_t)(colon2 - z->dir);
+        for (size_t j = 0; j < nz; j++)
+            if (strlen(zones[j].dir) == plen &&
+                !strncmp(zones[j].dir, z->dir, plen)) {
+                int sk = package_socket(zones[j].name);
+                z->socket = sk >= 0 ? sk : 0;
+            }
+    }
+
+    int denied = 0;
+    for (size_t i = 0; i < nz; i++) {
+        zone *z = &zones[i];
+        if (!z->known)
+            continue;
+        /* a domain the MSR driver gives too is read once */
+        bool dup = false;
+        for (size_t j = 0; j < nz && z->secondary; j++)
+            if (!zones[j].secondary && zones[j].known &&
+                zones[j].kind == z->kind && zones[j].socket == z->socket)
+                dup = true;
+        if (dup)
+            continue;
+        pa_rapl_kind kind = z->kind;
+        int socket = z->socket;
         if (st->n >= PA_MAX_RAPL)
             break;
         rapl_dom *d = &st->dom[st->n];
@@ -302,20 +312,16 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
             continue;
         d->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (d->fd < 0) {
-            if (errno == EACCES || errno == EPERM) {
+            if (errno == EACCES || errno == EPERM)
                 denied++;
-                say(denied_path, sizeof(denied_path), "%s", path);
-            }
             continue;
         }
         /* open() of a 0400 sysfs file may succeed for root only; the
          * read is what tells. */
         rc = dom_read_raw(d, PATH_POWERCAP, &d->last);
         if (rc < 0) {
-            if (rc == -EACCES || rc == -EPERM) {
+            if (rc == -EACCES || rc == -EPERM)
                 denied++;
-                say(denied_path, sizeof(denied_path), "%s", path);
-            }
             close(d->fd);
             d->fd = -1;
             continue;
@@ -326,13 +332,11 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         state_close(st);
         if (denied) {
             say(why, wl,
-                "rapl: %s: energy_uj is readable by root only since "
-                "Linux 5.10; run as root, or use the perf power PMU "
-                "with CAP_PERFMON (path=perf), or make the file "
-                "group-readable at boot (udev rule or tmpfiles.d "
-                "'z /sys/class/powercap/intel-rapl:*/energy_uj 0440 "
-                "root power')",
-                denied_path);
+                "rapl: energy_uj is readable by root only since Linux "
+                "5.10; run as root, or use the perf power PMU with "
+                "CAP_PERFMON, or make the file group-readable at boot "
+                "(tmpfiles.d: 'z /sys/class/powercap/intel-rapl:*/energy_uj "
+                "0440 root power')");
             return -EACCES;
         }
         say(why, wl,

@@ -115,6 +115,57 @@ START_TEST(server_two_sockets_with_dram)
 }
 END_TEST
 
+static void add_zone(const char *root, const char *dir, const char *name,
+                     unsigned long long uj)
+{
+    char rel[128];
+    snprintf(rel, sizeof(rel), "sys/class/powercap/%s/name", dir);
+    pa_test_write(root, rel, "%s\n", name);
+    snprintf(rel, sizeof(rel), "sys/class/powercap/%s/energy_uj", dir);
+    pa_test_write(root, rel, "%llu\n", uj);
+    snprintf(rel, sizeof(rel), "sys/class/powercap/%s/max_energy_range_uj",
+             dir);
+    pa_test_write(root, rel, "262143328850\n");
+}
+
+/* Granite Rapids and later: the TPMI driver's zones repeat the MSR
+ * driver's (same socket and kind: read once), or are the only ones. */
+START_TEST(tpmi_zones)
+{
+    rig r;
+    memset(&r, 0, sizeof(r));
+    r.root = pa_test_fixture_copy("rapl-server2s");
+    add_zone(r.root, "intel-rapl-tpmi:0", "package-0", 5);
+    add_zone(r.root, "intel-rapl-tpmi:1", "package-1", 6);
+    add_zone(r.root, "intel-rapl-tpmi:1:0", "dram", 7);
+    r.ctx = pa_test_ctx(r.root);
+    r.m.ops = &pa__mod_rapl;
+    r.m.ctx = r.ctx;
+    ck_assert_int_eq(pa__mod_rapl.start(&r.m, NULL), 0);
+    rig_sample(&r);
+    ck_assert_uint_eq(r.sys.nrapl, 4);
+    pa__mod_rapl.stop(&r.m);
+    r.m.priv = NULL;
+    /* only TPMI zones: they are used, with the sub-zone's socket */
+    const char *msr_zones[] = {"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:1",
+                               "intel-rapl:1:0", "intel-rapl-mmio:0"};
+    for (size_t i = 0; i < 5; i++) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "sys/class/powercap/%s", msr_zones[i]);
+        pa_test_remove(r.root, rel);
+    }
+    ck_assert_int_eq(pa__mod_rapl.start(&r.m, NULL), 0);
+    rig_sample(&r);
+    ck_assert_uint_eq(r.sys.nrapl, 3);
+    ck_assert_int_eq(dom(&r, 1, PA_RAPL_DRAM)->kind, PA_RAPL_DRAM);
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl-tpmi:1:0/energy_uj",
+                  "1000007\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 1, PA_RAPL_DRAM)->energy_uj, 1000000);
+    rig_end(&r);
+}
+END_TEST
+
 START_TEST(laptop_core_uncore_dram_psys)
 {
     rig r;
@@ -488,6 +539,7 @@ static Suite *suite(void)
     Suite *s = suite_create("rapl");
     TCase *tc = tcase_create("fixtures");
     tcase_add_test(tc, server_two_sockets_with_dram);
+    tcase_add_test(tc, tpmi_zones);
     tcase_add_test(tc, laptop_core_uncore_dram_psys);
     tcase_add_test(tc, amd_package_and_core);
     tcase_add_test(tc, wraparound_unfolded);
