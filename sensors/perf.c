@@ -781,7 +781,7 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
         size_t nhw = 0;
         for (size_t i = 0; i < st->nev; i++)
             nhw += st->ev[i].attr.type != PERF_TYPE_SOFTWARE;
-        group = nhw <= 4;
+        group = st->nev > 1 && nhw <= 4; /* one event: a plain read */
     }
     st->group = group;
     /* descriptor budget: raise the soft limit to the hard one */
