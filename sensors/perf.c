@@ -12,10 +12,12 @@
  *                  scheduled or none, so it must fit the PMU's counters.
  *                  off: one counter per event, each multiplexed on its
  *                  own, so more events than counters still work (scaled).
- *                  auto (default): a group for software events and for up
- *                  to 4 hardware events (every x86 PMU has 4 general
- *                  counters), one counter per event beyond.  A group read
- *                  costs about one counter's read (bench/bench_perf.c).
+ *                  auto (default): a group of 2 or more software events, or
+ *                  of up to 4 hardware ones (every x86 PMU has 4 general
+ *                  counters); one counter per event otherwise.  Reading a
+ *                  group costs about one counter's read: ~480 ns per target
+ *                  plus ~10 ns per event, against ~360 ns per event apart
+ *                  (bench/bench_perf.c, this VM).
  *   system=auto|on|off  system-wide unhalted cycles (one counter per CPU,
  *                  root or CAP_PERFMON) for rapl-share's denominator.
  *
