@@ -65,11 +65,6 @@ static double sample_cost(const pid_t *pids, int n, const char *perf, int calls)
     return best;
 }
 
-/* The library's module table refers to modules weakly: name the ones
- * used here so the static link keeps them. */
-const pa_module_ops *const pa_bench_linked_modules[] = {
-    &pa__mod_procfs_cpu, &pa__mod_perf, &pa__mod_cpu_tdp, NULL};
-
 int main(int argc, char **argv)
 {
     int calls = argc > 1 ? atoi(argv[1]) : 1000;

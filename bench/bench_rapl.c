@@ -96,10 +96,6 @@ static void bench_fixture(const char *fx, const char *name, const char *path,
     bench(label, p, s, dev ? d : "/dev", path, iters);
 }
 
-/* The library's module table refers to modules weakly: name the ones
- * used here so the static link keeps them. */
-const pa_module_ops *const pa_bench_linked_modules[] = {&pa__mod_rapl, NULL};
-
 int main(int argc, char **argv)
 {
     int iters = argc > 1 ? atoi(argv[1]) : 20000;

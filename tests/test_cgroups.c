@@ -203,12 +203,6 @@ static Suite *suite(void)
     return s;
 }
 
-/* The library's module table refers to modules weakly: name the ones
- * these tests enable so the static link keeps them. */
-const pa_module_ops *const pa_test_linked_modules[] = {
-    &pa__mod_procfs_cpu, &pa__mod_rapl, &pa__mod_rapl_share, &pa__mod_cpu_tdp,
-    NULL};
-
 int main(void)
 {
     return pa_test_main(suite());

@@ -144,6 +144,7 @@ static int compute_trees(pa_ctx *ctx, pa_frame *f)
         pa_task *tree = pa__tasktab_get(&ctx->trees, root);
         uint64_t cpu = 0, rx = 0, tx = 0;
         unsigned have = 0;
+        double ctr[PA_MAX_COUNTERS] = {0}, mux = 1.0;
         size_t members = 0;
         const pa_task *rootp = NULL;
         for (size_t i = 0; i < ctx->procs.n; i++) {
@@ -161,6 +162,13 @@ static int compute_trees(pa_ctx *ctx, pa_frame *f)
                 rx += p->cur.net_rx;
                 tx += p->cur.net_tx;
                 have |= PA_RD_NET;
+            }
+            if ((p->cur.have & PA_RD_COUNTERS) && p->ctr_cur) {
+                for (size_t c = 0; c < ctx->ncounters; c++)
+                    ctr[c] += p->ctr_cur[c];
+                if (p->cur.multiplex < mux)
+                    mux = p->cur.multiplex;
+                have |= PA_RD_COUNTERS;
             }
         }
         if (!members)
@@ -184,6 +192,12 @@ static int compute_trees(pa_ctx *ctx, pa_frame *f)
         tree->cur.net_rx = rx;
         tree->cur.net_tx = tx;
         tree->cur.have = have;
+        tree->cur.multiplex = mux;
+        if ((have & PA_RD_COUNTERS) && pa__task_alloc_counters(ctx, tree) == 0 &&
+            tree->ctr_cur)
+            memcpy(tree->ctr_cur, ctr, sizeof(ctr));
+        else
+            tree->cur.have &= ~PA_RD_COUNTERS;
     }
     bool removed = false;
     for (size_t i = ctx->trees.n; i-- > 0;) {
@@ -407,8 +421,26 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
             const double *c = s + g * NF;
             if (c[MEM] == 0)
                 continue;
-            pa_target_info *ti = &ctx->rtargets[k++];
+            pa_target_info *ti = &ctx->rtargets[k];
+            double *ctr = ctx->rcounters + k * nc;
+            k++;
             memset(ti, 0, sizeof(*ti));
+            /* counters and multiplexing of the cgroup's processes */
+            double mux = 1.0;
+            if (nc) {
+                memset(ctr, 0, nc * sizeof(double));
+                for (size_t i = 0; i < ctx->nwin; i++) {
+                    const pa_task *t = ctx->win[i];
+                    if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g ||
+                        !t->ctr_d)
+                        continue;
+                    for (size_t e = 0; e < nc; e++)
+                        ctr[e] += t->ctr_d[e];
+                    if (t->cur.multiplex > 0 && t->cur.multiplex < mux)
+                        mux = t->cur.multiplex;
+                }
+                ti->counters = ctr;
+            }
             ti->type = PA_TARGET_CGROUP;
             ti->cgroup = ctx->cgroups[g];
             ti->power.cpu_w = c[CW];
@@ -423,7 +455,7 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
             ti->power.flags = tab->measured ? PA_POWER_MEASURED : 0;
             ti->net_rx_bytes = (uint64_t)c[RX];
             ti->net_tx_bytes = (uint64_t)c[TX];
-            ti->multiplex = 1.0;
+            ti->multiplex = mux;
         }
     }
     pa_report *r = &ctx->report;

@@ -358,6 +358,8 @@ int pa__tasktab_reindex(pa_tasktab *t);
 void pa__tasktab_free(pa_tasktab *t); /* frees the tasks too */
 pa_task *pa__task_new(pa_target_type type, pid_t pid, pid_t tid);
 void pa__task_free(pa_task *task);
+/* Gives a task counter storage when the context has counters. */
+int pa__task_alloc_counters(pa_ctx *ctx, pa_task *t);
 int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i);
 /* Engine (engine.c), called with ctx->lock held. */
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns);

@@ -159,7 +159,7 @@ int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i)
     return 0;
 }
 
-static int task_alloc_counters(pa_ctx *ctx, pa_task *t)
+int pa__task_alloc_counters(pa_ctx *ctx, pa_task *t)
 {
     if (!ctx->ncounters || t->ctr_cur)
         return 0;
@@ -197,7 +197,7 @@ pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
             return NULL;
         t->start_ticks = start_ticks;
         t->first_tick = f->tick;
-        if (task_alloc_counters(ctx, t) < 0 ||
+        if (pa__task_alloc_counters(ctx, t) < 0 ||
             pa__tasktab_put(tab, t, id) < 0) {
             pa__task_free(t);
             return NULL;
@@ -263,7 +263,7 @@ int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n)
     for (size_t k = 0; k < 3; k++)
         for (size_t i = 0; i < tabs[k]->n; i++) {
             pa_task *t = tabs[k]->v[i];
-            if (!t->ctr_cur && n && task_alloc_counters(ctx, t) < 0)
+            if (!t->ctr_cur && n && pa__task_alloc_counters(ctx, t) < 0)
                 return -ENOMEM;
             if (t->ctr_cur)
                 memset(t->ctr_cur, 0, 3 * PA_MAX_COUNTERS * sizeof(double));
