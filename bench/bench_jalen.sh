@@ -12,8 +12,8 @@
 # run, so the figure that counts is the JVM's CPU time per request
 # (utime+stime of /proc/<pid>/stat over the measured run, divided by the
 # requests served).  Printed: per configuration the median CPU time per
-# request and its overhead against no agent (median, and min..max over the
-# runs), requests/s, RSS (heap fixed and pre-touched, so the difference
+# request and its overhead against no agent (each run against the no-agent
+# run of its round: median, and min..max over the rounds), requests/s, RSS (heap fixed and pre-touched, so the difference
 # to no agent is the agent's), and the agent's own tables as it counts
 # them (summary.json agent_memory_bytes); then the start-up time the agent adds (median
 # of alternating `java Hello` runs) and the time its exit adds.
@@ -84,17 +84,19 @@ done
 base=$(awk '{ print $1 }' "$TMP/res.0" | median)
 base_rss=$(awk '{ print $3 }' "$TMP/res.0" | median)
 echo
-printf '%-34s %14s %22s %10s %10s %10s %12s\n' configuration "cpu/req (us)" "overhead med (min..max)" "req/s" "RSS MiB" "RSS+ MiB" "tables MiB"
+printf '%-34s %14s %30s %10s %10s %10s %12s\n' configuration "cpu/req (us)" "paired overhead med (min..max)" "req/s" "RSS MiB" "RSS+ MiB" "tables MiB"
 for c in "${!CONFIGS[@]}"; do
     med=$(awk '{ print $1 }' "$TMP/res.$c" | median)
     rps=$(awk '{ print $2 }' "$TMP/res.$c" | median)
     rss=$(awk '{ print $3 }' "$TMP/res.$c" | median)
     tab=$(awk '{ print $4 }' "$TMP/res.$c" | median)
-    # overhead of each run against the baseline median
-    ov=$(awk -v b="$base" '{ print 100 * ($1 / b - 1) }' "$TMP/res.$c" | median)
-    lo=$(awk -v b="$base" '{ print 100 * ($1 / b - 1) }' "$TMP/res.$c" | sort -g | head -1)
-    hi=$(awk -v b="$base" '{ print 100 * ($1 / b - 1) }' "$TMP/res.$c" | sort -g | tail -1)
-    printf '%-34s %14.3f %+8.1f%% (%+.1f..%+.1f) %10.0f %10.1f %+10.1f %12.2f\n' "${CONFIGS[$c]}" "$med" "$ov" "$lo" "$hi" "$rps" "$rss" \
+    # paired: each run against the no-agent run of the same round (the
+    # rounds alternate, so both saw about the same machine)
+    paste -d' ' "$TMP/res.$c" "$TMP/res.0" | awk '{ print 100 * ($1 / $5 - 1) }' >"$TMP/ov.$c"
+    ov=$(median <"$TMP/ov.$c")
+    lo=$(sort -g "$TMP/ov.$c" | head -1)
+    hi=$(sort -g "$TMP/ov.$c" | tail -1)
+    printf '%-34s %14.3f %+16.1f%% (%+.1f..%+.1f) %10.0f %10.1f %+10.1f %12.2f\n' "${CONFIGS[$c]}" "$med" "$ov" "$lo" "$hi" "$rps" "$rss" \
         "$(awk -v a="$rss" -v b="$base_rss" 'BEGIN { print a - b }')" "$tab"
 done
 

@@ -888,7 +888,14 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
         snprintf(err, sizeof(err), "out of memory");
         goto fail;
     }
-    if (jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, err, sizeof(err)) < 0)
+    rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, err, sizeof(err));
+    if (rc == -ENOSYS) {
+        /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */
+        fprintf(stderr, "jalen: %s; falling back to mode=jvmti\n", err);
+        jl_o.mode = JL_MODE_JVMTI;
+        rc = 0;
+    }
+    if (rc < 0)
         goto fail;
     if (jl_power_start(err, sizeof(err)) < 0)
         goto fail;

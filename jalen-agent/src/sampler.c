@@ -95,8 +95,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
     if (mode != JL_MODE_CPU)
         return 0;
     if (!jl_smp.asgct) {
-        snprintf(err, errlen,
-                 "AsyncGetCallTrace not found in this JVM; use mode=jvmti");
+        snprintf(err, errlen, "AsyncGetCallTrace not found in this JVM");
         return -ENOSYS;
     }
     struct sigaction sa;

@@ -23,6 +23,8 @@ static double jt_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+const char *jt_java = JALEN_JAVA;
+
 char *jt_tmpdir(void)
 {
     const char *base = getenv("TMPDIR");
@@ -72,7 +74,7 @@ pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *o
         const char *argv[64];
         int n = 0;
         char agent[8192];
-        argv[n++] = JALEN_JAVA;
+        argv[n++] = jt_java;
         argv[n++] = "-Xmx256m";
         argv[n++] = "-XX:TieredStopAtLevel=4";
         if (opts) {
@@ -85,7 +87,7 @@ pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *o
         for (size_t i = 0; args[i] && n < 62; i++)
             argv[n++] = args[i];
         argv[n] = NULL;
-        execv(JALEN_JAVA, (char *const *)argv);
+        execv(jt_java, (char *const *)argv);
         _exit(127);
     }
     if (out_fd) {

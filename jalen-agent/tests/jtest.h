@@ -26,6 +26,9 @@ typedef struct jt_csv {
 char *jt_tmpdir(void);
 void jt_rmtree(const char *dir);
 
+/* The java binary jt_spawn runs (default JALEN_JAVA). */
+extern const char *jt_java;
+
 /* Starts java -agentpath:AGENT=OPTS -cp CP ARGS... (opts NULL: no agent),
  * stdout to a pipe (*out_fd, may be NULL to discard), stderr to errfile. */
 pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *out_fd,

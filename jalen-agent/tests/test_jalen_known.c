@@ -99,6 +99,20 @@ START_TEST(known_cpu)
 }
 END_TEST
 
+/* The same on another JDK when one is installed (JDK 21+ write through
+ * SocketDispatcher.write0 and UnixFileDispatcherImpl). */
+START_TEST(known_cpu_other_jdk)
+{
+    if (!*JALEN_JAVA_ALT) {
+        fprintf(stderr, "SKIP: no second JDK under /usr/lib/jvm at configure time\n");
+        return;
+    }
+    jt_java = JALEN_JAVA_ALT;
+    fprintf(stderr, "[cpu] on %s\n", jt_java);
+    run_known("cpu");
+}
+END_TEST
+
 START_TEST(known_jvmti)
 {
     run_known("jvmti");
@@ -112,6 +126,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, known_cpu);
     tcase_add_test(tc, known_jvmti);
+    tcase_add_test(tc, known_cpu_other_jdk);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
