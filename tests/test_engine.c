@@ -47,6 +47,12 @@ static int fake_sample(pa_module *m, pa_frame *f)
         t->cur.cpu_ns = procs[i].cpu_ns;
         t->cur.child_cpu_ns = procs[i].child_ns;
         t->cur.have |= PA_RD_CPU | PA_RD_CHILD;
+        if (t->ctr_cur) {
+            /* one counter: ten events per ns of CPU time */
+            t->ctr_cur[0] = 10.0 * (double)procs[i].cpu_ns;
+            t->cur.multiplex = procs[i].pid == 104 ? 0.5 : 1.0;
+            t->cur.have |= PA_RD_COUNTERS;
+        }
     }
     /* the engine trusts "procfs-cpu" to discover tasks; a user sensor that
      * discovers them says so through the frame */
@@ -324,6 +330,35 @@ START_TEST(unwatched_targets_are_dropped_not_exited)
 }
 END_TEST
 
+START_TEST(tree_sums_counters)
+{
+    pa_ctx *ctx = setup_ctx();
+    const char *names[] = {"events"};
+    ck_assert_int_eq(pa__counters_declare(ctx, names, 1), 0);
+    fake_proc *r0 = add_proc(103, 1, 5, "make");
+    fake_proc *c = add_proc(104, 103, 6, "cc");
+    ck_assert_int_eq(pa_watch_pid(ctx, 103, PA_WATCH_CHILDREN), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
+    r0->cpu_ns = 100000000;
+    c->cpu_ns = 300000000;
+    ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
+    pa_report *r;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    ck_assert_uint_eq(r->ncounters, 1);
+    ck_assert_str_eq(r->counter_names[0], "events");
+    const pa_target_info *tree = pa_test_target(r, PA_TARGET_TREE, 103);
+    ck_assert_ptr_nonnull(tree);
+    ck_assert_ptr_nonnull(tree->counters);
+    ck_assert_double_eq_tol(tree->counters[0], 4e9, 1);
+    ck_assert_double_eq_tol(tree->multiplex, 0.5, 1e-12);
+    const pa_target_info *cc = pa_test_target(r, PA_TARGET_PROCESS, 104);
+    ck_assert_ptr_nonnull(cc);
+    ck_assert_double_eq_tol(cc->counters[0], 3e9, 1);
+    pa_report_free(r);
+    teardown_ctx(ctx);
+}
+END_TEST
+
 START_TEST(failing_sensor_backs_off_and_recovers)
 {
     pa_ctx *ctx = setup_ctx();
@@ -417,6 +452,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pid_reuse_starts_a_new_target);
     tcase_add_test(tc, tree_counts_reaped_children);
     tcase_add_test(tc, unwatched_targets_are_dropped_not_exited);
+    tcase_add_test(tc, tree_sums_counters);
     tcase_add_test(tc, failing_sensor_backs_off_and_recovers);
     tcase_add_test(tc, lifecycle_errors_name_the_fix);
     tcase_add_test(tc, bad_roots_are_refused);
