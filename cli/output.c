@@ -394,6 +394,11 @@ static void json_system(pa_out *o, const pa_report *r)
     json_key_num(f, "nic", r->system.nic_w, true);
     json_key_num(f, "total", r->system.total_w, true);
     json_key_num(f, "idle", r->system.idle_w, true);
+    /* measured RAPL domains of their own, when the machine has them */
+    if (r->dram_w > 0)
+        json_key_num(f, "dram", r->dram_w, true);
+    if (r->psys_w > 0)
+        json_key_num(f, "psys", r->psys_w, true);
     fputs("},\"assumed\":[", f);
     struct json_list l = {f, true};
     each_assumed(r->assumed, json_assumed_item, &l);

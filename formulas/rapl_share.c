@@ -135,7 +135,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
                        "\"rapl\")");
     if (!(d->interval_s > 0))
         return pa__err(-EINVAL, "rapl-share: empty window");
-    double pkg_j = 0, dram_j = 0;
+    double pkg_j = 0, dram_j = 0, psys_j = 0;
     bool have_pkg = false;
     for (unsigned i = 0; i < d->nrapl; i++) {
         if (d->rapl[i].kind == PA_RAPL_PKG) {
@@ -143,6 +143,8 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
             have_pkg = true;
         } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
             dram_j += d->rapl[i].energy_j;
+        } else if (d->rapl[i].kind == PA_RAPL_PSYS) {
+            psys_j += d->rapl[i].energy_j;
         }
     }
     if (!have_pkg)
@@ -191,6 +193,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
     if (t->idle_w < 0)
         t->idle_w = 0; /* rounding only: attributed <= active <= p */
     t->dram_w = dram_j / d->interval_s;
+    t->psys_w = psys_j / d->interval_s;
     t->measured = true;
     return 0;
 }

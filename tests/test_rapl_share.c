@@ -162,6 +162,12 @@ START_TEST(separate_exact_watts)
     pa_power p;
     ck_assert_int_eq(pa_pid_power(s.ctx, 100, &p), 0);
     ck_assert_double_eq_tol(p.cpu_j, 50.0 * 1.2 / 1.8, TOL);
+    /* DRAM is its own component: 8 J + 7 J in 1 s, never in the package */
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(s.ctx, &r), 0);
+    ck_assert_double_eq_tol(r->dram_w, 15.0, TOL);
+    ck_assert_double_eq_tol(r->psys_w, 0.0, TOL);
+    pa_report_free(r);
     server_close(&s);
 }
 END_TEST

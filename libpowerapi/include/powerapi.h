@@ -234,6 +234,9 @@ typedef struct pa_report {
     const pa_target_info *targets;
     size_t ncounters;
     const char *const *counter_names;
+    double dram_w;        /* measured DRAM power (RAPL), 0 when absent */
+    double psys_w;        /* measured platform power (RAPL psys), 0 when
+                             absent; not part of system.total_w */
 } pa_report;
 
 /* Called by the sampler thread after each tick.  r is valid only during

@@ -478,6 +478,8 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     r->targets = ctx->rtargets;
     r->ncounters = nc;
     r->counter_names = (const char *const *)ctx->counter_names;
+    r->dram_w = tab->dram_w;
+    r->psys_w = tab->psys_w;
     ctx->have_report = true;
     return 0;
 }

@@ -270,7 +270,7 @@ struct pa_power_table {
     pa_task **tasks;        /* same as the delta's */
     size_t ntasks;
     double cpu_w, idle_w, nic_w; /* system */
-    double dram_w;
+    double dram_w, psys_w;  /* measured, RAPL */
     bool measured;          /* cpu from a measured counter */
     char assumed[PA_MAX_ASSUMED];
 };

@@ -136,6 +136,8 @@ class pa_report(ctypes.Structure):
         ("targets", ctypes.POINTER(pa_target_info)),
         ("ncounters", ctypes.c_size_t),
         ("counter_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("dram_w", ctypes.c_double),
+        ("psys_w", ctypes.c_double),
     ]
 
 

@@ -96,7 +96,9 @@ int main(void)
     F(pa_report, ntargets);
     F(pa_report, targets);
     F(pa_report, ncounters);
-    L(pa_report, counter_names);
+    F(pa_report, counter_names);
+    F(pa_report, dram_w);
+    L(pa_report, psys_w);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
