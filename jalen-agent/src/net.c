@@ -5,11 +5,13 @@
  * A wrapper calls the original native, then adds the bytes it moved to a
  * record keyed by (thread, Java stack).  The stack is walked at most once
  * per call: always for a transfer of 4 KiB or more, and for a small one
- * only if the same native on the same thread was not walked in the last
- * 10 ms (each thread caches the last stack per native, so a thread that
- * alternates reads and writes keeps both apart).  Heavy small I/O thus
- * costs an atomic add per call and at most 100 walks per second per
- * thread and native.
+ * only when the same native on the same thread was not walked for a while
+ * (each thread caches the last stack per native, so a thread that
+ * alternates reads and writes keeps both apart).  That while starts at
+ * 10 ms and doubles, up to 160 ms, each time a walk finds the stack it
+ * already had; a different stack sets it back to 10 ms.  Heavy small I/O
+ * on steady stacks thus costs an atomic add per call and a few walks per
+ * second per thread and native.
  */
 #include "jalen.h"
 
@@ -66,10 +68,16 @@ static size_t jl_recs_cap, jl_recs_n;
 static unsigned char jl_fd_kind[JL_FD_CACHE];
 
 #define JL_SMALL_IO 4096
-#define JL_REWALK_NS 10000000ull
-static __thread jl_net_rec *jl_tl_rec[JL_NTARGETS];
-static __thread uint64_t jl_tl_walk_ns[JL_NTARGETS];
-static __thread pid_t jl_tl_tid;
+#define JL_REWALK_MIN_NS 10000000ull
+#define JL_REWALK_MAX_NS 160000000ull
+/* one thread-local block: one TLS lookup per call */
+typedef struct jl_tls {
+    pid_t tid;
+    jl_net_rec *rec[JL_NTARGETS];
+    uint64_t walk_ns[JL_NTARGETS];
+    uint64_t gap_ns[JL_NTARGETS];
+} jl_tls;
+static __thread jl_tls jl_tl;
 
 void jl_net_init(jvmtiEnv *jvmti)
 {
@@ -173,11 +181,12 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
 {
     if (t->check_socket && !jl_is_socket(env, fdo))
         return;
-    if (!jl_tl_tid)
-        jl_tl_tid = jl_gettid();
+    jl_tls *tl = &jl_tl;
+    if (!tl->tid)
+        tl->tid = jl_gettid();
     size_t k = (size_t)(t - jl_targets);
     uint64_t now = jl_mono_ns();
-    if (!jl_tl_rec[k] || bytes >= JL_SMALL_IO || now - jl_tl_walk_ns[k] > JL_REWALK_NS) {
+    if (!tl->rec[k] || bytes >= JL_SMALL_IO || now - tl->walk_ns[k] > tl->gap_ns[k]) {
         jmethodID ids[JL_MAX_DEPTH];
         jint n = 0;
         if (jl_smp.asgct) {
@@ -198,14 +207,18 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
                 ids[i] = fi[i].method;
         }
         pthread_mutex_lock(&jl_net_lock);
-        jl_net_rec *r = jl_rec_find(jl_tl_tid, ids, n);
+        jl_net_rec *r = jl_rec_find(tl->tid, ids, n);
         pthread_mutex_unlock(&jl_net_lock);
         if (!r)
             return;
-        jl_tl_rec[k] = r;
-        jl_tl_walk_ns[k] = now;
+        if (r == tl->rec[k])
+            tl->gap_ns[k] = tl->gap_ns[k] * 2 > JL_REWALK_MAX_NS ? JL_REWALK_MAX_NS : tl->gap_ns[k] * 2;
+        else
+            tl->gap_ns[k] = JL_REWALK_MIN_NS;
+        tl->rec[k] = r;
+        tl->walk_ns[k] = now;
     }
-    __atomic_fetch_add(&jl_tl_rec[k]->w_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tl->rec[k]->w_bytes, bytes, __ATOMIC_RELAXED);
 }
 
 typedef jint(JNICALL *jl_fn_rw_i)(JNIEnv *, jclass, jobject, jlong, jint);
