@@ -329,10 +329,11 @@ START_TEST(two_contexts_two_sets)
     /* 0.3 s burnt plus 100 short sleeps' wakeups */
     ck_assert_double_eq_tol(a_tc / 1e9, 0.3, 0.3 * 0.1);
     ck_assert_double_eq_tol(b_tc / a_tc, 1.0, 0.05);
-    /* 100 voluntary switches, plus preemptions on a busy machine; a user
-     * without CAP_PERFMON counts user space only, where no switch is */
+    /* 100 voluntary switches, plus any number of preemptions on a busy
+     * machine (the bound only rejects garbage); a user without
+     * CAP_PERFMON counts user space only, where no switch is */
     if (geteuid() == 0)
-        ck_assert_msg(b_cs >= 100 && b_cs < 2000, "context switches %.0f",
+        ck_assert_msg(b_cs >= 100 && b_cs < 1e6, "context switches %.0f",
                       b_cs);
     else
         printf("not root: context switches happen in the kernel, which "
