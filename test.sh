@@ -11,10 +11,13 @@ cmake -S . -B build-test -DPA_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/
 cmake --build build-test -j"$jobs"
 # Unit tests run in parallel; live tests (real processes, JVMs, sockets, with
 # expected rates and ratios) run one at a time so they do not load each other.
-echo "== unit tests"
-(cd build-test && ctest -L unit --output-on-failure -j"$jobs" --timeout 600)
-echo "== live tests"
-(cd build-test && ctest -L live --output-on-failure -j1 --timeout 600)
+failed=0
+run_ctest() { # dir label jobs
+  echo "== $2 tests ($1)"
+  (cd "$1" && ctest -L "$2" --output-on-failure -j"$3" --timeout 600) || failed=1
+}
+run_ctest build-test unit "$jobs"
+run_ctest build-test live 1
 
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"
 # The JVM and Python load our shared objects into their own processes, where
@@ -26,5 +29,10 @@ cmake --build build-asan -j"$jobs"
 echo "== tests under ASan/UBSan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-asan && ctest -L unit --output-on-failure -j"$jobs" --timeout 600)
-(cd build-asan && ctest -L live --output-on-failure -j1 --timeout 600)
+run_ctest build-asan unit "$jobs"
+run_ctest build-asan live 1
+if [ "$failed" -ne 0 ]; then
+  echo "test.sh: some tests failed (see above)" >&2
+  exit 1
+fi
+echo "test.sh: every test passed"
