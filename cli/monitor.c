@@ -386,10 +386,9 @@ static int parse_args(monitor *m, int argc, char **argv)
     if (m->clock_step_ns && !m->count && !m->duration_ns)
         return pa_cli_usage_error(
             CMD, "--clock-step needs --count or --duration (it never sleeps)");
-    if (m->threads && !m->npids && !m->cmd)
+    if (m->threads && !m->npids && !m->cmd && !m->all)
         return pa_cli_usage_error(
-            CMD, "--threads needs --pid or a COMMAND (per-thread records of "
-                 "every process would be too many)");
+            CMD, "--threads needs --pid, --all or a COMMAND (which threads?)");
     if (m->ring &&
         (m->cmd || m->threads || m->nmods || m->ndisables || m->copts.procfs ||
          m->copts.sysfs || m->copts.hwdb || m->clock_step_ns))
@@ -520,7 +519,9 @@ static int setup_targets(monitor *m)
         pa_cli_error(CMD, "--cgroups: %s", pa_cli_errmsg(err));
         return PA_EXIT_FAIL;
     }
-    if (m->all && (err = pa_watch_all(m->ctx, 1)) < 0) {
+    if (m->all && (err = pa_watch_all(m->ctx, m->threads
+                                                   ? 1 | PA_WATCH_ALL_THREADS
+                                                   : 1)) < 0) {
         pa_cli_error(CMD, "--all: %s", pa_cli_errmsg(err));
         return PA_EXIT_FAIL;
     }

@@ -1094,8 +1094,17 @@ static int pc_sample(pa_module *m, pa_frame *f)
         for (size_t i = 0; i < ctx->nwatches && rc == 0; i++)
             rc = pc_do_process(p, f, ctx->watches[i].pid, true);
     }
+    /* every thread of every process (pa_watch_all, PA_WATCH_ALL_THREADS) */
+    if (ctx->watch_all_threads && ctx->watch_all)
+        for (size_t i = 0; i < ctx->procs.n && rc == 0; i++) {
+            pa_task *t = ctx->procs.v[i];
+            if (t->seen_tick == f->tick)
+                rc = pc_do_threads(p, f, t);
+        }
     /* threads of watched pids (a tree scan did its own) */
-    for (size_t i = 0; i < ctx->nwatches && rc == 0; i++) {
+    for (size_t i = 0; i < ctx->nwatches && rc == 0 &&
+                       !(ctx->watch_all_threads && ctx->watch_all);
+         i++) {
         if (!(ctx->watches[i].flags & PA_WATCH_THREADS) ||
             (children && !ctx->watch_all))
             continue;

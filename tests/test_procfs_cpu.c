@@ -472,6 +472,37 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* pa_watch_all with PA_WATCH_ALL_THREADS: every thread of every process
+ * (15 task entries across the 12 processes of the fixture). */
+START_TEST(test_all_threads)
+{
+    char *root = pa_test_fixture_copy("desktop-cpufreq");
+    pa_ctx *ctx = ctx_on(root);
+    ck_assert_int_eq(pa_watch_all(ctx, 1 | PA_WATCH_ALL_THREADS), 0);
+    tick(ctx, 1.0);
+    pa_test_write(root, "proc/3100/task/3106/schedstat",
+                  "%llu 4143537364 17134\n", 153310882476ull + 750000000ull);
+    tick(ctx, 2.0);
+    pa_report *r = report(ctx);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 12);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_THREAD), 15);
+    const pa_target_info *t = find(r, PA_TARGET_THREAD, 3106, 0);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_double_eq_tol(t->power.cpu_time_s, 0.75, 1e-12);
+    pa_report_free(r);
+    /* back to processes only: the threads are dropped, not reported as
+     * exited */
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    tick(ctx, 3.0);
+    r = report(ctx);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_THREAD), 0);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 12);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* PA_WATCH_CHILDREN: the watched pid and every descendant, nothing else,
  * including a child born between two ticks. */
 START_TEST(test_children)
@@ -1157,6 +1188,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_all_processes);
     tcase_add_test(tc, test_watch_pid);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_all_threads);
     tcase_add_test(tc, test_children);
     tcase_add_test(tc, test_children_threads);
     tcase_add_test(tc, test_vanish);

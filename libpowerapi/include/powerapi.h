@@ -153,7 +153,11 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags);
 /* Stops watching a pid.  Errors: -ESRCH not watched.  Context-safe. */
 int pa_unwatch_pid(pa_ctx *ctx, pid_t pid);
 
-/* Watches (on != 0) or stops watching every process of the system.
+/* pa_watch_all: also report every thread of every process. */
+#define PA_WATCH_ALL_THREADS 0x100
+
+/* Watches (on != 0) or stops watching (on == 0) every process of the
+ * system; with PA_WATCH_ALL_THREADS in on, every thread too.
  * Context-safe. */
 int pa_watch_all(pa_ctx *ctx, int on);
 

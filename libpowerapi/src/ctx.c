@@ -579,6 +579,7 @@ int pa_watch_all(pa_ctx *ctx, int on)
         return pa__err(-EINVAL, "pa_watch_all: ctx is NULL");
     pthread_mutex_lock(&ctx->lock);
     ctx->watch_all = on != 0;
+    ctx->watch_all_threads = (on & PA_WATCH_ALL_THREADS) != 0;
     pthread_mutex_unlock(&ctx->lock);
     return 0;
 }

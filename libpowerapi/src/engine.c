@@ -87,7 +87,8 @@ static bool still_watched(const pa_ctx *ctx, const pa_task *t)
     if (t->type == PA_TARGET_PROCESS)
         return ctx->watch_all || watched_pid(ctx, t->pid) ||
                (root && watched_with(ctx, root, PA_WATCH_CHILDREN));
-    return watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
+    return (ctx->watch_all_threads && p) ||
+           watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
            (root && watched_with(ctx, root,
                                  PA_WATCH_CHILDREN | PA_WATCH_THREADS));
 }

@@ -292,6 +292,7 @@ struct pa_ctx {
     pa_watch *watches;
     size_t nwatches, watches_cap;
     bool watch_all;
+    bool watch_all_threads; /* pa_watch_all with PA_WATCH_ALL_THREADS */
     bool cgroups_on;
 
     pa_tasktab procs;   /* processes, keyed by pid */
