@@ -13,7 +13,11 @@ rm -rf "$OUT"
 echo "jalen demo: java -agentpath:$JALEN_AGENT=out=$OUT -cp $JALEN_CLASSES Known 3"
 "$JALEN_JAVA" "-agentpath:$JALEN_AGENT=out=$OUT" -cp "$JALEN_CLASSES" Known 3 >/dev/null
 echo "jalen demo: threads ($OUT/threads.csv):"
-column -s, -t <"$OUT/threads.csv" | sed 's/^/  /'
+if command -v column >/dev/null; then
+    column -s, -t <"$OUT/threads.csv" | sed 's/^/  /'
+else
+    sed 's/^/  /' "$OUT/threads.csv"
+fi
 echo "jalen demo: top methods by total (inclusive) energy ($OUT/methods.csv):"
 tail -n +2 "$OUT/methods.csv" | sort -t, -k3 -g -r | head -8 |
     awk -F, '{ printf "  %10.3f J  %s\n", $3, $1 }'
