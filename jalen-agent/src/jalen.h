@@ -271,6 +271,8 @@ void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user);
 void jl_net_init(jvmtiEnv *jvmti);
 /* Bytes the net records hold (for summary.json's agent_memory_bytes). */
 size_t jl_net_memory(void);
+/* Stack walks the socket wrappers made. */
+uint64_t jl_net_walk_count(void);
 void jl_net_new_window(void);
 
 /* ------------------------------------------------------------------ */

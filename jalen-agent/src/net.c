@@ -78,6 +78,12 @@ typedef struct jl_tls {
     uint64_t gap_ns[JL_NTARGETS];
 } jl_tls;
 static __thread jl_tls jl_tl;
+static atomic_ulong jl_net_walks; /* rare: no contention worth a per-thread count */
+
+uint64_t jl_net_walk_count(void)
+{
+    return atomic_load_explicit(&jl_net_walks, memory_order_relaxed);
+}
 
 void jl_net_init(jvmtiEnv *jvmti)
 {
@@ -187,6 +193,7 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
     size_t k = (size_t)(t - jl_targets);
     uint64_t now = jl_mono_ns();
     if (!tl->rec[k] || bytes >= JL_SMALL_IO || now - tl->walk_ns[k] > tl->gap_ns[k]) {
+        atomic_fetch_add_explicit(&jl_net_walks, 1, memory_order_relaxed);
         jmethodID ids[JL_MAX_DEPTH];
         jint n = 0;
         if (jl_smp.asgct) {
