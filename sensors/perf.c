@@ -25,6 +25,17 @@
  * thread present at open, inherit + inherit_thread for threads created
  * later, not for child processes) and threads (that thread only).
  *
+ * With cgroup records on (pa_report_cgroups, monitor --cgroups), every
+ * interned cgroup v2 path that has a live process is also counted as a
+ * whole: perf_event_open(pid = an fd of the cgroup's directory under the
+ * cgroup2 mount found in <procfs>/self/mountinfo, PERF_FLAG_PID_CGROUP),
+ * one counter set per online CPU, summed, so that processes that came and
+ * went between ticks are in the cgroup's counts (pa__cgroup_ctr; the
+ * engine falls back to the sum of the cgroup's processes where a cgroup
+ * could not be opened).  CPU-wide events need root or CAP_PERFMON; the
+ * descriptors (CPUs x events per cgroup) come out of the same budget, and
+ * a cgroup left without processes is closed.
+ *
  * Counts are cumulative and scaled per window for multiplexing:
  *     scaled += delta_count . delta_time_enabled / delta_time_running
  * and the task's multiplex is the lowest delta_running / delta_enabled of
@@ -130,6 +141,19 @@ typedef struct perf_target {
     double acc[PA_MAX_COUNTERS];
 } perf_target;
 
+/* Counters of one interned cgroup (PERF_FLAG_PID_CGROUP): one set per
+ * online CPU, summed.  Indexed like ctx->cgroups. */
+typedef struct perf_cg {
+    int err;       /* could not be opened (-errno): not retried while the
+                      cgroup keeps live processes */
+    bool open;
+    uint64_t mark; /* last tick a live process of it was seen */
+    size_t nfd;    /* ncpus * nev */
+    int *fd;
+    uint64_t (*last)[3];
+    double acc[PA_MAX_COUNTERS];
+} perf_cg;
+
 typedef struct perf_state {
     size_t nev;
     perf_event ev[PA_MAX_COUNTERS];
@@ -148,11 +172,24 @@ typedef struct perf_state {
     size_t nsys;
     uint64_t (*syslast)[3];
     double cycles_acc;
+    /* per cgroup */
+    perf_cg *cg;
+    size_t ncg;
+    int cg_root_err;          /* 0 not looked for, 1 found, -errno */
+    char cg_root[PA_PATH_MAX]; /* the cgroup2 mount (under sysfs) */
+    int cg_ncpus;
+    int cg_cpus[PA_MAX_CPUS];
     unsigned reported; /* refusal kinds already reported */
     bool starved;      /* a group enabled 100 ms has never run */
 } perf_state;
 
-enum { REP_EACCES = 1, REP_BUDGET = 2, REP_OTHER = 4, REP_STARVED = 8 };
+enum {
+    REP_EACCES = 1,
+    REP_BUDGET = 2,
+    REP_OTHER = 4,
+    REP_STARVED = 8,
+    REP_CGROUP = 16, /* per-cgroup counting refused or impossible */
+};
 
 static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu,
                                 int group, unsigned long flags)
@@ -464,8 +501,10 @@ static int list_threads(const pa_env *env, pid_t pid, pid_t **out, size_t *n)
     return 0;
 }
 
-/* Opens the counters of one thread (tid) into fd[0..nev). */
-static int open_thread(perf_state *st, pid_t tid, bool inherit, int *fd)
+/* Opens the counters of pid (a thread id, or a cgroup fd with
+ * PERF_FLAG_PID_CGROUP) on cpu (-1 any) into fd[0..nev). */
+static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags,
+                    bool inherit, int *fd)
 {
     for (size_t j = 0; j < st->nev; j++)
         fd[j] = -1;
@@ -479,14 +518,14 @@ static int open_thread(perf_state *st, pid_t tid, bool inherit, int *fd)
         a.inherit = inherit;
         a.inherit_thread = inherit && st->inherit_thread;
         int group_fd = st->group && j > 0 ? fd[0] : -1;
-        long r =
-            sys_perf_event_open(&a, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+        long r = sys_perf_event_open(&a, tid, cpu, group_fd,
+                                     PERF_FLAG_FD_CLOEXEC | flags);
         if (r < 0 && errno == EINVAL && a.inherit_thread) {
             /* before Linux 5.13: children processes are counted too */
             st->inherit_thread = false;
             a.inherit_thread = 0;
-            r = sys_perf_event_open(&a, tid, -1, group_fd,
-                                    PERF_FLAG_FD_CLOEXEC);
+            r = sys_perf_event_open(&a, tid, cpu, group_fd,
+                                    PERF_FLAG_FD_CLOEXEC | flags);
         }
         if (r < 0) {
             int e = -errno;
@@ -550,8 +589,8 @@ static perf_target *target_open(perf_state *st, const pa_env *env,
     size_t k = 0;
     int err = 0;
     for (size_t i = 0; i < nt; i++) {
-        int rc = open_thread(st, tids[i], t->type == PA_TARGET_PROCESS,
-                             g->fd + k * st->nev);
+        int rc = open_set(st, tids[i], -1, 0, t->type == PA_TARGET_PROCESS,
+                          g->fd + k * st->nev);
         if (rc == -ESRCH)
             continue; /* the thread ended meanwhile */
         if (rc < 0) {
@@ -700,6 +739,186 @@ static int system_open(perf_state *st, const pa_env *env)
 }
 
 /* ---------------------------------------------------------------- */
+/* Per cgroup (PERF_FLAG_PID_CGROUP)                                 */
+/* ---------------------------------------------------------------- */
+
+static void cg_close(perf_state *st, perf_cg *c)
+{
+    for (size_t i = 0; i < c->nfd; i++)
+        if (c->fd[i] >= 0)
+            close(c->fd[i]);
+    st->nfds -= c->nfd;
+    free(c->fd);
+    free(c->last);
+    c->fd = NULL;
+    c->last = NULL;
+    c->nfd = 0;
+    c->open = false;
+    memset(c->acc, 0, sizeof(c->acc));
+}
+
+static void cg_close_all(perf_state *st)
+{
+    for (size_t i = 0; i < st->ncg; i++)
+        cg_close(st, &st->cg[i]);
+    free(st->cg);
+    st->cg = NULL;
+    st->ncg = 0;
+}
+
+/* The cgroup v2 mount: the first cgroup2 line of <procfs>/self/mountinfo
+ * (a mount point under /sys is taken under the sysfs root), else
+ * <sysfs>/fs/cgroup, or <sysfs>/fs/cgroup/unified on hybrid hosts. */
+static int cg_find_root(const pa_env *env, char *out, size_t len)
+{
+    size_t cap = 256 * 1024;
+    char *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    ssize_t n = pa__read_file(env->procfs, "self/mountinfo", buf, cap);
+    int rc = -ENOENT;
+    for (char *l = n > 0 ? buf : NULL; l && *l && rc == -ENOENT;) {
+        char *eol = strchr(l, '\n');
+        if (eol)
+            *eol = '\0';
+        /* id parent maj:min root mountpoint opts [tags] - fstype ... */
+        char *sep = strstr(l, " - ");
+        char mp[PA_PATH_MAX];
+        if (sep && !strncmp(sep + 3, "cgroup2 ", 8) &&
+            sscanf(l, "%*s %*s %*s %*s %4095s", mp) == 1) {
+            if (!strcmp(mp, "/sys") || !strncmp(mp, "/sys/", 5))
+                rc = pa__path(out, len, env->sysfs, "%s", mp + 4);
+            else
+                rc = snprintf(out, len, "%s", mp) < (int)len ? 0
+                                                             : -ENAMETOOLONG;
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+    free(buf);
+    if (rc != -ENOENT)
+        return rc;
+    static const char *const tries[] = {"fs/cgroup", "fs/cgroup/unified"};
+    for (size_t i = 0; i < 2; i++) {
+        char probe[PA_PATH_MAX];
+        if (pa__path(probe, sizeof(probe), env->sysfs, "%s/cgroup.controllers",
+                     tries[i]) == 0 &&
+            access(probe, F_OK) == 0)
+            return pa__path(out, len, env->sysfs, "%s", tries[i]);
+    }
+    return -ENOENT;
+}
+
+/* Opens the events of the cgroup at path on every online CPU. */
+static int cg_open(perf_state *st, const char *path, perf_cg *c)
+{
+    size_t need = (size_t)st->cg_ncpus * st->nev;
+    if (budget_check(st, need) < 0)
+        return -EMFILE;
+    char full[PA_PATH_MAX];
+    int rc = pa__path(full, sizeof(full), st->cg_root, "%s",
+                      path[0] == '/' ? path + 1 : path);
+    if (rc < 0)
+        return rc;
+    int cgfd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgfd < 0)
+        return -errno;
+    c->fd = malloc(need * sizeof(int));
+    c->last = calloc(need, sizeof(*c->last));
+    if (!c->fd || !c->last) {
+        close(cgfd);
+        free(c->fd);
+        free(c->last);
+        c->fd = NULL;
+        c->last = NULL;
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < need; i++)
+        c->fd[i] = -1;
+    c->nfd = need;
+    st->nfds += need;
+    c->open = true;
+    memset(c->acc, 0, sizeof(c->acc));
+    for (int i = 0; i < st->cg_ncpus && rc == 0; i++)
+        rc = open_set(st, cgfd, st->cg_cpus[i], PERF_FLAG_PID_CGROUP, false,
+                      c->fd + (size_t)i * st->nev);
+    close(cgfd); /* the events hold the cgroup */
+    if (rc < 0)
+        cg_close(st, c);
+    return rc;
+}
+
+/* Counts each interned cgroup that has a live process this tick and
+ * gives the engine its cumulative counts (pa__cgroup_ctr); closes the
+ * counters of cgroups left without processes.  Returns 0, or the error
+ * of the first refusal (-EACCES...) to report once. */
+static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f,
+                     int *report_err)
+{
+    if (st->cg_root_err == 0) {
+        int rc = cg_find_root(&ctx->env, st->cg_root, sizeof(st->cg_root));
+        st->cg_root_err = rc == 0 ? 1 : rc;
+        if (rc == 0)
+            st->cg_ncpus = online_cpus(&ctx->env, st->cg_cpus, PA_MAX_CPUS);
+        else
+            *report_err = rc;
+    }
+    if (st->cg_root_err < 0)
+        return 0;
+    if (ctx->ncgroups > st->ncg) {
+        perf_cg *v = realloc(st->cg, ctx->ncgroups * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        memset(v + st->ncg, 0, (ctx->ncgroups - st->ncg) * sizeof(*v));
+        st->cg = v;
+        st->ncg = ctx->ncgroups;
+    }
+    for (size_t i = 0; i < ctx->procs.n; i++) {
+        const pa_task *t = ctx->procs.v[i];
+        if (t->seen_tick == f->tick && !t->gone && t->cgroup >= 0 &&
+            (size_t)t->cgroup < st->ncg)
+            st->cg[t->cgroup].mark = f->tick;
+    }
+    for (size_t g = 0; g < st->ncg; g++) {
+        perf_cg *c = &st->cg[g];
+        if (c->mark != f->tick) {
+            if (c->open)
+                cg_close(st, c);
+            c->err = 0; /* retried when processes come back */
+            continue;
+        }
+        if (c->err)
+            continue;
+        bool fresh = false;
+        if (!c->open) {
+            int rc = cg_open(st, ctx->cgroups[g], c);
+            if (rc < 0) {
+                c->err = rc;
+                if (!*report_err)
+                    *report_err = rc;
+                continue;
+            }
+            fresh = true;
+        }
+        double mux = 1.0;
+        int rc = 0;
+        for (size_t i = 0; i + st->nev <= c->nfd && rc == 0; i += st->nev)
+            rc = read_set(st, c->fd + i, c->last + i, c->acc, &mux);
+        pa_cgroup_ctr *cc = rc == 0 ? pa__cgroup_ctr(ctx, g) : NULL;
+        if (!cc) {
+            cg_close(st, c);
+            c->err = rc < 0 ? rc : -ENOMEM;
+            continue;
+        }
+        memcpy(cc->cur, c->acc, sizeof(cc->cur));
+        cc->multiplex = mux;
+        cc->cur_tick = f->tick;
+        if (fresh)
+            cc->prev_tick = 0; /* a new baseline */
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
 /* Module                                                            */
 /* ---------------------------------------------------------------- */
 
@@ -726,6 +945,7 @@ static void state_free(perf_state *st)
         target_close(st, st->tg[i]);
     free(st->tg);
     system_close(st);
+    cg_close_all(st);
     free(st);
 }
 
@@ -968,6 +1188,16 @@ static int perf_sample(pa_module *m, pa_frame *f)
         f->sys->have |= PA_HAVE_CYCLES;
     }
 
+    /* cgroups as a whole, so that processes that came and went between
+     * ticks are in their cgroup's counts */
+    int cg_err = 0;
+    if (ctx->cgroups_on) {
+        int rc = cg_sample(st, ctx, f, &cg_err);
+        if (rc < 0)
+            return pa__err(rc, "perf: out of memory");
+    } else if (st->ncg) {
+        cg_close_all(st);
+    }
     /* Refusals are reported once per kind: the failure is recorded by
      * the engine, the other targets' counts of this tick are kept. */
     st->reported |= (unsigned)report;
@@ -1007,6 +1237,35 @@ static int perf_sample(pa_module *m, pa_frame *f)
     if (report & REP_OTHER)
         return pa__err(report_err, "perf: not counting pid %d: %s",
                        (int)report_id, strerror(-report_err));
+    /* per-cgroup refusals, once (a cgroup removed meanwhile is none) */
+    if (cg_err && (cg_err != -ENOENT || st->cg_root_err < 0) &&
+        !(st->reported & REP_CGROUP)) {
+        st->reported |= REP_CGROUP;
+        if (cg_err == -EACCES || cg_err == -EPERM)
+            return pa__err(-EACCES,
+                           "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
+                           "one counter per CPU) needs root or CAP_PERFMON "
+                           "(kernel.perf_event_paranoid=%d); cgroup records "
+                           "sum their processes' counters instead",
+                           paranoid_level(env));
+        if (cg_err == -EMFILE)
+            return pa__err(-EMFILE,
+                           "perf: not counting a cgroup: %d CPUs x %zu "
+                           "events exceed the RLIMIT_NOFILE budget (%zu, "
+                           "%zu in use); its record sums its processes' "
+                           "counters",
+                           st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
+        if (st->cg_root_err < 0)
+            return pa__err(-ENOENT,
+                           "perf: no cgroup v2 mount (mountinfo, "
+                           "%s/fs/cgroup); cgroup records sum their "
+                           "processes' counters",
+                           env->sysfs);
+        return pa__err(cg_err,
+                       "perf: cannot count per cgroup: %s; cgroup records "
+                       "sum their processes' counters",
+                       strerror(-cg_err));
+    }
     return 0;
 }
 

@@ -110,6 +110,7 @@ void pa_ctx_free(pa_ctx *ctx)
     free(ctx->cgroups);
     free(ctx->cgroup_cpu_j);
     free(ctx->cgroup_nic_j);
+    free(ctx->cgroup_ctr);
     for (size_t i = 0; i < ctx->ncounters; i++)
         free(ctx->counter_names[i]);
     free(ctx->watches);

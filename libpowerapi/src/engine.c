@@ -426,9 +426,21 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
             double *ctr = ctx->rcounters + k * nc;
             k++;
             memset(ti, 0, sizeof(*ti));
-            /* counters and multiplexing of the cgroup's processes */
+            /* counters and multiplexing: counted per cgroup by a sensor
+             * over this window, else the sum of the cgroup's processes */
             double mux = 1.0;
-            if (nc) {
+            const pa_cgroup_ctr *cc =
+                g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
+            if (nc && cc && cc->cur_tick == ctx->tick &&
+                cc->prev_tick + 1 == ctx->tick) {
+                for (size_t e = 0; e < nc; e++) {
+                    double dv = cc->cur[e] - cc->prev[e];
+                    ctr[e] = dv > 0 ? dv : 0;
+                }
+                if (cc->multiplex > 0 && cc->multiplex < 1)
+                    mux = cc->multiplex;
+                ti->counters = ctr;
+            } else if (nc) {
                 memset(ctr, 0, nc * sizeof(double));
                 for (size_t i = 0; i < ctx->nwin; i++) {
                     const pa_task *t = ctx->win[i];
@@ -610,6 +622,13 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                 memcpy(t->ctr_prev, t->ctr_cur,
                        PA_MAX_COUNTERS * sizeof(double));
         }
+    for (size_t g = 0; g < ctx->cgroup_ctr_cap; g++) {
+        pa_cgroup_ctr *c = &ctx->cgroup_ctr[g];
+        if (c->cur_tick != tick)
+            continue;
+        memcpy(c->prev, c->cur, sizeof(c->prev));
+        c->prev_tick = tick;
+    }
     ctx->sys_cur = !ctx->sys_cur;
     ctx->have_prev = true;
     ctx->last_time_ns = time_ns;
@@ -618,6 +637,25 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                       "tick: no sensor produced a reading (see pa_module_list "
                       "or 'powerapi modules' for why)");
     return ret;
+}
+
+pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g)
+{
+    if (g >= ctx->ncgroups)
+        return NULL;
+    if (g >= ctx->cgroup_ctr_cap) {
+        size_t cap = ctx->cgroup_ctr_cap ? ctx->cgroup_ctr_cap : 16;
+        while (cap <= g)
+            cap *= 2;
+        pa_cgroup_ctr *v = realloc(ctx->cgroup_ctr, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + ctx->cgroup_ctr_cap, 0,
+               (cap - ctx->cgroup_ctr_cap) * sizeof(*v));
+        ctx->cgroup_ctr = v;
+        ctx->cgroup_ctr_cap = cap;
+    }
+    return &ctx->cgroup_ctr[g];
 }
 
 /* Copies a report and everything it points to into one allocation. */

@@ -23,6 +23,7 @@
 #define PA_MAX_COUNTERS 16  /* perf events per target */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
 #define PA_PATH_MAX 4096
+#define PA_MAX_CPUS 1024    /* CPU -> socket map entries */
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -123,6 +124,8 @@ typedef struct pa_sysread {
     double cycles_all;        /* cumulative system-wide cycles */
     uint64_t sock_bytes[3];   /* rx+tx bytes of every TCP socket the nic
                                  sensor saw, by pa_nic_kind, cumulative */
+    unsigned ncpu_socket;     /* entries of cpu_socket (rapl), 0 unknown */
+    int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
 } pa_sysread;
 
 /* ------------------------------------------------------------------ */
@@ -275,6 +278,18 @@ struct pa_power_table {
     char assumed[PA_MAX_ASSUMED];
 };
 
+/* Counters of one interned cgroup counted as a whole by a sensor (perf,
+ * PERF_FLAG_PID_CGROUP): they include processes that came and went
+ * between ticks.  Indexed like ctx->cgroups.  The sensor writes cur,
+ * multiplex and cur_tick (and prev_tick = 0 when it (re)opened the
+ * counters: cur is then a new baseline); the engine reports cur - prev
+ * when both are of consecutive ticks, else the cgroup's processes' sum. */
+typedef struct pa_cgroup_ctr {
+    uint64_t cur_tick, prev_tick; /* ticks of cur / prev, 0 none */
+    double multiplex;
+    double cur[PA_MAX_COUNTERS], prev[PA_MAX_COUNTERS];
+} pa_cgroup_ctr;
+
 /* ------------------------------------------------------------------ */
 /* Context                                                             */
 /* ------------------------------------------------------------------ */
@@ -303,6 +318,8 @@ struct pa_ctx {
     double *cgroup_cpu_j, *cgroup_nic_j; /* per interned cgroup */
     char **cgroups;     /* interned cgroup paths */
     size_t ncgroups, cgroups_cap;
+    pa_cgroup_ctr *cgroup_ctr; /* per interned cgroup, or NULL */
+    size_t cgroup_ctr_cap;     /* entries allocated (zeroed) */
     long clk_tck;       /* USER_HZ of proc(5) tick fields */
 
     /* counters currently declared by sensors */
@@ -371,6 +388,9 @@ int pa__report_copy(const pa_report *r, pa_report **out);
 pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id);
 /* Returns the index of the interned cgroup path (or -1 on ENOMEM). */
 int pa__cgroup_intern(pa_ctx *ctx, const char *path);
+/* The direct counters of interned cgroup g (storage grown on demand,
+ * zeroed); NULL if g is not interned or on ENOMEM. */
+pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g);
 /* Declares the counters the perf sensor reports (replaces previous). */
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
