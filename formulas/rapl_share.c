@@ -24,6 +24,23 @@
  * idle=split while tasks ran).  When every process is watched it is
  * computed as P_pkg minus what the processes got, so attributed + idle =
  * P_pkg exactly, every tick.  DRAM power is reported on its own.
+ *
+ * Per socket: on a machine with more than one package, when the rapl
+ * sensor knows the CPU -> package map (sysfs physical_package_id), every
+ * process is watched, and every target in the window last ran on a CPU
+ * of a package RAPL reads (proc(5) stat field 39), each package's power
+ * is split among the targets that last ran on it, by the same weights:
+ *
+ *     P_i = P_s . f . w_i / W_s      s = package of task i's last CPU
+ *
+ * with W_s the weight of the processes on s and f = 1 (idle=split) or the
+ * system busy fraction busy / capacity (idle=separate: /proc/stat gives no
+ * per-package busy time here, so every package's active part is scaled by
+ * the system's).  A package no process ran on is idle.  idle = P_pkg minus
+ * what the processes got, so conservation stays exact.  Otherwise the
+ * packages are summed as above; `assumed` says which and why.  A process's
+ * last CPU is its main thread's: the threads of a process spread over
+ * packages are attributed with it.
  */
 #include "internal.h"
 
@@ -124,6 +141,38 @@ static void share_stop(pa_module *m)
     m->priv = NULL;
 }
 
+/* Index in pkg[] of the package task k last ran on, or -1. */
+static int task_package(const pa_sysread *s, const pa_task *k,
+                        const int *pkg, int npkg)
+{
+    if (k->last_cpu < 0 || (unsigned)k->last_cpu >= s->ncpu_socket)
+        return -1;
+    int sock = s->cpu_socket[k->last_cpu];
+    for (int i = 0; sock >= 0 && i < npkg; i++)
+        if (pkg[i] == sock)
+            return i;
+    return -1;
+}
+
+/* Why the packages cannot be attributed one by one (NULL: they can). */
+static const char *per_socket_refusal(const pa_frame_delta *d,
+                                      const int *pkg, int npkg)
+{
+    const pa_sysread *s = d->cur;
+    if (!s || s->ncpu_socket == 0)
+        return "the CPU -> package map is unknown";
+    if (!d->ctx || !d->ctx->watch_all)
+        return "not every process is watched";
+    for (size_t i = 0; i < d->ntasks; i++) {
+        const pa_task *k = d->tasks[i];
+        if (k->type != PA_TARGET_PROCESS && k->type != PA_TARGET_THREAD)
+            return "a process tree spans packages";
+        if (task_package(s, k, pkg, npkg) < 0)
+            return "a target's last CPU or its package is unknown";
+    }
+    return NULL;
+}
+
 static int share_compute(pa_module *m, const pa_frame_delta *d,
                          pa_power_table *t)
 {
@@ -137,10 +186,15 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
         return pa__err(-EINVAL, "rapl-share: empty window");
     double pkg_j = 0, dram_j = 0, psys_j = 0;
     bool have_pkg = false;
+    int pkg[PA_MAX_RAPL];  /* socket of each package domain */
+    double pkg_w[PA_MAX_RAPL];
+    int npkg = 0;
     for (unsigned i = 0; i < d->nrapl; i++) {
         if (d->rapl[i].kind == PA_RAPL_PKG) {
             pkg_j += d->rapl[i].energy_j;
             have_pkg = true;
+            pkg[npkg] = d->rapl[i].socket;
+            pkg_w[npkg++] = d->rapl[i].energy_j / d->interval_s;
         } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
             dram_j += d->rapl[i].energy_j;
         } else if (d->rapl[i].kind == PA_RAPL_PSYS) {
@@ -167,15 +221,61 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
                    : w_sys > w_procs  ? w_sys
                                       : w_procs;
 
-    double active = p;
+    double frac = 1; /* active part of the package power */
     if (!st->split) {
         if ((d->have & PA_HAVE_CPU) && d->capacity_s > 0) {
             double u = d->busy_s / d->capacity_s;
-            active = p * (u < 0 ? 0 : u > 1 ? 1 : u);
+            frac = u < 0 ? 0 : u > 1 ? 1 : u;
         } else {
             pa__assume(t->assumed, PA_MAX_ASSUMED,
                        "rapl-share: no CPU busy time, idle=split used");
         }
+    }
+    double active = p * frac;
+
+    const char *why_sum = npkg > 1 ? per_socket_refusal(d, pkg, npkg) : "";
+    if (npkg > 1 && !why_sum) {
+        pa__assume(t->assumed, PA_MAX_ASSUMED,
+                   st->split ? "rapl-share: per package, each target on the "
+                               "package of its last CPU"
+                             : "rapl-share: per package, each target on the "
+                               "package of its last CPU; each package's "
+                               "active part scaled by the system busy "
+                               "fraction");
+        double w_pkg[PA_MAX_RAPL] = {0};
+        for (size_t i = 0; i < d->ntasks; i++) {
+            const pa_task *k = d->tasks[i];
+            double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+            if (k->type == PA_TARGET_PROCESS && w > 0)
+                w_pkg[task_package(d->cur, k, pkg, npkg)] += w;
+        }
+        double attributed = 0;
+        for (size_t i = 0; i < d->ntasks; i++) {
+            pa_task *k = d->tasks[i];
+            int s = task_package(d->cur, k, pkg, npkg);
+            double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+            if (!(w > 0) || !(w_pkg[s] > 0))
+                w = 0;
+            else if (w > w_pkg[s])
+                w = w_pkg[s]; /* a thread away from its process */
+            k->cpu_w = w > 0 ? pkg_w[s] * frac * w / w_pkg[s] : 0;
+            if (k->type == PA_TARGET_PROCESS)
+                attributed += k->cpu_w;
+        }
+        t->cpu_w = p;
+        t->idle_w = p - attributed;
+        if (t->idle_w < 0)
+            t->idle_w = 0;
+        t->dram_w = dram_j / d->interval_s;
+        t->psys_w = psys_j / d->interval_s;
+        t->measured = true;
+        return 0;
+    }
+    if (npkg > 1) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "rapl-share: packages summed (%s)",
+                 why_sum);
+        pa__assume(t->assumed, PA_MAX_ASSUMED, msg);
     }
 
     double attributed = 0;

@@ -70,6 +70,8 @@ typedef struct rapl_state {
     enum rapl_path path;
     size_t n;
     rapl_dom dom[PA_MAX_RAPL];
+    unsigned ncpu_socket;            /* 0: topology unknown */
+    int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
 } rapl_state;
 
 static const char *kind_name(pa_rapl_kind k)
@@ -382,6 +384,39 @@ static int parse_cpulist(const char *s, int *cpus, int cap)
         s = end;
     }
     return n;
+}
+
+/* The CPU -> package map of the online CPUs, read once at start, given
+ * with every reading (pa_sysread.cpu_socket) for per-socket attribution.
+ * Left empty (ncpu_socket 0) when no CPU's package is known. */
+static void topo_read(const pa_env *env, rapl_state *st)
+{
+    char buf[4096];
+    st->ncpu_socket = 0;
+    for (size_t i = 0; i < PA_MAX_CPUS; i++)
+        st->cpu_socket[i] = -1;
+    int *cpus = malloc(PA_MAX_CPUS * sizeof(*cpus));
+    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
+                               sizeof(buf)) <= 0) {
+        free(cpus);
+        return;
+    }
+    int n = parse_cpulist(buf, cpus, PA_MAX_CPUS);
+    bool any = false;
+    unsigned top = 0;
+    for (int i = 0; i < n; i++) {
+        if (cpus[i] < 0 || cpus[i] >= PA_MAX_CPUS)
+            continue;
+        int s = cpu_socket(env, cpus[i]);
+        if (s < 0 || s > INT16_MAX)
+            continue;
+        st->cpu_socket[cpus[i]] = (int16_t)s;
+        any = true;
+        if ((unsigned)cpus[i] + 1 > top)
+            top = (unsigned)cpus[i] + 1;
+    }
+    free(cpus);
+    st->ncpu_socket = any ? top : 0;
 }
 
 /* ---------------------------------------------------------------- */
@@ -805,6 +840,7 @@ static int rapl_start(pa_module *m, const pa_options *opts)
         free(st);
         return pa__err(rc, "%s", why);
     }
+    topo_read(&m->ctx->env, st);
     m->priv = st;
     return 0;
 }
@@ -832,6 +868,9 @@ static int rapl_sample(pa_module *m, pa_frame *f)
         sys->rapl[i].energy_uj = (uint64_t)llround((double)d->acc * d->unit_uj);
     }
     sys->nrapl = (unsigned)st->n;
+    sys->ncpu_socket = st->ncpu_socket;
+    memcpy(sys->cpu_socket, st->cpu_socket,
+           st->ncpu_socket * sizeof(sys->cpu_socket[0]));
     snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s",
              path_names[st->path]);
     sys->have |= PA_HAVE_RAPL;
@@ -853,6 +892,7 @@ static int rapl_configure(pa_module *m, const pa_options *opts)
         free(st);
         return pa__err(rc, "%s", why);
     }
+    topo_read(&m->ctx->env, st);
     /* The accumulators restart from the new path's counters; carry the
      * energy already counted so readings keep growing. */
     rapl_state *old = m->priv;

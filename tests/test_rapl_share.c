@@ -3,7 +3,10 @@
  * exact conservation (attributed + idle = measured package power), end
  * to end on the 2-socket server fixture (procfs-cpu + rapl + rapl-share,
  * explicit clock), and on hand-built deltas for the cycles path (no PMU
- * here to give real cycles).
+ * here to give real cycles).  The fixture's web (pid 100) last ran on
+ * CPU 1 (package 0) and db (pid 200) on CPU 2 (package 1): each package's
+ * power goes to the processes that ran on it; without the CPU -> package
+ * map, or with a target whose CPU is unknown, the packages are summed.
  */
 #include "internal.h"
 #include "testutil.h"
@@ -17,15 +20,15 @@
 /* proc(5) stat of a running process: utime (14), stime (15), starttime
  * (22) as the fixture has them. */
 static void write_pid_stat(const char *root, int pid, const char *comm,
-                           unsigned long utime, unsigned long stime)
+                           unsigned long utime, unsigned long stime, int cpu)
 {
     char rel[64];
     snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
     pa_test_write(root, rel,
                   "%d (%s) R 1 %d %d 0 -1 4194560 100 0 0 0 %lu %lu 0 0 20 0 "
                   "1 0 %d 17530880 1043 18446744073709551615 0 0 0 0 0 0 0 "
-                  "4096 0 0 0 0 17 0 0 0 0 0 0\n",
-                  pid, comm, pid, pid, utime, stime, 40000 + pid);
+                  "4096 0 0 0 0 17 %d 0 0 0 0 0\n",
+                  pid, comm, pid, pid, utime, stime, 40000 + pid, cpu);
 }
 
 /* /proc/stat of the 4-CPU server: busy in user, idle in idle (ticks). */
@@ -55,19 +58,24 @@ typedef struct server {
     pa_ctx *ctx;
     /* cumulative fixture values */
     unsigned long busy, idle, u100, u200;
+    int cpu100, cpu200; /* the CPU each last ran on (stat field 39) */
     unsigned long long pkg0, pkg1, dram0, dram1;
     uint64_t t_ns;
 } server;
 
-static void server_open(server *s, bool watch_all, const char *share_opts)
+/* Opens the server on a copy of the fixture at root (taken over). */
+static void server_open_root(server *s, char *root, bool watch_all,
+                             const char *share_opts)
 {
     memset(s, 0, sizeof(*s));
-    s->root = pa_test_fixture_copy("rapl-server2s");
+    s->root = root;
     s->ctx = pa_test_ctx(s->root);
     s->busy = 100000;
     s->idle = 300000;
     s->u100 = 1200; /* utime + stime of the fixture */
     s->u200 = 600;
+    s->cpu100 = 1;
+    s->cpu200 = 2;
     s->pkg0 = 100000000;
     s->pkg1 = 200000000;
     s->dram0 = 20000000;
@@ -86,6 +94,12 @@ static void server_open(server *s, bool watch_all, const char *share_opts)
     ck_assert_int_eq(pa_tick_at(s->ctx, s->t_ns), 0);
 }
 
+static void server_open(server *s, bool watch_all, const char *share_opts)
+{
+    server_open_root(s, pa_test_fixture_copy("rapl-server2s"), watch_all,
+                     share_opts);
+}
+
 /* One window of 1 s: CPU ticks (1/100 s) and joules added. */
 static void server_step(server *s, unsigned long busy, unsigned long idle,
                         unsigned long d100, unsigned long d200, double j0,
@@ -101,8 +115,8 @@ static void server_step(server *s, unsigned long busy, unsigned long idle,
     s->dram1 += (unsigned long long)(dj1 * 1e6);
     write_stat(s->root, s->busy, s->idle);
     /* all CPU time as utime; the split does not matter */
-    write_pid_stat(s->root, 100, "web", s->u100, 0);
-    write_pid_stat(s->root, 200, "db", s->u200, 0);
+    write_pid_stat(s->root, 100, "web", s->u100, 0, s->cpu100);
+    write_pid_stat(s->root, 200, "db", s->u200, 0, s->cpu200);
     write_uj(s->root, "intel-rapl:0", s->pkg0);
     write_uj(s->root, "intel-rapl:1", s->pkg1);
     write_uj(s->root, "intel-rapl:0:0", s->dram0);
@@ -141,27 +155,39 @@ static void assert_conservation(pa_ctx *ctx)
     pa_report_free(r);
 }
 
-/* Window: 2 of 4 CPU-seconds busy; web 1.2 s, db 0.6 s (0.2 s of
- * interrupts no process accounts for); packages 60 J + 40 J in 1 s =
- * 100 W.  idle=separate: the active part 100 W x 2/4 = 50 W is split over
- * all the processes' 1.8 s (every process watched), the rest is idle. */
+/* The report's assumed text contains what. */
+static void assert_assumed(pa_ctx *ctx, const char *what)
+{
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    ck_assert_msg(strstr(r->assumed, what) != NULL, "'%s' not in '%s'", what,
+                  r->assumed);
+    pa_report_free(r);
+}
+
+/* Window: 2 of 4 CPU-seconds busy; web 1.2 s on package 0, db 0.6 s on
+ * package 1 (0.2 s of interrupts no process accounts for); packages 60 J
+ * + 40 J in 1 s = 100 W.  idle=separate, per package: each package's
+ * active part (x 2/4 busy) goes to the processes that ran on it: web
+ * 60 x 1/2 = 30 W, db 40 x 1/2 = 20 W, the rest (50 W) is idle. */
 START_TEST(separate_exact_watts)
 {
     server s;
     server_open(&s, true, "idle=separate");
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 50.0 * 1.2 / 1.8, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 50.0 * 0.6 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 30.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 20.0, TOL);
     pa_power sys;
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
     ck_assert_double_eq_tol(sys.idle_w, 50.0, TOL);
     ck_assert(sys.flags & PA_POWER_MEASURED);
     assert_conservation(s.ctx);
+    assert_assumed(s.ctx, "rapl-share: per package");
     /* energy integrates */
     pa_power p;
     ck_assert_int_eq(pa_pid_power(s.ctx, 100, &p), 0);
-    ck_assert_double_eq_tol(p.cpu_j, 50.0 * 1.2 / 1.8, TOL);
+    ck_assert_double_eq_tol(p.cpu_j, 30.0, TOL);
     /* DRAM is its own component: 8 J + 7 J in 1 s, never in the package */
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(s.ctx, &r), 0);
@@ -172,14 +198,14 @@ START_TEST(separate_exact_watts)
 }
 END_TEST
 
-/* XeMPower's rule as is: the whole package power by share. */
+/* XeMPower's rule as is: the whole power of each package by share. */
 START_TEST(split_exact_watts)
 {
     server s;
     server_open(&s, true, "idle=split");
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 100.0 * 1.2 / 1.8, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 100.0 * 0.6 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 60.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 40.0, TOL);
     pa_power sys;
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.idle_w, 0.0, TOL);
@@ -188,8 +214,83 @@ START_TEST(split_exact_watts)
 }
 END_TEST
 
+/* Both on package 0: it is split 1.2 : 0.6 (60 x 1/2 = 30 W: 20 + 10),
+ * package 1, where nothing ran, is all idle (40 W + 30 W of package 0's
+ * inactive part).  idle=split: 60 W as 40 + 20, idle 40 W. */
+START_TEST(package_without_process_is_idle)
+{
+    const char *opts[2] = {"idle=separate", "idle=split"};
+    const double web[2] = {20, 40}, db[2] = {10, 20}, idle[2] = {70, 40};
+    for (int k = 0; k < 2; k++) {
+        server s;
+        server_open(&s, true, opts[k]);
+        s.cpu200 = 0;
+        server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
+        ck_assert_double_eq_tol(pid_w(s.ctx, 100), web[k], TOL);
+        ck_assert_double_eq_tol(pid_w(s.ctx, 200), db[k], TOL);
+        pa_power sys;
+        ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
+        ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
+        ck_assert_double_eq_tol(sys.idle_w, idle[k], TOL);
+        assert_conservation(s.ctx);
+        server_close(&s);
+    }
+}
+END_TEST
+
+/* Without the CPU -> package map (no topology in sysfs) the packages are
+ * summed: the active part 100 W x 2/4 = 50 W is split over all the
+ * processes' 1.8 s (every process watched), the rest is idle. */
+START_TEST(summed_without_topology)
+{
+    server s;
+    char *root = pa_test_fixture_copy("rapl-server2s");
+    for (int c = 0; c < 4; c++) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/topology",
+                 c);
+        pa_test_remove(root, rel);
+    }
+    server_open_root(&s, root, true, "idle=separate");
+    server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 50.0 * 1.2 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 50.0 * 0.6 / 1.8, TOL);
+    pa_power sys;
+    ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
+    ck_assert_double_eq_tol(sys.idle_w, 50.0, TOL);
+    assert_conservation(s.ctx);
+    assert_assumed(s.ctx, "rapl-share: packages summed (the CPU -> package "
+                          "map is unknown)");
+    server_close(&s);
+}
+END_TEST
+
+/* A target whose last CPU has no known package: summed for that window
+ * only (db on CPU 7 of a 4-CPU map), per package again after. */
+START_TEST(summed_when_a_cpu_is_unknown)
+{
+    server s;
+    server_open(&s, true, "idle=split");
+    s.cpu200 = 7;
+    server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 100.0 * 1.2 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 100.0 * 0.6 / 1.8, TOL);
+    assert_conservation(s.ctx);
+    assert_assumed(s.ctx, "packages summed (a target's last CPU or its "
+                          "package is unknown)");
+    s.cpu200 = 3;
+    server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 60.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 40.0, TOL);
+    assert_conservation(s.ctx);
+    assert_assumed(s.ctx, "rapl-share: per package");
+    server_close(&s);
+}
+END_TEST
+
 /* Only web watched: shares of the busy time (2 s), and the unwatched
- * db's share is not idle. */
+ * db's share is not idle; the packages are summed (the other processes'
+ * CPUs are not known). */
 START_TEST(watch_one_idle_is_inactive_part)
 {
     server s;
@@ -200,12 +301,13 @@ START_TEST(watch_one_idle_is_inactive_part)
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
     ck_assert_double_eq_tol(sys.idle_w, 50.0, TOL);
+    assert_assumed(s.ctx, "packages summed (not every process is watched)");
     server_close(&s);
 }
 END_TEST
 
-/* Conservation every tick over windows of different loads, including a
- * window with processes busier than /proc/stat says (shares capped). */
+/* Conservation every tick over windows of different loads, per package
+ * (web on package 0, db on package 1). */
 START_TEST(conservation_every_tick)
 {
     server s;
@@ -215,15 +317,15 @@ START_TEST(conservation_every_tick)
         double j0, j1;
         double w100, w200, idle_w;
     } steps[] = {
-        /* 4/4 busy, 150 W: all active; web 3 s, db 1 s of 4 */
-        {400, 0, 300, 100, 90, 60, 112.5, 37.5, 0},
+        /* 4/4 busy, 90 W + 60 W: all active */
+        {400, 0, 300, 100, 90, 60, 90, 60, 0},
         /* idle machine: 20 W, nothing busy */
         {0, 400, 0, 0, 12, 8, 0, 0, 20},
-        /* 1/4 busy, 40 W: active 10 W; web 0.5 s, db 0.5 s */
-        {100, 300, 50, 50, 25, 15, 5, 5, 30},
-        /* tasks report 1.5 s but stat only 1 s busy: W = 1.5 s,
-         * active = 80 W x 1/4 = 20 W: web 1 s -> 13.33, db 0.5 s -> 6.67 */
-        {100, 300, 100, 50, 50, 30, 40.0 / 3, 20.0 / 3, 60},
+        /* 1/4 busy, 25 W + 15 W: a quarter of each is active */
+        {100, 300, 50, 50, 25, 15, 6.25, 3.75, 30},
+        /* tasks report 1.5 s but stat only 1 s busy: each package's
+         * active quarter still goes whole to its one process */
+        {100, 300, 100, 50, 50, 30, 12.5, 7.5, 60},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         server_step(&s, steps[i].busy, steps[i].idle, steps[i].d100,
@@ -252,7 +354,7 @@ START_TEST(auto_picks_rapl_share)
     ck_assert_msg(strstr(r->sensors, "rapl") != NULL, "%s", r->sensors);
     ck_assert_str_eq(r->cpu_source, "rapl");
     pa_report_free(r);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 50.0 * 1.2 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 30.0, TOL);
     server_close(&s);
 }
 END_TEST
@@ -357,6 +459,46 @@ START_TEST(cycles_shares)
 }
 END_TEST
 
+/* Per package by cycles: process 0 on CPU 0 (package 0), process 1 on
+ * CPU 2 (package 1), the thread on CPU 1 (package 0).  Packages 100 J and
+ * 60 J in 2 s = 50 W + 30 W, 3/8 busy: active 18.75 W + 11.25 W, each
+ * package's to its one process; the thread has 1e8 of package 0's 5e8
+ * process cycles: 3.75 W.  idle = 80 - 30 = 50 W. */
+START_TEST(cycles_per_package)
+{
+    delta_rig r;
+    delta_setup(&r, "");
+    static pa_sysread cur;
+    memset(&cur, 0, sizeof(cur));
+    cur.ncpu_socket = 4;
+    const int16_t map[4] = {0, 0, 1, 1};
+    memcpy(cur.cpu_socket, map, sizeof(map));
+    r.d.cur = &cur;
+    pa_ctx *ctx = NULL;
+    ck_assert_int_eq(pa_ctx_new(&ctx, NULL), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    r.d.ctx = ctx;
+    r.tasks[0].last_cpu = 0;
+    r.tasks[1].last_cpu = 2;
+    r.tasks[2].last_cpu = 1;
+    ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), 0);
+    ck_assert_double_eq_tol(r.t.cpu_w, 80, TOL);
+    ck_assert_double_eq_tol(r.tasks[0].cpu_w, 18.75, TOL);
+    ck_assert_double_eq_tol(r.tasks[1].cpu_w, 11.25, TOL);
+    ck_assert_double_eq_tol(r.tasks[2].cpu_w, 3.75, TOL);
+    ck_assert_double_eq_tol(r.t.idle_w, 50, TOL);
+    ck_assert_msg(strstr(r.t.assumed, "per package"), "%s", r.t.assumed);
+    /* a CPU beyond the map: summed, as cycles_shares */
+    r.tasks[2].last_cpu = 9;
+    r.t.assumed[0] = '\0';
+    ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), 0);
+    ck_assert_double_eq_tol(r.tasks[0].cpu_w, 30.0 * 5 / 7.5, TOL);
+    ck_assert_msg(strstr(r.t.assumed, "packages summed"), "%s", r.t.assumed);
+    pa_ctx_free(ctx);
+    pa__mod_rapl_share.stop(&r.m);
+}
+END_TEST
+
 START_TEST(cycles_split)
 {
     delta_rig r;
@@ -441,6 +583,9 @@ static Suite *suite(void)
     TCase *tc = tcase_create("server");
     tcase_add_test(tc, separate_exact_watts);
     tcase_add_test(tc, split_exact_watts);
+    tcase_add_test(tc, package_without_process_is_idle);
+    tcase_add_test(tc, summed_without_topology);
+    tcase_add_test(tc, summed_when_a_cpu_is_unknown);
     tcase_add_test(tc, watch_one_idle_is_inactive_part);
     tcase_add_test(tc, conservation_every_tick);
     tcase_add_test(tc, auto_picks_rapl_share);
@@ -449,6 +594,7 @@ static Suite *suite(void)
     TCase *td = tcase_create("deltas");
     tcase_add_test(td, cycles_shares);
     tcase_add_test(td, cycles_split);
+    tcase_add_test(td, cycles_per_package);
     tcase_add_test(td, no_cycle_counter_falls_back_to_cpu_time);
     tcase_add_test(td, shares_never_exceed_active);
     tcase_add_test(td, errors);
