@@ -122,3 +122,31 @@ w0=$(median <"$TMP/whole.none")
 w1=$(median <"$TMP/whole.agent")
 awk -v a="$s0" -v b="$s1" 'BEGIN { printf "start-up (java Hello to its first line, median of 10): %.1f ms without, %.1f ms with the agent: %+.1f ms\n", a / 1000, b / 1000, (b - a) / 1000 }'
 awk -v a="$w0" -v b="$w1" 'BEGIN { printf "whole run (java Hello incl. exit and final write, median of 10): %.1f ms without, %.1f ms with the agent: %+.1f ms\n", a / 1000, b / 1000, (b - a) / 1000 }'
+
+# Direct costs, with far less noise than the server: the CPU time of one
+# 100-byte loopback write (NetBench, the socket wrappers' cost) and of a
+# CPU-bound computation 61 frames deep (SpinBench, the sampling's cost), on
+# the measuring thread itself; 5 alternating runs each, medians.
+echo
+for i in $(seq 1 5); do
+    for cfg in none "mode=cpu" "mode=cpu,net=off"; do
+        opts=()
+        [ "$cfg" != none ] && opts=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$TMP/nb")
+        "$JALEN_JAVA" "${opts[@]}" -cp "$JALEN_CLASSES" NetBench 1000000 >>"$TMP/nb.$cfg"
+    done
+    for cfg in none "interval=10ms" "interval=1ms"; do
+        opts=()
+        [ "$cfg" != none ] && opts=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$TMP/sb")
+        "$JALEN_JAVA" "${opts[@]}" -cp "$JALEN_CLASSES" SpinBench >>"$TMP/sb.$cfg"
+    done
+done
+n0=$(median <"$TMP/nb.none")
+for cfg in "mode=cpu" "mode=cpu,net=off"; do
+    awk -v a="$n0" -v b="$(median <"$TMP/nb.$cfg")" -v c="$cfg" \
+        'BEGIN { printf "socket write (100 B, loopback): %.1f ns without, %.1f ns with %s: %+.1f ns (%+.1f%%)\n", a, b, c, b - a, 100 * (b / a - 1) }'
+done
+s0=$(median <"$TMP/sb.none")
+for cfg in "interval=10ms" "interval=1ms"; do
+    awk -v a="$s0" -v b="$(median <"$TMP/sb.$cfg")" -v c="$cfg" \
+        'BEGIN { printf "CPU-bound, 61 frames deep: %.1f ms without, %.1f ms with mode=cpu,%s: %+.2f%%\n", a, b, c, 100 * (b / a - 1) }'
+done
