@@ -3,8 +3,12 @@ import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
 
 /**
  * Known-answer workload for the jalen agent tests.
@@ -19,6 +23,10 @@ import java.net.Socket;
  * Thread "net-sender": sendA writes 3,000,000 bytes and sendB 1,000,000
  * bytes over a loopback socket; "net-receiver" reads the 4,000,000 bytes in
  * receiveAll.
+ * Thread "udp-sender": sendUdp sends 500 datagrams of 1000 bytes unconnected
+ * (DatagramChannelImpl.send0) and writeUdp 500 more on a connected channel
+ * (DatagramDispatcher.write0); "udp-receiver" counts what arrives in
+ * receiveUdp (loopback may drop datagrams: not a known answer).
  *
  * Usage: java Known CYCLES   (CYCLES seconds of the burner's CPU time)
  */
@@ -90,6 +98,38 @@ public class Known {
         return got;
     }
 
+    static void sendUdp(DatagramChannel c, SocketAddress to) throws Exception {
+        ByteBuffer b = ByteBuffer.allocate(1000);
+        for (int i = 0; i < 500; i++) {
+            b.clear();
+            c.send(b, to);
+            Thread.sleep(0, 200_000);
+        }
+    }
+
+    static void writeUdp(DatagramChannel c) throws Exception {
+        ByteBuffer b = ByteBuffer.allocate(1000);
+        for (int i = 0; i < 500; i++) {
+            b.clear();
+            c.write(b);
+            Thread.sleep(0, 200_000);
+        }
+    }
+
+    static long receiveUdp(DatagramChannel r, long want, long deadlineNs) throws Exception {
+        ByteBuffer b = ByteBuffer.allocate(2000);
+        long got = 0;
+        r.configureBlocking(false);
+        while (got < want && System.nanoTime() < deadlineNs) {
+            b.clear();
+            if (r.receive(b) != null)
+                got += b.position();
+            else
+                Thread.sleep(1);
+        }
+        return got;
+    }
+
     public static void main(String[] args) throws Exception {
         int cycles = args.length > 0 ? Integer.parseInt(args[0]) : 4;
         int periods = cycles * 10;
@@ -114,6 +154,28 @@ public class Known {
             }
         }, "net-sender");
         send.start();
+        DatagramChannel ur = DatagramChannel.open();
+        ur.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        Thread urecv = new Thread(() -> {
+            try {
+                long got = receiveUdp(ur, 1_000_000L, System.nanoTime() + 30_000_000_000L);
+                System.out.println("udp received " + got);
+            } catch (Exception e) {
+                e.printStackTrace();
+            }
+        }, "udp-receiver");
+        urecv.start();
+        Thread usend = new Thread(() -> {
+            try (DatagramChannel s1 = DatagramChannel.open();
+                 DatagramChannel s2 = DatagramChannel.open()) {
+                s2.connect(ur.getLocalAddress());
+                sendUdp(s1, ur.getLocalAddress());
+                writeUdp(s2);
+            } catch (Exception e) {
+                e.printStackTrace();
+            }
+        }, "udp-sender");
+        usend.start();
         Thread b = new Thread(() -> burner(cycles), "burner");
         Thread hi = new Thread(() -> { try { duty(30_000_000L, periods); } catch (InterruptedException e) { } }, "duty-high");
         Thread lo = new Thread(() -> { try { duty(10_000_000L, periods); } catch (InterruptedException e) { } }, "duty-low");
@@ -125,6 +187,9 @@ public class Known {
         lo.join();
         send.join();
         recv.join();
+        usend.join();
+        urecv.join(5000);
+        ur.close();
         ss.close();
         System.out.println("done");
     }
