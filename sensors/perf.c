@@ -34,7 +34,11 @@
  * engine falls back to the sum of the cgroup's processes where a cgroup
  * could not be opened).  CPU-wide events need root or CAP_PERFMON; the
  * descriptors (CPUs x events per cgroup) come out of the same budget, and
- * a cgroup left without processes is closed.
+ * a cgroup left without processes is closed.  perf counts a cgroup with
+ * its descendants, and a cgroup record is the processes directly in that
+ * path: only leaf cgroups (containers, services, VM scopes) are counted
+ * so (looked at on open and every 8 ticks); the root and slices keep the
+ * sum of their own processes.
  *
  * Counts are cumulative and scaled per window for multiplexing:
  *     scaled += delta_count . delta_time_enabled / delta_time_running
@@ -66,6 +70,7 @@
 #endif
 
 #define FD_RESERVE 64 /* descriptors left for the rest of the program */
+#define CG_LEAF_RECHECK 8 /* ticks between looks for child cgroups */
 
 static const char *const default_events[] = {
     "UNHALTED_CORE_CYCLES",
@@ -808,6 +813,27 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
     return -ENOENT;
 }
 
+/* 1 if the cgroup at path has no child cgroup, 0 if it has, -errno. */
+static int cg_is_leaf(const perf_state *st, const char *path)
+{
+    char full[PA_PATH_MAX];
+    int rc = pa__path(full, sizeof(full), st->cg_root, "%s",
+                      path[0] == '/' ? path + 1 : path);
+    if (rc < 0)
+        return rc;
+    DIR *d = opendir(full);
+    if (!d)
+        return -errno;
+    int leaf = 1;
+    struct dirent *de;
+    while (leaf && (de = readdir(d)) != NULL)
+        if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 &&
+            strcmp(de->d_name, "..") != 0)
+            leaf = 0;
+    closedir(d);
+    return leaf;
+}
+
 /* Opens the events of the cgroup at path on every online CPU. */
 static int cg_open(perf_state *st, const char *path, perf_cg *c)
 {
@@ -888,6 +914,21 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f,
         }
         if (c->err)
             continue;
+        /* a cgroup with child cgroups: perf would count its descendants,
+         * and its record is its own processes (the sum of theirs) */
+        if (!c->open || f->tick % CG_LEAF_RECHECK == 0) {
+            int leaf = cg_is_leaf(st, ctx->cgroups[g]);
+            if (leaf <= 0) {
+                if (c->open)
+                    cg_close(st, c);
+                if (leaf < 0) {
+                    c->err = leaf;
+                    if (!*report_err)
+                        *report_err = leaf;
+                }
+                continue;
+            }
+        }
         bool fresh = false;
         if (!c->open) {
             int rc = cg_open(st, ctx->cgroups[g], c);

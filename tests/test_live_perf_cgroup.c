@@ -4,6 +4,8 @@
  * cgroup burns 0.5 s, then starts a process that burns 0.3 s and exits
  * inside the window.  The cgroup record's perf::TASK-CLOCK is the whole
  * 0.8 s within 5% (the process records only ever saw the child's 0.5 s).
+ * A parent cgroup's record stays its own processes' (perf would count
+ * its child cgroups too).
  * Skips, saying why, where no cgroup can be created (not root, no cgroup2
  * mount, a read-only cgroupfs).
  */
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -103,6 +106,7 @@ START_TEST(cgroup_task_clock_includes_short_lived)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test ends it too */
         close(go[1]);
         close(done[0]);
         char b;
@@ -224,12 +228,137 @@ START_TEST(cgroup_task_clock_includes_short_lived)
 }
 END_TEST
 
+/* A child that waits for a byte on go, burns s seconds, writes a byte to
+ * done and pauses; moved into the cgroup dir.  0 on success, else the
+ * child is gone and -errno says why it could not be moved. */
+static int spawn_in(const char *dir, double s, pid_t *pid, int *go, int *done)
+{
+    int g[2], d[2];
+    ck_assert_int_eq(pipe(g), 0);
+    ck_assert_int_eq(pipe(d), 0);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(g[1]);
+        close(d[0]);
+        char b;
+        if (read(g[0], &b, 1) != 1)
+            _exit(1);
+        burn(s);
+        if (write(d[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(g[0]);
+    close(d[1]);
+    char procs[4300], pidtext[32];
+    snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+    snprintf(pidtext, sizeof(pidtext), "%d\n", (int)p);
+    int rc = write_str(procs, pidtext);
+    if (rc < 0) {
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+        close(g[1]);
+        close(d[0]);
+        return rc;
+    }
+    *pid = p;
+    *go = g[1];
+    *done = d[0];
+    return 0;
+}
+
+static void rmdir_wait(const char *dir)
+{
+    for (int i = 0; i < 100 && rmdir(dir) != 0; i++)
+        usleep(10000);
+    ck_assert_msg(access(dir, F_OK) != 0, "cgroup %s left behind", dir);
+}
+
+/* perf counts a cgroup with its descendants; a cgroup record is the
+ * processes directly in it.  A parent cgroup holding an idle watched
+ * process and a child cgroup with a busy one: the parent's record is its
+ * own process's (about 0), not the 0.3 s of the child cgroup. */
+START_TEST(parent_cgroup_is_its_own_processes)
+{
+    char mnt[4096];
+    cgroup2_mount(mnt, sizeof(mnt));
+    if (!mnt[0]) {
+        printf("SKIP: no cgroup2 mount in /proc/self/mountinfo\n");
+        return;
+    }
+    char dir[4200], sub[4300], rel[64];
+    snprintf(rel, sizeof(rel), "/pa-test-perf-parent-%d", (int)getpid());
+    snprintf(dir, sizeof(dir), "%s%s", mnt, rel);
+    snprintf(sub, sizeof(sub), "%s/sub", dir);
+    if (mkdir(dir, 0755) != 0 || mkdir(sub, 0755) != 0) {
+        printf("SKIP: cannot create cgroups %s: %s\n", sub, strerror(errno));
+        rmdir(dir);
+        return;
+    }
+    pid_t a, b;
+    int ago, adone, bgo, bdone;
+    int rc = spawn_in(dir, 0.0, &a, &ago, &adone);
+    if (rc == 0 && (rc = spawn_in(sub, 0.3, &b, &bgo, &bdone)) < 0) {
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+    }
+    if (rc < 0) {
+        printf("SKIP: cannot move processes into %s: %s\n", dir,
+               strerror(-rc));
+        rmdir(sub);
+        rmdir(dir);
+        return;
+    }
+    pa_ctx *ctx = NULL;
+    ck_assert_int_eq(pa_ctx_new(&ctx, NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+    rc = pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK");
+    ck_assert_msg(rc == 0, "perf: %s", pa_last_error());
+    ck_assert_int_eq(pa_watch_pid(ctx, a, 0), 0);
+    ck_assert_int_eq(pa_report_cgroups(ctx, 1), 0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    char byte;
+    ck_assert_int_eq(write(bgo, "g", 1), 1);
+    ck_assert_int_eq(read(bdone, &byte, 1), 1);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    const pa_target_info *cg = NULL;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_CGROUP &&
+            strstr(r->targets[i].cgroup, rel) &&
+            !strstr(r->targets[i].cgroup, "/sub"))
+            cg = &r->targets[i];
+    ck_assert_msg(cg != NULL && cg->counters != NULL, "no record for %s",
+                  rel);
+    printf("parent cgroup %s: task-clock %.4f s (child cgroup burnt 0.3 s)\n",
+           cg->cgroup, cg->counters[0] / 1e9);
+    ck_assert_double_lt(cg->counters[0] / 1e9, 0.05);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pid_t kids[2] = {a, b};
+    int fds[4] = {ago, adone, bgo, bdone};
+    for (int i = 0; i < 2; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+    rmdir_wait(sub);
+    rmdir_wait(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("live-perf-cgroup");
     TCase *tc = tcase_create("cgroup");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, cgroup_task_clock_includes_short_lived);
+    tcase_add_test(tc, parent_cgroup_is_its_own_processes);
     suite_add_tcase(s, tc);
     return s;
 }
