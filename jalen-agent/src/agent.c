@@ -279,7 +279,7 @@ static void jl_on_slot(const jl_slot *s, void *user)
     (void)user;
     size_t mark = jl_wn;
     int n = s->n;
-    if (jl_wbuf_push(s->tid) < 0 || jl_wbuf_push(s->weight > 0 ? s->weight : 1) < 0)
+    if (jl_wbuf_push(s->tid) < 0 || jl_wbuf_push(s->weight >= 0 ? s->weight : 0) < 0)
         goto fail;
     if (n <= 0) {
         int code = -n;
@@ -454,7 +454,7 @@ static void jl_process_window(int final)
                 snprintf(t->name, sizeof(t->name), "[thread %d]", (int)tid);
                 t->kind = JL_K_JAVA;
             }
-            t->w_samples += (unsigned)wt;
+            t->w_samples += wt;
         }
         p += 3 + (size_t)n;
     }
@@ -463,7 +463,7 @@ static void jl_process_window(int final)
         pid_t tid = jl_wbuf[p];
         int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
         jl_thread *t = jl_threads_get(tid, 0);
-        double w = t && t->w_samples ? t->w_cpu_j * wt / t->w_samples : 0.0;
+        double w = t && t->w_samples > 0 ? t->w_cpu_j * wt / t->w_samples : 0.0;
         if (t && t->kind != JL_K_JAVA) {
             /* a sample of a thread we file as a pseudo-thread: keep the
              * energy with its pseudo-frame (below), count the sample */
@@ -479,7 +479,7 @@ static void jl_process_window(int final)
         int frame = -1;
         switch (t->kind) {
         case JL_K_JAVA:
-            frame = t->w_samples ? -1 : JL_M_UNATTRIBUTED;
+            frame = t->w_samples > 0 ? -1 : JL_M_UNATTRIBUTED;
             break;
         case JL_K_GC: frame = JL_M_GC; break;
         case JL_K_JIT: frame = JL_M_JIT; break;
@@ -601,11 +601,27 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
         for (size_t i = 0; i < n; i++) {
             if (!(si[i].state & JVMTI_THREAD_STATE_RUNNABLE) || si[i].frame_count <= 0)
                 continue;
+            /* a runnable thread may not be running: weigh the sample by the
+             * CPU time the thread used since its last one, so that samples
+             * stand for CPU time as in mode=cpu */
+            struct timespec ts;
+            clockid_t clk = (clockid_t)((~(unsigned)tids[i]) << 3) | 6;
+            if (clock_gettime(clk, &ts) < 0)
+                continue;
+            uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+            jl_thread *t = jl_threads_get(tids[i], 0);
+            if (!t)
+                continue;
+            uint64_t d = t->jv_cpu_ns && cpu >= t->jv_cpu_ns ? cpu - t->jv_cpu_ns
+                                                              : jl_o.interval_ns;
+            t->jv_cpu_ns = cpu;
+            if (d > 1000000000ull)
+                d = 1000000000ull;
             jl_slot *s = jl_slot_claim();
             if (!s)
                 continue;
             s->tid = tids[i];
-            s->weight = 1;
+            s->weight = (int)(d / 1000);
             s->n = si[i].frame_count;
             s->truncated = si[i].frame_count >= JL_MAX_DEPTH;
             for (jint k = 0; k < si[i].frame_count; k++) {

@@ -93,7 +93,9 @@ typedef struct jl_slot {
     pid_t tid;
     int n; /* frames, or the ASGCT error code when <= 0 */
     int truncated;
-    int weight; /* intervals this sample stands for (1 + timer overruns) */
+    int weight; /* CPU time this sample stands for, in us: mode=cpu,
+                   (1 + timer overruns) x interval; mode=jvmti, the
+                   thread's CPU time since its previous sample */
     jl_asgct_frame frames[JL_MAX_DEPTH];
 } jl_slot;
 
@@ -106,6 +108,7 @@ typedef struct jl_sampler {
     jl_asgct_fn asgct;
     JavaVM *vm;
     uint64_t interval_ns;
+    int interval_us;
 } jl_sampler;
 
 extern jl_sampler jl_smp;
@@ -148,7 +151,8 @@ typedef struct jl_thread {
     /* this window */
     double w_cpu_s, w_cpu_j, w_net_j;
     uint64_t w_net_bytes;
-    unsigned w_samples; /* weighted */
+    double w_samples;    /* this window: sum of the samples' weights */
+    uint64_t jv_cpu_ns;  /* mode=jvmti: CPU time at the last sample */
     /* cumulative */
     double cpu_s, energy_j, cpu_j, net_j;
     uint64_t net_bytes;

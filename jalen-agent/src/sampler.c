@@ -63,7 +63,8 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     s->tid = jl_gettid();
     s->truncated = 0;
     /* a late signal stands for every interval that expired meanwhile */
-    s->weight = 1 + (si && si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+    s->weight = jl_smp.interval_us *
+                (1 + (si && si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0));
     if (!env) {
         s->n = -3; /* ticks_unknown_not_Java */
     } else {
@@ -82,6 +83,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
 {
     jl_smp.vm = vm;
     jl_smp.interval_ns = interval_ns;
+    jl_smp.interval_us = (int)(interval_ns / 1000 ? interval_ns / 1000 : 1);
     /* mmap: zeroed, and not on the malloc heap the JVM shares */
     void *mem = mmap(NULL, sizeof(jl_slot) * JL_RING_SLOTS, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
