@@ -181,6 +181,7 @@ typedef struct perf_state {
     perf_cg *cg;
     size_t ncg;
     int cg_root_err;          /* 0 not looked for, 1 found, -errno */
+    bool cg_denied;           /* EACCES once: not tried again */
     char cg_root[PA_PATH_MAX]; /* the cgroup2 mount (under sysfs) */
     int cg_ncpus;
     int cg_cpus[PA_MAX_CPUS];
@@ -888,7 +889,7 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f,
         else
             *report_err = rc;
     }
-    if (st->cg_root_err < 0)
+    if (st->cg_root_err < 0 || st->cg_denied)
         return 0;
     if (ctx->ncgroups > st->ncg) {
         perf_cg *v = realloc(st->cg, ctx->ncgroups * sizeof(*v));
@@ -932,10 +933,14 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f,
         bool fresh = false;
         if (!c->open) {
             int rc = cg_open(st, ctx->cgroups[g], c);
+            if (rc == -EACCES || rc == -EPERM)
+                st->cg_denied = true; /* no cgroup will open */
             if (rc < 0) {
                 c->err = rc;
                 if (!*report_err)
                     *report_err = rc;
+                if (st->cg_denied)
+                    break;
                 continue;
             }
             fresh = true;

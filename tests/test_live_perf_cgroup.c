@@ -5,7 +5,8 @@
  * inside the window.  The cgroup record's perf::TASK-CLOCK is the whole
  * 0.8 s within 5% (the process records only ever saw the child's 0.5 s).
  * A parent cgroup's record stays its own processes' (perf would count
- * its child cgroups too).
+ * its child cgroups too).  Without privilege the module says so once and
+ * the record is the processes' sum.
  * Skips, saying why, where no cgroup can be created (not root, no cgroup2
  * mount, a read-only cgroupfs).
  */
@@ -352,6 +353,134 @@ START_TEST(parent_cgroup_is_its_own_processes)
 }
 END_TEST
 
+/* Without root or CAP_PERFMON (nobody, perf_event_paranoid >= 1) the
+ * cgroup cannot be counted as a whole: the perf module says so once, and
+ * the cgroup record is its processes' sum. */
+START_TEST(unprivileged_falls_back_to_sums)
+{
+    if (geteuid() != 0) {
+        printf("SKIP: needs root to make the cgroup and become nobody\n");
+        return;
+    }
+    char mnt[4096];
+    cgroup2_mount(mnt, sizeof(mnt));
+    if (!mnt[0]) {
+        printf("SKIP: no cgroup2 mount in /proc/self/mountinfo\n");
+        return;
+    }
+    char dir[4200], rel[64];
+    snprintf(rel, sizeof(rel), "/pa-test-perf-nobody-%d", (int)getpid());
+    snprintf(dir, sizeof(dir), "%s%s", mnt, rel);
+    if (mkdir(dir, 0755) != 0) {
+        printf("SKIP: cannot create cgroup %s: %s\n", dir, strerror(errno));
+        return;
+    }
+    /* the counted process runs as nobody too (perf counts own processes) */
+    int go[2], done[2], res[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(done), 0);
+    ck_assert_int_eq(pipe(res), 0);
+    pid_t a = fork();
+    ck_assert_int_ge(a, 0);
+    if (a == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_DUMPABLE, 1); /* lost with setuid; perf needs it */
+        char b;
+        if (read(go[0], &b, 1) != 1)
+            _exit(1);
+        burn(0.3);
+        if (write(done[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char procs[4300], pidtext[32];
+    snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+    snprintf(pidtext, sizeof(pidtext), "%d\n", (int)a);
+    int rc = write_str(procs, pidtext);
+    if (rc < 0) {
+        printf("SKIP: cannot move pid %d into %s: %s\n", (int)a, dir,
+               strerror(-rc));
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        rmdir(dir);
+        return;
+    }
+    pid_t mon = fork();
+    ck_assert_int_ge(mon, 0);
+    if (mon == 0) {
+        /* result: [0] cgroup counter, [1] process counter, [2] message
+         * seen (1/0), [3] 1 when run */
+        double v[4] = {-1, -1, 0, 0};
+        pa_ctx *ctx = NULL;
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (pa_ctx_new(&ctx, NULL) < 0 ||
+            pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
+            pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK") < 0 ||
+            pa_watch_pid(ctx, a, 0) < 0 || pa_report_cgroups(ctx, 1) < 0)
+            _exit(3);
+        /* tick 1 reports the refusal; the module is retried at tick 3 */
+        for (int i = 0; i < 4; i++) {
+            if (pa_tick(ctx) < 0)
+                _exit(4);
+            pa_module_info info[16];
+            int n = pa_module_list(ctx, info, 16);
+            for (int k = 0; k < n && k < 16; k++)
+                if (!strcmp(info[k].name, "perf") &&
+                    strstr(info[k].why, "needs root or CAP_PERFMON") &&
+                    strstr(info[k].why, "PERF_FLAG_PID_CGROUP"))
+                    v[2] = 1;
+        }
+        if (write(go[1], "g", 1) != 1)
+            _exit(5);
+        char b;
+        if (read(done[0], &b, 1) != 1 || pa_tick(ctx) < 0)
+            _exit(6);
+        pa_report *r = NULL;
+        if (pa_report_get(ctx, &r) == 0) {
+            for (size_t i = 0; i < r->ntargets; i++) {
+                const pa_target_info *t = &r->targets[i];
+                if (!t->counters)
+                    continue;
+                if (t->type == PA_TARGET_CGROUP && strstr(t->cgroup, rel))
+                    v[0] = t->counters[0];
+                if (t->type == PA_TARGET_PROCESS && t->pid == a)
+                    v[1] = t->counters[0];
+            }
+            pa_report_free(r);
+        }
+        v[3] = 1;
+        pa_ctx_free(ctx);
+        _exit(write(res[1], v, sizeof(v)) == (ssize_t)sizeof(v) ? 0 : 7);
+    }
+    close(res[1]);
+    double v[4] = {-1, -1, 0, 0};
+    ssize_t n = read(res[0], v, sizeof(v));
+    int st;
+    ck_assert_int_eq(waitpid(mon, &st, 0), mon);
+    kill(a, SIGKILL);
+    waitpid(a, NULL, 0);
+    close(go[0]);
+    close(go[1]);
+    close(done[0]);
+    close(done[1]);
+    close(res[0]);
+    rmdir_wait(dir);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "monitor: %d", st);
+    ck_assert_int_eq(n, (ssize_t)sizeof(v));
+    printf("as nobody: cgroup task-clock %.4f s = its process's %.4f s "
+           "(burnt 0.3 s); message %s\n",
+           v[0] / 1e9, v[1] / 1e9, v[2] ? "given" : "missing");
+    ck_assert(v[2] == 1);
+    ck_assert_double_eq_tol(v[1] / 1e9, 0.3, 0.3 * 0.1);
+    ck_assert_double_eq_tol(v[0], v[1], 1e-6);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("live-perf-cgroup");
@@ -359,6 +488,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, cgroup_task_clock_includes_short_lived);
     tcase_add_test(tc, parent_cgroup_is_its_own_processes);
+    tcase_add_test(tc, unprivileged_falls_back_to_sums);
     suite_add_tcase(s, tc);
     return s;
 }
