@@ -58,6 +58,10 @@ pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *o
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        /* a background runner may have left SIGINT ignored, and the JVM
+         * then ignores it too */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         if (out_fd) {
             dup2(pfd[1], 1);
             close(pfd[0]);

@@ -112,26 +112,38 @@ static char *start_forever(const char *extra, pid_t *pid)
     return dir;
 }
 
-START_TEST(sigterm_mid_window)
+/* SIGTERM (and SIGINT) mid-window: the JVM's orderly exit flushes. */
+static void signal_mid_window(int sig)
 {
     pid_t pid;
     char *dir = start_forever(NULL, &pid);
     usleep(1700000); /* 3 windows and a bit */
-    kill(pid, SIGTERM);
+    kill(pid, sig);
     int st = jt_wait(pid, 60);
-    ck_assert_msg(st >= 0, "JVM did not exit after SIGTERM");
-    ck_assert_msg((WIFEXITED(st) && WEXITSTATUS(st) == 143) ||
-                      (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM),
+    ck_assert_msg(st >= 0, "JVM did not exit after signal %d", sig);
+    ck_assert_msg((WIFEXITED(st) && WEXITSTATUS(st) == 128 + sig) ||
+                      (WIFSIGNALED(st) && WTERMSIG(st) == sig),
                   "unexpected status %d", st);
     char p[4200];
     snprintf(p, sizeof(p), "%s/out", dir);
     jt_check_outputs(p, 0.005);
     char *s = summary(dir);
-    ck_assert_msg(jt_json_true(s, "complete"), "SIGTERM: last window not flushed");
+    ck_assert_msg(jt_json_true(s, "complete"), "signal %d: last window not flushed", sig);
     ck_assert_msg(jt_json_num(s, "windows") >= 3, "windows %.0f", jt_json_num(s, "windows"));
     free(s);
     jt_rmtree(dir);
     free(dir);
+}
+
+START_TEST(sigterm_mid_window)
+{
+    signal_mid_window(SIGTERM);
+}
+END_TEST
+
+START_TEST(sigint_mid_window)
+{
+    signal_mid_window(SIGINT);
 }
 END_TEST
 
@@ -205,6 +217,7 @@ int main(void)
     tcase_add_test(tc, class_unloading);
     tcase_add_test(tc, exit_while_sampling);
     tcase_add_test(tc, sigterm_mid_window);
+    tcase_add_test(tc, sigint_mid_window);
     tcase_add_test(tc, sigkill_keeps_last_window);
     tcase_add_test(tc, bad_option_runs_unprofiled);
     suite_add_tcase(s, tc);
