@@ -828,7 +828,17 @@ static int jl_power_start(char *err, size_t errlen)
         snprintf(err, errlen, "libpowerapi: %s", pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
         return rc;
     }
-    /* sensors=a+b, formula=x+y; "name:k=v;k=v" passes module options */
+    /* sensors=a+b, formula=x+y; "name:k=v;k=v" passes module options.
+     * Only one of the two given: "auto" supplies the other half (the
+     * given modules then replace what auto chose). */
+    if ((jl_o.sensors != NULL) != (jl_o.formula != NULL)) {
+        rc = pa_module_enable(jl_ctx, "auto", NULL);
+        if (rc < 0) {
+            snprintf(err, errlen, "libpowerapi: %s",
+                     pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
+            return rc;
+        }
+    }
     const char *lists[2] = {jl_o.sensors, jl_o.formula};
     for (int l = 0; l < 2; l++) {
         if (!lists[l])
