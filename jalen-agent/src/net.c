@@ -167,9 +167,13 @@ static jl_net_rec *jl_rec_find(pid_t tid, const jmethodID *f, int n)
             return r;
         k = (k + 1) & (jl_recs_cap - 1);
     }
-    jl_net_rec *r = calloc(1, sizeof(*r));
+    /* one cache line each: threads add to their own records without
+     * bouncing a line shared with another thread's record */
+    size_t sz = (sizeof(jl_net_rec) + 63) & ~(size_t)63;
+    jl_net_rec *r = aligned_alloc(64, sz);
     if (!r)
         return NULL;
+    memset(r, 0, sz);
     r->frames = malloc((size_t)(n ? n : 1) * sizeof(*f));
     if (!r->frames) {
         free(r);
