@@ -714,7 +714,9 @@ START_TEST(test_stress)
             "stress: %llu windows published, %ld read by threads, "
             "worst publish %.1f us\n",
             (unsigned long long)(s - 1), reads, (double)worst / 1e3);
-    ck_assert_uint_gt(s, 1000);
+    /* enough windows and reads that torn windows would have shown (on a
+     * quiet machine, tens of thousands; a loaded one, hundreds) */
+    ck_assert_uint_gt(s, 200);
     ck_assert_int_gt(reads, 100);
 }
 END_TEST
