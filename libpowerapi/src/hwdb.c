@@ -266,30 +266,46 @@ int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
     return 0;
 }
 
+/* Reads "key=" into key (letters only). */
+static int read_key(parser *ps, char *key, size_t len)
+{
+    size_t kl = 0;
+    while (isalpha((unsigned char)*ps->p) && kl + 1 < len)
+        key[kl++] = *ps->p++;
+    key[kl] = '\0';
+    if (!kl || *ps->p != '=')
+        return PERR(ps, "expected key=value, got '%.20s'", ps->p);
+    ps->p++;
+    return 0;
+}
+
+/* Reads the quoted value of source= (once per record, never empty). */
+static int read_source(parser *ps, char *out, size_t len, bool *have)
+{
+    int rc = read_quoted(ps, out, len, "source");
+    if (rc < 0)
+        return rc;
+    if (*have)
+        return PERR(ps, "source given twice");
+    if (!out[0])
+        return PERR(ps, "source is empty: name the data sheet");
+    *have = true;
+    return 0;
+}
+
 static int parse_cpu(parser *ps, pa_hwdb_cpu *c)
 {
     bool have_tdp = false, have_mhz = false, have_src = false,
          have_volt = false, have_thr = false;
     while (!at_end(ps)) {
-        char key[16];
-        size_t kl = 0;
-        while (isalpha((unsigned char)*ps->p) && kl + 1 < sizeof(key))
-            key[kl++] = *ps->p++;
-        key[kl] = '\0';
-        if (!kl || *ps->p != '=')
-            return PERR(ps, "expected key=value, got '%.20s'", ps->p);
-        ps->p++;
-        char val[256];
-        int rc;
+        char key[16], val[256];
+        int rc = read_key(ps, key, sizeof(key));
+        if (rc < 0)
+            return rc;
         if (!strcmp(key, "source")) {
-            if ((rc = read_quoted(ps, c->source, sizeof(c->source), "source")) <
-                0)
+            if ((rc = read_source(ps, c->source, sizeof(c->source),
+                                  &have_src)) < 0)
                 return rc;
-            if (have_src)
-                return PERR(ps, "source given twice");
-            if (!c->source[0])
-                return PERR(ps, "source is empty: name the data sheet");
-            have_src = true;
             continue;
         }
         if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
@@ -342,25 +358,14 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
 {
     bool have_state = false, have_idle = false, have_src = false;
     while (!at_end(ps)) {
-        char key[16];
-        size_t kl = 0;
-        while (isalpha((unsigned char)*ps->p) && kl + 1 < sizeof(key))
-            key[kl++] = *ps->p++;
-        key[kl] = '\0';
-        if (!kl || *ps->p != '=')
-            return PERR(ps, "expected key=value, got '%.20s'", ps->p);
-        ps->p++;
-        char val[256];
-        int rc;
+        char key[16], val[256];
+        int rc = read_key(ps, key, sizeof(key));
+        if (rc < 0)
+            return rc;
         if (!strcmp(key, "source")) {
-            if ((rc = read_quoted(ps, n->source, sizeof(n->source), "source")) <
-                0)
+            if ((rc = read_source(ps, n->source, sizeof(n->source),
+                                  &have_src)) < 0)
                 return rc;
-            if (have_src)
-                return PERR(ps, "source given twice");
-            if (!n->source[0])
-                return PERR(ps, "source is empty: name the data sheet");
-            have_src = true;
             continue;
         }
         if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
