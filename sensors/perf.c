@@ -682,22 +682,8 @@ static int online_cpus(const pa_env *env, int *cpus, int cap)
     char buf[512];
     int n = 0;
     if (pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
-                      sizeof(buf)) > 0) {
-        const char *s = buf;
-        while (*s && n < cap) {
-            if (!isdigit((unsigned char)*s)) {
-                s++;
-                continue;
-            }
-            char *end;
-            long a = strtol(s, &end, 10), b = a;
-            if (*end == '-')
-                b = strtol(end + 1, &end, 10);
-            for (long c = a; c <= b && n < cap; c++)
-                cpus[n++] = (int)c;
-            s = end;
-        }
-    }
+                      sizeof(buf)) > 0)
+        n = pa__parse_cpulist(buf, cpus, cap);
     if (n == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         for (long i = 0; i < c && n < cap; i++)

@@ -366,25 +366,6 @@ static int cpu_socket(const pa_env *env, int cpu)
     return atoi(buf);
 }
 
-/* Parses a cpumask list "0,18" or "0-3" into cpus; returns the count. */
-static int parse_cpulist(const char *s, int *cpus, int cap)
-{
-    int n = 0;
-    while (*s && n < cap) {
-        if (!isdigit((unsigned char)*s)) {
-            s++;
-            continue;
-        }
-        char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long c = a; c <= b && n < cap; c++)
-            cpus[n++] = (int)c;
-        s = end;
-    }
-    return n;
-}
 
 /* The CPU -> package map of the online CPUs, read once at start, given
  * with every reading (pa_sysread.cpu_socket) for per-socket attribution.
@@ -401,7 +382,7 @@ static void topo_read(const pa_env *env, rapl_state *st)
         free(cpus);
         return;
     }
-    int n = parse_cpulist(buf, cpus, PA_MAX_CPUS);
+    int n = pa__parse_cpulist(buf, cpus, PA_MAX_CPUS);
     bool any = false;
     unsigned top = 0;
     for (int i = 0; i < n; i++) {
@@ -477,7 +458,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
     snprintf(rel, sizeof(rel), "%s/cpumask", pmu);
     int ncpu = 0;
     if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0)
-        ncpu = parse_cpulist(buf, cpus, 256);
+        ncpu = pa__parse_cpulist(buf, cpus, 256);
     if (ncpu == 0) {
         cpus[0] = 0;
         ncpu = 1;

@@ -428,6 +428,9 @@ ssize_t pa__read_file(const char *root, const char *rel, char *buf,
 ssize_t pa__pread_all(int fd, char *buf, size_t len);
 /* Parses an unsigned decimal at *p, advances *p; -EINVAL if none. */
 int pa__parse_u64(const char **p, uint64_t *out);
+/* Parses a CPU list of sysfs ("0-3,8,10-11") into cpus; returns the count
+ * (at most cap). */
+int pa__parse_cpulist(const char *s, int *cpus, int cap);
 /* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
 int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

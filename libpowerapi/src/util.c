@@ -82,6 +82,25 @@ int pa__parse_u64(const char **p, uint64_t *out)
     return 0;
 }
 
+int pa__parse_cpulist(const char *s, int *cpus, int cap)
+{
+    int n = 0;
+    while (*s && n < cap) {
+        if (*s < '0' || *s > '9') {
+            s++;
+            continue;
+        }
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (*end == '-')
+            b = strtol(end + 1, &end, 10);
+        for (long c = a; c <= b && n < cap; c++)
+            cpus[n++] = (int)c;
+        s = end;
+    }
+    return n;
+}
+
 void pa__assume(char *list, size_t len, const char *text)
 {
     if (!text || !*text)
