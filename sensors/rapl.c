@@ -671,7 +671,7 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             d->kind = regs[r].kind;
             snprintf(d->label, sizeof(d->label), "%s/cpu%d", regs[r].name, cpu);
             /* an absent register fails with EIO; one that reads 0 at
-             * start is not implemented by this model */
+             * start does not exist on this CPU model: skip the domain */
             if (dom_read_raw(d, PATH_MSR, &d->last) < 0 || d->last == 0)
                 continue;
             if (used) {
