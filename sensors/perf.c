@@ -12,9 +12,12 @@
  *                  scheduled or none, so it must fit the PMU's counters.
  *                  off: one counter per event, each multiplexed on its
  *                  own, so more events than counters still work (scaled).
- *                  auto (default): a group of 2 or more software events, or
- *                  of up to 4 hardware ones (every x86 PMU has 4 general
- *                  counters); one counter per event otherwise.  Reading a
+ *                  auto (default): a group when at most 4 of the events
+ *                  are hardware ones (every x86 PMU has 4 general
+ *                  counters); one counter per event otherwise.  The clock
+ *                  events (perf::CPU-CLOCK, perf::TASK-CLOCK) are always
+ *                  counted apart: the kernel does not keep them in step
+ *                  with a group (see state_new).  Reading a
  *                  group costs about one counter's read: ~480 ns per target
  *                  plus ~10 ns per event, against ~360 ns per event apart
  *                  (bench/bench_perf.c, this VM).
@@ -131,6 +134,7 @@ static const struct generic {
 typedef struct perf_event {
     char name[64];
     struct perf_event_attr attr;
+    bool solo; /* counted outside the group (a clock event) */
 } perf_event;
 
 /* Counters of one target: nthr threads x nev events. */
@@ -165,6 +169,7 @@ typedef struct perf_state {
     const char *names[PA_MAX_COUNTERS];
     bool user_only; /* exclude_kernel + exclude_hv */
     bool group;
+    size_t lead; /* the group's leader (the first event not solo) */
     bool inherit_thread; /* kernel >= 5.13 */
     int system;          /* -1 auto, 0 off, 1 on */
     perf_target **tg;
@@ -514,16 +519,20 @@ static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags,
 {
     for (size_t j = 0; j < st->nev; j++)
         fd[j] = -1;
-    for (size_t j = 0; j < st->nev; j++) {
+    /* the leader first: the others join it in index order, which is the
+     * order of their values in a group read */
+    for (size_t o = 0; o < st->nev; o++) {
+        size_t j = o == 0 ? st->lead : o <= st->lead ? o - 1 : o;
         struct perf_event_attr a = st->ev[j].attr;
         a.size = sizeof(a);
         a.read_format =
             PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-        if (st->group && j == 0)
+        bool member = st->group && !st->ev[j].solo;
+        if (member && j == st->lead)
             a.read_format |= PERF_FORMAT_GROUP;
         a.inherit = inherit;
         a.inherit_thread = inherit && st->inherit_thread;
-        int group_fd = st->group && j > 0 ? fd[0] : -1;
+        int group_fd = member && j != st->lead ? fd[st->lead] : -1;
         long r = sys_perf_event_open(&a, tid, cpu, group_fd,
                                      PERF_FLAG_FD_CLOEXEC | flags);
         if (r < 0 && errno == EINVAL && a.inherit_thread) {
@@ -535,10 +544,11 @@ static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags,
         }
         if (r < 0) {
             int e = -errno;
-            for (size_t k = 0; k < j; k++)
-                close(fd[k]);
-            for (size_t k = 0; k < st->nev; k++)
+            for (size_t k = 0; k < st->nev; k++) {
+                if (fd[k] >= 0)
+                    close(fd[k]);
                 fd[k] = -1;
+            }
             return e;
         }
         fd[j] = (int)r;
@@ -626,27 +636,37 @@ static int read_set(perf_state *st, const int *fd, uint64_t (*last)[3],
 {
     if (st->group) {
         uint64_t buf[3 + PA_MAX_COUNTERS];
-        ssize_t n = read(fd[0], buf, sizeof(buf));
-        if (n < (ssize_t)((3 + st->nev) * sizeof(uint64_t)))
+        size_t nmem = 0;
+        for (size_t j = 0; j < st->nev; j++)
+            nmem += !st->ev[j].solo;
+        ssize_t n = read(fd[st->lead], buf, sizeof(buf));
+        if (n < (ssize_t)((3 + nmem) * sizeof(uint64_t)))
             return n < 0 ? -errno : -EIO;
-        /* nr, time_enabled, time_running, values... */
-        uint64_t de = buf[1] - last[0][1], dr = buf[2] - last[0][2];
-        for (size_t j = 0; j < st->nev; j++) {
-            uint64_t dv = buf[3 + j] - last[j][0];
+        /* nr, time_enabled, time_running, then the leader's value and
+         * the members' in index order; times are kept on the leader */
+        size_t L = st->lead;
+        uint64_t de = buf[1] - last[L][1], dr = buf[2] - last[L][2];
+        size_t k = 3;
+        for (size_t o = 0; o < st->nev; o++) {
+            size_t j = o == 0 ? L : o <= L ? o - 1 : o;
+            if (st->ev[j].solo)
+                continue;
+            uint64_t dv = buf[k] - last[j][0];
             if (dr > 0)
                 acc[j] += (double)dv * ((double)de / (double)dr);
-            last[j][0] = buf[3 + j];
+            last[j][0] = buf[k++];
         }
-        last[0][1] = buf[1];
-        last[0][2] = buf[2];
+        last[L][1] = buf[1];
+        last[L][2] = buf[2];
         /* a group larger than the PMU's counters is never scheduled */
         if (buf[2] == 0 && buf[1] > 100000000ull)
             st->starved = true;
         if (de > 0 && (double)dr / (double)de < *mux)
             *mux = (double)dr / (double)de;
-        return 0;
     }
     for (size_t j = 0; j < st->nev; j++) {
+        if (st->group && !st->ev[j].solo)
+            continue;
         uint64_t v[3];
         ssize_t n = read(fd[j], v, sizeof(v));
         if (n != (ssize_t)sizeof(v))
@@ -1031,13 +1051,26 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
         free(st);
         return rc;
     }
-    if (group < 0) {
-        size_t nhw = 0;
-        for (size_t i = 0; i < st->nev; i++)
-            nhw += st->ev[i].attr.type != PERF_TYPE_SOFTWARE;
-        group = st->nev > 1 && nhw <= 4; /* one event: a plain read */
+    /* The clock events (cpu-clock, task-clock: hrtimer based) stay out
+     * of a group: as a member their value is refreshed only when the task
+     * is scheduled out (a 0.23 s task-clock read 0.19 s), and as the
+     * leader the members' software counts are dropped (page faults read
+     * 0 of 16384; tests/test_perf.c, Linux 6.18). */
+    size_t nmem = 0, nhw = 0;
+    for (size_t i = 0; i < st->nev; i++) {
+        const struct perf_event_attr *a = &st->ev[i].attr;
+        st->ev[i].solo = a->type == PERF_TYPE_SOFTWARE &&
+                         (a->config == PERF_COUNT_SW_CPU_CLOCK ||
+                          a->config == PERF_COUNT_SW_TASK_CLOCK);
+        nmem += !st->ev[i].solo;
+        nhw += a->type != PERF_TYPE_SOFTWARE;
     }
-    st->group = group;
+    if (group < 0)
+        group = nhw <= 4; /* all of a group must fit the PMU */
+    st->group = group && nmem > 1; /* one member: plain reads */
+    st->lead = 0;
+    while (st->group && st->ev[st->lead].solo)
+        st->lead++;
     /* descriptor budget: raise the soft limit to the hard one */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
