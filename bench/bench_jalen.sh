@@ -72,8 +72,13 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 echo "bench_jalen: Jetty 9 + wrk -t2 -c16 on 127.0.0.1, $RUNS runs x ${SECS}s per configuration, alternating, $(nproc) CPUs"
 echo "warm-up run (discarded)"
 one_run none >/dev/null || exit 1
+NCFG=${#CONFIGS[@]}
 for r in $(seq 1 "$RUNS"); do
-    for c in "${!CONFIGS[@]}"; do
+    # the order rotates every round, so that no configuration always runs
+    # in the same place (right after a JVM exits, say): a fixed order
+    # biased one place by several percent
+    for k in $(seq 0 $((NCFG - 1))); do
+        c=$(((k + r - 1) % NCFG))
         # one retry: a run can fail on a machine this busy
         res=$(one_run "${CONFIGS[$c]}") || res=$(one_run "${CONFIGS[$c]}") || exit 1
         echo "$res" >>"$TMP/res.$c"

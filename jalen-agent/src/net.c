@@ -12,6 +12,13 @@
  * already had; a different stack sets it back to 10 ms.  Heavy small I/O
  * on steady stacks thus costs an atomic add per call and a few walks per
  * second per thread and native.
+ *
+ * FileDispatcherImpl's natives serve files and pipes as well as sockets,
+ * so their fd is looked at (fstat) once and the answer cached per fd.  The
+ * JDK's close natives are wrapped too and forget the fd's answer before
+ * and after closing it, so that a number reused for a file (or a socket)
+ * is looked at again; fds closed by native code the JDK does not see are
+ * covered by forgetting every answer once per window.
  */
 #include "jalen.h"
 
@@ -62,10 +69,10 @@ static jfieldID jl_fd_field;
 static pthread_mutex_t jl_net_lock = PTHREAD_MUTEX_INITIALIZER;
 static jl_net_rec **jl_recs; /* open addressing */
 static size_t jl_recs_cap, jl_recs_n;
-/* per fd: 0 unknown, 1 socket, 2 something else; cleared each window so
- * that a reused fd is looked at again */
+/* per fd: 0 unknown, 1 socket, 2 something else; forgotten on close and
+ * each window so that a reused fd is looked at again */
 #define JL_FD_CACHE 65536
-static unsigned char jl_fd_kind[JL_FD_CACHE];
+static unsigned char _Atomic jl_fd_kind[JL_FD_CACHE];
 
 #define JL_SMALL_IO 4096
 #define JL_REWALK_MIN_NS 10000000ull
@@ -92,7 +99,15 @@ void jl_net_init(jvmtiEnv *jvmti)
 
 void jl_net_new_window(void)
 {
-    memset(jl_fd_kind, 0, sizeof(jl_fd_kind));
+    for (size_t i = 0; i < JL_FD_CACHE; i++)
+        if (atomic_load_explicit(&jl_fd_kind[i], memory_order_relaxed))
+            atomic_store_explicit(&jl_fd_kind[i], 0, memory_order_relaxed);
+}
+
+static void jl_fd_forget(jint fd)
+{
+    if (fd >= 0 && fd < JL_FD_CACHE)
+        atomic_store_explicit(&jl_fd_kind[fd], 0, memory_order_relaxed);
 }
 
 /* The coarse clock (one tick, a few ms) is enough for the 10 ms re-walk
@@ -104,30 +119,39 @@ static uint64_t jl_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int jl_is_socket(JNIEnv *env, jobject fdo)
+/* The int in a java.io.FileDescriptor, -1 when there is none. */
+static jint jl_fd_of(JNIEnv *env, jobject fdo)
 {
     if (!fdo)
-        return 0;
+        return -1;
     if (!jl_fd_field) {
         jclass c = (*env)->GetObjectClass(env, fdo);
         if (!c)
-            return 0;
+            return -1;
         jl_fd_field = (*env)->GetFieldID(env, c, "fd", "I");
         (*env)->DeleteLocalRef(env, c);
         if (!jl_fd_field) {
             (*env)->ExceptionClear(env);
-            return 0;
+            return -1;
         }
     }
-    jint fd = (*env)->GetIntField(env, fdo, jl_fd_field);
+    return (*env)->GetIntField(env, fdo, jl_fd_field);
+}
+
+static int jl_is_socket(JNIEnv *env, jobject fdo)
+{
+    jint fd = jl_fd_of(env, fdo);
     if (fd < 0)
         return 0;
-    if (fd < JL_FD_CACHE && jl_fd_kind[fd])
-        return jl_fd_kind[fd] == 1;
+    if (fd < JL_FD_CACHE) {
+        unsigned k = atomic_load_explicit(&jl_fd_kind[fd], memory_order_relaxed);
+        if (k)
+            return k == 1;
+    }
     struct stat st;
     int sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
     if (fd < JL_FD_CACHE)
-        jl_fd_kind[fd] = sock ? 1 : 2;
+        atomic_store_explicit(&jl_fd_kind[fd], sock ? 1 : 2, memory_order_relaxed);
     return sock;
 }
 
@@ -288,6 +312,72 @@ JL_WRAP(15)
 JL_WRAP(16)
 JL_WRAP(17)
 
+/* The close natives: the fd's cached answer is forgotten before the
+ * close and again after it (a read on another thread may have cached it
+ * in between). */
+enum { JL_CL_FD, JL_CL_INT, JL_CL_THIS, JL_CL_INT_J };
+typedef struct jl_close_target {
+    const char *cls, *name, *sig;
+    int shape;
+    void *_Atomic orig;
+} jl_close_target;
+static jl_close_target jl_close_targets[] = {
+    {"Lsun/nio/ch/FileDispatcherImpl;", "close0", "(Ljava/io/FileDescriptor;)V", JL_CL_FD, NULL},
+    {"Lsun/nio/ch/FileDispatcherImpl;", "closeIntFD", "(I)V", JL_CL_INT, NULL},
+    {"Lsun/nio/ch/UnixDispatcher;", "close0", "(Ljava/io/FileDescriptor;)V", JL_CL_FD, NULL},
+    {"Lsun/nio/ch/UnixFileDispatcherImpl;", "closeIntFD", "(I)V", JL_CL_INT, NULL},
+    {"Ljava/io/FileDescriptor;", "close0", "()V", JL_CL_THIS, NULL},
+    {"Ljava/io/FileCleanable;", "cleanupClose0", "(IJ)V", JL_CL_INT_J, NULL},
+};
+#define JL_NCLOSE (sizeof(jl_close_targets) / sizeof(jl_close_targets[0]))
+
+typedef void(JNICALL *jl_fn_cl_obj)(JNIEnv *, jobject, jobject);
+typedef void(JNICALL *jl_fn_cl_int)(JNIEnv *, jclass, jint);
+typedef void(JNICALL *jl_fn_cl_this)(JNIEnv *, jobject);
+typedef void(JNICALL *jl_fn_cl_int_j)(JNIEnv *, jclass, jint, jlong);
+
+#define JL_WRAP_CLOSE(N)                                                             \
+    static void JNICALL jl_cf##N(JNIEnv *e, jclass c, jobject fdo)                    \
+    {                                                                                 \
+        jint fd = jl_fd_of(e, fdo);                                                   \
+        jl_fd_forget(fd);                                                             \
+        ((jl_fn_cl_obj)jl_close_targets[N].orig)(e, c, fdo);                          \
+        jl_fd_forget(fd);                                                             \
+    }                                                                                 \
+    static void JNICALL jl_ci##N(JNIEnv *e, jclass c, jint fd)                        \
+    {                                                                                 \
+        jl_fd_forget(fd);                                                             \
+        ((jl_fn_cl_int)jl_close_targets[N].orig)(e, c, fd);                           \
+        jl_fd_forget(fd);                                                             \
+    }                                                                                 \
+    static void JNICALL jl_ct##N(JNIEnv *e, jobject self)                             \
+    {                                                                                 \
+        jint fd = jl_fd_of(e, self);                                                  \
+        jl_fd_forget(fd);                                                             \
+        ((jl_fn_cl_this)jl_close_targets[N].orig)(e, self);                           \
+        jl_fd_forget(fd);                                                             \
+    }                                                                                 \
+    static void JNICALL jl_cj##N(JNIEnv *e, jclass c, jint fd, jlong h)               \
+    {                                                                                 \
+        jl_fd_forget(fd);                                                             \
+        ((jl_fn_cl_int_j)jl_close_targets[N].orig)(e, c, fd, h);                      \
+        jl_fd_forget(fd);                                                             \
+    }
+
+JL_WRAP_CLOSE(0)
+JL_WRAP_CLOSE(1)
+JL_WRAP_CLOSE(2)
+JL_WRAP_CLOSE(3)
+JL_WRAP_CLOSE(4)
+JL_WRAP_CLOSE(5)
+
+#define JL_CROW(N) {(void *)jl_cf##N, (void *)jl_ci##N, (void *)jl_ct##N, (void *)jl_cj##N}
+static void *const jl_close_wrappers[][4] = {
+    JL_CROW(0), JL_CROW(1), JL_CROW(2), JL_CROW(3), JL_CROW(4), JL_CROW(5),
+};
+_Static_assert(sizeof(jl_close_wrappers) / sizeof(jl_close_wrappers[0]) == JL_NCLOSE,
+               "one wrapper row per close target");
+
 #define JL_ROW(N) {(void *)jl_wi##N, (void *)jl_wj##N, (void *)jl_wr##N, (void *)jl_ws##N}
 static void *const jl_wrappers[][4] = {
     JL_ROW(0),  JL_ROW(1),  JL_ROW(2),  JL_ROW(3),  JL_ROW(4),  JL_ROW(5),
@@ -310,6 +400,9 @@ void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmetho
     for (size_t i = 0; i < JL_NTARGETS; i++)
         if (!strcmp(jl_targets[i].name, name) && !strcmp(jl_targets[i].sig, sig))
             candidate = 1;
+    for (size_t i = 0; i < JL_NCLOSE; i++)
+        if (!strcmp(jl_close_targets[i].name, name) && !strcmp(jl_close_targets[i].sig, sig))
+            candidate = 1;
     if (candidate &&
         (*jvmti)->GetMethodDeclaringClass(jvmti, method, &klass) == JVMTI_ERROR_NONE &&
         (*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE) {
@@ -322,6 +415,18 @@ void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmetho
                 break;
             /* two threads may bind the same native at once: first wins,
              * both install the wrapper */
+            void *expect = NULL;
+            if (atomic_compare_exchange_strong(&t->orig, &expect, address) || expect == address)
+                *new_address = wrapper;
+            break;
+        }
+        for (size_t i = 0; i < JL_NCLOSE; i++) {
+            jl_close_target *t = &jl_close_targets[i];
+            if (strcmp(t->cls, csig) || strcmp(t->name, name) || strcmp(t->sig, sig))
+                continue;
+            void *wrapper = jl_close_wrappers[i][t->shape];
+            if (address == wrapper)
+                break;
             void *expect = NULL;
             if (atomic_compare_exchange_strong(&t->orig, &expect, address) || expect == address)
                 *new_address = wrapper;

@@ -6,7 +6,9 @@
  * burnA/burnB/burnC; "duty-high" burns 3x the CPU of "duty-low"; sendA and
  * sendB write 3,000,000 and 1,000,000 bytes over loopback, receiveAll reads
  * the 4,000,000; sendUdp and writeUdp send 500,000 bytes of datagrams each
- * (DatagramChannelImpl.send0, DatagramDispatcher.write0).  Expected: inclusive shares within 3 points, thread energy
+ * (DatagramChannelImpl.send0, DatagramDispatcher.write0); reuseSocket
+ * moves 40,000 bytes over sockets whose fd numbers reuseFile then gets for
+ * a file (none of its bytes are network).  Expected: inclusive shares within 3 points, thread energy
  * ratio within 10 %, net_bytes within 2 %, conservation within 0.5 %.
  */
 #include <check.h>
@@ -80,13 +82,19 @@ static void run_known(const char *mode)
         const char *m;
         double bytes;
     } nb[] = {{"Known.sendA", 3e6},   {"Known.sendB", 1e6}, {"Known.receiveAll", 4e6},
-              {"Known.sendUdp", 5e5}, {"Known.writeUdp", 5e5}};
+              {"Known.sendUdp", 5e5}, {"Known.writeUdp", 5e5}, {"Known.reuseSocket", 4e4}};
     for (size_t i = 0; i < sizeof(nb) / sizeof(nb[0]); i++) {
         double got = jt_num(jt_csv_find(&me, 0, nb[i].m), 7);
         fprintf(stderr, "[%s] %s net_bytes %.0f\n", mode, nb[i].m, got);
         ck_assert_msg(fabs(got - nb[i].bytes) <= 0.02 * nb[i].bytes, "%s: %.0f bytes, not %.0f",
                       nb[i].m, got, nb[i].bytes);
     }
+    /* a file written through the socket's fd number once it is closed is
+     * not network (the fd's cached kind is forgotten on close) */
+    const jt_row *rf = jt_csv_find(&me, 0, "Known.reuseFile");
+    double fb = rf ? jt_num(rf, 7) : 0;
+    fprintf(stderr, "[%s] Known.reuseFile net_bytes %.0f\n", mode, fb);
+    ck_assert_msg(fb == 0, "reuseFile: %.0f bytes of a file counted as network", fb);
     double snd = jt_num(jt_csv_find(&th, 1, "net-sender"), 6);
     ck_assert_msg(fabs(snd - 4e6) <= 0.02 * 4e6, "net-sender thread %.0f bytes", snd);
     /* datagrams may be dropped on the way: only some must arrive */

@@ -9,6 +9,12 @@ import java.net.Socket;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.DatagramChannel;
+import java.nio.channels.FileChannel;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /**
  * Known-answer workload for the jalen agent tests.
@@ -27,6 +33,12 @@ import java.nio.channels.DatagramChannel;
  * (DatagramChannelImpl.send0) and writeUdp 500 more on a connected channel
  * (DatagramDispatcher.write0); "udp-receiver" counts what arrives in
  * receiveUdp (loopback may drop datagrams: not a known answer).
+ * Thread "main", at the end: 20 times, reuseSocket writes 1000 bytes on a
+ * loopback SocketChannel and reads them on the peer (2000 bytes), closes
+ * both, then reuseFile writes 100,000 bytes to a file through a
+ * FileChannel that gets the socket's fd number again (the same native,
+ * FileDispatcherImpl.write0 on JDK 17): 40,000 network bytes, and none for
+ * reuseFile.
  *
  * Usage: java Known CYCLES   (CYCLES seconds of the burner's CPU time)
  */
@@ -130,6 +142,46 @@ public class Known {
         return got;
     }
 
+    static void reuseSocket(ServerSocketChannel srv, ByteBuffer out, ByteBuffer in) throws Exception {
+        SocketChannel c = SocketChannel.open(srv.getLocalAddress());
+        SocketChannel p = srv.accept();
+        out.clear();
+        while (out.hasRemaining())
+            c.write(out);
+        in.clear();
+        while (in.hasRemaining())
+            if (p.read(in) < 0)
+                throw new IllegalStateException("peer closed");
+        p.close();
+        c.close();
+    }
+
+    static void reuseFile(Path f, ByteBuffer buf) throws Exception {
+        try (FileChannel fc = FileChannel.open(f, StandardOpenOption.WRITE,
+                                               StandardOpenOption.TRUNCATE_EXISTING)) {
+            for (int i = 0; i < 10; i++) {
+                buf.clear();
+                while (buf.hasRemaining())
+                    fc.write(buf);
+            }
+        }
+    }
+
+    static void fdReuse() throws Exception {
+        Path f = Files.createTempFile("jalen-known", ".bin");
+        try (ServerSocketChannel srv = ServerSocketChannel.open()) {
+            srv.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            ByteBuffer out = ByteBuffer.allocateDirect(1000), in = ByteBuffer.allocateDirect(1000);
+            ByteBuffer fb = ByteBuffer.allocateDirect(10_000);
+            for (int i = 0; i < 20; i++) {
+                reuseSocket(srv, out, in);
+                reuseFile(f, fb);
+            }
+        } finally {
+            Files.deleteIfExists(f);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         int cycles = args.length > 0 ? Integer.parseInt(args[0]) : 4;
         int periods = cycles * 10;
@@ -191,6 +243,7 @@ public class Known {
         urecv.join(5000);
         ur.close();
         ss.close();
+        fdReuse();
         System.out.println("done");
     }
 }
