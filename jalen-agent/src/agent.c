@@ -644,6 +644,7 @@ static pthread_mutex_t jl_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jl_sleep_cond;
 static int jl_stop;           /* sleep lock */
 static int jl_agent_running;  /* sleep lock */
+static int jl_agent_in_java;  /* sleep lock: registering the MXBean */
 
 /* Returns 1 when asked to stop. */
 static int jl_sleep_ns(uint64_t ns)
@@ -678,12 +679,10 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     (void)arg;
     jl_agent_tid = jl_gettid();
     /* MXBean (bindings; see mxbean.h): org.powerapi.jalen:type=Energy,
-     * registered on this thread so that its cost is the agent's */
-    char mxwhy[256] = "";
-    /* no powerapi.jar is the usual case, not worth a line on stderr */
-    if (jalen_mxbean_start && jalen_mxbean_start(jvmti, jni, NULL, mxwhy, sizeof(mxwhy)) < 0 &&
-        !jl_o.quiet && !strstr(mxwhy, "not found"))
-        fprintf(stderr, "jalen: %s\n", mxwhy);
+     * registered on this thread so that its cost is the agent's, and only
+     * once the JVM has run a second: registering starts JMX (~160 ms of
+     * CPU), which a short run would pay for nothing */
+    double mx_at = jalen_mxbean_start ? jl_now_s() + 1.0 : -1;
     double next_window = jl_now_s() + (double)jl_o.window_ns * 1e-9;
     double next_drain = jl_now_s() + 0.05;
     uint64_t step = jl_o.mode == JL_MODE_JVMTI ? jl_o.interval_ns : 50000000ull;
@@ -697,6 +696,32 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
         if (jl_o.mode == JL_MODE_JVMTI && atomic_load(&jl_active))
             jl_jvmti_sample(jvmti);
         double now = jl_now_s();
+        if (mx_at > 0 && now >= mx_at) {
+            mx_at = -1;
+            /* VMDeath does not wait for a thread in Java code */
+            pthread_mutex_lock(&jl_sleep_lock);
+            int stop = jl_stop;
+            jl_agent_in_java = !stop;
+            pthread_mutex_unlock(&jl_sleep_lock);
+            if (stop) {
+                jl_agent_exit();
+                return;
+            }
+            char mxwhy[256] = "";
+            int rc = jalen_mxbean_start(jvmti, jni, NULL, mxwhy, sizeof(mxwhy));
+            pthread_mutex_lock(&jl_sleep_lock);
+            jl_agent_in_java = 0;
+            stop = jl_stop;
+            pthread_mutex_unlock(&jl_sleep_lock);
+            /* no powerapi.jar is the usual case, not worth a line */
+            if (rc < 0 && !jl_o.quiet && !stop && !strstr(mxwhy, "not found"))
+                fprintf(stderr, "jalen: %s\n", mxwhy);
+            if (stop) {
+                jl_agent_exit();
+                return;
+            }
+            now = jl_now_s();
+        }
         if (now < next_drain && now < next_window)
             continue;
         pthread_mutex_lock(&jl_prof_lock);
@@ -781,7 +806,7 @@ static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
     pthread_mutex_lock(&jl_sleep_lock);
     jl_stop = 1;
     pthread_cond_broadcast(&jl_sleep_cond);
-    while (jl_agent_running &&
+    while (jl_agent_running && !jl_agent_in_java &&
            pthread_cond_timedwait(&jl_sleep_cond, &jl_sleep_lock, &until) == 0)
         ;
     pthread_mutex_unlock(&jl_sleep_lock);
