@@ -105,6 +105,26 @@ for c in "${!CONFIGS[@]}"; do
         "$(awk -v a="$rss" -v b="$base_rss" 'BEGIN { print a - b }')" "$tab"
 done
 
+# The overhead as the ratio of the medians of CPU per request, with a 90 %
+# bootstrap interval (runs resampled within each configuration, 4000
+# times): the paired figure above carries the noise of both runs of a
+# pair, this one the noise of the medians only.
+echo
+python3 - "$TMP" "${CONFIGS[@]}" <<'PY'
+import random, statistics, sys
+tmp, cfgs = sys.argv[1], sys.argv[2:]
+runs = [[float(l.split()[0]) for l in open(f"{tmp}/res.{i}")] for i in range(len(cfgs))]
+rng = random.Random(1)
+base = runs[0]
+print("overhead = median CPU per request / median without the agent - 1, 90 % bootstrap interval")
+for c, r in zip(cfgs[1:], runs[1:]):
+    est = 100 * (statistics.median(r) / statistics.median(base) - 1)
+    bs = sorted(100 * (statistics.median(rng.choices(r, k=len(r))) /
+                       statistics.median(rng.choices(base, k=len(base))) - 1)
+                for _ in range(4000))
+    print(f"  {c:34s} {est:+6.1f} % ({bs[200]:+.1f}..{bs[3799]:+.1f})")
+PY
+
 # start-up time: java Hello, alternating, 10 runs each.  Start-up is the
 # time until Hello's first line reaches the pipe; the whole run (start-up,
 # main, and the agent's final write of the output files at VMDeath) apart.

@@ -34,9 +34,10 @@
  *     P_i = P_s . f . w_i / W_s      s = package of task i's last CPU
  *
  * with W_s the weight of the processes on s and f = 1 (idle=split) or the
- * system busy fraction busy / capacity (idle=separate: /proc/stat gives no
- * per-package busy time here, so every package's active part is scaled by
- * the system's).  A package no process ran on is idle.  idle = P_pkg minus
+ * busy fraction of the package's own CPUs in the window (idle=separate:
+ * busy / (busy + idle) of their /proc/stat cpuN lines; the system's
+ * fraction where those lines are missing, which assumed says).  A package
+ * no process ran on is idle.  idle = P_pkg minus
  * what the processes got, so conservation stays exact.  Otherwise the
  * packages are summed as above; `assumed` says which and why.  A process's
  * last CPU is its main thread's: the threads of a process spread over
@@ -154,6 +155,34 @@ static int task_package(const pa_sysread *s, const pa_task *k,
     return -1;
 }
 
+/* Busy fraction of package sock's CPUs over the window (/proc/stat cpuN
+ * lines of both frames), or -1 when none of its CPUs has both. */
+static double package_busy(const pa_frame_delta *d, int sock)
+{
+    const pa_sysread *c = d->cur, *p = d->prev;
+    if (!c || !p)
+        return -1;
+    unsigned n = c->ncpu_socket;
+    if (c->ncpu_time < n)
+        n = c->ncpu_time;
+    if (p->ncpu_time < n)
+        n = p->ncpu_time;
+    uint64_t busy = 0, all = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (c->cpu_socket[k] != sock || c->cpu_busy_ns[k] == UINT64_MAX ||
+            p->cpu_busy_ns[k] == UINT64_MAX ||
+            c->cpu_busy_ns[k] < p->cpu_busy_ns[k] ||
+            c->cpu_idle_ns[k] < p->cpu_idle_ns[k])
+            continue;
+        uint64_t b = c->cpu_busy_ns[k] - p->cpu_busy_ns[k];
+        busy += b;
+        all += b + (c->cpu_idle_ns[k] - p->cpu_idle_ns[k]);
+    }
+    if (all == 0)
+        return -1;
+    return (double)busy / (double)all;
+}
+
 /* Why the packages cannot be attributed one by one (NULL: they can). */
 static const char *per_socket_refusal(const pa_frame_delta *d,
                                       const int *pkg, int npkg)
@@ -235,13 +264,28 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
 
     const char *why_sum = npkg > 1 ? per_socket_refusal(d, pkg, npkg) : "";
     if (npkg > 1 && !why_sum) {
+        /* each package's active part: its own CPUs' busy fraction */
+        double pfrac[PA_MAX_RAPL];
+        bool sys_frac = false;
+        for (int i = 0; i < npkg; i++) {
+            double u = st->split ? 1 : package_busy(d, pkg[i]);
+            if (u < 0) {
+                u = frac;
+                sys_frac = true;
+            }
+            pfrac[i] = u > 1 ? 1 : u;
+        }
         pa__assume(t->assumed, PA_MAX_ASSUMED,
                    st->split ? "rapl-share: per package, each target on the "
                                "package of its last CPU"
-                             : "rapl-share: per package, each target on the "
-                               "package of its last CPU; each package's "
-                               "active part scaled by the system busy "
-                               "fraction");
+                   : sys_frac ? "rapl-share: per package, each target on the "
+                                "package of its last CPU; a package's active "
+                                "part scaled by the system busy fraction (no "
+                                "/proc/stat cpuN lines for its CPUs)"
+                              : "rapl-share: per package, each target on the "
+                                "package of its last CPU; each package's "
+                                "active part scaled by its CPUs' busy "
+                                "fraction");
         double w_pkg[PA_MAX_RAPL] = {0};
         for (size_t i = 0; i < d->ntasks; i++) {
             const pa_task *k = d->tasks[i];
@@ -258,7 +302,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
                 w = 0;
             else if (w > w_pkg[s])
                 w = w_pkg[s]; /* a thread away from its process */
-            k->cpu_w = w > 0 ? pkg_w[s] * frac * w / w_pkg[s] : 0;
+            k->cpu_w = w > 0 ? pkg_w[s] * pfrac[s] * w / w_pkg[s] : 0;
             if (k->type == PA_TARGET_PROCESS)
                 attributed += k->cpu_w;
         }

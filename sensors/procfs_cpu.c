@@ -312,20 +312,40 @@ static int pc_parse_schedstat(const char *buf, uint64_t *ns)
     return 0;
 }
 
+/* "user nice system idle iowait irq softirq ..." at q: busy and idle
+ * ticks.  0, or -EPROTO. */
+static int pc_parse_cpu_fields(const char *q, uint64_t *busy, uint64_t *idle)
+{
+    uint64_t f[7];
+    for (int i = 0; i < 7; i++) {
+        while (*q == ' ')
+            q++;
+        if (*q < '0' || *q > '9' || pa__parse_u64(&q, &f[i]))
+            return -EPROTO;
+    }
+    if (*q != ' ' && *q != '\n')
+        return -EPROTO;
+    *busy = f[0] + f[1] + f[2] + f[5] + f[6];
+    *idle = f[3] + f[4];
+    return 0;
+}
+
 /*
  * <procfs>/stat: "cpu  user nice system idle iowait irq softirq steal
  * guest guest_nice" (proc(5), USER_HZ ticks) then one "cpuN" line per
  * online CPU.  guest and guest_nice are already counted in user and
  * nice; steal is time the hypervisor gave to others, so it is neither
- * busy nor idle here.  Returns -ENOBUFS when the buffer ended inside the
- * cpu lines, -EPROTO when malformed.
+ * busy nor idle here.  With s, each CPU's busy and idle ticks go to
+ * s->cpu_busy_ns/cpu_idle_ns[N] (still in ticks: the caller converts),
+ * UINT64_MAX for a CPU without a line (offline).  Returns -ENOBUFS when
+ * the buffer ended inside the cpu lines, -EPROTO when malformed.
  */
 static int pc_parse_sysstat(const char *buf, size_t n, bool full,
-                            uint64_t *busy, uint64_t *idle, unsigned *ncpus)
+                            uint64_t *busy, uint64_t *idle, unsigned *ncpus,
+                            pa_sysread *s)
 {
     const char *p = buf, *end = buf + n;
-    uint64_t f[7];
-    unsigned cpus = 0;
+    unsigned cpus = 0, top = 0;
     bool agg = false;
 
     while (p < end && !strncmp(p, "cpu", 3)) {
@@ -333,20 +353,23 @@ static int pc_parse_sysstat(const char *buf, size_t n, bool full,
         if (!eol)
             return full ? -ENOBUFS : -EPROTO;
         if (p[3] == ' ') {
-            if (agg)
-                return -EPROTO;
-            const char *q = p + 3;
-            for (int i = 0; i < 7; i++) {
-                /* user nice system idle iowait irq softirq */
-                while (*q == ' ')
-                    q++;
-                if (*q < '0' || *q > '9' || pa__parse_u64(&q, &f[i]))
-                    return -EPROTO;
-            }
-            if (*q != ' ' && *q != '\n')
+            if (agg || pc_parse_cpu_fields(p + 3, busy, idle) < 0)
                 return -EPROTO;
             agg = true;
         } else if (p[3] >= '0' && p[3] <= '9') {
+            const char *q = p + 3;
+            uint64_t cpu, b, i;
+            if (pa__parse_u64(&q, &cpu) || *q != ' ' ||
+                pc_parse_cpu_fields(q, &b, &i) < 0)
+                return -EPROTO;
+            if (s && cpu < PA_MAX_CPUS) {
+                for (unsigned k = top; k < cpu; k++)
+                    s->cpu_busy_ns[k] = s->cpu_idle_ns[k] = UINT64_MAX;
+                s->cpu_busy_ns[cpu] = b;
+                s->cpu_idle_ns[cpu] = i;
+                if (cpu + 1 > top)
+                    top = (unsigned)cpu + 1;
+            }
             cpus++;
         } else {
             return -EPROTO;
@@ -357,9 +380,9 @@ static int pc_parse_sysstat(const char *buf, size_t n, bool full,
         return -ENOBUFS; /* the cpuN lines may go on */
     if (!agg || cpus == 0)
         return -EPROTO;
-    *busy = f[0] + f[1] + f[2] + f[5] + f[6];
-    *idle = f[3] + f[4];
     *ncpus = cpus;
+    if (s)
+        s->ncpu_time = top;
     return 0;
 }
 
@@ -389,7 +412,7 @@ static int pc_parse_uptime(const char *buf, uint64_t *ns)
 /* ------------------------------------------------------------------ */
 
 static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy,
-                           uint64_t *idle, unsigned *ncpus)
+                           uint64_t *idle, unsigned *ncpus, pa_sysread *s)
 {
     for (;;) {
         ssize_t n = pc_pread(p->statfd, p->sysbuf, p->sysbuf_cap);
@@ -405,7 +428,7 @@ static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy,
                            "procfs root at a mounted procfs (--procfs)",
                            procfs, strerror((int)-n));
         int rc =
-            pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle, ncpus);
+            pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle, ncpus, s);
         if (rc == -ENOBUFS && p->sysbuf_cap < (64u << 20)) {
             char *nb = realloc(p->sysbuf, p->sysbuf_cap * 2);
             if (!nb)
@@ -638,11 +661,17 @@ static int pc_sample_system(pc_state *p, pa_ctx *ctx, pa_sysread *s)
     int rc = pc_reopen_system(p, ctx->env.procfs);
     if (rc < 0)
         return rc;
-    rc = pc_read_sysstat(p, ctx->env.procfs, &busy, &idle, &ncpus);
+    rc = pc_read_sysstat(p, ctx->env.procfs, &busy, &idle, &ncpus, s);
     if (rc < 0)
         return rc;
     s->busy_ns = pc_ticks_ns(p, busy);
     s->idle_ns = pc_ticks_ns(p, idle);
+    for (unsigned k = 0; k < s->ncpu_time; k++) {
+        if (s->cpu_busy_ns[k] == UINT64_MAX)
+            continue;
+        s->cpu_busy_ns[k] = pc_ticks_ns(p, s->cpu_busy_ns[k]);
+        s->cpu_idle_ns[k] = pc_ticks_ns(p, s->cpu_idle_ns[k]);
+    }
     s->ncpus = ncpus;
     s->have |= PA_HAVE_CPU;
     if (p->uptimefd >= 0 && pc_pread(p->uptimefd, p->aux, sizeof(p->aux)) > 0 &&
@@ -1136,7 +1165,7 @@ static int pc_probe(const pa_env *env, char *why, size_t why_len)
         return (int)n;
     }
     int rc = pc_parse_sysstat(buf, (size_t)n, (size_t)n == sizeof(buf) - 1,
-                              &busy, &idle, &ncpus);
+                              &busy, &idle, &ncpus, NULL);
     if (rc < 0 && rc != -ENOBUFS) {
         snprintf(why, why_len,
                  "procfs-cpu: %s/stat is malformed (no 'cpu' and 'cpuN' "
@@ -1226,7 +1255,7 @@ static int pc_start(pa_module *m, const pa_options *opts)
     }
     uint64_t busy, idle;
     unsigned ncpus;
-    if ((rc = pc_read_sysstat(p, procfs, &busy, &idle, &ncpus)) < 0)
+    if ((rc = pc_read_sysstat(p, procfs, &busy, &idle, &ncpus, NULL)) < 0)
         goto fail;
     pc_read_cpuinfo(p, procfs);
     if ((rc = pc_freq_discover(p, m->ctx->env.sysfs)) < 0) {

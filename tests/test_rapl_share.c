@@ -46,6 +46,22 @@ static void write_stat(const char *root, unsigned long busy, unsigned long idle)
                   idle / 4, busy / 4, idle / 4);
 }
 
+/* The same with each CPU's own busy and idle ticks. */
+static void write_stat4(const char *root, const unsigned long *b,
+                        const unsigned long *i)
+{
+    pa_test_write(root, "proc/stat",
+                  "cpu  %lu 0 0 %lu 0 0 0 0 0 0\n"
+                  "cpu0 %lu 0 0 %lu 0 0 0 0 0 0\n"
+                  "cpu1 %lu 0 0 %lu 0 0 0 0 0 0\n"
+                  "cpu2 %lu 0 0 %lu 0 0 0 0 0 0\n"
+                  "cpu3 %lu 0 0 %lu 0 0 0 0 0 0\n"
+                  "intr 0\nctxt 1000\nbtime 1732200000\nprocesses 500\n"
+                  "procs_running 1\nprocs_blocked 0\n",
+                  b[0] + b[1] + b[2] + b[3], i[0] + i[1] + i[2] + i[3], b[0],
+                  i[0], b[1], i[1], b[2], i[2], b[3], i[3]);
+}
+
 static void write_uj(const char *root, const char *zone, unsigned long long v)
 {
     char rel[128];
@@ -194,6 +210,47 @@ START_TEST(separate_exact_watts)
     ck_assert_double_eq_tol(r->dram_w, 15.0, TOL);
     ck_assert_double_eq_tol(r->psys_w, 0.0, TOL);
     pa_report_free(r);
+    server_close(&s);
+}
+END_TEST
+
+/* The packages are not equally busy: CPUs 0-1 (package 0) 70 % of the
+ * window, CPUs 2-3 (package 1) 30 %, the system 50 % as above.  Each
+ * package's active part follows its own CPUs: web 60 x 0.7 = 42 W, db
+ * 40 x 0.3 = 12 W, idle 100 - 54 = 46 W (the system fraction would give
+ * 30 and 20 W). */
+START_TEST(separate_per_package_busy)
+{
+    server s;
+    server_open(&s, true, "idle=separate");
+    unsigned long b[4], i[4];
+    const unsigned long db[4] = {70, 70, 30, 30}, di[4] = {30, 30, 70, 70};
+    for (int k = 0; k < 4; k++) {
+        b[k] = s.busy / 4 + db[k];
+        i[k] = s.idle / 4 + di[k];
+    }
+    s.busy += 200;
+    s.idle += 200;
+    s.u100 += 120;
+    s.u200 += 60;
+    s.pkg0 += 60000000;
+    s.pkg1 += 40000000;
+    write_stat4(s.root, b, i);
+    write_pid_stat(s.root, 100, "web", s.u100, 0, s.cpu100);
+    write_pid_stat(s.root, 200, "db", s.u200, 0, s.cpu200);
+    write_uj(s.root, "intel-rapl:0", s.pkg0);
+    write_uj(s.root, "intel-rapl:1", s.pkg1);
+    s.t_ns += NS_PER_S;
+    ck_assert_msg(pa_tick_at(s.ctx, s.t_ns) == 0, "%s", pa_last_error());
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 42.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 12.0, TOL);
+    pa_power sys;
+    ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
+    ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
+    ck_assert_double_eq_tol(sys.idle_w, 46.0, TOL);
+    assert_conservation(s.ctx);
+    assert_assumed(s.ctx, "each package's active part scaled by its CPUs' "
+                          "busy fraction");
     server_close(&s);
 }
 END_TEST
@@ -583,6 +640,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("server");
     tcase_add_test(tc, separate_exact_watts);
     tcase_add_test(tc, split_exact_watts);
+    tcase_add_test(tc, separate_per_package_busy);
     tcase_add_test(tc, package_without_process_is_idle);
     tcase_add_test(tc, summed_without_topology);
     tcase_add_test(tc, summed_when_a_cpu_is_unknown);

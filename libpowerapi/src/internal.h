@@ -126,6 +126,9 @@ typedef struct pa_sysread {
                                  sensor saw, by pa_nic_kind, cumulative */
     unsigned ncpu_socket;     /* entries of cpu_socket (rapl), 0 unknown */
     int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
+    unsigned ncpu_time;       /* entries of cpu_busy/idle_ns, 0 unknown */
+    uint64_t cpu_busy_ns[PA_MAX_CPUS]; /* per CPU (/proc/stat cpuN), */
+    uint64_t cpu_idle_ns[PA_MAX_CPUS]; /* UINT64_MAX: no line (offline) */
 } pa_sysread;
 
 /* ------------------------------------------------------------------ */
