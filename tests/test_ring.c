@@ -423,6 +423,167 @@ START_TEST(test_cgroup_paths)
 }
 END_TEST
 
+/* Perf counters: names, values and multiplex read back exactly; a target
+ * without counters reads back NULL, as the engine reports it. */
+START_TEST(test_counters_roundtrip)
+{
+    pa_ring_writer *w = make_ring(4, 8);
+    static const char *const names[3] = {"task-clock", "perf::INSTRUCTIONS:u",
+                                         "page-faults"};
+    static const char cg[] = "/user.slice";
+    const double pc[3] = {987654321.0, 123456789012.0, 0.5};
+    const double cc[3] = {1e9 + 0.25, 3.0, 4096.0};
+    fake f;
+    fake_init(&f, 1, 1000000000ull, 1.0);
+    f.r.ncounters = 3;
+    f.r.counter_names = names;
+    pa_target_info *p = fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg, 4, 0);
+    p->counters = pc;
+    p->multiplex = 0.5;
+    fake_add(&f, PA_TARGET_PROCESS, 17, "idle", cg, 1, 0); /* no counters */
+    pa_target_info *c = fake_add(&f, PA_TARGET_CGROUP, 0, "", cg, 5, 0);
+    c->counters = cc;
+    c->multiplex = 0.75;
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    uint64_t seq = 0;
+    const pa_report *g;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(g->ntargets, 3);
+    ck_assert_uint_eq(g->ncounters, 3);
+    ck_assert_ptr_nonnull(g->counter_names);
+    for (int e = 0; e < 3; e++)
+        ck_assert_str_eq(g->counter_names[e], names[e]);
+    ck_assert_int_eq(g->targets[0].pid, 4242);
+    ck_assert_ptr_nonnull(g->targets[0].counters);
+    for (int e = 0; e < 3; e++)
+        ck_assert_double_eq(g->targets[0].counters[e], pc[e]);
+    ck_assert_double_eq(g->targets[0].multiplex, 0.5);
+    ck_assert_int_eq(g->targets[1].pid, 17);
+    ck_assert_ptr_null(g->targets[1].counters);
+    ck_assert_double_eq(g->targets[1].multiplex, 1.0);
+    ck_assert_int_eq(g->targets[2].type, PA_TARGET_CGROUP);
+    ck_assert_str_eq(g->targets[2].cgroup, cg);
+    ck_assert_ptr_nonnull(g->targets[2].counters);
+    for (int e = 0; e < 3; e++)
+        ck_assert_double_eq(g->targets[2].counters[e], cc[e]);
+    ck_assert_double_eq(g->targets[2].multiplex, 0.75);
+
+    /* The next window has no counters (perf disabled): none read back. */
+    fake_init(&f, 2, 2000000000ull, 1.0);
+    fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg, 4, 0);
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(seq, 2);
+    ck_assert_uint_eq(g->ncounters, 0);
+    ck_assert_ptr_null(g->counter_names);
+    ck_assert_ptr_null(g->targets[0].counters);
+
+    /* More counters than a context can count is refused. */
+    static const char *const many[17] = {"e"};
+    fake_init(&f, 3, 3000000000ull, 1.0);
+    f.r.ncounters = 17;
+    f.r.counter_names = many;
+    ck_assert_int_eq(pa_ring_publish(w, &f.r), -EINVAL);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
+/* Aggregated counters are the exact sums over the windows counted with
+ * the newest window's events (in any order), multiplex the lowest; a
+ * window of other events (the daemon reconfigured) adds none. */
+START_TEST(test_counters_aggregate)
+{
+    pa_ring_writer *w = make_ring(8, 8);
+    static const char *const old_names[2] = {"cycles", "instructions"};
+    static const char *const names[2] = {"task-clock", "page-faults"};
+    static const char *const reversed[2] = {"page-faults", "task-clock"};
+    /* Window 1 counts cycles, instructions; windows 2 to 4 task-clock and
+     * page-faults (window 3 in the other order).  Target 100 everywhere,
+     * 200 only in window 1, 300 in 2 to 4 without counters. */
+    const double c100[4][2] = {{1000, 2000}, {10, 1}, {2, 20}, {30, 3}};
+    const double mux100[4] = {0.125, 0.5, 0.25, 1};
+    const double c200[2] = {7, 8};
+    for (int i = 0; i < 4; i++) {
+        fake f;
+        fake_init(&f, (uint64_t)i + 1, (uint64_t)(i + 1) * 1000000000ull, 1.0);
+        f.r.ncounters = 2;
+        f.r.counter_names = i == 0 ? old_names : i == 2 ? reversed : names;
+        pa_target_info *a = fake_add(&f, PA_TARGET_PROCESS, 100, "a", "", 2, 0);
+        a->counters = c100[i];
+        a->multiplex = mux100[i];
+        if (i == 0) {
+            pa_target_info *b =
+                fake_add(&f, PA_TARGET_PROCESS, 200, "b", "", 1, 0);
+            b->counters = c200;
+            b->multiplex = 0.0625;
+        } else {
+            fake_add(&f, PA_TARGET_PROCESS, 300, "c", "", 1, 0);
+        }
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    const pa_report *g;
+    uint64_t seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    ck_assert_uint_eq(seq, 4);
+    ck_assert_uint_eq(g->ncounters, 2);
+    ck_assert_str_eq(g->counter_names[0], "task-clock");
+    ck_assert_str_eq(g->counter_names[1], "page-faults");
+    const pa_target_info *a = NULL, *b = NULL, *c = NULL;
+    for (size_t i = 0; i < g->ntargets; i++) {
+        if (g->targets[i].pid == 100)
+            a = &g->targets[i];
+        else if (g->targets[i].pid == 200)
+            b = &g->targets[i];
+        else if (g->targets[i].pid == 300)
+            c = &g->targets[i];
+    }
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_nonnull(a->counters);
+    ck_assert_double_eq(a->counters[0], 10 + 20 + 30);
+    ck_assert_double_eq(a->counters[1], 1 + 2 + 3);
+    ck_assert_double_eq(a->multiplex, 0.25); /* window 1's 0.125 not */
+    ck_assert_double_eq_tol(a->power.total_w, 2, 1e-12);
+    ck_assert_ptr_null(b->counters); /* only other events */
+    ck_assert_double_eq(b->multiplex, 1);
+    ck_assert_double_eq_tol(b->power.total_w, 0.25, 1e-12); /* power kept */
+    ck_assert_ptr_null(c->counters);
+
+    /* Following: after window 2, windows 3 and 4 only. */
+    seq = 2;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    ck_assert_uint_eq(seq, 4);
+    a = NULL;
+    for (size_t i = 0; i < g->ntargets; i++)
+        if (g->targets[i].pid == 100)
+            a = &g->targets[i];
+    ck_assert_ptr_nonnull(a);
+    ck_assert_double_eq(a->counters[0], 50);
+    ck_assert_double_eq(a->counters[1], 5);
+    ck_assert_double_eq(a->multiplex, 0.25);
+    /* A 0.5 s span: the newest window alone, its own values. */
+    seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 500000000ull, &g), 0);
+    a = NULL;
+    for (size_t i = 0; i < g->ntargets; i++)
+        if (g->targets[i].pid == 100)
+            a = &g->targets[i];
+    ck_assert_ptr_nonnull(a);
+    ck_assert_double_eq(a->counters[0], 30);
+    ck_assert_double_eq(a->counters[1], 3);
+    ck_assert_double_eq(a->multiplex, 1);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
 /* Writes a 32-bit word of the ring's header as another program might. */
 static void poke_u32(const char *name, size_t off, uint32_t v)
 {
@@ -445,7 +606,15 @@ START_TEST(test_version_mismatch)
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 99"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 1"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 2"));
+    /* A ring of a version-1 daemon (no perf counters): refused, saying
+     * which versions differ. */
+    poke_u32(ring_name, 8, 1);
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 1,"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 2"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "same powerapi version"));
     pa_ring_destroy(w);
 
     /* Not a ring at all. */
@@ -732,6 +901,8 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_aggregate);
     tcase_add_test(tc, test_truncation);
     tcase_add_test(tc, test_cgroup_paths);
+    tcase_add_test(tc, test_counters_roundtrip);
+    tcase_add_test(tc, test_counters_aggregate);
     tcase_add_test(tc, test_version_mismatch);
     tcase_add_test(tc, test_dead_writer);
     tcase_add_test(tc, test_hung_writer);

@@ -393,10 +393,12 @@ int pa_parse_duration_ns(const char *s, uint64_t *out);
  * copied it (it counts such a window as lost instead).  A window holds the
  * system record and up to max_targets targets (processes, threads,
  * cgroups); when a report has more, the most powerful are kept and the
- * truncation is counted (pa_ring_info.truncated).  Perf counters are not
- * carried. */
+ * truncation is counted (pa_ring_info.truncated).  Perf counters are
+ * carried (version 2): a window stores the report's counter names (up to
+ * 16, the most a context counts) and each target its counters and
+ * multiplex; targets without counters read back with counters NULL. */
 
-#define PA_RING_VERSION 1              /* layout version of the ring */
+#define PA_RING_VERSION 2              /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;
@@ -423,7 +425,9 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts,
 
 /* Publishes a report as the next window, overwriting the oldest.  Never
  * blocks and never allocates once the writer has seen its largest report.
- * Errors: -EINVAL.  Not thread-safe: one publishing thread per writer
+ * Counter names share the window's string pool with the cgroup paths and
+ * are stored first; a window whose names do not fit carries no counters.
+ * Errors: -EINVAL (NULL report, more than 16 counters).  Not thread-safe: one publishing thread per writer
  * (pa_ring_heartbeat may run concurrently). */
 int pa_ring_publish(pa_ring_writer *w, const pa_report *r);
 
@@ -460,7 +464,13 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
  * the system's power is its energy over the covered windows divided by
  * their total length (a target absent from a window counts 0 W there);
  * interval_s is that total length, energies (J) are the latest
- * cumulative ones, CPU time and network bytes are summed.  *seq_inout
+ * cumulative ones, CPU time and network bytes are summed.  Perf counters
+ * (counts per window) are summed and a target's multiplex is its lowest;
+ * the report has the newest window's counter names, and only windows
+ * with the same set of names (in any order) add to the counters: older
+ * windows counted with other events (the daemon was reconfigured) add
+ * power but no counts.  A target has counters (not NULL) when at least one
+ * such window had them for it.  *seq_inout
  * becomes the newest window included.  Ownership, errors and thread
  * safety as pa_ring_read. */
 int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout,

@@ -7,7 +7,13 @@
  *
  *   [ header: RING_HDR_BYTES ][ slot 0 ][ slot 1 ] ... [ slot cap-1 ]
  *   slot = [ struct ring_window ][ max_targets x struct ring_target ]
- *          [ pool_bytes of NUL-terminated cgroup paths ]
+ *          [ max_targets x PA_MAX_COUNTERS doubles of perf counters ]
+ *          [ pool_bytes of NUL-terminated cgroup paths and counter names ]
+ *
+ * Counters are packed: the i-th stored target's counters are doubles
+ * i*nc .. i*nc+nc-1 of the counter area (nc = the window's ncounters), so
+ * a window without counters copies none.  The counter names are stored
+ * once per window, in the pool.
  *
  * Window s (1, 2, ...) lives in slot (s - 1) % capacity.  Each slot starts
  * with a sequence word (a seqlock): 2s-1 while the writer fills window s,
@@ -77,7 +83,8 @@ struct ring_window {
     uint32_t ntargets;       /* stored */
     uint32_t ntargets_total; /* in the report */
     uint32_t pool_used;
-    uint32_t pad;
+    uint32_t ncounters;                    /* <= PA_MAX_COUNTERS */
+    uint32_t counter_off[PA_MAX_COUNTERS]; /* names, into the pool */
     char formula[128];
     char sensors[128];
     char cpu_source[16];
@@ -92,11 +99,15 @@ struct ring_target {
     uint32_t has_net;
     uint64_t net_rx, net_tx;
     struct ring_power power;
+    uint32_t has_counters; /* its counters are in the counter area */
+    uint32_t pad;
+    double multiplex;
 };
 
 _Static_assert(sizeof(struct ring_hdr) <= RING_HDR_BYTES, "header fits");
 _Static_assert(sizeof(struct ring_window) % 8 == 0, "window words");
 _Static_assert(sizeof(struct ring_target) % 8 == 0, "target words");
+_Static_assert(PA_MAX_COUNTERS <= 32, "counter_map's bit set");
 
 /* ------------------------------------------------------------------ */
 /* Shared helpers                                                      */
@@ -136,12 +147,29 @@ static int ring_shm_name(const char *name, char *buf, size_t len)
     return 0;
 }
 
+static uint64_t counters_bytes_for(uint32_t max_targets)
+{
+    return (uint64_t)max_targets * PA_MAX_COUNTERS * sizeof(double);
+}
+
 static uint64_t slot_bytes_for(uint32_t max_targets, uint32_t pool_bytes)
 {
     uint64_t b = sizeof(struct ring_window) +
                  (uint64_t)max_targets * sizeof(struct ring_target) +
-                 pool_bytes;
+                 counters_bytes_for(max_targets) + pool_bytes;
     return (b + 63) & ~(uint64_t)63;
+}
+
+/* Offsets in a slot of the counter area and of the pool. */
+static size_t counters_at(uint32_t max_targets)
+{
+    return sizeof(struct ring_window) +
+           (size_t)max_targets * sizeof(struct ring_target);
+}
+
+static size_t pool_at(uint32_t max_targets)
+{
+    return counters_at(max_targets) + (size_t)counters_bytes_for(max_targets);
 }
 
 static uint32_t pool_bytes_for(uint32_t max_targets)
@@ -523,6 +551,10 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
 {
     if (!w || !r || (r->ntargets && !r->targets))
         return pa__err(-EINVAL, "ring: publish of a NULL report");
+    if (r->ncounters > PA_MAX_COUNTERS || (r->ncounters && !r->counter_names))
+        return pa__err(-EINVAL,
+                       "ring: a report of %zu counters (at most %d, named)",
+                       r->ncounters, PA_MAX_COUNTERS);
     size_t n = r->ntargets;
     if (n > w->ranks_cap) {
         size_t cap = w->ranks_cap ? w->ranks_cap : 256;
@@ -548,7 +580,8 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
 
     struct ring_window *win = (struct ring_window *)w->buf;
     struct ring_target *tg = (struct ring_target *)(win + 1);
-    char *pool = (char *)(tg + w->max_targets);
+    double *ctr = (double *)(w->buf + counters_at(w->max_targets));
+    char *pool = (char *)w->buf + pool_at(w->max_targets);
     memset(win, 0, sizeof(*win));
     win->tick = r->tick;
     win->time_ns = r->time_ns;
@@ -565,6 +598,20 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
         memset(w->cg, 0, w->cg_cap * sizeof(*w->cg));
         w->gen = 1;
     }
+    /* Names first, so that cgroup paths cannot crowd them out; a window
+     * whose names do not fit carries no counters. */
+    uint32_t nc = (uint32_t)r->ncounters;
+    for (uint32_t e = 0; e < nc; e++) {
+        uint32_t off = pool_put(w, win, pool, r->counter_names[e]);
+        if (off == UINT32_MAX) {
+            nc = 0;
+            break;
+        }
+        win->counter_off[e] = off;
+    }
+    if (!nc)
+        memset(win->counter_off, 0, sizeof(win->counter_off));
+    win->ncounters = nc;
     uint32_t stored = 0;
     for (size_t k = 0; k < keep; k++) {
         const pa_target_info *t = &r->targets[w->ranks[k].i];
@@ -586,6 +633,12 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
         d->net_rx = t->net_rx_bytes;
         d->net_tx = t->net_tx_bytes;
         power_to_ring(&d->power, &t->power);
+        d->multiplex =
+            t->multiplex > 0 && t->multiplex <= 1 ? t->multiplex : 1.0;
+        if (nc && t->counters) {
+            d->has_counters = 1;
+            memcpy(ctr + (size_t)stored * nc, t->counters, nc * sizeof(double));
+        }
         stored++;
     }
     win->ntargets = stored;
@@ -599,8 +652,9 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     __atomic_thread_fence(__ATOMIC_RELEASE);
     words_store(slot + 8, w->buf + 8, sizeof(*win) - 8);
     words_store(slot + sizeof(*win), tg, stored * sizeof(*tg));
-    size_t pool_at = sizeof(*win) + (size_t)w->max_targets * sizeof(*tg);
-    words_store(slot + pool_at, pool, round8(win->pool_used));
+    words_store(slot + counters_at(w->max_targets), ctr,
+                (size_t)stored * nc * sizeof(double));
+    words_store(slot + pool_at(w->max_targets), pool, round8(win->pool_used));
     __atomic_store_n(&sw->seq, 2 * seq, __ATOMIC_RELEASE);
     __atomic_store_n(&h->head, seq, __ATOMIC_RELEASE);
     __atomic_store_n(&h->heartbeat_ns, mono_ns(), __ATOMIC_RELEASE);
@@ -636,6 +690,8 @@ typedef struct agg_target {
     pa_target_info info;
     size_t cgroup_off; /* into arena */
     double e_cpu, e_nic, e_total, e_idle;
+    int has_ctr;                 /* a window with the newest names had them */
+    double ctr[PA_MAX_COUNTERS]; /* summed, in the newest window's order */
 } agg_target;
 
 struct pa_ring_reader {
@@ -654,6 +710,10 @@ struct pa_ring_reader {
     pa_target_info *targets;
     size_t targets_cap;
     char formula[128], sensors[128], cpu_source[16], assumed[PA_MAX_ASSUMED];
+    const char *cnames[PA_MAX_COUNTERS]; /* into cname_buf */
+    char *cname_buf;
+    size_t cname_cap;
+    double *ctr; /* targets_cap x PA_MAX_COUNTERS */
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
@@ -742,6 +802,8 @@ void pa_ring_close(pa_ring_reader *r)
     free(r->buf);
     free(r->copy);
     free(r->targets);
+    free(r->ctr);
+    free(r->cname_buf);
     free(r->agg);
     free(r->idx);
     free(r->arena);
@@ -762,18 +824,23 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
         return -ESTALE;
     struct ring_window *win = (struct ring_window *)r->copy;
     struct ring_target *tg = (struct ring_target *)(win + 1);
-    size_t pool_at = sizeof(*win) + (size_t)r->max_targets * sizeof(*tg);
+    size_t ctr_at = counters_at(r->max_targets);
+    size_t pl_at = pool_at(r->max_targets);
     words_load(r->copy, slot, sizeof(*win));
     uint32_t nt =
         win->ntargets <= r->max_targets ? win->ntargets : r->max_targets;
     uint32_t pu = win->pool_used >= 1 && win->pool_used <= r->pool_bytes
                       ? win->pool_used
                       : 1;
+    uint32_t nc =
+        win->ncounters <= PA_MAX_COUNTERS ? win->ncounters : PA_MAX_COUNTERS;
     words_load(tg, slot + sizeof(*win), nt * sizeof(*tg));
+    words_load(r->copy + ctr_at, slot + ctr_at,
+               (size_t)nt * nc * sizeof(double));
     size_t pbytes = round8(pu);
-    if (pool_at + pbytes > r->slot_bytes)
-        pbytes = r->slot_bytes - pool_at;
-    words_load(r->copy + pool_at, slot + pool_at, pbytes);
+    if (pl_at + pbytes > r->slot_bytes)
+        pbytes = r->slot_bytes - pl_at;
+    words_load(r->copy + pl_at, slot + pl_at, pbytes);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     uint64_t v2 = __atomic_load_n(&sw->seq, __ATOMIC_RELAXED);
     if (v2 != v1)
@@ -785,12 +852,18 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     win->sensors[sizeof(win->sensors) - 1] = '\0';
     win->cpu_source[sizeof(win->cpu_source) - 1] = '\0';
     win->assumed[sizeof(win->assumed) - 1] = '\0';
-    char *pool = (char *)r->copy + pool_at;
+    win->ncounters = nc;
+    char *pool = (char *)r->copy + pl_at;
     pool[pu - 1] = '\0';
+    for (uint32_t e = 0; e < nc; e++)
+        if (win->counter_off[e] >= pu)
+            win->counter_off[e] = 0;
     for (uint32_t i = 0; i < nt; i++) {
         tg[i].comm[PA_COMM_MAX - 1] = '\0';
         if (tg[i].cgroup_off >= pu)
             tg[i].cgroup_off = 0;
+        if (!(tg[i].multiplex > 0 && tg[i].multiplex <= 1))
+            tg[i].multiplex = 1.0;
     }
     unsigned char *t = r->buf;
     r->buf = r->copy;
@@ -800,8 +873,15 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
 
 static const char *window_pool(pa_ring_reader *r)
 {
-    return (const char *)r->buf + sizeof(struct ring_window) +
-           (size_t)r->max_targets * sizeof(struct ring_target);
+    return (const char *)r->buf + pool_at(r->max_targets);
+}
+
+/* The counters of the i-th target of the window in r->buf. */
+static const double *window_counters(pa_ring_reader *r, uint32_t i)
+{
+    const struct ring_window *win = (const struct ring_window *)r->buf;
+    return (const double *)(r->buf + counters_at(r->max_targets)) +
+           (size_t)i * win->ncounters;
 }
 
 static int ensure_targets(pa_ring_reader *r, size_t n)
@@ -815,6 +895,10 @@ static int ensure_targets(pa_ring_reader *r, size_t n)
     if (!t)
         return pa__err(-ENOMEM, "ring: out of memory");
     r->targets = t;
+    double *c = realloc(r->ctr, cap * PA_MAX_COUNTERS * sizeof(*c));
+    if (!c)
+        return pa__err(-ENOMEM, "ring: out of memory");
+    r->ctr = c;
     r->targets_cap = cap;
     return 0;
 }
@@ -834,13 +918,33 @@ static void target_from_ring(pa_target_info *d, const struct ring_target *s,
     d->net_tx_bytes = s->net_tx;
     d->has_net = (int)s->has_net;
     d->counters = NULL;
-    d->multiplex = 1.0;
+    d->multiplex = s->multiplex;
 }
 
-/* The report's system part and strings from the window in r->buf. */
-static void report_head_from_window(pa_ring_reader *r)
+/* The report's system part and strings from the window in r->buf.
+ * -ENOMEM (counter names) leaves the report without counters. */
+static int report_head_from_window(pa_ring_reader *r)
 {
     const struct ring_window *win = (const struct ring_window *)r->buf;
+    const char *pool = window_pool(r);
+    size_t need = 0;
+    for (uint32_t e = 0; e < win->ncounters; e++)
+        need += strlen(pool + win->counter_off[e]) + 1;
+    if (need > r->cname_cap) {
+        char *b = realloc(r->cname_buf, need);
+        if (!b)
+            return pa__err(-ENOMEM, "ring: out of memory");
+        r->cname_buf = b;
+        r->cname_cap = need;
+    }
+    size_t off = 0;
+    for (uint32_t e = 0; e < win->ncounters; e++) {
+        const char *name = pool + win->counter_off[e];
+        size_t n = strlen(name) + 1;
+        memcpy(r->cname_buf + off, name, n);
+        r->cnames[e] = r->cname_buf + off;
+        off += n;
+    }
     memcpy(r->formula, win->formula, sizeof(r->formula));
     memcpy(r->sensors, win->sensors, sizeof(r->sensors));
     memcpy(r->cpu_source, win->cpu_source, sizeof(r->cpu_source));
@@ -854,6 +958,9 @@ static void report_head_from_window(pa_ring_reader *r)
     r->rep.sensors = r->sensors;
     r->rep.cpu_source = r->cpu_source;
     r->rep.assumed = r->assumed;
+    r->rep.ncounters = win->ncounters;
+    r->rep.counter_names = win->ncounters ? r->cnames : NULL;
+    return 0;
 }
 
 /* No window to return: -EOWNERDEAD if the writer is gone, else -EAGAIN. */
@@ -903,12 +1010,19 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
         return nothing_new(r);
     const struct ring_window *win = (const struct ring_window *)r->buf;
     const struct ring_target *tg = (const struct ring_target *)(win + 1);
-    if (ensure_targets(r, win->ntargets) < 0)
+    if (ensure_targets(r, win->ntargets) < 0 || report_head_from_window(r) < 0)
         return -ENOMEM;
-    report_head_from_window(r);
     const char *pool = window_pool(r);
-    for (uint32_t i = 0; i < win->ntargets; i++)
-        target_from_ring(&r->targets[i], &tg[i], pool + tg[i].cgroup_off);
+    size_t nc = win->ncounters;
+    for (uint32_t i = 0; i < win->ntargets; i++) {
+        pa_target_info *d = &r->targets[i];
+        target_from_ring(d, &tg[i], pool + tg[i].cgroup_off);
+        if (nc && tg[i].has_counters) {
+            double *c = r->ctr + (size_t)i * nc;
+            memcpy(c, window_counters(r, i), nc * sizeof(double));
+            d->counters = c;
+        }
+    }
     r->rep.ntargets = win->ntargets;
     r->rep.targets = r->targets;
     r->windows = 1;
@@ -1021,6 +1135,31 @@ static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
     return t;
 }
 
+/* Maps the counters of the window in r->buf to the report's (the newest
+ * window's) names: 1 and map[e] = report index of the window's counter e
+ * when both carry the same set of names (in any order), else 0. */
+static int counter_map(const pa_ring_reader *r, const struct ring_window *win,
+                       const char *pool, int map[PA_MAX_COUNTERS])
+{
+    size_t nc = r->rep.ncounters;
+    if (nc == 0 || win->ncounters != nc)
+        return 0;
+    unsigned used = 0;
+    for (uint32_t e = 0; e < nc; e++) {
+        const char *name = pool + win->counter_off[e];
+        map[e] = -1;
+        for (size_t k = 0; k < nc; k++)
+            if (!(used & (1u << k)) && strcmp(r->cnames[k], name) == 0) {
+                map[e] = (int)k;
+                used |= 1u << k;
+                break;
+            }
+        if (map[e] < 0)
+            return 0;
+    }
+    return 1;
+}
+
 int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
                       const pa_report **out)
 {
@@ -1057,7 +1196,8 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
         if (!first) {
             first = seq;
             end_ns = win->time_ns;
-            report_head_from_window(r);
+            if (report_head_from_window(r) < 0)
+                return -ENOMEM;
         } else if (span_ns && (end_ns < win->time_ns ||
                                end_ns - win->time_ns >= span_ns)) {
             break;
@@ -1074,6 +1214,8 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
         sys_cpu_time += win->system.cpu_time_s;
         const struct ring_target *tg = (const struct ring_target *)(win + 1);
         const char *pool = window_pool(r);
+        int map[PA_MAX_COUNTERS];
+        int same = counter_map(r, win, pool, map);
         for (uint32_t i = 0; i < win->ntargets; i++) {
             const struct ring_target *s = &tg[i];
             const char *cg = pool + s->cgroup_off;
@@ -1087,6 +1229,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
                 t->cgroup_off = off;
                 t->info.power.cpu_time_s = 0;
                 t->info.net_rx_bytes = t->info.net_tx_bytes = 0;
+                t->info.multiplex = 1.0;
             } else {
                 /* Older window of a known target. */
                 t->info.power.flags |= s->power.flags & ~PA_POWER_EXITED;
@@ -1099,6 +1242,14 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
             t->info.net_rx_bytes += s->net_rx;
             t->info.net_tx_bytes += s->net_tx;
             t->info.has_net |= (int)s->has_net;
+            if (same && s->has_counters) {
+                const double *c = window_counters(r, i);
+                for (uint32_t e = 0; e < win->ncounters; e++)
+                    t->ctr[map[e]] += c[e];
+                t->has_ctr = 1;
+                if (s->multiplex < t->info.multiplex)
+                    t->info.multiplex = s->multiplex;
+            }
         }
     }
     if (!first)
@@ -1123,6 +1274,12 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
         d->power.total_w = t->e_total * inv;
         d->power.idle_w = t->e_idle * inv;
         d->power.interval_s = total_s;
+        d->counters = NULL;
+        if (t->has_ctr) {
+            double *c = r->ctr + a * r->rep.ncounters;
+            memcpy(c, t->ctr, r->rep.ncounters * sizeof(double));
+            d->counters = c;
+        }
     }
     r->rep.ntargets = r->nagg;
     r->rep.targets = r->targets;
