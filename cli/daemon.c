@@ -51,10 +51,88 @@ static void usage(FILE *f)
             "  -g, --group GROUP        readable by this group only (mode "
             "0640; default 0644)\n"
             "  -n, --count N            stop after N windows\n"
+            "      --sensor NAME[:OPTS] enable or reconfigure a sensor "
+            "(repeatable), e.g.\n"
+            "                           --sensor perf:events=perf::TASK-CLOCK "
+            "(its counters go\n"
+            "                           into the ring)\n"
+            "      --formula NAME[:OPTS] enable a formula (repeatable)\n"
+            "      --disable NAME       disable a module \"auto\" enabled\n"
             "  -q, --quiet              no start/stop messages\n"
             "  -h, --help               show this help\n",
             pa_cli_prog, pa_cli_prog, PA_RING_DEFAULT_NAME,
             PA_RING_DEFAULT_NAME);
+}
+
+/* A --sensor, --formula or --disable argument, as given. */
+typedef struct mod_arg {
+    int opt; /* OPT_SENSOR, OPT_FORMULA, OPT_DISABLE */
+    const char *arg;
+} mod_arg;
+
+enum { OPT_SENSOR = 256, OPT_FORMULA, OPT_DISABLE };
+
+static const char *mod_flag(int opt)
+{
+    return opt == OPT_SENSOR    ? "--sensor"
+           : opt == OPT_FORMULA ? "--formula"
+                                : "--disable";
+}
+
+/* As `monitor`: "auto" first, then each --sensor/--formula in order, then
+ * the --disables.  Returns 0 or the exit status (printed). */
+static int setup_modules(pa_ctx *ctx, const mod_arg *mods, size_t n)
+{
+    if (!n)
+        return 0; /* the first tick enables "auto" */
+    int rc = pa_module_enable(ctx, "auto", NULL);
+    if (rc < 0) {
+        pa_cli_error(CMD, "enabling auto: %s", pa_cli_errmsg(rc));
+        return PA_EXIT_FAIL;
+    }
+    pa_module_info info[64];
+    int ninfo = pa_module_list(ctx, info, 64);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            const mod_arg *m = &mods[i];
+            if ((m->opt == OPT_DISABLE) != (pass == 1))
+                continue;
+            char name[128];
+            const char *colon = strchr(m->arg, ':');
+            size_t len = colon ? (size_t)(colon - m->arg) : strlen(m->arg);
+            if (len == 0 || len >= sizeof(name) ||
+                (m->opt == OPT_DISABLE && colon)) {
+                pa_cli_error(CMD, "%s: bad module name in '%s'",
+                             mod_flag(m->opt), m->arg);
+                return PA_EXIT_USAGE;
+            }
+            memcpy(name, m->arg, len);
+            name[len] = '\0';
+            pa_module_kind want = m->opt == OPT_SENSOR ? PA_SENSOR : PA_FORMULA;
+            for (int k = 0; k < ninfo && k < 64; k++)
+                if (m->opt != OPT_DISABLE && info[k].name &&
+                    strcmp(info[k].name, name) == 0 && info[k].kind != want) {
+                    pa_cli_error(
+                        CMD, "%s %s: %s is a %s (use %s)", mod_flag(m->opt),
+                        m->arg, name,
+                        info[k].kind == PA_SENSOR ? "sensor" : "formula",
+                        info[k].kind == PA_SENSOR ? "--sensor" : "--formula");
+                    return PA_EXIT_USAGE;
+                }
+            rc = m->opt == OPT_DISABLE
+                     ? pa_module_disable(ctx, name)
+                     : pa_module_enable(ctx, name, colon ? colon + 1 : NULL);
+            if (m->opt == OPT_DISABLE && rc == -ENOENT)
+                continue; /* not enabled is what was asked */
+            if (rc < 0) {
+                pa_cli_error(CMD, "%s %s: %s", mod_flag(m->opt), m->arg,
+                             pa_cli_errmsg(rc));
+                return rc == -ENOENT || rc == -EINVAL ? PA_EXIT_USAGE
+                                                      : PA_EXIT_FAIL;
+            }
+        }
+    }
+    return 0;
 }
 
 static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
@@ -93,9 +171,14 @@ int pa_cli_daemon(int argc, char **argv)
         {"count", required_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
+        {"sensor", required_argument, NULL, OPT_SENSOR},
+        {"formula", required_argument, NULL, OPT_FORMULA},
+        {"disable", required_argument, NULL, OPT_DISABLE},
         {NULL, 0, NULL, 0},
     };
     const char *ring = PA_RING_DEFAULT_NAME;
+    mod_arg mods[32];
+    size_t nmods = 0;
     pa_ring_opts ro = {.capacity = 100,
                        .max_targets = 1024,
                        .mode = 0644,
@@ -151,6 +234,15 @@ int pa_cli_daemon(int argc, char **argv)
         case 'q':
             quiet = true;
             break;
+        case OPT_SENSOR:
+        case OPT_FORMULA:
+        case OPT_DISABLE:
+            if (nmods == sizeof(mods) / sizeof(mods[0]))
+                return pa_cli_usage_error(
+                    CMD, "%s: at most %zu --sensor, --formula and --disable",
+                    mod_flag(c), sizeof(mods) / sizeof(mods[0]));
+            mods[nmods++] = (mod_arg){c, optarg};
+            break;
         case 'h':
             usage(stdout);
             return PA_EXIT_OK;
@@ -185,6 +277,10 @@ int pa_cli_daemon(int argc, char **argv)
     if ((rc = pa_ctx_new(&ctx, NULL)) < 0 || (rc = pa_watch_all(ctx, 1)) < 0 ||
         (rc = pa_report_cgroups(ctx, 1)) < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        goto out;
+    }
+    if ((rc = setup_modules(ctx, mods, nmods)) != 0) {
+        status = rc;
         goto out;
     }
     /* The sampler's first tick primes the readings: the first window is

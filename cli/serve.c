@@ -81,7 +81,10 @@ static void usage(FILE *f)
             "powerapi_cgroup_power_watts{cgroup}, "
             "powerapi_system_power_watts{component},\n"
             "powerapi_system_energy_joules_total, powerapi_window_seconds, "
-            "powerapi_info{formula,cpu_source,assumed}.\n",
+            "powerapi_info{formula,cpu_source,assumed};\n"
+            "with perf counters in the ring: "
+            "powerapi_process_perf_events_per_second{pid,comm,event},\n"
+            "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n",
             pa_cli_prog);
 }
 
@@ -182,6 +185,43 @@ static size_t select_targets(const pa_report *r, pa_target_type type,
     return n;
 }
 
+/* Perf counters of the selected targets as per-second rates (gauges):
+ * a window's count divided by its length.  Not a _total counter: the
+ * counts are per window, and with --window pages overlap, so a sum made
+ * here would count windows twice.  Nothing when the report has none. */
+static void put_counter_rates(FILE *f, const pa_report *r,
+                              const pa_target_info **v, size_t n, int cgroup)
+{
+    if (!r->ncounters || !(r->interval_s > 0))
+        return;
+    const char *name = cgroup ? "powerapi_cgroup_perf_events_per_second"
+                              : "powerapi_process_perf_events_per_second";
+    put_help(f, name, "gauge",
+             cgroup ? "Perf event count of a cgroup v2 per second over the "
+                      "last window, scaled for multiplexing (task-clock: "
+                      "ns per second)."
+                    : "Perf event count of a process per second over the "
+                      "last window, scaled for multiplexing (task-clock: "
+                      "ns per second).");
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i]->counters)
+            continue;
+        for (size_t e = 0; e < r->ncounters; e++) {
+            if (cgroup) {
+                fprintf(f, "%s{cgroup=\"", name);
+                put_label(f, v[i]->cgroup);
+            } else {
+                fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)v[i]->pid);
+                put_label(f, v[i]->comm);
+            }
+            fputs("\",event=\"", f);
+            put_label(f, r->counter_names[e]);
+            fputs("\"}", f);
+            put_value(f, v[i]->counters[e] / r->interval_s);
+        }
+    }
+}
+
 /* Formats a whole /metrics page.  Returns a malloc'd buffer, or NULL. */
 static char *format_metrics(const pa_report *r, const serve_opts *o,
                             size_t *len)
@@ -222,6 +262,8 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
         fputs("\"}", f);
         put_value(f, cgs[i]->power.total_w);
     }
+    put_counter_rates(f, r, procs, np, 0);
+    put_counter_rates(f, r, cgs, nc, 1);
     put_help(f, "powerapi_system_power_watts", "gauge",
              "Power of the whole machine over the last window; idle is the "
              "CPU power no task caused.");

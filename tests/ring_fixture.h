@@ -30,7 +30,10 @@
  *   we"ird\name pid 17, 1.5 W, 15 J      (label escaping)
  *   \xff\xfe-bad pid 99, 0.0625 W, 0.5 J (not UTF-8)
  *   cgroup /system.slice/a.service 5.6875 W
- *   system cpu 10, nic 1, idle 3, total 11 W, 110.5 J; window 0.125 s */
+ *   system cpu 10, nic 1, idle 3, total 11 W, 110.5 J; window 0.125 s
+ * and, with counters (rf_start_counters), perf counters task-clock and
+ * instructions per window: java 62500000 ns and 250000000, the cgroup
+ * 125000000 ns and 500000000 (0.5e9, 2e9, 1e9 and 4e9 per second). */
 #define RF_WINDOW_S 0.125
 
 typedef struct ring_fixture {
@@ -40,6 +43,7 @@ typedef struct ring_fixture {
     int stop; /* atomic */
     int running;
     uint64_t tick;
+    int counters; /* windows carry perf counters */
 } ring_fixture;
 
 static inline void rf_window(pa_report *r, pa_target_info *t, uint64_t tick)
@@ -98,6 +102,16 @@ static inline void rf_publish(ring_fixture *f)
     pa_report r;
     pa_target_info t[4];
     rf_window(&r, t, ++f->tick);
+    static const char *const names[2] = {"task-clock", "instructions"};
+    static const double java[2] = {62500000, 250000000};
+    static const double cgroup[2] = {125000000, 500000000};
+    if (f->counters) {
+        r.ncounters = 2;
+        r.counter_names = names;
+        t[0].counters = java;
+        t[0].multiplex = 0.5;
+        t[3].counters = cgroup;
+    }
     ck_assert_int_eq(pa_ring_publish(f->w, &r), 0);
 }
 
@@ -144,10 +158,12 @@ static inline void rf_sweep(void)
 }
 
 /* Creates the ring (unique name), publishes two windows, and keeps
- * publishing the same window every 50 ms on a thread. */
-static inline void rf_start(ring_fixture *f, const char *tag)
+ * publishing the same window every 50 ms on a thread; with counters, the
+ * windows carry perf counters. */
+static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
 {
     memset(f, 0, sizeof(*f));
+    f->counters = counters;
     snprintf(f->name, sizeof(f->name), "pa-test-%s-%d", tag, (int)getpid());
     pa_ring_opts o = {
         .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
@@ -157,6 +173,11 @@ static inline void rf_start(ring_fixture *f, const char *tag)
     rf_publish(f);
     ck_assert_int_eq(pthread_create(&f->th, NULL, rf_loop, f), 0);
     f->running = 1;
+}
+
+static inline void rf_start(ring_fixture *f, const char *tag)
+{
+    rf_start_with(f, tag, 0);
 }
 
 /* Stops publishing (the ring stays, its writer "hangs"). */

@@ -207,6 +207,30 @@ START_TEST(test_daemon_publishes)
 }
 END_TEST
 
+/* --sensor/--formula/--disable as in `monitor`: unknown modules and the
+ * wrong kind are usage errors naming the argument, and leave no ring. */
+START_TEST(test_daemon_modules)
+{
+    char cmd[512];
+    char *out = NULL;
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --sensor nosuch 2>&1",
+             PA_CLI_PATH, name);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "--sensor nosuch"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --formula procfs-cpu 2>&1",
+             PA_CLI_PATH, name);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "procfs-cpu is a sensor (use --sensor)"), "%s",
+                  out);
+    free(out);
+    char path[128];
+    snprintf(path, sizeof(path), "/dev/shm/%s", name);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), -1);
+}
+END_TEST
+
 START_TEST(test_daemon_group_and_count)
 {
     char gid[32];
@@ -273,6 +297,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_daemon_publishes);
+    tcase_add_test(tc, test_daemon_modules);
     tcase_add_test(tc, test_daemon_group_and_count);
     tcase_add_test(tc, test_daemon_killed);
     suite_add_tcase(s, tc);

@@ -8,7 +8,7 @@
 
 #include <stdarg.h>
 
-static pid_t serve_pid, prom_pid;
+static pid_t serve_pid, prom_pid, daemon_pid;
 static int serve_out = -1;
 static unsigned serve_port;
 static ring_fixture rf;
@@ -40,7 +40,7 @@ static void start_serve(const char *ring)
 static void setup(void)
 {
     dir = pa_test_tmpdir();
-    serve_pid = prom_pid = 0;
+    serve_pid = prom_pid = daemon_pid = 0;
     memset(&rf, 0, sizeof(rf));
 }
 
@@ -50,6 +50,8 @@ static void teardown(void)
         rf_stop_child(prom_pid, SIGTERM, 10000);
     if (serve_pid > 0)
         rf_stop_child(serve_pid, SIGTERM, 5000);
+    if (daemon_pid > 0)
+        rf_stop_child(daemon_pid, SIGTERM, 5000);
     if (serve_out >= 0)
         close(serve_out);
     serve_out = -1;
@@ -97,6 +99,98 @@ START_TEST(test_own_sampling)
         fprintf(stderr,
                 "test_own_sampling: promtool check SKIPPED: promtool absent\n");
     }
+    free(resp);
+}
+END_TEST
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The value of the task-clock rate of this process on a page, or -1. */
+static double my_task_clock(const char *page)
+{
+    char pre[96];
+    snprintf(pre, sizeof(pre),
+             "powerapi_process_perf_events_per_second{pid=\"%d\",",
+             (int)getpid());
+    for (const char *p = strstr(page, pre); p; p = strstr(p + 1, pre)) {
+        const char *nl = strchr(p, '\n');
+        const char *ev = strstr(p, "event=\"perf::TASK-CLOCK\"} ");
+        if (ev && (!nl || ev < nl))
+            return strtod(ev + strlen("event=\"perf::TASK-CLOCK\"} "), NULL);
+    }
+    return -1;
+}
+
+/* `powerapi daemon --sensor perf:...` publishes perf counters; `serve
+ * --ring` shows this busy process's task-clock: about 1e9 ns per second
+ * of the window while it burns one CPU. */
+START_TEST(test_daemon_perf_counters)
+{
+    pa_ctx *probe = NULL;
+    ck_assert_int_eq(pa_ctx_new(&probe, NULL), 0);
+    int rc = pa_module_enable(probe, "perf", "events=perf::TASK-CLOCK");
+    if (rc == 0)
+        rc = pa_tick(probe);
+    pa_ctx_free(probe);
+    if (rc < 0) {
+        fprintf(stderr, "test_daemon_perf_counters: SKIPPED: perf: %s\n",
+                pa_last_error());
+        return;
+    }
+    char ring[64];
+    snprintf(ring, sizeof(ring), "pa-test-perfserve-%d", (int)getpid());
+    char *argv[] = {PA_CLI_PATH,
+                    "daemon",
+                    "--ring",
+                    ring,
+                    "--interval",
+                    "100ms",
+                    "--capacity",
+                    "20",
+                    "-q",
+                    "--sensor",
+                    "procfs-cpu",
+                    "--sensor",
+                    "perf:events=perf::TASK-CLOCK",
+                    NULL};
+    int dout = -1;
+    daemon_pid = rf_spawn(argv, &dout);
+    close(dout);
+    pa_ring_reader *r = NULL;
+    rc = -ENOENT;
+    for (uint64_t end = rf_now_ms() + 10000; rf_now_ms() < end;) {
+        rc = pa_ring_open(ring, &r);
+        if (rc != -ENOENT && rc != -EAGAIN)
+            break;
+        usleep(20000);
+    }
+    ck_assert_msg(rc == 0, "daemon's ring: %s", pa_last_error());
+    pa_ring_close(r);
+    start_serve(ring);
+    double best = -1;
+    char *resp = NULL;
+    for (int i = 0; i < 20 && best < 5e8; i++) {
+        double until = cpu_s() + 0.25; /* busy: one CPU */
+        while (cpu_s() < until)
+            ;
+        free(resp);
+        resp = NULL;
+        if (rf_get(serve_port, "/metrics", &resp) == 200) {
+            double v = my_task_clock(rf_body(resp));
+            if (v > best)
+                best = v;
+        }
+    }
+    printf("daemon perf: task-clock of the busy test %.3g ns/s\n", best);
+    /* a shared 2-CPU machine may give the test less than a CPU */
+    ck_assert_msg(best >= 2.5e8 && best <= 1.3e9,
+                  "task-clock rate %.3g ns/s (busy: ~1e9); last page:\n%s",
+                  best, resp ? rf_body(resp) : "(none)");
     free(resp);
 }
 END_TEST
@@ -208,6 +302,7 @@ int main(void)
     tcase_set_timeout(tc, 90);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_own_sampling);
+    tcase_add_test(tc, test_daemon_perf_counters);
     tcase_add_test(tc, test_prometheus_scrapes);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);

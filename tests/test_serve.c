@@ -229,6 +229,58 @@ START_TEST(test_bounds)
 }
 END_TEST
 
+static const char expected_counters[] =
+    "# HELP powerapi_process_perf_events_per_second Perf event count of a "
+    "process per second over the last window, scaled for multiplexing "
+    "(task-clock: ns per second).\n"
+    "# TYPE powerapi_process_perf_events_per_second gauge\n"
+    "powerapi_process_perf_events_per_second{pid=\"4242\",comm=\"java\",event="
+    "\"task-clock\"} 500000000\n"
+    "powerapi_process_perf_events_per_second{pid=\"4242\",comm=\"java\",event="
+    "\"instructions\"} 2000000000\n"
+    "# HELP powerapi_cgroup_perf_events_per_second Perf event count of a "
+    "cgroup v2 per second over the last window, scaled for multiplexing "
+    "(task-clock: ns per second).\n"
+    "# TYPE powerapi_cgroup_perf_events_per_second gauge\n"
+    "powerapi_cgroup_perf_events_per_second{cgroup=\"/system.slice/a.service\","
+    "event=\"task-clock\"} 1000000000\n"
+    "powerapi_cgroup_perf_events_per_second{cgroup=\"/system.slice/a.service\","
+    "event=\"instructions\"} 4000000000\n"
+    "# HELP powerapi_system_power_watts ";
+
+/* A ring carrying perf counters: each page has their per-second rates
+ * (the counts of the windows it covers over their length), after the
+ * cgroups' power; processes without counters have no such series. */
+START_TEST(test_counters)
+{
+    rf_stop(&rf);
+    rf_start_with(&rf, "serve-ctr", 1);
+    start_serve(NULL);
+    for (int i = 0; i < 2; i++) {
+        char *resp;
+        ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
+        const char *b = rf_body(resp);
+        ck_assert_msg(strstr(b, "summed) over the last window.\n"
+                                "# TYPE powerapi_cgroup_power_watts gauge\n"
+                                "powerapi_cgroup_power_watts{cgroup=\"/system."
+                                "slice/a.service\"} 5.6875\n") &&
+                          strstr(b, expected_counters),
+                      "page:\n%s", b);
+        ck_assert_int_eq(
+            count_lines(b, "powerapi_process_perf_events_per_second{"), 2);
+        if (i == 1 && system("command -v promtool >/dev/null 2>&1") == 0) {
+            char *out = NULL;
+            int st = promtool_check(b, &out);
+            ck_assert_msg(st == 0, "promtool: %s\n--- page:\n%s",
+                          out ? out : "", b);
+            free(out);
+        }
+        free(resp);
+        usleep(300000); /* the next page averages several windows */
+    }
+}
+END_TEST
+
 START_TEST(test_bad_arguments)
 {
     char cmd[512];
@@ -526,6 +578,7 @@ int main(void)
     tcase_add_test(tc, test_metrics_page);
     tcase_add_test(tc, test_promtool);
     tcase_add_test(tc, test_bounds);
+    tcase_add_test(tc, test_counters);
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_malformed);
     tcase_add_test(tc, test_slow_clients);
