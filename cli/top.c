@@ -205,7 +205,8 @@ static size_t build_rows(top *t)
             t->rows[n++] = x;
     }
     g_sort = t->sort;
-    qsort(t->rows, n, sizeof(*t->rows), qsort_rows);
+    if (n > 1)
+        qsort(t->rows, n, sizeof(*t->rows), qsort_rows);
     return n;
 }
 

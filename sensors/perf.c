@@ -1231,7 +1231,8 @@ static int perf_sample(pa_module *m, pa_frame *f)
             target_close(st, st->tg[i]);
     }
     st->ntg = w;
-    qsort(st->tg, st->ntg, sizeof(st->tg[0]), target_cmp);
+    if (st->ntg > 1)
+        qsort(st->tg, st->ntg, sizeof(st->tg[0]), target_cmp);
 
     if (st->nsys) {
         double mux = 1.0;

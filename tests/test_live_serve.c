@@ -134,6 +134,8 @@ START_TEST(test_daemon_perf_counters)
     pa_ctx *probe = NULL;
     ck_assert_int_eq(pa_ctx_new(&probe, NULL), 0);
     int rc = pa_module_enable(probe, "perf", "events=perf::TASK-CLOCK");
+    if (rc == 0)
+        rc = pa_tick(probe);
     pa_ctx_free(probe);
     if (rc < 0) {
         fprintf(stderr, "test_daemon_perf_counters: SKIPPED: perf: %s\n",

@@ -247,6 +247,24 @@ START_TEST(count_self_group)
 }
 END_TEST
 
+/* A context that counts events but watches nothing yet ticks cleanly
+ * (no target table: nothing to sort, UBSan checks it). */
+START_TEST(tick_without_targets)
+{
+    pa_ctx *ctx = live_ctx();
+    ck_assert_int_eq(pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK"),
+                     0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    ck_assert_int_eq(pa_tick(ctx), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    ck_assert_uint_eq(r->ncounters, 1);
+    ck_assert_uint_eq(r->ntargets, 0);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+}
+END_TEST
+
 static void *idle_thread(void *arg)
 {
     (void)arg;
@@ -453,6 +471,7 @@ static Suite *suite(void)
     tcase_add_test(tc, system_cycles);
     tcase_add_test(tc, count_self_separate);
     tcase_add_test(tc, count_self_group);
+    tcase_add_test(tc, tick_without_targets);
     tcase_add_test(tc, descriptor_budget);
     tcase_add_test(tc, another_users_process);
     tcase_add_test(tc, events_listing);
