@@ -1,12 +1,18 @@
 #!/bin/bash
 # bench_jalen.sh - overhead of the jalen agent on an embedded Jetty 9 under wrk.
 #
-# Usage: bench/bench_jalen.sh [BUILD_DIR] [RUNS] [SECONDS]
+# Usage: bench/bench_jalen.sh [BUILD_DIR] [RUNS] [SECONDS] [WARMUP]
 #   BUILD_DIR  the CMake build folder (default: build); needs libjalen.so, the
 #              Jetty workload (Debian libjetty9-java) and wrk.
 #   RUNS       measured runs per configuration (default 5), a fresh JVM each,
 #              configurations alternating run after run.
-#   SECONDS    measured wrk run (default 5), after a 3 s warm-up.
+#   SECONDS    measured wrk run (default 5).
+#   WARMUP     wrk warm-up before it (default 10 s): C2 compiles Jetty's
+#              request path for about the first 10 s, and with the agent it
+#              also records debug information at non-safepoints (the price
+#              of exact inlined frames, see CompiledMethodLoad in agent.c),
+#              so a 3 s warm-up put 25 % more JIT CPU time into the measured
+#              run: a one-time cost, not a per-request one.
 #
 # On shared 2-vCPU machines requests/s swings by tens of percent from run to
 # run, so the figure that counts is the JVM's CPU time per request
@@ -21,6 +27,7 @@ set -u
 BUILD=${1:-build}
 RUNS=${2:-5}
 SECS=${3:-5}
+WARM=${4:-10}
 ENVF="$BUILD/jalen-agent/jalen-env.sh"
 [ -r "$ENVF" ] || { echo "bench_jalen: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
 # shellcheck disable=SC1090
@@ -49,7 +56,7 @@ one_run() {
         sleep 0.1
     done
     [ -n "$port" ] || { echo "bench_jalen: Jetty did not start ($cfg)" >&2; kill -9 $pid; return 1; }
-    wrk -t2 -c16 -d3s "http://127.0.0.1:$port/hello" >/dev/null 2>&1
+    wrk -t2 -c16 -d"${WARM}s" "http://127.0.0.1:$port/hello" >/dev/null 2>&1
     local c0 c1 reqs rps rss
     c0=$(cpu_ticks $pid)
     wrk -t2 -c16 -d"${SECS}s" "http://127.0.0.1:$port/hello" >"$TMP/wrk.txt" 2>&1
@@ -69,7 +76,7 @@ one_run() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "bench_jalen: Jetty 9 + wrk -t2 -c16 on 127.0.0.1, $RUNS runs x ${SECS}s per configuration, alternating, $(nproc) CPUs"
+echo "bench_jalen: Jetty 9 + wrk -t2 -c16 on 127.0.0.1, $RUNS runs x ${SECS}s (after ${WARM}s of warm-up) per configuration, alternating, $(nproc) CPUs"
 echo "warm-up run (discarded)"
 one_run none >/dev/null || exit 1
 NCFG=${#CONFIGS[@]}
