@@ -81,6 +81,35 @@ int pa_cli_parse_duration(const char *s, uint64_t *out_ns);
 uint64_t pa_cli_mono_ns(void);
 uint64_t pa_cli_real_ns(void);
 
+/* ---- --sensor/--formula/--disable (cli/modargs.c), monitor and daemon ---- */
+
+typedef struct pa_cli_mod_req {
+    const char *flag; /* "--sensor", "--formula" */
+    pa_module_kind kind;
+    char *name;          /* owned */
+    const char *options; /* inside name's allocation, or NULL */
+    const char *arg;     /* as given, for messages */
+} pa_cli_mod_req;
+
+typedef struct pa_cli_mods {
+    pa_cli_mod_req *v;
+    size_t n;
+    const char **disables;
+    size_t ndisables;
+} pa_cli_mods;
+
+/* Records "NAME[:OPTS]" of a --sensor (PA_SENSOR) or --formula
+ * (PA_FORMULA).  0, PA_EXIT_USAGE (printed) or -ENOMEM. */
+int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind,
+                    const char *arg);
+/* Records a --disable NAME.  0, PA_EXIT_USAGE (printed) or -ENOMEM. */
+int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name);
+/* Enables "auto", then the recorded modules in order, then disables;
+ * nothing when none were given (the first tick enables "auto").  Returns
+ * 0 or the exit status, the error printed as one line. */
+int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m);
+void pa_cli_mods_free(pa_cli_mods *m);
+
 /* ---- fixture replay (cli/replay.c), a testing aid of `monitor` ---- */
 
 typedef struct pa_replay pa_replay;

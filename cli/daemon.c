@@ -64,76 +64,7 @@ static void usage(FILE *f)
             PA_RING_DEFAULT_NAME);
 }
 
-/* A --sensor, --formula or --disable argument, as given. */
-typedef struct mod_arg {
-    int opt; /* OPT_SENSOR, OPT_FORMULA, OPT_DISABLE */
-    const char *arg;
-} mod_arg;
-
 enum { OPT_SENSOR = 256, OPT_FORMULA, OPT_DISABLE };
-
-static const char *mod_flag(int opt)
-{
-    return opt == OPT_SENSOR    ? "--sensor"
-           : opt == OPT_FORMULA ? "--formula"
-                                : "--disable";
-}
-
-/* As `monitor`: "auto" first, then each --sensor/--formula in order, then
- * the --disables.  Returns 0 or the exit status (printed). */
-static int setup_modules(pa_ctx *ctx, const mod_arg *mods, size_t n)
-{
-    if (!n)
-        return 0; /* the first tick enables "auto" */
-    int rc = pa_module_enable(ctx, "auto", NULL);
-    if (rc < 0) {
-        pa_cli_error(CMD, "enabling auto: %s", pa_cli_errmsg(rc));
-        return PA_EXIT_FAIL;
-    }
-    pa_module_info info[64];
-    int ninfo = pa_module_list(ctx, info, 64);
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < n; i++) {
-            const mod_arg *m = &mods[i];
-            if ((m->opt == OPT_DISABLE) != (pass == 1))
-                continue;
-            char name[128];
-            const char *colon = strchr(m->arg, ':');
-            size_t len = colon ? (size_t)(colon - m->arg) : strlen(m->arg);
-            if (len == 0 || len >= sizeof(name) ||
-                (m->opt == OPT_DISABLE && colon)) {
-                pa_cli_error(CMD, "%s: bad module name in '%s'",
-                             mod_flag(m->opt), m->arg);
-                return PA_EXIT_USAGE;
-            }
-            memcpy(name, m->arg, len);
-            name[len] = '\0';
-            pa_module_kind want = m->opt == OPT_SENSOR ? PA_SENSOR : PA_FORMULA;
-            for (int k = 0; k < ninfo && k < 64; k++)
-                if (m->opt != OPT_DISABLE && info[k].name &&
-                    strcmp(info[k].name, name) == 0 && info[k].kind != want) {
-                    pa_cli_error(
-                        CMD, "%s %s: %s is a %s (use %s)", mod_flag(m->opt),
-                        m->arg, name,
-                        info[k].kind == PA_SENSOR ? "sensor" : "formula",
-                        info[k].kind == PA_SENSOR ? "--sensor" : "--formula");
-                    return PA_EXIT_USAGE;
-                }
-            rc = m->opt == OPT_DISABLE
-                     ? pa_module_disable(ctx, name)
-                     : pa_module_enable(ctx, name, colon ? colon + 1 : NULL);
-            if (m->opt == OPT_DISABLE && rc == -ENOENT)
-                continue; /* not enabled is what was asked */
-            if (rc < 0) {
-                pa_cli_error(CMD, "%s %s: %s", mod_flag(m->opt), m->arg,
-                             pa_cli_errmsg(rc));
-                return rc == -ENOENT || rc == -EINVAL ? PA_EXIT_USAGE
-                                                      : PA_EXIT_FAIL;
-            }
-        }
-    }
-    return 0;
-}
 
 static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
@@ -160,7 +91,7 @@ static int parse_group(const char *s, gid_t *out)
     return 0;
 }
 
-int pa_cli_daemon(int argc, char **argv)
+static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
 {
     static const struct option longopts[] = {
         {"ring", required_argument, NULL, 'r'},
@@ -177,8 +108,6 @@ int pa_cli_daemon(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *ring = PA_RING_DEFAULT_NAME;
-    mod_arg mods[32];
-    size_t nmods = 0;
     pa_ring_opts ro = {.capacity = 100,
                        .max_targets = 1024,
                        .mode = 0644,
@@ -236,13 +165,21 @@ int pa_cli_daemon(int argc, char **argv)
             break;
         case OPT_SENSOR:
         case OPT_FORMULA:
-        case OPT_DISABLE:
-            if (nmods == sizeof(mods) / sizeof(mods[0]))
-                return pa_cli_usage_error(
-                    CMD, "%s: at most %zu --sensor, --formula and --disable",
-                    mod_flag(c), sizeof(mods) / sizeof(mods[0]));
-            mods[nmods++] = (mod_arg){c, optarg};
+        case OPT_DISABLE: {
+            int rc = c == OPT_DISABLE
+                         ? pa_cli_mods_disable(mods, CMD, optarg)
+                         : pa_cli_mods_add(mods, CMD,
+                                           c == OPT_SENSOR ? PA_SENSOR
+                                                           : PA_FORMULA,
+                                           optarg);
+            if (rc == -ENOMEM) {
+                pa_cli_error(CMD, "out of memory");
+                rc = PA_EXIT_FAIL;
+            }
+            if (rc)
+                return rc;
             break;
+        }
         case 'h':
             usage(stdout);
             return PA_EXIT_OK;
@@ -279,7 +216,7 @@ int pa_cli_daemon(int argc, char **argv)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    if ((rc = setup_modules(ctx, mods, nmods)) != 0) {
+    if ((rc = pa_cli_mods_apply(ctx, CMD, mods)) != 0) {
         status = rc;
         goto out;
     }
@@ -330,5 +267,13 @@ out:
     pa_ctx_free(ctx);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */
     sigprocmask(SIG_SETMASK, &old, NULL);
+    return status;
+}
+
+int pa_cli_daemon(int argc, char **argv)
+{
+    pa_cli_mods mods = {0};
+    int status = daemon_main(argc, argv, &mods);
+    pa_cli_mods_free(&mods);
     return status;
 }

@@ -30,14 +30,6 @@ static const char *CMD = "monitor";
 
 #define NS_PER_S 1000000000ull
 
-typedef struct mod_req {
-    const char *flag; /* "--sensor", "--formula" */
-    pa_module_kind kind;
-    char *name;
-    const char *options; /* inside name's allocation, or NULL */
-    const char *arg;     /* as given, for messages */
-} mod_req;
-
 typedef struct watched {
     pid_t pid;
     bool ok;   /* pa_watch_pid succeeded */
@@ -56,10 +48,7 @@ typedef struct monitor {
     unsigned long top;
     bool top_set;
     pa_out_format fmt;
-    mod_req *mods;
-    size_t nmods;
-    char **disables;
-    size_t ndisables;
+    pa_cli_mods mods;
     const char *output;
     uint64_t clock_step_ns;
     const char *states;
@@ -152,10 +141,7 @@ static void monitor_help(FILE *f)
 
 static void monitor_free(monitor *m)
 {
-    for (size_t i = 0; i < m->nmods; i++)
-        free(m->mods[i].name);
-    free(m->mods);
-    free(m->disables);
+    pa_cli_mods_free(&m->mods);
     free(m->pids);
     pa_out_fini(&m->out);
     if (m->f && m->f != stdout)
@@ -194,24 +180,6 @@ static int add_pids(monitor *m, const char *arg)
     }
     free(copy);
     return err ? err : added ? 0 : -EINVAL;
-}
-
-static int add_mod(monitor *m, const char *flag, pa_module_kind kind,
-                   const char *arg)
-{
-    mod_req *n = realloc(m->mods, (m->nmods + 1) * sizeof(*n));
-    if (!n)
-        return -ENOMEM;
-    m->mods = n;
-    char *name = strdup(arg);
-    if (!name)
-        return -ENOMEM;
-    char *colon = strchr(name, ':');
-    if (colon)
-        *colon = '\0';
-    m->mods[m->nmods++] =
-        (mod_req){flag, kind, name, colon ? colon + 1 : NULL, arg};
-    return 0;
 }
 
 static int parse_args(monitor *m, int argc, char **argv)
@@ -310,24 +278,18 @@ static int parse_args(monitor *m, int argc, char **argv)
                     optarg);
             break;
         case OPT_SENSOR:
-        case OPT_FORMULA: {
-            const char *flag = c == OPT_SENSOR ? "--sensor" : "--formula";
-            if (!optarg[0] || optarg[0] == ':')
-                return pa_cli_usage_error(
-                    CMD, "%s: missing module name in '%s'", flag, optarg);
-            if (add_mod(m, flag, c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA,
-                        optarg) < 0)
-                goto nomem;
-            break;
-        }
+        case OPT_FORMULA:
         case OPT_DISABLE: {
-            if (!optarg[0])
-                return pa_cli_usage_error(CMD, "--disable: empty module name");
-            char **n = realloc(m->disables, (m->ndisables + 1) * sizeof(*n));
-            if (!n)
+            int rc = c == OPT_DISABLE
+                         ? pa_cli_mods_disable(&m->mods, CMD, optarg)
+                         : pa_cli_mods_add(&m->mods, CMD,
+                                           c == OPT_SENSOR ? PA_SENSOR
+                                                           : PA_FORMULA,
+                                           optarg);
+            if (rc == -ENOMEM)
                 goto nomem;
-            m->disables = n;
-            m->disables[m->ndisables++] = optarg;
+            if (rc)
+                return rc;
             break;
         }
         case OPT_PROCFS:
@@ -390,7 +352,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         return pa_cli_usage_error(
             CMD, "--threads needs --pid, --all or a COMMAND (which threads?)");
     if (m->ring &&
-        (m->cmd || m->threads || m->nmods || m->ndisables || m->copts.procfs ||
+        (m->cmd || m->threads || m->mods.n || m->mods.ndisables || m->copts.procfs ||
          m->copts.sysfs || m->copts.hwdb || m->clock_step_ns))
         return pa_cli_usage_error(
             CMD, "--ring reads what the daemon samples: no COMMAND, "
@@ -401,111 +363,6 @@ static int parse_args(monitor *m, int argc, char **argv)
 nomem:
     pa_cli_error(CMD, "out of memory");
     return PA_EXIT_FAIL;
-}
-
-/* ------------------------------------------------------------------ */
-/* Modules                                                             */
-/* ------------------------------------------------------------------ */
-
-/* Appends "(sensors: a, b; formulas: c, d)" to a message that does not
- * already list the modules. */
-static void known_modules(pa_ctx *ctx, char *buf, size_t len)
-{
-    pa_module_info info[64];
-    int n = pa_module_list(ctx, info, 64);
-    buf[0] = '\0';
-    if (n <= 0)
-        return;
-    if (n > 64)
-        n = 64;
-    size_t off = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        pa_module_kind kind = pass ? PA_FORMULA : PA_SENSOR;
-        int first = 1;
-        for (int i = 0; i < n && off < len; i++) {
-            if (info[i].kind != kind)
-                continue;
-            off += (size_t)snprintf(
-                buf + off, len - off, "%s%s%s",
-                first ? (pass ? "; formulas: " : " (sensors: ") : ", ", "",
-                info[i].name);
-            first = 0;
-        }
-    }
-    if (off && off < len)
-        snprintf(buf + off, len - off, ")");
-}
-
-static const pa_module_info *find_module(const pa_module_info *info, int n,
-                                         const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (info[i].name && !strcmp(info[i].name, name))
-            return &info[i];
-    return NULL;
-}
-
-/* Prints "<flag> <arg>: <library message>" (without the message's own
- * "<name>: " prefix) and returns the exit status. */
-static int module_error(monitor *m, const char *flag, const char *arg,
-                        const char *name, int err)
-{
-    char msg[1024];
-    const char *lib = pa_cli_errmsg(err);
-    size_t nl = strlen(name);
-    if (!strncmp(lib, name, nl) && lib[nl] == ':' && lib[nl + 1] == ' ')
-        lib += nl + 2;
-    snprintf(msg, sizeof(msg), "%s", lib);
-    char list[512] = "";
-    if (err == -ENOENT) {
-        known_modules(m->ctx, list, sizeof(list));
-        /* the library's message may already list them */
-        pa_module_info info[64];
-        int n = pa_module_list(m->ctx, info, 64);
-        if (n > 0 && strstr(msg, info[0].name))
-            list[0] = '\0';
-    }
-    pa_cli_error(CMD, "%s %s: %s%s", flag, arg, msg, list);
-    /* unknown names and bad options are the user's; the rest the
-     * machine's */
-    return (err == -ENOENT || err == -EINVAL) ? PA_EXIT_USAGE : PA_EXIT_FAIL;
-}
-
-static int setup_modules(monitor *m)
-{
-    if (!m->nmods && !m->ndisables)
-        return 0; /* the first tick enables "auto" */
-    int err = pa_module_enable(m->ctx, "auto", NULL);
-    if (err < 0)
-        return module_error(m, "enable", "auto", "auto", err);
-
-    pa_module_info info[64];
-    int n = pa_module_list(m->ctx, info, 64);
-    if (n > 64)
-        n = 64;
-    for (size_t i = 0; i < m->nmods; i++) {
-        mod_req *r = &m->mods[i];
-        const pa_module_info *mi = n > 0 ? find_module(info, n, r->name) : NULL;
-        if (mi && mi->kind != r->kind) {
-            pa_cli_error(CMD, "%s %s: %s is a %s (use %s)", r->flag, r->name,
-                         r->name, mi->kind == PA_SENSOR ? "sensor" : "formula",
-                         mi->kind == PA_SENSOR ? "--sensor" : "--formula");
-            return PA_EXIT_USAGE;
-        }
-        err = pa_module_enable(m->ctx, r->name, r->options);
-        if (err < 0)
-            return module_error(m, r->flag, r->arg, r->name, err);
-    }
-    for (size_t i = 0; i < m->ndisables; i++) {
-        const char *name = m->disables[i];
-        err = pa_module_disable(m->ctx, name);
-        /* disabling a known module that is not enabled is what was asked */
-        if (err == -ENOENT && n > 0 && find_module(info, n, name))
-            continue;
-        if (err < 0)
-            return module_error(m, "--disable", name, name, err);
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -891,7 +748,7 @@ int pa_cli_monitor(int argc, char **argv)
         status = PA_EXIT_FAIL;
         goto out;
     }
-    if (!m.ring && (status = setup_modules(&m)) != 0)
+    if (!m.ring && (status = pa_cli_mods_apply(m.ctx, CMD, &m.mods)) != 0)
         goto out;
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;

@@ -224,6 +224,12 @@ START_TEST(test_daemon_modules)
     ck_assert_msg(strstr(out, "procfs-cpu is a sensor (use --sensor)"), "%s",
                   out);
     free(out);
+    /* an unknown --disable is an error too (the modules are listed) */
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable nosuch 2>&1",
+             PA_CLI_PATH, name);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "--disable nosuch: unknown module"), "%s", out);
+    free(out);
     char path[128];
     snprintf(path, sizeof(path), "/dev/shm/%s", name);
     struct stat st;

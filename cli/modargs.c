@@ -1,0 +1,156 @@
+/*
+ * modargs.c - the --sensor, --formula and --disable arguments shared by
+ * `monitor` and `daemon`: recorded while parsing, applied to a context
+ * ("auto" first, then every --sensor/--formula in order, then the
+ * --disables), each error one line naming the flag and the fix.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind,
+                    const char *arg)
+{
+    const char *flag = kind == PA_SENSOR ? "--sensor" : "--formula";
+    if (!arg[0] || arg[0] == ':')
+        return pa_cli_usage_error(cmd, "%s: missing module name in '%s'",
+                                  flag, arg);
+    pa_cli_mod_req *n = realloc(m->v, (m->n + 1) * sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    m->v = n;
+    char *name = strdup(arg);
+    if (!name)
+        return -ENOMEM;
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = '\0';
+    m->v[m->n++] = (pa_cli_mod_req){flag, kind, name,
+                                    colon ? colon + 1 : NULL, arg};
+    return 0;
+}
+
+int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name)
+{
+    if (!name[0] || strchr(name, ':'))
+        return pa_cli_usage_error(cmd, "--disable: bad module name '%s'",
+                                  name);
+    const char **n = realloc(m->disables, (m->ndisables + 1) * sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    m->disables = n;
+    m->disables[m->ndisables++] = name;
+    return 0;
+}
+
+void pa_cli_mods_free(pa_cli_mods *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->v[i].name);
+    free(m->v);
+    free(m->disables);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Appends "(sensors: a, b; formulas: c, d)" to a message that does not
+ * already list the modules. */
+static void known_modules(pa_ctx *ctx, char *buf, size_t len)
+{
+    pa_module_info info[64];
+    int n = pa_module_list(ctx, info, 64);
+    buf[0] = '\0';
+    if (n <= 0)
+        return;
+    if (n > 64)
+        n = 64;
+    size_t off = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        pa_module_kind kind = pass ? PA_FORMULA : PA_SENSOR;
+        int first = 1;
+        for (int i = 0; i < n && off < len; i++) {
+            if (info[i].kind != kind)
+                continue;
+            off += (size_t)snprintf(
+                buf + off, len - off, "%s%s%s",
+                first ? (pass ? "; formulas: " : " (sensors: ") : ", ", "",
+                info[i].name);
+            first = 0;
+        }
+    }
+    if (off && off < len)
+        snprintf(buf + off, len - off, ")");
+}
+
+static const pa_module_info *find_module(const pa_module_info *info, int n,
+                                         const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (info[i].name && !strcmp(info[i].name, name))
+            return &info[i];
+    return NULL;
+}
+
+/* Prints "<flag> <arg>: <library message>" (without the message's own
+ * "<name>: " prefix) and returns the exit status. */
+static int module_error(pa_ctx *ctx, const char *cmd, const char *flag,
+                        const char *arg, const char *name, int err)
+{
+    char msg[1024];
+    const char *lib = pa_cli_errmsg(err);
+    size_t nl = strlen(name);
+    if (!strncmp(lib, name, nl) && lib[nl] == ':' && lib[nl + 1] == ' ')
+        lib += nl + 2;
+    snprintf(msg, sizeof(msg), "%s", lib);
+    char list[512] = "";
+    if (err == -ENOENT) {
+        known_modules(ctx, list, sizeof(list));
+        /* the library's message may already list them */
+        pa_module_info info[64];
+        int n = pa_module_list(ctx, info, 64);
+        if (n > 0 && strstr(msg, info[0].name))
+            list[0] = '\0';
+    }
+    pa_cli_error(cmd, "%s %s: %s%s", flag, arg, msg, list);
+    /* unknown names and bad options are the user's; the rest the
+     * machine's */
+    return (err == -ENOENT || err == -EINVAL) ? PA_EXIT_USAGE : PA_EXIT_FAIL;
+}
+
+int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
+{
+    if (!m->n && !m->ndisables)
+        return 0; /* the first tick enables "auto" */
+    int err = pa_module_enable(ctx, "auto", NULL);
+    if (err < 0)
+        return module_error(ctx, cmd, "enable", "auto", "auto", err);
+
+    pa_module_info info[64];
+    int n = pa_module_list(ctx, info, 64);
+    if (n > 64)
+        n = 64;
+    for (size_t i = 0; i < m->n; i++) {
+        const pa_cli_mod_req *r = &m->v[i];
+        const pa_module_info *mi = n > 0 ? find_module(info, n, r->name) : NULL;
+        if (mi && mi->kind != r->kind) {
+            pa_cli_error(cmd, "%s %s: %s is a %s (use %s)", r->flag, r->name,
+                         r->name, mi->kind == PA_SENSOR ? "sensor" : "formula",
+                         mi->kind == PA_SENSOR ? "--sensor" : "--formula");
+            return PA_EXIT_USAGE;
+        }
+        err = pa_module_enable(ctx, r->name, r->options);
+        if (err < 0)
+            return module_error(ctx, cmd, r->flag, r->arg, r->name, err);
+    }
+    for (size_t i = 0; i < m->ndisables; i++) {
+        const char *name = m->disables[i];
+        err = pa_module_disable(ctx, name);
+        /* disabling a known module that is not enabled is what was asked */
+        if (err == -ENOENT && n > 0 && find_module(info, n, name))
+            continue;
+        if (err < 0)
+            return module_error(ctx, cmd, "--disable", name, name, err);
+    }
+    return 0;
+}
