@@ -387,6 +387,18 @@ static void *const jl_wrappers[][4] = {
 _Static_assert(sizeof(jl_wrappers) / sizeof(jl_wrappers[0]) == JL_NTARGETS,
                "one wrapper row per target");
 
+/* Binds wrapper in place of the native at address, which it will call.
+ * Two threads may bind the same native at once: the first address wins,
+ * both install the wrapper; a rebind of the wrapper itself is left. */
+static void jl_install(void *_Atomic *orig, void *wrapper, void *address, void **new_address)
+{
+    if (address == wrapper)
+        return;
+    void *expect = NULL;
+    if (atomic_compare_exchange_strong(orig, &expect, address) || expect == address)
+        *new_address = wrapper;
+}
+
 void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmethodID method,
                                void *address, void **new_address)
 {
@@ -408,29 +420,17 @@ void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmetho
         (*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE) {
         for (size_t i = 0; i < JL_NTARGETS; i++) {
             jl_target *t = &jl_targets[i];
-            if (strcmp(t->cls, csig) || strcmp(t->name, name) || strcmp(t->sig, sig))
-                continue;
-            void *wrapper = jl_wrappers[i][t->shape];
-            if (address == wrapper)
+            if (!strcmp(t->cls, csig) && !strcmp(t->name, name) && !strcmp(t->sig, sig)) {
+                jl_install(&t->orig, jl_wrappers[i][t->shape], address, new_address);
                 break;
-            /* two threads may bind the same native at once: first wins,
-             * both install the wrapper */
-            void *expect = NULL;
-            if (atomic_compare_exchange_strong(&t->orig, &expect, address) || expect == address)
-                *new_address = wrapper;
-            break;
+            }
         }
         for (size_t i = 0; i < JL_NCLOSE; i++) {
             jl_close_target *t = &jl_close_targets[i];
-            if (strcmp(t->cls, csig) || strcmp(t->name, name) || strcmp(t->sig, sig))
-                continue;
-            void *wrapper = jl_close_wrappers[i][t->shape];
-            if (address == wrapper)
+            if (!strcmp(t->cls, csig) && !strcmp(t->name, name) && !strcmp(t->sig, sig)) {
+                jl_install(&t->orig, jl_close_wrappers[i][t->shape], address, new_address);
                 break;
-            void *expect = NULL;
-            if (atomic_compare_exchange_strong(&t->orig, &expect, address) || expect == address)
-                *new_address = wrapper;
-            break;
+            }
         }
     }
     if (klass && env)
