@@ -274,6 +274,9 @@ static int jl_wbuf_push(int v)
     return 0;
 }
 
+/* samples the agent thread could not store (out of memory): dropped too */
+static uint64_t jl_drain_dropped;
+
 static void jl_on_slot(const jl_slot *s, void *user)
 {
     (void)user;
@@ -300,12 +303,12 @@ static void jl_on_slot(const jl_slot *s, void *user)
     return;
 fail:
     jl_wn = mark;
-    jl_prof.samples_dropped++;
+    jl_drain_dropped++;
 }
 
-static void jl_drain(void)
+static void jl_drain(int full)
 {
-    jl_sampler_drain(jl_on_slot, NULL);
+    jl_sampler_drain(jl_on_slot, NULL, full);
 }
 
 typedef struct jl_netw {
@@ -394,7 +397,7 @@ static void jl_process_window(int final)
     /* MXBean (bindings; see mxbean.h): the process's energy this window */
     if (jalen_mxbean_on_window)
         jalen_mxbean_on_window(now, interval, dcpu + dnic);
-    jl_drain();
+    jl_drain(1);
 
     pthread_mutex_lock(&jl_thr.lock);
     pa_report *rep = NULL;
@@ -542,8 +545,9 @@ static void jl_process_window(int final)
     jl_prof.unattributed_j = jl_prof.m[JL_M_UNATTRIBUTED].self_j;
     jl_prof.windows++;
     jl_prof.duration_s = now - jl_prof.start_s;
-    jl_prof.samples = atomic_load(&jl_smp.taken);
-    jl_prof.samples_dropped = atomic_load(&jl_smp.dropped);
+    /* samples: in the profile; dropped: by the handler (ring full) or here */
+    jl_prof.samples = atomic_load(&jl_smp.taken) - jl_drain_dropped;
+    jl_prof.samples_dropped = atomic_load(&jl_smp.dropped) + jl_drain_dropped;
 
     /* timeline: the top methods of the window */
     if (interval > 0) {
@@ -736,7 +740,7 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
             if (next_window < now)
                 next_window = now + (double)jl_o.window_ns * 1e-9;
         } else {
-            jl_drain();
+            jl_drain(0);
         }
         next_drain = now + 0.05;
         pthread_mutex_unlock(&jl_prof_lock);

@@ -101,7 +101,8 @@ typedef struct jl_slot {
 
 typedef struct jl_sampler {
     jl_slot *slots;
-    atomic_uint next;
+    atomic_uint next;  /* claim attempts so far; slot = next % JL_RING_SLOTS */
+    unsigned drained;  /* agent thread: attempts before it are consumed */
     atomic_ulong taken;
     atomic_ulong dropped;
     atomic_int on;
@@ -122,8 +123,12 @@ void jl_sampler_timer_delete(timer_t t);
  * ready for the agent thread.  Async-signal-safe. */
 jl_slot *jl_slot_claim(void);
 void jl_slot_publish(jl_slot *s);
-/* Calls fn on every ready slot and frees it.  Agent thread only. */
-void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user);
+/* Calls fn on every ready slot and frees it.  Agent thread only.  full=0
+ * looks only at the slots claimed since the last drain (a few per 50 ms,
+ * where the whole ring is 2048 cache lines 2 KiB apart); full=1, at each
+ * window's end and at exit, also finds a sample whose claim raced the
+ * previous drain. */
+void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user, int full);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */

@@ -148,15 +148,39 @@ void jl_sampler_timer_delete(timer_t t)
     timer_delete(t);
 }
 
-void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user)
+static void jl_drain_one(jl_slot *s, void (*fn)(const jl_slot *, void *), void *user)
+{
+    fn(s, user);
+    atomic_store_explicit(&s->state, JL_SLOT_FREE, memory_order_release);
+}
+
+void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user, int full)
 {
     if (!jl_smp.slots)
         return;
-    for (size_t i = 0; i < JL_RING_SLOTS; i++) {
-        jl_slot *s = &jl_smp.slots[i];
-        if (atomic_load_explicit(&s->state, memory_order_acquire) != JL_SLOT_READY)
-            continue;
-        fn(s, user);
-        atomic_store_explicit(&s->state, JL_SLOT_FREE, memory_order_release);
+    unsigned end = atomic_load_explicit(&jl_smp.next, memory_order_acquire);
+    if (full) {
+        for (size_t i = 0; i < JL_RING_SLOTS; i++) {
+            jl_slot *s = &jl_smp.slots[i];
+            if (atomic_load_explicit(&s->state, memory_order_acquire) == JL_SLOT_READY)
+                jl_drain_one(s, fn, user);
+        }
+        jl_smp.drained = end;
+        return;
     }
+    /* claim attempts [drained, end): unsigned arithmetic, and 2^32 is a
+     * multiple of JL_RING_SLOTS, so the wrap of next changes nothing */
+    unsigned from = jl_smp.drained;
+    if (end - from > JL_RING_SLOTS)
+        from = end - JL_RING_SLOTS;
+    unsigned keep = end;
+    for (unsigned i = from; i != end; i++) {
+        jl_slot *s = &jl_smp.slots[i % JL_RING_SLOTS];
+        int st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (st == JL_SLOT_READY)
+            jl_drain_one(s, fn, user);
+        else if (st == JL_SLOT_BUSY && keep == end)
+            keep = i; /* still being written: look again next time */
+    }
+    jl_smp.drained = keep;
 }
