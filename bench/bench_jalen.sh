@@ -105,6 +105,9 @@ for r in $(seq 1 "$RUNS"); do
         # one retry: a run can fail on a machine this busy
         res=$(one_run "${CONFIGS[$c]}") || res=$(one_run "${CONFIGS[$c]}") || exit 1
         echo "$res" >>"$TMP/res.$c"
+        # JALEN_BENCH_RAW=FILE keeps every run ("configuration figures"),
+        # to pool several sessions' runs
+        [ -n "${JALEN_BENCH_RAW:-}" ] && echo "${CONFIGS[$c]} $res" >>"$JALEN_BENCH_RAW"
         printf '  run %d %-34s cpu/req %8s us  req/s %7s  rss %7s MiB  agent tables %5s MiB\n' "$r" "${CONFIGS[$c]}" $res
     done
 done
@@ -131,21 +134,32 @@ done
 # The overhead as the ratio of the medians of CPU per request, with a 90 %
 # bootstrap interval (runs resampled within each configuration, 4000
 # times): the paired figure above carries the noise of both runs of a
-# pair, this one the noise of the medians only.
+# pair, this one the noise of the medians only.  The baseline is every
+# no-agent run (all "none*" configurations pooled); the floor is the same
+# figure between the two no-agent configurations: what this method
+# reports when there is nothing to find.
 echo
 python3 - "$TMP" "${CONFIGS[@]}" <<'PY'
 import random, statistics, sys
 tmp, cfgs = sys.argv[1], sys.argv[2:]
 runs = [[float(l.split()[0]) for l in open(f"{tmp}/res.{i}")] for i in range(len(cfgs))]
 rng = random.Random(1)
-base = runs[0]
-print("overhead = median CPU per request / median without the agent - 1, 90 % bootstrap interval")
-for c, r in zip(cfgs[1:], runs[1:]):
+def ratio(r, base):
     est = 100 * (statistics.median(r) / statistics.median(base) - 1)
     bs = sorted(100 * (statistics.median(rng.choices(r, k=len(r))) /
                        statistics.median(rng.choices(base, k=len(base))) - 1)
                 for _ in range(4000))
-    print(f"  {c:34s} {est:+6.1f} % ({bs[200]:+.1f}..{bs[3799]:+.1f})")
+    return f"{est:+6.1f} % ({bs[200]:+.1f}..{bs[3799]:+.1f})"
+none = [i for i, c in enumerate(cfgs) if c.startswith("none")]
+base = [v for i in none for v in runs[i]]
+print(f"overhead = median CPU per request / median of the {len(base)} no-agent runs - 1,"
+      " 90 % bootstrap interval")
+for i, c in enumerate(cfgs):
+    if i not in none:
+        print(f"  {c:34s} {ratio(runs[i], base)}")
+if len(none) >= 2:
+    print(f"  floor: {cfgs[none[1]]} against {cfgs[none[0]]}, both without the agent:"
+          f" {ratio(runs[none[1]], runs[none[0]])}")
 PY
 
 # JALEN_BENCH_SERVER_ONLY=1 stops here

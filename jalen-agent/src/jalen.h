@@ -272,7 +272,10 @@ typedef struct jl_net_rec {
     pid_t tid;
     int n;
     jmethodID *frames; /* top first */
-    uint64_t w_bytes;
+    /* bytes so far: written by thread tid only (a plain load and store,
+     * no locked add on every socket call), read by the agent thread */
+    uint64_t w_total;
+    uint64_t w_seen; /* agent thread: w_total at the last drain */
     uint64_t bytes;
 } jl_net_rec;
 /* Calls fn for every record with bytes in the window and zeroes them. */

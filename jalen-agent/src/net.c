@@ -253,7 +253,10 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
         tl->rec[k] = r;
         tl->walk_ns[k] = now;
     }
-    __atomic_fetch_add(&tl->rec[k]->w_bytes, bytes, __ATOMIC_RELAXED);
+    /* the record is this thread's alone (tid is part of its key) */
+    jl_net_rec *r = tl->rec[k];
+    __atomic_store_n(&r->w_total, __atomic_load_n(&r->w_total, __ATOMIC_RELAXED) + bytes,
+                     __ATOMIC_RELAXED);
 }
 
 typedef jint(JNICALL *jl_fn_rw_i)(JNIEnv *, jclass, jobject, jlong, jint);
@@ -459,9 +462,11 @@ void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user)
         jl_net_rec *r = jl_recs ? jl_recs[i] : NULL;
         if (!r)
             continue;
-        uint64_t b = __atomic_exchange_n(&r->w_bytes, 0, __ATOMIC_RELAXED);
+        uint64_t t = __atomic_load_n(&r->w_total, __ATOMIC_RELAXED);
+        uint64_t b = t - r->w_seen;
         if (!b)
             continue;
+        r->w_seen = t;
         r->bytes += b;
         fn(r, b, user);
     }
