@@ -57,6 +57,13 @@ if [ "${JALEN_BENCH_PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
 fi
 
 cpu_ticks() { awk '{ s=$0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
+# "tid ticks" of the JIT compiler threads (C1/C2 CompilerThreadN)
+jit_ticks() {
+    local t
+    for t in /proc/"$1"/task/*; do
+        awk -v t="${t##*/}" '/\(C[12] CompilerThre/ { s=$0; sub(/.*\) /, "", s); split(s, f, " "); print t, f[12] + f[13] }' "$t/stat" 2>/dev/null
+    done
+}
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # one_run CONFIG -> "cpu_us_per_req req_per_s rss_kib"
@@ -74,9 +81,14 @@ one_run() {
     [ -n "$port" ] || { echo "bench_jalen: Jetty did not start ($cfg)" >&2; kill -9 $pid; return 1; }
     "${WPIN[@]}" wrk -t2 -c16 -d"${WARM}s" "http://127.0.0.1:$port/hello" >/dev/null 2>&1
     local c0 c1 reqs rps rss
+    jit_ticks $pid >"$TMP/jit0"
     c0=$(cpu_ticks $pid)
     "${WPIN[@]}" wrk -t2 -c16 -d"${SECS}s" "http://127.0.0.1:$port/hello" >"$TMP/wrk.txt" 2>&1
     c1=$(cpu_ticks $pid)
+    jit_ticks $pid >"$TMP/jit1"
+    # compiler threads' ticks over the run (one started meanwhile from 0)
+    local jit
+    jit=$(awk 'NR == FNR { a[$1] = $2; next } { d += $2 - a[$1] } END { print d + 0 }' "$TMP/jit0" "$TMP/jit1")
     rss=$(rss_kb $pid)
     kill -TERM $pid
     wait $pid 2>/dev/null
@@ -86,8 +98,8 @@ one_run() {
     reqs=$(awk '/ requests in / { print $1 }' "$TMP/wrk.txt")
     rps=$(awk '/^Requests\/sec:/ { print $2 }' "$TMP/wrk.txt")
     [ -n "$reqs" ] && [ "$reqs" -gt 0 ] || { echo "bench_jalen: wrk failed ($cfg): $(tr '\n' ' ' <"$TMP/wrk.txt")" >&2; return 1; }
-    awk -v c=$((c1 - c0)) -v t="$TCK" -v n="$reqs" -v r="$rps" -v m="$rss" -v a="${mem:-0}" \
-        'BEGIN { printf "%.3f %.0f %.1f %.2f\n", 1e6 * c / t / n, r, m / 1024, a / 1048576 }'
+    awk -v c=$((c1 - c0)) -v j="$jit" -v t="$TCK" -v n="$reqs" -v r="$rps" -v m="$rss" -v a="${mem:-0}" \
+        'BEGIN { printf "%.3f %.0f %.1f %.2f %.3f\n", 1e6 * c / t / n, r, m / 1024, a / 1048576, 1e6 * (c - j) / t / n }'
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -108,7 +120,7 @@ for r in $(seq 1 "$RUNS"); do
         # JALEN_BENCH_RAW=FILE keeps every run ("configuration figures"),
         # to pool several sessions' runs
         [ -n "${JALEN_BENCH_RAW:-}" ] && echo "${CONFIGS[$c]} $res" >>"$JALEN_BENCH_RAW"
-        printf '  run %d %-34s cpu/req %8s us  req/s %7s  rss %7s MiB  agent tables %5s MiB\n' "$r" "${CONFIGS[$c]}" $res
+        printf '  run %d %-34s cpu/req %8s us  req/s %7s  rss %7s MiB  agent tables %5s MiB  without JIT %8s us\n' "$r" "${CONFIGS[$c]}" $res
     done
 done
 
@@ -123,7 +135,7 @@ for c in "${!CONFIGS[@]}"; do
     tab=$(awk '{ print $4 }' "$TMP/res.$c" | median)
     # paired: each run against the no-agent run of the same round (the
     # rounds alternate, so both saw about the same machine)
-    paste -d' ' "$TMP/res.$c" "$TMP/res.0" | awk '{ print 100 * ($1 / $5 - 1) }' >"$TMP/ov.$c"
+    paste -d' ' "$TMP/res.$c" "$TMP/res.0" | awk '{ print 100 * ($1 / $6 - 1) }' >"$TMP/ov.$c"
     ov=$(median <"$TMP/ov.$c")
     lo=$(sort -g "$TMP/ov.$c" | head -1)
     hi=$(sort -g "$TMP/ov.$c" | tail -1)
@@ -142,7 +154,7 @@ echo
 python3 - "$TMP" "${CONFIGS[@]}" <<'PY'
 import random, statistics, sys
 tmp, cfgs = sys.argv[1], sys.argv[2:]
-runs = [[float(l.split()[0]) for l in open(f"{tmp}/res.{i}")] for i in range(len(cfgs))]
+rows = [[l.split() for l in open(f"{tmp}/res.{i}")] for i in range(len(cfgs))]
 rng = random.Random(1)
 def ratio(r, base):
     est = 100 * (statistics.median(r) / statistics.median(base) - 1)
@@ -151,15 +163,18 @@ def ratio(r, base):
                 for _ in range(4000))
     return f"{est:+6.1f} % ({bs[200]:+.1f}..{bs[3799]:+.1f})"
 none = [i for i, c in enumerate(cfgs) if c.startswith("none")]
-base = [v for i in none for v in runs[i]]
-print(f"overhead = median CPU per request / median of the {len(base)} no-agent runs - 1,"
-      " 90 % bootstrap interval")
-for i, c in enumerate(cfgs):
-    if i not in none:
-        print(f"  {c:34s} {ratio(runs[i], base)}")
-if len(none) >= 2:
-    print(f"  floor: {cfgs[none[1]]} against {cfgs[none[0]]}, both without the agent:"
-          f" {ratio(runs[none[1]], runs[none[0]])}")
+for col, what in ((0, "the JVM's CPU per request"),
+                  (4, "the same without the JIT compiler threads")):
+    runs = [[float(r[col]) for r in rs] for rs in rows]
+    base = [v for i in none for v in runs[i]]
+    print(f"overhead in {what}: median / median of the {len(base)} no-agent runs - 1,"
+          " 90 % bootstrap interval")
+    for i, c in enumerate(cfgs):
+        if i not in none:
+            print(f"  {c:34s} {ratio(runs[i], base)}")
+    if len(none) >= 2:
+        print(f"  floor: {cfgs[none[1]]} against {cfgs[none[0]]}, both without the agent:"
+              f" {ratio(runs[none[1]], runs[none[0]])}")
 PY
 
 # JALEN_BENCH_SERVER_ONLY=1 stops here
