@@ -31,22 +31,8 @@ static void write_pid_stat(const char *root, int pid, const char *comm,
                   pid, comm, pid, pid, utime, stime, 40000 + pid, cpu);
 }
 
-/* /proc/stat of the 4-CPU server: busy in user, idle in idle (ticks). */
-static void write_stat(const char *root, unsigned long busy, unsigned long idle)
-{
-    pa_test_write(root, "proc/stat",
-                  "cpu  %lu 0 0 %lu 0 0 0 0 0 0\n"
-                  "cpu0 %lu 0 0 %lu 0 0 0 0 0 0\n"
-                  "cpu1 %lu 0 0 %lu 0 0 0 0 0 0\n"
-                  "cpu2 %lu 0 0 %lu 0 0 0 0 0 0\n"
-                  "cpu3 %lu 0 0 %lu 0 0 0 0 0 0\n"
-                  "intr 0\nctxt 1000\nbtime 1732200000\nprocesses 500\n"
-                  "procs_running 1\nprocs_blocked 0\n",
-                  busy, idle, busy / 4, idle / 4, busy / 4, idle / 4, busy / 4,
-                  idle / 4, busy / 4, idle / 4);
-}
-
-/* The same with each CPU's own busy and idle ticks. */
+/* /proc/stat of the 4-CPU server with each CPU's own busy (user) and idle
+ * ticks. */
 static void write_stat4(const char *root, const unsigned long *b,
                         const unsigned long *i)
 {
@@ -60,6 +46,14 @@ static void write_stat4(const char *root, const unsigned long *b,
                   "procs_running 1\nprocs_blocked 0\n",
                   b[0] + b[1] + b[2] + b[3], i[0] + i[1] + i[2] + i[3], b[0],
                   i[0], b[1], i[1], b[2], i[2], b[3], i[3]);
+}
+
+/* The same spread evenly (cpu0 takes the remainder, the totals are exact). */
+static void write_stat(const char *root, unsigned long busy, unsigned long idle)
+{
+    const unsigned long b[4] = {busy / 4 + busy % 4, busy / 4, busy / 4, busy / 4};
+    const unsigned long i[4] = {idle / 4 + idle % 4, idle / 4, idle / 4, idle / 4};
+    write_stat4(root, b, i);
 }
 
 static void write_uj(const char *root, const char *zone, unsigned long long v)
