@@ -10,19 +10,23 @@
 #   WARMUP     wrk warm-up before it (default 10 s): C2 compiles Jetty's
 #              request path for about the first 10 s, and with the agent it
 #              also records debug information at non-safepoints (the price
-#              of exact inlined frames, see CompiledMethodLoad in agent.c),
-#              so a 3 s warm-up put 25 % more JIT CPU time into the measured
-#              run: a one-time cost, not a per-request one.
+#              of exact inlined frames, see CompiledMethodLoad in agent.c).
+#              Jetty's selector methods are still recompiled now and then
+#              after that, with or without the agent, so the CPU time
+#              without the compiler threads is printed as well.
 #
 # On shared 2-vCPU machines requests/s swings by tens of percent from run to
 # run, so the figure that counts is the JVM's CPU time per request
 # (utime+stime of /proc/<pid>/stat over the measured run, divided by the
 # requests served).  Printed: per configuration the median CPU time per
 # request and its overhead against no agent (each run against the no-agent
-# run of its round: median, and min..max over the rounds), requests/s, RSS (heap fixed and pre-touched, so the difference
-# to no agent is the agent's), and the agent's own tables as it counts
-# them (summary.json agent_memory_bytes); then the start-up time the agent adds (median
-# of alternating `java Hello` runs) and the time its exit adds.
+# run of its round: median, and min..max over the rounds), requests/s, RSS
+# (heap fixed and pre-touched, so the difference to no agent is the
+# agent's), and the agent's own tables as it counts them (summary.json
+# agent_memory_bytes); then the ratio of medians against every no-agent run
+# with a bootstrap interval, beside the floor (the second no-agent
+# configuration against the first); then the start-up time the agent adds
+# (median of alternating `java Hello` runs) and the time its exit adds.
 set -u
 BUILD=${1:-build}
 RUNS=${2:-5}
@@ -66,7 +70,7 @@ jit_ticks() {
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
-# one_run CONFIG -> "cpu_us_per_req req_per_s rss_kib"
+# one_run CONFIG -> "cpu_us_per_req req_per_s rss_mib tables_mib cpu_us_per_req_without_jit"
 one_run() {
     local cfg=$1 agent=() out="$TMP/out.$RANDOM"
     [[ $cfg != none* ]] && agent=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$out")
