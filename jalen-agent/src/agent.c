@@ -25,6 +25,7 @@
 
 #define JL_EXPORT __attribute__((visibility("default")))
 #define JL_AGENT_NAME "jalen-agent"
+#define JL_SAMPLER_NAME "jalen-sampler" /* mode=jvmti */
 
 static jvmtiEnv *jl_jvmti;
 static jl_opts jl_o;
@@ -32,7 +33,7 @@ static pa_ctx *jl_ctx;
 static pid_t jl_pid;
 static atomic_int jl_active; /* profiling: events do their work */
 static int jl_done;          /* the last window is written (prof lock) */
-static pid_t jl_agent_tid;
+static pid_t jl_agent_tid, jl_sampler_tid;
 static pthread_mutex_t jl_prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static double jl_last_cpu_j, jl_last_nic_j, jl_last_window_s;
 static int jl_have_power;
@@ -84,7 +85,7 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
     int self = tid == 0;
     if (self)
         tid = jl_gettid();
-    int agent = !strcmp(name, JL_AGENT_NAME);
+    int agent = !strcmp(name, JL_AGENT_NAME) || !strcmp(name, JL_SAMPLER_NAME);
     pthread_mutex_lock(&jl_thr.lock);
     jl_thread *t = jl_threads_get(tid, 1);
     if (!t) {
@@ -416,7 +417,7 @@ static void jl_process_window(int final)
             if (!t->name[0]) {
                 /* first seen here: not a Java thread we know */
                 snprintf(t->name, sizeof(t->name), "%s", ti->comm);
-                t->kind = ti->tid == jl_agent_tid ? JL_K_AGENT : jl_classify_comm(ti->comm);
+                t->kind = ti->tid == jl_agent_tid || ti->tid == jl_sampler_tid ? JL_K_AGENT : jl_classify_comm(ti->comm);
             }
             double c = ti->power.cpu_time_s;
             if (c > 0) {
@@ -582,7 +583,7 @@ static void jl_process_window(int final)
 }
 
 /* ------------------------------------------------------------------ */
-/* mode=jvmti: stacks of the running threads from the agent thread      */
+/* mode=jvmti: stacks of the running threads, from the sampler thread   */
 /* ------------------------------------------------------------------ */
 
 static void jl_jvmti_sample(jvmtiEnv *jvmti)
@@ -619,8 +620,12 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
             uint64_t d = t->jv_cpu_ns && cpu >= t->jv_cpu_ns ? cpu - t->jv_cpu_ns
                                                               : jl_o.interval_ns;
             t->jv_cpu_ns = cpu;
-            if (d > 1000000000ull)
-                d = 1000000000ull;
+            /* after a gap (the sampler thread kept off the CPU) the stack
+             * seen now says little about the CPU time before it: a sample
+             * stands for at most four intervals, and the thread's other
+             * samples of the window share the rest */
+            if (d > 4 * jl_o.interval_ns)
+                d = 4 * jl_o.interval_ns;
             jl_slot *s = jl_slot_claim();
             if (!s)
                 continue;
@@ -647,7 +652,7 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
 static pthread_mutex_t jl_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jl_sleep_cond;
 static int jl_stop;           /* sleep lock */
-static int jl_agent_running;  /* sleep lock */
+static int jl_agent_running;  /* sleep lock: agent threads running */
 static int jl_agent_in_java;  /* sleep lock: registering the MXBean */
 
 /* Returns 1 when asked to stop. */
@@ -672,7 +677,7 @@ static int jl_sleep_ns(uint64_t ns)
 static void jl_agent_exit(void)
 {
     pthread_mutex_lock(&jl_sleep_lock);
-    jl_agent_running = 0;
+    jl_agent_running--;
     pthread_cond_broadcast(&jl_sleep_cond);
     pthread_mutex_unlock(&jl_sleep_lock);
 }
@@ -689,16 +694,11 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     double mx_at = jalen_mxbean_start ? jl_now_s() + 1.0 : -1;
     double next_window = jl_now_s() + (double)jl_o.window_ns * 1e-9;
     double next_drain = jl_now_s() + 0.05;
-    uint64_t step = jl_o.mode == JL_MODE_JVMTI ? jl_o.interval_ns : 50000000ull;
-    if (step > 50000000ull)
-        step = 50000000ull;
     for (;;) {
-        if (jl_sleep_ns(step)) {
+        if (jl_sleep_ns(50000000ull)) {
             jl_agent_exit();
             return;
         }
-        if (jl_o.mode == JL_MODE_JVMTI && atomic_load(&jl_active))
-            jl_jvmti_sample(jvmti);
         double now = jl_now_s();
         if (mx_at > 0 && now >= mx_at) {
             mx_at = -1;
@@ -747,6 +747,39 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     }
 }
 
+/* mode=jvmti: a thread of its own, so that the agent thread's windows and
+ * the MXBean's start (a few hundred ms) leave no gap in the samples */
+static void JNICALL jl_sampler_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
+{
+    (void)jni;
+    (void)arg;
+    jl_sampler_tid = jl_gettid();
+    while (!jl_sleep_ns(jl_o.interval_ns))
+        if (atomic_load(&jl_active))
+            jl_jvmti_sample(jvmti);
+    jl_agent_exit();
+}
+
+/* Starts an agent thread (a Java thread running fn in native code). */
+static int jl_run_agent_thread(jvmtiEnv *jvmti, JNIEnv *jni, const char *name,
+                               jvmtiStartFunction fn)
+{
+    jclass tc = (*jni)->FindClass(jni, "java/lang/Thread");
+    jmethodID ctor = tc ? (*jni)->GetMethodID(jni, tc, "<init>", "(Ljava/lang/String;)V") : NULL;
+    jstring nm = ctor ? (*jni)->NewStringUTF(jni, name) : NULL;
+    jthread at = nm ? (*jni)->NewObject(jni, tc, ctor, nm) : NULL;
+    pthread_mutex_lock(&jl_sleep_lock);
+    jl_agent_running++;
+    pthread_mutex_unlock(&jl_sleep_lock);
+    if (!at || (*jvmti)->RunAgentThread(jvmti, at, fn, NULL, JVMTI_THREAD_NORM_PRIORITY) !=
+                   JVMTI_ERROR_NONE) {
+        jl_agent_exit();
+        (*jni)->ExceptionClear(jni);
+        return -1;
+    }
+    return 0;
+}
+
 static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
 {
     if (!atomic_load(&jl_active))
@@ -765,22 +798,16 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
     }
     atomic_store(&jl_smp.on, 1);
-    jclass tc = (*jni)->FindClass(jni, "java/lang/Thread");
-    jmethodID ctor = tc ? (*jni)->GetMethodID(jni, tc, "<init>", "(Ljava/lang/String;)V") : NULL;
-    jstring nm = (*jni)->NewStringUTF(jni, JL_AGENT_NAME);
-    jthread at = ctor && nm ? (*jni)->NewObject(jni, tc, ctor, nm) : NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&jl_sleep_cond, &ca);
     pthread_condattr_destroy(&ca);
-    jl_agent_running = 1;
-    if (!at || (*jvmti)->RunAgentThread(jvmti, at, jl_agent_main, NULL,
-                                        JVMTI_THREAD_NORM_PRIORITY) != JVMTI_ERROR_NONE) {
-        jl_agent_running = 0;
-        (*jni)->ExceptionClear(jni);
+    if (jl_run_agent_thread(jvmti, jni, JL_AGENT_NAME, jl_agent_main) < 0)
         fprintf(stderr, "jalen: cannot start the agent thread; files are written at exit only\n");
-    }
+    if (jl_o.mode == JL_MODE_JVMTI &&
+        jl_run_agent_thread(jvmti, jni, JL_SAMPLER_NAME, jl_sampler_main) < 0)
+        fprintf(stderr, "jalen: cannot start the sampler thread; no stack samples (mode=jvmti)\n");
 }
 
 static void jl_stop_timers(void)
