@@ -8,7 +8,9 @@
 #include "jalen.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,7 +26,58 @@ static int jl_out_open(jl_out *o, const char *dir, const char *name)
     snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name);
     snprintf(o->dst, sizeof(o->dst), "%s/%s", dir, name);
     o->f = fopen(o->tmp, "we");
-    return o->f ? 0 : -errno;
+    if (!o->f)
+        return -errno;
+    /* one thread writes each file: no stdio lock per character; a larger
+     * buffer, fewer write(2)s (the files are rewritten every window) */
+    __fsetlocking(o->f, FSETLOCKING_BYCALLER);
+    setvbuf(o->f, NULL, _IOFBF, 65536);
+    return 0;
+}
+
+/* Unsigned decimal, without printf's parsing. */
+static void jl_put_u64(FILE *f, uint64_t v)
+{
+    char b[24];
+    char *e = b + sizeof(b), *c = e;
+    do {
+        *--c = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    fwrite(c, 1, (size_t)(e - c), f);
+}
+
+/* v with dec decimals (dec <= 9), as "%.*f" prints it but for the last
+ * digit's rounding; printf's exact decimal conversion costs most of the
+ * agent thread's formatting time. */
+static void jl_put_fix(FILE *f, double v, int dec)
+{
+    static const uint64_t scale[] = {1,         10,         100,         1000,     10000,
+                                     100000,    1000000,    10000000,    100000000, 1000000000};
+    double a = fabs(v);
+    if (!(a < 1e15)) { /* NaN, infinite, or beyond the integer path */
+        fprintf(f, "%.*f", dec, v);
+        return;
+    }
+    /* the integer part is exact; the fraction, scaled, is rounded once */
+    double ip = floor(a);
+    uint64_t i = (uint64_t)ip, r = (uint64_t)llround((a - ip) * (double)scale[dec]);
+    if (r >= scale[dec]) {
+        i++;
+        r -= scale[dec];
+    }
+    if (v < 0 && (i || r))
+        fputc('-', f);
+    jl_put_u64(f, i);
+    if (!dec)
+        return;
+    char b[12];
+    b[0] = '.';
+    for (int k = dec; k >= 1; k--) {
+        b[k] = (char)('0' + r % 10);
+        r /= 10;
+    }
+    fwrite(b, 1, (size_t)dec + 1, f);
 }
 
 static int jl_out_close(jl_out *o)
@@ -63,6 +116,14 @@ static void jl_csv_str(FILE *f, const char *s)
 static void jl_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
+    const char *q = s;
+    while (q && *q && (unsigned char)*q >= 0x20 && *q != '"' && *q != '\\' && *q != '<')
+        q++;
+    if (q && !*q) { /* nothing to escape: the usual case */
+        fputs(s, f);
+        fputc('"', f);
+        return;
+    }
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
@@ -134,10 +195,18 @@ static int jl_write_methods(const char *dir, int filtered)
     for (size_t k = 0; k < n; k++) {
         const jl_method *m = &p->m[idx[k]];
         jl_csv_str(o.f, m->name);
-        fprintf(o.f, ",%.9f,%.9f,%.9f,%.9f,%llu,%llu,%llu\n", filtered ? m->fself_j : m->self_j,
-                m->total_j, m->cpu_j, m->net_j,
-                (unsigned long long)(filtered ? m->fself_samples : m->self_samples),
-                (unsigned long long)m->total_samples, (unsigned long long)m->net_bytes);
+        const double e[] = {filtered ? m->fself_j : m->self_j, m->total_j, m->cpu_j, m->net_j};
+        const uint64_t n3[] = {filtered ? m->fself_samples : m->self_samples, m->total_samples,
+                               m->net_bytes};
+        for (int i = 0; i < 4; i++) {
+            fputc(',', o.f);
+            jl_put_fix(o.f, e[i], 9);
+        }
+        for (int i = 0; i < 3; i++) {
+            fputc(',', o.f);
+            jl_put_u64(o.f, n3[i]);
+        }
+        fputc('\n', o.f);
     }
     free(idx);
     return jl_out_close(&o);
@@ -165,7 +234,12 @@ static int jl_write_classes(const char *dir)
     for (size_t k = 0; k < n; k++) {
         const jl_class *c = &p->c[idx[k]];
         jl_csv_str(o.f, c->name);
-        fprintf(o.f, ",%.9f,%.9f,%.9f,%.9f\n", c->self_j, c->total_j, c->cpu_j, c->net_j);
+        const double e[] = {c->self_j, c->total_j, c->cpu_j, c->net_j};
+        for (int i = 0; i < 4; i++) {
+            fputc(',', o.f);
+            jl_put_fix(o.f, e[i], 9);
+        }
+        fputc('\n', o.f);
     }
     free(idx);
     return jl_out_close(&o);
@@ -228,22 +302,43 @@ static int jl_write_collapsed(const char *dir)
             if (d)
                 fputc(';', o.f);
         }
-        fprintf(o.f, " %lld\n", uj);
+        fputc(' ', o.f);
+        jl_put_u64(o.f, (uint64_t)uj);
+        fputc('\n', o.f);
     }
     return jl_out_close(&o);
 }
 
-static void jl_json_node(FILE *f, int i, double min_j)
+/* The flame graph names only the methods of the nodes it draws, numbered
+ * in the order they are met: map[method] = that number (-1: not drawn). */
+static void jl_json_names(FILE *f, int i, double min_j, int *map, int *n)
 {
     const jl_node *nd = &jl_prof.nodes[i];
-    fprintf(f, "{\"n\":%d,\"v\":%.0f", nd->method, nd->total_j * 1e6);
+    if (map[nd->method] < 0) {
+        if (*n)
+            fputc(',', f);
+        map[nd->method] = (*n)++;
+        jl_json_str(f, jl_prof.m[nd->method].name);
+    }
+    for (int c = nd->first_child; c >= 0; c = jl_prof.nodes[c].next_sibling)
+        if (jl_prof.nodes[c].total_j >= min_j)
+            jl_json_names(f, c, min_j, map, n);
+}
+
+static void jl_json_node(FILE *f, int i, double min_j, const int *map)
+{
+    const jl_node *nd = &jl_prof.nodes[i];
+    fputs("{\"n\":", f);
+    jl_put_u64(f, (uint64_t)map[nd->method]);
+    fputs(",\"v\":", f);
+    jl_put_fix(f, nd->total_j * 1e6, 0);
     int first = 1;
     for (int c = nd->first_child; c >= 0; c = jl_prof.nodes[c].next_sibling) {
         if (jl_prof.nodes[c].total_j < min_j)
             continue;
         fputs(first ? ",\"c\":[" : ",", f);
         first = 0;
-        jl_json_node(f, c, min_j);
+        jl_json_node(f, c, min_j, map);
     }
     if (!first)
         fputc(']', f);
@@ -252,11 +347,18 @@ static void jl_json_node(FILE *f, int i, double min_j)
 
 static int jl_write_html(const char *dir, const jl_opts *opt)
 {
+    const jl_profile *p = &jl_prof;
+    int *map = malloc((p->nm ? p->nm : 1) * sizeof(int));
+    if (!map)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->nm; i++)
+        map[i] = -1;
     jl_out o;
     int rc = jl_out_open(&o, dir, "flamegraph.html");
-    if (rc < 0)
+    if (rc < 0) {
+        free(map);
         return rc;
-    const jl_profile *p = &jl_prof;
+    }
     double total = 0;
     for (size_t i = 0; i < p->nn; i++)
         if (p->nodes[i].parent < 0)
@@ -270,12 +372,13 @@ static int jl_write_html(const char *dir, const jl_opts *opt)
     jl_json_str(o.f, title);
     fprintf(o.f, ",\"process_j\":%.6f,\"duration_s\":%.3f,\"names\":[", p->process_j,
             p->duration_s);
-    for (size_t i = 0; i < p->nm; i++) {
-        if (i)
-            fputc(',', o.f);
-        jl_json_str(o.f, p->m[i].name);
-    }
-    fprintf(o.f, "],\"root\":{\"n\":-1,\"v\":%.0f,\"c\":[", total * 1e6);
+    int named = 0;
+    for (size_t i = 0; i < p->nn; i++)
+        if (p->nodes[i].parent < 0 && p->nodes[i].total_j >= min_j)
+            jl_json_names(o.f, (int)i, min_j, map, &named);
+    fputs("],\"root\":{\"n\":-1,\"v\":", o.f);
+    jl_put_fix(o.f, total * 1e6, 0);
+    fputs(",\"c\":[", o.f);
     int first = 1;
     for (size_t i = 0; i < p->nn; i++) {
         if (p->nodes[i].parent >= 0 || p->nodes[i].total_j < min_j)
@@ -283,27 +386,71 @@ static int jl_write_html(const char *dir, const jl_opts *opt)
         if (!first)
             fputc(',', o.f);
         first = 0;
-        jl_json_node(o.f, (int)i, min_j);
+        jl_json_node(o.f, (int)i, min_j, map);
     }
+    free(map);
     fputs("]}}", o.f);
     fputs(jl_flamegraph_tail, o.f);
     return jl_out_close(&o);
 }
 
-static int jl_write_timeline(const char *dir)
+/* timeline.csv grows by a few rows a window for as long as the JVM runs:
+ * it is created once (atomically, with the rows so far) and then appended
+ * to, each window's rows in one write(2), so that neither the file's
+ * rewriting nor the rows kept in memory grow with the run's length.  Rows
+ * whose write failed stay in memory for the next window. */
+static int jl_timeline_created;
+
+static void jl_timeline_rows(FILE *f)
 {
-    jl_out o;
-    int rc = jl_out_open(&o, dir, "timeline.csv");
-    if (rc < 0)
-        return rc;
-    fputs("window_start_s,method,power_w\n", o.f);
     for (size_t i = 0; i < jl_prof.ntl; i++) {
         const jl_timeline_row *r = &jl_prof.tl[i];
-        fprintf(o.f, "%.3f,", r->start_s);
-        jl_csv_str(o.f, jl_prof.m[r->method].name);
-        fprintf(o.f, ",%.6f\n", r->power_w);
+        jl_put_fix(f, r->start_s, 3);
+        fputc(',', f);
+        jl_csv_str(f, jl_prof.m[r->method].name);
+        fputc(',', f);
+        jl_put_fix(f, r->power_w, 6);
+        fputc('\n', f);
     }
-    return jl_out_close(&o);
+}
+
+static int jl_write_timeline(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/timeline.csv", dir);
+    int fd = jl_timeline_created ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
+    if (fd < 0) { /* first window, or the file was removed: start it again */
+        jl_out o;
+        int rc = jl_out_open(&o, dir, "timeline.csv");
+        if (rc < 0)
+            return rc;
+        fputs("window_start_s,method,power_w\n", o.f);
+        jl_timeline_rows(o.f);
+        rc = jl_out_close(&o);
+        if (rc == 0) {
+            jl_timeline_created = 1;
+            jl_prof.ntl = 0;
+        }
+        return rc;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        close(fd);
+        return -ENOMEM;
+    }
+    jl_timeline_rows(m);
+    int rc = fclose(m) == 0 ? 0 : -ENOMEM;
+    if (rc == 0 && len) {
+        ssize_t w = write(fd, buf, len);
+        rc = w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+    }
+    if (rc == 0)
+        jl_prof.ntl = 0;
+    free(buf);
+    close(fd);
+    return rc;
 }
 
 /* What the agent holds: the sample ring, the tables, the net records (the
@@ -406,6 +553,8 @@ int jl_write_all(const jl_opts *o, int final)
             rc = r;
         if ((r = jl_write_timeline(o->out)) < 0)
             rc = r;
+    } else {
+        jl_prof.ntl = 0; /* no timeline.csv: keep no rows */
     }
     if ((o->formats & JL_FMT_COLLAPSED) && (r = jl_write_collapsed(o->out)) < 0)
         rc = r;
