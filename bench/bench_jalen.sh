@@ -7,13 +7,16 @@
 #   RUNS       measured runs per configuration (default 5), a fresh JVM each,
 #              configurations alternating run after run.
 #   SECONDS    measured wrk run (default 5).
-#   WARMUP     wrk warm-up before it (default 10 s): C2 compiles Jetty's
-#              request path for about the first 10 s, and with the agent it
-#              also records debug information at non-safepoints (the price
-#              of exact inlined frames, see CompiledMethodLoad in agent.c).
-#              Jetty's selector methods are still recompiled now and then
-#              after that, with or without the agent, so the CPU time
-#              without the compiler threads is printed as well.
+#   WARMUP     wrk warm-up before it (default 20 s).  The JIT compiler
+#              threads, pinned with the JVM to one CPU, use 5-9 us per
+#              request in the first 5 s of load, 1.3-3.3 in the next 5,
+#              0.2-1.4 from 10 to 15 s and under 0.35 after 15 s, with or
+#              without the agent; with the agent they also record debug
+#              information at non-safepoints (the price of exact inlined
+#              frames, see CompiledMethodLoad in agent.c), so a measure
+#              inside the first 15 s counts compile work a server in its
+#              steady state does not do.  The CPU time without the
+#              compiler threads is printed as well.
 #
 # On shared 2-vCPU machines requests/s swings by tens of percent from run to
 # run, so the figure that counts is the JVM's CPU time per request
@@ -31,7 +34,7 @@ set -u
 BUILD=${1:-build}
 RUNS=${2:-5}
 SECS=${3:-5}
-WARM=${4:-10}
+WARM=${4:-20}
 ENVF="$BUILD/jalen-agent/jalen-env.sh"
 [ -r "$ENVF" ] || { echo "bench_jalen: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
 # shellcheck disable=SC1090
