@@ -417,7 +417,8 @@ static void jl_process_window(int final)
             if (!t->name[0]) {
                 /* first seen here: not a Java thread we know */
                 snprintf(t->name, sizeof(t->name), "%s", ti->comm);
-                t->kind = ti->tid == jl_agent_tid || ti->tid == jl_sampler_tid ? JL_K_AGENT : jl_classify_comm(ti->comm);
+                int ours = ti->tid == jl_agent_tid || ti->tid == jl_sampler_tid;
+                t->kind = ours ? JL_K_AGENT : jl_classify_comm(ti->comm);
             }
             double c = ti->power.cpu_time_s;
             if (c > 0) {
