@@ -8,10 +8,11 @@
 #              configurations alternating run after run.
 #   SECONDS    measured wrk run (default 5).
 #   WARMUP     wrk warm-up before it (default 20 s).  The JIT compiler
-#              threads, pinned with the JVM to one CPU, use 5-9 us per
+#              threads, pinned with the JVM to one CPU, used 5-9 us per
 #              request in the first 5 s of load, 1.3-3.3 in the next 5,
 #              0.2-1.4 from 10 to 15 s and under 0.35 after 15 s, with or
-#              without the agent; with the agent they also record debug
+#              without the agent (on a busy host still 1.0-1.5 after
+#              20 s); with the agent they also record debug
 #              information at non-safepoints (the price of exact inlined
 #              frames, see CompiledMethodLoad in agent.c), so a measure
 #              inside the first 15 s counts compile work a server in its
