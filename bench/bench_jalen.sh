@@ -50,7 +50,11 @@ TCK=$(getconf CLK_TCK)
 # others: its "overhead" is the noise floor of this very run (A/A)
 CONFIGS=("none" "none-again" "mode=cpu,interval=10ms" "mode=jvmti,interval=10ms" "mode=cpu,interval=10ms,net=off")
 # JALEN_BENCH_CONFIGS="none;mode=cpu,interval=10ms" measures only these (the
-# first is the baseline), to spend a long run's rounds on one question
+# first is the baseline), to spend a long run's rounds on one question.
+# JVM options follow the agent's after "@", "@"-separated:
+# "mode=cpu@-XX:+UnlockDiagnosticVMOptions@-XX:-DebugNonSafepoints"; a
+# "none@..." configuration runs without the agent but is not pooled with
+# the baseline.
 if [ -n "${JALEN_BENCH_CONFIGS:-}" ]; then
     IFS=';' read -r -a CONFIGS <<<"$JALEN_BENCH_CONFIGS"
 fi
@@ -76,10 +80,11 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # one_run CONFIG -> "cpu_us_per_req req_per_s rss_mib tables_mib cpu_us_per_req_without_jit"
 one_run() {
-    local cfg=$1 agent=() out="$TMP/out.$RANDOM"
+    local cfg=${1%%@*} jvm=() agent=() out="$TMP/out.$RANDOM"
+    [[ $1 == *@* ]] && IFS='@' read -r -a jvm <<<"${1#*@}"
     [[ $cfg != none* ]] && agent=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$out")
     # a fixed, pre-touched heap: RSS then differs by what the agent adds
-    "${JPIN[@]}" "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${agent[@]}" -cp "$JALEN_JETTY_CP" JettyServer 0 >"$TMP/jetty.out" 2>"$TMP/jetty.err" &
+    "${JPIN[@]}" "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${jvm[@]}" "${agent[@]}" -cp "$JALEN_JETTY_CP" JettyServer 0 >"$TMP/jetty.out" 2>"$TMP/jetty.err" &
     local pid=$! port="" i
     for i in $(seq 1 300); do
         port=$(awk '/^READY/ { print $2 }' "$TMP/jetty.out" 2>/dev/null)
@@ -155,7 +160,7 @@ done
 # bootstrap interval (runs resampled within each configuration, 4000
 # times): the paired figure above carries the noise of both runs of a
 # pair, this one the noise of the medians only.  The baseline is every
-# no-agent run (all "none*" configurations pooled); the floor is the same
+# no-agent run (all "none*" configurations without "@" pooled); the floor is the same
 # figure between the two no-agent configurations: what this method
 # reports when there is nothing to find.
 echo
@@ -170,7 +175,7 @@ def ratio(r, base):
                        statistics.median(rng.choices(base, k=len(base))) - 1)
                 for _ in range(4000))
     return f"{est:+6.1f} % ({bs[200]:+.1f}..{bs[3799]:+.1f})"
-none = [i for i, c in enumerate(cfgs) if c.startswith("none")]
+none = [i for i, c in enumerate(cfgs) if c.startswith("none") and "@" not in c]
 for col, what in ((0, "the JVM's CPU per request"),
                   (4, "the same without the JIT compiler threads")):
     runs = [[float(r[col]) for r in rs] for rs in rows]
