@@ -33,7 +33,7 @@ static pa_ctx *jl_ctx;
 static pid_t jl_pid;
 static atomic_int jl_active; /* profiling: events do their work */
 static int jl_done;          /* the last window is written (prof lock) */
-static pid_t jl_agent_tid, jl_sampler_tid;
+static atomic_int jl_agent_tid, jl_sampler_tid; /* set by those threads, read by others */
 static pthread_mutex_t jl_prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static double jl_last_cpu_j, jl_last_nic_j, jl_last_window_s;
 static int jl_have_power;

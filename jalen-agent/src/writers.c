@@ -442,12 +442,20 @@ static int jl_write_timeline(const char *dir)
     }
     jl_timeline_rows(m);
     int rc = fclose(m) == 0 ? 0 : -ENOMEM;
-    if (rc == 0 && len) {
-        ssize_t w = write(fd, buf, len);
-        rc = w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+    /* a short write is continued: rows half on disk must not be written
+     * again next window */
+    size_t done = 0;
+    while (rc == 0 && done < len) {
+        ssize_t w = write(fd, buf + done, len - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w < 0 && errno != EINTR)
+            rc = -errno;
+        else if (w == 0)
+            rc = -EIO;
     }
-    if (rc == 0)
-        jl_prof.ntl = 0;
+    if (rc == 0 || done)
+        jl_prof.ntl = 0; /* written, or in part: not written twice */
     free(buf);
     close(fd);
     return rc;
