@@ -1,15 +1,16 @@
 /*
  * writers.c - the output files of DESIGN.md section 8.
  *
- * Every file is written to ".<name>.tmp" in the output folder and renamed
- * over <name>, so a reader never sees half a file and a killed JVM leaves
- * the last complete window.
+ * Every file is written to ".<name>.tmp" in the output folder and then
+ * takes <name>'s place in one step (jl_replace), so a reader never sees
+ * half a file and a killed JVM leaves the last complete window.
  */
 #include "jalen.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,31 @@ static void jl_put_fix(FILE *f, double v, int dec)
     fwrite(b, 1, (size_t)dec + 1, f);
 }
 
+/*
+ * Put tmp in dst's place, atomically for readers.  A plain rename(2) over
+ * an existing file makes ext4 (auto_da_alloc) start writing the new data
+ * out at once, on the agent thread, for every file every window.
+ * Exchanging the two names instead (renameat2 RENAME_EXCHANGE) and
+ * unlinking the old version does not, and a version replaced before the
+ * next journal commit is never written to disk at all.  The price: after
+ * a power cut (not a JVM crash) a file may be found empty; the agent
+ * rewrites it the next window.  rename(2) where the exchange is not
+ * possible (no dst yet, a file system or kernel without it).
+ */
+static int jl_replace(const char *tmp, const char *dst)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) == 0) {
+        unlink(tmp); /* now the previous version */
+        return 0;
+    }
+    if (rename(tmp, dst) < 0) {
+        int e = -errno;
+        unlink(tmp);
+        return e;
+    }
+    return 0;
+}
+
 static int jl_out_close(jl_out *o)
 {
     int bad = ferror(o->f);
@@ -89,12 +115,7 @@ static int jl_out_close(jl_out *o)
         unlink(o->tmp);
         return -EIO;
     }
-    if (rename(o->tmp, o->dst) < 0) {
-        int e = -errno;
-        unlink(o->tmp);
-        return e;
-    }
-    return 0;
+    return jl_replace(o->tmp, o->dst);
 }
 
 /* CSV field: quoted only when it must be. */
