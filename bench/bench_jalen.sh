@@ -19,6 +19,11 @@
 #              steady state does not do.  The CPU time without the
 #              compiler threads is printed as well.
 #
+# Runs a minute apart differ here by several percent, more than the agent's
+# cost: bench_jalen_interleaved.sh measures the same figure with the JVMs of
+# all configurations side by side, loaded in turn, which pairs that noise
+# out; this script also measures start-up, RSS and two direct costs.
+#
 # On shared 2-vCPU machines requests/s swings by tens of percent from run to
 # run, so the figure that counts is the JVM's CPU time per request
 # (utime+stime of /proc/<pid>/stat over the measured run, divided by the
