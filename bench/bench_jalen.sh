@@ -41,28 +41,10 @@ BUILD=${1:-build}
 RUNS=${2:-5}
 SECS=${3:-5}
 WARM=${4:-20}
-ENVF="$BUILD/jalen-agent/jalen-env.sh"
-[ -r "$ENVF" ] || { echo "bench_jalen: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
-# shellcheck disable=SC1090
-. "$ENVF"
-command -v wrk >/dev/null || { echo "bench_jalen: wrk not found (apt-get install wrk)" >&2; exit 2; }
-[ -n "$JALEN_JETTY_CP" ] || { echo "bench_jalen: Jetty jars not found (apt-get install libjetty9-java)" >&2; exit 2; }
-TMP=$(mktemp -d)
+JB_NAME=bench_jalen
+# shellcheck source=bench/jalen_bench_lib.sh
+. "$(dirname "$0")/jalen_bench_lib.sh"
 trap 'rm -rf "$TMP"' EXIT
-TCK=$(getconf CLK_TCK)
-
-# "none-again" is a second no-agent configuration, measured like the
-# others: its "overhead" is the noise floor of this very run (A/A)
-CONFIGS=("none" "none-again" "mode=cpu,interval=10ms" "mode=jvmti,interval=10ms" "mode=cpu,interval=10ms,net=off")
-# JALEN_BENCH_CONFIGS="none;mode=cpu,interval=10ms" measures only these (the
-# first is the baseline), to spend a long run's rounds on one question.
-# JVM options follow the agent's after "@", "@"-separated:
-# "mode=cpu@-XX:+UnlockDiagnosticVMOptions@-XX:-DebugNonSafepoints"; a
-# "none@..." configuration runs without the agent but is not pooled with
-# the baseline.
-if [ -n "${JALEN_BENCH_CONFIGS:-}" ]; then
-    IFS=';' read -r -a CONFIGS <<<"$JALEN_BENCH_CONFIGS"
-fi
 # The JVM runs on CPU 0 and wrk on CPU 1 (JALEN_BENCH_PIN=0: both float).
 # Pinned, two fresh JVMs without the agent differed by 12.4..14.2 us per
 # request over 6 rounds, floating by 12.1..16.0: the floor falls from
@@ -72,16 +54,6 @@ JPIN=() WPIN=()
 if [ "${JALEN_BENCH_PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
     JPIN=(taskset -c 0) WPIN=(taskset -c 1)
 fi
-
-cpu_ticks() { awk '{ s=$0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
-# "tid ticks" of the JIT compiler threads (C1/C2 CompilerThreadN)
-jit_ticks() {
-    local t
-    for t in /proc/"$1"/task/*; do
-        awk -v t="${t##*/}" '/\(C[12] CompilerThre/ { s=$0; sub(/.*\) /, "", s); split(s, f, " "); print t, f[12] + f[13] }' "$t/stat" 2>/dev/null
-    done
-}
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # one_run CONFIG -> "cpu_us_per_req req_per_s rss_mib tables_mib cpu_us_per_req_without_jit"
 one_run() {
@@ -106,7 +78,7 @@ one_run() {
     jit_ticks $pid >"$TMP/jit1"
     # compiler threads' ticks over the run (one started meanwhile from 0)
     local jit
-    jit=$(awk 'NR == FNR { a[$1] = $2; next } { d += $2 - a[$1] } END { print d + 0 }' "$TMP/jit0" "$TMP/jit1")
+    jit=$(ticks_delta "$TMP/jit0" "$TMP/jit1")
     rss=$(rss_kb $pid)
     kill -TERM $pid
     wait $pid 2>/dev/null
@@ -142,7 +114,6 @@ for r in $(seq 1 "$RUNS"); do
     done
 done
 
-base=$(awk '{ print $1 }' "$TMP/res.0" | median)
 base_rss=$(awk '{ print $3 }' "$TMP/res.0" | median)
 echo
 printf '%-34s %14s %30s %10s %10s %10s %12s\n' configuration "cpu/req (us)" "paired overhead med (min..max)" "req/s" "RSS MiB" "RSS+ MiB" "tables MiB"

@@ -4,9 +4,9 @@
 #
 # Usage: bench/bench_jalen_interleaved.sh [BUILD_DIR] [ROUNDS] [BURST] [CYCLES] [WARMUP]
 #   BUILD_DIR  the CMake build folder (default: build), as for bench_jalen.sh.
-#   ROUNDS     rounds (default 6); each starts a fresh JVM per configuration.
+#   ROUNDS     rounds (default 7); each starts a fresh JVM per configuration.
 #   BURST      seconds of one wrk burst (default 2).
-#   CYCLES     measured cycles per round (default 8): one burst per
+#   CYCLES     measured cycles per round (default 10): one burst per
 #              configuration each, so BURST x CYCLES measured seconds each.
 #   WARMUP     seconds of load per JVM before measuring (default 20), given
 #              in bursts round the JVMs as well.
@@ -20,10 +20,11 @@
 # sees the same minute of the host, in slices a few seconds apart.  A
 # round's figure is the sum of its JVM's CPU time (utime+stime of
 # /proc/<pid>/stat, read just before and after each burst) over the sum
-# of the requests served; the overhead is that figure against the round's
-# JVM without the agent, one value per round; reported: the median over
-# rounds with a 90 % bootstrap interval and min..max, beside the floor
-# (a second JVM without the agent, "none-again", measured the same way).
+# of the requests served; the overhead is that figure against the
+# geometric mean of the round's JVMs without the agent, one value per
+# round; reported: the median and the mean over rounds, each with a 90 %
+# bootstrap interval, and min..max, beside the floor (the second JVM
+# without the agent, "none-again", against the first).
 # A JVM idle between its bursts still runs its own background work (the
 # agent's window every second); that work, outside its bursts, is not
 # counted against it, while its windows during its bursts are, as on a
@@ -36,47 +37,21 @@
 # time of the agent's own threads per request (within the first).
 set -u
 BUILD=${1:-build}
-ROUNDS=${2:-6}
+ROUNDS=${2:-7}
 BURST=${3:-2}
-CYCLES=${4:-8}
+CYCLES=${4:-10}
 WARM=${5:-20}
-ENVF="$BUILD/jalen-agent/jalen-env.sh"
-[ -r "$ENVF" ] || { echo "bench_jalen_interleaved: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
-# shellcheck disable=SC1090
-. "$ENVF"
-command -v wrk >/dev/null || { echo "bench_jalen_interleaved: wrk not found (apt-get install wrk)" >&2; exit 2; }
-[ -n "$JALEN_JETTY_CP" ] || { echo "bench_jalen_interleaved: Jetty jars not found (apt-get install libjetty9-java)" >&2; exit 2; }
+JB_NAME=bench_jalen_interleaved
+# shellcheck source=bench/jalen_bench_lib.sh
+. "$(dirname "$0")/jalen_bench_lib.sh"
 [ "$(nproc)" -ge 2 ] || { echo "bench_jalen_interleaved: needs 2 CPUs (the JVMs on one, wrk on the other)" >&2; exit 2; }
-TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
     [ ${#PIDS[@]} -gt 0 ] && kill -9 "${PIDS[@]}" 2>/dev/null
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-TCK=$(getconf CLK_TCK)
-
-CONFIGS=("none" "none-again" "mode=cpu,interval=10ms" "mode=jvmti,interval=10ms" "mode=cpu,interval=10ms,net=off")
-if [ -n "${JALEN_BENCH_CONFIGS:-}" ]; then
-    IFS=';' read -r -a CONFIGS <<<"$JALEN_BENCH_CONFIGS"
-fi
 NCFG=${#CONFIGS[@]}
-
-cpu_ticks() { awk '{ s=$0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
-# the JIT compiler threads' ticks, summed ("tid ticks" per thread, so that
-# a thread started between two readings counts from 0)
-jit_ticks() {
-    awk '/\(C[12] CompilerThre/ { t = FILENAME; sub(/\/stat$/, "", t); sub(/.*\//, "", t)
-                                  s = $0; sub(/.*\) /, "", s); split(s, f, " "); print t, f[12] + f[13] }' \
-        /proc/"$1"/task/*/stat 2>/dev/null
-}
-# the agent's own threads (jalen-agent, jalen-sampler), summed the same way
-agent_ticks() {
-    awk '/\(jalen-/ { t = FILENAME; sub(/\/stat$/, "", t); sub(/.*\//, "", t)
-                      s = $0; sub(/.*\) /, "", s); split(s, f, " "); print t, f[12] + f[13] }' \
-        /proc/"$1"/task/*/stat 2>/dev/null
-}
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # start CONFIG INDEX: a fresh pinned JVM; sets PID[i] and PORT[i]
 declare -a PID PORT
@@ -101,7 +76,6 @@ wait_ready() {
     echo "bench_jalen_interleaved: Jetty did not start (${CONFIGS[i]}): $(tr '\n' ' ' <"$TMP/jetty.$i.err")" >&2
     return 1
 }
-delta() { awk 'NR == FNR { a[$1] = $2; next } { d += $2 - a[$1] } END { print d + 0 }' "$1" "$2"; }
 # burst INDEX -> "ticks jit_ticks requests agent_ticks"
 burst() {
     local i=$1 c0 c1 n jit ag
@@ -112,8 +86,8 @@ burst() {
     c1=$(cpu_ticks "${PID[i]}")
     jit_ticks "${PID[i]}" >"$TMP/jit1"
     agent_ticks "${PID[i]}" >"$TMP/ag1"
-    jit=$(delta "$TMP/jit0" "$TMP/jit1")
-    ag=$(delta "$TMP/ag0" "$TMP/ag1")
+    jit=$(ticks_delta "$TMP/jit0" "$TMP/jit1")
+    ag=$(ticks_delta "$TMP/ag0" "$TMP/ag1")
     n=$(awk '/ requests in / { print $1 }' "$TMP/wrk.txt")
     [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "bench_jalen_interleaved: wrk failed (${CONFIGS[i]}): $(tr '\n' ' ' <"$TMP/wrk.txt")" >&2; return 1; }
     echo "$((c1 - c0)) $jit $n $ag"
