@@ -8,10 +8,15 @@
  * only when the same native on the same thread was not walked for a while
  * (each thread caches the last stack per native, so a thread that
  * alternates reads and writes keeps both apart).  That while starts at
- * 10 ms and doubles, up to 160 ms, each time a walk finds the stack it
- * already had; a different stack sets it back to 10 ms.  Heavy small I/O
- * on steady stacks thus costs an atomic add per call and a few walks per
- * second per thread and native.
+ * 10 ms and doubles, up to 1.28 s, each time a walk finds one of the last
+ * few stacks this thread had for this native; a new stack sets it back to
+ * 10 ms.  Servers whose pool threads take turns at a handful of roles (a
+ * Jetty thread reads as the selector's producer one moment and as a
+ * connection's consumer the next) thus settle at 1.28 s too.  Between
+ * walks the bytes go to the stack the last walk found: a walk falls on
+ * whatever call comes after the while, so over many walks each stack gets
+ * its share.  Heavy small I/O thus costs a plain add per call and about
+ * one walk per second per thread and native.
  *
  * FileDispatcherImpl's natives serve files and pipes as well as sockets,
  * so their fd is looked at (fstat) once and the answer cached per fd.  The
@@ -76,13 +81,16 @@ static unsigned char _Atomic jl_fd_kind[JL_FD_CACHE];
 
 #define JL_SMALL_IO 4096
 #define JL_REWALK_MIN_NS 10000000ull
-#define JL_REWALK_MAX_NS 160000000ull
+#define JL_REWALK_MAX_NS 1280000000ull
+#define JL_SEEN 4 /* stacks remembered per thread and native */
 /* one thread-local block: one TLS lookup per call */
 typedef struct jl_tls {
     pid_t tid;
     jl_net_rec *rec[JL_NTARGETS];
     uint64_t walk_ns[JL_NTARGETS];
     uint64_t gap_ns[JL_NTARGETS];
+    jl_net_rec *seen[JL_NTARGETS][JL_SEEN]; /* the last stacks walks found */
+    unsigned char seen_next[JL_NTARGETS];
 } jl_tls;
 static __thread jl_tls jl_tl;
 static atomic_ulong jl_net_walks; /* rare: no contention worth a per-thread count */
@@ -219,8 +227,11 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
     if (!tl->tid)
         tl->tid = jl_gettid();
     size_t k = (size_t)(t - jl_targets);
-    uint64_t now = jl_mono_ns();
-    if (!tl->rec[k] || bytes >= JL_SMALL_IO || now - tl->walk_ns[k] > tl->gap_ns[k]) {
+    uint64_t now = 0;
+    if (!tl->rec[k] || bytes >= JL_SMALL_IO ||
+        (now = jl_mono_ns()) - tl->walk_ns[k] > tl->gap_ns[k]) {
+        if (!now)
+            now = jl_mono_ns();
         atomic_fetch_add_explicit(&jl_net_walks, 1, memory_order_relaxed);
         jmethodID ids[JL_MAX_DEPTH];
         jint n = 0;
@@ -246,10 +257,16 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
         pthread_mutex_unlock(&jl_net_lock);
         if (!r)
             return;
-        if (r == tl->rec[k])
+        int known = 0;
+        for (int i = 0; i < JL_SEEN; i++)
+            known |= tl->seen[k][i] == r;
+        if (known) {
             tl->gap_ns[k] = tl->gap_ns[k] * 2 > JL_REWALK_MAX_NS ? JL_REWALK_MAX_NS : tl->gap_ns[k] * 2;
-        else
+        } else {
             tl->gap_ns[k] = JL_REWALK_MIN_NS;
+            tl->seen[k][tl->seen_next[k]] = r;
+            tl->seen_next[k] = (unsigned char)((tl->seen_next[k] + 1) % JL_SEEN);
+        }
         tl->rec[k] = r;
         tl->walk_ns[k] = now;
     }
