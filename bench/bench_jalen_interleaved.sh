@@ -32,7 +32,8 @@
 #
 # JALEN_BENCH_CONFIGS and JALEN_BENCH_RAW as for bench_jalen.sh ("@" adds
 # JVM options to a configuration; the first configuration is the baseline;
-# none-again is the floor); JALEN_BENCH_RAW gets one line per round and
+# none-again is the floor; "paused:mode=cpu" loads the agent with its
+# run-time work paused throughout: what being loaded costs); JALEN_BENCH_RAW gets one line per round and
 # configuration in bench_jalen.sh's format, plus a sixth column: the CPU
 # time of the agent's own threads per request (within the first).
 set -u
@@ -56,11 +57,18 @@ NCFG=${#CONFIGS[@]}
 # start CONFIG INDEX: a fresh pinned JVM; sets PID[i] and PORT[i]
 declare -a PID PORT
 start_jvm() {
-    local cfg=${1%%@*} i=$2 jvm=() agent=()
+    local cfg=${1%%@*} i=$2 jvm=() agent=() pause=""
     [[ $1 == *@* ]] && IFS='@' read -r -a jvm <<<"${1#*@}"
+    # "paused:OPTIONS": the agent loaded with OPTIONS, its run-time work
+    # paused throughout (JALEN_BENCH_PAUSE_FILE, see bench_jalen_toggle.sh)
+    if [[ $cfg == paused:* ]]; then
+        cfg=${cfg#paused:}
+        pause="$TMP/paused"
+        : >"$pause"
+    fi
     [[ $cfg != none* ]] && agent=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$TMP/out.$i")
     rm -rf "$TMP/out.$i"
-    taskset -c 0 "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${jvm[@]}" "${agent[@]}" \
+    JALEN_BENCH_PAUSE_FILE=$pause taskset -c 0 "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${jvm[@]}" "${agent[@]}" \
         -cp "$JALEN_JETTY_CP" JettyServer 0 >"$TMP/jetty.$i.out" 2>"$TMP/jetty.$i.err" &
     PID[i]=$!
     PIDS+=("${PID[i]}")

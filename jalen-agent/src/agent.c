@@ -683,6 +683,13 @@ static void jl_agent_exit(void)
     pthread_mutex_unlock(&jl_sleep_lock);
 }
 
+/* JALEN_BENCH_PAUSE_FILE, NULL when unset or empty (see jl_agent_main) */
+static const char *jl_bench_pause_file(void)
+{
+    const char *f = getenv("JALEN_BENCH_PAUSE_FILE");
+    return f && *f ? f : NULL;
+}
+
 static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
     (void)jni;
@@ -695,6 +702,13 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     double mx_at = jalen_mxbean_start ? jl_now_s() + 1.0 : -1;
     double next_window = jl_now_s() + (double)jl_o.window_ns * 1e-9;
     double next_drain = jl_now_s() + 0.05;
+    /* Benchmark hook, not an option: while the file named by
+     * JALEN_BENCH_PAUSE_FILE exists, the agent's run-time work stops (no
+     * stack samples, no socket counting, no windows; the timers still fire
+     * and return at once), so that bench_jalen_toggle.sh can weigh that
+     * work against the rest of the agent's cost in one and the same JVM.
+     * The window after a pause covers it, with its samples missing. */
+    const char *pause_file = jl_bench_pause_file();
     for (;;) {
         if (jl_sleep_ns(50000000ull)) {
             jl_agent_exit();
@@ -729,6 +743,14 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
         }
         if (now < next_drain && now < next_window)
             continue;
+        if (pause_file) {
+            int paused = access(pause_file, F_OK) == 0;
+            atomic_store_explicit(&jl_smp.paused, paused, memory_order_relaxed);
+            if (paused) {
+                next_drain = now + 0.05;
+                continue;
+            }
+        }
         pthread_mutex_lock(&jl_prof_lock);
         if (jl_done) {
             pthread_mutex_unlock(&jl_prof_lock);
@@ -756,7 +778,7 @@ static void JNICALL jl_sampler_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     (void)arg;
     jl_sampler_tid = jl_gettid();
     while (!jl_sleep_ns(jl_o.interval_ns))
-        if (atomic_load(&jl_active))
+        if (atomic_load(&jl_active) && !atomic_load_explicit(&jl_smp.paused, memory_order_relaxed))
             jl_jvmti_sample(jvmti);
     jl_agent_exit();
 }
@@ -798,6 +820,9 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         }
         (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
     }
+    const char *pause_file = jl_bench_pause_file();
+    if (pause_file && access(pause_file, F_OK) == 0)
+        atomic_store(&jl_smp.paused, 1);
     atomic_store(&jl_smp.on, 1);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

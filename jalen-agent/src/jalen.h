@@ -106,6 +106,9 @@ typedef struct jl_sampler {
     atomic_ulong taken;
     atomic_ulong dropped;
     atomic_int on;
+    /* benchmark hook (JALEN_BENCH_PAUSE_FILE, see agent.c): while set, no
+     * stack samples, no socket counting, no windows */
+    atomic_int paused;
     jl_asgct_fn asgct;
     JavaVM *vm;
     uint64_t interval_ns;

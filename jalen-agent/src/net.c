@@ -221,6 +221,8 @@ static jl_net_rec *jl_rec_find(pid_t tid, const jmethodID *f, int n)
 
 static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t bytes)
 {
+    if (atomic_load_explicit(&jl_smp.paused, memory_order_relaxed))
+        return;
     if (t->check_socket && !jl_is_socket(env, fdo))
         return;
     jl_tls *tl = &jl_tl;

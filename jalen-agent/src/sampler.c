@@ -51,7 +51,8 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     int saved = errno;
-    if (!atomic_load_explicit(&jl_smp.on, memory_order_acquire))
+    if (!atomic_load_explicit(&jl_smp.on, memory_order_acquire) ||
+        atomic_load_explicit(&jl_smp.paused, memory_order_relaxed))
         goto out;
     JNIEnv *env = NULL;
     /* GetEnv only reads the thread-local Thread*: what async-profiler does */

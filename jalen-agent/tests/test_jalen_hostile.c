@@ -2,7 +2,8 @@
  * test_jalen_hostile.c - the agent under hostile conditions (real JVMs):
  * thousands of short-lived threads, class unloading, System.exit while
  * sampling, SIGTERM mid-window, SIGKILL (last complete window stays), bad
- * options (the JVM runs on unprofiled after one stderr line).
+ * options (the JVM runs on unprofiled after one stderr line); the
+ * benchmark's pause hook.
  */
 #include <check.h>
 #include <math.h>
@@ -208,6 +209,57 @@ START_TEST(bad_option_runs_unprofiled)
 }
 END_TEST
 
+/* The benchmark hook: with JALEN_BENCH_PAUSE_FILE naming a file that exists
+ * the whole run, the agent takes no sample and counts no socket byte, yet
+ * the outputs are complete and conserve energy: the Java threads' energy
+ * is all [unattributed] */
+START_TEST(bench_pause_file)
+{
+    char *dir = jt_tmpdir();
+    char pf[4200];
+    snprintf(pf, sizeof(pf), "%s/paused", dir);
+    FILE *f = fopen(pf, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    setenv("JALEN_BENCH_PAUSE_FILE", pf, 1);
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "mode=cpu,out=%s/out,quiet", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Known", "2", NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    unsetenv("JALEN_BENCH_PAUSE_FILE");
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, 100);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    char *s = summary(dir);
+    ck_assert(jt_json_true(s, "complete"));
+    ck_assert_msg(jt_json_num(s, "samples") == 0, "%.0f samples while paused",
+                  jt_json_num(s, "samples"));
+    double e = jt_json_num(s, "process_energy_j");
+    double attributed = jt_json_num(s, "attributed_energy_j");
+    ck_assert_msg(e > 0, "no process energy");
+    free(s);
+    jt_csv th;
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    ck_assert_msg(jt_csv_sum(&th, 6) == 0, "%.0f socket bytes counted while paused",
+                  jt_csv_sum(&th, 6));
+    ck_assert_msg(jt_num(jt_csv_find(&th, 1, "burner"), 2) > 0.5, "burner did not run");
+    /* only the pseudo-threads' energy ([GC], [VM], ...) is attributed */
+    double pseudo = 0;
+    for (size_t i = 0; i < th.n; i++)
+        if (!strcmp(th.rows[i].f[0], "0"))
+            pseudo += jt_num(&th.rows[i], 3);
+    ck_assert_msg(fabs(attributed - pseudo) <= 0.005 * e,
+                  "attributed %.3f J, pseudo-threads %.3f J (of %.3f J)", attributed, pseudo, e);
+    jt_csv_free(&th);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_hostile");
@@ -220,6 +272,7 @@ int main(void)
     tcase_add_test(tc, sigint_mid_window);
     tcase_add_test(tc, sigkill_keeps_last_window);
     tcase_add_test(tc, bad_option_runs_unprofiled);
+    tcase_add_test(tc, bench_pause_file);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
