@@ -56,8 +56,12 @@ static void usage(FILE *f)
             "                           --sensor perf:events=perf::TASK-CLOCK "
             "(its counters go\n"
             "                           into the ring)\n"
-            "      --formula NAME[:OPTS] enable a formula (repeatable)\n"
-            "      --disable NAME       disable a module \"auto\" enabled\n"
+            "      --formula NAME[:OPTS] enable a formula and the sensors it "
+            "requires\n"
+            "                           (repeatable); \"auto\" fills the "
+            "other components\n"
+            "      --disable NAME       keep a module out (repeatable; "
+            "\"auto\": only those named)\n"
             "  -q, --quiet              no start/stop messages\n"
             "  -h, --help               show this help\n",
             pa_cli_prog, pa_cli_prog, PA_RING_DEFAULT_NAME,

@@ -94,23 +94,24 @@ typedef enum pa_component {
 } pa_component;
 
 /* Which modules run, in three rules:
- *   1. Enabling a formula also enables the sensors it requires (its
- *      pa_module_ops.requires) that are not enabled yet, as enabled *for*
- *      it (pa_module_info.required_by), even one you disabled earlier.
- *   2. Disabling a formula also disables the sensors that were enabled
- *      only for it; disabling a sensor that a formula you enabled requires
- *      fails with -EBUSY ("disable cpu-tdp first").
- *   3. At each tick after a change, "auto" gives every component (cpu,
- *      nic) that no enabled formula computes the best formula this machine
- *      can run (cpu: rapl-share where RAPL is readable, else cpu-tdp; nic:
- *      nic-linear where interfaces are visible) with its sensors, leaving
- *      out every module you disabled; pa_module_disable(ctx, "auto") stops
- *      it and pa_module_enable(ctx, "auto", NULL) resumes it at once.
+ *   1. Enabling a formula also enables each sensor it requires
+ *      (pa_module_ops.requires) that is not enabled yet, as enabled for it
+ *      (pa_module_info.required_by), even one you disabled before.
+ *   2. Disabling a formula also disables the sensors enabled only for it,
+ *      and disabling a sensor that a formula you enabled requires fails
+ *      with -EBUSY and "disable <formula> first".
+ *   3. At the next tick, "auto" gives each component (cpu, nic) that no
+ *      enabled formula computes the best formula this machine can run,
+ *      with its sensors, but never one you disabled nor one that needs a
+ *      sensor you disabled.
  * So enabling "cpu-tdp" alone runs procfs-cpu + cpu-tdp, plus nic +
- * nic-linear from auto; enabling only a sensor ("perf") keeps auto's
- * formulas.  A sensor that a formula chosen by auto requires may be
- * disabled: that formula goes too and auto picks another one that does
- * not need the sensor, if any.
+ * nic-linear from auto where interfaces are visible; enabling only a
+ * sensor ("perf") keeps auto's formulas.  Auto's choices: rapl-share where
+ * RAPL is readable, else cpu-tdp; nic-linear.  Disabling a sensor that a
+ * formula chosen by auto requires disables that formula too (auto then
+ * picks one that does without the sensor, if any).
+ * pa_module_disable(ctx, "auto") stops auto (only what you enable runs);
+ * pa_module_enable(ctx, "auto", NULL) resumes it and fills in at once.
  *
  * pa_module_enable enables a built-in or registered module by name, with
  * an options string "key=value,key=value" (NULL or "" for defaults), and

@@ -171,7 +171,8 @@ static void all_names(const pa_ctx *ctx, char *buf, size_t len)
 }
 
 /* Sensors before formulas; procfs-cpu first: it discovers the tasks the
- * other sensors read. */
+ * other sensors read.  Formulas by component (cpu, then nic), so that the
+ * report names them in one order whatever order they were enabled in. */
 static void mod_insert(pa_ctx *ctx, pa_module *m)
 {
     pa_module **pp = &ctx->modules;
@@ -180,7 +181,8 @@ static void mod_insert(pa_ctx *ctx, pa_module *m)
             while (*pp && (*pp)->ops->kind == PA_SENSOR)
                 pp = &(*pp)->next;
     } else {
-        while (*pp)
+        while (*pp && ((*pp)->ops->kind == PA_SENSOR ||
+                       (*pp)->ops->component <= m->ops->component))
             pp = &(*pp)->next;
     }
     m->next = *pp;
