@@ -55,15 +55,20 @@ class TestFixture(unittest.TestCase):
                                 devfs=os.path.join(self.root, "dev"),
                                 hwdb=os.environ.get("POWERAPI_HWDB"))
 
+    def java_window(self, ctx, threads=False):
+        """Watches java (pid 1801) and ticks a 2 s window (t = 1 s, 3 s) in
+        which it uses 1 s of CPU time (90 + 10 clock ticks)."""
+        ctx.watch_pid(1801, threads=threads)
+        u, s = stat_times(self.root, 1801)
+        ctx.tick(time_ns=1 * S)
+        set_stat_times(self.root, 1801, u + 90, s + 10)
+        ctx.tick(time_ns=3 * S)
+
     def test_cpu_tdp_watts(self):
         with self.context() as ctx:
             ctx.enable("procfs-cpu")
             ctx.enable("cpu-tdp", {"tdp": 100, "ftdp": 2000, "vtdp": 1.0})
-            ctx.watch_pid(1801)
-            u, s = stat_times(self.root, 1801)
-            ctx.tick(time_ns=1 * S)
-            set_stat_times(self.root, 1801, u + 90, s + 10)
-            ctx.tick(time_ns=3 * S)
+            self.java_window(ctx)
             p = ctx.pid_power(1801)
             self.assertAlmostEqual(p.interval_s, 2.0, places=12)
             self.assertAlmostEqual(p.cpu_time_s, 1.0, places=12)
@@ -80,7 +85,8 @@ class TestFixture(unittest.TestCase):
 
             # Reconfigured at runtime: tdp 200 doubles the next window.
             ctx.configure("cpu-tdp", "tdp=200")
-            set_stat_times(self.root, 1801, u + 180, s + 20)
+            u, s = stat_times(self.root, 1801)
+            set_stat_times(self.root, 1801, u + 90, s + 10)
             ctx.tick(time_ns=5 * S)
             p = ctx.pid_power(1801)
             self.assertAlmostEqual(p.cpu_w, 35.0, places=9)
@@ -97,11 +103,7 @@ class TestFixture(unittest.TestCase):
             self.assertTrue(mods["cpu-tdp"].user)
             self.assertEqual(mods["cpu-tdp"].requires, ["procfs-cpu"])
             self.assertEqual(mods["rapl-share"].uses, ["perf"])
-            ctx.watch_pid(1801)
-            u, s = stat_times(self.root, 1801)
-            ctx.tick(time_ns=1 * S)
-            set_stat_times(self.root, 1801, u + 90, s + 10)
-            ctx.tick(time_ns=3 * S)
+            self.java_window(ctx)
             self.assertAlmostEqual(ctx.pid_power(1801).cpu_w, 17.5, places=9)
             # the sensor cannot go while the formula needs it
             with self.assertRaises(powerapi.PowerAPIError) as cm:
@@ -118,11 +120,7 @@ class TestFixture(unittest.TestCase):
         # bindings/README.md: ctx.enable("cpu-tdp", {"tdp": 45}), then tick
         with self.context() as ctx:
             ctx.enable("cpu-tdp", {"tdp": 45})
-            ctx.watch_pid(1801, threads=True)
-            u, s = stat_times(self.root, 1801)
-            ctx.tick(time_ns=1 * S)
-            set_stat_times(self.root, 1801, u + 90, s + 10)
-            ctx.tick(time_ns=3 * S)
+            self.java_window(ctx, threads=True)
             p = ctx.pid_power(1801)
             self.assertAlmostEqual(p.cpu_time_s, 1.0, places=12)
             self.assertGreater(p.cpu_w, 0.0)
@@ -164,11 +162,7 @@ class TestFixture(unittest.TestCase):
             self.assertEqual(mods["py-needs"].uses, ["perf"])
             self.assertEqual(mods["procfs-cpu"].required_by, ["py-needs"])
             self.assertFalse(mods["perf"].enabled)  # used, not required
-            ctx.watch_pid(1801)
-            u, s = stat_times(self.root, 1801)
-            ctx.tick(time_ns=1 * S)
-            set_stat_times(self.root, 1801, u + 90, s + 10)
-            ctx.tick(time_ns=3 * S)
+            self.java_window(ctx)
             # 1 s of a 4 CPU-second window: 70 x 1/4
             self.assertAlmostEqual(ctx.pid_power(1801).cpu_w, 17.5, places=9)
             with self.assertRaises(powerapi.PowerAPIError) as cm:
