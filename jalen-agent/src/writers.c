@@ -1,5 +1,5 @@
 /*
- * writers.c - the output files of DESIGN.md section 8.
+ * writers.c - the output files of DESIGN.md section 8.5.
  *
  * Every file is written to ".<name>.tmp" in the output folder and then
  * takes <name>'s place in one step (jl_replace), so a reader never sees
