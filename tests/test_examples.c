@@ -558,7 +558,13 @@ static void run_commands(result *r, const block *b, char **cmds, size_t n,
             break;
         }
         if (proc_wait(&p, seconds, bg, nbg)) {
-            if (p.status != 0)
+            /* the agent refuses a bad option by design without failing
+             * the JVM: its one line is what says the example is wrong */
+            if (strstr(p.out, "runs on without profiling"))
+                block_fail(r, "%s:%d: `%s`: the jalen agent refused its "
+                              "options:\n%s",
+                           b->file, b->line, p.cmd, tail(&p));
+            else if (p.status != 0)
                 block_fail(r, "%s:%d: `%s` failed with status %d; its output "
                         "ends:\n%s",
                      b->file, b->line, p.cmd, p.status, tail(&p));
@@ -672,7 +678,7 @@ static char *program_command(const env *e, const block *b, const char *dir,
         }
         ck_assert_int_ge(
             asprintf(&cmd,
-                     "cc -Wall -Werror -I'%s/libpowerapi/include' -o '%s/example' "
+                     "cc -Wall -Werror -fdiagnostics-color=never -I'%s/libpowerapi/include' -o '%s/example' "
                      "'%s' -L'%s' -lpowerapi -Wl,-rpath,'%s' && '%s/example'",
                      e->proj, dir, path, e->bin, e->bin, dir),
             0);
@@ -1125,17 +1131,31 @@ START_TEST(test_broken_example_fails)
     free(s.report);
 
     /* a changed option, a wrong key in a sample, code that does not compile,
-     * a misplaced marker: each fails, named by file and line */
+     * a stale xfail, an unknown marker, and (with the agent and a JDK) a
+     * misspelt agent option: each fails, named by file and line */
+    char agent[PATH_MAX];
+    snprintf(agent, sizeof agent, "%s/jalen-agent/libjalen.so", PA_BINARY_DIR);
+    bool java = access(agent, R_OK) == 0 &&
+                system("javac -version >/dev/null 2>&1") == 0 &&
+                system("jar --version >/dev/null 2>&1") == 0;
     pa_test_write(dir, "README.md",
                   "# t\n\n```sh\npowerapi modules --verbose-please\n```\n\n"
                   "```json\n{\"type\":\"system\",\"power_w\":{\"gpu\":1}}\n```\n\n"
                   "```c\n#include <powerapi.h>\nputs(pa_version_string());\n```\n\n"
                   "<!-- example: xfail: not broken at all -->\n"
                   "```sh\ntrue\n```\n\n"
-                  "<!-- example: sometimes -->\n```sh\ntrue\n```\n");
+                  "<!-- example: sometimes -->\n```sh\ntrue\n```\n\n%s",
+                  java ? "<!-- example: timeout=30 -->\n```sh\njava "
+                         "-agentpath:build/jalen-agent/libjalen.so=intervall=5ms "
+                         "-jar app.jar\n```\n"
+                       : "");
     run_all(dir, &s);
-    ck_assert_msg(s.failed == 5, "%d failures, 5 expected:\n%s", s.failed,
-                  s.report);
+    ck_assert_msg(s.failed == 5 + java, "%d failures, %d expected:\n%s",
+                  s.failed, 5 + java, s.report);
+    if (java)
+        ck_assert_msg(strstr(s.report, "README.md:27 sh") &&
+                          strstr(s.report, "refused its options"),
+                      "a bad agent option passed:\n%s", s.report);
     const char *want[] = {"FAILED    README.md:3 sh", "--verbose-please",
                           "FAILED    README.md:7 json", "power_w.gpu",
                           "FAILED    README.md:11 c",
