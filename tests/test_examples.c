@@ -1009,19 +1009,47 @@ static void run_all(const char *src, summary *s)
     if (want_jar && e.have_java)
         make_app_jar(&e);
 
+    /* the longest first (a guess: commands x their time), so that the
+     * last to start is not the one that makes everyone wait */
+    size_t *order = calloc(b.n + 1, sizeof *order);
+    double *cost = calloc(b.n + 1, sizeof *cost);
+    ck_assert(order && cost);
+    for (size_t i = 0; i < b.n; i++) {
+        order[i] = i;
+        if (is_shell(b.v[i].lang)) {
+            char **cmds;
+            size_t n = command_lines(&b.v[i], &cmds);
+            for (size_t k = 0; k < n; k++)
+                free(cmds[k]);
+            free(cmds);
+            cost[i] = (double)n * (b.v[i].timeout_s ? b.v[i].timeout_s
+                                                     : DEFAULT_CMD_S);
+        } else {
+            cost[i] = 5;
+        }
+    }
+    for (size_t i = 1; i < b.n; i++) /* stable insertion sort, by cost */
+        for (size_t k = i; k > 0 && cost[order[k]] > cost[order[k - 1]]; k--) {
+            size_t t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+
     /* up to PARALLEL blocks at once, each in a child with its own folder */
     pid_t *pid = calloc(b.n + 1, sizeof *pid);
-    ck_assert_ptr_nonnull(pid);
+    double *took = calloc(b.n + 1, sizeof *took);
+    ck_assert(pid && took);
     size_t next = 0, running = 0;
     while (next < b.n || running) {
         if (next < b.n && running < PARALLEL) {
-            block *k = &b.v[next];
+            size_t bi = order[next];
+            block *k = &b.v[bi];
             if (!is_run(k->lang) || k->skip[0]) {
                 next++;
                 continue;
             }
             char dir[PATH_MAX + 32];
-            snprintf(dir, sizeof dir, "%s/.block%zu", e.work, next);
+            snprintf(dir, sizeof dir, "%s/.block%zu", e.work, bi);
             ck_assert_int_eq(mkdir(dir, 0755), 0);
             fflush(NULL);
             pid_t c = fork();
@@ -1036,7 +1064,9 @@ static void run_all(const char *src, summary *s)
                 fclose(r.log);
                 _exit(r.failed ? 1 : 0);
             }
-            pid[next++] = c;
+            took[bi] = now_s();
+            pid[bi] = c;
+            next++;
             running++;
             continue;
         }
@@ -1044,9 +1074,10 @@ static void run_all(const char *src, summary *s)
         pid_t c = wait(&st);
         if (c < 0)
             break;
-        for (size_t i = 0; i < next; i++)
+        for (size_t i = 0; i < b.n; i++)
             if (pid[i] == c) {
                 pid[i] = -(WIFEXITED(st) ? WEXITSTATUS(st) : 100) - 1;
+                took[i] = now_s() - took[i];
                 running--;
             }
     }
@@ -1085,8 +1116,9 @@ static void run_all(const char *src, summary *s)
             }
         } else if (code == 0) {
             s->ran++;
-            say(s, "  ok        %s:%d %s%s\n%s", where, k->line, k->lang,
-                k->daemon ? " (with a daemon)" : "", log ? log : "");
+            say(s, "  ok        %s:%d %s%s (%.1f s)\n%s", where, k->line,
+                k->lang, k->daemon ? ", with a daemon" : "", took[i],
+                log ? log : "");
         } else {
             s->failed++;
             say(s, "  FAILED    %s:%d %s\n%s\n", where, k->line, k->lang,
@@ -1095,6 +1127,9 @@ static void run_all(const char *src, summary *s)
         free(log);
     }
     free(pid);
+    free(took);
+    free(order);
+    free(cost);
     blocks_free(&b);
     char *w = strdup(e.work);
     pa_test_rmtree(w);
