@@ -75,6 +75,7 @@ static void usage(FILE *f)
             "                           to a ring others can read (refused "
             "by default: fine-\n"
             "                           grained energy is a side channel, "
+            "CVE-2020-8694)\n"
             "      --procfs DIR         procfs root (default /proc)\n"
             "      --sysfs DIR          sysfs root (default /sys)\n"
             "  -q, --quiet              no start/stop messages\n"
