@@ -91,6 +91,7 @@ typedef struct pc_state {
     size_t fds_new;   /* kept task fds opened this tick */
     size_t fds_count; /* kept task fds counted this tick */
 
+    char note[256];  /* for every report: why some processes are missing */
     char cpu_model[96];
     double cpuinfo_mhz; /* "cpu MHz" of cpuinfo */
     double base_mhz;    /* intel_pstate's base_frequency, 0 if none */
@@ -678,6 +679,8 @@ static int pc_sample_system(pc_state *p, pa_ctx *ctx, pa_sysread *s)
         pc_parse_uptime(p->aux, &up) == 0)
         s->uptime_ns = up;
     memcpy(s->cpu_model, p->cpu_model, sizeof(s->cpu_model));
+    if (p->note[0])
+        memcpy(s->notes, p->note, sizeof(s->notes));
 
     /* A policy that stopped reading (CPU hotplug) is looked for again. */
     if (p->nfreq > 0 && pc_read_freq(p, s) < 0 &&
@@ -1236,6 +1239,13 @@ static int pc_start(pa_module *m, const pa_options *opts)
     if (p->uptimefd < 0)
         p->uptimefd = -1;
     p->keep_fds = pc_is_fs(p->procfd, PC_PROC_SUPER_MAGIC);
+    char hp[40];
+    if (pa__procfs_hidepid(procfs, hp, sizeof(hp)))
+        snprintf(p->note, sizeof(p->note),
+                 "procfs: %s is mounted with %s: other users' processes are "
+                 "hidden from uid %u and not counted (run as root or as a "
+                 "member of the mount's gid= group)",
+                 procfs, hp, (unsigned)geteuid());
     int sfd = open(m->ctx->env.sysfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd >= 0) {
         p->keep_sysfs = pc_is_fs(sfd, PC_SYSFS_MAGIC);

@@ -606,6 +606,8 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         sp->time_ns = time_ns;
         sp->flags = tab.measured ? PA_POWER_MEASURED : 0;
         ret = build_report(ctx, &d, &tab, time_ns);
+        if (cur->notes[0])
+            pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
         if (ret < 0)
             ret = pa__err(ret, "tick: out of memory building the report");
     }
