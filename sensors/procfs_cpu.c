@@ -679,8 +679,7 @@ static int pc_sample_system(pc_state *p, pa_ctx *ctx, pa_sysread *s)
         pc_parse_uptime(p->aux, &up) == 0)
         s->uptime_ns = up;
     memcpy(s->cpu_model, p->cpu_model, sizeof(s->cpu_model));
-    if (p->note[0])
-        memcpy(s->notes, p->note, sizeof(s->notes));
+    pa__assume(s->notes, sizeof(s->notes), p->note);
 
     /* A policy that stopped reading (CPU hotplug) is looked for again. */
     if (p->nfreq > 0 && pc_read_freq(p, s) < 0 &&

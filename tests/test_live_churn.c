@@ -12,7 +12,7 @@
  * The issue asks for 10,000 processes over a minute; the storm here
  * spawns its 10,000 as fast as 400 concurrent processes allow (15-40 s
  * on 2 shared vCPUs), keeping the counts and the concurrency and
- * shortening the time for CI (under ASan: 2,500 processes, 250 at once).
+ * shortening the time for CI (under ASan: 2,000 processes, 250 at once).
  * Threads: a process creating and ending 1,000 threads a second under
  * `monitor --threads -- ...` (test_thread_churn).
  *
@@ -476,16 +476,18 @@ static void teardown(void)
  * more: the sanitized run checks the watchers for leaks and errors on a
  * smaller storm. */
 #ifdef PA_SANITIZE_BUILD
-#define STORM_TOTAL 2500
+#define STORM_TOTAL 2000
 #define STORM_CONC 250
 #define STORM_MIN_ALIVE 150
-#define CMD_STORM "1500"
+#define CMD_STORM "1000"
+#define THREAD_SECS "8"
 #define THREAD_RATE_MIN 0.5
 #else
 #define STORM_TOTAL 10000
 #define STORM_CONC 400
 #define STORM_MIN_ALIVE 300
 #define CMD_STORM "4000"
+#define THREAD_SECS "10"
 #define THREAD_RATE_MIN 0.8
 #endif
 
@@ -697,7 +699,7 @@ START_TEST(test_thread_churn)
     char *argv[] = {PA_CLI_PATH, "monitor",   "--threads", "--format",
                     "json",      "--interval", "250ms",    "--output",
                     out,         "--",        self_exe,    "--threads",
-                    stats,       "12",        "1000",      "300",
+                    stats,       THREAD_SECS, "1000",      "300",
                     NULL};
     pid_t mon = spawn_to(argv, "thr.stdout", "thr.err");
     int ws = -1;
@@ -795,7 +797,8 @@ START_TEST(test_thread_churn)
             nshort, nmedium, wall_s, nfailed, windows, gone, ntids, proc_s,
             rusage_s, main_win_s, thr_win_s, after_s, others_s, ended_s, sum,
             100 * err, worst);
-    ck_assert_uint_ge(nshort, (unsigned long)(12 * 1000 * THREAD_RATE_MIN));
+    ck_assert_uint_ge(nshort,
+                      (unsigned long)(atoi(THREAD_SECS) * 1000 * THREAD_RATE_MIN));
     ck_assert_uint_gt(gone, 20); /* medium threads come and go */
     /* every thread that had a record ends with an exited record (a tid
      * the kernel reused for a later thread has one per life) */

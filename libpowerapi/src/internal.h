@@ -119,6 +119,8 @@ typedef struct pa_sysread {
     unsigned nrapl;
     pa_rapl_reading rapl[PA_MAX_RAPL];
     char rapl_path[24];       /* "powercap", "perf", "msr" */
+    unsigned rapl_resets;     /* domains whose counter went back or jumped
+                                 (not counted this window) */
     unsigned nnic;
     pa_nic_reading nic[PA_MAX_IFACES];
     double cycles_all;        /* cumulative system-wide cycles */
