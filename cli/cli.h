@@ -22,6 +22,9 @@ enum {
     PA_EXIT_OK = 0,
     PA_EXIT_FAIL = 1,  /* runtime failure (unknown pid, module error...) */
     PA_EXIT_USAGE = 2, /* bad command line: one line naming the argument */
+    PA_EXIT_PIPE = 141, /* the reader of our output went away (EPIPE):
+                           quiet, the status of a process killed by
+                           SIGPIPE, as `| head` expects */
 };
 
 /* Subcommands. */

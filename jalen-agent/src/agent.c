@@ -882,7 +882,7 @@ static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 /* Loading                                                             */
 /* ------------------------------------------------------------------ */
 
-static int jl_mkdirs(const char *path)
+int jl_mkdirs(const char *path)
 {
     char buf[4096];
     snprintf(buf, sizeof(buf), "%s", path);

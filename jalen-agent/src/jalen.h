@@ -296,6 +296,8 @@ void jl_net_new_window(void);
 /* ------------------------------------------------------------------ */
 
 int jl_write_all(const jl_opts *o, int final);
+/* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
+int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o);
 extern const char jl_flamegraph_head[];
 extern const char jl_flamegraph_tail[];
