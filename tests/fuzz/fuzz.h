@@ -56,6 +56,9 @@ typedef struct fz_file {
                         this offset of the file (an MSR), not the file */
 } fz_file;
 
+/* A whole file replaced before tick t. */
+#define FZ_F(t, r) {.tick = (t), .rel = (r)}
+
 /* A sensor run on a fixture tree: a context on the copy, the modules
  * enabled in order, two ticks (the files of tick 1 written between
  * them), the report read. */

@@ -10,7 +10,7 @@ static const fz_sensor spec = {
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_all = 1,
     .cgroups = 1,
-    .files = {{0, "proc/3001/cgroup"}, {0, "proc/5001/cgroup"}},
+    .files = {FZ_F(0, "proc/3001/cgroup"), FZ_F(0, "proc/5001/cgroup")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,7 +8,7 @@
 static const fz_sensor spec = {
     .fixture = "rapl-laptop",
     .modules = {"procfs-cpu", "cpu-tdp"},
-    .files = {{0, "proc/cpuinfo"}, {0, "sys/devices/system/cpu/online"}},
+    .files = {FZ_F(0, "proc/cpuinfo"), FZ_F(0, "sys/devices/system/cpu/online")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -26,7 +26,7 @@ static const fz_sensor spec = {
               {0, MSR, 0xc0010299},
               {0, MSR, 0xc001029b},
               {1, MSR, 0xc001029b},
-              {0, "proc/cpuinfo", 0}},
+              FZ_F(0, "proc/cpuinfo")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

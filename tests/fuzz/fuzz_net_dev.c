@@ -7,7 +7,7 @@
 static const fz_sensor spec = {
     .fixture = "rapl-laptop",
     .modules = {"procfs-cpu", "nic:sockdiag=off", "nic-linear"},
-    .files = {{0, "proc/net/dev"}, {1, "proc/net/dev"}},
+    .files = {FZ_F(0, "proc/net/dev"), FZ_F(1, "proc/net/dev")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

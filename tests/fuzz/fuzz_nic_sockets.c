@@ -10,10 +10,10 @@ static const fz_sensor spec = {
     .fixture = "net-server",
     .modules = {"procfs-cpu", "nic:sockfile=sockets.txt", "nic-linear"},
     .watch_all = 1,
-    .files = {{0, "proc/sockets.txt"},
-              {1, "proc/sockets.txt"},
-              {0, "proc/net/route"},
-              {0, "proc/net/ipv6_route"}},
+    .files = {FZ_F(0, "proc/sockets.txt"),
+              FZ_F(1, "proc/sockets.txt"),
+              FZ_F(0, "proc/net/route"),
+              FZ_F(0, "proc/net/ipv6_route")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,16 +9,16 @@
 static const fz_sensor spec = {
     .fixture = "net-server",
     .modules = {"nic:sockdiag=off", "nic-linear"},
-    .files = {{0, "sys/class/net/eth0/statistics/rx_bytes"},
-              {1, "sys/class/net/eth0/statistics/rx_bytes"},
-              {0, "sys/class/net/eth0/statistics/tx_bytes"},
-              {1, "sys/class/net/eth0/statistics/tx_bytes"},
-              {0, "sys/class/net/eth0/statistics/rx_packets"},
-              {0, "sys/class/net/eth0/statistics/tx_packets"},
-              {0, "sys/class/net/eth0/speed"},
-              {0, "sys/class/net/eth0/type"},
-              {0, "sys/class/net/eth0/operstate"},
-              {0, "sys/class/net/lo/type"}},
+    .files = {FZ_F(0, "sys/class/net/eth0/statistics/rx_bytes"),
+              FZ_F(1, "sys/class/net/eth0/statistics/rx_bytes"),
+              FZ_F(0, "sys/class/net/eth0/statistics/tx_bytes"),
+              FZ_F(1, "sys/class/net/eth0/statistics/tx_bytes"),
+              FZ_F(0, "sys/class/net/eth0/statistics/rx_packets"),
+              FZ_F(0, "sys/class/net/eth0/statistics/tx_packets"),
+              FZ_F(0, "sys/class/net/eth0/speed"),
+              FZ_F(0, "sys/class/net/eth0/type"),
+              FZ_F(0, "sys/class/net/eth0/operstate"),
+              FZ_F(0, "sys/class/net/lo/type")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

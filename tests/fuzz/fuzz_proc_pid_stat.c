@@ -9,10 +9,10 @@ static const fz_sensor spec = {
     .fixture = "rapl-laptop",
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_all = 1 | PA_WATCH_ALL_THREADS,
-    .files = {{0, "proc/300/stat"},
-              {1, "proc/300/stat"},
-              {0, "proc/300/task/300/stat"},
-              {1, "proc/300/task/300/stat"}},
+    .files = {FZ_F(0, "proc/300/stat"),
+              FZ_F(1, "proc/300/stat"),
+              FZ_F(0, "proc/300/task/300/stat"),
+              FZ_F(1, "proc/300/task/300/stat")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

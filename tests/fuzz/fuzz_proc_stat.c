@@ -8,10 +8,10 @@ static const fz_sensor spec = {
     .fixture = "rapl-laptop",
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_all = 1,
-    .files = {{0, "proc/stat"},
-              {1, "proc/stat"},
-              {0, "proc/uptime"},
-              {1, "proc/uptime"}},
+    .files = {FZ_F(0, "proc/stat"),
+              FZ_F(1, "proc/stat"),
+              FZ_F(0, "proc/uptime"),
+              FZ_F(1, "proc/uptime")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -10,8 +10,8 @@ static const fz_sensor spec = {
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_pid = 1734,
     .watch_flags = PA_WATCH_THREADS,
-    .files = {{0, "proc/1734/task/1734/schedstat"},
-              {1, "proc/1734/task/1734/schedstat"}},
+    .files = {FZ_F(0, "proc/1734/task/1734/schedstat"),
+              FZ_F(1, "proc/1734/task/1734/schedstat")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

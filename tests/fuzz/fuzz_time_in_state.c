@@ -9,11 +9,11 @@
 static const fz_sensor spec = {
     .fixture = "desktop-cpufreq",
     .modules = {"procfs-cpu", "cpu-tdp"},
-    .files = {{0, "sys/devices/system/cpu/cpufreq/policy0/stats/time_in_state"},
-              {1, "sys/devices/system/cpu/cpufreq/policy0/stats/time_in_state"},
-              {0, "sys/devices/system/cpu/cpufreq/policy0/affected_cpus"},
-              {0, "sys/devices/system/cpu/cpufreq/policy0/base_frequency"},
-              {0, "sys/devices/system/cpu/cpufreq/policy1/stats/time_in_state"}},
+    .files = {FZ_F(0, "sys/devices/system/cpu/cpufreq/policy0/stats/time_in_state"),
+              FZ_F(1, "sys/devices/system/cpu/cpufreq/policy0/stats/time_in_state"),
+              FZ_F(0, "sys/devices/system/cpu/cpufreq/policy0/affected_cpus"),
+              FZ_F(0, "sys/devices/system/cpu/cpufreq/policy0/base_frequency"),
+              FZ_F(0, "sys/devices/system/cpu/cpufreq/policy1/stats/time_in_state")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

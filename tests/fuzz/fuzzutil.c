@@ -68,8 +68,11 @@ void fz_write(const char *root, const char *rel, const void *buf, size_t len)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", root, rel);
-    mkparents(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+        mkparents(path);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
     if (fd < 0)
         fz_fail("cannot write %s: %s", path, strerror(errno));
     const char *p = buf;

@@ -45,7 +45,11 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang cmake -S "$src" -B "$build" -DPA_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPA_BUILD_AGENT=OFF -DPA_BUILD_BINDINGS=OFF -DPA_BUILD_BENCH=OFF >/dev/null
 fi
-cmake --build "$build" --target pa_fuzz -j"$(nproc)" >/dev/null
+if ! cmake --build "$build" --target pa_fuzz -j"$(nproc)" >"$build/fuzz-build.log" 2>&1; then
+  tail -40 "$build/fuzz-build.log" >&2
+  echo "fuzz: the clang build failed ($build/fuzz-build.log)" >&2
+  exit 1
+fi
 
 if [ $# -eq 0 ]; then
   set -- $(cd "$here/corpus" && ls)
