@@ -432,6 +432,14 @@ typedef int (*pa__perf_event_cb)(const char *name, const char *desc,
                                  int status, void *user);
 int pa__perf_events_list(pa__perf_event_cb cb, void *user);
 
+/* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
+ * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
+ * the way the sensor does, and counts the TCP sockets with byte counts in
+ * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
+ * -ENOMEM.  For the fuzz target and tests. */
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
+                       size_t *nsockets);
+
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */
 /* ------------------------------------------------------------------ */
