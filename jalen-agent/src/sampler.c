@@ -71,6 +71,16 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     } else {
         jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
         jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
+        /* ticks_unknown_Java, ticks_not_walkable_Java: a stub, an
+         * intrinsic or a native leaf routine called from Java */
+        if (tr.num_frames == -5 || tr.num_frames == -6) {
+            int code = tr.num_frames;
+            atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+            if (jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid))
+                atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
+            else
+                tr.num_frames = code;
+        }
         s->n = tr.num_frames;
         s->truncated = tr.num_frames >= JL_MAX_DEPTH;
     }
