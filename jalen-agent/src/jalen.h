@@ -113,6 +113,11 @@ typedef struct jl_sampler {
     /* walks ASGCT gave up on (unknown or not walkable Java), and those of
      * them recovery (unwind.c) completed */
     atomic_ulong walks_failed, walks_recovered;
+#ifdef JL_TIME_HANDLER
+    /* a timing build (-DJL_TIME_HANDLER): ns in the handler, samples */
+    atomic_ulong t_total_ns, t_n;
+    atomic_ulong t_hist[512]; /* samples by time in the handler, 0.5-us bins */
+#endif
     JavaVM *vm;
     uint64_t interval_ns;
     int interval_us;
@@ -151,9 +156,11 @@ void jl_unwind_thread_start(pid_t tid);
 /* Agent thread: publishes the stubs seen since the last call. */
 void jl_unwind_refresh(void);
 /* Signal handler, after ASGCT failed on the context ucv: finds the caller
- * of the stub or native routine and walks again from it.  1 when tr now
- * holds frames.  Async-signal-safe. */
-int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid);
+ * of the stub, the unfinished frame or the native routine and walks again
+ * from it.  1 when tr now holds frames.  stubs_only: only when the PC is
+ * in a stub (before any walk: ASGCT would fail there, and that failed
+ * walk costs as much as a good one).  Async-signal-safe. */
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */

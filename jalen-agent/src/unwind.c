@@ -567,16 +567,21 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
 }
 #endif
 
-int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid)
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only)
 {
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
         return 0;
+    const ucontext_t *uc = ucv;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (stubs_only) {
+        jl_blob b;
+        if (!jl_in_code(pc) || !jl_blob_find(pc, &b) || b.kind == JL_BLOB_INTERP)
+            return 0;
+    }
     uintptr_t lo, hi;
     if (!jl_stack_of(tid, &lo, &hi))
         return 0;
-    const ucontext_t *uc = ucv;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     if (sp < lo || sp >= hi)
@@ -601,6 +606,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid)
     (void)depth;
     (void)ucv;
     (void)tid;
+    (void)stubs_only;
     return 0;
 #endif
 }
