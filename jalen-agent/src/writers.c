@@ -549,6 +549,26 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
+    /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
+    fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
+            (unsigned long long)atomic_load(&jl_smp.walks_failed),
+            (unsigned long long)atomic_load(&jl_smp.walks_recovered));
+#ifdef JL_TIME_HANDLER
+    fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
+            atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
+    {
+        unsigned long n = atomic_load(&jl_smp.t_n), c = 0;
+        int q[3] = {-1, -1, -1};
+        for (int i = 0; i < 512; i++) {
+            c += atomic_load(&jl_smp.t_hist[i]);
+            for (int k = 0; k < 3; k++)
+                if (q[k] < 0 && c * 4 >= n * (unsigned long)(k + 1))
+                    q[k] = i;
+        }
+        fprintf(f, "  \"handler_us_quartiles\": [%.1f, %.1f, %.1f],\n", q[0] * 0.5 + 0.25,
+                q[1] * 0.5 + 0.25, q[2] * 0.5 + 0.25);
+    }
+#endif
     fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
