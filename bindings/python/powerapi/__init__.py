@@ -186,7 +186,7 @@ class Report:
         self.sensors = _s(c.sensors) or ""
         self.cpu_source = _s(c.cpu_source) or ""
         assumed = _s(c.assumed) or ""
-        self.assumed = [a for a in assumed.split(";") if a]
+        self.assumed = [a.strip() for a in assumed.split(";") if a.strip()]
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
         self.targets = [Target(c.targets[i], self.counter_names)
