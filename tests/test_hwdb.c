@@ -230,7 +230,7 @@ static const struct {
     unsigned line;
     const char *says;
 } bad[] = {
-    {"cpu \"A\" tdp=1 mhz=1 source=\"s\"\ngpu \"B\"\n", 2, "'cpu' or 'nic'"},
+    {"cpu \"A\" tdp=1 mhz=1 source=\"s\"\ngpu \"B\"\n", 2, "'cpu', 'curve' or 'nic'"},
     {"cpu A tdp=1 mhz=1 source=\"s\"\n", 1, "quoted"},
     {"cpu \"A tdp=1 mhz=1\n", 1, "closing quote"},
     {"cpu \"A\" tdp=1 mhz=1 tpd=3 source=\"s\"\n", 1, "unknown cpu key 'tpd'"},

@@ -265,6 +265,38 @@ static int configure_locked(pa_ctx *ctx, pa_module *m, const char *options)
     return 0;
 }
 
+/* The CPU model "auto" enables where RAPL is not readable, and why:
+ * cpu-curve where a load-power curve or a calibration matches this CPU,
+ * or on a virtual machine (its default per-vCPU curve follows the load,
+ * a TDP guess does not); cpu-tdp otherwise. */
+static const char *auto_cpu_model(pa_ctx *ctx, char *why, size_t len)
+{
+    char curve_why[256] = "";
+    if (ops_find(ctx, "cpu-curve") &&
+        pa__cpu_curve_match(&ctx->env, curve_why, sizeof(curve_why)) > 0) {
+        snprintf(why, len, "no RAPL; %s", curve_why);
+        return "cpu-curve";
+    }
+    snprintf(why, len, "no RAPL; %s: TDP model",
+             curve_why[0] ? curve_why : "no load-power curve");
+    return ops_find(ctx, "cpu-tdp") ? "cpu-tdp" : NULL;
+}
+
+static bool cpu_formula_enabled(const pa_ctx *ctx)
+{
+    for (const pa_module *o = ctx->modules; o; o = o->next)
+        if (o->ops->kind == PA_FORMULA && o->ops->component == PA_COMP_CPU)
+            return true;
+    return false;
+}
+
+static void set_auto_why(pa_ctx *ctx, const char *name, const char *why)
+{
+    pa_module *m = mod_find(ctx, name);
+    if (m && m->by_auto)
+        snprintf(m->auto_why, sizeof(m->auto_why), "%s", why);
+}
+
 int pa__auto_enable(pa_ctx *ctx)
 {
     char why[256];
@@ -278,10 +310,16 @@ int pa__auto_enable(pa_ctx *ctx)
         use_rapl = enable_locked(ctx, "rapl", NULL, true) == 0 &&
                    enable_locked(ctx, "rapl-share", NULL, true) == 0;
     }
-    if (!use_rapl && !mod_find(ctx, "cpu-tdp") && ops_find(ctx, "cpu-tdp")) {
-        rc = enable_locked(ctx, "cpu-tdp", NULL, true);
-        if (rc < 0)
-            return rc;
+    if (use_rapl) {
+        set_auto_why(ctx, "rapl-share", "RAPL is readable: measured power");
+    } else {
+        const char *cpu = auto_cpu_model(ctx, why, sizeof(why));
+        if (cpu && !cpu_formula_enabled(ctx)) {
+            rc = enable_locked(ctx, cpu, NULL, true);
+            if (rc < 0)
+                return rc;
+            set_auto_why(ctx, cpu, why);
+        }
     }
     const pa_module_ops *nic = ops_find(ctx, "nic");
     const pa_module_ops *lin = ops_find(ctx, "nic-linear");
@@ -486,6 +524,8 @@ static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops,
         mi->failing = m->fail_count > 0;
         if (m->fail_count)
             snprintf(mi->why, sizeof(mi->why), "%s", m->err);
+        if (m->by_auto)
+            snprintf(mi->auto_why, sizeof(mi->auto_why), "%s", m->auto_why);
         snprintf(mi->options, sizeof(mi->options), "%s",
                  m->opts_text ? m->opts_text : "");
     }

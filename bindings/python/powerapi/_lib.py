@@ -86,6 +86,7 @@ class pa_module_info(ctypes.Structure):
         ("failing", ctypes.c_int),
         ("why", ctypes.c_char * 256),
         ("options", ctypes.c_char * 256),
+        ("auto_why", ctypes.c_char * 256),
     ]
 
 
@@ -138,6 +139,7 @@ class pa_report(ctypes.Structure):
         ("counter_names", ctypes.POINTER(ctypes.c_char_p)),
         ("dram_w", ctypes.c_double),
         ("psys_w", ctypes.c_double),
+        ("model_error", ctypes.c_double),
     ]
 
 

@@ -52,7 +52,8 @@ int main(void)
     F(pa_module_info, enabled);
     F(pa_module_info, failing);
     F(pa_module_info, why);
-    L(pa_module_info, options);
+    F(pa_module_info, options);
+    L(pa_module_info, auto_why);
     END();
 
     begin("pa_power", sizeof(pa_power));
@@ -98,7 +99,8 @@ int main(void)
     F(pa_report, ncounters);
     F(pa_report, counter_names);
     F(pa_report, dram_w);
-    L(pa_report, psys_w);
+    F(pa_report, psys_w);
+    L(pa_report, model_error);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
