@@ -249,16 +249,18 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
         st->opt_fref = f;
     }
     if (points) {
-        char why[160];
+        char why[160] = "";
         pa_curve *c = &st->fixed;
         c->packages = 1;
         c->error = -1;
-        if (pa__curve_parse_points(points, c, why, sizeof(why)) < 0 ||
+        if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 &&
             c->n < 2)
+            snprintf(why, sizeof(why), "at least 2 points");
+        if (c->n < 2 || why[0])
             return pa__err(-EINVAL,
                            "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
                            "pairs joined by '+', e.g. points=0:40+50:70+100:95",
-                           points, c->n < 2 ? "at least 2 points" : why);
+                           points, why);
         c->per = PA_CURVE_SERVER;
         if (per && !strcmp(per, "package"))
             c->per = PA_CURVE_PACKAGE;
