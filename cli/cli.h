@@ -30,6 +30,7 @@ int pa_cli_modules(int argc, char **argv);
 int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
 int pa_cli_top(int argc, char **argv);    /* cli/top.c */
 int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
+int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping
