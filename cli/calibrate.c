@@ -551,3 +551,15 @@ int pa_cli_calibrate(int argc, char **argv)
     pa_ctx_free(ctx);
     return status;
 }
+
+int pa_cli_calibration(const char *cmd, const char *path)
+{
+    pa_curve c;
+    if (pa__calib_read(path, &c) < 0)
+        return pa_cli_usage_error(cmd, "--calibration: %s", pa_last_error());
+    if (setenv("POWERAPI_CALIBRATION", path, 1) < 0) {
+        pa_cli_error(cmd, "out of memory");
+        return PA_EXIT_FAIL;
+    }
+    return 0;
+}

@@ -31,6 +31,12 @@ int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
 int pa_cli_top(int argc, char **argv);    /* cli/top.c */
 int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
+/* --calibration FILE of monitor, top, serve, daemon: checks the file and
+ * sets $POWERAPI_CALIBRATION for the contexts the command makes (auto
+ * then picks cpu-curve with it).  0, or the exit status after printing
+ * one line. */
+#define PA_CLI_OPT_CALIBRATION 0x1c0
+int pa_cli_calibration(const char *cmd, const char *path);
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping

@@ -145,7 +145,11 @@ static bool calib_for_model(const char *model, pa_curve *out, char *path,
     pa_curve c;
     if (!p || pa__calib_read(p, &c) < 0)
         return false;
-    if (strcmp(c.match, model) != 0)
+    /* a file named by $POWERAPI_CALIBRATION (--calibration) is the user's
+     * choice (a model mismatch is stated in assumed); one found at the
+     * standard place is used only on the CPU it was made on */
+    const char *env = getenv("POWERAPI_CALIBRATION");
+    if (!(env && !strcmp(env, p)) && strcmp(c.match, model) != 0)
         return false;
     *out = c;
     return true;
@@ -158,7 +162,8 @@ int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
     pa_curve c;
     read_cpuinfo(env->procfs, model, sizeof(model), &vm);
     if (model[0] && calib_for_model(model, &c, path, sizeof(path))) {
-        snprintf(why, len, "calibration %s matches this CPU", path);
+        snprintf(why, len, "calibration %s (%s)", path,
+                 strcmp(c.match, model) ? "given" : "made on this CPU");
         return 1;
     }
     if (model[0] && pa__hwdb_curve(env->hwdb, model, &c) == 0) {
