@@ -93,7 +93,7 @@ typedef struct cpu_curve {
     unsigned npk;
     int pk_id[64];
     unsigned ncpu_map;
-    int16_t cpu_pk[PA_MAX_CPUS]; /* index into pk_id, -1 unknown */
+    int16_t cpu_pk[PA_MAX_CPUS]; /* physical package id, -1 unknown */
     /* self-calibration */
     bin bins[NBINS];
     unsigned long learned, rejected;
@@ -184,43 +184,18 @@ int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
     return 0;
 }
 
+/* This machine's packages: the CPU -> package map and the distinct ids. */
 static void topo_read(const pa_env *env, cpu_curve *st)
 {
-    char buf[4096];
     st->npk = 0;
-    st->ncpu_map = 0;
-    int *cpus = malloc(PA_MAX_CPUS * sizeof(*cpus));
-    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
-                               sizeof(buf)) <= 0) {
-        free(cpus);
-        return;
-    }
-    int n = pa__parse_cpulist(buf, cpus, PA_MAX_CPUS);
-    for (size_t i = 0; i < PA_MAX_CPUS; i++)
-        st->cpu_pk[i] = -1;
-    for (int i = 0; i < n; i++) {
-        char rel[96];
-        if (cpus[i] < 0 || cpus[i] >= PA_MAX_CPUS)
-            continue;
-        snprintf(rel, sizeof(rel),
-                 "devices/system/cpu/cpu%d/topology/physical_package_id",
-                 cpus[i]);
-        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0)
-            continue;
-        int id = atoi(buf);
+    st->ncpu_map = pa__cpu_packages(env, st->cpu_pk, PA_MAX_CPUS);
+    for (unsigned i = 0; i < st->ncpu_map; i++) {
         unsigned k = 0;
-        while (k < st->npk && st->pk_id[k] != id)
+        while (k < st->npk && st->pk_id[k] != st->cpu_pk[i])
             k++;
-        if (k == st->npk) {
-            if (st->npk == 64)
-                continue;
-            st->pk_id[st->npk++] = id;
-        }
-        st->cpu_pk[cpus[i]] = (int16_t)k;
-        if ((unsigned)cpus[i] + 1 > st->ncpu_map)
-            st->ncpu_map = (unsigned)cpus[i] + 1;
+        if (st->cpu_pk[i] >= 0 && k == st->npk && st->npk < 64)
+            st->pk_id[st->npk++] = st->cpu_pk[i];
     }
-    free(cpus);
 }
 
 static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
@@ -394,32 +369,6 @@ static void assume(pa_power_table *out, const char *fmt, ...)
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     pa__assume(out->assumed, sizeof(out->assumed), text);
-}
-
-/* Busy fraction of package k's CPUs over the window, -1 unknown. */
-static double package_busy(const cpu_curve *st, const pa_frame_delta *d,
-                           unsigned k)
-{
-    const pa_sysread *c = d->cur, *p = d->prev;
-    if (!c || !p)
-        return -1;
-    unsigned n = st->ncpu_map;
-    if (c->ncpu_time < n)
-        n = c->ncpu_time;
-    if (p->ncpu_time < n)
-        n = p->ncpu_time;
-    uint64_t busy = 0, all = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (st->cpu_pk[i] != (int)k || c->cpu_busy_ns[i] == UINT64_MAX ||
-            p->cpu_busy_ns[i] == UINT64_MAX ||
-            c->cpu_busy_ns[i] < p->cpu_busy_ns[i] ||
-            c->cpu_idle_ns[i] < p->cpu_idle_ns[i])
-            continue;
-        uint64_t b = c->cpu_busy_ns[i] - p->cpu_busy_ns[i];
-        busy += b;
-        all += b + (c->cpu_idle_ns[i] - p->cpu_idle_ns[i]);
-    }
-    return all ? (double)busy / (double)all : -1;
 }
 
 /* The curve with the learned bins in place of the points they cover. */
@@ -599,7 +548,8 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         p_dyn = 0;
         bool sys_u = false;
         for (unsigned k = 0; k < st->npk; k++) {
-            double uk = package_busy(st, d, k);
+            double uk = pa__package_busy(d, st->cpu_pk, st->ncpu_map,
+                                         st->pk_id[k]);
             if (uk < 0) {
                 uk = u;
                 sys_u = true;
@@ -664,40 +614,8 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                        : c->error >= 0 ? c->error
                                        : -1;
 
-    /* attribution: the dynamic part by CPU time or cycles */
-    int ci = -1;
-    for (size_t i = 0; i < d->ncounters && d->counter_names; i++)
-        if (d->counter_names[i] &&
-            (!strcasecmp(d->counter_names[i], "UNHALTED_CORE_CYCLES") ||
-             !strcasecmp(d->counter_names[i], "cpu-cycles") ||
-             !strcasecmp(d->counter_names[i], "perf::CYCLES"))) {
-            ci = (int)i;
-            break;
-        }
-    bool cycles = ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
-    double w_procs = 0;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        const pa_task *k = d->tasks[i];
-        if (k->type == PA_TARGET_PROCESS)
-            w_procs += cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-    }
-    double w_sys = cycles ? d->cycles_all : busy;
-    bool all = d->ctx && d->ctx->watch_all;
-    double w_all = all && w_procs > 0 ? w_procs
-                   : w_sys > w_procs  ? w_sys
-                                      : w_procs;
-    double attributed = 0;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *k = d->tasks[i];
-        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-        k->cpu_w = w > 0 && w_all > 0 ? p_dyn * w / w_all : 0;
-        if (k->type == PA_TARGET_PROCESS)
-            attributed += k->cpu_w;
-    }
-    out->cpu_w = p;
-    out->idle_w = all ? p - attributed : p_static;
-    if (out->idle_w < 0)
-        out->idle_w = 0;
+    /* attribution: the dynamic part by CPU time or cycles, as rapl-share */
+    pa__share_split(d, out, p, p_dyn);
     out->measured = false;
     return 0;
 }

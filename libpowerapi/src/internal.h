@@ -400,6 +400,14 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g);
 /* Declares the counters the perf sensor reports (replaces previous). */
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
+/* rapl-share's split (formulas/rapl_share.c), shared with cpu-curve:
+ * active watts of the window's CPU power p go to the targets by their
+ * cycles (perf sensor) or CPU time; sets t->cpu_w = p and t->idle_w (p
+ * minus what the processes got when every process is watched, so tasks +
+ * idle = p; p - active otherwise). */
+void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
+                     double active);
+
 /* cpu-curve (formulas/cpu_curve.c): 1 when a hwdb curve or a
  * calibration matches this machine's CPU, 2 on a virtual machine without
  * one (the default per-vCPU curve), 0 otherwise; why says which. */
@@ -445,6 +453,16 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap);
 /* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
 int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Physical package of a CPU from <sysfs> topology; -1 when unknown. */
+int pa__cpu_package(const pa_env *env, int cpu);
+/* The CPU -> physical_package_id map of the online CPUs (-1 unknown) in
+ * map[cap]; returns the entries used (highest CPU + 1), 0 when no CPU's
+ * package is known. */
+unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap);
+/* Busy fraction over the window of the CPUs whose map entry is pkg
+ * (/proc/stat cpuN lines of both frames), or -1 when none has both. */
+double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
+                        unsigned nmap, int pkg);
 /* Appends "; "-separated text to an assumed list, deduplicated. */
 void pa__assume(char *list, size_t len, const char *text);
 
