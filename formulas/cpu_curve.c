@@ -359,18 +359,6 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     return 0;
 }
 
-static void assume(pa_power_table *out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void assume(pa_power_table *out, const char *fmt, ...)
-{
-    char text[320];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    pa__assume(out->assumed, sizeof(out->assumed), text);
-}
-
 /* The curve with the learned bins in place of the points they cover. */
 static void learned_curve(const cpu_curve *st, const pa_curve *base,
                           double scale, pa_curve *out)
@@ -457,27 +445,27 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     }
     switch (kind) {
     case SRC_OPTION:
-        assume(out, "cpu-curve: curve from option points=");
+        pa_table_assume(out, "cpu-curve: curve from option points=");
         break;
     case SRC_CALIB:
         if (strcmp(c->match, model))
-            assume(out,
+            pa_table_assume(out,
                    "cpu-curve: %s was made on '%s', not this CPU ('%s')",
                    c->source, c->match, model);
         else
-            assume(out, "cpu-curve: %s", c->source);
+            pa_table_assume(out, "cpu-curve: %s", c->source);
         break;
     case SRC_FORCED:
     case SRC_HWDB:
-        assume(out, "cpu-curve: hwdb curve \"%s\"%s: %s", c->match,
+        pa_table_assume(out, "cpu-curve: hwdb curve \"%s\"%s: %s", c->match,
                kind == SRC_FORCED ? " (model=)" : "", c->source);
         if (c->per == PA_CURVE_SERVER)
-            assume(out, "cpu-curve: the curve is the wall power of the "
+            pa_table_assume(out, "cpu-curve: the curve is the wall power of the "
                         "whole measured server (memory, disks, fans, "
                         "power-supply loss included)");
         break;
     case SRC_DEFAULT:
-        assume(out,
+        pa_table_assume(out,
                "cpu-curve: default %g W idle to %g W at full load per vCPU x "
                "%u CPUs for unknown CPU '%s' (%s)",
                DEFAULT_MIN_W, DEFAULT_MAX_W, ncpus,
@@ -492,7 +480,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         for (size_t i = 0; i < d->ntasks; i++)
             if (d->tasks[i]->type == PA_TARGET_PROCESS)
                 busy += d->tasks[i]->d_cpu_s;
-        assume(out, "busy time = sum of the processes seen (no system CPU "
+        pa_table_assume(out, "busy time = sum of the processes seen (no system CPU "
                     "time)");
     }
     double cap = d->capacity_s;
@@ -510,16 +498,16 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         per_pk = st->npk > 1;
         pk_div = 1;
         if (!st->npk)
-            assume(out, "cpu-curve: package count unknown: 1 package");
+            pa_table_assume(out, "cpu-curve: package count unknown: 1 package");
     } else if (c->threads && ncpus < c->threads) {
         scale = (double)ncpus / c->threads;
-        assume(out,
+        pa_table_assume(out,
                "cpu-curve: %u of the curve's %u CPUs online (a VM's share "
                "of the host, or CPUs offline): x %.4g",
                ncpus, c->threads, scale);
     } else if (c->threads && ncpus > c->threads) {
         scale = floor((double)ncpus / c->threads + 0.5);
-        assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u",
+        pa_table_assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u",
                ncpus, scale, c->threads);
     } else if (c->packages > 1 && st->npk == c->packages) {
         per_pk = true;
@@ -535,7 +523,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         if (have >= 2) {
             learned_curve(st, c, scale, &learned);
             use = &learned;
-            assume(out,
+            pa_table_assume(out,
                    "cpu-curve: self-calibrated from %lu RAPL windows (%d of "
                    "11 load bins, %lu outliers rejected)",
                    st->learned, have, st->rejected);
@@ -558,7 +546,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
             p_dyn += (pa__curve_at(use, uk) - use->watts[0]) /
                      (c->per == PA_CURVE_PACKAGE ? 1 : pk_div);
         }
-        assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
+        pa_table_assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
                             "packages without per-CPU times)"
                           : "cpu-curve: per package, each at its CPUs' "
                             "utilisation");
@@ -584,12 +572,12 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         if (fref > 0) {
             double f = f_sum / t_all;
             p_dyn *= f / fref;
-            assume(out,
+            pa_table_assume(out,
                    "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
                    "constant)",
                    fref);
         } else {
-            assume(out, "cpu-curve: no reference frequency: not scaled by "
+            pa_table_assume(out, "cpu-curve: no reference frequency: not scaled by "
                         "cpufreq");
         }
     }

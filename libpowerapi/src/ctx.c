@@ -999,7 +999,7 @@ void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)
 
 void pa_table_assume(pa_power_table *t, const char *fmt, ...)
 {
-    char buf[256];
+    char buf[384]; /* a hwdb source (up to 255) with its context */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
