@@ -177,6 +177,8 @@ class Report:
         self.cpu_source = _s(c.cpu_source) or ""
         assumed = _s(c.assumed) or ""
         self.assumed = [a for a in assumed.split(";") if a]
+        # relative error the CPU model states (0.05 = 5 %), None unknown
+        self.model_error = c.model_error if c.model_error >= 0 else None
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
         self.targets = [Target(c.targets[i], self.counter_names)
@@ -200,6 +202,7 @@ class ModuleInfo:
         self.failing = bool(c.failing)
         self.why = _s(c.why)
         self.options = _s(c.options)
+        self.auto_why = _s(c.auto_why)  # chosen by "auto": why
 
     def __repr__(self):
         return "ModuleInfo(%r, available=%s, enabled=%s)" % (
