@@ -334,6 +334,7 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     if (st->looked_up && !strcmp(st->looked_model, model))
         return 0;
     st->have_rec = false;
+    st->calib_auto = false;
     st->rec_mhz = 0;
     const char *path = hwdb_of(m);
     if (!st->have_fixed && *model) {
