@@ -609,6 +609,10 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     return 0;
 }
 
+static const char *const curve_requires[] = {"procfs-cpu", NULL};
+/* rapl: self-calibration when present; perf: cycles for the split */
+static const char *const curve_uses[] = {"rapl", "perf", NULL};
+
 const pa_module_ops pa__mod_cpu_curve = {
     .abi = PA_MODULE_ABI,
     .name = "cpu-curve",
@@ -623,4 +627,6 @@ const pa_module_ops pa__mod_cpu_curve = {
     .compute = curve_compute,
     .configure = curve_configure,
     .stop = curve_stop,
+    .requires = curve_requires,
+    .uses = curve_uses,
 };

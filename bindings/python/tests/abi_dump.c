@@ -53,6 +53,11 @@ int main(void)
     F(pa_module_info, failing);
     F(pa_module_info, why);
     F(pa_module_info, options);
+    F(pa_module_info, user);
+    F(pa_module_info, by_auto);
+    F(pa_module_info, required_by);
+    F(pa_module_info, requires);
+    F(pa_module_info, uses);
     L(pa_module_info, auto_why);
     END();
 
@@ -115,7 +120,9 @@ int main(void)
     F(pa_module_ops, sample);
     F(pa_module_ops, compute);
     F(pa_module_ops, configure);
-    L(pa_module_ops, stop);
+    F(pa_module_ops, stop);
+    F(pa_module_ops, requires);
+    L(pa_module_ops, uses);
     END();
 
     begin("pa_ring_opts", sizeof(pa_ring_opts));
