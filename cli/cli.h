@@ -40,6 +40,13 @@ int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
  * target. */
 int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
                           char **resp, size_t *resp_len);
+int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
+/* --calibration FILE of monitor, top, serve, daemon: checks the file and
+ * sets $POWERAPI_CALIBRATION for the contexts the command makes (auto
+ * then picks cpu-curve with it).  0, or the exit status after printing
+ * one line. */
+#define PA_CLI_OPT_CALIBRATION 0x1c0
+int pa_cli_calibration(const char *cmd, const char *path);
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping

@@ -27,6 +27,8 @@ static const pa_cli_command commands[] = {
     {"serve", pa_cli_serve, "Prometheus exporter: /metrics over HTTP"},
     {"events", pa_cli_events,
      "perf events this machine can count (names for the perf sensor)"},
+    {"calibrate", pa_cli_calibrate,
+     "measure this machine's load-power curve with RAPL for cpu-curve"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -90,6 +90,8 @@ static void monitor_help(FILE *f)
         "('%s daemon')\n"
         "                            instead of sampling\n"
         "\nSampling:\n"
+        "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
+        "                           formula (also $POWERAPI_CALIBRATION)\n"
         "  -i, --interval DURATION   window length (default 1s; 500ms, 2s, "
         "1m...)\n"
         "  -n, --count N             stop after N windows\n"
@@ -214,6 +216,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         {"formula", required_argument, NULL, OPT_FORMULA},
         {"disable", required_argument, NULL, OPT_DISABLE},
         {"procfs", required_argument, NULL, OPT_PROCFS},
+        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
         {"sysfs", required_argument, NULL, OPT_SYSFS},
         {"hwdb", required_argument, NULL, OPT_HWDB},
         {"output", required_argument, NULL, 'o'},
@@ -294,6 +297,12 @@ static int parse_args(monitor *m, int argc, char **argv)
                 goto nomem;
             if (rc)
                 return rc;
+            break;
+        }
+        case PA_CLI_OPT_CALIBRATION: {
+            int st = pa_cli_calibration(CMD, optarg);
+            if (st)
+                return st;
             break;
         }
         case OPT_PROCFS:

@@ -430,7 +430,11 @@ static void json_system(pa_out *o, const pa_report *r)
         json_key_num(f, "dram", r->dram_w, true);
     if (r->psys_w > 0)
         json_key_num(f, "psys", r->psys_w, true);
-    fputs("},\"assumed\":[", f);
+    fputc('}', f);
+    /* relative error the model states for its cpu figure, when known */
+    if (r->model_error >= 0)
+        json_key_num(f, "model_error", r->model_error, true);
+    fputs(",\"assumed\":[", f);
     struct json_list l = {f, true};
     each_assumed(r->assumed, json_assumed_item, &l);
     fputs("],\"energy_j\":{", f);

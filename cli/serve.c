@@ -60,6 +60,8 @@ static void usage(FILE *f)
             "loopback only when given)\n"
             "  -r, --ring NAME           read windows from a daemon's ring "
             "instead of sampling\n"
+            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
+            "                           formula (also $POWERAPI_CALIBRATION)\n"
             "  -i, --interval DURATION   window length (default 1s): the "
             "sampling period, or\n"
             "                            how often a page is made from the "
@@ -647,6 +649,7 @@ int pa_cli_serve(int argc, char **argv)
     enum { OPT_MAXCONN = 256, OPT_TIMEOUT, OPT_WINDOW };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
+        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
         {"ring", required_argument, NULL, 'r'},
         {"interval", required_argument, NULL, 'i'},
         {"top", required_argument, NULL, 't'},
@@ -669,6 +672,12 @@ int pa_cli_serve(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:l:r:i:t:w:h", longopts, NULL)) !=
            -1) {
         switch (c) {
+        case PA_CLI_OPT_CALIBRATION: {
+            int st = pa_cli_calibration(CMD, optarg);
+            if (st)
+                return st;
+            break;
+        }
         case 'l':
             listen = optarg;
             break;

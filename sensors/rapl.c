@@ -386,49 +386,12 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
 /* CPU topology (perf and msr paths)                                 */
 /* ---------------------------------------------------------------- */
 
-/* Socket of a CPU from sysfs topology; -1 when unknown. */
-static int cpu_socket(const pa_env *env, int cpu)
-{
-    char rel[96], buf[32];
-    snprintf(rel, sizeof(rel),
-             "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
-    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0)
-        return -1;
-    return atoi(buf);
-}
-
-
 /* The CPU -> package map of the online CPUs, read once at start, given
  * with every reading (pa_sysread.cpu_socket) for per-socket attribution.
  * Left empty (ncpu_socket 0) when no CPU's package is known. */
 static void topo_read(const pa_env *env, rapl_state *st)
 {
-    char buf[4096];
-    st->ncpu_socket = 0;
-    for (size_t i = 0; i < PA_MAX_CPUS; i++)
-        st->cpu_socket[i] = -1;
-    int *cpus = malloc(PA_MAX_CPUS * sizeof(*cpus));
-    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
-                               sizeof(buf)) <= 0) {
-        free(cpus);
-        return;
-    }
-    int n = pa__parse_cpulist(buf, cpus, PA_MAX_CPUS);
-    bool any = false;
-    unsigned top = 0;
-    for (int i = 0; i < n; i++) {
-        if (cpus[i] < 0 || cpus[i] >= PA_MAX_CPUS)
-            continue;
-        int s = cpu_socket(env, cpus[i]);
-        if (s < 0 || s > INT16_MAX)
-            continue;
-        st->cpu_socket[cpus[i]] = (int16_t)s;
-        any = true;
-        if ((unsigned)cpus[i] + 1 > top)
-            top = (unsigned)cpus[i] + 1;
-    }
-    free(cpus);
-    st->ncpu_socket = any ? top : 0;
+    st->ncpu_socket = pa__cpu_packages(env, st->cpu_socket, PA_MAX_CPUS);
 }
 
 /* ---------------------------------------------------------------- */
@@ -536,7 +499,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
             memset(d, 0, sizeof(*d));
             d->fd = fd;
             d->kind = perf_events[e].kind;
-            int s = cpu_socket(env, cpus[c]);
+            int s = pa__cpu_package(env, cpus[c]);
             d->socket = s >= 0 ? s : c;
             snprintf(d->label, sizeof(d->label), "%s/cpu%d",
                      perf_events[e].event, cpus[c]);
@@ -621,12 +584,12 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             break;
         struct stat sb;
         if (stat(path, &sb) < 0) {
-            if (cpu > 0 && cpu_socket(env, cpu) < 0)
+            if (cpu > 0 && pa__cpu_package(env, cpu) < 0)
                 break;
             continue;
         }
         any_dev = true;
-        int s = cpu_socket(env, cpu);
+        int s = pa__cpu_package(env, cpu);
         if (s < 0)
             s = 0;
         bool have = false;

@@ -263,13 +263,19 @@ START_TEST(only_a_sensor_keeps_auto_formulas)
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
+    /* a VM: auto's CPU model is cpu-curve (its default per-vCPU curve) */
+    assert_formula(ctx, "cpu-curve", "procfs-cpu");
+    ck_assert(info(ctx, "cpu-curve")->by_auto);
+    /* the sensor is the user's: it stays when auto's formula goes; auto
+     * then takes its next choice, never the disabled one */
+    ck_assert(info(ctx, "procfs-cpu")->user);
+    ck_assert_int_eq(pa_module_disable(ctx, "cpu-curve"), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
     assert_formula(ctx, "cpu-tdp", "procfs-cpu");
     ck_assert(info(ctx, "cpu-tdp")->by_auto);
-    /* the sensor is the user's: it stays when auto's formula goes */
-    ck_assert(info(ctx, "procfs-cpu")->user);
     ck_assert_int_eq(pa_module_disable(ctx, "cpu-tdp"), 0);
     ck_assert(enabled(ctx, "procfs-cpu"));
-    ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 4 * NS_PER_S), 0);
     assert_formula(ctx, "", "procfs-cpu");
     pa_ctx_free(ctx);
     pa_test_rmtree(root);

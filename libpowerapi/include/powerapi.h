@@ -162,6 +162,7 @@ typedef struct pa_module_info {
     const char *const *requires; /* formulas: NULL-terminated sensor
                                     names, or NULL; owned by the module */
     const char *const *uses;     /* formulas: sensors used when enabled */
+    char auto_why[256];      /* enabled by "auto": why it was chosen */
 } pa_module_info;
 
 /* Fills up to cap entries of out with every known module (built-in and
@@ -283,6 +284,10 @@ typedef struct pa_report {
     double dram_w;        /* measured DRAM power (RAPL), 0 when absent */
     double psys_w;        /* measured platform power (RAPL psys), 0 when
                              absent; not part of system.total_w */
+    double model_error;   /* known relative error of a modelled cpu figure
+                             (0.05 = 5 %): cpu-curve's validation error of
+                             its calibration, or its running error against
+                             RAPL when it self-calibrates; < 0 unknown */
 } pa_report;
 
 /* Called by the sampler thread after each tick.  r is valid only during

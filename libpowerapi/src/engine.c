@@ -493,6 +493,7 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     r->counter_names = (const char *const *)ctx->counter_names;
     r->dram_w = tab->dram_w;
     r->psys_w = tab->psys_w;
+    r->model_error = tab->model_error;
     ctx->have_report = true;
     return 0;
 }
@@ -556,6 +557,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         pa_power_table tab;
         memset(&d, 0, sizeof(d));
         memset(&tab, 0, sizeof(tab));
+        tab.model_error = -1;
         d.ctx = ctx;
         d.interval_s = (double)(time_ns - ctx->last_time_ns) / 1e9;
         sys_delta(&d, cur, prev);
