@@ -549,7 +549,7 @@ START_TEST(test_storm_watchers)
     const char *names[4] = {"monitor --all --threads", "daemon",
                             "monitor --ring", "pa_start sampler (this test)"};
     usage u0[4], u1[4];
-    int procs0, thr0, procs1, thr1;
+    int procs0, thr0, procs1 = 0, thr1 = 0;
     count_tasks(&procs0, &thr0);
     for (int i = 0; i < 4; i++)
         u0[i] = usage_of(who[i]);
@@ -567,11 +567,28 @@ START_TEST(test_storm_watchers)
     storm_print("storm", &st);
 
     sleep_ms(1500); /* the watchers see every storm process gone */
-    count_tasks(&procs1, &thr1);
+    /* the least of three readings, 300 ms apart (a watcher's kept files
+     * follow the machine's tasks at its last tick, and other users of a
+     * shared machine start and end processes too), against the most
+     * threads the machine had meanwhile */
+    thr1 = 0;
+    for (int k = 0; k < 3; k++) {
+        int p, t;
+        count_tasks(&p, &t);
+        if (t > thr1) {
+            thr1 = t;
+            procs1 = p;
+        }
+        for (int i = 0; i < 4; i++) {
+            usage u = usage_of(who[i]);
+            if (k == 0 || u.fds < u1[i].fds)
+                u1[i] = u;
+        }
+        sleep_ms(300);
+    }
     fprintf(stderr, "machine: %d processes, %d threads -> %d, %d\n", procs0,
             thr0, procs1, thr1);
     for (int i = 0; i < 4; i++) {
-        u1[i] = usage_of(who[i]);
         fprintf(stderr,
                 "%-30s fds %d -> %d, RSS %ld -> %ld KiB (anonymous %ld -> "
                 "%ld)\n",
@@ -620,10 +637,10 @@ START_TEST(test_storm_watchers)
     for (int i = 0; i < 4; i++) {
         /* back to where they were once the storm is over: kept files
          * for live tasks (a few per thread: stat, schedstat, cgroup),
-         * nothing for dead ones; the machine's other tasks may have come
-         * and gone meanwhile */
+         * nothing for dead ones (a leak of one file per hundred storm
+         * processes would be 100 more) */
         int more = thr1 > thr0 ? 4 * (thr1 - thr0) : 0;
-        ck_assert_msg(u1[i].fds <= u0[i].fds + more + 16,
+        ck_assert_msg(u1[i].fds <= u0[i].fds + more + 40,
                       "%s: fds %d -> %d (machine: %d -> %d threads)",
                       names[i], u0[i].fds, u1[i].fds, thr0, thr1);
 #ifndef PA_SANITIZE_BUILD
