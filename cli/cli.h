@@ -33,6 +33,13 @@ int pa_cli_modules(int argc, char **argv);
 int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
 int pa_cli_top(int argc, char **argv);    /* cli/top.c */
 int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
+/* One HTTP exchange through serve's request handling (no listening
+ * socket): the raw request req answered as serve would, with r's metrics
+ * page as /metrics (r NULL: no window yet).  *resp (malloc'd, *resp_len
+ * bytes) is what went back on the wire.  0 or -errno.  For the fuzz
+ * target. */
+int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
+                          char **resp, size_t *resp_len);
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping

@@ -1,5 +1,5 @@
 /*
- * writers.c - the output files of DESIGN.md section 8.
+ * writers.c - the output files of DESIGN.md section 8.5.
  *
  * Every file is written to ".<name>.tmp" in the output folder and then
  * takes <name>'s place in one step (jl_replace), so a reader never sees
@@ -193,7 +193,8 @@ static int jl_by_cself(const void *a, const void *b)
 
 static int jl_method_used(const jl_method *m)
 {
-    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0;
+    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 ||
+           m->fself_samples;
 }
 
 static int jl_write_methods(const char *dir, int filtered)
@@ -207,7 +208,10 @@ static int jl_write_methods(const char *dir, int filtered)
         const jl_method *m = &p->m[i];
         if (!jl_method_used(m))
             continue;
-        if (filtered && !(m->fself_j > 0 || (m->matches && m->total_j > 0)))
+        /* filtered: every used method of the filter (energy, samples or
+         * bytes: one that only moved bytes keeps its row, as in
+         * methods.csv), and the pseudo-frames that hold filtered energy */
+        if (filtered && !m->matches && !(m->fself_j > 0 || m->fself_samples))
             continue;
         idx[n++] = (int)i;
     }
@@ -545,6 +549,26 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
+    /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
+    fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
+            (unsigned long long)atomic_load(&jl_smp.walks_failed),
+            (unsigned long long)atomic_load(&jl_smp.walks_recovered));
+#ifdef JL_TIME_HANDLER
+    fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
+            atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
+    {
+        unsigned long n = atomic_load(&jl_smp.t_n), c = 0;
+        int q[3] = {-1, -1, -1};
+        for (int i = 0; i < 512; i++) {
+            c += atomic_load(&jl_smp.t_hist[i]);
+            for (int k = 0; k < 3; k++)
+                if (q[k] < 0 && c * 4 >= n * (unsigned long)(k + 1))
+                    q[k] = i;
+        }
+        fprintf(f, "  \"handler_us_quartiles\": [%.1f, %.1f, %.1f],\n", q[0] * 0.5 + 0.25,
+                q[1] * 0.5 + 0.25, q[2] * 0.5 + 0.25);
+    }
+#endif
     fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);

@@ -225,7 +225,10 @@ struct pa_module {
     void *priv;
     pa_options *opts;
     char *opts_text;
-    bool by_auto;        /* enabled by "auto", replaceable */
+    bool by_auto;        /* formula chosen by "auto", replaceable */
+    bool by_user;        /* enabled by name by the user; sensors that are
+                            not were enabled for the formulas requiring
+                            them and go when the last of those goes */
     int fail_count;      /* consecutive failures */
     uint64_t retry_tick; /* do not call before this tick */
     char err[256];
@@ -309,7 +312,10 @@ struct pa_ctx {
     const pa_module_ops **registered; /* user modules */
     size_t nregistered;
     pa_module *modules;  /* enabled, sensors in run order */
-    bool explicit_modules; /* something was enabled by the user */
+    char **disabled;     /* names the user disabled: auto leaves them out */
+    size_t ndisabled;
+    bool auto_off;       /* pa_module_disable(ctx, "auto") */
+    bool auto_dirty;     /* modules changed since auto last filled in */
 
     pa_watch *watches;
     size_t nwatches, watches_cap;
@@ -388,7 +394,10 @@ int pa__task_alloc_counters(pa_ctx *ctx, pa_task *t);
 int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i);
 /* Engine (engine.c), called with ctx->lock held. */
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns);
-int pa__auto_enable(pa_ctx *ctx);
+/* "auto": gives every component no enabled formula computes the best
+ * formula it may run (with its sensors).  Never fails: a component it
+ * cannot fill stays empty. */
+void pa__auto_fill(pa_ctx *ctx);
 /* Copies a report into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out);
 /* Looks a task up without creating it. */
@@ -422,6 +431,14 @@ extern const pa_module_ops pa__mod_nic_linear;
 typedef int (*pa__perf_event_cb)(const char *name, const char *desc,
                                  int status, void *user);
 int pa__perf_events_list(pa__perf_event_cb cb, void *user);
+
+/* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
+ * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
+ * the way the sensor does, and counts the TCP sockets with byte counts in
+ * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
+ * -ENOMEM.  For the fuzz target and tests. */
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
+                       size_t *nsockets);
 
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */

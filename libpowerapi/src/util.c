@@ -93,11 +93,15 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap)
             s++;
             continue;
         }
+        /* A number no CPU can have (above INT_MAX, or overflowing) is
+         * skipped with its range: the loop below must not overflow. */
         char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long c = a; c <= b && n < cap; c++)
+        errno = 0;
+        unsigned long a = strtoul(s, &end, 10), b = a;
+        if (*end == '-' && end[1] >= '0' && end[1] <= '9')
+            b = strtoul(end + 1, &end, 10);
+        bool ok = errno == 0 && a <= INT_MAX && b <= INT_MAX;
+        for (unsigned long c = a; ok && c <= b && n < cap; c++)
             cpus[n++] = (int)c;
         s = end;
     }
