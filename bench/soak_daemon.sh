@@ -85,9 +85,9 @@ sleep 1
 echo "soak_daemon: ${SECS} s, interval $IVAL, 4 readers, serve scraped every second ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "scrapes: $scrapes, failed: $failed"
 cat "$TMP"/reader*.out
-awk -v warm=60 '
+awk -v warm=60 -v half=$((SECS / 2)) '
     { t[NR] = $1; drss[NR] = $2; dfd[NR] = $3; dshm[NR] = $4; srss[NR] = $5; sfd[NR] = $6; sshm[NR] = $7 }
-    function slope(a,   i, n, sx, sy, sxx, sxy, x) {
+    function slope(a, warm,   i, n, sx, sy, sxx, sxy, x) {
         n = 0; sx = sy = sxx = sxy = 0
         for (i = 1; i <= NR; i++) if (t[i] >= warm) {
             x = t[i] / 3600; n++; sx += x; sy += a[i]; sxx += x * x; sxy += x * a[i]
@@ -96,10 +96,10 @@ awk -v warm=60 '
         return sprintf("%+.1f", (n * sxy - sx * sy) / (n * sxx - sx * sx))
     }
     END {
-        printf "daemon: anonymous RSS %d -> %d KiB (max %d), slope after %d s: %s KiB/h; ring pages %d -> %d KiB; fds %d -> %d\n",
-            drss[1], drss[NR], max(drss), warm, slope(drss), dshm[1], dshm[NR], dfd[1], dfd[NR]
-        printf "serve:  anonymous RSS %d -> %d KiB (max %d), slope after %d s: %s KiB/h; ring pages %d -> %d KiB; fds %d -> %d\n",
-            srss[1], srss[NR], max(srss), warm, slope(srss), sshm[1], sshm[NR], sfd[1], sfd[NR]
+        printf "daemon: anonymous RSS %d -> %d KiB (max %d), slope after %d s: %s KiB/h, over the second half: %s KiB/h; ring pages %d -> %d KiB; fds %d -> %d\n",
+            drss[1], drss[NR], max(drss), warm, slope(drss, warm), slope(drss, half), dshm[1], dshm[NR], dfd[1], dfd[NR]
+        printf "serve:  anonymous RSS %d -> %d KiB (max %d), slope after %d s: %s KiB/h, over the second half: %s KiB/h; ring pages %d -> %d KiB; fds %d -> %d\n",
+            srss[1], srss[NR], max(srss), warm, slope(srss, warm), slope(srss, half), sshm[1], sshm[NR], sfd[1], sfd[NR]
     }
     function max(a,   i, m) { m = 0; for (i = 1; i <= NR; i++) if (a[i] > m) m = a[i]; return m }
 ' "$TMP/rss"

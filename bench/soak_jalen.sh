@@ -12,8 +12,10 @@
 # (summary.json agent_memory_bytes, rewritten each 1-s window) and the
 # windows written so far.  At the end: the first and last samples, the
 # slopes after the first minute (warm-up: the JIT, the heap's first
-# collections, the method tables filling) by least squares in KiB per
-# hour, and whether every window was written: the windows the agent
+# collections, the method tables filling) and over the run's second half,
+# by least squares in KiB per hour, and whether every window was written
+# (a window the agent thread reaches late covers the time since the
+# previous one: fewer, longer windows, no time lost): the windows the agent
 # counted against the run's length, the distinct windows in timeline.csv,
 # and the outputs complete (summary.json "complete": true after SIGTERM).
 # The heap is fixed and pre-touched (-Xms = -Xmx), so RSS growth is not
@@ -78,9 +80,9 @@ tl=$(awk -F, 'NR > 1 { w[$1] = 1 } END { print length(w) }' "$OUT/timeline.csv" 
 awk -v s="$t_start" -v e="$t_end" -v w="$windows" -v tl="${tl:-0}" -v c="${complete:-0}" 'BEGIN {
     printf "windows: %d written over the %.1f s from READY to exit (1-s windows: %.0f expected), %d distinct in timeline.csv; summary complete: %s\n",
         w, e - s, e - s, tl, c ? "yes" : "NO" }'
-awk -v warm=60 '
+awk -v warm=60 -v half=$((SECS / 2)) '
     { t[NR] = $1; rss[NR] = $2; mem[NR] = $3 / 1024 }
-    function slope(a,   i, n, sx, sy, sxx, sxy, x) {
+    function slope(a, warm,   i, n, sx, sy, sxx, sxy, x) {
         n = 0; sx = sy = sxx = sxy = 0
         for (i = 1; i <= NR; i++) if (t[i] >= warm) {
             x = t[i] / 3600; n++; sx += x; sy += a[i]; sxx += x * x; sxy += x * a[i]
@@ -90,8 +92,8 @@ awk -v warm=60 '
     }
     function max(a,   i, m) { m = 0; for (i = 1; i <= NR; i++) if (a[i] > m) m = a[i]; return m }
     END {
-        printf "JVM RSS: %d -> %d KiB (max %d), slope after %d s: %s KiB/h\n", rss[1], rss[NR], max(rss), warm, slope(rss)
-        printf "agent tables: %.0f -> %.0f KiB (max %.0f), slope after %d s: %s KiB/h\n", mem[1], mem[NR], max(mem), warm, slope(mem)
+        printf "JVM RSS: %d -> %d KiB (max %d), slope after %d s: %s KiB/h, over the second half: %s KiB/h\n", rss[1], rss[NR], max(rss), warm, slope(rss, warm), slope(rss, half)
+        printf "agent tables: %.0f -> %.0f KiB (max %.0f), slope after %d s: %s KiB/h, over the second half: %s KiB/h\n", mem[1], mem[NR], max(mem), warm, slope(mem, warm), slope(mem, half)
     }' "$TMP/samples"
 echo "samples (s jvm_rss_kib agent_bytes windows):"
 tr '\n' ';' <"$TMP/samples"; echo
