@@ -20,9 +20,14 @@
  *     a stub that starts with `push rbp; mov rbp, rsp` has it at [SP+8]
  *     one instruction in, and at [FP+8] (caller's SP = FP+16) once the
  *     frame is made;
+ *   - a compiled method whose frame is not complete (ASGCT's "unknown
+ *     Java"): its entry or exit instruction at the PC says whether nothing,
+ *     rbp or the whole frame (size read from its `sub`/`add rsp, N`) lies
+ *     above the return address;
  *   - native code outside the code cache: the chain of frame pointers
  *     (libjvm and the vDSO keep them; a routine that does not still keeps
- *     RBP for its caller) up to the first return address into Java code.
+ *     RBP for its caller) up to the first return address into Java code,
+ *     else the first such address among the few words above SP.
  *
  * A candidate caller is taken only when its PC is in the code cache, not
  * in a stub (or in the interpreter), follows a call instruction, and its
@@ -350,12 +355,9 @@ static int jl_in_code(uintptr_t pc)
 
 /* A return address into compiled Java code (or the interpreter): in the
  * code cache, outside every stub, right after a call instruction. */
-static int jl_java_return(uintptr_t ra)
+static int jl_after_call(uintptr_t ra)
 {
     if (!jl_in_code(ra) || ra - 7 < jl_cc_low)
-        return 0;
-    jl_blob b;
-    if (jl_blob_find(ra, &b) && b.kind != JL_BLOB_INTERP)
         return 0;
     const unsigned char *p = (const unsigned char *)ra;
     if (p[-5] == 0xe8) /* call rel32 */
@@ -371,6 +373,14 @@ static int jl_java_return(uintptr_t ra)
             return 1;
     }
     return 0;
+}
+
+static int jl_java_return(uintptr_t ra)
+{
+    if (!jl_after_call(ra))
+        return 0;
+    jl_blob b;
+    return !jl_blob_find(ra, &b) || b.kind == JL_BLOB_INTERP;
 }
 
 static int jl_stack_ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
@@ -568,14 +578,10 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         } else {
             return 0;
         }
-        if (jl_in_code(ra) && !jl_java_return(ra)) {
-            /* a stub called by a stub: take it if it is one */
-            jl_blob c;
-            if (!jl_blob_find(ra, &c))
-                return 0;
-        } else if (!jl_java_return(ra)) {
+        /* into Java code, or into a stub that called this one (popped
+         * next) */
+        if (!jl_after_call(ra))
             return 0;
-        }
     } else {
         return jl_pop_native(pc, sp, fp, lo, hi);
     }
