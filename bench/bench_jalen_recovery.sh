@@ -25,9 +25,12 @@
 # workload's thread (threads.csv; the JIT compiler's and the VM's threads
 # are not the workload's: on a loaded machine they are most of a short
 # run's process).
-# async-profiler's come from its collapsed stacks: unknown = samples whose
-# stack holds an [unknown...] or [not_walkable...] frame over all samples,
-# expected = samples whose stack holds Recovery.<workload>Loop.
+# async-profiler's come from its collapsed stacks (option threads: the
+# root frame names the thread): unknown = samples whose stack holds its
+# unknown_Java, not_walkable_Java or not_walkable_not_Java frame (with
+# or without brackets)
+# over all samples, expected = the workload thread's samples whose stack
+# holds Recovery.<workload>Loop over that thread's samples.
 set -u
 BUILD=${1:-build}
 SECS=${2:-5}
@@ -70,13 +73,16 @@ jalen_run() {
 ap_run() {
     local out="$TMP/ap.$1.collapsed"
     rm -f "$out"
-    "$JAVA" "${JOPTS[@]}" "-agentpath:$AP=start,event=cpu,interval=1ms,collapsed,file=$out" \
+    "$JAVA" "${JOPTS[@]}" "-agentpath:$AP=start,event=cpu,interval=1ms,threads,collapsed,file=$out" \
         -cp "$JALEN_CLASSES" Recovery "$1" "$SECS" >/dev/null 2>"$TMP/ap.err" || { echo "fail fail 0"; return; }
-    awk -v want="Recovery.$1Loop" '
+    awk -v want="Recovery.$1Loop" -v th="[$1 tid=" '
         { n = $NF; t += n; st = $0; sub(/ [0-9]+$/, "", st)
-          if (st ~ /\[unknown/ || st ~ /\[not_walkable/) u += n
-          if (index(st, want ";") || substr(st, length(st) - length(want) + 1) == want) e += n }
-        END { if (t > 0) printf "%.1f %.1f %d\n", 100 * u / t, 100 * e / t, t; else print "n/a n/a 0" }' "$out"
+          if (st ~ /(^|;)\[?(unknown_Java|not_walkable_Java|not_walkable_not_Java)\]?(;|$)/) u += n
+          if (index(st, th) == 1) {
+              tt += n
+              if (index(st, ";" want ";") || substr(st, length(st) - length(want)) == ";" want) e += n
+          } }
+        END { if (t > 0 && tt > 0) printf "%.1f %.1f %d\n", 100 * u / t, 100 * e / tt, t; else print "n/a n/a 0" }' "$out"
 }
 
 BEFORE=${JALEN_BEFORE_AGENT:-}

@@ -94,12 +94,14 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
             atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
         } else {
             jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
-            /* ticks_unknown_Java, ticks_not_walkable_Java: an unfinished
-             * frame, a native leaf routine called from Java */
+            /* ticks_unknown_Java: the top frame is unfinished, or native
+             * code called from Java (ticks_not_walkable_Java, a frame
+             * further down that is not walkable, is not retried: the top
+             * frame was fine there) */
             if (JL_RECOVER && (tr.num_frames == -5 || tr.num_frames == -6)) {
                 int code = tr.num_frames;
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                if (jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0))
+                if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0))
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1,
                                               memory_order_relaxed);
                 else

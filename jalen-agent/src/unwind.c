@@ -20,9 +20,14 @@
  *     a stub that starts with `push rbp; mov rbp, rsp` has it at [SP+8]
  *     one instruction in, and at [FP+8] (caller's SP = FP+16) once the
  *     frame is made;
+ *   - a compiled method whose frame is not complete (ASGCT's "unknown
+ *     Java"): its entry or exit instruction at the PC says whether nothing,
+ *     rbp or the whole frame (size read from its `sub`/`add rsp, N`) lies
+ *     above the return address;
  *   - native code outside the code cache: the chain of frame pointers
  *     (libjvm and the vDSO keep them; a routine that does not still keeps
- *     RBP for its caller) up to the first return address into Java code.
+ *     RBP for its caller) up to the first return address into Java code,
+ *     else the first such address among the few words above SP.
  *
  * A candidate caller is taken only when its PC is in the code cache, not
  * in a stub (or in the interpreter), follows a call instruction, and its
@@ -88,8 +93,9 @@ enum { JL_BLOB_STUB = 0, JL_BLOB_FRAMELESS = 1, JL_BLOB_INTERP = 2 };
 
 typedef struct jl_blob {
     uintptr_t lo, hi;
+    uint32_t seq; /* order of the events */
     int kind;
-    char name[44];
+    char name[40];
 } jl_blob;
 
 typedef struct jl_blobs {
@@ -132,7 +138,9 @@ static void JNICALL jl_on_dynamic_code(jvmtiEnv *jvmti, const char *name, const 
         jl_pending = nv;
         jl_cpending = ncap;
     }
+    static uint32_t seq;
     jl_blob *b = &jl_pending[jl_npending++];
+    b->seq = seq++;
     b->lo = (uintptr_t)addr;
     b->hi = (uintptr_t)addr + (uintptr_t)length;
     snprintf(b->name, sizeof(b->name), "%s", name ? name : "?");
@@ -142,28 +150,37 @@ static void JNICALL jl_on_dynamic_code(jvmtiEnv *jvmti, const char *name, const 
 
 static int jl_blob_cmp(const void *a, const void *b)
 {
-    uintptr_t x = ((const jl_blob *)a)->lo, y = ((const jl_blob *)b)->lo;
-    return x < y ? -1 : x > y;
+    const jl_blob *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 void jl_unwind_refresh(void)
 {
     pthread_mutex_lock(&jl_block);
-    if (jl_npending) {
-        jl_blobs *old = atomic_load(&jl_btab);
+    jl_blobs *old = atomic_load(&jl_btab);
+    if (jl_npending && old && jl_nretired == jl_cretired) {
+        size_t ncap = jl_cretired * 2 + 16;
+        jl_blobs **nv = realloc(jl_retired, ncap * sizeof(*nv));
+        if (nv) {
+            jl_retired = nv;
+            jl_cretired = ncap;
+        }
+    }
+    if (jl_npending && (!old || jl_nretired < jl_cretired)) {
         size_t n0 = old ? old->n : 0, n = n0 + jl_npending;
         jl_blobs *t = malloc(sizeof(*t) + n * sizeof(jl_blob));
-        if (t && (jl_nretired < jl_cretired || !old ||
-                  (jl_retired = realloc(jl_retired, (jl_cretired = jl_cretired * 2 + 16) *
-                                                        sizeof(*jl_retired))))) {
+        if (t) {
             if (n0)
                 memcpy(t->b, old->b, n0 * sizeof(jl_blob));
             memcpy(t->b + n0, jl_pending, jl_npending * sizeof(jl_blob));
             qsort(t->b, n, sizeof(jl_blob), jl_blob_cmp);
-            /* a blob freed and its range reused: the later event wins */
+            /* a range reported again (a blob freed and its place reused):
+             * the later event wins */
             size_t k = 0;
             for (size_t i = 0; i < n; i++) {
-                if (k && t->b[i].lo < t->b[k - 1].hi && t->b[i].lo == t->b[k - 1].lo)
+                if (k && t->b[i].lo == t->b[k - 1].lo)
                     k--;
                 t->b[k++] = t->b[i];
             }
@@ -172,8 +189,6 @@ void jl_unwind_refresh(void)
             atomic_store(&jl_btab, t);
             if (old)
                 jl_retired[jl_nretired++] = old;
-        } else {
-            free(t);
         }
     }
     /* a handler that entered after the store above sees the new table */
@@ -273,6 +288,16 @@ static int jl_stack_of(pid_t tid, uintptr_t *lo, uintptr_t *hi)
     return 0;
 }
 
+size_t jl_unwind_memory(void)
+{
+    pthread_mutex_lock(&jl_block);
+    const jl_blobs *t = atomic_load(&jl_btab);
+    size_t b = (t ? sizeof(*t) + t->n * sizeof(jl_blob) : 0) + jl_cpending * sizeof(jl_blob) +
+               jl_cretired * sizeof(*jl_retired) + (jl_stks ? sizeof(jl_stk) * JL_STK_SLOTS : 0);
+    pthread_mutex_unlock(&jl_block);
+    return b;
+}
+
 /* ------------------------------------------------------------------ */
 /* Set-up                                                               */
 /* ------------------------------------------------------------------ */
@@ -330,12 +355,9 @@ static int jl_in_code(uintptr_t pc)
 
 /* A return address into compiled Java code (or the interpreter): in the
  * code cache, outside every stub, right after a call instruction. */
-static int jl_java_return(uintptr_t ra)
+static int jl_after_call(uintptr_t ra)
 {
     if (!jl_in_code(ra) || ra - 7 < jl_cc_low)
-        return 0;
-    jl_blob b;
-    if (jl_blob_find(ra, &b) && b.kind != JL_BLOB_INTERP)
         return 0;
     const unsigned char *p = (const unsigned char *)ra;
     if (p[-5] == 0xe8) /* call rel32 */
@@ -351,6 +373,14 @@ static int jl_java_return(uintptr_t ra)
             return 1;
     }
     return 0;
+}
+
+static int jl_java_return(uintptr_t ra)
+{
+    if (!jl_after_call(ra))
+        return 0;
+    jl_blob b;
+    return !jl_blob_find(ra, &b) || b.kind == JL_BLOB_INTERP;
 }
 
 static int jl_stack_ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
@@ -419,9 +449,9 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     if (*pc - 16 < jl_cc_low)
         return 0;
     if (p[0] == 0xc3) /* ret */
-        return jl_take(s0, *fp, pc, sp, fp, lo, hi) ? 1 : 0;
+        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x5d) /* pop rbp */
-        return jl_stack_ok(s0, lo, hi) && jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi) ? 1 : 0;
+        return jl_stack_ok(s0, lo, hi) && jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
     if ((n = jl_rsp_imm(p, 1)) >= 0) /* add rsp, N; pop rbp */
         return jl_stack_ok(s0 + (uintptr_t)n, lo, hi) &&
                        jl_take(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n),
@@ -430,7 +460,8 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
                    : 0;
     /* mov [rsp+d], rbp: the frame is allocated, rbp not saved yet */
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0x6c && p[3] == 0x24)
-        return jl_take(s0 + (uintptr_t)(uint8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi) ? 1 : 0;
+        return (int8_t)p[4] >= 0 &&
+               jl_take(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xac && p[3] == 0x24) {
         int32_t d = jl_i32(p + 4);
         return d >= 0 && d <= 65536 && jl_take(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi)
@@ -442,7 +473,7 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
         if (p[-1] == 0x55 && jl_stack_ok(s0, lo, hi) &&
             jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi))
             return 1;
-        return jl_take(s0, *fp, pc, sp, fp, lo, hi) ? 1 : 0;
+        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
     }
     /* the entry barrier, or the jne after it: the frame is made; its size
      * is in the `sub rsp, N` just before (after a `push rbp`: N + 8) */
@@ -452,7 +483,7 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     if (bar) {
         long d = -1; /* where rbp is saved; the return address follows */
         if (bar[-5] == 0x48 && bar[-4] == 0x89 && bar[-3] == 0x6c && bar[-2] == 0x24)
-            d = (uint8_t)bar[-1];
+            d = (int8_t)bar[-1]; /* a negative one is refused below */
         else if (bar[-8] == 0x48 && bar[-7] == 0x89 && bar[-6] == 0xac && bar[-5] == 0x24)
             d = jl_i32(bar - 4);
         else if ((n = jl_rsp_imm(bar - 7, 0)) >= 0 && bar[-8] == 0x55)
@@ -476,7 +507,7 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
                p[0] == 0x90 || (p[0] == 0x66 && (p[1] == 0x0f || p[1] == 0x90));
     if (!none)
         return 0;
-    return jl_take(s0, *fp, pc, sp, fp, lo, hi) ? 1 : 0;
+    return jl_take(s0, *fp, pc, sp, fp, lo, hi);
 }
 
 /* Native code called straight from compiled Java (os::javaTimeMillis,
@@ -507,7 +538,7 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
         if (!jl_stack_ok(at, lo, hi))
             return 0;
         if (jl_java_return(*(const uintptr_t *)at))
-            return jl_take(at, *fp, pc, sp, fp, lo, hi) ? 1 : 0;
+            return jl_take(at, *fp, pc, sp, fp, lo, hi);
     }
     return 0;
 }
@@ -547,14 +578,10 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         } else {
             return 0;
         }
-        if (jl_in_code(ra) && !jl_java_return(ra)) {
-            /* a stub called by a stub: take it if it is one */
-            jl_blob c;
-            if (!jl_blob_find(ra, &c))
-                return 0;
-        } else if (!jl_java_return(ra)) {
+        /* into Java code, or into a stub that called this one (popped
+         * next) */
+        if (!jl_after_call(ra))
             return 0;
-        }
     } else {
         return jl_pop_native(pc, sp, fp, lo, hi);
     }

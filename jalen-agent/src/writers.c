@@ -515,7 +515,7 @@ static size_t jl_agent_memory(void)
     b += p->mhcap * (sizeof(int) + sizeof(jmethodID)) + p->chcap * sizeof(int);
     b += p->captl * sizeof(jl_timeline_row);
     b += jl_thr.cap * sizeof(jl_thread) + jl_thr.hcap * sizeof(int);
-    return b + jl_net_memory();
+    return b + jl_net_memory() + jl_unwind_memory();
 }
 
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)

@@ -6,7 +6,8 @@
  * ASGCT cannot walk from (the arraycopy stub under StringBuilder, itable
  * and vtable stubs with the callee's prologues, the CRC32/Base64/SHA-256
  * intrinsics' stubs, System.currentTimeMillis in the VM and the vDSO, and
- * a 200-deep recursion beyond the 128-frame cap), at interval=1ms.
+ * a 200-deep recursion beyond the 128-frame cap), at interval=1ms, for 6 s
+ * (the warm-up, interpreted code and adapters, is a small part of it).
  * Expected: [unknown Java] + [not walkable ...] <= 1 % of the process's
  * energy; each thread's loop method >= 80 % of that thread's energy
  * inclusive (>= 50 % for the recursion, whose samples deeper than 128
@@ -58,7 +59,7 @@ static void check_recovery(void)
 {
     char *dir = jt_tmpdir();
     char p[4200];
-    char *sum = run_recovery(dir, "4");
+    char *sum = run_recovery(dir, "6");
     double pj = jt_json_num(sum, "process_energy_j");
     double failed = jt_json_num(sum, "walks_failed");
     double recovered = jt_json_num(sum, "walks_recovered");
