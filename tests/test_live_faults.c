@@ -96,8 +96,11 @@ START_TEST(test_output_full_fs)
             for (char *l = s; *l;) {
                 char *e = strchr(l, '\n');
                 size_t f = 1;
-                for (char *c = l; c < e; c++)
-                    f += *c == ',';
+                int quoted = 0; /* "a, b" is one field (RFC 4180) */
+                for (char *c = l; c < e; c++) {
+                    quoted ^= *c == '"';
+                    f += *c == ',' && !quoted;
+                }
                 if (!lines)
                     fields = f;
                 ck_assert_msg(f == fields, "CSV line %zu: %zu fields of %zu",
