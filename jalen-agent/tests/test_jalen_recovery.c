@@ -7,7 +7,8 @@
  * and vtable stubs with the callee's prologues, the CRC32/Base64/SHA-256
  * intrinsics' stubs, System.currentTimeMillis in the VM and the vDSO, and
  * a 200-deep recursion beyond the 128-frame cap), at interval=1ms, for 6 s
- * (the warm-up, interpreted code and adapters, is a small part of it).
+ * and at least 1 s of CPU time per thread (the warm-up, interpreted code
+ * and adapters, stays a small part of it on a loaded host too).
  * Expected: [unknown Java] + [not walkable ...] <= 1 % of the process's
  * energy; each thread's loop method >= 80 % of that thread's energy
  * inclusive (>= 50 % for the recursion, whose samples deeper than 128
@@ -31,13 +32,14 @@
 static const char *const workloads[] = {"arraycopy", "itable", "vtable",
                                         "intrinsic", "time",   "deep"};
 
-/* Runs java Recovery all SECONDS into dir/out; returns the summary text. */
-static char *run_recovery(const char *dir, const char *seconds)
+/* Runs java Recovery all SECONDS CPU_SECONDS into dir/out; returns the
+ * summary text. */
+static char *run_recovery(const char *dir, const char *seconds, const char *cpu_seconds)
 {
     char opts[4096], errf[4200], p[4200];
     snprintf(opts, sizeof(opts), "mode=cpu,interval=1ms,out=%s/out,quiet", dir);
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
-    const char *args[] = {"Recovery", "all", seconds, NULL};
+    const char *args[] = {"Recovery", "all", seconds, cpu_seconds, NULL};
     pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
     ck_assert_int_gt(pid, 0);
     int st = jt_wait(pid, 100);
@@ -59,7 +61,7 @@ static void check_recovery(void)
 {
     char *dir = jt_tmpdir();
     char p[4200];
-    char *sum = run_recovery(dir, "6");
+    char *sum = run_recovery(dir, "6", "1");
     double pj = jt_json_num(sum, "process_energy_j");
     double failed = jt_json_num(sum, "walks_failed");
     double recovered = jt_json_num(sum, "walks_recovered");
@@ -124,7 +126,7 @@ START_TEST(recovery_repeat)
     for (int i = 0; i < 20; i++) {
         jt_java = (i & 1) && *JALEN_JAVA_ALT ? JALEN_JAVA_ALT : JALEN_JAVA;
         char *dir = jt_tmpdir();
-        free(run_recovery(dir, "1"));
+        free(run_recovery(dir, "1", "0"));
         jt_rmtree(dir);
         free(dir);
     }

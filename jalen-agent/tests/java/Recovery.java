@@ -19,8 +19,11 @@ import java.util.zip.CRC32;
  *   deep       Recovery.deepLoop        work at every level of a 200-deep
  *                                       recursion (beyond the 128-frame cap)
  *
- * Usage: java Recovery WORKLOAD [SECONDS]   (prints "done WORKLOAD")
- * WORKLOAD "all" runs the six at once, one thread each.
+ * Usage: java Recovery WORKLOAD [SECONDS [CPU_SECONDS]]  (prints "done")
+ * WORKLOAD "all" runs the six at once, one thread each.  With CPU_SECONDS
+ * the run also lasts until every workload thread has used that much CPU
+ * time (at most 120 s of wall time), so that a loaded host gives the
+ * same work, warm-up included in the same proportion, in a longer run.
  */
 public class Recovery {
     static volatile long sink;
@@ -155,7 +158,19 @@ public class Recovery {
             }, name);
             ts[i].start();
         }
+        double cpuSeconds = args.length > 2 ? Double.parseDouble(args[2]) : 0;
+        java.lang.management.ThreadMXBean mx =
+                java.lang.management.ManagementFactory.getThreadMXBean();
+        long start = System.nanoTime();
         Thread.sleep((long) (seconds * 1000));
+        for (boolean short_ = true; short_ && System.nanoTime() - start < 120_000_000_000L;) {
+            short_ = false;
+            for (Thread t : ts)
+                if (mx.getThreadCpuTime(t.getId()) < (long) (cpuSeconds * 1e9))
+                    short_ = true;
+            if (short_)
+                Thread.sleep(100);
+        }
         stop = true;
         for (Thread t : ts)
             t.join();
