@@ -15,6 +15,9 @@ PKGS=(
   prometheus             # promtool and a real scraper for the exporter tests
   tmux                   # powerapi top tests
   iproute2               # network namespace test of the nic sensor
+  clang libclang-rt-14-dev # fuzz targets (tests/fuzz/run.sh): libFuzzer and
+                         # the sanitizer runtimes are in libclang-rt-14-dev,
+                         # only recommended by clang
 )
 
 missing=()

@@ -219,6 +219,12 @@ enum {
                                     counter (RAPL); modelled otherwise */
     PA_POWER_EXITED = 1u << 1,   /* the target is gone; last report */
     PA_POWER_FIRST = 1u << 2,    /* first window the target was seen */
+    PA_POWER_RAPL_RESET = 1u << 3, /* system: a RAPL counter went back or
+                                      jumped without wrapping (reset,
+                                      package plugged in again); its
+                                      energy in this window is not
+                                      counted (the assumed list says
+                                      which) */
 };
 
 /* Samples every enabled sensor now, runs the formulas and integrates

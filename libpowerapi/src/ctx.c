@@ -821,9 +821,17 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
                        flags);
     char path[PA_PATH_MAX];
     if (pa__path(path, sizeof(path), ctx->procfs, "%d/stat", (int)pid) < 0 ||
-        access(path, F_OK) < 0)
+        access(path, F_OK) < 0) {
+        char hp[40];
+        if (pa__procfs_hidepid(ctx->procfs, hp, sizeof(hp)))
+            return pa__err(-ESRCH,
+                           "pid %d: no such process, or one of another user "
+                           "that %s hides (mounted with %s); run as root or "
+                           "as a member of the mount's gid= group",
+                           (int)pid, ctx->procfs, hp);
         return pa__err(-ESRCH, "pid %d: no such process (%s not found)",
                        (int)pid, path);
+    }
     pthread_mutex_lock(&ctx->lock);
     int rc = 0;
     size_t i;

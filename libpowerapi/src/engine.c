@@ -603,8 +603,11 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         sp->interval_s = d.interval_s;
         sp->cpu_time_s = d.busy_s;
         sp->time_ns = time_ns;
-        sp->flags = tab.measured ? PA_POWER_MEASURED : 0;
+        sp->flags = (tab.measured ? PA_POWER_MEASURED : 0) |
+                    (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
         ret = build_report(ctx, &d, &tab, time_ns);
+        if (cur->notes[0])
+            pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
         if (ret < 0)
             ret = pa__err(ret, "tick: out of memory building the report");
     }

@@ -119,6 +119,8 @@ typedef struct pa_sysread {
     unsigned nrapl;
     pa_rapl_reading rapl[PA_MAX_RAPL];
     char rapl_path[24];       /* "powercap", "perf", "msr" */
+    unsigned rapl_resets;     /* domains whose counter went back or jumped
+                                 (not counted this window) */
     unsigned nnic;
     pa_nic_reading nic[PA_MAX_IFACES];
     double cycles_all;        /* cumulative system-wide cycles */
@@ -126,6 +128,8 @@ typedef struct pa_sysread {
                                  sensor saw, by pa_nic_kind, cumulative */
     unsigned ncpu_socket;     /* entries of cpu_socket (rapl), 0 unknown */
     int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
+    char notes[256];          /* sensors' notes for the report's assumed
+                                 list ("procfs: hidepid=2 ...") */
     unsigned ncpu_time;       /* entries of cpu_busy/idle_ns, 0 unknown */
     uint64_t cpu_busy_ns[PA_MAX_CPUS]; /* per CPU (/proc/stat cpuN), */
     uint64_t cpu_idle_ns[PA_MAX_CPUS]; /* UINT64_MAX: no line (offline) */
@@ -444,6 +448,14 @@ typedef int (*pa__perf_event_cb)(const char *name, const char *desc,
                                  int status, void *user);
 int pa__perf_events_list(pa__perf_event_cb cb, void *user);
 
+/* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
+ * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
+ * the way the sensor does, and counts the TCP sockets with byte counts in
+ * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
+ * -ENOMEM.  For the fuzz target and tests. */
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
+                       size_t *nsockets);
+
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */
 /* ------------------------------------------------------------------ */
@@ -462,6 +474,12 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap);
 /* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
 int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* 1 when the procfs root is a procfs mounted with hidepid (1, 2,
+ * invisible, noaccess) that hides other users' processes from us (not
+ * root, not in its gid= group); *opt gets "hidepid=2".  0 otherwise,
+ * also for fixture trees. */
+int pa__procfs_hidepid(const char *procfs, char *opt, size_t len);
+
 /* Physical package of a CPU from <sysfs> topology; -1 when unknown. */
 int pa__cpu_package(const pa_env *env, int cpu);
 /* The CPU -> physical_package_id map of the online CPUs (-1 unknown) in

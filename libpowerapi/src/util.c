@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,15 +93,70 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap)
             s++;
             continue;
         }
+        /* A number no CPU can have (above INT_MAX, or overflowing) is
+         * skipped with its range: the loop below must not overflow. */
         char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long c = a; c <= b && n < cap; c++)
+        errno = 0;
+        unsigned long a = strtoul(s, &end, 10), b = a;
+        if (*end == '-' && end[1] >= '0' && end[1] <= '9')
+            b = strtoul(end + 1, &end, 10);
+        bool ok = errno == 0 && a <= INT_MAX && b <= INT_MAX;
+        for (unsigned long c = a; ok && c <= b && n < cap; c++)
             cpus[n++] = (int)c;
         s = end;
     }
     return n;
+}
+
+int pa__procfs_hidepid(const char *procfs, char *opt, size_t len)
+{
+    if (geteuid() == 0)
+        return 0; /* root sees every process whatever the mount says */
+    char rp[PATH_MAX], path[PA_PATH_MAX];
+    if (!realpath(procfs, rp) ||
+        pa__path(path, sizeof(path), procfs, "self/mountinfo") < 0)
+        return 0;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0; /* a fixture tree, not a mounted procfs */
+    char line[4096];
+    int hidden = 0;
+    while (!hidden && fgets(line, sizeof(line), f)) {
+        /* proc(5) mountinfo: id parent maj:min root mountpoint opts
+         * [optional fields] - fstype source superopts */
+        char mnt[PATH_MAX], fstype[64];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+            strcmp(mnt, rp) != 0)
+            continue;
+        const char *sep = strstr(line, " - ");
+        char super[1024];
+        if (!sep || sscanf(sep, " - %63s %*s %1023s", fstype, super) != 2 ||
+            strcmp(fstype, "proc") != 0)
+            continue;
+        const char *h = strstr(super, "hidepid=");
+        if (!h)
+            continue;
+        char val[32];
+        if (sscanf(h, "hidepid=%31[^,]", val) != 1 || !strcmp(val, "0") ||
+            !strcmp(val, "off"))
+            continue;
+        /* members of the mount's gid= group see everything */
+        const char *g = strstr(super, "gid=");
+        if (g) {
+            gid_t gid = (gid_t)strtoul(g + 4, NULL, 10);
+            gid_t groups[256];
+            int n = getgroups(256, groups);
+            bool member = getegid() == gid;
+            for (int i = 0; i < n && !member; i++)
+                member = groups[i] == gid;
+            if (member)
+                continue;
+        }
+        snprintf(opt, len, "hidepid=%s", val);
+        hidden = 1;
+    }
+    fclose(f);
+    return hidden;
 }
 
 void pa__assume(char *list, size_t len, const char *text)
