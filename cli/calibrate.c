@@ -144,8 +144,10 @@ static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
             return pa__err(-ENODATA, "calibrate: a window without RAPL "
                                      "(the rapl sensor failed; see "
                                      "`powerapi modules`)");
-        if (x.u > 1)
-            x.u = 1;
+        /* not clamped: /proc/stat counts 10 ms ticks, so a window's
+         * utilisation scatters around the true one, a little above 1 near
+         * full load; cutting those would bias the mean (points are
+         * clamped once averaged) */
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 256;
             win *nv = realloc(*v, nc * sizeof(*nv));
@@ -243,11 +245,14 @@ static int run(pa_ctx *ctx, const opts *o)
     c.error = -1;
     c.packages = 1;
     snprintf(c.match, sizeof(c.match), "%s", ctx->sys[ctx->sys_cur].cpu_model);
+    /* the reference frequency of the points where the machine names one
+     * (intel_pstate's base frequency, or cpuinfo's without cpufreq) */
+    c.mhz = ctx->sys[ctx->sys_cur].nominal_mhz;
     double order[64][2];
     size_t np = 0;
     for (size_t k = 0; k < nlev && np < 64; k++)
         if (pt[k] > 0) {
-            order[np][0] = pu[k] / pt[k];
+            order[np][0] = pu[k] / pt[k] > 1 ? 1 : pu[k] / pt[k];
             order[np++][1] = pw[k] / pt[k];
         }
     qsort(order, np, sizeof(order[0]), cmp_double);
