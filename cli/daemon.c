@@ -22,11 +22,19 @@
 
 #define CMD "daemon"
 
+/* Below this window length, RAPL-derived figures are a side channel
+ * (PLATYPUS, CVE-2020-8694: energy read every few ms reveals what other
+ * code computes, which is why Linux made energy_uj root-only): a ring
+ * that others may read gets them only with --allow-fine-rapl. */
+#define FINE_RAPL_NS 100000000ull
+
 typedef struct daemon_state {
     pa_ring_writer *w;
     unsigned long count;     /* stop after this many windows, 0 = never */
     unsigned long published; /* atomic */
     int last_err;            /* atomic: last publish error */
+    bool guard_rapl;         /* refuse windows with RAPL-derived figures */
+    int refused;             /* atomic: such a window was refused */
 } daemon_state;
 
 static void usage(FILE *f)
@@ -58,18 +66,53 @@ static void usage(FILE *f)
             "                           into the ring)\n"
             "      --formula NAME[:OPTS] enable a formula (repeatable)\n"
             "      --disable NAME       disable a module \"auto\" enabled\n"
+            "      --allow-fine-rapl    publish RAPL-measured energy in "
+            "windows under 100 ms\n"
+            "                           to a ring others can read (refused "
+            "by default: fine-\n"
+            "                           grained energy is a side channel, "
+            "CVE-2020-8694)\n"
+            "      --procfs DIR         procfs root (default /proc)\n"
+            "      --sysfs DIR          sysfs root (default /sys)\n"
             "  -q, --quiet              no start/stop messages\n"
             "  -h, --help               show this help\n",
             pa_cli_prog, pa_cli_prog, PA_RING_DEFAULT_NAME,
             PA_RING_DEFAULT_NAME);
 }
 
-enum { OPT_SENSOR = 256, OPT_FORMULA, OPT_DISABLE };
+enum {
+    OPT_SENSOR = 256,
+    OPT_FORMULA,
+    OPT_DISABLE,
+    OPT_ALLOW_FINE_RAPL,
+    OPT_PROCFS,
+    OPT_SYSFS
+};
+
+/* Does the window carry figures derived from RAPL energy counters: a
+ * measured CPU power, DRAM or platform power, or perf counters of the
+ * power PMU (power/energy-pkg/ ...)? */
+static bool rapl_derived(const pa_report *r)
+{
+    if ((r->cpu_source && strcmp(r->cpu_source, "rapl") == 0) ||
+        r->dram_w != 0 || r->psys_w != 0 ||
+        (r->system.flags & PA_POWER_MEASURED))
+        return true;
+    for (size_t i = 0; i < r->ncounters; i++)
+        if (r->counter_names[i] && strstr(r->counter_names[i], "energy"))
+            return true;
+    return false;
+}
 
 static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
     (void)ctx;
     daemon_state *d = user;
+    if (d->guard_rapl && rapl_derived(r)) {
+        /* never published; the main thread stops the daemon */
+        __atomic_store_n(&d->refused, 1, __ATOMIC_RELEASE);
+        return;
+    }
     int rc = pa_ring_publish(d->w, r);
     if (rc < 0)
         __atomic_store_n(&d->last_err, rc, __ATOMIC_RELAXED);
@@ -105,6 +148,9 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
         {"sensor", required_argument, NULL, OPT_SENSOR},
         {"formula", required_argument, NULL, OPT_FORMULA},
         {"disable", required_argument, NULL, OPT_DISABLE},
+        {"allow-fine-rapl", no_argument, NULL, OPT_ALLOW_FINE_RAPL},
+        {"procfs", required_argument, NULL, OPT_PROCFS},
+        {"sysfs", required_argument, NULL, OPT_SYSFS},
         {NULL, 0, NULL, 0},
     };
     const char *ring = PA_RING_DEFAULT_NAME;
@@ -113,7 +159,8 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
                        .mode = 0644,
                        .interval_ns = 1000000000ull};
     daemon_state d = {0};
-    bool quiet = false;
+    pa_ctx_opts copts = {0};
+    bool quiet = false, allow_fine_rapl = false;
     unsigned long v;
     int c;
     optind = 1;
@@ -180,6 +227,15 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
                 return rc;
             break;
         }
+        case OPT_ALLOW_FINE_RAPL:
+            allow_fine_rapl = true;
+            break;
+        case OPT_PROCFS:
+            copts.procfs = optarg;
+            break;
+        case OPT_SYSFS:
+            copts.sysfs = optarg;
+            break;
         case 'h':
             usage(stdout);
             return PA_EXIT_OK;
@@ -194,6 +250,9 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
     if (optind < argc)
         return pa_cli_usage_error(CMD, "unexpected argument '%s'",
                                   argv[optind]);
+    /* Readers other than the daemon's user: the group (--group) or all. */
+    d.guard_rapl = !allow_fine_rapl && ro.interval_ns < FINE_RAPL_NS &&
+                   (ro.mode & 0077) != 0;
 
     /* Every signal we wait for is blocked before any thread starts. */
     sigset_t sigs, old;
@@ -211,7 +270,7 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    if ((rc = pa_ctx_new(&ctx, NULL)) < 0 || (rc = pa_watch_all(ctx, 1)) < 0 ||
+    if ((rc = pa_ctx_new(&ctx, &copts)) < 0 || (rc = pa_watch_all(ctx, 1)) < 0 ||
         (rc = pa_report_cgroups(ctx, 1)) < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
@@ -247,6 +306,17 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
                 fprintf(stderr, "%s " CMD ": %s, stopping\n", pa_cli_prog,
                         strsignal(s));
             status = PA_EXIT_OK;
+            break;
+        }
+        if (__atomic_load_n(&d.refused, __ATOMIC_ACQUIRE)) {
+            pa_cli_error(
+                CMD,
+                "refusing to publish RAPL-measured energy in windows of "
+                "%.0f ms to a ring others can read (mode %04o): energy read "
+                "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
+                "--interval 100ms or more, or --allow-fine-rapl if every "
+                "reader of the ring may see it",
+                (double)ro.interval_ns / 1e6, ro.mode);
             break;
         }
         pa_ring_heartbeat(d.w);

@@ -1,6 +1,6 @@
 /*
  * cpu_tdp.c - the "cpu-tdp" formula: the E-Surgeon CPU power model
- * (DESIGN.md section 6).
+ * (DESIGN.md section 6.1).
  *
  * CMOS dynamic power is P = C.f.V^2.  C is unknown, so it is tied to the
  * thermal design power: at the TDP operating point (f_tdp, V_tdp) the CPU

@@ -1,5 +1,6 @@
 /*
- * nic_linear.c - the "nic-linear" formula (E-Surgeon's network model).
+ * nic_linear.c - the "nic-linear" formula (E-Surgeon's network model;
+ * DESIGN.md section 6.3).
  *
  * A NIC transmitting in state i (its link speed) draws P_i watts, from its
  * data sheet (hwdb record of the driver) or the options.  Over a window of

@@ -1,5 +1,6 @@
 /*
- * rapl_share.c - the "rapl-share" formula (XeMPower attribution).
+ * rapl_share.c - the "rapl-share" formula (XeMPower attribution; DESIGN.md
+ * section 6.2).
  *
  * Measured package power over the window, summed over sockets:
  *

@@ -1,4 +1,4 @@
-/* test_cpu_tdp.c - the cpu-tdp formula (DESIGN.md section 6), driven by
+/* test_cpu_tdp.c - the cpu-tdp formula (DESIGN.md section 6.1), driven by
  * hand-built deltas, with expected watts worked out from the equation:
  *
  *   P_cpu(f) = 0.7 . TDP . (f . V_f^2) / (f_tdp . V_tdp^2)

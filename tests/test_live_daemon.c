@@ -296,6 +296,56 @@ START_TEST(test_daemon_killed)
 }
 END_TEST
 
+/* RAPL-derived energy in windows under 100 ms is a side channel
+ * (CVE-2020-8694): a ring others can read does not get it unless the
+ * operator passes --allow-fine-rapl.  RAPL is the rapl-laptop fixture's
+ * powercap tree. */
+START_TEST(test_daemon_fine_rapl)
+{
+    char cmd[1024];
+    char *out = NULL;
+    const char *sys = PA_FIXTURES "/rapl-laptop/sys";
+    snprintf(cmd, sizeof(cmd),
+             "%s daemon --ring %s --interval 10ms --count 5 -q --sysfs %s 2>&1",
+             PA_CLI_PATH, name, sys);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "refusing to publish RAPL-measured energy") &&
+                      strstr(out, "CVE-2020-8694") &&
+                      strstr(out, "--allow-fine-rapl"),
+                  "%s", out);
+    free(out);
+    char path[128];
+    snprintf(path, sizeof(path), "/dev/shm/%s", name);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), -1);
+
+    /* 100 ms windows of the same RAPL are published. */
+    start_daemon("--sysfs", sys);
+    pa_ring_reader *r = open_ring();
+    uint64_t seq = 0;
+    const pa_report *g = next_window(r, &seq);
+    ck_assert_str_eq(g->cpu_source, "rapl");
+    pa_ring_close(r);
+    ck_assert_int_eq(rf_stop_child(dpid, SIGTERM, 5000), 0);
+    dpid = 0;
+
+    /* The operator's explicit flag publishes 10 ms RAPL windows. */
+    snprintf(cmd, sizeof(cmd),
+             "%s daemon --ring %s --interval 10ms --count 5 -q --sysfs %s "
+             "--allow-fine-rapl 2>&1",
+             PA_CLI_PATH, name, sys);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert_str_eq(out, "");
+    free(out);
+    /* 10 ms windows without RAPL (this machine's own /sys) are published. */
+    snprintf(cmd, sizeof(cmd),
+             "%s daemon --ring %s --interval 10ms --count 5 -q 2>&1",
+             PA_CLI_PATH, name);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
@@ -306,6 +356,7 @@ int main(void)
     tcase_add_test(tc, test_daemon_modules);
     tcase_add_test(tc, test_daemon_group_and_count);
     tcase_add_test(tc, test_daemon_killed);
+    tcase_add_test(tc, test_daemon_fine_rapl);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
     rf_sweep();

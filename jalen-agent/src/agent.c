@@ -2,7 +2,7 @@
  * agent.c - JVMTI entry points, thread events and the agent thread that
  * turns each power window of libpowerapi into thread and method energy.
  *
- * The Jalen equations (DESIGN.md section 6), per window:
+ * The Jalen equations (DESIGN.md section 6.4), per window:
  *   E_thread = E_process_cpu . cputime_thread / cputime_all_threads
  *   E_method_self = E_thread . samples_on_top / samples_of_thread
  *   E_net_method = E_process_net . bytes_method / bytes_process

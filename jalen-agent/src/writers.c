@@ -1,5 +1,5 @@
 /*
- * writers.c - the output files of DESIGN.md section 8.
+ * writers.c - the output files of DESIGN.md section 8.5.
  *
  * Every file is written to ".<name>.tmp" in the output folder and then
  * takes <name>'s place in one step (jl_replace), so a reader never sees
@@ -184,7 +184,8 @@ static int jl_by_cself(const void *a, const void *b)
 
 static int jl_method_used(const jl_method *m)
 {
-    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0;
+    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 ||
+           m->fself_samples;
 }
 
 static int jl_write_methods(const char *dir, int filtered)
@@ -198,7 +199,10 @@ static int jl_write_methods(const char *dir, int filtered)
         const jl_method *m = &p->m[i];
         if (!jl_method_used(m))
             continue;
-        if (filtered && !(m->fself_j > 0 || (m->matches && m->total_j > 0)))
+        /* filtered: every used method of the filter (energy, samples or
+         * bytes: one that only moved bytes keeps its row, as in
+         * methods.csv), and the pseudo-frames that hold filtered energy */
+        if (filtered && !m->matches && !(m->fself_j > 0 || m->fself_samples))
             continue;
         idx[n++] = (int)i;
     }

@@ -8,7 +8,9 @@
  * the 4,000,000; sendUdp and writeUdp send 500,000 bytes of datagrams each
  * (DatagramChannelImpl.send0, DatagramDispatcher.write0); reuseSocket
  * moves 40,000 bytes over sockets whose fd numbers reuseFile then gets for
- * a file (none of its bytes are network).  Expected: inclusive shares within 3 points, thread energy
+ * a file (none of its bytes are network).  NetQuiet.java (filter=NetQuiet):
+ * two methods that move bytes with next to no CPU keep their rows and bytes
+ * in methods-filtered.csv.  Expected: inclusive shares within 3 points, thread energy
  * ratio within 10 %, net_bytes within 2 %, conservation within 0.5 %.
  */
 #include <check.h>
@@ -112,6 +114,68 @@ static void run_known(const char *mode)
     free(dir);
 }
 
+/* Issue 15, item 3: NetQuiet.java's quietA and quietB write 1,600,000 and
+ * 400,000 bytes to a loopback socket in a few ms of CPU (no CPU sample
+ * needed).  With filter= set both must be in methods.csv and in
+ * methods-filtered.csv, with the same bytes in both, in ratio 4 (2 %). */
+static void run_quiet(void)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "mode=cpu,out=%s/out,quiet,filter=NetQuiet", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"NetQuiet", NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, 100);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    const char *files[] = {"methods.csv", "methods-filtered.csv"};
+    double bytes[2][2];
+    for (int f = 0; f < 2; f++) {
+        jt_csv me;
+        snprintf(p, sizeof(p), "%s/out/%s", dir, files[f]);
+        ck_assert_int_eq(jt_csv_load(p, &me), 0);
+        const char *names[] = {"NetQuiet.quietA", "NetQuiet.quietB"};
+        for (int k = 0; k < 2; k++) {
+            const jt_row *r = jt_csv_find(&me, 0, names[k]);
+            ck_assert_msg(r, "%s missing from %s", names[k], files[f]);
+            bytes[f][k] = jt_num(r, 7);
+            fprintf(stderr, "[quiet] %s %s net_bytes %.0f self_samples %.0f\n", files[f],
+                    names[k], bytes[f][k], jt_num(r, 5));
+        }
+        jt_csv_free(&me);
+        ck_assert_msg(bytes[f][1] > 0, "%s: quietB moved no bytes", files[f]);
+        double ratio = bytes[f][0] / bytes[f][1];
+        ck_assert_msg(fabs(ratio - 4) <= 0.08, "%s: bytes ratio %.3f, not 4 (2 %%)", files[f],
+                      ratio);
+    }
+    ck_assert_msg(bytes[0][0] == bytes[1][0] && bytes[0][1] == bytes[1][1],
+                  "filtered bytes %.0f/%.0f differ from unfiltered %.0f/%.0f", bytes[1][0],
+                  bytes[1][1], bytes[0][0], bytes[0][1]);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(quiet_net_filtered)
+{
+    run_quiet();
+}
+END_TEST
+
+START_TEST(quiet_net_filtered_other_jdk)
+{
+    if (!*JALEN_JAVA_ALT) {
+        fprintf(stderr, "SKIP: no second JDK under /usr/lib/jvm at configure time\n");
+        return;
+    }
+    jt_java = JALEN_JAVA_ALT;
+    fprintf(stderr, "[quiet] on %s\n", jt_java);
+    run_quiet();
+}
+END_TEST
+
 START_TEST(known_cpu)
 {
     run_known("cpu");
@@ -146,6 +210,8 @@ int main(void)
     tcase_add_test(tc, known_cpu);
     tcase_add_test(tc, known_jvmti);
     tcase_add_test(tc, known_cpu_other_jdk);
+    tcase_add_test(tc, quiet_net_filtered);
+    tcase_add_test(tc, quiet_net_filtered_other_jdk);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,6 @@
 /*
- * ring.c - the shared-memory ring of tumbling windows (pa_ring_*).
+ * ring.c - the shared-memory ring of tumbling windows (pa_ring_*;
+ * DESIGN.md section 10).
  *
  * One writer (powerapi daemon) publishes reports; readers in other
  * processes map the ring read-only.  Layout (all little-endian host
