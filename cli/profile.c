@@ -11,7 +11,7 @@
  * process is symbolised through the maps of the generation (exec) that
  * was running when the sample was taken.
  *
- * Energy, as jalen does it (DESIGN.md section 6), per window:
+ * Energy, as jalen does it (DESIGN.md section 6.4), per window:
  *   E_thread = E_process_cpu . cputime_thread / cputime_process_threads
  *   E_sample = E_thread / samples_of_thread
  * from libpowerapi ticks (the same sensors and formulas as monitor, auto
@@ -55,6 +55,7 @@ typedef struct proc {
     char comm[PA_COMM_MAX];
     pf_maps maps;
     bool maps_read;
+    pf_unwinder *uw; /* --call-graph dwarf */
     /* energy bookkeeping (latest generation only) */
     double last_cpu_j;
     bool have_power;
@@ -98,6 +99,7 @@ typedef struct profiler {
     pa_cli_mods mods;
     pa_ctx_opts copts;
     bool quiet;
+    bool dwarf; /* --call-graph dwarf */
 
     /* run time */
     pa_ctx *ctx;
@@ -156,7 +158,12 @@ static void profile_help(FILE *f)
         "  -F, --frequency HZ        or samples per second of CPU time\n"
         "  -e, --event NAME          cpu-clock (default), task-clock, or "
         "cycles (needs a PMU)\n"
-        "  -g, --call-graph MODE     fp (frame pointers; the default)\n"
+        "  -g, --call-graph MODE     fp (frame pointers; the default) or "
+        "dwarf (8 KiB of\n"
+        "                            user stack per sample, unwound with "
+        "libdwfl: right\n"
+        "                            through code without frame pointers; "
+        "costs more)\n"
         "  -w, --window DURATION     energy window (default 1s)\n"
         "  -d, --duration DURATION   stop after this long (default: until "
         "the targets exit\n"
@@ -284,13 +291,16 @@ static int parse_args(profiler *p, int argc, char **argv)
             p->event = optarg;
             break;
         case 'g':
+            if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf"))
+                return pa_cli_usage_error(
+                    CMD, "--call-graph: unknown mode '%s' (fp or dwarf)", optarg);
+#if !defined(__x86_64__)
             if (!strcmp(optarg, "dwarf"))
                 return pa_cli_usage_error(
-                    CMD, "--call-graph dwarf is not implemented yet (use fp)");
-            if (strcmp(optarg, "fp"))
-                return pa_cli_usage_error(
-                    CMD, "--call-graph: unknown mode '%s' (fp)", optarg);
+                    CMD, "--call-graph dwarf: x86-64 only in this version (use fp)");
+#endif
             p->call_graph = optarg;
+            p->dwarf = !strcmp(optarg, "dwarf");
             break;
         case 'w':
             if (pa_cli_parse_duration(optarg, &p->window_ns) < 0 ||
@@ -513,6 +523,14 @@ static void fill_attr(const profiler *p, struct perf_event_attr *a, bool cmd)
     a->exclude_hv = 1;
     a->exclude_kernel = !p->kernel;
     a->exclude_callchain_kernel = !p->kernel;
+    if (p->dwarf) {
+        /* the kernel's call chain for kernel frames; the user stack from
+         * a copy, unwound here */
+        a->exclude_callchain_user = 1;
+        a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a->sample_regs_user = PF_UNWIND_REGS_MASK;
+        a->sample_stack_user = PF_UNWIND_STACK;
+    }
     a->disabled = cmd;
     a->enable_on_exec = cmd;
     a->wakeup_events = 0;
@@ -559,8 +577,16 @@ static int ring_open(profiler *p, pid_t tid, bool cmd, size_t pages)
             opened++;
             continue;
         }
-        size_t len = (1 + pages) * (size_t)sysconf(_SC_PAGESIZE);
-        void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        /* a smaller ring when the locked-memory limit of unprivileged
+         * users (perf_event_mlock_kb) refuses this one */
+        size_t len = 0, np = pages;
+        void *base = MAP_FAILED;
+        for (; np >= 8; np /= 2) {
+            len = (1 + np) * (size_t)sysconf(_SC_PAGESIZE);
+            base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (base != MAP_FAILED || errno != EPERM)
+                break;
+        }
         if (base == MAP_FAILED)
             return -errno;
         ring *nv = realloc(p->rings, (p->nrings + 1) * sizeof(*nv));
@@ -570,7 +596,7 @@ static int ring_open(profiler *p, pid_t tid, bool cmd, size_t pages)
         }
         p->rings = nv;
         p->cpu_ring[cpu] = (int)p->nrings;
-        p->rings[p->nrings++] = (ring){fd, base, pages};
+        p->rings[p->nrings++] = (ring){fd, base, np};
         opened++;
     }
     return opened ? 0 : first_err ? first_err : -ENODEV;
@@ -621,7 +647,7 @@ static int open_pid(profiler *p, pid_t pid)
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         pid_t tid = (pid_t)atoi(e->d_name);
-        int rc = ring_open(p, tid, false, 64);
+        int rc = ring_open(p, tid, false, p->dwarf ? 512 : 64);
         if (rc == 0)
             opened++;
         else if (rc != -ESRCH && !first_err)
@@ -687,8 +713,36 @@ static void on_sample(profiler *p, const char *r, size_t len)
         }
         chain[n++] = a;
     }
-    if (n == 0)
-        chain[n++] = ip;
+    if (p->dwarf) {
+        /* after the call chain: REGS_USER {abi, regs[17]}, STACK_USER
+         * {size, data[size], dyn_size} */
+        size_t o = 48 + nr * 8;
+        uint64_t abi = 0, regs[17], ssize = 0, dyn = 0;
+        if (o + 8 <= len)
+            memcpy(&abi, r + o, 8);
+        o += 8;
+        if (abi && o + sizeof(regs) <= len) {
+            memcpy(regs, r + o, sizeof(regs));
+            o += sizeof(regs);
+        } else {
+            abi = 0; /* a kernel thread: no user registers */
+        }
+        if (o + 8 <= len)
+            memcpy(&ssize, r + o, 8);
+        o += 8;
+        if (ssize && o + ssize + 8 <= len)
+            memcpy(&dyn, r + o + ssize, 8);
+        if (abi && n < PF_MAX_DEPTH) {
+            int got = pf_unwind(&p->procs[pi].uw, (pid_t)pid, (pid_t)tid,
+                                &p->procs[pi].maps, regs, r + o,
+                                dyn < ssize ? dyn : ssize, chain + n,
+                                (int)(PF_MAX_DEPTH - n));
+            if (got > 0)
+                n += (size_t)got;
+            else
+                chain[n++] = regs[8]; /* IP alone */
+        }
+    }
     uint64_t head[4] = {(uint64_t)pi, tid, period, n};
     if (wbuf_push(p, head, 4) < 0 || wbuf_push(p, chain, n) < 0) {
         p->lost++;
@@ -1232,7 +1286,8 @@ static int run_loop(profiler *p, bool *exited)
     uint64_t wstart = p->t0;
     for (;;) {
         uint64_t now = pa_cli_mono_ns();
-        uint64_t wake = now + DRAIN_NS;
+        /* dwarf: 8 KiB a sample, drained more often */
+        uint64_t wake = now + (p->dwarf ? DRAIN_NS / 4 : DRAIN_NS);
         if (wake > next_window)
             wake = next_window;
         if (end && wake > end)
@@ -1372,7 +1427,7 @@ int pa_cli_profile(int argc, char **argv)
             goto out;
         }
         exfd = -r - 1;
-        err = ring_open(&p, p.cmd_pid, true, 64);
+        err = ring_open(&p, p.cmd_pid, true, p.dwarf ? 512 : 64);
         if (err < 0) {
             status = open_error(&p, p.cmd_pid, err);
             goto kill_child;
@@ -1517,8 +1572,10 @@ out:
     free(p.rings);
     free(p.fds);
     free(p.cpu_ring);
-    for (size_t i = 0; i < p.nprocs; i++)
+    for (size_t i = 0; i < p.nprocs; i++) {
         pf_maps_free(&p.procs[i].maps);
+        pf_unwinder_free(p.procs[i].uw);
+    }
     free(p.procs);
     free(p.thrs);
     free(p.wbuf);

@@ -14,6 +14,7 @@
 #ifndef PA_CLI_PROFILE_H
 #define PA_CLI_PROFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,6 +32,7 @@ typedef struct pf_maps {
     pf_map *v;
     size_t n, cap;
     int sorted;
+    unsigned version; /* changes with every pf_maps_add */
 } pf_maps;
 
 /* Adds a mapping; a new one replaces what it overlaps (as mmap does).
@@ -72,6 +74,23 @@ int pf_sym_demangles(void);
 const char *pf_sym_kernel_state(void);
 /* Modules opened and their memory, for the summary. */
 size_t pf_sym_memory(void);
+
+/* ---- --call-graph dwarf (profile_unwind.c) ---- */
+
+/* The user registers sampled (perf_event_attr.sample_regs_user, x86-64):
+ * AX BX CX DX SI DI BP SP IP and R8..R15, 17 values in that order. */
+#define PF_UNWIND_REGS_MASK 0xff01ffull
+#define PF_UNWIND_STACK 8192 /* bytes of user stack copied per sample */
+
+typedef struct pf_unwinder pf_unwinder;
+/* Unwinds a sample's user stack: perf_regs as sampled, the stack copy
+ * (from SP on).  *cache holds the process's unwinder (created, and
+ * rebuilt when maps change).  Writes up to max pcs, innermost first;
+ * returns their count or -errno. */
+int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps,
+              const uint64_t *perf_regs, const char *stack, size_t stack_len,
+              uint64_t *pcs, int max);
+void pf_unwinder_free(pf_unwinder *u);
 
 /* ---- the profile model and its files (profile_write.c) ---- */
 

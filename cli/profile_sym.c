@@ -155,6 +155,7 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
     }
     m->v[m->n++] = (pf_map){start, end, pgoff, pf_intern(path)};
     m->sorted = 0;
+    m->version++;
     return 0;
 }
 
@@ -237,6 +238,15 @@ static const char *nice_name(const char *raw)
 {
     if (!raw || !*raw)
         return NULL;
+    /* "memcpy@@GLIBC_2.14", "clock_nanosleep@GLIBC_2.2.5": the symbol
+     * version is not part of the function's name */
+    const char *at = strchr(raw, '@');
+    char unversioned[512];
+    if (at && at != raw && (size_t)(at - raw) < sizeof(unversioned)) {
+        memcpy(unversioned, raw, (size_t)(at - raw));
+        unversioned[at - raw] = '\0';
+        raw = unversioned;
+    }
     if (demangler && raw[0] == '_' && raw[1] == 'Z') {
         int st = -1;
         char *d = demangler(raw, NULL, NULL, &st);
@@ -634,6 +644,8 @@ int pf_sym_init(const char *procfs, int kernel)
 void pf_sym_fini(void)
 {
     for (size_t i = 0; i < nmods; i++) {
+        if (mods[i].cfi)
+            dwarf_cfi_end(mods[i].cfi);
         if (mods[i].dwfl)
             dwfl_end(mods[i].dwfl);
         free(mods[i].segs);

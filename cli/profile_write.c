@@ -1,8 +1,8 @@
 /*
  * profile_write.c - the profile of `powerapi profile` and its files.
  *
- * TEMPORARY SECOND WRITER: these files follow jalen's formats (DESIGN.md
- * section 8; jalen-agent/src/writers.c) column for column where they
+ * TEMPORARY SECOND WRITER: these files follow jalen's formats (DESIGN.md section 8.5;
+ * jalen-agent/src/writers.c) column for column where they
  * exist there (functions.csv adds module and source), and the flame graph
  * is jalen's own page (flamegraph.html.in, embedded the same way); the
  * planned move of both writers into one project library (issue 19) is not
@@ -711,8 +711,12 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     else
         fprintf(f, ",\n  \"interval_s\": %.6f", (double)m->period_ns * 1e-9);
     fprintf(f, ",\n  \"window_s\": %.6f,\n", m->window_s);
+    /* the profile grows with the stacks; the symbol tables (kallsyms,
+     * perf maps, names) with the modules */
     fprintf(f, "  \"profiler_memory_bytes\": %zu,\n",
             pf_prof_memory(p) + pf_sym_memory());
+    fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pf_prof_memory(p));
+    fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", pf_sym_memory());
     fputs("  \"kernel_frames\": ", f);
     json_str(f, m->kernel_state);
     fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");

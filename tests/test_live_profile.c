@@ -376,6 +376,7 @@ static int run_profile(const char *args, char **output)
 /* The known answer: shares of CPU time measured by the workload. */
 static void check_known_answer(const char *bin, const char *extra)
 {
+    int dwarf = strstr(extra, "dwarf") != NULL;
     char *out = pa_test_tmpdir();
     char truth[4200], args[8192];
     snprintf(truth, sizeof(truth), "%s/truth", out);
@@ -454,9 +455,30 @@ static void check_known_answer(const char *bin, const char *extra)
     ck_assert_msg(fabs(ratio - cpu_ratio) <= 0.1 * cpu_ratio,
                   "%s: threads %.3f:%.3f J (ratio %.2f), CPU time ratio %.2f", bin, e[0],
                   e[1], ratio, cpu_ratio);
+    /* dwarf: whole stacks, through libc and the frame-pointer-less build */
+    if (dwarf) {
+        char *col = slurp_in(pdir, "energy.collapsed");
+        ck_assert_msg(strstr(col, "__libc_start_call_main;main;f_a ") &&
+                          strstr(col, "start_thread;second;f_b ") &&
+                          strstr(col, "main;f_c;inl_burn "),
+                      "%s: dwarf stacks incomplete:\n%s", bin, col);
+        free(col);
+    }
     check_conservation(pdir);
     pa_test_rmtree(out);
 }
+
+START_TEST(known_answer_dwarf_fp)
+{
+    check_known_answer("work-fp", "--call-graph dwarf");
+}
+END_TEST
+
+START_TEST(known_answer_dwarf_nofp)
+{
+    check_known_answer("work-nofp", "--call-graph dwarf");
+}
+END_TEST
 
 START_TEST(known_answer_fp)
 {
@@ -686,8 +708,9 @@ START_TEST(bad_input)
     expect_one_line("--frequency 99 --interval 1ms -- true", 2, "exclude");
     expect_one_line("", 2, "nothing to profile");
     expect_one_line("--call-graph lbr -- true", 2, "--call-graph");
+    expect_one_line("--window 1ms -- true", 2, "--window");
     expect_one_line("-- /nonexistent/command", 127, "cannot run");
-    /* cycles: there is no PMU on these machines (FACTS.md); where there
+    /* cycles: the development machines have no PMU; where there
      * is one, the event opens */
     char *log = NULL;
     int rc = run_profile("-q --event cycles -- true", &log);
@@ -732,6 +755,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, known_answer_fp);
     tcase_add_test(tc, known_answer_nofp);
+    tcase_add_test(tc, known_answer_dwarf_fp);
+    tcase_add_test(tc, known_answer_dwarf_nofp);
     tcase_add_test(tc, stripped_pid);
     tcase_add_test(tc, cxx_demangled);
     tcase_add_test(tc, jit_perf_map);
