@@ -21,14 +21,17 @@
 #               (Debian linux-perf; writes perf.data, symbolises nothing:
 #               perf report would do that afterwards, powerapi during the
 #               run)
+#   powerapi-dwarf, perf-dwarf
+#               the same with --call-graph dwarf (8 KiB of user stack per
+#               sample; perf record --call-graph dwarf copies the same)
 #   none-again  the workload alone again: the floor (host noise)
 # Per round and configuration: the workload's CPU time against the round's
 # "none" (overhead on the program, %), and the profiler's own CPU time
 # (user+sys of the whole command, from /usr/bin/time, minus the
 # workload's).  Printed: medians over rounds, with min..max; and powerapi's
-# memory per 1,000 call-tree nodes (distinct stacks and their prefixes:
-# summary.json's profile_memory_bytes over its "stacks"), beside the fixed
-# cost of its symbol tables (symbols_memory_bytes: kallsyms, names).
+# memory per 1,000 call-tree nodes (distinct stacks and their prefixes),
+# from summary.json's profile_memory_bytes and "stacks" in a run at FREQ
+# and one at 20 x FREQ, beside its symbol tables (symbols_memory_bytes).
 # Run it with nice on a quiet machine; on a shared one say so beside the
 # figures.
 set -u
@@ -76,7 +79,7 @@ int main(int argc, char **argv)
 EOF
 cc -O2 -fno-omit-frame-pointer -fno-ipa-icf -o "$TMP/work" "$TMP/work.c" || exit 1
 
-CONFIGS=(none powerapi perf none-again)
+CONFIGS=(none powerapi perf powerapi-dwarf perf-dwarf none-again)
 run() { # config round -> "workload_cpu total_cpu"
     local cfg=$1 r=$2 cmd=()
     case $cfg in
@@ -85,6 +88,10 @@ run() { # config round -> "workload_cpu total_cpu"
                    -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
     perf) cmd=(perf record -q -e cpu-clock -F "$FREQ" -g -o "$TMP/perf-$r.data"
                -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
+    powerapi-dwarf) cmd=("$PA" profile -q --frequency "$FREQ" --call-graph dwarf
+                         --out "$TMP/profd-$r" -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
+    perf-dwarf) cmd=(perf record -q -e cpu-clock -F "$FREQ" --call-graph dwarf,8192
+                     -o "$TMP/perfd-$r.data" -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
     esac
     /usr/bin/time -f "%U %S" -o "$TMP/time" "${cmd[@]}" >/dev/null 2>"$TMP/err" ||
         { echo "bench_profile: $cfg failed: $(cat "$TMP/err")" >&2; exit 1; }
@@ -99,12 +106,12 @@ for ((r = 0; r < ROUNDS; r++)); do
         W[$cfg,$r]=$w
         T[$cfg,$r]=$t
     done
-    rm -f "$TMP"/perf-*.data
+    rm -f "$TMP"/perf-*.data "$TMP"/perfd-*.data
 done
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 range() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s..%s", lo, hi}'; }
-echo "bench_profile: $ROUNDS rounds, $FREQ Hz, call graph fp, workload $WORK units"
+echo "bench_profile: $ROUNDS rounds, $FREQ Hz, workload $WORK units"
 echo "  (host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf "  %-11s %18s %22s %24s\n" config "workload CPU (s)" "overhead vs none (%)" "profiler's own CPU (ms)"
 for cfg in "${CONFIGS[@]}"; do
@@ -118,15 +125,17 @@ for cfg in "${CONFIGS[@]}"; do
         "$(printf %s "$os" | median)" "$(printf %s "$os" | range)" \
         "$(printf %s "$ps" | median)" "$(printf %s "$ps" | range)"
 done
-mem=""
-for ((r = 0; r < ROUNDS; r++)); do
-    s=$TMP/prof-$r/summary.json
-    [ -f "$s" ] || continue
-    mem+=$(awk -F': ' '/"profile_memory_bytes"/ {m = $2 + 0} /"stacks"/ {s = $2 + 0}
-                      END {printf "%.0f", m / (s / 1000)}' "$s")$'\n'
-    stacks=$(awk -F': ' '/"stacks"/ {print $2 + 0}' "$s")
-    symmem=$(awk -F': ' '/"symbols_memory_bytes"/ {print $2 + 0}' "$s")
-done
-echo "  powerapi memory: $(printf %s "$mem" | median) bytes per 1,000 call-tree nodes" \
-     "(last run: $stacks nodes), plus $symmem bytes of symbol tables"
+# memory: what the profile grows by per 1,000 call-tree nodes, from a run
+# at the rate above and one at 20x it (many more distinct stacks)
+memrun() { # freq dir -> "profile_memory_bytes stacks symbols_memory_bytes"
+    "$PA" profile -q --frequency "$1" --call-graph fp --out "$2" -- "$TMP/work" "$WORK" "$TMP/wcpu" \
+        >/dev/null 2>&1 || { echo "bench_profile: memory run failed" >&2; exit 1; }
+    awk -F': ' '/"profile_memory_bytes"/ {m = $2 + 0} /"stacks"/ {s = $2 + 0}
+                /"symbols_memory_bytes"/ {y = $2 + 0} END {print m, s, y}' "$2/summary.json"
+}
+read -r m1 n1 y1 < <(memrun "$FREQ" "$TMP/mem1")
+read -r m2 n2 y2 < <(memrun $((FREQ * 20)) "$TMP/mem2")
+echo "  powerapi memory: profile $m1 bytes for $n1 call-tree nodes, $m2 bytes for $n2;" \
+     "$(awk -v a="$m1" -v b="$m2" -v x="$n1" -v y="$n2" 'BEGIN {if (y > x) printf "%.0f", (b - a) / (y - x) * 1000; else print "?"}')" \
+     "bytes per 1,000 more nodes; symbol tables $y2 bytes (kallsyms when kernel frames are sampled)"
 echo "  (none-again is the floor: two runs without a profiler differ by that much)"

@@ -6,8 +6,10 @@
  *   profile_sym.c    addresses to frames: elfutils libdwfl (symbols,
  *                    DWARF lines, inlined frames), perf map files (JIT),
  *                    /proc/kallsyms (kernel), a C++ demangler
+ *   profile_unwind.c --call-graph dwarf: stack copies unwound with libdwfl
  *   profile_write.c  the profile model (functions, call tree, threads,
- *                    processes, timeline) and its files, pprof included
+ *                    processes, timeline) and its files, written with the
+ *                    writers shared with jalen (profout/)
  *
  * All of it runs on the command's one thread: no locks.
  */
@@ -143,9 +145,5 @@ void pf_prof_print_top(pf_prof *p, const char *dir, const pf_meta *meta,
  * included), threads' energy. */
 void pf_prof_sums(pf_prof *p, double *functions_j, double *threads_j);
 size_t pf_prof_memory(pf_prof *p);
-
-/* The flame graph page (jalen-agent/src/flamegraph.html.in, embedded). */
-extern const char jl_flamegraph_head[];
-extern const char jl_flamegraph_tail[];
 
 #endif

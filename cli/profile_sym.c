@@ -572,41 +572,87 @@ static void perfmap_load(perfmap *pm)
 
 static psym *ksyms;
 static size_t nksyms;
+static char *kbuf; /* /proc/kallsyms, names terminated in place */
 static const char *kstate = "not requested";
 static const char *k_module;
+static int kwanted, kloaded;
+static char kpath[4096];
 
-static void kallsyms_load(const char *procfs)
+static int hexval(int c)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/kallsyms", procfs);
-    FILE *f = fopen(path, "re");
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Read at the first kernel address (a profile of user code alone never
+ * pays for it), parsed by hand: the file has ~200,000 lines. */
+static void kallsyms_load(void)
+{
+    kloaded = 1;
+    FILE *f = fopen(kpath, "re");
     if (!f) {
         kstate = "dropped: /proc/kallsyms not readable";
         return;
     }
-    size_t cap = 0;
-    char line[512];
-    int zero = 1;
-    while (fgets(line, sizeof(line), f)) {
-        /* "ffffffff81000000 T _stext [module]" */
-        uint64_t a;
-        char type, name[256];
-        if (sscanf(line, "%" SCNx64 " %c %255s", &a, &type, name) < 3)
-            continue;
-        if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-            continue;
-        if (a)
-            zero = 0;
-        if (nksyms == cap) {
-            cap = cap ? cap * 2 : 65536;
-            psym *nv = realloc(ksyms, cap * sizeof(*nv));
-            if (!nv)
-                break;
-            ksyms = nv;
+    size_t cap = 1 << 22, len = 0;
+    kbuf = malloc(cap + 1);
+    while (kbuf) {
+        size_t r = fread(kbuf + len, 1, cap - len, f);
+        len += r;
+        if (len < cap)
+            break;
+        char *nb = realloc(kbuf, cap * 2 + 1);
+        if (!nb) {
+            free(kbuf);
+            kbuf = NULL;
+            break;
         }
-        ksyms[nksyms++] = (psym){a, 0, pf_intern(name)};
+        kbuf = nb;
+        cap *= 2;
     }
     fclose(f);
+    if (!kbuf)
+        return;
+    kbuf[len] = '\0';
+    size_t scap = 0;
+    int zero = 1, sorted = 1;
+    /* proc's kallsyms: "ffffffff81000000 T _stext\t[module]" */
+    for (char *p = kbuf; *p;) {
+        char *eol = strchr(p, '\n');
+        if (eol)
+            *eol = '\0';
+        uint64_t a = 0;
+        int h;
+        while ((h = hexval((unsigned char)*p)) >= 0) {
+            a = a << 4 | (uint64_t)h;
+            p++;
+        }
+        if (*p == ' ' && (p[1] == 't' || p[1] == 'T' || p[1] == 'w' || p[1] == 'W') &&
+            p[2] == ' ') {
+            char *name = p + 3;
+            name[strcspn(name, " \t")] = '\0';
+            if (nksyms == scap) {
+                scap = scap ? scap * 2 : 65536;
+                psym *nv = realloc(ksyms, scap * sizeof(*nv));
+                if (!nv)
+                    break;
+                ksyms = nv;
+            }
+            if (a)
+                zero = 0;
+            if (nksyms && a < ksyms[nksyms - 1].start)
+                sorted = 0;
+            ksyms[nksyms++] = (psym){a, 0, name};
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
     if (zero) {
         free(ksyms);
         ksyms = NULL;
@@ -614,7 +660,8 @@ static void kallsyms_load(const char *procfs)
         kstate = "dropped: kernel addresses hidden (kptr_restrict)";
         return;
     }
-    qsort(ksyms, nksyms, sizeof(*ksyms), psym_cmp);
+    if (!sorted)
+        qsort(ksyms, nksyms, sizeof(*ksyms), psym_cmp);
     /* each symbol ends where the next begins */
     for (size_t i = 0; i < nksyms; i++)
         ksyms[i].end = i + 1 < nksyms ? ksyms[i + 1].start : ksyms[i].start + 4096;
@@ -633,8 +680,11 @@ int pf_sym_init(const char *procfs, int kernel)
     elf_version(EV_CURRENT);
     demangle_init();
     k_module = pf_intern("[kernel]");
+    snprintf(kpath, sizeof(kpath), "%s/kallsyms", procfs);
+    kwanted = kernel;
+    kloaded = 0;
     if (kernel)
-        kallsyms_load(procfs);
+        kstate = "no kernel sample";
     else
         kstate = "dropped: kernel samples not allowed (perf_event_paranoid; "
                  "run as root or with CAP_PERFMON)";
@@ -661,6 +711,8 @@ void pf_sym_fini(void)
     free(ksyms);
     ksyms = NULL;
     nksyms = 0;
+    free(kbuf);
+    kbuf = NULL;
     if (demangler_lib)
         dlclose(demangler_lib);
     demangler_lib = NULL;
@@ -672,6 +724,8 @@ size_t pf_sym_memory(void)
 {
     size_t b = in_cap * sizeof(char *) + in_bytes;
     b += capmods * sizeof(module) + nksyms * sizeof(psym);
+    if (kbuf)
+        b += strlen(kbuf) + 1;
     for (size_t i = 0; i < npmaps; i++)
         b += pmaps[i].n * sizeof(psym);
     return b;
@@ -698,6 +752,8 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
     if (max < 1)
         return 0;
     if (addr >= 0xffff800000000000ull) {
+        if (kwanted && !kloaded)
+            kallsyms_load();
         const psym *s = ksyms ? psym_find(ksyms, nksyms, a) : NULL;
         char buf[300];
         if (s)

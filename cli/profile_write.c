@@ -1,14 +1,10 @@
 /*
- * profile_write.c - the profile of `powerapi profile` and its files.
- *
- * TEMPORARY SECOND WRITER: these files follow jalen's formats (DESIGN.md section 8.5;
- * jalen-agent/src/writers.c) column for column where they
- * exist there (functions.csv adds module and source), and the flame graph
- * is jalen's own page (flamegraph.html.in, embedded the same way); the
- * planned move of both writers into one project library (issue 19) is not
- * done yet: see the README's profile section.
- *
- * Files are written to ".<name>.tmp" and renamed, as jalen does.
+ * profile_write.c - the profile of `powerapi profile` (functions, call
+ * tree, threads, processes, timeline) and its files, written with the
+ * writers jalen uses too (profout/: the same CSV text, collapsed stacks,
+ * flame graph page and pprof profile).  Formats as jalen's (DESIGN.md
+ * section 8.5), with functions.csv in place of methods.csv (module and
+ * source columns).
  */
 #include "profile.h"
 
@@ -20,9 +16,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
-#include "pprof.pb-c.h"
+#include "profout.h"
 
 typedef struct pf_func {
     pf_frame f;
@@ -32,11 +27,7 @@ typedef struct pf_func {
     uint64_t stamp;
 } pf_func;
 
-typedef struct pf_node {
-    int func, parent, first_child, next_sibling;
-    double self_j, total_j, self_cpu_s;
-    uint64_t self_samples;
-} pf_node;
+typedef pa_ptree_node pf_node;
 
 typedef struct pf_thread {
     pid_t pid, tid;
@@ -351,79 +342,9 @@ size_t pf_prof_memory(pf_prof *p)
            p->capt * sizeof(pf_thread) + p->captl * sizeof(pf_tl);
 }
 
-static void compute_totals(pf_prof *p)
-{
-    for (size_t i = 0; i < p->nn; i++)
-        p->nodes[i].total_j = p->nodes[i].self_j;
-    /* children are created after their parent: one reverse pass */
-    for (size_t i = p->nn; i-- > 0;) {
-        int par = p->nodes[i].parent;
-        if (par >= 0)
-            p->nodes[par].total_j += p->nodes[i].total_j;
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
-
-typedef struct out {
-    FILE *f;
-    char tmp[4200], dst[4200];
-} out;
-
-static int out_open(out *o, const char *dir, const char *name)
-{
-    snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name);
-    snprintf(o->dst, sizeof(o->dst), "%s/%s", dir, name);
-    o->f = fopen(o->tmp, "we");
-    return o->f ? 0 : -errno;
-}
-
-static int out_close(out *o)
-{
-    int bad = ferror(o->f);
-    if (fclose(o->f) != 0 || bad) {
-        unlink(o->tmp);
-        return -EIO;
-    }
-    if (rename(o->tmp, o->dst) < 0) {
-        int e = -errno;
-        unlink(o->tmp);
-        return e;
-    }
-    return 0;
-}
-
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 static const pf_prof *sort_p;
 static int by_self(const void *a, const void *b)
@@ -453,8 +374,8 @@ static int write_functions(pf_prof *p, const char *dir, int filtered)
     }
     sort_p = p;
     qsort(idx, n, sizeof(int), filtered ? by_fself : by_self);
-    out o;
-    int rc = out_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv");
     if (rc < 0) {
         free(idx);
         return rc;
@@ -464,36 +385,36 @@ static int write_functions(pf_prof *p, const char *dir, int filtered)
           o.f);
     for (size_t k = 0; k < n; k++) {
         const pf_func *f = &p->f[idx[k]];
-        csv_str(o.f, f->f.name);
+        pa_pout_csv(o.f, f->f.name);
         fputc(',', o.f);
-        csv_str(o.f, f->f.module);
+        pa_pout_csv(o.f, f->f.module);
         fputc(',', o.f);
-        csv_str(o.f, f->f.source);
+        pa_pout_csv(o.f, f->f.source);
         fprintf(o.f, ",%.9f,%.9f,%llu,%llu,%.6f\n",
                 filtered ? f->fself_j : f->self_j, f->total_j,
                 (unsigned long long)(filtered ? f->fself_samples : f->self_samples),
                 (unsigned long long)f->total_samples, f->cpu_s);
     }
     free(idx);
-    return out_close(&o);
+    return pa_pout_close(&o);
 }
 
 static int write_threads(pf_prof *p, const char *dir)
 {
-    out o;
-    int rc = out_open(&o, dir, "threads.csv");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "threads.csv");
     if (rc < 0)
         return rc;
     fputs("pid,tid,name,cpu_time_s,energy_j,samples\n", o.f);
     for (size_t i = 0; i < p->nt; i++) {
         const pf_thread *t = &p->t[i];
         fprintf(o.f, "%d,%d,", (int)t->pid, (int)t->tid);
-        csv_str(o.f, t->comm);
+        pa_pout_csv(o.f, t->comm);
         fprintf(o.f, ",%.6f,%.9f,%llu\n",
                 t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s, t->energy_j,
                 (unsigned long long)t->samples);
     }
-    return out_close(&o);
+    return pa_pout_close(&o);
 }
 
 typedef struct proc_row {
@@ -533,142 +454,71 @@ static int write_processes(pf_prof *p, const char *dir)
         return -ENOMEM;
     int rc = 0;
     if (n > 1) {
-        out o;
-        if ((rc = out_open(&o, dir, "processes.csv")) == 0) {
+        pa_pout o;
+        if ((rc = pa_pout_open(&o, dir, "processes.csv")) == 0) {
             fputs("pid,name,threads,cpu_time_s,energy_j,samples\n", o.f);
             for (size_t i = 0; i < n; i++) {
                 fprintf(o.f, "%d,", (int)r[i].pid);
-                csv_str(o.f, r[i].comm ? r[i].comm : "");
+                pa_pout_csv(o.f, r[i].comm ? r[i].comm : "");
                 fprintf(o.f, ",%llu,%.6f,%.9f,%llu\n",
                         (unsigned long long)r[i].threads, r[i].cpu_s,
                         r[i].energy_j, (unsigned long long)r[i].samples);
             }
-            rc = out_close(&o);
+            rc = pa_pout_close(&o);
         }
     }
     free(r);
     return rc;
 }
 
+/* The call tree as the shared writers see it. */
+static const char *func_name(const void *ctx, int i)
+{
+    return ((const pf_prof *)ctx)->f[i].f.name;
+}
+
+static const char *func_file(const void *ctx, int i)
+{
+    const pf_frame *f = &((const pf_prof *)ctx)->f[i].f;
+    return f->file && *f->file ? f->file : f->module;
+}
+
+static int func_line(const void *ctx, int i)
+{
+    return ((const pf_prof *)ctx)->f[i].f.line;
+}
+
+static pa_ptree tree_of(pf_prof *p)
+{
+    return (pa_ptree){.nodes = p->nodes, .n = p->nn, .nfuncs = p->nf, .ctx = p,
+                      .name = func_name, .file = func_file, .line = func_line};
+}
+
 static int write_collapsed(pf_prof *p, const char *dir)
 {
-    out o;
-    int rc = out_open(&o, dir, "energy.collapsed");
-    if (rc < 0)
-        return rc;
-    int path[PF_MAX_DEPTH + 8];
-    for (size_t i = 0; i < p->nn; i++) {
-        long long uj = llround(p->nodes[i].self_j * 1e6);
-        if (uj <= 0)
-            continue;
-        int depth = 0;
-        for (int k = (int)i; k >= 0 && depth < PF_MAX_DEPTH + 8; k = p->nodes[k].parent)
-            path[depth++] = k;
-        for (int d = depth - 1; d >= 0; d--) {
-            /* ';' separates frames: a name holding one would split */
-            for (const char *c = p->f[p->nodes[path[d]].func].f.name; *c; c++)
-                fputc(*c == ';' ? ':' : *c == '\n' ? ' ' : *c, o.f);
-            if (d)
-                fputc(';', o.f);
-        }
-        fprintf(o.f, " %lld\n", uj);
-    }
-    return out_close(&o);
-}
-
-static void json_names(pf_prof *p, FILE *f, int i, double min_j, int *map, int *n)
-{
-    const pf_node *nd = &p->nodes[i];
-    if (map[nd->func] < 0) {
-        if (*n)
-            fputc(',', f);
-        map[nd->func] = (*n)++;
-        json_str(f, p->f[nd->func].f.name);
-    }
-    for (int c = nd->first_child; c >= 0; c = p->nodes[c].next_sibling)
-        if (p->nodes[c].total_j >= min_j)
-            json_names(p, f, c, min_j, map, n);
-}
-
-static void json_node(pf_prof *p, FILE *f, int i, double min_j, const int *map)
-{
-    const pf_node *nd = &p->nodes[i];
-    fprintf(f, "{\"n\":%d,\"v\":%.0f", map[nd->func], nd->total_j * 1e6);
-    int first = 1;
-    for (int c = nd->first_child; c >= 0; c = p->nodes[c].next_sibling) {
-        if (p->nodes[c].total_j < min_j)
-            continue;
-        fputs(first ? ",\"c\":[" : ",", f);
-        first = 0;
-        json_node(p, f, c, min_j, map);
-    }
-    if (!first)
-        fputc(']', f);
-    fputc('}', f);
-}
-
-static int write_html(pf_prof *p, const char *dir, const pf_meta *meta)
-{
-    int *map = malloc((p->nf ? p->nf : 1) * sizeof(int));
-    if (!map)
-        return -ENOMEM;
-    for (size_t i = 0; i < p->nf; i++)
-        map[i] = -1;
-    out o;
-    int rc = out_open(&o, dir, "flamegraph.html");
-    if (rc < 0) {
-        free(map);
-        return rc;
-    }
-    double total = 0;
-    for (size_t i = 0; i < p->nn; i++)
-        if (p->nodes[i].parent < 0)
-            total += p->nodes[i].total_j;
-    double min_j = total * 2e-5;
-    fputs(jl_flamegraph_head, o.f);
-    fputs("{\"title\":", o.f);
-    json_str(o.f, meta->title);
-    fprintf(o.f, ",\"process_j\":%.6f,\"duration_s\":%.3f,\"names\":[",
-            meta->process_j, meta->duration_s);
-    int named = 0;
-    for (size_t i = 0; i < p->nn; i++)
-        if (p->nodes[i].parent < 0 && p->nodes[i].total_j >= min_j)
-            json_names(p, o.f, (int)i, min_j, map, &named);
-    fprintf(o.f, "],\"root\":{\"n\":-1,\"v\":%.0f,\"c\":[", total * 1e6);
-    int first = 1;
-    for (size_t i = 0; i < p->nn; i++) {
-        if (p->nodes[i].parent >= 0 || p->nodes[i].total_j < min_j)
-            continue;
-        if (!first)
-            fputc(',', o.f);
-        first = 0;
-        json_node(p, o.f, (int)i, min_j, map);
-    }
-    free(map);
-    fputs("]}}", o.f);
-    fputs(jl_flamegraph_tail, o.f);
-    return out_close(&o);
+    pa_ptree t = tree_of(p);
+    return pa_ptree_write_collapsed(&t, dir);
 }
 
 static int write_timeline(pf_prof *p, const char *dir)
 {
-    out o;
-    int rc = out_open(&o, dir, "timeline.csv");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "timeline.csv");
     if (rc < 0)
         return rc;
     fputs("window_start_s,function,power_w\n", o.f);
     for (size_t i = 0; i < p->ntl; i++) {
         fprintf(o.f, "%.3f,", p->tl[i].start_s);
-        csv_str(o.f, p->f[p->tl[i].func].f.name);
+        pa_pout_csv(o.f, p->f[p->tl[i].func].f.name);
         fprintf(o.f, ",%.6f\n", p->tl[i].power_w);
     }
-    return out_close(&o);
+    return pa_pout_close(&o);
 }
 
 static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
 {
-    out o;
-    int rc = out_open(&o, dir, "summary.json");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "summary.json");
     if (rc < 0)
         return rc;
     double fj, tj;
@@ -685,7 +535,7 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     free(r);
     FILE *f = o.f;
     fputs("{\n  \"target\": ", f);
-    json_str(f, m->target);
+    pa_pout_json(f, m->target);
     fprintf(f, ",\n  \"process_energy_j\": %.9f,\n", m->process_j);
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", m->process_nic_j);
     if (m->tree_j >= 0)
@@ -703,9 +553,9 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)m->samples);
     fprintf(f, "  \"samples_lost\": %llu,\n", (unsigned long long)m->samples_lost);
     fprintf(f, "  \"event\": ");
-    json_str(f, m->event);
+    pa_pout_json(f, m->event);
     fprintf(f, ",\n  \"call_graph\": ");
-    json_str(f, m->call_graph);
+    pa_pout_json(f, m->call_graph);
     if (m->frequency)
         fprintf(f, ",\n  \"frequency_hz\": %lu", m->frequency);
     else
@@ -718,14 +568,14 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pf_prof_memory(p));
     fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", pf_sym_memory());
     fputs("  \"kernel_frames\": ", f);
-    json_str(f, m->kernel_state);
+    pa_pout_json(f, m->kernel_state);
     fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");
     fputs("  \"formula\": ", f);
-    json_str(f, m->formula);
+    pa_pout_json(f, m->formula);
     fputs(",\n  \"sensors\": ", f);
-    json_str(f, m->sensors);
+    pa_pout_json(f, m->sensors);
     fputs(",\n  \"cpu_source\": ", f);
-    json_str(f, m->cpu_source);
+    pa_pout_json(f, m->cpu_source);
     fputs(",\n  \"assumed\": [", f);
     char buf[2048];
     snprintf(buf, sizeof(buf), "%s", m->assumed ? m->assumed : "");
@@ -739,13 +589,13 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
         if (!first)
             fputs(", ", f);
         first = 0;
-        json_str(f, t);
+        pa_pout_json(f, t);
     }
     fputs("],\n  \"filter\": [", f);
     for (size_t i = 0; i < m->nfilters; i++) {
         if (i)
             fputs(", ", f);
-        json_str(f, m->filters[i]);
+        pa_pout_json(f, m->filters[i]);
     }
     fputs("],\n  \"energy_source\": \"CPU energy of the targets per window "
           "from libpowerapi (formula above), split over threads by CPU time "
@@ -755,226 +605,14 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     if (m->exit_status >= 0)
         fprintf(f, ",\n  \"exit_status\": %d", m->exit_status);
     fputs(",\n  \"complete\": true\n}\n", f);
-    return out_close(&o);
-}
-
-/* ------------------------------------------------------------------ */
-/* pprof                                                               */
-/* ------------------------------------------------------------------ */
-
-typedef struct strtab {
-    char **v;
-    size_t n, cap;
-} strtab;
-
-static int64_t str_id(strtab *s, const char *str)
-{
-    /* few distinct strings (functions, files): a linear search would be
-     * quadratic; use the interned pointer's hash table instead */
-    static const char **keys;
-    static int64_t *vals;
-    static size_t cap;
-    if (!s) { /* reset */
-        free(keys);
-        free(vals);
-        keys = NULL;
-        vals = NULL;
-        cap = 0;
-        return 0;
-    }
-    str = pf_intern(str);
-    if ((s->n + 1) * 2 > cap) {
-        size_t ncap = cap ? cap * 2 : 1024;
-        const char **nk = calloc(ncap, sizeof(*nk));
-        int64_t *nv = calloc(ncap, sizeof(*nv));
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return 0;
-        }
-        for (size_t i = 0; i < cap; i++) {
-            if (!keys[i])
-                continue;
-            size_t q = mix64((uintptr_t)keys[i]) & (ncap - 1);
-            while (nk[q])
-                q = (q + 1) & (ncap - 1);
-            nk[q] = keys[i];
-            nv[q] = vals[i];
-        }
-        free(keys);
-        free(vals);
-        keys = nk;
-        vals = nv;
-        cap = ncap;
-    }
-    size_t q = mix64((uintptr_t)str) & (cap - 1);
-    while (keys[q]) {
-        if (keys[q] == str)
-            return vals[q];
-        q = (q + 1) & (cap - 1);
-    }
-    if (grow((void **)&s->v, &s->cap, s->n + 1, sizeof(char *)) < 0)
-        return 0;
-    s->v[s->n] = (char *)str;
-    keys[q] = str;
-    vals[q] = (int64_t)s->n;
-    return (int64_t)s->n++;
-}
-
-static int write_pprof(pf_prof *p, const char *dir, const pf_meta *meta)
-{
-    int rc = -ENOMEM;
-    strtab st = {0};
-    str_id(&st, "");
-    Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-    Perftools__Profiles__ValueType vt[3], per = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-    Perftools__Profiles__ValueType *vtp[3];
-    static const char *const types[3][2] = {
-        {"samples", "count"}, {"cpu", "nanoseconds"}, {"energy", "microjoules"}};
-    for (int i = 0; i < 3; i++) {
-        perftools__profiles__value_type__init(&vt[i]);
-        vt[i].type = str_id(&st, types[i][0]);
-        vt[i].unit = str_id(&st, types[i][1]);
-        vtp[i] = &vt[i];
-    }
-    per.type = str_id(&st, "cpu");
-    per.unit = str_id(&st, "nanoseconds");
-    prof.n_sample_type = 3;
-    prof.sample_type = vtp;
-    prof.period_type = &per;
-    prof.period = meta->period_ns ? (int64_t)meta->period_ns
-                  : meta->frequency ? (int64_t)(1000000000ul / meta->frequency)
-                                    : 0;
-    prof.default_sample_type = 2; /* energy */
-    prof.duration_nanos = (int64_t)(meta->duration_s * 1e9);
-    prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
-
-    /* one function and one location per profile function (id = index+1) */
-    Perftools__Profiles__Function *fn = calloc(p->nf + 1, sizeof(*fn));
-    Perftools__Profiles__Function **fnp = calloc(p->nf + 1, sizeof(*fnp));
-    Perftools__Profiles__Location *loc = calloc(p->nf + 1, sizeof(*loc));
-    Perftools__Profiles__Location **locp = calloc(p->nf + 1, sizeof(*locp));
-    Perftools__Profiles__Line *ln = calloc(p->nf + 1, sizeof(*ln));
-    Perftools__Profiles__Line **lnp = calloc(p->nf + 1, sizeof(*lnp));
-    Perftools__Profiles__Sample *sm = calloc(p->nn + 1, sizeof(*sm));
-    Perftools__Profiles__Sample **smp = calloc(p->nn + 1, sizeof(*smp));
-    int64_t *vals = calloc(3 * (p->nn + 1), sizeof(*vals));
-    uint64_t *lids = NULL;
-    size_t nlids = 0;
-    /* stacks: the sum of the depths of the sampled nodes */
-    for (size_t i = 0; i < p->nn; i++)
-        if (p->nodes[i].self_samples || p->nodes[i].self_j > 0)
-            for (int k = (int)i; k >= 0; k = p->nodes[k].parent)
-                nlids++;
-    lids = calloc(nlids + 1, sizeof(*lids));
-    uint8_t *buf = NULL, *gz = NULL;
-    if (!fn || !fnp || !loc || !locp || !ln || !lnp || !sm || !smp || !vals || !lids)
-        goto out;
-    for (size_t i = 0; i < p->nf; i++) {
-        const pf_frame *f = &p->f[i].f;
-        perftools__profiles__function__init(&fn[i]);
-        fn[i].id = i + 1;
-        fn[i].name = str_id(&st, f->name);
-        fn[i].system_name = fn[i].name;
-        fn[i].filename = str_id(&st, f->file && *f->file ? f->file : f->module);
-        fn[i].start_line = f->line;
-        fnp[i] = &fn[i];
-        perftools__profiles__line__init(&ln[i]);
-        ln[i].function_id = i + 1;
-        ln[i].line = f->line;
-        lnp[i] = &ln[i];
-        perftools__profiles__location__init(&loc[i]);
-        loc[i].id = i + 1;
-        loc[i].n_line = 1;
-        loc[i].line = &lnp[i];
-        locp[i] = &loc[i];
-    }
-    prof.n_function = p->nf;
-    prof.function = fnp;
-    prof.n_location = p->nf;
-    prof.location = locp;
-    size_t ns = 0, used = 0;
-    for (size_t i = 0; i < p->nn; i++) {
-        const pf_node *nd = &p->nodes[i];
-        if (!nd->self_samples && !(nd->self_j > 0))
-            continue;
-        Perftools__Profiles__Sample *s = &sm[ns];
-        perftools__profiles__sample__init(s);
-        s->location_id = &lids[used];
-        for (int k = (int)i; k >= 0; k = p->nodes[k].parent)
-            lids[used + s->n_location_id++] = (uint64_t)p->nodes[k].func + 1;
-        used += s->n_location_id;
-        s->value = &vals[3 * ns];
-        s->n_value = 3;
-        s->value[0] = (int64_t)nd->self_samples;
-        s->value[1] = llround(nd->self_cpu_s * 1e9);
-        s->value[2] = llround(nd->self_j * 1e6);
-        smp[ns++] = s;
-    }
-    prof.n_sample = ns;
-    prof.sample = smp;
-    int64_t c = str_id(&st, "energy from libpowerapi per window, split over "
-                            "each thread's samples; made by powerapi profile");
-    prof.n_comment = 1;
-    prof.comment = &c;
-    prof.n_string_table = st.n;
-    prof.string_table = st.v;
-
-    size_t len = perftools__profiles__profile__get_packed_size(&prof);
-    buf = malloc(len ? len : 1);
-    if (!buf)
-        goto out;
-    perftools__profiles__profile__pack(&prof, buf);
-    /* gzip stream (pprof reads profile.pb.gz) */
-    z_stream z;
-    memset(&z, 0, sizeof(z));
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        goto out;
-    uLong cap = deflateBound(&z, (uLong)len) + 64;
-    gz = malloc(cap);
-    if (!gz) {
-        deflateEnd(&z);
-        goto out;
-    }
-    z.next_in = buf;
-    z.avail_in = (uInt)len;
-    z.next_out = gz;
-    z.avail_out = (uInt)cap;
-    int zr = deflate(&z, Z_FINISH);
-    size_t glen = z.total_out;
-    deflateEnd(&z);
-    if (zr != Z_STREAM_END) {
-        rc = -EIO;
-        goto out;
-    }
-    out o;
-    if ((rc = out_open(&o, dir, "profile.pb.gz")) < 0)
-        goto out;
-    fwrite(gz, 1, glen, o.f);
-    rc = out_close(&o);
-out:
-    free(fn);
-    free(fnp);
-    free(loc);
-    free(locp);
-    free(ln);
-    free(lnp);
-    free(sm);
-    free(smp);
-    free(vals);
-    free(lids);
-    free(buf);
-    free(gz);
-    free(st.v);
-    str_id(NULL, NULL);
-    return rc;
+    return pa_pout_close(&o);
 }
 
 int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
 {
     if (mkdir(dir, 0777) < 0 && errno != EEXIST)
         return -errno;
-    compute_totals(p);
+    pa_ptree_totals(p->nodes, p->nn);
     int rc = 0, r;
     int (*const simple[])(pf_prof *, const char *) = {
         write_threads, write_processes, write_collapsed, write_timeline};
@@ -985,9 +623,19 @@ int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
     for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++)
         if ((r = simple[i](p, dir)) < 0 && !rc)
             rc = r;
-    if ((r = write_html(p, dir, meta)) < 0 && !rc)
+    pa_ptree t = tree_of(p);
+    if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j,
+                                       meta->duration_s)) < 0 &&
+        !rc)
         rc = r;
-    if ((r = write_pprof(p, dir, meta)) < 0 && !rc)
+    uint64_t period = meta->period_ns ? meta->period_ns
+                      : meta->frequency ? 1000000000ull / meta->frequency
+                                        : 0;
+    if ((r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
+                                  "energy from libpowerapi per window, split "
+                                  "over each thread's samples; made by "
+                                  "powerapi profile")) < 0 &&
+        !rc)
         rc = r;
     if ((r = write_summary(p, dir, meta)) < 0 && !rc)
         rc = r;
