@@ -100,6 +100,7 @@ typedef struct profiler {
     pa_ctx_opts copts;
     bool quiet;
     bool dwarf; /* --call-graph dwarf */
+    bool all;   /* --all: every process, per CPU */
 
     /* run time */
     pa_ctx *ctx;
@@ -126,7 +127,7 @@ typedef struct profiler {
     uint64_t *ckeys; /* cache: (proc << 1 | ret, ip) -> pool range */
     uint32_t *cvals;
     size_t ccap, cn;
-    uint64_t samples, lost, windows;
+    uint64_t samples, lost, windows, idle_samples;
     double process_j, nic_j, cpu_s, tree_last_j;
     bool tree_have;
     double conservation_err; /* worst window, relative */
@@ -141,6 +142,7 @@ static void profile_help(FILE *f)
     fprintf(
         f,
         "Usage: %s profile [OPTIONS] --pid PID [--pid PID...]\n"
+        "       %s profile [OPTIONS] --all --duration DURATION\n"
         "       %s profile [OPTIONS] [--] COMMAND [ARGS...]\n"
         "\n"
         "Per-function energy of native processes (C, C++, Rust, Go, JIT "
@@ -152,6 +154,9 @@ static void profile_help(FILE *f)
         "\nTargets:\n"
         "  -p, --pid PID[,PID...]    profile a running process and the "
         "threads it starts\n"
+        "  -a, --all                 every process of the machine, per CPU "
+        "(root or\n"
+        "                            CAP_PERFMON; until --duration or Ctrl-C)\n"
         "\nSampling:\n"
         "  -i, --interval DURATION   CPU time between samples (default "
         "10ms)\n"
@@ -191,7 +196,7 @@ static void profile_help(FILE *f)
         "\nExamples:\n"
         "  %s profile --pid 4242 --duration 30s --out prof\n"
         "  %s profile --frequency 200 -- make -j2\n",
-        pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog);
+        pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog);
 }
 
 /* ------------------------------------------------------------------ */
@@ -232,6 +237,7 @@ static int parse_args(profiler *p, int argc, char **argv)
            OPT_FILTER };
     static const struct option longopts[] = {
         {"pid", required_argument, NULL, 'p'},
+        {"all", no_argument, NULL, 'a'},
         {"interval", required_argument, NULL, 'i'},
         {"frequency", required_argument, NULL, 'F'},
         {"event", required_argument, NULL, 'e'},
@@ -257,7 +263,7 @@ static int parse_args(profiler *p, int argc, char **argv)
     p->call_graph = "fp";
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+:p:i:F:e:g:w:d:o:qh", longopts,
+    while ((c = getopt_long(argc, argv, "+:p:ai:F:e:g:w:d:o:qh", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'h':
@@ -268,6 +274,9 @@ static int parse_args(profiler *p, int argc, char **argv)
                 goto nomem;
             if (err < 0)
                 return pa_cli_usage_error(CMD, "--pid: invalid pid '%s'", optarg);
+            break;
+        case 'a':
+            p->all = true;
             break;
         case 'i':
             if (pa_cli_parse_duration(optarg, &p->period_ns) < 0 ||
@@ -363,10 +372,11 @@ static int parse_args(profiler *p, int argc, char **argv)
         return pa_cli_usage_error(CMD, "--interval and --frequency exclude each other");
     if (p->freq)
         p->period_ns = 0;
-    if (!p->cmd && !p->npids)
-        return pa_cli_usage_error(CMD, "nothing to profile: give --pid PID or a COMMAND");
-    if (p->cmd && p->npids)
-        return pa_cli_usage_error(CMD, "--pid and a COMMAND exclude each other");
+    if (!p->cmd && !p->npids && !p->all)
+        return pa_cli_usage_error(
+            CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
+    if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
+        return pa_cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
     if (p->cmd && p->duration_ns)
         return pa_cli_usage_error(
             CMD, "--duration cannot be used with a COMMAND (it runs until the "
@@ -660,6 +670,57 @@ static int open_pid(profiler *p, pid_t pid)
     return pi < 0 ? PA_EXIT_FAIL : 0;
 }
 
+/* --all: one event and one ring per CPU for every task (root or
+ * CAP_PERFMON). */
+static int open_all(profiler *p)
+{
+    int opened = 0, first_err = 0;
+    for (int cpu = 0; cpu < p->ncpus; cpu++) {
+        struct perf_event_attr a;
+        fill_attr(p, &a, false);
+        a.inherit = 0; /* per CPU: every task already */
+        int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            if (errno != ENODEV && !first_err)
+                first_err = -errno;
+            continue;
+        }
+        int *nf = realloc(p->fds, (p->nfds + 1) * sizeof(*nf));
+        if (!nf) {
+            close(fd);
+            return PA_EXIT_FAIL;
+        }
+        p->fds = nf;
+        p->fds[p->nfds++] = fd;
+        size_t pages = p->dwarf ? 512 : 128;
+        size_t len = (1 + pages) * (size_t)sysconf(_SC_PAGESIZE);
+        void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (base == MAP_FAILED) {
+            pa_cli_error(CMD, "--all: mmap of CPU %d's ring: %s", cpu, strerror(errno));
+            return PA_EXIT_FAIL;
+        }
+        ring *nv = realloc(p->rings, (p->nrings + 1) * sizeof(*nv));
+        if (!nv) {
+            munmap(base, len);
+            return PA_EXIT_FAIL;
+        }
+        p->rings = nv;
+        p->cpu_ring[cpu] = (int)p->nrings;
+        p->rings[p->nrings++] = (ring){fd, base, pages};
+        opened++;
+    }
+    if (opened)
+        return 0;
+    if (first_err == -EACCES || first_err == -EPERM) {
+        pa_cli_error(CMD,
+                     "--all: sampling every process needs root or CAP_PERFMON "
+                     "(perf_event_paranoid is %d)",
+                     read_paranoid(p));
+        return PA_EXIT_FAIL;
+    }
+    return open_error(p, -1, first_err ? first_err : -ENODEV);
+}
+
 /* ------------------------------------------------------------------ */
 /* Records                                                             */
 /* ------------------------------------------------------------------ */
@@ -697,6 +758,10 @@ static void on_sample(profiler *p, const char *r, size_t len)
     (void)time;
     if (48 + nr * 8 > len)
         nr = (len - 48) / 8;
+    if (pid == 0) { /* --all: an idle CPU (the swapper), no process */
+        p->idle_samples++;
+        return;
+    }
     int pi = proc_get(p, (pid_t)pid);
     if (pi < 0)
         return;
@@ -1019,8 +1084,8 @@ static int resolve_cached(profiler *p, int pi, uint64_t ip, int ret,
 
 static bool is_target_pid(const profiler *p, pid_t pid)
 {
-    if (p->cmd)
-        return true; /* the context watches only the command's tree */
+    if (p->cmd || p->all)
+        return true; /* the context watches only the targets */
     for (size_t i = 0; i < p->npids; i++)
         if (p->pids[i] == pid)
             return true;
@@ -1191,7 +1256,8 @@ static int window(profiler *p, double start_s, double len_s)
     if (extra_j > 0 && unplaced_samples <= 0)
         unattributed += extra_j;
     if (unattributed > 0)
-        add_pseudo(p, "[unattributed]", unattributed, p->cmd ? p->cmd_pid : p->pids[0],
+        add_pseudo(p, "[unattributed]", unattributed,
+                   p->cmd ? p->cmd_pid : p->npids ? p->pids[0] : 0,
                    0, "", "[process]");
     /* E_sample = E_thread / samples_of_thread */
     double per_ns = 1e-9;
@@ -1439,6 +1505,15 @@ int pa_cli_profile(int argc, char **argv)
             status = PA_EXIT_FAIL;
             goto kill_child;
         }
+    } else if (p.all) {
+        if ((status = open_all(&p)) != 0)
+            goto out;
+        err = pa_watch_all(p.ctx, 1 | PA_WATCH_ALL_THREADS);
+        if (err < 0) {
+            pa_cli_error(CMD, "--all: %s", pa_cli_errmsg(err));
+            status = PA_EXIT_FAIL;
+            goto out;
+        }
     } else {
         for (size_t i = 0; i < p.npids; i++) {
             if ((status = open_pid(&p, p.pids[i])) != 0)
@@ -1497,6 +1572,8 @@ int pa_cli_profile(int argc, char **argv)
         size_t k = (size_t)snprintf(target, sizeof(target), "command:");
         for (char **a = p.cmd; *a && k < sizeof(target); a++)
             k += (size_t)snprintf(target + k, sizeof(target) - k, " %s", *a);
+    } else if (p.all) {
+        snprintf(target, sizeof(target), "all processes");
     } else {
         size_t k = (size_t)snprintf(target, sizeof(target), "pid");
         for (size_t i = 0; i < p.npids && k < sizeof(target); i++)
@@ -1505,8 +1582,11 @@ int pa_cli_profile(int argc, char **argv)
     }
     snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)", target);
     if (!p.out_dir) {
-        snprintf(p.out_buf, sizeof(p.out_buf), "powerapi-profile-%d",
-                 p.cmd ? (int)getpid() : (int)p.pids[0]);
+        if (p.all)
+            snprintf(p.out_buf, sizeof(p.out_buf), "powerapi-profile-all");
+        else
+            snprintf(p.out_buf, sizeof(p.out_buf), "powerapi-profile-%d",
+                     p.cmd ? (int)getpid() : (int)p.pids[0]);
         p.out_dir = p.out_buf;
     }
     pf_meta meta = {

@@ -532,6 +532,47 @@ START_TEST(stripped_pid)
 }
 END_TEST
 
+/* --all (root): every process of the machine, per CPU; the workload among
+ * them, named. */
+START_TEST(all_processes)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "all_processes: SKIPPED: --all needs root or CAP_PERFMON\n");
+        return;
+    }
+    char *out = pa_test_tmpdir();
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "%s/work-fp 4 '' 1 >/dev/null 2>&1 & echo $!", dir);
+    char *pidtxt = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &pidtxt), 0);
+    int pid = atoi(pidtxt);
+    free(pidtxt);
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --all --duration 2s --out %s/p", out);
+    char *log = NULL;
+    int rc = run_profile(args, &log);
+    kill(pid, SIGKILL);
+    ck_assert_msg(rc == 0, "profile --all failed (%d): %s", rc, log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[2048];
+    size_t n = read_functions(pdir, rows, 2048);
+    const frow *fa = find_fn(rows, n, "f_a");
+    ck_assert_msg(fa != NULL && fa->self_samples > 0, "--all: the workload's f_a not sampled");
+    ck_assert_str_eq(fa->module, "work-fp");
+    /* the workload is one process among several */
+    char *pr = slurp_in(pdir, "processes.csv");
+    char needle[64];
+    snprintf(needle, sizeof(needle), "\n%d,work-fp,", pid);
+    ck_assert_msg(strstr(pr, needle) != NULL, "--all: pid %d not in processes.csv:\n%s", pid,
+                  pr);
+    free(pr);
+    check_conservation(pdir);
+    pa_test_rmtree(out);
+}
+END_TEST
+
 START_TEST(cxx_demangled)
 {
     char *out = pa_test_tmpdir();
@@ -707,6 +748,7 @@ START_TEST(bad_input)
     expect_one_line("--interval 0 -- true", 2, "--interval");
     expect_one_line("--frequency 99 --interval 1ms -- true", 2, "exclude");
     expect_one_line("", 2, "nothing to profile");
+    expect_one_line("--all --pid 1 --duration 1s", 2, "exclude each other");
     expect_one_line("--call-graph lbr -- true", 2, "--call-graph");
     expect_one_line("--window 1ms -- true", 2, "--window");
     expect_one_line("-- /nonexistent/command", 127, "cannot run");
@@ -758,6 +800,7 @@ static Suite *suite(void)
     tcase_add_test(tc, known_answer_dwarf_fp);
     tcase_add_test(tc, known_answer_dwarf_nofp);
     tcase_add_test(tc, stripped_pid);
+    tcase_add_test(tc, all_processes);
     tcase_add_test(tc, cxx_demangled);
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
