@@ -226,6 +226,7 @@ int main(int argc, char **argv)
 
     /* a whole tick through the engine */
     if (pa_ctx_new(&ctx, NULL) < 0 ||
+        pa_module_disable(ctx, "auto") < 0 || /* no cpu formula from auto */
         pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
         pa_module_enable(ctx, "nic", "sockdiag=on") < 0 ||
         pa_module_enable(ctx, "nic-linear", NULL) < 0 ||

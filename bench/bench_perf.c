@@ -34,6 +34,7 @@ static double sample_cost(const pid_t *pids, int n, const char *perf, int calls)
 {
     pa_ctx *ctx = NULL;
     if (pa_ctx_new(&ctx, NULL) < 0 ||
+        pa_module_disable(ctx, "auto") < 0 || /* no nic sensor from auto */
         pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
         pa_module_enable(ctx, "cpu-tdp", NULL) < 0 ||
         (perf && pa_module_enable(ctx, "perf", perf) < 0)) {

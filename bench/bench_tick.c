@@ -151,6 +151,9 @@ static int bctx_open(bctx *b, rlim_t soft, pid_t tree)
     long rss0 = rss_kb(), slab0 = meminfo_kb("Slab");
     pa_ctx *ctx = NULL;
     int rc = pa_ctx_new(&ctx, NULL);
+    /* procfs-cpu alone, as measured before auto filled in around it */
+    if (rc == 0)
+        rc = pa_module_disable(ctx, "auto");
     if (rc == 0)
         rc = pa_module_enable(ctx, "procfs-cpu", NULL);
     if (rc == 0)

@@ -1,12 +1,16 @@
 /*
  * modargs.c - the --sensor, --formula and --disable arguments shared by
  * `monitor` and `daemon`: recorded while parsing, applied to a context
- * ("auto" first, then every --sensor/--formula in order, then the
- * --disables), each error one line naming the flag and the fix.
+ * (every --sensor/--formula in order, then the --disables), each error one
+ * line naming the flag and the fix.  The library's rule does the rest: a
+ * formula brings the sensors it requires, and "auto" fills at the first
+ * tick every component no --formula covers, leaving out what --disable
+ * named (powerapi.h, pa_module_enable).
  */
 #include "cli.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,14 +122,45 @@ static int module_error(pa_ctx *ctx, const char *cmd, const char *flag,
     return (err == -ENOENT || err == -EINVAL) ? PA_EXIT_USAGE : PA_EXIT_FAIL;
 }
 
+/* --disable of a sensor that a --formula requires: the two flags
+ * contradict each other. */
+static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m,
+                      const char *name)
+{
+    char flags[512] = "";
+    size_t off = 0;
+    pa_module_info info[64];
+    int n = pa_module_list(ctx, info, 64);
+    const pa_module_info *mi = n > 0 ? find_module(info, n > 64 ? 64 : n, name)
+                                     : NULL;
+    for (size_t i = 0; mi && i < m->n && off < sizeof(flags); i++) {
+        const pa_cli_mod_req *r = &m->v[i];
+        /* required_by is ","-separated: match whole names */
+        size_t l = strlen(r->name);
+        const char *p = mi->required_by;
+        bool found = false;
+        while ((p = strstr(p, r->name)) != NULL && !found) {
+            found = (p == mi->required_by || p[-1] == ',') &&
+                    (p[l] == ',' || p[l] == '\0');
+            p += l;
+        }
+        if (found)
+            off += (size_t)snprintf(flags + off, sizeof(flags) - off,
+                                    "%s%s %s", off ? " and " : "", r->flag,
+                                    r->arg);
+    }
+    if (!flags[0]) /* not from this command line: the library's words */
+        return module_error(ctx, cmd, "--disable", name, name, -EBUSY);
+    pa_cli_error(cmd,
+                 "--disable %s: %s require%s this sensor; drop one of the "
+                 "two",
+                 name, flags, strstr(flags, " and ") ? "" : "s");
+    return PA_EXIT_USAGE;
+}
+
 int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
 {
-    if (!m->n && !m->ndisables)
-        return 0; /* the first tick enables "auto" */
-    int err = pa_module_enable(ctx, "auto", NULL);
-    if (err < 0)
-        return module_error(ctx, cmd, "enable", "auto", "auto", err);
-
+    int err;
     pa_module_info info[64];
     int n = pa_module_list(ctx, info, 64);
     if (n > 64)
@@ -146,9 +181,8 @@ int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
     for (size_t i = 0; i < m->ndisables; i++) {
         const char *name = m->disables[i];
         err = pa_module_disable(ctx, name);
-        /* disabling a known module that is not enabled is what was asked */
-        if (err == -ENOENT && n > 0 && find_module(info, n, name))
-            continue;
+        if (err == -EBUSY)
+            return busy_error(ctx, cmd, m, name);
         if (err < 0)
             return module_error(ctx, cmd, "--disable", name, name, err);
     }

@@ -1,6 +1,7 @@
 /*
  * modules.c - `powerapi modules`: every sensor and formula, whether it
- * can run on this machine (and why not), and what "auto" enables.
+ * can run on this machine (and why not), what each formula requires and
+ * uses, and what "auto" enables (sensors: for which formulas).
  */
 #include "cli.h"
 #include "output.h"
@@ -44,6 +45,50 @@ static void json_bool(FILE *f, const char *key, int v)
     fprintf(f, ",\"%s\":%s", key, v ? "true" : "false");
 }
 
+/* ,"key":["a","b"] from a NULL-terminated list or a ","-separated text */
+static void json_names(FILE *f, const char *key, const char *const *list,
+                       const char *text)
+{
+    fprintf(f, ",\"%s\":[", key);
+    int k = 0;
+    for (; list && *list; list++, k++) {
+        fputs(k ? "," : "", f);
+        pa_out_json_string(f, *list);
+    }
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", text ? text : "");
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save), k++) {
+        fputs(k ? "," : "", f);
+        pa_out_json_string(f, t);
+    }
+    fputc(']', f);
+}
+
+/* "a+b" from a NULL-terminated list ("" when empty) */
+static const char *joined(const char *const *list, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t off = 0; list && *list && off < len; list++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "+" : "",
+                                *list);
+    return buf;
+}
+
+/* What enabled it: "yes" (by name), "auto" (a formula auto chose), "for"
+ * (a sensor enabled for the formulas of required_by). */
+static const char *enabled_how(const pa_module_info *x)
+{
+    if (!x->enabled)
+        return "no";
+    if (x->failing)
+        return "failing";
+    if (x->user)
+        return "yes";
+    return x->by_auto ? "auto" : "for";
+}
+
 static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                           size_t n)
 {
@@ -52,7 +97,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                 "AVAILABLE", "ENABLED", "DESCRIPTION / WHY NOT");
     else if (fmt == PA_OUT_CSV)
         fprintf(f, "name,kind,component,available,enabled,failing,options,"
-                   "description,why\n");
+                   "description,why,enabled_by,required_by,requires,uses\n");
     for (size_t i = 0; i < n; i++) {
         const pa_module_info *x = &m[i];
         const char *why = x->why;
@@ -63,9 +108,18 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                                    : (x->description ? x->description : "");
             fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s%s\n", x->name,
                     kind_name(x->kind), component_name(x->component),
-                    x->available ? "yes" : "no",
-                    x->enabled ? (x->failing ? "failing" : "yes") : "no",
+                    x->available ? "yes" : "no", enabled_how(x),
                     x->failing ? "failing: " : "", text);
+            char req[256], use[256];
+            joined(x->requires, req, sizeof(req));
+            joined(x->uses, use, sizeof(use));
+            if (req[0] || use[0])
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s requires: %s%s%s\n", "",
+                        "", "", "", "", req[0] ? req : "-",
+                        use[0] ? "; uses: " : "", use);
+            if (x->enabled && x->required_by[0])
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s required by: %s\n", "",
+                        "", "", "", "", x->required_by);
             if (x->enabled && x->options[0])
                 fprintf(f, "%-12s %-8s %-4s %-9s %-7s options: %s\n", "", "",
                         "", "", "", x->options);
@@ -89,7 +143,18 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                     fputc(*s, f);
                 }
                 fputc('"', f);
-                fputc(k < 2 ? ',' : '\n', f);
+                fputc(',', f);
+            }
+            {
+                char req[256], use[256], by[256];
+                snprintf(by, sizeof(by), "%s", x->required_by);
+                for (char *c = by; *c; c++)
+                    if (*c == ',')
+                        *c = '+';
+                fprintf(f, "%s,%s,%s,%s\n",
+                        x->enabled ? enabled_how(x) : "", by,
+                        joined(x->requires, req, sizeof(req)),
+                        joined(x->uses, use, sizeof(use)));
             }
             break;
         case PA_OUT_JSON:
@@ -108,6 +173,11 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             pa_out_json_string(f, x->description);
             fputs(",\"why\":", f);
             pa_out_json_string(f, why);
+            fputs(",\"enabled_by\":", f);
+            pa_out_json_string(f, x->enabled ? enabled_how(x) : "");
+            json_names(f, "required_by", NULL, x->required_by);
+            json_names(f, "requires", x->requires, NULL);
+            json_names(f, "uses", x->uses, NULL);
             fputs("}\n", f);
             break;
         }
@@ -197,7 +267,10 @@ int pa_cli_modules(int argc, char **argv)
     print_modules(stdout, fmt, mods, (size_t)got);
     if (fmt == PA_OUT_TABLE)
         printf("\nENABLED: what 'auto', the default of '%s monitor', picks "
-               "here; --sensor,\n--formula and --disable change it.\n",
+               "here (auto: its formulas;\nfor: sensors enabled for the "
+               "formulas that require them).  A --formula brings\nthe sensors "
+               "it requires, auto fills the components no --formula covers, "
+               "and\n--disable keeps a module out.\n",
                pa_cli_prog);
     status = fflush(stdout) == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
 out:

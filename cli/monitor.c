@@ -2,8 +2,9 @@
  * monitor.c - `powerapi monitor`: per-target power each interval, or the
  * energy of one command (like `perf stat`).
  *
- * Flow: parse options, create a context, enable modules ("auto", then the
- * --sensor/--formula ones, then --disable), watch the targets, then tick
+ * Flow: parse options, create a context, enable modules (the
+ * --sensor/--formula ones, then --disable; "auto" fills the rest at the
+ * first tick), watch the targets, then tick
  * every interval and write each report.  With a command, the child is
  * forked stopped on a pipe, watched with PA_WATCH_CHILDREN, released, and
  * followed until it exits; waitid(WNOWAIT) leaves it a zombie for one last
@@ -99,8 +100,10 @@ static void monitor_help(FILE *f)
         "(repeatable);\n"
         "                            OPTS is key=value,key=value, e.g. "
         "cpu-tdp:tdp=65W\n"
-        "      --disable NAME        disable a module (repeatable)\n"
-        "  (with none of these, 'auto' picks the best modules for this "
+        "      --disable NAME        keep a module out (repeatable; "
+        "'auto': only those named)\n"
+        "  (a formula brings the sensors it requires; 'auto' gives every "
+        "component no\n   --formula covers the best formula for this "
         "machine)\n"
         "\nOutput:\n"
         "  -f, --format FORMAT       table (default), csv or json (JSON "

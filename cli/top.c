@@ -329,6 +329,16 @@ static int parse_sort(const char *s, sort_key *out)
     return -EINVAL;
 }
 
+/* SIGINT, SIGTERM, SIGHUP: leave the loop, restore the terminal, exit 0,
+ * as 'q' does (ncurses' own handler would exit with status 1). */
+static volatile sig_atomic_t top_stop;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    top_stop = 1;
+}
+
 int pa_cli_top(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -418,6 +428,15 @@ int pa_cli_top(int argc, char **argv)
         }
     }
 
+    /* installed before initscr, which then leaves these signals to us;
+     * no SA_RESTART, so a signal also ends getch's wait */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     setlocale(LC_ALL, "");
     initscr();
     cbreak();
@@ -428,7 +447,7 @@ int pa_cli_top(int argc, char **argv)
     uint64_t next = pa_cli_mono_ns() + t.interval_ns;
     bool quit = false;
     draw(&t);
-    while (!quit) {
+    while (!quit && !top_stop) {
         uint64_t now = pa_cli_mono_ns();
         if (now >= next) {
             refresh_data(&t);

@@ -429,6 +429,10 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     return 0;
 }
 
+/* busy/idle time, time per frequency, the CPU model and every target's CPU
+ * time all come from procfs-cpu */
+static const char *const cpu_tdp_requires[] = {"procfs-cpu", NULL};
+
 const pa_module_ops pa__mod_cpu_tdp = {
     .abi = PA_MODULE_ABI,
     .name = "cpu-tdp",
@@ -442,4 +446,5 @@ const pa_module_ops pa__mod_cpu_tdp = {
     .compute = cpu_tdp_compute,
     .configure = cpu_tdp_configure,
     .stop = cpu_tdp_stop,
+    .requires = cpu_tdp_requires,
 };

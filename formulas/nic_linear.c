@@ -334,6 +334,12 @@ static int nl_compute(pa_module *m, const pa_frame_delta *d,
     return 0;
 }
 
+/* interface and per-socket bytes from nic; the per-process split needs
+ * the processes procfs-cpu discovers (any task-discovering sensor will
+ * do, so it is used, not required: the system figure stands alone) */
+static const char *const nl_requires[] = {"nic", NULL};
+static const char *const nl_uses[] = {"procfs-cpu", NULL};
+
 const pa_module_ops pa__mod_nic_linear = {
     .abi = PA_MODULE_ABI,
     .name = "nic-linear",
@@ -346,4 +352,6 @@ const pa_module_ops pa__mod_nic_linear = {
     .compute = nl_compute,
     .configure = nl_configure,
     .stop = nl_stop,
+    .requires = nl_requires,
+    .uses = nl_uses,
 };

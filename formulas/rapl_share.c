@@ -343,6 +343,12 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
     return 0;
 }
 
+/* package energy from rapl; busy time, per-CPU busy fractions and the
+ * targets' CPU time from procfs-cpu; unhalted cycles from perf when it
+ * counts them (CPU time otherwise) */
+static const char *const share_requires[] = {"rapl", "procfs-cpu", NULL};
+static const char *const share_uses[] = {"perf", NULL};
+
 const pa_module_ops pa__mod_rapl_share = {
     .abi = PA_MODULE_ABI,
     .name = "rapl-share",
@@ -357,4 +363,6 @@ const pa_module_ops pa__mod_rapl_share = {
     .compute = share_compute,
     .configure = share_configure,
     .stop = share_stop,
+    .requires = share_requires,
+    .uses = share_uses,
 };

@@ -321,6 +321,73 @@ START_TEST(test_modules_fixture)
 }
 END_TEST
 
+/* A --formula alone brings its sensor: the same output as with the sensor
+ * named, on the fixture; on this machine's /proc it ticks and prints
+ * watts. */
+START_TEST(test_formula_alone)
+{
+    run a, b;
+    cli(&a, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "2", "--format", "json", "--all", "--fixture-states", states(FIX_VM),
+        "--formula", "cpu-tdp:tdp=45", NULL);
+    ck_assert_msg(a.status == 0, "status %d: %s", a.status, a.err);
+    ck_assert_str_eq(a.err, "");
+    cli(&b, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "2", "--format", "json", "--all", "--fixture-states", states(FIX_VM),
+        "--sensor", "procfs-cpu", "--formula", "cpu-tdp:tdp=45", NULL);
+    ck_assert_int_eq(b.status, 0);
+    ck_assert_str_eq(a.out, b.out);
+    ck_assert_ptr_nonnull(strstr(a.out, "\"formula\":\"cpu-tdp\""));
+    ck_assert_ptr_nonnull(strstr(a.out, "\"sensors\":\"procfs-cpu\""));
+    ck_assert_ptr_nonnull(strstr(a.out, "tdp=45W (option)"));
+    run_free(&a);
+    run_free(&b);
+
+    cli(&a, "monitor", "--formula", "cpu-tdp:tdp=45", "--count", "2",
+        "--interval", "100ms", "--format", "json", NULL);
+    ck_assert_msg(a.status == 0, "status %d: %s", a.status, a.err);
+    size_t systems = 0;
+    for (const char *p = a.out; (p = strstr(p, "{\"type\":\"system\"")); p++) {
+        systems++;
+        /* every window says it used cpu-tdp and gives the CPU watts */
+        const char *end = strchr(p, '\n');
+        const char *f = strstr(p, "\"formula\":\"cpu-tdp");
+        const char *w = strstr(p, "\"power_w\":{\"cpu\":");
+        ck_assert_msg(f && f < end && w && w < end, "record: %.*s",
+                      (int)(end - p), p);
+        ck_assert_msg(strtod(w + strlen("\"power_w\":{\"cpu\":"), NULL) > 0,
+                      "no CPU watts: %.*s", (int)(end - p), p);
+    }
+    ck_assert_uint_eq(systems, 2);
+    run_free(&a);
+}
+END_TEST
+
+/* --disable of a sensor a --formula requires: one clear line. */
+START_TEST(test_disable_required_sensor)
+{
+    run r;
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "1", "--disable", "procfs-cpu", "--formula", "cpu-tdp", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_str_eq(r.out, "");
+    ck_assert_int_eq(count_lines(r.err), 1);
+    ck_assert_msg(strstr(r.err, "--disable procfs-cpu") &&
+                      strstr(r.err, "--formula cpu-tdp requires this sensor"),
+                  "%s", r.err);
+    run_free(&r);
+
+    /* disabled alone, it keeps auto's cpu-tdp out too: nothing is left
+     * on this fixture (no network), and the one line says so */
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
+        "1", "--format", "json", "--disable", "procfs-cpu", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.err), 1);
+    ck_assert_msg(strstr(r.err, "no module is enabled"), "%s", r.err);
+    run_free(&r);
+}
+END_TEST
+
 /* One golden case: monitor on a fixture with states, 3 windows. */
 static void golden_monitor(const char *gold, const char *fix,
                            const char *format, const char *extra1,
@@ -614,6 +681,8 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_unknown_module);
     tcase_add_test(tc, test_bad_roots);
     tcase_add_test(tc, test_modules_fixture);
+    tcase_add_test(tc, test_formula_alone);
+    tcase_add_test(tc, test_disable_required_sensor);
     tcase_add_test(tc, test_golden_vm_json);
     tcase_add_test(tc, test_golden_vm_csv);
     tcase_add_test(tc, test_golden_vm_table);

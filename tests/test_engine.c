@@ -419,7 +419,10 @@ START_TEST(lifecycle_errors_name_the_fix)
     bad.abi = 99;
     ck_assert_int_eq(pa_module_register(ctx, &bad), -EINVAL);
     ck_assert_int_eq(pa_module_disable(ctx, "ten-watts"), 0);
-    ck_assert_int_eq(pa_module_disable(ctx, "ten-watts"), -ENOENT);
+    /* disabling again only repeats the wish; an unknown name is refused */
+    ck_assert_int_eq(pa_module_disable(ctx, "ten-watts"), 0);
+    ck_assert_int_eq(pa_module_disable(ctx, "no-such"), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "unknown module 'no-such'"));
     ck_assert_int_eq(pa_watch_pid(ctx, 99999, 0), -ESRCH);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "99999"));
     ck_assert_int_eq(pa_watch_pid(ctx, -3, 0), -EINVAL);

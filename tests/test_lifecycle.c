@@ -2,7 +2,10 @@
  * test_lifecycle.c - enable / disable / configure / register from another
  * thread while the background sampler runs, thousands of times.  Run under
  * ASan/UBSan in CI; a module freed under a running callback, or a tick
- * that sees a half-configured module, shows up here.
+ * that sees a half-configured module, shows up here.  A formula that
+ * requires a sensor is enabled and disabled meanwhile (the sensor comes
+ * and goes with it, -EBUSY while it is needed), and "auto" is switched
+ * off and on, so that auto fills in inside the sampler's ticks.
  */
 #include "internal.h"
 #include "testutil.h"
@@ -23,7 +26,7 @@ typedef struct {
     double scale;
 } state;
 
-static atomic_ulong samples, computes, callbacks;
+static atomic_ulong samples, computes, callbacks, needed_samples;
 
 static const char *const scale_opts[] = {"scale", NULL};
 
@@ -110,6 +113,50 @@ static const pa_module_ops formula_ops = {
     .stop = st_stop,
 };
 
+/* The sensor the "stress-needy" formula requires: only checks its state. */
+static int needed_sample(pa_module *m, pa_frame *f)
+{
+    (void)f;
+    state *s = pa_module_priv(m);
+    ck_assert_uint_eq(s->magic, MAGIC);
+    atomic_fetch_add(&needed_samples, 1);
+    return 0;
+}
+
+static const pa_module_ops needed_ops = {
+    .abi = PA_MODULE_ABI,
+    .name = "stress-needed",
+    .kind = PA_SENSOR,
+    .options = scale_opts,
+    .start = st_start,
+    .sample = needed_sample,
+    .stop = st_stop,
+};
+
+static const char *const needy_requires[] = {"stress-needed", NULL};
+
+static const pa_module_ops needy_ops = {
+    .abi = PA_MODULE_ABI,
+    .name = "stress-needy",
+    .kind = PA_FORMULA,
+    .component = PA_COMP_NIC,
+    .options = scale_opts,
+    .start = st_start,
+    .compute = st_compute,
+    .stop = st_stop,
+    .requires = needy_requires,
+};
+
+static bool is_enabled(pa_ctx *ctx, const char *name)
+{
+    pa_module_info mi[16];
+    int n = pa_module_list(ctx, mi, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (!strcmp(mi[i].name, name))
+            return mi[i].enabled != 0;
+    return false;
+}
+
 static void on_report(pa_ctx *ctx, const pa_report *r, void *user)
 {
     (void)user;
@@ -134,8 +181,29 @@ START_TEST(lifecycle_while_sampling)
     ck_assert_int_eq(pa_start(ctx, 1000000, on_report, NULL), 0);
     ck_assert_int_eq(pa_start(ctx, 1000000, on_report, NULL), -EALREADY);
     ck_assert_int_eq(pa_module_register(ctx, &formula_ops), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &needed_ops), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &needy_ops), 0);
     char opt[32];
     for (int i = 0; i < 3000; i++) {
+        switch (i % 7) {
+        case 0:
+            ck_assert_int_eq(pa_module_enable(ctx, "stress-needy", NULL), 0);
+            ck_assert(is_enabled(ctx, "stress-needed"));
+            break;
+        case 2:
+            ck_assert_int_eq(pa_module_disable(ctx, "stress-needed"), -EBUSY);
+            break;
+        case 4:
+            ck_assert_int_eq(pa_module_disable(ctx, "stress-needy"), 0);
+            ck_assert(!is_enabled(ctx, "stress-needed"));
+            break;
+        case 5:
+            if (i % 3 == 0)
+                ck_assert_int_eq(pa_module_disable(ctx, "auto"), 0);
+            else if (i % 3 == 1)
+                ck_assert_int_eq(pa_module_enable(ctx, "auto", NULL), 0);
+            break;
+        }
         switch (i % 5) {
         case 0:
             pa_module_enable(ctx, "stress-formula", NULL);
@@ -167,9 +235,11 @@ START_TEST(lifecycle_while_sampling)
     }
     /* let a few ticks run with everything enabled */
     ck_assert_int_eq(pa_module_enable(ctx, "stress-formula", "scale=7"), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "stress-needy", NULL), 0);
     usleep(50000);
     ck_assert_int_eq(pa_stop(ctx), 0);
     ck_assert_uint_gt(atomic_load(&samples), 10);
+    ck_assert_uint_gt(atomic_load(&needed_samples), 0);
     ck_assert_uint_gt(atomic_load(&computes), 0);
     ck_assert_uint_gt(atomic_load(&callbacks), 0);
     /* the last windows used scale=7 */

@@ -230,6 +230,17 @@ START_TEST(test_daemon_modules)
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--disable nosuch: unknown module"), "%s", out);
     free(out);
+    /* the module rule of the library: a sensor a --formula requires
+     * cannot be disabled */
+    snprintf(cmd, sizeof(cmd),
+             "%s daemon --ring %s --disable procfs-cpu --formula cpu-tdp 2>&1",
+             PA_CLI_PATH, name);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "--disable procfs-cpu: --formula cpu-tdp requires "
+                              "this sensor") &&
+                      strchr(out, '\n') == out + strlen(out) - 1,
+                  "not one line naming both flags: %s", out);
+    free(out);
     char path[128];
     snprintf(path, sizeof(path), "/dev/shm/%s", name);
     struct stat st;

@@ -126,6 +126,8 @@ static pa_ctx *setup(const char *nic_opts, const char *formula_opts)
     snprintf(opts, sizeof opts, "sockfile=%s/sockets.txt%s%s", root,
              nic_opts && *nic_opts ? "," : "", nic_opts ? nic_opts : "");
     ck_assert_int_eq(pa_module_register(ctx, &fake_procs), 0);
+    /* exactly these modules: auto would add procfs-cpu + cpu-tdp */
+    ck_assert_int_eq(pa_module_disable(ctx, "auto"), 0);
     ck_assert_int_eq(pa_module_enable(ctx, "fake-procs", NULL), 0);
     ck_assert_msg(pa_module_enable(ctx, "nic", opts) == 0, "%s",
                   pa_last_error());

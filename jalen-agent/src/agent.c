@@ -910,19 +910,15 @@ static int jl_power_start(char *err, size_t errlen)
         snprintf(err, errlen, "libpowerapi: %s", pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
         return rc;
     }
-    /* sensors=a+b, formula=x+y; "name:k=v;k=v" passes module options.
-     * Only one of the two given: "auto" supplies the other half (the
-     * given modules then replace what auto chose). */
-    if ((jl_o.sensors != NULL) != (jl_o.formula != NULL)) {
-        rc = pa_module_enable(jl_ctx, "auto", NULL);
-        if (rc < 0) {
-            snprintf(err, errlen, "libpowerapi: %s",
-                     pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
-            return rc;
-        }
-    }
-    const char *lists[2] = {jl_o.sensors, jl_o.formula};
-    for (int l = 0; l < 2; l++) {
+    /* sensors=a+b, formula=x+y, disable=z; "name:k=v;k=v" passes module
+     * options.  The library's rule, as for powerapi monitor's --sensor,
+     * --formula and --disable: a formula brings the sensors it requires,
+     * "auto" fills at the first tick every component no formula given
+     * covers, and leaves out what disable= names (disable=auto: nothing
+     * but the modules given). */
+    const char *lists[3] = {jl_o.sensors, jl_o.formula, jl_o.disable};
+    static const char *const keys[3] = {"sensors", "formula", "disable"};
+    for (int l = 0; l < 3; l++) {
         if (!lists[l])
             continue;
         char *dup = strdup(lists[l]), *save = NULL;
@@ -936,10 +932,18 @@ static int jl_power_start(char *err, size_t errlen)
                     if (*c == ';')
                         *c = ',';
             }
-            rc = pa_module_enable(jl_ctx, t, mopts);
+            if (l == 2 && mopts) {
+                snprintf(err, errlen,
+                         "bad value '%s:%s' for 'disable': module names only",
+                         t, mopts);
+                free(dup);
+                return -EINVAL;
+            }
+            rc = l == 2 ? pa_module_disable(jl_ctx, t)
+                        : pa_module_enable(jl_ctx, t, mopts);
             if (rc < 0) {
                 snprintf(err, errlen, "bad value '%s' for '%s': %s", t,
-                         l ? "formula" : "sensors",
+                         keys[l],
                          pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
                 free(dup);
                 return rc;

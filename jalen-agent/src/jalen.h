@@ -55,8 +55,9 @@ typedef struct jl_opts {
     size_t nfilters;
     int mode;             /* JL_MODE_* */
     int net;              /* count socket bytes */
-    char *sensors;        /* "+"-joined module names, NULL = auto */
-    char *formula;
+    char *sensors;        /* "+"-joined module names to enable, or NULL */
+    char *formula;        /* "+"-joined formulas (bring their sensors) */
+    char *disable;        /* "+"-joined modules auto must leave out */
     char *procfs, *sysfs;
     int quiet;
     int fail_abort;

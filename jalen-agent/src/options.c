@@ -12,7 +12,8 @@
 
 static const char *const jl_keys[] = {
     "interval", "window", "out",   "format",  "filter", "mode", "net",
-    "sensors",  "formula", "procfs", "sysfs", "quiet",  "fail", "top", NULL,
+    "sensors",  "formula", "disable", "procfs", "sysfs", "quiet",  "fail",
+    "top",      NULL,
 };
 
 /* Levenshtein distance, small strings only (option names). */
@@ -181,6 +182,8 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
         rc = jl_set_str(&o->sensors, val);
     } else if (!strcmp(key, "formula")) {
         rc = jl_set_str(&o->formula, val);
+    } else if (!strcmp(key, "disable")) {
+        rc = jl_set_str(&o->disable, val);
     } else if (!strcmp(key, "procfs")) {
         rc = jl_set_str(&o->procfs, val);
     } else if (!strcmp(key, "sysfs")) {
@@ -274,6 +277,7 @@ void jl_opts_free(jl_opts *o)
     free(o->filters);
     free(o->sensors);
     free(o->formula);
+    free(o->disable);
     free(o->procfs);
     free(o->sysfs);
     memset(o, 0, sizeof(*o));

@@ -209,6 +209,44 @@ START_TEST(bad_option_runs_unprofiled)
 }
 END_TEST
 
+/* formula= alone brings its sensors (the library's rule), disable= keeps
+ * auto's NIC model out, and disabling a sensor the formula requires is one
+ * line naming the formula. */
+START_TEST(formula_brings_its_sensors)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200];
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Known", "1", NULL};
+    snprintf(opts, sizeof(opts),
+             "out=%s/out,quiet,formula=cpu-tdp:tdp=45W,disable=nic-linear", dir);
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    int st = jt_wait(pid, 100);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    char *err = jt_read(errf);
+    ck_assert_msg(!err || !*err, "stderr: %s", err ? err : "");
+    free(err);
+    char *s = summary(dir);
+    ck_assert_msg(strstr(s, "\"formula\": \"cpu-tdp\"") &&
+                      strstr(s, "\"sensors\": \"procfs-cpu\""),
+                  "summary: %s", s);
+    ck_assert_msg(jt_json_num(s, "process_energy_j") > 0, "no energy: %s", s);
+    free(s);
+
+    snprintf(opts, sizeof(opts), "out=%s/out2,formula=cpu-tdp,disable=procfs-cpu", dir);
+    pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    st = jt_wait(pid, 100);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    err = jt_read(errf);
+    ck_assert_msg(err && jt_lines(err) == 1 && strstr(err, "'disable'") &&
+                      strstr(err, "disable cpu-tdp first"),
+                  "stderr: %s", err ? err : "");
+    free(err);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* The benchmark hook: with JALEN_BENCH_PAUSE_FILE naming a file that exists
  * the whole run, the agent takes no sample and counts no socket byte, yet
  * the outputs are complete and conserve energy: the Java threads' energy
@@ -272,6 +310,7 @@ int main(void)
     tcase_add_test(tc, sigint_mid_window);
     tcase_add_test(tc, sigkill_keeps_last_window);
     tcase_add_test(tc, bad_option_runs_unprofiled);
+    tcase_add_test(tc, formula_brings_its_sensors);
     tcase_add_test(tc, bench_pause_file);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -66,8 +66,8 @@ typedef struct pa_ctx_opts {
 } pa_ctx_opts;
 
 /* Creates a monitoring context.  opts may be NULL (defaults above); the
- * strings are copied.  No module is enabled: with none enabled explicitly,
- * the first tick enables "auto" (see pa_module_enable).
+ * strings are copied.  No module is enabled yet: "auto" fills in at the
+ * first tick (see pa_module_enable).
  * Errors: -ENOMEM; -ENOENT when a root directory does not exist.
  * Thread-safe. */
 int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts);
@@ -93,22 +93,49 @@ typedef enum pa_component {
     PA_COMP_NIC = 2,
 } pa_component;
 
-/* Enables a built-in or registered module by name, with an options string
- * "key=value,key=value" (NULL or "" for defaults).  The special name "auto"
- * enables procfs-cpu, the best CPU formula this machine supports
- * (rapl-share where RAPL is readable, cpu-tdp otherwise) and the nic
- * sensor and nic-linear where they work.  Enabling an enabled module with
- * the same options is a no-op; with other options it reconfigures it.
- * Enabling a formula for a component already computed by a formula that
- * "auto" chose replaces it; one enabled explicitly gives -EBUSY.
- * Takes effect at the next tick.
- * Errors: -ENOENT unknown module; -EINVAL bad option; -ENODEV the module
- * cannot run here (message says why); -EBUSY; errors of the module's start.
- * Context-safe. */
+/* Which modules run, in three rules:
+ *   1. Enabling a formula also enables each sensor it requires
+ *      (pa_module_ops.requires) that is not enabled yet, as enabled for it
+ *      (pa_module_info.required_by), even one you disabled before.
+ *   2. Disabling a formula also disables the sensors enabled only for it,
+ *      and disabling a sensor that a formula you enabled requires fails
+ *      with -EBUSY and "disable <formula> first".
+ *   3. At the next tick, "auto" gives each component (cpu, nic) that no
+ *      enabled formula computes the best formula this machine can run,
+ *      with its sensors, but never one you disabled nor one that needs a
+ *      sensor you disabled.
+ * So enabling "cpu-tdp" alone runs procfs-cpu + cpu-tdp, plus nic +
+ * nic-linear from auto where interfaces are visible; enabling only a
+ * sensor ("perf") keeps auto's formulas.  Auto's choices: rapl-share where
+ * RAPL is readable, else cpu-tdp; nic-linear.  Disabling a sensor that a
+ * formula chosen by auto requires disables that formula too (auto then
+ * picks one that does without the sensor, if any).
+ * pa_module_disable(ctx, "auto") stops auto (only what you enable runs);
+ * pa_module_enable(ctx, "auto", NULL) resumes it and fills in at once.
+ *
+ * pa_module_enable enables a built-in or registered module by name, with
+ * an options string "key=value,key=value" (NULL or "" for defaults), and
+ * takes it off the list of modules you disabled.  Enabling an enabled
+ * module with the same options is a no-op (it becomes yours if auto or a
+ * formula had enabled it); with other options it reconfigures it.
+ * Enabling a formula for a component that auto's formula computes
+ * replaces it; one you enabled gives -EBUSY.  Takes effect at the next
+ * tick.
+ * Errors: -ENOENT unknown module (or a required sensor that is unknown);
+ * -EINVAL bad option, or a requirement that is not a sensor; -ENODEV the
+ * module or a sensor it requires cannot run here (message says why);
+ * -EBUSY; errors of the module's start (nothing is left enabled by a
+ * failed call).  Context-safe. */
 int pa_module_enable(pa_ctx *ctx, const char *name, const char *options);
 
-/* Disables a module; its resources are released after any tick in
- * progress.  Errors: -ENOENT unknown or not enabled.  Context-safe. */
+/* Disables a module and records that auto must not enable it again (until
+ * you enable it); the sensors enabled only for a formula go with it.
+ * Resources are released after any tick in progress.  Disabling a known
+ * module that is not enabled is not an error: auto will leave it out.
+ * "auto" stops auto and disables what it had chosen.
+ * Errors: -ENOENT unknown module; -EBUSY a sensor that a formula you
+ * enabled requires (the message names the formula: disable it first).
+ * Context-safe. */
 int pa_module_disable(pa_ctx *ctx, const char *name);
 
 /* Changes the options of an enabled module (only the keys given change).
@@ -126,6 +153,15 @@ typedef struct pa_module_info {
     int failing;             /* last sample/compute failed, being retried */
     char why[256];           /* why not available, or the last failure */
     char options[256];       /* current options when enabled */
+    int user;                /* enabled by name (pa_module_enable) */
+    int by_auto;             /* formulas: chosen by "auto" */
+    char required_by[256];   /* sensors: the enabled formulas that require
+                                it, ","-separated ("cpu-tdp,rapl-share");
+                                "" if none.  A sensor that is enabled
+                                but not user was enabled for them. */
+    const char *const *requires; /* formulas: NULL-terminated sensor
+                                    names, or NULL; owned by the module */
+    const char *const *uses;     /* formulas: sensors used when enabled */
 } pa_module_info;
 
 /* Fills up to cap entries of out with every known module (built-in and
@@ -296,7 +332,11 @@ int pa_report_cgroups(pa_ctx *ctx, int on);
 /* Writing modules                                                     */
 /* ------------------------------------------------------------------ */
 
-#define PA_MODULE_ABI 1
+/* Version of pa_module_ops.  2 added requires and uses (at the end of the
+ * table).  pa_module_register still accepts tables built against version
+ * 1 (abi = 1): they are read without those two fields, as modules that
+ * declare no needs. */
+#define PA_MODULE_ABI 2
 
 typedef struct pa_module pa_module;      /* one enabled module */
 typedef struct pa_env pa_env;            /* the context's environment */
@@ -330,10 +370,19 @@ typedef struct pa_module_ops {
     int (*configure)(pa_module *m, const pa_options *opts);
     /* Releases everything start allocated. */
     void (*stop)(pa_module *m);
+    /* Formulas (abi >= 2): NULL-terminated names of the sensors they need,
+     * enabled with them (see pa_module_enable), or NULL for none. */
+    const char *const *requires;
+    /* Formulas (abi >= 2): sensors they read when enabled but do without
+     * ("rapl-share" uses "perf" for cycles); never enabled for them. */
+    const char *const *uses;
 } pa_module_ops;
 
 /* Registers a module for this context.  ops must outlive the context.
- * Errors: -EEXIST name taken; -EINVAL bad table (abi, name, callbacks).
+ * The names in requires and uses are checked when the formula is enabled
+ * (the sensors may be registered after it).
+ * Errors: -EEXIST name taken; -EINVAL bad table (abi 1 or 2, name,
+ * callbacks, a sensor with requires/uses, a bad name in them).
  * Context-safe. */
 int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops);
 

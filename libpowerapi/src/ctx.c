@@ -59,6 +59,7 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     ctx->env.devfs = ctx->devfs;
     ctx->env.hwdb = ctx->hwdb;
     ctx->env.ctx = ctx;
+    ctx->auto_dirty = true; /* auto fills in at the first tick */
     ctx->clk_tck = sysconf(_SC_CLK_TCK);
     if (ctx->clk_tck <= 0)
         ctx->clk_tck = 100;
@@ -115,6 +116,9 @@ void pa_ctx_free(pa_ctx *ctx)
         free(ctx->counter_names[i]);
     free(ctx->watches);
     free(ctx->registered);
+    for (size_t i = 0; i < ctx->ndisabled; i++)
+        free(ctx->disabled[i]);
+    free(ctx->disabled);
     free(ctx->rtargets);
     free(ctx->rcounters);
     free(ctx->win);
@@ -167,7 +171,8 @@ static void all_names(const pa_ctx *ctx, char *buf, size_t len)
 }
 
 /* Sensors before formulas; procfs-cpu first: it discovers the tasks the
- * other sensors read. */
+ * other sensors read.  Formulas by component (cpu, then nic), so that the
+ * report names them in one order whatever order they were enabled in. */
 static void mod_insert(pa_ctx *ctx, pa_module *m)
 {
     pa_module **pp = &ctx->modules;
@@ -176,7 +181,8 @@ static void mod_insert(pa_ctx *ctx, pa_module *m)
             while (*pp && (*pp)->ops->kind == PA_SENSOR)
                 pp = &(*pp)->next;
     } else {
-        while (*pp)
+        while (*pp && ((*pp)->ops->kind == PA_SENSOR ||
+                       (*pp)->ops->component <= m->ops->component))
             pp = &(*pp)->next;
     }
     m->next = *pp;
@@ -218,11 +224,9 @@ static int set_options(pa_module *m, pa_options *o)
     return 0;
 }
 
-static int enable_locked(pa_ctx *ctx, const char *name, const char *options,
-                         bool by_auto);
-
 static int configure_locked(pa_ctx *ctx, pa_module *m, const char *options)
 {
+    (void)ctx;
     pa_options *upd = NULL, *merged = NULL;
     int rc = pa__options_parse(m->ops->name, options, m->ops->options, &upd);
     if (rc < 0)
@@ -265,37 +269,169 @@ static int configure_locked(pa_ctx *ctx, pa_module *m, const char *options)
     return 0;
 }
 
-int pa__auto_enable(pa_ctx *ctx)
+/* ---- what formulas need (pa_module_ops.requires / .uses) ---- */
+
+/* Both fields exist from abi 2 on: a table built against abi 1 ends
+ * before them and must not be read there. */
+static const char *const *ops_requires(const pa_module_ops *o)
 {
-    char why[256];
-    int rc = enable_locked(ctx, "procfs-cpu", NULL, true);
+    return o->abi >= 2 && o->kind == PA_FORMULA ? o->requires : NULL;
+}
+
+static const char *const *ops_uses(const pa_module_ops *o)
+{
+    return o->abi >= 2 && o->kind == PA_FORMULA ? o->uses : NULL;
+}
+
+static bool names_have(const char *const *l, const char *name)
+{
+    for (; l && *l; l++)
+        if (!strcmp(*l, name))
+            return true;
+    return false;
+}
+
+static bool is_disabled(const pa_ctx *ctx, const char *name)
+{
+    for (size_t i = 0; i < ctx->ndisabled; i++)
+        if (!strcmp(ctx->disabled[i], name))
+            return true;
+    return false;
+}
+
+static int disabled_add(pa_ctx *ctx, const char *name)
+{
+    if (is_disabled(ctx, name))
+        return 0;
+    char **v = realloc(ctx->disabled, (ctx->ndisabled + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    ctx->disabled = v;
+    if (!(v[ctx->ndisabled] = strdup(name)))
+        return -ENOMEM;
+    ctx->ndisabled++;
+    return 0;
+}
+
+static void disabled_remove(pa_ctx *ctx, const char *name)
+{
+    for (size_t i = 0; i < ctx->ndisabled; i++)
+        if (!strcmp(ctx->disabled[i], name)) {
+            free(ctx->disabled[i]);
+            ctx->disabled[i] = ctx->disabled[--ctx->ndisabled];
+            return;
+        }
+}
+
+/* The first enabled formula that requires sensor `name` (only among those
+ * the user enabled when user_only), or NULL. */
+static pa_module *requirer(const pa_ctx *ctx, const char *name, bool user_only)
+{
+    for (pa_module *f = ctx->modules; f; f = f->next)
+        if (f->ops->kind == PA_FORMULA && (!user_only || f->by_user) &&
+            names_have(ops_requires(f->ops), name))
+            return f;
+    return NULL;
+}
+
+/* Unlinks and stops m; a formula takes along the sensors that were
+ * enabled only for it. */
+static void mod_remove(pa_ctx *ctx, pa_module *m)
+{
+    const pa_module_ops *ops = m->ops;
+    mod_unlink(ctx, m);
+    module_destroy(m);
+    if (!strcmp(ops->name, "perf"))
+        pa__counters_declare(ctx, NULL, 0);
+    ctx->auto_dirty = true;
+    for (const char *const *r = ops_requires(ops); r && *r; r++) {
+        pa_module *s = mod_find(ctx, *r);
+        if (s && s->ops->kind == PA_SENSOR && !s->by_user &&
+            !requirer(ctx, *r, false))
+            mod_remove(ctx, s);
+    }
+}
+
+/* Parses the options and starts a module of ops (probed by the caller);
+ * not linked yet. */
+static int mod_start(pa_ctx *ctx, const pa_module_ops *ops,
+                     const char *options, pa_module **out)
+{
+    pa_options *opts = NULL;
+    int rc = pa__options_parse(ops->name, options, ops->options, &opts);
     if (rc < 0)
         return rc;
-    const pa_module_ops *rapl = ops_find(ctx, "rapl");
-    const pa_module_ops *share = ops_find(ctx, "rapl-share");
-    bool use_rapl = rapl && share && probe(ctx, rapl, why, sizeof(why)) == 0;
-    if (use_rapl) {
-        use_rapl = enable_locked(ctx, "rapl", NULL, true) == 0 &&
-                   enable_locked(ctx, "rapl-share", NULL, true) == 0;
+    pa_module *m = calloc(1, sizeof(*m));
+    if (!m) {
+        pa__options_free(opts);
+        return pa__err(-ENOMEM, "%s: out of memory", ops->name);
     }
-    if (!use_rapl && !mod_find(ctx, "cpu-tdp") && ops_find(ctx, "cpu-tdp")) {
-        rc = enable_locked(ctx, "cpu-tdp", NULL, true);
-        if (rc < 0)
-            return rc;
+    m->ops = ops;
+    m->ctx = ctx;
+    pa__err(0, "%s", "");
+    rc = ops->start ? ops->start(m, opts) : 0;
+    if (rc < 0) {
+        pa__options_free(opts);
+        free(m);
+        if (!pa_last_error()[0])
+            pa__err(rc, "%s: failed to start: %s", ops->name, pa_strerror(rc));
+        return rc;
     }
-    const pa_module_ops *nic = ops_find(ctx, "nic");
-    const pa_module_ops *lin = ops_find(ctx, "nic-linear");
-    if (nic && lin && probe(ctx, nic, why, sizeof(why)) == 0 &&
-        enable_locked(ctx, "nic", NULL, true) == 0)
-        enable_locked(ctx, "nic-linear", NULL, true);
+    rc = set_options(m, opts);
+    if (rc < 0) {
+        m->opts = NULL;
+        pa__options_free(opts);
+        module_destroy(m);
+        return pa__err(-ENOMEM, "%s: out of memory", ops->name);
+    }
+    *out = m;
+    return 0;
+}
+
+/* A requirement's failure, said as the formula's: "cpu-tdp requires the
+ * sensor procfs-cpu, which cannot run here: <why>". */
+static int require_err(int rc, const char *formula, const char *sensor,
+                       const char *what)
+{
+    char why[512];
+    snprintf(why, sizeof(why), "%s", pa_last_error());
+    return pa__err(rc, "%s requires the sensor %s, which %s: %s", formula,
+                   sensor, what, why);
+}
+
+#define PA_MAX_REQUIRES 16
+
+/* Checks that every sensor ops requires is a known sensor. */
+static int check_requires(const pa_ctx *ctx, const pa_module_ops *ops)
+{
+    size_t n = 0;
+    for (const char *const *r = ops_requires(ops); r && *r; r++, n++) {
+        const pa_module_ops *s = ops_find(ctx, *r);
+        if (!s)
+            return pa__err(-ENOENT,
+                           "%s requires the sensor '%s', which is not a "
+                           "known module (register it before enabling %s)",
+                           ops->name, *r, ops->name);
+        if (s->kind != PA_SENSOR)
+            return pa__err(-EINVAL,
+                           "%s requires '%s', which is a formula, not a "
+                           "sensor (fix the module's requires list)",
+                           ops->name, *r);
+        if (n == PA_MAX_REQUIRES)
+            return pa__err(-EINVAL, "%s requires more than %d sensors",
+                           ops->name, PA_MAX_REQUIRES);
+    }
     return 0;
 }
 
 static int enable_locked(pa_ctx *ctx, const char *name, const char *options,
                          bool by_auto)
 {
-    if (!strcmp(name, "auto"))
-        return pa__auto_enable(ctx);
+    if (!strcmp(name, "auto")) {
+        ctx->auto_off = false;
+        pa__auto_fill(ctx);
+        return 0;
+    }
     const pa_module_ops *ops = ops_find(ctx, name);
     if (!ops) {
         char list[512];
@@ -305,16 +441,16 @@ static int enable_locked(pa_ctx *ctx, const char *name, const char *options,
     }
     pa_module *m = mod_find(ctx, name);
     if (m) {
-        if (!by_auto)
+        if (!by_auto) {
+            m->by_user = true;
             m->by_auto = false;
+            disabled_remove(ctx, name);
+        }
         if (!options || !*options)
             return 0;
         return configure_locked(ctx, m, options);
     }
-    char why[256];
-    int rc = probe(ctx, ops, why, sizeof(why));
-    if (rc < 0)
-        return pa__err(-ENODEV, "%s", why);
+    pa_module *replaced = NULL;
     if (ops->kind == PA_FORMULA && ops->component != PA_COMP_NONE) {
         for (pa_module *o = ctx->modules; o; o = o->next) {
             if (o->ops->kind != PA_FORMULA ||
@@ -327,47 +463,98 @@ static int enable_locked(pa_ctx *ctx, const char *name, const char *options,
                                name,
                                ops->component == PA_COMP_CPU ? "cpu" : "nic",
                                o->ops->name);
+            replaced = o;
         }
     }
-    pa_options *opts = NULL;
-    rc = pa__options_parse(name, options, ops->options, &opts);
+    int rc = check_requires(ctx, ops);
     if (rc < 0)
         return rc;
-    m = calloc(1, sizeof(*m));
-    if (!m) {
-        pa__options_free(opts);
-        return pa__err(-ENOMEM, "%s: out of memory", name);
+    char why[256];
+    if (probe(ctx, ops, why, sizeof(why)) < 0)
+        return pa__err(-ENODEV, "%s", why);
+
+    /* the sensors it requires that are not enabled yet, started first */
+    pa_module *fresh[PA_MAX_REQUIRES];
+    size_t nfresh = 0;
+    for (const char *const *r = ops_requires(ops); r && *r; r++) {
+        if (mod_find(ctx, *r))
+            continue;
+        const pa_module_ops *sops = ops_find(ctx, *r);
+        pa_module *s = NULL;
+        if (probe(ctx, sops, why, sizeof(why)) < 0) {
+            pa__err(-ENODEV, "%s", why);
+            rc = require_err(-ENODEV, name, *r, "cannot run here");
+            goto undo;
+        }
+        rc = mod_start(ctx, sops, NULL, &s);
+        if (rc < 0) {
+            rc = require_err(rc, name, *r, "failed to start");
+            goto undo;
+        }
+        mod_insert(ctx, s);
+        fresh[nfresh++] = s;
     }
-    m->ops = ops;
-    m->ctx = ctx;
+    rc = mod_start(ctx, ops, options, &m);
+    if (rc < 0)
+        goto undo;
     m->by_auto = by_auto;
-    pa__err(0, "%s", "");
-    rc = ops->start ? ops->start(m, opts) : 0;
-    if (rc < 0) {
-        pa__options_free(opts);
-        free(m);
-        if (!pa_last_error()[0])
-            pa__err(rc, "%s: failed to start: %s", name, pa_strerror(rc));
-        return rc;
-    }
-    rc = set_options(m, opts);
-    if (rc < 0) {
-        m->opts = NULL;
-        pa__options_free(opts);
-        module_destroy(m);
-        return pa__err(-ENOMEM, "%s: out of memory", name);
-    }
-    /* a formula replacing one that "auto" chose */
-    if (ops->kind == PA_FORMULA && ops->component != PA_COMP_NONE)
-        for (pa_module *o = ctx->modules; o; o = o->next)
-            if (o->ops->kind == PA_FORMULA &&
-                o->ops->component == ops->component) {
-                mod_unlink(ctx, o);
-                module_destroy(o);
-                break;
-            }
+    m->by_user = !by_auto;
     mod_insert(ctx, m);
+    /* a formula replacing one that "auto" chose (its sensors that the new
+     * one does not require go with it) */
+    if (replaced)
+        mod_remove(ctx, replaced);
+    if (!by_auto) {
+        /* the latest explicit request wins over an earlier disable */
+        disabled_remove(ctx, name);
+        for (const char *const *r = ops_requires(ops); r && *r; r++)
+            disabled_remove(ctx, *r);
+    }
+    ctx->auto_dirty = true;
     return 0;
+undo:
+    while (nfresh > 0)
+        mod_remove(ctx, fresh[--nfresh]);
+    return rc;
+}
+
+/* Auto's choices per component, best first. */
+static const char *const auto_cpu[] = {"rapl-share", "cpu-tdp", NULL};
+static const char *const auto_nic[] = {"nic-linear", NULL};
+
+/* May auto enable formula `name`: known, and neither it nor a sensor it
+ * requires was disabled by the user? */
+static bool auto_may(const pa_ctx *ctx, const char *name)
+{
+    const pa_module_ops *ops = ops_find(ctx, name);
+    if (!ops || ops->kind != PA_FORMULA || is_disabled(ctx, name))
+        return false;
+    for (const char *const *r = ops_requires(ops); r && *r; r++)
+        if (!mod_find(ctx, *r) && is_disabled(ctx, *r))
+            return false;
+    return true;
+}
+
+void pa__auto_fill(pa_ctx *ctx)
+{
+    ctx->auto_dirty = false;
+    if (ctx->auto_off)
+        return;
+    static const struct {
+        pa_component comp;
+        const char *const *choices;
+    } comps[] = {{PA_COMP_CPU, auto_cpu}, {PA_COMP_NIC, auto_nic}};
+    for (size_t c = 0; c < sizeof(comps) / sizeof(comps[0]); c++) {
+        bool covered = false;
+        for (const pa_module *m = ctx->modules; m && !covered; m = m->next)
+            covered = m->ops->kind == PA_FORMULA &&
+                      m->ops->component == comps[c].comp;
+        for (const char *const *f = comps[c].choices; !covered && *f; f++)
+            covered = auto_may(ctx, *f) && enable_locked(ctx, *f, NULL,
+                                                         true) == 0;
+    }
+    /* enabling above marked the modules changed: auto is done with them */
+    ctx->auto_dirty = false;
 }
 
 int pa_module_enable(pa_ctx *ctx, const char *name, const char *options)
@@ -376,10 +563,57 @@ int pa_module_enable(pa_ctx *ctx, const char *name, const char *options)
         return pa__err(-EINVAL, "pa_module_enable: ctx and name are required");
     pthread_mutex_lock(&ctx->lock);
     int rc = enable_locked(ctx, name, options, false);
-    if (rc == 0)
-        ctx->explicit_modules = true;
     pthread_mutex_unlock(&ctx->lock);
     return rc;
+}
+
+/* "procfs-cpu: cpu-tdp requires it (disable cpu-tdp first)" */
+static int busy_err(const pa_ctx *ctx, const char *name)
+{
+    char list[256] = "";
+    size_t n = 0;
+    for (const pa_module *f = ctx->modules; f; f = f->next)
+        if (f->ops->kind == PA_FORMULA && f->by_user &&
+            names_have(ops_requires(f->ops), name)) {
+            size_t u = strlen(list);
+            snprintf(list + u, sizeof(list) - u, "%s%s", n ? " and " : "",
+                     f->ops->name);
+            n++;
+        }
+    return pa__err(-EBUSY, "%s: %s require%s it (disable %s first)", name,
+                   list, n > 1 ? "" : "s", n > 1 ? "them" : list);
+}
+
+static int disable_locked(pa_ctx *ctx, const char *name)
+{
+    if (!strcmp(name, "auto")) {
+        ctx->auto_off = true;
+        for (pa_module *m = ctx->modules; m;) {
+            if (m->by_auto) {
+                mod_remove(ctx, m);
+                m = ctx->modules; /* the list changed: start over */
+            } else {
+                m = m->next;
+            }
+        }
+        return 0;
+    }
+    const pa_module_ops *ops = ops_find(ctx, name);
+    if (!ops)
+        return pa__err(-ENOENT, "unknown module '%s'", name);
+    if (ops->kind == PA_SENSOR && requirer(ctx, name, true))
+        return busy_err(ctx, name);
+    if (disabled_add(ctx, name) < 0)
+        return pa__err(-ENOMEM, "%s: out of memory", name);
+    /* the formulas auto chose that need this sensor go with it */
+    if (ops->kind == PA_SENSOR)
+        for (pa_module *f; (f = requirer(ctx, name, false));)
+            mod_remove(ctx, f);
+    pa_module *m = mod_find(ctx, name);
+    if (m)
+        mod_remove(ctx, m);
+    ctx->auto_dirty = true;
+    return 0;
 }
 
 int pa_module_disable(pa_ctx *ctx, const char *name)
@@ -387,19 +621,7 @@ int pa_module_disable(pa_ctx *ctx, const char *name)
     if (!ctx || !name)
         return pa__err(-EINVAL, "pa_module_disable: ctx and name are required");
     pthread_mutex_lock(&ctx->lock);
-    int rc = 0;
-    pa_module *m = mod_find(ctx, name);
-    if (!m) {
-        rc = ops_find(ctx, name)
-                 ? pa__err(-ENOENT, "module '%s' is not enabled", name)
-                 : pa__err(-ENOENT, "unknown module '%s'", name);
-    } else {
-        mod_unlink(ctx, m);
-        module_destroy(m);
-        ctx->explicit_modules = true;
-        if (!strcmp(name, "perf"))
-            pa__counters_declare(ctx, NULL, 0);
-    }
+    int rc = disable_locked(ctx, name);
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
@@ -434,13 +656,30 @@ static bool valid_name(const char *s)
     return true;
 }
 
+/* A requires/uses list of a table being registered: valid names only. */
+static int check_names(const pa_module_ops *ops, const char *field,
+                       const char *const *l)
+{
+    size_t n = 0;
+    for (; l && *l; l++, n++) {
+        if (!valid_name(*l))
+            return pa__err(-EINVAL, "module '%s': %s entry '%s' is not a "
+                                    "module name ([a-z0-9-_]+)",
+                           ops->name, field, *l);
+        if (n == PA_MAX_REQUIRES)
+            return pa__err(-EINVAL, "module '%s': more than %d %s entries",
+                           ops->name, PA_MAX_REQUIRES, field);
+    }
+    return 0;
+}
+
 int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
 {
     if (!ctx || !ops)
         return pa__err(-EINVAL, "pa_module_register: ctx and ops are required");
-    if (ops->abi != PA_MODULE_ABI)
+    if (ops->abi != 1 && ops->abi != PA_MODULE_ABI)
         return pa__err(-EINVAL,
-                       "module table abi %u, this library speaks %u "
+                       "module table abi %u, this library speaks 1 and %u "
                        "(rebuild the module against this powerapi.h)",
                        ops->abi, PA_MODULE_ABI);
     if (!valid_name(ops->name))
@@ -453,8 +692,18 @@ int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
                        "module '%s': a sensor needs sample(), a formula "
                        "compute()",
                        ops->name);
+    if (ops->abi >= 2 && ops->kind == PA_SENSOR &&
+        (ops->requires || ops->uses))
+        return pa__err(-EINVAL,
+                       "module '%s': only formulas declare requires and uses "
+                       "(set them to NULL in a sensor)",
+                       ops->name);
+    int rc = check_names(ops, "requires", ops_requires(ops));
+    if (rc == 0)
+        rc = check_names(ops, "uses", ops_uses(ops));
+    if (rc < 0)
+        return rc;
     pthread_mutex_lock(&ctx->lock);
-    int rc = 0;
     if (ops_find(ctx, ops->name)) {
         rc = pa__err(-EEXIST, "module '%s' already exists", ops->name);
     } else {
@@ -479,15 +728,27 @@ static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops,
     mi->description = ops->description ? ops->description : "";
     mi->kind = ops->kind;
     mi->component = ops->component;
+    mi->requires = ops_requires(ops);
+    mi->uses = ops_uses(ops);
     mi->available = probe(ctx, ops, mi->why, sizeof(mi->why)) == 0;
     const pa_module *m = mod_find(ctx, ops->name);
     if (m) {
         mi->enabled = 1;
+        mi->user = m->by_user;
+        mi->by_auto = m->by_auto;
         mi->failing = m->fail_count > 0;
         if (m->fail_count)
             snprintf(mi->why, sizeof(mi->why), "%s", m->err);
         snprintf(mi->options, sizeof(mi->options), "%s",
                  m->opts_text ? m->opts_text : "");
+        if (ops->kind == PA_SENSOR)
+            for (const pa_module *f = ctx->modules; f; f = f->next)
+                if (f->ops->kind == PA_FORMULA &&
+                    names_have(ops_requires(f->ops), ops->name)) {
+                    size_t u = strlen(mi->required_by);
+                    snprintf(mi->required_by + u, sizeof(mi->required_by) - u,
+                             "%s%s", u ? "," : "", f->ops->name);
+                }
     }
 }
 

@@ -504,11 +504,8 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                        "tick at %llu ns is not after the previous tick (%llu ns)",
                        (unsigned long long)time_ns,
                        (unsigned long long)ctx->last_time_ns);
-    if (!ctx->modules && !ctx->explicit_modules) {
-        int rc = pa__auto_enable(ctx);
-        if (rc < 0)
-            return rc;
-    }
+    if (ctx->auto_dirty)
+        pa__auto_fill(ctx);
     free_gone(ctx);
     uint64_t tick = ++ctx->tick;
     pa_sysread *cur = &ctx->sys[ctx->sys_cur];
@@ -632,10 +629,15 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
     ctx->sys_cur = !ctx->sys_cur;
     ctx->have_prev = true;
     ctx->last_time_ns = time_ns;
-    if (ret == 0 && !sensors_ok && ctx->modules)
-        ret = pa__err(-ENODATA,
-                      "tick: no sensor produced a reading (see pa_module_list "
-                      "or 'powerapi modules' for why)");
+    if (ret == 0 && !sensors_ok)
+        ret = ctx->modules
+                  ? pa__err(-ENODATA,
+                            "tick: no sensor produced a reading (see "
+                            "pa_module_list or 'powerapi modules' for why)")
+                  : pa__err(-ENODATA,
+                            "tick: no module is enabled: auto found none it "
+                            "may use (disabled, or cannot run here: see "
+                            "pa_module_list or 'powerapi modules')");
     return ret;
 }
 

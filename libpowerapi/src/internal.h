@@ -221,7 +221,10 @@ struct pa_module {
     void *priv;
     pa_options *opts;
     char *opts_text;
-    bool by_auto;        /* enabled by "auto", replaceable */
+    bool by_auto;        /* formula chosen by "auto", replaceable */
+    bool by_user;        /* enabled by name by the user; sensors that are
+                            not were enabled for the formulas requiring
+                            them and go when the last of those goes */
     int fail_count;      /* consecutive failures */
     uint64_t retry_tick; /* do not call before this tick */
     char err[256];
@@ -305,7 +308,10 @@ struct pa_ctx {
     const pa_module_ops **registered; /* user modules */
     size_t nregistered;
     pa_module *modules;  /* enabled, sensors in run order */
-    bool explicit_modules; /* something was enabled by the user */
+    char **disabled;     /* names the user disabled: auto leaves them out */
+    size_t ndisabled;
+    bool auto_off;       /* pa_module_disable(ctx, "auto") */
+    bool auto_dirty;     /* modules changed since auto last filled in */
 
     pa_watch *watches;
     size_t nwatches, watches_cap;
@@ -384,7 +390,10 @@ int pa__task_alloc_counters(pa_ctx *ctx, pa_task *t);
 int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i);
 /* Engine (engine.c), called with ctx->lock held. */
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns);
-int pa__auto_enable(pa_ctx *ctx);
+/* "auto": gives every component no enabled formula computes the best
+ * formula it may run (with its sensors).  Never fails: a component it
+ * cannot fill stays empty. */
+void pa__auto_fill(pa_ctx *ctx);
 /* Copies a report into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out);
 /* Looks a task up without creating it. */

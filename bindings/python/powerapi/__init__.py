@@ -90,6 +90,16 @@ def _options(options):
     return _b(options)
 
 
+def _names(p):
+    """A NULL-terminated char ** as a list of str ([] for NULL)."""
+    out = []
+    i = 0
+    while p and p[i] is not None:
+        out.append(_s(p[i]))
+        i += 1
+    return out
+
+
 def version():
     """The library's version string."""
     return _s(_lib.load().pa_version())
@@ -176,7 +186,7 @@ class Report:
         self.sensors = _s(c.sensors) or ""
         self.cpu_source = _s(c.cpu_source) or ""
         assumed = _s(c.assumed) or ""
-        self.assumed = [a for a in assumed.split(";") if a]
+        self.assumed = [a.strip() for a in assumed.split(";") if a.strip()]
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
         self.targets = [Target(c.targets[i], self.counter_names)
@@ -200,6 +210,13 @@ class ModuleInfo:
         self.failing = bool(c.failing)
         self.why = _s(c.why)
         self.options = _s(c.options)
+        self.user = bool(c.user)          # enabled by name
+        self.by_auto = bool(c.by_auto)    # a formula chosen by "auto"
+        # sensors: the enabled formulas that require it
+        self.required_by = [n for n in (_s(c.required_by) or "").split(",")
+                            if n]
+        self.requires = _names(c.requires)  # formulas: sensors needed
+        self.uses = _names(c.uses)          # formulas: sensors used
 
     def __repr__(self):
         return "ModuleInfo(%r, available=%s, enabled=%s)" % (
@@ -272,12 +289,18 @@ class Context:
     # -- modules
     def enable(self, name, options=None):
         """Enables a module ("procfs-cpu", "cpu-tdp", "auto"...) with
-        options "k=v,k=v" or a dict."""
+        options "k=v,k=v" or a dict.  A formula brings the sensors it
+        requires; "auto" fills every component no enabled formula computes
+        (see pa_module_enable in powerapi.h)."""
         _check(self._call(self._lib.pa_module_enable, _b(name),
                                           _options(options)),
                "pa_module_enable")
 
     def disable(self, name):
+        """Disables a module (and the sensors enabled only for it, when a
+        formula); auto will not bring it back.  A sensor that a formula you
+        enabled requires raises PowerAPIError (EBUSY) naming the formula.
+        "auto" stops auto."""
         _check(self._call(self._lib.pa_module_disable, _b(name)),
                "pa_module_disable")
 
@@ -423,8 +446,9 @@ class measure:
             work()
         m.energy_j, m.power_w, m.duration_s
 
-    modules: an iterable of names or (name, options) enabled instead of
-    "auto"; other keyword arguments go to Context()."""
+    modules: an iterable of names or (name, options) to enable (a formula
+    brings its sensors; "auto" fills what they leave); other keyword
+    arguments go to Context()."""
 
     def __init__(self, pid=None, modules=None, **context_kwargs):
         self.pid = os.getpid() if pid is None else int(pid)

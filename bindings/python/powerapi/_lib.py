@@ -38,7 +38,7 @@ PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
-PA_MODULE_ABI = 1
+PA_MODULE_ABI = 2
 PA_RING_VERSION = 2
 PA_RING_DEFAULT_NAME = "powerapi"
 
@@ -86,6 +86,11 @@ class pa_module_info(ctypes.Structure):
         ("failing", ctypes.c_int),
         ("why", ctypes.c_char * 256),
         ("options", ctypes.c_char * 256),
+        ("user", ctypes.c_int),
+        ("by_auto", ctypes.c_int),
+        ("required_by", ctypes.c_char * 256),
+        ("requires", ctypes.POINTER(ctypes.c_char_p)),
+        ("uses", ctypes.POINTER(ctypes.c_char_p)),
     ]
 
 
@@ -167,6 +172,8 @@ class pa_module_ops(ctypes.Structure):
         ("compute", COMPUTE_FN),
         ("configure", CONFIGURE_FN),
         ("stop", STOP_FN),
+        ("requires", ctypes.POINTER(ctypes.c_char_p)),
+        ("uses", ctypes.POINTER(ctypes.c_char_p)),
     ]
 
 

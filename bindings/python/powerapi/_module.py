@@ -5,6 +5,7 @@
         kind = powerapi.PA_FORMULA
         component = powerapi.PA_COMP_CPU
         options = ("watts",)
+        requires = ("procfs-cpu",)   # enabled with it (see ctx.enable)
 
         def start(self, options):
             self.watts = options.get_float("watts", 10.0)
@@ -27,6 +28,10 @@ import ctypes
 import errno as _errno
 
 from . import _lib
+
+
+def _lib_bytes(s):
+    return s if isinstance(s, bytes) else str(s).encode()
 
 
 def _err(e):
@@ -114,13 +119,17 @@ class Module:
     PA_FORMULA), component (formulas), description and options (accepted
     keys; None accepts none) and override the callbacks you need: sample()
     for a sensor, compute() for a formula, optionally probe(), start(),
-    configure() and stop()."""
+    configure() and stop().  A formula may also set requires (names of the
+    sensors it needs: enabling it enables them, pa_module_ops.requires) and
+    uses (sensors it reads when enabled, never enabled for it)."""
 
     name = None
     kind = _lib.PA_SENSOR
     component = _lib.PA_COMP_NONE
     description = ""
     options = None
+    requires = None
+    uses = None
 
     def probe(self, procfs, sysfs, devfs):
         """Returns None when the module can run, else the reason why not."""
@@ -207,10 +216,18 @@ class Module:
         def overridden(name):
             return getattr(type(self), name) is not getattr(Module, name)
 
-        keys = None
-        if self.options:
-            keys = (ctypes.c_char_p * (len(self.options) + 1))(
-                *[k.encode() for k in self.options], None)
+        def names(seq, what):
+            if not seq:
+                return None
+            if isinstance(seq, (str, bytes)):
+                raise TypeError("powerapi.Module %s: %s must be a sequence "
+                                "of names, not a string" % (self.name, what))
+            return (ctypes.c_char_p * (len(seq) + 1))(
+                *[_lib_bytes(k) for k in seq], None)
+
+        keys = names(self.options, "options")
+        requires = names(self.requires, "requires")
+        uses = names(self.uses, "uses")
         ops = _lib.pa_module_ops()
         ops.abi = _lib.PA_MODULE_ABI
         ops.name = self.name.encode()
@@ -219,6 +236,11 @@ class Module:
         ops.description = (self.description or "").encode()
         if keys is not None:
             ops.options = ctypes.cast(keys, ctypes.POINTER(ctypes.c_char_p))
+        if requires is not None:
+            ops.requires = ctypes.cast(requires,
+                                       ctypes.POINTER(ctypes.c_char_p))
+        if uses is not None:
+            ops.uses = ctypes.cast(uses, ctypes.POINTER(ctypes.c_char_p))
         ops.probe = _lib.PROBE_FN(probe)
         ops.start = _lib.START_FN(start)
         if self.kind == _lib.PA_SENSOR:
@@ -228,6 +250,6 @@ class Module:
         if overridden("configure"):
             ops.configure = _lib.CONFIGURE_FN(configure)
         ops.stop = _lib.STOP_FN(stop)
-        # Keep the option keys and the name bytes alive with the table.
-        ops._keep = (keys,)
+        # Keep the name lists alive with the table.
+        ops._keep = (keys, requires, uses)
         return ops

@@ -52,7 +52,12 @@ int main(void)
     F(pa_module_info, enabled);
     F(pa_module_info, failing);
     F(pa_module_info, why);
-    L(pa_module_info, options);
+    F(pa_module_info, options);
+    F(pa_module_info, user);
+    F(pa_module_info, by_auto);
+    F(pa_module_info, required_by);
+    F(pa_module_info, requires);
+    L(pa_module_info, uses);
     END();
 
     begin("pa_power", sizeof(pa_power));
@@ -113,7 +118,9 @@ int main(void)
     F(pa_module_ops, sample);
     F(pa_module_ops, compute);
     F(pa_module_ops, configure);
-    L(pa_module_ops, stop);
+    F(pa_module_ops, stop);
+    F(pa_module_ops, requires);
+    L(pa_module_ops, uses);
     END();
 
     begin("pa_ring_opts", sizeof(pa_ring_opts));

@@ -55,15 +55,20 @@ class TestFixture(unittest.TestCase):
                                 devfs=os.path.join(self.root, "dev"),
                                 hwdb=os.environ.get("POWERAPI_HWDB"))
 
+    def java_window(self, ctx, threads=False):
+        """Watches java (pid 1801) and ticks a 2 s window (t = 1 s, 3 s) in
+        which it uses 1 s of CPU time (90 + 10 clock ticks)."""
+        ctx.watch_pid(1801, threads=threads)
+        u, s = stat_times(self.root, 1801)
+        ctx.tick(time_ns=1 * S)
+        set_stat_times(self.root, 1801, u + 90, s + 10)
+        ctx.tick(time_ns=3 * S)
+
     def test_cpu_tdp_watts(self):
         with self.context() as ctx:
             ctx.enable("procfs-cpu")
             ctx.enable("cpu-tdp", {"tdp": 100, "ftdp": 2000, "vtdp": 1.0})
-            ctx.watch_pid(1801)
-            u, s = stat_times(self.root, 1801)
-            ctx.tick(time_ns=1 * S)
-            set_stat_times(self.root, 1801, u + 90, s + 10)
-            ctx.tick(time_ns=3 * S)
+            self.java_window(ctx)
             p = ctx.pid_power(1801)
             self.assertAlmostEqual(p.interval_s, 2.0, places=12)
             self.assertAlmostEqual(p.cpu_time_s, 1.0, places=12)
@@ -80,11 +85,90 @@ class TestFixture(unittest.TestCase):
 
             # Reconfigured at runtime: tdp 200 doubles the next window.
             ctx.configure("cpu-tdp", "tdp=200")
-            set_stat_times(self.root, 1801, u + 180, s + 20)
+            u, s = stat_times(self.root, 1801)
+            set_stat_times(self.root, 1801, u + 90, s + 10)
             ctx.tick(time_ns=5 * S)
             p = ctx.pid_power(1801)
             self.assertAlmostEqual(p.cpu_w, 35.0, places=9)
             self.assertAlmostEqual(p.cpu_j, 35.0 + 70.0, places=9)
+
+    def test_formula_alone_brings_its_sensor(self):
+        # cpu-tdp alone (no procfs-cpu named): the same exact figures.
+        with self.context() as ctx:
+            ctx.enable("cpu-tdp", {"tdp": 100, "ftdp": 2000, "vtdp": 1.0})
+            mods = {m.name: m for m in ctx.modules()}
+            self.assertTrue(mods["procfs-cpu"].enabled)
+            self.assertFalse(mods["procfs-cpu"].user)
+            self.assertEqual(mods["procfs-cpu"].required_by, ["cpu-tdp"])
+            self.assertTrue(mods["cpu-tdp"].user)
+            self.assertEqual(mods["cpu-tdp"].requires, ["procfs-cpu"])
+            self.assertEqual(mods["rapl-share"].uses, ["perf"])
+            self.java_window(ctx)
+            self.assertAlmostEqual(ctx.pid_power(1801).cpu_w, 17.5, places=9)
+            # the sensor cannot go while the formula needs it
+            with self.assertRaises(powerapi.PowerAPIError) as cm:
+                ctx.disable("procfs-cpu")
+            self.assertEqual(cm.exception.errno, errno.EBUSY)
+            self.assertIn("disable cpu-tdp first", cm.exception.strerror)
+            # the formula goes, and the sensor enabled for it with it
+            ctx.disable("cpu-tdp")
+            mods = {m.name: m for m in ctx.modules()}
+            self.assertFalse(mods["procfs-cpu"].enabled)
+            self.assertFalse(mods["cpu-tdp"].enabled)
+
+    def test_bindings_readme_example(self):
+        # bindings/README.md: ctx.enable("cpu-tdp", {"tdp": 45}), then tick
+        with self.context() as ctx:
+            ctx.enable("cpu-tdp", {"tdp": 45})
+            self.java_window(ctx, threads=True)
+            p = ctx.pid_power(1801)
+            self.assertAlmostEqual(p.cpu_time_s, 1.0, places=12)
+            self.assertGreater(p.cpu_w, 0.0)
+            r = ctx.report()
+            self.assertEqual(r.formula, "cpu-tdp")
+            self.assertEqual(r.sensors, "procfs-cpu")
+            mods = {m.name: m for m in ctx.modules()}
+            self.assertEqual(mods["cpu-tdp"].options, "tdp=45")
+
+    def test_python_module_declares_requires(self):
+        class Needs(powerapi.Module):
+            """70 W split by CPU time, from procfs-cpu's readings."""
+            name = "py-needs"
+            kind = powerapi.PA_FORMULA
+            component = powerapi.PA_COMP_CPU
+            requires = ("procfs-cpu",)
+            uses = ("perf",)
+
+            def compute(self, delta, table):
+                for i in range(len(delta)):
+                    table.set_target_w(i, 70.0 * delta.cpu_s(i)
+                                       / delta.capacity_s)
+                table.set_system_w(70.0, 0.0)
+
+        class Broken(Needs):
+            name = "py-broken"
+            requires = ("no-such-sensor",)
+
+        with self.context() as ctx:
+            ctx.register(Needs())
+            ctx.register(Broken())
+            with self.assertRaises(powerapi.PowerAPIError) as cm:
+                ctx.enable("py-broken")
+            self.assertEqual(cm.exception.errno, errno.ENOENT)
+            self.assertIn("no-such-sensor", cm.exception.strerror)
+            ctx.enable("py-needs")
+            mods = {m.name: m for m in ctx.modules()}
+            self.assertEqual(mods["py-needs"].requires, ["procfs-cpu"])
+            self.assertEqual(mods["py-needs"].uses, ["perf"])
+            self.assertEqual(mods["procfs-cpu"].required_by, ["py-needs"])
+            self.assertFalse(mods["perf"].enabled)  # used, not required
+            self.java_window(ctx)
+            # 1 s of a 4 CPU-second window: 70 x 1/4
+            self.assertAlmostEqual(ctx.pid_power(1801).cpu_w, 17.5, places=9)
+            with self.assertRaises(powerapi.PowerAPIError) as cm:
+                ctx.disable("procfs-cpu")
+            self.assertEqual(cm.exception.errno, errno.EBUSY)
+            self.assertIn("py-needs", cm.exception.strerror)
 
     def test_process_gone(self):
         with self.context() as ctx:

@@ -107,7 +107,11 @@ public final class PowerAPI implements AutoCloseable {
         state.lock.readLock().unlock();
     }
 
-    /** Enables a module ("auto", "procfs-cpu", "cpu-tdp"...); options "k=v,k=v" or null. */
+    /**
+     * Enables a module ("auto", "procfs-cpu", "cpu-tdp"...); options "k=v,k=v" or null.
+     * A formula brings the sensors it requires; "auto" fills every component no
+     * enabled formula computes (the rule of pa_module_enable in powerapi.h).
+     */
     public void enable(String name, String options) {
         long h = acquire();
         try {
@@ -117,6 +121,11 @@ public final class PowerAPI implements AutoCloseable {
         }
     }
 
+    /**
+     * Disables a module (a formula takes along the sensors enabled only for it);
+     * "auto" will not bring it back.  A sensor that a formula enabled by name
+     * requires throws PowerAPIException (errno 16, EBUSY) naming the formula.
+     */
     public void disable(String name) {
         long h = acquire();
         try {

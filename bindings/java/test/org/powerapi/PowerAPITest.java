@@ -188,7 +188,15 @@ public final class PowerAPITest {
                                          () -> api.enable("no-such-module", null));
             check(e != null && e.getMessage().contains("no-such-module"),
                   "message names the module: " + (e == null ? null : e.getMessage()));
-            expect(2, "disable a module not enabled", () -> api.disable("cpu-tdp"));
+            expect(2, "disable an unknown module", () -> api.disable("no-such-module"));
+            // a sensor that a formula enabled by name requires cannot go first
+            api.enable("cpu-tdp", null);
+            PowerAPIException busy = expect(16 /* EBUSY */, "disable a required sensor",
+                                            () -> api.disable("procfs-cpu"));
+            check(busy != null && busy.getMessage().contains("disable cpu-tdp first"),
+                  "message names the formula: " + (busy == null ? null : busy.getMessage()));
+            api.disable("cpu-tdp");
+            api.disable("cpu-tdp"); // disabling again is not an error
             expect(3 /* ESRCH */, "pidPower of an unwatched pid", () -> api.pidPower(1));
             try {
                 api.watchPid(-5);
