@@ -680,6 +680,17 @@ START_TEST(command_tree)
 }
 END_TEST
 
+/* The fourth field (self energy) of an unquoted CSV line. */
+static double field4(const char *line)
+{
+    for (int c = 0; c < 3; c++) {
+        line = strchr(line, ',');
+        ck_assert(line != NULL);
+        line++;
+    }
+    return strtod(line, NULL);
+}
+
 /* pprof: go tool pprof -top reads the file; its top entries are
  * functions.csv's. */
 START_TEST(pprof_top)
@@ -691,7 +702,7 @@ START_TEST(pprof_top)
     }
     char *out = pa_test_tmpdir();
     char args[8192];
-    snprintf(args, sizeof(args), "-q --out %s/p -- %s/work-fp 1.5 '' 1", out, dir);
+    snprintf(args, sizeof(args), "-q --filter f_ --out %s/p -- %s/work-fp 1.5 '' 1", out, dir);
     char *log = NULL;
     ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
     free(log);
@@ -699,6 +710,28 @@ START_TEST(pprof_top)
     snprintf(pdir, sizeof(pdir), "%s/p", out);
     frow rows[256];
     size_t n = read_functions(pdir, rows, 256);
+    /* --filter f_: inl_burn's samples are charged to f_c (its innermost
+     * matching frame), lib_burn's to [outside filter] */
+    {
+        char fpath[4400];
+        snprintf(fpath, sizeof(fpath), "%s/functions-filtered.csv", pdir);
+        char *ff = pa_test_slurp(fpath);
+        ck_assert_msg(ff != NULL, "functions-filtered.csv missing");
+        const frow *fc = find_fn(rows, n, "f_c"), *lib = find_fn(rows, n, "lib_burn");
+        ck_assert(fc && lib);
+        char *l = strstr(ff, "\nf_c,");
+        ck_assert_msg(l != NULL, "f_c not in functions-filtered.csv");
+        double fself = field4(l + 1);
+        ck_assert_msg(fabs(fself - fc->total_j) <= 1e-6 + 1e-6 * fc->total_j,
+                      "f_c filtered self %.9f J, its total %.9f J", fself, fc->total_j);
+        l = strstr(ff, "\n[outside filter],");
+        ck_assert_msg(l != NULL, "[outside filter] missing");
+        double outside = field4(l + 1);
+        ck_assert_msg(outside >= lib->self_j - 1e-6, "[outside filter] %.9f J < lib_burn %.9f J",
+                      outside, lib->self_j);
+        ck_assert_msg(strstr(ff, "\nlib_burn,") == NULL, "lib_burn passed the filter");
+        free(ff);
+    }
     char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "HOME=%s GOCACHE=%s/gocache %s tool pprof -top -sample_index=energy "
