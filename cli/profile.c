@@ -1202,9 +1202,15 @@ static int window(profiler *p, double start_s, double len_s)
      * has it): its samples x period stand for its CPU time */
     for (size_t i = 0; i < p->nthrs; i++) {
         thr *t = &p->thrs[i];
-        if ((!t->w_reported || t->w_exited || t->w_first) &&
-            t->w_sampled_cpu_s > t->w_cpu_s &&
-            strcmp(p->event, "cycles"))
+        if (!strcmp(p->event, "cycles") || t->w_sampled_cpu_s <= t->w_cpu_s)
+            continue;
+        /* and where the report is short of the samples by more than their
+         * noise (3 sigma of the count, plus two 10 ms clock ticks of the
+         * report's own rounding): a reading libpowerapi missed */
+        double period = t->w_samples ? t->w_sampled_cpu_s / (double)t->w_samples : 0;
+        double noise = 3.0 * sqrt((double)t->w_samples) * period + 0.02;
+        if (!t->w_reported || t->w_exited || t->w_first ||
+            t->w_sampled_cpu_s - t->w_cpu_s > noise)
             t->w_cpu_s = t->w_sampled_cpu_s;
     }
     /* E_thread = E_process . cpu_thread / cpu_threads */

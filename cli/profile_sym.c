@@ -161,6 +161,8 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
 
 const pf_map *pf_maps_find(pf_maps *m, uint64_t addr)
 {
+    if (m->n == 0)
+        return NULL; /* a kernel thread, a process whose maps were not read */
     if (!m->sorted) {
         qsort(m->v, m->n, sizeof(*m->v), map_cmp);
         m->sorted = 1;
@@ -566,8 +568,8 @@ static void perfmap_load(perfmap *pm)
         pm->v[pm->n++] = (psym){a, a + len, pf_intern(name)};
     }
     fclose(f);
-    /* later entries win for the same start (code moved or replaced) */
-    qsort(pm->v, pm->n, sizeof(*pm->v), psym_cmp);
+    if (pm->n)
+        qsort(pm->v, pm->n, sizeof(*pm->v), psym_cmp);
 }
 
 static psym *ksyms;

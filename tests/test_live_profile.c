@@ -16,7 +16,8 @@
  *   - a JIT workload: machine code written into an executable mapping at
  *     run time and described in /tmp/perf-PID.map.
  * Built -O2 with frame pointers and without; a stripped copy must give
- * "[unknown]" frames with the module's name and no wrong name.
+ * "[unknown]" frames with the module's name and no wrong name, and one
+ * whose debug file is named by .gnu_debuglink its names back.
  */
 #include "testutil.h"
 
@@ -233,6 +234,11 @@ static void build_all(void)
        "-Wl,-rpath,%s -pthread",
        dir, common, dir);
     sh("cd %s && cp work-fp work-stripped && strip work-stripped", dir);
+    /* stripped, its debug information in a file found by .gnu_debuglink */
+    sh("cd %s && objcopy --only-keep-debug work-fp work-linked.debug && cp work-fp "
+       "work-linked && strip work-linked && objcopy --add-gnu-debuglink=work-linked.debug "
+       "work-linked",
+       dir);
     sh("cd %s && (c++ -O2 -g -fno-omit-frame-pointer -o cxx cxx.cc || "
        "g++ -O2 -g -o cxx cxx.cc)",
        dir);
@@ -573,6 +579,28 @@ START_TEST(all_processes)
 }
 END_TEST
 
+/* A stripped binary whose debug file is found by its .gnu_debuglink: the
+ * names, inlined frames and files come back. */
+START_TEST(debuglink)
+{
+    char *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --out %s/p -- %s/work-linked 0.5 '' 1", out, dir);
+    char *log = NULL;
+    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[256];
+    size_t n = read_functions(pdir, rows, 256);
+    const frow *fa = find_fn(rows, n, "f_a"), *inl = find_fn(rows, n, "inl_burn");
+    ck_assert_msg(fa && inl, "debuglink: f_a or inl_burn not named");
+    ck_assert_str_eq(fa->module, "work-linked");
+    ck_assert_str_eq(inl->source, "work.c:7");
+    pa_test_rmtree(out);
+}
+END_TEST
+
 START_TEST(cxx_demangled)
 {
     char *out = pa_test_tmpdir();
@@ -834,6 +862,7 @@ static Suite *suite(void)
     tcase_add_test(tc, known_answer_dwarf_nofp);
     tcase_add_test(tc, stripped_pid);
     tcase_add_test(tc, all_processes);
+    tcase_add_test(tc, debuglink);
     tcase_add_test(tc, cxx_demangled);
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
