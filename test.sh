@@ -31,6 +31,12 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_ctest build-asan unit "$jobs"
 run_ctest build-asan live 1
+
+# Every fuzz target for a bounded time (clang, libFuzzer + ASan/UBSan);
+# the corpora themselves were replayed by both ctest runs above.
+fuzz_secs=${PA_FUZZ_SECONDS:-8}
+echo "== fuzz targets (libFuzzer, ${fuzz_secs} s each)"
+tests/fuzz/run.sh -t "$fuzz_secs" -b build-fuzz || failed=1
 if [ "$failed" -ne 0 ]; then
   echo "test.sh: some tests failed (see above)" >&2
   exit 1

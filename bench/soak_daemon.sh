@@ -8,11 +8,13 @@
 #   SECONDS    length of the run (default 600).
 #   INTERVAL   the daemon's window (default 1s).
 #
-# Every 10 s the RSS (VmRSS) and open fds of the daemon and of serve are
-# sampled; at the end it prints the first and last samples, the slope of
-# the RSS after the first minute (warm-up: the ring's pages are touched as
-# it fills, the target tables grow to the machine's process count), in KiB
-# per hour by least squares, and each reader's count of windows, gaps and
+# Every 10 s the anonymous RSS (RssAnon: the heap, without the ring's
+# shared pages, RssShmem, which grow until the ring is full once and with
+# the machine's process count), and the open fds (the daemon keeps one
+# stat file per process) of the daemon and of serve are sampled; at the end
+# it prints the first and last samples, the slope of the anonymous RSS
+# after the first minute (warm-up: the target tables grow to the machine's
+# process count), in KiB per hour by least squares, and each reader's count of windows, gaps and
 # windows lost.  "No missed window": every reader read every window the
 # daemon published while it ran (gaps=0, lost=0), and every scrape got a
 # page.  Run nice'd on a shared machine: the figures are the process's
@@ -51,10 +53,11 @@ SPID=$!
 pids+=("$SPID")
 sleep 1
 
-sample() { # pid -> "rss_kib fds"
-    local rss
-    rss=$(awk '/^VmRSS:/{print $2}' "/proc/$1/status" 2>/dev/null)
-    echo "${rss:-0} $(ls "/proc/$1/fd" 2>/dev/null | wc -l)"
+sample() { # pid -> "anon_kib fds shmem_kib"
+    local anon shm
+    anon=$(awk '/^RssAnon:/{print $2}' "/proc/$1/status" 2>/dev/null)
+    shm=$(awk '/^RssShmem:/{print $2}' "/proc/$1/status" 2>/dev/null)
+    echo "${anon:-0} $(ls "/proc/$1/fd" 2>/dev/null | wc -l) ${shm:-0}"
 }
 t0=$(date +%s)
 scrapes=0 failed=0 next_sample=0
@@ -82,9 +85,9 @@ sleep 1
 echo "soak_daemon: ${SECS} s, interval $IVAL, 4 readers, serve scraped every second ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "scrapes: $scrapes, failed: $failed"
 cat "$TMP"/reader*.out
-awk -v warm=60 '
-    { t[NR] = $1; drss[NR] = $2; dfd[NR] = $3; srss[NR] = $4; sfd[NR] = $5 }
-    function slope(a,   i, n, sx, sy, sxx, sxy, x) {
+awk -v warm=60 -v half=$((SECS / 2)) '
+    { t[NR] = $1; drss[NR] = $2; dfd[NR] = $3; dshm[NR] = $4; srss[NR] = $5; sfd[NR] = $6; sshm[NR] = $7 }
+    function slope(a, warm,   i, n, sx, sy, sxx, sxy, x) {
         n = 0; sx = sy = sxx = sxy = 0
         for (i = 1; i <= NR; i++) if (t[i] >= warm) {
             x = t[i] / 3600; n++; sx += x; sy += a[i]; sxx += x * x; sxy += x * a[i]
@@ -93,12 +96,12 @@ awk -v warm=60 '
         return sprintf("%+.1f", (n * sxy - sx * sy) / (n * sxx - sx * sx))
     }
     END {
-        printf "daemon: RSS %d -> %d KiB (max %d), fds %d -> %d, RSS slope after %d s: %s KiB/h\n",
-            drss[1], drss[NR], max(drss), dfd[1], dfd[NR], warm, slope(drss)
-        printf "serve:  RSS %d -> %d KiB (max %d), fds %d -> %d, RSS slope after %d s: %s KiB/h\n",
-            srss[1], srss[NR], max(srss), sfd[1], sfd[NR], warm, slope(srss)
+        printf "daemon: anonymous RSS %d -> %d KiB (max %d), slope after %d s: %s KiB/h, over the second half: %s KiB/h; ring pages %d -> %d KiB; fds %d -> %d\n",
+            drss[1], drss[NR], max(drss), warm, slope(drss, warm), slope(drss, half), dshm[1], dshm[NR], dfd[1], dfd[NR]
+        printf "serve:  anonymous RSS %d -> %d KiB (max %d), slope after %d s: %s KiB/h, over the second half: %s KiB/h; ring pages %d -> %d KiB; fds %d -> %d\n",
+            srss[1], srss[NR], max(srss), warm, slope(srss, warm), slope(srss, half), sshm[1], sshm[NR], sfd[1], sfd[NR]
     }
     function max(a,   i, m) { m = 0; for (i = 1; i <= NR; i++) if (a[i] > m) m = a[i]; return m }
 ' "$TMP/rss"
-echo "samples (s daemon_rss daemon_fds serve_rss serve_fds):"
+echo "samples (s daemon_anon_kib daemon_fds daemon_ring_kib serve_anon_kib serve_fds serve_ring_kib):"
 tr '\n' ';' <"$TMP/rss"; echo

@@ -22,6 +22,9 @@ enum {
     PA_EXIT_OK = 0,
     PA_EXIT_FAIL = 1,  /* runtime failure (unknown pid, module error...) */
     PA_EXIT_USAGE = 2, /* bad command line: one line naming the argument */
+    PA_EXIT_PIPE = 141, /* the reader of our output went away (EPIPE):
+                           quiet, the status of a process killed by
+                           SIGPIPE, as `| head` expects */
 };
 
 /* Subcommands. */
@@ -30,6 +33,20 @@ int pa_cli_modules(int argc, char **argv);
 int pa_cli_daemon(int argc, char **argv); /* cli/daemon.c */
 int pa_cli_top(int argc, char **argv);    /* cli/top.c */
 int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
+/* One HTTP exchange through serve's request handling (no listening
+ * socket): the raw request req answered as serve would, with r's metrics
+ * page as /metrics (r NULL: no window yet).  *resp (malloc'd, *resp_len
+ * bytes) is what went back on the wire.  0 or -errno.  For the fuzz
+ * target. */
+int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
+                          char **resp, size_t *resp_len);
+int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
+/* --calibration FILE of monitor, top, serve, daemon: checks the file and
+ * sets $POWERAPI_CALIBRATION for the contexts the command makes (auto
+ * then picks cpu-curve with it).  0, or the exit status after printing
+ * one line. */
+#define PA_CLI_OPT_CALIBRATION 0x1c0
+int pa_cli_calibration(const char *cmd, const char *path);
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping

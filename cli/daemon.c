@@ -50,6 +50,8 @@ static void usage(FILE *f)
             "\nOptions:\n"
             "  -r, --ring NAME          ring name (default %s: "
             "/dev/shm/%s)\n"
+            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
+            "                           formula (also $POWERAPI_CALIBRATION)\n"
             "  -i, --interval DURATION  window length (default 1s; 500ms, "
             "2s, ...)\n"
             "  -c, --capacity N         windows kept in the ring (default "
@@ -142,6 +144,7 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
 {
     static const struct option longopts[] = {
         {"ring", required_argument, NULL, 'r'},
+        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
         {"interval", required_argument, NULL, 'i'},
         {"capacity", required_argument, NULL, 'c'},
         {"max-targets", required_argument, NULL, 'm'},
@@ -172,6 +175,12 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
     while ((c = getopt_long(argc, argv, "+:r:i:c:m:g:n:qh", longopts, NULL)) !=
            -1) {
         switch (c) {
+        case PA_CLI_OPT_CALIBRATION: {
+            int st = pa_cli_calibration(CMD, optarg);
+            if (st)
+                return st;
+            break;
+        }
         case 'r':
             ring = optarg;
             break;

@@ -6,15 +6,8 @@
  */
 #include "cli.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-const char *pa_cli_prog = "powerapi";
 
 typedef struct pa_cli_command {
     const char *name;
@@ -36,6 +29,8 @@ static const pa_cli_command commands[] = {
      "per-function energy of any process (perf sampling; flame graph, pprof)"},
     {"events", pa_cli_events,
      "perf events this machine can count (names for the perf sensor)"},
+    {"calibrate", pa_cli_calibrate,
+     "measure this machine's load-power curve with RAPL for cpu-curve"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -57,87 +52,6 @@ static void usage(FILE *f)
             "  -V, --version  show the version\n"
             "\n'%s COMMAND --help' describes a command's options.\n",
             pa_cli_prog);
-}
-
-void pa_cli_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fflush(stdout);
-    if (cmd)
-        fprintf(stderr, "%s %s: ", pa_cli_prog, cmd);
-    else
-        fprintf(stderr, "%s: ", pa_cli_prog);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int pa_cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fflush(stdout);
-    if (cmd)
-        fprintf(stderr, "%s %s: ", pa_cli_prog, cmd);
-    else
-        fprintf(stderr, "%s: ", pa_cli_prog);
-    vfprintf(stderr, fmt, ap);
-    if (cmd)
-        fprintf(stderr, " (see '%s %s --help')\n", pa_cli_prog, cmd);
-    else
-        fprintf(stderr, " (see '%s --help')\n", pa_cli_prog);
-    va_end(ap);
-    return PA_EXIT_USAGE;
-}
-
-const char *pa_cli_errmsg(int err)
-{
-    const char *m = pa_last_error();
-    return (m && *m) ? m : pa_strerror(err);
-}
-
-int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-    if (!s || *s < '0' || *s > '9')
-        return -EINVAL;
-    errno = 0;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end)
-        return -EINVAL;
-    if (errno == ERANGE || v > max)
-        return -ERANGE;
-    if (v == 0)
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
-int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
-{
-    uint64_t v;
-    if (!s || !*s || pa_parse_duration_ns(s, &v) < 0 || v == 0)
-        return -EINVAL;
-    *out_ns = v;
-    return 0;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t pa_cli_mono_ns(void)
-{
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
-uint64_t pa_cli_real_ns(void)
-{
-    return clock_ns(CLOCK_REALTIME);
 }
 
 int main(int argc, char **argv)

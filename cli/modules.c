@@ -123,6 +123,9 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             if (x->enabled && x->options[0])
                 fprintf(f, "%-12s %-8s %-4s %-9s %-7s options: %s\n", "", "",
                         "", "", "", x->options);
+            if (x->enabled && x->auto_why[0])
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s chosen by auto: %s\n",
+                        "", "", "", "", "", x->auto_why);
             break;
         }
         case PA_OUT_CSV:
@@ -178,6 +181,10 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             json_names(f, "required_by", NULL, x->required_by);
             json_names(f, "requires", x->requires, NULL);
             json_names(f, "uses", x->uses, NULL);
+            if (x->auto_why[0]) {
+                fputs(",\"auto\":", f);
+                pa_out_json_string(f, x->auto_why);
+            }
             fputs("}\n", f);
             break;
         }

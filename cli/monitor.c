@@ -63,6 +63,7 @@ typedef struct monitor {
     sigset_t sigs;
     pa_replay *replay;
     bool pid_failed; /* an unknown pid was given */
+    bool epipe;      /* the output's reader went away */
 } monitor;
 
 static void monitor_help(FILE *f)
@@ -89,6 +90,8 @@ static void monitor_help(FILE *f)
         "('%s daemon')\n"
         "                            instead of sampling\n"
         "\nSampling:\n"
+        "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
+        "                           formula (also $POWERAPI_CALIBRATION)\n"
         "  -i, --interval DURATION   window length (default 1s; 500ms, 2s, "
         "1m...)\n"
         "  -n, --count N             stop after N windows\n"
@@ -213,6 +216,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         {"formula", required_argument, NULL, OPT_FORMULA},
         {"disable", required_argument, NULL, OPT_DISABLE},
         {"procfs", required_argument, NULL, OPT_PROCFS},
+        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
         {"sysfs", required_argument, NULL, OPT_SYSFS},
         {"hwdb", required_argument, NULL, OPT_HWDB},
         {"output", required_argument, NULL, 'o'},
@@ -293,6 +297,12 @@ static int parse_args(monitor *m, int argc, char **argv)
                 goto nomem;
             if (rc)
                 return rc;
+            break;
+        }
+        case PA_CLI_OPT_CALIBRATION: {
+            int st = pa_cli_calibration(CMD, optarg);
+            if (st)
+                return st;
             break;
         }
         case OPT_PROCFS:
@@ -390,7 +400,9 @@ static int setup_targets(monitor *m)
         watched *w = &m->pids[i];
         err = pa_watch_pid(m->ctx, w->pid, m->threads ? PA_WATCH_THREADS : 0);
         if (err < 0) {
-            if (err == -ESRCH)
+            if (err == -ESRCH && strstr(pa_cli_errmsg(err), "hidepid"))
+                pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
+            else if (err == -ESRCH)
                 pa_cli_error(CMD, "pid %ld: no such process", (long)w->pid);
             else
                 pa_cli_error(CMD, "pid %ld: %s", (long)w->pid,
@@ -448,8 +460,11 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
         return -1;
     }
     if (print && (err = pa_out_report(&m->out, r)) < 0) {
-        pa_cli_error(CMD, "%s: write failed: %s",
-                     m->output ? m->output : "stdout", strerror(-err));
+        if (err == -EPIPE)
+            m->epipe = true; /* `| head`: stop without a word */
+        else
+            pa_cli_error(CMD, "%s: write failed: %s",
+                         m->output ? m->output : "stdout", strerror(-err));
         pa_report_free(r);
         return -1;
     }
@@ -542,7 +557,7 @@ static int run_targets(monitor *m)
         pa_report *r = NULL;
         err = emit_report(m, true, &r);
         if (err < 0)
-            return PA_EXIT_FAIL;
+            return m->epipe ? PA_EXIT_PIPE : PA_EXIT_FAIL;
         if (err == 1)
             windows++;
         bool done = m->npids && !m->all && pids_done(m, r);
@@ -697,16 +712,17 @@ static int run_command(monitor *m)
         cr.exit_status = WEXITSTATUS(wstatus);
     }
     if ((err = pa_out_command_end(&m->out, &cr)) < 0) {
-        pa_cli_error(CMD, "%s: write failed: %s",
-                     m->output ? m->output : "stdout", strerror(-err));
-        status = PA_EXIT_FAIL;
+        if (err != -EPIPE)
+            pa_cli_error(CMD, "%s: write failed: %s",
+                         m->output ? m->output : "stdout", strerror(-err));
+        status = err == -EPIPE ? PA_EXIT_PIPE : PA_EXIT_FAIL;
         goto out;
     }
     status = cr.exit_status;
     goto out;
 
 kill_child:
-    status = rc > 0 ? rc : PA_EXIT_FAIL;
+    status = m->epipe ? PA_EXIT_PIPE : rc > 0 ? rc : PA_EXIT_FAIL;
     kill(pid, SIGTERM);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
@@ -779,8 +795,12 @@ int pa_cli_monitor(int argc, char **argv)
     sigaddset(&m.sigs, SIGHUP);
     sigaddset(&m.sigs, SIGQUIT);
     sigaddset(&m.sigs, SIGCHLD);
-    sigset_t old;
-    sigprocmask(SIG_BLOCK, &m.sigs, &old);
+    sigset_t old, blocked = m.sigs;
+    /* A closed pipe on stdout (`| head -1`) is a write error (EPIPE) that
+     * ends monitoring quietly (and a command's run), not a signal that
+     * kills us half-way; the command unblocks it before its exec. */
+    sigaddset(&blocked, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &blocked, &old);
 
     if (m.ring) {
         pid_t *pids = calloc(m.npids + 1, sizeof(*pids));
@@ -803,6 +823,14 @@ int pa_cli_monitor(int argc, char **argv)
     if (status == PA_EXIT_OK && m.pid_failed)
         status = PA_EXIT_FAIL;
 
+    /* the SIGPIPE of a write that failed with EPIPE stays pending: take
+     * it before the mask is restored */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+        ;
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
     monitor_free(&m);

@@ -55,7 +55,7 @@ static int emit(const pa_ring_monitor *rm, const pa_report *r,
     f.targets = *buf;
     f.ntargets = n;
     int rc = pa_out_report(rm->out, &f);
-    if (rc < 0)
+    if (rc < 0 && rc != -EPIPE) /* `| head`: quiet */
         pa_cli_error(CMD, "writing the report failed: %s", pa_strerror(rc));
     return rc;
 }
@@ -82,8 +82,11 @@ int pa_cli_monitor_ring(const pa_ring_monitor *rm)
                    : pa_ring_aggregate(r, &seq, 0, &rep);
         if (rc == 0) {
             first = false;
-            if (emit(rm, rep, &buf, &cap) < 0)
+            if ((rc = emit(rm, rep, &buf, &cap)) < 0) {
+                if (rc == -EPIPE)
+                    status = PA_EXIT_PIPE;
                 goto out;
+            }
             outputs++;
             if (rm->count && outputs >= rm->count) {
                 status = PA_EXIT_OK;

@@ -14,8 +14,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio_ext.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int pa_out_parse_format(const char *s, pa_out_format *out)
 {
@@ -38,6 +41,34 @@ void pa_out_init(pa_out *o, FILE *f, pa_out_format format)
     o->f = f;
     o->format = format;
     o->fit_fd = -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t off = ftello(f);
+        o->seekable = off >= 0;
+        o->good = off >= 0 ? (long long)off : 0;
+    }
+}
+
+/* Ends a record: flushes it whole, or fails with -errno and, on a regular
+ * file, cuts what reached the file of this record (a full file system)
+ * and drops what stdio still holds of it. */
+static int record_end(pa_out *o)
+{
+    FILE *f = o->f;
+    if (fflush(f) == 0 && !ferror(f)) {
+        if (o->seekable) {
+            off_t off = ftello(f);
+            if (off >= 0)
+                o->good = (long long)off;
+        }
+        return 0;
+    }
+    int err = errno ? errno : EIO;
+    __fpurge(f);
+    clearerr(f);
+    if (o->seekable && ftruncate(fileno(f), (off_t)o->good) == 0)
+        fseeko(f, (off_t)o->good, SEEK_SET);
+    return -err;
 }
 
 static void csv_counters_free(pa_out *o)
@@ -390,7 +421,11 @@ static void json_system(pa_out *o, const pa_report *r)
         json_key_num(f, "dram", r->dram_w, true);
     if (r->psys_w > 0)
         json_key_num(f, "psys", r->psys_w, true);
-    fputs("},\"assumed\":[", f);
+    fputc('}', f);
+    /* relative error the model states for its cpu figure, when known */
+    if (r->model_error >= 0)
+        json_key_num(f, "model_error", r->model_error, true);
+    fputs(",\"assumed\":[", f);
     struct json_list l = {f, true};
     each_assumed(r->assumed, json_assumed_item, &l);
     fputs("],\"energy_j\":{", f);
@@ -867,6 +902,7 @@ int pa_out_report(pa_out *o, const pa_report *r)
     bool *sel = calloc(r->ntargets ? r->ntargets : 1, sizeof(*sel));
     if (!sel)
         return -ENOMEM;
+    errno = 0;
     int err = select_targets(o, r, sel);
     if (err == 0) {
         switch (o->format) {
@@ -882,14 +918,15 @@ int pa_out_report(pa_out *o, const pa_report *r)
         }
     }
     free(sel);
-    if (err == 0 && (fflush(o->f) != 0 || ferror(o->f)))
-        err = -EIO;
+    if (err == 0)
+        err = record_end(o);
     return err;
 }
 
 int pa_out_command_end(pa_out *o, const pa_out_command *c)
 {
     FILE *f = o->f;
+    errno = 0;
     switch (o->format) {
     case PA_OUT_JSON:
         fprintf(f, "{\"type\":\"command\",\"pid\":%ld,\"exit_status\":%d",
@@ -964,7 +1001,5 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         break;
     }
     }
-    if (fflush(f) != 0 || ferror(f))
-        return -EIO;
-    return 0;
+    return record_end(o);
 }

@@ -37,6 +37,8 @@ typedef struct pa_out {
     int fit_fd;          /* table: when >= 0 and top is 0, show as many
                             targets as fit this terminal's height */
     /* private */
+    int seekable;   /* f is a regular file: a failed record is cut off */
+    long long good; /* its offset after the last whole record */
     int csv_header_done;
     size_t csv_ncounters;
     char **csv_counters;
@@ -53,6 +55,11 @@ void pa_out_fini(pa_out *o);
 
 /* Realtime minus monotonic clock, in seconds. */
 double pa_out_live_time_base(void);
+
+/* Every writer below either writes whole records or fails with
+ * -errno (-ENOSPC, -EPIPE, ...); on a regular file, a record that could
+ * not be written whole is removed from it (the file ends with the last
+ * whole record), so readers never see a partial line. */
 
 /* Writes one report: JSON, one "system" line then one line per target;
  * CSV, one row each (header before the first); table, a screen sorted by

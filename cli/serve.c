@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CMD "serve"
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -59,6 +60,8 @@ static void usage(FILE *f)
             "loopback only when given)\n"
             "  -r, --ring NAME           read windows from a daemon's ring "
             "instead of sampling\n"
+            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
+            "                           formula (also $POWERAPI_CALIBRATION)\n"
             "  -i, --interval DURATION   window length (default 1s): the "
             "sampling period, or\n"
             "                            how often a page is made from the "
@@ -112,8 +115,9 @@ static void put_label(FILE *f, const char *s)
             fputc(c, f);
             p++;
         } else {
+            /* 0xf5..0xff lead no sequence (RFC 3629) */
             size_t n = c >= 0xf0 && c <= 0xf4   ? 4
-                       : c >= 0xe0              ? 3
+                       : c >= 0xe0 && c <= 0xef ? 3
                        : c >= 0xc2 && c <= 0xdf ? 2
                                                 : 0;
             size_t k = 1;
@@ -405,6 +409,94 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     return ret;
 }
 
+/* One HTTP exchange through serve's request handling, without a
+ * listening socket: MHD parses the raw request from one end of a socket
+ * pair and on_request answers it, with r's page (or none yet) as
+ * /metrics.  For the fuzz target (tests/fuzz/fuzz_serve.c). */
+int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
+                          char **resp, size_t *resp_len)
+{
+    serve s = {.o = {.top = 3}};
+    pthread_mutex_init(&s.lock, NULL);
+    int rc = -ENOMEM;
+    if (r) {
+        size_t plen;
+        char *page = format_metrics(r, &s.o, &plen);
+        if (!page)
+            goto out;
+        serve_publish(&s, page, plen, NULL);
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, &s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+        MHD_OPTION_CONNECTION_TIMEOUT, 1u, MHD_OPTION_END);
+    if (!d)
+        goto out;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
+                   sv) < 0) {
+        rc = -errno;
+        MHD_stop_daemon(d);
+        goto out;
+    }
+    struct sockaddr_in peer = {.sin_family = AF_INET,
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (MHD_add_connection(d, sv[0], (struct sockaddr *)&peer,
+                           sizeof(peer)) != MHD_YES) {
+        rc = -EIO;
+        close(sv[0]);
+        close(sv[1]);
+        MHD_stop_daemon(d);
+        goto out;
+    }
+    FILE *f = open_memstream(resp, resp_len);
+    if (!f) {
+        close(sv[1]);
+        MHD_stop_daemon(d);
+        goto out;
+    }
+    size_t sent = 0;
+    bool eof = false;
+    for (int idle = 0; !eof && idle < 64;) {
+        bool moved = false;
+        if (sent < len) {
+            ssize_t w = send(sv[1], (const char *)req + sent, len - sent,
+                             MSG_NOSIGNAL);
+            if (w > 0) {
+                sent += (size_t)w;
+                moved = true;
+                if (sent == len)
+                    shutdown(sv[1], SHUT_WR);
+            }
+        }
+        if (len == 0 && sent == 0) {
+            shutdown(sv[1], SHUT_WR);
+            sent = 1; /* shut once */
+        }
+        MHD_run(d);
+        char buf[4096];
+        ssize_t n;
+        while ((n = recv(sv[1], buf, sizeof(buf), 0)) > 0) {
+            fwrite(buf, 1, (size_t)n, f);
+            moved = true;
+        }
+        if (n == 0)
+            eof = true;
+        idle = moved ? 0 : idle + 1;
+    }
+    fclose(f);
+    close(sv[1]);
+    MHD_stop_daemon(d);
+    rc = 0;
+out:
+    if (s.page)
+        MHD_destroy_response(s.page);
+    if (s.unavailable)
+        MHD_destroy_response(s.unavailable);
+    pthread_mutex_destroy(&s.lock);
+    return rc;
+}
+
 /* "ADDR:PORT", "[V6]:PORT", ":PORT" (loopback) or "PORT" (loopback). */
 static int parse_listen(const char *arg, struct sockaddr_storage *ss,
                         socklen_t *sslen)
@@ -557,6 +649,7 @@ int pa_cli_serve(int argc, char **argv)
     enum { OPT_MAXCONN = 256, OPT_TIMEOUT, OPT_WINDOW };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
+        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
         {"ring", required_argument, NULL, 'r'},
         {"interval", required_argument, NULL, 'i'},
         {"top", required_argument, NULL, 't'},
@@ -579,6 +672,12 @@ int pa_cli_serve(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:l:r:i:t:w:h", longopts, NULL)) !=
            -1) {
         switch (c) {
+        case PA_CLI_OPT_CALIBRATION: {
+            int st = pa_cli_calibration(CMD, optarg);
+            if (st)
+                return st;
+            break;
+        }
         case 'l':
             listen = optarg;
             break;

@@ -68,6 +68,8 @@ static void usage(FILE *f)
             "\nOptions:\n"
             "  -r, --ring NAME          read a daemon's ring instead of "
             "sampling\n"
+            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
+            "                           formula (also $POWERAPI_CALIBRATION)\n"
             "  -i, --interval DURATION  refresh interval (default 1s)\n"
             "  -s, --sort KEY           power, cpu, nic, energy or pid "
             "(default power)\n"
@@ -343,6 +345,7 @@ int pa_cli_top(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"ring", required_argument, NULL, 'r'},
+        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
         {"interval", required_argument, NULL, 'i'},
         {"sort", required_argument, NULL, 's'},
         {"cgroups", no_argument, NULL, 'c'},
@@ -359,6 +362,12 @@ int pa_cli_top(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:r:i:s:cf:h", longopts, NULL)) !=
            -1) {
         switch (c) {
+        case PA_CLI_OPT_CALIBRATION: {
+            int st = pa_cli_calibration(CMD, optarg);
+            if (st)
+                return st;
+            break;
+        }
         case 'r':
             t.ring = optarg;
             break;

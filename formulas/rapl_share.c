@@ -88,6 +88,57 @@ static int cycles_index(const pa_frame_delta *d)
     return -1;
 }
 
+/* The weights of the split: cycles when the perf sensor counts them, CPU
+ * time otherwise; W = the processes' sum when every process is watched,
+ * else the system's (never less than the processes'). */
+typedef struct share_w {
+    int ci;      /* cycles counter index, -1 none */
+    bool cycles; /* weights are cycles */
+    bool all;    /* every process is watched */
+    double w_all;
+} share_w;
+
+static void share_weights(const pa_frame_delta *d, share_w *sw)
+{
+    sw->ci = cycles_index(d);
+    sw->cycles =
+        sw->ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
+    double w_sys = sw->cycles ? d->cycles_all : d->busy_s;
+    double w_procs = 0;
+    for (size_t i = 0; i < d->ntasks; i++) {
+        const pa_task *k = d->tasks[i];
+        if (k->type != PA_TARGET_PROCESS)
+            continue;
+        w_procs += sw->cycles ? (k->ctr_d ? k->ctr_d[sw->ci] : 0)
+                              : k->d_cpu_s;
+    }
+    sw->all = d->ctx && d->ctx->watch_all;
+    sw->w_all = sw->all && w_procs > 0 ? w_procs
+                : w_sys > w_procs      ? w_sys
+                                       : w_procs;
+}
+
+void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
+                     double active)
+{
+    share_w sw;
+    share_weights(d, &sw);
+    double attributed = 0;
+    for (size_t i = 0; i < d->ntasks; i++) {
+        pa_task *k = d->tasks[i];
+        double w = sw.cycles ? (k->ctr_d ? k->ctr_d[sw.ci] : 0) : k->d_cpu_s;
+        if (!(w > 0) || !(sw.w_all > 0))
+            w = 0;
+        k->cpu_w = sw.w_all > 0 ? active * w / sw.w_all : 0;
+        if (k->type == PA_TARGET_PROCESS)
+            attributed += k->cpu_w;
+    }
+    t->cpu_w = p;
+    t->idle_w = sw.all ? p - attributed : p - active;
+    if (t->idle_w < 0)
+        t->idle_w = 0; /* rounding only: attributed <= active <= p */
+}
+
 static int parse_idle(const pa_options *opts, bool *split)
 {
     const char *v = pa_options_get(opts, "idle");
@@ -156,34 +207,6 @@ static int task_package(const pa_sysread *s, const pa_task *k,
     return -1;
 }
 
-/* Busy fraction of package sock's CPUs over the window (/proc/stat cpuN
- * lines of both frames), or -1 when none of its CPUs has both. */
-static double package_busy(const pa_frame_delta *d, int sock)
-{
-    const pa_sysread *c = d->cur, *p = d->prev;
-    if (!c || !p)
-        return -1;
-    unsigned n = c->ncpu_socket;
-    if (c->ncpu_time < n)
-        n = c->ncpu_time;
-    if (p->ncpu_time < n)
-        n = p->ncpu_time;
-    uint64_t busy = 0, all = 0;
-    for (unsigned k = 0; k < n; k++) {
-        if (c->cpu_socket[k] != sock || c->cpu_busy_ns[k] == UINT64_MAX ||
-            p->cpu_busy_ns[k] == UINT64_MAX ||
-            c->cpu_busy_ns[k] < p->cpu_busy_ns[k] ||
-            c->cpu_idle_ns[k] < p->cpu_idle_ns[k])
-            continue;
-        uint64_t b = c->cpu_busy_ns[k] - p->cpu_busy_ns[k];
-        busy += b;
-        all += b + (c->cpu_idle_ns[k] - p->cpu_idle_ns[k]);
-    }
-    if (all == 0)
-        return -1;
-    return (double)busy / (double)all;
-}
-
 /* Why the packages cannot be attributed one by one (NULL: they can). */
 static const char *per_socket_refusal(const pa_frame_delta *d,
                                       const int *pkg, int npkg)
@@ -236,20 +259,10 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
                                  "domain on this machine");
     double p = pkg_j / d->interval_s;
 
-    int ci = cycles_index(d);
-    bool cycles = ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
-    double w_sys = cycles ? d->cycles_all : d->busy_s;
-    double w_procs = 0;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        const pa_task *k = d->tasks[i];
-        if (k->type != PA_TARGET_PROCESS)
-            continue;
-        w_procs += cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-    }
-    bool all = d->ctx && d->ctx->watch_all;
-    double w_all = all && w_procs > 0 ? w_procs
-                   : w_sys > w_procs  ? w_sys
-                                      : w_procs;
+    share_w sw;
+    share_weights(d, &sw);
+    int ci = sw.ci;
+    bool cycles = sw.cycles;
 
     double frac = 1; /* active part of the package power */
     if (!st->split) {
@@ -269,7 +282,9 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
         double pfrac[PA_MAX_RAPL];
         bool sys_frac = false;
         for (int i = 0; i < npkg; i++) {
-            double u = st->split ? 1 : package_busy(d, pkg[i]);
+            double u = st->split ? 1
+                                 : pa__package_busy(d, d->cur->cpu_socket,
+                                                    d->cur->ncpu_socket, pkg[i]);
             if (u < 0) {
                 u = frac;
                 sys_frac = true;
@@ -323,20 +338,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
         pa__assume(t->assumed, PA_MAX_ASSUMED, msg);
     }
 
-    double attributed = 0;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *k = d->tasks[i];
-        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-        if (!(w > 0) || !(w_all > 0))
-            w = 0;
-        k->cpu_w = w_all > 0 ? active * w / w_all : 0;
-        if (k->type == PA_TARGET_PROCESS)
-            attributed += k->cpu_w;
-    }
-    t->cpu_w = p;
-    t->idle_w = all ? p - attributed : p - active;
-    if (t->idle_w < 0)
-        t->idle_w = 0; /* rounding only: attributed <= active <= p */
+    pa__share_split(d, t, p, active);
     t->dram_w = dram_j / d->interval_s;
     t->psys_w = psys_j / d->interval_s;
     t->measured = true;

@@ -62,12 +62,13 @@ static int replace(const char *tmp, const char *dst)
 
 int pa_pout_close(pa_pout *o)
 {
-    int bad = ferror(o->f);
-    if (fclose(o->f) != 0)
-        bad = 1;
-    if (bad) {
+    /* the cause of a failed write (ENOSPC, EROFS...) is in errno */
+    int err = ferror(o->f) ? (errno ? errno : EIO) : 0;
+    if (fclose(o->f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (err) {
         unlink(o->tmp);
-        return -EIO;
+        return -err;
     }
     return replace(o->tmp, o->dst);
 }

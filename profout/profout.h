@@ -30,7 +30,8 @@ typedef struct pa_pout {
 /* Opens the temporary file (unlocked stdio, 64 KiB buffer).  0 or -errno. */
 int pa_pout_open(pa_pout *o, const char *dir, const char *name);
 /* Closes and puts the file in place; on a write error removes it and
- * returns -EIO (or the rename's -errno). */
+ * returns the write's -errno (-ENOSPC, -EROFS; -EIO when unknown), or the
+ * rename's. */
 int pa_pout_close(pa_pout *o);
 
 /* ---- text ---- */

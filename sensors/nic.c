@@ -727,6 +727,85 @@ static nic_obs *obs_add(nic_priv *p)
     return o;
 }
 
+/* Adds the sockets of one recv() of a sock_diag dump (the messages of
+ * sequence seq; others are skipped) to p->obs.  Returns 1 when the dump
+ * ended (NLMSG_DONE), 0 when more is to come, or the kernel's error
+ * (NLMSG_ERROR) or -ENOMEM.  buf is aligned as a recv() buffer. */
+static int parse_diag(nic_priv *p, const void *buf, ssize_t n, uint32_t seq)
+{
+    const size_t need = offsetof(struct tcp_info, tcpi_bytes_received) +
+                        sizeof(((struct tcp_info *)0)->tcpi_bytes_received);
+    /* Walked by hand rather than with NLMSG_NEXT: on a message whose
+     * aligned length passes the end, NLMSG_NEXT makes the remaining length
+     * negative and NLMSG_OK then reads past the buffer. */
+    const char *at = buf;
+    size_t left = n > 0 ? (size_t)n : 0;
+    while (left >= sizeof(struct nlmsghdr)) {
+        const struct nlmsghdr *h = (const struct nlmsghdr *)at;
+        if (h->nlmsg_len < sizeof(*h) || h->nlmsg_len > left)
+            break;
+        size_t step = NLMSG_ALIGN(h->nlmsg_len);
+        if (step > left)
+            step = left;
+        at += step;
+        left -= step;
+        if (h->nlmsg_seq != seq)
+            continue;
+        if (h->nlmsg_type == NLMSG_DONE)
+            return 1;
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            /* a negative errno, or the message is not one the kernel
+             * sends */
+            const struct nlmsgerr *e = NLMSG_DATA(h);
+            if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) || e->error >= 0 ||
+                e->error < -4095)
+                return -EIO;
+            return e->error;
+        }
+        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+            h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+            continue;
+        const struct inet_diag_msg *m = NLMSG_DATA(h);
+        const struct tcp_info *ti = NULL;
+        int alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
+        for (const struct rtattr *a = (const struct rtattr *)(m + 1);
+             RTA_OK(a, alen); a = RTA_NEXT(a, alen))
+            if (a->rta_type == INET_DIAG_INFO &&
+                (size_t)RTA_PAYLOAD(a) >= need)
+                ti = RTA_DATA(a);
+        if (!ti)
+            continue;
+        nic_obs *o = obs_add(p);
+        if (!o)
+            return -ENOMEM;
+        o->cookie = (uint64_t)m->id.idiag_cookie[1] << 32 |
+                    m->id.idiag_cookie[0];
+        o->inode = m->idiag_inode;
+        o->family = m->idiag_family;
+        memcpy(o->src, m->id.idiag_src, 16);
+        memcpy(o->dst, m->id.idiag_dst, 16);
+        /* tcp_info may be unaligned in the message */
+        memcpy(&o->rx, (const char *)ti +
+                           offsetof(struct tcp_info, tcpi_bytes_received),
+               8);
+        memcpy(&o->tx, (const char *)ti +
+                           offsetof(struct tcp_info, tcpi_bytes_acked),
+               8);
+    }
+    return 0;
+}
+
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
+                       size_t *nsockets)
+{
+    nic_priv p;
+    memset(&p, 0, sizeof(p));
+    int rc = parse_diag(&p, buf, (ssize_t)len, seq);
+    *nsockets = p.nobs;
+    free(p.obs);
+    return rc;
+}
+
 static int dump_family(nic_priv *p, int family)
 {
     struct {
@@ -747,8 +826,6 @@ static int dump_family(nic_priv *p, int family)
                sizeof sa) < 0)
         return -errno;
 
-    const size_t need = offsetof(struct tcp_info, tcpi_bytes_received) +
-                        sizeof(((struct tcp_info *)0)->tcpi_bytes_received);
     for (;;) {
         ssize_t n = recv(p->nl, p->buf, p->buf_len, 0);
         if (n < 0) {
@@ -758,46 +835,9 @@ static int dump_family(nic_priv *p, int family)
         }
         if (n == 0)
             return -EIO;
-        for (struct nlmsghdr *h = (struct nlmsghdr *)p->buf;
-             NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-            if (h->nlmsg_seq != p->seq)
-                continue;
-            if (h->nlmsg_type == NLMSG_DONE)
-                return 0;
-            if (h->nlmsg_type == NLMSG_ERROR) {
-                const struct nlmsgerr *e = NLMSG_DATA(h);
-                return e->error ? e->error : -EIO;
-            }
-            if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-                h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-                continue;
-            const struct inet_diag_msg *m = NLMSG_DATA(h);
-            const struct tcp_info *ti = NULL;
-            int alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
-            for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, alen);
-                 a = RTA_NEXT(a, alen))
-                if (a->rta_type == INET_DIAG_INFO &&
-                    (size_t)RTA_PAYLOAD(a) >= need)
-                    ti = RTA_DATA(a);
-            if (!ti)
-                continue;
-            nic_obs *o = obs_add(p);
-            if (!o)
-                return -ENOMEM;
-            o->cookie = (uint64_t)m->id.idiag_cookie[1] << 32 |
-                        m->id.idiag_cookie[0];
-            o->inode = m->idiag_inode;
-            o->family = m->idiag_family;
-            memcpy(o->src, m->id.idiag_src, 16);
-            memcpy(o->dst, m->id.idiag_dst, 16);
-            /* tcp_info may be unaligned in the message */
-            memcpy(&o->rx, (const char *)ti +
-                               offsetof(struct tcp_info, tcpi_bytes_received),
-                   8);
-            memcpy(&o->tx, (const char *)ti +
-                               offsetof(struct tcp_info, tcpi_bytes_acked),
-                   8);
-        }
+        int rc = parse_diag(p, p->buf, n, p->seq);
+        if (rc != 0)
+            return rc > 0 ? 0 : rc;
     }
 }
 

@@ -91,6 +91,7 @@ typedef struct pc_state {
     size_t fds_new;   /* kept task fds opened this tick */
     size_t fds_count; /* kept task fds counted this tick */
 
+    char note[256];  /* for every report: why some processes are missing */
     char cpu_model[96];
     double cpuinfo_mhz; /* "cpu MHz" of cpuinfo */
     double base_mhz;    /* intel_pstate's base_frequency, 0 if none */
@@ -654,6 +655,31 @@ static int pc_reopen_system(pc_state *p, const char *procfs)
     return 0;
 }
 
+/* In a container, /proc/stat counts the host's CPUs while the cgroup's
+ * cpu.max (cgroup v2, "<quota> <period>" or "max <period>"; the
+ * container's own cgroup is the root of its namespace) may allow fewer.
+ * Shares stay of the CPUs /proc/stat counts (the package's power is
+ * spread over them whatever the container may use); the report says so.
+ * Read each tick: `docker update --cpus` changes it at run time. */
+static void pc_note_cpu_max(const char *sysfs, unsigned ncpus, pa_sysread *s)
+{
+    char buf[64];
+    unsigned long long quota, period;
+    if (pa__read_file(sysfs, "fs/cgroup/cpu.max", buf, sizeof(buf)) <= 0 ||
+        sscanf(buf, "%llu %llu", &quota, &period) != 2 || !period)
+        return; /* absent, or "max": no limit */
+    double cpus = (double)quota / (double)period;
+    if (cpus >= (double)ncpus)
+        return;
+    char note[200];
+    snprintf(note, sizeof(note),
+             "cgroup: cpu.max limits these processes to %.2f CPUs; "
+             "/proc/stat shows %u: shares are of the %u CPUs /proc/stat "
+             "counts",
+             cpus, ncpus, ncpus);
+    pa__assume(s->notes, sizeof(s->notes), note);
+}
+
 static int pc_sample_system(pc_state *p, pa_ctx *ctx, pa_sysread *s)
 {
     uint64_t busy, idle, up;
@@ -678,6 +704,8 @@ static int pc_sample_system(pc_state *p, pa_ctx *ctx, pa_sysread *s)
         pc_parse_uptime(p->aux, &up) == 0)
         s->uptime_ns = up;
     memcpy(s->cpu_model, p->cpu_model, sizeof(s->cpu_model));
+    pa__assume(s->notes, sizeof(s->notes), p->note);
+    pc_note_cpu_max(ctx->env.sysfs, ncpus, s);
 
     /* A policy that stopped reading (CPU hotplug) is looked for again. */
     if (p->nfreq > 0 && pc_read_freq(p, s) < 0 &&
@@ -1236,6 +1264,13 @@ static int pc_start(pa_module *m, const pa_options *opts)
     if (p->uptimefd < 0)
         p->uptimefd = -1;
     p->keep_fds = pc_is_fs(p->procfd, PC_PROC_SUPER_MAGIC);
+    char hp[40];
+    if (pa__procfs_hidepid(procfs, hp, sizeof(hp)))
+        snprintf(p->note, sizeof(p->note),
+                 "procfs: %s is mounted with %s: other users' processes are "
+                 "hidden from uid %u and not counted (run as root or as a "
+                 "member of the mount's gid= group)",
+                 procfs, hp, (unsigned)geteuid());
     int sfd = open(m->ctx->env.sysfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd >= 0) {
         p->keep_sysfs = pc_is_fs(sfd, PC_SYSFS_MAGIC);

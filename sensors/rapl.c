@@ -19,6 +19,13 @@
  * per domain, so frame->sys->rapl[].energy_uj only ever grows.  A counter
  * can wrap at most once between two ticks without being noticed: the
  * sampling period must stay under the wrap time (minutes at full power).
+ * A counter that goes back without wrapping (a reset, a package plugged
+ * in again, a driver reloaded) or jumps forward by more than a domain can
+ * draw is not unfolded: a step counts (as a wrap or not) only when the
+ * energy it implies is at most MAX_DOMAIN_W over the time since the last
+ * reading; otherwise the domain adds nothing for
+ * that window, which is marked (frame->sys->rapl_resets, the report's
+ * PA_POWER_RAPL_RESET and a note in its assumed list).
  *
  * Domains that overlap (package includes core and uncore) are reported
  * with their kind; consumers never sum them.
@@ -47,6 +54,9 @@
 #define MSR_AMD_RAPL_POWER_UNIT 0xc0010299
 #define MSR_AMD_PKG_ENERGY_STATUS 0xc001029b
 #define MAX_CPUS 4096
+/* No RAPL domain draws this much (server packages: a few hundred W):
+ * a step implying more is a reset or a jump, not energy. */
+#define MAX_DOMAIN_W 2000.0
 
 enum rapl_path { PATH_NONE = 0, PATH_POWERCAP, PATH_PERF, PATH_MSR };
 
@@ -64,6 +74,7 @@ typedef struct rapl_dom {
     uint64_t last;  /* last raw reading */
     uint64_t acc;   /* unfolded raw units since start */
     unsigned wraps;
+    unsigned resets; /* steps not counted (reset, jump) */
 } rapl_dom;
 
 typedef struct rapl_state {
@@ -72,6 +83,7 @@ typedef struct rapl_state {
     rapl_dom dom[PA_MAX_RAPL];
     unsigned ncpu_socket;            /* 0: topology unknown */
     int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
+    uint64_t last_ns;                /* time of the last sample, 0 none */
 } rapl_state;
 
 static const char *kind_name(pa_rapl_kind k)
@@ -159,18 +171,37 @@ static int dom_read_raw(const rapl_dom *d, enum rapl_path path, uint64_t *out)
     return 0;
 }
 
-/* Unfolds one new raw reading into the accumulator. */
-static void dom_update(rapl_dom *d, uint64_t raw)
+/* Could the domain have used `units` in dt_ns?  (dt_ns 0: unknown.) */
+static bool dom_plausible(const rapl_dom *d, uint64_t units, uint64_t dt_ns)
 {
+    if (!dt_ns)
+        return true;
+    double j = (double)units * d->unit_uj / 1e6;
+    return j <= MAX_DOMAIN_W * (double)dt_ns / 1e9;
+}
+
+/* Unfolds one new raw reading into the accumulator; false when the step
+ * was not counted (a reset or a jump). */
+static bool dom_update(rapl_dom *d, uint64_t raw, uint64_t dt_ns)
+{
+    bool ok = true;
     if (raw >= d->last) {
-        d->acc += raw - d->last;
-    } else if (d->range > raw && d->range >= d->last) {
+        if (dom_plausible(d, raw - d->last, dt_ns))
+            d->acc += raw - d->last;
+        else
+            ok = false; /* jumped forward: another counter now */
+    } else if (d->range > raw && d->range >= d->last &&
+               dom_plausible(d, raw + (d->range - d->last), dt_ns)) {
         /* wrapped once: up to range, then from 0 */
         d->acc += raw + (d->range - d->last);
         d->wraps++;
+    } else {
+        ok = false; /* went back without wrapping: restart from raw */
     }
-    /* else: a 64-bit counter went back (reset); restart from raw */
+    if (!ok)
+        d->resets++;
     d->last = raw;
+    return ok;
 }
 
 /* ---------------------------------------------------------------- */
@@ -355,49 +386,12 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
 /* CPU topology (perf and msr paths)                                 */
 /* ---------------------------------------------------------------- */
 
-/* Socket of a CPU from sysfs topology; -1 when unknown. */
-static int cpu_socket(const pa_env *env, int cpu)
-{
-    char rel[96], buf[32];
-    snprintf(rel, sizeof(rel),
-             "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
-    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0)
-        return -1;
-    return atoi(buf);
-}
-
-
 /* The CPU -> package map of the online CPUs, read once at start, given
  * with every reading (pa_sysread.cpu_socket) for per-socket attribution.
  * Left empty (ncpu_socket 0) when no CPU's package is known. */
 static void topo_read(const pa_env *env, rapl_state *st)
 {
-    char buf[4096];
-    st->ncpu_socket = 0;
-    for (size_t i = 0; i < PA_MAX_CPUS; i++)
-        st->cpu_socket[i] = -1;
-    int *cpus = malloc(PA_MAX_CPUS * sizeof(*cpus));
-    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
-                               sizeof(buf)) <= 0) {
-        free(cpus);
-        return;
-    }
-    int n = pa__parse_cpulist(buf, cpus, PA_MAX_CPUS);
-    bool any = false;
-    unsigned top = 0;
-    for (int i = 0; i < n; i++) {
-        if (cpus[i] < 0 || cpus[i] >= PA_MAX_CPUS)
-            continue;
-        int s = cpu_socket(env, cpus[i]);
-        if (s < 0 || s > INT16_MAX)
-            continue;
-        st->cpu_socket[cpus[i]] = (int16_t)s;
-        any = true;
-        if ((unsigned)cpus[i] + 1 > top)
-            top = (unsigned)cpus[i] + 1;
-    }
-    free(cpus);
-    st->ncpu_socket = any ? top : 0;
+    st->ncpu_socket = pa__cpu_packages(env, st->cpu_socket, PA_MAX_CPUS);
 }
 
 /* ---------------------------------------------------------------- */
@@ -505,7 +499,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
             memset(d, 0, sizeof(*d));
             d->fd = fd;
             d->kind = perf_events[e].kind;
-            int s = cpu_socket(env, cpus[c]);
+            int s = pa__cpu_package(env, cpus[c]);
             d->socket = s >= 0 ? s : c;
             snprintf(d->label, sizeof(d->label), "%s/cpu%d",
                      perf_events[e].event, cpus[c]);
@@ -590,12 +584,12 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             break;
         struct stat sb;
         if (stat(path, &sb) < 0) {
-            if (cpu > 0 && cpu_socket(env, cpu) < 0)
+            if (cpu > 0 && pa__cpu_package(env, cpu) < 0)
                 break;
             continue;
         }
         any_dev = true;
-        int s = cpu_socket(env, cpu);
+        int s = pa__cpu_package(env, cpu);
         if (s < 0)
             s = 0;
         bool have = false;
@@ -830,6 +824,8 @@ static int rapl_sample(pa_module *m, pa_frame *f)
 {
     rapl_state *st = m->priv;
     pa_sysread *sys = f->sys;
+    uint64_t dt_ns =
+        st->last_ns && f->time_ns > st->last_ns ? f->time_ns - st->last_ns : 0;
     for (size_t i = 0; i < st->n; i++) {
         rapl_dom *d = &st->dom[i];
         uint64_t raw;
@@ -840,8 +836,18 @@ static int rapl_sample(pa_module *m, pa_frame *f)
                            "%s",
                            d->label, kind_name(d->kind), d->socket,
                            strerror(-rc));
-        dom_update(d, raw);
+        if (!dom_update(d, raw, dt_ns)) {
+            char note[200];
+            say(note, sizeof(note),
+                "rapl: %s (%s, socket %d) went back or jumped without "
+                "wrapping (reset, package plugged in again): its energy in "
+                "this window is not counted",
+                d->label, kind_name(d->kind), d->socket);
+            pa__assume(sys->notes, sizeof(sys->notes), note);
+            sys->rapl_resets++;
+        }
     }
+    st->last_ns = f->time_ns;
     for (size_t i = 0; i < st->n; i++) {
         rapl_dom *d = &st->dom[i];
         sys->rapl[i].socket = d->socket;

@@ -307,10 +307,18 @@ START_TEST(test_modules_fixture)
     ck_assert_ptr_nonnull(strstr(
         r.out, "{\"name\":\"procfs-cpu\",\"kind\":\"sensor\",\"component\":"
                "\"\",\"available\":true,\"enabled\":true"));
+    /* a VM without a curve for its CPU: auto picks cpu-curve (its default
+     * per-vCPU curve follows the load) and says why */
+    ck_assert_ptr_nonnull(strstr(r.out,
+                                 "{\"name\":\"cpu-curve\",\"kind\":\"formula\","
+                                 "\"component\":\"cpu\",\"available\":true,"
+                                 "\"enabled\":true"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"auto\":\"no RAPL; virtual machine "
+                                        "(cpuinfo flag hypervisor)"));
     ck_assert_ptr_nonnull(strstr(r.out,
                                  "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
                                  "\"component\":\"cpu\",\"available\":true,"
-                                 "\"enabled\":true"));
+                                 "\"enabled\":false"));
     run_free(&r);
 
     cli(&r, "modules", FIXTURE_ARGS(FIX_VM), NULL);
@@ -501,7 +509,7 @@ START_TEST(test_hand_values)
      * 3.15 W; window 2: 1.5 s -> 5.25 W (8.4 J so far), and "my (odd) app"
      * born in the window 0.25 s -> 0.875 W; window 3: it has exited (0 W,
      * its 0.875 J kept), pid 1729 now is "cron" (0.04 s -> 0.14 W). */
-    char *out = fixture_json(FIX_VM, "--all", NULL, NULL, NULL, 0);
+    char *out = fixture_json(FIX_VM, "--all", "--formula", "cpu-tdp", NULL, 0);
     ck_assert_ptr_nonnull(strstr(
         out, "{\"type\":\"system\",\"time\":1,\"interval_s\":1,"
              "\"formula\":\"cpu-tdp\",\"sources\":{\"cpu\":\"model\"},"

@@ -263,13 +263,19 @@ START_TEST(only_a_sensor_keeps_auto_formulas)
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
+    /* a VM: auto's CPU model is cpu-curve (its default per-vCPU curve) */
+    assert_formula(ctx, "cpu-curve", "procfs-cpu");
+    ck_assert(info(ctx, "cpu-curve")->by_auto);
+    /* the sensor is the user's: it stays when auto's formula goes; auto
+     * then takes its next choice, never the disabled one */
+    ck_assert(info(ctx, "procfs-cpu")->user);
+    ck_assert_int_eq(pa_module_disable(ctx, "cpu-curve"), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
     assert_formula(ctx, "cpu-tdp", "procfs-cpu");
     ck_assert(info(ctx, "cpu-tdp")->by_auto);
-    /* the sensor is the user's: it stays when auto's formula goes */
-    ck_assert(info(ctx, "procfs-cpu")->user);
     ck_assert_int_eq(pa_module_disable(ctx, "cpu-tdp"), 0);
     ck_assert(enabled(ctx, "procfs-cpu"));
-    ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 4 * NS_PER_S), 0);
     assert_formula(ctx, "", "procfs-cpu");
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
@@ -493,6 +499,33 @@ START_TEST(user_formula_declares_requires)
 }
 END_TEST
 
+/* Two formulas that require the same sensor: it goes with the last. */
+START_TEST(two_formulas_share_a_sensor)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *ctx = pa_test_ctx(root);
+    pa_module_ops nic_needs = seventy;
+    nic_needs.name = "nic-needs";
+    nic_needs.component = PA_COMP_NIC;
+    ck_assert_int_eq(pa_module_register(ctx, &nic_needs), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "nic-needs", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
+    /* listed in module order: formulas by component, cpu first */
+    ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by,
+                     "cpu-tdp,nic-needs");
+    ck_assert_int_eq(pa_module_disable(ctx, "procfs-cpu"), -EBUSY);
+    ck_assert_str_eq(pa_last_error(), "procfs-cpu: cpu-tdp and nic-needs "
+                                      "require it (disable them first)");
+    ck_assert_int_eq(pa_module_disable(ctx, "cpu-tdp"), 0);
+    ck_assert(enabled(ctx, "procfs-cpu"));
+    ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by, "nic-needs");
+    ck_assert_int_eq(pa_module_disable(ctx, "nic-needs"), 0);
+    ck_assert(!enabled(ctx, "procfs-cpu"));
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 START_TEST(bad_requires_are_refused)
 {
     char *root = pa_test_fixture_copy("vm-nocpufreq");
@@ -586,6 +619,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("user");
     tcase_add_test(tc, user_formula_declares_requires);
+    tcase_add_test(tc, two_formulas_share_a_sensor);
     tcase_add_test(tc, bad_requires_are_refused);
     tcase_add_test(tc, abi1_table_declares_nothing);
     suite_add_tcase(s, tc);

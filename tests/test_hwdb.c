@@ -224,13 +224,55 @@ START_TEST(test_format_features)
 }
 END_TEST
 
+/* The published curves of the shipped file: every record parses, points
+ * in order, and the longest match wins as for cpu records. */
+START_TEST(test_curves)
+{
+    pa_curve c;
+    ck_assert_int_eq(pa__hwdb_curve(PA_TEST_HWDB,
+                                     "Intel(R) Xeon(R) CPU X5670 @ 2.93GHz", &c),
+                     0);
+    ck_assert_str_eq(c.match, "X5670");
+    ck_assert_uint_eq(c.n, 11);
+    ck_assert_int_eq(c.per, PA_CURVE_SERVER);
+    ck_assert_uint_eq(c.packages, 2);
+    ck_assert_uint_eq(c.threads, 24);
+    ck_assert_double_eq(c.watts[0], 66);
+    ck_assert_double_eq(c.watts[10], 247);
+    ck_assert_ptr_nonnull(strstr(c.source, "power_ssj2008-20100315-00239"));
+    /* interpolation: halfway between 50 % (156 W) and 60 % (173 W) */
+    ck_assert_double_eq_tol(pa__curve_at(&c, 0.55), 164.5, 1e-9);
+    ck_assert_double_eq(pa__curve_at(&c, -1), 66);
+    ck_assert_double_eq(pa__curve_at(&c, 2), 247);
+    ck_assert_int_eq(pa__hwdb_curve(PA_TEST_HWDB, "Intel(R) Xeon(R) CPU X5672",
+                                    &c),
+                     -ENOENT);
+    /* a curve and a cpu record may share a match string */
+    pa_hwdb_cpu cpu;
+    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "Xeon X5670", &cpu), 0);
+    ck_assert_double_eq(cpu.tdp_w, 95);
+}
+END_TEST
+
 /* Each broken file gives -EINVAL and a message naming file:line. */
 static const struct {
     const char *text;
     unsigned line;
     const char *says;
 } bad[] = {
-    {"cpu \"A\" tdp=1 mhz=1 source=\"s\"\ngpu \"B\"\n", 2, "'cpu' or 'nic'"},
+    {"cpu \"A\" tdp=1 mhz=1 source=\"s\"\ngpu \"B\"\n", 2, "'cpu', 'curve' or 'nic'"},
+    {"curve \"A\" load=0:10,100:20 source=\"s\"\n", 1, "needs load=, per="},
+    {"curve \"A\" load=0:10 per=server source=\"s\"\n", 1,
+     "at least 2 points"},
+    {"curve \"A\" load=0:10,50:5 per=server source=\"s\"\n", 1,
+     "must not fall"},
+    {"curve \"A\" load=0:10,150:20 per=server source=\"s\"\n", 1,
+     "out of range"},
+    {"curve \"A\" load=0:10,100:20 per=rack source=\"s\"\n", 1,
+     "per=rack"},
+    {"curve \"A\" load=0:1,9:2 per=vcpu source=\"s\"\n"
+     "curve \"a\" load=0:1,9:2 per=vcpu source=\"s\"\n",
+     2, "duplicate curve record"},
     {"cpu A tdp=1 mhz=1 source=\"s\"\n", 1, "quoted"},
     {"cpu \"A tdp=1 mhz=1\n", 1, "closing quote"},
     {"cpu \"A\" tdp=1 mhz=1 tpd=3 source=\"s\"\n", 1, "unknown cpu key 'tpd'"},
@@ -354,6 +396,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_default_reasoning_holds);
     tcase_add_test(tc, test_nics);
     tcase_add_test(tc, test_format_features);
+    tcase_add_test(tc, test_curves);
     tcase_add_loop_test(tc, test_parse_errors, 0,
                         (int)(sizeof(bad) / sizeof(bad[0])));
     tcase_add_test(tc, test_long_line);

@@ -236,10 +236,15 @@ START_TEST(lifecycle_while_sampling)
     /* let a few ticks run with everything enabled */
     ck_assert_int_eq(pa_module_enable(ctx, "stress-formula", "scale=7"), 0);
     ck_assert_int_eq(pa_module_enable(ctx, "stress-needy", NULL), 0);
+    unsigned long needed0 = atomic_load(&needed_samples);
     usleep(50000);
+    /* the sensor the formula brought is sampled (waiting for the sampler
+     * on a loaded machine, 10 s at most) */
+    for (int i = 0; i < 1000 && atomic_load(&needed_samples) == needed0; i++)
+        usleep(10000);
     ck_assert_int_eq(pa_stop(ctx), 0);
     ck_assert_uint_gt(atomic_load(&samples), 10);
-    ck_assert_uint_gt(atomic_load(&needed_samples), 0);
+    ck_assert_uint_gt(atomic_load(&needed_samples), needed0);
     ck_assert_uint_gt(atomic_load(&computes), 0);
     ck_assert_uint_gt(atomic_load(&callbacks), 0);
     /* the last windows used scale=7 */
@@ -273,9 +278,15 @@ START_TEST(several_contexts_at_once)
     ck_assert_int_eq(pa_start(a, 1000000, NULL, NULL), 0);
     ck_assert_int_eq(pa_start(b, 2000000, NULL, NULL), 0);
     usleep(60000);
+    /* a loaded machine (ASan, parallel builds) may not have run both
+     * samplers yet: wait for a window in each, 10 s at most */
+    pa_power pa, pb;
+    for (int i = 0; i < 1000 && (pa_pid_power(a, getpid(), &pa) < 0 ||
+                                 pa_pid_power(b, getpid(), &pb) < 0);
+         i++)
+        usleep(10000);
     ck_assert_int_eq(pa_stop(a), 0);
     ck_assert_int_eq(pa_stop(b), 0);
-    pa_power pa, pb;
     ck_assert_int_eq(pa_pid_power(a, getpid(), &pa), 0);
     ck_assert_int_eq(pa_pid_power(b, getpid(), &pb), 0);
     ck_assert_double_eq_tol(pa.cpu_w, 2.0, 1e-9);

@@ -217,6 +217,55 @@ START_TEST(test_vm_system)
 }
 END_TEST
 
+/* A container on an 8-CPU host limited to 2 CPUs by cpu.max (see the
+ * fixture's README): /proc/stat's 8 CPUs are used, and the report says
+ * the limit disagrees; without a limit ("max") nothing is said. */
+START_TEST(container_cpumax_uses_proc_stat)
+{
+    char *root = pa_test_fixture_copy("container-cpumax");
+    pa_ctx *ctx = ctx_on(root);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
+    ck_assert_int_eq(pa_watch_pid(ctx, 1801, 0), 0);
+    tick(ctx, 1.0);
+    ck_assert_uint_eq(last_sys(ctx)->ncpus, 8);
+    /* 1 s later: java +150 ticks (1.5 CPU-s, under its 2-CPU limit);
+     * each CPU +40 busy, +60 idle ticks */
+    stat_times(root, "1801/stat", 4410 + 120, 391 + 30);
+    char lines[1024] = "";
+    for (int i = 0; i < 8; i++) {
+        size_t u = strlen(lines);
+        snprintf(lines + u, sizeof(lines) - u,
+                 "cpu%d 30030 0 10010 960060 0 0 0 0 0 0\n", i);
+    }
+    pa_test_write(root, "proc/stat",
+                  "cpu  %d 0 %d %d 0 0 0 0 0 0\n%sintr 0\nctxt 0\n", 8 * 30030,
+                  8 * 10010, 8 * 960060, lines);
+    tick(ctx, 2.0);
+    pa_report *r = report(ctx);
+    /* default TDP 5 W x 8 CPUs, P = 0.7 x 40 = 28 W; java 1.5 of 8
+     * CPU-s: 28 x 1.5 / 8 = 5.25 W (with the limit's 2 CPUs it would
+     * be 21 W) */
+    const pa_target_info *j = find(r, PA_TARGET_PROCESS, 1801, 0);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_double_eq_tol(j->power.cpu_time_s, 1.5, 1e-9);
+    ck_assert_double_eq_tol(j->power.cpu_w, 5.25, 1e-9);
+    ck_assert_double_eq_tol(r->system.cpu_w, 28, 1e-9);
+    ck_assert_msg(strstr(r->assumed, "5W x 8 CPUs"), "%s", r->assumed);
+    ck_assert_msg(strstr(r->assumed, "cgroup: cpu.max limits these processes "
+                                     "to 2.00 CPUs; /proc/stat shows 8"),
+                  "%s", r->assumed);
+    pa_report_free(r);
+    /* the limit lifted at run time: nothing to say */
+    pa_test_write(root, "sys/fs/cgroup/cpu.max", "max 100000\n");
+    tick(ctx, 3.0);
+    r = report(ctx);
+    ck_assert_ptr_null(strstr(r->assumed, "cpu.max"));
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* Policies shared by several CPUs count once per affected CPU. */
 START_TEST(test_freq_policy_weight)
 {
@@ -1184,6 +1233,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("fixtures");
     tcase_add_test(tc, test_desktop_system);
     tcase_add_test(tc, test_vm_system);
+    tcase_add_test(tc, container_cpumax_uses_proc_stat);
     tcase_add_test(tc, test_freq_policy_weight);
     tcase_add_test(tc, test_freq_per_cpu_layout);
     tcase_add_test(tc, test_freq_intel_pstate);

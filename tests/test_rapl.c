@@ -26,6 +26,8 @@ typedef struct rig {
     pa_module m;
     pa_sysread sys;
     uint64_t tick;
+    uint64_t time_ns;
+    uint64_t step_ns; /* time to the next sample; 0: one second */
 } rig;
 
 static int rig_start(rig *r, const char *fixture, const char *opts)
@@ -47,7 +49,12 @@ static void rig_sample(rig *r)
 {
     memset(&r->sys, 0, sizeof(r->sys));
     pa_frame f = {
-        .ctx = r->ctx, .tick = ++r->tick, .time_ns = r->tick, .sys = &r->sys};
+        .ctx = r->ctx, .tick = ++r->tick, .time_ns = 0, .sys = &r->sys};
+    /* one reading a second unless a test waits longer: the sensor counts
+     * a step only if the domain could have drawn it in that time */
+    r->time_ns += r->step_ns ? r->step_ns : 1000000000ull;
+    r->step_ns = 0;
+    f.time_ns = r->time_ns;
     int rc = pa__mod_rapl.sample(&r->m, &f);
     ck_assert_msg(rc == 0, "sample: %s", pa_last_error());
     ck_assert(r->sys.have & PA_HAVE_RAPL);
@@ -197,8 +204,10 @@ START_TEST(amd_package_and_core)
     ck_assert_uint_eq(r.sys.nrapl, 2);
     ck_assert_int_eq(r.sys.rapl[0].kind, PA_RAPL_PKG);
     ck_assert_int_eq(r.sys.rapl[1].kind, PA_RAPL_CORE);
-    /* AMD's range is 65532610987 uJ: wrap at that value */
+    /* AMD's range is 65532610987 uJ: wrap at that value (64 kJ: a
+     * plausible wrap after 1000 s at 64 W) */
     pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "10\n");
+    r.step_ns = 1000 * 1000000000ull;
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj,
                       65532610987ull - 1234567890ull + 10);
@@ -263,8 +272,10 @@ START_TEST(msr_device_files)
     ck_assert_uint_eq(dom(&r, 1, PA_RAPL_PKG)->energy_uj, 2500000);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_DRAM)->energy_uj, 15300);
     ck_assert_uint_eq(dom(&r, 1, PA_RAPL_DRAM)->energy_uj, 0);
-    /* 32-bit wrap: 16384 units to 2^32, then 32768 more = 3 J */
+    /* 32-bit wrap: 16384 units to 2^32, then 32768 more = 3 J (the
+     * climb to the top, 262 kJ, over 1000 s: 262 W) */
     write_msr(r.root, 0, 0x611, 0xffffffffull - 16383);
+    r.step_ns = 1000 * 1000000000ull;
     rig_sample(&r);
     write_msr(r.root, 0, 0x611, 32768);
     rig_sample(&r);
@@ -516,6 +527,103 @@ START_TEST(reconfigure_keeps_energy)
 }
 END_TEST
 
+/* A counter that goes back without wrapping (reset) or jumps forward by
+ * more than a domain can draw (a package plugged in again) is not
+ * unfolded: that window adds nothing for the domain, the frame counts
+ * the reset and a note names the domain; the next steps count again. */
+START_TEST(reset_is_not_a_wrap)
+{
+    rig r;
+    ck_assert_int_eq(rig_start(&r, "rapl-wrap", NULL), 0);
+    rig_sample(&r);
+    const char *f = "sys/class/powercap/intel-rapl:0/energy_uj";
+    char *start = pa_test_slurp(PA_FIXTURES
+                                "/rapl-wrap/sys/class/powercap/intel-rapl:0/"
+                                "energy_uj");
+    ck_assert_ptr_nonnull(start);
+    unsigned long long v0 = strtoull(start, NULL, 10);
+    free(start);
+    /* +20 J in a second: counted */
+    pa_test_write(r.root, f, "%llu\n", v0 + 20000000ull);
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 20000000);
+    ck_assert_uint_eq(r.sys.rapl_resets, 0);
+    ck_assert_str_eq(r.sys.notes, "");
+    /* reset to 0.5 J: as a wrap it would be ~262 kJ in 1 s */
+    pa_test_write(r.root, f, "500000\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 20000000);
+    ck_assert_uint_eq(r.sys.rapl_resets, 1);
+    ck_assert_msg(strstr(r.sys.notes, "intel-rapl:0") &&
+                      strstr(r.sys.notes, "without wrapping"),
+                  "%s", r.sys.notes);
+    /* counts again from the reset value */
+    pa_test_write(r.root, f, "3500000\n");
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 23000000);
+    ck_assert_uint_eq(r.sys.rapl_resets, 0);
+    /* a jump forward of 50 kJ in a second (another counter): not energy */
+    pa_test_write(r.root, f, "%llu\n", 3500000ull + 50000000000ull);
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 23000000);
+    ck_assert_uint_eq(r.sys.rapl_resets, 1);
+    /* the same 50 kJ over an hour (14 W) would have been energy */
+    pa_test_write(r.root, f, "%llu\n", 3500000ull + 100000000000ull);
+    r.step_ns = 3600 * 1000000000ull;
+    rig_sample(&r);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 50023000000ull);
+    ck_assert_uint_eq(r.sys.rapl_resets, 0);
+    rig_end(&r);
+}
+END_TEST
+
+/* The same through a context and rapl-share: the window of the reset has
+ * no negative (nor huge) power, is flagged PA_POWER_RAPL_RESET and says
+ * why in its assumed list; the windows around it are measured as usual. */
+START_TEST(reset_window_marked)
+{
+    char *root = pa_test_fixture_copy("rapl-wrap");
+    pa_ctx *ctx = pa_test_ctx(root);
+    ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "rapl", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "rapl-share", NULL), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    const char *f = "sys/class/powercap/intel-rapl:0/energy_uj";
+    char *start = pa_test_slurp(PA_FIXTURES
+                                "/rapl-wrap/sys/class/powercap/intel-rapl:0/"
+                                "energy_uj");
+    unsigned long long v = strtoull(start, NULL, 10);
+    free(start);
+    uint64_t t = NS_PER_S;
+    ck_assert_int_eq(pa_tick_at(ctx, t), 0);
+    double want[4] = {15, -1, 12, 30}; /* W; -1: the reset window */
+    unsigned long long next[4] = {v + 15000000ull, 2000000ull,
+                                  14000000ull, 44000000ull};
+    for (int k = 0; k < 4; k++) {
+        pa_test_write(root, f, "%llu\n", next[k]);
+        t += NS_PER_S;
+        ck_assert_int_eq(pa_tick_at(ctx, t), 0);
+        pa_report *rep = NULL;
+        ck_assert_int_eq(pa_report_get(ctx, &rep), 0);
+        ck_assert_str_eq(rep->cpu_source, "rapl");
+        ck_assert_double_ge(rep->system.cpu_w, 0);
+        if (want[k] < 0) {
+            ck_assert(rep->system.flags & PA_POWER_RAPL_RESET);
+            ck_assert_double_lt(rep->system.cpu_w, 1e-9);
+            ck_assert_msg(strstr(rep->assumed, "went back or jumped"), "%s",
+                          rep->assumed);
+        } else {
+            ck_assert(!(rep->system.flags & PA_POWER_RAPL_RESET));
+            ck_assert_double_eq_tol(rep->system.cpu_w, want[k], 1e-6);
+            ck_assert_ptr_null(strstr(rep->assumed, "went back"));
+        }
+        pa_report_free(rep);
+    }
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* A domain that disappears (driver unloaded) fails the sample with a
  * message naming it; the engine then retries. */
 START_TEST(read_failure_named)
@@ -526,7 +634,8 @@ START_TEST(read_failure_named)
     pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
                   "garbage\n");
     memset(&r.sys, 0, sizeof(r.sys));
-    pa_frame f = {.ctx = r.ctx, .tick = 9, .time_ns = 9, .sys = &r.sys};
+    pa_frame f = {
+        .ctx = r.ctx, .tick = 9, .time_ns = 9000000000ull, .sys = &r.sys};
     ck_assert_int_lt(pa__mod_rapl.sample(&r.m, &f), 0);
     ck_assert_msg(strstr(pa_last_error(), "intel-rapl:0"), "%s",
                   pa_last_error());
@@ -555,6 +664,8 @@ static Suite *suite(void)
     tcase_add_test(tc, root_only_energy_uj);
     tcase_add_test(tc, reconfigure_keeps_energy);
     tcase_add_test(tc, read_failure_named);
+    tcase_add_test(tc, reset_is_not_a_wrap);
+    tcase_add_test(tc, reset_window_marked);
     suite_add_tcase(s, tc);
     return s;
 }

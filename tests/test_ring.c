@@ -789,7 +789,7 @@ static void *stress_read_loop(void *arg)
         const pa_report *g;
         int rc = pa_ring_read(r, &seq, &g);
         if (rc == 0) {
-            sr->reads++;
+            __atomic_store_n(&sr->reads, sr->reads + 1, __ATOMIC_RELAXED);
             if (!stress_check(g) || g->tick != seq)
                 sr->torn++;
         } else if (rc != -EAGAIN) {
@@ -854,7 +854,16 @@ START_TEST(test_stress)
     }
     uint64_t t0 = now_ns(), worst = 0;
     uint64_t s = 2;
-    while (now_ns() - t0 < 1000000000ull) {
+    /* One second, longer on a loaded machine (up to 20 s) until the
+     * threads have read enough windows for a torn one to show. */
+    for (;;) {
+        uint64_t el = now_ns() - t0;
+        long sofar = 0;
+        for (int k = 0; k < 3; k++)
+            sofar += __atomic_load_n(&sr[k].reads, __ATOMIC_RELAXED);
+        if (el >= 20000000000ull ||
+            (el >= 1000000000ull && s > 200 && sofar > 100))
+            break;
         stress_report(&f, s);
         uint64_t a = now_ns();
         ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
@@ -890,6 +899,94 @@ START_TEST(test_stress)
 }
 END_TEST
 
+/* A writer killed with SIGKILL in the middle of publishing (it publishes
+ * without pause, so the kill lands inside pa_ring_publish most of the
+ * time), then a new writer on the same name, ten times: the open reader
+ * never gets a torn window, drains what was whole and then hears the
+ * writer is gone (-EOWNERDEAD, "no longer running"); the new writer
+ * replaces the stale ring, and a reader opened again reads its windows
+ * from sequence 1. */
+START_TEST(test_killed_mid_publish)
+{
+    fresh_name();
+    long total = 0;
+    for (int round = 0; round < 10; round++) {
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            close(p[0]);
+            pa_ring_opts o = {.capacity = STRESS_CAP,
+                              .max_targets = STRESS_MAXT,
+                              .interval_ns = 1000000000ull};
+            pa_ring_writer *w = NULL;
+            if (pa_ring_create(ring_name, &o, &w) < 0)
+                _exit(1);
+            fake f;
+            stress_report(&f, 1);
+            pa_ring_publish(w, &f.r);
+            char c = 'r';
+            if (write(p[1], &c, 1) != 1)
+                _exit(1);
+            for (uint64_t k = 2;; k++) {
+                stress_report(&f, k);
+                pa_ring_publish(w, &f.r);
+            }
+        }
+        close(p[1]);
+        char c;
+        ck_assert_int_eq(read(p[0], &c, 1), 1);
+        close(p[0]);
+        pa_ring_reader *r = NULL;
+        ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+        uint64_t seq = 0, until = now_ns() + (5 + round * 3) * 1000000ull;
+        const pa_report *g;
+        long reads = 0;
+        while (now_ns() < until) {
+            int rc = pa_ring_read(r, &seq, &g);
+            if (rc == 0) {
+                ck_assert_msg(stress_check(g), "torn window %llu",
+                              (unsigned long long)seq);
+                reads++;
+            }
+        }
+        kill(pid, SIGKILL);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        /* what is left is whole, then the gap is reported */
+        int rc;
+        while ((rc = pa_ring_read(r, &seq, &g)) == 0) {
+            ck_assert_msg(stress_check(g), "torn window %llu after the kill",
+                          (unsigned long long)seq);
+            reads++;
+        }
+        ck_assert_int_eq(rc, -EOWNERDEAD);
+        ck_assert_ptr_nonnull(strstr(pa_last_error(), "no longer running"));
+        total += reads;
+
+        /* a new writer takes the name over */
+        pa_ring_writer *w = NULL;
+        ck_assert_int_eq(pa_ring_create(ring_name, NULL, &w), 0);
+        fake f;
+        stress_report(&f, 1);
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+        /* the old mapping stays the dead writer's */
+        ck_assert_int_eq(pa_ring_read(r, &seq, &g), -EOWNERDEAD);
+        pa_ring_close(r);
+        ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+        seq = 0;
+        ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+        ck_assert_uint_eq(seq, 1);
+        ck_assert(stress_check(g));
+        pa_ring_close(r);
+        pa_ring_destroy(w);
+    }
+    ck_assert_int_gt(total, 10);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
     Suite *s = suite_create("ring");
@@ -907,6 +1004,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_dead_writer);
     tcase_add_test(tc, test_hung_writer);
     tcase_add_test(tc, test_stress);
+    tcase_add_test(tc, test_killed_mid_publish);
     suite_add_tcase(s, tc);
     return s;
 }

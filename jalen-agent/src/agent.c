@@ -71,6 +71,16 @@ static void jl_thread_name(jvmtiEnv *jvmti, jthread thr, char *out, size_t len)
             snprintf(out, len, "%s", ti.name);
             (*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
         }
+        /* local references: the agent thread never returns to Java to
+         * free them */
+        JNIEnv *jni = NULL;
+        if ((ti.thread_group || ti.context_class_loader) && jl_smp.vm &&
+            (*jl_smp.vm)->GetEnv(jl_smp.vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK && jni) {
+            if (ti.thread_group)
+                (*jni)->DeleteLocalRef(jni, ti.thread_group);
+            if (ti.context_class_loader)
+                (*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+        }
     }
     /* CSV-safe: no commas, quotes or newlines in names */
     for (char *c = out; *c; c++)
@@ -112,9 +122,10 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
                 t->timer = tm;
                 t->has_timer = 1;
             }
-        } else if (jni && thr) {
-            t->ref = (*jni)->NewGlobalRef(jni, thr);
         }
+        /* mode=jvmti samples through it; both modes follow renames */
+        if (jni && thr)
+            t->ref = (*jni)->NewGlobalRef(jni, thr);
     }
     pthread_mutex_unlock(&jl_thr.lock);
 }
@@ -125,13 +136,26 @@ static void JNICALL jl_on_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr
         return;
     char name[64];
     jl_thread_name(jvmti, thr, name, sizeof(name));
+    if (jl_o.mode == JL_MODE_CPU)
+        jl_unwind_thread_start(jl_gettid());
     jl_add_java_thread(jni, thr, 0, name);
+}
+
+/* A Java thread's name now, when Thread.setName changed it since it was
+ * read (thr lock held).  The main thread comes back at exit as
+ * "DestroyJavaVM": it keeps the name it had. */
+static void jl_thread_rename(jvmtiEnv *jvmti, jl_thread *t, jthread thr)
+{
+    if (t->kind != JL_K_JAVA || !thr)
+        return;
+    char name[64];
+    jl_thread_name(jvmti, thr, name, sizeof(name));
+    if (strcmp(name, "[unnamed]") && strcmp(name, "DestroyJavaVM"))
+        snprintf(t->name, sizeof(t->name), "%s", name);
 }
 
 static void JNICALL jl_on_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
 {
-    (void)jvmti;
-    (void)thr;
     if (!atomic_load(&jl_active))
         return;
     struct timespec ts;
@@ -140,6 +164,8 @@ static void JNICALL jl_on_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     pthread_mutex_lock(&jl_thr.lock);
     jl_thread *t = jl_threads_get(tid, 0);
     if (t) {
+        /* a thread that ends keeps the name it ended with */
+        jl_thread_rename(jvmti, t, thr);
         if (t->has_timer) {
             jl_sampler_timer_delete(t->timer);
             t->has_timer = 0;
@@ -309,6 +335,8 @@ fail:
 
 static void jl_drain(int full)
 {
+    if (jl_o.mode == JL_MODE_CPU)
+        jl_unwind_refresh();
     jl_sampler_drain(jl_on_slot, NULL, full);
 }
 
@@ -401,6 +429,10 @@ static void jl_process_window(int final)
     jl_drain(1);
 
     pthread_mutex_lock(&jl_thr.lock);
+    /* names set with Thread.setName since the last window */
+    for (size_t i = 0; i < jl_thr.n; i++)
+        if (jl_thr.v[i].alive && jl_thr.v[i].ref)
+            jl_thread_rename(jl_jvmti, &jl_thr.v[i], jl_thr.v[i].ref);
     pa_report *rep = NULL;
     if (rc >= 0 && pa_report_get(jl_ctx, &rep) == 0 && rep) {
         jl_copy_str(jl_prof.formula, sizeof(jl_prof.formula), rep->formula);
@@ -809,6 +841,10 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         return;
     char name[64];
     jl_thread_name(jvmti, thr, name, sizeof(name));
+    if (jl_o.mode == JL_MODE_CPU) {
+        jl_unwind_vm_init(jvmti);
+        jl_unwind_thread_start(jl_gettid());
+    }
     jl_add_java_thread(jni, thr, 0, name);
     jl_find_early_threads(jvmti, jni, jl_gettid());
     jint nc = 0;
@@ -882,7 +918,7 @@ static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 /* Loading                                                             */
 /* ------------------------------------------------------------------ */
 
-static int jl_mkdirs(const char *path)
+int jl_mkdirs(const char *path)
 {
     char buf[4096];
     snprintf(buf, sizeof(buf), "%s", path);
@@ -1024,6 +1060,10 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
     cb.CompiledMethodLoad = jl_on_compiled_method_load;
     if (jl_o.net)
         cb.NativeMethodBind = jl_on_native_bind;
+    /* without it, a failed walk keeps its pseudo-frame as before */
+    if (jl_o.mode == JL_MODE_CPU && jl_unwind_init(jl_jvmti, &cb) < 0 && !jl_o.quiet)
+        fprintf(stderr, "jalen: this JVM's code cache is not found (gHotSpotVMStructs): "
+                        "samples in stubs stay under [unknown Java]\n");
     if ((*jl_jvmti)->SetEventCallbacks(jl_jvmti, &cb, sizeof(cb)) != JVMTI_ERROR_NONE) {
         snprintf(err, sizeof(err), "cannot set the JVMTI callbacks");
         goto fail;

@@ -112,6 +112,14 @@ typedef struct jl_sampler {
      * stack samples, no socket counting, no windows */
     atomic_int paused;
     jl_asgct_fn asgct;
+    /* walks ASGCT gave up on (unknown or not walkable Java), and those of
+     * them recovery (unwind.c) completed */
+    atomic_ulong walks_failed, walks_recovered;
+#ifdef JL_TIME_HANDLER
+    /* a timing build (-DJL_TIME_HANDLER): ns in the handler, samples */
+    atomic_ulong t_total_ns, t_n;
+    atomic_ulong t_hist[512]; /* samples by time in the handler, 0.5-us bins */
+#endif
     JavaVM *vm;
     uint64_t interval_ns;
     int interval_us;
@@ -134,6 +142,30 @@ void jl_slot_publish(jl_slot *s);
  * window's end and at exit, also finds a sample whose claim raced the
  * previous drain. */
 void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user, int full);
+
+/* ------------------------------------------------------------------ */
+/* Recovery of failed walks (unwind.c, mode=cpu)                        */
+/* ------------------------------------------------------------------ */
+
+/* Agent_OnLoad: finds the code cache's bounds and sets the
+ * DynamicCodeGenerated callback in cb; negative when recovery cannot work
+ * in this JVM (the agent then runs without it). */
+int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb);
+/* VMInit: enables the event and replays the stubs made so far. */
+void jl_unwind_vm_init(jvmtiEnv *jvmti);
+/* ThreadStart (on the new thread): records its stack's bounds. */
+void jl_unwind_thread_start(pid_t tid);
+/* Agent thread: publishes the stubs seen since the last call. */
+void jl_unwind_refresh(void);
+/* Bytes the stub and stack tables hold (for agent_memory_bytes). */
+size_t jl_unwind_memory(void);
+void jl_debug_blob_name(uintptr_t pc, char *out, size_t len);
+/* Signal handler, after ASGCT failed on the context ucv: finds the caller
+ * of the stub, the unfinished frame or the native routine and walks again
+ * from it.  1 when tr now holds frames.  stubs_only: only when the PC is
+ * in a stub (before any walk: ASGCT would fail there, and that failed
+ * walk costs as much as a good one).  Async-signal-safe. */
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */
@@ -293,6 +325,8 @@ void jl_net_new_window(void);
 /* ------------------------------------------------------------------ */
 
 int jl_write_all(const jl_opts *o, int final);
+/* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
+int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o);
 
 /* Small helpers (util in writers.c). */

@@ -7,13 +7,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "powerapi.h"
 
 static const char *const jl_keys[] = {
     "interval", "window", "out",   "format",  "filter", "mode", "net",
     "sensors",  "formula", "disable", "procfs", "sysfs", "quiet",  "fail",
-    "top",      NULL,
+    "top",      "calibration", NULL,
 };
 
 /* Levenshtein distance, small strings only (option names). */
@@ -188,6 +189,18 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
         rc = jl_set_str(&o->procfs, val);
     } else if (!strcmp(key, "sysfs")) {
         rc = jl_set_str(&o->sysfs, val);
+    } else if (!strcmp(key, "calibration")) {
+        /* a `powerapi calibrate` file: the library's cpu-curve formula
+         * (chosen by auto when RAPL is absent) reads it from here */
+        if (access(val, R_OK) < 0) {
+            snprintf(err, errlen,
+                     "calibration=%s: %s (write one with `powerapi "
+                     "calibrate --output FILE`)",
+                     val, strerror(errno));
+            return -EINVAL;
+        }
+        if (setenv("POWERAPI_CALIBRATION", val, 1) < 0)
+            return -ENOMEM;
     } else if (!strcmp(key, "fail")) {
         if (!strcmp(val, "abort"))
             o->fail_abort = 1;

@@ -47,10 +47,28 @@ void jl_slot_publish(jl_slot *s)
     atomic_store_explicit(&s->state, JL_SLOT_READY, memory_order_release);
 }
 
+#ifdef JL_TIME_HANDLER
+/* the timing build only: JALEN_TIME_NO_RECOVERY=1 turns recovery off, so
+ * that the handler's time is compared with and without it in one binary */
+static int jl_no_recovery;
+#define JL_RECOVER (!jl_no_recovery)
+static uint64_t jl_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#else
+#define JL_RECOVER 1
+#endif
+
 static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     int saved = errno;
+#ifdef JL_TIME_HANDLER
+    uint64_t t0 = jl_ns();
+#endif
     if (!atomic_load_explicit(&jl_smp.on, memory_order_acquire) ||
         atomic_load_explicit(&jl_smp.paused, memory_order_relaxed))
         goto out;
@@ -70,11 +88,37 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
         s->n = -3; /* ticks_unknown_not_Java */
     } else {
         jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
-        jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
+        if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1)) {
+            /* in a stub: walked from its caller at once (unwind.c) */
+            atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
+        } else {
+            jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
+            /* ticks_unknown_Java: the top frame is unfinished, or native
+             * code called from Java (ticks_not_walkable_Java, a frame
+             * further down that is not walkable, is not retried: the top
+             * frame was fine there) */
+            if (JL_RECOVER && (tr.num_frames == -5 || tr.num_frames == -6)) {
+                int code = tr.num_frames;
+                atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+                if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0))
+                    atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1,
+                                              memory_order_relaxed);
+                else
+                    tr.num_frames = code;
+            }
+        }
         s->n = tr.num_frames;
         s->truncated = tr.num_frames >= JL_MAX_DEPTH;
     }
     jl_slot_publish(s);
+#ifdef JL_TIME_HANDLER
+    uint64_t dt = jl_ns() - t0;
+    atomic_fetch_add_explicit(&jl_smp.t_total_ns, dt, memory_order_relaxed);
+    atomic_fetch_add_explicit(&jl_smp.t_hist[dt / 500 < 511 ? dt / 500 : 511], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&jl_smp.t_n, 1, memory_order_relaxed);
+#endif
 out:
     errno = saved;
 }
@@ -93,6 +137,9 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
         return -ENOMEM;
     }
     jl_smp.slots = mem;
+#ifdef JL_TIME_HANDLER
+    jl_no_recovery = getenv("JALEN_TIME_NO_RECOVERY") != NULL;
+#endif
     /* also the cheap stack walk of the net wrappers, in either mode */
     jl_smp.asgct = (jl_asgct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
     if (mode != JL_MODE_CPU)

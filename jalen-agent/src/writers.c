@@ -6,6 +6,13 @@
  * half a file and a killed JVM leaves the last complete window.  The text,
  * the collapsed stacks, the flame graph and pprof are profout/'s writers,
  * shared with `powerapi profile`.
+ *
+ * When the folder cannot be written (full file system, read-only, gone)
+ * the JVM runs on: the agent says once what failed, the files of the
+ * last complete window stay (a .tmp that could not be written whole is
+ * removed, timeline.csv is cut back to its last whole row), and the next
+ * windows try again; a removed folder is made again.  When writing works
+ * again the agent says so once.
  */
 #include "jalen.h"
 
@@ -16,6 +23,7 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const jl_profile *jl_sort_p;
@@ -237,6 +245,7 @@ static int jl_write_timeline(const char *dir)
     }
     jl_timeline_rows(m);
     int rc = fclose(m) == 0 ? 0 : -ENOMEM;
+    off_t whole = lseek(fd, 0, SEEK_END); /* the file ends with a whole row */
     /* a short write is continued: rows half on disk must not be written
      * again next window */
     size_t done = 0;
@@ -249,6 +258,10 @@ static int jl_write_timeline(const char *dir)
         else if (w == 0)
             rc = -EIO;
     }
+    /* a failed append (a full file system) is cut back to the last whole
+     * row and its rows are kept for the next window */
+    if (rc < 0 && done && whole >= 0 && ftruncate(fd, whole) == 0)
+        done = 0;
     if (rc == 0 || done)
         jl_prof.ntl = 0; /* written, or in part: not written twice */
     free(buf);
@@ -271,7 +284,7 @@ static size_t jl_agent_memory(void)
     b += p->mhcap * (sizeof(int) + sizeof(jmethodID)) + p->chcap * sizeof(int);
     b += p->captl * sizeof(jl_timeline_row);
     b += jl_thr.cap * sizeof(jl_thread) + jl_thr.hcap * sizeof(int);
-    return b + jl_net_memory();
+    return b + jl_net_memory() + jl_unwind_memory();
 }
 
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
@@ -305,6 +318,26 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
+    /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
+    fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
+            (unsigned long long)atomic_load(&jl_smp.walks_failed),
+            (unsigned long long)atomic_load(&jl_smp.walks_recovered));
+#ifdef JL_TIME_HANDLER
+    fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
+            atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
+    {
+        unsigned long n = atomic_load(&jl_smp.t_n), c = 0;
+        int q[3] = {-1, -1, -1};
+        for (int i = 0; i < 512; i++) {
+            c += atomic_load(&jl_smp.t_hist[i]);
+            for (int k = 0; k < 3; k++)
+                if (q[k] < 0 && c * 4 >= n * (unsigned long)(k + 1))
+                    q[k] = i;
+        }
+        fprintf(f, "  \"handler_us_quartiles\": [%.1f, %.1f, %.1f],\n", q[0] * 0.5 + 0.25,
+                q[1] * 0.5 + 0.25, q[2] * 0.5 + 0.25);
+    }
+#endif
     fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
@@ -341,10 +374,25 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     return pa_pout_close(&o);
 }
 
+/* 0 while writing works, else the errno of the failure last said */
+static int jl_write_failing;
+
 int jl_write_all(const jl_opts *o, int final)
 {
     int rc = 0, r;
     jl_profile_compute_totals();
+    struct stat st;
+    if (stat(o->out, &st) < 0 && errno == ENOENT) {
+        /* the folder was removed while the JVM runs: make it again */
+        r = jl_mkdirs(o->out);
+        if (!o->quiet)
+            fprintf(stderr, "jalen: the output folder '%s' was removed; %s\n", o->out,
+                    r == 0 ? "made it again" : strerror(-r));
+        if (r < 0 && !jl_write_failing)
+            jl_write_failing = -r;
+        if (r < 0)
+            return r;
+    }
     if (o->formats & JL_FMT_CSV) {
         if ((r = jl_write_methods(o->out, 0)) < 0)
             rc = r;
@@ -373,11 +421,17 @@ int jl_write_all(const jl_opts *o, int final)
         rc = r;
     if ((o->formats & JL_FMT_JSON) && (r = jl_write_summary(o->out, o, final)) < 0)
         rc = r;
-    static int warned;
-    if (rc < 0 && !warned && !o->quiet) {
-        fprintf(stderr, "jalen: cannot write the output files in '%s': %s\n", o->out,
-                strerror(-rc));
-        warned = 1;
+    if (rc < 0 && !jl_write_failing) {
+        if (!o->quiet)
+            fprintf(stderr,
+                    "jalen: cannot write the output files in '%s': %s; the last complete "
+                    "ones are kept, writing resumes when it can\n",
+                    o->out, strerror(-rc));
+        jl_write_failing = -rc;
+    } else if (rc == 0 && jl_write_failing) {
+        if (!o->quiet)
+            fprintf(stderr, "jalen: writing the output files in '%s' again\n", o->out);
+        jl_write_failing = 0;
     }
     return rc;
 }

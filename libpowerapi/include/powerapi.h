@@ -162,6 +162,7 @@ typedef struct pa_module_info {
     const char *const *requires; /* formulas: NULL-terminated sensor
                                     names, or NULL; owned by the module */
     const char *const *uses;     /* formulas: sensors used when enabled */
+    char auto_why[256];      /* enabled by "auto": why it was chosen */
 } pa_module_info;
 
 /* Fills up to cap entries of out with every known module (built-in and
@@ -218,6 +219,12 @@ enum {
                                     counter (RAPL); modelled otherwise */
     PA_POWER_EXITED = 1u << 1,   /* the target is gone; last report */
     PA_POWER_FIRST = 1u << 2,    /* first window the target was seen */
+    PA_POWER_RAPL_RESET = 1u << 3, /* system: a RAPL counter went back or
+                                      jumped without wrapping (reset,
+                                      package plugged in again); its
+                                      energy in this window is not
+                                      counted (the assumed list says
+                                      which) */
 };
 
 /* Samples every enabled sensor now, runs the formulas and integrates
@@ -277,6 +284,10 @@ typedef struct pa_report {
     double dram_w;        /* measured DRAM power (RAPL), 0 when absent */
     double psys_w;        /* measured platform power (RAPL psys), 0 when
                              absent; not part of system.total_w */
+    double model_error;   /* known relative error of a modelled cpu figure
+                             (0.05 = 5 %): cpu-curve's validation error of
+                             its calibration, or its running error against
+                             RAPL when it self-calibrates; < 0 unknown */
 } pa_report;
 
 /* Called by the sampler thread after each tick.  r is valid only during

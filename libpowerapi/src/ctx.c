@@ -519,7 +519,8 @@ undo:
 }
 
 /* Auto's choices per component, best first. */
-static const char *const auto_cpu[] = {"rapl-share", "cpu-tdp", NULL};
+static const char *const auto_cpu[] = {"rapl-share", "cpu-curve", "cpu-tdp",
+                                       NULL};
 static const char *const auto_nic[] = {"nic-linear", NULL};
 
 /* May auto enable formula `name`: known, and neither it nor a sensor it
@@ -533,6 +534,28 @@ static bool auto_may(const pa_ctx *ctx, const char *name)
         if (!mod_find(ctx, *r) && is_disabled(ctx, *r))
             return false;
     return true;
+}
+
+/* Whether auto takes choice `name` here, and why (kept on the module for
+ * `powerapi modules`): rapl-share wherever its sensor runs; cpu-curve
+ * where a load-power curve or a calibration matches this CPU, or on a
+ * virtual machine (its default per-vCPU curve follows the load, a TDP
+ * guess does not); cpu-tdp otherwise. */
+static bool auto_wants(pa_ctx *ctx, const char *name, char *why, size_t len)
+{
+    char curve[200] = "";
+    if (!strcmp(name, "rapl-share")) {
+        snprintf(why, len, "RAPL is readable: measured power");
+        return true;
+    }
+    if (strcmp(name, "cpu-curve") && strcmp(name, "cpu-tdp")) {
+        why[0] = '\0';
+        return true;
+    }
+    int match = pa__cpu_curve_match(&ctx->env, curve, sizeof(curve));
+    snprintf(why, len, "no RAPL; %s%s", curve,
+             !strcmp(name, "cpu-tdp") ? ": TDP model" : "");
+    return strcmp(name, "cpu-curve") || match > 0;
 }
 
 void pa__auto_fill(pa_ctx *ctx)
@@ -549,9 +572,15 @@ void pa__auto_fill(pa_ctx *ctx)
         for (const pa_module *m = ctx->modules; m && !covered; m = m->next)
             covered = m->ops->kind == PA_FORMULA &&
                       m->ops->component == comps[c].comp;
-        for (const char *const *f = comps[c].choices; !covered && *f; f++)
-            covered = auto_may(ctx, *f) && enable_locked(ctx, *f, NULL,
-                                                         true) == 0;
+        for (const char *const *f = comps[c].choices; !covered && *f; f++) {
+            char why[256];
+            covered = auto_may(ctx, *f) &&
+                      auto_wants(ctx, *f, why, sizeof(why)) &&
+                      enable_locked(ctx, *f, NULL, true) == 0;
+            pa_module *m = covered ? mod_find(ctx, *f) : NULL;
+            if (m)
+                snprintf(m->auto_why, sizeof(m->auto_why), "%s", why);
+        }
     }
     /* enabling above marked the modules changed: auto is done with them */
     ctx->auto_dirty = false;
@@ -739,6 +768,8 @@ static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops,
         mi->failing = m->fail_count > 0;
         if (m->fail_count)
             snprintf(mi->why, sizeof(mi->why), "%s", m->err);
+        if (m->by_auto)
+            snprintf(mi->auto_why, sizeof(mi->auto_why), "%s", m->auto_why);
         snprintf(mi->options, sizeof(mi->options), "%s",
                  m->opts_text ? m->opts_text : "");
         if (ops->kind == PA_SENSOR)
@@ -790,9 +821,17 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
                        flags);
     char path[PA_PATH_MAX];
     if (pa__path(path, sizeof(path), ctx->procfs, "%d/stat", (int)pid) < 0 ||
-        access(path, F_OK) < 0)
+        access(path, F_OK) < 0) {
+        char hp[40];
+        if (pa__procfs_hidepid(ctx->procfs, hp, sizeof(hp)))
+            return pa__err(-ESRCH,
+                           "pid %d: no such process, or one of another user "
+                           "that %s hides (mounted with %s); run as root or "
+                           "as a member of the mount's gid= group",
+                           (int)pid, ctx->procfs, hp);
         return pa__err(-ESRCH, "pid %d: no such process (%s not found)",
                        (int)pid, path);
+    }
     pthread_mutex_lock(&ctx->lock);
     int rc = 0;
     size_t i;
@@ -1220,7 +1259,7 @@ void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)
 
 void pa_table_assume(pa_power_table *t, const char *fmt, ...)
 {
-    char buf[256];
+    char buf[384]; /* a hwdb source (up to 255) with its context */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);

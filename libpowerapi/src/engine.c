@@ -493,6 +493,7 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     r->counter_names = (const char *const *)ctx->counter_names;
     r->dram_w = tab->dram_w;
     r->psys_w = tab->psys_w;
+    r->model_error = tab->model_error;
     ctx->have_report = true;
     return 0;
 }
@@ -556,6 +557,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         pa_power_table tab;
         memset(&d, 0, sizeof(d));
         memset(&tab, 0, sizeof(tab));
+        tab.model_error = -1;
         d.ctx = ctx;
         d.interval_s = (double)(time_ns - ctx->last_time_ns) / 1e9;
         sys_delta(&d, cur, prev);
@@ -601,8 +603,11 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         sp->interval_s = d.interval_s;
         sp->cpu_time_s = d.busy_s;
         sp->time_ns = time_ns;
-        sp->flags = tab.measured ? PA_POWER_MEASURED : 0;
+        sp->flags = (tab.measured ? PA_POWER_MEASURED : 0) |
+                    (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
         ret = build_report(ctx, &d, &tab, time_ns);
+        if (cur->notes[0])
+            pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
         if (ret < 0)
             ret = pa__err(ret, "tick: out of memory building the report");
     }

@@ -89,13 +89,14 @@ static bool match_words(const char *hay, const char *needle)
 /* Parsing                                                             */
 /* ------------------------------------------------------------------ */
 
-typedef enum { REC_CPU, REC_NIC } rec_kind;
+typedef enum { REC_CPU, REC_NIC, REC_CURVE } rec_kind;
 
 typedef struct rec {
     rec_kind kind;
     union {
         pa_hwdb_cpu cpu;
         pa_hwdb_nic nic;
+        pa_curve curve;
     } u;
 } rec;
 
@@ -266,6 +267,32 @@ int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
     return 0;
 }
 
+int pa__curve_parse_points(const char *s, pa_curve *c, char *why,
+                           size_t why_len)
+{
+    double pairs[PA_CURVE_MAX][2];
+    size_t n = 0;
+    int rc = parse_pairs_msg(s, pairs, PA_CURVE_MAX, &n, 0, 100, 0, 100000,
+                             why, why_len);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 1; i < n; i++)
+        if (pairs[i][1] < pairs[i - 1][1]) {
+            snprintf(why, why_len,
+                     "power must not fall as load grows (%gW at %g%% after "
+                     "%gW at %g%%)",
+                     pairs[i][1], pairs[i][0], pairs[i - 1][1],
+                     pairs[i - 1][0]);
+            return -EINVAL;
+        }
+    for (size_t i = 0; i < n; i++) {
+        c->load[i] = pairs[i][0] / 100.0;
+        c->watts[i] = pairs[i][1];
+    }
+    c->n = n;
+    return 0;
+}
+
 /* Reads "key=" into key (letters only). */
 static int read_key(parser *ps, char *key, size_t len)
 {
@@ -404,6 +431,77 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
     return 0;
 }
 
+static int parse_curve(parser *ps, pa_curve *c)
+{
+    bool have_load = false, have_per = false, have_src = false,
+         have_pk = false, have_thr = false;
+    c->packages = 1;
+    c->error = -1;
+    while (!at_end(ps)) {
+        char key[16], val[512];
+        int rc = read_key(ps, key, sizeof(key));
+        if (rc < 0)
+            return rc;
+        if (!strcmp(key, "source")) {
+            if ((rc = read_source(ps, c->source, sizeof(c->source),
+                                  &have_src)) < 0)
+                return rc;
+            continue;
+        }
+        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
+            return rc;
+        if (!strcmp(key, "load")) {
+            char why[160];
+            if (have_load)
+                return PERR(ps, "load given twice");
+            if (pa__curve_parse_points(val, c, why, sizeof(why)) < 0)
+                return PERR(ps,
+                            "load=%s: %s (write LOAD%%:WATTS pairs, e.g. "
+                            "load=0:66,50:156,100:247)",
+                            val, why);
+            if (c->n < 2)
+                return PERR(ps, "load= needs at least 2 points");
+            have_load = true;
+        } else if (!strcmp(key, "per")) {
+            if (have_per)
+                return PERR(ps, "per given twice");
+            if (!strcmp(val, "server"))
+                c->per = PA_CURVE_SERVER;
+            else if (!strcmp(val, "package"))
+                c->per = PA_CURVE_PACKAGE;
+            else if (!strcmp(val, "vcpu"))
+                c->per = PA_CURVE_VCPU;
+            else
+                return PERR(ps, "per=%s: use server, package or vcpu", val);
+            have_per = true;
+        } else if (!strcmp(key, "packages") || !strcmp(key, "threads")) {
+            double t;
+            bool pk = key[0] == 'p';
+            if (pk ? have_pk : have_thr)
+                return PERR(ps, "%s given twice", key);
+            if ((rc = parse_num(ps, key, val, 1, 65536, &t)) < 0)
+                return rc;
+            if (t != floor(t))
+                return PERR(ps, "%s=%s is not a whole number", key, val);
+            if (pk) {
+                c->packages = (unsigned)t;
+                have_pk = true;
+            } else {
+                c->threads = (unsigned)t;
+                have_thr = true;
+            }
+        } else {
+            return PERR(ps,
+                        "unknown curve key '%s' (valid: load, per, packages, "
+                        "threads, source)",
+                        key);
+        }
+    }
+    if (!have_load || !have_per || !have_src)
+        return PERR(ps, "curve record needs load=, per= and source=");
+    return 0;
+}
+
 /* Parses one line; returns 1 and fills r for a record, 0 for a blank or
  * comment line, -EINVAL on error. */
 static int parse_line(parser *ps, char *line, rec *r)
@@ -432,6 +530,19 @@ static int parse_line(parser *ps, char *line, rec *r)
         rc = parse_cpu(ps, &r->u.cpu);
         return rc < 0 ? rc : 1;
     }
+    if (wl && !strcmp(word, "curve")) {
+        r->kind = REC_CURVE;
+        int rc = read_quoted(ps, r->u.curve.match, sizeof(r->u.curve.match),
+                             "curve match string");
+        if (rc < 0)
+            return rc;
+        char norm[sizeof(r->u.curve.match)];
+        normalize(r->u.curve.match, norm, sizeof(norm));
+        if (!norm[0])
+            return PERR(ps, "empty curve match string");
+        rc = parse_curve(ps, &r->u.curve);
+        return rc < 0 ? rc : 1;
+    }
     if (wl && !strcmp(word, "nic")) {
         r->kind = REC_NIC;
         int rc = read_quoted(ps, r->u.nic.match, sizeof(r->u.nic.match),
@@ -443,7 +554,9 @@ static int parse_line(parser *ps, char *line, rec *r)
         rc = parse_nic(ps, &r->u.nic);
         return rc < 0 ? rc : 1;
     }
-    return PERR(ps, "a record starts with 'cpu' or 'nic', not '%.20s'", line);
+    return PERR(ps, "a record starts with 'cpu', 'curve' or 'nic', not "
+                    "'%.20s'",
+                line);
 }
 
 typedef struct seen {
@@ -470,7 +583,7 @@ static int hwdb_scan(const char *path, rec_kind want, const char *key,
                        "--hwdb FILE or $POWERAPI_HWDB",
                        path, strerror(errno));
     char nkey[256];
-    if (want == REC_CPU)
+    if (want != REC_NIC)
         normalize(key, nkey, sizeof(nkey));
     parser ps = {.path = path};
     char line[HWDB_LINE_MAX];
@@ -494,12 +607,17 @@ static int hwdb_scan(const char *path, rec_kind want, const char *key,
         rc = 0;
         /* duplicates make "which one wins" depend on file order: refuse */
         char norm[96];
-        const char *m = r.kind == REC_CPU ? r.u.cpu.match : r.u.nic.match;
+        const char *m = r.kind == REC_CPU     ? r.u.cpu.match
+                        : r.kind == REC_CURVE ? r.u.curve.match
+                                              : r.u.nic.match;
         normalize(m, norm, sizeof(norm));
         for (size_t i = 0; i < nsv; i++)
             if (sv[i].kind == r.kind && !strcmp(sv[i].norm, norm)) {
                 rc = PERR(&ps, "duplicate %s record \"%s\" (first at line %u)",
-                          r.kind == REC_CPU ? "cpu" : "nic", m, sv[i].line);
+                          r.kind == REC_CPU     ? "cpu"
+                          : r.kind == REC_CURVE ? "curve"
+                                                : "nic",
+                          m, sv[i].line);
                 goto out;
             }
         if (nsv == capsv) {
@@ -518,7 +636,7 @@ static int hwdb_scan(const char *path, rec_kind want, const char *key,
         nsv++;
         if (r.kind != want || !key)
             continue;
-        if (want == REC_CPU) {
+        if (want != REC_NIC) {
             size_t l = strlen(norm);
             if (l > best_len && match_words(nkey, norm)) {
                 best_len = l;
@@ -565,5 +683,18 @@ int pa__hwdb_nic(const char *hwdb_path, const char *driver, pa_hwdb_nic *out)
     if (rc == 0)
         return -ENOENT; /* no message, as above */
     *out = best.u.nic;
+    return 0;
+}
+
+int pa__hwdb_curve(const char *hwdb_path, const char *model, pa_curve *out)
+{
+    rec best;
+    const char *path = pa__hwdb_path(hwdb_path);
+    int rc = hwdb_scan(path, REC_CURVE, model ? model : "", &best);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return -ENOENT; /* no message, as above */
+    *out = best.u.curve;
     return 0;
 }

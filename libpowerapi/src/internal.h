@@ -119,6 +119,8 @@ typedef struct pa_sysread {
     unsigned nrapl;
     pa_rapl_reading rapl[PA_MAX_RAPL];
     char rapl_path[24];       /* "powercap", "perf", "msr" */
+    unsigned rapl_resets;     /* domains whose counter went back or jumped
+                                 (not counted this window) */
     unsigned nnic;
     pa_nic_reading nic[PA_MAX_IFACES];
     double cycles_all;        /* cumulative system-wide cycles */
@@ -126,6 +128,8 @@ typedef struct pa_sysread {
                                  sensor saw, by pa_nic_kind, cumulative */
     unsigned ncpu_socket;     /* entries of cpu_socket (rapl), 0 unknown */
     int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
+    char notes[256];          /* sensors' notes for the report's assumed
+                                 list ("procfs: hidepid=2 ...") */
     unsigned ncpu_time;       /* entries of cpu_busy/idle_ns, 0 unknown */
     uint64_t cpu_busy_ns[PA_MAX_CPUS]; /* per CPU (/proc/stat cpuN), */
     uint64_t cpu_idle_ns[PA_MAX_CPUS]; /* UINT64_MAX: no line (offline) */
@@ -228,6 +232,7 @@ struct pa_module {
     int fail_count;      /* consecutive failures */
     uint64_t retry_tick; /* do not call before this tick */
     char err[256];
+    char auto_why[256];  /* formulas "auto" chose: why */
     struct pa_module *next;
 };
 
@@ -281,6 +286,8 @@ struct pa_power_table {
     double cpu_w, idle_w, nic_w; /* system */
     double dram_w, psys_w;  /* measured, RAPL */
     bool measured;          /* cpu from a measured counter */
+    double model_error;     /* relative error of a modelled cpu figure
+                               (0.05 = 5 %), < 0 unknown; -1 on entry */
     char assumed[PA_MAX_ASSUMED];
 };
 
@@ -406,6 +413,19 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g);
 /* Declares the counters the perf sensor reports (replaces previous). */
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
+/* rapl-share's split (formulas/rapl_share.c), shared with cpu-curve:
+ * active watts of the window's CPU power p go to the targets by their
+ * cycles (perf sensor) or CPU time; sets t->cpu_w = p and t->idle_w (p
+ * minus what the processes got when every process is watched, so tasks +
+ * idle = p; p - active otherwise). */
+void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
+                     double active);
+
+/* cpu-curve (formulas/cpu_curve.c): 1 when a hwdb curve or a
+ * calibration matches this machine's CPU, 2 on a virtual machine without
+ * one (the default per-vCPU curve), 0 otherwise; why says which. */
+int pa__cpu_curve_match(const pa_env *env, char *why, size_t len);
+
 /* The module table of built-ins: NULL-terminated. */
 const pa_module_ops *const *pa__builtins(void);
 #define pa__builtin_modules (pa__builtins())
@@ -428,6 +448,14 @@ typedef int (*pa__perf_event_cb)(const char *name, const char *desc,
                                  int status, void *user);
 int pa__perf_events_list(pa__perf_event_cb cb, void *user);
 
+/* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
+ * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
+ * the way the sensor does, and counts the TCP sockets with byte counts in
+ * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
+ * -ENOMEM.  For the fuzz target and tests. */
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
+                       size_t *nsockets);
+
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */
 /* ------------------------------------------------------------------ */
@@ -446,6 +474,22 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap);
 /* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
 int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* 1 when the procfs root is a procfs mounted with hidepid (1, 2,
+ * invisible, noaccess) that hides other users' processes from us (not
+ * root, not in its gid= group); *opt gets "hidepid=2".  0 otherwise,
+ * also for fixture trees. */
+int pa__procfs_hidepid(const char *procfs, char *opt, size_t len);
+
+/* Physical package of a CPU from <sysfs> topology; -1 when unknown. */
+int pa__cpu_package(const pa_env *env, int cpu);
+/* The CPU -> physical_package_id map of the online CPUs (-1 unknown) in
+ * map[cap]; returns the entries used (highest CPU + 1), 0 when no CPU's
+ * package is known. */
+unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap);
+/* Busy fraction over the window of the CPUs whose map entry is pkg
+ * (/proc/stat cpuN lines of both frames), or -1 when none has both. */
+double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
+                        unsigned nmap, int pkg);
 /* Appends "; "-separated text to an assumed list, deduplicated. */
 void pa__assume(char *list, size_t len, const char *text);
 
@@ -467,6 +511,58 @@ typedef struct pa_hwdb_nic {
     double idle_w;
     char source[160];
 } pa_hwdb_nic;
+
+/* A load-power curve (cpu-curve): power at increasing utilisation, from
+ * a hwdb "curve" record, a calibration file or options (curve.c). */
+#define PA_CURVE_MAX 32
+typedef enum pa_curve_per {
+    PA_CURVE_SERVER = 0, /* the whole measured machine (SPECpower: wall) */
+    PA_CURVE_PACKAGE,    /* one CPU package */
+    PA_CURVE_VCPU,       /* one logical CPU (cloud per-vCPU figures) */
+} pa_curve_per;
+
+typedef struct pa_curve {
+    char match[96];    /* hwdb match string, or the calibrated CPU model */
+    size_t n;
+    double load[PA_CURVE_MAX];  /* utilisation 0..1, strictly increasing */
+    double watts[PA_CURVE_MAX];
+    pa_curve_per per;
+    unsigned packages; /* packages of the measured machine (>= 1) */
+    unsigned threads;  /* logical CPUs of the measured machine, 0 unknown */
+    double mhz;        /* mean frequency while measured, 0 unknown */
+    double error;      /* known relative error of the curve, < 0 unknown */
+    char source[256];  /* where the points come from */
+} pa_curve;
+
+/* Power at utilisation u (0..1): linear between points, the end values
+ * outside them.  Thread-safe. */
+double pa__curve_at(const pa_curve *c, double u);
+/* Parses "LOAD%:W,LOAD%:W" (or '+'-separated) into c->load/watts;
+ * -EINVAL with the reason in why. */
+int pa__curve_parse_points(const char *s, pa_curve *c, char *why,
+                           size_t why_len);
+/* The curve record of the hardware database matching the model name
+ * (longest match).  0, -ENOENT (no message), or -errno with a message. */
+int pa__hwdb_curve(const char *hwdb_path, const char *model, pa_curve *out);
+/* Reads a calibration file written by `powerapi calibrate` into out
+ * (per=server of this machine; match = the CPU model it was made on).
+ * -errno with a message naming the file and line. */
+int pa__calib_read(const char *path, pa_curve *out);
+/* Writes a calibration file; residual_w[i] is the RMS residual of point
+ * i, NULL when unknown.  valid_* are the validation figures (< 0: none).
+ * -errno with a message. */
+int pa__calib_write(const char *path, const pa_curve *c,
+                    const double *residual_w, const char *kernel,
+                    const char *date, unsigned ncpus, double valid_mean_pct,
+                    double valid_p95_pct, double valid_energy_pct);
+/* The calibration file the library uses when none is given:
+ * $POWERAPI_CALIBRATION, else $XDG_DATA_HOME/powerapi/calibration.txt
+ * (~/.local/share when unset), else /var/lib/powerapi/calibration.txt,
+ * the first that is readable; NULL if none.  buf holds the result. */
+const char *pa__calib_default(char *buf, size_t len);
+/* Where `powerapi calibrate` writes by default: /var/lib/powerapi for
+ * root, else $XDG_DATA_HOME/powerapi (file calibration.txt). */
+int pa__calib_standard_path(char *buf, size_t len);
 
 /* Finds the CPU record whose match string is contained in model
  * (longest match wins).  Returns 0 and fills out, -ENOENT if none,

@@ -951,6 +951,7 @@ static int report_head_from_window(pa_ring_reader *r)
     memcpy(r->cpu_source, win->cpu_source, sizeof(r->cpu_source));
     memcpy(r->assumed, win->assumed, sizeof(r->assumed));
     memset(&r->rep, 0, sizeof(r->rep));
+    r->rep.model_error = -1; /* not carried by the ring */
     r->rep.tick = win->tick;
     r->rep.time_ns = win->time_ns;
     r->rep.interval_s = win->interval_s;

@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,15 +93,70 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap)
             s++;
             continue;
         }
+        /* A number no CPU can have (above INT_MAX, or overflowing) is
+         * skipped with its range: the loop below must not overflow. */
         char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long c = a; c <= b && n < cap; c++)
+        errno = 0;
+        unsigned long a = strtoul(s, &end, 10), b = a;
+        if (*end == '-' && end[1] >= '0' && end[1] <= '9')
+            b = strtoul(end + 1, &end, 10);
+        bool ok = errno == 0 && a <= INT_MAX && b <= INT_MAX;
+        for (unsigned long c = a; ok && c <= b && n < cap; c++)
             cpus[n++] = (int)c;
         s = end;
     }
     return n;
+}
+
+int pa__procfs_hidepid(const char *procfs, char *opt, size_t len)
+{
+    if (geteuid() == 0)
+        return 0; /* root sees every process whatever the mount says */
+    char rp[PATH_MAX], path[PA_PATH_MAX];
+    if (!realpath(procfs, rp) ||
+        pa__path(path, sizeof(path), procfs, "self/mountinfo") < 0)
+        return 0;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0; /* a fixture tree, not a mounted procfs */
+    char line[4096];
+    int hidden = 0;
+    while (!hidden && fgets(line, sizeof(line), f)) {
+        /* proc(5) mountinfo: id parent maj:min root mountpoint opts
+         * [optional fields] - fstype source superopts */
+        char mnt[PATH_MAX], fstype[64];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+            strcmp(mnt, rp) != 0)
+            continue;
+        const char *sep = strstr(line, " - ");
+        char super[1024];
+        if (!sep || sscanf(sep, " - %63s %*s %1023s", fstype, super) != 2 ||
+            strcmp(fstype, "proc") != 0)
+            continue;
+        const char *h = strstr(super, "hidepid=");
+        if (!h)
+            continue;
+        char val[32];
+        if (sscanf(h, "hidepid=%31[^,]", val) != 1 || !strcmp(val, "0") ||
+            !strcmp(val, "off"))
+            continue;
+        /* members of the mount's gid= group see everything */
+        const char *g = strstr(super, "gid=");
+        if (g) {
+            gid_t gid = (gid_t)strtoul(g + 4, NULL, 10);
+            gid_t groups[256];
+            int n = getgroups(256, groups);
+            bool member = getegid() == gid;
+            for (int i = 0; i < n && !member; i++)
+                member = groups[i] == gid;
+            if (member)
+                continue;
+        }
+        snprintf(opt, len, "hidepid=%s", val);
+        hidden = 1;
+    }
+    fclose(f);
+    return hidden;
 }
 
 void pa__assume(char *list, size_t len, const char *text)
@@ -151,4 +209,68 @@ int pa_parse_duration_ns(const char *s, uint64_t *out)
         return pa__err(-EINVAL, "duration '%s' is too long", s);
     *out = (uint64_t)llround(ns);
     return 0;
+}
+
+int pa__cpu_package(const pa_env *env, int cpu)
+{
+    char rel[96], buf[32];
+    snprintf(rel, sizeof(rel),
+             "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0)
+        return -1;
+    return atoi(buf);
+}
+
+unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap)
+{
+    char buf[4096];
+    for (size_t i = 0; i < cap; i++)
+        map[i] = -1;
+    int *cpus = malloc(cap * sizeof(*cpus));
+    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
+                               sizeof(buf)) <= 0) {
+        free(cpus);
+        return 0;
+    }
+    int n = pa__parse_cpulist(buf, cpus, (int)cap);
+    unsigned top = 0;
+    for (int i = 0; i < n; i++) {
+        if (cpus[i] < 0 || (size_t)cpus[i] >= cap)
+            continue;
+        int s = pa__cpu_package(env, cpus[i]);
+        if (s < 0 || s > INT16_MAX)
+            continue;
+        map[cpus[i]] = (int16_t)s;
+        if ((unsigned)cpus[i] + 1 > top)
+            top = (unsigned)cpus[i] + 1;
+    }
+    free(cpus);
+    return top;
+}
+
+double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
+                        unsigned nmap, int pkg)
+{
+    const pa_sysread *c = d->cur, *p = d->prev;
+    if (!c || !p)
+        return -1;
+    unsigned n = nmap;
+    if (c->ncpu_time < n)
+        n = c->ncpu_time;
+    if (p->ncpu_time < n)
+        n = p->ncpu_time;
+    uint64_t busy = 0, all = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (map[k] != pkg || c->cpu_busy_ns[k] == UINT64_MAX ||
+            p->cpu_busy_ns[k] == UINT64_MAX ||
+            c->cpu_busy_ns[k] < p->cpu_busy_ns[k] ||
+            c->cpu_idle_ns[k] < p->cpu_idle_ns[k])
+            continue;
+        uint64_t b = c->cpu_busy_ns[k] - p->cpu_busy_ns[k];
+        busy += b;
+        all += b + (c->cpu_idle_ns[k] - p->cpu_idle_ns[k]);
+    }
+    if (all == 0)
+        return -1;
+    return (double)busy / (double)all;
 }

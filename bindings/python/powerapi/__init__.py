@@ -187,6 +187,8 @@ class Report:
         self.cpu_source = _s(c.cpu_source) or ""
         assumed = _s(c.assumed) or ""
         self.assumed = [a.strip() for a in assumed.split(";") if a.strip()]
+        # relative error the CPU model states (0.05 = 5 %), None unknown
+        self.model_error = c.model_error if c.model_error >= 0 else None
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
         self.targets = [Target(c.targets[i], self.counter_names)
@@ -217,6 +219,7 @@ class ModuleInfo:
                             if n]
         self.requires = _names(c.requires)  # formulas: sensors needed
         self.uses = _names(c.uses)          # formulas: sensors used
+        self.auto_why = _s(c.auto_why)  # chosen by "auto": why
 
     def __repr__(self):
         return "ModuleInfo(%r, available=%s, enabled=%s)" % (

@@ -91,6 +91,7 @@ class pa_module_info(ctypes.Structure):
         ("required_by", ctypes.c_char * 256),
         ("requires", ctypes.POINTER(ctypes.c_char_p)),
         ("uses", ctypes.POINTER(ctypes.c_char_p)),
+        ("auto_why", ctypes.c_char * 256),
     ]
 
 
@@ -143,6 +144,7 @@ class pa_report(ctypes.Structure):
         ("counter_names", ctypes.POINTER(ctypes.c_char_p)),
         ("dram_w", ctypes.c_double),
         ("psys_w", ctypes.c_double),
+        ("model_error", ctypes.c_double),
     ]
 
 

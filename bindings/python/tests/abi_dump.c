@@ -57,7 +57,8 @@ int main(void)
     F(pa_module_info, by_auto);
     F(pa_module_info, required_by);
     F(pa_module_info, requires);
-    L(pa_module_info, uses);
+    F(pa_module_info, uses);
+    L(pa_module_info, auto_why);
     END();
 
     begin("pa_power", sizeof(pa_power));
@@ -103,7 +104,8 @@ int main(void)
     F(pa_report, ncounters);
     F(pa_report, counter_names);
     F(pa_report, dram_w);
-    L(pa_report, psys_w);
+    F(pa_report, psys_w);
+    L(pa_report, model_error);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));

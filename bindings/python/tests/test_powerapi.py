@@ -158,6 +158,7 @@ class TestExact(unittest.TestCase):
         self.assertAlmostEqual(mine[0].power.cpu_w, 10.0, places=9)
         self.assertAlmostEqual(mine[0].power.cpu_j, 10.0, places=9)
         self.assertAlmostEqual(r.system.cpu_w, 20.0, places=9)
+        self.assertIsNone(r.model_error)  # the formula states no error
         self.tick(3 * S)
         r2 = self.ctx.report()
         self.assertEqual(r2.tick, r.tick + 1)
@@ -173,6 +174,7 @@ class TestExact(unittest.TestCase):
         self.assertEqual(mods["py-linear"].component, powerapi.PA_COMP_CPU)
         self.assertIn("watts=20", mods["py-linear"].options)
         self.assertIn("procfs-cpu", mods)  # built-ins are listed too
+        self.assertEqual(mods["py-linear"].auto_why, "")  # not auto's
         self.tick(1 * S)
         self.assertEqual(self.sensor.started, 1)
         self.ctx.disable("py-clock")

@@ -1,0 +1,565 @@
+/*
+ * calibrate.c - `powerapi calibrate`: measures this machine's load-power
+ * curve with RAPL and writes the calibration file the cpu-curve formula
+ * reads.
+ *
+ * Ladder (SPECpower-like): active idle, then 10 % .. 100 % of all CPUs by
+ * duty cycle (one worker thread per online CPU, pinned, busy for duty x
+ * 10 ms of every 10 ms), each level --step long after --settle, --reps
+ * times.  Each level is measured in windows of --window by the library
+ * (procfs-cpu + rapl + rapl-share): the machine's utilisation from
+ * /proc/stat and the RAPL package (+ DRAM) power.  A point is the level's
+ * mean utilisation and power (energy / time); its residual the RMS of its
+ * windows around the fitted curve.
+ *
+ * Validation: a random walk of the duty cycle (a step of +-10..30 % every
+ * second) the ladder never ran, --validate long: per window, the curve's
+ * power at the measured utilisation against RAPL; mean and 95th percentile
+ * of the absolute error, and the error of the energy over the run.
+ */
+#include "cli.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *CMD = "calibrate";
+
+#define DUTY_PERIOD_NS 10000000ull
+
+static void calibrate_help(FILE *f)
+{
+    fprintf(f,
+            "Usage: %s calibrate [OPTIONS]\n"
+            "\n"
+            "Measures this machine's load-power curve with RAPL (a ladder of "
+            "duty-cycle\nloads: idle, 10 %% .. 100 %% of all CPUs), validates "
+            "it on a random walk of\nload, and writes the calibration file "
+            "that the cpu-curve formula reads\n(monitor/top/serve/daemon "
+            "--calibration FILE, $POWERAPI_CALIBRATION).\n"
+            "\nOptions:\n"
+            "  --output FILE     where to write (default: /var/lib/powerapi/"
+            "calibration.txt\n"
+            "                    as root, else $XDG_DATA_HOME/powerapi/"
+            "calibration.txt)\n"
+            "  --step DURATION   time at each load level (default 5s)\n"
+            "  --settle DURATION time left out at the start of each level "
+            "(default 500ms)\n"
+            "  --reps N          repetitions of the ladder (default 3)\n"
+            "  --levels N        load levels above idle (default 10: 10 %% "
+            "steps)\n"
+            "  --window DURATION measurement window (default 500ms)\n"
+            "  --validate DURATION  random-walk validation (default 30s, 0: "
+            "none)\n"
+            "  --windows FILE    also write the validation windows as CSV\n"
+            "  --procfs DIR      procfs root (default /proc)\n"
+            "  --sysfs DIR       sysfs root (default /sys)\n"
+            "  -h, --help        show this help\n",
+            pa_cli_prog);
+}
+
+typedef struct load {
+    pthread_t *th;
+    unsigned n;
+    volatile int stop;
+    volatile double duty; /* 0..1 */
+} load;
+
+typedef struct worker_arg {
+    load *l;
+    unsigned cpu;
+} worker_arg;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull),
+                          (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void *worker(void *p)
+{
+    worker_arg *a = p;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(a->cpu, &set);
+    sched_setaffinity(0, sizeof(set), &set); /* best effort */
+    while (!a->l->stop) {
+        uint64_t t0 = now_ns();
+        double duty = a->l->duty;
+        uint64_t busy = (uint64_t)(duty * DUTY_PERIOD_NS);
+        while (now_ns() - t0 < busy)
+            ;
+        uint64_t spent = now_ns() - t0;
+        if (spent < DUTY_PERIOD_NS)
+            sleep_ns(DUTY_PERIOD_NS - spent);
+    }
+    return NULL;
+}
+
+/* One measured window: utilisation and RAPL watts. */
+typedef struct win {
+    double u, w, s;
+} win;
+
+/* Ticks the context every window_ns for dur_ns; appends the windows. */
+static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
+                   size_t *n, size_t *cap)
+{
+    int rc = pa_tick(ctx); /* a new baseline: the settle time is left out */
+    if (rc < 0)
+        return rc;
+    uint64_t end = now_ns() + dur_ns;
+    while (now_ns() + window_ns / 2 < end) {
+        sleep_ns(window_ns);
+        if ((rc = pa_tick(ctx)) < 0)
+            return rc;
+        pa_report *r = NULL;
+        if ((rc = pa_report_get(ctx, &r)) < 0)
+            return rc;
+        unsigned ncpus = ctx->sys[ctx->sys_cur].ncpus;
+        double cap_s = r->interval_s * (ncpus ? ncpus : 1);
+        win x = {cap_s > 0 ? r->system.cpu_time_s / cap_s : 0,
+                 r->system.cpu_w + r->dram_w, r->interval_s};
+        bool measured = r->system.flags & PA_POWER_MEASURED;
+        pa_report_free(r);
+        if (!measured)
+            return pa__err(-ENODATA, "calibrate: a window without RAPL "
+                                     "(the rapl sensor failed; see "
+                                     "`powerapi modules`)");
+        if (x.u > 1)
+            x.u = 1;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            win *nv = realloc(*v, nc * sizeof(*nv));
+            if (!nv)
+                return pa__err(-ENOMEM, "calibrate: out of memory");
+            *v = nv;
+            *cap = nc;
+        }
+        (*v)[(*n)++] = x;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct opts {
+    const char *output, *windows;
+    uint64_t step, settle, window, validate;
+    unsigned long reps, levels;
+} opts;
+
+static int run(pa_ctx *ctx, const opts *o)
+{
+    int status = PA_EXIT_FAIL, rc;
+    load l = {0};
+    worker_arg *args = NULL;
+    win *v = NULL;
+    size_t nv = 0, cv = 0;
+    size_t nlev = o->levels + 1;
+    double *pu = calloc(nlev, sizeof(double)), *pw = calloc(nlev, sizeof(double)),
+           *pt = calloc(nlev, sizeof(double));
+    size_t *first = calloc(nlev * o->reps + 1, sizeof(size_t));
+    size_t *lev_of = calloc(nlev * o->reps + 1, sizeof(size_t));
+    if (!pu || !pw || !pt || !first || !lev_of) {
+        pa_cli_error(CMD, "out of memory");
+        goto out;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    l.n = ncpu > 0 ? (unsigned)ncpu : 1;
+    l.th = calloc(l.n, sizeof(*l.th));
+    args = calloc(l.n, sizeof(*args));
+    if (!l.th || !args) {
+        pa_cli_error(CMD, "out of memory");
+        goto out;
+    }
+    unsigned started = 0;
+    for (; started < l.n; started++) {
+        args[started].l = &l;
+        args[started].cpu = started;
+        if (pthread_create(&l.th[started], NULL, worker, &args[started]) != 0)
+            break;
+    }
+    if (started < l.n) {
+        pa_cli_error(CMD, "cannot start the load threads");
+        l.n = started;
+        goto stop;
+    }
+    if ((rc = pa_tick(ctx)) < 0) {
+        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        goto stop;
+    }
+    fprintf(stderr,
+            "%s %s: ladder of %zu levels x %lu repetitions, %.1f s each "
+            "(%.0f s)\n",
+            pa_cli_prog, CMD, nlev, o->reps, o->step / 1e9,
+            (double)nlev * o->reps * o->step / 1e9 + o->validate / 1e9);
+    size_t nseg = 0;
+    for (unsigned long rep = 0; rep < o->reps; rep++)
+        for (size_t k = 0; k < nlev; k++) {
+            l.duty = (double)k / o->levels;
+            sleep_ns(o->settle);
+            first[nseg] = nv;
+            lev_of[nseg++] = k;
+            rc = measure(ctx, o->window, o->step - o->settle, &v, &nv, &cv);
+            if (rc < 0) {
+                pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+                goto stop;
+            }
+        }
+    first[nseg] = nv;
+    /* points: energy-weighted means of each level over the repetitions */
+    for (size_t sgi = 0; sgi < nseg; sgi++)
+        for (size_t i = first[sgi]; i < first[sgi + 1]; i++) {
+            size_t k = lev_of[sgi];
+            pu[k] += v[i].u * v[i].s;
+            pw[k] += v[i].w * v[i].s;
+            pt[k] += v[i].s;
+        }
+    pa_curve c;
+    memset(&c, 0, sizeof(c));
+    c.error = -1;
+    c.packages = 1;
+    snprintf(c.match, sizeof(c.match), "%s", ctx->sys[ctx->sys_cur].cpu_model);
+    double order[64][2];
+    size_t np = 0;
+    for (size_t k = 0; k < nlev && np < 64; k++)
+        if (pt[k] > 0) {
+            order[np][0] = pu[k] / pt[k];
+            order[np++][1] = pw[k] / pt[k];
+        }
+    qsort(order, np, sizeof(order[0]), cmp_double);
+    for (size_t k = 0; k < np && c.n < PA_CURVE_MAX; k++) {
+        /* a level that reached the same utilisation as the previous one
+         * (a loaded machine) is merged into it */
+        if (c.n && order[k][0] <= c.load[c.n - 1] + 0.005) {
+            c.watts[c.n - 1] = (c.watts[c.n - 1] + order[k][1]) / 2;
+            continue;
+        }
+        c.load[c.n] = order[k][0];
+        c.watts[c.n++] = order[k][1];
+    }
+    if (pt[0] > 0 && pu[0] / pt[0] > 0.1)
+        fprintf(stderr,
+                "%s %s: warning: the machine was %.0f %% busy at active idle "
+                "(other work): the points cover only %.0f..%.0f %% load\n",
+                pa_cli_prog, CMD, 100 * pu[0] / pt[0], c.load[0] * 100,
+                c.n ? c.load[c.n - 1] * 100 : 0.0);
+    if (c.n < 2) {
+        pa_cli_error(CMD, "fewer than 2 distinct load levels were reached; "
+                          "is the machine busy with something else?");
+        goto stop;
+    }
+    /* residuals: RMS of each point's windows around the curve */
+    double res[PA_CURVE_MAX] = {0};
+    unsigned resn[PA_CURVE_MAX] = {0};
+    for (size_t i = 0; i < nv; i++) {
+        size_t best = 0;
+        for (size_t k = 1; k < c.n; k++)
+            if (fabs(c.load[k] - v[i].u) < fabs(c.load[best] - v[i].u))
+                best = k;
+        double e = v[i].w - pa__curve_at(&c, v[i].u);
+        res[best] += e * e;
+        resn[best]++;
+    }
+    for (size_t k = 0; k < c.n; k++)
+        res[k] = resn[k] ? sqrt(res[k] / resn[k]) : 0;
+
+    /* table and plot */
+    double wmax = c.watts[c.n - 1];
+    for (size_t k = 0; k < c.n; k++)
+        wmax = c.watts[k] > wmax ? c.watts[k] : wmax;
+    printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c.match,
+           ctx->sys[ctx->sys_cur].ncpus, "+DRAM");
+    printf("%7s %9s %9s  %s\n", "LOAD %", "WATTS", "RESID W", "PLOT");
+    for (size_t k = 0; k < c.n; k++) {
+        int bar = wmax > 0 ? (int)(40 * c.watts[k] / wmax + 0.5) : 0;
+        printf("%7.1f %9.3f %9.3f  ", c.load[k] * 100, c.watts[k], res[k]);
+        for (int b = 0; b < bar; b++)
+            putchar('#');
+        putchar('\n');
+    }
+
+    /* validation on a random walk of load */
+    double vmean = -1, vp95 = -1, venergy = -1;
+    if (o->validate) {
+        size_t v0 = nv;
+        FILE *wf = NULL;
+        if (o->windows && !(wf = fopen(o->windows, "w"))) {
+            pa_cli_error(CMD, "cannot write %s: %s", o->windows,
+                         strerror(errno));
+            goto stop;
+        }
+        unsigned seed = (unsigned)now_ns();
+        double duty = 0.5;
+        uint64_t end = now_ns() + o->validate;
+        if ((rc = pa_tick(ctx)) < 0) {
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            if (wf)
+                fclose(wf);
+            goto stop;
+        }
+        while (now_ns() + 1000000000ull / 2 < end) {
+            double step = 0.1 + 0.2 * (rand_r(&seed) / (double)RAND_MAX);
+            duty += rand_r(&seed) & 1 ? step : -step;
+            duty = duty < 0 ? -duty : duty > 1 ? 2 - duty : duty;
+            l.duty = duty;
+            size_t before = nv;
+            rc = measure(ctx, 1000000000ull, 1000000000ull, &v, &nv, &cv);
+            if (rc < 0) {
+                pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+                if (wf)
+                    fclose(wf);
+                goto stop;
+            }
+            (void)before;
+        }
+        size_t n = nv - v0;
+        double *abs_pct = calloc(n ? n : 1, sizeof(double));
+        double e_model = 0, e_meas = 0, sum = 0;
+        if (!abs_pct) {
+            pa_cli_error(CMD, "out of memory");
+            if (wf)
+                fclose(wf);
+            goto stop;
+        }
+        if (wf)
+            fprintf(wf, "u,model_w,measured_w,interval_s\n");
+        for (size_t i = 0; i < n; i++) {
+            const win *x = &v[v0 + i];
+            double m = pa__curve_at(&c, x->u);
+            abs_pct[i] = x->w > 0 ? 100 * fabs(m - x->w) / x->w : 0;
+            sum += abs_pct[i];
+            e_model += m * x->s;
+            e_meas += x->w * x->s;
+            if (wf)
+                fprintf(wf, "%.6f,%.6f,%.6f,%.6f\n", x->u, m, x->w, x->s);
+        }
+        if (wf)
+            fclose(wf);
+        qsort(abs_pct, n, sizeof(double), cmp_double);
+        if (n) {
+            vmean = sum / n;
+            size_t i95 = (size_t)ceil(0.95 * n) - 1;
+            vp95 = abs_pct[i95 < n ? i95 : n - 1];
+            venergy = e_meas > 0 ? 100 * (e_model - e_meas) / e_meas : 0;
+            printf("\nvalidation (random walk of load, %zu windows of 1 s): "
+                   "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
+                   "%% (model %.1f J, RAPL %.1f J)\n",
+                   n, vmean, vp95, venergy, e_model, e_meas);
+        }
+        free(abs_pct);
+    }
+
+    /* the file */
+    char path[PA_PATH_MAX];
+    if (o->output) {
+        snprintf(path, sizeof(path), "%s", o->output);
+    } else {
+        if ((rc = pa__calib_standard_path(path, sizeof(path))) < 0) {
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            goto stop;
+        }
+        char dir[PA_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            for (char *p = dir + 1; *p; p++)
+                if (*p == '/') {
+                    *p = '\0';
+                    mkdir(dir, 0755);
+                    *p = '/';
+                }
+            mkdir(dir, 0755);
+        }
+    }
+    struct utsname un;
+    char kernel[128] = "unknown", date[32] = "unknown";
+    if (uname(&un) == 0)
+        snprintf(kernel, sizeof(kernel), "%s", un.release);
+    time_t t = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    rc = pa__calib_write(path, &c, res, kernel, date,
+                         ctx->sys[ctx->sys_cur].ncpus, vmean, vp95, venergy);
+    if (rc < 0) {
+        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        goto stop;
+    }
+    printf("\nwritten: %s (use it with --calibration %s or "
+           "POWERAPI_CALIBRATION=%s)\n",
+           path, path, path);
+    status = PA_EXIT_OK;
+stop:
+    l.stop = 1;
+    for (unsigned i = 0; i < l.n; i++)
+        pthread_join(l.th[i], NULL);
+out:
+    free(l.th);
+    free(args);
+    free(v);
+    free(pu);
+    free(pw);
+    free(pt);
+    free(first);
+    free(lev_of);
+    return status;
+}
+
+int pa_cli_calibrate(int argc, char **argv)
+{
+    enum {
+        OPT_OUTPUT = 256,
+        OPT_STEP,
+        OPT_SETTLE,
+        OPT_REPS,
+        OPT_LEVELS,
+        OPT_WINDOW,
+        OPT_VALIDATE,
+        OPT_WINDOWS,
+        OPT_PROCFS,
+        OPT_SYSFS,
+    };
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, OPT_OUTPUT},
+        {"step", required_argument, NULL, OPT_STEP},
+        {"duration", required_argument, NULL, OPT_STEP},
+        {"settle", required_argument, NULL, OPT_SETTLE},
+        {"reps", required_argument, NULL, OPT_REPS},
+        {"levels", required_argument, NULL, OPT_LEVELS},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"validate", required_argument, NULL, OPT_VALIDATE},
+        {"windows", required_argument, NULL, OPT_WINDOWS},
+        {"procfs", required_argument, NULL, OPT_PROCFS},
+        {"sysfs", required_argument, NULL, OPT_SYSFS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opts o = {.step = 5000000000ull,
+              .settle = 500000000ull,
+              .window = 500000000ull,
+              .validate = 30000000000ull,
+              .reps = 3,
+              .levels = 10};
+    pa_ctx_opts copts = {0};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        uint64_t *dur = NULL;
+        unsigned long *num = NULL;
+        switch (c) {
+        case 'h':
+            calibrate_help(stdout);
+            return PA_EXIT_OK;
+        case OPT_OUTPUT:
+            o.output = optarg;
+            break;
+        case OPT_WINDOWS:
+            o.windows = optarg;
+            break;
+        case OPT_PROCFS:
+            copts.procfs = optarg;
+            break;
+        case OPT_SYSFS:
+            copts.sysfs = optarg;
+            break;
+        case OPT_STEP:
+            dur = &o.step;
+            break;
+        case OPT_SETTLE:
+            dur = &o.settle;
+            break;
+        case OPT_WINDOW:
+            dur = &o.window;
+            break;
+        case OPT_VALIDATE:
+            if (!strcmp(optarg, "0")) {
+                o.validate = 0;
+                break;
+            }
+            dur = &o.validate;
+            break;
+        case OPT_REPS:
+            num = &o.reps;
+            break;
+        case OPT_LEVELS:
+            num = &o.levels;
+            break;
+        case ':':
+            return pa_cli_usage_error(CMD, "%s needs a value",
+                                      argv[optind - 1]);
+        default:
+            return pa_cli_usage_error(CMD, "unknown option '%s'",
+                                      argv[optind - 1]);
+        }
+        if (dur && pa_cli_parse_duration(optarg, dur) < 0)
+            return pa_cli_usage_error(CMD, "%s: '%s' is not a duration (e.g. "
+                                           "5s, 500ms)",
+                                      argv[optind - 1], optarg);
+        if (num && pa_cli_parse_uint(optarg, 50, num) < 0)
+            return pa_cli_usage_error(CMD, "%s: '%s' is not a number from 1 "
+                                           "to 50",
+                                      argv[optind - 1], optarg);
+    }
+    if (optind < argc)
+        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
+                                  argv[optind]);
+    if (o.settle >= o.step || o.window * 2 > o.step - o.settle)
+        return pa_cli_usage_error(CMD, "--step must leave at least two "
+                                       "--window after --settle");
+
+    pa_ctx *ctx = NULL;
+    int rc = pa_ctx_new(&ctx, &copts);
+    if (rc < 0) {
+        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        return PA_EXIT_FAIL;
+    }
+    if ((rc = pa_module_enable(ctx, "procfs-cpu", NULL)) < 0 ||
+        (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
+        (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {
+        pa_cli_error(CMD, "needs RAPL to measure the curve: %s",
+                     pa_cli_errmsg(rc));
+        pa_ctx_free(ctx);
+        return PA_EXIT_FAIL;
+    }
+    int status = run(ctx, &o);
+    pa_ctx_free(ctx);
+    return status;
+}
+
+int pa_cli_calibration(const char *cmd, const char *path)
+{
+    pa_curve c;
+    if (pa__calib_read(path, &c) < 0)
+        return pa_cli_usage_error(cmd, "--calibration: %s", pa_last_error());
+    if (setenv("POWERAPI_CALIBRATION", path, 1) < 0) {
+        pa_cli_error(cmd, "out of memory");
+        return PA_EXIT_FAIL;
+    }
+    return 0;
+}

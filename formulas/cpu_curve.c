@@ -1,0 +1,632 @@
+/*
+ * cpu_curve.c - the "cpu-curve" formula: CPU power from a load-power
+ * curve P(u) of the utilisation u of the window.
+ *
+ * Where the curve comes from, first found:
+ *   points=LOAD%:W+...   option (per= says of what: server, package, vcpu)
+ *   calibration=FILE     a file of `powerapi calibrate` (or, when neither
+ *                        option is given, $POWERAPI_CALIBRATION or the
+ *                        standard place, if it was made on this CPU model)
+ *   model=MATCH          a hwdb "curve" record forced by match string
+ *   hwdb                 the "curve" record matching the model name
+ *   default              DEFAULT_MIN_W..DEFAULT_MAX_W per vCPU (assumed)
+ *
+ * Scaled to this machine: a per-vCPU curve times the online CPUs; a
+ * per-package curve summed over the packages, each at its own CPUs'
+ * utilisation; a whole-server curve measured on T logical CPUs in K
+ * packages is evaluated per package (each gets P/K at its own
+ * utilisation) when this machine has the same K packages and per-CPU
+ * times, scaled by n/T when only n < T CPUs are online (a VM's share of
+ * the host) and by round(n/T) servers when n > T.
+ *
+ * Frequency (cpufreq present and a reference frequency known): the dynamic
+ * part P(u) - P(0) is scaled by f/f_ref, f the time-weighted frequency of
+ * the window, as cpu-tdp scales with f at constant voltage.
+ *
+ * Attribution, as rapl-share splits measured power: the static part P(0)
+ * is the system's idle power; the dynamic part is split between the
+ * targets by CPU time (by cycles when the perf sensor counts them).  When
+ * every process is watched the weights are the processes' sum and idle =
+ * P - what the processes got, so tasks + idle = P every window.
+ *
+ * Self-calibration: when a RAPL package reading is in the window (the
+ * rapl sensor is enabled), each window's measured package (+DRAM) power
+ * refines a bounded table of 11 load bins (robust running means; a window
+ * further than 4 mean absolute deviations from its bin is rejected), the
+ * model's relative error before the update is averaged into model_error,
+ * and the curve used is the learned one where a bin has enough windows.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
+ * (cloudcarbonfootprint.org/docs/methodology, "Compute"): the averages
+ * over the AWS processor micro-architectures of the min (idle) and max
+ * (100 % load) watts per vCPU it derives from SPECpower_ssj2008 results:
+ * 0.74 W and 3.5 W, linear in between (its Average Watts formula).
+ * Always labelled assumed. */
+#define DEFAULT_MIN_W 0.74
+#define DEFAULT_MAX_W 3.5
+#define DEFAULT_SOURCE                                                        \
+    "Cloud Carbon Footprint methodology, AWS average min/max watts per "      \
+    "vCPU (from SPECpower_ssj2008)"
+
+#define NBINS 11
+#define LEARN_MIN 5 /* windows before a bin's mean is used */
+
+static const char *const curve_options[] = {
+    "points", "per", "calibration", "model", "fref", "learn", NULL};
+
+typedef enum src_kind {
+    SRC_OPTION,
+    SRC_CALIB,
+    SRC_FORCED,
+    SRC_HWDB,
+    SRC_DEFAULT,
+} src_kind;
+
+typedef struct bin {
+    unsigned n;
+    double u, w, mad; /* running means: utilisation, watts, |deviation| */
+} bin;
+
+typedef struct cpu_curve {
+    bool have_fixed;  /* option, calibration or model= */
+    src_kind fixed_kind;
+    pa_curve fixed;
+    bool calib_auto;  /* calibration found at the standard place */
+    double opt_fref;  /* NAN when not given */
+    bool learn;
+    /* curve from the model name, looked up once per name */
+    bool looked_up;
+    char looked_model[96];
+    bool have_rec;
+    pa_curve rec;
+    double rec_mhz; /* base MHz of the hwdb cpu record, 0 unknown */
+    /* CPU -> package of this machine, read at start */
+    unsigned npk;
+    int pk_id[64];
+    unsigned ncpu_map;
+    int16_t cpu_pk[PA_MAX_CPUS]; /* physical package id, -1 unknown */
+    /* self-calibration */
+    bin bins[NBINS];
+    unsigned long learned, rejected;
+    double err_sum;
+    unsigned long err_n;
+} cpu_curve;
+
+static const char *hwdb_of(const pa_module *m)
+{
+    return pa__hwdb_path(m->ctx ? m->ctx->env.hwdb : NULL);
+}
+
+/* "model name" of cpuinfo and whether the "hypervisor" flag is set. */
+static void read_cpuinfo(const char *procfs, char *model, size_t mlen,
+                         bool *vm)
+{
+    char *buf = malloc(1 << 16);
+    model[0] = '\0';
+    *vm = false;
+    if (!buf)
+        return;
+    if (pa__read_file(procfs, "cpuinfo", buf, 1 << 16) > 0) {
+        char *l = strstr(buf, "model name");
+        if (l && (l = strchr(l, ':'))) {
+            l++;
+            while (*l == ' ' || *l == '\t')
+                l++;
+            size_t n = strcspn(l, "\n");
+            if (n >= mlen)
+                n = mlen - 1;
+            memcpy(model, l, n);
+            model[n] = '\0';
+        }
+        char *f = strstr(buf, "\nflags");
+        if (f) {
+            size_t n = strcspn(f + 1, "\n");
+            f[1 + n] = '\0';
+            *vm = strstr(f, " hypervisor") != NULL;
+        }
+    }
+    free(buf);
+}
+
+/* A calibration at the standard place made on this CPU model. */
+static bool calib_for_model(const char *model, pa_curve *out, char *path,
+                            size_t plen)
+{
+    const char *p = pa__calib_default(path, plen);
+    pa_curve c;
+    if (!p || pa__calib_read(p, &c) < 0)
+        return false;
+    /* a file named by $POWERAPI_CALIBRATION (--calibration) is the user's
+     * choice (a model mismatch is stated in assumed); one found at the
+     * standard place is used only on the CPU it was made on */
+    const char *env = getenv("POWERAPI_CALIBRATION");
+    if (!(env && !strcmp(env, p)) && strcmp(c.match, model) != 0)
+        return false;
+    *out = c;
+    return true;
+}
+
+int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
+{
+    char model[96], path[PA_PATH_MAX];
+    bool vm;
+    pa_curve c;
+    read_cpuinfo(env->procfs, model, sizeof(model), &vm);
+    if (model[0] && calib_for_model(model, &c, path, sizeof(path))) {
+        snprintf(why, len, "calibration %s (%s)", path,
+                 strcmp(c.match, model) ? "given" : "made on this CPU");
+        return 1;
+    }
+    if (model[0] && pa__hwdb_curve(env->hwdb, model, &c) == 0) {
+        snprintf(why, len, "hwdb curve \"%s\" matches this CPU (%.80s)",
+                 c.match, c.source);
+        return 1;
+    }
+    if (vm) {
+        snprintf(why, len,
+                 "virtual machine (cpuinfo flag hypervisor), no curve for "
+                 "'%s': default curve %g-%g W per vCPU (assumed)",
+                 model[0] ? model : "(no name)", DEFAULT_MIN_W,
+                 DEFAULT_MAX_W);
+        return 2;
+    }
+    snprintf(why, len, "no load-power curve or calibration for '%s'",
+             model[0] ? model : "(no name)");
+    return 0;
+}
+
+/* This machine's packages: the CPU -> package map and the distinct ids. */
+static void topo_read(const pa_env *env, cpu_curve *st)
+{
+    st->npk = 0;
+    st->ncpu_map = pa__cpu_packages(env, st->cpu_pk, PA_MAX_CPUS);
+    for (unsigned i = 0; i < st->ncpu_map; i++) {
+        unsigned k = 0;
+        while (k < st->npk && st->pk_id[k] != st->cpu_pk[i])
+            k++;
+        if (st->cpu_pk[i] >= 0 && k == st->npk && st->npk < 64)
+            st->pk_id[st->npk++] = st->cpu_pk[i];
+    }
+}
+
+static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->opt_fref = NAN;
+    st->learn = true;
+    const char *points = pa_options_get(o, "points");
+    const char *per = pa_options_get(o, "per");
+    const char *calib = pa_options_get(o, "calibration");
+    const char *model = pa_options_get(o, "model");
+    const char *learn = pa_options_get(o, "learn");
+    int rc;
+    if ((points != NULL) + (calib != NULL) + (model != NULL) > 1)
+        return pa__err(-EINVAL,
+                       "cpu-curve: give only one of points=, calibration= "
+                       "and model=");
+    if (per && !points)
+        return pa__err(-EINVAL, "cpu-curve: per= goes with points=");
+    if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
+        return pa__err(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
+    st->learn = !learn || !strcmp(learn, "on");
+    if (pa_options_get(o, "fref")) {
+        double f;
+        if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) ||
+            f > 100000)
+            return pa__err(-EINVAL,
+                           "cpu-curve: fref=%s is not a frequency in MHz; "
+                           "write e.g. fref=2400",
+                           pa_options_get(o, "fref"));
+        st->opt_fref = f;
+    }
+    if (points) {
+        char why[160] = "";
+        pa_curve *c = &st->fixed;
+        c->packages = 1;
+        c->error = -1;
+        if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 &&
+            c->n < 2)
+            snprintf(why, sizeof(why), "at least 2 points");
+        if (c->n < 2 || why[0])
+            return pa__err(-EINVAL,
+                           "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
+                           "pairs joined by '+', e.g. points=0:40+50:70+100:95",
+                           points, why);
+        c->per = PA_CURVE_SERVER;
+        if (per && !strcmp(per, "package"))
+            c->per = PA_CURVE_PACKAGE;
+        else if (per && !strcmp(per, "vcpu"))
+            c->per = PA_CURVE_VCPU;
+        else if (per && strcmp(per, "server") && strcmp(per, "machine"))
+            return pa__err(-EINVAL,
+                           "cpu-curve: per=%s: use machine (the points are "
+                           "the whole machine's, the default), package or "
+                           "vcpu",
+                           per);
+        snprintf(c->source, sizeof(c->source), "option points=");
+        snprintf(c->match, sizeof(c->match), "points");
+        st->have_fixed = true;
+        st->fixed_kind = SRC_OPTION;
+    } else if (calib) {
+        if ((rc = pa__calib_read(calib, &st->fixed)) < 0)
+            return rc;
+        st->have_fixed = true;
+        st->fixed_kind = SRC_CALIB;
+    } else if (model) {
+        const char *path = hwdb_of(m);
+        rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
+        if (rc == -ENOENT)
+            return pa__err(-EINVAL,
+                           "cpu-curve: model=%s matches no curve record of "
+                           "%s; use a match string of a 'curve' line of that "
+                           "file or give points=",
+                           model, path ? path : "the hardware database");
+        if (rc < 0)
+            return rc;
+        st->have_fixed = true;
+        st->fixed_kind = SRC_FORCED;
+    } else {
+        const char *path = hwdb_of(m);
+        if (path) { /* validate the file now, not at the first tick */
+            pa_curve tmp;
+            rc = pa__hwdb_curve(path, "", &tmp);
+            if (rc < 0 && rc != -ENOENT)
+                return rc;
+        }
+    }
+    if (m->ctx)
+        topo_read(&m->ctx->env, st);
+    return 0;
+}
+
+static int curve_probe(const pa_env *env, char *why, size_t len)
+{
+    pa__cpu_curve_match(env, why, len);
+    return 0; /* a model: runs anywhere procfs-cpu does */
+}
+
+static int curve_start(pa_module *m, const pa_options *opts)
+{
+    cpu_curve *st = malloc(sizeof(*st));
+    if (!st)
+        return pa__err(-ENOMEM, "cpu-curve: out of memory");
+    int rc = parse_options(m, opts, st);
+    if (rc < 0) {
+        free(st);
+        return rc;
+    }
+    m->priv = st;
+    return 0;
+}
+
+static int curve_configure(pa_module *m, const pa_options *opts)
+{
+    cpu_curve *fresh = malloc(sizeof(*fresh));
+    if (!fresh)
+        return pa__err(-ENOMEM, "cpu-curve: out of memory");
+    int rc = parse_options(m, opts, fresh);
+    if (rc < 0) {
+        free(fresh);
+        return rc;
+    }
+    free(m->priv);
+    m->priv = fresh;
+    return 0;
+}
+
+static void curve_stop(pa_module *m)
+{
+    free(m->priv);
+    m->priv = NULL;
+}
+
+static int lookup(pa_module *m, cpu_curve *st, const char *model)
+{
+    if (st->looked_up && !strcmp(st->looked_model, model))
+        return 0;
+    st->have_rec = false;
+    st->calib_auto = false;
+    st->rec_mhz = 0;
+    const char *path = hwdb_of(m);
+    if (!st->have_fixed && *model) {
+        char cpath[PA_PATH_MAX];
+        if (calib_for_model(model, &st->rec, cpath, sizeof(cpath))) {
+            st->have_rec = true;
+            st->calib_auto = true;
+        } else if (path) {
+            int rc = pa__hwdb_curve(path, model, &st->rec);
+            if (rc == 0)
+                st->have_rec = true;
+            else if (rc != -ENOENT)
+                return rc;
+        }
+    }
+    if (path && *model) {
+        pa_hwdb_cpu cpu;
+        if (pa__hwdb_cpu(path, model, &cpu) == 0)
+            st->rec_mhz = cpu.base_mhz;
+    }
+    snprintf(st->looked_model, sizeof(st->looked_model), "%s", model);
+    st->looked_up = true;
+    return 0;
+}
+
+/* The curve with the learned bins in place of the points they cover. */
+static void learned_curve(const cpu_curve *st, const pa_curve *base,
+                          double scale, pa_curve *out)
+{
+    *out = *base;
+    out->n = 0;
+    for (int b = 0; b < NBINS; b++) {
+        double u, w;
+        if (st->bins[b].n >= LEARN_MIN) {
+            u = st->bins[b].u;
+            w = st->bins[b].w / scale;
+        } else {
+            u = b / 10.0;
+            w = pa__curve_at(base, u);
+        }
+        if (out->n && u <= out->load[out->n - 1])
+            u = out->load[out->n - 1] + 1e-6;
+        out->load[out->n] = u;
+        out->watts[out->n++] = w;
+    }
+}
+
+static void learn(cpu_curve *st, double u, double model_w, double meas_w)
+{
+    if (!(meas_w > 0))
+        return;
+    st->err_sum += fabs(model_w - meas_w) / meas_w;
+    st->err_n++;
+    int b = (int)floor(u * 10 + 0.5);
+    b = b < 0 ? 0 : b >= NBINS ? NBINS - 1 : b;
+    bin *x = &st->bins[b];
+    double dev = fabs(meas_w - x->w);
+    if (x->n >= LEARN_MIN && dev > 4 * x->mad + 0.02 * x->w) {
+        st->rejected++;
+        return;
+    }
+    /* running mean, turning into an exponential one after 64 windows so
+     * the table follows slow drifts (temperature, firmware) */
+    double a = x->n < 64 ? 1.0 / (x->n + 1) : 1.0 / 64;
+    if (x->n)
+        x->mad += a * (dev - x->mad);
+    x->u += a * (u - x->u);
+    x->w += a * (meas_w - x->w);
+    x->n++;
+    st->learned++;
+}
+
+static int curve_compute(pa_module *m, const pa_frame_delta *d,
+                         pa_power_table *out)
+{
+    cpu_curve *st = m->priv;
+    if (!st)
+        return pa__err(-EINVAL, "cpu-curve: compute before start");
+    const char *model = d->cur ? d->cur->cpu_model : "";
+    int rc = lookup(m, st, model);
+    if (rc < 0)
+        return rc;
+    unsigned ncpus = d->ncpus ? d->ncpus : (d->cur ? d->cur->ncpus : 0);
+    if (!ncpus)
+        ncpus = 1;
+
+    /* the curve and its source */
+    pa_curve dflt;
+    const pa_curve *c;
+    src_kind kind;
+    if (st->have_fixed) {
+        c = &st->fixed;
+        kind = st->fixed_kind;
+    } else if (st->have_rec) {
+        c = &st->rec;
+        kind = st->calib_auto ? SRC_CALIB : SRC_HWDB;
+    } else {
+        memset(&dflt, 0, sizeof(dflt));
+        dflt.n = 2;
+        dflt.load[1] = 1;
+        dflt.watts[0] = DEFAULT_MIN_W;
+        dflt.watts[1] = DEFAULT_MAX_W;
+        dflt.per = PA_CURVE_VCPU;
+        dflt.packages = 1;
+        dflt.error = -1;
+        snprintf(dflt.source, sizeof(dflt.source), "%s", DEFAULT_SOURCE);
+        c = &dflt;
+        kind = SRC_DEFAULT;
+    }
+    switch (kind) {
+    case SRC_OPTION:
+        pa_table_assume(out, "cpu-curve: curve from option points=");
+        break;
+    case SRC_CALIB:
+        if (strcmp(c->match, model))
+            pa_table_assume(out,
+                   "cpu-curve: %s was made on '%s', not this CPU ('%s')",
+                   c->source, c->match, model);
+        else
+            pa_table_assume(out, "cpu-curve: %s", c->source);
+        break;
+    case SRC_FORCED:
+    case SRC_HWDB:
+        pa_table_assume(out, "cpu-curve: hwdb curve \"%s\"%s: %s", c->match,
+               kind == SRC_FORCED ? " (model=)" : "", c->source);
+        if (c->per == PA_CURVE_SERVER)
+            pa_table_assume(out, "cpu-curve: the curve is the wall power of the "
+                        "whole measured server (memory, disks, fans, "
+                        "power-supply loss included)");
+        break;
+    case SRC_DEFAULT:
+        pa_table_assume(out,
+               "cpu-curve: default %g W idle to %g W at full load per vCPU x "
+               "%u CPUs for unknown CPU '%s' (%s)",
+               DEFAULT_MIN_W, DEFAULT_MAX_W, ncpus,
+               *model ? model : "(no name)", DEFAULT_SOURCE);
+        break;
+    }
+
+    /* utilisation */
+    double busy = d->busy_s;
+    if (!(d->have & PA_HAVE_CPU)) {
+        busy = 0;
+        for (size_t i = 0; i < d->ntasks; i++)
+            if (d->tasks[i]->type == PA_TARGET_PROCESS)
+                busy += d->tasks[i]->d_cpu_s;
+        pa_table_assume(out, "busy time = sum of the processes seen (no system CPU "
+                    "time)");
+    }
+    double cap = d->capacity_s;
+    double u = cap > 0 ? busy / cap : 0;
+    u = u < 0 ? 0 : u > 1 ? 1 : u;
+
+    /* scale of the curve to this machine */
+    double scale = 1;
+    bool per_pk = false;
+    unsigned pk_div = 1;
+    if (c->per == PA_CURVE_VCPU) {
+        scale = ncpus;
+    } else if (c->per == PA_CURVE_PACKAGE) {
+        scale = st->npk ? st->npk : 1;
+        per_pk = st->npk > 1;
+        pk_div = 1;
+        if (!st->npk)
+            pa_table_assume(out, "cpu-curve: package count unknown: 1 package");
+    } else if (c->threads && ncpus < c->threads) {
+        scale = (double)ncpus / c->threads;
+        pa_table_assume(out,
+               "cpu-curve: %u of the curve's %u CPUs online (a VM's share "
+               "of the host, or CPUs offline): x %.4g",
+               ncpus, c->threads, scale);
+    } else if (c->threads && ncpus > c->threads) {
+        scale = floor((double)ncpus / c->threads + 0.5);
+        pa_table_assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u",
+               ncpus, scale, c->threads);
+    } else if (c->packages > 1 && st->npk == c->packages) {
+        per_pk = true;
+        pk_div = c->packages;
+    }
+
+    pa_curve learned;
+    const pa_curve *use = c;
+    if (st->learn && !per_pk) {
+        int have = 0;
+        for (int b = 0; b < NBINS; b++)
+            have += st->bins[b].n >= LEARN_MIN;
+        if (have >= 2) {
+            learned_curve(st, c, scale, &learned);
+            use = &learned;
+            pa_table_assume(out,
+                   "cpu-curve: self-calibrated from %lu RAPL windows (%d of "
+                   "11 load bins, %lu outliers rejected)",
+                   st->learned, have, st->rejected);
+        }
+    }
+
+    double p_static, p_dyn;
+    if (per_pk) {
+        p_static = 0;
+        p_dyn = 0;
+        bool sys_u = false;
+        for (unsigned k = 0; k < st->npk; k++) {
+            double uk = pa__package_busy(d, st->cpu_pk, st->ncpu_map,
+                                         st->pk_id[k]);
+            if (uk < 0) {
+                uk = u;
+                sys_u = true;
+            }
+            p_static += use->watts[0] * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / pk_div);
+            p_dyn += (pa__curve_at(use, uk) - use->watts[0]) /
+                     (c->per == PA_CURVE_PACKAGE ? 1 : pk_div);
+        }
+        pa_table_assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
+                            "packages without per-CPU times)"
+                          : "cpu-curve: per package, each at its CPUs' "
+                            "utilisation");
+    } else {
+        p_static = use->watts[0] * scale;
+        p_dyn = (pa__curve_at(use, u) - use->watts[0]) * scale;
+    }
+
+    /* frequency */
+    double t_all = 0, f_sum = 0;
+    if (d->have & PA_HAVE_FREQ)
+        for (unsigned i = 0; i < d->nfreq; i++) {
+            t_all += (double)d->freq[i].time_ns;
+            f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
+        }
+    if (t_all > 0) {
+        double fref = !isnan(st->opt_fref) ? st->opt_fref
+                      : c->mhz > 0         ? c->mhz
+                      : st->rec_mhz > 0    ? st->rec_mhz
+                      : d->cur && d->cur->nominal_mhz > 0
+                          ? d->cur->nominal_mhz
+                          : 0;
+        if (fref > 0) {
+            double f = f_sum / t_all;
+            p_dyn *= f / fref;
+            pa_table_assume(out,
+                   "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
+                   "constant)",
+                   fref);
+        } else {
+            pa_table_assume(out, "cpu-curve: no reference frequency: not scaled by "
+                        "cpufreq");
+        }
+    }
+    double p = p_static + p_dyn;
+
+    /* self-calibration against RAPL */
+    if (d->have & PA_HAVE_RAPL) {
+        double pkg = 0, dram = 0;
+        bool have_pkg = false;
+        for (unsigned i = 0; i < d->nrapl; i++) {
+            if (d->rapl[i].kind == PA_RAPL_PKG) {
+                pkg += d->rapl[i].energy_j;
+                have_pkg = true;
+            } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
+                dram += d->rapl[i].energy_j;
+            }
+        }
+        if (have_pkg && d->interval_s > 0 && st->learn)
+            learn(st, u, p, (pkg + dram) / d->interval_s);
+    }
+    out->model_error = st->err_n ? st->err_sum / st->err_n
+                       : c->error >= 0 ? c->error
+                                       : -1;
+
+    /* attribution: the dynamic part by CPU time or cycles, as rapl-share */
+    pa__share_split(d, out, p, p_dyn);
+    out->measured = false;
+    return 0;
+}
+
+static const char *const curve_requires[] = {"procfs-cpu", NULL};
+/* rapl: self-calibration when present; perf: cycles for the split */
+static const char *const curve_uses[] = {"rapl", "perf", NULL};
+
+const pa_module_ops pa__mod_cpu_curve = {
+    .abi = PA_MODULE_ABI,
+    .name = "cpu-curve",
+    .kind = PA_FORMULA,
+    .component = PA_COMP_CPU,
+    .description = "CPU power from a load-power curve P(utilisation) "
+                   "(SPECpower, calibration or per-vCPU default), dynamic "
+                   "part split by CPU time",
+    .options = curve_options,
+    .probe = curve_probe,
+    .start = curve_start,
+    .compute = curve_compute,
+    .configure = curve_configure,
+    .stop = curve_stop,
+    .requires = curve_requires,
+    .uses = curve_uses,
+};

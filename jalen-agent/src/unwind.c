@@ -1,0 +1,639 @@
+/*
+ * unwind.c - recovery of the stack walks AsyncGetCallTrace gives up on
+ * (mode=cpu, x86-64).
+ *
+ * ASGCT fails when the interrupted PC is where HotSpot cannot make a frame
+ * of it: a stub of the code cache (arraycopy, the intrinsics' stubs, vtable
+ * and itable stubs), or native code called straight from compiled Java
+ * without a state change (os::javaTimeMillis and the vDSO under
+ * System.currentTimeMillis).  The method that called the stub, and every
+ * method above it, then lost the sample.  Recovery finds the caller's
+ * state (PC, SP, FP) and asks ASGCT again from there:
+ *
+ *   - where the PC is: the code cache's bounds come from the JVM's own
+ *     exported tables (gHotSpotVMStructs: CodeCache::_low_bound and
+ *     _high_bound, read by name, no offset of one JDK build), the stubs and
+ *     other blobs with their names and ranges from JVMTI's
+ *     DynamicCodeGenerated events (replayed with GenerateEvents at VMInit);
+ *   - a stub: its return address is at [SP] when the stub has no frame
+ *     (vtable/itable stubs), the PC is its first instruction or a `ret`;
+ *     a stub that starts with `push rbp; mov rbp, rsp` has it at [SP+8]
+ *     one instruction in, and at [FP+8] (caller's SP = FP+16) once the
+ *     frame is made;
+ *   - a compiled method whose frame is not complete (ASGCT's "unknown
+ *     Java"): its entry or exit instruction at the PC says whether nothing,
+ *     rbp or the whole frame (size read from its `sub`/`add rsp, N`) lies
+ *     above the return address;
+ *   - native code outside the code cache: the chain of frame pointers
+ *     (libjvm and the vDSO keep them; a routine that does not still keeps
+ *     RBP for its caller) up to the first return address into Java code,
+ *     else the first such address among the few words above SP.
+ *
+ * A candidate caller is taken only when its PC is in the code cache, not
+ * in a stub (or in the interpreter), follows a call instruction, and its
+ * SP lies above the interrupted SP within the thread's stack; memory is
+ * read only inside the thread's stack (bounds recorded at ThreadStart)
+ * and the code cache.  At most JL_UNWIND_STEPS pops.  ASGCT then checks
+ * the frame again as it does any: a walk that still fails keeps the
+ * sample's pseudo-frame, never a guessed Java frame.  Everything here that
+ * the signal handler calls is lock-free and allocates nothing.
+ */
+#include "jalen.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#define JL_UNWIND_STEPS 4
+#define JL_FP_CHAIN 16 /* frame pointers followed through native code */
+#define JL_LEAF_WORDS 16 /* words above SP searched in a frameless leaf */
+
+/* ------------------------------------------------------------------ */
+/* The code cache's bounds, from gHotSpotVMStructs                     */
+/* ------------------------------------------------------------------ */
+
+static uintptr_t *jl_cc_low_p, *jl_cc_high_p; /* CodeCache::_low_bound, _high_bound */
+static uintptr_t jl_cc_low, jl_cc_high;
+
+static long jl_vms_long(const char *sym)
+{
+    long *p = dlsym(RTLD_DEFAULT, sym);
+    return p ? *p : -1;
+}
+
+/* The address of a static field of the VM's exported structure table. */
+static void *jl_vms_static(const char *type, const char *field)
+{
+    char **base = dlsym(RTLD_DEFAULT, "gHotSpotVMStructs");
+    long tn = jl_vms_long("gHotSpotVMStructEntryTypeNameOffset");
+    long fn = jl_vms_long("gHotSpotVMStructEntryFieldNameOffset");
+    long st = jl_vms_long("gHotSpotVMStructEntryIsStaticOffset");
+    long ad = jl_vms_long("gHotSpotVMStructEntryAddressOffset");
+    long stride = jl_vms_long("gHotSpotVMStructEntryArrayStride");
+    if (!base || !*base || tn < 0 || fn < 0 || st < 0 || ad < 0 || stride <= 0)
+        return NULL;
+    for (char *e = *base;; e += stride) {
+        const char *t = *(const char **)(e + tn);
+        if (!t)
+            return NULL;
+        const char *f = *(const char **)(e + fn);
+        if (f && !strcmp(t, type) && !strcmp(f, field) && *(int32_t *)(e + st))
+            return *(void **)(e + ad);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Stubs and blobs: DynamicCodeGenerated                                */
+/* ------------------------------------------------------------------ */
+
+enum { JL_BLOB_STUB = 0, JL_BLOB_FRAMELESS = 1, JL_BLOB_INTERP = 2 };
+
+typedef struct jl_blob {
+    uintptr_t lo, hi;
+    uint32_t seq; /* order of the events */
+    int kind;
+    char name[40];
+} jl_blob;
+
+typedef struct jl_blobs {
+    size_t n;
+    jl_blob b[]; /* sorted by lo */
+} jl_blobs;
+
+static jl_blobs *_Atomic jl_btab;   /* read by the signal handler */
+static atomic_int jl_breaders;      /* handlers inside a lookup */
+static pthread_mutex_t jl_block = PTHREAD_MUTEX_INITIALIZER;
+static jl_blob *jl_pending;         /* events not yet in jl_btab (jl_block) */
+static size_t jl_npending, jl_cpending;
+static jl_blobs **jl_retired;       /* old tables, freed once no reader holds one */
+static size_t jl_nretired, jl_cretired;
+
+static int jl_blob_kind(const char *name)
+{
+    if (!strncmp(name, "vtable", 6) || !strncmp(name, "itable", 6) ||
+        !strcmp(name, "InlineCacheBuffer"))
+        return JL_BLOB_FRAMELESS;
+    if (!strcmp(name, "Interpreter"))
+        return JL_BLOB_INTERP;
+    return JL_BLOB_STUB;
+}
+
+static void JNICALL jl_on_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *addr,
+                                       jint length)
+{
+    (void)jvmti;
+    if (!addr || length <= 0)
+        return;
+    pthread_mutex_lock(&jl_block);
+    if (jl_npending == jl_cpending) {
+        size_t ncap = jl_cpending ? jl_cpending * 2 : 1024;
+        jl_blob *nv = realloc(jl_pending, ncap * sizeof(*nv));
+        if (!nv) {
+            pthread_mutex_unlock(&jl_block);
+            return;
+        }
+        jl_pending = nv;
+        jl_cpending = ncap;
+    }
+    static uint32_t seq;
+    jl_blob *b = &jl_pending[jl_npending++];
+    b->seq = seq++;
+    b->lo = (uintptr_t)addr;
+    b->hi = (uintptr_t)addr + (uintptr_t)length;
+    snprintf(b->name, sizeof(b->name), "%s", name ? name : "?");
+    b->kind = jl_blob_kind(b->name);
+    pthread_mutex_unlock(&jl_block);
+}
+
+static int jl_blob_cmp(const void *a, const void *b)
+{
+    const jl_blob *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void jl_unwind_refresh(void)
+{
+    pthread_mutex_lock(&jl_block);
+    jl_blobs *old = atomic_load(&jl_btab);
+    if (jl_npending && old && jl_nretired == jl_cretired) {
+        size_t ncap = jl_cretired * 2 + 16;
+        jl_blobs **nv = realloc(jl_retired, ncap * sizeof(*nv));
+        if (nv) {
+            jl_retired = nv;
+            jl_cretired = ncap;
+        }
+    }
+    if (jl_npending && (!old || jl_nretired < jl_cretired)) {
+        size_t n0 = old ? old->n : 0, n = n0 + jl_npending;
+        jl_blobs *t = malloc(sizeof(*t) + n * sizeof(jl_blob));
+        if (t) {
+            if (n0)
+                memcpy(t->b, old->b, n0 * sizeof(jl_blob));
+            memcpy(t->b + n0, jl_pending, jl_npending * sizeof(jl_blob));
+            qsort(t->b, n, sizeof(jl_blob), jl_blob_cmp);
+            /* a range reported again (a blob freed and its place reused):
+             * the later event wins */
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (k && t->b[i].lo == t->b[k - 1].lo)
+                    k--;
+                t->b[k++] = t->b[i];
+            }
+            t->n = k;
+            jl_npending = 0;
+            atomic_store(&jl_btab, t);
+            if (old)
+                jl_retired[jl_nretired++] = old;
+        }
+    }
+    /* a handler that entered after the store above sees the new table */
+    if (jl_nretired && atomic_load(&jl_breaders) == 0) {
+        for (size_t i = 0; i < jl_nretired; i++)
+            free(jl_retired[i]);
+        jl_nretired = 0;
+    }
+    pthread_mutex_unlock(&jl_block);
+}
+
+/* Signal handler: the blob holding pc, copied into *out; 0 when none. */
+static int jl_blob_find(uintptr_t pc, jl_blob *out)
+{
+    int found = 0;
+    atomic_fetch_add(&jl_breaders, 1);
+    const jl_blobs *t = atomic_load(&jl_btab);
+    if (t && t->n) {
+        size_t lo = 0, hi = t->n;
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (t->b[mid].lo <= pc)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        if (t->b[lo].lo <= pc && pc < t->b[lo].hi) {
+            *out = t->b[lo];
+            found = 1;
+        }
+    }
+    atomic_fetch_sub(&jl_breaders, 1);
+    return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* Thread stacks: recorded at ThreadStart, read by the handler          */
+/* ------------------------------------------------------------------ */
+
+#define JL_STK_SLOTS 8192 /* power of two */
+typedef struct jl_stk {
+    atomic_int tid; /* 0 free, -1 being written */
+    int key;
+    _Atomic uintptr_t lo, hi;
+} jl_stk;
+static jl_stk *jl_stks; /* mmap: zeroed */
+
+void jl_unwind_thread_start(pid_t tid)
+{
+    if (!jl_stks)
+        return;
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    int rc = pthread_attr_getstack(&a, &addr, &size);
+    pthread_attr_destroy(&a);
+    if (rc != 0 || !addr || !size)
+        return;
+    /* a slot of this tid (a thread reusing a dead one's number), else a
+     * free one; 16 probes */
+    pthread_mutex_lock(&jl_block);
+    jl_stk *use = NULL;
+    for (int k = 0; k < 16 && !use; k++) {
+        jl_stk *s = &jl_stks[((unsigned)tid + (unsigned)k) & (JL_STK_SLOTS - 1)];
+        if (s->key == tid)
+            use = s;
+    }
+    for (int k = 0; k < 16 && !use; k++) {
+        jl_stk *s = &jl_stks[((unsigned)tid + (unsigned)k) & (JL_STK_SLOTS - 1)];
+        if (s->key == 0)
+            use = s;
+    }
+    if (!use) /* a crowded neighbourhood: take the home slot */
+        use = &jl_stks[(unsigned)tid & (JL_STK_SLOTS - 1)];
+    atomic_store(&use->tid, -1);
+    use->key = tid;
+    atomic_store(&use->lo, (uintptr_t)addr);
+    atomic_store(&use->hi, (uintptr_t)addr + size);
+    atomic_store(&use->tid, tid);
+    pthread_mutex_unlock(&jl_block);
+}
+
+/* Signal handler: the stack of thread tid, 0 when unknown. */
+static int jl_stack_of(pid_t tid, uintptr_t *lo, uintptr_t *hi)
+{
+    for (int k = 0; k < 16; k++) {
+        jl_stk *s = &jl_stks[((unsigned)tid + (unsigned)k) & (JL_STK_SLOTS - 1)];
+        if (atomic_load(&s->tid) != tid)
+            continue;
+        *lo = atomic_load(&s->lo);
+        *hi = atomic_load(&s->hi);
+        if (atomic_load(&s->tid) == tid)
+            return 1;
+    }
+    return 0;
+}
+
+size_t jl_unwind_memory(void)
+{
+    pthread_mutex_lock(&jl_block);
+    const jl_blobs *t = atomic_load(&jl_btab);
+    size_t b = (t ? sizeof(*t) + t->n * sizeof(jl_blob) : 0) + jl_cpending * sizeof(jl_blob) +
+               jl_cretired * sizeof(*jl_retired) + (jl_stks ? sizeof(jl_stk) * JL_STK_SLOTS : 0);
+    pthread_mutex_unlock(&jl_block);
+    return b;
+}
+
+/* ------------------------------------------------------------------ */
+/* Set-up                                                               */
+/* ------------------------------------------------------------------ */
+
+static int jl_unwind_ready;
+
+int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb)
+{
+#if defined(__x86_64__)
+    jl_stks = mmap(NULL, sizeof(jl_stk) * JL_STK_SLOTS, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (jl_stks == MAP_FAILED) {
+        jl_stks = NULL;
+        return -1;
+    }
+    jl_cc_low_p = jl_vms_static("CodeCache", "_low_bound");
+    jl_cc_high_p = jl_vms_static("CodeCache", "_high_bound");
+    if (!jl_cc_low_p || !jl_cc_high_p)
+        return -1;
+    (void)jvmti;
+    cb->DynamicCodeGenerated = jl_on_dynamic_code;
+    return 0;
+#else
+    (void)jvmti;
+    (void)cb;
+    return -1;
+#endif
+}
+
+void jl_unwind_vm_init(jvmtiEnv *jvmti)
+{
+    if (!jl_cc_low_p || !jl_stks)
+        return;
+    (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE,
+                                       JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
+    /* the stubs generated before now */
+    (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+    jl_unwind_refresh();
+    /* set once the code cache exists (CodeCache::initialize) */
+    jl_cc_low = *jl_cc_low_p;
+    jl_cc_high = *jl_cc_high_p;
+    if (jl_cc_low && jl_cc_high > jl_cc_low)
+        atomic_store(&jl_unwind_ready, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* The signal handler's part                                            */
+/* ------------------------------------------------------------------ */
+
+#if defined(__x86_64__)
+static int jl_in_code(uintptr_t pc)
+{
+    return pc >= jl_cc_low && pc < jl_cc_high;
+}
+
+/* A return address into compiled Java code (or the interpreter): in the
+ * code cache, outside every stub, right after a call instruction. */
+static int jl_after_call(uintptr_t ra)
+{
+    if (!jl_in_code(ra) || ra - 7 < jl_cc_low)
+        return 0;
+    const unsigned char *p = (const unsigned char *)ra;
+    if (p[-5] == 0xe8) /* call rel32 */
+        return 1;
+    /* call r/m64: ff /2, with 0..5 bytes of ModRM, SIB, displacement and
+     * an optional REX prefix */
+    for (int len = 2; len <= 7; len++) {
+        const unsigned char *q = p - len;
+        int rex = (q[0] & 0xf0) == 0x40;
+        if (rex)
+            q++;
+        if (q[0] == 0xff && ((q[1] >> 3) & 7) == 2)
+            return 1;
+    }
+    return 0;
+}
+
+static int jl_java_return(uintptr_t ra)
+{
+    if (!jl_after_call(ra))
+        return 0;
+    jl_blob b;
+    return !jl_blob_find(ra, &b) || b.kind == JL_BLOB_INTERP;
+}
+
+static int jl_stack_ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
+{
+    return (a & 7) == 0 && a >= lo && a + 16 <= hi;
+}
+
+/* Takes ra (return address at stack address at) and the caller's SP and
+ * FP when ra is a return into Java code. */
+static int jl_take(uintptr_t at, uintptr_t nfp, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp,
+                   uintptr_t lo, uintptr_t hi)
+{
+    if (!jl_stack_ok(at, lo, hi) || at < *sp)
+        return 0;
+    uintptr_t ra = *(const uintptr_t *)at;
+    if (!jl_java_return(ra))
+        return 0;
+    *pc = ra;
+    *sp = at + 8;
+    *fp = nfp;
+    return 1;
+}
+
+static int32_t jl_i32(const unsigned char *q)
+{
+    return (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                     (uint32_t)q[3] << 24);
+}
+
+/* The size a `sub rsp, imm` (add=0) or `add rsp, imm` (add=1) at q
+ * allocates or frees, -1 when q holds no such instruction. */
+static long jl_rsp_imm(const unsigned char *q, int add)
+{
+    unsigned char modrm = add ? 0xc4 : 0xec;
+    long n = -1;
+    if (q[0] == 0x48 && q[1] == 0x81 && q[2] == modrm)
+        n = jl_i32(q + 3);
+    else if (q[0] == 0x48 && q[1] == 0x83 && q[2] == modrm)
+        n = (int8_t)q[3];
+    return n >= 0 && n <= 65536 && !(n & 7) ? n : -1;
+}
+
+/* cmp dword [r15+d], imm32: the nmethod entry barrier (JDK 21+) */
+static int jl_entry_barrier(const unsigned char *q)
+{
+    return q[0] == 0x41 && q[1] == 0x81 && (q[2] == 0x7f || q[2] == 0xbf);
+}
+
+/* A compiled method whose frame is not complete (ASGCT will not walk it),
+ * C2's and C1's x86-64 entry and exit code:
+ *   [inline-cache check: mov/cmp/jne] [stack bang: mov [rsp-N], eax]
+ *   push rbp; sub rsp, N            (or: sub rsp, N; mov [rsp+N-8], rbp)
+ *   [entry barrier: cmp dword [r15+d], imm; jne]
+ *   ...
+ *   add rsp, N; pop rbp; [poll: cmp rsp, [r15+d]; ja]; ret
+ * The instruction at the PC says where the return address is: nothing
+ * pushed, rbp pushed, or the whole frame (its size read from the `sub` or
+ * `add` instruction).  Anything else: no recovery. */
+static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo,
+                           uintptr_t hi)
+{
+    const unsigned char *p = (const unsigned char *)*pc;
+    uintptr_t s0 = *sp;
+    long n;
+    /* the blob's header lies before its code: 16 bytes back stay inside */
+    if (*pc - 16 < jl_cc_low)
+        return 0;
+    if (p[0] == 0xc3) /* ret */
+        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+    if (p[0] == 0x5d) /* pop rbp */
+        return jl_stack_ok(s0, lo, hi) && jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
+    if ((n = jl_rsp_imm(p, 1)) >= 0) /* add rsp, N; pop rbp */
+        return jl_stack_ok(s0 + (uintptr_t)n, lo, hi) &&
+                       jl_take(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n),
+                               pc, sp, fp, lo, hi)
+                   ? 1
+                   : 0;
+    /* mov [rsp+d], rbp: the frame is allocated, rbp not saved yet */
+    if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0x6c && p[3] == 0x24)
+        return (int8_t)p[4] >= 0 &&
+               jl_take(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
+    if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xac && p[3] == 0x24) {
+        int32_t d = jl_i32(p + 4);
+        return d >= 0 && d <= 65536 && jl_take(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi)
+                   ? 1
+                   : 0;
+    }
+    /* sub rsp, N at the PC: after a `push rbp`, or before anything */
+    if (jl_rsp_imm(p, 0) >= 0) {
+        if (p[-1] == 0x55 && jl_stack_ok(s0, lo, hi) &&
+            jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi))
+            return 1;
+        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+    }
+    /* the entry barrier, or the jne after it: the frame is made; its size
+     * is in the `sub rsp, N` just before (after a `push rbp`: N + 8) */
+    const unsigned char *bar = jl_entry_barrier(p) ? p
+                               : (p[0] == 0x0f && p[1] == 0x85 && jl_entry_barrier(p - 8)) ? p - 8
+                               : NULL;
+    if (bar) {
+        long d = -1; /* where rbp is saved; the return address follows */
+        if (bar[-5] == 0x48 && bar[-4] == 0x89 && bar[-3] == 0x6c && bar[-2] == 0x24)
+            d = (int8_t)bar[-1]; /* a negative one is refused below */
+        else if (bar[-8] == 0x48 && bar[-7] == 0x89 && bar[-6] == 0xac && bar[-5] == 0x24)
+            d = jl_i32(bar - 4);
+        else if ((n = jl_rsp_imm(bar - 7, 0)) >= 0 && bar[-8] == 0x55)
+            d = n;
+        else if ((n = jl_rsp_imm(bar - 4, 0)) >= 0 && bar[-5] == 0x55)
+            d = n;
+        if (d < 0 || d > 65536 || !jl_stack_ok(s0 + (uintptr_t)d, lo, hi))
+            return 0;
+        return jl_take(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp,
+                       fp, lo, hi)
+                   ? 1
+                   : 0;
+    }
+    /* nothing pushed: the inline-cache check (mov r10d, [rsi+8]; shl;
+     * cmp; jne), the stack bang (mov [rsp+d], eax), `push rbp` itself,
+     * padding, or the return poll (cmp rsp, [r15+d]; ja) after `pop rbp` */
+    int none = (p[0] == 0x49 && p[1] == 0x3b) || (p[0] == 0x44 && p[1] == 0x3b) ||
+               (p[0] == 0x44 && p[1] == 0x8b) || (p[0] == 0x49 && p[1] == 0xc1) ||
+               (p[0] == 0x0f && (p[1] == 0x85 || p[1] == 0x87 || p[1] == 0x1f)) ||
+               (p[0] == 0x89 && p[1] == 0x84 && p[2] == 0x24) || p[0] == 0x55 ||
+               p[0] == 0x90 || (p[0] == 0x66 && (p[1] == 0x0f || p[1] == 0x90));
+    if (!none)
+        return 0;
+    return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+}
+
+/* Native code called straight from compiled Java (os::javaTimeMillis,
+ * libc, the vDSO): the chain of frame pointers up to the first return
+ * into Java code; where the routines keep no frame pointer, the first
+ * return into Java code among the few words above SP (a leaf routine's
+ * pushes and locals come before its return address). */
+static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo,
+                         uintptr_t hi)
+{
+    uintptr_t f = *fp;
+    for (int k = 0; k < JL_FP_CHAIN; k++) {
+        if (!jl_stack_ok(f, lo, hi) || f < *sp)
+            break;
+        uintptr_t ra = *(const uintptr_t *)(f + 8);
+        if (jl_in_code(ra)) {
+            if (jl_take(f + 8, *(const uintptr_t *)f, pc, sp, fp, lo, hi))
+                return 1;
+            break;
+        }
+        uintptr_t up = *(const uintptr_t *)f;
+        if (up <= f)
+            break;
+        f = up;
+    }
+    for (int k = 0; k < JL_LEAF_WORDS; k++) {
+        uintptr_t at = *sp + 8 * (uintptr_t)k;
+        if (!jl_stack_ok(at, lo, hi))
+            return 0;
+        if (jl_java_return(*(const uintptr_t *)at))
+            return jl_take(at, *fp, pc, sp, fp, lo, hi);
+    }
+    return 0;
+}
+
+/* One pop: the state of the caller of the code at *pc.  1 on success. */
+static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t ra, nsp, nfp = *fp;
+    if (jl_in_code(*pc)) {
+        jl_blob b;
+        if (!jl_blob_find(*pc, &b))
+            return jl_pop_prologue(pc, sp, fp, lo, hi);
+        if (b.kind == JL_BLOB_INTERP)
+            return 0; /* the interpreter: ASGCT's own business */
+        const unsigned char *e = (const unsigned char *)b.lo;
+        /* push rbp; mov rbp, rsp (either encoding of the mov) */
+        int framed = b.hi - b.lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
+                     ((e[2] == 0x89 && e[3] == 0xe5) || (e[2] == 0x8b && e[3] == 0xec));
+        if (*pc == b.lo || *(const unsigned char *)*pc == 0xc3 /* ret */ ||
+            b.kind == JL_BLOB_FRAMELESS) {
+            if (!jl_stack_ok(*sp, lo, hi))
+                return 0;
+            ra = *(const uintptr_t *)*sp;
+            nsp = *sp + 8;
+        } else if (framed && *pc == b.lo + 1) {
+            if (!jl_stack_ok(*sp, lo, hi))
+                return 0;
+            nfp = *(const uintptr_t *)*sp;
+            ra = *(const uintptr_t *)(*sp + 8);
+            nsp = *sp + 16;
+        } else if (framed) {
+            if (!jl_stack_ok(*fp, lo, hi) || *fp < *sp)
+                return 0;
+            nfp = *(const uintptr_t *)*fp;
+            ra = *(const uintptr_t *)(*fp + 8);
+            nsp = *fp + 16;
+        } else {
+            return 0;
+        }
+        /* into Java code, or into a stub that called this one (popped
+         * next) */
+        if (!jl_after_call(ra))
+            return 0;
+    } else {
+        return jl_pop_native(pc, sp, fp, lo, hi);
+    }
+    if (nsp <= *sp || nsp >= hi)
+        return 0;
+    *pc = ra;
+    *sp = nsp;
+    *fp = nfp;
+    return 1;
+}
+#endif
+
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only)
+{
+#if defined(__x86_64__)
+    if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
+        return 0;
+    const ucontext_t *uc = ucv;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (stubs_only) {
+        jl_blob b;
+        if (!jl_in_code(pc) || !jl_blob_find(pc, &b) || b.kind == JL_BLOB_INTERP)
+            return 0;
+    }
+    uintptr_t lo, hi;
+    if (!jl_stack_of(tid, &lo, &hi))
+        return 0;
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    if (sp < lo || sp >= hi)
+        return 0; /* on another stack (an alternate signal stack) */
+    for (int step = 0; step < JL_UNWIND_STEPS; step++) {
+        if (!jl_pop(&pc, &sp, &fp, lo, hi))
+            return 0;
+        if (!jl_java_return(pc))
+            continue; /* into another stub: pop that one too */
+        ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
+        c.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+        c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+        c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+        tr->num_frames = 0;
+        jl_smp.asgct(tr, depth, &c);
+        if (tr->num_frames > 0)
+            return 1;
+    }
+    return 0;
+#else
+    (void)tr;
+    (void)depth;
+    (void)ucv;
+    (void)tid;
+    (void)stubs_only;
+    return 0;
+#endif
+}

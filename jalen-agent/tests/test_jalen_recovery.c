@@ -1,0 +1,208 @@
+/*
+ * test_jalen_recovery.c - stacks where AsyncGetCallTrace alone gives up,
+ * recovered (unwind.c), and thread renames (real JVMs; issue 16).
+ *
+ * Recovery.java "all": six threads, each spending its time in one place
+ * ASGCT cannot walk from (the arraycopy stub under StringBuilder, itable
+ * and vtable stubs with the callee's prologues, the CRC32/Base64/SHA-256
+ * intrinsics' stubs, System.currentTimeMillis in the VM and the vDSO, and
+ * a 200-deep recursion beyond the 128-frame cap), at interval=1ms, for 6 s
+ * (the warm-up, interpreted code and adapters, is a small part of it).
+ * Expected: [unknown Java] + [not walkable ...] <= 1 % of the process's
+ * energy; each thread's loop method >= 80 % of that thread's energy
+ * inclusive (>= 50 % for the recursion, whose samples deeper than 128
+ * frames cannot reach it); on JDK 17 and on the second JDK when present.
+ * Then 20 runs in a row (1 s each, JDKs alternating): no crash, complete
+ * outputs.
+ *
+ * Rename.java: a thread renamed by itself and one renamed by another
+ * thread appear under their new names only; a thread that ends after
+ * 300 ms of CPU is present with its samples.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "jtest.h"
+
+static const char *const workloads[] = {"arraycopy", "itable", "vtable",
+                                        "intrinsic", "time",   "deep"};
+
+/* Runs java Recovery all SECONDS into dir/out; returns the summary text. */
+static char *run_recovery(const char *dir, const char *seconds)
+{
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "mode=cpu,interval=1ms,out=%s/out,quiet", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Recovery", "all", seconds, NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, 100);
+    char *err = jt_read(errf);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "java failed (status %d): %s", st, err ? err : "");
+    ck_assert_msg(err && err[0] == '\0', "stderr not empty with quiet: %s", err);
+    free(err);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *sum = jt_read(p);
+    ck_assert_ptr_nonnull(sum);
+    ck_assert(jt_json_true(sum, "complete"));
+    return sum;
+}
+
+static void check_recovery(void)
+{
+    char *dir = jt_tmpdir();
+    char p[4200];
+    char *sum = run_recovery(dir, "6");
+    double pj = jt_json_num(sum, "process_energy_j");
+    double failed = jt_json_num(sum, "walks_failed");
+    double recovered = jt_json_num(sum, "walks_recovered");
+    free(sum);
+    ck_assert_msg(pj > 0, "no process energy");
+    jt_csv me, th;
+    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &me), 0);
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    double unknown = 0;
+    for (size_t i = 0; i < me.n; i++) {
+        const char *m = me.rows[i].f[0];
+        if (!strncmp(m, "[unknown Java]", 14) || !strncmp(m, "[not walkable", 13))
+            unknown += jt_num(&me.rows[i], 1);
+    }
+    fprintf(stderr, "[recovery] %s: walks failed %.0f, recovered %.0f; unknown %.2f%% of %.3f J\n",
+            jt_java, failed, recovered, 100 * unknown / pj, pj);
+    /* the workloads do make ASGCT fail: recovery was exercised */
+    ck_assert_msg(failed > 0 && recovered > 0, "no walk failed or none recovered");
+    ck_assert_msg(unknown <= 0.01 * pj, "unknown %.2f%% of the process's energy (> 1%%)",
+                  100 * unknown / pj);
+    for (size_t k = 0; k < sizeof(workloads) / sizeof(workloads[0]); k++) {
+        char loop[64];
+        snprintf(loop, sizeof(loop), "Recovery.%sLoop", workloads[k]);
+        const jt_row *tr = jt_csv_find(&th, 1, workloads[k]);
+        const jt_row *mr = jt_csv_find(&me, 0, loop);
+        ck_assert_msg(tr && mr, "%s: thread or %s missing", workloads[k], loop);
+        double te = jt_num(tr, 3), incl = jt_num(mr, 2);
+        double want = strcmp(workloads[k], "deep") ? 0.80 : 0.50;
+        fprintf(stderr, "[recovery] %-9s %s %.1f%% of its thread (%.3f J)\n", workloads[k], loop,
+                te > 0 ? 100 * incl / te : 0, te);
+        ck_assert_msg(te > 0 && incl >= want * te, "%s: %.1f%% of the thread, want >= %.0f%%",
+                      loop, te > 0 ? 100 * incl / te : 0, 100 * want);
+    }
+    jt_csv_free(&me);
+    jt_csv_free(&th);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(recovery_jdk17)
+{
+    check_recovery();
+}
+END_TEST
+
+START_TEST(recovery_other_jdk)
+{
+    if (!*JALEN_JAVA_ALT) {
+        fprintf(stderr, "SKIP: no second JDK under /usr/lib/jvm at configure time\n");
+        return;
+    }
+    jt_java = JALEN_JAVA_ALT;
+    check_recovery();
+}
+END_TEST
+
+/* 20 runs in a row: recovery adds no crash path */
+START_TEST(recovery_repeat)
+{
+    for (int i = 0; i < 20; i++) {
+        jt_java = (i & 1) && *JALEN_JAVA_ALT ? JALEN_JAVA_ALT : JALEN_JAVA;
+        char *dir = jt_tmpdir();
+        free(run_recovery(dir, "1"));
+        jt_rmtree(dir);
+        free(dir);
+    }
+}
+END_TEST
+
+static void check_rename(const char *mode)
+{
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "mode=%s,out=%s/out,quiet", mode, dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"Rename", NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, 100);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    jt_csv th, me;
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &me), 0);
+    const char *gone[] = {"self-before", "outside-before"};
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(!jt_csv_find(&th, 1, gone[i]), "[%s] old name %s still in threads.csv",
+                      mode, gone[i]);
+    struct {
+        const char *thread, *method;
+        double cpu;
+    } want[] = {{"self-after", "Rename.selfWork", 1.0},
+                {"outside-after", "Rename.outsideWork", 1.0},
+                {"short-lived", "Rename.shortWork", 0.3}};
+    for (int i = 0; i < 3; i++) {
+        const jt_row *t = jt_csv_find(&th, 1, want[i].thread);
+        ck_assert_msg(t, "[%s] thread %s missing from threads.csv", mode, want[i].thread);
+        const jt_row *m = jt_csv_find(&me, 0, want[i].method);
+        double samples = m ? jt_num(m, 6) : 0;
+        fprintf(stderr, "[rename %s] %s: cpu %.3f s, energy %.3f J, %s %.0f samples\n", mode,
+                want[i].thread, jt_num(t, 2), jt_num(t, 3), want[i].method, samples);
+        ck_assert_msg(jt_num(t, 2) >= 0.8 * want[i].cpu && jt_num(t, 3) > 0,
+                      "[%s] %s: cpu %.3f s, want about %.1f", mode, want[i].thread,
+                      jt_num(t, 2), want[i].cpu);
+        ck_assert_msg(samples >= 10, "[%s] %s: %.0f samples", mode, want[i].method, samples);
+    }
+    jt_csv_free(&th);
+    jt_csv_free(&me);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(rename_cpu)
+{
+    check_rename("cpu");
+}
+END_TEST
+
+START_TEST(rename_jvmti)
+{
+    check_rename("jvmti");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("jalen_recovery");
+    TCase *tc = tcase_create("recovery");
+    tcase_set_timeout(tc, 200);
+    tcase_add_test(tc, recovery_jdk17);
+    tcase_add_test(tc, recovery_other_jdk);
+    tcase_add_test(tc, rename_cpu);
+    tcase_add_test(tc, rename_jvmti);
+    tcase_add_test(tc, recovery_repeat);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? 1 : 0;
+}

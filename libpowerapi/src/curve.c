@@ -1,0 +1,275 @@
+/*
+ * curve.c - load-power curves: interpolation and the calibration file of
+ * `powerapi calibrate`, read by the cpu-curve formula.
+ *
+ * A calibration file is plain text, one item a line, '#' comments:
+ *
+ *   cpu "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz"   model it was made on
+ *   kernel "6.18.0-1-amd64"
+ *   date "2026-11-23T16:40:00Z"
+ *   cpus 2                  logical CPUs online during the calibration
+ *   mhz 2100                mean cpufreq frequency, 0 when unknown
+ *   point LOAD% WATTS RMS_RESIDUAL_W     one per ladder level, increasing
+ *   validation mean_pct=M p95_pct=P energy_pct=E
+ *
+ * The points are the package (+ DRAM when RAPL has it) power of the whole
+ * machine at each measured utilisation.  The validation line's mean
+ * absolute error becomes the curve's known error (model_error).
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+double pa__curve_at(const pa_curve *c, double u)
+{
+    if (!c->n)
+        return 0;
+    if (u <= c->load[0] || c->n == 1)
+        return c->watts[0];
+    if (u >= c->load[c->n - 1])
+        return c->watts[c->n - 1];
+    size_t i = 1;
+    while (c->load[i] < u)
+        i++;
+    double u0 = c->load[i - 1], u1 = c->load[i];
+    return c->watts[i - 1] +
+           (c->watts[i] - c->watts[i - 1]) * (u - u0) / (u1 - u0);
+}
+
+/* Reads a "quoted" value (\" and \\ escapes) at p into out. */
+static int quoted(const char *p, char *out, size_t len)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p++ != '"')
+        return -EINVAL;
+    size_t o = 0;
+    for (; *p && *p != '"'; p++) {
+        char c = *p;
+        if (c == '\\' && (p[1] == '"' || p[1] == '\\'))
+            c = *++p;
+        if (o + 1 < len)
+            out[o++] = c;
+    }
+    out[o] = '\0';
+    return *p == '"' ? 0 : -EINVAL;
+}
+
+int pa__calib_read(const char *path, pa_curve *out)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return pa__err(-errno,
+                       "calibration: cannot open %s: %s; write one with "
+                       "`powerapi calibrate --output %s` on a machine with "
+                       "RAPL",
+                       path, strerror(errno), path);
+    pa_curve c;
+    memset(&c, 0, sizeof(c));
+    c.per = PA_CURVE_SERVER;
+    c.packages = 1;
+    c.error = -1;
+    char line[1024];
+    unsigned ln = 0;
+    int rc = 0;
+    bool have_cpu = false;
+    while (fgets(line, sizeof(line), f)) {
+        ln++;
+        char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p || *p == '#')
+            continue;
+        char word[16];
+        size_t wl = 0;
+        while (isalpha((unsigned char)*p) && wl + 1 < sizeof(word))
+            word[wl++] = *p++;
+        word[wl] = '\0';
+        if (!strcmp(word, "cpu")) {
+            if (quoted(p, c.match, sizeof(c.match)) < 0)
+                goto bad;
+            have_cpu = true;
+        } else if (!strcmp(word, "kernel") || !strcmp(word, "date")) {
+            char tmp[128];
+            if (quoted(p, tmp, sizeof(tmp)) < 0)
+                goto bad;
+        } else if (!strcmp(word, "cpus")) {
+            char *end;
+            unsigned long v = strtoul(p, &end, 10);
+            if (end == p || v == 0 || v > 65536)
+                goto bad;
+            c.threads = (unsigned)v;
+        } else if (!strcmp(word, "mhz")) {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p || !(v >= 0) || v > 100000)
+                goto bad;
+            c.mhz = v;
+        } else if (!strcmp(word, "point")) {
+            char *end, *e2;
+            double u = strtod(p, &end);
+            double w = end == p ? NAN : strtod(end, &e2);
+            if (end == p || e2 == end || !(u >= 0 && u <= 100) ||
+                !(w >= 0 && w < 100000))
+                goto bad;
+            if (c.n == PA_CURVE_MAX) {
+                rc = pa__err(-EINVAL,
+                             "calibration: %s:%u: more than %d points", path,
+                             ln, PA_CURVE_MAX);
+                goto out;
+            }
+            if (c.n && u / 100 <= c.load[c.n - 1]) {
+                rc = pa__err(-EINVAL,
+                             "calibration: %s:%u: load %g%% is not above "
+                             "the previous point's",
+                             path, ln, u);
+                goto out;
+            }
+            c.load[c.n] = u / 100;
+            c.watts[c.n++] = w;
+        } else if (!strcmp(word, "validation")) {
+            const char *m = strstr(p, "mean_pct=");
+            if (m) {
+                char *end;
+                double v = strtod(m + 9, &end);
+                if (end == m + 9 || !(v >= 0))
+                    goto bad;
+                c.error = v / 100;
+            }
+        } else {
+            goto bad;
+        }
+    }
+    if (ferror(f)) {
+        rc = pa__err(-EIO, "calibration: error reading %s", path);
+        goto out;
+    }
+    if (!have_cpu || c.n < 2) {
+        rc = pa__err(-EINVAL,
+                     "calibration: %s has no cpu line or fewer than 2 "
+                     "points; run `powerapi calibrate` again",
+                     path);
+        goto out;
+    }
+    snprintf(c.source, sizeof(c.source), "calibration %s", path);
+    *out = c;
+    goto out;
+bad:
+    rc = pa__err(-EINVAL,
+                 "calibration: %s:%u: cannot parse '%.40s' (the format is "
+                 "described in libpowerapi/src/curve.c; run `powerapi "
+                 "calibrate` again)",
+                 path, ln, line);
+out:
+    fclose(f);
+    return rc;
+}
+
+static void put_quoted(FILE *f, const char *key, const char *v)
+{
+    fprintf(f, "%s \"", key);
+    for (; v && *v; v++) {
+        if (*v == '"' || *v == '\\')
+            fputc('\\', f);
+        if (*v != '\n')
+            fputc(*v, f);
+    }
+    fputs("\"\n", f);
+}
+
+int pa__calib_write(const char *path, const pa_curve *c,
+                    const double *residual_w, const char *kernel,
+                    const char *date, unsigned ncpus, double valid_mean_pct,
+                    double valid_p95_pct, double valid_energy_pct)
+{
+    char tmp[PA_PATH_MAX];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return pa__err(-ENAMETOOLONG, "calibration: path too long: %s", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return pa__err(-errno, "calibration: cannot write %s: %s", tmp,
+                       strerror(errno));
+    fputs("# powerapi calibration (written by `powerapi calibrate`, read by "
+          "the cpu-curve formula)\n",
+          f);
+    put_quoted(f, "cpu", c->match);
+    put_quoted(f, "kernel", kernel);
+    put_quoted(f, "date", date);
+    fprintf(f, "cpus %u\n", ncpus);
+    fprintf(f, "mhz %.0f\n", c->mhz);
+    fputs("# point LOAD% WATTS RMS_RESIDUAL_W (RAPL package+DRAM power of "
+          "the machine)\n",
+          f);
+    for (size_t i = 0; i < c->n; i++)
+        fprintf(f, "point %.2f %.4f %.4f\n", c->load[i] * 100, c->watts[i],
+                residual_w ? residual_w[i] : 0.0);
+    if (valid_mean_pct >= 0)
+        fprintf(f, "validation mean_pct=%.3f p95_pct=%.3f energy_pct=%.3f\n",
+                valid_mean_pct, valid_p95_pct, valid_energy_pct);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        int e = errno ? errno : EIO;
+        unlink(tmp);
+        return pa__err(-e, "calibration: error writing %s: %s", tmp,
+                       strerror(e));
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return pa__err(-e, "calibration: cannot rename %s to %s: %s", tmp,
+                       path, strerror(e));
+    }
+    return 0;
+}
+
+static int data_dir(char *buf, size_t len)
+{
+    const char *x = getenv("XDG_DATA_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (x && *x)
+        n = snprintf(buf, len, "%s/powerapi", x);
+    else if (home && *home)
+        n = snprintf(buf, len, "%s/.local/share/powerapi", home);
+    else
+        return -ENOENT;
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+const char *pa__calib_default(char *buf, size_t len)
+{
+    const char *env = getenv("POWERAPI_CALIBRATION");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return buf;
+    }
+    char dir[PA_PATH_MAX];
+    if (data_dir(dir, sizeof(dir)) == 0) {
+        int n = snprintf(buf, len, "%s/calibration.txt", dir);
+        if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
+            return buf;
+    }
+    snprintf(buf, len, "/var/lib/powerapi/calibration.txt");
+    if (access(buf, R_OK) == 0)
+        return buf;
+    return NULL;
+}
+
+int pa__calib_standard_path(char *buf, size_t len)
+{
+    char dir[PA_PATH_MAX];
+    if (geteuid() == 0)
+        snprintf(dir, sizeof(dir), "/var/lib/powerapi");
+    else if (data_dir(dir, sizeof(dir)) < 0)
+        return pa__err(-ENOENT, "calibrate: neither $XDG_DATA_HOME nor $HOME "
+                                "is set; give --output FILE");
+    int n = snprintf(buf, len, "%s/calibration.txt", dir);
+    if (n < 0 || (size_t)n >= len)
+        return pa__err(-ENAMETOOLONG, "calibrate: path too long: %s", dir);
+    return 0;
+}
