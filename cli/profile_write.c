@@ -577,26 +577,9 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fputs(",\n  \"cpu_source\": ", f);
     pa_pout_json(f, m->cpu_source);
     fputs(",\n  \"assumed\": [", f);
-    char buf[2048];
-    snprintf(buf, sizeof(buf), "%s", m->assumed ? m->assumed : "");
-    char *save = NULL;
-    int first = 1;
-    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-        while (*t == ' ')
-            t++;
-        if (!*t)
-            continue;
-        if (!first)
-            fputs(", ", f);
-        first = 0;
-        pa_pout_json(f, t);
-    }
+    pa_pout_json_list(f, m->assumed);
     fputs("],\n  \"filter\": [", f);
-    for (size_t i = 0; i < m->nfilters; i++) {
-        if (i)
-            fputs(", ", f);
-        pa_pout_json(f, m->filters[i]);
-    }
+    pa_pout_json_strings(f, m->filters, m->nfilters);
     fputs("],\n  \"energy_source\": \"CPU energy of the targets per window "
           "from libpowerapi (formula above), split over threads by CPU time "
           "and over a thread's samples equally; network energy is not "

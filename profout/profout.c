@@ -164,6 +164,37 @@ void pa_pout_json(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void pa_pout_json_list(FILE *f, const char *list)
+{
+    int first = 1;
+    for (const char *t = list ? list : ""; *t;) {
+        while (*t == ' ')
+            t++;
+        size_t len = strcspn(t, ";");
+        if (len) {
+            char item[1024];
+            int keep = (int)(len < sizeof(item) ? len : sizeof(item) - 1);
+            snprintf(item, sizeof(item), "%.*s", keep, t);
+            if (!first)
+                fputs(", ", f);
+            first = 0;
+            pa_pout_json(f, item);
+        }
+        t += len;
+        if (*t == ';')
+            t++;
+    }
+}
+
+void pa_pout_json_strings(FILE *f, const char *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputs(", ", f);
+        pa_pout_json(f, v[i]);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Call tree                                                           */
 /* ------------------------------------------------------------------ */

@@ -47,6 +47,13 @@ void pa_pout_csv(FILE *f, const char *s);
 /* A JSON string, '<' escaped so that it is safe inside <script>. */
 void pa_pout_json(FILE *f, const char *s);
 
+/* JSON array items of a ";"-separated list (libpowerapi's "assumed"),
+ * each trimmed of leading blanks, empty ones left out, ", " between:
+ * what goes between the brackets. */
+void pa_pout_json_list(FILE *f, const char *list);
+/* JSON array items of n strings, ", " between. */
+void pa_pout_json_strings(FILE *f, const char *const *v, size_t n);
+
 /* ---- the call tree ---- */
 
 /* One node of a call tree: a function (an index into the caller's table)

@@ -349,27 +349,9 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fputs(",\n  \"cpu_source\": ", f);
     pa_pout_json(f, p->cpu_source);
     fputs(",\n  \"assumed\": [", f);
-    /* ";"-separated in the report */
-    char buf[sizeof(p->assumed)];
-    snprintf(buf, sizeof(buf), "%s", p->assumed);
-    char *save = NULL;
-    int first = 1;
-    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-        while (*t == ' ')
-            t++;
-        if (!*t)
-            continue;
-        if (!first)
-            fputs(", ", f);
-        first = 0;
-        pa_pout_json(f, t);
-    }
+    pa_pout_json_list(f, p->assumed); /* ";"-separated in the report */
     fputs("],\n  \"filter\": [", f);
-    for (size_t i = 0; i < opt->nfilters; i++) {
-        if (i)
-            fputs(", ", f);
-        pa_pout_json(f, opt->filters[i]);
-    }
+    pa_pout_json_strings(f, (const char *const *)opt->filters, opt->nfilters);
     fprintf(f, "],\n  \"complete\": %s\n}\n", final ? "true" : "false");
     return pa_pout_close(&o);
 }
