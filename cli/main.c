@@ -25,6 +25,8 @@ static const pa_cli_command commands[] = {
      "sample the whole machine and publish windows in a shared-memory ring"},
     {"top", pa_cli_top, "live terminal view of processes and cgroups by power"},
     {"serve", pa_cli_serve, "Prometheus exporter: /metrics over HTTP"},
+    {"profile", pa_cli_profile,
+     "per-function energy of any process (perf sampling; flame graph, pprof)"},
     {"events", pa_cli_events,
      "perf events this machine can count (names for the perf sensor)"},
     {"calibrate", pa_cli_calibrate,

@@ -7,6 +7,7 @@
  * people: the system line, the assumptions, then the targets sorted by power.
  */
 #include "output.h"
+#include "profout.h"
 
 #include <errno.h>
 #include <math.h>
@@ -201,21 +202,11 @@ void pa_out_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* a CSV field, quoted only when it must be (profout/, as the profile
+ * files) */
 static void csv_string(FILE *f, const char *s)
 {
-    if (!s)
-        s = "";
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    pa_pout_csv(f, s);
 }
 
 static void csv_number(FILE *f, double v)

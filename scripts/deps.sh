@@ -15,6 +15,10 @@ PKGS=(
   prometheus             # promtool and a real scraper for the exporter tests
   tmux                   # powerapi top tests
   iproute2               # network namespace test of the nic sensor
+  libdw-dev libelf-dev   # powerapi profile: symbols, DWARF lines, inlined frames
+  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # profile: pprof output
+  golang-go              # profile tests: go tool pprof reads profile.pb.gz
+  linux-perf             # profile benchmark: perf record at the same rate
   clang libclang-rt-14-dev # fuzz targets (tests/fuzz/run.sh): libFuzzer and
                          # the sanitizer runtimes are in libclang-rt-14-dev,
                          # only recommended by clang

@@ -21,6 +21,7 @@
 
 #include <jni.h>
 #include <jvmti.h>
+#include "profout.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -246,13 +247,9 @@ typedef struct jl_class {
     uint64_t stamp;
 } jl_class;
 
-typedef struct jl_node {
-    int method;
-    int parent;
-    int first_child, next_sibling;
-    double self_j;
-    double total_j; /* filled before writing */
-} jl_node;
+/* A call-tree node (func: the method's index), as profout/ writes it;
+ * total_j is filled before writing.  self_cpu_s and self_samples stay 0. */
+typedef pa_ptree_node jl_node;
 
 typedef struct jl_timeline_row {
     double start_s;
@@ -331,8 +328,6 @@ int jl_write_all(const jl_opts *o, int final);
 /* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
 int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o);
-extern const char jl_flamegraph_head[];
-extern const char jl_flamegraph_tail[];
 
 /* Small helpers (util in writers.c). */
 double jl_now_s(void);

@@ -267,7 +267,7 @@ static int jl_node_child(int parent, int method)
             return -1;
         for (size_t i = 0; i < jl_prof.nn; i++) {
             uint64_t key = ((uint64_t)(uint32_t)jl_prof.nodes[i].parent << 32) |
-                           (uint32_t)jl_prof.nodes[i].method;
+                           (uint32_t)jl_prof.nodes[i].func;
             size_t k = jl_hash64(key) & (ncap - 1);
             while (h[k])
                 k = (k + 1) & (ncap - 1);
@@ -281,7 +281,7 @@ static int jl_node_child(int parent, int method)
     size_t k = jl_hash64(key) & (jl_prof.nhcap - 1);
     while (jl_prof.nhash[k]) {
         jl_node *n = &jl_prof.nodes[jl_prof.nhash[k] - 1];
-        if (n->parent == parent && n->method == method)
+        if (n->parent == parent && n->func == method)
             return jl_prof.nhash[k] - 1;
         k = (k + 1) & (jl_prof.nhcap - 1);
     }
@@ -296,7 +296,7 @@ static int jl_node_child(int parent, int method)
     int idx = (int)jl_prof.nn++;
     jl_node *n = &jl_prof.nodes[idx];
     memset(n, 0, sizeof(*n));
-    n->method = method;
+    n->func = method;
     n->parent = parent;
     n->first_child = -1;
     n->next_sibling = -1;
@@ -360,12 +360,5 @@ void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
 
 void jl_profile_compute_totals(void)
 {
-    for (size_t i = 0; i < jl_prof.nn; i++)
-        jl_prof.nodes[i].total_j = jl_prof.nodes[i].self_j;
-    /* children are always created after their parent: one reverse pass */
-    for (size_t i = jl_prof.nn; i-- > 0;) {
-        int p = jl_prof.nodes[i].parent;
-        if (p >= 0)
-            jl_prof.nodes[p].total_j += jl_prof.nodes[i].total_j;
-    }
+    pa_ptree_totals(jl_prof.nodes, jl_prof.nn);
 }

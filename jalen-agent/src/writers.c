@@ -2,8 +2,10 @@
  * writers.c - the output files of DESIGN.md section 8.5.
  *
  * Every file is written to ".<name>.tmp" in the output folder and then
- * takes <name>'s place in one step (jl_replace), so a reader never sees
- * half a file and a killed JVM leaves the last complete window.
+ * takes <name>'s place in one step (pa_pout_close), so a reader never sees
+ * half a file and a killed JVM leaves the last complete window.  The text,
+ * the collapsed stacks, the flame graph and pprof are profout/'s writers,
+ * shared with `powerapi profile`.
  *
  * When the folder cannot be written (full file system, read-only, gone)
  * the JVM runs on: the agent says once what failed, the files of the
@@ -23,150 +25,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-typedef struct jl_out {
-    FILE *f;
-    char tmp[4200];
-    char dst[4200];
-} jl_out;
-
-static int jl_out_open(jl_out *o, const char *dir, const char *name)
-{
-    snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name);
-    snprintf(o->dst, sizeof(o->dst), "%s/%s", dir, name);
-    o->f = fopen(o->tmp, "we");
-    if (!o->f)
-        return -errno;
-    /* one thread writes each file: no stdio lock per character; a larger
-     * buffer, fewer write(2)s (the files are rewritten every window) */
-    __fsetlocking(o->f, FSETLOCKING_BYCALLER);
-    setvbuf(o->f, NULL, _IOFBF, 65536);
-    return 0;
-}
-
-/* Unsigned decimal, without printf's parsing. */
-static void jl_put_u64(FILE *f, uint64_t v)
-{
-    char b[24];
-    char *e = b + sizeof(b), *c = e;
-    do {
-        *--c = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    fwrite(c, 1, (size_t)(e - c), f);
-}
-
-/* v with dec decimals (dec <= 9), as "%.*f" prints it but for the last
- * digit's rounding; printf's exact decimal conversion costs most of the
- * agent thread's formatting time. */
-static void jl_put_fix(FILE *f, double v, int dec)
-{
-    static const uint64_t scale[] = {1,         10,         100,         1000,     10000,
-                                     100000,    1000000,    10000000,    100000000, 1000000000};
-    double a = fabs(v);
-    if (!(a < 1e15)) { /* NaN, infinite, or beyond the integer path */
-        fprintf(f, "%.*f", dec, v);
-        return;
-    }
-    /* the integer part is exact; the fraction, scaled, is rounded once */
-    double ip = floor(a);
-    uint64_t i = (uint64_t)ip, r = (uint64_t)llround((a - ip) * (double)scale[dec]);
-    if (r >= scale[dec]) {
-        i++;
-        r -= scale[dec];
-    }
-    if (v < 0 && (i || r))
-        fputc('-', f);
-    jl_put_u64(f, i);
-    if (!dec)
-        return;
-    char b[12];
-    b[0] = '.';
-    for (int k = dec; k >= 1; k--) {
-        b[k] = (char)('0' + r % 10);
-        r /= 10;
-    }
-    fwrite(b, 1, (size_t)dec + 1, f);
-}
-
-/*
- * Put tmp in dst's place, atomically for readers.  A plain rename(2) over
- * an existing file makes ext4 (auto_da_alloc) start writing the new data
- * out at once, on the agent thread, for every file every window.
- * Exchanging the two names instead (renameat2 RENAME_EXCHANGE) and
- * unlinking the old version does not, and a version replaced before the
- * next journal commit is never written to disk at all.  The price: after
- * a power cut (not a JVM crash) a file may be found empty; the agent
- * rewrites it the next window.  rename(2) where the exchange is not
- * possible (no dst yet, a file system or kernel without it).
- */
-static int jl_replace(const char *tmp, const char *dst)
-{
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) == 0) {
-        unlink(tmp); /* now the previous version */
-        return 0;
-    }
-    if (rename(tmp, dst) < 0) {
-        int e = -errno;
-        unlink(tmp);
-        return e;
-    }
-    return 0;
-}
-
-static int jl_out_close(jl_out *o)
-{
-    /* the cause of a failed write (ENOSPC, EROFS...) is in errno */
-    int err = ferror(o->f) ? (errno ? errno : EIO) : 0;
-    if (fclose(o->f) != 0 && !err)
-        err = errno ? errno : EIO;
-    if (err) {
-        unlink(o->tmp);
-        return -err;
-    }
-    return jl_replace(o->tmp, o->dst);
-}
-
-/* CSV field: quoted only when it must be. */
-static void jl_csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void jl_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    const char *q = s;
-    while (q && *q && (unsigned char)*q >= 0x20 && *q != '"' && *q != '\\' && *q != '<')
-        q++;
-    if (q && !*q) { /* nothing to escape: the usual case */
-        fputs(s, f);
-        fputc('"', f);
-        return;
-    }
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else if (c == '<')
-            fputs("\\u003c", f); /* safe inside <script> */
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 static const jl_profile *jl_sort_p;
 static int jl_by_self(const void *a, const void *b)
@@ -217,8 +75,8 @@ static int jl_write_methods(const char *dir, int filtered)
     }
     jl_sort_p = p;
     qsort(idx, n, sizeof(int), filtered ? jl_by_fself : jl_by_self);
-    jl_out o;
-    int rc = jl_out_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv");
     if (rc < 0) {
         free(idx);
         return rc;
@@ -228,22 +86,22 @@ static int jl_write_methods(const char *dir, int filtered)
           o.f);
     for (size_t k = 0; k < n; k++) {
         const jl_method *m = &p->m[idx[k]];
-        jl_csv_str(o.f, m->name);
+        pa_pout_csv(o.f, m->name);
         const double e[] = {filtered ? m->fself_j : m->self_j, m->total_j, m->cpu_j, m->net_j};
         const uint64_t n3[] = {filtered ? m->fself_samples : m->self_samples, m->total_samples,
                                m->net_bytes};
         for (int i = 0; i < 4; i++) {
             fputc(',', o.f);
-            jl_put_fix(o.f, e[i], 9);
+            pa_pout_fix(o.f, e[i], 9);
         }
         for (int i = 0; i < 3; i++) {
             fputc(',', o.f);
-            jl_put_u64(o.f, n3[i]);
+            pa_pout_u64(o.f, n3[i]);
         }
         fputc('\n', o.f);
     }
     free(idx);
-    return jl_out_close(&o);
+    return pa_pout_close(&o);
 }
 
 static int jl_write_classes(const char *dir)
@@ -258,8 +116,8 @@ static int jl_write_classes(const char *dir)
             idx[n++] = (int)i;
     jl_sort_p = p;
     qsort(idx, n, sizeof(int), jl_by_cself);
-    jl_out o;
-    int rc = jl_out_open(&o, dir, "classes.csv");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "classes.csv");
     if (rc < 0) {
         free(idx);
         return rc;
@@ -267,22 +125,22 @@ static int jl_write_classes(const char *dir)
     fputs("class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", o.f);
     for (size_t k = 0; k < n; k++) {
         const jl_class *c = &p->c[idx[k]];
-        jl_csv_str(o.f, c->name);
+        pa_pout_csv(o.f, c->name);
         const double e[] = {c->self_j, c->total_j, c->cpu_j, c->net_j};
         for (int i = 0; i < 4; i++) {
             fputc(',', o.f);
-            jl_put_fix(o.f, e[i], 9);
+            pa_pout_fix(o.f, e[i], 9);
         }
         fputc('\n', o.f);
     }
     free(idx);
-    return jl_out_close(&o);
+    return pa_pout_close(&o);
 }
 
 static int jl_write_threads(const char *dir)
 {
-    jl_out o;
-    int rc = jl_out_open(&o, dir, "threads.csv");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "threads.csv");
     if (rc < 0)
         return rc;
     fputs("tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n", o.f);
@@ -297,7 +155,7 @@ static int jl_write_threads(const char *dir)
             if (t->cpu_s <= 0 && t->energy_j <= 0 && !t->net_bytes)
                 continue;
             fprintf(o.f, "%d,", (int)t->tid);
-            jl_csv_str(o.f, t->name);
+            pa_pout_csv(o.f, t->name);
             fprintf(o.f, ",%.6f,%.9f,%.9f,%.9f,%llu\n", t->cpu_s, t->energy_j, t->cpu_j,
                     t->net_j, (unsigned long long)t->net_bytes);
         } else {
@@ -312,120 +170,31 @@ static int jl_write_threads(const char *dir)
     for (int k = 1; k < JL_K_COUNT; k++)
         fprintf(o.f, "0,%s,%.6f,%.9f,%.9f,%.9f,%llu\n", jl_kind_names[k], agg[k][0], agg[k][1],
                 agg[k][2], agg[k][3], (unsigned long long)aggb[k]);
-    return jl_out_close(&o);
+    return pa_pout_close(&o);
 }
 
-static int jl_write_collapsed(const char *dir)
+/* The call tree as the shared writers (profout/) see it. */
+static const char *jl_method_name(const void *ctx, int i)
 {
-    jl_out o;
-    int rc = jl_out_open(&o, dir, "energy.collapsed");
-    if (rc < 0)
-        return rc;
-    const jl_profile *p = &jl_prof;
-    int path[JL_MAX_DEPTH + 8];
-    for (size_t i = 0; i < p->nn; i++) {
-        const jl_node *nd = &p->nodes[i];
-        long long uj = llround(nd->self_j * 1e6);
-        if (uj <= 0)
-            continue;
-        int depth = 0;
-        for (int k = (int)i; k >= 0 && depth < JL_MAX_DEPTH + 8; k = p->nodes[k].parent)
-            path[depth++] = k;
-        for (int d = depth - 1; d >= 0; d--) {
-            fputs(p->m[p->nodes[path[d]].method].name, o.f);
-            if (d)
-                fputc(';', o.f);
-        }
-        fputc(' ', o.f);
-        jl_put_u64(o.f, (uint64_t)uj);
-        fputc('\n', o.f);
-    }
-    return jl_out_close(&o);
+    (void)ctx;
+    return jl_prof.m[i].name;
 }
 
-/* The flame graph names only the methods of the nodes it draws, numbered
- * in the order they are met: map[method] = that number (-1: not drawn). */
-static void jl_json_names(FILE *f, int i, double min_j, int *map, int *n)
+static pa_ptree jl_tree(void)
 {
-    const jl_node *nd = &jl_prof.nodes[i];
-    if (map[nd->method] < 0) {
-        if (*n)
-            fputc(',', f);
-        map[nd->method] = (*n)++;
-        jl_json_str(f, jl_prof.m[nd->method].name);
-    }
-    for (int c = nd->first_child; c >= 0; c = jl_prof.nodes[c].next_sibling)
-        if (jl_prof.nodes[c].total_j >= min_j)
-            jl_json_names(f, c, min_j, map, n);
-}
-
-static void jl_json_node(FILE *f, int i, double min_j, const int *map)
-{
-    const jl_node *nd = &jl_prof.nodes[i];
-    fputs("{\"n\":", f);
-    jl_put_u64(f, (uint64_t)map[nd->method]);
-    fputs(",\"v\":", f);
-    jl_put_fix(f, nd->total_j * 1e6, 0);
-    int first = 1;
-    for (int c = nd->first_child; c >= 0; c = jl_prof.nodes[c].next_sibling) {
-        if (jl_prof.nodes[c].total_j < min_j)
-            continue;
-        fputs(first ? ",\"c\":[" : ",", f);
-        first = 0;
-        jl_json_node(f, c, min_j, map);
-    }
-    if (!first)
-        fputc(']', f);
-    fputc('}', f);
+    return (pa_ptree){.nodes = jl_prof.nodes,
+                      .n = jl_prof.nn,
+                      .nfuncs = jl_prof.nm,
+                      .name = jl_method_name};
 }
 
 static int jl_write_html(const char *dir, const jl_opts *opt)
 {
-    const jl_profile *p = &jl_prof;
-    int *map = malloc((p->nm ? p->nm : 1) * sizeof(int));
-    if (!map)
-        return -ENOMEM;
-    for (size_t i = 0; i < p->nm; i++)
-        map[i] = -1;
-    jl_out o;
-    int rc = jl_out_open(&o, dir, "flamegraph.html");
-    if (rc < 0) {
-        free(map);
-        return rc;
-    }
-    double total = 0;
-    for (size_t i = 0; i < p->nn; i++)
-        if (p->nodes[i].parent < 0)
-            total += p->nodes[i].total_j;
-    double min_j = total * 2e-5;
-    fputs(jl_flamegraph_head, o.f);
-    fputs("{\"title\":", o.f);
     char title[256];
     snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)", (int)getpid(),
              opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
-    jl_json_str(o.f, title);
-    fprintf(o.f, ",\"process_j\":%.6f,\"duration_s\":%.3f,\"names\":[", p->process_j,
-            p->duration_s);
-    int named = 0;
-    for (size_t i = 0; i < p->nn; i++)
-        if (p->nodes[i].parent < 0 && p->nodes[i].total_j >= min_j)
-            jl_json_names(o.f, (int)i, min_j, map, &named);
-    fputs("],\"root\":{\"n\":-1,\"v\":", o.f);
-    jl_put_fix(o.f, total * 1e6, 0);
-    fputs(",\"c\":[", o.f);
-    int first = 1;
-    for (size_t i = 0; i < p->nn; i++) {
-        if (p->nodes[i].parent >= 0 || p->nodes[i].total_j < min_j)
-            continue;
-        if (!first)
-            fputc(',', o.f);
-        first = 0;
-        jl_json_node(o.f, (int)i, min_j, map);
-    }
-    free(map);
-    fputs("]}}", o.f);
-    fputs(jl_flamegraph_tail, o.f);
-    return jl_out_close(&o);
+    pa_ptree t = jl_tree();
+    return pa_ptree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
 }
 
 /* timeline.csv grows by a few rows a window for as long as the JVM runs:
@@ -439,11 +208,11 @@ static void jl_timeline_rows(FILE *f)
 {
     for (size_t i = 0; i < jl_prof.ntl; i++) {
         const jl_timeline_row *r = &jl_prof.tl[i];
-        jl_put_fix(f, r->start_s, 3);
+        pa_pout_fix(f, r->start_s, 3);
         fputc(',', f);
-        jl_csv_str(f, jl_prof.m[r->method].name);
+        pa_pout_csv(f, jl_prof.m[r->method].name);
         fputc(',', f);
-        jl_put_fix(f, r->power_w, 6);
+        pa_pout_fix(f, r->power_w, 6);
         fputc('\n', f);
     }
 }
@@ -454,13 +223,13 @@ static int jl_write_timeline(const char *dir)
     snprintf(path, sizeof(path), "%s/timeline.csv", dir);
     int fd = jl_timeline_created ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
     if (fd < 0) { /* first window, or the file was removed: start it again */
-        jl_out o;
-        int rc = jl_out_open(&o, dir, "timeline.csv");
+        pa_pout o;
+        int rc = pa_pout_open(&o, dir, "timeline.csv");
         if (rc < 0)
             return rc;
         fputs("window_start_s,method,power_w\n", o.f);
         jl_timeline_rows(o.f);
-        rc = jl_out_close(&o);
+        rc = pa_pout_close(&o);
         if (rc == 0) {
             jl_timeline_created = 1;
             jl_prof.ntl = 0;
@@ -520,8 +289,8 @@ static size_t jl_agent_memory(void)
 
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
 {
-    jl_out o;
-    int rc = jl_out_open(&o, dir, "summary.json");
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "summary.json");
     if (rc < 0)
         return rc;
     const jl_profile *p = &jl_prof;
@@ -574,35 +343,17 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
     fprintf(f, "  \"net\": %s,\n", opt->net ? "true" : "false");
     fputs("  \"formula\": ", f);
-    jl_json_str(f, p->formula);
+    pa_pout_json(f, p->formula);
     fputs(",\n  \"sensors\": ", f);
-    jl_json_str(f, p->sensors);
+    pa_pout_json(f, p->sensors);
     fputs(",\n  \"cpu_source\": ", f);
-    jl_json_str(f, p->cpu_source);
+    pa_pout_json(f, p->cpu_source);
     fputs(",\n  \"assumed\": [", f);
-    /* ";"-separated in the report */
-    char buf[sizeof(p->assumed)];
-    snprintf(buf, sizeof(buf), "%s", p->assumed);
-    char *save = NULL;
-    int first = 1;
-    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-        while (*t == ' ')
-            t++;
-        if (!*t)
-            continue;
-        if (!first)
-            fputs(", ", f);
-        first = 0;
-        jl_json_str(f, t);
-    }
+    pa_pout_json_list(f, p->assumed); /* ";"-separated in the report */
     fputs("],\n  \"filter\": [", f);
-    for (size_t i = 0; i < opt->nfilters; i++) {
-        if (i)
-            fputs(", ", f);
-        jl_json_str(f, opt->filters[i]);
-    }
+    pa_pout_json_strings(f, (const char *const *)opt->filters, opt->nfilters);
     fprintf(f, "],\n  \"complete\": %s\n}\n", final ? "true" : "false");
-    return jl_out_close(&o);
+    return pa_pout_close(&o);
 }
 
 /* 0 while writing works, else the errno of the failure last said */
@@ -638,7 +389,15 @@ int jl_write_all(const jl_opts *o, int final)
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */
     }
-    if ((o->formats & JL_FMT_COLLAPSED) && (r = jl_write_collapsed(o->out)) < 0)
+    pa_ptree t = jl_tree();
+    if ((o->formats & JL_FMT_COLLAPSED) && (r = pa_ptree_write_collapsed(&t, o->out)) < 0)
+        rc = r;
+    /* pprof once, at the end: packing and compressing the whole tree every
+     * window would cost the agent thread for a file read after the run */
+    if ((o->formats & JL_FMT_COLLAPSED) && final &&
+        (r = pa_ptree_write_pprof(&t, o->out, o->interval_ns, jl_prof.duration_s,
+                                  "jalen: energy from libpowerapi per window, split over "
+                                  "threads by CPU time and over their stack samples")) < 0)
         rc = r;
     if ((o->formats & JL_FMT_HTML) && (r = jl_write_html(o->out, o)) < 0)
         rc = r;

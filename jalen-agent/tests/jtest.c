@@ -383,6 +383,20 @@ void jt_check_outputs(const char *dir, double tol)
                       !strstr(html, "<script src"),
                   "flamegraph.html is not self-contained");
     free(html);
+    /* profile.pb.gz (pprof, gzip) once the run is complete (written at
+     * exit only) */
+    jt_path(p, sizeof(p), dir, "summary.json");
+    char *fin = jt_read(p);
+    if (fin && strstr(fin, "\"complete\": true")) {
+        jt_path(p, sizeof(p), dir, "profile.pb.gz");
+        FILE *pf = fopen(p, "rb");
+        ck_assert_msg(pf != NULL, "profile.pb.gz missing after a complete run");
+        unsigned char magic[2] = {0, 0};
+        ck_assert_int_eq(fread(magic, 1, 2, pf), 2);
+        fclose(pf);
+        ck_assert_msg(magic[0] == 0x1f && magic[1] == 0x8b, "profile.pb.gz is not gzip");
+    }
+    free(fin);
     /* no temporary file left behind */
     jt_path(p, sizeof(p), dir, ".summary.json.tmp");
     ck_assert_int_ne(access(p, F_OK), 0);

@@ -1,0 +1,827 @@
+/*
+ * profile_sym.c - sampled addresses to named frames.
+ *
+ * A file-backed address is turned into the file's own virtual address
+ * (file offset through the PT_LOAD headers), then looked up in that file
+ * opened once with elfutils libdwfl at base 0: .symtab/.dynsym, the debug
+ * file found by build-id or .gnu_debuglink under /usr/lib/debug
+ * (dwfl_standard_find_debuginfo), DWARF lines and inlined subroutines
+ * (dwarf_getscopes).  Addresses outside files: the process's perf map file
+ * (/tmp/perf-PID.map, JIT code).  Kernel addresses: /proc/kallsyms.  An
+ * address nothing names gets "[unknown] module+0xOFF", OFF the start of
+ * its function from the unwind tables (.eh_frame) when they know it, else
+ * the address itself: never a guessed name.
+ *
+ * C++ and Rust (legacy) names are demangled with __cxa_demangle, found in
+ * libstdc++ with dlopen when present (elfutils 0.188 does the same through
+ * its C++ runtime; a C program cannot call it otherwise); names stay
+ * mangled when it is absent, which the summary says.
+ */
+#include "profile.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* Interned strings                                                    */
+/* ------------------------------------------------------------------ */
+
+static char **in_v;
+static size_t in_cap, in_n, in_bytes;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+const char *pf_intern(const char *s)
+{
+    if (!s)
+        s = "";
+    if ((in_n + 1) * 2 > in_cap) {
+        size_t ncap = in_cap ? in_cap * 2 : 1024;
+        char **nv = calloc(ncap, sizeof(*nv));
+        if (!nv)
+            return "";
+        for (size_t i = 0; i < in_cap; i++) {
+            if (!in_v[i])
+                continue;
+            size_t k = hash_str(in_v[i]) & (ncap - 1);
+            while (nv[k])
+                k = (k + 1) & (ncap - 1);
+            nv[k] = in_v[i];
+        }
+        free(in_v);
+        in_v = nv;
+        in_cap = ncap;
+    }
+    size_t k = hash_str(s) & (in_cap - 1);
+    while (in_v[k]) {
+        if (!strcmp(in_v[k], s))
+            return in_v[k];
+        k = (k + 1) & (in_cap - 1);
+    }
+    char *d = strdup(s);
+    if (!d)
+        return "";
+    in_v[k] = d;
+    in_n++;
+    in_bytes += strlen(s) + 1;
+    return d;
+}
+
+static void intern_free(void)
+{
+    for (size_t i = 0; i < in_cap; i++)
+        free(in_v[i]);
+    free(in_v);
+    in_v = NULL;
+    in_cap = in_n = in_bytes = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Maps                                                                */
+/* ------------------------------------------------------------------ */
+
+static int map_cmp(const void *a, const void *b)
+{
+    const pf_map *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
+                const char *path)
+{
+    uint64_t end = start + len;
+    /* cut what the new mapping overlaps */
+    for (size_t i = 0; i < m->n; i++) {
+        pf_map *o = &m->v[i];
+        if (o->end <= start || o->start >= end)
+            continue;
+        if (o->start < start && o->end > end) {
+            /* split: keep the head here, the tail appended */
+            pf_map tail = *o;
+            tail.pgoff += end - o->start;
+            tail.start = end;
+            o->end = start;
+            if (m->n == m->cap) {
+                size_t ncap = m->cap ? m->cap * 2 : 64;
+                pf_map *nv = realloc(m->v, ncap * sizeof(*nv));
+                if (!nv)
+                    return -ENOMEM;
+                m->v = nv;
+                m->cap = ncap;
+                o = &m->v[i];
+            }
+            m->v[m->n++] = tail;
+            continue;
+        }
+        if (o->start < start) {
+            o->end = start;
+        } else if (o->end > end) {
+            o->pgoff += end - o->start;
+            o->start = end;
+        } else {
+            o->start = o->end = 0; /* removed below */
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i].end > m->v[i].start)
+            m->v[k++] = m->v[i];
+    m->n = k;
+    if (m->n == m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        pf_map *nv = realloc(m->v, ncap * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        m->v = nv;
+        m->cap = ncap;
+    }
+    m->v[m->n++] = (pf_map){start, end, pgoff, pf_intern(path)};
+    m->sorted = 0;
+    m->version++;
+    return 0;
+}
+
+const pf_map *pf_maps_find(pf_maps *m, uint64_t addr)
+{
+    if (m->n == 0)
+        return NULL; /* a kernel thread, a process whose maps were not read */
+    if (!m->sorted) {
+        qsort(m->v, m->n, sizeof(*m->v), map_cmp);
+        m->sorted = 1;
+    }
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->v[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->n && m->v[lo].start <= addr && addr < m->v[lo].end)
+        return &m->v[lo];
+    return NULL;
+}
+
+int pf_maps_read(pf_maps *m, const char *procfs, pid_t pid)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%d/maps", procfs, (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    char line[4600];
+    int rc = 0;
+    while (fgets(line, sizeof(line), f)) {
+        /* proc(5) maps: address perms offset dev inode pathname */
+        uint64_t a, b, off;
+        char perms[8];
+        int n = 0;
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n",
+                   &a, &b, perms, &off, &n) < 4)
+            continue;
+        if (perms[2] != 'x')
+            continue; /* only code is sampled */
+        char *p = line + n;
+        p[strcspn(p, "\n")] = '\0';
+        if ((rc = pf_maps_add(m, a, b - a, off, p)) < 0)
+            break;
+    }
+    fclose(f);
+    return rc;
+}
+
+void pf_maps_free(pf_maps *m)
+{
+    free(m->v);
+    memset(m, 0, sizeof(*m));
+}
+
+/* ------------------------------------------------------------------ */
+/* Demangling                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn demangler;
+static void *demangler_lib;
+
+static void demangle_init(void)
+{
+    demangler_lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (demangler_lib)
+        *(void **)&demangler = dlsym(demangler_lib, "__cxa_demangle");
+}
+
+int pf_sym_demangles(void)
+{
+    return demangler != NULL;
+}
+
+/* A demangled or plain name, interned.  Rust legacy names lose their
+ * "::h0123456789abcdef" hash suffix. */
+static const char *nice_name(const char *raw)
+{
+    if (!raw || !*raw)
+        return NULL;
+    /* "memcpy@@GLIBC_2.14", "clock_nanosleep@GLIBC_2.2.5": the symbol
+     * version is not part of the function's name */
+    const char *at = strchr(raw, '@');
+    char unversioned[512];
+    if (at && at != raw && (size_t)(at - raw) < sizeof(unversioned)) {
+        memcpy(unversioned, raw, (size_t)(at - raw));
+        unversioned[at - raw] = '\0';
+        raw = unversioned;
+    }
+    if (demangler && raw[0] == '_' && raw[1] == 'Z') {
+        int st = -1;
+        char *d = demangler(raw, NULL, NULL, &st);
+        if (d && st == 0) {
+            size_t len = strlen(d);
+            if (len > 19 && !strncmp(d + len - 19, "::h", 3)) {
+                int hex = 1;
+                for (size_t i = len - 16; i < len; i++)
+                    hex &= isxdigit((unsigned char)d[i]) != 0;
+                if (hex)
+                    d[len - 19] = '\0';
+            }
+            const char *r = pf_intern(d);
+            free(d);
+            return r;
+        }
+        free(d);
+    }
+    return pf_intern(raw);
+}
+
+/* ------------------------------------------------------------------ */
+/* ELF modules                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct seg {
+    uint64_t off, filesz, vaddr;
+} seg;
+
+typedef struct module {
+    const char *path; /* interned; the key */
+    const char *base; /* interned basename */
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    Dwarf_CFI *cfi; /* .eh_frame of the file, or NULL */
+    seg *segs;
+    size_t nsegs;
+    int has_dwarf;
+} module;
+
+static module *mods;
+static size_t nmods, capmods;
+
+static char *debuginfo_path = NULL;
+static const Dwfl_Callbacks offline_cb = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+static const char *basename_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static module *module_get(const char *path)
+{
+    for (size_t i = 0; i < nmods; i++)
+        if (mods[i].path == path)
+            return &mods[i];
+    if (nmods == capmods) {
+        size_t ncap = capmods ? capmods * 2 : 32;
+        module *nv = realloc(mods, ncap * sizeof(*nv));
+        if (!nv)
+            return NULL;
+        mods = nv;
+        capmods = ncap;
+    }
+    module *m = &mods[nmods++];
+    memset(m, 0, sizeof(*m));
+    m->path = path;
+    /* " (deleted)": the file was replaced; nothing to open */
+    m->base = pf_intern(basename_of(path));
+    m->dwfl = dwfl_begin(&offline_cb);
+    if (!m->dwfl)
+        return m;
+    dwfl_report_begin(m->dwfl);
+    m->mod = dwfl_report_elf(m->dwfl, m->base, path, -1, 0, false);
+    dwfl_report_end(m->dwfl, NULL, NULL);
+    if (!m->mod)
+        return m;
+    GElf_Addr bias;
+    Elf *elf = dwfl_module_getelf(m->mod, &bias);
+    size_t nph = 0;
+    if (elf && elf_getphdrnum(elf, &nph) == 0 && nph) {
+        m->segs = calloc(nph, sizeof(*m->segs));
+        for (size_t i = 0; m->segs && i < nph; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+                m->segs[m->nsegs++] =
+                    (seg){ph.p_offset, ph.p_filesz, ph.p_vaddr + bias};
+        }
+        m->cfi = dwarf_getcfi_elf(elf);
+    }
+    Dwarf_Addr dbias;
+    m->has_dwarf = dwfl_module_getdwarf(m->mod, &dbias) != NULL;
+    return m;
+}
+
+/* The file's virtual address of a file offset, or 0 when no segment
+ * holds it. */
+static int module_vaddr(const module *m, uint64_t off, uint64_t *out)
+{
+    for (size_t i = 0; i < m->nsegs; i++) {
+        const seg *s = &m->segs[i];
+        if (off >= s->off && off < s->off + s->filesz + 4096) {
+            *out = off - s->off + s->vaddr;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+/* Name of a DIE (subprogram or inlined), following abstract origins. */
+static const char *die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    const char *s = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+        s = dwarf_formstring(&a);
+    if (!s && dwarf_attr_integrate(die, DW_AT_name, &a))
+        s = dwarf_formstring(&a);
+    return s;
+}
+
+static void decl_of(Dwarf_Die *die, pf_frame *f)
+{
+    Dwarf_Attribute a;
+    Dwarf_Die origin, *d = die;
+    /* an inlined instance declares nothing itself: its abstract origin */
+    if (dwarf_attr(die, DW_AT_abstract_origin, &a) &&
+        dwarf_formref_die(&a, &origin))
+        d = &origin;
+    const char *file = dwarf_decl_file(d);
+    int line = 0;
+    dwarf_decl_line(d, &line);
+    if (file) {
+        char buf[512];
+        snprintf(buf, sizeof(buf), "%s:%d", basename_of(file), line);
+        f->source = pf_intern(buf);
+        f->file = pf_intern(file);
+        f->line = line;
+    }
+}
+
+/* Frames from DWARF: innermost inlined function first, then its callers
+ * up to the real (out-of-line) function.  Returns the count, 0 if DWARF
+ * does not cover addr. */
+static int dwarf_frames(module *m, uint64_t addr, pf_frame *out, int max)
+{
+    if (!m->has_dwarf)
+        return 0;
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, addr, &bias);
+    if (!cu)
+        return 0;
+    Dwarf_Die *scopes = NULL;
+    int ns = dwarf_getscopes(cu, addr - bias, &scopes);
+    int n = 0;
+    for (int i = 0; i < ns && n < max; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+            continue;
+        const char *name = die_name(&scopes[i]);
+        if (name) {
+            pf_frame f = {.name = nice_name(name), .module = m->base,
+                          .source = "", .file = ""};
+            decl_of(&scopes[i], &f);
+            out[n++] = f;
+        }
+        if (tag == DW_TAG_subprogram)
+            break;
+        /* after an inlined instance dwarf_getscopes lists the abstract
+         * definition's scopes; the function it was inlined into is among
+         * the scopes that contain the instance itself */
+        Dwarf_Die *outer = NULL;
+        int no = dwarf_getscopes_die(&scopes[i], &outer);
+        if (no <= 0) {
+            free(outer);
+            break;
+        }
+        free(scopes);
+        scopes = outer;
+        ns = no;
+        i = 0; /* outer[0] is the instance itself */
+    }
+    free(scopes);
+    return n;
+}
+
+static int module_frames(module *m, uint64_t vaddr, pf_frame *out, int max)
+{
+    int n = dwarf_frames(m, vaddr, out, max);
+    if (n > 0) {
+        /* DWARF's outermost name is the symbol's when both exist (a
+         * subprogram DIE may lack a linkage name; the symbol has it) */
+        GElf_Off off;
+        GElf_Sym sym;
+        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL,
+                                             NULL, NULL);
+        if (s && *s)
+            out[n - 1].name = nice_name(s);
+        return n;
+    }
+    if (m->mod) {
+        GElf_Off off;
+        GElf_Sym sym;
+        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL,
+                                             NULL, NULL);
+        /* a symbol without size may be a wrong neighbour: only sized
+         * symbols that contain the address, or exact hits */
+        if (s && *s && (off < sym.st_size || off == 0)) {
+            out[0] = (pf_frame){.name = nice_name(s), .module = m->base,
+                                .source = "", .file = ""};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Perf maps (JIT) and kallsyms                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct psym {
+    uint64_t start, end;
+    const char *name;
+} psym;
+
+typedef struct perfmap {
+    pid_t pid;
+    psym *v;
+    size_t n;
+    int loaded;
+    off_t size; /* of the file when read */
+} perfmap;
+
+static perfmap *pmaps;
+static size_t npmaps;
+
+static int psym_cmp(const void *a, const void *b)
+{
+    const psym *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static const psym *psym_find(const psym *v, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const psym *s = &v[lo - 1];
+    return addr < s->end ? s : NULL;
+}
+
+static perfmap *perfmap_get(pid_t pid)
+{
+    for (size_t i = 0; i < npmaps; i++)
+        if (pmaps[i].pid == pid)
+            return &pmaps[i];
+    perfmap *nv = realloc(pmaps, (npmaps + 1) * sizeof(*nv));
+    if (!nv)
+        return NULL;
+    pmaps = nv;
+    perfmap *pm = &pmaps[npmaps++];
+    memset(pm, 0, sizeof(*pm));
+    pm->pid = pid;
+    return pm;
+}
+
+/* (Re)reads /tmp/perf-PID.map: "START SIZE name" in hex, one a line, as
+ * node --perf-basic-prof, perf-map-agent and python -X perf write it. */
+static void perfmap_load(perfmap *pm)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pm->pid);
+    struct stat st;
+    if (pm->loaded && (stat(path, &st) < 0 || st.st_size == pm->size))
+        return; /* unchanged since the last read */
+    FILE *f = fopen(path, "re");
+    pm->loaded = 1;
+    if (!f)
+        return;
+    if (fstat(fileno(f), &st) == 0)
+        pm->size = st.st_size;
+    free(pm->v);
+    pm->v = NULL;
+    pm->n = 0;
+    size_t cap = 0;
+    char line[4096];
+    while (fgets(line, sizeof(line), f)) {
+        uint64_t a, len;
+        int n = 0;
+        if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &a, &len, &n) < 2 || !n)
+            continue;
+        char *name = line + n;
+        name[strcspn(name, "\n")] = '\0';
+        if (!*name || !len)
+            continue;
+        if (pm->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            psym *nv = realloc(pm->v, cap * sizeof(*nv));
+            if (!nv)
+                break;
+            pm->v = nv;
+        }
+        pm->v[pm->n++] = (psym){a, a + len, pf_intern(name)};
+    }
+    fclose(f);
+    if (pm->n)
+        qsort(pm->v, pm->n, sizeof(*pm->v), psym_cmp);
+}
+
+static psym *ksyms;
+static size_t nksyms;
+static char *kbuf; /* /proc/kallsyms, names terminated in place */
+static const char *kstate = "not requested";
+static const char *k_module;
+static int kwanted, kloaded;
+static char kpath[4096];
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Read at the first kernel address (a profile of user code alone never
+ * pays for it), parsed by hand: the file has ~200,000 lines. */
+static void kallsyms_load(void)
+{
+    kloaded = 1;
+    FILE *f = fopen(kpath, "re");
+    if (!f) {
+        kstate = "dropped: /proc/kallsyms not readable";
+        return;
+    }
+    size_t cap = 1 << 22, len = 0;
+    kbuf = malloc(cap + 1);
+    while (kbuf) {
+        size_t r = fread(kbuf + len, 1, cap - len, f);
+        len += r;
+        if (len < cap)
+            break;
+        char *nb = realloc(kbuf, cap * 2 + 1);
+        if (!nb) {
+            free(kbuf);
+            kbuf = NULL;
+            break;
+        }
+        kbuf = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (!kbuf)
+        return;
+    kbuf[len] = '\0';
+    size_t scap = 0;
+    int zero = 1, sorted = 1;
+    /* proc's kallsyms: "ffffffff81000000 T _stext\t[module]" */
+    for (char *p = kbuf; *p;) {
+        char *eol = strchr(p, '\n');
+        if (eol)
+            *eol = '\0';
+        uint64_t a = 0;
+        int h;
+        while ((h = hexval((unsigned char)*p)) >= 0) {
+            a = a << 4 | (uint64_t)h;
+            p++;
+        }
+        if (*p == ' ' && (p[1] == 't' || p[1] == 'T' || p[1] == 'w' || p[1] == 'W') &&
+            p[2] == ' ') {
+            char *name = p + 3;
+            name[strcspn(name, " \t")] = '\0';
+            if (nksyms == scap) {
+                scap = scap ? scap * 2 : 65536;
+                psym *nv = realloc(ksyms, scap * sizeof(*nv));
+                if (!nv)
+                    break;
+                ksyms = nv;
+            }
+            if (a)
+                zero = 0;
+            if (nksyms && a < ksyms[nksyms - 1].start)
+                sorted = 0;
+            ksyms[nksyms++] = (psym){a, 0, name};
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    if (zero) {
+        free(ksyms);
+        ksyms = NULL;
+        nksyms = 0;
+        kstate = "dropped: kernel addresses hidden (kptr_restrict)";
+        return;
+    }
+    if (!sorted)
+        qsort(ksyms, nksyms, sizeof(*ksyms), psym_cmp);
+    /* each symbol ends where the next begins */
+    for (size_t i = 0; i < nksyms; i++)
+        ksyms[i].end = i + 1 < nksyms ? ksyms[i + 1].start : ksyms[i].start + 4096;
+    kstate = "named from /proc/kallsyms";
+}
+
+const char *pf_sym_kernel_state(void)
+{
+    return kstate;
+}
+
+/* ------------------------------------------------------------------ */
+
+int pf_sym_init(const char *procfs, int kernel)
+{
+    elf_version(EV_CURRENT);
+    demangle_init();
+    k_module = pf_intern("[kernel]");
+    snprintf(kpath, sizeof(kpath), "%s/kallsyms", procfs);
+    kwanted = kernel;
+    kloaded = 0;
+    if (kernel)
+        kstate = "no kernel sample";
+    else
+        kstate = "dropped: kernel samples not allowed (perf_event_paranoid; "
+                 "run as root or with CAP_PERFMON)";
+    return 0;
+}
+
+void pf_sym_fini(void)
+{
+    for (size_t i = 0; i < nmods; i++) {
+        if (mods[i].cfi)
+            dwarf_cfi_end(mods[i].cfi);
+        if (mods[i].dwfl)
+            dwfl_end(mods[i].dwfl);
+        free(mods[i].segs);
+    }
+    free(mods);
+    mods = NULL;
+    nmods = capmods = 0;
+    for (size_t i = 0; i < npmaps; i++)
+        free(pmaps[i].v);
+    free(pmaps);
+    pmaps = NULL;
+    npmaps = 0;
+    free(ksyms);
+    ksyms = NULL;
+    nksyms = 0;
+    free(kbuf);
+    kbuf = NULL;
+    if (demangler_lib)
+        dlclose(demangler_lib);
+    demangler_lib = NULL;
+    demangler = NULL;
+    intern_free();
+}
+
+size_t pf_sym_memory(void)
+{
+    size_t b = in_cap * sizeof(char *) + in_bytes;
+    b += capmods * sizeof(module) + nksyms * sizeof(psym);
+    if (kbuf)
+        b += strlen(kbuf) + 1;
+    for (size_t i = 0; i < npmaps; i++)
+        b += pmaps[i].n * sizeof(psym);
+    return b;
+}
+
+pf_frame pf_sym_pseudo(const char *name)
+{
+    return (pf_frame){.name = pf_intern(name), .module = pf_intern(""),
+                      .source = pf_intern(""), .file = pf_intern("")};
+}
+
+static pf_frame unknown_frame(const char *modname, uint64_t off)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf), "[unknown] %s+0x%" PRIx64, modname, off);
+    return (pf_frame){.name = pf_intern(buf), .module = pf_intern(modname),
+                      .source = pf_intern(""), .file = pf_intern("")};
+}
+
+int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
+                   pf_frame *out, int max)
+{
+    uint64_t a = is_return && addr ? addr - 1 : addr;
+    if (max < 1)
+        return 0;
+    if (addr >= 0xffff800000000000ull) {
+        if (kwanted && !kloaded)
+            kallsyms_load();
+        const psym *s = ksyms ? psym_find(ksyms, nksyms, a) : NULL;
+        char buf[300];
+        if (s)
+            snprintf(buf, sizeof(buf), "%s [k]", s->name);
+        else
+            snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]",
+                     addr);
+        out[0] = (pf_frame){.name = pf_intern(buf), .module = k_module,
+                            .source = pf_intern(""), .file = pf_intern("")};
+        return 1;
+    }
+    const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
+    /* "//anon" (MMAP2's name of anonymous executable memory), files that
+     * cannot be opened: the perf map, else [unknown] */
+    if (mp && mp->path[0] == '/' && mp->path[1] != '/') {
+        module *m = module_get(mp->path);
+        uint64_t vaddr;
+        if (m && m->mod && module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) == 0) {
+            int n = module_frames(m, vaddr, out, max);
+            if (n > 0) {
+                for (int i = 0; i < n; i++) {
+                    if (!out[i].source)
+                        out[i].source = pf_intern("");
+                    if (!out[i].file)
+                        out[i].file = pf_intern("");
+                }
+                return n;
+            }
+            /* unnamed: the function's start from the unwind tables */
+            uint64_t start = vaddr;
+            Dwarf_Frame *fr = NULL;
+            if (m->cfi && dwarf_cfi_addrframe(m->cfi, vaddr, &fr) == 0) {
+                Dwarf_Addr s, e;
+                bool sig;
+                if (dwarf_frame_info(fr, &s, &e, &sig) >= 0)
+                    start = s;
+                free(fr);
+            }
+            out[0] = unknown_frame(m->base, start);
+            return 1;
+        }
+    }
+    /* JIT code: anonymous memory described by a perf map */
+    perfmap *pm = perfmap_get(pid);
+    if (pm) {
+        if (!pm->loaded)
+            perfmap_load(pm);
+        const psym *s = psym_find(pm->v, pm->n, a);
+        if (!s) {
+            /* written since the last read: read it again, once per miss
+             * of a new region is enough for JITs that append */
+            perfmap_load(pm);
+            s = psym_find(pm->v, pm->n, a);
+        }
+        if (s) {
+            out[0] = (pf_frame){.name = s->name, .module = pf_intern("[jit]"),
+                                .source = pf_intern(""), .file = pf_intern("")};
+            return 1;
+        }
+    }
+    if (mp && mp->path[0] == '/' && mp->path[1] != '/')
+        out[0] = unknown_frame(basename_of(mp->path), a - mp->start + mp->pgoff);
+    else if (mp)
+        out[0] = unknown_frame(mp->path[0] && mp->path[1] != '/' ? mp->path : "[anon]",
+                               a - mp->start);
+    else
+        out[0] = unknown_frame("[unmapped]", a);
+    return 1;
+}

@@ -1,0 +1,654 @@
+/*
+ * profile_write.c - the profile of `powerapi profile` (functions, call
+ * tree, threads, processes, timeline) and its files, written with the
+ * writers jalen uses too (profout/: the same CSV text, collapsed stacks,
+ * flame graph page and pprof profile).  Formats as jalen's (DESIGN.md
+ * section 8.5), with functions.csv in place of methods.csv (module and
+ * source columns).
+ */
+#include "profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profout.h"
+
+typedef struct pf_func {
+    pf_frame f;
+    int matches;
+    double self_j, total_j, fself_j, w_self_j, cpu_s;
+    uint64_t self_samples, total_samples, fself_samples;
+    uint64_t stamp;
+} pf_func;
+
+typedef pa_ptree_node pf_node;
+
+typedef struct pf_thread {
+    pid_t pid, tid;
+    const char *pcomm, *comm;
+    double cpu_s, energy_j;
+    double sampled_cpu_s; /* samples x period: for threads libpowerapi
+                             never saw (short-lived) */
+    uint64_t samples;
+} pf_thread;
+
+typedef struct pf_tl {
+    double start_s, power_w;
+    int func;
+} pf_tl;
+
+struct pf_prof {
+    pf_func *f;
+    size_t nf, capf;
+    int *fhash;
+    size_t fhcap;
+    pf_node *nodes;
+    size_t nn, capn;
+    int *nhash;
+    size_t nhcap;
+    pf_thread *t;
+    size_t nt, capt;
+    pf_tl *tl;
+    size_t ntl, captl;
+    uint64_t stamp;
+    const char *const *filters;
+    size_t nfilters;
+    int outside; /* "[outside filter]" */
+};
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    while (ncap < need)
+        ncap *= 2;
+    void *nv = realloc(*v, ncap * size);
+    if (!nv)
+        return -ENOMEM;
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+static int matches(const pf_prof *p, const pf_frame *f)
+{
+    if (!p->nfilters)
+        return 1;
+    for (size_t i = 0; i < p->nfilters; i++) {
+        size_t l = strlen(p->filters[i]);
+        if (!strncmp(f->name, p->filters[i], l) ||
+            !strncmp(f->module, p->filters[i], l))
+            return 1;
+    }
+    return 0;
+}
+
+/* Function index of a frame: one per (name, module); names and modules are
+ * interned, so the pointers are the key. */
+static int func_of(pf_prof *p, const pf_frame *fr)
+{
+    if ((p->nf + 1) * 2 > p->fhcap) {
+        size_t ncap = p->fhcap ? p->fhcap * 2 : 1024;
+        int *h = calloc(ncap, sizeof(int));
+        if (!h)
+            return -ENOMEM;
+        for (size_t i = 0; i < p->nf; i++) {
+            uint64_t k = mix64((uintptr_t)p->f[i].f.name ^
+                               ((uint64_t)(uintptr_t)p->f[i].f.module << 7));
+            size_t q = k & (ncap - 1);
+            while (h[q])
+                q = (q + 1) & (ncap - 1);
+            h[q] = (int)i + 1;
+        }
+        free(p->fhash);
+        p->fhash = h;
+        p->fhcap = ncap;
+    }
+    uint64_t k = mix64((uintptr_t)fr->name ^ ((uint64_t)(uintptr_t)fr->module << 7));
+    size_t q = k & (p->fhcap - 1);
+    while (p->fhash[q]) {
+        pf_func *f = &p->f[p->fhash[q] - 1];
+        if (f->f.name == fr->name && f->f.module == fr->module)
+            return p->fhash[q] - 1;
+        q = (q + 1) & (p->fhcap - 1);
+    }
+    if (grow((void **)&p->f, &p->capf, p->nf + 1, sizeof(*p->f)) < 0)
+        return -ENOMEM;
+    pf_func *f = &p->f[p->nf];
+    memset(f, 0, sizeof(*f));
+    f->f = *fr;
+    f->matches = fr->name[0] != '[' && matches(p, fr);
+    p->fhash[q] = (int)p->nf + 1;
+    return (int)p->nf++;
+}
+
+static int node_child(pf_prof *p, int parent, int func)
+{
+    if ((p->nn + 1) * 2 > p->nhcap) {
+        size_t ncap = p->nhcap ? p->nhcap * 2 : 4096;
+        int *h = calloc(ncap, sizeof(int));
+        if (!h)
+            return -ENOMEM;
+        for (size_t i = 0; i < p->nn; i++) {
+            uint64_t key = ((uint64_t)(uint32_t)p->nodes[i].parent << 32) |
+                           (uint32_t)p->nodes[i].func;
+            size_t q = mix64(key) & (ncap - 1);
+            while (h[q])
+                q = (q + 1) & (ncap - 1);
+            h[q] = (int)i + 1;
+        }
+        free(p->nhash);
+        p->nhash = h;
+        p->nhcap = ncap;
+    }
+    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func;
+    size_t q = mix64(key) & (p->nhcap - 1);
+    while (p->nhash[q]) {
+        pf_node *n = &p->nodes[p->nhash[q] - 1];
+        if (n->parent == parent && n->func == func)
+            return p->nhash[q] - 1;
+        q = (q + 1) & (p->nhcap - 1);
+    }
+    if (grow((void **)&p->nodes, &p->capn, p->nn + 1, sizeof(*p->nodes)) < 0)
+        return -ENOMEM;
+    int idx = (int)p->nn++;
+    pf_node *n = &p->nodes[idx];
+    memset(n, 0, sizeof(*n));
+    n->func = func;
+    n->parent = parent;
+    n->first_child = -1;
+    n->next_sibling = -1;
+    if (parent >= 0) {
+        n->next_sibling = p->nodes[parent].first_child;
+        p->nodes[parent].first_child = idx;
+    }
+    p->nhash[q] = idx + 1;
+    return idx;
+}
+
+int pf_prof_new(pf_prof **out, const char *const *filters, size_t nfilters)
+{
+    pf_prof *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->filters = filters;
+    p->nfilters = nfilters;
+    pf_frame o = pf_sym_pseudo("[outside filter]");
+    p->outside = func_of(p, &o);
+    if (p->outside < 0) {
+        pf_prof_free(p);
+        return -ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+void pf_prof_free(pf_prof *p)
+{
+    if (!p)
+        return;
+    free(p->f);
+    free(p->fhash);
+    free(p->nodes);
+    free(p->nhash);
+    free(p->t);
+    free(p->tl);
+    free(p);
+}
+
+static pf_thread *thread_of(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
+                            const char *tcomm)
+{
+    for (size_t i = p->nt; i-- > 0;)
+        if (p->t[i].tid == tid && p->t[i].pid == pid) {
+            if (tcomm && *tcomm)
+                p->t[i].comm = pf_intern(tcomm);
+            if (pcomm && *pcomm)
+                p->t[i].pcomm = pf_intern(pcomm);
+            return &p->t[i];
+        }
+    if (grow((void **)&p->t, &p->capt, p->nt + 1, sizeof(*p->t)) < 0)
+        return NULL;
+    pf_thread *t = &p->t[p->nt++];
+    memset(t, 0, sizeof(*t));
+    t->pid = pid;
+    t->tid = tid;
+    t->pcomm = pf_intern(pcomm);
+    t->comm = pf_intern(tcomm);
+    return t;
+}
+
+int pf_prof_thread_cpu(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
+                       const char *tcomm, double cpu_s)
+{
+    pf_thread *t = thread_of(p, pid, tid, pcomm, tcomm);
+    if (!t)
+        return -ENOMEM;
+    t->cpu_s += cpu_s;
+    return 0;
+}
+
+int pf_prof_add(pf_prof *p, const pf_frame *frames, int n, double energy_j,
+                double cpu_s, uint64_t samples, pid_t pid, pid_t tid,
+                const char *pcomm, const char *tcomm)
+{
+    if (n <= 0)
+        return 0;
+    pf_thread *t = thread_of(p, pid, tid, pcomm, tcomm);
+    if (!t)
+        return -ENOMEM;
+    t->energy_j += energy_j;
+    t->samples += samples;
+    t->sampled_cpu_s += cpu_s;
+    int ids[PF_MAX_DEPTH];
+    if (n > PF_MAX_DEPTH)
+        n = PF_MAX_DEPTH;
+    for (int i = 0; i < n; i++)
+        if ((ids[i] = func_of(p, &frames[i])) < 0)
+            return -ENOMEM;
+    uint64_t stamp = ++p->stamp;
+    pf_func *top = &p->f[ids[0]];
+    top->self_j += energy_j;
+    top->w_self_j += energy_j;
+    top->self_samples += samples;
+    int charged = 0;
+    for (int i = 0; i < n; i++) {
+        pf_func *f = &p->f[ids[i]];
+        if (f->stamp != stamp) {
+            f->stamp = stamp;
+            f->total_j += energy_j;
+            f->total_samples += samples;
+            f->cpu_s += cpu_s;
+        }
+        /* filtered: the innermost frame that matches (or a pseudo-frame) */
+        if (!charged && (f->matches || f->f.name[0] == '[')) {
+            if (f->f.name[0] == '[' && i > 0 && !f->matches &&
+                strncmp(f->f.name, "[unknown]", 9) == 0)
+                continue;
+            f->fself_j += energy_j;
+            f->fself_samples += samples;
+            charged = 1;
+        }
+    }
+    if (!charged) {
+        p->f[p->outside].fself_j += energy_j;
+        p->f[p->outside].fself_samples += samples;
+    }
+    int node = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        int c = node_child(p, node, ids[i]);
+        if (c < 0)
+            return -ENOMEM;
+        node = c;
+    }
+    p->nodes[node].self_j += energy_j;
+    p->nodes[node].self_cpu_s += cpu_s;
+    p->nodes[node].self_samples += samples;
+    return 0;
+}
+
+void pf_prof_window_end(pf_prof *p, double start_s, double len_s)
+{
+    for (int k = 0; k < 10 && len_s > 0; k++) {
+        int best = -1;
+        double bv = 0;
+        for (size_t i = 0; i < p->nf; i++)
+            if (p->f[i].w_self_j > bv) {
+                bv = p->f[i].w_self_j;
+                best = (int)i;
+            }
+        if (best < 0)
+            break;
+        if (grow((void **)&p->tl, &p->captl, p->ntl + 1, sizeof(*p->tl)) == 0)
+            p->tl[p->ntl++] = (pf_tl){start_s, bv / len_s, best};
+        p->f[best].w_self_j = -p->f[best].w_self_j - 1; /* taken */
+    }
+    for (size_t i = 0; i < p->nf; i++)
+        p->f[i].w_self_j = 0;
+}
+
+void pf_prof_sums(pf_prof *p, double *functions_j, double *threads_j)
+{
+    double a = 0, b = 0;
+    for (size_t i = 0; i < p->nf; i++)
+        a += p->f[i].self_j;
+    for (size_t i = 0; i < p->nt; i++)
+        b += p->t[i].energy_j;
+    *functions_j = a;
+    *threads_j = b;
+}
+
+size_t pf_prof_memory(pf_prof *p)
+{
+    return sizeof(*p) + p->capf * sizeof(pf_func) + p->fhcap * sizeof(int) +
+           p->capn * sizeof(pf_node) + p->nhcap * sizeof(int) +
+           p->capt * sizeof(pf_thread) + p->captl * sizeof(pf_tl);
+}
+
+/* ------------------------------------------------------------------ */
+/* Files                                                               */
+/* ------------------------------------------------------------------ */
+
+static const pf_prof *sort_p;
+static int by_self(const void *a, const void *b)
+{
+    double x = sort_p->f[*(const int *)a].self_j, y = sort_p->f[*(const int *)b].self_j;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+static int by_fself(const void *a, const void *b)
+{
+    double x = sort_p->f[*(const int *)a].fself_j, y = sort_p->f[*(const int *)b].fself_j;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+static int write_functions(pf_prof *p, const char *dir, int filtered)
+{
+    int *idx = malloc((p->nf ? p->nf : 1) * sizeof(int));
+    if (!idx)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nf; i++) {
+        const pf_func *f = &p->f[i];
+        if (!f->total_samples && f->total_j <= 0 && f->fself_j <= 0)
+            continue;
+        if (filtered && !(f->fself_j > 0 || f->fself_samples))
+            continue;
+        idx[n++] = (int)i;
+    }
+    sort_p = p;
+    qsort(idx, n, sizeof(int), filtered ? by_fself : by_self);
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv");
+    if (rc < 0) {
+        free(idx);
+        return rc;
+    }
+    fputs("function,module,source,self_energy_j,total_energy_j,self_samples,"
+          "total_samples,cpu_time_s\n",
+          o.f);
+    for (size_t k = 0; k < n; k++) {
+        const pf_func *f = &p->f[idx[k]];
+        pa_pout_csv(o.f, f->f.name);
+        fputc(',', o.f);
+        pa_pout_csv(o.f, f->f.module);
+        fputc(',', o.f);
+        pa_pout_csv(o.f, f->f.source);
+        fprintf(o.f, ",%.9f,%.9f,%llu,%llu,%.6f\n",
+                filtered ? f->fself_j : f->self_j, f->total_j,
+                (unsigned long long)(filtered ? f->fself_samples : f->self_samples),
+                (unsigned long long)f->total_samples, f->cpu_s);
+    }
+    free(idx);
+    return pa_pout_close(&o);
+}
+
+static int write_threads(pf_prof *p, const char *dir)
+{
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "threads.csv");
+    if (rc < 0)
+        return rc;
+    fputs("pid,tid,name,cpu_time_s,energy_j,samples\n", o.f);
+    for (size_t i = 0; i < p->nt; i++) {
+        const pf_thread *t = &p->t[i];
+        fprintf(o.f, "%d,%d,", (int)t->pid, (int)t->tid);
+        pa_pout_csv(o.f, t->comm);
+        fprintf(o.f, ",%.6f,%.9f,%llu\n",
+                t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s, t->energy_j,
+                (unsigned long long)t->samples);
+    }
+    return pa_pout_close(&o);
+}
+
+typedef struct proc_row {
+    pid_t pid;
+    const char *comm;
+    double cpu_s, energy_j;
+    uint64_t samples, threads;
+} proc_row;
+
+static size_t process_rows(pf_prof *p, proc_row **out_rows)
+{
+    proc_row *r = calloc(p->nt + 1, sizeof(*r));
+    size_t n = 0;
+    for (size_t i = 0; r && i < p->nt; i++) {
+        const pf_thread *t = &p->t[i];
+        size_t k = 0;
+        while (k < n && r[k].pid != t->pid)
+            k++;
+        if (k == n)
+            r[n++] = (proc_row){.pid = t->pid, .comm = t->pcomm};
+        if (t->pcomm && *t->pcomm)
+            r[k].comm = t->pcomm;
+        r[k].cpu_s += t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s;
+        r[k].energy_j += t->energy_j;
+        r[k].samples += t->samples;
+        r[k].threads++;
+    }
+    *out_rows = r;
+    return n;
+}
+
+static int write_processes(pf_prof *p, const char *dir)
+{
+    proc_row *r;
+    size_t n = process_rows(p, &r);
+    if (!r)
+        return -ENOMEM;
+    int rc = 0;
+    if (n > 1) {
+        pa_pout o;
+        if ((rc = pa_pout_open(&o, dir, "processes.csv")) == 0) {
+            fputs("pid,name,threads,cpu_time_s,energy_j,samples\n", o.f);
+            for (size_t i = 0; i < n; i++) {
+                fprintf(o.f, "%d,", (int)r[i].pid);
+                pa_pout_csv(o.f, r[i].comm ? r[i].comm : "");
+                fprintf(o.f, ",%llu,%.6f,%.9f,%llu\n",
+                        (unsigned long long)r[i].threads, r[i].cpu_s,
+                        r[i].energy_j, (unsigned long long)r[i].samples);
+            }
+            rc = pa_pout_close(&o);
+        }
+    }
+    free(r);
+    return rc;
+}
+
+/* The call tree as the shared writers see it. */
+static const char *func_name(const void *ctx, int i)
+{
+    return ((const pf_prof *)ctx)->f[i].f.name;
+}
+
+static const char *func_file(const void *ctx, int i)
+{
+    const pf_frame *f = &((const pf_prof *)ctx)->f[i].f;
+    return f->file && *f->file ? f->file : f->module;
+}
+
+static int func_line(const void *ctx, int i)
+{
+    return ((const pf_prof *)ctx)->f[i].f.line;
+}
+
+static pa_ptree tree_of(pf_prof *p)
+{
+    return (pa_ptree){.nodes = p->nodes, .n = p->nn, .nfuncs = p->nf, .ctx = p,
+                      .name = func_name, .file = func_file, .line = func_line};
+}
+
+static int write_collapsed(pf_prof *p, const char *dir)
+{
+    pa_ptree t = tree_of(p);
+    return pa_ptree_write_collapsed(&t, dir);
+}
+
+static int write_timeline(pf_prof *p, const char *dir)
+{
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "timeline.csv");
+    if (rc < 0)
+        return rc;
+    fputs("window_start_s,function,power_w\n", o.f);
+    for (size_t i = 0; i < p->ntl; i++) {
+        fprintf(o.f, "%.3f,", p->tl[i].start_s);
+        pa_pout_csv(o.f, p->f[p->tl[i].func].f.name);
+        fprintf(o.f, ",%.6f\n", p->tl[i].power_w);
+    }
+    return pa_pout_close(&o);
+}
+
+static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
+{
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "summary.json");
+    if (rc < 0)
+        return rc;
+    double fj, tj;
+    pf_prof_sums(p, &fj, &tj);
+    double unsampled = 0, unattr = 0;
+    for (size_t i = 0; i < p->nf; i++) {
+        if (!strcmp(p->f[i].f.name, "[unsampled]"))
+            unsampled += p->f[i].self_j;
+        if (!strcmp(p->f[i].f.name, "[unattributed]"))
+            unattr += p->f[i].self_j;
+    }
+    proc_row *r;
+    size_t np = process_rows(p, &r);
+    free(r);
+    FILE *f = o.f;
+    fputs("{\n  \"target\": ", f);
+    pa_pout_json(f, m->target);
+    fprintf(f, ",\n  \"process_energy_j\": %.9f,\n", m->process_j);
+    fprintf(f, "  \"process_net_energy_j\": %.9f,\n", m->process_nic_j);
+    if (m->tree_j >= 0)
+        fprintf(f, "  \"tree_energy_j\": %.9f,\n", m->tree_j);
+    fprintf(f, "  \"functions_energy_j\": %.9f,\n", fj - unsampled - unattr);
+    fprintf(f, "  \"unsampled_energy_j\": %.9f,\n", unsampled);
+    fprintf(f, "  \"unattributed_energy_j\": %.9f,\n", unattr);
+    fprintf(f, "  \"threads_energy_j\": %.9f,\n", tj);
+    fprintf(f, "  \"conservation_max_error\": %.3g,\n", m->conservation_err);
+    fprintf(f, "  \"cpu_time_s\": %.6f,\n", m->process_cpu_s);
+    fprintf(f, "  \"threads\": %zu,\n  \"processes\": %zu,\n", p->nt, np);
+    fprintf(f, "  \"functions\": %zu,\n  \"stacks\": %zu,\n", p->nf, p->nn);
+    fprintf(f, "  \"duration_s\": %.3f,\n", m->duration_s);
+    fprintf(f, "  \"windows\": %llu,\n", (unsigned long long)m->windows);
+    fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)m->samples);
+    fprintf(f, "  \"samples_lost\": %llu,\n", (unsigned long long)m->samples_lost);
+    fprintf(f, "  \"event\": ");
+    pa_pout_json(f, m->event);
+    fprintf(f, ",\n  \"call_graph\": ");
+    pa_pout_json(f, m->call_graph);
+    if (m->frequency)
+        fprintf(f, ",\n  \"frequency_hz\": %lu", m->frequency);
+    else
+        fprintf(f, ",\n  \"interval_s\": %.6f", (double)m->period_ns * 1e-9);
+    fprintf(f, ",\n  \"window_s\": %.6f,\n", m->window_s);
+    /* the profile grows with the stacks; the symbol tables (kallsyms,
+     * perf maps, names) with the modules */
+    fprintf(f, "  \"profiler_memory_bytes\": %zu,\n",
+            pf_prof_memory(p) + pf_sym_memory());
+    fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pf_prof_memory(p));
+    fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", pf_sym_memory());
+    fputs("  \"kernel_frames\": ", f);
+    pa_pout_json(f, m->kernel_state);
+    fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");
+    fputs("  \"formula\": ", f);
+    pa_pout_json(f, m->formula);
+    fputs(",\n  \"sensors\": ", f);
+    pa_pout_json(f, m->sensors);
+    fputs(",\n  \"cpu_source\": ", f);
+    pa_pout_json(f, m->cpu_source);
+    fputs(",\n  \"assumed\": [", f);
+    pa_pout_json_list(f, m->assumed);
+    fputs("],\n  \"filter\": [", f);
+    pa_pout_json_strings(f, m->filters, m->nfilters);
+    fputs("],\n  \"energy_source\": \"CPU energy of the targets per window "
+          "from libpowerapi (formula above), split over threads by CPU time "
+          "and over a thread's samples equally; network energy is not "
+          "attributed to functions\"",
+          f);
+    if (m->exit_status >= 0)
+        fprintf(f, ",\n  \"exit_status\": %d", m->exit_status);
+    fputs(",\n  \"complete\": true\n}\n", f);
+    return pa_pout_close(&o);
+}
+
+int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
+{
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+        return -errno;
+    pa_ptree_totals(p->nodes, p->nn);
+    int rc = 0, r;
+    int (*const simple[])(pf_prof *, const char *) = {
+        write_threads, write_processes, write_collapsed, write_timeline};
+    if ((r = write_functions(p, dir, 0)) < 0 && !rc)
+        rc = r;
+    if ((r = write_functions(p, dir, 1)) < 0 && !rc)
+        rc = r;
+    for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++)
+        if ((r = simple[i](p, dir)) < 0 && !rc)
+            rc = r;
+    pa_ptree t = tree_of(p);
+    if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j,
+                                       meta->duration_s)) < 0 &&
+        !rc)
+        rc = r;
+    uint64_t period = meta->period_ns ? meta->period_ns
+                      : meta->frequency ? 1000000000ull / meta->frequency
+                                        : 0;
+    if ((r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
+                                  "energy from libpowerapi per window, split "
+                                  "over each thread's samples; made by "
+                                  "powerapi profile")) < 0 &&
+        !rc)
+        rc = r;
+    if ((r = write_summary(p, dir, meta)) < 0 && !rc)
+        rc = r;
+    return rc;
+}
+
+void pf_prof_print_top(pf_prof *p, const char *dir, const pf_meta *meta, int n)
+{
+    int *idx = malloc((p->nf ? p->nf : 1) * sizeof(int));
+    if (!idx)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < p->nf; i++)
+        if (p->f[i].self_j > 0 || p->f[i].self_samples)
+            idx[k++] = (int)i;
+    sort_p = p;
+    qsort(idx, k, sizeof(int), by_self);
+    fprintf(stderr,
+            "profile: %.3f J of CPU energy over %.1f s, %llu samples, "
+            "formula %s (%s)\n",
+            meta->process_j, meta->duration_s, (unsigned long long)meta->samples,
+            meta->formula && *meta->formula ? meta->formula : "?",
+            meta->cpu_source && *meta->cpu_source ? meta->cpu_source : "?");
+    for (size_t i = 0; i < k && (int)i < n; i++) {
+        const pf_func *f = &p->f[idx[i]];
+        fprintf(stderr, "profile: %10.3f J %5.1f%%  %s  [%s]\n", f->self_j,
+                meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0,
+                f->f.name, f->f.module);
+    }
+    fprintf(stderr, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
+            dir, dir);
+    free(idx);
+}

@@ -1,0 +1,571 @@
+/*
+ * profout.c - files, text and call-tree writers shared by jalen and
+ * `powerapi profile` (see profout.h).
+ */
+#include "profout.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof.pb-c.h"
+
+/* ------------------------------------------------------------------ */
+/* Files                                                               */
+/* ------------------------------------------------------------------ */
+
+int pa_pout_open(pa_pout *o, const char *dir, const char *name)
+{
+    snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name);
+    snprintf(o->dst, sizeof(o->dst), "%s/%s", dir, name);
+    o->f = fopen(o->tmp, "we");
+    if (!o->f)
+        return -errno;
+    /* one thread writes each file: no stdio lock per character; a larger
+     * buffer, fewer write(2)s (jalen rewrites the files every window) */
+    __fsetlocking(o->f, FSETLOCKING_BYCALLER);
+    setvbuf(o->f, NULL, _IOFBF, 65536);
+    return 0;
+}
+
+/*
+ * Put tmp in dst's place, atomically for readers.  A plain rename(2) over
+ * an existing file makes ext4 (auto_da_alloc) start writing the new data
+ * out at once, on the writer's thread, for every file every window.
+ * Exchanging the two names instead (renameat2 RENAME_EXCHANGE) and
+ * unlinking the old version does not, and a version replaced before the
+ * next journal commit is never written to disk at all.  The price: after
+ * a power cut (not a crash) a file may be found empty; jalen rewrites it
+ * the next window.  rename(2) where the exchange is not possible (no dst
+ * yet, a file system or kernel without it).
+ */
+static int replace(const char *tmp, const char *dst)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) == 0) {
+        unlink(tmp); /* now the previous version */
+        return 0;
+    }
+    if (rename(tmp, dst) < 0) {
+        int e = -errno;
+        unlink(tmp);
+        return e;
+    }
+    return 0;
+}
+
+int pa_pout_close(pa_pout *o)
+{
+    /* the cause of a failed write (ENOSPC, EROFS...) is in errno */
+    int err = ferror(o->f) ? (errno ? errno : EIO) : 0;
+    if (fclose(o->f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (err) {
+        unlink(o->tmp);
+        return -err;
+    }
+    return replace(o->tmp, o->dst);
+}
+
+/* ------------------------------------------------------------------ */
+/* Text                                                                */
+/* ------------------------------------------------------------------ */
+
+void pa_pout_u64(FILE *f, uint64_t v)
+{
+    char b[24];
+    char *e = b + sizeof(b), *c = e;
+    do {
+        *--c = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    fwrite(c, 1, (size_t)(e - c), f);
+}
+
+void pa_pout_fix(FILE *f, double v, int dec)
+{
+    static const uint64_t scale[] = {1,         10,         100,         1000,     10000,
+                                     100000,    1000000,    10000000,    100000000, 1000000000};
+    if (dec < 0)
+        dec = 0;
+    if (dec > 9)
+        dec = 9;
+    double a = fabs(v);
+    if (!(a < 1e15)) { /* NaN, infinite, or beyond the integer path */
+        fprintf(f, "%.*f", dec, v);
+        return;
+    }
+    /* the integer part is exact; the fraction, scaled, is rounded once */
+    double ip = floor(a);
+    uint64_t i = (uint64_t)ip, r = (uint64_t)llround((a - ip) * (double)scale[dec]);
+    if (r >= scale[dec]) {
+        i++;
+        r -= scale[dec];
+    }
+    if (v < 0 && (i || r))
+        fputc('-', f);
+    pa_pout_u64(f, i);
+    if (!dec)
+        return;
+    char b[12];
+    b[0] = '.';
+    for (int k = dec; k >= 1; k--) {
+        b[k] = (char)('0' + r % 10);
+        r /= 10;
+    }
+    fwrite(b, 1, (size_t)dec + 1, f);
+}
+
+void pa_pout_csv(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void pa_pout_json(FILE *f, const char *s)
+{
+    fputc('"', f);
+    const char *q = s;
+    while (q && *q && (unsigned char)*q >= 0x20 && *q != '"' && *q != '\\' && *q != '<')
+        q++;
+    if (q && !*q) { /* nothing to escape: the usual case */
+        fputs(s, f);
+        fputc('"', f);
+        return;
+    }
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else if (c == '<')
+            fputs("\\u003c", f); /* safe inside <script> */
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void pa_pout_json_list(FILE *f, const char *list)
+{
+    int first = 1;
+    for (const char *t = list ? list : ""; *t;) {
+        while (*t == ' ')
+            t++;
+        size_t len = strcspn(t, ";");
+        if (len) {
+            char item[1024];
+            int keep = (int)(len < sizeof(item) ? len : sizeof(item) - 1);
+            snprintf(item, sizeof(item), "%.*s", keep, t);
+            if (!first)
+                fputs(", ", f);
+            first = 0;
+            pa_pout_json(f, item);
+        }
+        t += len;
+        if (*t == ';')
+            t++;
+    }
+}
+
+void pa_pout_json_strings(FILE *f, const char *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputs(", ", f);
+        pa_pout_json(f, v[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Call tree                                                           */
+/* ------------------------------------------------------------------ */
+
+void pa_ptree_totals(pa_ptree_node *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        nodes[i].total_j = nodes[i].self_j;
+    /* children are created after their parent: one reverse pass */
+    for (size_t i = n; i-- > 0;) {
+        int p = nodes[i].parent;
+        if (p >= 0)
+            nodes[p].total_j += nodes[i].total_j;
+    }
+}
+
+int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir)
+{
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "energy.collapsed");
+    if (rc < 0)
+        return rc;
+    int *path = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        long long uj = llround(t->nodes[i].self_j * 1e6);
+        if (uj <= 0)
+            continue;
+        size_t depth = 0;
+        for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
+            if (depth == cap) {
+                size_t ncap = cap ? cap * 2 : 256;
+                int *np = realloc(path, ncap * sizeof(*np));
+                if (!np) {
+                    free(path);
+                    fclose(o.f);
+                    unlink(o.tmp);
+                    return -ENOMEM;
+                }
+                path = np;
+                cap = ncap;
+            }
+            path[depth++] = k;
+        }
+        for (size_t d = depth; d-- > 0;) {
+            /* ';' separates frames: a name holding one would split */
+            const char *s = t->name(t->ctx, t->nodes[path[d]].func);
+            if (!strpbrk(s, ";\n")) {
+                fputs(s, o.f);
+            } else {
+                for (; *s; s++)
+                    fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, o.f);
+            }
+            if (d)
+                fputc(';', o.f);
+        }
+        fputc(' ', o.f);
+        pa_pout_u64(o.f, (uint64_t)uj);
+        fputc('\n', o.f);
+    }
+    free(path);
+    return pa_pout_close(&o);
+}
+
+/* The flame graph names only the functions of the nodes it draws,
+ * numbered in the order they are met: map[func] = that number (-1: not
+ * drawn). */
+static void json_names(const pa_ptree *t, FILE *f, int i, double min_j, int *map, int *n)
+{
+    const pa_ptree_node *nd = &t->nodes[i];
+    if (map[nd->func] < 0) {
+        if (*n)
+            fputc(',', f);
+        map[nd->func] = (*n)++;
+        pa_pout_json(f, t->name(t->ctx, nd->func));
+    }
+    for (int c = nd->first_child; c >= 0; c = t->nodes[c].next_sibling)
+        if (t->nodes[c].total_j >= min_j)
+            json_names(t, f, c, min_j, map, n);
+}
+
+static void json_node(const pa_ptree *t, FILE *f, int i, double min_j, const int *map)
+{
+    const pa_ptree_node *nd = &t->nodes[i];
+    fputs("{\"n\":", f);
+    pa_pout_u64(f, (uint64_t)map[nd->func]);
+    fputs(",\"v\":", f);
+    pa_pout_fix(f, nd->total_j * 1e6, 0);
+    int first = 1;
+    for (int c = nd->first_child; c >= 0; c = t->nodes[c].next_sibling) {
+        if (t->nodes[c].total_j < min_j)
+            continue;
+        fputs(first ? ",\"c\":[" : ",", f);
+        first = 0;
+        json_node(t, f, c, min_j, map);
+    }
+    if (!first)
+        fputc(']', f);
+    fputc('}', f);
+}
+
+int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *title,
+                              double process_j, double duration_s)
+{
+    int *map = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(int));
+    if (!map)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->nfuncs; i++)
+        map[i] = -1;
+    pa_pout o;
+    int rc = pa_pout_open(&o, dir, "flamegraph.html");
+    if (rc < 0) {
+        free(map);
+        return rc;
+    }
+    double total = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->nodes[i].parent < 0)
+            total += t->nodes[i].total_j;
+    double min_j = total * 2e-5;
+    fputs(pa_flamegraph_head, o.f);
+    fputs("{\"title\":", o.f);
+    pa_pout_json(o.f, title);
+    fputs(",\"process_j\":", o.f);
+    pa_pout_fix(o.f, process_j, 6);
+    fputs(",\"duration_s\":", o.f);
+    pa_pout_fix(o.f, duration_s, 3);
+    fputs(",\"names\":[", o.f);
+    int named = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->nodes[i].parent < 0 && t->nodes[i].total_j >= min_j)
+            json_names(t, o.f, (int)i, min_j, map, &named);
+    fputs("],\"root\":{\"n\":-1,\"v\":", o.f);
+    pa_pout_fix(o.f, total * 1e6, 0);
+    fputs(",\"c\":[", o.f);
+    int first = 1;
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->nodes[i].parent >= 0 || t->nodes[i].total_j < min_j)
+            continue;
+        if (!first)
+            fputc(',', o.f);
+        first = 0;
+        json_node(t, o.f, (int)i, min_j, map);
+    }
+    free(map);
+    fputs("]}}", o.f);
+    fputs(pa_flamegraph_tail, o.f);
+    return pa_pout_close(&o);
+}
+
+/* ------------------------------------------------------------------ */
+/* pprof                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct strtab {
+    char **v; /* the table, in id order; v[i] owned */
+    size_t n, cap;
+    int64_t *hash; /* id + 1, open addressing on the content */
+    size_t hcap;
+} strtab;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The id of s in the string table, added if new; -1 out of memory. */
+static int64_t str_id(strtab *t, const char *s)
+{
+    if (!s)
+        s = "";
+    if ((t->n + 1) * 2 > t->hcap) {
+        size_t ncap = t->hcap ? t->hcap * 2 : 1024;
+        int64_t *h = calloc(ncap, sizeof(*h));
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < t->n; i++) {
+            size_t q = hash_str(t->v[i]) & (ncap - 1);
+            while (h[q])
+                q = (q + 1) & (ncap - 1);
+            h[q] = (int64_t)i + 1;
+        }
+        free(t->hash);
+        t->hash = h;
+        t->hcap = ncap;
+    }
+    size_t q = hash_str(s) & (t->hcap - 1);
+    while (t->hash[q]) {
+        if (!strcmp(t->v[t->hash[q] - 1], s))
+            return t->hash[q] - 1;
+        q = (q + 1) & (t->hcap - 1);
+    }
+    if (t->n == t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 1024;
+        char **nv = realloc(t->v, ncap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        t->v = nv;
+        t->cap = ncap;
+    }
+    char *d = strdup(s);
+    if (!d)
+        return -1;
+    t->v[t->n] = d;
+    t->hash[q] = (int64_t)t->n + 1;
+    return (int64_t)t->n++;
+}
+
+static void strtab_free(strtab *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i]);
+    free(t->v);
+    free(t->hash);
+}
+
+/* gzip of buf into "<dir>/profile.pb.gz". */
+static int write_gz(const char *dir, const uint8_t *buf, size_t len)
+{
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -ENOMEM;
+    uLong cap = deflateBound(&z, (uLong)len) + 64;
+    uint8_t *gz = malloc(cap);
+    if (!gz) {
+        deflateEnd(&z);
+        return -ENOMEM;
+    }
+    z.next_in = (Bytef *)buf;
+    z.avail_in = (uInt)len;
+    z.next_out = gz;
+    z.avail_out = (uInt)cap;
+    int zr = deflate(&z, Z_FINISH);
+    size_t glen = z.total_out;
+    deflateEnd(&z);
+    int rc = -EIO;
+    if (zr == Z_STREAM_END) {
+        pa_pout o;
+        if ((rc = pa_pout_open(&o, dir, "profile.pb.gz")) == 0) {
+            fwrite(gz, 1, glen, o.f);
+            rc = pa_pout_close(&o);
+        }
+    }
+    free(gz);
+    return rc;
+}
+
+int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
+                         double duration_s, const char *comment)
+{
+    int rc = -ENOMEM;
+    strtab st = {0};
+    size_t nf = t->nfuncs, nn = t->n;
+    Perftools__Profiles__Function *fn = calloc(nf + 1, sizeof(*fn));
+    Perftools__Profiles__Function **fnp = calloc(nf + 1, sizeof(*fnp));
+    Perftools__Profiles__Location *loc = calloc(nf + 1, sizeof(*loc));
+    Perftools__Profiles__Location **locp = calloc(nf + 1, sizeof(*locp));
+    Perftools__Profiles__Line *ln = calloc(nf + 1, sizeof(*ln));
+    Perftools__Profiles__Line **lnp = calloc(nf + 1, sizeof(*lnp));
+    Perftools__Profiles__Sample *sm = calloc(nn + 1, sizeof(*sm));
+    Perftools__Profiles__Sample **smp = calloc(nn + 1, sizeof(*smp));
+    int64_t *vals = calloc(3 * (nn + 1), sizeof(*vals));
+    /* location ids: the depths of the sampled nodes */
+    size_t nlids = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (t->nodes[i].self_samples || t->nodes[i].self_j > 0)
+            for (int k = (int)i; k >= 0; k = t->nodes[k].parent)
+                nlids++;
+    uint64_t *lids = calloc(nlids + 1, sizeof(*lids));
+    uint8_t *buf = NULL;
+    if (!fn || !fnp || !loc || !locp || !ln || !lnp || !sm || !smp || !vals || !lids ||
+        str_id(&st, "") < 0)
+        goto out;
+
+    Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+    Perftools__Profiles__ValueType vt[3], per = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+    Perftools__Profiles__ValueType *vtp[3];
+    static const char *const types[3][2] = {
+        {"samples", "count"}, {"cpu", "nanoseconds"}, {"energy", "microjoules"}};
+    for (int i = 0; i < 3; i++) {
+        perftools__profiles__value_type__init(&vt[i]);
+        vt[i].type = str_id(&st, types[i][0]);
+        vt[i].unit = str_id(&st, types[i][1]);
+        vtp[i] = &vt[i];
+    }
+    per.type = str_id(&st, "cpu");
+    per.unit = str_id(&st, "nanoseconds");
+    prof.n_sample_type = 3;
+    prof.sample_type = vtp;
+    prof.period_type = &per;
+    prof.period = (int64_t)period_ns;
+    prof.default_sample_type = 2; /* energy */
+    prof.duration_nanos = (int64_t)(duration_s * 1e9);
+    prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
+
+    for (size_t i = 0; i < nf; i++) {
+        const char *file = t->file ? t->file(t->ctx, (int)i) : "";
+        int line = t->line ? t->line(t->ctx, (int)i) : 0;
+        perftools__profiles__function__init(&fn[i]);
+        fn[i].id = i + 1;
+        fn[i].name = str_id(&st, t->name(t->ctx, (int)i));
+        fn[i].system_name = fn[i].name;
+        fn[i].filename = str_id(&st, file);
+        fn[i].start_line = line;
+        if (fn[i].name < 0 || fn[i].filename < 0)
+            goto out;
+        fnp[i] = &fn[i];
+        perftools__profiles__line__init(&ln[i]);
+        ln[i].function_id = i + 1;
+        ln[i].line = line;
+        lnp[i] = &ln[i];
+        perftools__profiles__location__init(&loc[i]);
+        loc[i].id = i + 1;
+        loc[i].n_line = 1;
+        loc[i].line = &lnp[i];
+        locp[i] = &loc[i];
+    }
+    prof.n_function = nf;
+    prof.function = fnp;
+    prof.n_location = nf;
+    prof.location = locp;
+    size_t ns = 0, used = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const pa_ptree_node *nd = &t->nodes[i];
+        if (!nd->self_samples && !(nd->self_j > 0))
+            continue;
+        Perftools__Profiles__Sample *s = &sm[ns];
+        perftools__profiles__sample__init(s);
+        s->location_id = &lids[used];
+        for (int k = (int)i; k >= 0; k = t->nodes[k].parent)
+            lids[used + s->n_location_id++] = (uint64_t)t->nodes[k].func + 1;
+        used += s->n_location_id;
+        s->value = &vals[3 * ns];
+        s->n_value = 3;
+        s->value[0] = (int64_t)nd->self_samples;
+        s->value[1] = llround(nd->self_cpu_s * 1e9);
+        s->value[2] = llround(nd->self_j * 1e6);
+        smp[ns++] = s;
+    }
+    prof.n_sample = ns;
+    prof.sample = smp;
+    int64_t c = str_id(&st, comment);
+    if (c < 0)
+        goto out;
+    prof.n_comment = 1;
+    prof.comment = &c;
+    prof.n_string_table = st.n;
+    prof.string_table = st.v;
+
+    size_t len = perftools__profiles__profile__get_packed_size(&prof);
+    buf = malloc(len ? len : 1);
+    if (!buf)
+        goto out;
+    perftools__profiles__profile__pack(&prof, buf);
+    rc = write_gz(dir, buf, len);
+out:
+    free(fn);
+    free(fnp);
+    free(loc);
+    free(locp);
+    free(ln);
+    free(lnp);
+    free(sm);
+    free(smp);
+    free(vals);
+    free(lids);
+    free(buf);
+    strtab_free(&st);
+    return rc;
+}

@@ -1,0 +1,113 @@
+/*
+ * profout.h - the profile files shared by jalen (the JVMTI agent) and
+ * `powerapi profile`: one implementation of the atomic file replacement,
+ * the CSV and JSON text, the call tree's collapsed stacks, the flame graph
+ * page and the pprof profile (profile.pb.gz).
+ *
+ * Not installed: a static library (position-independent, for libjalen.so)
+ * linked into the agent and the command.  Nothing here prints, aborts or
+ * exits; errors are negative errno values.  Not thread-safe: each caller
+ * writes its files from one thread.
+ */
+#ifndef PA_PROFOUT_H
+#define PA_PROFOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- files ---- */
+
+/* A file being written as "<dir>/.<name>.tmp", to take "<dir>/<name>"'s
+ * place in one step when closed: a reader never sees half a file, and a
+ * killed writer leaves the last complete version. */
+typedef struct pa_pout {
+    FILE *f;
+    char tmp[4200];
+    char dst[4200];
+} pa_pout;
+
+/* Opens the temporary file (unlocked stdio, 64 KiB buffer).  0 or -errno. */
+int pa_pout_open(pa_pout *o, const char *dir, const char *name);
+/* Closes and puts the file in place; on a write error removes it and
+ * returns the write's -errno (-ENOSPC, -EROFS; -EIO when unknown), or the
+ * rename's. */
+int pa_pout_close(pa_pout *o);
+
+/* ---- text ---- */
+
+/* Unsigned decimal, without printf. */
+void pa_pout_u64(FILE *f, uint64_t v);
+/* v with dec (<= 9) decimals, as "%.*f" but for the last digit's rounding
+ * (printf's exact conversion is the costly part of rewriting files every
+ * window). */
+void pa_pout_fix(FILE *f, double v, int dec);
+/* A CSV field, quoted only when it must be. */
+void pa_pout_csv(FILE *f, const char *s);
+/* A JSON string, '<' escaped so that it is safe inside <script>. */
+void pa_pout_json(FILE *f, const char *s);
+
+/* JSON array items of a ";"-separated list (libpowerapi's "assumed"),
+ * each trimmed of leading blanks, empty ones left out, ", " between:
+ * what goes between the brackets. */
+void pa_pout_json_list(FILE *f, const char *list);
+/* JSON array items of n strings, ", " between. */
+void pa_pout_json_strings(FILE *f, const char *const *v, size_t n);
+
+/* ---- the call tree ---- */
+
+/* One node of a call tree: a function (an index into the caller's table)
+ * called from its parent (-1: a root, the outermost frame).  Children are
+ * created after their parents (the writers rely on it). */
+typedef struct pa_ptree_node {
+    int func;
+    int parent, first_child, next_sibling;
+    double self_j, total_j; /* total_j: pa_ptree_totals fills it */
+    double self_cpu_s;      /* CPU time of the samples ending here (0 when
+                               the caller does not count it) */
+    uint64_t self_samples;
+} pa_ptree_node;
+
+typedef struct pa_ptree {
+    pa_ptree_node *nodes;
+    size_t n;
+    size_t nfuncs;
+    const void *ctx;
+    /* the function's name (never NULL) */
+    const char *(*name)(const void *ctx, int func);
+    /* pprof only, may be NULL: source file ("" unknown) and line (0) */
+    const char *(*file)(const void *ctx, int func);
+    int (*line)(const void *ctx, int func);
+} pa_ptree;
+
+/* total_j = self_j plus the children's totals, for every node. */
+void pa_ptree_totals(pa_ptree_node *nodes, size_t n);
+
+/* energy.collapsed: one line per node with self energy, "root;...;leaf
+ * MICROJOULES" (flamegraph.pl, speedscope).  A ';' in a name becomes ':'.
+ * Totals not needed.  0 or -errno. */
+int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir);
+
+/* flamegraph.html: the self-contained page (flamegraph.html.in) with the
+ * tree's nodes of at least 2e-5 of the total; needs pa_ptree_totals.
+ * 0 or -errno. */
+int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir,
+                              const char *title, double process_j,
+                              double duration_s);
+
+/* profile.pb.gz (pprof's profile.proto, gzip): sample types samples
+ * (count), cpu (nanoseconds), energy (microjoules, the default); one
+ * sample per node with self samples or energy, its location ids leaf
+ * first; one function and one location per function.  period_ns is the
+ * sampling period (0 unknown); comment goes into the profile's comments.
+ * 0 or -errno. */
+int pa_ptree_write_pprof(const pa_ptree *t, const char *dir,
+                         uint64_t period_ns, double duration_s,
+                         const char *comment);
+
+/* The flame graph page, up to and after its data (generated at build
+ * time from flamegraph.html.in). */
+extern const char pa_flamegraph_head[];
+extern const char pa_flamegraph_tail[];
+
+#endif

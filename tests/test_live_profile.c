@@ -1,0 +1,878 @@
+/*
+ * test_live_profile.c - `powerapi profile` on real processes, known answers.
+ *
+ * The workloads are built here with the system's C compiler:
+ *   - work.c + libpfwork.so: in the main thread, f_a, lib_burn (in the
+ *     shared library) and f_c (whose loop is the static inline inl_burn)
+ *     run 3:1:2 by iterations; a second thread runs f_b until its CPU time
+ *     is half the main thread's (paced on the main thread's CPU clock, so
+ *     the 2:1 holds on a loaded machine).  Each thread measures the CPU
+ *     time each function took (CLOCK_THREAD_CPUTIME_ID around each call)
+ *     and writes it at exit: the known answer, measured rather than
+ *     assumed, since the cost of an iteration differs between loops.  The
+ *     main thread runs for a given CPU time (not wall time), so that the
+ *     number of samples does not depend on the machine's load.
+ *   - a C++ workload (namespace, class, template): demangled names.
+ *   - a JIT workload: machine code written into an executable mapping at
+ *     run time and described in /tmp/perf-PID.map.
+ * Built -O2 with frame pointers and without; a stripped copy must give
+ * "[unknown]" frames with the module's name and no wrong name, and one
+ * whose debug file is named by .gnu_debuglink its names back.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *dir; /* built workloads, for the whole suite */
+
+static const char *LIB_C =
+    "volatile double lib_sink;\n"
+    "void lib_burn(long n)\n"
+    "{\n"
+    "    double x = 1.5;\n"
+    "    for (long i = 0; i < n; i++)\n"
+    "        x = x * 1.0000003 + 0.5;\n"
+    "    lib_sink = x;\n"
+    "}\n";
+
+static const char *WORK_C =
+    "#include <pthread.h>\n"
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <time.h>\n"
+    "void lib_burn(long n);\n"
+    "volatile double sink;\n"
+    "static inline void inl_burn(long n)\n"
+    "{\n"
+    "    double x = 3.0;\n"
+    "    for (long i = 0; i < n; i++)\n"
+    "        x = x * 0.9999999 + 0.25;\n"
+    "    sink += x;\n"
+    "}\n"
+    "__attribute__((noinline)) void f_a(long n)\n"
+    "{\n"
+    "    double x = 1;\n"
+    "    for (long i = 0; i < n; i++)\n"
+    "        x = x * 1.0000001 + 1;\n"
+    "    sink = x;\n"
+    "}\n"
+    "__attribute__((noinline)) void f_b(long n)\n"
+    "{\n"
+    "    double x = 2;\n"
+    "    for (long i = 0; i < n; i++)\n"
+    "        x = x * 1.0000002 + 2;\n"
+    "    sink = x;\n"
+    "}\n"
+    "__attribute__((noinline)) void f_c(long n) { inl_burn(n); sink += 1; }\n"
+    "static double ts(clockid_t c)\n"
+    "{\n"
+    "    struct timespec t;\n"
+    "    clock_gettime(c, &t);\n"
+    "    return t.tv_sec + t.tv_nsec / 1e9;\n"
+    "}\n"
+    "static clockid_t main_clock;\n"
+    "static volatile int done;\n"
+    "static double t_a, t_l, t_c, t_b, t_second;\n"
+    "#define TIMED(acc, call) do { double s_ = ts(CLOCK_THREAD_CPUTIME_ID); "
+    "call; acc += ts(CLOCK_THREAD_CPUTIME_ID) - s_; } while (0)\n"
+    "static void *second(void *arg)\n"
+    "{\n"
+    "    (void)arg;\n"
+    "    while (!done || ts(CLOCK_THREAD_CPUTIME_ID) < ts(main_clock) / 2) {\n"
+    "        if (ts(CLOCK_THREAD_CPUTIME_ID) < ts(main_clock) / 2) {\n"
+    "            TIMED(t_b, f_b(200000));\n"
+    "        } else {\n"
+    "            struct timespec z = {0, 1000000};\n"
+    "            nanosleep(&z, NULL);\n"
+    "        }\n"
+    "    }\n"
+    "    t_second = ts(CLOCK_THREAD_CPUTIME_ID);\n"
+    "    return NULL;\n"
+    "}\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? atof(argv[1]) : 3;\n"
+    "    pthread_getcpuclockid(pthread_self(), &main_clock);\n"
+    "    pthread_t th;\n"
+    "    int threads = argc > 3 ? atoi(argv[3]) : 2;\n"
+    "    if (threads > 1)\n"
+    "        pthread_create(&th, NULL, second, NULL);\n"
+    "    do { /* secs of CPU time: as many samples however loaded */\n"
+    "        TIMED(t_a, f_a(300000));\n"
+    "        TIMED(t_l, lib_burn(100000));\n"
+    "        TIMED(t_c, f_c(200000));\n"
+    "    } while (ts(main_clock) < secs);\n"
+    "    done = 1;\n"
+    "    if (threads > 1)\n"
+    "        pthread_join(th, NULL);\n"
+    "    if (argc > 2 && argv[2][0]) {\n"
+    "        FILE *f = fopen(argv[2], \"w\");\n"
+    "        fprintf(f, \"%f %f %f %f %f %f\\n\", t_a, t_l, t_c, t_b, "
+    "ts(main_clock), t_second);\n"
+    "        fclose(f);\n"
+    "    }\n"
+    "    return 0;\n"
+    "}\n";
+
+static const char *CXX_CC =
+    "#include <cstdlib>\n"
+    "#include <ctime>\n"
+    "namespace energy {\n"
+    "template <typename T> struct Burner {\n"
+    "    volatile T sink;\n"
+    "    __attribute__((noinline)) void burn(long n)\n"
+    "    {\n"
+    "        T x = 1;\n"
+    "        for (long i = 0; i < n; i++)\n"
+    "            x = x * (T)1.0000001 + (T)1;\n"
+    "        sink = x;\n"
+    "    }\n"
+    "};\n"
+    "}\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? std::atof(argv[1]) : 2;\n"
+    "    energy::Burner<double> b;\n"
+    "    std::time_t end = std::time(nullptr) + (std::time_t)secs + 1;\n"
+    "    while (std::time(nullptr) < end)\n"
+    "        b.burn(1000000);\n"
+    "    return 0;\n"
+    "}\n";
+
+/* x86-64: mov rcx, imm32; L: dec rcx; jnz L; ret */
+static const char *JIT_C =
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#include <sys/mman.h>\n"
+    "#include <time.h>\n"
+    "#include <unistd.h>\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? atof(argv[1]) : 2;\n"
+    "    unsigned char code[] = {0x48, 0xc7, 0xc1, 0x40, 0x42, 0x0f, 0x00,\n"
+    "                            0x48, 0xff, 0xc9, 0x75, 0xfb, 0xc3};\n"
+    "    unsigned char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE | "
+    "PROT_EXEC,\n"
+    "                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
+    "    if (m == MAP_FAILED)\n"
+    "        return 1;\n"
+    "    memcpy(m + 64, code, sizeof(code));\n"
+    "    char path[64];\n"
+    "    snprintf(path, sizeof(path), \"/tmp/perf-%d.map\", (int)getpid());\n"
+    "    FILE *f = fopen(path, \"w\");\n"
+    "    fprintf(f, \"%lx %zx jit_hot_loop\\n\", (unsigned long)(m + 64), "
+    "sizeof(code));\n"
+    "    fclose(f);\n"
+    "    void (*fn)(void) = (void (*)(void))(m + 64);\n"
+    "    struct timespec t0, t;\n"
+    "    clock_gettime(CLOCK_MONOTONIC, &t0);\n"
+    "    do {\n"
+    "        fn();\n"
+    "        clock_gettime(CLOCK_MONOTONIC, &t);\n"
+    "    } while (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 < "
+    "secs);\n"
+    "    return 0;\n"
+    "}\n";
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    int rc = pa_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "'%s' failed (%d): %s", cmd, rc, out ? out : "");
+    free(out);
+}
+
+static void remove_all(void)
+{
+    pa_test_rmtree(dir);
+    dir = NULL;
+}
+
+static void build_all(void)
+{
+    dir = pa_test_tmpdir();
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/lib.c", dir);
+    write_file(p, LIB_C);
+    snprintf(p, sizeof(p), "%s/work.c", dir);
+    write_file(p, WORK_C);
+    snprintf(p, sizeof(p), "%s/cxx.cc", dir);
+    write_file(p, CXX_CC);
+    snprintf(p, sizeof(p), "%s/jit.c", dir);
+    write_file(p, JIT_C);
+    /* -fno-ipa-icf: GCC would fold identical bodies into one symbol */
+    const char *common = "-O2 -g -fno-ipa-icf";
+    sh("cd %s && cc %s -fno-omit-frame-pointer -shared -fPIC -o libpfwork.so lib.c",
+       dir, common);
+    sh("cd %s && cc %s -fno-omit-frame-pointer -o work-fp work.c -L. -lpfwork "
+       "-Wl,-rpath,%s -pthread",
+       dir, common, dir);
+    sh("cd %s && cc %s -fomit-frame-pointer -o work-nofp work.c -L. -lpfwork "
+       "-Wl,-rpath,%s -pthread",
+       dir, common, dir);
+    sh("cd %s && cp work-fp work-stripped && strip work-stripped", dir);
+    /* stripped, its debug information in a file found by .gnu_debuglink */
+    sh("cd %s && objcopy --only-keep-debug work-fp work-linked.debug && cp work-fp "
+       "work-linked && strip work-linked && objcopy --add-gnu-debuglink=work-linked.debug "
+       "work-linked",
+       dir);
+    sh("cd %s && (c++ -O2 -g -fno-omit-frame-pointer -o cxx cxx.cc || "
+       "g++ -O2 -g -o cxx cxx.cc)",
+       dir);
+    sh("cd %s && cc -O2 -o jit jit.c", dir);
+}
+
+/* ---- reading the outputs ---- */
+
+typedef struct frow {
+    char name[256], module[128], source[128];
+    double self_j, total_j;
+    unsigned long self_samples, total_samples;
+} frow;
+
+/* Parses functions.csv (names here have no commas or quotes, except the
+ * C++ ones, which are quoted). */
+static size_t read_functions(const char *out, frow *rows, size_t max)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/functions.csv", out);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s missing", path);
+    char line[2048];
+    ck_assert(fgets(line, sizeof(line), f) != NULL);
+    ck_assert_str_eq(line, "function,module,source,self_energy_j,total_energy_j,"
+                           "self_samples,total_samples,cpu_time_s\n");
+    size_t n = 0;
+    while (n < max && fgets(line, sizeof(line), f)) {
+        frow *r = &rows[n];
+        memset(r, 0, sizeof(*r));
+        char *p = line;
+        char *fields[3];
+        for (int i = 0; i < 3; i++) {
+            fields[i] = p;
+            if (*p == '"') {
+                fields[i] = ++p;
+                char *w = p;
+                while (*p && !(*p == '"' && p[1] != '"')) {
+                    if (*p == '"')
+                        p++;
+                    *w++ = *p++;
+                }
+                *w = '\0';
+                p += 2; /* quote, comma */
+            } else {
+                p += strcspn(p, ",");
+                *p++ = '\0';
+            }
+        }
+        snprintf(r->name, sizeof(r->name), "%s", fields[0]);
+        snprintf(r->module, sizeof(r->module), "%s", fields[1]);
+        snprintf(r->source, sizeof(r->source), "%s", fields[2]);
+        ck_assert_int_eq(sscanf(p, "%lf,%lf,%lu,%lu", &r->self_j, &r->total_j,
+                                &r->self_samples, &r->total_samples),
+                         4);
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static const frow *find_fn(const frow *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name))
+            return &rows[i];
+    return NULL;
+}
+
+static double json_num(const char *json, const char *key)
+{
+    char k[128];
+    snprintf(k, sizeof(k), "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    ck_assert_msg(p != NULL, "summary.json has no %s", key);
+    return strtod(p + strlen(k), NULL);
+}
+
+static char *slurp_in(const char *out, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", out, name);
+    char *s = pa_test_slurp(path);
+    ck_assert_msg(s != NULL, "%s missing", path);
+    return s;
+}
+
+/* Sum of a numeric column of a CSV file (0-based column). */
+static double csv_sum(const char *out, const char *name, int col)
+{
+    char *s = slurp_in(out, name);
+    double sum = 0;
+    char *save = NULL;
+    int first = 1;
+    for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (first) {
+            first = 0;
+            continue;
+        }
+        /* quoted fields here hold no comma-newline mix: count commas
+         * outside quotes */
+        int c = 0, q = 0;
+        char *p = l;
+        for (; *p && c < col; p++) {
+            if (*p == '"')
+                q = !q;
+            else if (*p == ',' && !q)
+                c++;
+        }
+        sum += strtod(p, NULL);
+    }
+    free(s);
+    return sum;
+}
+
+/* functions + [unsampled] + [unattributed] = threads = process (0.5 %),
+ * and the worst window as the profiler measured it. */
+static void check_conservation(const char *out)
+{
+    char *sum = slurp_in(out, "summary.json");
+    double process = json_num(sum, "process_energy_j");
+    double worst = json_num(sum, "conservation_max_error");
+    free(sum);
+    double fsum = csv_sum(out, "functions.csv", 3);
+    double tsum = csv_sum(out, "threads.csv", 4);
+    ck_assert_msg(process > 0, "no energy");
+    ck_assert_msg(fabs(fsum - process) <= 0.005 * process,
+                  "functions %.6f J vs process %.6f J", fsum, process);
+    ck_assert_msg(fabs(tsum - process) <= 0.005 * process,
+                  "threads %.6f J vs process %.6f J", tsum, process);
+    ck_assert_msg(worst <= 0.005, "a window is off by %.3g", worst);
+}
+
+static int run_profile(const char *args, char **output)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof(cmd), "%s profile %s 2>&1", PA_CLI_PATH, args);
+    return pa_test_run(cmd, output);
+}
+
+/* The known answer: shares of CPU time measured by the workload. */
+static void check_known_answer(const char *bin, const char *extra)
+{
+    int dwarf = strstr(extra, "dwarf") != NULL;
+    char *out = pa_test_tmpdir();
+    char truth[4200], args[8192];
+    snprintf(truth, sizeof(truth), "%s/truth", out);
+    snprintf(args, sizeof(args), "-q --interval 1ms %s --out %s/p -- %s/%s 1.5 %s",
+             extra, out, dir, bin, truth);
+    char *log = NULL;
+    int rc = run_profile(args, &log);
+    ck_assert_msg(rc == 0, "profile failed (%d): %s", rc, log);
+    free(log);
+    double t_a, t_l, t_c, t_b, t_main, t_second;
+    char *ts = pa_test_slurp(truth);
+    ck_assert(ts != NULL);
+    ck_assert_int_eq(sscanf(ts, "%lf %lf %lf %lf %lf %lf", &t_a, &t_l, &t_c, &t_b, &t_main,
+                            &t_second),
+                     6);
+    free(ts);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[512];
+    size_t n = read_functions(pdir, rows, 512);
+    char *sum = slurp_in(pdir, "summary.json");
+    double process = json_num(sum, "process_energy_j");
+    free(sum);
+    /* shares among the four functions (the loops' own overhead, clock
+     * reads and sleeps, is in neither side) */
+    double all = t_a + t_l + t_c + t_b, all_j = 0;
+    struct {
+        const char *name;
+        double t;
+    } want[] = {{"f_a", t_a}, {"lib_burn", t_l}, {"f_c", t_c}, {"f_b", t_b}};
+    for (int i = 0; i < 4; i++) {
+        const frow *r = find_fn(rows, n, want[i].name);
+        ck_assert_msg(r != NULL, "%s: %s not in functions.csv", bin, want[i].name);
+        all_j += r->total_j;
+    }
+    ck_assert_msg(all_j > 0.8 * process, "%s: the four functions hold %.3f of %.3f J", bin,
+                  all_j, process);
+    for (int i = 0; i < 4; i++) {
+        const frow *r = find_fn(rows, n, want[i].name);
+        double got = 100 * r->total_j / all_j, exp = 100 * want[i].t / all;
+        ck_assert_msg(fabs(got - exp) <= 3.0,
+                      "%s: %s inclusive %.1f %% of the four's energy, expected %.1f %% "
+                      "(+-3 points)",
+                      bin, want[i].name, got, exp);
+    }
+    /* the library function and the inlined one are named, with files */
+    const frow *lib = find_fn(rows, n, "lib_burn");
+    ck_assert_str_eq(lib->module, "libpfwork.so");
+    ck_assert_str_eq(lib->source, "lib.c:2");
+    const frow *inl = find_fn(rows, n, "inl_burn");
+    ck_assert_msg(inl != NULL, "%s: the inlined inl_burn is not a frame", bin);
+    ck_assert_str_eq(inl->source, "work.c:7");
+    ck_assert_msg(inl->self_j > 0.8 * find_fn(rows, n, "f_c")->total_j,
+                  "inl_burn should hold f_c's time");
+    /* threads 2:1 within 10 % */
+    char *th = slurp_in(pdir, "threads.csv");
+    double e[2] = {0, 0};
+    int k = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(th, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        int pid, tid;
+        char name[64];
+        double cpu, ej;
+        if (sscanf(l, "%d,%d,%63[^,],%lf,%lf", &pid, &tid, name, &cpu, &ej) == 5 &&
+            k < 2 && ej > 0.05 * process)
+            e[k++] = ej;
+    }
+    free(th);
+    ck_assert_msg(k == 2, "%s: expected two threads with energy", bin);
+    /* the workload paces the second thread to half the first's CPU time
+     * and measures both (the pacing is checked too) */
+    double ratio = e[0] > e[1] ? e[0] / e[1] : e[1] / e[0];
+    double cpu_ratio = t_main / t_second;
+    ck_assert_msg(fabs(cpu_ratio - 2.0) <= 0.1, "%s: workload not 2:1 (%.3f s, %.3f s)", bin,
+                  t_main, t_second);
+    ck_assert_msg(fabs(ratio - cpu_ratio) <= 0.1 * cpu_ratio,
+                  "%s: threads %.3f:%.3f J (ratio %.2f), CPU time ratio %.2f", bin, e[0],
+                  e[1], ratio, cpu_ratio);
+    /* dwarf: whole stacks, through libc and the frame-pointer-less build */
+    if (dwarf) {
+        char *col = slurp_in(pdir, "energy.collapsed");
+        ck_assert_msg(strstr(col, "__libc_start_call_main;main;f_a ") &&
+                          strstr(col, "start_thread;second;f_b ") &&
+                          strstr(col, "main;f_c;inl_burn "),
+                      "%s: dwarf stacks incomplete:\n%s", bin, col);
+        free(col);
+    }
+    check_conservation(pdir);
+    pa_test_rmtree(out);
+}
+
+START_TEST(known_answer_dwarf_fp)
+{
+    check_known_answer("work-fp", "--call-graph dwarf");
+}
+END_TEST
+
+START_TEST(known_answer_dwarf_nofp)
+{
+    check_known_answer("work-nofp", "--call-graph dwarf");
+}
+END_TEST
+
+START_TEST(known_answer_fp)
+{
+    check_known_answer("work-fp", "--call-graph fp");
+}
+END_TEST
+
+START_TEST(known_answer_nofp)
+{
+    check_known_answer("work-nofp", "");
+}
+END_TEST
+
+/* --pid on a running process, then a stripped copy: "[unknown]" with the
+ * module's name, never a wrong name. */
+START_TEST(stripped_pid)
+{
+    char *out = pa_test_tmpdir();
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "%s/work-stripped 6 '' 1 >/dev/null 2>&1 & echo $!", dir);
+    char *pidtxt = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &pidtxt), 0);
+    int pid = atoi(pidtxt);
+    free(pidtxt);
+    ck_assert_int_gt(pid, 0);
+    usleep(200000);
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --pid %d --duration 2s --out %s/p", pid, out);
+    char *log = NULL;
+    int rc = run_profile(args, &log);
+    ck_assert_msg(rc == 0, "profile --pid failed (%d): %s", rc, log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[512];
+    size_t n = read_functions(pdir, rows, 512);
+    int unknown = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(rows[i].module, "work-stripped"))
+            continue;
+        ck_assert_msg(!strncmp(rows[i].name, "[unknown] work-stripped+0x", 26),
+                      "stripped binary: a name was guessed: %s", rows[i].name);
+        unknown += rows[i].self_samples > 0;
+    }
+    ck_assert_msg(unknown >= 2, "stripped: expected [unknown] frames of work-stripped");
+    ck_assert_msg(find_fn(rows, n, "lib_burn") != NULL,
+                  "the library (not stripped) is still named");
+    check_conservation(pdir);
+    kill(pid, SIGKILL);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* --all (root): every process of the machine, per CPU; the workload among
+ * them, named. */
+START_TEST(all_processes)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "all_processes: SKIPPED: --all needs root or CAP_PERFMON\n");
+        return;
+    }
+    char *out = pa_test_tmpdir();
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "%s/work-fp 4 '' 1 >/dev/null 2>&1 & echo $!", dir);
+    char *pidtxt = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &pidtxt), 0);
+    int pid = atoi(pidtxt);
+    free(pidtxt);
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --all --duration 2s --out %s/p", out);
+    char *log = NULL;
+    int rc = run_profile(args, &log);
+    kill(pid, SIGKILL);
+    ck_assert_msg(rc == 0, "profile --all failed (%d): %s", rc, log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[2048];
+    size_t n = read_functions(pdir, rows, 2048);
+    const frow *fa = find_fn(rows, n, "f_a");
+    ck_assert_msg(fa != NULL && fa->self_samples > 0, "--all: the workload's f_a not sampled");
+    ck_assert_str_eq(fa->module, "work-fp");
+    /* the workload is one process among several */
+    char *pr = slurp_in(pdir, "processes.csv");
+    char needle[64];
+    snprintf(needle, sizeof(needle), "\n%d,work-fp,", pid);
+    ck_assert_msg(strstr(pr, needle) != NULL, "--all: pid %d not in processes.csv:\n%s", pid,
+                  pr);
+    free(pr);
+    check_conservation(pdir);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* A stripped binary whose debug file is found by its .gnu_debuglink: the
+ * names, inlined frames and files come back. */
+START_TEST(debuglink)
+{
+    char *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --out %s/p -- %s/work-linked 0.5 '' 1", out, dir);
+    char *log = NULL;
+    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[256];
+    size_t n = read_functions(pdir, rows, 256);
+    const frow *fa = find_fn(rows, n, "f_a"), *inl = find_fn(rows, n, "inl_burn");
+    ck_assert_msg(fa && inl, "debuglink: f_a or inl_burn not named");
+    ck_assert_str_eq(fa->module, "work-linked");
+    ck_assert_str_eq(inl->source, "work.c:7");
+    pa_test_rmtree(out);
+}
+END_TEST
+
+START_TEST(cxx_demangled)
+{
+    char *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --out %s/p -- %s/cxx 1", out, dir);
+    char *log = NULL;
+    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[256];
+    size_t n = read_functions(pdir, rows, 256);
+    const frow *r = find_fn(rows, n, "energy::Burner<double>::burn(long)");
+    ck_assert_msg(r != NULL && r->self_samples > 10,
+                  "no demangled energy::Burner<double>::burn(long) (first: %s)",
+                  n ? rows[0].name : "none");
+    ck_assert_str_eq(r->module, "cxx");
+    pa_test_rmtree(out);
+}
+END_TEST
+
+START_TEST(jit_perf_map)
+{
+    char *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --out %s/p -- %s/jit 1.5", out, dir);
+    char *log = NULL;
+    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[256];
+    size_t n = read_functions(pdir, rows, 256);
+    const frow *r = find_fn(rows, n, "jit_hot_loop");
+    ck_assert_msg(r != NULL, "JIT code not named from the perf map");
+    ck_assert_str_eq(r->module, "[jit]");
+    ck_assert_msg(r->self_samples > 0.5 * rows[0].self_samples,
+                  "jit_hot_loop should be the hottest");
+    /* the workload's perf map: the child's pid is in processes or threads */
+    char *th = slurp_in(pdir, "threads.csv");
+    int pid = 0;
+    sscanf(strchr(th, '\n') + 1, "%d", &pid);
+    free(th);
+    char map[64];
+    snprintf(map, sizeof(map), "/tmp/perf-%d.map", pid);
+    unlink(map);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* sh -c with a chain of short-lived children: each one's samples are
+ * there, the command's energy is the tree's, the exit status is kept. */
+START_TEST(command_tree)
+{
+    char *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args),
+             "-q --interval 2ms --out %s/p -- sh -c '"
+             "for i in 1 2 3 4 5; do %s/work-fp 0.08 \"\" 1; done; "
+             "sh -c \"%s/work-fp 0.08 \\\"\\\" 1\"; exit 3'",
+             out, dir, dir);
+    char *log = NULL;
+    int rc = run_profile(args, &log);
+    ck_assert_msg(rc == 3, "exit status %d, expected the command's 3: %s", rc, log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    char *pr = slurp_in(pdir, "processes.csv");
+    char *pr_text = strdup(pr);
+    int works = 0;
+    double works_j = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(pr, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        int pid, nthr;
+        char name[64];
+        double cpu, ej;
+        unsigned long samples;
+        if (sscanf(l, "%d,%63[^,],%d,%lf,%lf,%lu", &pid, name, &nthr, &cpu, &ej,
+                   &samples) == 6 &&
+            !strcmp(name, "work-fp") && samples >= 1) {
+            works++;
+            works_j += ej;
+        }
+    }
+    free(pr);
+    ck_assert_msg(works == 6, "%d of the 6 short-lived children have samples:\n%s", works,
+                  pr_text);
+    free(pr_text);
+    char *sum = slurp_in(pdir, "summary.json");
+    double process = json_num(sum, "process_energy_j");
+    double tree = json_num(sum, "tree_energy_j");
+    ck_assert_int_eq((int)json_num(sum, "exit_status"), 3);
+    free(sum);
+    ck_assert_msg(fabs(process - tree) <= 0.005 * tree,
+                  "command %.6f J vs tree %.6f J", process, tree);
+    /* the children did the work: most of the tree's energy is theirs */
+    ck_assert_msg(works_j >= 0.5 * tree, "children %.6f J of the tree's %.6f J", works_j,
+                  tree);
+    frow rows[512];
+    size_t n = read_functions(pdir, rows, 512);
+    ck_assert_msg(find_fn(rows, n, "f_a") && find_fn(rows, n, "lib_burn"),
+                  "short-lived children's samples not symbolised");
+    check_conservation(pdir);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* The fourth field (self energy) of an unquoted CSV line. */
+static double field4(const char *line)
+{
+    for (int c = 0; c < 3; c++) {
+        line = strchr(line, ',');
+        ck_assert(line != NULL);
+        line++;
+    }
+    return strtod(line, NULL);
+}
+
+/* pprof: go tool pprof -top reads the file; its top entries are
+ * functions.csv's. */
+START_TEST(pprof_top)
+{
+    if (!PA_GO[0]) {
+        fprintf(stderr, "pprof_top: SKIPPED: go not found at configure time "
+                        "(Debian golang-go, scripts/deps.sh)\n");
+        return;
+    }
+    char *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args), "-q --filter f_ --out %s/p -- %s/work-fp 1.5 '' 1", out, dir);
+    char *log = NULL;
+    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    frow rows[256];
+    size_t n = read_functions(pdir, rows, 256);
+    /* --filter f_: inl_burn's samples are charged to f_c (its innermost
+     * matching frame), lib_burn's to [outside filter] */
+    {
+        char fpath[4400];
+        snprintf(fpath, sizeof(fpath), "%s/functions-filtered.csv", pdir);
+        char *ff = pa_test_slurp(fpath);
+        ck_assert_msg(ff != NULL, "functions-filtered.csv missing");
+        const frow *fc = find_fn(rows, n, "f_c"), *lib = find_fn(rows, n, "lib_burn");
+        ck_assert(fc && lib);
+        char *l = strstr(ff, "\nf_c,");
+        ck_assert_msg(l != NULL, "f_c not in functions-filtered.csv");
+        double fself = field4(l + 1);
+        ck_assert_msg(fabs(fself - fc->total_j) <= 1e-6 + 1e-6 * fc->total_j,
+                      "f_c filtered self %.9f J, its total %.9f J", fself, fc->total_j);
+        l = strstr(ff, "\n[outside filter],");
+        ck_assert_msg(l != NULL, "[outside filter] missing");
+        double outside = field4(l + 1);
+        ck_assert_msg(outside >= lib->self_j - 1e-6, "[outside filter] %.9f J < lib_burn %.9f J",
+                      outside, lib->self_j);
+        ck_assert_msg(strstr(ff, "\nlib_burn,") == NULL, "lib_burn passed the filter");
+        free(ff);
+    }
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -top -sample_index=energy "
+             "%s/profile.pb.gz 2>&1",
+             out, out, PA_GO, pdir);
+    char *top = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &top), 0);
+    /* "  1907500microjoules 49.10% 49.10% ... f_a" */
+    int checked = 0;
+    for (size_t i = 0; i < n && checked < 3; i++) {
+        if (rows[i].self_j <= 0)
+            continue;
+        char *line = strstr(top, rows[i].name);
+        ck_assert_msg(line != NULL, "pprof -top lacks %s:\n%s", rows[i].name, top);
+        char *bol = line;
+        while (bol > top && bol[-1] != '\n')
+            bol--;
+        double uj = strtod(bol, NULL);
+        ck_assert_msg(fabs(uj - rows[i].self_j * 1e6) <= 1.0,
+                      "%s: pprof %.0f uJ, functions.csv %.6f J", rows[i].name, uj,
+                      rows[i].self_j);
+        checked++;
+    }
+    ck_assert_int_eq(checked, 3);
+    free(top);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* Bad input: one line, exit 2 (usage) or 1 (the machine's refusal). */
+static void expect_one_line(const char *args, int status, const char *needle)
+{
+    char *log = NULL;
+    int rc = run_profile(args, &log);
+    ck_assert_msg(rc == status, "'%s': exit %d, expected %d: %s", args, rc, status, log);
+    ck_assert_msg(log && strstr(log, needle), "'%s': no '%s' in: %s", args, needle, log);
+    ck_assert_msg(strchr(log, '\n') == log + strlen(log) - 1, "'%s': not one line: %s",
+                  args, log);
+    free(log);
+}
+
+START_TEST(bad_input)
+{
+    expect_one_line("--pid 999999999", 2, "invalid pid");
+    expect_one_line("--pid 4194000 --duration 1s -q", 1, "no such process");
+    expect_one_line("--event instructions -- true", 2, "unknown event");
+    expect_one_line("--interval 0 -- true", 2, "--interval");
+    expect_one_line("--frequency 99 --interval 1ms -- true", 2, "exclude");
+    expect_one_line("", 2, "nothing to profile");
+    expect_one_line("--all --pid 1 --duration 1s", 2, "exclude each other");
+    expect_one_line("--call-graph lbr -- true", 2, "--call-graph");
+    expect_one_line("--window 1ms -- true", 2, "--window");
+    expect_one_line("-- /nonexistent/command", 127, "cannot run");
+    /* cycles: the development machines have no PMU; where there
+     * is one, the event opens */
+    char *log = NULL;
+    int rc = run_profile("-q --event cycles -- true", &log);
+    if (rc != 0) {
+        ck_assert_int_eq(rc, 1);
+        ck_assert_msg(strstr(log, "not supported here"), "%s", log);
+    }
+    free(log);
+    if (geteuid() != 0)
+        return; /* the rest needs another user */
+    /* another user's process, as an unprivileged user */
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "setpriv --reuid=65534 --regid=65534 --clear-groups %s profile -q "
+             "--pid 1 --duration 1s --out /tmp 2>&1",
+             PA_CLI_PATH);
+    rc = pa_test_run(cmd, &log);
+    ck_assert_msg(rc == 1 && strstr(log, "permission denied"), "pid 1 as nobody: %d %s", rc,
+                  log);
+    free(log);
+    /* perf_event_paranoid 3 (Debian's "no perf for users") */
+    char *fake = pa_test_tmpdir();
+    pa_test_write(fake, "sys/kernel/perf_event_paranoid", "3\n");
+    chmod(fake, 0755);
+    snprintf(cmd, sizeof(cmd),
+             "setpriv --reuid=65534 --regid=65534 --clear-groups %s profile -q "
+             "--procfs %s -- true 2>&1",
+             PA_CLI_PATH, fake);
+    rc = pa_test_run(cmd, &log);
+    ck_assert_msg(rc == 1 && strstr(log, "perf_event_paranoid is 3"), "paranoid 3: %d %s",
+                  rc, log);
+    free(log);
+    pa_test_rmtree(fake);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("profile");
+    TCase *tc = tcase_create("live");
+    tcase_add_unchecked_fixture(tc, build_all, remove_all);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, known_answer_fp);
+    tcase_add_test(tc, known_answer_nofp);
+    tcase_add_test(tc, known_answer_dwarf_fp);
+    tcase_add_test(tc, known_answer_dwarf_nofp);
+    tcase_add_test(tc, stripped_pid);
+    tcase_add_test(tc, all_processes);
+    tcase_add_test(tc, debuglink);
+    tcase_add_test(tc, cxx_demangled);
+    tcase_add_test(tc, jit_perf_map);
+    tcase_add_test(tc, command_tree);
+    tcase_add_test(tc, pprof_top);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pa_test_main(suite());
+}
