@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,10 @@ START_TEST(test_output_full_fs)
     char mnt[4200], out[4300], cmd[9000];
     snprintf(mnt, sizeof(mnt), "%s/full", tmp);
     ck_assert_int_eq(mkdir(mnt, 0755), 0);
+    /* in a mount namespace of this test's own process, so that a failed
+     * check (which skips the teardown) leaves no mount behind */
+    if (unshare(CLONE_NEWNS) == 0)
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
     if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k") < 0) {
         fprintf(stderr, "full file system: SKIPPED (cannot mount a tmpfs: "
                         "%s; needs root or CAP_SYS_ADMIN)\n",

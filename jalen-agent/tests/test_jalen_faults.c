@@ -8,6 +8,7 @@
  * resumes (said once) when the folder can be written again.
  */
 #include <check.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -78,6 +79,10 @@ START_TEST(out_folder_faults)
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
     snprintf(filler, sizeof(filler), "%s/filler", out);
     ck_assert_int_eq(mkdir(out, 0755), 0);
+    /* in a mount namespace of this test's own process (the JVM inherits
+     * it), so that a failed check leaves no mount behind */
+    if (unshare(CLONE_NEWNS) == 0)
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
     int mounted = mount("tmpfs", out, "tmpfs", 0, "size=2m") == 0;
     if (!mounted)
         fprintf(stderr, "full and read-only out= folder: SKIPPED (cannot mount a tmpfs: %s; "
