@@ -81,6 +81,7 @@ typedef struct cpu_curve {
     src_kind fixed_kind;
     pa_curve fixed;
     bool calib_auto;  /* calibration found at the standard place */
+    char calib_bad[256]; /* why $POWERAPI_CALIBRATION's file is not used */
     double opt_fref;  /* NAN when not given */
     bool learn;
     /* curve from the model name, looked up once per name */
@@ -137,31 +138,48 @@ static void read_cpuinfo(const char *procfs, char *model, size_t mlen,
     free(buf);
 }
 
-/* A calibration at the standard place made on this CPU model. */
+/* A calibration at the standard place made on this CPU model.  When the
+ * file $POWERAPI_CALIBRATION names cannot be used, bad (when not NULL)
+ * gets the reason, so that the fallback is stated, not silent. */
 static bool calib_for_model(const char *model, pa_curve *out, char *path,
-                            size_t plen)
+                            size_t plen, char *bad, size_t badlen)
 {
     const char *p = pa__calib_default(path, plen);
     pa_curve c;
-    if (!p || pa__calib_read(p, &c) < 0)
+    const char *env = getenv("POWERAPI_CALIBRATION");
+    if (bad && badlen)
+        bad[0] = '\0';
+    if (!p)
         return false;
+    if (pa__calib_read(p, &c) < 0) {
+        if (bad && env && *env) {
+            /* one item of the ";"-separated assumed list */
+            snprintf(bad, badlen, "%s", pa_last_error());
+            for (char *q = bad; (q = strchr(q, ';'));)
+                *q = ',';
+        }
+        return false;
+    }
     /* a file named by $POWERAPI_CALIBRATION (--calibration) is the user's
      * choice (a model mismatch is stated in assumed); one found at the
      * standard place is used only on the CPU it was made on */
-    const char *env = getenv("POWERAPI_CALIBRATION");
     if (!(env && !strcmp(env, p)) && strcmp(c.match, model) != 0)
         return false;
     *out = c;
     return true;
 }
 
-int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
+/* Why auto may choose cpu-curve: 1 a curve or calibration matches this
+ * CPU, 2 a VM (the default curve), 0 neither. */
+static int curve_match(const pa_env *env, char *why, size_t len, char *bad,
+                       size_t badlen)
 {
     char model[96], path[PA_PATH_MAX];
     bool vm;
     pa_curve c;
     read_cpuinfo(env->procfs, model, sizeof(model), &vm);
-    if (model[0] && calib_for_model(model, &c, path, sizeof(path))) {
+    if (model[0] &&
+        calib_for_model(model, &c, path, sizeof(path), bad, badlen)) {
         snprintf(why, len, "calibration %s (%s)", path,
                  strcmp(c.match, model) ? "given" : "made on this CPU");
         return 1;
@@ -182,6 +200,17 @@ int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
     snprintf(why, len, "no load-power curve or calibration for '%s'",
              model[0] ? model : "(no name)");
     return 0;
+}
+
+int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
+{
+    char bad[256] = "";
+    int rc = curve_match(env, why, len, bad, sizeof(bad));
+    size_t n = strlen(why);
+    if (bad[0] && n < len)
+        snprintf(why + n, len - n, "; $POWERAPI_CALIBRATION not used: %s",
+                 bad);
+    return rc;
 }
 
 /* This machine's packages: the CPU -> package map and the distinct ids. */
@@ -339,7 +368,8 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     const char *path = hwdb_of(m);
     if (!st->have_fixed && *model) {
         char cpath[PA_PATH_MAX];
-        if (calib_for_model(model, &st->rec, cpath, sizeof(cpath))) {
+        if (calib_for_model(model, &st->rec, cpath, sizeof(cpath),
+                            st->calib_bad, sizeof(st->calib_bad))) {
             st->have_rec = true;
             st->calib_auto = true;
         } else if (path) {
@@ -444,6 +474,9 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         c = &dflt;
         kind = SRC_DEFAULT;
     }
+    if (st->calib_bad[0])
+        pa_table_assume(out, "cpu-curve: $POWERAPI_CALIBRATION not used: %s",
+                        st->calib_bad);
     switch (kind) {
     case SRC_OPTION:
         pa_table_assume(out, "cpu-curve: curve from option points=");

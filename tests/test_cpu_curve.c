@@ -307,6 +307,39 @@ START_TEST(default_curve)
 }
 END_TEST
 
+/* $POWERAPI_CALIBRATION naming a file that does not parse: the default
+ * curve, and the report says which file was not used and why (a silent
+ * fallback would pass the default off as the user's calibration). */
+START_TEST(bad_calibration_stated)
+{
+    char *dir = pa_test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/bad.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("cpu \"x\"\npoints; of nothing\n", f);
+    fclose(f);
+    srv s;
+    srv_open(&s, NULL, false, false);
+    setenv("POWERAPI_CALIBRATION", path, 1);
+    const unsigned long busy[4] = {25, 25, 25, 25};
+    srv_step(&s, busy, 100, 0, 0, 0, 0);
+    check_sys(s.ctx, 5.72, 2.96, "cpu-curve: default 0.74 W idle");
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(s.ctx, &r), 0);
+    const char *a = strstr(r->assumed, "$POWERAPI_CALIBRATION not used: ");
+    ck_assert_msg(a && strstr(a, path) && strstr(a, ":2: cannot parse"),
+                  "%s", r->assumed);
+    /* one item: the reason's own ';' must not split the list */
+    ck_assert_msg(!strchr(a, ';') || strstr(a, ";") > strstr(a, "again)"),
+                  "%s", r->assumed);
+    pa_report_free(r);
+    unsetenv("POWERAPI_CALIBRATION");
+    srv_close(&s);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
 /* With RAPL in the window the curve learns: the option's curve says
  * 40 + 60u, RAPL package 0 says 20 + 40u (packages 1, DRAM: 0 J).  Each
  * load bin needs 5 windows; then the learned points replace the option's
@@ -367,6 +400,7 @@ static Suite *suite(void)
     tcase_add_test(tc, calibration_file);
     tcase_add_test(tc, hwdb_record_scaled);
     tcase_add_test(tc, default_curve);
+    tcase_add_test(tc, bad_calibration_stated);
     tcase_add_test(tc, self_calibration);
     tcase_add_test(tc, bad_options);
     suite_add_tcase(s, tc);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal.h" /* pa__calib_read */
 #include "powerapi.h"
 
 static const char *const jl_keys[] = {
@@ -191,12 +192,20 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
         rc = jl_set_str(&o->sysfs, val);
     } else if (!strcmp(key, "calibration")) {
         /* a `powerapi calibrate` file: the library's cpu-curve formula
-         * (chosen by auto when RAPL is absent) reads it from here */
+         * (chosen by auto when RAPL is absent) reads it from here; read
+         * with the library's own reader, so that a file it would refuse
+         * is refused here, with its reason */
+        pa_curve curve;
         if (access(val, R_OK) < 0) {
             snprintf(err, errlen,
                      "calibration=%s: %s (write one with `powerapi "
                      "calibrate --output FILE`)",
                      val, strerror(errno));
+            return -EINVAL;
+        }
+        if (pa__calib_read(val, &curve) < 0) {
+            snprintf(err, errlen, "calibration=%s: %s", val,
+                     pa_last_error());
             return -EINVAL;
         }
         if (setenv("POWERAPI_CALIBRATION", val, 1) < 0)

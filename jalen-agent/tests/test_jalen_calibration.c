@@ -121,11 +121,19 @@ START_TEST(calibration_file_drives_cpu_curve)
 }
 END_TEST
 
-START_TEST(missing_calibration_file)
+/* A calibration= file the agent refuses (content NULL: absent): one
+ * jalen: line naming the file and cause, the program runs on, no profile. */
+static void refused_calibration(const char *content, const char *cause)
 {
     char *dir = jt_tmpdir();
     char calib[4200], opts[8600], errf[4200], line[256];
-    snprintf(calib, sizeof(calib), "%s/no-such-calibration.txt", dir);
+    snprintf(calib, sizeof(calib), "%s/calibration.txt", dir);
+    if (content) {
+        FILE *f = fopen(calib, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(content, f);
+        fclose(f);
+    }
     snprintf(opts, sizeof(opts), "out=%s/out,calibration=%s", dir, calib);
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
     const char *args[] = {"Hello", NULL};
@@ -142,7 +150,7 @@ START_TEST(missing_calibration_file)
     fprintf(stderr, "agent's stderr: %s", err);
     ck_assert_msg(jt_lines(err) == 1, "not one line: %s", err);
     ck_assert_msg(!strncmp(err, "jalen: calibration=", 19), "not a jalen: line: %s", err);
-    ck_assert_msg(strstr(err, calib) && strstr(err, "No such file or directory") &&
+    ck_assert_msg(strstr(err, calib) && strstr(err, cause) &&
                       strstr(err, "the JVM runs on"),
                   "the line does not name the file, the cause and what happens: %s", err);
     free(err);
@@ -153,6 +161,20 @@ START_TEST(missing_calibration_file)
     jt_rmtree(dir);
     free(dir);
 }
+
+START_TEST(missing_calibration_file)
+{
+    refused_calibration(NULL, "No such file or directory");
+}
+END_TEST
+
+/* A file that exists but is not a calibration is refused as the CLI's
+ * --calibration refuses it, by the library's own reader (it was accepted
+ * and silently replaced by the default curve). */
+START_TEST(malformed_calibration_file)
+{
+    refused_calibration("cpu \"x\"\nnot a calibration\n", ":2: cannot parse");
+}
 END_TEST
 
 int main(void)
@@ -162,6 +184,7 @@ int main(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, calibration_file_drives_cpu_curve);
     tcase_add_test(tc, missing_calibration_file);
+    tcase_add_test(tc, malformed_calibration_file);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -160,10 +160,11 @@ int pa__calib_read(const char *path, pa_curve *out)
     *out = c;
     goto out;
 bad:
+    line[strcspn(line, "\r\n")] = '\0';
     rc = pa__err(-EINVAL,
                  "calibration: %s:%u: cannot parse '%.40s' (the format is "
-                 "described in libpowerapi/src/curve.c; run `powerapi "
-                 "calibrate` again)",
+                 "in DESIGN.md section 6.6, or run `powerapi calibrate` "
+                 "again)",
                  path, ln, line);
 out:
     fclose(f);
