@@ -26,6 +26,7 @@
 #define JL_EXPORT __attribute__((visibility("default")))
 #define JL_AGENT_NAME "jalen-agent"
 #define JL_SAMPLER_NAME "jalen-sampler" /* mode=jvmti */
+#define JL_MXBEAN_NAME "jalen-mxbean"   /* registers the MXBean, then ends */
 
 static jvmtiEnv *jl_jvmti;
 static jl_opts jl_o;
@@ -33,7 +34,8 @@ static pa_ctx *jl_ctx;
 static pid_t jl_pid;
 static atomic_int jl_active; /* profiling: events do their work */
 static int jl_done;          /* the last window is written (prof lock) */
-static atomic_int jl_agent_tid, jl_sampler_tid; /* set by those threads, read by others */
+/* set by those threads, read by others */
+static atomic_int jl_agent_tid, jl_sampler_tid, jl_mxbean_tid;
 static pthread_mutex_t jl_prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static double jl_last_cpu_j, jl_last_nic_j, jl_last_window_s;
 static int jl_have_power;
@@ -95,7 +97,8 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
     int self = tid == 0;
     if (self)
         tid = jl_gettid();
-    int agent = !strcmp(name, JL_AGENT_NAME) || !strcmp(name, JL_SAMPLER_NAME);
+    int agent = !strcmp(name, JL_AGENT_NAME) || !strcmp(name, JL_SAMPLER_NAME) ||
+                !strcmp(name, JL_MXBEAN_NAME);
     pthread_mutex_lock(&jl_thr.lock);
     jl_thread *t = jl_threads_get(tid, 1);
     if (!t) {
@@ -449,7 +452,8 @@ static void jl_process_window(int final)
             if (!t->name[0]) {
                 /* first seen here: not a Java thread we know */
                 snprintf(t->name, sizeof(t->name), "%s", ti->comm);
-                int ours = ti->tid == jl_agent_tid || ti->tid == jl_sampler_tid;
+                int ours = ti->tid == jl_agent_tid || ti->tid == jl_sampler_tid ||
+                           ti->tid == jl_mxbean_tid;
                 t->kind = ours ? JL_K_AGENT : jl_classify_comm(ti->comm);
             }
             double c = ti->power.cpu_time_s;
@@ -686,7 +690,8 @@ static pthread_mutex_t jl_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jl_sleep_cond;
 static int jl_stop;           /* sleep lock */
 static int jl_agent_running;  /* sleep lock: agent threads running */
-static int jl_agent_in_java;  /* sleep lock: registering the MXBean */
+static int jl_agent_in_java;  /* sleep lock: agent threads in Java code (0 or 1:
+                               * the MXBean thread registering it) */
 
 /* Returns 1 when asked to stop. */
 static int jl_sleep_ns(uint64_t ns)
@@ -724,14 +729,10 @@ static const char *jl_bench_pause_file(void)
 
 static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
+    (void)jvmti;
     (void)jni;
     (void)arg;
     jl_agent_tid = jl_gettid();
-    /* MXBean (bindings; see mxbean.h): org.powerapi.jalen:type=Energy,
-     * registered on this thread so that its cost is the agent's, and only
-     * once the JVM has run a second: registering starts JMX (~160 ms of
-     * CPU), which a short run would pay for nothing */
-    double mx_at = jalen_mxbean_start ? jl_now_s() + 1.0 : -1;
     double next_window = jl_now_s() + (double)jl_o.window_ns * 1e-9;
     double next_drain = jl_now_s() + 0.05;
     /* Benchmark hook, not an option: while the file named by
@@ -747,32 +748,6 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
             return;
         }
         double now = jl_now_s();
-        if (mx_at > 0 && now >= mx_at) {
-            mx_at = -1;
-            /* VMDeath does not wait for a thread in Java code */
-            pthread_mutex_lock(&jl_sleep_lock);
-            int stop = jl_stop;
-            jl_agent_in_java = !stop;
-            pthread_mutex_unlock(&jl_sleep_lock);
-            if (stop) {
-                jl_agent_exit();
-                return;
-            }
-            char mxwhy[256] = "";
-            int rc = jalen_mxbean_start(jvmti, jni, NULL, mxwhy, sizeof(mxwhy));
-            pthread_mutex_lock(&jl_sleep_lock);
-            jl_agent_in_java = 0;
-            stop = jl_stop;
-            pthread_mutex_unlock(&jl_sleep_lock);
-            /* no powerapi.jar is the usual case, not worth a line */
-            if (rc < 0 && !jl_o.quiet && !stop && !strstr(mxwhy, "not found"))
-                fprintf(stderr, "jalen: %s\n", mxwhy);
-            if (stop) {
-                jl_agent_exit();
-                return;
-            }
-            now = jl_now_s();
-        }
         if (now < next_drain && now < next_window)
             continue;
         if (pause_file) {
@@ -802,8 +777,44 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
     }
 }
 
-/* mode=jvmti: a thread of its own, so that the agent thread's windows and
- * the MXBean's start (a few hundred ms) leave no gap in the samples */
+/* MXBean (bindings; see mxbean.h): org.powerapi.jalen:type=Energy,
+ * registered on a thread of its own, filed with the agent's threads (its
+ * CPU time is the agent's cost), and only once the JVM has run a second:
+ * registering starts JMX (~160 ms of CPU alone, several seconds on a loaded
+ * host: it loads and runs hundreds of classes), which a short run would pay
+ * for nothing.  Not on the agent thread: its windows must stay on time
+ * (the MXBean start used to delay them by seconds under load). */
+static void JNICALL jl_mxbean_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
+{
+    (void)arg;
+    jl_mxbean_tid = jl_gettid();
+    if (jl_sleep_ns(1000000000ull)) {
+        jl_agent_exit();
+        return;
+    }
+    /* VMDeath does not wait for a thread in Java code */
+    pthread_mutex_lock(&jl_sleep_lock);
+    int stop = jl_stop;
+    jl_agent_in_java = !stop;
+    pthread_mutex_unlock(&jl_sleep_lock);
+    if (stop) {
+        jl_agent_exit();
+        return;
+    }
+    char mxwhy[256] = "";
+    int rc = jalen_mxbean_start(jvmti, jni, NULL, mxwhy, sizeof(mxwhy));
+    pthread_mutex_lock(&jl_sleep_lock);
+    jl_agent_in_java = 0;
+    stop = jl_stop;
+    pthread_mutex_unlock(&jl_sleep_lock);
+    /* no powerapi.jar is the usual case, not worth a line */
+    if (rc < 0 && !jl_o.quiet && !stop && !strstr(mxwhy, "not found"))
+        fprintf(stderr, "jalen: %s\n", mxwhy);
+    jl_agent_exit();
+}
+
+/* mode=jvmti: a thread of its own, so that the agent thread's windows
+ * leave no gap in the samples */
 static void JNICALL jl_sampler_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
     (void)jni;
@@ -870,6 +881,9 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     if (jl_o.mode == JL_MODE_JVMTI &&
         jl_run_agent_thread(jvmti, jni, JL_SAMPLER_NAME, jl_sampler_main) < 0)
         fprintf(stderr, "jalen: cannot start the sampler thread; no stack samples (mode=jvmti)\n");
+    if (jalen_mxbean_start &&
+        jl_run_agent_thread(jvmti, jni, JL_MXBEAN_NAME, jl_mxbean_main) < 0 && !jl_o.quiet)
+        fprintf(stderr, "jalen: cannot start the MXBean's thread; no MXBean\n");
 }
 
 static void jl_stop_timers(void)
@@ -899,7 +913,7 @@ static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
     pthread_mutex_lock(&jl_sleep_lock);
     jl_stop = 1;
     pthread_cond_broadcast(&jl_sleep_cond);
-    while (jl_agent_running && !jl_agent_in_java &&
+    while (jl_agent_running > jl_agent_in_java &&
            pthread_cond_timedwait(&jl_sleep_cond, &jl_sleep_lock, &until) == 0)
         ;
     pthread_mutex_unlock(&jl_sleep_lock);

@@ -12,7 +12,9 @@
  *     consistently (lock order as the agent thread: profile, then threads);
  *   - jalen_mxbean_on_window(now_s, duration_s, energy_j) at the end of
  *     each window (profile lock held): the process's energy in the window;
- *   - jalen_mxbean_start(jvmti, jni, NULL, why, len) at the end of VMInit.
+ *   - jalen_mxbean_start(jvmti, jni, NULL, why, len) on an agent thread of
+ *     its own ("jalen-mxbean"), a second after VMInit, so that the JMX
+ *     start it runs never delays the agent thread's windows.
  */
 #ifndef JALEN_MXBEAN_H
 #define JALEN_MXBEAN_H
@@ -87,7 +89,8 @@ void jalen_live_unlock(void) __attribute__((weak));
 void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j)
     __attribute__((weak));
 
-/* Called by the agent at the end of VMInit (JNIEnv of that thread).
+/* Called by the agent on its "jalen-mxbean" thread (JNIEnv of that thread),
+ * a second after VMInit.
  * Loads org.powerapi.jalen.Energy from the application's class path, else
  * from powerapi.jar through a URLClassLoader (the boot class path is left
  * alone: appending to it turns class data sharing off), binds its native
