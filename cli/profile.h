@@ -57,6 +57,12 @@ typedef struct pf_frame {
     const char *source; /* interned "file.c:12" (declaration), or "" */
     int line;           /* declaration line for pprof, 0 unknown */
     const char *file;   /* interned source file, or "" */
+    int inlined;        /* inlined into the next frame (its caller) */
+    /* the module's mapping, for pprof: interned path ("" none: pseudo
+     * frames), build id in hex ("" unknown), the executable mapping's
+     * range and file offset in the process it was first seen in */
+    const char *path, *build_id;
+    uint64_t mstart, mlimit, moff;
 } pf_frame;
 
 /* Initialises the symboliser; kallsyms is read from procfs (kernel frames

@@ -719,6 +719,97 @@ static double field4(const char *line)
     return strtod(line, NULL);
 }
 
+/* The line of `go tool pprof -raw` that starts with prefix within the
+ * section that follows the line head ("Locations", "Mappings"), or NULL;
+ * *next is the line after it. */
+static char *raw_line(char *raw, const char *head, const char *prefix, char **next)
+{
+    char *sec = strstr(raw, head);
+    ck_assert_msg(sec != NULL, "pprof -raw has no %s:\n%s", head, raw);
+    for (char *l = strchr(sec + 1, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+        char *b = l + 1;
+        if (b[0] != ' ' && !(b[0] >= '0' && b[0] <= '9'))
+            return NULL; /* the next section */
+        while (*b == ' ')
+            b++;
+        if (!strncmp(b, prefix, strlen(prefix))) {
+            *next = strchr(b, '\n');
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* pprof -raw: one mapping per module, the main binary first with its
+ * build id, functions (and file names, lines, inlined frames) known;
+ * every location linked to its module's mapping; inl_burn a line of
+ * f_c's location (innermost first), not a location of its own. */
+static void check_pprof_raw(const char *out, const char *pdir)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -raw %s/profile.pb.gz 2>&1", out, out,
+             PA_GO, pdir);
+    char *raw = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &raw), 0);
+    ck_assert_msg(strstr(raw, "Main binary filename not available") == NULL, "%s", raw);
+    /* "1: 0x55../0x55../0x1000 /tmp/x/work-fp 48b5... [FN][FL][LN][IN]" */
+    char *next, main_path[4400], lib_path[4400];
+    snprintf(main_path, sizeof(main_path), " %s/work-fp ", dir);
+    snprintf(lib_path, sizeof(lib_path), " %s/libpfwork.so ", dir);
+    char *m1 = raw_line(raw, "\nMappings\n", "1: ", &next);
+    ck_assert_msg(m1 && next, "no mapping 1:\n%s", raw);
+    *next = '\0';
+    ck_assert_msg(strstr(m1, main_path) != NULL, "mapping 1 is not the main binary: %s", m1);
+    ck_assert_msg(strstr(m1, "[FN][FL][LN][IN]") != NULL, "main binary's flags: %s", m1);
+    unsigned long long start, limit;
+    ck_assert_msg(sscanf(m1, "1: %llx/%llx/", &start, &limit) == 2 && start && limit > start,
+                  "main binary's range: %s", m1);
+    char bid[64] = "";
+    ck_assert_msg(sscanf(strstr(m1, main_path) + strlen(main_path), "%40[0-9a-f]", bid) == 1 &&
+                      strlen(bid) == 40,
+                  "main binary's build id (20 bytes, GNU): %s", m1);
+    *next = '\n';
+    /* the library's mapping, and the id lib_burn's location points to */
+    int lib_id = 0;
+    char *sec = strstr(raw, "\nMappings\n") + 10;
+    for (char *l = sec; *l && !lib_id; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0)) {
+        size_t len = strcspn(l, "\n");
+        char *hit = strstr(l, lib_path);
+        if (hit && hit < l + len)
+            ck_assert_int_eq(sscanf(l, "%d: ", &lib_id), 1);
+    }
+    ck_assert_msg(lib_id > 1, "no mapping of libpfwork.so:\n%s", raw);
+    /* "     4: 0x0 M=3 lib_burn /tmp/x/lib.c:2 s=2" */
+    char *loc = strstr(raw, " lib_burn ");
+    ck_assert_msg(loc != NULL, "no lib_burn location:\n%s", raw);
+    char *bol = loc;
+    while (bol > raw && bol[-1] != '\n')
+        bol--;
+    char want[32], line[512];
+    snprintf(want, sizeof(want), " M=%d lib_burn ", lib_id);
+    snprintf(line, sizeof(line), "%.*s", (int)strcspn(bol, "\n"), bol);
+    ck_assert_msg(strstr(line, want) != NULL, "lib_burn not in libpfwork.so's mapping %d: %s",
+                  lib_id, line);
+    /* "     1: 0x0 M=1 inl_burn /tmp/x/work.c:7 s=7"
+     * "             f_c /tmp/x/work.c:28 s=28" */
+    char *inl = strstr(raw, " M=1 inl_burn ");
+    ck_assert_msg(inl != NULL, "inl_burn does not start a location of the main binary:\n%s",
+                  raw);
+    char *l2 = strchr(inl, '\n');
+    ck_assert(l2 != NULL);
+    l2++;
+    ck_assert_msg(l2[0] == ' ', "inl_burn's location has one line:\n%s", raw);
+    while (*l2 == ' ')
+        l2++;
+    ck_assert_msg(!strncmp(l2, "f_c ", 4), "inl_burn's caller line is not f_c:\n%s", raw);
+    /* one location holds inl_burn: it is not a frame of its own too */
+    ck_assert_msg(strstr(strstr(raw, "\nLocations\n"), "inl_burn") == inl + 5 &&
+                      strstr(inl + 5 + 8, "inl_burn") == NULL,
+                  "inl_burn in more than one location:\n%s", raw);
+    free(raw);
+}
+
 /* pprof: go tool pprof -top reads the file; its top entries are
  * functions.csv's. */
 START_TEST(pprof_top)
@@ -784,7 +875,11 @@ START_TEST(pprof_top)
         checked++;
     }
     ck_assert_int_eq(checked, 3);
+    /* the main binary named (its mapping first), so no warning */
+    ck_assert_msg(strstr(top, "File: work-fp\n") != NULL, "no main binary:\n%s", top);
+    ck_assert_msg(strstr(top, "Main binary filename not available") == NULL, "%s", top);
     free(top);
+    check_pprof_raw(out, pdir);
     pa_test_rmtree(out);
 }
 END_TEST
