@@ -74,6 +74,10 @@ void pf_sym_fini(void);
  * return address (the call is at addr - 1).  Returns the count (>= 1). */
 int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
                    pf_frame *out, int max);
+/* Whether addr is a kernel address whose frame is dropped: kallsyms not
+ * readable, or its addresses hidden (kptr_restrict).  Reads kallsyms at
+ * the first kernel address. */
+int pf_sym_kernel_dropped(uint64_t addr);
 /* Frames whose name says what they are ("[unsampled]"...). */
 pf_frame pf_sym_pseudo(const char *name);
 /* Whether C++ names are demangled (the demangler was found), for the

@@ -683,6 +683,15 @@ static void kallsyms_load(void)
     kstate = "named from /proc/kallsyms";
 }
 
+int pf_sym_kernel_dropped(uint64_t addr)
+{
+    if (addr < 0xffff800000000000ull)
+        return 0;
+    if (kwanted && !kloaded)
+        kallsyms_load();
+    return ksyms == NULL;
+}
+
 const char *pf_sym_kernel_state(void)
 {
     return kstate;

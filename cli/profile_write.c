@@ -715,6 +715,8 @@ void pf_prof_print_top(pf_prof *p, const char *dir, const pf_meta *meta, int n)
                 meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0,
                 f->f.name, f->f.module);
     }
+    if (meta->kernel_state && !strncmp(meta->kernel_state, "dropped", 7))
+        fprintf(stderr, "profile: kernel frames %s\n", meta->kernel_state);
     fprintf(stderr, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
             dir, dir);
     free(idx);

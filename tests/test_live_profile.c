@@ -183,6 +183,30 @@ static const char *JIT_C =
     "    return 0;\n"
     "}\n";
 
+/* Kernel time: reads of 64 KiB from /dev/zero (the kernel clears the
+ * buffer: most of the time is in read_zero), for a given CPU time. */
+static const char *KERN_C =
+    "#include <fcntl.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <time.h>\n"
+    "#include <unistd.h>\n"
+    "static char buf[65536];\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? atof(argv[1]) : 1;\n"
+    "    int fd = open(\"/dev/zero\", O_RDONLY);\n"
+    "    if (fd < 0)\n"
+    "        return 1;\n"
+    "    struct timespec t;\n"
+    "    do {\n"
+    "        for (int i = 0; i < 64; i++)\n"
+    "            if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))\n"
+    "                return 1;\n"
+    "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);\n"
+    "    } while (t.tv_sec + t.tv_nsec / 1e9 < secs);\n"
+    "    return 0;\n"
+    "}\n";
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -223,6 +247,8 @@ static void build_all(void)
     write_file(p, CXX_CC);
     snprintf(p, sizeof(p), "%s/jit.c", dir);
     write_file(p, JIT_C);
+    snprintf(p, sizeof(p), "%s/kern.c", dir);
+    write_file(p, KERN_C);
     /* -fno-ipa-icf: GCC would fold identical bodies into one symbol */
     const char *common = "-O2 -g -fno-ipa-icf";
     sh("cd %s && cc %s -fno-omit-frame-pointer -shared -fPIC -o libpfwork.so lib.c",
@@ -243,6 +269,7 @@ static void build_all(void)
        "g++ -O2 -g -o cxx cxx.cc)",
        dir);
     sh("cd %s && cc -O2 -o jit jit.c", dir);
+    sh("cd %s && cc -O2 -o kern kern.c", dir);
 }
 
 /* ---- reading the outputs ---- */
@@ -884,6 +911,101 @@ START_TEST(pprof_top)
 }
 END_TEST
 
+/* Energy of functions.csv's rows of module [kernel] (all of them "NAME
+ * [k]"), and the count of rows. */
+static double kernel_self(const frow *rows, size_t n, size_t *count)
+{
+    double j = 0;
+    *count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].module, "[kernel]")) {
+            size_t l = strlen(rows[i].name);
+            ck_assert_msg(l > 4 && !strcmp(rows[i].name + l - 4, " [k]"),
+                          "a kernel frame not marked [k]: %s", rows[i].name);
+            j += rows[i].self_j;
+            (*count)++;
+        }
+    return j;
+}
+
+/* Kernel frames: named from /proc/kallsyms and marked [k] when it gives
+ * addresses; dropped with a note when its addresses are hidden
+ * (kptr_restrict, simulated by a file of zero addresses mounted over
+ * /proc/kallsyms in a mount namespace of the command's own). */
+START_TEST(kernel_frames)
+{
+    char *ks = pa_test_slurp("/proc/kallsyms");
+    int named = ks && strncmp(ks, "0000000000000000 ", 17) != 0;
+    free(ks);
+    char *out = pa_test_tmpdir();
+    char args[8192], pdir[4200], *log = NULL;
+    frow rows[512];
+    if (!named) {
+        fprintf(stderr, "kernel_frames: named part SKIPPED: /proc/kallsyms gives no "
+                        "addresses here\n");
+    } else {
+        snprintf(args, sizeof(args), "-q --interval 2ms --out %s/p -- %s/kern 1", out, dir);
+        ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+        free(log);
+        snprintf(pdir, sizeof(pdir), "%s/p", out);
+        size_t n = read_functions(pdir, rows, 512), nk;
+        char *sum = slurp_in(pdir, "summary.json");
+        double process = json_num(sum, "process_energy_j");
+        ck_assert_msg(strstr(sum, "\"kernel_frames\": \"named from /proc/kallsyms\""),
+                      "%s", sum);
+        free(sum);
+        /* the workload is mostly kernel time: in the kernel's frames, the
+         * driver's read among them */
+        double kj = kernel_self(rows, n, &nk);
+        ck_assert_msg(kj > 0.5 * process, "kernel frames hold %.3f of %.3f J", kj, process);
+        const frow *rz = find_fn(rows, n, "read_zero [k]");
+        ck_assert_msg(rz && rz->total_j > 0.3 * process, "read_zero [k] missing or small");
+        check_conservation(pdir);
+    }
+    /* hidden: a mount namespace of its own for the command */
+    char *chk = NULL;
+    if (pa_test_run("unshare -m true 2>&1", &chk) != 0) {
+        fprintf(stderr, "kernel_frames: hidden part SKIPPED: no mount namespace (%s)\n",
+                chk ? chk : "");
+        free(chk);
+        pa_test_rmtree(out);
+        return;
+    }
+    free(chk);
+    char hidden[4200];
+    snprintf(hidden, sizeof(hidden), "%s/kallsyms", out);
+    write_file(hidden, "0000000000000000 T _stext\n0000000000000000 T do_syscall_64\n"
+                       "0000000000000000 t read_zero\n0000000000000000 T _etext\n");
+    char cmd[16384];
+    snprintf(cmd, sizeof(cmd),
+             "unshare -m sh -c 'mount --bind %s /proc/kallsyms && exec %s profile "
+             "--interval 2ms --out %s/h -- %s/kern 1' 2>&1",
+             hidden, PA_CLI_PATH, out, dir);
+    ck_assert_msg(pa_test_run(cmd, &log) == 0, "%s", log);
+    ck_assert_msg(strstr(log, "profile: kernel frames dropped: kernel addresses hidden "
+                              "(kptr_restrict)\n"),
+                  "no note on stderr: %s", log);
+    free(log);
+    snprintf(pdir, sizeof(pdir), "%s/h", out);
+    size_t n = read_functions(pdir, rows, 512), nk;
+    char *sum = slurp_in(pdir, "summary.json");
+    double process = json_num(sum, "process_energy_j");
+    ck_assert_msg(strstr(sum, "\"kernel_frames\": \"dropped: kernel addresses hidden"),
+                  "%s", sum);
+    free(sum);
+    kernel_self(rows, n, &nk);
+    ck_assert_msg(nk == 0, "%zu kernel frames with hidden addresses", nk);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(!strstr(rows[i].name, "[k]"), "kernel frame %s kept", rows[i].name);
+    /* the kernel's time stays with the user frame that made the call */
+    const frow *rd = find_fn(rows, n, "read");
+    ck_assert_msg(rd && rd->self_j > 0.5 * process, "read (libc) holds %.3f of %.3f J",
+                  rd ? rd->self_j : 0, process);
+    check_conservation(pdir);
+    pa_test_rmtree(out);
+}
+END_TEST
+
 /* Bad input: one line, exit 2 (usage) or 1 (the machine's refusal). */
 static void expect_one_line(const char *args, int status, const char *needle)
 {
@@ -962,6 +1084,7 @@ static Suite *suite(void)
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
     tcase_add_test(tc, pprof_top);
+    tcase_add_test(tc, kernel_frames);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return s;
