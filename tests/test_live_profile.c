@@ -928,6 +928,21 @@ static double kernel_self(const frow *rows, size_t n, size_t *count)
     return j;
 }
 
+/* functions.csv (512 rows at most) of a run whose summary.json's
+ * kernel_frames starts with state; *process_j its process energy. */
+static size_t read_kernel_run(const char *pdir, frow *rows, const char *state,
+                              double *process_j)
+{
+    size_t n = read_functions(pdir, rows, 512);
+    char *sum = slurp_in(pdir, "summary.json");
+    *process_j = json_num(sum, "process_energy_j");
+    char want[256];
+    snprintf(want, sizeof(want), "\"kernel_frames\": \"%s", state);
+    ck_assert_msg(strstr(sum, want) != NULL, "no %s in %s", want, sum);
+    free(sum);
+    return n;
+}
+
 /* Kernel frames: named from /proc/kallsyms and marked [k] when it gives
  * addresses; dropped with a note when its addresses are hidden
  * (kptr_restrict, simulated by a file of zero addresses mounted over
@@ -948,12 +963,8 @@ START_TEST(kernel_frames)
         ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
         free(log);
         snprintf(pdir, sizeof(pdir), "%s/p", out);
-        size_t n = read_functions(pdir, rows, 512), nk;
-        char *sum = slurp_in(pdir, "summary.json");
-        double process = json_num(sum, "process_energy_j");
-        ck_assert_msg(strstr(sum, "\"kernel_frames\": \"named from /proc/kallsyms\""),
-                      "%s", sum);
-        free(sum);
+        double process;
+        size_t n = read_kernel_run(pdir, rows, "named from /proc/kallsyms", &process), nk;
         /* the workload is mostly kernel time: in the kernel's frames, the
          * driver's read among them */
         double kj = kernel_self(rows, n, &nk);
@@ -987,12 +998,8 @@ START_TEST(kernel_frames)
                   "no note on stderr: %s", log);
     free(log);
     snprintf(pdir, sizeof(pdir), "%s/h", out);
-    size_t n = read_functions(pdir, rows, 512), nk;
-    char *sum = slurp_in(pdir, "summary.json");
-    double process = json_num(sum, "process_energy_j");
-    ck_assert_msg(strstr(sum, "\"kernel_frames\": \"dropped: kernel addresses hidden"),
-                  "%s", sum);
-    free(sum);
+    double process;
+    size_t n = read_kernel_run(pdir, rows, "dropped: kernel addresses hidden", &process), nk;
     kernel_self(rows, n, &nk);
     ck_assert_msg(nk == 0, "%zu kernel frames with hidden addresses", nk);
     for (size_t i = 0; i < n; i++)
