@@ -1281,10 +1281,15 @@ static int window(profiler *p, double start_s, double len_s)
         int nf = 0;
         for (size_t k = 0; k < n && nf < PF_MAX_DEPTH; k++) {
             const pf_frame *got;
+            if (pf_sym_kernel_dropped(ips[k]))
+                continue; /* no kernel symbols: summary.json says so */
             int m = resolve_cached(p, pi, ips[k], k > 0, &got);
             for (int j = 0; j < m && nf < PF_MAX_DEPTH; j++)
                 fr[nf++] = got[j];
         }
+        if (nf == 0 && n > 0)
+            fr[nf++] = pf_sym_pseudo("[kernel]"); /* a kernel thread's, all
+                                                    frames dropped */
         double cpu = strcmp(p->event, "cycles") ? (double)period * per_ns : 0;
         pf_prof_add(p->prof, fr, nf, e, cpu, 1, pr->pid, tid, pr->comm,
                     t ? comm_of_thr(p, t) : "");

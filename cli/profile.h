@@ -57,6 +57,12 @@ typedef struct pf_frame {
     const char *source; /* interned "file.c:12" (declaration), or "" */
     int line;           /* declaration line for pprof, 0 unknown */
     const char *file;   /* interned source file, or "" */
+    int inlined;        /* inlined into the next frame (its caller) */
+    /* the module's mapping, for pprof: interned path ("" none: pseudo
+     * frames), build id in hex ("" unknown), the executable mapping's
+     * range and file offset in the process it was first seen in */
+    const char *path, *build_id;
+    uint64_t mstart, mlimit, moff;
 } pf_frame;
 
 /* Initialises the symboliser; kallsyms is read from procfs (kernel frames
@@ -68,6 +74,10 @@ void pf_sym_fini(void);
  * return address (the call is at addr - 1).  Returns the count (>= 1). */
 int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
                    pf_frame *out, int max);
+/* Whether addr is a kernel address whose frame is dropped: kallsyms not
+ * readable, or its addresses hidden (kptr_restrict).  Reads kallsyms at
+ * the first kernel address. */
+int pf_sym_kernel_dropped(uint64_t addr);
 /* Frames whose name says what they are ("[unsampled]"...). */
 pf_frame pf_sym_pseudo(const char *name);
 /* Whether C++ names are demangled (the demangler was found), for the

@@ -284,6 +284,7 @@ typedef struct module {
     Dwfl *dwfl;
     Dwfl_Module *mod;
     Dwarf_CFI *cfi; /* .eh_frame of the file, or NULL */
+    const char *build_id; /* interned hex, "" unknown */
     seg *segs;
     size_t nsegs;
     int has_dwarf;
@@ -324,6 +325,7 @@ static module *module_get(const char *path)
     m->path = path;
     /* " (deleted)": the file was replaced; nothing to open */
     m->base = pf_intern(basename_of(path));
+    m->build_id = pf_intern("");
     m->dwfl = dwfl_begin(&offline_cb);
     if (!m->dwfl)
         return m;
@@ -332,6 +334,15 @@ static module *module_get(const char *path)
     dwfl_report_end(m->dwfl, NULL, NULL);
     if (!m->mod)
         return m;
+    const unsigned char *bits;
+    GElf_Addr bid_vaddr;
+    int nbits = dwfl_module_build_id(m->mod, &bits, &bid_vaddr);
+    if (nbits > 0 && nbits <= 64) {
+        char hex[129];
+        for (int i = 0; i < nbits; i++)
+            snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+        m->build_id = pf_intern(hex);
+    }
     GElf_Addr bias;
     Elf *elf = dwfl_module_getelf(m->mod, &bias);
     size_t nph = 0;
@@ -454,6 +465,8 @@ static int module_frames(module *m, uint64_t vaddr, pf_frame *out, int max)
                                              NULL, NULL);
         if (s && *s)
             out[n - 1].name = nice_name(s);
+        for (int i = 0; i + 1 < n; i++)
+            out[i].inlined = 1;
         return n;
     }
     if (m->mod) {
@@ -670,6 +683,15 @@ static void kallsyms_load(void)
     kstate = "named from /proc/kallsyms";
 }
 
+int pf_sym_kernel_dropped(uint64_t addr)
+{
+    if (addr < 0xffff800000000000ull)
+        return 0;
+    if (kwanted && !kloaded)
+        kallsyms_load();
+    return ksyms == NULL;
+}
+
 const char *pf_sym_kernel_state(void)
 {
     return kstate;
@@ -736,7 +758,8 @@ size_t pf_sym_memory(void)
 pf_frame pf_sym_pseudo(const char *name)
 {
     return (pf_frame){.name = pf_intern(name), .module = pf_intern(""),
-                      .source = pf_intern(""), .file = pf_intern("")};
+                      .source = pf_intern(""), .file = pf_intern(""),
+                      .path = pf_intern(""), .build_id = pf_intern("")};
 }
 
 static pf_frame unknown_frame(const char *modname, uint64_t off)
@@ -747,8 +770,8 @@ static pf_frame unknown_frame(const char *modname, uint64_t off)
                       .source = pf_intern(""), .file = pf_intern("")};
 }
 
-int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
-                   pf_frame *out, int max)
+static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
+                          pf_frame *out, int max)
 {
     uint64_t a = is_return && addr ? addr - 1 : addr;
     if (max < 1)
@@ -824,4 +847,40 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
     else
         out[0] = unknown_frame("[unmapped]", a);
     return 1;
+}
+
+int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
+                   pf_frame *out, int max)
+{
+    int n = resolve_frames(pid, maps, addr, is_return, out, max);
+    /* the mapping each frame comes from, for pprof */
+    const char *path = pf_intern(""), *bid = path;
+    uint64_t start = 0, limit = 0, off = 0;
+    if (n > 0 && out[0].module == k_module) {
+        path = pf_intern("[kernel.kallsyms]");
+    } else if (n > 0) {
+        uint64_t a = is_return && addr ? addr - 1 : addr;
+        const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
+        if (mp) {
+            path = mp->path[0] ? mp->path : pf_intern("[anon]");
+            start = mp->start;
+            limit = mp->end;
+            off = mp->pgoff;
+            if (mp->path[0] == '/' && mp->path[1] != '/') {
+                module *m = module_get(mp->path);
+                if (m && m->build_id)
+                    bid = m->build_id;
+            }
+        } else if (!strcmp(out[0].module, "[jit]")) {
+            path = out[0].module;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        out[i].path = path;
+        out[i].build_id = bid;
+        out[i].mstart = start;
+        out[i].mlimit = limit;
+        out[i].moff = off;
+    }
+    return n;
 }

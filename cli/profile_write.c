@@ -60,6 +60,8 @@ struct pf_prof {
     const char *const *filters;
     size_t nfilters;
     int outside; /* "[outside filter]" */
+    int *fmap;     /* pprof: each function's mapping (build_maps) */
+    pa_pmap *maps;
 };
 
 static uint64_t mix64(uint64_t x)
@@ -139,7 +141,9 @@ static int func_of(pf_prof *p, const pf_frame *fr)
     return (int)p->nf++;
 }
 
-static int node_child(pf_prof *p, int parent, int func)
+/* The child node of parent for func, inlined into parent's function or
+ * called by it (two nodes when both happen: pprof tells them apart). */
+static int node_child(pf_prof *p, int parent, int func, int inlined)
 {
     if ((p->nn + 1) * 2 > p->nhcap) {
         size_t ncap = p->nhcap ? p->nhcap * 2 : 4096;
@@ -148,7 +152,8 @@ static int node_child(pf_prof *p, int parent, int func)
             return -ENOMEM;
         for (size_t i = 0; i < p->nn; i++) {
             uint64_t key = ((uint64_t)(uint32_t)p->nodes[i].parent << 32) |
-                           (uint32_t)p->nodes[i].func;
+                           (uint32_t)p->nodes[i].func |
+                           ((uint64_t)p->nodes[i].inlined << 31);
             size_t q = mix64(key) & (ncap - 1);
             while (h[q])
                 q = (q + 1) & (ncap - 1);
@@ -158,11 +163,12 @@ static int node_child(pf_prof *p, int parent, int func)
         p->nhash = h;
         p->nhcap = ncap;
     }
-    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func;
+    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func |
+                   ((uint64_t)(inlined != 0) << 31);
     size_t q = mix64(key) & (p->nhcap - 1);
     while (p->nhash[q]) {
         pf_node *n = &p->nodes[p->nhash[q] - 1];
-        if (n->parent == parent && n->func == func)
+        if (n->parent == parent && n->func == func && n->inlined == (inlined != 0))
             return p->nhash[q] - 1;
         q = (q + 1) & (p->nhcap - 1);
     }
@@ -173,6 +179,7 @@ static int node_child(pf_prof *p, int parent, int func)
     memset(n, 0, sizeof(*n));
     n->func = func;
     n->parent = parent;
+    n->inlined = inlined != 0 && parent >= 0;
     n->first_child = -1;
     n->next_sibling = -1;
     if (parent >= 0) {
@@ -210,6 +217,8 @@ void pf_prof_free(pf_prof *p)
     free(p->nhash);
     free(p->t);
     free(p->tl);
+    free(p->fmap);
+    free(p->maps);
     free(p);
 }
 
@@ -293,7 +302,7 @@ int pf_prof_add(pf_prof *p, const pf_frame *frames, int n, double energy_j,
     }
     int node = -1;
     for (int i = n - 1; i >= 0; i--) {
-        int c = node_child(p, node, ids[i]);
+        int c = node_child(p, node, ids[i], frames[i].inlined);
         if (c < 0)
             return -ENOMEM;
         node = c;
@@ -494,6 +503,62 @@ static pa_ptree tree_of(pf_prof *p)
                       .name = func_name, .file = func_file, .line = func_line};
 }
 
+static int func_map(const void *ctx, int i)
+{
+    return ((const pf_prof *)ctx)->fmap[i];
+}
+
+/* pprof's mappings: one per module (the file, "[kernel.kallsyms]",
+ * "[jit]"), its range in the first process it was seen in.  The main
+ * binary goes first, as pprof expects: the file mapped lowest (an
+ * executable sits below its libraries in a process).  0 or -ENOMEM. */
+static int build_maps(pf_prof *p, pa_ptree *t)
+{
+    free(p->fmap);
+    free(p->maps);
+    p->fmap = calloc(p->nf + 1, sizeof(*p->fmap));
+    p->maps = calloc(p->nf + 1, sizeof(*p->maps));
+    if (!p->fmap || !p->maps)
+        return -ENOMEM;
+    size_t nm = 0;
+    for (size_t i = 0; i < p->nf; i++) {
+        const pf_frame *f = &p->f[i].f;
+        p->fmap[i] = -1;
+        if (!f->path || !f->path[0])
+            continue;
+        size_t k = 0;
+        while (k < nm && p->maps[k].file != f->path)
+            k++;
+        if (k == nm)
+            p->maps[nm++] = (pa_pmap){.start = f->mstart, .limit = f->mlimit,
+                                      .offset = f->moff, .file = f->path,
+                                      .build_id = f->build_id};
+        if (f->file && f->file[0])
+            p->maps[k].has_lines = 1;
+        p->fmap[i] = (int)k;
+    }
+    for (size_t i = 0; i < p->nn; i++)
+        if (p->nodes[i].inlined && p->fmap[p->nodes[i].func] >= 0)
+            p->maps[p->fmap[p->nodes[i].func]].has_inlines = 1;
+    /* the main binary first */
+    int main_k = -1;
+    for (size_t k = 0; k < nm; k++)
+        if (p->maps[k].file[0] == '/' &&
+            (main_k < 0 || p->maps[k].start < p->maps[main_k].start))
+            main_k = (int)k;
+    if (main_k > 0) {
+        pa_pmap m = p->maps[main_k];
+        p->maps[main_k] = p->maps[0];
+        p->maps[0] = m;
+        for (size_t i = 0; i < p->nf; i++)
+            p->fmap[i] = p->fmap[i] == main_k ? 0 : p->fmap[i] == 0 ? main_k : p->fmap[i];
+    }
+    t->maps = p->maps;
+    t->nmaps = nm;
+    t->map_of = func_map;
+    return 0;
+}
+
 static int write_collapsed(pf_prof *p, const char *dir)
 {
     pa_ptree t = tree_of(p);
@@ -614,7 +679,9 @@ int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
     uint64_t period = meta->period_ns ? meta->period_ns
                       : meta->frequency ? 1000000000ull / meta->frequency
                                         : 0;
-    if ((r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
+    if ((r = build_maps(p, &t)) < 0 && !rc)
+        rc = r;
+    if (r == 0 && (r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
                                   "energy from libpowerapi per window, split "
                                   "over each thread's samples; made by "
                                   "powerapi profile")) < 0 &&
@@ -648,6 +715,8 @@ void pf_prof_print_top(pf_prof *p, const char *dir, const pf_meta *meta, int n)
                 meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0,
                 f->f.name, f->f.module);
     }
+    if (meta->kernel_state && !strncmp(meta->kernel_state, "dropped", 7))
+        fprintf(stderr, "profile: kernel frames %s\n", meta->kernel_state);
     fprintf(stderr, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
             dir, dir);
     free(idx);

@@ -446,31 +446,70 @@ static int write_gz(const char *dir, const uint8_t *buf, size_t len)
     return rc;
 }
 
+/* The outermost node of the inlined chain that starts at node k: the
+ * node of the function the chain's code was compiled into. */
+static int outer_of(const pa_ptree *t, int k, size_t *len)
+{
+    size_t n = 1;
+    while (t->nodes[k].inlined && t->nodes[k].parent >= 0) {
+        k = t->nodes[k].parent;
+        n++;
+    }
+    if (len)
+        *len = n;
+    return k;
+}
+
+static int is_group(const pa_ptree *t, int k)
+{
+    return t->nodes[k].inlined && t->nodes[k].parent >= 0;
+}
+
 int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
                          double duration_s, const char *comment)
 {
     int rc = -ENOMEM;
     strtab st = {0};
     size_t nf = t->nfuncs, nn = t->n;
+    /* locations of inlined chains: one per node that starts one and that a
+     * sample goes through, numbered after the functions' */
+    uint64_t *node_loc = calloc(nn + 1, sizeof(*node_loc));
+    size_t ngroups = 0, nglines = 0, nlids = 0;
+    if (!node_loc)
+        return -ENOMEM;
+    for (size_t i = 0; i < nn; i++) {
+        if (!t->nodes[i].self_samples && !(t->nodes[i].self_j > 0))
+            continue;
+        for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
+            nlids++;
+            if (!is_group(t, k))
+                continue;
+            size_t len;
+            int o = outer_of(t, k, &len);
+            if (!node_loc[k]) {
+                node_loc[k] = nf + 1 + ngroups++;
+                nglines += len;
+            }
+            k = o;
+        }
+    }
+    size_t nloc = nf + ngroups;
+    size_t nmaps = t->nmaps ? t->nmaps : 1;
     Perftools__Profiles__Function *fn = calloc(nf + 1, sizeof(*fn));
     Perftools__Profiles__Function **fnp = calloc(nf + 1, sizeof(*fnp));
-    Perftools__Profiles__Location *loc = calloc(nf + 1, sizeof(*loc));
-    Perftools__Profiles__Location **locp = calloc(nf + 1, sizeof(*locp));
-    Perftools__Profiles__Line *ln = calloc(nf + 1, sizeof(*ln));
-    Perftools__Profiles__Line **lnp = calloc(nf + 1, sizeof(*lnp));
+    Perftools__Profiles__Location *loc = calloc(nloc + 1, sizeof(*loc));
+    Perftools__Profiles__Location **locp = calloc(nloc + 1, sizeof(*locp));
+    Perftools__Profiles__Line *ln = calloc(nf + nglines + 1, sizeof(*ln));
+    Perftools__Profiles__Line **lnp = calloc(nf + nglines + 1, sizeof(*lnp));
+    Perftools__Profiles__Mapping *mp = calloc(nmaps, sizeof(*mp));
+    Perftools__Profiles__Mapping **mpp = calloc(nmaps, sizeof(*mpp));
     Perftools__Profiles__Sample *sm = calloc(nn + 1, sizeof(*sm));
     Perftools__Profiles__Sample **smp = calloc(nn + 1, sizeof(*smp));
     int64_t *vals = calloc(3 * (nn + 1), sizeof(*vals));
-    /* location ids: the depths of the sampled nodes */
-    size_t nlids = 0;
-    for (size_t i = 0; i < nn; i++)
-        if (t->nodes[i].self_samples || t->nodes[i].self_j > 0)
-            for (int k = (int)i; k >= 0; k = t->nodes[k].parent)
-                nlids++;
     uint64_t *lids = calloc(nlids + 1, sizeof(*lids));
     uint8_t *buf = NULL;
-    if (!fn || !fnp || !loc || !locp || !ln || !lnp || !sm || !smp || !vals || !lids ||
-        str_id(&st, "") < 0)
+    if (!fn || !fnp || !loc || !locp || !ln || !lnp || !mp || !mpp || !sm || !smp ||
+        !vals || !lids || str_id(&st, "") < 0)
         goto out;
 
     Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -494,6 +533,32 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
     prof.duration_nanos = (int64_t)(duration_s * 1e9);
     prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
 
+    /* mappings: every function is named here, so has_functions (pprof
+     * then never looks for the binaries to symbolise them again) */
+    for (size_t i = 0; i < nmaps; i++) {
+        perftools__profiles__mapping__init(&mp[i]);
+        mp[i].id = i + 1;
+        mp[i].has_functions = 1;
+        if (t->nmaps) {
+            const pa_pmap *m = &t->maps[i];
+            mp[i].memory_start = m->start;
+            mp[i].memory_limit = m->limit;
+            mp[i].file_offset = m->offset;
+            mp[i].filename = str_id(&st, m->file);
+            mp[i].build_id = str_id(&st, m->build_id);
+            mp[i].has_filenames = mp[i].has_line_numbers = m->has_lines != 0;
+            mp[i].has_inline_frames = m->has_inlines != 0;
+        } else {
+            mp[i].filename = str_id(&st, t->main_name);
+            mp[i].has_filenames = mp[i].has_line_numbers = t->file != NULL;
+        }
+        if (mp[i].filename < 0 || mp[i].build_id < 0)
+            goto out;
+        mpp[i] = &mp[i];
+    }
+    prof.n_mapping = nmaps;
+    prof.mapping = mpp;
+
     for (size_t i = 0; i < nf; i++) {
         const char *file = t->file ? t->file(t->ctx, (int)i) : "";
         int line = t->line ? t->line(t->ctx, (int)i) : 0;
@@ -512,13 +577,45 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
         lnp[i] = &ln[i];
         perftools__profiles__location__init(&loc[i]);
         loc[i].id = i + 1;
+        if (!t->nmaps) {
+            loc[i].mapping_id = 1;
+        } else if (t->map_of) {
+            int m = t->map_of(t->ctx, (int)i);
+            loc[i].mapping_id = m >= 0 && (size_t)m < t->nmaps ? (uint64_t)m + 1 : 0;
+        }
         loc[i].n_line = 1;
         loc[i].line = &lnp[i];
         locp[i] = &loc[i];
     }
+    /* inlined chains: lines innermost first, the mapping of the function
+     * they were compiled into */
+    size_t gl = nf;
+    for (size_t i = 0; i < nn; i++) {
+        if (!node_loc[i])
+            continue;
+        Perftools__Profiles__Location *l = &loc[node_loc[i] - 1];
+        perftools__profiles__location__init(l);
+        l->id = node_loc[i];
+        l->line = &lnp[gl];
+        int k = (int)i;
+        for (;;) {
+            int f = t->nodes[k].func;
+            perftools__profiles__line__init(&ln[gl]);
+            ln[gl].function_id = (uint64_t)f + 1;
+            ln[gl].line = fn[f].start_line;
+            lnp[gl] = &ln[gl];
+            gl++;
+            l->n_line++;
+            if (!is_group(t, k))
+                break;
+            k = t->nodes[k].parent;
+        }
+        l->mapping_id = loc[t->nodes[k].func].mapping_id;
+        locp[node_loc[i] - 1] = l;
+    }
     prof.n_function = nf;
     prof.function = fnp;
-    prof.n_location = nf;
+    prof.n_location = nloc;
     prof.location = locp;
     size_t ns = 0, used = 0;
     for (size_t i = 0; i < nn; i++) {
@@ -528,8 +625,14 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
         Perftools__Profiles__Sample *s = &sm[ns];
         perftools__profiles__sample__init(s);
         s->location_id = &lids[used];
-        for (int k = (int)i; k >= 0; k = t->nodes[k].parent)
-            lids[used + s->n_location_id++] = (uint64_t)t->nodes[k].func + 1;
+        for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
+            if (is_group(t, k)) {
+                lids[used + s->n_location_id++] = node_loc[k];
+                k = outer_of(t, k, NULL);
+            } else {
+                lids[used + s->n_location_id++] = (uint64_t)t->nodes[k].func + 1;
+            }
+        }
         used += s->n_location_id;
         s->value = &vals[3 * ns];
         s->n_value = 3;
@@ -555,12 +658,15 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
     perftools__profiles__profile__pack(&prof, buf);
     rc = write_gz(dir, buf, len);
 out:
+    free(node_loc);
     free(fn);
     free(fnp);
     free(loc);
     free(locp);
     free(ln);
     free(lnp);
+    free(mp);
+    free(mpp);
     free(sm);
     free(smp);
     free(vals);

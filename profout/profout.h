@@ -66,7 +66,18 @@ typedef struct pa_ptree_node {
     double self_cpu_s;      /* CPU time of the samples ending here (0 when
                                the caller does not count it) */
     uint64_t self_samples;
+    unsigned char inlined; /* this frame was inlined into its parent's
+                              function (pprof: one location, two lines) */
 } pa_ptree_node;
+
+/* A module (pprof's Mapping): the executable mapping of a file. */
+typedef struct pa_pmap {
+    uint64_t start, limit, offset;
+    const char *file;     /* path, or "[kernel.kallsyms]", "[jit]" */
+    const char *build_id; /* hex; NULL or "" unknown */
+    int has_lines;        /* file and line numbers known for some function */
+    int has_inlines;      /* inlined frames known */
+} pa_pmap;
 
 typedef struct pa_ptree {
     pa_ptree_node *nodes;
@@ -78,6 +89,12 @@ typedef struct pa_ptree {
     /* pprof only, may be NULL: source file ("" unknown) and line (0) */
     const char *(*file)(const void *ctx, int func);
     int (*line)(const void *ctx, int func);
+    /* pprof only: the modules, the main binary first (none: one mapping
+     * named main_name, or "" when NULL), and each function's (-1 none) */
+    const pa_pmap *maps;
+    size_t nmaps;
+    int (*map_of)(const void *ctx, int func);
+    const char *main_name;
 } pa_ptree;
 
 /* total_j = self_j plus the children's totals, for every node. */
@@ -98,7 +115,12 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir,
 /* profile.pb.gz (pprof's profile.proto, gzip): sample types samples
  * (count), cpu (nanoseconds), energy (microjoules, the default); one
  * sample per node with self samples or energy, its location ids leaf
- * first; one function and one location per function.  period_ns is the
+ * first; one function per function; one location per function not
+ * inlined, linked to its function's mapping, and one per node inlined
+ * into its parent, whose lines are the inlined chain innermost first
+ * (the pprof convention).  Mappings say the functions are named (pprof
+ * never tries to symbolise them again), with file names and lines when
+ * has_lines.  period_ns is the
  * sampling period (0 unknown); comment goes into the profile's comments.
  * 0 or -errno. */
 int pa_ptree_write_pprof(const pa_ptree *t, const char *dir,

@@ -183,6 +183,30 @@ static const char *JIT_C =
     "    return 0;\n"
     "}\n";
 
+/* Kernel time: reads of 64 KiB from /dev/zero (the kernel clears the
+ * buffer: most of the time is in read_zero), for a given CPU time. */
+static const char *KERN_C =
+    "#include <fcntl.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <time.h>\n"
+    "#include <unistd.h>\n"
+    "static char buf[65536];\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? atof(argv[1]) : 1;\n"
+    "    int fd = open(\"/dev/zero\", O_RDONLY);\n"
+    "    if (fd < 0)\n"
+    "        return 1;\n"
+    "    struct timespec t;\n"
+    "    do {\n"
+    "        for (int i = 0; i < 64; i++)\n"
+    "            if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))\n"
+    "                return 1;\n"
+    "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);\n"
+    "    } while (t.tv_sec + t.tv_nsec / 1e9 < secs);\n"
+    "    return 0;\n"
+    "}\n";
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -223,6 +247,8 @@ static void build_all(void)
     write_file(p, CXX_CC);
     snprintf(p, sizeof(p), "%s/jit.c", dir);
     write_file(p, JIT_C);
+    snprintf(p, sizeof(p), "%s/kern.c", dir);
+    write_file(p, KERN_C);
     /* -fno-ipa-icf: GCC would fold identical bodies into one symbol */
     const char *common = "-O2 -g -fno-ipa-icf";
     sh("cd %s && cc %s -fno-omit-frame-pointer -shared -fPIC -o libpfwork.so lib.c",
@@ -243,6 +269,7 @@ static void build_all(void)
        "g++ -O2 -g -o cxx cxx.cc)",
        dir);
     sh("cd %s && cc -O2 -o jit jit.c", dir);
+    sh("cd %s && cc -O2 -o kern kern.c", dir);
 }
 
 /* ---- reading the outputs ---- */
@@ -719,6 +746,97 @@ static double field4(const char *line)
     return strtod(line, NULL);
 }
 
+/* The line of `go tool pprof -raw` that starts with prefix within the
+ * section that follows the line head ("Locations", "Mappings"), or NULL;
+ * *next is the line after it. */
+static char *raw_line(char *raw, const char *head, const char *prefix, char **next)
+{
+    char *sec = strstr(raw, head);
+    ck_assert_msg(sec != NULL, "pprof -raw has no %s:\n%s", head, raw);
+    for (char *l = strchr(sec + 1, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+        char *b = l + 1;
+        if (b[0] != ' ' && !(b[0] >= '0' && b[0] <= '9'))
+            return NULL; /* the next section */
+        while (*b == ' ')
+            b++;
+        if (!strncmp(b, prefix, strlen(prefix))) {
+            *next = strchr(b, '\n');
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* pprof -raw: one mapping per module, the main binary first with its
+ * build id, functions (and file names, lines, inlined frames) known;
+ * every location linked to its module's mapping; inl_burn a line of
+ * f_c's location (innermost first), not a location of its own. */
+static void check_pprof_raw(const char *out, const char *pdir)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -raw %s/profile.pb.gz 2>&1", out, out,
+             PA_GO, pdir);
+    char *raw = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &raw), 0);
+    ck_assert_msg(strstr(raw, "Main binary filename not available") == NULL, "%s", raw);
+    /* "1: 0x55../0x55../0x1000 /tmp/x/work-fp 48b5... [FN][FL][LN][IN]" */
+    char *next, main_path[4400], lib_path[4400];
+    snprintf(main_path, sizeof(main_path), " %s/work-fp ", dir);
+    snprintf(lib_path, sizeof(lib_path), " %s/libpfwork.so ", dir);
+    char *m1 = raw_line(raw, "\nMappings\n", "1: ", &next);
+    ck_assert_msg(m1 && next, "no mapping 1:\n%s", raw);
+    *next = '\0';
+    ck_assert_msg(strstr(m1, main_path) != NULL, "mapping 1 is not the main binary: %s", m1);
+    ck_assert_msg(strstr(m1, "[FN][FL][LN][IN]") != NULL, "main binary's flags: %s", m1);
+    unsigned long long start, limit;
+    ck_assert_msg(sscanf(m1, "1: %llx/%llx/", &start, &limit) == 2 && start && limit > start,
+                  "main binary's range: %s", m1);
+    char bid[64] = "";
+    ck_assert_msg(sscanf(strstr(m1, main_path) + strlen(main_path), "%40[0-9a-f]", bid) == 1 &&
+                      strlen(bid) == 40,
+                  "main binary's build id (20 bytes, GNU): %s", m1);
+    *next = '\n';
+    /* the library's mapping, and the id lib_burn's location points to */
+    int lib_id = 0;
+    char *sec = strstr(raw, "\nMappings\n") + 10;
+    for (char *l = sec; *l && !lib_id; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0)) {
+        size_t len = strcspn(l, "\n");
+        char *hit = strstr(l, lib_path);
+        if (hit && hit < l + len)
+            ck_assert_int_eq(sscanf(l, "%d: ", &lib_id), 1);
+    }
+    ck_assert_msg(lib_id > 1, "no mapping of libpfwork.so:\n%s", raw);
+    /* "     4: 0x0 M=3 lib_burn /tmp/x/lib.c:2 s=2" */
+    char *loc = strstr(raw, " lib_burn ");
+    ck_assert_msg(loc != NULL, "no lib_burn location:\n%s", raw);
+    char *bol = loc;
+    while (bol > raw && bol[-1] != '\n')
+        bol--;
+    char want[32], line[512];
+    snprintf(want, sizeof(want), " M=%d lib_burn ", lib_id);
+    snprintf(line, sizeof(line), "%.*s", (int)strcspn(bol, "\n"), bol);
+    ck_assert_msg(strstr(line, want) != NULL, "lib_burn not in libpfwork.so's mapping %d: %s",
+                  lib_id, line);
+    /* "     1: 0x0 M=1 inl_burn /tmp/x/work.c:7 s=7"
+     * "             f_c /tmp/x/work.c:28 s=28" */
+    char *inl = strstr(raw, " M=1 inl_burn ");
+    ck_assert_msg(inl != NULL, "inl_burn does not start a location of the main binary:\n%s",
+                  raw);
+    char *l2 = strchr(inl, '\n');
+    ck_assert(l2 != NULL);
+    l2++;
+    ck_assert_msg(l2[0] == ' ', "inl_burn's location has one line:\n%s", raw);
+    while (*l2 == ' ')
+        l2++;
+    ck_assert_msg(!strncmp(l2, "f_c ", 4), "inl_burn's caller line is not f_c:\n%s", raw);
+    /* one location holds inl_burn: it is not a frame of its own too */
+    ck_assert_msg(strstr(strstr(raw, "\nLocations\n"), "inl_burn") == inl + 5 &&
+                      strstr(inl + 5 + 8, "inl_burn") == NULL,
+                  "inl_burn in more than one location:\n%s", raw);
+    free(raw);
+}
+
 /* pprof: go tool pprof -top reads the file; its top entries are
  * functions.csv's. */
 START_TEST(pprof_top)
@@ -784,7 +902,113 @@ START_TEST(pprof_top)
         checked++;
     }
     ck_assert_int_eq(checked, 3);
+    /* the main binary named (its mapping first), so no warning */
+    ck_assert_msg(strstr(top, "File: work-fp\n") != NULL, "no main binary:\n%s", top);
+    ck_assert_msg(strstr(top, "Main binary filename not available") == NULL, "%s", top);
     free(top);
+    check_pprof_raw(out, pdir);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* Energy of functions.csv's rows of module [kernel] (all of them "NAME
+ * [k]"), and the count of rows. */
+static double kernel_self(const frow *rows, size_t n, size_t *count)
+{
+    double j = 0;
+    *count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].module, "[kernel]")) {
+            size_t l = strlen(rows[i].name);
+            ck_assert_msg(l > 4 && !strcmp(rows[i].name + l - 4, " [k]"),
+                          "a kernel frame not marked [k]: %s", rows[i].name);
+            j += rows[i].self_j;
+            (*count)++;
+        }
+    return j;
+}
+
+/* functions.csv (512 rows at most) of a run whose summary.json's
+ * kernel_frames starts with state; *process_j its process energy. */
+static size_t read_kernel_run(const char *pdir, frow *rows, const char *state,
+                              double *process_j)
+{
+    size_t n = read_functions(pdir, rows, 512);
+    char *sum = slurp_in(pdir, "summary.json");
+    *process_j = json_num(sum, "process_energy_j");
+    char want[256];
+    snprintf(want, sizeof(want), "\"kernel_frames\": \"%s", state);
+    ck_assert_msg(strstr(sum, want) != NULL, "no %s in %s", want, sum);
+    free(sum);
+    return n;
+}
+
+/* Kernel frames: named from /proc/kallsyms and marked [k] when it gives
+ * addresses; dropped with a note when its addresses are hidden
+ * (kptr_restrict, simulated by a file of zero addresses mounted over
+ * /proc/kallsyms in a mount namespace of the command's own). */
+START_TEST(kernel_frames)
+{
+    char *ks = pa_test_slurp("/proc/kallsyms");
+    int named = ks && strncmp(ks, "0000000000000000 ", 17) != 0;
+    free(ks);
+    char *out = pa_test_tmpdir();
+    char args[8192], pdir[4200], *log = NULL;
+    frow rows[512];
+    if (!named) {
+        fprintf(stderr, "kernel_frames: named part SKIPPED: /proc/kallsyms gives no "
+                        "addresses here\n");
+    } else {
+        snprintf(args, sizeof(args), "-q --interval 2ms --out %s/p -- %s/kern 1", out, dir);
+        ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+        free(log);
+        snprintf(pdir, sizeof(pdir), "%s/p", out);
+        double process;
+        size_t n = read_kernel_run(pdir, rows, "named from /proc/kallsyms", &process), nk;
+        /* the workload is mostly kernel time: in the kernel's frames, the
+         * driver's read among them */
+        double kj = kernel_self(rows, n, &nk);
+        ck_assert_msg(kj > 0.5 * process, "kernel frames hold %.3f of %.3f J", kj, process);
+        const frow *rz = find_fn(rows, n, "read_zero [k]");
+        ck_assert_msg(rz && rz->total_j > 0.3 * process, "read_zero [k] missing or small");
+        check_conservation(pdir);
+    }
+    /* hidden: a mount namespace of its own for the command */
+    char *chk = NULL;
+    if (pa_test_run("unshare -m true 2>&1", &chk) != 0) {
+        fprintf(stderr, "kernel_frames: hidden part SKIPPED: no mount namespace (%s)\n",
+                chk ? chk : "");
+        free(chk);
+        pa_test_rmtree(out);
+        return;
+    }
+    free(chk);
+    char hidden[4200];
+    snprintf(hidden, sizeof(hidden), "%s/kallsyms", out);
+    write_file(hidden, "0000000000000000 T _stext\n0000000000000000 T do_syscall_64\n"
+                       "0000000000000000 t read_zero\n0000000000000000 T _etext\n");
+    char cmd[16384];
+    snprintf(cmd, sizeof(cmd),
+             "unshare -m sh -c 'mount --bind %s /proc/kallsyms && exec %s profile "
+             "--interval 2ms --out %s/h -- %s/kern 1' 2>&1",
+             hidden, PA_CLI_PATH, out, dir);
+    ck_assert_msg(pa_test_run(cmd, &log) == 0, "%s", log);
+    ck_assert_msg(strstr(log, "profile: kernel frames dropped: kernel addresses hidden "
+                              "(kptr_restrict)\n"),
+                  "no note on stderr: %s", log);
+    free(log);
+    snprintf(pdir, sizeof(pdir), "%s/h", out);
+    double process;
+    size_t n = read_kernel_run(pdir, rows, "dropped: kernel addresses hidden", &process), nk;
+    kernel_self(rows, n, &nk);
+    ck_assert_msg(nk == 0, "%zu kernel frames with hidden addresses", nk);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(!strstr(rows[i].name, "[k]"), "kernel frame %s kept", rows[i].name);
+    /* the kernel's time stays with the user frame that made the call */
+    const frow *rd = find_fn(rows, n, "read");
+    ck_assert_msg(rd && rd->self_j > 0.5 * process, "read (libc) holds %.3f of %.3f J",
+                  rd ? rd->self_j : 0, process);
+    check_conservation(pdir);
     pa_test_rmtree(out);
 }
 END_TEST
@@ -867,6 +1091,7 @@ static Suite *suite(void)
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
     tcase_add_test(tc, pprof_top);
+    tcase_add_test(tc, kernel_frames);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return s;

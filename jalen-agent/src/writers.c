@@ -185,7 +185,10 @@ static pa_ptree jl_tree(void)
     return (pa_ptree){.nodes = jl_prof.nodes,
                       .n = jl_prof.nn,
                       .nfuncs = jl_prof.nm,
-                      .name = jl_method_name};
+                      .name = jl_method_name,
+                      /* pprof: Java methods come from no file of their own;
+                       * one pseudo mapping, its functions named */
+                      .main_name = "[jvm]"};
 }
 
 static int jl_write_html(const char *dir, const jl_opts *opt)
