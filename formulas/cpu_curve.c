@@ -35,6 +35,11 @@
  * further than 4 mean absolute deviations from its bin is rejected), the
  * model's relative error before the update is averaged into model_error,
  * and the curve used is the learned one where a bin has enough windows.
+ * With save=FILE the learned bins that have enough windows (at least 2 of
+ * them) are written when the formula stops or is reconfigured, in the
+ * calibration file format (pa__calib_write) with the running error as the
+ * validation mean, so that a later run without RAPL (a VM on the same
+ * hardware) uses the learned curve with its error: calibration=FILE.
  */
 #include "internal.h"
 
@@ -43,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
@@ -61,7 +68,7 @@
 #define LEARN_MIN 5 /* windows before a bin's mean is used */
 
 static const char *const curve_options[] = {
-    "points", "per", "calibration", "model", "fref", "learn", NULL};
+    "points", "per", "calibration", "model", "fref", "learn", "save", NULL};
 
 typedef enum src_kind {
     SRC_OPTION,
@@ -100,6 +107,10 @@ typedef struct cpu_curve {
     unsigned long learned, rejected;
     double err_sum;
     unsigned long err_n;
+    double f_sum;       /* MHz summed over the learned windows with cpufreq */
+    unsigned long f_n;
+    unsigned learn_cpus; /* CPUs online in the last learned window */
+    char save[PA_PATH_MAX]; /* save=FILE, "" when not given */
 } cpu_curve;
 
 static const char *hwdb_of(const pa_module *m)
@@ -237,6 +248,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     const char *calib = pa_options_get(o, "calibration");
     const char *model = pa_options_get(o, "model");
     const char *learn = pa_options_get(o, "learn");
+    const char *save = pa_options_get(o, "save");
     int rc;
     if ((points != NULL) + (calib != NULL) + (model != NULL) > 1)
         return pa__err(-EINVAL,
@@ -247,6 +259,29 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
         return pa__err(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
     st->learn = !learn || !strcmp(learn, "on");
+    if (save) {
+        if (!st->learn)
+            return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
+                                    "finds; it does not go with learn=off");
+        if (!*save || strlen(save) + 5 >= sizeof(st->save))
+            return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name",
+                           save);
+        char dir[PA_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", save);
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+            dir[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof(dir), ".");
+        if (access(dir, W_OK) < 0)
+            return pa__err(-errno,
+                           "cpu-curve: save=%s: directory %s is not "
+                           "writable: %s; create it or choose another file",
+                           save, dir, strerror(errno));
+        snprintf(st->save, sizeof(st->save), "%s", save);
+    }
     if (pa_options_get(o, "fref")) {
         double f;
         if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) ||
@@ -337,6 +372,51 @@ static int curve_start(pa_module *m, const pa_options *opts)
     return 0;
 }
 
+static int learned_bins(const cpu_curve *st)
+{
+    int have = 0;
+    for (int b = 0; b < NBINS; b++)
+        have += st->bins[b].n >= LEARN_MIN;
+    return have;
+}
+
+/* save=FILE: the learned bins with enough windows, as a calibration file
+ * of this CPU model and CPU count, model_error as the validation mean.
+ * Nothing is written before 2 bins are learned (from RAPL windows only:
+ * learn() runs only on windows with a RAPL package reading). */
+static int save_learned(const cpu_curve *st)
+{
+    if (!st->save[0] || learned_bins(st) < 2)
+        return 0;
+    pa_curve c;
+    double res[NBINS];
+    memset(&c, 0, sizeof(c));
+    snprintf(c.match, sizeof(c.match), "%s", st->looked_model);
+    c.mhz = st->f_n ? st->f_sum / st->f_n : 0;
+    for (int b = 0; b < NBINS; b++) {
+        const bin *x = &st->bins[b];
+        if (x->n < LEARN_MIN)
+            continue;
+        double u = x->u;
+        if (c.n && u <= c.load[c.n - 1])
+            u = c.load[c.n - 1] + 1e-4;
+        c.load[c.n] = u;
+        c.watts[c.n] = x->w;
+        res[c.n++] = x->mad;
+    }
+    struct utsname un;
+    char kernel[128] = "unknown", date[32] = "unknown";
+    if (uname(&un) == 0)
+        snprintf(kernel, sizeof(kernel), "%s", un.release);
+    time_t t = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    double err = st->err_n ? st->err_sum / st->err_n * 100 : -1;
+    return pa__calib_write(st->save, &c, res, kernel, date,
+                           st->learn_cpus ? st->learn_cpus : 1, err, -1, -1);
+}
+
 static int curve_configure(pa_module *m, const pa_options *opts)
 {
     cpu_curve *fresh = malloc(sizeof(*fresh));
@@ -347,6 +427,8 @@ static int curve_configure(pa_module *m, const pa_options *opts)
         free(fresh);
         return rc;
     }
+    if (m->priv)
+        save_learned(m->priv);
     free(m->priv);
     m->priv = fresh;
     return 0;
@@ -354,6 +436,8 @@ static int curve_configure(pa_module *m, const pa_options *opts)
 
 static void curve_stop(pa_module *m)
 {
+    if (m->priv)
+        save_learned(m->priv); /* stop cannot fail: see the assumed line */
     free(m->priv);
     m->priv = NULL;
 }
@@ -550,10 +634,13 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
 
     pa_curve learned;
     const pa_curve *use = c;
+    if (st->save[0])
+        pa_table_assume(out,
+               "cpu-curve: learned curve saved to %s when the formula stops "
+               "(%d of 11 load bins have %d RAPL windows; 2 needed)",
+               st->save, learned_bins(st), LEARN_MIN);
     if (st->learn && !per_pk) {
-        int have = 0;
-        for (int b = 0; b < NBINS; b++)
-            have += st->bins[b].n >= LEARN_MIN;
+        int have = learned_bins(st);
         if (have >= 2) {
             learned_curve(st, c, scale, &learned);
             use = &learned;
@@ -590,7 +677,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     }
 
     /* frequency */
-    double t_all = 0, f_sum = 0;
+    double t_all = 0, f_sum = 0, f_win = 0;
     if (d->have & PA_HAVE_FREQ)
         for (unsigned i = 0; i < d->nfreq; i++) {
             t_all += (double)d->freq[i].time_ns;
@@ -603,8 +690,9 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                       : d->cur && d->cur->nominal_mhz > 0
                           ? d->cur->nominal_mhz
                           : 0;
+        f_win = f_sum / t_all;
         if (fref > 0) {
-            double f = f_sum / t_all;
+            double f = f_win;
             p_dyn *= f / fref;
             pa_table_assume(out,
                    "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
@@ -629,8 +717,14 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                 dram += d->rapl[i].energy_j;
             }
         }
-        if (have_pkg && d->interval_s > 0 && st->learn)
+        if (have_pkg && d->interval_s > 0 && st->learn) {
             learn(st, u, p, (pkg + dram) / d->interval_s);
+            st->learn_cpus = ncpus;
+            if (f_win > 0) {
+                st->f_sum += f_win;
+                st->f_n++;
+            }
+        }
     }
     out->model_error = st->err_n ? st->err_sum / st->err_n
                        : c->error >= 0 ? c->error

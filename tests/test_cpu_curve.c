@@ -4,8 +4,8 @@
  * exact watts for interpolation, per-package curves, frequency scaling,
  * the idle split and conservation (tasks + idle = P every window), curves
  * from a calibration file and a hwdb record (scaled to the CPUs online),
- * the default per-vCPU curve, self-calibration against RAPL and bad
- * options.
+ * the default per-vCPU curve, self-calibration against RAPL (and its
+ * save= file read back without RAPL) and bad options.
  */
 #include "internal.h"
 #include "testutil.h"
@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TOL 1e-9
 
@@ -346,8 +347,12 @@ END_TEST
  * and the error falls; an outlier window is rejected. */
 START_TEST(self_calibration)
 {
+    char *dir = pa_test_tmpdir();
+    char path[4200], opts[4300];
+    snprintf(path, sizeof(path), "%s/learned.txt", dir);
+    snprintf(opts, sizeof(opts), "points=0:40+100:100,save=%s", path);
     srv s;
-    srv_open(&s, "points=0:40+100:100", false, true);
+    srv_open(&s, opts, false, true);
     const unsigned long lo[4] = {0, 0, 0, 0}, hi[4] = {100, 100, 100, 100};
     for (int k = 0; k < 6; k++) {
         srv_step(&s, lo, 0, 0, 20, 0, 0);
@@ -362,8 +367,40 @@ START_TEST(self_calibration)
     srv_step(&s, hi, 200, 200, 600, 0, 0);
     srv_step(&s, hi, 200, 200, 60, 0, 0);
     check_sys(s.ctx, 60.0, 20.0, "1 outliers rejected");
-    ck_assert(model_error(s.ctx) < e);
+    check_sys(s.ctx, 60.0, 20.0, "saved to");
+    double learned_e = model_error(s.ctx);
+    ck_assert(learned_e < e);
+    ck_assert(learned_e > 0);
+    /* save=: nothing before the formula stops, then the learned curve */
+    ck_assert_int_eq(access(path, F_OK), -1);
     srv_close(&s);
+    pa_curve c;
+    ck_assert_msg(pa__calib_read(path, &c) == 0, "%s", pa_last_error());
+    ck_assert_str_eq(c.match, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
+    ck_assert_uint_eq(c.n, 2); /* the two bins with enough windows */
+    ck_assert_uint_eq(c.threads, 4);
+    ck_assert_double_eq_tol(c.watts[0], 20.0, 1e-4);
+    ck_assert_double_eq_tol(c.watts[1], 60.0, 1e-4);
+    ck_assert_double_eq_tol(c.error, learned_e, 1e-5);
+    /* read back by a context without RAPL: the learned watts at u = 0.5
+     * (40 W, where the option's curve gave 70 W) and the learned error */
+    snprintf(opts, sizeof(opts), "calibration=%s", path);
+    srv_open(&s, opts, false, false);
+    const unsigned long half[4] = {50, 50, 50, 50};
+    srv_step(&s, half, 200, 0, 0, 0, 0);
+    check_sys(s.ctx, 40.0, 20.0, "cpu-curve: calibration ");
+    ck_assert_double_eq_tol(model_error(s.ctx), learned_e, 1e-5);
+    srv_close(&s);
+    /* fewer than 2 learned bins: no file is written */
+    unlink(path);
+    snprintf(opts, sizeof(opts), "save=%s", path);
+    srv_open(&s, opts, false, true);
+    for (int k = 0; k < 6; k++)
+        srv_step(&s, hi, 200, 200, 60, 0, 0);
+    check_sys(s.ctx, 4 * 3.5, 4 * 0.74, "1 of 11 load bins");
+    srv_close(&s);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    pa_test_rmtree(dir);
 }
 END_TEST
 
@@ -385,6 +422,13 @@ START_TEST(bad_options)
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "model=Z80"), -EINVAL);
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "learn=maybe"),
                      -EINVAL);
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "cpu-curve", "save=/nonexistent/dir/cal.txt"),
+        -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "not writable"));
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "cpu-curve", "learn=off,save=/tmp/cal.txt"),
+        -EINVAL);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }

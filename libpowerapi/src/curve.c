@@ -11,6 +11,8 @@
  *   mhz 2100                mean cpufreq frequency, 0 when unknown
  *   point LOAD% WATTS RMS_RESIDUAL_W     one per ladder level, increasing
  *   validation mean_pct=M p95_pct=P energy_pct=E
+ *                           (mean_pct alone from cpu-curve's save=: its
+ *                           running error against RAPL)
  *
  * The points are the package (+ DRAM when RAPL has it) power of the whole
  * machine at each measured utilisation.  The validation line's mean
@@ -209,9 +211,11 @@ int pa__calib_write(const char *path, const pa_curve *c,
     for (size_t i = 0; i < c->n; i++)
         fprintf(f, "point %.2f %.4f %.4f\n", c->load[i] * 100, c->watts[i],
                 residual_w ? residual_w[i] : 0.0);
-    if (valid_mean_pct >= 0)
+    if (valid_mean_pct >= 0 && valid_p95_pct >= 0)
         fprintf(f, "validation mean_pct=%.3f p95_pct=%.3f energy_pct=%.3f\n",
                 valid_mean_pct, valid_p95_pct, valid_energy_pct);
+    else if (valid_mean_pct >= 0) /* self-calibration: a running mean */
+        fprintf(f, "validation mean_pct=%.3f\n", valid_mean_pct);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         int e = errno ? errno : EIO;
