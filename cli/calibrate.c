@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -401,15 +400,7 @@ static int run(pa_ctx *ctx, const opts *o)
             mkdir(dir, 0755);
         }
     }
-    struct utsname un;
-    char kernel[128] = "unknown", date[32] = "unknown";
-    if (uname(&un) == 0)
-        snprintf(kernel, sizeof(kernel), "%s", un.release);
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rc = pa__calib_write(path, &c, res, kernel, date,
+    rc = pa__calib_write(path, &c, res, NULL, NULL,
                          ctx->sys[ctx->sys_cur].ncpus, vmean, vp95, venergy);
     if (rc < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));

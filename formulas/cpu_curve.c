@@ -48,8 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
@@ -404,16 +402,8 @@ static int save_learned(const cpu_curve *st)
         c.watts[c.n] = x->w;
         res[c.n++] = x->mad;
     }
-    struct utsname un;
-    char kernel[128] = "unknown", date[32] = "unknown";
-    if (uname(&un) == 0)
-        snprintf(kernel, sizeof(kernel), "%s", un.release);
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
     double err = st->err_n ? st->err_sum / st->err_n * 100 : -1;
-    return pa__calib_write(st->save, &c, res, kernel, date,
+    return pa__calib_write(st->save, &c, res, NULL, NULL,
                            st->learn_cpus ? st->learn_cpus : 1, err, -1, -1);
 }
 

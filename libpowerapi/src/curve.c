@@ -25,6 +25,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 double pa__curve_at(const pa_curve *c, double u)
@@ -190,6 +192,20 @@ int pa__calib_write(const char *path, const pa_curve *c,
                     const char *date, unsigned ncpus, double valid_mean_pct,
                     double valid_p95_pct, double valid_energy_pct)
 {
+    struct utsname un;
+    char kbuf[128] = "unknown", dbuf[32] = "unknown";
+    if (!kernel) {
+        if (uname(&un) == 0)
+            snprintf(kbuf, sizeof(kbuf), "%s", un.release);
+        kernel = kbuf;
+    }
+    if (!date) {
+        time_t t = time(NULL);
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(dbuf, sizeof(dbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        date = dbuf;
+    }
     char tmp[PA_PATH_MAX];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
         return pa__err(-ENAMETOOLONG, "calibration: path too long: %s", path);

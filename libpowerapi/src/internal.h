@@ -550,6 +550,7 @@ int pa__hwdb_curve(const char *hwdb_path, const char *model, pa_curve *out);
 int pa__calib_read(const char *path, pa_curve *out);
 /* Writes a calibration file; residual_w[i] is the RMS residual of point
  * i, NULL when unknown.  valid_* are the validation figures (< 0: none).
+ * kernel / date NULL: uname's release / the current UTC time.
  * -errno with a message. */
 int pa__calib_write(const char *path, const pa_curve *c,
                     const double *residual_w, const char *kernel,
