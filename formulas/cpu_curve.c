@@ -21,7 +21,9 @@
  *
  * Frequency (cpufreq present and a reference frequency known): the dynamic
  * part P(u) - P(0) is scaled by f/f_ref, f the time-weighted frequency of
- * the window, as cpu-tdp scales with f at constant voltage.
+ * the window, as cpu-tdp scales with f at constant voltage; a calibration
+ * with curves at 2 or more frequencies (fpoint lines) is instead evaluated
+ * at f, linearly between the curves of the two nearest frequencies.
  *
  * Attribution, as rapl-share splits measured power: the static part P(0)
  * is the system's idle power; the dynamic part is split between the
@@ -641,8 +643,29 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         }
     }
 
+    /* frequency */
+    double t_all = 0, f_sum = 0, f_win = 0;
+    if (d->have & PA_HAVE_FREQ)
+        for (unsigned i = 0; i < d->nfreq; i++) {
+            t_all += (double)d->freq[i].time_ns;
+            f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
+        }
+    if (t_all > 0)
+        f_win = f_sum / t_all;
+    /* per-frequency curves of a calibration (calibrate --frequencies):
+     * P(u) at the window's frequency, interpolated between them; no
+     * f/f_ref scaling then */
+    bool by_freq = c->nfreq >= 2 && f_win > 0 && use == c && !per_pk;
+
     double p_static, p_dyn;
-    if (per_pk) {
+    if (by_freq) {
+        p_static = pa__curve_at_freq(c, f_win, 0) * scale;
+        p_dyn = pa__curve_at_freq(c, f_win, u) * scale - p_static;
+        pa_table_assume(out,
+               "cpu-curve: the calibration's curves at %g..%g MHz, "
+               "interpolated at the window's %.0f MHz",
+               c->fmhz[0], c->fmhz[c->nfreq - 1], f_win);
+    } else if (per_pk) {
         p_static = 0;
         p_dyn = 0;
         bool sys_u = false;
@@ -666,21 +689,13 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         p_dyn = (pa__curve_at(use, u) - use->watts[0]) * scale;
     }
 
-    /* frequency */
-    double t_all = 0, f_sum = 0, f_win = 0;
-    if (d->have & PA_HAVE_FREQ)
-        for (unsigned i = 0; i < d->nfreq; i++) {
-            t_all += (double)d->freq[i].time_ns;
-            f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
-        }
-    if (t_all > 0) {
+    if (t_all > 0 && !by_freq) {
         double fref = !isnan(st->opt_fref) ? st->opt_fref
                       : c->mhz > 0         ? c->mhz
                       : st->rec_mhz > 0    ? st->rec_mhz
                       : d->cur && d->cur->nominal_mhz > 0
                           ? d->cur->nominal_mhz
                           : 0;
-        f_win = f_sum / t_all;
         if (fref > 0) {
             double f = f_win;
             p_dyn *= f / fref;
