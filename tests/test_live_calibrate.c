@@ -464,6 +464,15 @@ START_TEST(calibrate_without_rapl)
     ck_assert_msg(out && strstr(out, "--step must leave") != NULL, "%s",
                   out ? out : "");
     free(out);
+    /* a --frequencies list it cannot use */
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --frequencies min,fast 2>&1",
+             PA_CLI_PATH);
+    st = pa_test_run(cmd, &out);
+    ck_assert_int_eq(st, 2);
+    ck_assert_msg(out && strstr(out, "--frequencies min,fast: give none") !=
+                             NULL,
+                  "%s", out ? out : "");
+    free(out);
     pa_test_rmtree(dir);
 }
 END_TEST
