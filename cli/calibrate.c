@@ -20,15 +20,17 @@
 #include "cli.h"
 #include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +63,14 @@ static void calibrate_help(FILE *f)
             "  --validate DURATION  random-walk validation (default 30s, 0: "
             "none)\n"
             "  --windows FILE    also write the validation windows as CSV\n"
+            "  --frequencies LIST  where cpufreq lets it set one (userspace "
+            "governor's\n"
+            "                    scaling_setspeed, else scaling_max_freq), "
+            "the ladder again\n"
+            "                    at each: min, mid, max or MHz joined by ',' "
+            "(default\n"
+            "                    min,mid,max; none: current frequency only); "
+            "restored after\n"
             "  --procfs DIR      procfs root (default /proc)\n"
             "  --sysfs DIR       sysfs root (default /sys)\n"
             "  -h, --help        show this help\n",
@@ -168,10 +178,308 @@ static int cmp_double(const void *a, const void *b)
 }
 
 typedef struct opts {
-    const char *output, *windows;
+    const char *output, *windows, *frequencies;
     uint64_t step, settle, window, validate;
     unsigned long reps, levels;
 } opts;
+
+/* cpufreq control (--frequencies): the policies whose frequency can be
+ * set, through scaling_setspeed under the userspace governor, else
+ * scaling_max_freq.  What was written is restored at the end, and by the
+ * handler of SIGINT/SIGTERM/SIGHUP (open/write/close only: async-signal-
+ * safe), which then dies of the signal as it would have. */
+#define FQ_POLICIES 64
+#define FQ_AVAIL 64
+static struct {
+    char path[PA_PATH_MAX];
+    char val[32];
+    size_t len;
+} fq_saved[FQ_POLICIES];
+static volatile sig_atomic_t fq_nsaved;
+
+static void fq_restore(void)
+{
+    for (sig_atomic_t i = 0; i < fq_nsaved; i++) {
+        int fd = open(fq_saved[i].path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t w = write(fd, fq_saved[i].val, fq_saved[i].len);
+            (void)w;
+            close(fd);
+        }
+    }
+    fq_nsaved = 0;
+}
+
+static void fq_signal(int sig)
+{
+    fq_restore();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+typedef struct fq_ctl {
+    size_t n;                  /* frequencies to calibrate at */
+    uint64_t khz[PA_CURVE_FREQS];
+    size_t npol;               /* policies that can be set */
+    char ctl[FQ_POLICIES][PA_PATH_MAX];
+    char how[64];
+    char why[256];             /* stated once: why none */
+} fq_ctl;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Checks a --frequencies list: none, or min/mid/max/MHz joined by ','. */
+static bool fq_spec_ok(const char *spec)
+{
+    if (!strcmp(spec, "none"))
+        return true;
+    char buf[256];
+    if (strlen(spec) >= sizeof(buf) || !*spec)
+        return false;
+    snprintf(buf, sizeof(buf), "%s", spec);
+    unsigned n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        double f = strtod(t, &end);
+        if (strcmp(t, "min") && strcmp(t, "mid") && strcmp(t, "max") &&
+            (end == t || *end || !(f > 0 && f < 100000)))
+            return false;
+        n++;
+    }
+    return n > 0 && n <= PA_CURVE_FREQS;
+}
+
+static void fq_probe(const char *sysfs, const char *spec, fq_ctl *fq)
+{
+    memset(fq, 0, sizeof(*fq));
+    if (spec && !strcmp(spec, "none"))
+        return;
+    const char *dir_rel = "devices/system/cpu/cpufreq";
+    char dpath[PA_PATH_MAX];
+    snprintf(dpath, sizeof(dpath), "%s/%s", sysfs, dir_rel);
+    uint64_t avail[FQ_AVAIL];
+    size_t navail = 0;
+    DIR *d = opendir(dpath);
+    struct dirent *e;
+    while (d && (e = readdir(d)) && fq->npol < FQ_POLICIES) {
+        if (strncmp(e->d_name, "policy", 6))
+            continue;
+        char rel[512], buf[1024], gov[64] = "";
+        snprintf(rel, sizeof(rel), "%s/%s/scaling_available_frequencies",
+                 dir_rel, e->d_name);
+        if (pa__read_file(sysfs, rel, buf, sizeof(buf)) <= 0)
+            continue;
+        snprintf(rel, sizeof(rel), "%s/%s/scaling_governor", dir_rel,
+                 e->d_name);
+        if (pa__read_file(sysfs, rel, gov, sizeof(gov)) > 0)
+            gov[strcspn(gov, "\n")] = '\0';
+        const char *file = !strcmp(gov, "userspace") ? "scaling_setspeed"
+                                                     : "scaling_max_freq";
+        char path[PA_PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s/%s/%s", sysfs, dir_rel,
+                 e->d_name, file);
+        if (access(path, W_OK) < 0)
+            continue;
+        snprintf(fq->ctl[fq->npol++], PA_PATH_MAX, "%s", path);
+        snprintf(fq->how, sizeof(fq->how), "%s", file);
+        if (navail)
+            continue;
+        const char *p = buf;
+        uint64_t k;
+        while (navail < FQ_AVAIL) {
+            while (*p == ' ' || *p == '\n')
+                p++;
+            if (pa__parse_u64(&p, &k) < 0)
+                break;
+            if (k)
+                avail[navail++] = k;
+        }
+    }
+    if (d)
+        closedir(d);
+    if (!fq->npol || !navail) {
+        fq->npol = 0;
+        snprintf(fq->why, sizeof(fq->why),
+                 "cpufreq offers no frequency to set here (no policy with "
+                 "scaling_available_frequencies and a writable "
+                 "scaling_setspeed or scaling_max_freq): calibrating at the "
+                 "current frequency only");
+        return;
+    }
+    qsort(avail, navail, sizeof(avail[0]), cmp_u64);
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", spec ? spec : "min,mid,max");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        uint64_t want;
+        if (!strcmp(t, "min"))
+            want = avail[0];
+        else if (!strcmp(t, "mid"))
+            want = avail[(navail - 1) / 2];
+        else if (!strcmp(t, "max"))
+            want = avail[navail - 1];
+        else { /* the available frequency nearest to MHz */
+            double f = strtod(t, NULL) * 1000;
+            want = avail[0];
+            for (size_t i = 1; i < navail; i++)
+                if (fabs(avail[i] - f) < fabs(want - f))
+                    want = avail[i];
+        }
+        bool dup = false;
+        for (size_t i = 0; i < fq->n; i++)
+            dup |= fq->khz[i] == want;
+        if (!dup && fq->n < PA_CURVE_FREQS)
+            fq->khz[fq->n++] = want;
+    }
+    qsort(fq->khz, fq->n, sizeof(fq->khz[0]), cmp_u64);
+}
+
+/* Sets every controllable policy to khz, saving the first values. */
+static int fq_set(fq_ctl *fq, uint64_t khz)
+{
+    if (!fq_nsaved) {
+        for (size_t i = 0; i < fq->npol; i++) {
+            char buf[32];
+            int fd = open(fq->ctl[i], O_RDONLY | O_CLOEXEC);
+            ssize_t r = fd >= 0 ? pa__pread_all(fd, buf, sizeof(buf)) : -errno;
+            if (fd >= 0)
+                close(fd);
+            if (r <= 0)
+                return pa__err(r < 0 ? (int)r : -EIO,
+                               "calibrate: cannot read %s: %s", fq->ctl[i],
+                               strerror(r < 0 ? (int)-r : EIO));
+            snprintf(fq_saved[i].path, sizeof(fq_saved[i].path), "%s",
+                     fq->ctl[i]);
+            memcpy(fq_saved[i].val, buf, (size_t)r);
+            fq_saved[i].len = (size_t)r;
+        }
+        fq_nsaved = (sig_atomic_t)fq->npol;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = fq_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
+    char val[32];
+    int len = snprintf(val, sizeof(val), "%llu\n", (unsigned long long)khz);
+    for (size_t i = 0; i < fq->npol; i++) {
+        int fd = open(fq->ctl[i], O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0 || write(fd, val, (size_t)len) != len) {
+            int err = errno ? errno : EIO;
+            if (fd >= 0)
+                close(fd);
+            return pa__err(-err,
+                           "calibrate: cannot set %s to %llu kHz: %s; give "
+                           "--frequencies none to calibrate at the current "
+                           "frequency only",
+                           fq->ctl[i], (unsigned long long)khz, strerror(err));
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+/* One ladder (--reps x idle + --levels) at the current settings, fitted
+ * into c->load/watts (c->n) with res the RMS residuals; its windows are
+ * appended to *v.  0; -2 when fewer than 2 distinct load levels were
+ * reached; -1 after printing the error. */
+static int ladder(pa_ctx *ctx, const opts *o, load *l, pa_curve *c,
+                  double *res, win **pv, size_t *pnv, size_t *pcv)
+{
+    int ret = -1, rc;
+    size_t nlev = o->levels + 1, v0 = *pnv;
+    double *pu = calloc(nlev, sizeof(double)), *pw = calloc(nlev, sizeof(double)),
+           *pt = calloc(nlev, sizeof(double));
+    size_t *first = calloc(nlev * o->reps + 1, sizeof(size_t));
+    size_t *lev_of = calloc(nlev * o->reps + 1, sizeof(size_t));
+    if (!pu || !pw || !pt || !first || !lev_of) {
+        pa_cli_error(CMD, "out of memory");
+        goto out;
+    }
+    size_t nseg = 0;
+    for (unsigned long rep = 0; rep < o->reps; rep++)
+        for (size_t k = 0; k < nlev; k++) {
+            l->duty = (double)k / o->levels;
+            sleep_ns(o->settle);
+            first[nseg] = *pnv;
+            lev_of[nseg++] = k;
+            rc = measure(ctx, o->window, o->step - o->settle, pv, pnv, pcv);
+            if (rc < 0) {
+                pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+                goto out;
+            }
+        }
+    first[nseg] = *pnv;
+    win *v = *pv;
+    size_t nv = *pnv;
+    /* points: energy-weighted means of each level over the repetitions */
+    for (size_t sgi = 0; sgi < nseg; sgi++)
+        for (size_t i = first[sgi]; i < first[sgi + 1]; i++) {
+            size_t k = lev_of[sgi];
+            pu[k] += v[i].u * v[i].s;
+            pw[k] += v[i].w * v[i].s;
+            pt[k] += v[i].s;
+        }
+    c->n = 0;
+    double order[64][2];
+    size_t np = 0;
+    for (size_t k = 0; k < nlev && np < 64; k++)
+        if (pt[k] > 0) {
+            order[np][0] = pu[k] / pt[k] > 1 ? 1 : pu[k] / pt[k];
+            order[np++][1] = pw[k] / pt[k];
+        }
+    qsort(order, np, sizeof(order[0]), cmp_double);
+    for (size_t k = 0; k < np && c->n < PA_CURVE_MAX; k++) {
+        /* a level that reached the same utilisation as the previous one
+         * (a loaded machine) is merged into it */
+        if (c->n && order[k][0] <= c->load[c->n - 1] + 0.005) {
+            c->watts[c->n - 1] = (c->watts[c->n - 1] + order[k][1]) / 2;
+            continue;
+        }
+        c->load[c->n] = order[k][0];
+        c->watts[c->n++] = order[k][1];
+    }
+    if (pt[0] > 0 && pu[0] / pt[0] > 0.1)
+        fprintf(stderr,
+                "%s %s: warning: the machine was %.0f %% busy at active idle "
+                "(other work): the points cover only %.0f..%.0f %% load\n",
+                pa_cli_prog, CMD, 100 * pu[0] / pt[0], c->load[0] * 100,
+                c->n ? c->load[c->n - 1] * 100 : 0.0);
+    if (c->n < 2) {
+        ret = -2; /* the caller says it */
+        goto out;
+    }
+    /* residuals: RMS of each point's windows around the curve */
+    for (size_t k = 0; k < PA_CURVE_MAX; k++)
+        res[k] = 0;
+    unsigned resn[PA_CURVE_MAX] = {0};
+    for (size_t i = v0; i < nv; i++) {
+        size_t best = 0;
+        for (size_t k = 1; k < c->n; k++)
+            if (fabs(c->load[k] - v[i].u) < fabs(c->load[best] - v[i].u))
+                best = k;
+        double e = v[i].w - pa__curve_at(c, v[i].u);
+        res[best] += e * e;
+        resn[best]++;
+    }
+    for (size_t k = 0; k < c->n; k++)
+        res[k] = resn[k] ? sqrt(res[k] / resn[k]) : 0;
+    ret = 0;
+out:
+    free(pu);
+    free(pw);
+    free(pt);
+    free(first);
+    free(lev_of);
+    return ret;
+}
 
 static int run(pa_ctx *ctx, const opts *o)
 {
@@ -181,14 +489,8 @@ static int run(pa_ctx *ctx, const opts *o)
     win *v = NULL;
     size_t nv = 0, cv = 0;
     size_t nlev = o->levels + 1;
-    double *pu = calloc(nlev, sizeof(double)), *pw = calloc(nlev, sizeof(double)),
-           *pt = calloc(nlev, sizeof(double));
-    size_t *first = calloc(nlev * o->reps + 1, sizeof(size_t));
-    size_t *lev_of = calloc(nlev * o->reps + 1, sizeof(size_t));
-    if (!pu || !pw || !pt || !first || !lev_of) {
-        pa_cli_error(CMD, "out of memory");
-        goto out;
-    }
+    fq_ctl fq;
+    fq_probe(ctx->sysfs, o->frequencies, &fq);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     l.n = ncpu > 0 ? (unsigned)ncpu : 1;
     l.th = calloc(l.n, sizeof(*l.th));
@@ -214,32 +516,13 @@ static int run(pa_ctx *ctx, const opts *o)
         goto stop;
     }
     fprintf(stderr,
-            "%s %s: ladder of %zu levels x %lu repetitions, %.1f s each "
+            "%s %s: ladder of %zu levels x %lu repetitions x %zu frequency settings, %.1f s each "
             "(%.0f s)\n",
-            pa_cli_prog, CMD, nlev, o->reps, o->step / 1e9,
-            (double)nlev * o->reps * o->step / 1e9 + o->validate / 1e9);
-    size_t nseg = 0;
-    for (unsigned long rep = 0; rep < o->reps; rep++)
-        for (size_t k = 0; k < nlev; k++) {
-            l.duty = (double)k / o->levels;
-            sleep_ns(o->settle);
-            first[nseg] = nv;
-            lev_of[nseg++] = k;
-            rc = measure(ctx, o->window, o->step - o->settle, &v, &nv, &cv);
-            if (rc < 0) {
-                pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-                goto stop;
-            }
-        }
-    first[nseg] = nv;
-    /* points: energy-weighted means of each level over the repetitions */
-    for (size_t sgi = 0; sgi < nseg; sgi++)
-        for (size_t i = first[sgi]; i < first[sgi + 1]; i++) {
-            size_t k = lev_of[sgi];
-            pu[k] += v[i].u * v[i].s;
-            pw[k] += v[i].w * v[i].s;
-            pt[k] += v[i].s;
-        }
+            pa_cli_prog, CMD, nlev, o->reps, 1 + fq.n, o->step / 1e9,
+            (double)nlev * o->reps * o->step / 1e9 * (1 + fq.n) +
+                o->validate / 1e9);
+    if (fq.why[0])
+        fprintf(stderr, "%s %s: %s\n", pa_cli_prog, CMD, fq.why);
     pa_curve c;
     memset(&c, 0, sizeof(c));
     c.error = -1;
@@ -248,50 +531,50 @@ static int run(pa_ctx *ctx, const opts *o)
     /* the reference frequency of the points where the machine names one
      * (intel_pstate's base frequency, or cpuinfo's without cpufreq) */
     c.mhz = ctx->sys[ctx->sys_cur].nominal_mhz;
-    double order[64][2];
-    size_t np = 0;
-    for (size_t k = 0; k < nlev && np < 64; k++)
-        if (pt[k] > 0) {
-            order[np][0] = pu[k] / pt[k] > 1 ? 1 : pu[k] / pt[k];
-            order[np++][1] = pw[k] / pt[k];
+    /* the ladder at each frequency cpufreq lets us set, first (a signal
+     * in the middle restores the settings), then at the settings found */
+    for (size_t k = 0; k < fq.n; k++) {
+        if ((rc = fq_set(&fq, fq.khz[k])) < 0) {
+            fq_restore();
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            goto stop;
         }
-    qsort(order, np, sizeof(order[0]), cmp_double);
-    for (size_t k = 0; k < np && c.n < PA_CURVE_MAX; k++) {
-        /* a level that reached the same utilisation as the previous one
-         * (a loaded machine) is merged into it */
-        if (c.n && order[k][0] <= c.load[c.n - 1] + 0.005) {
-            c.watts[c.n - 1] = (c.watts[c.n - 1] + order[k][1]) / 2;
+        fprintf(stderr, "%s %s: ladder at %.0f MHz (%s)\n", pa_cli_prog, CMD,
+                fq.khz[k] / 1000.0, fq.how);
+        pa_curve fc;
+        memset(&fc, 0, sizeof(fc));
+        rc = ladder(ctx, o, &l, &fc, c.fres[c.nfreq], &v, &nv, &cv);
+        if (rc == -2) { /* the main curve is there: this one is left out */
+            fprintf(stderr,
+                    "%s %s: warning: fewer than 2 distinct load levels "
+                    "reached at %.0f MHz (other work on the machine): no "
+                    "points for it\n",
+                    pa_cli_prog, CMD, fq.khz[k] / 1000.0);
             continue;
         }
-        c.load[c.n] = order[k][0];
-        c.watts[c.n++] = order[k][1];
+        if (rc < 0) {
+            fq_restore();
+            goto stop;
+        }
+        c.fmhz[c.nfreq] = fq.khz[k] / 1000.0;
+        c.fn[c.nfreq] = fc.n;
+        memcpy(c.fload[c.nfreq], fc.load, sizeof(fc.load));
+        memcpy(c.fwatts[c.nfreq], fc.watts, sizeof(fc.watts));
+        c.nfreq++;
     }
-    if (pt[0] > 0 && pu[0] / pt[0] > 0.1)
-        fprintf(stderr,
-                "%s %s: warning: the machine was %.0f %% busy at active idle "
-                "(other work): the points cover only %.0f..%.0f %% load\n",
-                pa_cli_prog, CMD, 100 * pu[0] / pt[0], c.load[0] * 100,
-                c.n ? c.load[c.n - 1] * 100 : 0.0);
-    if (c.n < 2) {
+    if (fq.n) {
+        fq_restore();
+        fprintf(stderr, "%s %s: cpufreq settings restored\n", pa_cli_prog,
+                CMD);
+    }
+
+    double res[PA_CURVE_MAX];
+    rc = ladder(ctx, o, &l, &c, res, &v, &nv, &cv);
+    if (rc == -2)
         pa_cli_error(CMD, "fewer than 2 distinct load levels were reached; "
                           "is the machine busy with something else?");
+    if (rc < 0)
         goto stop;
-    }
-    /* residuals: RMS of each point's windows around the curve */
-    double res[PA_CURVE_MAX] = {0};
-    unsigned resn[PA_CURVE_MAX] = {0};
-    for (size_t i = 0; i < nv; i++) {
-        size_t best = 0;
-        for (size_t k = 1; k < c.n; k++)
-            if (fabs(c.load[k] - v[i].u) < fabs(c.load[best] - v[i].u))
-                best = k;
-        double e = v[i].w - pa__curve_at(&c, v[i].u);
-        res[best] += e * e;
-        resn[best]++;
-    }
-    for (size_t k = 0; k < c.n; k++)
-        res[k] = resn[k] ? sqrt(res[k] / resn[k]) : 0;
-
     /* table and plot */
     double wmax = c.watts[c.n - 1];
     for (size_t k = 0; k < c.n; k++)
@@ -305,6 +588,14 @@ static int run(pa_ctx *ctx, const opts *o)
         for (int b = 0; b < bar; b++)
             putchar('#');
         putchar('\n');
+    }
+
+    for (size_t k = 0; k < c.nfreq; k++) {
+        printf("\nat %.0f MHz (%s):\n%7s %9s %9s\n", c.fmhz[k], fq.how,
+               "LOAD %", "WATTS", "RESID W");
+        for (size_t i = 0; i < c.fn[k]; i++)
+            printf("%7.1f %9.3f %9.3f\n", c.fload[k][i] * 100,
+                   c.fwatts[k][i], c.fres[k][i]);
     }
 
     /* validation on a random walk of load */
@@ -401,15 +692,7 @@ static int run(pa_ctx *ctx, const opts *o)
             mkdir(dir, 0755);
         }
     }
-    struct utsname un;
-    char kernel[128] = "unknown", date[32] = "unknown";
-    if (uname(&un) == 0)
-        snprintf(kernel, sizeof(kernel), "%s", un.release);
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rc = pa__calib_write(path, &c, res, kernel, date,
+    rc = pa__calib_write(path, &c, res, NULL, NULL,
                          ctx->sys[ctx->sys_cur].ncpus, vmean, vp95, venergy);
     if (rc < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
@@ -427,11 +710,6 @@ out:
     free(l.th);
     free(args);
     free(v);
-    free(pu);
-    free(pw);
-    free(pt);
-    free(first);
-    free(lev_of);
     return status;
 }
 
@@ -448,6 +726,7 @@ int pa_cli_calibrate(int argc, char **argv)
         OPT_WINDOWS,
         OPT_PROCFS,
         OPT_SYSFS,
+        OPT_FREQUENCIES,
     };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, OPT_OUTPUT},
@@ -461,6 +740,7 @@ int pa_cli_calibrate(int argc, char **argv)
         {"windows", required_argument, NULL, OPT_WINDOWS},
         {"procfs", required_argument, NULL, OPT_PROCFS},
         {"sysfs", required_argument, NULL, OPT_SYSFS},
+        {"frequencies", required_argument, NULL, OPT_FREQUENCIES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -492,6 +772,15 @@ int pa_cli_calibrate(int argc, char **argv)
             break;
         case OPT_SYSFS:
             copts.sysfs = optarg;
+            break;
+        case OPT_FREQUENCIES:
+            if (!fq_spec_ok(optarg))
+                return pa_cli_usage_error(
+                    CMD, "--frequencies %s: give none, or up to %d of min, "
+                         "mid, max and MHz values joined by ',' (e.g. "
+                         "min,mid,max or 1200,2400)",
+                    optarg, PA_CURVE_FREQS);
+            o.frequencies = optarg;
             break;
         case OPT_STEP:
             dur = &o.step;

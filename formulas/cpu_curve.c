@@ -21,7 +21,9 @@
  *
  * Frequency (cpufreq present and a reference frequency known): the dynamic
  * part P(u) - P(0) is scaled by f/f_ref, f the time-weighted frequency of
- * the window, as cpu-tdp scales with f at constant voltage.
+ * the window, as cpu-tdp scales with f at constant voltage; a calibration
+ * with curves at 2 or more frequencies (fpoint lines) is instead evaluated
+ * at f, linearly between the curves of the two nearest frequencies.
  *
  * Attribution, as rapl-share splits measured power: the static part P(0)
  * is the system's idle power; the dynamic part is split between the
@@ -35,6 +37,11 @@
  * further than 4 mean absolute deviations from its bin is rejected), the
  * model's relative error before the update is averaged into model_error,
  * and the curve used is the learned one where a bin has enough windows.
+ * With save=FILE the learned bins that have enough windows (at least 2 of
+ * them) are written when the formula stops or is reconfigured, in the
+ * calibration file format (pa__calib_write) with the running error as the
+ * validation mean, so that a later run without RAPL (a VM on the same
+ * hardware) uses the learned curve with its error: calibration=FILE.
  */
 #include "internal.h"
 
@@ -61,7 +68,7 @@
 #define LEARN_MIN 5 /* windows before a bin's mean is used */
 
 static const char *const curve_options[] = {
-    "points", "per", "calibration", "model", "fref", "learn", NULL};
+    "points", "per", "calibration", "model", "fref", "learn", "save", NULL};
 
 typedef enum src_kind {
     SRC_OPTION,
@@ -100,6 +107,10 @@ typedef struct cpu_curve {
     unsigned long learned, rejected;
     double err_sum;
     unsigned long err_n;
+    double f_sum;       /* MHz summed over the learned windows with cpufreq */
+    unsigned long f_n;
+    unsigned learn_cpus; /* CPUs online in the last learned window */
+    char save[PA_PATH_MAX]; /* save=FILE, "" when not given */
 } cpu_curve;
 
 static const char *hwdb_of(const pa_module *m)
@@ -237,6 +248,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     const char *calib = pa_options_get(o, "calibration");
     const char *model = pa_options_get(o, "model");
     const char *learn = pa_options_get(o, "learn");
+    const char *save = pa_options_get(o, "save");
     int rc;
     if ((points != NULL) + (calib != NULL) + (model != NULL) > 1)
         return pa__err(-EINVAL,
@@ -247,6 +259,29 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
         return pa__err(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
     st->learn = !learn || !strcmp(learn, "on");
+    if (save) {
+        if (!st->learn)
+            return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
+                                    "finds; it does not go with learn=off");
+        if (!*save || strlen(save) + 5 >= sizeof(st->save))
+            return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name",
+                           save);
+        char dir[PA_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", save);
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+            dir[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof(dir), ".");
+        if (access(dir, W_OK) < 0)
+            return pa__err(-errno,
+                           "cpu-curve: save=%s: directory %s is not "
+                           "writable: %s; create it or choose another file",
+                           save, dir, strerror(errno));
+        snprintf(st->save, sizeof(st->save), "%s", save);
+    }
     if (pa_options_get(o, "fref")) {
         double f;
         if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) ||
@@ -337,6 +372,43 @@ static int curve_start(pa_module *m, const pa_options *opts)
     return 0;
 }
 
+static int learned_bins(const cpu_curve *st)
+{
+    int have = 0;
+    for (int b = 0; b < NBINS; b++)
+        have += st->bins[b].n >= LEARN_MIN;
+    return have;
+}
+
+/* save=FILE: the learned bins with enough windows, as a calibration file
+ * of this CPU model and CPU count, model_error as the validation mean.
+ * Nothing is written before 2 bins are learned (from RAPL windows only:
+ * learn() runs only on windows with a RAPL package reading). */
+static int save_learned(const cpu_curve *st)
+{
+    if (!st->save[0] || learned_bins(st) < 2)
+        return 0;
+    pa_curve c;
+    double res[NBINS];
+    memset(&c, 0, sizeof(c));
+    snprintf(c.match, sizeof(c.match), "%s", st->looked_model);
+    c.mhz = st->f_n ? st->f_sum / st->f_n : 0;
+    for (int b = 0; b < NBINS; b++) {
+        const bin *x = &st->bins[b];
+        if (x->n < LEARN_MIN)
+            continue;
+        double u = x->u;
+        if (c.n && u <= c.load[c.n - 1])
+            u = c.load[c.n - 1] + 1e-4;
+        c.load[c.n] = u;
+        c.watts[c.n] = x->w;
+        res[c.n++] = x->mad;
+    }
+    double err = st->err_n ? st->err_sum / st->err_n * 100 : -1;
+    return pa__calib_write(st->save, &c, res, NULL, NULL,
+                           st->learn_cpus ? st->learn_cpus : 1, err, -1, -1);
+}
+
 static int curve_configure(pa_module *m, const pa_options *opts)
 {
     cpu_curve *fresh = malloc(sizeof(*fresh));
@@ -347,6 +419,8 @@ static int curve_configure(pa_module *m, const pa_options *opts)
         free(fresh);
         return rc;
     }
+    if (m->priv)
+        save_learned(m->priv);
     free(m->priv);
     m->priv = fresh;
     return 0;
@@ -354,6 +428,8 @@ static int curve_configure(pa_module *m, const pa_options *opts)
 
 static void curve_stop(pa_module *m)
 {
+    if (m->priv)
+        save_learned(m->priv); /* stop cannot fail: see the assumed line */
     free(m->priv);
     m->priv = NULL;
 }
@@ -550,10 +626,13 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
 
     pa_curve learned;
     const pa_curve *use = c;
+    if (st->save[0])
+        pa_table_assume(out,
+               "cpu-curve: learned curve saved to %s when the formula stops "
+               "(%d of 11 load bins have %d RAPL windows; 2 needed)",
+               st->save, learned_bins(st), LEARN_MIN);
     if (st->learn && !per_pk) {
-        int have = 0;
-        for (int b = 0; b < NBINS; b++)
-            have += st->bins[b].n >= LEARN_MIN;
+        int have = learned_bins(st);
         if (have >= 2) {
             learned_curve(st, c, scale, &learned);
             use = &learned;
@@ -564,8 +643,29 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         }
     }
 
+    /* frequency */
+    double t_all = 0, f_sum = 0, f_win = 0;
+    if (d->have & PA_HAVE_FREQ)
+        for (unsigned i = 0; i < d->nfreq; i++) {
+            t_all += (double)d->freq[i].time_ns;
+            f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
+        }
+    if (t_all > 0)
+        f_win = f_sum / t_all;
+    /* per-frequency curves of a calibration (calibrate --frequencies):
+     * P(u) at the window's frequency, interpolated between them; no
+     * f/f_ref scaling then */
+    bool by_freq = c->nfreq >= 2 && f_win > 0 && use == c && !per_pk;
+
     double p_static, p_dyn;
-    if (per_pk) {
+    if (by_freq) {
+        p_static = pa__curve_at_freq(c, f_win, 0) * scale;
+        p_dyn = pa__curve_at_freq(c, f_win, u) * scale - p_static;
+        pa_table_assume(out,
+               "cpu-curve: the calibration's curves at %g..%g MHz, "
+               "interpolated at the window's %.0f MHz",
+               c->fmhz[0], c->fmhz[c->nfreq - 1], f_win);
+    } else if (per_pk) {
         p_static = 0;
         p_dyn = 0;
         bool sys_u = false;
@@ -589,14 +689,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         p_dyn = (pa__curve_at(use, u) - use->watts[0]) * scale;
     }
 
-    /* frequency */
-    double t_all = 0, f_sum = 0;
-    if (d->have & PA_HAVE_FREQ)
-        for (unsigned i = 0; i < d->nfreq; i++) {
-            t_all += (double)d->freq[i].time_ns;
-            f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
-        }
-    if (t_all > 0) {
+    if (t_all > 0 && !by_freq) {
         double fref = !isnan(st->opt_fref) ? st->opt_fref
                       : c->mhz > 0         ? c->mhz
                       : st->rec_mhz > 0    ? st->rec_mhz
@@ -604,7 +697,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                           ? d->cur->nominal_mhz
                           : 0;
         if (fref > 0) {
-            double f = f_sum / t_all;
+            double f = f_win;
             p_dyn *= f / fref;
             pa_table_assume(out,
                    "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
@@ -629,8 +722,14 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                 dram += d->rapl[i].energy_j;
             }
         }
-        if (have_pkg && d->interval_s > 0 && st->learn)
+        if (have_pkg && d->interval_s > 0 && st->learn) {
             learn(st, u, p, (pkg + dram) / d->interval_s);
+            st->learn_cpus = ncpus;
+            if (f_win > 0) {
+                st->f_sum += f_win;
+                st->f_n++;
+            }
+        }
     }
     out->model_error = st->err_n ? st->err_sum / st->err_n
                        : c->error >= 0 ? c->error

@@ -4,8 +4,8 @@
  * exact watts for interpolation, per-package curves, frequency scaling,
  * the idle split and conservation (tasks + idle = P every window), curves
  * from a calibration file and a hwdb record (scaled to the CPUs online),
- * the default per-vCPU curve, self-calibration against RAPL and bad
- * options.
+ * the default per-vCPU curve, self-calibration against RAPL (and its
+ * save= file read back without RAPL) and bad options.
  */
 #include "internal.h"
 #include "testutil.h"
@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TOL 1e-9
 
@@ -223,23 +224,32 @@ START_TEST(frequency_scaling)
 }
 END_TEST
 
+/* A curve of the fixture's CPU model with n points, and the path
+ * DIR/cal.txt for its file in a new folder DIR (returned). */
+static char *curve_of(pa_curve *c, size_t n, const double *load,
+                      const double *watts, char *path, size_t len)
+{
+    char *dir = pa_test_tmpdir();
+    snprintf(path, len, "%s/cal.txt", dir);
+    memset(c, 0, sizeof(*c));
+    snprintf(c->match, sizeof(c->match),
+             "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
+    c->n = n;
+    for (size_t i = 0; i < n; i++) {
+        c->load[i] = load[i];
+        c->watts[i] = watts[i];
+    }
+    return dir;
+}
+
 /* A calibration file: its points (load %, watts), and its validation
  * error becomes model_error. */
 START_TEST(calibration_file)
 {
-    char *dir = pa_test_tmpdir();
     char path[4200];
-    snprintf(path, sizeof(path), "%s/cal.txt", dir);
     pa_curve c;
-    memset(&c, 0, sizeof(c));
-    snprintf(c.match, sizeof(c.match), "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
-    c.n = 3;
-    c.load[0] = 0;
-    c.load[1] = 0.4;
-    c.load[2] = 1;
-    c.watts[0] = 20;
-    c.watts[1] = 60;
-    c.watts[2] = 80;
+    const double load[3] = {0, 0.4, 1}, watts[3] = {20, 60, 80};
+    char *dir = curve_of(&c, 3, load, watts, path, sizeof(path));
     const double res[3] = {0.1, 0.2, 0.3};
     ck_assert_int_eq(pa__calib_write(path, &c, res, "6.18", "2026-11-23",
                                      4, 2.5, 4.0, 0.5),
@@ -277,6 +287,58 @@ START_TEST(calibration_file)
     pa_ctx_free(ctx);
     unsetenv("POWERAPI_CALIBRATION");
     pa_test_rmtree(root);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
+/* A calibration with curves at 1050 MHz (20..40 W) and 2100 MHz
+ * (20..80 W): a window half at each (f = 1575 MHz) at u = 0.5 gets the
+ * mean of 30 W and 50 W = 40 W, idle 20 W (the main points with f/f_ref
+ * scaling would give 50 W); at 2100 MHz only, 50 W. */
+START_TEST(calibration_per_frequency)
+{
+    char path[4200];
+    pa_curve c;
+    const double load[2] = {0, 1}, watts[2] = {20, 100};
+    char *dir = curve_of(&c, 2, load, watts, path, sizeof(path));
+    c.mhz = 2100;
+    c.nfreq = 2;
+    c.fmhz[0] = 1050;
+    c.fmhz[1] = 2100;
+    for (int k = 0; k < 2; k++) {
+        c.fn[k] = 2;
+        c.fload[k][1] = 1;
+        c.fwatts[k][0] = 20;
+        c.fwatts[k][1] = k ? 80 : 40;
+        c.fres[k][1] = 0.5;
+    }
+    ck_assert_int_eq(pa__calib_write(path, &c, NULL, NULL, NULL, 4, -1, -1,
+                                     -1),
+                     0);
+    pa_curve r;
+    ck_assert_int_eq(pa__calib_read(path, &r), 0);
+    ck_assert_uint_eq(r.nfreq, 2);
+    ck_assert_double_eq_tol(r.fmhz[1], 2100, TOL);
+    ck_assert_double_eq_tol(r.fwatts[0][1], 40, TOL);
+    ck_assert_double_eq_tol(r.fres[1][1], 0.5, TOL);
+    char opts[4300];
+    snprintf(opts, sizeof(opts), "calibration=%s", path);
+    srv s;
+    srv_open(&s, opts, true, false);
+    const unsigned long busy[4] = {50, 50, 50, 50};
+    srv_step(&s, busy, 200, 0, 0, 200, 200);
+    check_sys(s.ctx, 40.0, 20.0, "interpolated at the window's 1575 MHz");
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 20.0, TOL);
+    srv_step(&s, busy, 200, 0, 0, 400, 0);
+    check_sys(s.ctx, 50.0, 20.0, "curves at 1050..2100 MHz");
+    srv_close(&s);
+    /* fpoint lines out of order are refused */
+    FILE *f = fopen(path, "a");
+    ck_assert_ptr_nonnull(f);
+    fputs("fpoint 900 0 10 0\n", f);
+    fclose(f);
+    ck_assert_int_eq(pa__calib_read(path, &r), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "not above the previous"));
     pa_test_rmtree(dir);
 }
 END_TEST
@@ -346,8 +408,12 @@ END_TEST
  * and the error falls; an outlier window is rejected. */
 START_TEST(self_calibration)
 {
+    char *dir = pa_test_tmpdir();
+    char path[4200], opts[4300];
+    snprintf(path, sizeof(path), "%s/learned.txt", dir);
+    snprintf(opts, sizeof(opts), "points=0:40+100:100,save=%s", path);
     srv s;
-    srv_open(&s, "points=0:40+100:100", false, true);
+    srv_open(&s, opts, false, true);
     const unsigned long lo[4] = {0, 0, 0, 0}, hi[4] = {100, 100, 100, 100};
     for (int k = 0; k < 6; k++) {
         srv_step(&s, lo, 0, 0, 20, 0, 0);
@@ -362,8 +428,40 @@ START_TEST(self_calibration)
     srv_step(&s, hi, 200, 200, 600, 0, 0);
     srv_step(&s, hi, 200, 200, 60, 0, 0);
     check_sys(s.ctx, 60.0, 20.0, "1 outliers rejected");
-    ck_assert(model_error(s.ctx) < e);
+    check_sys(s.ctx, 60.0, 20.0, "saved to");
+    double learned_e = model_error(s.ctx);
+    ck_assert(learned_e < e);
+    ck_assert(learned_e > 0);
+    /* save=: nothing before the formula stops, then the learned curve */
+    ck_assert_int_eq(access(path, F_OK), -1);
     srv_close(&s);
+    pa_curve c;
+    ck_assert_msg(pa__calib_read(path, &c) == 0, "%s", pa_last_error());
+    ck_assert_str_eq(c.match, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
+    ck_assert_uint_eq(c.n, 2); /* the two bins with enough windows */
+    ck_assert_uint_eq(c.threads, 4);
+    ck_assert_double_eq_tol(c.watts[0], 20.0, 1e-4);
+    ck_assert_double_eq_tol(c.watts[1], 60.0, 1e-4);
+    ck_assert_double_eq_tol(c.error, learned_e, 1e-5);
+    /* read back by a context without RAPL: the learned watts at u = 0.5
+     * (40 W, where the option's curve gave 70 W) and the learned error */
+    snprintf(opts, sizeof(opts), "calibration=%s", path);
+    srv_open(&s, opts, false, false);
+    const unsigned long half[4] = {50, 50, 50, 50};
+    srv_step(&s, half, 200, 0, 0, 0, 0);
+    check_sys(s.ctx, 40.0, 20.0, "cpu-curve: calibration ");
+    ck_assert_double_eq_tol(model_error(s.ctx), learned_e, 1e-5);
+    srv_close(&s);
+    /* fewer than 2 learned bins: no file is written */
+    unlink(path);
+    snprintf(opts, sizeof(opts), "save=%s", path);
+    srv_open(&s, opts, false, true);
+    for (int k = 0; k < 6; k++)
+        srv_step(&s, hi, 200, 200, 60, 0, 0);
+    check_sys(s.ctx, 4 * 3.5, 4 * 0.74, "1 of 11 load bins");
+    srv_close(&s);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    pa_test_rmtree(dir);
 }
 END_TEST
 
@@ -385,6 +483,13 @@ START_TEST(bad_options)
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "model=Z80"), -EINVAL);
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "learn=maybe"),
                      -EINVAL);
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "cpu-curve", "save=/nonexistent/dir/cal.txt"),
+        -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "not writable"));
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "cpu-curve", "learn=off,save=/tmp/cal.txt"),
+        -EINVAL);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -398,6 +503,7 @@ static Suite *suite(void)
     tcase_add_test(tc, several_packages);
     tcase_add_test(tc, frequency_scaling);
     tcase_add_test(tc, calibration_file);
+    tcase_add_test(tc, calibration_per_frequency);
     tcase_add_test(tc, hwdb_record_scaled);
     tcase_add_test(tc, default_curve);
     tcase_add_test(tc, bad_calibration_stated);

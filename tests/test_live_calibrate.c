@@ -18,6 +18,10 @@
  * 3. with the tree removed, cpu-curve with the calibration file gives the
  *    energy of a load pattern calibrate never ran within 3 % of the
  *    simulator's.
+ * 4. with a cpufreq policy offered (userspace governor; the simulated
+ *    power depends on the frequency scaling_setspeed says), the ladder at
+ *    min/mid/max recovers each frequency's curve (fpoint lines), and the
+ *    setting is restored at the end and on SIGTERM.
  * The machine is shared: other load only moves the utilisation, which
  * both sides read from the same /proc/stat.
  */
@@ -34,9 +38,16 @@
 
 #define RANGE_UJ 30000000ull
 
+/* W, convex like real packages; the dynamic part proportional to the
+ * frequency (3000 MHz: the curve of the tests without cpufreq) */
+static double truth_f(double u, double mhz)
+{
+    return 4 + (8 * u + 2 * u * u) * mhz / 3000;
+}
+
 static double truth(double u)
 {
-    return 4 + 8 * u + 2 * u * u; /* W, convex like real packages */
+    return truth_f(u, 3000);
 }
 
 typedef struct sim {
@@ -47,6 +58,10 @@ typedef struct sim {
     volatile int write_tree;
     double energy_j; /* unwrapped truth */
     unsigned ncpus;
+    int cpufreq;       /* offers policy0 with the userspace governor */
+    double mhz;        /* the frequency scaling_setspeed says */
+    double seen[32];   /* the successive values calibrate wrote there */
+    unsigned nseen;
 } sim;
 
 static uint64_t mono_ns(void)
@@ -85,7 +100,7 @@ static void *sim_run(void *p)
     read_stat(&busy0);
     unsigned seed = 12345;
     long hz = sysconf(_SC_CLK_TCK);
-    double power = truth(0);
+    double power = truth_f(0, s->mhz);
     for (unsigned step = 1; !s->stop; step++) {
         /* the counter grows every 5 ms (RAPL's update every ~1 ms) at the
          * power of the utilisation of the last 50 ms */
@@ -114,7 +129,23 @@ static void *sim_run(void *p)
         double u = (double)(busy - busy0) / hz / (dt * s->ncpus);
         u = u < 0 ? 0 : u;
         double noise = 0.02 * (rand_r(&seed) / (double)RAND_MAX - 0.5);
-        power = truth(u) * (1 + noise);
+        if (s->cpufreq) {
+            char fp[4300], buf[64] = "";
+            snprintf(fp, sizeof(fp), "%s/sys/devices/system/cpu/cpufreq/"
+                     "policy0/scaling_setspeed", s->root);
+            FILE *ff = fopen(fp, "r");
+            if (ff) {
+                if (fgets(buf, sizeof(buf), ff) && atof(buf) > 0)
+                    s->mhz = atof(buf) / 1000;
+                fclose(ff);
+            }
+            pthread_mutex_lock(&s->lock);
+            if (s->nseen < 32 &&
+                (!s->nseen || s->seen[s->nseen - 1] != s->mhz))
+                s->seen[s->nseen++] = s->mhz;
+            pthread_mutex_unlock(&s->lock);
+        }
+        power = truth_f(u, s->mhz) * (1 + noise);
         busy0 = busy;
         t0 = t;
     }
@@ -129,9 +160,11 @@ static double sim_energy(sim *s)
     return e;
 }
 
-static void sim_start(sim *s)
+static void sim_start(sim *s, bool cpufreq)
 {
     memset(s, 0, sizeof(*s));
+    s->mhz = 3000;
+    s->cpufreq = cpufreq;
     pthread_mutex_init(&s->lock, NULL);
     s->root = pa_test_tmpdir();
     s->ncpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
@@ -152,6 +185,19 @@ static void sim_start(sim *s)
         snprintf(rel, sizeof(rel),
                  "sys/devices/system/cpu/cpu%u/topology/physical_package_id", c);
         pa_test_write(s->root, rel, "0\n");
+    }
+    if (cpufreq) {
+        const char *pol = "sys/devices/system/cpu/cpufreq/policy0";
+        snprintf(rel, sizeof(rel), "%s/scaling_available_frequencies", pol);
+        pa_test_write(s->root, rel, "3000000 2000000 1000000\n");
+        snprintf(rel, sizeof(rel), "%s/scaling_governor", pol);
+        pa_test_write(s->root, rel, "userspace\n");
+        snprintf(rel, sizeof(rel), "%s/scaling_setspeed", pol);
+        pa_test_write(s->root, rel, "2000000\n");
+        snprintf(rel, sizeof(rel), "%s/scaling_max_freq", pol);
+        pa_test_write(s->root, rel, "3000000\n");
+        s->mhz = 2000;
+        s->seen[s->nseen++] = 2000; /* before calibrate starts */
     }
     s->write_tree = 1;
     ck_assert_int_eq(pthread_create(&s->th, NULL, sim_run, s), 0);
@@ -187,18 +233,22 @@ static void *spin(void *p)
 START_TEST(calibrate_on_simulated_rapl)
 {
     sim s;
-    sim_start(&s);
+    sim_start(&s, false);
     char cmd[16384], cal[4200], wins[4200];
     snprintf(cal, sizeof(cal), "%s/cal.txt", s.root);
     snprintf(wins, sizeof(wins), "%s/windows.csv", s.root);
     snprintf(cmd, sizeof(cmd),
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --windows '%s' "
-             "--step 2s --settle 300ms --window 500ms --reps 1 --validate 8s",
+             "--step 2s --settle 300ms --window 500ms --reps 1 --validate 8s 2>&1",
              PA_CLI_PATH, s.root, cal, wins);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "calibrate exited %d: %s", st, out ? out : "");
     fprintf(stderr, "%s", out);
+    /* no cpufreq in the simulated tree: said once */
+    const char *once = strstr(out, "at the current frequency only");
+    ck_assert_msg(once != NULL, "%s", out);
+    ck_assert_ptr_null(strstr(once + 1, "at the current frequency only"));
     free(out);
 
     /* 1. every point within 2 % of the truth */
@@ -300,6 +350,100 @@ START_TEST(calibrate_on_simulated_rapl)
 }
 END_TEST
 
+/* cpufreq offered (policy0, userspace governor, 1/2/3 GHz, set to 2 GHz)
+ * and the simulated power's dynamic part proportional to the frequency
+ * calibrate sets: the ladder at min, mid and max recovers each
+ * frequency's curve, the settings are restored, and a SIGTERM in the
+ * middle restores them too. */
+START_TEST(calibrate_per_frequency)
+{
+    sim s;
+    sim_start(&s, true);
+    char cmd[32768], cal[4200], setspeed[4300];
+    snprintf(cal, sizeof(cal), "%s/cal.txt", s.root);
+    snprintf(setspeed, sizeof(setspeed),
+             "%s/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed",
+             s.root);
+    snprintf(cmd, sizeof(cmd),
+             "'%s' calibrate --sysfs '%s/sys' --output '%s' --levels 3 "
+             "--step 1s --settle 300ms --window 300ms --reps 1 --validate 0 "
+             "2>&1",
+             PA_CLI_PATH, s.root, cal);
+    char *out = NULL;
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == 0, "calibrate exited %d: %s", st, out ? out : "");
+    fprintf(stderr, "%s", out);
+    ck_assert_ptr_null(strstr(out, "current frequency only"));
+    ck_assert_ptr_nonnull(strstr(out, "cpufreq settings restored"));
+    pa_curve c;
+    ck_assert_msg(pa__calib_read(cal, &c) == 0, "%s", pa_last_error());
+    char *text = pa_test_slurp(cal);
+    fprintf(stderr, "%s", text ? text : "");
+    free(text);
+    /* the main points: at the frequency the policy was left at */
+    for (size_t k = 0; k < c.n; k++)
+        ck_assert_msg(fabs(c.watts[k] / truth_f(c.load[k], 2000) - 1) < 0.02,
+                      "point %.1f %%: %.3f W, truth %.3f W", c.load[k] * 100,
+                      c.watts[k], truth_f(c.load[k], 2000));
+    /* each frequency's points, unless other work on the machine kept its
+     * ladder from 2 distinct loads: then calibrate said so and left it out */
+    const double mhz[3] = {1000, 2000, 3000};
+    size_t f = 0;
+    for (size_t m = 0; m < 3; m++) {
+        char skipped[96];
+        snprintf(skipped, sizeof(skipped), "reached at %.0f MHz", mhz[m]);
+        if (f < c.nfreq && c.fmhz[f] == mhz[m]) {
+            ck_assert_ptr_null(strstr(out, skipped));
+            ck_assert_uint_ge(c.fn[f], 2);
+            for (size_t k = 0; k < c.fn[f]; k++) {
+                double t = truth_f(c.fload[f][k], mhz[m]);
+                ck_assert_msg(fabs(c.fwatts[f][k] / t - 1) < 0.02,
+                              "%.0f MHz, %.1f %%: %.3f W, truth %.3f W",
+                              mhz[m], c.fload[f][k] * 100, c.fwatts[f][k], t);
+            }
+            f++;
+        } else {
+            ck_assert_msg(strstr(out, skipped) != NULL, "%.0f MHz: %s",
+                          mhz[m], out);
+        }
+    }
+    ck_assert_uint_eq(f, c.nfreq);
+    free(out);
+    /* what calibrate wrote to scaling_setspeed, and the value restored */
+    pthread_mutex_lock(&s.lock);
+    unsigned nseen = s.nseen;
+    double seen[32];
+    memcpy(seen, s.seen, sizeof(seen));
+    pthread_mutex_unlock(&s.lock);
+    ck_assert_uint_ge(nseen, 5);
+    ck_assert_double_eq_tol(seen[0], 2000, 1e-9);
+    ck_assert_double_eq_tol(seen[nseen - 4], 1000, 1e-9);
+    ck_assert_double_eq_tol(seen[nseen - 3], 2000, 1e-9);
+    ck_assert_double_eq_tol(seen[nseen - 2], 3000, 1e-9);
+    ck_assert_double_eq_tol(seen[nseen - 1], 2000, 1e-9);
+    text = pa_test_slurp(setspeed);
+    ck_assert_str_eq(text, "2000000\n");
+    free(text);
+    /* SIGTERM while a frequency is set: restored, killed by the signal */
+    snprintf(cmd, sizeof(cmd),
+             "'%s' calibrate --sysfs '%s/sys' --output '%s.2' --levels 2 "
+             "--step 1s --settle 300ms --window 300ms --reps 1 --validate 0 "
+             ">/dev/null 2>&1 & p=$!; i=0; "
+             "while [ \"$(cat '%s')\" = 2000000 ] && [ $i -lt 300 ]; do "
+             "sleep 0.05; i=$((i+1)); done; cat '%s'; kill -TERM $p; "
+             "wait $p; echo \"status $?\"; cat '%s'",
+             PA_CLI_PATH, s.root, cal, setspeed, setspeed, setspeed);
+    st = pa_test_run(cmd, &out);
+    ck_assert_int_eq(st, 0);
+    ck_assert_msg(out && !strcmp(out, "1000000\nstatus 143\n2000000\n"),
+                  "%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s.2", cal);
+    ck_assert_int_eq(access(cmd, F_OK), -1);
+    sim_stop(&s);
+}
+END_TEST
+
 START_TEST(calibrate_without_rapl)
 {
     char *dir = pa_test_tmpdir();
@@ -320,6 +464,15 @@ START_TEST(calibrate_without_rapl)
     ck_assert_msg(out && strstr(out, "--step must leave") != NULL, "%s",
                   out ? out : "");
     free(out);
+    /* a --frequencies list it cannot use */
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --frequencies min,fast 2>&1",
+             PA_CLI_PATH);
+    st = pa_test_run(cmd, &out);
+    ck_assert_int_eq(st, 2);
+    ck_assert_msg(out && strstr(out, "--frequencies min,fast: give none") !=
+                             NULL,
+                  "%s", out ? out : "");
+    free(out);
     pa_test_rmtree(dir);
 }
 END_TEST
@@ -330,6 +483,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("live");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, calibrate_on_simulated_rapl);
+    tcase_add_test(tc, calibrate_per_frequency);
     tcase_add_test(tc, calibrate_without_rapl);
     suite_add_tcase(s, tc);
     return s;

@@ -10,7 +10,12 @@
  *   cpus 2                  logical CPUs online during the calibration
  *   mhz 2100                mean cpufreq frequency, 0 when unknown
  *   point LOAD% WATTS RMS_RESIDUAL_W     one per ladder level, increasing
+ *   fpoint MHZ LOAD% WATTS RMS_RESIDUAL_W   the ladder at a frequency
+ *                           calibrate set (--frequencies); per MHz, loads
+ *                           increasing, MHz in increasing order
  *   validation mean_pct=M p95_pct=P energy_pct=E
+ *                           (mean_pct alone from cpu-curve's save=: its
+ *                           running error against RAPL)
  *
  * The points are the package (+ DRAM when RAPL has it) power of the whole
  * machine at each measured utilisation.  The validation line's mean
@@ -23,22 +28,43 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
+
+static double points_at(const double *load, const double *watts, size_t n,
+                        double u)
+{
+    if (!n)
+        return 0;
+    if (u <= load[0] || n == 1)
+        return watts[0];
+    if (u >= load[n - 1])
+        return watts[n - 1];
+    size_t i = 1;
+    while (load[i] < u)
+        i++;
+    double u0 = load[i - 1], u1 = load[i];
+    return watts[i - 1] + (watts[i] - watts[i - 1]) * (u - u0) / (u1 - u0);
+}
 
 double pa__curve_at(const pa_curve *c, double u)
 {
-    if (!c->n)
-        return 0;
-    if (u <= c->load[0] || c->n == 1)
-        return c->watts[0];
-    if (u >= c->load[c->n - 1])
-        return c->watts[c->n - 1];
-    size_t i = 1;
-    while (c->load[i] < u)
-        i++;
-    double u0 = c->load[i - 1], u1 = c->load[i];
-    return c->watts[i - 1] +
-           (c->watts[i] - c->watts[i - 1]) * (u - u0) / (u1 - u0);
+    return points_at(c->load, c->watts, c->n, u);
+}
+
+double pa__curve_at_freq(const pa_curve *c, double mhz, double u)
+{
+    if (c->nfreq < 2)
+        return pa__curve_at(c, u);
+    size_t k = 0;
+    while (k + 2 < c->nfreq && c->fmhz[k + 1] < mhz)
+        k++;
+    double p0 = points_at(c->fload[k], c->fwatts[k], c->fn[k], u);
+    double p1 = points_at(c->fload[k + 1], c->fwatts[k + 1], c->fn[k + 1], u);
+    double a = (mhz - c->fmhz[k]) / (c->fmhz[k + 1] - c->fmhz[k]);
+    a = a < 0 ? 0 : a > 1 ? 1 : a;
+    return p0 + a * (p1 - p0);
 }
 
 /* Reads a "quoted" value (\" and \\ escapes) at p into out. */
@@ -132,6 +158,48 @@ int pa__calib_read(const char *path, pa_curve *out)
             }
             c.load[c.n] = u / 100;
             c.watts[c.n++] = w;
+        } else if (!strcmp(word, "fpoint")) {
+            char *e1, *e2, *e3;
+            double mhz = strtod(p, &e1);
+            double u = e1 == p ? NAN : strtod(e1, &e2);
+            double w = e1 == p || e2 == e1 ? NAN : strtod(e2, &e3);
+            if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) ||
+                !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+                goto bad;
+            char *e4;
+            double r = strtod(e3, &e4);
+            size_t k = c.nfreq;
+            if (k && mhz == c.fmhz[k - 1]) {
+                k--;
+            } else if (k && mhz < c.fmhz[k - 1]) {
+                rc = pa__err(-EINVAL,
+                             "calibration: %s:%u: frequency %g MHz is not "
+                             "above the previous fpoint's",
+                             path, ln, mhz);
+                goto out;
+            } else if (k == PA_CURVE_FREQS) {
+                rc = pa__err(-EINVAL,
+                             "calibration: %s:%u: more than %d frequencies",
+                             path, ln, PA_CURVE_FREQS);
+                goto out;
+            } else {
+                c.fmhz[k] = mhz;
+                c.fn[k] = 0;
+                c.nfreq++;
+            }
+            size_t j = c.fn[k];
+            if (j == PA_CURVE_MAX || (j && u / 100 <= c.fload[k][j - 1])) {
+                rc = pa__err(-EINVAL,
+                             "calibration: %s:%u: load %g%% at %g MHz is "
+                             "not above the previous point's (or more than "
+                             "%d points)",
+                             path, ln, u, mhz, PA_CURVE_MAX);
+                goto out;
+            }
+            c.fload[k][j] = u / 100;
+            c.fwatts[k][j] = w;
+            c.fres[k][j] = e4 == e3 ? 0 : r;
+            c.fn[k]++;
         } else if (!strcmp(word, "validation")) {
             const char *m = strstr(p, "mean_pct=");
             if (m) {
@@ -149,6 +217,14 @@ int pa__calib_read(const char *path, pa_curve *out)
         rc = pa__err(-EIO, "calibration: error reading %s", path);
         goto out;
     }
+    for (size_t k = 0; k < c.nfreq; k++)
+        if (c.fn[k] < 2) {
+            rc = pa__err(-EINVAL,
+                         "calibration: %s: fewer than 2 fpoint lines at %g "
+                         "MHz; run `powerapi calibrate` again",
+                         path, c.fmhz[k]);
+            goto out;
+        }
     if (!have_cpu || c.n < 2) {
         rc = pa__err(-EINVAL,
                      "calibration: %s has no cpu line or fewer than 2 "
@@ -188,6 +264,20 @@ int pa__calib_write(const char *path, const pa_curve *c,
                     const char *date, unsigned ncpus, double valid_mean_pct,
                     double valid_p95_pct, double valid_energy_pct)
 {
+    struct utsname un;
+    char kbuf[128] = "unknown", dbuf[32] = "unknown";
+    if (!kernel) {
+        if (uname(&un) == 0)
+            snprintf(kbuf, sizeof(kbuf), "%s", un.release);
+        kernel = kbuf;
+    }
+    if (!date) {
+        time_t t = time(NULL);
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(dbuf, sizeof(dbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        date = dbuf;
+    }
     char tmp[PA_PATH_MAX];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
         return pa__err(-ENAMETOOLONG, "calibration: path too long: %s", path);
@@ -209,9 +299,19 @@ int pa__calib_write(const char *path, const pa_curve *c,
     for (size_t i = 0; i < c->n; i++)
         fprintf(f, "point %.2f %.4f %.4f\n", c->load[i] * 100, c->watts[i],
                 residual_w ? residual_w[i] : 0.0);
-    if (valid_mean_pct >= 0)
+    if (c->nfreq)
+        fputs("# fpoint MHZ LOAD% WATTS RMS_RESIDUAL_W (the ladder at each "
+              "frequency calibrate set)\n",
+              f);
+    for (size_t k = 0; k < c->nfreq; k++)
+        for (size_t i = 0; i < c->fn[k]; i++)
+            fprintf(f, "fpoint %.0f %.2f %.4f %.4f\n", c->fmhz[k],
+                    c->fload[k][i] * 100, c->fwatts[k][i], c->fres[k][i]);
+    if (valid_mean_pct >= 0 && valid_p95_pct >= 0)
         fprintf(f, "validation mean_pct=%.3f p95_pct=%.3f energy_pct=%.3f\n",
                 valid_mean_pct, valid_p95_pct, valid_energy_pct);
+    else if (valid_mean_pct >= 0) /* self-calibration: a running mean */
+        fprintf(f, "validation mean_pct=%.3f\n", valid_mean_pct);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         int e = errno ? errno : EIO;

@@ -515,6 +515,7 @@ typedef struct pa_hwdb_nic {
 /* A load-power curve (cpu-curve): power at increasing utilisation, from
  * a hwdb "curve" record, a calibration file or options (curve.c). */
 #define PA_CURVE_MAX 32
+#define PA_CURVE_FREQS 8
 typedef enum pa_curve_per {
     PA_CURVE_SERVER = 0, /* the whole measured machine (SPECpower: wall) */
     PA_CURVE_PACKAGE,    /* one CPU package */
@@ -532,11 +533,23 @@ typedef struct pa_curve {
     double mhz;        /* mean frequency while measured, 0 unknown */
     double error;      /* known relative error of the curve, < 0 unknown */
     char source[256];  /* where the points come from */
+    /* per-frequency curves of `powerapi calibrate --frequencies` (fpoint
+     * lines): nfreq curves at fmhz[] MHz, increasing */
+    size_t nfreq;
+    double fmhz[PA_CURVE_FREQS];
+    size_t fn[PA_CURVE_FREQS];
+    double fload[PA_CURVE_FREQS][PA_CURVE_MAX];
+    double fwatts[PA_CURVE_FREQS][PA_CURVE_MAX];
+    double fres[PA_CURVE_FREQS][PA_CURVE_MAX]; /* RMS residual, W */
 } pa_curve;
 
 /* Power at utilisation u (0..1): linear between points, the end values
  * outside them.  Thread-safe. */
 double pa__curve_at(const pa_curve *c, double u);
+/* Power at utilisation u and frequency mhz from the per-frequency curves
+ * (nfreq >= 2): linear in the frequency between the two nearest, the end
+ * curves outside them; pa__curve_at when there are fewer than 2. */
+double pa__curve_at_freq(const pa_curve *c, double mhz, double u);
 /* Parses "LOAD%:W,LOAD%:W" (or '+'-separated) into c->load/watts;
  * -EINVAL with the reason in why. */
 int pa__curve_parse_points(const char *s, pa_curve *c, char *why,
@@ -550,6 +563,7 @@ int pa__hwdb_curve(const char *hwdb_path, const char *model, pa_curve *out);
 int pa__calib_read(const char *path, pa_curve *out);
 /* Writes a calibration file; residual_w[i] is the RMS residual of point
  * i, NULL when unknown.  valid_* are the validation figures (< 0: none).
+ * kernel / date NULL: uname's release / the current UTC time.
  * -errno with a message. */
 int pa__calib_write(const char *path, const pa_curve *c,
                     const double *residual_w, const char *kernel,
