@@ -320,23 +320,36 @@ static int read_source(parser *ps, char *out, size_t len, bool *have)
     return 0;
 }
 
+/* The next KEY=VALUE of a record: source= read into source (returns 1),
+ * any other key's bare value into val (returns 0); or -errno. */
+static int read_field(parser *ps, char *key, size_t klen, char *val,
+                      size_t vlen, char *source, size_t slen, bool *have_src)
+{
+    int rc = read_key(ps, key, klen);
+    if (rc < 0)
+        return rc;
+    if (!strcmp(key, "source")) {
+        if ((rc = read_source(ps, source, slen, have_src)) < 0)
+            return rc;
+        return 1;
+    }
+    if ((rc = read_bare(ps, val, vlen, key)) < 0)
+        return rc;
+    return 0;
+}
+
 static int parse_cpu(parser *ps, pa_hwdb_cpu *c)
 {
     bool have_tdp = false, have_mhz = false, have_src = false,
          have_volt = false, have_thr = false;
     while (!at_end(ps)) {
         char key[16], val[256];
-        int rc = read_key(ps, key, sizeof(key));
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
+                            c->source, sizeof(c->source), &have_src);
         if (rc < 0)
             return rc;
-        if (!strcmp(key, "source")) {
-            if ((rc = read_source(ps, c->source, sizeof(c->source),
-                                  &have_src)) < 0)
-                return rc;
+        if (rc == 1)
             continue;
-        }
-        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
-            return rc;
         if (!strcmp(key, "tdp")) {
             if (have_tdp)
                 return PERR(ps, "tdp given twice");
@@ -386,17 +399,12 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
     bool have_state = false, have_idle = false, have_src = false;
     while (!at_end(ps)) {
         char key[16], val[256];
-        int rc = read_key(ps, key, sizeof(key));
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
+                            n->source, sizeof(n->source), &have_src);
         if (rc < 0)
             return rc;
-        if (!strcmp(key, "source")) {
-            if ((rc = read_source(ps, n->source, sizeof(n->source),
-                                  &have_src)) < 0)
-                return rc;
+        if (rc == 1)
             continue;
-        }
-        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
-            return rc;
         if (!strcmp(key, "state")) {
             double pairs[8][2];
             size_t k = 0;
@@ -439,17 +447,12 @@ static int parse_curve(parser *ps, pa_curve *c)
     c->error = -1;
     while (!at_end(ps)) {
         char key[16], val[512];
-        int rc = read_key(ps, key, sizeof(key));
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
+                            c->source, sizeof(c->source), &have_src);
         if (rc < 0)
             return rc;
-        if (!strcmp(key, "source")) {
-            if ((rc = read_source(ps, c->source, sizeof(c->source),
-                                  &have_src)) < 0)
-                return rc;
+        if (rc == 1)
             continue;
-        }
-        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
-            return rc;
         if (!strcmp(key, "load")) {
             char why[160];
             if (have_load)
