@@ -95,6 +95,30 @@ int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 /* Parses a duration with pa_parse_duration_ns, refusing 0. */
 int pa_cli_parse_duration(const char *s, uint64_t *out_ns);
 
+/* Appends the pids of "PID[,PID...]" (each 1..4194304) to *pids
+ * (*npids of them, realloc'd).  0, -EINVAL (bad or empty list; the pids
+ * before the bad one stay appended) or -ENOMEM. */
+int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids);
+
+/* The usage error of getopt_long's ':' (missing value) or '?' (unknown
+ * option) return c, after it; returns PA_EXIT_USAGE. */
+int pa_cli_getopt_error(const char *cmd, int c, char **argv);
+
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the signals that stop a subcommand. */
+int pa_cli_is_stop_signal(int s);
+
+/* The one line of a failed pa_tick ("<cmd>: tick: <message>"). */
+void pa_cli_tick_error(const char *cmd, int err);
+
+/* Forks argv[0] with every signal unblocked; the child waits for a byte
+ * (or EOF) on *go_w before execvp, and on exec failure writes its errno
+ * to *ex_r's pipe and exits 127.  *pid, *go_w (the parent's write end)
+ * and *ex_r (read end of the exec-error pipe, close-on-exec) are the
+ * caller's to close.  0, or PA_EXIT_FAIL after printing one line (no fd
+ * left open). */
+int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w,
+                 int *ex_r);
+
 /* CLOCK_MONOTONIC and CLOCK_REALTIME now, ns. */
 uint64_t pa_cli_mono_ns(void);
 uint64_t pa_cli_real_ns(void);
@@ -126,6 +150,11 @@ int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name);
  * nothing when none were given (the first tick enables "auto").  Returns
  * 0 or the exit status, the error printed as one line. */
 int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m);
+/* One --sensor/--formula (kind) or, with disable, --disable option of
+ * getopt: pa_cli_mods_add or pa_cli_mods_disable.  0, or the exit status
+ * after printing one line (PA_EXIT_USAGE; PA_EXIT_FAIL out of memory). */
+int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable,
+                       pa_module_kind kind, const char *arg);
 void pa_cli_mods_free(pa_cli_mods *m);
 
 /* ---- fixture replay (cli/replay.c), a testing aid of `monitor` ---- */

@@ -6,10 +6,15 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *pa_cli_prog = "powerapi";
 
@@ -75,6 +80,101 @@ int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
         return -EINVAL;
     *out_ns = v;
     return 0;
+}
+
+int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
+{
+    char *copy = strdup(arg);
+    if (!copy)
+        return -ENOMEM;
+    int err = 0;
+    size_t added = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        unsigned long v;
+        if (pa_cli_parse_uint(tok, 4194304, &v) < 0) {
+            err = -EINVAL;
+            break;
+        }
+        pid_t *n = realloc(*pids, (*npids + 1) * sizeof(*n));
+        if (!n) {
+            err = -ENOMEM;
+            break;
+        }
+        *pids = n;
+        (*pids)[(*npids)++] = (pid_t)v;
+        added++;
+    }
+    free(copy);
+    return err ? err : added ? 0 : -EINVAL;
+}
+
+int pa_cli_getopt_error(const char *cmd, int c, char **argv)
+{
+    if (c == ':')
+        return pa_cli_usage_error(cmd, "option '%s' needs a value",
+                                  argv[optind - 1]);
+    if (optopt && optopt < 256)
+        return pa_cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return pa_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+int pa_cli_is_stop_signal(int s)
+{
+    return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;
+}
+
+void pa_cli_tick_error(const char *cmd, int err)
+{
+    const char *msg = pa_cli_errmsg(err);
+    pa_cli_error(cmd, "%s%s", strncmp(msg, "tick:", 5) ? "tick: " : "", msg);
+}
+
+int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w,
+                 int *ex_r)
+{
+    int go[2] = {-1, -1}, ex[2] = {-1, -1};
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
+        pa_cli_error(cmd, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    fflush(NULL);
+    pid_t p = fork();
+    if (p < 0) {
+        pa_cli_error(cmd, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (p == 0) {
+        /* child: wait until watched, then exec */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        close(go[1]);
+        close(ex[0]);
+        char b;
+        while (read(go[0], &b, 1) < 0 && errno == EINTR)
+            ;
+        execvp(argv[0], argv);
+        int e = errno;
+        ssize_t w = write(ex[1], &e, sizeof(e));
+        (void)w;
+        _exit(127);
+    }
+    close(go[0]);
+    close(ex[1]);
+    *pid = p;
+    *go_w = go[1];
+    *ex_r = ex[0];
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (go[i] >= 0)
+            close(go[i]);
+        if (ex[i] >= 0)
+            close(ex[i]);
+    }
+    return PA_EXIT_FAIL;
 }
 
 static uint64_t clock_ns(clockid_t id)

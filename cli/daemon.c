@@ -226,16 +226,9 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
         case OPT_SENSOR:
         case OPT_FORMULA:
         case OPT_DISABLE: {
-            int rc = c == OPT_DISABLE
-                         ? pa_cli_mods_disable(mods, CMD, optarg)
-                         : pa_cli_mods_add(mods, CMD,
-                                           c == OPT_SENSOR ? PA_SENSOR
-                                                           : PA_FORMULA,
-                                           optarg);
-            if (rc == -ENOMEM) {
-                pa_cli_error(CMD, "out of memory");
-                rc = PA_EXIT_FAIL;
-            }
+            int rc = pa_cli_mods_option(
+                mods, CMD, c == OPT_DISABLE,
+                c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA, optarg);
             if (rc)
                 return rc;
             break;

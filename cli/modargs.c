@@ -49,6 +49,18 @@ int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name)
     return 0;
 }
 
+int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable,
+                       pa_module_kind kind, const char *arg)
+{
+    int rc = disable ? pa_cli_mods_disable(m, cmd, arg)
+                     : pa_cli_mods_add(m, cmd, kind, arg);
+    if (rc == -ENOMEM) {
+        pa_cli_error(cmd, "out of memory");
+        rc = PA_EXIT_FAIL;
+    }
+    return rc;
+}
+
 void pa_cli_mods_free(pa_cli_mods *m)
 {
     for (size_t i = 0; i < m->n; i++)

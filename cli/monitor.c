@@ -162,30 +162,21 @@ static void monitor_free(monitor *m)
 
 static int add_pids(monitor *m, const char *arg)
 {
-    char *copy = strdup(arg);
-    if (!copy)
-        return -ENOMEM;
-    int err = 0;
-    size_t added = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        unsigned long v;
-        if (pa_cli_parse_uint(tok, 4194304, &v) < 0) {
-            err = -EINVAL;
-            break;
-        }
-        watched *n = realloc(m->pids, (m->npids + 1) * sizeof(*n));
-        if (!n) {
+    pid_t *v = NULL;
+    size_t n = 0;
+    int err = pa_cli_parse_pids(arg, &v, &n);
+    if (err == 0) {
+        watched *w = realloc(m->pids, (m->npids + n) * sizeof(*w));
+        if (!w)
             err = -ENOMEM;
-            break;
+        else {
+            m->pids = w;
+            for (size_t i = 0; i < n; i++)
+                m->pids[m->npids++] = (watched){.pid = v[i]};
         }
-        m->pids = n;
-        m->pids[m->npids++] = (watched){.pid = (pid_t)v};
-        added++;
     }
-    free(copy);
-    return err ? err : added ? 0 : -EINVAL;
+    free(v);
+    return err;
 }
 
 static int parse_args(monitor *m, int argc, char **argv)
@@ -287,14 +278,9 @@ static int parse_args(monitor *m, int argc, char **argv)
         case OPT_SENSOR:
         case OPT_FORMULA:
         case OPT_DISABLE: {
-            int rc = c == OPT_DISABLE
-                         ? pa_cli_mods_disable(&m->mods, CMD, optarg)
-                         : pa_cli_mods_add(&m->mods, CMD,
-                                           c == OPT_SENSOR ? PA_SENSOR
-                                                           : PA_FORMULA,
-                                           optarg);
-            if (rc == -ENOMEM)
-                goto nomem;
+            int rc = pa_cli_mods_option(
+                &m->mods, CMD, c == OPT_DISABLE,
+                c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA, optarg);
             if (rc)
                 return rc;
             break;
@@ -332,14 +318,8 @@ static int parse_args(monitor *m, int argc, char **argv)
         case OPT_RING:
             m->ring = optarg;
             break;
-        case ':':
-            return pa_cli_usage_error(CMD, "option '%s' needs a value",
-                                      argv[optind - 1]);
-        default:
-            if (optopt && optopt < 256)
-                return pa_cli_usage_error(CMD, "unknown option '-%c'", optopt);
-            return pa_cli_usage_error(CMD, "unknown option '%s'",
-                                      argv[optind - 1]);
+        default: /* ':' or '?' */
+            return pa_cli_getopt_error(CMD, c, argv);
         }
     }
     if (optind < argc)
@@ -482,9 +462,7 @@ static int do_tick(monitor *m, unsigned k, uint64_t clock_ns)
         return PA_EXIT_FAIL;
     err = m->clock_step_ns ? pa_tick_at(m->ctx, clock_ns) : pa_tick(m->ctx);
     if (err < 0 && !(err == -ENODATA && k == 0)) {
-        const char *msg = pa_cli_errmsg(err);
-        pa_cli_error(CMD, "%s%s", strncmp(msg, "tick:", 5) ? "tick: " : "",
-                     msg);
+        pa_cli_tick_error(CMD, err);
         return PA_EXIT_FAIL;
     }
     return 0;
@@ -512,11 +490,6 @@ static int wait_until(monitor *m, uint64_t deadline_ns, siginfo_t *si)
             return 0;
         /* EINTR: retry */
     }
-}
-
-static bool is_stop_signal(int s)
-{
-    return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;
 }
 
 /* Monitoring without a command: until --count, --duration, a signal, or
@@ -549,7 +522,7 @@ static int run_targets(monitor *m)
                     rel = end_ns;
             }
             int s = wait_until(m, t0 + rel, &si);
-            if (is_stop_signal(s))
+            if (pa_cli_is_stop_signal(s))
                 return 0;
         }
         if ((err = do_tick(m, k, t0 + rel)) != 0)
@@ -590,35 +563,8 @@ static int run_command(monitor *m)
     pa_report *last = NULL; /* for the summary's formula and assumptions */
     bool print_windows = m->fmt != PA_OUT_TABLE || m->interval_set;
 
-    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
-        pa_cli_error(CMD, "pipe: %s", strerror(errno));
+    if (pa_cli_spawn(CMD, m->cmd, &pid, &go[1], &ex[0]) != 0)
         goto out;
-    }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        pa_cli_error(CMD, "fork: %s", strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        /* child: wait until watched, then exec */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        close(go[1]);
-        close(ex[0]);
-        char b;
-        while (read(go[0], &b, 1) < 0 && errno == EINTR)
-            ;
-        execvp(m->cmd[0], m->cmd);
-        int e = errno;
-        ssize_t w = write(ex[1], &e, sizeof(e));
-        (void)w;
-        _exit(127);
-    }
-    close(go[0]);
-    close(ex[1]);
-    go[0] = ex[1] = -1;
 
     int err = pa_watch_pid(
         m->ctx, pid, PA_WATCH_CHILDREN | (m->threads ? PA_WATCH_THREADS : 0));

@@ -203,34 +203,6 @@ static void profile_help(FILE *f)
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
 
-static int add_pids(profiler *p, const char *arg)
-{
-    char *copy = strdup(arg);
-    if (!copy)
-        return -ENOMEM;
-    int err = 0;
-    size_t added = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        unsigned long v;
-        if (pa_cli_parse_uint(tok, 4194304, &v) < 0) {
-            err = -EINVAL;
-            break;
-        }
-        pid_t *n = realloc(p->pids, (p->npids + 1) * sizeof(*n));
-        if (!n) {
-            err = -ENOMEM;
-            break;
-        }
-        p->pids = n;
-        p->pids[p->npids++] = (pid_t)v;
-        added++;
-    }
-    free(copy);
-    return err ? err : added ? 0 : -EINVAL;
-}
-
 static int parse_args(profiler *p, int argc, char **argv)
 {
     enum { OPT_SENSOR = 256, OPT_FORMULA, OPT_DISABLE, OPT_PROCFS, OPT_SYSFS,
@@ -270,7 +242,8 @@ static int parse_args(profiler *p, int argc, char **argv)
             profile_help(stdout);
             return -1;
         case 'p':
-            if ((err = add_pids(p, optarg)) == -ENOMEM)
+            if ((err = pa_cli_parse_pids(optarg, &p->pids, &p->npids)) ==
+                -ENOMEM)
                 goto nomem;
             if (err < 0)
                 return pa_cli_usage_error(CMD, "--pid: invalid pid '%s'", optarg);
@@ -340,13 +313,9 @@ static int parse_args(profiler *p, int argc, char **argv)
         case OPT_SENSOR:
         case OPT_FORMULA:
         case OPT_DISABLE: {
-            int rc = c == OPT_DISABLE
-                         ? pa_cli_mods_disable(&p->mods, CMD, optarg)
-                         : pa_cli_mods_add(&p->mods, CMD,
-                                           c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA,
-                                           optarg);
-            if (rc == -ENOMEM)
-                goto nomem;
+            int rc = pa_cli_mods_option(
+                &p->mods, CMD, c == OPT_DISABLE,
+                c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA, optarg);
             if (rc)
                 return rc;
             break;
@@ -357,13 +326,8 @@ static int parse_args(profiler *p, int argc, char **argv)
         case OPT_SYSFS:
             p->copts.sysfs = optarg;
             break;
-        case ':':
-            return pa_cli_usage_error(CMD, "option '%s' needs a value",
-                                      argv[optind - 1]);
-        default:
-            if (optopt && optopt < 256)
-                return pa_cli_usage_error(CMD, "unknown option '-%c'", optopt);
-            return pa_cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        default: /* ':' or '?' */
+            return pa_cli_getopt_error(CMD, c, argv);
         }
     }
     if (optind < argc)
@@ -1327,8 +1291,7 @@ static int window(profiler *p, double start_s, double len_s)
         p->windows++;
     pf_prof_window_end(p->prof, start_s, len_s);
     if (rc < 0 && rc != -ENODATA) {
-        const char *msg = pa_cli_errmsg(rc);
-        pa_cli_error(CMD, "%s%s", strncmp(msg, "tick:", 5) ? "tick: " : "", msg);
+        pa_cli_tick_error(CMD, rc);
         return PA_EXIT_FAIL;
     }
     return 0;
@@ -1337,11 +1300,6 @@ static int window(profiler *p, double start_s, double len_s)
 /* ------------------------------------------------------------------ */
 /* Main loop                                                           */
 /* ------------------------------------------------------------------ */
-
-static bool is_stop_signal(int s)
-{
-    return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;
-}
 
 static bool targets_gone(profiler *p)
 {
@@ -1375,7 +1333,7 @@ static int run_loop(profiler *p, bool *exited)
             struct timespec ts = {(time_t)(left / NS_PER_S), (long)(left % NS_PER_S)};
             siginfo_t si;
             int s = sigtimedwait(&p->sigs, &si, &ts);
-            if (s > 0 && is_stop_signal(s)) {
+            if (s > 0 && pa_cli_is_stop_signal(s)) {
                 if (p->cmd_pid > 0 && si.si_code != SI_KERNEL)
                     kill(p->cmd_pid, s); /* forwarded; its exit ends us */
                 else if (p->cmd_pid <= 0)
@@ -1411,41 +1369,6 @@ static int run_loop(profiler *p, bool *exited)
         if (last || stop)
             return 0;
     }
-}
-
-static int start_command(profiler *p, int *go_w)
-{
-    int go[2], ex[2];
-    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
-        pa_cli_error(CMD, "pipe: %s", strerror(errno));
-        return PA_EXIT_FAIL;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        pa_cli_error(CMD, "fork: %s", strerror(errno));
-        return PA_EXIT_FAIL;
-    }
-    if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        close(go[1]);
-        close(ex[0]);
-        char b;
-        while (read(go[0], &b, 1) < 0 && errno == EINTR)
-            ;
-        execvp(p->cmd[0], p->cmd);
-        int e = errno;
-        ssize_t w = write(ex[1], &e, sizeof(e));
-        (void)w;
-        _exit(127);
-    }
-    close(go[0]);
-    close(ex[1]);
-    p->cmd_pid = pid;
-    *go_w = go[1];
-    return -ex[0] - 1; /* encoded: the exec-error pipe's read end */
 }
 
 int pa_cli_profile(int argc, char **argv)
@@ -1498,12 +1421,8 @@ int pa_cli_profile(int argc, char **argv)
         goto out;
     }
     if (p.cmd) {
-        int r = start_command(&p, &go);
-        if (r >= 0) {
-            status = r;
+        if ((status = pa_cli_spawn(CMD, p.cmd, &p.cmd_pid, &go, &exfd)) != 0)
             goto out;
-        }
-        exfd = -r - 1;
         err = ring_open(&p, p.cmd_pid, true, p.dwarf ? 512 : 64);
         if (err < 0) {
             status = open_error(&p, p.cmd_pid, err);

@@ -113,11 +113,6 @@ typedef struct cpu_curve {
     char save[PA_PATH_MAX]; /* save=FILE, "" when not given */
 } cpu_curve;
 
-static const char *hwdb_of(const pa_module *m)
-{
-    return pa__hwdb_path(m->ctx ? m->ctx->env.hwdb : NULL);
-}
-
 /* "model name" of cpuinfo and whether the "hypervisor" flag is set. */
 static void read_cpuinfo(const char *procfs, char *model, size_t mlen,
                          bool *vm)
@@ -326,7 +321,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
         st->have_fixed = true;
         st->fixed_kind = SRC_CALIB;
     } else if (model) {
-        const char *path = hwdb_of(m);
+        const char *path = pa__module_hwdb(m);
         rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
         if (rc == -ENOENT)
             return pa__err(-EINVAL,
@@ -339,7 +334,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
         st->have_fixed = true;
         st->fixed_kind = SRC_FORCED;
     } else {
-        const char *path = hwdb_of(m);
+        const char *path = pa__module_hwdb(m);
         if (path) { /* validate the file now, not at the first tick */
             pa_curve tmp;
             rc = pa__hwdb_curve(path, "", &tmp);
@@ -441,7 +436,7 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     st->have_rec = false;
     st->calib_auto = false;
     st->rec_mhz = 0;
-    const char *path = hwdb_of(m);
+    const char *path = pa__module_hwdb(m);
     if (!st->have_fixed && *model) {
         char cpath[PA_PATH_MAX];
         if (calib_for_model(model, &st->rec, cpath, sizeof(cpath),
@@ -523,9 +518,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     int rc = lookup(m, st, model);
     if (rc < 0)
         return rc;
-    unsigned ncpus = d->ncpus ? d->ncpus : (d->cur ? d->cur->ncpus : 0);
-    if (!ncpus)
-        ncpus = 1;
+    unsigned ncpus = pa__delta_ncpus(d);
 
     /* the curve and its source */
     pa_curve dflt;
@@ -584,12 +577,9 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     }
 
     /* utilisation */
-    double busy = d->busy_s;
-    if (!(d->have & PA_HAVE_CPU)) {
-        busy = 0;
-        for (size_t i = 0; i < d->ntasks; i++)
-            if (d->tasks[i]->type == PA_TARGET_PROCESS)
-                busy += d->tasks[i]->d_cpu_s;
+    bool summed;
+    double busy = pa__delta_busy_s(d, &summed);
+    if (summed) {
         pa_table_assume(out, "busy time = sum of the processes seen (no system CPU "
                     "time)");
     }

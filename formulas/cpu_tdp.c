@@ -62,11 +62,6 @@ typedef struct cpu_tdp {
     char hwdb_note[160]; /* why no record was used, for "assumed" */
 } cpu_tdp;
 
-static const char *hwdb_of(const pa_module *m)
-{
-    return pa__hwdb_path(m->ctx ? m->ctx->env.hwdb : NULL);
-}
-
 static int opt_positive(const pa_options *o, const char *key, double max,
                         const char *unit, const char *example, double *out)
 {
@@ -115,7 +110,7 @@ static int parse_options(pa_module *m, const pa_options *opts, cpu_tdp *st)
                            "volt=800:0.75+3200:1.1",
                            volt, why);
     }
-    const char *path = hwdb_of(m);
+    const char *path = pa__module_hwdb(m);
     if (path && access(path, R_OK) < 0)
         return pa__err(-errno,
                        "cpu-tdp: cannot read the hardware database %s: %s; "
@@ -198,7 +193,7 @@ static int lookup(pa_module *m, cpu_tdp *st, const char *model)
         return 0;
     st->have_rec = false;
     st->hwdb_note[0] = '\0';
-    const char *path = hwdb_of(m);
+    const char *path = pa__module_hwdb(m);
     if (!path) {
         snprintf(st->hwdb_note, sizeof(st->hwdb_note),
                  "no hardware database installed");
@@ -285,9 +280,7 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     const pa_hwdb_cpu *rec = st->have_forced ? &st->forced
                              : st->have_rec  ? &st->rec
                                              : NULL;
-    unsigned ncpus = d->ncpus ? d->ncpus : (d->cur ? d->cur->ncpus : 0);
-    if (!ncpus)
-        ncpus = 1;
+    unsigned ncpus = pa__delta_ncpus(d);
 
     /* TDP of the whole machine */
     double tdp;
@@ -401,12 +394,9 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     }
 
     /* attribution */
-    double busy = d->busy_s;
-    if (!(d->have & PA_HAVE_CPU)) {
-        busy = 0;
-        for (size_t i = 0; i < d->ntasks; i++)
-            if (d->tasks[i]->type == PA_TARGET_PROCESS)
-                busy += d->tasks[i]->d_cpu_s;
+    bool summed;
+    double busy = pa__delta_busy_s(d, &summed);
+    if (summed) {
         assume(out, "busy time = sum of the processes seen (no system CPU "
                     "time)");
     }

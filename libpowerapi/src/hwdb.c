@@ -320,23 +320,52 @@ static int read_source(parser *ps, char *out, size_t len, bool *have)
     return 0;
 }
 
+/* The quoted match string of a cpu or curve record (what), which must
+ * not be empty once normalized.  0 or -errno. */
+static int read_match(parser *ps, char *match, size_t len, const char *what)
+{
+    char desc[32];
+    snprintf(desc, sizeof(desc), "%s match string", what);
+    int rc = read_quoted(ps, match, len, desc);
+    if (rc < 0)
+        return rc;
+    char norm[96];
+    normalize(match, norm, len < sizeof(norm) ? len : sizeof(norm));
+    if (!norm[0])
+        return PERR(ps, "empty %s match string", what);
+    return 0;
+}
+
+/* The next KEY=VALUE of a record: source= read into source (returns 1),
+ * any other key's bare value into val (returns 0); or -errno. */
+static int read_field(parser *ps, char *key, size_t klen, char *val,
+                      size_t vlen, char *source, size_t slen, bool *have_src)
+{
+    int rc = read_key(ps, key, klen);
+    if (rc < 0)
+        return rc;
+    if (!strcmp(key, "source")) {
+        if ((rc = read_source(ps, source, slen, have_src)) < 0)
+            return rc;
+        return 1;
+    }
+    if ((rc = read_bare(ps, val, vlen, key)) < 0)
+        return rc;
+    return 0;
+}
+
 static int parse_cpu(parser *ps, pa_hwdb_cpu *c)
 {
     bool have_tdp = false, have_mhz = false, have_src = false,
          have_volt = false, have_thr = false;
     while (!at_end(ps)) {
         char key[16], val[256];
-        int rc = read_key(ps, key, sizeof(key));
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
+                            c->source, sizeof(c->source), &have_src);
         if (rc < 0)
             return rc;
-        if (!strcmp(key, "source")) {
-            if ((rc = read_source(ps, c->source, sizeof(c->source),
-                                  &have_src)) < 0)
-                return rc;
+        if (rc == 1)
             continue;
-        }
-        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
-            return rc;
         if (!strcmp(key, "tdp")) {
             if (have_tdp)
                 return PERR(ps, "tdp given twice");
@@ -386,17 +415,12 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
     bool have_state = false, have_idle = false, have_src = false;
     while (!at_end(ps)) {
         char key[16], val[256];
-        int rc = read_key(ps, key, sizeof(key));
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
+                            n->source, sizeof(n->source), &have_src);
         if (rc < 0)
             return rc;
-        if (!strcmp(key, "source")) {
-            if ((rc = read_source(ps, n->source, sizeof(n->source),
-                                  &have_src)) < 0)
-                return rc;
+        if (rc == 1)
             continue;
-        }
-        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
-            return rc;
         if (!strcmp(key, "state")) {
             double pairs[8][2];
             size_t k = 0;
@@ -439,17 +463,12 @@ static int parse_curve(parser *ps, pa_curve *c)
     c->error = -1;
     while (!at_end(ps)) {
         char key[16], val[512];
-        int rc = read_key(ps, key, sizeof(key));
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
+                            c->source, sizeof(c->source), &have_src);
         if (rc < 0)
             return rc;
-        if (!strcmp(key, "source")) {
-            if ((rc = read_source(ps, c->source, sizeof(c->source),
-                                  &have_src)) < 0)
-                return rc;
+        if (rc == 1)
             continue;
-        }
-        if ((rc = read_bare(ps, val, sizeof(val), key)) < 0)
-            return rc;
         if (!strcmp(key, "load")) {
             char why[160];
             if (have_load)
@@ -519,27 +538,19 @@ static int parse_line(parser *ps, char *line, rec *r)
     memset(r, 0, sizeof(*r));
     if (wl && !strcmp(word, "cpu")) {
         r->kind = REC_CPU;
-        int rc = read_quoted(ps, r->u.cpu.match, sizeof(r->u.cpu.match),
-                             "cpu match string");
+        int rc = read_match(ps, r->u.cpu.match, sizeof(r->u.cpu.match),
+                            "cpu");
         if (rc < 0)
             return rc;
-        char norm[sizeof(r->u.cpu.match)];
-        normalize(r->u.cpu.match, norm, sizeof(norm));
-        if (!norm[0])
-            return PERR(ps, "empty cpu match string");
         rc = parse_cpu(ps, &r->u.cpu);
         return rc < 0 ? rc : 1;
     }
     if (wl && !strcmp(word, "curve")) {
         r->kind = REC_CURVE;
-        int rc = read_quoted(ps, r->u.curve.match, sizeof(r->u.curve.match),
-                             "curve match string");
+        int rc = read_match(ps, r->u.curve.match, sizeof(r->u.curve.match),
+                            "curve");
         if (rc < 0)
             return rc;
-        char norm[sizeof(r->u.curve.match)];
-        normalize(r->u.curve.match, norm, sizeof(norm));
-        if (!norm[0])
-            return PERR(ps, "empty curve match string");
         rc = parse_curve(ps, &r->u.curve);
         return rc < 0 ? rc : 1;
     }

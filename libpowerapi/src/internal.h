@@ -594,4 +594,16 @@ const char *pa__hwdb_path(const char *configured);
 int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
                         size_t why_len);
 
+/* ---- shared by the CPU models (formulas/cpu_tdp.c, cpu_curve.c; util.c) */
+
+/* The hardware database m's context is configured with, resolved as
+ * pa__hwdb_path does (NULL: none installed). */
+const char *pa__module_hwdb(const pa_module *m);
+/* CPUs of the frame: d->ncpus, else the current frame's, at least 1. */
+unsigned pa__delta_ncpus(const pa_frame_delta *d);
+/* Busy CPU seconds of the window: d->busy_s with system CPU time, else
+ * the sum of the processes' CPU time (*summed true: the caller states it
+ * as an assumption). */
+double pa__delta_busy_s(const pa_frame_delta *d, bool *summed);
+
 #endif /* PA_INTERNAL_H */

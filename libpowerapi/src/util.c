@@ -274,3 +274,26 @@ double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
         return -1;
     return (double)busy / (double)all;
 }
+
+const char *pa__module_hwdb(const pa_module *m)
+{
+    return pa__hwdb_path(m->ctx ? m->ctx->env.hwdb : NULL);
+}
+
+unsigned pa__delta_ncpus(const pa_frame_delta *d)
+{
+    unsigned ncpus = d->ncpus ? d->ncpus : (d->cur ? d->cur->ncpus : 0);
+    return ncpus ? ncpus : 1;
+}
+
+double pa__delta_busy_s(const pa_frame_delta *d, bool *summed)
+{
+    *summed = !(d->have & PA_HAVE_CPU);
+    if (!*summed)
+        return d->busy_s;
+    double busy = 0;
+    for (size_t i = 0; i < d->ntasks; i++)
+        if (d->tasks[i]->type == PA_TARGET_PROCESS)
+            busy += d->tasks[i]->d_cpu_s;
+    return busy;
+}
