@@ -80,7 +80,12 @@ END_TEST
 
 START_TEST(exit_while_sampling)
 {
-    const char *args[] = {"Hostile", "exit", "1.5", NULL};
+    /* System.exit after 1.5 s and once each of the 3 burners has used
+     * 0.5 s of CPU: samples follow CPU time, not wall time (thread CPU
+     * timers fire at the scheduler tick, at most 250 per CPU-second here),
+     * so ~375 samples or more however loaded the host; after a fixed 1.5 s
+     * the burners had 0.17 s each at load 17, 142-177 samples */
+    const char *args[] = {"Hostile", "exit", "1.5", "0.5", NULL};
     int st;
     char *dir = run("interval=1ms", args, &st);
     ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 3, "java status %d, not exit 3",

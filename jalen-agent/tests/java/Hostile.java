@@ -8,7 +8,11 @@ import java.util.List;
  * Hostile workloads for the jalen agent tests.
  *   threads N   start N short-lived threads (batches of 50), each burning a little
  *   unload      define classes in throw-away class loaders, run them, unload them
- *   exit SECS   burn on 3 threads and call System.exit(3) while they run
+ *   exit SECS [CPU_SECS]
+ *               burn on 3 threads and call System.exit(3) while they run, after
+ *               SECS and once each has used CPU_SECS of CPU time (at most 90 s
+ *               of wall time), so that a loaded host gives the same work
+ *               (samples) in a longer run
  *   forever     burn on 2 threads until killed
  */
 public class Hostile {
@@ -56,13 +60,25 @@ public class Hostile {
         System.out.println("loaders alive " + alive);
     }
 
-    static void burnUntilExit(double secs) throws Exception {
-        for (int i = 0; i < 3; i++) {
-            Thread t = new Thread(() -> { while (true) work(100000); }, "burn-" + i);
-            t.setDaemon(false);
-            t.start();
+    static void burnUntilExit(double secs, double cpuSecs) throws Exception {
+        Thread[] ts = new Thread[3];
+        for (int i = 0; i < ts.length; i++) {
+            ts[i] = new Thread(() -> { while (true) work(100000); }, "burn-" + i);
+            ts[i].setDaemon(false);
+            ts[i].start();
         }
+        java.lang.management.ThreadMXBean mx =
+                java.lang.management.ManagementFactory.getThreadMXBean();
+        long start = System.nanoTime();
         Thread.sleep((long) (secs * 1000));
+        for (boolean short_ = true; short_ && System.nanoTime() - start < 90_000_000_000L;) {
+            short_ = false;
+            for (Thread t : ts)
+                if (mx.getThreadCpuTime(t.getId()) < (long) (cpuSecs * 1e9))
+                    short_ = true;
+            if (short_)
+                Thread.sleep(50);
+        }
         System.exit(3);
     }
 
@@ -70,7 +86,10 @@ public class Hostile {
         switch (args[0]) {
         case "threads": shortLived(Integer.parseInt(args[1])); break;
         case "unload": unload(args[1]); break;
-        case "exit": burnUntilExit(Double.parseDouble(args[1])); break;
+        case "exit":
+            burnUntilExit(Double.parseDouble(args[1]),
+                          args.length > 2 ? Double.parseDouble(args[2]) : 0);
+            break;
         case "forever":
             for (int i = 0; i < 2; i++)
                 new Thread(() -> { while (true) work(100000); }, "forever-" + i).start();
