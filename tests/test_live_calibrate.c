@@ -423,9 +423,19 @@ START_TEST(calibrate_per_frequency)
     char *text = pa_test_slurp(cal);
     fprintf(stderr, "%s", text ? text : "");
     free(text);
-    /* the main points: at the frequency the policy was left at */
+    /* the main points: at the frequency the policy was left at.  2 %, the
+     * issue's bound; under ASan the simulator's own thread runs several
+     * times slower and its CPU, counted in the machine's utilisation that
+     * both sides read, moves the idle level's figure by up to ~3 % (CI4:
+     * 2.5 %), so the sanitizer build, there for memory errors, allows 5 %
+     * (the plain build holds the 2 %) */
+#ifdef PA_SANITIZE_BUILD
+    const double tol = 0.05;
+#else
+    const double tol = 0.02;
+#endif
     for (size_t k = 0; k < c.n; k++)
-        ck_assert_msg(fabs(c.watts[k] / truth_f(c.load[k], 2000) - 1) < 0.02,
+        ck_assert_msg(fabs(c.watts[k] / truth_f(c.load[k], 2000) - 1) < tol,
                       "point %.1f %%: %.3f W, truth %.3f W", c.load[k] * 100,
                       c.watts[k], truth_f(c.load[k], 2000));
     /* each frequency's points, unless other work on the machine kept its
@@ -440,7 +450,7 @@ START_TEST(calibrate_per_frequency)
             ck_assert_uint_ge(c.fn[f], 2);
             for (size_t k = 0; k < c.fn[f]; k++) {
                 double t = truth_f(c.fload[f][k], mhz[m]);
-                ck_assert_msg(fabs(c.fwatts[f][k] / t - 1) < 0.02,
+                ck_assert_msg(fabs(c.fwatts[f][k] / t - 1) < tol,
                               "%.0f MHz, %.1f %%: %.3f W, truth %.3f W",
                               mhz[m], c.fload[f][k] * 100, c.fwatts[f][k], t);
             }
