@@ -30,6 +30,9 @@
 # counted against it, while its windows during its bursts are, as on a
 # server under constant load.
 #
+# A configuration "before:OPTIONS" loads the libjalen.so that
+# JALEN_BEFORE_AGENT names instead of this build's (an older agent beside
+# the new one in the same rounds).
 # JALEN_BENCH_CONFIGS and JALEN_BENCH_RAW as for bench_jalen.sh ("@" adds
 # JVM options to a configuration; the first configuration is the baseline;
 # none-again is the floor; "paused:mode=cpu" loads the agent with its
@@ -66,7 +69,14 @@ start_jvm() {
         pause="$TMP/paused"
         : >"$pause"
     fi
-    [[ $cfg != none* ]] && agent=("-agentpath:$JALEN_AGENT=$cfg,quiet,out=$TMP/out.$i")
+    # "before:OPTIONS": the libjalen.so named by JALEN_BEFORE_AGENT (an
+    # older build, as for bench_jalen_recovery.sh) with OPTIONS
+    local lib=$JALEN_AGENT
+    if [[ $cfg == before:* ]]; then
+        cfg=${cfg#before:}
+        lib=${JALEN_BEFORE_AGENT:?before: needs JALEN_BEFORE_AGENT=/path/to/libjalen.so}
+    fi
+    [[ $cfg != none* ]] && agent=("-agentpath:$lib=$cfg,quiet,out=$TMP/out.$i")
     rm -rf "$TMP/out.$i"
     JALEN_BENCH_PAUSE_FILE=$pause taskset -c 0 "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${jvm[@]}" "${agent[@]}" \
         -cp "$JALEN_JETTY_CP" JettyServer 0 >"$TMP/jetty.$i.out" 2>"$TMP/jetty.$i.err" &

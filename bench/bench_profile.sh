@@ -113,7 +113,7 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else pr
 range() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s..%s", lo, hi}'; }
 echo "bench_profile: $ROUNDS rounds, $FREQ Hz, workload $WORK units"
 echo "  (host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-printf "  %-11s %18s %22s %24s\n" config "workload CPU (s)" "overhead vs none (%)" "profiler's own CPU (ms)"
+printf "  %-14s %18s %22s %24s\n" config "workload CPU (s)" "overhead vs none (%)" "profiler's own CPU (ms)"
 for cfg in "${CONFIGS[@]}"; do
     ws="" os="" ps=""
     for ((r = 0; r < ROUNDS; r++)); do
@@ -121,7 +121,7 @@ for cfg in "${CONFIGS[@]}"; do
         os+=$(awk -v a="${W[$cfg,$r]}" -v b="${W[none,$r]}" 'BEGIN {printf "%.2f", 100 * (a / b - 1)}')$'\n'
         ps+=$(awk -v t="${T[$cfg,$r]}" -v w="${W[$cfg,$r]}" 'BEGIN {printf "%.0f", 1000 * (t - w)}')$'\n'
     done
-    printf "  %-11s %18s %10s (%s) %12s (%s)\n" "$cfg" "$(printf %s "$ws" | median)" \
+    printf "  %-14s %18s %10s (%s) %12s (%s)\n" "$cfg" "$(printf %s "$ws" | median)" \
         "$(printf %s "$os" | median)" "$(printf %s "$os" | range)" \
         "$(printf %s "$ps" | median)" "$(printf %s "$ps" | range)"
 done
