@@ -1,6 +1,7 @@
 /* fuzzutil.c - fixture trees and sensor runs for the fuzz targets. */
 #include "fuzz.h"
 
+#include "internal.h"
 #include "powerapi.h"
 
 #include <errno.h>
@@ -145,6 +146,77 @@ static void remove_root(void)
         nftw(fz_root_path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The hardware database the contexts of a fixture tree use: the records
+ * of the source tree's database that the fixture's CPUs match (cpu and
+ * curve), the one with a voltage table, and every NIC record.  The database is
+ * not the input of the sensor targets (fuzz_hwdb has it), and scanning all
+ * of it at each module start and lookup took two thirds of their time. */
+static char fz_hwdb_path[4200];
+
+static void fixture_models(const char *root, char (*models)[128], size_t max,
+                           size_t *n)
+{
+    char path[4200], line[512];
+    snprintf(path, sizeof(path), "%s/proc/cpuinfo", root);
+    FILE *f = fopen(path, "re");
+    *n = 0;
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        const char *v = strchr(line, ':');
+        if (!v)
+            continue;
+        v += strspn(v + 1, " \t") + 1;
+        char m[128];
+        snprintf(m, sizeof(m), "%.*s", (int)strcspn(v, "\n"), v);
+        size_t k = 0;
+        while (k < *n && strcmp(models[k], m) != 0)
+            k++;
+        if (k == *n && *n < max)
+            snprintf(models[(*n)++], 128, "%s", m);
+    }
+    fclose(f);
+}
+
+static void make_hwdb(const char *root)
+{
+    char models[16][128];
+    size_t nm;
+    fixture_models(root, models, 16, &nm);
+    char one[4200];
+    snprintf(one, sizeof(one), "%s/hwdb-one.txt", root);
+    snprintf(fz_hwdb_path, sizeof(fz_hwdb_path), "%s/hwdb.txt", root);
+    FILE *in = fopen(PA_TEST_HWDB, "re");
+    FILE *out = fopen(fz_hwdb_path, "we");
+    if (!in || !out)
+        fz_fail("cannot make %s from %s", fz_hwdb_path, PA_TEST_HWDB);
+    char line[4096];
+    size_t kept = 0;
+    while (fgets(line, sizeof(line), in)) {
+        int cpu = !strncmp(line, "cpu ", 4), curve = !strncmp(line, "curve ", 6);
+        int keep = !strncmp(line, "nic ", 4) || (cpu && strstr(line, " volt="));
+        if (!keep && (cpu || curve)) {
+            fz_write(root, "hwdb-one.txt", line, strlen(line));
+            for (size_t k = 0; k < nm && !keep; k++) {
+                pa_hwdb_cpu rec;
+                pa_curve c;
+                keep = cpu ? pa__hwdb_cpu(one, models[k], &rec) == 0
+                           : pa__hwdb_curve(one, models[k], &c) == 0;
+            }
+        }
+        if (keep) {
+            fputs(line, out);
+            kept++;
+        }
+    }
+    fclose(in);
+    if (fclose(out) != 0 || kept == 0)
+        fz_fail("cannot write %s", fz_hwdb_path);
+    unlink(one);
+}
+
 const char *fz_root(const char *fixture)
 {
     if (fz_root_path[0])
@@ -162,6 +234,7 @@ const char *fz_root(const char *fixture)
         fz_src_len = strlen(src);
         if (nftw(src, copy_one, 16, FTW_PHYS) != 0)
             fz_fail("cannot copy fixture %s", src);
+        make_hwdb(fz_root_path);
     }
     static const char *const dirs[] = {"proc", "sys", "dev"};
     for (size_t i = 0; i < 3; i++) {
@@ -303,7 +376,7 @@ pa_ctx *fz_ctx(const char *root)
     snprintf(sys, sizeof(sys), "%s/sys", root);
     snprintf(dev, sizeof(dev), "%s/dev", root);
     pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .devfs = dev,
-                     .hwdb = PA_TEST_HWDB};
+                     .hwdb = fz_hwdb_path[0] ? fz_hwdb_path : PA_TEST_HWDB};
     pa_ctx *ctx = NULL;
     if (pa_ctx_new(&ctx, &o) < 0)
         fz_fail("pa_ctx_new: %s", pa_last_error());
@@ -320,6 +393,35 @@ void fz_run_sensor(const fz_sensor *s, const uint8_t *data, size_t size)
     fz_run_pieces(s, pc, npc);
 }
 
+/* The module names of a spec, in order ("name" of "name:options"). */
+static void module_name(const char *spec, char *name, size_t len)
+{
+    const char *colon = strchr(spec, ':');
+    size_t nl = colon ? (size_t)(colon - spec) : strlen(spec);
+    snprintf(name, len, "%.*s", (int)nl, spec);
+}
+
+/* One context per process, kept from input to input (see fuzz.h): made,
+ * watching as the spec says, on the first input. */
+static pa_ctx *fz_kept;
+static uint64_t fz_clock_s;
+
+static void free_kept(void)
+{
+    pa_ctx_free(fz_kept);
+    fz_kept = NULL;
+}
+
+static int fresh_each_input(void)
+{
+    static int fresh = -1;
+    if (fresh < 0) {
+        const char *e = getenv("PA_FUZZ_FRESH");
+        fresh = e && *e && strcmp(e, "0") != 0;
+    }
+    return fresh;
+}
+
 void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
 {
     const char *root = fz_root(s->fixture);
@@ -328,6 +430,20 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
     size_t nfiles = 0;
     while (nfiles < FZ_MAX_PIECES && s->files[nfiles].rel)
         nfiles++;
+    size_t nmod = 0;
+    while (nmod < 4 && s->modules[nmod])
+        nmod++;
+
+    pa_ctx *ctx = fz_kept;
+    if (ctx) {
+        /* the modules stopped before their start-time files change:
+         * every input starts them again (the lifecycle API users call) */
+        for (size_t i = nmod; i-- > 0;) {
+            char name[64];
+            module_name(s->modules[i], name, sizeof(name));
+            check_err("pa_module_disable", pa_module_disable(ctx, name));
+        }
+    }
     for (size_t i = 0; i < nfiles; i++)
         if (s->files[i].tick == 0)
             put_file(root, s, i, pc, npc);
@@ -344,29 +460,36 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
             put_file(root, s, i, pc, 0);
     }
 
-    pa_ctx *ctx = fz_ctx(root);
-    for (size_t i = 0; i < 4 && s->modules[i]; i++) {
+    if (!ctx) {
+        ctx = fz_ctx(root);
+        if (s->watch_pid)
+            check_err("pa_watch_pid",
+                      pa_watch_pid(ctx, s->watch_pid, s->watch_flags));
+        if (s->watch_all)
+            check_err("pa_watch_all", pa_watch_all(ctx, s->watch_all));
+        if (s->cgroups)
+            check_err("pa_report_cgroups", pa_report_cgroups(ctx, 1));
+        if (!fresh_each_input()) {
+            fz_kept = ctx;
+            atexit(free_kept);
+        }
+    }
+    for (size_t i = 0; i < nmod; i++) {
         char name[64];
+        module_name(s->modules[i], name, sizeof(name));
         const char *colon = strchr(s->modules[i], ':');
-        size_t nl = colon ? (size_t)(colon - s->modules[i])
-                          : strlen(s->modules[i]);
-        snprintf(name, sizeof(name), "%.*s", (int)nl, s->modules[i]);
         check_err("pa_module_enable",
                   pa_module_enable(ctx, name, colon ? colon + 1 : NULL));
     }
-    if (s->watch_pid)
-        check_err("pa_watch_pid",
-                  pa_watch_pid(ctx, s->watch_pid, s->watch_flags));
-    if (s->watch_all)
-        check_err("pa_watch_all", pa_watch_all(ctx, s->watch_all));
-    if (s->cgroups)
-        check_err("pa_report_cgroups", pa_report_cgroups(ctx, 1));
-    check_err("pa_tick_at", pa_tick_at(ctx, 1000000000ull));
+    /* the ticks of one input are a second apart; inputs follow each other
+     * on one clock, as the windows of a long-running monitor do */
+    fz_clock_s += 10;
+    check_err("pa_tick_at", pa_tick_at(ctx, fz_clock_s * 1000000000ull));
     for (size_t i = 0; i < nfiles; i++)
         if (s->files[i].tick == 1)
             put_file(root, s, i, pc, npc);
-    for (int k = 2; k <= 3; k++) {
-        int rc = pa_tick_at(ctx, (uint64_t)k * 1000000000ull);
+    for (int k = 1; k <= 2; k++) {
+        int rc = pa_tick_at(ctx, (fz_clock_s + (uint64_t)k) * 1000000000ull);
         check_err("pa_tick_at", rc);
         pa_report *r = NULL;
         int rr = pa_report_get(ctx, &r);
@@ -384,5 +507,6 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
             pa_report_free(r);
         }
     }
-    pa_ctx_free(ctx);
+    if (ctx != fz_kept)
+        pa_ctx_free(ctx);
 }

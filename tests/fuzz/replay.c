@@ -2,6 +2,7 @@
  * replay.c - runs files (or every file of folders) through a fuzz
  * target's LLVMFuzzerTestOneInput: the corpus as a regression test, with
  * any compiler.  Prints one line per folder; a crash is the test failing.
+ * Each input runs on a fresh context unless PA_FUZZ_FRESH=0 (fuzz.h).
  */
 #include "fuzz.h"
 
@@ -55,6 +56,9 @@ static int run_file(const char *path)
 
 int main(int argc, char **argv)
 {
+    /* each input on its own, as it was found (fuzz.h); PA_FUZZ_FRESH=0
+     * replays the files in order on one context, as a campaign ran them */
+    setenv("PA_FUZZ_FRESH", "1", 0);
     int failed = 0;
     for (int a = 1; a < argc; a++) {
         struct stat st;
