@@ -9,6 +9,7 @@ static const fz_sensor spec = {
     .fixture = "cgroups-server",
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_all = 1,
+    .fresh = 1,
     .cgroups = 1,
     .files = {FZ_F(0, "proc/3001/cgroup"), FZ_F(0, "proc/5001/cgroup")},
 };

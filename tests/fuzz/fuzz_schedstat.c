@@ -10,6 +10,7 @@ static const fz_sensor spec = {
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_pid = 1734,
     .watch_flags = PA_WATCH_THREADS,
+    .fresh = 1,
     .files = {FZ_F(0, "proc/1734/task/1734/schedstat"),
               FZ_F(1, "proc/1734/task/1734/schedstat")},
 };

@@ -469,7 +469,7 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
             check_err("pa_watch_all", pa_watch_all(ctx, s->watch_all));
         if (s->cgroups)
             check_err("pa_report_cgroups", pa_report_cgroups(ctx, 1));
-        if (!fresh_each_input()) {
+        if (!fresh_each_input() && !s->fresh) {
             fz_kept = ctx;
             atexit(free_kept);
         }
