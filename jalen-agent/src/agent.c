@@ -861,6 +861,11 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     jint nc = 0;
     jclass *cs = NULL;
     if ((*jvmti)->GetLoadedClasses(jvmti, &nc, &cs) == JVMTI_ERROR_NONE) {
+        /* GetLoadedClasses made nc local references at once (hundreds at
+         * VMInit): declared, or -Xcheck:jni warns "JNI local refs: 441,
+         * exceeds capacity: 32" at the next JNI call */
+        if (nc > 0)
+            (void)(*jni)->EnsureLocalCapacity(jni, nc);
         for (jint i = 0; i < nc; i++) {
             jl_prepare_class(jvmti, cs[i]);
             (*jni)->DeleteLocalRef(jni, cs[i]);
