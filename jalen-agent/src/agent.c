@@ -90,6 +90,30 @@ static void jl_thread_name(jvmtiEnv *jvmti, jthread thr, char *out, size_t len)
             *c = '_';
 }
 
+/* When the kernel started thread tid (CLOCK_BOOTTIME seconds, to the
+ * clock tick), or -1. */
+static double jl_thread_start_boot_s(pid_t tid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* after the comm's closing parenthesis: state (field 3) ... starttime (22) */
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p || hz <= 0)
+        return -1;
+    return (double)strtoull(p + 1, NULL, 10) / (double)hz;
+}
+
 /* Enters a Java thread (lock taken here) and starts its CPU timer.
  * tid 0: the calling thread. */
 static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *name)
@@ -99,8 +123,22 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
         tid = jl_gettid();
     int agent = !strcmp(name, JL_AGENT_NAME) || !strcmp(name, JL_SAMPLER_NAME) ||
                 !strcmp(name, JL_MXBEAN_NAME);
+    struct timespec ts = {0, 0};
+    if (self)
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     pthread_mutex_lock(&jl_thr.lock);
     jl_thread *t = jl_threads_get(tid, 1);
+    /* The tid of a thread that ended: the kernel gives tids again once it
+     * has gone round them (32768 by default; seconds on a host that starts
+     * many processes).  A new thread gets a record of its own, or the two
+     * would share one row, the first one's name lost.  The same kernel
+     * thread attached again (the main thread comes back as "DestroyJavaVM")
+     * keeps its record: its CPU clock goes on from where it ended, and it
+     * started (kernel start time, 10-ms ticks) before it ended. */
+    if (t && self && !t->alive && t->end_cpu_s >= 0 &&
+        ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 < t->end_cpu_s ||
+         !(jl_thread_start_boot_s(tid) < t->end_boot_s - 0.02)))
+        t = jl_threads_new(tid);
     if (!t) {
         pthread_mutex_unlock(&jl_thr.lock);
         return;
@@ -176,7 +214,10 @@ static void JNICALL jl_on_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         if (t->ref && jni)
             (*jni)->DeleteGlobalRef(jni, t->ref);
         t->ref = NULL;
-        t->final_cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        t->final_cpu_s = t->end_cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        struct timespec bt;
+        clock_gettime(CLOCK_BOOTTIME, &bt);
+        t->end_boot_s = (double)bt.tv_sec + (double)bt.tv_nsec * 1e-9;
         t->alive = 0;
     }
     pthread_mutex_unlock(&jl_thr.lock);

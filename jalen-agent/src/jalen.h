@@ -188,7 +188,9 @@ typedef struct jl_thread {
     int has_timer;
     timer_t timer;
     jobject ref;          /* global ref of the java.lang.Thread (jvmti) */
-    double final_cpu_s;   /* CPU time at ThreadEnd, < 0 while alive */
+    double final_cpu_s;   /* CPU time at ThreadEnd, < 0 while alive (-2: counted) */
+    double end_cpu_s;     /* CPU time at ThreadEnd, kept (< 0: none yet) */
+    double end_boot_s;    /* CLOCK_BOOTTIME at ThreadEnd */
     double seen_cpu_s;    /* CPU time counted so far */
     /* this window */
     double w_cpu_s, w_cpu_j, w_net_j;
@@ -211,6 +213,7 @@ typedef struct jl_threads {
 extern jl_threads jl_thr;
 
 jl_thread *jl_threads_get(pid_t tid, int create); /* lock held */
+jl_thread *jl_threads_new(pid_t tid);             /* lock held */
 jl_kind jl_classify_comm(const char *comm);
 extern const char *const jl_kind_names[JL_K_COUNT];
 

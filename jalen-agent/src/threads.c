@@ -48,16 +48,19 @@ static size_t jl_hash_tid(pid_t tid, size_t cap)
     return ((uint32_t)tid * 2654435761u) & (cap - 1);
 }
 
+/* Newest record first: a tid that a new thread took again (jl_threads_new)
+ * finds the new thread's record; the older ones stay in v only. */
 static int jl_rehash(size_t ncap)
 {
     int *h = calloc(ncap, sizeof(int));
     if (!h)
         return -1;
-    for (size_t i = 0; i < jl_thr.n; i++) {
+    for (size_t i = jl_thr.n; i-- > 0;) {
         size_t k = jl_hash_tid(jl_thr.v[i].tid, ncap);
-        while (h[k])
+        while (h[k] && jl_thr.v[h[k] - 1].tid != jl_thr.v[i].tid)
             k = (k + 1) & (ncap - 1);
-        h[k] = (int)i + 1;
+        if (!h[k])
+            h[k] = (int)i + 1;
     }
     free(jl_thr.hash);
     jl_thr.hash = h;
@@ -65,21 +68,21 @@ static int jl_rehash(size_t ncap)
     return 0;
 }
 
-/* Lock held.  A tid that exited and was reused keeps one record: a dead
- * record is revived (its cumulative figures stay with the old name). */
-jl_thread *jl_threads_get(pid_t tid, int create)
+/* The hash slot of tid: its record's, else the free one it would take. */
+static size_t jl_hash_slot(pid_t tid)
 {
-    if (jl_thr.hcap) {
-        size_t k = jl_hash_tid(tid, jl_thr.hcap);
-        while (jl_thr.hash[k]) {
-            jl_thread *t = &jl_thr.v[jl_thr.hash[k] - 1];
-            if (t->tid == tid)
-                return t;
-            k = (k + 1) & (jl_thr.hcap - 1);
-        }
-    }
-    if (!create)
-        return NULL;
+    size_t k = jl_hash_tid(tid, jl_thr.hcap);
+    while (jl_thr.hash[k] && jl_thr.v[jl_thr.hash[k] - 1].tid != tid)
+        k = (k + 1) & (jl_thr.hcap - 1);
+    return k;
+}
+
+/* Lock held.  A fresh record for tid, the one tid finds from now on; also
+ * for a thread that took the tid of one that ended: the old record keeps
+ * its figures (its row) but tid no longer finds it.  Pointers into
+ * jl_thr.v are invalid afterwards. */
+jl_thread *jl_threads_new(pid_t tid)
+{
     if (jl_thr.n == jl_thr.cap) {
         size_t ncap = jl_thr.cap ? jl_thr.cap * 2 : 256;
         jl_thread *nv = realloc(jl_thr.v, ncap * sizeof(*nv));
@@ -96,10 +99,21 @@ jl_thread *jl_threads_get(pid_t tid, int create)
     t->kind = JL_K_VM;
     t->alive = 1;
     t->final_cpu_s = -1;
-    size_t k = jl_hash_tid(tid, jl_thr.hcap);
-    while (jl_thr.hash[k])
-        k = (k + 1) & (jl_thr.hcap - 1);
-    jl_thr.hash[k] = (int)jl_thr.n + 1;
+    t->end_cpu_s = -1;
+    jl_thr.hash[jl_hash_slot(tid)] = (int)jl_thr.n + 1;
     jl_thr.n++;
     return t;
+}
+
+/* Lock held.  The record tid finds: a tid that exited and was reused by
+ * a thread no one told us about keeps one record (a dead record is
+ * revived); jl_threads_new gives a new Java thread one of its own. */
+jl_thread *jl_threads_get(pid_t tid, int create)
+{
+    if (jl_thr.hcap) {
+        int i = jl_thr.hash[jl_hash_slot(tid)];
+        if (i)
+            return &jl_thr.v[i - 1];
+    }
+    return create ? jl_threads_new(tid) : NULL;
 }
