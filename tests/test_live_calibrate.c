@@ -334,21 +334,25 @@ START_TEST(calibrate_on_simulated_rapl)
     printf("validation: reported %.2f %%, model vs truth %.2f %%, RAPL "
            "windows vs truth %.2f %% (%u windows)\n",
            c.error * 100, 100 * sum_truth / n, 100 * meas_vs_truth / n, n);
-    /* The reported error differs from the model's error against the truth
-     * by the measurement's own noise (RAPL windows vs truth). Under ASan
-     * the simulator's thread is several times slower and its windows are
-     * noisier (CI run of 2026-11-23: reported 1.98 %, > 1.5 points off), so
-     * the sanitizer build, there for memory errors, allows 3 points. */
+    /* The reported error (model vs RAPL windows) differs from the model's
+     * error against the truth by at most the windows' own error against
+     * the truth, window by window (triangle inequality), plus half a point
+     * for the two denominators.  The windows' error is the simulator's (its
+     * 50-ms view of the load against calibrate's 1-s windows), seen up to
+     * 2.2 % on a quiet host (1.90 % and 2.24 % in two of three runs at
+     * 21:30 on 2026-11-23, when the former 2 % bound failed).  Its bound is
+     * the simulator's fidelity: 3 %, 5 % under ASan, whose slower simulator
+     * thread adds its own CPU to the load both sides read. */
 #ifdef PA_SANITIZE_BUILD
-    const double agree = 0.03;
+    const double fidelity = 0.05;
 #else
-    const double agree = 0.015;
+    const double fidelity = 0.03;
 #endif
-    ck_assert_msg(fabs(c.error - sum_truth / n) < agree,
+    ck_assert_msg(meas_vs_truth / n < fidelity, "windows vs truth %.2f %%",
+                  100 * meas_vs_truth / n);
+    ck_assert_msg(fabs(c.error - sum_truth / n) < meas_vs_truth / n + 0.005,
                   "reported %.2f %%, model vs truth %.2f %%, windows vs "
                   "truth %.2f %%", c.error * 100, 100 * sum_truth / n,
-                  100 * meas_vs_truth / n);
-    ck_assert_msg(meas_vs_truth / n < 0.02, "windows vs truth %.2f %%",
                   100 * meas_vs_truth / n);
 
     /* 3. the tree removed: cpu-curve on a pattern calibrate never ran */
@@ -409,7 +413,10 @@ END_TEST
  * and the simulated power's dynamic part proportional to the frequency
  * calibrate sets: the ladder at min, mid and max recovers each
  * frequency's curve, the settings are restored, and a SIGTERM in the
- * middle restores them too. */
+ * middle restores them too.  Steps of 2 s with 500-ms windows, as in the
+ * main case: with 1-s steps and 300-ms windows a point's utilisation (60
+ * clock ticks of 2 CPUs) was off by enough to miss 2 % on a quiet host
+ * (CI of 21:18: 2000 MHz, 64.8 %, 2.5 % from the truth). */
 START_TEST(calibrate_per_frequency)
 {
     if (machine_saturated("calibrate_per_frequency"))
@@ -423,7 +430,7 @@ START_TEST(calibrate_per_frequency)
              s.root);
     snprintf(cmd, sizeof(cmd),
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --levels 3 "
-             "--step 1s --settle 300ms --window 300ms --reps 1 --validate 0 "
+             "--step 2s --settle 300ms --window 500ms --reps 1 --validate 0 "
              "2>&1",
              PA_CLI_PATH, s.root, cal);
     char *out = NULL;
