@@ -147,44 +147,36 @@ static void remove_root(void)
 }
 
 /* The hardware database the contexts of a fixture tree use: the records
- * of the source tree's database that the fixture's CPUs match (cpu and
+ * of the source tree's database that the fixture's CPU matches (cpu and
  * curve), the one with a voltage table, and every NIC record.  The database is
  * not the input of the sensor targets (fuzz_hwdb has it), and scanning all
  * of it at each module start and lookup took two thirds of their time. */
 static char fz_hwdb_path[4200];
 
-static void fixture_models(const char *root, char (*models)[128], size_t max,
-                           size_t *n)
+/* The "model name" of the fixture's first processor: the one the sensors
+ * report and the formulas look up ("" when none). */
+static void fixture_model(const char *root, char *model, size_t len)
 {
     char path[4200], line[512];
     snprintf(path, sizeof(path), "%s/proc/cpuinfo", root);
     FILE *f = fopen(path, "re");
-    *n = 0;
-    if (!f)
-        return;
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "model name", 10) != 0)
-            continue;
+    model[0] = '\0';
+    while (f && fgets(line, sizeof(line), f)) {
         const char *v = strchr(line, ':');
-        if (!v)
+        if (strncmp(line, "model name", 10) != 0 || !v)
             continue;
         v += strspn(v + 1, " \t") + 1;
-        char m[128];
-        snprintf(m, sizeof(m), "%.*s", (int)strcspn(v, "\n"), v);
-        size_t k = 0;
-        while (k < *n && strcmp(models[k], m) != 0)
-            k++;
-        if (k == *n && *n < max)
-            snprintf(models[(*n)++], 128, "%s", m);
+        snprintf(model, len, "%.*s", (int)strcspn(v, "\n"), v);
+        break;
     }
-    fclose(f);
+    if (f)
+        fclose(f);
 }
 
 static void make_hwdb(const char *root)
 {
-    char models[16][128];
-    size_t nm;
-    fixture_models(root, models, 16, &nm);
+    char model[128];
+    fixture_model(root, model, sizeof(model));
     char one[4200];
     snprintf(one, sizeof(one), "%s/hwdb-one.txt", root);
     snprintf(fz_hwdb_path, sizeof(fz_hwdb_path), "%s/hwdb.txt", root);
@@ -197,14 +189,13 @@ static void make_hwdb(const char *root)
     while (fgets(line, sizeof(line), in)) {
         int cpu = !strncmp(line, "cpu ", 4), curve = !strncmp(line, "curve ", 6);
         int keep = !strncmp(line, "nic ", 4) || (cpu && strstr(line, " volt="));
-        if (!keep && (cpu || curve)) {
+        if (!keep && (cpu || curve) && model[0]) {
+            /* the library's own matching decides: the line alone */
             fz_write(root, "hwdb-one.txt", line, strlen(line));
-            for (size_t k = 0; k < nm && !keep; k++) {
-                pa_hwdb_cpu rec;
-                pa_curve c;
-                keep = cpu ? pa__hwdb_cpu(one, models[k], &rec) == 0
-                           : pa__hwdb_curve(one, models[k], &c) == 0;
-            }
+            pa_hwdb_cpu rec;
+            pa_curve c;
+            keep = cpu ? pa__hwdb_cpu(one, model, &rec) == 0
+                       : pa__hwdb_curve(one, model, &c) == 0;
         }
         if (keep) {
             fputs(line, out);
