@@ -3,13 +3,19 @@
  * simulated RAPL (this machine has none).
  *
  * The simulator (a thread) keeps a powercap tree under a temporary sysfs
- * root: every 50 ms it reads the machine's REAL utilisation from
- * /proc/stat (busy = user+nice+system+irq+softirq over the interval x the
- * online CPUs, as procfs-cpu counts it) and sets the power to TRUTH(u) x
- * (1 + noise of +-1 %); every 5 ms it adds power x dt to package-0's
- * energy and writes energy_uj modulo max_energy_range_uj (30 J: it wraps
- * every few seconds).  It keeps the unwrapped energy in
- * memory, which stays the truth after the tree is removed.
+ * root.  Every 5 ms it reads the machine's busy CPU time from /proc/stat
+ * (user+nice+system+irq+softirq, the counter procfs-cpu reads) and adds
+ * the energy of the interval: 4 W x dt, plus 8 W per busy CPU for its
+ * busy time, plus 2 u^2 W x dt, u the utilisation of the last 100 ms,
+ * all times (1 + noise of +-1 %) and the dynamic part scaled by the
+ * frequency.  At a steady load u that is TRUTH(u) = 4 + 8u + 2u^2 W.  The
+ * linear part follows the very counter calibrate reads, so a window's
+ * power matches its own utilisation with no lag and no quantisation of
+ * the simulator's own (its first version set the power from the last
+ * 50 ms of /proc/stat: points at low load missed TRUTH by up to 2.05 %).
+ * It writes energy_uj modulo max_energy_range_uj (30 J: it wraps every few
+ * seconds) and keeps the unwrapped energy in memory, which stays the
+ * truth after the tree is removed.
  *
  * 1. calibrate on that tree recovers each curve point within 2 % of
  *    TRUTH at the point's measured utilisation;
@@ -135,39 +141,48 @@ static void *sim_run(void *p)
     char path[4200];
     snprintf(path, sizeof(path),
              "%s/sys/class/powercap/intel-rapl:0/energy_uj", s->root);
-    uint64_t busy0, t0 = mono_ns(), tw = t0;
+    uint64_t busy0, busy_q, t0 = mono_ns(), tq = t0;
     read_stat(&busy0);
+    busy_q = busy0;
     unsigned seed = 12345;
     long hz = sysconf(_SC_CLK_TCK);
-    double power = truth_f(0, s->mhz);
+    double uq[2] = {0, 0}, noise = 0;
     for (unsigned step = 1; !s->stop; step++) {
-        /* the counter grows every 5 ms (RAPL's update every ~1 ms) at the
-         * power of the utilisation of the last 50 ms */
+        /* every 5 ms (RAPL's counter moves every ~1 ms): the energy of
+         * the interval, its busy CPU time read from the same /proc/stat
+         * counter calibrate reads, so that the linear part follows the
+         * load with no lag and no quantisation of its own */
         usleep(5000);
-        uint64_t t = mono_ns();
+        uint64_t t = mono_ns(), busy;
+        read_stat(&busy);
+        double dt = (t - t0) / 1e9;
+        double busy_s = (double)(busy - busy0) / hz;
+        double ubar = (uq[0] + uq[1]) / 2;
+        double f = s->mhz / 3000;
         pthread_mutex_lock(&s->lock);
-        s->energy_j += power * (t - tw) / 1e9;
+        s->energy_j += (4 * dt + f * (8 * busy_s / s->ncpus +
+                                      2 * ubar * ubar * dt)) * (1 + noise);
         uint64_t uj = (uint64_t)(s->energy_j * 1e6) % RANGE_UJ;
         pthread_mutex_unlock(&s->lock);
-        tw = t;
+        busy0 = busy;
+        t0 = t;
         if (s->write_tree) {
-            FILE *f = fopen(path, "r+");
-            if (f) {
-                fprintf(f, "%020llu\n", (unsigned long long)uj);
-                fclose(f);
+            FILE *fe = fopen(path, "r+");
+            if (fe) {
+                fprintf(fe, "%020llu\n", (unsigned long long)uj);
+                fclose(fe);
             }
         }
         if (step % 10)
             continue;
-        uint64_t busy;
-        read_stat(&busy);
-        double dt = (t - t0) / 1e9;
-        /* not clamped at 1: /proc/stat counts in 10 ms ticks, so 50 ms
-         * readings scatter around the true utilisation, and cutting the
-         * ones above 1 would bias the mean low near full load */
-        double u = (double)(busy - busy0) / hz / (dt * s->ncpus);
-        u = u < 0 ? 0 : u;
-        double noise = 0.02 * (rand_r(&seed) / (double)RAND_MAX - 0.5);
+        /* every 50 ms: the utilisation of the quadratic part (the mean
+         * of the last two 50-ms readings), the noise, the frequency */
+        double uw = (double)(busy - busy_q) / hz / ((t - tq) / 1e9 * s->ncpus);
+        uq[0] = uq[1];
+        uq[1] = uw < 0 ? 0 : uw;
+        busy_q = busy;
+        tq = t;
+        noise = 0.02 * (rand_r(&seed) / (double)RAND_MAX - 0.5);
         if (s->cpufreq) {
             char fp[4300], buf[64] = "";
             snprintf(fp, sizeof(fp), "%s/sys/devices/system/cpu/cpufreq/"
@@ -184,9 +199,6 @@ static void *sim_run(void *p)
                 s->seen[s->nseen++] = s->mhz;
             pthread_mutex_unlock(&s->lock);
         }
-        power = truth_f(u, s->mhz) * (1 + noise);
-        busy0 = busy;
-        t0 = t;
     }
     return NULL;
 }
@@ -337,12 +349,11 @@ START_TEST(calibrate_on_simulated_rapl)
     /* The reported error (model vs RAPL windows) differs from the model's
      * error against the truth by at most the windows' own error against
      * the truth, window by window (triangle inequality), plus half a point
-     * for the two denominators.  The windows' error is the simulator's (its
-     * 50-ms view of the load against calibrate's 1-s windows), seen up to
-     * 2.2 % on a quiet host (1.90 % and 2.24 % in two of three runs at
-     * 21:30 on 2026-11-23, when the former 2 % bound failed).  Its bound is
-     * the simulator's fidelity: 3 %, 5 % under ASan, whose slower simulator
-     * thread adds its own CPU to the load both sides read. */
+     * for the two denominators.  The windows' error is the simulator's
+     * fidelity (0.3-0.8 % on a quiet host, 1.9-2.2 % before the linear part
+     * followed the busy-time counter itself): bounded at 3 %, 5 % under
+     * ASan, whose slower simulator thread adds its own CPU to the load both
+     * sides read. */
 #ifdef PA_SANITIZE_BUILD
     const double fidelity = 0.05;
 #else

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -59,12 +60,16 @@ static void sink_loop(int lfd)
 
 /* Child: connects to addr and sends rate bytes/s in 16 KiB chunks, paced
  * against an absolute clock so that the average rate is exact. */
+/* Connects, says so on ready (0, or the errno of the failure), then sends
+ * at rate bytes a second. */
 static void sender_loop(const struct sockaddr *sa, socklen_t len,
-                        double rate)
+                        double rate, int ready)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, sa, len) < 0)
+    int err = fd < 0 || connect(fd, sa, len) < 0 ? errno : 0;
+    if (write(ready, &err, sizeof err) != sizeof err || err)
         _exit(2);
+    close(ready);
     static char chunk[16384];
     memset(chunk, 'x', sizeof chunk);
     uint64_t t0 = now_ns();
@@ -115,13 +120,29 @@ static int listen_any(struct sockaddr_in *sa)
     return fd;
 }
 
-static pid_t spawn_sender(const struct sockaddr_in *sa, double rate)
+/* Returns once the sender has connected: its first window has bytes even
+ * when the connection takes a SYN retransmission (a veth just set up, a
+ * slow sanitizer build). */
+static pid_t spawn_sender(const void *sa, socklen_t len, double rate)
 {
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
     pid_t p = fork();
     ck_assert_int_ge(p, 0);
-    if (p == 0)
-        sender_loop((const struct sockaddr *)sa, sizeof *sa, rate);
+    if (p == 0) {
+        close(pfd[0]);
+        sender_loop(sa, len, rate, pfd[1]);
+    }
     track(p);
+    close(pfd[1]);
+    struct pollfd pf = {.fd = pfd[0], .events = POLLIN};
+    int err = -1;
+    ck_assert_msg(poll(&pf, 1, 20000) == 1, "the sender did not connect in "
+                                            "20 s");
+    ck_assert_int_eq(read(pfd[0], &err, sizeof err), (ssize_t)sizeof err);
+    close(pfd[0]);
+    ck_assert_msg(err == 0, "the sender could not connect: %s",
+                  strerror(err));
     return p;
 }
 
@@ -187,7 +208,8 @@ START_TEST(loopback_rates_and_watts)
     setpgid(sink, sink);
     track(sink);
     close(lfd);
-    pid_t fast = spawn_sender(&sa, 8e6), slow = spawn_sender(&sa, 2e6);
+    pid_t fast = spawn_sender(&sa, sizeof sa, 8e6),
+          slow = spawn_sender(&sa, sizeof sa, 2e6);
 
     for (int pass = 0; pass < 2; pass++) {
         pa_ctx *ctx = live_ctx(pass ? "loopback=on" : NULL);
@@ -256,11 +278,7 @@ START_TEST(ipv6_loopback_sender)
     setpgid(sink, sink);
     track(sink);
     close(lfd);
-    pid_t snd = fork();
-    ck_assert_int_ge(snd, 0);
-    if (snd == 0)
-        sender_loop((const struct sockaddr *)&sa, sizeof sa, 3e6);
-    track(snd);
+    pid_t snd = spawn_sender(&sa, sizeof sa, 3e6);
 
     pa_ctx *ctx = live_ctx(NULL);
     ck_assert_int_eq(pa_watch_pid(ctx, snd, 0), 0);
@@ -384,7 +402,7 @@ START_TEST(veth_between_namespaces)
     char addr[32];
     snprintf(addr, sizeof addr, "10.213.%d.2", id);
     inet_pton(AF_INET, addr, &peer.sin_addr);
-    pid_t snd = spawn_sender(&peer, 4e6);
+    pid_t snd = spawn_sender(&peer, sizeof peer, 4e6);
     veth_sender = snd;
 
     pa_ctx *ctx = live_ctx(NULL);
