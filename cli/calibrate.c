@@ -449,7 +449,9 @@ static int ladder(pa_ctx *ctx, const opts *o, load *l, pa_curve *c,
     if (pt[0] > 0 && pu[0] / pt[0] > 0.1)
         fprintf(stderr,
                 "%s %s: warning: the machine was %.0f %% busy at active idle "
-                "(other work): the points cover only %.0f..%.0f %% load\n",
+                "(other work): the points cover only %.0f..%.0f %% load "
+                "(below it, cpu-curve extrapolates along the lowest points "
+                "and says so; a quieter machine gives the whole curve)\n",
                 pa_cli_prog, CMD, 100 * pu[0] / pt[0], c->load[0] * 100,
                 c->n ? c->load[c->n - 1] * 100 : 0.0);
     if (c->n < 2) {

@@ -647,6 +647,15 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
      * f/f_ref scaling then */
     bool by_freq = c->nfreq >= 2 && f_win > 0 && use == c && !per_pk;
 
+    /* P(0): the curve's first point, or the line below it when the
+     * curve starts above idle (a calibration on a busy machine) */
+    double p0 = pa__curve_at(use, 0);
+    if (use->n && use->load[0] > 0.05)
+        pa_table_assume(out,
+               "cpu-curve: the curve starts at %.0f %% load: below it, "
+               "extrapolated along its lowest points (idle %.3g W where the "
+               "first point has %.3g W)",
+               use->load[0] * 100, p0, use->watts[0]);
     double p_static, p_dyn;
     if (by_freq) {
         p_static = pa__curve_at_freq(c, f_win, 0) * scale;
@@ -666,8 +675,8 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                 uk = u;
                 sys_u = true;
             }
-            p_static += use->watts[0] * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / pk_div);
-            p_dyn += (pa__curve_at(use, uk) - use->watts[0]) /
+            p_static += p0 * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / pk_div);
+            p_dyn += (pa__curve_at(use, uk) - p0) /
                      (c->per == PA_CURVE_PACKAGE ? 1 : pk_div);
         }
         pa_table_assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
@@ -675,8 +684,8 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
                           : "cpu-curve: per package, each at its CPUs' "
                             "utilisation");
     } else {
-        p_static = use->watts[0] * scale;
-        p_dyn = (pa__curve_at(use, u) - use->watts[0]) * scale;
+        p_static = p0 * scale;
+        p_dyn = (pa__curve_at(use, u) - p0) * scale;
     }
 
     if (t_all > 0 && !by_freq) {

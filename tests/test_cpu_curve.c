@@ -189,6 +189,39 @@ START_TEST(interpolation_and_idle_split)
 }
 END_TEST
 
+/* A curve that starts above idle, as a calibration made on a busy machine
+ * does: points 40:70, 60:80, 100:100.  Below 40 % the line of the points
+ * within 25 points of the first (40 and 60: 50 W per unit of load), through
+ * the first: P(0) = 50 W, not the first point's 70 W.  u = 0.25: P = 62.5 W,
+ * idle 50 W, the dynamic 12.5 W to web and db 2:1; the assumed text says
+ * where the curve starts.  u = 0.5 interpolates as before: 75 W. */
+START_TEST(curve_starting_above_idle)
+{
+    srv s;
+    srv_open(&s, "points=40:70+60:80+100:100", false, false);
+    const unsigned long busy[4] = {25, 25, 25, 25};
+    srv_step(&s, busy, 60, 30, 0, 0, 0);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 12.5 * 2 / 3, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 12.5 / 3, TOL);
+    check_sys(s.ctx, 62.5, 50.0,
+              "cpu-curve: the curve starts at 40 % load: below it, "
+              "extrapolated along its lowest points (idle 50 W where the "
+              "first point has 70 W)");
+    const unsigned long busy2[4] = {50, 50, 50, 50};
+    srv_step(&s, busy2, 60, 30, 0, 0, 0);
+    check_sys(s.ctx, 75.0, 50.0, NULL);
+    srv_close(&s);
+    /* a curve from 0 says nothing of it */
+    srv_open(&s, "points=0:40+50:70+100:100", false, false);
+    srv_step(&s, busy, 60, 30, 0, 0, 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(s.ctx, &r), 0);
+    ck_assert_ptr_null(strstr(r->assumed, "the curve starts at"));
+    pa_report_free(r);
+    srv_close(&s);
+}
+END_TEST
+
 /* per=package points 0:10, 100:30: package 0 (CPUs 0-1) fully busy = 30 W,
  * package 1 idle = 10 W: P = 40 W, idle (2 x 10) = 20 W, and web gets
  * the dynamic 20 W.  With the machine's utilisation (0.5) instead it would
@@ -500,6 +533,7 @@ static Suite *suite(void)
     Suite *s = suite_create("cpu-curve");
     TCase *tc = tcase_create("fixtures");
     tcase_add_test(tc, interpolation_and_idle_split);
+    tcase_add_test(tc, curve_starting_above_idle);
     tcase_add_test(tc, several_packages);
     tcase_add_test(tc, frequency_scaling);
     tcase_add_test(tc, calibration_file);

@@ -32,12 +32,38 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Below the first point (a calibration made on a busy machine starts at
+ * its background load), the straight line of the points within 25 points
+ * of load of the first one (least squares, at least two points; never
+ * falling), through the first point: a flat curve there would put the
+ * power of that load on an idle machine.  Convex curves read a little low
+ * there; cpu-curve says so in its assumed text. */
 static double points_at(const double *load, const double *watts, size_t n,
                         double u)
 {
     if (!n)
         return 0;
-    if (u <= load[0] || n == 1)
+    if (n == 1)
+        return watts[0];
+    u = u > 0 ? u : 0;
+    if (u < load[0]) {
+        size_t m = 2;
+        while (m < n && load[m] <= load[0] + 0.25)
+            m++;
+        double mu = 0, mw = 0, sxy = 0, sxx = 0;
+        for (size_t i = 0; i < m; i++) {
+            mu += load[i] / (double)m;
+            mw += watts[i] / (double)m;
+        }
+        for (size_t i = 0; i < m; i++) {
+            sxy += (load[i] - mu) * (watts[i] - mw);
+            sxx += (load[i] - mu) * (load[i] - mu);
+        }
+        double b = sxx > 0 && sxy > 0 ? sxy / sxx : 0;
+        double w = watts[0] - b * (load[0] - u);
+        return w > 0 ? w : 0;
+    }
+    if (u == load[0])
         return watts[0];
     if (u >= load[n - 1])
         return watts[n - 1];

@@ -543,8 +543,10 @@ typedef struct pa_curve {
     double fres[PA_CURVE_FREQS][PA_CURVE_MAX]; /* RMS residual, W */
 } pa_curve;
 
-/* Power at utilisation u (0..1): linear between points, the end values
- * outside them.  Thread-safe. */
+/* Power at utilisation u (0..1): linear between points, the last value
+ * above them; below the first (a calibration made on a busy machine), the
+ * straight line of the points within 25 points of load of it, through
+ * it, never below 0.  Thread-safe. */
 double pa__curve_at(const pa_curve *c, double u);
 /* Power at utilisation u and frequency mhz from the per-frequency curves
  * (nfreq >= 2): linear in the frequency between the two nearest, the end
