@@ -86,6 +86,11 @@ typedef struct fz_sensor {
     int fresh;               /* a new context for every input: the files are
                                 read when a process is first seen, and a
                                 kept context would see them once */
+    unsigned keep;           /* on a kept context, the first `keep` modules
+                                (ones that read none of the pieces when
+                                they start) are restarted only every 64th
+                                input: restarting procfs-cpu under auto's
+                                CPU formula restarted RAPL every input */
     fz_file files[FZ_MAX_PIECES];
 } fz_sensor;
 

@@ -7,6 +7,7 @@
 static const fz_sensor spec = {
     .fixture = "rapl-laptop",
     .modules = {"procfs-cpu", "nic:sockdiag=off", "nic-linear"},
+    .keep = 1,
     .files = {FZ_F(0, "proc/net/dev"), FZ_F(1, "proc/net/dev")},
 };
 

@@ -426,10 +426,15 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
         nmod++;
 
     pa_ctx *ctx = fz_kept;
+    /* the modules a kept context leaves running this input: the spec's
+     * first `keep`, but every 64th input restarts them too, so that their
+     * stop and start still run after hostile input */
+    static unsigned long ninputs;
+    size_t keep = ctx && ++ninputs % 64 ? s->keep : 0;
     if (ctx) {
         /* the modules stopped before their start-time files change:
          * every input starts them again (the lifecycle API users call) */
-        for (size_t i = nmod; i-- > 0;) {
+        for (size_t i = nmod; i-- > keep;) {
             char name[64];
             module_name(s->modules[i], name, sizeof(name));
             check_err("pa_module_disable", pa_module_disable(ctx, name));
@@ -465,7 +470,7 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
             atexit(free_kept);
         }
     }
-    for (size_t i = 0; i < nmod; i++) {
+    for (size_t i = keep; i < nmod; i++) {
         char name[64];
         module_name(s->modules[i], name, sizeof(name));
         const char *colon = strchr(s->modules[i], ':');
