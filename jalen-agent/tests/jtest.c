@@ -401,3 +401,26 @@ void jt_check_outputs(const char *dir, double tol)
     jt_path(p, sizeof(p), dir, ".summary.json.tmp");
     ck_assert_int_ne(access(p, F_OK), 0);
 }
+
+char *jt_run_quiet(const char *dir, const char *opts, const char *const *args,
+                   double timeout_s)
+{
+    char all[8192], errf[4200], p[4200];
+    snprintf(all, sizeof(all), "%s%sout=%s/out,quiet", opts, *opts ? "," : "", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    pid_t pid = jt_spawn(all, JALEN_CLASSES, args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, timeout_s);
+    char *err = jt_read(errf);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "java %s failed (status %d): %s", args[0], st, err ? err : "");
+    ck_assert_msg(err && err[0] == '\0', "stderr not empty with quiet: %s", err);
+    free(err);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *sum = jt_read(p);
+    ck_assert_msg(sum != NULL, "no %s", p);
+    ck_assert_msg(jt_json_true(sum, "complete"), "%s: not complete", p);
+    return sum;
+}

@@ -57,4 +57,12 @@ int jt_lines(const char *s);
  * DESIGN.md section 8, conservation within tol), ck_assert inside. */
 void jt_check_outputs(const char *dir, double tol);
 
+/* Runs java ARGS (JALEN_CLASSES on the class path) with the agent's opts
+ * plus ",out=DIR/out,quiet", for up to timeout_s, and checks what every
+ * such run must give: exit 0, nothing on stderr, every output file
+ * (jt_check_outputs, 0.5 %), summary.json complete.  Returns
+ * summary.json's text (free it); ck_assert inside. */
+char *jt_run_quiet(const char *dir, const char *opts, const char *const *args,
+                   double timeout_s);
+
 #endif

@@ -70,28 +70,14 @@ static void write_calibration(const char *path, long ncpus)
 START_TEST(calibration_file_drives_cpu_curve)
 {
     char *dir = jt_tmpdir();
-    char calib[4200], opts[8600], errf[4200], p[4200];
+    char calib[4200], opts[8600], p[4200];
     snprintf(calib, sizeof(calib), "%s/calibration.txt", dir);
     long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
     ck_assert_int_gt(ncpus, 0);
     write_calibration(calib, ncpus);
-    snprintf(opts, sizeof(opts), "out=%s/out,quiet,calibration=%s,window=500ms", dir, calib);
-    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    snprintf(opts, sizeof(opts), "calibration=%s,window=500ms", calib);
     const char *args[] = {"SpinBench", NULL};
-    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
-    ck_assert_int_gt(pid, 0);
-    int st = jt_wait(pid, 120);
-    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
-    char *err = jt_read(errf);
-    ck_assert_msg(err && err[0] == '\0', "stderr not empty with quiet: %s", err);
-    free(err);
-    snprintf(p, sizeof(p), "%s/out", dir);
-    jt_check_outputs(p, 0.005);
-
-    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
-    char *sum = jt_read(p);
-    ck_assert_ptr_nonnull(sum);
-    ck_assert(jt_json_true(sum, "complete"));
+    char *sum = jt_run_quiet(dir, opts, args, 120);
     ck_assert_msg(strstr(sum, "\"formula\": \"cpu-curve"), "formula not cpu-curve: %s", sum);
     ck_assert_msg(strstr(sum, "\"cpu_source\": \"model\""), "cpu_source not model: %s", sum);
     char want[4300];

@@ -18,34 +18,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "jtest.h"
 
 static void run_known(const char *mode)
 {
     char *dir = jt_tmpdir();
-    char opts[4096], errf[4200], p[4200];
-    snprintf(opts, sizeof(opts), "mode=%s,out=%s/out,quiet", mode, dir);
-    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    char opts[64], p[4200];
+    snprintf(opts, sizeof(opts), "mode=%s", mode);
     const char *args[] = {"Known", "4", NULL};
-    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
-    ck_assert_int_gt(pid, 0);
-    int st = jt_wait(pid, 100);
-    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
-    char *err = jt_read(errf);
-    ck_assert_msg(err && err[0] == '\0', "stderr not empty with quiet: %s", err);
-    free(err);
-
-    snprintf(p, sizeof(p), "%s/out", dir);
-    jt_check_outputs(p, 0.005);
-
-    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
-    char *sum = jt_read(p);
+    char *sum = jt_run_quiet(dir, opts, args, 100);
     char want[64];
     snprintf(want, sizeof(want), "\"mode\": \"%s\"", mode);
     ck_assert_ptr_nonnull(strstr(sum, want));
-    ck_assert(jt_json_true(sum, "complete"));
     ck_assert_msg(jt_json_num(sum, "process_energy_j") > 0, "no process energy");
     ck_assert_msg(jt_json_num(sum, "samples") >= 200, "only %.0f samples",
                   jt_json_num(sum, "samples"));
@@ -121,16 +106,9 @@ static void run_known(const char *mode)
 static void run_quiet(void)
 {
     char *dir = jt_tmpdir();
-    char opts[4096], errf[4200], p[4200];
-    snprintf(opts, sizeof(opts), "mode=cpu,out=%s/out,quiet,filter=NetQuiet", dir);
-    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    char p[4200];
     const char *args[] = {"NetQuiet", NULL};
-    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
-    ck_assert_int_gt(pid, 0);
-    int st = jt_wait(pid, 100);
-    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
-    snprintf(p, sizeof(p), "%s/out", dir);
-    jt_check_outputs(p, 0.005);
+    free(jt_run_quiet(dir, "mode=cpu,filter=NetQuiet", args, 100));
     const char *files[] = {"methods.csv", "methods-filtered.csv"};
     double bytes[2][2];
     for (int f = 0; f < 2; f++) {

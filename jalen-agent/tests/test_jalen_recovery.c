@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "jtest.h"
 
@@ -36,25 +35,8 @@ static const char *const workloads[] = {"arraycopy", "itable", "vtable",
  * summary text. */
 static char *run_recovery(const char *dir, const char *seconds, const char *cpu_seconds)
 {
-    char opts[4096], errf[4200], p[4200];
-    snprintf(opts, sizeof(opts), "mode=cpu,interval=1ms,out=%s/out,quiet", dir);
-    snprintf(errf, sizeof(errf), "%s/stderr", dir);
     const char *args[] = {"Recovery", "all", seconds, cpu_seconds, NULL};
-    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
-    ck_assert_int_gt(pid, 0);
-    int st = jt_wait(pid, 100);
-    char *err = jt_read(errf);
-    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                  "java failed (status %d): %s", st, err ? err : "");
-    ck_assert_msg(err && err[0] == '\0', "stderr not empty with quiet: %s", err);
-    free(err);
-    snprintf(p, sizeof(p), "%s/out", dir);
-    jt_check_outputs(p, 0.005);
-    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
-    char *sum = jt_read(p);
-    ck_assert_ptr_nonnull(sum);
-    ck_assert(jt_json_true(sum, "complete"));
-    return sum;
+    return jt_run_quiet(dir, "mode=cpu,interval=1ms", args, 100);
 }
 
 static void check_recovery(void)
@@ -136,16 +118,10 @@ END_TEST
 static void check_rename(const char *mode)
 {
     char *dir = jt_tmpdir();
-    char opts[4096], errf[4200], p[4200];
-    snprintf(opts, sizeof(opts), "mode=%s,out=%s/out,quiet", mode, dir);
-    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    char opts[64], p[4200];
+    snprintf(opts, sizeof(opts), "mode=%s", mode);
     const char *args[] = {"Rename", NULL};
-    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
-    ck_assert_int_gt(pid, 0);
-    int st = jt_wait(pid, 100);
-    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
-    snprintf(p, sizeof(p), "%s/out", dir);
-    jt_check_outputs(p, 0.005);
+    free(jt_run_quiet(dir, opts, args, 100));
     jt_csv th, me;
     snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
     ck_assert_int_eq(jt_csv_load(p, &th), 0);
