@@ -406,6 +406,22 @@ static int run_profile(const char *args, char **output)
     return pa_test_run(cmd, output);
 }
 
+/* `powerapi profile -q OPTS --out OUT/p -- COMMAND` in a fresh folder OUT:
+ * exit 0, then its functions.csv read into rows (their number returned).
+ * *out is OUT (pa_test_rmtree it), pdir OUT/p. */
+static size_t profile_fns(const char *opts, const char *command, char **out,
+                          char pdir[4200], frow *rows, size_t max)
+{
+    *out = pa_test_tmpdir();
+    char args[8192];
+    snprintf(args, sizeof(args), "-q %s --out %s/p -- %s", opts, *out, command);
+    char *log = NULL;
+    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+    free(log);
+    snprintf(pdir, 4200, "%s/p", *out);
+    return read_functions(pdir, rows, max);
+}
+
 /* The known answer: shares of CPU time measured by the workload. */
 static void check_known_answer(const char *bin, const char *extra)
 {
@@ -610,16 +626,10 @@ END_TEST
  * names, inlined frames and files come back. */
 START_TEST(debuglink)
 {
-    char *out = pa_test_tmpdir();
-    char args[8192];
-    snprintf(args, sizeof(args), "-q --out %s/p -- %s/work-linked 0.5 '' 1", out, dir);
-    char *log = NULL;
-    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
-    free(log);
-    char pdir[4200];
-    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    char *out, pdir[4200], cmd[4200];
+    snprintf(cmd, sizeof(cmd), "%s/work-linked 0.5 '' 1", dir);
     frow rows[256];
-    size_t n = read_functions(pdir, rows, 256);
+    size_t n = profile_fns("", cmd, &out, pdir, rows, 256);
     const frow *fa = find_fn(rows, n, "f_a"), *inl = find_fn(rows, n, "inl_burn");
     ck_assert_msg(fa && inl, "debuglink: f_a or inl_burn not named");
     ck_assert_str_eq(fa->module, "work-linked");
@@ -630,16 +640,10 @@ END_TEST
 
 START_TEST(cxx_demangled)
 {
-    char *out = pa_test_tmpdir();
-    char args[8192];
-    snprintf(args, sizeof(args), "-q --out %s/p -- %s/cxx 1", out, dir);
-    char *log = NULL;
-    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
-    free(log);
-    char pdir[4200];
-    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    char *out, pdir[4200], cmd[4200];
+    snprintf(cmd, sizeof(cmd), "%s/cxx 1", dir);
     frow rows[256];
-    size_t n = read_functions(pdir, rows, 256);
+    size_t n = profile_fns("", cmd, &out, pdir, rows, 256);
     const frow *r = find_fn(rows, n, "energy::Burner<double>::burn(long)");
     ck_assert_msg(r != NULL && r->self_samples > 10,
                   "no demangled energy::Burner<double>::burn(long) (first: %s)",
@@ -651,16 +655,10 @@ END_TEST
 
 START_TEST(jit_perf_map)
 {
-    char *out = pa_test_tmpdir();
-    char args[8192];
-    snprintf(args, sizeof(args), "-q --out %s/p -- %s/jit 1.5", out, dir);
-    char *log = NULL;
-    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
-    free(log);
-    char pdir[4200];
-    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    char *out, pdir[4200], cmd[4200];
+    snprintf(cmd, sizeof(cmd), "%s/jit 1.5", dir);
     frow rows[256];
-    size_t n = read_functions(pdir, rows, 256);
+    size_t n = profile_fns("", cmd, &out, pdir, rows, 256);
     const frow *r = find_fn(rows, n, "jit_hot_loop");
     ck_assert_msg(r != NULL, "JIT code not named from the perf map");
     ck_assert_str_eq(r->module, "[jit]");
@@ -846,16 +844,10 @@ START_TEST(pprof_top)
                         "(Debian golang-go, scripts/deps.sh)\n");
         return;
     }
-    char *out = pa_test_tmpdir();
-    char args[8192];
-    snprintf(args, sizeof(args), "-q --filter f_ --out %s/p -- %s/work-fp 1.5 '' 1", out, dir);
-    char *log = NULL;
-    ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
-    free(log);
-    char pdir[4200];
-    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    char *out, pdir[4200], work[4200];
+    snprintf(work, sizeof(work), "%s/work-fp 1.5 '' 1", dir);
     frow rows[256];
-    size_t n = read_functions(pdir, rows, 256);
+    size_t n = profile_fns("--filter f_", work, &out, pdir, rows, 256);
     /* --filter f_: inl_burn's samples are charged to f_c (its innermost
      * matching frame), lib_burn's to [outside filter] */
     {
