@@ -653,8 +653,8 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     if (use->n && use->load[0] > 0.05)
         pa_table_assume(out,
                "cpu-curve: the curve starts at %.0f %% load: below it, "
-               "extrapolated along its lowest points (idle %.3g W where the "
-               "first point has %.3g W)",
+               "extrapolated along its lowest points (the curve's %.3g W "
+               "at idle, %.3g W at its first point)",
                use->load[0] * 100, p0, use->watts[0]);
     double p_static, p_dyn;
     if (by_freq) {

@@ -205,8 +205,8 @@ START_TEST(curve_starting_above_idle)
     ck_assert_double_eq_tol(pid_w(s.ctx, 200), 12.5 / 3, TOL);
     check_sys(s.ctx, 62.5, 50.0,
               "cpu-curve: the curve starts at 40 % load: below it, "
-              "extrapolated along its lowest points (idle 50 W where the "
-              "first point has 70 W)");
+              "extrapolated along its lowest points (the curve's 50 W "
+              "at idle, 70 W at its first point)");
     const unsigned long busy2[4] = {50, 50, 50, 50};
     srv_step(&s, busy2, 60, 30, 0, 0, 0);
     check_sys(s.ctx, 75.0, 50.0, NULL);
