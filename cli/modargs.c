@@ -70,48 +70,10 @@ void pa_cli_mods_free(pa_cli_mods *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* Appends "(sensors: a, b; formulas: c, d)" to a message that does not
- * already list the modules. */
-static void known_modules(pa_ctx *ctx, char *buf, size_t len)
-{
-    pa_module_info info[64];
-    int n = pa_module_list(ctx, info, 64);
-    buf[0] = '\0';
-    if (n <= 0)
-        return;
-    if (n > 64)
-        n = 64;
-    size_t off = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        pa_module_kind kind = pass ? PA_FORMULA : PA_SENSOR;
-        int first = 1;
-        for (int i = 0; i < n && off < len; i++) {
-            if (info[i].kind != kind)
-                continue;
-            off += (size_t)snprintf(
-                buf + off, len - off, "%s%s%s",
-                first ? (pass ? "; formulas: " : " (sensors: ") : ", ", "",
-                info[i].name);
-            first = 0;
-        }
-    }
-    if (off && off < len)
-        snprintf(buf + off, len - off, ")");
-}
-
-static const pa_module_info *find_module(const pa_module_info *info, int n,
-                                         const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (info[i].name && !strcmp(info[i].name, name))
-            return &info[i];
-    return NULL;
-}
-
 /* Prints "<flag> <arg>: <library message>" (without the message's own
  * "<name>: " prefix) and returns the exit status. */
-static int module_error(pa_ctx *ctx, const char *cmd, const char *flag,
-                        const char *arg, const char *name, int err)
+static int module_error(const char *cmd, const char *flag, const char *arg,
+                        const char *name, int err)
 {
     char msg[1024];
     const char *lib = pa_cli_errmsg(err);
@@ -119,16 +81,8 @@ static int module_error(pa_ctx *ctx, const char *cmd, const char *flag,
     if (!strncmp(lib, name, nl) && lib[nl] == ':' && lib[nl + 1] == ' ')
         lib += nl + 2;
     snprintf(msg, sizeof(msg), "%s", lib);
-    char list[512] = "";
-    if (err == -ENOENT) {
-        known_modules(ctx, list, sizeof(list));
-        /* the library's message may already list them */
-        pa_module_info info[64];
-        int n = pa_module_list(ctx, info, 64);
-        if (n > 0 && strstr(msg, info[0].name))
-            list[0] = '\0';
-    }
-    pa_cli_error(cmd, "%s %s: %s%s", flag, arg, msg, list);
+    /* an unknown name: the library's message lists the known ones */
+    pa_cli_error(cmd, "%s %s: %s", flag, arg, msg);
     /* unknown names and bad options are the user's; the rest the
      * machine's */
     return (err == -ENOENT || err == -EINVAL) ? PA_EXIT_USAGE : PA_EXIT_FAIL;
@@ -141,10 +95,9 @@ static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m,
 {
     char flags[512] = "";
     size_t off = 0;
-    pa_module_info info[64];
-    int n = pa_module_list(ctx, info, 64);
-    const pa_module_info *mi = n > 0 ? find_module(info, n > 64 ? 64 : n, name)
-                                     : NULL;
+    pa_module_info info;
+    const pa_module_info *mi =
+        pa_module_get(ctx, name, &info) == 0 ? &info : NULL;
     for (size_t i = 0; mi && i < m->n && off < sizeof(flags); i++) {
         const pa_cli_mod_req *r = &m->v[i];
         /* required_by is ","-separated: match whole names */
@@ -162,7 +115,7 @@ static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m,
                                     r->arg);
     }
     if (!flags[0]) /* not from this command line: the library's words */
-        return module_error(ctx, cmd, "--disable", name, name, -EBUSY);
+        return module_error(cmd, "--disable", name, name, -EBUSY);
     pa_cli_error(cmd,
                  "--disable %s: %s require%s this sensor; drop one of the "
                  "two",
@@ -173,13 +126,12 @@ static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m,
 int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
 {
     int err;
-    pa_module_info info[64];
-    int n = pa_module_list(ctx, info, 64);
-    if (n > 64)
-        n = 64;
     for (size_t i = 0; i < m->n; i++) {
         const pa_cli_mod_req *r = &m->v[i];
-        const pa_module_info *mi = n > 0 ? find_module(info, n, r->name) : NULL;
+        /* an unknown name is left to pa_module_enable's message */
+        pa_module_info info;
+        const pa_module_info *mi =
+            pa_module_get(ctx, r->name, &info) == 0 ? &info : NULL;
         if (mi && mi->kind != r->kind) {
             pa_cli_error(cmd, "%s %s: %s is a %s (use %s)", r->flag, r->name,
                          r->name, mi->kind == PA_SENSOR ? "sensor" : "formula",
@@ -188,7 +140,7 @@ int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
         }
         err = pa_module_enable(ctx, r->name, r->options);
         if (err < 0)
-            return module_error(ctx, cmd, r->flag, r->arg, r->name, err);
+            return module_error(cmd, r->flag, r->arg, r->name, err);
     }
     for (size_t i = 0; i < m->ndisables; i++) {
         const char *name = m->disables[i];
@@ -196,7 +148,7 @@ int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
         if (err == -EBUSY)
             return busy_error(ctx, cmd, m, name);
         if (err < 0)
-            return module_error(ctx, cmd, "--disable", name, name, err);
+            return module_error(cmd, "--disable", name, name, err);
     }
     return 0;
 }

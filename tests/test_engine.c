@@ -433,6 +433,77 @@ START_TEST(lifecycle_errors_name_the_fix)
 }
 END_TEST
 
+static int probe_calls;
+
+static int counted_probe(const pa_env *env, char *why, size_t why_len)
+{
+    (void)env;
+    probe_calls++;
+    snprintf(why, why_len, "counted probe %d", probe_calls);
+    return -ENODEV;
+}
+
+static const pa_module_ops counted_sensor = {
+    .abi = PA_MODULE_ABI,
+    .name = "counted",
+    .kind = PA_SENSOR,
+    .probe = counted_probe,
+    .sample = fake_sample,
+};
+
+/* pa_module_get gives what pa_module_list gives for one module, and
+ * probes that module only. */
+START_TEST(module_get_probes_one_module)
+{
+    pa_ctx *ctx = setup_ctx();
+    ck_assert_int_eq(pa_module_register(ctx, &counted_sensor), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "ten-watts", "watts=20"), 0);
+    probe_calls = 0;
+    pa_module_info one;
+    ck_assert_int_eq(pa_module_get(ctx, "ten-watts", &one), 0);
+    ck_assert_int_eq(probe_calls, 0);
+    ck_assert_str_eq(one.name, "ten-watts");
+    ck_assert_int_eq(one.kind, PA_FORMULA);
+    ck_assert_int_eq(one.component, PA_COMP_CPU);
+    ck_assert(one.available && one.enabled && one.user);
+    ck_assert_str_eq(one.options, "watts=20");
+    /* the same as the list's entry */
+    pa_module_info mi[32];
+    int n = pa_module_list(ctx, mi, 32);
+    ck_assert_int_eq(probe_calls, 1);
+    int found = 0;
+    for (int i = 0; i < n && i < 32; i++)
+        if (!strcmp(mi[i].name, "ten-watts")) {
+            found = 1;
+            ck_assert_int_eq(mi[i].kind, one.kind);
+            ck_assert_int_eq(mi[i].available, one.available);
+            ck_assert_int_eq(mi[i].enabled, one.enabled);
+            ck_assert_str_eq(mi[i].options, one.options);
+            ck_assert_str_eq(mi[i].why, one.why);
+        }
+    ck_assert(found);
+    /* a built-in sensor, and one whose probe fails: its reason */
+    ck_assert_int_eq(pa_module_get(ctx, "procfs-cpu", &one), 0);
+    ck_assert_int_eq(one.kind, PA_SENSOR);
+    ck_assert_int_eq(probe_calls, 1);
+    ck_assert_int_eq(pa_module_get(ctx, "counted", &one), 0);
+    ck_assert_int_eq(probe_calls, 2);
+    ck_assert(!one.available && !one.enabled);
+    ck_assert_str_eq(one.why, "counted probe 2");
+    /* unknown: the message lists the modules, as enable's and disable's */
+    ck_assert_int_eq(pa_module_get(ctx, "no-such", &one), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "unknown module 'no-such'"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "modules: auto, procfs-cpu"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "counted"));
+    ck_assert_int_eq(pa_module_disable(ctx, "no-such"), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "modules: auto, procfs-cpu"));
+    ck_assert_int_eq(pa_module_get(ctx, NULL, &one), -EINVAL);
+    ck_assert_int_eq(pa_module_get(ctx, "ten-watts", NULL), -EINVAL);
+    ck_assert_int_eq(pa_module_get(NULL, "ten-watts", &one), -EINVAL);
+    teardown_ctx(ctx);
+}
+END_TEST
+
 START_TEST(bad_roots_are_refused)
 {
     pa_ctx *ctx = NULL;
@@ -458,6 +529,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tree_sums_counters);
     tcase_add_test(tc, failing_sensor_backs_off_and_recovers);
     tcase_add_test(tc, lifecycle_errors_name_the_fix);
+    tcase_add_test(tc, module_get_probes_one_module);
     tcase_add_test(tc, bad_roots_are_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -560,11 +560,21 @@ START_TEST(test_concurrent_scrapes)
     int ok2 = scrape_all(1000, &first2);
     long rss2 = rss_kb(serve_pid);
     ck_assert_int_eq(ok2, 1000);
+    int first3;
+    int ok3 = scrape_all(1000, &first3);
+    long rss3 = rss_kb(serve_pid);
+    ck_assert_int_eq(ok3, 1000);
     fprintf(stderr,
-            "1000 concurrent scrapes: %llu ms, %d and %d served at the first "
-            "try; RSS %ld -> %ld -> %ld kB\n",
-            (unsigned long long)(t1 - t0), first, first2, rss0, rss1, rss2);
+            "1000 concurrent scrapes: %llu ms, %d, %d and %d served at the "
+            "first try; RSS %ld -> %ld -> %ld -> %ld kB\n",
+            (unsigned long long)(t1 - t0), first, first2, first3, rss0, rss1,
+            rss2, rss3);
     /* Bounded: a few MB for 1000 connections, and no growth per burst.
+     * A burst that finds serve starved of CPU has more connections open
+     * at once, and the heap keeps that high-water mark (one run grew
+     * 8.9 MB at the second burst, after 0.25 MB at the first): that is
+     * one step, where a leak grows every burst, so of the two later
+     * bursts one must stay under the bound.
      * Under ASan freed memory waits in a quarantine (256 MB by default),
      * so RSS grows anyway; there LeakSanitizer checks serve's exit (the
      * teardown wants status 0) and only a loose bound stays. */
@@ -574,7 +584,10 @@ START_TEST(test_concurrent_scrapes)
     const long per_burst_kb = 8 * 1024;
 #endif
     ck_assert_int_lt(rss1 - rss0, 48 * 1024 + per_burst_kb);
-    ck_assert_int_lt(rss2 - rss1, per_burst_kb);
+    ck_assert_msg(rss2 - rss1 < per_burst_kb || rss3 - rss2 < per_burst_kb,
+                  "RSS grew at every burst: %ld -> %ld -> %ld kB (bound %ld "
+                  "kB a burst)",
+                  rss1, rss2, rss3, per_burst_kb);
     ck_assert(alive(serve_pid));
     char *resp;
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);

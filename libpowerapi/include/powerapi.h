@@ -171,6 +171,12 @@ typedef struct pa_module_info {
  * context's roots.  Context-safe. */
 int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap);
 
+/* Fills out for one module, probing only that one (pa_module_list probes
+ * every module, which opens the RAPL paths among others).  Errors:
+ * -ENOENT unknown module (the message lists the known ones); -EINVAL a
+ * NULL argument.  Context-safe. */
+int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out);
+
 /* ------------------------------------------------------------------ */
 /* Targets                                                             */
 /* ------------------------------------------------------------------ */

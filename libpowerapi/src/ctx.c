@@ -628,8 +628,12 @@ static int disable_locked(pa_ctx *ctx, const char *name)
         return 0;
     }
     const pa_module_ops *ops = ops_find(ctx, name);
-    if (!ops)
-        return pa__err(-ENOENT, "unknown module '%s'", name);
+    if (!ops) {
+        char list[512];
+        all_names(ctx, list, sizeof(list));
+        return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)",
+                       name, list);
+    }
     if (ops->kind == PA_SENSOR && requirer(ctx, name, true))
         return busy_err(ctx, name);
     if (disabled_add(ctx, name) < 0)
@@ -806,6 +810,26 @@ int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap)
     }
     pthread_mutex_unlock(&ctx->lock);
     return (int)n;
+}
+
+int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out)
+{
+    if (!ctx || !name || !out)
+        return pa__err(-EINVAL,
+                       "pa_module_get: ctx, name and out are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    const pa_module_ops *ops = ops_find(ctx, name);
+    if (ops) {
+        fill_info(ctx, ops, out);
+    } else {
+        char list[512];
+        all_names(ctx, list, sizeof(list));
+        rc = pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)", name,
+                     list);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */

@@ -325,6 +325,14 @@ class Context:
                 return [ModuleInfo(arr[i]) for i in range(m)]
             n = m
 
+    def module(self, name):
+        """One module's ModuleInfo, probing only that module; an unknown
+        name raises PowerAPIError (ENOENT) listing the known ones."""
+        info = _lib.pa_module_info()
+        _check(self._call(self._lib.pa_module_get, _b(name),
+                          ctypes.byref(info)), "pa_module_get")
+        return ModuleInfo(info)
+
     def register(self, module):
         """Registers a Python Module (sensor or formula) in this context;
         it can then be enabled by its name."""

@@ -246,6 +246,7 @@ _PROTOTYPES = {
     "pa_module_configure": (_I, [_P, _S, _S]),
     "pa_module_list": (_I, [_P, ctypes.POINTER(pa_module_info),
                             ctypes.c_size_t]),
+    "pa_module_get": (_I, [_P, _S, ctypes.POINTER(pa_module_info)]),
     "pa_module_register": (_I, [_P, ctypes.POINTER(pa_module_ops)]),
     "pa_watch_pid": (_I, [_P, c_pid_t, ctypes.c_uint]),
     "pa_unwatch_pid": (_I, [_P, c_pid_t]),

@@ -175,6 +175,14 @@ class TestExact(unittest.TestCase):
         self.assertIn("watts=20", mods["py-linear"].options)
         self.assertIn("procfs-cpu", mods)  # built-ins are listed too
         self.assertEqual(mods["py-linear"].auto_why, "")  # not auto's
+        one = self.ctx.module("py-linear")  # the same, for one module
+        self.assertEqual((one.name, one.kind, one.enabled, one.options),
+                         ("py-linear", powerapi.PA_FORMULA, True,
+                          mods["py-linear"].options))
+        with self.assertRaises(powerapi.PowerAPIError) as cm:
+            self.ctx.module("py-no-such")
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+        self.assertIn("py-clock", cm.exception.strerror)  # the known ones
         self.tick(1 * S)
         self.assertEqual(self.sensor.started, 1)
         self.ctx.disable("py-clock")
