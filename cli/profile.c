@@ -1534,7 +1534,7 @@ int pa_cli_profile(int argc, char **argv)
         .cpu_source = p.cpu_source,
         .assumed = p.assumed,
         .kernel_state = pf_sym_kernel_state(),
-        .demangled = pf_sym_demangles(),
+        .demangled = 1,
         .samples = p.samples,
         .samples_lost = p.lost,
         .windows = p.windows,

@@ -80,9 +80,8 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
 int pf_sym_kernel_dropped(uint64_t addr);
 /* Frames whose name says what they are ("[unsampled]"...). */
 pf_frame pf_sym_pseudo(const char *name);
-/* Whether C++ names are demangled (the demangler was found), for the
- * summary; and the kernel symbols' state ("named", "not readable: ..."). */
-int pf_sym_demangles(void);
+/* The kernel symbols' state ("named", "not readable: ..."), for the
+ * summary. */
 const char *pf_sym_kernel_state(void);
 /* Modules opened and their memory, for the summary. */
 size_t pf_sym_memory(void);
@@ -120,7 +119,8 @@ typedef struct pf_meta {
     size_t nfilters;
     const char *formula, *sensors, *cpu_source, *assumed;
     const char *kernel_state;
-    int demangled;
+    int demangled; /* C++ and Rust names demangled (always, since
+                      libiberty is linked; kept in summary.json) */
     uint64_t samples, samples_lost, samples_unknown_pid, windows;
     double duration_s;
     double process_j;      /* CPU energy of the targets (libpowerapi) */

@@ -12,15 +12,14 @@
  * its function from the unwind tables (.eh_frame) when they know it, else
  * the address itself: never a guessed name.
  *
- * C++ and Rust (legacy) names are demangled with __cxa_demangle, found in
- * libstdc++ with dlopen when present (elfutils 0.188 does the same through
- * its C++ runtime; a C program cannot call it otherwise); names stay
- * mangled when it is absent, which the summary says.
+ * C++ (_Z) and Rust names, legacy (_ZN...17h<hash>E) and v0 (_R), are
+ * demangled with libiberty's cplus_demangle (Debian libiberty-dev, the
+ * demangler of binutils and GDB): one C library for the three schemes,
+ * where libstdc++'s __cxa_demangle knows only C++ and leaves v0 names as
+ * they are.
  */
 #include "profile.h"
 
-#include <ctype.h>
-#include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
@@ -28,6 +27,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,24 +218,9 @@ void pf_maps_free(pf_maps *m)
 /* Demangling                                                          */
 /* ------------------------------------------------------------------ */
 
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-static cxa_demangle_fn demangler;
-static void *demangler_lib;
-
-static void demangle_init(void)
-{
-    demangler_lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-    if (demangler_lib)
-        *(void **)&demangler = dlsym(demangler_lib, "__cxa_demangle");
-}
-
-int pf_sym_demangles(void)
-{
-    return demangler != NULL;
-}
-
-/* A demangled or plain name, interned.  Rust legacy names lose their
- * "::h0123456789abcdef" hash suffix. */
+/* A demangled or plain name, interned.  A Rust legacy name loses its
+ * "::h0123456789abcdef" hash (libiberty drops it unless DMGL_VERBOSE), a v0
+ * name its crate disambiguators. */
 static const char *nice_name(const char *raw)
 {
     if (!raw || !*raw)
@@ -249,23 +234,15 @@ static const char *nice_name(const char *raw)
         unversioned[at - raw] = '\0';
         raw = unversioned;
     }
-    if (demangler && raw[0] == '_' && raw[1] == 'Z') {
-        int st = -1;
-        char *d = demangler(raw, NULL, NULL, &st);
-        if (d && st == 0) {
-            size_t len = strlen(d);
-            if (len > 19 && !strncmp(d + len - 19, "::h", 3)) {
-                int hex = 1;
-                for (size_t i = len - 16; i < len; i++)
-                    hex &= isxdigit((unsigned char)d[i]) != 0;
-                if (hex)
-                    d[len - 19] = '\0';
-            }
+    if (raw[0] == '_' && (raw[1] == 'Z' || raw[1] == 'R')) {
+        /* DMGL_AUTO: Rust first (legacy names are valid C++ names too),
+         * then C++ */
+        char *d = cplus_demangle(raw, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
+        if (d) {
             const char *r = pf_intern(d);
             free(d);
             return r;
         }
-        free(d);
     }
     return pf_intern(raw);
 }
@@ -702,7 +679,6 @@ const char *pf_sym_kernel_state(void)
 int pf_sym_init(const char *procfs, int kernel)
 {
     elf_version(EV_CURRENT);
-    demangle_init();
     k_module = pf_intern("[kernel]");
     snprintf(kpath, sizeof(kpath), "%s/kallsyms", procfs);
     kwanted = kernel;
@@ -737,10 +713,6 @@ void pf_sym_fini(void)
     nksyms = 0;
     free(kbuf);
     kbuf = NULL;
-    if (demangler_lib)
-        dlclose(demangler_lib);
-    demangler_lib = NULL;
-    demangler = NULL;
     intern_free();
 }
 

@@ -16,6 +16,7 @@ PKGS=(
   tmux                   # powerapi top tests
   iproute2               # network namespace test of the nic sensor
   libdw-dev libelf-dev   # powerapi profile: symbols, DWARF lines, inlined frames
+  libiberty-dev          # powerapi profile: C++ and Rust (legacy, v0) demangling
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # profile: pprof output
   golang-go              # profile tests: go tool pprof reads profile.pb.gz
   linux-perf             # profile benchmark: perf record at the same rate

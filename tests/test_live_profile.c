@@ -13,6 +13,7 @@
  *     main thread runs for a given CPU time (not wall time), so that the
  *     number of samples does not depend on the machine's load.
  *   - a C++ workload (namespace, class, template): demangled names.
+ *   - functions carrying Rust names (v0 and legacy): demangled too.
  *   - a JIT workload: machine code written into an executable mapping at
  *     run time and described in /tmp/perf-PID.map.
  * Built -O2 with frame pointers and without; a stripped copy must give
@@ -147,6 +148,38 @@ static const char *CXX_CC =
     "    return 0;\n"
     "}\n";
 
+/* Rust symbols without rustc: C functions given, with asm labels, the
+ * names rustc gives (the examples of the v0 RFC 2603 and a legacy name
+ * with its hash).  Built without -g, so that only .symtab names them. */
+static const char *RUST_C =
+    "#include <stdlib.h>\n"
+    "#include <time.h>\n"
+    "static volatile double sink;\n"
+    "#define BURN(fn, label)                                         \\\n"
+    "    __attribute__((noinline)) void fn(long n) __asm__(label);    \\\n"
+    "    __attribute__((noinline)) void fn(long n)                    \\\n"
+    "    {                                                            \\\n"
+    "        double x = 1;                                            \\\n"
+    "        for (long i = 0; i < n; i++)                             \\\n"
+    "            x = x * 1.0000001 + 1;                               \\\n"
+    "        sink = x;                                                \\\n"
+    "    }\n"
+    "BURN(v0_plain, \"_RNvCs15kBYyAo9fc_7mycrate7example\")\n"
+    "BURN(v0_impl, \"_RNvMsr_NtCs3ssYzQotkvD_3std4pathNtB5_7PathBuf3new\")\n"
+    "BURN(legacy, \"_ZN4core3fmt5write17h0123456789abcdefE\")\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? atof(argv[1]) : 2;\n"
+    "    struct timespec t;\n"
+    "    do {\n"
+    "        v0_plain(300000);\n"
+    "        v0_impl(300000);\n"
+    "        legacy(300000);\n"
+    "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);\n"
+    "    } while (t.tv_sec + t.tv_nsec / 1e9 < secs);\n"
+    "    return 0;\n"
+    "}\n";
+
 /* x86-64: mov rcx, imm32; L: dec rcx; jnz L; ret */
 static const char *JIT_C =
     "#include <stdio.h>\n"
@@ -247,6 +280,8 @@ static void build_all(void)
     write_file(p, CXX_CC);
     snprintf(p, sizeof(p), "%s/jit.c", dir);
     write_file(p, JIT_C);
+    snprintf(p, sizeof(p), "%s/rust.c", dir);
+    write_file(p, RUST_C);
     snprintf(p, sizeof(p), "%s/kern.c", dir);
     write_file(p, KERN_C);
     /* -fno-ipa-icf: GCC would fold identical bodies into one symbol */
@@ -269,6 +304,7 @@ static void build_all(void)
        "g++ -O2 -g -o cxx cxx.cc)",
        dir);
     sh("cd %s && cc -O2 -o jit jit.c", dir);
+    sh("cd %s && cc -O2 -fno-omit-frame-pointer -o rust rust.c", dir);
     sh("cd %s && cc -O2 -o kern kern.c", dir);
 }
 
@@ -649,6 +685,38 @@ START_TEST(cxx_demangled)
                   "no demangled energy::Burner<double>::burn(long) (first: %s)",
                   n ? rows[0].name : "none");
     ck_assert_str_eq(r->module, "cxx");
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* Rust names, v0 and legacy: demangled (libiberty), the legacy hash and
+ * v0's crate disambiguators gone, each function about a third. */
+START_TEST(rust_demangled)
+{
+    char *out, pdir[4200], cmd[4200];
+    snprintf(cmd, sizeof(cmd), "%s/rust 1", dir); /* 1 s of CPU time */
+    frow rows[256];
+    size_t n = profile_fns("", cmd, &out, pdir, rows, 256);
+    static const char *const names[] = {"mycrate::example",
+                                        "<std::path::PathBuf>::new",
+                                        "core::fmt::write"};
+    unsigned long total = 0, each[3];
+    for (size_t i = 0; i < 3; i++) {
+        const frow *r = find_fn(rows, n, names[i]);
+        ck_assert_msg(r != NULL && r->self_samples > 10,
+                      "no demangled %s (first: %s)", names[i],
+                      n ? rows[0].name : "none");
+        ck_assert_str_eq(r->module, "rust");
+        each[i] = r->self_samples;
+        total += each[i];
+    }
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_msg(each[i] > total / 6, "%s: %lu of %lu samples", names[i],
+                      each[i], total);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(strncmp(rows[i].name, "_R", 2) &&
+                          strncmp(rows[i].name, "_ZN", 3),
+                      "a mangled name is left: %s", rows[i].name);
     pa_test_rmtree(out);
 }
 END_TEST
@@ -1080,6 +1148,7 @@ static Suite *suite(void)
     tcase_add_test(tc, all_processes);
     tcase_add_test(tc, debuglink);
     tcase_add_test(tc, cxx_demangled);
+    tcase_add_test(tc, rust_demangled);
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
     tcase_add_test(tc, pprof_top);
