@@ -806,12 +806,8 @@ int pa_cli_calibrate(int argc, char **argv)
         case OPT_LEVELS:
             num = &o.levels;
             break;
-        case ':':
-            return pa_cli_usage_error(CMD, "%s needs a value",
-                                      argv[optind - 1]);
-        default:
-            return pa_cli_usage_error(CMD, "unknown option '%s'",
-                                      argv[optind - 1]);
+        default: /* ':' or an unknown option */
+            return pa_cli_getopt_error(CMD, c, argv);
         }
         if (dur && pa_cli_parse_duration(optarg, dur) < 0)
             return pa_cli_usage_error(CMD, "%s: '%s' is not a duration (e.g. "
@@ -823,8 +819,7 @@ int pa_cli_calibrate(int argc, char **argv)
                                       argv[optind - 1], optarg);
     }
     if (optind < argc)
-        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
-                                  argv[optind]);
+        return pa_cli_extra_arg(CMD, argv[optind]);
     if (o.settle >= o.step || o.window * 2 > o.step - o.settle)
         return pa_cli_usage_error(CMD, "--step must leave at least two "
                                        "--window after --settle");

@@ -104,6 +104,10 @@ int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids);
  * option) return c, after it; returns PA_EXIT_USAGE. */
 int pa_cli_getopt_error(const char *cmd, int c, char **argv);
 
+/* The usage error of an operand a subcommand takes none of (argv[optind]
+ * after its options); returns PA_EXIT_USAGE. */
+int pa_cli_extra_arg(const char *cmd, const char *arg);
+
 /* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the signals that stop a subcommand. */
 int pa_cli_is_stop_signal(int s);
 

@@ -120,6 +120,11 @@ int pa_cli_getopt_error(const char *cmd, int c, char **argv)
     return pa_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 }
 
+int pa_cli_extra_arg(const char *cmd, const char *arg)
+{
+    return pa_cli_usage_error(cmd, "unexpected argument '%s'", arg);
+}
+
 int pa_cli_is_stop_signal(int s)
 {
     return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;

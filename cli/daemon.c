@@ -245,17 +245,12 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
         case 'h':
             usage(stdout);
             return PA_EXIT_OK;
-        case ':':
-            return pa_cli_usage_error(CMD, "option '%s' needs a value",
-                                      argv[optind - 1]);
-        default:
-            return pa_cli_usage_error(CMD, "unknown option '%s'",
-                                      argv[optind - 1]);
+        default: /* ':' or an unknown option */
+            return pa_cli_getopt_error(CMD, c, argv);
         }
     }
     if (optind < argc)
-        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
-                                  argv[optind]);
+        return pa_cli_extra_arg(CMD, argv[optind]);
     /* Readers other than the daemon's user: the group (--group) or all. */
     d.guard_rapl = !allow_fine_rapl && ro.interval_ns < FINE_RAPL_NS &&
                    (ro.mode & 0077) != 0;

@@ -228,17 +228,12 @@ int pa_cli_modules(int argc, char **argv)
                     CMD, "--format: unknown format '%s' (table, csv, json)",
                     optarg);
             break;
-        case ':':
-            return pa_cli_usage_error(CMD, "%s needs a value",
-                                      argv[optind - 1]);
-        default:
-            return pa_cli_usage_error(CMD, "unknown option '%s'",
-                                      argv[optind - 1]);
+        default: /* ':' or an unknown option */
+            return pa_cli_getopt_error(CMD, c, argv);
         }
     }
     if (optind < argc)
-        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
-                                  argv[optind]);
+        return pa_cli_extra_arg(CMD, argv[optind]);
 
     pa_ctx *ctx = NULL;
     int err = pa_ctx_new(&ctx, &copts);

@@ -729,17 +729,12 @@ int pa_cli_serve(int argc, char **argv)
         case 'h':
             usage(stdout);
             return PA_EXIT_OK;
-        case ':':
-            return pa_cli_usage_error(CMD, "option '%s' needs a value",
-                                      argv[optind - 1]);
-        default:
-            return pa_cli_usage_error(CMD, "unknown option '%s'",
-                                      argv[optind - 1]);
+        default: /* ':' or an unknown option */
+            return pa_cli_getopt_error(CMD, c, argv);
         }
     }
     if (optind < argc)
-        return pa_cli_usage_error(CMD, "unexpected argument '%s'",
-                                  argv[optind]);
+        return pa_cli_extra_arg(CMD, argv[optind]);
     if (span && !ring)
         return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
                                        "windows to average)");

@@ -226,6 +226,22 @@ static const struct {
     {{"monitor", "--count", "2", "--", "true"}, "--count"},
     {{"modules", "--format", "yaml"}, "yaml"},
     {{"modules", "extra"}, "extra"},
+    /* every subcommand's option errors: one helper, one wording */
+    {{"modules", "--bogus"}, "unknown option '--bogus'"},
+    {{"daemon", "-z"}, "unknown option '-z'"},
+    {{"daemon", "--ring"}, "option '--ring' needs a value"},
+    {{"daemon", "extra"}, "unexpected argument 'extra'"},
+    {{"serve", "--bogus"}, "unknown option '--bogus'"},
+    {{"serve", "--listen"}, "option '--listen' needs a value"},
+    {{"serve", "extra"}, "unexpected argument 'extra'"},
+    {{"top", "--bogus"}, "unknown option '--bogus'"},
+    {{"top", "--ring"}, "option '--ring' needs a value"},
+    {{"top", "extra"}, "unexpected argument 'extra'"},
+    {{"calibrate", "--bogus"}, "unknown option '--bogus'"},
+    {{"calibrate", "--output"}, "option '--output' needs a value"},
+    {{"calibrate", "extra"}, "unexpected argument 'extra'"},
+    {{"profile", "--bogus"}, "unknown option '--bogus'"},
+    {{"profile", "--out"}, "option '--out' needs a value"},
 };
 
 START_TEST(test_usage_errors)
