@@ -16,10 +16,12 @@
  *   E_sample = E_thread / samples_of_thread
  * from libpowerapi ticks (the same sensors and formulas as monitor, auto
  * by default).  A thread with energy but no sample keeps it as
- * [unsampled]; process energy no thread's CPU time explains, and (with a
- * COMMAND) the energy of processes that lived and died between two ticks
- * (the tree's energy minus its processes'), goes to the samples of the
- * processes libpowerapi did not see, else to [unattributed].  Nothing is
+ * [unsampled]; process energy no thread's CPU time explains, and the
+ * energy of processes that lived and died between two ticks (with a
+ * COMMAND the tree's energy minus its processes'; with --all their
+ * samples' CPU time at the window's rate, see unseen_energy), goes to the
+ * samples of the processes libpowerapi did not see, else to
+ * [unattributed].  Nothing is
  * dropped: functions + [unsampled] + [unattributed] = threads = process,
  * every window (checked at the end; the summary gives the difference).
  */
@@ -1071,6 +1073,49 @@ static void add_pseudo(profiler *p, const char *name, double j, pid_t pid,
     pf_prof_add(p->prof, &f, 1, j, 0, 0, pid, tid, pcomm, tcomm);
 }
 
+/* --all: the energy of the processes that lived and died between two
+ * ticks, which no report has but whose samples say how much CPU time they
+ * used (u, samples x period; 0 with --event cycles, whose period is no
+ * time).  s is the CPU time of the processes the report has, E their
+ * energy, R the active energy (the report's CPU power minus its idle
+ * power, over the window) that no process got.  A formula that leaves
+ * the time of unseen tasks out of its split (cpu-tdp) has that energy in
+ * R, at the processes' rate: u . E / s is taken from R.  One that
+ * spreads it over the processes seen, so that processes + idle = P
+ * (rapl-share, cpu-curve with every process watched), has R = 0 and the
+ * processes seen too much: the unseen get (E + R) . u / (s + u), R first
+ * and the rest taken from the processes seen in proportion (their w_j is
+ * lowered, and *procs_j with them).  The two agree where R is just
+ * enough.  Returns the energy for the unseen processes' samples. */
+static double unseen_energy(profiler *p, const pa_report *rep, double *procs_j,
+                            double s)
+{
+    double e = *procs_j;
+    if (!strcmp(p->event, "cycles") || !(s > 0) || !(e > 0))
+        return 0;
+    double u = 0;
+    for (size_t i = 0; i < p->nthrs; i++) {
+        int pi = proc_find(p, p->thrs[i].pid);
+        if (pi >= 0 && !p->procs[pi].w_seen)
+            u += p->thrs[i].w_sampled_cpu_s;
+    }
+    if (!(u > 0))
+        return 0;
+    double r = (rep->system.cpu_w - rep->system.idle_w) * rep->system.interval_s - e;
+    if (!(r > 0))
+        r = 0;
+    double at_rate = e * u / s;
+    if (r >= at_rate)
+        return at_rate;
+    double x = (e + r) * u / (s + u);
+    double take = x - r; /* from the processes seen */
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (p->procs[i].w_seen)
+            p->procs[i].w_j *= 1 - take / e;
+    *procs_j = e - take;
+    return x;
+}
+
 /* Ticks libpowerapi and charges this window's energy to the samples. */
 static int window(profiler *p, double start_s, double len_s)
 {
@@ -1093,7 +1138,7 @@ static int window(profiler *p, double start_s, double len_s)
         p->thrs[i].w_j = 0;
         p->thrs[i].w_reported = false;
     }
-    double procs_j = 0, nic_j = 0;
+    double procs_j = 0, nic_j = 0, seen_cpu_s = 0;
     if (rep) {
         snprintf(p->formula, sizeof(p->formula), "%s", rep->formula ? rep->formula : "");
         snprintf(p->sensors, sizeof(p->sensors), "%s", rep->sensors ? rep->sensors : "");
@@ -1109,6 +1154,10 @@ static int window(profiler *p, double start_s, double len_s)
                 proc *pr = &p->procs[pi];
                 if (!pr->comm[0])
                     snprintf(pr->comm, sizeof(pr->comm), "%s", ti->comm);
+                /* gone since its last reading: the time its samples show
+                 * since then is in no report, as an unseen process's */
+                if ((ti->power.flags & PA_POWER_EXITED) && !(ti->power.cpu_time_s > 0))
+                    continue;
                 double d = pr->have_power ? ti->power.cpu_j - pr->last_cpu_j
                                           : ti->power.cpu_j;
                 pr->last_cpu_j = ti->power.cpu_j;
@@ -1118,6 +1167,7 @@ static int window(profiler *p, double start_s, double len_s)
                 procs_j += pr->w_j;
                 nic_j += ti->power.interval_s * ti->power.nic_w;
                 p->cpu_s += ti->power.cpu_time_s;
+                seen_cpu_s += ti->power.cpu_time_s;
             } else if (ti->type == PA_TARGET_THREAD && is_target_pid(p, ti->pid)) {
                 thr *t = thr_get(p, ti->pid, ti->tid);
                 if (!t)
@@ -1129,6 +1179,18 @@ static int window(profiler *p, double start_s, double len_s)
                 t->w_first = (ti->power.flags & PA_POWER_FIRST) != 0;
             }
         }
+    }
+    /* samples per thread */
+    for (size_t o = 0; o < p->wn;) {
+        int pi = (int)p->wbuf[o];
+        pid_t tid = (pid_t)p->wbuf[o + 1];
+        size_t n = (size_t)p->wbuf[o + 3];
+        thr *t = thr_get(p, p->procs[pi].pid, tid);
+        if (t) {
+            t->w_samples++;
+            t->w_sampled_cpu_s += (double)p->wbuf[o + 2] * 1e-9;
+        }
+        o += 4 + n;
     }
     /* with a COMMAND: the tree's energy covers processes that lived
      * between two ticks; what the processes seen do not explain */
@@ -1143,24 +1205,14 @@ static int window(profiler *p, double start_s, double len_s)
                 extra_j = d - procs_j;
         }
     }
+    if (p->all && rep)
+        extra_j = unseen_energy(p, rep, &procs_j, seen_cpu_s);
     double window_j = procs_j + extra_j;
     double f0, t0;
     pf_prof_sums(p->prof, &f0, &t0);
     p->process_j += window_j;
     p->nic_j += nic_j;
 
-    /* samples per thread */
-    for (size_t o = 0; o < p->wn;) {
-        int pi = (int)p->wbuf[o];
-        pid_t tid = (pid_t)p->wbuf[o + 1];
-        size_t n = (size_t)p->wbuf[o + 3];
-        thr *t = thr_get(p, p->procs[pi].pid, tid);
-        if (t) {
-            t->w_samples++;
-            t->w_sampled_cpu_s += (double)p->wbuf[o + 2] * 1e-9;
-        }
-        o += 4 + n;
-    }
     /* a thread that exited in the window is not in the report (nor the
      * CPU time it used since the last tick, though its process's total
      * has it): its samples x period stand for its CPU time */
