@@ -132,6 +132,7 @@ typedef struct profiler {
     uint64_t samples, lost, windows, idle_samples;
     double process_j, nic_j, cpu_s, tree_last_j;
     bool tree_have;
+    double unseen_j; /* --all: energy given to processes no report had */
     double conservation_err; /* worst window, relative */
     pid_t cmd_pid;
     sigset_t sigs;
@@ -850,6 +851,14 @@ static void on_record(profiler *p, const struct perf_event_header *h)
         memcpy(&ppid, r + 4, 4);
         if (pid != ppid && proc_find(p, (pid_t)pid) < 0) {
             int parent = proc_find(p, (pid_t)ppid);
+            /* --all: a parent never sampled (one that waits for its
+             * children) is read now, so that children gone before their
+             * first sample is read still get its name and maps */
+            if (parent < 0 && p->all) {
+                parent = proc_get(p, (pid_t)ppid);
+                if (parent >= 0 && !p->procs[parent].maps.n)
+                    parent = -1; /* gone too */
+            }
             proc_new(p, (pid_t)pid, parent); /* fork copies the maps */
         }
         break;
@@ -1207,6 +1216,8 @@ static int window(profiler *p, double start_s, double len_s)
     }
     if (p->all && rep)
         extra_j = unseen_energy(p, rep, &procs_j, seen_cpu_s);
+    if (p->all)
+        p->unseen_j += extra_j;
     double window_j = procs_j + extra_j;
     double f0, t0;
     pf_prof_sums(p->prof, &f0, &t0);
@@ -1596,6 +1607,7 @@ int pa_cli_profile(int argc, char **argv)
         .process_cpu_s = p.cpu_s,
         .exit_status = cmd_status,
         .tree_j = p.cmd ? p.tree_last_j : -1,
+        .unseen_j = p.all ? p.unseen_j : -1,
         .conservation_err = p.conservation_err,
     };
     err = pf_prof_write(p.prof, p.out_dir, &meta);

@@ -131,6 +131,9 @@ typedef struct pf_meta {
                                process, and the same for threads */
     double tree_j;         /* a command's tree energy (libpowerapi's
                               pa_tree_power), -1 when not a command */
+    double unseen_j;       /* --all: the energy given to processes no
+                              report had, from their samples' CPU time;
+                              -1 without --all */
 } pf_meta;
 
 int pf_prof_new(pf_prof **out, const char *const *filters, size_t nfilters);

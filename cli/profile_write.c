@@ -605,6 +605,8 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", m->process_nic_j);
     if (m->tree_j >= 0)
         fprintf(f, "  \"tree_energy_j\": %.9f,\n", m->tree_j);
+    if (m->unseen_j >= 0)
+        fprintf(f, "  \"unseen_processes_energy_j\": %.9f,\n", m->unseen_j);
     fprintf(f, "  \"functions_energy_j\": %.9f,\n", fj - unsampled - unattr);
     fprintf(f, "  \"unsampled_energy_j\": %.9f,\n", unsampled);
     fprintf(f, "  \"unattributed_energy_j\": %.9f,\n", unattr);
