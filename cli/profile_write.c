@@ -719,6 +719,11 @@ void pf_prof_print_top(pf_prof *p, const char *dir, const pf_meta *meta, int n)
     }
     if (meta->kernel_state && !strncmp(meta->kernel_state, "dropped", 7))
         fprintf(stderr, "profile: kernel frames %s\n", meta->kernel_state);
+    if (meta->unseen_j > 0)
+        fprintf(stderr,
+                "profile: %.3f J to processes that lived between two windows "
+                "(from their samples' CPU time)\n",
+                meta->unseen_j);
     fprintf(stderr, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
             dir, dir);
     free(idx);
