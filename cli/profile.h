@@ -56,6 +56,10 @@ typedef struct pf_frame {
     const char *module; /* interned basename, "[kernel]", "[jit]" */
     const char *source; /* interned "file.c:12" (declaration), or "" */
     int line;           /* declaration line for pprof, 0 unknown */
+    int at_line;        /* the line of the address in this function: the
+                           line sampled (innermost frame), the line of
+                           the call (a caller; an inlined frame's caller:
+                           the call's DW_AT_call_line); 0 unknown */
     const char *file;   /* interned source file, or "" */
     int inlined;        /* inlined into the next frame (its caller) */
     /* the module's mapping, for pprof: interned path ("" none: pseudo

@@ -28,6 +28,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libiberty/demangle.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,6 +400,12 @@ static int dwarf_frames(module *m, uint64_t addr, pf_frame *out, int max)
     Dwarf_Die *scopes = NULL;
     int ns = dwarf_getscopes(cu, addr - bias, &scopes);
     int n = 0;
+    /* the line at addr belongs to the innermost function; each inlined
+     * instance says where its caller called it */
+    int at_line = 0;
+    Dwfl_Line *dl = dwfl_module_getsrc(m->mod, addr);
+    if (dl)
+        dwfl_lineinfo(dl, NULL, &at_line, NULL, NULL, NULL);
     for (int i = 0; i < ns && n < max; i++) {
         int tag = dwarf_tag(&scopes[i]);
         if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
@@ -406,12 +413,19 @@ static int dwarf_frames(module *m, uint64_t addr, pf_frame *out, int max)
         const char *name = die_name(&scopes[i]);
         if (name) {
             pf_frame f = {.name = nice_name(name), .module = m->base,
-                          .source = "", .file = ""};
+                          .source = "", .file = "", .at_line = at_line};
             decl_of(&scopes[i], &f);
             out[n++] = f;
         }
         if (tag == DW_TAG_subprogram)
             break;
+        Dwarf_Attribute a;
+        Dwarf_Word call_line = 0;
+        if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) &&
+            dwarf_formudata(&a, &call_line) == 0 && call_line <= INT_MAX)
+            at_line = (int)call_line;
+        else
+            at_line = 0;
         /* after an inlined instance dwarf_getscopes lists the abstract
          * definition's scopes; the function it was inlined into is among
          * the scopes that contain the instance itself */

@@ -62,6 +62,11 @@ struct pf_prof {
     int outside; /* "[outside filter]" */
     int *fmap;     /* pprof: each function's mapping (build_maps) */
     pa_pmap *maps;
+    /* the nodes are per function and line (pprof's lines); the collapsed
+     * stacks and the flame graph are per function: these nodes merged
+     * (pf_prof_write) */
+    pf_node *fold;
+    size_t nfold;
 };
 
 static uint64_t mix64(uint64_t x)
@@ -141,9 +146,17 @@ static int func_of(pf_prof *p, const pf_frame *fr)
     return (int)p->nf++;
 }
 
-/* The child node of parent for func, inlined into parent's function or
- * called by it (two nodes when both happen: pprof tells them apart). */
-static int node_child(pf_prof *p, int parent, int func, int inlined)
+static uint64_t node_key(int parent, int func, int inlined, int line)
+{
+    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func |
+                   ((uint64_t)(inlined != 0) << 31);
+    return mix64(key ^ (uint64_t)(uint32_t)line * 0x9e3779b97f4a7c15ull);
+}
+
+/* The child node of parent for func at a line, inlined into parent's
+ * function or called by it (two nodes when both happen: pprof tells them
+ * apart). */
+static int node_child(pf_prof *p, int parent, int func, int inlined, int line)
 {
     if ((p->nn + 1) * 2 > p->nhcap) {
         size_t ncap = p->nhcap ? p->nhcap * 2 : 4096;
@@ -151,10 +164,8 @@ static int node_child(pf_prof *p, int parent, int func, int inlined)
         if (!h)
             return -ENOMEM;
         for (size_t i = 0; i < p->nn; i++) {
-            uint64_t key = ((uint64_t)(uint32_t)p->nodes[i].parent << 32) |
-                           (uint32_t)p->nodes[i].func |
-                           ((uint64_t)p->nodes[i].inlined << 31);
-            size_t q = mix64(key) & (ncap - 1);
+            const pf_node *n = &p->nodes[i];
+            size_t q = node_key(n->parent, n->func, n->inlined, n->line) & (ncap - 1);
             while (h[q])
                 q = (q + 1) & (ncap - 1);
             h[q] = (int)i + 1;
@@ -163,12 +174,12 @@ static int node_child(pf_prof *p, int parent, int func, int inlined)
         p->nhash = h;
         p->nhcap = ncap;
     }
-    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func |
-                   ((uint64_t)(inlined != 0) << 31);
-    size_t q = mix64(key) & (p->nhcap - 1);
+    inlined = inlined != 0 && parent >= 0;
+    size_t q = node_key(parent, func, inlined, line) & (p->nhcap - 1);
     while (p->nhash[q]) {
         pf_node *n = &p->nodes[p->nhash[q] - 1];
-        if (n->parent == parent && n->func == func && n->inlined == (inlined != 0))
+        if (n->parent == parent && n->func == func && n->inlined == inlined &&
+            n->line == line)
             return p->nhash[q] - 1;
         q = (q + 1) & (p->nhcap - 1);
     }
@@ -179,7 +190,8 @@ static int node_child(pf_prof *p, int parent, int func, int inlined)
     memset(n, 0, sizeof(*n));
     n->func = func;
     n->parent = parent;
-    n->inlined = inlined != 0 && parent >= 0;
+    n->inlined = (unsigned char)inlined;
+    n->line = line;
     n->first_child = -1;
     n->next_sibling = -1;
     if (parent >= 0) {
@@ -219,6 +231,7 @@ void pf_prof_free(pf_prof *p)
     free(p->tl);
     free(p->fmap);
     free(p->maps);
+    free(p->fold);
     free(p);
 }
 
@@ -302,7 +315,7 @@ int pf_prof_add(pf_prof *p, const pf_frame *frames, int n, double energy_j,
     }
     int node = -1;
     for (int i = n - 1; i >= 0; i--) {
-        int c = node_child(p, node, ids[i], frames[i].inlined);
+        int c = node_child(p, node, ids[i], frames[i].inlined, frames[i].at_line);
         if (c < 0)
             return -ENOMEM;
         node = c;
@@ -497,9 +510,11 @@ static int func_line(const void *ctx, int i)
     return ((const pf_prof *)ctx)->f[i].f.line;
 }
 
-static pa_ptree tree_of(pf_prof *p)
+/* by function and line (lines 0), or by function */
+static pa_ptree tree_of(pf_prof *p, int lines)
 {
-    return (pa_ptree){.nodes = p->nodes, .n = p->nn, .nfuncs = p->nf, .ctx = p,
+    return (pa_ptree){.nodes = lines ? p->nodes : p->fold,
+                      .n = lines ? p->nn : p->nfold, .nfuncs = p->nf, .ctx = p,
                       .name = func_name, .file = func_file, .line = func_line};
 }
 
@@ -561,7 +576,7 @@ static int build_maps(pf_prof *p, pa_ptree *t)
 
 static int write_collapsed(pf_prof *p, const char *dir)
 {
-    pa_ptree t = tree_of(p);
+    pa_ptree t = tree_of(p, 0);
     return pa_ptree_write_collapsed(&t, dir);
 }
 
@@ -614,7 +629,8 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"conservation_max_error\": %.3g,\n", m->conservation_err);
     fprintf(f, "  \"cpu_time_s\": %.6f,\n", m->process_cpu_s);
     fprintf(f, "  \"threads\": %zu,\n  \"processes\": %zu,\n", p->nt, np);
-    fprintf(f, "  \"functions\": %zu,\n  \"stacks\": %zu,\n", p->nf, p->nn);
+    fprintf(f, "  \"functions\": %zu,\n  \"stacks\": %zu,\n", p->nf, p->nfold);
+    fprintf(f, "  \"stacks_with_lines\": %zu,\n", p->nn);
     fprintf(f, "  \"duration_s\": %.3f,\n", m->duration_s);
     fprintf(f, "  \"windows\": %llu,\n", (unsigned long long)m->windows);
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)m->samples);
@@ -662,8 +678,13 @@ int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
 {
     if (mkdir(dir, 0777) < 0 && errno != EEXIST)
         return -errno;
-    pa_ptree_totals(p->nodes, p->nn);
-    int rc = 0, r;
+    free(p->fold);
+    p->fold = NULL;
+    p->nfold = 0;
+    int rc = pa_ptree_fold_lines(p->nodes, p->nn, &p->fold, &p->nfold), r;
+    if (rc < 0)
+        return rc;
+    pa_ptree_totals(p->fold, p->nfold);
     int (*const simple[])(pf_prof *, const char *) = {
         write_threads, write_processes, write_collapsed, write_timeline};
     if ((r = write_functions(p, dir, 0)) < 0 && !rc)
@@ -673,11 +694,12 @@ int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
     for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++)
         if ((r = simple[i](p, dir)) < 0 && !rc)
             rc = r;
-    pa_ptree t = tree_of(p);
+    pa_ptree t = tree_of(p, 0);
     if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j,
                                        meta->duration_s)) < 0 &&
         !rc)
         rc = r;
+    t = tree_of(p, 1);
     uint64_t period = meta->period_ns ? meta->period_ns
                       : meta->frequency ? 1000000000ull / meta->frequency
                                         : 0;

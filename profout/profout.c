@@ -211,6 +211,67 @@ void pa_ptree_totals(pa_ptree_node *nodes, size_t n)
     }
 }
 
+static uint64_t fold_hash(int parent, int func, int inlined)
+{
+    uint64_t x = ((uint64_t)(uint32_t)parent << 32 | (uint32_t)func) ^
+                 ((uint64_t)(inlined != 0) << 63);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n,
+                        pa_ptree_node **out, size_t *nout)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    pa_ptree_node *v = malloc((n ? n : 1) * sizeof(*v));
+    int *to = malloc((n ? n : 1) * sizeof(*to));
+    int *h = calloc(cap, sizeof(*h)); /* folded index + 1 */
+    if (!v || !to || !h) {
+        free(v);
+        free(to);
+        free(h);
+        return -ENOMEM;
+    }
+    size_t m = 0;
+    /* parents come before their children: their folded node exists */
+    for (size_t i = 0; i < n; i++) {
+        const pa_ptree_node *a = &in[i];
+        int parent = a->parent >= 0 ? to[a->parent] : -1;
+        size_t q = fold_hash(parent, a->func, a->inlined) & (cap - 1);
+        while (h[q]) {
+            const pa_ptree_node *b = &v[h[q] - 1];
+            if (b->parent == parent && b->func == a->func && b->inlined == a->inlined)
+                break;
+            q = (q + 1) & (cap - 1);
+        }
+        if (!h[q]) {
+            pa_ptree_node *b = &v[m];
+            *b = (pa_ptree_node){.func = a->func, .parent = parent,
+                                 .first_child = -1, .next_sibling = -1,
+                                 .inlined = a->inlined};
+            if (parent >= 0) {
+                b->next_sibling = v[parent].first_child;
+                v[parent].first_child = (int)m;
+            }
+            h[q] = (int)++m;
+        }
+        pa_ptree_node *b = &v[h[q] - 1];
+        b->self_j += a->self_j;
+        b->self_cpu_s += a->self_cpu_s;
+        b->self_samples += a->self_samples;
+        to[i] = h[q] - 1;
+    }
+    free(to);
+    free(h);
+    *out = v;
+    *nout = m;
+    return 0;
+}
+
 int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir)
 {
     pa_pout o;
@@ -465,35 +526,72 @@ static int is_group(const pa_ptree *t, int k)
     return t->nodes[k].inlined && t->nodes[k].parent >= 0;
 }
 
+/* (function, line) -> its location's id (0: none yet) */
+typedef struct line_loc {
+    int func, line;
+    uint64_t id;
+} line_loc;
+
+static line_loc *line_slot(line_loc *h, size_t cap, int func, int line)
+{
+    size_t q = fold_hash(line, func, 0) & (cap - 1);
+    while (h[q].id && (h[q].func != func || h[q].line != line))
+        q = (q + 1) & (cap - 1);
+    if (!h[q].id) {
+        h[q].func = func;
+        h[q].line = line;
+    }
+    return &h[q];
+}
+
 int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
                          double duration_s, const char *comment)
 {
     int rc = -ENOMEM;
     strtab st = {0};
     size_t nf = t->nfuncs, nn = t->n;
-    /* locations of inlined chains: one per node that starts one and that a
-     * sample goes through, numbered after the functions' */
+    /* locations after the functions': one per inlined chain a sample goes
+     * through (at the node that starts it), one per (function, line) of
+     * the other nodes with a line */
     uint64_t *node_loc = calloc(nn + 1, sizeof(*node_loc));
-    size_t ngroups = 0, nglines = 0, nlids = 0;
-    if (!node_loc)
+    size_t lcap = 16;
+    while (lcap < 2 * nn)
+        lcap *= 2;
+    line_loc *lh = calloc(lcap, sizeof(*lh));
+    size_t nloc = nf, nglines = 0, nlids = 0;
+    if (!node_loc || !lh) {
+        free(node_loc);
+        free(lh);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < nn; i++) {
         if (!t->nodes[i].self_samples && !(t->nodes[i].self_j > 0))
             continue;
         for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
             nlids++;
-            if (!is_group(t, k))
+            if (node_loc[k]) {
+                if (is_group(t, k))
+                    k = outer_of(t, k, NULL);
                 continue;
+            }
+            if (!is_group(t, k)) {
+                if (t->nodes[k].line > 0) {
+                    line_loc *s = line_slot(lh, lcap, t->nodes[k].func, t->nodes[k].line);
+                    if (!s->id) {
+                        s->id = ++nloc;
+                        nglines++;
+                    }
+                    node_loc[k] = s->id;
+                }
+                continue;
+            }
             size_t len;
             int o = outer_of(t, k, &len);
-            if (!node_loc[k]) {
-                node_loc[k] = nf + 1 + ngroups++;
-                nglines += len;
-            }
+            node_loc[k] = ++nloc;
+            nglines += len;
             k = o;
         }
     }
-    size_t nloc = nf + ngroups;
     size_t nmaps = t->nmaps ? t->nmaps : 1;
     Perftools__Profiles__Function *fn = calloc(nf + 1, sizeof(*fn));
     Perftools__Profiles__Function **fnp = calloc(nf + 1, sizeof(*fnp));
@@ -587,13 +685,15 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
         loc[i].line = &lnp[i];
         locp[i] = &loc[i];
     }
-    /* inlined chains: lines innermost first, the mapping of the function
-     * they were compiled into */
+    /* inlined chains (lines innermost first) and functions' lines: the
+     * mapping of the function they were compiled into */
     size_t gl = nf;
     for (size_t i = 0; i < nn; i++) {
         if (!node_loc[i])
             continue;
         Perftools__Profiles__Location *l = &loc[node_loc[i] - 1];
+        if (l->id)
+            continue; /* a (function, line) met before */
         perftools__profiles__location__init(l);
         l->id = node_loc[i];
         l->line = &lnp[gl];
@@ -602,7 +702,7 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
             int f = t->nodes[k].func;
             perftools__profiles__line__init(&ln[gl]);
             ln[gl].function_id = (uint64_t)f + 1;
-            ln[gl].line = fn[f].start_line;
+            ln[gl].line = t->nodes[k].line > 0 ? t->nodes[k].line : fn[f].start_line;
             lnp[gl] = &ln[gl];
             gl++;
             l->n_line++;
@@ -630,7 +730,8 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
                 lids[used + s->n_location_id++] = node_loc[k];
                 k = outer_of(t, k, NULL);
             } else {
-                lids[used + s->n_location_id++] = (uint64_t)t->nodes[k].func + 1;
+                lids[used + s->n_location_id++] =
+                    node_loc[k] ? node_loc[k] : (uint64_t)t->nodes[k].func + 1;
             }
         }
         used += s->n_location_id;
@@ -659,6 +760,7 @@ int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
     rc = write_gz(dir, buf, len);
 out:
     free(node_loc);
+    free(lh);
     free(fn);
     free(fnp);
     free(loc);

@@ -68,6 +68,10 @@ typedef struct pa_ptree_node {
     uint64_t self_samples;
     unsigned char inlined; /* this frame was inlined into its parent's
                               function (pprof: one location, two lines) */
+    int line; /* the line of the function this node was at: sampled
+                 (a leaf) or calling its child; 0 unknown.  Nodes that
+                 differ only in line are siblings (pprof's line-level
+                 locations); pa_ptree_fold_lines merges them */
 } pa_ptree_node;
 
 /* A module (pprof's Mapping): the executable mapping of a file. */
@@ -100,6 +104,12 @@ typedef struct pa_ptree {
 /* total_j = self_j plus the children's totals, for every node. */
 void pa_ptree_totals(pa_ptree_node *nodes, size_t n);
 
+/* The tree with the nodes that differ only in line merged (lines 0): the
+ * function-level tree of the collapsed stacks and the flame graph.  Its
+ * totals are not filled.  *out is the caller's to free.  0 or -ENOMEM. */
+int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n,
+                        pa_ptree_node **out, size_t *nout);
+
 /* energy.collapsed: one line per node with self energy, "root;...;leaf
  * MICROJOULES" (flamegraph.pl, speedscope).  A ';' in a name becomes ':'.
  * Totals not needed.  0 or -errno. */
@@ -116,9 +126,11 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir,
  * (count), cpu (nanoseconds), energy (microjoules, the default); one
  * sample per node with self samples or energy, its location ids leaf
  * first; one function per function; one location per function not
- * inlined, linked to its function's mapping, and one per node inlined
- * into its parent, whose lines are the inlined chain innermost first
- * (the pprof convention).  Mappings say the functions are named (pprof
+ * inlined (its line the declaration's), one per function and line of the
+ * nodes with a line, each linked to its function's mapping, and one per
+ * node inlined into its parent, whose lines are the inlined chain
+ * innermost first (the pprof convention), each the node's line or else
+ * its function's declaration line.  Mappings say the functions are named (pprof
  * never tries to symbolise them again), with file names and lines when
  * has_lines.  period_ns is the
  * sampling period (0 unknown); comment goes into the profile's comments.

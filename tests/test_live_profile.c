@@ -123,6 +123,29 @@ static const char *WORK_C =
     "    return 0;\n"
     "}\n";
 
+/* Line-level energy: one function, a loop three times as long as the
+ * other (same body, so three times the CPU time), called from main. */
+static const char *LINES_C =
+    "#include <stdlib.h>\n"
+    "#include <time.h>\n"
+    "volatile double sink;\n"
+    "__attribute__((noinline)) void work(long n)\n"
+    "{\n"
+    "    double x = 1, y = 2;\n"
+    "    for (long i = 0; i < 3 * n; i++) /* HEAVY */\n"
+    "        x = x * 1.0000001 + 1;\n"
+    "    for (long i = 0; i < n; i++) /* LIGHT */\n"
+    "        y = y * 1.0000001 + 1;\n"
+    "    sink = x + y;\n"
+    "}\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "    double secs = argc > 1 ? atof(argv[1]) : 2;\n"
+    "    while ((double)clock() / CLOCKS_PER_SEC < secs)\n"
+    "        work(200000); /* CALL */\n"
+    "    return 0;\n"
+    "}\n";
+
 static const char *CXX_CC =
     "#include <cstdlib>\n"
     "#include <ctime>\n"
@@ -330,6 +353,8 @@ static void build_all(void)
     write_file(p, STORM_C);
     snprintf(p, sizeof(p), "%s/kern.c", dir);
     write_file(p, KERN_C);
+    snprintf(p, sizeof(p), "%s/lines.c", dir);
+    write_file(p, LINES_C);
     /* -fno-ipa-icf: GCC would fold identical bodies into one symbol */
     const char *common = "-O2 -g -fno-ipa-icf";
     sh("cd %s && cc %s -fno-omit-frame-pointer -shared -fPIC -o libpfwork.so lib.c",
@@ -353,6 +378,7 @@ static void build_all(void)
     sh("cd %s && cc -O2 -fno-omit-frame-pointer -o rust rust.c", dir);
     sh("cd %s && cc -O2 -o storm storm.c && cp storm steady", dir);
     sh("cd %s && cc -O2 -o kern kern.c", dir);
+    sh("cd %s && cc -O1 -g -o lines lines.c", dir);
 }
 
 /* ---- reading the outputs ---- */
@@ -1028,22 +1054,29 @@ static void check_pprof_raw(const char *out, const char *pdir)
     snprintf(line, sizeof(line), "%.*s", (int)strcspn(bol, "\n"), bol);
     ck_assert_msg(strstr(line, want) != NULL, "lib_burn not in libpfwork.so's mapping %d: %s",
                   lib_id, line);
-    /* "     1: 0x0 M=1 inl_burn /tmp/x/work.c:7 s=7"
-     * "             f_c /tmp/x/work.c:28 s=28" */
-    char *inl = strstr(raw, " M=1 inl_burn ");
-    ck_assert_msg(inl != NULL, "inl_burn does not start a location of the main binary:\n%s",
-                  raw);
-    char *l2 = strchr(inl, '\n');
-    ck_assert(l2 != NULL);
-    l2++;
-    ck_assert_msg(l2[0] == ' ', "inl_burn's location has one line:\n%s", raw);
-    while (*l2 == ' ')
+    /* "     1: 0x0 M=1 inl_burn /tmp/x/work.c:10 s=7"
+     * "             f_c /tmp/x/work.c:28 s=28"
+     * one such location per line of inl_burn sampled; inl_burn is never a
+     * location of its own (a frame called by f_c) */
+    int chains = 0;
+    for (char *inl = strstr(strstr(raw, "\nLocations\n"), " inl_burn "); inl;
+         inl = strstr(inl + 1, " inl_burn ")) {
+        char *row = inl;
+        while (row > raw && row[-1] != '\n')
+            row--;
+        ck_assert_msg(strncmp(inl - 4, " M=1", 4) == 0,
+                      "inl_burn does not start a location of the main binary: %.*s\n%s",
+                      (int)strcspn(row, "\n"), row, raw);
+        char *l2 = strchr(inl, '\n');
+        ck_assert(l2 != NULL);
         l2++;
-    ck_assert_msg(!strncmp(l2, "f_c ", 4), "inl_burn's caller line is not f_c:\n%s", raw);
-    /* one location holds inl_burn: it is not a frame of its own too */
-    ck_assert_msg(strstr(strstr(raw, "\nLocations\n"), "inl_burn") == inl + 5 &&
-                      strstr(inl + 5 + 8, "inl_burn") == NULL,
-                  "inl_burn in more than one location:\n%s", raw);
+        ck_assert_msg(l2[0] == ' ', "inl_burn's location has one line:\n%s", raw);
+        while (*l2 == ' ')
+            l2++;
+        ck_assert_msg(!strncmp(l2, "f_c ", 4), "inl_burn's caller line is not f_c:\n%s", raw);
+        chains++;
+    }
+    ck_assert_msg(chains > 0, "no location of inl_burn:\n%s", raw);
     free(raw);
 }
 
@@ -1111,6 +1144,112 @@ START_TEST(pprof_top)
     ck_assert_msg(strstr(top, "Main binary filename not available") == NULL, "%s", top);
     free(top);
     check_pprof_raw(out, pdir);
+    pa_test_rmtree(out);
+}
+END_TEST
+
+/* The line of LINES_C that holds marker (1 the first). */
+static int marker_line(const char *marker)
+{
+    const char *hit = strstr(LINES_C, marker);
+    ck_assert(hit != NULL);
+    int line = 1;
+    for (const char *c = LINES_C; c < hit; c++)
+        line += *c == '\n';
+    return line;
+}
+
+/* The flat and cumulative microjoules of `pprof -lines -top`'s row for
+ * "func FILE:line" (0 and 0 when it has none). */
+static void lines_row(const char *top, const char *func, const char *file, int line,
+                      double *flat, double *cum)
+{
+    char want[4600];
+    snprintf(want, sizeof(want), "  %s %s:%d\n", func, file, line);
+    const char *hit = strstr(top, want);
+    *flat = *cum = 0;
+    if (!hit)
+        return;
+    const char *bol = hit;
+    while (bol > top && bol[-1] != '\n')
+        bol--;
+    /* "3420900microjoules 66.34% 66.34% 3420900microjoules 66.34%  work ..."
+     * or "0     0%   100% 5156779microjoules   100%  main ..." */
+    const char *c = bol;
+    for (int field = 0; field < 4; field++) {
+        c += strspn(c, " ");
+        if (field == 0)
+            *flat = strtod(c, NULL);
+        else if (field == 3)
+            *cum = strtod(c, NULL);
+        c += strcspn(c, " \n");
+    }
+}
+
+/* Line-level energy in pprof: `pprof -lines` gives each line of a
+ * function its energy (the loop three times as long gets three quarters
+ * of the function's), and the caller's line of the call the callee's
+ * cumulative energy; functions.csv, the collapsed stacks and the flame
+ * graph stay one row or frame per function. */
+START_TEST(pprof_lines)
+{
+    if (!PA_GO[0]) {
+        fprintf(stderr, "pprof_lines: SKIPPED: go not found at configure time "
+                        "(Debian golang-go, scripts/deps.sh)\n");
+        return;
+    }
+    char *out, pdir[4200], cmd[8192], file[4200];
+    snprintf(cmd, sizeof(cmd), "%s/lines 3", dir);
+    frow rows[64];
+    size_t n = profile_fns("--call-graph dwarf", cmd, &out, pdir, rows, 64);
+    const frow *work = find_fn(rows, n, "work");
+    ck_assert_msg(work != NULL && work->self_samples >= 100, "work: %lu samples",
+                  work ? work->self_samples : 0);
+    snprintf(cmd, sizeof(cmd),
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -lines -top -nodecount=100 "
+             "-sample_index=energy %s/profile.pb.gz 2>&1",
+             out, out, PA_GO, pdir);
+    char *top = NULL;
+    ck_assert_int_eq(pa_test_run(cmd, &top), 0);
+    snprintf(file, sizeof(file), "%s/lines.c", dir);
+    int heavy = marker_line("HEAVY"), light = marker_line("LIGHT");
+    double h = 0, l = 0, all = 0, flat, cum;
+    for (int line = heavy - 2; line <= light + 3; line++) {
+        lines_row(top, "work", file, line, &flat, &cum);
+        if (line == heavy || line == heavy + 1)
+            h += flat;
+        if (line == light || line == light + 1)
+            l += flat;
+        all += flat;
+    }
+    fprintf(stderr, "pprof_lines: work %.0f uJ (functions.csv %.0f): heavy loop %.0f, "
+                    "light loop %.0f, share %.3f\n",
+            all, work->self_j * 1e6, h, l, h / (h + l));
+    /* every sample of work is on one of its lines (integer microjoules
+     * per line) */
+    ck_assert_msg(fabs(all - work->self_j * 1e6) <= 20,
+                  "work's lines %.0f uJ, functions.csv %.6f J:\n%s", all, work->self_j, top);
+    ck_assert_msg(h + l >= 0.9 * all, "the loops' lines have %.0f of %.0f uJ:\n%s", h + l,
+                  all, top);
+    ck_assert_msg(h / (h + l) > 0.62 && h / (h + l) < 0.88,
+                  "heavy loop %.3f of the loops' energy, expected 0.75:\n%s", h / (h + l), top);
+    /* main's line of the call carries work's energy */
+    lines_row(top, "main", file, marker_line("CALL"), &flat, &cum);
+    ck_assert_msg(cum >= work->self_j * 1e6 - 20,
+                  "main's call line has %.0f uJ, work %.6f J:\n%s", cum, work->self_j, top);
+    free(top);
+    /* one frame per function in the collapsed stacks */
+    snprintf(cmd, sizeof(cmd), "%s/energy.collapsed", pdir);
+    char *col = pa_test_slurp(cmd);
+    ck_assert(col != NULL);
+    const char *first = strstr(col, ";main;work ");
+    ck_assert_msg(first && !strstr(first + 1, ";main;work "), "main;work not one stack:\n%s",
+                  col);
+    free(col);
+    char *sum = slurp_in(pdir, "summary.json");
+    ck_assert_msg(json_num(sum, "stacks_with_lines") > json_num(sum, "stacks"),
+                  "no line-level stacks:\n%s", sum);
+    free(sum);
     pa_test_rmtree(out);
 }
 END_TEST
@@ -1297,6 +1436,7 @@ static Suite *suite(void)
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
     tcase_add_test(tc, pprof_top);
+    tcase_add_test(tc, pprof_lines);
     tcase_add_test(tc, kernel_frames);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
