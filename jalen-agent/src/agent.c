@@ -358,7 +358,8 @@ static void jl_on_slot(const jl_slot *s, void *user)
     if (n <= 0) {
         int code = -n;
         if (jl_wbuf_push(1) < 0 ||
-            jl_wbuf_push(code <= 10 ? JL_M_ERR0 + code : JL_M_UNATTRIBUTED) < 0)
+            jl_wbuf_push(code <= 10 ? JL_M_ERR0 + code : JL_M_UNATTRIBUTED) < 0 ||
+            jl_wbuf_push(0) < 0)
             goto fail;
         return;
     }
@@ -366,10 +367,18 @@ static void jl_on_slot(const jl_slot *s, void *user)
         n = JL_MAX_DEPTH;
     if (jl_wbuf_push(n + (s->truncated ? 1 : 0)) < 0)
         goto fail;
+    /* the methods, then their lines (the BCI each frame was at) */
+    int lines[JL_MAX_DEPTH];
     for (int i = 0; i < n; i++)
-        if (jl_wbuf_push(jl_method_of(jl_jvmti, s->frames[i].method_id)) < 0)
+        if (jl_wbuf_push(jl_method_line(jl_jvmti, s->frames[i].method_id,
+                                        s->frames[i].lineno, &lines[i])) < 0)
             goto fail;
     if (s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0)
+        goto fail;
+    for (int i = 0; i < n; i++)
+        if (jl_wbuf_push(lines[i]) < 0)
+            goto fail;
+    if (s->truncated && jl_wbuf_push(0) < 0)
         goto fail;
     return;
 fail:
@@ -399,7 +408,7 @@ static void jl_on_net(jl_net_rec *r, uint64_t bytes, void *user)
     if (n == 0)
         frames[n++] = JL_M_UNATTRIBUTED;
     double e = w->total ? w->nic_j * (double)bytes / (double)w->total : 0.0;
-    jl_profile_add(frames, n, 0.0, e, bytes, 0);
+    jl_profile_add(frames, NULL, n, 0.0, e, bytes, 0);
     jl_thread *t = jl_threads_get(r->tid, 1);
     if (t) {
         t->w_net_j += e;
@@ -538,7 +547,7 @@ static void jl_process_window(int final)
             }
             t->w_samples += wt;
         }
-        p += 3 + (size_t)n;
+        p += 3 + 2 * (size_t)n;
     }
     /* E_method = E_thread . samples / samples_of_thread */
     for (size_t p = 0; p < jl_wn;) {
@@ -551,8 +560,8 @@ static void jl_process_window(int final)
              * energy with its pseudo-frame (below), count the sample */
             w = 0;
         }
-        jl_profile_add(&jl_wbuf[p + 3], n, w, 0, 0, 1);
-        p += 3 + (size_t)n;
+        jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, 1);
+        p += 3 + 2 * (size_t)n;
     }
     for (size_t i = 0; i < jl_thr.n; i++) {
         jl_thread *t = &jl_thr.v[i];
@@ -570,12 +579,12 @@ static void jl_process_window(int final)
         default: frame = JL_M_VM; break;
         }
         if (frame >= 0)
-            jl_profile_add(&frame, 1, t->w_cpu_j, 0, 0, 0);
+            jl_profile_add(&frame, NULL, 1, t->w_cpu_j, 0, 0, 0);
     }
     if (unplaced > 1e-12) {
         /* no thread had CPU time in the window (or rounding): the VM */
         int frame = JL_M_VM;
-        jl_profile_add(&frame, 1, unplaced, 0, 0, 0);
+        jl_profile_add(&frame, NULL, 1, unplaced, 0, 0, 0);
         jl_thread *t = jl_threads_get(-1, 1);
         if (t) {
             snprintf(t->name, sizeof(t->name), "[VM]");
@@ -594,7 +603,7 @@ static void jl_process_window(int final)
         jl_on_net(jl_nitems[i].r, jl_nitems[i].bytes, &nw);
     if (nw.total == 0 && dnic > 0) {
         int frame = JL_M_UNATTRIBUTED;
-        jl_profile_add(&frame, 1, 0, dnic, 0, 0);
+        jl_profile_add(&frame, NULL, 1, 0, dnic, 0, 0);
         jl_thread *t = jl_threads_get(-1, 1);
         if (t) {
             snprintf(t->name, sizeof(t->name), "[VM]");

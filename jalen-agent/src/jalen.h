@@ -236,6 +236,7 @@ enum {
 
 typedef struct jl_method {
     char *name;     /* package.Class.method */
+    char *file;     /* "package/dir/Source.java" (pprof), NULL unknown */
     int cls;        /* index in the class table */
     int matches;    /* matches the filter */
     double self_j, total_j, cpu_j, net_j, fself_j;
@@ -249,6 +250,13 @@ typedef struct jl_class {
     double self_j, total_j, cpu_j, net_j;
     uint64_t stamp;
 } jl_class;
+
+/* A method's line number table (JVMTI), BCIs ascending; n = 0: none (a
+ * native method, a class compiled without lines, an error). */
+typedef struct jl_lines {
+    int n;
+    jvmtiLineNumberEntry *v;
+} jl_lines;
 
 /* A call-tree node (func: the method's index), as profout/ writes it;
  * total_j is filled before writing.  self_cpu_s and self_samples stay 0. */
@@ -271,6 +279,7 @@ typedef struct jl_profile {
     size_t nhcap;
     int *mhash; /* jmethodID -> method + 1 */
     jmethodID *mhkeys;
+    jl_lines *mhlines; /* each jmethodID's line number table */
     size_t mhcap, mhn;
     int *chash; /* class name -> class + 1 */
     size_t chcap;
@@ -289,13 +298,18 @@ typedef struct jl_profile {
 extern jl_profile jl_prof;
 
 int jl_profile_init(const jl_opts *o);
-/* Method index of a jmethodID (resolving its name the first time). */
+/* Method index of a jmethodID (resolving its name, source file and line
+ * table the first time). */
 int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
-/* Adds one weighted stack (frames[0] = top) to the profile. */
-void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
-                    uint64_t net_bytes, int count_sample);
-/* The window buffer holds, per sample: tid, weight, n, frames[n]. */
-void jl_profile_compute_totals(void);
+/* The same, and in *line the source line of bci in it (0 unknown: a
+ * negative bci, no line table). */
+int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line);
+/* Adds one weighted stack (frames[0] = top; lines: each frame's line, or
+ * NULL) to the profile. */
+void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j,
+                    double net_j, uint64_t net_bytes, int count_sample);
+/* The window buffer holds, per sample: tid, weight, n, frames[n],
+ * lines[n]. */
 
 /* ------------------------------------------------------------------ */
 /* Network (net.c)                                                     */

@@ -161,9 +161,11 @@ static int jl_mhash_grow(void)
     size_t ncap = jl_prof.mhcap ? jl_prof.mhcap * 2 : 4096;
     int *h = calloc(ncap, sizeof(int));
     jmethodID *keys = calloc(ncap, sizeof(jmethodID));
-    if (!h || !keys) {
+    jl_lines *lines = calloc(ncap, sizeof(jl_lines));
+    if (!h || !keys || !lines) {
         free(h);
         free(keys);
+        free(lines);
         return -1;
     }
     for (size_t i = 0; i < jl_prof.mhcap; i++) {
@@ -174,23 +176,97 @@ static int jl_mhash_grow(void)
             k = (k + 1) & (ncap - 1);
         h[k] = jl_prof.mhash[i];
         keys[k] = jl_prof.mhkeys[i];
+        lines[k] = jl_prof.mhlines[i];
     }
     free(jl_prof.mhash);
     free(jl_prof.mhkeys);
+    free(jl_prof.mhlines);
     jl_prof.mhash = h;
     jl_prof.mhkeys = keys;
+    jl_prof.mhlines = lines;
     jl_prof.mhcap = ncap;
     return 0;
 }
 
+/* The line of bci in a line number table: the entry that starts last at
+ * or before it. */
+static int jl_line_at(const jl_lines *t, jint bci)
+{
+    if (bci < 0 || t->n <= 0 || bci < t->v[0].start_location)
+        return 0;
+    int lo = 0, hi = t->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (t->v[mid].start_location <= bci)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return t->v[lo].line_number > 0 ? (int)t->v[lo].line_number : 0;
+}
+
+static int jl_entry_cmp(const void *a, const void *b)
+{
+    jlocation x = ((const jvmtiLineNumberEntry *)a)->start_location;
+    jlocation y = ((const jvmtiLineNumberEntry *)b)->start_location;
+    return x < y ? -1 : x > y;
+}
+
+/* A copy of id's line number table, sorted by BCI (JVMTI does not say
+ * its order); none when the method has none. */
+static jl_lines jl_lines_read(jvmtiEnv *jvmti, jmethodID id)
+{
+    jl_lines t = {0, NULL};
+    jint n = 0;
+    jvmtiLineNumberEntry *v = NULL;
+    if (!id || (*jvmti)->GetLineNumberTable(jvmti, id, &n, &v) != JVMTI_ERROR_NONE)
+        return t;
+    if (n > 0 && (t.v = malloc((size_t)n * sizeof(*t.v))) != NULL) {
+        memcpy(t.v, v, (size_t)n * sizeof(*t.v));
+        qsort(t.v, (size_t)n, sizeof(*t.v), jl_entry_cmp);
+        t.n = n;
+    }
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)v);
+    return t;
+}
+
+/* "package/dir/Source.java" of a class ("com.acme.Foo" in
+ * "Foo.java"), or NULL. */
+static char *jl_source_of(jvmtiEnv *jvmti, jclass klass, const char *cls)
+{
+    char *src = NULL, *out = NULL;
+    if (!klass || (*jvmti)->GetSourceFileName(jvmti, klass, &src) != JVMTI_ERROR_NONE ||
+        !src)
+        return NULL;
+    const char *dot = strrchr(cls, '.');
+    size_t pkg = dot ? (size_t)(dot - cls) + 1 : 0;
+    size_t len = pkg + strlen(src) + 1;
+    if ((out = malloc(len)) != NULL) {
+        for (size_t i = 0; i < pkg; i++)
+            out[i] = cls[i] == '.' ? '/' : cls[i];
+        snprintf(out + pkg, len - pkg, "%s", src);
+    }
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)src);
+    return out;
+}
+
 int jl_method_of(jvmtiEnv *jvmti, jmethodID id)
 {
+    int line;
+    return jl_method_line(jvmti, id, -1, &line);
+}
+
+int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
+{
+    *line = 0;
     if ((jl_prof.mhn + 1) * 2 > jl_prof.mhcap && jl_mhash_grow() < 0)
         return JL_M_UNATTRIBUTED;
     size_t k = jl_hash64((uint64_t)(uintptr_t)id) & (jl_prof.mhcap - 1);
     while (jl_prof.mhash[k]) {
-        if (jl_prof.mhkeys[k] == id)
+        if (jl_prof.mhkeys[k] == id) {
+            *line = jl_line_at(&jl_prof.mhlines[k], bci);
             return jl_prof.mhash[k] - 1;
+        }
         k = (k + 1) & (jl_prof.mhcap - 1);
     }
     char cls[512] = "[unknown class]";
@@ -204,11 +280,13 @@ int jl_method_of(jvmtiEnv *jvmti, jmethodID id)
             (*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
         }
     }
+    jl_lines lt = jl_lines_read(jvmti, id);
     if (id && (*jvmti)->GetMethodName(jvmti, id, &mname, NULL, NULL) == JVMTI_ERROR_NONE &&
         mname) {
         snprintf(meth, sizeof(meth), "%s", mname);
         (*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
     }
+    char *file = jl_source_of(jvmti, klass, cls);
     if (klass) {
         JNIEnv *jni = NULL;
         JavaVM *vm = jl_smp.vm;
@@ -225,8 +303,11 @@ int jl_method_of(jvmtiEnv *jvmti, jmethodID id)
     if ((nhn + 1) * 2 > nhcap) {
         size_t ncap = nhcap ? nhcap * 2 : 4096;
         int *h = calloc(ncap, sizeof(int));
-        if (!h)
+        if (!h) {
+            free(file);
+            free(lt.v);
             return JL_M_UNATTRIBUTED;
+        }
         for (size_t i = JL_M_NFIXED; i < jl_prof.nm; i++) {
             size_t q = jl_hash_str(jl_prof.m[i].name) & (ncap - 1);
             while (h[q])
@@ -247,18 +328,36 @@ int jl_method_of(jvmtiEnv *jvmti, jmethodID id)
     }
     if (mi < 0) {
         mi = jl_method_new(cls, meth);
-        if (mi < 0)
+        if (mi < 0) {
+            free(file);
+            free(lt.v);
             return JL_M_UNATTRIBUTED;
+        }
         nh[q] = mi + 1;
         nhn++;
     }
+    /* the first class of a merged name gives the method its file */
+    if (!jl_prof.m[mi].file) {
+        jl_prof.m[mi].file = file;
+        file = NULL;
+    }
+    free(file);
     jl_prof.mhash[k] = mi + 1;
     jl_prof.mhkeys[k] = id;
+    jl_prof.mhlines[k] = lt;
     jl_prof.mhn++;
+    *line = jl_line_at(&lt, bci);
     return mi;
 }
 
-static int jl_node_child(int parent, int method)
+static uint64_t jl_node_key(int parent, int method, int line)
+{
+    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)method;
+    return jl_hash64(key ^ (uint64_t)(uint32_t)line * 0x9e3779b97f4a7c15ull);
+}
+
+/* The child of parent for a method at a line (0 unknown). */
+static int jl_node_child(int parent, int method, int line)
 {
     if ((jl_prof.nn + 1) * 2 > jl_prof.nhcap) {
         size_t ncap = jl_prof.nhcap ? jl_prof.nhcap * 2 : 8192;
@@ -266,9 +365,8 @@ static int jl_node_child(int parent, int method)
         if (!h)
             return -1;
         for (size_t i = 0; i < jl_prof.nn; i++) {
-            uint64_t key = ((uint64_t)(uint32_t)jl_prof.nodes[i].parent << 32) |
-                           (uint32_t)jl_prof.nodes[i].func;
-            size_t k = jl_hash64(key) & (ncap - 1);
+            const jl_node *n = &jl_prof.nodes[i];
+            size_t k = jl_node_key(n->parent, n->func, n->line) & (ncap - 1);
             while (h[k])
                 k = (k + 1) & (ncap - 1);
             h[k] = (int)i + 1;
@@ -277,11 +375,10 @@ static int jl_node_child(int parent, int method)
         jl_prof.nhash = h;
         jl_prof.nhcap = ncap;
     }
-    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)method;
-    size_t k = jl_hash64(key) & (jl_prof.nhcap - 1);
+    size_t k = jl_node_key(parent, method, line) & (jl_prof.nhcap - 1);
     while (jl_prof.nhash[k]) {
         jl_node *n = &jl_prof.nodes[jl_prof.nhash[k] - 1];
-        if (n->parent == parent && n->func == method)
+        if (n->parent == parent && n->func == method && n->line == line)
             return jl_prof.nhash[k] - 1;
         k = (k + 1) & (jl_prof.nhcap - 1);
     }
@@ -298,6 +395,7 @@ static int jl_node_child(int parent, int method)
     memset(n, 0, sizeof(*n));
     n->func = method;
     n->parent = parent;
+    n->line = line;
     n->first_child = -1;
     n->next_sibling = -1;
     if (parent >= 0) {
@@ -308,8 +406,8 @@ static int jl_node_child(int parent, int method)
     return idx;
 }
 
-void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
-                    uint64_t net_bytes, int count_sample)
+void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j,
+                    double net_j, uint64_t net_bytes, int count_sample)
 {
     if (n <= 0)
         return;
@@ -350,15 +448,10 @@ void jl_profile_add(const int *frames, int n, double cpu_j, double net_j,
     }
     int node = -1;
     for (int i = n - 1; i >= 0; i--) {
-        int c = jl_node_child(node, frames[i]);
+        int c = jl_node_child(node, frames[i], lines ? lines[i] : 0);
         if (c < 0)
             return;
         node = c;
     }
     jl_prof.nodes[node].self_j += e;
-}
-
-void jl_profile_compute_totals(void)
-{
-    pa_ptree_totals(jl_prof.nodes, jl_prof.nn);
 }

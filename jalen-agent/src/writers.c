@@ -180,14 +180,30 @@ static const char *jl_method_name(const void *ctx, int i)
     return jl_prof.m[i].name;
 }
 
-static pa_ptree jl_tree(void)
+static const char *jl_method_file(const void *ctx, int i)
 {
-    return (pa_ptree){.nodes = jl_prof.nodes,
-                      .n = jl_prof.nn,
+    (void)ctx;
+    return jl_prof.m[i].file ? jl_prof.m[i].file : "";
+}
+
+/* The tree is kept per method and line (pprof's lines); the collapsed
+ * stacks and the flame graph are per method: the tree folded at each
+ * write (NULL: out of memory, the tree as kept). */
+static pa_ptree_node *jl_fold;
+static size_t jl_nfold;
+
+static pa_ptree jl_tree(int lines)
+{
+    int kept = lines || !jl_fold;
+    return (pa_ptree){.nodes = kept ? jl_prof.nodes : jl_fold,
+                      .n = kept ? jl_prof.nn : jl_nfold,
                       .nfuncs = jl_prof.nm,
                       .name = jl_method_name,
-                      /* pprof: Java methods come from no file of their own;
-                       * one pseudo mapping, its functions named */
+                      /* pprof: the class's source file (package path) and
+                       * the lines sampled; Java methods come from no binary
+                       * of their own: one pseudo mapping, its functions
+                       * named */
+                      .file = jl_method_file,
                       .main_name = "[jvm]"};
 }
 
@@ -196,7 +212,7 @@ static int jl_write_html(const char *dir, const jl_opts *opt)
     char title[256];
     snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)", (int)getpid(),
              opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
-    pa_ptree t = jl_tree();
+    pa_ptree t = jl_tree(0);
     return pa_ptree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
 }
 
@@ -280,11 +296,15 @@ static size_t jl_agent_memory(void)
     size_t b = sizeof(jl_slot) * JL_RING_SLOTS;
     b += p->capm * sizeof(jl_method) + p->capc * sizeof(jl_class);
     for (size_t i = 0; i < p->nm; i++)
-        b += strlen(p->m[i].name) + 1;
+        b += strlen(p->m[i].name) + 1 + (p->m[i].file ? strlen(p->m[i].file) + 1 : 0);
     for (size_t i = 0; i < p->nc; i++)
         b += strlen(p->c[i].name) + 1;
     b += p->capn * sizeof(jl_node) + p->nhcap * sizeof(int);
-    b += p->mhcap * (sizeof(int) + sizeof(jmethodID)) + p->chcap * sizeof(int);
+    b += jl_nfold * sizeof(jl_node); /* the tree folded per method */
+    b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) +
+         p->chcap * sizeof(int);
+    for (size_t i = 0; i < p->mhcap; i++)
+        b += (size_t)p->mhlines[i].n * sizeof(jvmtiLineNumberEntry);
     b += p->captl * sizeof(jl_timeline_row);
     b += jl_thr.cap * sizeof(jl_thread) + jl_thr.hcap * sizeof(int);
     return b + jl_net_memory() + jl_unwind_memory();
@@ -365,7 +385,13 @@ static int jl_write_failing;
 int jl_write_all(const jl_opts *o, int final)
 {
     int rc = 0, r;
-    jl_profile_compute_totals();
+    free(jl_fold);
+    jl_fold = NULL;
+    jl_nfold = 0;
+    if (pa_ptree_fold_lines(jl_prof.nodes, jl_prof.nn, &jl_fold, &jl_nfold) == 0)
+        pa_ptree_totals(jl_fold, jl_nfold);
+    else
+        pa_ptree_totals(jl_prof.nodes, jl_prof.nn);
     struct stat st;
     if (stat(o->out, &st) < 0 && errno == ENOENT) {
         /* the folder was removed while the JVM runs: make it again */
@@ -392,9 +418,10 @@ int jl_write_all(const jl_opts *o, int final)
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */
     }
-    pa_ptree t = jl_tree();
+    pa_ptree t = jl_tree(0);
     if ((o->formats & JL_FMT_COLLAPSED) && (r = pa_ptree_write_collapsed(&t, o->out)) < 0)
         rc = r;
+    t = jl_tree(1);
     /* pprof once, at the end: packing and compressing the whole tree every
      * window would cost the agent thread for a file read after the run */
     if ((o->formats & JL_FMT_COLLAPSED) && final &&

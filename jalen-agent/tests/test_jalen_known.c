@@ -21,6 +21,114 @@
 
 #include "jtest.h"
 
+/* The line of Known.java that is text once its indentation is gone (0:
+ * none). */
+static int java_line(const char *text)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/Known.java", JALEN_JAVA_SRC);
+    char *src = jt_read(p);
+    ck_assert_msg(src != NULL, "cannot read %s", p);
+    int line = 1, found = 0;
+    for (const char *l = src; *l && !found; line++) {
+        size_t len = strcspn(l, "\n");
+        const char *b = l + strspn(l, " ");
+        if ((size_t)(l + len - b) == strlen(text) && !strncmp(b, text, strlen(text)))
+            found = line;
+        l += len + (l[len] == '\n');
+    }
+    free(src);
+    return found;
+}
+
+/* The flat and cumulative microjoules of a row of `pprof -lines -top`
+ * ("  FUNC FILE:LINE\n" its end), 0 and 0 when there is none. */
+static void pprof_row(const char *top, const char *tail, double *flat, double *cum)
+{
+    *flat = *cum = 0;
+    const char *hit = strstr(top, tail);
+    if (!hit)
+        return;
+    const char *c = hit;
+    while (c > top && c[-1] != '\n')
+        c--;
+    /* "  6094782microjoules 55.2% 55.2% 6094782microjoules 55.2%  F ..." */
+    for (int field = 0; field < 4; field++) {
+        c += strspn(c, " ");
+        if (field == 0)
+            *flat = strtod(c, NULL);
+        else if (field == 3)
+            *cum = strtod(c, NULL);
+        c += strcspn(c, " \n");
+    }
+}
+
+/* Energy per source line (pprof): the burner's three call lines get
+ * 60/30/10 % of what they call, as its three methods do; spin's flat
+ * energy is on its loop's lines. */
+static void check_lines(const char *dir, const char *mode)
+{
+    if (!JALEN_GO[0]) {
+        fprintf(stderr, "[%s] pprof lines: SKIPPED: go not found at configure time "
+                        "(Debian golang-go, scripts/deps.sh)\n",
+                mode);
+        return;
+    }
+    char cmd[9000];
+    snprintf(cmd, sizeof(cmd),
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -lines -top -nodecount=1000 "
+             "-sample_index=energy %s/out/profile.pb.gz 2>&1",
+             dir, dir, JALEN_GO, dir);
+    FILE *f = popen(cmd, "r");
+    ck_assert(f != NULL);
+    size_t cap = 1 << 16, len = 0, n;
+    char *top = malloc(cap);
+    ck_assert(top != NULL);
+    while ((n = fread(top + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            top = realloc(top, cap *= 2);
+            ck_assert(top != NULL);
+        }
+    }
+    top[len] = '\0';
+    ck_assert_msg(pclose(f) == 0, "%s:\n%s", cmd, top);
+    static const char *const calls[3] = {"burnA();", "burnB();", "burnC();"};
+    static const double want[3] = {60, 30, 10};
+    double cum[3], s = 0, flat;
+    char tail[128];
+    for (int i = 0; i < 3; i++) {
+        int line = java_line(calls[i]);
+        ck_assert_msg(line > 0, "no line '%s' in Known.java", calls[i]);
+        snprintf(tail, sizeof(tail), "  Known.burner Known.java:%d\n", line);
+        pprof_row(top, tail, &flat, &cum[i]);
+        s += cum[i];
+    }
+    ck_assert_msg(s > 0, "no energy on burner's call lines:\n%s", top);
+    fprintf(stderr, "[%s] burner's call lines: %.1f%% %.1f%% %.1f%%\n", mode,
+            100 * cum[0] / s, 100 * cum[1] / s, 100 * cum[2] / s);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(fabs(100 * cum[i] / s - want[i]) <= 3,
+                      "burner's line of %s: %.1f%%, not %.0f+-3:\n%s", calls[i],
+                      100 * cum[i] / s, want[i], top);
+    /* spin: its flat energy on the loop's two lines */
+    double loop = 0, all = 0;
+    int first = java_line("for (int i = 0; i < 2000; i++)");
+    ck_assert(first > 0);
+    for (int line = first - 5; line <= first + 5; line++) {
+        snprintf(tail, sizeof(tail), "  Known.spin Known.java:%d\n", line);
+        pprof_row(top, tail, &flat, &cum[0]);
+        all += flat;
+        if (line == first || line == first + 1)
+            loop += flat;
+    }
+    fprintf(stderr, "[%s] spin: %.1f%% of its flat energy on the loop's lines\n", mode,
+            all > 0 ? 100 * loop / all : 0.0);
+    ck_assert_msg(all > 0 && loop >= 0.5 * all, "spin's loop lines: %.0f of %.0f uJ:\n%s",
+                  loop, all, top);
+    free(top);
+}
+
 static void run_known(const char *mode)
 {
     char *dir = jt_tmpdir();
@@ -61,6 +169,7 @@ static void run_known(const char *mode)
     ck_assert_msg(fabs(100 * c / s - 10) <= 3, "burnC %.1f%% not 10+-3", 100 * c / s);
     ck_assert_msg(s <= burner * 1.005 && s >= burner * 0.9,
                   "burn methods %.3f J vs burner thread %.3f J", s, burner);
+    check_lines(dir, mode);
 
     /* duty cycles 30 % and 10 % of CPU: energy ratio 3 within 10 % */
     double hi = jt_num(jt_csv_find(&th, 1, "duty-high"), 3);
