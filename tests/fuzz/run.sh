@@ -37,6 +37,14 @@ done
 shift $((OPTIND - 1))
 out=${out:-$build/fuzz-out}
 
+# A target is a directory of tests/fuzz/corpus/: check the names before building.
+for name in "$@"; do
+  if [ ! -d "$here/corpus/$name" ]; then
+    echo "fuzz: no target '$name' (targets: $(cd "$here/corpus" && echo *))" >&2
+    exit 2
+  fi
+done
+
 if ! command -v clang >/dev/null; then
   echo "fuzz: clang is missing (scripts/deps.sh installs it)" >&2
   exit 1
