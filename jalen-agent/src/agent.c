@@ -320,11 +320,15 @@ static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method
 {
     (void)jvmti;
     (void)method;
-    (void)code_size;
-    (void)code_addr;
-    (void)map_length;
-    (void)map;
-    (void)compile_info;
+    jl_nmethods_load(code_addr, code_size, map_length, map, compile_info);
+}
+
+static void JNICALL jl_on_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method,
+                                                 const void *code_addr)
+{
+    (void)jvmti;
+    (void)method;
+    jl_nmethods_unload(code_addr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1127,6 +1131,7 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
     cb.ClassLoad = jl_on_class_load;
     cb.ClassPrepare = jl_on_class_prepare;
     cb.CompiledMethodLoad = jl_on_compiled_method_load;
+    cb.CompiledMethodUnload = jl_on_compiled_method_unload;
     if (jl_o.net)
         cb.NativeMethodBind = jl_on_native_bind;
     /* without it, a failed walk keeps its pseudo-frame as before */
@@ -1140,7 +1145,8 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
     jvmtiEvent evs[] = {JVMTI_EVENT_VM_INIT,        JVMTI_EVENT_VM_DEATH,
                         JVMTI_EVENT_THREAD_START,   JVMTI_EVENT_THREAD_END,
                         JVMTI_EVENT_CLASS_LOAD,     JVMTI_EVENT_CLASS_PREPARE,
-                        JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_NATIVE_METHOD_BIND};
+                        JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+                        JVMTI_EVENT_NATIVE_METHOD_BIND};
     size_t nev = sizeof(evs) / sizeof(evs[0]) - (jl_o.net ? 0 : 1);
     for (size_t i = 0; i < nev; i++)
         (*jl_jvmti)->SetEventNotificationMode(jl_jvmti, JVMTI_ENABLE, evs[i], NULL);

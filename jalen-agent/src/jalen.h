@@ -144,6 +144,57 @@ void jl_slot_publish(jl_slot *s);
 void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user, int full);
 
 /* ------------------------------------------------------------------ */
+/* Tables read by the signal handler, replaced by the agent (rcu.c)      */
+/* ------------------------------------------------------------------ */
+
+typedef struct jl_rcu {
+    atomic_int readers; /* handlers inside the table */
+    void **retired;     /* memory to free once no reader is inside */
+    size_t n, cap;
+} jl_rcu;
+
+/* Signal handler: around every load and use of the table's pointer. */
+static inline void jl_rcu_enter(jl_rcu *r)
+{
+    atomic_fetch_add(&r->readers, 1);
+}
+static inline void jl_rcu_exit(jl_rcu *r)
+{
+    atomic_fetch_sub(&r->readers, 1);
+}
+/* Writer (under the table's mutex): room for k more retired pointers
+ * before a table is swapped, so that retiring never fails; -1 on ENOMEM
+ * (then keep the old table). */
+int jl_rcu_reserve(jl_rcu *r, size_t k);
+/* Writer, after publishing the new table: p (NULL: nothing) is freed
+ * later. */
+void jl_rcu_retire(jl_rcu *r, void *p);
+/* Writer: frees what was retired when no reader is inside. */
+void jl_rcu_reclaim(jl_rcu *r);
+
+/* ------------------------------------------------------------------ */
+/* Compiled methods' debug information (nmethods.c, mode=cpu)           */
+/* ------------------------------------------------------------------ */
+
+/* Agent_OnLoad: turns the table on (mode=cpu with recovery). */
+void jl_nmethods_enable(void);
+/* CompiledMethodLoad (any thread): the offsets of the method's debug
+ * records, from compile_info's inline records (else from map). */
+void jl_nmethods_load(const void *code, jint size, jint map_length,
+                      const jvmtiAddrLocationMap *map, const void *compile_info);
+/* CompiledMethodUnload (any thread). */
+void jl_nmethods_unload(const void *code);
+/* Agent thread: publishes the loads and unloads seen since the last call. */
+void jl_nmethods_refresh(void);
+/* Signal handler: the PC to give AsyncGetCallTrace for the frame that
+ * returns to ra, right after a call of call_len bytes, so that it decodes
+ * the debug record of the call itself (callsite.h); ra - 1 when the
+ * method is not (yet) known.  Async-signal-safe. */
+uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len);
+/* Bytes the table holds (for agent_memory_bytes). */
+size_t jl_nmethods_memory(void);
+
+/* ------------------------------------------------------------------ */
 /* Recovery of failed walks (unwind.c, mode=cpu)                        */
 /* ------------------------------------------------------------------ */
 

@@ -104,12 +104,10 @@ typedef struct jl_blobs {
 } jl_blobs;
 
 static jl_blobs *_Atomic jl_btab;   /* read by the signal handler */
-static atomic_int jl_breaders;      /* handlers inside a lookup */
+static jl_rcu jl_brcu;              /* its readers and old tables (rcu.c) */
 static pthread_mutex_t jl_block = PTHREAD_MUTEX_INITIALIZER;
 static jl_blob *jl_pending;         /* events not yet in jl_btab (jl_block) */
 static size_t jl_npending, jl_cpending;
-static jl_blobs **jl_retired;       /* old tables, freed once no reader holds one */
-static size_t jl_nretired, jl_cretired;
 
 static int jl_blob_kind(const char *name)
 {
@@ -158,45 +156,32 @@ static int jl_blob_cmp(const void *a, const void *b)
 
 void jl_unwind_refresh(void)
 {
+    jl_nmethods_refresh();
     pthread_mutex_lock(&jl_block);
     jl_blobs *old = atomic_load(&jl_btab);
-    if (jl_npending && old && jl_nretired == jl_cretired) {
-        size_t ncap = jl_cretired * 2 + 16;
-        jl_blobs **nv = realloc(jl_retired, ncap * sizeof(*nv));
-        if (nv) {
-            jl_retired = nv;
-            jl_cretired = ncap;
+    jl_blobs *t = NULL;
+    size_t n0 = old ? old->n : 0, n = n0 + jl_npending;
+    if (jl_npending && jl_rcu_reserve(&jl_brcu, 1) == 0)
+        t = malloc(sizeof(*t) + n * sizeof(jl_blob));
+    if (t) {
+        if (n0)
+            memcpy(t->b, old->b, n0 * sizeof(jl_blob));
+        memcpy(t->b + n0, jl_pending, jl_npending * sizeof(jl_blob));
+        qsort(t->b, n, sizeof(jl_blob), jl_blob_cmp);
+        /* a range reported again (a blob freed and its place reused):
+         * the later event wins */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (k && t->b[i].lo == t->b[k - 1].lo)
+                k--;
+            t->b[k++] = t->b[i];
         }
+        t->n = k;
+        jl_npending = 0;
+        atomic_store(&jl_btab, t);
+        jl_rcu_retire(&jl_brcu, old);
     }
-    if (jl_npending && (!old || jl_nretired < jl_cretired)) {
-        size_t n0 = old ? old->n : 0, n = n0 + jl_npending;
-        jl_blobs *t = malloc(sizeof(*t) + n * sizeof(jl_blob));
-        if (t) {
-            if (n0)
-                memcpy(t->b, old->b, n0 * sizeof(jl_blob));
-            memcpy(t->b + n0, jl_pending, jl_npending * sizeof(jl_blob));
-            qsort(t->b, n, sizeof(jl_blob), jl_blob_cmp);
-            /* a range reported again (a blob freed and its place reused):
-             * the later event wins */
-            size_t k = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (k && t->b[i].lo == t->b[k - 1].lo)
-                    k--;
-                t->b[k++] = t->b[i];
-            }
-            t->n = k;
-            jl_npending = 0;
-            atomic_store(&jl_btab, t);
-            if (old)
-                jl_retired[jl_nretired++] = old;
-        }
-    }
-    /* a handler that entered after the store above sees the new table */
-    if (jl_nretired && atomic_load(&jl_breaders) == 0) {
-        for (size_t i = 0; i < jl_nretired; i++)
-            free(jl_retired[i]);
-        jl_nretired = 0;
-    }
+    jl_rcu_reclaim(&jl_brcu);
     pthread_mutex_unlock(&jl_block);
 }
 
@@ -204,7 +189,7 @@ void jl_unwind_refresh(void)
 static int jl_blob_find(uintptr_t pc, jl_blob *out)
 {
     int found = 0;
-    atomic_fetch_add(&jl_breaders, 1);
+    jl_rcu_enter(&jl_brcu);
     const jl_blobs *t = atomic_load(&jl_btab);
     if (t && t->n) {
         size_t lo = 0, hi = t->n;
@@ -220,7 +205,7 @@ static int jl_blob_find(uintptr_t pc, jl_blob *out)
             found = 1;
         }
     }
-    atomic_fetch_sub(&jl_breaders, 1);
+    jl_rcu_exit(&jl_brcu);
     return found;
 }
 
@@ -293,9 +278,9 @@ size_t jl_unwind_memory(void)
     pthread_mutex_lock(&jl_block);
     const jl_blobs *t = atomic_load(&jl_btab);
     size_t b = (t ? sizeof(*t) + t->n * sizeof(jl_blob) : 0) + jl_cpending * sizeof(jl_blob) +
-               jl_cretired * sizeof(*jl_retired) + (jl_stks ? sizeof(jl_stk) * JL_STK_SLOTS : 0);
+               jl_brcu.cap * sizeof(void *) + (jl_stks ? sizeof(jl_stk) * JL_STK_SLOTS : 0);
     pthread_mutex_unlock(&jl_block);
-    return b;
+    return b + jl_nmethods_memory();
 }
 
 /* ------------------------------------------------------------------ */
@@ -319,6 +304,7 @@ int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb)
         return -1;
     (void)jvmti;
     cb->DynamicCodeGenerated = jl_on_dynamic_code;
+    jl_nmethods_enable();
     return 0;
 #else
     (void)jvmti;
@@ -353,15 +339,15 @@ static int jl_in_code(uintptr_t pc)
     return pc >= jl_cc_low && pc < jl_cc_high;
 }
 
-/* A return address into compiled Java code (or the interpreter): in the
- * code cache, outside every stub, right after a call instruction. */
+/* Whether ra follows a call instruction in the code cache: the length of
+ * that call (5 for call rel32, 2 to 8 for call r/m64), 0 when none. */
 static int jl_after_call(uintptr_t ra)
 {
     if (!jl_in_code(ra) || ra - 7 < jl_cc_low)
         return 0;
     const unsigned char *p = (const unsigned char *)ra;
     if (p[-5] == 0xe8) /* call rel32 */
-        return 1;
+        return 5;
     /* call r/m64: ff /2, with 0..5 bytes of ModRM, SIB, displacement and
      * an optional REX prefix */
     for (int len = 2; len <= 7; len++) {
@@ -370,11 +356,13 @@ static int jl_after_call(uintptr_t ra)
         if (rex)
             q++;
         if (q[0] == 0xff && ((q[1] >> 3) & 7) == 2)
-            return 1;
+            return len;
     }
     return 0;
 }
 
+/* A return address into compiled Java code (or the interpreter): in the
+ * code cache, outside every stub, right after a call instruction. */
 static int jl_java_return(uintptr_t ra)
 {
     if (!jl_after_call(ra))
@@ -543,6 +531,21 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
     return 0;
 }
 
+/* The PC at which ASGCT decodes the frame that returns to ra (a return
+ * into Java code): ASGCT takes the first debug record after the PC it is
+ * given, and the record after a return address describes the code after
+ * the call, another bytecode or another (inlined) method.  The frame is
+ * in the call, so the PC given is the one that selects the call's own
+ * record (nmethods.c, callsite.h); in the interpreter, ra itself (ASGCT
+ * reads the BCI from the frame there). */
+static uintptr_t jl_call_pc(uintptr_t ra)
+{
+    jl_blob b;
+    if (jl_blob_find(ra, &b) && b.kind == JL_BLOB_INTERP)
+        return ra;
+    return jl_nmethods_call_pc(ra, jl_after_call(ra));
+}
+
 /* One pop: the state of the caller of the code at *pc.  1 on success. */
 static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
 {
@@ -619,7 +622,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         if (!jl_java_return(pc))
             continue; /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
-        c.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc);
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
         c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
         tr->num_frames = 0;

@@ -2,17 +2,23 @@
  * test_jalen_recovery.c - stacks where AsyncGetCallTrace alone gives up,
  * recovered (unwind.c), and thread renames (real JVMs; issue 16).
  *
- * Recovery.java "all": six threads, each spending its time in one place
+ * Recovery.java "all": ten threads, each spending its time in one place
  * ASGCT cannot walk from (the arraycopy stub under StringBuilder, itable
  * and vtable stubs with the callee's prologues, the CRC32/Base64/SHA-256
- * intrinsics' stubs, System.currentTimeMillis in the VM and the vDSO, and
- * a 200-deep recursion beyond the 128-frame cap), at interval=1ms, for 6 s
+ * intrinsics' stubs, System.currentTimeMillis in the VM and the vDSO, a
+ * 200-deep recursion beyond the 128-frame cap, and issue 32's call sites:
+ * a hot arraycopy, CRC32 or currentTimeMillis call followed by cheap
+ * calls, and StringBuilder.delete followed by Thread.isAlive), at
+ * interval=1ms, for 6 s
  * and at least 1 s of CPU time per thread (the warm-up, interpreted code
  * and adapters, stays a small part of it on a loaded host too).
  * Expected: [unknown Java] + [not walkable ...] <= 1 % of the process's
  * energy; each thread's loop method >= 80 % of that thread's energy
  * inclusive (>= 50 % for the recursion, whose samples deeper than 128
- * frames cannot reach it); on JDK 17 and on the second JDK when present.
+ * frames cannot reach it); under each call-site loop, the method making
+ * the hot call >= 95 % and each cheap call after it <= 2 % of the loop's
+ * energy (a recovered frame credited to the call after it fails this);
+ * on JDK 17 and on the second JDK when present.
  * Then 20 runs in a row (1 s each, JDKs alternating): no crash, complete
  * outputs.
  *
@@ -28,8 +34,98 @@
 
 #include "jtest.h"
 
-static const char *const workloads[] = {"arraycopy", "itable", "vtable",
-                                        "intrinsic", "time",   "deep"};
+static const char *const workloads[] = {"arraycopy", "itable", "vtable", "intrinsic", "time",
+                                        "deep",      "copy",   "crc",    "clock",     "sbdelete"};
+
+/* Issue 32: under each call-site loop, the method that makes the hot call
+ * (>= 95 % of the loop's energy) and the cheap ones that run after it in
+ * the same compiled code (<= 2 % each; poke counts its three classes). */
+typedef struct site {
+    const char *loop, *hot, *cheap[4];
+} site;
+static const site sites[] = {
+    {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}},
+    {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}},
+    {"clock", "Recovery.clockHot", {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"}},
+    {"sbdelete", "java.lang.StringBuilder.delete",
+     {"java.lang.StringBuilder.append", "java.lang.Thread.isAlive"}},
+};
+
+/* Whether frame (or, for "poke", any Recovery$P?.poke) is among the ;-joined
+ * frames of stack s. */
+static int has_frame(const char *s, const char *frame)
+{
+    for (const char *f = s; f && *f; f = strchr(f, ';') ? strchr(f, ';') + 1 : NULL) {
+        size_t n = strcspn(f, ";");
+        if (!strcmp(frame, "poke") && n == 20 && !strncmp(f, "Recovery$P", 10) &&
+            !strncmp(f + 11, ".poke", 5))
+            return 1;
+        if (strlen(frame) == n && !strncmp(f, frame, n))
+            return 1;
+    }
+    return 0;
+}
+
+/* Sums, over the stacks of energy.collapsed that pass through the loop
+ * method, the energy of those that also hold each method: the methods'
+ * inclusive energy under that loop (that is, in that thread). */
+static double under_loop(const char *collapsed, const char *loop, const char *method)
+{
+    char lm[64];
+    snprintf(lm, sizeof(lm), "Recovery.%sLoop", loop);
+    double sum = 0;
+    const char *line = collapsed;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[8192];
+        if (len < sizeof(buf)) {
+            memcpy(buf, line, len);
+            buf[len] = 0;
+            char *sp = strrchr(buf, ' ');
+            if (sp) {
+                *sp = 0;
+                char *at = strstr(buf, lm);
+                /* the frames from the loop down */
+                if (at && (at[strlen(lm)] == ';' || at[strlen(lm)] == 0) &&
+                    (!method || has_frame(at, method)))
+                    sum += strtod(sp + 1, NULL);
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return sum;
+}
+
+static void check_sites(const char *dir)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out/energy.collapsed", dir);
+    char *col = jt_read(p);
+    ck_assert_msg(col, "no energy.collapsed");
+    for (size_t k = 0; k < sizeof(sites) / sizeof(sites[0]); k++) {
+        const site *st = &sites[k];
+        double loop = under_loop(col, st->loop, NULL);
+        double hot = under_loop(col, st->loop, st->hot);
+        ck_assert_msg(loop > 0, "%s: no energy under its loop", st->loop);
+        fprintf(stderr, "[recovery %s] %-8s %s %.1f%%", jt_java, st->loop, st->hot,
+                100 * hot / loop);
+        for (int c = 0; c < 4 && st->cheap[c]; c++)
+            fprintf(stderr, ", %s %.2f%%", st->cheap[c],
+                    100 * under_loop(col, st->loop, st->cheap[c]) / loop);
+        fprintf(stderr, " of %.3f J\n", loop / 1e6);
+        ck_assert_msg(hot >= 0.95 * loop, "%s: %s %.1f%% of the loop's energy, want >= 95%%",
+                      st->loop, st->hot, 100 * hot / loop);
+        for (int c = 0; c < 4 && st->cheap[c]; c++) {
+            double e = under_loop(col, st->loop, st->cheap[c]);
+            ck_assert_msg(e <= 0.02 * loop,
+                          "%s: %s (runs after the hot call, costs next to nothing) has %.2f%% "
+                          "of the loop's energy, want <= 2%%",
+                          st->loop, st->cheap[c], 100 * e / loop);
+        }
+    }
+    free(col);
+}
 
 /* Runs java Recovery all SECONDS CPU_SECONDS into dir/out; returns the
  * summary text. */
@@ -81,6 +177,7 @@ static void check_recovery(void)
     }
     jt_csv_free(&me);
     jt_csv_free(&th);
+    check_sites(dir);
     jt_rmtree(dir);
     free(dir);
 }

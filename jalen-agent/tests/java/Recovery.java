@@ -18,9 +18,23 @@ import java.util.zip.CRC32;
  *   time       Recovery.timeLoop        System.currentTimeMillis()
  *   deep       Recovery.deepLoop        work at every level of a 200-deep
  *                                       recursion (beyond the 128-frame cap)
+ *   copy       Recovery.copyLoop        Recovery.copyHot (arraycopy stub),
+ *                                       then cheap calls (issue 32)
+ *   crc        Recovery.crcLoop         Recovery.crcHot (CRC32 stub), then
+ *                                       cheap calls
+ *   clock      Recovery.clockLoop       Recovery.clockHot (currentTimeMillis),
+ *                                       then cheap calls
+ *   sbdelete   Recovery.sbdeleteLoop    StringBuilder.delete (its arraycopy),
+ *                                       then Thread.isAlive and append
+ *
+ * In copy, crc and clock the hot method is followed, in the same compiled
+ * loop, by an inlined method (copyTick, crcTick, clockTick), an interface
+ * call (P1/P2/P3.poke) and a JNI native (Thread.holdsLock) that cost next
+ * to nothing: a sample recovered from the hot call belongs to the hot
+ * method, never to what runs after it.
  *
  * Usage: java Recovery WORKLOAD [SECONDS [CPU_SECONDS]]  (prints "done")
- * WORKLOAD "all" runs the six at once, one thread each.  With CPU_SECONDS
+ * WORKLOAD "all" runs the ten at once, one thread each.  With CPU_SECONDS
  * the run also lasts until every workload thread has used that much CPU
  * time (at most 120 s of wall time), so that a loaded host gives the
  * same work, warm-up included in the same proportion, in a longer run.
@@ -111,6 +125,95 @@ public class Recovery {
         sink = acc;
     }
 
+    /* ---------- call sites (issue 32) ----------
+     * A hot stub, intrinsic or VM call in a method of its own (inlined into
+     * the loop), followed in the same compiled code by cheap calls of other
+     * methods: an inlined one, a megamorphic interface call and a JNI native.
+     * The hot method must get the loop's energy, the cheap ones next to
+     * none of it (they cost well under 1 % of an iteration). */
+    interface Poke { int poke(int x); }
+    static final class P1 implements Poke { public int poke(int x) { return x + 1; } }
+    static final class P2 implements Poke { public int poke(int x) { return x ^ 3; } }
+    static final class P3 implements Poke { public int poke(int x) { return x * 5; } }
+    static final Poke[] POKES = {new P1(), new P2(), new P3()};
+    static final Object LOCK = new Object();
+
+    static int copyTick(int x) { return x * 31 + 7; }
+    static int crcTick(int x) { return x * 17 + 3; }
+    static int clockTick(int x) { return x * 13 + 5; }
+
+    /* the arraycopy stub, about 1 MiB a call (a length the JIT cannot
+     * know: the copy is a small inline one or a call of the stub from an
+     * out-of-line block, where the code laid out after the call is
+     * another method's) */
+    static void copyHot(byte[] src, byte[] dst, int x) {
+        System.arraycopy(src, x & 7, dst, 0, src.length - 8);
+    }
+    /* the CRC32 intrinsic's stub, 1 MiB a call */
+    static long crcHot(CRC32 crc, byte[] buf) { crc.update(buf, 0, buf.length); return crc.getValue(); }
+    /* System.currentTimeMillis: a leaf call into the VM and the vDSO */
+    static long clockHot() {
+        long a = 0;
+        for (int i = 0; i < 2000; i++)
+            a += System.currentTimeMillis();
+        return a;
+    }
+
+    static void copyLoop() {
+        byte[] src = new byte[1 << 20], dst = new byte[1 << 20];
+        int x = 0;
+        while (!stop) {
+            copyHot(src, dst, x);
+            x = copyTick(x);
+            x = POKES[(x >>> 3) % 3].poke(x);
+            if (Thread.holdsLock(LOCK))
+                x++;
+        }
+        sink = x + dst[7];
+    }
+
+    static void crcLoop() {
+        byte[] buf = new byte[1 << 20];
+        CRC32 crc = new CRC32();
+        long acc = 0;
+        int x = 0;
+        while (!stop) {
+            acc += crcHot(crc, buf);
+            x = crcTick(x);
+            x = POKES[(x >>> 3) % 3].poke(x);
+            if (Thread.holdsLock(LOCK))
+                x++;
+        }
+        sink = acc + x;
+    }
+
+    /* the loop of issue 32, as a user wrote it: StringBuilder.delete's
+     * array copy is the work (the capacity never changes, so append copies
+     * 5 bytes), Thread.isAlive and append cost next to nothing */
+    static void sbdeleteLoop() {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 1000000; i++)
+            sb.append('x');
+        do {
+            sb.append(12345);
+            sb.delete(0, 5);
+        } while (Thread.currentThread().isAlive() && !stop);
+        sink = sb.length();
+    }
+
+    static void clockLoop() {
+        long acc = 0;
+        int x = 0;
+        while (!stop) {
+            acc += clockHot();
+            x = clockTick(x);
+            x = POKES[(x >>> 3) % 3].poke(x);
+            if (Thread.holdsLock(LOCK))
+                x++;
+        }
+        sink = acc + x;
+    }
+
     /* ---------- deep recursion ---------- */
     static long deepWork(int level, long x) {
         for (int i = 0; i < 2000; i++)
@@ -135,6 +238,10 @@ public class Recovery {
         case "intrinsic": intrinsicLoop(); break;
         case "time": timeLoop(); break;
         case "deep": deepLoop(); break;
+        case "copy": copyLoop(); break;
+        case "crc": crcLoop(); break;
+        case "clock": clockLoop(); break;
+        case "sbdelete": sbdeleteLoop(); break;
         default: throw new IllegalArgumentException("unknown workload " + w);
         }
     }
@@ -143,7 +250,8 @@ public class Recovery {
         String w = args[0];
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 3;
         String[] ws = w.equals("all")
-                ? new String[] {"arraycopy", "itable", "vtable", "intrinsic", "time", "deep"}
+                ? new String[] {"arraycopy", "itable", "vtable", "intrinsic", "time", "deep",
+                                "copy", "crc", "clock", "sbdelete"}
                 : new String[] {w};
         Throwable[] err = new Throwable[1];
         Thread[] ts = new Thread[ws.length];

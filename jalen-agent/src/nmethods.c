@@ -1,0 +1,255 @@
+/*
+ * nmethods.c - where each compiled Java method keeps its debug records
+ * (mode=cpu): the code range and the sorted offsets of its PcDescs, from
+ * CompiledMethodLoad, so that a recovered frame is decoded at the record
+ * of the call it is in, not at the one after it (callsite.h, DESIGN.md
+ * section 11.3).
+ *
+ * Events arrive on the compiler threads and go to a pending list under a
+ * mutex; the agent thread publishes them every drain (50 ms) as a new
+ * sorted table (rcu.c), which the signal handler searches without a lock.
+ * A method's offsets are one allocation, shared by every table that lists
+ * the method, and freed with the table that drops it.  A method not yet
+ * published (compiled less than a drain ago) is decoded as before, at its
+ * return address.
+ */
+#include "jalen.h"
+#include "callsite.h"
+
+#include <jvmticmlr.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct jl_nm {
+    uintptr_t lo, hi; /* the code */
+    uint32_t seq;     /* order of the events: a later one wins a range */
+    uint32_t npcs;
+    uint32_t *pcs;    /* offsets from lo, sorted, distinct; NULL: an unload */
+} jl_nm;
+
+typedef struct jl_nms {
+    size_t n;
+    jl_nm m[]; /* sorted by lo, no two overlapping */
+} jl_nms;
+
+static int jl_nm_on;
+static jl_nms *_Atomic jl_ntab;
+static jl_rcu jl_nrcu;
+static pthread_mutex_t jl_nlock = PTHREAD_MUTEX_INITIALIZER;
+static jl_nm *jl_npend; /* loads and unloads not yet published (jl_nlock) */
+static size_t jl_nnpend, jl_cnpend;
+static uint32_t jl_nseq;
+static size_t jl_npcs_bytes; /* offsets held by the published table */
+
+void jl_nmethods_enable(void)
+{
+    jl_nm_on = 1;
+}
+
+static int jl_u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Appends e to the pending list (jl_nlock held); frees e's offsets when
+ * there is no room. */
+static void jl_npend_push(jl_nm e)
+{
+    if (jl_nnpend == jl_cnpend) {
+        size_t ncap = jl_cnpend ? jl_cnpend * 2 : 256;
+        jl_nm *nv = realloc(jl_npend, ncap * sizeof(*nv));
+        if (!nv) {
+            free(e.pcs);
+            return;
+        }
+        jl_npend = nv;
+        jl_cnpend = ncap;
+    }
+    e.seq = jl_nseq++;
+    jl_npend[jl_nnpend++] = e;
+}
+
+/* The offsets of the records: compile_info's inline records list every
+ * PcDesc with debug information (all of them with DebugNonSafepoints);
+ * map, the same records by their outermost BCI, serves a JVM without
+ * them. */
+static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
+                             const jvmtiAddrLocationMap *map, const void *compile_info,
+                             uint32_t **out)
+{
+    size_t n = 0;
+    const jvmtiCompiledMethodLoadRecordHeader *h;
+    for (h = compile_info; h; h = h->next)
+        if (h->kind == JVMTI_CMLR_INLINE_INFO)
+            n += (size_t)((const jvmtiCompiledMethodLoadInlineRecord *)h)->numpcs;
+    int from_map = n == 0;
+    if (from_map)
+        n = map && map_length > 0 ? (size_t)map_length : 0;
+    if (!n)
+        return 0;
+    uint32_t *pcs = malloc(n * sizeof(*pcs));
+    if (!pcs)
+        return 0;
+    size_t k = 0;
+    if (from_map) {
+        for (size_t i = 0; i < n; i++) {
+            uintptr_t pc = (uintptr_t)map[i].start_address;
+            if (pc >= lo && pc < hi)
+                pcs[k++] = (uint32_t)(pc - lo);
+        }
+    } else {
+        for (h = compile_info; h; h = h->next) {
+            if (h->kind != JVMTI_CMLR_INLINE_INFO)
+                continue;
+            const jvmtiCompiledMethodLoadInlineRecord *r = (const void *)h;
+            for (jint i = 0; r->pcinfo && i < r->numpcs; i++) {
+                uintptr_t pc = (uintptr_t)r->pcinfo[i].pc;
+                if (pc >= lo && pc <= hi) /* a record may end the code */
+                    pcs[k++] = (uint32_t)(pc - lo);
+            }
+        }
+    }
+    qsort(pcs, k, sizeof(*pcs), jl_u32_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || pcs[i] != pcs[u - 1])
+            pcs[u++] = pcs[i];
+    if (!u) {
+        free(pcs);
+        return 0;
+    }
+    *out = pcs;
+    return u;
+}
+
+void jl_nmethods_load(const void *code, jint size, jint map_length,
+                      const jvmtiAddrLocationMap *map, const void *compile_info)
+{
+    if (!jl_nm_on || !code || size <= 0)
+        return;
+    jl_nm e = {.lo = (uintptr_t)code, .hi = (uintptr_t)code + (uintptr_t)size};
+    size_t n = jl_collect_pcs(e.lo, e.hi, map_length, map, compile_info, &e.pcs);
+    if (!n || n > UINT32_MAX)
+        return;
+    e.npcs = (uint32_t)n;
+    pthread_mutex_lock(&jl_nlock);
+    jl_npend_push(e);
+    pthread_mutex_unlock(&jl_nlock);
+}
+
+void jl_nmethods_unload(const void *code)
+{
+    if (!jl_nm_on || !code)
+        return;
+    jl_nm e = {.lo = (uintptr_t)code, .hi = (uintptr_t)code + 1};
+    pthread_mutex_lock(&jl_nlock);
+    jl_npend_push(e);
+    pthread_mutex_unlock(&jl_nlock);
+}
+
+static int jl_nm_cmp(const void *a, const void *b)
+{
+    const jl_nm *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorted by lo then seq: keeps, of entries that overlap, the later one;
+ * an unload removes the method at its address and is then dropped.  The
+ * offsets of the entries dropped are retired (freed once no handler can
+ * hold them). */
+static size_t jl_nm_merge(jl_nm *m, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (k && m[i].lo < m[k - 1].hi) {
+            /* overlap: the earlier event loses its range */
+            if (m[k - 1].seq > m[i].seq)
+                break;
+            jl_rcu_retire(&jl_nrcu, m[k - 1].pcs);
+            k--;
+        }
+        if (k && m[i].lo < m[k - 1].hi) { /* m[i] is the older one */
+            jl_rcu_retire(&jl_nrcu, m[i].pcs);
+            continue;
+        }
+        m[k++] = m[i];
+    }
+    /* the unloads have done their work */
+    size_t j = 0;
+    for (size_t i = 0; i < k; i++)
+        if (m[i].pcs)
+            m[j++] = m[i];
+    return j;
+}
+
+void jl_nmethods_refresh(void)
+{
+    if (!jl_nm_on)
+        return;
+    pthread_mutex_lock(&jl_nlock);
+    jl_nms *old = atomic_load(&jl_ntab);
+    size_t n0 = old ? old->n : 0, n = n0 + jl_nnpend;
+    jl_nms *t = NULL;
+    /* every entry might be dropped: room to retire them all, and the old
+     * table */
+    if (jl_nnpend && jl_rcu_reserve(&jl_nrcu, n + 1) == 0)
+        t = malloc(sizeof(*t) + n * sizeof(jl_nm));
+    if (t) {
+        if (n0)
+            memcpy(t->m, old->m, n0 * sizeof(jl_nm));
+        memcpy(t->m + n0, jl_npend, jl_nnpend * sizeof(jl_nm));
+        qsort(t->m, n, sizeof(jl_nm), jl_nm_cmp);
+        /* what the merge retires is freed only after the new table is
+         * published and no handler is inside */
+        t->n = jl_nm_merge(t->m, n);
+        size_t bytes = 0;
+        for (size_t i = 0; i < t->n; i++)
+            bytes += t->m[i].npcs * sizeof(uint32_t);
+        jl_npcs_bytes = bytes;
+        jl_nnpend = 0;
+        atomic_store(&jl_ntab, t);
+        jl_rcu_retire(&jl_nrcu, old);
+    }
+    jl_rcu_reclaim(&jl_nrcu);
+    pthread_mutex_unlock(&jl_nlock);
+}
+
+uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len)
+{
+    uintptr_t pc = ra - 1;
+    if (!jl_nm_on || call_len <= 0)
+        return pc;
+    jl_rcu_enter(&jl_nrcu);
+    const jl_nms *t = atomic_load(&jl_ntab);
+    if (t && t->n) {
+        size_t lo = 0, hi = t->n;
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (t->m[mid].lo <= pc)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        const jl_nm *m = &t->m[lo];
+        if (m->lo <= pc && pc < m->hi) {
+            long d = jl_callsite_desc(m->pcs, m->npcs, (uint32_t)(ra - m->lo), (uint32_t)call_len);
+            if (d > 0) /* d - 1 must stay inside the method's code */
+                pc = m->lo + (uintptr_t)d - 1;
+        }
+    }
+    jl_rcu_exit(&jl_nrcu);
+    return pc;
+}
+
+size_t jl_nmethods_memory(void)
+{
+    pthread_mutex_lock(&jl_nlock);
+    const jl_nms *t = atomic_load(&jl_ntab);
+    size_t b = (t ? sizeof(*t) + t->n * sizeof(jl_nm) : 0) + jl_npcs_bytes +
+               jl_cnpend * sizeof(jl_nm) + jl_nrcu.cap * sizeof(void *);
+    pthread_mutex_unlock(&jl_nlock);
+    return b;
+}
