@@ -10,7 +10,7 @@
 #   BUILD_DIR  the CMake build folder (default: build)
 #   SECONDS    run length of each workload (default 5)
 #   WORKLOADS  space-separated subset of: arraycopy itable vtable intrinsic
-#              time deep (default: all)
+#              time deep copy crc clock sbdelete (default: all)
 # Environment: JALEN_JAVA_OVERRIDE (default: the build's JDK) picks the JVM;
 #   ASYNC_PROFILER_LIB the async-profiler library to compare with;
 #   JALEN_BEFORE_AGENT another libjalen.so (e.g. built from an older
@@ -31,10 +31,18 @@
 # or without brackets)
 # over all samples, expected = the workload thread's samples whose stack
 # holds Recovery.<workload>Loop over that thread's samples.
+#
+# Then, per workload, the methods each sample is credited to (issue 32):
+# of the stacks under Recovery.<workload>Loop, the share of each deepest
+# Java frame (jalen: energy.collapsed, whose value is the sample's energy;
+# async-profiler: its collapsed stacks with `ann`, Java frames being the
+# ones marked _[j], _[i], _[0] or _[1]), side by side with the difference
+# in points, and the largest difference of the workload ("max |d|").  A
+# sample with no Java frame under the loop counts as "(none)".
 set -u
 BUILD=${1:-build}
 SECS=${2:-5}
-WLS=${3:-arraycopy itable vtable intrinsic time deep}
+WLS=${3:-arraycopy itable vtable intrinsic time deep copy crc clock sbdelete}
 ENVF="$BUILD/jalen-agent/jalen-env.sh"
 [ -r "$ENVF" ] || { echo "bench_jalen_recovery: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
 # shellcheck disable=SC1090
@@ -67,22 +75,55 @@ jalen_run() {
         NR > 1 { s += $6 }
         END { if (pj > 0 && te > 0) printf "%.1f %.1f %d\n", 100 * u / pj, 100 * e / te, s; else print "n/a n/a 0" }' \
         "$out/methods.csv"
+    # deepest Java frame under the loop -> share (jalen's frames are Java
+    # methods or bracketed pseudo-frames)
+    awk -v loop="Recovery.$2Loop" '
+        { v = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); at = 0
+          for (i = 1; i <= n; i++) if (f[i] == loop) at = i
+          if (!at) next
+          m = "(none)"; for (i = n; i >= at; i--) if (substr(f[i], 1, 1) != "[") { m = f[i]; break }
+          e[m] += v; t += v }
+        END { for (m in e) if (t > 0) printf "%s %.2f\n", m, 100 * e[m] / t }' \
+        "$out/energy.collapsed" >"$TMP/pm.jl.$2"
 }
 
 # ap_run WORKLOAD -> "unknown_% expected_% samples"
 ap_run() {
     local out="$TMP/ap.$1.collapsed"
     rm -f "$out"
-    "$JAVA" "${JOPTS[@]}" "-agentpath:$AP=start,event=cpu,interval=1ms,threads,collapsed,file=$out" \
+    "$JAVA" "${JOPTS[@]}" "-agentpath:$AP=start,event=cpu,interval=1ms,threads,ann,collapsed,file=$out" \
         -cp "$JALEN_CLASSES" Recovery "$1" "$SECS" >/dev/null 2>"$TMP/ap.err" || { echo "fail fail 0"; return; }
     awk -v want="Recovery.$1Loop" -v th="[$1 tid=" '
-        { n = $NF; t += n; st = $0; sub(/ [0-9]+$/, "", st)
+        { n = $NF; t += n; st = $0; sub(/ [0-9]+$/, "", st); gsub(/_\[[ji01k]\]/, "", st)
           if (st ~ /(^|;)\[?(unknown_Java|not_walkable_Java|not_walkable_not_Java)\]?(;|$)/) u += n
           if (index(st, th) == 1) {
               tt += n
               if (index(st, ";" want ";") || substr(st, length(st) - length(want)) == ";" want) e += n
           } }
         END { if (t > 0 && tt > 0) printf "%.1f %.1f %d\n", 100 * u / t, 100 * e / tt, t; else print "n/a n/a 0" }' "$out"
+    awk -v loop="Recovery.$1Loop" '
+        { v = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); at = 0
+          for (i = 1; i <= n; i++) { if (f[i] ~ /_\[[ji01]\]$/) { sub(/_\[[ji01]\]$/, "", f[i]); gsub("/", ".", f[i]); j[i] = 1 } else j[i] = 0
+                                     if (f[i] == loop) at = i }
+          if (!at) next
+          m = "(none)"; for (i = n; i >= at; i--) if (j[i]) { m = f[i]; break }
+          e[m] += v; t += v }
+        END { for (m in e) if (t > 0) printf "%s %.2f\n", m, 100 * e[m] / t }' \
+        "$out" >"$TMP/pm.ap.$1"
+}
+
+# per_method WORKLOAD: the two profilers' shares side by side (methods with
+# 0.5 % or more in either), and the largest difference
+per_method() {
+    [ -s "$TMP/pm.jl.$1" ] || return
+    echo "  $1: share of the loop's samples by deepest Java frame (jalen | async-profiler | d)"
+    awk -v ap="$TMP/pm.ap.$1" '
+        BEGIN { while ((getline l < ap) > 0) { split(l, a, " "); A[a[1]] = a[2]; seen[a[1]] = 1 } }
+        { J[$1] = $2; seen[$1] = 1 }
+        END { mx = 0
+              for (m in seen) { d = J[m] - A[m]; if (d < 0) d = -d; if (d > mx) mx = d
+                                if (J[m] >= 0.5 || A[m] >= 0.5) printf "    %-58s %6.2f %% | %6.2f %% | %+6.2f\n", m, J[m], A[m], J[m] - A[m] }
+              printf "    max |d| %.2f points\n", mx }' "$TMP/pm.jl.$1" | sort -t'|' -k1,1
 }
 
 BEFORE=${JALEN_BEFORE_AGENT:-}
@@ -100,3 +141,8 @@ for w in $WLS; do
     fi
     printf "%-10s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s\n" "$w" "$bu" "$be" "$bs" "$ju" "$je" "$js" "$au" "$ae" "$as"
 done
+if [ -n "$AP" ]; then
+    echo
+    echo "Per method, under each workload's loop (jalen's newest run beside async-profiler's):"
+    for w in $WLS; do per_method "$w"; done
+fi

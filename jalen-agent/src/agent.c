@@ -319,8 +319,7 @@ static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method
                                                const void *compile_info)
 {
     (void)jvmti;
-    (void)method;
-    jl_nmethods_load(code_addr, code_size, map_length, map, compile_info);
+    jl_nmethods_load(method, code_addr, code_size, map_length, map, compile_info);
 }
 
 static void JNICALL jl_on_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method,

@@ -1,6 +1,6 @@
 /*
  * callsite.c - the debug-information record of a call instruction (see
- * callsite.h and DESIGN.md section 11.3).
+ * callsite.h and DESIGN.md section 11.1).
  */
 #include "callsite.h"
 

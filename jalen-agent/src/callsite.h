@@ -1,6 +1,6 @@
 /*
  * callsite.h - which debug-information record of a compiled Java method
- * describes one of its call instructions (DESIGN.md section 11.3).
+ * describes one of its call instructions (DESIGN.md section 11.1).
  *
  * Pure: no JVM, no allocation; async-signal-safe.  Kept apart from the
  * agent so that its rules are unit-tested without a JVM

@@ -180,7 +180,7 @@ void jl_rcu_reclaim(jl_rcu *r);
 void jl_nmethods_enable(void);
 /* CompiledMethodLoad (any thread): the offsets of the method's debug
  * records, from compile_info's inline records (else from map). */
-void jl_nmethods_load(const void *code, jint size, jint map_length,
+void jl_nmethods_load(jmethodID method, const void *code, jint size, jint map_length,
                       const jvmtiAddrLocationMap *map, const void *compile_info);
 /* CompiledMethodUnload (any thread). */
 void jl_nmethods_unload(const void *code);
@@ -191,6 +191,9 @@ void jl_nmethods_refresh(void);
  * the debug record of the call itself (callsite.h); ra - 1 when the
  * method is not (yet) known.  Async-signal-safe. */
 uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len);
+/* Signal handler: the compiled method whose code holds pc, NULL when none
+ * is known.  Async-signal-safe. */
+jmethodID jl_nmethods_method_at(uintptr_t pc);
 /* Bytes the table holds (for agent_memory_bytes). */
 size_t jl_nmethods_memory(void);
 

@@ -3,7 +3,7 @@
  * (mode=cpu): the code range and the sorted offsets of its PcDescs, from
  * CompiledMethodLoad, so that a recovered frame is decoded at the record
  * of the call it is in, not at the one after it (callsite.h, DESIGN.md
- * section 11.3).
+ * section 11.1).
  *
  * Events arrive on the compiler threads and go to a pending list under a
  * mutex; the agent thread publishes them every drain (50 ms) as a new
@@ -22,6 +22,7 @@
 
 typedef struct jl_nm {
     uintptr_t lo, hi; /* the code */
+    jmethodID method; /* the method compiled (the root of its inlined ones) */
     uint32_t seq;     /* order of the events: a later one wins a range */
     uint32_t npcs;
     uint32_t *pcs;    /* offsets from lo, sorted, distinct; NULL: an unload */
@@ -123,12 +124,12 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
     return u;
 }
 
-void jl_nmethods_load(const void *code, jint size, jint map_length,
+void jl_nmethods_load(jmethodID method, const void *code, jint size, jint map_length,
                       const jvmtiAddrLocationMap *map, const void *compile_info)
 {
     if (!jl_nm_on || !code || size <= 0)
         return;
-    jl_nm e = {.lo = (uintptr_t)code, .hi = (uintptr_t)code + (uintptr_t)size};
+    jl_nm e = {.lo = (uintptr_t)code, .hi = (uintptr_t)code + (uintptr_t)size, .method = method};
     size_t n = jl_collect_pcs(e.lo, e.hi, map_length, map, compile_info, &e.pcs);
     if (!n || n > UINT32_MAX)
         return;
@@ -217,31 +218,48 @@ void jl_nmethods_refresh(void)
     pthread_mutex_unlock(&jl_nlock);
 }
 
+/* Signal handler, inside jl_rcu_enter: the method whose code holds pc. */
+static const jl_nm *jl_nm_find(const jl_nms *t, uintptr_t pc)
+{
+    if (!t || !t->n)
+        return NULL;
+    size_t lo = 0, hi = t->n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (t->m[mid].lo <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const jl_nm *m = &t->m[lo];
+    return m->lo <= pc && pc < m->hi ? m : NULL;
+}
+
 uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len)
 {
     uintptr_t pc = ra - 1;
     if (!jl_nm_on || call_len <= 0)
         return pc;
     jl_rcu_enter(&jl_nrcu);
-    const jl_nms *t = atomic_load(&jl_ntab);
-    if (t && t->n) {
-        size_t lo = 0, hi = t->n;
-        while (hi - lo > 1) {
-            size_t mid = (lo + hi) / 2;
-            if (t->m[mid].lo <= pc)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        const jl_nm *m = &t->m[lo];
-        if (m->lo <= pc && pc < m->hi) {
-            long d = jl_callsite_desc(m->pcs, m->npcs, (uint32_t)(ra - m->lo), (uint32_t)call_len);
-            if (d > 0) /* d - 1 must stay inside the method's code */
-                pc = m->lo + (uintptr_t)d - 1;
-        }
+    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), pc);
+    if (m) {
+        long d = jl_callsite_desc(m->pcs, m->npcs, (uint32_t)(ra - m->lo), (uint32_t)call_len);
+        if (d > 0) /* d - 1 must stay inside the method's code */
+            pc = m->lo + (uintptr_t)d - 1;
     }
     jl_rcu_exit(&jl_nrcu);
     return pc;
+}
+
+jmethodID jl_nmethods_method_at(uintptr_t pc)
+{
+    if (!jl_nm_on)
+        return NULL;
+    jl_rcu_enter(&jl_nrcu);
+    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), pc);
+    jmethodID id = m ? m->method : NULL;
+    jl_rcu_exit(&jl_nrcu);
+    return id;
 }
 
 size_t jl_nmethods_memory(void)

@@ -616,6 +616,12 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
     uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     if (sp < lo || sp >= hi)
         return 0; /* on another stack (an alternate signal stack) */
+    /* the PC in a compiled method whose frame is unfinished: that method
+     * is the one running, so it is the top frame of the walk made from
+     * its caller (DESIGN.md section 11.1) */
+    jl_blob b;
+    jmethodID running = jl_in_code(pc) && !jl_blob_find(pc, &b) ? jl_nmethods_method_at(pc) : NULL;
+    jl_asgct_frame *top = tr->frames;
     for (int step = 0; step < JL_UNWIND_STEPS; step++) {
         if (!jl_pop(&pc, &sp, &fp, lo, hi))
             return 0;
@@ -626,7 +632,18 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
         c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
         tr->num_frames = 0;
-        jl_smp.asgct(tr, depth, &c);
+        if (running && depth > 1) {
+            tr->frames = top + 1;
+            jl_smp.asgct(tr, depth - 1, &c);
+            tr->frames = top;
+            if (tr->num_frames > 0) {
+                top[0].lineno = 0; /* its entry or exit: no bytecode index */
+                top[0].method_id = running;
+                tr->num_frames++;
+            }
+        } else {
+            jl_smp.asgct(tr, depth, &c);
+        }
         if (tr->num_frames > 0)
             return 1;
     }
