@@ -91,7 +91,8 @@ const char *pa_cli_errmsg(int err);
  * Returns 0 or -EINVAL / -ERANGE. */
 int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 
-/* Parses a duration with pa_parse_duration_ns, refusing 0. */
+/* Parses a duration with pa_parse_duration_ns, refusing 0 (-EINVAL) and
+ * a number without a unit (-EDOM: "5" could be seconds or ms). */
 int pa_cli_parse_duration(const char *s, uint64_t *out_ns);
 
 /* Appends the pids of "PID[,PID...]" (each 1..4194304) to *pids

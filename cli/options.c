@@ -209,7 +209,13 @@ int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg,
                         uint64_t *out_ns)
 {
     uint64_t v;
-    int bad = pa_cli_parse_duration(arg, &v) < 0;
+    int rc = pa_cli_parse_duration(arg, &v), bad = rc < 0;
+    if (rc == -EDOM)
+        return pa_cli_usage_error(cmd,
+                                  "--%s: '%s' has no unit (write it as 5s, "
+                                  "100ms, 1m, 250us...; units ns, us, ms, s, "
+                                  "m, h)",
+                                  o->long_name, arg);
     if (!bad && (v < o->min || (o->max && v > o->max)))
         bad = 1;
     if (!bad) {

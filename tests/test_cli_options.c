@@ -34,7 +34,8 @@ static const struct {
     unsigned asked; /* commands run */
     int status;
 } bad[] = {
-    {{"--interval", "0"}, SAMPLERS, NOT_PROFILE, 2},
+    {{"--interval", "0s"}, SAMPLERS, NOT_PROFILE, 2},
+    {{"--interval", "5"}, SAMPLERS, NOT_PROFILE, 2},
     {{"--interval", "abc"}, SAMPLERS, NOT_PROFILE, 2},
     {{"--interval", "999us"}, SAMPLERS, NOT_PROFILE, 2},
     {{"-i", "1parsec"}, SAMPLERS, NOT_PROFILE, 2},
@@ -172,6 +173,51 @@ START_TEST(test_output_option)
 }
 END_TEST
 
+/* A duration needs its unit: "5" (seconds to the library) is refused by
+ * every duration option of every command, with the accepted forms. */
+START_TEST(test_bare_number_durations)
+{
+    static const char *const cases[][3] = {
+        {"monitor", "--interval", "5"},
+        {"monitor", "--duration", "10"},
+        {"monitor", "--clock-step", "1"},
+        {"daemon", "-i", "2"},
+        {"top", "--interval", "1"},
+        {"serve", "--interval", "1"},
+        {"serve", "--window", "10"},
+        {"serve", "--connection-timeout", "10"},
+        {"profile", "--interval", "10"},
+        {"profile", "--window", "1"},
+        {"profile", "--duration", "0.5"},
+        {"calibrate", "--step", "5"},
+        {"calibrate", "--settle", "1e-1"},
+        {"calibrate", "--window", "1"},
+        {"calibrate", "--validate", "30"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *argv[] = {(char *)cases[i][0], (char *)cases[i][1],
+                        (char *)cases[i][2], NULL};
+        pa_test_cli_run r;
+        pa_test_cli(&r, argv);
+        char want[128];
+        snprintf(want, sizeof(want), "'%s' has no unit (write it as 5s, 100ms",
+                 cases[i][2]);
+        ck_assert_msg(r.status == 2 && count_lines(r.err) == 1 &&
+                          strstr(r.err, want) != NULL,
+                      "%s %s %s: status %d: %s", cases[i][0], cases[i][1],
+                      cases[i][2], r.status, r.err);
+        pa_test_cli_free(&r);
+    }
+    /* calibrate --validate 0 stays "no validation" */
+    char *argv[] = {"calibrate", "--validate", "0", "--bogus", NULL};
+    pa_test_cli_run r;
+    pa_test_cli(&r, argv);
+    ck_assert_msg(strstr(r.err, "unknown option '--bogus'") != NULL, "%s",
+                  r.err);
+    pa_test_cli_free(&r);
+}
+END_TEST
+
 /* The line of --help that describes opt ("  -i, --interval DURATION ..."),
  * continuation lines included; NULL if absent. */
 static char *help_of(const char *help, const char *opt)
@@ -247,6 +293,7 @@ static Suite *options_suite(void)
                         sizeof(bad) / sizeof(bad[0]));
     tcase_add_test(tc, test_lowest_interval);
     tcase_add_test(tc, test_output_option);
+    tcase_add_test(tc, test_bare_number_durations);
     tcase_add_test(tc, test_help_lists_shared_options);
     suite_add_tcase(s, tc);
     return s;
