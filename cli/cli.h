@@ -196,6 +196,7 @@ typedef struct pa_cli_opt {
     unsigned mask;     /* CONTEXT: which shared options (PA_CTXOPT_*) */
 } pa_cli_opt;
 
+/* clang-format off: one entry per line */
 #define PA_OPT_END {.type = PA_CLI_OPT_END}
 #define PA_OPT_GROUP(h) {.type = PA_CLI_OPT_GROUP, .help = (h)}
 #define PA_OPT_FLAG(s, l, v, h)                                                \
@@ -215,6 +216,7 @@ typedef struct pa_cli_opt {
      .value = (v), .argh = (a), .help = (h), .cb = (f)}
 #define PA_OPT_CONTEXT(c, m)                                                   \
     {.type = PA_CLI_OPT_CONTEXT, .value = (c), .mask = (m)}
+/* clang-format on */
 
 /* The shared context options, by group (PA_OPT_CONTEXT's mask). */
 enum {

@@ -19,14 +19,6 @@ static const char modules_about[] =
     "of monitor);\nwith --sensor, --formula, --disable or --calibration, "
     "what a monitor run\ngiven the same options would run.\n";
 
-static int set_format(void *v, const char *cmd, const char *arg)
-{
-    if (pa_out_parse_format(arg, v) < 0)
-        return pa_cli_usage_error(
-            cmd, "--format: unknown format '%s' (table, csv, json)", arg);
-    return 0;
-}
-
 static const char *kind_name(pa_module_kind k)
 {
     return k == PA_SENSOR ? "sensor" : k == PA_FORMULA ? "formula" : "?";
@@ -196,7 +188,7 @@ int pa_cli_modules(int argc, char **argv)
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
         PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT",
-                        "table (default), csv or json", set_format),
+                        "table (default), csv or json", pa_out_format_option),
         PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
                                 PA_CTXOPT_MODULES),
         PA_OPT_END,

@@ -126,14 +126,6 @@ static int add_pids(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
-static int set_format(void *v, const char *cmd, const char *arg)
-{
-    if (pa_out_parse_format(arg, v) < 0)
-        return pa_cli_usage_error(
-            cmd, "--format: unknown format '%s' (table, csv, json)", arg);
-    return 0;
-}
-
 /* The combinations parse_args refuses. */
 static int check_args(monitor *m)
 {
@@ -188,7 +180,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_GROUP("Output:"),
         PA_OPT_CALLBACK('f', "format", &m->fmt, "FORMAT",
                         "table (default), csv or json (JSON lines)",
-                        set_format),
+                        pa_out_format_option),
         PA_OPT_UINT(0, "top", &m->top, "N",
                     "only the N most powerful processes", 1, 1000000000),
         PA_OPT_STRING('o', "output", &m->output, "FILE",

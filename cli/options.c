@@ -30,11 +30,11 @@ static int check_path(const char *cmd, const char *flag, const char *arg,
                       bool dir)
 {
     struct stat st;
-    int err = stat(arg, &st) < 0                ? errno
-              : dir && !S_ISDIR(st.st_mode)     ? ENOTDIR
-              : !dir && S_ISDIR(st.st_mode)     ? EISDIR
-              : !dir && access(arg, R_OK) < 0   ? errno
-                                                : 0;
+    int err = stat(arg, &st) < 0              ? errno
+              : dir && !S_ISDIR(st.st_mode)   ? ENOTDIR
+              : !dir && S_ISDIR(st.st_mode)   ? EISDIR
+              : !dir && access(arg, R_OK) < 0 ? errno
+                                              : 0;
     if (!arg[0])
         err = ENOENT;
     if (err == 0)
@@ -72,8 +72,7 @@ static int set_calibration(void *v, const char *cmd, const char *arg)
 
 static int set_sensor(void *v, const char *cmd, const char *arg)
 {
-    return pa_cli_mods_option(&((pa_cli_ctx *)v)->mods, cmd, 0, PA_SENSOR,
-                              arg);
+    return pa_cli_mods_option(&((pa_cli_ctx *)v)->mods, cmd, 0, PA_SENSOR, arg);
 }
 
 static int set_formula(void *v, const char *cmd, const char *arg)
@@ -84,8 +83,7 @@ static int set_formula(void *v, const char *cmd, const char *arg)
 
 static int set_disable(void *v, const char *cmd, const char *arg)
 {
-    return pa_cli_mods_option(&((pa_cli_ctx *)v)->mods, cmd, 1, PA_SENSOR,
-                              arg);
+    return pa_cli_mods_option(&((pa_cli_ctx *)v)->mods, cmd, 1, PA_SENSOR, arg);
 }
 
 static int set_interval(void *v, const char *cmd, const char *arg);
@@ -97,36 +95,60 @@ static int set_interval(void *v, const char *cmd, const char *arg);
  * spelling means one thing; below it a tick (a read of every
  * /proc/PID/stat) would outlast its window. */
 static const pa_cli_opt ctx_opts[] = {
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "procfs", .argh = "DIR",
-     .help = "procfs root (default /proc)", .cb = set_procfs,
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "procfs",
+     .argh = "DIR",
+     .help = "procfs root (default /proc)",
+     .cb = set_procfs,
      .mask = PA_CTXOPT_ROOTS},
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "sysfs", .argh = "DIR",
-     .help = "sysfs root (default /sys)", .cb = set_sysfs,
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "sysfs",
+     .argh = "DIR",
+     .help = "sysfs root (default /sys)",
+     .cb = set_sysfs,
      .mask = PA_CTXOPT_ROOTS},
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "hwdb", .argh = "FILE",
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "hwdb",
+     .argh = "FILE",
      .help = "hardware database (default: $POWERAPI_HWDB, else the\n"
              "installed one)",
-     .cb = set_hwdb, .mask = PA_CTXOPT_ROOTS},
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "calibration", .argh = "FILE",
+     .cb = set_hwdb,
+     .mask = PA_CTXOPT_ROOTS},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "calibration",
+     .argh = "FILE",
      .help = "a '%s calibrate' file for the cpu-curve formula\n"
              "(also $POWERAPI_CALIBRATION)",
-     .cb = set_calibration, .mask = PA_CTXOPT_CALIBRATION},
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "sensor", .argh = "NAME[:OPTS]",
+     .cb = set_calibration,
+     .mask = PA_CTXOPT_CALIBRATION},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "sensor",
+     .argh = "NAME[:OPTS]",
      .help = "enable or reconfigure a sensor (repeatable); OPTS\n"
              "is key=value,..., e.g. perf:events=perf::TASK-CLOCK",
-     .cb = set_sensor, .mask = PA_CTXOPT_MODULES},
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "formula", .argh = "NAME[:OPTS]",
+     .cb = set_sensor,
+     .mask = PA_CTXOPT_MODULES},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "formula",
+     .argh = "NAME[:OPTS]",
      .help = "enable a formula and the sensors it requires\n"
              "(repeatable), e.g. cpu-tdp:tdp=65W; 'auto' gives\n"
              "every other component the best formula here",
-     .cb = set_formula, .mask = PA_CTXOPT_MODULES},
-    {.type = PA_CLI_OPT_CALLBACK, .long_name = "disable", .argh = "NAME",
+     .cb = set_formula,
+     .mask = PA_CTXOPT_MODULES},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "disable",
+     .argh = "NAME",
      .help = "keep a module out (repeatable; 'auto': only those\nnamed)",
-     .cb = set_disable, .mask = PA_CTXOPT_MODULES},
-    {.type = PA_CLI_OPT_CALLBACK, .short_name = 'i', .long_name = "interval",
+     .cb = set_disable,
+     .mask = PA_CTXOPT_MODULES},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .short_name = 'i',
+     .long_name = "interval",
      .argh = "DURATION",
      .help = "window length (default 1s, at least 1ms; 500ms, 2s,\n1m...)",
-     .min = PA_CLI_MIN_INTERVAL_NS, .cb = set_interval,
+     .min = PA_CLI_MIN_INTERVAL_NS,
+     .cb = set_interval,
      .mask = PA_CTXOPT_INTERVAL},
     PA_OPT_END,
 };
@@ -195,9 +217,8 @@ static void fmt_ns(uint64_t ns, char *buf, size_t len)
     static const struct {
         uint64_t ns;
         const char *unit;
-    } units[] = {{3600 * NS_PER_S, "h"}, {60 * NS_PER_S, "m"},
-                 {NS_PER_S, "s"},        {1000000, "ms"},
-                 {1000, "us"},           {1, "ns"}};
+    } units[] = {{3600 * NS_PER_S, "h"}, {60 * NS_PER_S, "m"}, {NS_PER_S, "s"},
+                 {1000000, "ms"},        {1000, "us"},         {1, "ns"}};
     size_t i = 0;
     while (ns && ns % units[i].ns)
         i++;
@@ -245,10 +266,9 @@ static int opt_uint(const char *cmd, const pa_cli_opt *o, const char *arg,
         *out = v;
         return 0;
     }
-    return pa_cli_usage_error(cmd, "--%s: invalid number '%s' (%llu to %llu)",
-                              o->long_name, arg,
-                              (unsigned long long)(o->min ? o->min : 1),
-                              (unsigned long long)o->max);
+    return pa_cli_usage_error(
+        cmd, "--%s: invalid number '%s' (%llu to %llu)", o->long_name, arg,
+        (unsigned long long)(o->min ? o->min : 1), (unsigned long long)o->max);
 }
 
 /* ---- parsing ---- */
@@ -367,11 +387,10 @@ static void put_text(FILE *f, const char *s)
 static void put_option(FILE *f, const pa_cli_opt *o)
 {
     char left[128];
-    int w = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s",
-                     o->short_name ? '-' : ' ',
-                     o->short_name ? o->short_name : ' ',
-                     o->short_name ? ", " : "  ", o->long_name,
-                     o->argh ? " " : "", o->argh ? o->argh : "");
+    int w = snprintf(
+        left, sizeof(left), "  %c%c%s--%s%s%s", o->short_name ? '-' : ' ',
+        o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
+        o->long_name, o->argh ? " " : "", o->argh ? o->argh : "");
     fputs(left, f);
     if (w < HELP_COL)
         fprintf(f, "%*s", HELP_COL - w, "");

@@ -12,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const commands[] = {"monitor", "daemon",  "top",
-                                       "serve",   "profile", "modules",
-                                       "calibrate"};
+static const char *const commands[] = {
+    "monitor", "daemon", "top", "serve", "profile", "modules", "calibrate"};
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 /* Which commands take a group of shared options, by index in commands. */
@@ -100,8 +99,8 @@ START_TEST(test_same_error_everywhere)
         if (!(bad[_i].takes & (1u << c))) {
             /* a command that does not take it: unknown, not ignored */
             ck_assert_int_eq(r.status, 2);
-            ck_assert_msg(strstr(r.err, "unknown option") != NULL,
-                          "%s %s: %s", commands[c], opt, r.err);
+            ck_assert_msg(strstr(r.err, "unknown option") != NULL, "%s %s: %s",
+                          commands[c], opt, r.err);
             pa_test_cli_free(&r);
             continue;
         }
@@ -115,9 +114,8 @@ START_TEST(test_same_error_everywhere)
             first = g;
             first_cmd = commands[c];
         } else {
-            ck_assert_msg(!strcmp(first, g),
-                          "%s and %s differ:\n  %s  %s", first_cmd,
-                          commands[c], first, g);
+            ck_assert_msg(!strcmp(first, g), "%s and %s differ:\n  %s  %s",
+                          first_cmd, commands[c], first, g);
             free(g);
         }
         pa_test_cli_free(&r);
@@ -267,8 +265,8 @@ START_TEST(test_help_lists_shared_options)
                 free(line);
                 continue;
             }
-            ck_assert_msg(line != NULL, "%s --help lacks %s:\n%s",
-                          commands[c], shared[k].opt, r.out);
+            ck_assert_msg(line != NULL, "%s --help lacks %s:\n%s", commands[c],
+                          shared[k].opt, r.out);
             if (!first[k]) {
                 first[k] = line;
                 continue;
