@@ -687,9 +687,10 @@ static int set_frequencies(void *v, const char *cmd, const char *arg)
 {
     if (!fq_spec_ok(arg))
         return pa_cli_usage_error(
-            cmd, "--frequencies %s: give none, or up to %d of min, mid, max "
-                 "and MHz values joined by ',' (e.g. min,mid,max or "
-                 "1200,2400)",
+            cmd,
+            "--frequencies %s: give none, or up to %d of min, mid, max "
+            "and MHz values joined by ',' (e.g. min,mid,max or "
+            "1200,2400)",
             arg, PA_CURVE_FREQS);
     *(const char **)v = arg;
     return 0;
@@ -717,13 +718,19 @@ int pa_cli_calibrate(int argc, char **argv)
     pa_cli_ctx_init(&co);
     const pa_cli_opt table[] = {
         PA_OPT_GROUP("Options:"),
-        {.type = PA_CLI_OPT_STRING, .short_name = 'o', .long_name = "output",
-         .value = &o.output, .argh = "FILE",
+        {.type = PA_CLI_OPT_STRING,
+         .short_name = 'o',
+         .long_name = "output",
+         .value = &o.output,
+         .argh = "FILE",
          .help = "where to write (default: /var/lib/powerapi/\n"
                  "calibration.txt as root, else\n"
                  "$XDG_DATA_HOME/powerapi/calibration.txt)"},
-        {.type = PA_CLI_OPT_DURATION, .long_name = "step", .value = &o.step,
-         .argh = "DURATION", .help = "time at each load level (default 5s)",
+        {.type = PA_CLI_OPT_DURATION,
+         .long_name = "step",
+         .value = &o.step,
+         .argh = "DURATION",
+         .help = "time at each load level (default 5s)",
          .alias = "duration"},
         PA_OPT_DURATION(0, "settle", &o.settle,
                         "time left out at the start of each level\n"
@@ -732,8 +739,7 @@ int pa_cli_calibrate(int argc, char **argv)
         PA_OPT_UINT(0, "reps", &o.reps, "N",
                     "repetitions of the ladder (default 3)", 1, 50),
         PA_OPT_UINT(0, "levels", &o.levels, "N",
-                    "load levels above idle (default 10: 10 %% steps)", 1,
-                    50),
+                    "load levels above idle (default 10: 10 %% steps)", 1, 50),
         PA_OPT_DURATION(0, "window", &o.window,
                         "measurement window (default 500ms)", 0, 0),
         PA_OPT_CALLBACK(0, "validate", &o.validate, "DURATION",

@@ -196,7 +196,8 @@ typedef struct pa_cli_opt {
     unsigned mask;     /* CONTEXT: which shared options (PA_CTXOPT_*) */
 } pa_cli_opt;
 
-/* clang-format off: one entry per line */
+/* one entry per line, as perf writes them */
+/* clang-format off */
 #define PA_OPT_END {.type = PA_CLI_OPT_END}
 #define PA_OPT_GROUP(h) {.type = PA_CLI_OPT_GROUP, .help = (h)}
 #define PA_OPT_FLAG(s, l, v, h)                                                \

@@ -169,7 +169,8 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         status = rc;
         goto out;
     }
-    if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0) {
+    if ((rc = pa_watch_all(ctx, 1)) < 0 ||
+        (rc = pa_report_cgroups(ctx, 1)) < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }

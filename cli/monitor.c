@@ -43,7 +43,7 @@ typedef struct monitor {
     bool all, threads, cgroups;
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
-    unsigned long top; /* 0: not given */
+    unsigned long top;    /* 0: not given */
     pa_out_format fmt;
     const char *output;
     uint64_t clock_step_ns;

@@ -621,8 +621,8 @@ static int set_min_watts(void *v, const char *cmd, const char *arg)
     errno = 0;
     double w = strtod(arg, &end);
     if (end == arg || *end || errno || !(w >= 0) || isinf(w))
-        return pa_cli_usage_error(cmd, "--min-watts: expected watts >= 0, got '%s'",
-                                  arg);
+        return pa_cli_usage_error(
+            cmd, "--min-watts: expected watts >= 0, got '%s'", arg);
     *(double *)v = w;
     return 0;
 }
@@ -827,9 +827,8 @@ out:
 
 int pa_cli_serve(int argc, char **argv)
 {
-    serve_args a = {.listen = "127.0.0.1:9464",
-                    .timeout = 10000000000ull,
-                    .maxconn = 1000};
+    serve_args a = {
+        .listen = "127.0.0.1:9464", .timeout = 10000000000ull, .maxconn = 1000};
     serve s;
     memset(&s, 0, sizeof(s));
     pa_cli_ctx co;
