@@ -237,7 +237,7 @@ typedef struct pa_cli_ctx {
     pa_cli_mods mods;     /* --sensor, --formula, --disable */
     uint64_t interval_ns; /* --interval, 1 s by default */
     int interval_set;
-    const char *calibration; /* --calibration (checked, in the env) */
+    /* --calibration is checked and set in $POWERAPI_CALIBRATION */
 } pa_cli_ctx;
 
 /* One subcommand's command line and --help. */

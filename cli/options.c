@@ -35,8 +35,6 @@ static int check_path(const char *cmd, const char *flag, const char *arg,
               : !dir && S_ISDIR(st.st_mode)   ? EISDIR
               : !dir && access(arg, R_OK) < 0 ? errno
                                               : 0;
-    if (!arg[0])
-        err = ENOENT;
     if (err == 0)
         return 0;
     pa_cli_error(cmd, "%s '%s': %s (give an existing %s)", flag, arg,
@@ -62,12 +60,11 @@ static int set_hwdb(void *v, const char *cmd, const char *arg)
     return check_path(cmd, "--hwdb", arg, false);
 }
 
+/* checked now, then handed to the contexts in $POWERAPI_CALIBRATION */
 static int set_calibration(void *v, const char *cmd, const char *arg)
 {
-    int st = pa_cli_calibration(cmd, arg);
-    if (st == 0)
-        ((pa_cli_ctx *)v)->calibration = arg;
-    return st;
+    (void)v;
+    return pa_cli_calibration(cmd, arg);
 }
 
 static int set_sensor(void *v, const char *cmd, const char *arg)
