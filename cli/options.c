@@ -275,20 +275,38 @@ typedef struct leaf {
     void *value; /* the command's, or its pa_cli_ctx for a shared one */
 } leaf;
 
-/* The options of c's table in order, the shared ones expanded. */
-static size_t flatten(const pa_cli_opt *opts, leaf *v)
+/* The options of c's table in order, the shared ones expanded, *count of
+ * them: 0, or PA_EXIT_FAIL after printing why the table is wrong (too
+ * long, or a name or letter given twice: a command's option must not
+ * shadow a shared one). */
+static int flatten(const char *cmd, const pa_cli_opt *opts, leaf *v,
+                   size_t *count)
 {
     size_t n = 0;
     for (const pa_cli_opt *o = opts; o->type != PA_CLI_OPT_END; o++) {
-        if (o->type == PA_CLI_OPT_CONTEXT) {
-            for (const pa_cli_opt *s = ctx_opts; s->type; s++)
-                if ((s->mask & o->mask) && n < MAX_OPTS)
-                    v[n++] = (leaf){s, o->value};
-        } else if (o->type != PA_CLI_OPT_GROUP && n < MAX_OPTS) {
+        for (const pa_cli_opt *s = ctx_opts;
+             o->type == PA_CLI_OPT_CONTEXT && s->type; s++)
+            if ((s->mask & o->mask) && n < MAX_OPTS)
+                v[n++] = (leaf){s, o->value};
+        if (o->type != PA_CLI_OPT_CONTEXT && o->type != PA_CLI_OPT_GROUP &&
+            n < MAX_OPTS)
             v[n++] = (leaf){o, o->value};
+        if (n == MAX_OPTS) {
+            pa_cli_error(cmd, "internal: more than %d options", MAX_OPTS);
+            return PA_EXIT_FAIL;
         }
     }
-    return n;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(v[i].o->long_name, v[j].o->long_name) ||
+                (v[i].o->short_name &&
+                 v[i].o->short_name == v[j].o->short_name)) {
+                pa_cli_error(cmd, "internal: option --%s declared twice",
+                             v[i].o->long_name);
+                return PA_EXIT_FAIL;
+            }
+    *count = n;
+    return 0;
 }
 
 static int set(const char *cmd, const leaf *l, const char *arg)
@@ -317,7 +335,9 @@ int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first)
     leaf v[MAX_OPTS];
     struct option lo[2 * MAX_OPTS + 2];
     char so[3 * MAX_OPTS + 4] = "+:h";
-    size_t n = flatten(c->opts, v), nl = 0, ns = strlen(so);
+    size_t n, nl = 0, ns = strlen(so);
+    if (flatten(c->name, c->opts, v, &n) != 0)
+        return PA_EXIT_FAIL;
     for (size_t i = 0; i < n; i++) {
         const pa_cli_opt *o = v[i].o;
         int has = o->type == PA_CLI_OPT_FLAG ? no_argument : required_argument;
