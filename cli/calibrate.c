@@ -23,7 +23,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -38,44 +37,13 @@ static const char *CMD = "calibrate";
 
 #define DUTY_PERIOD_NS 10000000ull
 
-static void calibrate_help(FILE *f)
-{
-    fprintf(f,
-            "Usage: %s calibrate [OPTIONS]\n"
-            "\n"
-            "Measures this machine's load-power curve with RAPL (a ladder of "
-            "duty-cycle\nloads: idle, 10 %% .. 100 %% of all CPUs), validates "
-            "it on a random walk of\nload, and writes the calibration file "
-            "that the cpu-curve formula reads\n(monitor/top/serve/daemon "
-            "--calibration FILE, $POWERAPI_CALIBRATION).\n"
-            "\nOptions:\n"
-            "  --output FILE     where to write (default: /var/lib/powerapi/"
-            "calibration.txt\n"
-            "                    as root, else $XDG_DATA_HOME/powerapi/"
-            "calibration.txt)\n"
-            "  --step DURATION   time at each load level (default 5s)\n"
-            "  --settle DURATION time left out at the start of each level "
-            "(default 500ms)\n"
-            "  --reps N          repetitions of the ladder (default 3)\n"
-            "  --levels N        load levels above idle (default 10: 10 %% "
-            "steps)\n"
-            "  --window DURATION measurement window (default 500ms)\n"
-            "  --validate DURATION  random-walk validation (default 30s, 0: "
-            "none)\n"
-            "  --windows FILE    also write the validation windows as CSV\n"
-            "  --frequencies LIST  where cpufreq lets it set one (userspace "
-            "governor's\n"
-            "                    scaling_setspeed, else scaling_max_freq), "
-            "the ladder again\n"
-            "                    at each: min, mid, max or MHz joined by ',' "
-            "(default\n"
-            "                    min,mid,max; none: current frequency only); "
-            "restored after\n"
-            "  --procfs DIR      procfs root (default /proc)\n"
-            "  --sysfs DIR       sysfs root (default /sys)\n"
-            "  -h, --help        show this help\n",
-            pa_cli_prog);
-}
+static const char calibrate_about[] =
+    "\n"
+    "Measures this machine's load-power curve with RAPL (a ladder of "
+    "duty-cycle\nloads: idle, 10 %% .. 100 %% of all CPUs), validates it on "
+    "a random walk of\nload, and writes the calibration file that the "
+    "cpu-curve formula reads\n(monitor/top/serve/daemon/profile/modules "
+    "--calibration FILE,\n$POWERAPI_CALIBRATION).\n";
 
 typedef struct load {
     pthread_t *th;
@@ -715,121 +683,97 @@ out:
     return status;
 }
 
+static int set_frequencies(void *v, const char *cmd, const char *arg)
+{
+    if (!fq_spec_ok(arg))
+        return pa_cli_usage_error(
+            cmd,
+            "--frequencies %s: give none, or up to %d of min, mid, max "
+            "and MHz values joined by ',' (e.g. min,mid,max or "
+            "1200,2400)",
+            arg, PA_CURVE_FREQS);
+    *(const char **)v = arg;
+    return 0;
+}
+
+static int set_validate(void *v, const char *cmd, const char *arg)
+{
+    static const pa_cli_opt any = {.long_name = "validate"};
+    if (!strcmp(arg, "0")) {
+        *(uint64_t *)v = 0;
+        return 0;
+    }
+    return pa_cli_opt_duration(cmd, &any, arg, v);
+}
+
 int pa_cli_calibrate(int argc, char **argv)
 {
-    enum {
-        OPT_OUTPUT = 256,
-        OPT_STEP,
-        OPT_SETTLE,
-        OPT_REPS,
-        OPT_LEVELS,
-        OPT_WINDOW,
-        OPT_VALIDATE,
-        OPT_WINDOWS,
-        OPT_PROCFS,
-        OPT_SYSFS,
-        OPT_FREQUENCIES,
-    };
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, OPT_OUTPUT},
-        {"step", required_argument, NULL, OPT_STEP},
-        {"duration", required_argument, NULL, OPT_STEP},
-        {"settle", required_argument, NULL, OPT_SETTLE},
-        {"reps", required_argument, NULL, OPT_REPS},
-        {"levels", required_argument, NULL, OPT_LEVELS},
-        {"window", required_argument, NULL, OPT_WINDOW},
-        {"validate", required_argument, NULL, OPT_VALIDATE},
-        {"windows", required_argument, NULL, OPT_WINDOWS},
-        {"procfs", required_argument, NULL, OPT_PROCFS},
-        {"sysfs", required_argument, NULL, OPT_SYSFS},
-        {"frequencies", required_argument, NULL, OPT_FREQUENCIES},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     opts o = {.step = 5000000000ull,
               .settle = 500000000ull,
               .window = 500000000ull,
               .validate = 30000000000ull,
               .reps = 3,
               .levels = 10};
-    pa_ctx_opts copts = {0};
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-        uint64_t *dur = NULL;
-        unsigned long *num = NULL;
-        switch (c) {
-        case 'h':
-            calibrate_help(stdout);
-            return PA_EXIT_OK;
-        case OPT_OUTPUT:
-            o.output = optarg;
-            break;
-        case OPT_WINDOWS:
-            o.windows = optarg;
-            break;
-        case OPT_PROCFS:
-            copts.procfs = optarg;
-            break;
-        case OPT_SYSFS:
-            copts.sysfs = optarg;
-            break;
-        case OPT_FREQUENCIES:
-            if (!fq_spec_ok(optarg))
-                return pa_cli_usage_error(
-                    CMD, "--frequencies %s: give none, or up to %d of min, "
-                         "mid, max and MHz values joined by ',' (e.g. "
-                         "min,mid,max or 1200,2400)",
-                    optarg, PA_CURVE_FREQS);
-            o.frequencies = optarg;
-            break;
-        case OPT_STEP:
-            dur = &o.step;
-            break;
-        case OPT_SETTLE:
-            dur = &o.settle;
-            break;
-        case OPT_WINDOW:
-            dur = &o.window;
-            break;
-        case OPT_VALIDATE:
-            if (!strcmp(optarg, "0")) {
-                o.validate = 0;
-                break;
-            }
-            dur = &o.validate;
-            break;
-        case OPT_REPS:
-            num = &o.reps;
-            break;
-        case OPT_LEVELS:
-            num = &o.levels;
-            break;
-        default: /* ':' or an unknown option */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
-        if (dur && pa_cli_parse_duration(optarg, dur) < 0)
-            return pa_cli_usage_error(CMD, "%s: '%s' is not a duration (e.g. "
-                                           "5s, 500ms)",
-                                      argv[optind - 1], optarg);
-        if (num && pa_cli_parse_uint(optarg, 50, num) < 0)
-            return pa_cli_usage_error(CMD, "%s: '%s' is not a number from 1 "
-                                           "to 50",
-                                      argv[optind - 1], optarg);
-    }
-    if (optind < argc)
-        return pa_cli_extra_arg(CMD, argv[optind]);
+    pa_cli_ctx co;
+    pa_cli_ctx_init(&co);
+    const pa_cli_opt table[] = {
+        PA_OPT_GROUP("Options:"),
+        {.type = PA_CLI_OPT_STRING,
+         .short_name = 'o',
+         .long_name = "output",
+         .value = &o.output,
+         .argh = "FILE",
+         .help = "where to write (default: /var/lib/powerapi/\n"
+                 "calibration.txt as root, else\n"
+                 "$XDG_DATA_HOME/powerapi/calibration.txt)"},
+        {.type = PA_CLI_OPT_DURATION,
+         .long_name = "step",
+         .value = &o.step,
+         .argh = "DURATION",
+         .help = "time at each load level (default 5s)",
+         .alias = "duration"},
+        PA_OPT_DURATION(0, "settle", &o.settle,
+                        "time left out at the start of each level\n"
+                        "(default 500ms)",
+                        0, 0),
+        PA_OPT_UINT(0, "reps", &o.reps, "N",
+                    "repetitions of the ladder (default 3)", 1, 50),
+        PA_OPT_UINT(0, "levels", &o.levels, "N",
+                    "load levels above idle (default 10: 10 %% steps)", 1, 50),
+        PA_OPT_DURATION(0, "window", &o.window,
+                        "measurement window (default 500ms)", 0, 0),
+        PA_OPT_CALLBACK(0, "validate", &o.validate, "DURATION",
+                        "random-walk validation (default 30s, 0: none)",
+                        set_validate),
+        PA_OPT_STRING(0, "windows", &o.windows, "FILE",
+                      "also write the validation windows as CSV"),
+        PA_OPT_CALLBACK(0, "frequencies", &o.frequencies, "LIST",
+                        "where cpufreq lets it set one (userspace\n"
+                        "governor's scaling_setspeed, else\n"
+                        "scaling_max_freq), the ladder again at each: min,\n"
+                        "mid, max or MHz joined by ',' (default\n"
+                        "min,mid,max; none: current frequency only);\n"
+                        "restored after",
+                        set_frequencies),
+        PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = "%s calibrate [OPTIONS]\n",
+                          .about = calibrate_about,
+                          .opts = table};
+    int first;
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st < 0 ? PA_EXIT_OK : st;
     if (o.settle >= o.step || o.window * 2 > o.step - o.settle)
         return pa_cli_usage_error(CMD, "--step must leave at least two "
                                        "--window after --settle");
 
     pa_ctx *ctx = NULL;
-    int rc = pa_ctx_new(&ctx, &copts);
-    if (rc < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-        return PA_EXIT_FAIL;
-    }
+    int rc = pa_cli_ctx_create(&co, CMD, &ctx);
+    if (rc != 0)
+        return rc;
     if ((rc = pa_module_enable(ctx, "procfs-cpu", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {

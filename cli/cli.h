@@ -41,11 +41,10 @@ int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
 int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
                           char **resp, size_t *resp_len);
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
-/* --calibration FILE of monitor, top, serve, daemon: checks the file and
- * sets $POWERAPI_CALIBRATION for the contexts the command makes (auto
+/* --calibration FILE (a context option, cli/options.c): checks the file
+ * and sets $POWERAPI_CALIBRATION for the contexts the command makes (auto
  * then picks cpu-curve with it).  0, or the exit status after printing
  * one line. */
-#define PA_CLI_OPT_CALIBRATION 0x1c0
 int pa_cli_calibration(const char *cmd, const char *path);
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
@@ -92,7 +91,8 @@ const char *pa_cli_errmsg(int err);
  * Returns 0 or -EINVAL / -ERANGE. */
 int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 
-/* Parses a duration with pa_parse_duration_ns, refusing 0. */
+/* Parses a duration with pa_parse_duration_ns, refusing 0 (-EINVAL) and
+ * a number without a unit (-EDOM: "5" could be seconds or ms). */
 int pa_cli_parse_duration(const char *s, uint64_t *out_ns);
 
 /* Appends the pids of "PID[,PID...]" (each 1..4194304) to *pids
@@ -160,6 +160,118 @@ int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m);
 int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable,
                        pa_module_kind kind, const char *arg);
 void pa_cli_mods_free(pa_cli_mods *m);
+
+/* ---- option tables (cli/options.c) ----
+ *
+ * Each subcommand declares its options once, in a table of pa_cli_opt
+ * entries (perf's parse-options.h style), from which pa_cli_parse builds
+ * getopt_long's tables, parses, checks bounds, and prints --help.  The
+ * options that build a context (roots, hwdb, calibration, modules,
+ * interval) are one shared table, included in a command's table by
+ * PA_OPT_CONTEXT: same names, bounds and error lines in every command. */
+
+typedef enum pa_cli_opt_type {
+    PA_CLI_OPT_END = 0,
+    PA_CLI_OPT_GROUP,    /* a heading of --help (help), not an option */
+    PA_CLI_OPT_FLAG,     /* sets *(bool *)value */
+    PA_CLI_OPT_STRING,   /* *(const char **)value = the argument */
+    PA_CLI_OPT_UINT,     /* *(unsigned long *)value, from min to max */
+    PA_CLI_OPT_DURATION, /* *(uint64_t *)value in ns, min to max (0: none) */
+    PA_CLI_OPT_CALLBACK, /* cb(value, cmd, arg) */
+    PA_CLI_OPT_CONTEXT,  /* the shared context options of mask, value is a
+                            pa_cli_ctx */
+} pa_cli_opt_type;
+
+typedef struct pa_cli_opt {
+    pa_cli_opt_type type;
+    int short_name;        /* a letter, or 0 */
+    const char *long_name; /* without "--" */
+    void *value;
+    const char *argh; /* the argument's name in --help; NULL: a flag */
+    const char *help; /* '\n' starts a continuation line */
+    uint64_t min, max;
+    /* CALLBACK: 0, or the exit status after printing one line */
+    int (*cb)(void *value, const char *cmd, const char *arg);
+    const char *alias; /* an older long name, still accepted */
+    unsigned mask;     /* CONTEXT: which shared options (PA_CTXOPT_*) */
+} pa_cli_opt;
+
+/* one entry per line, as perf writes them */
+/* clang-format off */
+#define PA_OPT_END {.type = PA_CLI_OPT_END}
+#define PA_OPT_GROUP(h) {.type = PA_CLI_OPT_GROUP, .help = (h)}
+#define PA_OPT_FLAG(s, l, v, h)                                                \
+    {.type = PA_CLI_OPT_FLAG, .short_name = (s), .long_name = (l),             \
+     .value = (v), .help = (h)}
+#define PA_OPT_STRING(s, l, v, a, h)                                           \
+    {.type = PA_CLI_OPT_STRING, .short_name = (s), .long_name = (l),           \
+     .value = (v), .argh = (a), .help = (h)}
+#define PA_OPT_UINT(s, l, v, a, h, lo, hi)                                     \
+    {.type = PA_CLI_OPT_UINT, .short_name = (s), .long_name = (l),             \
+     .value = (v), .argh = (a), .help = (h), .min = (lo), .max = (hi)}
+#define PA_OPT_DURATION(s, l, v, h, lo, hi)                                    \
+    {.type = PA_CLI_OPT_DURATION, .short_name = (s), .long_name = (l),         \
+     .value = (v), .argh = "DURATION", .help = (h), .min = (lo), .max = (hi)}
+#define PA_OPT_CALLBACK(s, l, v, a, h, f)                                      \
+    {.type = PA_CLI_OPT_CALLBACK, .short_name = (s), .long_name = (l),         \
+     .value = (v), .argh = (a), .help = (h), .cb = (f)}
+#define PA_OPT_CONTEXT(c, m)                                                   \
+    {.type = PA_CLI_OPT_CONTEXT, .value = (c), .mask = (m)}
+/* clang-format on */
+
+/* The shared context options, by group (PA_OPT_CONTEXT's mask). */
+enum {
+    PA_CTXOPT_ROOTS = 1,       /* --procfs DIR, --sysfs DIR, --hwdb FILE */
+    PA_CTXOPT_CALIBRATION = 2, /* --calibration FILE */
+    PA_CTXOPT_MODULES = 4,     /* --sensor, --formula, --disable */
+    PA_CTXOPT_INTERVAL = 8,    /* -i, --interval DURATION */
+    PA_CTXOPT_ALL = 15,
+};
+
+/* The lowest --interval of every command (see cli/options.c). */
+#define PA_CLI_MIN_INTERVAL_NS 1000000ull
+
+/* What the context options set. */
+typedef struct pa_cli_ctx {
+    pa_ctx_opts copts;    /* --procfs, --sysfs, --hwdb */
+    pa_cli_mods mods;     /* --sensor, --formula, --disable */
+    uint64_t interval_ns; /* --interval, 1 s by default */
+    int interval_set;
+    /* --calibration is checked and set in $POWERAPI_CALIBRATION */
+} pa_cli_ctx;
+
+/* One subcommand's command line and --help. */
+typedef struct pa_cli_cmd {
+    const char *name;   /* "monitor" */
+    const char *usage;  /* lines after "Usage: " ('%s': the program) */
+    const char *about;  /* text between the usage and the options */
+    const char *footer; /* text after the options, or NULL */
+    const pa_cli_opt *opts;
+    int operands; /* takes a COMMAND after its options (else refused) */
+} pa_cli_cmd;
+
+/* Parses argv (argv[0] the command's name) with c's table: each option's
+ * setter in order, --help printed from the table.  Returns 0 with *first
+ * the index of the first operand (argc if none), -1 after printing the
+ * help (exit 0), or the exit status after printing one line (usage errors:
+ * PA_EXIT_USAGE). */
+int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first);
+/* Prints c's --help: usage, about, each option of the table, footer. */
+void pa_cli_help(FILE *f, const pa_cli_cmd *c);
+/* The check of a PA_CLI_OPT_DURATION option o, for callbacks: 0 with
+ * *out_ns, or PA_EXIT_USAGE after printing the line every command prints
+ * for it. */
+int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg,
+                        uint64_t *out_ns);
+/* A pa_cli_ctx with the defaults (interval 1 s). */
+void pa_cli_ctx_init(pa_cli_ctx *c);
+void pa_cli_ctx_fini(pa_cli_ctx *c);
+/* The first context option given that sampling needs (roots, hwdb,
+ * modules), as "--procfs", or NULL: for commands that read a ring. */
+const char *pa_cli_ctx_sampling_option(const pa_cli_ctx *c);
+/* pa_ctx_new with c's roots, then c's modules (pa_cli_mods_apply).  0, or
+ * the exit status after printing one line (*out then NULL). */
+int pa_cli_ctx_create(const pa_cli_ctx *c, const char *cmd, pa_ctx **out);
 
 /* ---- fixture replay (cli/replay.c), a testing aid of `monitor` ---- */
 

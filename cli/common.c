@@ -76,7 +76,15 @@ int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
 {
     uint64_t v;
-    if (!s || !*s || pa_parse_duration_ns(s, &v) < 0 || v == 0)
+    if (!s || !*s || pa_parse_duration_ns(s, &v) < 0)
+        return -EINVAL;
+    /* The library reads a bare number as seconds; on a command line
+     * `--interval 5` is as likely meant as 5 ms, so a unit is required. */
+    char *end;
+    (void)strtod(s, &end);
+    if (*end == '\0')
+        return -EDOM;
+    if (v == 0)
         return -EINVAL;
     *out_ns = v;
     return 0;

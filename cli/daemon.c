@@ -11,7 +11,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -37,63 +36,14 @@ typedef struct daemon_state {
     int refused;             /* atomic: such a window was refused */
 } daemon_state;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: %s " CMD " [OPTIONS]\n"
-            "\n"
-            "Samples the whole machine (every process, cgroup and the "
-            "system) once per\ninterval and publishes each window into a "
-            "POSIX shared-memory ring that\nseveral unprivileged readers "
-            "share: '%s monitor|top|serve --ring NAME'.\nStops cleanly on "
-            "SIGTERM or SIGINT and removes its ring.\n"
-            "\nOptions:\n"
-            "  -r, --ring NAME          ring name (default %s: "
-            "/dev/shm/%s)\n"
-            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
-            "                           formula (also $POWERAPI_CALIBRATION)\n"
-            "  -i, --interval DURATION  window length (default 1s; 500ms, "
-            "2s, ...)\n"
-            "  -c, --capacity N         windows kept in the ring (default "
-            "100)\n"
-            "  -m, --max-targets N      targets kept per window, the most "
-            "powerful (default 1024)\n"
-            "  -g, --group GROUP        readable by this group only (mode "
-            "0640; default 0644)\n"
-            "  -n, --count N            stop after N windows\n"
-            "      --sensor NAME[:OPTS] enable or reconfigure a sensor "
-            "(repeatable), e.g.\n"
-            "                           --sensor perf:events=perf::TASK-CLOCK "
-            "(its counters go\n"
-            "                           into the ring)\n"
-            "      --formula NAME[:OPTS] enable a formula and the sensors it "
-            "requires\n"
-            "                           (repeatable); \"auto\" fills the "
-            "other components\n"
-            "      --disable NAME       keep a module out (repeatable; "
-            "\"auto\": only those named)\n"
-            "      --allow-fine-rapl    publish RAPL-measured energy in "
-            "windows under 100 ms\n"
-            "                           to a ring others can read (refused "
-            "by default: fine-\n"
-            "                           grained energy is a side channel, "
-            "CVE-2020-8694)\n"
-            "      --procfs DIR         procfs root (default /proc)\n"
-            "      --sysfs DIR          sysfs root (default /sys)\n"
-            "  -q, --quiet              no start/stop messages\n"
-            "  -h, --help               show this help\n",
-            pa_cli_prog, pa_cli_prog, PA_RING_DEFAULT_NAME,
-            PA_RING_DEFAULT_NAME);
-}
-
-enum {
-    OPT_SENSOR = 256,
-    OPT_FORMULA,
-    OPT_DISABLE,
-    OPT_ALLOW_FINE_RAPL,
-    OPT_PROCFS,
-    OPT_SYSFS
-};
+static const char daemon_about[] =
+    "\n"
+    "Samples the whole machine (every process, cgroup and the system) once "
+    "per\ninterval and publishes each window into a POSIX shared-memory ring "
+    "that\nseveral unprivileged readers share: '%s monitor|top|serve --ring "
+    "NAME'.\nStops cleanly on SIGTERM or SIGINT and removes its ring.\n"
+    "With the perf sensor (--sensor perf:events=perf::TASK-CLOCK) its "
+    "counters go\ninto the ring.\n";
 
 /* Does the window carry figures derived from RAPL energy counters: a
  * measured CPU power, DRAM or platform power, or perf counters of the
@@ -140,117 +90,61 @@ static int parse_group(const char *s, gid_t *out)
     return 0;
 }
 
-static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
+static int set_group(void *v, const char *cmd, const char *arg)
 {
-    static const struct option longopts[] = {
-        {"ring", required_argument, NULL, 'r'},
-        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
-        {"interval", required_argument, NULL, 'i'},
-        {"capacity", required_argument, NULL, 'c'},
-        {"max-targets", required_argument, NULL, 'm'},
-        {"group", required_argument, NULL, 'g'},
-        {"count", required_argument, NULL, 'n'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"sensor", required_argument, NULL, OPT_SENSOR},
-        {"formula", required_argument, NULL, OPT_FORMULA},
-        {"disable", required_argument, NULL, OPT_DISABLE},
-        {"allow-fine-rapl", no_argument, NULL, OPT_ALLOW_FINE_RAPL},
-        {"procfs", required_argument, NULL, OPT_PROCFS},
-        {"sysfs", required_argument, NULL, OPT_SYSFS},
-        {NULL, 0, NULL, 0},
-    };
+    pa_ring_opts *ro = v;
+    if (parse_group(arg, &ro->gid) < 0)
+        return pa_cli_usage_error(cmd, "--group: no group '%s'", arg);
+    ro->set_gid = 1;
+    ro->mode = 0640;
+    return 0;
+}
+
+static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
+{
     const char *ring = PA_RING_DEFAULT_NAME;
-    pa_ring_opts ro = {.capacity = 100,
-                       .max_targets = 1024,
-                       .mode = 0644,
-                       .interval_ns = 1000000000ull};
+    pa_ring_opts ro = {.capacity = 100, .max_targets = 1024, .mode = 0644};
     daemon_state d = {0};
-    pa_ctx_opts copts = {0};
     bool quiet = false, allow_fine_rapl = false;
-    unsigned long v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:r:i:c:m:g:n:qh", longopts, NULL)) !=
-           -1) {
-        switch (c) {
-        case PA_CLI_OPT_CALIBRATION: {
-            int st = pa_cli_calibration(CMD, optarg);
-            if (st)
-                return st;
-            break;
-        }
-        case 'r':
-            ring = optarg;
-            break;
-        case 'i':
-            if (pa_cli_parse_duration(optarg, &ro.interval_ns) < 0 ||
-                ro.interval_ns < 1000000)
-                return pa_cli_usage_error(
-                    CMD,
-                    "--interval: invalid duration '%s' (at least 1ms; "
-                    "e.g. 500ms, 2s)",
-                    optarg);
-            break;
-        case 'c':
-            if (pa_cli_parse_uint(optarg, 100000, &v) < 0 || v < 2)
-                return pa_cli_usage_error(
-                    CMD, "--capacity: expected 2 to 100000 windows, got '%s'",
-                    optarg);
-            ro.capacity = (uint32_t)v;
-            break;
-        case 'm':
-            if (pa_cli_parse_uint(optarg, 1u << 20, &v) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--max-targets: expected 1 to 1048576, got '%s'",
-                    optarg);
-            ro.max_targets = (uint32_t)v;
-            break;
-        case 'g':
-            if (parse_group(optarg, &ro.gid) < 0)
-                return pa_cli_usage_error(CMD, "--group: no group '%s'",
-                                          optarg);
-            ro.set_gid = 1;
-            ro.mode = 0640;
-            break;
-        case 'n':
-            if (pa_cli_parse_uint(optarg, ~0ul, &d.count) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--count: expected a positive integer, got '%s'",
-                    optarg);
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case OPT_SENSOR:
-        case OPT_FORMULA:
-        case OPT_DISABLE: {
-            int rc = pa_cli_mods_option(
-                mods, CMD, c == OPT_DISABLE,
-                c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA, optarg);
-            if (rc)
-                return rc;
-            break;
-        }
-        case OPT_ALLOW_FINE_RAPL:
-            allow_fine_rapl = true;
-            break;
-        case OPT_PROCFS:
-            copts.procfs = optarg;
-            break;
-        case OPT_SYSFS:
-            copts.sysfs = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return PA_EXIT_OK;
-        default: /* ':' or an unknown option */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
-    }
-    if (optind < argc)
-        return pa_cli_extra_arg(CMD, argv[optind]);
+    unsigned long capacity = 100, max_targets = 1024;
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Options:"),
+        PA_OPT_STRING('r', "ring", &ring, "NAME",
+                      "ring name (default " PA_RING_DEFAULT_NAME
+                      ": /dev/shm/" PA_RING_DEFAULT_NAME ")"),
+        PA_OPT_UINT('c', "capacity", &capacity, "N",
+                    "windows kept in the ring (default 100)", 2, 100000),
+        PA_OPT_UINT('m', "max-targets", &max_targets, "N",
+                    "targets kept per window, the most powerful\n"
+                    "(default 1024)",
+                    1, 1u << 20),
+        PA_OPT_CALLBACK('g', "group", &ro, "GROUP",
+                        "readable by this group only (mode 0640; default\n"
+                        "0644)",
+                        set_group),
+        PA_OPT_UINT('n', "count", &d.count, "N", "stop after N windows", 1,
+                    ~0ul),
+        PA_OPT_FLAG(0, "allow-fine-rapl", &allow_fine_rapl,
+                    "publish RAPL-measured energy in windows under\n"
+                    "100 ms to a ring others can read (refused by\n"
+                    "default: fine-grained energy is a side channel,\n"
+                    "CVE-2020-8694)"),
+        PA_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
+        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = "%s " CMD " [OPTIONS]\n",
+                          .about = daemon_about,
+                          .opts = opts};
+    int first;
+    pa_cli_ctx_init(co);
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st < 0 ? PA_EXIT_OK : st;
+    ro.capacity = (uint32_t)capacity;
+    ro.max_targets = (uint32_t)max_targets;
+    ro.interval_ns = co->interval_ns;
     /* Readers other than the daemon's user: the group (--group) or all. */
     d.guard_rapl = !allow_fine_rapl && ro.interval_ns < FINE_RAPL_NS &&
                    (ro.mode & 0077) != 0;
@@ -271,13 +165,13 @@ static int daemon_main(int argc, char **argv, pa_cli_mods *mods)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    if ((rc = pa_ctx_new(&ctx, &copts)) < 0 || (rc = pa_watch_all(ctx, 1)) < 0 ||
-        (rc = pa_report_cgroups(ctx, 1)) < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+    if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+        status = rc;
         goto out;
     }
-    if ((rc = pa_cli_mods_apply(ctx, CMD, mods)) != 0) {
-        status = rc;
+    if ((rc = pa_watch_all(ctx, 1)) < 0 ||
+        (rc = pa_report_cgroups(ctx, 1)) < 0) {
+        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
     /* The sampler's first tick primes the readings: the first window is
@@ -343,8 +237,8 @@ out:
 
 int pa_cli_daemon(int argc, char **argv)
 {
-    pa_cli_mods mods = {0};
-    int status = daemon_main(argc, argv, &mods);
-    pa_cli_mods_free(&mods);
+    pa_cli_ctx co;
+    int status = daemon_main(argc, argv, &co);
+    pa_cli_ctx_fini(&co);
     return status;
 }

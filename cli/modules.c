@@ -7,28 +7,17 @@
 #include "output.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *CMD = "modules";
 
-static void modules_help(FILE *f)
-{
-    fprintf(f,
-            "Usage: %s modules [OPTIONS]\n"
-            "\n"
-            "Lists the sensor and formula modules: kind, whether they can run "
-            "on this\nmachine (and why not), and which ones 'auto' enables "
-            "(the default of monitor).\n"
-            "\nOptions:\n"
-            "  --format table|csv|json  output format (default table)\n"
-            "  --procfs DIR             procfs root (default /proc)\n"
-            "  --sysfs DIR              sysfs root (default /sys)\n"
-            "  --hwdb FILE              hardware database file\n"
-            "  -h, --help               show this help\n",
-            pa_cli_prog);
-}
+static const char modules_about[] =
+    "\n"
+    "Lists the sensor and formula modules: kind, whether they can run on "
+    "this\nmachine (and why not), and which ones 'auto' enables (the default "
+    "of monitor);\nwith --sensor, --formula, --disable or --calibration, "
+    "what a monitor run\ngiven the same options would run.\n";
 
 static const char *kind_name(pa_module_kind k)
 {
@@ -193,62 +182,38 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
 
 int pa_cli_modules(int argc, char **argv)
 {
-    enum { OPT_PROCFS = 256, OPT_SYSFS, OPT_HWDB, OPT_FORMAT };
-    static const struct option longopts[] = {
-        {"procfs", required_argument, NULL, OPT_PROCFS},
-        {"sysfs", required_argument, NULL, OPT_SYSFS},
-        {"hwdb", required_argument, NULL, OPT_HWDB},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    pa_ctx_opts copts = {0};
     pa_out_format fmt = PA_OUT_TABLE;
-    int c;
-
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            modules_help(stdout);
-            return PA_EXIT_OK;
-        case OPT_PROCFS:
-            copts.procfs = optarg;
-            break;
-        case OPT_SYSFS:
-            copts.sysfs = optarg;
-            break;
-        case OPT_HWDB:
-            copts.hwdb = optarg;
-            break;
-        case OPT_FORMAT:
-            if (pa_out_parse_format(optarg, &fmt) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--format: unknown format '%s' (table, csv, json)",
-                    optarg);
-            break;
-        default: /* ':' or an unknown option */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
-    }
-    if (optind < argc)
-        return pa_cli_extra_arg(CMD, argv[optind]);
-
+    pa_cli_ctx co;
+    pa_cli_ctx_init(&co);
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Options:"),
+        PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT",
+                        "table (default), csv or json", pa_out_format_option),
+        PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
+                                PA_CTXOPT_MODULES),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = "%s modules [OPTIONS]\n",
+                          .about = modules_about,
+                          .opts = opts};
+    int first;
+    int status = pa_cli_parse(&c, argc, argv, &first);
     pa_ctx *ctx = NULL;
-    int err = pa_ctx_new(&ctx, &copts);
-    if (err < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
-        return PA_EXIT_FAIL;
+    pa_module_info *mods = NULL;
+    if (status) {
+        status = status < 0 ? PA_EXIT_OK : status;
+        goto out;
     }
+    if ((status = pa_cli_ctx_create(&co, CMD, &ctx)) != 0)
+        goto out;
     /* Show what a monitor run would use: "auto" enables its choice.  A
      * failure here is not fatal: the list says why each module cannot
      * run. */
     if (pa_module_enable(ctx, "auto", NULL) < 0)
         pa_cli_error(CMD, "auto: %s", pa_cli_errmsg(-EINVAL));
 
-    int status = PA_EXIT_FAIL;
-    pa_module_info *mods = NULL;
+    status = PA_EXIT_FAIL;
     int n = pa_module_list(ctx, NULL, 0);
     if (n < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(n));
@@ -278,5 +243,6 @@ int pa_cli_modules(int argc, char **argv)
 out:
     free(mods);
     pa_ctx_free(ctx);
+    pa_cli_ctx_fini(&co);
     return status;
 }

@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -38,18 +37,14 @@ typedef struct watched {
 } watched;
 
 typedef struct monitor {
-    pa_ctx_opts copts;
+    pa_cli_ctx co; /* roots, modules, --interval */
     watched *pids;
     size_t npids;
     bool all, threads, cgroups;
-    uint64_t interval_ns;
-    bool interval_set;
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
-    unsigned long top;
-    bool top_set;
+    unsigned long top;    /* 0: not given */
     pa_out_format fmt;
-    pa_cli_mods mods;
     const char *output;
     uint64_t clock_step_ns;
     const char *states;
@@ -66,88 +61,33 @@ typedef struct monitor {
     bool epipe;      /* the output's reader went away */
 } monitor;
 
-static void monitor_help(FILE *f)
-{
-    fprintf(
-        f,
-        "Usage: %s monitor [OPTIONS]\n"
-        "       %s monitor [OPTIONS] [--] COMMAND [ARGS...]\n"
-        "\n"
-        "Prints the power (W) and energy (J) of processes, threads and "
-        "cgroups every\ninterval.  With a COMMAND, runs it, follows it and "
-        "every child it starts, and\nprints its energy when it exits; the "
-        "exit status is the command's own.\n(In table format, a command "
-        "gets per-interval tables only with --interval,\nlike perf stat -I; "
-        "JSON and CSV always have them.)\n"
-        "With no target, every process is watched (--all).\n"
-        "\nTargets:\n"
-        "  -p, --pid PID[,PID...]    watch a process (repeatable)\n"
-        "  -a, --all                 watch every process\n"
-        "  -t, --threads             also report each thread of the "
-        "watched pids\n"
-        "      --cgroups             also report cgroup v2 totals\n"
-        "  -r, --ring NAME           read the windows of a daemon's ring "
-        "('%s daemon')\n"
-        "                            instead of sampling\n"
-        "\nSampling:\n"
-        "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
-        "                           formula (also $POWERAPI_CALIBRATION)\n"
-        "  -i, --interval DURATION   window length (default 1s; 500ms, 2s, "
-        "1m...)\n"
-        "  -n, --count N             stop after N windows\n"
-        "  -d, --duration DURATION   stop after this long\n"
-        "\nModules (see '%s modules'):\n"
-        "      --sensor NAME[:OPTS]  enable or reconfigure a sensor "
-        "(repeatable)\n"
-        "      --formula NAME[:OPTS] enable or reconfigure a formula "
-        "(repeatable);\n"
-        "                            OPTS is key=value,key=value, e.g. "
-        "cpu-tdp:tdp=65W\n"
-        "      --disable NAME        keep a module out (repeatable; "
-        "'auto': only those named)\n"
-        "  (a formula brings the sensors it requires; 'auto' gives every "
-        "component no\n   --formula covers the best formula for this "
-        "machine)\n"
-        "\nOutput:\n"
-        "  -f, --format FORMAT       table (default), csv or json (JSON "
-        "lines)\n"
-        "      --top N               only the N most powerful processes\n"
-        "  -o, --output FILE         write to FILE instead of stdout\n"
-        "  JSON lines and CSV: per window one \"system\" record, then one "
-        "per target:\n"
-        "  \"process\", \"thread\" (--threads), \"tree\" (a COMMAND "
-        "and its children),\n"
-        "  \"cgroup\" (--cgroups); a COMMAND ends with a \"command\" "
-        "record.\n"
-        "\nEnvironment:\n"
-        "      --procfs DIR          procfs root (default /proc)\n"
-        "      --sysfs DIR           sysfs root (default /sys)\n"
-        "      --hwdb FILE           hardware database (default: installed "
-        "one)\n"
-        "\nTesting (replay of fixture trees, exact results):\n"
-        "      --clock-step DURATION tick with an explicit clock advancing "
-        "by DURATION,\n"
-        "                            without sleeping (not with a COMMAND)\n"
-        "      --fixture-states DIR  before tick k (0 = the first), write "
-        "the overlay\n"
-        "                            DIR/k/proc/.. and DIR/k/sys/.. over "
-        "copies of the\n"
-        "                            --procfs/--sysfs trees and delete the "
-        "paths listed\n"
-        "                            in DIR/k/remove (\"proc/1234\"); needs "
-        "--clock-step\n"
-        "\n  -h, --help                show this help\n"
-        "\nExamples:\n"
-        "  %s monitor --all --top 10 --interval 1s --count 3\n"
-        "  %s monitor --pid 4242 --threads --format json\n"
-        "  %s monitor -- make -j2\n",
-        pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog,
-        pa_cli_prog, pa_cli_prog);
-}
+static const char monitor_usage[] =
+    "%s monitor [OPTIONS]\n"
+    "       %s monitor [OPTIONS] [--] COMMAND [ARGS...]\n";
+
+static const char monitor_about[] =
+    "\n"
+    "Prints the power (W) and energy (J) of processes, threads and cgroups "
+    "every\ninterval.  With a COMMAND, runs it, follows it and every child "
+    "it starts, and\nprints its energy when it exits; the exit status is the "
+    "command's own.\n(In table format, a command gets per-interval tables "
+    "only with --interval,\nlike perf stat -I; JSON and CSV always have "
+    "them.)\n"
+    "With no target, every process is watched (--all).\n";
+
+static const char monitor_footer[] =
+    "JSON lines and CSV: per window one \"system\" record, then one per "
+    "target:\n\"process\", \"thread\" (--threads), \"tree\" (a COMMAND "
+    "and its children),\n\"cgroup\" (--cgroups); a COMMAND ends with a "
+    "\"command\" record.\n"
+    "\nExamples:\n"
+    "  %s monitor --all --top 10 --interval 1s --count 3\n"
+    "  %s monitor --pid 4242 --threads --format json\n"
+    "  %s monitor -- make -j2\n";
 
 static void monitor_free(monitor *m)
 {
-    pa_cli_mods_free(&m->mods);
+    pa_cli_ctx_fini(&m->co);
     free(m->pids);
     pa_out_fini(&m->out);
     if (m->f && m->f != stdout)
@@ -160,11 +100,12 @@ static void monitor_free(monitor *m)
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
 
-static int add_pids(monitor *m, const char *arg)
+static int add_pids(void *v, const char *cmd, const char *arg)
 {
-    pid_t *v = NULL;
+    monitor *m = v;
+    pid_t *p = NULL;
     size_t n = 0;
-    int err = pa_cli_parse_pids(arg, &v, &n);
+    int err = pa_cli_parse_pids(arg, &p, &n);
     if (err == 0) {
         watched *w = realloc(m->pids, (m->npids + n) * sizeof(*w));
         if (!w)
@@ -172,159 +113,22 @@ static int add_pids(monitor *m, const char *arg)
         else {
             m->pids = w;
             for (size_t i = 0; i < n; i++)
-                m->pids[m->npids++] = (watched){.pid = v[i]};
+                m->pids[m->npids++] = (watched){.pid = p[i]};
         }
     }
-    free(v);
-    return err;
+    free(p);
+    if (err == -ENOMEM) {
+        pa_cli_error(cmd, "out of memory");
+        return PA_EXIT_FAIL;
+    }
+    if (err < 0)
+        return pa_cli_usage_error(cmd, "--pid: invalid pid '%s'", arg);
+    return 0;
 }
 
-static int parse_args(monitor *m, int argc, char **argv)
+/* The combinations parse_args refuses. */
+static int check_args(monitor *m)
 {
-    enum {
-        OPT_SENSOR = 256,
-        OPT_FORMULA,
-        OPT_DISABLE,
-        OPT_PROCFS,
-        OPT_SYSFS,
-        OPT_HWDB,
-        OPT_TOP,
-        OPT_CGROUPS,
-        OPT_CLOCK_STEP,
-        OPT_STATES,
-        OPT_RING,
-    };
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},
-        {"all", no_argument, NULL, 'a'},
-        {"threads", no_argument, NULL, 't'},
-        {"interval", required_argument, NULL, 'i'},
-        {"count", required_argument, NULL, 'n'},
-        {"duration", required_argument, NULL, 'd'},
-        {"top", required_argument, NULL, OPT_TOP},
-        {"format", required_argument, NULL, 'f'},
-        {"sensor", required_argument, NULL, OPT_SENSOR},
-        {"formula", required_argument, NULL, OPT_FORMULA},
-        {"disable", required_argument, NULL, OPT_DISABLE},
-        {"procfs", required_argument, NULL, OPT_PROCFS},
-        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
-        {"sysfs", required_argument, NULL, OPT_SYSFS},
-        {"hwdb", required_argument, NULL, OPT_HWDB},
-        {"output", required_argument, NULL, 'o'},
-        {"cgroups", no_argument, NULL, OPT_CGROUPS},
-        {"clock-step", required_argument, NULL, OPT_CLOCK_STEP},
-        {"fixture-states", required_argument, NULL, OPT_STATES},
-        {"ring", required_argument, NULL, OPT_RING},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    unsigned long v;
-    int c, err;
-
-    m->interval_ns = NS_PER_S;
-    opterr = 0;
-    optind = 1;
-    /* '+': the first non-option starts the COMMAND (as with perf stat). */
-    while ((c = getopt_long(argc, argv, "+:p:ati:n:d:f:o:h", longopts, NULL)) !=
-           -1) {
-        switch (c) {
-        case 'h':
-            monitor_help(stdout);
-            return -1;
-        case 'p':
-            if ((err = add_pids(m, optarg)) == -ENOMEM)
-                goto nomem;
-            if (err < 0)
-                return pa_cli_usage_error(CMD, "--pid: invalid pid '%s'",
-                                          optarg);
-            break;
-        case 'a':
-            m->all = true;
-            break;
-        case 't':
-            m->threads = true;
-            break;
-        case 'i':
-            if (pa_cli_parse_duration(optarg, &m->interval_ns) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--interval: invalid duration '%s' (e.g. 500ms, 2s)",
-                    optarg);
-            m->interval_set = true;
-            break;
-        case 'n':
-            if (pa_cli_parse_uint(optarg, 1000000000ul, &m->count) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--count: invalid count '%s' (a number >= 1)", optarg);
-            break;
-        case 'd':
-            if (pa_cli_parse_duration(optarg, &m->duration_ns) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--duration: invalid duration '%s' (e.g. 10s, 1m)",
-                    optarg);
-            break;
-        case OPT_TOP:
-            if (pa_cli_parse_uint(optarg, 1000000000ul, &v) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--top: invalid number '%s' (a number >= 1)", optarg);
-            m->top = v;
-            m->top_set = true;
-            break;
-        case 'f':
-            if (pa_out_parse_format(optarg, &m->fmt) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--format: unknown format '%s' (table, csv, json)",
-                    optarg);
-            break;
-        case OPT_SENSOR:
-        case OPT_FORMULA:
-        case OPT_DISABLE: {
-            int rc = pa_cli_mods_option(
-                &m->mods, CMD, c == OPT_DISABLE,
-                c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA, optarg);
-            if (rc)
-                return rc;
-            break;
-        }
-        case PA_CLI_OPT_CALIBRATION: {
-            int st = pa_cli_calibration(CMD, optarg);
-            if (st)
-                return st;
-            break;
-        }
-        case OPT_PROCFS:
-            m->copts.procfs = optarg;
-            break;
-        case OPT_SYSFS:
-            m->copts.sysfs = optarg;
-            break;
-        case OPT_HWDB:
-            m->copts.hwdb = optarg;
-            break;
-        case 'o':
-            m->output = optarg;
-            break;
-        case OPT_CGROUPS:
-            m->cgroups = true;
-            break;
-        case OPT_CLOCK_STEP:
-            if (pa_cli_parse_duration(optarg, &m->clock_step_ns) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--clock-step: invalid duration '%s' (e.g. 1s)",
-                    optarg);
-            break;
-        case OPT_STATES:
-            m->states = optarg;
-            break;
-        case OPT_RING:
-            m->ring = optarg;
-            break;
-        default: /* ':' or '?' */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
-    }
-    if (optind < argc)
-        m->cmd = argv + optind;
-
     if (m->cmd && m->clock_step_ns)
         return pa_cli_usage_error(CMD,
                                   "--clock-step cannot be used with a COMMAND");
@@ -336,7 +140,7 @@ static int parse_args(monitor *m, int argc, char **argv)
             m->count ? "--count" : "--duration");
     if (m->states && !m->clock_step_ns)
         return pa_cli_usage_error(CMD, "--fixture-states needs --clock-step");
-    if (m->states && !m->copts.procfs)
+    if (m->states && !m->co.copts.procfs)
         return pa_cli_usage_error(CMD, "--fixture-states needs --procfs");
     if (m->clock_step_ns && !m->count && !m->duration_ns)
         return pa_cli_usage_error(
@@ -344,18 +148,70 @@ static int parse_args(monitor *m, int argc, char **argv)
     if (m->threads && !m->npids && !m->cmd && !m->all)
         return pa_cli_usage_error(
             CMD, "--threads needs --pid, --all or a COMMAND (which threads?)");
-    if (m->ring &&
-        (m->cmd || m->threads || m->mods.n || m->mods.ndisables || m->copts.procfs ||
-         m->copts.sysfs || m->copts.hwdb || m->clock_step_ns))
+    if (m->ring && (m->cmd || m->threads || m->clock_step_ns ||
+                    pa_cli_ctx_sampling_option(&m->co)))
         return pa_cli_usage_error(
             CMD, "--ring reads what the daemon samples: no COMMAND, "
                  "--threads, modules, roots or --clock-step with it");
     if (!m->npids && !m->cmd)
         m->all = true;
     return 0;
-nomem:
-    pa_cli_error(CMD, "out of memory");
-    return PA_EXIT_FAIL;
+}
+
+static int parse_args(monitor *m, int argc, char **argv)
+{
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Targets:"),
+        PA_OPT_CALLBACK('p', "pid", m, "PID[,PID...]",
+                        "watch a process (repeatable)", add_pids),
+        PA_OPT_FLAG('a', "all", &m->all, "watch every process"),
+        PA_OPT_FLAG('t', "threads", &m->threads,
+                    "also report each thread of the watched pids"),
+        PA_OPT_FLAG(0, "cgroups", &m->cgroups, "also report cgroup v2 totals"),
+        PA_OPT_STRING('r', "ring", &m->ring, "NAME",
+                      "read the windows of a daemon's ring ('%s daemon')\n"
+                      "instead of sampling"),
+        PA_OPT_GROUP("Sampling:"),
+        PA_OPT_UINT('n', "count", &m->count, "N", "stop after N windows", 1,
+                    1000000000),
+        PA_OPT_DURATION('d', "duration", &m->duration_ns,
+                        "stop after this long", 0, 0),
+        PA_OPT_CONTEXT(&m->co, PA_CTXOPT_ALL),
+        PA_OPT_GROUP("Output:"),
+        PA_OPT_CALLBACK('f', "format", &m->fmt, "FORMAT",
+                        "table (default), csv or json (JSON lines)",
+                        pa_out_format_option),
+        PA_OPT_UINT(0, "top", &m->top, "N",
+                    "only the N most powerful processes", 1, 1000000000),
+        PA_OPT_STRING('o', "output", &m->output, "FILE",
+                      "write to FILE instead of stdout"),
+        PA_OPT_GROUP("Testing (replay of fixture trees, exact results):"),
+        PA_OPT_DURATION(0, "clock-step", &m->clock_step_ns,
+                        "tick with an explicit clock advancing by\n"
+                        "DURATION, without sleeping (not with a COMMAND)",
+                        0, 0),
+        PA_OPT_STRING(0, "fixture-states", &m->states, "DIR",
+                      "before tick k (0 = the first), write the\n"
+                      "overlay DIR/k/proc/.. and DIR/k/sys/.. over\n"
+                      "copies of the --procfs/--sysfs trees and delete\n"
+                      "the paths listed in DIR/k/remove (\"proc/1234\");\n"
+                      "needs --clock-step"),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = monitor_usage,
+                          .about = monitor_about,
+                          .footer = monitor_footer,
+                          .opts = opts,
+                          .operands = 1};
+    int first;
+    pa_cli_ctx_init(&m->co);
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st;
+    if (first < argc)
+        m->cmd = argv + first;
+    return check_args(m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -496,7 +352,7 @@ static int wait_until(monitor *m, uint64_t deadline_ns, siginfo_t *si)
  * the exit of every watched pid. */
 static int run_targets(monitor *m)
 {
-    uint64_t step = m->interval_ns;
+    uint64_t step = m->co.interval_ns;
     uint64_t end_ns = m->duration_ns; /* relative to the first tick */
     unsigned long windows = 0;
     int err;
@@ -561,7 +417,7 @@ static int run_command(monitor *m)
     int status = PA_EXIT_FAIL;
     pid_t pid = -1;
     pa_report *last = NULL; /* for the summary's formula and assumptions */
-    bool print_windows = m->fmt != PA_OUT_TABLE || m->interval_set;
+    bool print_windows = m->fmt != PA_OUT_TABLE || m->co.interval_set;
 
     if (pa_cli_spawn(CMD, m->cmd, &pid, &go[1], &ex[0]) != 0)
         goto out;
@@ -597,9 +453,9 @@ static int run_command(monitor *m)
     for (unsigned k = 1; !exited; k++) {
         /* after an overrun (a suspended VM), skip the missed windows */
         uint64_t now = pa_cli_mono_ns();
-        if (now > t0 + (uint64_t)(k + 1) * m->interval_ns)
-            k = (unsigned)((now - t0) / m->interval_ns);
-        uint64_t deadline = t0 + (uint64_t)k * m->interval_ns;
+        if (now > t0 + (uint64_t)(k + 1) * m->co.interval_ns)
+            k = (unsigned)((now - t0) / m->co.interval_ns);
+        uint64_t deadline = t0 + (uint64_t)k * m->co.interval_ns;
         for (;;) {
             siginfo_t si, wi;
             int s = wait_until(m, deadline, &si);
@@ -698,22 +554,16 @@ int pa_cli_monitor(int argc, char **argv)
 
     if (m.states) {
         const char *p = NULL, *s = NULL;
-        if (pa_replay_new(&m.replay, m.states, m.copts.procfs, m.copts.sysfs,
-                          &p, &s) < 0) {
+        if (pa_replay_new(&m.replay, m.states, m.co.copts.procfs,
+                          m.co.copts.sysfs, &p, &s) < 0) {
             status = PA_EXIT_FAIL;
             goto out;
         }
-        m.copts.procfs = p;
-        m.copts.sysfs = s;
+        m.co.copts.procfs = p;
+        m.co.copts.sysfs = s;
     }
 
-    int err = m.ring ? 0 : pa_ctx_new(&m.ctx, &m.copts);
-    if (err < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
-        status = PA_EXIT_FAIL;
-        goto out;
-    }
-    if (!m.ring && (status = pa_cli_mods_apply(m.ctx, CMD, &m.mods)) != 0)
+    if (!m.ring && (status = pa_cli_ctx_create(&m.co, CMD, &m.ctx)) != 0)
         goto out;
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
@@ -730,7 +580,7 @@ int pa_cli_monitor(int argc, char **argv)
     m.out.command_columns = m.cmd != NULL;
     bool tty = isatty(fileno(m.f));
     m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
-    if (m.top_set)
+    if (m.top)
         m.out.top = m.top;
     else if (m.out.clear)
         m.out.fit_fd = fileno(m.f); /* as many as the screen holds */
@@ -753,7 +603,7 @@ int pa_cli_monitor(int argc, char **argv)
         for (size_t i = 0; pids && i < m.npids; i++)
             pids[i] = m.pids[i].pid;
         pa_ring_monitor rm = {.ring = m.ring,
-                              .interval_ns = m.interval_ns,
+                              .interval_ns = m.co.interval_ns,
                               .count = m.count,
                               .duration_ns = m.duration_ns,
                               .pids = pids,

@@ -7,6 +7,7 @@
  * people: the system line, the assumptions, then the targets sorted by power.
  */
 #include "output.h"
+#include "cli.h"
 #include "profout.h"
 
 #include <errno.h>
@@ -32,6 +33,14 @@ int pa_out_parse_format(const char *s, pa_out_format *out)
         *out = PA_OUT_JSON;
     else
         return -EINVAL;
+    return 0;
+}
+
+int pa_out_format_option(void *v, const char *cmd, const char *arg)
+{
+    if (pa_out_parse_format(arg, v) < 0)
+        return pa_cli_usage_error(
+            cmd, "--format: unknown format '%s' (table, csv, json)", arg);
     return 0;
 }
 

@@ -46,6 +46,9 @@ typedef struct pa_out {
 
 /* Parses "table", "csv" or "json".  Returns 0 or -EINVAL. */
 int pa_out_parse_format(const char *s, pa_out_format *out);
+/* The setter of a -f/--format option (a pa_cli_opt callback, v a
+ * pa_out_format *): 0, or PA_EXIT_USAGE after printing the line. */
+int pa_out_format_option(void *v, const char *cmd, const char *arg);
 
 /* Initialises o for stream f (not owned). */
 void pa_out_init(pa_out *o, FILE *f, pa_out_format format);

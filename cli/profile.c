@@ -31,7 +31,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <math.h>
@@ -98,8 +97,8 @@ typedef struct profiler {
     const char *call_graph;
     char **filters;
     size_t nfilters;
-    pa_cli_mods mods;
-    pa_ctx_opts copts;
+    pa_cli_ctx co; /* roots, calibration, modules */
+    bool interval_set;
     bool quiet;
     bool dwarf; /* --call-graph dwarf */
     bool all;   /* --all: every process, per CPU */
@@ -140,202 +139,100 @@ typedef struct profiler {
     char formula[128], sensors[128], cpu_source[32], assumed[1024];
 } profiler;
 
-static void profile_help(FILE *f)
-{
-    fprintf(
-        f,
-        "Usage: %s profile [OPTIONS] --pid PID [--pid PID...]\n"
-        "       %s profile [OPTIONS] --all --duration DURATION\n"
-        "       %s profile [OPTIONS] [--] COMMAND [ARGS...]\n"
-        "\n"
-        "Per-function energy of native processes (C, C++, Rust, Go, JIT "
-        "runtimes with\nperf maps): samples stacks with perf_event_open, "
-        "gives each thread its energy\nfrom libpowerapi every window and "
-        "splits it over the thread's samples.  With\na COMMAND, profiles it "
-        "and every process it starts; the exit status is the\ncommand's "
-        "own.\n"
-        "\nTargets:\n"
-        "  -p, --pid PID[,PID...]    profile a running process and the "
-        "threads it starts\n"
-        "  -a, --all                 every process of the machine, per CPU "
-        "(root or\n"
-        "                            CAP_PERFMON; until --duration or Ctrl-C)\n"
-        "\nSampling:\n"
-        "  -i, --interval DURATION   CPU time between samples (default "
-        "10ms)\n"
-        "  -F, --frequency HZ        or samples per second of CPU time\n"
-        "  -e, --event NAME          cpu-clock (default), task-clock, or "
-        "cycles (needs a PMU)\n"
-        "  -g, --call-graph MODE     fp (frame pointers; the default) or "
-        "dwarf (8 KiB of\n"
-        "                            user stack per sample, unwound with "
-        "libdwfl: right\n"
-        "                            through code without frame pointers; "
-        "costs more)\n"
-        "  -w, --window DURATION     energy window (default 1s)\n"
-        "  -d, --duration DURATION   stop after this long (default: until "
-        "the targets exit\n"
-        "                            or Ctrl-C)\n"
-        "\nModules (see '%s modules'), as for monitor:\n"
-        "      --sensor NAME[:OPTS], --formula NAME[:OPTS], --disable NAME\n"
-        "\nOutput:\n"
-        "  -o, --out DIR             output folder (default "
-        "powerapi-profile-PID)\n"
-        "      --filter PREFIX       functions-filtered.csv charges each "
-        "sample to its\n"
-        "                            innermost function (or module) "
-        "starting with PREFIX\n"
-        "                            (repeatable)\n"
-        "  -q, --quiet               no summary on stderr\n"
-        "  Files: functions.csv, functions-filtered.csv, threads.csv, "
-        "processes.csv\n"
-        "  (several processes), energy.collapsed, flamegraph.html, "
-        "timeline.csv,\n"
-        "  profile.pb.gz (pprof), summary.json.\n"
-        "\nEnvironment:\n"
-        "      --procfs DIR          procfs root (default /proc)\n"
-        "      --sysfs DIR           sysfs root (default /sys)\n"
-        "\n  -h, --help                show this help\n"
-        "\nExamples:\n"
-        "  %s profile --pid 4242 --duration 30s --out prof\n"
-        "  %s profile --frequency 200 -- make -j2\n",
-        pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog);
-}
+static const char profile_usage[] =
+    "%s profile [OPTIONS] --pid PID [--pid PID...]\n"
+    "       %s profile [OPTIONS] --all --duration DURATION\n"
+    "       %s profile [OPTIONS] [--] COMMAND [ARGS...]\n";
+
+static const char profile_about[] =
+    "\n"
+    "Per-function energy of native processes (C, C++, Rust, Go, JIT runtimes "
+    "with\nperf maps): samples stacks with perf_event_open, gives each thread "
+    "its energy\nfrom libpowerapi every window and splits it over the "
+    "thread's samples.  With\na COMMAND, profiles it and every process it "
+    "starts; the exit status is the\ncommand's own.  (Here --interval is "
+    "the CPU time between two stack samples;\nthe context's window is "
+    "--window.)\n";
+
+static const char profile_footer[] =
+    "Files: functions.csv, functions-filtered.csv, threads.csv, "
+    "processes.csv\n(several processes), energy.collapsed, flamegraph.html, "
+    "timeline.csv,\nprofile.pb.gz (pprof), summary.json.\n"
+    "\nExamples:\n"
+    "  %s profile --pid 4242 --duration 30s --output prof\n"
+    "  %s profile --frequency 200 -- make -j2\n";
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
 /* ------------------------------------------------------------------ */
 
-static int parse_args(profiler *p, int argc, char **argv)
+static int add_pids(void *v, const char *cmd, const char *arg)
 {
-    enum { OPT_SENSOR = 256, OPT_FORMULA, OPT_DISABLE, OPT_PROCFS, OPT_SYSFS,
-           OPT_FILTER };
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},
-        {"all", no_argument, NULL, 'a'},
-        {"interval", required_argument, NULL, 'i'},
-        {"frequency", required_argument, NULL, 'F'},
-        {"event", required_argument, NULL, 'e'},
-        {"call-graph", required_argument, NULL, 'g'},
-        {"window", required_argument, NULL, 'w'},
-        {"duration", required_argument, NULL, 'd'},
-        {"out", required_argument, NULL, 'o'},
-        {"filter", required_argument, NULL, OPT_FILTER},
-        {"quiet", no_argument, NULL, 'q'},
-        {"sensor", required_argument, NULL, OPT_SENSOR},
-        {"formula", required_argument, NULL, OPT_FORMULA},
-        {"disable", required_argument, NULL, OPT_DISABLE},
-        {"procfs", required_argument, NULL, OPT_PROCFS},
-        {"sysfs", required_argument, NULL, OPT_SYSFS},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c, err;
-    bool interval_set = false;
-    p->period_ns = 10 * 1000000ull;
-    p->window_ns = NS_PER_S;
-    p->event = "cpu-clock";
-    p->call_graph = "fp";
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+:p:ai:F:e:g:w:d:o:qh", longopts,
-                            NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            profile_help(stdout);
-            return -1;
-        case 'p':
-            if ((err = pa_cli_parse_pids(optarg, &p->pids, &p->npids)) ==
-                -ENOMEM)
-                goto nomem;
-            if (err < 0)
-                return pa_cli_usage_error(CMD, "--pid: invalid pid '%s'", optarg);
-            break;
-        case 'a':
-            p->all = true;
-            break;
-        case 'i':
-            if (pa_cli_parse_duration(optarg, &p->period_ns) < 0 ||
-                p->period_ns < 10000)
-                return pa_cli_usage_error(
-                    CMD, "--interval: invalid duration '%s' (10us or more, e.g. 10ms)",
-                    optarg);
-            interval_set = true;
-            break;
-        case 'F':
-            if (pa_cli_parse_uint(optarg, 100000, &p->freq) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--frequency: invalid rate '%s' (1 to 100000 Hz)", optarg);
-            break;
-        case 'e':
-            if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "task-clock") &&
-                strcmp(optarg, "cycles"))
-                return pa_cli_usage_error(
-                    CMD, "--event: unknown event '%s' (cpu-clock, task-clock, cycles)",
-                    optarg);
-            p->event = optarg;
-            break;
-        case 'g':
-            if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf"))
-                return pa_cli_usage_error(
-                    CMD, "--call-graph: unknown mode '%s' (fp or dwarf)", optarg);
-#if !defined(__x86_64__)
-            if (!strcmp(optarg, "dwarf"))
-                return pa_cli_usage_error(
-                    CMD, "--call-graph dwarf: x86-64 only in this version (use fp)");
-#endif
-            p->call_graph = optarg;
-            p->dwarf = !strcmp(optarg, "dwarf");
-            break;
-        case 'w':
-            if (pa_cli_parse_duration(optarg, &p->window_ns) < 0 ||
-                p->window_ns < 10 * 1000000ull)
-                return pa_cli_usage_error(
-                    CMD, "--window: invalid duration '%s' (10ms or more, e.g. 1s)",
-                    optarg);
-            break;
-        case 'd':
-            if (pa_cli_parse_duration(optarg, &p->duration_ns) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--duration: invalid duration '%s' (e.g. 10s, 1m)", optarg);
-            break;
-        case 'o':
-            p->out_dir = optarg;
-            break;
-        case 'q':
-            p->quiet = true;
-            break;
-        case OPT_FILTER: {
-            char **n = realloc(p->filters, (p->nfilters + 1) * sizeof(*n));
-            if (!n)
-                goto nomem;
-            p->filters = n;
-            p->filters[p->nfilters++] = optarg;
-            break;
-        }
-        case OPT_SENSOR:
-        case OPT_FORMULA:
-        case OPT_DISABLE: {
-            int rc = pa_cli_mods_option(
-                &p->mods, CMD, c == OPT_DISABLE,
-                c == OPT_SENSOR ? PA_SENSOR : PA_FORMULA, optarg);
-            if (rc)
-                return rc;
-            break;
-        }
-        case OPT_PROCFS:
-            p->copts.procfs = optarg;
-            break;
-        case OPT_SYSFS:
-            p->copts.sysfs = optarg;
-            break;
-        default: /* ':' or '?' */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
+    profiler *p = v;
+    int err = pa_cli_parse_pids(arg, &p->pids, &p->npids);
+    if (err == -ENOMEM) {
+        pa_cli_error(cmd, "out of memory");
+        return PA_EXIT_FAIL;
     }
-    if (optind < argc)
-        p->cmd = argv + optind;
-    if (p->freq && interval_set)
+    if (err < 0)
+        return pa_cli_usage_error(cmd, "--pid: invalid pid '%s'", arg);
+    return 0;
+}
+
+/* The sampling period: profile's own --interval (CPU time between two
+ * samples, down to 10 us), not the context's window (--window). */
+static int set_period(void *v, const char *cmd, const char *arg)
+{
+    static const pa_cli_opt period = {.long_name = "interval", .min = 10000};
+    profiler *p = v;
+    p->interval_set = true;
+    return pa_cli_opt_duration(cmd, &period, arg, &p->period_ns);
+}
+
+static int set_event(void *v, const char *cmd, const char *arg)
+{
+    if (strcmp(arg, "cpu-clock") && strcmp(arg, "task-clock") &&
+        strcmp(arg, "cycles"))
+        return pa_cli_usage_error(
+            cmd, "--event: unknown event '%s' (cpu-clock, task-clock, cycles)",
+            arg);
+    *(const char **)v = arg;
+    return 0;
+}
+
+static int set_call_graph(void *v, const char *cmd, const char *arg)
+{
+    profiler *p = v;
+    if (strcmp(arg, "fp") && strcmp(arg, "dwarf"))
+        return pa_cli_usage_error(
+            cmd, "--call-graph: unknown mode '%s' (fp or dwarf)", arg);
+#if !defined(__x86_64__)
+    if (!strcmp(arg, "dwarf"))
+        return pa_cli_usage_error(
+            cmd, "--call-graph dwarf: x86-64 only in this version (use fp)");
+#endif
+    p->call_graph = arg;
+    p->dwarf = !strcmp(arg, "dwarf");
+    return 0;
+}
+
+static int add_filter(void *v, const char *cmd, const char *arg)
+{
+    profiler *p = v;
+    char **n = realloc(p->filters, (p->nfilters + 1) * sizeof(*n));
+    if (!n) {
+        pa_cli_error(cmd, "out of memory");
+        return PA_EXIT_FAIL;
+    }
+    p->filters = n;
+    p->filters[p->nfilters++] = (char *)arg;
+    return 0;
+}
+
+/* The combinations parse_args refuses. */
+static int check_args(profiler *p)
+{
+    if (p->freq && p->interval_set)
         return pa_cli_usage_error(CMD, "--interval and --frequency exclude each other");
     if (p->freq)
         p->period_ns = 0;
@@ -349,9 +246,78 @@ static int parse_args(profiler *p, int argc, char **argv)
             CMD, "--duration cannot be used with a COMMAND (it runs until the "
                  "command exits)");
     return 0;
-nomem:
-    pa_cli_error(CMD, "out of memory");
-    return PA_EXIT_FAIL;
+}
+
+static int parse_args(profiler *p, int argc, char **argv)
+{
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Targets:"),
+        PA_OPT_CALLBACK('p', "pid", p, "PID[,PID...]",
+                        "profile a running process and the threads it\n"
+                        "starts",
+                        add_pids),
+        PA_OPT_FLAG('a', "all", &p->all,
+                    "every process of the machine, per CPU (root or\n"
+                    "CAP_PERFMON; until --duration or Ctrl-C)"),
+        PA_OPT_GROUP("Sampling:"),
+        PA_OPT_CALLBACK('i', "interval", p, "DURATION",
+                        "CPU time between samples (default 10ms, at\n"
+                        "least 10us)",
+                        set_period),
+        PA_OPT_UINT('F', "frequency", &p->freq, "HZ",
+                    "or samples per second of CPU time", 1, 100000),
+        PA_OPT_CALLBACK('e', "event", &p->event, "NAME",
+                        "cpu-clock (default), task-clock, or cycles\n"
+                        "(needs a PMU)",
+                        set_event),
+        PA_OPT_CALLBACK('g', "call-graph", p, "MODE",
+                        "fp (frame pointers; the default) or dwarf (8 KiB\n"
+                        "of user stack per sample, unwound with libdwfl:\n"
+                        "right through code without frame pointers; costs\n"
+                        "more)",
+                        set_call_graph),
+        PA_OPT_DURATION('w', "window", &p->window_ns,
+                        "energy window (default 1s)", 10 * 1000000ull, 0),
+        PA_OPT_DURATION('d', "duration", &p->duration_ns,
+                        "stop after this long (default: until the targets\n"
+                        "exit or Ctrl-C)",
+                        0, 0),
+        PA_OPT_GROUP("Output:"),
+        {.type = PA_CLI_OPT_STRING,
+         .short_name = 'o',
+         .long_name = "output",
+         .value = &p->out_dir,
+         .argh = "DIR",
+         .help = "output folder (default powerapi-profile-PID)",
+         .alias = "out"},
+        PA_OPT_CALLBACK(0, "filter", p, "PREFIX",
+                        "functions-filtered.csv charges each sample to its\n"
+                        "innermost function (or module) starting with\n"
+                        "PREFIX (repeatable)",
+                        add_filter),
+        PA_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
+        PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
+                                   PA_CTXOPT_MODULES),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = profile_usage,
+                          .about = profile_about,
+                          .footer = profile_footer,
+                          .opts = opts,
+                          .operands = 1};
+    p->period_ns = 10 * 1000000ull;
+    p->window_ns = NS_PER_S;
+    p->event = "cpu-clock";
+    p->call_graph = "fp";
+    pa_cli_ctx_init(&p->co);
+    int first;
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st;
+    if (first < argc)
+        p->cmd = argv + first;
+    return check_args(p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -360,7 +326,7 @@ nomem:
 
 static const char *procfs_root(const profiler *p)
 {
-    return p->copts.procfs ? p->copts.procfs : "/proc";
+    return p->co.copts.procfs ? p->co.copts.procfs : "/proc";
 }
 
 /* The current generation of pid, or -1. */
@@ -1470,13 +1436,8 @@ int pa_cli_profile(int argc, char **argv)
     }
     for (int i = 0; i < p.ncpus; i++)
         p.cpu_ring[i] = -1;
-    int err = pa_ctx_new(&p.ctx, &p.copts);
-    if (err < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
-        status = PA_EXIT_FAIL;
-        goto out;
-    }
-    if ((status = pa_cli_mods_apply(p.ctx, CMD, &p.mods)) != 0)
+    int err;
+    if ((status = pa_cli_ctx_create(&p.co, CMD, &p.ctx)) != 0)
         goto out;
     if (pf_prof_new(&p.prof, (const char *const *)p.filters, p.nfilters) < 0) {
         pa_cli_error(CMD, "out of memory");
@@ -1662,7 +1623,7 @@ out:
     pf_sym_fini();
     pa_ctx_free(p.ctx);
 out_args:
-    pa_cli_mods_free(&p.mods);
+    pa_cli_ctx_fini(&p.co);
     free(p.pids);
     free(p.filters);
     return status;

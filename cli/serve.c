@@ -13,7 +13,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -45,51 +44,23 @@ typedef struct serve {
     unsigned long scrapes;            /* under lock */
 } serve;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: %s " CMD " [OPTIONS]\n"
-            "\n"
-            "Serves the power of the processes, cgroups and the whole machine "
-            "at /metrics\nin the Prometheus text format, for a Prometheus "
-            "server to scrape.\n"
-            "\nOptions:\n"
-            "  -l, --listen ADDR:PORT    address to listen on (default "
-            "127.0.0.1:9464; [::1]:9464\n"
-            "                            for IPv6; other addresses than "
-            "loopback only when given)\n"
-            "  -r, --ring NAME           read windows from a daemon's ring "
-            "instead of sampling\n"
-            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
-            "                           formula (also $POWERAPI_CALIBRATION)\n"
-            "  -i, --interval DURATION   window length (default 1s): the "
-            "sampling period, or\n"
-            "                            how often a page is made from the "
-            "ring's new windows\n"
-            "      --window DURATION     with --ring: each page averages the "
-            "windows of the last\n"
-            "                            DURATION (a 10s view), not those "
-            "since the last page\n"
-            "  -t, --top N               at most N process and N cgroup "
-            "series, the most powerful\n"
-            "  -w, --min-watts W         no process or cgroup series below W "
-            "watts\n"
-            "      --max-connections N   concurrent connections (default "
-            "1000)\n"
-            "      --connection-timeout DURATION  idle connections are closed "
-            "after (default 10s)\n"
-            "  -h, --help                show this help\n"
-            "\nMetrics: powerapi_process_power_watts{pid,comm}, "
-            "powerapi_process_energy_joules_total{pid,comm},\n"
-            "powerapi_cgroup_power_watts{cgroup}, "
-            "powerapi_system_power_watts{component},\n"
-            "powerapi_system_energy_joules_total, powerapi_window_seconds, "
-            "powerapi_info{formula,cpu_source,assumed};\n"
-            "with perf counters in the ring: "
-            "powerapi_process_perf_events_per_second{pid,comm,event},\n"
-            "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n",
-            pa_cli_prog);
-}
+static const char serve_about[] =
+    "\n"
+    "Serves the power of the processes, cgroups and the whole machine at "
+    "/metrics\nin the Prometheus text format, for a Prometheus server to "
+    "scrape.  --interval is\nthe sampling period, or with --ring how often a "
+    "page is made from the ring's\nnew windows.\n";
+
+static const char serve_footer[] =
+    "Metrics: powerapi_process_power_watts{pid,comm}, "
+    "powerapi_process_energy_joules_total{pid,comm},\n"
+    "powerapi_cgroup_power_watts{cgroup}, "
+    "powerapi_system_power_watts{component},\n"
+    "powerapi_system_energy_joules_total, powerapi_window_seconds, "
+    "powerapi_info{formula,cpu_source,assumed};\n"
+    "with perf counters in the ring: "
+    "powerapi_process_perf_events_per_second{pid,comm,event},\n"
+    "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n";
 
 /* ------------------------------------------------------------------ */
 /* Text format                                                         */
@@ -644,100 +615,87 @@ static void raise_nofile(unsigned long want)
     }
 }
 
-int pa_cli_serve(int argc, char **argv)
+static int set_min_watts(void *v, const char *cmd, const char *arg)
 {
-    enum { OPT_MAXCONN = 256, OPT_TIMEOUT, OPT_WINDOW };
-    static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
-        {"ring", required_argument, NULL, 'r'},
-        {"interval", required_argument, NULL, 'i'},
-        {"top", required_argument, NULL, 't'},
-        {"min-watts", required_argument, NULL, 'w'},
-        {"max-connections", required_argument, NULL, OPT_MAXCONN},
-        {"connection-timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"window", required_argument, NULL, OPT_WINDOW},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    char *end;
+    errno = 0;
+    double w = strtod(arg, &end);
+    if (end == arg || *end || errno || !(w >= 0) || isinf(w))
+        return pa_cli_usage_error(
+            cmd, "--min-watts: expected watts >= 0, got '%s'", arg);
+    *(double *)v = w;
+    return 0;
+}
+
+typedef struct serve_args {
+    const char *listen, *ring;
+    uint64_t timeout, span;
+    unsigned long top, maxconn;
+} serve_args;
+
+/* Parses the options into a, s->o and co.  0, -1 (help printed) or the
+ * exit status. */
+static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc,
+                      char **argv)
+{
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Options:"),
+        PA_OPT_STRING('l', "listen", &a->listen, "ADDR:PORT",
+                      "address to listen on (default 127.0.0.1:9464;\n"
+                      "[::1]:9464 for IPv6; other addresses than\n"
+                      "loopback only when given)"),
+        PA_OPT_STRING('r', "ring", &a->ring, "NAME",
+                      "read windows from a daemon's ring instead of\n"
+                      "sampling"),
+        PA_OPT_DURATION(0, "window", &a->span,
+                        "with --ring: each page averages the windows of\n"
+                        "the last DURATION (a 10s view), not those since\n"
+                        "the last page",
+                        0, 0),
+        PA_OPT_UINT('t', "top", &a->top, "N",
+                    "at most N process and N cgroup series, the most\n"
+                    "powerful",
+                    1, 1000000),
+        PA_OPT_CALLBACK('w', "min-watts", &s->o.min_watts, "W",
+                        "no process or cgroup series below W watts",
+                        set_min_watts),
+        PA_OPT_UINT(0, "max-connections", &a->maxconn, "N",
+                    "concurrent connections (default 1000)", 1, 100000),
+        PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
+                        "idle connections are closed after (default 10s)",
+                        1000000000ull, 0),
+        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_END,
     };
-    const char *listen = "127.0.0.1:9464";
-    const char *ring = NULL;
-    uint64_t interval = 1000000000ull, timeout = 10000000000ull, span = 0;
-    unsigned long maxconn = 1000, v;
-    serve s;
-    memset(&s, 0, sizeof(s));
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:l:r:i:t:w:h", longopts, NULL)) !=
-           -1) {
-        switch (c) {
-        case PA_CLI_OPT_CALIBRATION: {
-            int st = pa_cli_calibration(CMD, optarg);
-            if (st)
-                return st;
-            break;
-        }
-        case 'l':
-            listen = optarg;
-            break;
-        case 'r':
-            ring = optarg;
-            break;
-        case 'i':
-            if (pa_cli_parse_duration(optarg, &interval) < 0 ||
-                interval < 1000000)
-                return pa_cli_usage_error(
-                    CMD, "--interval: invalid duration '%s' (at least 1ms)",
-                    optarg);
-            break;
-        case 't':
-            if (pa_cli_parse_uint(optarg, 1000000, &v) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--top: expected a positive integer, got '%s'",
-                    optarg);
-            s.o.top = v;
-            break;
-        case 'w': {
-            char *end;
-            errno = 0;
-            double w = strtod(optarg, &end);
-            if (end == optarg || *end || errno || !(w >= 0) || isinf(w))
-                return pa_cli_usage_error(
-                    CMD, "--min-watts: expected watts >= 0, got '%s'", optarg);
-            s.o.min_watts = w;
-            break;
-        }
-        case OPT_MAXCONN:
-            if (pa_cli_parse_uint(optarg, 100000, &maxconn) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--max-connections: expected 1 to 100000, got '%s'",
-                    optarg);
-            break;
-        case OPT_TIMEOUT:
-            if (pa_cli_parse_duration(optarg, &timeout) < 0 ||
-                timeout < 1000000000ull)
-                return pa_cli_usage_error(
-                    CMD, "--connection-timeout: expected at least 1s, got '%s'",
-                    optarg);
-            break;
-        case OPT_WINDOW:
-            if (pa_cli_parse_duration(optarg, &span) < 0)
-                return pa_cli_usage_error(
-                    CMD, "--window: invalid duration '%s' (e.g. 10s)", optarg);
-            break;
-        case 'h':
-            usage(stdout);
-            return PA_EXIT_OK;
-        default: /* ':' or an unknown option */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
-    }
-    if (optind < argc)
-        return pa_cli_extra_arg(CMD, argv[optind]);
-    if (span && !ring)
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = "%s " CMD " [OPTIONS]\n",
+                          .about = serve_about,
+                          .footer = serve_footer,
+                          .opts = opts};
+    int first;
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st;
+    s->o.top = a->top;
+    const char *given = pa_cli_ctx_sampling_option(co);
+    if (a->ring && given)
+        return pa_cli_usage_error(CMD,
+                                  "--ring reads what the daemon samples: no "
+                                  "%s with it (modules and roots are the "
+                                  "daemon's)",
+                                  given);
+    if (a->span && !a->ring)
         return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
                                        "windows to average)");
+    return 0;
+}
+
+/* Listens and serves until a stop signal. */
+static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
+{
+    const char *listen = a->listen, *ring = a->ring;
+    uint64_t interval = co->interval_ns, timeout = a->timeout, span = a->span;
+    unsigned long maxconn = a->maxconn;
     struct sockaddr_storage ss;
     socklen_t sslen;
     if (parse_listen(listen, &ss, &sslen) < 0)
@@ -753,7 +711,7 @@ int pa_cli_serve(int argc, char **argv)
     sigaddset(&sigs, SIGQUIT);
     sigaddset(&sigs, SIGPIPE);
     sigprocmask(SIG_BLOCK, &sigs, &old);
-    pthread_mutex_init(&s.lock, NULL);
+    pthread_mutex_init(&s->lock, NULL);
 
     int status = PA_EXIT_FAIL;
     pa_ctx *ctx = NULL;
@@ -761,14 +719,17 @@ int pa_cli_serve(int argc, char **argv)
     struct MHD_Daemon *httpd = NULL;
     int rc;
     if (ring) {
-        ring_refresh(&s, &rs);
+        ring_refresh(s, &rs);
         if (!rs.r) /* a wrong name is better told at once */
             goto out;
     } else {
-        if ((rc = pa_ctx_new(&ctx, NULL)) < 0 ||
-            (rc = pa_watch_all(ctx, 1)) < 0 ||
+        if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+            status = rc;
+            goto out;
+        }
+        if ((rc = pa_watch_all(ctx, 1)) < 0 ||
             (rc = pa_report_cgroups(ctx, 1)) < 0 ||
-            (rc = pa_start(ctx, interval, sampler_cb, &s)) < 0) {
+            (rc = pa_start(ctx, interval, sampler_cb, s)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             goto out;
         }
@@ -787,7 +748,7 @@ int pa_cli_serve(int argc, char **argv)
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     httpd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)maxconn,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(timeout / 1000000000ull),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
@@ -845,7 +806,7 @@ int pa_cli_serve(int argc, char **argv)
         if (next < pa_cli_mono_ns())
             next = pa_cli_mono_ns() + interval;
         if (ring)
-            ring_refresh(&s, &rs);
+            ring_refresh(s, &rs);
     }
 
 out:
@@ -855,11 +816,26 @@ out:
         MHD_stop_daemon(httpd);
     pa_ctx_free(ctx);
     pa_ring_close(rs.r);
-    if (s.page)
-        MHD_destroy_response(s.page);
-    if (s.unavailable)
-        MHD_destroy_response(s.unavailable);
-    pthread_mutex_destroy(&s.lock);
+    if (s->page)
+        MHD_destroy_response(s->page);
+    if (s->unavailable)
+        MHD_destroy_response(s->unavailable);
+    pthread_mutex_destroy(&s->lock);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return status;
+}
+
+int pa_cli_serve(int argc, char **argv)
+{
+    serve_args a = {
+        .listen = "127.0.0.1:9464", .timeout = 10000000000ull, .maxconn = 1000};
+    serve s;
+    memset(&s, 0, sizeof(s));
+    pa_cli_ctx co;
+    pa_cli_ctx_init(&co);
+    int status = parse_args(&a, &s, &co, argc, argv);
+    if (status == 0)
+        status = serve_run(&a, &s, &co);
+    pa_cli_ctx_fini(&co);
+    return status < 0 ? PA_EXIT_OK : status;
 }

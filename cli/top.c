@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <curses.h>
 #include <errno.h>
-#include <getopt.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -56,32 +55,17 @@ typedef struct top {
     size_t rows_cap;
 } top;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: %s " CMD " [OPTIONS]\n"
-            "\n"
-            "A live view of the processes sorted by power (CPU and NIC "
-            "watts, energy since\nfirst seen), the whole machine's power "
-            "(measured or modelled, with the\nconstants assumed) and a "
-            "cgroup view.\n"
-            "\nOptions:\n"
-            "  -r, --ring NAME          read a daemon's ring instead of "
-            "sampling\n"
-            "      --calibration FILE   a `powerapi calibrate` file for the cpu-curve\n"
-            "                           formula (also $POWERAPI_CALIBRATION)\n"
-            "  -i, --interval DURATION  refresh interval (default 1s)\n"
-            "  -s, --sort KEY           power, cpu, nic, energy or pid "
-            "(default power)\n"
-            "  -c, --cgroups            start in the cgroup view\n"
-            "  -f, --filter TEXT        only rows whose name, cgroup or pid "
-            "contains TEXT\n"
-            "  -h, --help               show this help\n"
-            "\nKeys: q quit, s next sort key, c processes/cgroups, / filter "
-            "(Enter applies,\nEsc cancels, empty clears), + and - double or "
-            "halve the interval.\n",
-            pa_cli_prog);
-}
+static const char top_about[] =
+    "\n"
+    "A live view of the processes sorted by power (CPU and NIC watts, energy "
+    "since\nfirst seen), the whole machine's power (measured or modelled, "
+    "with the\nconstants assumed) and a cgroup view.  --interval is the "
+    "refresh interval.\n";
+
+static const char top_footer[] =
+    "Keys: q quit, s next sort key, c processes/cgroups, / filter (Enter "
+    "applies,\nEsc cancels, empty clears), + and - double or halve the "
+    "interval.\n";
 
 /* ---- data ---- */
 
@@ -341,66 +325,64 @@ static void on_stop_signal(int sig)
     top_stop = 1;
 }
 
-int pa_cli_top(int argc, char **argv)
+static int set_sort(void *v, const char *cmd, const char *arg)
 {
-    static const struct option longopts[] = {
-        {"ring", required_argument, NULL, 'r'},
-        {"calibration", required_argument, NULL, PA_CLI_OPT_CALIBRATION},
-        {"interval", required_argument, NULL, 'i'},
-        {"sort", required_argument, NULL, 's'},
-        {"cgroups", no_argument, NULL, 'c'},
-        {"filter", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    if (parse_sort(arg, v) < 0)
+        return pa_cli_usage_error(
+            cmd, "--sort: expected power, cpu, nic, energy or pid, got '%s'",
+            arg);
+    return 0;
+}
+
+static int set_filter(void *v, const char *cmd, const char *arg)
+{
+    (void)cmd;
+    top *t = v;
+    snprintf(t->filter, sizeof(t->filter), "%s", arg);
+    return 0;
+}
+
+/* Parses the options into t and co.  0, -1 (help printed) or the exit
+ * status. */
+static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
+{
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Options:"),
+        PA_OPT_STRING('r', "ring", &t->ring, "NAME",
+                      "read a daemon's ring instead of sampling"),
+        PA_OPT_CALLBACK('s', "sort", &t->sort, "KEY",
+                        "power, cpu, nic, energy or pid (default power)",
+                        set_sort),
+        PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
+        PA_OPT_CALLBACK('f', "filter", t, "TEXT",
+                        "only rows whose name, cgroup or pid contains TEXT",
+                        set_filter),
+        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_END,
     };
-    top t;
-    memset(&t, 0, sizeof(t));
-    t.interval_ns = 1000000000ull;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:r:i:s:cf:h", longopts, NULL)) !=
-           -1) {
-        switch (c) {
-        case PA_CLI_OPT_CALIBRATION: {
-            int st = pa_cli_calibration(CMD, optarg);
-            if (st)
-                return st;
-            break;
-        }
-        case 'r':
-            t.ring = optarg;
-            break;
-        case 'i':
-            if (pa_cli_parse_duration(optarg, &t.interval_ns) < 0 ||
-                t.interval_ns < 100000000ull)
-                return pa_cli_usage_error(
-                    CMD, "--interval: invalid duration '%s' (at least 100ms)",
-                    optarg);
-            break;
-        case 's':
-            if (parse_sort(optarg, &t.sort) < 0)
-                return pa_cli_usage_error(
-                    CMD,
-                    "--sort: expected power, cpu, nic, energy or pid, "
-                    "got '%s'",
-                    optarg);
-            break;
-        case 'c':
-            t.cgroups = true;
-            break;
-        case 'f':
-            snprintf(t.filter, sizeof(t.filter), "%s", optarg);
-            break;
-        case 'h':
-            usage(stdout);
-            return PA_EXIT_OK;
-        default: /* ':' or an unknown option */
-            return pa_cli_getopt_error(CMD, c, argv);
-        }
-    }
-    if (optind < argc)
-        return pa_cli_extra_arg(CMD, argv[optind]);
+    const pa_cli_cmd c = {.name = CMD,
+                          .usage = "%s " CMD " [OPTIONS]\n",
+                          .about = top_about,
+                          .footer = top_footer,
+                          .opts = opts};
+    int first;
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st;
+    const char *given = pa_cli_ctx_sampling_option(co);
+    if (t->ring && given)
+        return pa_cli_usage_error(CMD,
+                                  "--ring reads what the daemon samples: no "
+                                  "%s with it (modules and roots are the "
+                                  "daemon's)",
+                                  given);
+    t->interval_ns = co->interval_ns;
+    return 0;
+}
+
+/* Runs the screen until q or a stop signal. */
+static int top_run(top *t, const pa_cli_ctx *co)
+{
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         pa_cli_error(CMD,
                      "needs a terminal; use '%s monitor' for a "
@@ -409,25 +391,26 @@ int pa_cli_top(int argc, char **argv)
         return PA_EXIT_FAIL;
     }
     int rc;
-    if (t.ring) {
+    if (t->ring) {
         /* A wrong ring name is told before the screen is taken. */
-        rc = pa_ring_open(t.ring, &t.r);
+        rc = pa_ring_open(t->ring, &t->r);
         if (rc < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             return PA_EXIT_FAIL;
         }
-        rc = pa_ring_read(t.r, &t.seq, &t.rep);
+        rc = pa_ring_read(t->r, &t->seq, &t->rep);
         if (rc == 0) {
-            t.energy_j = t.rep->system.total_w * t.rep->interval_s;
-            t.seen_s = t.rep->interval_s;
+            t->energy_j = t->rep->system.total_w * t->rep->interval_s;
+            t->seen_s = t->rep->interval_s;
         }
     } else {
-        if ((rc = pa_ctx_new(&t.ctx, NULL)) < 0 ||
-            (rc = pa_watch_all(t.ctx, 1)) < 0 ||
-            (rc = pa_report_cgroups(t.ctx, 1)) < 0 ||
-            (rc = pa_tick(t.ctx)) < 0) {
+        if ((rc = pa_cli_ctx_create(co, CMD, &t->ctx)) != 0)
+            return rc;
+        if ((rc = pa_watch_all(t->ctx, 1)) < 0 ||
+            (rc = pa_report_cgroups(t->ctx, 1)) < 0 ||
+            (rc = pa_tick(t->ctx)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-            pa_ctx_free(t.ctx);
+            pa_ctx_free(t->ctx);
             return PA_EXIT_FAIL;
         }
     }
@@ -448,17 +431,17 @@ int pa_cli_top(int argc, char **argv)
     keypad(stdscr, TRUE);
     curs_set(0);
     set_escdelay(25);
-    uint64_t next = pa_cli_mono_ns() + t.interval_ns;
+    uint64_t next = pa_cli_mono_ns() + t->interval_ns;
     bool quit = false;
-    draw(&t);
+    draw(t);
     while (!quit && !top_stop) {
         uint64_t now = pa_cli_mono_ns();
         if (now >= next) {
-            refresh_data(&t);
-            next += t.interval_ns;
+            refresh_data(t);
+            next += t->interval_ns;
             if (next <= now)
-                next = now + t.interval_ns;
-            draw(&t);
+                next = now + t->interval_ns;
+            draw(t);
             continue;
         }
         uint64_t wait_ms = (next - now + 999999) / 1000000;
@@ -472,23 +455,23 @@ int pa_cli_top(int argc, char **argv)
             quit = true;
             break;
         case 's':
-            t.sort = (sort_key)((t.sort + 1) % SORT_N);
+            t->sort = (sort_key)((t->sort + 1) % SORT_N);
             break;
         case 'c':
-            t.cgroups = !t.cgroups;
+            t->cgroups = !t->cgroups;
             break;
         case '/':
-            prompt_filter(&t);
+            prompt_filter(t);
             break;
         case '+':
-            if (t.interval_ns < 3600000000000ull)
-                t.interval_ns *= 2;
-            next = pa_cli_mono_ns() + t.interval_ns;
+            if (t->interval_ns < 3600000000000ull)
+                t->interval_ns *= 2;
+            next = pa_cli_mono_ns() + t->interval_ns;
             break;
         case '-':
-            if (t.interval_ns >= 200000000ull)
-                t.interval_ns /= 2;
-            next = pa_cli_mono_ns() + t.interval_ns;
+            if (t->interval_ns >= 200000000ull)
+                t->interval_ns /= 2;
+            next = pa_cli_mono_ns() + t->interval_ns;
             break;
         case KEY_RESIZE:
             break;
@@ -496,12 +479,25 @@ int pa_cli_top(int argc, char **argv)
             continue;
         }
         if (!quit)
-            draw(&t);
+            draw(t);
     }
     endwin();
-    pa_ring_close(t.r);
-    pa_report_free(t.own);
-    pa_ctx_free(t.ctx);
-    free(t.rows);
+    pa_ring_close(t->r);
+    pa_report_free(t->own);
+    pa_ctx_free(t->ctx);
+    free(t->rows);
     return PA_EXIT_OK;
+}
+
+int pa_cli_top(int argc, char **argv)
+{
+    top t;
+    memset(&t, 0, sizeof(t));
+    pa_cli_ctx co;
+    pa_cli_ctx_init(&co);
+    int rc = parse_args(&t, &co, argc, argv);
+    if (rc == 0)
+        rc = top_run(&t, &co);
+    pa_cli_ctx_fini(&co);
+    return rc < 0 ? PA_EXIT_OK : rc;
 }

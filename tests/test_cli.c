@@ -29,60 +29,7 @@
 #define FIX_VM "vm-nocpufreq"
 #define FIX_DESK "desktop-cpufreq"
 
-typedef struct run {
-    int status;   /* exit status, or 128+signal */
-    int signaled; /* killed by a signal: a crash */
-    char *out, *err;
-} run;
-
-static void run_free(run *r)
-{
-    free(r->out);
-    free(r->err);
-    memset(r, 0, sizeof(*r));
-}
-
-/* Runs powerapi with the NULL-terminated argument vector (after argv[0]),
- * capturing stdout and stderr. */
-static void cli_argv(run *r, char *const *args)
-{
-    char *dir = pa_test_tmpdir();
-    char outp[4096], errp[4096];
-    snprintf(outp, sizeof(outp), "%s/out", dir);
-    snprintf(errp, sizeof(errp), "%s/err", dir);
-    size_t n = 0;
-    while (args[n])
-        n++;
-    char **argv = calloc(n + 2, sizeof(char *));
-    ck_assert(argv != NULL);
-    argv[0] = (char *)PA_CLI_PATH;
-    memcpy(argv + 1, args, n * sizeof(char *));
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int in = open("/dev/null", O_RDONLY);
-        if (o < 0 || e < 0 || in < 0)
-            _exit(126);
-        dup2(in, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        ck_assert_int_eq(errno, EINTR);
-    memset(r, 0, sizeof(*r));
-    r->signaled = WIFSIGNALED(st);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r->out = pa_test_slurp(outp);
-    r->err = pa_test_slurp(errp);
-    ck_assert(r->out && r->err);
-    free(argv);
-    pa_test_rmtree(dir);
-}
+typedef pa_test_cli_run run;
 
 static void cli(run *r, ...)
 {
@@ -95,7 +42,7 @@ static void cli(run *r, ...)
         args[n++] = (char *)a;
     va_end(ap);
     args[n] = NULL;
-    cli_argv(r, args);
+    pa_test_cli(r, args);
 }
 
 static size_t count_lines(const char *s)
@@ -172,12 +119,12 @@ START_TEST(test_help_version)
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "monitor"));
     ck_assert_ptr_nonnull(strstr(r.out, "modules"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "--version", NULL);
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, PA_VERSION_STRING));
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "monitor", "--help", NULL);
     ck_assert_int_eq(r.status, 0);
@@ -185,17 +132,17 @@ START_TEST(test_help_version)
     ck_assert_ptr_nonnull(strstr(r.out, "--clock-step"));
     ck_assert_ptr_nonnull(strstr(r.out, "--fixture-states"));
     ck_assert_str_eq(r.err, "");
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "modules", "--help", NULL);
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "--procfs"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "Usage"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -247,7 +194,7 @@ static const struct {
 START_TEST(test_usage_errors)
 {
     run r;
-    cli_argv(&r, (char *const *)bad_usage[_i].args);
+    pa_test_cli(&r, (char *const *)bad_usage[_i].args);
     ck_assert_msg(r.status == 2, "%s %s: status %d, stderr %s",
                   bad_usage[_i].args[0], bad_usage[_i].args[1], r.status,
                   r.err);
@@ -255,7 +202,7 @@ START_TEST(test_usage_errors)
     ck_assert_msg(strstr(r.err, bad_usage[_i].named) != NULL,
                   "'%s' not named in: %s", bad_usage[_i].named, r.err);
     ck_assert_str_eq(r.out, "");
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -276,26 +223,26 @@ START_TEST(test_unknown_module)
     ck_assert_int_eq(count_lines(r.err), 1);
     ck_assert_ptr_nonnull(strstr(r.err, "nosuch"));
     ck_assert_ptr_nonnull(strstr(r.err, "procfs-cpu")); /* valid ones */
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
         "1", "--formula", "cpu-tdp:tpd=30", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "tpd"));
     ck_assert_ptr_nonnull(strstr(r.err, "tdp")); /* the suggestion */
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
         "1", "--sensor", "cpu-tdp", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "formula"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
         "1", "--disable", "nosuch", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "nosuch"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -306,12 +253,12 @@ START_TEST(test_bad_roots)
         "--count", "1", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/proc"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "modules", "--procfs", "/nonexistent/proc", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/proc"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -335,13 +282,13 @@ START_TEST(test_modules_fixture)
                                  "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
                                  "\"component\":\"cpu\",\"available\":true,"
                                  "\"enabled\":false"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "modules", FIXTURE_ARGS(FIX_VM), NULL);
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "NAME"));
     ck_assert_ptr_nonnull(strstr(r.out, "procfs-cpu"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -364,8 +311,8 @@ START_TEST(test_formula_alone)
     ck_assert_ptr_nonnull(strstr(a.out, "\"formula\":\"cpu-tdp\""));
     ck_assert_ptr_nonnull(strstr(a.out, "\"sensors\":\"procfs-cpu\""));
     ck_assert_ptr_nonnull(strstr(a.out, "tdp=45W (option)"));
-    run_free(&a);
-    run_free(&b);
+    pa_test_cli_free(&a);
+    pa_test_cli_free(&b);
 
     cli(&a, "monitor", "--formula", "cpu-tdp:tdp=45", "--count", "2",
         "--interval", "100ms", "--format", "json", NULL);
@@ -383,7 +330,7 @@ START_TEST(test_formula_alone)
                       "no CPU watts: %.*s", (int)(end - p), p);
     }
     ck_assert_uint_eq(systems, 2);
-    run_free(&a);
+    pa_test_cli_free(&a);
 }
 END_TEST
 
@@ -399,7 +346,7 @@ START_TEST(test_disable_required_sensor)
     ck_assert_msg(strstr(r.err, "--disable procfs-cpu") &&
                       strstr(r.err, "--formula cpu-tdp requires this sensor"),
                   "%s", r.err);
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     /* disabled alone, it keeps auto's cpu-tdp out too: nothing is left
      * on this fixture (no network), and the one line says so */
@@ -408,7 +355,7 @@ START_TEST(test_disable_required_sensor)
     ck_assert_int_eq(r.status, 1);
     ck_assert_int_eq(count_lines(r.err), 1);
     ck_assert_msg(strstr(r.err, "no module is enabled"), "%s", r.err);
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -444,11 +391,11 @@ static void golden_monitor(const char *gold, const char *fix,
         args[n++] = (char *)extra3;
     args[n] = NULL;
     run r;
-    cli_argv(&r, args);
+    pa_test_cli(&r, args);
     ck_assert_msg(r.status == 0, "%s: status %d: %s", gold, r.status, r.err);
     ck_assert_str_eq(r.err, "");
     golden(gold, r.out);
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 
 START_TEST(test_golden_vm_json)
@@ -511,7 +458,7 @@ static char *fixture_json(const char *fix, const char *extra1,
     ck_assert_msg(r.status == want_status, "status %d: %s", r.status, r.err);
     char *out = r.out;
     r.out = NULL;
-    run_free(&r);
+    pa_test_cli_free(&r);
     return out;
 }
 
@@ -599,14 +546,14 @@ START_TEST(test_unknown_pid_fixture)
     ck_assert_int_eq(r.status, 1);
     ck_assert_str_eq(r.err, "powerapi monitor: pid 4242: no such process\n");
     golden("monitor-vm-java-threads.jsonl", r.out);
-    run_free(&r);
+    pa_test_cli_free(&r);
 
     cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
         "3", "--pid", "4242", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "4242"));
     ck_assert_str_eq(r.out, "");
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -626,7 +573,7 @@ START_TEST(test_watched_pid_exits)
      * window 3: the run stops there instead of going on to 10 */
     ck_assert_ptr_nonnull(strstr(r.out, "\"exited\":true}"));
     ck_assert_ptr_null(strstr(r.out, "\"time\":4"));
-    run_free(&r);
+    pa_test_cli_free(&r);
 }
 END_TEST
 
@@ -646,7 +593,7 @@ START_TEST(test_output_file)
     ck_assert_ptr_nonnull(text);
     golden("monitor-vm-all.csv", text);
     free(text);
-    run_free(&r);
+    pa_test_cli_free(&r);
     pa_test_rmtree(dir);
 }
 END_TEST
@@ -679,11 +626,11 @@ START_TEST(test_no_crash)
             args[n++] = "--count";
             args[n++] = "1";
         }
-        cli_argv(&r, args);
+        pa_test_cli(&r, args);
         ck_assert_msg(!r.signaled, "case %zu crashed (status %d): %s", i,
                       r.status, r.err);
         ck_assert_msg(r.status != 0, "case %zu accepted", i);
-        run_free(&r);
+        pa_test_cli_free(&r);
     }
 }
 END_TEST

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -180,4 +181,51 @@ int pa_test_main(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void pa_test_cli_free(pa_test_cli_run *r)
+{
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof(*r));
+}
+
+void pa_test_cli(pa_test_cli_run *r, char *const *args)
+{
+    char *dir = pa_test_tmpdir();
+    char outp[4096], errp[4096];
+    snprintf(outp, sizeof(outp), "%s/out", dir);
+    snprintf(errp, sizeof(errp), "%s/err", dir);
+    size_t n = 0;
+    while (args[n])
+        n++;
+    char **argv = calloc(n + 2, sizeof(char *));
+    ck_assert(argv != NULL);
+    argv[0] = (char *)PA_CLI_PATH;
+    memcpy(argv + 1, args, n * sizeof(char *));
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int in = open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0)
+            _exit(126);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    memset(r, 0, sizeof(*r));
+    r->signaled = WIFSIGNALED(st);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->out = pa_test_slurp(outp);
+    r->err = pa_test_slurp(errp);
+    ck_assert(r->out && r->err);
+    free(argv);
+    pa_test_rmtree(dir);
 }

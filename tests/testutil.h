@@ -33,6 +33,16 @@ char *pa_test_slurp(const char *path);
 /* Finds a target of a report by type and id (pid, or tid for threads). */
 const pa_target_info *pa_test_target(const pa_report *r, pa_target_type type,
                                      pid_t id);
+/* One run of the powerapi binary under test (PA_CLI_PATH). */
+typedef struct pa_test_cli_run {
+    int status;   /* exit status, or 128+signal */
+    int signaled; /* killed by a signal: a crash */
+    char *out, *err;
+} pa_test_cli_run;
+/* Runs powerapi with the NULL-terminated argument vector (after argv[0]),
+ * stdin on /dev/null, capturing stdout and stderr into *r. */
+void pa_test_cli(pa_test_cli_run *r, char *const *args);
+void pa_test_cli_free(pa_test_cli_run *r);
 /* Runs a suite and returns the process exit status. */
 int pa_test_main(Suite *s);
 
