@@ -1,16 +1,22 @@
 /*
- * callsite.c - the debug-information record of a call instruction (see
- * callsite.h and DESIGN.md section 11.1).
+ * callsite.c - where a frame that returns to compiled Java code is decoded
+ * (see callsite.h and DESIGN.md section 11.1).
  */
 #include "callsite.h"
 
-/* The index of the first offset >= x in pcs[0..n), n when none. */
-static size_t jl_lower_bound(const uint32_t *pcs, size_t n, uint32_t x)
+static int32_t jl_rel32(const unsigned char *q)
 {
-    size_t lo = 0, hi = n;
+    return (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                     (uint32_t)q[3] << 24);
+}
+
+/* The index of the first record at or after offset off (npcs: none). */
+static size_t jl_first_record(const jl_code *c, uintptr_t off)
+{
+    size_t lo = 0, hi = c->npcs;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (pcs[mid] < x)
+        if (c->pcs[mid] < off)
             lo = mid + 1;
         else
             hi = mid;
@@ -18,14 +24,36 @@ static size_t jl_lower_bound(const uint32_t *pcs, size_t n, uint32_t x)
     return lo;
 }
 
-long jl_callsite_desc(const uint32_t *pcs, size_t n, uint32_t ret_off, uint32_t call_len)
+uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code)
 {
-    if (!pcs || !n || call_len == 0 || call_len > ret_off)
-        return -1;
-    size_t i = jl_lower_bound(pcs, n, ret_off);
-    if (i < n && pcs[i] == ret_off)
-        return (long)ret_off;
-    /* the last record at or before the call's first byte */
-    size_t j = jl_lower_bound(pcs, n, ret_off - call_len + 1);
-    return j ? (long)pcs[j - 1] : -1;
+    if (!code || ra <= code->lo || ra >= code->hi)
+        return ra - 1;
+    uintptr_t off = ra - code->lo;
+    size_t i = code->pcs ? jl_first_record(code, off) : 0;
+    if (code->pcs && i < code->npcs && code->pcs[i] == off)
+        return ra - 1;
+    if (!leaf)
+        return ra - 1;
+    if (code->pcs && code->invoke && call_len > 0 && (uintptr_t)call_len < off) {
+        uintptr_t start = off - (uintptr_t)call_len;
+        size_t j = jl_first_record(code, start + 1); /* records after start */
+        if (j > 0 && code->invoke[j - 1] && code->pcs[j - 1] >= 1 &&
+            start - code->pcs[j - 1] <= JL_CALLSITE_SETUP)
+            return code->lo + code->pcs[j - 1] - 1;
+    }
+    uintptr_t p = ra;
+    for (int k = 0; k < 3; k++) {
+        const unsigned char *q = (const unsigned char *)p;
+        uintptr_t t;
+        if (p + 5 <= code->hi && q[0] == 0xe9) /* jmp rel32 */
+            t = p + 5 + (uintptr_t)(intptr_t)jl_rel32(q + 1);
+        else if (p + 2 <= code->hi && q[0] == 0xeb) /* jmp rel8 */
+            t = p + 2 + (uintptr_t)(intptr_t)(int8_t)q[1];
+        else
+            break;
+        if (t < code->lo || t >= code->hi || t == p)
+            break;
+        p = t;
+    }
+    return p != ra ? p : ra - 1;
 }

@@ -176,8 +176,10 @@ void jl_rcu_reclaim(jl_rcu *r);
 /* Compiled methods' debug information (nmethods.c, mode=cpu)           */
 /* ------------------------------------------------------------------ */
 
-/* Agent_OnLoad: turns the table on (mode=cpu with recovery). */
-void jl_nmethods_enable(void);
+/* Agent_OnLoad: turns the table on (mode=cpu with recovery), and asks
+ * for can_get_bytecodes (without it, records are not told apart by their
+ * bytecode). */
+void jl_nmethods_enable(jvmtiEnv *jvmti);
 /* CompiledMethodLoad (any thread): the offsets of the method's debug
  * records, from compile_info's inline records (else from map). */
 void jl_nmethods_load(jmethodID method, const void *code, jint size, jint map_length,
@@ -187,10 +189,13 @@ void jl_nmethods_unload(const void *code);
 /* Agent thread: publishes the loads and unloads seen since the last call. */
 void jl_nmethods_refresh(void);
 /* Signal handler: the PC to give AsyncGetCallTrace for the frame that
- * returns to ra, right after a call of call_len bytes, so that it decodes
- * the debug record of the call itself (callsite.h); ra - 1 when the
- * method is not (yet) known.  Async-signal-safe. */
-uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len);
+ * returns to ra, after a call of call_len bytes, so that it decodes the
+ * scope of the call (callsite.h); leaf: a call to a stub or VM routine,
+ * not into Java code; [cc_lo,
+ * cc_hi): the code cache, where the method is not (yet) known.
+ * Async-signal-safe. */
+uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc_lo,
+                              uintptr_t cc_hi);
 /* Signal handler: the compiled method whose code holds pc, NULL when none
  * is known.  Async-signal-safe. */
 jmethodID jl_nmethods_method_at(uintptr_t pc);

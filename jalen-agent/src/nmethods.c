@@ -25,7 +25,9 @@ typedef struct jl_nm {
     jmethodID method; /* the method compiled (the root of its inlined ones) */
     uint32_t seq;     /* order of the events: a later one wins a range */
     uint32_t npcs;
-    uint32_t *pcs;    /* offsets from lo, sorted, distinct; NULL: an unload */
+    uint32_t *pcs;    /* offsets from lo, sorted, distinct; NULL: an unload;
+                       * followed in the same allocation by npcs flags:
+                       * the record's innermost bytecode is an invoke */
 } jl_nm;
 
 typedef struct jl_nms {
@@ -40,18 +42,82 @@ static pthread_mutex_t jl_nlock = PTHREAD_MUTEX_INITIALIZER;
 static jl_nm *jl_npend; /* loads and unloads not yet published (jl_nlock) */
 static size_t jl_nnpend, jl_cnpend;
 static uint32_t jl_nseq;
+static jvmtiEnv *jl_njvmti; /* for GetBytecodes, when the JVM granted it */
+
+/* Bytecodes of the methods named by records, by jmethodID (sorted), read
+ * once each on the compiler threads (jl_bclock). */
+typedef struct jl_bc {
+    jmethodID m;
+    jint len;       /* -1: unreadable */
+    unsigned char *code;
+} jl_bc;
+static jl_bc *jl_bcs;
+static size_t jl_nbcs, jl_cbcs;
+static pthread_mutex_t jl_bclock = PTHREAD_MUTEX_INITIALIZER;
 static size_t jl_npcs_bytes; /* offsets held by the published table */
 
-void jl_nmethods_enable(void)
+void jl_nmethods_enable(jvmtiEnv *jvmti)
 {
+    jvmtiCapabilities caps;
+    memset(&caps, 0, sizeof(caps));
+    caps.can_get_bytecodes = 1;
+    if (jvmti && (*jvmti)->AddCapabilities(jvmti, &caps) == JVMTI_ERROR_NONE)
+        jl_njvmti = jvmti;
     jl_nm_on = 1;
 }
 
-static int jl_u32_cmp(const void *a, const void *b)
+/* The bytecodes of m (jl_bclock held), NULL when they cannot be read. */
+static const jl_bc *jl_bytecodes(jmethodID m)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
+    size_t lo = 0, hi = jl_nbcs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)jl_bcs[mid].m < (uintptr_t)m)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < jl_nbcs && jl_bcs[lo].m == m)
+        return jl_bcs[lo].len >= 0 ? &jl_bcs[lo] : NULL;
+    if (jl_nbcs == jl_cbcs) {
+        size_t ncap = jl_cbcs ? jl_cbcs * 2 : 1024;
+        jl_bc *nv = realloc(jl_bcs, ncap * sizeof(*nv));
+        if (!nv)
+            return NULL;
+        jl_bcs = nv;
+        jl_cbcs = ncap;
+    }
+    jl_bc e = {.m = m, .len = -1};
+    unsigned char *code = NULL;
+    jint len = 0;
+    if ((*jl_njvmti)->GetBytecodes(jl_njvmti, m, &len, &code) == JVMTI_ERROR_NONE && len > 0) {
+        e.code = malloc((size_t)len);
+        if (e.code) {
+            memcpy(e.code, code, (size_t)len);
+            e.len = len;
+        }
+    }
+    if (code)
+        (*jl_njvmti)->Deallocate(jl_njvmti, code);
+    memmove(&jl_bcs[lo + 1], &jl_bcs[lo], (jl_nbcs - lo) * sizeof(*jl_bcs));
+    jl_bcs[lo] = e;
+    jl_nbcs++;
+    return e.len >= 0 ? &jl_bcs[lo] : NULL;
 }
+
+/* Whether bytecode bci of m is an invoke (invokevirtual to
+ * invokedynamic): the scope of a call. */
+static int jl_is_invoke(jmethodID m, jint bci)
+{
+    if (!jl_njvmti || !m || bci < 0)
+        return 0;
+    pthread_mutex_lock(&jl_bclock);
+    const jl_bc *b = jl_bytecodes(m);
+    int inv = b && bci < b->len && b->code[bci] >= 0xb6 && b->code[bci] <= 0xba;
+    pthread_mutex_unlock(&jl_bclock);
+    return inv;
+}
+
 
 /* Appends e to the pending list (jl_nlock held); frees e's offsets when
  * there is no room. */
@@ -71,10 +137,22 @@ static void jl_npend_push(jl_nm e)
     jl_npend[jl_nnpend++] = e;
 }
 
-/* The offsets of the records: compile_info's inline records list every
- * PcDesc with debug information (all of them with DebugNonSafepoints);
- * map, the same records by their outermost BCI, serves a JVM without
- * them. */
+typedef struct jl_rec {
+    uint32_t off;
+    uint8_t inv;
+} jl_rec;
+
+static int jl_rec_cmp(const void *a, const void *b)
+{
+    const jl_rec *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The records: compile_info's inline records list every PcDesc with debug
+ * information (all of them with DebugNonSafepoints), with the methods and
+ * bytecode indexes of its scopes, innermost first; map, the same records
+ * by their outermost BCI, serves a JVM without them.  *out: npcs offsets
+ * then npcs invoke flags, one allocation. */
 static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
                              const jvmtiAddrLocationMap *map, const void *compile_info,
                              uint32_t **out)
@@ -89,39 +167,51 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
         n = map && map_length > 0 ? (size_t)map_length : 0;
     if (!n)
         return 0;
-    uint32_t *pcs = malloc(n * sizeof(*pcs));
-    if (!pcs)
+    jl_rec *r = malloc(n * sizeof(*r));
+    if (!r)
         return 0;
     size_t k = 0;
     if (from_map) {
         for (size_t i = 0; i < n; i++) {
             uintptr_t pc = (uintptr_t)map[i].start_address;
             if (pc >= lo && pc < hi)
-                pcs[k++] = (uint32_t)(pc - lo);
+                r[k++] = (jl_rec){(uint32_t)(pc - lo), 0};
         }
     } else {
         for (h = compile_info; h; h = h->next) {
             if (h->kind != JVMTI_CMLR_INLINE_INFO)
                 continue;
-            const jvmtiCompiledMethodLoadInlineRecord *r = (const void *)h;
-            for (jint i = 0; r->pcinfo && i < r->numpcs; i++) {
-                uintptr_t pc = (uintptr_t)r->pcinfo[i].pc;
-                if (pc >= lo && pc <= hi) /* a record may end the code */
-                    pcs[k++] = (uint32_t)(pc - lo);
+            const jvmtiCompiledMethodLoadInlineRecord *ir = (const void *)h;
+            for (jint i = 0; ir->pcinfo && i < ir->numpcs; i++) {
+                const PCStackInfo *ps = &ir->pcinfo[i];
+                uintptr_t pc = (uintptr_t)ps->pc;
+                if (pc < lo || pc > hi) /* a record may end the code */
+                    continue;
+                int inv = ps->numstackframes > 0 && ps->methods && ps->bcis &&
+                          jl_is_invoke(ps->methods[0], ps->bcis[0]);
+                r[k++] = (jl_rec){(uint32_t)(pc - lo), (uint8_t)inv};
             }
         }
     }
-    qsort(pcs, k, sizeof(*pcs), jl_u32_cmp);
+    qsort(r, k, sizeof(*r), jl_rec_cmp);
     size_t u = 0;
-    for (size_t i = 0; i < k; i++)
-        if (!u || pcs[i] != pcs[u - 1])
-            pcs[u++] = pcs[i];
-    if (!u) {
-        free(pcs);
-        return 0;
+    for (size_t i = 0; i < k; i++) {
+        if (u && r[i].off == r[u - 1].off)
+            r[u - 1].inv |= r[i].inv;
+        else
+            r[u++] = r[i];
     }
-    *out = pcs;
-    return u;
+    uint32_t *pcs = u ? malloc(u * (sizeof(uint32_t) + 1)) : NULL;
+    if (pcs) {
+        uint8_t *inv = (uint8_t *)(pcs + u);
+        for (size_t i = 0; i < u; i++) {
+            pcs[i] = r[i].off;
+            inv[i] = r[i].inv;
+        }
+        *out = pcs;
+    }
+    free(r);
+    return pcs ? u : 0;
 }
 
 void jl_nmethods_load(jmethodID method, const void *code, jint size, jint map_length,
@@ -208,7 +298,7 @@ void jl_nmethods_refresh(void)
         t->n = jl_nm_merge(t->m, n);
         size_t bytes = 0;
         for (size_t i = 0; i < t->n; i++)
-            bytes += t->m[i].npcs * sizeof(uint32_t);
+            bytes += t->m[i].npcs * (sizeof(uint32_t) + 1);
         jl_npcs_bytes = bytes;
         jl_nnpend = 0;
         atomic_store(&jl_ntab, t);
@@ -235,18 +325,21 @@ static const jl_nm *jl_nm_find(const jl_nms *t, uintptr_t pc)
     return m->lo <= pc && pc < m->hi ? m : NULL;
 }
 
-uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len)
+uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc_lo,
+                              uintptr_t cc_hi)
 {
-    uintptr_t pc = ra - 1;
-    if (!jl_nm_on || call_len <= 0)
-        return pc;
+    jl_code c = {.lo = cc_lo, .hi = cc_hi};
+    if (!jl_nm_on)
+        return jl_callsite_pc(ra, call_len, leaf, &c);
     jl_rcu_enter(&jl_nrcu);
-    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), pc);
-    if (m) {
-        long d = jl_callsite_desc(m->pcs, m->npcs, (uint32_t)(ra - m->lo), (uint32_t)call_len);
-        if (d > 0) /* d - 1 must stay inside the method's code */
-            pc = m->lo + (uintptr_t)d - 1;
-    }
+    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), ra - 1);
+    if (m)
+        c = (jl_code){.lo = m->lo,
+                      .hi = m->hi,
+                      .pcs = m->pcs,
+                      .invoke = (const uint8_t *)(m->pcs + m->npcs),
+                      .npcs = m->npcs};
+    uintptr_t pc = jl_callsite_pc(ra, call_len, leaf, &c);
     jl_rcu_exit(&jl_nrcu);
     return pc;
 }

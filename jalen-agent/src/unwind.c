@@ -302,9 +302,8 @@ int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb)
     jl_cc_high_p = jl_vms_static("CodeCache", "_high_bound");
     if (!jl_cc_low_p || !jl_cc_high_p)
         return -1;
-    (void)jvmti;
     cb->DynamicCodeGenerated = jl_on_dynamic_code;
-    jl_nmethods_enable();
+    jl_nmethods_enable(jvmti);
     return 0;
 #else
     (void)jvmti;
@@ -533,29 +532,35 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
 
 /* The PC at which ASGCT decodes the frame that returns to ra (a return
  * into Java code): ASGCT takes the first debug record after the PC it is
- * given, and the record after a return address describes the code after
- * the call, another bytecode or another (inlined) method.  The frame is
- * in the call, so the PC given is the one that selects the call's own
- * record (nmethods.c, callsite.h); in the interpreter, ra itself (ASGCT
- * reads the BCI from the frame there). */
-static uintptr_t jl_call_pc(uintptr_t ra)
+ * given, and the record after a return address may describe code laid out
+ * after the call that belongs to another bytecode or another (inlined)
+ * method; the PC given is the one that selects the call's scope
+ * (callsite.h, nmethods.c); in the interpreter, ra itself (ASGCT reads
+ * the BCI from the frame there).  leaf: the callee was a stub or native
+ * routine, not Java code. */
+static uintptr_t jl_call_pc(uintptr_t ra, int leaf)
 {
     jl_blob b;
     if (jl_blob_find(ra, &b) && b.kind == JL_BLOB_INTERP)
         return ra;
-    return jl_nmethods_call_pc(ra, jl_after_call(ra));
+    return jl_nmethods_call_pc(ra, jl_after_call(ra), leaf, jl_cc_low, jl_cc_high);
 }
 
 /* One pop: the state of the caller of the code at *pc.  1 on success. */
-static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
+static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
+                  int *leaf)
 {
     uintptr_t ra, nsp, nfp = *fp;
     if (jl_in_code(*pc)) {
         jl_blob b;
-        if (!jl_blob_find(*pc, &b))
+        if (!jl_blob_find(*pc, &b)) {
+            *leaf = 0; /* a compiled method, called from Java code */
             return jl_pop_prologue(pc, sp, fp, lo, hi);
+        }
         if (b.kind == JL_BLOB_INTERP)
             return 0; /* the interpreter: ASGCT's own business */
+        /* vtable and itable stubs sit in a call into Java code */
+        *leaf = b.kind != JL_BLOB_FRAMELESS;
         const unsigned char *e = (const unsigned char *)b.lo;
         /* push rbp; mov rbp, rsp (either encoding of the mov) */
         int framed = b.hi - b.lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
@@ -586,6 +591,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         if (!jl_after_call(ra))
             return 0;
     } else {
+        *leaf = 1;
         return jl_pop_native(pc, sp, fp, lo, hi);
     }
     if (nsp <= *sp || nsp >= hi)
@@ -622,13 +628,14 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
     jl_blob b;
     jmethodID running = jl_in_code(pc) && !jl_blob_find(pc, &b) ? jl_nmethods_method_at(pc) : NULL;
     jl_asgct_frame *top = tr->frames;
+    int leaf = 0;
     for (int step = 0; step < JL_UNWIND_STEPS; step++) {
-        if (!jl_pop(&pc, &sp, &fp, lo, hi))
+        if (!jl_pop(&pc, &sp, &fp, lo, hi, &leaf))
             return 0;
         if (!jl_java_return(pc))
             continue; /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
-        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc);
+        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc, leaf);
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
         c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
         tr->num_frames = 0;

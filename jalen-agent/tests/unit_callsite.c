@@ -1,71 +1,112 @@
 /*
- * unit_callsite.c - which debug record describes a call (callsite.c,
- * issue 32), on the records of the method where jalen credited
- * StringBuilder.delete's array copy to append on JDK 17: the copy's
- * record ends before the call to the stub, the next record after the call
- * is append's code laid out after it.
+ * unit_callsite.c - the PC at which a recovered frame is decoded
+ * (callsite.c, issue 32), on code shaped like the method where jalen
+ * credited StringBuilder.delete's array copy to append on JDK 17: the call
+ * to the arraycopy stub sits in an out-of-line block that jumps back to
+ * the main path, and the block laid out after it is append's.
  */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "callsite.h"
 
-/* Offsets of that method's records around the call (from
- * -XX:CompileCommand=print): 0x230 arraycopy's argument checks, the call
- * r10 at 0x261-0x264 (3 bytes, return 0x264), 0x278 append's
- * ensureCapacityInternal; a Java call at 0x2a0-0x2a5 with its safepoint
- * record at its return address 0x2a5. */
-static const uint32_t pcs[] = {0x200, 0x230, 0x278, 0x290, 0x2a5, 0x2c0};
-#define N (sizeof(pcs) / sizeof(pcs[0]))
+static unsigned char code[0x400];
+static jl_code c;
+#define AT(off) ((uintptr_t)code + (off))
 
-START_TEST(stub_call_takes_the_record_before)
+/* Records (offsets): 0x160 delete's code after the copy, on the main path;
+ * 0x230 the copy's argument checks (at `invokestatic arraycopy` when
+ * invoke says so); 0x278 append's ensureCapacityInternal, the block laid
+ * out after the out-of-line one; 0x2a5 a Java call's safepoint record at
+ * its return address. */
+static const uint32_t pcs[] = {0x100, 0x160, 0x230, 0x278, 0x2a5, 0x2c0};
+static const uint8_t no_invoke[] = {0, 0, 0, 0, 1, 0};
+static const uint8_t copy_invoke[] = {0, 0, 1, 0, 1, 0};
+
+static void setup(void)
 {
-    /* HotSpot's own choice for the return address would be 0x278 */
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x264, 3), 0x230);
-    /* a call rel32 (5 bytes) whose first byte is right after a record */
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x235, 5), 0x230);
+    memset(code, 0x90, sizeof(code)); /* nop */
+    /* 0x25e: mov r10, stub ... call r10 (41 ff d2) at 0x261, return 0x264,
+     * then jmp rel32 back to 0x150 */
+    code[0x261] = 0x41, code[0x262] = 0xff, code[0x263] = 0xd2;
+    code[0x264] = 0xe9;
+    int32_t rel = 0x150 - (0x264 + 5);
+    memcpy(&code[0x265], &rel, 4);
+    /* 0x300: a call followed by jmp rel8 to 0x310, which jumps (rel32) to
+     * 0x180 */
+    code[0x305] = 0xeb, code[0x306] = 0x310 - (0x305 + 2);
+    code[0x310] = 0xe9;
+    rel = 0x180 - (0x310 + 5);
+    memcpy(&code[0x311], &rel, 4);
+    /* 0x320: a jump to itself, 0x330: a jump out of the code */
+    code[0x320] = 0xeb, code[0x321] = 0xfe;
+    code[0x330] = 0xe9;
+    rel = 0x1000;
+    memcpy(&code[0x331], &rel, 4);
+    c = (jl_code){.lo = AT(0), .hi = AT(sizeof(code)), .pcs = pcs, .invoke = no_invoke,
+                  .npcs = 6};
+}
+
+START_TEST(leaf_call_follows_the_jump_back)
+{
+    /* HotSpot's own choice at the return address would be 0x278 (append) */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c), AT(0x150));
+    /* through two jumps */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x305), 5, 1, &c), AT(0x180));
+    /* without the records, the same (the jump is in the code) */
+    jl_code bare = {.lo = AT(0), .hi = AT(sizeof(code))};
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &bare), AT(0x150));
+}
+END_TEST
+
+START_TEST(leaf_call_takes_the_invoke_just_before)
+{
+    /* the record before the call is at the invoke of the call, and ends
+     * 0x31 bytes before it: the call's scope */
+    c.invoke = copy_invoke;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c), AT(0x22f));
+    /* not for a call into Java code */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 0, &c), AT(0x263));
+    /* too far before the call: code scheduled before it (0x230 + 64 =
+     * 0x270 < 0x272) */
+    code[0x275] = 0x90;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x275), 3, 1, &c), AT(0x274));
+    /* an invoke record ending exactly where the call starts */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x235), 5, 1, &c), AT(0x22f));
+    /* a record at a bytecode that is no invoke is not taken: the jump */
+    c.invoke = no_invoke;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c), AT(0x150));
 }
 END_TEST
 
 START_TEST(java_call_takes_its_own_record)
 {
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x2a5, 5), 0x2a5);
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x2c0, 2), 0x2c0);
+    /* a record at the return address: one byte before it, jump or not */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x2a5), 5, 1, &c), AT(0x2a4));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x2a5), 5, 0, &c), AT(0x2a4));
+    /* a call into Java code is not followed through a jump */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 0, &c), AT(0x263));
 }
 END_TEST
 
-START_TEST(record_ending_at_the_call)
+START_TEST(no_jump_is_the_first_record_from_ra)
 {
-    /* the instruction before the call ends exactly where the call starts */
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x27d, 5), 0x278);
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x295, 5), 0x290);
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x200), 5, 1, &c), AT(0x1ff));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x200), 5, 0, &c), AT(0x1ff));
 }
 END_TEST
 
-START_TEST(no_record_before)
+START_TEST(jumps_that_lead_nowhere)
 {
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x105, 5), -1);
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x204, 5), -1); /* call starts at 0x1ff */
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x205, 5), 0x200);
-}
-END_TEST
-
-START_TEST(bad_arguments)
-{
-    ck_assert_int_eq(jl_callsite_desc(NULL, 3, 0x264, 3), -1);
-    ck_assert_int_eq(jl_callsite_desc(pcs, 0, 0x264, 3), -1);
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x264, 0), -1);
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 2, 3), -1); /* call before the code */
-}
-END_TEST
-
-START_TEST(past_the_last_record)
-{
-    ck_assert_int_eq(jl_callsite_desc(pcs, N, 0x400, 5), 0x2c0);
-    static const uint32_t one[] = {0x40};
-    ck_assert_int_eq(jl_callsite_desc(one, 1, 0x40, 5), 0x40);
-    ck_assert_int_eq(jl_callsite_desc(one, 1, 0x44, 5), -1);
-    ck_assert_int_eq(jl_callsite_desc(one, 1, 0x45, 5), 0x40);
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x320), 2, 1, &c), AT(0x31f)); /* to itself */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x330), 2, 1, &c), AT(0x32f)); /* out of the code */
+    /* a jump whose bytes run past the end of the code is not read */
+    jl_code shortc = {.lo = AT(0), .hi = AT(0x267)};
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &shortc), AT(0x263));
+    /* a return address outside the code, or no code */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0), 5, 1, &c), AT(0) - 1);
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, NULL), AT(0x263));
 }
 END_TEST
 
@@ -73,12 +114,12 @@ int main(void)
 {
     Suite *s = suite_create("jalen_callsite");
     TCase *tc = tcase_create("callsite");
-    tcase_add_test(tc, stub_call_takes_the_record_before);
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_add_test(tc, leaf_call_follows_the_jump_back);
+    tcase_add_test(tc, leaf_call_takes_the_invoke_just_before);
     tcase_add_test(tc, java_call_takes_its_own_record);
-    tcase_add_test(tc, record_ending_at_the_call);
-    tcase_add_test(tc, no_record_before);
-    tcase_add_test(tc, bad_arguments);
-    tcase_add_test(tc, past_the_last_record);
+    tcase_add_test(tc, no_jump_is_the_first_record_from_ra);
+    tcase_add_test(tc, jumps_that_lead_nowhere);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
