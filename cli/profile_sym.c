@@ -35,20 +35,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /* ------------------------------------------------------------------ */
 /* Interned strings                                                    */
 /* ------------------------------------------------------------------ */
 
 static char **in_v;
 static size_t in_cap, in_n, in_bytes;
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 
 const char *pf_intern(const char *s)
 {
@@ -62,7 +56,7 @@ const char *pf_intern(const char *s)
         for (size_t i = 0; i < in_cap; i++) {
             if (!in_v[i])
                 continue;
-            size_t k = hash_str(in_v[i]) & (ncap - 1);
+            size_t k = pa__hash_str(in_v[i]) & (ncap - 1);
             while (nv[k])
                 k = (k + 1) & (ncap - 1);
             nv[k] = in_v[i];
@@ -71,7 +65,7 @@ const char *pf_intern(const char *s)
         in_v = nv;
         in_cap = ncap;
     }
-    size_t k = hash_str(s) & (in_cap - 1);
+    size_t k = pa__hash_str(s) & (in_cap - 1);
     while (in_v[k]) {
         if (!strcmp(in_v[k], s))
             return in_v[k];
@@ -584,17 +578,6 @@ static const char *k_module;
 static int kwanted, kloaded;
 static char kpath[4096];
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Read at the first kernel address (a profile of user code alone never
  * pays for it), parsed by hand: the file has ~200,000 lines. */
 static void kallsyms_load(void)
@@ -634,7 +617,7 @@ static void kallsyms_load(void)
             *eol = '\0';
         uint64_t a = 0;
         int h;
-        while ((h = hexval((unsigned char)*p)) >= 0) {
+        while ((h = pa__hexval((unsigned char)*p)) >= 0) {
             a = a << 4 | (uint64_t)h;
             p++;
         }

@@ -84,10 +84,7 @@ static void jl_thread_name(jvmtiEnv *jvmti, jthread thr, char *out, size_t len)
                 (*jni)->DeleteLocalRef(jni, ti.context_class_loader);
         }
     }
-    /* CSV-safe: no commas, quotes or newlines in names */
-    for (char *c = out; *c; c++)
-        if (*c == ',' || *c == '"' || *c == '\n' || *c == '\r')
-            *c = '_';
+    /* kept as the JVM names it: threads.csv quotes it (pa__csv_write) */
 }
 
 /* When the kernel started thread tid (CLOCK_BOOTTIME seconds, to the
