@@ -114,15 +114,8 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
             tail.pgoff += end - o->start;
             tail.start = end;
             o->end = start;
-            if (m->n == m->cap) {
-                size_t ncap = m->cap ? m->cap * 2 : 64;
-                pf_map *nv = realloc(m->v, ncap * sizeof(*nv));
-                if (!nv)
-                    return -ENOMEM;
-                m->v = nv;
-                m->cap = ncap;
-                o = &m->v[i];
-            }
+            if (PA__GROW(m->v, m->cap, m->n + 1, 64) < 0)
+                return -ENOMEM;
             m->v[m->n++] = tail;
             continue;
         }
@@ -140,14 +133,8 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
         if (m->v[i].end > m->v[i].start)
             m->v[k++] = m->v[i];
     m->n = k;
-    if (m->n == m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 64;
-        pf_map *nv = realloc(m->v, ncap * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        m->v = nv;
-        m->cap = ncap;
-    }
+    if (PA__GROW(m->v, m->cap, m->n + 1, 64) < 0)
+        return -ENOMEM;
     m->v[m->n++] = (pf_map){start, end, pgoff, pf_intern(path)};
     m->sorted = 0;
     m->version++;
@@ -284,14 +271,8 @@ static module *module_get(const char *path)
     for (size_t i = 0; i < nmods; i++)
         if (mods[i].path == path)
             return &mods[i];
-    if (nmods == capmods) {
-        size_t ncap = capmods ? capmods * 2 : 32;
-        module *nv = realloc(mods, ncap * sizeof(*nv));
-        if (!nv)
-            return NULL;
-        mods = nv;
-        capmods = ncap;
-    }
+    if (PA__GROW(mods, capmods, nmods + 1, 32) < 0)
+        return NULL;
     module *m = &mods[nmods++];
     memset(m, 0, sizeof(*m));
     m->path = path;
@@ -556,13 +537,8 @@ static void perfmap_load(perfmap *pm)
         name[strcspn(name, "\n")] = '\0';
         if (!*name || !len)
             continue;
-        if (pm->n == cap) {
-            cap = cap ? cap * 2 : 256;
-            psym *nv = realloc(pm->v, cap * sizeof(*nv));
-            if (!nv)
-                break;
-            pm->v = nv;
-        }
+        if (PA__GROW(pm->v, cap, pm->n + 1, 256) < 0)
+            break;
         pm->v[pm->n++] = (psym){a, a + len, pf_intern(name)};
     }
     fclose(f);
@@ -625,13 +601,8 @@ static void kallsyms_load(void)
             p[2] == ' ') {
             char *name = p + 3;
             name[strcspn(name, " \t")] = '\0';
-            if (nksyms == scap) {
-                scap = scap ? scap * 2 : 65536;
-                psym *nv = realloc(ksyms, scap * sizeof(*nv));
-                if (!nv)
-                    break;
-                ksyms = nv;
-            }
+            if (PA__GROW(ksyms, scap, nksyms + 1, 65536) < 0)
+                break;
             if (a)
                 zero = 0;
             if (nksyms && a < ksyms[nksyms - 1].start)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 jl_profile jl_prof;
 static const jl_opts *jl_popts;
 
@@ -32,24 +34,6 @@ static const char *const jl_fixed_names[JL_M_NFIXED] = {
     [JL_M_ERR0 + 10] = "[safepoint]",
 };
 
-static uint64_t jl_hash64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-static uint64_t jl_hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int jl_class_of(const char *name)
 {
     if (jl_prof.nc * 2 >= jl_prof.chcap) {
@@ -58,7 +42,7 @@ static int jl_class_of(const char *name)
         if (!h)
             return -1;
         for (size_t i = 0; i < jl_prof.nc; i++) {
-            size_t k = jl_hash_str(jl_prof.c[i].name) & (ncap - 1);
+            size_t k = pa__hash_str(jl_prof.c[i].name) & (ncap - 1);
             while (h[k])
                 k = (k + 1) & (ncap - 1);
             h[k] = (int)i + 1;
@@ -67,21 +51,15 @@ static int jl_class_of(const char *name)
         jl_prof.chash = h;
         jl_prof.chcap = ncap;
     }
-    size_t k = jl_hash_str(name) & (jl_prof.chcap - 1);
+    size_t k = pa__hash_str(name) & (jl_prof.chcap - 1);
     while (jl_prof.chash[k]) {
         int i = jl_prof.chash[k] - 1;
         if (!strcmp(jl_prof.c[i].name, name))
             return i;
         k = (k + 1) & (jl_prof.chcap - 1);
     }
-    if (jl_prof.nc == jl_prof.capc) {
-        size_t ncap = jl_prof.capc ? jl_prof.capc * 2 : 256;
-        jl_class *nv = realloc(jl_prof.c, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        jl_prof.c = nv;
-        jl_prof.capc = ncap;
-    }
+    if (PA__GROW(jl_prof.c, jl_prof.capc, jl_prof.nc + 1, 256) < 0)
+        return -1;
     jl_class *c = &jl_prof.c[jl_prof.nc];
     memset(c, 0, sizeof(*c));
     c->name = strdup(name);
@@ -103,14 +81,8 @@ static int jl_matches(const char *name)
 
 static int jl_method_new(const char *cls, const char *meth)
 {
-    if (jl_prof.nm == jl_prof.capm) {
-        size_t ncap = jl_prof.capm ? jl_prof.capm * 2 : 1024;
-        jl_method *nv = realloc(jl_prof.m, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        jl_prof.m = nv;
-        jl_prof.capm = ncap;
-    }
+    if (PA__GROW(jl_prof.m, jl_prof.capm, jl_prof.nm + 1, 1024) < 0)
+        return -1;
     int ci = jl_class_of(cls);
     if (ci < 0)
         return -1;
@@ -171,7 +143,7 @@ static int jl_mhash_grow(void)
     for (size_t i = 0; i < jl_prof.mhcap; i++) {
         if (!jl_prof.mhash[i])
             continue;
-        size_t k = jl_hash64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
+        size_t k = pa__hash_u64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
         while (h[k])
             k = (k + 1) & (ncap - 1);
         h[k] = jl_prof.mhash[i];
@@ -261,7 +233,7 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     *line = 0;
     if ((jl_prof.mhn + 1) * 2 > jl_prof.mhcap && jl_mhash_grow() < 0)
         return JL_M_UNATTRIBUTED;
-    size_t k = jl_hash64((uint64_t)(uintptr_t)id) & (jl_prof.mhcap - 1);
+    size_t k = pa__hash_u64((uint64_t)(uintptr_t)id) & (jl_prof.mhcap - 1);
     while (jl_prof.mhash[k]) {
         if (jl_prof.mhkeys[k] == id) {
             *line = jl_line_at(&jl_prof.mhlines[k], bci);
@@ -309,7 +281,7 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
             return JL_M_UNATTRIBUTED;
         }
         for (size_t i = JL_M_NFIXED; i < jl_prof.nm; i++) {
-            size_t q = jl_hash_str(jl_prof.m[i].name) & (ncap - 1);
+            size_t q = pa__hash_str(jl_prof.m[i].name) & (ncap - 1);
             while (h[q])
                 q = (q + 1) & (ncap - 1);
             h[q] = (int)i + 1;
@@ -318,7 +290,7 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
         nh = h;
         nhcap = ncap;
     }
-    size_t q = jl_hash_str(full) & (nhcap - 1);
+    size_t q = pa__hash_str(full) & (nhcap - 1);
     while (nh[q]) {
         if (!strcmp(jl_prof.m[nh[q] - 1].name, full)) {
             mi = nh[q] - 1;
@@ -353,7 +325,7 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
 static uint64_t jl_node_key(int parent, int method, int line)
 {
     uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)method;
-    return jl_hash64(key ^ (uint64_t)(uint32_t)line * 0x9e3779b97f4a7c15ull);
+    return pa__hash_pair(key, (uint32_t)line);
 }
 
 /* The child of parent for a method at a line (0 unknown). */
@@ -382,14 +354,8 @@ static int jl_node_child(int parent, int method, int line)
             return jl_prof.nhash[k] - 1;
         k = (k + 1) & (jl_prof.nhcap - 1);
     }
-    if (jl_prof.nn == jl_prof.capn) {
-        size_t ncap = jl_prof.capn ? jl_prof.capn * 2 : 4096;
-        jl_node *nv = realloc(jl_prof.nodes, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        jl_prof.nodes = nv;
-        jl_prof.capn = ncap;
-    }
+    if (PA__GROW(jl_prof.nodes, jl_prof.capn, jl_prof.nn + 1, 4096) < 0)
+        return -1;
     int idx = (int)jl_prof.nn++;
     jl_node *n = &jl_prof.nodes[idx];
     memset(n, 0, sizeof(*n));

@@ -863,15 +863,9 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
         if (ctx->watches[i].pid == pid)
             break;
     if (i == ctx->nwatches) {
-        if (ctx->nwatches == ctx->watches_cap) {
-            size_t cap = ctx->watches_cap ? ctx->watches_cap * 2 : 8;
-            pa_watch *w = realloc(ctx->watches, cap * sizeof(*w));
-            if (!w) {
-                rc = pa__err(-ENOMEM, "out of memory");
-                goto out;
-            }
-            ctx->watches = w;
-            ctx->watches_cap = cap;
+        if (PA__GROW(ctx->watches, ctx->watches_cap, ctx->nwatches + 1, 8) < 0) {
+            rc = pa__err(-ENOMEM, "out of memory");
+            goto out;
         }
         ctx->nwatches++;
     }

@@ -43,21 +43,10 @@ static inline uint64_t pa__hash_pair(uint64_t a, uint64_t b)
     return pa__hash_u64(a ^ pa__hash_u64(b + 0x9e3779b97f4a7c15ull));
 }
 
-/* FNV-1a over bytes, continuing from h (start with PA__HASH_INIT), not
- * yet spread: finish with pa__hash_u64 before taking low bits. */
-#define PA__HASH_INIT 1469598103934665603ull
-static inline uint64_t pa__hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-/* A NUL-terminated string (NULL hashes as ""), spread. */
+/* A NUL-terminated string (NULL hashes as ""): FNV-1a, then spread. */
 static inline uint64_t pa__hash_str(const char *s)
 {
-    uint64_t h = PA__HASH_INIT;
+    uint64_t h = 1469598103934665603ull;
     for (; s && *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return pa__hash_u64(h);
