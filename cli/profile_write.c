@@ -89,24 +89,16 @@ static uint64_t func_hash(const pf_frame *fr)
     return pa__hash_pair((uintptr_t)fr->name, (uintptr_t)fr->module);
 }
 
+static uint64_t func_hash_at(const void *user, size_t i)
+{
+    return func_hash(&((const pf_prof *)user)->f[i].f);
+}
+
 /* Function index of a frame: one per (name, module). */
 static int func_of(pf_prof *p, const pf_frame *fr)
 {
-    if ((p->nf + 1) * 2 > p->fhcap) {
-        size_t ncap = p->fhcap ? p->fhcap * 2 : 1024;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -ENOMEM;
-        for (size_t i = 0; i < p->nf; i++) {
-            size_t q = func_hash(&p->f[i].f) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int)i + 1;
-        }
-        free(p->fhash);
-        p->fhash = h;
-        p->fhcap = ncap;
-    }
+    if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at, p) < 0)
+        return -ENOMEM;
     size_t q = func_hash(fr) & (p->fhcap - 1);
     while (p->fhash[q]) {
         pf_func *f = &p->f[p->fhash[q] - 1];
@@ -131,27 +123,19 @@ static uint64_t node_key(int parent, int func, int inlined, int line)
     return pa__hash_pair(key, (uint32_t)line);
 }
 
+static uint64_t node_key_at(const void *user, size_t i)
+{
+    const pf_node *n = &((const pf_prof *)user)->nodes[i];
+    return node_key(n->parent, n->func, n->inlined, n->line);
+}
+
 /* The child node of parent for func at a line, inlined into parent's
  * function or called by it (two nodes when both happen: pprof tells them
  * apart). */
 static int node_child(pf_prof *p, int parent, int func, int inlined, int line)
 {
-    if ((p->nn + 1) * 2 > p->nhcap) {
-        size_t ncap = p->nhcap ? p->nhcap * 2 : 4096;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -ENOMEM;
-        for (size_t i = 0; i < p->nn; i++) {
-            const pf_node *n = &p->nodes[i];
-            size_t q = node_key(n->parent, n->func, n->inlined, n->line) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int)i + 1;
-        }
-        free(p->nhash);
-        p->nhash = h;
-        p->nhcap = ncap;
-    }
+    if (pa__index_reserve(&p->nhash, &p->nhcap, 4096, 0, p->nn, node_key_at, p) < 0)
+        return -ENOMEM;
     inlined = inlined != 0 && parent >= 0;
     size_t q = node_key(parent, func, inlined, line) & (p->nhcap - 1);
     while (p->nhash[q]) {

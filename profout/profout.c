@@ -363,30 +363,22 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
 typedef struct strtab {
     char **v; /* the table, in id order; v[i] owned */
     size_t n, cap;
-    int64_t *hash; /* id + 1, open addressing on the content */
+    int *hash; /* id + 1, open addressing on the content */
     size_t hcap;
 } strtab;
+
+static uint64_t str_hash_at(const void *user, size_t i)
+{
+    return pa__hash_str(((const strtab *)user)->v[i]);
+}
 
 /* The id of s in the string table, added if new; -1 out of memory. */
 static int64_t str_id(strtab *t, const char *s)
 {
     if (!s)
         s = "";
-    if ((t->n + 1) * 2 > t->hcap) {
-        size_t ncap = t->hcap ? t->hcap * 2 : 1024;
-        int64_t *h = calloc(ncap, sizeof(*h));
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < t->n; i++) {
-            size_t q = pa__hash_str(t->v[i]) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int64_t)i + 1;
-        }
-        free(t->hash);
-        t->hash = h;
-        t->hcap = ncap;
-    }
+    if (pa__index_reserve(&t->hash, &t->hcap, 1024, 0, t->n, str_hash_at, t) < 0)
+        return -1;
     size_t q = pa__hash_str(s) & (t->hcap - 1);
     while (t->hash[q]) {
         if (!strcmp(t->v[t->hash[q] - 1], s))
@@ -399,7 +391,7 @@ static int64_t str_id(strtab *t, const char *s)
     if (!d)
         return -1;
     t->v[t->n] = d;
-    t->hash[q] = (int64_t)t->n + 1;
+    t->hash[q] = (int)t->n + 1;
     return (int64_t)t->n++;
 }
 

@@ -1,5 +1,5 @@
 /* test_util.c - the shared helpers of libpowerapi/src/util.h: hashing,
- * growable arrays, hex digits, name suggestions, JSON and CSV escaping
+ * growable arrays and their indexes, hex digits, name suggestions, JSON and CSV escaping
  * (the one set of rules every writer of the project uses). */
 #include "internal.h"
 #include "testutil.h"
@@ -189,6 +189,61 @@ START_TEST(test_grow_overflow)
 }
 END_TEST
 
+/* ---- indexes over growable arrays ---- */
+
+static uint64_t word_hash_at(const void *user, size_t i)
+{
+    return pa__hash_u64(((const uint64_t *)user)[i]);
+}
+
+/* The position of key in the index, or -1 (the callers' probing loop). */
+static int index_find(const int *slots, size_t cap, const uint64_t *v, uint64_t key)
+{
+    for (size_t q = pa__hash_u64(key) & (cap - 1); slots[q]; q = (q + 1) & (cap - 1))
+        if (v[slots[q] - 1] == key)
+            return slots[q] - 1;
+    return -1;
+}
+
+START_TEST(test_index_reserve)
+{
+    uint64_t *v = NULL;
+    size_t n = 0, vcap = 0, cap = 0;
+    int *slots = NULL;
+    for (uint64_t k = 0; k < 3000; k++) {
+        uint64_t key = k * 4096; /* only high bits differ */
+        ck_assert_int_eq(pa__index_reserve(&slots, &cap, 16, 0, n, word_hash_at, v), 0);
+        ck_assert_uint_ge(cap, 2 * (n + 1)); /* at most half full */
+        ck_assert_uint_eq(cap & (cap - 1), 0);
+        ck_assert_int_eq(index_find(slots, cap, v, key), -1);
+        size_t q = pa__hash_u64(key) & (cap - 1);
+        while (slots[q])
+            q = (q + 1) & (cap - 1);
+        ck_assert_int_eq(PA__GROW(v, vcap, n + 1, 16), 0);
+        v[n] = key;
+        slots[q] = (int)++n;
+    }
+    ck_assert_uint_eq(cap, 8192); /* 16 doubled nine times */
+    for (uint64_t k = 0; k < 3000; k++)
+        ck_assert_int_eq(index_find(slots, cap, v, k * 4096), (int)k);
+    ck_assert_int_eq(index_find(slots, cap, v, 4095), -1);
+    /* enough room: nothing moves */
+    int *same = slots;
+    ck_assert_int_eq(pa__index_reserve(&slots, &cap, 16, 0, 4000, word_hash_at, v), 0);
+    ck_assert_ptr_eq(slots, same);
+    free(slots);
+    /* entries before from are left out of a rebuilt index */
+    slots = NULL;
+    cap = 0;
+    ck_assert_int_eq(pa__index_reserve(&slots, &cap, 4, 10, 20, word_hash_at, v), 0);
+    ck_assert_uint_eq(cap, 32);
+    ck_assert_int_eq(index_find(slots, cap, v, 5 * 4096), -1);
+    ck_assert_int_eq(index_find(slots, cap, v, 15 * 4096), 15);
+    free(slots);
+    free(v);
+}
+END_TEST
+
 /* ---- hex ---- */
 
 START_TEST(test_hexval)
@@ -363,6 +418,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_grow_doubles);
     tcase_add_test(tc, test_grow_first_and_structs);
     tcase_add_test(tc, test_grow_overflow);
+    tcase_add_test(tc, test_index_reserve);
     tcase_add_test(tc, test_hexval);
     tcase_add_test(tc, test_hex_decode);
     tcase_add_test(tc, test_suggest_near_misses);

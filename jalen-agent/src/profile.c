@@ -34,23 +34,23 @@ static const char *const jl_fixed_names[JL_M_NFIXED] = {
     [JL_M_ERR0 + 10] = "[safepoint]",
 };
 
+static uint64_t jl_class_hash_at(const void *user, size_t i)
+{
+    (void)user;
+    return pa__hash_str(jl_prof.c[i].name);
+}
+
+static uint64_t jl_method_hash_at(const void *user, size_t i)
+{
+    (void)user;
+    return pa__hash_str(jl_prof.m[i].name);
+}
+
 static int jl_class_of(const char *name)
 {
-    if (jl_prof.nc * 2 >= jl_prof.chcap) {
-        size_t ncap = jl_prof.chcap ? jl_prof.chcap * 2 : 1024;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < jl_prof.nc; i++) {
-            size_t k = pa__hash_str(jl_prof.c[i].name) & (ncap - 1);
-            while (h[k])
-                k = (k + 1) & (ncap - 1);
-            h[k] = (int)i + 1;
-        }
-        free(jl_prof.chash);
-        jl_prof.chash = h;
-        jl_prof.chcap = ncap;
-    }
+    if (pa__index_reserve(&jl_prof.chash, &jl_prof.chcap, 1024, 0, jl_prof.nc,
+                          jl_class_hash_at, NULL) < 0)
+        return -1;
     size_t k = pa__hash_str(name) & (jl_prof.chcap - 1);
     while (jl_prof.chash[k]) {
         int i = jl_prof.chash[k] - 1;
@@ -271,24 +271,13 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     snprintf(full, sizeof(full), "%s.%s", cls, meth);
     int mi = -1;
     static int *nh;
-    static size_t nhcap, nhn;
-    if ((nhn + 1) * 2 > nhcap) {
-        size_t ncap = nhcap ? nhcap * 2 : 4096;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h) {
-            free(file);
-            free(lt.v);
-            return JL_M_UNATTRIBUTED;
-        }
-        for (size_t i = JL_M_NFIXED; i < jl_prof.nm; i++) {
-            size_t q = pa__hash_str(jl_prof.m[i].name) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int)i + 1;
-        }
-        free(nh);
-        nh = h;
-        nhcap = ncap;
+    static size_t nhcap;
+    /* every method past the fixed ones is made here, so all are indexed */
+    if (pa__index_reserve(&nh, &nhcap, 4096, JL_M_NFIXED, jl_prof.nm,
+                          jl_method_hash_at, NULL) < 0) {
+        free(file);
+        free(lt.v);
+        return JL_M_UNATTRIBUTED;
     }
     size_t q = pa__hash_str(full) & (nhcap - 1);
     while (nh[q]) {
@@ -306,7 +295,6 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
             return JL_M_UNATTRIBUTED;
         }
         nh[q] = mi + 1;
-        nhn++;
     }
     /* the first class of a merged name gives the method its file */
     if (!jl_prof.m[mi].file) {
@@ -328,25 +316,19 @@ static uint64_t jl_node_key(int parent, int method, int line)
     return pa__hash_pair(key, (uint32_t)line);
 }
 
+static uint64_t jl_node_key_at(const void *user, size_t i)
+{
+    (void)user;
+    const jl_node *n = &jl_prof.nodes[i];
+    return jl_node_key(n->parent, n->func, n->line);
+}
+
 /* The child of parent for a method at a line (0 unknown). */
 static int jl_node_child(int parent, int method, int line)
 {
-    if ((jl_prof.nn + 1) * 2 > jl_prof.nhcap) {
-        size_t ncap = jl_prof.nhcap ? jl_prof.nhcap * 2 : 8192;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < jl_prof.nn; i++) {
-            const jl_node *n = &jl_prof.nodes[i];
-            size_t k = jl_node_key(n->parent, n->func, n->line) & (ncap - 1);
-            while (h[k])
-                k = (k + 1) & (ncap - 1);
-            h[k] = (int)i + 1;
-        }
-        free(jl_prof.nhash);
-        jl_prof.nhash = h;
-        jl_prof.nhcap = ncap;
-    }
+    if (pa__index_reserve(&jl_prof.nhash, &jl_prof.nhcap, 8192, 0, jl_prof.nn,
+                          jl_node_key_at, NULL) < 0)
+        return -1;
     size_t k = jl_node_key(parent, method, line) & (jl_prof.nhcap - 1);
     while (jl_prof.nhash[k]) {
         jl_node *n = &jl_prof.nodes[jl_prof.nhash[k] - 1];

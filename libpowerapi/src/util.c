@@ -325,6 +325,29 @@ int pa__grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
     return 0;
 }
 
+int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from,
+                      size_t n, pa__index_hash hash, const void *user)
+{
+    if ((n - from + 1) * 2 <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : (first ? first : 2);
+    while ((n - from + 1) * 2 > ncap)
+        ncap *= 2;
+    int *h = calloc(ncap, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    for (size_t i = from; i < n; i++) {
+        size_t q = hash(user, i) & (ncap - 1);
+        while (h[q])
+            q = (q + 1) & (ncap - 1);
+        h[q] = (int)i + 1;
+    }
+    free(*slots);
+    *slots = h;
+    *cap = ncap;
+    return 0;
+}
+
 int pa__hex_decode(const char *s, uint8_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

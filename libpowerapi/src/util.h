@@ -1,6 +1,7 @@
 /*
  * util.h - the small helpers that every layer shares: hashing, growable
- * arrays, hex digits, name suggestions, JSON and CSV escaping.
+ * arrays and the open-addressing indexes over them, hex digits, name
+ * suggestions, JSON and CSV escaping.
  *
  * Not installed, not part of powerapi.h.  The one home of these helpers
  * (issue 26, item 5): the library, its sensors and formulas, profout/,
@@ -9,8 +10,8 @@
  *
  * All of them are thread-safe (no shared state).  The inline hashes and
  * pa__hexval touch no memory but their arguments: they may be called
- * from a signal handler.  pa__grow allocates and the writers take the
- * FILE's lock: never from a signal handler.
+ * from a signal handler.  pa__grow and pa__index_reserve allocate and the
+ * writers take the FILE's lock: never from a signal handler.
  */
 #ifndef PA_UTIL_H
 #define PA_UTIL_H
@@ -65,6 +66,19 @@ static inline uint64_t pa__hash_str(const char *s)
 int pa__grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
 #define PA__GROW(arr, cap, need, first)                                      \
     pa__grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
+
+/* The hash of entry i of the caller's array (user: the array's owner). */
+typedef uint64_t (*pa__index_hash)(const void *user, size_t i);
+
+/* An index over a growable array: slots[*cap] (a power of two, linear
+ * probing from hash & (cap - 1)) hold an entry's position + 1, 0 when
+ * empty, and are kept at most half full.  Called before the caller adds
+ * its entry n, when entries from..n-1 are indexed: if one more would fill
+ * more than half, the slots are replaced by twice as many (first when
+ * there are none) and entries from..n-1 put back at hash(user, i).
+ * Returns 0, or -ENOMEM with the index untouched. */
+int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from,
+                      size_t n, pa__index_hash hash, const void *user);
 
 /* ------------------------------------------------------------------ */
 /* Hex digits                                                          */
