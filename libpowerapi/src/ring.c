@@ -708,7 +708,7 @@ struct pa_ring_reader {
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
-    int32_t *idx;   /* hash: index into agg or -1 */
+    int *idx;       /* hash: index into agg + 1, 0 empty */
     size_t idx_cap; /* power of two */
     char *arena;    /* cgroup paths of the aggregate */
     size_t arena_len, arena_cap;
@@ -1029,31 +1029,12 @@ static uint64_t key_hash(uint32_t type, int32_t pid, int32_t tid,
     return pa__hash_pair(h, type);
 }
 
-static int agg_grow_index(pa_ring_reader *r, size_t need)
+static uint64_t agg_hash_at(const void *user, size_t a)
 {
-    if (need * 2 <= r->idx_cap)
-        return 0;
-    size_t cap = r->idx_cap ? r->idx_cap : 256;
-    while (cap < need * 2)
-        cap *= 2;
-    int32_t *idx = malloc(cap * sizeof(*idx));
-    if (!idx)
-        return pa__err(-ENOMEM, "ring: out of memory");
-    for (size_t i = 0; i < cap; i++)
-        idx[i] = -1;
-    for (size_t a = 0; a < r->nagg; a++) {
-        const agg_target *t = &r->agg[a];
-        uint64_t h = key_hash(t->info.type, t->info.pid, t->info.tid,
-                              r->arena + t->cgroup_off);
-        size_t k = h & (cap - 1);
-        while (idx[k] >= 0)
-            k = (k + 1) & (cap - 1);
-        idx[k] = (int32_t)a;
-    }
-    free(r->idx);
-    r->idx = idx;
-    r->idx_cap = cap;
-    return 0;
+    const pa_ring_reader *r = user;
+    const agg_target *t = &r->agg[a];
+    return key_hash(t->info.type, t->info.pid, t->info.tid,
+                    r->arena + t->cgroup_off);
 }
 
 /* Finds or adds the aggregate entry of s; NULL on ENOMEM. *fresh = 1 if
@@ -1061,16 +1042,19 @@ static int agg_grow_index(pa_ring_reader *r, size_t need)
 static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
                             const char *cg, int *fresh)
 {
-    if (agg_grow_index(r, r->nagg + 1) < 0)
+    if (pa__index_reserve(&r->idx, &r->idx_cap, 256, 0, r->nagg, agg_hash_at,
+                          r) < 0) {
+        pa__err(-ENOMEM, "ring: out of memory");
         return NULL;
+    }
     uint64_t h = key_hash(s->type, s->pid, s->tid, cg);
     size_t mask = r->idx_cap - 1;
     size_t k = h & mask;
     for (;;) {
-        int32_t a = r->idx[k];
-        if (a < 0)
+        int a = r->idx[k];
+        if (!a)
             break;
-        agg_target *t = &r->agg[a];
+        agg_target *t = &r->agg[a - 1];
         if ((uint32_t)t->info.type == s->type &&
             (s->type == PA_TARGET_CGROUP
                  ? strcmp(r->arena + t->cgroup_off, cg) == 0
@@ -1091,7 +1075,7 @@ static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
     t->cgroup_off = r->arena_len;
     memcpy(r->arena + r->arena_len, cg, n);
     r->arena_len += n;
-    r->idx[k] = (int32_t)r->nagg++;
+    r->idx[k] = (int)++r->nagg;
     *fresh = 1;
     return t;
 }
@@ -1136,8 +1120,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     r->nagg = 0;
     r->arena_len = 0;
     if (r->idx)
-        for (size_t i = 0; i < r->idx_cap; i++)
-            r->idx[i] = -1;
+        memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
     uint64_t first = 0, end_ns = 0, windows = 0, truncated = 0;
     double total_s = 0, sys_cpu = 0, sys_nic = 0, sys_total = 0, sys_idle = 0;
     double sys_cpu_time = 0;
