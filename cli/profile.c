@@ -27,7 +27,6 @@
  */
 #include "cli.h"
 #include "profile.h"
-#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +44,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "util.h"
 
 static const char *CMD = "profile";
 
@@ -940,7 +941,8 @@ static int resolve_cached(profiler *p, int pi, uint64_t ip, int ret,
         for (size_t i = 0; i < p->ccap; i++) {
             if (!p->cvals[2 * i + 1])
                 continue;
-            size_t q = pa__hash_pair(p->ckeys[2 * i], p->ckeys[2 * i + 1]) & (ncap - 1);
+            uint64_t h = pa__hash_pair(p->ckeys[2 * i], p->ckeys[2 * i + 1]);
+            size_t q = h & (ncap - 1);
             while (nv[2 * q + 1])
                 q = (q + 1) & (ncap - 1);
             nk[2 * q] = p->ckeys[2 * i];

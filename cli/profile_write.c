@@ -97,7 +97,8 @@ static uint64_t func_hash_at(const void *user, size_t i)
 /* Function index of a frame: one per (name, module). */
 static int func_of(pf_prof *p, const pf_frame *fr)
 {
-    if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at, p) < 0)
+    if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at,
+                          p) < 0)
         return -ENOMEM;
     size_t q = func_hash(fr) & (p->fhcap - 1);
     while (p->fhash[q]) {
@@ -134,7 +135,8 @@ static uint64_t node_key_at(const void *user, size_t i)
  * apart). */
 static int node_child(pf_prof *p, int parent, int func, int inlined, int line)
 {
-    if (pa__index_reserve(&p->nhash, &p->nhcap, 4096, 0, p->nn, node_key_at, p) < 0)
+    if (pa__index_reserve(&p->nhash, &p->nhcap, 4096, 0, p->nn, node_key_at,
+                          p) < 0)
         return -ENOMEM;
     inlined = inlined != 0 && parent >= 0;
     size_t q = node_key(parent, func, inlined, line) & (p->nhcap - 1);

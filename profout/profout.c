@@ -377,7 +377,8 @@ static int64_t str_id(strtab *t, const char *s)
 {
     if (!s)
         s = "";
-    if (pa__index_reserve(&t->hash, &t->hcap, 1024, 0, t->n, str_hash_at, t) < 0)
+    if (pa__index_reserve(&t->hash, &t->hcap, 1024, 0, t->n, str_hash_at,
+                          t) < 0)
         return -1;
     size_t q = pa__hash_str(s) & (t->hcap - 1);
     while (t->hash[q]) {

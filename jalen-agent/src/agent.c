@@ -11,8 +11,8 @@
  * sample explains goes to [unattributed].  Nothing is dropped.
  */
 #include "jalen.h"
-#include "util.h"
 #include "mxbean.h" /* MXBean hooks (bindings; see mxbean.h) */
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>

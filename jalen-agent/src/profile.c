@@ -143,7 +143,8 @@ static int jl_mhash_grow(void)
     for (size_t i = 0; i < jl_prof.mhcap; i++) {
         if (!jl_prof.mhash[i])
             continue;
-        size_t k = pa__hash_u64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
+        size_t k =
+            pa__hash_u64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
         while (h[k])
             k = (k + 1) & (ncap - 1);
         h[k] = jl_prof.mhash[i];

@@ -863,7 +863,8 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
         if (ctx->watches[i].pid == pid)
             break;
     if (i == ctx->nwatches) {
-        if (PA__GROW(ctx->watches, ctx->watches_cap, ctx->nwatches + 1, 8) < 0) {
+        size_t need = ctx->nwatches + 1;
+        if (PA__GROW(ctx->watches, ctx->watches_cap, need, 8) < 0) {
             rc = pa__err(-ENOMEM, "out of memory");
             goto out;
         }

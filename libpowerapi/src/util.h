@@ -64,7 +64,7 @@ static inline uint64_t pa__hash_str(const char *s)
  * failure or size overflow) with *arrp and *cap untouched.  arrp is the
  * address of a pointer of any object type: use PA__GROW. */
 int pa__grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
-#define PA__GROW(arr, cap, need, first)                                      \
+#define PA__GROW(arr, cap, need, first)                                        \
     pa__grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
 
 /* The hash of entry i of the caller's array (user: the array's owner). */
