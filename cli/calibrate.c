@@ -126,14 +126,8 @@ static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
          * utilisation scatters around the true one, a little above 1 near
          * full load; cutting those would bias the mean (points are
          * clamped once averaged) */
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 256;
-            win *nv = realloc(*v, nc * sizeof(*nv));
-            if (!nv)
-                return pa__err(-ENOMEM, "calibrate: out of memory");
-            *v = nv;
-            *cap = nc;
-        }
+        if (PA__GROW(*v, *cap, *n + 1, 256) < 0)
+            return pa__err(-ENOMEM, "calibrate: out of memory");
         (*v)[(*n)++] = x;
     }
     return 0;

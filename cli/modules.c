@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 #include "output.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static void json_names(FILE *f, const char *key, const char *const *list,
     int k = 0;
     for (; list && *list; list++, k++) {
         fputs(k ? "," : "", f);
-        pa_out_json_string(f, *list);
+        pa__json_write(f, *list);
     }
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", text ? text : "");
@@ -50,7 +51,7 @@ static void json_names(FILE *f, const char *key, const char *const *list,
     for (char *t = strtok_r(buf, ",", &save); t;
          t = strtok_r(NULL, ",", &save), k++) {
         fputs(k ? "," : "", f);
-        pa_out_json_string(f, t);
+        pa__json_write(f, t);
     }
     fputc(']', f);
 }
@@ -122,21 +123,13 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                 f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
                 component_name(x->component), x->available ? "true" : "false",
                 x->enabled ? "true" : "false", x->failing ? "true" : "false");
-            /* options and texts may hold commas: quote them */
-            for (int k = 0; k < 3; k++) {
-                const char *s = k == 0 ? x->options
-                                : k == 1
-                                    ? (x->description ? x->description : "")
-                                    : why;
-                fputc('"', f);
-                for (; *s; s++) {
-                    if (*s == '"')
-                        fputc('"', f);
-                    fputc(*s, f);
-                }
-                fputc('"', f);
-                fputc(',', f);
-            }
+            /* options and texts may hold commas: quoted where they do */
+            pa__csv_write(f, x->options);
+            fputc(',', f);
+            pa__csv_write(f, x->description);
+            fputc(',', f);
+            pa__csv_write(f, why);
+            fputc(',', f);
             {
                 char req[256], use[256], by[256];
                 snprintf(by, sizeof(by), "%s", x->required_by);
@@ -151,28 +144,28 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             break;
         case PA_OUT_JSON:
             fputs("{\"name\":", f);
-            pa_out_json_string(f, x->name);
+            pa__json_write(f, x->name);
             fputs(",\"kind\":", f);
-            pa_out_json_string(f, kind_name(x->kind));
+            pa__json_write(f, kind_name(x->kind));
             fputs(",\"component\":", f);
-            pa_out_json_string(f, component_name(x->component));
+            pa__json_write(f, component_name(x->component));
             json_bool(f, "available", x->available);
             json_bool(f, "enabled", x->enabled);
             json_bool(f, "failing", x->failing);
             fputs(",\"options\":", f);
-            pa_out_json_string(f, x->options);
+            pa__json_write(f, x->options);
             fputs(",\"description\":", f);
-            pa_out_json_string(f, x->description);
+            pa__json_write(f, x->description);
             fputs(",\"why\":", f);
-            pa_out_json_string(f, why);
+            pa__json_write(f, why);
             fputs(",\"enabled_by\":", f);
-            pa_out_json_string(f, x->enabled ? enabled_how(x) : "");
+            pa__json_write(f, x->enabled ? enabled_how(x) : "");
             json_names(f, "required_by", NULL, x->required_by);
             json_names(f, "requires", x->requires, NULL);
             json_names(f, "uses", x->uses, NULL);
             if (x->auto_why[0]) {
                 fputs(",\"auto\":", f);
-                pa_out_json_string(f, x->auto_why);
+                pa__json_write(f, x->auto_why);
             }
             fputs("}\n", f);
             break;

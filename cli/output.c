@@ -9,6 +9,7 @@
 #include "output.h"
 #include "cli.h"
 #include "profout.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -133,89 +134,6 @@ void pa_out_json_number(FILE *f, double v)
     char buf[64];
     fmt_number(buf, sizeof(buf), v);
     fputs(buf, f);
-}
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid
- * (RFC 3629: no overlongs, no surrogates, at most U+10FFFF). */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    size_t n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    unsigned cp = c & (0x3f >> (n - 1));
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0; /* also stops at the NUL */
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
-void pa_out_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f) {
-                fprintf(f, "\\u%04x", *p);
-            } else if (*p >= 0x80) {
-                /* comm and cgroup names are bytes: keep valid UTF-8,
-                 * replace the rest so every line stays valid JSON */
-                size_t n = utf8_len(p);
-                if (n == 0) {
-                    fputs("\\ufffd", f);
-                    p++;
-                } else {
-                    fwrite(p, 1, n, f);
-                    p += n;
-                }
-                continue;
-            } else {
-                fputc(*p, f);
-            }
-        }
-        p++;
-    }
-    fputc('"', f);
-}
-
-/* a CSV field, quoted only when it must be (profout/, as the profile
- * files) */
-static void csv_string(FILE *f, const char *s)
-{
-    pa_pout_csv(f, s);
 }
 
 static void csv_number(FILE *f, double v)
@@ -400,7 +318,7 @@ static void json_assumed_item(void *arg, const char *s, size_t len)
     if (!l->first)
         fputc(',', l->f);
     l->first = false;
-    pa_out_json_string(l->f, copy ? copy : "");
+    pa__json_write(l->f, copy ? copy : "");
     free(copy);
 }
 
@@ -417,9 +335,9 @@ static void json_system(pa_out *o, const pa_report *r)
     json_key_num(f, "time", report_time(o, r->time_ns), true);
     json_key_num(f, "interval_s", r->interval_s, true);
     fputs(",\"formula\":", f);
-    pa_out_json_string(f, r->formula);
+    pa__json_write(f, r->formula);
     fputs(",\"sources\":{\"cpu\":", f);
-    pa_out_json_string(f, r->cpu_source ? r->cpu_source : "model");
+    pa__json_write(f, r->cpu_source ? r->cpu_source : "model");
     fputs("},\"power_w\":{", f);
     json_key_num(f, "cpu", r->system.cpu_w, false);
     json_key_num(f, "nic", r->system.nic_w, true);
@@ -444,7 +362,7 @@ static void json_system(pa_out *o, const pa_report *r)
     fputc('}', f);
     json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
     fputs(",\"sensors\":", f);
-    pa_out_json_string(f, r->sensors);
+    pa__json_write(f, r->sensors);
     fputs("}\n", f);
 }
 
@@ -452,20 +370,20 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
     fputs("{\"type\":", f);
-    pa_out_json_string(f, type_name(t->type));
+    pa__json_write(f, type_name(t->type));
     json_key_num(
         f, "time",
         report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns), true);
     json_key_num(f, "interval_s", target_interval(r, t), true);
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
-        pa_out_json_string(f, t->cgroup);
+        pa__json_write(f, t->cgroup);
     } else {
         fprintf(f, ",\"pid\":%ld", (long)t->pid);
         if (t->type == PA_TARGET_THREAD)
             fprintf(f, ",\"tid\":%ld", (long)t->tid);
         fputs(",\"comm\":", f);
-        pa_out_json_string(f, t->comm);
+        pa__json_write(f, t->comm);
     }
     json_key_num(f, "cpu_time_s", t->power.cpu_time_s, true);
     fputs(",\"power_w\":{", f);
@@ -486,7 +404,7 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         for (size_t i = 0; i < r->ncounters; i++) {
             if (i)
                 fputc(',', f);
-            pa_out_json_string(f, r->counter_names[i]);
+            pa__json_write(f, r->counter_names[i]);
             fputc(':', f);
             pa_out_json_number(f, t->counters[i]);
         }
@@ -560,7 +478,7 @@ static int csv_header(pa_out *o, const pa_report *r)
         fprintf(o->f, "%s%s", i ? "," : "", csv_fixed[i]);
     for (size_t i = 0; i < o->csv_ncounters; i++) {
         fputs(",counters.", o->f);
-        csv_string(o->f, o->csv_counters[i]);
+        pa__csv_write(o->f, o->csv_counters[i]);
     }
     if (o->command_columns)
         fputs(",exit_status,duration_s", o->f);
@@ -589,7 +507,7 @@ static void csv_assumed(FILE *f, const char *list)
     struct json_list l = {m, true};
     each_assumed(list, csv_assumed_item, &l);
     fclose(m);
-    csv_string(f, buf);
+    pa__csv_write(f, buf);
     free(buf);
 }
 
@@ -633,13 +551,13 @@ static void csv_system(pa_out *o, const pa_report *r)
     fputc(',', f);
     csv_number(f, r->system.total_j);
     fputc(',', f);
-    csv_string(f, r->formula);
+    pa__csv_write(f, r->formula);
     fputc(',', f);
-    csv_string(f, r->cpu_source ? r->cpu_source : "model");
+    pa__csv_write(f, r->cpu_source ? r->cpu_source : "model");
     fputc(',', f);
     csv_assumed(f, r->assumed);
     fputc(',', f);
-    csv_string(f, r->sensors);
+    pa__csv_write(f, r->sensors);
     fputs(",,,,", f); /* net rx tx, multiplex, exited */
     csv_counters(o, r, NULL);
     if (o->command_columns)
@@ -663,10 +581,10 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fprintf(f, "%ld", (long)t->tid);
     fputc(',', f);
     if (t->type == PA_TARGET_CGROUP)
-        csv_string(f, t->cgroup);
+        pa__csv_write(f, t->cgroup);
     fputc(',', f);
     if (t->type != PA_TARGET_CGROUP)
-        csv_string(f, t->comm);
+        pa__csv_write(f, t->comm);
     fputc(',', f);
     csv_number(f, t->power.cpu_time_s);
     fputc(',', f);
@@ -753,7 +671,7 @@ static void printable(char *dst, size_t len, const char *src)
     size_t o = 0;
     for (const unsigned char *p = (const unsigned char *)src;
          *p && o + 5 < len;) {
-        size_t n = *p >= 0x80 ? utf8_len(p) : 1;
+        size_t n = *p >= 0x80 ? pa__utf8_len(p) : 1;
         if (n == 0 || *p < 0x20 || *p == 0x7f) {
             dst[o++] = '?';
             p++;

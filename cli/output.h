@@ -85,8 +85,6 @@ typedef struct pa_out_command {
 /* Writes the "command" record (table: a perf-stat-like summary). */
 int pa_out_command_end(pa_out *o, const pa_out_command *c);
 
-/* Writes a JSON string literal (with quotes), escaping as RFC 8259. */
-void pa_out_json_string(FILE *f, const char *s);
 /* Writes a JSON number: fixed 6 decimals without trailing zeros, "null"
  * for NaN and infinities. */
 void pa_out_json_number(FILE *f, double v);

@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 static const char *CMD = "profile";
 
 #define NS_PER_S 1000000000ull
@@ -340,14 +342,8 @@ static int proc_find(profiler *p, pid_t pid)
 
 static int proc_new(profiler *p, pid_t pid, int copy_from)
 {
-    if (p->nprocs == p->capprocs) {
-        size_t ncap = p->capprocs ? p->capprocs * 2 : 16;
-        proc *nv = realloc(p->procs, ncap * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        p->procs = nv;
-        p->capprocs = ncap;
-    }
+    if (PA__GROW(p->procs, p->capprocs, p->nprocs + 1, 16) < 0)
+        return -ENOMEM;
     int old = proc_find(p, pid);
     proc *n = &p->procs[p->nprocs];
     memset(n, 0, sizeof(*n));
@@ -401,14 +397,8 @@ static thr *thr_get(profiler *p, pid_t pid, pid_t tid)
     for (size_t i = 0; i < p->nthrs; i++)
         if (p->thrs[i].tid == tid && p->thrs[i].pid == pid)
             return &p->thrs[i];
-    if (p->nthrs == p->capthrs) {
-        size_t ncap = p->capthrs ? p->capthrs * 2 : 64;
-        thr *nv = realloc(p->thrs, ncap * sizeof(*nv));
-        if (!nv)
-            return NULL;
-        p->thrs = nv;
-        p->capthrs = ncap;
-    }
+    if (PA__GROW(p->thrs, p->capthrs, p->nthrs + 1, 64) < 0)
+        return NULL;
     thr *t = &p->thrs[p->nthrs++];
     memset(t, 0, sizeof(*t));
     t->pid = pid;
@@ -660,16 +650,8 @@ static int open_all(profiler *p)
 
 static int wbuf_push(profiler *p, const uint64_t *v, size_t n)
 {
-    if (p->wn + n > p->wcap) {
-        size_t ncap = p->wcap ? p->wcap * 2 : 65536;
-        while (ncap < p->wn + n)
-            ncap *= 2;
-        uint64_t *nv = realloc(p->wbuf, ncap * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        p->wbuf = nv;
-        p->wcap = ncap;
-    }
+    if (PA__GROW(p->wbuf, p->wcap, p->wn + n, 65536) < 0)
+        return -ENOMEM;
     memcpy(p->wbuf + p->wn, v, n * sizeof(*v));
     p->wn += n;
     return 0;
@@ -877,16 +859,8 @@ static void drain_ring(profiler *p, ring *rg)
         if (hdr.size < sizeof(hdr) || tail + hdr.size > head)
             break;
         /* 8-byte aligned copies: records are multiples of 8 */
-        if (p->recn + hdr.size > p->reccap) {
-            size_t ncap = p->reccap ? p->reccap * 2 : 1u << 20;
-            while (ncap < p->recn + hdr.size)
-                ncap *= 2;
-            char *nb = realloc(p->rec, ncap);
-            if (!nb)
-                break;
-            p->rec = nb;
-            p->reccap = ncap;
-        }
+        if (PA__GROW(p->rec, p->reccap, p->recn + hdr.size, 1u << 20) < 0)
+            break;
         if (off + hdr.size <= size) {
             memcpy(p->rec + p->recn, data + off, hdr.size);
         } else {
@@ -937,14 +911,8 @@ static void drain_all(profiler *p)
     size_t n = 0;
     for (size_t o = 0; o < p->recn;) {
         const struct perf_event_header *h = (const void *)(p->rec + o);
-        if (n == p->refcap) {
-            size_t ncap = p->refcap ? p->refcap * 2 : 4096;
-            rec_ref *nv = realloc(p->refs, ncap * sizeof(*nv));
-            if (!nv)
-                break;
-            p->refs = nv;
-            p->refcap = ncap;
-        }
+        if (PA__GROW(p->refs, p->refcap, n + 1, 4096) < 0)
+            break;
         p->refs[n++] = (rec_ref){rec_time(h), o};
         o += h->size;
     }
@@ -973,8 +941,8 @@ static int resolve_cached(profiler *p, int pi, uint64_t ip, int ret,
         for (size_t i = 0; i < p->ccap; i++) {
             if (!p->cvals[2 * i + 1])
                 continue;
-            uint64_t h = (p->ckeys[2 * i] * 0x9e3779b97f4a7c15ull) ^ p->ckeys[2 * i + 1];
-            size_t q = (h * 0xff51afd7ed558ccdull >> 20) & (ncap - 1);
+            uint64_t h = pa__hash_pair(p->ckeys[2 * i], p->ckeys[2 * i + 1]);
+            size_t q = h & (ncap - 1);
             while (nv[2 * q + 1])
                 q = (q + 1) & (ncap - 1);
             nk[2 * q] = p->ckeys[2 * i];
@@ -988,8 +956,7 @@ static int resolve_cached(profiler *p, int pi, uint64_t ip, int ret,
         p->cvals = nv;
         p->ccap = ncap;
     }
-    uint64_t h = (k1 * 0x9e3779b97f4a7c15ull) ^ ip;
-    size_t q = (h * 0xff51afd7ed558ccdull >> 20) & (p->ccap - 1);
+    size_t q = pa__hash_pair(k1, ip) & (p->ccap - 1);
     while (p->cvals[2 * q + 1]) {
         if (p->ckeys[2 * q] == k1 && p->ckeys[2 * q + 1] == ip) {
             *out = &p->pool[p->cvals[2 * q]];
@@ -1000,14 +967,8 @@ static int resolve_cached(profiler *p, int pi, uint64_t ip, int ret,
     pf_frame tmp[16];
     proc *pr = &p->procs[pi];
     int n = pf_sym_resolve(pr->pid, &pr->maps, ip, ret, tmp, 16);
-    if (p->npool + (size_t)n > p->cappool) {
-        size_t ncap = p->cappool ? p->cappool * 2 : 4096;
-        pf_frame *nv = realloc(p->pool, ncap * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        p->pool = nv;
-        p->cappool = ncap;
-    }
+    if (PA__GROW(p->pool, p->cappool, p->npool + (size_t)n, 4096) < 0)
+        return -ENOMEM;
     memcpy(&p->pool[p->npool], tmp, (size_t)n * sizeof(*tmp));
     p->ckeys[2 * q] = k1;
     p->ckeys[2 * q + 1] = ip;

@@ -35,20 +35,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /* ------------------------------------------------------------------ */
 /* Interned strings                                                    */
 /* ------------------------------------------------------------------ */
 
 static char **in_v;
 static size_t in_cap, in_n, in_bytes;
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 
 const char *pf_intern(const char *s)
 {
@@ -62,7 +56,7 @@ const char *pf_intern(const char *s)
         for (size_t i = 0; i < in_cap; i++) {
             if (!in_v[i])
                 continue;
-            size_t k = hash_str(in_v[i]) & (ncap - 1);
+            size_t k = pa__hash_str(in_v[i]) & (ncap - 1);
             while (nv[k])
                 k = (k + 1) & (ncap - 1);
             nv[k] = in_v[i];
@@ -71,7 +65,7 @@ const char *pf_intern(const char *s)
         in_v = nv;
         in_cap = ncap;
     }
-    size_t k = hash_str(s) & (in_cap - 1);
+    size_t k = pa__hash_str(s) & (in_cap - 1);
     while (in_v[k]) {
         if (!strcmp(in_v[k], s))
             return in_v[k];
@@ -120,15 +114,8 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
             tail.pgoff += end - o->start;
             tail.start = end;
             o->end = start;
-            if (m->n == m->cap) {
-                size_t ncap = m->cap ? m->cap * 2 : 64;
-                pf_map *nv = realloc(m->v, ncap * sizeof(*nv));
-                if (!nv)
-                    return -ENOMEM;
-                m->v = nv;
-                m->cap = ncap;
-                o = &m->v[i];
-            }
+            if (PA__GROW(m->v, m->cap, m->n + 1, 64) < 0)
+                return -ENOMEM;
             m->v[m->n++] = tail;
             continue;
         }
@@ -146,14 +133,8 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
         if (m->v[i].end > m->v[i].start)
             m->v[k++] = m->v[i];
     m->n = k;
-    if (m->n == m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 64;
-        pf_map *nv = realloc(m->v, ncap * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        m->v = nv;
-        m->cap = ncap;
-    }
+    if (PA__GROW(m->v, m->cap, m->n + 1, 64) < 0)
+        return -ENOMEM;
     m->v[m->n++] = (pf_map){start, end, pgoff, pf_intern(path)};
     m->sorted = 0;
     m->version++;
@@ -290,14 +271,8 @@ static module *module_get(const char *path)
     for (size_t i = 0; i < nmods; i++)
         if (mods[i].path == path)
             return &mods[i];
-    if (nmods == capmods) {
-        size_t ncap = capmods ? capmods * 2 : 32;
-        module *nv = realloc(mods, ncap * sizeof(*nv));
-        if (!nv)
-            return NULL;
-        mods = nv;
-        capmods = ncap;
-    }
+    if (PA__GROW(mods, capmods, nmods + 1, 32) < 0)
+        return NULL;
     module *m = &mods[nmods++];
     memset(m, 0, sizeof(*m));
     m->path = path;
@@ -562,13 +537,8 @@ static void perfmap_load(perfmap *pm)
         name[strcspn(name, "\n")] = '\0';
         if (!*name || !len)
             continue;
-        if (pm->n == cap) {
-            cap = cap ? cap * 2 : 256;
-            psym *nv = realloc(pm->v, cap * sizeof(*nv));
-            if (!nv)
-                break;
-            pm->v = nv;
-        }
+        if (PA__GROW(pm->v, cap, pm->n + 1, 256) < 0)
+            break;
         pm->v[pm->n++] = (psym){a, a + len, pf_intern(name)};
     }
     fclose(f);
@@ -583,17 +553,6 @@ static const char *kstate = "not requested";
 static const char *k_module;
 static int kwanted, kloaded;
 static char kpath[4096];
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Read at the first kernel address (a profile of user code alone never
  * pays for it), parsed by hand: the file has ~200,000 lines. */
@@ -634,7 +593,7 @@ static void kallsyms_load(void)
             *eol = '\0';
         uint64_t a = 0;
         int h;
-        while ((h = hexval((unsigned char)*p)) >= 0) {
+        while ((h = pa__hexval((unsigned char)*p)) >= 0) {
             a = a << 4 | (uint64_t)h;
             p++;
         }
@@ -642,13 +601,8 @@ static void kallsyms_load(void)
             p[2] == ' ') {
             char *name = p + 3;
             name[strcspn(name, " \t")] = '\0';
-            if (nksyms == scap) {
-                scap = scap ? scap * 2 : 65536;
-                psym *nv = realloc(ksyms, scap * sizeof(*nv));
-                if (!nv)
-                    break;
-                ksyms = nv;
-            }
+            if (PA__GROW(ksyms, scap, nksyms + 1, 65536) < 0)
+                break;
             if (a)
                 zero = 0;
             if (nksyms && a < ksyms[nksyms - 1].start)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "profout.h"
+#include "util.h"
 
 typedef struct pf_func {
     pf_frame f;
@@ -69,31 +70,6 @@ struct pf_prof {
     size_t nfold;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 256;
-    while (ncap < need)
-        ncap *= 2;
-    void *nv = realloc(*v, ncap * size);
-    if (!nv)
-        return -ENOMEM;
-    *v = nv;
-    *cap = ncap;
-    return 0;
-}
-
 static int matches(const pf_prof *p, const pf_frame *f)
 {
     if (!p->nfilters)
@@ -107,36 +83,31 @@ static int matches(const pf_prof *p, const pf_frame *f)
     return 0;
 }
 
-/* Function index of a frame: one per (name, module); names and modules are
- * interned, so the pointers are the key. */
+/* names and modules are interned, so the pointers are the key */
+static uint64_t func_hash(const pf_frame *fr)
+{
+    return pa__hash_pair((uintptr_t)fr->name, (uintptr_t)fr->module);
+}
+
+static uint64_t func_hash_at(const void *user, size_t i)
+{
+    return func_hash(&((const pf_prof *)user)->f[i].f);
+}
+
+/* Function index of a frame: one per (name, module). */
 static int func_of(pf_prof *p, const pf_frame *fr)
 {
-    if ((p->nf + 1) * 2 > p->fhcap) {
-        size_t ncap = p->fhcap ? p->fhcap * 2 : 1024;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -ENOMEM;
-        for (size_t i = 0; i < p->nf; i++) {
-            uint64_t k = mix64((uintptr_t)p->f[i].f.name ^
-                               ((uint64_t)(uintptr_t)p->f[i].f.module << 7));
-            size_t q = k & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int)i + 1;
-        }
-        free(p->fhash);
-        p->fhash = h;
-        p->fhcap = ncap;
-    }
-    uint64_t k = mix64((uintptr_t)fr->name ^ ((uint64_t)(uintptr_t)fr->module << 7));
-    size_t q = k & (p->fhcap - 1);
+    if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at,
+                          p) < 0)
+        return -ENOMEM;
+    size_t q = func_hash(fr) & (p->fhcap - 1);
     while (p->fhash[q]) {
         pf_func *f = &p->f[p->fhash[q] - 1];
         if (f->f.name == fr->name && f->f.module == fr->module)
             return p->fhash[q] - 1;
         q = (q + 1) & (p->fhcap - 1);
     }
-    if (grow((void **)&p->f, &p->capf, p->nf + 1, sizeof(*p->f)) < 0)
+    if (PA__GROW(p->f, p->capf, p->nf + 1, 256) < 0)
         return -ENOMEM;
     pf_func *f = &p->f[p->nf];
     memset(f, 0, sizeof(*f));
@@ -150,7 +121,13 @@ static uint64_t node_key(int parent, int func, int inlined, int line)
 {
     uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func |
                    ((uint64_t)(inlined != 0) << 31);
-    return mix64(key ^ (uint64_t)(uint32_t)line * 0x9e3779b97f4a7c15ull);
+    return pa__hash_pair(key, (uint32_t)line);
+}
+
+static uint64_t node_key_at(const void *user, size_t i)
+{
+    const pf_node *n = &((const pf_prof *)user)->nodes[i];
+    return node_key(n->parent, n->func, n->inlined, n->line);
 }
 
 /* The child node of parent for func at a line, inlined into parent's
@@ -158,22 +135,9 @@ static uint64_t node_key(int parent, int func, int inlined, int line)
  * apart). */
 static int node_child(pf_prof *p, int parent, int func, int inlined, int line)
 {
-    if ((p->nn + 1) * 2 > p->nhcap) {
-        size_t ncap = p->nhcap ? p->nhcap * 2 : 4096;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -ENOMEM;
-        for (size_t i = 0; i < p->nn; i++) {
-            const pf_node *n = &p->nodes[i];
-            size_t q = node_key(n->parent, n->func, n->inlined, n->line) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int)i + 1;
-        }
-        free(p->nhash);
-        p->nhash = h;
-        p->nhcap = ncap;
-    }
+    if (pa__index_reserve(&p->nhash, &p->nhcap, 4096, 0, p->nn, node_key_at,
+                          p) < 0)
+        return -ENOMEM;
     inlined = inlined != 0 && parent >= 0;
     size_t q = node_key(parent, func, inlined, line) & (p->nhcap - 1);
     while (p->nhash[q]) {
@@ -183,7 +147,7 @@ static int node_child(pf_prof *p, int parent, int func, int inlined, int line)
             return p->nhash[q] - 1;
         q = (q + 1) & (p->nhcap - 1);
     }
-    if (grow((void **)&p->nodes, &p->capn, p->nn + 1, sizeof(*p->nodes)) < 0)
+    if (PA__GROW(p->nodes, p->capn, p->nn + 1, 256) < 0)
         return -ENOMEM;
     int idx = (int)p->nn++;
     pf_node *n = &p->nodes[idx];
@@ -246,7 +210,7 @@ static pf_thread *thread_of(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
                 p->t[i].pcomm = pf_intern(pcomm);
             return &p->t[i];
         }
-    if (grow((void **)&p->t, &p->capt, p->nt + 1, sizeof(*p->t)) < 0)
+    if (PA__GROW(p->t, p->capt, p->nt + 1, 256) < 0)
         return NULL;
     pf_thread *t = &p->t[p->nt++];
     memset(t, 0, sizeof(*t));
@@ -338,7 +302,7 @@ void pf_prof_window_end(pf_prof *p, double start_s, double len_s)
             }
         if (best < 0)
             break;
-        if (grow((void **)&p->tl, &p->captl, p->ntl + 1, sizeof(*p->tl)) == 0)
+        if (PA__GROW(p->tl, p->captl, p->ntl + 1, 256) == 0)
             p->tl[p->ntl++] = (pf_tl){start_s, bv / len_s, best};
         p->f[best].w_self_j = -p->f[best].w_self_j - 1; /* taken */
     }
@@ -407,11 +371,11 @@ static int write_functions(pf_prof *p, const char *dir, int filtered)
           o.f);
     for (size_t k = 0; k < n; k++) {
         const pf_func *f = &p->f[idx[k]];
-        pa_pout_csv(o.f, f->f.name);
+        pa__csv_write(o.f, f->f.name);
         fputc(',', o.f);
-        pa_pout_csv(o.f, f->f.module);
+        pa__csv_write(o.f, f->f.module);
         fputc(',', o.f);
-        pa_pout_csv(o.f, f->f.source);
+        pa__csv_write(o.f, f->f.source);
         fprintf(o.f, ",%.9f,%.9f,%llu,%llu,%.6f\n",
                 filtered ? f->fself_j : f->self_j, f->total_j,
                 (unsigned long long)(filtered ? f->fself_samples : f->self_samples),
@@ -431,7 +395,7 @@ static int write_threads(pf_prof *p, const char *dir)
     for (size_t i = 0; i < p->nt; i++) {
         const pf_thread *t = &p->t[i];
         fprintf(o.f, "%d,%d,", (int)t->pid, (int)t->tid);
-        pa_pout_csv(o.f, t->comm);
+        pa__csv_write(o.f, t->comm);
         fprintf(o.f, ",%.6f,%.9f,%llu\n",
                 t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s, t->energy_j,
                 (unsigned long long)t->samples);
@@ -481,7 +445,7 @@ static int write_processes(pf_prof *p, const char *dir)
             fputs("pid,name,threads,cpu_time_s,energy_j,samples\n", o.f);
             for (size_t i = 0; i < n; i++) {
                 fprintf(o.f, "%d,", (int)r[i].pid);
-                pa_pout_csv(o.f, r[i].comm ? r[i].comm : "");
+                pa__csv_write(o.f, r[i].comm ? r[i].comm : "");
                 fprintf(o.f, ",%llu,%.6f,%.9f,%llu\n",
                         (unsigned long long)r[i].threads, r[i].cpu_s,
                         r[i].energy_j, (unsigned long long)r[i].samples);
@@ -589,7 +553,7 @@ static int write_timeline(pf_prof *p, const char *dir)
     fputs("window_start_s,function,power_w\n", o.f);
     for (size_t i = 0; i < p->ntl; i++) {
         fprintf(o.f, "%.3f,", p->tl[i].start_s);
-        pa_pout_csv(o.f, p->f[p->tl[i].func].f.name);
+        pa__csv_write(o.f, p->f[p->tl[i].func].f.name);
         fprintf(o.f, ",%.6f\n", p->tl[i].power_w);
     }
     return pa_pout_close(&o);
@@ -615,7 +579,7 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     free(r);
     FILE *f = o.f;
     fputs("{\n  \"target\": ", f);
-    pa_pout_json(f, m->target);
+    pa__json_write(f, m->target);
     fprintf(f, ",\n  \"process_energy_j\": %.9f,\n", m->process_j);
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", m->process_nic_j);
     if (m->tree_j >= 0)
@@ -636,9 +600,9 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)m->samples);
     fprintf(f, "  \"samples_lost\": %llu,\n", (unsigned long long)m->samples_lost);
     fprintf(f, "  \"event\": ");
-    pa_pout_json(f, m->event);
+    pa__json_write(f, m->event);
     fprintf(f, ",\n  \"call_graph\": ");
-    pa_pout_json(f, m->call_graph);
+    pa__json_write(f, m->call_graph);
     if (m->frequency)
         fprintf(f, ",\n  \"frequency_hz\": %lu", m->frequency);
     else
@@ -651,14 +615,14 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pf_prof_memory(p));
     fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", pf_sym_memory());
     fputs("  \"kernel_frames\": ", f);
-    pa_pout_json(f, m->kernel_state);
+    pa__json_write(f, m->kernel_state);
     fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");
     fputs("  \"formula\": ", f);
-    pa_pout_json(f, m->formula);
+    pa__json_write(f, m->formula);
     fputs(",\n  \"sensors\": ", f);
-    pa_pout_json(f, m->sensors);
+    pa__json_write(f, m->sensors);
     fputs(",\n  \"cpu_source\": ", f);
-    pa_pout_json(f, m->cpu_source);
+    pa__json_write(f, m->cpu_source);
     fputs(",\n  \"assumed\": [", f);
     pa_pout_json_list(f, m->assumed);
     fputs("],\n  \"filter\": [", f);

@@ -10,6 +10,7 @@
  * daemon's ring (the main loop aggregates every new window each interval).
  */
 #include "cli.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -86,18 +87,8 @@ static void put_label(FILE *f, const char *s)
             fputc(c, f);
             p++;
         } else {
-            /* 0xf5..0xff lead no sequence (RFC 3629) */
-            size_t n = c >= 0xf0 && c <= 0xf4   ? 4
-                       : c >= 0xe0 && c <= 0xef ? 3
-                       : c >= 0xc2 && c <= 0xdf ? 2
-                                                : 0;
-            size_t k = 1;
-            while (n && k < n && (p[k] & 0xc0) == 0x80)
-                k++;
-            /* overlongs and surrogates are refused too */
-            if (n && k == n && !(c == 0xe0 && p[1] < 0xa0) &&
-                !(c == 0xed && p[1] >= 0xa0) && !(c == 0xf0 && p[1] < 0x90) &&
-                !(c == 0xf4 && p[1] >= 0x90)) {
+            size_t n = pa__utf8_len(p); /* RFC 3629, as the JSON writer */
+            if (n) {
                 fwrite(p, 1, n, f);
                 p += n;
             } else {

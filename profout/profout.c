@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "pprof.pb-c.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ */
 /* Files                                                               */
@@ -122,48 +123,6 @@ void pa_pout_fix(FILE *f, double v, int dec)
     fwrite(b, 1, (size_t)dec + 1, f);
 }
 
-void pa_pout_csv(FILE *f, const char *s)
-{
-    if (!s)
-        s = "";
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-void pa_pout_json(FILE *f, const char *s)
-{
-    fputc('"', f);
-    const char *q = s;
-    while (q && *q && (unsigned char)*q >= 0x20 && *q != '"' && *q != '\\' && *q != '<')
-        q++;
-    if (q && !*q) { /* nothing to escape: the usual case */
-        fputs(s, f);
-        fputc('"', f);
-        return;
-    }
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else if (c == '<')
-            fputs("\\u003c", f); /* safe inside <script> */
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 void pa_pout_json_list(FILE *f, const char *list)
 {
     int first = 1;
@@ -178,7 +137,7 @@ void pa_pout_json_list(FILE *f, const char *list)
             if (!first)
                 fputs(", ", f);
             first = 0;
-            pa_pout_json(f, item);
+            pa__json_write(f, item);
         }
         t += len;
         if (*t == ';')
@@ -191,7 +150,7 @@ void pa_pout_json_strings(FILE *f, const char *const *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (i)
             fputs(", ", f);
-        pa_pout_json(f, v[i]);
+        pa__json_write(f, v[i]);
     }
 }
 
@@ -211,14 +170,11 @@ void pa_ptree_totals(pa_ptree_node *nodes, size_t n)
     }
 }
 
+/* the key of a folded node (and of a (function, line) location) */
 static uint64_t fold_hash(int parent, int func, int inlined)
 {
-    uint64_t x = ((uint64_t)(uint32_t)parent << 32 | (uint32_t)func) ^
-                 ((uint64_t)(inlined != 0) << 63);
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
+    return pa__hash_pair((uint64_t)(uint32_t)parent << 1 | (inlined != 0),
+                         (uint32_t)func);
 }
 
 int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n,
@@ -286,17 +242,11 @@ int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir)
             continue;
         size_t depth = 0;
         for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
-            if (depth == cap) {
-                size_t ncap = cap ? cap * 2 : 256;
-                int *np = realloc(path, ncap * sizeof(*np));
-                if (!np) {
-                    free(path);
-                    fclose(o.f);
-                    unlink(o.tmp);
-                    return -ENOMEM;
-                }
-                path = np;
-                cap = ncap;
+            if (PA__GROW(path, cap, depth + 1, 256) < 0) {
+                free(path);
+                fclose(o.f);
+                unlink(o.tmp);
+                return -ENOMEM;
             }
             path[depth++] = k;
         }
@@ -330,7 +280,7 @@ static void json_names(const pa_ptree *t, FILE *f, int i, double min_j, int *map
         if (*n)
             fputc(',', f);
         map[nd->func] = (*n)++;
-        pa_pout_json(f, t->name(t->ctx, nd->func));
+        pa__json_write(f, t->name(t->ctx, nd->func));
     }
     for (int c = nd->first_child; c >= 0; c = t->nodes[c].next_sibling)
         if (t->nodes[c].total_j >= min_j)
@@ -378,7 +328,7 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
     double min_j = total * 2e-5;
     fputs(pa_flamegraph_head, o.f);
     fputs("{\"title\":", o.f);
-    pa_pout_json(o.f, title);
+    pa__json_write(o.f, title);
     fputs(",\"process_j\":", o.f);
     pa_pout_fix(o.f, process_j, 6);
     fputs(",\"duration_s\":", o.f);
@@ -413,16 +363,13 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
 typedef struct strtab {
     char **v; /* the table, in id order; v[i] owned */
     size_t n, cap;
-    int64_t *hash; /* id + 1, open addressing on the content */
+    int *hash; /* id + 1, open addressing on the content */
     size_t hcap;
 } strtab;
 
-static uint64_t hash_str(const char *s)
+static uint64_t str_hash_at(const void *user, size_t i)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return pa__hash_str(((const strtab *)user)->v[i]);
 }
 
 /* The id of s in the string table, added if new; -1 out of memory. */
@@ -430,40 +377,22 @@ static int64_t str_id(strtab *t, const char *s)
 {
     if (!s)
         s = "";
-    if ((t->n + 1) * 2 > t->hcap) {
-        size_t ncap = t->hcap ? t->hcap * 2 : 1024;
-        int64_t *h = calloc(ncap, sizeof(*h));
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < t->n; i++) {
-            size_t q = hash_str(t->v[i]) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int64_t)i + 1;
-        }
-        free(t->hash);
-        t->hash = h;
-        t->hcap = ncap;
-    }
-    size_t q = hash_str(s) & (t->hcap - 1);
+    if (pa__index_reserve(&t->hash, &t->hcap, 1024, 0, t->n, str_hash_at,
+                          t) < 0)
+        return -1;
+    size_t q = pa__hash_str(s) & (t->hcap - 1);
     while (t->hash[q]) {
         if (!strcmp(t->v[t->hash[q] - 1], s))
             return t->hash[q] - 1;
         q = (q + 1) & (t->hcap - 1);
     }
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 1024;
-        char **nv = realloc(t->v, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        t->v = nv;
-        t->cap = ncap;
-    }
+    if (PA__GROW(t->v, t->cap, t->n + 1, 1024) < 0)
+        return -1;
     char *d = strdup(s);
     if (!d)
         return -1;
     t->v[t->n] = d;
-    t->hash[q] = (int64_t)t->n + 1;
+    t->hash[q] = (int)t->n + 1;
     return (int64_t)t->n++;
 }
 

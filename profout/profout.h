@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util.h" /* libpowerapi/src: escaping, hashing, growable arrays */
+
 /* ---- files ---- */
 
 /* A file being written as "<dir>/.<name>.tmp", to take "<dir>/<name>"'s
@@ -42,10 +44,8 @@ void pa_pout_u64(FILE *f, uint64_t v);
  * (printf's exact conversion is the costly part of rewriting files every
  * window). */
 void pa_pout_fix(FILE *f, double v, int dec);
-/* A CSV field, quoted only when it must be. */
-void pa_pout_csv(FILE *f, const char *s);
-/* A JSON string, '<' escaped so that it is safe inside <script>. */
-void pa_pout_json(FILE *f, const char *s);
+/* CSV fields and JSON strings: pa__csv_write and pa__json_write (util.h,
+ * included here), the one set of escaping rules of the project. */
 
 /* JSON array items of a ";"-separated list (libpowerapi's "assumed"),
  * each trimmed of leading blanks, empty ones left out, ", " between:

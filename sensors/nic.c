@@ -214,31 +214,6 @@ static size_t pow2_at_least(size_t n)
     return c;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *n = realloc(*v, c * elem);
-    if (!n)
-        return -ENOMEM;
-    *v = n;
-    *cap = c;
-    return 0;
-}
-
 /* (Re)builds an index of n entries; key(i) gives entry i's key. */
 static int index_alloc(int32_t **idx, size_t *cap, size_t n)
 {
@@ -260,7 +235,7 @@ static int32_t sock_find(const nic_priv *p, uint64_t cookie)
     if (!p->sidx_cap)
         return -1;
     size_t mask = p->sidx_cap - 1;
-    for (size_t h = mix64(cookie) & mask;; h = (h + 1) & mask) {
+    for (size_t h = pa__hash_u64(cookie) & mask;; h = (h + 1) & mask) {
         int32_t i = p->sidx[h];
         if (i < 0)
             return -1;
@@ -273,7 +248,7 @@ static void sock_index_put(int32_t *idx, size_t cap, uint64_t cookie,
                            int32_t i)
 {
     size_t mask = cap - 1;
-    size_t h = mix64(cookie) & mask;
+    size_t h = pa__hash_u64(cookie) & mask;
     while (idx[h] >= 0)
         h = (h + 1) & mask;
     idx[h] = i;
@@ -285,7 +260,7 @@ static int32_t proc_find(const nic_proc *v, const int32_t *idx, size_t cap,
     if (!cap)
         return -1;
     size_t mask = cap - 1;
-    for (size_t h = mix64((uint64_t)pid) & mask;; h = (h + 1) & mask) {
+    for (size_t h = pa__hash_u64((uint64_t)pid) & mask;; h = (h + 1) & mask) {
         int32_t i = idx[h];
         if (i < 0)
             return -1;
@@ -297,7 +272,7 @@ static int32_t proc_find(const nic_proc *v, const int32_t *idx, size_t cap,
 static int32_t inode_find(const nic_priv *p, uint32_t inode)
 {
     size_t mask = p->iidx_cap - 1;
-    for (size_t h = mix64(inode) & mask;; h = (h + 1) & mask) {
+    for (size_t h = pa__hash_u64(inode) & mask;; h = (h + 1) & mask) {
         int32_t i = p->iidx[h];
         if (i < 0)
             return -1;
@@ -537,28 +512,6 @@ static int iface_kind(const nic_priv *p, const char *name)
     return kind_by_name(name);
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static bool parse_hex(const char *s, uint8_t *out, size_t nbytes)
-{
-    for (size_t i = 0; i < nbytes; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return true;
-}
-
 /* <procfs>/net/route: "Iface Destination Gateway Flags RefCnt Use Metric
  * Mask ..." with addresses as hex of the network-order word, and
  * <procfs>/net/ipv6_route: "dst plen src plen nexthop metric refcnt use
@@ -576,8 +529,7 @@ static void read_routes(const pa_ctx *ctx, nic_priv *p)
                 if (sscanf(line, "%31s %x %*x %*x %*d %*d %*d %x", ifn, &dst,
                            &mask) != 3)
                     continue; /* header */
-                if (grow((void **)&p->r4, &p->r4_cap, p->nr4 + 1,
-                         sizeof *p->r4) < 0)
+                if (PA__GROW(p->r4, p->r4_cap, p->nr4 + 1, 64) < 0)
                     break;
                 /* the file prints the in-memory (network-order) word in
                  * host order: reading it back with %x restores it */
@@ -600,11 +552,10 @@ static void read_routes(const pa_ctx *ctx, nic_priv *p)
                            dst, &plen, &flags, ifn) != 4 ||
                     strlen(dst) != 32 || plen > 128)
                     continue;
-                if (grow((void **)&p->r6, &p->r6_cap, p->nr6 + 1,
-                         sizeof *p->r6) < 0)
+                if (PA__GROW(p->r6, p->r6_cap, p->nr6 + 1, 64) < 0)
                     break;
                 nic_route6 *r = &p->r6[p->nr6];
-                if (!parse_hex(dst, r->dst, 16))
+                if (pa__hex_decode(dst, r->dst, 16) < 0)
                     continue;
                 r->plen = (int)plen;
                 /* RTF_LOCAL (0x80000000): an address of this host */
@@ -653,8 +604,7 @@ static void collect_local(nic_priv *p)
                 break;
         if (j < p->nlocal)
             continue;
-        if (grow((void **)&p->local, &p->local_cap, p->nlocal + 1,
-                 sizeof *p->local) < 0)
+        if (PA__GROW(p->local, p->local_cap, p->nlocal + 1, 64) < 0)
             return;
         p->local[p->nlocal++] = a;
     }
@@ -720,7 +670,7 @@ static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick,
 
 static nic_obs *obs_add(nic_priv *p)
 {
-    if (grow((void **)&p->obs, &p->obs_cap, p->nobs + 1, sizeof *p->obs) < 0)
+    if (PA__GROW(p->obs, p->obs_cap, p->nobs + 1, 64) < 0)
         return NULL;
     nic_obs *o = &p->obs[p->nobs++];
     memset(o, 0, sizeof *o);
@@ -1037,7 +987,7 @@ static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr,
                 claimed++;
             }
         }
-        if (grow((void **)&nfds, &ncap, nn + 1, sizeof *nfds) < 0)
+        if (PA__GROW(nfds, ncap, nn + 1, 64) < 0)
             break; /* the cache is an optimisation: keep what fits */
         if (nn && nfds[nn - 1].fd > (int)fdno)
             sorted = false;
@@ -1106,7 +1056,7 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
         nic_sock *s = &p->socks[i];
         if (!s->inode)
             continue;
-        size_t h = mix64(s->inode) & mask;
+        size_t h = pa__hash_u64(s->inode) & mask;
         while (p->iidx[h] >= 0)
             h = (h + 1) & mask;
         p->iidx[h] = (int32_t)i;
@@ -1156,8 +1106,7 @@ static int update_procs(pa_ctx *ctx, nic_priv *p, uint64_t tick)
         const pa_task *t = ctx->procs.v[i];
         n += t->type == PA_TARGET_PROCESS && t->seen_tick == tick;
     }
-    if (grow((void **)&p->procs_new, &p->procs_new_cap, n ? n : 1,
-             sizeof *p->procs_new) < 0)
+    if (PA__GROW(p->procs_new, p->procs_new_cap, n ? n : 1, 64) < 0)
         return -ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < ctx->procs.n; i++) {
@@ -1191,7 +1140,7 @@ static int update_procs(pa_ctx *ctx, nic_priv *p, uint64_t tick)
         return err;
     size_t mask = p->pidx_cap - 1;
     for (size_t i = 0; i < k; i++) {
-        size_t h = mix64((uint64_t)p->procs[i].pid) & mask;
+        size_t h = pa__hash_u64((uint64_t)p->procs[i].pid) & mask;
         while (p->pidx[h] >= 0)
             h = (h + 1) & mask;
         p->pidx[h] = (int32_t)i;
@@ -1202,8 +1151,7 @@ static int update_procs(pa_ctx *ctx, nic_priv *p, uint64_t tick)
 /* Rebuilds the socket table from this tick's dump. */
 static int update_socks(pa_ctx *ctx, nic_priv *p, uint64_t tick)
 {
-    if (grow((void **)&p->socks_new, &p->socks_new_cap,
-             p->nobs ? p->nobs : 1, sizeof *p->socks_new) < 0)
+    if (PA__GROW(p->socks_new, p->socks_new_cap, p->nobs ? p->nobs : 1, 64) < 0)
         return -ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < p->nobs; i++) {

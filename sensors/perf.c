@@ -492,15 +492,10 @@ static int list_threads(const pa_env *env, pid_t pid, pid_t **out, size_t *n)
     while (v && (de = readdir(d)) != NULL) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        if (k == cap) {
-            pid_t *nv = realloc(v, 2 * cap * sizeof(*v));
-            if (!nv) {
-                free(v);
-                v = NULL;
-                break;
-            }
-            v = nv;
-            cap *= 2;
+        if (PA__GROW(v, cap, k + 1, 8) < 0) {
+            free(v);
+            v = NULL;
+            break;
         }
         v[k++] = (pid_t)atoi(de->d_name);
     }
@@ -1184,14 +1179,8 @@ static int perf_sample(pa_module *m, pa_frame *f)
                 continue;
             }
             if (!g) {
-                if (st->ntg == st->tgcap) {
-                    size_t cap = st->tgcap ? 2 * st->tgcap : 64;
-                    perf_target **v = realloc(st->tg, cap * sizeof(*v));
-                    if (!v)
-                        return pa__err(-ENOMEM, "perf: out of memory");
-                    st->tg = v;
-                    st->tgcap = cap;
-                }
+                if (PA__GROW(st->tg, st->tgcap, st->ntg + 1, 64) < 0)
+                    return pa__err(-ENOMEM, "perf: out of memory");
                 g = target_open(st, env, t);
                 if (!g)
                     return pa__err(-ENOMEM, "perf: out of memory");

@@ -431,11 +431,9 @@ static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy,
         int rc =
             pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle, ncpus, s);
         if (rc == -ENOBUFS && p->sysbuf_cap < (64u << 20)) {
-            char *nb = realloc(p->sysbuf, p->sysbuf_cap * 2);
-            if (!nb)
+            /* one byte more than it holds: its size doubles */
+            if (PA__GROW(p->sysbuf, p->sysbuf_cap, p->sysbuf_cap + 1, 4096) < 0)
                 return pa__err(-ENOMEM, "procfs-cpu: out of memory");
-            p->sysbuf = nb;
-            p->sysbuf_cap *= 2;
             continue;
         }
         if (rc < 0)
@@ -977,35 +975,22 @@ static int pc_do_threads(pc_state *p, pa_frame *f, pa_task *proc)
 
 static int pc_scan_push(pc_state *p, const pc_rec *r)
 {
-    if (p->nscan == p->scan_cap) {
-        size_t cap = p->scan_cap ? p->scan_cap * 2 : 512;
-        pc_scan *nv = realloc(p->scan, cap * sizeof(*nv));
-        if (!nv)
-            return pa__err(-ENOMEM, "procfs-cpu: out of memory");
-        p->scan = nv;
-        p->scan_cap = cap;
-    }
+    if (PA__GROW(p->scan, p->scan_cap, p->nscan + 1, 512) < 0)
+        return pa__err(-ENOMEM, "procfs-cpu: out of memory");
     p->scan[p->nscan++] = (pc_scan){.rec = *r, .mark = 0};
     return 0;
 }
 
 static size_t pc_hash_slot(const pc_state *p, pid_t pid)
 {
-    return ((uint32_t)pid * 2654435761u) & (p->hash_cap - 1);
+    return pa__hash_u64((uint32_t)pid) & (p->hash_cap - 1);
 }
 
 static int pc_hash_build(pc_state *p)
 {
-    size_t want = 16;
-    while (want < p->nscan * 2)
-        want *= 2;
-    if (want > p->hash_cap) {
-        int32_t *nh = realloc(p->hash, want * sizeof(*nh));
-        if (!nh)
-            return pa__err(-ENOMEM, "procfs-cpu: out of memory");
-        p->hash = nh;
-        p->hash_cap = want;
-    }
+    /* at most half full */
+    if (PA__GROW(p->hash, p->hash_cap, p->nscan ? p->nscan * 2 : 1, 16) < 0)
+        return pa__err(-ENOMEM, "procfs-cpu: out of memory");
     memset(p->hash, 0xff, p->hash_cap * sizeof(*p->hash));
     for (size_t i = 0; i < p->nscan; i++) {
         size_t s = pc_hash_slot(p, p->scan[i].rec.pid);

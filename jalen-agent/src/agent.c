@@ -12,6 +12,7 @@
  */
 #include "jalen.h"
 #include "mxbean.h" /* MXBean hooks (bindings; see mxbean.h) */
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -84,10 +85,7 @@ static void jl_thread_name(jvmtiEnv *jvmti, jthread thr, char *out, size_t len)
                 (*jni)->DeleteLocalRef(jni, ti.context_class_loader);
         }
     }
-    /* CSV-safe: no commas, quotes or newlines in names */
-    for (char *c = out; *c; c++)
-        if (*c == ',' || *c == '"' || *c == '\n' || *c == '\r')
-            *c = '_';
+    /* kept as the JVM names it: threads.csv quotes it (pa__csv_write) */
 }
 
 /* When the kernel started thread tid (CLOCK_BOOTTIME seconds, to the
@@ -336,14 +334,8 @@ static void JNICALL jl_on_compiled_method_unload(jvmtiEnv *jvmti, jmethodID meth
 
 static int jl_wbuf_push(int v)
 {
-    if (jl_wn == jl_wcap) {
-        size_t ncap = jl_wcap ? jl_wcap * 2 : 65536;
-        int *nv = realloc(jl_wbuf, ncap * sizeof(int));
-        if (!nv)
-            return -1;
-        jl_wbuf = nv;
-        jl_wcap = ncap;
-    }
+    if (PA__GROW(jl_wbuf, jl_wcap, jl_wn + 1, 65536) < 0)
+        return -1;
     jl_wbuf[jl_wn++] = v;
     return 0;
 }
@@ -432,14 +424,8 @@ static size_t jl_nn, jl_ncap;
 static void jl_on_net_collect(jl_net_rec *r, uint64_t bytes, void *user)
 {
     (void)user;
-    if (jl_nn == jl_ncap) {
-        size_t ncap = jl_ncap ? jl_ncap * 2 : 256;
-        jl_net_item *nv = realloc(jl_nitems, ncap * sizeof(*nv));
-        if (!nv)
-            return;
-        jl_nitems = nv;
-        jl_ncap = ncap;
-    }
+    if (PA__GROW(jl_nitems, jl_ncap, jl_nn + 1, 256) < 0)
+        return;
     jl_nitems[jl_nn].r = r;
     jl_nitems[jl_nn].bytes = bytes;
     jl_nn++;
@@ -652,14 +638,8 @@ static void jl_process_window(int final)
                 }
             if (best < 0)
                 break;
-            if (jl_prof.ntl == jl_prof.captl) {
-                size_t ncap = jl_prof.captl ? jl_prof.captl * 2 : 1024;
-                jl_timeline_row *nv = realloc(jl_prof.tl, ncap * sizeof(*nv));
-                if (!nv)
-                    break;
-                jl_prof.tl = nv;
-                jl_prof.captl = ncap;
-            }
+            if (PA__GROW(jl_prof.tl, jl_prof.captl, jl_prof.ntl + 1, 1024) < 0)
+                break;
             jl_prof.tl[jl_prof.ntl].start_s = now - interval - jl_prof.start_s;
             jl_prof.tl[jl_prof.ntl].method = best;
             jl_prof.tl[jl_prof.ntl].power_w = bv / interval;

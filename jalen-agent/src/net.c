@@ -26,6 +26,7 @@
  * covered by forgetting every answer once per window.
  */
 #include "jalen.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -165,10 +166,10 @@ static int jl_is_socket(JNIEnv *env, jobject fdo)
 
 static uint64_t jl_rec_hash(pid_t tid, const jmethodID *f, int n)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
+    uint64_t h = pa__hash_u64((uint32_t)tid);
     for (int i = 0; i < n; i++)
-        h = (h ^ (uint64_t)(uintptr_t)f[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
+        h = pa__hash_pair(h, (uintptr_t)f[i]);
+    return h;
 }
 
 /* net lock held */

@@ -15,6 +15,7 @@
  */
 #include "jalen.h"
 #include "callsite.h"
+#include "util.h"
 
 #include <jvmticmlr.h>
 #include <stdlib.h>
@@ -123,15 +124,9 @@ static int jl_is_invoke(jmethodID m, jint bci)
  * there is no room. */
 static void jl_npend_push(jl_nm e)
 {
-    if (jl_nnpend == jl_cnpend) {
-        size_t ncap = jl_cnpend ? jl_cnpend * 2 : 256;
-        jl_nm *nv = realloc(jl_npend, ncap * sizeof(*nv));
-        if (!nv) {
-            free(e.pcs);
-            return;
-        }
-        jl_npend = nv;
-        jl_cnpend = ncap;
+    if (PA__GROW(jl_npend, jl_cnpend, jl_nnpend + 1, 256) < 0) {
+        free(e.pcs);
+        return;
     }
     e.seq = jl_nseq++;
     jl_npend[jl_nnpend++] = e;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h" /* pa__calib_read */
+#include "internal.h" /* pa__calib_read, pa__suggest */
 #include "powerapi.h"
 
 static const char *const jl_keys[] = {
@@ -17,27 +17,6 @@ static const char *const jl_keys[] = {
     "sensors",  "formula", "disable", "procfs", "sysfs", "quiet",  "fail",
     "top",      "calibration", NULL,
 };
-
-/* Levenshtein distance, small strings only (option names). */
-static size_t jl_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    size_t prev[32], cur[32];
-    if (la > 30 || lb > 30)
-        return 99;
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (lb + 1) * sizeof(size_t));
-    }
-    return prev[lb];
-}
 
 static char *jl_expand_pid(const char *s, pid_t pid)
 {
@@ -266,15 +245,7 @@ int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen
             if (!strcmp(jl_keys[i], t))
                 known = 1;
         if (!known) {
-            const char *best = NULL;
-            size_t bd = 3;
-            for (size_t i = 0; jl_keys[i]; i++) {
-                size_t d = jl_distance(t, jl_keys[i]);
-                if (d < bd) {
-                    bd = d;
-                    best = jl_keys[i];
-                }
-            }
+            const char *best = pa__suggest(t, jl_keys);
             if (best)
                 snprintf(err, errlen, "unknown option '%s' (did you mean '%s'?)", t, best);
             else

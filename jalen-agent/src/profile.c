@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 jl_profile jl_prof;
 static const jl_opts *jl_popts;
 
@@ -32,56 +34,32 @@ static const char *const jl_fixed_names[JL_M_NFIXED] = {
     [JL_M_ERR0 + 10] = "[safepoint]",
 };
 
-static uint64_t jl_hash64(uint64_t x)
+static uint64_t jl_class_hash_at(const void *user, size_t i)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
+    (void)user;
+    return pa__hash_str(jl_prof.c[i].name);
 }
 
-static uint64_t jl_hash_str(const char *s)
+static uint64_t jl_method_hash_at(const void *user, size_t i)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    (void)user;
+    return pa__hash_str(jl_prof.m[i].name);
 }
 
 static int jl_class_of(const char *name)
 {
-    if (jl_prof.nc * 2 >= jl_prof.chcap) {
-        size_t ncap = jl_prof.chcap ? jl_prof.chcap * 2 : 1024;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < jl_prof.nc; i++) {
-            size_t k = jl_hash_str(jl_prof.c[i].name) & (ncap - 1);
-            while (h[k])
-                k = (k + 1) & (ncap - 1);
-            h[k] = (int)i + 1;
-        }
-        free(jl_prof.chash);
-        jl_prof.chash = h;
-        jl_prof.chcap = ncap;
-    }
-    size_t k = jl_hash_str(name) & (jl_prof.chcap - 1);
+    if (pa__index_reserve(&jl_prof.chash, &jl_prof.chcap, 1024, 0, jl_prof.nc,
+                          jl_class_hash_at, NULL) < 0)
+        return -1;
+    size_t k = pa__hash_str(name) & (jl_prof.chcap - 1);
     while (jl_prof.chash[k]) {
         int i = jl_prof.chash[k] - 1;
         if (!strcmp(jl_prof.c[i].name, name))
             return i;
         k = (k + 1) & (jl_prof.chcap - 1);
     }
-    if (jl_prof.nc == jl_prof.capc) {
-        size_t ncap = jl_prof.capc ? jl_prof.capc * 2 : 256;
-        jl_class *nv = realloc(jl_prof.c, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        jl_prof.c = nv;
-        jl_prof.capc = ncap;
-    }
+    if (PA__GROW(jl_prof.c, jl_prof.capc, jl_prof.nc + 1, 256) < 0)
+        return -1;
     jl_class *c = &jl_prof.c[jl_prof.nc];
     memset(c, 0, sizeof(*c));
     c->name = strdup(name);
@@ -103,14 +81,8 @@ static int jl_matches(const char *name)
 
 static int jl_method_new(const char *cls, const char *meth)
 {
-    if (jl_prof.nm == jl_prof.capm) {
-        size_t ncap = jl_prof.capm ? jl_prof.capm * 2 : 1024;
-        jl_method *nv = realloc(jl_prof.m, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        jl_prof.m = nv;
-        jl_prof.capm = ncap;
-    }
+    if (PA__GROW(jl_prof.m, jl_prof.capm, jl_prof.nm + 1, 1024) < 0)
+        return -1;
     int ci = jl_class_of(cls);
     if (ci < 0)
         return -1;
@@ -171,7 +143,8 @@ static int jl_mhash_grow(void)
     for (size_t i = 0; i < jl_prof.mhcap; i++) {
         if (!jl_prof.mhash[i])
             continue;
-        size_t k = jl_hash64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
+        size_t k =
+            pa__hash_u64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
         while (h[k])
             k = (k + 1) & (ncap - 1);
         h[k] = jl_prof.mhash[i];
@@ -261,7 +234,7 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     *line = 0;
     if ((jl_prof.mhn + 1) * 2 > jl_prof.mhcap && jl_mhash_grow() < 0)
         return JL_M_UNATTRIBUTED;
-    size_t k = jl_hash64((uint64_t)(uintptr_t)id) & (jl_prof.mhcap - 1);
+    size_t k = pa__hash_u64((uint64_t)(uintptr_t)id) & (jl_prof.mhcap - 1);
     while (jl_prof.mhash[k]) {
         if (jl_prof.mhkeys[k] == id) {
             *line = jl_line_at(&jl_prof.mhlines[k], bci);
@@ -299,26 +272,15 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     snprintf(full, sizeof(full), "%s.%s", cls, meth);
     int mi = -1;
     static int *nh;
-    static size_t nhcap, nhn;
-    if ((nhn + 1) * 2 > nhcap) {
-        size_t ncap = nhcap ? nhcap * 2 : 4096;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h) {
-            free(file);
-            free(lt.v);
-            return JL_M_UNATTRIBUTED;
-        }
-        for (size_t i = JL_M_NFIXED; i < jl_prof.nm; i++) {
-            size_t q = jl_hash_str(jl_prof.m[i].name) & (ncap - 1);
-            while (h[q])
-                q = (q + 1) & (ncap - 1);
-            h[q] = (int)i + 1;
-        }
-        free(nh);
-        nh = h;
-        nhcap = ncap;
+    static size_t nhcap;
+    /* every method past the fixed ones is made here, so all are indexed */
+    if (pa__index_reserve(&nh, &nhcap, 4096, JL_M_NFIXED, jl_prof.nm,
+                          jl_method_hash_at, NULL) < 0) {
+        free(file);
+        free(lt.v);
+        return JL_M_UNATTRIBUTED;
     }
-    size_t q = jl_hash_str(full) & (nhcap - 1);
+    size_t q = pa__hash_str(full) & (nhcap - 1);
     while (nh[q]) {
         if (!strcmp(jl_prof.m[nh[q] - 1].name, full)) {
             mi = nh[q] - 1;
@@ -334,7 +296,6 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
             return JL_M_UNATTRIBUTED;
         }
         nh[q] = mi + 1;
-        nhn++;
     }
     /* the first class of a merged name gives the method its file */
     if (!jl_prof.m[mi].file) {
@@ -353,28 +314,22 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
 static uint64_t jl_node_key(int parent, int method, int line)
 {
     uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)method;
-    return jl_hash64(key ^ (uint64_t)(uint32_t)line * 0x9e3779b97f4a7c15ull);
+    return pa__hash_pair(key, (uint32_t)line);
+}
+
+static uint64_t jl_node_key_at(const void *user, size_t i)
+{
+    (void)user;
+    const jl_node *n = &jl_prof.nodes[i];
+    return jl_node_key(n->parent, n->func, n->line);
 }
 
 /* The child of parent for a method at a line (0 unknown). */
 static int jl_node_child(int parent, int method, int line)
 {
-    if ((jl_prof.nn + 1) * 2 > jl_prof.nhcap) {
-        size_t ncap = jl_prof.nhcap ? jl_prof.nhcap * 2 : 8192;
-        int *h = calloc(ncap, sizeof(int));
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < jl_prof.nn; i++) {
-            const jl_node *n = &jl_prof.nodes[i];
-            size_t k = jl_node_key(n->parent, n->func, n->line) & (ncap - 1);
-            while (h[k])
-                k = (k + 1) & (ncap - 1);
-            h[k] = (int)i + 1;
-        }
-        free(jl_prof.nhash);
-        jl_prof.nhash = h;
-        jl_prof.nhcap = ncap;
-    }
+    if (pa__index_reserve(&jl_prof.nhash, &jl_prof.nhcap, 8192, 0, jl_prof.nn,
+                          jl_node_key_at, NULL) < 0)
+        return -1;
     size_t k = jl_node_key(parent, method, line) & (jl_prof.nhcap - 1);
     while (jl_prof.nhash[k]) {
         jl_node *n = &jl_prof.nodes[jl_prof.nhash[k] - 1];
@@ -382,14 +337,8 @@ static int jl_node_child(int parent, int method, int line)
             return jl_prof.nhash[k] - 1;
         k = (k + 1) & (jl_prof.nhcap - 1);
     }
-    if (jl_prof.nn == jl_prof.capn) {
-        size_t ncap = jl_prof.capn ? jl_prof.capn * 2 : 4096;
-        jl_node *nv = realloc(jl_prof.nodes, ncap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        jl_prof.nodes = nv;
-        jl_prof.capn = ncap;
-    }
+    if (PA__GROW(jl_prof.nodes, jl_prof.capn, jl_prof.nn + 1, 4096) < 0)
+        return -1;
     int idx = (int)jl_prof.nn++;
     jl_node *n = &jl_prof.nodes[idx];
     memset(n, 0, sizeof(*n));

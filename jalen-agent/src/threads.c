@@ -6,6 +6,7 @@
  * Every other thread is a pseudo-thread classified by its comm.
  */
 #include "jalen.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ jl_kind jl_classify_comm(const char *comm)
 
 static size_t jl_hash_tid(pid_t tid, size_t cap)
 {
-    return ((uint32_t)tid * 2654435761u) & (cap - 1);
+    return pa__hash_u64((uint32_t)tid) & (cap - 1);
 }
 
 /* Newest record first: a tid that a new thread took again (jl_threads_new)
@@ -83,14 +84,8 @@ static size_t jl_hash_slot(pid_t tid)
  * jl_thr.v are invalid afterwards. */
 jl_thread *jl_threads_new(pid_t tid)
 {
-    if (jl_thr.n == jl_thr.cap) {
-        size_t ncap = jl_thr.cap ? jl_thr.cap * 2 : 256;
-        jl_thread *nv = realloc(jl_thr.v, ncap * sizeof(*nv));
-        if (!nv)
-            return NULL;
-        jl_thr.v = nv;
-        jl_thr.cap = ncap;
-    }
+    if (PA__GROW(jl_thr.v, jl_thr.cap, jl_thr.n + 1, 256) < 0)
+        return NULL;
     if ((jl_thr.n + 1) * 2 > jl_thr.hcap && jl_rehash(jl_thr.hcap ? jl_thr.hcap * 2 : 512) < 0)
         return NULL;
     jl_thread *t = &jl_thr.v[jl_thr.n];

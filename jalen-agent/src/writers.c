@@ -86,7 +86,7 @@ static int jl_write_methods(const char *dir, int filtered)
           o.f);
     for (size_t k = 0; k < n; k++) {
         const jl_method *m = &p->m[idx[k]];
-        pa_pout_csv(o.f, m->name);
+        pa__csv_write(o.f, m->name);
         const double e[] = {filtered ? m->fself_j : m->self_j, m->total_j, m->cpu_j, m->net_j};
         const uint64_t n3[] = {filtered ? m->fself_samples : m->self_samples, m->total_samples,
                                m->net_bytes};
@@ -125,7 +125,7 @@ static int jl_write_classes(const char *dir)
     fputs("class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", o.f);
     for (size_t k = 0; k < n; k++) {
         const jl_class *c = &p->c[idx[k]];
-        pa_pout_csv(o.f, c->name);
+        pa__csv_write(o.f, c->name);
         const double e[] = {c->self_j, c->total_j, c->cpu_j, c->net_j};
         for (int i = 0; i < 4; i++) {
             fputc(',', o.f);
@@ -155,7 +155,7 @@ static int jl_write_threads(const char *dir)
             if (t->cpu_s <= 0 && t->energy_j <= 0 && !t->net_bytes)
                 continue;
             fprintf(o.f, "%d,", (int)t->tid);
-            pa_pout_csv(o.f, t->name);
+            pa__csv_write(o.f, t->name);
             fprintf(o.f, ",%.6f,%.9f,%.9f,%.9f,%llu\n", t->cpu_s, t->energy_j, t->cpu_j,
                     t->net_j, (unsigned long long)t->net_bytes);
         } else {
@@ -229,7 +229,7 @@ static void jl_timeline_rows(FILE *f)
         const jl_timeline_row *r = &jl_prof.tl[i];
         pa_pout_fix(f, r->start_s, 3);
         fputc(',', f);
-        pa_pout_csv(f, jl_prof.m[r->method].name);
+        pa__csv_write(f, jl_prof.m[r->method].name);
         fputc(',', f);
         pa_pout_fix(f, r->power_w, 6);
         fputc('\n', f);
@@ -366,11 +366,11 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
     fprintf(f, "  \"net\": %s,\n", opt->net ? "true" : "false");
     fputs("  \"formula\": ", f);
-    pa_pout_json(f, p->formula);
+    pa__json_write(f, p->formula);
     fputs(",\n  \"sensors\": ", f);
-    pa_pout_json(f, p->sensors);
+    pa__json_write(f, p->sensors);
     fputs(",\n  \"cpu_source\": ", f);
-    pa_pout_json(f, p->cpu_source);
+    pa__json_write(f, p->cpu_source);
     fputs(",\n  \"assumed\": [", f);
     pa_pout_json_list(f, p->assumed); /* ";"-separated in the report */
     fputs("],\n  \"filter\": [", f);

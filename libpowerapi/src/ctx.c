@@ -863,15 +863,10 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
         if (ctx->watches[i].pid == pid)
             break;
     if (i == ctx->nwatches) {
-        if (ctx->nwatches == ctx->watches_cap) {
-            size_t cap = ctx->watches_cap ? ctx->watches_cap * 2 : 8;
-            pa_watch *w = realloc(ctx->watches, cap * sizeof(*w));
-            if (!w) {
-                rc = pa__err(-ENOMEM, "out of memory");
-                goto out;
-            }
-            ctx->watches = w;
-            ctx->watches_cap = cap;
+        size_t need = ctx->nwatches + 1;
+        if (PA__GROW(ctx->watches, ctx->watches_cap, need, 8) < 0) {
+            rc = pa__err(-ENOMEM, "out of memory");
+            goto out;
         }
         ctx->nwatches++;
     }

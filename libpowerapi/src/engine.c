@@ -31,14 +31,8 @@ static void module_ok(pa_module *m)
 
 static int win_push(pa_ctx *ctx, pa_task *t)
 {
-    if (ctx->nwin == ctx->win_cap) {
-        size_t cap = ctx->win_cap ? ctx->win_cap * 2 : 256;
-        pa_task **w = realloc(ctx->win, cap * sizeof(*w));
-        if (!w)
-            return -ENOMEM;
-        ctx->win = w;
-        ctx->win_cap = cap;
-    }
+    if (PA__GROW(ctx->win, ctx->win_cap, ctx->nwin + 1, 256) < 0)
+        return -ENOMEM;
     ctx->win[ctx->nwin++] = t;
     return 0;
 }
@@ -328,21 +322,6 @@ static void join_names(char *buf, size_t len, const pa_module *mods,
     }
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *n = realloc(*p, c * elem);
-    if (!n)
-        return -ENOMEM;
-    *p = n;
-    *cap = c;
-    return 0;
-}
-
 static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
                         double interval_s, uint64_t time_ns, bool measured,
                         double *ctr)
@@ -386,10 +365,8 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     size_t nc = ctx->ncounters;
     size_t ncg = ctx->cgroups_on ? ctx->ncgroups : 0;
     size_t n = ctx->nwin + ctx->ngone + ncg;
-    if (grow((void **)&ctx->rtargets, &ctx->rtargets_cap, n + 1,
-             sizeof(*ctx->rtargets)) < 0 ||
-        grow((void **)&ctx->rcounters, &ctx->rcounters_cap, (n + 1) * nc + 1,
-             sizeof(double)) < 0)
+    if (PA__GROW(ctx->rtargets, ctx->rtargets_cap, n + 1, 64) < 0 ||
+        PA__GROW(ctx->rcounters, ctx->rcounters_cap, (n + 1) * nc + 1, 64) < 0)
         return -ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < ctx->nwin; i++, k++)
@@ -401,8 +378,7 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     if (ncg) {
         /* per cgroup: cpu_w, nic_w, cpu_s, rx, tx, members */
         enum { CW, NW, CS, RX, TX, MEM, NF };
-        if (grow((void **)&ctx->cg_scratch, &ctx->cg_scratch_cap, ncg * NF,
-                 sizeof(double)) < 0)
+        if (PA__GROW(ctx->cg_scratch, ctx->cg_scratch_cap, ncg * NF, 64) < 0)
             return -ENOMEM;
         double *s = ctx->cg_scratch;
         memset(s, 0, ncg * NF * sizeof(double));
@@ -651,16 +627,11 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g)
     if (g >= ctx->ncgroups)
         return NULL;
     if (g >= ctx->cgroup_ctr_cap) {
-        size_t cap = ctx->cgroup_ctr_cap ? ctx->cgroup_ctr_cap : 16;
-        while (cap <= g)
-            cap *= 2;
-        pa_cgroup_ctr *v = realloc(ctx->cgroup_ctr, cap * sizeof(*v));
-        if (!v)
+        size_t old = ctx->cgroup_ctr_cap;
+        if (PA__GROW(ctx->cgroup_ctr, ctx->cgroup_ctr_cap, g + 1, 16) < 0)
             return NULL;
-        memset(v + ctx->cgroup_ctr_cap, 0,
-               (cap - ctx->cgroup_ctr_cap) * sizeof(*v));
-        ctx->cgroup_ctr = v;
-        ctx->cgroup_ctr_cap = cap;
+        memset(ctx->cgroup_ctr + old, 0,
+               (ctx->cgroup_ctr_cap - old) * sizeof(*ctx->cgroup_ctr));
     }
     return &ctx->cgroup_ctr[g];
 }

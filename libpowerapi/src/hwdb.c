@@ -631,15 +631,9 @@ static int hwdb_scan(const char *path, rec_kind want, const char *key,
                           m, sv[i].line);
                 goto out;
             }
-        if (nsv == capsv) {
-            size_t nc = capsv ? capsv * 2 : 64;
-            seen *ns = realloc(sv, nc * sizeof(*ns));
-            if (!ns) {
-                rc = pa__err(-ENOMEM, "hwdb: out of memory reading %s", path);
-                goto out;
-            }
-            sv = ns;
-            capsv = nc;
+        if (PA__GROW(sv, capsv, nsv + 1, 64) < 0) {
+            rc = pa__err(-ENOMEM, "hwdb: out of memory reading %s", path);
+            goto out;
         }
         sv[nsv].kind = r.kind;
         sv[nsv].line = ps.line;

@@ -9,6 +9,7 @@
 #define PA_INTERNAL_H
 
 #include "powerapi.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdarg.h>

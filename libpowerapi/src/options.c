@@ -19,45 +19,14 @@ void pa__options_free(pa_options *o)
     free(o);
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 99;
-    size_t d[64][64];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-            c = del < c ? del : c;
-            c = ins < c ? ins : c;
-            /* transposition counts as one edit ("tpd" -> "tdp") */
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < c)
-                c = d[i - 2][j - 2] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
-}
-
 static int unknown_key(const char *who, const char *key,
                        const char *const *allowed)
 {
     if (!allowed || !allowed[0])
         return pa__err(-EINVAL, "%s: takes no options (got '%s')", who, key);
-    const char *best = NULL;
-    size_t bestd = 3;
+    const char *best = pa__suggest(key, allowed);
     char list[512] = "";
     for (size_t i = 0; allowed[i]; i++) {
-        size_t d = edit_distance(key, allowed[i]);
-        if (d < bestd) {
-            bestd = d;
-            best = allowed[i];
-        }
         size_t u = strlen(list);
         snprintf(list + u, sizeof(list) - u, "%s%s", i ? ", " : "",
                  allowed[i]);

@@ -524,10 +524,8 @@ static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
 {
     if (!s || !*s)
         return 0;
-    uint64_t hsh = 1469598103934665603ull;
-    size_t n = 1;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++)
-        hsh = (hsh ^ *p) * 1099511628211ull;
+    size_t n = strlen(s) + 1;
+    uint64_t hsh = pa__hash_str(s);
     size_t mask = w->cg_cap - 1;
     for (size_t k = 0; k < w->cg_cap; k++) {
         cg_slot *c = &w->cg[(hsh + k) & mask];
@@ -557,16 +555,8 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
                        "ring: a report of %zu counters (at most %d, named)",
                        r->ncounters, PA_MAX_COUNTERS);
     size_t n = r->ntargets;
-    if (n > w->ranks_cap) {
-        size_t cap = w->ranks_cap ? w->ranks_cap : 256;
-        while (cap < n)
-            cap *= 2;
-        rank *nr = realloc(w->ranks, cap * sizeof(*nr));
-        if (!nr)
-            return pa__err(-ENOMEM, "ring: out of memory");
-        w->ranks = nr;
-        w->ranks_cap = cap;
-    }
+    if (PA__GROW(w->ranks, w->ranks_cap, n, 256) < 0)
+        return pa__err(-ENOMEM, "ring: out of memory");
     /* Keep the most powerful targets when the report does not fit; the
      * stored order is the report's order otherwise. */
     size_t keep = n;
@@ -718,7 +708,7 @@ struct pa_ring_reader {
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
-    int32_t *idx;   /* hash: index into agg or -1 */
+    int *idx;       /* hash: index into agg + 1, 0 empty */
     size_t idx_cap; /* power of two */
     char *arena;    /* cgroup paths of the aggregate */
     size_t arena_len, arena_cap;
@@ -887,19 +877,11 @@ static const double *window_counters(pa_ring_reader *r, uint32_t i)
 
 static int ensure_targets(pa_ring_reader *r, size_t n)
 {
-    if (n <= r->targets_cap)
-        return 0;
-    size_t cap = r->targets_cap ? r->targets_cap : 64;
-    while (cap < n)
-        cap *= 2;
-    pa_target_info *t = realloc(r->targets, cap * sizeof(*t));
-    if (!t)
+    /* ctr holds PA_MAX_COUNTERS a target: its own capacity in doubles */
+    size_t cap = r->targets_cap, ccap = cap * PA_MAX_COUNTERS;
+    if (PA__GROW(r->targets, cap, n, 64) < 0 ||
+        PA__GROW(r->ctr, ccap, cap * PA_MAX_COUNTERS, 64 * PA_MAX_COUNTERS) < 0)
         return pa__err(-ENOMEM, "ring: out of memory");
-    r->targets = t;
-    double *c = realloc(r->ctr, cap * PA_MAX_COUNTERS * sizeof(*c));
-    if (!c)
-        return pa__err(-ENOMEM, "ring: out of memory");
-    r->ctr = c;
     r->targets_cap = cap;
     return 0;
 }
@@ -1041,43 +1023,18 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
 static uint64_t key_hash(uint32_t type, int32_t pid, int32_t tid,
                          const char *cg)
 {
-    uint64_t h = 1469598103934665603ull;
-    if (type == PA_TARGET_CGROUP) {
-        for (const unsigned char *p = (const unsigned char *)cg; *p; p++)
-            h = (h ^ *p) * 1099511628211ull;
-    } else {
-        h = (h ^ (uint64_t)(uint32_t)pid) * 1099511628211ull;
-        h = (h ^ (uint64_t)(uint32_t)tid) * 1099511628211ull;
-    }
-    h = (h ^ type) * 1099511628211ull;
-    return h ^ (h >> 29);
+    uint64_t h = type == PA_TARGET_CGROUP
+                     ? pa__hash_str(cg)
+                     : pa__hash_pair((uint32_t)pid, (uint32_t)tid);
+    return pa__hash_pair(h, type);
 }
 
-static int agg_grow_index(pa_ring_reader *r, size_t need)
+static uint64_t agg_hash_at(const void *user, size_t a)
 {
-    if (need * 2 <= r->idx_cap)
-        return 0;
-    size_t cap = r->idx_cap ? r->idx_cap : 256;
-    while (cap < need * 2)
-        cap *= 2;
-    int32_t *idx = malloc(cap * sizeof(*idx));
-    if (!idx)
-        return pa__err(-ENOMEM, "ring: out of memory");
-    for (size_t i = 0; i < cap; i++)
-        idx[i] = -1;
-    for (size_t a = 0; a < r->nagg; a++) {
-        const agg_target *t = &r->agg[a];
-        uint64_t h = key_hash(t->info.type, t->info.pid, t->info.tid,
-                              r->arena + t->cgroup_off);
-        size_t k = h & (cap - 1);
-        while (idx[k] >= 0)
-            k = (k + 1) & (cap - 1);
-        idx[k] = (int32_t)a;
-    }
-    free(r->idx);
-    r->idx = idx;
-    r->idx_cap = cap;
-    return 0;
+    const pa_ring_reader *r = user;
+    const agg_target *t = &r->agg[a];
+    return key_hash(t->info.type, t->info.pid, t->info.tid,
+                    r->arena + t->cgroup_off);
 }
 
 /* Finds or adds the aggregate entry of s; NULL on ENOMEM. *fresh = 1 if
@@ -1085,16 +1042,19 @@ static int agg_grow_index(pa_ring_reader *r, size_t need)
 static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
                             const char *cg, int *fresh)
 {
-    if (agg_grow_index(r, r->nagg + 1) < 0)
+    if (pa__index_reserve(&r->idx, &r->idx_cap, 256, 0, r->nagg, agg_hash_at,
+                          r) < 0) {
+        pa__err(-ENOMEM, "ring: out of memory");
         return NULL;
+    }
     uint64_t h = key_hash(s->type, s->pid, s->tid, cg);
     size_t mask = r->idx_cap - 1;
     size_t k = h & mask;
     for (;;) {
-        int32_t a = r->idx[k];
-        if (a < 0)
+        int a = r->idx[k];
+        if (!a)
             break;
-        agg_target *t = &r->agg[a];
+        agg_target *t = &r->agg[a - 1];
         if ((uint32_t)t->info.type == s->type &&
             (s->type == PA_TARGET_CGROUP
                  ? strcmp(r->arena + t->cgroup_off, cg) == 0
@@ -1104,35 +1064,18 @@ static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
         }
         k = (k + 1) & mask;
     }
-    if (r->nagg == r->agg_cap) {
-        size_t cap = r->agg_cap ? r->agg_cap * 2 : 256;
-        agg_target *na = realloc(r->agg, cap * sizeof(*na));
-        if (!na) {
-            pa__err(-ENOMEM, "ring: out of memory");
-            return NULL;
-        }
-        r->agg = na;
-        r->agg_cap = cap;
-    }
     size_t n = strlen(cg) + 1;
-    if (r->arena_len + n > r->arena_cap) {
-        size_t cap = r->arena_cap ? r->arena_cap : 4096;
-        while (cap < r->arena_len + n)
-            cap *= 2;
-        char *na = realloc(r->arena, cap);
-        if (!na) {
-            pa__err(-ENOMEM, "ring: out of memory");
-            return NULL;
-        }
-        r->arena = na;
-        r->arena_cap = cap;
+    if (PA__GROW(r->agg, r->agg_cap, r->nagg + 1, 256) < 0 ||
+        PA__GROW(r->arena, r->arena_cap, r->arena_len + n, 4096) < 0) {
+        pa__err(-ENOMEM, "ring: out of memory");
+        return NULL;
     }
     agg_target *t = &r->agg[r->nagg];
     memset(t, 0, sizeof(*t));
     t->cgroup_off = r->arena_len;
     memcpy(r->arena + r->arena_len, cg, n);
     r->arena_len += n;
-    r->idx[k] = (int32_t)r->nagg++;
+    r->idx[k] = (int)++r->nagg;
     *fresh = 1;
     return t;
 }
@@ -1177,8 +1120,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     r->nagg = 0;
     r->arena_len = 0;
     if (r->idx)
-        for (size_t i = 0; i < r->idx_cap; i++)
-            r->idx[i] = -1;
+        memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
     uint64_t first = 0, end_ns = 0, windows = 0, truncated = 0;
     double total_s = 0, sys_cpu = 0, sys_nic = 0, sys_total = 0, sys_idle = 0;
     double sys_cpu_time = 0;

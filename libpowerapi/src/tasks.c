@@ -35,8 +35,7 @@ void pa__task_free(pa_task *task)
 
 static size_t slot_of(pid_t id, size_t cap)
 {
-    uint32_t h = (uint32_t)id * 2654435761u;
-    return h & (cap - 1);
+    return pa__hash_u64((uint32_t)id) & (cap - 1);
 }
 
 static pid_t key_of(const pa_task *t)
@@ -82,14 +81,8 @@ int pa__tasktab_reindex(pa_tasktab *t)
 
 int pa__tasktab_put(pa_tasktab *t, pa_task *task, pid_t id)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        pa_task **v = realloc(t->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        t->v = v;
-        t->cap = cap;
-    }
+    if (PA__GROW(t->v, t->cap, t->n + 1, 64) < 0)
+        return -ENOMEM;
     t->v[t->n++] = task;
     if (2 * (t->n + 1) > t->idx_cap)
         return pa__tasktab_reindex(t);
@@ -130,14 +123,8 @@ pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id)
 
 static int gone_push(pa_ctx *ctx, pa_task *t)
 {
-    if (ctx->ngone == ctx->gone_cap) {
-        size_t cap = ctx->gone_cap ? ctx->gone_cap * 2 : 32;
-        pa_task **g = realloc(ctx->gone, cap * sizeof(*g));
-        if (!g)
-            return -ENOMEM;
-        ctx->gone = g;
-        ctx->gone_cap = cap;
-    }
+    if (PA__GROW(ctx->gone, ctx->gone_cap, ctx->ngone + 1, 32) < 0)
+        return -ENOMEM;
     ctx->gone[ctx->ngone++] = t;
     return 0;
 }
@@ -214,22 +201,13 @@ int pa__cgroup_intern(pa_ctx *ctx, const char *path)
     for (size_t i = 0; i < ctx->ncgroups; i++)
         if (!strcmp(ctx->cgroups[i], path))
             return (int)i;
-    if (ctx->ncgroups == ctx->cgroups_cap) {
-        size_t cap = ctx->cgroups_cap ? ctx->cgroups_cap * 2 : 16;
-        char **c = realloc(ctx->cgroups, cap * sizeof(*c));
-        if (!c)
-            return -1;
-        ctx->cgroups = c;
-        double *a = realloc(ctx->cgroup_cpu_j, cap * sizeof(*a));
-        if (!a)
-            return -1;
-        ctx->cgroup_cpu_j = a;
-        double *b = realloc(ctx->cgroup_nic_j, cap * sizeof(*b));
-        if (!b)
-            return -1;
-        ctx->cgroup_nic_j = b;
-        ctx->cgroups_cap = cap;
-    }
+    /* three arrays of one capacity */
+    size_t need = ctx->ncgroups + 1, cap = ctx->cgroups_cap, ca = cap, cb = cap;
+    if (PA__GROW(ctx->cgroups, cap, need, 16) < 0 ||
+        PA__GROW(ctx->cgroup_cpu_j, ca, need, 16) < 0 ||
+        PA__GROW(ctx->cgroup_nic_j, cb, need, 16) < 0)
+        return -1;
+    ctx->cgroups_cap = cap;
     char *s = strdup(path);
     if (!s)
         return -1;

@@ -297,3 +297,202 @@ double pa__delta_busy_s(const pa_frame_delta *d, bool *summed)
             busy += d->tasks[i]->d_cpu_s;
     return busy;
 }
+
+/* ------------------------------------------------------------------ */
+/* The helpers of util.h shared by every layer                         */
+/* ------------------------------------------------------------------ */
+
+int pa__grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : (first ? first : 1);
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return -ENOMEM;
+        ncap *= 2;
+    }
+    if (elem && ncap > SIZE_MAX / elem)
+        return -ENOMEM;
+    /* arrp points to a T *: copied through memcpy, not read as void * */
+    void *v;
+    memcpy(&v, arrp, sizeof(v));
+    void *nv = realloc(v, ncap * elem);
+    if (!nv)
+        return -ENOMEM;
+    memcpy(arrp, &nv, sizeof(nv));
+    *cap = ncap;
+    return 0;
+}
+
+int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from,
+                      size_t n, pa__index_hash hash, const void *user)
+{
+    if ((n - from + 1) * 2 <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : (first ? first : 2);
+    while ((n - from + 1) * 2 > ncap)
+        ncap *= 2;
+    int *h = calloc(ncap, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    for (size_t i = from; i < n; i++) {
+        size_t q = hash(user, i) & (ncap - 1);
+        while (h[q])
+            q = (q + 1) & (ncap - 1);
+        h[q] = (int)i + 1;
+    }
+    free(*slots);
+    *slots = h;
+    *cap = ncap;
+    return 0;
+}
+
+int pa__hex_decode(const char *s, uint8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = pa__hexval((unsigned char)s[2 * i]);
+        if (hi < 0)
+            return -EINVAL;
+        int lo = pa__hexval((unsigned char)s[2 * i + 1]);
+        if (lo < 0)
+            return -EINVAL;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+/* Optimal string alignment distance (Levenshtein plus transpositions of
+ * neighbours: "tpd" -> "tdp" is one edit), both strings < 64 bytes; three
+ * rows, no allocation. */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    size_t r0[64], r1[64], r2[64];
+    size_t *pp = r0, *p = r1, *c = r2;
+    for (size_t j = 0; j <= lb; j++)
+        p[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        c[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t v = p[j - 1] + (a[i - 1] != b[j - 1]);
+            if (p[j] + 1 < v)
+                v = p[j] + 1;
+            if (c[j - 1] + 1 < v)
+                v = c[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
+                v = pp[j - 2] + 1;
+            c[j] = v;
+        }
+        size_t *t = pp;
+        pp = p;
+        p = c;
+        c = t;
+    }
+    return p[lb];
+}
+
+const char *pa__suggest(const char *name, const char *const *candidates)
+{
+    if (!name || !candidates)
+        return NULL;
+    size_t la = strlen(name);
+    if (la > 63)
+        return NULL;
+    const char *best = NULL;
+    size_t bestd = 3; /* a suggestion is at most 2 edits away */
+    for (size_t i = 0; candidates[i]; i++) {
+        size_t lb = strlen(candidates[i]);
+        if (lb > 63 || (la > lb ? la - lb : lb - la) >= bestd)
+            continue;
+        size_t d = edit_distance(name, la, candidates[i], lb);
+        if (d < bestd) {
+            bestd = d;
+            best = candidates[i];
+        }
+    }
+    return best;
+}
+
+size_t pa__utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80)
+        return c ? 1 : 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    unsigned cp = c & (0x3fu >> (n - 1));
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0; /* also stops at the NUL */
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* 1 when byte c needs more than copying in a JSON string */
+static int json_special(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\' || c == '<' || c >= 0x7f;
+}
+
+void pa__json_write(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    fputc('"', f);
+    while (*p) {
+        const unsigned char *q = p;
+        while (*q && !json_special(*q))
+            q++;
+        if (q > p) { /* a run to copy: usually the whole string */
+            fwrite(p, 1, (size_t)(q - p), f);
+            p = q;
+            continue;
+        }
+        size_t n = *p >= 0x80 ? pa__utf8_len(p) : 0;
+        if (n) {
+            fwrite(p, 1, n, f);
+            p += n;
+            continue;
+        }
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p >= 0x80)
+            fputs("\\ufffd", f);
+        else
+            fprintf(f, "\\u%04x", *p);
+        p++;
+    }
+    fputc('"', f);
+}
+
+void pa__csv_write(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
