@@ -80,14 +80,8 @@ static const jl_bc *jl_bytecodes(jmethodID m)
     }
     if (lo < jl_nbcs && jl_bcs[lo].m == m)
         return jl_bcs[lo].len >= 0 ? &jl_bcs[lo] : NULL;
-    if (jl_nbcs == jl_cbcs) {
-        size_t ncap = jl_cbcs ? jl_cbcs * 2 : 1024;
-        jl_bc *nv = realloc(jl_bcs, ncap * sizeof(*nv));
-        if (!nv)
-            return NULL;
-        jl_bcs = nv;
-        jl_cbcs = ncap;
-    }
+    if (PA__GROW(jl_bcs, jl_cbcs, jl_nbcs + 1, 1024) < 0)
+        return NULL;
     jl_bc e = {.m = m, .len = -1};
     unsigned char *code = NULL;
     jint len = 0;
