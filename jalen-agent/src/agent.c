@@ -156,7 +156,7 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
     t->final_cpu_s = -1;
     if (!agent) {
         if (jl_o.mode == JL_MODE_CPU) {
-            timer_t tm;
+            jl_timer tm;
             if (jl_sampler_timer_create(self ? 0 : tid, &tm) == 0) {
                 t->timer = tm;
                 t->has_timer = 1;
@@ -1088,7 +1088,7 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
         snprintf(err, sizeof(err), "out of memory");
         goto fail;
     }
-    rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, err, sizeof(err));
+    rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, sizeof(err));
     if (rc == -ENOSYS) {
         /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */
         fprintf(stderr, "jalen: %s; falling back to mode=jvmti\n", err);

@@ -38,6 +38,10 @@
 /* ------------------------------------------------------------------ */
 
 enum { JL_MODE_CPU = 0, JL_MODE_JVMTI = 1 };
+/* mode=cpu's clock (sampler.c): perf's cpu-clock event per thread, which
+ * also samples the thread's time in the kernel, where the JVM may open it
+ * with kernel samples; else POSIX timers on each thread's CPU-time clock */
+enum { JL_CLOCK_AUTO = 0, JL_CLOCK_PERF = 1, JL_CLOCK_TIMER = 2 };
 enum {
     JL_FMT_CSV = 1u << 0,
     JL_FMT_COLLAPSED = 1u << 1,
@@ -54,6 +58,7 @@ typedef struct jl_opts {
     char **filters;       /* package prefixes, dotted */
     size_t nfilters;
     int mode;             /* JL_MODE_* */
+    int clock;            /* JL_CLOCK_* (mode=cpu) */
     int net;              /* count socket bytes */
     char *sensors;        /* "+"-joined module names to enable, or NULL */
     char *formula;        /* "+"-joined formulas (bring their sensors) */
@@ -123,15 +128,32 @@ typedef struct jl_sampler {
     JavaVM *vm;
     uint64_t interval_ns;
     int interval_us;
+    int clock;                    /* JL_CLOCK_* asked for */
+    atomic_int perf_errno;        /* why perf's clock was not used (0: it was) */
+    atomic_ulong n_perf, n_timer; /* clocks started of each kind */
 } jl_sampler;
 
 extern jl_sampler jl_smp;
 
-int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, char *err,
+int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char *err,
                     size_t errlen);
 /* Creates a CPU-time timer for thread tid (0: the calling thread). */
-int jl_sampler_timer_create(pid_t tid, timer_t *out);
-void jl_sampler_timer_delete(timer_t t);
+/* A thread's sample clock: a perf event (fd >= 0) or a POSIX timer. */
+typedef struct jl_timer {
+    int fd;
+    timer_t t;
+} jl_timer;
+
+/* Starts the sample clock of thread tid (0: the calling thread): perf's
+ * cpu-clock event where the option allows and the kernel opens it with
+ * kernel samples, else a POSIX timer on the thread's CPU-time clock.
+ * Negative errno when neither starts. */
+int jl_sampler_timer_create(pid_t tid, jl_timer *out);
+void jl_sampler_timer_delete(jl_timer t);
+/* What mode=cpu's clocks are, for summary.json: "perf-cpu-clock",
+ * "thread-cpu-timer", or both ("perf-cpu-clock+thread-cpu-timer"), with
+ * the reason perf was not used (empty when it was). */
+const char *jl_sampler_clock(char *why, size_t len);
 /* Claims a slot, or NULL (and counts a drop).  jl_slot_publish marks it
  * ready for the agent thread.  Async-signal-safe. */
 jl_slot *jl_slot_claim(void);
@@ -245,7 +267,7 @@ typedef struct jl_thread {
     jl_kind kind;
     int alive;
     int has_timer;
-    timer_t timer;
+    jl_timer timer;
     jobject ref;          /* global ref of the java.lang.Thread (jvmti) */
     double final_cpu_s;   /* CPU time at ThreadEnd, < 0 while alive (-2: counted) */
     double end_cpu_s;     /* CPU time at ThreadEnd, kept (< 0: none yet) */

@@ -15,7 +15,7 @@
 static const char *const jl_keys[] = {
     "interval", "window", "out",   "format",  "filter", "mode", "net",
     "sensors",  "formula", "disable", "procfs", "sysfs", "quiet",  "fail",
-    "top",      "calibration", NULL,
+    "top",      "calibration", "clock", NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -150,6 +150,15 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
             o->mode = JL_MODE_CPU;
         else if (!strcmp(val, "jvmti"))
             o->mode = JL_MODE_JVMTI;
+        else
+            goto bad;
+    } else if (!strcmp(key, "clock")) {
+        if (!strcmp(val, "auto"))
+            o->clock = JL_CLOCK_AUTO;
+        else if (!strcmp(val, "perf"))
+            o->clock = JL_CLOCK_PERF;
+        else if (!strcmp(val, "timer"))
+            o->clock = JL_CLOCK_TIMER;
         else
             goto bad;
     } else if (!strcmp(key, "net")) {

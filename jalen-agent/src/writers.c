@@ -341,6 +341,13 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
+    if (opt->mode == JL_MODE_CPU) {
+        char why[160];
+        const char *clk = jl_sampler_clock(why, sizeof(why));
+        fprintf(f, "  \"clock\": \"%s\",\n  \"clock_note\": ", clk);
+        pa__json_write(f, why);
+        fprintf(f, ",\n");
+    }
     /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
     fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
             (unsigned long long)atomic_load(&jl_smp.walks_failed),

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jtest.h"
 
@@ -129,6 +130,7 @@ static void check_lines(const char *dir, const char *mode)
     free(top);
 }
 
+/* mode: "cpu", "jvmti", or "cpu" with more options ("cpu,clock=timer") */
 static void run_known(const char *mode)
 {
     char *dir = jt_tmpdir();
@@ -137,7 +139,7 @@ static void run_known(const char *mode)
     const char *args[] = {"Known", "4", NULL};
     char *sum = jt_run_quiet(dir, opts, args, 100);
     char want[64];
-    snprintf(want, sizeof(want), "\"mode\": \"%s\"", mode);
+    snprintf(want, sizeof(want), "\"mode\": \"%.*s\"", (int)strcspn(mode, ","), mode);
     ck_assert_ptr_nonnull(strstr(sum, want));
     ck_assert_msg(jt_json_num(sum, "process_energy_j") > 0, "no process energy");
     ck_assert_msg(jt_json_num(sum, "samples") >= 200, "only %.0f samples",
@@ -289,6 +291,57 @@ START_TEST(known_jvmti)
 }
 END_TEST
 
+/* The POSIX-timer clock, for machines where perf's is refused. */
+START_TEST(known_cpu_timer)
+{
+    run_known("cpu,clock=timer");
+}
+END_TEST
+
+/* mode=cpu's clock: as root, perf's cpu-clock, which honours a 1 ms
+ * interval (a thread busy for 2 s gets about 2000 samples; the POSIX
+ * timers' expiry is seen only at scheduler ticks, 250 a second on a
+ * HZ=250 kernel); clock=timer says so in summary.json. */
+START_TEST(clock_rate)
+{
+    const char *args[] = {"Recovery", "time", "2", "1.5", NULL};
+    char p[4200];
+    struct {
+        const char *opts, *clock, *note;
+    } runs[] = {{"interval=1ms", "\"clock\": \"perf-cpu-clock\"", "\"clock_note\": \"\""},
+                {"interval=1ms,clock=timer", "\"clock\": \"thread-cpu-timer\"",
+                 "\"clock_note\": \"clock=timer\""}};
+    for (int i = 0; i < 2; i++) {
+        if (i == 0 && geteuid() != 0) {
+            fprintf(stderr, "SKIP: perf's clock with kernel samples needs root here\n");
+            continue;
+        }
+        char *dir = jt_tmpdir();
+        char *sum = jt_run_quiet(dir, runs[i].opts, args, 100);
+        ck_assert_msg(strstr(sum, runs[i].clock) && strstr(sum, runs[i].note),
+                      "%s: summary.json lacks %s / %s", runs[i].opts, runs[i].clock,
+                      runs[i].note);
+        jt_csv th;
+        snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+        ck_assert_int_eq(jt_csv_load(p, &th), 0);
+        const jt_row *t = jt_csv_find(&th, 1, "time");
+        ck_assert_msg(t, "thread 'time' missing");
+        double cpu = jt_num(t, 2), samples = jt_json_num(sum, "samples");
+        fprintf(stderr, "[clock] %s: %.0f samples for %.3f s of the busy thread's CPU\n",
+                runs[i].opts, samples, cpu);
+        if (i == 0)
+            ck_assert_msg(samples >= 800 * cpu, "%.0f samples for %.3f CPU-s at 1 ms", samples,
+                          cpu);
+        else
+            ck_assert_msg(samples > 0, "no sample with clock=timer");
+        jt_csv_free(&th);
+        free(sum);
+        jt_rmtree(dir);
+        free(dir);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_known");
@@ -296,6 +349,8 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, known_cpu);
     tcase_add_test(tc, known_jvmti);
+    tcase_add_test(tc, known_cpu_timer);
+    tcase_add_test(tc, clock_rate);
     tcase_add_test(tc, known_cpu_other_jdk);
     tcase_add_test(tc, quiet_net_filtered);
     tcase_add_test(tc, quiet_net_filtered_other_jdk);
