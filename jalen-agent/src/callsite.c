@@ -10,6 +10,36 @@ static int32_t jl_rel32(const unsigned char *q)
                      (uint32_t)q[3] << 24);
 }
 
+/* The length of call r/m64 (ff /2) whose ModRM byte is at q[1]: its
+ * ModRM, SIB and displacement decoded. */
+static int jl_ff_len(const unsigned char *q)
+{
+    int mod = q[1] >> 6, rm = q[1] & 7, n = 2;
+    if (mod == 3)
+        return n;
+    if (rm == 4) {
+        n++; /* SIB */
+        if (mod == 0 && (q[2] & 7) == 5)
+            n += 4;
+    } else if (mod == 0 && rm == 5) {
+        n += 4; /* rip + disp32 */
+    }
+    return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+}
+
+int jl_call_len(const unsigned char *p)
+{
+    if (p[-5] == 0xe8) /* call rel32 */
+        return 5;
+    /* call r/m64, with an optional REX prefix */
+    for (int len = 2; len <= 7; len++) {
+        const unsigned char *q = p - len;
+        if (q[0] == 0xff && ((q[1] >> 3) & 7) == 2 && jl_ff_len(q) == len)
+            return (q[-1] & 0xf0) == 0x40 ? len + 1 : len;
+    }
+    return 0;
+}
+
 /* The index of the first record at or after offset off (npcs: none). */
 static size_t jl_first_record(const jl_code *c, uintptr_t off)
 {
@@ -34,12 +64,14 @@ uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *co
         return ra - 1;
     if (!leaf)
         return ra - 1;
-    if (code->pcs && code->invoke && call_len > 0 && (uintptr_t)call_len < off) {
+    if (leaf == JL_CALL_ARRAYCOPY && code->pcs && code->invoke && call_len > 0 &&
+        (uintptr_t)call_len < off) {
         uintptr_t start = off - (uintptr_t)call_len;
         size_t j = jl_first_record(code, start + 1); /* records after start */
-        if (j > 0 && code->invoke[j - 1] && code->pcs[j - 1] >= 1 &&
-            start - code->pcs[j - 1] <= JL_CALLSITE_SETUP)
-            return code->lo + code->pcs[j - 1] - 1;
+        uintptr_t b = j > 0 ? code->pcs[j - 1] : 0;
+        if (j > 0 && code->invoke[j - 1] && b >= 8 && start - b <= JL_CALLSITE_SETUP &&
+            !jl_call_len((const unsigned char *)(code->lo + b)))
+            return code->lo + b - 1;
     }
     uintptr_t p = ra;
     for (int k = 0; k < 3; k++) {

@@ -29,23 +29,38 @@ typedef struct jl_code {
  * that set up the call's arguments (bytes). */
 #define JL_CALLSITE_SETUP 64
 
+/* The length of the call instruction that ends right before p (5 for
+ * call rel32, 2 to 8 for call r/m64 with its ModRM, SIB, displacement and
+ * REX prefix), 0 when the bytes there are no call; reads the 8 bytes
+ * before p. */
+int jl_call_len(const unsigned char *p);
+
+/* What a return address returns from. */
+enum {
+    JL_CALL_JAVA = 0,      /* Java code (through a vtable or itable stub too) */
+    JL_CALL_LEAF = 1,      /* a stub or VM leaf routine (CRC32, javaTimeMillis) */
+    JL_CALL_ARRAYCOPY = 2, /* an arraycopy stub */
+};
+
 /* ra: a return address in code (ra >= code->lo + 1), after a call
- * instruction of call_len bytes; leaf: the call is to a stub, an
- * intrinsic's routine or a VM leaf routine (arraycopy, CRC32,
- * os::javaTimeMillis), not into Java code.  A debug record at offset X
+ * instruction of call_len bytes; leaf: JL_CALL_*.  A debug record at offset X
  * describes the instructions that end at X since the record before it, and
  * AsyncGetCallTrace decodes a PC at the first record after it.
  *
  * Returns the PC to give it:
  *   - ra - 1 when a record sits at ra itself: a call into Java code has its
  *     safepoint record at its return address (ra would skip it);
- *   - for a leaf call (which may have no record of its own: C2 records none
- *     for the arraycopy it expands late), the last record before the call
- *     when it ends at most JL_CALLSITE_SETUP bytes before it and its
+ *   - for a call to an arraycopy stub (C2 records nothing for the
+ *     arraycopy it expands late, where the stubs of intrinsics expanded at
+ *     parse time carry their call's scope in the records after them),
+ *     the last record before the call
+ *     when it ends at most JL_CALLSITE_SETUP bytes before it, its
  *     innermost scope is an invoke (System.arraycopy, an intrinsic's
- *     method): the call's own bytecode, whose argument checks and set-up
- *     come right before it; a record at another bytecode there belongs to
- *     code scheduled before the call and is not taken;
+ *     method) and it is not the safepoint record of an earlier call (one
+ *     that ends right after a call instruction): the call's own bytecode,
+ *     whose argument checks and set-up come right before it; a record at
+ *     another bytecode there belongs to code scheduled before the call and
+ *     is not taken;
  *   - else, for a leaf call followed by an
  *     unconditional jump (an out-of-line block that returns to the main
  *     path), the jump's target, followed through at most 3 jumps inside

@@ -39,6 +39,7 @@
  * the signal handler calls is lock-free and allocates nothing.
  */
 #include "jalen.h"
+#include "callsite.h"
 
 #include <dlfcn.h>
 #include <signal.h>
@@ -344,20 +345,7 @@ static int jl_after_call(uintptr_t ra)
 {
     if (!jl_in_code(ra) || ra - 7 < jl_cc_low)
         return 0;
-    const unsigned char *p = (const unsigned char *)ra;
-    if (p[-5] == 0xe8) /* call rel32 */
-        return 5;
-    /* call r/m64: ff /2, with 0..5 bytes of ModRM, SIB, displacement and
-     * an optional REX prefix */
-    for (int len = 2; len <= 7; len++) {
-        const unsigned char *q = p - len;
-        int rex = (q[0] & 0xf0) == 0x40;
-        if (rex)
-            q++;
-        if (q[0] == 0xff && ((q[1] >> 3) & 7) == 2)
-            return len;
-    }
-    return 0;
+    return jl_call_len((const unsigned char *)ra);
 }
 
 /* A return address into compiled Java code (or the interpreter): in the
@@ -554,13 +542,15 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
     if (jl_in_code(*pc)) {
         jl_blob b;
         if (!jl_blob_find(*pc, &b)) {
-            *leaf = 0; /* a compiled method, called from Java code */
+            *leaf = JL_CALL_JAVA; /* a compiled method, called from Java code */
             return jl_pop_prologue(pc, sp, fp, lo, hi);
         }
         if (b.kind == JL_BLOB_INTERP)
             return 0; /* the interpreter: ASGCT's own business */
         /* vtable and itable stubs sit in a call into Java code */
-        *leaf = b.kind != JL_BLOB_FRAMELESS;
+        *leaf = b.kind == JL_BLOB_FRAMELESS  ? JL_CALL_JAVA
+                : strstr(b.name, "arraycopy") ? JL_CALL_ARRAYCOPY
+                                              : JL_CALL_LEAF;
         const unsigned char *e = (const unsigned char *)b.lo;
         /* push rbp; mov rbp, rsp (either encoding of the mov) */
         int framed = b.hi - b.lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
@@ -591,7 +581,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         if (!jl_after_call(ra))
             return 0;
     } else {
-        *leaf = 1;
+        *leaf = JL_CALL_LEAF;
         return jl_pop_native(pc, sp, fp, lo, hi);
     }
     if (nsp <= *sp || nsp >= hi)

@@ -65,18 +65,38 @@ START_TEST(leaf_call_takes_the_invoke_just_before)
     /* the record before the call is at the invoke of the call, and ends
      * 0x31 bytes before it: the call's scope */
     c.invoke = copy_invoke;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c), AT(0x22f));
-    /* not for a call into Java code */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 0, &c), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x22f));
+    /* not for a call into Java code, nor to another stub (whose scope is
+     * in the records after it): the jump */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_JAVA, &c), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_LEAF, &c), AT(0x150));
     /* too far before the call: code scheduled before it (0x230 + 64 =
      * 0x270 < 0x272) */
     code[0x275] = 0x90;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x275), 3, 1, &c), AT(0x274));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x275), 3, JL_CALL_ARRAYCOPY, &c), AT(0x274));
     /* an invoke record ending exactly where the call starts */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x235), 5, 1, &c), AT(0x22f));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x235), 5, JL_CALL_ARRAYCOPY, &c), AT(0x22f));
     /* a record at a bytecode that is no invoke is not taken: the jump */
     c.invoke = no_invoke;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    /* an invoke record that is an earlier call's (it ends right after a
+     * call rel32) is not taken either */
+    c.invoke = copy_invoke;
+    code[0x22b] = 0xe8;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+}
+END_TEST
+
+START_TEST(call_lengths)
+{
+    static const unsigned char rel32[] = {0x90, 0xe8, 1, 2, 3, 4, 0x90};
+    static const unsigned char r10[] = {0x90, 0x90, 0x90, 0x90, 0x90, 0x41, 0xff, 0xd2, 0x90};
+    static const unsigned char mem[] = {0x90, 0xff, 0x54, 0x24, 0x08, 0x90}; /* [rsp+8] */
+    static const unsigned char none[] = {0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90};
+    ck_assert_int_eq(jl_call_len(rel32 + 6), 5);
+    ck_assert_int_eq(jl_call_len(r10 + 8), 3);
+    ck_assert_int_eq(jl_call_len(mem + 5), 4);
+    ck_assert_int_eq(jl_call_len(none + 8), 0);
 }
 END_TEST
 
@@ -117,6 +137,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, leaf_call_follows_the_jump_back);
     tcase_add_test(tc, leaf_call_takes_the_invoke_just_before);
+    tcase_add_test(tc, call_lengths);
     tcase_add_test(tc, java_call_takes_its_own_record);
     tcase_add_test(tc, no_jump_is_the_first_record_from_ra);
     tcase_add_test(tc, jumps_that_lead_nowhere);

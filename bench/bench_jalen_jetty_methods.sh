@@ -1,0 +1,87 @@
+#!/bin/bash
+# bench_jalen_jetty_methods.sh - which methods jalen and async-profiler
+# credit on the Jetty server under wrk (issue 32): per-method self shares
+# (each sample to its deepest Java frame), the distance between two runs
+# (half the sum of the absolute differences of the shares), for every
+# pair of runs, and the rows where the two profilers differ most.
+#
+# Usage: bench/bench_jalen_jetty_methods.sh [BUILD_DIR] [SECONDS] [ROUNDS]
+#   defaults: build, 20, 2
+# Environment: ASYNC_PROFILER_LIB (required: libasyncProfiler.so, never
+#   downloaded); JALEN_JAVA_OVERRIDE (default: the build's JDK);
+#   JALEN_OPTS (default mode=cpu,interval=10ms).
+#
+# Each run is a fresh JVM (-XX:+DebugNonSafepoints), interval 10 ms,
+# wrk -t2 -c16 for SECONDS; the tools alternate within a round.  jalen's
+# shares are of energy.collapsed (samples weighed by energy), pseudo-frames
+# ([GC], [VM], [agent], ...) under "(none)"; async-profiler's of its
+# collapsed stacks (ann: Java frames end in _[j], _[i], _[0] or _[1]),
+# stacks without a Java frame under "(none)".
+set -u
+BUILD=${1:-build}
+SECS=${2:-20}
+ROUNDS=${3:-2}
+ENVF="$BUILD/jalen-agent/jalen-env.sh"
+[ -r "$ENVF" ] || { echo "bench_jalen_jetty_methods: $ENVF not found: build first" >&2; exit 2; }
+# shellcheck disable=SC1090
+. "$ENVF"
+AP=${ASYNC_PROFILER_LIB:-}
+if [ -z "$AP" ] || [ ! -r "$AP" ]; then
+    echo "bench_jalen_jetty_methods: ASYNC_PROFILER_LIB not set or not readable: nothing to compare with (skipped)"
+    exit 0
+fi
+command -v wrk >/dev/null || { echo "bench_jalen_jetty_methods: wrk not found" >&2; exit 2; }
+[ -n "$JALEN_JETTY_CP" ] || { echo "bench_jalen_jetty_methods: Jetty jars not found" >&2; exit 2; }
+JAVA=${JALEN_JAVA_OVERRIDE:-$JALEN_JAVA}
+JOPTS=${JALEN_OPTS:-mode=cpu,interval=10ms}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# run TOOL OUT: one JVM under wrk, its shares into OUT ("method percent")
+run() {
+    local port=$((20000 + RANDOM % 20000)) ag
+    if [ "$1" = jalen ]; then
+        ag="-agentpath:$JALEN_AGENT=$JOPTS,quiet,out=$TMP/jl"
+    else
+        ag="-agentpath:$AP=start,event=cpu,interval=10ms,ann,collapsed,file=$TMP/ap.txt"
+    fi
+    rm -rf "$TMP/jl" "$TMP/ap.txt"
+    "$JAVA" -Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "$ag" \
+        -cp "$JALEN_JETTY_CP" JettyServer "$port" >"$TMP/srv" 2>&1 &
+    local pid=$!
+    for _ in $(seq 100); do grep -q READY "$TMP/srv" && break; sleep 0.1; done
+    wrk -t2 -c16 -d"${SECS}s" "http://127.0.0.1:$port/" >"$TMP/wrk" 2>&1
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+    if [ "$1" = jalen ]; then
+        awk '{ v = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); m = "(none)"
+               for (i = n; i >= 1; i--) if (substr(f[i], 1, 1) != "[") { m = f[i]; break }
+               e[m] += v; t += v }
+             END { for (m in e) printf "%s %.3f\n", m, 100 * e[m] / t }' "$TMP/jl/energy.collapsed" >"$2"
+    else
+        awk '{ v = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); m = "(none)"
+               for (i = n; i >= 1; i--) if (f[i] ~ /_\[[ji01]\]$/) {
+                   m = f[i]; sub(/_\[[ji01]\]$/, "", m); gsub("/", ".", m); break }
+               e[m] += v; t += v }
+             END { for (m in e) printf "%s %.3f\n", m, 100 * e[m] / t }' "$TMP/ap.txt" >"$2"
+    fi
+    printf "  %-6s run: %s requests/s\n" "$1" "$(awk '/Requests\/sec/ { print $2 }' "$TMP/wrk")"
+}
+dist() {
+    awk 'NR == FNR { a[$1] = $2; s[$1] = 1; next } { b[$1] = $2; s[$1] = 1 }
+         END { for (m in s) { x = a[m] - b[m]; d += x < 0 ? -x : x }; printf "%.1f", d / 2 }' "$1" "$2"
+}
+echo "JVM: $("$JAVA" -version 2>&1 | head -1); jalen $JOPTS; $SECS s of wrk a run"
+for r in $(seq "$ROUNDS"); do
+    run jalen "$TMP/j$r"
+    run ap "$TMP/a$r"
+done
+echo "Distances (half the sum of |share difference|, in points):"
+for x in j a; do for y in j a; do for r in $(seq "$ROUNDS"); do for q in $(seq "$ROUNDS"); do
+    [ "$x$r" \< "$y$q" ] || continue
+    printf "  %s%s ~ %s%s: %s\n" "$x" "$r" "$y" "$q" "$(dist "$TMP/$x$r" "$TMP/$y$q")"
+done; done; done; done | sed 's/ j\([0-9]\)/ jalen\1/g; s/ a\([0-9]\)/ ap\1/g'
+echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d):"
+avg() { cat "$@" | awk -v n=$# '{ a[$1] += $2 / n } END { for (m in a) print m, a[m] }' | sort; }
+join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg "$TMP"/j[0-9]*) <(avg "$TMP"/a[0-9]*) |
+    awk '{ d = $2 - $3; if (d >= 0.5 || d <= -0.5) printf "  %-70s %6.2f %6.2f %+6.2f\n", $1, $2, $3, d }' | sort -k4 -g
