@@ -76,14 +76,12 @@ int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
 {
     uint64_t v;
-    if (!s || !*s || pa_parse_duration_ns(s, &v) < 0)
+    if (!s || !*s)
         return -EINVAL;
-    /* The library reads a bare number as seconds; on a command line
-     * `--interval 5` is as likely meant as 5 ms, so a unit is required. */
-    char *end;
-    (void)strtod(s, &end);
-    if (*end == '\0')
-        return -EDOM;
+    /* a unit is required: `--interval 5` is as likely meant as 5 ms */
+    int rc = pa_parse_duration_unit_ns(s, &v);
+    if (rc < 0)
+        return rc == -EDOM ? -EDOM : -EINVAL;
     if (v == 0)
         return -EINVAL;
     *out_ns = v;

@@ -116,7 +116,15 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
         return -EINVAL;
     }
     if (!strcmp(key, "interval") || !strcmp(key, "window")) {
-        if (pa_parse_duration_ns(val, &ns) < 0)
+        int drc = pa_parse_duration_unit_ns(val, &ns);
+        if (drc == -EDOM) {
+            snprintf(err, errlen,
+                     "bad value '%s' for '%s': no unit (write it as 10ms, 1s, 500us...; "
+                     "units ns, us, ms, s, m, h)",
+                     val, key);
+            return -EINVAL;
+        }
+        if (drc < 0)
             goto bad;
         if (!strcmp(key, "interval")) {
             if (ns < 100000ull || ns > 10000000000ull) {

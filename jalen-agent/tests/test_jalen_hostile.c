@@ -203,6 +203,22 @@ START_TEST(bad_option_runs_unprofiled)
     ck_assert_msg(err && strstr(err, "jalen: bad value 'fast' for 'mode'"), "stderr: %s", err);
     free(err);
 
+    /* a duration without a unit (issue 31: 5 was taken as 5 s) and a bad
+     * clock: one line each naming the forms, fail=abort stops the JVM */
+    const char *bad[][2] = {{"interval=5", "jalen: bad value '5' for 'interval': no unit"},
+                            {"window=2", "jalen: bad value '2' for 'window': no unit"},
+                            {"clock=tsc", "jalen: bad value 'tsc' for 'clock'"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(opts, sizeof(opts), "out=%s/out,%s,fail=abort", dir, bad[i][0]);
+        pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
+        st = jt_wait(pid, 60);
+        ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s: status %d",
+                      bad[i][0], st);
+        err = jt_read(errf);
+        ck_assert_msg(err && strstr(err, bad[i][1]), "%s: stderr: %s", bad[i][0], err);
+        free(err);
+    }
+
     /* a module libpowerapi does not know: one line, runs on */
     snprintf(opts, sizeof(opts), "out=%s/out,formula=no-such-formula", dir);
     pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);

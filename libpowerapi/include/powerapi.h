@@ -447,6 +447,12 @@ void pa_table_assume(pa_power_table *t, const char *fmt, ...)
  * Errors: -EINVAL.  Thread-safe. */
 int pa_parse_duration_ns(const char *s, uint64_t *out);
 
+/* The same, for a duration a person typed: a bare number ("5") is refused
+ * with -EDOM and a message that names the forms, since it is as likely
+ * meant in ms or ns as in seconds.  Other errors as pa_parse_duration_ns.
+ * Thread-safe. */
+int pa_parse_duration_unit_ns(const char *s, uint64_t *out);
+
 /* ------------------------------------------------------------------ */
 /* Shared-memory ring (powerapi daemon and its readers)                */
 /* ------------------------------------------------------------------ */

@@ -211,6 +211,25 @@ int pa_parse_duration_ns(const char *s, uint64_t *out)
     return 0;
 }
 
+int pa_parse_duration_unit_ns(const char *s, uint64_t *out)
+{
+    uint64_t v;
+    int rc = pa_parse_duration_ns(s, &v);
+    if (rc < 0)
+        return rc;
+    /* a bare number: seconds to the library, but 5 is as likely meant as
+     * 5 ms (or 5 ns, by async-profiler's habit) by whoever typed it */
+    char *end;
+    (void)strtod(s, &end);
+    if (*end == '\0')
+        return pa__err(-EDOM,
+                       "'%s' has no unit (write it as 5s, 100ms, 1m, 250us...; units ns, "
+                       "us, ms, s, m, h)",
+                       s);
+    *out = v;
+    return 0;
+}
+
 int pa__cpu_package(const pa_env *env, int cpu)
 {
     char rel[96], buf[32];
