@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <math.h>
@@ -94,6 +95,7 @@ typedef struct profiler {
     uint64_t duration_ns, period_ns, window_ns;
     unsigned long freq;
     const char *out_dir;
+    int out_made, out_written; /* the folder made by check_out_dir; written */
     char out_buf[64];
     const char *event;
     const char *call_graph;
@@ -1361,6 +1363,48 @@ static int run_loop(profiler *p, bool *exited)
     }
 }
 
+/* The output folder, named now (the default from the target) and checked
+ * before anything runs: created when missing, a folder, writable (a probe
+ * file made and removed), so that a profile is never lost at its end.
+ * 0, or PA_EXIT_FAIL after one line. */
+static int check_out_dir(profiler *p)
+{
+    if (!p->out_dir) {
+        if (p->all)
+            snprintf(p->out_buf, sizeof(p->out_buf), "powerapi-profile-all");
+        else
+            snprintf(p->out_buf, sizeof(p->out_buf), "powerapi-profile-%d",
+                     p->cmd ? (int)getpid() : (int)p->pids[0]);
+        p->out_dir = p->out_buf;
+    }
+    struct stat st;
+    int e = 0;
+    if (stat(p->out_dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            e = ENOTDIR;
+    } else if (errno != ENOENT || mkdir(p->out_dir, 0777) < 0) {
+        e = errno;
+    } else {
+        p->out_made = 1; /* removed again if the run fails before writing */
+    }
+    if (!e) {
+        char probe[4200];
+        snprintf(probe, sizeof(probe), "%s/.powerapi-probe-%d", p->out_dir, (int)getpid());
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, "", 0) < 0)
+            e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(probe);
+        }
+    }
+    if (!e)
+        return 0;
+    pa_cli_error(CMD, "--output %s: cannot write the profile there: %s (nothing was run)",
+                 p->out_dir, strerror(e));
+    return PA_EXIT_FAIL;
+}
+
 int pa_cli_profile(int argc, char **argv)
 {
     profiler p;
@@ -1376,6 +1420,9 @@ int pa_cli_profile(int argc, char **argv)
         status = open_error(&p, p.npids ? p.pids[0] : getpid(), -EACCES);
         goto out_args;
     }
+    status = check_out_dir(&p);
+    if (status != 0)
+        goto out_args;
     sigemptyset(&p.sigs);
     sigaddset(&p.sigs, SIGINT);
     sigaddset(&p.sigs, SIGTERM);
@@ -1496,14 +1543,6 @@ int pa_cli_profile(int argc, char **argv)
                                   i ? "," : " ", (int)p.pids[i]);
     }
     snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)", target);
-    if (!p.out_dir) {
-        if (p.all)
-            snprintf(p.out_buf, sizeof(p.out_buf), "powerapi-profile-all");
-        else
-            snprintf(p.out_buf, sizeof(p.out_buf), "powerapi-profile-%d",
-                     p.cmd ? (int)getpid() : (int)p.pids[0]);
-        p.out_dir = p.out_buf;
-    }
     pf_meta meta = {
         .title = title,
         .target = target,
@@ -1534,10 +1573,11 @@ int pa_cli_profile(int argc, char **argv)
     };
     err = pf_prof_write(p.prof, p.out_dir, &meta);
     if (err < 0) {
-        pa_cli_error(CMD, "--out %s: cannot write: %s", p.out_dir, strerror(-err));
+        pa_cli_error(CMD, "--output %s: cannot write: %s", p.out_dir, strerror(-err));
         status = PA_EXIT_FAIL;
         goto out;
     }
+    p.out_written = 1;
     if (!p.quiet)
         pf_prof_print_top(p.prof, p.out_dir, &meta, 10);
     status = cmd_status >= 0 ? cmd_status : PA_EXIT_OK;
@@ -1584,6 +1624,8 @@ out:
     pf_sym_fini();
     pa_ctx_free(p.ctx);
 out_args:
+    if (p.out_made && !p.out_written)
+        rmdir(p.out_dir); /* empty: nothing of this run is lost */
     pa_cli_ctx_fini(&p.co);
     free(p.pids);
     free(p.filters);

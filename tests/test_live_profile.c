@@ -1407,6 +1407,27 @@ START_TEST(bad_input)
     expect_one_line("--call-graph lbr -- true", 2, "--call-graph");
     expect_one_line("--window 1ms -- true", 2, "--window");
     expect_one_line("-- /nonexistent/command", 127, "cannot run");
+    /* issue 31: an output folder that cannot be written is refused before
+     * anything runs (it used to be found out at the end, the profile
+     * lost): under /proc, on an existing file; a failed run leaves no
+     * folder of its own behind */
+    {
+        char *d = pa_test_tmpdir(), a[12000], mark[4200], file[4200], made[4200];
+        snprintf(mark, sizeof(mark), "%s/ran", d);
+        snprintf(file, sizeof(file), "%s/a-file", d);
+        pa_test_write(d, "a-file", "x\n");
+        const char *outs[] = {"/proc/powerapi-profile-test", file};
+        for (int i = 0; i < 2; i++) {
+            snprintf(a, sizeof(a), "-q --output %s -- touch %s", outs[i], mark);
+            expect_one_line(a, 1, "cannot write the profile there");
+            ck_assert_msg(access(mark, F_OK) != 0, "--output %s: the command ran", outs[i]);
+        }
+        snprintf(made, sizeof(made), "%s/new", d);
+        snprintf(a, sizeof(a), "-q --output %s --pid 4194000 --duration 1s", made);
+        expect_one_line(a, 1, "no such process");
+        ck_assert_msg(access(made, F_OK) != 0, "a failed run left %s behind", made);
+        pa_test_rmtree(d);
+    }
     /* cycles: the development machines have no PMU; where there
      * is one, the event opens */
     char *log = NULL;
