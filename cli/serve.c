@@ -460,6 +460,31 @@ out:
 }
 
 /* "ADDR:PORT", "[V6]:PORT", ":PORT" (loopback) or "PORT" (loopback). */
+/* Why the server could not listen on ss, in one line: a bind of our own
+ * gives the reason libmicrohttpd does not pass on. */
+static void listen_error(const char *listen, const struct sockaddr_storage *ss, socklen_t sslen,
+                         int mhd_errno)
+{
+    int e = mhd_errno, one = 1;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (const struct sockaddr *)ss, sslen) < 0)
+            e = errno;
+        close(fd);
+    }
+    unsigned port = ntohs(ss->ss_family == AF_INET6
+                              ? ((const struct sockaddr_in6 *)ss)->sin6_port
+                              : ((const struct sockaddr_in *)ss)->sin_port);
+    const char *why = e == EADDRINUSE      ? "another process listens there; ss -ltnp shows which"
+                      : e == EADDRNOTAVAIL ? "not an address of this machine"
+                      : e == EACCES && port < 1024
+                          ? "ports below 1024 need root or CAP_NET_BIND_SERVICE; use a port "
+                            "of 1024 or above"
+                          : "address in use, or not an address of this machine?";
+    pa_cli_error(CMD, "cannot listen on %s: %s (%s)", listen, strerror(e), why);
+}
+
 static int parse_listen(const char *arg, struct sockaddr_storage *ss,
                         socklen_t *sslen)
 {
@@ -745,10 +770,7 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!httpd) {
-        pa_cli_error(CMD,
-                     "cannot listen on %s: %s (address in use, or not "
-                     "an address of this machine?)",
-                     listen, strerror(errno));
+        listen_error(listen, &ss, sslen, errno);
         goto out;
     }
     const union MHD_DaemonInfo *di =

@@ -5,7 +5,10 @@
 #include "ring_fixture.h"
 #include "testutil.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 
 static ring_fixture rf;
@@ -300,6 +303,32 @@ START_TEST(test_bad_arguments)
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no such ring"));
     ck_assert_ptr_nonnull(strstr(out, "powerapi daemon"));
+    free(out);
+    /* issue 31: why it cannot listen, in one line: a port in use (a
+     * socket of ours on loopback), a port below 1024 as a user */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, alen), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    snprintf(cmd, sizeof(cmd), "%s serve --listen 127.0.0.1:%u 2>&1", PA_CLI_PATH,
+             (unsigned)ntohs(a.sin_port));
+    ck_assert_int_eq(pa_test_run(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "another process listens there"), "%s", out);
+    free(out);
+    close(fd);
+    if (geteuid() != 0) {
+        fprintf(stderr, "SKIP: the port-below-1024 case runs as root, through setpriv\n");
+        return;
+    }
+    snprintf(cmd, sizeof(cmd),
+             "setpriv --reuid=65534 --regid=65534 --clear-groups %s serve --listen "
+             "127.0.0.1:80 2>&1",
+             PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "ports below 1024 need root or CAP_NET_BIND_SERVICE"), "%s", out);
+    ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);
     free(out);
 }
 END_TEST
