@@ -351,5 +351,10 @@ size_t jl_nmethods_memory(void)
     size_t b = (t ? sizeof(*t) + t->n * sizeof(jl_nm) : 0) + jl_npcs_bytes +
                jl_cnpend * sizeof(jl_nm) + jl_nrcu.cap * sizeof(void *);
     pthread_mutex_unlock(&jl_nlock);
+    pthread_mutex_lock(&jl_bclock); /* the bytecodes read for the flags */
+    b += jl_cbcs * sizeof(jl_bc);
+    for (size_t i = 0; i < jl_nbcs; i++)
+        b += jl_bcs[i].len > 0 ? (size_t)jl_bcs[i].len : 0;
+    pthread_mutex_unlock(&jl_bclock);
     return b;
 }

@@ -9,11 +9,12 @@
  * mode alike; its overflow signals the thread through F_SETOWN_EX), or,
  * where the kernel refuses kernel samples to this process, a POSIX timer
  * on the thread's CPU-time clock (SIGEV_THREAD_ID).  The timer's expiry is
- * only seen at a scheduler tick that finds the thread running, which
- * under-samples threads that run in short bursts between sleeps: the
- * CPU time of Unsafe.park, measured at 9 % of a pool-like thread's, got
- * 4.4-5.0 % of its samples from the timer, 11-13.5 % from perf's clock
- * (DESIGN.md section 11).
+ * only seen at a scheduler tick that finds the thread running: at most
+ * CONFIG_HZ samples a CPU-second whatever the interval.  Neither clock is
+ * exact for a thread that parks often (DESIGN.md section 11,
+ * bench/bench_jalen_park.sh: 8-12 % of such a thread's CPU measured
+ * inside park(), 2-5 % of its samples from the timer, 23-27 % from perf's
+ * clock).
  * The handler takes no lock, never allocates: it claims a slot with one
  * compare-and-swap, or counts a drop.
  */
@@ -135,6 +136,8 @@ out:
     errno = saved;
 }
 
+static int jl_perf_open(pid_t tid);
+
 int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char *err,
                     size_t errlen)
 {
@@ -161,6 +164,19 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
         snprintf(err, errlen, "AsyncGetCallTrace not found in this JVM");
         return -ENOSYS;
     }
+    if (clock == JL_CLOCK_PERF) {
+        /* asked for by name: refused now, in one line, rather than
+         * threads left without a clock */
+        int fd = jl_perf_open(jl_gettid());
+        if (fd < 0) {
+            snprintf(err, errlen,
+                     "clock=perf: perf_event_open: %s (kernel samples need root, CAP_PERFMON "
+                     "or perf_event_paranoid <= 1; clock=auto falls back to the timers)",
+                     strerror(-fd));
+            return fd;
+        }
+        close(fd);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = jl_on_sigprof;
@@ -173,10 +189,10 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     return 0;
 }
 
-/* perf's cpu-clock event on thread tid, signalling it with SIGPROF at each
- * overflow; -errno when the kernel refuses it (kernel samples need root,
- * CAP_PERFMON or perf_event_paranoid <= 1). */
-static int jl_perf_clock(pid_t tid)
+/* perf's cpu-clock event on thread tid, disabled; -errno when the kernel
+ * refuses it (kernel samples need root, CAP_PERFMON or
+ * perf_event_paranoid <= 1). */
+static int jl_perf_open(pid_t tid)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof(a));
@@ -187,8 +203,16 @@ static int jl_perf_clock(pid_t tid)
     a.disabled = 1;
     a.exclude_hv = 1; /* kernel time is the point: exclude_kernel stays 0 */
     int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* The event of jl_perf_open, signalling thread tid with SIGPROF at each
+ * overflow, enabled. */
+static int jl_perf_clock(pid_t tid)
+{
+    int fd = jl_perf_open(tid);
     if (fd < 0)
-        return -errno;
+        return fd;
     struct f_owner_ex own = {.type = F_OWNER_TID, .pid = tid};
     if (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
         fcntl(fd, F_SETOWN_EX, &own) < 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {

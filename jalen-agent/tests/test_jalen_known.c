@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "jtest.h"
@@ -342,6 +343,53 @@ START_TEST(clock_rate)
 }
 END_TEST
 
+/* Where the kernel refuses perf's clock (a user, perf_event_paranoid 2):
+ * clock=perf says so in one line and the JVM runs on; clock=auto samples
+ * with the timers and summary.json says why. */
+START_TEST(clock_refused)
+{
+    char *par = jt_read("/proc/sys/kernel/perf_event_paranoid");
+    int paranoid = par ? atoi(par) : 2;
+    free(par);
+    if (geteuid() != 0 || paranoid < 2) {
+        fprintf(stderr, "SKIP: needs root (to run the JVM as nobody) and perf_event_paranoid >= 2\n");
+        return;
+    }
+    char *dir = jt_tmpdir();
+    chmod(dir, 0777);
+    const char *opts[] = {"clock=perf", "quiet"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[16384], p[4200];
+        snprintf(cmd, sizeof(cmd),
+                 "setpriv --reuid=65534 --regid=65534 --clear-groups %s "
+                 "-agentpath:%s=%s,out=%s/o%d -cp %s Hello 2>&1",
+                 jt_java, JALEN_AGENT, opts[i], dir, i, JALEN_CLASSES);
+        FILE *f = popen(cmd, "r");
+        ck_assert_ptr_nonnull(f);
+        char out[4096] = "";
+        size_t n = fread(out, 1, sizeof(out) - 1, f);
+        out[n] = 0;
+        int st = pclose(f);
+        ck_assert_msg(st == 0 && strstr(out, "hello"), "%s: %d %s", opts[i], st, out);
+        snprintf(p, sizeof(p), "%s/o%d/summary.json", dir, i);
+        char *sum = jt_read(p);
+        if (i == 0) {
+            ck_assert_msg(strstr(out, "jalen: clock=perf: perf_event_open: Permission denied") &&
+                              jt_lines(out) == 2,
+                          "clock=perf as nobody: %s", out);
+            ck_assert_msg(!sum, "clock=perf refused, yet a summary.json");
+        } else {
+            ck_assert_msg(sum && strstr(sum, "\"clock\": \"thread-cpu-timer\"") &&
+                              strstr(sum, "Permission denied"),
+                          "clock=auto as nobody: %s", sum ? sum : "(no summary.json)");
+        }
+        free(sum);
+    }
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_known");
@@ -351,6 +399,7 @@ int main(void)
     tcase_add_test(tc, known_jvmti);
     tcase_add_test(tc, known_cpu_timer);
     tcase_add_test(tc, clock_rate);
+    tcase_add_test(tc, clock_refused);
     tcase_add_test(tc, known_cpu_other_jdk);
     tcase_add_test(tc, quiet_net_filtered);
     tcase_add_test(tc, quiet_net_filtered_other_jdk);
