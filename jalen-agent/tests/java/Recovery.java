@@ -142,14 +142,14 @@ public class Recovery {
     static int crcTick(int x) { return x * 17 + 3; }
     static int clockTick(int x) { return x * 13 + 5; }
 
-    /* the arraycopy stub, about 1 MiB a call (a length the JIT cannot
+    /* the arraycopy stub, about 4 MiB a call (a length the JIT cannot
      * know: the copy is a small inline one or a call of the stub from an
      * out-of-line block, where the code laid out after the call is
      * another method's) */
     static void copyHot(byte[] src, byte[] dst, int x) {
         System.arraycopy(src, x & 7, dst, 0, src.length - 8);
     }
-    /* the CRC32 intrinsic's stub, 1 MiB a call */
+    /* the CRC32 intrinsic's stub, 4 MiB a call */
     static long crcHot(CRC32 crc, byte[] buf) { crc.update(buf, 0, buf.length); return crc.getValue(); }
     /* System.currentTimeMillis: a leaf call into the VM and the vDSO */
     static long clockHot() {
@@ -160,7 +160,7 @@ public class Recovery {
     }
 
     static void copyLoop() {
-        byte[] src = new byte[1 << 20], dst = new byte[1 << 20];
+        byte[] src = new byte[1 << 22], dst = new byte[1 << 22];
         int x = 0;
         while (!stop) {
             copyHot(src, dst, x);
@@ -173,7 +173,7 @@ public class Recovery {
     }
 
     static void crcLoop() {
-        byte[] buf = new byte[1 << 20];
+        byte[] buf = new byte[1 << 22];
         CRC32 crc = new CRC32();
         long acc = 0;
         int x = 0;
