@@ -79,7 +79,7 @@ static void proc_comm(pid_t pid, char *out, size_t len)
 }
 
 /* Whether the NUL-separated words of buf[0..n) turn the attach mechanism
- * off (the last of -XX:+/-DisableAttachMechanism wins); environ: only in
+ * off (the last of -XX:+/-DisableAttachMechanism wins); env_only: only in
  * the JVM's option variables. */
 static int attach_disabled_in(const char *buf, size_t n, int env_only)
 {
