@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -192,6 +193,20 @@ START_TEST(resolve_fixture)
                       n.pod_uid, n.source);
     }
     pa_cgroup_names n;
+    /* a real Podman container of this machine (runc, cgroupfs driver,
+     * hybrid hierarchy): its /proc/PID/cgroup and containers.json */
+    char *txt = pa_test_slurp(PA_FIXTURES "/containers/podman-hybrid/proc/5051/cgroup");
+    char path[512];
+    ck_assert_ptr_nonnull(txt);
+    ck_assert_int_eq(pa__cgroup_pick(txt, strlen(txt), path, sizeof(path)), 0);
+    free(txt);
+    ck_assert_int_eq(
+        pa_cgroup_names_resolve(PA_FIXTURES "/containers/podman-hybrid/root", path, &n), 0);
+    ck_assert_str_eq(n.runtime, "podman");
+    ck_assert_str_eq(n.container_name, "pa-test-burn");
+    ck_assert_str_eq(n.container_id,
+                     "54afdc7c85c040f598cb178a8bd46f433119fb48ab30517ffca470a9ebc1cf6b");
+    ck_assert_str_eq(n.source, "podman containers.json");
     ck_assert_int_eq(pa_cgroup_names_resolve("/nonexistent", "/docker/" D, &n), 0);
     ck_assert_str_eq(n.container_id, D);
     ck_assert_str_eq(n.container_name, "");

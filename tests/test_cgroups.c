@@ -90,11 +90,19 @@ START_TEST(library_cgroup_records)
         const pa_target_info *t = &r->targets[i];
         if (t->type == PA_TARGET_CGROUP) {
             ncg++;
+            if (strstr(t->cgroup, "docker-")) { /* its container, by the path */
+                ck_assert_ptr_nonnull(t->names);
+                ck_assert_str_eq(t->names->runtime, "docker");
+                ck_assert_str_eq(t->names->container_id, "4f3a9c0e1b2d");
+            }
             cg_sum += t->power.cpu_w;
         } else if (t->type == PA_TARGET_PROCESS) {
             proc_sum += t->power.cpu_w;
-            if (t->pid == 1002)
+            if (t->pid == 1002) {
                 ck_assert_str_eq(t->cgroup, "/system.slice/nginx.service");
+                ck_assert_ptr_nonnull(t->names); /* its unit (issue 27) */
+                ck_assert_str_eq(t->names->unit, "nginx.service");
+            }
             if (t->pid == 6001) /* cgroup v1 only: its v1 path (issue 27) */
                 ck_assert_str_eq(t->cgroup, "/legacy");
         }

@@ -63,6 +63,10 @@ typedef struct pa_ctx_opts {
     const char *devfs;  /* root of devfs, default "/dev" */
     const char *hwdb;   /* hardware database file, default: installed one,
                            overridden by $POWERAPI_HWDB */
+    const char *rootfs; /* where the container runtimes' state is
+                           (var/lib/docker, run/containerd, ...), for the
+                           names of cgroups (section "Containers, pods and
+                           units" below); default "/" */
 } pa_ctx_opts;
 
 /* Creates a monitoring context.  opts may be NULL (defaults above); the
@@ -270,6 +274,9 @@ typedef struct pa_target_info {
                                scaled for multiplexing; NULL if none */
     double multiplex;       /* time_running/time_enabled, lowest of the
                                group; 1 when not multiplexed */
+    const struct pa_cgroup_names *names; /* the container, pod or unit of
+                               the cgroup (of a process: of its cgroup),
+                               with cgroup reports on; NULL when none */
 } pa_target_info;
 
 /* What one tick produced.  Owned by the context. */

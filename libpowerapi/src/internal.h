@@ -312,6 +312,7 @@ struct pa_ctx {
     pthread_mutex_t lock; /* everything below; held during a tick */
     pa_env env;
     char *procfs, *sysfs, *devfs, *hwdb;
+    struct pa__cgcache *cgcache; /* names of cgroups (cgnames.c) */
 
     const pa_module_ops **registered; /* user modules */
     size_t nregistered;
