@@ -123,6 +123,18 @@ void pa_cli_tick_error(const char *cmd, int err);
 int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w,
                  int *ex_r);
 
+/* The resolution of the process CPU times a context's reports use: one
+ * clock tick (1/USER_HZ, 10 ms where USER_HZ is 100) when procfs-cpu is
+ * enabled, since <procfs>/<pid>/stat counts utime and stime in ticks
+ * (proc(5) fields 14 and 15); 0 when it is not enabled (call it after the
+ * first tick, when "auto" has chosen). */
+uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx);
+
+/* One line on stderr when windows of window_ns are shorter than the
+ * context's CPU-time resolution (most windows would read 0 W, some
+ * several times the power).  Returns 1 when it warned, else 0. */
+int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns);
+
 /* CLOCK_MONOTONIC and CLOCK_REALTIME now, ns. */
 uint64_t pa_cli_mono_ns(void);
 uint64_t pa_cli_real_ns(void);

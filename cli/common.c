@@ -204,3 +204,29 @@ uint64_t pa_cli_real_ns(void)
 {
     return clock_ns(CLOCK_REALTIME);
 }
+
+uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx)
+{
+    pa_module_info mi;
+    if (!ctx || pa_module_get(ctx, "procfs-cpu", &mi) < 0 || !mi.enabled)
+        return 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? 1000000000ull / (uint64_t)hz : 0;
+}
+
+int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns)
+{
+    uint64_t res = pa_cli_cpu_resolution_ns(ctx);
+    if (!res || window_ns >= res)
+        return 0;
+    pa_cli_error(cmd,
+                 "windows of %.3g ms are shorter than the %.3g ms resolution "
+                 "of process CPU times (procfs-cpu: /proc/PID/stat counts "
+                 "clock ticks, USER_HZ %ld): most windows will read 0 W and "
+                 "some %.0f times the power; use --interval %.0fms or more "
+                 "(each window then within 10 %%)",
+                 (double)window_ns / 1e6, (double)res / 1e6,
+                 sysconf(_SC_CLK_TCK), (double)res / (double)window_ns,
+                 10 * (double)res / 1e6);
+    return 1;
+}
