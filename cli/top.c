@@ -353,8 +353,8 @@ static void draw(top *t)
         line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20,
              "CGROUP", "CPU W", "NIC W", "TOTAL W", "ENERGY J");
     else
-        line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM",
-             "CPU%", "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
+        line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%",
+             "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
     attroff(A_REVERSE);
     int row = head + 1;
     t->capped = false;
@@ -369,9 +369,9 @@ static void draw(top *t)
             bool capped;
             double pct = cpu_pct(t, x, &capped);
             line(row, "%7d %-16.16s %5.1f%c %9.2f %9.2f %10.2f %12.1f  %s",
-                 (int)x->pid, x->comm, pct, capped ? '*' : ' ',
-                 x->power.cpu_w, x->power.nic_w, x->power.total_w,
-                 x->power.total_j, x->cgroup ? x->cgroup : "");
+                 (int)x->pid, x->comm, pct, capped ? '*' : ' ', x->power.cpu_w,
+                 x->power.nic_w, x->power.total_w, x->power.total_j,
+                 x->cgroup ? x->cgroup : "");
         }
     }
     if (t->status[0]) {

@@ -625,8 +625,8 @@ START_TEST(test_interval_below_resolution)
     run_free(&r);
     cli(&r, "monitor", "--pid", "1", "--interval", tick, "--count", "2",
         "--format", "json", NULL);
-    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "status %d: %s",
-                  r.status, r.err);
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "status %d: %s", r.status,
+                  r.err);
     run_free(&r);
     /* a command's windows too */
     cli(&r, "monitor", "--interval", below, "--", "true", NULL);

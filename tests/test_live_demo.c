@@ -25,7 +25,7 @@ static const char *check_window(const char *p, int *busy_rows)
         ck_assert_ptr_nonnull(nl);
         char row[512];
         size_t n = (size_t)(nl - p) < sizeof(row) - 1 ? (size_t)(nl - p)
-                                                       : sizeof(row) - 1;
+                                                      : sizeof(row) - 1;
         memcpy(row, p, n);
         row[n] = '\0';
         if (strstr(row, " more)"))
@@ -77,8 +77,7 @@ START_TEST(test_demo_shows_busy_workload)
                   out);
 
     char agent[4200];
-    snprintf(agent, sizeof(agent), "%s/jalen-agent/libjalen.so",
-             PA_BINARY_DIR);
+    snprintf(agent, sizeof(agent), "%s/jalen-agent/libjalen.so", PA_BINARY_DIR);
     if (access(agent, R_OK) != 0) {
         printf("test_demo: the Java part SKIPPED (the agent is not built)\n");
     } else {

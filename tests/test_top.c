@@ -201,11 +201,11 @@ END_TEST
 /* A ring of our own whose window has a long assumption list and a real
  * single-threaded process (a child) that read 13 ticks in a 0.125 s
  * window (the 104 % of /proc's clock ticks). */
-#define WRAP_ASSUMED                                                         \
-    "cpu-curve: default 0.74 W idle to 3.5 W at full load per vCPU x 2 "     \
-    "CPUs for unknown CPU 'Intel(R) Xeon(R) Processor' (Cloud Carbon "       \
-    "Footprint methodology, AWS average min/max watts per vCPU (from "       \
-    "SPECpower_ssj2008));nic per process: TCP only (no per-socket UDP "      \
+#define WRAP_ASSUMED                                                           \
+    "cpu-curve: default 0.74 W idle to 3.5 W at full load per vCPU x 2 "       \
+    "CPUs for unknown CPU 'Intel(R) Xeon(R) Processor' (Cloud Carbon "         \
+    "Footprint methodology, AWS average min/max watts per vCPU (from "         \
+    "SPECpower_ssj2008));nic per process: TCP only (no per-socket UDP "        \
     "counters)"
 
 typedef struct wrap_ring {
@@ -237,8 +237,7 @@ static void *wrap_publish(void *arg)
         for (int i = 0; i < 2; i++) {
             t[i].type = PA_TARGET_PROCESS;
             t[i].pid = pids[i];
-            snprintf(t[i].comm, sizeof(t[i].comm), "%s",
-                     i ? "half" : "busy");
+            snprintf(t[i].comm, sizeof(t[i].comm), "%s", i ? "half" : "busy");
             t[i].cgroup = "";
             t[i].power.cpu_w = t[i].power.total_w = 2 - i;
             t[i].power.interval_s = 0.125;
@@ -294,8 +293,8 @@ START_TEST(test_top_wrap_and_cap)
     char *save = NULL;
     for (char *w = strtok_r(words, " ;", &save); w;
          w = strtok_r(NULL, " ;", &save))
-        ck_assert_msg(strstr(s, w), "'%s' is not whole on the screen:\n%s",
-                      w, s);
+        ck_assert_msg(strstr(s, w), "'%s' is not whole on the screen:\n%s", w,
+                      s);
     ck_assert_ptr_nonnull(strstr(s, "ssj2008)); nic per process"));
     free(s);
     keys("q");
