@@ -608,6 +608,7 @@ int pa_cli_monitor(int argc, char **argv)
         goto out;
     }
     pa_out_init(&m.out, m.f, m.fmt);
+    m.out.procfs = m.co.copts.procfs;
     if (!m.clock_step_ns)
         m.out.time_base_s = pa_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;

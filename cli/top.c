@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <curses.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -220,56 +219,6 @@ static void line(int row, const char *fmt, ...)
         mvaddnstr(row, 0, buf, COLS);
 }
 
-/* Threads of a process: proc(5) field 20 (num_threads) of
- * <procfs>/<pid>/stat, counted from the last ')' (comm may hold any);
- * 0 when it cannot be read. */
-static long num_threads(const char *procfs, pid_t pid)
-{
-    char path[4200], buf[1024];
-    snprintf(path, sizeof(path), "%s/%d/stat", procfs ? procfs : "/proc",
-             (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 20; field++) /* ')' ends field 2 */
-        p = strchr(p + 1, ' ');
-    if (!p)
-        return 0;
-    char *end;
-    long v = strtol(p + 1, &end, 10);
-    return end > p + 1 && v > 0 ? v : 0;
-}
-
-/* A process's CPU% over the window, at most 100 % per thread (and per
- * online CPU): /proc/PID/stat counts CPU time in clock ticks, so a window
- * of 0.125 s can read 13 ticks (104 %) for one busy thread.  *capped is
- * set when the figure was capped. */
-static double cpu_pct(top *t, const pa_target_info *x, bool *capped)
-{
-    *capped = false;
-    if (x->power.interval_s <= 0)
-        return 0;
-    double pct = 100.0 * x->power.cpu_time_s / x->power.interval_s;
-    if (pct <= 100.0)
-        return pct;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long n = num_threads(t->procfs, x->pid);
-    if (n <= 0 || (cpus > 0 && n > cpus))
-        n = cpus;
-    if (n > 0 && pct > 100.0 * (double)n) {
-        pct = 100.0 * (double)n;
-        *capped = true;
-        t->capped = true;
-    }
-    return pct;
-}
-
 /* Length of the next line of text in width columns: the whole text if it
  * fits, else up to its last space within width (a word longer than width
  * is cut). */
@@ -367,10 +316,14 @@ static void draw(top *t)
                  x->power.nic_w, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
-            double pct = cpu_pct(t, x, &capped);
-            line(row, "%7d %-16.16s %5.1f%c %9.2f %9.2f %10.2f %12.1f  %s",
-                 (int)x->pid, x->comm, pct, capped ? '*' : ' ', x->power.cpu_w,
-                 x->power.nic_w, x->power.total_w, x->power.total_j,
+            double pct =
+                pa_cli_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+            t->capped |= capped;
+            line(row,
+                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f  %s"
+                        : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
+                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w,
+                 x->power.total_w, x->power.total_j,
                  x->cgroup ? x->cgroup : "");
         }
     }
@@ -380,9 +333,7 @@ static void draw(top *t)
         attroff(A_BOLD);
     } else {
         line(h - 1, "%sq quit  s sort  c %s  / filter  +/- interval",
-             t->capped ? "* CPU% capped at 100 % a thread (/proc counts CPU "
-                         "time in clock ticks)  "
-                       : "",
+             t->capped ? PA_CLI_CAPPED_NOTE "  " : "",
              t->cgroups ? "processes" : "cgroups");
     }
     refresh();
