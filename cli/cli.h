@@ -252,7 +252,7 @@ typedef struct pa_cli_opt {
 
 /* The shared context options, by group (PA_OPT_CONTEXT's mask). */
 enum {
-    PA_CTXOPT_ROOTS = 1,       /* --procfs DIR, --sysfs DIR, --hwdb FILE */
+    PA_CTXOPT_ROOTS = 1,       /* --procfs DIR, --sysfs DIR, --hwdb FILE, --rootfs DIR */
     PA_CTXOPT_CALIBRATION = 2, /* --calibration FILE */
     PA_CTXOPT_MODULES = 4,     /* --sensor, --formula, --disable */
     PA_CTXOPT_INTERVAL = 8,    /* -i, --interval DURATION */
