@@ -505,6 +505,11 @@ struct pa__cgcache {
     cg_entry *v; /* by cgroup index of the context */
     size_t cap;
     uint64_t reads; /* state lookups, for the tests and the bench */
+    /* by path (pa__cgcache_get_path): entry i's path, and an index */
+    char **paths;
+    size_t npaths, paths_cap;
+    int *slots;
+    size_t slots_cap;
 };
 
 pa__cgcache *pa__cgcache_new(const char *root)
@@ -523,6 +528,10 @@ void pa__cgcache_free(pa__cgcache *c)
         return;
     free(c->v);
     free(c->root);
+    for (size_t i = 0; i < c->npaths; i++)
+        free(c->paths[i]);
+    free(c->paths);
+    free(c->slots);
     free(c);
 }
 
@@ -583,4 +592,36 @@ const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *pat
         cg_lookup(c, e, path, now_ns);
     }
     return e->parsed > 0 ? &e->names : NULL;
+}
+
+static uint64_t path_hash_at(const void *user, size_t i)
+{
+    return pa__hash_str(((const pa__cgcache *)user)->paths[i]);
+}
+
+const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path, uint64_t now_ns)
+{
+    if (!c || !path || !*path)
+        return NULL;
+    uint64_t h = pa__hash_str(path);
+    for (size_t q = c->slots_cap ? h & (c->slots_cap - 1) : 0;
+         c->slots_cap && c->slots[q]; q = (q + 1) & (c->slots_cap - 1)) {
+        size_t i = (size_t)c->slots[q] - 1;
+        if (!strcmp(c->paths[i], path))
+            return pa__cgcache_get(c, i, path, now_ns);
+    }
+    size_t i = c->npaths;
+    char *dup = strdup(path);
+    if (!dup || PA__GROW(c->paths, c->paths_cap, i + 1, 64) < 0 ||
+        pa__index_reserve(&c->slots, &c->slots_cap, 64, 0, i, path_hash_at, c) < 0) {
+        free(dup);
+        return NULL;
+    }
+    c->paths[i] = dup;
+    c->npaths++;
+    size_t q = h & (c->slots_cap - 1);
+    while (c->slots[q])
+        q = (q + 1) & (c->slots_cap - 1);
+    c->slots[q] = (int)i + 1;
+    return pa__cgcache_get(c, i, path, now_ns);
 }
