@@ -498,6 +498,7 @@ typedef struct cg_entry {
     off_t size;
     uint64_t retry_ns;   /* names not found: when to try again */
     uint64_t backoff_ns;
+    uint64_t checked_ns; /* when the state file was last stat()ed */
 } cg_entry;
 
 struct pa__cgcache {
@@ -579,8 +580,10 @@ const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *pat
     if (!e->parsed) {
         cg_lookup(c, e, path, now_ns);
         e->parsed = e->names.source[0] ? 1 : -1;
-    } else if (e->parsed > 0 && e->state[0]) {
-        /* names from a state file: read again when it changes */
+    } else if (e->parsed > 0 && e->state[0] && e->checked_ns != now_ns) {
+        /* names from a state file: read again when it changes (checked
+         * once a window: a cgroup's processes ask in the same one) */
+        e->checked_ns = now_ns;
         struct stat st;
         char p[4096];
         snprintf(p, sizeof(p), "%s/%s", c->root, e->state);

@@ -327,6 +327,7 @@ struct pa_ctx {
     bool watch_all;
     bool watch_all_threads; /* pa_watch_all with PA_WATCH_ALL_THREADS */
     bool cgroups_on;
+    bool names_off; /* cgroups reported without names (bench_cgnames) */
 
     pa_tasktab procs;   /* processes, keyed by pid */
     pa_tasktab threads; /* threads, keyed by tid */
