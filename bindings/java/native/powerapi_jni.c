@@ -177,6 +177,38 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nUnwatchPid(JNIEnv *env,
         check(env, pa_unwatch_pid(ctx_of(h), (pid_t)pid));
 }
 
+JNIEXPORT jobjectArray JNICALL Java_org_powerapi_PowerAPI_nCgroupNames(JNIEnv *env, jclass cls,
+                                                                      jstring jroot,
+                                                                      jstring jpath)
+{
+    (void)cls;
+    if (!jpath) {
+        check(env, -EINVAL);
+        return NULL;
+    }
+    const char *root = jroot ? (*env)->GetStringUTFChars(env, jroot, NULL) : NULL;
+    const char *path = (*env)->GetStringUTFChars(env, jpath, NULL);
+    pa_cgroup_names n;
+    int rc = pa_cgroup_names_resolve(root, path, &n);
+    if (root)
+        (*env)->ReleaseStringUTFChars(env, jroot, root);
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
+    if (rc < 0)
+        memset(&n, 0, sizeof(n)); /* -ENOENT: nothing to name */
+    const char *v[8] = {n.runtime,       n.container_id, n.container_name, n.pod_name,
+                        n.pod_namespace, n.pod_uid,      n.unit,           n.source};
+    jclass sc = (*env)->FindClass(env, "java/lang/String");
+    jobjectArray a = sc ? (*env)->NewObjectArray(env, 8, sc, NULL) : NULL;
+    for (int i = 0; a && i < 8; i++) {
+        jstring s = (*env)->NewStringUTF(env, v[i]);
+        if (!s)
+            return NULL;
+        (*env)->SetObjectArrayElement(env, a, i, s);
+        (*env)->DeleteLocalRef(env, s);
+    }
+    return a;
+}
+
 JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env, jclass cls,
                                                         jlong h, jlong time_ns)
 {

@@ -37,6 +37,7 @@ from ._module import Module, Frame, Delta, Table, Options  # noqa: F401
 __all__ = [
     "PowerAPIError", "Power", "Target", "Report", "ModuleInfo", "Context",
     "Measurement", "measure", "version", "library_path", "parse_duration_ns",
+    "cgroup_names",
     "Module", "Frame", "Delta", "Table", "Options", "RingReader",
     "RingWriter", "RingInfo",
     "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
@@ -108,6 +109,21 @@ def version():
 def library_path():
     """Where the library was loaded from."""
     return _lib.library_path()
+
+
+def cgroup_names(path, rootfs=None):
+    """The container, pod or systemd unit a cgroup path is, as a dict of
+    the fields known (runtime, container_id, container_name, pod_name,
+    pod_namespace, pod_uid, unit, source); {} when the path names nothing.
+    rootfs: where the runtimes' state is (default "/")."""
+    n = _lib.pa_cgroup_names()
+    rc = _lib.load().pa_cgroup_names_resolve(_b(rootfs) if rootfs else None,
+                                             _b(path), ctypes.byref(n))
+    if rc == -2:  # -ENOENT: nothing to name
+        return {}
+    _check(rc, "pa_cgroup_names_resolve")
+    return {f: _s(getattr(n, f)) for f, _ in _lib.pa_cgroup_names._fields_
+            if _s(getattr(n, f))}
 
 
 def parse_duration_ns(s):

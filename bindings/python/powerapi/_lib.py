@@ -253,6 +253,8 @@ _U64 = ctypes.c_uint64
 # without them.
 _PROTOTYPES = {
     "pa_version": (_S, []),
+    "pa_cgroup_parse": (_I, [_S, ctypes.POINTER(pa_cgroup_names)]),
+    "pa_cgroup_names_resolve": (_I, [_S, _S, ctypes.POINTER(pa_cgroup_names)]),
     "pa_strerror": (_S, [_I]),
     "pa_last_error": (_S, []),
     "pa_ctx_new": (_I, [ctypes.POINTER(_P), ctypes.POINTER(pa_ctx_opts)]),

@@ -64,6 +64,18 @@ class TestFixture(unittest.TestCase):
         set_stat_times(self.root, 1801, u + 90, s + 10)
         ctx.tick(time_ns=3 * S)
 
+    def test_cgroup_names(self):
+        """Issue 27: a cgroup path named from the runtimes' state files."""
+        root = os.path.join(os.environ["POWERAPI_FIXTURES"], "containers", "root")
+        d = "d0c4e70123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+        n = powerapi.cgroup_names("/system.slice/docker-%s.scope" % d, rootfs=root)
+        self.assertEqual(n, {"runtime": "docker", "container_id": d,
+                             "container_name": "web",
+                             "source": "docker config.v2.json"})
+        self.assertEqual(powerapi.cgroup_names("/"), {})
+        self.assertEqual(powerapi.cgroup_names("/system.slice/nginx.service"),
+                         {"unit": "nginx.service", "source": "cgroup path"})
+
     def test_cpu_tdp_watts(self):
         with self.context() as ctx:
             ctx.enable("procfs-cpu")

@@ -1,6 +1,8 @@
 package org.powerapi;
 
 import java.lang.ref.Cleaner;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -92,6 +94,24 @@ public final class PowerAPI implements AutoCloseable {
     /** The library's version string. */
     public static String version() {
         return nVersion();
+    }
+
+    private static final String[] NAME_KEYS = {"runtime", "container_id", "container_name",
+        "pod_name", "pod_namespace", "pod_uid", "unit", "names_source"};
+
+    /**
+     * The container, pod or systemd unit a cgroup path is (pa_cgroup_names_resolve): the
+     * keys runtime, container_id, container_name, pod_name, pod_namespace, pod_uid, unit and
+     * names_source, those known only; empty when the path names nothing.  rootfs is where
+     * the runtimes' state is (null: "/").
+     */
+    public static Map<String, String> cgroupNames(String rootfs, String cgroupPath) {
+        String[] v = nCgroupNames(rootfs, cgroupPath);
+        Map<String, String> m = new LinkedHashMap<>();
+        for (int i = 0; v != null && i < v.length; i++)
+            if (!v[i].isEmpty())
+                m.put(NAME_KEYS[i], v[i]);
+        return m;
     }
 
     private long acquire() {
@@ -234,6 +254,7 @@ public final class PowerAPI implements AutoCloseable {
     }
 
     private static native String nVersion();
+    private static native String[] nCgroupNames(String rootfs, String path);
     private static native long nOpen(String procfs, String sysfs, String devfs,
                                      String hwdb);
     private static native void nClose(long h);

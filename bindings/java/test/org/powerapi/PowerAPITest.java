@@ -260,8 +260,26 @@ public final class PowerAPITest {
         checks++;
     }
 
+    /* issue 27: a cgroup named from the runtimes' state (fixture root) */
+    static void testCgroupNames() {
+        String fixtures = System.getProperty("powerapi.fixtures");
+        if (fixtures == null) {
+            System.out.println("testCgroupNames skipped: -Dpowerapi.fixtures not set");
+            return;
+        }
+        String k = "c0ffeefedcba9876543210fedcba9876543210fedcba9876543210fedcba9876";
+        java.util.Map<String, String> m = PowerAPI.cgroupNames(fixtures + "/containers/root",
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+            + "0a1b2c3d_4e5f_4a6b_8c7d_9e0f1a2b3c4d.slice/cri-containerd-" + k + ".scope");
+        check("checkout".equals(m.get("container_name")) && "shop".equals(m.get("pod_namespace"))
+              && "containerd".equals(m.get("runtime")) && k.equals(m.get("container_id"))
+              && "containerd config.json".equals(m.get("names_source")), "cgroupNames: " + m);
+        check(PowerAPI.cgroupNames(null, "/").isEmpty(), "cgroupNames of the root");
+    }
+
     public static void main(String[] args) throws Exception {
         testVersion();
+        testCgroupNames();
         testLiveProcess();
         testFixture();
         testErrors();
