@@ -126,6 +126,11 @@ START_TEST(known_answer_process_price)
     ck_assert_double_eq_tol(s.energy_j, 8.75, TOL);
     ck_assert_double_eq_tol(s.mean_j, 8.75, TOL);
     ck_assert_uint_eq(s.flags & PA_POWER_MEASURED, 0);
+    /* a window in which nothing ran prices nothing: the price stays */
+    ck_assert_int_eq(pa_tick_at(ctx, 4 * NS_PER_S), 0);
+    r = scope_ms(ctx, "checkout", 0, 100);
+    ck_assert_double_eq_tol(r.energy_j, 3.5, TOL);
+    ck_assert_uint_eq(r.flags, 0);
     vm_close(ctx, root);
 }
 END_TEST

@@ -365,9 +365,10 @@ int pa_report_cgroups(pa_ctx *ctx, int on);
  *                                      over the last window of length d
  *
  * The priced process is the calling process (pa_scope_opts.pid) when the
- * context watches it and it ran in that window; otherwise the machine's:
- * (system cpu_w - idle_w) x d / busy CPU time, the power no task caused
- * left out.  The figure is measured when the window's CPU power was
+ * context watches it and it ran in that window with a power; otherwise
+ * the machine's: (system cpu_w - idle_w) x d / busy CPU time, the power
+ * no task caused left out.  A window in which neither ran keeps the
+ * previous price.  The figure is measured when the window's CPU power was
  * (RAPL: PA_POWER_MEASURED in the flags), modelled otherwise.  A scope
  * that ends before the context's first window has no price: energy 0 and
  * PA_SCOPE_NO_WINDOW.  Network energy is not counted.
@@ -416,9 +417,11 @@ typedef struct pa_scope_opts {
                          the machine's */
 } pa_scope_opts;
 
-/* Sets the scope options of a context.  max_names can change only
- * before the context's first scope; pid at any time (it applies from the
- * next scope end).  opts NULL restores the defaults.
+/* Sets the scope options of a context and reads the price of its last
+ * window now (scopes read it again after each window; a window that
+ * prices nothing, neither the process nor the machine having run, keeps
+ * the previous price).  max_names can change only before the context's
+ * first scope; pid at any time.  opts NULL restores the defaults.
  * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -EBUSY
  * max_names changed after the first scope; -ENOMEM.  Context-safe. */
 int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts);

@@ -311,6 +311,8 @@ out:
     return rc;
 }
 
+static void price_refresh(pa_ctx *ctx, struct pa__scopes *sc, uint64_t gen);
+
 int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
 {
     pa_scope_opts def = {0};
@@ -341,9 +343,10 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     else {
         sc->max_names = max;
         atomic_store(&sc->pid_now, (int)opts->pid);
-        atomic_store(&sc->rate_gen, UINT64_MAX); /* read the price again */
     }
     pthread_mutex_unlock(&sc->lock);
+    if (rc == 0) /* the price of the last window, for this pid, now */
+        price_refresh(ctx, sc, atomic_load(&sc->gen));
     return rc;
 }
 
@@ -355,15 +358,17 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
 static bool price_read(pa_ctx *ctx, pid_t pid, double *rate, unsigned *flags)
 {
     pa_power p;
+    /* a process that ran but got no power (its CPU ticks and the
+     * machine's disagree over a short window) is priced by the machine */
     if (pid >= 0 && pa_pid_power(ctx, pid ? pid : getpid(), &p) == 0 &&
-        p.cpu_time_s > 0) {
+        p.cpu_time_s > 0 && p.cpu_w > 0) {
         *rate = p.cpu_w * p.interval_s / p.cpu_time_s;
         *flags = p.flags & PA_POWER_MEASURED;
         return true;
     }
-    if (pa_system_power(ctx, &p) == 0 && p.cpu_time_s > 0) {
-        double active = p.cpu_w - p.idle_w;
-        *rate = (active > 0 ? active : 0) * p.interval_s / p.cpu_time_s;
+    if (pa_system_power(ctx, &p) == 0 && p.cpu_time_s > 0 &&
+        p.cpu_w > p.idle_w) {
+        *rate = (p.cpu_w - p.idle_w) * p.interval_s / p.cpu_time_s;
         *flags = (p.flags & PA_POWER_MEASURED) | PA_SCOPE_RATE_SYSTEM;
         return true;
     }

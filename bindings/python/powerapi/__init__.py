@@ -593,17 +593,23 @@ _scope_lock = threading.Lock()
 def scope_context(interval_s=1.0):
     """The context that powerapi.scope() uses, made at its first call: this
     process watched, priced by the best formula auto finds, sampled every
-    interval_s by a background sampler.  Making it takes a first window of
-    0.1 s, so that the first scope is priced."""
+    interval_s by a background sampler.  Making it takes a first window (50
+    ms to 1 s: until the machine ran), so that the first
+    scope is priced."""
     global _scope_ctx
     with _scope_lock:
         if _scope_ctx is None:
             ctx = Context()
             try:
-                ctx.watch_pid(os.getpid())
+                pid = os.getpid()
+                ctx.watch_pid(pid)
                 ctx.tick()
-                _time.sleep(0.1)
-                ctx.tick()
+                for _ in range(20):  # a window in which something ran
+                    _time.sleep(0.05)
+                    ctx.tick()
+                    if ctx.system_power().cpu_time_s > 0:
+                        break
+                ctx.scope_configure()  # reads that window's price
                 ctx.start(interval_s)
             except BaseException:
                 ctx.close()
