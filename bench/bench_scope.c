@@ -9,7 +9,8 @@
  * millisecond (the first end after each window reads the new price under
  * the context lock), and N threads on one name (shared counters).
  *
- * Figures: median over rounds of the mean ns per begin+end pair.
+ * Figures: median over rounds of the mean ns per begin+end pair, and the
+ * fastest round (the least disturbed by other work on the machine).
  * Prints figures; not a pass/fail test.
  *
  * Usage: bench_scope [ROUNDS [PAIRS_PER_ROUND [THREADS]]]
@@ -94,13 +95,16 @@ static void run(pa_ctx *ctx, const char *title, unsigned rounds, unsigned n)
     for (unsigned i = 0; i < rounds; i++)
         for (int k = 0; k < NKINDS; k++) /* interleaved */
             v[k][i] = round_ns(ctx, k, n);
-    printf("%s\n", title);
-    double floor = median(v[FLOOR], rounds);
+    printf("%s%*s median ns (fastest round)\n", title,
+           (int)(44 - strlen(title)), "");
+    double floor = median(v[FLOOR], rounds), floor_min = v[FLOOR][0];
     for (int k = 0; k < NKINDS; k++) {
-        double m = median(v[k], rounds);
-        printf("  %-42s %8.1f ns", kind_name[k], m);
-        if (k == SCOPE || k == NESTED)
-            printf("   (floor + %.1f ns)", m - (k == NESTED ? 2 : 1) * floor);
+        double m = median(v[k], rounds); /* sorts v[k] */
+        printf("  %-42s %8.1f (%6.1f)", kind_name[k], m, v[k][0]);
+        int f = k == NESTED ? 2 : k == SCOPE ? 1 : 0;
+        if (f)
+            printf("   floor + %.1f (+ %.1f)", m - f * floor,
+                   v[k][0] - f * floor_min);
         printf("\n");
         free(v[k]);
     }
