@@ -25,23 +25,13 @@
 
 #include "powerapi.h"
 
+#include "bench_util.h"
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 enum { FLOOR, SCOPE, SCOPE_AT, NESTED, NKINDS };
@@ -97,9 +87,9 @@ static void run(pa_ctx *ctx, const char *title, unsigned rounds, unsigned n)
             v[k][i] = round_ns(ctx, k, n);
     printf("%s%*s median ns (fastest round)\n", title,
            (int)(44 - strlen(title)), "");
-    double floor = median(v[FLOOR], rounds), floor_min = v[FLOOR][0];
+    double floor = pa_bench_median(v[FLOOR], rounds), floor_min = v[FLOOR][0];
     for (int k = 0; k < NKINDS; k++) {
-        double m = median(v[k], rounds); /* sorts v[k] */
+        double m = pa_bench_median(v[k], rounds); /* sorts v[k] */
         printf("  %-42s %8.1f (%6.1f)", kind_name[k], m, v[k][0]);
         int f = k == NESTED ? 2 : k == SCOPE ? 1 : 0;
         if (f)

@@ -252,17 +252,23 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeConfigure(
     check(env, pa_scope_configure(ctx_of(h), &o));
 }
 
-/* cpu_ns < 0: the thread's CPU clock. */
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeBegin(
-    JNIEnv *env, jclass cls, jlong h, jstring name, jlong cpu_ns)
+/* A scope name that must not be null: NULL with an exception pending. */
+static const char *scope_name(JNIEnv *env, jstring name)
 {
     int failed = 0;
     if (!name) {
         throw_iae(env, "powerapi: scope name is null");
-        return;
+        return NULL;
     }
-    const char *n = utf(env, name, &failed);
-    if (!failed)
+    return utf(env, name, &failed);
+}
+
+/* cpu_ns < 0: the thread's CPU clock. */
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeBegin(
+    JNIEnv *env, jclass cls, jlong h, jstring name, jlong cpu_ns)
+{
+    const char *n = scope_name(env, name);
+    if (n)
         check(env, cpu_ns < 0
                        ? pa_scope_begin(ctx_of(h), n)
                        : pa_scope_begin_at(ctx_of(h), n, (uint64_t)cpu_ns));
@@ -339,16 +345,13 @@ JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(
     JNIEnv *env, jclass cls, jlong h, jstring name, jdoubleArray d,
     jlongArray l)
 {
-    int failed = 0;
-    if (!name) {
-        throw_iae(env, "powerapi: scope name is null");
+    const char *n = scope_name(env, name);
+    if (!n)
         return NULL;
-    }
-    const char *n = utf(env, name, &failed);
     pa_scope_stats s;
-    int rc = failed ? -1 : pa_scope_get(ctx_of(h), n, &s);
+    int rc = pa_scope_get(ctx_of(h), n, &s);
     unutf(env, name, n);
-    if (failed || check(env, rc))
+    if (check(env, rc))
         return NULL;
     jdouble dv[12] = {s.cpu_time_s,  s.self_cpu_time_s, s.energy_j,
                       s.self_energy_j, s.mean_j,        s.p50_j,

@@ -6,15 +6,13 @@ of every scope priced by java.  Explicit clocks make the figures exact;
 `with ctx.scope(...)` reads the thread's real CPU clock."""
 
 import errno
-import os
-import shutil
-import tempfile
 import threading
 import time
 import unittest
 
 import powerapi
-from test_fixture import set_stat_times, stat_times
+from test_fixture import (copy_vm, fixture_context, set_stat_times,
+                          stat_times)
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -31,20 +29,8 @@ def burn(seconds):
 
 class TestScopeFixture(unittest.TestCase):
     def setUp(self):
-        fixtures = os.environ.get("POWERAPI_FIXTURES")
-        if not fixtures:
-            self.skipTest("POWERAPI_FIXTURES not set (run through ctest)")
-        self.tmp = tempfile.mkdtemp(prefix="powerapi-py-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.root = os.path.join(self.tmp, "vm")
-        shutil.copytree(os.path.join(fixtures, "vm-nocpufreq"), self.root,
-                        symlinks=True)
-        for d in ("sys", "dev"):
-            os.makedirs(os.path.join(self.root, d), exist_ok=True)
-        self.ctx = powerapi.Context(procfs=os.path.join(self.root, "proc"),
-                                    sysfs=os.path.join(self.root, "sys"),
-                                    devfs=os.path.join(self.root, "dev"),
-                                    hwdb=os.environ.get("POWERAPI_HWDB"))
+        self.root = copy_vm(self)
+        self.ctx = fixture_context(self.root)
         self.addCleanup(self.ctx.close)
 
     def priced(self):
