@@ -5,9 +5,9 @@
  * same run, interleaved round by round: the two reads of the thread CPU
  * clock (clock_gettime(CLOCK_THREAD_CPUTIME_ID)) a scope cannot do
  * without.  Also the library's own part (pa_scope_begin_at/end_at, no
- * clock), a nested pair (depth 2), and both with a sampler ticking every
- * millisecond (the first end after each window reads the new price under
- * the context lock), and N threads on one name (shared counters).
+ * clock), a nested pair (depth 2), and all of them with a sampler ticking
+ * every millisecond (each tick publishes a price the ends read), and N
+ * threads on one name (shared counters).
  *
  * Figures: median over rounds of the mean ns per begin+end pair, and the
  * fastest round (the least disturbed by other work on the machine).

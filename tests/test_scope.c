@@ -44,6 +44,16 @@ static void vm_java_stat(const char *root, unsigned utime, unsigned stime)
                   utime, stime);
 }
 
+/* /proc/stat of the VM 2 s later with 2 of its 4 CPU-seconds busy. */
+static void vm_machine_busy(const char *root)
+{
+    pa_test_write(root, "proc/stat",
+                  "cpu  10232 12 8151 1698521 2203 0 411 1530 0 0\n"
+                  "cpu0 5361 5 4240 848831 1190 0 289 771 0 0\n"
+                  "cpu1 4871 7 3911 849690 1013 0 122 759 0 0\n"
+                  "intr 0\nctxt 0\nbtime 1732191396\nprocesses 1\n");
+}
+
 /* The VM, priced at 35 J per CPU-second by a window from 1 s to 3 s; the
  * machine busy 2 of its 4 CPU-seconds.  Returns the context; *root is
  * the fixture copy. */
@@ -59,11 +69,7 @@ static pa_ctx *vm_priced(char **root, pid_t price_pid)
     ck_assert_int_eq(pa_scope_configure(ctx, &o), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
     vm_java_stat(*root, 4410 + 90, 391 + 10);
-    pa_test_write(*root, "proc/stat",
-                  "cpu  10232 12 8151 1698521 2203 0 411 1530 0 0\n"
-                  "cpu0 5361 5 4240 848831 1190 0 289 771 0 0\n"
-                  "cpu1 4871 7 3911 849690 1013 0 122 759 0 0\n"
-                  "intr 0\nctxt 0\nbtime 1732191396\nprocesses 1\n");
+    vm_machine_busy(*root);
     rc = pa_tick_at(ctx, 3 * NS_PER_S);
     ck_assert_msg(rc == 0, "tick: %s", pa_last_error());
     return ctx;
@@ -132,6 +138,26 @@ START_TEST(known_answer_process_price)
     ck_assert_double_eq_tol(r.energy_j, 3.5, TOL);
     ck_assert_uint_eq(r.flags, 0);
     vm_close(ctx, root);
+}
+END_TEST
+
+/* Windows that ended before the context's first scope: the first scope
+ * gets the last one's price (here the machine's: this test process is
+ * not in the fixture). */
+START_TEST(price_of_windows_before_first_scope)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    pa_ctx *ctx = pa_test_ctx(root);
+    ck_assert_int_eq(
+        pa_module_enable(ctx, "cpu-tdp", "tdp=100,ftdp=2000,vtdp=1.0"), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
+    vm_machine_busy(root);
+    ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
+    pa_scope_result r = scope_ms(ctx, "first", 0, 100);
+    ck_assert_uint_eq(r.flags, PA_SCOPE_RATE_SYSTEM);
+    ck_assert_double_eq_tol(r.energy_j, 3.5, TOL);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
 }
 END_TEST
 
@@ -487,6 +513,55 @@ START_TEST(threads_exact_sums)
 }
 END_TEST
 
+static void *real_worker(void *p)
+{
+    worker_arg *w = p;
+    pa_scope_result r;
+    for (int i = 0; i < 5000 && !w->rc; i++) {
+        w->rc = pa_scope_begin(w->ctx, "live");
+        if (!w->rc)
+            w->rc = pa_scope_end(w->ctx, "live", &r);
+        if (!w->rc && (r.j_per_cpu_s != 35.0 || r.flags != 0 ||
+                       r.energy_j != r.cpu_time_s * 35.0)) {
+            fprintf(stderr, "price %.17g flags %#x energy %.17g cpu %.17g\n",
+                    r.j_per_cpu_s, r.flags, r.energy_j, r.cpu_time_s);
+            w->rc = -EDOM;
+        }
+    }
+    return NULL;
+}
+
+/* The same with the thread clocks while a sampler ticks every ms: each
+ * tick makes the next end read the price again (the fixture does not
+ * change, so nothing ran: the price stays 35). */
+START_TEST(threads_with_sampler)
+{
+    char *root;
+    pa_ctx *ctx = vm_priced(&root, 1801);
+    ck_assert_int_eq(pa_start(ctx, 1000000, NULL, NULL), 0);
+    pthread_t th[3];
+    worker_arg w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (worker_arg){ctx, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, real_worker, &w[i]),
+                         0);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(w[i].rc == 0, "thread %d: %s", i, pa_strerror(w[i].rc));
+    }
+    ck_assert_int_eq(pa_stop(ctx), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    ck_assert_uint_gt(r->tick, 3); /* the sampler did tick */
+    pa_report_free(r);
+    pa_scope_stats s = stats(ctx, "live");
+    ck_assert_uint_eq(s.calls, 15000);
+    ck_assert_double_eq_tol(s.energy_j, s.cpu_time_s * 35, 1e-9);
+    vm_close(ctx, root);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
@@ -562,8 +637,8 @@ START_TEST(bad_input)
 }
 END_TEST
 
-/* The price's reads of the context do not replace the caller's last
- * error message. */
+/* The price's reads of the context (through the getters, when the scopes
+ * are configured) do not replace the caller's last error message. */
 START_TEST(last_error_kept)
 {
     char *root;
@@ -573,6 +648,9 @@ START_TEST(last_error_kept)
     char before[256];
     snprintf(before, sizeof(before), "%s", pa_last_error());
     scope_ms(ctx, "x", 0, 1);
+    ck_assert_str_eq(pa_last_error(), before);
+    pa_scope_opts o = {.pid = 4243}; /* reads the price: pa_pid_power fails */
+    ck_assert_int_eq(pa_scope_configure(ctx, &o), 0);
     ck_assert_str_eq(pa_last_error(), before);
     vm_close(ctx, root);
 }
@@ -584,6 +662,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("scope");
     tcase_add_test(tc, known_answer_process_price);
     tcase_add_test(tc, system_price_when_not_watched);
+    tcase_add_test(tc, price_of_windows_before_first_scope);
     tcase_add_test(tc, measured_price_per_process);
     tcase_add_test(tc, real_cpu_time);
     tcase_add_test(tc, nesting_inclusive_exclusive);
@@ -592,6 +671,7 @@ static Suite *suite(void)
     tcase_add_test(tc, quantiles);
     tcase_add_test(tc, cardinality_bound);
     tcase_add_test(tc, threads_exact_sums);
+    tcase_add_test(tc, threads_with_sampler);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, last_error_kept);
     suite_add_tcase(s, tc);

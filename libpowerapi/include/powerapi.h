@@ -390,9 +390,10 @@ int pa_report_cgroups(pa_ctx *ctx, int on);
  *
  * Cost: after a name's first use on a context, begin and end take no
  * lock and allocate nothing (a thread-local stack, per-name atomic
- * counters); the first end after each window takes the context lock once
- * to read the new price.  Begin and end read the thread CPU clock (one
- * system call each). */
+ * counters; the tick publishes each window's price).  Begin and end read
+ * the thread CPU clock (one system call each).  The context's first scope
+ * and pa_scope_configure read the last window's price through
+ * pa_pid_power and pa_system_power. */
 
 #define PA_SCOPE_MAX_DEPTH 64      /* open scopes on one thread */
 #define PA_SCOPE_NAME_MAX 128      /* bytes of a name, NUL included */

@@ -4,10 +4,9 @@
  * Hot path (a name already seen): begin hashes the name, finds it in an
  * open-addressing table read without a lock (slots are published with
  * release stores and never removed), and pushes a frame on a thread-local
- * stack; end pops it, reads the price (a seqlock, refreshed from the
- * public getters by the first end after each window) and adds to the
- * name's atomic counters.  Only a name's first use takes the scopes'
- * mutex and allocates.
+ * stack; end pops it, reads the price (a seqlock that the tick writes at
+ * the end of each window) and adds to the name's atomic counters.  Only a
+ * name's first use takes the scopes' mutex and allocates.
  */
 #include "internal.h"
 
@@ -52,10 +51,13 @@ struct pa__scopes {
     _Atomic bool full;
     scope_name *other;
 
-    /* the price: gen counts windows (pa__scopes_window), rate_gen the
-     * window it was read at; seq is a seqlock over rate and flags */
-    _Atomic uint64_t gen, rate_gen;
-    _Atomic int refreshing;
+    /* the price, under a seqlock: written by the tick (pa__scopes_window,
+     * under the context lock) and by pa_scope_configure or the scopes'
+     * making (from the public getters), serialised by price_lock; stamp
+     * is the end of the priced window, so an older one never replaces a
+     * newer one */
+    pthread_mutex_t price_lock;
+    uint64_t stamp;
     _Atomic unsigned seq;
     _Atomic uint64_t rate_bits;
     _Atomic unsigned rate_flags;
@@ -175,8 +177,8 @@ static struct pa__scopes *scopes_new(void)
     if (!sc)
         return NULL;
     pthread_mutex_init(&sc->lock, NULL);
+    pthread_mutex_init(&sc->price_lock, NULL);
     sc->max_names = PA_SCOPE_DEFAULT_NAMES;
-    atomic_init(&sc->rate_gen, UINT64_MAX); /* the first end reads a price */
     return sc;
 }
 
@@ -192,8 +194,11 @@ static void scopes_free(struct pa__scopes *sc)
     free(sc->other);
     free((void *)atomic_load(&sc->slots));
     pthread_mutex_destroy(&sc->lock);
+    pthread_mutex_destroy(&sc->price_lock);
     free(sc);
 }
+
+static void price_load(pa_ctx *ctx, struct pa__scopes *sc);
 
 /* The context's scopes, made at the first use (several threads may race
  * to make them: one wins). */
@@ -206,8 +211,10 @@ static struct pa__scopes *scopes_of(pa_ctx *ctx)
     struct pa__scopes *mine = scopes_new();
     if (!mine)
         return NULL;
-    if (atomic_compare_exchange_strong(&ctx->scopes, &sc, mine))
+    if (atomic_compare_exchange_strong(&ctx->scopes, &sc, mine)) {
+        price_load(ctx, mine); /* the windows before: the last one */
         return mine;
+    }
     scopes_free(mine);
     return sc;
 }
@@ -215,14 +222,6 @@ static struct pa__scopes *scopes_of(pa_ctx *ctx)
 void pa__scopes_free(pa_ctx *ctx)
 {
     scopes_free(atomic_load(&ctx->scopes));
-}
-
-void pa__scopes_window(pa_ctx *ctx)
-{
-    struct pa__scopes *sc =
-        atomic_load_explicit(&ctx->scopes, memory_order_acquire);
-    if (sc)
-        atomic_fetch_add_explicit(&sc->gen, 1, memory_order_release);
 }
 
 static scope_name *name_new(const char *name, size_t len, uint64_t hash)
@@ -311,8 +310,6 @@ out:
     return rc;
 }
 
-static void price_refresh(pa_ctx *ctx, struct pa__scopes *sc, uint64_t gen);
-
 int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
 {
     pa_scope_opts def = {0};
@@ -346,7 +343,7 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     }
     pthread_mutex_unlock(&sc->lock);
     if (rc == 0) /* the price of the last window, for this pid, now */
-        price_refresh(ctx, sc, atomic_load(&sc->gen));
+        price_load(ctx, sc);
     return rc;
 }
 
@@ -354,40 +351,35 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
 /* The price: energy per CPU-second of the last window                 */
 /* ------------------------------------------------------------------ */
 
-/* Reads the price from the context's last window (takes its lock). */
-static bool price_read(pa_ctx *ctx, pid_t pid, double *rate, unsigned *flags)
+/* The pricing rule (DESIGN.md section 14): the process's CPU power per
+ * CPU-second of the window when it ran with a power (a process whose CPU
+ * ticks and the machine's disagree over a short window may get none),
+ * else the machine's active power per busy CPU-second.  proc may be NULL.
+ * False when neither ran: the previous price stays. */
+static bool price_rule(const pa_power *proc, const pa_power *sys,
+                       double *rate, unsigned *flags)
 {
-    pa_power p;
-    /* a process that ran but got no power (its CPU ticks and the
-     * machine's disagree over a short window) is priced by the machine */
-    if (pid >= 0 && pa_pid_power(ctx, pid ? pid : getpid(), &p) == 0 &&
-        p.cpu_time_s > 0 && p.cpu_w > 0) {
-        *rate = p.cpu_w * p.interval_s / p.cpu_time_s;
-        *flags = p.flags & PA_POWER_MEASURED;
+    if (proc && proc->cpu_time_s > 0 && proc->cpu_w > 0) {
+        *rate = proc->cpu_w * proc->interval_s / proc->cpu_time_s;
+        *flags = proc->flags & PA_POWER_MEASURED;
         return true;
     }
-    if (pa_system_power(ctx, &p) == 0 && p.cpu_time_s > 0 &&
-        p.cpu_w > p.idle_w) {
-        *rate = (p.cpu_w - p.idle_w) * p.interval_s / p.cpu_time_s;
-        *flags = (p.flags & PA_POWER_MEASURED) | PA_SCOPE_RATE_SYSTEM;
+    if (sys && sys->cpu_time_s > 0 && sys->cpu_w > sys->idle_w) {
+        *rate = (sys->cpu_w - sys->idle_w) * sys->interval_s / sys->cpu_time_s;
+        *flags = (sys->flags & PA_POWER_MEASURED) | PA_SCOPE_RATE_SYSTEM;
         return true;
     }
     return false;
 }
 
-/* A new window since the price was read: the first thread to see it reads
- * the new one; the others go on with the old one meanwhile. */
-static void price_refresh(pa_ctx *ctx, struct pa__scopes *sc, uint64_t gen)
+/* Publishes a price of the window ending at stamp, unless a later one is
+ * there already. */
+static void price_publish(struct pa__scopes *sc, double rate, unsigned flags,
+                          uint64_t stamp)
 {
-    int idle = 0;
-    if (!atomic_compare_exchange_strong(&sc->refreshing, &idle, 1))
-        return;
-    /* the getters' failures must not replace the caller's last error */
-    char saved[1024];
-    snprintf(saved, sizeof(saved), "%s", pa_last_error());
-    double rate;
-    unsigned flags;
-    if (price_read(ctx, (pid_t)atomic_load(&sc->pid_now), &rate, &flags)) {
+    pthread_mutex_lock(&sc->price_lock);
+    if (stamp >= sc->stamp) {
+        sc->stamp = stamp;
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
@@ -397,17 +389,56 @@ static void price_refresh(pa_ctx *ctx, struct pa__scopes *sc, uint64_t gen)
                               memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 2, memory_order_release);
     }
+    pthread_mutex_unlock(&sc->price_lock);
+}
+
+/* The tick, at the end of each window, under the context lock. */
+void pa__scopes_window(pa_ctx *ctx)
+{
+    struct pa__scopes *sc =
+        atomic_load_explicit(&ctx->scopes, memory_order_acquire);
+    if (!sc)
+        return;
+    int pid = atomic_load(&sc->pid_now);
+    const pa_power *sys = &ctx->sys_power;
+    const pa_task *t =
+        pid >= 0 ? pa__task_find(ctx, PA_TARGET_PROCESS, pid ? pid : getpid())
+                 : NULL;
+    pa_power proc = {0};
+    if (t && t->in_window && !t->gone) {
+        proc.cpu_w = t->cpu_w;
+        proc.cpu_time_s = t->d_cpu_s;
+        proc.interval_s = sys->interval_s;
+        proc.flags = sys->flags & PA_POWER_MEASURED;
+    }
+    double rate;
+    unsigned flags;
+    if (price_rule(t ? &proc : NULL, sys, &rate, &flags))
+        price_publish(sc, rate, flags, sys->time_ns);
+}
+
+/* The last window's price through the public getters (they take the
+ * context lock), when the scopes are made or reconfigured. */
+static void price_load(pa_ctx *ctx, struct pa__scopes *sc)
+{
+    /* the getters' failures must not replace the caller's last error */
+    char saved[1024];
+    snprintf(saved, sizeof(saved), "%s", pa_last_error());
+    int pid = atomic_load(&sc->pid_now);
+    pa_power proc, sys;
+    bool have_proc =
+        pid >= 0 && pa_pid_power(ctx, pid ? pid : getpid(), &proc) == 0;
+    bool have_sys = pa_system_power(ctx, &sys) == 0;
+    double rate;
+    unsigned flags;
+    if (have_sys && price_rule(have_proc ? &proc : NULL, &sys, &rate, &flags))
+        price_publish(sc, rate, flags, sys.time_ns);
     pa__err(0, "%s", saved);
-    atomic_store(&sc->rate_gen, gen);
-    atomic_store(&sc->refreshing, 0);
 }
 
 /* The price and its flags (PA_SCOPE_NO_WINDOW when there is none yet). */
-static double price(pa_ctx *ctx, struct pa__scopes *sc, unsigned *flags)
+static double price(struct pa__scopes *sc, unsigned *flags)
 {
-    uint64_t gen = atomic_load_explicit(&sc->gen, memory_order_acquire);
-    if (gen != atomic_load_explicit(&sc->rate_gen, memory_order_relaxed))
-        price_refresh(ctx, sc, gen);
     for (;;) {
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_acquire);
         if (s & 1)
@@ -537,7 +568,7 @@ int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
     scope_frame f = stack[--depth];
     uint64_t incl = cpu_ns - f.begin_ns, self = incl - f.child_ns;
     pa_scope_result r = {0};
-    double rate = price(ctx, f.sc, &r.flags);
+    double rate = price(f.sc, &r.flags);
     r.cpu_time_s = (double)incl * 1e-9;
     r.self_cpu_time_s = (double)self * 1e-9;
     r.self_energy_j = r.self_cpu_time_s * rate;
