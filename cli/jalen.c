@@ -79,14 +79,14 @@ static void proc_comm(pid_t pid, char *out, size_t len)
 }
 
 /* Whether the NUL-separated words of buf[0..n) turn the attach mechanism
- * off (the last of -XX:+/-DisableAttachMechanism wins); environ: only in
+ * off (the last of -XX:+/-DisableAttachMechanism wins); env_only: only in
  * the JVM's option variables. */
-static int attach_disabled_in(const char *buf, size_t n, int environ)
+static int attach_disabled_in(const char *buf, size_t n, int env_only)
 {
     int off = 0;
     for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
         const char *w = buf + i;
-        if (environ && strncmp(w, "JAVA_TOOL_OPTIONS=", 18) &&
+        if (env_only && strncmp(w, "JAVA_TOOL_OPTIONS=", 18) &&
             strncmp(w, "JDK_JAVA_OPTIONS=", 17) && strncmp(w, "_JAVA_OPTIONS=", 14))
             continue;
         for (const char *p = w; (p = strstr(p, "DisableAttachMechanism")); p++)

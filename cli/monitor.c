@@ -14,6 +14,7 @@
  * synchronously with sigtimedwait(), which is also the interval sleep.
  */
 #include "cli.h"
+#include "groups.h"
 #include "output.h"
 
 #include <errno.h>
@@ -41,6 +42,8 @@ typedef struct monitor {
     watched *pids;
     size_t npids;
     bool all, threads, cgroups;
+    bool containers;      /* --containers: --group-by container */
+    pa_cli_group group;   /* --group-by */
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
     unsigned long top;    /* 0: not given */
@@ -57,6 +60,7 @@ typedef struct monitor {
     FILE *f;
     sigset_t sigs;
     pa_replay *replay;
+    bool to_stderr;  /* m->f is a buffered stream of our stderr */
     bool pid_failed; /* an unknown pid was given */
     bool epipe;      /* the output's reader went away */
 } monitor;
@@ -70,7 +74,9 @@ static const char monitor_about[] =
     "Prints the power (W) and energy (J) of processes, threads and cgroups "
     "every\ninterval.  With a COMMAND, runs it, follows it and every child "
     "it starts, and\nprints its energy when it exits; the exit status is the "
-    "command's own.\n(In table format, a command gets per-interval tables "
+    "command's own.\nWith a COMMAND, what monitor writes goes to stderr (the "
+    "command's stdout\nstays its own, as under perf stat) unless -o FILE, or "
+    "-o - for stdout.\n(In table format, a command gets per-interval tables "
     "only with --interval,\nlike perf stat -I; JSON and CSV always have "
     "them.)\n"
     "With no target, every process is watched (--all).\n";
@@ -129,6 +135,13 @@ static int add_pids(void *v, const char *cmd, const char *arg)
 /* The combinations parse_args refuses. */
 static int check_args(monitor *m)
 {
+    if (m->containers && m->group && m->group != PA_GROUP_CONTAINER)
+        return pa_cli_usage_error(CMD, "--containers is --group-by container, not --group-by %s",
+                                  pa_cli_group_name(m->group));
+    if (m->containers)
+        m->group = PA_GROUP_CONTAINER;
+    if (m->group)
+        m->cgroups = true; /* groups are made of the cgroup records */
     if (m->cmd && m->clock_step_ns)
         return pa_cli_usage_error(CMD,
                                   "--clock-step cannot be used with a COMMAND");
@@ -158,6 +171,14 @@ static int check_args(monitor *m)
     return 0;
 }
 
+static int group_option(void *v, const char *cmd, const char *arg)
+{
+    if (pa_cli_group_parse(arg, v) < 0)
+        return pa_cli_usage_error(cmd, "--group-by: unknown kind '%s' (container, pod, unit "
+                                       "or cgroup)", arg);
+    return 0;
+}
+
 static int parse_args(monitor *m, int argc, char **argv)
 {
     const pa_cli_opt opts[] = {
@@ -167,7 +188,15 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_FLAG('a', "all", &m->all, "watch every process"),
         PA_OPT_FLAG('t', "threads", &m->threads,
                     "also report each thread of the watched pids"),
-        PA_OPT_FLAG(0, "cgroups", &m->cgroups, "also report cgroup v2 totals"),
+        PA_OPT_FLAG(0, "cgroups", &m->cgroups,
+                    "also report cgroup totals, named by container,\n"
+                    "pod and systemd unit where they are one"),
+        PA_OPT_FLAG(0, "containers", &m->containers,
+                    "one record per container (--group-by container)"),
+        PA_OPT_CALLBACK(0, "group-by", &m->group, "KIND",
+                        "one record per container, pod, unit or cgroup,\n"
+                        "summed over its processes (those that ended too)",
+                        group_option),
         PA_OPT_STRING('r', "ring", &m->ring, "NAME",
                       "read the windows of a daemon's ring ('%s daemon')\n"
                       "instead of sampling"),
@@ -184,7 +213,8 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_UINT(0, "top", &m->top, "N",
                     "only the N most powerful processes", 1, 1000000000),
         PA_OPT_STRING('o', "output", &m->output, "FILE",
-                      "write to FILE instead of stdout"),
+                      "write to FILE instead of stdout ('-': stdout;\n"
+                      "with a COMMAND the default is stderr)"),
         PA_OPT_GROUP("Testing (replay of fixture trees, exact results):"),
         PA_OPT_DURATION(0, "clock-step", &m->clock_step_ns,
                         "tick with an explicit clock advancing by\n"
@@ -282,6 +312,14 @@ static bool pids_done(monitor *m, const pa_report *r)
 /* Ticks                                                               */
 /* ------------------------------------------------------------------ */
 
+/* The output's name in messages. */
+static const char *out_name(const monitor *m)
+{
+    if (m->to_stderr)
+        return "stderr";
+    return m->output && strcmp(m->output, "-") ? m->output : "stdout";
+}
+
 /* Writes the last report if there is one (the first tick only primes).
  * Returns 1 when there was a report, 0 when none, -1 on failure (message
  * printed). */
@@ -295,12 +333,21 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
         pa_cli_error(CMD, "report: %s", pa_cli_errmsg(err));
         return -1;
     }
-    if (print && (err = pa_out_report(&m->out, r)) < 0) {
+    pa_report *g = NULL;
+    if (print && m->group && (err = pa_cli_group_report(r, m->group, &g)) < 0) {
+        pa_cli_error(CMD, "out of memory");
+        pa_report_free(r);
+        return -1;
+    }
+    if (print)
+        err = pa_out_report(&m->out, g ? g : r);
+    pa_cli_group_free(g);
+    if (print && err < 0) {
         if (err == -EPIPE)
             m->epipe = true; /* `| head`: stop without a word */
         else
-            pa_cli_error(CMD, "%s: write failed: %s",
-                         m->output ? m->output : "stdout", strerror(-err));
+            pa_cli_error(CMD, "%s: write failed: %s", out_name(m),
+                         strerror(-err));
         pa_report_free(r);
         return -1;
     }
@@ -363,6 +410,7 @@ static int run_targets(monitor *m)
     uint64_t t0 = m->clock_step_ns ? 0 : pa_cli_mono_ns();
     if ((err = do_tick(m, 0, t0)) != 0)
         return err;
+    pa_cli_warn_resolution(CMD, m->ctx, step);
     for (unsigned k = 1;; k++) {
         uint64_t rel = (uint64_t)k * step;
         if (end_ns && rel > end_ns)
@@ -447,6 +495,7 @@ static int run_command(monitor *m)
     }
     if (rc != 0)
         goto kill_child;
+    pa_cli_warn_resolution(CMD, m->ctx, m->co.interval_ns);
 
     double cpu_s = 0;
     bool exited = false;
@@ -515,8 +564,8 @@ static int run_command(monitor *m)
     }
     if ((err = pa_out_command_end(&m->out, &cr)) < 0) {
         if (err != -EPIPE)
-            pa_cli_error(CMD, "%s: write failed: %s",
-                         m->output ? m->output : "stdout", strerror(-err));
+            pa_cli_error(CMD, "%s: write failed: %s", out_name(m),
+                         strerror(-err));
         status = err == -EPIPE ? PA_EXIT_PIPE : PA_EXIT_FAIL;
         goto out;
     }
@@ -568,16 +617,38 @@ int pa_cli_monitor(int argc, char **argv)
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
 
+    /* A command's stdout stays its own, as under perf stat: what we
+     * write about it goes to stderr unless -o names a file, or "-" for
+     * stdout. */
     m.f = stdout;
-    if (m.output && !(m.f = fopen(m.output, "we"))) {
+    m.to_stderr = m.cmd && !m.output;
+    int fd2 = -1;
+    if (m.to_stderr) {
+        /* a stream of its own: a record is written whole, in one flush,
+         * where stderr would write each piece */
+        fd2 = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (fd2 < 0 || !(m.f = fdopen(fd2, "w"))) {
+            if (fd2 >= 0)
+                close(fd2);
+            m.f = NULL;
+            pa_cli_error(CMD, "stderr: %s", strerror(errno));
+            status = PA_EXIT_FAIL;
+            goto out;
+        }
+    } else if (m.output && !strcmp(m.output, "-")) {
+        m.f = stdout;
+    } else if (m.output && !(m.f = fopen(m.output, "we"))) {
         pa_cli_error(CMD, "--output %s: %s", m.output, strerror(errno));
         status = PA_EXIT_FAIL;
         goto out;
     }
     pa_out_init(&m.out, m.f, m.fmt);
+    m.out.procfs = m.co.copts.procfs;
     if (!m.clock_step_ns)
         m.out.time_base_s = pa_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;
+    if (m.group)
+        m.out.group_type = pa_cli_group_name(m.group);
     bool tty = isatty(fileno(m.f));
     m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
     if (m.top)

@@ -13,6 +13,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,18 +91,26 @@ START_TEST(library_cgroup_records)
         const pa_target_info *t = &r->targets[i];
         if (t->type == PA_TARGET_CGROUP) {
             ncg++;
+            if (strstr(t->cgroup, "docker-")) { /* its container, by the path */
+                ck_assert_ptr_nonnull(t->names);
+                ck_assert_str_eq(t->names->runtime, "docker");
+                ck_assert_str_eq(t->names->container_id, "4f3a9c0e1b2d");
+            }
             cg_sum += t->power.cpu_w;
         } else if (t->type == PA_TARGET_PROCESS) {
             proc_sum += t->power.cpu_w;
-            if (t->pid == 1002)
+            if (t->pid == 1002) {
                 ck_assert_str_eq(t->cgroup, "/system.slice/nginx.service");
-            if (t->pid == 6001) /* cgroup v1 only: unknown */
-                ck_assert_str_eq(t->cgroup, "");
+                ck_assert_ptr_nonnull(t->names); /* its unit (issue 27) */
+                ck_assert_str_eq(t->names->unit, "nginx.service");
+            }
+            if (t->pid == 6001) /* cgroup v1 only: its v1 path (issue 27) */
+                ck_assert_str_eq(t->cgroup, "/legacy");
         }
     }
-    /* five cgroups; the v1-only process (3 W) is in none */
-    ck_assert_uint_eq(ncg, NEXP);
-    ck_assert_double_eq_tol(cg_sum, proc_sum - 3.0, TOL);
+    /* the five cgroups, and the v1-only process (3 W) in its v1 one */
+    ck_assert_uint_eq(ncg, NEXP + 1);
+    ck_assert_double_eq_tol(cg_sum, proc_sum, TOL);
     ck_assert_double_eq_tol(proc_sum + r->system.idle_w, r->system.cpu_w, TOL);
     ck_assert_double_eq_tol(r->system.cpu_w, 120, TOL);
     pa_report_free(r);
@@ -192,6 +201,81 @@ START_TEST(cli_cgroup_records)
 }
 END_TEST
 
+/* Runs monitor on the fixture with extra options (the second window's
+ * records); its output (malloc'd). */
+static char *run_monitor(const char *root, const char *extra)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "'%s' monitor --all %s --procfs '%s/proc' --sysfs '%s/sys' --hwdb '%s' "
+             "--rootfs '%s/containers/root' --clock-step 1s --count 2 "
+             "--fixture-states '%s/states' 2>&1",
+             PA_CLI_PATH, extra, root, root, PA_TEST_HWDB, PA_FIXTURES, root);
+    char *out = NULL;
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == 0, "exit %d: %s", st, out ? out : "");
+    return out;
+}
+
+/* --group-by unit and --containers (issue 27): one record per unit or
+ * container, the sum of its cgroups; the groups and the "[not in a ...]"
+ * record add up to every process's power (the system's busy part). */
+START_TEST(cli_group_by)
+{
+    char *root = pa_test_fixture_copy(FIX);
+    static const struct {
+        const char *opt, *type, *name;
+        double w;
+    } cases[] = {
+        {"--group-by unit", "unit", "\"unit\":\"nginx.service\"", 22.5},
+        {"--group-by unit", "unit", "\"unit\":\"session-2.scope\"", 3},
+        {"--containers", "container", "\"container_id\":\"4f3a9c0e1b2d\"", 30},
+        {"--group-by cgroup", "cgroup", "\"cgroup\":\"/legacy\"", 3},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char extra[128];
+        snprintf(extra, sizeof(extra), "%s --format json", cases[c].opt);
+        char *out = run_monitor(root, extra);
+        char type[64];
+        snprintf(type, sizeof(type), "\"type\":\"%s\"", cases[c].type);
+        double sum = 0, busy = 0, named = -1;
+        int procs = 0;
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            if (json_num(line, "\"time\":") != 2)
+                continue;
+            if (strstr(line, "\"type\":\"system\""))
+                busy = json_num(line, "\"power_w\":{\"cpu\":") - json_num(line, "\"idle\":");
+            procs += strstr(line, "\"type\":\"process\"") != NULL;
+            if (!strstr(line, type))
+                continue;
+            sum += json_num(line, "\"power_w\":{\"cpu\":");
+            if (strstr(line, cases[c].name))
+                named = json_num(line, "\"power_w\":{\"cpu\":");
+        }
+        ck_assert_msg(procs == 0, "%s: process records in a grouped output", cases[c].opt);
+        ck_assert_msg(fabs(named - cases[c].w) < 1e-6, "%s: %s at %g W, want %g", cases[c].opt,
+                      cases[c].name, named, cases[c].w);
+        ck_assert_msg(fabs(sum - busy) < 1e-6, "%s: groups %g W, busy %g W", cases[c].opt, sum,
+                      busy);
+        free(out);
+    }
+    /* CSV: the names' columns */
+    char *out = run_monitor(root, "--containers --format csv");
+    ck_assert_msg(strstr(out, ",exited,container_id,container_name,runtime,pod_name,"
+                              "pod_namespace,pod_uid,unit"), "%s", out);
+    ck_assert_msg(strstr(out, ",4f3a9c0e1b2d,,docker,,,,"), "%s", out);
+    free(out);
+    /* a bad kind */
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s' monitor --group-by team 2>&1", PA_CLI_PATH);
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == 2 && strstr(out, "--group-by: unknown kind 'team' (container, pod, "
+                                         "unit or cgroup)"), "%d %s", st, out);
+    free(out);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cgroups");
@@ -199,6 +283,7 @@ static Suite *suite(void)
     tcase_add_test(tc, library_cgroup_records);
     tcase_add_test(tc, no_cgroup_records_unless_asked);
     tcase_add_test(tc, cli_cgroup_records);
+    tcase_add_test(tc, cli_group_by);
     suite_add_tcase(s, tc);
     return s;
 }

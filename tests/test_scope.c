@@ -1,5 +1,5 @@
 /*
- * test_scope.c - scopes (DESIGN.md section 14): the energy of a region of
+ * test_scope.c - scopes (DESIGN.md section 15): the energy of a region of
  * code, its price from the context's last window, nesting, aggregates,
  * the bound on names and the errors.
  *

@@ -1,5 +1,5 @@
 /*
- * scope.c - the energy of named regions of code (DESIGN.md section 14).
+ * scope.c - the energy of named regions of code (DESIGN.md section 15).
  *
  * Hot path (a name already seen): begin hashes the name, finds it in an
  * open-addressing table read without a lock (slots are published with
@@ -351,7 +351,7 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
 /* The price: energy per CPU-second of the last window                 */
 /* ------------------------------------------------------------------ */
 
-/* The pricing rule (DESIGN.md section 14): the process's CPU power per
+/* The pricing rule (DESIGN.md section 15): the process's CPU power per
  * CPU-second of the window when it ran with a power (a process whose CPU
  * ticks and the machine's disagree over a short window may get none),
  * else the machine's active power per busy CPU-second.  proc may be NULL.
