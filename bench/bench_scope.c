@@ -135,8 +135,7 @@ int main(int argc, char **argv)
     pa_scope_end(ctx, "price", &r);
     printf("bench_scope: %u rounds x %u pairs, median ns per pair; price "
            "%.3f J/CPU-s (%s%s)\n",
-           rounds, n, r.j_per_cpu_s,
-           r.flags & 1u ? "measured" : "modelled",
+           rounds, n, r.j_per_cpu_s, r.flags & 1u ? "measured" : "modelled",
            r.flags & PA_SCOPE_RATE_SYSTEM ? ", the machine's" : "");
     run(ctx, "no sampler:", rounds, n);
     if (pa_start(ctx, 1000000, NULL, NULL) == 0) {

@@ -193,10 +193,10 @@ static void write_server_window(const char *root)
     const char *fmt = "%d (%s) R 1 %d %d 0 -1 4194560 100 0 0 0 %d 0 0 0 20 "
                       "0 1 0 %d 17530880 1043 18446744073709551615 0 0 0 0 "
                       "0 0 0 4096 0 0 0 0 17 %d 0 0 0 0 0\n";
-    pa_test_write(root, "proc/100/stat", fmt, 100, "web", 100, 100, 1320,
-                  40100, 1);
-    pa_test_write(root, "proc/200/stat", fmt, 200, "db", 200, 200, 660,
-                  40200, 2);
+    pa_test_write(root, "proc/100/stat", fmt, 100, "web", 100, 100, 1320, 40100,
+                  1);
+    pa_test_write(root, "proc/200/stat", fmt, 200, "db", 200, 200, 660, 40200,
+                  2);
     pa_test_write(root, "sys/class/powercap/intel-rapl:0/energy_uj",
                   "160000000\n");
     pa_test_write(root, "sys/class/powercap/intel-rapl:1/energy_uj",
@@ -258,8 +258,8 @@ START_TEST(real_cpu_time)
     pa_scope_result r;
     ck_assert_int_eq(pa_scope_end(ctx, "burn", &r), 0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-    double outer = (double)(b.tv_sec - a.tv_sec) +
-                   (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    double outer =
+        (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
     /* inside the two outer readings, and at least the 50 ms burnt less
      * what begin itself took (well under a millisecond) */
     ck_assert_msg(r.cpu_time_s <= outer && r.cpu_time_s > 0.049,
@@ -378,8 +378,7 @@ START_TEST(two_contexts)
     /* b is not a's child: a's self time is all of it */
     ck_assert_double_eq_tol(a.self_cpu_time_s, 0.4, TOL);
     ck_assert_int_eq(pa_scope_list(other, NULL, 0), 1);
-    ck_assert_int_eq(pa_scope_get(other, "a", &(pa_scope_stats){0}),
-                     -ENOENT);
+    ck_assert_int_eq(pa_scope_get(other, "a", &(pa_scope_stats){0}), -ENOENT);
     pa_ctx_free(other);
     pa_test_rmtree(root2);
     vm_close(ctx, root);
@@ -543,8 +542,7 @@ START_TEST(threads_with_sampler)
     worker_arg w[3];
     for (int i = 0; i < 3; i++) {
         w[i] = (worker_arg){ctx, 0};
-        ck_assert_int_eq(pthread_create(&th[i], NULL, real_worker, &w[i]),
-                         0);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, real_worker, &w[i]), 0);
     }
     for (int i = 0; i < 3; i++) {
         pthread_join(th[i], NULL);
@@ -616,8 +614,7 @@ START_TEST(bad_input)
     ck_assert_int_eq(pa_scope_configure(ctx, &(pa_scope_opts){.pid = -2}),
                      -EINVAL);
     ck_assert_int_eq(
-        pa_scope_configure(ctx, &(pa_scope_opts){.max_names = 70000}),
-        -EINVAL);
+        pa_scope_configure(ctx, &(pa_scope_opts){.max_names = 70000}), -EINVAL);
     pa_scope_stats s;
     ck_assert_int_eq(pa_scope_get(ctx, "never", &s), -ENOENT);
     ck_assert_int_eq(pa_scope_get(NULL, "x", &s), -EINVAL);
@@ -643,8 +640,7 @@ START_TEST(last_error_kept)
 {
     char *root;
     pa_ctx *ctx = vm_priced(&root, 4242); /* pa_pid_power fails inside */
-    ck_assert_int_eq(pa_scope_get(ctx, "none", &(pa_scope_stats){0}),
-                     -ENOENT);
+    ck_assert_int_eq(pa_scope_get(ctx, "none", &(pa_scope_stats){0}), -ENOENT);
     char before[256];
     snprintf(before, sizeof(before), "%s", pa_last_error());
     scope_ms(ctx, "x", 0, 1);

@@ -41,12 +41,12 @@ typedef struct scope_name {
 struct pa__scopes {
     pthread_mutex_t lock; /* inserts and options */
     size_t max_names;
-    _Atomic int pid_now;  /* pa_scope_opts.pid */
+    _Atomic int pid_now; /* pa_scope_opts.pid */
 
     /* names: allocated at the first insert, then fixed */
-    size_t cap;                    /* slots, a power of two >= 2 max_names */
+    size_t cap; /* slots, a power of two >= 2 max_names */
     _Atomic(scope_name *) *_Atomic slots;
-    scope_name **order;            /* first-use order, max_names entries */
+    scope_name **order; /* first-use order, max_names entries */
     _Atomic size_t nnames;
     _Atomic bool full;
     scope_name *other;
@@ -103,8 +103,7 @@ static void add_double(_Atomic uint64_t *a, double v)
 {
     uint64_t old = atomic_load_explicit(a, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(
-        a, &old, d2u(u2d(old) + v), memory_order_relaxed,
-        memory_order_relaxed))
+        a, &old, d2u(u2d(old) + v), memory_order_relaxed, memory_order_relaxed))
         ;
 }
 
@@ -242,8 +241,7 @@ static int table_alloc(struct pa__scopes *sc)
         cap *= 2;
     _Atomic(scope_name *) *slots = calloc(cap, sizeof(*slots));
     scope_name **order = calloc(sc->max_names, sizeof(*order));
-    scope_name *other =
-        name_new(PA_SCOPE_OTHER, strlen(PA_SCOPE_OTHER), 0);
+    scope_name *other = name_new(PA_SCOPE_OTHER, strlen(PA_SCOPE_OTHER), 0);
     if (!slots || !order || !other) {
         free((void *)slots);
         free(order);
@@ -319,8 +317,7 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
         return pa__err(-EINVAL, "pa_scope_configure: ctx is NULL");
     size_t max = opts->max_names ? opts->max_names : PA_SCOPE_DEFAULT_NAMES;
     if (max > MAX_NAMES_LIMIT)
-        return pa__err(-EINVAL,
-                       "pa_scope_configure: max_names %zu is over %d",
+        return pa__err(-EINVAL, "pa_scope_configure: max_names %zu is over %d",
                        opts->max_names, MAX_NAMES_LIMIT);
     if (opts->pid < -1)
         return pa__err(-EINVAL,
@@ -356,8 +353,8 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
  * ticks and the machine's disagree over a short window may get none),
  * else the machine's active power per busy CPU-second.  proc may be NULL.
  * False when neither ran: the previous price stays. */
-static bool price_rule(const pa_power *proc, const pa_power *sys,
-                       double *rate, unsigned *flags)
+static bool price_rule(const pa_power *proc, const pa_power *sys, double *rate,
+                       unsigned *flags)
 {
     if (proc && proc->cpu_time_s > 0 && proc->cpu_w > 0) {
         *rate = proc->cpu_w * proc->interval_s / proc->cpu_time_s;
@@ -383,8 +380,7 @@ static void price_publish(struct pa__scopes *sc, double rate, unsigned flags,
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&sc->rate_bits, d2u(rate),
-                              memory_order_relaxed);
+        atomic_store_explicit(&sc->rate_bits, d2u(rate), memory_order_relaxed);
         atomic_store_explicit(&sc->rate_flags, flags | PRICED,
                               memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 2, memory_order_release);
@@ -443,8 +439,8 @@ static double price(struct pa__scopes *sc, unsigned *flags)
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_acquire);
         if (s & 1)
             continue;
-        double r = u2d(
-            atomic_load_explicit(&sc->rate_bits, memory_order_relaxed));
+        double r =
+            u2d(atomic_load_explicit(&sc->rate_bits, memory_order_relaxed));
         unsigned f =
             atomic_load_explicit(&sc->rate_flags, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
@@ -555,8 +551,8 @@ static void record(scope_name *e, const pa_scope_result *r, uint64_t incl,
     add_double(&e->self_bits, r->self_energy_j);
     atomic_fetch_add_explicit(&e->hist[hist_bucket(r->energy_j)], 1,
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->self_hist[hist_bucket(r->self_energy_j)],
-                              1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->self_hist[hist_bucket(r->self_energy_j)], 1,
+                              memory_order_relaxed);
 }
 
 int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
@@ -624,18 +620,16 @@ static void stats_fill(scope_name *e, bool other, pa_scope_stats *out)
     s.name = e->name;
     s.calls = atomic_load_explicit(&e->calls, memory_order_relaxed);
     s.rated_calls = atomic_load_explicit(&e->rated, memory_order_relaxed);
-    s.measured_calls =
-        atomic_load_explicit(&e->measured, memory_order_relaxed);
+    s.measured_calls = atomic_load_explicit(&e->measured, memory_order_relaxed);
     s.cpu_time_s =
         (double)atomic_load_explicit(&e->cpu_ns, memory_order_relaxed) * 1e-9;
     s.self_cpu_time_s =
-        (double)atomic_load_explicit(&e->self_ns, memory_order_relaxed) *
-        1e-9;
+        (double)atomic_load_explicit(&e->self_ns, memory_order_relaxed) * 1e-9;
     s.energy_j = load_double(&e->energy_bits);
     s.self_energy_j = load_double(&e->self_bits);
     if (s.rated_calls) {
-        s.mean_j = (s.energy_j + load_double(&e->nested_bits)) /
-                   (double)s.rated_calls;
+        s.mean_j =
+            (s.energy_j + load_double(&e->nested_bits)) / (double)s.rated_calls;
         s.self_mean_j = s.self_energy_j / (double)s.rated_calls;
     }
     hist_quantiles(e->hist, q, v, 3);
@@ -686,7 +680,9 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
 {
     if (!ctx || !name || !out)
         return pa__err(-EINVAL, "pa_scope_get: %s is NULL",
-                       !ctx ? "ctx" : !name ? "name" : "out");
+                       !ctx    ? "ctx"
+                       : !name ? "name"
+                               : "out");
     size_t n;
     bool other;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other);
@@ -696,8 +692,8 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
     }
     scope_name *e = sc ? lookup(sc, pa__hash_str(name), name) : NULL;
     if (!e)
-        return pa__err(-ENOENT,
-                       "pa_scope_get: no scope '%s' on this context%s", name,
+        return pa__err(-ENOENT, "pa_scope_get: no scope '%s' on this context%s",
+                       name,
                        other ? " (names beyond max_names are counted under "
                                "'" PA_SCOPE_OTHER "')"
                              : "");
