@@ -487,7 +487,9 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts);
  * Errors: -EINVAL NULL ctx or name, empty name; -ENAMETOOLONG; -E2BIG
  * PA_SCOPE_MAX_DEPTH scopes already open on this thread; -ENOMEM (a
  * name's first use).  Thread-safe: any thread, concurrently, on any
- * context; not from a module callback of the same context. */
+ * context; not from a module callback of the same context.  A scope
+ * still open when its context is freed must not be ended (end it first:
+ * pa_ctx_free cannot see the threads' stacks). */
 int pa_scope_begin(pa_ctx *ctx, const char *name);
 
 /* What pa_scope_end says of the scope it closed. */

@@ -6,6 +6,10 @@
         work()
     print(m.energy_j, m.power_w)
 
+    with powerapi.scope("checkout") as s:    # a block of this thread
+        handle(request)
+    print(s.energy_j, s.cpu_time_s)
+
     with powerapi.RingReader("powerapi") as ring:   # a `powerapi daemon`
         for report in ring.follow():
             print(report.system.total_w)
