@@ -465,6 +465,49 @@ START_TEST(cardinality_bound)
 }
 END_TEST
 
+#ifndef PA_SANITIZE_BUILD
+/* malloc and calloc counted (the sanitizers have their own allocator) */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+static _Atomic long allocs;
+
+void *malloc(size_t n)
+{
+    allocs++;
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    allocs++;
+    return __libc_calloc(n, size);
+}
+
+/* After a name's first use, begin and end allocate nothing: no malloc or
+ * calloc in 10,000 pairs with a nested one; a name's first use does. */
+START_TEST(no_allocation_after_first_use)
+{
+    char *root;
+    pa_ctx *ctx = vm_priced(&root, 1801);
+    pa_scope_result r;
+    scope_ms(ctx, "hot", 0, 1);
+    scope_ms(ctx, "inner", 0, 1);
+    long before = allocs;
+    for (int i = 0; i < 10000; i++) {
+        pa_scope_begin(ctx, "hot");
+        pa_scope_begin(ctx, "inner");
+        pa_scope_end(ctx, "inner", &r);
+        pa_scope_end(ctx, "hot", &r);
+    }
+    ck_assert_int_eq(allocs - before, 0);
+    scope_ms(ctx, "new name", 0, 1);
+    ck_assert_int_gt(allocs - before, 0); /* the counter works */
+    ck_assert_uint_eq(stats(ctx, "hot").calls, 10001);
+    vm_close(ctx, root);
+}
+END_TEST
+#endif
+
 typedef struct worker_arg {
     pa_ctx *ctx;
     int rc;
@@ -666,6 +709,9 @@ static Suite *suite(void)
     tcase_add_test(tc, two_contexts);
     tcase_add_test(tc, quantiles);
     tcase_add_test(tc, cardinality_bound);
+#ifndef PA_SANITIZE_BUILD
+    tcase_add_test(tc, no_allocation_after_first_use);
+#endif
     tcase_add_test(tc, threads_exact_sums);
     tcase_add_test(tc, threads_with_sampler);
     tcase_add_test(tc, bad_input);
