@@ -14,7 +14,8 @@
  * Prints figures; not a pass/fail test.
  *
  * Usage: bench_scope [ROUNDS [PAIRS_PER_ROUND [THREADS]]]
- *        (default 31 rounds of 20000 pairs, 2 threads)
+ *        (default 201 rounds of 2000 pairs: a round of about a millisecond
+ *        is seldom preempted; 2 threads)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -115,8 +116,8 @@ static void *thread_main(void *p)
 
 int main(int argc, char **argv)
 {
-    unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 31;
-    unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 20000;
+    unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 201;
+    unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 2000;
     unsigned nth = argc > 3 ? (unsigned)atoi(argv[3]) : 2;
     if (!rounds || !n || !nth || nth > 64) {
         fprintf(stderr, "usage: bench_scope [ROUNDS [PAIRS [THREADS]]]\n");
