@@ -528,21 +528,27 @@ static void *worker(void *p)
     return NULL;
 }
 
+/* Runs fn on n threads (n <= 4) and checks that each returned 0. */
+static void run_workers(pa_ctx *ctx, void *(*fn)(void *), int n)
+{
+    pthread_t th[4];
+    worker_arg w[4];
+    for (int i = 0; i < n; i++) {
+        w[i] = (worker_arg){ctx, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, fn, &w[i]), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(w[i].rc == 0, "thread %d: %s", i, pa_strerror(w[i].rc));
+    }
+}
+
 /* 4 threads end 20,000 scopes each, with an inner one: nothing lost. */
 START_TEST(threads_exact_sums)
 {
     char *root;
     pa_ctx *ctx = vm_priced(&root, 1801);
-    pthread_t th[4];
-    worker_arg w[4];
-    for (int i = 0; i < 4; i++) {
-        w[i] = (worker_arg){ctx, 0};
-        ck_assert_int_eq(pthread_create(&th[i], NULL, worker, &w[i]), 0);
-    }
-    for (int i = 0; i < 4; i++) {
-        pthread_join(th[i], NULL);
-        ck_assert_msg(w[i].rc == 0, "thread %d: %s", i, pa_strerror(w[i].rc));
-    }
+    run_workers(ctx, worker, 4);
     pa_scope_stats s = stats(ctx, "t");
     ck_assert_uint_eq(s.calls, 80000);
     ck_assert_double_eq_tol(s.cpu_time_s, 80000 * 0.004, 1e-6);
@@ -581,16 +587,7 @@ START_TEST(threads_with_sampler)
     char *root;
     pa_ctx *ctx = vm_priced(&root, 1801);
     ck_assert_int_eq(pa_start(ctx, 1000000, NULL, NULL), 0);
-    pthread_t th[3];
-    worker_arg w[3];
-    for (int i = 0; i < 3; i++) {
-        w[i] = (worker_arg){ctx, 0};
-        ck_assert_int_eq(pthread_create(&th[i], NULL, real_worker, &w[i]), 0);
-    }
-    for (int i = 0; i < 3; i++) {
-        pthread_join(th[i], NULL);
-        ck_assert_msg(w[i].rc == 0, "thread %d: %s", i, pa_strerror(w[i].rc));
-    }
+    run_workers(ctx, real_worker, 3);
     ck_assert_int_eq(pa_stop(ctx), 0);
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
