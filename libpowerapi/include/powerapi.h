@@ -412,7 +412,8 @@ int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names 
  *
  * Its CPU time is the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) at the
  * end less at the begin; its energy is that CPU time times the context's
- * energy per CPU-second of its last window (DESIGN.md section 15):
+ * energy per CPU-second of its last window at the scope's end (not of the
+ * windows the scope ran in; DESIGN.md section 15):
  *
  *     E = t_cpu x P_cpu x d / c        P_cpu, c: the CPU power (W) and the
  *                                      CPU time (s) of the priced process
