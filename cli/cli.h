@@ -41,6 +41,10 @@ int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
  * target. */
 int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
                           char **resp, size_t *resp_len);
+/* serve's /metrics page of r (malloc'd, *len bytes) with at most
+ * max_cgroups cgroup series (0: all) and that node label; for tests. */
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                        size_t *len);
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
 /* --calibration FILE (a context option, cli/options.c): checks the file
  * and sets $POWERAPI_CALIBRATION for the contexts the command makes (auto

@@ -9,6 +9,7 @@
  * (pa_report_cgroups, pa_cgroup_power, report records) and through the
  * CLI (`powerapi monitor --cgroups --format json` replaying the states).
  */
+#include "cli.h"
 #include "internal.h"
 #include "testutil.h"
 
@@ -276,6 +277,46 @@ START_TEST(cli_group_by)
 }
 END_TEST
 
+/* The exporter's cgroup series (issue 27): the container's labels, the
+ * node, and at most --max-cgroups series, the rest summed in
+ * cgroup="[other]" with the count folded. */
+START_TEST(serve_cgroup_labels)
+{
+    char *root = pa_test_fixture_copy(FIX);
+    char procfs[4200], sysfs[4200];
+    snprintf(procfs, sizeof(procfs), "%s/proc", root);
+    snprintf(sysfs, sizeof(sysfs), "%s/sys", root);
+    pa_ctx_opts o = {.procfs = procfs, .sysfs = sysfs, .hwdb = PA_TEST_HWDB,
+                     .rootfs = PA_FIXTURES "/containers/root"};
+    pa_ctx *ctx = NULL;
+    ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    ck_assert_int_eq(pa_report_cgroups(ctx, 1), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, NS_PER_S), 0);
+    apply_state(root, 1);
+    ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    size_t len = 0;
+    char *page = pa_cli_serve_page(r, 0, "n1", &len);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"/system.slice/docker-"
+                               "4f3a9c0e1b2d.scope\",container_id=\"4f3a9c0e1b2d\","
+                               "runtime=\"docker\",node=\"n1\"} 30\n"), "%s", page);
+    ck_assert_msg(strstr(page, "unit=\"nginx.service\",node=\"n1\"} 22.5\n"), "%s", page);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 0\n"), "%s", page);
+    free(page);
+    /* six cgroups, two kept: the four least powerful summed */
+    page = pa_cli_serve_page(r, 2, "n1", &len);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 4\n"), "%s", page);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"[other]\",node=\"n1\"} "
+                               "30\n"), "%s", page);
+    free(page);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cgroups");
@@ -284,6 +325,7 @@ static Suite *suite(void)
     tcase_add_test(tc, no_cgroup_records_unless_asked);
     tcase_add_test(tc, cli_cgroup_records);
     tcase_add_test(tc, cli_group_by);
+    tcase_add_test(tc, serve_cgroup_labels);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -336,7 +336,7 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
     ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups
                      ? ctx->cgroups[t->cgroup]
                      : "";
-    if (ctx->cgroups_on && *ti->cgroup)
+    if (ctx->cgroups_on && !ctx->names_off && *ti->cgroup)
         ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup, time_ns);
     pa_power *p = &ti->power;
     p->cpu_w = t->gone ? 0 : t->cpu_w;
@@ -434,7 +434,8 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
             }
             ti->type = PA_TARGET_CGROUP;
             ti->cgroup = ctx->cgroups[g];
-            ti->names = pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
+            ti->names = ctx->names_off ? NULL
+                                       : pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
             ti->power.cpu_w = c[CW];
             ti->power.nic_w = c[NW];
             ti->power.total_w = c[CW] + c[NW];

@@ -328,6 +328,7 @@ struct pa_ctx {
     bool watch_all;
     bool watch_all_threads; /* pa_watch_all with PA_WATCH_ALL_THREADS */
     bool cgroups_on;
+    bool names_off; /* cgroups reported without names (bench_cgnames) */
 
     pa_tasktab procs;   /* processes, keyed by pid */
     pa_tasktab threads; /* threads, keyed by tid */
@@ -637,6 +638,10 @@ void pa__cgcache_free(pa__cgcache *c);
  * NULL when the cgroup is no container, pod or unit (or out of memory). */
 const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path,
                                        uint64_t now_ns);
+/* The same, keyed by the path (for readers of a ring, whose cgroups have
+ * no index); a cache is used by index or by path, not both. */
+const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path,
+                                            uint64_t now_ns);
 /* State lookups made so far (each reads a runtime's files). */
 uint64_t pa__cgcache_reads(const pa__cgcache *c);
 
