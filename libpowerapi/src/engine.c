@@ -586,6 +586,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         sp->flags = (tab.measured ? PA_POWER_MEASURED : 0) |
                     (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
         ret = build_report(ctx, &d, &tab, time_ns);
+        pa__scopes_window(ctx);
         if (cur->notes[0])
             pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
         if (ret < 0)

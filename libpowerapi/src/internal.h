@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -377,7 +378,14 @@ struct pa_ctx {
     void *cb_user;
     pthread_t cb_thread;
     bool in_cb;
+
+    _Atomic(struct pa__scopes *) scopes; /* scope.c, made at first use */
 };
+
+/* Scopes (scope.c): a window ended (called by the tick, under the lock);
+ * freeing them with the context. */
+void pa__scopes_window(pa_ctx *ctx);
+void pa__scopes_free(pa_ctx *ctx);
 
 /* Engine services for built-in sensors (called from sample()). */
 
