@@ -63,7 +63,7 @@ typedef struct profiler {
     int go, exfd; /* a command's release and exec-error pipes */
     sigset_t sigs, old_sigs;
     uint64_t t0;
-    char formula[128], sensors[128], cpu_source[32], assumed[1024];
+    pa_psource source; /* the last report's formula, sensors... */
 } profiler;
 
 static const char profile_usage[] =
@@ -325,15 +325,6 @@ static void on_report_proc(void *user, pid_t pid)
     pf_engine_touch(((profiler *)user)->eng, pid);
 }
 
-static void copy_report_meta(profiler *p, const pa_report *rep)
-{
-    snprintf(p->formula, sizeof(p->formula), "%s", rep->formula ? rep->formula : "");
-    snprintf(p->sensors, sizeof(p->sensors), "%s", rep->sensors ? rep->sensors : "");
-    snprintf(p->cpu_source, sizeof(p->cpu_source), "%s",
-             rep->cpu_source ? rep->cpu_source : "");
-    snprintf(p->assumed, sizeof(p->assumed), "%s", rep->assumed ? rep->assumed : "");
-}
-
 /* The energy of processes that lived and died between two ticks: with a
  * COMMAND, what the tree's energy has beyond the processes seen; with
  * --all, from their samples (pa_ptasks_unseen). */
@@ -388,7 +379,7 @@ static int window(profiler *p, double start_s, double len_s)
         rep = NULL;
     pa_ptasks_begin(&p->tasks);
     if (rep)
-        copy_report_meta(p, rep);
+        pa_psource_from_report(&p->source, rep);
     pa_pwin w;
     pa_ptasks_report(&p->tasks, rep, &w);
     p->cpu_s += w.cpu_s;
@@ -709,10 +700,7 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
         .window_s = (double)p->window_ns / 1e9,
         .filters = (const char *const *)p->filters,
         .nfilters = p->nfilters,
-        .formula = p->formula,
-        .sensors = p->sensors,
-        .cpu_source = p->cpu_source,
-        .assumed = p->assumed,
+        .source = &p->source,
         .kernel_state = pf_sym_kernel_state(),
         .demangled = 1,
         .samples = samples,

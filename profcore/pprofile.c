@@ -274,31 +274,39 @@ static double key_fself(const void *ctx, int i)
     return ((const pa_pprof *)ctx)->st[i].fself_j;
 }
 
+static int keep_func(const void *ctx, int i)
+{
+    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    return f->total_samples || f->total_j > 0 || f->fself_j > 0;
+}
+
+static int keep_filtered(const void *ctx, int i)
+{
+    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    return keep_func(ctx, i) && (f->fself_j > 0 || f->fself_samples);
+}
+
+static int keep_self(const void *ctx, int i)
+{
+    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    return f->self_j > 0 || f->self_samples;
+}
+
 static int write_functions(pa_pprof *p, const char *dir, int filtered)
 {
-    int *idx = malloc((p->nf ? p->nf : 1) * sizeof(int));
-    if (!idx)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nf; i++) {
-        const pa_pstat *f = &p->st[i];
-        if (!f->total_samples && f->total_j <= 0 && f->fself_j <= 0)
-            continue;
-        if (filtered && !(f->fself_j > 0 || f->fself_samples))
-            continue;
-        idx[n++] = (int)i;
-    }
+    const pa_prank r = {.count = p->nf,
+                        .keep = filtered ? keep_filtered : keep_func,
+                        .key = filtered ? key_fself : key_self,
+                        .ctx = p};
     pa_pout o;
-    int rc = pa_prank_sort(idx, n, filtered ? key_fself : key_self, NULL, p);
-    if (rc == 0)
-        rc = pa_pout_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv");
-    if (rc < 0) {
-        free(idx);
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv",
+                            "function,module,source,self_energy_j,total_energy_j,"
+                            "self_samples,total_samples,cpu_time_s\n",
+                            &r, &idx, &n);
+    if (rc < 0)
         return rc;
-    }
-    fputs("function,module,source,self_energy_j,total_energy_j,self_samples,"
-          "total_samples,cpu_time_s\n",
-          o.f);
     for (size_t k = 0; k < n; k++) {
         const pa_pframe *fr = &p->f[idx[k]].f;
         const pa_pstat *f = &p->st[idx[k]];
@@ -319,10 +327,12 @@ static int write_functions(pa_pprof *p, const char *dir, int filtered)
 static int write_threads(pa_pprof *p, const char *dir)
 {
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "threads.csv");
+    int *none;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "threads.csv", "pid,tid,name,cpu_time_s,energy_j,samples\n",
+                            NULL, &none, &n);
     if (rc < 0)
         return rc;
-    fputs("pid,tid,name,cpu_time_s,energy_j,samples\n", o.f);
     for (size_t i = 0; i < p->nt; i++) {
         const pf_thread *t = &p->t[i];
         fprintf(o.f, "%d,%d,", (int)t->pid, (int)t->tid);
@@ -372,8 +382,11 @@ static int write_processes(pa_pprof *p, const char *dir)
     int rc = 0;
     if (n > 1) {
         pa_pout o;
-        if ((rc = pa_pout_open(&o, dir, "processes.csv")) == 0) {
-            fputs("pid,name,threads,cpu_time_s,energy_j,samples\n", o.f);
+        int *none;
+        size_t nn;
+        if ((rc = pa_ptable_open(&o, dir, "processes.csv",
+                                 "pid,name,threads,cpu_time_s,energy_j,samples\n", NULL, &none,
+                                 &nn)) == 0) {
             for (size_t i = 0; i < n; i++) {
                 fprintf(o.f, "%d,", (int)r[i].pid);
                 pa__csv_write(o.f, r[i].comm ? r[i].comm : "");
@@ -478,10 +491,12 @@ static int write_collapsed(pa_pprof *p, const char *dir)
 static int write_timeline(pa_pprof *p, const char *dir)
 {
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "timeline.csv");
+    int *none;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,function,power_w\n", NULL,
+                            &none, &n);
     if (rc < 0)
         return rc;
-    fputs("window_start_s,function,power_w\n", o.f);
     for (size_t i = 0; i < p->ntl; i++) {
         fprintf(o.f, "%.3f,", p->tl[i].start_s);
         pa__csv_write(o.f, p->f[p->tl[i].func].f.name);
@@ -548,17 +563,8 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fputs("  \"kernel_frames\": ", f);
     pa__json_write(f, m->kernel_state);
     fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");
-    fputs("  \"formula\": ", f);
-    pa__json_write(f, m->formula);
-    fputs(",\n  \"sensors\": ", f);
-    pa__json_write(f, m->sensors);
-    fputs(",\n  \"cpu_source\": ", f);
-    pa__json_write(f, m->cpu_source);
-    fputs(",\n  \"assumed\": [", f);
-    pa_pout_json_list(f, m->assumed);
-    fputs("],\n  \"filter\": [", f);
-    pa_pout_json_strings(f, m->filters, m->nfilters);
-    fputs("],\n  \"energy_source\": \"CPU energy of the targets per window "
+    pa_psource_json(f, m->source, m->filters, m->nfilters);
+    fputs(",\n  \"energy_source\": \"CPU energy of the targets per window "
           "from libpowerapi (formula above), split over threads by CPU time "
           "and over a thread's samples equally; network energy is not "
           "attributed to functions\"",
@@ -614,23 +620,17 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
 void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta,
                         int n)
 {
-    int *idx = malloc((p->nf ? p->nf : 1) * sizeof(int));
+    const pa_prank r = {.count = p->nf, .keep = keep_self, .key = key_self, .ctx = p};
+    size_t k;
+    int *idx = pa_prank_select(&r, &k);
     if (!idx)
         return;
-    size_t k = 0;
-    for (size_t i = 0; i < p->nf; i++)
-        if (p->st[i].self_j > 0 || p->st[i].self_samples)
-            idx[k++] = (int)i;
-    if (pa_prank_sort(idx, k, key_self, NULL, p) < 0) {
-        free(idx);
-        return;
-    }
     fprintf(out,
             "profile: %.3f J of CPU energy over %.1f s, %llu samples, "
             "formula %s (%s)\n",
             meta->process_j, meta->duration_s, (unsigned long long)meta->samples,
-            meta->formula && *meta->formula ? meta->formula : "?",
-            meta->cpu_source && *meta->cpu_source ? meta->cpu_source : "?");
+            *meta->source->formula ? meta->source->formula : "?",
+            *meta->source->cpu_source ? meta->source->cpu_source : "?");
     for (size_t i = 0; i < k && (int)i < n; i++) {
         const pa_pstat *f = &p->st[idx[i]];
         const pa_pframe *fr = &p->f[idx[i]].f;

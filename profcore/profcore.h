@@ -8,7 +8,7 @@
  *                 one hashed index both tools build (pa_ptree_build)
  *   functions     per-function self/total energy, samples, CPU time and
  *                 the filtered view, charged once per function and stack
- *                 (pa_pstat); sorted tables (pa_prank_sort); the window's
+ *                 (pa_pstat); sorted tables (pa_prank, pa_ptable_open); the window's
  *                 top functions (pa_pstat_window_top)
  *   windows       a cumulative reading's increase (pa_pcum), an energy
  *                 split by weights (pa_psplit), and the per-window split of
@@ -134,10 +134,25 @@ void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *char
  * first, into idx and j; then every w_self_j back to 0.  Their count. */
 int pa_pstat_window_top(pa_pstat *st, size_t n, int k, int *idx, double *j);
 
-/* Sorts idx[0..n) by key descending, ties by name (name non-NULL) or by
- * index.  0 or -ENOMEM (idx then unsorted). */
-int pa_prank_sort(int *idx, size_t n, double (*key)(const void *ctx, int i),
-                  const char *(*name)(const void *ctx, int i), const void *ctx);
+/* The rows of a sorted table: those of 0..count-1 that keep (NULL: all),
+ * by key descending, ties by name (NULL: by index). */
+typedef struct pa_prank {
+    size_t count;
+    int (*keep)(const void *ctx, int i);
+    double (*key)(const void *ctx, int i);
+    const char *(*name)(const void *ctx, int i);
+    const void *ctx;
+} pa_prank;
+
+/* The rows, sorted, in an array of *n indices (the caller's to free), or
+ * NULL when out of memory. */
+int *pa_prank_select(const pa_prank *r, size_t *n);
+
+/* A CSV table's file in dir: its rows chosen and sorted (r NULL: none,
+ * *idx NULL), the file opened (pa_pout_open) and its header line
+ * written.  0 or -errno (then nothing is open or allocated). */
+int pa_ptable_open(pa_pout *o, const char *dir, const char *name, const char *header,
+                   const pa_prank *r, int **idx, size_t *n);
 
 /* ---- windows ---- */
 
@@ -155,6 +170,22 @@ double pa_pcum_delta(pa_pcum *c, double now);
  * unplaced (total - sum out). */
 double pa_psplit(double total, const double *w, size_t n, double *out);
 
+/* ---- where the numbers come from ---- */
+
+/* The last report's formula, sensors, CPU source and assumptions
+ * (libpowerapi), kept for summary.json. */
+typedef struct pa_psource {
+    char formula[128], sensors[128], cpu_source[32], assumed[1024];
+} pa_psource;
+
+/* Copies them out of a report (NULL members: ""). */
+void pa_psource_from_report(pa_psource *s, const pa_report *rep);
+/* summary.json's members "formula", "sensors", "cpu_source", "assumed"
+ * (a list from the report's ";"-separated one) and "filter" (n
+ * prefixes), each on its own line with two spaces, ",\n" between, none
+ * after the last. */
+void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, size_t n);
+
 /* ---- the profile of `powerapi profile` (pprofile.c) ---- */
 
 typedef struct pa_pprof pa_pprof;
@@ -169,7 +200,7 @@ typedef struct pa_pmeta {
     double window_s;
     const char *const *filters;
     size_t nfilters;
-    const char *formula, *sensors, *cpu_source, *assumed;
+    const pa_psource *source;
     const char *kernel_state;
     int demangled; /* C++ and Rust names demangled (always, since
                       libiberty is linked; kept in summary.json) */

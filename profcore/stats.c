@@ -84,17 +84,41 @@ static int rank_cmp(const void *a, const void *b)
     return x->i - y->i;
 }
 
-int pa_prank_sort(int *idx, size_t n, double (*key)(const void *ctx, int i),
-                  const char *(*name)(const void *ctx, int i), const void *ctx)
+int *pa_prank_select(const pa_prank *r, size_t *n)
 {
-    rank_item *v = malloc((n ? n : 1) * sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    for (size_t k = 0; k < n; k++)
-        v[k] = (rank_item){key(ctx, idx[k]), name ? name(ctx, idx[k]) : NULL, idx[k]};
-    qsort(v, n, sizeof(*v), rank_cmp);
-    for (size_t k = 0; k < n; k++)
-        idx[k] = v[k].i;
+    int *idx = malloc((r->count ? r->count : 1) * sizeof(int));
+    rank_item *v = malloc((r->count ? r->count : 1) * sizeof(*v));
+    if (!idx || !v) {
+        free(idx);
+        free(v);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < r->count; i++)
+        if (!r->keep || r->keep(r->ctx, (int)i))
+            v[k++] = (rank_item){r->key(r->ctx, (int)i),
+                                 r->name ? r->name(r->ctx, (int)i) : NULL, (int)i};
+    qsort(v, k, sizeof(*v), rank_cmp);
+    for (size_t i = 0; i < k; i++)
+        idx[i] = v[i].i;
     free(v);
+    *n = k;
+    return idx;
+}
+
+int pa_ptable_open(pa_pout *o, const char *dir, const char *name, const char *header,
+                   const pa_prank *r, int **idx, size_t *n)
+{
+    *idx = NULL;
+    *n = 0;
+    if (r && !(*idx = pa_prank_select(r, n)))
+        return -ENOMEM;
+    int rc = pa_pout_open(o, dir, name);
+    if (rc < 0) {
+        free(*idx);
+        *idx = NULL;
+        return rc;
+    }
+    fputs(header, o->f);
     return 0;
 }

@@ -277,6 +277,50 @@ static int event_open(pf_engine *p, pid_t tid, int cpu, bool cmd)
     return fd < 0 ? -errno : fd;
 }
 
+/* Keeps an event's fd (closed by pf_engine_free); on failure closes it. */
+static int keep_fd(pf_engine *p, int fd)
+{
+    int *nf = realloc(p->fds, (p->nfds + 1) * sizeof(*nf));
+    if (!nf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    p->fds = nf;
+    p->fds[p->nfds++] = fd;
+    return 0;
+}
+
+/* Maps fd's ring of pages data pages as CPU cpu's ring, halved down to
+ * min_pages while the locked-memory limit of unprivileged users
+ * (perf_event_mlock_kb) refuses it (EPERM).  0 or -errno (*map_failed:
+ * mmap's). */
+static int ring_map(pf_engine *p, int cpu, int fd, size_t pages, size_t min_pages,
+                    bool *map_failed)
+{
+    size_t len = 0, np = pages;
+    void *base = MAP_FAILED;
+    *map_failed = false;
+    for (; np >= min_pages; np /= 2) {
+        len = (1 + np) * (size_t)sysconf(_SC_PAGESIZE);
+        base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (base != MAP_FAILED || errno != EPERM)
+            break;
+    }
+    if (base == MAP_FAILED) {
+        *map_failed = true;
+        return -errno;
+    }
+    ring *nv = realloc(p->rings, (p->nrings + 1) * sizeof(*nv));
+    if (!nv) {
+        munmap(base, len);
+        return -ENOMEM;
+    }
+    p->rings = nv;
+    p->cpu_ring[cpu] = (int)p->nrings;
+    p->rings[p->nrings++] = (ring){fd, base, np};
+    return 0;
+}
+
 /* Samples thread tid (and, inherited, what it starts) on every CPU: the
  * kernel refuses to map the ring of an inherited per-task event, so there
  * is one event per CPU, and one ring per CPU that the events of the other
@@ -291,39 +335,18 @@ static int ring_open(pf_engine *p, pid_t tid, bool cmd, size_t pages)
                 first_err = fd;
             continue;
         }
-        int *nf = realloc(p->fds, (p->nfds + 1) * sizeof(*nf));
-        if (!nf) {
-            close(fd);
+        if (keep_fd(p, fd) < 0)
             return -ENOMEM;
-        }
-        p->fds = nf;
-        p->fds[p->nfds++] = fd;
         if (p->cpu_ring[cpu] >= 0) {
             if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, p->rings[p->cpu_ring[cpu]].fd) < 0)
                 return -errno;
             opened++;
             continue;
         }
-        /* a smaller ring when the locked-memory limit of unprivileged
-         * users (perf_event_mlock_kb) refuses this one */
-        size_t len = 0, np = pages;
-        void *base = MAP_FAILED;
-        for (; np >= 8; np /= 2) {
-            len = (1 + np) * (size_t)sysconf(_SC_PAGESIZE);
-            base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            if (base != MAP_FAILED || errno != EPERM)
-                break;
-        }
-        if (base == MAP_FAILED)
-            return -errno;
-        ring *nv = realloc(p->rings, (p->nrings + 1) * sizeof(*nv));
-        if (!nv) {
-            munmap(base, len);
-            return -ENOMEM;
-        }
-        p->rings = nv;
-        p->cpu_ring[cpu] = (int)p->nrings;
-        p->rings[p->nrings++] = (ring){fd, base, np};
+        bool map_failed;
+        int rc = ring_map(p, cpu, fd, pages, 8, &map_failed);
+        if (rc < 0)
+            return rc;
         opened++;
     }
     return opened ? 0 : first_err ? first_err : -ENODEV;
@@ -374,28 +397,16 @@ int pf_engine_open_all(pf_engine *p, int *mmap_cpu)
                 first_err = -errno;
             continue;
         }
-        int *nf = realloc(p->fds, (p->nfds + 1) * sizeof(*nf));
-        if (!nf) {
-            close(fd);
+        if (keep_fd(p, fd) < 0)
             return -ENOMEM;
-        }
-        p->fds = nf;
-        p->fds[p->nfds++] = fd;
         size_t pages = p->cfg.dwarf ? 512 : 128;
-        size_t len = (1 + pages) * (size_t)sysconf(_SC_PAGESIZE);
-        void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (base == MAP_FAILED) {
-            *mmap_cpu = cpu;
-            return -errno;
+        bool map_failed = false;
+        int rc = ring_map(p, cpu, fd, pages, pages, &map_failed);
+        if (rc < 0) {
+            if (map_failed)
+                *mmap_cpu = cpu;
+            return rc;
         }
-        ring *nv = realloc(p->rings, (p->nrings + 1) * sizeof(*nv));
-        if (!nv) {
-            munmap(base, len);
-            return -ENOMEM;
-        }
-        p->rings = nv;
-        p->cpu_ring[cpu] = (int)p->nrings;
-        p->rings[p->nrings++] = (ring){fd, base, pages};
         opened++;
     }
     return opened ? 0 : first_err ? first_err : -ENODEV;
@@ -545,14 +556,21 @@ static void on_comm(pf_engine *p, const char *r, size_t len, bool exec)
         snprintf(t->comm, sizeof(t->comm), "%.15s", comm);
 }
 
+/* Two u32 fields of a record, at 0 and at off (FORK: pid, ppid; EXIT:
+ * pid, tid); false when the record is too short. */
+static bool rec_pair(const char *r, size_t len, size_t off, uint32_t *a, uint32_t *b)
+{
+    if (len < 16)
+        return false;
+    memcpy(a, r, 4);
+    memcpy(b, r + off, 4);
+    return true;
+}
+
 static void on_fork(pf_engine *p, const char *r, size_t len)
 {
     uint32_t pid, ppid;
-    if (len < 16)
-        return;
-    memcpy(&pid, r, 4);
-    memcpy(&ppid, r + 4, 4);
-    if (pid == ppid || proc_find(p, (pid_t)pid) >= 0)
+    if (!rec_pair(r, len, 4, &pid, &ppid) || pid == ppid || proc_find(p, (pid_t)pid) >= 0)
         return;
     int parent = proc_find(p, (pid_t)ppid);
     /* --all: a parent never sampled (one that waits for its children) is
@@ -571,10 +589,8 @@ static void on_fork(pf_engine *p, const char *r, size_t len)
 static void on_exit_rec(pf_engine *p, const char *r, size_t len)
 {
     uint32_t pid, tid;
-    if (len < 16)
+    if (!rec_pair(r, len, 8, &pid, &tid))
         return;
-    memcpy(&pid, r, 4);
-    memcpy(&tid, r + 8, 4);
     pa_pthr *t = pa_ptasks_thr(p->tasks, (pid_t)pid, (pid_t)tid);
     if (t)
         t->w_exited = true;

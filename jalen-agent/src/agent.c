@@ -433,11 +433,6 @@ static void jl_on_net_collect(jl_net_rec *r, uint64_t bytes, void *user)
     jl_nn++;
 }
 
-static void jl_copy_str(char *dst, size_t len, const char *src)
-{
-    snprintf(dst, len, "%s", src ? src : "");
-}
-
 /* Prof lock held. */
 static void jl_process_window(int final)
 {
@@ -467,10 +462,7 @@ static void jl_process_window(int final)
             jl_thread_rename(jl_jvmti, &jl_thr.v[i], jl_thr.v[i].ref);
     pa_report *rep = NULL;
     if (rc >= 0 && pa_report_get(jl_ctx, &rep) == 0 && rep) {
-        jl_copy_str(jl_prof.formula, sizeof(jl_prof.formula), rep->formula);
-        jl_copy_str(jl_prof.sensors, sizeof(jl_prof.sensors), rep->sensors);
-        jl_copy_str(jl_prof.cpu_source, sizeof(jl_prof.cpu_source), rep->cpu_source);
-        jl_copy_str(jl_prof.assumed, sizeof(jl_prof.assumed), rep->assumed);
+        pa_psource_from_report(&jl_prof.source, rep);
         for (size_t i = 0; i < rep->ntargets; i++) {
             const pa_target_info *ti = &rep->targets[i];
             if (ti->type != PA_TARGET_THREAD || ti->pid != jl_pid)

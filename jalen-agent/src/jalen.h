@@ -371,7 +371,7 @@ typedef struct jl_profile {
     uint64_t windows, samples, samples_dropped, net_bytes;
     double duration_s;
     double start_s;
-    char formula[128], sensors[128], cpu_source[32], assumed[1024];
+    pa_psource source; /* the last report's formula, sensors... */
 } jl_profile;
 
 extern jl_profile jl_prof;

@@ -89,7 +89,7 @@ static int copy_locked(jalen_live *l)
     l->windows = jl_prof.windows;
     l->samples = jl_prof.samples;
     l->dropped = jl_prof.samples_dropped;
-    l->formula = dup_or_empty(jl_prof.formula);
+    l->formula = dup_or_empty(jl_prof.source.formula);
     if (!l->formula)
         return -ENOMEM;
 

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Sorted tables (profcore's pa_prank_sort): by self energy, then name. */
+/* Sorted tables (profcore's pa_prank): by self energy, then name. */
 static double jl_key_self(const void *ctx, int i)
 {
     (void)ctx;
@@ -57,41 +57,52 @@ static const char *jl_key_cname(const void *ctx, int i)
     return jl_prof.c[i].name;
 }
 
-static int jl_method_used(const pa_pstat *m)
+static int jl_method_used(const void *ctx, int i)
 {
+    (void)ctx;
+    const pa_pstat *m = &jl_prof.ms[i];
     return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 ||
            m->fself_samples;
+}
+
+/* filtered: every used method of the filter (energy, samples or bytes:
+ * one that only moved bytes keeps its row, as in methods.csv), and the
+ * pseudo-frames that hold filtered energy */
+static int jl_method_filtered(const void *ctx, int i)
+{
+    const pa_pstat *m = &jl_prof.ms[i];
+    return jl_method_used(ctx, i) &&
+           (jl_prof.m[i].matches || m->fself_j > 0 || m->fself_samples);
+}
+
+static int jl_class_used(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.cs[i].total_j > 0 || jl_prof.cs[i].self_j > 0;
+}
+
+static int jl_method_spent(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.ms[i].total_j > 0;
 }
 
 static int jl_write_methods(const char *dir, int filtered)
 {
     const jl_profile *p = &jl_prof;
-    int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
-    if (!idx)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nm; i++) {
-        const pa_pstat *m = &p->ms[i];
-        if (!jl_method_used(m))
-            continue;
-        /* filtered: every used method of the filter (energy, samples or
-         * bytes: one that only moved bytes keeps its row, as in
-         * methods.csv), and the pseudo-frames that hold filtered energy */
-        if (filtered && !p->m[i].matches && !(m->fself_j > 0 || m->fself_samples))
-            continue;
-        idx[n++] = (int)i;
-    }
+    const pa_prank r = {.count = p->nm,
+                        .keep = filtered ? jl_method_filtered : jl_method_used,
+                        .key = filtered ? jl_key_fself : jl_key_self,
+                        .name = jl_key_name};
     pa_pout o;
-    int rc = pa_prank_sort(idx, n, filtered ? jl_key_fself : jl_key_self, jl_key_name, NULL);
-    if (rc == 0)
-        rc = pa_pout_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv");
-    if (rc < 0) {
-        free(idx);
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv",
+                            "method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,"
+                            "self_samples,total_samples,net_bytes\n",
+                            &r, &idx, &n);
+    if (rc < 0)
         return rc;
-    }
-    fputs("method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,self_samples,"
-          "total_samples,net_bytes\n",
-          o.f);
     for (size_t k = 0; k < n; k++) {
         const pa_pstat *m = &p->ms[idx[k]];
         pa__csv_write(o.f, p->m[idx[k]].name);
@@ -115,22 +126,16 @@ static int jl_write_methods(const char *dir, int filtered)
 static int jl_write_classes(const char *dir)
 {
     const jl_profile *p = &jl_prof;
-    int *idx = malloc((p->nc ? p->nc : 1) * sizeof(int));
-    if (!idx)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nc; i++)
-        if (p->cs[i].total_j > 0 || p->cs[i].self_j > 0)
-            idx[n++] = (int)i;
+    const pa_prank r = {
+        .count = p->nc, .keep = jl_class_used, .key = jl_key_cself, .name = jl_key_cname};
     pa_pout o;
-    int rc = pa_prank_sort(idx, n, jl_key_cself, jl_key_cname, NULL);
-    if (rc == 0)
-        rc = pa_pout_open(&o, dir, "classes.csv");
-    if (rc < 0) {
-        free(idx);
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "classes.csv",
+                            "class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n",
+                            &r, &idx, &n);
+    if (rc < 0)
         return rc;
-    }
-    fputs("class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", o.f);
     for (size_t k = 0; k < n; k++) {
         const pa_pstat *c = &p->cs[idx[k]];
         pa__csv_write(o.f, p->c[idx[k]].name);
@@ -148,10 +153,13 @@ static int jl_write_classes(const char *dir)
 static int jl_write_threads(const char *dir)
 {
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "threads.csv");
+    int *none;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "threads.csv",
+                            "tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n",
+                            NULL, &none, &n);
     if (rc < 0)
         return rc;
-    fputs("tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n", o.f);
     double agg[JL_K_COUNT][4];
     uint64_t aggb[JL_K_COUNT];
     memset(agg, 0, sizeof(agg));
@@ -251,10 +259,12 @@ static int jl_write_timeline(const char *dir)
     int fd = jl_timeline_created ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
     if (fd < 0) { /* first window, or the file was removed: start it again */
         pa_pout o;
-        int rc = pa_pout_open(&o, dir, "timeline.csv");
+        int *none;
+        size_t n;
+        int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,method,power_w\n",
+                                NULL, &none, &n);
         if (rc < 0)
             return rc;
-        fputs("window_start_s,method,power_w\n", o.f);
         jl_timeline_rows(o.f);
         rc = pa_pout_close(&o);
         if (rc == 0) {
@@ -381,17 +391,8 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
     fprintf(f, "  \"net\": %s,\n", opt->net ? "true" : "false");
-    fputs("  \"formula\": ", f);
-    pa__json_write(f, p->formula);
-    fputs(",\n  \"sensors\": ", f);
-    pa__json_write(f, p->sensors);
-    fputs(",\n  \"cpu_source\": ", f);
-    pa__json_write(f, p->cpu_source);
-    fputs(",\n  \"assumed\": [", f);
-    pa_pout_json_list(f, p->assumed); /* ";"-separated in the report */
-    fputs("],\n  \"filter\": [", f);
-    pa_pout_json_strings(f, (const char *const *)opt->filters, opt->nfilters);
-    fprintf(f, "],\n  \"complete\": %s\n}\n", final ? "true" : "false");
+    pa_psource_json(f, &p->source, (const char *const *)opt->filters, opt->nfilters);
+    fprintf(f, ",\n  \"complete\": %s\n}\n", final ? "true" : "false");
     return pa_pout_close(&o);
 }
 
@@ -467,23 +468,18 @@ int jl_write_all(const jl_opts *o, int final)
 void jl_print_summary(const jl_opts *o)
 {
     const jl_profile *p = &jl_prof;
-    int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
+    const pa_prank r = {
+        .count = p->nm, .keep = jl_method_spent, .key = jl_key_self, .name = jl_key_name};
+    size_t n;
+    int *idx = pa_prank_select(&r, &n);
     if (!idx)
         return;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nm; i++)
-        if (p->ms[i].total_j > 0)
-            idx[n++] = (int)i;
-    if (pa_prank_sort(idx, n, jl_key_self, jl_key_name, NULL) < 0) {
-        free(idx);
-        return;
-    }
     fprintf(stderr,
             "jalen: process energy %.3f J (cpu %.3f J, net %.3f J) over %.1f s, %llu samples "
             "(%llu dropped), formula %s\n",
             p->process_j, p->process_cpu_j, p->process_nic_j, p->duration_s,
             (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
-            p->formula[0] ? p->formula : "?");
+            p->source.formula[0] ? p->source.formula : "?");
     fprintf(stderr, "jalen: top methods by self energy:\n");
     for (size_t k = 0; k < n && k < 10; k++) {
         const pa_pstat *m = &p->ms[idx[k]];
