@@ -10,11 +10,12 @@
  *                 the filtered view, charged once per function and stack
  *                 (pa_pstat); sorted tables (pa_prank, pa_ptable_open); the window's
  *                 top functions (pa_pstat_window_top)
- *   windows       a cumulative reading's increase (pa_pcum), an energy
- *                 split by weights (pa_psplit), and the per-window split of
- *                 the targets' energy over processes, threads and samples,
- *                 processes seen only between two windows included
- *                 (pa_ptasks, profcore/pwindow.c)
+ *   windows       a cumulative reading's increase (pa_pcum), and the
+ *                 per-window split of the targets' energy over processes,
+ *                 threads and samples, processes seen only between two
+ *                 windows included (pa_ptasks, window.c)
+ *   source        the report's formula, sensors, CPU source, assumptions
+ *                 (pa_psource, source.c)
  *   the profile   functions by (name, module), threads, processes and the
  *                 timeline of `powerapi profile`, and its files
  *                 (pa_pprof, profcore/pprofile.c)
@@ -165,10 +166,6 @@ typedef struct pa_pcum {
 /* The reading's increase since the last one (the whole reading the first
  * time), never negative. */
 double pa_pcum_delta(pa_pcum *c, double now);
-/* total split over n parts in proportion to w (out[i] = total . w[i] /
- * sum w; all 0 when the sum is not positive).  Returns what is left
- * unplaced (total - sum out). */
-double pa_psplit(double total, const double *w, size_t n, double *out);
 
 /* ---- where the numbers come from ---- */
 
@@ -247,7 +244,7 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
 void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j);
 size_t pa_pprof_memory(pa_pprof *p);
 
-/* ---- the per-window split of `powerapi profile` (pwindow.c) ---- */
+/* ---- the per-window split of `powerapi profile` (window.c) ---- */
 
 /* The targets' processes (one entry per pid, whatever its generations)
  * and threads, with this window's bookkeeping.  Per window:

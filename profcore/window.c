@@ -28,18 +28,6 @@ double pa_pcum_delta(pa_pcum *c, double now)
     return d > 0 ? d : 0;
 }
 
-double pa_psplit(double total, const double *w, size_t n, double *out)
-{
-    double sum = 0, left = total;
-    for (size_t i = 0; i < n; i++)
-        sum += w[i];
-    for (size_t i = 0; i < n; i++) {
-        out[i] = sum > 0 ? total * w[i] / sum : 0;
-        left -= out[i];
-    }
-    return left;
-}
-
 /* ---- the tables ---- */
 
 pa_pproc *pa_ptasks_proc_find(pa_ptasks *t, pid_t pid)

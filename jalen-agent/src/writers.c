@@ -4,7 +4,7 @@
  * Every file is written to ".<name>.tmp" in the output folder and then
  * takes <name>'s place in one step (pa_pout_close), so a reader never sees
  * half a file and a killed JVM leaves the last complete window.  The text,
- * the collapsed stacks, the flame graph and pprof are profout/'s writers,
+ * the collapsed stacks, the flame graph and pprof are profcore/'s writers,
  * shared with `powerapi profile`.
  *
  * When the folder cannot be written (full file system, read-only, gone)
@@ -189,7 +189,7 @@ static int jl_write_threads(const char *dir)
     return pa_pout_close(&o);
 }
 
-/* The call tree as the shared writers (profout/) see it. */
+/* The call tree as the shared writers (profcore/) see it. */
 static const char *jl_method_name(const void *ctx, int i)
 {
     (void)ctx;
