@@ -31,7 +31,7 @@
 
 typedef pa_pframe pf_frame;
 
-/* ---- memory maps of a process (profile.c fills, profile_sym.c reads) --- */
+/* ---- memory maps of a process (sampler.c fills, sym.c reads) ---- */
 
 typedef struct pf_map {
     uint64_t start, end, pgoff;
@@ -54,7 +54,7 @@ const pf_map *pf_maps_find(pf_maps *m, uint64_t addr);
 int pf_maps_read(pf_maps *m, const char *procfs, pid_t pid);
 void pf_maps_free(pf_maps *m);
 
-/* ---- symbolisation (profile_sym.c) ---- */
+/* ---- symbolisation (sym.c) ---- */
 
 /* Initialises the symboliser; kallsyms is read from procfs (kernel frames
  * are then named) when kernel != 0. */
@@ -75,7 +75,7 @@ const char *pf_sym_kernel_state(void);
 /* Modules opened, interned strings and their memory, for the summary. */
 size_t pf_sym_memory(void);
 
-/* ---- --call-graph dwarf (profile_unwind.c) ---- */
+/* ---- --call-graph dwarf (unwind.c) ---- */
 
 /* The user registers sampled (perf_event_attr.sample_regs_user, x86-64):
  * AX BX CX DX SI DI BP SP IP and R8..R15, 17 values in that order. */
