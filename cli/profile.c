@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -328,8 +327,9 @@ static void on_report_proc(void *user, pid_t pid)
 /* The energy of processes that lived and died between two ticks: with a
  * COMMAND, what the tree's energy has beyond the processes seen; with
  * --all, from their samples (pa_ptasks_unseen). */
-static double extra_energy(profiler *p, const pa_report *rep, pa_pwin *w)
+static double extra_energy(void *user, const pa_report *rep, pa_pwin *w)
 {
+    profiler *p = user;
     double extra = 0;
     pa_power tp;
     if (p->cmd && p->cmd_pid > 0 && pa_tree_power(p->ctx, p->cmd_pid, &tp) == 0) {
@@ -344,31 +344,6 @@ static double extra_energy(profiler *p, const pa_report *rep, pa_pwin *w)
     return extra;
 }
 
-/* Every sample of the window, with its frames, to the profile. */
-static void charge_samples(profiler *p)
-{
-    size_t cur = 0;
-    pf_sample s;
-    pf_frame fr[PF_MAX_DEPTH];
-    while (pf_engine_next(p->eng, &cur, &s)) {
-        int nf = pf_engine_frames(p->eng, &s, fr, PF_MAX_DEPTH);
-        pa_ptasks_charge(&p->tasks, p->prof, s.pid, s.tid, s.period, fr, nf);
-    }
-}
-
-/* Conservation, this window: functions (pseudo-frames included) =
- * threads = the targets' energy. */
-static void check_conservation(profiler *p, double f0, double t0, double window_j)
-{
-    double f1, t1;
-    pa_pprof_sums(p->prof, &f1, &t1);
-    double scale = window_j > 1e-9 ? window_j : 1e-9;
-    double e1 = fabs((f1 - f0) - window_j) / scale;
-    double e2 = fabs((t1 - t0) - window_j) / scale;
-    if (window_j > 1e-9 && (e1 > p->conservation_err || e2 > p->conservation_err))
-        p->conservation_err = e1 > e2 ? e1 : e2;
-}
-
 /* Ticks libpowerapi and charges this window's energy to the samples. */
 static int window(profiler *p, double start_s, double len_s)
 {
@@ -377,27 +352,17 @@ static int window(profiler *p, double start_s, double len_s)
     pa_report *rep = NULL;
     if (rc >= 0 && pa_report_get(p->ctx, &rep) < 0)
         rep = NULL;
-    pa_ptasks_begin(&p->tasks);
     if (rep)
         pa_psource_from_report(&p->source, rep);
     pa_pwin w;
-    pa_ptasks_report(&p->tasks, rep, &w);
-    p->cpu_s += w.cpu_s;
-    size_t cur = 0;
-    pf_sample s;
-    while (pf_engine_next(p->eng, &cur, &s))
-        pa_ptasks_sample(&p->tasks, s.pid, s.tid, s.period);
-    w.extra_j = extra_energy(p, rep, &w);
-    double f0, t0;
-    pa_pprof_sums(p->prof, &f0, &t0);
-    pa_ptasks_split(&p->tasks, &w, p->prof,
-                    p->cmd ? p->cmd_pid : p->npids ? p->pids[0] : 0);
+    pa_pengine e = pf_engine_stacks(p->eng);
+    p->tasks.fallback_pid = p->cmd ? p->cmd_pid : p->npids ? p->pids[0] : 0;
+    pa_ptasks_window(&p->tasks, p->prof, &e, rep, &w);
     p->process_j += w.window_j;
     p->nic_j += w.nic_j;
-    charge_samples(p);
-    pa_ptasks_end(&p->tasks, p->prof);
-    check_conservation(p, f0, t0, w.window_j);
-    pf_engine_window_done(p->eng);
+    p->cpu_s += w.cpu_s;
+    if (w.error > p->conservation_err)
+        p->conservation_err = w.error;
     pa_report_free(rep);
     if (rc >= 0 || rc == -ENODATA)
         p->windows++;
@@ -543,6 +508,7 @@ static int setup(profiler *p)
     p->tasks.period_is_time = strcmp(p->event, "cycles") != 0;
     p->tasks.is_target = is_target_pid;
     p->tasks.on_proc = on_report_proc;
+    p->tasks.extra = extra_energy;
     p->tasks.user = p;
     const pf_engine_cfg cfg = {.procfs = procfs_root(p),
                                .event = p->event,

@@ -248,9 +248,9 @@ size_t pa_pprof_memory(pa_pprof *p);
 
 /* The targets' processes (one entry per pid, whatever its generations)
  * and threads, with this window's bookkeeping.  Per window:
- * pa_ptasks_begin, pa_ptasks_report (the libpowerapi report),
- * pa_ptasks_sample for every sample, pa_ptasks_split (energies), then
- * pa_ptasks_charge for each sample, and pa_ptasks_end. */
+ * pa_ptasks_window, or its steps: pa_ptasks_begin, pa_ptasks_report (the
+ * libpowerapi report), pa_ptasks_sample for every sample, pa_ptasks_split
+ * (energies), then pa_ptasks_charge for each sample, and pa_ptasks_end. */
 typedef struct pa_pproc {
     pid_t pid;
     char comm[PA_COMM_MAX];
@@ -273,6 +273,34 @@ typedef struct pa_pthr {
     bool w_reported;
 } pa_pthr;
 
+/* What a window's report gave. */
+typedef struct pa_pwin {
+    double procs_j;    /* sum of the processes' energy */
+    double nic_j;      /* their network energy */
+    double cpu_s;      /* their CPU time */
+    double extra_j;    /* energy of processes no report had (set by the
+                          caller: a tree's excess, or pa_ptasks_unseen) */
+    double window_j;   /* procs_j + extra_j, after pa_ptasks_split */
+    double error;      /* after pa_ptasks_window: |functions - window_j|
+                          and |threads - window_j| over window_j, the
+                          larger (0 for a window without energy) */
+} pa_pwin;
+
+/* A sampling engine as a window sees it: stacks with their weights.
+ * Engines (engines/perf/) fill one; the core calls it. */
+typedef struct pa_pengine {
+    void *self;
+    /* the window's stack at *at (0: the first): its thread and weight
+     * (the CPU time it stands for, in ns); *at then moves past it.  false
+     * after the last */
+    bool (*next)(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *weight_ns);
+    /* the frames of the stack at at (as given to next), leaf first; their
+     * count (> 0 for a stack with addresses) */
+    int (*frames)(void *self, size_t at, pa_pframe *out, int max);
+    /* forgets the window's stacks */
+    void (*window_done)(void *self);
+} pa_pengine;
+
 typedef struct pa_ptasks {
     pa_pproc *procs;
     size_t nprocs, capprocs;
@@ -283,18 +311,12 @@ typedef struct pa_ptasks {
      * called on each before it is read (the engine learns its maps) */
     bool (*is_target)(void *user, pid_t pid);
     void (*on_proc)(void *user, pid_t pid);
+    /* pa_ptasks_window: the energy of processes no report had (NULL:
+     * none), and the pid "[unattributed]" energy is credited to */
+    double (*extra)(void *user, const pa_report *rep, pa_pwin *w);
+    pid_t fallback_pid;
     void *user;
 } pa_ptasks;
-
-/* What a window's report gave. */
-typedef struct pa_pwin {
-    double procs_j;    /* sum of the processes' energy */
-    double nic_j;      /* their network energy */
-    double cpu_s;      /* their CPU time */
-    double extra_j;    /* energy of processes no report had (set by the
-                          caller: a tree's excess, or pa_ptasks_unseen) */
-    double window_j;   /* procs_j + extra_j, after pa_ptasks_split */
-} pa_pwin;
 
 /* The entry of pid (created, comm empty), NULL when out of memory. */
 pa_pproc *pa_ptasks_proc(pa_ptasks *t, pid_t pid);
@@ -329,5 +351,11 @@ int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid,
                      uint64_t period_ns, const pa_pframe *frames, int n);
 /* Threads' CPU time and "[unsampled]" energy to p; clears w_exited. */
 void pa_ptasks_end(pa_ptasks *t, pa_pprof *p);
+/* One whole window: the report (NULL: none) read, the engine's stacks
+ * counted, the extra energy asked for, the energy split and every stack
+ * charged to p with its frames, the threads closed, and the engine's
+ * stacks forgotten; the conservation of the window in w->error. */
+void pa_ptasks_window(pa_ptasks *t, pa_pprof *p, const pa_pengine *e, const pa_report *rep,
+                      pa_pwin *w);
 
 #endif

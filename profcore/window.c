@@ -319,3 +319,42 @@ void pa_ptasks_end(pa_ptasks *t, pa_pprof *p)
     for (size_t i = 0; i < t->nthrs; i++)
         t->thrs[i].w_exited = false;
 }
+
+/* Every stack of the window, with its frames, to the profile. */
+static void charge_stacks(pa_ptasks *t, pa_pprof *p, const pa_pengine *e)
+{
+    pa_pframe fr[PA_PMAX_DEPTH];
+    size_t at = 0, here;
+    pid_t pid, tid;
+    uint64_t weight;
+    while (here = at, e->next(e->self, &at, &pid, &tid, &weight)) {
+        int nf = e->frames(e->self, here, fr, PA_PMAX_DEPTH);
+        pa_ptasks_charge(t, p, pid, tid, weight, fr, nf);
+    }
+}
+
+void pa_ptasks_window(pa_ptasks *t, pa_pprof *p, const pa_pengine *e, const pa_report *rep,
+                      pa_pwin *w)
+{
+    pa_ptasks_begin(t);
+    pa_ptasks_report(t, rep, w);
+    size_t at = 0;
+    pid_t pid, tid;
+    uint64_t weight;
+    while (e->next(e->self, &at, &pid, &tid, &weight))
+        pa_ptasks_sample(t, pid, tid, weight);
+    w->extra_j = t->extra ? t->extra(t->user, rep, w) : 0;
+    double f0, t0, f1, t1;
+    pa_pprof_sums(p, &f0, &t0);
+    pa_ptasks_split(t, w, p, t->fallback_pid);
+    charge_stacks(t, p, e);
+    pa_ptasks_end(t, p);
+    e->window_done(e->self);
+    /* conservation: functions (pseudo-frames included) = threads = the
+     * window's energy */
+    pa_pprof_sums(p, &f1, &t1);
+    double scale = w->window_j > 1e-9 ? w->window_j : 1e-9;
+    double e1 = fabs((f1 - f0) - w->window_j) / scale;
+    double e2 = fabs((t1 - t0) - w->window_j) / scale;
+    w->error = w->window_j > 1e-9 ? (e1 > e2 ? e1 : e2) : 0;
+}

@@ -254,6 +254,97 @@ START_TEST(window_unseen)
 }
 END_TEST
 
+
+/* A fake engine: four stacks of process 100, three of thread 101 in hot()
+ * called by main(), one of thread 102 in cold(). */
+typedef struct fake_engine {
+    size_t n;
+    int done;
+} fake_engine;
+
+static bool fake_next(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *weight)
+{
+    fake_engine *e = self;
+    if (*at >= e->n)
+        return false;
+    *pid = 100;
+    *tid = *at < 3 ? 101 : 102;
+    *weight = 10000000;
+    (*at)++;
+    return true;
+}
+
+static int fake_frames(void *self, size_t at, pa_pframe *out, int max)
+{
+    (void)self;
+    ck_assert_int_ge(max, 2);
+    out[0] = pa_pframe_pseudo(at < 3 ? "hot" : "cold");
+    out[1] = pa_pframe_pseudo("main");
+    return 2;
+}
+
+static void fake_done(void *self)
+{
+    ((fake_engine *)self)->done++;
+}
+
+/* The whole window through an engine, and the files: 4 J over threads
+ * at 0.3 s and 0.1 s: hot 3 J, cold 1 J, main 4 J in total. */
+START_TEST(window_engine)
+{
+    pa_ptasks t = {.period_is_time = true};
+    pa_pprof *p;
+    ck_assert_int_eq(pa_pprof_new(&p, NULL, 0), 0);
+    pa_target_info v[3] = {
+        target(PA_TARGET_PROCESS, 100, 0, 4, 0.4, 0),
+        target(PA_TARGET_THREAD, 100, 101, 0, 0.3, 0),
+        target(PA_TARGET_THREAD, 100, 102, 0, 0.1, 0),
+    };
+    pa_report rep = {.ntargets = 3, .targets = v};
+    fake_engine fe = {.n = 4};
+    pa_pengine e = {.self = &fe, .next = fake_next, .frames = fake_frames,
+                    .window_done = fake_done};
+    pa_pwin w;
+    pa_ptasks_window(&t, p, &e, &rep, &w);
+    ck_assert_int_eq(fe.done, 1);
+    ck_assert_double_eq_tol(w.window_j, 4, EPS);
+    ck_assert(w.error < 1e-12);
+    pa_pprof_window_end(p, 0, 1);
+    char *dir = pa_test_tmpdir();
+    pa_psource src = {.formula = "cpu-tdp"};
+    pa_pmeta m = {.title = "t", .target = "pid 100", .event = "cpu-clock",
+                  .call_graph = "fp", .period_ns = 10000000, .window_s = 1,
+                  .source = &src, .kernel_state = "", .exit_status = -1,
+                  .tree_j = -1, .unseen_j = -1, .process_j = 4};
+    ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/functions.csv", dir);
+    char *csv = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(csv);
+    ck_assert_ptr_nonnull(strstr(csv, "\nhot,,,3.000000000,3.000000000,3,3,0.030000\n"));
+    ck_assert_ptr_nonnull(strstr(csv, "\ncold,,,1.000000000,1.000000000,1,1,0.010000\n"));
+    ck_assert_ptr_nonnull(strstr(csv, "\nmain,,,0.000000000,4.000000000,0,4,0.040000\n"));
+    /* sorted by self energy */
+    ck_assert(strstr(csv, "\nhot,") < strstr(csv, "\ncold,"));
+    free(csv);
+    snprintf(path, sizeof(path), "%s/timeline.csv", dir);
+    csv = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(csv);
+    ck_assert_str_eq(csv, "window_start_s,function,power_w\n0.000,hot,3.000000\n"
+                          "0.000,cold,1.000000\n");
+    free(csv);
+    snprintf(path, sizeof(path), "%s/summary.json", dir);
+    csv = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(strstr(csv, "\"formula\": \"cpu-tdp\",\n  \"sensors\": \"\","));
+    ck_assert_ptr_nonnull(strstr(csv, "\"threads_energy_j\": 4.000000000,"));
+    free(csv);
+    pa_test_rmtree(dir);
+    pa_pprof_free(p);
+    pa_ptasks_free(&t);
+    pa_pintern_free();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("profcore");
@@ -264,6 +355,7 @@ static Suite *suite(void)
     tcase_add_test(tc, rank);
     tcase_add_test(tc, window_split);
     tcase_add_test(tc, window_unseen);
+    tcase_add_test(tc, window_engine);
     suite_add_tcase(s, tc);
     return s;
 }

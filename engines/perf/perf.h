@@ -107,15 +107,6 @@ typedef struct pf_engine_cfg {
                              exits, one entry per process the engine knows */
 } pf_engine_cfg;
 
-/* One sample of the window (pf_engine_next). */
-typedef struct pf_sample {
-    int gen;              /* the process generation it was taken in */
-    pid_t pid, tid;
-    uint64_t period;      /* ns of CPU time for a clock event */
-    size_t n;
-    const uint64_t *ips;  /* innermost first */
-} pf_sample;
-
 /* kernel.perf_event_paranoid under procfs (2 when unreadable). */
 int pf_paranoid(const char *procfs);
 
@@ -136,14 +127,11 @@ bool pf_engine_kernel(const pf_engine *e);
 void pf_engine_touch(pf_engine *e, pid_t pid);
 /* Reads every ring and handles the records in time order. */
 void pf_engine_drain(pf_engine *e);
-/* The window's samples, one a call from *cursor (0 first); false at the
- * end. */
-bool pf_engine_next(pf_engine *e, size_t *cursor, pf_sample *s);
-/* A sample's frames, innermost first (kernel frames dropped when they
- * cannot be named; "[kernel]" when none is left).  Their count. */
-int pf_engine_frames(pf_engine *e, const pf_sample *s, pf_frame *out, int max);
-/* Forgets the window's samples. */
-void pf_engine_window_done(pf_engine *e);
+/* The window's stacks as the core reads them (pa_ptasks_window): each
+ * sample's thread, its period as weight, its frames (kernel frames
+ * dropped when they cannot be named; "[kernel]" when none is left);
+ * window_done forgets them. */
+pa_pengine pf_engine_stacks(pf_engine *e);
 /* Samples stored, and lost (by the kernel, or not stored). */
 void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost);
 

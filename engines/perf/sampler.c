@@ -767,40 +767,51 @@ static int resolve_cached(pf_engine *p, int pi, uint64_t ip, int ret,
 }
 
 
-bool pf_engine_next(pf_engine *e, size_t *cursor, pf_sample *s)
+/* The window's samples, in wbuf: proc (generation), tid, period, n,
+ * ips[n]. */
+static bool next_stack(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *weight)
 {
-    size_t o = *cursor;
+    pf_engine *e = self;
+    size_t o = *at;
     if (o >= e->wn)
         return false;
-    int pi = (int)e->wbuf[o];
-    *s = (pf_sample){.gen = pi,
-                     .pid = e->procs[pi].pid,
-                     .tid = (pid_t)e->wbuf[o + 1],
-                     .period = e->wbuf[o + 2],
-                     .n = (size_t)e->wbuf[o + 3],
-                     .ips = &e->wbuf[o + 4]};
-    *cursor = o + 4 + s->n;
+    *pid = e->procs[e->wbuf[o]].pid;
+    *tid = (pid_t)e->wbuf[o + 1];
+    *weight = e->wbuf[o + 2];
+    *at = o + 4 + (size_t)e->wbuf[o + 3];
     return true;
 }
 
-int pf_engine_frames(pf_engine *e, const pf_sample *s, pf_frame *out, int max)
+static int stack_frames(void *self, size_t at, pf_frame *out, int max)
 {
+    pf_engine *e = self;
+    int gen = (int)e->wbuf[at];
+    size_t n = (size_t)e->wbuf[at + 3];
+    const uint64_t *ips = &e->wbuf[at + 4];
     int nf = 0;
-    for (size_t k = 0; k < s->n && nf < max; k++) {
+    for (size_t k = 0; k < n && nf < max; k++) {
         const pf_frame *got;
-        if (pf_sym_kernel_dropped(s->ips[k]))
+        if (pf_sym_kernel_dropped(ips[k]))
             continue; /* no kernel symbols: summary.json says so */
-        int m = resolve_cached(e, s->gen, s->ips[k], k > 0, &got);
+        int m = resolve_cached(e, gen, ips[k], k > 0, &got);
         for (int j = 0; j < m && nf < max; j++)
             out[nf++] = got[j];
     }
-    if (nf == 0 && s->n > 0)
+    if (nf == 0 && n > 0)
         out[nf++] = pa_pframe_pseudo("[kernel]"); /* a kernel thread's, all
                                                    frames dropped */
     return nf;
 }
 
-void pf_engine_window_done(pf_engine *e)
+static void window_done(void *self)
 {
-    e->wn = 0;
+    ((pf_engine *)self)->wn = 0;
+}
+
+pa_pengine pf_engine_stacks(pf_engine *e)
+{
+    return (pa_pengine){.self = e,
+                        .next = next_stack,
+                        .frames = stack_frames,
+                        .window_done = window_done};
 }
