@@ -336,6 +336,8 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
     ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups
                      ? ctx->cgroups[t->cgroup]
                      : "";
+    if (ctx->cgroups_on && *ti->cgroup)
+        ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup, time_ns);
     pa_power *p = &ti->power;
     p->cpu_w = t->gone ? 0 : t->cpu_w;
     p->nic_w = t->gone ? 0 : t->nic_w;
@@ -432,6 +434,7 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
             }
             ti->type = PA_TARGET_CGROUP;
             ti->cgroup = ctx->cgroups[g];
+            ti->names = pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
             ti->power.cpu_w = c[CW];
             ti->power.nic_w = c[NW];
             ti->power.total_w = c[CW] + c[NW];
@@ -636,6 +639,9 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g)
     return &ctx->cgroup_ctr[g];
 }
 
+/* the counters that follow the names in a copy stay aligned */
+_Static_assert(sizeof(pa_cgroup_names) % sizeof(double) == 0, "pa_cgroup_names size");
+
 /* Copies a report and everything it points to into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out)
 {
@@ -646,8 +652,12 @@ int pa__report_copy(const pa_report *r, pa_report **out)
         strs += strlen(r->counter_names[i]) + 1;
     for (size_t i = 0; i < r->ntargets; i++)
         strs += strlen(r->targets[i].cgroup ? r->targets[i].cgroup : "") + 1;
+    size_t nnames = 0;
+    for (size_t i = 0; i < r->ntargets; i++)
+        nnames += r->targets[i].names != NULL;
     size_t sz = sizeof(pa_report) + r->ntargets * sizeof(pa_target_info) +
-                r->ntargets * nc * sizeof(double) + nc * sizeof(char *) + strs;
+                nnames * sizeof(pa_cgroup_names) + r->ntargets * nc * sizeof(double) +
+                nc * sizeof(char *) + strs;
     char *block = malloc(sz);
     if (!block)
         return pa__err(-ENOMEM, "report: out of memory copying %zu targets",
@@ -655,7 +665,8 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     pa_report *c = (pa_report *)block;
     *c = *r;
     pa_target_info *ti = (pa_target_info *)(c + 1);
-    double *ctr = (double *)(ti + r->ntargets);
+    pa_cgroup_names *cn = (pa_cgroup_names *)(ti + r->ntargets);
+    double *ctr = (double *)(cn + nnames);
     const char **names = (const char **)(ctr + r->ntargets * nc);
     char *s = (char *)(names + nc);
 #define PUT(dst, src)                                                          \
@@ -674,6 +685,10 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     for (size_t i = 0; i < r->ntargets; i++) {
         ti[i] = r->targets[i];
         PUT(ti[i].cgroup, r->targets[i].cgroup ? r->targets[i].cgroup : "");
+        if (r->targets[i].names) {
+            *cn = *r->targets[i].names;
+            ti[i].names = cn++;
+        }
         if (nc && r->targets[i].counters) {
             memcpy(ctr + i * nc, r->targets[i].counters, nc * sizeof(double));
             ti[i].counters = ctr + i * nc;

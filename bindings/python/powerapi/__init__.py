@@ -168,6 +168,11 @@ class Target:
         self.counters = ({n: c.counters[i] for i, n in enumerate(counter_names)}
                          if c.counters else {})
         self.multiplex = c.multiplex
+        # the container, pod or systemd unit of its cgroup ({} when none)
+        self.names = ({f: _s(getattr(c.names.contents, f))
+                       for f, _ in _lib.pa_cgroup_names._fields_
+                       if _s(getattr(c.names.contents, f))}
+                      if c.names else {})
 
     def __repr__(self):
         return "Target(type=%d, pid=%d, tid=%d, comm=%r, %r)" % (
