@@ -24,8 +24,9 @@
  *
  * Layer: above the library (it reads pa_report, uses util.h), beside the
  * engines (which include it; it includes no engine), below the command and
- * the agent.  Nothing here prints, aborts or exits; errors are negative
- * errno values.  Not thread-safe: one profile is built and written from
+ * the agent.  Nothing here prints on its own (pa_pprof_print_top writes to
+ * the stream it is given), aborts or exits; errors are negative errno
+ * values.  Not thread-safe: one profile is built and written from
  * one thread (jalen's agent thread under its profile lock).
  */
 #ifndef PA_PROFCORE_H
