@@ -46,6 +46,7 @@ typedef struct profiler {
     bool interval_set;
     bool quiet;
     bool dwarf; /* --call-graph dwarf */
+    bool cg_given; /* --call-graph given (else the default of the target) */
     bool all;   /* --all: every process, per CPU */
 
     /* run time */
@@ -54,6 +55,7 @@ typedef struct profiler {
     pa_ptasks tasks;
     pa_pprof *prof;
     uint64_t windows;
+    uint64_t windows_empty; /* windows with energy and no stack sample */
     double process_j, nic_j, cpu_s;
     pa_pcum tree; /* a command's tree energy */
     double unseen_j; /* --all: energy given to processes no report had */
@@ -139,6 +141,7 @@ static int set_call_graph(void *v, const char *cmd, const char *arg)
 #endif
     p->call_graph = arg;
     p->dwarf = !strcmp(arg, "dwarf");
+    p->cg_given = true;
     return 0;
 }
 
@@ -162,6 +165,13 @@ static int check_args(profiler *p)
         return pa_cli_usage_error(CMD, "--interval and --frequency exclude each other");
     if (p->freq)
         p->period_ns = 0;
+    /* --all: frame pointers unless asked; 8 KiB of stack copied per sample
+     * on every CPU would fill the rings and lose the records that name
+     * processes */
+    if (p->all && !p->cg_given) {
+        p->call_graph = "fp";
+        p->dwarf = false;
+    }
     if (!p->cmd && !p->npids && !p->all)
         return pa_cli_usage_error(
             CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
@@ -187,8 +197,8 @@ static int parse_args(profiler *p, int argc, char **argv)
                     "CAP_PERFMON; until --duration or Ctrl-C)"),
         PA_OPT_GROUP("Sampling:"),
         PA_OPT_CALLBACK('i', "interval", p, "DURATION",
-                        "CPU time between samples (default 10ms, at\n"
-                        "least 10us)",
+                        "CPU time between samples (default 2ms, 500 a\n"
+                        "CPU-second; at least 10us)",
                         set_period),
         PA_OPT_UINT('F', "frequency", &p->freq, "HZ",
                     "or samples per second of CPU time", 1, 100000),
@@ -197,10 +207,12 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "(needs a PMU)",
                         set_event),
         PA_OPT_CALLBACK('g', "call-graph", p, "MODE",
-                        "fp (frame pointers; the default) or dwarf (8 KiB\n"
-                        "of user stack per sample, unwound with libdwfl:\n"
-                        "right through code without frame pointers; costs\n"
-                        "more)",
+                        "dwarf (the default on x86-64: 8 KiB of user stack\n"
+                        "per sample, unwound with libdwfl, right through\n"
+                        "code without frame pointers such as Debian's) or\n"
+                        "fp (frame pointers: cheaper, whole stacks only for\n"
+                        "code built with them; the default with --all);\n"
+                        "-g alone: the default",
                         set_call_graph),
         PA_OPT_DURATION('w', "window", &p->window_ns,
                         "energy window (default 1s)", 10 * 1000000ull, 0),
@@ -232,10 +244,15 @@ static int parse_args(profiler *p, int argc, char **argv)
                           .footer = profile_footer,
                           .opts = opts,
                           .operands = 1};
-    p->period_ns = 10 * 1000000ull;
+    p->period_ns = 2 * 1000000ull; /* a few hundred samples in a 1 s run */
     p->window_ns = NS_PER_S;
     p->event = "cpu-clock";
+#if defined(__x86_64__)
+    p->call_graph = "dwarf"; /* whole stacks on a stock system (issue 31) */
+    p->dwarf = true;
+#else
     p->call_graph = "fp";
+#endif
     pa_cli_ctx_init(&p->co);
     int first;
     int st = pa_cli_parse(&c, argc, argv, &first);
@@ -348,6 +365,7 @@ static double extra_energy(void *user, const pa_report *rep, pa_pwin *w)
 static int window(profiler *p, double start_s, double len_s)
 {
     pf_engine_drain(p->eng);
+    bool stacks = pf_engine_window_has_stacks(p->eng);
     int rc = pa_tick(p->ctx);
     pa_report *rep = NULL;
     if (rc >= 0 && pa_report_get(p->ctx, &rep) < 0)
@@ -363,6 +381,8 @@ static int window(profiler *p, double start_s, double len_s)
     p->cpu_s += w.cpu_s;
     if (w.error > p->conservation_err)
         p->conservation_err = w.error;
+    if (!stacks && w.window_j > 0)
+        p->windows_empty++; /* its energy is [unsampled] */
     pa_report_free(rep);
     if (rc >= 0 || rc == -ENODATA)
         p->windows++;
@@ -649,13 +669,35 @@ static void describe_target(const profiler *p, char *target, size_t len)
     }
 }
 
+/* Why a run has no sample, or windows without one (issue 31 item 1). */
+static void samples_note(const profiler *p, pa_pmeta *m)
+{
+    double period_s = p->freq ? 1.0 / (double)p->freq : (double)p->period_ns * 1e-9;
+    char *s = m->samples_note;
+    size_t len = sizeof(m->samples_note);
+    if (!m->samples && m->process_cpu_s < period_s)
+        snprintf(s, len, "no stack sample: the targets used %.3f s of CPU time, less than one "
+                         "sampling interval (%g ms): their energy is under [unsampled]; "
+                         "sample more often (-F 1000) or profile a longer run",
+                 m->process_cpu_s, period_s * 1e3);
+    else if (!m->samples)
+        snprintf(s, len, "no stack sample (%llu lost): their energy is under [unsampled]",
+                 (unsigned long long)m->samples_lost);
+    else if (m->windows_without_samples)
+        snprintf(s, len, "%llu of %llu windows had no stack sample: their energy is under "
+                         "[unsampled] (windows shorter than a few sampling intervals, or "
+                         "idle targets)",
+                 (unsigned long long)m->windows_without_samples,
+                 (unsigned long long)m->windows);
+}
+
 static int write_profile(profiler *p, double duration_s, int cmd_status)
 {
     char target[512], title[600];
     describe_target(p, target, sizeof(target));
     snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)", target);
-    uint64_t samples, lost;
-    pf_engine_counts(p->eng, &samples, &lost);
+    uint64_t samples, lost, truncated;
+    pf_engine_counts(p->eng, &samples, &lost, &truncated);
     pa_pmeta meta = {
         .title = title,
         .target = target,
@@ -681,7 +723,10 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
         .unseen_j = p->all ? p->unseen_j : -1,
         .conservation_err = p->conservation_err,
         .symbols_memory = pf_sym_memory(),
+        .windows_without_samples = p->windows_empty,
+        .stacks_truncated = truncated,
     };
+    samples_note(p, &meta);
     int err = pa_pprof_write(p->prof, p->out_dir, &meta);
     if (err < 0) {
         pa_cli_error(CMD, "--output %s: cannot write: %s", p->out_dir, strerror(-err));
@@ -742,12 +787,40 @@ static void cleanup(profiler *p)
     pa_ctx_free(p->ctx);
 }
 
+/* perf's habit: -g alone (not followed by a mode) is the default call
+ * graph.  A copy of argv where such a -g is dropped (the default is the
+ * default already); NULL when out of memory. */
+static char **drop_bare_g(int argc, char **argv, int *nargc)
+{
+    char **v = calloc((size_t)argc + 1, sizeof(*v));
+    if (!v)
+        return NULL;
+    int n = 0;
+    bool operands = false;
+    for (int i = 0; i < argc; i++) {
+        bool mode = i + 1 < argc && (!strcmp(argv[i + 1], "fp") || !strcmp(argv[i + 1], "dwarf"));
+        if (i > 0 && !operands && !strcmp(argv[i], "-g") && !mode)
+            continue;
+        if (i > 0 && !strcmp(argv[i], "--"))
+            operands = true;
+        v[n++] = argv[i];
+    }
+    *nargc = n;
+    return v;
+}
+
 int pa_cli_profile(int argc, char **argv)
 {
     profiler p;
     memset(&p, 0, sizeof(p));
     p.go = p.exfd = -1;
-    int status = parse_args(&p, argc, argv);
+    int nargc = 0;
+    char **args = drop_bare_g(argc, argv, &nargc);
+    if (!args) {
+        pa_cli_error(CMD, "out of memory");
+        return PA_EXIT_FAIL;
+    }
+    int status = parse_args(&p, nargc, args);
     if (status != 0) {
         status = status < 0 ? PA_EXIT_OK : status;
         goto out_args;
@@ -771,5 +844,6 @@ out_args:
     pa_cli_ctx_fini(&p.co);
     free(p.pids);
     free(p.filters);
+    free(args);
     return status;
 }

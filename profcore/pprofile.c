@@ -545,6 +545,12 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fprintf(f, "  \"windows\": %llu,\n", (unsigned long long)m->windows);
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)m->samples);
     fprintf(f, "  \"samples_lost\": %llu,\n", (unsigned long long)m->samples_lost);
+    fprintf(f, "  \"windows_without_samples\": %llu,\n",
+            (unsigned long long)m->windows_without_samples);
+    fprintf(f, "  \"stacks_truncated\": %llu,\n", (unsigned long long)m->stacks_truncated);
+    fputs("  \"samples_note\": ", f);
+    pa__json_write(f, m->samples_note);
+    fputs(",\n", f);
     fprintf(f, "  \"event\": ");
     pa__json_write(f, m->event);
     fprintf(f, ",\n  \"call_graph\": ");
@@ -638,6 +644,8 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
                 meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0,
                 fr->name, fr->module);
     }
+    if (meta->samples_note[0])
+        fprintf(out, "profile: %s\n", meta->samples_note);
     if (meta->kernel_state && !strncmp(meta->kernel_state, "dropped", 7))
         fprintf(out, "profile: kernel frames %s\n", meta->kernel_state);
     if (meta->unseen_j > 0)

@@ -203,6 +203,10 @@ typedef struct pa_pmeta {
     int demangled; /* C++ and Rust names demangled (always, since
                       libiberty is linked; kept in summary.json) */
     uint64_t samples, samples_lost, windows;
+    uint64_t windows_without_samples; /* with energy but no stack */
+    uint64_t stacks_truncated; /* ended at a return address outside code */
+    char samples_note[256];    /* why there is no sample, or windows
+                                  without one ("" when every window had) */
     double duration_s;
     double process_j;      /* CPU energy of the targets (libpowerapi) */
     double process_nic_j;  /* network energy (not attributed to functions) */

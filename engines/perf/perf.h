@@ -132,7 +132,12 @@ void pf_engine_drain(pf_engine *e);
  * dropped when they cannot be named; "[kernel]" when none is left);
  * window_done forgets them. */
 pa_pengine pf_engine_stacks(pf_engine *e);
-/* Samples stored, and lost (by the kernel, or not stored). */
-void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost);
+/* Whether the window drained so far holds a stack. */
+bool pf_engine_window_has_stacks(const pf_engine *e);
+
+/* Samples stored, lost (by the kernel, or not stored), and stacks that
+ * ended at a return address outside code (truncated may be NULL). */
+void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost,
+                      uint64_t *truncated);
 
 #endif

@@ -70,6 +70,7 @@ struct pf_engine {
     uint32_t *cvals;
     size_t ccap, cn;
     uint64_t samples, lost, idle_samples;
+    uint64_t truncated; /* stacks ended at a return address outside code */
 };
 
 int pf_paranoid(const char *procfs)
@@ -138,10 +139,13 @@ bool pf_engine_kernel(const pf_engine *e)
     return e->kernel;
 }
 
-void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost)
+void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost,
+                      uint64_t *truncated)
 {
     *samples = e->samples;
     *lost = e->lost;
+    if (truncated)
+        *truncated = e->truncated;
 }
 
 /* ------------------------------------------------------------------ */
@@ -788,11 +792,20 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
     int gen = (int)e->wbuf[at];
     size_t n = (size_t)e->wbuf[at + 3];
     const uint64_t *ips = &e->wbuf[at + 4];
+    pf_maps *maps = &e->procs[gen].maps;
     int nf = 0;
     for (size_t k = 0; k < n && nf < max; k++) {
         const pf_frame *got;
         if (pf_sym_kernel_dropped(ips[k]))
             continue; /* no kernel symbols: summary.json says so */
+        /* a return address in no executable mapping is no frame (a
+         * frame-pointer chain through code built without them reads
+         * data): the stack ends there, marked (issue 31 item 3) */
+        if (k > 0 && !(ips[k] >> 63) && maps->n && !pf_maps_find(maps, ips[k] - 1)) {
+            out[nf++] = pa_pframe_pseudo("[stack ends: return address outside code]");
+            e->truncated++;
+            break;
+        }
         int m = resolve_cached(e, gen, ips[k], k > 0, &got);
         for (int j = 0; j < m && nf < max; j++)
             out[nf++] = got[j];
@@ -801,6 +814,11 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
         out[nf++] = pa_pframe_pseudo("[kernel]"); /* a kernel thread's, all
                                                    frames dropped */
     return nf;
+}
+
+bool pf_engine_window_has_stacks(const pf_engine *e)
+{
+    return e->wn > 0;
 }
 
 static void window_done(void *self)
