@@ -351,6 +351,14 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
 static const char *const share_requires[] = {"rapl", "procfs-cpu", NULL};
 static const char *const share_uses[] = {"perf", NULL};
 
+/* Auto takes it wherever its sensor runs (auto enables it only then). */
+static int share_fits(const pa_env *env, char *why, size_t len)
+{
+    (void)env;
+    snprintf(why, len, "RAPL is readable: measured power");
+    return 1;
+}
+
 const pa_module_ops pa__mod_rapl_share = {
     .abi = PA_MODULE_ABI,
     .name = "rapl-share",
@@ -367,4 +375,7 @@ const pa_module_ops pa__mod_rapl_share = {
     .stop = share_stop,
     .requires = share_requires,
     .uses = share_uses,
+    .component_name = "cpu",
+    .auto_rank = 300, /* measured: before every model */
+    .fits = share_fits,
 };

@@ -44,7 +44,7 @@ __all__ = [
     "PA_TARGET_CGROUP",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 class PowerAPIError(OSError):

@@ -38,7 +38,7 @@ PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
-PA_MODULE_ABI = 2
+PA_MODULE_ABI = 3
 PA_RING_VERSION = 2
 PA_RING_DEFAULT_NAME = "powerapi"
 
@@ -145,6 +145,12 @@ class pa_report(ctypes.Structure):
         ("dram_w", ctypes.c_double),
         ("psys_w", ctypes.c_double),
         ("model_error", ctypes.c_double),
+        ("ncomponents", ctypes.c_size_t),
+        ("component_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("system_component_w", ctypes.POINTER(ctypes.c_double)),
+        ("system_component_j", ctypes.POINTER(ctypes.c_double)),
+        ("target_component_w", ctypes.POINTER(ctypes.c_double)),
+        ("target_component_j", ctypes.POINTER(ctypes.c_double)),
     ]
 
 
@@ -176,6 +182,10 @@ class pa_module_ops(ctypes.Structure):
         ("stop", STOP_FN),
         ("requires", ctypes.POINTER(ctypes.c_char_p)),
         ("uses", ctypes.POINTER(ctypes.c_char_p)),
+        ("flags", ctypes.c_uint),
+        ("component_name", ctypes.c_char_p),
+        ("auto_rank", ctypes.c_int),
+        ("fits", PROBE_FN),  # same signature: env, why, len
     ]
 
 

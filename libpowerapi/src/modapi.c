@@ -1,0 +1,153 @@
+/*
+ * modapi.c - what a module's callbacks call (powerapi.h, "Writing
+ * modules"): its state and environment, frames for user sensors, deltas
+ * and power tables for user formulas.  Called on the sampling thread with
+ * ctx->lock held, from inside a tick.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+void *pa_module_priv(const pa_module *m)
+{
+    return m->priv;
+}
+
+void pa_module_set_priv(pa_module *m, void *priv)
+{
+    m->priv = priv;
+}
+
+const pa_env *pa_module_env(const pa_module *m)
+{
+    return &m->ctx->env;
+}
+
+void pa_module_errorf(pa_module *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err, sizeof(m->err), fmt, ap);
+    va_end(ap);
+    pa__err(0, "%s", m->err);
+}
+
+const char *pa_env_procfs(const pa_env *env)
+{
+    return env->procfs;
+}
+
+const char *pa_env_sysfs(const pa_env *env)
+{
+    return env->sysfs;
+}
+
+const char *pa_env_devfs(const pa_env *env)
+{
+    return env->devfs;
+}
+
+const char *pa_env_hwdb(const pa_env *env)
+{
+    return env->hwdb;
+}
+
+const char *pa_env_calibration(const pa_env *env)
+{
+    return env->calibration;
+}
+
+static bool is_watched(const pa_ctx *ctx, pid_t pid, unsigned flag)
+{
+    for (size_t i = 0; i < ctx->nwatches; i++)
+        if (ctx->watches[i].pid == pid &&
+            (ctx->watches[i].flags & flag) == flag)
+            return true;
+    return false;
+}
+
+int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns)
+{
+    pa_ctx *ctx = f->ctx;
+    pa_task *t = tid ? pa__task_find(ctx, PA_TARGET_THREAD, tid)
+                     : pa__task_find(ctx, PA_TARGET_PROCESS, pid);
+    /* a user sensor may be the one that discovers a watched target */
+    if (!t && (tid ? is_watched(ctx, pid, PA_WATCH_THREADS)
+                   : (ctx->watch_all || is_watched(ctx, pid, 0)))) {
+        t = pa__task_seen(f, tid ? PA_TARGET_THREAD : PA_TARGET_PROCESS, pid,
+                          tid, 0);
+        if (!t)
+            return pa__err(-ENOMEM, "out of memory");
+        if (tid)
+            t->proc = pa__task_find(ctx, PA_TARGET_PROCESS, pid);
+    }
+    if (!t)
+        return pa__err(-ESRCH, "pid %d tid %d: not a target (watch it first)",
+                       (int)pid, (int)tid);
+    t->cur.cpu_ns = cpu_ns;
+    t->cur.have |= PA_RD_CPU;
+    t->seen_tick = f->tick;
+    return 0;
+}
+
+double pa_delta_interval_s(const pa_frame_delta *d)
+{
+    return d->interval_s;
+}
+
+size_t pa_delta_count(const pa_frame_delta *d)
+{
+    return d->ntasks;
+}
+
+double pa_delta_cpu_s(const pa_frame_delta *d, size_t i)
+{
+    return i < d->ntasks ? d->tasks[i]->d_cpu_s : 0;
+}
+
+double pa_delta_capacity_s(const pa_frame_delta *d)
+{
+    return d->capacity_s;
+}
+
+double pa_delta_busy_s(const pa_frame_delta *d)
+{
+    return d->busy_s;
+}
+
+/* The formula's component as an index of the power arrays: its id - 1
+ * (a formula without one writes the cpu figures, as before abi 3). */
+static size_t comp_index(const pa_power_table *t)
+{
+    return t->component >= 1 && t->component <= PA_MAX_COMPONENTS
+               ? (size_t)t->component - 1
+               : 0;
+}
+
+void pa_table_set_target_w(pa_power_table *t, size_t i, double w)
+{
+    if (i >= t->ntasks)
+        return;
+    t->tasks[i]->comp_w[comp_index(t)] = w;
+}
+
+void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)
+{
+    size_t k = comp_index(t);
+    t->comp_w[k] = w;
+    if (k == PA_COMP_CPU - 1)
+        t->idle_w = idle_w;
+}
+
+void pa_table_assume(pa_power_table *t, const char *fmt, ...)
+{
+    char buf[384]; /* a hwdb source (up to 255) with its context */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    pa__assume(t->assumed, sizeof(t->assumed), buf);
+}
+
