@@ -1,0 +1,347 @@
+/*
+ * test_components.c - a component the core does not know, brought by a
+ * user program through the public API only: a sensor that discovers the
+ * tasks (PA_MOD_DISCOVERS_TASKS) and three "gpu" formulas of module ABI 3
+ * with auto ranks and fits callbacks.  Auto must pick the best one that
+ * fits; the reports, `powerapi modules`' listing and monitor's JSON and
+ * CSV records must carry the component by name.  Also the ABI check and
+ * the component limit at registration.
+ *
+ * Exact arithmetic: the sensor gives pid 101 0.5 s and pid 102 1 s of CPU
+ * time per 1 s window; gpu-model gives each target 10 W per CPU-second
+ * per second and the system 30 W.
+ */
+#include "output.h"
+#include "powerapi.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define TOL 1e-9
+
+static uint64_t cpu_ns[2]; /* pids 101, 102 */
+
+static int fake_sample(pa_module *m, pa_frame *f)
+{
+    (void)m;
+    for (int i = 0; i < 2; i++) {
+        int rc = pa_frame_set_cpu_ns(f, 101 + i, 0, cpu_ns[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static const pa_module_ops fake_sensor = {
+    .abi = PA_MODULE_ABI,
+    .name = "fake-cpu",
+    .kind = PA_SENSOR,
+    .description = "scripted CPU times",
+    .sample = fake_sample,
+    .flags = PA_MOD_DISCOVERS_TASKS,
+};
+
+static int gpu_compute(pa_module *m, const pa_frame_delta *d,
+                       pa_power_table *out)
+{
+    (void)m;
+    double s = pa_delta_interval_s(d);
+    for (size_t i = 0; i < pa_delta_count(d); i++)
+        pa_table_set_target_w(out, i, 10.0 * pa_delta_cpu_s(d, i) / s);
+    pa_table_set_system_w(out, 30.0, 0);
+    return 0;
+}
+
+static int gpu_absent(const pa_env *env, char *why, size_t len)
+{
+    (void)env;
+    snprintf(why, len, "test: no such GPU here");
+    return 0;
+}
+
+static int gpu_present(const pa_env *env, char *why, size_t len)
+{
+    (void)env;
+    snprintf(why, len, "test: a GPU is present");
+    return 1;
+}
+
+/* ranked above gpu-model, but does not fit */
+static const pa_module_ops gpu_measured = {
+    .abi = PA_MODULE_ABI,
+    .name = "gpu-measured",
+    .kind = PA_FORMULA,
+    .description = "would read a GPU's power counter",
+    .compute = gpu_compute,
+    .component_name = "gpu",
+    .auto_rank = 20,
+    .fits = gpu_absent,
+};
+
+static const pa_module_ops gpu_model = {
+    .abi = PA_MODULE_ABI,
+    .name = "gpu-model",
+    .kind = PA_FORMULA,
+    .description = "10 W per CPU-second per second",
+    .compute = gpu_compute,
+    .component_name = "gpu",
+    .auto_rank = 10,
+    .fits = gpu_present,
+};
+
+/* fits too, but ranked below gpu-model */
+static const pa_module_ops gpu_floor = {
+    .abi = PA_MODULE_ABI,
+    .name = "gpu-floor",
+    .kind = PA_FORMULA,
+    .description = "the lowest choice",
+    .compute = gpu_compute,
+    .component_name = "gpu",
+    .auto_rank = 5,
+};
+
+/* A procfs with pids 101 and 102, an empty sysfs; the built-in sensors
+ * disabled, so that auto's only candidates are the gpu formulas. */
+static pa_ctx *gpu_ctx(char *root)
+{
+    char procfs[4200], sysfs[4200];
+    pa_test_write(root, "proc/101/stat", "101 (render) S 1\n");
+    pa_test_write(root, "proc/102/stat", "102 (train) S 1\n");
+    snprintf(procfs, sizeof(procfs), "%s/proc", root);
+    snprintf(sysfs, sizeof(sysfs), "%s/sys", root);
+    mkdir(sysfs, 0755);
+    pa_ctx_opts o = {.procfs = procfs, .sysfs = sysfs};
+    pa_ctx *ctx = NULL;
+    ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
+    ck_assert_int_eq(pa_module_disable(ctx, "procfs-cpu"), 0);
+    ck_assert_int_eq(pa_module_disable(ctx, "nic"), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &fake_sensor), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &gpu_measured), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &gpu_model), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &gpu_floor), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "fake-cpu", NULL), 0);
+    ck_assert_int_eq(pa_watch_pid(ctx, 101, 0), 0);
+    ck_assert_int_eq(pa_watch_pid(ctx, 102, 0), 0);
+    return ctx;
+}
+
+/* Two windows of 1 s. */
+static void run_two_windows(pa_ctx *ctx)
+{
+    cpu_ns[0] = cpu_ns[1] = 0;
+    ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
+    for (int w = 1; w <= 2; w++) {
+        cpu_ns[0] += 500000000ull;
+        cpu_ns[1] += 1000000000ull;
+        ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(w + 1) * 1000000000ull),
+                         0);
+    }
+}
+
+static size_t target_index(const pa_report *r, pid_t pid)
+{
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_PROCESS &&
+            r->targets[i].pid == pid)
+            return i;
+    ck_abort_msg("pid %d not in the report", (int)pid);
+    return 0;
+}
+
+START_TEST(auto_picks_by_rank_and_fits)
+{
+    char *root = pa_test_tmpdir();
+    pa_ctx *ctx = gpu_ctx(root);
+    run_two_windows(ctx);
+    pa_module_info mi;
+    ck_assert_int_eq(pa_module_get(ctx, "gpu-model", &mi), 0);
+    ck_assert(mi.enabled && mi.by_auto && !mi.user);
+    ck_assert_str_eq(mi.auto_why, "test: a GPU is present");
+    ck_assert_int_eq(mi.component, 3);
+    ck_assert_str_eq(pa_component_name(ctx, mi.component), "gpu");
+    ck_assert_str_eq(pa_component_name(ctx, PA_COMP_CPU), "cpu");
+    ck_assert_str_eq(pa_component_name(ctx, PA_COMP_NIC), "nic");
+    ck_assert_ptr_null(pa_component_name(ctx, 4));
+    ck_assert_int_eq(pa_module_get(ctx, "gpu-measured", &mi), 0);
+    ck_assert(!mi.enabled);
+    ck_assert_int_eq(pa_module_get(ctx, "gpu-floor", &mi), 0);
+    ck_assert(!mi.enabled);
+    /* one formula per component: enabling another by name replaces
+     * auto's, and a second one of the user's is refused naming "gpu" */
+    ck_assert_int_eq(pa_module_enable(ctx, "gpu-floor", NULL), 0);
+    ck_assert_int_eq(pa_module_get(ctx, "gpu-model", &mi), 0);
+    ck_assert(!mi.enabled);
+    ck_assert_int_eq(pa_module_enable(ctx, "gpu-model", NULL), -EBUSY);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "the gpu power is already "
+                                                  "computed by gpu-floor"));
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+START_TEST(report_carries_the_component)
+{
+    char *root = pa_test_tmpdir();
+    pa_ctx *ctx = gpu_ctx(root);
+    run_two_windows(ctx);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    ck_assert_str_eq(r->formula, "gpu-model");
+    ck_assert_uint_eq(r->ncomponents, 3);
+    ck_assert_str_eq(r->component_names[0], "cpu");
+    ck_assert_str_eq(r->component_names[1], "nic");
+    ck_assert_str_eq(r->component_names[2], "gpu");
+    ck_assert_double_eq_tol(r->system_component_w[2], 30, TOL);
+    ck_assert_double_eq_tol(r->system_component_j[2], 60, TOL);
+    ck_assert_double_eq_tol(r->system_component_w[0], 0, TOL);
+    /* totals sum every component */
+    ck_assert_double_eq_tol(r->system.total_w, 30, TOL);
+    ck_assert_double_eq_tol(r->system.total_j, 60, TOL);
+    ck_assert_double_eq_tol(r->system.cpu_w, 0, TOL);
+    size_t i = target_index(r, 102), j = target_index(r, 101);
+    ck_assert_double_eq_tol(r->target_component_w[i * 3 + 2], 10, TOL);
+    ck_assert_double_eq_tol(r->target_component_j[i * 3 + 2], 20, TOL);
+    ck_assert_double_eq_tol(r->target_component_w[j * 3 + 2], 5, TOL);
+    ck_assert_double_eq_tol(r->target_component_j[j * 3 + 2], 10, TOL);
+    ck_assert_double_eq_tol(r->targets[i].power.total_w, 10, TOL);
+    ck_assert_double_eq_tol(r->targets[i].power.total_j, 20, TOL);
+    ck_assert_double_eq_tol(r->targets[i].power.cpu_w, 0, TOL);
+    pa_power p;
+    ck_assert_int_eq(pa_pid_power(ctx, 101, &p), 0);
+    ck_assert_double_eq_tol(p.total_w, 5, TOL);
+    ck_assert_double_eq_tol(p.total_j, 10, TOL);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+/* monitor's records and `powerapi modules` (the CLI's writers) */
+START_TEST(outputs_name_the_component)
+{
+    char *root = pa_test_tmpdir();
+    pa_ctx *ctx = gpu_ctx(root);
+    run_two_windows(ctx);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    const pa_out_format fmts[2] = {PA_OUT_JSON, PA_OUT_CSV};
+    char *out[2];
+    for (int k = 0; k < 2; k++) {
+        size_t len = 0;
+        FILE *f = open_memstream(&out[k], &len);
+        pa_out o;
+        pa_out_init(&o, f, fmts[k]);
+        ck_assert_int_eq(pa_out_report(&o, r), 0);
+        pa_out_fini(&o);
+        fclose(f);
+    }
+    ck_assert_msg(strstr(out[0], "\"power_w\":{\"cpu\":0,\"nic\":0,\"gpu\":30,"
+                                 "\"total\":30,\"idle\":0}"),
+                  "%s", out[0]);
+    ck_assert_msg(strstr(out[0], "\"energy_j\":{\"cpu\":0,\"nic\":0,\"gpu\":60,"
+                                 "\"total\":60}"),
+                  "%s", out[0]);
+    ck_assert_msg(strstr(out[0], "\"pid\":102,\"comm\":\"\",\"cpu_time_s\":1,"
+                                 "\"power_w\":{\"cpu\":0,\"nic\":0,\"gpu\":10,"
+                                 "\"total\":10},\"energy_j\":{\"cpu\":0,"
+                                 "\"nic\":0,\"gpu\":20,\"total\":20}"),
+                  "%s", out[0]);
+    ck_assert_msg(strstr(out[1], ",exited,power_w.gpu,energy_j.gpu\n"), "%s",
+                  out[1]);
+    ck_assert_msg(strstr(out[1], "\nprocess,3,1,102,,,,1,0,0,10,,0,0,20,,,,,,,,,"
+                                 "10,20\n"),
+                  "%s", out[1]);
+    ck_assert_msg(strstr(out[1], "\nsystem,3,1,,,,,0,0,0,30,0,0,0,60,gpu-model,"
+                                 "model,,fake-cpu,,,,,30,60\n"),
+                  "%s", out[1]);
+    free(out[0]);
+    free(out[1]);
+
+    char *list = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&list, &len);
+    ck_assert_int_eq(pa_cli_modules_print(ctx, f, PA_OUT_TABLE), 0);
+    fclose(f);
+    ck_assert_msg(strstr(list, "gpu-model    formula  gpu  yes       auto"),
+                  "%s", list);
+    ck_assert_msg(strstr(list, "chosen by auto: test: a GPU is present"), "%s",
+                  list);
+    free(list);
+    f = open_memstream(&list, &len);
+    ck_assert_int_eq(pa_cli_modules_print(ctx, f, PA_OUT_JSON), 0);
+    fclose(f);
+    ck_assert_msg(strstr(list, "\"name\":\"gpu-floor\",\"kind\":\"formula\","
+                               "\"component\":\"gpu\""),
+                  "%s", list);
+    free(list);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+START_TEST(registration_checks)
+{
+    char *root = pa_test_tmpdir();
+    pa_ctx *ctx = gpu_ctx(root);
+    pa_module_ops t = gpu_floor;
+    t.name = "from-the-future";
+    t.abi = PA_MODULE_ABI + 1;
+    ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
+    ck_assert_msg(strstr(pa_last_error(), "module 'from-the-future': module "
+                                          "table abi 4, this library ("
+                                          PA_VERSION_STRING ") speaks abi 1 "
+                                          "to 3 (rebuild the module"),
+                  "%s", pa_last_error());
+    t.abi = 0;
+    ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
+    t = gpu_floor;
+    t.name = "bad-comp";
+    t.component_name = "GPU!";
+    ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
+    t.component_name = "gpu";
+    t.flags = PA_MOD_DISCOVERS_TASKS; /* flags are for sensors */
+    ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
+    t = fake_sensor;
+    t.name = "bad-flags";
+    t.flags = 0x80;
+    ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
+    t.flags = 0;
+    t.component_name = "gpu"; /* a component is for formulas */
+    ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
+    /* cpu, nic, gpu, then five more: the ninth component is refused */
+    static pa_module_ops more[6];
+    static char names[6][2][16];
+    for (int i = 0; i < 6; i++) {
+        more[i] = gpu_floor;
+        snprintf(names[i][0], sizeof(names[i][0]), "extra-%d", i);
+        snprintf(names[i][1], sizeof(names[i][1]), "comp%d", i);
+        more[i].name = names[i][0];
+        more[i].component_name = names[i][1];
+        ck_assert_int_eq(pa_module_register(ctx, &more[i]), i < 5 ? 0 : -ENOSPC);
+    }
+    ck_assert_str_eq(pa_component_name(ctx, PA_MAX_COMPONENTS), "comp4");
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("components");
+    TCase *tc = tcase_create("user");
+    tcase_add_test(tc, auto_picks_by_rank_and_fits);
+    tcase_add_test(tc, report_carries_the_component);
+    tcase_add_test(tc, outputs_name_the_component);
+    tcase_add_test(tc, registration_checks);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pa_test_main(suite());
+}
