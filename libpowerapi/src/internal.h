@@ -473,7 +473,19 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g);
 /* Declares the counters the perf sensor reports (replaces previous). */
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
-/* rapl-share's split (formulas/rapl_share.c), shared with cpu-curve:
+/* The weights of the CPU split (share.c): cycles when the perf sensor
+ * counts them, CPU time otherwise; W = the processes' sum when every
+ * process is watched, else the system's (never less than the
+ * processes'). */
+typedef struct pa_share_w {
+    int ci;      /* cycles counter index, -1 none */
+    bool cycles; /* weights are cycles */
+    bool all;    /* every process is watched */
+    double w_all;
+} pa_share_w;
+void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw);
+
+/* The CPU split (share.c) of rapl-share and cpu-curve:
  * active watts of the window's CPU power p go to the targets by their
  * cycles (perf sensor) or CPU time; sets t->cpu_w = p and t->idle_w (p
  * minus what the processes got when every process is watched, so tasks +
