@@ -501,6 +501,126 @@ out:
     return ret;
 }
 
+/* Validation on a random walk of load (--validate): the curve's power
+ * at each 1 s window's utilisation against RAPL; the mean and 95th
+ * percentile of the absolute error and the energy error (%) in *vmean,
+ * *vp95, *venergy (left < 0 without windows).  0, or -1 after printing
+ * the error. */
+static int validate(pa_ctx *ctx, const opts *o, load *l, const pa_curve *c,
+                    win **pv, size_t *pnv, size_t *pcv, double *vmean,
+                    double *vp95, double *venergy)
+{
+    *vmean = *vp95 = *venergy = -1;
+    if (!o->validate)
+        return 0;
+    int rc;
+    size_t v0 = *pnv;
+    FILE *wf = NULL;
+    if (o->windows && !(wf = fopen(o->windows, "w"))) {
+        pa_cli_error(CMD, "cannot write %s: %s", o->windows,
+                     strerror(errno));
+        return -1;
+    }
+    unsigned seed = (unsigned)now_ns();
+    double duty = 0.5;
+    uint64_t end = now_ns() + o->validate;
+    if ((rc = pa_tick(ctx)) < 0) {
+        pa_cli_error(CMD, "%s", cal_errmsg(rc));
+        if (wf)
+            fclose(wf);
+        return -1;
+    }
+    while (now_ns() + 1000000000ull / 2 < end) {
+        double step = 0.1 + 0.2 * (rand_r(&seed) / (double)RAND_MAX);
+        duty += rand_r(&seed) & 1 ? step : -step;
+        duty = duty < 0 ? -duty : duty > 1 ? 2 - duty : duty;
+        l->duty = duty;
+        rc = measure(ctx, 1000000000ull, 1000000000ull, pv, pnv, pcv);
+        if (rc < 0) {
+            pa_cli_error(CMD, "%s", cal_errmsg(rc));
+            if (wf)
+                fclose(wf);
+            return -1;
+        }
+    }
+    size_t n = *pnv - v0;
+    double *abs_pct = calloc(n ? n : 1, sizeof(double));
+    double e_model = 0, e_meas = 0, sum = 0;
+    if (!abs_pct) {
+        pa_cli_error(CMD, "out of memory");
+        if (wf)
+            fclose(wf);
+        return -1;
+    }
+    if (wf)
+        fprintf(wf, "u,model_w,measured_w,interval_s\n");
+    for (size_t i = 0; i < n; i++) {
+        const win *x = &(*pv)[v0 + i];
+        double m = pa_curve_power_w(c, x->u);
+        abs_pct[i] = x->w > 0 ? 100 * fabs(m - x->w) / x->w : 0;
+        sum += abs_pct[i];
+        e_model += m * x->s;
+        e_meas += x->w * x->s;
+        if (wf)
+            fprintf(wf, "%.6f,%.6f,%.6f,%.6f\n", x->u, m, x->w, x->s);
+    }
+    if (wf)
+        fclose(wf);
+    qsort(abs_pct, n, sizeof(double), cmp_double);
+    if (n) {
+        *vmean = sum / n;
+        size_t i95 = (size_t)ceil(0.95 * n) - 1;
+        *vp95 = abs_pct[i95 < n ? i95 : n - 1];
+        *venergy = e_meas > 0 ? 100 * (e_model - e_meas) / e_meas : 0;
+        printf("\nvalidation (random walk of load, %zu windows of 1 s): "
+               "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
+               "%% (model %.1f J, RAPL %.1f J)\n",
+               n, *vmean, *vp95, *venergy, e_model, e_meas);
+    }
+    free(abs_pct);
+    return 0;
+}
+
+/* Writes the calibration file (--output, else the standard place, its
+ * folders made) and says where.  0, or -1 after printing the error. */
+static int write_file(const opts *o, const pa_curve *c, const double *res,
+                      unsigned ncpus, double vmean, double vp95,
+                      double venergy)
+{
+    int rc;
+    char path[PATH_MAX];
+    if (o->output) {
+        snprintf(path, sizeof(path), "%s", o->output);
+    } else {
+        if ((rc = pa_calibration_standard_path(path, sizeof(path))) < 0) {
+            pa_cli_error(CMD, "%s", cal_errmsg(rc));
+            return -1;
+        }
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            for (char *p = dir + 1; *p; p++)
+                if (*p == '/') {
+                    *p = '\0';
+                    mkdir(dir, 0755);
+                    *p = '/';
+                }
+            mkdir(dir, 0755);
+        }
+    }
+    rc = pa_calibration_write(path, c, res, ncpus, vmean, vp95, venergy);
+    if (rc < 0) {
+        pa_cli_error(CMD, "%s", cal_errmsg(rc));
+        return -1;
+    }
+    printf("\nwritten: %s (use it with --calibration %s or "
+           "POWERAPI_CALIBRATION=%s)\n",
+           path, path, path);
+    return 0;
+}
+
 static int run(pa_ctx *ctx, const opts *o)
 {
     int status = PA_EXIT_FAIL, rc;
@@ -623,109 +743,10 @@ static int run(pa_ctx *ctx, const opts *o)
                    c.fwatts[k][i], c.fres[k][i]);
     }
 
-    /* validation on a random walk of load */
-    double vmean = -1, vp95 = -1, venergy = -1;
-    if (o->validate) {
-        size_t v0 = nv;
-        FILE *wf = NULL;
-        if (o->windows && !(wf = fopen(o->windows, "w"))) {
-            pa_cli_error(CMD, "cannot write %s: %s", o->windows,
-                         strerror(errno));
-            goto stop;
-        }
-        unsigned seed = (unsigned)now_ns();
-        double duty = 0.5;
-        uint64_t end = now_ns() + o->validate;
-        if ((rc = pa_tick(ctx)) < 0) {
-            pa_cli_error(CMD, "%s", cal_errmsg(rc));
-            if (wf)
-                fclose(wf);
-            goto stop;
-        }
-        while (now_ns() + 1000000000ull / 2 < end) {
-            double step = 0.1 + 0.2 * (rand_r(&seed) / (double)RAND_MAX);
-            duty += rand_r(&seed) & 1 ? step : -step;
-            duty = duty < 0 ? -duty : duty > 1 ? 2 - duty : duty;
-            l.duty = duty;
-            size_t before = nv;
-            rc = measure(ctx, 1000000000ull, 1000000000ull, &v, &nv, &cv);
-            if (rc < 0) {
-                pa_cli_error(CMD, "%s", cal_errmsg(rc));
-                if (wf)
-                    fclose(wf);
-                goto stop;
-            }
-            (void)before;
-        }
-        size_t n = nv - v0;
-        double *abs_pct = calloc(n ? n : 1, sizeof(double));
-        double e_model = 0, e_meas = 0, sum = 0;
-        if (!abs_pct) {
-            pa_cli_error(CMD, "out of memory");
-            if (wf)
-                fclose(wf);
-            goto stop;
-        }
-        if (wf)
-            fprintf(wf, "u,model_w,measured_w,interval_s\n");
-        for (size_t i = 0; i < n; i++) {
-            const win *x = &v[v0 + i];
-            double m = pa_curve_power_w(&c, x->u);
-            abs_pct[i] = x->w > 0 ? 100 * fabs(m - x->w) / x->w : 0;
-            sum += abs_pct[i];
-            e_model += m * x->s;
-            e_meas += x->w * x->s;
-            if (wf)
-                fprintf(wf, "%.6f,%.6f,%.6f,%.6f\n", x->u, m, x->w, x->s);
-        }
-        if (wf)
-            fclose(wf);
-        qsort(abs_pct, n, sizeof(double), cmp_double);
-        if (n) {
-            vmean = sum / n;
-            size_t i95 = (size_t)ceil(0.95 * n) - 1;
-            vp95 = abs_pct[i95 < n ? i95 : n - 1];
-            venergy = e_meas > 0 ? 100 * (e_model - e_meas) / e_meas : 0;
-            printf("\nvalidation (random walk of load, %zu windows of 1 s): "
-                   "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
-                   "%% (model %.1f J, RAPL %.1f J)\n",
-                   n, vmean, vp95, venergy, e_model, e_meas);
-        }
-        free(abs_pct);
-    }
-
-    /* the file */
-    char path[PATH_MAX];
-    if (o->output) {
-        snprintf(path, sizeof(path), "%s", o->output);
-    } else {
-        if ((rc = pa_calibration_standard_path(path, sizeof(path))) < 0) {
-            pa_cli_error(CMD, "%s", cal_errmsg(rc));
-            goto stop;
-        }
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) {
-            *slash = '\0';
-            for (char *p = dir + 1; *p; p++)
-                if (*p == '/') {
-                    *p = '\0';
-                    mkdir(dir, 0755);
-                    *p = '/';
-                }
-            mkdir(dir, 0755);
-        }
-    }
-    rc = pa_calibration_write(path, &c, res, mach.ncpus, vmean, vp95,
-                              venergy);
-    if (rc < 0) {
-        pa_cli_error(CMD, "%s", cal_errmsg(rc));
+    double vmean, vp95, venergy;
+    if (validate(ctx, o, &l, &c, &v, &nv, &cv, &vmean, &vp95, &venergy) < 0 ||
+        write_file(o, &c, res, mach.ncpus, vmean, vp95, venergy) < 0)
         goto stop;
-    }
-    printf("\nwritten: %s (use it with --calibration %s or "
-           "POWERAPI_CALIBRATION=%s)\n",
-           path, path, path);
     status = PA_EXIT_OK;
 stop:
     l.stop = 1;

@@ -816,6 +816,10 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             r->system.total_w, r->system.cpu_w, r->system.idle_w);
     if (nic)
         fprintf(f, "; nic %.2f W", r->system.nic_w);
+    for (size_t k = FIXED_COMPS; r->system_component_w && k < r->ncomponents;
+         k++)
+        fprintf(f, "; %s %.2f W", r->component_names[k],
+                r->system_component_w[k]);
     fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s,
             r->system.total_j);
     size_t lines = 2;

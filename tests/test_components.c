@@ -227,9 +227,9 @@ START_TEST(outputs_name_the_component)
     run_two_windows(ctx);
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
-    const pa_out_format fmts[2] = {PA_OUT_JSON, PA_OUT_CSV};
-    char *out[2];
-    for (int k = 0; k < 2; k++) {
+    const pa_out_format fmts[3] = {PA_OUT_JSON, PA_OUT_CSV, PA_OUT_TABLE};
+    char *out[3];
+    for (int k = 0; k < 3; k++) {
         size_t len = 0;
         FILE *f = open_memstream(&out[k], &len);
         pa_out o;
@@ -257,8 +257,13 @@ START_TEST(outputs_name_the_component)
     ck_assert_msg(strstr(out[1], "\nsystem,3,1,,,,,0,0,0,30,0,0,0,60,gpu-model,"
                                  "model,,fake-cpu,,,,,30,60\n"),
                   "%s", out[1]);
+    /* the table's system line names it; TOTAL W includes it */
+    ck_assert_msg(strstr(out[2], "system    30.00 W  (cpu 0.00 W, of which "
+                                 "idle 0.00 W; gpu 30.00 W)"),
+                  "%s", out[2]);
     free(out[0]);
     free(out[1]);
+    free(out[2]);
 
     char *list = NULL;
     size_t len = 0;

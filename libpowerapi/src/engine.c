@@ -385,63 +385,61 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
         c[TX] += (double)t->d_tx;
         c[MEM] += 1;
     }
-    {
-        for (size_t g = 0; g < ncg; g++) {
-            const double *c = s + g * NF;
-            if (c[MEM] == 0)
-                continue;
-            pa_target_info *ti = &ctx->rtargets[k];
-            double *ctr = ctx->rcounters + k * nc;
-            fill_comps(ctx, cw + k * ncomp, cj + k * ncomp, c,
-                       ctx->cgroup_j[g], false);
-            k++;
-            memset(ti, 0, sizeof(*ti));
-            /* counters and multiplexing: counted per cgroup by a sensor
-             * over this window, else the sum of the cgroup's processes */
-            double mux = 1.0;
-            const pa_cgroup_ctr *cc =
-                g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
-            if (nc && cc && cc->cur_tick == ctx->tick &&
-                cc->prev_tick + 1 == ctx->tick) {
-                for (size_t e = 0; e < nc; e++) {
-                    double dv = cc->cur[e] - cc->prev[e];
-                    ctr[e] = dv > 0 ? dv : 0;
-                }
-                if (cc->multiplex > 0 && cc->multiplex < 1)
-                    mux = cc->multiplex;
-                ti->counters = ctr;
-            } else if (nc) {
-                memset(ctr, 0, nc * sizeof(double));
-                for (size_t i = 0; i < ctx->nwin; i++) {
-                    const pa_task *t = ctx->win[i];
-                    if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g ||
-                        !t->ctr_d)
-                        continue;
-                    for (size_t e = 0; e < nc; e++)
-                        ctr[e] += t->ctr_d[e];
-                    if (t->cur.multiplex > 0 && t->cur.multiplex < mux)
-                        mux = t->cur.multiplex;
-                }
-                ti->counters = ctr;
+    for (size_t g = 0; g < ncg; g++) {
+        const double *c = s + g * NF;
+        if (c[MEM] == 0)
+            continue;
+        pa_target_info *ti = &ctx->rtargets[k];
+        double *ctr = ctx->rcounters + k * nc;
+        fill_comps(ctx, cw + k * ncomp, cj + k * ncomp, c,
+                   ctx->cgroup_j[g], false);
+        k++;
+        memset(ti, 0, sizeof(*ti));
+        /* counters and multiplexing: counted per cgroup by a sensor
+         * over this window, else the sum of the cgroup's processes */
+        double mux = 1.0;
+        const pa_cgroup_ctr *cc =
+            g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
+        if (nc && cc && cc->cur_tick == ctx->tick &&
+            cc->prev_tick + 1 == ctx->tick) {
+            for (size_t e = 0; e < nc; e++) {
+                double dv = cc->cur[e] - cc->prev[e];
+                ctr[e] = dv > 0 ? dv : 0;
             }
-            ti->type = PA_TARGET_CGROUP;
-            ti->cgroup = ctx->cgroups[g];
-            ti->power.cpu_w = c[PA_COMP_CPU - 1];
-            ti->power.nic_w = c[PA_COMP_NIC - 1];
-            ti->power.cpu_j = ctx->cgroup_j[g][PA_COMP_CPU - 1];
-            ti->power.nic_j = ctx->cgroup_j[g][PA_COMP_NIC - 1];
-            for (size_t e = 0; e < ncomp; e++) {
-                ti->power.total_w += c[e];
-                ti->power.total_j += ctx->cgroup_j[g][e];
+            if (cc->multiplex > 0 && cc->multiplex < 1)
+                mux = cc->multiplex;
+            ti->counters = ctr;
+        } else if (nc) {
+            memset(ctr, 0, nc * sizeof(double));
+            for (size_t i = 0; i < ctx->nwin; i++) {
+                const pa_task *t = ctx->win[i];
+                if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g ||
+                    !t->ctr_d)
+                    continue;
+                for (size_t e = 0; e < nc; e++)
+                    ctr[e] += t->ctr_d[e];
+                if (t->cur.multiplex > 0 && t->cur.multiplex < mux)
+                    mux = t->cur.multiplex;
             }
-            ti->power.interval_s = d->interval_s;
-            ti->power.cpu_time_s = c[CS];
-            ti->power.time_ns = time_ns;
-            ti->power.flags = tab->measured ? PA_POWER_MEASURED : 0;
-            ti->net_rx_bytes = (uint64_t)c[RX];
-            ti->net_tx_bytes = (uint64_t)c[TX];
-            ti->multiplex = mux;
+            ti->counters = ctr;
         }
+        ti->type = PA_TARGET_CGROUP;
+        ti->cgroup = ctx->cgroups[g];
+        ti->power.cpu_w = c[PA_COMP_CPU - 1];
+        ti->power.nic_w = c[PA_COMP_NIC - 1];
+        ti->power.cpu_j = ctx->cgroup_j[g][PA_COMP_CPU - 1];
+        ti->power.nic_j = ctx->cgroup_j[g][PA_COMP_NIC - 1];
+        for (size_t e = 0; e < ncomp; e++) {
+            ti->power.total_w += c[e];
+            ti->power.total_j += ctx->cgroup_j[g][e];
+        }
+        ti->power.interval_s = d->interval_s;
+        ti->power.cpu_time_s = c[CS];
+        ti->power.time_ns = time_ns;
+        ti->power.flags = tab->measured ? PA_POWER_MEASURED : 0;
+        ti->net_rx_bytes = (uint64_t)c[RX];
+        ti->net_tx_bytes = (uint64_t)c[TX];
+        ti->multiplex = mux;
     }
     *kp = k;
     return 0;
@@ -503,6 +501,43 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     r->target_component_j = cj;
     ctx->have_report = true;
     return 0;
+}
+
+/* Energy of the window: each target's, its cgroup's and the system's
+ * joules per component, and the system's power record. */
+static void integrate(pa_ctx *ctx, const pa_frame_delta *d,
+                      const pa_power_table *tab, const pa_sysread *cur,
+                      uint64_t time_ns)
+{
+    size_t ncomp = ctx->ncomp;
+    for (size_t i = 0; i < ctx->nwin; i++) {
+        pa_task *t = ctx->win[i];
+        bool cg = t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
+                  (size_t)t->cgroup < ctx->ncgroups;
+        for (size_t k = 0; k < ncomp; k++) {
+            t->comp_j[k] += t->comp_w[k] * d->interval_s;
+            if (cg)
+                ctx->cgroup_j[t->cgroup][k] += t->comp_w[k] * d->interval_s;
+        }
+        t->last_cpu_s = t->d_cpu_s;
+    }
+    pa_power *sp = &ctx->sys_power;
+    sp->total_w = sp->total_j = 0;
+    for (size_t k = 0; k < ncomp; k++) {
+        ctx->sys_j[k] += tab->comp_w[k] * d->interval_s;
+        sp->total_w += tab->comp_w[k];
+        sp->total_j += ctx->sys_j[k];
+    }
+    sp->cpu_w = tab->cpu_w;
+    sp->nic_w = tab->nic_w;
+    sp->idle_w = tab->idle_w;
+    sp->cpu_j = ctx->sys_j[PA_COMP_CPU - 1];
+    sp->nic_j = ctx->sys_j[PA_COMP_NIC - 1];
+    sp->interval_s = d->interval_s;
+    sp->cpu_time_s = d->busy_s;
+    sp->time_ns = time_ns;
+    sp->flags = (tab->measured ? PA_POWER_MEASURED : 0) |
+                (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
 }
 
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
@@ -585,36 +620,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
             else
                 module_ok(m);
         }
-        /* integrate */
-        size_t ncomp = ctx->ncomp;
-        for (size_t i = 0; i < ctx->nwin; i++) {
-            pa_task *t = ctx->win[i];
-            bool cg = t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
-                      (size_t)t->cgroup < ctx->ncgroups;
-            for (size_t k = 0; k < ncomp; k++) {
-                t->comp_j[k] += t->comp_w[k] * d.interval_s;
-                if (cg)
-                    ctx->cgroup_j[t->cgroup][k] += t->comp_w[k] * d.interval_s;
-            }
-            t->last_cpu_s = t->d_cpu_s;
-        }
-        pa_power *sp = &ctx->sys_power;
-        sp->total_w = sp->total_j = 0;
-        for (size_t k = 0; k < ncomp; k++) {
-            ctx->sys_j[k] += tab.comp_w[k] * d.interval_s;
-            sp->total_w += tab.comp_w[k];
-            sp->total_j += ctx->sys_j[k];
-        }
-        sp->cpu_w = tab.cpu_w;
-        sp->nic_w = tab.nic_w;
-        sp->idle_w = tab.idle_w;
-        sp->cpu_j = ctx->sys_j[PA_COMP_CPU - 1];
-        sp->nic_j = ctx->sys_j[PA_COMP_NIC - 1];
-        sp->interval_s = d.interval_s;
-        sp->cpu_time_s = d.busy_s;
-        sp->time_ns = time_ns;
-        sp->flags = (tab.measured ? PA_POWER_MEASURED : 0) |
-                    (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
+        integrate(ctx, &d, &tab, cur, time_ns);
         ret = build_report(ctx, &d, &tab, time_ns);
         if (cur->notes[0])
             pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
