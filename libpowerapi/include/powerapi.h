@@ -345,8 +345,9 @@ typedef struct pa_report {
      * system_component_w/_j[k] are the system's watts (last window) and
      * joules (cumulative) of component k; target_component_w/_j[i *
      * ncomponents + k] those of targets[i].  A program reads a component
-     * it does not know by its name here.  Reports of a ring reader carry
-     * cpu and nic only.  NULL when ncomponents is 0. */
+     * it does not know by its name here.  Reports of a ring reader have
+     * ncomponents 0 (the ring keeps cpu, nic and the totals of every
+     * component).  The arrays are NULL when ncomponents is 0. */
     size_t ncomponents;
     const char *const *component_names;
     const double *system_component_w, *system_component_j;
