@@ -64,7 +64,8 @@ static const char *cal_errmsg(int rc)
     return last;
 }
 
-/* Reads a small file root/rel into buf (NUL-terminated): bytes or -errno. */
+/* Reads a small file root/rel (a sysfs attribute) into buf, NUL-terminated:
+ * bytes or -errno. */
 static ssize_t read_small(const char *root, const char *rel, char *buf,
                           size_t len)
 {
@@ -72,16 +73,14 @@ static ssize_t read_small(const char *root, const char *rel, char *buf,
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", root, rel) >=
         sizeof(path))
         return -ENAMETOOLONG;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    FILE *f = fopen(path, "re");
+    if (!f)
         return -errno;
-    ssize_t n = read(fd, buf, len - 1);
-    int err = errno;
-    close(fd);
-    if (n < 0)
-        return -err;
+    size_t n = fread(buf, 1, len - 1, f);
+    bool bad = ferror(f) != 0;
+    fclose(f);
     buf[n] = '\0';
-    return n;
+    return bad ? -EIO : (ssize_t)n;
 }
 
 #define DUTY_PERIOD_NS 10000000ull

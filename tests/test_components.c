@@ -69,39 +69,18 @@ static int gpu_present(const pa_env *env, char *why, size_t len)
     return 1;
 }
 
-/* ranked above gpu-model, but does not fit */
-static const pa_module_ops gpu_measured = {
-    .abi = PA_MODULE_ABI,
-    .name = "gpu-measured",
-    .kind = PA_FORMULA,
-    .description = "would read a GPU's power counter",
-    .compute = gpu_compute,
-    .component_name = "gpu",
-    .auto_rank = 20,
-    .fits = gpu_absent,
-};
-
-static const pa_module_ops gpu_model = {
-    .abi = PA_MODULE_ABI,
-    .name = "gpu-model",
-    .kind = PA_FORMULA,
-    .description = "10 W per CPU-second per second",
-    .compute = gpu_compute,
-    .component_name = "gpu",
-    .auto_rank = 10,
-    .fits = gpu_present,
-};
-
-/* fits too, but ranked below gpu-model */
-static const pa_module_ops gpu_floor = {
-    .abi = PA_MODULE_ABI,
-    .name = "gpu-floor",
-    .kind = PA_FORMULA,
-    .description = "the lowest choice",
-    .compute = gpu_compute,
-    .component_name = "gpu",
-    .auto_rank = 5,
-};
+/* Three formulas of the gpu component: gpu-measured is ranked first but
+ * does not fit here, gpu-model fits, gpu-floor fits too but ranks last. */
+#define GPU_FORMULA(nm, rank, fit)                                             \
+    {                                                                          \
+        .abi = PA_MODULE_ABI, .name = nm, .kind = PA_FORMULA,                  \
+        .description = "a gpu formula of the test", .compute = gpu_compute,   \
+        .component_name = "gpu", .auto_rank = rank, .fits = fit,               \
+    }
+static const pa_module_ops gpu_measured =
+    GPU_FORMULA("gpu-measured", 20, gpu_absent);
+static const pa_module_ops gpu_model = GPU_FORMULA("gpu-model", 10, gpu_present);
+static const pa_module_ops gpu_floor = GPU_FORMULA("gpu-floor", 5, NULL);
 
 /* A procfs with pids 101 and 102, an empty sysfs; the built-in sensors
  * disabled, so that auto's only candidates are the gpu formulas. */

@@ -44,7 +44,7 @@ static void free_gone(pa_ctx *ctx)
     ctx->ngone = 0;
 }
 
-static bool watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags)
+bool pa__watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags)
 {
     for (size_t i = 0; i < ctx->nwatches; i++)
         if (ctx->watches[i].pid == pid &&
@@ -80,10 +80,10 @@ static bool still_watched(const pa_ctx *ctx, const pa_task *t)
     pid_t root = p ? p->tree_root : 0;
     if (t->type == PA_TARGET_PROCESS)
         return ctx->watch_all || watched_pid(ctx, t->pid) ||
-               (root && watched_with(ctx, root, PA_WATCH_CHILDREN));
+               (root && pa__watched_with(ctx, root, PA_WATCH_CHILDREN));
     return (ctx->watch_all_threads && p) ||
-           watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
-           (root && watched_with(ctx, root,
+           pa__watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
+           (root && pa__watched_with(ctx, root,
                                  PA_WATCH_CHILDREN | PA_WATCH_THREADS));
 }
 
@@ -103,7 +103,7 @@ static int detect_exits(pa_ctx *ctx, uint64_t tick)
                 pa__task_free(t);
                 continue;
             }
-            if (t->type == PA_TARGET_PROCESS && !watched_with(ctx, t->pid,
+            if (t->type == PA_TARGET_PROCESS && !pa__watched_with(ctx, t->pid,
                                                               PA_WATCH_CHILDREN))
                 unwatch_gone(ctx, t->pid);
             if (pa__task_retire(ctx, tabs[k], i) < 0)

@@ -463,6 +463,8 @@ void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s,
                     uint64_t time_ns, bool measured, pa_power *out);
 /* Copies a report into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out);
+/* Is pid watched with (at least) these PA_WATCH_* flags (0: at all)? */
+bool pa__watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags);
 /* Looks a task up without creating it. */
 pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id);
 /* Returns the index of the interned cgroup path (or -1 on ENOMEM). */

@@ -59,23 +59,14 @@ const char *pa_env_calibration(const pa_env *env)
     return env->calibration;
 }
 
-static bool is_watched(const pa_ctx *ctx, pid_t pid, unsigned flag)
-{
-    for (size_t i = 0; i < ctx->nwatches; i++)
-        if (ctx->watches[i].pid == pid &&
-            (ctx->watches[i].flags & flag) == flag)
-            return true;
-    return false;
-}
-
 int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns)
 {
     pa_ctx *ctx = f->ctx;
     pa_task *t = tid ? pa__task_find(ctx, PA_TARGET_THREAD, tid)
                      : pa__task_find(ctx, PA_TARGET_PROCESS, pid);
     /* a user sensor may be the one that discovers a watched target */
-    if (!t && (tid ? is_watched(ctx, pid, PA_WATCH_THREADS)
-                   : (ctx->watch_all || is_watched(ctx, pid, 0)))) {
+    if (!t && (tid ? pa__watched_with(ctx, pid, PA_WATCH_THREADS)
+                   : (ctx->watch_all || pa__watched_with(ctx, pid, 0)))) {
         t = pa__task_seen(f, tid ? PA_TARGET_THREAD : PA_TARGET_PROCESS, pid,
                           tid, 0);
         if (!t)

@@ -180,6 +180,15 @@ static void all_names(const pa_ctx *ctx, char *buf, size_t len)
     }
 }
 
+/* -ENOENT naming the known modules. */
+static int unknown_err(const pa_ctx *ctx, const char *name)
+{
+    char list[512];
+    all_names(ctx, list, sizeof(list));
+    return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)", name,
+                   list);
+}
+
 /* Sensors before formulas; a sensor that discovers tasks first: the
  * other sensors read the tasks it found.  Formulas by component id (cpu,
  * nic, then the others), so that the report names them in one order
@@ -433,12 +442,8 @@ int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options,
         return 0;
     }
     const pa_module_ops *ops = pa__ops_find(ctx, name);
-    if (!ops) {
-        char list[512];
-        all_names(ctx, list, sizeof(list));
-        return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)",
-                       name, list);
-    }
+    if (!ops)
+        return unknown_err(ctx, name);
     pa_module *m = pa__mod_find(ctx, name);
     if (m) {
         if (!by_auto) {
@@ -558,12 +563,8 @@ static int disable_locked(pa_ctx *ctx, const char *name)
         return 0;
     }
     const pa_module_ops *ops = pa__ops_find(ctx, name);
-    if (!ops) {
-        char list[512];
-        all_names(ctx, list, sizeof(list));
-        return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)",
-                       name, list);
-    }
+    if (!ops)
+        return unknown_err(ctx, name);
     if (ops->kind == PA_SENSOR && requirer(ctx, name, true))
         return busy_err(ctx, name);
     if (disabled_add(ctx, name) < 0)
@@ -797,10 +798,7 @@ int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out)
     if (ops) {
         fill_info(ctx, ops, out);
     } else {
-        char list[512];
-        all_names(ctx, list, sizeof(list));
-        rc = pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)", name,
-                     list);
+        rc = unknown_err(ctx, name);
     }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
