@@ -154,7 +154,7 @@ class Power:
 class Target:
     """One target of a report: a process, thread, process tree or cgroup."""
 
-    def __init__(self, c, counter_names):
+    def __init__(self, c, counter_names, components=None):
         self.type = c.type
         self.pid = c.pid
         self.tid = c.tid
@@ -168,6 +168,8 @@ class Target:
         self.counters = ({n: c.counters[i] for i, n in enumerate(counter_names)}
                          if c.counters else {})
         self.multiplex = c.multiplex
+        # every component of the report by name: {"cpu": (w, j), ...}
+        self.components = components or {}
 
     def __repr__(self):
         return "Target(type=%d, pid=%d, tid=%d, comm=%r, %r)" % (
@@ -191,8 +193,22 @@ class Report:
         self.model_error = c.model_error if c.model_error >= 0 else None
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
-        self.targets = [Target(c.targets[i], self.counter_names)
-                        for i in range(c.ntargets)]
+        # the context's components (cpu, nic, then registered formulas'),
+        # each with (watts of the window, cumulative joules)
+        nc = c.ncomponents if c.component_names else 0
+        self.components = [_s(c.component_names[k]) for k in range(nc)]
+
+        def comps(w, j, row):
+            return {n: (w[row * nc + k], j[row * nc + k])
+                    for k, n in enumerate(self.components)}
+
+        self.system_components = (
+            comps(c.system_component_w, c.system_component_j, 0) if nc else {})
+        self.targets = [
+            Target(c.targets[i], self.counter_names,
+                   comps(c.target_component_w, c.target_component_j, i)
+                   if nc else {})
+            for i in range(c.ntargets)]
 
     def __repr__(self):
         return "Report(tick=%d, targets=%d, system=%r)" % (

@@ -116,7 +116,9 @@ class Table:
 
 class Module:
     """Base class of Python modules.  Set name, kind (PA_SENSOR or
-    PA_FORMULA), component (formulas), description and options (accepted
+    PA_FORMULA), component (formulas: PA_COMP_CPU, PA_COMP_NIC, or any
+    component by name, "gpu"), auto_rank (formulas: auto's preference in
+    the component, 0 never), description and options (accepted
     keys; None accepts none) and override the callbacks you need: sample()
     for a sensor, compute() for a formula, optionally probe(), start(),
     configure() and stop().  A formula may also set requires (names of the
@@ -130,6 +132,7 @@ class Module:
     options = None
     requires = None
     uses = None
+    auto_rank = 0
 
     def probe(self, procfs, sysfs, devfs):
         """Returns None when the module can run, else the reason why not."""
@@ -232,7 +235,13 @@ class Module:
         ops.abi = _lib.PA_MODULE_ABI
         ops.name = self.name.encode()
         ops.kind = self.kind
-        ops.component = self.component
+        comp_name = None
+        if isinstance(self.component, str):
+            comp_name = self.component.encode()
+            ops.component_name = comp_name
+        else:
+            ops.component = self.component
+        ops.auto_rank = int(self.auto_rank or 0)
         ops.description = (self.description or "").encode()
         if keys is not None:
             ops.options = ctypes.cast(keys, ctypes.POINTER(ctypes.c_char_p))
@@ -251,5 +260,5 @@ class Module:
             ops.configure = _lib.CONFIGURE_FN(configure)
         ops.stop = _lib.STOP_FN(stop)
         # Keep the name lists alive with the table.
-        ops._keep = (keys, requires, uses)
+        ops._keep = (keys, requires, uses, comp_name)
         return ops

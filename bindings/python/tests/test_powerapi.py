@@ -77,6 +77,14 @@ class LinearFormula(powerapi.Module):
         table.assume("watts=%g (test)" % self.watts)
 
 
+class GpuFormula(LinearFormula):
+    """The same figures for a component the library does not know."""
+
+    name = "py-gpu"
+    component = "gpu"
+    auto_rank = 10
+
+
 class FailingFormula(LinearFormula):
     name = "py-failing"
 
@@ -164,6 +172,28 @@ class TestExact(unittest.TestCase):
         self.assertEqual(r2.tick, r.tick + 1)
         self.assertEqual([t.power.cpu_j for t in r2.targets
                           if t.pid == self.pid and t.type == 1], [20.0])
+
+    def test_component_of_a_python_formula(self):
+        # a formula of a new component ("gpu"): the report carries it by
+        # name, the totals include it
+        gpu = GpuFormula()
+        self.ctx.register(gpu)
+        self.ctx.enable("py-gpu", {"watts": 8})
+        self.assertEqual([m.component for m in self.ctx.modules()
+                          if m.name == "py-gpu"], [3])
+        self.tick(1 * S)
+        self.tick(3 * S)  # 2 s window at 0.5: gpu 4 W, cpu 10 W
+        r = self.ctx.report()
+        self.assertEqual(r.components, ["cpu", "nic", "gpu"])
+        self.assertAlmostEqual(r.system_components["gpu"][0], 8.0, places=9)
+        self.assertAlmostEqual(r.system_components["gpu"][1], 16.0, places=9)
+        self.assertAlmostEqual(r.system.total_w, 28.0, places=9)
+        mine = [t for t in r.targets
+                if t.type == powerapi.PA_TARGET_PROCESS and t.pid == self.pid]
+        self.assertAlmostEqual(mine[0].components["gpu"][0], 4.0, places=9)
+        self.assertAlmostEqual(mine[0].components["cpu"][0], 10.0, places=9)
+        self.assertAlmostEqual(mine[0].power.total_w, 14.0, places=9)
+        self.assertAlmostEqual(mine[0].power.total_j, 28.0, places=9)
 
     def test_module_list_and_lifecycle(self):
         mods = {m.name: m for m in self.ctx.modules()}
