@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define TOL 1e-9
 
@@ -267,6 +268,57 @@ START_TEST(outputs_name_the_component)
 }
 END_TEST
 
+/* The daemon's ring carries the component: reads and aggregates of its
+ * windows name it and give its watts and joules. */
+START_TEST(ring_carries_the_component)
+{
+    char *root = pa_test_tmpdir();
+    pa_ctx *ctx = gpu_ctx(root);
+    char name[64];
+    snprintf(name, sizeof(name), "pa-test-comp-%d", (int)getpid());
+    pa_ring_writer *w = NULL;
+    ck_assert_int_eq(pa_ring_create(name, NULL, &w), 0);
+    cpu_ns[0] = cpu_ns[1] = 0;
+    ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
+    for (int k = 1; k <= 2; k++) {
+        cpu_ns[0] += 500000000ull;
+        cpu_ns[1] += 1000000000ull;
+        ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(k + 1) * 1000000000ull),
+                         0);
+        pa_report *r = NULL;
+        ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+        ck_assert_int_eq(pa_ring_publish(w, r), 0);
+        pa_report_free(r);
+    }
+    pa_ring_reader *rd = NULL;
+    ck_assert_int_eq(pa_ring_open(name, &rd), 0);
+    uint64_t seq = 0;
+    const pa_report *r = NULL;
+    ck_assert_int_eq(pa_ring_aggregate(rd, &seq, 0, &r), 0); /* both */
+    ck_assert_uint_eq(r->ncomponents, 3);
+    ck_assert_str_eq(r->component_names[2], "gpu");
+    ck_assert_double_eq_tol(r->system_component_w[2], 30, TOL);
+    ck_assert_double_eq_tol(r->system_component_j[2], 60, TOL);
+    ck_assert_double_eq_tol(r->system.total_w, 30, TOL);
+    size_t i = target_index(r, 102);
+    ck_assert_double_eq_tol(r->target_component_w[i * 3 + 2], 10, TOL);
+    ck_assert_double_eq_tol(r->target_component_j[i * 3 + 2], 20, TOL);
+    ck_assert_double_eq_tol(r->target_component_w[i * 3 + 0], 0, TOL);
+    seq = 1; /* the second window alone */
+    ck_assert_int_eq(pa_ring_read(rd, &seq, &r), 0);
+    ck_assert_uint_eq(seq, 2);
+    ck_assert_uint_eq(r->ncomponents, 3);
+    i = target_index(r, 101);
+    ck_assert_double_eq_tol(r->target_component_w[i * 3 + 2], 5, TOL);
+    ck_assert_double_eq_tol(r->target_component_j[i * 3 + 2], 10, TOL);
+    ck_assert_double_eq_tol(r->system_component_j[2], 60, TOL);
+    pa_ring_close(rd);
+    pa_ring_destroy(w);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 START_TEST(registration_checks)
 {
     char *root = pa_test_tmpdir();
@@ -320,6 +372,7 @@ static Suite *suite(void)
     tcase_add_test(tc, auto_picks_by_rank_and_fits);
     tcase_add_test(tc, report_carries_the_component);
     tcase_add_test(tc, outputs_name_the_component);
+    tcase_add_test(tc, ring_carries_the_component);
     tcase_add_test(tc, registration_checks);
     suite_add_tcase(s, tc);
     return s;

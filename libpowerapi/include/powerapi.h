@@ -345,9 +345,8 @@ typedef struct pa_report {
      * system_component_w/_j[k] are the system's watts (last window) and
      * joules (cumulative) of component k; target_component_w/_j[i *
      * ncomponents + k] those of targets[i].  A program reads a component
-     * it does not know by its name here.  Reports of a ring reader have
-     * ncomponents 0 (the ring keeps cpu, nic and the totals of every
-     * component).  The arrays are NULL when ncomponents is 0. */
+     * it does not know by its name here (ring readers' reports too).  The
+     * arrays are NULL when ncomponents is 0. */
     size_t ncomponents;
     const char *const *component_names;
     const double *system_component_w, *system_component_j;
@@ -639,9 +638,13 @@ int pa_perf_events_list(pa_perf_event_cb cb, void *user);
  * truncation is counted (pa_ring_info.truncated).  Perf counters are
  * carried (version 2): a window stores the report's counter names (up to
  * 16, the most a context counts) and each target its counters and
- * multiplex; targets without counters read back with counters NULL. */
+ * multiplex; targets without counters read back with counters NULL.
+ * Components are carried (version 3): a window stores the report's
+ * component names and the watts and joules of each, for the system and
+ * each target, so that readers get pa_report.ncomponents and the arrays
+ * beside it as the writer's report had them. */
 
-#define PA_RING_VERSION 2              /* layout version of the ring */
+#define PA_RING_VERSION 3              /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;

@@ -39,7 +39,7 @@ PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
 PA_MODULE_ABI = 3
-PA_RING_VERSION = 2
+PA_RING_VERSION = 3
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
