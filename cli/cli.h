@@ -12,6 +12,7 @@
 #define PA_CLI_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -63,6 +64,7 @@ typedef struct pa_ring_monitor {
 int pa_cli_monitor_ring(const pa_ring_monitor *rm);
 int pa_cli_events(int argc, char **argv); /* cli/events.c */
 int pa_cli_profile(int argc, char **argv); /* cli/profile.c */
+int pa_cli_jalen(int argc, char **argv);   /* cli/jalen.c */
 
 /* ---- helpers shared by subcommands (cli/main.c) ---- */
 
@@ -117,6 +119,35 @@ void pa_cli_tick_error(const char *cmd, int err);
  * left open). */
 int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w,
                  int *ex_r);
+
+/* The resolution of the process CPU times a context's reports use: one
+ * clock tick (1/USER_HZ, 10 ms where USER_HZ is 100) when procfs-cpu is
+ * enabled, since <procfs>/<pid>/stat counts utime and stime in ticks
+ * (proc(5) fields 14 and 15); 0 when it is not enabled (call it after the
+ * first tick, when "auto" has chosen). */
+uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx);
+
+/* One line on stderr when windows of window_ns are shorter than the
+ * context's CPU-time resolution (most windows would read 0 W, some
+ * several times the power).  Returns 1 when it warned, else 0. */
+int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns);
+
+/* Threads of a process: proc(5) field 20 (num_threads) of
+ * <procfs>/<pid>/stat (procfs NULL: "/proc"); 0 when unreadable. */
+long pa_cli_num_threads(const char *procfs, pid_t pid);
+
+/* A target's CPU% over a window of interval_s, as shown to people: at
+ * most 100 % for a thread, 100 % a thread for a process (its threads read
+ * under procfs, else the online CPUs), 100 % a CPU otherwise.  A process's
+ * CPU time moves in clock ticks (/proc/PID/stat), so a window can read a
+ * tick more than it lasted (13 ticks in 0.125 s: 104 % for one thread).
+ * *capped tells whether the figure was capped. */
+double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t,
+                      double interval_s, bool *capped);
+
+/* The note printed beside a capped CPU%. */
+#define PA_CLI_CAPPED_NOTE                                                  \
+    "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME now, ns. */
 uint64_t pa_cli_mono_ns(void);

@@ -204,3 +204,77 @@ uint64_t pa_cli_real_ns(void)
 {
     return clock_ns(CLOCK_REALTIME);
 }
+
+uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx)
+{
+    pa_module_info mi;
+    if (!ctx || pa_module_get(ctx, "procfs-cpu", &mi) < 0 || !mi.enabled)
+        return 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? 1000000000ull / (uint64_t)hz : 0;
+}
+
+int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns)
+{
+    uint64_t res = pa_cli_cpu_resolution_ns(ctx);
+    if (!res || window_ns >= res)
+        return 0;
+    pa_cli_error(cmd,
+                 "windows of %.3g ms are shorter than the %.3g ms resolution "
+                 "of process CPU times (procfs-cpu: /proc/PID/stat counts "
+                 "clock ticks, USER_HZ %ld): most windows will read 0 W and "
+                 "some %.0f times the power; use --interval %.0fms or more "
+                 "(each window then within 10 %%)",
+                 (double)window_ns / 1e6, (double)res / 1e6,
+                 sysconf(_SC_CLK_TCK), (double)res / (double)window_ns,
+                 10 * (double)res / 1e6);
+    return 1;
+}
+
+long pa_cli_num_threads(const char *procfs, pid_t pid)
+{
+    char path[4200], buf[1024];
+    snprintf(path, sizeof(path), "%s/%d/stat", procfs ? procfs : "/proc",
+             (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* counted from the last ')', which ends field 2 (comm may hold any) */
+    const char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return 0;
+    char *end;
+    long v = strtol(p + 1, &end, 10);
+    return end > p + 1 && v > 0 ? v : 0;
+}
+
+double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t,
+                      double interval_s, bool *capped)
+{
+    *capped = false;
+    if (interval_s <= 0)
+        return 0;
+    double pct = 100.0 * t->power.cpu_time_s / interval_s;
+    if (pct <= 100.0)
+        return pct;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), n = cpus;
+    if (t->type == PA_TARGET_THREAD) {
+        n = 1;
+    } else if (t->type == PA_TARGET_PROCESS) {
+        long k = pa_cli_num_threads(procfs, t->pid);
+        if (k > 0 && (cpus <= 0 || k < cpus))
+            n = k;
+    }
+    if (n > 0 && pct > 100.0 * (double)n) {
+        pct = 100.0 * (double)n;
+        *capped = true;
+    }
+    return pct;
+}

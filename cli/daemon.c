@@ -189,6 +189,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
                 (double)ro.interval_ns / 1e9, ro.max_targets, ro.mode);
 
     int last_reported = 0;
+    bool res_checked = false;
     for (;;) {
         /* Wake at least every 500 ms for the heartbeat and --count. */
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 500000000};
@@ -215,6 +216,12 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
             break;
         }
         pa_ring_heartbeat(d.w);
+        /* once "auto" has chosen (a window was published): windows under
+         * the CPU times' resolution are said, as monitor says them */
+        if (!res_checked && __atomic_load_n(&d.published, __ATOMIC_ACQUIRE)) {
+            pa_cli_warn_resolution(CMD, ctx, ro.interval_ns);
+            res_checked = true;
+        }
         int e = __atomic_load_n(&d.last_err, __ATOMIC_RELAXED);
         if (e && e != last_reported) {
             pa_cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));

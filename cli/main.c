@@ -27,6 +27,8 @@ static const pa_cli_command commands[] = {
     {"serve", pa_cli_serve, "Prometheus exporter: /metrics over HTTP"},
     {"profile", pa_cli_profile,
      "per-function energy of any process (perf sampling; flame graph, pprof)"},
+    {"jalen", pa_cli_jalen,
+     "jalen in a running JVM: start, dump, stop, status (per-method energy)"},
     {"events", pa_cli_events,
      "perf events this machine can count (names for the perf sensor)"},
     {"calibrate", pa_cli_calibrate,

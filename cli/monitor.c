@@ -57,6 +57,7 @@ typedef struct monitor {
     FILE *f;
     sigset_t sigs;
     pa_replay *replay;
+    bool to_stderr;  /* m->f is a buffered stream of our stderr */
     bool pid_failed; /* an unknown pid was given */
     bool epipe;      /* the output's reader went away */
 } monitor;
@@ -70,7 +71,9 @@ static const char monitor_about[] =
     "Prints the power (W) and energy (J) of processes, threads and cgroups "
     "every\ninterval.  With a COMMAND, runs it, follows it and every child "
     "it starts, and\nprints its energy when it exits; the exit status is the "
-    "command's own.\n(In table format, a command gets per-interval tables "
+    "command's own.\nWith a COMMAND, what monitor writes goes to stderr (the "
+    "command's stdout\nstays its own, as under perf stat) unless -o FILE, or "
+    "-o - for stdout.\n(In table format, a command gets per-interval tables "
     "only with --interval,\nlike perf stat -I; JSON and CSV always have "
     "them.)\n"
     "With no target, every process is watched (--all).\n";
@@ -184,7 +187,8 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_UINT(0, "top", &m->top, "N",
                     "only the N most powerful processes", 1, 1000000000),
         PA_OPT_STRING('o', "output", &m->output, "FILE",
-                      "write to FILE instead of stdout"),
+                      "write to FILE instead of stdout ('-': stdout;\n"
+                      "with a COMMAND the default is stderr)"),
         PA_OPT_GROUP("Testing (replay of fixture trees, exact results):"),
         PA_OPT_DURATION(0, "clock-step", &m->clock_step_ns,
                         "tick with an explicit clock advancing by\n"
@@ -282,6 +286,14 @@ static bool pids_done(monitor *m, const pa_report *r)
 /* Ticks                                                               */
 /* ------------------------------------------------------------------ */
 
+/* The output's name in messages. */
+static const char *out_name(const monitor *m)
+{
+    if (m->to_stderr)
+        return "stderr";
+    return m->output && strcmp(m->output, "-") ? m->output : "stdout";
+}
+
 /* Writes the last report if there is one (the first tick only primes).
  * Returns 1 when there was a report, 0 when none, -1 on failure (message
  * printed). */
@@ -299,8 +311,8 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
         if (err == -EPIPE)
             m->epipe = true; /* `| head`: stop without a word */
         else
-            pa_cli_error(CMD, "%s: write failed: %s",
-                         m->output ? m->output : "stdout", strerror(-err));
+            pa_cli_error(CMD, "%s: write failed: %s", out_name(m),
+                         strerror(-err));
         pa_report_free(r);
         return -1;
     }
@@ -363,6 +375,7 @@ static int run_targets(monitor *m)
     uint64_t t0 = m->clock_step_ns ? 0 : pa_cli_mono_ns();
     if ((err = do_tick(m, 0, t0)) != 0)
         return err;
+    pa_cli_warn_resolution(CMD, m->ctx, step);
     for (unsigned k = 1;; k++) {
         uint64_t rel = (uint64_t)k * step;
         if (end_ns && rel > end_ns)
@@ -447,6 +460,7 @@ static int run_command(monitor *m)
     }
     if (rc != 0)
         goto kill_child;
+    pa_cli_warn_resolution(CMD, m->ctx, m->co.interval_ns);
 
     double cpu_s = 0;
     bool exited = false;
@@ -515,8 +529,8 @@ static int run_command(monitor *m)
     }
     if ((err = pa_out_command_end(&m->out, &cr)) < 0) {
         if (err != -EPIPE)
-            pa_cli_error(CMD, "%s: write failed: %s",
-                         m->output ? m->output : "stdout", strerror(-err));
+            pa_cli_error(CMD, "%s: write failed: %s", out_name(m),
+                         strerror(-err));
         status = err == -EPIPE ? PA_EXIT_PIPE : PA_EXIT_FAIL;
         goto out;
     }
@@ -568,13 +582,33 @@ int pa_cli_monitor(int argc, char **argv)
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
 
+    /* A command's stdout stays its own, as under perf stat: what we
+     * write about it goes to stderr unless -o names a file, or "-" for
+     * stdout. */
     m.f = stdout;
-    if (m.output && !(m.f = fopen(m.output, "we"))) {
+    m.to_stderr = m.cmd && !m.output;
+    int fd2 = -1;
+    if (m.to_stderr) {
+        /* a stream of its own: a record is written whole, in one flush,
+         * where stderr would write each piece */
+        fd2 = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (fd2 < 0 || !(m.f = fdopen(fd2, "w"))) {
+            if (fd2 >= 0)
+                close(fd2);
+            m.f = NULL;
+            pa_cli_error(CMD, "stderr: %s", strerror(errno));
+            status = PA_EXIT_FAIL;
+            goto out;
+        }
+    } else if (m.output && !strcmp(m.output, "-")) {
+        m.f = stdout;
+    } else if (m.output && !(m.f = fopen(m.output, "we"))) {
         pa_cli_error(CMD, "--output %s: %s", m.output, strerror(errno));
         status = PA_EXIT_FAIL;
         goto out;
     }
     pa_out_init(&m.out, m.f, m.fmt);
+    m.out.procfs = m.co.copts.procfs;
     if (!m.clock_step_ns)
         m.out.time_base_s = pa_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;

@@ -747,9 +747,11 @@ static void printable(char *dst, size_t len, const char *src)
     dst[o] = '\0';
 }
 
-static void table_row(FILE *f, const pa_report *r, const pa_target_info *t,
-                      int indent, bool nic)
+/* One row; true when its CPU% was capped (pa_cli_cpu_pct). */
+static bool table_row(const pa_out *o, const pa_report *r,
+                      const pa_target_info *t, int indent, bool nic)
 {
+    FILE *f = o->f;
     char pid[16] = "", tid[16] = "", name[96], safe[4 * PA_COMM_MAX + 8];
     printable(safe, sizeof(safe), t->comm[0] ? t->comm : "?");
     const char *comm = safe;
@@ -778,14 +780,18 @@ static void table_row(FILE *f, const pa_report *r, const pa_target_info *t,
         break;
     }
     }
-    double iv = target_interval(r, t);
-    double pct = iv > 0 ? 100.0 * t->power.cpu_time_s / iv : 0;
-    fprintf(f, "%8s %8s  %-24.24s %6.1f %8.2f ", pid, tid, name, pct,
-            t->power.cpu_w);
+    bool capped;
+    double pct = pa_cli_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
+    /* a capped figure is marked in the column's last place */
+    fprintf(f,
+            capped ? "%8s %8s  %-24.24s %5.1f* %8.2f "
+                   : "%8s %8s  %-24.24s %6.1f %8.2f ",
+            pid, tid, name, pct, t->power.cpu_w);
     if (nic)
         fprintf(f, "%8.2f ", t->power.nic_w);
     fprintf(f, "%8.2f %10.2f%s\n", t->power.total_w, t->power.total_j,
             (t->power.flags & PA_POWER_EXITED) ? "  (exited)" : "");
+    return capped;
 }
 
 static void table_header(FILE *f, const char *what, bool nic)
@@ -856,9 +862,10 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
 
     fputc('\n', f);
     table_header(f, "NAME", nic);
+    bool capped = false;
     for (size_t k = 0; k < ntop; k++) {
         const pa_target_info *t = &r->targets[idx[k]];
-        table_row(f, r, t, 0, nic);
+        capped |= table_row(o, r, t, 0, nic);
         if (t->type != PA_TARGET_PROCESS)
             continue;
         size_t nthr = 0;
@@ -868,7 +875,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
                 thr[nthr++] = i;
         sort_by_power(r, thr, nthr);
         for (size_t j = 0; j < nthr; j++)
-            table_row(f, r, &r->targets[thr[j]], 1, nic);
+            capped |= table_row(o, r, &r->targets[thr[j]], 1, nic);
     }
     if (nall > ntop)
         fprintf(f, "%8s %8s  (%zu more)\n", "", "", nall - ntop);
@@ -880,8 +887,10 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
         fputc('\n', f);
         table_header(f, "CGROUP", nic);
         for (size_t j = 0; j < ncg; j++)
-            table_row(f, r, &r->targets[thr[j]], 0, nic);
+            capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }
+    if (capped)
+        fprintf(f, "%s\n", PA_CLI_CAPPED_NOTE);
     if (!o->clear)
         fputc('\n', f);
     free(thr);

@@ -36,6 +36,8 @@ typedef struct pa_out {
     int quiet_targets;   /* table: system lines only */
     int fit_fd;          /* table: when >= 0 and top is 0, show as many
                             targets as fit this terminal's height */
+    const char *procfs;  /* table: where a process's threads are counted
+                            for its CPU% cap (NULL: /proc) */
     /* private */
     int seekable;   /* f is a regular file: a failed record is cut off */
     long long good; /* its offset after the last whole record */

@@ -53,7 +53,14 @@ typedef struct top {
     uint64_t last_tick;
     const pa_target_info **rows;
     size_t rows_cap;
+    const char *procfs; /* where the rows' thread counts are read */
+    bool capped;        /* a row's CPU% was capped (drawn with '*') */
 } top;
+
+/* Windows shorter than this many ticks of procfs-cpu are refused: a
+ * process's CPU time moves in ticks, so a window reads up to a tick more
+ * or less than was used (above 10 % under 10 ticks). */
+#define TOP_MIN_TICKS 10
 
 static const char top_about[] =
     "\n"
@@ -212,12 +219,58 @@ static void line(int row, const char *fmt, ...)
         mvaddnstr(row, 0, buf, COLS);
 }
 
+/* Length of the next line of text in width columns: the whole text if it
+ * fits, else up to its last space within width (a word longer than width
+ * is cut). */
+static size_t wrap_len(const char *s, size_t width)
+{
+    size_t n = strlen(s);
+    if (n <= width)
+        return n;
+    for (size_t k = width; k > 0; k--)
+        if (s[k] == ' ')
+            return k;
+    return width;
+}
+
+/* The assumptions ("a;b;c", each "; "-separated on screen), wrapped at
+ * word boundaries from row 3, at most max_rows rows (the last ends with
+ * "..." when more is left).  Returns the rows used. */
+static int draw_assumed(const char *as, int w, int max_rows)
+{
+    char text[4096];
+    size_t k = 0;
+    for (const char *p = as; *p && k + 3 < sizeof(text); p++) {
+        text[k++] = *p;
+        if (*p == ';' && p[1] && p[1] != ' ')
+            text[k++] = ' ';
+    }
+    text[k] = '\0';
+    size_t width = w > 20 ? (size_t)w - 8 : 12;
+    const char *p = text;
+    int rows = 0;
+    while (*p && rows < max_rows) {
+        size_t n = wrap_len(p, width);
+        bool last = rows + 1 == max_rows && p[n];
+        if (last) /* room for " ..." at a word boundary */
+            n = wrap_len(p, width > 4 ? width - 4 : width);
+        line(3 + rows, "%s%.*s%s", rows ? "        " : "Assumed ", (int)n, p,
+             last ? " ..." : "");
+        rows++;
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    return rows ? rows : 1;
+}
+
 static void draw(top *t)
 {
     erase();
     int h = LINES, w = COLS;
     const pa_report *r = t->rep;
     size_t n = build_rows(t);
+    int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n,
          t->cgroups ? "cgroups" : "processes", sort_names[t->sort],
@@ -233,23 +286,27 @@ static void draw(top *t)
         line(2, "Formula %s  sensors %s  window %.3f s",
              r->formula ? r->formula : "", r->sensors ? r->sensors : "",
              r->interval_s);
-        /* The assumptions can be long: two lines, then cut. */
+        /* The assumptions can be long: wrapped at words, up to 6 rows
+         * (fewer on a short screen), then cut at a word with "...". */
         const char *as = r->assumed && r->assumed[0] ? r->assumed : "nothing";
-        line(3, "Assumed %s", as);
-        if (strlen(as) + 8 > (size_t)w)
-            line(4, "        %s", as + (w > 8 ? w - 8 : 0));
+        int max_rows = (h - 8) / 4;
+        max_rows = max_rows < 2 ? 2 : max_rows > 6 ? 6 : max_rows;
+        head = 3 + draw_assumed(as, w, max_rows);
+        if (head < 5)
+            head = 5;
     } else {
         line(1, "waiting for the first window...");
     }
     attron(A_REVERSE);
     if (t->cgroups)
-        line(5, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20, "CGROUP",
-             "CPU W", "NIC W", "TOTAL W", "ENERGY J");
+        line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20,
+             "CGROUP", "CPU W", "NIC W", "TOTAL W", "ENERGY J");
     else
-        line(5, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%",
+        line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%",
              "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
     attroff(A_REVERSE);
-    int row = 6;
+    int row = head + 1;
+    t->capped = false;
     for (size_t i = 0; i < n && row < h - 1; i++, row++) {
         const pa_target_info *x = t->rows[i];
         if (t->cgroups) {
@@ -258,10 +315,13 @@ static void draw(top *t)
                  x->cgroup && x->cgroup[0] ? x->cgroup : "?", x->power.cpu_w,
                  x->power.nic_w, x->power.total_w, x->power.total_j);
         } else {
-            double pct = x->power.interval_s > 0
-                             ? 100.0 * x->power.cpu_time_s / x->power.interval_s
-                             : 0;
-            line(row, "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
+            bool capped;
+            double pct =
+                pa_cli_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+            t->capped |= capped;
+            line(row,
+                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f  %s"
+                        : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
                  (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w,
                  x->power.total_w, x->power.total_j,
                  x->cgroup ? x->cgroup : "");
@@ -272,7 +332,8 @@ static void draw(top *t)
         line(h - 1, "%s", t->status);
         attroff(A_BOLD);
     } else {
-        line(h - 1, "q quit  s sort  c %s  / filter  +/- interval",
+        line(h - 1, "%sq quit  s sort  c %s  / filter  +/- interval",
+             t->capped ? PA_CLI_CAPPED_NOTE "  " : "",
              t->cgroups ? "processes" : "cgroups");
     }
     refresh();
@@ -412,6 +473,21 @@ static int top_run(top *t, const pa_cli_ctx *co)
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             pa_ctx_free(t->ctx);
             return PA_EXIT_FAIL;
+        }
+        t->procfs = co->copts.procfs;
+        uint64_t tick = pa_cli_cpu_resolution_ns(t->ctx);
+        if (t->interval_ns < TOP_MIN_TICKS * tick) {
+            pa_cli_error(CMD,
+                         "--interval %.3g ms: windows under %.3g ms are "
+                         "more than 10 %% off, since process CPU times move "
+                         "in %.3g ms clock ticks (procfs-cpu: /proc/PID/stat, "
+                         "USER_HZ %ld); use --interval %.3gms or more",
+                         (double)t->interval_ns / 1e6,
+                         (double)(TOP_MIN_TICKS * tick) / 1e6,
+                         (double)tick / 1e6, sysconf(_SC_CLK_TCK),
+                         (double)(TOP_MIN_TICKS * tick) / 1e6);
+            pa_ctx_free(t->ctx);
+            return PA_EXIT_USAGE;
         }
     }
 

@@ -9,6 +9,7 @@ PKGS=(
   libpfm4-dev            # perf event names (libpfm4)
   libmicrohttpd-dev      # powerapi serve (Prometheus exporter)
   libncurses-dev         # powerapi top
+  libjson-c-dev          # container and pod names from the runtimes' state files
   openjdk-17-jdk-headless # jalen agent (jvmti.h), Java binding
   python3 python3-pip    # Python binding, its tests (offline pip install)
   libjetty9-java libservlet-api-java wrk  # agent load test and benchmark

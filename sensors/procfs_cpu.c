@@ -768,29 +768,20 @@ static void pc_count_fds(pc_state *p, const pa_task *t)
         (t->fd[PA_TASK_FD_STAT] >= 0) + (t->fd[PA_TASK_FD_SCHED] >= 0);
 }
 
-/* "0::<path>" of <procfs>/<pid>/cgroup (cgroup v2; hybrid hosts list it
- * too).  Read once, when the process is first seen; a host without that
- * line (cgroup v1 only) leaves the task's cgroup unknown. */
+/* The cgroup of <procfs>/<pid>/cgroup (pa__cgroup_pick: the v2 path, or
+ * on a hybrid host the v1 tree a container lives in).  Read once, when the
+ * process is first seen. */
 static int pc_read_cgroup(pc_state *p, pa_ctx *ctx, pa_task *t)
 {
-    char rel[32];
+    char rel[32], path[4096];
     snprintf(rel, sizeof(rel), "%d/cgroup", (int)t->pid);
     ssize_t n = pc_read_at(p->procfd, rel, p->aux, sizeof(p->aux));
-    if (n <= 0)
+    if (n <= 0 || pa__cgroup_pick(p->aux, (size_t)n, path, sizeof(path)) < 0)
         return 0; /* gone, unreadable, or no cgroup support */
-    for (char *l = p->aux; l && *l;) {
-        char *eol = strchr(l, '\n');
-        if (eol)
-            *eol = '\0';
-        if (!strncmp(l, "0::", 3)) {
-            int idx = pa__cgroup_intern(ctx, l + 3);
-            if (idx < 0)
-                return -ENOMEM;
-            t->cgroup = idx;
-            return 0;
-        }
-        l = eol ? eol + 1 : NULL;
-    }
+    int idx = pa__cgroup_intern(ctx, path);
+    if (idx < 0)
+        return -ENOMEM;
+    t->cgroup = idx;
     return 0;
 }
 

@@ -90,18 +90,26 @@ START_TEST(library_cgroup_records)
         const pa_target_info *t = &r->targets[i];
         if (t->type == PA_TARGET_CGROUP) {
             ncg++;
+            if (strstr(t->cgroup, "docker-")) { /* its container, by the path */
+                ck_assert_ptr_nonnull(t->names);
+                ck_assert_str_eq(t->names->runtime, "docker");
+                ck_assert_str_eq(t->names->container_id, "4f3a9c0e1b2d");
+            }
             cg_sum += t->power.cpu_w;
         } else if (t->type == PA_TARGET_PROCESS) {
             proc_sum += t->power.cpu_w;
-            if (t->pid == 1002)
+            if (t->pid == 1002) {
                 ck_assert_str_eq(t->cgroup, "/system.slice/nginx.service");
-            if (t->pid == 6001) /* cgroup v1 only: unknown */
-                ck_assert_str_eq(t->cgroup, "");
+                ck_assert_ptr_nonnull(t->names); /* its unit (issue 27) */
+                ck_assert_str_eq(t->names->unit, "nginx.service");
+            }
+            if (t->pid == 6001) /* cgroup v1 only: its v1 path (issue 27) */
+                ck_assert_str_eq(t->cgroup, "/legacy");
         }
     }
-    /* five cgroups; the v1-only process (3 W) is in none */
-    ck_assert_uint_eq(ncg, NEXP);
-    ck_assert_double_eq_tol(cg_sum, proc_sum - 3.0, TOL);
+    /* the five cgroups, and the v1-only process (3 W) in its v1 one */
+    ck_assert_uint_eq(ncg, NEXP + 1);
+    ck_assert_double_eq_tol(cg_sum, proc_sum, TOL);
     ck_assert_double_eq_tol(proc_sum + r->system.idle_w, r->system.cpu_w, TOL);
     ck_assert_double_eq_tol(r->system.cpu_w, 120, TOL);
     pa_report_free(r);

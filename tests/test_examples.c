@@ -15,6 +15,13 @@
  *     <!-- example: xfail: REASON -->    must fail today (remove with the fix)
  *     <!-- example: daemon -->           a powerapi daemon runs meanwhile
  *     <!-- example: timeout=N -->        N s per command
+ *     <!-- example: env -->              its "export NAME=VALUE" lines,
+ *                                        evaluated in the examples' folder,
+ *                                        are the environment of every
+ *                                        example (README.md's says where
+ *                                        the build put the command and the
+ *                                        libraries, so the examples run as a
+ *                                        reader who followed it runs them)
  * The case test_broken_example_fails runs the same machinery on a
  * temporary README whose example is wrong, and checks that it fails.
  */
@@ -66,6 +73,7 @@ typedef struct block {
     char skip[256];  /* reason; "" = run */
     char xfail[256]; /* reason; "" = must pass */
     bool daemon;
+    bool env; /* its exports are every example's environment */
     int timeout_s;
 } block;
 
@@ -144,12 +152,14 @@ static bool parse_marker(blocks *b, const char *rel, int lineno,
                  "%s", why);
     } else if (!strcmp(body, "daemon")) {
         pending->daemon = true;
+    } else if (!strcmp(body, "env")) {
+        pending->env = true;
     } else if (!strncmp(body, "timeout=", 8) && atoi(body + 8) > 0) {
         pending->timeout_s = atoi(body + 8);
     } else {
         add_error(b,
                   "%s:%d: unknown example marker '%s' (skip: REASON, xfail: "
-                  "REASON, daemon, timeout=N)",
+                  "REASON, daemon, env, timeout=N)",
                   rel, lineno, body);
     }
     return true;
@@ -867,6 +877,7 @@ static void run_block(const env *e, const block *b, const char *dir, result *r)
 
 typedef struct summary {
     int ran, skipped, xfailed, failed;
+    char env[512]; /* names README.md's env block set, "PATH POWERAPI_..." */
     char *report; /* every block, one line each, plus failures */
     size_t len;
 } summary;
@@ -982,12 +993,59 @@ static void env_init(env *e, const char *src)
     free(path);
     snprintf(p, sizeof p, "%s/bindings/python", e->bin);
     setenv("PYTHONPATH", p, 1);
-    snprintf(p, sizeof p, "%s/libpowerapi.so", e->bin);
-    setenv("POWERAPI_LIBRARY", p, 1);
-    snprintf(p, sizeof p, "%s/bindings/libpowerapi_jni.so", e->bin);
-    setenv("POWERAPI_JNI_LIBRARY", p, 1);
+    /* the libraries' variables come from README.md's env block alone
+     * (apply_env): an example that needs one the README does not give
+     * fails, as it would for a reader */
+    unsetenv("POWERAPI_LIBRARY");
+    unsetenv("POWERAPI_JNI_LIBRARY");
     setenv("TERM", "xterm", 1);
     unsetenv("JAVA_TOOL_OPTIONS");
+}
+
+/* Applies the "export NAME=VALUE" lines of the env blocks, evaluated by
+ * bash in the examples' folder (the build tree is its "build"), to this
+ * process: every example inherits them.  The names README.md sets go to
+ * s->env. */
+static void apply_env(const env *e, const blocks *b, summary *s)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        const block *k = &b->v[i];
+        if (!k->env || k->skip[0])
+            continue;
+        char **cmds;
+        size_t n = command_lines(k, &cmds);
+        for (size_t c = 0; c < n; c++) {
+            char name[128] = "";
+            if (sscanf(cmds[c], "export %127[A-Za-z0-9_]=", name) != 1) {
+                say(s, "  FAILED    %s:%d: env block line is not 'export "
+                       "NAME=VALUE': %s\n",
+                    k->file, k->line, cmds[c]);
+                s->failed++;
+            } else {
+                char *cmd, *val = NULL;
+                ck_assert_int_ge(asprintf(&cmd,
+                                          "cd '%s' || exit 1\n%s\n"
+                                          "printf '%%s' \"$%s\"",
+                                          e->work, cmds[c], name),
+                                 0);
+                int rc = pa_test_run(cmd, &val);
+                ck_assert_msg(rc == 0 && val, "%s:%d: `%s` failed (%d)",
+                              k->file, k->line, cmds[c], rc);
+                setenv(name, val, 1);
+                if (!strcmp(k->file, "README.md") &&
+                    strlen(s->env) + strlen(name) + 3 < sizeof(s->env)) {
+                    if (!s->env[0])
+                        strcat(s->env, " ");
+                    strcat(s->env, name);
+                    strcat(s->env, " ");
+                }
+                free(val);
+                free(cmd);
+            }
+            free(cmds[c]);
+        }
+        free(cmds);
+    }
 }
 
 /* Runs every block of the READMEs under src; the report lists each. */
@@ -1002,6 +1060,7 @@ static void run_all(const char *src, summary *s)
         say(s, "%s", b.errors);
         s->failed++;
     }
+    apply_env(&e, &b, s);
     bool want_jar = false;
     for (size_t i = 0; i < b.n; i++)
         want_jar |= is_run(b.v[i].lang) && !b.v[i].skip[0] &&
@@ -1157,6 +1216,14 @@ START_TEST(test_readme_examples_run)
     fflush(stdout);
     ck_assert_msg(s.failed == 0, "%d README example(s) failed:\n%s", s.failed,
                   s.report ? s.report : "");
+    /* README.md says, before its examples, where ./run.sh left the
+     * command and the bindings' libraries (issue 31 item 10) */
+    const char *names[3] = {" PATH ", " POWERAPI_LIBRARY ",
+                            " POWERAPI_JNI_LIBRARY "};
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(strstr(s.env, names[i]),
+                      "README.md's env block does not set%s(it sets:%s)",
+                      names[i], s.env);
     ck_assert_msg(s.ran > 0, "no README example ran");
     free(s.report);
 }

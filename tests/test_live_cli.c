@@ -521,10 +521,11 @@ START_TEST(test_command_exit_status)
     run r;
     cli(&r, "monitor", "--", "sh", "-c", "exit 3", NULL);
     ck_assert_msg(r.status == 3, "status %d: %s", r.status, r.err);
-    ck_assert_ptr_nonnull(strstr(r.out, "exit status"));
+    ck_assert_ptr_nonnull(strstr(r.err, "exit status"));
     run_free(&r);
 
-    cli(&r, "monitor", "--format", "json", "--", "sh", "-c", "exit 3", NULL);
+    cli(&r, "monitor", "--format", "json", "-o", "-", "--", "sh", "-c",
+        "exit 3", NULL);
     ck_assert_int_eq(r.status, 3);
     const char *l = last_line(r.out);
     check_record(l);
@@ -538,8 +539,8 @@ START_TEST(test_command_exit_status)
     ck_assert_int_eq(r.status, 0);
     run_free(&r);
 
-    cli(&r, "monitor", "--format", "json", "--", "sh", "-c", "kill -KILL $$",
-        NULL);
+    cli(&r, "monitor", "--format", "json", "-o", "-", "--", "sh", "-c",
+        "kill -KILL $$", NULL);
     ck_assert_int_eq(r.status, 128 + SIGKILL);
     l = last_line(r.out);
     ck_assert(json_num(l, "exit_status", &v) && v == 128 + SIGKILL);
@@ -548,6 +549,89 @@ START_TEST(test_command_exit_status)
     cli(&r, "monitor", "--", "/nonexistent/command", NULL);
     ck_assert_int_eq(r.status, 127);
     ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/command"));
+    run_free(&r);
+}
+END_TEST
+
+/* Issue 31 item 7: the command's stdout stays its own, byte for byte,
+ * in every format; the tables, records and summary go to stderr, or to
+ * -o FILE. */
+START_TEST(test_command_stdout_own)
+{
+    const char *cmd = "seq 1 20000; i=0; while [ $i -lt 60000 ]; do "
+                      "i=$((i+1)); done; seq 20001 20100";
+    char *want = NULL;
+    ck_assert_int_eq(pa_test_run("seq 1 20100", &want), 0);
+    static const struct {
+        const char *fmt, *mark;
+    } f[3] = {{"table", "Energy of 'sh -c"},
+              {"json", "{\"type\":\"command\""},
+              {"csv", "\ncommand,"}};
+    for (int i = 0; i < 3; i++) {
+        run r;
+        cli(&r, "monitor", "--format", f[i].fmt, "--interval", "20ms", "--",
+            "sh", "-c", cmd, NULL);
+        ck_assert_msg(r.status == 0, "%s: status %d: %s", f[i].fmt, r.status,
+                      r.err);
+        ck_assert_msg(strcmp(r.out, want) == 0,
+                      "%s: the command's stdout changed (%zu bytes, want "
+                      "%zu); stderr: %.300s",
+                      f[i].fmt, strlen(r.out), strlen(want), r.err);
+        ck_assert_msg(strstr(r.err, f[i].mark) != NULL,
+                      "%s: no '%s' on stderr: %.500s", f[i].fmt, f[i].mark,
+                      r.err);
+        run_free(&r);
+    }
+    /* -o FILE: the records there, nothing of ours on either stream */
+    char *dir = pa_test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/m.json", dir);
+    run r;
+    cli(&r, "monitor", "--format", "json", "-o", path, "--", "sh", "-c", cmd,
+        NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, want);
+    ck_assert_msg(r.err[0] == '\0', "stderr: %s", r.err);
+    char *file = pa_test_slurp(path);
+    ck_assert_ptr_nonnull(file);
+    ck_assert_ptr_nonnull(strstr(file, "{\"type\":\"command\""));
+    free(file);
+    run_free(&r);
+    pa_test_rmtree(dir);
+    free(want);
+}
+END_TEST
+
+/* Issue 31 item 5: windows shorter than procfs-cpu's tick (1/USER_HZ) get
+ * one line saying so; windows of a tick or more, none. */
+START_TEST(test_interval_below_resolution)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    ck_assert_int_gt(hz, 0);
+    char tick[32], below[32], line[64];
+    snprintf(tick, sizeof(tick), "%ldus", 1000000 / hz);
+    snprintf(below, sizeof(below), "%ldus", 1000000 / hz / 4);
+    snprintf(line, sizeof(line), "resolution of process CPU times");
+    run r;
+    cli(&r, "monitor", "--pid", "1", "--interval", below, "--count", "3",
+        "--format", "json", NULL);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    const char *nl = strchr(r.err, '\n');
+    ck_assert_msg(strstr(r.err, line) && strstr(r.err, "USER_HZ") &&
+                      strstr(r.err, "most windows will read 0 W") && nl &&
+                      nl[1] == '\0',
+                  "want one line about the resolution: %s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"type\":\"process\""));
+    run_free(&r);
+    cli(&r, "monitor", "--pid", "1", "--interval", tick, "--count", "2",
+        "--format", "json", NULL);
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "status %d: %s", r.status,
+                  r.err);
+    run_free(&r);
+    /* a command's windows too */
+    cli(&r, "monitor", "--interval", below, "--", "true", NULL);
+    ck_assert_msg(r.status == 0 && strstr(r.err, line), "status %d: %s",
+                  r.status, r.err);
     run_free(&r);
 }
 END_TEST
@@ -583,8 +667,8 @@ static void acc_tree(const char *l, void *arg)
 START_TEST(test_command_tree_energy)
 {
     run r;
-    cli(&r, "monitor", "--format", "json", "--interval", "50ms", "--", "sh",
-        "-c",
+    cli(&r, "monitor", "--format", "json", "--interval", "50ms", "-o", "-",
+        "--", "sh", "-c",
         "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; "
         "sleep 0.2; exit 0",
         NULL);
@@ -619,7 +703,8 @@ END_TEST
 START_TEST(test_command_forwards_sigterm)
 {
     run r;
-    char *args[] = {"monitor", "--format", "json", "--", "sleep", "30", NULL};
+    char *args[] = {"monitor", "--format", "json", "-o", "-",
+                    "--",      "sleep",    "30",   NULL};
     double t0 = now_s();
     cli_sig(&r, SIGTERM, 500, args);
     double took = now_s() - t0;
@@ -798,6 +883,8 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_command_exit_status);
     tcase_add_test(tc, test_command_tree_energy);
     tcase_add_test(tc, test_command_forwards_sigterm);
+    tcase_add_test(tc, test_command_stdout_own);
+    tcase_add_test(tc, test_interval_below_resolution);
     tcase_add_test(tc, test_json_all);
     tcase_add_test(tc, test_csv_header);
     tcase_add_test(tc, test_readme_job);

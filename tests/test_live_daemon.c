@@ -357,6 +357,32 @@ START_TEST(test_daemon_fine_rapl)
 }
 END_TEST
 
+/* Windows shorter than procfs-cpu's tick are published, with one line
+ * saying what they are worth (issue 31 item 5); a tick or more: none. */
+START_TEST(test_daemon_short_windows)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    ck_assert_int_gt(hz, 0);
+    char cmd[1024];
+    char *out = NULL;
+    snprintf(cmd, sizeof(cmd),
+             "%s daemon --ring %s --interval %ldus --count 5 -q 2>&1",
+             PA_CLI_PATH, name, 1000000 / hz / 4);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    const char *nl = strchr(out, '\n');
+    ck_assert_msg(strstr(out, "resolution of process CPU times") &&
+                      strstr(out, "USER_HZ") && nl && nl[1] == '\0',
+                  "want one line: %s", out);
+    free(out);
+    snprintf(cmd, sizeof(cmd),
+             "%s daemon --ring %s --interval %ldus --count 3 -q 2>&1",
+             PA_CLI_PATH, name, 1000000 / hz);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert_str_eq(out, "");
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
@@ -368,6 +394,7 @@ int main(void)
     tcase_add_test(tc, test_daemon_group_and_count);
     tcase_add_test(tc, test_daemon_killed);
     tcase_add_test(tc, test_daemon_fine_rapl);
+    tcase_add_test(tc, test_daemon_short_windows);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
     rf_sweep();

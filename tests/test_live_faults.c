@@ -185,8 +185,8 @@ START_TEST(test_output_epipe)
     char marker[64];
     snprintf(marker, sizeof(marker), "exec sleep 37.%d", (int)getpid() % 1000);
     char *a2[] = {PA_CLI_PATH, "monitor", "--format", "json", "--interval",
-                  "100ms",     "--",      "sh",       "-c",   marker,
-                  NULL};
+                  "100ms",     "-o",      "-",        "--",   "sh",
+                  "-c",        marker,    NULL};
     ws = run_head1(a2, &err, &secs);
     ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 141, "status %d", ws);
     ck_assert_msg(err && err[0] == '\0', "stderr: %s", err);

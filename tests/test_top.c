@@ -198,6 +198,137 @@ START_TEST(test_top_own_sampling)
 }
 END_TEST
 
+/* A ring of our own whose window has a long assumption list and a real
+ * single-threaded process (a child) that read 13 ticks in a 0.125 s
+ * window (the 104 % of /proc's clock ticks). */
+#define WRAP_ASSUMED                                                           \
+    "cpu-curve: default 0.74 W idle to 3.5 W at full load per vCPU x 2 "       \
+    "CPUs for unknown CPU 'Intel(R) Xeon(R) Processor' (Cloud Carbon "         \
+    "Footprint methodology, AWS average min/max watts per vCPU (from "         \
+    "SPECpower_ssj2008));nic per process: TCP only (no per-socket UDP "        \
+    "counters)"
+
+typedef struct wrap_ring {
+    pa_ring_writer *w;
+    pid_t busy;
+    pthread_t th;
+    int stop;
+} wrap_ring;
+
+static void *wrap_publish(void *arg)
+{
+    wrap_ring *wr = arg;
+    for (uint64_t tick = 1; !__atomic_load_n(&wr->stop, __ATOMIC_ACQUIRE);
+         tick++) {
+        pa_report r;
+        pa_target_info t[2];
+        memset(&r, 0, sizeof(r));
+        memset(t, 0, sizeof(t));
+        r.tick = tick;
+        r.time_ns = tick * 125000000ull;
+        r.interval_s = r.system.interval_s = 0.125;
+        r.system.cpu_w = r.system.total_w = 3;
+        r.formula = "cpu-curve";
+        r.sensors = "procfs-cpu";
+        r.cpu_source = "model";
+        r.assumed = WRAP_ASSUMED;
+        const pid_t pids[2] = {wr->busy, 4243};
+        const double cpu_s[2] = {0.13, 0.0625};
+        for (int i = 0; i < 2; i++) {
+            t[i].type = PA_TARGET_PROCESS;
+            t[i].pid = pids[i];
+            snprintf(t[i].comm, sizeof(t[i].comm), "%s", i ? "half" : "busy");
+            t[i].cgroup = "";
+            t[i].power.cpu_w = t[i].power.total_w = 2 - i;
+            t[i].power.interval_s = 0.125;
+            t[i].power.cpu_time_s = cpu_s[i];
+            t[i].multiplex = 1;
+        }
+        r.ntargets = 2;
+        r.targets = t;
+        ck_assert_int_eq(pa_ring_publish(wr->w, &r), 0);
+        usleep(50000);
+    }
+    return NULL;
+}
+
+/* Issue 31 items 5 and 9: no process shows more than 100 % a thread (the
+ * cap is marked and said), and the Assumed line wraps at words. */
+START_TEST(test_top_wrap_and_cap)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_wrap_and_cap: SKIPPED: tmux absent\n");
+        return;
+    }
+    wrap_ring wr = {0};
+    wr.busy = fork();
+    ck_assert_int_ge(wr.busy, 0);
+    if (wr.busy == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;)
+            pause();
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "pa-test-topwrap-%d", (int)getpid());
+    pa_ring_opts o = {
+        .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
+    ck_assert_int_eq(pa_ring_create(name, &o, &wr.w), 0);
+    ck_assert_int_eq(pthread_create(&wr.th, NULL, wrap_publish, &wr), 0);
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 80 -y 30 \"TERM=screen " TOP_BOUND
+             " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
+             PA_CLI_PATH, name),
+        0);
+    char l[256];
+    char *s = wait_for(" busy ", 5000);
+    line_with(s, " busy ", l, sizeof(l));
+    ck_assert_msg(strstr(l, "100.0*") && !strstr(l, "104"), "busy row: %s\n%s",
+                  l, s);
+    line_with(s, " half ", l, sizeof(l));
+    ck_assert_msg(strstr(l, " 50.0 "), "half row: %s", l);
+    ck_assert_msg(strstr(s, "* CPU% capped at 100 % a thread"), "%s", s);
+    /* every word of the assumptions whole on the screen, the last too */
+    char words[] = WRAP_ASSUMED;
+    char *save = NULL;
+    for (char *w = strtok_r(words, " ;", &save); w;
+         w = strtok_r(NULL, " ;", &save))
+        ck_assert_msg(strstr(s, w), "'%s' is not whole on the screen:\n%s", w,
+                      s);
+    ck_assert_ptr_nonnull(strstr(s, "ssj2008)); nic per process"));
+    free(s);
+    keys("q");
+    free(wait_for("EXIT=0", 3000));
+    __atomic_store_n(&wr.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(wr.th, NULL);
+    pa_ring_destroy(wr.w);
+    kill(wr.busy, SIGKILL);
+    waitpid(wr.busy, NULL, 0);
+}
+END_TEST
+
+/* Own sampling refuses windows under 10 ticks of procfs-cpu, before the
+ * screen is taken. */
+START_TEST(test_top_interval_floor)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_interval_floor: SKIPPED: tmux absent\n");
+        return;
+    }
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 200 -y 20 \"TERM=screen " TOP_BOUND
+             " %s top --interval 20ms; echo EXIT=\\$?; sleep 20\"",
+             PA_CLI_PATH),
+        0);
+    char *s = wait_for("EXIT=", 5000);
+    ck_assert_msg(strstr(s, "EXIT=2") && strstr(s, "clock ticks") &&
+                      strstr(s, "USER_HZ") && strstr(s, "or more"),
+                  "%s", s);
+    free(s);
+}
+END_TEST
+
 START_TEST(test_top_needs_tty)
 {
     char cmd[512];
@@ -224,6 +355,8 @@ int main(void)
     tcase_add_test(tc, test_top_screen);
     tcase_add_test(tc, test_top_own_sampling);
     tcase_add_test(tc, test_top_needs_tty);
+    tcase_add_test(tc, test_top_wrap_and_cap);
+    tcase_add_test(tc, test_top_interval_floor);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
     rf_sweep();

@@ -35,6 +35,7 @@ static pa_ctx *jl_ctx;
 static pid_t jl_pid;
 static atomic_int jl_active; /* profiling: events do their work */
 static int jl_done;          /* the last window is written (prof lock) */
+static int jl_attached;      /* loaded by Agent_OnAttach */
 /* set by those threads, read by others */
 static atomic_int jl_agent_tid, jl_sampler_tid, jl_mxbean_tid;
 static pthread_mutex_t jl_prof_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -239,8 +240,20 @@ static int jl_read_comm(pid_t tid, char *out, size_t len)
     return 0;
 }
 
-/* Java threads started before VMInit get no ThreadStart: match their
- * names against the kernel's comm (15 characters) of /proc/self/task. */
+/* A thread found running: entered unless it is a Java thread already. */
+static void jl_add_known_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *name)
+{
+    pthread_mutex_lock(&jl_thr.lock);
+    jl_thread *t = jl_threads_get(tid, 0);
+    int known = t && t->kind == JL_K_JAVA;
+    pthread_mutex_unlock(&jl_thr.lock);
+    if (!known)
+        jl_add_java_thread(jni, thr, tid, name);
+}
+
+/* Java threads started before VMInit (or before the agent attached) get
+ * no ThreadStart: their tids from the VM's structures, else their names
+ * matched against the kernel's comm (15 characters) of /proc/self/task. */
 static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
 {
     jint n = 0;
@@ -265,14 +278,21 @@ static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
     for (jint i = 0; i < n; i++) {
         char name[64];
         jl_thread_name(jvmti, ts[i], name, sizeof(name));
+        /* the VM's own record of the thread's tid where it exports it
+         * (names are cut to 15 characters in comm: "pool-1-thread-1"
+         * and "pool-1-thread-10" are one name there) */
+        pid_t vtid = 0;
+        if (jl_java_thread_tid(jni, ts[i], &vtid) == 0 && vtid != self) {
+            for (int k = 0; k < nt; k++)
+                if (tids[k] == vtid)
+                    tids[k] = 0;
+            jl_add_known_thread(jni, ts[i], vtid, name);
+            (*jni)->DeleteLocalRef(jni, ts[i]);
+            continue;
+        }
         for (int k = 0; k < nt; k++) {
             if (tids[k] && !strncmp(comms[k], name, 15) && strlen(comms[k]) == (strlen(name) < 15 ? strlen(name) : 15)) {
-                pthread_mutex_lock(&jl_thr.lock);
-                jl_thread *t = jl_threads_get(tids[k], 0);
-                int known = t && t->kind == JL_K_JAVA;
-                pthread_mutex_unlock(&jl_thr.lock);
-                if (!known)
-                    jl_add_java_thread(jni, ts[i], tids[k], name);
+                jl_add_known_thread(jni, ts[i], tids[k], name);
                 tids[k] = 0;
                 break;
             }
@@ -936,12 +956,10 @@ static void jl_stop_timers(void)
     pthread_mutex_unlock(&jl_thr.lock);
 }
 
-static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
+/* The end of a run: timers and agent threads stopped, the last window
+ * written with complete=true, the closing summary on f (NULL: none). */
+static void jl_finish(FILE *f)
 {
-    (void)jvmti;
-    (void)jni;
-    if (!atomic_load(&jl_active))
-        return;
     atomic_store(&jl_smp.on, 0);
     jl_stop_timers();
     /* stop the agent thread (it may be in a window: let it finish) */
@@ -959,11 +977,82 @@ static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
     if (!jl_done) {
         jl_process_window(1);
         jl_done = 1;
-        if (!jl_o.quiet)
-            jl_print_summary(&jl_o);
+        if (f)
+            jl_print_summary(&jl_o, f);
     }
     pthread_mutex_unlock(&jl_prof_lock);
     atomic_store(&jl_active, 0);
+}
+
+static void JNICALL jl_on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+    (void)jvmti;
+    (void)jni;
+    if (!atomic_load(&jl_active))
+        return;
+    jl_finish(jl_o.quiet ? NULL : stderr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attached (attach.c): stop, dump, status                             */
+/* ------------------------------------------------------------------ */
+
+static void jl_events_mode(jvmtiEventMode mode);
+
+int jl_agent_active(void)
+{
+    return atomic_load(&jl_active);
+}
+
+int jl_agent_ran(void)
+{
+    return jl_jvmti != NULL;
+}
+
+void jl_agent_stop(FILE *f)
+{
+    if (!atomic_load(&jl_active))
+        return;
+    jl_finish(f);
+    /* the JVM as it was: no event reaches the agent, no timer fires (the
+     * signal handler stays installed, with nothing to wake it) */
+    jl_events_mode(JVMTI_DISABLE);
+    if (jl_o.mode == JL_MODE_CPU)
+        (*jl_jvmti)->SetEventNotificationMode(jl_jvmti, JVMTI_DISABLE,
+                                              JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
+}
+
+int jl_agent_dump(FILE *f)
+{
+    pthread_mutex_lock(&jl_prof_lock);
+    int rc = -ESRCH;
+    if (!jl_done && atomic_load(&jl_active)) {
+        jl_process_window(0);
+        rc = 0;
+        if (f)
+            jl_print_summary(&jl_o, f);
+    }
+    pthread_mutex_unlock(&jl_prof_lock);
+    return rc;
+}
+
+void jl_agent_status(FILE *f)
+{
+    pthread_mutex_lock(&jl_prof_lock);
+    fprintf(f,
+            "jalen: profiling pid %d for %.1f s (mode=%s, interval %.3f ms, %s), %llu samples, "
+            "process energy %.3f J; files in %s/\n",
+            (int)jl_pid, jl_now_s() - jl_prof.start_s,
+            jl_o.mode == JL_MODE_CPU ? "cpu" : "jvmti", (double)jl_o.interval_ns * 1e-6,
+            jl_attached ? "attached" : "loaded at launch",
+            (unsigned long long)(atomic_load(&jl_smp.taken) - jl_drain_dropped),
+            jl_prof.process_j, jl_o.out);
+    pthread_mutex_unlock(&jl_prof_lock);
+}
+
+const char *jl_agent_out(void)
+{
+    return jl_o.out;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1055,18 +1144,12 @@ static int jl_power_start(char *err, size_t errlen)
     return 0;
 }
 
-JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
+/* JVMTI set-up: the environment, capabilities, callbacks and events. */
+static int jl_jvmti_setup(JavaVM *vm, char *err, size_t errlen)
 {
-    (void)reserved;
-    char err[512] = "";
-    jl_pid = getpid();
-    jl_prof.start_s = jl_last_window_s = jl_now_s();
-    int rc = jl_opts_parse(options, jl_pid, &jl_o, err, sizeof(err));
-    if (rc < 0)
-        goto fail;
     if ((*vm)->GetEnv(vm, (void **)&jl_jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
-        snprintf(err, sizeof(err), "JVMTI 1.2 is not available in this JVM");
-        goto fail;
+        snprintf(err, errlen, "JVMTI 1.2 is not available in this JVM");
+        return -ENOTSUP;
     }
     jvmtiCapabilities caps;
     memset(&caps, 0, sizeof(caps));
@@ -1076,31 +1159,28 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
     if (jl_o.net)
         caps.can_generate_native_method_bind_events = 1;
     if ((*jl_jvmti)->AddCapabilities(jl_jvmti, &caps) != JVMTI_ERROR_NONE) {
-        snprintf(err, sizeof(err), "the JVM refused the JVMTI capabilities jalen needs");
-        goto fail;
+        snprintf(err, errlen, "the JVM refused the JVMTI capabilities jalen needs");
+        return -ENOTSUP;
     }
-    if (jl_mkdirs(jl_o.out) < 0) {
-        snprintf(err, sizeof(err), "cannot create the output folder '%s': %s", jl_o.out,
-                 strerror(errno));
-        goto fail;
-    }
-    if (jl_profile_init(&jl_o) < 0) {
-        snprintf(err, sizeof(err), "out of memory");
-        goto fail;
-    }
-    rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, sizeof(err));
-    if (rc == -ENOSYS) {
-        /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */
-        fprintf(stderr, "jalen: %s; falling back to mode=jvmti\n", err);
-        jl_o.mode = JL_MODE_JVMTI;
-        rc = 0;
-    }
-    if (rc < 0)
-        goto fail;
-    if (jl_power_start(err, sizeof(err)) < 0)
-        goto fail;
-    jl_net_init(jl_jvmti);
+    return 0;
+}
 
+static const jvmtiEvent jl_events[] = {
+    JVMTI_EVENT_VM_INIT,          JVMTI_EVENT_VM_DEATH,
+    JVMTI_EVENT_THREAD_START,     JVMTI_EVENT_THREAD_END,
+    JVMTI_EVENT_CLASS_LOAD,       JVMTI_EVENT_CLASS_PREPARE,
+    JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+    JVMTI_EVENT_NATIVE_METHOD_BIND};
+
+static void jl_events_mode(jvmtiEventMode mode)
+{
+    size_t nev = sizeof(jl_events) / sizeof(jl_events[0]) - (jl_o.net ? 0 : 1);
+    for (size_t i = 0; i < nev; i++)
+        (*jl_jvmti)->SetEventNotificationMode(jl_jvmti, mode, jl_events[i], NULL);
+}
+
+static int jl_callbacks(char *err, size_t errlen)
+{
     jvmtiEventCallbacks cb;
     memset(&cb, 0, sizeof(cb));
     cb.VMInit = jl_on_vm_init;
@@ -1118,20 +1198,75 @@ JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
         fprintf(stderr, "jalen: this JVM's code cache is not found (gHotSpotVMStructs): "
                         "samples in stubs stay under [unknown Java]\n");
     if ((*jl_jvmti)->SetEventCallbacks(jl_jvmti, &cb, sizeof(cb)) != JVMTI_ERROR_NONE) {
-        snprintf(err, sizeof(err), "cannot set the JVMTI callbacks");
-        goto fail;
+        snprintf(err, errlen, "cannot set the JVMTI callbacks");
+        return -ENOTSUP;
     }
-    jvmtiEvent evs[] = {JVMTI_EVENT_VM_INIT,        JVMTI_EVENT_VM_DEATH,
-                        JVMTI_EVENT_THREAD_START,   JVMTI_EVENT_THREAD_END,
-                        JVMTI_EVENT_CLASS_LOAD,     JVMTI_EVENT_CLASS_PREPARE,
-                        JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
-                        JVMTI_EVENT_NATIVE_METHOD_BIND};
-    size_t nev = sizeof(evs) / sizeof(evs[0]) - (jl_o.net ? 0 : 1);
-    for (size_t i = 0; i < nev; i++)
-        (*jl_jvmti)->SetEventNotificationMode(jl_jvmti, JVMTI_ENABLE, evs[i], NULL);
+    return 0;
+}
+
+/* A JVM that is already running (Agent_OnAttach): what VMInit does, done
+ * now on the attaching thread, and the methods compiled before now
+ * replayed for the record table (nmethods.c). */
+static int jl_go_live(JavaVM *vm, char *err, size_t errlen)
+{
+    JNIEnv *jni = NULL;
+    jthread self = NULL;
+    if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK || !jni ||
+        (*jl_jvmti)->GetCurrentThread(jl_jvmti, &self) != JVMTI_ERROR_NONE) {
+        snprintf(err, errlen, "the attaching thread has no JNI environment");
+        return -ENOTSUP;
+    }
+    jl_on_vm_init(jl_jvmti, jni, self);
+    if (self)
+        (*jni)->DeleteLocalRef(jni, self);
+    if (jl_o.mode == JL_MODE_CPU)
+        (*jl_jvmti)->GenerateEvents(jl_jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
+    return 0;
+}
+
+int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t errlen)
+{
+    jl_pid = getpid();
+    jl_prof.start_s = jl_last_window_s = jl_now_s();
+    int rc = jl_opts_parse(options, jl_pid, &jl_o, err, errlen);
+    if (rc < 0)
+        return rc;
+    if ((rc = jl_jvmti_setup(vm, err, errlen)) < 0)
+        return rc;
+    if (jl_mkdirs(jl_o.out) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot create the output folder '%s': %s", jl_o.out,
+                 strerror(errno));
+        return rc;
+    }
+    if (jl_profile_init(&jl_o) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, errlen);
+    if (rc == -ENOSYS) {
+        /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */
+        fprintf(stderr, "jalen: %s; falling back to mode=jvmti\n", err);
+        jl_o.mode = JL_MODE_JVMTI;
+        rc = 0;
+    }
+    if (rc < 0 || (rc = jl_power_start(err, errlen)) < 0)
+        return rc;
+    jl_net_init(jl_jvmti);
+    if ((rc = jl_callbacks(err, errlen)) < 0)
+        return rc;
+    jl_events_mode(JVMTI_ENABLE);
     atomic_store(&jl_active, 1);
-    return JNI_OK;
-fail:
+    jl_attached = live;
+    return live ? jl_go_live(vm, err, errlen) : 0;
+}
+
+JL_EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
+{
+    (void)reserved;
+    char err[512] = "";
+    if (jl_agent_load(vm, options, 0, err, sizeof(err)) == 0)
+        return JNI_OK;
     fprintf(stderr, "jalen: %s; %s\n", err,
             jl_o.fail_abort ? "aborting (fail=abort)" : "the JVM runs on without profiling");
     if (jl_ctx) {

@@ -236,6 +236,11 @@ int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb);
 void jl_unwind_vm_init(jvmtiEnv *jvmti);
 /* ThreadStart (on the new thread): records its stack's bounds. */
 void jl_unwind_thread_start(pid_t tid);
+/* A running Java thread's kernel tid, from the VM's own structures
+ * (gHotSpotVMStructs, java.lang.Thread.eetop); records its stack for
+ * recovery too.  For threads that started before the agent attached.
+ * 0, -ENOSYS (this JVM does not export them) or -ESRCH (it ended). */
+int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid);
 /* Agent thread: publishes the stubs seen since the last call. */
 void jl_unwind_refresh(void);
 /* Bytes the stub and stack tables hold (for agent_memory_bytes). */
@@ -425,7 +430,30 @@ void jl_net_new_window(void);
 int jl_write_all(const jl_opts *o, int final);
 /* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
 int jl_mkdirs(const char *path);
-void jl_print_summary(const jl_opts *o);
+void jl_print_summary(const jl_opts *o, FILE *f);
+
+/* ------------------------------------------------------------------ */
+/* The agent's lifecycle (agent.c), for Agent_OnLoad and attach.c       */
+/* ------------------------------------------------------------------ */
+
+/* Parses options and starts profiling: JVMTI, power, sampling, events.
+ * live: the JVM runs already (Agent_OnAttach): VMInit's work is done at
+ * once, the threads running now are found through the VM's structures,
+ * and the methods compiled before now are replayed.  0, or negative
+ * errno with one line in err. */
+int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t errlen);
+/* Whether a run is going on; whether one was ever started in this JVM. */
+int jl_agent_active(void);
+int jl_agent_ran(void);
+/* Ends the run as VMDeath does (last window, complete files, summary on
+ * f), then leaves the JVM as it was: events off, no timer. */
+void jl_agent_stop(FILE *f);
+/* Writes the files now (a window closed early), summary on f; -ESRCH when
+ * no run is going on. */
+int jl_agent_dump(FILE *f);
+/* One line: pid, duration, mode, samples, energy, output folder. */
+void jl_agent_status(FILE *f);
+const char *jl_agent_out(void);
 
 /* Small helpers (util in writers.c). */
 double jl_now_s(void);

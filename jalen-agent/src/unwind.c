@@ -42,6 +42,7 @@
 #include "callsite.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,25 +66,47 @@ static long jl_vms_long(const char *sym)
     return p ? *p : -1;
 }
 
-/* The address of a static field of the VM's exported structure table. */
-static void *jl_vms_static(const char *type, const char *field)
+/* The entry of gHotSpotVMStructs for type.field (static or not), or NULL;
+ * *is_static set. */
+static char *jl_vms_entry(const char *type, const char *field, int *is_static)
 {
     char **base = dlsym(RTLD_DEFAULT, "gHotSpotVMStructs");
     long tn = jl_vms_long("gHotSpotVMStructEntryTypeNameOffset");
     long fn = jl_vms_long("gHotSpotVMStructEntryFieldNameOffset");
     long st = jl_vms_long("gHotSpotVMStructEntryIsStaticOffset");
-    long ad = jl_vms_long("gHotSpotVMStructEntryAddressOffset");
     long stride = jl_vms_long("gHotSpotVMStructEntryArrayStride");
-    if (!base || !*base || tn < 0 || fn < 0 || st < 0 || ad < 0 || stride <= 0)
+    if (!base || !*base || tn < 0 || fn < 0 || st < 0 || stride <= 0)
         return NULL;
     for (char *e = *base;; e += stride) {
         const char *t = *(const char **)(e + tn);
         if (!t)
             return NULL;
         const char *f = *(const char **)(e + fn);
-        if (f && !strcmp(t, type) && !strcmp(f, field) && *(int32_t *)(e + st))
-            return *(void **)(e + ad);
+        if (f && !strcmp(t, type) && !strcmp(f, field)) {
+            *is_static = *(int32_t *)(e + st) != 0;
+            return e;
+        }
     }
+}
+
+/* The offset of a non-static field in its type, or -1. */
+static long jl_vms_offset(const char *type, const char *field)
+{
+    int is_static = 0;
+    char *e = jl_vms_entry(type, field, &is_static);
+    long off = jl_vms_long("gHotSpotVMStructEntryOffsetOffset");
+    if (!e || is_static || off < 0)
+        return -1;
+    return (long)*(uint64_t *)(e + off);
+}
+
+/* The address of a static field of the VM's exported structure table. */
+static void *jl_vms_static(const char *type, const char *field)
+{
+    int is_static = 0;
+    char *e = jl_vms_entry(type, field, &is_static);
+    long ad = jl_vms_long("gHotSpotVMStructEntryAddressOffset");
+    return e && is_static && ad >= 0 ? *(void **)(e + ad) : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -222,6 +245,8 @@ typedef struct jl_stk {
 } jl_stk;
 static jl_stk *jl_stks; /* mmap: zeroed */
 
+static void jl_stack_set(pid_t tid, uintptr_t lo, uintptr_t hi);
+
 void jl_unwind_thread_start(pid_t tid)
 {
     if (!jl_stks)
@@ -235,6 +260,12 @@ void jl_unwind_thread_start(pid_t tid)
     pthread_attr_destroy(&a);
     if (rc != 0 || !addr || !size)
         return;
+    jl_stack_set(tid, (uintptr_t)addr, (uintptr_t)addr + size);
+}
+
+/* Records thread tid's stack [lo, hi) for the handler. */
+static void jl_stack_set(pid_t tid, uintptr_t lo, uintptr_t hi)
+{
     /* a slot of this tid (a thread reusing a dead one's number), else a
      * free one; 16 probes */
     pthread_mutex_lock(&jl_block);
@@ -253,8 +284,8 @@ void jl_unwind_thread_start(pid_t tid)
         use = &jl_stks[(unsigned)tid & (JL_STK_SLOTS - 1)];
     atomic_store(&use->tid, -1);
     use->key = tid;
-    atomic_store(&use->lo, (uintptr_t)addr);
-    atomic_store(&use->hi, (uintptr_t)addr + size);
+    atomic_store(&use->lo, lo);
+    atomic_store(&use->hi, hi);
     atomic_store(&use->tid, tid);
     pthread_mutex_unlock(&jl_block);
 }
@@ -270,6 +301,62 @@ static int jl_stack_of(pid_t tid, uintptr_t *lo, uintptr_t *hi)
         *hi = atomic_load(&s->hi);
         if (atomic_load(&s->tid) == tid)
             return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* A running Java thread's kernel tid and stack (attach)                */
+/* ------------------------------------------------------------------ */
+
+/* Offsets in the VM's thread structures, from gHotSpotVMStructs: the
+ * JavaThread of a java.lang.Thread is its field eetop; its OSThread holds
+ * the kernel's tid; Thread::_stack_base is the top of its stack. */
+static long jl_off_osthread = -1, jl_off_tid = -1, jl_off_sbase = -1, jl_off_ssize = -1;
+static jfieldID jl_eetop;
+static int jl_tid_ready; /* 1 found, -1 not in this JVM */
+
+static long jl_vms_offset_any(const char *const types[2], const char *field)
+{
+    long o = jl_vms_offset(types[0], field);
+    return o >= 0 ? o : jl_vms_offset(types[1], field);
+}
+
+int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid)
+{
+    if (!jl_tid_ready) {
+        static const char *const jt[2] = {"JavaThread", "Thread"};
+        static const char *const th[2] = {"Thread", "JavaThread"};
+        jl_off_osthread = jl_vms_offset_any(jt, "_osthread");
+        jl_off_tid = jl_vms_offset("OSThread", "_thread_id");
+        jl_off_sbase = jl_vms_offset_any(th, "_stack_base");
+        jl_off_ssize = jl_vms_offset_any(th, "_stack_size");
+        jclass tc = (*jni)->FindClass(jni, "java/lang/Thread");
+        jl_eetop = tc ? (*jni)->GetFieldID(jni, tc, "eetop", "J") : NULL;
+        if (!jl_eetop)
+            (*jni)->ExceptionClear(jni);
+        jl_tid_ready = jl_off_osthread >= 0 && jl_off_tid >= 0 && jl_eetop ? 1 : -1;
+    }
+    if (jl_tid_ready < 0)
+        return -ENOSYS;
+    /* The thread may end meanwhile: its eetop is 0 once it has, and the
+     * caller holds a reference to its Thread object; a thread ending
+     * between this read and the next is the one race left (as in every
+     * profiler that attaches). */
+    jlong jt = (*jni)->GetLongField(jni, thr, jl_eetop);
+    if (!jt)
+        return -ESRCH;
+    char *osthread = *(char **)((char *)(intptr_t)jt + jl_off_osthread);
+    if (!osthread)
+        return -ESRCH;
+    *tid = *(pid_t *)(osthread + jl_off_tid);
+    if (*tid <= 0)
+        return -ESRCH;
+    if (jl_stks && jl_off_sbase >= 0 && jl_off_ssize >= 0) {
+        uintptr_t base = *(uintptr_t *)((char *)(intptr_t)jt + jl_off_sbase);
+        size_t size = *(size_t *)((char *)(intptr_t)jt + jl_off_ssize);
+        if (base && size && size < base)
+            jl_stack_set(*tid, base - size, base);
     }
     return 0;
 }

@@ -455,7 +455,7 @@ int jl_write_all(const jl_opts *o, int final)
     return rc;
 }
 
-void jl_print_summary(const jl_opts *o)
+void jl_print_summary(const jl_opts *o, FILE *f)
 {
     const jl_profile *p = &jl_prof;
     int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
@@ -467,18 +467,18 @@ void jl_print_summary(const jl_opts *o)
             idx[n++] = (int)i;
     jl_sort_p = p;
     qsort(idx, n, sizeof(int), jl_by_self);
-    fprintf(stderr,
+    fprintf(f,
             "jalen: process energy %.3f J (cpu %.3f J, net %.3f J) over %.1f s, %llu samples "
             "(%llu dropped), formula %s\n",
             p->process_j, p->process_cpu_j, p->process_nic_j, p->duration_s,
             (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
             p->formula[0] ? p->formula : "?");
-    fprintf(stderr, "jalen: top methods by self energy:\n");
+    fprintf(f, "jalen: top methods by self energy:\n");
     for (size_t k = 0; k < n && k < 10; k++) {
         const jl_method *m = &p->m[idx[k]];
-        fprintf(stderr, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
+        fprintf(f, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
                 p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, m->name);
     }
-    fprintf(stderr, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
+    fprintf(f, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
     free(idx);
 }

@@ -66,6 +66,10 @@ typedef struct pa_ctx_opts {
     const char *devfs;  /* root of devfs, default "/dev" */
     const char *hwdb;   /* hardware database file, default: installed one,
                            overridden by $POWERAPI_HWDB */
+    const char *rootfs; /* where the container runtimes' state is
+                           (var/lib/docker, run/containerd, ...), for the
+                           names of cgroups (section "Containers, pods and
+                           units" below); default "/" */
 } pa_ctx_opts;
 
 /* Creates a monitoring context.  opts may be NULL (defaults above); the
@@ -314,6 +318,9 @@ typedef struct pa_target_info {
                                scaled for multiplexing; NULL if none */
     double multiplex;       /* time_running/time_enabled, lowest of the
                                group; 1 when not multiplexed */
+    const struct pa_cgroup_names *names; /* the container, pod or unit of
+                               the cgroup (of a process: of its cgroup),
+                               with cgroup reports on; NULL when none */
 } pa_target_info;
 
 /* What one tick produced.  Owned by the context. */
@@ -401,6 +408,53 @@ void pa_report_free(pa_report *r);
 /* Asks for cgroup records in reports (aggregated per cgroup v2 path).
  * Context-safe. */
 int pa_report_cgroups(pa_ctx *ctx, int on);
+
+/* ------------------------------------------------------------------ */
+/* Containers, pods and units (DESIGN.md section 14)                  */
+/* ------------------------------------------------------------------ */
+
+/* What a cgroup is, by the names its users know.  Each field is "" when
+ * unknown; a cgroup that is no container, pod or unit has none at all. */
+typedef struct pa_cgroup_names {
+    char runtime[16];         /* "docker", "containerd", "cri-o", "podman",
+                                 "lxc"; "" for a CRI container whose state
+                                 was not found, and for systemd units */
+    char container_id[72];    /* the full ID (64 hexadecimal digits) */
+    char container_name[128]; /* "web"; "POD" for a pod's sandbox */
+    char pod_name[128];       /* Kubernetes */
+    char pod_namespace[64];
+    char pod_uid[40];
+    char unit[128];           /* systemd unit: the deepest service or scope
+                                 ("nginx.service", "session-3.scope"), else
+                                 the deepest slice; "conmon" for a runtime's
+                                 container monitor */
+    char source[64];          /* where the names come from: "cgroup path",
+                                 "docker config.v2.json", "containerd
+                                 config.json", "cri-o config.json", "podman
+                                 containers.json", "/var/log/pods" (joined
+                                 by ", ") */
+} pa_cgroup_names;
+
+/* The names a cgroup path gives by itself (v1 or v2, systemd or cgroupfs
+ * driver): Docker (docker-ID.scope, /docker/ID), containerd's CRI plugin
+ * (cri-containerd-ID.scope), CRI-O (crio-ID.scope, crio-conmon-ID.scope),
+ * Podman (libpod-ID.scope, libpod-conmon-ID.scope), LXC (lxc.payload.NAME,
+ * /lxc/NAME), Kubernetes pods of every QoS class (kubepods-*-podUID.slice,
+ * /kubepods/QOS/podUID/ID), systemd services, scopes and slices; the
+ * deepest match wins, and a container inside a pod carries both.
+ * Errors: -EINVAL NULL argument; -ENOENT nothing recognised (*out zeroed).
+ * Thread-safe (no state). */
+int pa_cgroup_parse(const char *path, pa_cgroup_names *out);
+
+/* pa_cgroup_parse, then the IDs turned into names from the runtimes' own
+ * state files under root ("/" when NULL), read only: Docker's
+ * var/lib/docker/containers/ID/config.v2.json, containerd's OCI bundles
+ * (run/containerd/io.containerd.runtime.v2.task/NS/ID/config.json), CRI-O's
+ * (run/ or var/lib/containers/storage/overlay-containers/ID/userdata/
+ * config.json), Podman's containers.json, and var/log/pods/NS_POD_UID for a
+ * pod's name.  An ID found nowhere keeps its ID (source "cgroup path").
+ * Errors as pa_cgroup_parse.  Thread-safe. */
+int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names *out);
 
 /* ------------------------------------------------------------------ */
 /* Writing modules                                                     */

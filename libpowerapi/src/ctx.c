@@ -52,7 +52,8 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     ctx->sysfs = strdup(sysfs);
     ctx->devfs = strdup(devfs);
     ctx->hwdb = hwdb && *hwdb ? strdup(hwdb) : NULL;
-    if (!ctx->procfs || !ctx->sysfs || !ctx->devfs ||
+    ctx->cgcache = pa__cgcache_new(opts ? opts->rootfs : NULL);
+    if (!ctx->procfs || !ctx->sysfs || !ctx->devfs || !ctx->cgcache ||
         (hwdb && *hwdb && !ctx->hwdb))
         goto fail;
     ctx->env.procfs = ctx->procfs;
@@ -75,6 +76,7 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     *out = ctx;
     return 0;
 fail:
+    pa__cgcache_free(ctx->cgcache);
     free(ctx->procfs);
     free(ctx->sysfs);
     free(ctx->devfs);
@@ -105,6 +107,7 @@ void pa_ctx_free(pa_ctx *ctx)
     free(ctx->cgroups);
     free(ctx->cgroup_j);
     free(ctx->cgroup_ctr);
+    pa__cgcache_free(ctx->cgcache);
     for (size_t i = 0; i < ctx->ncounters; i++)
         free(ctx->counter_names[i]);
     free(ctx->watches);

@@ -347,6 +347,9 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
     ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups
                      ? ctx->cgroups[t->cgroup]
                      : "";
+    if (ctx->cgroups_on && *ti->cgroup)
+        ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup,
+                                    time_ns);
     pa__task_power(ctx, t, interval_s, time_ns, measured, &ti->power);
     ti->has_net = !t->gone && (t->cur.have & PA_RD_NET) != 0;
     ti->net_rx_bytes = t->gone ? 0 : t->d_rx;
@@ -425,6 +428,7 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
         }
         ti->type = PA_TARGET_CGROUP;
         ti->cgroup = ctx->cgroups[g];
+        ti->names = pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
         ti->power.cpu_w = c[PA_COMP_CPU - 1];
         ti->power.nic_w = c[PA_COMP_NIC - 1];
         ti->power.cpu_j = ctx->cgroup_j[g][PA_COMP_CPU - 1];
@@ -676,6 +680,9 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g)
     return &ctx->cgroup_ctr[g];
 }
 
+/* the counters that follow the names in a copy stay aligned */
+_Static_assert(sizeof(pa_cgroup_names) % sizeof(double) == 0, "pa_cgroup_names size");
+
 /* Copies a report and everything it points to into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out)
 {
@@ -688,23 +695,29 @@ int pa__report_copy(const pa_report *r, pa_report **out)
         strs += strlen(r->component_names[i]) + 1;
     for (size_t i = 0; i < r->ntargets; i++)
         strs += strlen(r->targets[i].cgroup ? r->targets[i].cgroup : "") + 1;
+    size_t nnames = 0;
+    for (size_t i = 0; i < r->ntargets; i++)
+        nnames += r->targets[i].names != NULL;
     size_t ncd = (2 * r->ntargets + 2) * ncomp; /* component doubles */
     size_t sz = sizeof(pa_report) + r->ntargets * sizeof(pa_target_info) +
                 (r->ntargets * nc + ncd) * sizeof(double) +
-                (nc + ncomp) * sizeof(char *) + strs;
+                (nc + ncomp) * sizeof(char *) +
+                nnames * sizeof(pa_cgroup_names) + strs;
     char *block = malloc(sz);
     if (!block)
         return pa__err(-ENOMEM, "report: out of memory copying %zu targets",
                        r->ntargets);
     pa_report *c = (pa_report *)block;
     *c = *r;
+    /* doubles, then pointers, then the names records (chars), then text */
     pa_target_info *ti = (pa_target_info *)(c + 1);
     double *ctr = (double *)(ti + r->ntargets);
     double *cw = ctr + r->ntargets * nc, *cj = cw + r->ntargets * ncomp;
     double *sys = cj + r->ntargets * ncomp;
     const char **names = (const char **)(sys + 2 * ncomp);
     const char **cnames = names + nc;
-    char *s = (char *)(cnames + ncomp);
+    pa_cgroup_names *cn = (pa_cgroup_names *)(cnames + ncomp);
+    char *s = (char *)(cn + nnames);
 #define PUT(dst, src)                                                          \
     do {                                                                       \
         size_t l_ = strlen(src) + 1;                                           \
@@ -730,6 +743,10 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     for (size_t i = 0; i < r->ntargets; i++) {
         ti[i] = r->targets[i];
         PUT(ti[i].cgroup, r->targets[i].cgroup ? r->targets[i].cgroup : "");
+        if (r->targets[i].names) {
+            *cn = *r->targets[i].names;
+            ti[i].names = cn++;
+        }
         if (nc && r->targets[i].counters) {
             memcpy(ctr + i * nc, r->targets[i].counters, nc * sizeof(double));
             ti[i].counters = ctr + i * nc;

@@ -330,6 +330,7 @@ struct pa_ctx {
     pthread_mutex_t lock; /* everything below; held during a tick */
     pa_env env;
     char *procfs, *sysfs, *devfs, *hwdb, *calibration;
+    struct pa__cgcache *cgcache; /* names of cgroups (cgnames.c) */
 
     /* components: comp_names[k] is id k + 1 ("cpu", "nic", then those
      * of registered formulas) */
@@ -674,5 +675,27 @@ unsigned pa__delta_ncpus(const pa_frame_delta *d);
  * the sum of the processes' CPU time (*summed true: the caller states it
  * as an assumption). */
 double pa__delta_busy_s(const pa_frame_delta *d, bool *summed);
+
+/* ---- cgroup names, cached per context (cgnames.c) ---- */
+
+/* The cgroup path of a process from the text of /proc/PID/cgroup (len
+ * bytes): the v2 line's path unless it is the root, else the v1 path of
+ * name=systemd, else of the cpu controller (a hybrid host's containers
+ * live in v1 trees), else the v2 root.  0, or -ENOENT when no line has a
+ * path. */
+int pa__cgroup_pick(const char *text, size_t len, char *out, size_t outlen);
+
+typedef struct pa__cgcache pa__cgcache;
+/* A cache reading runtimes' state under root ("/" when NULL or ""). */
+pa__cgcache *pa__cgcache_new(const char *root);
+void pa__cgcache_free(pa__cgcache *c);
+/* The names of the context's cgroup g (its path): parsed and resolved the
+ * first time, read again when their state file changes, tried again with
+ * a growing delay (1 s to 64 s, from now_ns) while an ID is not found.
+ * NULL when the cgroup is no container, pod or unit (or out of memory). */
+const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path,
+                                       uint64_t now_ns);
+/* State lookups made so far (each reads a runtime's files). */
+uint64_t pa__cgcache_reads(const pa__cgcache *c);
 
 #endif /* PA_INTERNAL_H */

@@ -170,6 +170,11 @@ class Target:
         self.multiplex = c.multiplex
         # every component of the report by name: {"cpu": (w, j), ...}
         self.components = components or {}
+        # the container, pod or systemd unit of its cgroup ({} when none)
+        self.names = ({f: _s(getattr(c.names.contents, f))
+                       for f, _ in _lib.pa_cgroup_names._fields_
+                       if _s(getattr(c.names.contents, f))}
+                      if c.names else {})
 
     def __repr__(self):
         return "Target(type=%d, pid=%d, tid=%d, comm=%r, %r)" % (

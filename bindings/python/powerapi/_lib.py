@@ -72,6 +72,7 @@ class pa_ctx_opts(ctypes.Structure):
         ("sysfs", ctypes.c_char_p),
         ("devfs", ctypes.c_char_p),
         ("hwdb", ctypes.c_char_p),
+        ("rootfs", ctypes.c_char_p),
     ]
 
 
@@ -111,6 +112,19 @@ class pa_power(ctypes.Structure):
     ]
 
 
+class pa_cgroup_names(ctypes.Structure):
+    _fields_ = [
+        ("runtime", ctypes.c_char * 16),
+        ("container_id", ctypes.c_char * 72),
+        ("container_name", ctypes.c_char * 128),
+        ("pod_name", ctypes.c_char * 128),
+        ("pod_namespace", ctypes.c_char * 64),
+        ("pod_uid", ctypes.c_char * 40),
+        ("unit", ctypes.c_char * 128),
+        ("source", ctypes.c_char * 64),
+    ]
+
+
 class pa_target_info(ctypes.Structure):
     _fields_ = [
         ("type", ctypes.c_int),
@@ -125,6 +139,7 @@ class pa_target_info(ctypes.Structure):
         ("has_net", ctypes.c_int),
         ("counters", ctypes.POINTER(ctypes.c_double)),
         ("multiplex", ctypes.c_double),
+        ("names", ctypes.POINTER(pa_cgroup_names)),
     ]
 
 
@@ -230,6 +245,7 @@ STRUCTS = {
     "pa_module_info": pa_module_info,
     "pa_power": pa_power,
     "pa_target_info": pa_target_info,
+    "pa_cgroup_names": pa_cgroup_names,
     "pa_report": pa_report,
     "pa_module_ops": pa_module_ops,
     "pa_ring_opts": pa_ring_opts,

@@ -40,7 +40,8 @@ int main(void)
     F(pa_ctx_opts, procfs);
     F(pa_ctx_opts, sysfs);
     F(pa_ctx_opts, devfs);
-    L(pa_ctx_opts, hwdb);
+    F(pa_ctx_opts, hwdb);
+    L(pa_ctx_opts, rootfs);
     END();
 
     begin("pa_module_info", sizeof(pa_module_info));
@@ -87,7 +88,19 @@ int main(void)
     F(pa_target_info, net_tx_bytes);
     F(pa_target_info, has_net);
     F(pa_target_info, counters);
-    L(pa_target_info, multiplex);
+    F(pa_target_info, multiplex);
+    L(pa_target_info, names);
+    END();
+
+    begin("pa_cgroup_names", sizeof(pa_cgroup_names));
+    F(pa_cgroup_names, runtime);
+    F(pa_cgroup_names, container_id);
+    F(pa_cgroup_names, container_name);
+    F(pa_cgroup_names, pod_name);
+    F(pa_cgroup_names, pod_namespace);
+    F(pa_cgroup_names, pod_uid);
+    F(pa_cgroup_names, unit);
+    L(pa_cgroup_names, source);
     END();
 
     begin("pa_report", sizeof(pa_report));

@@ -1,0 +1,149 @@
+/*
+ * attach.c - jalen loaded into a JVM that runs already (Agent_OnAttach).
+ *
+ * The JDK's attach mechanism (what `jcmd PID JVMTI.agent_load` and
+ * `powerapi jalen PID ...` use) loads the library and calls
+ * Agent_OnAttach with an option string; loading it again calls it again,
+ * which is how later commands reach the running agent.  The first word
+ * of the options is the command:
+ *
+ *   start[,OPTIONS]  start profiling with the launch-time options
+ *                    (out=, interval=, mode=, ...); the default command
+ *   dump             write the files now (the run goes on)
+ *   stop             end the run as the JVM's exit would (complete files,
+ *                    the summary), then leave the JVM as it was: events
+ *                    off, no timer
+ *   status           one line: what runs, since when, where the files are
+ *
+ * reply=PATH (any command) names a file, made by the caller, that gets
+ * the command's answer instead of the JVM's stderr: the caller prints it
+ * on its own terminal.  The return value is 0 when the command did its
+ * work, otherwise a positive code (the attach response carries it).
+ */
+#include "jalen.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define JL_EXPORT __attribute__((visibility("default")))
+
+enum { JL_A_START, JL_A_STOP, JL_A_DUMP, JL_A_STATUS };
+
+/* Splits "CMD[,k=v...]" into the command, the reply file and the rest
+ * (the launch-time options).  -EINVAL for an unknown command. */
+static int jl_attach_parse(const char *in, int *cmd, char **reply, char **rest)
+{
+    static const char *const names[] = {"start", "stop", "dump", "status"};
+    *cmd = JL_A_START;
+    *reply = NULL;
+    *rest = calloc(1, strlen(in ? in : "") + 1);
+    if (!*rest)
+        return -ENOMEM;
+    char *dup = strdup(in ? in : ""), *save = NULL;
+    if (!dup)
+        return -ENOMEM;
+    int first = 1, rc = 0;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save), first = 0) {
+        if (!strncmp(t, "reply=", 6)) {
+            free(*reply);
+            *reply = strdup(t + 6);
+            continue;
+        }
+        if (first && !strchr(t, '=')) {
+            rc = -EINVAL;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(t, names[k])) {
+                    *cmd = k;
+                    rc = 0;
+                }
+            if (rc < 0) {
+                free(*rest);
+                *rest = strdup(t); /* named in the error */
+                break;
+            }
+            continue;
+        }
+        if (**rest)
+            strcat(*rest, ",");
+        strcat(*rest, t);
+    }
+    free(dup);
+    return rc;
+}
+
+static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
+{
+    char err[512] = "";
+    switch (cmd) {
+    case JL_A_START:
+        if (jl_agent_active()) {
+            fprintf(f, "jalen: already profiling this JVM (files in %s/); "
+                       "stop it first: powerapi jalen %d stop\n",
+                    jl_agent_out(), (int)getpid());
+            return 1;
+        }
+        if (jl_agent_ran()) {
+            fprintf(f, "jalen: a run of jalen ended in this JVM already (files in %s/); "
+                       "a new run needs a new JVM: jalen cannot be restarted in the same "
+                       "one yet\n",
+                    jl_agent_out());
+            return 1;
+        }
+        if (jl_agent_load(vm, opts, 1, err, sizeof(err)) < 0) {
+            fprintf(f, "jalen: %s; the JVM runs on without profiling\n", err);
+            if (jl_agent_active())
+                jl_agent_stop(NULL);
+            return 1;
+        }
+        jl_agent_status(f);
+        return 0;
+    case JL_A_STOP:
+        if (!jl_agent_active())
+            break;
+        jl_agent_stop(f);
+        return 0;
+    case JL_A_DUMP:
+        if (jl_agent_dump(f) < 0)
+            break;
+        return 0;
+    default:
+        if (!jl_agent_active())
+            break;
+        jl_agent_status(f);
+        return 0;
+    }
+    if (jl_agent_ran())
+        fprintf(f, "jalen: not profiling this JVM any more: its run was stopped (files in %s/)\n",
+                jl_agent_out());
+    else
+        fprintf(f, "jalen: not profiling this JVM; start with: powerapi jalen %d start\n",
+                (int)getpid());
+    return 1;
+}
+
+JL_EXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
+{
+    (void)reserved;
+    int cmd = 0;
+    char *reply = NULL, *rest = NULL;
+    int rc = jl_attach_parse(options, &cmd, &reply, &rest);
+    FILE *f = reply ? fopen(reply, "w") : NULL;
+    FILE *out = f ? f : stderr;
+    if (rc == -EINVAL) {
+        fprintf(out, "jalen: unknown command '%s' (start, stop, dump or status)\n",
+                rest ? rest : "");
+        rc = 2;
+    } else if (rc < 0) {
+        fprintf(out, "jalen: out of memory\n");
+        rc = 1;
+    } else {
+        rc = jl_attach_run(vm, cmd, rest, out);
+    }
+    if (f)
+        fclose(f);
+    free(reply);
+    free(rest);
+    return rc;
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# demo.sh - the main job's demo (run.sh): which processes burn the watts
+# while a busy workload runs, then which Java methods of a bundled workload
+# do (when the jalen agent is built).  Checked by tests/test_demo.c.
+# Usage: scripts/demo.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+out=${2:-$build/jalen-demo}
+powerapi=$build/cli/powerapi
+[ -x "$powerapi" ] || { echo "demo: $powerapi not found: build first" >&2; exit 2; }
+
+echo "== powerapi modules (what works on this machine, and why not)"
+"$powerapi" modules
+echo
+
+# Two busy processes, so that the table has an answer to show (on an idle
+# machine every row reads 0.00 W, in pid order); ended with the script.
+busy=()
+trap 'kill "${busy[@]}" 2>/dev/null || true' EXIT
+sha256sum /dev/zero & busy+=($!)
+gzip -1 -c </dev/zero >/dev/null & busy+=($!)
+echo "== powerapi monitor --all --top 8 (3 windows of 1 s, sorted by power; busy: sha256sum and gzip, started by this demo)"
+"$powerapi" monitor --all --top 8 --interval 1s --count 3 --format table
+kill "${busy[@]}" 2>/dev/null || true
+wait "${busy[@]}" 2>/dev/null || true
+busy=()
+
+[ -f "$build/jalen-agent/libjalen.so" ] && [ -r "$build/jalen-agent/jalen-env.sh" ] || exit 0
+# shellcheck disable=SC1091
+. "$build/jalen-agent/jalen-env.sh"
+echo
+echo "== jalen: energy per Java method of a workload that sorts, counts primes and hashes (scripts/demo/Busy.java)"
+rm -rf "$out" && mkdir -p "$out/classes"
+"$(dirname "$JALEN_JAVA")/javac" -d "$out/classes" "$src/scripts/demo/Busy.java"
+echo "java -agentpath:$JALEN_AGENT=out=$out,filter=Busy -cp $out/classes Busy 25"
+"$JALEN_JAVA" "-agentpath:$JALEN_AGENT=out=$out,filter=Busy" -cp "$out/classes" Busy 25 2>"$out/agent.log"
+# methods-filtered.csv charges each sample to the innermost method of the
+# workload (filter=Busy); the rows in brackets (the JVM's own threads, the
+# agent's, code outside Java) are summed apart.
+f="$out/methods-filtered.csv"
+all=$(awk -F, 'NR > 1 { s += $2 } END { printf "%.9f", s }' "$f")
+tail -n +2 "$f" | awk -F, -v all="$all" '$1 !~ /^\[/ {
+    printf "  %8.3f J  %5.1f %%  %s\n", $2, 100 * $2 / all, $1 }' | sort -g -r
+awk -F, -v all="$all" 'NR > 1 && $1 ~ /^\[/ { s += $2 } END {
+    printf "  %8.3f J  %5.1f %%  [the rest: the JVM'"'"'s threads (JIT, GC), the agent'"'"'s, code outside Java]\n", s, 100 * s / all }' "$f"
+echo "files in $out/ (flame graph: $out/flamegraph.html; the agent's summary: $out/agent.log)"
