@@ -7,9 +7,11 @@
  * CSV records must carry the component by name.  Also the ABI check and
  * the component limit at registration.
  *
- * Exact arithmetic: the sensor gives pid 101 0.5 s and pid 102 1 s of CPU
- * time per 1 s window; gpu-model gives each target 10 W per CPU-second
- * per second and the system 30 W.
+ * The gpu sensor hands its readings to the gpu formulas with
+ * pa_frame_put / pa_delta_get (cumulative joules per process and for the
+ * device), as a GPU sensor and formula would, with no change to the
+ * library.  Exact arithmetic: per 1 s window pid 101 uses 0.5 s of CPU
+ * and 5 J of GPU, pid 102 1 s and 10 J, the device 30 J.
  */
 #include "output.h"
 #include "powerapi.h"
@@ -45,16 +47,53 @@ static const pa_module_ops fake_sensor = {
     .flags = PA_MOD_DISCOVERS_TASKS,
 };
 
+/* The gpu sensor's readings: cumulative joules of the device and of
+ * each process using it. */
+typedef struct gpu_reading {
+    double device_j;
+    int32_t pid[2];
+    double j[2];
+} gpu_reading;
+
+static double gpu_j[2], gpu_device_j;
+
+static int gpu_sample(pa_module *m, pa_frame *f)
+{
+    (void)m;
+    gpu_reading g = {gpu_device_j, {101, 102}, {gpu_j[0], gpu_j[1]}};
+    return pa_frame_put(f, "gpu", &g, sizeof(g));
+}
+
+static const pa_module_ops gpu_sensor = {
+    .abi = PA_MODULE_ABI,
+    .name = "fake-gpu",
+    .kind = PA_SENSOR,
+    .description = "scripted GPU energy counters",
+    .sample = gpu_sample,
+};
+
+/* Watts from the difference of two readings, by pid. */
 static int gpu_compute(pa_module *m, const pa_frame_delta *d,
                        pa_power_table *out)
 {
     (void)m;
+    size_t n = 0, pn = 0;
+    const void *prev = NULL;
+    const gpu_reading *cur = pa_delta_get(d, "gpu", &n, &prev, &pn);
+    const gpu_reading *old = prev;
+    if (!cur || !old || n != sizeof(*cur) || pn != sizeof(*old))
+        return 0; /* first window of the sensor */
     double s = pa_delta_interval_s(d);
     for (size_t i = 0; i < pa_delta_count(d); i++)
-        pa_table_set_target_w(out, i, 10.0 * pa_delta_cpu_s(d, i) / s);
-    pa_table_set_system_w(out, 30.0, 0);
+        for (int k = 0; k < 2; k++)
+            if (pa_delta_type(d, i) == PA_TARGET_PROCESS &&
+                pa_delta_pid(d, i) == cur->pid[k])
+                pa_table_set_target_w(out, i, (cur->j[k] - old->j[k]) / s);
+    pa_table_set_system_w(out, (cur->device_j - old->device_j) / s, 0);
     return 0;
 }
+
+static const char *const gpu_requires[] = {"fake-gpu", NULL};
 
 static int gpu_absent(const pa_env *env, char *why, size_t len)
 {
@@ -76,7 +115,8 @@ static int gpu_present(const pa_env *env, char *why, size_t len)
     {                                                                          \
         .abi = PA_MODULE_ABI, .name = nm, .kind = PA_FORMULA,                  \
         .description = "a gpu formula of the test", .compute = gpu_compute,   \
-        .component_name = "gpu", .auto_rank = rank, .fits = fit,               \
+        .requires = gpu_requires, .component_name = "gpu",                    \
+        .auto_rank = rank, .fits = fit,                                        \
     }
 static const pa_module_ops gpu_measured =
     GPU_FORMULA("gpu-measured", 20, gpu_absent);
@@ -99,6 +139,7 @@ static pa_ctx *gpu_ctx(char *root)
     ck_assert_int_eq(pa_module_disable(ctx, "procfs-cpu"), 0);
     ck_assert_int_eq(pa_module_disable(ctx, "nic"), 0);
     ck_assert_int_eq(pa_module_register(ctx, &fake_sensor), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &gpu_sensor), 0);
     ck_assert_int_eq(pa_module_register(ctx, &gpu_measured), 0);
     ck_assert_int_eq(pa_module_register(ctx, &gpu_model), 0);
     ck_assert_int_eq(pa_module_register(ctx, &gpu_floor), 0);
@@ -108,14 +149,29 @@ static pa_ctx *gpu_ctx(char *root)
     return ctx;
 }
 
+/* The readings of the next 1 s window. */
+static void step(void)
+{
+    cpu_ns[0] += 500000000ull;
+    cpu_ns[1] += 1000000000ull;
+    gpu_j[0] += 5;
+    gpu_j[1] += 10;
+    gpu_device_j += 30;
+}
+
+static void readings_reset(void)
+{
+    cpu_ns[0] = cpu_ns[1] = 0;
+    gpu_j[0] = gpu_j[1] = gpu_device_j = 0;
+}
+
 /* Two windows of 1 s. */
 static void run_two_windows(pa_ctx *ctx)
 {
-    cpu_ns[0] = cpu_ns[1] = 0;
+    readings_reset();
     ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
     for (int w = 1; w <= 2; w++) {
-        cpu_ns[0] += 500000000ull;
-        cpu_ns[1] += 1000000000ull;
+        step();
         ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(w + 1) * 1000000000ull),
                          0);
     }
@@ -145,6 +201,10 @@ START_TEST(auto_picks_by_rank_and_fits)
     ck_assert_str_eq(pa_component_name(ctx, PA_COMP_CPU), "cpu");
     ck_assert_str_eq(pa_component_name(ctx, PA_COMP_NIC), "nic");
     ck_assert_ptr_null(pa_component_name(ctx, 4));
+    /* its sensor came with it, for it */
+    ck_assert_int_eq(pa_module_get(ctx, "fake-gpu", &mi), 0);
+    ck_assert(mi.enabled && !mi.user);
+    ck_assert_str_eq(mi.required_by, "gpu-model");
     ck_assert_int_eq(pa_module_get(ctx, "gpu-measured", &mi), 0);
     ck_assert(!mi.enabled);
     ck_assert_int_eq(pa_module_get(ctx, "gpu-floor", &mi), 0);
@@ -235,7 +295,7 @@ START_TEST(outputs_name_the_component)
                                  "10,20\n"),
                   "%s", out[1]);
     ck_assert_msg(strstr(out[1], "\nsystem,3,1,,,,,0,0,0,30,0,0,0,60,gpu-model,"
-                                 "model,,fake-cpu,,,,,30,60\n"),
+                                 "model,,fake-cpu+fake-gpu,,,,,30,60\n"),
                   "%s", out[1]);
     /* the table's system line names it; TOTAL W includes it */
     ck_assert_msg(strstr(out[2], "system    30.00 W  (cpu 0.00 W, of which "
@@ -278,11 +338,10 @@ START_TEST(ring_carries_the_component)
     snprintf(name, sizeof(name), "pa-test-comp-%d", (int)getpid());
     pa_ring_writer *w = NULL;
     ck_assert_int_eq(pa_ring_create(name, NULL, &w), 0);
-    cpu_ns[0] = cpu_ns[1] = 0;
+    readings_reset();
     ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
     for (int k = 1; k <= 2; k++) {
-        cpu_ns[0] += 500000000ull;
-        cpu_ns[1] += 1000000000ull;
+        step();
         ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(k + 1) * 1000000000ull),
                          0);
         pa_report *r = NULL;

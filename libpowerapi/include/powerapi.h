@@ -575,9 +575,31 @@ int pa_options_get_duration_ns(const pa_options *o, const char *key,
  * pid or tid the context watches.  Errors: -ESRCH not a target. */
 int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns);
 
+/* Frames for any sensor (since 0.2): stores a copy of size bytes under
+ * key, this tick's readings of the sensor's own kind ("gpu": per-process
+ * energy counters, say) for the formulas that read them with
+ * pa_delta_get; a second put of a key in one tick replaces the first.
+ * This is how a new kind of sensor and its formula exchange readings
+ * without a change to the library.  Errors: -EINVAL key empty or over
+ * 31 bytes, size 0 or over PA_FRAME_DATA_MAX; -ENOMEM. */
+#define PA_FRAME_DATA_MAX (1u << 20)
+int pa_frame_put(pa_frame *f, const char *key, const void *data,
+                 size_t size);
+
 /* Deltas for user formulas. */
 double pa_delta_interval_s(const pa_frame_delta *d);
 size_t pa_delta_count(const pa_frame_delta *d);
+/* Which target i is (since 0.2): its type, pid and tid (0 unless a
+ * thread); 0 when i is out of range. */
+pa_target_type pa_delta_type(const pa_frame_delta *d, size_t i);
+pid_t pa_delta_pid(const pa_frame_delta *d, size_t i);
+pid_t pa_delta_tid(const pa_frame_delta *d, size_t i);
+/* The data a sensor put under key at this tick (*size its bytes), or
+ * NULL when none did; with prev not NULL, *prev (and *prev_size) the
+ * previous tick's, NULL when there was none.  Owned by the context,
+ * valid during the compute call (since 0.2). */
+const void *pa_delta_get(const pa_frame_delta *d, const char *key,
+                         size_t *size, const void **prev, size_t *prev_size);
 /* CPU time (s) of target i in the window, and the window's CPU capacity
  * (interval x online CPUs) and busy time (s). */
 double pa_delta_cpu_s(const pa_frame_delta *d, size_t i);

@@ -118,6 +118,11 @@ void pa_ctx_free(pa_ctx *ctx)
     free(ctx->rtargets);
     free(ctx->rcounters);
     free(ctx->rcomp);
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < ctx->blobs[k].cap; i++)
+            free(ctx->blobs[k].v[i].data);
+        free(ctx->blobs[k].v);
+    }
     free(ctx->win);
     free(ctx->cg_scratch);
     pthread_mutex_destroy(&ctx->lock);

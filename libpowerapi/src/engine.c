@@ -558,6 +558,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
     pa_sysread *cur = &ctx->sys[ctx->sys_cur];
     const pa_sysread *prev = ctx->have_prev ? &ctx->sys[!ctx->sys_cur] : NULL;
     memset(cur, 0, sizeof(*cur));
+    ctx->blobs[ctx->sys_cur].n = 0; /* sensors put this tick's again */
     pa_frame frame = {.ctx = ctx, .tick = tick, .time_ns = time_ns, .sys = cur};
 
     int sensors_ok = 0;

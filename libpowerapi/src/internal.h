@@ -249,6 +249,19 @@ struct pa_module {
     struct pa_module *next;
 };
 
+/* Data a sensor put in a frame under a key (pa_frame_put), for the
+ * formulas that read it (pa_delta_get). */
+typedef struct pa_blob {
+    char key[32];
+    void *data;
+    size_t size, cap;
+} pa_blob;
+
+typedef struct pa_blobs {
+    pa_blob *v;
+    size_t n, cap; /* entries used this tick / allocated (kept) */
+} pa_blobs;
+
 /* One tick's frame, given to sensors. */
 struct pa_frame {
     pa_ctx *ctx;
@@ -373,6 +386,7 @@ struct pa_ctx {
     uint64_t windows;   /* windows computed (ticks after the first) */
     uint64_t last_time_ns;
     pa_sysread sys[2];  /* current / previous */
+    pa_blobs blobs[2];  /* sensors' keyed data, indexed like sys */
     int sys_cur;
     bool have_prev;
     double sys_j[PA_MAX_COMPONENTS];

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 void *pa_module_priv(const pa_module *m)
 {
@@ -142,3 +144,77 @@ void pa_table_assume(pa_power_table *t, const char *fmt, ...)
     pa__assume(t->assumed, sizeof(t->assumed), buf);
 }
 
+
+/* ---- keyed frame data (pa_frame_put / pa_delta_get) ---- */
+
+static const pa_blob *blob_find(const pa_blobs *b, const char *key)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (!strcmp(b->v[i].key, key))
+            return &b->v[i];
+    return NULL;
+}
+
+int pa_frame_put(pa_frame *f, const char *key, const void *data, size_t size)
+{
+    if (!f || !key || !*key || strlen(key) >= sizeof(((pa_blob *)0)->key) ||
+        !data || !size || size > PA_FRAME_DATA_MAX)
+        return pa__err(-EINVAL, "pa_frame_put: key '%s' or size %zu "
+                                "refused (key 1..31 bytes, size 1..%u)",
+                       key ? key : "(null)", size, PA_FRAME_DATA_MAX);
+    pa_blobs *b = &f->ctx->blobs[f->ctx->sys_cur];
+    pa_blob *e = (pa_blob *)blob_find(b, key);
+    if (!e) {
+        size_t cap = b->cap;
+        if (PA__GROW(b->v, cap, b->n + 1, 4) < 0)
+            return pa__err(-ENOMEM, "pa_frame_put: out of memory");
+        memset(b->v + b->cap, 0, (cap - b->cap) * sizeof(*b->v));
+        b->cap = cap;
+        e = &b->v[b->n++];
+        snprintf(e->key, sizeof(e->key), "%s", key);
+    }
+    if (size > e->cap) {
+        void *p = realloc(e->data, size);
+        if (!p)
+            return pa__err(-ENOMEM, "pa_frame_put: out of memory");
+        e->data = p;
+        e->cap = size;
+    }
+    memcpy(e->data, data, size);
+    e->size = size;
+    return 0;
+}
+
+const void *pa_delta_get(const pa_frame_delta *d, const char *key,
+                         size_t *size, const void **prev, size_t *prev_size)
+{
+    const pa_ctx *ctx = d->ctx;
+    const pa_blob *c = key ? blob_find(&ctx->blobs[ctx->sys_cur], key) : NULL;
+    const pa_blob *p = key && ctx->have_prev
+                           ? blob_find(&ctx->blobs[!ctx->sys_cur], key)
+                           : NULL;
+    if (size)
+        *size = c ? c->size : 0;
+    if (prev)
+        *prev = p ? p->data : NULL;
+    if (prev_size)
+        *prev_size = p ? p->size : 0;
+    return c ? c->data : NULL;
+}
+
+pa_target_type pa_delta_type(const pa_frame_delta *d, size_t i)
+{
+    return i < d->ntasks ? d->tasks[i]->type : (pa_target_type)0;
+}
+
+pid_t pa_delta_pid(const pa_frame_delta *d, size_t i)
+{
+    return i < d->ntasks ? d->tasks[i]->pid : 0;
+}
+
+pid_t pa_delta_tid(const pa_frame_delta *d, size_t i)
+{
+    return i < d->ntasks && d->tasks[i]->type == PA_TARGET_THREAD
+               ? d->tasks[i]->tid
+               : 0;
+}
