@@ -195,7 +195,8 @@ typedef struct pa_module_info {
     const char *name;        /* static for built-ins, owned by ctx else */
     const char *description; /* one line */
     pa_module_kind kind;
-    pa_component component; /* formulas: what they compute */
+    pa_component component; /* formulas: the id of the component they
+                               compute (pa_component_name) */
     int available;           /* probe succeeded on this machine */
     int enabled;
     int failing;             /* last sample/compute failed, being retried */
