@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define PA_MAX_CANDIDATES 64
@@ -24,12 +25,12 @@ static bool auto_may(const pa_ctx *ctx, const pa_module_ops *ops)
     return true;
 }
 
-static void add_candidate(const pa_ctx *ctx, pa_component comp,
-                          const pa_module_ops *ops,
+static void add_candidate(const char *comp, const pa_module_ops *ops,
                           const pa_module_ops **v, size_t *n)
 {
+    const char *name = pa__ops_comp_name(ops);
     if (*n == PA_MAX_CANDIDATES || ops->kind != PA_FORMULA ||
-        pa__ops_rank(ops) <= 0 || pa__ops_component(ctx, ops) != comp)
+        pa__ops_rank(ops) <= 0 || !name || strcmp(name, comp) != 0)
         return;
     /* insertion by rank, highest first; equal ranks keep their order
      * (built-ins in build order, then registered ones) */
@@ -42,24 +43,45 @@ static void add_candidate(const pa_ctx *ctx, pa_component comp,
     (*n)++;
 }
 
-/* The candidates of comp, best first. */
-static size_t candidates(const pa_ctx *ctx, pa_component comp,
+/* The candidates of component comp, best first. */
+static size_t candidates(const pa_ctx *ctx, const char *comp,
                          const pa_module_ops **v)
 {
     size_t n = 0;
     for (size_t i = 0; pa__builtin_modules[i]; i++)
-        add_candidate(ctx, comp, pa__builtin_modules[i], v, &n);
+        add_candidate(comp, pa__builtin_modules[i], v, &n);
     for (size_t i = 0; i < ctx->nregistered; i++)
-        add_candidate(ctx, comp, ctx->registered[i], v, &n);
+        add_candidate(comp, ctx->registered[i], v, &n);
     return n;
 }
 
-static bool covered(const pa_ctx *ctx, pa_component comp)
+static bool covered(const pa_ctx *ctx, const char *comp)
 {
-    for (const pa_module *m = ctx->modules; m; m = m->next)
-        if (m->ops->kind == PA_FORMULA && m->comp == comp)
+    for (const pa_module *m = ctx->modules; m; m = m->next) {
+        const char *name = pa__ops_comp_name(m->ops);
+        if (m->ops->kind == PA_FORMULA && name && !strcmp(name, comp))
             return true;
+    }
     return false;
+}
+
+/* The components auto fills: the context's, then those that built-in
+ * formulas declare and none of whose formulas ran yet, in module order.
+ * Returns how many names went to v. */
+static size_t components(const pa_ctx *ctx, const char **v, size_t cap)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < ctx->ncomp && n < cap; k++)
+        v[n++] = ctx->comp_names[k];
+    for (size_t i = 0; pa__builtin_modules[i] && n < cap; i++) {
+        const char *name = pa__ops_comp_name(pa__builtin_modules[i]);
+        bool dup = !name || pa__ops_rank(pa__builtin_modules[i]) <= 0;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = !strcmp(v[k], name);
+        if (!dup)
+            v[n++] = name;
+    }
+    return n;
 }
 
 void pa__auto_fill(pa_ctx *ctx)
@@ -67,12 +89,13 @@ void pa__auto_fill(pa_ctx *ctx)
     ctx->auto_dirty = false;
     if (ctx->auto_off)
         return;
-    for (size_t k = 0; k < ctx->ncomp; k++) {
-        pa_component comp = (pa_component)(k + 1);
-        if (covered(ctx, comp))
+    const char *comps[2 * PA_MAX_COMPONENTS];
+    size_t ncomps = components(ctx, comps, 2 * PA_MAX_COMPONENTS);
+    for (size_t c = 0; c < ncomps; c++) {
+        if (covered(ctx, comps[c]))
             continue;
         const pa_module_ops *v[PA_MAX_CANDIDATES];
-        size_t n = candidates(ctx, comp, v);
+        size_t n = candidates(ctx, comps[c], v);
         for (size_t i = 0; i < n; i++) {
             char why[256];
             if (!auto_may(ctx, v[i]) ||

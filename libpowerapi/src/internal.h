@@ -467,9 +467,14 @@ int pa__ops_rank(const pa_module_ops *o);
 int pa__ops_fits(const pa_module_ops *o, const pa_env *env, char *why,
                  size_t len);
 /* Components: the id of a formula table's component in ctx (NONE for a
- * sensor); the id of name, added when new (-ENOSPC past the limit); the
- * context's first components ("cpu", "nic", the built-ins'). */
+ * sensor, or a component not in the context yet); the id of name, added
+ * when new (-ENOSPC past the limit); the context's first components
+ * ("cpu", "nic"; a registered formula's join at registration, a
+ * built-in's when one of its formulas is first enabled). */
 pa_component pa__ops_component(const pa_ctx *ctx, const pa_module_ops *o);
+/* The name a formula table gives its component ("cpu", "gpu"), NULL for
+ * a sensor or a formula of none. */
+const char *pa__ops_comp_name(const pa_module_ops *o);
 int pa__comp_intern(pa_ctx *ctx, const char *name, pa_component *out);
 int pa__comp_init(pa_ctx *ctx);
 /* A task's power (cpu, nic, total over every component), as reports and

@@ -90,8 +90,7 @@ int pa__comp_intern(pa_ctx *ctx, const char *name, pa_component *out)
     return 0;
 }
 
-/* The name a formula table gives its component, NULL for none. */
-static const char *ops_comp_name(const pa_module_ops *o)
+const char *pa__ops_comp_name(const pa_module_ops *o)
 {
     if (o->kind != PA_FORMULA)
         return NULL;
@@ -104,7 +103,7 @@ static const char *ops_comp_name(const pa_module_ops *o)
 
 pa_component pa__ops_component(const pa_ctx *ctx, const pa_module_ops *o)
 {
-    const char *name = ops_comp_name(o);
+    const char *name = pa__ops_comp_name(o);
     return name ? comp_lookup(ctx, name) : PA_COMP_NONE;
 }
 
@@ -113,11 +112,6 @@ int pa__comp_init(pa_ctx *ctx)
     int rc = pa__comp_intern(ctx, "cpu", NULL);
     if (rc == 0)
         rc = pa__comp_intern(ctx, "nic", NULL);
-    for (size_t i = 0; rc == 0 && pa__builtin_modules[i]; i++) {
-        const char *name = ops_comp_name(pa__builtin_modules[i]);
-        if (name)
-            rc = pa__comp_intern(ctx, name, NULL);
-    }
     return rc;
 }
 
@@ -500,6 +494,14 @@ int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options,
     rc = mod_start(ctx, ops, options, &m);
     if (rc < 0)
         goto undo;
+    /* a built-in formula's component joins the context when one of its
+     * formulas first runs (a machine without a GPU reports no gpu) */
+    const char *cname = pa__ops_comp_name(ops);
+    if (cname && m->comp == PA_COMP_NONE &&
+        (rc = pa__comp_intern(ctx, cname, &m->comp)) < 0) {
+        pa__module_destroy(m);
+        goto undo;
+    }
     m->by_auto = by_auto;
     m->by_user = !by_auto;
     mod_insert(ctx, m);
@@ -709,7 +711,7 @@ int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&ctx->lock);
-    const char *comp = ops_comp_name(ops);
+    const char *comp = pa__ops_comp_name(ops);
     if (pa__ops_find(ctx, ops->name)) {
         rc = pa__err(-EEXIST, "module '%s' already exists", ops->name);
     } else if (comp && (rc = pa__comp_intern(ctx, comp, NULL)) < 0) {
