@@ -13,6 +13,7 @@
  * library.  Exact arithmetic: per 1 s window pid 101 uses 0.5 s of CPU
  * and 5 J of GPU, pid 102 1 s and 10 J, the device 30 J.
  */
+#include "cli.h"
 #include "output.h"
 #include "powerapi.h"
 #include "testutil.h"
@@ -297,6 +298,19 @@ START_TEST(outputs_name_the_component)
     ck_assert_msg(strstr(out[1], "\nsystem,3,1,,,,,0,0,0,30,0,0,0,60,gpu-model,"
                                  "model,,fake-cpu+fake-gpu,,,,,30,60\n"),
                   "%s", out[1]);
+    /* serve's metrics page */
+    static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    char *page = NULL;
+    size_t plen = 0;
+    ck_assert_int_eq(pa_cli_serve_exchange(r, get, sizeof(get) - 1, &page,
+                                           &plen),
+                     0);
+    char *text = strndup(page, plen);
+    ck_assert_msg(strstr(text, "powerapi_system_power_watts{component=\"gpu\"}"
+                               " 30\n"),
+                  "%s", text);
+    free(text);
+    free(page);
     /* the table's system line names it; TOTAL W includes it */
     ck_assert_msg(strstr(out[2], "system    30.00 W  (cpu 0.00 W, of which "
                                  "idle 0.00 W; gpu 30.00 W)"),
