@@ -73,6 +73,14 @@ class Frame:
         if rc < 0:
             raise OSError(-rc, _lib.load().pa_last_error().decode())
 
+    def put(self, key, data):
+        """Hands bytes to the formulas of this sensor's kind for this tick
+        (they read them with Delta.get(key))."""
+        data = bytes(data)
+        rc = _lib.load().pa_frame_put(self._h, key.encode(), data, len(data))
+        if rc < 0:
+            raise OSError(-rc, _lib.load().pa_last_error().decode())
+
 
 class Delta:
     """A window: the difference of two frames, given to compute()."""
@@ -93,6 +101,29 @@ class Delta:
         if not 0 <= i < self._n:
             raise IndexError(i)
         return _lib.load().pa_delta_cpu_s(self._h, i)
+
+    def pid(self, i):
+        """Process id of target i (its type: target_type(i))."""
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _lib.load().pa_delta_pid(self._h, i)
+
+    def target_type(self, i):
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _lib.load().pa_delta_type(self._h, i)
+
+    def get(self, key):
+        """(this tick's bytes, the previous tick's) a sensor put under
+        key; None where there were none."""
+        size, psize = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        prev = ctypes.c_void_p()
+        cur = _lib.load().pa_delta_get(self._h, key.encode(),
+                                       ctypes.byref(size), ctypes.byref(prev),
+                                       ctypes.byref(psize))
+        return (ctypes.string_at(cur, size.value) if cur else None,
+                ctypes.string_at(prev.value, psize.value)
+                if prev.value else None)
 
 
 class Table:
