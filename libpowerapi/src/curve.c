@@ -112,6 +112,49 @@ static int quoted(const char *p, char *out, size_t len)
     return *p == '"' ? 0 : -EINVAL;
 }
 
+/* An "fpoint MHZ LOAD% WATTS [RESIDUAL]" line into c: 0; 1 when it does
+ * not parse; -EINVAL (message set) when it breaks the order or a limit. */
+static int calib_fpoint(pa_curve *c, const char *p, const char *path,
+                        unsigned ln)
+{
+    char *e1, *e2, *e3;
+    double mhz = strtod(p, &e1);
+    double u = e1 == p ? NAN : strtod(e1, &e2);
+    double w = e1 == p || e2 == e1 ? NAN : strtod(e2, &e3);
+    if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) ||
+        !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+        return 1;
+    char *e4;
+    double r = strtod(e3, &e4);
+    size_t k = c->nfreq;
+    if (k && mhz == c->fmhz[k - 1]) {
+        k--;
+    } else if (k && mhz < c->fmhz[k - 1]) {
+        return pa__err(-EINVAL,
+                       "calibration: %s:%u: frequency %g MHz is not above "
+                       "the previous fpoint's",
+                       path, ln, mhz);
+    } else if (k == PA_CURVE_FREQS) {
+        return pa__err(-EINVAL, "calibration: %s:%u: more than %d frequencies",
+                       path, ln, PA_CURVE_FREQS);
+    } else {
+        c->fmhz[k] = mhz;
+        c->fn[k] = 0;
+        c->nfreq++;
+    }
+    size_t j = c->fn[k];
+    if (j == PA_CURVE_MAX || (j && u / 100 <= c->fload[k][j - 1]))
+        return pa__err(-EINVAL,
+                       "calibration: %s:%u: load %g%% at %g MHz is not above "
+                       "the previous point's (or more than %d points)",
+                       path, ln, u, mhz, PA_CURVE_MAX);
+    c->fload[k][j] = u / 100;
+    c->fwatts[k][j] = w;
+    c->fres[k][j] = e4 == e3 ? 0 : r;
+    c->fn[k]++;
+    return 0;
+}
+
 int pa__calib_read(const char *path, pa_curve *out)
 {
     FILE *f = fopen(path, "re");
@@ -185,47 +228,11 @@ int pa__calib_read(const char *path, pa_curve *out)
             c.load[c.n] = u / 100;
             c.watts[c.n++] = w;
         } else if (!strcmp(word, "fpoint")) {
-            char *e1, *e2, *e3;
-            double mhz = strtod(p, &e1);
-            double u = e1 == p ? NAN : strtod(e1, &e2);
-            double w = e1 == p || e2 == e1 ? NAN : strtod(e2, &e3);
-            if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) ||
-                !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+            rc = calib_fpoint(&c, p, path, ln);
+            if (rc > 0)
                 goto bad;
-            char *e4;
-            double r = strtod(e3, &e4);
-            size_t k = c.nfreq;
-            if (k && mhz == c.fmhz[k - 1]) {
-                k--;
-            } else if (k && mhz < c.fmhz[k - 1]) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: frequency %g MHz is not "
-                             "above the previous fpoint's",
-                             path, ln, mhz);
+            if (rc < 0)
                 goto out;
-            } else if (k == PA_CURVE_FREQS) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: more than %d frequencies",
-                             path, ln, PA_CURVE_FREQS);
-                goto out;
-            } else {
-                c.fmhz[k] = mhz;
-                c.fn[k] = 0;
-                c.nfreq++;
-            }
-            size_t j = c.fn[k];
-            if (j == PA_CURVE_MAX || (j && u / 100 <= c.fload[k][j - 1])) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: load %g%% at %g MHz is "
-                             "not above the previous point's (or more than "
-                             "%d points)",
-                             path, ln, u, mhz, PA_CURVE_MAX);
-                goto out;
-            }
-            c.fload[k][j] = u / 100;
-            c.fwatts[k][j] = w;
-            c.fres[k][j] = e4 == e3 ? 0 : r;
-            c.fn[k]++;
         } else if (!strcmp(word, "validation")) {
             const char *m = strstr(p, "mean_pct=");
             if (m) {
