@@ -401,8 +401,8 @@ void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s,
     out->cpu_j = t->cpu_j;
     out->nic_j = t->nic_j;
     for (size_t k = 0; k < ctx->ncomp; k++) {
-        out->total_w += t->gone ? 0 : t->comp_w[k];
-        out->total_j += t->comp_j[k];
+        out->total_w += t->gone ? 0 : pa__task_w(t, k);
+        out->total_j += pa__task_j(t, k);
     }
     out->interval_s = interval_s;
     out->cpu_time_s = t->gone ? 0 : t->d_cpu_s;

@@ -382,7 +382,7 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
             continue;
         double *c = s + (size_t)t->cgroup * NF;
         for (size_t e = 0; e < ncomp; e++)
-            c[e] += t->comp_w[e];
+            c[e] += pa__task_w(t, e);
         c[CS] += t->d_cpu_s;
         c[RX] += (double)t->d_rx;
         c[TX] += (double)t->d_tx;
@@ -468,8 +468,10 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
             i < ctx->nwin ? ctx->win[i] : ctx->gone[i - ctx->nwin];
         fill_target(ctx, &ctx->rtargets[k], t, d->interval_s, time_ns,
                     tab->measured, ctx->rcounters + k * nc);
-        fill_comps(ctx, cw + k * ncomp, cj + k * ncomp, t->comp_w, t->comp_j,
-                   t->gone);
+        for (size_t e = 0; e < ncomp; e++) {
+            cw[k * ncomp + e] = t->gone ? 0 : pa__task_w(t, e);
+            cj[k * ncomp + e] = pa__task_j(t, e);
+        }
     }
     if (ncg && build_cgroups(ctx, d, tab, time_ns, cw, cj, &k) < 0)
         return -ENOMEM;
@@ -519,9 +521,12 @@ static void integrate(pa_ctx *ctx, const pa_frame_delta *d,
         bool cg = t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
                   (size_t)t->cgroup < ctx->ncgroups;
         for (size_t k = 0; k < ncomp; k++) {
-            t->comp_j[k] += t->comp_w[k] * d->interval_s;
+            double e = pa__task_w(t, k) * d->interval_s;
+            double *j = pa__task_jp(t, k);
+            if (j)
+                *j += e;
             if (cg)
-                ctx->cgroup_j[t->cgroup][k] += t->comp_w[k] * d->interval_s;
+                ctx->cgroup_j[t->cgroup][k] += e;
         }
         t->last_cpu_s = t->d_cpu_s;
     }
@@ -593,7 +598,12 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
             if (t->seen_tick != tick)
                 continue;
             task_delta(ctx, t, tick, prev);
-            memset(t->comp_w, 0, sizeof(t->comp_w));
+            t->cpu_w = t->nic_w = 0;
+            if (ctx->ncomp > 2 && !t->ext &&
+                !(t->ext = calloc(2 * PA_EXT_COMPS, sizeof(double))))
+                return pa__err(-ENOMEM, "tick: out of memory");
+            if (t->ext)
+                memset(t->ext, 0, PA_EXT_COMPS * sizeof(double));
             if (t->in_window && prev && win_push(ctx, t) < 0)
                 return pa__err(-ENOMEM, "tick: out of memory");
         }

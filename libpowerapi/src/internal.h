@@ -190,23 +190,45 @@ typedef struct pa_task {
     bool in_window;         /* has a delta this window */
     double d_cpu_s;
     uint64_t d_rx, d_tx;
-    /* results, per component (index = pa_component id - 1) */
-    union {
-        double comp_w[PA_MAX_COMPONENTS];
-        struct {
-            double cpu_w, nic_w;
-        };
-    };
-    union {
-        double comp_j[PA_MAX_COMPONENTS];
-        struct {
-            double cpu_j, nic_j;
-        };
-    };
+    /* results: cpu and nic, and in ext (allocated when the context has
+     * more components, pa__task_ext) the others': watts [0, PA_EXT_COMPS)
+     * then joules; read and written through pa__task_w/_j */
+    double cpu_w, nic_w;
+    double cpu_j, nic_j;
+    double *ext;
     double last_cpu_s;
     int fd[PA_TASK_FDS];    /* sensor-owned fds, closed on free */
     struct pa_task *proc;   /* threads: their process */
 } pa_task;
+
+/* Components beyond cpu and nic a task keeps in ext. */
+#define PA_EXT_COMPS (PA_MAX_COMPONENTS - 2)
+
+/* Where task t's watts / joules of component index k (id - 1) live; NULL
+ * for k >= 2 when t has no ext yet. */
+static inline double *pa__task_wp(pa_task *t, size_t k)
+{
+    return k == 0 ? &t->cpu_w : k == 1 ? &t->nic_w
+                            : t->ext ? &t->ext[k - 2] : NULL;
+}
+
+static inline double *pa__task_jp(pa_task *t, size_t k)
+{
+    return k == 0 ? &t->cpu_j : k == 1 ? &t->nic_j
+                            : t->ext ? &t->ext[PA_EXT_COMPS + k - 2] : NULL;
+}
+
+static inline double pa__task_w(const pa_task *t, size_t k)
+{
+    double *p = pa__task_wp((pa_task *)t, k);
+    return p ? *p : 0;
+}
+
+static inline double pa__task_j(const pa_task *t, size_t k)
+{
+    double *p = pa__task_jp((pa_task *)t, k);
+    return p ? *p : 0;
+}
 
 /* A growable array of task pointers with an open-addressing index. */
 typedef struct pa_tasktab {

@@ -123,7 +123,9 @@ void pa_table_set_target_w(pa_power_table *t, size_t i, double w)
 {
     if (i >= t->ntasks)
         return;
-    t->tasks[i]->comp_w[comp_index(t)] = w;
+    double *p = pa__task_wp(t->tasks[i], comp_index(t));
+    if (p)
+        *p = w;
 }
 
 void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)

@@ -30,6 +30,7 @@ void pa__task_free(pa_task *task)
         if (task->fd[i] >= 0)
             close(task->fd[i]);
     free(task->ctr_cur); /* ctr_prev and ctr_d live in the same block */
+    free(task->ext);
     free(task);
 }
 
