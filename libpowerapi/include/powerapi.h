@@ -118,8 +118,10 @@ typedef enum pa_module_kind {
  * Only one formula per component may be enabled at a time.  A context
  * knows "cpu" (PA_COMP_CPU) and "nic" (PA_COMP_NIC) from the start; a
  * formula that declares another (pa_module_ops.component_name: "dram",
- * "gpu", ...) adds it when registered, with the next id (3, 4, ...,
- * at most PA_MAX_COMPONENTS in all).  pa_component_name() gives the name
+ * "gpu", ...) adds it with the next id (3, 4, ..., at most
+ * PA_MAX_COMPONENTS in all): a registered formula when it is registered,
+ * a built-in one when it is first enabled (so a machine where no GPU
+ * formula runs reports no gpu).  pa_component_name() gives the name
  * of an id; reports carry every component of the context (see
  * pa_report.ncomponents), so a program reads components it does not know
  * by name and index, without a new field per component. */
@@ -348,7 +350,7 @@ typedef struct pa_report {
                              RAPL when it self-calibrates; < 0 unknown */
     /* Components (since 0.2): every component of the context, by id:
      * component_names[k] is the name of id k + 1, so "cpu" and "nic" come
-     * first, then those of registered formulas.  pa_power's cpu_* and
+     * first, then the others in the order they joined the context.  pa_power's cpu_* and
      * nic_* are the first two; its total_* sum every component.
      * system_component_w/_j[k] are the system's watts (last window) and
      * joules (cumulative) of component k; target_component_w/_j[i *
