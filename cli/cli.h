@@ -41,6 +41,10 @@ int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
  * target. */
 int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
                           char **resp, size_t *resp_len);
+/* serve's /metrics page of r (malloc'd, *len bytes) with at most
+ * max_cgroups cgroup series (0: all) and that node label; for tests. */
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                        size_t *len);
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
@@ -247,7 +251,7 @@ typedef struct pa_cli_opt {
 
 /* The shared context options, by group (PA_OPT_CONTEXT's mask). */
 enum {
-    PA_CTXOPT_ROOTS = 1,       /* --procfs DIR, --sysfs DIR, --hwdb FILE */
+    PA_CTXOPT_ROOTS = 1,       /* --procfs DIR, --sysfs DIR, --hwdb FILE, --rootfs DIR */
     PA_CTXOPT_CALIBRATION = 2, /* --calibration FILE */
     PA_CTXOPT_MODULES = 4,     /* --sensor, --formula, --disable */
     PA_CTXOPT_INTERVAL = 8,    /* -i, --interval DURATION */

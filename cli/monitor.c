@@ -14,6 +14,7 @@
  * synchronously with sigtimedwait(), which is also the interval sleep.
  */
 #include "cli.h"
+#include "groups.h"
 #include "output.h"
 
 #include <errno.h>
@@ -41,6 +42,8 @@ typedef struct monitor {
     watched *pids;
     size_t npids;
     bool all, threads, cgroups;
+    bool containers;      /* --containers: --group-by container */
+    pa_cli_group group;   /* --group-by */
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
     unsigned long top;    /* 0: not given */
@@ -132,6 +135,13 @@ static int add_pids(void *v, const char *cmd, const char *arg)
 /* The combinations parse_args refuses. */
 static int check_args(monitor *m)
 {
+    if (m->containers && m->group && m->group != PA_GROUP_CONTAINER)
+        return pa_cli_usage_error(CMD, "--containers is --group-by container, not --group-by %s",
+                                  pa_cli_group_name(m->group));
+    if (m->containers)
+        m->group = PA_GROUP_CONTAINER;
+    if (m->group)
+        m->cgroups = true; /* groups are made of the cgroup records */
     if (m->cmd && m->clock_step_ns)
         return pa_cli_usage_error(CMD,
                                   "--clock-step cannot be used with a COMMAND");
@@ -161,6 +171,14 @@ static int check_args(monitor *m)
     return 0;
 }
 
+static int group_option(void *v, const char *cmd, const char *arg)
+{
+    if (pa_cli_group_parse(arg, v) < 0)
+        return pa_cli_usage_error(cmd, "--group-by: unknown kind '%s' (container, pod, unit "
+                                       "or cgroup)", arg);
+    return 0;
+}
+
 static int parse_args(monitor *m, int argc, char **argv)
 {
     const pa_cli_opt opts[] = {
@@ -170,7 +188,15 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_FLAG('a', "all", &m->all, "watch every process"),
         PA_OPT_FLAG('t', "threads", &m->threads,
                     "also report each thread of the watched pids"),
-        PA_OPT_FLAG(0, "cgroups", &m->cgroups, "also report cgroup v2 totals"),
+        PA_OPT_FLAG(0, "cgroups", &m->cgroups,
+                    "also report cgroup totals, named by container,\n"
+                    "pod and systemd unit where they are one"),
+        PA_OPT_FLAG(0, "containers", &m->containers,
+                    "one record per container (--group-by container)"),
+        PA_OPT_CALLBACK(0, "group-by", &m->group, "KIND",
+                        "one record per container, pod, unit or cgroup,\n"
+                        "summed over its processes (those that ended too)",
+                        group_option),
         PA_OPT_STRING('r', "ring", &m->ring, "NAME",
                       "read the windows of a daemon's ring ('%s daemon')\n"
                       "instead of sampling"),
@@ -307,7 +333,16 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
         pa_cli_error(CMD, "report: %s", pa_cli_errmsg(err));
         return -1;
     }
-    if (print && (err = pa_out_report(&m->out, r)) < 0) {
+    pa_report *g = NULL;
+    if (print && m->group && (err = pa_cli_group_report(r, m->group, &g)) < 0) {
+        pa_cli_error(CMD, "out of memory");
+        pa_report_free(r);
+        return -1;
+    }
+    if (print)
+        err = pa_out_report(&m->out, g ? g : r);
+    pa_cli_group_free(g);
+    if (print && err < 0) {
         if (err == -EPIPE)
             m->epipe = true; /* `| head`: stop without a word */
         else
@@ -612,6 +647,8 @@ int pa_cli_monitor(int argc, char **argv)
     if (!m.clock_step_ns)
         m.out.time_base_s = pa_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;
+    if (m.group)
+        m.out.group_type = pa_cli_group_name(m.group);
     bool tty = isatty(fileno(m.f));
     m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
     if (m.top)

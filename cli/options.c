@@ -60,6 +60,12 @@ static int set_hwdb(void *v, const char *cmd, const char *arg)
     return check_path(cmd, "--hwdb", arg, false);
 }
 
+static int set_rootfs(void *v, const char *cmd, const char *arg)
+{
+    ((pa_cli_ctx *)v)->copts.rootfs = arg;
+    return check_path(cmd, "--rootfs", arg, true);
+}
+
 /* checked now, then given to the contexts the command makes
  * (pa_ctx_set_calibration: auto then picks cpu-curve with it) */
 static int set_calibration(void *v, const char *cmd, const char *arg)
@@ -114,6 +120,13 @@ static const pa_cli_opt ctx_opts[] = {
      .help = "hardware database (default: $POWERAPI_HWDB, else the\n"
              "installed one)",
      .cb = set_hwdb,
+     .mask = PA_CTXOPT_ROOTS},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "rootfs",
+     .argh = "DIR",
+     .help = "where the container runtimes' state is, for\n"
+             "container and pod names (default /)",
+     .cb = set_rootfs,
      .mask = PA_CTXOPT_ROOTS},
     {.type = PA_CLI_OPT_CALLBACK,
      .long_name = "calibration",
@@ -185,6 +198,8 @@ const char *pa_cli_ctx_sampling_option(const pa_cli_ctx *c)
         return "--sysfs";
     if (c->copts.hwdb)
         return "--hwdb";
+    if (c->copts.rootfs)
+        return "--rootfs";
     if (c->mods.n)
         return c->mods.v[0].flag;
     if (c->mods.ndisables)

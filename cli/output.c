@@ -11,6 +11,7 @@
 #include "profout.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -154,7 +155,7 @@ static double target_interval(const pa_report *r, const pa_target_info *t)
     return t->power.interval_s > 0 ? t->power.interval_s : r->interval_s;
 }
 
-static const char *type_name(pa_target_type t)
+static const char *type_name(const pa_out *o, pa_target_type t)
 {
     switch (t) {
     case PA_TARGET_PROCESS:
@@ -164,7 +165,7 @@ static const char *type_name(pa_target_type t)
     case PA_TARGET_TREE:
         return "tree";
     case PA_TARGET_CGROUP:
-        return "cgroup";
+        return o->group_type ? o->group_type : "cgroup";
     }
     return "unknown";
 }
@@ -397,11 +398,51 @@ static void json_system(pa_out *o, const pa_report *r)
     fputs("}\n", f);
 }
 
+void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len)
+{
+    const pa_cgroup_names *n = t->names;
+    if (n && n->container_name[0])
+        snprintf(out, len, "%s", n->container_name);
+    else if (n && n->container_id[0])
+        snprintf(out, len, "%.12s", n->container_id);
+    else if (n && n->pod_name[0])
+        snprintf(out, len, "pod %s/%s", n->pod_namespace, n->pod_name);
+    else if (n && n->pod_uid[0])
+        snprintf(out, len, "pod %.13s", n->pod_uid);
+    else if (n && n->unit[0])
+        snprintf(out, len, "%s", n->unit);
+    else {
+        /* keep the end of a long cgroup path, the most specific part */
+        const char *cg = t->cgroup && *t->cgroup ? t->cgroup : "?";
+        size_t l = strlen(cg);
+        if (l > 24)
+            snprintf(out, len, "...%s", cg + l - 21);
+        else
+            snprintf(out, len, "%s", cg);
+    }
+}
+
+/* The names of a record's cgroup (DESIGN.md section 8.1): the fields
+ * known, then where they came from. */
+static void json_names(FILE *f, const pa_cgroup_names *n)
+{
+    if (!n)
+        return;
+    const char *v[] = {n->container_id, n->container_name, n->runtime, n->pod_name,
+                       n->pod_namespace, n->pod_uid, n->unit, n->source};
+    for (size_t i = 0; i < PA_OUT_NNAMES + 1; i++) {
+        if (!*v[i])
+            continue;
+        fprintf(f, ",\"%s\":", i < PA_OUT_NNAMES ? pa_out_name_keys[i] : "names_source");
+        pa__json_write(f, v[i]);
+    }
+}
+
 static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
     fputs("{\"type\":", f);
-    pa__json_write(f, type_name(t->type));
+    pa__json_write(f, type_name(o, t->type));
     json_key_num(
         f, "time",
         report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns), true);
@@ -416,6 +457,7 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fputs(",\"comm\":", f);
         pa__json_write(f, t->comm);
     }
+    json_names(f, t->names);
     json_key_num(f, "cpu_time_s", t->power.cpu_time_s, true);
     fputs(",\"power_w\":{", f);
     json_key_num(f, "cpu", t->power.cpu_w, false);
@@ -480,13 +522,18 @@ static int json_report(pa_out *o, const pa_report *r, const bool *sel)
 /* CSV                                                                 */
 /* ------------------------------------------------------------------ */
 
+const char *const pa_out_name_keys[PA_OUT_NNAMES] = {
+    "container_id", "container_name", "runtime", "pod_name", "pod_namespace", "pod_uid", "unit"};
+
 static const char *const csv_fixed[] = {
     "type",         "time",         "interval_s",     "pid",
     "tid",          "cgroup",       "comm",           "cpu_time_s",
     "power_w.cpu",  "power_w.nic",  "power_w.total",  "power_w.idle",
     "energy_j.cpu", "energy_j.nic", "energy_j.total", "formula",
     "sources.cpu",  "assumed",      "sensors",        "net_bytes.rx",
-    "net_bytes.tx", "multiplex",    "exited",
+    "net_bytes.tx", "multiplex",    "exited",         "container_id",
+    "container_name", "runtime",    "pod_name",       "pod_namespace",
+    "pod_uid",      "unit",
 };
 #define CSV_NFIXED (sizeof(csv_fixed) / sizeof(csv_fixed[0]))
 
@@ -618,7 +665,7 @@ static void csv_system(pa_out *o, const pa_report *r)
     csv_assumed(f, r->assumed);
     fputc(',', f);
     pa__csv_write(f, r->sensors);
-    fputs(",,,,", f); /* net rx tx, multiplex, exited */
+    fputs(",,,,,,,,,,,", f); /* net rx tx, multiplex, exited, the names */
     csv_components(o, r, r->system_component_w, r->system_component_j);
     csv_counters(o, r, NULL);
     if (o->command_columns)
@@ -629,7 +676,7 @@ static void csv_system(pa_out *o, const pa_report *r)
 static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
-    fprintf(f, "%s,", type_name(t->type));
+    fprintf(f, "%s,", type_name(o, t->type));
     csv_number(
         f, report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns));
     fputc(',', f);
@@ -672,6 +719,17 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputc(',', f);
     if (t->power.flags & PA_POWER_EXITED)
         fputs("true", f);
+    const pa_cgroup_names *nm = t->names;
+    const char *v[PA_OUT_NNAMES] = {""};
+    if (nm) {
+        const char *w[PA_OUT_NNAMES] = {nm->container_id, nm->container_name, nm->runtime,
+                                        nm->pod_name, nm->pod_namespace, nm->pod_uid, nm->unit};
+        memcpy(v, w, sizeof(v));
+    }
+    for (size_t i = 0; i < PA_OUT_NNAMES; i++) {
+        fputc(',', f);
+        pa__csv_write(f, v[i] ? v[i] : "");
+    }
     csv_components(o, r, target_comps(r, t, r->target_component_w),
                    target_comps(r, t, r->target_component_j));
     csv_counters(o, r, t->counters);
@@ -769,16 +827,9 @@ static bool table_row(const pa_out *o, const pa_report *r,
         snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
         snprintf(name, sizeof(name), "%s +children", comm);
         break;
-    default: {
-        /* keep the end of a long cgroup path, the most specific part */
-        const char *cg = t->cgroup && *t->cgroup ? t->cgroup : "?";
-        size_t len = strlen(cg);
-        if (len > 24)
-            snprintf(name, sizeof(name), "...%s", cg + len - 21);
-        else
-            snprintf(name, sizeof(name), "%s", cg);
+    default:
+        pa_out_cgroup_label(t, name, sizeof(name));
         break;
-    }
     }
     bool capped;
     double pct = pa_cli_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
@@ -860,9 +911,11 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     if (fit && ntop > fit)
         ntop = fit;
 
-    fputc('\n', f);
-    table_header(f, "NAME", nic);
     bool capped = false;
+    if (!o->group_type) { /* grouped: no process records */
+        fputc('\n', f);
+        table_header(f, "NAME", nic);
+    }
     for (size_t k = 0; k < ntop; k++) {
         const pa_target_info *t = &r->targets[idx[k]];
         capped |= table_row(o, r, t, 0, nic);
@@ -884,8 +937,12 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             thr[ncg++] = i;
     if (ncg) {
         sort_by_power(r, thr, ncg);
+        char what[24];
+        snprintf(what, sizeof(what), "%s", o->group_type ? o->group_type : "cgroup");
+        for (char *c = what; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
         fputc('\n', f);
-        table_header(f, "CGROUP", nic);
+        table_header(f, what, nic);
         for (size_t j = 0; j < ncg; j++)
             capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }

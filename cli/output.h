@@ -38,6 +38,8 @@ typedef struct pa_out {
                             targets as fit this terminal's height */
     const char *procfs;  /* table: where a process's threads are counted
                             for its CPU% cap (NULL: /proc) */
+    const char *group_type; /* the type of cgroup records ("container"
+                               under --group-by container), NULL: "cgroup" */
     /* private */
     int seekable;   /* f is a regular file: a failed record is cut off */
     long long good; /* its offset after the last whole record */
@@ -49,6 +51,16 @@ typedef struct pa_out {
     size_t csv_ncomps;
     char csv_comps[PA_MAX_COMPONENTS][16];
 } pa_out;
+
+/* The record keys of a cgroup's names (pa_cgroup_names), in the order of
+ * the CSV columns: container_id, container_name, runtime, pod_name,
+ * pod_namespace, pod_uid, unit. */
+#define PA_OUT_NNAMES 7
+extern const char *const pa_out_name_keys[PA_OUT_NNAMES];
+
+/* A cgroup record's name for people: its container's name (or short ID),
+ * else its pod ("pod NS/NAME"), else its unit, else the end of its path. */
+void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len);
 
 /* Parses "table", "csv" or "json".  Returns 0 or -EINVAL. */
 int pa_out_parse_format(const char *s, pa_out_format *out);

@@ -34,6 +34,8 @@
 typedef struct serve_opts {
     size_t top;       /* processes and cgroups each, 0 = all */
     double min_watts; /* drop series below, 0 = none */
+    size_t max_cgroups; /* cgroup series beyond: folded into one */
+    char node[256];     /* the node label of cgroup series */
 } serve_opts;
 
 typedef struct serve {
@@ -115,6 +117,32 @@ static void put_help(FILE *f, const char *name, const char *type,
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The labels of a cgroup series: the path, the container, pod and unit it
+ * is (DESIGN.md section 14; empty ones left out), the node. */
+static void put_cgroup_labels(FILE *f, const pa_target_info *t, const serve_opts *o)
+{
+    fputs("{cgroup=\"", f);
+    put_label(f, t->cgroup);
+    fputc('"', f);
+    const pa_cgroup_names *n = t->names;
+    if (n) {
+        const char *v[] = {n->container_id, n->container_name, n->runtime, n->pod_name,
+                           n->pod_namespace, n->unit};
+        static const char *const k[] = {"container_id", "container_name", "runtime",
+                                        "pod_name", "pod_namespace", "unit"};
+        for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+            if (!*v[i])
+                continue;
+            fprintf(f, ",%s=\"", k[i]);
+            put_label(f, v[i]);
+            fputc('"', f);
+        }
+    }
+    fputs(",node=\"", f);
+    put_label(f, o->node);
+    fputc('"', f); /* the caller closes the braces */
+}
+
 static int by_power_desc(const void *a, const void *b)
 {
     const pa_target_info *x = *(const pa_target_info *const *)a;
@@ -155,8 +183,8 @@ static size_t select_targets(const pa_report *r, pa_target_type type,
  * a window's count divided by its length.  Not a _total counter: the
  * counts are per window, and with --window pages overlap, so a sum made
  * here would count windows twice.  Nothing when the report has none. */
-static void put_counter_rates(FILE *f, const pa_report *r,
-                              const pa_target_info **v, size_t n, int cgroup)
+static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info **v,
+                              size_t n, int cgroup, const serve_opts *o)
 {
     if (!r->ncounters || !(r->interval_s > 0))
         return;
@@ -174,18 +202,57 @@ static void put_counter_rates(FILE *f, const pa_report *r,
             continue;
         for (size_t e = 0; e < r->ncounters; e++) {
             if (cgroup) {
-                fprintf(f, "%s{cgroup=\"", name);
-                put_label(f, v[i]->cgroup);
+                fputs(name, f);
+                put_cgroup_labels(f, v[i], o);
+                fputs(",event=\"", f);
             } else {
                 fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)v[i]->pid);
                 put_label(f, v[i]->comm);
+                fputs("\",event=\"", f);
             }
-            fputs("\",event=\"", f);
             put_label(f, r->counter_names[e]);
             fputs("\"}", f);
             put_value(f, v[i]->counters[e] / r->interval_s);
         }
     }
+}
+
+/* The cgroup series: at most --max-cgroups of them (the most powerful),
+ * the rest folded into one series cgroup="[other]" whose count is said. */
+static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const serve_opts *o)
+{
+    size_t keep = o->max_cgroups && nc > o->max_cgroups ? o->max_cgroups : nc;
+    pa_target_info other;
+    memset(&other, 0, sizeof(other));
+    other.cgroup = "[other]";
+    for (size_t i = keep; i < nc; i++) {
+        other.power.total_w += cgs[i]->power.total_w;
+        other.power.total_j += cgs[i]->power.total_j;
+    }
+    static const char *const name[2] = {"powerapi_cgroup_power_watts",
+                                        "powerapi_cgroup_energy_joules_total"};
+    static const char *const help[2] = {
+        "Power of a cgroup (its processes summed) over the last window; labelled with "
+        "the container, pod and unit it is.",
+        "Energy of a cgroup (its processes summed, those that ended too) since powerapi "
+        "first saw it."};
+    for (int m = 0; m < 2; m++) {
+        put_help(f, name[m], m ? "counter" : "gauge", help[m]);
+        for (size_t i = 0; i <= keep; i++) {
+            const pa_target_info *t = i < keep ? cgs[i] : &other;
+            if (i == keep && keep == nc)
+                break;
+            fputs(name[m], f);
+            put_cgroup_labels(f, t, o);
+            fputc('}', f);
+            put_value(f, m ? t->power.total_j : t->power.total_w);
+        }
+    }
+    put_help(f, "powerapi_cgroup_series_folded", "gauge",
+             "Cgroups of the last page folded into the cgroup=\"[other]\" series "
+             "(beyond --max-cgroups).");
+    fputs("powerapi_cgroup_series_folded", f);
+    put_value(f, (double)(nc - keep));
 }
 
 /* Formats a whole /metrics page.  Returns a malloc'd buffer, or NULL. */
@@ -219,17 +286,9 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
         fputs("\"}", f);
         put_value(f, procs[i]->power.total_j);
     }
-    put_help(f, "powerapi_cgroup_power_watts", "gauge",
-             "Power of a cgroup v2 (its processes summed) over the last "
-             "window.");
-    for (size_t i = 0; i < nc; i++) {
-        fputs("powerapi_cgroup_power_watts{cgroup=\"", f);
-        put_label(f, cgs[i]->cgroup);
-        fputs("\"}", f);
-        put_value(f, cgs[i]->power.total_w);
-    }
-    put_counter_rates(f, r, procs, np, 0);
-    put_counter_rates(f, r, cgs, nc, 1);
+    put_cgroups(f, cgs, nc, o);
+    put_counter_rates(f, r, procs, np, 0, o);
+    put_counter_rates(f, r, cgs, nc, 1, o);
     put_help(f, "powerapi_system_power_watts", "gauge",
              "Power of the whole machine over the last window; idle is the "
              "CPU power no task caused.");
@@ -375,6 +434,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     ret = MHD_queue_response(c, found ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, resp);
     MHD_destroy_response(resp);
     return ret;
+}
+
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                        size_t *len)
+{
+    serve_opts o;
+    memset(&o, 0, sizeof(o));
+    o.max_cgroups = max_cgroups;
+    snprintf(o.node, sizeof(o.node), "%s", node ? node : "");
+    return format_metrics(r, &o, len);
 }
 
 /* One HTTP exchange through serve's request handling, without a
@@ -650,9 +719,9 @@ static int set_min_watts(void *v, const char *cmd, const char *arg)
 }
 
 typedef struct serve_args {
-    const char *listen, *ring;
+    const char *listen, *ring, *node;
     uint64_t timeout, span;
-    unsigned long top, maxconn;
+    unsigned long top, maxconn, max_cgroups;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
@@ -681,6 +750,13 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc,
         PA_OPT_CALLBACK('w', "min-watts", &s->o.min_watts, "W",
                         "no process or cgroup series below W watts",
                         set_min_watts),
+        PA_OPT_UINT(0, "max-cgroups", &a->max_cgroups, "N",
+                    "at most N cgroup series (default 1000); the others\n"
+                    "are summed in one series, cgroup=\"[other]\"",
+                    1, 10000000),
+        PA_OPT_STRING(0, "node", &a->node, "NAME",
+                      "the node label of the cgroup series (default:\n"
+                      "this machine's host name)"),
         PA_OPT_UINT(0, "max-connections", &a->maxconn, "N",
                     "concurrent connections (default 1000)", 1, 100000),
         PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
@@ -699,6 +775,11 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc,
     if (st)
         return st;
     s->o.top = a->top;
+    s->o.max_cgroups = a->max_cgroups ? a->max_cgroups : 1000;
+    if (a->node)
+        snprintf(s->o.node, sizeof(s->o.node), "%s", a->node);
+    else if (gethostname(s->o.node, sizeof(s->o.node) - 1) < 0)
+        snprintf(s->o.node, sizeof(s->o.node), "unknown");
     const char *given = pa_cli_ctx_sampling_option(co);
     if (a->ring && given)
         return pa_cli_usage_error(CMD,

@@ -8,6 +8,7 @@
  * after each key; getch() with a timeout is the only wait.
  */
 #include "cli.h"
+#include "groups.h"
 
 #include <ctype.h>
 #include <curses.h>
@@ -46,6 +47,7 @@ typedef struct top {
     uint64_t interval_ns;
     sort_key sort;
     bool cgroups;
+    pa_cli_group group; /* g: processes, then containers, pods, units */
     char filter[64];
     char status[512]; /* error or notice on the status line */
     double energy_j;  /* system energy over the windows top saw */
@@ -70,7 +72,8 @@ static const char top_about[] =
     "refresh interval.\n";
 
 static const char top_footer[] =
-    "Keys: q quit, s next sort key, c processes/cgroups, / filter (Enter "
+    "Keys: q quit, s next sort key, c processes/cgroups, g processes/containers/pods/"
+    "units, / filter (Enter "
     "applies,\nEsc cancels, empty clears), + and - double or halve the "
     "interval.\n";
 
@@ -177,9 +180,8 @@ static bool matches(const top *t, const pa_target_info *x)
            (!t->cgroups && strstr(pid, t->filter));
 }
 
-static size_t build_rows(top *t)
+static size_t build_rows(top *t, const pa_report *r)
 {
-    const pa_report *r = t->rep;
     if (!r)
         return 0;
     if (r->ntargets > t->rows_cap) {
@@ -189,7 +191,7 @@ static size_t build_rows(top *t)
         t->rows = nr;
         t->rows_cap = r->ntargets;
     }
-    pa_target_type want = t->cgroups ? PA_TARGET_CGROUP : PA_TARGET_PROCESS;
+    pa_target_type want = t->cgroups || t->group ? PA_TARGET_CGROUP : PA_TARGET_PROCESS;
     size_t n = 0;
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
@@ -264,16 +266,26 @@ static int draw_assumed(const char *as, int w, int max_rows)
     return rows ? rows : 1;
 }
 
+/* The name of the view: "processes", "cgroups", "containers"... */
+static const char *view_name(const top *t)
+{
+    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups"};
+    return t->group ? groups[t->group] : t->cgroups ? "cgroups" : "processes";
+}
+
 static void draw(top *t)
 {
     erase();
     int h = LINES, w = COLS;
     const pa_report *r = t->rep;
-    size_t n = build_rows(t);
+    pa_report *grouped = NULL;
+    if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0)
+        snprintf(t->status, sizeof(t->status), "out of memory");
+    size_t n = build_rows(t, grouped ? grouped : r);
     int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n,
-         t->cgroups ? "cgroups" : "processes", sort_names[t->sort],
+         view_name(t), sort_names[t->sort],
          t->filter[0] ? " | filter: " : "", t->filter);
     if (r) {
         bool measured = r->cpu_source && strcmp(r->cpu_source, "rapl") == 0;
@@ -298,9 +310,13 @@ static void draw(top *t)
         line(1, "waiting for the first window...");
     }
     attron(A_REVERSE);
-    if (t->cgroups)
+    char what[24];
+    snprintf(what, sizeof(what), "%s", t->group ? pa_cli_group_name(t->group) : "cgroup");
+    for (char *c = what; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    if (t->cgroups || t->group)
         line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20,
-             "CGROUP", "CPU W", "NIC W", "TOTAL W", "ENERGY J");
+             what, "CPU W", "NIC W", "TOTAL W", "ENERGY J");
     else
         line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%",
              "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
@@ -309,10 +325,15 @@ static void draw(top *t)
     t->capped = false;
     for (size_t i = 0; i < n && row < h - 1; i++, row++) {
         const pa_target_info *x = t->rows[i];
-        if (t->cgroups) {
+        char label[160];
+        pa_out_cgroup_label(x, label, sizeof(label));
+        if (t->group)
+            snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
+        if (t->cgroups || t->group) {
             line(row, "%-*.*s %9.2f %9.2f %10.2f %12.1f",
                  w - 45 > 20 ? w - 45 : 20, w - 45 > 20 ? w - 45 : 20,
-                 x->cgroup && x->cgroup[0] ? x->cgroup : "?", x->power.cpu_w,
+                 t->cgroups && !t->group && x->cgroup && x->cgroup[0] ? x->cgroup : label,
+                 x->power.cpu_w,
                  x->power.nic_w, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
@@ -332,11 +353,12 @@ static void draw(top *t)
         line(h - 1, "%s", t->status);
         attroff(A_BOLD);
     } else {
-        line(h - 1, "%sq quit  s sort  c %s  / filter  +/- interval",
+        line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
              t->capped ? PA_CLI_CAPPED_NOTE "  " : "",
              t->cgroups ? "processes" : "cgroups");
     }
     refresh();
+    pa_cli_group_free(grouped); /* the rows pointed into it: drawn now */
 }
 
 /* Reads a filter at the bottom line.  Enter applies, Esc cancels. */
@@ -403,6 +425,14 @@ static int set_filter(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
+static int set_group(void *v, const char *cmd, const char *arg)
+{
+    if (pa_cli_group_parse(arg, v) < 0 || *(pa_cli_group *)v == PA_GROUP_CGROUP)
+        return pa_cli_usage_error(cmd, "--group-by: unknown kind '%s' (container, pod or unit; "
+                                       "-c for cgroups)", arg);
+    return 0;
+}
+
 /* Parses the options into t and co.  0, -1 (help printed) or the exit
  * status. */
 static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
@@ -415,6 +445,10 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
                         "power, cpu, nic, energy or pid (default power)",
                         set_sort),
         PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
+        PA_OPT_CALLBACK('g', "group-by", &t->group, "KIND",
+                        "start in the view of containers, pods or units\n"
+                        "(the key g goes from one to the next)",
+                        set_group),
         PA_OPT_CALLBACK('f', "filter", t, "TEXT",
                         "only rows whose name, cgroup or pid contains TEXT",
                         set_filter),
@@ -535,6 +569,10 @@ static int top_run(top *t, const pa_cli_ctx *co)
             break;
         case 'c':
             t->cgroups = !t->cgroups;
+            t->group = PA_GROUP_NONE;
+            break;
+        case 'g': /* processes -> containers -> pods -> units -> processes */
+            t->group = t->group >= PA_GROUP_UNIT ? PA_GROUP_NONE : (pa_cli_group)(t->group + 1);
             break;
         case '/':
             prompt_filter(t);

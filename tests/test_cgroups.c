@@ -9,10 +9,12 @@
  * (pa_report_cgroups, pa_cgroup_power, report records) and through the
  * CLI (`powerapi monitor --cgroups --format json` replaying the states).
  */
+#include "cli.h"
 #include "internal.h"
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +202,121 @@ START_TEST(cli_cgroup_records)
 }
 END_TEST
 
+/* Runs monitor on the fixture with extra options (the second window's
+ * records); its output (malloc'd). */
+static char *run_monitor(const char *root, const char *extra)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "'%s' monitor --all %s --procfs '%s/proc' --sysfs '%s/sys' --hwdb '%s' "
+             "--rootfs '%s/containers/root' --clock-step 1s --count 2 "
+             "--fixture-states '%s/states' 2>&1",
+             PA_CLI_PATH, extra, root, root, PA_TEST_HWDB, PA_FIXTURES, root);
+    char *out = NULL;
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == 0, "exit %d: %s", st, out ? out : "");
+    return out;
+}
+
+/* --group-by unit and --containers (issue 27): one record per unit or
+ * container, the sum of its cgroups; the groups and the "[not in a ...]"
+ * record add up to every process's power (the system's busy part). */
+START_TEST(cli_group_by)
+{
+    char *root = pa_test_fixture_copy(FIX);
+    static const struct {
+        const char *opt, *type, *name;
+        double w;
+    } cases[] = {
+        {"--group-by unit", "unit", "\"unit\":\"nginx.service\"", 22.5},
+        {"--group-by unit", "unit", "\"unit\":\"session-2.scope\"", 3},
+        {"--containers", "container", "\"container_id\":\"4f3a9c0e1b2d\"", 30},
+        {"--group-by cgroup", "cgroup", "\"cgroup\":\"/legacy\"", 3},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char extra[128];
+        snprintf(extra, sizeof(extra), "%s --format json", cases[c].opt);
+        char *out = run_monitor(root, extra);
+        char type[64];
+        snprintf(type, sizeof(type), "\"type\":\"%s\"", cases[c].type);
+        double sum = 0, busy = 0, named = -1;
+        int procs = 0;
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            if (json_num(line, "\"time\":") != 2)
+                continue;
+            if (strstr(line, "\"type\":\"system\""))
+                busy = json_num(line, "\"power_w\":{\"cpu\":") - json_num(line, "\"idle\":");
+            procs += strstr(line, "\"type\":\"process\"") != NULL;
+            if (!strstr(line, type))
+                continue;
+            sum += json_num(line, "\"power_w\":{\"cpu\":");
+            if (strstr(line, cases[c].name))
+                named = json_num(line, "\"power_w\":{\"cpu\":");
+        }
+        ck_assert_msg(procs == 0, "%s: process records in a grouped output", cases[c].opt);
+        ck_assert_msg(fabs(named - cases[c].w) < 1e-6, "%s: %s at %g W, want %g", cases[c].opt,
+                      cases[c].name, named, cases[c].w);
+        ck_assert_msg(fabs(sum - busy) < 1e-6, "%s: groups %g W, busy %g W", cases[c].opt, sum,
+                      busy);
+        free(out);
+    }
+    /* CSV: the names' columns */
+    char *out = run_monitor(root, "--containers --format csv");
+    ck_assert_msg(strstr(out, ",exited,container_id,container_name,runtime,pod_name,"
+                              "pod_namespace,pod_uid,unit"), "%s", out);
+    ck_assert_msg(strstr(out, ",4f3a9c0e1b2d,,docker,,,,"), "%s", out);
+    free(out);
+    /* a bad kind */
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s' monitor --group-by team 2>&1", PA_CLI_PATH);
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == 2 && strstr(out, "--group-by: unknown kind 'team' (container, pod, "
+                                         "unit or cgroup)"), "%d %s", st, out);
+    free(out);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+/* The exporter's cgroup series (issue 27): the container's labels, the
+ * node, and at most --max-cgroups series, the rest summed in
+ * cgroup="[other]" with the count folded. */
+START_TEST(serve_cgroup_labels)
+{
+    char *root = pa_test_fixture_copy(FIX);
+    char procfs[4200], sysfs[4200];
+    snprintf(procfs, sizeof(procfs), "%s/proc", root);
+    snprintf(sysfs, sizeof(sysfs), "%s/sys", root);
+    pa_ctx_opts o = {.procfs = procfs, .sysfs = sysfs, .hwdb = PA_TEST_HWDB,
+                     .rootfs = PA_FIXTURES "/containers/root"};
+    pa_ctx *ctx = NULL;
+    ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    ck_assert_int_eq(pa_report_cgroups(ctx, 1), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, NS_PER_S), 0);
+    apply_state(root, 1);
+    ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    size_t len = 0;
+    char *page = pa_cli_serve_page(r, 0, "n1", &len);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"/system.slice/docker-"
+                               "4f3a9c0e1b2d.scope\",container_id=\"4f3a9c0e1b2d\","
+                               "runtime=\"docker\",node=\"n1\"} 30\n"), "%s", page);
+    ck_assert_msg(strstr(page, "unit=\"nginx.service\",node=\"n1\"} 22.5\n"), "%s", page);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 0\n"), "%s", page);
+    free(page);
+    /* six cgroups, two kept: the four least powerful summed */
+    page = pa_cli_serve_page(r, 2, "n1", &len);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 4\n"), "%s", page);
+    ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"[other]\",node=\"n1\"} "
+                               "30\n"), "%s", page);
+    free(page);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cgroups");
@@ -207,6 +324,8 @@ static Suite *suite(void)
     tcase_add_test(tc, library_cgroup_records);
     tcase_add_test(tc, no_cgroup_records_unless_asked);
     tcase_add_test(tc, cli_cgroup_records);
+    tcase_add_test(tc, cli_group_by);
+    tcase_add_test(tc, serve_cgroup_labels);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,6 +30,8 @@ static void start_serve(const char *extra, ...)
     argv[n++] = "127.0.0.1:0";
     argv[n++] = "--interval";
     argv[n++] = "100ms";
+    argv[n++] = "--node";
+    argv[n++] = "node-1";
     va_list ap;
     va_start(ap, extra);
     for (const char *a = extra; a && n < 23; a = va_arg(ap, const char *))
@@ -80,10 +82,20 @@ static const char expected_head[] =
     "\"we\\\"ird\\\\name\"} 15\n"
     "powerapi_process_energy_joules_total{pid=\"99\",comm="
     "\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.5\n"
-    "# HELP powerapi_cgroup_power_watts Power of a cgroup v2 (its processes "
-    "summed) over the last window.\n"
+    "# HELP powerapi_cgroup_power_watts Power of a cgroup (its processes "
+    "summed) over the last window; labelled with the container, pod and unit it is.\n"
     "# TYPE powerapi_cgroup_power_watts gauge\n"
-    "powerapi_cgroup_power_watts{cgroup=\"/system.slice/a.service\"} 5.6875\n"
+    "powerapi_cgroup_power_watts{cgroup=\"/system.slice/a.service\",unit=\"a.service\","
+    "node=\"node-1\"} 5.6875\n"
+    "# HELP powerapi_cgroup_energy_joules_total Energy of a cgroup (its processes summed, "
+    "those that ended too) since powerapi first saw it.\n"
+    "# TYPE powerapi_cgroup_energy_joules_total counter\n"
+    "powerapi_cgroup_energy_joules_total{cgroup=\"/system.slice/a.service\",unit=\"a.service\","
+    "node=\"node-1\"} 55.75\n"
+    "# HELP powerapi_cgroup_series_folded Cgroups of the last page folded into the "
+    "cgroup=\"[other]\" series (beyond --max-cgroups).\n"
+    "# TYPE powerapi_cgroup_series_folded gauge\n"
+    "powerapi_cgroup_series_folded 0\n"
     "# HELP powerapi_system_power_watts Power of the whole machine over the "
     "last window; idle is the CPU power no task caused.\n"
     "# TYPE powerapi_system_power_watts gauge\n"
@@ -246,9 +258,9 @@ static const char expected_counters[] =
     "(task-clock: ns per second).\n"
     "# TYPE powerapi_cgroup_perf_events_per_second gauge\n"
     "powerapi_cgroup_perf_events_per_second{cgroup=\"/system.slice/a.service\","
-    "event=\"task-clock\"} 1000000000\n"
+    "unit=\"a.service\",node=\"node-1\",event=\"task-clock\"} 1000000000\n"
     "powerapi_cgroup_perf_events_per_second{cgroup=\"/system.slice/a.service\","
-    "event=\"instructions\"} 4000000000\n"
+    "unit=\"a.service\",node=\"node-1\",event=\"instructions\"} 4000000000\n"
     "# HELP powerapi_system_power_watts ";
 
 /* A ring carrying perf counters: each page has their per-second rates
@@ -263,10 +275,10 @@ START_TEST(test_counters)
         char *resp;
         ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
         const char *b = rf_body(resp);
-        ck_assert_msg(strstr(b, "summed) over the last window.\n"
-                                "# TYPE powerapi_cgroup_power_watts gauge\n"
+        ck_assert_msg(strstr(b, "# TYPE powerapi_cgroup_power_watts gauge\n"
                                 "powerapi_cgroup_power_watts{cgroup=\"/system."
-                                "slice/a.service\"} 5.6875\n") &&
+                                "slice/a.service\",unit=\"a.service\",node=\"node-1\"} "
+                                "5.6875\n") &&
                           strstr(b, expected_counters),
                       "page:\n%s", b);
         ck_assert_int_eq(

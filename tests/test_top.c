@@ -94,6 +94,41 @@ static void teardown(void)
     pa_test_rmtree(dir);
 }
 
+/* Issue 27: g goes from processes to containers, pods and units, each a
+ * record of its cgroups summed (the ring's a.service: a unit, in no
+ * container or pod). */
+START_TEST(test_top_group_views)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_group_views: SKIPPED: tmux absent\n");
+        return;
+    }
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
+             " %s top --ring %s --interval 200ms --group-by container; echo EXIT=\\$?; "
+             "sleep 20\"",
+             PA_CLI_PATH, rf.name),
+        0);
+    char l[256];
+    char *s = wait_for("[not in a container]", 5000);
+    ck_assert_ptr_nonnull(strstr(s, "| 1 containers |"));
+    ck_assert_ptr_nonnull(strstr(s, "CONTAINER "));
+    free(s);
+    keys("g");
+    free(wait_for("[not in a pod]", 3000));
+    keys("g");
+    s = wait_for("a.service", 3000);
+    line_with(s, "a.service", l, sizeof(l));
+    ck_assert_msg(strstr(l, " 5.69 ") && strstr(s, "UNIT "), "unit row: %s\n%s", l, s);
+    free(s);
+    keys("g");
+    free(wait_for(" java ", 3000)); /* back to the processes */
+    keys("q");
+    free(wait_for("EXIT=0", 3000));
+}
+END_TEST
+
 START_TEST(test_top_screen)
 {
     if (system("command -v tmux >/dev/null 2>&1") != 0) {
@@ -353,6 +388,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_top_screen);
+    tcase_add_test(tc, test_top_group_views);
     tcase_add_test(tc, test_top_own_sampling);
     tcase_add_test(tc, test_top_needs_tty);
     tcase_add_test(tc, test_top_wrap_and_cap);

@@ -460,6 +460,158 @@ int pa_cgroup_parse(const char *path, pa_cgroup_names *out);
 int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names *out);
 
 /* ------------------------------------------------------------------ */
+/* Scopes: the energy of a region of code                              */
+/* ------------------------------------------------------------------ */
+
+/* A scope is a named region of code on the calling thread:
+ *
+ *     pa_scope_begin(ctx, "checkout");
+ *     ...                                    // the work of one request
+ *     pa_scope_result r;
+ *     pa_scope_end(ctx, "checkout", &r);     // r.energy_j, r.cpu_time_s
+ *
+ * Its CPU time is the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) at the
+ * end less at the begin; its energy is that CPU time times the context's
+ * energy per CPU-second of its last window at the scope's end (not of the
+ * windows the scope ran in; DESIGN.md section 15):
+ *
+ *     E = t_cpu x P_cpu x d / c        P_cpu, c: the CPU power (W) and the
+ *                                      CPU time (s) of the priced process
+ *                                      over the last window of length d
+ *
+ * The priced process is the calling process (pa_scope_opts.pid) when the
+ * context watches it and it ran in that window with a power; otherwise
+ * the machine's: (system cpu_w - idle_w) x d / busy CPU time, the power
+ * no task caused left out.  A window in which neither ran keeps the
+ * previous price.  The figure is measured when the window's CPU power was
+ * (RAPL: PA_POWER_MEASURED in the flags), modelled otherwise.  A scope
+ * that ends before the context's first window has no price: energy 0 and
+ * PA_SCOPE_NO_WINDOW.  Network energy is not counted.
+ *
+ * Scopes nest (up to PA_SCOPE_MAX_DEPTH open on a thread, across
+ * contexts): a scope's inclusive figures contain its children's,
+ * self = inclusive - children, exactly (CPU ns, and joules: a parent's
+ * inclusive energy is its self CPU time at its own price plus its
+ * children's energies).  A scope whose name is already open further out
+ * on the thread (recursion) is flagged PA_SCOPE_RECURSIVE: its calls and
+ * self figures count, its inclusive ones are already in the outer one's.
+ *
+ * Each name gets aggregates (pa_scope_stats): calls, CPU time, energy,
+ * self and inclusive, and the energy per call (mean, p50, p95, p99 from a
+ * log-bucketed histogram: 8 buckets per power of two, values within
+ * 6.25 %).  At most pa_scope_opts.max_names names are kept (default
+ * PA_SCOPE_DEFAULT_NAMES); the calls of the others are counted under
+ * PA_SCOPE_OTHER ("[other scopes]"), whose stats carry a note.
+ *
+ * Cost: after a name's first use on a context, begin and end take no
+ * lock and allocate nothing (a thread-local stack, per-name atomic
+ * counters; the tick publishes each window's price).  Begin and end read
+ * the thread CPU clock (one system call each).  The context's first scope
+ * and pa_scope_configure read the last window's price through
+ * pa_pid_power and pa_system_power. */
+
+#define PA_SCOPE_MAX_DEPTH 64      /* open scopes on one thread */
+#define PA_SCOPE_NAME_MAX 128      /* bytes of a name, NUL included */
+#define PA_SCOPE_DEFAULT_NAMES 256 /* distinct names kept per context */
+#define PA_SCOPE_OTHER "[other scopes]"
+
+enum {
+    /* PA_POWER_MEASURED (bit 0) also applies to scopes */
+    PA_SCOPE_NO_WINDOW = 1u << 8,  /* no window yet: energy 0 */
+    PA_SCOPE_RATE_SYSTEM = 1u << 9, /* priced from the machine, not the
+                                       process (not watched, or it did
+                                       not run in the window) */
+    PA_SCOPE_RECURSIVE = 1u << 10, /* the name was open further out */
+    PA_SCOPE_FOLDED = 1u << 11,    /* counted under PA_SCOPE_OTHER */
+};
+
+typedef struct pa_scope_opts {
+    size_t max_names; /* distinct names kept, 1..65536; 0: default */
+    pid_t pid;        /* process whose energy per CPU-second prices the
+                         scopes: 0 the calling process (getpid()), > 0
+                         another one (a replay, a fixture tree), -1 always
+                         the machine's */
+} pa_scope_opts;
+
+/* Sets the scope options of a context and reads the price of its last
+ * window now (scopes read it again after each window; a window that
+ * prices nothing, neither the process nor the machine having run, keeps
+ * the previous price).  max_names can change only before the context's
+ * first scope; pid at any time.  opts NULL restores the defaults.
+ * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -EBUSY
+ * max_names changed after the first scope; -ENOMEM.  Context-safe. */
+int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts);
+
+/* Opens scope `name` (1 to PA_SCOPE_NAME_MAX - 1 bytes, any text) on the
+ * calling thread and reads its CPU clock.  A name beyond max_names is
+ * counted under PA_SCOPE_OTHER.
+ * Errors: -EINVAL NULL ctx or name, empty name; -ENAMETOOLONG; -E2BIG
+ * PA_SCOPE_MAX_DEPTH scopes already open on this thread; -ENOMEM (a
+ * name's first use).  Thread-safe: any thread, concurrently, on any
+ * context; not from a module callback of the same context.  A scope
+ * still open when its context is freed must not be ended (end it first:
+ * pa_ctx_free cannot see the threads' stacks). */
+int pa_scope_begin(pa_ctx *ctx, const char *name);
+
+/* What pa_scope_end says of the scope it closed. */
+typedef struct pa_scope_result {
+    double cpu_time_s;      /* inclusive: the thread's CPU time */
+    double self_cpu_time_s; /* less the scopes nested in it */
+    double energy_j;        /* inclusive */
+    double self_energy_j;
+    double j_per_cpu_s;     /* the price: energy per CPU-second */
+    unsigned depth;         /* 0: outermost on the thread */
+    unsigned flags;         /* PA_POWER_MEASURED, PA_SCOPE_* */
+} pa_scope_result;
+
+/* Closes the innermost scope open on this thread, which must be `name`
+ * on ctx (name NULL: whatever its name), adds it to its name's
+ * aggregates and, when out is not NULL, fills *out.
+ * Errors: -EINVAL NULL ctx; -ENOENT no scope open on this thread; -EPROTO
+ * the innermost scope is another one (another name, or opened on another
+ * context): scopes end in the reverse order of their begins, and nothing
+ * is closed.  Thread-safe as pa_scope_begin. */
+int pa_scope_end(pa_ctx *ctx, const char *name, pa_scope_result *out);
+
+/* pa_scope_begin and pa_scope_end with an explicit thread CPU clock (ns,
+ * not decreasing within a scope), for tests and replays.  Errors as
+ * theirs, plus -EINVAL when cpu_ns is before the scope's begin. */
+int pa_scope_begin_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns);
+int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
+                    pa_scope_result *out);
+
+/* One name's aggregates.  "Rated" calls are those that ended after the
+ * context's first window; the per-call figures are over them. */
+typedef struct pa_scope_stats {
+    const char *name;       /* owned by the context, valid until freed */
+    uint64_t calls;         /* ended scopes */
+    uint64_t rated_calls;   /* of which priced (a window existed) */
+    uint64_t measured_calls;/* of which priced from RAPL */
+    double cpu_time_s, self_cpu_time_s; /* sums */
+    double energy_j, self_energy_j;     /* sums */
+    /* energy per rated call: mean, then quantiles of the histogram */
+    double mean_j, p50_j, p95_j, p99_j;
+    double self_mean_j, self_p50_j, self_p95_j, self_p99_j;
+    unsigned flags;         /* PA_POWER_MEASURED when every rated call
+                               was; PA_SCOPE_FOLDED for PA_SCOPE_OTHER */
+    const char *note;       /* PA_SCOPE_OTHER: why names were folded;
+                               else NULL.  Static. */
+} pa_scope_stats;
+
+/* Fills up to cap entries of out with each name's aggregates, in the
+ * order of the names' first use (PA_SCOPE_OTHER last, when it counted a
+ * call), and returns how many names there are (may exceed cap).  out may
+ * be NULL when cap is 0.  A context without scopes has 0.  The figures of
+ * one name are read while scopes may end: each is consistent, two may be
+ * one call apart.  Errors: -EINVAL.  Context-safe. */
+int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap);
+
+/* Fills *out with the aggregates of one name (or PA_SCOPE_OTHER).
+ * Errors: -EINVAL NULL argument; -ENOENT no scope of that name ended or
+ * began (or it was folded: look at PA_SCOPE_OTHER).  Context-safe. */
+int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out);
+
+/* ------------------------------------------------------------------ */
 /* Writing modules                                                     */
 /* ------------------------------------------------------------------ */
 

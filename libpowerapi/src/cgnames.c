@@ -498,6 +498,7 @@ typedef struct cg_entry {
     off_t size;
     uint64_t retry_ns;   /* names not found: when to try again */
     uint64_t backoff_ns;
+    uint64_t checked_ns; /* when the state file was last stat()ed */
 } cg_entry;
 
 struct pa__cgcache {
@@ -505,6 +506,11 @@ struct pa__cgcache {
     cg_entry *v; /* by cgroup index of the context */
     size_t cap;
     uint64_t reads; /* state lookups, for the tests and the bench */
+    /* by path (pa__cgcache_get_path): entry i's path, and an index */
+    char **paths;
+    size_t npaths, paths_cap;
+    int *slots;
+    size_t slots_cap;
 };
 
 pa__cgcache *pa__cgcache_new(const char *root)
@@ -523,6 +529,10 @@ void pa__cgcache_free(pa__cgcache *c)
         return;
     free(c->v);
     free(c->root);
+    for (size_t i = 0; i < c->npaths; i++)
+        free(c->paths[i]);
+    free(c->paths);
+    free(c->slots);
     free(c);
 }
 
@@ -570,8 +580,10 @@ const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *pat
     if (!e->parsed) {
         cg_lookup(c, e, path, now_ns);
         e->parsed = e->names.source[0] ? 1 : -1;
-    } else if (e->parsed > 0 && e->state[0]) {
-        /* names from a state file: read again when it changes */
+    } else if (e->parsed > 0 && e->state[0] && e->checked_ns != now_ns) {
+        /* names from a state file: read again when it changes (checked
+         * once a window: a cgroup's processes ask in the same one) */
+        e->checked_ns = now_ns;
         struct stat st;
         char p[4096];
         snprintf(p, sizeof(p), "%s/%s", c->root, e->state);
@@ -583,4 +595,36 @@ const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *pat
         cg_lookup(c, e, path, now_ns);
     }
     return e->parsed > 0 ? &e->names : NULL;
+}
+
+static uint64_t path_hash_at(const void *user, size_t i)
+{
+    return pa__hash_str(((const pa__cgcache *)user)->paths[i]);
+}
+
+const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path, uint64_t now_ns)
+{
+    if (!c || !path || !*path)
+        return NULL;
+    uint64_t h = pa__hash_str(path);
+    for (size_t q = c->slots_cap ? h & (c->slots_cap - 1) : 0;
+         c->slots_cap && c->slots[q]; q = (q + 1) & (c->slots_cap - 1)) {
+        size_t i = (size_t)c->slots[q] - 1;
+        if (!strcmp(c->paths[i], path))
+            return pa__cgcache_get(c, i, path, now_ns);
+    }
+    size_t i = c->npaths;
+    char *dup = strdup(path);
+    if (!dup || PA__GROW(c->paths, c->paths_cap, i + 1, 64) < 0 ||
+        pa__index_reserve(&c->slots, &c->slots_cap, 64, 0, i, path_hash_at, c) < 0) {
+        free(dup);
+        return NULL;
+    }
+    c->paths[i] = dup;
+    c->npaths++;
+    size_t q = h & (c->slots_cap - 1);
+    while (c->slots[q])
+        q = (q + 1) & (c->slots_cap - 1);
+    c->slots[q] = (int)i + 1;
+    return pa__cgcache_get(c, i, path, now_ns);
 }

@@ -125,6 +125,7 @@ void pa_ctx_free(pa_ctx *ctx)
     }
     free(ctx->win);
     free(ctx->cg_scratch);
+    pa__scopes_free(ctx);
     pthread_mutex_destroy(&ctx->lock);
     pthread_cond_destroy(&ctx->cond);
     free(ctx->procfs);

@@ -347,7 +347,7 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
     ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups
                      ? ctx->cgroups[t->cgroup]
                      : "";
-    if (ctx->cgroups_on && *ti->cgroup)
+    if (ctx->cgroups_on && !ctx->names_off && *ti->cgroup)
         ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup,
                                     time_ns);
     pa__task_power(ctx, t, interval_s, time_ns, measured, &ti->power);
@@ -428,7 +428,9 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
         }
         ti->type = PA_TARGET_CGROUP;
         ti->cgroup = ctx->cgroups[g];
-        ti->names = pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
+        ti->names = ctx->names_off ? NULL
+                                   : pa__cgcache_get(ctx->cgcache, g,
+                                                     ti->cgroup, time_ns);
         ti->power.cpu_w = c[PA_COMP_CPU - 1];
         ti->power.nic_w = c[PA_COMP_NIC - 1];
         ti->power.cpu_j = ctx->cgroup_j[g][PA_COMP_CPU - 1];
@@ -637,6 +639,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         }
         integrate(ctx, &d, &tab, cur, time_ns);
         ret = build_report(ctx, &d, &tab, time_ns);
+        pa__scopes_window(ctx);
         if (cur->notes[0])
             pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
         if (ret < 0)

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -386,6 +387,7 @@ struct pa_ctx {
     bool watch_all;
     bool watch_all_threads; /* pa_watch_all with PA_WATCH_ALL_THREADS */
     bool cgroups_on;
+    bool names_off; /* cgroups reported without names (bench_cgnames) */
 
     pa_tasktab procs;   /* processes, keyed by pid */
     pa_tasktab threads; /* threads, keyed by tid */
@@ -439,7 +441,14 @@ struct pa_ctx {
     void *cb_user;
     pthread_t cb_thread;
     bool in_cb;
+
+    _Atomic(struct pa__scopes *) scopes; /* scope.c, made at first use */
 };
+
+/* Scopes (scope.c): a window ended (called by the tick, under the lock);
+ * freeing them with the context. */
+void pa__scopes_window(pa_ctx *ctx);
+void pa__scopes_free(pa_ctx *ctx);
 
 /* Engine services for built-in sensors (called from sample()). */
 
@@ -736,6 +745,10 @@ void pa__cgcache_free(pa__cgcache *c);
  * NULL when the cgroup is no container, pod or unit (or out of memory). */
 const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path,
                                        uint64_t now_ns);
+/* The same, keyed by the path (for readers of a ring, whose cgroups have
+ * no index); a cache is used by index or by path, not both. */
+const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path,
+                                            uint64_t now_ns);
 /* State lookups made so far (each reads a runtime's files). */
 uint64_t pa__cgcache_reads(const pa__cgcache *c);
 

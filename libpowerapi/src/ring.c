@@ -766,6 +766,7 @@ struct pa_ring_reader {
     int *idx;       /* hash: index into agg + 1, 0 empty */
     size_t idx_cap; /* power of two */
     char *arena;    /* cgroup paths of the aggregate */
+    pa__cgcache *cgcache; /* names of the cgroups (this machine's state) */
     size_t arena_len, arena_cap;
     /* statistics */
     uint64_t lost, windows, truncated;
@@ -854,6 +855,7 @@ void pa_ring_close(pa_ring_reader *r)
     free(r->agg);
     free(r->idx);
     free(r->arena);
+    pa__cgcache_free(r->cgcache);
     free(r);
 }
 
@@ -1117,6 +1119,20 @@ static uint64_t fetch_from(pa_ring_reader *r, uint64_t want)
     return 0;
 }
 
+/* The names of the report's cgroups, from this machine's runtimes' state
+ * (DESIGN.md section 14): the ring carries paths only. */
+static void ring_names(pa_ring_reader *r)
+{
+    if (!r->cgcache)
+        r->cgcache = pa__cgcache_new(NULL);
+    for (size_t i = 0; i < r->rep.ntargets; i++) {
+        pa_target_info *t = &r->targets[i];
+        t->names = t->cgroup && *t->cgroup
+                       ? pa__cgcache_get_path(r->cgcache, t->cgroup, r->rep.time_ns)
+                       : NULL;
+    }
+}
+
 int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
 {
     if (!r || !seq_inout || !out)
@@ -1153,6 +1169,7 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
                        ? win->ntargets_total - win->ntargets
                        : 0;
     *seq_inout = got;
+    ring_names(r);
     *out = &r->rep;
     return 0;
 }
@@ -1401,6 +1418,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     r->windows = windows;
     r->truncated = truncated;
     *seq_inout = first;
+    ring_names(r);
     *out = &r->rep;
     return 0;
 }
