@@ -20,6 +20,8 @@ run_ctest() { # dir label jobs
   (cd "$1" && ctest -L "$2" --output-on-failure -j"$3" --timeout 600) || failed=1
 }
 run_ctest build-test unit "$jobs"
+# a variant built without a built-in formula (tests/build_without.sh)
+run_ctest build-test build 1
 run_ctest build-test live 1
 
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"

@@ -25,9 +25,11 @@ static const char *kind_name(pa_module_kind k)
     return k == PA_SENSOR ? "sensor" : k == PA_FORMULA ? "formula" : "?";
 }
 
-static const char *component_name(pa_component c)
+/* "cpu", "nic", or a registered formula's component ("gpu"). */
+static const char *component_name(pa_ctx *ctx, pa_component c)
 {
-    return c == PA_COMP_CPU ? "cpu" : c == PA_COMP_NIC ? "nic" : "";
+    const char *name = pa_component_name(ctx, c);
+    return name ? name : "";
 }
 
 static void json_bool(FILE *f, const char *key, int v)
@@ -79,8 +81,8 @@ static const char *enabled_how(const pa_module_info *x)
     return x->by_auto ? "auto" : "for";
 }
 
-static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
-                          size_t n)
+static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
+                          const pa_module_info *m, size_t n)
 {
     if (fmt == PA_OUT_TABLE)
         fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s\n", "NAME", "KIND", "FOR",
@@ -97,7 +99,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                                    ? why
                                    : (x->description ? x->description : "");
             fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s%s\n", x->name,
-                    kind_name(x->kind), component_name(x->component),
+                    kind_name(x->kind), component_name(ctx, x->component),
                     x->available ? "yes" : "no", enabled_how(x),
                     x->failing ? "failing: " : "", text);
             char req[256], use[256];
@@ -121,7 +123,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
         case PA_OUT_CSV:
             fprintf(
                 f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
-                component_name(x->component), x->available ? "true" : "false",
+                component_name(ctx, x->component), x->available ? "true" : "false",
                 x->enabled ? "true" : "false", x->failing ? "true" : "false");
             /* options and texts may hold commas: quoted where they do */
             pa__csv_write(f, x->options);
@@ -148,7 +150,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             fputs(",\"kind\":", f);
             pa__json_write(f, kind_name(x->kind));
             fputs(",\"component\":", f);
-            pa__json_write(f, component_name(x->component));
+            pa__json_write(f, component_name(ctx, x->component));
             json_bool(f, "available", x->available);
             json_bool(f, "enabled", x->enabled);
             json_bool(f, "failing", x->failing);
@@ -171,6 +173,21 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             break;
         }
     }
+}
+
+int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
+{
+    int n = pa_module_list(ctx, NULL, 0);
+    if (n < 0)
+        return n;
+    pa_module_info *mods = calloc(n ? (size_t)n : 1, sizeof(*mods));
+    if (!mods)
+        return -ENOMEM;
+    int got = pa_module_list(ctx, mods, (size_t)n);
+    if (got >= 0)
+        print_modules(ctx, f, fmt, mods, (size_t)(got < n ? got : n));
+    free(mods);
+    return got < 0 ? got : 0;
 }
 
 int pa_cli_modules(int argc, char **argv)
@@ -224,7 +241,7 @@ int pa_cli_modules(int argc, char **argv)
     }
     if (got > n)
         got = n;
-    print_modules(stdout, fmt, mods, (size_t)got);
+    print_modules(ctx, stdout, fmt, mods, (size_t)got);
     if (fmt == PA_OUT_TABLE)
         printf("\nENABLED: what 'auto', the default of '%s monitor', picks "
                "here (auto: its formulas;\nfor: sensors enabled for the "

@@ -51,7 +51,7 @@ __all__ = [
     "PA_TARGET_CGROUP",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 class PowerAPIError(OSError):
@@ -176,7 +176,7 @@ class Power:
 class Target:
     """One target of a report: a process, thread, process tree or cgroup."""
 
-    def __init__(self, c, counter_names):
+    def __init__(self, c, counter_names, components=None):
         self.type = c.type
         self.pid = c.pid
         self.tid = c.tid
@@ -190,6 +190,8 @@ class Target:
         self.counters = ({n: c.counters[i] for i, n in enumerate(counter_names)}
                          if c.counters else {})
         self.multiplex = c.multiplex
+        # every component of the report by name: {"cpu": (w, j), ...}
+        self.components = components or {}
         # the container, pod or systemd unit of its cgroup ({} when none)
         self.names = ({f: _s(getattr(c.names.contents, f))
                        for f, _ in _lib.pa_cgroup_names._fields_
@@ -218,8 +220,22 @@ class Report:
         self.model_error = c.model_error if c.model_error >= 0 else None
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
-        self.targets = [Target(c.targets[i], self.counter_names)
-                        for i in range(c.ntargets)]
+        # the context's components (cpu, nic, then registered formulas'),
+        # each with (watts of the window, cumulative joules)
+        nc = c.ncomponents if c.component_names else 0
+        self.components = [_s(c.component_names[k]) for k in range(nc)]
+
+        def comps(w, j, row):
+            return {n: (w[row * nc + k], j[row * nc + k])
+                    for k, n in enumerate(self.components)}
+
+        self.system_components = (
+            comps(c.system_component_w, c.system_component_j, 0) if nc else {})
+        self.targets = [
+            Target(c.targets[i], self.counter_names,
+                   comps(c.target_component_w, c.target_component_j, i)
+                   if nc else {})
+            for i in range(c.ntargets)]
 
     def __repr__(self):
         return "Report(tick=%d, targets=%d, system=%r)" % (

@@ -47,8 +47,8 @@ PA_SCOPE_NO_WINDOW = 1 << 8
 PA_SCOPE_RATE_SYSTEM = 1 << 9
 PA_SCOPE_RECURSIVE = 1 << 10
 PA_SCOPE_FOLDED = 1 << 11
-PA_MODULE_ABI = 2
-PA_RING_VERSION = 2
+PA_MODULE_ABI = 3
+PA_RING_VERSION = 3
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
@@ -176,6 +176,12 @@ class pa_report(ctypes.Structure):
         ("dram_w", ctypes.c_double),
         ("psys_w", ctypes.c_double),
         ("model_error", ctypes.c_double),
+        ("ncomponents", ctypes.c_size_t),
+        ("component_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("system_component_w", ctypes.POINTER(ctypes.c_double)),
+        ("system_component_j", ctypes.POINTER(ctypes.c_double)),
+        ("target_component_w", ctypes.POINTER(ctypes.c_double)),
+        ("target_component_j", ctypes.POINTER(ctypes.c_double)),
     ]
 
 
@@ -207,6 +213,10 @@ class pa_module_ops(ctypes.Structure):
         ("stop", STOP_FN),
         ("requires", ctypes.POINTER(ctypes.c_char_p)),
         ("uses", ctypes.POINTER(ctypes.c_char_p)),
+        ("flags", ctypes.c_uint),
+        ("component_name", ctypes.c_char_p),
+        ("auto_rank", ctypes.c_int),
+        ("fits", PROBE_FN),  # same signature: env, why, len
     ]
 
 
@@ -357,6 +367,12 @@ _PROTOTYPES = {
     "pa_delta_cpu_s": (ctypes.c_double, [_P, ctypes.c_size_t]),
     "pa_delta_capacity_s": (ctypes.c_double, [_P]),
     "pa_delta_busy_s": (ctypes.c_double, [_P]),
+    "pa_frame_put": (_I, [_P, _S, _P, ctypes.c_size_t]),
+    "pa_delta_get": (_P, [_P, _S, ctypes.POINTER(ctypes.c_size_t),
+                          ctypes.POINTER(_P),
+                          ctypes.POINTER(ctypes.c_size_t)]),
+    "pa_delta_type": (_I, [_P, ctypes.c_size_t]),
+    "pa_delta_pid": (c_pid_t, [_P, ctypes.c_size_t]),
     "pa_table_set_target_w": (None, [_P, ctypes.c_size_t, ctypes.c_double]),
     "pa_table_set_system_w": (None, [_P, ctypes.c_double, ctypes.c_double]),
     "pa_parse_duration_ns": (_I, [_S, ctypes.POINTER(_U64)]),

@@ -118,7 +118,13 @@ int main(void)
     F(pa_report, counter_names);
     F(pa_report, dram_w);
     F(pa_report, psys_w);
-    L(pa_report, model_error);
+    F(pa_report, model_error);
+    F(pa_report, ncomponents);
+    F(pa_report, component_names);
+    F(pa_report, system_component_w);
+    F(pa_report, system_component_j);
+    F(pa_report, target_component_w);
+    L(pa_report, target_component_j);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
@@ -135,7 +141,11 @@ int main(void)
     F(pa_module_ops, configure);
     F(pa_module_ops, stop);
     F(pa_module_ops, requires);
-    L(pa_module_ops, uses);
+    F(pa_module_ops, uses);
+    F(pa_module_ops, flags);
+    F(pa_module_ops, component_name);
+    F(pa_module_ops, auto_rank);
+    L(pa_module_ops, fits);
     END();
 
     begin("pa_ring_opts", sizeof(pa_ring_opts));
