@@ -1446,6 +1446,16 @@ START_TEST(stock_defaults)
         ck_assert_msg(strstr(sum, "\"call_graph\": \"dwarf\""), "%s", sum);
         if (c == 0) /* about a second of CPU at 500 a CPU-second */
             ck_assert_msg(samples >= 200, "sort: %.0f samples", samples);
+        /* item 9: summary.json's count is functions.csv's rows */
+        char *csv = slurp_in(dirp, "functions.csv");
+        size_t nrows = 0;
+        for (const char *q = csv; (q = strchr(q, '\n')); q++)
+            nrows++;
+        nrows--; /* the header */
+        free(csv);
+        ck_assert_msg((double)nrows == json_num(sum, "functions"),
+                      "%s: functions.csv %zu rows, summary.json %.0f", cmds[c][0], nrows,
+                      json_num(sum, "functions"));
         free(col);
         free(sum);
     }
