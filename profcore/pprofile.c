@@ -607,6 +607,9 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
         if ((r = simple[i](p, dir)) < 0 && !rc)
             rc = r;
     pa_ptree t = tree_of(p, 0);
+    /* the page colours and labels frames by module */
+    if ((r = build_maps(p, &t)) < 0 && !rc)
+        rc = r;
     if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j,
                                        meta->duration_s)) < 0 &&
         !rc)

@@ -307,6 +307,38 @@ static void json_node(const pa_ptree *t, FILE *f, int i, double min_j, const int
     fputc('}', f);
 }
 
+/* The module of each drawn name (a native profile: its maps), in the
+ * names' order, with "kind": "native"; a tree without maps (jalen's) gets
+ * "kind": "java" only.  The page colours and labels by it (issue 31). */
+static void flamegraph_modules(const pa_ptree *t, FILE *f, const int *map)
+{
+    if (!t->maps || !t->map_of) {
+        fputs(",\"kind\":\"java\"", f);
+        return;
+    }
+    int n = 0;
+    for (size_t i = 0; i < t->nfuncs; i++)
+        if (map[i] >= n)
+            n = map[i] + 1;
+    const char **mods = calloc(n ? (size_t)n : 1, sizeof(*mods));
+    for (size_t i = 0; mods && i < t->nfuncs; i++) {
+        if (map[i] < 0)
+            continue;
+        int mi = t->map_of(t->ctx, (int)i);
+        const char *file = mi >= 0 && (size_t)mi < t->nmaps ? t->maps[mi].file : "";
+        const char *slash = file ? strrchr(file, '/') : NULL;
+        mods[map[i]] = slash ? slash + 1 : file ? file : "";
+    }
+    fputs(",\"kind\":\"native\",\"modules\":[", f);
+    for (int i = 0; mods && i < n; i++) {
+        if (i)
+            fputc(',', f);
+        pa__json_write(f, mods[i] ? mods[i] : "");
+    }
+    fputc(']', f);
+    free(mods);
+}
+
 int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *title,
                               double process_j, double duration_s)
 {
@@ -338,7 +370,9 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
     for (size_t i = 0; i < t->n; i++)
         if (t->nodes[i].parent < 0 && t->nodes[i].total_j >= min_j)
             json_names(t, o.f, (int)i, min_j, map, &named);
-    fputs("],\"root\":{\"n\":-1,\"v\":", o.f);
+    fputs("]", o.f);
+    flamegraph_modules(t, o.f, map);
+    fputs(",\"root\":{\"n\":-1,\"v\":", o.f);
     pa_pout_fix(o.f, total * 1e6, 0);
     fputs(",\"c\":[", o.f);
     int first = 1;

@@ -11,6 +11,7 @@ PKGS=(
   libncurses-dev         # powerapi top
   libjson-c-dev          # container and pod names from the runtimes' state files
   podman runc busybox-static  # the live container test: a real container, named
+  chromium               # profile's flame graph loaded by a real browser (headless)
   openjdk-17-jdk-headless # jalen agent (jvmti.h), Java binding
   python3 python3-pip    # Python binding, its tests (offline pip install)
   libjetty9-java libservlet-api-java wrk  # agent load test and benchmark

@@ -1228,7 +1228,7 @@ START_TEST(pprof_lines)
     char *out, pdir[4200], cmd[8192], file[4200];
     snprintf(cmd, sizeof(cmd), "%s/lines 3", dir);
     frow rows[64];
-    size_t n = profile_fns("--call-graph dwarf", cmd, &out, pdir, rows, 64);
+    size_t n = profile_fns("--call-graph dwarf --interval 10ms", cmd, &out, pdir, rows, 64);
     const frow *work = find_fn(rows, n, "work");
     ck_assert_msg(work != NULL && work->self_samples >= 100, "work: %lu samples",
                   work ? work->self_samples : 0);
@@ -1460,6 +1460,34 @@ START_TEST(stock_defaults)
                       json_num(sum, "functions"));
         free(col);
         free(sum);
+    }
+    /* item 8: the native flame graph, loaded by a real browser (headless
+     * Chromium, Debian's): its own title, the legend by module, a search's
+     * matched energy, and a bad regular expression said */
+    if (system("command -v chromium >/dev/null 2>&1") == 0) {
+        static const struct {
+            const char *hash, *want;
+        } pages[] = {
+            {"", "<title>powerapi profile energy flame graph (command: sh -c"},
+            {"", "colours by module (the executable green"},
+            {"#q=sort", "<div id=\"info\">matched: "},
+            {"#q=(", "<div id=\"info\">bad regular expression: "},
+        };
+        for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+            char cmd[8192], *dom = NULL;
+            snprintf(cmd, sizeof(cmd),
+                     "timeout 60 chromium --headless --no-sandbox --disable-gpu "
+                     "--user-data-dir=%s/chromium --dump-dom 'file://%s/readme/flamegraph.html%s' "
+                     "2>/dev/null",
+                     out, out, pages[i].hash);
+            pa_test_run(cmd, &dom);
+            ck_assert_msg(dom && strstr(dom, pages[i].want), "page%s: no '%s' in:\n%.2000s",
+                          pages[i].hash, pages[i].want, dom ? dom : "");
+            free(dom);
+        }
+    } else {
+        fprintf(stderr, "stock_defaults: flame graph in a browser SKIPPED: no chromium "
+                        "(scripts/deps.sh installs it)\n");
     }
     /* item 4: a JVM without a perf map is named, with what to do */
     if (system("command -v java >/dev/null 2>&1") == 0) {
