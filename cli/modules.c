@@ -4,10 +4,12 @@
  * uses, and what "auto" enables (sensors: for which formulas).
  */
 #include "cli.h"
+#include "internal.h" /* pa__builtins */
 #include "output.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,15 +175,34 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
     }
 }
 
+/* --names: "KIND NAME KEY..." a line, each built-in module and the keys
+ * of its options (for the shell completion, which must not depend on
+ * what this machine can run), then "formula auto". */
+static int print_names(void)
+{
+    for (const pa_module_ops *const *m = pa__builtins(); *m; m++) {
+        printf("%s %s", kind_name((*m)->kind), (*m)->name);
+        for (const char *const *k = (*m)->options; k && *k; k++)
+            printf(" %s", *k);
+        putchar('\n');
+    }
+    printf("formula auto\n");
+    return fflush(stdout) == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
+}
+
 int pa_cli_modules(int argc, char **argv)
 {
     pa_out_format fmt = PA_OUT_TABLE;
+    bool names = false;
     pa_cli_ctx co;
     pa_cli_ctx_init(&co);
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
         PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT",
                         "table (default), csv or json", pa_out_format_option),
+        PA_OPT_FLAG(0, "names", &names,
+                    "only the names of the modules and their option keys,\n"
+                    "\"KIND NAME KEY...\" a line (for shell completion)"),
         PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
                                 PA_CTXOPT_MODULES),
         PA_OPT_END,
@@ -196,6 +217,10 @@ int pa_cli_modules(int argc, char **argv)
     pa_module_info *mods = NULL;
     if (status) {
         status = status < 0 ? PA_EXIT_OK : status;
+        goto out;
+    }
+    if (names) {
+        status = print_names();
         goto out;
     }
     if ((status = pa_cli_ctx_create(&co, CMD, &ctx)) != 0)
