@@ -63,7 +63,7 @@ static void put_roff(FILE *f, const char *s, bool fill)
  * lines (examples, lists) are kept as they are, in no-fill mode. */
 static void put_paragraphs(FILE *f, const char *text)
 {
-    bool nofill = false, any = false;
+    bool nofill = false, any = false, pending = false;
     while (*text) {
         const char *nl = strchr(text, '\n');
         size_t len = nl ? (size_t)(nl - text) : strlen(text);
@@ -79,15 +79,17 @@ static void put_paragraphs(FILE *f, const char *text)
             nofill = false;
         }
         if (blank) {
-            if (any && !nofill)
-                fputs(".PP\n", f);
+            pending = pending || any; /* .PP before the next text, if any */
             any = false;
             continue;
         }
         if (indented && !nofill) {
             fputs(".PP\n.nf\n", f);
             nofill = true;
+        } else if (pending && !nofill) {
+            fputs(".PP\n", f);
         }
+        pending = false;
         put_roff(f, nofill ? line + strspn(line, " ") : line, !nofill);
         fputc('\n', f);
         any = true;
