@@ -44,6 +44,7 @@ typedef struct ring_fixture {
     int running;
     uint64_t tick;
     int counters; /* windows carry perf counters */
+    const char *cgroup; /* the targets' cgroup instead of a.service, or NULL */
 } ring_fixture;
 
 static inline void rf_window(pa_report *r, pa_target_info *t, uint64_t tick)
@@ -102,6 +103,8 @@ static inline void rf_publish(ring_fixture *f)
     pa_report r;
     pa_target_info t[4];
     rf_window(&r, t, ++f->tick);
+    for (int i = 0; f->cgroup && i < 4; i++)
+        t[i].cgroup = f->cgroup;
     static const char *const names[2] = {"task-clock", "instructions"};
     static const double java[2] = {62500000, 250000000};
     static const double cgroup[2] = {125000000, 500000000};
@@ -159,11 +162,14 @@ static inline void rf_sweep(void)
 
 /* Creates the ring (unique name), publishes two windows, and keeps
  * publishing the same window every 50 ms on a thread; with counters, the
- * windows carry perf counters. */
-static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
+ * windows carry perf counters; with cgroup, every target is in that
+ * cgroup (a container's, say) instead of /system.slice/a.service. */
+static inline void rf_start_cgroup(ring_fixture *f, const char *tag, int counters,
+                                   const char *cgroup)
 {
     memset(f, 0, sizeof(*f));
     f->counters = counters;
+    f->cgroup = cgroup;
     snprintf(f->name, sizeof(f->name), "pa-test-%s-%d", tag, (int)getpid());
     pa_ring_opts o = {
         .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
@@ -173,6 +179,11 @@ static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
     rf_publish(f);
     ck_assert_int_eq(pthread_create(&f->th, NULL, rf_loop, f), 0);
     f->running = 1;
+}
+
+static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
+{
+    rf_start_cgroup(f, tag, counters, NULL);
 }
 
 static inline void rf_start(ring_fixture *f, const char *tag)
