@@ -242,15 +242,59 @@ START_TEST(test_jalen_page)
 }
 END_TEST
 
+/* `cmake --install` puts the pages, the completion, the dashboard and
+ * the rules where their tools look; `man powerapi` then reads the page. */
+START_TEST(test_installed)
+{
+    char cmd[8400], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "cmake --install '%s' --prefix '%s' 2>&1", PA_BINARY_DIR,
+             dir);
+    ck_assert_msg(pa_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    static const char *const files[] = {
+        "share/man/man1/powerapi.1",
+        "share/man/man1/powerapi-monitor.1",
+        "share/man/man1/powerapi-serve.1",
+        "share/man/man3/libpowerapi.3",
+        "share/man/man7/jalen.7",
+        "share/bash-completion/completions/powerapi",
+        "share/zsh/vendor-completions/_powerapi",
+        "share/powerapi/fleet/grafana-dashboard.json",
+        "share/powerapi/fleet/powerapi.rules.yml",
+        "share/powerapi/fleet/prometheus.yml",
+    };
+    struct stat st;
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        ck_assert_msg(stat(path, &st) == 0 && st.st_size > 0, "not installed: %s", files[i]);
+    }
+    if (system("command -v man >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_installed: man SKIPPED: no man command\n");
+        return;
+    }
+    snprintf(cmd, sizeof(cmd), "MANPAGER=cat man -M '%s/share/man' powerapi 2>&1", dir);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "powerapi-monitor(1)"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "MANPAGER=cat man -M '%s/share/man' 7 jalen 2>&1", dir);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "calibration="), "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("man");
     TCase *tc = tcase_create("man");
+    tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_pages_lint);
     tcase_add_test(tc, test_help_and_man_agree);
     tcase_add_test(tc, test_libpowerapi_page);
     tcase_add_test(tc, test_jalen_page);
+    tcase_add_test(tc, test_installed);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }
