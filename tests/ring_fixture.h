@@ -364,6 +364,45 @@ static inline int rf_get(unsigned port, const char *path, char **resp)
     return rf_http(port, req, (size_t)n, 5000, resp);
 }
 
+/* A loopback TCP port free now (bound, read, closed). */
+static inline unsigned rf_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Starts Debian's prometheus with dir/prometheus.yml, its data in
+ * dir/data and its log in dir/prometheus.log, listening on 127.0.0.1:port;
+ * it gets SIGTERM if the test process dies.  Returns its pid. */
+static inline pid_t rf_start_prometheus(const char *dir, unsigned port)
+{
+    char a_cfg[4300], a_data[4300], a_listen[128], log[4200];
+    snprintf(a_cfg, sizeof(a_cfg), "--config.file=%s/prometheus.yml", dir);
+    snprintf(a_data, sizeof(a_data), "--storage.tsdb.path=%s/data", dir);
+    snprintf(a_listen, sizeof(a_listen), "--web.listen-address=127.0.0.1:%u", port);
+    snprintf(log, sizeof(log), "%s/prometheus.log", dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* not beyond a failed check */
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp("prometheus", "prometheus", a_cfg, a_data, a_listen, "--log.level=warn",
+               (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 /* The body of a response (after the blank line). */
 static inline const char *rf_body(const char *resp)
 {

@@ -303,40 +303,6 @@ static void write_config(void)
     free(cfg);
 }
 
-static void start_prometheus(unsigned port)
-{
-    char a_cfg[4300], a_data[4300], a_listen[128], log[4200];
-    snprintf(a_cfg, sizeof(a_cfg), "--config.file=%s/prometheus.yml", dir);
-    snprintf(a_data, sizeof(a_data), "--storage.tsdb.path=%s/data", dir);
-    snprintf(a_listen, sizeof(a_listen), "--web.listen-address=127.0.0.1:%u", port);
-    snprintf(log, sizeof(log), "%s/prometheus.log", dir);
-    prom_pid = fork();
-    ck_assert_int_ge(prom_pid, 0);
-    if (prom_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execlp("prometheus", "prometheus", a_cfg, a_data, a_listen, "--log.level=warn",
-               (char *)NULL);
-        _exit(127);
-    }
-}
-
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* The pages of the three exporters: every metric the dashboard and the
  * rules name is on one of them. */
 static void check_metric_names(void)
@@ -444,8 +410,8 @@ START_TEST(test_fleet)
     start_serve(2, NULL);
     check_metric_names();
     write_config();
-    unsigned pport = free_port();
-    start_prometheus(pport);
+    unsigned pport = rf_free_port();
+    prom_pid = rf_start_prometheus(dir, pport);
 
     /* three nodes recorded, and two evaluations of the fleet's rule */
     free(query_until(pport, "node:powerapi_system_power_watts:sum", 3));
