@@ -47,8 +47,8 @@ static char *complete_split(const char *line, int split_breaks)
                   "printf '%%s\\n' \"${COMPREPLY[@]}\" | sort\n",
                   COMPLETION, PA_CLI_PATH);
     char cmd[8400], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "bash --norc --noprofile '%s/t.sh' '%s' %d 2>&1", dir,
-             line, split_breaks);
+    snprintf(cmd, sizeof(cmd), "bash --norc --noprofile '%s/t.sh' '%s' %d 2>&1",
+             dir, line, split_breaks);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     char *r = malloc(strlen(out) + 2);
     ck_assert_ptr_nonnull(r);
@@ -66,21 +66,24 @@ static char *complete(const char *line)
 static void expect(const char *line, const char *want)
 {
     char *got = complete(line);
-    ck_assert_msg(!strcmp(got, want), "'%s': got\n%s\nwant\n%s", line, got, want);
+    ck_assert_msg(!strcmp(got, want), "'%s': got\n%s\nwant\n%s", line, got,
+                  want);
     free(got);
 }
 
 START_TEST(test_commands_and_options)
 {
-    expect("powerapi ",
-           "\n--help\n--version\ncalibrate\ndaemon\nevents\nhelp\njalen\nmodules\n"
-           "monitor\nprofile\nserve\ntop\n");
+    expect(
+        "powerapi ",
+        "\n--help\n--version\ncalibrate\ndaemon\nevents\nhelp\njalen\nmodules\n"
+        "monitor\nprofile\nserve\ntop\n");
     expect("powerapi mo", "\nmodules\nmonitor\n");
     expect("powerapi serve --no", "\n--node\n");
     expect("powerapi serve --max-c", "\n--max-cgroups\n--max-connections\n");
-    expect("powerapi modules --", "\n--calibration\n--disable\n--format\n--formula\n"
-                                  "--help\n--hwdb\n--names\n--procfs\n--rootfs\n"
-                                  "--sensor\n--sysfs\n");
+    expect("powerapi modules --",
+           "\n--calibration\n--disable\n--format\n--formula\n"
+           "--help\n--hwdb\n--names\n--procfs\n--rootfs\n"
+           "--sensor\n--sysfs\n");
     expect("powerapi events -", "\n--all\n--help\n-a\n-h\n");
     expect("powerapi monitor --format j", "\njson\n");
     expect("powerapi monitor --group-by c", "\ncgroup\ncontainer\n");
@@ -95,11 +98,13 @@ END_TEST
 START_TEST(test_durations)
 {
     expect("powerapi monitor -i 5", "\n5h\n5m\n5ms\n5ns\n5s\n5us\n");
-    expect("powerapi serve --connection-timeout 1", "\n1h\n1m\n1ms\n1ns\n1s\n1us\n");
+    expect("powerapi serve --connection-timeout 1",
+           "\n1h\n1m\n1ms\n1ns\n1s\n1us\n");
     expect("powerapi serve --connection-timeout 1m", "\n1m\n");
     expect("powerapi serve --window 1", "\n1h\n1m\n1ms\n1ns\n1s\n1us\n");
     expect("powerapi monitor --interval 2s", "\n2s\n");
-    expect("powerapi monitor --interval 25", "\n25h\n25m\n25ms\n25ns\n25s\n25us\n");
+    expect("powerapi monitor --interval 25",
+           "\n25h\n25m\n25ms\n25ns\n25s\n25us\n");
 }
 END_TEST
 
@@ -112,8 +117,10 @@ START_TEST(test_modules_and_keys)
     expect("powerapi daemon --disable r", "\nrapl\nrapl-share\n");
     /* option keys after ':', and after ',' */
     expect("powerapi monitor --formula cpu-tdp:t", "\ncpu-tdp:tdp=\n");
-    expect("powerapi monitor --formula cpu-tdp:tdp=15W,s", "\ncpu-tdp:tdp=15W,share=\n");
-    expect("powerapi monitor --sensor perf:", "\nperf:events=\nperf:group=\nperf:system=\n");
+    expect("powerapi monitor --formula cpu-tdp:tdp=15W,s",
+           "\ncpu-tdp:tdp=15W,share=\n");
+    expect("powerapi monitor --sensor perf:",
+           "\nperf:events=\nperf:group=\nperf:system=\n");
     /* as bash splits the word at ':' and '=': only the part after */
     char *got = complete_split("powerapi monitor --formula cpu-tdp:t", 1);
     ck_assert_msg(!strcmp(got, "\ntdp=\n"), "%s", got);
@@ -139,9 +146,11 @@ START_TEST(test_perf_events)
     expect("powerapi monitor --sensor perf:events=perf::TASK-CL",
            "\nperf:events=perf::TASK-CLOCK\n");
     /* the second event of a '+' list */
-    expect("powerapi monitor --sensor perf:events=perf::TASK-CLOCK+perf::TASK-CL",
-           "\nperf:events=perf::TASK-CLOCK+perf::TASK-CLOCK\n");
-    char *got = complete_split("powerapi monitor --sensor perf:events=perf::TASK-CL", 1);
+    expect(
+        "powerapi monitor --sensor perf:events=perf::TASK-CLOCK+perf::TASK-CL",
+        "\nperf:events=perf::TASK-CLOCK+perf::TASK-CLOCK\n");
+    char *got = complete_split(
+        "powerapi monitor --sensor perf:events=perf::TASK-CL", 1);
     ck_assert_msg(!strcmp(got, "\nTASK-CLOCK\n"), "%s", got);
     free(got);
     expect("powerapi profile --event perf::TASK-CL", "\nperf::TASK-CLOCK\n");
@@ -195,11 +204,14 @@ END_TEST
 START_TEST(test_zsh_parses)
 {
     if (system("command -v zsh >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "test_zsh_parses: SKIPPED: zsh absent (scripts/deps.sh)\n");
+        fprintf(stderr,
+                "test_zsh_parses: SKIPPED: zsh absent (scripts/deps.sh)\n");
         return;
     }
-    ck_assert_int_eq(
-        pa_test_run("zsh -n '" PA_SOURCE_TESTS "/../completion/_powerapi' 2>&1", NULL), 0);
+    ck_assert_int_eq(pa_test_run("zsh -n '" PA_SOURCE_TESTS
+                                 "/../completion/_powerapi' 2>&1",
+                                 NULL),
+                     0);
 }
 END_TEST
 
