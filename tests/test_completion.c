@@ -111,7 +111,17 @@ END_TEST
 START_TEST(test_modules_and_keys)
 {
     /* sensors only after --sensor, formulas (and auto) after --formula */
-    expect("powerapi monitor --sensor ", "\nnic\nperf\nprocfs-cpu\nrapl\n");
+    /* every sensor `modules --names` lists, and no formula */
+    char cmd[4200], *sensors = NULL;
+    snprintf(cmd, sizeof(cmd),
+             "'%s' modules --names | awk '$1 == \"sensor\" { print $2 }' | sort",
+             PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &sensors), 0);
+    ck_assert_msg(strstr(sensors, "perf\nprocfs-cpu\n"), "%s", sensors);
+    char want[4096];
+    snprintf(want, sizeof(want), "\n%s", sensors);
+    expect("powerapi monitor --sensor ", want);
+    free(sensors);
     expect("powerapi monitor --formula cpu-", "\ncpu-curve\ncpu-tdp\n");
     expect("powerapi serve --formula a", "\nauto\n");
     expect("powerapi daemon --disable r", "\nrapl\nrapl-share\n");
