@@ -71,7 +71,6 @@ _powerapi_modules()
             [[ " $kinds " == *" ${line[0]} "* ]] && cands+=("${line[1]}")
         done < <("$prog" modules --names 2>/dev/null)
         _powerapi_reply "$full" "${cands[@]}"
-        [[ $kinds == formula* && ${#COMPREPLY[@]} -eq 1 ]] && compopt -o nospace 2>/dev/null
         return
     fi
     local name=${full%%:*} rest=${full#*:}
@@ -119,6 +118,10 @@ _powerapi()
         return
     fi
     local cmd=${COMP_WORDS[1]} i
+    if [[ $cmd == help ]]; then
+        ((COMP_CWORD == 2)) && COMPREPLY=($(compgen -W "$("$prog" --complete 2>/dev/null)" -- "$cur"))
+        return
+    fi
     # after "monitor ... --" or "profile ... --": a command of its own
     for ((i = 2; i < COMP_CWORD; i++)); do
         if [[ ${COMP_WORDS[i]} == -- ]]; then

@@ -88,6 +88,7 @@ START_TEST(test_commands_and_options)
     expect("powerapi monitor --format j", "\njson\n");
     expect("powerapi monitor --group-by c", "\ncgroup\ncontainer\n");
     expect("powerapi jalen 1 st", "\nstart\nstatus\nstop\n");
+    expect("powerapi help se", "\nserve\n");
     /* after "--", a command of this machine */
     char *got = complete("powerapi monitor --all -- bas");
     ck_assert_msg(strstr(got, "\nbash\n"), "%s", got);
