@@ -6,17 +6,22 @@ cd "$(dirname "$0")"
 ./scripts/deps.sh
 jobs=$(nproc)
 
+echo "== layers (DESIGN.md section 3: no include upward, no two folders including each other)"
+failed=0
+scripts/check_layers.sh || failed=1
+
 echo "== build (warnings are errors)"
 cmake -S . -B build-test -DPA_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"
 # Unit tests run in parallel; live tests (real processes, JVMs, sockets, with
 # expected rates and ratios) run one at a time so they do not load each other.
-failed=0
 run_ctest() { # dir label jobs
   echo "== $2 tests ($1)"
   (cd "$1" && ctest -L "$2" --output-on-failure -j"$3" --timeout 600) || failed=1
 }
 run_ctest build-test unit "$jobs"
+# a variant built without a built-in formula (tests/build_without.sh)
+run_ctest build-test build 1
 run_ctest build-test live 1
 
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"

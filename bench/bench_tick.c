@@ -28,6 +28,8 @@
  */
 #include "internal.h"
 
+#include "bench_util.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,18 +51,6 @@ static double now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The floor: readdir /proc, then open/read/close each <pid>/stat.
@@ -277,11 +267,11 @@ int main(int argc, char **argv)
         tick_us(nofd.ctx);
         if (mallinfo2().uordblks > m.uordblks + 4096)
             fprintf(stderr, "note: the heap grew during steady ticks\n");
-        double floor_us = median(f, RUNS) / (double)(nf ? nf : 1);
-        double k_us = median(tk, RUNS) / (double)kept.ntasks;
-        double n_us = median(tn, RUNS) / (double)nofd.ntasks;
+        double floor_us = pa_bench_median(f, RUNS) / (double)(nf ? nf : 1);
+        double k_us = pa_bench_median(tk, RUNS) / (double)kept.ntasks;
+        double n_us = pa_bench_median(tn, RUNS) / (double)nofd.ntasks;
         /* a tree reads every process for its ppid */
-        double t_us = median(tt, RUNS) / (double)(nf ? nf : 1);
+        double t_us = pa_bench_median(tt, RUNS) / (double)(nf ? nf : 1);
         pa_ctx_free(tree.ctx);
         pa_ctx_free(kept.ctx);
         pa_ctx_free(nofd.ctx);

@@ -18,12 +18,15 @@
  * of the absolute error, and the error of the energy over the run.
  */
 #include "cli.h"
-#include "internal.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -34,6 +37,51 @@
 #include <unistd.h>
 
 static const char *CMD = "calibrate";
+
+/* The message of the command's own last failure (the library's are read
+ * with pa_cli_errmsg). */
+static char cal_msg[512];
+
+static int cal_err(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int cal_err(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cal_msg, sizeof(cal_msg), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* The message of failure rc: the command's own, else the library's. */
+static const char *cal_errmsg(int rc)
+{
+    static char last[sizeof(cal_msg)];
+    if (!cal_msg[0])
+        return cal_errmsg(rc);
+    snprintf(last, sizeof(last), "%s", cal_msg);
+    cal_msg[0] = '\0';
+    return last;
+}
+
+/* Reads a small file root/rel (a sysfs attribute) into buf, NUL-terminated:
+ * bytes or -errno. */
+static ssize_t read_small(const char *root, const char *rel, char *buf,
+                          size_t len)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", root, rel) >=
+        sizeof(path))
+        return -ENAMETOOLONG;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    size_t n = fread(buf, 1, len - 1, f);
+    bool bad = ferror(f) != 0;
+    fclose(f);
+    buf[n] = '\0';
+    return bad ? -EIO : (ssize_t)n;
+}
 
 #define DUTY_PERIOD_NS 10000000ull
 
@@ -112,14 +160,15 @@ static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
         pa_report *r = NULL;
         if ((rc = pa_report_get(ctx, &r)) < 0)
             return rc;
-        unsigned ncpus = ctx->sys[ctx->sys_cur].ncpus;
+        pa_machine mach;
+        unsigned ncpus = pa_machine_get(ctx, &mach) == 0 ? mach.ncpus : 1;
         double cap_s = r->interval_s * (ncpus ? ncpus : 1);
         win x = {cap_s > 0 ? r->system.cpu_time_s / cap_s : 0,
                  r->system.cpu_w + r->dram_w, r->interval_s};
         bool measured = r->system.flags & PA_POWER_MEASURED;
         pa_report_free(r);
         if (!measured)
-            return pa__err(-ENODATA, "calibrate: a window without RAPL "
+            return cal_err(-ENODATA, "calibrate: a window without RAPL "
                                      "(the rapl sensor failed; see "
                                      "`powerapi modules`)");
         /* not clamped: /proc/stat counts 10 ms ticks, so a window's
@@ -127,7 +176,7 @@ static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
          * full load; cutting those would bias the mean (points are
          * clamped once averaged) */
         if (PA__GROW(*v, *cap, *n + 1, 256) < 0)
-            return pa__err(-ENOMEM, "calibrate: out of memory");
+            return cal_err(-ENOMEM, "calibrate: out of memory");
         (*v)[(*n)++] = x;
     }
     return 0;
@@ -141,6 +190,7 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct opts {
     const char *output, *windows, *frequencies;
+    const char *sysfs; /* --sysfs, "/sys" */
     uint64_t step, settle, window, validate;
     unsigned long reps, levels;
 } opts;
@@ -153,7 +203,7 @@ typedef struct opts {
 #define FQ_POLICIES 64
 #define FQ_AVAIL 64
 static struct {
-    char path[PA_PATH_MAX];
+    char path[PATH_MAX];
     char val[32];
     size_t len;
 } fq_saved[FQ_POLICIES];
@@ -183,7 +233,7 @@ typedef struct fq_ctl {
     size_t n;                  /* frequencies to calibrate at */
     uint64_t khz[PA_CURVE_FREQS];
     size_t npol;               /* policies that can be set */
-    char ctl[FQ_POLICIES][PA_PATH_MAX];
+    char ctl[FQ_POLICIES][PATH_MAX];
     char how[64];
     char why[256];             /* stated once: why none */
 } fq_ctl;
@@ -222,7 +272,7 @@ static void fq_probe(const char *sysfs, const char *spec, fq_ctl *fq)
     if (spec && !strcmp(spec, "none"))
         return;
     const char *dir_rel = "devices/system/cpu/cpufreq";
-    char dpath[PA_PATH_MAX];
+    char dpath[PATH_MAX];
     snprintf(dpath, sizeof(dpath), "%s/%s", sysfs, dir_rel);
     uint64_t avail[FQ_AVAIL];
     size_t navail = 0;
@@ -234,20 +284,20 @@ static void fq_probe(const char *sysfs, const char *spec, fq_ctl *fq)
         char rel[512], buf[1024], gov[64] = "";
         snprintf(rel, sizeof(rel), "%s/%s/scaling_available_frequencies",
                  dir_rel, e->d_name);
-        if (pa__read_file(sysfs, rel, buf, sizeof(buf)) <= 0)
+        if (read_small(sysfs, rel, buf, sizeof(buf)) <= 0)
             continue;
         snprintf(rel, sizeof(rel), "%s/%s/scaling_governor", dir_rel,
                  e->d_name);
-        if (pa__read_file(sysfs, rel, gov, sizeof(gov)) > 0)
+        if (read_small(sysfs, rel, gov, sizeof(gov)) > 0)
             gov[strcspn(gov, "\n")] = '\0';
         const char *file = !strcmp(gov, "userspace") ? "scaling_setspeed"
                                                      : "scaling_max_freq";
-        char path[PA_PATH_MAX];
+        char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%s/%s/%s", sysfs, dir_rel,
                  e->d_name, file);
         if (access(path, W_OK) < 0)
             continue;
-        snprintf(fq->ctl[fq->npol++], PA_PATH_MAX, "%s", path);
+        snprintf(fq->ctl[fq->npol++], PATH_MAX, "%s", path);
         snprintf(fq->how, sizeof(fq->how), "%s", file);
         if (navail)
             continue;
@@ -256,8 +306,11 @@ static void fq_probe(const char *sysfs, const char *spec, fq_ctl *fq)
         while (navail < FQ_AVAIL) {
             while (*p == ' ' || *p == '\n')
                 p++;
-            if (pa__parse_u64(&p, &k) < 0)
+            char *end;
+            if (*p < '0' || *p > '9')
                 break;
+            k = strtoull(p, &end, 10);
+            p = end;
             if (k)
                 avail[navail++] = k;
         }
@@ -308,11 +361,13 @@ static int fq_set(fq_ctl *fq, uint64_t khz)
         for (size_t i = 0; i < fq->npol; i++) {
             char buf[32];
             int fd = open(fq->ctl[i], O_RDONLY | O_CLOEXEC);
-            ssize_t r = fd >= 0 ? pa__pread_all(fd, buf, sizeof(buf)) : -errno;
+            ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -errno;
+            if (fd >= 0 && r < 0)
+                r = -errno;
             if (fd >= 0)
                 close(fd);
             if (r <= 0)
-                return pa__err(r < 0 ? (int)r : -EIO,
+                return cal_err(r < 0 ? (int)r : -EIO,
                                "calibrate: cannot read %s: %s", fq->ctl[i],
                                strerror(r < 0 ? (int)-r : EIO));
             snprintf(fq_saved[i].path, sizeof(fq_saved[i].path), "%s",
@@ -337,7 +392,7 @@ static int fq_set(fq_ctl *fq, uint64_t khz)
             int err = errno ? errno : EIO;
             if (fd >= 0)
                 close(fd);
-            return pa__err(-err,
+            return cal_err(-err,
                            "calibrate: cannot set %s to %llu kHz: %s; give "
                            "--frequencies none to calibrate at the current "
                            "frequency only",
@@ -374,7 +429,7 @@ static int ladder(pa_ctx *ctx, const opts *o, load *l, pa_curve *c,
             lev_of[nseg++] = k;
             rc = measure(ctx, o->window, o->step - o->settle, pv, pnv, pcv);
             if (rc < 0) {
-                pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+                pa_cli_error(CMD, "%s", cal_errmsg(rc));
                 goto out;
             }
         }
@@ -429,7 +484,7 @@ static int ladder(pa_ctx *ctx, const opts *o, load *l, pa_curve *c,
         for (size_t k = 1; k < c->n; k++)
             if (fabs(c->load[k] - v[i].u) < fabs(c->load[best] - v[i].u))
                 best = k;
-        double e = v[i].w - pa__curve_at(c, v[i].u);
+        double e = v[i].w - pa_curve_power_w(c, v[i].u);
         res[best] += e * e;
         resn[best]++;
     }
@@ -445,6 +500,126 @@ out:
     return ret;
 }
 
+/* Validation on a random walk of load (--validate): the curve's power
+ * at each 1 s window's utilisation against RAPL; the mean and 95th
+ * percentile of the absolute error and the energy error (%) in *vmean,
+ * *vp95, *venergy (left < 0 without windows).  0, or -1 after printing
+ * the error. */
+static int validate(pa_ctx *ctx, const opts *o, load *l, const pa_curve *c,
+                    win **pv, size_t *pnv, size_t *pcv, double *vmean,
+                    double *vp95, double *venergy)
+{
+    *vmean = *vp95 = *venergy = -1;
+    if (!o->validate)
+        return 0;
+    int rc;
+    size_t v0 = *pnv;
+    FILE *wf = NULL;
+    if (o->windows && !(wf = fopen(o->windows, "w"))) {
+        pa_cli_error(CMD, "cannot write %s: %s", o->windows,
+                     strerror(errno));
+        return -1;
+    }
+    unsigned seed = (unsigned)now_ns();
+    double duty = 0.5;
+    uint64_t end = now_ns() + o->validate;
+    if ((rc = pa_tick(ctx)) < 0) {
+        pa_cli_error(CMD, "%s", cal_errmsg(rc));
+        if (wf)
+            fclose(wf);
+        return -1;
+    }
+    while (now_ns() + 1000000000ull / 2 < end) {
+        double step = 0.1 + 0.2 * (rand_r(&seed) / (double)RAND_MAX);
+        duty += rand_r(&seed) & 1 ? step : -step;
+        duty = duty < 0 ? -duty : duty > 1 ? 2 - duty : duty;
+        l->duty = duty;
+        rc = measure(ctx, 1000000000ull, 1000000000ull, pv, pnv, pcv);
+        if (rc < 0) {
+            pa_cli_error(CMD, "%s", cal_errmsg(rc));
+            if (wf)
+                fclose(wf);
+            return -1;
+        }
+    }
+    size_t n = *pnv - v0;
+    double *abs_pct = calloc(n ? n : 1, sizeof(double));
+    double e_model = 0, e_meas = 0, sum = 0;
+    if (!abs_pct) {
+        pa_cli_error(CMD, "out of memory");
+        if (wf)
+            fclose(wf);
+        return -1;
+    }
+    if (wf)
+        fprintf(wf, "u,model_w,measured_w,interval_s\n");
+    for (size_t i = 0; i < n; i++) {
+        const win *x = &(*pv)[v0 + i];
+        double m = pa_curve_power_w(c, x->u);
+        abs_pct[i] = x->w > 0 ? 100 * fabs(m - x->w) / x->w : 0;
+        sum += abs_pct[i];
+        e_model += m * x->s;
+        e_meas += x->w * x->s;
+        if (wf)
+            fprintf(wf, "%.6f,%.6f,%.6f,%.6f\n", x->u, m, x->w, x->s);
+    }
+    if (wf)
+        fclose(wf);
+    qsort(abs_pct, n, sizeof(double), cmp_double);
+    if (n) {
+        *vmean = sum / n;
+        size_t i95 = (size_t)ceil(0.95 * n) - 1;
+        *vp95 = abs_pct[i95 < n ? i95 : n - 1];
+        *venergy = e_meas > 0 ? 100 * (e_model - e_meas) / e_meas : 0;
+        printf("\nvalidation (random walk of load, %zu windows of 1 s): "
+               "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
+               "%% (model %.1f J, RAPL %.1f J)\n",
+               n, *vmean, *vp95, *venergy, e_model, e_meas);
+    }
+    free(abs_pct);
+    return 0;
+}
+
+/* Writes the calibration file (--output, else the standard place, its
+ * folders made) and says where.  0, or -1 after printing the error. */
+static int write_file(const opts *o, const pa_curve *c, const double *res,
+                      unsigned ncpus, double vmean, double vp95,
+                      double venergy)
+{
+    int rc;
+    char path[PATH_MAX];
+    if (o->output) {
+        snprintf(path, sizeof(path), "%s", o->output);
+    } else {
+        if ((rc = pa_calibration_standard_path(path, sizeof(path))) < 0) {
+            pa_cli_error(CMD, "%s", cal_errmsg(rc));
+            return -1;
+        }
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            for (char *p = dir + 1; *p; p++)
+                if (*p == '/') {
+                    *p = '\0';
+                    mkdir(dir, 0755);
+                    *p = '/';
+                }
+            mkdir(dir, 0755);
+        }
+    }
+    rc = pa_calibration_write(path, c, res, ncpus, vmean, vp95, venergy);
+    if (rc < 0) {
+        pa_cli_error(CMD, "%s", cal_errmsg(rc));
+        return -1;
+    }
+    printf("\nwritten: %s (use it with --calibration %s or "
+           "POWERAPI_CALIBRATION=%s)\n",
+           path, path, path);
+    return 0;
+}
+
 static int run(pa_ctx *ctx, const opts *o)
 {
     int status = PA_EXIT_FAIL, rc;
@@ -454,7 +629,7 @@ static int run(pa_ctx *ctx, const opts *o)
     size_t nv = 0, cv = 0;
     size_t nlev = o->levels + 1;
     fq_ctl fq;
-    fq_probe(ctx->sysfs, o->frequencies, &fq);
+    fq_probe(o->sysfs, o->frequencies, &fq);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     l.n = ncpu > 0 ? (unsigned)ncpu : 1;
     l.th = calloc(l.n, sizeof(*l.th));
@@ -476,7 +651,7 @@ static int run(pa_ctx *ctx, const opts *o)
         goto stop;
     }
     if ((rc = pa_tick(ctx)) < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        pa_cli_error(CMD, "%s", cal_errmsg(rc));
         goto stop;
     }
     fprintf(stderr,
@@ -491,16 +666,21 @@ static int run(pa_ctx *ctx, const opts *o)
     memset(&c, 0, sizeof(c));
     c.error = -1;
     c.packages = 1;
-    snprintf(c.match, sizeof(c.match), "%s", ctx->sys[ctx->sys_cur].cpu_model);
+    pa_machine mach;
+    if ((rc = pa_machine_get(ctx, &mach)) < 0) {
+        pa_cli_error(CMD, "%s", cal_errmsg(rc));
+        goto stop;
+    }
+    snprintf(c.match, sizeof(c.match), "%s", mach.cpu_model);
     /* the reference frequency of the points where the machine names one
      * (intel_pstate's base frequency, or cpuinfo's without cpufreq) */
-    c.mhz = ctx->sys[ctx->sys_cur].nominal_mhz;
+    c.mhz = mach.nominal_mhz;
     /* the ladder at each frequency cpufreq lets us set, first (a signal
      * in the middle restores the settings), then at the settings found */
     for (size_t k = 0; k < fq.n; k++) {
         if ((rc = fq_set(&fq, fq.khz[k])) < 0) {
             fq_restore();
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            pa_cli_error(CMD, "%s", cal_errmsg(rc));
             goto stop;
         }
         fprintf(stderr, "%s %s: ladder at %.0f MHz (%s)\n", pa_cli_prog, CMD,
@@ -544,7 +724,7 @@ static int run(pa_ctx *ctx, const opts *o)
     for (size_t k = 0; k < c.n; k++)
         wmax = c.watts[k] > wmax ? c.watts[k] : wmax;
     printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c.match,
-           ctx->sys[ctx->sys_cur].ncpus, "+DRAM");
+           mach.ncpus, "+DRAM");
     printf("%7s %9s %9s  %s\n", "LOAD %", "WATTS", "RESID W", "PLOT");
     for (size_t k = 0; k < c.n; k++) {
         int bar = wmax > 0 ? (int)(40 * c.watts[k] / wmax + 0.5) : 0;
@@ -562,109 +742,10 @@ static int run(pa_ctx *ctx, const opts *o)
                    c.fwatts[k][i], c.fres[k][i]);
     }
 
-    /* validation on a random walk of load */
-    double vmean = -1, vp95 = -1, venergy = -1;
-    if (o->validate) {
-        size_t v0 = nv;
-        FILE *wf = NULL;
-        if (o->windows && !(wf = fopen(o->windows, "w"))) {
-            pa_cli_error(CMD, "cannot write %s: %s", o->windows,
-                         strerror(errno));
-            goto stop;
-        }
-        unsigned seed = (unsigned)now_ns();
-        double duty = 0.5;
-        uint64_t end = now_ns() + o->validate;
-        if ((rc = pa_tick(ctx)) < 0) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-            if (wf)
-                fclose(wf);
-            goto stop;
-        }
-        while (now_ns() + 1000000000ull / 2 < end) {
-            double step = 0.1 + 0.2 * (rand_r(&seed) / (double)RAND_MAX);
-            duty += rand_r(&seed) & 1 ? step : -step;
-            duty = duty < 0 ? -duty : duty > 1 ? 2 - duty : duty;
-            l.duty = duty;
-            size_t before = nv;
-            rc = measure(ctx, 1000000000ull, 1000000000ull, &v, &nv, &cv);
-            if (rc < 0) {
-                pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-                if (wf)
-                    fclose(wf);
-                goto stop;
-            }
-            (void)before;
-        }
-        size_t n = nv - v0;
-        double *abs_pct = calloc(n ? n : 1, sizeof(double));
-        double e_model = 0, e_meas = 0, sum = 0;
-        if (!abs_pct) {
-            pa_cli_error(CMD, "out of memory");
-            if (wf)
-                fclose(wf);
-            goto stop;
-        }
-        if (wf)
-            fprintf(wf, "u,model_w,measured_w,interval_s\n");
-        for (size_t i = 0; i < n; i++) {
-            const win *x = &v[v0 + i];
-            double m = pa__curve_at(&c, x->u);
-            abs_pct[i] = x->w > 0 ? 100 * fabs(m - x->w) / x->w : 0;
-            sum += abs_pct[i];
-            e_model += m * x->s;
-            e_meas += x->w * x->s;
-            if (wf)
-                fprintf(wf, "%.6f,%.6f,%.6f,%.6f\n", x->u, m, x->w, x->s);
-        }
-        if (wf)
-            fclose(wf);
-        qsort(abs_pct, n, sizeof(double), cmp_double);
-        if (n) {
-            vmean = sum / n;
-            size_t i95 = (size_t)ceil(0.95 * n) - 1;
-            vp95 = abs_pct[i95 < n ? i95 : n - 1];
-            venergy = e_meas > 0 ? 100 * (e_model - e_meas) / e_meas : 0;
-            printf("\nvalidation (random walk of load, %zu windows of 1 s): "
-                   "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
-                   "%% (model %.1f J, RAPL %.1f J)\n",
-                   n, vmean, vp95, venergy, e_model, e_meas);
-        }
-        free(abs_pct);
-    }
-
-    /* the file */
-    char path[PA_PATH_MAX];
-    if (o->output) {
-        snprintf(path, sizeof(path), "%s", o->output);
-    } else {
-        if ((rc = pa__calib_standard_path(path, sizeof(path))) < 0) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-            goto stop;
-        }
-        char dir[PA_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) {
-            *slash = '\0';
-            for (char *p = dir + 1; *p; p++)
-                if (*p == '/') {
-                    *p = '\0';
-                    mkdir(dir, 0755);
-                    *p = '/';
-                }
-            mkdir(dir, 0755);
-        }
-    }
-    rc = pa__calib_write(path, &c, res, NULL, NULL,
-                         ctx->sys[ctx->sys_cur].ncpus, vmean, vp95, venergy);
-    if (rc < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+    double vmean, vp95, venergy;
+    if (validate(ctx, o, &l, &c, &v, &nv, &cv, &vmean, &vp95, &venergy) < 0 ||
+        write_file(o, &c, res, mach.ncpus, vmean, vp95, venergy) < 0)
         goto stop;
-    }
-    printf("\nwritten: %s (use it with --calibration %s or "
-           "POWERAPI_CALIBRATION=%s)\n",
-           path, path, path);
     status = PA_EXIT_OK;
 stop:
     l.stop = 1;
@@ -760,6 +841,7 @@ int pa_cli_calibrate(int argc, char **argv)
     int st = pa_cli_parse(&c, argc, argv, &first);
     if (st)
         return st < 0 ? PA_EXIT_OK : st;
+    o.sysfs = co.copts.sysfs ? co.copts.sysfs : "/sys";
     if (o.settle >= o.step || o.window * 2 > o.step - o.settle)
         return pa_cli_usage_error(CMD, "--step must leave at least two "
                                        "--window after --settle");
@@ -772,23 +854,11 @@ int pa_cli_calibrate(int argc, char **argv)
         (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {
         pa_cli_error(CMD, "needs RAPL to measure the curve: %s",
-                     pa_cli_errmsg(rc));
+                     cal_errmsg(rc));
         pa_ctx_free(ctx);
         return PA_EXIT_FAIL;
     }
     int status = run(ctx, &o);
     pa_ctx_free(ctx);
     return status;
-}
-
-int pa_cli_calibration(const char *cmd, const char *path)
-{
-    pa_curve c;
-    if (pa__calib_read(path, &c) < 0)
-        return pa_cli_usage_error(cmd, "--calibration: %s", pa_last_error());
-    if (setenv("POWERAPI_CALIBRATION", path, 1) < 0) {
-        pa_cli_error(cmd, "out of memory");
-        return PA_EXIT_FAIL;
-    }
-    return 0;
 }

@@ -59,11 +59,6 @@ int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
 char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
                         size_t *len);
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
-/* --calibration FILE (a context option, cli/options.c): checks the file
- * and sets $POWERAPI_CALIBRATION for the contexts the command makes (auto
- * then picks cpu-curve with it).  0, or the exit status after printing
- * one line. */
-int pa_cli_calibration(const char *cmd, const char *path);
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping
@@ -285,7 +280,7 @@ typedef struct pa_cli_ctx {
     pa_cli_mods mods;     /* --sensor, --formula, --disable */
     uint64_t interval_ns; /* --interval, 1 s by default */
     int interval_set;
-    /* --calibration is checked and set in $POWERAPI_CALIBRATION */
+    const char *calibration; /* --calibration, checked while parsing */
 } pa_cli_ctx;
 
 /* One subcommand's command line and --help. */

@@ -8,7 +8,7 @@
  * --all also lists the ones that do not open, with the reason.
  */
 #include "cli.h"
-#include "internal.h"
+#include "powerapi.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -74,7 +74,7 @@ int pa_cli_events(int argc, char **argv)
     if (st)
         return st < 0 ? PA_EXIT_OK : st;
     l.all = all;
-    int n = pa__perf_events_list(on_event, &l);
+    int n = pa_perf_events_list(on_event, &l);
     if (n < 0) {
         pa_cli_error("events", "%s", pa_cli_errmsg(n));
         return PA_EXIT_FAIL;

@@ -4,7 +4,6 @@
  * uses, and what "auto" enables (sensors: for which formulas).
  */
 #include "cli.h"
-#include "internal.h" /* pa__builtins */
 #include "output.h"
 #include "util.h"
 
@@ -27,9 +26,11 @@ static const char *kind_name(pa_module_kind k)
     return k == PA_SENSOR ? "sensor" : k == PA_FORMULA ? "formula" : "?";
 }
 
-static const char *component_name(pa_component c)
+/* "cpu", "nic", or a registered formula's component ("gpu"). */
+static const char *component_name(pa_ctx *ctx, pa_component c)
 {
-    return c == PA_COMP_CPU ? "cpu" : c == PA_COMP_NIC ? "nic" : "";
+    const char *name = pa_component_name(ctx, c);
+    return name ? name : "";
 }
 
 static void json_bool(FILE *f, const char *key, int v)
@@ -81,8 +82,8 @@ static const char *enabled_how(const pa_module_info *x)
     return x->by_auto ? "auto" : "for";
 }
 
-static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
-                          size_t n)
+static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
+                          const pa_module_info *m, size_t n)
 {
     if (fmt == PA_OUT_TABLE)
         fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s\n", "NAME", "KIND", "FOR",
@@ -99,7 +100,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
                                    ? why
                                    : (x->description ? x->description : "");
             fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s%s\n", x->name,
-                    kind_name(x->kind), component_name(x->component),
+                    kind_name(x->kind), component_name(ctx, x->component),
                     x->available ? "yes" : "no", enabled_how(x),
                     x->failing ? "failing: " : "", text);
             char req[256], use[256];
@@ -123,7 +124,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
         case PA_OUT_CSV:
             fprintf(
                 f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
-                component_name(x->component), x->available ? "true" : "false",
+                component_name(ctx, x->component), x->available ? "true" : "false",
                 x->enabled ? "true" : "false", x->failing ? "true" : "false");
             /* options and texts may hold commas: quoted where they do */
             pa__csv_write(f, x->options);
@@ -150,7 +151,7 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
             fputs(",\"kind\":", f);
             pa__json_write(f, kind_name(x->kind));
             fputs(",\"component\":", f);
-            pa__json_write(f, component_name(x->component));
+            pa__json_write(f, component_name(ctx, x->component));
             json_bool(f, "available", x->available);
             json_bool(f, "enabled", x->enabled);
             json_bool(f, "failing", x->failing);
@@ -175,19 +176,46 @@ static void print_modules(FILE *f, pa_out_format fmt, const pa_module_info *m,
     }
 }
 
-/* --names: "KIND NAME KEY..." a line, each built-in module and the keys
- * of its options (for the shell completion, which must not depend on
- * what this machine can run), then "formula auto". */
-static int print_names(void)
+int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
 {
-    for (const pa_module_ops *const *m = pa__builtins(); *m; m++) {
-        printf("%s %s", kind_name((*m)->kind), (*m)->name);
-        for (const char *const *k = (*m)->options; k && *k; k++)
-            printf(" %s", *k);
+    int n = pa_module_list(ctx, NULL, 0);
+    if (n < 0)
+        return n;
+    pa_module_info *mods = calloc(n ? (size_t)n : 1, sizeof(*mods));
+    if (!mods)
+        return -ENOMEM;
+    int got = pa_module_list(ctx, mods, (size_t)n);
+    if (got >= 0)
+        print_modules(ctx, f, fmt, mods, (size_t)(got < n ? got : n));
+    free(mods);
+    return got < 0 ? got : 0;
+}
+
+/* --names: "KIND NAME KEY..." a line, each module and the keys of its
+ * options (for the shell completion: what exists, whatever this machine
+ * can run), then "formula auto".  0 or -errno. */
+static int print_names(pa_ctx *ctx)
+{
+    int n = pa_module_list(ctx, NULL, 0);
+    if (n < 0)
+        return n;
+    pa_module_info *mods = calloc(n ? (size_t)n : 1, sizeof(*mods));
+    if (!mods)
+        return -ENOMEM;
+    int got = pa_module_list(ctx, mods, (size_t)n), rc = got < 0 ? got : 0;
+    for (int i = 0; i < got && i < n; i++) {
+        const char *const *keys = NULL;
+        if ((rc = pa_module_option_keys(ctx, mods[i].name, &keys)) < 0)
+            break;
+        printf("%s %s", kind_name(mods[i].kind), mods[i].name);
+        for (; keys && *keys; keys++)
+            printf(" %s", *keys);
         putchar('\n');
     }
-    printf("formula auto\n");
-    return fflush(stdout) == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
+    free(mods);
+    if (rc == 0)
+        printf("formula auto\n");
+    return rc;
 }
 
 int pa_cli_modules(int argc, char **argv)
@@ -219,12 +247,15 @@ int pa_cli_modules(int argc, char **argv)
         status = status < 0 ? PA_EXIT_OK : status;
         goto out;
     }
-    if (names) {
-        status = print_names();
-        goto out;
-    }
     if ((status = pa_cli_ctx_create(&co, CMD, &ctx)) != 0)
         goto out;
+    if (names) {
+        int rc = print_names(ctx);
+        if (rc < 0)
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        status = rc < 0 || fflush(stdout) != 0 ? PA_EXIT_FAIL : PA_EXIT_OK;
+        goto out;
+    }
     /* Show what a monitor run would use: "auto" enables its choice.  A
      * failure here is not fatal: the list says why each module cannot
      * run. */
@@ -249,7 +280,7 @@ int pa_cli_modules(int argc, char **argv)
     }
     if (got > n)
         got = n;
-    print_modules(stdout, fmt, mods, (size_t)got);
+    print_modules(ctx, stdout, fmt, mods, (size_t)got);
     if (fmt == PA_OUT_TABLE)
         printf("\nENABLED: what 'auto', the default of '%s monitor', picks "
                "here (auto: its formulas;\nfor: sensors enabled for the "

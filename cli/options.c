@@ -70,11 +70,15 @@ static int set_rootfs(void *v, const char *cmd, const char *arg)
     return check_path(cmd, "--rootfs", arg, true);
 }
 
-/* checked now, then handed to the contexts in $POWERAPI_CALIBRATION */
+/* checked now, then given to the contexts the command makes
+ * (pa_ctx_set_calibration: auto then picks cpu-curve with it) */
 static int set_calibration(void *v, const char *cmd, const char *arg)
 {
-    (void)v;
-    return pa_cli_calibration(cmd, arg);
+    pa_curve c;
+    if (pa_calibration_read(arg, &c) < 0)
+        return pa_cli_usage_error(cmd, "--calibration: %s", pa_last_error());
+    ((pa_cli_ctx *)v)->calibration = arg;
+    return 0;
 }
 
 static int set_sensor(void *v, const char *cmd, const char *arg)
@@ -218,6 +222,12 @@ int pa_cli_ctx_create(const pa_cli_ctx *c, const char *cmd, pa_ctx **out)
     int rc = pa_ctx_new(&ctx, &c->copts);
     if (rc < 0) {
         pa_cli_error(cmd, "%s", pa_cli_errmsg(rc));
+        *out = NULL;
+        return PA_EXIT_FAIL;
+    }
+    if (c->calibration && (rc = pa_ctx_set_calibration(ctx, c->calibration)) < 0) {
+        pa_cli_error(cmd, "--calibration: %s", pa_cli_errmsg(rc));
+        pa_ctx_free(ctx);
         *out = NULL;
         return PA_EXIT_FAIL;
     }

@@ -329,6 +329,34 @@ static void json_key_num(FILE *f, const char *key, double v, bool comma)
     pa_out_json_number(f, v);
 }
 
+/* Components beyond cpu and nic (those of registered formulas: "gpu"),
+ * read by name from the report; none in reports without them, so the
+ * records of cpu and nic keep their form.  Names are [a-z0-9_]. */
+#define FIXED_COMPS 2
+
+static bool has_component(const pa_report *r, const char *name)
+{
+    for (size_t k = FIXED_COMPS; k < r->ncomponents; k++)
+        if (!strcmp(r->component_names[k], name))
+            return true;
+    return false;
+}
+
+static void json_components(FILE *f, const pa_report *r, const double *v)
+{
+    for (size_t k = FIXED_COMPS; v && k < r->ncomponents; k++)
+        json_key_num(f, r->component_names[k], v[k], true);
+}
+
+/* The row of target t in the report's component arrays, or NULL. */
+static const double *target_comps(const pa_report *r, const pa_target_info *t,
+                                  const double *base)
+{
+    if (!base || r->ncomponents <= FIXED_COMPS)
+        return NULL;
+    return base + (size_t)(t - r->targets) * r->ncomponents;
+}
+
 static void json_system(pa_out *o, const pa_report *r)
 {
     FILE *f = o->f;
@@ -342,10 +370,12 @@ static void json_system(pa_out *o, const pa_report *r)
     fputs("},\"power_w\":{", f);
     json_key_num(f, "cpu", r->system.cpu_w, false);
     json_key_num(f, "nic", r->system.nic_w, true);
+    json_components(f, r, r->system_component_w);
     json_key_num(f, "total", r->system.total_w, true);
     json_key_num(f, "idle", r->system.idle_w, true);
-    /* measured RAPL domains of their own, when the machine has them */
-    if (r->dram_w > 0)
+    /* measured RAPL domains of their own, when the machine has them (a
+     * formula's component of the same name comes first) */
+    if (r->dram_w > 0 && !has_component(r, "dram"))
         json_key_num(f, "dram", r->dram_w, true);
     if (r->psys_w > 0)
         json_key_num(f, "psys", r->psys_w, true);
@@ -359,6 +389,7 @@ static void json_system(pa_out *o, const pa_report *r)
     fputs("],\"energy_j\":{", f);
     json_key_num(f, "cpu", r->system.cpu_j, false);
     json_key_num(f, "nic", r->system.nic_j, true);
+    json_components(f, r, r->system_component_j);
     json_key_num(f, "total", r->system.total_j, true);
     fputc('}', f);
     json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
@@ -431,10 +462,12 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputs(",\"power_w\":{", f);
     json_key_num(f, "cpu", t->power.cpu_w, false);
     json_key_num(f, "nic", t->power.nic_w, true);
+    json_components(f, r, target_comps(r, t, r->target_component_w));
     json_key_num(f, "total", t->power.total_w, true);
     fputs("},\"energy_j\":{", f);
     json_key_num(f, "cpu", t->power.cpu_j, false);
     json_key_num(f, "nic", t->power.nic_j, true);
+    json_components(f, r, target_comps(r, t, r->target_component_j));
     json_key_num(f, "total", t->power.total_j, true);
     fputc('}', f);
     if (t->has_net)
@@ -521,8 +554,15 @@ static int csv_header(pa_out *o, const pa_report *r)
         }
         o->csv_ncounters = r->ncounters;
     }
+    o->csv_ncomps = 0;
+    for (size_t k = FIXED_COMPS; r && k < r->ncomponents; k++)
+        snprintf(o->csv_comps[o->csv_ncomps++], sizeof(o->csv_comps[0]), "%s",
+                 r->component_names[k]);
     for (size_t i = 0; i < CSV_NFIXED; i++)
         fprintf(o->f, "%s%s", i ? "," : "", csv_fixed[i]);
+    for (size_t i = 0; i < o->csv_ncomps; i++)
+        fprintf(o->f, ",power_w.%s,energy_j.%s", o->csv_comps[i],
+                o->csv_comps[i]);
     for (size_t i = 0; i < o->csv_ncounters; i++) {
         fputs(",counters.", o->f);
         pa__csv_write(o->f, o->csv_counters[i]);
@@ -556,6 +596,26 @@ static void csv_assumed(FILE *f, const char *list)
     fclose(m);
     pa__csv_write(f, buf);
     free(buf);
+}
+
+/* Component columns are those of the header (w and j of each): a report
+ * without one leaves it empty. */
+static void csv_components(pa_out *o, const pa_report *r, const double *w,
+                           const double *j)
+{
+    for (size_t i = 0; i < o->csv_ncomps; i++) {
+        size_t k = FIXED_COMPS;
+        while (w && j && k < r->ncomponents &&
+               strcmp(r->component_names[k], o->csv_comps[i]))
+            k++;
+        bool have = w && j && k < r->ncomponents;
+        fputc(',', o->f);
+        if (have)
+            csv_number(o->f, w[k]);
+        fputc(',', o->f);
+        if (have)
+            csv_number(o->f, j[k]);
+    }
 }
 
 /* Counter columns are those of the header; a report with other counters
@@ -606,6 +666,7 @@ static void csv_system(pa_out *o, const pa_report *r)
     fputc(',', f);
     pa__csv_write(f, r->sensors);
     fputs(",,,,,,,,,,,", f); /* net rx tx, multiplex, exited, the names */
+    csv_components(o, r, r->system_component_w, r->system_component_j);
     csv_counters(o, r, NULL);
     if (o->command_columns)
         fputs(",,", f);
@@ -669,6 +730,8 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fputc(',', f);
         pa__csv_write(f, v[i] ? v[i] : "");
     }
+    csv_components(o, r, target_comps(r, t, r->target_component_w),
+                   target_comps(r, t, r->target_component_j));
     csv_counters(o, r, t->counters);
     if (o->command_columns)
         fputs(",,", f);
@@ -810,6 +873,10 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             r->system.total_w, r->system.cpu_w, r->system.idle_w);
     if (nic)
         fprintf(f, "; nic %.2f W", r->system.nic_w);
+    for (size_t k = FIXED_COMPS; r->system_component_w && k < r->ncomponents;
+         k++)
+        fprintf(f, "; %s %.2f W", r->component_names[k],
+                r->system_component_w[k]);
     fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s,
             r->system.total_j);
     size_t lines = 2;

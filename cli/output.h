@@ -46,6 +46,10 @@ typedef struct pa_out {
     int csv_header_done;
     size_t csv_ncounters;
     char **csv_counters;
+    /* the components beyond cpu and nic of the header (registered
+     * formulas'): columns power_w.NAME and energy_j.NAME */
+    size_t csv_ncomps;
+    char csv_comps[PA_MAX_COMPONENTS][16];
 } pa_out;
 
 /* The record keys of a cgroup's names (pa_cgroup_names), in the order of
@@ -82,6 +86,10 @@ double pa_out_live_time_base(void);
  * CSV, one row each (header before the first); table, a screen sorted by
  * power.  Returns 0 or -EIO when the stream failed. */
 int pa_out_report(pa_out *o, const pa_report *r);
+
+/* `powerapi modules`' listing of ctx's modules (built-in and registered,
+ * with their components) in fmt (cli/modules.c).  0 or -errno. */
+int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt);
 
 /* The end of `monitor -- COMMAND`. */
 typedef struct pa_out_command {

@@ -299,6 +299,12 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
         fprintf(f, "powerapi_system_power_watts{component=\"%s\"}", comp[i]);
         put_value(f, val[i]);
     }
+    /* the components of registered formulas ("gpu"), by name */
+    for (size_t k = 2; r->system_component_w && k < r->ncomponents; k++) {
+        fprintf(f, "powerapi_system_power_watts{component=\"%s\"}",
+                r->component_names[k]);
+        put_value(f, r->system_component_w[k]);
+    }
     put_help(f, "powerapi_system_energy_joules_total", "counter",
              "Energy of the whole machine since powerapi started sampling.");
     fputs("powerapi_system_energy_joules_total", f);

@@ -52,14 +52,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-/* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
- * (cloudcarbonfootprint.org/docs/methodology, "Compute"): the averages
- * over the AWS processor micro-architectures of the min (idle) and max
- * (100 % load) watts per vCPU it derives from SPECpower_ssj2008 results:
- * 0.74 W and 3.5 W, linear in between (its Average Watts formula).
- * Always labelled assumed. */
-#define DEFAULT_MIN_W 0.74
-#define DEFAULT_MAX_W 3.5
+/* The default curve, per vCPU (see PA_CURVE_VCPU_MIN_W). */
+#define DEFAULT_MIN_W PA_CURVE_VCPU_MIN_W
+#define DEFAULT_MAX_W PA_CURVE_VCPU_MAX_W
 #define DEFAULT_SOURCE                                                        \
     "Cloud Carbon Footprint methodology, AWS average min/max watts per "      \
     "vCPU (from SPECpower_ssj2008)"
@@ -88,7 +83,7 @@ typedef struct cpu_curve {
     src_kind fixed_kind;
     pa_curve fixed;
     bool calib_auto;  /* calibration found at the standard place */
-    char calib_bad[256]; /* why $POWERAPI_CALIBRATION's file is not used */
+    char calib_bad[300]; /* "$POWERAPI_CALIBRATION not used: why" */
     double opt_fref;  /* NAN when not given */
     bool learn;
     /* curve from the model name, looked up once per name */
@@ -112,112 +107,6 @@ typedef struct cpu_curve {
     unsigned learn_cpus; /* CPUs online in the last learned window */
     char save[PA_PATH_MAX]; /* save=FILE, "" when not given */
 } cpu_curve;
-
-/* "model name" of cpuinfo and whether the "hypervisor" flag is set. */
-static void read_cpuinfo(const char *procfs, char *model, size_t mlen,
-                         bool *vm)
-{
-    char *buf = malloc(1 << 16);
-    model[0] = '\0';
-    *vm = false;
-    if (!buf)
-        return;
-    if (pa__read_file(procfs, "cpuinfo", buf, 1 << 16) > 0) {
-        char *l = strstr(buf, "model name");
-        if (l && (l = strchr(l, ':'))) {
-            l++;
-            while (*l == ' ' || *l == '\t')
-                l++;
-            size_t n = strcspn(l, "\n");
-            if (n >= mlen)
-                n = mlen - 1;
-            memcpy(model, l, n);
-            model[n] = '\0';
-        }
-        char *f = strstr(buf, "\nflags");
-        if (f) {
-            size_t n = strcspn(f + 1, "\n");
-            f[1 + n] = '\0';
-            *vm = strstr(f, " hypervisor") != NULL;
-        }
-    }
-    free(buf);
-}
-
-/* A calibration at the standard place made on this CPU model.  When the
- * file $POWERAPI_CALIBRATION names cannot be used, bad (when not NULL)
- * gets the reason, so that the fallback is stated, not silent. */
-static bool calib_for_model(const char *model, pa_curve *out, char *path,
-                            size_t plen, char *bad, size_t badlen)
-{
-    const char *p = pa__calib_default(path, plen);
-    pa_curve c;
-    const char *env = getenv("POWERAPI_CALIBRATION");
-    if (bad && badlen)
-        bad[0] = '\0';
-    if (!p)
-        return false;
-    if (pa__calib_read(p, &c) < 0) {
-        if (bad && env && *env) {
-            /* one item of the ";"-separated assumed list */
-            snprintf(bad, badlen, "%s", pa_last_error());
-            for (char *q = bad; (q = strchr(q, ';'));)
-                *q = ',';
-        }
-        return false;
-    }
-    /* a file named by $POWERAPI_CALIBRATION (--calibration) is the user's
-     * choice (a model mismatch is stated in assumed); one found at the
-     * standard place is used only on the CPU it was made on */
-    if (!(env && !strcmp(env, p)) && strcmp(c.match, model) != 0)
-        return false;
-    *out = c;
-    return true;
-}
-
-/* Why auto may choose cpu-curve: 1 a curve or calibration matches this
- * CPU, 2 a VM (the default curve), 0 neither. */
-static int curve_match(const pa_env *env, char *why, size_t len, char *bad,
-                       size_t badlen)
-{
-    char model[96], path[PA_PATH_MAX];
-    bool vm;
-    pa_curve c;
-    read_cpuinfo(env->procfs, model, sizeof(model), &vm);
-    if (model[0] &&
-        calib_for_model(model, &c, path, sizeof(path), bad, badlen)) {
-        snprintf(why, len, "calibration %s (%s)", path,
-                 strcmp(c.match, model) ? "given" : "made on this CPU");
-        return 1;
-    }
-    if (model[0] && pa__hwdb_curve(env->hwdb, model, &c) == 0) {
-        snprintf(why, len, "hwdb curve \"%s\" matches this CPU (%.80s)",
-                 c.match, c.source);
-        return 1;
-    }
-    if (vm) {
-        snprintf(why, len,
-                 "virtual machine (cpuinfo flag hypervisor), no curve for "
-                 "'%s': default curve %g-%g W per vCPU (assumed)",
-                 model[0] ? model : "(no name)", DEFAULT_MIN_W,
-                 DEFAULT_MAX_W);
-        return 2;
-    }
-    snprintf(why, len, "no load-power curve or calibration for '%s'",
-             model[0] ? model : "(no name)");
-    return 0;
-}
-
-int pa__cpu_curve_match(const pa_env *env, char *why, size_t len)
-{
-    char bad[256] = "";
-    int rc = curve_match(env, why, len, bad, sizeof(bad));
-    size_t n = strlen(why);
-    if (bad[0] && n < len)
-        snprintf(why + n, len - n, "; $POWERAPI_CALIBRATION not used: %s",
-                 bad);
-    return rc;
-}
 
 /* This machine's packages: the CPU -> package map and the distinct ids. */
 static void topo_read(const pa_env *env, cpu_curve *st)
@@ -349,7 +238,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
 
 static int curve_probe(const pa_env *env, char *why, size_t len)
 {
-    pa__cpu_curve_match(env, why, len);
+    pa__curve_match(env, why, len);
     return 0; /* a model: runs anywhere procfs-cpu does */
 }
 
@@ -439,8 +328,9 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     const char *path = pa__module_hwdb(m);
     if (!st->have_fixed && *model) {
         char cpath[PA_PATH_MAX];
-        if (calib_for_model(model, &st->rec, cpath, sizeof(cpath),
-                            st->calib_bad, sizeof(st->calib_bad))) {
+        if (pa__calib_for_model(&m->ctx->env, model, &st->rec, cpath,
+                                sizeof(cpath), st->calib_bad,
+                                sizeof(st->calib_bad))) {
             st->have_rec = true;
             st->calib_auto = true;
         } else if (path) {
@@ -544,8 +434,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         kind = SRC_DEFAULT;
     }
     if (st->calib_bad[0])
-        pa_table_assume(out, "cpu-curve: $POWERAPI_CALIBRATION not used: %s",
-                        st->calib_bad);
+        pa_table_assume(out, "cpu-curve: %s", st->calib_bad);
     switch (kind) {
     case SRC_OPTION:
         pa_table_assume(out, "cpu-curve: curve from option points=");
@@ -744,6 +633,17 @@ static const char *const curve_requires[] = {"procfs-cpu", NULL};
 /* rapl: self-calibration when present; perf: cycles for the split */
 static const char *const curve_uses[] = {"rapl", "perf", NULL};
 
+/* Auto's choice after rapl-share: where a load-power curve or a
+ * calibration matches this CPU, or on a virtual machine (its default
+ * per-vCPU curve follows the load, a TDP guess does not). */
+static int curve_fits(const pa_env *env, char *why, size_t len)
+{
+    char curve[200];
+    int match = pa__curve_match(env, curve, sizeof(curve));
+    snprintf(why, len, "no RAPL; %s", curve);
+    return match > 0;
+}
+
 const pa_module_ops pa__mod_cpu_curve = {
     .abi = PA_MODULE_ABI,
     .name = "cpu-curve",
@@ -760,4 +660,7 @@ const pa_module_ops pa__mod_cpu_curve = {
     .stop = curve_stop,
     .requires = curve_requires,
     .uses = curve_uses,
+    .component_name = "cpu",
+    .auto_rank = 200,
+    .fits = curve_fits,
 };

@@ -423,6 +423,16 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
  * time all come from procfs-cpu */
 static const char *const cpu_tdp_requires[] = {"procfs-cpu", NULL};
 
+/* Auto's last choice for the CPU: it runs anywhere; why says what the
+ * formulas ranked above it lacked. */
+static int cpu_tdp_fits(const pa_env *env, char *why, size_t len)
+{
+    char curve[200];
+    pa__curve_match(env, curve, sizeof(curve));
+    snprintf(why, len, "no RAPL; %s: TDP model", curve);
+    return 1;
+}
+
 const pa_module_ops pa__mod_cpu_tdp = {
     .abi = PA_MODULE_ABI,
     .name = "cpu-tdp",
@@ -437,4 +447,7 @@ const pa_module_ops pa__mod_cpu_tdp = {
     .configure = cpu_tdp_configure,
     .stop = cpu_tdp_stop,
     .requires = cpu_tdp_requires,
+    .component_name = "cpu",
+    .auto_rank = 100,
+    .fits = cpu_tdp_fits,
 };

@@ -354,4 +354,6 @@ const pa_module_ops pa__mod_nic_linear = {
     .stop = nl_stop,
     .requires = nl_requires,
     .uses = nl_uses,
+    .component_name = "nic",
+    .auto_rank = 100,
 };

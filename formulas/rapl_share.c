@@ -49,95 +49,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 typedef struct share_state {
     bool split;
 } share_state;
 
 static const char *const share_options[] = {"idle", NULL};
-
-/* Names the perf sensor may give the unhalted core cycles counter. */
-static bool is_cycles_name(const char *n)
-{
-    static const char *const names[] = {
-        "UNHALTED_CORE_CYCLES",
-        "CPU_CLK_UNHALTED",
-        "CPU_CLK_UNHALTED.THREAD",
-        "CPU_CLK_UNHALTED:THREAD_P",
-        "CYCLES_NOT_IN_HALT",
-        "CYCLES",
-        "perf::CYCLES",
-        "perf::CPU-CYCLES",
-        "perf::PERF_COUNT_HW_CPU_CYCLES",
-        "cpu-cycles",
-        "RETIRED_CYCLES",
-        "CPU_CYCLES",
-    };
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (!strcasecmp(n, names[i]))
-            return true;
-    return false;
-}
-
-static int cycles_index(const pa_frame_delta *d)
-{
-    for (size_t i = 0; i < d->ncounters && d->counter_names; i++)
-        if (d->counter_names[i] && is_cycles_name(d->counter_names[i]))
-            return (int)i;
-    return -1;
-}
-
-/* The weights of the split: cycles when the perf sensor counts them, CPU
- * time otherwise; W = the processes' sum when every process is watched,
- * else the system's (never less than the processes'). */
-typedef struct share_w {
-    int ci;      /* cycles counter index, -1 none */
-    bool cycles; /* weights are cycles */
-    bool all;    /* every process is watched */
-    double w_all;
-} share_w;
-
-static void share_weights(const pa_frame_delta *d, share_w *sw)
-{
-    sw->ci = cycles_index(d);
-    sw->cycles =
-        sw->ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
-    double w_sys = sw->cycles ? d->cycles_all : d->busy_s;
-    double w_procs = 0;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        const pa_task *k = d->tasks[i];
-        if (k->type != PA_TARGET_PROCESS)
-            continue;
-        w_procs += sw->cycles ? (k->ctr_d ? k->ctr_d[sw->ci] : 0)
-                              : k->d_cpu_s;
-    }
-    sw->all = d->ctx && d->ctx->watch_all;
-    sw->w_all = sw->all && w_procs > 0 ? w_procs
-                : w_sys > w_procs      ? w_sys
-                                       : w_procs;
-}
-
-void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
-                     double active)
-{
-    share_w sw;
-    share_weights(d, &sw);
-    double attributed = 0;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *k = d->tasks[i];
-        double w = sw.cycles ? (k->ctr_d ? k->ctr_d[sw.ci] : 0) : k->d_cpu_s;
-        if (!(w > 0) || !(sw.w_all > 0))
-            w = 0;
-        k->cpu_w = sw.w_all > 0 ? active * w / sw.w_all : 0;
-        if (k->type == PA_TARGET_PROCESS)
-            attributed += k->cpu_w;
-    }
-    t->cpu_w = p;
-    t->idle_w = sw.all ? p - attributed : p - active;
-    if (t->idle_w < 0)
-        t->idle_w = 0; /* rounding only: attributed <= active <= p */
-}
 
 static int parse_idle(const pa_options *opts, bool *split)
 {
@@ -259,8 +176,8 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
                                  "domain on this machine");
     double p = pkg_j / d->interval_s;
 
-    share_w sw;
-    share_weights(d, &sw);
+    pa_share_w sw;
+    pa__share_weights(d, &sw);
     int ci = sw.ci;
     bool cycles = sw.cycles;
 
@@ -351,6 +268,14 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
 static const char *const share_requires[] = {"rapl", "procfs-cpu", NULL};
 static const char *const share_uses[] = {"perf", NULL};
 
+/* Auto takes it wherever its sensor runs (auto enables it only then). */
+static int share_fits(const pa_env *env, char *why, size_t len)
+{
+    (void)env;
+    snprintf(why, len, "RAPL is readable: measured power");
+    return 1;
+}
+
 const pa_module_ops pa__mod_rapl_share = {
     .abi = PA_MODULE_ABI,
     .name = "rapl-share",
@@ -367,4 +292,7 @@ const pa_module_ops pa__mod_rapl_share = {
     .stop = share_stop,
     .requires = share_requires,
     .uses = share_uses,
+    .component_name = "cpu",
+    .auto_rank = 300, /* measured: before every model */
+    .fits = share_fits,
 };

@@ -1368,6 +1368,7 @@ const pa_module_ops pa__mod_perf = {
     .sample = perf_sample,
     .configure = perf_configure,
     .stop = perf_stop,
+    .flags = PA_MOD_TASK_COUNTERS,
 };
 
 /* ---------------------------------------------------------------- */
@@ -1441,4 +1442,11 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
         n++;
     }
     return (int)n;
+}
+
+int pa_perf_events_list(pa_perf_event_cb cb, void *user)
+{
+    if (!cb)
+        return pa__err(-EINVAL, "pa_perf_events_list: cb is required");
+    return pa__perf_events_list(cb, user);
 }

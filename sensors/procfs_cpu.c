@@ -1292,4 +1292,5 @@ const pa_module_ops pa__mod_procfs_cpu = {
     .sample = pc_sample,
     .configure = NULL,
     .stop = pc_stop,
+    .flags = PA_MOD_DISCOVERS_TASKS,
 };

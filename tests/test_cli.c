@@ -262,6 +262,37 @@ START_TEST(test_bad_roots)
 }
 END_TEST
 
+/* --calibration FILE is given to the context (pa_ctx_set_calibration), not
+ * to the environment: auto picks cpu-curve with it and says so. */
+START_TEST(test_modules_calibration)
+{
+    char *dir = pa_test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/cal.txt", dir);
+    pa_curve c;
+    memset(&c, 0, sizeof(c));
+    snprintf(c.match, sizeof(c.match), "a CPU of another machine");
+    c.n = 2;
+    c.load[1] = 1;
+    c.watts[0] = 20;
+    c.watts[1] = 80;
+    c.packages = 1;
+    c.error = -1;
+    ck_assert_int_eq(pa_calibration_write(path, &c, NULL, 4, -1, -1, -1), 0);
+    unsetenv("POWERAPI_CALIBRATION");
+    run r;
+    cli(&r, "modules", FIXTURE_ARGS(FIX_VM), "--calibration", path, "--format",
+        "json", NULL);
+    ck_assert_int_eq(r.status, 0);
+    char want[4400];
+    snprintf(want, sizeof(want), "\"auto\":\"no RAPL; calibration %s (given)",
+             path);
+    ck_assert_msg(strstr(r.out, want) != NULL, "%s", r.out);
+    pa_test_cli_free(&r);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_modules_fixture)
 {
     run r;
@@ -652,6 +683,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_unknown_module);
     tcase_add_test(tc, test_bad_roots);
     tcase_add_test(tc, test_modules_fixture);
+    tcase_add_test(tc, test_modules_calibration);
     tcase_add_test(tc, test_formula_alone);
     tcase_add_test(tc, test_disable_required_sensor);
     tcase_add_test(tc, test_golden_vm_json);

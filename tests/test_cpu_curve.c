@@ -319,6 +319,23 @@ START_TEST(calibration_file)
     ck_assert(found);
     pa_ctx_free(ctx);
     unsetenv("POWERAPI_CALIBRATION");
+    /* the same file given to the context (pa_ctx_set_calibration, what
+     * --calibration does): auto takes it, the environment untouched, and
+     * the curve gives the same 70 W at u = 0.7 */
+    ctx = pa_test_ctx(root);
+    ck_assert_int_eq(pa_ctx_set_calibration(ctx, "/nonexistent/c.txt"),
+                     -ENOENT);
+    ck_assert_int_eq(pa_ctx_set_calibration(ctx, path), 0);
+    ck_assert_ptr_null(getenv("POWERAPI_CALIBRATION"));
+    pa_module_info one;
+    ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
+    ck_assert_int_eq(pa_module_get(ctx, "cpu-curve", &one), 0);
+    ck_assert(one.enabled && one.by_auto);
+    char want[4300];
+    snprintf(want, sizeof(want), "no RAPL; calibration %s (", path);
+    ck_assert_msg(strstr(one.auto_why, want) != NULL, "%s", one.auto_why);
+    ck_assert_str_eq(pa_env_calibration(&ctx->env), path);
+    pa_ctx_free(ctx);
     pa_test_rmtree(root);
     pa_test_rmtree(dir);
 }

@@ -588,7 +588,7 @@ START_TEST(abi1_table_declares_nothing)
     ck_assert(!enabled(ctx, "procfs-cpu"));
     ck_assert_ptr_null(info(ctx, "old-seventy")->requires);
     pa_module_ops future = seventy;
-    future.abi = 3;
+    future.abi = PA_MODULE_ABI + 1;
     future.name = "future";
     ck_assert_int_eq(pa_module_register(ctx, &future), -EINVAL);
     pa_ctx_free(ctx);

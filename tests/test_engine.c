@@ -54,18 +54,18 @@ static int fake_sample(pa_module *m, pa_frame *f)
             t->cur.have |= PA_RD_COUNTERS;
         }
     }
-    /* the engine trusts "procfs-cpu" to discover tasks; a user sensor that
-     * discovers them says so through the frame */
-    f->scanned = true;
     return 0;
 }
 
+/* It lists every task (PA_MOD_DISCOVERS_TASKS): after it ran, a task no
+ * sensor saw has exited (the exit and tree tests below rely on it). */
 static const pa_module_ops fake_sensor = {
     .abi = PA_MODULE_ABI,
     .name = "fake-sensor",
     .kind = PA_SENSOR,
     .description = "scripted readings",
     .sample = fake_sample,
+    .flags = PA_MOD_DISCOVERS_TASKS,
 };
 
 static const char *const ten_opts[] = {"watts", NULL};
@@ -359,6 +359,53 @@ START_TEST(tree_sums_counters)
 }
 END_TEST
 
+/* A sensor that declares per-task counters when it starts; with the flag
+ * PA_MOD_TASK_COUNTERS its counters leave the reports when it goes (the
+ * core knows no sensor by name: "perf" says the same with the flag). */
+static int counting_start(pa_module *m, const pa_options *o)
+{
+    (void)o;
+    const char *names[] = {"events"};
+    return pa__counters_declare(m->ctx, names, 1);
+}
+
+static int counting_sample(pa_module *m, pa_frame *f)
+{
+    (void)m;
+    (void)f;
+    return 0;
+}
+
+START_TEST(counters_go_with_their_sensor)
+{
+    pa_ctx *ctx = setup_ctx();
+    pa_module_ops flagged = {
+        .abi = PA_MODULE_ABI,
+        .name = "counting",
+        .kind = PA_SENSOR,
+        .start = counting_start,
+        .sample = counting_sample,
+        .flags = PA_MOD_TASK_COUNTERS,
+    };
+    pa_module_ops unflagged = flagged;
+    unflagged.name = "counting-old";
+    unflagged.abi = 2; /* no flags field: its counters stay declared */
+    ck_assert_int_eq(pa_module_register(ctx, &flagged), 0);
+    ck_assert_int_eq(pa_module_register(ctx, &unflagged), 0);
+    add_proc(107, 1, 5, "p");
+    ck_assert_int_eq(pa_watch_pid(ctx, 107, 0), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "counting", NULL), 0);
+    ck_assert_uint_eq(ctx->ncounters, 1);
+    ck_assert_int_eq(pa_module_disable(ctx, "counting"), 0);
+    ck_assert_uint_eq(ctx->ncounters, 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "counting-old", NULL), 0);
+    ck_assert_uint_eq(ctx->ncounters, 1);
+    ck_assert_int_eq(pa_module_disable(ctx, "counting-old"), 0);
+    ck_assert_uint_eq(ctx->ncounters, 1);
+    teardown_ctx(ctx);
+}
+END_TEST
+
 START_TEST(failing_sensor_backs_off_and_recovers)
 {
     pa_ctx *ctx = setup_ctx();
@@ -527,6 +574,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tree_counts_reaped_children);
     tcase_add_test(tc, unwatched_targets_are_dropped_not_exited);
     tcase_add_test(tc, tree_sums_counters);
+    tcase_add_test(tc, counters_go_with_their_sensor);
     tcase_add_test(tc, failing_sensor_backs_off_and_recovers);
     tcase_add_test(tc, lifecycle_errors_name_the_fix);
     tcase_add_test(tc, module_get_probes_one_module);

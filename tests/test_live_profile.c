@@ -1395,6 +1395,75 @@ static void expect_one_line(const char *args, int status, const char *needle)
     free(log);
 }
 
+/* Issue 31 items 1, 3 and 11, with the defaults a new user gets on a
+ * stock Debian system (binaries without frame pointers): `sort` of a
+ * large file and the README's example give stacks rooted at the
+ * program's entry (through __libc_start_main) or a thread's
+ * (__clone3;start_thread) for >= 95 % of their
+ * energy, and no frame outside a mapping; a few hundred samples in a
+ * one-second run; `-g` alone is the default call graph; a run with no
+ * sample says why, in its closing line and in summary.json. */
+START_TEST(stock_defaults)
+{
+    char *out = pa_test_tmpdir(), args[8192], path[4200];
+    snprintf(path, sizeof(path), "%s/lines", out);
+    snprintf(args, sizeof(args), "seq 3000000 | shuf --random-source=/dev/zero > '%s'", path);
+    ck_assert_int_eq(system(args), 0);
+    const char *cmds[2][2] = {{"sort", "sort -o /dev/null '%s'"},
+                              {"readme", "sh -c 'seq 300000 | sort -n | tail -1'"}};
+    for (int c = 0; c < 2; c++) {
+        char cmd[4400];
+        snprintf(cmd, sizeof(cmd), cmds[c][1], path);
+        snprintf(args, sizeof(args), "-g --out %s/%s -- %s", out, cmds[c][0], cmd);
+        char *log = NULL;
+        ck_assert_msg(run_profile(args, &log) == 0, "%s", log);
+        free(log);
+        char dirp[4200];
+        snprintf(dirp, sizeof(dirp), "%s/%s", out, cmds[c][0]);
+        char *col = slurp_in(dirp, "energy.collapsed");
+        char *sum = slurp_in(dirp, "summary.json");
+        double all = 0, rooted = 0;
+        for (char *l = strtok(col, "\n"); l; l = strtok(NULL, "\n")) {
+            char *sp = strrchr(l, ' ');
+            double v = sp ? strtod(sp + 1, NULL) : 0;
+            all += v;
+            /* the program's entry, or a thread's (sort sorts in threads) */
+            if (strstr(l, ";__libc_start_main;") || !strncmp(l, "__clone3;start_thread;", 22) ||
+                !strncmp(l, "__clone;start_thread;", 21))
+                rooted += v;
+            ck_assert_msg(!strstr(l, "[unmapped]"), "%s: a frame outside a mapping: %s",
+                          cmds[c][0], l);
+        }
+        double samples = json_num(sum, "samples");
+        fprintf(stderr, "[defaults] %s: %.1f%% of the energy in stacks rooted at the entry, "
+                        "%.0f samples\n", cmds[c][0], all > 0 ? 100 * rooted / all : 0, samples);
+        /* the README's example: sort -n of 300,000 lines, 25 samples or
+         * so; perf record --call-graph dwarf also ends many of its stacks
+         * after one or two frames there (sort's numeric comparison): the
+         * share is printed, and only frames outside mappings fail it */
+        ck_assert_msg(all > 0 && (c == 1 || rooted >= 0.95 * all), "%s: %.1f%% rooted",
+                      cmds[c][0], all > 0 ? 100 * rooted / all : 0);
+        ck_assert_msg(strstr(sum, "\"call_graph\": \"dwarf\""), "%s", sum);
+        if (c == 0) /* about a second of CPU at 500 a CPU-second */
+            ck_assert_msg(samples >= 200, "sort: %.0f samples", samples);
+        free(col);
+        free(sum);
+    }
+    /* no sample: said, with the reason */
+    snprintf(args, sizeof(args), "--out %s/none -- true", out);
+    char *log = NULL;
+    ck_assert_int_eq(run_profile(args, &log), 0);
+    ck_assert_msg(strstr(log, "profile: no stack sample: the targets used"), "%s", log);
+    free(log);
+    snprintf(path, sizeof(path), "%s/none", out);
+    char *sum = slurp_in(path, "summary.json");
+    ck_assert_msg(strstr(sum, "\"samples_note\": \"no stack sample: the targets used"), "%s",
+                  sum);
+    free(sum);
+    pa_test_rmtree(out);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     expect_one_line("--pid 999999999", 2, "invalid pid");
@@ -1487,6 +1556,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pprof_lines);
     tcase_add_test(tc, kernel_frames);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, stock_defaults);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAN_SRC PA_SOURCE_TESTS "/../man"
+#define MAN_BUILT PA_BINARY_DIR "/man"
 
 static char *dir;
 
@@ -102,8 +102,8 @@ START_TEST(test_pages_lint)
         free(fresh);
     }
     free(cmds);
-    lint(MAN_SRC "/libpowerapi.3");
-    lint(MAN_SRC "/jalen.7");
+    lint(MAN_BUILT "/man3/libpowerapi.3");
+    lint(MAN_BUILT "/man7/jalen.7");
 }
 END_TEST
 
@@ -193,7 +193,7 @@ START_TEST(test_libpowerapi_page)
 {
     char *h =
         pa_test_slurp(PA_SOURCE_TESTS "/../libpowerapi/include/powerapi.h");
-    char *page = pa_test_slurp(MAN_SRC "/libpowerapi.3");
+    char *page = pa_test_slurp(MAN_BUILT "/man3/libpowerapi.3");
     ck_assert_ptr_nonnull(h);
     ck_assert_ptr_nonnull(page);
     int found = 0;
@@ -222,7 +222,7 @@ END_TEST
 START_TEST(test_jalen_page)
 {
     char *src = pa_test_slurp(PA_SOURCE_TESTS "/../jalen-agent/src/options.c");
-    char *page = pa_test_slurp(MAN_SRC "/jalen.7");
+    char *page = pa_test_slurp(MAN_BUILT "/man7/jalen.7");
     ck_assert_ptr_nonnull(src);
     ck_assert_ptr_nonnull(page);
     const char *k = strstr(src, "jl_keys[] = {");

@@ -1,4 +1,4 @@
-/* test_profout.c - the call tree the profile writers share (profout/):
+/* test_profout.c - the call tree the profile writers share (profcore/):
  * nodes that differ only in line fold into one per function for the
  * collapsed stacks and the flame graph, and pprof gets one location per
  * (function, line), the lines of inlined chains, and the samples' ids

@@ -606,14 +606,14 @@ START_TEST(test_version_mismatch)
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 99"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 2"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 3"));
     /* A ring of a version-1 daemon (no perf counters): refused, saying
      * which versions differ. */
     poke_u32(ring_name, 8, 1);
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 1,"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 2"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 3"));
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "same powerapi version"));
     pa_ring_destroy(w);
 

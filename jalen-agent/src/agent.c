@@ -39,8 +39,10 @@ static int jl_attached;      /* loaded by Agent_OnAttach */
 /* set by those threads, read by others */
 static atomic_int jl_agent_tid, jl_sampler_tid, jl_mxbean_tid;
 static pthread_mutex_t jl_prof_lock = PTHREAD_MUTEX_INITIALIZER;
-static double jl_last_cpu_j, jl_last_nic_j, jl_last_window_s;
-static int jl_have_power;
+static double jl_last_window_s;
+/* the process's cumulative CPU and network joules (profcore's pa_pcum:
+ * each window takes the increase since the last reading) */
+static pa_pcum jl_cum_cpu, jl_cum_nic;
 static int jl_power_warned;
 
 /* this window's resolved samples: [tid, n, frame...]* */
@@ -451,11 +453,6 @@ static void jl_on_net_collect(jl_net_rec *r, uint64_t bytes, void *user)
     jl_nn++;
 }
 
-static void jl_copy_str(char *dst, size_t len, const char *src)
-{
-    snprintf(dst, len, "%s", src ? src : "");
-}
-
 /* Prof lock held. */
 static void jl_process_window(int final)
 {
@@ -466,21 +463,9 @@ static void jl_process_window(int final)
     int rc = pa_tick(jl_ctx);
     pa_power pw;
     if (rc >= 0 && pa_pid_power(jl_ctx, jl_pid, &pw) == 0) {
-        if (!jl_have_power) {
-            /* first window with a reading: whatever came before is its own */
-            dcpu = pw.cpu_j;
-            dnic = pw.nic_j;
-            jl_have_power = 1;
-        } else {
-            dcpu = pw.cpu_j - jl_last_cpu_j;
-            dnic = pw.nic_j - jl_last_nic_j;
-        }
-        jl_last_cpu_j = pw.cpu_j;
-        jl_last_nic_j = pw.nic_j;
-        if (dcpu < 0)
-            dcpu = 0;
-        if (dnic < 0)
-            dnic = 0;
+        /* the first window with a reading: whatever came before is its own */
+        dcpu = pa_pcum_delta(&jl_cum_cpu, pw.cpu_j);
+        dnic = pa_pcum_delta(&jl_cum_nic, pw.nic_j);
     } else if (rc < 0 && !jl_power_warned && !jl_o.quiet) {
         jl_warn("libpowerapi tick failed (%s): %s", pa_strerror(rc), pa_last_error());
         jl_power_warned = 1;
@@ -497,10 +482,7 @@ static void jl_process_window(int final)
             jl_thread_rename(jl_jvmti, &jl_thr.v[i], jl_thr.v[i].ref);
     pa_report *rep = NULL;
     if (rc >= 0 && pa_report_get(jl_ctx, &rep) == 0 && rep) {
-        jl_copy_str(jl_prof.formula, sizeof(jl_prof.formula), rep->formula);
-        jl_copy_str(jl_prof.sensors, sizeof(jl_prof.sensors), rep->sensors);
-        jl_copy_str(jl_prof.cpu_source, sizeof(jl_prof.cpu_source), rep->cpu_source);
-        jl_copy_str(jl_prof.assumed, sizeof(jl_prof.assumed), rep->assumed);
+        pa_psource_from_report(&jl_prof.source, rep);
         for (size_t i = 0; i < rep->ntargets; i++) {
             const pa_target_info *ti = &rep->targets[i];
             if (ti->type != PA_TARGET_THREAD || ti->pid != jl_pid)
@@ -639,7 +621,7 @@ static void jl_process_window(int final)
     jl_prof.process_cpu_j += dcpu;
     jl_prof.process_nic_j += dnic;
     jl_prof.process_j = jl_prof.process_cpu_j + jl_prof.process_nic_j;
-    jl_prof.unattributed_j = jl_prof.m[JL_M_UNATTRIBUTED].self_j;
+    jl_prof.unattributed_j = jl_prof.ms[JL_M_UNATTRIBUTED].self_j;
     jl_prof.windows++;
     jl_prof.duration_s = now - jl_prof.start_s;
     /* samples: in the profile; dropped: by the handler (ring full) or here */
@@ -647,28 +629,18 @@ static void jl_process_window(int final)
     jl_prof.samples_dropped = atomic_load(&jl_smp.dropped) + jl_drain_dropped;
 
     /* timeline: the top methods of the window */
-    if (interval > 0) {
-        for (int k = 0; k < jl_o.top; k++) {
-            int best = -1;
-            double bv = 0;
-            for (size_t i = 0; i < jl_prof.nm; i++)
-                if (jl_prof.m[i].w_self_j > bv) {
-                    bv = jl_prof.m[i].w_self_j;
-                    best = (int)i;
-                }
-            if (best < 0)
-                break;
-            if (PA__GROW(jl_prof.tl, jl_prof.captl, jl_prof.ntl + 1, 1024) < 0)
-                break;
-            jl_prof.tl[jl_prof.ntl].start_s = now - interval - jl_prof.start_s;
-            jl_prof.tl[jl_prof.ntl].method = best;
-            jl_prof.tl[jl_prof.ntl].power_w = bv / interval;
-            jl_prof.ntl++;
-            jl_prof.m[best].w_self_j = -bv; /* taken; restored to 0 below */
-        }
+    static int top[1000]; /* top=N is at most 1000 (options.c) */
+    static double top_j[1000];
+    int k = interval > 0 ? (jl_o.top < 1000 ? jl_o.top : 1000) : 0;
+    k = pa_pstat_window_top(jl_prof.ms, jl_prof.nm, k, top, top_j);
+    for (int i = 0; i < k; i++) {
+        if (PA__GROW(jl_prof.tl, jl_prof.captl, jl_prof.ntl + 1, 1024) < 0)
+            break;
+        jl_prof.tl[jl_prof.ntl].start_s = now - interval - jl_prof.start_s;
+        jl_prof.tl[jl_prof.ntl].method = top[i];
+        jl_prof.tl[jl_prof.ntl].power_w = top_j[i] / interval;
+        jl_prof.ntl++;
     }
-    for (size_t i = 0; i < jl_prof.nm; i++)
-        jl_prof.m[i].w_self_j = 0;
     jl_write_all(&jl_o, final);
 }
 

@@ -21,7 +21,7 @@
 
 #include <jni.h>
 #include <jvmti.h>
-#include "profout.h"
+#include "profcore.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -325,16 +325,10 @@ typedef struct jl_method {
     char *file;     /* "package/dir/Source.java" (pprof), NULL unknown */
     int cls;        /* index in the class table */
     int matches;    /* matches the filter */
-    double self_j, total_j, cpu_j, net_j, fself_j;
-    uint64_t self_samples, total_samples, fself_samples, net_bytes;
-    double w_self_j; /* this window, for the timeline */
-    uint64_t stamp;  /* last sample that counted it (once per sample) */
 } jl_method;
 
 typedef struct jl_class {
     char *name;
-    double self_j, total_j, cpu_j, net_j;
-    uint64_t stamp;
 } jl_class;
 
 /* A method's line number table (JVMTI), BCIs ascending; n = 0: none (a
@@ -344,7 +338,7 @@ typedef struct jl_lines {
     jvmtiLineNumberEntry *v;
 } jl_lines;
 
-/* A call-tree node (func: the method's index), as profout/ writes it;
+/* A call-tree node (func: the method's index), as profcore/ writes it;
  * total_j is filled before writing.  self_cpu_s and self_samples stay 0. */
 typedef pa_ptree_node jl_node;
 
@@ -357,12 +351,16 @@ typedef struct jl_timeline_row {
 typedef struct jl_profile {
     jl_method *m;
     size_t nm, capm;
+    /* per method: what it accumulated, and how the filtered view charges
+     * it (profcore.h: the same statistics as powerapi profile's) */
+    pa_pstat *ms;
+    unsigned char *mcharge;
+    size_t capms, capmch;
     jl_class *c;
     size_t nc, capc;
-    jl_node *nodes;
-    size_t nn, capn;
-    int *nhash; /* (parent, method) -> node + 1 */
-    size_t nhcap;
+    pa_pstat *cs; /* per class */
+    size_t capcs;
+    pa_ptree_build tree; /* per method and line (profcore.h) */
     int *mhash; /* jmethodID -> method + 1 */
     jmethodID *mhkeys;
     jl_lines *mhlines; /* each jmethodID's line number table */
@@ -378,7 +376,7 @@ typedef struct jl_profile {
     uint64_t windows, samples, samples_dropped, net_bytes;
     double duration_s;
     double start_s;
-    char formula[128], sensors[128], cpu_source[32], assumed[1024];
+    pa_psource source; /* the last report's formula, sensors... */
 } jl_profile;
 
 extern jl_profile jl_prof;

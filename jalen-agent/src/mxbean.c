@@ -89,7 +89,7 @@ static int copy_locked(jalen_live *l)
     l->windows = jl_prof.windows;
     l->samples = jl_prof.samples;
     l->dropped = jl_prof.samples_dropped;
-    l->formula = dup_or_empty(jl_prof.formula);
+    l->formula = dup_or_empty(jl_prof.source.formula);
     if (!l->formula)
         return -ENOMEM;
 
@@ -99,11 +99,11 @@ static int copy_locked(jalen_live *l)
             return -ENOMEM;
     }
     for (size_t i = 0; i < jl_prof.nm; i++) {
-        const jl_method *m = &jl_prof.m[i];
+        const pa_pstat *m = &jl_prof.ms[i];
         if (m->self_j <= 0 && m->total_j <= 0)
             continue;
         jalen_live_method *o = &l->methods[l->nmethods];
-        o->name = dup_or_empty(m->name);
+        o->name = dup_or_empty(jl_prof.m[i].name);
         if (!o->name)
             return -ENOMEM;
         l->nmethods++;

@@ -58,10 +58,12 @@ static int jl_class_of(const char *name)
             return i;
         k = (k + 1) & (jl_prof.chcap - 1);
     }
-    if (PA__GROW(jl_prof.c, jl_prof.capc, jl_prof.nc + 1, 256) < 0)
+    if (PA__GROW(jl_prof.c, jl_prof.capc, jl_prof.nc + 1, 256) < 0 ||
+        PA__GROW(jl_prof.cs, jl_prof.capcs, jl_prof.nc + 1, 256) < 0)
         return -1;
     jl_class *c = &jl_prof.c[jl_prof.nc];
     memset(c, 0, sizeof(*c));
+    memset(&jl_prof.cs[jl_prof.nc], 0, sizeof(pa_pstat));
     c->name = strdup(name);
     if (!c->name)
         return -1;
@@ -81,7 +83,9 @@ static int jl_matches(const char *name)
 
 static int jl_method_new(const char *cls, const char *meth)
 {
-    if (PA__GROW(jl_prof.m, jl_prof.capm, jl_prof.nm + 1, 1024) < 0)
+    if (PA__GROW(jl_prof.m, jl_prof.capm, jl_prof.nm + 1, 1024) < 0 ||
+        PA__GROW(jl_prof.ms, jl_prof.capms, jl_prof.nm + 1, 1024) < 0 ||
+        PA__GROW(jl_prof.mcharge, jl_prof.capmch, jl_prof.nm + 1, 1024) < 0)
         return -1;
     int ci = jl_class_of(cls);
     if (ci < 0)
@@ -98,12 +102,18 @@ static int jl_method_new(const char *cls, const char *meth)
         snprintf(m->name, len, "%s", cls);
     m->cls = ci;
     m->matches = jl_matches(m->name);
+    memset(&jl_prof.ms[jl_prof.nm], 0, sizeof(pa_pstat));
+    /* the filtered view: a method of the filter, or a pseudo-frame */
+    jl_prof.mcharge[jl_prof.nm] =
+        m->matches || jl_prof.nm < JL_M_NFIXED ? PA_PCHARGE_ANY : PA_PCHARGE_NONE;
     return (int)jl_prof.nm++;
 }
 
 int jl_profile_init(const jl_opts *o)
 {
     jl_popts = o;
+    jl_prof.tree.hint = 8192;
+    jl_prof.tree.node_hint = 4096;
     for (int i = 0; i < JL_M_NFIXED; i++) {
         if (jl_method_new(jl_fixed_names[i], "") != i)
             return -1;
@@ -311,96 +321,22 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     return mi;
 }
 
-static uint64_t jl_node_key(int parent, int method, int line)
-{
-    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)method;
-    return pa__hash_pair(key, (uint32_t)line);
-}
-
-static uint64_t jl_node_key_at(const void *user, size_t i)
-{
-    (void)user;
-    const jl_node *n = &jl_prof.nodes[i];
-    return jl_node_key(n->parent, n->func, n->line);
-}
-
-/* The child of parent for a method at a line (0 unknown). */
-static int jl_node_child(int parent, int method, int line)
-{
-    if (pa__index_reserve(&jl_prof.nhash, &jl_prof.nhcap, 8192, 0, jl_prof.nn,
-                          jl_node_key_at, NULL) < 0)
-        return -1;
-    size_t k = jl_node_key(parent, method, line) & (jl_prof.nhcap - 1);
-    while (jl_prof.nhash[k]) {
-        jl_node *n = &jl_prof.nodes[jl_prof.nhash[k] - 1];
-        if (n->parent == parent && n->func == method && n->line == line)
-            return jl_prof.nhash[k] - 1;
-        k = (k + 1) & (jl_prof.nhcap - 1);
-    }
-    if (PA__GROW(jl_prof.nodes, jl_prof.capn, jl_prof.nn + 1, 4096) < 0)
-        return -1;
-    int idx = (int)jl_prof.nn++;
-    jl_node *n = &jl_prof.nodes[idx];
-    memset(n, 0, sizeof(*n));
-    n->func = method;
-    n->parent = parent;
-    n->line = line;
-    n->first_child = -1;
-    n->next_sibling = -1;
-    if (parent >= 0) {
-        n->next_sibling = jl_prof.nodes[parent].first_child;
-        jl_prof.nodes[parent].first_child = idx;
-    }
-    jl_prof.nhash[k] = idx + 1;
-    return idx;
-}
-
 void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j,
                     double net_j, uint64_t net_bytes, int count_sample)
 {
     if (n <= 0)
         return;
-    double e = cpu_j + net_j;
+    if (n > JL_MAX_DEPTH + 1)
+        n = JL_MAX_DEPTH + 1;
+    pa_psample s = {.energy_j = cpu_j + net_j, .cpu_j = cpu_j, .net_j = net_j,
+                    .net_bytes = net_bytes, .samples = (uint64_t)count_sample};
     uint64_t stamp = ++jl_prof.stamp;
-    jl_method *top = &jl_prof.m[frames[0]];
-    top->self_j += e;
-    top->w_self_j += e;
-    top->self_samples += (uint64_t)count_sample;
-    jl_prof.c[top->cls].self_j += e;
-    int charged = 0;
-    for (int i = 0; i < n; i++) {
-        jl_method *m = &jl_prof.m[frames[i]];
-        if (m->stamp != stamp) {
-            m->stamp = stamp;
-            m->total_j += e;
-            m->cpu_j += cpu_j;
-            m->net_j += net_j;
-            m->net_bytes += net_bytes;
-            m->total_samples += (uint64_t)count_sample;
-        }
-        jl_class *c = &jl_prof.c[m->cls];
-        if (c->stamp != stamp) {
-            c->stamp = stamp;
-            c->total_j += e;
-            c->cpu_j += cpu_j;
-            c->net_j += net_j;
-        }
-        if (!charged && (m->matches || frames[i] < JL_M_NFIXED)) {
-            m->fself_j += e;
-            m->fself_samples += (uint64_t)count_sample;
-            charged = 1;
-        }
-    }
-    if (!charged) {
-        jl_prof.m[JL_M_OUTSIDE_FILTER].fself_j += e;
-        jl_prof.m[JL_M_OUTSIDE_FILTER].fself_samples += (uint64_t)count_sample;
-    }
-    int node = -1;
-    for (int i = n - 1; i >= 0; i--) {
-        int c = jl_node_child(node, frames[i], lines ? lines[i] : 0);
-        if (c < 0)
-            return;
-        node = c;
-    }
-    jl_prof.nodes[node].self_j += e;
+    pa_pstat_add(jl_prof.ms, frames, n, jl_prof.mcharge, JL_M_OUTSIDE_FILTER, stamp, &s);
+    int cls[JL_MAX_DEPTH + 1];
+    for (int i = 0; i < n; i++)
+        cls[i] = jl_prof.m[frames[i]].cls;
+    pa_pstat_add(jl_prof.cs, cls, n, NULL, -1, stamp, &s);
+    int node = pa_ptree_stack(&jl_prof.tree, frames, NULL, lines, n);
+    if (node >= 0)
+        jl_prof.tree.nodes[node].self_j += s.energy_j;
 }

@@ -4,7 +4,7 @@
  * Every file is written to ".<name>.tmp" in the output folder and then
  * takes <name>'s place in one step (pa_pout_close), so a reader never sees
  * half a file and a killed JVM leaves the last complete window.  The text,
- * the collapsed stacks, the flame graph and pprof are profout/'s writers,
+ * the collapsed stacks, the flame graph and pprof are profcore/'s writers,
  * shared with `powerapi profile`.
  *
  * When the folder cannot be written (full file system, read-only, gone)
@@ -26,67 +26,86 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const jl_profile *jl_sort_p;
-static int jl_by_self(const void *a, const void *b)
+/* Sorted tables (profcore's pa_prank): by self energy, then name. */
+static double jl_key_self(const void *ctx, int i)
 {
-    double x = jl_sort_p->m[*(const int *)a].self_j, y = jl_sort_p->m[*(const int *)b].self_j;
-    if (x != y)
-        return x < y ? 1 : -1;
-    return strcmp(jl_sort_p->m[*(const int *)a].name, jl_sort_p->m[*(const int *)b].name);
-}
-static int jl_by_fself(const void *a, const void *b)
-{
-    double x = jl_sort_p->m[*(const int *)a].fself_j, y = jl_sort_p->m[*(const int *)b].fself_j;
-    if (x != y)
-        return x < y ? 1 : -1;
-    return strcmp(jl_sort_p->m[*(const int *)a].name, jl_sort_p->m[*(const int *)b].name);
-}
-static int jl_by_cself(const void *a, const void *b)
-{
-    double x = jl_sort_p->c[*(const int *)a].self_j, y = jl_sort_p->c[*(const int *)b].self_j;
-    if (x != y)
-        return x < y ? 1 : -1;
-    return strcmp(jl_sort_p->c[*(const int *)a].name, jl_sort_p->c[*(const int *)b].name);
+    (void)ctx;
+    return jl_prof.ms[i].self_j;
 }
 
-static int jl_method_used(const jl_method *m)
+static double jl_key_fself(const void *ctx, int i)
 {
+    (void)ctx;
+    return jl_prof.ms[i].fself_j;
+}
+
+static const char *jl_key_name(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.m[i].name;
+}
+
+static double jl_key_cself(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.cs[i].self_j;
+}
+
+static const char *jl_key_cname(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.c[i].name;
+}
+
+static int jl_method_used(const void *ctx, int i)
+{
+    (void)ctx;
+    const pa_pstat *m = &jl_prof.ms[i];
     return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 ||
            m->fself_samples;
+}
+
+/* filtered: every used method of the filter (energy, samples or bytes:
+ * one that only moved bytes keeps its row, as in methods.csv), and the
+ * pseudo-frames that hold filtered energy */
+static int jl_method_filtered(const void *ctx, int i)
+{
+    const pa_pstat *m = &jl_prof.ms[i];
+    return jl_method_used(ctx, i) &&
+           (jl_prof.m[i].matches || m->fself_j > 0 || m->fself_samples);
+}
+
+static int jl_class_used(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.cs[i].total_j > 0 || jl_prof.cs[i].self_j > 0;
+}
+
+static int jl_method_spent(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_prof.ms[i].total_j > 0;
 }
 
 static int jl_write_methods(const char *dir, int filtered)
 {
     const jl_profile *p = &jl_prof;
-    int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
-    if (!idx)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nm; i++) {
-        const jl_method *m = &p->m[i];
-        if (!jl_method_used(m))
-            continue;
-        /* filtered: every used method of the filter (energy, samples or
-         * bytes: one that only moved bytes keeps its row, as in
-         * methods.csv), and the pseudo-frames that hold filtered energy */
-        if (filtered && !m->matches && !(m->fself_j > 0 || m->fself_samples))
-            continue;
-        idx[n++] = (int)i;
-    }
-    jl_sort_p = p;
-    qsort(idx, n, sizeof(int), filtered ? jl_by_fself : jl_by_self);
+    const pa_prank r = {.count = p->nm,
+                        .keep = filtered ? jl_method_filtered : jl_method_used,
+                        .key = filtered ? jl_key_fself : jl_key_self,
+                        .name = jl_key_name};
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv");
-    if (rc < 0) {
-        free(idx);
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv",
+                            "method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,"
+                            "self_samples,total_samples,net_bytes\n",
+                            &r, &idx, &n);
+    if (rc < 0)
         return rc;
-    }
-    fputs("method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,self_samples,"
-          "total_samples,net_bytes\n",
-          o.f);
     for (size_t k = 0; k < n; k++) {
-        const jl_method *m = &p->m[idx[k]];
-        pa__csv_write(o.f, m->name);
+        const pa_pstat *m = &p->ms[idx[k]];
+        pa__csv_write(o.f, p->m[idx[k]].name);
         const double e[] = {filtered ? m->fself_j : m->self_j, m->total_j, m->cpu_j, m->net_j};
         const uint64_t n3[] = {filtered ? m->fself_samples : m->self_samples, m->total_samples,
                                m->net_bytes};
@@ -107,25 +126,19 @@ static int jl_write_methods(const char *dir, int filtered)
 static int jl_write_classes(const char *dir)
 {
     const jl_profile *p = &jl_prof;
-    int *idx = malloc((p->nc ? p->nc : 1) * sizeof(int));
-    if (!idx)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nc; i++)
-        if (p->c[i].total_j > 0 || p->c[i].self_j > 0)
-            idx[n++] = (int)i;
-    jl_sort_p = p;
-    qsort(idx, n, sizeof(int), jl_by_cself);
+    const pa_prank r = {
+        .count = p->nc, .keep = jl_class_used, .key = jl_key_cself, .name = jl_key_cname};
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "classes.csv");
-    if (rc < 0) {
-        free(idx);
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "classes.csv",
+                            "class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n",
+                            &r, &idx, &n);
+    if (rc < 0)
         return rc;
-    }
-    fputs("class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", o.f);
     for (size_t k = 0; k < n; k++) {
-        const jl_class *c = &p->c[idx[k]];
-        pa__csv_write(o.f, c->name);
+        const pa_pstat *c = &p->cs[idx[k]];
+        pa__csv_write(o.f, p->c[idx[k]].name);
         const double e[] = {c->self_j, c->total_j, c->cpu_j, c->net_j};
         for (int i = 0; i < 4; i++) {
             fputc(',', o.f);
@@ -140,10 +153,13 @@ static int jl_write_classes(const char *dir)
 static int jl_write_threads(const char *dir)
 {
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "threads.csv");
+    int *none;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "threads.csv",
+                            "tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n",
+                            NULL, &none, &n);
     if (rc < 0)
         return rc;
-    fputs("tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n", o.f);
     double agg[JL_K_COUNT][4];
     uint64_t aggb[JL_K_COUNT];
     memset(agg, 0, sizeof(agg));
@@ -173,7 +189,7 @@ static int jl_write_threads(const char *dir)
     return pa_pout_close(&o);
 }
 
-/* The call tree as the shared writers (profout/) see it. */
+/* The call tree as the shared writers (profcore/) see it. */
 static const char *jl_method_name(const void *ctx, int i)
 {
     (void)ctx;
@@ -195,8 +211,8 @@ static size_t jl_nfold;
 static pa_ptree jl_tree(int lines)
 {
     int kept = lines || !jl_fold;
-    return (pa_ptree){.nodes = kept ? jl_prof.nodes : jl_fold,
-                      .n = kept ? jl_prof.nn : jl_nfold,
+    return (pa_ptree){.nodes = kept ? jl_prof.tree.nodes : jl_fold,
+                      .n = kept ? jl_prof.tree.n : jl_nfold,
                       .nfuncs = jl_prof.nm,
                       .name = jl_method_name,
                       /* pprof: the class's source file (package path) and
@@ -243,10 +259,12 @@ static int jl_write_timeline(const char *dir)
     int fd = jl_timeline_created ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
     if (fd < 0) { /* first window, or the file was removed: start it again */
         pa_pout o;
-        int rc = pa_pout_open(&o, dir, "timeline.csv");
+        int *none;
+        size_t n;
+        int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,method,power_w\n",
+                                NULL, &none, &n);
         if (rc < 0)
             return rc;
-        fputs("window_start_s,method,power_w\n", o.f);
         jl_timeline_rows(o.f);
         rc = pa_pout_close(&o);
         if (rc == 0) {
@@ -295,11 +313,12 @@ static size_t jl_agent_memory(void)
     const jl_profile *p = &jl_prof;
     size_t b = sizeof(jl_slot) * JL_RING_SLOTS;
     b += p->capm * sizeof(jl_method) + p->capc * sizeof(jl_class);
+    b += (p->capms + p->capcs) * sizeof(pa_pstat) + p->capmch;
     for (size_t i = 0; i < p->nm; i++)
         b += strlen(p->m[i].name) + 1 + (p->m[i].file ? strlen(p->m[i].file) + 1 : 0);
     for (size_t i = 0; i < p->nc; i++)
         b += strlen(p->c[i].name) + 1;
-    b += p->capn * sizeof(jl_node) + p->nhcap * sizeof(int);
+    b += pa_ptree_build_memory(&p->tree);
     b += jl_nfold * sizeof(jl_node); /* the tree folded per method */
     b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) +
          p->chcap * sizeof(int);
@@ -317,7 +336,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     if (rc < 0)
         return rc;
     const jl_profile *p = &jl_prof;
-    double unattr = p->m[JL_M_UNATTRIBUTED].self_j;
+    double unattr = p->ms[JL_M_UNATTRIBUTED].self_j;
     double threads_j = 0;
     pthread_mutex_lock(&jl_thr.lock);
     for (size_t i = 0; i < jl_thr.n; i++)
@@ -372,17 +391,8 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
     fprintf(f, "  \"net\": %s,\n", opt->net ? "true" : "false");
-    fputs("  \"formula\": ", f);
-    pa__json_write(f, p->formula);
-    fputs(",\n  \"sensors\": ", f);
-    pa__json_write(f, p->sensors);
-    fputs(",\n  \"cpu_source\": ", f);
-    pa__json_write(f, p->cpu_source);
-    fputs(",\n  \"assumed\": [", f);
-    pa_pout_json_list(f, p->assumed); /* ";"-separated in the report */
-    fputs("],\n  \"filter\": [", f);
-    pa_pout_json_strings(f, (const char *const *)opt->filters, opt->nfilters);
-    fprintf(f, "],\n  \"complete\": %s\n}\n", final ? "true" : "false");
+    pa_psource_json(f, &p->source, (const char *const *)opt->filters, opt->nfilters);
+    fprintf(f, ",\n  \"complete\": %s\n}\n", final ? "true" : "false");
     return pa_pout_close(&o);
 }
 
@@ -395,10 +405,10 @@ int jl_write_all(const jl_opts *o, int final)
     free(jl_fold);
     jl_fold = NULL;
     jl_nfold = 0;
-    if (pa_ptree_fold_lines(jl_prof.nodes, jl_prof.nn, &jl_fold, &jl_nfold) == 0)
+    if (pa_ptree_fold_lines(jl_prof.tree.nodes, jl_prof.tree.n, &jl_fold, &jl_nfold) == 0)
         pa_ptree_totals(jl_fold, jl_nfold);
     else
-        pa_ptree_totals(jl_prof.nodes, jl_prof.nn);
+        pa_ptree_totals(jl_prof.tree.nodes, jl_prof.tree.n);
     struct stat st;
     if (stat(o->out, &st) < 0 && errno == ENOENT) {
         /* the folder was removed while the JVM runs: make it again */
@@ -458,26 +468,23 @@ int jl_write_all(const jl_opts *o, int final)
 void jl_print_summary(const jl_opts *o, FILE *f)
 {
     const jl_profile *p = &jl_prof;
-    int *idx = malloc((p->nm ? p->nm : 1) * sizeof(int));
+    const pa_prank r = {
+        .count = p->nm, .keep = jl_method_spent, .key = jl_key_self, .name = jl_key_name};
+    size_t n;
+    int *idx = pa_prank_select(&r, &n);
     if (!idx)
         return;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nm; i++)
-        if (p->m[i].total_j > 0)
-            idx[n++] = (int)i;
-    jl_sort_p = p;
-    qsort(idx, n, sizeof(int), jl_by_self);
     fprintf(f,
             "jalen: process energy %.3f J (cpu %.3f J, net %.3f J) over %.1f s, %llu samples "
             "(%llu dropped), formula %s\n",
             p->process_j, p->process_cpu_j, p->process_nic_j, p->duration_s,
             (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
-            p->formula[0] ? p->formula : "?");
+            p->source.formula[0] ? p->source.formula : "?");
     fprintf(f, "jalen: top methods by self energy:\n");
     for (size_t k = 0; k < n && k < 10; k++) {
-        const jl_method *m = &p->m[idx[k]];
+        const pa_pstat *m = &p->ms[idx[k]];
         fprintf(f, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
-                p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, m->name);
+                p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, p->m[idx[k]].name);
     }
     fprintf(f, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
     free(idx);

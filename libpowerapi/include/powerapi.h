@@ -29,11 +29,14 @@ extern "C" {
 #endif
 
 #define PA_VERSION_MAJOR 0
-#define PA_VERSION_MINOR 1
+#define PA_VERSION_MINOR 2
 #define PA_VERSION_PATCH 0
-#define PA_VERSION_STRING "0.1.0"
+#define PA_VERSION_STRING "0.2.0"
 
-/* Returns the library's version string ("0.1.0").  Thread-safe. */
+/* Returns the library's version string ("0.2.0").  0.2 added open
+ * components (pa_component_name, pa_report.ncomponents ...), module ABI 3,
+ * calibration (pa_ctx_set_calibration, pa_calibration_*), pa_machine_get
+ * and pa_perf_events_list.  Thread-safe. */
 const char *pa_version(void);
 
 /* ------------------------------------------------------------------ */
@@ -80,6 +83,28 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts);
  * NULL is a no-op.  Must not be called from a report callback. */
 void pa_ctx_free(pa_ctx *ctx);
 
+/* Gives the context a calibration file (written by `powerapi calibrate`,
+ * read by the cpu-curve formula and by auto's choice of it; see
+ * pa_calibration_read), used whatever CPU it was made on.  It comes
+ * before $POWERAPI_CALIBRATION (the way in for programs that set none)
+ * and the standard places; NULL goes back to them.  The file is read now
+ * to check it; formulas read it when they start: set it before the first
+ * tick.  Errors: -ENOENT, -EACCES (the file); -EINVAL it does not parse
+ * (the message names the file and line); -ENOMEM.  Since 0.2.
+ * Context-safe. */
+int pa_ctx_set_calibration(pa_ctx *ctx, const char *path);
+
+/* What the sensors read of the machine at the last tick. */
+typedef struct pa_machine {
+    unsigned ncpus;      /* online CPUs */
+    char cpu_model[96];  /* /proc/cpuinfo "model name", "" unknown */
+    double nominal_mhz;  /* from cpuinfo when there is no cpufreq, else 0 */
+} pa_machine;
+
+/* Fills out from the last tick.  Errors: -EINVAL a NULL argument;
+ * -ENODATA no tick yet.  Since 0.2.  Context-safe. */
+int pa_machine_get(pa_ctx *ctx, pa_machine *out);
+
 /* ------------------------------------------------------------------ */
 /* Modules                                                             */
 /* ------------------------------------------------------------------ */
@@ -89,13 +114,29 @@ typedef enum pa_module_kind {
     PA_FORMULA = 2, /* turns deltas of raw values into watts */
 } pa_module_kind;
 
-/* What a formula module computes.  Only one formula per component may be
- * enabled at a time. */
+/* What a formula module computes: a component of the power, an open set.
+ * Only one formula per component may be enabled at a time.  A context
+ * knows "cpu" (PA_COMP_CPU) and "nic" (PA_COMP_NIC) from the start; a
+ * formula that declares another (pa_module_ops.component_name: "dram",
+ * "gpu", ...) adds it with the next id (3, 4, ..., at most
+ * PA_MAX_COMPONENTS in all): a registered formula when it is registered,
+ * a built-in one when it is first enabled (so a machine where no GPU
+ * formula runs reports no gpu).  pa_component_name() gives the name
+ * of an id; reports carry every component of the context (see
+ * pa_report.ncomponents), so a program reads components it does not know
+ * by name and index, without a new field per component. */
 typedef enum pa_component {
     PA_COMP_NONE = 0,
     PA_COMP_CPU = 1,
     PA_COMP_NIC = 2,
 } pa_component;
+
+#define PA_MAX_COMPONENTS 8 /* components of one context, cpu and nic included */
+
+/* The name of component c in this context ("cpu", "nic", "gpu"), or NULL
+ * when c is not one of its components.  The string lives as long as the
+ * context.  Context-safe. */
+const char *pa_component_name(pa_ctx *ctx, pa_component c);
 
 /* Which modules run, in three rules:
  *   1. Enabling a formula also enables each sensor it requires
@@ -110,8 +151,13 @@ typedef enum pa_component {
  *      sensor you disabled.
  * So enabling "cpu-tdp" alone runs procfs-cpu + cpu-tdp, plus nic +
  * nic-linear from auto where interfaces are visible; enabling only a
- * sensor ("perf") keeps auto's formulas.  Auto's choices: rapl-share where
- * RAPL is readable, else cpu-tdp; nic-linear.  Disabling a sensor that a
+ * sensor ("perf") keeps auto's formulas.  Auto's candidates for a
+ * component are the formulas (built-in or registered) that declare it with
+ * an auto_rank above 0, highest rank first; it takes the first whose fits
+ * callback says yes and that can be enabled here.  Built-in ranks give:
+ * cpu: rapl-share where RAPL is readable, else cpu-curve where a
+ * load-power curve or calibration matches this CPU or on a virtual
+ * machine, else cpu-tdp; nic: nic-linear.  Disabling a sensor that a
  * formula chosen by auto requires disables that formula too (auto then
  * picks one that does without the sensor, if any).
  * pa_module_disable(ctx, "auto") stops auto (only what you enable runs);
@@ -151,7 +197,8 @@ typedef struct pa_module_info {
     const char *name;        /* static for built-ins, owned by ctx else */
     const char *description; /* one line */
     pa_module_kind kind;
-    pa_component component; /* formulas: what they compute */
+    pa_component component; /* formulas: the id of the component they
+                               compute (pa_component_name) */
     int available;           /* probe succeeded on this machine */
     int enabled;
     int failing;             /* last sample/compute failed, being retried */
@@ -180,6 +227,13 @@ int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap);
  * -ENOENT unknown module (the message lists the known ones); -EINVAL a
  * NULL argument.  Context-safe. */
 int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out);
+
+/* The option keys a module accepts (its ops table's options): *out is
+ * their NULL-terminated list, owned by the module and valid as long as
+ * the context, or NULL when it takes none.  Probes nothing (for shell
+ * completion, `powerapi modules --names`).  Errors: -ENOENT unknown
+ * module; -EINVAL a NULL argument.  Context-safe. */
+int pa_module_option_keys(pa_ctx *ctx, const char *name, const char *const **out);
 
 /* ------------------------------------------------------------------ */
 /* Targets                                                             */
@@ -301,6 +355,19 @@ typedef struct pa_report {
                              (0.05 = 5 %): cpu-curve's validation error of
                              its calibration, or its running error against
                              RAPL when it self-calibrates; < 0 unknown */
+    /* Components (since 0.2): every component of the context, by id:
+     * component_names[k] is the name of id k + 1, so "cpu" and "nic" come
+     * first, then the others in the order they joined the context.  pa_power's cpu_* and
+     * nic_* are the first two; its total_* sum every component.
+     * system_component_w/_j[k] are the system's watts (last window) and
+     * joules (cumulative) of component k; target_component_w/_j[i *
+     * ncomponents + k] those of targets[i].  A program reads a component
+     * it does not know by its name here (ring readers' reports too).  The
+     * arrays are NULL when ncomponents is 0. */
+    size_t ncomponents;
+    const char *const *component_names;
+    const double *system_component_w, *system_component_j;
+    const double *target_component_w, *target_component_j;
 } pa_report;
 
 /* Called by the sampler thread after each tick.  r is valid only during
@@ -400,14 +467,179 @@ int pa_cgroup_parse(const char *path, pa_cgroup_names *out);
 int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names *out);
 
 /* ------------------------------------------------------------------ */
+/* Scopes: the energy of a region of code                              */
+/* ------------------------------------------------------------------ */
+
+/* A scope is a named region of code on the calling thread:
+ *
+ *     pa_scope_begin(ctx, "checkout");
+ *     ...                                    // the work of one request
+ *     pa_scope_result r;
+ *     pa_scope_end(ctx, "checkout", &r);     // r.energy_j, r.cpu_time_s
+ *
+ * Its CPU time is the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) at the
+ * end less at the begin; its energy is that CPU time times the context's
+ * energy per CPU-second of its last window at the scope's end (not of the
+ * windows the scope ran in; DESIGN.md section 15):
+ *
+ *     E = t_cpu x P_cpu x d / c        P_cpu, c: the CPU power (W) and the
+ *                                      CPU time (s) of the priced process
+ *                                      over the last window of length d
+ *
+ * The priced process is the calling process (pa_scope_opts.pid) when the
+ * context watches it and it ran in that window with a power; otherwise
+ * the machine's: (system cpu_w - idle_w) x d / busy CPU time, the power
+ * no task caused left out.  A window in which neither ran keeps the
+ * previous price.  The figure is measured when the window's CPU power was
+ * (RAPL: PA_POWER_MEASURED in the flags), modelled otherwise.  A scope
+ * that ends before the context's first window has no price: energy 0 and
+ * PA_SCOPE_NO_WINDOW.  Network energy is not counted.
+ *
+ * Scopes nest (up to PA_SCOPE_MAX_DEPTH open on a thread, across
+ * contexts): a scope's inclusive figures contain its children's,
+ * self = inclusive - children, exactly (CPU ns, and joules: a parent's
+ * inclusive energy is its self CPU time at its own price plus its
+ * children's energies).  A scope whose name is already open further out
+ * on the thread (recursion) is flagged PA_SCOPE_RECURSIVE: its calls and
+ * self figures count, its inclusive ones are already in the outer one's.
+ *
+ * Each name gets aggregates (pa_scope_stats): calls, CPU time, energy,
+ * self and inclusive, and the energy per call (mean, p50, p95, p99 from a
+ * log-bucketed histogram: 8 buckets per power of two, values within
+ * 6.25 %).  At most pa_scope_opts.max_names names are kept (default
+ * PA_SCOPE_DEFAULT_NAMES); the calls of the others are counted under
+ * PA_SCOPE_OTHER ("[other scopes]"), whose stats carry a note.
+ *
+ * Cost: after a name's first use on a context, begin and end take no
+ * lock and allocate nothing (a thread-local stack, per-name atomic
+ * counters; the tick publishes each window's price).  Begin and end read
+ * the thread CPU clock (one system call each).  The context's first scope
+ * and pa_scope_configure read the last window's price through
+ * pa_pid_power and pa_system_power. */
+
+#define PA_SCOPE_MAX_DEPTH 64      /* open scopes on one thread */
+#define PA_SCOPE_NAME_MAX 128      /* bytes of a name, NUL included */
+#define PA_SCOPE_DEFAULT_NAMES 256 /* distinct names kept per context */
+#define PA_SCOPE_OTHER "[other scopes]"
+
+enum {
+    /* PA_POWER_MEASURED (bit 0) also applies to scopes */
+    PA_SCOPE_NO_WINDOW = 1u << 8,  /* no window yet: energy 0 */
+    PA_SCOPE_RATE_SYSTEM = 1u << 9, /* priced from the machine, not the
+                                       process (not watched, or it did
+                                       not run in the window) */
+    PA_SCOPE_RECURSIVE = 1u << 10, /* the name was open further out */
+    PA_SCOPE_FOLDED = 1u << 11,    /* counted under PA_SCOPE_OTHER */
+};
+
+typedef struct pa_scope_opts {
+    size_t max_names; /* distinct names kept, 1..65536; 0: default */
+    pid_t pid;        /* process whose energy per CPU-second prices the
+                         scopes: 0 the calling process (getpid()), > 0
+                         another one (a replay, a fixture tree), -1 always
+                         the machine's */
+} pa_scope_opts;
+
+/* Sets the scope options of a context and reads the price of its last
+ * window now (scopes read it again after each window; a window that
+ * prices nothing, neither the process nor the machine having run, keeps
+ * the previous price).  max_names can change only before the context's
+ * first scope; pid at any time.  opts NULL restores the defaults.
+ * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -EBUSY
+ * max_names changed after the first scope; -ENOMEM.  Context-safe. */
+int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts);
+
+/* Opens scope `name` (1 to PA_SCOPE_NAME_MAX - 1 bytes, any text) on the
+ * calling thread and reads its CPU clock.  A name beyond max_names is
+ * counted under PA_SCOPE_OTHER.
+ * Errors: -EINVAL NULL ctx or name, empty name; -ENAMETOOLONG; -E2BIG
+ * PA_SCOPE_MAX_DEPTH scopes already open on this thread; -ENOMEM (a
+ * name's first use).  Thread-safe: any thread, concurrently, on any
+ * context; not from a module callback of the same context.  A scope
+ * still open when its context is freed must not be ended (end it first:
+ * pa_ctx_free cannot see the threads' stacks). */
+int pa_scope_begin(pa_ctx *ctx, const char *name);
+
+/* What pa_scope_end says of the scope it closed. */
+typedef struct pa_scope_result {
+    double cpu_time_s;      /* inclusive: the thread's CPU time */
+    double self_cpu_time_s; /* less the scopes nested in it */
+    double energy_j;        /* inclusive */
+    double self_energy_j;
+    double j_per_cpu_s;     /* the price: energy per CPU-second */
+    unsigned depth;         /* 0: outermost on the thread */
+    unsigned flags;         /* PA_POWER_MEASURED, PA_SCOPE_* */
+} pa_scope_result;
+
+/* Closes the innermost scope open on this thread, which must be `name`
+ * on ctx (name NULL: whatever its name), adds it to its name's
+ * aggregates and, when out is not NULL, fills *out.
+ * Errors: -EINVAL NULL ctx; -ENOENT no scope open on this thread; -EPROTO
+ * the innermost scope is another one (another name, or opened on another
+ * context): scopes end in the reverse order of their begins, and nothing
+ * is closed.  Thread-safe as pa_scope_begin. */
+int pa_scope_end(pa_ctx *ctx, const char *name, pa_scope_result *out);
+
+/* pa_scope_begin and pa_scope_end with an explicit thread CPU clock (ns,
+ * not decreasing within a scope), for tests and replays.  Errors as
+ * theirs, plus -EINVAL when cpu_ns is before the scope's begin. */
+int pa_scope_begin_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns);
+int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
+                    pa_scope_result *out);
+
+/* One name's aggregates.  "Rated" calls are those that ended after the
+ * context's first window; the per-call figures are over them. */
+typedef struct pa_scope_stats {
+    const char *name;       /* owned by the context, valid until freed */
+    uint64_t calls;         /* ended scopes */
+    uint64_t rated_calls;   /* of which priced (a window existed) */
+    uint64_t measured_calls;/* of which priced from RAPL */
+    double cpu_time_s, self_cpu_time_s; /* sums */
+    double energy_j, self_energy_j;     /* sums */
+    /* energy per rated call: mean, then quantiles of the histogram */
+    double mean_j, p50_j, p95_j, p99_j;
+    double self_mean_j, self_p50_j, self_p95_j, self_p99_j;
+    unsigned flags;         /* PA_POWER_MEASURED when every rated call
+                               was; PA_SCOPE_FOLDED for PA_SCOPE_OTHER */
+    const char *note;       /* PA_SCOPE_OTHER: why names were folded;
+                               else NULL.  Static. */
+} pa_scope_stats;
+
+/* Fills up to cap entries of out with each name's aggregates, in the
+ * order of the names' first use (PA_SCOPE_OTHER last, when it counted a
+ * call), and returns how many names there are (may exceed cap).  out may
+ * be NULL when cap is 0.  A context without scopes has 0.  The figures of
+ * one name are read while scopes may end: each is consistent, two may be
+ * one call apart.  Errors: -EINVAL.  Context-safe. */
+int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap);
+
+/* Fills *out with the aggregates of one name (or PA_SCOPE_OTHER).
+ * Errors: -EINVAL NULL argument; -ENOENT no scope of that name ended or
+ * began (or it was folded: look at PA_SCOPE_OTHER).  Context-safe. */
+int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out);
+
+/* ------------------------------------------------------------------ */
 /* Writing modules                                                     */
 /* ------------------------------------------------------------------ */
 
-/* Version of pa_module_ops.  2 added requires and uses (at the end of the
- * table).  pa_module_register still accepts tables built against version
- * 1 (abi = 1): they are read without those two fields, as modules that
- * declare no needs. */
-#define PA_MODULE_ABI 2
+/* Version of pa_module_ops, checked by pa_module_register.  2 added
+ * requires and uses, 3 flags, component_name, auto_rank and fits (each
+ * at the end of the table).  Tables built against an older version are
+ * still accepted and read without the later fields: version 1 as modules
+ * that declare no needs, 1 and 2 as modules with no flags that auto never
+ * chooses. */
+#define PA_MODULE_ABI 3
+
+/* pa_module_ops.flags (abi >= 3): what a sensor does for the core. */
+enum {
+    /* Lists the tasks (processes, threads) of the machine at each sample:
+     * runs before the other sensors, and after it ran, the tasks that no
+     * sensor saw are reported exited. */
+    PA_MOD_DISCOVERS_TASKS = 1u << 0,
+    /* Declares per-task counters: they are dropped from reports when the
+     * sensor is disabled. */
+    PA_MOD_TASK_COUNTERS = 1u << 1,
+};
 
 typedef struct pa_module pa_module;      /* one enabled module */
 typedef struct pa_env pa_env;            /* the context's environment */
@@ -421,9 +653,10 @@ typedef struct pa_power_table pa_power_table; /* a formula's output */
  * compute.  All callbacks of one context run on one thread at a time. */
 typedef struct pa_module_ops {
     unsigned abi;               /* PA_MODULE_ABI */
-    const char *name;           /* [a-z0-9-]+, unique */
+    const char *name;           /* [a-z0-9_-]+, at most 63, unique */
     pa_module_kind kind;
-    pa_component component;     /* formulas: what they compute */
+    pa_component component;     /* formulas: PA_COMP_CPU or PA_COMP_NIC;
+                                   another with component_name */
     const char *description;    /* one line */
     const char *const *options; /* NULL-terminated accepted keys, or NULL
                                    for none; others are refused with a
@@ -447,14 +680,32 @@ typedef struct pa_module_ops {
     /* Formulas (abi >= 2): sensors they read when enabled but do without
      * ("rapl-share" uses "perf" for cycles); never enabled for them. */
     const char *const *uses;
+    /* abi >= 3: PA_MOD_* (sensors). */
+    unsigned flags;
+    /* Formulas (abi >= 3): the component they compute, by name
+     * ([a-z0-9_]+, at most 15: "cpu", "nic", "dram", "gpu"); NULL: the
+     * one of `component`.  A new name is added to the context's
+     * components at registration. */
+    const char *component_name;
+    /* Formulas (abi >= 3): auto's preference among the formulas of the
+     * component, highest first; 0: auto never chooses it. */
+    int auto_rank;
+    /* Formulas (abi >= 3), optional: may auto choose it on this machine?
+     * Called by auto, in rank order, once every formula ranked above it
+     * was passed over; 1 yes, 0 no; why gets the reason either way (shown
+     * as pa_module_info.auto_why).  NULL: yes. */
+    int (*fits)(const pa_env *env, char *why, size_t len);
 } pa_module_ops;
 
 /* Registers a module for this context.  ops must outlive the context.
  * The names in requires and uses are checked when the formula is enabled
- * (the sensors may be registered after it).
- * Errors: -EEXIST name taken; -EINVAL bad table (abi 1 or 2, name,
- * callbacks, a sensor with requires/uses, a bad name in them).
- * Context-safe. */
+ * (the sensors may be registered after it).  A formula of a component the
+ * context does not know yet adds it (see pa_component).
+ * Errors: -EEXIST name taken; -EINVAL bad table: an abi this library does
+ * not speak (1 to PA_MODULE_ABI; the message names both versions: rebuild
+ * the module against this powerapi.h), name, callbacks, a sensor with
+ * requires/uses/component, a bad name in them, unknown flags; -ENOSPC a
+ * new component beyond PA_MAX_COMPONENTS.  Context-safe. */
 int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops);
 
 /* Module helpers (for use inside callbacks). */
@@ -468,6 +719,10 @@ void pa_module_errorf(pa_module *m, const char *fmt, ...)
 const char *pa_env_procfs(const pa_env *env);
 const char *pa_env_sysfs(const pa_env *env);
 const char *pa_env_devfs(const pa_env *env);
+/* The hardware database and calibration file the context was given
+ * (pa_ctx_opts.hwdb, pa_ctx_set_calibration), or NULL (since 0.2). */
+const char *pa_env_hwdb(const pa_env *env);
+const char *pa_env_calibration(const pa_env *env);
 
 /* Option values: NULL / def when absent.  The typed getters return
  * -EINVAL (with a message naming the key) when the value does not parse.
@@ -482,9 +737,31 @@ int pa_options_get_duration_ns(const pa_options *o, const char *key,
  * pid or tid the context watches.  Errors: -ESRCH not a target. */
 int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns);
 
+/* Frames for any sensor (since 0.2): stores a copy of size bytes under
+ * key, this tick's readings of the sensor's own kind ("gpu": per-process
+ * energy counters, say) for the formulas that read them with
+ * pa_delta_get; a second put of a key in one tick replaces the first.
+ * This is how a new kind of sensor and its formula exchange readings
+ * without a change to the library.  Errors: -EINVAL key empty or over
+ * 31 bytes, size 0 or over PA_FRAME_DATA_MAX; -ENOMEM. */
+#define PA_FRAME_DATA_MAX (1u << 20)
+int pa_frame_put(pa_frame *f, const char *key, const void *data,
+                 size_t size);
+
 /* Deltas for user formulas. */
 double pa_delta_interval_s(const pa_frame_delta *d);
 size_t pa_delta_count(const pa_frame_delta *d);
+/* Which target i is (since 0.2): its type, pid and tid (0 unless a
+ * thread); 0 when i is out of range. */
+pa_target_type pa_delta_type(const pa_frame_delta *d, size_t i);
+pid_t pa_delta_pid(const pa_frame_delta *d, size_t i);
+pid_t pa_delta_tid(const pa_frame_delta *d, size_t i);
+/* The data a sensor put under key at this tick (*size its bytes), or
+ * NULL when none did; with prev not NULL, *prev (and *prev_size) the
+ * previous tick's, NULL when there was none.  Owned by the context,
+ * valid during the compute call (since 0.2). */
+const void *pa_delta_get(const pa_frame_delta *d, const char *key,
+                         size_t *size, const void **prev, size_t *prev_size);
 /* CPU time (s) of target i in the window, and the window's CPU capacity
  * (interval x online CPUs) and busy time (s). */
 double pa_delta_cpu_s(const pa_frame_delta *d, size_t i);
@@ -508,6 +785,83 @@ int pa_parse_duration_ns(const char *s, uint64_t *out);
 int pa_parse_duration_unit_ns(const char *s, uint64_t *out);
 
 /* ------------------------------------------------------------------ */
+/* Calibrations (the load-power curves of cpu-curve), since 0.2        */
+/* ------------------------------------------------------------------ */
+
+/* A load-power curve: power at increasing utilisation, from a hwdb
+ * "curve" record, a calibration file or options. */
+#define PA_CURVE_MAX 32
+#define PA_CURVE_FREQS 8
+typedef enum pa_curve_per {
+    PA_CURVE_SERVER = 0, /* the whole measured machine (SPECpower: wall) */
+    PA_CURVE_PACKAGE,    /* one CPU package */
+    PA_CURVE_VCPU,       /* one logical CPU (cloud per-vCPU figures) */
+} pa_curve_per;
+
+typedef struct pa_curve {
+    char match[96];    /* hwdb match string, or the calibrated CPU model */
+    size_t n;
+    double load[PA_CURVE_MAX];  /* utilisation 0..1, strictly increasing */
+    double watts[PA_CURVE_MAX];
+    pa_curve_per per;
+    unsigned packages; /* packages of the measured machine (>= 1) */
+    unsigned threads;  /* logical CPUs of the measured machine, 0 unknown */
+    double mhz;        /* mean frequency while measured, 0 unknown */
+    double error;      /* known relative error of the curve, < 0 unknown */
+    char source[256];  /* where the points come from */
+    /* per-frequency curves of `powerapi calibrate --frequencies` (fpoint
+     * lines): nfreq curves at fmhz[] MHz, increasing */
+    size_t nfreq;
+    double fmhz[PA_CURVE_FREQS];
+    size_t fn[PA_CURVE_FREQS];
+    double fload[PA_CURVE_FREQS][PA_CURVE_MAX];
+    double fwatts[PA_CURVE_FREQS][PA_CURVE_MAX];
+    double fres[PA_CURVE_FREQS][PA_CURVE_MAX]; /* RMS residual, W */
+} pa_curve;
+
+/* Power (W) of curve c at utilisation load (0..1): linear between points,
+ * the last value above them; below the first, the straight line of the
+ * points within 25 points of load of it, never below 0.  Thread-safe. */
+double pa_curve_power_w(const pa_curve *c, double load);
+
+/* Reads a calibration file into out (per = server, match = the CPU model
+ * it was made on).  Errors: -errno of the file, -EINVAL a line that does
+ * not parse (the message names the file and line).  Thread-safe. */
+int pa_calibration_read(const char *path, pa_curve *out);
+
+/* Writes c as a calibration file.  residual_w[i] is the RMS residual (W)
+ * of point i, NULL when unknown; ncpus the machine's online CPUs; the
+ * validation figures (mean and 95th percentile of the absolute error, and
+ * the energy error, in %) < 0 when there was no validation.  Errors:
+ * -errno of the file (the message names it).  Thread-safe. */
+int pa_calibration_write(const char *path, const pa_curve *c,
+                         const double *residual_w, unsigned ncpus,
+                         double valid_mean_pct, double valid_p95_pct,
+                         double valid_energy_pct);
+
+/* Where `powerapi calibrate` writes by default: for root
+ * /var/lib/powerapi/calibration.txt, else
+ * $XDG_DATA_HOME/powerapi/calibration.txt (~/.local/share when unset).
+ * Errors: -ENAMETOOLONG; -ENOENT no home directory.  Thread-safe. */
+int pa_calibration_standard_path(char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Hardware events (the perf sensor), since 0.2                        */
+/* ------------------------------------------------------------------ */
+
+/* Called once per event by pa_perf_events_list: its name (as the perf
+ * sensor's events= option takes it), a description, and status 0 when it
+ * opens on the calling thread, else -errno (-ENOENT no such PMU event
+ * here, -EACCES privilege).  Returns 0 to go on, < 0 to stop. */
+typedef int (*pa_perf_event_cb)(const char *name, const char *desc,
+                                int status, void *user);
+
+/* Lists every event this machine's libpfm4 (and the generic kernel table)
+ * can encode.  Returns the number of events listed, or the callback's
+ * negative value when it stopped.  Thread-safe. */
+int pa_perf_events_list(pa_perf_event_cb cb, void *user);
+
+/* ------------------------------------------------------------------ */
 /* Shared-memory ring (powerapi daemon and its readers)                */
 /* ------------------------------------------------------------------ */
 
@@ -522,9 +876,13 @@ int pa_parse_duration_unit_ns(const char *s, uint64_t *out);
  * truncation is counted (pa_ring_info.truncated).  Perf counters are
  * carried (version 2): a window stores the report's counter names (up to
  * 16, the most a context counts) and each target its counters and
- * multiplex; targets without counters read back with counters NULL. */
+ * multiplex; targets without counters read back with counters NULL.
+ * Components are carried (version 3): a window stores the report's
+ * component names and the watts and joules of each, for the system and
+ * each target, so that readers get pa_report.ncomponents and the arrays
+ * beside it as the writer's report had them. */
 
-#define PA_RING_VERSION 2              /* layout version of the ring */
+#define PA_RING_VERSION 3              /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;

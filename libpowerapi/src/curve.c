@@ -112,6 +112,49 @@ static int quoted(const char *p, char *out, size_t len)
     return *p == '"' ? 0 : -EINVAL;
 }
 
+/* An "fpoint MHZ LOAD% WATTS [RESIDUAL]" line into c: 0; 1 when it does
+ * not parse; -EINVAL (message set) when it breaks the order or a limit. */
+static int calib_fpoint(pa_curve *c, const char *p, const char *path,
+                        unsigned ln)
+{
+    char *e1, *e2, *e3;
+    double mhz = strtod(p, &e1);
+    double u = e1 == p ? NAN : strtod(e1, &e2);
+    double w = e1 == p || e2 == e1 ? NAN : strtod(e2, &e3);
+    if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) ||
+        !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+        return 1;
+    char *e4;
+    double r = strtod(e3, &e4);
+    size_t k = c->nfreq;
+    if (k && mhz == c->fmhz[k - 1]) {
+        k--;
+    } else if (k && mhz < c->fmhz[k - 1]) {
+        return pa__err(-EINVAL,
+                       "calibration: %s:%u: frequency %g MHz is not above "
+                       "the previous fpoint's",
+                       path, ln, mhz);
+    } else if (k == PA_CURVE_FREQS) {
+        return pa__err(-EINVAL, "calibration: %s:%u: more than %d frequencies",
+                       path, ln, PA_CURVE_FREQS);
+    } else {
+        c->fmhz[k] = mhz;
+        c->fn[k] = 0;
+        c->nfreq++;
+    }
+    size_t j = c->fn[k];
+    if (j == PA_CURVE_MAX || (j && u / 100 <= c->fload[k][j - 1]))
+        return pa__err(-EINVAL,
+                       "calibration: %s:%u: load %g%% at %g MHz is not above "
+                       "the previous point's (or more than %d points)",
+                       path, ln, u, mhz, PA_CURVE_MAX);
+    c->fload[k][j] = u / 100;
+    c->fwatts[k][j] = w;
+    c->fres[k][j] = e4 == e3 ? 0 : r;
+    c->fn[k]++;
+    return 0;
+}
+
 int pa__calib_read(const char *path, pa_curve *out)
 {
     FILE *f = fopen(path, "re");
@@ -185,47 +228,11 @@ int pa__calib_read(const char *path, pa_curve *out)
             c.load[c.n] = u / 100;
             c.watts[c.n++] = w;
         } else if (!strcmp(word, "fpoint")) {
-            char *e1, *e2, *e3;
-            double mhz = strtod(p, &e1);
-            double u = e1 == p ? NAN : strtod(e1, &e2);
-            double w = e1 == p || e2 == e1 ? NAN : strtod(e2, &e3);
-            if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) ||
-                !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+            rc = calib_fpoint(&c, p, path, ln);
+            if (rc > 0)
                 goto bad;
-            char *e4;
-            double r = strtod(e3, &e4);
-            size_t k = c.nfreq;
-            if (k && mhz == c.fmhz[k - 1]) {
-                k--;
-            } else if (k && mhz < c.fmhz[k - 1]) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: frequency %g MHz is not "
-                             "above the previous fpoint's",
-                             path, ln, mhz);
+            if (rc < 0)
                 goto out;
-            } else if (k == PA_CURVE_FREQS) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: more than %d frequencies",
-                             path, ln, PA_CURVE_FREQS);
-                goto out;
-            } else {
-                c.fmhz[k] = mhz;
-                c.fn[k] = 0;
-                c.nfreq++;
-            }
-            size_t j = c.fn[k];
-            if (j == PA_CURVE_MAX || (j && u / 100 <= c.fload[k][j - 1])) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: load %g%% at %g MHz is "
-                             "not above the previous point's (or more than "
-                             "%d points)",
-                             path, ln, u, mhz, PA_CURVE_MAX);
-                goto out;
-            }
-            c.fload[k][j] = u / 100;
-            c.fwatts[k][j] = w;
-            c.fres[k][j] = e4 == e3 ? 0 : r;
-            c.fn[k]++;
         } else if (!strcmp(word, "validation")) {
             const char *m = strstr(p, "mean_pct=");
             if (m) {
@@ -368,14 +375,27 @@ static int data_dir(char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-const char *pa__calib_default(char *buf, size_t len)
+/* The calibration file the user gave (the context's, else the
+ * environment's), and the label that names where it came from. */
+static const char *calib_given(const pa_env *env, const char **label)
 {
-    const char *env = getenv("POWERAPI_CALIBRATION");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
-        return buf;
+    if (env && env->calibration && *env->calibration) {
+        *label = "calibration";
+        return env->calibration;
     }
-    char dir[PA_PATH_MAX];
+    *label = "$POWERAPI_CALIBRATION";
+    const char *e = getenv("POWERAPI_CALIBRATION");
+    return e && *e ? e : NULL;
+}
+
+const char *pa__calib_default(const pa_env *env, char *buf, size_t len)
+{
+    const char *label;
+    const char *given = calib_given(env, &label);
+    if (given) {
+        snprintf(buf, len, "%s", given);
+        return buf;
+    }    char dir[PA_PATH_MAX];
     if (data_dir(dir, sizeof(dir)) == 0) {
         int n = snprintf(buf, len, "%s/calibration.txt", dir);
         if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
@@ -399,4 +419,144 @@ int pa__calib_standard_path(char *buf, size_t len)
     if (n < 0 || (size_t)n >= len)
         return pa__err(-ENAMETOOLONG, "calibrate: path too long: %s", dir);
     return 0;
+}
+
+/* "model name" of cpuinfo and whether the "hypervisor" flag is set. */
+void pa__cpuinfo_read(const char *procfs, char *model, size_t mlen, bool *vm)
+{
+    char *buf = malloc(1 << 16);
+    model[0] = '\0';
+    *vm = false;
+    if (!buf)
+        return;
+    if (pa__read_file(procfs, "cpuinfo", buf, 1 << 16) > 0) {
+        char *l = strstr(buf, "model name");
+        if (l && (l = strchr(l, ':'))) {
+            l++;
+            while (*l == ' ' || *l == '\t')
+                l++;
+            size_t n = strcspn(l, "\n");
+            if (n >= mlen)
+                n = mlen - 1;
+            memcpy(model, l, n);
+            model[n] = '\0';
+        }
+        char *f = strstr(buf, "\nflags");
+        if (f) {
+            size_t n = strcspn(f + 1, "\n");
+            f[1 + n] = '\0';
+            *vm = strstr(f, " hypervisor") != NULL;
+        }
+    }
+    free(buf);
+}
+
+/* The calibration given by the user, or one at the standard place made
+ * on this CPU model.  When the file given cannot be used, bad (when not
+ * NULL) gets the reason, so that the fallback is stated, not silent. */
+bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out,
+                         char *path, size_t plen, char *bad, size_t badlen)
+{
+    const char *p = pa__calib_default(env, path, plen);
+    pa_curve c;
+    const char *label;
+    const char *given = calib_given(env, &label);
+    if (bad && badlen)
+        bad[0] = '\0';
+    if (!p)
+        return false;
+    if (pa__calib_read(p, &c) < 0) {
+        if (bad && given) {
+            /* one item of the ";"-separated assumed list */
+            snprintf(bad, badlen, "%s not used: %s", label, pa_last_error());
+            for (char *q = bad; (q = strchr(q, ';'));)
+                *q = ',';
+        }
+        return false;
+    }
+    /* a file the user named (--calibration, $POWERAPI_CALIBRATION) is the
+     * user's choice (a model mismatch is stated in assumed); one found at
+     * the standard place is used only on the CPU it was made on */
+    if (!(given && !strcmp(given, p)) && strcmp(c.match, model) != 0)
+        return false;
+    *out = c;
+    return true;
+}
+
+/* 1 a curve or calibration matches this CPU, 2 a VM (the default curve),
+ * 0 neither. */
+static int curve_match(const pa_env *env, char *why, size_t len, char *bad,
+                       size_t badlen)
+{
+    char model[96], path[PA_PATH_MAX];
+    bool vm;
+    pa_curve c;
+    pa__cpuinfo_read(env->procfs, model, sizeof(model), &vm);
+    if (model[0] &&
+        pa__calib_for_model(env, model, &c, path, sizeof(path), bad,
+                            badlen)) {
+        snprintf(why, len, "calibration %s (%s)", path,
+                 strcmp(c.match, model) ? "given" : "made on this CPU");
+        return 1;
+    }
+    if (model[0] && pa__hwdb_curve(env->hwdb, model, &c) == 0) {
+        snprintf(why, len, "hwdb curve \"%s\" matches this CPU (%.80s)",
+                 c.match, c.source);
+        return 1;
+    }
+    if (vm) {
+        snprintf(why, len,
+                 "virtual machine (cpuinfo flag hypervisor), no curve for "
+                 "'%s': default curve %g-%g W per vCPU (assumed)",
+                 model[0] ? model : "(no name)", PA_CURVE_VCPU_MIN_W,
+                 PA_CURVE_VCPU_MAX_W);
+        return 2;
+    }
+    snprintf(why, len, "no load-power curve or calibration for '%s'",
+             model[0] ? model : "(no name)");
+    return 0;
+}
+
+int pa__curve_match(const pa_env *env, char *why, size_t len)
+{
+    char bad[300] = "";
+    int rc = curve_match(env, why, len, bad, sizeof(bad));
+    size_t n = strlen(why);
+    if (bad[0] && n < len)
+        snprintf(why + n, len - n, "; %s", bad);
+    return rc;
+}
+
+/* ---- the public calibration API (powerapi.h) ---- */
+
+double pa_curve_power_w(const pa_curve *c, double load)
+{
+    return pa__curve_at(c, load);
+}
+
+int pa_calibration_read(const char *path, pa_curve *out)
+{
+    if (!path || !out)
+        return pa__err(-EINVAL, "pa_calibration_read: path and out are "
+                                "required");
+    return pa__calib_read(path, out);
+}
+
+int pa_calibration_write(const char *path, const pa_curve *c,
+                         const double *residual_w, unsigned ncpus,
+                         double valid_mean_pct, double valid_p95_pct,
+                         double valid_energy_pct)
+{
+    if (!path || !c)
+        return pa__err(-EINVAL, "pa_calibration_write: path and c are "
+                                "required");
+    return pa__calib_write(path, c, residual_w, NULL, NULL, ncpus,
+                           valid_mean_pct, valid_p95_pct, valid_energy_pct);
+}
+
+int pa_calibration_standard_path(char *buf, size_t len)
+{
+    if (!buf || !len)
+        return pa__err(-EINVAL, "pa_calibration_standard_path: no buffer");
+    return pa__calib_standard_path(buf, len);
 }

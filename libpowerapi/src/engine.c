@@ -44,7 +44,7 @@ static void free_gone(pa_ctx *ctx)
     ctx->ngone = 0;
 }
 
-static bool watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags)
+bool pa__watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags)
 {
     for (size_t i = 0; i < ctx->nwatches; i++)
         if (ctx->watches[i].pid == pid &&
@@ -80,10 +80,10 @@ static bool still_watched(const pa_ctx *ctx, const pa_task *t)
     pid_t root = p ? p->tree_root : 0;
     if (t->type == PA_TARGET_PROCESS)
         return ctx->watch_all || watched_pid(ctx, t->pid) ||
-               (root && watched_with(ctx, root, PA_WATCH_CHILDREN));
+               (root && pa__watched_with(ctx, root, PA_WATCH_CHILDREN));
     return (ctx->watch_all_threads && p) ||
-           watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
-           (root && watched_with(ctx, root,
+           pa__watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
+           (root && pa__watched_with(ctx, root,
                                  PA_WATCH_CHILDREN | PA_WATCH_THREADS));
 }
 
@@ -103,7 +103,7 @@ static int detect_exits(pa_ctx *ctx, uint64_t tick)
                 pa__task_free(t);
                 continue;
             }
-            if (t->type == PA_TARGET_PROCESS && !watched_with(ctx, t->pid,
+            if (t->type == PA_TARGET_PROCESS && !pa__watched_with(ctx, t->pid,
                                                               PA_WATCH_CHILDREN))
                 unwatch_gone(ctx, t->pid);
             if (pa__task_retire(ctx, tabs[k], i) < 0)
@@ -322,6 +322,17 @@ static void join_names(char *buf, size_t len, const pa_module *mods,
     }
 }
 
+/* The report's component watts and joules of a target (row of
+ * ncomp): what the target or cgroup got of each component. */
+static void fill_comps(const pa_ctx *ctx, double *w, double *j,
+                       const double *tw, const double *tj, bool gone)
+{
+    for (size_t k = 0; k < ctx->ncomp; k++) {
+        w[k] = gone ? 0 : tw[k];
+        j[k] = tj[k];
+    }
+}
+
 static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
                         double interval_s, uint64_t time_ns, bool measured,
                         double *ctr)
@@ -337,19 +348,9 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
                      ? ctx->cgroups[t->cgroup]
                      : "";
     if (ctx->cgroups_on && !ctx->names_off && *ti->cgroup)
-        ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup, time_ns);
-    pa_power *p = &ti->power;
-    p->cpu_w = t->gone ? 0 : t->cpu_w;
-    p->nic_w = t->gone ? 0 : t->nic_w;
-    p->total_w = p->cpu_w + p->nic_w;
-    p->cpu_j = t->cpu_j;
-    p->nic_j = t->nic_j;
-    p->total_j = t->cpu_j + t->nic_j;
-    p->interval_s = interval_s;
-    p->cpu_time_s = t->gone ? 0 : t->d_cpu_s;
-    p->time_ns = time_ns;
-    p->flags = (t->gone ? PA_POWER_EXITED : t->flags) |
-               (measured ? PA_POWER_MEASURED : 0);
+        ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup,
+                                    time_ns);
+    pa__task_power(ctx, t, interval_s, time_ns, measured, &ti->power);
     ti->has_net = !t->gone && (t->cur.have & PA_RD_NET) != 0;
     ti->net_rx_bytes = t->gone ? 0 : t->d_rx;
     ti->net_tx_bytes = t->gone ? 0 : t->d_tx;
@@ -361,96 +362,122 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
     }
 }
 
+/* The cgroup records of a report, from k on (their processes summed);
+ * returns the next free index. */
+static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
+                         const pa_power_table *tab, uint64_t time_ns,
+                         double *cw, double *cj, size_t *kp)
+{
+    size_t nc = ctx->ncounters, ncomp = ctx->ncomp;
+    size_t ncg = ctx->ncgroups, k = *kp;
+    /* per cgroup: watts per component, then cpu_s, rx, tx, members */
+    enum { CS = PA_MAX_COMPONENTS, RX, TX, MEM, NF };
+    if (PA__GROW(ctx->cg_scratch, ctx->cg_scratch_cap, ncg * NF, 64) < 0)
+        return -ENOMEM;
+    double *s = ctx->cg_scratch;
+    memset(s, 0, ncg * NF * sizeof(double));
+    for (size_t i = 0; i < ctx->nwin; i++) {
+        const pa_task *t = ctx->win[i];
+        if (t->type != PA_TARGET_PROCESS || t->cgroup < 0)
+            continue;
+        double *c = s + (size_t)t->cgroup * NF;
+        for (size_t e = 0; e < ncomp; e++)
+            c[e] += pa__task_w(t, e);
+        c[CS] += t->d_cpu_s;
+        c[RX] += (double)t->d_rx;
+        c[TX] += (double)t->d_tx;
+        c[MEM] += 1;
+    }
+    for (size_t g = 0; g < ncg; g++) {
+        const double *c = s + g * NF;
+        if (c[MEM] == 0)
+            continue;
+        pa_target_info *ti = &ctx->rtargets[k];
+        double *ctr = ctx->rcounters + k * nc;
+        fill_comps(ctx, cw + k * ncomp, cj + k * ncomp, c,
+                   ctx->cgroup_j[g], false);
+        k++;
+        memset(ti, 0, sizeof(*ti));
+        /* counters and multiplexing: counted per cgroup by a sensor
+         * over this window, else the sum of the cgroup's processes */
+        double mux = 1.0;
+        const pa_cgroup_ctr *cc =
+            g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
+        if (nc && cc && cc->cur_tick == ctx->tick &&
+            cc->prev_tick + 1 == ctx->tick) {
+            for (size_t e = 0; e < nc; e++) {
+                double dv = cc->cur[e] - cc->prev[e];
+                ctr[e] = dv > 0 ? dv : 0;
+            }
+            if (cc->multiplex > 0 && cc->multiplex < 1)
+                mux = cc->multiplex;
+            ti->counters = ctr;
+        } else if (nc) {
+            memset(ctr, 0, nc * sizeof(double));
+            for (size_t i = 0; i < ctx->nwin; i++) {
+                const pa_task *t = ctx->win[i];
+                if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g ||
+                    !t->ctr_d)
+                    continue;
+                for (size_t e = 0; e < nc; e++)
+                    ctr[e] += t->ctr_d[e];
+                if (t->cur.multiplex > 0 && t->cur.multiplex < mux)
+                    mux = t->cur.multiplex;
+            }
+            ti->counters = ctr;
+        }
+        ti->type = PA_TARGET_CGROUP;
+        ti->cgroup = ctx->cgroups[g];
+        ti->names = ctx->names_off ? NULL
+                                   : pa__cgcache_get(ctx->cgcache, g,
+                                                     ti->cgroup, time_ns);
+        ti->power.cpu_w = c[PA_COMP_CPU - 1];
+        ti->power.nic_w = c[PA_COMP_NIC - 1];
+        ti->power.cpu_j = ctx->cgroup_j[g][PA_COMP_CPU - 1];
+        ti->power.nic_j = ctx->cgroup_j[g][PA_COMP_NIC - 1];
+        for (size_t e = 0; e < ncomp; e++) {
+            ti->power.total_w += c[e];
+            ti->power.total_j += ctx->cgroup_j[g][e];
+        }
+        ti->power.interval_s = d->interval_s;
+        ti->power.cpu_time_s = c[CS];
+        ti->power.time_ns = time_ns;
+        ti->power.flags = tab->measured ? PA_POWER_MEASURED : 0;
+        ti->net_rx_bytes = (uint64_t)c[RX];
+        ti->net_tx_bytes = (uint64_t)c[TX];
+        ti->multiplex = mux;
+    }
+    *kp = k;
+    return 0;
+}
+
 static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
                         const pa_power_table *tab, uint64_t time_ns)
 {
-    size_t nc = ctx->ncounters;
+    size_t nc = ctx->ncounters, ncomp = ctx->ncomp;
     size_t ncg = ctx->cgroups_on ? ctx->ncgroups : 0;
     size_t n = ctx->nwin + ctx->ngone + ncg;
+    /* rcomp: the watts of n targets (ncomp each), then their joules, then
+     * the system's watts and joules */
     if (PA__GROW(ctx->rtargets, ctx->rtargets_cap, n + 1, 64) < 0 ||
-        PA__GROW(ctx->rcounters, ctx->rcounters_cap, (n + 1) * nc + 1, 64) < 0)
+        PA__GROW(ctx->rcounters, ctx->rcounters_cap, (n + 1) * nc + 1, 64) < 0 ||
+        PA__GROW(ctx->rcomp, ctx->rcomp_cap, (2 * n + 2) * ncomp + 1, 64) < 0)
         return -ENOMEM;
+    double *cw = ctx->rcomp, *cj = cw + n * ncomp, *sys = cj + n * ncomp;
     size_t k = 0;
-    for (size_t i = 0; i < ctx->nwin; i++, k++)
-        fill_target(ctx, &ctx->rtargets[k], ctx->win[i], d->interval_s,
-                    time_ns, tab->measured, ctx->rcounters + k * nc);
-    for (size_t i = 0; i < ctx->ngone; i++, k++)
-        fill_target(ctx, &ctx->rtargets[k], ctx->gone[i], d->interval_s,
-                    time_ns, tab->measured, ctx->rcounters + k * nc);
-    if (ncg) {
-        /* per cgroup: cpu_w, nic_w, cpu_s, rx, tx, members */
-        enum { CW, NW, CS, RX, TX, MEM, NF };
-        if (PA__GROW(ctx->cg_scratch, ctx->cg_scratch_cap, ncg * NF, 64) < 0)
-            return -ENOMEM;
-        double *s = ctx->cg_scratch;
-        memset(s, 0, ncg * NF * sizeof(double));
-        for (size_t i = 0; i < ctx->nwin; i++) {
-            const pa_task *t = ctx->win[i];
-            if (t->type != PA_TARGET_PROCESS || t->cgroup < 0)
-                continue;
-            double *c = s + (size_t)t->cgroup * NF;
-            c[CW] += t->cpu_w;
-            c[NW] += t->nic_w;
-            c[CS] += t->d_cpu_s;
-            c[RX] += (double)t->d_rx;
-            c[TX] += (double)t->d_tx;
-            c[MEM] += 1;
-        }
-        for (size_t g = 0; g < ncg; g++) {
-            const double *c = s + g * NF;
-            if (c[MEM] == 0)
-                continue;
-            pa_target_info *ti = &ctx->rtargets[k];
-            double *ctr = ctx->rcounters + k * nc;
-            k++;
-            memset(ti, 0, sizeof(*ti));
-            /* counters and multiplexing: counted per cgroup by a sensor
-             * over this window, else the sum of the cgroup's processes */
-            double mux = 1.0;
-            const pa_cgroup_ctr *cc =
-                g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
-            if (nc && cc && cc->cur_tick == ctx->tick &&
-                cc->prev_tick + 1 == ctx->tick) {
-                for (size_t e = 0; e < nc; e++) {
-                    double dv = cc->cur[e] - cc->prev[e];
-                    ctr[e] = dv > 0 ? dv : 0;
-                }
-                if (cc->multiplex > 0 && cc->multiplex < 1)
-                    mux = cc->multiplex;
-                ti->counters = ctr;
-            } else if (nc) {
-                memset(ctr, 0, nc * sizeof(double));
-                for (size_t i = 0; i < ctx->nwin; i++) {
-                    const pa_task *t = ctx->win[i];
-                    if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g ||
-                        !t->ctr_d)
-                        continue;
-                    for (size_t e = 0; e < nc; e++)
-                        ctr[e] += t->ctr_d[e];
-                    if (t->cur.multiplex > 0 && t->cur.multiplex < mux)
-                        mux = t->cur.multiplex;
-                }
-                ti->counters = ctr;
-            }
-            ti->type = PA_TARGET_CGROUP;
-            ti->cgroup = ctx->cgroups[g];
-            ti->names = ctx->names_off ? NULL
-                                       : pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
-            ti->power.cpu_w = c[CW];
-            ti->power.nic_w = c[NW];
-            ti->power.total_w = c[CW] + c[NW];
-            ti->power.cpu_j = ctx->cgroup_cpu_j[g];
-            ti->power.nic_j = ctx->cgroup_nic_j[g];
-            ti->power.total_j = ti->power.cpu_j + ti->power.nic_j;
-            ti->power.interval_s = d->interval_s;
-            ti->power.cpu_time_s = c[CS];
-            ti->power.time_ns = time_ns;
-            ti->power.flags = tab->measured ? PA_POWER_MEASURED : 0;
-            ti->net_rx_bytes = (uint64_t)c[RX];
-            ti->net_tx_bytes = (uint64_t)c[TX];
-            ti->multiplex = mux;
+    for (size_t i = 0; i < ctx->nwin + ctx->ngone; i++, k++) {
+        const pa_task *t =
+            i < ctx->nwin ? ctx->win[i] : ctx->gone[i - ctx->nwin];
+        fill_target(ctx, &ctx->rtargets[k], t, d->interval_s, time_ns,
+                    tab->measured, ctx->rcounters + k * nc);
+        for (size_t e = 0; e < ncomp; e++) {
+            cw[k * ncomp + e] = t->gone ? 0 : pa__task_w(t, e);
+            cj[k * ncomp + e] = pa__task_j(t, e);
         }
     }
+    if (ncg && build_cgroups(ctx, d, tab, time_ns, cw, cj, &k) < 0)
+        return -ENOMEM;
+    fill_comps(ctx, sys, sys + ncomp, tab->comp_w, ctx->sys_j, false);
     pa_report *r = &ctx->report;
     r->tick = ++ctx->windows;
     r->time_ns = time_ns;
@@ -474,8 +501,54 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     r->dram_w = tab->dram_w;
     r->psys_w = tab->psys_w;
     r->model_error = tab->model_error;
+    r->ncomponents = ncomp;
+    r->component_names = ctx->comp_ptrs;
+    r->system_component_w = sys;
+    r->system_component_j = sys + ncomp;
+    r->target_component_w = cw;
+    r->target_component_j = cj;
     ctx->have_report = true;
     return 0;
+}
+
+/* Energy of the window: each target's, its cgroup's and the system's
+ * joules per component, and the system's power record. */
+static void integrate(pa_ctx *ctx, const pa_frame_delta *d,
+                      const pa_power_table *tab, const pa_sysread *cur,
+                      uint64_t time_ns)
+{
+    size_t ncomp = ctx->ncomp;
+    for (size_t i = 0; i < ctx->nwin; i++) {
+        pa_task *t = ctx->win[i];
+        bool cg = t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
+                  (size_t)t->cgroup < ctx->ncgroups;
+        for (size_t k = 0; k < ncomp; k++) {
+            double e = pa__task_w(t, k) * d->interval_s;
+            double *j = pa__task_jp(t, k);
+            if (j)
+                *j += e;
+            if (cg)
+                ctx->cgroup_j[t->cgroup][k] += e;
+        }
+        t->last_cpu_s = t->d_cpu_s;
+    }
+    pa_power *sp = &ctx->sys_power;
+    sp->total_w = sp->total_j = 0;
+    for (size_t k = 0; k < ncomp; k++) {
+        ctx->sys_j[k] += tab->comp_w[k] * d->interval_s;
+        sp->total_w += tab->comp_w[k];
+        sp->total_j += ctx->sys_j[k];
+    }
+    sp->cpu_w = tab->cpu_w;
+    sp->nic_w = tab->nic_w;
+    sp->idle_w = tab->idle_w;
+    sp->cpu_j = ctx->sys_j[PA_COMP_CPU - 1];
+    sp->nic_j = ctx->sys_j[PA_COMP_NIC - 1];
+    sp->interval_s = d->interval_s;
+    sp->cpu_time_s = d->busy_s;
+    sp->time_ns = time_ns;
+    sp->flags = (tab->measured ? PA_POWER_MEASURED : 0) |
+                (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
 }
 
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
@@ -492,6 +565,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
     pa_sysread *cur = &ctx->sys[ctx->sys_cur];
     const pa_sysread *prev = ctx->have_prev ? &ctx->sys[!ctx->sys_cur] : NULL;
     memset(cur, 0, sizeof(*cur));
+    ctx->blobs[ctx->sys_cur].n = 0; /* sensors put this tick's again */
     pa_frame frame = {.ctx = ctx, .tick = tick, .time_ns = time_ns, .sys = cur};
 
     int sensors_ok = 0;
@@ -506,7 +580,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         }
         module_ok(m);
         sensors_ok++;
-        if (!strcmp(m->ops->name, "procfs-cpu"))
+        if (pa__ops_flags(m->ops) & PA_MOD_DISCOVERS_TASKS)
             frame.scanned = true;
     }
     if (frame.scanned) {
@@ -527,6 +601,11 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                 continue;
             task_delta(ctx, t, tick, prev);
             t->cpu_w = t->nic_w = 0;
+            if (ctx->ncomp > 2 && !t->ext &&
+                !(t->ext = calloc(2 * PA_EXT_COMPS, sizeof(double))))
+                return pa__err(-ENOMEM, "tick: out of memory");
+            if (t->ext)
+                memset(t->ext, 0, PA_EXT_COMPS * sizeof(double));
             if (t->in_window && prev && win_push(ctx, t) < 0)
                 return pa__err(-ENOMEM, "tick: out of memory");
         }
@@ -551,41 +630,16 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
             if (m->ops->kind != PA_FORMULA || !m->ops->compute ||
                 m->retry_tick > tick)
                 continue;
-            tab.component = m->ops->component;
+            tab.component = m->comp;
             int rc = m->ops->compute(m, &d, &tab);
             if (rc < 0)
                 module_failed(m, tick, rc);
             else
                 module_ok(m);
         }
-        /* integrate */
-        for (size_t i = 0; i < ctx->nwin; i++) {
-            pa_task *t = ctx->win[i];
-            t->cpu_j += t->cpu_w * d.interval_s;
-            t->nic_j += t->nic_w * d.interval_s;
-            t->last_cpu_s = t->d_cpu_s;
-            if (t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
-                (size_t)t->cgroup < ctx->ncgroups) {
-                ctx->cgroup_cpu_j[t->cgroup] += t->cpu_w * d.interval_s;
-                ctx->cgroup_nic_j[t->cgroup] += t->nic_w * d.interval_s;
-            }
-        }
-        ctx->sys_cpu_j += tab.cpu_w * d.interval_s;
-        ctx->sys_nic_j += tab.nic_w * d.interval_s;
-        pa_power *sp = &ctx->sys_power;
-        sp->cpu_w = tab.cpu_w;
-        sp->nic_w = tab.nic_w;
-        sp->idle_w = tab.idle_w;
-        sp->total_w = tab.cpu_w + tab.nic_w;
-        sp->cpu_j = ctx->sys_cpu_j;
-        sp->nic_j = ctx->sys_nic_j;
-        sp->total_j = ctx->sys_cpu_j + ctx->sys_nic_j;
-        sp->interval_s = d.interval_s;
-        sp->cpu_time_s = d.busy_s;
-        sp->time_ns = time_ns;
-        sp->flags = (tab.measured ? PA_POWER_MEASURED : 0) |
-                    (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
+        integrate(ctx, &d, &tab, cur, time_ns);
         ret = build_report(ctx, &d, &tab, time_ns);
+        pa__scopes_window(ctx);
         if (cur->notes[0])
             pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
         if (ret < 0)
@@ -646,30 +700,38 @@ _Static_assert(sizeof(pa_cgroup_names) % sizeof(double) == 0, "pa_cgroup_names s
 /* Copies a report and everything it points to into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out)
 {
-    size_t nc = r->ncounters;
+    size_t nc = r->ncounters, ncomp = r->component_names ? r->ncomponents : 0;
     size_t strs = strlen(r->formula) + strlen(r->sensors) +
                   strlen(r->cpu_source) + strlen(r->assumed) + 4;
     for (size_t i = 0; i < nc; i++)
         strs += strlen(r->counter_names[i]) + 1;
+    for (size_t i = 0; i < ncomp; i++)
+        strs += strlen(r->component_names[i]) + 1;
     for (size_t i = 0; i < r->ntargets; i++)
         strs += strlen(r->targets[i].cgroup ? r->targets[i].cgroup : "") + 1;
     size_t nnames = 0;
     for (size_t i = 0; i < r->ntargets; i++)
         nnames += r->targets[i].names != NULL;
+    size_t ncd = (2 * r->ntargets + 2) * ncomp; /* component doubles */
     size_t sz = sizeof(pa_report) + r->ntargets * sizeof(pa_target_info) +
-                nnames * sizeof(pa_cgroup_names) + r->ntargets * nc * sizeof(double) +
-                nc * sizeof(char *) + strs;
+                (r->ntargets * nc + ncd) * sizeof(double) +
+                (nc + ncomp) * sizeof(char *) +
+                nnames * sizeof(pa_cgroup_names) + strs;
     char *block = malloc(sz);
     if (!block)
         return pa__err(-ENOMEM, "report: out of memory copying %zu targets",
                        r->ntargets);
     pa_report *c = (pa_report *)block;
     *c = *r;
+    /* doubles, then pointers, then the names records (chars), then text */
     pa_target_info *ti = (pa_target_info *)(c + 1);
-    pa_cgroup_names *cn = (pa_cgroup_names *)(ti + r->ntargets);
-    double *ctr = (double *)(cn + nnames);
-    const char **names = (const char **)(ctr + r->ntargets * nc);
-    char *s = (char *)(names + nc);
+    double *ctr = (double *)(ti + r->ntargets);
+    double *cw = ctr + r->ntargets * nc, *cj = cw + r->ntargets * ncomp;
+    double *sys = cj + r->ntargets * ncomp;
+    const char **names = (const char **)(sys + 2 * ncomp);
+    const char **cnames = names + nc;
+    pa_cgroup_names *cn = (pa_cgroup_names *)(cnames + ncomp);
+    char *s = (char *)(cn + nnames);
 #define PUT(dst, src)                                                          \
     do {                                                                       \
         size_t l_ = strlen(src) + 1;                                           \
@@ -683,6 +745,15 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     PUT(c->assumed, r->assumed);
     for (size_t i = 0; i < nc; i++)
         PUT(names[i], r->counter_names[i]);
+    for (size_t i = 0; i < ncomp; i++)
+        PUT(cnames[i], r->component_names[i]);
+    if (ncomp) {
+        size_t tb = r->ntargets * ncomp * sizeof(double);
+        memcpy(cw, r->target_component_w, tb);
+        memcpy(cj, r->target_component_j, tb);
+        memcpy(sys, r->system_component_w, ncomp * sizeof(double));
+        memcpy(sys + ncomp, r->system_component_j, ncomp * sizeof(double));
+    }
     for (size_t i = 0; i < r->ntargets; i++) {
         ti[i] = r->targets[i];
         PUT(ti[i].cgroup, r->targets[i].cgroup ? r->targets[i].cgroup : "");
@@ -700,6 +771,12 @@ int pa__report_copy(const pa_report *r, pa_report **out)
 #undef PUT
     c->targets = ti;
     c->counter_names = nc ? names : NULL;
+    c->ncomponents = ncomp;
+    c->component_names = ncomp ? cnames : NULL;
+    c->target_component_w = ncomp ? cw : NULL;
+    c->target_component_j = ncomp ? cj : NULL;
+    c->system_component_w = ncomp ? sys : NULL;
+    c->system_component_j = ncomp ? sys + ncomp : NULL;
     *out = c;
     return 0;
 }

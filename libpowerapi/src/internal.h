@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,13 +191,45 @@ typedef struct pa_task {
     bool in_window;         /* has a delta this window */
     double d_cpu_s;
     uint64_t d_rx, d_tx;
-    /* results */
+    /* results: cpu and nic, and in ext (allocated when the context has
+     * more components, pa__task_ext) the others': watts [0, PA_EXT_COMPS)
+     * then joules; read and written through pa__task_w/_j */
     double cpu_w, nic_w;
     double cpu_j, nic_j;
+    double *ext;
     double last_cpu_s;
     int fd[PA_TASK_FDS];    /* sensor-owned fds, closed on free */
     struct pa_task *proc;   /* threads: their process */
 } pa_task;
+
+/* Components beyond cpu and nic a task keeps in ext. */
+#define PA_EXT_COMPS (PA_MAX_COMPONENTS - 2)
+
+/* Where task t's watts / joules of component index k (id - 1) live; NULL
+ * for k >= 2 when t has no ext yet. */
+static inline double *pa__task_wp(pa_task *t, size_t k)
+{
+    return k == 0 ? &t->cpu_w : k == 1 ? &t->nic_w
+                            : t->ext ? &t->ext[k - 2] : NULL;
+}
+
+static inline double *pa__task_jp(pa_task *t, size_t k)
+{
+    return k == 0 ? &t->cpu_j : k == 1 ? &t->nic_j
+                            : t->ext ? &t->ext[PA_EXT_COMPS + k - 2] : NULL;
+}
+
+static inline double pa__task_w(const pa_task *t, size_t k)
+{
+    double *p = pa__task_wp((pa_task *)t, k);
+    return p ? *p : 0;
+}
+
+static inline double pa__task_j(const pa_task *t, size_t k)
+{
+    double *p = pa__task_jp((pa_task *)t, k);
+    return p ? *p : 0;
+}
 
 /* A growable array of task pointers with an open-addressing index. */
 typedef struct pa_tasktab {
@@ -217,12 +250,14 @@ typedef struct pa_watch {
 
 struct pa_env {
     const char *procfs, *sysfs, *devfs, *hwdb;
+    const char *calibration; /* pa_ctx_set_calibration, or NULL */
     pa_ctx *ctx;
 };
 
 struct pa_module {
     const pa_module_ops *ops;
     pa_ctx *ctx;
+    pa_component comp;   /* formulas: the component's id in ctx */
     void *priv;
     pa_options *opts;
     char *opts_text;
@@ -236,6 +271,19 @@ struct pa_module {
     char auto_why[256];  /* formulas "auto" chose: why */
     struct pa_module *next;
 };
+
+/* Data a sensor put in a frame under a key (pa_frame_put), for the
+ * formulas that read it (pa_delta_get). */
+typedef struct pa_blob {
+    char key[32];
+    void *data;
+    size_t size, cap;
+} pa_blob;
+
+typedef struct pa_blobs {
+    pa_blob *v;
+    size_t n, cap; /* entries used this tick / allocated (kept) */
+} pa_blobs;
 
 /* One tick's frame, given to sensors. */
 struct pa_frame {
@@ -284,7 +332,13 @@ struct pa_power_table {
     pa_component component; /* of the formula now computing */
     pa_task **tasks;        /* same as the delta's */
     size_t ntasks;
-    double cpu_w, idle_w, nic_w; /* system */
+    union { /* system, per component (index = id - 1) */
+        double comp_w[PA_MAX_COMPONENTS];
+        struct {
+            double cpu_w, nic_w;
+        };
+    };
+    double idle_w; /* system CPU power no task caused */
     double dram_w, psys_w;  /* measured, RAPL */
     bool measured;          /* cpu from a measured counter */
     double model_error;     /* relative error of a modelled cpu figure
@@ -311,8 +365,14 @@ typedef struct pa_cgroup_ctr {
 struct pa_ctx {
     pthread_mutex_t lock; /* everything below; held during a tick */
     pa_env env;
-    char *procfs, *sysfs, *devfs, *hwdb;
+    char *procfs, *sysfs, *devfs, *hwdb, *calibration;
     struct pa__cgcache *cgcache; /* names of cgroups (cgnames.c) */
+
+    /* components: comp_names[k] is id k + 1 ("cpu", "nic", then those
+     * of registered formulas) */
+    char comp_names[PA_MAX_COMPONENTS][16];
+    const char *comp_ptrs[PA_MAX_COMPONENTS];
+    size_t ncomp;
 
     const pa_module_ops **registered; /* user modules */
     size_t nregistered;
@@ -334,7 +394,8 @@ struct pa_ctx {
     pa_tasktab trees;   /* PA_WATCH_CHILDREN totals, keyed by root pid */
     pa_task **gone;     /* left the tables this tick; freed next tick */
     size_t ngone, gone_cap;
-    double *cgroup_cpu_j, *cgroup_nic_j; /* per interned cgroup */
+    double (*cgroup_j)[PA_MAX_COMPONENTS]; /* per interned cgroup, joules
+                                              per component */
     char **cgroups;     /* interned cgroup paths */
     size_t ncgroups, cgroups_cap;
     pa_cgroup_ctr *cgroup_ctr; /* per interned cgroup, or NULL */
@@ -349,9 +410,10 @@ struct pa_ctx {
     uint64_t windows;   /* windows computed (ticks after the first) */
     uint64_t last_time_ns;
     pa_sysread sys[2];  /* current / previous */
+    pa_blobs blobs[2];  /* sensors' keyed data, indexed like sys */
     int sys_cur;
     bool have_prev;
-    double sys_cpu_j, sys_nic_j;
+    double sys_j[PA_MAX_COMPONENTS];
     pa_power sys_power;
 
     /* the published report */
@@ -361,6 +423,8 @@ struct pa_ctx {
     size_t rtargets_cap;
     double *rcounters;
     size_t rcounters_cap;
+    double *rcomp;      /* the report's component watts and joules */
+    size_t rcomp_cap;
     char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
 
     pa_task **win;      /* scratch: tasks with a window */
@@ -377,7 +441,14 @@ struct pa_ctx {
     void *cb_user;
     pthread_t cb_thread;
     bool in_cb;
+
+    _Atomic(struct pa__scopes *) scopes; /* scope.c, made at first use */
 };
+
+/* Scopes (scope.c): a window ended (called by the tick, under the lock);
+ * freeing them with the context. */
+void pa__scopes_window(pa_ctx *ctx);
+void pa__scopes_free(pa_ctx *ctx);
 
 /* Engine services for built-in sensors (called from sample()). */
 
@@ -400,12 +471,51 @@ int pa__task_alloc_counters(pa_ctx *ctx, pa_task *t);
 int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i);
 /* Engine (engine.c), called with ctx->lock held. */
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns);
-/* "auto": gives every component no enabled formula computes the best
- * formula it may run (with its sensors).  Never fails: a component it
- * cannot fill stays empty. */
+/* "auto" (auto.c): gives every component no enabled formula computes the
+ * best formula it may run (with its sensors).  Never fails: a component
+ * it cannot fill stays empty. */
 void pa__auto_fill(pa_ctx *ctx);
+
+/* Module lifecycle (module.c), called with ctx->lock held. */
+const pa_module_ops *pa__ops_find(const pa_ctx *ctx, const char *name);
+pa_module *pa__mod_find(const pa_ctx *ctx, const char *name);
+/* Enables name (see pa_module_enable); by_auto: as auto's choice. */
+int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options,
+                      bool by_auto);
+/* Unlinks and stops m, with the sensors enabled only for it. */
+void pa__mod_remove(pa_ctx *ctx, pa_module *m);
+/* Stops and frees a module that is not linked. */
+void pa__module_destroy(pa_module *m);
+bool pa__is_disabled(const pa_ctx *ctx, const char *name);
+/* Runs ops->probe against the context's roots; why gets the reason. */
+int pa__probe(const pa_ctx *ctx, const pa_module_ops *ops, char *why,
+              size_t len);
+/* A table's fields of any abi: NULL/0 where its abi has none. */
+const char *const *pa__ops_requires(const pa_module_ops *o);
+unsigned pa__ops_flags(const pa_module_ops *o);
+int pa__ops_rank(const pa_module_ops *o);
+/* 1 when auto may choose ops here (no fits callback: 1), else 0. */
+int pa__ops_fits(const pa_module_ops *o, const pa_env *env, char *why,
+                 size_t len);
+/* Components: the id of a formula table's component in ctx (NONE for a
+ * sensor, or a component not in the context yet); the id of name, added
+ * when new (-ENOSPC past the limit); the context's first components
+ * ("cpu", "nic"; a registered formula's join at registration, a
+ * built-in's when one of its formulas is first enabled). */
+pa_component pa__ops_component(const pa_ctx *ctx, const pa_module_ops *o);
+/* The name a formula table gives its component ("cpu", "gpu"), NULL for
+ * a sensor or a formula of none. */
+const char *pa__ops_comp_name(const pa_module_ops *o);
+int pa__comp_intern(pa_ctx *ctx, const char *name, pa_component *out);
+int pa__comp_init(pa_ctx *ctx);
+/* A task's power (cpu, nic, total over every component), as reports and
+ * the getters give it; measured sets PA_POWER_MEASURED. */
+void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s,
+                    uint64_t time_ns, bool measured, pa_power *out);
 /* Copies a report into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out);
+/* Is pid watched with (at least) these PA_WATCH_* flags (0: at all)? */
+bool pa__watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags);
 /* Looks a task up without creating it. */
 pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id);
 /* Returns the index of the interned cgroup path (or -1 on ENOMEM). */
@@ -416,7 +526,19 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g);
 /* Declares the counters the perf sensor reports (replaces previous). */
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
-/* rapl-share's split (formulas/rapl_share.c), shared with cpu-curve:
+/* The weights of the CPU split (share.c): cycles when the perf sensor
+ * counts them, CPU time otherwise; W = the processes' sum when every
+ * process is watched, else the system's (never less than the
+ * processes'). */
+typedef struct pa_share_w {
+    int ci;      /* cycles counter index, -1 none */
+    bool cycles; /* weights are cycles */
+    bool all;    /* every process is watched */
+    double w_all;
+} pa_share_w;
+void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw);
+
+/* The CPU split (share.c) of rapl-share and cpu-curve:
  * active watts of the window's CPU power p go to the targets by their
  * cycles (perf sensor) or CPU time; sets t->cpu_w = p and t->idle_w (p
  * minus what the processes got when every process is watched, so tasks +
@@ -424,10 +546,23 @@ int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
                      double active);
 
-/* cpu-curve (formulas/cpu_curve.c): 1 when a hwdb curve or a
- * calibration matches this machine's CPU, 2 on a virtual machine without
- * one (the default per-vCPU curve), 0 otherwise; why says which. */
-int pa__cpu_curve_match(const pa_env *env, char *why, size_t len);
+/* The load-power curve this machine's CPU has (curve.c; read by cpu-curve
+ * and by the CPU formulas' fits): 1 when a calibration or a hwdb curve
+ * matches, 2 on a virtual machine without one (cpu-curve's default
+ * per-vCPU curve), 0 otherwise; why says which, and why the calibration
+ * given was not used. */
+int pa__curve_match(const pa_env *env, char *why, size_t len);
+/* /proc/cpuinfo's first "model name" (or "Processor"/"cpu model") into
+ * model ("" when none), and *vm whether the "hypervisor" flag is set. */
+void pa__cpuinfo_read(const char *procfs, char *model, size_t len, bool *vm);
+/* A calibration for this CPU model: the context's (env->calibration),
+ * else $POWERAPI_CALIBRATION's, used whatever CPU it was made on, else
+ * one at a standard place made on this model; path gets its name.  When
+ * the file given cannot be used, bad (when not NULL) gets the reason
+ * ("$POWERAPI_CALIBRATION not used: ..." or "calibration not used: ...").
+ */
+bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out,
+                         char *path, size_t plen, char *bad, size_t badlen);
 
 /* The module table of built-ins: NULL-terminated. */
 const pa_module_ops *const *pa__builtins(void);
@@ -447,8 +582,7 @@ extern const pa_module_ops pa__mod_nic_linear;
  * calling thread (status 0, else -errno: -ENOENT no such PMU event,
  * -EACCES privilege).  cb returns 0 to go on or a negative value to stop
  * (returned).  Returns the number of events listed. */
-typedef int (*pa__perf_event_cb)(const char *name, const char *desc,
-                                 int status, void *user);
+typedef pa_perf_event_cb pa__perf_event_cb;
 int pa__perf_events_list(pa__perf_event_cb cb, void *user);
 
 /* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
@@ -515,36 +649,16 @@ typedef struct pa_hwdb_nic {
     char source[160];
 } pa_hwdb_nic;
 
-/* A load-power curve (cpu-curve): power at increasing utilisation, from
- * a hwdb "curve" record, a calibration file or options (curve.c). */
-#define PA_CURVE_MAX 32
-#define PA_CURVE_FREQS 8
-typedef enum pa_curve_per {
-    PA_CURVE_SERVER = 0, /* the whole measured machine (SPECpower: wall) */
-    PA_CURVE_PACKAGE,    /* one CPU package */
-    PA_CURVE_VCPU,       /* one logical CPU (cloud per-vCPU figures) */
-} pa_curve_per;
+/* The load-power curves of cpu-curve (pa_curve, powerapi.h; curve.c). */
 
-typedef struct pa_curve {
-    char match[96];    /* hwdb match string, or the calibrated CPU model */
-    size_t n;
-    double load[PA_CURVE_MAX];  /* utilisation 0..1, strictly increasing */
-    double watts[PA_CURVE_MAX];
-    pa_curve_per per;
-    unsigned packages; /* packages of the measured machine (>= 1) */
-    unsigned threads;  /* logical CPUs of the measured machine, 0 unknown */
-    double mhz;        /* mean frequency while measured, 0 unknown */
-    double error;      /* known relative error of the curve, < 0 unknown */
-    char source[256];  /* where the points come from */
-    /* per-frequency curves of `powerapi calibrate --frequencies` (fpoint
-     * lines): nfreq curves at fmhz[] MHz, increasing */
-    size_t nfreq;
-    double fmhz[PA_CURVE_FREQS];
-    size_t fn[PA_CURVE_FREQS];
-    double fload[PA_CURVE_FREQS][PA_CURVE_MAX];
-    double fwatts[PA_CURVE_FREQS][PA_CURVE_MAX];
-    double fres[PA_CURVE_FREQS][PA_CURVE_MAX]; /* RMS residual, W */
-} pa_curve;
+/* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
+ * (cloudcarbonfootprint.org/docs/methodology, "Compute"): the averages
+ * over the AWS processor micro-architectures of the min (idle) and max
+ * (100 % load) watts per vCPU it derives from SPECpower_ssj2008 results:
+ * 0.74 W and 3.5 W, linear in between (its Average Watts formula).
+ * Always labelled assumed. */
+#define PA_CURVE_VCPU_MIN_W 0.74
+#define PA_CURVE_VCPU_MAX_W 3.5
 
 /* Power at utilisation u (0..1): linear between points, the last value
  * above them; below the first (a calibration made on a busy machine), the
@@ -574,11 +688,12 @@ int pa__calib_write(const char *path, const pa_curve *c,
                     const double *residual_w, const char *kernel,
                     const char *date, unsigned ncpus, double valid_mean_pct,
                     double valid_p95_pct, double valid_energy_pct);
-/* The calibration file the library uses when none is given:
- * $POWERAPI_CALIBRATION, else $XDG_DATA_HOME/powerapi/calibration.txt
- * (~/.local/share when unset), else /var/lib/powerapi/calibration.txt,
- * the first that is readable; NULL if none.  buf holds the result. */
-const char *pa__calib_default(char *buf, size_t len);
+/* The calibration file the library uses: the context's (env->calibration
+ * when env is not NULL), else $POWERAPI_CALIBRATION, else
+ * $XDG_DATA_HOME/powerapi/calibration.txt (~/.local/share when unset),
+ * else /var/lib/powerapi/calibration.txt, the first that is readable;
+ * NULL if none.  buf holds the result. */
+const char *pa__calib_default(const pa_env *env, char *buf, size_t len);
 /* Where `powerapi calibrate` writes by default: /var/lib/powerapi for
  * root, else $XDG_DATA_HOME/powerapi (file calibration.txt). */
 int pa__calib_standard_path(char *buf, size_t len);

@@ -9,12 +9,16 @@
  *   [ header: RING_HDR_BYTES ][ slot 0 ][ slot 1 ] ... [ slot cap-1 ]
  *   slot = [ struct ring_window ][ max_targets x struct ring_target ]
  *          [ max_targets x PA_MAX_COUNTERS doubles of perf counters ]
+ *          [ max_targets x 2 x PA_MAX_COMPONENTS doubles of components ]
  *          [ pool_bytes of NUL-terminated cgroup paths and counter names ]
  *
  * Counters are packed: the i-th stored target's counters are doubles
  * i*nc .. i*nc+nc-1 of the counter area (nc = the window's ncounters), so
  * a window without counters copies none.  The counter names are stored
- * once per window, in the pool.
+ * once per window, in the pool.  Components (version 3) are packed the
+ * same way: the i-th stored target's watts are doubles i*2k .. i*2k+k-1
+ * of the component area and its joules the next k (k = the window's
+ * ncomponents); their names are in the window.
  *
  * Window s (1, 2, ...) lives in slot (s - 1) % capacity.  Each slot starts
  * with a sequence word (a seqlock): 2s-1 while the writer fills window s,
@@ -90,6 +94,10 @@ struct ring_window {
     char sensors[128];
     char cpu_source[16];
     char assumed[PA_MAX_ASSUMED];
+    uint32_t ncomponents; /* <= PA_MAX_COMPONENTS: the report's */
+    uint32_t comp_pad;
+    char comp_names[PA_MAX_COMPONENTS][16];
+    double sys_comp_w[PA_MAX_COMPONENTS], sys_comp_j[PA_MAX_COMPONENTS];
 };
 
 struct ring_target {
@@ -153,11 +161,17 @@ static uint64_t counters_bytes_for(uint32_t max_targets)
     return (uint64_t)max_targets * PA_MAX_COUNTERS * sizeof(double);
 }
 
+static uint64_t comps_bytes_for(uint32_t max_targets)
+{
+    return (uint64_t)max_targets * 2 * PA_MAX_COMPONENTS * sizeof(double);
+}
+
 static uint64_t slot_bytes_for(uint32_t max_targets, uint32_t pool_bytes)
 {
     uint64_t b = sizeof(struct ring_window) +
                  (uint64_t)max_targets * sizeof(struct ring_target) +
-                 counters_bytes_for(max_targets) + pool_bytes;
+                 counters_bytes_for(max_targets) +
+                 comps_bytes_for(max_targets) + pool_bytes;
     return (b + 63) & ~(uint64_t)63;
 }
 
@@ -168,9 +182,14 @@ static size_t counters_at(uint32_t max_targets)
            (size_t)max_targets * sizeof(struct ring_target);
 }
 
-static size_t pool_at(uint32_t max_targets)
+static size_t comps_at(uint32_t max_targets)
 {
     return counters_at(max_targets) + (size_t)counters_bytes_for(max_targets);
+}
+
+static size_t pool_at(uint32_t max_targets)
+{
+    return comps_at(max_targets) + (size_t)comps_bytes_for(max_targets);
 }
 
 static uint32_t pool_bytes_for(uint32_t max_targets)
@@ -546,6 +565,26 @@ static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
     return UINT32_MAX;
 }
 
+/* The report's components into the window: their names and the
+ * system's watts and joules.  Returns how many (0: the report has none,
+ * or more than a window holds). */
+static uint32_t window_comps_set(struct ring_window *win, const pa_report *r)
+{
+    size_t nk = r->ncomponents;
+    if (!nk || nk > PA_MAX_COMPONENTS || !r->component_names ||
+        !r->system_component_w || !r->system_component_j ||
+        (r->ntargets && (!r->target_component_w || !r->target_component_j)))
+        return 0;
+    for (size_t k = 0; k < nk; k++) {
+        copy_str(win->comp_names[k], sizeof(win->comp_names[k]),
+                 r->component_names[k]);
+        win->sys_comp_w[k] = r->system_component_w[k];
+        win->sys_comp_j[k] = r->system_component_j[k];
+    }
+    win->ncomponents = (uint32_t)nk;
+    return (uint32_t)nk;
+}
+
 int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
 {
     if (!w || !r || (r->ntargets && !r->targets))
@@ -572,8 +611,10 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     struct ring_window *win = (struct ring_window *)w->buf;
     struct ring_target *tg = (struct ring_target *)(win + 1);
     double *ctr = (double *)(w->buf + counters_at(w->max_targets));
+    double *cmp = (double *)(w->buf + comps_at(w->max_targets));
     char *pool = (char *)w->buf + pool_at(w->max_targets);
     memset(win, 0, sizeof(*win));
+    uint32_t nk = window_comps_set(win, r);
     win->tick = r->tick;
     win->time_ns = r->time_ns;
     win->interval_s = r->interval_s;
@@ -630,6 +671,12 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
             d->has_counters = 1;
             memcpy(ctr + (size_t)stored * nc, t->counters, nc * sizeof(double));
         }
+        if (nk) {
+            double *c = cmp + (size_t)stored * 2 * nk;
+            size_t src = (size_t)w->ranks[k].i * r->ncomponents;
+            memcpy(c, r->target_component_w + src, nk * sizeof(double));
+            memcpy(c + nk, r->target_component_j + src, nk * sizeof(double));
+        }
         stored++;
     }
     win->ntargets = stored;
@@ -645,6 +692,8 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     words_store(slot + sizeof(*win), tg, stored * sizeof(*tg));
     words_store(slot + counters_at(w->max_targets), ctr,
                 (size_t)stored * nc * sizeof(double));
+    words_store(slot + comps_at(w->max_targets), cmp,
+                (size_t)stored * 2 * nk * sizeof(double));
     words_store(slot + pool_at(w->max_targets), pool, round8(win->pool_used));
     __atomic_store_n(&sw->seq, 2 * seq, __ATOMIC_RELEASE);
     __atomic_store_n(&h->head, seq, __ATOMIC_RELEASE);
@@ -681,6 +730,8 @@ typedef struct agg_target {
     pa_target_info info;
     size_t cgroup_off; /* into arena */
     double e_cpu, e_nic, e_total, e_idle;
+    double e_comp[PA_MAX_COMPONENTS]; /* W x s, the report's components */
+    double j_comp[PA_MAX_COMPONENTS]; /* the newest window's joules */
     int has_ctr;                 /* a window with the newest names had them */
     double ctr[PA_MAX_COUNTERS]; /* summed, in the newest window's order */
 } agg_target;
@@ -705,6 +756,10 @@ struct pa_ring_reader {
     char *cname_buf;
     size_t cname_cap;
     double *ctr; /* targets_cap x PA_MAX_COUNTERS */
+    double *comp; /* targets_cap x 2 x PA_MAX_COMPONENTS: watts, joules */
+    char comp_names[PA_MAX_COMPONENTS][16];
+    const char *cknames[PA_MAX_COMPONENTS]; /* into comp_names */
+    double sys_comp[2 * PA_MAX_COMPONENTS];
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
@@ -795,6 +850,7 @@ void pa_ring_close(pa_ring_reader *r)
     free(r->copy);
     free(r->targets);
     free(r->ctr);
+    free(r->comp);
     free(r->cname_buf);
     free(r->agg);
     free(r->idx);
@@ -827,9 +883,14 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
                       : 1;
     uint32_t nc =
         win->ncounters <= PA_MAX_COUNTERS ? win->ncounters : PA_MAX_COUNTERS;
+    uint32_t nk = win->ncomponents <= PA_MAX_COMPONENTS ? win->ncomponents
+                                                        : 0;
+    size_t cmp_at = comps_at(r->max_targets);
     words_load(tg, slot + sizeof(*win), nt * sizeof(*tg));
     words_load(r->copy + ctr_at, slot + ctr_at,
                (size_t)nt * nc * sizeof(double));
+    words_load(r->copy + cmp_at, slot + cmp_at,
+               (size_t)nt * 2 * nk * sizeof(double));
     size_t pbytes = round8(pu);
     if (pl_at + pbytes > r->slot_bytes)
         pbytes = r->slot_bytes - pl_at;
@@ -846,6 +907,9 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     win->cpu_source[sizeof(win->cpu_source) - 1] = '\0';
     win->assumed[sizeof(win->assumed) - 1] = '\0';
     win->ncounters = nc;
+    win->ncomponents = nk;
+    for (uint32_t k = 0; k < nk; k++)
+        win->comp_names[k][sizeof(win->comp_names[k]) - 1] = '\0';
     char *pool = (char *)r->copy + pl_at;
     pool[pu - 1] = '\0';
     for (uint32_t e = 0; e < nc; e++)
@@ -877,15 +941,59 @@ static const double *window_counters(pa_ring_reader *r, uint32_t i)
            (size_t)i * win->ncounters;
 }
 
+/* The report's views of the targets' components (valid until the next
+ * read): the watts of every target, then their joules. */
+static void comp_views(pa_ring_reader *r)
+{
+    bool on = r->rep.ncomponents && r->comp;
+    r->rep.target_component_w = on ? r->comp : NULL;
+    r->rep.target_component_j =
+        on ? r->comp + r->targets_cap * PA_MAX_COMPONENTS : NULL;
+}
+
+/* The component watts and joules of the i-th target of the window in
+ * r->buf (2 x its ncomponents doubles). */
+static const double *window_comps(pa_ring_reader *r, uint32_t i)
+{
+    const struct ring_window *win = (const struct ring_window *)r->buf;
+    return (const double *)(r->buf + comps_at(r->max_targets)) +
+           (size_t)i * 2 * win->ncomponents;
+}
+
 static int ensure_targets(pa_ring_reader *r, size_t n)
 {
-    /* ctr holds PA_MAX_COUNTERS a target: its own capacity in doubles */
+    /* ctr holds PA_MAX_COUNTERS a target, comp 2 x PA_MAX_COMPONENTS (the
+     * watts of every target, then their joules): capacities in doubles */
     size_t cap = r->targets_cap, ccap = cap * PA_MAX_COUNTERS;
+    size_t kcap = cap * 2 * PA_MAX_COMPONENTS;
     if (PA__GROW(r->targets, cap, n, 64) < 0 ||
-        PA__GROW(r->ctr, ccap, cap * PA_MAX_COUNTERS, 64 * PA_MAX_COUNTERS) < 0)
+        PA__GROW(r->ctr, ccap, cap * PA_MAX_COUNTERS, 64 * PA_MAX_COUNTERS) < 0 ||
+        PA__GROW(r->comp, kcap, cap * 2 * PA_MAX_COMPONENTS,
+                 64 * 2 * PA_MAX_COMPONENTS) < 0)
         return pa__err(-ENOMEM, "ring: out of memory");
     r->targets_cap = cap;
+    comp_views(r);
     return 0;
+}
+
+/* Target i's components of the report from a window's record of nk
+ * (watts then joules) through map (the report's index of each, -1
+ * none); NULL record: zeros. */
+static void comps_put(pa_ring_reader *r, size_t i, const double *rec,
+                      uint32_t nk, const int *map)
+{
+    size_t n = r->rep.ncomponents;
+    if (!n || !r->rep.target_component_w)
+        return;
+    double *w = (double *)r->rep.target_component_w + i * n;
+    double *j = (double *)r->rep.target_component_j + i * n;
+    memset(w, 0, n * sizeof(double));
+    memset(j, 0, n * sizeof(double));
+    for (uint32_t e = 0; rec && e < nk; e++)
+        if (map[e] >= 0) {
+            w[map[e]] = rec[e];
+            j[map[e]] = rec[nk + e];
+        }
 }
 
 static void target_from_ring(pa_target_info *d, const struct ring_target *s,
@@ -946,7 +1054,35 @@ static int report_head_from_window(pa_ring_reader *r)
     r->rep.assumed = r->assumed;
     r->rep.ncounters = win->ncounters;
     r->rep.counter_names = win->ncounters ? r->cnames : NULL;
+    uint32_t nk = win->ncomponents;
+    for (uint32_t k = 0; k < nk; k++) {
+        memcpy(r->comp_names[k], win->comp_names[k], sizeof(r->comp_names[k]));
+        r->cknames[k] = r->comp_names[k];
+        r->sys_comp[k] = win->sys_comp_w[k];
+        r->sys_comp[PA_MAX_COMPONENTS + k] = win->sys_comp_j[k];
+    }
+    r->rep.ncomponents = nk;
+    r->rep.component_names = nk ? r->cknames : NULL;
+    r->rep.system_component_w = nk ? r->sys_comp : NULL;
+    r->rep.system_component_j = nk ? r->sys_comp + PA_MAX_COMPONENTS : NULL;
+    comp_views(r);
     return 0;
+}
+
+/* Maps the components of the window in r->buf to the report's (the
+ * newest window's) by name: map[e] = report index of the window's
+ * component e, -1 when the report has none of that name. */
+static void comp_map(const pa_ring_reader *r, const struct ring_window *win,
+                     int map[PA_MAX_COMPONENTS])
+{
+    for (uint32_t e = 0; e < win->ncomponents; e++) {
+        map[e] = -1;
+        for (size_t k = 0; k < r->rep.ncomponents; k++)
+            if (!strcmp(r->comp_names[k], win->comp_names[e])) {
+                map[e] = (int)k;
+                break;
+            }
+    }
 }
 
 /* No window to return: -EOWNERDEAD if the writer is gone, else -EAGAIN. */
@@ -1014,6 +1150,8 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
         return -ENOMEM;
     const char *pool = window_pool(r);
     size_t nc = win->ncounters;
+    int map[PA_MAX_COMPONENTS];
+    comp_map(r, win, map);
     for (uint32_t i = 0; i < win->ntargets; i++) {
         pa_target_info *d = &r->targets[i];
         target_from_ring(d, &tg[i], pool + tg[i].cgroup_off);
@@ -1022,6 +1160,7 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
             memcpy(c, window_counters(r, i), nc * sizeof(double));
             d->counters = c;
         }
+        comps_put(r, i, window_comps(r, i), win->ncomponents, map);
     }
     r->rep.ntargets = win->ntargets;
     r->rep.targets = r->targets;
@@ -1122,6 +1261,21 @@ static int counter_map(const pa_ring_reader *r, const struct ring_window *win,
     return 1;
 }
 
+/* A window's record of nk components (watts, then joules) of an
+ * aggregated target: its energy over the span, in the report's order
+ * (kmap), and the joules of the newest window it is in (fresh). */
+static void agg_comps(agg_target *t, const double *rec, uint32_t nk,
+                      const int *kmap, double dt, int fresh)
+{
+    for (uint32_t e = 0; e < nk; e++) {
+        if (kmap[e] < 0)
+            continue;
+        t->e_comp[kmap[e]] += rec[e] * dt;
+        if (fresh)
+            t->j_comp[kmap[e]] = rec[nk + e];
+    }
+}
+
 int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
                       const pa_report **out)
 {
@@ -1140,7 +1294,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
         memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
     uint64_t first = 0, end_ns = 0, windows = 0, truncated = 0;
     double total_s = 0, sys_cpu = 0, sys_nic = 0, sys_total = 0, sys_idle = 0;
-    double sys_cpu_time = 0;
+    double sys_cpu_time = 0, sys_comp[PA_MAX_COMPONENTS] = {0};
     for (uint64_t seq = newest; seq >= lower && seq > 0; seq--) {
         uint64_t oldest = newest >= r->cap ? newest - r->cap + 1 : 1;
         int rc = seq < oldest ? -ESTALE : copy_window(r, seq);
@@ -1175,8 +1329,12 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
         sys_cpu_time += win->system.cpu_time_s;
         const struct ring_target *tg = (const struct ring_target *)(win + 1);
         const char *pool = window_pool(r);
-        int map[PA_MAX_COUNTERS];
+        int map[PA_MAX_COUNTERS], kmap[PA_MAX_COMPONENTS];
         int same = counter_map(r, win, pool, map);
+        comp_map(r, win, kmap);
+        for (uint32_t e = 0; e < win->ncomponents; e++)
+            if (kmap[e] >= 0)
+                sys_comp[kmap[e]] += win->sys_comp_w[e] * dt;
         for (uint32_t i = 0; i < win->ntargets; i++) {
             const struct ring_target *s = &tg[i];
             const char *cg = pool + s->cgroup_off;
@@ -1199,6 +1357,8 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
             t->e_nic += s->power.nic_w * dt;
             t->e_total += s->power.total_w * dt;
             t->e_idle += s->power.idle_w * dt;
+            agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt,
+                      fresh);
             t->info.power.cpu_time_s += s->power.cpu_time_s;
             t->info.net_rx_bytes += s->net_rx;
             t->info.net_tx_bytes += s->net_tx;
@@ -1225,6 +1385,8 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     r->rep.system.idle_w = sys_idle * inv;
     r->rep.system.cpu_time_s = sys_cpu_time;
     r->rep.system.interval_s = total_s;
+    for (size_t k = 0; k < r->rep.ncomponents; k++)
+        r->sys_comp[k] = sys_comp[k] * inv;
     for (size_t a = 0; a < r->nagg; a++) {
         agg_target *t = &r->agg[a];
         pa_target_info *d = &r->targets[a];
@@ -1236,6 +1398,15 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
         d->power.idle_w = t->e_idle * inv;
         d->power.interval_s = total_s;
         d->counters = NULL;
+        if (r->rep.ncomponents) {
+            size_t nk = r->rep.ncomponents;
+            double *cw = (double *)r->rep.target_component_w + a * nk;
+            double *cj = (double *)r->rep.target_component_j + a * nk;
+            for (size_t k = 0; k < nk; k++) {
+                cw[k] = t->e_comp[k] * inv;
+                cj[k] = t->j_comp[k];
+            }
+        }
         if (t->has_ctr) {
             double *c = r->ctr + a * r->rep.ncounters;
             memcpy(c, t->ctr, r->rep.ncounters * sizeof(double));

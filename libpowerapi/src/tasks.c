@@ -30,6 +30,7 @@ void pa__task_free(pa_task *task)
         if (task->fd[i] >= 0)
             close(task->fd[i]);
     free(task->ctr_cur); /* ctr_prev and ctr_d live in the same block */
+    free(task->ext);
     free(task);
 }
 
@@ -201,19 +202,17 @@ int pa__cgroup_intern(pa_ctx *ctx, const char *path)
     for (size_t i = 0; i < ctx->ncgroups; i++)
         if (!strcmp(ctx->cgroups[i], path))
             return (int)i;
-    /* three arrays of one capacity */
-    size_t need = ctx->ncgroups + 1, cap = ctx->cgroups_cap, ca = cap, cb = cap;
+    /* two arrays of one capacity */
+    size_t need = ctx->ncgroups + 1, cap = ctx->cgroups_cap, ca = cap;
     if (PA__GROW(ctx->cgroups, cap, need, 16) < 0 ||
-        PA__GROW(ctx->cgroup_cpu_j, ca, need, 16) < 0 ||
-        PA__GROW(ctx->cgroup_nic_j, cb, need, 16) < 0)
+        PA__GROW(ctx->cgroup_j, ca, need, 16) < 0)
         return -1;
     ctx->cgroups_cap = cap;
     char *s = strdup(path);
     if (!s)
         return -1;
     ctx->cgroups[ctx->ncgroups] = s;
-    ctx->cgroup_cpu_j[ctx->ncgroups] = 0;
-    ctx->cgroup_nic_j[ctx->ncgroups] = 0;
+    memset(ctx->cgroup_j[ctx->ncgroups], 0, sizeof(ctx->cgroup_j[0]));
     return (int)ctx->ncgroups++;
 }
 

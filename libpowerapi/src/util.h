@@ -4,8 +4,8 @@
  * suggestions, JSON and CSV escaping.
  *
  * Not installed, not part of powerapi.h.  The one home of these helpers
- * (issue 26, item 5): the library, its sensors and formulas, profout/,
- * the CLI and the jalen agent include this header (it needs only libc)
+ * (issue 26, item 5): the library, its sensors and formulas, profcore/,
+ * engines/, the CLI and the jalen agent include this header (it needs only libc)
  * and link the library's objects.  Names are pa__*.
  *
  * All of them are thread-safe (no shared state).  The inline hashes and

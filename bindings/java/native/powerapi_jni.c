@@ -251,3 +251,147 @@ JNIEXPORT jdoubleArray JNICALL Java_org_powerapi_PowerAPI_nPower(
         (*env)->SetDoubleArrayRegion(env, a, 0, 9, v);
     return a;
 }
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStart(JNIEnv *env,
+                                                         jclass cls, jlong h,
+                                                         jlong period_ns)
+{
+    if (period_ns <= 0) {
+        throw_iae(env, "powerapi: period must be positive");
+        return;
+    }
+    check(env, pa_start(ctx_of(h), (uint64_t)period_ns, NULL, NULL));
+}
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStop(JNIEnv *env,
+                                                        jclass cls, jlong h)
+{
+    check(env, pa_stop(ctx_of(h)));
+}
+
+/* ------------------------------------------------------------------ */
+/* Scopes                                                              */
+/* ------------------------------------------------------------------ */
+
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeConfigure(
+    JNIEnv *env, jclass cls, jlong h, jlong max_names, jlong pid)
+{
+    if (max_names < 0 || pid < -1 || pid > INT32_MAX) {
+        throw_iae(env, "powerapi: maxNames < 0, or pid out of range");
+        return;
+    }
+    pa_scope_opts o = {.max_names = (size_t)max_names, .pid = (pid_t)pid};
+    check(env, pa_scope_configure(ctx_of(h), &o));
+}
+
+/* A scope name that must not be null: NULL with an exception pending. */
+static const char *scope_name(JNIEnv *env, jstring name)
+{
+    int failed = 0;
+    if (!name) {
+        throw_iae(env, "powerapi: scope name is null");
+        return NULL;
+    }
+    return utf(env, name, &failed);
+}
+
+/* cpu_ns < 0: the thread's CPU clock. */
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeBegin(
+    JNIEnv *env, jclass cls, jlong h, jstring name, jlong cpu_ns)
+{
+    const char *n = scope_name(env, name);
+    if (n)
+        check(env, cpu_ns < 0
+                       ? pa_scope_begin(ctx_of(h), n)
+                       : pa_scope_begin_at(ctx_of(h), n, (uint64_t)cpu_ns));
+    unutf(env, name, n);
+}
+
+/* Fills d with the 5 doubles of pa_scope_result and l with depth and
+ * flags. */
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeEnd(
+    JNIEnv *env, jclass cls, jlong h, jstring name, jlong cpu_ns,
+    jdoubleArray d, jlongArray l)
+{
+    int failed = 0;
+    const char *n = utf(env, name, &failed);
+    pa_scope_result r;
+    int rc = -1;
+    if (!failed)
+        rc = cpu_ns < 0 ? pa_scope_end(ctx_of(h), n, &r)
+                        : pa_scope_end_at(ctx_of(h), n, (uint64_t)cpu_ns, &r);
+    unutf(env, name, n);
+    if (failed || check(env, rc))
+        return;
+    jdouble dv[5] = {r.cpu_time_s, r.self_cpu_time_s, r.energy_j,
+                     r.self_energy_j, r.j_per_cpu_s};
+    jlong lv[2] = {(jlong)r.depth, (jlong)r.flags};
+    (*env)->SetDoubleArrayRegion(env, d, 0, 5, dv);
+    (*env)->SetLongArrayRegion(env, l, 0, 2, lv);
+}
+
+/* Every scope name of the context, in pa_scope_list's order. */
+JNIEXPORT jobjectArray JNICALL
+Java_org_powerapi_PowerAPI_nScopeNames(JNIEnv *env, jclass cls, jlong h)
+{
+    pa_scope_stats *s = NULL;
+    int n = pa_scope_list(ctx_of(h), NULL, 0);
+    for (;;) {
+        if (check(env, n))
+            goto out;
+        pa_scope_stats *t = realloc(s, sizeof(*s) * (size_t)(n ? n : 1));
+        if (!t) {
+            check(env, -ENOMEM);
+            goto out;
+        }
+        s = t;
+        int m = pa_scope_list(ctx_of(h), s, (size_t)n);
+        if (m <= n) {
+            n = m;
+            break;
+        }
+        n = m;
+    }
+    jclass str = (*env)->FindClass(env, "java/lang/String");
+    jobjectArray a = str ? (*env)->NewObjectArray(env, n, str, NULL) : NULL;
+    for (int i = 0; a && i < n; i++) {
+        jstring js = (*env)->NewStringUTF(env, s[i].name);
+        if (!js) {
+            a = NULL;
+            break;
+        }
+        (*env)->SetObjectArrayElement(env, a, i, js);
+        (*env)->DeleteLocalRef(env, js);
+    }
+    free(s);
+    return a;
+out:
+    free(s);
+    return NULL;
+}
+
+/* One name's aggregates: d gets the 12 doubles of pa_scope_stats in
+ * order, l calls, rated_calls, measured_calls and flags; returns the
+ * note (or null). */
+JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(
+    JNIEnv *env, jclass cls, jlong h, jstring name, jdoubleArray d,
+    jlongArray l)
+{
+    const char *n = scope_name(env, name);
+    if (!n)
+        return NULL;
+    pa_scope_stats s;
+    int rc = pa_scope_get(ctx_of(h), n, &s);
+    unutf(env, name, n);
+    if (check(env, rc))
+        return NULL;
+    jdouble dv[12] = {s.cpu_time_s,  s.self_cpu_time_s, s.energy_j,
+                      s.self_energy_j, s.mean_j,        s.p50_j,
+                      s.p95_j,       s.p99_j,           s.self_mean_j,
+                      s.self_p50_j,  s.self_p95_j,      s.self_p99_j};
+    jlong lv[4] = {(jlong)s.calls, (jlong)s.rated_calls,
+                   (jlong)s.measured_calls, (jlong)s.flags};
+    (*env)->SetDoubleArrayRegion(env, d, 0, 12, dv);
+    (*env)->SetLongArrayRegion(env, l, 0, 4, lv);
+    return s.note ? (*env)->NewStringUTF(env, s.note) : NULL;
+}

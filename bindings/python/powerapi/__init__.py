@@ -6,6 +6,10 @@
         work()
     print(m.energy_j, m.power_w)
 
+    with powerapi.scope("checkout") as s:    # a block of this thread
+        handle(request)
+    print(s.energy_j, s.cpu_time_s)
+
     with powerapi.RingReader("powerapi") as ring:   # a `powerapi daemon`
         for report in ring.follow():
             print(report.system.total_w)
@@ -23,6 +27,7 @@ CMake), then the build tree, then the dynamic loader.  Every failure raises
 PowerAPIError (an OSError) carrying the library's detailed message.
 """
 
+import atexit
 import ctypes
 import os
 import threading
@@ -39,13 +44,14 @@ __all__ = [
     "Measurement", "measure", "version", "library_path", "parse_duration_ns",
     "cgroup_names",
     "Module", "Frame", "Delta", "Table", "Options", "RingReader",
-    "RingWriter", "RingInfo",
+    "RingWriter", "RingInfo", "Scope", "ScopeStats", "scope", "scopes",
+    "scope_context",
     "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
     "PA_TARGET_PROCESS", "PA_TARGET_THREAD", "PA_TARGET_TREE",
     "PA_TARGET_CGROUP",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 class PowerAPIError(OSError):
@@ -170,7 +176,7 @@ class Power:
 class Target:
     """One target of a report: a process, thread, process tree or cgroup."""
 
-    def __init__(self, c, counter_names):
+    def __init__(self, c, counter_names, components=None):
         self.type = c.type
         self.pid = c.pid
         self.tid = c.tid
@@ -184,6 +190,8 @@ class Target:
         self.counters = ({n: c.counters[i] for i, n in enumerate(counter_names)}
                          if c.counters else {})
         self.multiplex = c.multiplex
+        # every component of the report by name: {"cpu": (w, j), ...}
+        self.components = components or {}
         # the container, pod or systemd unit of its cgroup ({} when none)
         self.names = ({f: _s(getattr(c.names.contents, f))
                        for f, _ in _lib.pa_cgroup_names._fields_
@@ -212,8 +220,22 @@ class Report:
         self.model_error = c.model_error if c.model_error >= 0 else None
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
-        self.targets = [Target(c.targets[i], self.counter_names)
-                        for i in range(c.ntargets)]
+        # the context's components (cpu, nic, then registered formulas'),
+        # each with (watts of the window, cumulative joules)
+        nc = c.ncomponents if c.component_names else 0
+        self.components = [_s(c.component_names[k]) for k in range(nc)]
+
+        def comps(w, j, row):
+            return {n: (w[row * nc + k], j[row * nc + k])
+                    for k, n in enumerate(self.components)}
+
+        self.system_components = (
+            comps(c.system_component_w, c.system_component_j, 0) if nc else {})
+        self.targets = [
+            Target(c.targets[i], self.counter_names,
+                   comps(c.target_component_w, c.target_component_j, i)
+                   if nc else {})
+            for i in range(c.ntargets)]
 
     def __repr__(self):
         return "Report(tick=%d, targets=%d, system=%r)" % (
@@ -451,6 +473,203 @@ class Context:
             return Report(rep.contents)
         finally:
             self._lib.pa_report_free(rep)
+
+
+    # -- scopes
+    def scope_configure(self, max_names=None, pid=None):
+        """Scope options: max_names (distinct names kept, default 256; set
+        before the first scope), pid (the process whose energy per
+        CPU-second prices the scopes: None/0 this process, -1 the
+        machine's)."""
+        opts = _lib.pa_scope_opts(int(max_names or 0), int(pid or 0))
+        _check(self._call(self._lib.pa_scope_configure, ctypes.byref(opts)),
+               "pa_scope_configure")
+
+    def scope_begin(self, name, cpu_ns=None):
+        """Opens scope name on the calling thread (cpu_ns: an explicit
+        thread CPU clock, for tests and replays).  Prefer scope()."""
+        if cpu_ns is None:
+            rc = self._call(self._lib.pa_scope_begin, _b(name))
+        else:
+            rc = self._call(self._lib.pa_scope_begin_at, _b(name),
+                            int(cpu_ns))
+        _check(rc, "pa_scope_begin")
+
+    def scope_end(self, name=None, cpu_ns=None):
+        """Closes the innermost scope of the calling thread (which must be
+        name, unless None) and returns its Scope figures."""
+        out = _lib.pa_scope_result()
+        if cpu_ns is None:
+            rc = self._call(self._lib.pa_scope_end, _b(name),
+                            ctypes.byref(out))
+        else:
+            rc = self._call(self._lib.pa_scope_end_at, _b(name),
+                            int(cpu_ns), ctypes.byref(out))
+        _check(rc, "pa_scope_end")
+        s = Scope(self, name)
+        s._fill(out)
+        return s
+
+    def scope(self, name):
+        """A context manager measuring a block of this thread:
+
+            with ctx.scope("checkout") as s:
+                handle(request)
+            s.energy_j, s.cpu_time_s, s.self_energy_j, s.measured
+        """
+        return Scope(self, name)
+
+    def scopes(self):
+        """Every scope name's aggregates (list of ScopeStats), in the
+        order of first use, "[other scopes]" last."""
+        n = _check(self._call(self._lib.pa_scope_list, None, 0),
+                   "pa_scope_list")
+        while True:
+            arr = (_lib.pa_scope_stats * max(n, 1))()
+            m = _check(self._call(self._lib.pa_scope_list, arr, n),
+                       "pa_scope_list")
+            if m <= n:
+                return [ScopeStats(arr[i]) for i in range(m)]
+            n = m
+
+    def scope_stats(self, name):
+        """One name's aggregates (ScopeStats); PowerAPIError (ENOENT) when
+        no scope of that name ran."""
+        out = _lib.pa_scope_stats()
+        _check(self._call(self._lib.pa_scope_get, _b(name),
+                          ctypes.byref(out)), "pa_scope_get")
+        return ScopeStats(out)
+
+
+class Scope:
+    """One scope: opened by `with`, its figures filled when the block ends
+    (also when it raises).  energy_j and cpu_time_s are inclusive of the
+    scopes nested in it, self_energy_j and self_cpu_time_s are not."""
+
+    def __init__(self, ctx, name):
+        self._ctx = ctx
+        self.name = name
+        self.cpu_time_s = self.self_cpu_time_s = None
+        self.energy_j = self.self_energy_j = None
+        self.j_per_cpu_s = None
+        self.depth = None
+        self.flags = 0
+
+    def _fill(self, c):
+        for f in ("cpu_time_s", "self_cpu_time_s", "energy_j",
+                  "self_energy_j", "j_per_cpu_s", "depth", "flags"):
+            setattr(self, f, getattr(c, f))
+
+    @property
+    def measured(self):
+        """Priced from a measured counter (RAPL); modelled otherwise."""
+        return bool(self.flags & _lib.PA_POWER_MEASURED)
+
+    @property
+    def rated(self):
+        """False when it ended before the context's first window (its
+        energy is then 0)."""
+        return not self.flags & _lib.PA_SCOPE_NO_WINDOW
+
+    @property
+    def system_price(self):
+        """Priced from the machine's power, not this process's."""
+        return bool(self.flags & _lib.PA_SCOPE_RATE_SYSTEM)
+
+    def __enter__(self):
+        self._ctx.scope_begin(self.name)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            out = _lib.pa_scope_result()
+            _check(self._ctx._call(self._ctx._lib.pa_scope_end,
+                                   _b(self.name), ctypes.byref(out)),
+                   "pa_scope_end")
+            self._fill(out)
+        except PowerAPIError:
+            if exc_type is None:
+                raise
+        return False
+
+    def __repr__(self):
+        return "Scope(%r, energy_j=%r, cpu_time_s=%r)" % (
+            self.name, self.energy_j, self.cpu_time_s)
+
+
+class ScopeStats:
+    """One scope name's aggregates: calls, CPU time and energy (inclusive
+    and self), energy per call (mean, p50, p95, p99 of the rated calls;
+    the quantiles within 6.25 %)."""
+
+    __slots__ = ("name", "calls", "rated_calls", "measured_calls",
+                 "cpu_time_s", "self_cpu_time_s", "energy_j",
+                 "self_energy_j", "mean_j", "p50_j", "p95_j", "p99_j",
+                 "self_mean_j", "self_p50_j", "self_p95_j", "self_p99_j",
+                 "flags", "note")
+
+    def __init__(self, c):
+        for n in self.__slots__:
+            setattr(self, n, getattr(c, n))
+        self.name = _s(c.name)
+        self.note = _s(c.note)
+
+    @property
+    def measured(self):
+        """Every rated call was priced from RAPL."""
+        return bool(self.flags & _lib.PA_POWER_MEASURED)
+
+    def as_dict(self):
+        return {n: getattr(self, n) for n in self.__slots__}
+
+    def __repr__(self):
+        return "ScopeStats(%r, calls=%d, energy_j=%.6g, mean_j=%.6g)" % (
+            self.name, self.calls, self.energy_j, self.mean_j)
+
+
+_scope_ctx = None
+_scope_lock = threading.Lock()
+
+
+def scope_context(interval_s=1.0):
+    """The context that powerapi.scope() uses, made at its first call: this
+    process watched, priced by the best formula auto finds, sampled every
+    interval_s by a background sampler.  Making it takes a first window (50
+    ms to 1 s: until the machine ran), so that the first
+    scope is priced."""
+    global _scope_ctx
+    with _scope_lock:
+        if _scope_ctx is None:
+            ctx = Context()
+            try:
+                pid = os.getpid()
+                ctx.watch_pid(pid)
+                ctx.tick()
+                for _ in range(20):  # a window in which something ran
+                    _time.sleep(0.05)
+                    ctx.tick()
+                    if ctx.system_power().cpu_time_s > 0:
+                        break
+                ctx.scope_configure()  # reads that window's price
+                ctx.start(interval_s)
+            except BaseException:
+                ctx.close()
+                raise
+            _scope_ctx = ctx
+            atexit.register(ctx.close)
+        return _scope_ctx
+
+
+def scope(name, ctx=None):
+    """with powerapi.scope("checkout") as s: ... then s.energy_j: the
+    energy of a block of this thread (see Context.scope).  ctx: a Context
+    of yours, else scope_context()."""
+    return (ctx or scope_context()).scope(name)
+
+
+def scopes(ctx=None):
+    """Every scope name's aggregates (see Context.scopes)."""
+    return (ctx or scope_context()).scopes()
 
 
 class Measurement:

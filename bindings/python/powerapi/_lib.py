@@ -38,8 +38,17 @@ PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
-PA_MODULE_ABI = 2
-PA_RING_VERSION = 2
+
+PA_SCOPE_MAX_DEPTH = 64
+PA_SCOPE_NAME_MAX = 128
+PA_SCOPE_DEFAULT_NAMES = 256
+PA_SCOPE_OTHER = "[other scopes]"
+PA_SCOPE_NO_WINDOW = 1 << 8
+PA_SCOPE_RATE_SYSTEM = 1 << 9
+PA_SCOPE_RECURSIVE = 1 << 10
+PA_SCOPE_FOLDED = 1 << 11
+PA_MODULE_ABI = 3
+PA_RING_VERSION = 3
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
@@ -61,6 +70,13 @@ CONSTANTS = {
     "PA_COMM_MAX": PA_COMM_MAX,
     "PA_MODULE_ABI": PA_MODULE_ABI,
     "PA_RING_VERSION": PA_RING_VERSION,
+    "PA_SCOPE_MAX_DEPTH": PA_SCOPE_MAX_DEPTH,
+    "PA_SCOPE_NAME_MAX": PA_SCOPE_NAME_MAX,
+    "PA_SCOPE_DEFAULT_NAMES": PA_SCOPE_DEFAULT_NAMES,
+    "PA_SCOPE_NO_WINDOW": PA_SCOPE_NO_WINDOW,
+    "PA_SCOPE_RATE_SYSTEM": PA_SCOPE_RATE_SYSTEM,
+    "PA_SCOPE_RECURSIVE": PA_SCOPE_RECURSIVE,
+    "PA_SCOPE_FOLDED": PA_SCOPE_FOLDED,
 }
 
 # ---------------------------------------------------------------- structures
@@ -160,6 +176,12 @@ class pa_report(ctypes.Structure):
         ("dram_w", ctypes.c_double),
         ("psys_w", ctypes.c_double),
         ("model_error", ctypes.c_double),
+        ("ncomponents", ctypes.c_size_t),
+        ("component_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("system_component_w", ctypes.POINTER(ctypes.c_double)),
+        ("system_component_j", ctypes.POINTER(ctypes.c_double)),
+        ("target_component_w", ctypes.POINTER(ctypes.c_double)),
+        ("target_component_j", ctypes.POINTER(ctypes.c_double)),
     ]
 
 
@@ -191,6 +213,10 @@ class pa_module_ops(ctypes.Structure):
         ("stop", STOP_FN),
         ("requires", ctypes.POINTER(ctypes.c_char_p)),
         ("uses", ctypes.POINTER(ctypes.c_char_p)),
+        ("flags", ctypes.c_uint),
+        ("component_name", ctypes.c_char_p),
+        ("auto_rank", ctypes.c_int),
+        ("fits", PROBE_FN),  # same signature: env, why, len
     ]
 
 
@@ -226,6 +252,48 @@ class pa_ring_info(ctypes.Structure):
     ]
 
 
+class pa_scope_opts(ctypes.Structure):
+    _fields_ = [
+        ("max_names", ctypes.c_size_t),
+        ("pid", c_pid_t),
+    ]
+
+
+class pa_scope_result(ctypes.Structure):
+    _fields_ = [
+        ("cpu_time_s", ctypes.c_double),
+        ("self_cpu_time_s", ctypes.c_double),
+        ("energy_j", ctypes.c_double),
+        ("self_energy_j", ctypes.c_double),
+        ("j_per_cpu_s", ctypes.c_double),
+        ("depth", ctypes.c_uint),
+        ("flags", ctypes.c_uint),
+    ]
+
+
+class pa_scope_stats(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("calls", ctypes.c_uint64),
+        ("rated_calls", ctypes.c_uint64),
+        ("measured_calls", ctypes.c_uint64),
+        ("cpu_time_s", ctypes.c_double),
+        ("self_cpu_time_s", ctypes.c_double),
+        ("energy_j", ctypes.c_double),
+        ("self_energy_j", ctypes.c_double),
+        ("mean_j", ctypes.c_double),
+        ("p50_j", ctypes.c_double),
+        ("p95_j", ctypes.c_double),
+        ("p99_j", ctypes.c_double),
+        ("self_mean_j", ctypes.c_double),
+        ("self_p50_j", ctypes.c_double),
+        ("self_p95_j", ctypes.c_double),
+        ("self_p99_j", ctypes.c_double),
+        ("flags", ctypes.c_uint),
+        ("note", ctypes.c_char_p),
+    ]
+
+
 REPORT_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p,
                              ctypes.POINTER(pa_report), ctypes.c_void_p)
 
@@ -240,6 +308,9 @@ STRUCTS = {
     "pa_module_ops": pa_module_ops,
     "pa_ring_opts": pa_ring_opts,
     "pa_ring_info": pa_ring_info,
+    "pa_scope_opts": pa_scope_opts,
+    "pa_scope_result": pa_scope_result,
+    "pa_scope_stats": pa_scope_stats,
 }
 
 # ---------------------------------------------------------------- functions
@@ -296,6 +367,12 @@ _PROTOTYPES = {
     "pa_delta_cpu_s": (ctypes.c_double, [_P, ctypes.c_size_t]),
     "pa_delta_capacity_s": (ctypes.c_double, [_P]),
     "pa_delta_busy_s": (ctypes.c_double, [_P]),
+    "pa_frame_put": (_I, [_P, _S, _P, ctypes.c_size_t]),
+    "pa_delta_get": (_P, [_P, _S, ctypes.POINTER(ctypes.c_size_t),
+                          ctypes.POINTER(_P),
+                          ctypes.POINTER(ctypes.c_size_t)]),
+    "pa_delta_type": (_I, [_P, ctypes.c_size_t]),
+    "pa_delta_pid": (c_pid_t, [_P, ctypes.c_size_t]),
     "pa_table_set_target_w": (None, [_P, ctypes.c_size_t, ctypes.c_double]),
     "pa_table_set_system_w": (None, [_P, ctypes.c_double, ctypes.c_double]),
     "pa_parse_duration_ns": (_I, [_S, ctypes.POINTER(_U64)]),
@@ -315,6 +392,14 @@ _OPTIONAL = {
                                ctypes.POINTER(ctypes.POINTER(pa_report))]),
     "pa_ring_get_info": (_I, [_P, ctypes.POINTER(pa_ring_info)]),
     "pa_ring_close": (None, [_P]),
+    "pa_scope_configure": (_I, [_P, ctypes.POINTER(pa_scope_opts)]),
+    "pa_scope_begin": (_I, [_P, _S]),
+    "pa_scope_end": (_I, [_P, _S, ctypes.POINTER(pa_scope_result)]),
+    "pa_scope_begin_at": (_I, [_P, _S, _U64]),
+    "pa_scope_end_at": (_I, [_P, _S, _U64, ctypes.POINTER(pa_scope_result)]),
+    "pa_scope_list": (_I, [_P, ctypes.POINTER(pa_scope_stats),
+                           ctypes.c_size_t]),
+    "pa_scope_get": (_I, [_P, _S, ctypes.POINTER(pa_scope_stats)]),
 }
 
 # Variadic functions: argtypes left unset (ctypes passes the arguments as

@@ -73,6 +73,14 @@ class Frame:
         if rc < 0:
             raise OSError(-rc, _lib.load().pa_last_error().decode())
 
+    def put(self, key, data):
+        """Hands bytes to the formulas of this sensor's kind for this tick
+        (they read them with Delta.get(key))."""
+        data = bytes(data)
+        rc = _lib.load().pa_frame_put(self._h, key.encode(), data, len(data))
+        if rc < 0:
+            raise OSError(-rc, _lib.load().pa_last_error().decode())
+
 
 class Delta:
     """A window: the difference of two frames, given to compute()."""
@@ -93,6 +101,29 @@ class Delta:
         if not 0 <= i < self._n:
             raise IndexError(i)
         return _lib.load().pa_delta_cpu_s(self._h, i)
+
+    def pid(self, i):
+        """Process id of target i (its type: target_type(i))."""
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _lib.load().pa_delta_pid(self._h, i)
+
+    def target_type(self, i):
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _lib.load().pa_delta_type(self._h, i)
+
+    def get(self, key):
+        """(this tick's bytes, the previous tick's) a sensor put under
+        key; None where there were none."""
+        size, psize = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        prev = ctypes.c_void_p()
+        cur = _lib.load().pa_delta_get(self._h, key.encode(),
+                                       ctypes.byref(size), ctypes.byref(prev),
+                                       ctypes.byref(psize))
+        return (ctypes.string_at(cur, size.value) if cur else None,
+                ctypes.string_at(prev.value, psize.value)
+                if prev.value else None)
 
 
 class Table:
@@ -116,7 +147,9 @@ class Table:
 
 class Module:
     """Base class of Python modules.  Set name, kind (PA_SENSOR or
-    PA_FORMULA), component (formulas), description and options (accepted
+    PA_FORMULA), component (formulas: PA_COMP_CPU, PA_COMP_NIC, or any
+    component by name, "gpu"), auto_rank (formulas: auto's preference in
+    the component, 0 never), description and options (accepted
     keys; None accepts none) and override the callbacks you need: sample()
     for a sensor, compute() for a formula, optionally probe(), start(),
     configure() and stop().  A formula may also set requires (names of the
@@ -130,6 +163,7 @@ class Module:
     options = None
     requires = None
     uses = None
+    auto_rank = 0
 
     def probe(self, procfs, sysfs, devfs):
         """Returns None when the module can run, else the reason why not."""
@@ -232,7 +266,13 @@ class Module:
         ops.abi = _lib.PA_MODULE_ABI
         ops.name = self.name.encode()
         ops.kind = self.kind
-        ops.component = self.component
+        comp_name = None
+        if isinstance(self.component, str):
+            comp_name = self.component.encode()
+            ops.component_name = comp_name
+        else:
+            ops.component = self.component
+        ops.auto_rank = int(self.auto_rank or 0)
         ops.description = (self.description or "").encode()
         if keys is not None:
             ops.options = ctypes.cast(keys, ctypes.POINTER(ctypes.c_char_p))
@@ -251,5 +291,5 @@ class Module:
             ops.configure = _lib.CONFIGURE_FN(configure)
         ops.stop = _lib.STOP_FN(stop)
         # Keep the name lists alive with the table.
-        ops._keep = (keys, requires, uses)
+        ops._keep = (keys, requires, uses, comp_name)
         return ops

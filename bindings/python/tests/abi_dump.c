@@ -118,7 +118,13 @@ int main(void)
     F(pa_report, counter_names);
     F(pa_report, dram_w);
     F(pa_report, psys_w);
-    L(pa_report, model_error);
+    F(pa_report, model_error);
+    F(pa_report, ncomponents);
+    F(pa_report, component_names);
+    F(pa_report, system_component_w);
+    F(pa_report, system_component_j);
+    F(pa_report, target_component_w);
+    L(pa_report, target_component_j);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
@@ -135,7 +141,11 @@ int main(void)
     F(pa_module_ops, configure);
     F(pa_module_ops, stop);
     F(pa_module_ops, requires);
-    L(pa_module_ops, uses);
+    F(pa_module_ops, uses);
+    F(pa_module_ops, flags);
+    F(pa_module_ops, component_name);
+    F(pa_module_ops, auto_rank);
+    L(pa_module_ops, fits);
     END();
 
     begin("pa_ring_opts", sizeof(pa_ring_opts));
@@ -163,6 +173,42 @@ int main(void)
     L(pa_ring_info, truncated);
     END();
 
+    begin("pa_scope_opts", sizeof(pa_scope_opts));
+    F(pa_scope_opts, max_names);
+    L(pa_scope_opts, pid);
+    END();
+
+    begin("pa_scope_result", sizeof(pa_scope_result));
+    F(pa_scope_result, cpu_time_s);
+    F(pa_scope_result, self_cpu_time_s);
+    F(pa_scope_result, energy_j);
+    F(pa_scope_result, self_energy_j);
+    F(pa_scope_result, j_per_cpu_s);
+    F(pa_scope_result, depth);
+    L(pa_scope_result, flags);
+    END();
+
+    begin("pa_scope_stats", sizeof(pa_scope_stats));
+    F(pa_scope_stats, name);
+    F(pa_scope_stats, calls);
+    F(pa_scope_stats, rated_calls);
+    F(pa_scope_stats, measured_calls);
+    F(pa_scope_stats, cpu_time_s);
+    F(pa_scope_stats, self_cpu_time_s);
+    F(pa_scope_stats, energy_j);
+    F(pa_scope_stats, self_energy_j);
+    F(pa_scope_stats, mean_j);
+    F(pa_scope_stats, p50_j);
+    F(pa_scope_stats, p95_j);
+    F(pa_scope_stats, p99_j);
+    F(pa_scope_stats, self_mean_j);
+    F(pa_scope_stats, self_p50_j);
+    F(pa_scope_stats, self_p95_j);
+    F(pa_scope_stats, self_p99_j);
+    F(pa_scope_stats, flags);
+    L(pa_scope_stats, note);
+    END();
+
     printf("},\n \"constants\": {\n");
 #define C(name) printf("  \"%s\": %lld,\n", #name, (long long)(name))
     C(PA_SENSOR);
@@ -181,6 +227,13 @@ int main(void)
     C(PA_TARGET_CGROUP);
     C(PA_COMM_MAX);
     C(PA_RING_VERSION);
+    C(PA_SCOPE_MAX_DEPTH);
+    C(PA_SCOPE_NAME_MAX);
+    C(PA_SCOPE_DEFAULT_NAMES);
+    C(PA_SCOPE_NO_WINDOW);
+    C(PA_SCOPE_RATE_SYSTEM);
+    C(PA_SCOPE_RECURSIVE);
+    C(PA_SCOPE_FOLDED);
     printf("  \"PA_MODULE_ABI\": %d\n }}\n", PA_MODULE_ABI);
     return 0;
 }

@@ -36,24 +36,36 @@ def stat_times(root, pid):
     return int(fields[14 - 3]), int(fields[15 - 3])
 
 
+def copy_vm(test):
+    """Copies vm-nocpufreq into a temporary folder removed after test, and
+    returns its path (skips test outside ctest)."""
+    fixtures = os.environ.get("POWERAPI_FIXTURES")
+    if not fixtures:
+        test.skipTest("POWERAPI_FIXTURES not set (run through ctest)")
+    tmp = tempfile.mkdtemp(prefix="powerapi-py-")
+    test.addCleanup(shutil.rmtree, tmp, True)
+    root = os.path.join(tmp, "vm")
+    shutil.copytree(os.path.join(fixtures, "vm-nocpufreq"), root,
+                    symlinks=True)
+    for d in ("sys", "dev"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    return root
+
+
+def fixture_context(root):
+    """A Context on the fixture tree at root."""
+    return powerapi.Context(procfs=os.path.join(root, "proc"),
+                            sysfs=os.path.join(root, "sys"),
+                            devfs=os.path.join(root, "dev"),
+                            hwdb=os.environ.get("POWERAPI_HWDB"))
+
+
 class TestFixture(unittest.TestCase):
     def setUp(self):
-        fixtures = os.environ.get("POWERAPI_FIXTURES")
-        if not fixtures:
-            self.skipTest("POWERAPI_FIXTURES not set (run through ctest)")
-        self.tmp = tempfile.mkdtemp(prefix="powerapi-py-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.root = os.path.join(self.tmp, "vm")
-        shutil.copytree(os.path.join(fixtures, "vm-nocpufreq"), self.root,
-                        symlinks=True)
-        for d in ("sys", "dev"):
-            os.makedirs(os.path.join(self.root, d), exist_ok=True)
+        self.root = copy_vm(self)
 
     def context(self):
-        return powerapi.Context(procfs=os.path.join(self.root, "proc"),
-                                sysfs=os.path.join(self.root, "sys"),
-                                devfs=os.path.join(self.root, "dev"),
-                                hwdb=os.environ.get("POWERAPI_HWDB"))
+        return fixture_context(self.root)
 
     def java_window(self, ctx, threads=False):
         """Watches java (pid 1801) and ticks a 2 s window (t = 1 s, 3 s) in

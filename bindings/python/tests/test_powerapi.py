@@ -5,6 +5,7 @@ explicit clock (tick(time_ns=...)); the live tests on this process check
 the plumbing against /proc with tolerances."""
 
 import errno
+import struct
 import os
 import subprocess
 import sys
@@ -75,6 +76,46 @@ class LinearFormula(powerapi.Module):
             table.set_target_w(i, self.watts * delta.cpu_s(i) / delta.interval_s)
         table.set_system_w(self.watts, 0.0)
         table.assume("watts=%g (test)" % self.watts)
+
+
+class GpuFormula(LinearFormula):
+    """The same figures for a component the library does not know."""
+
+    name = "py-gpu"
+    component = "gpu"
+    auto_rank = 10
+
+
+class MeterSensor(powerapi.Module):
+    """Puts a device's cumulative joules in the frame (a new kind of
+    sensor: no field of the library's frame for it)."""
+
+    name = "py-meter"
+    kind = powerapi.PA_SENSOR
+
+    def start(self, options):
+        self.joules = 0.0
+
+    def sample(self, frame):
+        frame.put("meter", struct.pack("d", self.joules))
+
+
+class MeterFormula(powerapi.Module):
+    """The meter's watts, all to the system, component "meter"."""
+
+    name = "py-meter-w"
+    kind = powerapi.PA_FORMULA
+    component = "meter"
+    requires = ("py-meter",)
+
+    def compute(self, delta, table):
+        cur, prev = delta.get("meter")
+        if cur and prev:
+            w = (struct.unpack("d", cur)[0] - struct.unpack("d", prev)[0])
+            table.set_system_w(w / delta.interval_s, 0.0)
+        for i in range(len(delta)):
+            assert delta.pid(i) > 0
+            assert delta.target_type(i) == powerapi.PA_TARGET_PROCESS
 
 
 class FailingFormula(LinearFormula):
@@ -164,6 +205,41 @@ class TestExact(unittest.TestCase):
         self.assertEqual(r2.tick, r.tick + 1)
         self.assertEqual([t.power.cpu_j for t in r2.targets
                           if t.pid == self.pid and t.type == 1], [20.0])
+
+    def test_component_of_a_python_formula(self):
+        # a formula of a new component ("gpu"): the report carries it by
+        # name, the totals include it
+        gpu = GpuFormula()
+        self.ctx.register(gpu)
+        self.ctx.enable("py-gpu", {"watts": 8})
+        self.assertEqual([m.component for m in self.ctx.modules()
+                          if m.name == "py-gpu"], [3])
+        self.tick(1 * S)
+        self.tick(3 * S)  # 2 s window at 0.5: gpu 4 W, cpu 10 W
+        r = self.ctx.report()
+        self.assertEqual(r.components, ["cpu", "nic", "gpu"])
+        self.assertAlmostEqual(r.system_components["gpu"][0], 8.0, places=9)
+        self.assertAlmostEqual(r.system_components["gpu"][1], 16.0, places=9)
+        self.assertAlmostEqual(r.system.total_w, 28.0, places=9)
+        mine = [t for t in r.targets
+                if t.type == powerapi.PA_TARGET_PROCESS and t.pid == self.pid]
+        self.assertAlmostEqual(mine[0].components["gpu"][0], 4.0, places=9)
+        self.assertAlmostEqual(mine[0].components["cpu"][0], 10.0, places=9)
+        self.assertAlmostEqual(mine[0].power.total_w, 14.0, places=9)
+        self.assertAlmostEqual(mine[0].power.total_j, 28.0, places=9)
+
+    def test_sensor_hands_readings_to_its_formula(self):
+        meter, watts = MeterSensor(), MeterFormula()
+        self.ctx.register(meter)
+        self.ctx.register(watts)
+        self.ctx.enable("py-meter-w")
+        self.tick(1 * S)
+        meter.joules = 6.0
+        self.tick(3 * S)  # 6 J over 2 s
+        r = self.ctx.report()
+        self.assertEqual(r.components, ["cpu", "nic", "meter"])
+        self.assertAlmostEqual(r.system_components["meter"][0], 3.0, places=9)
+        self.assertAlmostEqual(r.system_components["meter"][1], 6.0, places=9)
 
     def test_module_list_and_lifecycle(self):
         mods = {m.name: m for m in self.ctx.modules()}

@@ -57,7 +57,7 @@ class TestRing(unittest.TestCase):
             self.assertEqual(r2.time_ns, 5 * S)
             self.assertAlmostEqual(r2.system.cpu_w, 20.0, places=9)
             info = ring.info()
-            self.assertEqual(info.version, 2)
+            self.assertEqual(info.version, powerapi._lib.PA_RING_VERSION)
             self.assertEqual(info.capacity, 4)
             self.assertEqual(info.writer_pid, self.pid)
             self.assertEqual(info.newest, 3)

@@ -1,7 +1,9 @@
 package org.powerapi;
 
 import java.lang.ref.Cleaner;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -243,6 +245,102 @@ public final class PowerAPI implements AutoCloseable {
         }
     }
 
+    /** Starts a background sampler ticking every periodNanos (>= 1 ms). */
+    public void start(long periodNanos) {
+        long h = acquire();
+        try {
+            nStart(h, periodNanos);
+        } finally {
+            release();
+        }
+    }
+
+    /** Stops the background sampler and waits for it. */
+    public void stop() {
+        long h = acquire();
+        try {
+            nStop(h);
+        } finally {
+            release();
+        }
+    }
+
+    /**
+     * Scope options: maxNames distinct names kept (0: the default, 256; set
+     * before the first scope), pid the process whose energy per CPU-second
+     * prices the scopes (0: this process, -1: the machine's). Reads the
+     * last window's price at once.
+     */
+    public void scopeConfigure(long maxNames, long pid) {
+        long h = acquire();
+        try {
+            nScopeConfigure(h, maxNames, pid);
+        } finally {
+            release();
+        }
+    }
+
+    /** Opens a scope on the calling thread; close it (try-with-resources). */
+    public Scope scope(String name) {
+        return scopeAt(name, -1);
+    }
+
+    /**
+     * Opens a scope at an explicit thread CPU clock (ns; -1: the thread's
+     * clock), for tests and replays; close it with {@link Scope#closeAt}.
+     */
+    public Scope scopeAt(String name, long cpuNanos) {
+        long h = acquire();
+        try {
+            nScopeBegin(h, name, cpuNanos);
+        } finally {
+            release();
+        }
+        return new Scope(this, name);
+    }
+
+    void scopeEnd(Scope s, String name, long cpuNanos) {
+        long h = acquire();
+        try {
+            double[] d = new double[5];
+            long[] l = new long[2];
+            nScopeEnd(h, name, cpuNanos, d, l);
+            s.fill(d, l);
+        } finally {
+            release();
+        }
+    }
+
+    /** Every scope name's aggregates, in the order of first use, "[other scopes]" last. */
+    public List<ScopeStats> scopes() {
+        long h = acquire();
+        try {
+            List<ScopeStats> out = new ArrayList<>();
+            for (String n : nScopeNames(h))
+                out.add(stats(h, n));
+            return out;
+        } finally {
+            release();
+        }
+    }
+
+    /** One name's aggregates; PowerAPIException (ENOENT) when no scope of that name ran. */
+    public ScopeStats scopeStats(String name) {
+        long h = acquire();
+        try {
+            return stats(h, name);
+        } finally {
+            release();
+        }
+    }
+
+    private static ScopeStats stats(long h, String name) {
+        double[] d = new double[12];
+        long[] l = new long[4];
+        String note = nScopeGet(h, name, d, l);
+        return ScopeStats.of(name, d, l, note);
+    }
+
     /**
      * Frees the context, once the calls other threads are making return.
      * Idempotent. (A PowerAPI never closed is freed after it becomes
@@ -267,4 +365,14 @@ public final class PowerAPI implements AutoCloseable {
     /* which: 0 pid, 1 tid, 2 system; returns the 9 double fields of Power
      * and fills l with timeNanos and flags. */
     private static native double[] nPower(long h, int which, long id, long[] l);
+    private static native void nStart(long h, long periodNanos);
+    private static native void nStop(long h);
+    private static native void nScopeConfigure(long h, long maxNames, long pid);
+    private static native void nScopeBegin(long h, String name, long cpuNanos);
+    /* fills d with cpu, self cpu, energy, self energy, price; l with depth, flags */
+    private static native void nScopeEnd(long h, String name, long cpuNanos, double[] d,
+                                         long[] l);
+    private static native String[] nScopeNames(long h);
+    /* d: the 12 doubles of pa_scope_stats; l: calls, rated, measured, flags */
+    private static native String nScopeGet(long h, String name, double[] d, long[] l);
 }

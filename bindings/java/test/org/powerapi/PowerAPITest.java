@@ -182,6 +182,97 @@ public final class PowerAPITest {
         }
     }
 
+    /*
+     * Scopes on the same fixture: java's window prices every CPU-second at
+     * 35 J (17.5 W x 2 s / 1 CPU-s); explicit clocks make the figures exact.
+     */
+    static void testScopes() throws IOException {
+        String fixtures = System.getProperty("powerapi.fixtures");
+        if (fixtures == null) {
+            System.out.println("testScopes skipped: -Dpowerapi.fixtures not set");
+            return;
+        }
+        Path root = copyTree(Path.of(fixtures, "vm-nocpufreq"));
+        try (PowerAPI api = PowerAPI.open(root.resolve("proc").toString(),
+                                          root.resolve("sys").toString(),
+                                          root.resolve("dev").toString(),
+                                          System.getProperty("powerapi.hwdb"))) {
+            Scope early = api.scopeAt("early", 0);
+            early.closeAt(10_000_000L);
+            check(!early.rated() && early.energyJoules() == 0, "no window yet: " + early);
+            api.enable("procfs-cpu", null);
+            api.enable("cpu-tdp", "tdp=100,ftdp=2000,vtdp=1.0");
+            api.watchPid(1801);
+            api.scopeConfigure(0, 1801);
+            api.tickAt(1_000_000_000L);
+            addStatTimes(root.resolve("proc/1801/stat"), 90, 10);
+            api.tickAt(3_000_000_000L);
+            Scope s = api.scopeAt("checkout", 0);
+            s.closeAt(250_000_000L);
+            near(s.joulesPerCpuSecond(), 35.0, 1e-9, "scope price");
+            near(s.energyJoules(), 8.75, 1e-9, "scope energy");
+            check(s.rated() && !s.measured() && s.flags() == 0, "scope flags " + s.flags());
+            // nesting, with the thread's real clock
+            Scope req, db;
+            try (Scope r = api.scope("request")) {
+                req = r;
+                burn(20);
+                try (Scope d = api.scope("db")) {
+                    db = d;
+                    burn(30);
+                }
+            }
+            check(db.cpuTimeSeconds() >= 0.03 && db.depth() == 1, "db " + db);
+            near(req.energyJoules(), req.cpuTimeSeconds() * 35, 1e-9, "request energy");
+            near(req.energyJoules(), req.selfEnergyJoules() + db.energyJoules(), 1e-12,
+                 "inclusive = self + children");
+            near(req.selfCpuTimeSeconds(), req.cpuTimeSeconds() - db.cpuTimeSeconds(), 1e-9,
+                 "self cpu time");
+            // aggregates: 100 calls of 1..100 ms
+            for (int k = 1; k <= 100; k++)
+                api.scopeAt("req", 0).closeAt(k * 1_000_000L);
+            ScopeStats st = api.scopeStats("req");
+            check(st.calls() == 100 && st.ratedCalls() == 100, "calls " + st);
+            near(st.energyJoules(), 5.05 * 35, 1e-9, "stats energy");
+            near(st.meanJoules(), 0.0505 * 35, 1e-9, "stats mean");
+            near(st.p50Joules(), 0.050 * 35, 0.050 * 35 * 0.0625, "stats p50");
+            near(st.p99Joules(), 0.099 * 35, 0.099 * 35 * 0.0625, "stats p99");
+            List<String> names = new ArrayList<>();
+            for (ScopeStats x : api.scopes())
+                names.add(x.name());
+            check(names.equals(List.of("early", "checkout", "request", "db", "req")),
+                  "names " + names);
+            // errors
+            expect(2 /* ENOENT */, "scope end without begin", () -> new Scope(api, "x").closeAt(0));
+            Scope outer = api.scopeAt("outer", 0);
+            Scope inner = api.scopeAt("inner", 0);
+            expect(71 /* EPROTO */, "unbalanced end", () -> outer.closeAt(1));
+            inner.closeAt(1);
+            outer.closeAt(2);
+            expect(2 /* ENOENT */, "stats of an unknown name", () -> api.scopeStats("never"));
+            expect(22 /* EINVAL */, "empty scope name", () -> api.scope(""));
+            expect(16 /* EBUSY */, "maxNames after the first scope",
+                   () -> api.scopeConfigure(10, 0));
+        } finally {
+            removeTree(root);
+        }
+    }
+
+    /** Scope.enter on the default context (this JVM on the real /proc). */
+    static void testScopeDefault() {
+        Scope s;
+        try (Scope x = Scope.enter("java-test-burn")) {
+            s = x;
+            burn(50);
+        }
+        check(s.cpuTimeSeconds() >= 0.05, "default scope cpu " + s);
+        check(s.rated() && s.energyJoules() > 0, "default scope priced " + s);
+        near(s.energyJoules(), s.cpuTimeSeconds() * s.joulesPerCpuSecond(), 1e-12,
+             "default scope energy = cpu x price");
+        check(Scope.defaultContext().scopeStats("java-test-burn").calls() == 1,
+              "default scope stats");
+    }
+
     static void testErrors() {
         try (PowerAPI api = PowerAPI.open()) {
             PowerAPIException e = expect(2 /* ENOENT */, "unknown module",
@@ -285,6 +376,8 @@ public final class PowerAPITest {
         testErrors();
         testConcurrentClose();
         testForgottenContexts();
+        testScopes();
+        testScopeDefault();
         System.out.println(checks + " checks, " + failures.size() + " failed");
         System.exit(failures.isEmpty() ? 0 : 1);
     }

@@ -1,5 +1,5 @@
 /*
- * profile_unwind.c - --call-graph dwarf: user stacks unwound from a copy.
+ * unwind.c - --call-graph dwarf: user stacks unwound from a copy.
  *
  * With PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER each sample brings
  * the user registers and the top of the user stack (8 KiB), as with `perf
@@ -14,7 +14,7 @@
  * does); the registers and stack of the sample being unwound are handed to
  * the callbacks through the unwinder's state.  x86-64 only.
  */
-#include "profile.h"
+#include "perf.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>

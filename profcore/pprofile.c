@@ -1,12 +1,13 @@
 /*
- * profile_write.c - the profile of `powerapi profile` (functions, call
- * tree, threads, processes, timeline) and its files, written with the
- * writers jalen uses too (profout/: the same CSV text, collapsed stacks,
- * flame graph page and pprof profile).  Formats as jalen's (DESIGN.md
- * section 8.5), with functions.csv in place of methods.csv (module and
- * source columns).
+ * pprofile.c - the profile of `powerapi profile` (functions, call tree,
+ * threads, processes, timeline) and its files, written with the writers
+ * jalen uses too (profout.h: the same CSV text, collapsed stacks, flame
+ * graph page and pprof profile; the same call tree, function statistics
+ * and sorted tables: profcore.h).  Formats as jalen's (DESIGN.md section
+ * 8.5), with functions.csv in place of methods.csv (module and source
+ * columns).
  */
-#include "profile.h"
+#include "profcore.h"
 
 #include <errno.h>
 #include <math.h>
@@ -17,15 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profout.h"
 #include "util.h"
 
+/* A function: its frame (name and module, the key), its statistics in
+ * the parallel array st, and how the filtered view charges it. */
 typedef struct pf_func {
-    pf_frame f;
-    int matches;
-    double self_j, total_j, fself_j, w_self_j, cpu_s;
-    uint64_t self_samples, total_samples, fself_samples;
-    uint64_t stamp;
+    pa_pframe f;
 } pf_func;
 
 typedef pa_ptree_node pf_node;
@@ -44,15 +42,14 @@ typedef struct pf_tl {
     int func;
 } pf_tl;
 
-struct pf_prof {
+struct pa_pprof {
     pf_func *f;
-    size_t nf, capf;
+    pa_pstat *st;          /* per function */
+    unsigned char *charge; /* per function: PA_PCHARGE_* */
+    size_t nf, capf, capst, capch;
     int *fhash;
     size_t fhcap;
-    pf_node *nodes;
-    size_t nn, capn;
-    int *nhash;
-    size_t nhcap;
+    pa_ptree_build tree; /* per function and line */
     pf_thread *t;
     size_t nt, capt;
     pf_tl *tl;
@@ -65,12 +62,12 @@ struct pf_prof {
     pa_pmap *maps;
     /* the nodes are per function and line (pprof's lines); the collapsed
      * stacks and the flame graph are per function: these nodes merged
-     * (pf_prof_write) */
+     * (pa_pprof_write) */
     pf_node *fold;
     size_t nfold;
 };
 
-static int matches(const pf_prof *p, const pf_frame *f)
+static int matches(const pa_pprof *p, const pa_pframe *f)
 {
     if (!p->nfilters)
         return 1;
@@ -83,19 +80,28 @@ static int matches(const pf_prof *p, const pf_frame *f)
     return 0;
 }
 
+/* The filtered view: a function of the filter, or a pseudo-frame on the
+ * way; an "[unknown]" frame outside the filter only as the leaf. */
+static unsigned char charge_of(const pa_pprof *p, const pa_pframe *f)
+{
+    if (f->name[0] != '[')
+        return matches(p, f) ? PA_PCHARGE_ANY : PA_PCHARGE_NONE;
+    return strncmp(f->name, "[unknown]", 9) ? PA_PCHARGE_ANY : PA_PCHARGE_LEAF;
+}
+
 /* names and modules are interned, so the pointers are the key */
-static uint64_t func_hash(const pf_frame *fr)
+static uint64_t func_hash(const pa_pframe *fr)
 {
     return pa__hash_pair((uintptr_t)fr->name, (uintptr_t)fr->module);
 }
 
 static uint64_t func_hash_at(const void *user, size_t i)
 {
-    return func_hash(&((const pf_prof *)user)->f[i].f);
+    return func_hash(&((const pa_pprof *)user)->f[i].f);
 }
 
 /* Function index of a frame: one per (name, module). */
-static int func_of(pf_prof *p, const pf_frame *fr)
+static int func_of(pa_pprof *p, const pa_pframe *fr)
 {
     if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at,
                           p) < 0)
@@ -107,90 +113,45 @@ static int func_of(pf_prof *p, const pf_frame *fr)
             return p->fhash[q] - 1;
         q = (q + 1) & (p->fhcap - 1);
     }
-    if (PA__GROW(p->f, p->capf, p->nf + 1, 256) < 0)
+    if (PA__GROW(p->f, p->capf, p->nf + 1, 256) < 0 ||
+        PA__GROW(p->st, p->capst, p->nf + 1, 256) < 0 ||
+        PA__GROW(p->charge, p->capch, p->nf + 1, 256) < 0)
         return -ENOMEM;
-    pf_func *f = &p->f[p->nf];
-    memset(f, 0, sizeof(*f));
-    f->f = *fr;
-    f->matches = fr->name[0] != '[' && matches(p, fr);
+    p->f[p->nf].f = *fr;
+    memset(&p->st[p->nf], 0, sizeof(p->st[p->nf]));
+    p->charge[p->nf] = charge_of(p, fr);
     p->fhash[q] = (int)p->nf + 1;
     return (int)p->nf++;
 }
 
-static uint64_t node_key(int parent, int func, int inlined, int line)
+int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters)
 {
-    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func |
-                   ((uint64_t)(inlined != 0) << 31);
-    return pa__hash_pair(key, (uint32_t)line);
-}
-
-static uint64_t node_key_at(const void *user, size_t i)
-{
-    const pf_node *n = &((const pf_prof *)user)->nodes[i];
-    return node_key(n->parent, n->func, n->inlined, n->line);
-}
-
-/* The child node of parent for func at a line, inlined into parent's
- * function or called by it (two nodes when both happen: pprof tells them
- * apart). */
-static int node_child(pf_prof *p, int parent, int func, int inlined, int line)
-{
-    if (pa__index_reserve(&p->nhash, &p->nhcap, 4096, 0, p->nn, node_key_at,
-                          p) < 0)
-        return -ENOMEM;
-    inlined = inlined != 0 && parent >= 0;
-    size_t q = node_key(parent, func, inlined, line) & (p->nhcap - 1);
-    while (p->nhash[q]) {
-        pf_node *n = &p->nodes[p->nhash[q] - 1];
-        if (n->parent == parent && n->func == func && n->inlined == inlined &&
-            n->line == line)
-            return p->nhash[q] - 1;
-        q = (q + 1) & (p->nhcap - 1);
-    }
-    if (PA__GROW(p->nodes, p->capn, p->nn + 1, 256) < 0)
-        return -ENOMEM;
-    int idx = (int)p->nn++;
-    pf_node *n = &p->nodes[idx];
-    memset(n, 0, sizeof(*n));
-    n->func = func;
-    n->parent = parent;
-    n->inlined = (unsigned char)inlined;
-    n->line = line;
-    n->first_child = -1;
-    n->next_sibling = -1;
-    if (parent >= 0) {
-        n->next_sibling = p->nodes[parent].first_child;
-        p->nodes[parent].first_child = idx;
-    }
-    p->nhash[q] = idx + 1;
-    return idx;
-}
-
-int pf_prof_new(pf_prof **out, const char *const *filters, size_t nfilters)
-{
-    pf_prof *p = calloc(1, sizeof(*p));
+    pa_pprof *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
     p->filters = filters;
     p->nfilters = nfilters;
-    pf_frame o = pf_sym_pseudo("[outside filter]");
+    p->tree.hint = 4096;
+    p->tree.node_hint = 256;
+    pa_pframe o = pa_pframe_pseudo("[outside filter]");
     p->outside = func_of(p, &o);
     if (p->outside < 0) {
-        pf_prof_free(p);
+        pa_pprof_free(p);
         return -ENOMEM;
     }
     *out = p;
     return 0;
 }
 
-void pf_prof_free(pf_prof *p)
+void pa_pprof_free(pa_pprof *p)
 {
     if (!p)
         return;
     free(p->f);
+    free(p->st);
+    free(p->charge);
     free(p->fhash);
-    free(p->nodes);
-    free(p->nhash);
+    pa_ptree_build_free(&p->tree);
     free(p->t);
     free(p->tl);
     free(p->fmap);
@@ -199,15 +160,15 @@ void pf_prof_free(pf_prof *p)
     free(p);
 }
 
-static pf_thread *thread_of(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
+static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
                             const char *tcomm)
 {
     for (size_t i = p->nt; i-- > 0;)
         if (p->t[i].tid == tid && p->t[i].pid == pid) {
             if (tcomm && *tcomm)
-                p->t[i].comm = pf_intern(tcomm);
+                p->t[i].comm = pa_pintern(tcomm);
             if (pcomm && *pcomm)
-                p->t[i].pcomm = pf_intern(pcomm);
+                p->t[i].pcomm = pa_pintern(pcomm);
             return &p->t[i];
         }
     if (PA__GROW(p->t, p->capt, p->nt + 1, 256) < 0)
@@ -216,13 +177,13 @@ static pf_thread *thread_of(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
     memset(t, 0, sizeof(*t));
     t->pid = pid;
     t->tid = tid;
-    t->pcomm = pf_intern(pcomm);
-    t->comm = pf_intern(tcomm);
+    t->pcomm = pa_pintern(pcomm);
+    t->comm = pa_pintern(tcomm);
     return t;
 }
 
-int pf_prof_thread_cpu(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
-                       const char *tcomm, double cpu_s)
+int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
+                        const char *tcomm, double cpu_s)
 {
     pf_thread *t = thread_of(p, pid, tid, pcomm, tcomm);
     if (!t)
@@ -231,9 +192,9 @@ int pf_prof_thread_cpu(pf_prof *p, pid_t pid, pid_t tid, const char *pcomm,
     return 0;
 }
 
-int pf_prof_add(pf_prof *p, const pf_frame *frames, int n, double energy_j,
-                double cpu_s, uint64_t samples, pid_t pid, pid_t tid,
-                const char *pcomm, const char *tcomm)
+int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j,
+                 double cpu_s, uint64_t samples, pid_t pid, pid_t tid,
+                 const char *pcomm, const char *tcomm)
 {
     if (n <= 0)
         return 0;
@@ -243,88 +204,59 @@ int pf_prof_add(pf_prof *p, const pf_frame *frames, int n, double energy_j,
     t->energy_j += energy_j;
     t->samples += samples;
     t->sampled_cpu_s += cpu_s;
-    int ids[PF_MAX_DEPTH];
-    if (n > PF_MAX_DEPTH)
-        n = PF_MAX_DEPTH;
-    for (int i = 0; i < n; i++)
+    int ids[PA_PMAX_DEPTH], inl[PA_PMAX_DEPTH], lines[PA_PMAX_DEPTH];
+    if (n > PA_PMAX_DEPTH)
+        n = PA_PMAX_DEPTH;
+    for (int i = 0; i < n; i++) {
         if ((ids[i] = func_of(p, &frames[i])) < 0)
             return -ENOMEM;
-    uint64_t stamp = ++p->stamp;
-    pf_func *top = &p->f[ids[0]];
-    top->self_j += energy_j;
-    top->w_self_j += energy_j;
-    top->self_samples += samples;
-    int charged = 0;
-    for (int i = 0; i < n; i++) {
-        pf_func *f = &p->f[ids[i]];
-        if (f->stamp != stamp) {
-            f->stamp = stamp;
-            f->total_j += energy_j;
-            f->total_samples += samples;
-            f->cpu_s += cpu_s;
-        }
-        /* filtered: the innermost frame that matches (or a pseudo-frame) */
-        if (!charged && (f->matches || f->f.name[0] == '[')) {
-            if (f->f.name[0] == '[' && i > 0 && !f->matches &&
-                strncmp(f->f.name, "[unknown]", 9) == 0)
-                continue;
-            f->fself_j += energy_j;
-            f->fself_samples += samples;
-            charged = 1;
-        }
+        inl[i] = frames[i].inlined;
+        lines[i] = frames[i].at_line;
     }
-    if (!charged) {
-        p->f[p->outside].fself_j += energy_j;
-        p->f[p->outside].fself_samples += samples;
-    }
-    int node = -1;
-    for (int i = n - 1; i >= 0; i--) {
-        int c = node_child(p, node, ids[i], frames[i].inlined, frames[i].at_line);
-        if (c < 0)
-            return -ENOMEM;
-        node = c;
-    }
-    p->nodes[node].self_j += energy_j;
-    p->nodes[node].self_cpu_s += cpu_s;
-    p->nodes[node].self_samples += samples;
+    pa_psample s = {.energy_j = energy_j, .cpu_j = energy_j, .cpu_s = cpu_s,
+                    .samples = samples};
+    pa_pstat_add(p->st, ids, n, p->charge, p->outside, ++p->stamp, &s);
+    int node = pa_ptree_stack(&p->tree, ids, inl, lines, n);
+    if (node < 0)
+        return node;
+    p->tree.nodes[node].self_j += energy_j;
+    p->tree.nodes[node].self_cpu_s += cpu_s;
+    p->tree.nodes[node].self_samples += samples;
     return 0;
 }
 
-void pf_prof_window_end(pf_prof *p, double start_s, double len_s)
+int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid,
+                        pid_t tid, const char *pcomm, const char *tcomm)
 {
-    for (int k = 0; k < 10 && len_s > 0; k++) {
-        int best = -1;
-        double bv = 0;
-        for (size_t i = 0; i < p->nf; i++)
-            if (p->f[i].w_self_j > bv) {
-                bv = p->f[i].w_self_j;
-                best = (int)i;
-            }
-        if (best < 0)
-            break;
-        if (PA__GROW(p->tl, p->captl, p->ntl + 1, 256) == 0)
-            p->tl[p->ntl++] = (pf_tl){start_s, bv / len_s, best};
-        p->f[best].w_self_j = -p->f[best].w_self_j - 1; /* taken */
-    }
-    for (size_t i = 0; i < p->nf; i++)
-        p->f[i].w_self_j = 0;
+    pa_pframe f = pa_pframe_pseudo(name);
+    return pa_pprof_add(p, &f, 1, energy_j, 0, 0, pid, tid, pcomm, tcomm);
 }
 
-void pf_prof_sums(pf_prof *p, double *functions_j, double *threads_j)
+void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s)
+{
+    int idx[10];
+    double j[10];
+    int n = pa_pstat_window_top(p->st, p->nf, len_s > 0 ? 10 : 0, idx, j);
+    for (int k = 0; k < n; k++)
+        if (PA__GROW(p->tl, p->captl, p->ntl + 1, 256) == 0)
+            p->tl[p->ntl++] = (pf_tl){start_s, j[k] / len_s, idx[k]};
+}
+
+void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j)
 {
     double a = 0, b = 0;
     for (size_t i = 0; i < p->nf; i++)
-        a += p->f[i].self_j;
+        a += p->st[i].self_j;
     for (size_t i = 0; i < p->nt; i++)
         b += p->t[i].energy_j;
     *functions_j = a;
     *threads_j = b;
 }
 
-size_t pf_prof_memory(pf_prof *p)
+size_t pa_pprof_memory(pa_pprof *p)
 {
-    return sizeof(*p) + p->capf * sizeof(pf_func) + p->fhcap * sizeof(int) +
-           p->capn * sizeof(pf_node) + p->nhcap * sizeof(int) +
+    return sizeof(*p) + p->capf * sizeof(pf_func) + p->capst * sizeof(pa_pstat) +
+           p->capch + p->fhcap * sizeof(int) + pa_ptree_build_memory(&p->tree) +
            p->capt * sizeof(pf_thread) + p->captl * sizeof(pf_tl);
 }
 
@@ -332,50 +264,57 @@ size_t pf_prof_memory(pf_prof *p)
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
-static const pf_prof *sort_p;
-static int by_self(const void *a, const void *b)
+static double key_self(const void *ctx, int i)
 {
-    double x = sort_p->f[*(const int *)a].self_j, y = sort_p->f[*(const int *)b].self_j;
-    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
-}
-static int by_fself(const void *a, const void *b)
-{
-    double x = sort_p->f[*(const int *)a].fself_j, y = sort_p->f[*(const int *)b].fself_j;
-    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+    return ((const pa_pprof *)ctx)->st[i].self_j;
 }
 
-static int write_functions(pf_prof *p, const char *dir, int filtered)
+static double key_fself(const void *ctx, int i)
 {
-    int *idx = malloc((p->nf ? p->nf : 1) * sizeof(int));
-    if (!idx)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nf; i++) {
-        const pf_func *f = &p->f[i];
-        if (!f->total_samples && f->total_j <= 0 && f->fself_j <= 0)
-            continue;
-        if (filtered && !(f->fself_j > 0 || f->fself_samples))
-            continue;
-        idx[n++] = (int)i;
-    }
-    sort_p = p;
-    qsort(idx, n, sizeof(int), filtered ? by_fself : by_self);
+    return ((const pa_pprof *)ctx)->st[i].fself_j;
+}
+
+static int keep_func(const void *ctx, int i)
+{
+    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    return f->total_samples || f->total_j > 0 || f->fself_j > 0;
+}
+
+static int keep_filtered(const void *ctx, int i)
+{
+    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    return keep_func(ctx, i) && (f->fself_j > 0 || f->fself_samples);
+}
+
+static int keep_self(const void *ctx, int i)
+{
+    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    return f->self_j > 0 || f->self_samples;
+}
+
+static int write_functions(pa_pprof *p, const char *dir, int filtered)
+{
+    const pa_prank r = {.count = p->nf,
+                        .keep = filtered ? keep_filtered : keep_func,
+                        .key = filtered ? key_fself : key_self,
+                        .ctx = p};
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv");
-    if (rc < 0) {
-        free(idx);
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv",
+                            "function,module,source,self_energy_j,total_energy_j,"
+                            "self_samples,total_samples,cpu_time_s\n",
+                            &r, &idx, &n);
+    if (rc < 0)
         return rc;
-    }
-    fputs("function,module,source,self_energy_j,total_energy_j,self_samples,"
-          "total_samples,cpu_time_s\n",
-          o.f);
     for (size_t k = 0; k < n; k++) {
-        const pf_func *f = &p->f[idx[k]];
-        pa__csv_write(o.f, f->f.name);
+        const pa_pframe *fr = &p->f[idx[k]].f;
+        const pa_pstat *f = &p->st[idx[k]];
+        pa__csv_write(o.f, fr->name);
         fputc(',', o.f);
-        pa__csv_write(o.f, f->f.module);
+        pa__csv_write(o.f, fr->module);
         fputc(',', o.f);
-        pa__csv_write(o.f, f->f.source);
+        pa__csv_write(o.f, fr->source);
         fprintf(o.f, ",%.9f,%.9f,%llu,%llu,%.6f\n",
                 filtered ? f->fself_j : f->self_j, f->total_j,
                 (unsigned long long)(filtered ? f->fself_samples : f->self_samples),
@@ -385,13 +324,15 @@ static int write_functions(pf_prof *p, const char *dir, int filtered)
     return pa_pout_close(&o);
 }
 
-static int write_threads(pf_prof *p, const char *dir)
+static int write_threads(pa_pprof *p, const char *dir)
 {
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "threads.csv");
+    int *none;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "threads.csv", "pid,tid,name,cpu_time_s,energy_j,samples\n",
+                            NULL, &none, &n);
     if (rc < 0)
         return rc;
-    fputs("pid,tid,name,cpu_time_s,energy_j,samples\n", o.f);
     for (size_t i = 0; i < p->nt; i++) {
         const pf_thread *t = &p->t[i];
         fprintf(o.f, "%d,%d,", (int)t->pid, (int)t->tid);
@@ -410,7 +351,7 @@ typedef struct proc_row {
     uint64_t samples, threads;
 } proc_row;
 
-static size_t process_rows(pf_prof *p, proc_row **out_rows)
+static size_t process_rows(pa_pprof *p, proc_row **out_rows)
 {
     proc_row *r = calloc(p->nt + 1, sizeof(*r));
     size_t n = 0;
@@ -432,7 +373,7 @@ static size_t process_rows(pf_prof *p, proc_row **out_rows)
     return n;
 }
 
-static int write_processes(pf_prof *p, const char *dir)
+static int write_processes(pa_pprof *p, const char *dir)
 {
     proc_row *r;
     size_t n = process_rows(p, &r);
@@ -441,8 +382,11 @@ static int write_processes(pf_prof *p, const char *dir)
     int rc = 0;
     if (n > 1) {
         pa_pout o;
-        if ((rc = pa_pout_open(&o, dir, "processes.csv")) == 0) {
-            fputs("pid,name,threads,cpu_time_s,energy_j,samples\n", o.f);
+        int *none;
+        size_t nn;
+        if ((rc = pa_ptable_open(&o, dir, "processes.csv",
+                                 "pid,name,threads,cpu_time_s,energy_j,samples\n", NULL, &none,
+                                 &nn)) == 0) {
             for (size_t i = 0; i < n; i++) {
                 fprintf(o.f, "%d,", (int)r[i].pid);
                 pa__csv_write(o.f, r[i].comm ? r[i].comm : "");
@@ -460,38 +404,38 @@ static int write_processes(pf_prof *p, const char *dir)
 /* The call tree as the shared writers see it. */
 static const char *func_name(const void *ctx, int i)
 {
-    return ((const pf_prof *)ctx)->f[i].f.name;
+    return ((const pa_pprof *)ctx)->f[i].f.name;
 }
 
 static const char *func_file(const void *ctx, int i)
 {
-    const pf_frame *f = &((const pf_prof *)ctx)->f[i].f;
+    const pa_pframe *f = &((const pa_pprof *)ctx)->f[i].f;
     return f->file && *f->file ? f->file : f->module;
 }
 
 static int func_line(const void *ctx, int i)
 {
-    return ((const pf_prof *)ctx)->f[i].f.line;
+    return ((const pa_pprof *)ctx)->f[i].f.line;
 }
 
 /* by function and line (lines 0), or by function */
-static pa_ptree tree_of(pf_prof *p, int lines)
+static pa_ptree tree_of(pa_pprof *p, int lines)
 {
-    return (pa_ptree){.nodes = lines ? p->nodes : p->fold,
-                      .n = lines ? p->nn : p->nfold, .nfuncs = p->nf, .ctx = p,
+    return (pa_ptree){.nodes = lines ? p->tree.nodes : p->fold,
+                      .n = lines ? p->tree.n : p->nfold, .nfuncs = p->nf, .ctx = p,
                       .name = func_name, .file = func_file, .line = func_line};
 }
 
 static int func_map(const void *ctx, int i)
 {
-    return ((const pf_prof *)ctx)->fmap[i];
+    return ((const pa_pprof *)ctx)->fmap[i];
 }
 
 /* pprof's mappings: one per module (the file, "[kernel.kallsyms]",
  * "[jit]"), its range in the first process it was seen in.  The main
  * binary goes first, as pprof expects: the file mapped lowest (an
  * executable sits below its libraries in a process).  0 or -ENOMEM. */
-static int build_maps(pf_prof *p, pa_ptree *t)
+static int build_maps(pa_pprof *p, pa_ptree *t)
 {
     free(p->fmap);
     free(p->maps);
@@ -501,7 +445,7 @@ static int build_maps(pf_prof *p, pa_ptree *t)
         return -ENOMEM;
     size_t nm = 0;
     for (size_t i = 0; i < p->nf; i++) {
-        const pf_frame *f = &p->f[i].f;
+        const pa_pframe *f = &p->f[i].f;
         p->fmap[i] = -1;
         if (!f->path || !f->path[0])
             continue;
@@ -516,9 +460,9 @@ static int build_maps(pf_prof *p, pa_ptree *t)
             p->maps[k].has_lines = 1;
         p->fmap[i] = (int)k;
     }
-    for (size_t i = 0; i < p->nn; i++)
-        if (p->nodes[i].inlined && p->fmap[p->nodes[i].func] >= 0)
-            p->maps[p->fmap[p->nodes[i].func]].has_inlines = 1;
+    for (size_t i = 0; i < p->tree.n; i++)
+        if (p->tree.nodes[i].inlined && p->fmap[p->tree.nodes[i].func] >= 0)
+            p->maps[p->fmap[p->tree.nodes[i].func]].has_inlines = 1;
     /* the main binary first */
     int main_k = -1;
     for (size_t k = 0; k < nm; k++)
@@ -538,19 +482,21 @@ static int build_maps(pf_prof *p, pa_ptree *t)
     return 0;
 }
 
-static int write_collapsed(pf_prof *p, const char *dir)
+static int write_collapsed(pa_pprof *p, const char *dir)
 {
     pa_ptree t = tree_of(p, 0);
     return pa_ptree_write_collapsed(&t, dir);
 }
 
-static int write_timeline(pf_prof *p, const char *dir)
+static int write_timeline(pa_pprof *p, const char *dir)
 {
     pa_pout o;
-    int rc = pa_pout_open(&o, dir, "timeline.csv");
+    int *none;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,function,power_w\n", NULL,
+                            &none, &n);
     if (rc < 0)
         return rc;
-    fputs("window_start_s,function,power_w\n", o.f);
     for (size_t i = 0; i < p->ntl; i++) {
         fprintf(o.f, "%.3f,", p->tl[i].start_s);
         pa__csv_write(o.f, p->f[p->tl[i].func].f.name);
@@ -559,20 +505,20 @@ static int write_timeline(pf_prof *p, const char *dir)
     return pa_pout_close(&o);
 }
 
-static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
+static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
 {
     pa_pout o;
     int rc = pa_pout_open(&o, dir, "summary.json");
     if (rc < 0)
         return rc;
     double fj, tj;
-    pf_prof_sums(p, &fj, &tj);
+    pa_pprof_sums(p, &fj, &tj);
     double unsampled = 0, unattr = 0;
     for (size_t i = 0; i < p->nf; i++) {
         if (!strcmp(p->f[i].f.name, "[unsampled]"))
-            unsampled += p->f[i].self_j;
+            unsampled += p->st[i].self_j;
         if (!strcmp(p->f[i].f.name, "[unattributed]"))
-            unattr += p->f[i].self_j;
+            unattr += p->st[i].self_j;
     }
     proc_row *r;
     size_t np = process_rows(p, &r);
@@ -594,11 +540,17 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     fprintf(f, "  \"cpu_time_s\": %.6f,\n", m->process_cpu_s);
     fprintf(f, "  \"threads\": %zu,\n  \"processes\": %zu,\n", p->nt, np);
     fprintf(f, "  \"functions\": %zu,\n  \"stacks\": %zu,\n", p->nf, p->nfold);
-    fprintf(f, "  \"stacks_with_lines\": %zu,\n", p->nn);
+    fprintf(f, "  \"stacks_with_lines\": %zu,\n", p->tree.n);
     fprintf(f, "  \"duration_s\": %.3f,\n", m->duration_s);
     fprintf(f, "  \"windows\": %llu,\n", (unsigned long long)m->windows);
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)m->samples);
     fprintf(f, "  \"samples_lost\": %llu,\n", (unsigned long long)m->samples_lost);
+    fprintf(f, "  \"windows_without_samples\": %llu,\n",
+            (unsigned long long)m->windows_without_samples);
+    fprintf(f, "  \"stacks_truncated\": %llu,\n", (unsigned long long)m->stacks_truncated);
+    fputs("  \"samples_note\": ", f);
+    pa__json_write(f, m->samples_note);
+    fputs(",\n", f);
     fprintf(f, "  \"event\": ");
     pa__json_write(f, m->event);
     fprintf(f, ",\n  \"call_graph\": ");
@@ -611,23 +563,14 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     /* the profile grows with the stacks; the symbol tables (kallsyms,
      * perf maps, names) with the modules */
     fprintf(f, "  \"profiler_memory_bytes\": %zu,\n",
-            pf_prof_memory(p) + pf_sym_memory());
-    fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pf_prof_memory(p));
-    fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", pf_sym_memory());
+            pa_pprof_memory(p) + m->symbols_memory);
+    fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pa_pprof_memory(p));
+    fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", m->symbols_memory);
     fputs("  \"kernel_frames\": ", f);
     pa__json_write(f, m->kernel_state);
     fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");
-    fputs("  \"formula\": ", f);
-    pa__json_write(f, m->formula);
-    fputs(",\n  \"sensors\": ", f);
-    pa__json_write(f, m->sensors);
-    fputs(",\n  \"cpu_source\": ", f);
-    pa__json_write(f, m->cpu_source);
-    fputs(",\n  \"assumed\": [", f);
-    pa_pout_json_list(f, m->assumed);
-    fputs("],\n  \"filter\": [", f);
-    pa_pout_json_strings(f, m->filters, m->nfilters);
-    fputs("],\n  \"energy_source\": \"CPU energy of the targets per window "
+    pa_psource_json(f, m->source, m->filters, m->nfilters);
+    fputs(",\n  \"energy_source\": \"CPU energy of the targets per window "
           "from libpowerapi (formula above), split over threads by CPU time "
           "and over a thread's samples equally; network energy is not "
           "attributed to functions\"",
@@ -638,18 +581,18 @@ static int write_summary(pf_prof *p, const char *dir, const pf_meta *m)
     return pa_pout_close(&o);
 }
 
-int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
+int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
 {
     if (mkdir(dir, 0777) < 0 && errno != EEXIST)
         return -errno;
     free(p->fold);
     p->fold = NULL;
     p->nfold = 0;
-    int rc = pa_ptree_fold_lines(p->nodes, p->nn, &p->fold, &p->nfold), r;
+    int rc = pa_ptree_fold_lines(p->tree.nodes, p->tree.n, &p->fold, &p->nfold), r;
     if (rc < 0)
         return rc;
     pa_ptree_totals(p->fold, p->nfold);
-    int (*const simple[])(pf_prof *, const char *) = {
+    int (*const simple[])(pa_pprof *, const char *) = {
         write_threads, write_processes, write_collapsed, write_timeline};
     if ((r = write_functions(p, dir, 0)) < 0 && !rc)
         rc = r;
@@ -680,37 +623,37 @@ int pf_prof_write(pf_prof *p, const char *dir, const pf_meta *meta)
     return rc;
 }
 
-void pf_prof_print_top(pf_prof *p, const char *dir, const pf_meta *meta, int n)
+void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta,
+                        int n)
 {
-    int *idx = malloc((p->nf ? p->nf : 1) * sizeof(int));
+    const pa_prank r = {.count = p->nf, .keep = keep_self, .key = key_self, .ctx = p};
+    size_t k;
+    int *idx = pa_prank_select(&r, &k);
     if (!idx)
         return;
-    size_t k = 0;
-    for (size_t i = 0; i < p->nf; i++)
-        if (p->f[i].self_j > 0 || p->f[i].self_samples)
-            idx[k++] = (int)i;
-    sort_p = p;
-    qsort(idx, k, sizeof(int), by_self);
-    fprintf(stderr,
+    fprintf(out,
             "profile: %.3f J of CPU energy over %.1f s, %llu samples, "
             "formula %s (%s)\n",
             meta->process_j, meta->duration_s, (unsigned long long)meta->samples,
-            meta->formula && *meta->formula ? meta->formula : "?",
-            meta->cpu_source && *meta->cpu_source ? meta->cpu_source : "?");
+            *meta->source->formula ? meta->source->formula : "?",
+            *meta->source->cpu_source ? meta->source->cpu_source : "?");
     for (size_t i = 0; i < k && (int)i < n; i++) {
-        const pf_func *f = &p->f[idx[i]];
-        fprintf(stderr, "profile: %10.3f J %5.1f%%  %s  [%s]\n", f->self_j,
+        const pa_pstat *f = &p->st[idx[i]];
+        const pa_pframe *fr = &p->f[idx[i]].f;
+        fprintf(out, "profile: %10.3f J %5.1f%%  %s  [%s]\n", f->self_j,
                 meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0,
-                f->f.name, f->f.module);
+                fr->name, fr->module);
     }
+    if (meta->samples_note[0])
+        fprintf(out, "profile: %s\n", meta->samples_note);
     if (meta->kernel_state && !strncmp(meta->kernel_state, "dropped", 7))
-        fprintf(stderr, "profile: kernel frames %s\n", meta->kernel_state);
+        fprintf(out, "profile: kernel frames %s\n", meta->kernel_state);
     if (meta->unseen_j > 0)
-        fprintf(stderr,
+        fprintf(out,
                 "profile: %.3f J to processes that lived between two windows "
                 "(from their samples' CPU time)\n",
                 meta->unseen_j);
-    fprintf(stderr, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
+    fprintf(out, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
             dir, dir);
     free(idx);
 }

@@ -1,5 +1,5 @@
 /*
- * profile_sym.c - sampled addresses to named frames.
+ * sym.c - sampled addresses to named frames.
  *
  * A file-backed address is turned into the file's own virtual address
  * (file offset through the PT_LOAD headers), then looked up in that file
@@ -18,7 +18,7 @@
  * where libstdc++'s __cxa_demangle knows only C++ and leaves v0 names as
  * they are.
  */
-#include "profile.h"
+#include "perf.h"
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -36,58 +36,6 @@
 #include <unistd.h>
 
 #include "util.h"
-
-/* ------------------------------------------------------------------ */
-/* Interned strings                                                    */
-/* ------------------------------------------------------------------ */
-
-static char **in_v;
-static size_t in_cap, in_n, in_bytes;
-
-const char *pf_intern(const char *s)
-{
-    if (!s)
-        s = "";
-    if ((in_n + 1) * 2 > in_cap) {
-        size_t ncap = in_cap ? in_cap * 2 : 1024;
-        char **nv = calloc(ncap, sizeof(*nv));
-        if (!nv)
-            return "";
-        for (size_t i = 0; i < in_cap; i++) {
-            if (!in_v[i])
-                continue;
-            size_t k = pa__hash_str(in_v[i]) & (ncap - 1);
-            while (nv[k])
-                k = (k + 1) & (ncap - 1);
-            nv[k] = in_v[i];
-        }
-        free(in_v);
-        in_v = nv;
-        in_cap = ncap;
-    }
-    size_t k = pa__hash_str(s) & (in_cap - 1);
-    while (in_v[k]) {
-        if (!strcmp(in_v[k], s))
-            return in_v[k];
-        k = (k + 1) & (in_cap - 1);
-    }
-    char *d = strdup(s);
-    if (!d)
-        return "";
-    in_v[k] = d;
-    in_n++;
-    in_bytes += strlen(s) + 1;
-    return d;
-}
-
-static void intern_free(void)
-{
-    for (size_t i = 0; i < in_cap; i++)
-        free(in_v[i]);
-    free(in_v);
-    in_v = NULL;
-    in_cap = in_n = in_bytes = 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* Maps                                                                */
@@ -135,7 +83,7 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
     m->n = k;
     if (PA__GROW(m->v, m->cap, m->n + 1, 64) < 0)
         return -ENOMEM;
-    m->v[m->n++] = (pf_map){start, end, pgoff, pf_intern(path)};
+    m->v[m->n++] = (pf_map){start, end, pgoff, pa_pintern(path)};
     m->sorted = 0;
     m->version++;
     return 0;
@@ -221,12 +169,12 @@ static const char *nice_name(const char *raw)
          * then C++ */
         char *d = cplus_demangle(raw, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
         if (d) {
-            const char *r = pf_intern(d);
+            const char *r = pa_pintern(d);
             free(d);
             return r;
         }
     }
-    return pf_intern(raw);
+    return pa_pintern(raw);
 }
 
 /* ------------------------------------------------------------------ */
@@ -277,8 +225,8 @@ static module *module_get(const char *path)
     memset(m, 0, sizeof(*m));
     m->path = path;
     /* " (deleted)": the file was replaced; nothing to open */
-    m->base = pf_intern(basename_of(path));
-    m->build_id = pf_intern("");
+    m->base = pa_pintern(basename_of(path));
+    m->build_id = pa_pintern("");
     m->dwfl = dwfl_begin(&offline_cb);
     if (!m->dwfl)
         return m;
@@ -294,7 +242,7 @@ static module *module_get(const char *path)
         char hex[129];
         for (int i = 0; i < nbits; i++)
             snprintf(hex + 2 * i, 3, "%02x", bits[i]);
-        m->build_id = pf_intern(hex);
+        m->build_id = pa_pintern(hex);
     }
     GElf_Addr bias;
     Elf *elf = dwfl_module_getelf(m->mod, &bias);
@@ -355,8 +303,8 @@ static void decl_of(Dwarf_Die *die, pf_frame *f)
     if (file) {
         char buf[512];
         snprintf(buf, sizeof(buf), "%s:%d", basename_of(file), line);
-        f->source = pf_intern(buf);
-        f->file = pf_intern(file);
+        f->source = pa_pintern(buf);
+        f->file = pa_pintern(file);
         f->line = line;
     }
 }
@@ -539,7 +487,7 @@ static void perfmap_load(perfmap *pm)
             continue;
         if (PA__GROW(pm->v, cap, pm->n + 1, 256) < 0)
             break;
-        pm->v[pm->n++] = (psym){a, a + len, pf_intern(name)};
+        pm->v[pm->n++] = (psym){a, a + len, pa_pintern(name)};
     }
     fclose(f);
     if (pm->n)
@@ -647,7 +595,7 @@ const char *pf_sym_kernel_state(void)
 int pf_sym_init(const char *procfs, int kernel)
 {
     elf_version(EV_CURRENT);
-    k_module = pf_intern("[kernel]");
+    k_module = pa_pintern("[kernel]");
     snprintf(kpath, sizeof(kpath), "%s/kallsyms", procfs);
     kwanted = kernel;
     kloaded = 0;
@@ -681,12 +629,11 @@ void pf_sym_fini(void)
     nksyms = 0;
     free(kbuf);
     kbuf = NULL;
-    intern_free();
 }
 
 size_t pf_sym_memory(void)
 {
-    size_t b = in_cap * sizeof(char *) + in_bytes;
+    size_t b = pa_pintern_memory();
     b += capmods * sizeof(module) + nksyms * sizeof(psym);
     if (kbuf)
         b += strlen(kbuf) + 1;
@@ -695,19 +642,12 @@ size_t pf_sym_memory(void)
     return b;
 }
 
-pf_frame pf_sym_pseudo(const char *name)
-{
-    return (pf_frame){.name = pf_intern(name), .module = pf_intern(""),
-                      .source = pf_intern(""), .file = pf_intern(""),
-                      .path = pf_intern(""), .build_id = pf_intern("")};
-}
-
 static pf_frame unknown_frame(const char *modname, uint64_t off)
 {
     char buf[600];
     snprintf(buf, sizeof(buf), "[unknown] %s+0x%" PRIx64, modname, off);
-    return (pf_frame){.name = pf_intern(buf), .module = pf_intern(modname),
-                      .source = pf_intern(""), .file = pf_intern("")};
+    return (pf_frame){.name = pa_pintern(buf), .module = pa_pintern(modname),
+                      .source = pa_pintern(""), .file = pa_pintern("")};
 }
 
 static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
@@ -726,8 +666,8 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
         else
             snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]",
                      addr);
-        out[0] = (pf_frame){.name = pf_intern(buf), .module = k_module,
-                            .source = pf_intern(""), .file = pf_intern("")};
+        out[0] = (pf_frame){.name = pa_pintern(buf), .module = k_module,
+                            .source = pa_pintern(""), .file = pa_pintern("")};
         return 1;
     }
     const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
@@ -741,9 +681,9 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             if (n > 0) {
                 for (int i = 0; i < n; i++) {
                     if (!out[i].source)
-                        out[i].source = pf_intern("");
+                        out[i].source = pa_pintern("");
                     if (!out[i].file)
-                        out[i].file = pf_intern("");
+                        out[i].file = pa_pintern("");
                 }
                 return n;
             }
@@ -774,8 +714,8 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             s = psym_find(pm->v, pm->n, a);
         }
         if (s) {
-            out[0] = (pf_frame){.name = s->name, .module = pf_intern("[jit]"),
-                                .source = pf_intern(""), .file = pf_intern("")};
+            out[0] = (pf_frame){.name = s->name, .module = pa_pintern("[jit]"),
+                                .source = pa_pintern(""), .file = pa_pintern("")};
             return 1;
         }
     }
@@ -794,15 +734,15 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
 {
     int n = resolve_frames(pid, maps, addr, is_return, out, max);
     /* the mapping each frame comes from, for pprof */
-    const char *path = pf_intern(""), *bid = path;
+    const char *path = pa_pintern(""), *bid = path;
     uint64_t start = 0, limit = 0, off = 0;
     if (n > 0 && out[0].module == k_module) {
-        path = pf_intern("[kernel.kallsyms]");
+        path = pa_pintern("[kernel.kallsyms]");
     } else if (n > 0) {
         uint64_t a = is_return && addr ? addr - 1 : addr;
         const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
         if (mp) {
-            path = mp->path[0] ? mp->path : pf_intern("[anon]");
+            path = mp->path[0] ? mp->path : pa_pintern("[anon]");
             start = mp->start;
             limit = mp->end;
             off = mp->pgoff;

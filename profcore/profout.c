@@ -473,236 +473,310 @@ static line_loc *line_slot(line_loc *h, size_t cap, int func, int line)
     return &h[q];
 }
 
-int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
-                         double duration_s, const char *comment)
+/* A profile.pb.gz being built: the tree, the strings, and the messages
+ * (each array with its array of pointers, as protobuf-c wants them). */
+typedef struct pprof_build {
+    const pa_ptree *t;
+    strtab st;
+    size_t nf, nn, nloc, nglines, nlids, nmaps;
+    uint64_t *node_loc; /* each node's location id, 0: its function's */
+    line_loc *lh;       /* (function, line) -> location */
+    size_t lcap;
+    Perftools__Profiles__Function *fn, **fnp;
+    Perftools__Profiles__Location *loc, **locp;
+    Perftools__Profiles__Line *ln, **lnp;
+    Perftools__Profiles__Mapping *mp, **mpp;
+    Perftools__Profiles__Sample *sm, **smp;
+    int64_t *vals;
+    uint64_t *lids;
+    Perftools__Profiles__Profile prof;
+    Perftools__Profiles__ValueType vt[3], per, *vtp[3];
+    int64_t comment;
+} pprof_build;
+
+/* Locations after the functions': one per inlined chain a sample goes
+ * through (at the node that starts it), one per (function, line) of the
+ * other nodes with a line.  Counts them, their lines and the samples'
+ * location ids. */
+static void pprof_plan(pprof_build *b)
 {
-    int rc = -ENOMEM;
-    strtab st = {0};
-    size_t nf = t->nfuncs, nn = t->n;
-    /* locations after the functions': one per inlined chain a sample goes
-     * through (at the node that starts it), one per (function, line) of
-     * the other nodes with a line */
-    uint64_t *node_loc = calloc(nn + 1, sizeof(*node_loc));
-    size_t lcap = 16;
-    while (lcap < 2 * nn)
-        lcap *= 2;
-    line_loc *lh = calloc(lcap, sizeof(*lh));
-    size_t nloc = nf, nglines = 0, nlids = 0;
-    if (!node_loc || !lh) {
-        free(node_loc);
-        free(lh);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < nn; i++) {
+    const pa_ptree *t = b->t;
+    b->nloc = b->nf;
+    for (size_t i = 0; i < b->nn; i++) {
         if (!t->nodes[i].self_samples && !(t->nodes[i].self_j > 0))
             continue;
         for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
-            nlids++;
-            if (node_loc[k]) {
+            b->nlids++;
+            if (b->node_loc[k]) {
                 if (is_group(t, k))
                     k = outer_of(t, k, NULL);
                 continue;
             }
             if (!is_group(t, k)) {
                 if (t->nodes[k].line > 0) {
-                    line_loc *s = line_slot(lh, lcap, t->nodes[k].func, t->nodes[k].line);
+                    line_loc *s = line_slot(b->lh, b->lcap, t->nodes[k].func,
+                                            t->nodes[k].line);
                     if (!s->id) {
-                        s->id = ++nloc;
-                        nglines++;
+                        s->id = ++b->nloc;
+                        b->nglines++;
                     }
-                    node_loc[k] = s->id;
+                    b->node_loc[k] = s->id;
                 }
                 continue;
             }
             size_t len;
             int o = outer_of(t, k, &len);
-            node_loc[k] = ++nloc;
-            nglines += len;
+            b->node_loc[k] = ++b->nloc;
+            b->nglines += len;
             k = o;
         }
     }
-    size_t nmaps = t->nmaps ? t->nmaps : 1;
-    Perftools__Profiles__Function *fn = calloc(nf + 1, sizeof(*fn));
-    Perftools__Profiles__Function **fnp = calloc(nf + 1, sizeof(*fnp));
-    Perftools__Profiles__Location *loc = calloc(nloc + 1, sizeof(*loc));
-    Perftools__Profiles__Location **locp = calloc(nloc + 1, sizeof(*locp));
-    Perftools__Profiles__Line *ln = calloc(nf + nglines + 1, sizeof(*ln));
-    Perftools__Profiles__Line **lnp = calloc(nf + nglines + 1, sizeof(*lnp));
-    Perftools__Profiles__Mapping *mp = calloc(nmaps, sizeof(*mp));
-    Perftools__Profiles__Mapping **mpp = calloc(nmaps, sizeof(*mpp));
-    Perftools__Profiles__Sample *sm = calloc(nn + 1, sizeof(*sm));
-    Perftools__Profiles__Sample **smp = calloc(nn + 1, sizeof(*smp));
-    int64_t *vals = calloc(3 * (nn + 1), sizeof(*vals));
-    uint64_t *lids = calloc(nlids + 1, sizeof(*lids));
-    uint8_t *buf = NULL;
-    if (!fn || !fnp || !loc || !locp || !ln || !lnp || !mp || !mpp || !sm || !smp ||
-        !vals || !lids || str_id(&st, "") < 0)
-        goto out;
+}
 
-    Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-    Perftools__Profiles__ValueType vt[3], per = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-    Perftools__Profiles__ValueType *vtp[3];
+static int pprof_alloc(pprof_build *b)
+{
+    size_t nf = b->nf, nn = b->nn, nl = b->nf + b->nglines + 1;
+    b->nmaps = b->t->nmaps ? b->t->nmaps : 1;
+    b->fn = calloc(nf + 1, sizeof(*b->fn));
+    b->fnp = calloc(nf + 1, sizeof(*b->fnp));
+    b->loc = calloc(b->nloc + 1, sizeof(*b->loc));
+    b->locp = calloc(b->nloc + 1, sizeof(*b->locp));
+    b->ln = calloc(nl, sizeof(*b->ln));
+    b->lnp = calloc(nl, sizeof(*b->lnp));
+    b->mp = calloc(b->nmaps, sizeof(*b->mp));
+    b->mpp = calloc(b->nmaps, sizeof(*b->mpp));
+    b->sm = calloc(nn + 1, sizeof(*b->sm));
+    b->smp = calloc(nn + 1, sizeof(*b->smp));
+    b->vals = calloc(3 * (nn + 1), sizeof(*b->vals));
+    b->lids = calloc(b->nlids + 1, sizeof(*b->lids));
+    if (!b->fn || !b->fnp || !b->loc || !b->locp || !b->ln || !b->lnp || !b->mp ||
+        !b->mpp || !b->sm || !b->smp || !b->vals || !b->lids || str_id(&b->st, "") < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static void pprof_free(pprof_build *b)
+{
+    free(b->node_loc);
+    free(b->lh);
+    free(b->fn);
+    free(b->fnp);
+    free(b->loc);
+    free(b->locp);
+    free(b->ln);
+    free(b->lnp);
+    free(b->mp);
+    free(b->mpp);
+    free(b->sm);
+    free(b->smp);
+    free(b->vals);
+    free(b->lids);
+    strtab_free(&b->st);
+}
+
+/* Sample types, the period, the duration and the time. */
+static void pprof_header(pprof_build *b, uint64_t period_ns, double duration_s)
+{
     static const char *const types[3][2] = {
         {"samples", "count"}, {"cpu", "nanoseconds"}, {"energy", "microjoules"}};
+    perftools__profiles__profile__init(&b->prof);
+    perftools__profiles__value_type__init(&b->per);
     for (int i = 0; i < 3; i++) {
-        perftools__profiles__value_type__init(&vt[i]);
-        vt[i].type = str_id(&st, types[i][0]);
-        vt[i].unit = str_id(&st, types[i][1]);
-        vtp[i] = &vt[i];
+        perftools__profiles__value_type__init(&b->vt[i]);
+        b->vt[i].type = str_id(&b->st, types[i][0]);
+        b->vt[i].unit = str_id(&b->st, types[i][1]);
+        b->vtp[i] = &b->vt[i];
     }
-    per.type = str_id(&st, "cpu");
-    per.unit = str_id(&st, "nanoseconds");
-    prof.n_sample_type = 3;
-    prof.sample_type = vtp;
-    prof.period_type = &per;
-    prof.period = (int64_t)period_ns;
-    prof.default_sample_type = 2; /* energy */
-    prof.duration_nanos = (int64_t)(duration_s * 1e9);
-    prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
+    b->per.type = str_id(&b->st, "cpu");
+    b->per.unit = str_id(&b->st, "nanoseconds");
+    b->prof.n_sample_type = 3;
+    b->prof.sample_type = b->vtp;
+    b->prof.period_type = &b->per;
+    b->prof.period = (int64_t)period_ns;
+    b->prof.default_sample_type = 2; /* energy */
+    b->prof.duration_nanos = (int64_t)(duration_s * 1e9);
+    b->prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
+}
 
-    /* mappings: every function is named here, so has_functions (pprof
-     * then never looks for the binaries to symbolise them again) */
-    for (size_t i = 0; i < nmaps; i++) {
-        perftools__profiles__mapping__init(&mp[i]);
-        mp[i].id = i + 1;
-        mp[i].has_functions = 1;
+/* Mappings: every function is named here, so has_functions (pprof then
+ * never looks for the binaries to symbolise them again). */
+static int pprof_mappings(pprof_build *b)
+{
+    const pa_ptree *t = b->t;
+    for (size_t i = 0; i < b->nmaps; i++) {
+        Perftools__Profiles__Mapping *mp = &b->mp[i];
+        perftools__profiles__mapping__init(mp);
+        mp->id = i + 1;
+        mp->has_functions = 1;
         if (t->nmaps) {
             const pa_pmap *m = &t->maps[i];
-            mp[i].memory_start = m->start;
-            mp[i].memory_limit = m->limit;
-            mp[i].file_offset = m->offset;
-            mp[i].filename = str_id(&st, m->file);
-            mp[i].build_id = str_id(&st, m->build_id);
-            mp[i].has_filenames = mp[i].has_line_numbers = m->has_lines != 0;
-            mp[i].has_inline_frames = m->has_inlines != 0;
+            mp->memory_start = m->start;
+            mp->memory_limit = m->limit;
+            mp->file_offset = m->offset;
+            mp->filename = str_id(&b->st, m->file);
+            mp->build_id = str_id(&b->st, m->build_id);
+            mp->has_filenames = mp->has_line_numbers = m->has_lines != 0;
+            mp->has_inline_frames = m->has_inlines != 0;
         } else {
-            mp[i].filename = str_id(&st, t->main_name);
-            mp[i].has_filenames = mp[i].has_line_numbers = t->file != NULL;
+            mp->filename = str_id(&b->st, t->main_name);
+            mp->has_filenames = mp->has_line_numbers = t->file != NULL;
         }
-        if (mp[i].filename < 0 || mp[i].build_id < 0)
-            goto out;
-        mpp[i] = &mp[i];
+        if (mp->filename < 0 || mp->build_id < 0)
+            return -ENOMEM;
+        b->mpp[i] = mp;
     }
-    prof.n_mapping = nmaps;
-    prof.mapping = mpp;
+    b->prof.n_mapping = b->nmaps;
+    b->prof.mapping = b->mpp;
+    return 0;
+}
 
-    for (size_t i = 0; i < nf; i++) {
+/* One function per function, and its location (the declaration line). */
+static int pprof_functions(pprof_build *b)
+{
+    const pa_ptree *t = b->t;
+    for (size_t i = 0; i < b->nf; i++) {
         const char *file = t->file ? t->file(t->ctx, (int)i) : "";
         int line = t->line ? t->line(t->ctx, (int)i) : 0;
-        perftools__profiles__function__init(&fn[i]);
-        fn[i].id = i + 1;
-        fn[i].name = str_id(&st, t->name(t->ctx, (int)i));
-        fn[i].system_name = fn[i].name;
-        fn[i].filename = str_id(&st, file);
-        fn[i].start_line = line;
-        if (fn[i].name < 0 || fn[i].filename < 0)
-            goto out;
-        fnp[i] = &fn[i];
-        perftools__profiles__line__init(&ln[i]);
-        ln[i].function_id = i + 1;
-        ln[i].line = line;
-        lnp[i] = &ln[i];
-        perftools__profiles__location__init(&loc[i]);
-        loc[i].id = i + 1;
+        Perftools__Profiles__Function *fn = &b->fn[i];
+        perftools__profiles__function__init(fn);
+        fn->id = i + 1;
+        fn->name = str_id(&b->st, t->name(t->ctx, (int)i));
+        fn->system_name = fn->name;
+        fn->filename = str_id(&b->st, file);
+        fn->start_line = line;
+        if (fn->name < 0 || fn->filename < 0)
+            return -ENOMEM;
+        b->fnp[i] = fn;
+        perftools__profiles__line__init(&b->ln[i]);
+        b->ln[i].function_id = i + 1;
+        b->ln[i].line = line;
+        b->lnp[i] = &b->ln[i];
+        Perftools__Profiles__Location *loc = &b->loc[i];
+        perftools__profiles__location__init(loc);
+        loc->id = i + 1;
         if (!t->nmaps) {
-            loc[i].mapping_id = 1;
+            loc->mapping_id = 1;
         } else if (t->map_of) {
             int m = t->map_of(t->ctx, (int)i);
-            loc[i].mapping_id = m >= 0 && (size_t)m < t->nmaps ? (uint64_t)m + 1 : 0;
+            loc->mapping_id = m >= 0 && (size_t)m < t->nmaps ? (uint64_t)m + 1 : 0;
         }
-        loc[i].n_line = 1;
-        loc[i].line = &lnp[i];
-        locp[i] = &loc[i];
+        loc->n_line = 1;
+        loc->line = &b->lnp[i];
+        b->locp[i] = loc;
     }
-    /* inlined chains (lines innermost first) and functions' lines: the
-     * mapping of the function they were compiled into */
-    size_t gl = nf;
-    for (size_t i = 0; i < nn; i++) {
-        if (!node_loc[i])
+    b->prof.n_function = b->nf;
+    b->prof.function = b->fnp;
+    return 0;
+}
+
+/* Inlined chains (lines innermost first) and functions' lines: in the
+ * mapping of the function they were compiled into. */
+static void pprof_lines(pprof_build *b)
+{
+    const pa_ptree *t = b->t;
+    size_t gl = b->nf;
+    for (size_t i = 0; i < b->nn; i++) {
+        if (!b->node_loc[i])
             continue;
-        Perftools__Profiles__Location *l = &loc[node_loc[i] - 1];
+        Perftools__Profiles__Location *l = &b->loc[b->node_loc[i] - 1];
         if (l->id)
             continue; /* a (function, line) met before */
         perftools__profiles__location__init(l);
-        l->id = node_loc[i];
-        l->line = &lnp[gl];
+        l->id = b->node_loc[i];
+        l->line = &b->lnp[gl];
         int k = (int)i;
         for (;;) {
             int f = t->nodes[k].func;
-            perftools__profiles__line__init(&ln[gl]);
-            ln[gl].function_id = (uint64_t)f + 1;
-            ln[gl].line = t->nodes[k].line > 0 ? t->nodes[k].line : fn[f].start_line;
-            lnp[gl] = &ln[gl];
+            perftools__profiles__line__init(&b->ln[gl]);
+            b->ln[gl].function_id = (uint64_t)f + 1;
+            b->ln[gl].line = t->nodes[k].line > 0 ? t->nodes[k].line : b->fn[f].start_line;
+            b->lnp[gl] = &b->ln[gl];
             gl++;
             l->n_line++;
             if (!is_group(t, k))
                 break;
             k = t->nodes[k].parent;
         }
-        l->mapping_id = loc[t->nodes[k].func].mapping_id;
-        locp[node_loc[i] - 1] = l;
+        l->mapping_id = b->loc[t->nodes[k].func].mapping_id;
+        b->locp[b->node_loc[i] - 1] = l;
     }
-    prof.n_function = nf;
-    prof.function = fnp;
-    prof.n_location = nloc;
-    prof.location = locp;
+    b->prof.n_location = b->nloc;
+    b->prof.location = b->locp;
+}
+
+/* One sample per node with self samples or energy, leaf first. */
+static void pprof_samples(pprof_build *b)
+{
+    const pa_ptree *t = b->t;
     size_t ns = 0, used = 0;
-    for (size_t i = 0; i < nn; i++) {
+    for (size_t i = 0; i < b->nn; i++) {
         const pa_ptree_node *nd = &t->nodes[i];
         if (!nd->self_samples && !(nd->self_j > 0))
             continue;
-        Perftools__Profiles__Sample *s = &sm[ns];
+        Perftools__Profiles__Sample *s = &b->sm[ns];
         perftools__profiles__sample__init(s);
-        s->location_id = &lids[used];
+        s->location_id = &b->lids[used];
         for (int k = (int)i; k >= 0; k = t->nodes[k].parent) {
             if (is_group(t, k)) {
-                lids[used + s->n_location_id++] = node_loc[k];
+                b->lids[used + s->n_location_id++] = b->node_loc[k];
                 k = outer_of(t, k, NULL);
             } else {
-                lids[used + s->n_location_id++] =
-                    node_loc[k] ? node_loc[k] : (uint64_t)t->nodes[k].func + 1;
+                b->lids[used + s->n_location_id++] =
+                    b->node_loc[k] ? b->node_loc[k] : (uint64_t)t->nodes[k].func + 1;
             }
         }
         used += s->n_location_id;
-        s->value = &vals[3 * ns];
+        s->value = &b->vals[3 * ns];
         s->n_value = 3;
         s->value[0] = (int64_t)nd->self_samples;
         s->value[1] = llround(nd->self_cpu_s * 1e9);
         s->value[2] = llround(nd->self_j * 1e6);
-        smp[ns++] = s;
+        b->smp[ns++] = s;
     }
-    prof.n_sample = ns;
-    prof.sample = smp;
-    int64_t c = str_id(&st, comment);
-    if (c < 0)
-        goto out;
-    prof.n_comment = 1;
-    prof.comment = &c;
-    prof.n_string_table = st.n;
-    prof.string_table = st.v;
+    b->prof.n_sample = ns;
+    b->prof.sample = b->smp;
+}
 
-    size_t len = perftools__profiles__profile__get_packed_size(&prof);
-    buf = malloc(len ? len : 1);
+static int pprof_pack(pprof_build *b, const char *dir)
+{
+    size_t len = perftools__profiles__profile__get_packed_size(&b->prof);
+    uint8_t *buf = malloc(len ? len : 1);
     if (!buf)
-        goto out;
-    perftools__profiles__profile__pack(&prof, buf);
-    rc = write_gz(dir, buf, len);
-out:
-    free(node_loc);
-    free(lh);
-    free(fn);
-    free(fnp);
-    free(loc);
-    free(locp);
-    free(ln);
-    free(lnp);
-    free(mp);
-    free(mpp);
-    free(sm);
-    free(smp);
-    free(vals);
-    free(lids);
+        return -ENOMEM;
+    perftools__profiles__profile__pack(&b->prof, buf);
+    int rc = write_gz(dir, buf, len);
     free(buf);
-    strtab_free(&st);
+    return rc;
+}
+
+int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
+                         double duration_s, const char *comment)
+{
+    pprof_build b = {.t = t, .nf = t->nfuncs, .nn = t->n, .lcap = 16};
+    while (b.lcap < 2 * b.nn)
+        b.lcap *= 2;
+    b.node_loc = calloc(b.nn + 1, sizeof(*b.node_loc));
+    b.lh = calloc(b.lcap, sizeof(*b.lh));
+    int rc = -ENOMEM;
+    if (!b.node_loc || !b.lh)
+        goto out;
+    pprof_plan(&b);
+    if ((rc = pprof_alloc(&b)) < 0)
+        goto out;
+    pprof_header(&b, period_ns, duration_s);
+    if ((rc = pprof_mappings(&b)) < 0 || (rc = pprof_functions(&b)) < 0)
+        goto out;
+    pprof_lines(&b);
+    pprof_samples(&b);
+    rc = -ENOMEM;
+    if ((b.comment = str_id(&b.st, comment)) < 0)
+        goto out;
+    b.prof.n_comment = 1;
+    b.prof.comment = &b.comment;
+    b.prof.n_string_table = b.st.n;
+    b.prof.string_table = b.st.v;
+    rc = pprof_pack(&b, dir);
+out:
+    pprof_free(&b);
     return rc;
 }

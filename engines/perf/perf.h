@@ -1,0 +1,143 @@
+/*
+ * perf.h - the perf_event engine of `powerapi profile`: it samples call
+ * stacks with perf_event_open and turns them into frames; the profiling
+ * core (profcore/) splits the energy and writes the files.
+ *
+ *   sampler.c   perf_event_open rings, records (MMAP2, COMM, FORK, EXIT,
+ *               SAMPLE), process generations and their maps, the
+ *               window's samples and their frames (cached per generation
+ *               and address)
+ *   sym.c       addresses to frames: elfutils libdwfl (symbols, DWARF
+ *               lines, inlined frames), perf map files (JIT),
+ *               /proc/kallsyms (kernel), a C++ and Rust demangler
+ *   unwind.c    --call-graph dwarf: stack copies unwound with libdwfl
+ *
+ * Layer: beside the profiling core, whose frames and task table it fills
+ * (it includes profcore.h, never the command's headers).  Nothing here
+ * prints; errors are negative errno values.  All of it runs on the
+ * command's one thread: no locks.
+ */
+#ifndef PA_PERF_ENGINE_H
+#define PA_PERF_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profcore.h"
+
+#define PF_MAX_DEPTH PA_PMAX_DEPTH /* frames kept per sample */
+
+typedef pa_pframe pf_frame;
+
+/* ---- memory maps of a process (sampler.c fills, sym.c reads) ---- */
+
+typedef struct pf_map {
+    uint64_t start, end, pgoff;
+    const char *path; /* interned: "/usr/lib/...", "[vdso]", "//anon", "" */
+} pf_map;
+
+typedef struct pf_maps {
+    pf_map *v;
+    size_t n, cap;
+    int sorted;
+    unsigned version; /* changes with every pf_maps_add */
+} pf_maps;
+
+/* Adds a mapping; a new one replaces what it overlaps (as mmap does).
+ * Returns 0 or -ENOMEM. */
+int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
+                const char *path);
+const pf_map *pf_maps_find(pf_maps *m, uint64_t addr);
+/* Reads /proc/PID/maps under procfs into m.  0 or -errno. */
+int pf_maps_read(pf_maps *m, const char *procfs, pid_t pid);
+void pf_maps_free(pf_maps *m);
+
+/* ---- symbolisation (sym.c) ---- */
+
+/* Initialises the symboliser; kallsyms is read from procfs (kernel frames
+ * are then named) when kernel != 0. */
+int pf_sym_init(const char *procfs, int kernel);
+void pf_sym_fini(void);
+/* Appends the frames of addr in a process (pid for perf maps, its maps),
+ * innermost (inlined) first, to out (room for max).  is_return: addr is a
+ * return address (the call is at addr - 1).  Returns the count (>= 1). */
+int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
+                   pf_frame *out, int max);
+/* Whether addr is a kernel address whose frame is dropped: kallsyms not
+ * readable, or its addresses hidden (kptr_restrict).  Reads kallsyms at
+ * the first kernel address. */
+int pf_sym_kernel_dropped(uint64_t addr);
+/* The kernel symbols' state ("named", "not readable: ..."), for the
+ * summary. */
+const char *pf_sym_kernel_state(void);
+/* Modules opened, interned strings and their memory, for the summary. */
+size_t pf_sym_memory(void);
+
+/* ---- --call-graph dwarf (unwind.c) ---- */
+
+/* The user registers sampled (perf_event_attr.sample_regs_user, x86-64):
+ * AX BX CX DX SI DI BP SP IP and R8..R15, 17 values in that order. */
+#define PF_UNWIND_REGS_MASK 0xff01ffull
+#define PF_UNWIND_STACK 8192 /* bytes of user stack copied per sample */
+
+typedef struct pf_unwinder pf_unwinder;
+/* Unwinds a sample's user stack: perf_regs as sampled, the stack copy
+ * (from SP on).  *cache holds the process's unwinder (created, and
+ * rebuilt when maps change).  Writes up to max pcs, innermost first;
+ * returns their count or -errno. */
+int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps,
+              const uint64_t *perf_regs, const char *stack, size_t stack_len,
+              uint64_t *pcs, int max);
+void pf_unwinder_free(pf_unwinder *u);
+
+/* ---- the sampler (sampler.c) ---- */
+
+typedef struct pf_engine pf_engine;
+
+typedef struct pf_engine_cfg {
+    const char *procfs;   /* root of /proc */
+    const char *event;    /* "cpu-clock", "task-clock", "cycles" */
+    uint64_t period_ns;   /* 0 with freq */
+    unsigned long freq;   /* samples per second, 0 with period_ns */
+    bool dwarf;           /* --call-graph dwarf */
+    bool all;             /* every task, per CPU */
+    pa_ptasks *tasks;     /* the core's processes and threads: names,
+                             exits, one entry per process the engine knows */
+} pf_engine_cfg;
+
+/* kernel.perf_event_paranoid under procfs (2 when unreadable). */
+int pf_paranoid(const char *procfs);
+
+int pf_engine_new(pf_engine **out, const pf_engine_cfg *cfg);
+void pf_engine_free(pf_engine *e);
+/* Samples thread tid (inherited by what it starts) on every CPU, the
+ * events opened disabled with enable_on_exec when cmd.  0 or -errno. */
+int pf_engine_open_task(pf_engine *e, pid_t tid, bool cmd);
+/* Every existing thread of pid.  0 or -errno (-ESRCH: no thread). */
+int pf_engine_open_pid(pf_engine *e, pid_t pid);
+/* --all: one event and ring per CPU.  0 or -errno; *mmap_cpu is the CPU
+ * whose ring could not be mapped (-1 otherwise). */
+int pf_engine_open_all(pf_engine *e, int *mmap_cpu);
+/* Whether kernel samples are taken (false once an open was refused
+ * them). */
+bool pf_engine_kernel(const pf_engine *e);
+/* The generation of pid (its maps read from procfs when unknown). */
+void pf_engine_touch(pf_engine *e, pid_t pid);
+/* Reads every ring and handles the records in time order. */
+void pf_engine_drain(pf_engine *e);
+/* The window's stacks as the core reads them (pa_ptasks_window): each
+ * sample's thread, its period as weight, its frames (kernel frames
+ * dropped when they cannot be named; "[kernel]" when none is left);
+ * window_done forgets them. */
+pa_pengine pf_engine_stacks(pf_engine *e);
+/* Whether the window drained so far holds a stack. */
+bool pf_engine_window_has_stacks(const pf_engine *e);
+
+/* Samples stored, lost (by the kernel, or not stored), and stacks that
+ * ended at a return address outside code (truncated may be NULL). */
+void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost,
+                      uint64_t *truncated);
+
+#endif

@@ -1,0 +1,366 @@
+/*
+ * profcore.h - the profiling core: what a stack sampler and its outputs
+ * share, whatever produced the stacks (the perf_event engine of `powerapi
+ * profile`, engines/perf/; the AsyncGetCallTrace sampler of jalen).
+ *
+ *   frames        interned strings, a frame as named (pa_pframe)
+ *   call tree     nodes keyed by (parent, function, inlined, line), the
+ *                 one hashed index both tools build (pa_ptree_build)
+ *   functions     per-function self/total energy, samples, CPU time and
+ *                 the filtered view, charged once per function and stack
+ *                 (pa_pstat); sorted tables (pa_prank, pa_ptable_open); the window's
+ *                 top functions (pa_pstat_window_top)
+ *   windows       a cumulative reading's increase (pa_pcum), and the
+ *                 per-window split of the targets' energy over processes,
+ *                 threads and samples, processes seen only between two
+ *                 windows included (pa_ptasks, window.c)
+ *   source        the report's formula, sensors, CPU source, assumptions
+ *                 (pa_psource, source.c)
+ *   the profile   functions by (name, module), threads, processes and the
+ *                 timeline of `powerapi profile`, and its files
+ *                 (pa_pprof, profcore/pprofile.c)
+ *   writers       profout.h: atomic files, CSV/JSON text, collapsed
+ *                 stacks, flame graph, pprof
+ *
+ * Layer: above the library (it reads pa_report, uses util.h), beside the
+ * engines (which include it; it includes no engine), below the command and
+ * the agent.  Nothing here prints on its own (pa_pprof_print_top writes to
+ * the stream it is given), aborts or exits; errors are negative errno
+ * values.  Not thread-safe: one profile is built and written from
+ * one thread (jalen's agent thread under its profile lock).
+ */
+#ifndef PA_PROFCORE_H
+#define PA_PROFCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "powerapi.h"
+#include "profout.h"
+
+#define PA_PMAX_DEPTH 128 /* frames kept per sample, inlined included */
+
+/* ---- frames ---- */
+
+/* Interns a string for the whole run (freed by pa_pintern_free); NULL is
+ * "".  Returns "" when out of memory. */
+const char *pa_pintern(const char *s);
+void pa_pintern_free(void);
+/* Bytes the interned strings hold. */
+size_t pa_pintern_memory(void);
+
+/* One frame as named. */
+typedef struct pa_pframe {
+    const char *name;   /* interned; "[unknown] libx.so+0x1234" when unknown */
+    const char *module; /* interned basename, "[kernel]", "[jit]" */
+    const char *source; /* interned "file.c:12" (declaration), or "" */
+    int line;           /* declaration line for pprof, 0 unknown */
+    int at_line;        /* the line of the address in this function: the
+                           line sampled (innermost frame), the line of
+                           the call (a caller; an inlined frame's caller:
+                           the call's DW_AT_call_line); 0 unknown */
+    const char *file;   /* interned source file, or "" */
+    int inlined;        /* inlined into the next frame (its caller) */
+    /* the module's mapping, for pprof: interned path ("" none: pseudo
+     * frames), build id in hex ("" unknown), the executable mapping's
+     * range and file offset in the process it was first seen in */
+    const char *path, *build_id;
+    uint64_t mstart, mlimit, moff;
+} pa_pframe;
+
+/* A frame whose name says what it is ("[unsampled]"...): no module. */
+pa_pframe pa_pframe_pseudo(const char *name);
+
+/* ---- the call tree ---- */
+
+/* A call tree being built: nodes (profout.h's pa_ptree_node) and the
+ * hashed index of (parent, function, inlined, line).  Zero-initialised;
+ * hint and node_hint are the index's and the nodes' first sizes (0: 4096
+ * and 256). */
+typedef struct pa_ptree_build {
+    pa_ptree_node *nodes;
+    size_t n, cap;
+    int *hash;
+    size_t hcap;
+    size_t hint, node_hint;
+} pa_ptree_build;
+
+/* The child of parent (-1: a root) for func at line (0 unknown), inlined
+ * into parent's function or called by it (two nodes when both happen);
+ * created (children after their parents, first_child/next_sibling linked)
+ * when new.  Its index, or -ENOMEM. */
+int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int line);
+/* The leaf of a stack (ids[0] the leaf; inlined and lines per frame, each
+ * may be NULL), created as needed; -ENOMEM.  n > 0. */
+int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined,
+                   const int *lines, int n);
+void pa_ptree_build_free(pa_ptree_build *b);
+/* Bytes of the nodes and the index. */
+size_t pa_ptree_build_memory(const pa_ptree_build *b);
+
+/* ---- functions ---- */
+
+/* What one function (or class) accumulated.  total_* are counted once per
+ * stack however often the function occurs in it (stamp). */
+typedef struct pa_pstat {
+    double self_j, total_j;
+    double fself_j;  /* the filtered view: energy charged here */
+    double w_self_j; /* this window's self energy (the timeline) */
+    double cpu_s;    /* CPU time of the stacks through it */
+    double cpu_j, net_j; /* total energy by component */
+    uint64_t self_samples, total_samples, fself_samples, net_bytes;
+    uint64_t stamp;
+} pa_pstat;
+
+/* How the filtered view treats a function: never charged (outside the
+ * filter), charged as the innermost frame only, or charged wherever it
+ * is the innermost such frame of a stack. */
+enum { PA_PCHARGE_NONE = 0, PA_PCHARGE_LEAF = 1, PA_PCHARGE_ANY = 2 };
+
+/* One stack's weights: energy_j = cpu_j + net_j; samples 0 for energy
+ * that no sample carries (pseudo-frames, network bytes). */
+typedef struct pa_psample {
+    double energy_j, cpu_j, net_j, cpu_s;
+    uint64_t samples, net_bytes;
+} pa_psample;
+
+/* Charges a stack (ids[0] the leaf, n > 0) to st: self to the leaf,
+ * totals once per function.  charge (per function index, NULL: no
+ * filtered view) says where the filtered energy goes: the innermost
+ * function charged, else outside. */
+void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge,
+                  int outside, uint64_t stamp, const pa_psample *s);
+/* The window's k functions with the most self energy (w_self_j > 0), most
+ * first, into idx and j; then every w_self_j back to 0.  Their count. */
+int pa_pstat_window_top(pa_pstat *st, size_t n, int k, int *idx, double *j);
+
+/* The rows of a sorted table: those of 0..count-1 that keep (NULL: all),
+ * by key descending, ties by name (NULL: by index). */
+typedef struct pa_prank {
+    size_t count;
+    int (*keep)(const void *ctx, int i);
+    double (*key)(const void *ctx, int i);
+    const char *(*name)(const void *ctx, int i);
+    const void *ctx;
+} pa_prank;
+
+/* The rows, sorted, in an array of *n indices (the caller's to free), or
+ * NULL when out of memory. */
+int *pa_prank_select(const pa_prank *r, size_t *n);
+
+/* A CSV table's file in dir: its rows chosen and sorted (r NULL: none,
+ * *idx NULL), the file opened (pa_pout_open) and its header line
+ * written.  0 or -errno (then nothing is open or allocated). */
+int pa_ptable_open(pa_pout *o, const char *dir, const char *name, const char *header,
+                   const pa_prank *r, int **idx, size_t *n);
+
+/* ---- windows ---- */
+
+/* A cumulative reading (joules since a target was first seen). */
+typedef struct pa_pcum {
+    double last;
+    int have;
+} pa_pcum;
+
+/* The reading's increase since the last one (the whole reading the first
+ * time), never negative. */
+double pa_pcum_delta(pa_pcum *c, double now);
+
+/* ---- where the numbers come from ---- */
+
+/* The last report's formula, sensors, CPU source and assumptions
+ * (libpowerapi), kept for summary.json. */
+typedef struct pa_psource {
+    char formula[128], sensors[128], cpu_source[32], assumed[1024];
+} pa_psource;
+
+/* Copies them out of a report (NULL members: ""). */
+void pa_psource_from_report(pa_psource *s, const pa_report *rep);
+/* summary.json's members "formula", "sensors", "cpu_source", "assumed"
+ * (a list from the report's ";"-separated one) and "filter" (n
+ * prefixes), each on its own line with two spaces, ",\n" between, none
+ * after the last. */
+void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, size_t n);
+
+/* ---- the profile of `powerapi profile` (pprofile.c) ---- */
+
+typedef struct pa_pprof pa_pprof;
+
+typedef struct pa_pmeta {
+    const char *title;        /* flame graph title */
+    const char *target;       /* "pid 123" / "command: make -j2" */
+    const char *event;        /* "cpu-clock" */
+    const char *call_graph;   /* "fp" */
+    uint64_t period_ns;       /* 0 with --frequency */
+    unsigned long frequency;  /* 0 with --interval */
+    double window_s;
+    const char *const *filters;
+    size_t nfilters;
+    const pa_psource *source;
+    const char *kernel_state;
+    int demangled; /* C++ and Rust names demangled (always, since
+                      libiberty is linked; kept in summary.json) */
+    uint64_t samples, samples_lost, windows;
+    uint64_t windows_without_samples; /* with energy but no stack */
+    uint64_t stacks_truncated; /* ended at a return address outside code */
+    char samples_note[256];    /* why there is no sample, or windows
+                                  without one ("" when every window had) */
+    double duration_s;
+    double process_j;      /* CPU energy of the targets (libpowerapi) */
+    double process_nic_j;  /* network energy (not attributed to functions) */
+    double process_cpu_s;
+    int exit_status;       /* -1: not a command */
+    double conservation_err; /* worst window: |functions - process| /
+                               process, and the same for threads */
+    double tree_j;         /* a command's tree energy (libpowerapi's
+                              pa_tree_power), -1 when not a command */
+    double unseen_j;       /* --all: the energy given to processes no
+                              report had, from their samples' CPU time;
+                              -1 without --all */
+    size_t symbols_memory; /* the engine's symbol tables, bytes */
+} pa_pmeta;
+
+int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters);
+void pa_pprof_free(pa_pprof *p);
+/* Adds one stack (frames[0] = leaf) with its energy, CPU time and sample
+ * count; the thread tid of process pid (comm names) gets them too. */
+int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j,
+                 double cpu_s, uint64_t samples, pid_t pid, pid_t tid,
+                 const char *pcomm, const char *tcomm);
+/* Adds energy to a pseudo-frame ("[unsampled]") of a thread. */
+int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid,
+                        pid_t tid, const char *pcomm, const char *tcomm);
+/* Credits a thread's CPU time (from libpowerapi) without a stack. */
+int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
+                        const char *tcomm, double cpu_s);
+/* Closes a window: the top functions of the window go to timeline.csv. */
+void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s);
+/* Writes every file into dir (created).  0 or -errno (the first failure;
+ * the others are still written). */
+int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta);
+/* Prints the n functions of most self energy to out (the command's
+ * summary on stderr). */
+void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta,
+                        int n);
+/* Sums for the conservation check: functions' self energy (pseudo-frames
+ * included), threads' energy. */
+void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j);
+size_t pa_pprof_memory(pa_pprof *p);
+
+/* ---- the per-window split of `powerapi profile` (window.c) ---- */
+
+/* The targets' processes (one entry per pid, whatever its generations)
+ * and threads, with this window's bookkeeping.  Per window:
+ * pa_ptasks_window, or its steps: pa_ptasks_begin, pa_ptasks_report (the
+ * libpowerapi report), pa_ptasks_sample for every sample, pa_ptasks_split
+ * (energies), then pa_ptasks_charge for each sample, and pa_ptasks_end. */
+typedef struct pa_pproc {
+    pid_t pid;
+    char comm[PA_COMM_MAX];
+    pa_pcum cum;       /* the process's cumulative CPU joules */
+    double w_j;        /* this window's CPU energy */
+    bool w_seen;       /* in this window's report */
+    double w_thr_cpu_s;
+} pa_pproc;
+
+typedef struct pa_pthr {
+    pid_t pid, tid;
+    char comm[PA_COMM_MAX];
+    double w_cpu_s;   /* this window, from the report */
+    uint64_t w_samples;
+    double w_sampled_cpu_s; /* samples x period */
+    bool w_exited;          /* an EXIT record in this window */
+    bool w_first;           /* first report: its CPU time before the
+                               first reading is in no report either */
+    double w_j;
+    bool w_reported;
+} pa_pthr;
+
+/* What a window's report gave. */
+typedef struct pa_pwin {
+    double procs_j;    /* sum of the processes' energy */
+    double nic_j;      /* their network energy */
+    double cpu_s;      /* their CPU time */
+    double extra_j;    /* energy of processes no report had (set by the
+                          caller: a tree's excess, or pa_ptasks_unseen) */
+    double window_j;   /* procs_j + extra_j, after pa_ptasks_split */
+    double error;      /* after pa_ptasks_window: |functions - window_j|
+                          and |threads - window_j| over window_j, the
+                          larger (0 for a window without energy) */
+} pa_pwin;
+
+/* A sampling engine as a window sees it: stacks with their weights.
+ * Engines (engines/perf/) fill one; the core calls it. */
+typedef struct pa_pengine {
+    void *self;
+    /* the window's stack at *at (0: the first): its thread and weight
+     * (the CPU time it stands for, in ns); *at then moves past it.  false
+     * after the last */
+    bool (*next)(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *weight_ns);
+    /* the frames of the stack at at (as given to next), leaf first; their
+     * count (> 0 for a stack with addresses) */
+    int (*frames)(void *self, size_t at, pa_pframe *out, int max);
+    /* forgets the window's stacks */
+    void (*window_done)(void *self);
+} pa_pengine;
+
+typedef struct pa_ptasks {
+    pa_pproc *procs;
+    size_t nprocs, capprocs;
+    pa_pthr *thrs;
+    size_t nthrs, capthrs;
+    bool period_is_time; /* a sample's period is CPU time (not cycles) */
+    /* the report's processes: which are targets (NULL: all), and a hook
+     * called on each before it is read (the engine learns its maps) */
+    bool (*is_target)(void *user, pid_t pid);
+    void (*on_proc)(void *user, pid_t pid);
+    /* pa_ptasks_window: the energy of processes no report had (NULL:
+     * none), and the pid "[unattributed]" energy is credited to */
+    double (*extra)(void *user, const pa_report *rep, pa_pwin *w);
+    pid_t fallback_pid;
+    void *user;
+} pa_ptasks;
+
+/* The entry of pid (created, comm empty), NULL when out of memory. */
+pa_pproc *pa_ptasks_proc(pa_ptasks *t, pid_t pid);
+/* The entry of pid if known, else NULL. */
+pa_pproc *pa_ptasks_proc_find(pa_ptasks *t, pid_t pid);
+/* The entry of thread tid of pid (created), NULL when out of memory. */
+pa_pthr *pa_ptasks_thr(pa_ptasks *t, pid_t pid, pid_t tid);
+/* A process's name ("" unknown). */
+const char *pa_ptasks_comm(pa_ptasks *t, pid_t pid);
+void pa_ptasks_set_comm(pa_ptasks *t, pid_t pid, const char *comm);
+void pa_ptasks_free(pa_ptasks *t);
+
+/* Clears the window's bookkeeping (w_exited stays: set since the last
+ * window, cleared by pa_ptasks_end). */
+void pa_ptasks_begin(pa_ptasks *t);
+/* Reads the report's processes and threads (NULL: none) into w. */
+void pa_ptasks_report(pa_ptasks *t, const pa_report *rep, pa_pwin *w);
+/* Counts a sample of thread tid of pid, period its CPU time in ns. */
+void pa_ptasks_sample(pa_ptasks *t, pid_t pid, pid_t tid, uint64_t period_ns);
+/* --all: the energy of processes that lived and died between two ticks,
+ * from their samples' CPU time (DESIGN.md section 13.2); may lower the
+ * processes' energy (w->procs_j with it).  Returns it. */
+double pa_ptasks_unseen(pa_ptasks *t, const pa_report *rep, pa_pwin *w);
+/* Splits the window's energy over threads (by CPU time) and the samples
+ * of processes without CPU time; what lands on no sample goes to p's
+ * "[unattributed]" (credited to pid fallback_pid). */
+void pa_ptasks_split(pa_ptasks *t, pa_pwin *w, pa_pprof *p, pid_t fallback_pid);
+/* Charges one sample of thread tid of pid to p, after pa_ptasks_split:
+ * its frames (frames[0] the leaf, n > 0), its thread's energy over its
+ * samples, and its period as CPU time (where it is time).  0 or -ENOMEM. */
+int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid,
+                     uint64_t period_ns, const pa_pframe *frames, int n);
+/* Threads' CPU time and "[unsampled]" energy to p; clears w_exited. */
+void pa_ptasks_end(pa_ptasks *t, pa_pprof *p);
+/* One whole window: the report (NULL: none) read, the engine's stacks
+ * counted, the extra energy asked for, the energy split and every stack
+ * charged to p with its frames, the threads closed, and the engine's
+ * stacks forgotten; the conservation of the window in w->error. */
+void pa_ptasks_window(pa_ptasks *t, pa_pprof *p, const pa_pengine *e, const pa_report *rep,
+                      pa_pwin *w);
+
+#endif
