@@ -118,12 +118,13 @@ static char *help_options(const char *help)
     strcpy(out, "\n");
     for (const char *l = help; l && *l;
          l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        /* "  -i, --interval" or "      --procfs", not a continuation of a
+         * help text at column 28 that starts with a dash */
         const char *p = l + strspn(l, " ");
-        if (p - l < 2 || p[0] != '-')
-            continue;
-        if (p[1] != '-')
-            p = strstr(p, ", --") ? strstr(p, ", --") + 2 : NULL;
-        if (!p || p[1] != '-')
+        size_t indent = (size_t)(p - l);
+        if (indent == 2 && p[0] == '-' && p[1] != '-' && !strncmp(p + 2, ", --", 4))
+            p += 4;
+        else if (indent != 6 || strncmp(p, "--", 2))
             continue;
         size_t len = strcspn(p, " \n");
         strncat(out, p, len);
