@@ -2,8 +2,8 @@
  * driven as bash drives it: COMP_WORDS, COMP_CWORD, COMP_LINE and
  * COMP_POINT set, _powerapi called, COMPREPLY read back.  The candidates
  * come from the program under test (commands, options, modules and their
- * keys, perf events, durations, pids by name).  zsh's (_powerapi) is
- * parsed by zsh -n. */
+ * keys, perf events, durations, pids by name).  zsh's (_powerapi) runs
+ * with the completion builtins replaced by functions that print. */
 #include "testutil.h"
 
 #include <signal.h>
@@ -114,9 +114,10 @@ START_TEST(test_modules_and_keys)
     /* sensors only after --sensor, formulas (and auto) after --formula */
     /* every sensor `modules --names` lists, and no formula */
     char cmd[4200], *sensors = NULL;
-    snprintf(cmd, sizeof(cmd),
-             "'%s' modules --names | awk '$1 == \"sensor\" { print $2 }' | sort",
-             PA_CLI_PATH);
+    snprintf(
+        cmd, sizeof(cmd),
+        "'%s' modules --names | awk '$1 == \"sensor\" { print $2 }' | sort",
+        PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &sensors), 0);
     ck_assert_msg(strstr(sensors, "perf\nprocfs-cpu\n"), "%s", sensors);
     char want[4096];
@@ -212,17 +213,82 @@ START_TEST(test_pids)
 }
 END_TEST
 
-START_TEST(test_zsh_parses)
+/* zsh's _powerapi, run with the completion system's builtins replaced by
+ * functions that print what they are given (compadd, _describe, ...):
+ * words and CURRENT set as zsh sets them; one candidate a line. */
+static char *zsh_complete(const char *line)
+{
+    pa_test_write(
+        dir, "z.zsh",
+        "compadd() { local -a a; while (( $# )); do case $1 in\n"
+        "  -a) shift; a+=(${(P)1});; -S) shift;; -*) ;; *) a+=($1);;\n"
+        "  esac; shift; done; print -l -- $a; }\n"
+        "_describe() { print -l -- ${(P)4}; }\n"
+        "_files() { print FILES; }\n"
+        "_message() { print MESSAGE; }\n"
+        "_normal() { print NORMAL $words; }\n"
+        "compset() { return 1; }\n"
+        "words=(\"${(@s: :)1}\"); words[1]='%s'; CURRENT=$#words\n"
+        "PREFIX=$words[CURRENT]\n"
+        "source '%s/../completion/_powerapi'\n",
+        PA_CLI_PATH, PA_SOURCE_TESTS);
+    char cmd[8400], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "zsh -f '%s/z.zsh' '%s' 2>&1", dir, line);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    char *r = malloc(strlen(out) + 2);
+    ck_assert_ptr_nonnull(r);
+    strcpy(r, "\n");
+    strcat(r, out);
+    free(out);
+    return r;
+}
+
+START_TEST(test_zsh)
 {
     if (system("command -v zsh >/dev/null 2>&1") != 0) {
-        fprintf(stderr,
-                "test_zsh_parses: SKIPPED: zsh absent (scripts/deps.sh)\n");
+        fprintf(stderr, "test_zsh: SKIPPED: zsh absent (scripts/deps.sh)\n");
         return;
     }
     ck_assert_int_eq(pa_test_run("zsh -n '" PA_SOURCE_TESTS
                                  "/../completion/_powerapi' 2>&1",
                                  NULL),
                      0);
+    static const struct {
+        const char *line, *want;
+    } cases[] = {
+        {"powerapi mo",
+         "\nmonitor\nmodules\ndaemon\ntop\nserve\nprofile\njalen\n"},
+        {"powerapi monitor --interval ", "\n100ms\n250ms\n500ms\n1s\n"},
+        {"powerapi monitor --sensor ", "\nprocfs-cpu\n"},
+        {"powerapi monitor --formula ", "\nauto\n"},
+        {"powerapi monitor --hwdb ", "\nFILES\n"},
+        {"powerapi jalen 1 ", "\nstart\ndump\nstop\nstatus\n"},
+        {"powerapi monitor -- ls", "\nNORMAL ls\n"},
+        {"powerapi serve --",
+         "\n--listen\n-l\n--ring\n-r\n--window\n--top\n-t\n"},
+    };
+    char *got;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        got = zsh_complete(cases[i].line);
+        ck_assert_msg(strstr(got, cases[i].want), "zsh '%s': got\n%s\nwant\n%s",
+                      cases[i].line, got, cases[i].want);
+        free(got);
+    }
+    /* sensors after --sensor, formulas after --formula, not the other */
+    got = zsh_complete("powerapi monitor --sensor ");
+    ck_assert_msg(strstr(got, "\nperf\n") && !strstr(got, "cpu-tdp"), "%s",
+                  got);
+    free(got);
+    got = zsh_complete("powerapi monitor --formula ");
+    ck_assert_msg(strstr(got, "\ncpu-tdp\n") && !strstr(got, "procfs-cpu"),
+                  "%s", got);
+    free(got);
+    /* pids with their names: this test process */
+    got = zsh_complete("powerapi monitor --pid ");
+    char want[64];
+    snprintf(want, sizeof(want), "\n%d:test_completion\n", (int)getpid());
+    ck_assert_msg(strstr(got, want), "no %s in\n%s", want + 1, got);
+    free(got);
 }
 END_TEST
 
@@ -237,7 +303,7 @@ int main(void)
     tcase_add_test(tc, test_modules_and_keys);
     tcase_add_test(tc, test_perf_events);
     tcase_add_test(tc, test_pids);
-    tcase_add_test(tc, test_zsh_parses);
+    tcase_add_test(tc, test_zsh);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }

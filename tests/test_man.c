@@ -122,7 +122,8 @@ static char *help_options(const char *help)
          * help text at column 28 that starts with a dash */
         const char *p = l + strspn(l, " ");
         size_t indent = (size_t)(p - l);
-        if (indent == 2 && p[0] == '-' && p[1] != '-' && !strncmp(p + 2, ", --", 4))
+        if (indent == 2 && p[0] == '-' && p[1] != '-' &&
+            !strncmp(p + 2, ", --", 4))
             p += 4;
         else if (indent != 6 || strncmp(p, "--", 2))
             continue;
