@@ -176,7 +176,9 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
     }
 }
 
-int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
+/* Every module of ctx (pa_module_list): the count, with *out malloc'd
+ * (the caller frees it), or -errno. */
+static int list_modules(pa_ctx *ctx, pa_module_info **out)
 {
     int n = pa_module_list(ctx, NULL, 0);
     if (n < 0)
@@ -185,10 +187,23 @@ int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
     if (!mods)
         return -ENOMEM;
     int got = pa_module_list(ctx, mods, (size_t)n);
-    if (got >= 0)
-        print_modules(ctx, f, fmt, mods, (size_t)(got < n ? got : n));
+    if (got < 0) {
+        free(mods);
+        return got;
+    }
+    *out = mods;
+    return got < n ? got : n;
+}
+
+int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
+{
+    pa_module_info *mods = NULL;
+    int n = list_modules(ctx, &mods);
+    if (n < 0)
+        return n;
+    print_modules(ctx, f, fmt, mods, (size_t)n);
     free(mods);
-    return got < 0 ? got : 0;
+    return 0;
 }
 
 /* --names: "KIND NAME KEY..." a line, each module and the keys of its
@@ -196,14 +211,11 @@ int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
  * can run), then "formula auto".  0 or -errno. */
 static int print_names(pa_ctx *ctx)
 {
-    int n = pa_module_list(ctx, NULL, 0);
+    pa_module_info *mods = NULL;
+    int n = list_modules(ctx, &mods), rc = 0;
     if (n < 0)
         return n;
-    pa_module_info *mods = calloc(n ? (size_t)n : 1, sizeof(*mods));
-    if (!mods)
-        return -ENOMEM;
-    int got = pa_module_list(ctx, mods, (size_t)n), rc = got < 0 ? got : 0;
-    for (int i = 0; i < got && i < n; i++) {
+    for (int i = 0; i < n; i++) {
         const char *const *keys = NULL;
         if ((rc = pa_module_option_keys(ctx, mods[i].name, &keys)) < 0)
             break;
