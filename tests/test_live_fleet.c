@@ -437,6 +437,17 @@ START_TEST(test_fleet)
         pport,
         "count_over_time(fleet:powerapi_system_power_watts:sum[1m]) >= 2", 1);
     free(r);
+    /* every rule loaded and evaluated without error, the alerts too */
+    r = NULL;
+    ck_assert_int_eq(get(pport, "/api/v1/rules", &r), 200);
+    int healthy = 0;
+    for (const char *p = strstr(r, "\"health\":\"ok\""); p;
+         p = strstr(p + 1, "\"health\":\"ok\""))
+        healthy++;
+    ck_assert_msg(healthy == 10 && !strstr(r, "\"health\":\"err"), "%d rules ok: %s",
+                  healthy, rf_body(r));
+    ck_assert_ptr_nonnull(strstr(r, "\"name\":\"PowerapiProcessHighPower\""));
+    free(r);
     /* the node label: the scrape configuration's, and on cgroup series
      * the exporter's own (--node), the same */
     r = query_until(pport, "count by (node) (powerapi_cgroup_power_watts)", 3);
