@@ -735,6 +735,16 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
     p->out_written = 1;
     if (!p->quiet)
         pa_pprof_print_top(p->prof, stderr, p->out_dir, &meta, 10);
+    pid_t jvms[4];
+    size_t nj = pf_sym_unnamed_jvms(jvms, 4);
+    for (size_t i = 0; i < nj && !p->quiet; i++)
+        fprintf(stderr,
+                "profile: pid %d is a JVM without a perf map (/tmp/perf-%d.map): its "
+                "JIT-compiled frames are [unknown] [anon]; start it with "
+                "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit for names, or use jalen "
+                "for per-method energy (-agentpath:.../libjalen.so, or powerapi jalen PID start "
+                "on a running JVM)\n",
+                (int)jvms[i], (int)jvms[i]);
     return cmd_status >= 0 ? cmd_status : PA_EXIT_OK;
 }
 

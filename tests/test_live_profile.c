@@ -1241,7 +1241,9 @@ START_TEST(pprof_lines)
     snprintf(file, sizeof(file), "%s/lines.c", dir);
     int heavy = marker_line("HEAVY"), light = marker_line("LIGHT");
     double h = 0, l = 0, all = 0, flat, cum;
-    for (int line = heavy - 2; line <= light + 3; line++) {
+    /* every line of the function (its prologue and epilogue included: at
+     * 500 samples a CPU-second a few land there) */
+    for (int line = heavy - 30; line <= light + 30; line++) {
         lines_row(top, "work", file, line, &flat, &cum);
         if (line == heavy || line == heavy + 1)
             h += flat;
@@ -1446,8 +1448,33 @@ START_TEST(stock_defaults)
         ck_assert_msg(strstr(sum, "\"call_graph\": \"dwarf\""), "%s", sum);
         if (c == 0) /* about a second of CPU at 500 a CPU-second */
             ck_assert_msg(samples >= 200, "sort: %.0f samples", samples);
+        /* item 9: summary.json's count is functions.csv's rows */
+        char *csv = slurp_in(dirp, "functions.csv");
+        size_t nrows = 0;
+        for (const char *q = csv; (q = strchr(q, '\n')); q++)
+            nrows++;
+        nrows--; /* the header */
+        free(csv);
+        ck_assert_msg((double)nrows == json_num(sum, "functions"),
+                      "%s: functions.csv %zu rows, summary.json %.0f", cmds[c][0], nrows,
+                      json_num(sum, "functions"));
         free(col);
         free(sum);
+    }
+    /* item 4: a JVM without a perf map is named, with what to do */
+    if (system("command -v java >/dev/null 2>&1") == 0) {
+        pa_test_write(out, "Spin.java",
+                      "public class Spin { public static void main(String[] a) {"
+                      " long x = 0, end = System.nanoTime() + 1500000000L;"
+                      " while (System.nanoTime() < end) x += x * 31 + 7;"
+                      " System.out.println(x == 42 ? \"\" : \"done\"); } }\n");
+        snprintf(args, sizeof(args), "--out %s/jvm -- java %s/Spin.java", out, out);
+        char *jlog = NULL;
+        ck_assert_int_eq(run_profile(args, &jlog), 0);
+        ck_assert_msg(strstr(jlog, "is a JVM without a perf map") &&
+                          strstr(jlog, "-XX:+DumpPerfMapAtExit") && strstr(jlog, "jalen"),
+                      "%s", jlog);
+        free(jlog);
     }
     /* no sample: said, with the reason */
     snprintf(args, sizeof(args), "--out %s/none -- true", out);

@@ -132,6 +132,10 @@ void pf_engine_drain(pf_engine *e);
  * dropped when they cannot be named; "[kernel]" when none is left);
  * window_done forgets them. */
 pa_pengine pf_engine_stacks(pf_engine *e);
+/* The JVMs among the sampled processes whose JIT-compiled frames no perf
+ * map (/tmp/perf-PID.map) named, at most max (their pids in out). */
+size_t pf_sym_unnamed_jvms(pid_t *out, size_t max);
+
 /* Whether the window drained so far holds a stack. */
 bool pf_engine_window_has_stacks(const pf_engine *e);
 

@@ -414,6 +414,8 @@ typedef struct perfmap {
     size_t n;
     int loaded;
     off_t size; /* of the file when read */
+    int jvm;              /* 1: maps libjvm.so, -1: does not, 0: unknown */
+    uint64_t jit_unnamed; /* frames in anonymous code no map named */
 } perfmap;
 
 static perfmap *pmaps;
@@ -719,6 +721,15 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             return 1;
         }
     }
+    if (pm && mp && !(mp->path[0] == '/' && mp->path[1] != '/')) {
+        pm->jit_unnamed++; /* anonymous code no perf map names */
+        if (!pm->jvm && maps) {
+            pm->jvm = -1;
+            for (size_t i = 0; i < maps->n; i++)
+                if (strstr(maps->v[i].path, "/libjvm.so"))
+                    pm->jvm = 1;
+        }
+    }
     if (mp && mp->path[0] == '/' && mp->path[1] != '/')
         out[0] = unknown_frame(basename_of(mp->path), a - mp->start + mp->pgoff);
     else if (mp)
@@ -761,6 +772,20 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
         out[i].mstart = start;
         out[i].mlimit = limit;
         out[i].moff = off;
+    }
+    return n;
+}
+
+size_t pf_sym_unnamed_jvms(pid_t *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < npmaps && n < max; i++) {
+        perfmap *pm = &pmaps[i];
+        if (pm->jvm != 1 || !pm->jit_unnamed)
+            continue;
+        perfmap_load(pm); /* written at exit (DumpPerfMapAtExit): read again */
+        if (!pm->n)
+            out[n++] = pm->pid;
     }
     return n;
 }

@@ -616,6 +616,8 @@ static void jl_process_window(int final)
         t->w_samples = 0;
     }
     pthread_mutex_unlock(&jl_thr.lock);
+    if (jl_wn == 0 && dcpu > 0)
+        jl_prof.windows_empty++; /* its Java energy is [unattributed] */
     jl_wn = 0;
 
     jl_prof.process_cpu_j += dcpu;

@@ -374,6 +374,7 @@ typedef struct jl_profile {
     double process_j, process_cpu_j, process_nic_j;
     double unattributed_j;
     uint64_t windows, samples, samples_dropped, net_bytes;
+    uint64_t windows_empty; /* windows with CPU energy and no stack sample */
     double duration_s;
     double start_s;
     pa_psource source; /* the last report's formula, sensors... */
@@ -429,6 +430,9 @@ int jl_write_all(const jl_opts *o, int final);
 /* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
 int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o, FILE *f);
+/* Why a run has no stack sample, or windows without one; "" when every
+ * window had (summary.json's samples_note, the closing line). */
+void jl_samples_note(const jl_opts *o, char *out, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* The agent's lifecycle (agent.c), for Agent_OnLoad and attach.c       */

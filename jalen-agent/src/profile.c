@@ -103,9 +103,13 @@ static int jl_method_new(const char *cls, const char *meth)
     m->cls = ci;
     m->matches = jl_matches(m->name);
     memset(&jl_prof.ms[jl_prof.nm], 0, sizeof(pa_pstat));
-    /* the filtered view: a method of the filter, or a pseudo-frame */
-    jl_prof.mcharge[jl_prof.nm] =
-        m->matches || jl_prof.nm < JL_M_NFIXED ? PA_PCHARGE_ANY : PA_PCHARGE_NONE;
+    /* the filtered view: a method of the filter, or a pseudo-frame of a
+     * Java thread's stack; the pseudo-threads (the JVM's own work, not the
+     * filtered code's) go to [outside filter] (issue 31 item 9) */
+    int pseudo_thread = jl_prof.nm >= JL_M_GC && jl_prof.nm <= JL_M_AGENT;
+    jl_prof.mcharge[jl_prof.nm] = m->matches || (jl_prof.nm < JL_M_NFIXED && !pseudo_thread)
+                                      ? PA_PCHARGE_ANY
+                                      : PA_PCHARGE_NONE;
     return (int)jl_prof.nm++;
 }
 

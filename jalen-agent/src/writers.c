@@ -357,6 +357,12 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"windows\": %llu,\n", (unsigned long long)p->windows);
     fprintf(f, "  \"samples\": %llu,\n", (unsigned long long)p->samples);
     fprintf(f, "  \"samples_dropped\": %llu,\n", (unsigned long long)p->samples_dropped);
+    char note[256];
+    jl_samples_note(opt, note, sizeof(note));
+    fprintf(f, "  \"windows_without_samples\": %llu,\n", (unsigned long long)p->windows_empty);
+    fputs("  \"samples_note\": ", f);
+    pa__json_write(f, note);
+    fputs(",\n", f);
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
@@ -465,6 +471,23 @@ int jl_write_all(const jl_opts *o, int final)
     return rc;
 }
 
+void jl_samples_note(const jl_opts *o, char *out, size_t len)
+{
+    const jl_profile *p = &jl_prof;
+    out[0] = '\0';
+    if (!p->samples && p->process_cpu_j > 0)
+        snprintf(out, len,
+                 "no stack sample in %.1f s: the Java threads used less CPU time than one "
+                 "interval (%g ms) or were never sampled; their energy is under "
+                 "[unattributed] (a shorter interval=, or a longer run)",
+                 p->duration_s, (double)o->interval_ns * 1e-6);
+    else if (p->windows_empty)
+        snprintf(out, len,
+                 "%llu of %llu windows had no stack sample: their Java threads' energy is "
+                 "under [unattributed] (idle threads, or windows shorter than a few intervals)",
+                 (unsigned long long)p->windows_empty, (unsigned long long)p->windows);
+}
+
 void jl_print_summary(const jl_opts *o, FILE *f)
 {
     const jl_profile *p = &jl_prof;
@@ -480,6 +503,10 @@ void jl_print_summary(const jl_opts *o, FILE *f)
             p->process_j, p->process_cpu_j, p->process_nic_j, p->duration_s,
             (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
             p->source.formula[0] ? p->source.formula : "?");
+    char note[256];
+    jl_samples_note(o, note, sizeof(note));
+    if (note[0])
+        fprintf(f, "jalen: %s\n", note);
     fprintf(f, "jalen: top methods by self energy:\n");
     for (size_t k = 0; k < n && k < 10; k++) {
         const pa_pstat *m = &p->ms[idx[k]];

@@ -232,6 +232,40 @@ START_TEST(bad_option_runs_unprofiled)
 }
 END_TEST
 
+/* Issue 31 item 1: a run whose threads are never sampled (interval=1s on a
+ * JVM that lives 0.1 s) says so, with the reason, on its closing line and
+ * in summary.json; its Java threads' energy is [unattributed], none lost. */
+START_TEST(no_sample_said)
+{
+    char *dir = jt_tmpdir();
+    char p[4200], opts[4200];
+    snprintf(p, sizeof(p), "%s/err", dir);
+    snprintf(opts, sizeof(opts), "out=%s/out,interval=1s", dir);
+    const char *args[] = {"Hello", NULL};
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, p);
+    int st = jt_wait(pid, 60);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d", st);
+    char *err = jt_read(p);
+    ck_assert_msg(err && strstr(err, "jalen: no stack sample in "), "stderr: %s", err);
+    free(err);
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *sum = jt_read(p);
+    ck_assert_msg(sum && strstr(sum, "\"samples_note\": \"no stack sample in ") &&
+                      jt_json_num(sum, "samples") == 0 &&
+                      jt_json_num(sum, "windows_without_samples") >= 1,
+                  "%s", sum);
+    /* the Java threads' energy is [unattributed], the JVM's own threads'
+     * under their pseudo-threads: nothing lost */
+    double un = jt_json_num(sum, "unattributed_energy_j");
+    ck_assert_msg(un > 0 && fabs(un + jt_json_num(sum, "attributed_energy_j") -
+                                 jt_json_num(sum, "process_energy_j")) < 1e-6,
+                  "%s", sum);
+    free(sum);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* formula= alone brings its sensors (the library's rule), disable= keeps
  * auto's NIC model out, and disabling a sensor the formula requires is one
  * line naming the formula. */
@@ -327,6 +361,7 @@ int main(void)
     TCase *tc = tcase_create("hostile");
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, short_lived_threads);
+    tcase_add_test(tc, no_sample_said);
     tcase_add_test(tc, class_unloading);
     tcase_add_test(tc, exit_while_sampling);
     tcase_add_test(tc, sigterm_mid_window);

@@ -78,16 +78,24 @@ static void jetty_under_wrk(const char *mode)
     ck_assert_msg(jt_num(ch, 7) > 0, "no socket bytes under HttpChannel.handle");
     jt_csv_free(&me);
 
-    /* filter=JettyServer+org.eclipse.: every row is a match or a pseudo-frame */
+    /* filter=JettyServer+org.eclipse.: every row is a match or a pseudo-frame
+     * of a Java stack; the pseudo-threads' energy ([GC], [JIT compiler],
+     * [VM], [agent]) is under [outside filter] (issue 31 item 9) */
     jt_csv mf;
     snprintf(p, sizeof(p), "%s/out/methods-filtered.csv", dir);
     ck_assert_int_eq(jt_csv_load(p, &mf), 0);
+    static const char *const pseudo_threads[] = {"[GC]", "[JIT compiler]", "[VM]", "[agent]"};
     for (size_t i = 0; i < mf.n; i++) {
         const char *m = mf.rows[i].f[0];
         ck_assert_msg(!strncmp(m, "JettyServer", 11) || !strncmp(m, "org.eclipse.", 12) ||
                           m[0] == '[',
                       "methods-filtered.csv: %s", m);
+        for (size_t k = 0; k < 4; k++)
+            ck_assert_msg(strcmp(m, pseudo_threads[k]) || jt_num(&mf.rows[i], 1) == 0,
+                          "methods-filtered.csv: %s has self energy", m);
     }
+    const jt_row *outside = jt_csv_find(&mf, 0, "[outside filter]");
+    ck_assert_msg(outside && jt_num(outside, 1) > 0, "no [outside filter] energy");
     jt_csv_free(&mf);
     jt_rmtree(dir);
     free(dir);
