@@ -28,6 +28,19 @@ enum {
                            SIGPIPE, as `| head` expects */
 };
 
+/* One subcommand (cli/commands.c): main.c dispatches through the table,
+ * the manual and the completion list it. */
+typedef struct pa_cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help; /* one line */
+} pa_cli_command;
+/* Every subcommand, in the order `powerapi --help` lists them; the last
+ * entry's name is NULL. */
+extern const pa_cli_command pa_cli_commands[];
+/* The entry of name, or NULL. */
+const pa_cli_command *pa_cli_command_find(const char *name);
+
 /* Subcommands. */
 int pa_cli_monitor(int argc, char **argv);
 int pa_cli_modules(int argc, char **argv);
@@ -288,11 +301,25 @@ typedef struct pa_cli_cmd {
 int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first);
 /* Prints c's --help: usage, about, each option of the table, footer. */
 void pa_cli_help(FILE *f, const pa_cli_cmd *c);
+/* Prints c's manual page, powerapi-NAME(1), in man(7) roff from the same
+ * table as --help (the hidden option --man of every command): NAME from
+ * the commands' table, SYNOPSIS from the usage, DESCRIPTION from the
+ * about text, OPTIONS (groups as subsections), NOTES from the footer. */
+void pa_cli_man(FILE *f, const pa_cli_cmd *c);
+/* Prints powerapi(1): the commands, the global options, SEE ALSO. */
+void pa_cli_man_main(FILE *f);
+/* For the shell completion (the hidden option --complete of every
+ * command): one line per option, "--LONG -S ARGH" ("-" for a letter or an
+ * argument the option has not), --help included. */
+void pa_cli_complete(FILE *f, const pa_cli_cmd *c);
 /* The check of a PA_CLI_OPT_DURATION option o, for callbacks: 0 with
  * *out_ns, or PA_EXIT_USAGE after printing the line every command prints
  * for it. */
 int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg,
                         uint64_t *out_ns);
+/* The shared context options (PA_OPT_CONTEXT expands the entries whose
+ * mask it names), ended by PA_OPT_END. */
+const pa_cli_opt *pa_cli_ctx_options(void);
 /* A pa_cli_ctx with the defaults (interval 1 s). */
 void pa_cli_ctx_init(pa_cli_ctx *c);
 void pa_cli_ctx_fini(pa_cli_ctx *c);

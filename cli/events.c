@@ -11,6 +11,7 @@
 #include "powerapi.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,31 +52,28 @@ static int on_event(const char *name, const char *desc, int status, void *user)
     return 0;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: %s events [--all]\n"
-            "Lists the perf events this machine can count (names for the\n"
-            "perf sensor: monitor --sensor perf:events=A+B+C).\n"
-            "  --all   also list the events that do not open here, and why\n",
-            pa_cli_prog);
-}
-
 int pa_cli_events(int argc, char **argv)
 {
     ev_list l;
     memset(&l, 0, sizeof(l));
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a")) {
-            l.all = 1;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return PA_EXIT_OK;
-        } else {
-            return pa_cli_usage_error("events", "unknown argument '%s'",
-                                      argv[i]);
-        }
-    }
+    bool all = false;
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Options:"),
+        PA_OPT_FLAG('a', "all", &all,
+                    "also list the events that do not open here, and why"),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {
+        .name = "events",
+        .usage = "%s events [--all]\n",
+        .about = "\nLists the perf events this machine can count (names for "
+                 "the\nperf sensor: monitor --sensor perf:events=A+B+C).\n",
+        .opts = opts};
+    int first;
+    int st = pa_cli_parse(&c, argc, argv, &first);
+    if (st)
+        return st < 0 ? PA_EXIT_OK : st;
+    l.all = all;
     int n = pa_perf_events_list(on_event, &l);
     if (n < 0) {
         pa_cli_error("events", "%s", pa_cli_errmsg(n));

@@ -356,13 +356,13 @@ static void print_reply(const char *path, int failed)
 static const pa_cli_cmd jalen_cmd = {
     .name = CMD,
     .usage = "%s jalen PID start [OPTIONS] [AGENT_OPTIONS]\n"
-             "       %s jalen PID dump|stop|status",
-    .about = "jalen in a JVM that runs already (the JDK's attach mechanism): start\n"
+             "       %s jalen PID dump|stop|status\n",
+    .about = "\njalen in a JVM that runs already (the JDK's attach mechanism): start\n"
              "profiling it, write the files now (dump), end the run (stop: the files\n"
              "complete, the summary; the JVM goes on as before), or say what runs.\n"
-             "AGENT_OPTIONS are the agent's launch-time options (interval=1ms,mode=cpu,...).",
+             "AGENT_OPTIONS are the agent's launch-time options (interval=1ms,mode=cpu,...).\n\n",
     .footer = "Run it as the JVM's user.  The files are those of a launch-time run\n"
-              "(jalen-agent/README.md).",
+              "(jalen-agent/README.md; the agent's options: jalen(7)).\n",
     .opts = jalen_opts,
     .operands = 1,
 };

@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,7 +176,9 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
     }
 }
 
-int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
+/* Every module of ctx (pa_module_list): the count, with *out malloc'd
+ * (the caller frees it), or -errno. */
+static int list_modules(pa_ctx *ctx, pa_module_info **out)
 {
     int n = pa_module_list(ctx, NULL, 0);
     if (n < 0)
@@ -184,21 +187,62 @@ int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
     if (!mods)
         return -ENOMEM;
     int got = pa_module_list(ctx, mods, (size_t)n);
-    if (got >= 0)
-        print_modules(ctx, f, fmt, mods, (size_t)(got < n ? got : n));
+    if (got < 0) {
+        free(mods);
+        return got;
+    }
+    *out = mods;
+    return got < n ? got : n;
+}
+
+int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
+{
+    pa_module_info *mods = NULL;
+    int n = list_modules(ctx, &mods);
+    if (n < 0)
+        return n;
+    print_modules(ctx, f, fmt, mods, (size_t)n);
     free(mods);
-    return got < 0 ? got : 0;
+    return 0;
+}
+
+/* --names: "KIND NAME KEY..." a line, each module and the keys of its
+ * options (for the shell completion: what exists, whatever this machine
+ * can run), then "formula auto".  0 or -errno. */
+static int print_names(pa_ctx *ctx)
+{
+    pa_module_info *mods = NULL;
+    int n = list_modules(ctx, &mods), rc = 0;
+    if (n < 0)
+        return n;
+    for (int i = 0; i < n; i++) {
+        const char *const *keys = NULL;
+        if ((rc = pa_module_option_keys(ctx, mods[i].name, &keys)) < 0)
+            break;
+        printf("%s %s", kind_name(mods[i].kind), mods[i].name);
+        for (; keys && *keys; keys++)
+            printf(" %s", *keys);
+        putchar('\n');
+    }
+    free(mods);
+    if (rc == 0)
+        printf("formula auto\n");
+    return rc;
 }
 
 int pa_cli_modules(int argc, char **argv)
 {
     pa_out_format fmt = PA_OUT_TABLE;
+    bool names = false;
     pa_cli_ctx co;
     pa_cli_ctx_init(&co);
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
         PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT",
                         "table (default), csv or json", pa_out_format_option),
+        PA_OPT_FLAG(0, "names", &names,
+                    "only the names of the modules and their option keys,\n"
+                    "\"KIND NAME KEY...\" a line (for shell completion)"),
         PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
                                 PA_CTXOPT_MODULES),
         PA_OPT_END,
@@ -217,6 +261,13 @@ int pa_cli_modules(int argc, char **argv)
     }
     if ((status = pa_cli_ctx_create(&co, CMD, &ctx)) != 0)
         goto out;
+    if (names) {
+        int rc = print_names(ctx);
+        if (rc < 0)
+            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        status = rc < 0 || fflush(stdout) != 0 ? PA_EXIT_FAIL : PA_EXIT_OK;
+        goto out;
+    }
     /* Show what a monitor run would use: "auto" enables its choice.  A
      * failure here is not fatal: the list says why each module cannot
      * run. */

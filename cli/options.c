@@ -19,7 +19,11 @@
 
 #define NS_PER_S 1000000000ull
 #define MAX_OPTS 64 /* leaf options of one command, shared ones included */
-#define HELP_COL 28 /* where the help text of an option starts */
+#define HELP_COL 28
+/* getopt values of the hidden --man and --complete: no letter, below the
+ * table's 256 + i */
+#define OPT_MAN 200
+#define OPT_COMPLETE 201 /* where the help text of an option starts */
 
 /* ---- the shared context options ---- */
 
@@ -177,6 +181,11 @@ static int set_interval(void *v, const char *cmd, const char *arg)
     if (st == 0)
         c->interval_set = 1;
     return st;
+}
+
+const pa_cli_opt *pa_cli_ctx_options(void)
+{
+    return ctx_opts;
 }
 
 void pa_cli_ctx_init(pa_cli_ctx *c)
@@ -358,7 +367,7 @@ static int set(const char *cmd, const leaf *l, const char *arg)
 int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first)
 {
     leaf v[MAX_OPTS];
-    struct option lo[2 * MAX_OPTS + 2];
+    struct option lo[2 * MAX_OPTS + 4];
     char so[3 * MAX_OPTS + 4] = "+:h";
     size_t n, nl = 0, ns = strlen(so);
     if (flatten(c->name, c->opts, v, &n) != 0)
@@ -376,6 +385,9 @@ int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first)
         }
     }
     lo[nl++] = (struct option){"help", no_argument, NULL, 'h'};
+    /* hidden: the manual page and the completion list of the table */
+    lo[nl++] = (struct option){"man", no_argument, NULL, OPT_MAN};
+    lo[nl++] = (struct option){"complete", no_argument, NULL, OPT_COMPLETE};
     lo[nl] = (struct option){NULL, 0, NULL, 0};
     so[ns] = '\0';
 
@@ -384,8 +396,9 @@ int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first)
     optind = 1;
     /* '+': the first operand starts a COMMAND (as with perf stat) */
     while ((ch = getopt_long(argc, argv, so, lo, NULL)) != -1) {
-        if (ch == 'h') {
-            pa_cli_help(stdout, c);
+        if (ch == 'h' || ch == OPT_MAN || ch == OPT_COMPLETE) {
+            (ch == 'h' ? pa_cli_help : ch == OPT_MAN ? pa_cli_man : pa_cli_complete)(
+                stdout, c);
             return -1;
         }
         const leaf *l = NULL;

@@ -17,6 +17,7 @@ PKGS=(
   libjetty9-java libservlet-api-java wrk  # agent load test and benchmark
   prometheus             # promtool and a real scraper for the exporter tests
   tmux                   # powerapi top tests
+  mandoc zsh             # man pages linted (mandoc -T lint); zsh completion checked
   iproute2               # network namespace test of the nic sensor
   libdw-dev libelf-dev   # powerapi profile: symbols, DWARF lines, inlined frames
   libiberty-dev          # powerapi profile: C++ and Rust (legacy, v0) demangling

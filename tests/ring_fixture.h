@@ -44,6 +44,7 @@ typedef struct ring_fixture {
     int running;
     uint64_t tick;
     int counters; /* windows carry perf counters */
+    const char *cgroup; /* the targets' cgroup instead of a.service, or NULL */
 } ring_fixture;
 
 static inline void rf_window(pa_report *r, pa_target_info *t, uint64_t tick)
@@ -102,6 +103,8 @@ static inline void rf_publish(ring_fixture *f)
     pa_report r;
     pa_target_info t[4];
     rf_window(&r, t, ++f->tick);
+    for (int i = 0; f->cgroup && i < 4; i++)
+        t[i].cgroup = f->cgroup;
     static const char *const names[2] = {"task-clock", "instructions"};
     static const double java[2] = {62500000, 250000000};
     static const double cgroup[2] = {125000000, 500000000};
@@ -159,11 +162,14 @@ static inline void rf_sweep(void)
 
 /* Creates the ring (unique name), publishes two windows, and keeps
  * publishing the same window every 50 ms on a thread; with counters, the
- * windows carry perf counters. */
-static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
+ * windows carry perf counters; with cgroup, every target is in that
+ * cgroup (a container's, say) instead of /system.slice/a.service. */
+static inline void rf_start_cgroup(ring_fixture *f, const char *tag, int counters,
+                                   const char *cgroup)
 {
     memset(f, 0, sizeof(*f));
     f->counters = counters;
+    f->cgroup = cgroup;
     snprintf(f->name, sizeof(f->name), "pa-test-%s-%d", tag, (int)getpid());
     pa_ring_opts o = {
         .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
@@ -173,6 +179,11 @@ static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
     rf_publish(f);
     ck_assert_int_eq(pthread_create(&f->th, NULL, rf_loop, f), 0);
     f->running = 1;
+}
+
+static inline void rf_start_with(ring_fixture *f, const char *tag, int counters)
+{
+    rf_start_cgroup(f, tag, counters, NULL);
 }
 
 static inline void rf_start(ring_fixture *f, const char *tag)
@@ -351,6 +362,45 @@ static inline int rf_get(unsigned port, const char *path, char **resp)
         "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
         path);
     return rf_http(port, req, (size_t)n, 5000, resp);
+}
+
+/* A loopback TCP port free now (bound, read, closed). */
+static inline unsigned rf_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Starts Debian's prometheus with dir/prometheus.yml, its data in
+ * dir/data and its log in dir/prometheus.log, listening on 127.0.0.1:port;
+ * it gets SIGTERM if the test process dies.  Returns its pid. */
+static inline pid_t rf_start_prometheus(const char *dir, unsigned port)
+{
+    char a_cfg[4300], a_data[4300], a_listen[128], log[4200];
+    snprintf(a_cfg, sizeof(a_cfg), "--config.file=%s/prometheus.yml", dir);
+    snprintf(a_data, sizeof(a_data), "--storage.tsdb.path=%s/data", dir);
+    snprintf(a_listen, sizeof(a_listen), "--web.listen-address=127.0.0.1:%u", port);
+    snprintf(log, sizeof(log), "%s/prometheus.log", dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* not beyond a failed check */
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp("prometheus", "prometheus", a_cfg, a_data, a_listen, "--log.level=warn",
+               (char *)NULL);
+        _exit(127);
+    }
+    return pid;
 }
 
 /* The body of a response (after the blank line). */

@@ -551,6 +551,30 @@ START_TEST(module_get_probes_one_module)
 }
 END_TEST
 
+/* pa_module_option_keys: a module's accepted keys, from its ops table,
+ * without probing; NULL for a module that takes none. */
+START_TEST(module_option_keys)
+{
+    pa_ctx *ctx = setup_ctx();
+    const char *const *keys = NULL;
+    ck_assert_int_eq(pa_module_option_keys(ctx, "cpu-tdp", &keys), 0);
+    ck_assert_ptr_nonnull(keys);
+    ck_assert_str_eq(keys[0], "tdp");
+    int n = 0;
+    while (keys[n])
+        n++;
+    ck_assert_int_ge(n, 2);
+    keys = (const char *const *)&n; /* overwritten */
+    ck_assert_int_eq(pa_module_option_keys(ctx, "procfs-cpu", &keys), 0);
+    ck_assert_ptr_null(keys);
+    ck_assert_int_eq(pa_module_option_keys(ctx, "no-such", &keys), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "no-such"));
+    ck_assert_int_eq(pa_module_option_keys(ctx, NULL, &keys), -EINVAL);
+    ck_assert_int_eq(pa_module_option_keys(ctx, "cpu-tdp", NULL), -EINVAL);
+    teardown_ctx(ctx);
+}
+END_TEST
+
 START_TEST(bad_roots_are_refused)
 {
     pa_ctx *ctx = NULL;
@@ -578,6 +602,7 @@ static Suite *suite(void)
     tcase_add_test(tc, failing_sensor_backs_off_and_recovers);
     tcase_add_test(tc, lifecycle_errors_name_the_fix);
     tcase_add_test(tc, module_get_probes_one_module);
+    tcase_add_test(tc, module_option_keys);
     tcase_add_test(tc, bad_roots_are_refused);
     suite_add_tcase(s, tc);
     return s;

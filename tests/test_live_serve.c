@@ -195,18 +195,6 @@ START_TEST(test_daemon_perf_counters)
 }
 END_TEST
 
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* Queries Prometheus until the answer contains want (or 20 s pass). */
 static char *prom_query_until(unsigned port, const char *query,
                               const char *want)
@@ -236,12 +224,7 @@ START_TEST(test_prometheus_scrapes)
     }
     rf_start(&rf, "prom");
     start_serve(rf.name);
-    unsigned pport = free_port();
-    char cfg[4200], data[4200], listen[64], log[4200];
-    snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", dir);
-    snprintf(data, sizeof(data), "%s/data", dir);
-    snprintf(log, sizeof(log), "%s/prometheus.log", dir);
-    snprintf(listen, sizeof(listen), "127.0.0.1:%u", pport);
+    unsigned pport = rf_free_port();
     pa_test_write(dir, "prometheus.yml",
                   "global:\n"
                   "  scrape_interval: 250ms\n"
@@ -251,23 +234,7 @@ START_TEST(test_prometheus_scrapes)
                   "    static_configs:\n"
                   "      - targets: ['127.0.0.1:%u']\n",
                   serve_port);
-    char a_cfg[4300], a_data[4300], a_listen[128];
-    snprintf(a_cfg, sizeof(a_cfg), "--config.file=%s", cfg);
-    snprintf(a_data, sizeof(a_data), "--storage.tsdb.path=%s", data);
-    snprintf(a_listen, sizeof(a_listen), "--web.listen-address=%s", listen);
-    prom_pid = fork();
-    ck_assert_int_ge(prom_pid, 0);
-    if (prom_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* not beyond a failed check */
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execlp("prometheus", "prometheus", a_cfg, a_data, a_listen,
-               "--log.level=warn", (char *)NULL);
-        _exit(127);
-    }
+    prom_pid = rf_start_prometheus(dir, pport);
     /* The target is up, and the values are the known window's. */
     char *r = prom_query_until(pport, "up%7Bjob%3D%22powerapi%22%7D", "\"1\"]");
     free(r);

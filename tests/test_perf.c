@@ -394,7 +394,7 @@ START_TEST(cli_events)
     free(out);
     snprintf(cmd, sizeof(cmd), "'%s' events --bogus 2>&1", PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
-    ck_assert_msg(strstr(out, "unknown argument '--bogus'"), "%s", out);
+    ck_assert_msg(strstr(out, "unknown option '--bogus'"), "%s", out);
     free(out);
 }
 END_TEST

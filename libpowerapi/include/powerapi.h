@@ -228,6 +228,13 @@ int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap);
  * NULL argument.  Context-safe. */
 int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out);
 
+/* The option keys a module accepts (its ops table's options): *out is
+ * their NULL-terminated list, owned by the module and valid as long as
+ * the context, or NULL when it takes none.  Probes nothing (for shell
+ * completion, `powerapi modules --names`).  Errors: -ENOENT unknown
+ * module; -EINVAL a NULL argument.  Context-safe. */
+int pa_module_option_keys(pa_ctx *ctx, const char *name, const char *const **out);
+
 /* ------------------------------------------------------------------ */
 /* Targets                                                             */
 /* ------------------------------------------------------------------ */

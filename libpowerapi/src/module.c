@@ -806,3 +806,16 @@ int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out)
     return rc;
 }
 
+int pa_module_option_keys(pa_ctx *ctx, const char *name, const char *const **out)
+{
+    if (!ctx || !name || !out)
+        return pa__err(-EINVAL, "pa_module_option_keys: ctx, name and out are "
+                                "required");
+    pthread_mutex_lock(&ctx->lock);
+    const pa_module_ops *ops = pa__ops_find(ctx, name);
+    int rc = ops ? 0 : unknown_err(ctx, name);
+    if (ops)
+        *out = ops->options;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
