@@ -7,7 +7,7 @@
 # package, a C program, the agent on a Java program, the Java and Python
 # bindings), then purges them and checks that nothing is left behind.
 #
-# Usage: test_packages.sh SOURCE_DIR BUILD_DIR
+# Usage: test_packages.sh SOURCE_DIR BUILD_DIR (scripts/package.sh builds there)
 # Exit 77 (skipped, with the reason) when not root or when one of the
 # packages or the group powerapi is already on this machine: the test
 # never touches what it did not install.
@@ -29,17 +29,10 @@ fail() {
 clean() { env -i PATH="$CLEANPATH" HOME="$work" LANG=C.UTF-8 "$@"; }
 
 # ------------------------------------------------------------ build
-say "configure and build for /usr in $bld"
-mkdir -p "$bld"
-cmake -S "$src" -B "$bld" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPA_WERROR=ON -DPA_BUILD_TESTS=OFF -DPA_BUILD_BENCH=OFF \
-    -DPython3_EXECUTABLE=/usr/bin/python3 >"$bld/configure.log" 2>&1 ||
-    { cat "$bld/configure.log"; fail "cmake configure"; }
-cmake --build "$bld" -j"$jobs" >"$bld/build.log" 2>&1 || { tail -50 "$bld/build.log"; fail "build"; }
+say "scripts/package.sh $bld"
+CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$src/scripts/package.sh" "$bld" >/dev/null || fail "scripts/package.sh"
 ver=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$bld/CMakeCache.txt")
 dver="$ver-1"
-rm -f "$bld"/*.deb
-(cd "$bld" && cpack -G DEB) >"$bld/cpack.log" 2>&1 || { cat "$bld/cpack.log"; fail "cpack"; }
 debs=()
 for p in "${PKGS[@]}"; do
     d=$(ls "$bld/${p}_${dver}_"*.deb 2>/dev/null || true)
