@@ -296,10 +296,10 @@ awk -v t="$pcpu" -v w="$pw" 'BEGIN { exit !(t > 0.02 && w > 0) }' || fail "prog:
 say "C program (pkg-config, shared): library $pv, its own CPU time $pcpu s at $pw W"
 
 mkdir -p "$work/cm"
-cat >"$work/cm/CMakeLists.txt" <<'EOF'
+cat >"$work/cm/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.18)
 project(user C)
-find_package(powerapi 0.1 REQUIRED)
+find_package(powerapi $ver REQUIRED)
 add_executable(user_shared ../prog.c)
 target_link_libraries(user_shared PRIVATE powerapi::powerapi)
 add_executable(user_static ../prog.c)
