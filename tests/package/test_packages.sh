@@ -48,8 +48,10 @@ say "built ${#debs[@]} packages, version $dver"
 has() { # package path...
     local deb=$bld/${1}_${dver}_*.deb f
     shift
+    local list
+    list=$(dpkg-deb -c $deb | awk '{print $6}')
     for f in "$@"; do
-        dpkg-deb -c $deb | awk '{print $6}' | grep -qx "\\.$f" || fail "$deb lacks $f"
+        grep -qx "\\.$f" <<<"$list" || fail "$deb lacks $f"
     done
 }
 has libpowerapi0 /usr/lib/$MA/libpowerapi.so.$ver /usr/lib/$MA/libpowerapi.so.0
@@ -116,7 +118,7 @@ dpkg_do() { # retried while another dpkg holds the lock
         if out=$(dpkg "$@" 2>&1); then
             return 0
         fi
-        if printf '%s' "$out" | grep -qi 'lock'; then
+        if grep -qi 'lock' <<<"$out"; then
             sleep 5
             continue
         fi
@@ -160,7 +162,7 @@ say "installed; system group powerapi is gid $gid"
 # ------------------------------------------------------------ units
 units=(/lib/systemd/system/powerapi-daemon.service /lib/systemd/system/powerapi-serve.service)
 v=$(systemd-analyze verify "${units[@]}" 2>&1) || { printf '%s\n' "$v"; fail "systemd-analyze verify"; }
-if printf '%s\n' "$v" | grep -i powerapi; then
+if grep -i powerapi <<<"$v"; then
     fail "systemd-analyze verify complains about the units (above)"
 fi
 for u in "${units[@]}"; do
@@ -175,11 +177,11 @@ grep -qx 'CapabilityBoundingSet=' "${units[1]}" || fail "serve: capabilities"
 
 # ------------------------------------------------------------ the command
 out=$(cd "$work" && clean powerapi modules 2>&1) || { printf '%s\n' "$out"; fail "powerapi modules"; }
-printf '%s\n' "$out" | grep -q 'procfs-cpu' || fail "powerapi modules lists no procfs-cpu: $out"
-printf '%s\n' "$out" | grep -q 'chosen by auto' || fail "powerapi modules: auto chose nothing: $out"
+grep -q 'procfs-cpu' <<<"$out" || fail "powerapi modules lists no procfs-cpu: $out"
+grep -q 'chosen by auto' <<<"$out" || fail "powerapi modules: auto chose nothing: $out"
 out=$(cd "$work" && clean powerapi monitor --all --top 3 --count 1 --interval 300ms 2>&1) ||
     { printf '%s\n' "$out"; fail "powerapi monitor"; }
-printf '%s\n' "$out" | grep -q '^system .* W' || fail "powerapi monitor printed no system power: $out"
+grep -q '^system .* W' <<<"$out" || fail "powerapi monitor printed no system power: $out"
 say "powerapi modules and monitor run from /usr/bin"
 
 # The daemon and the exporter as their units run them: the configuration
@@ -205,7 +207,7 @@ mode=$(stat -c '%a %g' "/dev/shm/$ring")
 out=$(setpriv --reuid=$uid_r --regid=$uid_r --groups="$gid" --inh-caps=-all \
     env -i PATH="$CLEANPATH" powerapi monitor --ring "$ring" --count 1 --top 2 2>&1) ||
     { printf '%s\n' "$out"; fail "a member of powerapi cannot read the ring"; }
-printf '%s\n' "$out" | grep -q '^system .* W' || fail "ring reader: no system power: $out"
+grep -q '^system .* W' <<<"$out" || fail "ring reader: no system power: $out"
 if out=$(setpriv --reuid=$uid_x --regid=$uid_x --clear-groups --inh-caps=-all \
     env -i PATH="$CLEANPATH" powerapi monitor --ring "$ring" --count 1 2>&1); then
     fail "a user in no group read the ring: $out"
@@ -221,8 +223,8 @@ for _ in $(seq 50); do
     [ -n "$metrics" ] && break
     sleep 0.1
 done
-printf '%s\n' "$metrics" | grep -q '^powerapi_' || { cat "$work/serve.log"; fail "serve: no powerapi_ metric"; }
-say "daemon ring mode 640 group powerapi: read by a member (monitor, serve /metrics: $(printf '%s\n' "$metrics" | grep -c '^powerapi_') series), refused to a user in no group"
+grep -q '^powerapi_' <<<"$metrics" || { cat "$work/serve.log"; fail "serve: no powerapi_ metric"; }
+say "daemon ring mode 640 group powerapi: read by a member (monitor, serve /metrics: $(grep -c '^powerapi_' <<<"$metrics") series), refused to a user in no group"
 
 # RAPL without root: energy_uj as the kernel makes it (0400 root), then as
 # the installed udev rule's commands leave it (run on a copy of a RAPL
@@ -244,8 +246,8 @@ as_user() { # groups command...
 }
 out=$(cd "$work" && as_user "" powerapi monitor --sysfs "$fake/sys" --count 1 --interval 200ms --top 1 2>&1) ||
     { printf '%s\n' "$out"; fail "monitor without the group"; }
-printf '%s\n' "$out" | grep -q '(modelled)' || fail "without the group: not modelled: $out"
-[ "$(printf '%s\n' "$out" | grep -c 'for measured power join the group powerapi')" -eq 1 ] ||
+grep -q '(modelled)' <<<"$out" || fail "without the group: not modelled: $out"
+[ "$(grep -c 'for measured power join the group powerapi' <<<"$out")" -eq 1 ] ||
     fail "without the group: no line saying how to get measured power: $out"
 rule=/lib/udev/rules.d/60-powerapi-rapl.rules
 grep -o 'RUN+="[^"]*"' "$rule" | sed 's/^RUN+="//; s/"$//' | while read -r cmd; do
@@ -256,8 +258,8 @@ done
     fail "the udev rule's commands left energy_uj $(stat -c '%a %G' "$zone/energy_uj")"
 out=$(cd "$work" && as_user "$gid" powerapi monitor --sysfs "$fake/sys" --count 1 --interval 200ms --top 1 2>&1) ||
     { printf '%s\n' "$out"; fail "monitor in the group"; }
-printf '%s\n' "$out" | grep -q '(measured)' || fail "in the group powerapi: not measured: $out"
-if printf '%s\n' "$out" | grep -q 'join the group'; then fail "in the group: the hint is printed: $out"; fi
+grep -q '(measured)' <<<"$out" || fail "in the group powerapi: not measured: $out"
+if grep -q 'join the group' <<<"$out"; then fail "in the group: the hint is printed: $out"; fi
 say "RAPL: a user in no group gets modelled power and one line how to get measured; in powerapi, measured"
 
 # ------------------------------------------------------------ library
@@ -288,8 +290,9 @@ int main(void)
 EOF
 (cd "$work" && clean cc -std=c11 -Wall -Werror prog.c $(clean pkg-config --cflags --libs powerapi) -o prog) ||
     fail "a C program does not build against the installed files"
-ldd "$work/prog" | grep -Eq "libpowerapi\.so\.0 => (/usr)?/lib/$MA/libpowerapi\.so\.0" ||
-    fail "prog does not load the installed library: $(ldd "$work/prog")"
+deps=$(ldd "$work/prog")
+grep -Eq "libpowerapi\.so\.0 => (/usr)?/lib/$MA/libpowerapi\.so\.0" <<<"$deps" ||
+    fail "prog does not load the installed library: $deps"
 read -r pv pcpu pw < <(clean "$work/prog") || fail "prog failed"
 [ "$pv" = "$ver" ] || fail "prog: library version $pv"
 awk -v t="$pcpu" -v w="$pw" 'BEGIN { exit !(t > 0.02 && w > 0) }' || fail "prog: cpu time $pcpu s, $pw W"
@@ -311,7 +314,8 @@ for t in user_shared user_static; do
     read -r pv pcpu pw < <(clean "$work/cm/b/$t") || fail "$t failed"
     [ "$pv" = "$ver" ] && awk -v t="$pcpu" 'BEGIN { exit !(t > 0.02) }' || fail "$t: $pv $pcpu"
 done
-if ldd "$work/cm/b/user_static" | grep -q libpowerapi; then fail "user_static loads libpowerapi.so"; fi
+deps=$(ldd "$work/cm/b/user_static")
+if grep -q libpowerapi <<<"$deps"; then fail "user_static loads libpowerapi.so"; fi
 say "CMake package: powerapi::powerapi and powerapi::powerapi_static build and run"
 
 # ------------------------------------------------------------ Java
@@ -370,5 +374,6 @@ for d in "${debs[@]}"; do
 done
 [ ${#left[@]} -eq 0 ] || fail "left behind: ${left[*]}"
 if getent group powerapi >/dev/null; then fail "the group powerapi is left behind"; fi
-if ldconfig -p | grep -q libpowerapi; then fail "ld.so.cache still names libpowerapi"; fi
+cache=$(ldconfig -p)
+if grep -q libpowerapi <<<"$cache"; then fail "ld.so.cache still names libpowerapi"; fi
 say "purged: no file, folder, group or ld.so.cache entry left behind"
