@@ -46,10 +46,10 @@ say "built ${#debs[@]} packages, version $dver"
 
 # what each package must hold (and where)
 has() { # package path...
-    local deb=$bld/${1}_${dver}_*.deb f
+    local debf=("$bld/${1}_${dver}_"*.deb) f list deb
+    deb=${debf[0]}
     shift
-    local list
-    list=$(dpkg-deb -c $deb | awk '{print $6}')
+    list=$(dpkg-deb -c "$deb" | awk '{print $6}')
     for f in "$@"; do
         grep -qx "\\.$f" <<<"$list" || fail "$deb lacks $f"
     done
@@ -113,8 +113,8 @@ done | sort -u | while read -r dir; do
 done >"$before"
 
 dpkg_do() { # retried while another dpkg holds the lock
-    local i out
-    for i in $(seq 1 60); do
+    local out
+    for _ in $(seq 1 60); do
         if out=$(dpkg "$@" 2>&1); then
             return 0
         fi
@@ -288,6 +288,7 @@ int main(void)
     return 0;
 }
 EOF
+# shellcheck disable=SC2046 # pkg-config's flags are words
 (cd "$work" && clean cc -std=c11 -Wall -Werror prog.c $(clean pkg-config --cflags --libs powerapi) -o prog) ||
     fail "a C program does not build against the installed files"
 deps=$(ldd "$work/prog")
@@ -343,7 +344,7 @@ py=$(cd "$work" && clean /usr/bin/python3 -c 'import powerapi; print(powerapi.__
 read -r pyf pyv pyl <<<"$py"
 [ "$pyf" = /usr/lib/python3/dist-packages/powerapi/__init__.py ] || fail "python imported $pyf"
 [ "$pyv" = "$ver" ] || fail "python: version $pyv"
-case "$pyl" in /usr/lib/$MA/libpowerapi.so.0 | /lib/$MA/libpowerapi.so.0) ;; *) fail "python loaded $pyl" ;; esac
+case "$pyl" in "/usr/lib/$MA/libpowerapi.so.0" | "/lib/$MA/libpowerapi.so.0") ;; *) fail "python loaded $pyl" ;; esac
 say "python3: import powerapi from $pyf, library $pyl"
 
 # ------------------------------------------------------------ purge
