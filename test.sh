@@ -23,6 +23,9 @@ run_ctest build-test unit "$jobs"
 # a variant built without a built-in formula (tests/build_without.sh)
 run_ctest build-test build 1
 run_ctest build-test live 1
+# The Debian packages: built, linted, installed with dpkg -i, used, purged
+# (tests/package/; skipped, saying why, when not root).
+run_ctest build-test package 1
 
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"
 # The JVM and Python load our shared objects into their own processes, where

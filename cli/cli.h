@@ -329,6 +329,11 @@ const char *pa_cli_ctx_sampling_option(const pa_cli_ctx *c);
 /* pa_ctx_new with c's roots, then c's modules (pa_cli_mods_apply).  0, or
  * the exit status after printing one line (*out then NULL). */
 int pa_cli_ctx_create(const pa_cli_ctx *c, const char *cmd, pa_ctx **out);
+/* One line on stderr when RAPL's energy files exist but this user may not
+ * read them (Linux >= 5.10 without the group powerapi of the Debian
+ * package, packaging/60-powerapi-rapl.rules): the power is modelled, and
+ * how to get it measured.  Nothing otherwise. */
+void pa_cli_rapl_hint(pa_ctx *ctx, const char *cmd);
 
 /* ---- fixture replay (cli/replay.c), a testing aid of `monitor` ---- */
 

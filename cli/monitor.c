@@ -614,6 +614,9 @@ int pa_cli_monitor(int argc, char **argv)
 
     if (!m.ring && (status = pa_cli_ctx_create(&m.co, CMD, &m.ctx)) != 0)
         goto out;
+    /* "auto" chooses: say why the power is modelled where RAPL is closed */
+    if (!m.ring && m.co.mods.n == 0)
+        pa_cli_rapl_hint(m.ctx, CMD);
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
 

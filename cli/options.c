@@ -240,6 +240,20 @@ int pa_cli_ctx_create(const pa_cli_ctx *c, const char *cmd, pa_ctx **out)
     return 0;
 }
 
+void pa_cli_rapl_hint(pa_ctx *ctx, const char *cmd)
+{
+    pa_module_info mi;
+    if (pa_module_get(ctx, "rapl", &mi) < 0 || mi.available ||
+        !strstr(mi.why, "readable by root only"))
+        return;
+    fprintf(stderr,
+            "%s %s: power is modelled: RAPL's energy counters are readable "
+            "by root only; for measured power join the group powerapi "
+            "(sudo adduser $USER powerapi, then log in again) or run as "
+            "root\n",
+            pa_cli_prog, cmd);
+}
+
 /* ---- values and their errors ---- */
 
 /* "1ms", "10us", "2s": ns in the largest unit that divides it. */

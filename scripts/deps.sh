@@ -27,6 +27,9 @@ PKGS=(
   clang libclang-rt-14-dev # fuzz targets (tests/fuzz/run.sh): libFuzzer and
                          # the sanitizer runtimes are in libclang-rt-14-dev,
                          # only recommended by clang
+  lintian                # the package test (tests/package/): checks the .debs
+  systemd                # systemd-analyze verify/security of the units
+  adduser                # the package test installs powerapi (addgroup)
 )
 
 missing=()

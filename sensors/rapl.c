@@ -366,10 +366,9 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         if (denied) {
             say(why, wl,
                 "rapl: energy_uj is readable by root only since Linux "
-                "5.10; run as root, or use the perf power PMU with "
-                "CAP_PERFMON, or make the file group-readable at boot "
-                "(tmpfiles.d: 'z /sys/class/powercap/intel-rapl:*/energy_uj "
-                "0440 root power')");
+                "5.10; join the group powerapi (the powerapi package's "
+                "udev rule makes it readable by that group), run as root, "
+                "or use the perf power PMU with CAP_PERFMON");
             return -EACCES;
         }
         say(why, wl,

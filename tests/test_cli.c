@@ -666,6 +666,61 @@ START_TEST(test_no_crash)
 }
 END_TEST
 
+/* RAPL's energy_uj root-only (0400 root, as Linux >= 5.10 makes it): a
+ * user who may not read it gets modelled power and one line saying how to
+ * get measured power (the group powerapi); root, or a user who chose a
+ * formula, gets no such line.  Runs the binary as nobody through setpriv,
+ * so it needs root. */
+START_TEST(test_rapl_root_only_hint)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "test_rapl_root_only_hint: skipped: becoming "
+                        "another user (setpriv) needs root\n");
+        return;
+    }
+    char *root = pa_test_fixture_copy("rapl-wrap");
+    char cmd[8192], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "chmod -R a+rX '%s' && chmod 0400 "
+             "'%s/sys/class/powercap/intel-rapl:0/energy_uj'", root, root);
+    ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
+    static const struct {
+        const char *as;      /* setpriv prefix, or "" for root */
+        const char *extra;   /* more options */
+        const char *source;  /* in the header line */
+        int hints;           /* lines saying how to get measured power */
+    } cases[] = {
+        {"setpriv --reuid=65534 --regid=65534 --clear-groups ", "",
+         "(modelled)", 1},
+        {"", "", "(measured)", 0},
+        {"setpriv --reuid=65534 --regid=65534 --clear-groups ",
+         "--formula cpu-tdp:tdp=45", "(modelled)", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(cmd, sizeof(cmd),
+                 "cd / && %s'%s' monitor --procfs '%s/proc' --sysfs '%s/sys' "
+                 "--hwdb '%s' --count 1 --interval 100ms %s 2>&1",
+                 cases[i].as, PA_CLI_PATH, root, root, PA_TEST_HWDB,
+                 cases[i].extra);
+        ck_assert_msg(pa_test_run(cmd, &out) == 0, "case %zu: %s", i, out);
+        ck_assert_msg(strstr(out, cases[i].source), "case %zu: %s", i, out);
+        int n = 0;
+        for (const char *p = out;
+             (p = strstr(p, "for measured power join the group powerapi"));
+             p++)
+            n++;
+        ck_assert_msg(n == cases[i].hints, "case %zu: %d hints: %s", i, n,
+                      out);
+        if (n)
+            ck_assert_ptr_nonnull(strstr(
+                out, "powerapi monitor: power is modelled: RAPL's energy "
+                     "counters are readable by root only"));
+        free(out);
+        out = NULL;
+    }
+    pa_test_rmtree(root);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -697,6 +752,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_unknown_pid_fixture);
     tcase_add_test(tc, test_watched_pid_exits);
     tcase_add_test(tc, test_output_file);
+    tcase_add_test(tc, test_rapl_root_only_hint);
     suite_add_tcase(s, tc);
     return s;
 }
