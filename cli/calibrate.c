@@ -58,7 +58,7 @@ static const char *cal_errmsg(int rc)
 {
     static char last[sizeof(cal_msg)];
     if (!cal_msg[0])
-        return cal_errmsg(rc);
+        return pa_cli_errmsg(rc);
     snprintf(last, sizeof(last), "%s", cal_msg);
     cal_msg[0] = '\0';
     return last;
