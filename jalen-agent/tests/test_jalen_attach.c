@@ -4,8 +4,8 @@
  * JDK.
  *
  * Burn.java: thread "burner" spends 60/30/10 % of its CPU time in
- * burnA/burnB/burnC.  A launch-time run (-agentpath, 4 s) and a run
- * attached to a JVM that has run for 1.5 s (3 s of profiling, then dump)
+ * burnA/burnB/burnC.  A launch-time run (-agentpath, 3 s) and a run
+ * attached to a JVM that has run for 1.5 s (2.5 s of profiling, then dump)
  * give each method's inclusive share of the burner's energy; they agree
  * within 3 points, and each is 60/30/10 within 5.  A second start while
  * the first runs, status, stop (complete files, the summary on the
@@ -70,7 +70,7 @@ static void shares(const char *dir, double s[3])
 static void check_attach(void)
 {
     char *dir = jt_tmpdir();
-    const char *largs[] = {"Burn", "4", NULL};
+    const char *largs[] = {"Burn", "3", NULL};
     free(jt_run_quiet(dir, "interval=1ms", largs, 100));
     char p[4200], a[4400];
     snprintf(p, sizeof(p), "%s/out", dir);
@@ -80,7 +80,7 @@ static void check_attach(void)
     /* the same workload, attached to after 1.5 s */
     int fd = -1, st = 0;
     char line[256];
-    const char *args[] = {"Burn", "8", NULL};
+    const char *args[] = {"Burn", "7", NULL};
     snprintf(p, sizeof(p), "%s/jvm.err", dir);
     pid_t pid = jt_spawn(NULL, JALEN_CLASSES, args, &fd, p);
     ck_assert_int_eq(jt_wait_line(fd, "ready", line, sizeof(line), 60), 0);
@@ -94,7 +94,7 @@ static void check_attach(void)
     ck_assert_msg(st == 1 && strstr(o, "already profiling") && jt_lines(o) == 1,
                   "second start: %d %s", st, o);
     free(o);
-    usleep(3000000);
+    usleep(2500000);
     snprintf(a, sizeof(a), "%d status", (int)pid);
     o = cli(a, &st);
     ck_assert_msg(st == 0 && strstr(o, "attached") && jt_lines(o) == 1, "status: %d %s", st, o);

@@ -19,7 +19,7 @@
  * the hot call >= 95 % and each cheap call after it <= 2 % of the loop's
  * energy (a recovered frame credited to the call after it fails this);
  * on JDK 17 and on the second JDK when present.
- * Then 20 runs in a row (1 s each, JDKs alternating): no crash, complete
+ * Then 10 runs in a row (1 s each, JDKs alternating): no crash, complete
  * outputs.
  *
  * Rename.java: a thread renamed by itself and one renamed by another
@@ -222,10 +222,10 @@ START_TEST(recovery_other_jdk)
 }
 END_TEST
 
-/* 20 runs in a row: recovery adds no crash path */
+/* 10 runs in a row: recovery adds no crash path */
 START_TEST(recovery_repeat)
 {
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < 10; i++) {
         jt_java = (i & 1) && *JALEN_JAVA_ALT ? JALEN_JAVA_ALT : JALEN_JAVA;
         char *dir = jt_tmpdir();
         free(run_recovery(dir, "1", "0"));
