@@ -10,6 +10,12 @@ echo "== layers (DESIGN.md section 3: no include upward, no two folders includin
 failed=0
 scripts/check_layers.sh || failed=1
 
+echo "== format (.clang-format: every C file of the tree as clang-format writes it)"
+if ! git ls-files -z '*.c' '*.h' | xargs -0 clang-format --dry-run --Werror; then
+  echo "test.sh: files above are not formatted: git ls-files '*.c' '*.h' | xargs clang-format -i" >&2
+  failed=1
+fi
+
 echo "== build (warnings are errors)"
 cmake -S . -B build-test -DPA_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"

@@ -84,20 +84,26 @@ static void container(const char *root, int k, char *id, char *cg, size_t cglen,
                  "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/"
                  "cri-containerd-%s.scope",
                  uid_, id);
-        snprintf(p, sizeof(p), "%s/run/containerd/io.containerd.runtime.v2.task/k8s.io/%s/"
-                               "config.json", root, id);
+        snprintf(p, sizeof(p),
+                 "%s/run/containerd/io.containerd.runtime.v2.task/k8s.io/%s/"
+                 "config.json",
+                 root, id);
         snprintf(text, sizeof(text),
                  "{\"annotations\":{\"io.kubernetes.cri.container-name\":\"api\","
                  "\"io.kubernetes.cri.sandbox-name\":\"api-%d\","
                  "\"io.kubernetes.cri.sandbox-namespace\":\"shop\","
-                 "\"io.kubernetes.cri.sandbox-uid\":\"%s\"}}", k, uid);
+                 "\"io.kubernetes.cri.sandbox-uid\":\"%s\"}}",
+                 k, uid);
         break;
     case 2:
         snprintf(cg, cglen,
                  "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/"
-                 "crio-%s.scope", uid_, id);
-        snprintf(p, sizeof(p), "%s/run/containers/storage/overlay-containers/%s/userdata/"
-                               "config.json", root, id);
+                 "crio-%s.scope",
+                 uid_, id);
+        snprintf(p, sizeof(p),
+                 "%s/run/containers/storage/overlay-containers/%s/userdata/"
+                 "config.json",
+                 root, id);
         snprintf(text, sizeof(text),
                  "{\"annotations\":{\"io.kubernetes.container.name\":\"worker\","
                  "\"io.kubernetes.pod.name\":\"worker-%d\","
@@ -215,7 +221,8 @@ int main(int argc, char **argv)
     tick(without, 0);
     advance(dir, n, 1);
     double first_with = tick(with, 1), first_without = tick(without, 1);
-    double *dw = calloc((size_t)windows, sizeof(double)), *dn = calloc((size_t)windows, sizeof(double));
+    double *dw = calloc((size_t)windows, sizeof(double)),
+           *dn = calloc((size_t)windows, sizeof(double));
     for (int w = 2; w < windows + 2; w++) {
         advance(dir, n, w);
         /* interleaved, the order alternating: the machine is noisy */

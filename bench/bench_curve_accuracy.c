@@ -53,8 +53,8 @@ int main(int argc, char **argv)
     printf("# published SPECpower_ssj2008 levels of %s: |model - published| "
            "/ published\n",
            path);
-    printf("%-18s %6s %6s | %-22s | %-22s\n", "CPU (hwdb match)", "idle W",
-           "max W", "curve LOO mean / max %", "cpu-tdp mean / max %");
+    printf("%-18s %6s %6s | %-22s | %-22s\n", "CPU (hwdb match)", "idle W", "max W",
+           "curve LOO mean / max %", "cpu-tdp mean / max %");
     char line[1100];
     double all_c = 0, all_t = 0;
     unsigned n_all = 0, ncpu = 0;
@@ -63,8 +63,7 @@ int main(int argc, char **argv)
             continue;
         char match[96];
         size_t k = 0;
-        for (const char *p = line + 7; *p && *p != '"' && k + 1 < sizeof(match);
-             p++)
+        for (const char *p = line + 7; *p && *p != '"' && k + 1 < sizeof(match); p++)
             match[k++] = *p;
         match[k] = '\0';
         pa_curve c;
@@ -88,17 +87,17 @@ int main(int argc, char **argv)
             n_all++;
         }
         ncpu++;
-        printf("%-18s %6.1f %6.1f | %9.1f / %-10.1f | ", match, c.watts[0],
-               c.watts[c.n - 1], 100 * sc / c.n, 100 * mc);
+        printf("%-18s %6.1f %6.1f | %9.1f / %-10.1f | ", match, c.watts[0], c.watts[c.n - 1],
+               100 * sc / c.n, 100 * mc);
         if (have_tdp)
-            printf("%9.1f / %-10.1f (0.7 x %g W x %u)\n", 100 * st / c.n,
-                   100 * mt, cpu.tdp_w, c.packages);
+            printf("%9.1f / %-10.1f (0.7 x %g W x %u)\n", 100 * st / c.n, 100 * mt, cpu.tdp_w,
+                   c.packages);
         else
             printf("%22s\n", "no cpu record");
     }
     fclose(f);
     if (n_all)
-        printf("%-18s %6s %6s | %9.1f %12s | %9.1f\n", "all levels", "", "",
-               100 * all_c / n_all, "", 100 * all_t / n_all);
+        printf("%-18s %6s %6s | %9.1f %12s | %9.1f\n", "all levels", "", "", 100 * all_c / n_all,
+               "", 100 * all_t / n_all);
     return ncpu ? 0 : 1;
 }

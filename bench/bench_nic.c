@@ -31,8 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-const pa_module_ops *const bench_keep[] = {&pa__mod_procfs_cpu, &pa__mod_nic,
-                                           &pa__mod_nic_linear};
+const pa_module_ops *const bench_keep[] = {&pa__mod_procfs_cpu, &pa__mod_nic, &pa__mod_nic_linear};
 
 static double now_ms(void)
 {
@@ -50,8 +49,8 @@ static int cmp_d(const void *a, const void *b)
 static void report(const char *what, double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_d);
-    printf("%-10s median %8.3f ms   min %8.3f   max %8.3f   (%d runs)\n",
-           what, v[n / 2], v[0], v[n - 1], n);
+    printf("%-10s median %8.3f ms   min %8.3f   max %8.3f   (%d runs)\n", what, v[n / 2], v[0],
+           v[n - 1], n);
 }
 
 /* The floor: dump IPv4 TCP sockets with tcp_info and count them. */
@@ -99,8 +98,7 @@ static int open_pairs(int lfd, const struct sockaddr_in *sa, int pairs)
         int s = accept(lfd, NULL, NULL);
         if (s < 0)
             return -errno;
-        if (write(c, hello, sizeof hello) != sizeof hello ||
-            read(s, buf, sizeof buf) <= 0)
+        if (write(c, hello, sizeof hello) != sizeof hello || read(s, buf, sizeof buf) <= 0)
             return -EIO;
     }
     return 0;
@@ -114,25 +112,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_nic [sockets] [ticks]\n");
         return 2;
     }
-    struct rlimit rl = {.rlim_cur = (rlim_t)nsock + 4096,
-                        .rlim_max = (rlim_t)nsock + 4096};
+    struct rlimit rl = {.rlim_cur = (rlim_t)nsock + 4096, .rlim_max = (rlim_t)nsock + 4096};
     if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
         getrlimit(RLIMIT_NOFILE, &rl);
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
         if (rl.rlim_cur < (rlim_t)nsock + 512) {
-            fprintf(stderr, "bench_nic: RLIMIT_NOFILE %llu too low for %d "
-                            "sockets (run as root or lower N)\n",
+            fprintf(stderr,
+                    "bench_nic: RLIMIT_NOFILE %llu too low for %d "
+                    "sockets (run as root or lower N)\n",
                     (unsigned long long)rl.rlim_cur, nsock);
             return 1;
         }
     }
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t slen = sizeof sa;
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, slen) < 0 ||
-        listen(lfd, 4096) < 0 ||
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, slen) < 0 || listen(lfd, 4096) < 0 ||
         getsockname(lfd, (struct sockaddr *)&sa, &slen) < 0) {
         perror("bench_nic: listen");
         return 1;
@@ -142,8 +138,8 @@ int main(int argc, char **argv)
         perror("bench_nic: opening sockets");
         return 1;
     }
-    printf("bench_nic: %d loopback TCP sockets in pid %d (opened in %.0f ms)\n",
-           nsock / 2 * 2, (int)getpid(), now_ms() - t0);
+    printf("bench_nic: %d loopback TCP sockets in pid %d (opened in %.0f ms)\n", nsock / 2 * 2,
+           (int)getpid(), now_ms() - t0);
 
     /* floor */
     int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -203,8 +199,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    printf("first      %8.3f ms   (every inode new: reads %d fds)\n", first,
-           nsock);
+    printf("first      %8.3f ms   (every inode new: reads %d fds)\n", first, nsock);
     report("steady", v, ticks);
     int nnew = ticks < 10 ? ticks : 10;
     for (int i = 0; i < nnew; i++) {
@@ -229,8 +224,7 @@ int main(int argc, char **argv)
         pa_module_disable(ctx, "auto") < 0 || /* no cpu formula from auto */
         pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
         pa_module_enable(ctx, "nic", "sockdiag=on") < 0 ||
-        pa_module_enable(ctx, "nic-linear", NULL) < 0 ||
-        pa_watch_pid(ctx, getpid(), 0) < 0) {
+        pa_module_enable(ctx, "nic-linear", NULL) < 0 || pa_watch_pid(ctx, getpid(), 0) < 0) {
         fprintf(stderr, "bench_nic: %s\n", pa_last_error());
         return 1;
     }

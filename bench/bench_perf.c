@@ -51,10 +51,7 @@ static double sample_cost(const pid_t *pids, int n, const char *perf, int calls)
         m = m->next;
     double best = -1;
     for (int r = 0; r < 5 && m; r++) {
-        pa_frame f = {.ctx = ctx,
-                      .tick = ctx->tick,
-                      .time_ns = 0,
-                      .sys = &ctx->sys[ctx->sys_cur]};
+        pa_frame f = {.ctx = ctx, .tick = ctx->tick, .time_ns = 0, .sys = &ctx->sys[ctx->sys_cur]};
         uint64_t t0 = now_ns();
         for (int i = 0; i < calls; i++)
             m->ops->sample(m, &f);
@@ -94,10 +91,9 @@ int main(int argc, char **argv)
         "perf::MAJOR-FAULTS+perf::CGROUP-SWITCHES",
     };
     static const int nevents[] = {1, 4, 8};
-    printf("sample() cost, least of 5 runs of %d calls, software events\n",
-           calls);
-    printf("%8s %7s %6s %14s %14s %14s\n", "targets", "events", "group",
-           "procfs-cpu ns", "perf ns", "ns/target/evt");
+    printf("sample() cost, least of 5 runs of %d calls, software events\n", calls);
+    printf("%8s %7s %6s %14s %14s %14s\n", "targets", "events", "group", "procfs-cpu ns", "perf ns",
+           "ns/target/evt");
     for (int n = 1;; n = n * 8 > maxn && n < maxn ? maxn : n * 8) {
         if (n > maxn)
             break;
@@ -105,13 +101,12 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++)
             for (int g = 0; g < 2; g++) {
                 char opts[512];
-                snprintf(opts, sizeof(opts), "events=%s,group=%s", sets[s],
-                         g ? "on" : "off");
+                snprintf(opts, sizeof(opts), "events=%s,group=%s", sets[s], g ? "on" : "off");
                 double c = sample_cost(pids, n, opts, calls);
                 if (c < 0)
                     continue;
-                printf("%8d %7d %6s %14.0f %14.0f %14.0f\n", n, nevents[s],
-                       g ? "on" : "off", base, c, c / (n * nevents[s]));
+                printf("%8d %7d %6s %14.0f %14.0f %14.0f\n", n, nevents[s], g ? "on" : "off", base,
+                       c, c / (n * nevents[s]));
             }
         if (n == maxn)
             break;

@@ -35,8 +35,8 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void bench(const char *label, const char *procfs, const char *sysfs,
-                  const char *devfs, const char *path, int iters)
+static void bench(const char *label, const char *procfs, const char *sysfs, const char *devfs,
+                  const char *path, int iters)
 {
     pa_ctx *ctx = NULL;
     pa_ctx_opts o = {.procfs = procfs, .sysfs = sysfs, .devfs = devfs};
@@ -70,21 +70,19 @@ static void bench(const char *label, const char *procfs, const char *sysfs,
     for (int i = 0; i < iters; i++) {
         f.tick++;
         if (pa__mod_rapl.sample(&m, &f) < 0) {
-            printf("%-34s %-9s sample failed: %s\n", label, path,
-                   pa_last_error());
+            printf("%-34s %-9s sample failed: %s\n", label, path, pa_last_error());
             break;
         }
     }
     double per = (double)(now_ns() - t0) / iters;
     unsigned n = sys.nrapl ? sys.nrapl : 1;
-    printf("%-34s %-9s %2u domains  %8.0f ns/sample  %7.0f ns/domain\n", label,
-           path, sys.nrapl, per, per / n);
+    printf("%-34s %-9s %2u domains  %8.0f ns/sample  %7.0f ns/domain\n", label, path, sys.nrapl,
+           per, per / n);
     pa__mod_rapl.stop(&m);
     pa_ctx_free(ctx);
 }
 
-static void bench_fixture(const char *fx, const char *name, const char *path,
-                          bool dev, int iters)
+static void bench_fixture(const char *fx, const char *name, const char *path, bool dev, int iters)
 {
     char p[4096], s[4096], d[4096], label[64];
     if (pa__path(p, sizeof(p), fx, "%s/proc", name) < 0 ||

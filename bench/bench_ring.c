@@ -20,15 +20,14 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static const char *const cgroups[8] = {
-    "/system.slice/ssh.service",
-    "/system.slice/cron.service",
-    "/user.slice/user-1000.slice/session-1.scope",
-    "/init.scope",
-    "/system.slice/docker-0123456789abcdef.scope",
-    "/machine.slice",
-    "/system.slice/systemd-journald.service",
-    "/"};
+static const char *const cgroups[8] = {"/system.slice/ssh.service",
+                                       "/system.slice/cron.service",
+                                       "/user.slice/user-1000.slice/session-1.scope",
+                                       "/init.scope",
+                                       "/system.slice/docker-0123456789abcdef.scope",
+                                       "/machine.slice",
+                                       "/system.slice/systemd-journald.service",
+                                       "/"};
 
 static void make_report(pa_report *r, pa_target_info *t, size_t n, uint64_t k)
 {
@@ -46,8 +45,7 @@ static void make_report(pa_report *r, pa_target_info *t, size_t n, uint64_t k)
         memset(&t[i], 0, sizeof(t[i]));
         t[i].type = i + 8 < n ? PA_TARGET_PROCESS : PA_TARGET_CGROUP;
         t[i].pid = (pid_t)(1000 + i);
-        snprintf(t[i].comm, sizeof(t[i].comm), "proc-%u",
-                 (unsigned)(i % 100000));
+        snprintf(t[i].comm, sizeof(t[i].comm), "proc-%u", (unsigned)(i % 100000));
         t[i].cgroup = cgroups[i % 8];
         t[i].power.cpu_w = (double)(i % 17) * 0.1;
         t[i].power.total_w = t[i].power.cpu_w;
@@ -97,8 +95,8 @@ int main(void)
     if (!t)
         return 1;
     printf("ring: capacity 100 windows, max 1024 targets per window\n");
-    printf("%8s %12s %12s %14s %15s\n", "targets", "publish us", "read us",
-           "agg 10 win us", "agg 100 win us");
+    printf("%8s %12s %12s %14s %15s\n", "targets", "publish us", "read us", "agg 10 win us",
+           "agg 100 win us");
     for (int s = 0; s < 3; s++) {
         size_t n = sizes[s];
         pa_ring_opts o = {.capacity = 100, .max_targets = 1024};
@@ -145,8 +143,7 @@ int main(void)
             pa_ring_aggregate(rd, &seq, 0, &g);
         }
         double agg100_us = (double)(now_ns() - a0) / 20 / 1e3;
-        printf("%8zu %12.2f %12.2f %14.1f %15.1f\n", n, pub_us, read_us,
-               agg10_us, agg100_us);
+        printf("%8zu %12.2f %12.2f %14.1f %15.1f\n", n, pub_us, read_us, agg10_us, agg100_us);
         pa_ring_close(rd);
         pa_ring_destroy(w);
     }
@@ -184,9 +181,8 @@ int main(void)
         }
         printf("300 targets, %d polling readers: publish p50 %.2f us, p99 "
                "%.2f us, max %.1f us; %ld windows read meanwhile\n",
-               readers, (double)d[REPS / 2] / 1e3,
-               (double)d[REPS * 99 / 100] / 1e3, (double)d[REPS - 1] / 1e3,
-               reads);
+               readers, (double)d[REPS / 2] / 1e3, (double)d[REPS * 99 / 100] / 1e3,
+               (double)d[REPS - 1] / 1e3, reads);
         pa_ring_destroy(w);
     }
     free(t);

@@ -86,16 +86,14 @@ static void run(pa_ctx *ctx, const char *title, unsigned rounds, unsigned n)
     for (unsigned i = 0; i < rounds; i++)
         for (int k = 0; k < NKINDS; k++) /* interleaved */
             v[k][i] = round_ns(ctx, k, n);
-    printf("%s%*s median ns (fastest round)\n", title,
-           (int)(44 - strlen(title)), "");
+    printf("%s%*s median ns (fastest round)\n", title, (int)(44 - strlen(title)), "");
     double floor = pa_bench_median(v[FLOOR], rounds), floor_min = v[FLOOR][0];
     for (int k = 0; k < NKINDS; k++) {
         double m = pa_bench_median(v[k], rounds); /* sorts v[k] */
         printf("  %-42s %8.1f (%6.1f)", kind_name[k], m, v[k][0]);
         int f = k == NESTED ? 2 : k == SCOPE ? 1 : 0;
         if (f)
-            printf("   floor + %.1f (+ %.1f)", m - f * floor,
-                   v[k][0] - f * floor_min);
+            printf("   floor + %.1f (+ %.1f)", m - f * floor, v[k][0] - f * floor_min);
         printf("\n");
         free(v[k]);
     }
@@ -124,8 +122,7 @@ int main(int argc, char **argv)
         return 2;
     }
     pa_ctx *ctx = NULL;
-    if (pa_ctx_new(&ctx, NULL) < 0 || pa_watch_pid(ctx, getpid(), 0) < 0 ||
-        pa_tick(ctx) < 0) {
+    if (pa_ctx_new(&ctx, NULL) < 0 || pa_watch_pid(ctx, getpid(), 0) < 0 || pa_tick(ctx) < 0) {
         fprintf(stderr, "bench_scope: %s\n", pa_last_error());
         return 1;
     }

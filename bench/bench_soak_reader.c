@@ -59,8 +59,7 @@ int main(int argc, char **argv)
     uint64_t t0 = now_ns();
     int rc;
     /* The daemon may still be creating its ring. */
-    while ((rc = pa_ring_open(argv[1], &r)) < 0 && !stop &&
-           now_ns() - t0 < 10000000000ull)
+    while ((rc = pa_ring_open(argv[1], &r)) < 0 && !stop && now_ns() - t0 < 10000000000ull)
         usleep(100000);
     if (rc < 0) {
         fprintf(stderr, "%s: %s: %s\n", argv[0], argv[1], pa_last_error());
@@ -92,9 +91,8 @@ int main(int argc, char **argv)
     pa_ring_get_info(r, &info);
     printf("reader pid=%d windows=%llu gaps=%llu lost=%llu first=%llu "
            "last=%llu targets_per_window=%.0f rss_kib=%ld\n",
-           (int)getpid(), (unsigned long long)windows,
-           (unsigned long long)gaps, (unsigned long long)info.lost,
-           (unsigned long long)first, (unsigned long long)last,
+           (int)getpid(), (unsigned long long)windows, (unsigned long long)gaps,
+           (unsigned long long)info.lost, (unsigned long long)first, (unsigned long long)last,
            windows ? (double)targets / (double)windows : 0.0, rss_kib());
     pa_ring_close(r);
     return 0;

@@ -147,8 +147,7 @@ static int bctx_open(bctx *b, rlim_t soft, pid_t tree)
     if (rc == 0)
         rc = pa_module_enable(ctx, "procfs-cpu", NULL);
     if (rc == 0)
-        rc = tree ? pa_watch_pid(ctx, tree, PA_WATCH_CHILDREN)
-                  : pa_watch_all(ctx, 1);
+        rc = tree ? pa_watch_pid(ctx, tree, PA_WATCH_CHILDREN) : pa_watch_all(ctx, 1);
     /* the first tick opens and allocates; the second makes the first
      * report (its arrays grow once) */
     if (rc == 0)
@@ -157,8 +156,7 @@ static int bctx_open(bctx *b, rlim_t soft, pid_t tree)
         rc = pa_tick(ctx);
     setrlimit(RLIMIT_NOFILE, &old);
     if (rc < 0) {
-        fprintf(stderr, "bench_tick: %s (%s)\n", pa_strerror(rc),
-                pa_last_error());
+        fprintf(stderr, "bench_tick: %s (%s)\n", pa_strerror(rc), pa_last_error());
         pa_ctx_free(ctx);
         return -1;
     }
@@ -228,12 +226,10 @@ int main(int argc, char **argv)
     printf("procfs-cpu --all tick (median of %d ticks; us per process; "
            "RLIMIT_NOFILE hard %llu)\n\n",
            RUNS, (unsigned long long)rl.rlim_max);
-    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %9s | %8s %8s %9s\n", "spawned",
-           "procs", "floor", "kept fds", "x", "no fds", "x", "tree", "heap B",
-           "RSS B", "kernel B");
-    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %9s | %8s %8s %9s\n", "", "",
-           "us/proc", "us/proc", "floor", "us/proc", "floor", "us/proc",
-           "/proc", "/proc", "/proc");
+    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %9s | %8s %8s %9s\n", "spawned", "procs", "floor",
+           "kept fds", "x", "no fds", "x", "tree", "heap B", "RSS B", "kernel B");
+    printf("%7s %7s | %9s | %9s %6s | %9s %6s | %9s | %8s %8s %9s\n", "", "", "us/proc", "us/proc",
+           "floor", "us/proc", "floor", "us/proc", "/proc", "/proc", "/proc");
     for (size_t s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         pid_t *kids = spawn(n);
@@ -278,8 +274,8 @@ int main(int argc, char **argv)
         reap(kids, n);
         printf("%7zu %7zu | %9.2f | %9.2f %6.2f | %9.2f %6.2f | %9.2f | %8.0f "
                "%8.0f %9.0f\n",
-               n, kept.ntasks, floor_us, k_us, k_us / floor_us, n_us,
-               n_us / floor_us, t_us, kept.heap_b, kept.rss_b, kept.slab_b);
+               n, kept.ntasks, floor_us, k_us, k_us / floor_us, n_us, n_us / floor_us, t_us,
+               kept.heap_b, kept.rss_b, kept.slab_b);
         fflush(stdout);
     }
     printf("\nfloor: readdir(/proc) + open/read/close of each /proc/<pid>/stat"

@@ -25,11 +25,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,8 +42,7 @@ static const char *CMD = "calibrate";
  * with pa_cli_errmsg). */
 static char cal_msg[512];
 
-static int cal_err(int rc, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static int cal_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int cal_err(int rc, const char *fmt, ...)
 {
     va_list ap;
@@ -66,12 +65,10 @@ static const char *cal_errmsg(int rc)
 
 /* Reads a small file root/rel (a sysfs attribute) into buf, NUL-terminated:
  * bytes or -errno. */
-static ssize_t read_small(const char *root, const char *rel, char *buf,
-                          size_t len)
+static ssize_t read_small(const char *root, const char *rel, char *buf, size_t len)
 {
     char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof(path), "%s/%s", root, rel) >=
-        sizeof(path))
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", root, rel) >= sizeof(path))
         return -ENAMETOOLONG;
     FILE *f = fopen(path, "re");
     if (!f)
@@ -114,8 +111,7 @@ static uint64_t now_ns(void)
 
 static void sleep_ns(uint64_t ns)
 {
-    struct timespec ts = {(time_t)(ns / 1000000000ull),
-                          (long)(ns % 1000000000ull)};
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
 }
@@ -146,8 +142,8 @@ typedef struct win {
 } win;
 
 /* Ticks the context every window_ns for dur_ns; appends the windows. */
-static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
-                   size_t *n, size_t *cap)
+static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v, size_t *n,
+                   size_t *cap)
 {
     int rc = pa_tick(ctx); /* a new baseline: the settle time is left out */
     if (rc < 0)
@@ -163,8 +159,8 @@ static int measure(pa_ctx *ctx, uint64_t window_ns, uint64_t dur_ns, win **v,
         pa_machine mach;
         unsigned ncpus = pa_machine_get(ctx, &mach) == 0 ? mach.ncpus : 1;
         double cap_s = r->interval_s * (ncpus ? ncpus : 1);
-        win x = {cap_s > 0 ? r->system.cpu_time_s / cap_s : 0,
-                 r->system.cpu_w + r->dram_w, r->interval_s};
+        win x = {cap_s > 0 ? r->system.cpu_time_s / cap_s : 0, r->system.cpu_w + r->dram_w,
+                 r->interval_s};
         bool measured = r->system.flags & PA_POWER_MEASURED;
         pa_report_free(r);
         if (!measured)
@@ -230,12 +226,12 @@ static void fq_signal(int sig)
 }
 
 typedef struct fq_ctl {
-    size_t n;                  /* frequencies to calibrate at */
+    size_t n; /* frequencies to calibrate at */
     uint64_t khz[PA_CURVE_FREQS];
-    size_t npol;               /* policies that can be set */
+    size_t npol; /* policies that can be set */
     char ctl[FQ_POLICIES][PATH_MAX];
     char how[64];
-    char why[256];             /* stated once: why none */
+    char why[256]; /* stated once: why none */
 } fq_ctl;
 
 static int cmp_u64(const void *a, const void *b)
@@ -254,8 +250,7 @@ static bool fq_spec_ok(const char *spec)
         return false;
     snprintf(buf, sizeof(buf), "%s", spec);
     unsigned n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-         t = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *end;
         double f = strtod(t, &end);
         if (strcmp(t, "min") && strcmp(t, "mid") && strcmp(t, "max") &&
@@ -282,19 +277,15 @@ static void fq_probe(const char *sysfs, const char *spec, fq_ctl *fq)
         if (strncmp(e->d_name, "policy", 6))
             continue;
         char rel[512], buf[1024], gov[64] = "";
-        snprintf(rel, sizeof(rel), "%s/%s/scaling_available_frequencies",
-                 dir_rel, e->d_name);
+        snprintf(rel, sizeof(rel), "%s/%s/scaling_available_frequencies", dir_rel, e->d_name);
         if (read_small(sysfs, rel, buf, sizeof(buf)) <= 0)
             continue;
-        snprintf(rel, sizeof(rel), "%s/%s/scaling_governor", dir_rel,
-                 e->d_name);
+        snprintf(rel, sizeof(rel), "%s/%s/scaling_governor", dir_rel, e->d_name);
         if (read_small(sysfs, rel, gov, sizeof(gov)) > 0)
             gov[strcspn(gov, "\n")] = '\0';
-        const char *file = !strcmp(gov, "userspace") ? "scaling_setspeed"
-                                                     : "scaling_max_freq";
+        const char *file = !strcmp(gov, "userspace") ? "scaling_setspeed" : "scaling_max_freq";
         char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/%s/%s/%s", sysfs, dir_rel,
-                 e->d_name, file);
+        snprintf(path, sizeof(path), "%s/%s/%s/%s", sysfs, dir_rel, e->d_name, file);
         if (access(path, W_OK) < 0)
             continue;
         snprintf(fq->ctl[fq->npol++], PATH_MAX, "%s", path);
@@ -329,8 +320,7 @@ static void fq_probe(const char *sysfs, const char *spec, fq_ctl *fq)
     qsort(avail, navail, sizeof(avail[0]), cmp_u64);
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", spec ? spec : "min,mid,max");
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-         t = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         uint64_t want;
         if (!strcmp(t, "min"))
             want = avail[0];
@@ -367,11 +357,9 @@ static int fq_set(fq_ctl *fq, uint64_t khz)
             if (fd >= 0)
                 close(fd);
             if (r <= 0)
-                return cal_err(r < 0 ? (int)r : -EIO,
-                               "calibrate: cannot read %s: %s", fq->ctl[i],
+                return cal_err(r < 0 ? (int)r : -EIO, "calibrate: cannot read %s: %s", fq->ctl[i],
                                strerror(r < 0 ? (int)-r : EIO));
-            snprintf(fq_saved[i].path, sizeof(fq_saved[i].path), "%s",
-                     fq->ctl[i]);
+            snprintf(fq_saved[i].path, sizeof(fq_saved[i].path), "%s", fq->ctl[i]);
             memcpy(fq_saved[i].val, buf, (size_t)r);
             fq_saved[i].len = (size_t)r;
         }
@@ -407,8 +395,8 @@ static int fq_set(fq_ctl *fq, uint64_t khz)
  * into c->load/watts (c->n) with res the RMS residuals; its windows are
  * appended to *v.  0; -2 when fewer than 2 distinct load levels were
  * reached; -1 after printing the error. */
-static int ladder(pa_ctx *ctx, const opts *o, load *l, pa_curve *c,
-                  double *res, win **pv, size_t *pnv, size_t *pcv)
+static int ladder(pa_ctx *ctx, const opts *o, load *l, pa_curve *c, double *res, win **pv,
+                  size_t *pnv, size_t *pcv)
 {
     int ret = -1, rc;
     size_t nlev = o->levels + 1, v0 = *pnv;
@@ -505,9 +493,8 @@ out:
  * percentile of the absolute error and the energy error (%) in *vmean,
  * *vp95, *venergy (left < 0 without windows).  0, or -1 after printing
  * the error. */
-static int validate(pa_ctx *ctx, const opts *o, load *l, const pa_curve *c,
-                    win **pv, size_t *pnv, size_t *pcv, double *vmean,
-                    double *vp95, double *venergy)
+static int validate(pa_ctx *ctx, const opts *o, load *l, const pa_curve *c, win **pv, size_t *pnv,
+                    size_t *pcv, double *vmean, double *vp95, double *venergy)
 {
     *vmean = *vp95 = *venergy = -1;
     if (!o->validate)
@@ -516,8 +503,7 @@ static int validate(pa_ctx *ctx, const opts *o, load *l, const pa_curve *c,
     size_t v0 = *pnv;
     FILE *wf = NULL;
     if (o->windows && !(wf = fopen(o->windows, "w"))) {
-        pa_cli_error(CMD, "cannot write %s: %s", o->windows,
-                     strerror(errno));
+        pa_cli_error(CMD, "cannot write %s: %s", o->windows, strerror(errno));
         return -1;
     }
     unsigned seed = (unsigned)now_ns();
@@ -582,9 +568,8 @@ static int validate(pa_ctx *ctx, const opts *o, load *l, const pa_curve *c,
 
 /* Writes the calibration file (--output, else the standard place, its
  * folders made) and says where.  0, or -1 after printing the error. */
-static int write_file(const opts *o, const pa_curve *c, const double *res,
-                      unsigned ncpus, double vmean, double vp95,
-                      double venergy)
+static int write_file(const opts *o, const pa_curve *c, const double *res, unsigned ncpus,
+                      double vmean, double vp95, double venergy)
 {
     int rc;
     char path[PATH_MAX];
@@ -658,8 +643,7 @@ static int run(pa_ctx *ctx, const opts *o)
             "%s %s: ladder of %zu levels x %lu repetitions x %zu frequency settings, %.1f s each "
             "(%.0f s)\n",
             pa_cli_prog, CMD, nlev, o->reps, 1 + fq.n, o->step / 1e9,
-            (double)nlev * o->reps * o->step / 1e9 * (1 + fq.n) +
-                o->validate / 1e9);
+            (double)nlev * o->reps * o->step / 1e9 * (1 + fq.n) + o->validate / 1e9);
     if (fq.why[0])
         fprintf(stderr, "%s %s: %s\n", pa_cli_prog, CMD, fq.why);
     pa_curve c;
@@ -683,8 +667,8 @@ static int run(pa_ctx *ctx, const opts *o)
             pa_cli_error(CMD, "%s", cal_errmsg(rc));
             goto stop;
         }
-        fprintf(stderr, "%s %s: ladder at %.0f MHz (%s)\n", pa_cli_prog, CMD,
-                fq.khz[k] / 1000.0, fq.how);
+        fprintf(stderr, "%s %s: ladder at %.0f MHz (%s)\n", pa_cli_prog, CMD, fq.khz[k] / 1000.0,
+                fq.how);
         pa_curve fc;
         memset(&fc, 0, sizeof(fc));
         rc = ladder(ctx, o, &l, &fc, c.fres[c.nfreq], &v, &nv, &cv);
@@ -708,8 +692,7 @@ static int run(pa_ctx *ctx, const opts *o)
     }
     if (fq.n) {
         fq_restore();
-        fprintf(stderr, "%s %s: cpufreq settings restored\n", pa_cli_prog,
-                CMD);
+        fprintf(stderr, "%s %s: cpufreq settings restored\n", pa_cli_prog, CMD);
     }
 
     double res[PA_CURVE_MAX];
@@ -723,8 +706,7 @@ static int run(pa_ctx *ctx, const opts *o)
     double wmax = c.watts[c.n - 1];
     for (size_t k = 0; k < c.n; k++)
         wmax = c.watts[k] > wmax ? c.watts[k] : wmax;
-    printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c.match,
-           mach.ncpus, "+DRAM");
+    printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c.match, mach.ncpus, "+DRAM");
     printf("%7s %9s %9s  %s\n", "LOAD %", "WATTS", "RESID W", "PLOT");
     for (size_t k = 0; k < c.n; k++) {
         int bar = wmax > 0 ? (int)(40 * c.watts[k] / wmax + 0.5) : 0;
@@ -735,11 +717,10 @@ static int run(pa_ctx *ctx, const opts *o)
     }
 
     for (size_t k = 0; k < c.nfreq; k++) {
-        printf("\nat %.0f MHz (%s):\n%7s %9s %9s\n", c.fmhz[k], fq.how,
-               "LOAD %", "WATTS", "RESID W");
+        printf("\nat %.0f MHz (%s):\n%7s %9s %9s\n", c.fmhz[k], fq.how, "LOAD %", "WATTS",
+               "RESID W");
         for (size_t i = 0; i < c.fn[k]; i++)
-            printf("%7.1f %9.3f %9.3f\n", c.fload[k][i] * 100,
-                   c.fwatts[k][i], c.fres[k][i]);
+            printf("%7.1f %9.3f %9.3f\n", c.fload[k][i] * 100, c.fwatts[k][i], c.fres[k][i]);
     }
 
     double vmean, vp95, venergy;
@@ -761,12 +742,11 @@ out:
 static int set_frequencies(void *v, const char *cmd, const char *arg)
 {
     if (!fq_spec_ok(arg))
-        return pa_cli_usage_error(
-            cmd,
-            "--frequencies %s: give none, or up to %d of min, mid, max "
-            "and MHz values joined by ',' (e.g. min,mid,max or "
-            "1200,2400)",
-            arg, PA_CURVE_FREQS);
+        return pa_cli_usage_error(cmd,
+                                  "--frequencies %s: give none, or up to %d of min, mid, max "
+                                  "and MHz values joined by ',' (e.g. min,mid,max or "
+                                  "1200,2400)",
+                                  arg, PA_CURVE_FREQS);
     *(const char **)v = arg;
     return 0;
 }
@@ -811,17 +791,13 @@ int pa_cli_calibrate(int argc, char **argv)
                         "time left out at the start of each level\n"
                         "(default 500ms)",
                         0, 0),
-        PA_OPT_UINT(0, "reps", &o.reps, "N",
-                    "repetitions of the ladder (default 3)", 1, 50),
-        PA_OPT_UINT(0, "levels", &o.levels, "N",
-                    "load levels above idle (default 10: 10 %% steps)", 1, 50),
-        PA_OPT_DURATION(0, "window", &o.window,
-                        "measurement window (default 500ms)", 0, 0),
+        PA_OPT_UINT(0, "reps", &o.reps, "N", "repetitions of the ladder (default 3)", 1, 50),
+        PA_OPT_UINT(0, "levels", &o.levels, "N", "load levels above idle (default 10: 10 %% steps)",
+                    1, 50),
+        PA_OPT_DURATION(0, "window", &o.window, "measurement window (default 500ms)", 0, 0),
         PA_OPT_CALLBACK(0, "validate", &o.validate, "DURATION",
-                        "random-walk validation (default 30s, 0: none)",
-                        set_validate),
-        PA_OPT_STRING(0, "windows", &o.windows, "FILE",
-                      "also write the validation windows as CSV"),
+                        "random-walk validation (default 30s, 0: none)", set_validate),
+        PA_OPT_STRING(0, "windows", &o.windows, "FILE", "also write the validation windows as CSV"),
         PA_OPT_CALLBACK(0, "frequencies", &o.frequencies, "LIST",
                         "where cpufreq lets it set one (userspace\n"
                         "governor's scaling_setspeed, else\n"
@@ -833,10 +809,8 @@ int pa_cli_calibrate(int argc, char **argv)
         PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS),
         PA_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = "%s calibrate [OPTIONS]\n",
-                          .about = calibrate_about,
-                          .opts = table};
+    const pa_cli_cmd c = {
+        .name = CMD, .usage = "%s calibrate [OPTIONS]\n", .about = calibrate_about, .opts = table};
     int first;
     int st = pa_cli_parse(&c, argc, argv, &first);
     if (st)
@@ -853,8 +827,7 @@ int pa_cli_calibrate(int argc, char **argv)
     if ((rc = pa_module_enable(ctx, "procfs-cpu", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {
-        pa_cli_error(CMD, "needs RAPL to measure the curve: %s",
-                     cal_errmsg(rc));
+        pa_cli_error(CMD, "needs RAPL to measure the curve: %s", cal_errmsg(rc));
         pa_ctx_free(ctx);
         return PA_EXIT_FAIL;
     }

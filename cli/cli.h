@@ -21,8 +21,8 @@
 /* Exit statuses shared by the subcommands. */
 enum {
     PA_EXIT_OK = 0,
-    PA_EXIT_FAIL = 1,  /* runtime failure (unknown pid, module error...) */
-    PA_EXIT_USAGE = 2, /* bad command line: one line naming the argument */
+    PA_EXIT_FAIL = 1,   /* runtime failure (unknown pid, module error...) */
+    PA_EXIT_USAGE = 2,  /* bad command line: one line naming the argument */
     PA_EXIT_PIPE = 141, /* the reader of our output went away (EPIPE):
                            quiet, the status of a process killed by
                            SIGPIPE, as `| head` expects */
@@ -52,12 +52,11 @@ int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
  * page as /metrics (r NULL: no window yet).  *resp (malloc'd, *resp_len
  * bytes) is what went back on the wire.  0 or -errno.  For the fuzz
  * target. */
-int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
-                          char **resp, size_t *resp_len);
+int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len, char **resp,
+                          size_t *resp_len);
 /* serve's /metrics page of r (malloc'd, *len bytes) with at most
  * max_cgroups cgroup series (0: all) and that node label; for tests. */
-char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
-                        size_t *len);
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node, size_t *len);
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
@@ -79,7 +78,7 @@ typedef struct pa_ring_monitor {
     const sigset_t *sigs;
 } pa_ring_monitor;
 int pa_cli_monitor_ring(const pa_ring_monitor *rm);
-int pa_cli_events(int argc, char **argv); /* cli/events.c */
+int pa_cli_events(int argc, char **argv);  /* cli/events.c */
 int pa_cli_profile(int argc, char **argv); /* cli/profile.c */
 int pa_cli_jalen(int argc, char **argv);   /* cli/jalen.c */
 
@@ -89,13 +88,11 @@ int pa_cli_jalen(int argc, char **argv);   /* cli/jalen.c */
 extern const char *pa_cli_prog;
 
 /* Prints "powerapi <cmd>: <message>\n" to stderr. */
-void pa_cli_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void pa_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints a usage error as one line "powerapi <cmd>: <message> (see
  * 'powerapi <cmd> --help')" and returns PA_EXIT_USAGE. */
-int pa_cli_usage_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int pa_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The library's detailed message of the last failure, or pa_strerror(err)
  * when there is none. */
@@ -134,8 +131,7 @@ void pa_cli_tick_error(const char *cmd, int err);
  * and *ex_r (read end of the exec-error pipe, close-on-exec) are the
  * caller's to close.  0, or PA_EXIT_FAIL after printing one line (no fd
  * left open). */
-int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w,
-                 int *ex_r);
+int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w, int *ex_r);
 
 /* The resolution of the process CPU times a context's reports use: one
  * clock tick (1/USER_HZ, 10 ms where USER_HZ is 100) when procfs-cpu is
@@ -159,12 +155,10 @@ long pa_cli_num_threads(const char *procfs, pid_t pid);
  * CPU time moves in clock ticks (/proc/PID/stat), so a window can read a
  * tick more than it lasted (13 ticks in 0.125 s: 104 % for one thread).
  * *capped tells whether the figure was capped. */
-double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t,
-                      double interval_s, bool *capped);
+double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped);
 
 /* The note printed beside a capped CPU%. */
-#define PA_CLI_CAPPED_NOTE                                                  \
-    "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
+#define PA_CLI_CAPPED_NOTE "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME now, ns. */
 uint64_t pa_cli_mono_ns(void);
@@ -189,8 +183,7 @@ typedef struct pa_cli_mods {
 
 /* Records "NAME[:OPTS]" of a --sensor (PA_SENSOR) or --formula
  * (PA_FORMULA).  0, PA_EXIT_USAGE (printed) or -ENOMEM. */
-int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind,
-                    const char *arg);
+int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind, const char *arg);
 /* Records a --disable NAME.  0, PA_EXIT_USAGE (printed) or -ENOMEM. */
 int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name);
 /* Enables "auto", then the recorded modules in order, then disables;
@@ -200,8 +193,8 @@ int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m);
 /* One --sensor/--formula (kind) or, with disable, --disable option of
  * getopt: pa_cli_mods_add or pa_cli_mods_disable.  0, or the exit status
  * after printing one line (PA_EXIT_USAGE; PA_EXIT_FAIL out of memory). */
-int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable,
-                       pa_module_kind kind, const char *arg);
+int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable, pa_module_kind kind,
+                       const char *arg);
 void pa_cli_mods_free(pa_cli_mods *m);
 
 /* ---- option tables (cli/options.c) ----
@@ -315,8 +308,7 @@ void pa_cli_complete(FILE *f, const pa_cli_cmd *c);
 /* The check of a PA_CLI_OPT_DURATION option o, for callbacks: 0 with
  * *out_ns, or PA_EXIT_USAGE after printing the line every command prints
  * for it. */
-int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg,
-                        uint64_t *out_ns);
+int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg, uint64_t *out_ns);
 /* The shared context options (PA_OPT_CONTEXT expands the entries whose
  * mask it names), ended by PA_OPT_END. */
 const pa_cli_opt *pa_cli_ctx_options(void);
@@ -346,9 +338,8 @@ typedef struct pa_replay pa_replay;
  * to delete before that tick.  *procfs_out and *sysfs_out receive the
  * copies' paths (owned by the replay).  Returns 0 or -errno (message
  * printed). */
-int pa_replay_new(pa_replay **out, const char *states, const char *procfs,
-                  const char *sysfs, const char **procfs_out,
-                  const char **sysfs_out);
+int pa_replay_new(pa_replay **out, const char *states, const char *procfs, const char *sysfs,
+                  const char **procfs_out, const char **sysfs_out);
 /* Applies the state of tick k (no-op if the folder has none). */
 int pa_replay_apply(pa_replay *r, unsigned k);
 /* Removes the temporary copies and frees.  NULL is a no-op. */

@@ -96,8 +96,7 @@ int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
     int err = 0;
     size_t added = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         unsigned long v;
         if (pa_cli_parse_uint(tok, 4194304, &v) < 0) {
             err = -EINVAL;
@@ -119,8 +118,7 @@ int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
 int pa_cli_getopt_error(const char *cmd, int c, char **argv)
 {
     if (c == ':')
-        return pa_cli_usage_error(cmd, "option '%s' needs a value",
-                                  argv[optind - 1]);
+        return pa_cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
     if (optopt && optopt < 256)
         return pa_cli_usage_error(cmd, "unknown option '-%c'", optopt);
     return pa_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
@@ -142,8 +140,7 @@ void pa_cli_tick_error(const char *cmd, int err)
     pa_cli_error(cmd, "%s%s", strncmp(msg, "tick:", 5) ? "tick: " : "", msg);
 }
 
-int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w,
-                 int *ex_r)
+int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w, int *ex_r)
 {
     int go[2] = {-1, -1}, ex[2] = {-1, -1};
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
@@ -225,17 +222,15 @@ int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns)
                  "clock ticks, USER_HZ %ld): most windows will read 0 W and "
                  "some %.0f times the power; use --interval %.0fms or more "
                  "(each window then within 10 %%)",
-                 (double)window_ns / 1e6, (double)res / 1e6,
-                 sysconf(_SC_CLK_TCK), (double)res / (double)window_ns,
-                 10 * (double)res / 1e6);
+                 (double)window_ns / 1e6, (double)res / 1e6, sysconf(_SC_CLK_TCK),
+                 (double)res / (double)window_ns, 10 * (double)res / 1e6);
     return 1;
 }
 
 long pa_cli_num_threads(const char *procfs, pid_t pid)
 {
     char path[4200], buf[1024];
-    snprintf(path, sizeof(path), "%s/%d/stat", procfs ? procfs : "/proc",
-             (int)pid);
+    snprintf(path, sizeof(path), "%s/%d/stat", procfs ? procfs : "/proc", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
@@ -255,8 +250,7 @@ long pa_cli_num_threads(const char *procfs, pid_t pid)
     return end > p + 1 && v > 0 ? v : 0;
 }
 
-double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t,
-                      double interval_s, bool *capped)
+double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped)
 {
     *capped = false;
     if (interval_s <= 0)

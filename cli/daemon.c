@@ -50,8 +50,7 @@ static const char daemon_about[] =
  * power PMU (power/energy-pkg/ ...)? */
 static bool rapl_derived(const pa_report *r)
 {
-    if ((r->cpu_source && strcmp(r->cpu_source, "rapl") == 0) ||
-        r->dram_w != 0 || r->psys_w != 0 ||
+    if ((r->cpu_source && strcmp(r->cpu_source, "rapl") == 0) || r->dram_w != 0 || r->psys_w != 0 ||
         (r->system.flags & PA_POWER_MEASURED))
         return true;
     for (size_t i = 0; i < r->ncounters; i++)
@@ -110,10 +109,10 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
         PA_OPT_STRING('r', "ring", &ring, "NAME",
-                      "ring name (default " PA_RING_DEFAULT_NAME
-                      ": /dev/shm/" PA_RING_DEFAULT_NAME ")"),
-        PA_OPT_UINT('c', "capacity", &capacity, "N",
-                    "windows kept in the ring (default 100)", 2, 100000),
+                      "ring name (default " PA_RING_DEFAULT_NAME ": /dev/shm/" PA_RING_DEFAULT_NAME
+                      ")"),
+        PA_OPT_UINT('c', "capacity", &capacity, "N", "windows kept in the ring (default 100)", 2,
+                    100000),
         PA_OPT_UINT('m', "max-targets", &max_targets, "N",
                     "targets kept per window, the most powerful\n"
                     "(default 1024)",
@@ -122,8 +121,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
                         "readable by this group only (mode 0640; default\n"
                         "0644)",
                         set_group),
-        PA_OPT_UINT('n', "count", &d.count, "N", "stop after N windows", 1,
-                    ~0ul),
+        PA_OPT_UINT('n', "count", &d.count, "N", "stop after N windows", 1, ~0ul),
         PA_OPT_FLAG(0, "allow-fine-rapl", &allow_fine_rapl,
                     "publish RAPL-measured energy in windows under\n"
                     "100 ms to a ring others can read (refused by\n"
@@ -133,10 +131,8 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
         PA_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = "%s " CMD " [OPTIONS]\n",
-                          .about = daemon_about,
-                          .opts = opts};
+    const pa_cli_cmd c = {
+        .name = CMD, .usage = "%s " CMD " [OPTIONS]\n", .about = daemon_about, .opts = opts};
     int first;
     pa_cli_ctx_init(co);
     int st = pa_cli_parse(&c, argc, argv, &first);
@@ -146,8 +142,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
     ro.max_targets = (uint32_t)max_targets;
     ro.interval_ns = co->interval_ns;
     /* Readers other than the daemon's user: the group (--group) or all. */
-    d.guard_rapl = !allow_fine_rapl && ro.interval_ns < FINE_RAPL_NS &&
-                   (ro.mode & 0077) != 0;
+    d.guard_rapl = !allow_fine_rapl && ro.interval_ns < FINE_RAPL_NS && (ro.mode & 0077) != 0;
 
     /* Every signal we wait for is blocked before any thread starts. */
     sigset_t sigs, old;
@@ -169,8 +164,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         status = rc;
         goto out;
     }
-    if ((rc = pa_watch_all(ctx, 1)) < 0 ||
-        (rc = pa_report_cgroups(ctx, 1)) < 0) {
+    if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0) {
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
@@ -184,9 +178,8 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         fprintf(stderr,
                 "%s " CMD ": publishing ring '%s' (/dev/shm/%s): %u windows "
                 "of %.3f s, up to %u targets each, mode %04o\n",
-                pa_cli_prog, ring[0] == '/' ? ring + 1 : ring,
-                ring[0] == '/' ? ring + 1 : ring, ro.capacity,
-                (double)ro.interval_ns / 1e9, ro.max_targets, ro.mode);
+                pa_cli_prog, ring[0] == '/' ? ring + 1 : ring, ring[0] == '/' ? ring + 1 : ring,
+                ro.capacity, (double)ro.interval_ns / 1e9, ro.max_targets, ro.mode);
 
     int last_reported = 0;
     bool res_checked = false;
@@ -199,20 +192,18 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         int s = sigtimedwait(&sigs, &si, &ts);
         if (s > 0) {
             if (!quiet)
-                fprintf(stderr, "%s " CMD ": %s, stopping\n", pa_cli_prog,
-                        strsignal(s));
+                fprintf(stderr, "%s " CMD ": %s, stopping\n", pa_cli_prog, strsignal(s));
             status = PA_EXIT_OK;
             break;
         }
         if (__atomic_load_n(&d.refused, __ATOMIC_ACQUIRE)) {
-            pa_cli_error(
-                CMD,
-                "refusing to publish RAPL-measured energy in windows of "
-                "%.0f ms to a ring others can read (mode %04o): energy read "
-                "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
-                "--interval 100ms or more, or --allow-fine-rapl if every "
-                "reader of the ring may see it",
-                (double)ro.interval_ns / 1e6, ro.mode);
+            pa_cli_error(CMD,
+                         "refusing to publish RAPL-measured energy in windows of "
+                         "%.0f ms to a ring others can read (mode %04o): energy read "
+                         "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
+                         "--interval 100ms or more, or --allow-fine-rapl if every "
+                         "reader of the ring may see it",
+                         (double)ro.interval_ns / 1e6, ro.mode);
             break;
         }
         pa_ring_heartbeat(d.w);
@@ -227,8 +218,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
             pa_cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
             last_reported = e;
         }
-        if (d.count &&
-            __atomic_load_n(&d.published, __ATOMIC_ACQUIRE) >= d.count) {
+        if (d.count && __atomic_load_n(&d.published, __ATOMIC_ACQUIRE) >= d.count) {
             status = PA_EXIT_OK;
             break;
         }

@@ -46,8 +46,7 @@ static int on_event(const char *name, const char *desc, int status, void *user)
         if (!l->first_errno)
             l->first_errno = -status;
         if (l->all)
-            printf("%-40s %s [does not open here: %s]\n", name, d,
-                   strerror(-status));
+            printf("%-40s %s [does not open here: %s]\n", name, d, strerror(-status));
     }
     return 0;
 }
@@ -59,16 +58,14 @@ int pa_cli_events(int argc, char **argv)
     bool all = false;
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
-        PA_OPT_FLAG('a', "all", &all,
-                    "also list the events that do not open here, and why"),
+        PA_OPT_FLAG('a', "all", &all, "also list the events that do not open here, and why"),
         PA_OPT_END,
     };
-    const pa_cli_cmd c = {
-        .name = "events",
-        .usage = "%s events [--all]\n",
-        .about = "\nLists the perf events this machine can count (names for "
-                 "the\nperf sensor: monitor --sensor perf:events=A+B+C).\n",
-        .opts = opts};
+    const pa_cli_cmd c = {.name = "events",
+                          .usage = "%s events [--all]\n",
+                          .about = "\nLists the perf events this machine can count (names for "
+                                   "the\nperf sensor: monitor --sensor perf:events=A+B+C).\n",
+                          .opts = opts};
     int first;
     int st = pa_cli_parse(&c, argc, argv, &first);
     if (st)

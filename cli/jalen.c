@@ -33,8 +33,8 @@
 #define CMD "jalen"
 
 typedef struct jalen_args {
-    const char *agent;  /* --agent */
-    const char *out;    /* -o/--output (start) */
+    const char *agent;   /* --agent */
+    const char *out;     /* -o/--output (start) */
     uint64_t timeout_ns; /* --timeout: for the JVM's attach socket */
 } jalen_args;
 
@@ -114,8 +114,8 @@ static int check_target(pid_t pid, uid_t *uid)
         pa_cli_error(CMD,
                      "pid %d (%s) runs as user %s: a JVM accepts attach from its own user "
                      "only; run this as that user (sudo -u %s %s jalen %d ...)",
-                     (int)pid, comm, pw ? pw->pw_name : "?", pw ? pw->pw_name : "USER",
-                     pa_cli_prog, (int)pid);
+                     (int)pid, comm, pw ? pw->pw_name : "?", pw ? pw->pw_name : "USER", pa_cli_prog,
+                     (int)pid);
         return PA_EXIT_FAIL;
     }
     static char buf[1 << 20];
@@ -125,8 +125,10 @@ static int check_target(pid_t pid, uid_t *uid)
         return PA_EXIT_FAIL;
     }
     if (!strstr(buf, "/libjvm.so")) {
-        pa_cli_error(CMD, "pid %d (%s) is not a Java virtual machine (no libjvm.so in its "
-                          "memory map)", (int)pid, comm);
+        pa_cli_error(CMD,
+                     "pid %d (%s) is not a Java virtual machine (no libjvm.so in its "
+                     "memory map)",
+                     (int)pid, comm);
         return PA_EXIT_FAIL;
     }
     int off = 0;
@@ -138,7 +140,8 @@ static int check_target(pid_t pid, uid_t *uid)
         pa_cli_error(CMD,
                      "pid %d (%s) was started with -XX:+DisableAttachMechanism: it accepts no "
                      "attach; start it without that flag, or load jalen at launch "
-                     "(-agentpath:.../libjalen.so)", (int)pid, comm);
+                     "(-agentpath:.../libjalen.so)",
+                     (int)pid, comm);
         return PA_EXIT_FAIL;
     }
     struct stat a, b;
@@ -146,7 +149,8 @@ static int check_target(pid_t pid, uid_t *uid)
     if (stat(p, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 && a.st_ino != b.st_ino) {
         pa_cli_error(CMD,
                      "pid %d (%s) runs in another mount namespace (a container): attaching "
-                     "there is not supported; load jalen at launch inside it", (int)pid, comm);
+                     "there is not supported; load jalen at launch inside it",
+                     (int)pid, comm);
         return PA_EXIT_FAIL;
     }
     return 0;
@@ -179,8 +183,10 @@ static int find_agent(const char *given, char *out, size_t len)
                 return 0;
         }
     }
-    pa_cli_error(CMD, "the agent library libjalen.so is not beside %s; name it with --agent "
-                      "FILE", pa_cli_prog);
+    pa_cli_error(CMD,
+                 "the agent library libjalen.so is not beside %s; name it with --agent "
+                 "FILE",
+                 pa_cli_prog);
     return PA_EXIT_FAIL;
 }
 
@@ -242,8 +248,9 @@ static int wake_jvm(pid_t pid, pid_t nspid, uid_t uid, const char *path, uint64_
     }
     unlink(trig);
     if (!rc && !is_socket(path)) {
-        pa_cli_error(CMD, "pid %d did not open its attach socket within %.0f s (%s): the JVM "
-                          "is busy or stopped, or it does not accept attach",
+        pa_cli_error(CMD,
+                     "pid %d did not open its attach socket within %.0f s (%s): the JVM "
+                     "is busy or stopped, or it does not accept attach",
                      (int)pid, (double)timeout_ns * 1e-9, path);
         rc = PA_EXIT_FAIL;
     }
@@ -252,8 +259,8 @@ static int wake_jvm(pid_t pid, pid_t nspid, uid_t uid, const char *path, uint64_
 
 /* Sends the load request; *code gets Agent_OnAttach's return.  The JVM's
  * answer text, if any, goes to msg. */
-static int attach_load(pid_t pid, uid_t uid, const char *path, const char *agent,
-                       const char *opts, int *code, char *msg, size_t msglen)
+static int attach_load(pid_t pid, uid_t uid, const char *path, const char *agent, const char *opts,
+                       int *code, char *msg, size_t msglen)
 {
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -317,8 +324,8 @@ static int attach_load(pid_t pid, uid_t uid, const char *path, const char *agent
 /* The agent's options for command verb: reply= first, then for start the
  * output folder (absolute: the JVM's working folder is not ours) and the
  * user's options. */
-static int agent_options(const char *verb, const char *reply, const char *out,
-                         const char *user, pid_t pid, char *buf, size_t len)
+static int agent_options(const char *verb, const char *reply, const char *out, const char *user,
+                         pid_t pid, char *buf, size_t len)
 {
     int k = snprintf(buf, len, "%s,reply=%s", verb, reply);
     if (!strcmp(verb, "start")) {
@@ -395,8 +402,10 @@ static int jalen_run(pid_t pid, const char *verb, const char *user, const jalen_
     if (!rc) {
         struct stat st;
         if (stat(reply, &st) == 0 && st.st_size == 0)
-            pa_cli_error(CMD, "pid %d loaded %s but its Agent_OnAttach said nothing (%s): "
-                              "is it jalen?", (int)pid, agent, msg[0] ? msg : "no answer");
+            pa_cli_error(CMD,
+                         "pid %d loaded %s but its Agent_OnAttach said nothing (%s): "
+                         "is it jalen?",
+                         (int)pid, agent, msg[0] ? msg : "no answer");
         print_reply(reply, code != 0);
         rc = code == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
     }
@@ -426,8 +435,7 @@ int pa_cli_jalen(int argc, char **argv)
     const char *verb = argv[first + 1];
     if (strcmp(verb, "start") && strcmp(verb, "dump") && strcmp(verb, "stop") &&
         strcmp(verb, "status"))
-        return pa_cli_usage_error(CMD, "unknown command '%s' (start, dump, stop or status)",
-                                  verb);
+        return pa_cli_usage_error(CMD, "unknown command '%s' (start, dump, stop or status)", verb);
     /* options may follow the command too */
     int rest = first + 1, more = 0;
     if (argc - rest > 1 && (rc = pa_cli_parse(&c, argc - rest, argv + rest, &more)))

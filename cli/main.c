@@ -49,10 +49,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return PA_EXIT_OK;
     }
-    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") ||
-        !strcmp(cmd, "version")) {
-        printf("%s %s (libpowerapi %s)\n", pa_cli_prog, PA_VERSION_STRING,
-               pa_version());
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("%s %s (libpowerapi %s)\n", pa_cli_prog, PA_VERSION_STRING, pa_version());
         return PA_EXIT_OK;
     }
     /* hidden: the manual page powerapi(1), the commands for completion */

@@ -50,8 +50,8 @@ static void put_roff(FILE *f, const char *s, bool fill)
         }
         if (c == '\\')
             col += fprintf(f, "\\e");
-        else if (c == '-' && (prev == ' ' || prev == '-' || prev == '(' ||
-                              prev == '\'' || prev == '"'))
+        else if (c == '-' &&
+                 (prev == ' ' || prev == '-' || prev == '(' || prev == '\'' || prev == '"'))
             col += fprintf(f, "\\-");
         else
             col += fputc(c, f) != EOF;
@@ -124,8 +124,7 @@ static void put_heading(FILE *f, const char *name, const char *title)
     fputs(".TH \"", f);
     for (const char *p = name; *p; p++)
         fputc(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p, f);
-    fprintf(f, "\" 1 \"%s\" \"powerapi %s\" \"%s\"\n", PA_MAN_DATE,
-            PA_VERSION_STRING, title);
+    fprintf(f, "\" 1 \"%s\" \"powerapi %s\" \"%s\"\n", PA_MAN_DATE, PA_VERSION_STRING, title);
 }
 
 void pa_cli_man(FILE *f, const pa_cli_cmd *c)
@@ -158,8 +157,7 @@ void pa_cli_man(FILE *f, const pa_cli_cmd *c)
             continue; /* the section's own name */
         } else if (o->type == PA_CLI_OPT_GROUP) {
             size_t n = strlen(o->help);
-            fprintf(f, ".SS %.*s\n",
-                    (int)(n && o->help[n - 1] == ':' ? n - 1 : n), o->help);
+            fprintf(f, ".SS %.*s\n", (int)(n && o->help[n - 1] == ':' ? n - 1 : n), o->help);
         } else if (o->type == PA_CLI_OPT_CONTEXT) {
             fputs(".SS Context (the same options in every command that takes "
                   "them)\n",
@@ -182,18 +180,17 @@ void pa_cli_man(FILE *f, const pa_cli_cmd *c)
 void pa_cli_man_main(FILE *f)
 {
     put_heading(f, pa_cli_prog, "User Commands");
-    fprintf(
-        f,
-        ".SH NAME\n%s \\- energy profiler for Linux:\nper-process, "
-        "per-thread and per-cgroup power\n"
-        ".SH SYNOPSIS\n.B %s\n.I COMMAND\n[\\fIOPTIONS\\fR]\n"
-        ".SH DESCRIPTION\n"
-        "Measures (RAPL) or models the power of a Linux machine\n"
-        "and attributes it to its processes, threads and cgroups.\n"
-        "Each command has its own page, \\fB%s\\-\\fICOMMAND\\fR(1),\n"
-        "made from the same table as \\fB%s \\fICOMMAND\\fB \\-\\-help\\fR.\n"
-        ".SH COMMANDS\n",
-        pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog);
+    fprintf(f,
+            ".SH NAME\n%s \\- energy profiler for Linux:\nper-process, "
+            "per-thread and per-cgroup power\n"
+            ".SH SYNOPSIS\n.B %s\n.I COMMAND\n[\\fIOPTIONS\\fR]\n"
+            ".SH DESCRIPTION\n"
+            "Measures (RAPL) or models the power of a Linux machine\n"
+            "and attributes it to its processes, threads and cgroups.\n"
+            "Each command has its own page, \\fB%s\\-\\fICOMMAND\\fR(1),\n"
+            "made from the same table as \\fB%s \\fICOMMAND\\fB \\-\\-help\\fR.\n"
+            ".SH COMMANDS\n",
+            pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog);
     for (const pa_cli_command *c = pa_cli_commands; c->name; c++) {
         fprintf(f, ".TP\n.BR %s\\-%s (1)\n", pa_cli_prog, c->name);
         put_roff(f, c->help, true);

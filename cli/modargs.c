@@ -14,13 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind,
-                    const char *arg)
+int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind, const char *arg)
 {
     const char *flag = kind == PA_SENSOR ? "--sensor" : "--formula";
     if (!arg[0] || arg[0] == ':')
-        return pa_cli_usage_error(cmd, "%s: missing module name in '%s'",
-                                  flag, arg);
+        return pa_cli_usage_error(cmd, "%s: missing module name in '%s'", flag, arg);
     pa_cli_mod_req *n = realloc(m->v, (m->n + 1) * sizeof(*n));
     if (!n)
         return -ENOMEM;
@@ -31,16 +29,14 @@ int pa_cli_mods_add(pa_cli_mods *m, const char *cmd, pa_module_kind kind,
     char *colon = strchr(name, ':');
     if (colon)
         *colon = '\0';
-    m->v[m->n++] = (pa_cli_mod_req){flag, kind, name,
-                                    colon ? colon + 1 : NULL, arg};
+    m->v[m->n++] = (pa_cli_mod_req){flag, kind, name, colon ? colon + 1 : NULL, arg};
     return 0;
 }
 
 int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name)
 {
     if (!name[0] || strchr(name, ':'))
-        return pa_cli_usage_error(cmd, "--disable: bad module name '%s'",
-                                  name);
+        return pa_cli_usage_error(cmd, "--disable: bad module name '%s'", name);
     const char **n = realloc(m->disables, (m->ndisables + 1) * sizeof(*n));
     if (!n)
         return -ENOMEM;
@@ -49,11 +45,10 @@ int pa_cli_mods_disable(pa_cli_mods *m, const char *cmd, const char *name)
     return 0;
 }
 
-int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable,
-                       pa_module_kind kind, const char *arg)
+int pa_cli_mods_option(pa_cli_mods *m, const char *cmd, int disable, pa_module_kind kind,
+                       const char *arg)
 {
-    int rc = disable ? pa_cli_mods_disable(m, cmd, arg)
-                     : pa_cli_mods_add(m, cmd, kind, arg);
+    int rc = disable ? pa_cli_mods_disable(m, cmd, arg) : pa_cli_mods_add(m, cmd, kind, arg);
     if (rc == -ENOMEM) {
         pa_cli_error(cmd, "out of memory");
         rc = PA_EXIT_FAIL;
@@ -72,8 +67,8 @@ void pa_cli_mods_free(pa_cli_mods *m)
 
 /* Prints "<flag> <arg>: <library message>" (without the message's own
  * "<name>: " prefix) and returns the exit status. */
-static int module_error(const char *cmd, const char *flag, const char *arg,
-                        const char *name, int err)
+static int module_error(const char *cmd, const char *flag, const char *arg, const char *name,
+                        int err)
 {
     char msg[1024];
     const char *lib = pa_cli_errmsg(err);
@@ -90,14 +85,12 @@ static int module_error(const char *cmd, const char *flag, const char *arg,
 
 /* --disable of a sensor that a --formula requires: the two flags
  * contradict each other. */
-static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m,
-                      const char *name)
+static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m, const char *name)
 {
     char flags[512] = "";
     size_t off = 0;
     pa_module_info info;
-    const pa_module_info *mi =
-        pa_module_get(ctx, name, &info) == 0 ? &info : NULL;
+    const pa_module_info *mi = pa_module_get(ctx, name, &info) == 0 ? &info : NULL;
     for (size_t i = 0; mi && i < m->n && off < sizeof(flags); i++) {
         const pa_cli_mod_req *r = &m->v[i];
         /* required_by is ","-separated: match whole names */
@@ -105,14 +98,12 @@ static int busy_error(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m,
         const char *p = mi->required_by;
         bool found = false;
         while ((p = strstr(p, r->name)) != NULL && !found) {
-            found = (p == mi->required_by || p[-1] == ',') &&
-                    (p[l] == ',' || p[l] == '\0');
+            found = (p == mi->required_by || p[-1] == ',') && (p[l] == ',' || p[l] == '\0');
             p += l;
         }
         if (found)
-            off += (size_t)snprintf(flags + off, sizeof(flags) - off,
-                                    "%s%s %s", off ? " and " : "", r->flag,
-                                    r->arg);
+            off += (size_t)snprintf(flags + off, sizeof(flags) - off, "%s%s %s", off ? " and " : "",
+                                    r->flag, r->arg);
     }
     if (!flags[0]) /* not from this command line: the library's words */
         return module_error(cmd, "--disable", name, name, -EBUSY);
@@ -130,11 +121,10 @@ int pa_cli_mods_apply(pa_ctx *ctx, const char *cmd, const pa_cli_mods *m)
         const pa_cli_mod_req *r = &m->v[i];
         /* an unknown name is left to pa_module_enable's message */
         pa_module_info info;
-        const pa_module_info *mi =
-            pa_module_get(ctx, r->name, &info) == 0 ? &info : NULL;
+        const pa_module_info *mi = pa_module_get(ctx, r->name, &info) == 0 ? &info : NULL;
         if (mi && mi->kind != r->kind) {
-            pa_cli_error(cmd, "%s %s: %s is a %s (use %s)", r->flag, r->name,
-                         r->name, mi->kind == PA_SENSOR ? "sensor" : "formula",
+            pa_cli_error(cmd, "%s %s: %s is a %s (use %s)", r->flag, r->name, r->name,
+                         mi->kind == PA_SENSOR ? "sensor" : "formula",
                          mi->kind == PA_SENSOR ? "--sensor" : "--formula");
             return PA_EXIT_USAGE;
         }

@@ -39,8 +39,7 @@ static void json_bool(FILE *f, const char *key, int v)
 }
 
 /* ,"key":["a","b"] from a NULL-terminated list or a ","-separated text */
-static void json_names(FILE *f, const char *key, const char *const *list,
-                       const char *text)
+static void json_names(FILE *f, const char *key, const char *const *list, const char *text)
 {
     fprintf(f, ",\"%s\":[", key);
     int k = 0;
@@ -51,8 +50,7 @@ static void json_names(FILE *f, const char *key, const char *const *list,
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", text ? text : "");
     char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t;
-         t = strtok_r(NULL, ",", &save), k++) {
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
         fputs(k ? "," : "", f);
         pa__json_write(f, t);
     }
@@ -64,8 +62,7 @@ static const char *joined(const char *const *list, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (size_t off = 0; list && *list && off < len; list++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "+" : "",
-                                *list);
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "+" : "", *list);
     return buf;
 }
 
@@ -82,12 +79,12 @@ static const char *enabled_how(const pa_module_info *x)
     return x->by_auto ? "auto" : "for";
 }
 
-static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
-                          const pa_module_info *m, size_t n)
+static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt, const pa_module_info *m,
+                          size_t n)
 {
     if (fmt == PA_OUT_TABLE)
-        fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s\n", "NAME", "KIND", "FOR",
-                "AVAILABLE", "ENABLED", "DESCRIPTION / WHY NOT");
+        fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s\n", "NAME", "KIND", "FOR", "AVAILABLE", "ENABLED",
+                "DESCRIPTION / WHY NOT");
     else if (fmt == PA_OUT_CSV)
         fprintf(f, "name,kind,component,available,enabled,failing,options,"
                    "description,why,enabled_by,required_by,requires,uses\n");
@@ -99,33 +96,30 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
             const char *text = (!x->available || x->failing) && why[0]
                                    ? why
                                    : (x->description ? x->description : "");
-            fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s%s\n", x->name,
-                    kind_name(x->kind), component_name(ctx, x->component),
-                    x->available ? "yes" : "no", enabled_how(x),
+            fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s%s\n", x->name, kind_name(x->kind),
+                    component_name(ctx, x->component), x->available ? "yes" : "no", enabled_how(x),
                     x->failing ? "failing: " : "", text);
             char req[256], use[256];
             joined(x->requires, req, sizeof(req));
             joined(x->uses, use, sizeof(use));
             if (req[0] || use[0])
-                fprintf(f, "%-12s %-8s %-4s %-9s %-7s requires: %s%s%s\n", "",
-                        "", "", "", "", req[0] ? req : "-",
-                        use[0] ? "; uses: " : "", use);
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s requires: %s%s%s\n", "", "", "", "", "",
+                        req[0] ? req : "-", use[0] ? "; uses: " : "", use);
             if (x->enabled && x->required_by[0])
-                fprintf(f, "%-12s %-8s %-4s %-9s %-7s required by: %s\n", "",
-                        "", "", "", "", x->required_by);
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s required by: %s\n", "", "", "", "", "",
+                        x->required_by);
             if (x->enabled && x->options[0])
-                fprintf(f, "%-12s %-8s %-4s %-9s %-7s options: %s\n", "", "",
-                        "", "", "", x->options);
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s options: %s\n", "", "", "", "", "",
+                        x->options);
             if (x->enabled && x->auto_why[0])
-                fprintf(f, "%-12s %-8s %-4s %-9s %-7s chosen by auto: %s\n",
-                        "", "", "", "", "", x->auto_why);
+                fprintf(f, "%-12s %-8s %-4s %-9s %-7s chosen by auto: %s\n", "", "", "", "", "",
+                        x->auto_why);
             break;
         }
         case PA_OUT_CSV:
-            fprintf(
-                f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
-                component_name(ctx, x->component), x->available ? "true" : "false",
-                x->enabled ? "true" : "false", x->failing ? "true" : "false");
+            fprintf(f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
+                    component_name(ctx, x->component), x->available ? "true" : "false",
+                    x->enabled ? "true" : "false", x->failing ? "true" : "false");
             /* options and texts may hold commas: quoted where they do */
             pa__csv_write(f, x->options);
             fputc(',', f);
@@ -139,10 +133,8 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt,
                 for (char *c = by; *c; c++)
                     if (*c == ',')
                         *c = '+';
-                fprintf(f, "%s,%s,%s,%s\n",
-                        x->enabled ? enabled_how(x) : "", by,
-                        joined(x->requires, req, sizeof(req)),
-                        joined(x->uses, use, sizeof(use)));
+                fprintf(f, "%s,%s,%s,%s\n", x->enabled ? enabled_how(x) : "", by,
+                        joined(x->requires, req, sizeof(req)), joined(x->uses, use, sizeof(use)));
             }
             break;
         case PA_OUT_JSON:
@@ -238,19 +230,16 @@ int pa_cli_modules(int argc, char **argv)
     pa_cli_ctx_init(&co);
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
-        PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT",
-                        "table (default), csv or json", pa_out_format_option),
+        PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT", "table (default), csv or json",
+                        pa_out_format_option),
         PA_OPT_FLAG(0, "names", &names,
                     "only the names of the modules and their option keys,\n"
                     "\"KIND NAME KEY...\" a line (for shell completion)"),
-        PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
-                                PA_CTXOPT_MODULES),
+        PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES),
         PA_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = "%s modules [OPTIONS]\n",
-                          .about = modules_about,
-                          .opts = opts};
+    const pa_cli_cmd c = {
+        .name = CMD, .usage = "%s modules [OPTIONS]\n", .about = modules_about, .opts = opts};
     int first;
     int status = pa_cli_parse(&c, argc, argv, &first);
     pa_ctx *ctx = NULL;

@@ -65,9 +65,8 @@ typedef struct monitor {
     bool epipe;      /* the output's reader went away */
 } monitor;
 
-static const char monitor_usage[] =
-    "%s monitor [OPTIONS]\n"
-    "       %s monitor [OPTIONS] [--] COMMAND [ARGS...]\n";
+static const char monitor_usage[] = "%s monitor [OPTIONS]\n"
+                                    "       %s monitor [OPTIONS] [--] COMMAND [ARGS...]\n";
 
 static const char monitor_about[] =
     "\n"
@@ -143,29 +142,25 @@ static int check_args(monitor *m)
     if (m->group)
         m->cgroups = true; /* groups are made of the cgroup records */
     if (m->cmd && m->clock_step_ns)
-        return pa_cli_usage_error(CMD,
-                                  "--clock-step cannot be used with a COMMAND");
+        return pa_cli_usage_error(CMD, "--clock-step cannot be used with a COMMAND");
     if (m->cmd && (m->count || m->duration_ns))
-        return pa_cli_usage_error(
-            CMD,
-            "%s cannot be used with a COMMAND (it runs until the "
-            "command exits)",
-            m->count ? "--count" : "--duration");
+        return pa_cli_usage_error(CMD,
+                                  "%s cannot be used with a COMMAND (it runs until the "
+                                  "command exits)",
+                                  m->count ? "--count" : "--duration");
     if (m->states && !m->clock_step_ns)
         return pa_cli_usage_error(CMD, "--fixture-states needs --clock-step");
     if (m->states && !m->co.copts.procfs)
         return pa_cli_usage_error(CMD, "--fixture-states needs --procfs");
     if (m->clock_step_ns && !m->count && !m->duration_ns)
-        return pa_cli_usage_error(
-            CMD, "--clock-step needs --count or --duration (it never sleeps)");
+        return pa_cli_usage_error(CMD,
+                                  "--clock-step needs --count or --duration (it never sleeps)");
     if (m->threads && !m->npids && !m->cmd && !m->all)
-        return pa_cli_usage_error(
-            CMD, "--threads needs --pid, --all or a COMMAND (which threads?)");
-    if (m->ring && (m->cmd || m->threads || m->clock_step_ns ||
-                    pa_cli_ctx_sampling_option(&m->co)))
-        return pa_cli_usage_error(
-            CMD, "--ring reads what the daemon samples: no COMMAND, "
-                 "--threads, modules, roots or --clock-step with it");
+        return pa_cli_usage_error(CMD,
+                                  "--threads needs --pid, --all or a COMMAND (which threads?)");
+    if (m->ring && (m->cmd || m->threads || m->clock_step_ns || pa_cli_ctx_sampling_option(&m->co)))
+        return pa_cli_usage_error(CMD, "--ring reads what the daemon samples: no COMMAND, "
+                                       "--threads, modules, roots or --clock-step with it");
     if (!m->npids && !m->cmd)
         m->all = true;
     return 0;
@@ -174,8 +169,10 @@ static int check_args(monitor *m)
 static int group_option(void *v, const char *cmd, const char *arg)
 {
     if (pa_cli_group_parse(arg, v) < 0)
-        return pa_cli_usage_error(cmd, "--group-by: unknown kind '%s' (container, pod, unit "
-                                       "or cgroup)", arg);
+        return pa_cli_usage_error(cmd,
+                                  "--group-by: unknown kind '%s' (container, pod, unit "
+                                  "or cgroup)",
+                                  arg);
     return 0;
 }
 
@@ -183,11 +180,9 @@ static int parse_args(monitor *m, int argc, char **argv)
 {
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Targets:"),
-        PA_OPT_CALLBACK('p', "pid", m, "PID[,PID...]",
-                        "watch a process (repeatable)", add_pids),
+        PA_OPT_CALLBACK('p', "pid", m, "PID[,PID...]", "watch a process (repeatable)", add_pids),
         PA_OPT_FLAG('a', "all", &m->all, "watch every process"),
-        PA_OPT_FLAG('t', "threads", &m->threads,
-                    "also report each thread of the watched pids"),
+        PA_OPT_FLAG('t', "threads", &m->threads, "also report each thread of the watched pids"),
         PA_OPT_FLAG(0, "cgroups", &m->cgroups,
                     "also report cgroup totals, named by container,\n"
                     "pod and systemd unit where they are one"),
@@ -201,17 +196,13 @@ static int parse_args(monitor *m, int argc, char **argv)
                       "read the windows of a daemon's ring ('%s daemon')\n"
                       "instead of sampling"),
         PA_OPT_GROUP("Sampling:"),
-        PA_OPT_UINT('n', "count", &m->count, "N", "stop after N windows", 1,
-                    1000000000),
-        PA_OPT_DURATION('d', "duration", &m->duration_ns,
-                        "stop after this long", 0, 0),
+        PA_OPT_UINT('n', "count", &m->count, "N", "stop after N windows", 1, 1000000000),
+        PA_OPT_DURATION('d', "duration", &m->duration_ns, "stop after this long", 0, 0),
         PA_OPT_CONTEXT(&m->co, PA_CTXOPT_ALL),
         PA_OPT_GROUP("Output:"),
         PA_OPT_CALLBACK('f', "format", &m->fmt, "FORMAT",
-                        "table (default), csv or json (JSON lines)",
-                        pa_out_format_option),
-        PA_OPT_UINT(0, "top", &m->top, "N",
-                    "only the N most powerful processes", 1, 1000000000),
+                        "table (default), csv or json (JSON lines)", pa_out_format_option),
+        PA_OPT_UINT(0, "top", &m->top, "N", "only the N most powerful processes", 1, 1000000000),
         PA_OPT_STRING('o', "output", &m->output, "FILE",
                       "write to FILE instead of stdout ('-': stdout;\n"
                       "with a COMMAND the default is stderr)"),
@@ -255,9 +246,7 @@ static int setup_targets(monitor *m)
         pa_cli_error(CMD, "--cgroups: %s", pa_cli_errmsg(err));
         return PA_EXIT_FAIL;
     }
-    if (m->all && (err = pa_watch_all(m->ctx, m->threads
-                                                   ? 1 | PA_WATCH_ALL_THREADS
-                                                   : 1)) < 0) {
+    if (m->all && (err = pa_watch_all(m->ctx, m->threads ? 1 | PA_WATCH_ALL_THREADS : 1)) < 0) {
         pa_cli_error(CMD, "--all: %s", pa_cli_errmsg(err));
         return PA_EXIT_FAIL;
     }
@@ -271,8 +260,7 @@ static int setup_targets(monitor *m)
             else if (err == -ESRCH)
                 pa_cli_error(CMD, "pid %ld: no such process", (long)w->pid);
             else
-                pa_cli_error(CMD, "pid %ld: %s", (long)w->pid,
-                             pa_cli_errmsg(err));
+                pa_cli_error(CMD, "pid %ld: %s", (long)w->pid, pa_cli_errmsg(err));
             m->pid_failed = true;
             continue;
         }
@@ -346,8 +334,7 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
         if (err == -EPIPE)
             m->epipe = true; /* `| head`: stop without a word */
         else
-            pa_cli_error(CMD, "%s: write failed: %s", out_name(m),
-                         strerror(-err));
+            pa_cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
         pa_report_free(r);
         return -1;
     }
@@ -384,8 +371,7 @@ static int wait_until(monitor *m, uint64_t deadline_ns, siginfo_t *si)
             return s > 0 ? s : 0;
         }
         uint64_t left = deadline_ns - now;
-        struct timespec ts = {(time_t)(left / NS_PER_S),
-                              (long)(left % NS_PER_S)};
+        struct timespec ts = {(time_t)(left / NS_PER_S), (long)(left % NS_PER_S)};
         int s = sigtimedwait(&m->sigs, si, &ts);
         if (s > 0)
             return s;
@@ -470,11 +456,9 @@ static int run_command(monitor *m)
     if (pa_cli_spawn(CMD, m->cmd, &pid, &go[1], &ex[0]) != 0)
         goto out;
 
-    int err = pa_watch_pid(
-        m->ctx, pid, PA_WATCH_CHILDREN | (m->threads ? PA_WATCH_THREADS : 0));
+    int err = pa_watch_pid(m->ctx, pid, PA_WATCH_CHILDREN | (m->threads ? PA_WATCH_THREADS : 0));
     if (err < 0)
-        pa_cli_error(CMD, "watch %s (pid %ld): %s", m->cmd[0], (long)pid,
-                     pa_cli_errmsg(err));
+        pa_cli_error(CMD, "watch %s (pid %ld): %s", m->cmd[0], (long)pid, pa_cli_errmsg(err));
     uint64_t t0 = pa_cli_mono_ns();
     int rc = do_tick(m, 0, t0);
     /* release the child even if the first tick failed, then report */
@@ -482,14 +466,12 @@ static int run_command(monitor *m)
     go[1] = -1;
     int child_errno = 0;
     ssize_t n;
-    while ((n = read(ex[0], &child_errno, sizeof(child_errno))) < 0 &&
-           errno == EINTR)
+    while ((n = read(ex[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR)
         ;
     if (n == (ssize_t)sizeof(child_errno)) {
         waitpid(pid, NULL, 0);
         pid = -1;
-        pa_cli_error(CMD, "cannot run '%s': %s", m->cmd[0],
-                     strerror(child_errno));
+        pa_cli_error(CMD, "cannot run '%s': %s", m->cmd[0], strerror(child_errno));
         status = child_errno == ENOENT ? 127 : 126;
         goto out;
     }
@@ -512,8 +494,7 @@ static int run_command(monitor *m)
                 break;
             if (s == SIGCHLD) {
                 memset(&wi, 0, sizeof(wi));
-                if (waitid(P_PID, (id_t)pid, &wi,
-                           WEXITED | WNOWAIT | WNOHANG) == 0 &&
+                if (waitid(P_PID, (id_t)pid, &wi, WEXITED | WNOWAIT | WNOHANG) == 0 &&
                     wi.si_pid == pid) {
                     exited = true;
                     break;
@@ -542,15 +523,10 @@ static int run_command(monitor *m)
     }
     double duration_s = (double)(pa_cli_mono_ns() - t0) / 1e9;
 
-    pa_out_command cr = {.pid = pid,
-                         .cpu_time_s = cpu_s,
-                         .argv = m->cmd,
-                         .duration_s = duration_s,
-                         .last = last};
-    if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 &&
-        pa_pid_power(m->ctx, pid, &cr.energy) < 0)
-        pa_cli_error(CMD, "energy of pid %ld: %s", (long)pid,
-                     pa_cli_errmsg(-ENODATA));
+    pa_out_command cr = {
+        .pid = pid, .cpu_time_s = cpu_s, .argv = m->cmd, .duration_s = duration_s, .last = last};
+    if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 && pa_pid_power(m->ctx, pid, &cr.energy) < 0)
+        pa_cli_error(CMD, "energy of pid %ld: %s", (long)pid, pa_cli_errmsg(-ENODATA));
 
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
@@ -564,8 +540,7 @@ static int run_command(monitor *m)
     }
     if ((err = pa_out_command_end(&m->out, &cr)) < 0) {
         if (err != -EPIPE)
-            pa_cli_error(CMD, "%s: write failed: %s", out_name(m),
-                         strerror(-err));
+            pa_cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
         status = err == -EPIPE ? PA_EXIT_PIPE : PA_EXIT_FAIL;
         goto out;
     }
@@ -603,8 +578,7 @@ int pa_cli_monitor(int argc, char **argv)
 
     if (m.states) {
         const char *p = NULL, *s = NULL;
-        if (pa_replay_new(&m.replay, m.states, m.co.copts.procfs,
-                          m.co.copts.sysfs, &p, &s) < 0) {
+        if (pa_replay_new(&m.replay, m.states, m.co.copts.procfs, m.co.copts.sysfs, &p, &s) < 0) {
             status = PA_EXIT_FAIL;
             goto out;
         }

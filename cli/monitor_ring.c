@@ -35,8 +35,7 @@ static bool want(const pa_ring_monitor *rm, const pa_target_info *t)
 }
 
 /* Writes r keeping only the wanted targets. */
-static int emit(const pa_ring_monitor *rm, const pa_report *r,
-                pa_target_info **buf, size_t *cap)
+static int emit(const pa_ring_monitor *rm, const pa_report *r, pa_target_info **buf, size_t *cap)
 {
     if (r->ntargets > *cap) {
         pa_target_info *nb = realloc(*buf, r->ntargets * sizeof(*nb));
@@ -78,8 +77,7 @@ int pa_cli_monitor_ring(const pa_ring_monitor *rm)
     uint64_t next = t0;
     bool first = true;
     for (;;) {
-        rc = first ? pa_ring_read(r, &seq, &rep)
-                   : pa_ring_aggregate(r, &seq, 0, &rep);
+        rc = first ? pa_ring_read(r, &seq, &rep) : pa_ring_aggregate(r, &seq, 0, &rep);
         if (rc == 0) {
             first = false;
             if ((rc = emit(rm, rep, &buf, &cap)) < 0) {
@@ -109,8 +107,7 @@ int pa_cli_monitor_ring(const pa_ring_monitor *rm)
         if (rm->duration_ns && next > t0 + rm->duration_ns)
             next = t0 + rm->duration_ns;
         uint64_t left = next > now ? next - now : 0;
-        struct timespec ts = {(time_t)(left / 1000000000ull),
-                              (long)(left % 1000000000ull)};
+        struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
         siginfo_t si;
         int s = sigtimedwait(rm->sigs, &si, &ts);
         if (s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT) {

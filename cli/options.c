@@ -30,8 +30,7 @@
 /* A root or the hwdb is checked while parsing, so that a wrong path is
  * told with the same line by every command, before anything else it
  * checks (a terminal, targets): exit 1, as when the library finds it. */
-static int check_path(const char *cmd, const char *flag, const char *arg,
-                      bool dir)
+static int check_path(const char *cmd, const char *flag, const char *arg, bool dir)
 {
     struct stat st;
     int err = stat(arg, &st) < 0              ? errno
@@ -41,8 +40,8 @@ static int check_path(const char *cmd, const char *flag, const char *arg,
                                               : 0;
     if (err == 0)
         return 0;
-    pa_cli_error(cmd, "%s '%s': %s (give an existing %s)", flag, arg,
-                 strerror(err), dir ? "directory" : "readable file");
+    pa_cli_error(cmd, "%s '%s': %s (give an existing %s)", flag, arg, strerror(err),
+                 dir ? "directory" : "readable file");
     return PA_EXIT_FAIL;
 }
 
@@ -88,8 +87,7 @@ static int set_sensor(void *v, const char *cmd, const char *arg)
 
 static int set_formula(void *v, const char *cmd, const char *arg)
 {
-    return pa_cli_mods_option(&((pa_cli_ctx *)v)->mods, cmd, 0, PA_FORMULA,
-                              arg);
+    return pa_cli_mods_option(&((pa_cli_ctx *)v)->mods, cmd, 0, PA_FORMULA, arg);
 }
 
 static int set_disable(void *v, const char *cmd, const char *arg)
@@ -267,12 +265,10 @@ static void fmt_ns(uint64_t ns, char *buf, size_t len)
     size_t i = 0;
     while (ns && ns % units[i].ns)
         i++;
-    snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns),
-             units[i].unit);
+    snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].unit);
 }
 
-int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg,
-                        uint64_t *out_ns)
+int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg, uint64_t *out_ns)
 {
     uint64_t v;
     int rc = pa_cli_parse_duration(arg, &v), bad = rc < 0;
@@ -303,17 +299,16 @@ int pa_cli_opt_duration(const char *cmd, const pa_cli_opt *o, const char *arg,
                               o->long_name, arg, range);
 }
 
-static int opt_uint(const char *cmd, const pa_cli_opt *o, const char *arg,
-                    unsigned long *out)
+static int opt_uint(const char *cmd, const pa_cli_opt *o, const char *arg, unsigned long *out)
 {
     unsigned long v;
     if (pa_cli_parse_uint(arg, (unsigned long)o->max, &v) == 0 && v >= o->min) {
         *out = v;
         return 0;
     }
-    return pa_cli_usage_error(
-        cmd, "--%s: invalid number '%s' (%llu to %llu)", o->long_name, arg,
-        (unsigned long long)(o->min ? o->min : 1), (unsigned long long)o->max);
+    return pa_cli_usage_error(cmd, "--%s: invalid number '%s' (%llu to %llu)", o->long_name, arg,
+                              (unsigned long long)(o->min ? o->min : 1),
+                              (unsigned long long)o->max);
 }
 
 /* ---- parsing ---- */
@@ -327,17 +322,14 @@ typedef struct leaf {
  * them: 0, or PA_EXIT_FAIL after printing why the table is wrong (too
  * long, or a name or letter given twice: a command's option must not
  * shadow a shared one). */
-static int flatten(const char *cmd, const pa_cli_opt *opts, leaf *v,
-                   size_t *count)
+static int flatten(const char *cmd, const pa_cli_opt *opts, leaf *v, size_t *count)
 {
     size_t n = 0;
     for (const pa_cli_opt *o = opts; o->type != PA_CLI_OPT_END; o++) {
-        for (const pa_cli_opt *s = ctx_opts;
-             o->type == PA_CLI_OPT_CONTEXT && s->type; s++)
+        for (const pa_cli_opt *s = ctx_opts; o->type == PA_CLI_OPT_CONTEXT && s->type; s++)
             if ((s->mask & o->mask) && n < MAX_OPTS)
                 v[n++] = (leaf){s, o->value};
-        if (o->type != PA_CLI_OPT_CONTEXT && o->type != PA_CLI_OPT_GROUP &&
-            n < MAX_OPTS)
+        if (o->type != PA_CLI_OPT_CONTEXT && o->type != PA_CLI_OPT_GROUP && n < MAX_OPTS)
             v[n++] = (leaf){o, o->value};
         if (n == MAX_OPTS) {
             pa_cli_error(cmd, "internal: more than %d options", MAX_OPTS);
@@ -347,10 +339,8 @@ static int flatten(const char *cmd, const pa_cli_opt *opts, leaf *v,
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < i; j++)
             if (!strcmp(v[i].o->long_name, v[j].o->long_name) ||
-                (v[i].o->short_name &&
-                 v[i].o->short_name == v[j].o->short_name)) {
-                pa_cli_error(cmd, "internal: option --%s declared twice",
-                             v[i].o->long_name);
+                (v[i].o->short_name && v[i].o->short_name == v[j].o->short_name)) {
+                pa_cli_error(cmd, "internal: option --%s declared twice", v[i].o->long_name);
                 return PA_EXIT_FAIL;
             }
     *count = n;
@@ -411,8 +401,7 @@ int pa_cli_parse(const pa_cli_cmd *c, int argc, char **argv, int *first)
     /* '+': the first operand starts a COMMAND (as with perf stat) */
     while ((ch = getopt_long(argc, argv, so, lo, NULL)) != -1) {
         if (ch == 'h' || ch == OPT_MAN || ch == OPT_COMPLETE) {
-            (ch == 'h' ? pa_cli_help : ch == OPT_MAN ? pa_cli_man : pa_cli_complete)(
-                stdout, c);
+            (ch == 'h' ? pa_cli_help : ch == OPT_MAN ? pa_cli_man : pa_cli_complete)(stdout, c);
             return -1;
         }
         const leaf *l = NULL;
@@ -456,10 +445,9 @@ static void put_text(FILE *f, const char *s)
 static void put_option(FILE *f, const pa_cli_opt *o)
 {
     char left[128];
-    int w = snprintf(
-        left, sizeof(left), "  %c%c%s--%s%s%s", o->short_name ? '-' : ' ',
-        o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
-        o->long_name, o->argh ? " " : "", o->argh ? o->argh : "");
+    int w = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s", o->short_name ? '-' : ' ',
+                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->long_name,
+                     o->argh ? " " : "", o->argh ? o->argh : "");
     fputs(left, f);
     if (w < HELP_COL)
         fprintf(f, "%*s", HELP_COL - w, "");
@@ -476,8 +464,7 @@ static void put_option(FILE *f, const pa_cli_opt *o)
         }
     }
     if (o->alias)
-        fprintf(f, "\n%*s(also --%s, its older spelling)", HELP_COL, "",
-                o->alias);
+        fprintf(f, "\n%*s(also --%s, its older spelling)", HELP_COL, "", o->alias);
     fputc('\n', f);
 }
 

@@ -15,9 +15,9 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio_ext.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -41,8 +41,7 @@ int pa_out_parse_format(const char *s, pa_out_format *out)
 int pa_out_format_option(void *v, const char *cmd, const char *arg)
 {
     if (pa_out_parse_format(arg, v) < 0)
-        return pa_cli_usage_error(
-            cmd, "--format: unknown format '%s' (table, csv, json)", arg);
+        return pa_cli_usage_error(cmd, "--format: unknown format '%s' (table, csv, json)", arg);
     return 0;
 }
 
@@ -171,8 +170,7 @@ static const char *type_name(const pa_out *o, pa_target_type t)
 }
 
 /* Calls fn for each "; "-separated item of the assumed list, trimmed. */
-static void each_assumed(const char *list,
-                         void (*fn)(void *, const char *, size_t), void *arg)
+static void each_assumed(const char *list, void (*fn)(void *, const char *, size_t), void *arg)
 {
     const char *p = list ? list : "";
     while (*p) {
@@ -221,12 +219,8 @@ static int cmp_stable(const void *a, const void *b)
 {
     const pa_target_info *x = &sort_report->targets[*(const size_t *)a];
     const pa_target_info *y = &sort_report->targets[*(const size_t *)b];
-    int gx = x->type == PA_TARGET_TREE     ? 1
-             : x->type == PA_TARGET_CGROUP ? 2
-                                           : 0;
-    int gy = y->type == PA_TARGET_TREE     ? 1
-             : y->type == PA_TARGET_CGROUP ? 2
-                                           : 0;
+    int gx = x->type == PA_TARGET_TREE ? 1 : x->type == PA_TARGET_CGROUP ? 2 : 0;
+    int gy = y->type == PA_TARGET_TREE ? 1 : y->type == PA_TARGET_CGROUP ? 2 : 0;
     if (gx != gy)
         return gx < gy ? -1 : 1;
     if (gx == 2)
@@ -267,8 +261,7 @@ static bool is_top_level(const pa_report *r, const pa_target_info *t)
     if (t->type != PA_TARGET_THREAD)
         return false;
     for (size_t i = 0; i < r->ntargets; i++) /* orphan thread */
-        if (r->targets[i].type == PA_TARGET_PROCESS &&
-            r->targets[i].pid == t->pid)
+        if (r->targets[i].type == PA_TARGET_PROCESS && r->targets[i].pid == t->pid)
             return false;
     return true;
 }
@@ -295,8 +288,7 @@ static int select_targets(const pa_out *o, const pa_report *r, bool *sel)
         if (t->type != PA_TARGET_PROCESS)
             continue;
         for (size_t i = 0; i < n; i++)
-            if (r->targets[i].type == PA_TARGET_THREAD &&
-                r->targets[i].pid == t->pid)
+            if (r->targets[i].type == PA_TARGET_THREAD && r->targets[i].pid == t->pid)
                 sel[i] = false;
     }
     free(idx);
@@ -349,8 +341,7 @@ static void json_components(FILE *f, const pa_report *r, const double *v)
 }
 
 /* The row of target t in the report's component arrays, or NULL. */
-static const double *target_comps(const pa_report *r, const pa_target_info *t,
-                                  const double *base)
+static const double *target_comps(const pa_report *r, const pa_target_info *t, const double *base)
 {
     if (!base || r->ncomponents <= FIXED_COMPS)
         return NULL;
@@ -428,8 +419,8 @@ static void json_names(FILE *f, const pa_cgroup_names *n)
 {
     if (!n)
         return;
-    const char *v[] = {n->container_id, n->container_name, n->runtime, n->pod_name,
-                       n->pod_namespace, n->pod_uid, n->unit, n->source};
+    const char *v[] = {n->container_id,  n->container_name, n->runtime, n->pod_name,
+                       n->pod_namespace, n->pod_uid,        n->unit,    n->source};
     for (size_t i = 0; i < PA_OUT_NNAMES + 1; i++) {
         if (!*v[i])
             continue;
@@ -443,9 +434,7 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     FILE *f = o->f;
     fputs("{\"type\":", f);
     pa__json_write(f, type_name(o, t->type));
-    json_key_num(
-        f, "time",
-        report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns), true);
+    json_key_num(f, "time", report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns), true);
     json_key_num(f, "interval_s", target_interval(r, t), true);
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
@@ -471,8 +460,7 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     json_key_num(f, "total", t->power.total_j, true);
     fputc('}', f);
     if (t->has_net)
-        fprintf(f, ",\"net_bytes\":{\"rx\":%llu,\"tx\":%llu}",
-                (unsigned long long)t->net_rx_bytes,
+        fprintf(f, ",\"net_bytes\":{\"rx\":%llu,\"tx\":%llu}", (unsigned long long)t->net_rx_bytes,
                 (unsigned long long)t->net_tx_bytes);
     if (t->counters && r->ncounters) {
         fputs(",\"counters\":{", f);
@@ -526,14 +514,12 @@ const char *const pa_out_name_keys[PA_OUT_NNAMES] = {
     "container_id", "container_name", "runtime", "pod_name", "pod_namespace", "pod_uid", "unit"};
 
 static const char *const csv_fixed[] = {
-    "type",         "time",         "interval_s",     "pid",
-    "tid",          "cgroup",       "comm",           "cpu_time_s",
-    "power_w.cpu",  "power_w.nic",  "power_w.total",  "power_w.idle",
-    "energy_j.cpu", "energy_j.nic", "energy_j.total", "formula",
-    "sources.cpu",  "assumed",      "sensors",        "net_bytes.rx",
-    "net_bytes.tx", "multiplex",    "exited",         "container_id",
-    "container_name", "runtime",    "pod_name",       "pod_namespace",
-    "pod_uid",      "unit",
+    "type",          "time",         "interval_s",    "pid",          "tid",
+    "cgroup",        "comm",         "cpu_time_s",    "power_w.cpu",  "power_w.nic",
+    "power_w.total", "power_w.idle", "energy_j.cpu",  "energy_j.nic", "energy_j.total",
+    "formula",       "sources.cpu",  "assumed",       "sensors",      "net_bytes.rx",
+    "net_bytes.tx",  "multiplex",    "exited",        "container_id", "container_name",
+    "runtime",       "pod_name",     "pod_namespace", "pod_uid",      "unit",
 };
 #define CSV_NFIXED (sizeof(csv_fixed) / sizeof(csv_fixed[0]))
 
@@ -561,8 +547,7 @@ static int csv_header(pa_out *o, const pa_report *r)
     for (size_t i = 0; i < CSV_NFIXED; i++)
         fprintf(o->f, "%s%s", i ? "," : "", csv_fixed[i]);
     for (size_t i = 0; i < o->csv_ncomps; i++)
-        fprintf(o->f, ",power_w.%s,energy_j.%s", o->csv_comps[i],
-                o->csv_comps[i]);
+        fprintf(o->f, ",power_w.%s,energy_j.%s", o->csv_comps[i], o->csv_comps[i]);
     for (size_t i = 0; i < o->csv_ncounters; i++) {
         fputs(",counters.", o->f);
         pa__csv_write(o->f, o->csv_counters[i]);
@@ -600,13 +585,11 @@ static void csv_assumed(FILE *f, const char *list)
 
 /* Component columns are those of the header (w and j of each): a report
  * without one leaves it empty. */
-static void csv_components(pa_out *o, const pa_report *r, const double *w,
-                           const double *j)
+static void csv_components(pa_out *o, const pa_report *r, const double *w, const double *j)
 {
     for (size_t i = 0; i < o->csv_ncomps; i++) {
         size_t k = FIXED_COMPS;
-        while (w && j && k < r->ncomponents &&
-               strcmp(r->component_names[k], o->csv_comps[i]))
+        while (w && j && k < r->ncomponents && strcmp(r->component_names[k], o->csv_comps[i]))
             k++;
         bool have = w && j && k < r->ncomponents;
         fputc(',', o->f);
@@ -677,8 +660,7 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
     fprintf(f, "%s,", type_name(o, t->type));
-    csv_number(
-        f, report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns));
+    csv_number(f, report_time(o, t->power.time_ns ? t->power.time_ns : r->time_ns));
     fputc(',', f);
     csv_number(f, target_interval(r, t));
     fputc(',', f);
@@ -723,7 +705,8 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     const char *v[PA_OUT_NNAMES] = {""};
     if (nm) {
         const char *w[PA_OUT_NNAMES] = {nm->container_id, nm->container_name, nm->runtime,
-                                        nm->pod_name, nm->pod_namespace, nm->pod_uid, nm->unit};
+                                        nm->pod_name,     nm->pod_namespace,  nm->pod_uid,
+                                        nm->unit};
         memcpy(v, w, sizeof(v));
     }
     for (size_t i = 0; i < PA_OUT_NNAMES; i++) {
@@ -772,8 +755,7 @@ static void count_item(void *arg, const char *s, size_t len)
     ++*(size_t *)arg;
 }
 
-static void table_clock(const pa_out *o, const pa_report *r, char *buf,
-                        size_t len)
+static void table_clock(const pa_out *o, const pa_report *r, char *buf, size_t len)
 {
     if (o->time_base_s != 0) {
         time_t t = (time_t)report_time(o, r->time_ns);
@@ -790,8 +772,7 @@ static void table_clock(const pa_out *o, const pa_report *r, char *buf,
 static void printable(char *dst, size_t len, const char *src)
 {
     size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)src;
-         *p && o + 5 < len;) {
+    for (const unsigned char *p = (const unsigned char *)src; *p && o + 5 < len;) {
         size_t n = *p >= 0x80 ? pa__utf8_len(p) : 1;
         if (n == 0 || *p < 0x20 || *p == 0x7f) {
             dst[o++] = '?';
@@ -806,8 +787,8 @@ static void printable(char *dst, size_t len, const char *src)
 }
 
 /* One row; true when its CPU% was capped (pa_cli_cpu_pct). */
-static bool table_row(const pa_out *o, const pa_report *r,
-                      const pa_target_info *t, int indent, bool nic)
+static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info *t, int indent,
+                      bool nic)
 {
     FILE *f = o->f;
     char pid[16] = "", tid[16] = "", name[96], safe[4 * PA_COMM_MAX + 8];
@@ -834,10 +815,8 @@ static bool table_row(const pa_out *o, const pa_report *r,
     bool capped;
     double pct = pa_cli_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
     /* a capped figure is marked in the column's last place */
-    fprintf(f,
-            capped ? "%8s %8s  %-24.24s %5.1f* %8.2f "
-                   : "%8s %8s  %-24.24s %6.1f %8.2f ",
-            pid, tid, name, pct, t->power.cpu_w);
+    fprintf(f, capped ? "%8s %8s  %-24.24s %5.1f* %8.2f " : "%8s %8s  %-24.24s %6.1f %8.2f ", pid,
+            tid, name, pct, t->power.cpu_w);
     if (nic)
         fprintf(f, "%8.2f ", t->power.nic_w);
     fprintf(f, "%8.2f %10.2f%s\n", t->power.total_w, t->power.total_j,
@@ -847,8 +826,8 @@ static bool table_row(const pa_out *o, const pa_report *r,
 
 static void table_header(FILE *f, const char *what, bool nic)
 {
-    fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID",
-            what[0] == 'C' ? "" : "TID", what, "CPU%", "CPU W");
+    fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID", what[0] == 'C' ? "" : "TID",
+            what, "CPU%", "CPU W");
     if (nic)
         fprintf(f, "%8s ", "NIC W");
     fprintf(f, "%8s %10s\n", "TOTAL W", "ENERGY J");
@@ -865,20 +844,17 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     if (o->clear)
         fputs("\033[H\033[2J", f);
     table_clock(o, r, clock, sizeof(clock));
-    fprintf(f, "powerapi  %s  window %.2f s  formula %s (%s)  sensors %s\n",
-            clock, r->interval_s, r->formula && *r->formula ? r->formula : "-",
+    fprintf(f, "powerapi  %s  window %.2f s  formula %s (%s)  sensors %s\n", clock, r->interval_s,
+            r->formula && *r->formula ? r->formula : "-",
             !strcmp(src, "rapl") ? "measured" : "modelled",
             r->sensors && *r->sensors ? r->sensors : "-");
-    fprintf(f, "system    %.2f W  (cpu %.2f W, of which idle %.2f W",
-            r->system.total_w, r->system.cpu_w, r->system.idle_w);
+    fprintf(f, "system    %.2f W  (cpu %.2f W, of which idle %.2f W", r->system.total_w,
+            r->system.cpu_w, r->system.idle_w);
     if (nic)
         fprintf(f, "; nic %.2f W", r->system.nic_w);
-    for (size_t k = FIXED_COMPS; r->system_component_w && k < r->ncomponents;
-         k++)
-        fprintf(f, "; %s %.2f W", r->component_names[k],
-                r->system_component_w[k]);
-    fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s,
-            r->system.total_j);
+    for (size_t k = FIXED_COMPS; r->system_component_w && k < r->ncomponents; k++)
+        fprintf(f, "; %s %.2f W", r->component_names[k], r->system_component_w[k]);
+    fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s, r->system.total_j);
     size_t lines = 2;
     each_assumed(r->assumed, table_assumed_item, f);
     each_assumed(r->assumed, count_item, &lines);
@@ -888,8 +864,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
      * header lines, blank, column titles, "(N more)", the cursor line */
     size_t fit = 0;
     struct winsize ws;
-    if (!o->top && o->fit_fd >= 0 && ioctl(o->fit_fd, TIOCGWINSZ, &ws) == 0 &&
-        ws.ws_row > 0)
+    if (!o->top && o->fit_fd >= 0 && ioctl(o->fit_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0)
         fit = (size_t)ws.ws_row > lines + 4 ? ws.ws_row - lines - 4 : 1;
 
     size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
@@ -923,8 +898,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             continue;
         size_t nthr = 0;
         for (size_t i = 0; i < n; i++)
-            if (sel[i] && r->targets[i].type == PA_TARGET_THREAD &&
-                r->targets[i].pid == t->pid)
+            if (sel[i] && r->targets[i].type == PA_TARGET_THREAD && r->targets[i].pid == t->pid)
                 thr[nthr++] = i;
         sort_by_power(r, thr, nthr);
         for (size_t j = 0; j < nthr; j++)
@@ -989,8 +963,8 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
     errno = 0;
     switch (o->format) {
     case PA_OUT_JSON:
-        fprintf(f, "{\"type\":\"command\",\"pid\":%ld,\"exit_status\":%d",
-                (long)c->pid, c->exit_status);
+        fprintf(f, "{\"type\":\"command\",\"pid\":%ld,\"exit_status\":%d", (long)c->pid,
+                c->exit_status);
         json_key_num(f, "duration_s", c->duration_s, true);
         fputs(",\"energy_j\":{", f);
         json_key_num(f, "cpu", c->energy.cpu_j, false);
@@ -1039,21 +1013,18 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fprintf(f, "%16.2f W  average power\n",
                 c->duration_s > 0 ? c->energy.total_j / c->duration_s : 0);
         if (c->cpu_time_s >= 0)
-            fprintf(f, "%16.3f s  cpu time  # %.2f CPUs utilized\n",
-                    c->cpu_time_s,
+            fprintf(f, "%16.3f s  cpu time  # %.2f CPUs utilized\n", c->cpu_time_s,
                     c->duration_s > 0 ? c->cpu_time_s / c->duration_s : 0);
         fprintf(f, "%16.3f s  elapsed\n", c->duration_s);
         if (c->signal)
-            fprintf(f, "%16d    killed by signal %d (%s)\n", c->exit_status,
-                    c->signal, strsignal(c->signal));
+            fprintf(f, "%16d    killed by signal %d (%s)\n", c->exit_status, c->signal,
+                    strsignal(c->signal));
         else
             fprintf(f, "%16d    exit status\n", c->exit_status);
         if (c->last) {
-            const char *src =
-                c->last->cpu_source ? c->last->cpu_source : "model";
+            const char *src = c->last->cpu_source ? c->last->cpu_source : "model";
             fprintf(f, "\n formulas %s (cpu %s)\n",
-                    c->last->formula && *c->last->formula ? c->last->formula
-                                                          : "-",
+                    c->last->formula && *c->last->formula ? c->last->formula : "-",
                     !strcmp(src, "rapl") ? "measured by RAPL" : "modelled");
             each_assumed(c->last->assumed, table_assumed_item, f);
         }

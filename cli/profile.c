@@ -14,11 +14,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,9 +45,9 @@ typedef struct profiler {
     pa_cli_ctx co; /* roots, calibration, modules */
     bool interval_set;
     bool quiet;
-    bool dwarf; /* --call-graph dwarf */
+    bool dwarf;    /* --call-graph dwarf */
     bool cg_given; /* --call-graph given (else the default of the target) */
-    bool all;   /* --all: every process, per CPU */
+    bool all;      /* --all: every process, per CPU */
 
     /* run time */
     pa_ctx *ctx;
@@ -57,8 +57,8 @@ typedef struct profiler {
     uint64_t windows;
     uint64_t windows_empty; /* windows with energy and no stack sample */
     double process_j, nic_j, cpu_s;
-    pa_pcum tree; /* a command's tree energy */
-    double unseen_j; /* --all: energy given to processes no report had */
+    pa_pcum tree;            /* a command's tree energy */
+    double unseen_j;         /* --all: energy given to processes no report had */
     double conservation_err; /* worst window, relative */
     pid_t cmd_pid;
     int go, exfd; /* a command's release and exec-error pipes */
@@ -67,10 +67,9 @@ typedef struct profiler {
     pa_psource source; /* the last report's formula, sensors... */
 } profiler;
 
-static const char profile_usage[] =
-    "%s profile [OPTIONS] --pid PID [--pid PID...]\n"
-    "       %s profile [OPTIONS] --all --duration DURATION\n"
-    "       %s profile [OPTIONS] [--] COMMAND [ARGS...]\n";
+static const char profile_usage[] = "%s profile [OPTIONS] --pid PID [--pid PID...]\n"
+                                    "       %s profile [OPTIONS] --all --duration DURATION\n"
+                                    "       %s profile [OPTIONS] [--] COMMAND [ARGS...]\n";
 
 static const char profile_about[] =
     "\n"
@@ -119,11 +118,9 @@ static int set_period(void *v, const char *cmd, const char *arg)
 
 static int set_event(void *v, const char *cmd, const char *arg)
 {
-    if (strcmp(arg, "cpu-clock") && strcmp(arg, "task-clock") &&
-        strcmp(arg, "cycles"))
+    if (strcmp(arg, "cpu-clock") && strcmp(arg, "task-clock") && strcmp(arg, "cycles"))
         return pa_cli_usage_error(
-            cmd, "--event: unknown event '%s' (cpu-clock, task-clock, cycles)",
-            arg);
+            cmd, "--event: unknown event '%s' (cpu-clock, task-clock, cycles)", arg);
     *(const char **)v = arg;
     return 0;
 }
@@ -132,12 +129,10 @@ static int set_call_graph(void *v, const char *cmd, const char *arg)
 {
     profiler *p = v;
     if (strcmp(arg, "fp") && strcmp(arg, "dwarf"))
-        return pa_cli_usage_error(
-            cmd, "--call-graph: unknown mode '%s' (fp or dwarf)", arg);
+        return pa_cli_usage_error(cmd, "--call-graph: unknown mode '%s' (fp or dwarf)", arg);
 #if !defined(__x86_64__)
     if (!strcmp(arg, "dwarf"))
-        return pa_cli_usage_error(
-            cmd, "--call-graph dwarf: x86-64 only in this version (use fp)");
+        return pa_cli_usage_error(cmd, "--call-graph dwarf: x86-64 only in this version (use fp)");
 #endif
     p->call_graph = arg;
     p->dwarf = !strcmp(arg, "dwarf");
@@ -173,14 +168,13 @@ static int check_args(profiler *p)
         p->dwarf = false;
     }
     if (!p->cmd && !p->npids && !p->all)
-        return pa_cli_usage_error(
-            CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
+        return pa_cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
     if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
         return pa_cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
     if (p->cmd && p->duration_ns)
-        return pa_cli_usage_error(
-            CMD, "--duration cannot be used with a COMMAND (it runs until the "
-                 "command exits)");
+        return pa_cli_usage_error(CMD,
+                                  "--duration cannot be used with a COMMAND (it runs until the "
+                                  "command exits)");
     return 0;
 }
 
@@ -200,8 +194,8 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "CPU time between samples (default 2ms, 500 a\n"
                         "CPU-second; at least 10us)",
                         set_period),
-        PA_OPT_UINT('F', "frequency", &p->freq, "HZ",
-                    "or samples per second of CPU time", 1, 100000),
+        PA_OPT_UINT('F', "frequency", &p->freq, "HZ", "or samples per second of CPU time", 1,
+                    100000),
         PA_OPT_CALLBACK('e', "event", &p->event, "NAME",
                         "cpu-clock (default), task-clock, or cycles\n"
                         "(needs a PMU)",
@@ -214,8 +208,8 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "code built with them; the default with --all);\n"
                         "-g alone: the default",
                         set_call_graph),
-        PA_OPT_DURATION('w', "window", &p->window_ns,
-                        "energy window (default 1s)", 10 * 1000000ull, 0),
+        PA_OPT_DURATION('w', "window", &p->window_ns, "energy window (default 1s)", 10 * 1000000ull,
+                        0),
         PA_OPT_DURATION('d', "duration", &p->duration_ns,
                         "stop after this long (default: until the targets\n"
                         "exit or Ctrl-C)",
@@ -234,8 +228,7 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "PREFIX (repeatable)",
                         add_filter),
         PA_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
-        PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION |
-                                   PA_CTXOPT_MODULES),
+        PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -295,8 +288,7 @@ static int open_error(const profiler *p, pid_t pid, int err)
                      "CAP_PERFMON",
                      (long)pid);
     else
-        pa_cli_error(CMD, "pid %ld: perf_event_open: %s", (long)pid,
-                     strerror(-err));
+        pa_cli_error(CMD, "pid %ld: perf_event_open: %s", (long)pid, strerror(-err));
     return PA_EXIT_FAIL;
 }
 
@@ -439,8 +431,7 @@ static int run_loop(profiler *p, bool *exited)
             if (s == SIGCHLD && p->cmd_pid > 0) {
                 siginfo_t wi;
                 memset(&wi, 0, sizeof(wi));
-                if (waitid(P_PID, (id_t)p->cmd_pid, &wi,
-                           WEXITED | WNOWAIT | WNOHANG) == 0 &&
+                if (waitid(P_PID, (id_t)p->cmd_pid, &wi, WEXITED | WNOWAIT | WNOHANG) == 0 &&
                     wi.si_pid == p->cmd_pid) {
                     *exited = true;
                     last = true;
@@ -453,8 +444,7 @@ static int run_loop(profiler *p, bool *exited)
         if (!p->cmd && p->npids && targets_gone(p))
             last = true;
         if (now >= next_window || last || stop) {
-            int rc = window(p, (double)(wstart - p->t0) / 1e9,
-                            (double)(now - wstart) / 1e9);
+            int rc = window(p, (double)(wstart - p->t0) / 1e9, (double)(now - wstart) / 1e9);
             if (rc)
                 return rc;
             wstart = now;
@@ -664,8 +654,7 @@ static void describe_target(const profiler *p, char *target, size_t len)
     } else {
         size_t k = (size_t)snprintf(target, len, "pid");
         for (size_t i = 0; i < p->npids && k < len; i++)
-            k += (size_t)snprintf(target + k, len - k, "%s%d", i ? "," : " ",
-                                  (int)p->pids[i]);
+            k += (size_t)snprintf(target + k, len - k, "%s%d", i ? "," : " ", (int)p->pids[i]);
     }
 }
 
@@ -676,19 +665,20 @@ static void samples_note(const profiler *p, pa_pmeta *m)
     char *s = m->samples_note;
     size_t len = sizeof(m->samples_note);
     if (!m->samples && m->process_cpu_s < period_s)
-        snprintf(s, len, "no stack sample: the targets used %.3f s of CPU time, less than one "
-                         "sampling interval (%g ms): their energy is under [unsampled]; "
-                         "sample more often (-F 1000) or profile a longer run",
+        snprintf(s, len,
+                 "no stack sample: the targets used %.3f s of CPU time, less than one "
+                 "sampling interval (%g ms): their energy is under [unsampled]; "
+                 "sample more often (-F 1000) or profile a longer run",
                  m->process_cpu_s, period_s * 1e3);
     else if (!m->samples)
         snprintf(s, len, "no stack sample (%llu lost): their energy is under [unsampled]",
                  (unsigned long long)m->samples_lost);
     else if (m->windows_without_samples)
-        snprintf(s, len, "%llu of %llu windows had no stack sample: their energy is under "
-                         "[unsampled] (windows shorter than a few sampling intervals, or "
-                         "idle targets)",
-                 (unsigned long long)m->windows_without_samples,
-                 (unsigned long long)m->windows);
+        snprintf(s, len,
+                 "%llu of %llu windows had no stack sample: their energy is under "
+                 "[unsampled] (windows shorter than a few sampling intervals, or "
+                 "idle targets)",
+                 (unsigned long long)m->windows_without_samples, (unsigned long long)m->windows);
 }
 
 static int write_profile(profiler *p, double duration_s, int cmd_status)

@@ -93,8 +93,7 @@ done:
 static const char *walk_src, *walk_dst;
 static int walk_err;
 
-static int copy_entry(const char *path, const struct stat *st, int type,
-                      struct FTW *ftw)
+static int copy_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
     char dst[PATH_MAX];
@@ -129,8 +128,7 @@ static int copy_entry(const char *path, const struct stat *st, int type,
     }
     if (err < 0) {
         walk_err = err;
-        pa_cli_error(CMD, "fixture replay: cannot copy %s to %s: %s", path, dst,
-                     strerror(-err));
+        pa_cli_error(CMD, "fixture replay: cannot copy %s to %s: %s", path, dst, strerror(-err));
         return 1;
     }
     return 0;
@@ -149,14 +147,12 @@ static int copy_tree(const char *src, const char *dst)
     int rc = nftw(src, copy_entry, 32, FTW_PHYS);
     if (rc < 0 && !walk_err) {
         walk_err = -errno;
-        pa_cli_error(CMD, "fixture replay: cannot read %s: %s", src,
-                     strerror(errno));
+        pa_cli_error(CMD, "fixture replay: cannot read %s: %s", src, strerror(errno));
     }
     return walk_err;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int type,
-                    struct FTW *ftw)
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)st;
     (void)ftw;
@@ -201,9 +197,8 @@ void pa_replay_free(pa_replay *r)
     free(r);
 }
 
-int pa_replay_new(pa_replay **out, const char *states, const char *procfs,
-                  const char *sysfs, const char **procfs_out,
-                  const char **sysfs_out)
+int pa_replay_new(pa_replay **out, const char *states, const char *procfs, const char *sysfs,
+                  const char **procfs_out, const char **sysfs_out)
 {
     struct stat st;
     if (stat(states, &st) < 0 || !S_ISDIR(st.st_mode)) {
@@ -215,13 +210,11 @@ int pa_replay_new(pa_replay **out, const char *states, const char *procfs,
         return -ENOMEM;
     const char *base = getenv("TMPDIR");
     char tmpl[PATH_MAX];
-    snprintf(tmpl, sizeof(tmpl), "%s/powerapi-replay-XXXXXX",
-             base && *base ? base : "/tmp");
+    snprintf(tmpl, sizeof(tmpl), "%s/powerapi-replay-XXXXXX", base && *base ? base : "/tmp");
     int err = -ENOMEM;
     if (!mkdtemp(tmpl)) {
         err = -errno;
-        pa_cli_error(CMD, "fixture replay: mkdtemp %s: %s", tmpl,
-                     strerror(errno));
+        pa_cli_error(CMD, "fixture replay: mkdtemp %s: %s", tmpl, strerror(errno));
         goto fail;
     }
     r->tmp = strdup(tmpl);
@@ -256,8 +249,7 @@ static int apply_removals(pa_replay *r, const char *file)
         line[strcspn(line, "\r\n")] = '\0';
         if (!line[0] || line[0] == '#')
             continue;
-        if ((strncmp(line, "proc/", 5) && strncmp(line, "sys/", 4)) ||
-            strstr(line, "..")) {
+        if ((strncmp(line, "proc/", 5) && strncmp(line, "sys/", 4)) || strstr(line, "..")) {
             pa_cli_error(CMD, "fixture replay: %s: bad path '%s'", file, line);
             err = -EINVAL;
             break;

@@ -32,8 +32,8 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 typedef struct serve_opts {
-    size_t top;       /* processes and cgroups each, 0 = all */
-    double min_watts; /* drop series below, 0 = none */
+    size_t top;         /* processes and cgroups each, 0 = all */
+    double min_watts;   /* drop series below, 0 = none */
     size_t max_cgroups; /* cgroup series beyond: folded into one */
     char node[256];     /* the node label of cgroup series */
 } serve_opts;
@@ -41,7 +41,7 @@ typedef struct serve_opts {
 typedef struct serve {
     serve_opts o;
     pthread_mutex_t lock;
-    struct MHD_Response *page; /* current /metrics, NULL before a window */
+    struct MHD_Response *page;        /* current /metrics, NULL before a window */
     struct MHD_Response *unavailable; /* 503 text when no data */
     char why[512];                    /* why there is no page (ring dead...) */
     unsigned long scrapes;            /* under lock */
@@ -54,16 +54,15 @@ static const char serve_about[] =
     "scrape.  --interval is\nthe sampling period, or with --ring how often a "
     "page is made from the ring's\nnew windows.\n";
 
-static const char serve_footer[] =
-    "Metrics: powerapi_process_power_watts{pid,comm}, "
-    "powerapi_process_energy_joules_total{pid,comm},\n"
-    "powerapi_cgroup_power_watts{cgroup}, "
-    "powerapi_system_power_watts{component},\n"
-    "powerapi_system_energy_joules_total, powerapi_window_seconds, "
-    "powerapi_info{formula,cpu_source,assumed};\n"
-    "with perf counters in the ring: "
-    "powerapi_process_perf_events_per_second{pid,comm,event},\n"
-    "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n";
+static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,comm}, "
+                                   "powerapi_process_energy_joules_total{pid,comm},\n"
+                                   "powerapi_cgroup_power_watts{cgroup}, "
+                                   "powerapi_system_power_watts{component},\n"
+                                   "powerapi_system_energy_joules_total, powerapi_window_seconds, "
+                                   "powerapi_info{formula,cpu_source,assumed};\n"
+                                   "with perf counters in the ring: "
+                                   "powerapi_process_perf_events_per_second{pid,comm,event},\n"
+                                   "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n";
 
 /* ------------------------------------------------------------------ */
 /* Text format                                                         */
@@ -111,8 +110,7 @@ static void put_value(FILE *f, double v)
         fprintf(f, " %.10g\n", v);
 }
 
-static void put_help(FILE *f, const char *name, const char *type,
-                     const char *help)
+static void put_help(FILE *f, const char *name, const char *type, const char *help)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -126,10 +124,10 @@ static void put_cgroup_labels(FILE *f, const pa_target_info *t, const serve_opts
     fputc('"', f);
     const pa_cgroup_names *n = t->names;
     if (n) {
-        const char *v[] = {n->container_id, n->container_name, n->runtime, n->pod_name,
-                           n->pod_namespace, n->unit};
+        const char *v[] = {n->container_id, n->container_name, n->runtime,
+                           n->pod_name,     n->pod_namespace,  n->unit};
         static const char *const k[] = {"container_id", "container_name", "runtime",
-                                        "pod_name", "pod_namespace", "unit"};
+                                        "pod_name",     "pod_namespace",  "unit"};
         for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
             if (!*v[i])
                 continue;
@@ -156,8 +154,8 @@ static int by_power_desc(const void *a, const void *b)
 
 /* Targets of one type kept by --min-watts and --top, most powerful
  * first.  Returns the count; *out is malloc'd (NULL when 0 or ENOMEM). */
-static size_t select_targets(const pa_report *r, pa_target_type type,
-                             const serve_opts *o, const pa_target_info ***out)
+static size_t select_targets(const pa_report *r, pa_target_type type, const serve_opts *o,
+                             const pa_target_info ***out)
 {
     *out = NULL;
     const pa_target_info **v = malloc((r->ntargets + 1) * sizeof(*v));
@@ -183,8 +181,8 @@ static size_t select_targets(const pa_report *r, pa_target_type type,
  * a window's count divided by its length.  Not a _total counter: the
  * counts are per window, and with --window pages overlap, so a sum made
  * here would count windows twice.  Nothing when the report has none. */
-static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info **v,
-                              size_t n, int cgroup, const serve_opts *o)
+static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info **v, size_t n,
+                              int cgroup, const serve_opts *o)
 {
     if (!r->ncounters || !(r->interval_s > 0))
         return;
@@ -256,8 +254,7 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const se
 }
 
 /* Formats a whole /metrics page.  Returns a malloc'd buffer, or NULL. */
-static char *format_metrics(const pa_report *r, const serve_opts *o,
-                            size_t *len)
+static char *format_metrics(const pa_report *r, const serve_opts *o, size_t *len)
 {
     char *buf = NULL;
     size_t size = 0;
@@ -271,8 +268,7 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
     put_help(f, "powerapi_process_power_watts", "gauge",
              "Power of a process over the last window (CPU and NIC).");
     for (size_t i = 0; i < np; i++) {
-        fprintf(f, "powerapi_process_power_watts{pid=\"%d\",comm=\"",
-                (int)procs[i]->pid);
+        fprintf(f, "powerapi_process_power_watts{pid=\"%d\",comm=\"", (int)procs[i]->pid);
         put_label(f, procs[i]->comm);
         fputs("\"}", f);
         put_value(f, procs[i]->power.total_w);
@@ -280,8 +276,7 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
     put_help(f, "powerapi_process_energy_joules_total", "counter",
              "Energy of a process since powerapi first saw it.");
     for (size_t i = 0; i < np; i++) {
-        fprintf(f, "powerapi_process_energy_joules_total{pid=\"%d\",comm=\"",
-                (int)procs[i]->pid);
+        fprintf(f, "powerapi_process_energy_joules_total{pid=\"%d\",comm=\"", (int)procs[i]->pid);
         put_label(f, procs[i]->comm);
         fputs("\"}", f);
         put_value(f, procs[i]->power.total_j);
@@ -293,16 +288,14 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
              "Power of the whole machine over the last window; idle is the "
              "CPU power no task caused.");
     static const char *const comp[4] = {"cpu", "nic", "idle", "total"};
-    const double val[4] = {r->system.cpu_w, r->system.nic_w, r->system.idle_w,
-                           r->system.total_w};
+    const double val[4] = {r->system.cpu_w, r->system.nic_w, r->system.idle_w, r->system.total_w};
     for (int i = 0; i < 4; i++) {
         fprintf(f, "powerapi_system_power_watts{component=\"%s\"}", comp[i]);
         put_value(f, val[i]);
     }
     /* the components of registered formulas ("gpu"), by name */
     for (size_t k = 2; r->system_component_w && k < r->ncomponents; k++) {
-        fprintf(f, "powerapi_system_power_watts{component=\"%s\"}",
-                r->component_names[k]);
+        fprintf(f, "powerapi_system_power_watts{component=\"%s\"}", r->component_names[k]);
         put_value(f, r->system_component_w[k]);
     }
     put_help(f, "powerapi_system_energy_joules_total", "counter",
@@ -339,21 +332,19 @@ static char *format_metrics(const pa_report *r, const serve_opts *o,
 
 static struct MHD_Response *text_response(const char *text)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
     if (resp)
         MHD_add_response_header(resp, "Content-Type", CONTENT_TYPE);
     return resp;
 }
 
 /* Installs a new page (or a 503 reason when page_text is NULL). */
-static void serve_publish(serve *s, char *page_text, size_t len,
-                          const char *why)
+static void serve_publish(serve *s, char *page_text, size_t len, const char *why)
 {
     struct MHD_Response *page = NULL, *unav = NULL;
     if (page_text) {
-        page = MHD_create_response_from_buffer(len, page_text,
-                                               MHD_RESPMEM_MUST_FREE);
+        page = MHD_create_response_from_buffer(len, page_text, MHD_RESPMEM_MUST_FREE);
         if (!page) {
             free(page_text);
             return;
@@ -382,9 +373,8 @@ static void serve_publish(serve *s, char *page_text, size_t len,
         MHD_destroy_response(old_unav);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
     (void)version;
@@ -397,8 +387,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     *upload_size = 0;
     enum MHD_Result ret;
     struct MHD_Response *resp;
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-        strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
         resp = text_response("only GET and HEAD are supported\n");
         if (!resp)
             return MHD_NO;
@@ -413,13 +402,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         if (s->page) {
             ret = MHD_queue_response(c, MHD_HTTP_OK, s->page);
         } else if (s->unavailable) {
-            ret = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                     s->unavailable);
+            ret = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->unavailable);
         } else {
             resp = text_response("no window yet; retry after one interval\n");
-            ret =
-                resp ? MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, resp)
-                     : MHD_NO;
+            ret = resp ? MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, resp) : MHD_NO;
             if (resp)
                 MHD_destroy_response(resp);
         }
@@ -427,8 +413,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return ret;
     }
     int found = strcmp(url, "/") == 0;
-    resp =
-        text_response(found ? root_page : "not found; metrics at /metrics\n");
+    resp = text_response(found ? root_page : "not found; metrics at /metrics\n");
     if (!resp)
         return MHD_NO;
     ret = MHD_queue_response(c, found ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, resp);
@@ -436,8 +421,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     return ret;
 }
 
-char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
-                        size_t *len)
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node, size_t *len)
 {
     serve_opts o;
     memset(&o, 0, sizeof(o));
@@ -450,8 +434,8 @@ char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node
  * listening socket: MHD parses the raw request from one end of a socket
  * pair and on_request answers it, with r's page (or none yet) as
  * /metrics.  For the fuzz target (tests/fuzz/fuzz_serve.c). */
-int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
-                          char **resp, size_t *resp_len)
+int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len, char **resp,
+                          size_t *resp_len)
 {
     serve s = {.o = {.top = 3}};
     pthread_mutex_init(&s.lock, NULL);
@@ -463,23 +447,19 @@ int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
             goto out;
         serve_publish(&s, page, plen, NULL);
     }
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, &s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-        MHD_OPTION_CONNECTION_TIMEOUT, 1u, MHD_OPTION_END);
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, &s,
+                                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, 1u, MHD_OPTION_END);
     if (!d)
         goto out;
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
-                   sv) < 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
         rc = -errno;
         MHD_stop_daemon(d);
         goto out;
     }
-    struct sockaddr_in peer = {.sin_family = AF_INET,
-                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (MHD_add_connection(d, sv[0], (struct sockaddr *)&peer,
-                           sizeof(peer)) != MHD_YES) {
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (MHD_add_connection(d, sv[0], (struct sockaddr *)&peer, sizeof(peer)) != MHD_YES) {
         rc = -EIO;
         close(sv[0]);
         close(sv[1]);
@@ -497,8 +477,7 @@ int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len,
     for (int idle = 0; !eof && idle < 64;) {
         bool moved = false;
         if (sent < len) {
-            ssize_t w = send(sv[1], (const char *)req + sent, len - sent,
-                             MSG_NOSIGNAL);
+            ssize_t w = send(sv[1], (const char *)req + sent, len - sent, MSG_NOSIGNAL);
             if (w > 0) {
                 sent += (size_t)w;
                 moved = true;
@@ -548,9 +527,8 @@ static void listen_error(const char *listen, const struct sockaddr_storage *ss, 
             e = errno;
         close(fd);
     }
-    unsigned port = ntohs(ss->ss_family == AF_INET6
-                              ? ((const struct sockaddr_in6 *)ss)->sin6_port
-                              : ((const struct sockaddr_in *)ss)->sin_port);
+    unsigned port = ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+                                                    : ((const struct sockaddr_in *)ss)->sin_port);
     const char *why = e == EADDRINUSE      ? "another process listens there; ss -ltnp shows which"
                       : e == EADDRNOTAVAIL ? "not an address of this machine"
                       : e == EACCES && port < 1024
@@ -560,8 +538,7 @@ static void listen_error(const char *listen, const struct sockaddr_storage *ss, 
     pa_cli_error(CMD, "cannot listen on %s: %s (%s)", listen, strerror(e), why);
 }
 
-static int parse_listen(const char *arg, struct sockaddr_storage *ss,
-                        socklen_t *sslen)
+static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t *sslen)
 {
     char host[128] = "127.0.0.1";
     const char *port;
@@ -660,8 +637,7 @@ static void ring_refresh(serve *s, ring_src *rs)
             rs->seq = 0;
             /* Start with the newest window alone (or the span). */
             const pa_report *rep;
-            if ((rs->span_ns ? ring_span(rs, &rep)
-                             : pa_ring_read(rs->r, &rs->seq, &rep)) == 0) {
+            if ((rs->span_ns ? ring_span(rs, &rep) : pa_ring_read(rs->r, &rs->seq, &rep)) == 0) {
                 size_t len = 0;
                 char *text = format_metrics(rep, &s->o, &len);
                 if (text)
@@ -670,8 +646,7 @@ static void ring_refresh(serve *s, ring_src *rs)
         }
     } else {
         const pa_report *rep;
-        rc = rs->span_ns ? ring_span(rs, &rep)
-                         : pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
+        rc = rs->span_ns ? ring_span(rs, &rep) : pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
         if (rc == 0) {
             size_t len = 0;
             char *text = format_metrics(rep, &s->o, &len);
@@ -690,8 +665,7 @@ static void ring_refresh(serve *s, ring_src *rs)
             pa_cli_error(CMD, "%s", msg);
         serve_publish(s, NULL, 0, msg);
     } else if (rs->last_err) {
-        fprintf(stderr, "%s " CMD ": ring '%s' is back\n", pa_cli_prog,
-                rs->name);
+        fprintf(stderr, "%s " CMD ": ring '%s' is back\n", pa_cli_prog, rs->name);
     }
     rs->last_err = rc;
 }
@@ -712,8 +686,7 @@ static int set_min_watts(void *v, const char *cmd, const char *arg)
     errno = 0;
     double w = strtod(arg, &end);
     if (end == arg || *end || errno || !(w >= 0) || isinf(w))
-        return pa_cli_usage_error(
-            cmd, "--min-watts: expected watts >= 0, got '%s'", arg);
+        return pa_cli_usage_error(cmd, "--min-watts: expected watts >= 0, got '%s'", arg);
     *(double *)v = w;
     return 0;
 }
@@ -726,8 +699,7 @@ typedef struct serve_args {
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
  * exit status. */
-static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc,
-                      char **argv)
+static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **argv)
 {
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
@@ -748,8 +720,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc,
                     "powerful",
                     1, 1000000),
         PA_OPT_CALLBACK('w', "min-watts", &s->o.min_watts, "W",
-                        "no process or cgroup series below W watts",
-                        set_min_watts),
+                        "no process or cgroup series below W watts", set_min_watts),
         PA_OPT_UINT(0, "max-cgroups", &a->max_cgroups, "N",
                     "at most N cgroup series (default 1000); the others\n"
                     "are summed in one series, cgroup=\"[other]\"",
@@ -757,11 +728,10 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc,
         PA_OPT_STRING(0, "node", &a->node, "NAME",
                       "the node label of the cgroup series (default:\n"
                       "this machine's host name)"),
-        PA_OPT_UINT(0, "max-connections", &a->maxconn, "N",
-                    "concurrent connections (default 1000)", 1, 100000),
+        PA_OPT_UINT(0, "max-connections", &a->maxconn, "N", "concurrent connections (default 1000)",
+                    1, 100000),
         PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
-                        "idle connections are closed after (default 10s)",
-                        1000000000ull, 0),
+                        "idle connections are closed after (default 10s)", 1000000000ull, 0),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
         PA_OPT_END,
     };
@@ -803,8 +773,7 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     socklen_t sslen;
     if (parse_listen(listen, &ss, &sslen) < 0)
         return pa_cli_usage_error(
-            CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'",
-            listen);
+            CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'", listen);
 
     sigset_t sigs, old;
     sigemptyset(&sigs);
@@ -830,8 +799,7 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
             status = rc;
             goto out;
         }
-        if ((rc = pa_watch_all(ctx, 1)) < 0 ||
-            (rc = pa_report_cgroups(ctx, 1)) < 0 ||
+        if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0 ||
             (rc = pa_start(ctx, interval, sampler_cb, s)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             goto out;
@@ -846,44 +814,37 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
      * limit exact.  (Two loaded CI runs lost scrapes of a 1000-connection
      * burst, one with the pool, one with this thread: the cause is still
      * open; test_serve prints how they end.) */
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    httpd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)maxconn,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(timeout / 1000000000ull),
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    httpd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                             (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)maxconn,
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(timeout / 1000000000ull),
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                             MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!httpd) {
         listen_error(listen, &ss, sslen, errno);
         goto out;
     }
-    const union MHD_DaemonInfo *di =
-        MHD_get_daemon_info(httpd, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(httpd, MHD_DAEMON_INFO_BIND_PORT);
     unsigned port = di ? di->port : 0;
     char addr[INET6_ADDRSTRLEN] = "?";
     if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr,
-                  sizeof(addr));
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
     else
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr,
-                  sizeof(addr));
-    bool loopback =
-        ss.ss_family == AF_INET
-            ? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
-            : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr));
+    bool loopback = ss.ss_family == AF_INET
+                        ? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
+                        : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
     if (!loopback)
         fprintf(stderr,
                 "%s " CMD ": listening beyond loopback (%s): whoever reaches "
                 "this port can read the metrics\n",
                 pa_cli_prog, addr);
     /* One line on stdout, for scripts (and tests) that asked for port 0. */
-    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n",
-           pa_cli_prog, ss.ss_family == AF_INET6 ? "[" : "", addr,
-           ss.ss_family == AF_INET6 ? "]" : "", port, ring ? " from ring " : "",
-           ring ? ring : "");
+    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n", pa_cli_prog,
+           ss.ss_family == AF_INET6 ? "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "", port,
+           ring ? " from ring " : "", ring ? ring : "");
     fflush(stdout);
 
     uint64_t next = pa_cli_mono_ns() + interval;
@@ -927,8 +888,7 @@ out:
 
 int pa_cli_serve(int argc, char **argv)
 {
-    serve_args a = {
-        .listen = "127.0.0.1:9464", .timeout = 10000000000ull, .maxconn = 1000};
+    serve_args a = {.listen = "127.0.0.1:9464", .timeout = 10000000000ull, .maxconn = 1000};
     serve s;
     memset(&s, 0, sizeof(s));
     pa_cli_ctx co;

@@ -34,8 +34,7 @@ typedef enum sort_key {
     SORT_N
 } sort_key;
 
-static const char *const sort_names[SORT_N] = {"power", "cpu", "nic", "energy",
-                                               "pid"};
+static const char *const sort_names[SORT_N] = {"power", "cpu", "nic", "energy", "pid"};
 
 typedef struct top {
     const char *ring;
@@ -133,8 +132,7 @@ static int refresh_data(top *t)
     return 1;
 }
 
-static int cmp_rows(const pa_target_info *a, const pa_target_info *b,
-                    sort_key k)
+static int cmp_rows(const pa_target_info *a, const pa_target_info *b, sort_key k)
 {
     double x, y;
     switch (k) {
@@ -165,8 +163,7 @@ static sort_key g_sort; /* qsort has no context argument */
 
 static int qsort_rows(const void *a, const void *b)
 {
-    return cmp_rows(*(const pa_target_info *const *)a,
-                    *(const pa_target_info *const *)b, g_sort);
+    return cmp_rows(*(const pa_target_info *const *)a, *(const pa_target_info *const *)b, g_sort);
 }
 
 static bool matches(const top *t, const pa_target_info *x)
@@ -175,8 +172,7 @@ static bool matches(const top *t, const pa_target_info *x)
         return true;
     char pid[16];
     snprintf(pid, sizeof(pid), "%d", (int)x->pid);
-    return strstr(x->comm, t->filter) ||
-           (x->cgroup && strstr(x->cgroup, t->filter)) ||
+    return strstr(x->comm, t->filter) || (x->cgroup && strstr(x->cgroup, t->filter)) ||
            (!t->cgroups && strstr(pid, t->filter));
 }
 
@@ -195,8 +191,7 @@ static size_t build_rows(top *t, const pa_report *r)
     size_t n = 0;
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
-        if (x->type == want && !(x->power.flags & PA_POWER_EXITED) &&
-            matches(t, x))
+        if (x->type == want && !(x->power.flags & PA_POWER_EXITED) && matches(t, x))
             t->rows[n++] = x;
     }
     g_sort = t->sort;
@@ -208,8 +203,7 @@ static size_t build_rows(top *t, const pa_report *r)
 /* ---- screen ---- */
 
 /* printf at a row, clipped to the screen width (never wraps). */
-static void line(int row, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void line(int row, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void line(int row, const char *fmt, ...)
 {
     char buf[1024];
@@ -256,8 +250,7 @@ static int draw_assumed(const char *as, int w, int max_rows)
         bool last = rows + 1 == max_rows && p[n];
         if (last) /* room for " ..." at a word boundary */
             n = wrap_len(p, width > 4 ? width - 4 : width);
-        line(3 + rows, "%s%.*s%s", rows ? "        " : "Assumed ", (int)n, p,
-             last ? " ..." : "");
+        line(3 + rows, "%s%.*s%s", rows ? "        " : "Assumed ", (int)n, p, last ? " ..." : "");
         rows++;
         p += n;
         while (*p == ' ')
@@ -284,20 +277,17 @@ static void draw(top *t)
     size_t n = build_rows(t, grouped ? grouped : r);
     int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
-         t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n,
-         view_name(t), sort_names[t->sort],
-         t->filter[0] ? " | filter: " : "", t->filter);
+         t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
+         sort_names[t->sort], t->filter[0] ? " | filter: " : "", t->filter);
     if (r) {
         bool measured = r->cpu_source && strcmp(r->cpu_source, "rapl") == 0;
         line(1,
              "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
              "energy since start %.1f J (%.0f s)",
-             r->system.total_w, r->system.cpu_w,
-             measured ? "measured" : "modelled", r->system.nic_w,
-             r->system.idle_w, t->energy_j, t->seen_s);
-        line(2, "Formula %s  sensors %s  window %.3f s",
-             r->formula ? r->formula : "", r->sensors ? r->sensors : "",
-             r->interval_s);
+             r->system.total_w, r->system.cpu_w, measured ? "measured" : "modelled",
+             r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s);
+        line(2, "Formula %s  sensors %s  window %.3f s", r->formula ? r->formula : "",
+             r->sensors ? r->sensors : "", r->interval_s);
         /* The assumptions can be long: wrapped at words, up to 6 rows
          * (fewer on a short screen), then cut at a word with "...". */
         const char *as = r->assumed && r->assumed[0] ? r->assumed : "nothing";
@@ -315,11 +305,11 @@ static void draw(top *t)
     for (char *c = what; *c; c++)
         *c = (char)toupper((unsigned char)*c);
     if (t->cgroups || t->group)
-        line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20,
-             what, "CPU W", "NIC W", "TOTAL W", "ENERGY J");
+        line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20, what, "CPU W", "NIC W",
+             "TOTAL W", "ENERGY J");
     else
-        line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%",
-             "CPU W", "NIC W", "TOTAL W", "ENERGY J", "CGROUP");
+        line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%", "CPU W", "NIC W",
+             "TOTAL W", "ENERGY J", "CGROUP");
     attroff(A_REVERSE);
     int row = head + 1;
     t->capped = false;
@@ -330,22 +320,19 @@ static void draw(top *t)
         if (t->group)
             snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
         if (t->cgroups || t->group) {
-            line(row, "%-*.*s %9.2f %9.2f %10.2f %12.1f",
-                 w - 45 > 20 ? w - 45 : 20, w - 45 > 20 ? w - 45 : 20,
+            line(row, "%-*.*s %9.2f %9.2f %10.2f %12.1f", w - 45 > 20 ? w - 45 : 20,
+                 w - 45 > 20 ? w - 45 : 20,
                  t->cgroups && !t->group && x->cgroup && x->cgroup[0] ? x->cgroup : label,
-                 x->power.cpu_w,
-                 x->power.nic_w, x->power.total_w, x->power.total_j);
+                 x->power.cpu_w, x->power.nic_w, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
-            double pct =
-                pa_cli_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+            double pct = pa_cli_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
             t->capped |= capped;
             line(row,
                  capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f  %s"
                         : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
-                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w,
-                 x->power.total_w, x->power.total_j,
-                 x->cgroup ? x->cgroup : "");
+                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, x->power.total_w,
+                 x->power.total_j, x->cgroup ? x->cgroup : "");
         }
     }
     if (t->status[0]) {
@@ -354,8 +341,7 @@ static void draw(top *t)
         attroff(A_BOLD);
     } else {
         line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
-             t->capped ? PA_CLI_CAPPED_NOTE "  " : "",
-             t->cgroups ? "processes" : "cgroups");
+             t->capped ? PA_CLI_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
     }
     refresh();
     pa_cli_group_free(grouped); /* the rows pointed into it: drawn now */
@@ -411,9 +397,8 @@ static void on_stop_signal(int sig)
 static int set_sort(void *v, const char *cmd, const char *arg)
 {
     if (parse_sort(arg, v) < 0)
-        return pa_cli_usage_error(
-            cmd, "--sort: expected power, cpu, nic, energy or pid, got '%s'",
-            arg);
+        return pa_cli_usage_error(cmd, "--sort: expected power, cpu, nic, energy or pid, got '%s'",
+                                  arg);
     return 0;
 }
 
@@ -428,8 +413,10 @@ static int set_filter(void *v, const char *cmd, const char *arg)
 static int set_group(void *v, const char *cmd, const char *arg)
 {
     if (pa_cli_group_parse(arg, v) < 0 || *(pa_cli_group *)v == PA_GROUP_CGROUP)
-        return pa_cli_usage_error(cmd, "--group-by: unknown kind '%s' (container, pod or unit; "
-                                       "-c for cgroups)", arg);
+        return pa_cli_usage_error(cmd,
+                                  "--group-by: unknown kind '%s' (container, pod or unit; "
+                                  "-c for cgroups)",
+                                  arg);
     return 0;
 }
 
@@ -439,19 +426,16 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
 {
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
-        PA_OPT_STRING('r', "ring", &t->ring, "NAME",
-                      "read a daemon's ring instead of sampling"),
+        PA_OPT_STRING('r', "ring", &t->ring, "NAME", "read a daemon's ring instead of sampling"),
         PA_OPT_CALLBACK('s', "sort", &t->sort, "KEY",
-                        "power, cpu, nic, energy or pid (default power)",
-                        set_sort),
+                        "power, cpu, nic, energy or pid (default power)", set_sort),
         PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
         PA_OPT_CALLBACK('g', "group-by", &t->group, "KIND",
                         "start in the view of containers, pods or units\n"
                         "(the key g goes from one to the next)",
                         set_group),
         PA_OPT_CALLBACK('f', "filter", t, "TEXT",
-                        "only rows whose name, cgroup or pid contains TEXT",
-                        set_filter),
+                        "only rows whose name, cgroup or pid contains TEXT", set_filter),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
         PA_OPT_END,
     };
@@ -501,8 +485,7 @@ static int top_run(top *t, const pa_cli_ctx *co)
     } else {
         if ((rc = pa_cli_ctx_create(co, CMD, &t->ctx)) != 0)
             return rc;
-        if ((rc = pa_watch_all(t->ctx, 1)) < 0 ||
-            (rc = pa_report_cgroups(t->ctx, 1)) < 0 ||
+        if ((rc = pa_watch_all(t->ctx, 1)) < 0 || (rc = pa_report_cgroups(t->ctx, 1)) < 0 ||
             (rc = pa_tick(t->ctx)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             pa_ctx_free(t->ctx);
@@ -516,8 +499,7 @@ static int top_run(top *t, const pa_cli_ctx *co)
                          "more than 10 %% off, since process CPU times move "
                          "in %.3g ms clock ticks (procfs-cpu: /proc/PID/stat, "
                          "USER_HZ %ld); use --interval %.3gms or more",
-                         (double)t->interval_ns / 1e6,
-                         (double)(TOP_MIN_TICKS * tick) / 1e6,
+                         (double)t->interval_ns / 1e6, (double)(TOP_MIN_TICKS * tick) / 1e6,
                          (double)tick / 1e6, sysconf(_SC_CLK_TCK),
                          (double)(TOP_MIN_TICKS * tick) / 1e6);
             pa_ctx_free(t->ctx);

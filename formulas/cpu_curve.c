@@ -55,15 +55,15 @@
 /* The default curve, per vCPU (see PA_CURVE_VCPU_MIN_W). */
 #define DEFAULT_MIN_W PA_CURVE_VCPU_MIN_W
 #define DEFAULT_MAX_W PA_CURVE_VCPU_MAX_W
-#define DEFAULT_SOURCE                                                        \
-    "Cloud Carbon Footprint methodology, AWS average min/max watts per "      \
+#define DEFAULT_SOURCE                                                                             \
+    "Cloud Carbon Footprint methodology, AWS average min/max watts per "                           \
     "vCPU (from SPECpower_ssj2008)"
 
 #define NBINS 11
 #define LEARN_MIN 5 /* windows before a bin's mean is used */
 
-static const char *const curve_options[] = {
-    "points", "per", "calibration", "model", "fref", "learn", "save", NULL};
+static const char *const curve_options[] = {"points", "per",   "calibration", "model",
+                                            "fref",   "learn", "save",        NULL};
 
 typedef enum src_kind {
     SRC_OPTION,
@@ -79,12 +79,12 @@ typedef struct bin {
 } bin;
 
 typedef struct cpu_curve {
-    bool have_fixed;  /* option, calibration or model= */
+    bool have_fixed; /* option, calibration or model= */
     src_kind fixed_kind;
     pa_curve fixed;
-    bool calib_auto;  /* calibration found at the standard place */
+    bool calib_auto;     /* calibration found at the standard place */
     char calib_bad[300]; /* "$POWERAPI_CALIBRATION not used: why" */
-    double opt_fref;  /* NAN when not given */
+    double opt_fref;     /* NAN when not given */
     bool learn;
     /* curve from the model name, looked up once per name */
     bool looked_up;
@@ -102,9 +102,9 @@ typedef struct cpu_curve {
     unsigned long learned, rejected;
     double err_sum;
     unsigned long err_n;
-    double f_sum;       /* MHz summed over the learned windows with cpufreq */
+    double f_sum; /* MHz summed over the learned windows with cpufreq */
     unsigned long f_n;
-    unsigned learn_cpus; /* CPUs online in the last learned window */
+    unsigned learn_cpus;    /* CPUs online in the last learned window */
     char save[PA_PATH_MAX]; /* save=FILE, "" when not given */
 } cpu_curve;
 
@@ -135,9 +135,8 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     const char *save = pa_options_get(o, "save");
     int rc;
     if ((points != NULL) + (calib != NULL) + (model != NULL) > 1)
-        return pa__err(-EINVAL,
-                       "cpu-curve: give only one of points=, calibration= "
-                       "and model=");
+        return pa__err(-EINVAL, "cpu-curve: give only one of points=, calibration= "
+                                "and model=");
     if (per && !points)
         return pa__err(-EINVAL, "cpu-curve: per= goes with points=");
     if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
@@ -148,8 +147,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
             return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
                                     "finds; it does not go with learn=off");
         if (!*save || strlen(save) + 5 >= sizeof(st->save))
-            return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name",
-                           save);
+            return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name", save);
         char dir[PA_PATH_MAX];
         snprintf(dir, sizeof(dir), "%s", save);
         char *slash = strrchr(dir, '/');
@@ -168,8 +166,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     }
     if (pa_options_get(o, "fref")) {
         double f;
-        if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) ||
-            f > 100000)
+        if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) || f > 100000)
             return pa__err(-EINVAL,
                            "cpu-curve: fref=%s is not a frequency in MHz; "
                            "write e.g. fref=2400",
@@ -181,8 +178,7 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
         pa_curve *c = &st->fixed;
         c->packages = 1;
         c->error = -1;
-        if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 &&
-            c->n < 2)
+        if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 && c->n < 2)
             snprintf(why, sizeof(why), "at least 2 points");
         if (c->n < 2 || why[0])
             return pa__err(-EINVAL,
@@ -289,8 +285,8 @@ static int save_learned(const cpu_curve *st)
         res[c.n++] = x->mad;
     }
     double err = st->err_n ? st->err_sum / st->err_n * 100 : -1;
-    return pa__calib_write(st->save, &c, res, NULL, NULL,
-                           st->learn_cpus ? st->learn_cpus : 1, err, -1, -1);
+    return pa__calib_write(st->save, &c, res, NULL, NULL, st->learn_cpus ? st->learn_cpus : 1, err,
+                           -1, -1);
 }
 
 static int curve_configure(pa_module *m, const pa_options *opts)
@@ -328,8 +324,7 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     const char *path = pa__module_hwdb(m);
     if (!st->have_fixed && *model) {
         char cpath[PA_PATH_MAX];
-        if (pa__calib_for_model(&m->ctx->env, model, &st->rec, cpath,
-                                sizeof(cpath), st->calib_bad,
+        if (pa__calib_for_model(&m->ctx->env, model, &st->rec, cpath, sizeof(cpath), st->calib_bad,
                                 sizeof(st->calib_bad))) {
             st->have_rec = true;
             st->calib_auto = true;
@@ -352,8 +347,7 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
 }
 
 /* The curve with the learned bins in place of the points they cover. */
-static void learned_curve(const cpu_curve *st, const pa_curve *base,
-                          double scale, pa_curve *out)
+static void learned_curve(const cpu_curve *st, const pa_curve *base, double scale, pa_curve *out)
 {
     *out = *base;
     out->n = 0;
@@ -398,8 +392,7 @@ static void learn(cpu_curve *st, double u, double model_w, double meas_w)
     st->learned++;
 }
 
-static int curve_compute(pa_module *m, const pa_frame_delta *d,
-                         pa_power_table *out)
+static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
     cpu_curve *st = m->priv;
     if (!st)
@@ -441,27 +434,26 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
         break;
     case SRC_CALIB:
         if (strcmp(c->match, model))
-            pa_table_assume(out,
-                   "cpu-curve: %s was made on '%s', not this CPU ('%s')",
-                   c->source, c->match, model);
+            pa_table_assume(out, "cpu-curve: %s was made on '%s', not this CPU ('%s')", c->source,
+                            c->match, model);
         else
             pa_table_assume(out, "cpu-curve: %s", c->source);
         break;
     case SRC_FORCED:
     case SRC_HWDB:
         pa_table_assume(out, "cpu-curve: hwdb curve \"%s\"%s: %s", c->match,
-               kind == SRC_FORCED ? " (model=)" : "", c->source);
+                        kind == SRC_FORCED ? " (model=)" : "", c->source);
         if (c->per == PA_CURVE_SERVER)
             pa_table_assume(out, "cpu-curve: the curve is the wall power of the "
-                        "whole measured server (memory, disks, fans, "
-                        "power-supply loss included)");
+                                 "whole measured server (memory, disks, fans, "
+                                 "power-supply loss included)");
         break;
     case SRC_DEFAULT:
         pa_table_assume(out,
-               "cpu-curve: default %g W idle to %g W at full load per vCPU x "
-               "%u CPUs for unknown CPU '%s' (%s)",
-               DEFAULT_MIN_W, DEFAULT_MAX_W, ncpus,
-               *model ? model : "(no name)", DEFAULT_SOURCE);
+                        "cpu-curve: default %g W idle to %g W at full load per vCPU x "
+                        "%u CPUs for unknown CPU '%s' (%s)",
+                        DEFAULT_MIN_W, DEFAULT_MAX_W, ncpus, *model ? model : "(no name)",
+                        DEFAULT_SOURCE);
         break;
     }
 
@@ -470,7 +462,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     double busy = pa__delta_busy_s(d, &summed);
     if (summed) {
         pa_table_assume(out, "busy time = sum of the processes seen (no system CPU "
-                    "time)");
+                             "time)");
     }
     double cap = d->capacity_s;
     double u = cap > 0 ? busy / cap : 0;
@@ -491,13 +483,13 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     } else if (c->threads && ncpus < c->threads) {
         scale = (double)ncpus / c->threads;
         pa_table_assume(out,
-               "cpu-curve: %u of the curve's %u CPUs online (a VM's share "
-               "of the host, or CPUs offline): x %.4g",
-               ncpus, c->threads, scale);
+                        "cpu-curve: %u of the curve's %u CPUs online (a VM's share "
+                        "of the host, or CPUs offline): x %.4g",
+                        ncpus, c->threads, scale);
     } else if (c->threads && ncpus > c->threads) {
         scale = floor((double)ncpus / c->threads + 0.5);
-        pa_table_assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u",
-               ncpus, scale, c->threads);
+        pa_table_assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u", ncpus, scale,
+                        c->threads);
     } else if (c->packages > 1 && st->npk == c->packages) {
         per_pk = true;
         pk_div = c->packages;
@@ -507,18 +499,18 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     const pa_curve *use = c;
     if (st->save[0])
         pa_table_assume(out,
-               "cpu-curve: learned curve saved to %s when the formula stops "
-               "(%d of 11 load bins have %d RAPL windows; 2 needed)",
-               st->save, learned_bins(st), LEARN_MIN);
+                        "cpu-curve: learned curve saved to %s when the formula stops "
+                        "(%d of 11 load bins have %d RAPL windows; 2 needed)",
+                        st->save, learned_bins(st), LEARN_MIN);
     if (st->learn && !per_pk) {
         int have = learned_bins(st);
         if (have >= 2) {
             learned_curve(st, c, scale, &learned);
             use = &learned;
             pa_table_assume(out,
-                   "cpu-curve: self-calibrated from %lu RAPL windows (%d of "
-                   "11 load bins, %lu outliers rejected)",
-                   st->learned, have, st->rejected);
+                            "cpu-curve: self-calibrated from %lu RAPL windows (%d of "
+                            "11 load bins, %lu outliers rejected)",
+                            st->learned, have, st->rejected);
         }
     }
 
@@ -541,59 +533,56 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
     double p0 = pa__curve_at(use, 0);
     if (use->n && use->load[0] > 0.05)
         pa_table_assume(out,
-               "cpu-curve: the curve starts at %.0f %% load: below it, "
-               "extrapolated along its lowest points (the curve's %.3g W "
-               "at idle, %.3g W at its first point)",
-               use->load[0] * 100, p0, use->watts[0]);
+                        "cpu-curve: the curve starts at %.0f %% load: below it, "
+                        "extrapolated along its lowest points (the curve's %.3g W "
+                        "at idle, %.3g W at its first point)",
+                        use->load[0] * 100, p0, use->watts[0]);
     double p_static, p_dyn;
     if (by_freq) {
         p_static = pa__curve_at_freq(c, f_win, 0) * scale;
         p_dyn = pa__curve_at_freq(c, f_win, u) * scale - p_static;
         pa_table_assume(out,
-               "cpu-curve: the calibration's curves at %g..%g MHz, "
-               "interpolated at the window's %.0f MHz",
-               c->fmhz[0], c->fmhz[c->nfreq - 1], f_win);
+                        "cpu-curve: the calibration's curves at %g..%g MHz, "
+                        "interpolated at the window's %.0f MHz",
+                        c->fmhz[0], c->fmhz[c->nfreq - 1], f_win);
     } else if (per_pk) {
         p_static = 0;
         p_dyn = 0;
         bool sys_u = false;
         for (unsigned k = 0; k < st->npk; k++) {
-            double uk = pa__package_busy(d, st->cpu_pk, st->ncpu_map,
-                                         st->pk_id[k]);
+            double uk = pa__package_busy(d, st->cpu_pk, st->ncpu_map, st->pk_id[k]);
             if (uk < 0) {
                 uk = u;
                 sys_u = true;
             }
             p_static += p0 * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / pk_div);
-            p_dyn += (pa__curve_at(use, uk) - p0) /
-                     (c->per == PA_CURVE_PACKAGE ? 1 : pk_div);
+            p_dyn += (pa__curve_at(use, uk) - p0) / (c->per == PA_CURVE_PACKAGE ? 1 : pk_div);
         }
         pa_table_assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
-                            "packages without per-CPU times)"
-                          : "cpu-curve: per package, each at its CPUs' "
-                            "utilisation");
+                                     "packages without per-CPU times)"
+                                   : "cpu-curve: per package, each at its CPUs' "
+                                     "utilisation");
     } else {
         p_static = p0 * scale;
         p_dyn = (pa__curve_at(use, u) - p0) * scale;
     }
 
     if (t_all > 0 && !by_freq) {
-        double fref = !isnan(st->opt_fref) ? st->opt_fref
-                      : c->mhz > 0         ? c->mhz
-                      : st->rec_mhz > 0    ? st->rec_mhz
-                      : d->cur && d->cur->nominal_mhz > 0
-                          ? d->cur->nominal_mhz
-                          : 0;
+        double fref = !isnan(st->opt_fref)                ? st->opt_fref
+                      : c->mhz > 0                        ? c->mhz
+                      : st->rec_mhz > 0                   ? st->rec_mhz
+                      : d->cur && d->cur->nominal_mhz > 0 ? d->cur->nominal_mhz
+                                                          : 0;
         if (fref > 0) {
             double f = f_win;
             p_dyn *= f / fref;
             pa_table_assume(out,
-                   "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
-                   "constant)",
-                   fref);
+                            "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
+                            "constant)",
+                            fref);
         } else {
             pa_table_assume(out, "cpu-curve: no reference frequency: not scaled by "
-                        "cpufreq");
+                                 "cpufreq");
         }
     }
     double p = p_static + p_dyn;
@@ -619,9 +608,7 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d,
             }
         }
     }
-    out->model_error = st->err_n ? st->err_sum / st->err_n
-                       : c->error >= 0 ? c->error
-                                       : -1;
+    out->model_error = st->err_n ? st->err_sum / st->err_n : c->error >= 0 ? c->error : -1;
 
     /* attribution: the dynamic part by CPU time or cycles, as rapl-share */
     pa__share_split(d, out, p, p_dyn);

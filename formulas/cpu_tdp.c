@@ -62,8 +62,8 @@ typedef struct cpu_tdp {
     char hwdb_note[160]; /* why no record was used, for "assumed" */
 } cpu_tdp;
 
-static int opt_positive(const pa_options *o, const char *key, double max,
-                        const char *unit, const char *example, double *out)
+static int opt_positive(const pa_options *o, const char *key, double max, const char *unit,
+                        const char *example, double *out)
 {
     const char *v = pa_options_get(o, key);
     double d;
@@ -84,12 +84,10 @@ static int parse_options(pa_module *m, const pa_options *opts, cpu_tdp *st)
 {
     int rc;
     memset(st, 0, sizeof(*st));
-    if ((rc = opt_positive(opts, "tdp", 100000, "power in watts", "tdp=95",
-                           &st->opt_tdp)) < 0 ||
-        (rc = opt_positive(opts, "ftdp", 100000, "frequency in MHz",
-                           "ftdp=2400", &st->opt_ftdp)) < 0 ||
-        (rc = opt_positive(opts, "vtdp", 5, "voltage in volts", "vtdp=1.2",
-                           &st->opt_vtdp)) < 0)
+    if ((rc = opt_positive(opts, "tdp", 100000, "power in watts", "tdp=95", &st->opt_tdp)) < 0 ||
+        (rc = opt_positive(opts, "ftdp", 100000, "frequency in MHz", "ftdp=2400", &st->opt_ftdp)) <
+            0 ||
+        (rc = opt_positive(opts, "vtdp", 5, "voltage in volts", "vtdp=1.2", &st->opt_vtdp)) < 0)
         return rc;
     const char *share = pa_options_get(opts, "share");
     if (share && strcmp(share, "capacity") && strcmp(share, "active"))
@@ -195,8 +193,7 @@ static int lookup(pa_module *m, cpu_tdp *st, const char *model)
     st->hwdb_note[0] = '\0';
     const char *path = pa__module_hwdb(m);
     if (!path) {
-        snprintf(st->hwdb_note, sizeof(st->hwdb_note),
-                 "no hardware database installed");
+        snprintf(st->hwdb_note, sizeof(st->hwdb_note), "no hardware database installed");
     } else if (*model) {
         int rc = pa__hwdb_cpu(path, model, &st->rec);
         if (rc == 0)
@@ -255,8 +252,7 @@ static double mhz_from_model(const char *model)
     return 0;
 }
 
-static void assume(pa_power_table *out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void assume(pa_power_table *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void assume(pa_power_table *out, const char *fmt, ...)
 {
     char text[256];
@@ -267,8 +263,7 @@ static void assume(pa_power_table *out, const char *fmt, ...)
     pa__assume(out->assumed, sizeof(out->assumed), text);
 }
 
-static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
-                           pa_power_table *out)
+static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
     cpu_tdp *st = m->priv;
     if (!st)
@@ -277,9 +272,7 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     int rc = lookup(m, st, model);
     if (rc < 0)
         return rc;
-    const pa_hwdb_cpu *rec = st->have_forced ? &st->forced
-                             : st->have_rec  ? &st->rec
-                                             : NULL;
+    const pa_hwdb_cpu *rec = st->have_forced ? &st->forced : st->have_rec ? &st->rec : NULL;
     unsigned ncpus = pa__delta_ncpus(d);
 
     /* TDP of the whole machine */
@@ -290,8 +283,8 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     } else if (rec && rec->threads && ncpus > rec->threads) {
         double pk = floor((double)ncpus / rec->threads + 0.5);
         tdp = rec->tdp_w * pk;
-        assume(out, "tdp=%gW (hwdb \"%s\": %gW x %g packages of %u threads)",
-               tdp, rec->match, rec->tdp_w, pk, rec->threads);
+        assume(out, "tdp=%gW (hwdb \"%s\": %gW x %g packages of %u threads)", tdp, rec->match,
+               rec->tdp_w, pk, rec->threads);
     } else if (rec && rec->threads && ncpus < rec->threads) {
         tdp = rec->tdp_w * ncpus / rec->threads;
         assume(out,
@@ -303,9 +296,9 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
         assume(out, "tdp=%gW (hwdb \"%s\")", tdp, rec->match);
     } else {
         tdp = DEFAULT_W_PER_CPU * ncpus;
-        assume(out, "tdp=%gW (default %gW x %u CPUs for unknown CPU '%s'%s%s)",
-               tdp, DEFAULT_W_PER_CPU, ncpus, *model ? model : "(no name)",
-               st->hwdb_note[0] ? ": " : "", st->hwdb_note);
+        assume(out, "tdp=%gW (default %gW x %u CPUs for unknown CPU '%s'%s%s)", tdp,
+               DEFAULT_W_PER_CPU, ncpus, *model ? model : "(no name)", st->hwdb_note[0] ? ": " : "",
+               st->hwdb_note);
     }
 
     /* highest cpufreq frequency of the window, and its total time */
@@ -338,9 +331,7 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
     }
 
     /* voltage table and V_tdp */
-    const pa_hwdb_cpu *vt = st->opt_volt.nvolt  ? &st->opt_volt
-                            : rec && rec->nvolt ? rec
-                                                : NULL;
+    const pa_hwdb_cpu *vt = st->opt_volt.nvolt ? &st->opt_volt : rec && rec->nvolt ? rec : NULL;
     if (vt == &st->opt_volt)
         assume(out, "V per frequency from option volt=");
     else if (vt)
@@ -381,8 +372,7 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d,
         if (interp)
             assume(out, "V interpolated linearly for %u frequencies", interp);
         if (clamped)
-            assume(out, "V of the nearest table end for %u frequencies",
-                   clamped);
+            assume(out, "V of the nearest table end for %u frequencies", clamped);
     } else {
         /* no cpufreq (VMs): the CPUs run at the nominal frequency, f =
          * f_tdp, so P = 0.7 x TDP */

@@ -76,8 +76,7 @@ static int nl_apply(nl_priv *p, const pa_options *o)
     if (v && (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "yes")))
         lb = true;
     else if (v && strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no"))
-        return pa__err(-EINVAL, "nic-linear: loopback=%s: expected on or off",
-                       v);
+        return pa__err(-EINVAL, "nic-linear: loopback=%s: expected on or off", v);
     double w, s;
     int rc = pa_options_get_double(o, "power", -1.0, &w);
     if (rc < 0)
@@ -156,8 +155,7 @@ static double state_w(const pa_hwdb_nic *n, double mbps, double *state_mbps)
             best = i;
     if (best == n->nstates)
         for (size_t i = 0; i < n->nstates; i++)
-            if (best == n->nstates ||
-                n->state[i].mbps > n->state[best].mbps)
+            if (best == n->nstates || n->state[i].mbps > n->state[best].mbps)
                 best = i;
     if (best == n->nstates) {
         *state_mbps = 0;
@@ -169,8 +167,8 @@ static double state_w(const pa_hwdb_nic *n, double mbps, double *state_mbps)
 
 /* Rate (Mb/s) and transmit power (W) of one priced interface; labels what
  * was not read from the machine. */
-static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic,
-                  pa_power_table *t, double *rate, double *watts)
+static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic, pa_power_table *t,
+                  double *rate, double *watts)
 {
     char text[160];
     bool phys = nic->kind == PA_NIC_PHYSICAL;
@@ -181,8 +179,7 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic,
     } else {
         *rate = p->speed_mbps > 0 ? p->speed_mbps : NL_DEFAULT_MBPS;
         if (p->speed_mbps <= 0) {
-            snprintf(text, sizeof text, "nic %s speed=%gMb/s (unknown)",
-                     nic->name, *rate);
+            snprintf(text, sizeof text, "nic %s speed=%gMb/s (unknown)", nic->name, *rate);
             pa__assume(t->assumed, sizeof t->assumed, text);
         }
     }
@@ -202,8 +199,7 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic,
     }
     if (!rec) {
         *watts = 0;
-        snprintf(text, sizeof text,
-                 "nic %s=0W (no hwdb record nor default; set power=)",
+        snprintf(text, sizeof text, "nic %s=0W (no hwdb record nor default; set power=)",
                  nic->name);
         pa__assume(t->assumed, sizeof t->assumed, text);
         return;
@@ -212,11 +208,10 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic,
     *watts = state_w(rec, *rate, &smbps);
     if (why[0] || smbps != *rate) {
         /* names are bounded (16 + 64 + 32 bytes): truncation is harmless */
-        int n = snprintf(text, sizeof text, "nic %s=%gW@%gMb/s (%s%shwdb ",
-                         nic->name, *watts, *rate, why, why[0] ? ": " : "");
+        int n = snprintf(text, sizeof text, "nic %s=%gW@%gMb/s (%s%shwdb ", nic->name, *watts,
+                         *rate, why, why[0] ? ": " : "");
         if (n > 0 && (size_t)n < sizeof text)
-            snprintf(text + n, sizeof text - (size_t)n, "%.32s@%gMb/s)",
-                     rec->match, smbps);
+            snprintf(text + n, sizeof text - (size_t)n, "%.32s@%gMb/s)", rec->match, smbps);
         pa__assume(t->assumed, sizeof t->assumed, text);
     }
 }
@@ -238,8 +233,7 @@ static bool in_tree(const pa_ctx *ctx, const pa_task *t, pid_t root)
     return false;
 }
 
-static int nl_compute(pa_module *m, const pa_frame_delta *d,
-                      pa_power_table *t)
+static int nl_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     nl_priv *p = pa_module_priv(m);
     for (size_t i = 0; i < d->ntasks; i++)
@@ -281,8 +275,7 @@ static int nl_compute(pa_module *m, const pa_frame_delta *d,
          * without one had an unreadable fd folder */
         size_t blind = 0;
         for (size_t i = 0; i < d->ntasks; i++)
-            blind += d->tasks[i]->type == PA_TARGET_PROCESS &&
-                     !(d->tasks[i]->cur.have & PA_RD_NET);
+            blind += d->tasks[i]->type == PA_TARGET_PROCESS && !(d->tasks[i]->cur.have & PA_RD_NET);
         if (blind) {
             char text[160];
             snprintf(text, sizeof text,
@@ -303,8 +296,8 @@ static int nl_compute(pa_module *m, const pa_frame_delta *d,
 
     for (size_t i = 0; i < d->ntasks; i++) {
         pa_task *task = d->tasks[i];
-        if (task->type != PA_TARGET_PROCESS ||
-            !(task->cur.have & PA_RD_NET) || !(task->prev.have & PA_RD_NET))
+        if (task->type != PA_TARGET_PROCESS || !(task->cur.have & PA_RD_NET) ||
+            !(task->prev.have & PA_RD_NET))
             continue;
         double b[3], sum = 0;
         for (int k = 0; k < 3; k++) {
@@ -326,8 +319,7 @@ static int nl_compute(pa_module *m, const pa_frame_delta *d,
             continue;
         double w = 0;
         for (size_t j = 0; j < d->ntasks; j++)
-            if (d->tasks[j]->type == PA_TARGET_PROCESS &&
-                in_tree(d->ctx, d->tasks[j], tree->pid))
+            if (d->tasks[j]->type == PA_TARGET_PROCESS && in_tree(d->ctx, d->tasks[j], tree->pid))
                 w += d->tasks[j]->nic_w;
         tree->nic_w = w;
     }

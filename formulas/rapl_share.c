@@ -112,8 +112,7 @@ static void share_stop(pa_module *m)
 }
 
 /* Index in pkg[] of the package task k last ran on, or -1. */
-static int task_package(const pa_sysread *s, const pa_task *k,
-                        const int *pkg, int npkg)
+static int task_package(const pa_sysread *s, const pa_task *k, const int *pkg, int npkg)
 {
     if (k->last_cpu < 0 || (unsigned)k->last_cpu >= s->ncpu_socket)
         return -1;
@@ -125,8 +124,7 @@ static int task_package(const pa_sysread *s, const pa_task *k,
 }
 
 /* Why the packages cannot be attributed one by one (NULL: they can). */
-static const char *per_socket_refusal(const pa_frame_delta *d,
-                                      const int *pkg, int npkg)
+static const char *per_socket_refusal(const pa_frame_delta *d, const int *pkg, int npkg)
 {
     const pa_sysread *s = d->cur;
     if (!s || s->ncpu_socket == 0)
@@ -143,20 +141,18 @@ static const char *per_socket_refusal(const pa_frame_delta *d,
     return NULL;
 }
 
-static int share_compute(pa_module *m, const pa_frame_delta *d,
-                         pa_power_table *t)
+static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     share_state *st = m->priv;
     if (!(d->have & PA_HAVE_RAPL) || d->nrapl == 0)
-        return pa__err(-ENODATA,
-                       "rapl-share: no RAPL reading in this "
-                       "window; enable the rapl sensor (pa_module_enable "
-                       "\"rapl\")");
+        return pa__err(-ENODATA, "rapl-share: no RAPL reading in this "
+                                 "window; enable the rapl sensor (pa_module_enable "
+                                 "\"rapl\")");
     if (!(d->interval_s > 0))
         return pa__err(-EINVAL, "rapl-share: empty window");
     double pkg_j = 0, dram_j = 0, psys_j = 0;
     bool have_pkg = false;
-    int pkg[PA_MAX_RAPL];  /* socket of each package domain */
+    int pkg[PA_MAX_RAPL]; /* socket of each package domain */
     double pkg_w[PA_MAX_RAPL];
     int npkg = 0;
     for (unsigned i = 0; i < d->nrapl; i++) {
@@ -187,8 +183,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
             double u = d->busy_s / d->capacity_s;
             frac = u < 0 ? 0 : u > 1 ? 1 : u;
         } else {
-            pa__assume(t->assumed, PA_MAX_ASSUMED,
-                       "rapl-share: no CPU busy time, idle=split used");
+            pa__assume(t->assumed, PA_MAX_ASSUMED, "rapl-share: no CPU busy time, idle=split used");
         }
     }
     double active = p * frac;
@@ -199,9 +194,9 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
         double pfrac[PA_MAX_RAPL];
         bool sys_frac = false;
         for (int i = 0; i < npkg; i++) {
-            double u = st->split ? 1
-                                 : pa__package_busy(d, d->cur->cpu_socket,
-                                                    d->cur->ncpu_socket, pkg[i]);
+            double u = st->split
+                           ? 1
+                           : pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg[i]);
             if (u < 0) {
                 u = frac;
                 sys_frac = true;
@@ -209,8 +204,8 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
             pfrac[i] = u > 1 ? 1 : u;
         }
         pa__assume(t->assumed, PA_MAX_ASSUMED,
-                   st->split ? "rapl-share: per package, each target on the "
-                               "package of its last CPU"
+                   st->split  ? "rapl-share: per package, each target on the "
+                                "package of its last CPU"
                    : sys_frac ? "rapl-share: per package, each target on the "
                                 "package of its last CPU; a package's active "
                                 "part scaled by the system busy fraction (no "
@@ -250,8 +245,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d,
     }
     if (npkg > 1) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "rapl-share: packages summed (%s)",
-                 why_sum);
+        snprintf(msg, sizeof(msg), "rapl-share: packages summed (%s)", why_sum);
         pa__assume(t->assumed, PA_MAX_ASSUMED, msg);
     }
 

@@ -70,7 +70,10 @@ size_t pa_pintern_memory(void)
 
 pa_pframe pa_pframe_pseudo(const char *name)
 {
-    return (pa_pframe){.name = pa_pintern(name), .module = pa_pintern(""),
-                       .source = pa_pintern(""), .file = pa_pintern(""),
-                       .path = pa_pintern(""), .build_id = pa_pintern("")};
+    return (pa_pframe){.name = pa_pintern(name),
+                       .module = pa_pintern(""),
+                       .source = pa_pintern(""),
+                       .file = pa_pintern(""),
+                       .path = pa_pintern(""),
+                       .build_id = pa_pintern("")};
 }

@@ -58,7 +58,7 @@ struct pa_pprof {
     const char *const *filters;
     size_t nfilters;
     int outside; /* "[outside filter]" */
-    int *fmap;     /* pprof: each function's mapping (build_maps) */
+    int *fmap;   /* pprof: each function's mapping (build_maps) */
     pa_pmap *maps;
     /* the nodes are per function and line (pprof's lines); the collapsed
      * stacks and the flame graph are per function: these nodes merged
@@ -73,8 +73,7 @@ static int matches(const pa_pprof *p, const pa_pframe *f)
         return 1;
     for (size_t i = 0; i < p->nfilters; i++) {
         size_t l = strlen(p->filters[i]);
-        if (!strncmp(f->name, p->filters[i], l) ||
-            !strncmp(f->module, p->filters[i], l))
+        if (!strncmp(f->name, p->filters[i], l) || !strncmp(f->module, p->filters[i], l))
             return 1;
     }
     return 0;
@@ -103,8 +102,7 @@ static uint64_t func_hash_at(const void *user, size_t i)
 /* Function index of a frame: one per (name, module). */
 static int func_of(pa_pprof *p, const pa_pframe *fr)
 {
-    if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at,
-                          p) < 0)
+    if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at, p) < 0)
         return -ENOMEM;
     size_t q = func_hash(fr) & (p->fhcap - 1);
     while (p->fhash[q]) {
@@ -160,8 +158,7 @@ void pa_pprof_free(pa_pprof *p)
     free(p);
 }
 
-static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
-                            const char *tcomm)
+static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
 {
     for (size_t i = p->nt; i-- > 0;)
         if (p->t[i].tid == tid && p->t[i].pid == pid) {
@@ -182,8 +179,8 @@ static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm
     return t;
 }
 
-int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
-                        const char *tcomm, double cpu_s)
+int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm,
+                        double cpu_s)
 {
     pf_thread *t = thread_of(p, pid, tid, pcomm, tcomm);
     if (!t)
@@ -192,9 +189,8 @@ int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
     return 0;
 }
 
-int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j,
-                 double cpu_s, uint64_t samples, pid_t pid, pid_t tid,
-                 const char *pcomm, const char *tcomm)
+int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, double cpu_s,
+                 uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
 {
     if (n <= 0)
         return 0;
@@ -213,8 +209,7 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j,
         inl[i] = frames[i].inlined;
         lines[i] = frames[i].at_line;
     }
-    pa_psample s = {.energy_j = energy_j, .cpu_j = energy_j, .cpu_s = cpu_s,
-                    .samples = samples};
+    pa_psample s = {.energy_j = energy_j, .cpu_j = energy_j, .cpu_s = cpu_s, .samples = samples};
     pa_pstat_add(p->st, ids, n, p->charge, p->outside, ++p->stamp, &s);
     int node = pa_ptree_stack(&p->tree, ids, inl, lines, n);
     if (node < 0)
@@ -225,8 +220,8 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j,
     return 0;
 }
 
-int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid,
-                        pid_t tid, const char *pcomm, const char *tcomm)
+int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
+                        const char *pcomm, const char *tcomm)
 {
     pa_pframe f = pa_pframe_pseudo(name);
     return pa_pprof_add(p, &f, 1, energy_j, 0, 0, pid, tid, pcomm, tcomm);
@@ -255,9 +250,9 @@ void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j)
 
 size_t pa_pprof_memory(pa_pprof *p)
 {
-    return sizeof(*p) + p->capf * sizeof(pf_func) + p->capst * sizeof(pa_pstat) +
-           p->capch + p->fhcap * sizeof(int) + pa_ptree_build_memory(&p->tree) +
-           p->capt * sizeof(pf_thread) + p->captl * sizeof(pf_tl);
+    return sizeof(*p) + p->capf * sizeof(pf_func) + p->capst * sizeof(pa_pstat) + p->capch +
+           p->fhcap * sizeof(int) + pa_ptree_build_memory(&p->tree) + p->capt * sizeof(pf_thread) +
+           p->captl * sizeof(pf_tl);
 }
 
 /* ------------------------------------------------------------------ */
@@ -315,8 +310,7 @@ static int write_functions(pa_pprof *p, const char *dir, int filtered)
         pa__csv_write(o.f, fr->module);
         fputc(',', o.f);
         pa__csv_write(o.f, fr->source);
-        fprintf(o.f, ",%.9f,%.9f,%llu,%llu,%.6f\n",
-                filtered ? f->fself_j : f->self_j, f->total_j,
+        fprintf(o.f, ",%.9f,%.9f,%llu,%llu,%.6f\n", filtered ? f->fself_j : f->self_j, f->total_j,
                 (unsigned long long)(filtered ? f->fself_samples : f->self_samples),
                 (unsigned long long)f->total_samples, f->cpu_s);
     }
@@ -337,8 +331,7 @@ static int write_threads(pa_pprof *p, const char *dir)
         const pf_thread *t = &p->t[i];
         fprintf(o.f, "%d,%d,", (int)t->pid, (int)t->tid);
         pa__csv_write(o.f, t->comm);
-        fprintf(o.f, ",%.6f,%.9f,%llu\n",
-                t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s, t->energy_j,
+        fprintf(o.f, ",%.6f,%.9f,%llu\n", t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s, t->energy_j,
                 (unsigned long long)t->samples);
     }
     return pa_pout_close(&o);
@@ -390,8 +383,7 @@ static int write_processes(pa_pprof *p, const char *dir)
             for (size_t i = 0; i < n; i++) {
                 fprintf(o.f, "%d,", (int)r[i].pid);
                 pa__csv_write(o.f, r[i].comm ? r[i].comm : "");
-                fprintf(o.f, ",%llu,%.6f,%.9f,%llu\n",
-                        (unsigned long long)r[i].threads, r[i].cpu_s,
+                fprintf(o.f, ",%llu,%.6f,%.9f,%llu\n", (unsigned long long)r[i].threads, r[i].cpu_s,
                         r[i].energy_j, (unsigned long long)r[i].samples);
             }
             rc = pa_pout_close(&o);
@@ -422,8 +414,12 @@ static int func_line(const void *ctx, int i)
 static pa_ptree tree_of(pa_pprof *p, int lines)
 {
     return (pa_ptree){.nodes = lines ? p->tree.nodes : p->fold,
-                      .n = lines ? p->tree.n : p->nfold, .nfuncs = p->nf, .ctx = p,
-                      .name = func_name, .file = func_file, .line = func_line};
+                      .n = lines ? p->tree.n : p->nfold,
+                      .nfuncs = p->nf,
+                      .ctx = p,
+                      .name = func_name,
+                      .file = func_file,
+                      .line = func_line};
 }
 
 static int func_map(const void *ctx, int i)
@@ -453,8 +449,10 @@ static int build_maps(pa_pprof *p, pa_ptree *t)
         while (k < nm && p->maps[k].file != f->path)
             k++;
         if (k == nm)
-            p->maps[nm++] = (pa_pmap){.start = f->mstart, .limit = f->mlimit,
-                                      .offset = f->moff, .file = f->path,
+            p->maps[nm++] = (pa_pmap){.start = f->mstart,
+                                      .limit = f->mlimit,
+                                      .offset = f->moff,
+                                      .file = f->path,
                                       .build_id = f->build_id};
         if (f->file && f->file[0])
             p->maps[k].has_lines = 1;
@@ -466,8 +464,7 @@ static int build_maps(pa_pprof *p, pa_ptree *t)
     /* the main binary first */
     int main_k = -1;
     for (size_t k = 0; k < nm; k++)
-        if (p->maps[k].file[0] == '/' &&
-            (main_k < 0 || p->maps[k].start < p->maps[main_k].start))
+        if (p->maps[k].file[0] == '/' && (main_k < 0 || p->maps[k].start < p->maps[main_k].start))
             main_k = (int)k;
     if (main_k > 0) {
         pa_pmap m = p->maps[main_k];
@@ -567,8 +564,7 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fprintf(f, ",\n  \"window_s\": %.6f,\n", m->window_s);
     /* the profile grows with the stacks; the symbol tables (kallsyms,
      * perf maps, names) with the modules */
-    fprintf(f, "  \"profiler_memory_bytes\": %zu,\n",
-            pa_pprof_memory(p) + m->symbols_memory);
+    fprintf(f, "  \"profiler_memory_bytes\": %zu,\n", pa_pprof_memory(p) + m->symbols_memory);
     fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pa_pprof_memory(p));
     fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", m->symbols_memory);
     fputs("  \"kernel_frames\": ", f);
@@ -597,8 +593,8 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     if (rc < 0)
         return rc;
     pa_ptree_totals(p->fold, p->nfold);
-    int (*const simple[])(pa_pprof *, const char *) = {
-        write_threads, write_processes, write_collapsed, write_timeline};
+    int (*const simple[])(pa_pprof *, const char *) = {write_threads, write_processes,
+                                                       write_collapsed, write_timeline};
     if ((r = write_functions(p, dir, 0)) < 0 && !rc)
         rc = r;
     if ((r = write_functions(p, dir, 1)) < 0 && !rc)
@@ -610,17 +606,18 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     /* the page colours and labels frames by module */
     if ((r = build_maps(p, &t)) < 0 && !rc)
         rc = r;
-    if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j,
-                                       meta->duration_s)) < 0 &&
+    if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j, meta->duration_s)) <
+            0 &&
         !rc)
         rc = r;
     t = tree_of(p, 1);
-    uint64_t period = meta->period_ns ? meta->period_ns
+    uint64_t period = meta->period_ns   ? meta->period_ns
                       : meta->frequency ? 1000000000ull / meta->frequency
                                         : 0;
     if ((r = build_maps(p, &t)) < 0 && !rc)
         rc = r;
-    if (r == 0 && (r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
+    if (r == 0 &&
+        (r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
                                   "energy from libpowerapi per window, split "
                                   "over each thread's samples; made by "
                                   "powerapi profile")) < 0 &&
@@ -631,8 +628,7 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     return rc;
 }
 
-void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta,
-                        int n)
+void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta, int n)
 {
     const pa_prank r = {.count = p->nf, .keep = keep_self, .key = key_self, .ctx = p};
     size_t k;
@@ -649,8 +645,8 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
         const pa_pstat *f = &p->st[idx[i]];
         const pa_pframe *fr = &p->f[idx[i]].f;
         fprintf(out, "profile: %10.3f J %5.1f%%  %s  [%s]\n", f->self_j,
-                meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0,
-                fr->name, fr->module);
+                meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0, fr->name,
+                fr->module);
     }
     if (meta->samples_note[0])
         fprintf(out, "profile: %s\n", meta->samples_note);
@@ -661,7 +657,6 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
                 "profile: %.3f J to processes that lived between two windows "
                 "(from their samples' CPU time)\n",
                 meta->unseen_j);
-    fprintf(out, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n",
-            dir, dir);
+    fprintf(out, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n", dir, dir);
     free(idx);
 }

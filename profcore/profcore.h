@@ -94,8 +94,7 @@ typedef struct pa_ptree_build {
 int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int line);
 /* The leaf of a stack (ids[0] the leaf; inlined and lines per frame, each
  * may be NULL), created as needed; -ENOMEM.  n > 0. */
-int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined,
-                   const int *lines, int n);
+int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined, const int *lines, int n);
 void pa_ptree_build_free(pa_ptree_build *b);
 /* Bytes of the nodes and the index. */
 size_t pa_ptree_build_memory(const pa_ptree_build *b);
@@ -106,9 +105,9 @@ size_t pa_ptree_build_memory(const pa_ptree_build *b);
  * stack however often the function occurs in it (stamp). */
 typedef struct pa_pstat {
     double self_j, total_j;
-    double fself_j;  /* the filtered view: energy charged here */
-    double w_self_j; /* this window's self energy (the timeline) */
-    double cpu_s;    /* CPU time of the stacks through it */
+    double fself_j;      /* the filtered view: energy charged here */
+    double w_self_j;     /* this window's self energy (the timeline) */
+    double cpu_s;        /* CPU time of the stacks through it */
     double cpu_j, net_j; /* total energy by component */
     uint64_t self_samples, total_samples, fself_samples, net_bytes;
     uint64_t stamp;
@@ -130,8 +129,8 @@ typedef struct pa_psample {
  * totals once per function.  charge (per function index, NULL: no
  * filtered view) says where the filtered energy goes: the innermost
  * function charged, else outside. */
-void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge,
-                  int outside, uint64_t stamp, const pa_psample *s);
+void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge, int outside,
+                  uint64_t stamp, const pa_psample *s);
 /* The window's k functions with the most self energy (w_self_j > 0), most
  * first, into idx and j; then every w_self_j back to 0.  Their count. */
 int pa_pstat_window_top(pa_pstat *st, size_t n, int k, int *idx, double *j);
@@ -189,12 +188,12 @@ void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, s
 typedef struct pa_pprof pa_pprof;
 
 typedef struct pa_pmeta {
-    const char *title;        /* flame graph title */
-    const char *target;       /* "pid 123" / "command: make -j2" */
-    const char *event;        /* "cpu-clock" */
-    const char *call_graph;   /* "fp" */
-    uint64_t period_ns;       /* 0 with --frequency */
-    unsigned long frequency;  /* 0 with --interval */
+    const char *title;       /* flame graph title */
+    const char *target;      /* "pid 123" / "command: make -j2" */
+    const char *event;       /* "cpu-clock" */
+    const char *call_graph;  /* "fp" */
+    uint64_t period_ns;      /* 0 with --frequency */
+    unsigned long frequency; /* 0 with --interval */
     double window_s;
     const char *const *filters;
     size_t nfilters;
@@ -204,37 +203,36 @@ typedef struct pa_pmeta {
                       libiberty is linked; kept in summary.json) */
     uint64_t samples, samples_lost, windows;
     uint64_t windows_without_samples; /* with energy but no stack */
-    uint64_t stacks_truncated; /* ended at a return address outside code */
-    char samples_note[256];    /* why there is no sample, or windows
-                                  without one ("" when every window had) */
+    uint64_t stacks_truncated;        /* ended at a return address outside code */
+    char samples_note[256];           /* why there is no sample, or windows
+                                         without one ("" when every window had) */
     double duration_s;
-    double process_j;      /* CPU energy of the targets (libpowerapi) */
-    double process_nic_j;  /* network energy (not attributed to functions) */
+    double process_j;     /* CPU energy of the targets (libpowerapi) */
+    double process_nic_j; /* network energy (not attributed to functions) */
     double process_cpu_s;
-    int exit_status;       /* -1: not a command */
+    int exit_status;         /* -1: not a command */
     double conservation_err; /* worst window: |functions - process| /
                                process, and the same for threads */
-    double tree_j;         /* a command's tree energy (libpowerapi's
-                              pa_tree_power), -1 when not a command */
-    double unseen_j;       /* --all: the energy given to processes no
-                              report had, from their samples' CPU time;
-                              -1 without --all */
-    size_t symbols_memory; /* the engine's symbol tables, bytes */
+    double tree_j;           /* a command's tree energy (libpowerapi's
+                                pa_tree_power), -1 when not a command */
+    double unseen_j;         /* --all: the energy given to processes no
+                                report had, from their samples' CPU time;
+                                -1 without --all */
+    size_t symbols_memory;   /* the engine's symbol tables, bytes */
 } pa_pmeta;
 
 int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters);
 void pa_pprof_free(pa_pprof *p);
 /* Adds one stack (frames[0] = leaf) with its energy, CPU time and sample
  * count; the thread tid of process pid (comm names) gets them too. */
-int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j,
-                 double cpu_s, uint64_t samples, pid_t pid, pid_t tid,
-                 const char *pcomm, const char *tcomm);
+int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, double cpu_s,
+                 uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm);
 /* Adds energy to a pseudo-frame ("[unsampled]") of a thread. */
-int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid,
-                        pid_t tid, const char *pcomm, const char *tcomm);
+int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
+                        const char *pcomm, const char *tcomm);
 /* Credits a thread's CPU time (from libpowerapi) without a stack. */
-int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm,
-                        const char *tcomm, double cpu_s);
+int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm,
+                        double cpu_s);
 /* Closes a window: the top functions of the window go to timeline.csv. */
 void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s);
 /* Writes every file into dir (created).  0 or -errno (the first failure;
@@ -242,8 +240,7 @@ void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s);
 int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta);
 /* Prints the n functions of most self energy to out (the command's
  * summary on stderr). */
-void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta,
-                        int n);
+void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta, int n);
 /* Sums for the conservation check: functions' self energy (pseudo-frames
  * included), threads' energy. */
 void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j);
@@ -259,16 +256,16 @@ size_t pa_pprof_memory(pa_pprof *p);
 typedef struct pa_pproc {
     pid_t pid;
     char comm[PA_COMM_MAX];
-    pa_pcum cum;       /* the process's cumulative CPU joules */
-    double w_j;        /* this window's CPU energy */
-    bool w_seen;       /* in this window's report */
+    pa_pcum cum; /* the process's cumulative CPU joules */
+    double w_j;  /* this window's CPU energy */
+    bool w_seen; /* in this window's report */
     double w_thr_cpu_s;
 } pa_pproc;
 
 typedef struct pa_pthr {
     pid_t pid, tid;
     char comm[PA_COMM_MAX];
-    double w_cpu_s;   /* this window, from the report */
+    double w_cpu_s; /* this window, from the report */
     uint64_t w_samples;
     double w_sampled_cpu_s; /* samples x period */
     bool w_exited;          /* an EXIT record in this window */
@@ -280,15 +277,15 @@ typedef struct pa_pthr {
 
 /* What a window's report gave. */
 typedef struct pa_pwin {
-    double procs_j;    /* sum of the processes' energy */
-    double nic_j;      /* their network energy */
-    double cpu_s;      /* their CPU time */
-    double extra_j;    /* energy of processes no report had (set by the
-                          caller: a tree's excess, or pa_ptasks_unseen) */
-    double window_j;   /* procs_j + extra_j, after pa_ptasks_split */
-    double error;      /* after pa_ptasks_window: |functions - window_j|
-                          and |threads - window_j| over window_j, the
-                          larger (0 for a window without energy) */
+    double procs_j;  /* sum of the processes' energy */
+    double nic_j;    /* their network energy */
+    double cpu_s;    /* their CPU time */
+    double extra_j;  /* energy of processes no report had (set by the
+                        caller: a tree's excess, or pa_ptasks_unseen) */
+    double window_j; /* procs_j + extra_j, after pa_ptasks_split */
+    double error;    /* after pa_ptasks_window: |functions - window_j|
+                        and |threads - window_j| over window_j, the
+                        larger (0 for a window without energy) */
 } pa_pwin;
 
 /* A sampling engine as a window sees it: stacks with their weights.
@@ -352,8 +349,8 @@ void pa_ptasks_split(pa_ptasks *t, pa_pwin *w, pa_pprof *p, pid_t fallback_pid);
 /* Charges one sample of thread tid of pid to p, after pa_ptasks_split:
  * its frames (frames[0] the leaf, n > 0), its thread's energy over its
  * samples, and its period as CPU time (where it is time).  0 or -ENOMEM. */
-int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid,
-                     uint64_t period_ns, const pa_pframe *frames, int n);
+int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid, uint64_t period_ns,
+                     const pa_pframe *frames, int n);
 /* Threads' CPU time and "[unsampled]" energy to p; clears w_exited. */
 void pa_ptasks_end(pa_ptasks *t, pa_pprof *p);
 /* One whole window: the report (NULL: none) read, the engine's stacks

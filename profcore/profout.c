@@ -91,8 +91,8 @@ void pa_pout_u64(FILE *f, uint64_t v)
 
 void pa_pout_fix(FILE *f, double v, int dec)
 {
-    static const uint64_t scale[] = {1,         10,         100,         1000,     10000,
-                                     100000,    1000000,    10000000,    100000000, 1000000000};
+    static const uint64_t scale[] = {1,      10,      100,      1000,      10000,
+                                     100000, 1000000, 10000000, 100000000, 1000000000};
     if (dec < 0)
         dec = 0;
     if (dec > 9)
@@ -173,12 +173,10 @@ void pa_ptree_totals(pa_ptree_node *nodes, size_t n)
 /* the key of a folded node (and of a (function, line) location) */
 static uint64_t fold_hash(int parent, int func, int inlined)
 {
-    return pa__hash_pair((uint64_t)(uint32_t)parent << 1 | (inlined != 0),
-                         (uint32_t)func);
+    return pa__hash_pair((uint64_t)(uint32_t)parent << 1 | (inlined != 0), (uint32_t)func);
 }
 
-int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n,
-                        pa_ptree_node **out, size_t *nout)
+int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, size_t *nout)
 {
     size_t cap = 16;
     while (cap < 2 * n)
@@ -206,8 +204,10 @@ int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n,
         }
         if (!h[q]) {
             pa_ptree_node *b = &v[m];
-            *b = (pa_ptree_node){.func = a->func, .parent = parent,
-                                 .first_child = -1, .next_sibling = -1,
+            *b = (pa_ptree_node){.func = a->func,
+                                 .parent = parent,
+                                 .first_child = -1,
+                                 .next_sibling = -1,
                                  .inlined = a->inlined};
             if (parent >= 0) {
                 b->next_sibling = v[parent].first_child;
@@ -411,8 +411,7 @@ static int64_t str_id(strtab *t, const char *s)
 {
     if (!s)
         s = "";
-    if (pa__index_reserve(&t->hash, &t->hcap, 1024, 0, t->n, str_hash_at,
-                          t) < 0)
+    if (pa__index_reserve(&t->hash, &t->hcap, 1024, 0, t->n, str_hash_at, t) < 0)
         return -1;
     size_t q = pa__hash_str(s) & (t->hcap - 1);
     while (t->hash[q]) {
@@ -548,8 +547,7 @@ static void pprof_plan(pprof_build *b)
             }
             if (!is_group(t, k)) {
                 if (t->nodes[k].line > 0) {
-                    line_loc *s = line_slot(b->lh, b->lcap, t->nodes[k].func,
-                                            t->nodes[k].line);
+                    line_loc *s = line_slot(b->lh, b->lcap, t->nodes[k].func, t->nodes[k].line);
                     if (!s->id) {
                         s->id = ++b->nloc;
                         b->nglines++;
@@ -583,8 +581,8 @@ static int pprof_alloc(pprof_build *b)
     b->smp = calloc(nn + 1, sizeof(*b->smp));
     b->vals = calloc(3 * (nn + 1), sizeof(*b->vals));
     b->lids = calloc(b->nlids + 1, sizeof(*b->lids));
-    if (!b->fn || !b->fnp || !b->loc || !b->locp || !b->ln || !b->lnp || !b->mp ||
-        !b->mpp || !b->sm || !b->smp || !b->vals || !b->lids || str_id(&b->st, "") < 0)
+    if (!b->fn || !b->fnp || !b->loc || !b->locp || !b->ln || !b->lnp || !b->mp || !b->mpp ||
+        !b->sm || !b->smp || !b->vals || !b->lids || str_id(&b->st, "") < 0)
         return -ENOMEM;
     return 0;
 }
@@ -783,8 +781,8 @@ static int pprof_pack(pprof_build *b, const char *dir)
     return rc;
 }
 
-int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns,
-                         double duration_s, const char *comment)
+int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns, double duration_s,
+                         const char *comment)
 {
     pprof_build b = {.t = t, .nf = t->nfuncs, .nn = t->n, .lcap = 16};
     while (b.lcap < 2 * b.nn)

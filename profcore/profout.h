@@ -68,10 +68,10 @@ typedef struct pa_ptree_node {
     uint64_t self_samples;
     unsigned char inlined; /* this frame was inlined into its parent's
                               function (pprof: one location, two lines) */
-    int line; /* the line of the function this node was at: sampled
-                 (a leaf) or calling its child; 0 unknown.  Nodes that
-                 differ only in line are siblings (pprof's line-level
-                 locations); pa_ptree_fold_lines merges them */
+    int line;              /* the line of the function this node was at: sampled
+                              (a leaf) or calling its child; 0 unknown.  Nodes that
+                              differ only in line are siblings (pprof's line-level
+                              locations); pa_ptree_fold_lines merges them */
 } pa_ptree_node;
 
 /* A module (pprof's Mapping): the executable mapping of a file. */
@@ -107,8 +107,7 @@ void pa_ptree_totals(pa_ptree_node *nodes, size_t n);
 /* The tree with the nodes that differ only in line merged (lines 0): the
  * function-level tree of the collapsed stacks and the flame graph.  Its
  * totals are not filled.  *out is the caller's to free.  0 or -ENOMEM. */
-int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n,
-                        pa_ptree_node **out, size_t *nout);
+int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, size_t *nout);
 
 /* energy.collapsed: one line per node with self energy, "root;...;leaf
  * MICROJOULES" (flamegraph.pl, speedscope).  A ';' in a name becomes ':'.
@@ -118,9 +117,8 @@ int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir);
 /* flamegraph.html: the self-contained page (flamegraph.html.in) with the
  * tree's nodes of at least 2e-5 of the total; needs pa_ptree_totals.
  * 0 or -errno. */
-int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir,
-                              const char *title, double process_j,
-                              double duration_s);
+int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *title,
+                              double process_j, double duration_s);
 
 /* profile.pb.gz (pprof's profile.proto, gzip): sample types samples
  * (count), cpu (nanoseconds), energy (microjoules, the default); one
@@ -135,8 +133,7 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir,
  * has_lines.  period_ns is the
  * sampling period (0 unknown); comment goes into the profile's comments.
  * 0 or -errno. */
-int pa_ptree_write_pprof(const pa_ptree *t, const char *dir,
-                         uint64_t period_ns, double duration_s,
+int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns, double duration_s,
                          const char *comment);
 
 /* The flame graph page, up to and after its data (generated at build

@@ -13,8 +13,7 @@ void pa_psource_from_report(pa_psource *s, const pa_report *rep)
 {
     snprintf(s->formula, sizeof(s->formula), "%s", rep->formula ? rep->formula : "");
     snprintf(s->sensors, sizeof(s->sensors), "%s", rep->sensors ? rep->sensors : "");
-    snprintf(s->cpu_source, sizeof(s->cpu_source), "%s",
-             rep->cpu_source ? rep->cpu_source : "");
+    snprintf(s->cpu_source, sizeof(s->cpu_source), "%s", rep->cpu_source ? rep->cpu_source : "");
     snprintf(s->assumed, sizeof(s->assumed), "%s", rep->assumed ? rep->assumed : "");
 }
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge,
-                  int outside, uint64_t stamp, const pa_psample *s)
+void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge, int outside,
+                  uint64_t stamp, const pa_psample *s)
 {
     if (n <= 0)
         return;
@@ -96,8 +96,8 @@ int *pa_prank_select(const pa_prank *r, size_t *n)
     size_t k = 0;
     for (size_t i = 0; i < r->count; i++)
         if (!r->keep || r->keep(r->ctx, (int)i))
-            v[k++] = (rank_item){r->key(r->ctx, (int)i),
-                                 r->name ? r->name(r->ctx, (int)i) : NULL, (int)i};
+            v[k++] = (rank_item){r->key(r->ctx, (int)i), r->name ? r->name(r->ctx, (int)i) : NULL,
+                                 (int)i};
     qsort(v, k, sizeof(*v), rank_cmp);
     for (size_t i = 0; i < k; i++)
         idx[i] = v[i].i;

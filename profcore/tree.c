@@ -12,8 +12,8 @@
 
 static uint64_t node_key(int parent, int func, int inlined, int line)
 {
-    uint64_t key = ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func |
-                   ((uint64_t)(inlined != 0) << 31);
+    uint64_t key =
+        ((uint64_t)(uint32_t)parent << 32) | (uint32_t)func | ((uint64_t)(inlined != 0) << 31);
     return pa__hash_pair(key, (uint32_t)line);
 }
 
@@ -25,15 +25,14 @@ static uint64_t node_key_at(const void *user, size_t i)
 
 int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int line)
 {
-    if (pa__index_reserve(&b->hash, &b->hcap, b->hint ? b->hint : 4096, 0, b->n,
-                          node_key_at, b) < 0)
+    if (pa__index_reserve(&b->hash, &b->hcap, b->hint ? b->hint : 4096, 0, b->n, node_key_at, b) <
+        0)
         return -ENOMEM;
     inlined = inlined != 0 && parent >= 0;
     size_t q = node_key(parent, func, inlined, line) & (b->hcap - 1);
     while (b->hash[q]) {
         pa_ptree_node *n = &b->nodes[b->hash[q] - 1];
-        if (n->parent == parent && n->func == func && n->inlined == inlined &&
-            n->line == line)
+        if (n->parent == parent && n->func == func && n->inlined == inlined && n->line == line)
             return b->hash[q] - 1;
         q = (q + 1) & (b->hcap - 1);
     }
@@ -56,13 +55,11 @@ int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int lin
     return idx;
 }
 
-int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined,
-                   const int *lines, int n)
+int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined, const int *lines, int n)
 {
     int node = -1;
     for (int i = n - 1; i >= 0; i--) {
-        int c = pa_ptree_child(b, node, ids[i], inlined ? inlined[i] : 0,
-                               lines ? lines[i] : 0);
+        int c = pa_ptree_child(b, node, ids[i], inlined ? inlined[i] : 0, lines ? lines[i] : 0);
         if (c < 0)
             return c;
         node = c;

@@ -225,8 +225,7 @@ static void threads_cpu(pa_ptasks *t)
             continue;
         double period = h->w_samples ? h->w_sampled_cpu_s / (double)h->w_samples : 0;
         double noise = 3.0 * sqrt((double)h->w_samples) * period + 0.02;
-        if (!h->w_reported || h->w_exited || h->w_first ||
-            h->w_sampled_cpu_s - h->w_cpu_s > noise)
+        if (!h->w_reported || h->w_exited || h->w_first || h->w_sampled_cpu_s - h->w_cpu_s > noise)
             h->w_cpu_s = h->w_sampled_cpu_s;
     }
 }
@@ -263,8 +262,7 @@ static void process_samples(pa_ptasks *t, pa_pproc *pr, pa_pprof *p)
         if (t->thrs[k].pid == pr->pid)
             s += t->thrs[k].w_samples;
     if (!s) {
-        pa_pprof_add_pseudo(p, "[unattributed]", pr->w_j, pr->pid, 0, pr->comm,
-                            "[process]");
+        pa_pprof_add_pseudo(p, "[unattributed]", pr->w_j, pr->pid, 0, pr->comm, "[process]");
         return;
     }
     for (size_t k = 0; k < t->nthrs; k++)
@@ -291,12 +289,11 @@ void pa_ptasks_split(pa_ptasks *t, pa_pwin *w, pa_pprof *p, pid_t fallback_pid)
             h->w_j += w->extra_j * (double)h->w_samples / unplaced;
     }
     if (w->extra_j > 0 && unplaced <= 0)
-        pa_pprof_add_pseudo(p, "[unattributed]", w->extra_j, fallback_pid, 0, "",
-                            "[process]");
+        pa_pprof_add_pseudo(p, "[unattributed]", w->extra_j, fallback_pid, 0, "", "[process]");
 }
 
-int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid,
-                     uint64_t period_ns, const pa_pframe *frames, int n)
+int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid, uint64_t period_ns,
+                     const pa_pframe *frames, int n)
 {
     pa_pthr *h = pa_ptasks_thr(t, pid, tid);
     double e = h && h->w_samples ? h->w_j / (double)h->w_samples : 0;
@@ -313,8 +310,7 @@ void pa_ptasks_end(pa_ptasks *t, pa_pprof *p)
         if (h->w_cpu_s > 0)
             pa_pprof_thread_cpu(p, h->pid, h->tid, pcomm, thr_comm(t, h), h->w_cpu_s);
         if (h->w_j > 0 && !h->w_samples)
-            pa_pprof_add_pseudo(p, "[unsampled]", h->w_j, h->pid, h->tid, pcomm,
-                                thr_comm(t, h));
+            pa_pprof_add_pseudo(p, "[unsampled]", h->w_j, h->pid, h->tid, pcomm, thr_comm(t, h));
     }
     for (size_t i = 0; i < t->nthrs; i++)
         t->thrs[i].w_exited = false;

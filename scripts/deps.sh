@@ -24,6 +24,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # profile: pprof output
   golang-go              # profile tests: go tool pprof reads profile.pb.gz
   linux-perf             # profile benchmark: perf record at the same rate
+  clang-format           # test.sh: every C file formatted as .clang-format says
   clang libclang-rt-14-dev # fuzz targets (tests/fuzz/run.sh): libFuzzer and
                          # the sanitizer runtimes are in libclang-rt-14-dev,
                          # only recommended by clang

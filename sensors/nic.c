@@ -88,9 +88,8 @@ enum {
 };
 /* Every state but the three that move no payload of their own (and carry
  * no tcp_info for time-wait and request sockets). */
-#define NIC_TCP_STATES                                                       \
-    (0xfffu & ~((1u << NIC_TCP_SYN_RECV) | (1u << NIC_TCP_TIME_WAIT) |       \
-                (1u << NIC_TCP_LISTEN)))
+#define NIC_TCP_STATES                                                                             \
+    (0xfffu & ~((1u << NIC_TCP_SYN_RECV) | (1u << NIC_TCP_TIME_WAIT) | (1u << NIC_TCP_LISTEN)))
 
 #define NIC_OWNER_UNKNOWN 0
 #define NIC_OWNER_FOREIGN (-1)
@@ -114,9 +113,9 @@ typedef struct nic_obs {
 typedef struct nic_sock {
     uint64_t cookie;
     uint32_t inode;
-    pid_t owner;      /* pid, NIC_OWNER_UNKNOWN or NIC_OWNER_FOREIGN */
-    uint8_t kind;     /* pa_nic_kind */
-    uint64_t rx, tx;  /* last values seen */
+    pid_t owner;     /* pid, NIC_OWNER_UNKNOWN or NIC_OWNER_FOREIGN */
+    uint8_t kind;    /* pa_nic_kind */
+    uint64_t rx, tx; /* last values seen */
 } nic_sock;
 
 /* A process's running totals. */
@@ -128,13 +127,13 @@ typedef struct nic_fdent {
 typedef struct nic_proc {
     pid_t pid;
     uint64_t start_ticks;
-    bool scanned;     /* fd folder read at least once */
-    uint64_t scan_tick; /* last tick it was read */
-    bool unreadable;  /* fd folder refused (EACCES) */
+    bool scanned;            /* fd folder read at least once */
+    uint64_t scan_tick;      /* last tick it was read */
+    bool unreadable;         /* fd folder refused (EACCES) */
     uint64_t last_sock_tick; /* last tick a socket was found in it */
     uint64_t rx, tx;
     uint64_t kind_bytes[3];
-    nic_fdent *fds;   /* socket fds of the last scan, by fd */
+    nic_fdent *fds; /* socket fds of the last scan, by fd */
     size_t nfds;
 } nic_proc;
 
@@ -158,24 +157,24 @@ typedef struct nic_addr {
 typedef struct nic_priv {
     nic_mode mode;
     char sockfile[PA_PATH_MAX];
-    int nl;             /* netlink socket or -1 */
+    int nl; /* netlink socket or -1 */
     uint32_t seq;
-    bool degraded;      /* per-process bytes off: told once */
-    bool told_fd;       /* unreadable fd folders: told once */
-    bool primed;        /* first socket table taken */
-    bool no_v6;         /* the kernel refused the IPv6 dump */
+    bool degraded; /* per-process bytes off: told once */
+    bool told_fd;  /* unreadable fd folders: told once */
+    bool primed;   /* first socket table taken */
+    bool no_v6;    /* the kernel refused the IPv6 dump */
 
     unsigned char *buf; /* netlink receive buffer */
     size_t buf_len;
 
-    nic_obs *obs;       /* this tick's dump */
+    nic_obs *obs; /* this tick's dump */
     size_t nobs, obs_cap;
 
     /* socket table (cookie -> record), double-buffered: rebuilt each tick
      * from the dump so closed sockets simply drop out */
     nic_sock *socks, *socks_new;
     size_t nsocks, socks_cap, socks_new_cap;
-    int32_t *sidx;      /* open addressing over socks: index or -1 */
+    int32_t *sidx; /* open addressing over socks: index or -1 */
     size_t sidx_cap;
 
     nic_proc *procs, *procs_new;
@@ -183,7 +182,7 @@ typedef struct nic_priv {
     int32_t *pidx;
     size_t pidx_cap;
 
-    int32_t *iidx;      /* scratch: inode -> index in socks (unowned) */
+    int32_t *iidx; /* scratch: inode -> index in socks (unowned) */
     size_t iidx_cap;
 
     uint64_t sock_bytes[3]; /* every socket, by class, cumulative */
@@ -244,8 +243,7 @@ static int32_t sock_find(const nic_priv *p, uint64_t cookie)
     }
 }
 
-static void sock_index_put(int32_t *idx, size_t cap, uint64_t cookie,
-                           int32_t i)
+static void sock_index_put(int32_t *idx, size_t cap, uint64_t cookie, int32_t i)
 {
     size_t mask = cap - 1;
     size_t h = pa__hash_u64(cookie) & mask;
@@ -254,8 +252,7 @@ static void sock_index_put(int32_t *idx, size_t cap, uint64_t cookie,
     idx[h] = i;
 }
 
-static int32_t proc_find(const nic_proc *v, const int32_t *idx, size_t cap,
-                         pid_t pid)
+static int32_t proc_find(const nic_proc *v, const int32_t *idx, size_t cap, pid_t pid)
 {
     if (!cap)
         return -1;
@@ -315,10 +312,10 @@ static int read_u64_file(const char *path, uint64_t *out)
  * devices; anything else is taken as physical. */
 static pa_nic_kind kind_by_name(const char *name)
 {
-    static const char *const virt[] = {
-        "veth", "br", "docker", "virbr", "vnet", "tun", "tap", "wg",
-        "dummy", "cni", "flannel", "cali", "vxlan", "ifb", "kube", "lxc",
-        "bond", "team", "macvlan", "ipvlan", "gre", "sit", "ip6tnl", NULL};
+    static const char *const virt[] = {"veth",    "br",     "docker", "virbr", "vnet",    "tun",
+                                       "tap",     "wg",     "dummy",  "cni",   "flannel", "cali",
+                                       "vxlan",   "ifb",    "kube",   "lxc",   "bond",    "team",
+                                       "macvlan", "ipvlan", "gre",    "sit",   "ip6tnl",  NULL};
     if (strcmp(name, "lo") == 0)
         return PA_NIC_LOOPBACK;
     for (size_t i = 0; virt[i]; i++)
@@ -330,8 +327,7 @@ static pa_nic_kind kind_by_name(const char *name)
 /* /proc/net/dev: "  eth0: rxbytes rxpackets errs drop fifo frame compressed
  * multicast txbytes txpackets ..." (two header lines).  With want set,
  * fills only that interface's counters; else appends every interface. */
-static int read_proc_net_dev(const pa_ctx *ctx, pa_nic_reading *v,
-                             unsigned *n, const char *want)
+static int read_proc_net_dev(const pa_ctx *ctx, pa_nic_reading *v, unsigned *n, const char *want)
 {
     char path[PA_PATH_MAX];
     int err = pa__path(path, sizeof path, ctx->env.procfs, "net/dev");
@@ -449,37 +445,31 @@ static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
         char buf[64];
         uint64_t v;
         /* type: ARPHRD_* (if_arp.h); 772 is loopback */
-        if (pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/type",
-                     r->name) == 0 &&
+        if (pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/type", r->name) == 0 &&
             read_u64_file(path, &v) == 0 && v == 772)
             r->kind = PA_NIC_LOOPBACK;
         else {
             struct stat st;
-            pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/device",
-                     r->name);
+            pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/device", r->name);
             r->kind = stat(path, &st) == 0 ? PA_NIC_PHYSICAL : PA_NIC_VIRTUAL;
             if (r->kind == PA_NIC_PHYSICAL) {
-                pa__path(path, sizeof path, ctx->env.sysfs,
-                         "class/net/%s/device/driver", r->name);
+                pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/device/driver", r->name);
                 read_link_base(path, r->driver, sizeof r->driver);
             }
         }
         /* speed: Mb/s; -1 (unknown), EINVAL (down, virtual) give 0 */
-        if (pa__path(path, sizeof path, ctx->env.sysfs,
-                     "class/net/%s/speed", r->name) == 0 &&
+        if (pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/speed", r->name) == 0 &&
             read_small(path, buf, sizeof buf) > 0) {
             const char *s = buf;
             if (*s != '-' && pa__parse_u64(&s, &v) == 0 && v <= UINT32_MAX)
                 r->speed_mbps = (uint32_t)v;
         }
-        static const char *const stat_names[] = {"rx_bytes", "tx_bytes",
-                                                  "rx_packets", "tx_packets"};
-        uint64_t *dst[] = {&r->rx_bytes, &r->tx_bytes, &r->rx_packets,
-                           &r->tx_packets};
+        static const char *const stat_names[] = {"rx_bytes", "tx_bytes", "rx_packets",
+                                                 "tx_packets"};
+        uint64_t *dst[] = {&r->rx_bytes, &r->tx_bytes, &r->rx_packets, &r->tx_packets};
         bool ok = true;
         for (int k = 0; k < 4 && ok; k++)
-            ok = pa__path(path, sizeof path, ctx->env.sysfs,
-                          "class/net/%s/statistics/%s", r->name,
+            ok = pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/statistics/%s", r->name,
                           stat_names[k]) == 0 &&
                  read_u64_file(path, dst[k]) == 0;
         if (!ok && read_proc_net_dev(ctx, r, NULL, r->name) < 0)
@@ -526,8 +516,7 @@ static void read_routes(const pa_ctx *ctx, nic_priv *p)
             while (fgets(line, sizeof line, f)) {
                 char ifn[32];
                 unsigned dst, mask;
-                if (sscanf(line, "%31s %x %*x %*x %*d %*d %*d %x", ifn, &dst,
-                           &mask) != 3)
+                if (sscanf(line, "%31s %x %*x %*x %*d %*d %*d %x", ifn, &dst, &mask) != 3)
                     continue; /* header */
                 if (PA__GROW(p->r4, p->r4_cap, p->nr4 + 1, 64) < 0)
                     break;
@@ -548,8 +537,8 @@ static void read_routes(const pa_ctx *ctx, nic_priv *p)
             while (fgets(line, sizeof line, f)) {
                 char dst[40], ifn[32];
                 unsigned plen, flags;
-                if (sscanf(line, "%32s %x %*s %*x %*s %*x %*x %*x %x %31s",
-                           dst, &plen, &flags, ifn) != 4 ||
+                if (sscanf(line, "%32s %x %*s %*x %*s %*x %*x %*x %x %31s", dst, &plen, &flags,
+                           ifn) != 4 ||
                     strlen(dst) != 32 || plen > 128)
                     continue;
                 if (PA__GROW(p->r6, p->r6_cap, p->nr6 + 1, 64) < 0)
@@ -559,8 +548,7 @@ static void read_routes(const pa_ctx *ctx, nic_priv *p)
                     continue;
                 r->plen = (int)plen;
                 /* RTF_LOCAL (0x80000000): an address of this host */
-                r->kind = (flags & 0x80000000u) ? PA_NIC_LOOPBACK
-                                                : iface_kind(p, ifn);
+                r->kind = (flags & 0x80000000u) ? PA_NIC_LOOPBACK : iface_kind(p, ifn);
                 p->nr6++;
             }
             fclose(f);
@@ -619,8 +607,7 @@ static bool is_local_addr(const nic_priv *p, int fam, const uint8_t *a)
     return false;
 }
 
-static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick,
-                            const nic_obs *o)
+static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick, const nic_obs *o)
 {
     int fam = o->family;
     const uint8_t *src = o->src, *dst = o->dst;
@@ -630,10 +617,8 @@ static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick,
         src += 12;
     }
     size_t alen = fam == AF_INET ? 4 : 16;
-    static const uint8_t lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                    0, 0, 0, 0, 0, 0, 0, 1};
-    if ((fam == AF_INET && dst[0] == 127) ||
-        (fam == AF_INET6 && memcmp(dst, lo6, 16) == 0) ||
+    static const uint8_t lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    if ((fam == AF_INET && dst[0] == 127) || (fam == AF_INET6 && memcmp(dst, lo6, 16) == 0) ||
         memcmp(src, dst, alen) == 0)
         return PA_NIC_LOOPBACK;
     if (p->routes_tick != tick + 1) { /* once per tick, when needed */
@@ -646,15 +631,13 @@ static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick,
         uint32_t d;
         memcpy(&d, dst, 4);
         for (size_t i = 0; i < p->nr4; i++)
-            if ((d & p->r4[i].mask) == (p->r4[i].dst & p->r4[i].mask) &&
-                p->r4[i].plen > best) {
+            if ((d & p->r4[i].mask) == (p->r4[i].dst & p->r4[i].mask) && p->r4[i].plen > best) {
                 best = p->r4[i].plen;
                 kind = p->r4[i].iface;
             }
     } else {
         for (size_t i = 0; i < p->nr6; i++)
-            if (p->r6[i].plen > best &&
-                prefix_match(dst, p->r6[i].dst, p->r6[i].plen)) {
+            if (p->r6[i].plen > best && prefix_match(dst, p->r6[i].dst, p->r6[i].plen)) {
                 best = p->r6[i].plen;
                 kind = p->r6[i].kind;
             }
@@ -707,8 +690,7 @@ static int parse_diag(nic_priv *p, const void *buf, ssize_t n, uint32_t seq)
             /* a negative errno, or the message is not one the kernel
              * sends */
             const struct nlmsgerr *e = NLMSG_DATA(h);
-            if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) || e->error >= 0 ||
-                e->error < -4095)
+            if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) || e->error >= 0 || e->error < -4095)
                 return -EIO;
             return e->error;
         }
@@ -718,35 +700,28 @@ static int parse_diag(nic_priv *p, const void *buf, ssize_t n, uint32_t seq)
         const struct inet_diag_msg *m = NLMSG_DATA(h);
         const struct tcp_info *ti = NULL;
         int alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
-        for (const struct rtattr *a = (const struct rtattr *)(m + 1);
-             RTA_OK(a, alen); a = RTA_NEXT(a, alen))
-            if (a->rta_type == INET_DIAG_INFO &&
-                (size_t)RTA_PAYLOAD(a) >= need)
+        for (const struct rtattr *a = (const struct rtattr *)(m + 1); RTA_OK(a, alen);
+             a = RTA_NEXT(a, alen))
+            if (a->rta_type == INET_DIAG_INFO && (size_t)RTA_PAYLOAD(a) >= need)
                 ti = RTA_DATA(a);
         if (!ti)
             continue;
         nic_obs *o = obs_add(p);
         if (!o)
             return -ENOMEM;
-        o->cookie = (uint64_t)m->id.idiag_cookie[1] << 32 |
-                    m->id.idiag_cookie[0];
+        o->cookie = (uint64_t)m->id.idiag_cookie[1] << 32 | m->id.idiag_cookie[0];
         o->inode = m->idiag_inode;
         o->family = m->idiag_family;
         memcpy(o->src, m->id.idiag_src, 16);
         memcpy(o->dst, m->id.idiag_dst, 16);
         /* tcp_info may be unaligned in the message */
-        memcpy(&o->rx, (const char *)ti +
-                           offsetof(struct tcp_info, tcpi_bytes_received),
-               8);
-        memcpy(&o->tx, (const char *)ti +
-                           offsetof(struct tcp_info, tcpi_bytes_acked),
-               8);
+        memcpy(&o->rx, (const char *)ti + offsetof(struct tcp_info, tcpi_bytes_received), 8);
+        memcpy(&o->tx, (const char *)ti + offsetof(struct tcp_info, tcpi_bytes_acked), 8);
     }
     return 0;
 }
 
-int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
-                       size_t *nsockets)
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq, size_t *nsockets)
 {
     nic_priv p;
     memset(&p, 0, sizeof(p));
@@ -772,8 +747,7 @@ static int dump_family(nic_priv *p, int family)
     msg.req.idiag_ext = 1u << (INET_DIAG_INFO - 1);
     msg.req.idiag_states = NIC_TCP_STATES;
     struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    if (sendto(p->nl, &msg, sizeof msg, 0, (struct sockaddr *)&sa,
-               sizeof sa) < 0)
+    if (sendto(p->nl, &msg, sizeof msg, 0, (struct sockaddr *)&sa, sizeof sa) < 0)
         return -errno;
 
     for (;;) {
@@ -825,8 +799,7 @@ static int read_sockfile(const pa_ctx *ctx, nic_priv *p)
         return err;
     FILE *f = fopen(path, "re");
     if (!f)
-        return pa__err(-errno, "nic: cannot read the socket file %s: %s",
-                       path, strerror(errno));
+        return pa__err(-errno, "nic: cannot read the socket file %s: %s", path, strerror(errno));
     char line[512];
     unsigned lineno = 0;
     err = 0;
@@ -837,15 +810,14 @@ static int read_sockfile(const pa_ctx *ctx, nic_priv *p)
             *hash = '\0';
         char proto[8], src[64], dst[64];
         unsigned long long cookie, inode, rx, tx;
-        int k = sscanf(line, "%7s %llu %llu %63s %63s %llu %llu", proto,
-                       &cookie, &inode, src, dst, &rx, &tx);
+        int k = sscanf(line, "%7s %llu %llu %63s %63s %llu %llu", proto, &cookie, &inode, src, dst,
+                       &rx, &tx);
         if (k <= 0)
             continue;
         int f1, f2;
         nic_obs o = {0};
         if (k != 7 || strcmp(proto, "tcp") != 0 || inode > UINT32_MAX ||
-            !parse_endpoint(src, &f1, o.src) ||
-            !parse_endpoint(dst, &f2, o.dst) || f1 != f2) {
+            !parse_endpoint(src, &f1, o.src) || !parse_endpoint(dst, &f2, o.dst) || f1 != f2) {
             err = pa__err(-EINVAL,
                           "nic: %s line %u: expected \"tcp <cookie> <inode> "
                           "<local> <peer> <rx> <tx>\"",
@@ -872,8 +844,8 @@ static int read_sockfile(const pa_ctx *ctx, nic_priv *p)
  * that failed once. */
 static bool diag_refused(int err)
 {
-    return err == -ENOENT || err == -EOPNOTSUPP || err == -EPROTONOSUPPORT ||
-           err == -EACCES || err == -EPERM || err == -EINVAL;
+    return err == -ENOENT || err == -EOPNOTSUPP || err == -EPROTONOSUPPORT || err == -EACCES ||
+           err == -EPERM || err == -EINVAL;
 }
 
 static int take_sockets(const pa_ctx *ctx, nic_priv *p)
@@ -882,8 +854,7 @@ static int take_sockets(const pa_ctx *ctx, nic_priv *p)
     if (p->sockfile[0])
         return read_sockfile(ctx, p);
     if (p->nl < 0) {
-        p->nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
-                       NETLINK_SOCK_DIAG);
+        p->nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
         if (p->nl < 0)
             return -errno;
     }
@@ -929,12 +900,10 @@ static const nic_fdent *fdent_find(const nic_proc *pr, int fd)
  * closed and reused for another socket while the old one lives on in
  * another process, through fork or SCM_RIGHTS, is missed until that old
  * socket closes.)  Returns the number of sockets claimed or -errno. */
-static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr,
-                    uint64_t tick, size_t *pending)
+static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr, uint64_t tick, size_t *pending)
 {
     char path[PA_PATH_MAX];
-    int err = pa__path(path, sizeof path, ctx->env.procfs, "%d/fd",
-                       (int)pr->pid);
+    int err = pa__path(path, sizeof path, ctx->env.procfs, "%d/fd", (int)pr->pid);
     if (err < 0)
         return err;
     int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1006,13 +975,12 @@ static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr,
 static int cmp_recent(const void *a, const void *b)
 {
     const nic_proc *x = *(nic_proc *const *)a, *y = *(nic_proc *const *)b;
-    return x->last_sock_tick < y->last_sock_tick
-               ? 1
-               : x->last_sock_tick > y->last_sock_tick ? -1 : 0;
+    return x->last_sock_tick < y->last_sock_tick   ? 1
+           : x->last_sock_tick > y->last_sock_tick ? -1
+                                                   : 0;
 }
 
-static void note_fd_refused(pa_module *m, nic_priv *p, const nic_proc *pr,
-                            int err)
+static void note_fd_refused(pa_module *m, nic_priv *p, const nic_proc *pr, int err)
 {
     if (p->told_fd)
         return;
@@ -1033,8 +1001,7 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
     size_t pending = 0;
     for (size_t i = 0; i < p->nsocks; i++) {
         nic_sock *s = &p->socks[i];
-        if (s->owner > 0 &&
-            proc_find(p->procs, p->pidx, p->pidx_cap, s->owner) < 0)
+        if (s->owner > 0 && proc_find(p->procs, p->pidx, p->pidx_cap, s->owner) < 0)
             s->owner = NIC_OWNER_UNKNOWN; /* its process is gone */
         if (s->owner == NIC_OWNER_UNKNOWN && s->inode)
             pending++;
@@ -1247,9 +1214,8 @@ static int nic_sample(pa_module *m, pa_frame *frame)
 
     int err = read_interfaces(ctx, p);
     if (err < 0)
-        return pa__err(err,
-                       "nic: cannot read %s/class/net nor %s/net/dev: %s",
-                       ctx->env.sysfs, ctx->env.procfs, strerror(-err));
+        return pa__err(err, "nic: cannot read %s/class/net nor %s/net/dev: %s", ctx->env.sysfs,
+                       ctx->env.procfs, strerror(-err));
     sys->nnic = p->nifs;
     memcpy(sys->nic, p->ifs, p->nifs * sizeof *p->ifs);
     sys->have |= PA_HAVE_NIC;
@@ -1263,8 +1229,7 @@ static int nic_sample(pa_module *m, pa_frame *frame)
         if (p->sockfile[0])
             return err;
         if (p->mode == NIC_SD_ON)
-            return pa__err(err, "nic: sock_diag dump failed: %s",
-                           strerror(-err));
+            return pa__err(err, "nic: sock_diag dump failed: %s", strerror(-err));
         degrade(m, p, err);
         return 0;
     }
@@ -1300,11 +1265,9 @@ static int nic_probe(const pa_env *env, char *why, size_t why_len)
 {
     char path[PA_PATH_MAX];
     struct stat st;
-    if (pa__path(path, sizeof path, env->sysfs, "class/net") == 0 &&
-        stat(path, &st) == 0)
+    if (pa__path(path, sizeof path, env->sysfs, "class/net") == 0 && stat(path, &st) == 0)
         return 0;
-    if (pa__path(path, sizeof path, env->procfs, "net/dev") == 0 &&
-        access(path, R_OK) == 0)
+    if (pa__path(path, sizeof path, env->procfs, "net/dev") == 0 && access(path, R_OK) == 0)
         return 0;
     snprintf(why, why_len,
              "nic: neither %s/class/net nor %s/net/dev is readable (no "
@@ -1322,8 +1285,7 @@ static int nic_apply(pa_module *m, nic_priv *p, const pa_options *opts)
     else if (v && strcmp(v, "off") == 0)
         mode = NIC_SD_OFF;
     else if (v && strcmp(v, "auto") != 0)
-        return pa__err(-EINVAL,
-                       "nic: sockdiag=%s: expected auto, on or off", v);
+        return pa__err(-EINVAL, "nic: sockdiag=%s: expected auto, on or off", v);
     const char *f = pa_options_get(opts, "sockfile");
     if (f && strlen(f) >= sizeof p->sockfile)
         return pa__err(-ENAMETOOLONG, "nic: sockfile path too long");

@@ -72,16 +72,12 @@
 #include <perfmon/pfmlib_perf_event.h>
 #endif
 
-#define FD_RESERVE 64 /* descriptors left for the rest of the program */
+#define FD_RESERVE 64     /* descriptors left for the rest of the program */
 #define CG_LEAF_RECHECK 8 /* ticks between looks for child cgroups */
 
 static const char *const default_events[] = {
-    "UNHALTED_CORE_CYCLES",
-    "INSTRUCTIONS_RETIRED",
-    "UNHALTED_REFERENCE_CYCLES",
-    "LLC_REFERENCES",
-    "LLC_MISSES",
-    "BRANCH_INSTRUCTIONS_RETIRED",
+    "UNHALTED_CORE_CYCLES",  "INSTRUCTIONS_RETIRED", "UNHALTED_REFERENCE_CYCLES",
+    "LLC_REFERENCES",        "LLC_MISSES",           "BRANCH_INSTRUCTIONS_RETIRED",
     "BRANCH_MISSES_RETIRED",
 };
 #define NDEFAULT (sizeof(default_events) / sizeof(default_events[0]))
@@ -98,32 +94,26 @@ static const struct generic {
      "unhalted core cycles (generic hardware event)"},
     {"INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS,
      "instructions retired (generic hardware event)"},
-    {"UNHALTED_REFERENCE_CYCLES", PERF_TYPE_HARDWARE,
-     PERF_COUNT_HW_REF_CPU_CYCLES,
+    {"UNHALTED_REFERENCE_CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES,
      "unhalted reference cycles (generic hardware event)"},
     {"LLC_REFERENCES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES,
      "last-level cache references (generic hardware event)"},
     {"LLC_MISSES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES,
      "last-level cache misses (generic hardware event)"},
-    {"BRANCH_INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE,
-     PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
+    {"BRANCH_INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
      "branch instructions retired (generic hardware event)"},
     {"BRANCH_MISSES_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES,
      "mispredicted branches retired (generic hardware event)"},
-    {"perf::CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES,
-     "CPU cycles"},
-    {"perf::INSTRUCTIONS", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS,
-     "instructions"},
+    {"perf::CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "CPU cycles"},
+    {"perf::INSTRUCTIONS", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, "instructions"},
     {"perf::TASK-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK,
      "CPU time of the task, ns (software)"},
-    {"perf::CPU-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK,
-     "CPU clock, ns (software)"},
-    {"perf::CONTEXT-SWITCHES", PERF_TYPE_SOFTWARE,
-     PERF_COUNT_SW_CONTEXT_SWITCHES, "context switches (software)"},
+    {"perf::CPU-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "CPU clock, ns (software)"},
+    {"perf::CONTEXT-SWITCHES", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES,
+     "context switches (software)"},
     {"perf::CPU-MIGRATIONS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS,
      "migrations between CPUs (software)"},
-    {"perf::PAGE-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS,
-     "page faults (software)"},
+    {"perf::PAGE-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "page faults (software)"},
     {"perf::MINOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN,
      "minor page faults (software)"},
     {"perf::MAJOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ,
@@ -153,8 +143,8 @@ typedef struct perf_target {
 /* Counters of one interned cgroup (PERF_FLAG_PID_CGROUP): one set per
  * online CPU, summed.  Indexed like ctx->cgroups. */
 typedef struct perf_cg {
-    int err;       /* could not be opened (-errno): not retried while the
-                      cgroup keeps live processes */
+    int err; /* could not be opened (-errno): not retried while the
+                cgroup keeps live processes */
     bool open;
     uint64_t mark; /* last tick a live process of it was seen */
     size_t nfd;    /* ncpus * nev */
@@ -169,7 +159,7 @@ typedef struct perf_state {
     const char *names[PA_MAX_COUNTERS];
     bool user_only; /* exclude_kernel + exclude_hv */
     bool group;
-    size_t lead; /* the group's leader (the first event not solo) */
+    size_t lead;         /* the group's leader (the first event not solo) */
     bool inherit_thread; /* kernel >= 5.13 */
     int system;          /* -1 auto, 0 off, 1 on */
     perf_target **tg;
@@ -185,8 +175,8 @@ typedef struct perf_state {
     /* per cgroup */
     perf_cg *cg;
     size_t ncg;
-    int cg_root_err;          /* 0 not looked for, 1 found, -errno */
-    bool cg_denied;           /* EACCES once: not tried again */
+    int cg_root_err;           /* 0 not looked for, 1 found, -errno */
+    bool cg_denied;            /* EACCES once: not tried again */
     char cg_root[PA_PATH_MAX]; /* the cgroup2 mount (under sysfs) */
     int cg_ncpus;
     int cg_cpus[PA_MAX_CPUS];
@@ -202,8 +192,8 @@ enum {
     REP_CGROUP = 16, /* per-cgroup counting refused or impossible */
 };
 
-static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu,
-                                int group, unsigned long flags)
+static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+                                unsigned long flags)
 {
     return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
 }
@@ -232,8 +222,8 @@ static const struct generic *generic_find(const char *name)
 
 /* Fills attr for name.  0, or -ENOENT (unknown name; why says so) or
  * -EINVAL (bad modifier). */
-static int encode_event(const char *name, bool user_only,
-                        struct perf_event_attr *attr, char *why, size_t wl)
+static int encode_event(const char *name, bool user_only, struct perf_event_attr *attr, char *why,
+                        size_t wl)
 {
     memset(attr, 0, sizeof(*attr));
     const char *pfm_msg = "libpfm4 not built in";
@@ -245,8 +235,7 @@ static int encode_event(const char *name, bool user_only,
         arg.attr = attr;
         arg.size = sizeof(arg);
         int plm = user_only ? PFM_PLM3 : PFM_PLM0 | PFM_PLM3;
-        int r =
-            pfm_get_os_event_encoding(name, plm, PFM_OS_PERF_EVENT_EXT, &arg);
+        int r = pfm_get_os_event_encoding(name, plm, PFM_OS_PERF_EVENT_EXT, &arg);
         if (r == PFM_SUCCESS) {
             attr->size = sizeof(*attr);
             if (user_only) {
@@ -301,15 +290,13 @@ static int try_open_self(const struct perf_event_attr *ev)
 
 static bool pmu_lacks(int err)
 {
-    return err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV ||
-           err == -EINVAL;
+    return err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV || err == -EINVAL;
 }
 
 static int paranoid_level(const pa_env *env)
 {
     char buf[16];
-    if (!env || pa__read_file(env->procfs, "sys/kernel/perf_event_paranoid",
-                              buf, sizeof(buf)) <= 0)
+    if (!env || pa__read_file(env->procfs, "sys/kernel/perf_event_paranoid", buf, sizeof(buf)) <= 0)
         return 99;
     return atoi(buf);
 }
@@ -317,8 +304,7 @@ static int paranoid_level(const pa_env *env)
 /* Builds the event set from the "events" option.  Unknown names fail;
  * events the PMU lacks are dropped (named in note); an empty result is
  * perf::TASK-CLOCK. */
-static int events_setup(perf_state *st, const pa_env *env, const char *spec,
-                        char *note, size_t nl)
+static int events_setup(perf_state *st, const pa_env *env, const char *spec, char *note, size_t nl)
 {
     char why[512];
     const char *names[PA_MAX_COUNTERS];
@@ -333,8 +319,7 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
             return pa__err(-EINVAL, "perf: events list too long");
         snprintf(copy, sizeof(copy), "%s", spec);
         char *save = NULL;
-        for (char *t = strtok_r(copy, "+", &save); t;
-             t = strtok_r(NULL, "+", &save)) {
+        for (char *t = strtok_r(copy, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
             if (n == PA_MAX_COUNTERS)
                 return pa__err(-EINVAL,
                                "perf: at most %d events per "
@@ -384,22 +369,19 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
     int lack_err = 0;
     for (size_t i = 0; i < n; i++) {
         perf_event *e = &st->ev[st->nev];
-        int rc =
-            encode_event(names[i], st->user_only, &e->attr, why, sizeof(why));
+        int rc = encode_event(names[i], st->user_only, &e->attr, why, sizeof(why));
         if (rc < 0)
             return pa__err(rc, "%s", why);
         rc = try_open_self(&e->attr);
         if (rc < 0 && pmu_lacks(rc)) {
             lack_err = -rc;
-            int w = snprintf(note + used, nl - used, "%s%s", used ? ", " : "",
-                             names[i]);
+            int w = snprintf(note + used, nl - used, "%s%s", used ? ", " : "", names[i]);
             if (w > 0 && (size_t)w < nl - used)
                 used += (size_t)w;
             continue;
         }
         if (rc < 0)
-            return pa__err(rc, "perf: cannot open event '%s': %s", names[i],
-                           strerror(-rc));
+            return pa__err(rc, "perf: cannot open event '%s': %s", names[i], strerror(-rc));
         snprintf(e->name, sizeof(e->name), "%s", names[i]);
         st->nev++;
     }
@@ -409,13 +391,11 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
         snprintf(note, nl,
                  "perf: this machine's PMU lacks %s (%s: no "
                  "hardware PMU, e.g. a VM without a virtual PMU)%s",
-                 dropped, strerror(lack_err),
-                 st->nev ? "" : "; counting perf::TASK-CLOCK instead");
+                 dropped, strerror(lack_err), st->nev ? "" : "; counting perf::TASK-CLOCK instead");
     }
     if (st->nev == 0) {
         perf_event *e = &st->ev[0];
-        encode_event("perf::TASK-CLOCK", st->user_only, &e->attr, why,
-                     sizeof(why));
+        encode_event("perf::TASK-CLOCK", st->user_only, &e->attr, why, sizeof(why));
         snprintf(e->name, sizeof(e->name), "perf::TASK-CLOCK");
         st->nev = 1;
     }
@@ -423,12 +403,10 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec,
     for (size_t i = 0; i < st->nev; i++) {
         st->names[i] = st->ev[i].name;
         const struct perf_event_attr *a = &st->ev[i].attr;
-        if (st->cyc < 0 && a->type == PERF_TYPE_HARDWARE &&
-            a->config == PERF_COUNT_HW_CPU_CYCLES)
+        if (st->cyc < 0 && a->type == PERF_TYPE_HARDWARE && a->config == PERF_COUNT_HW_CPU_CYCLES)
             st->cyc = (int)i;
-        if (st->cyc < 0 &&
-            (!strcasecmp(st->ev[i].name, "UNHALTED_CORE_CYCLES") ||
-             !strncasecmp(st->ev[i].name, "CPU_CLK_UNHALTED", 16)))
+        if (st->cyc < 0 && (!strcasecmp(st->ev[i].name, "UNHALTED_CORE_CYCLES") ||
+                            !strncasecmp(st->ev[i].name, "CPU_CLK_UNHALTED", 16)))
             st->cyc = (int)i;
     }
     return 0;
@@ -450,8 +428,7 @@ static void target_close(perf_state *st, perf_target *g)
 }
 
 /* Targets [0, n) are sorted by (type, id): binary search. */
-static perf_target *target_find(perf_state *st, size_t n, pa_target_type type,
-                                pid_t id)
+static perf_target *target_find(perf_state *st, size_t n, pa_target_type type, pid_t id)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -509,8 +486,7 @@ static int list_threads(const pa_env *env, pid_t pid, pid_t **out, size_t *n)
 
 /* Opens the counters of pid (a thread id, or a cgroup fd with
  * PERF_FLAG_PID_CGROUP) on cpu (-1 any) into fd[0..nev). */
-static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags,
-                    bool inherit, int *fd)
+static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags, bool inherit, int *fd)
 {
     for (size_t j = 0; j < st->nev; j++)
         fd[j] = -1;
@@ -520,22 +496,19 @@ static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags,
         size_t j = o == 0 ? st->lead : o <= st->lead ? o - 1 : o;
         struct perf_event_attr a = st->ev[j].attr;
         a.size = sizeof(a);
-        a.read_format =
-            PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
         bool member = st->group && !st->ev[j].solo;
         if (member && j == st->lead)
             a.read_format |= PERF_FORMAT_GROUP;
         a.inherit = inherit;
         a.inherit_thread = inherit && st->inherit_thread;
         int group_fd = member && j != st->lead ? fd[st->lead] : -1;
-        long r = sys_perf_event_open(&a, tid, cpu, group_fd,
-                                     PERF_FLAG_FD_CLOEXEC | flags);
+        long r = sys_perf_event_open(&a, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
         if (r < 0 && errno == EINVAL && a.inherit_thread) {
             /* before Linux 5.13: children processes are counted too */
             st->inherit_thread = false;
             a.inherit_thread = 0;
-            r = sys_perf_event_open(&a, tid, cpu, group_fd,
-                                    PERF_FLAG_FD_CLOEXEC | flags);
+            r = sys_perf_event_open(&a, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
         }
         if (r < 0) {
             int e = -errno;
@@ -560,8 +533,7 @@ static int budget_check(perf_state *st, size_t need)
 
 /* Opens a target's counters; on failure the target is kept with err set
  * so it is not retried every tick. */
-static perf_target *target_open(perf_state *st, const pa_env *env,
-                                const pa_task *t)
+static perf_target *target_open(perf_state *st, const pa_env *env, const pa_task *t)
 {
     perf_target *g = calloc(1, sizeof(*g));
     if (!g)
@@ -600,8 +572,7 @@ static perf_target *target_open(perf_state *st, const pa_env *env,
     size_t k = 0;
     int err = 0;
     for (size_t i = 0; i < nt; i++) {
-        int rc = open_set(st, tids[i], -1, 0, t->type == PA_TARGET_PROCESS,
-                          g->fd + k * st->nev);
+        int rc = open_set(st, tids[i], -1, 0, t->type == PA_TARGET_PROCESS, g->fd + k * st->nev);
         if (rc == -ESRCH)
             continue; /* the thread ended meanwhile */
         if (rc < 0) {
@@ -626,8 +597,7 @@ nomem:
 }
 
 /* Reads one counter set; adds the scaled window to acc, lowers *mux. */
-static int read_set(perf_state *st, const int *fd, uint64_t (*last)[3],
-                    double *acc, double *mux)
+static int read_set(perf_state *st, const int *fd, uint64_t (*last)[3], double *acc, double *mux)
 {
     if (st->group) {
         uint64_t buf[3 + PA_MAX_COUNTERS];
@@ -666,8 +636,7 @@ static int read_set(perf_state *st, const int *fd, uint64_t (*last)[3],
         ssize_t n = read(fd[j], v, sizeof(v));
         if (n != (ssize_t)sizeof(v))
             return n < 0 ? -errno : -EIO;
-        uint64_t dv = v[0] - last[j][0], de = v[1] - last[j][1],
-                 dr = v[2] - last[j][2];
+        uint64_t dv = v[0] - last[j][0], de = v[1] - last[j][1], dr = v[2] - last[j][2];
         if (dr > 0)
             acc[j] += (double)dv * ((double)de / (double)dr);
         if (de > 0 && (double)dr / (double)de < *mux)
@@ -696,8 +665,7 @@ static int online_cpus(const pa_env *env, int *cpus, int cap)
 {
     char buf[512];
     int n = 0;
-    if (pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
-                      sizeof(buf)) > 0)
+    if (pa__read_file(env->sysfs, "devices/system/cpu/online", buf, sizeof(buf)) > 0)
         n = pa__parse_cpulist(buf, cpus, cap);
     if (n == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
@@ -724,10 +692,8 @@ static int system_open(perf_state *st, const pa_env *env)
     for (int i = 0; i < n; i++) {
         struct perf_event_attr a = st->ev[st->cyc].attr;
         a.size = sizeof(a);
-        a.read_format =
-            PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-        long fd =
-            sys_perf_event_open(&a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        long fd = sys_perf_event_open(&a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
             int e = errno;
             system_close(st);
@@ -737,8 +703,7 @@ static int system_open(perf_state *st, const pa_env *env)
                                "needs root or CAP_PERFMON "
                                "(kernel.perf_event_paranoid=%d)",
                                paranoid_level(env));
-            return pa__err(-e, "perf: system-wide cycles on CPU %d: %s",
-                           cpus[i], strerror(e));
+            return pa__err(-e, "perf: system-wide cycles on CPU %d: %s", cpus[i], strerror(e));
         }
         st->sysfd[st->nsys++] = (int)fd;
     }
@@ -796,8 +761,7 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
             if (!strcmp(mp, "/sys") || !strncmp(mp, "/sys/", 5))
                 rc = pa__path(out, len, env->sysfs, "%s", mp + 4);
             else
-                rc = snprintf(out, len, "%s", mp) < (int)len ? 0
-                                                             : -ENAMETOOLONG;
+                rc = snprintf(out, len, "%s", mp) < (int)len ? 0 : -ENAMETOOLONG;
         }
         l = eol ? eol + 1 : NULL;
     }
@@ -807,8 +771,7 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
     static const char *const tries[] = {"fs/cgroup", "fs/cgroup/unified"};
     for (size_t i = 0; i < 2; i++) {
         char probe[PA_PATH_MAX];
-        if (pa__path(probe, sizeof(probe), env->sysfs, "%s/cgroup.controllers",
-                     tries[i]) == 0 &&
+        if (pa__path(probe, sizeof(probe), env->sysfs, "%s/cgroup.controllers", tries[i]) == 0 &&
             access(probe, F_OK) == 0)
             return pa__path(out, len, env->sysfs, "%s", tries[i]);
     }
@@ -819,8 +782,7 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
 static int cg_is_leaf(const perf_state *st, const char *path)
 {
     char full[PA_PATH_MAX];
-    int rc = pa__path(full, sizeof(full), st->cg_root, "%s",
-                      path[0] == '/' ? path + 1 : path);
+    int rc = pa__path(full, sizeof(full), st->cg_root, "%s", path[0] == '/' ? path + 1 : path);
     if (rc < 0)
         return rc;
     DIR *d = opendir(full);
@@ -829,8 +791,7 @@ static int cg_is_leaf(const perf_state *st, const char *path)
     int leaf = 1;
     struct dirent *de;
     while (leaf && (de = readdir(d)) != NULL)
-        if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 &&
-            strcmp(de->d_name, "..") != 0)
+        if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
             leaf = 0;
     closedir(d);
     return leaf;
@@ -843,8 +804,7 @@ static int cg_open(perf_state *st, const char *path, perf_cg *c)
     if (budget_check(st, need) < 0)
         return -EMFILE;
     char full[PA_PATH_MAX];
-    int rc = pa__path(full, sizeof(full), st->cg_root, "%s",
-                      path[0] == '/' ? path + 1 : path);
+    int rc = pa__path(full, sizeof(full), st->cg_root, "%s", path[0] == '/' ? path + 1 : path);
     if (rc < 0)
         return rc;
     int cgfd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -879,8 +839,7 @@ static int cg_open(perf_state *st, const char *path, perf_cg *c)
  * gives the engine its cumulative counts (pa__cgroup_ctr); closes the
  * counters of cgroups left without processes.  Returns 0, or the error
  * of the first refusal (-EACCES...) to report once. */
-static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f,
-                     int *report_err)
+static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f, int *report_err)
 {
     if (st->cg_root_err == 0) {
         int rc = cg_find_root(&ctx->env, st->cg_root, sizeof(st->cg_root));
@@ -902,8 +861,7 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f,
     }
     for (size_t i = 0; i < ctx->procs.n; i++) {
         const pa_task *t = ctx->procs.v[i];
-        if (t->seen_tick == f->tick && !t->gone && t->cgroup >= 0 &&
-            (size_t)t->cgroup < st->ncg)
+        if (t->seen_tick == f->tick && !t->gone && t->cgroup >= 0 && (size_t)t->cgroup < st->ncg)
             st->cg[t->cgroup].mark = f->tick;
     }
     for (size_t g = 0; g < st->ncg; g++) {
@@ -997,8 +955,7 @@ static void state_free(perf_state *st)
 }
 
 /* snprintf for messages, where truncation is acceptable. */
-static void say(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;
@@ -1040,8 +997,7 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
     st->system = sys;
     st->inherit_thread = true;
     char note[768];
-    rc = events_setup(st, env, pa_options_get(opts, "events"), note,
-                      sizeof(note));
+    rc = events_setup(st, env, pa_options_get(opts, "events"), note, sizeof(note));
     if (rc < 0) {
         free(st);
         return rc;
@@ -1054,14 +1010,13 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
     size_t nmem = 0, nhw = 0;
     for (size_t i = 0; i < st->nev; i++) {
         const struct perf_event_attr *a = &st->ev[i].attr;
-        st->ev[i].solo = a->type == PERF_TYPE_SOFTWARE &&
-                         (a->config == PERF_COUNT_SW_CPU_CLOCK ||
-                          a->config == PERF_COUNT_SW_TASK_CLOCK);
+        st->ev[i].solo = a->type == PERF_TYPE_SOFTWARE && (a->config == PERF_COUNT_SW_CPU_CLOCK ||
+                                                           a->config == PERF_COUNT_SW_TASK_CLOCK);
         nmem += !st->ev[i].solo;
         nhw += a->type != PERF_TYPE_SOFTWARE;
     }
     if (group < 0)
-        group = nhw <= 4; /* all of a group must fit the PMU */
+        group = nhw <= 4;          /* all of a group must fit the PMU */
     st->group = group && nmem > 1; /* one member: plain reads */
     st->lead = 0;
     while (st->group && st->ev[st->lead].solo)
@@ -1075,8 +1030,7 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
                 rl.rlim_cur = rl.rlim_max;
         }
         rlim_t lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
-        st->fd_budget =
-            lim > 2 * FD_RESERVE ? (size_t)(lim - FD_RESERVE) : (size_t)lim / 2;
+        st->fd_budget = lim > 2 * FD_RESERVE ? (size_t)(lim - FD_RESERVE) : (size_t)lim / 2;
     } else {
         st->fd_budget = 1024 - FD_RESERVE;
     }
@@ -1196,8 +1150,7 @@ static int perf_sample(pa_module *m, pa_frame *f)
                         report |= REP_BUDGET;
                         report_id = id;
                     }
-                } else if (g->err && g->err != -ESRCH &&
-                           !(st->reported & REP_OTHER)) {
+                } else if (g->err && g->err != -ESRCH && !(st->reported & REP_OTHER)) {
                     report |= REP_OTHER;
                     report_err = g->err;
                     report_id = id;
@@ -1230,8 +1183,7 @@ static int perf_sample(pa_module *m, pa_frame *f)
             if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
                 return pa__err(-EIO, "perf: reading system-wide cycles "
                                      "failed");
-            uint64_t dv = v[0] - st->syslast[i][0],
-                     de = v[1] - st->syslast[i][1],
+            uint64_t dv = v[0] - st->syslast[i][0], de = v[1] - st->syslast[i][1],
                      dr = v[2] - st->syslast[i][2];
             if (dr > 0)
                 st->cycles_acc += (double)dv * ((double)de / (double)dr);
@@ -1263,8 +1215,7 @@ static int perf_sample(pa_module *m, pa_frame *f)
                        "RLIMIT_NOFILE budget (%zu); raise the hard limit "
                        "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
                        "or events",
-                       (int)report_id, st->ntg, st->nev, st->nfds,
-                       st->fd_budget);
+                       (int)report_id, st->ntg, st->nev, st->nfds, st->fd_budget);
     if (report & REP_EACCES)
         return pa__err(-EACCES,
                        "perf: not counting pid %d: perf_event_open "
@@ -1290,11 +1241,10 @@ static int perf_sample(pa_module *m, pa_frame *f)
                        "scaled)",
                        (int)report_id, st->nev);
     if (report & REP_OTHER)
-        return pa__err(report_err, "perf: not counting pid %d: %s",
-                       (int)report_id, strerror(-report_err));
+        return pa__err(report_err, "perf: not counting pid %d: %s", (int)report_id,
+                       strerror(-report_err));
     /* per-cgroup refusals, once (a cgroup removed meanwhile is none) */
-    if (cg_err && (cg_err != -ENOENT || st->cg_root_err < 0) &&
-        !(st->reported & REP_CGROUP)) {
+    if (cg_err && (cg_err != -ENOENT || st->cg_root_err < 0) && !(st->reported & REP_CGROUP)) {
         st->reported |= REP_CGROUP;
         if (cg_err == -EACCES || cg_err == -EPERM)
             return pa__err(-EACCES,
@@ -1324,8 +1274,8 @@ static int perf_sample(pa_module *m, pa_frame *f)
     return 0;
 }
 
-#define UNPRIV_NOTE                                                            \
-    ", user space only (not root: context switches and migrations, which "     \
+#define UNPRIV_NOTE                                                                                \
+    ", user space only (not root: context switches and migrations, which "                         \
     "happen in the kernel, count 0)"
 
 static int perf_probe(const pa_env *env, char *why, size_t wl)
@@ -1375,8 +1325,8 @@ const pa_module_ops pa__mod_perf = {
 /* Event listing (powerapi events)                                   */
 /* ---------------------------------------------------------------- */
 
-static int list_one(const char *name, const char *desc, bool user_only,
-                    pa__perf_event_cb cb, void *user)
+static int list_one(const char *name, const char *desc, bool user_only, pa__perf_event_cb cb,
+                    void *user)
 {
     struct perf_event_attr a;
     char why[256];
@@ -1412,8 +1362,7 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
                 pfm_event_info_t ei;
                 memset(&ei, 0, sizeof(ei));
                 ei.size = sizeof(ei);
-                if (pfm_get_event_info(i, PFM_OS_PERF_EVENT_EXT, &ei) !=
-                    PFM_SUCCESS)
+                if (pfm_get_event_info(i, PFM_OS_PERF_EVENT_EXT, &ei) != PFM_SUCCESS)
                     continue;
                 char name[192];
                 snprintf(name, sizeof(name), "%s::%s", pi.name, ei.name);

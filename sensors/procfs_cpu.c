@@ -91,7 +91,7 @@ typedef struct pc_state {
     size_t fds_new;   /* kept task fds opened this tick */
     size_t fds_count; /* kept task fds counted this tick */
 
-    char note[256];  /* for every report: why some processes are missing */
+    char note[256]; /* for every report: why some processes are missing */
     char cpu_model[96];
     double cpuinfo_mhz; /* "cpu MHz" of cpuinfo */
     double base_mhz;    /* intel_pstate's base_frequency, 0 if none */
@@ -164,8 +164,8 @@ static bool pc_may_keep(const pc_state *p)
  * newly opened fd is returned in *fresh (the caller stores it in the task
  * or closes it), else closed here.
  */
-static ssize_t pc_read_task(pc_state *p, int *slot, const char *rel, char *buf,
-                            size_t len, bool keep, int *fresh)
+static ssize_t pc_read_task(pc_state *p, int *slot, const char *rel, char *buf, size_t len,
+                            bool keep, int *fresh)
 {
     *fresh = -1;
     if (slot && *slot >= 0) {
@@ -245,8 +245,7 @@ static int pc_parse_stat(const char *buf, size_t n, pid_t want, pc_rec *r)
     out.comm[clen] = '\0';
     p = close_paren + 1;
     /* (3) state: one character */
-    if (p[0] != ' ' || p[1] == ' ' || p[1] == '\n' || p[1] == '\0' ||
-        p[2] != ' ')
+    if (p[0] != ' ' || p[1] == ' ' || p[1] == '\n' || p[1] == '\0' || p[2] != ' ')
         return -EPROTO;
     p += 2;
     /* (4) .. (39): decimal fields, some signed (7 tty_nr, 8 tpgid,
@@ -341,9 +340,8 @@ static int pc_parse_cpu_fields(const char *q, uint64_t *busy, uint64_t *idle)
  * UINT64_MAX for a CPU without a line (offline).  Returns -ENOBUFS when
  * the buffer ended inside the cpu lines, -EPROTO when malformed.
  */
-static int pc_parse_sysstat(const char *buf, size_t n, bool full,
-                            uint64_t *busy, uint64_t *idle, unsigned *ncpus,
-                            pa_sysread *s)
+static int pc_parse_sysstat(const char *buf, size_t n, bool full, uint64_t *busy, uint64_t *idle,
+                            unsigned *ncpus, pa_sysread *s)
 {
     const char *p = buf, *end = buf + n;
     unsigned cpus = 0, top = 0;
@@ -360,8 +358,7 @@ static int pc_parse_sysstat(const char *buf, size_t n, bool full,
         } else if (p[3] >= '0' && p[3] <= '9') {
             const char *q = p + 3;
             uint64_t cpu, b, i;
-            if (pa__parse_u64(&q, &cpu) || *q != ' ' ||
-                pc_parse_cpu_fields(q, &b, &i) < 0)
+            if (pa__parse_u64(&q, &cpu) || *q != ' ' || pc_parse_cpu_fields(q, &b, &i) < 0)
                 return -EPROTO;
             if (s && cpu < PA_MAX_CPUS) {
                 for (unsigned k = top; k < cpu; k++)
@@ -412,8 +409,8 @@ static int pc_parse_uptime(const char *buf, uint64_t *ns)
 /* System readings                                                     */
 /* ------------------------------------------------------------------ */
 
-static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy,
-                           uint64_t *idle, unsigned *ncpus, pa_sysread *s)
+static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy, uint64_t *idle,
+                           unsigned *ncpus, pa_sysread *s)
 {
     for (;;) {
         ssize_t n = pc_pread(p->statfd, p->sysbuf, p->sysbuf_cap);
@@ -428,8 +425,7 @@ static int pc_read_sysstat(pc_state *p, const char *procfs, uint64_t *busy,
                            "procfs-cpu: cannot read %s/stat: %s; point the "
                            "procfs root at a mounted procfs (--procfs)",
                            procfs, strerror((int)-n));
-        int rc =
-            pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle, ncpus, s);
+        int rc = pc_parse_sysstat(p->sysbuf, (size_t)n, full, busy, idle, ncpus, s);
         if (rc == -ENOBUFS && p->sysbuf_cap < (64u << 20)) {
             /* one byte more than it holds: its size doubles */
             if (PA__GROW(p->sysbuf, p->sysbuf_cap, p->sysbuf_cap + 1, 4096) < 0)
@@ -494,8 +490,7 @@ static int pc_freq_add(pc_state *p, const char *path, unsigned weight)
         return -ENOMEM;
     }
     p->freq = nv;
-    p->freq[p->nfreq++] =
-        (pc_freqsrc){.path = dup, .fd = fd, .weight = weight ? weight : 1};
+    p->freq[p->nfreq++] = (pc_freqsrc){.path = dup, .fd = fd, .weight = weight ? weight : 1};
     return 0;
 }
 
@@ -517,8 +512,7 @@ static int pc_name_cmp(const void *a, const void *b)
 static int pc_freq_discover(pc_state *p, const char *sysfs)
 {
     char path[PA_PATH_MAX], buf[1024];
-    const char *layouts[2] = {"devices/system/cpu/cpufreq",
-                              "devices/system/cpu"};
+    const char *layouts[2] = {"devices/system/cpu/cpufreq", "devices/system/cpu"};
     int rc = 0;
 
     pc_freq_clear(p);
@@ -534,8 +528,7 @@ static int pc_freq_discover(pc_state *p, const char *sysfs)
         while ((e = readdir(d)) != NULL) {
             const char *pre = l == 0 ? "policy" : "cpu";
             size_t pl = strlen(pre);
-            if (strncmp(e->d_name, pre, pl) || e->d_name[pl] < '0' ||
-                e->d_name[pl] > '9')
+            if (strncmp(e->d_name, pre, pl) || e->d_name[pl] < '0' || e->d_name[pl] > '9')
                 continue;
             char **nv = realloc(names, (nn + 1) * sizeof(*nv));
             if (!nv || !(nv[nn] = strdup(e->d_name))) {
@@ -557,8 +550,7 @@ static int pc_freq_discover(pc_state *p, const char *sysfs)
                 char rel[512];
                 uint64_t khz;
                 const char *q = buf;
-                snprintf(rel, sizeof(rel), "%s/%s/base_frequency", layouts[l],
-                         names[i]);
+                snprintf(rel, sizeof(rel), "%s/%s/base_frequency", layouts[l], names[i]);
                 if (pa__read_file(sysfs, rel, buf, sizeof(buf)) > 0 &&
                     pa__parse_u64(&q, &khz) == 0 && khz > 0)
                     p->base_mhz = (double)khz / 1000.0;
@@ -567,18 +559,15 @@ static int pc_freq_discover(pc_state *p, const char *sysfs)
                 const char *wf[2] = {"affected_cpus", "related_cpus"};
                 for (int w = 0; w < 2; w++) {
                     char rel[512];
-                    snprintf(rel, sizeof(rel), "%s/%s/%s", layouts[l], names[i],
-                             wf[w]);
+                    snprintf(rel, sizeof(rel), "%s/%s/%s", layouts[l], names[i], wf[w]);
                     if (pa__read_file(sysfs, rel, buf, sizeof(buf)) > 0 &&
                         (weight = pc_count_cpus(buf)) > 0)
                         break;
                     weight = 1;
                 }
             }
-            if (pa__path(path, sizeof(path), sysfs, "%s/%s/%s", layouts[l],
-                         names[i],
-                         l == 0 ? "stats/time_in_state"
-                                : "cpufreq/stats/time_in_state") == 0)
+            if (pa__path(path, sizeof(path), sysfs, "%s/%s/%s", layouts[l], names[i],
+                         l == 0 ? "stats/time_in_state" : "cpufreq/stats/time_in_state") == 0)
                 rc = pc_freq_add(p, path, weight);
         }
         for (size_t i = 0; i < nn; i++)
@@ -611,9 +600,8 @@ static int pc_read_freq(pc_state *p, pa_sysread *s)
     s->nfreq = 0;
     for (size_t i = 0; i < p->nfreq; i++) {
         pc_freqsrc *f = &p->freq[i];
-        ssize_t n = f->fd >= 0
-                        ? pc_pread(f->fd, p->aux, sizeof(p->aux))
-                        : pc_read_at(AT_FDCWD, f->path, p->aux, sizeof(p->aux));
+        ssize_t n = f->fd >= 0 ? pc_pread(f->fd, p->aux, sizeof(p->aux))
+                               : pc_read_at(AT_FDCWD, f->path, p->aux, sizeof(p->aux));
         if (n < 0)
             return (int)n;
         const char *q = p->aux, *end = p->aux + n;
@@ -745,8 +733,7 @@ static void pc_read_cpuinfo(pc_state *p, const char *procfs)
                     vl = sizeof(p->cpu_model) - 1;
                 memcpy(p->cpu_model, v, vl);
                 p->cpu_model[vl] = '\0';
-            } else if (kl == 7 && !strncmp(l, "cpu MHz", 7) &&
-                       p->cpuinfo_mhz == 0) {
+            } else if (kl == 7 && !strncmp(l, "cpu MHz", 7) && p->cpuinfo_mhz == 0) {
                 p->cpuinfo_mhz = strtod(v, NULL);
             }
         }
@@ -764,8 +751,7 @@ static void pc_read_cpuinfo(pc_state *p, const char *procfs)
 /* Counts the kept fds of a task seen this tick (for the fd budget). */
 static void pc_count_fds(pc_state *p, const pa_task *t)
 {
-    p->fds_count +=
-        (t->fd[PA_TASK_FD_STAT] >= 0) + (t->fd[PA_TASK_FD_SCHED] >= 0);
+    p->fds_count += (t->fd[PA_TASK_FD_STAT] >= 0) + (t->fd[PA_TASK_FD_SCHED] >= 0);
 }
 
 /* The cgroup of <procfs>/<pid>/cgroup (pa__cgroup_pick: the v2 path, or
@@ -786,8 +772,7 @@ static int pc_read_cgroup(pc_state *p, pa_ctx *ctx, pa_task *t)
 }
 
 /* Fills a process task from a parsed record and registers it. */
-static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh,
-                          pa_task **out)
+static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh, pa_task **out)
 {
     pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, r->pid, 0, r->start_ticks);
     if (!t) {
@@ -805,8 +790,7 @@ static int pc_put_process(pc_state *p, pa_frame *f, const pc_rec *r, int fresh,
     t->cur.child_cpu_ns = pc_ticks_ns(p, r->cutime + r->cstime);
     t->cur.have |= PA_RD_CPU | PA_RD_CHILD;
     t->watched = true;
-    if (t->cgroup < 0 && t->first_tick == f->tick &&
-        pc_read_cgroup(p, f->ctx, t) < 0)
+    if (t->cgroup < 0 && t->first_tick == f->tick && pc_read_cgroup(p, f->ctx, t) < 0)
         return pa__err(-ENOMEM, "procfs-cpu: out of memory");
     pc_count_fds(p, t);
     *out = t;
@@ -848,14 +832,13 @@ static int pc_watched(pa_ctx *ctx, pid_t pid, uint64_t start_ticks)
  * Returns 0 with *r filled, or a negative errno: -ENOENT/-ESRCH gone,
  * -EACCES unreadable, -EPROTO malformed; the caller skips the pid.
  */
-static int pc_read_process(pc_state *p, pa_ctx *ctx, pid_t pid, bool keep,
-                           pc_rec *r, int *fresh)
+static int pc_read_process(pc_state *p, pa_ctx *ctx, pid_t pid, bool keep, pc_rec *r, int *fresh)
 {
     char rel[32];
     pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS, pid);
     snprintf(rel, sizeof(rel), "%d/stat", (int)pid);
-    ssize_t n = pc_read_task(p, t ? &t->fd[PA_TASK_FD_STAT] : NULL, rel, p->rec,
-                             sizeof(p->rec), keep, fresh);
+    ssize_t n = pc_read_task(p, t ? &t->fd[PA_TASK_FD_STAT] : NULL, rel, p->rec, sizeof(p->rec),
+                             keep, fresh);
     int rc = n < 0 ? (int)n : pc_parse_stat(p->rec, (size_t)n, pid, r);
     if (rc < 0 && *fresh >= 0) {
         close(*fresh);
@@ -903,18 +886,16 @@ static int pc_do_threads(pc_state *p, pa_frame *f, pa_task *proc)
             off += e->d_reclen;
             const char *s = e->d_name;
             uint64_t tidv;
-            if (*s < '0' || *s > '9' || pa__parse_u64(&s, &tidv) || *s ||
-                tidv > INT32_MAX)
+            if (*s < '0' || *s > '9' || pa__parse_u64(&s, &tidv) || *s || tidv > INT32_MAX)
                 continue;
             pid_t tid = (pid_t)tidv;
             pa_task *old = pa__task_find(f->ctx, PA_TARGET_THREAD, tid);
             pc_rec r;
             int fresh, fresh_sched = -1;
             /* the thread's stat: comm, starttime, and utime+stime */
-            snprintf(rel, sizeof(rel), "%d/task/%d/stat", (int)proc->pid,
-                     (int)tid);
-            ssize_t n = pc_read_task(p, old ? &old->fd[PA_TASK_FD_STAT] : NULL,
-                                     rel, p->rec, sizeof(p->rec), true, &fresh);
+            snprintf(rel, sizeof(rel), "%d/task/%d/stat", (int)proc->pid, (int)tid);
+            ssize_t n = pc_read_task(p, old ? &old->fd[PA_TASK_FD_STAT] : NULL, rel, p->rec,
+                                     sizeof(p->rec), true, &fresh);
             if (n < 0 || pc_parse_stat(p->rec, (size_t)n, tid, &r) < 0) {
                 if (fresh >= 0) {
                     close(fresh);
@@ -925,16 +906,14 @@ static int pc_do_threads(pc_state *p, pa_frame *f, pa_task *proc)
             uint64_t cpu_ns = pc_ticks_ns(p, r.utime + r.stime);
             /* schedstat: the thread's run time in ns, where the kernel
              * has CONFIG_SCHED_INFO */
-            snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", (int)proc->pid,
-                     (int)tid);
+            snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", (int)proc->pid, (int)tid);
             bool same = old && old->start_ticks == r.start_ticks;
-            n = pc_read_task(p, same ? &old->fd[PA_TASK_FD_SCHED] : NULL, rel,
-                             p->aux, sizeof(p->aux), true, &fresh_sched);
+            n = pc_read_task(p, same ? &old->fd[PA_TASK_FD_SCHED] : NULL, rel, p->aux,
+                             sizeof(p->aux), true, &fresh_sched);
             uint64_t sns;
             if (n > 0 && pc_parse_schedstat(p->aux, &sns) == 0)
                 cpu_ns = sns;
-            pa_task *t = pa__task_seen(f, PA_TARGET_THREAD, proc->pid, tid,
-                                       r.start_ticks);
+            pa_task *t = pa__task_seen(f, PA_TARGET_THREAD, proc->pid, tid, r.start_ticks);
             if (!t) {
                 if (fresh >= 0)
                     close(fresh);
@@ -1051,13 +1030,13 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
     int rc = 0;
     p->nscan = 0;
     if (lseek(p->procfd, 0, SEEK_SET) < 0)
-        return pa__err(-errno, "procfs-cpu: cannot list %s: %s",
-                       f->ctx->env.procfs, strerror(errno));
+        return pa__err(-errno, "procfs-cpu: cannot list %s: %s", f->ctx->env.procfs,
+                       strerror(errno));
     for (;;) {
         ssize_t nb = getdents64(p->procfd, p->dents, sizeof(p->dents));
         if (nb < 0)
-            return pa__err(-errno, "procfs-cpu: cannot list %s: %s",
-                           f->ctx->env.procfs, strerror(errno));
+            return pa__err(-errno, "procfs-cpu: cannot list %s: %s", f->ctx->env.procfs,
+                           strerror(errno));
         if (nb == 0)
             break;
         for (ssize_t off = 0; off < nb && rc == 0;) {
@@ -1065,16 +1044,14 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
             off += e->d_reclen;
             const char *s = e->d_name;
             uint64_t v;
-            if (*s < '0' || *s > '9' || pa__parse_u64(&s, &v) || *s || v == 0 ||
-                v > INT32_MAX)
+            if (*s < '0' || *s > '9' || pa__parse_u64(&s, &v) || *s || v == 0 || v > INT32_MAX)
                 continue;
             if (all) {
                 rc = pc_do_process(p, f, (pid_t)v, false);
             } else {
                 pc_rec r;
                 int fresh;
-                if (pc_read_process(p, f->ctx, (pid_t)v, false, &r, &fresh) ==
-                    0)
+                if (pc_read_process(p, f->ctx, (pid_t)v, false, &r, &fresh) == 0)
                     rc = pc_scan_push(p, &r);
             }
         }
@@ -1135,11 +1112,9 @@ static int pc_sample(pa_module *m, pa_frame *f)
                 rc = pc_do_threads(p, f, t);
         }
     /* threads of watched pids (a tree scan did its own) */
-    for (size_t i = 0; i < ctx->nwatches && rc == 0 &&
-                       !(ctx->watch_all_threads && ctx->watch_all);
+    for (size_t i = 0; i < ctx->nwatches && rc == 0 && !(ctx->watch_all_threads && ctx->watch_all);
          i++) {
-        if (!(ctx->watches[i].flags & PA_WATCH_THREADS) ||
-            (children && !ctx->watch_all))
+        if (!(ctx->watches[i].flags & PA_WATCH_THREADS) || (children && !ctx->watch_all))
             continue;
         pa_task *t = pa__task_find(ctx, PA_TARGET_PROCESS, ctx->watches[i].pid);
         if (t && t->seen_tick == f->tick)
@@ -1168,8 +1143,8 @@ static int pc_probe(const pa_env *env, char *why, size_t why_len)
                  env->procfs, strerror((int)-n));
         return (int)n;
     }
-    int rc = pc_parse_sysstat(buf, (size_t)n, (size_t)n == sizeof(buf) - 1,
-                              &busy, &idle, &ncpus, NULL);
+    int rc =
+        pc_parse_sysstat(buf, (size_t)n, (size_t)n == sizeof(buf) - 1, &busy, &idle, &ncpus, NULL);
     if (rc < 0 && rc != -ENOBUFS) {
         snprintf(why, why_len,
                  "procfs-cpu: %s/stat is malformed (no 'cpu' and 'cpuN' "

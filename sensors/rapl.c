@@ -123,8 +123,7 @@ static int dom_cmp(const void *a, const void *b)
 }
 
 /* snprintf for messages, where truncation is acceptable. */
-static void say(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;
@@ -230,8 +229,7 @@ static int zone_cmp(const void *a, const void *b)
     return strcmp(((const zone *)a)->dir, ((const zone *)b)->dir);
 }
 
-static int open_powercap(const pa_env *env, rapl_state *st, char *why,
-                         size_t wl)
+static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl)
 {
     char path[PA_PATH_MAX];
     int rc = pa__path(path, sizeof(path), env->sysfs, "class/powercap");
@@ -272,8 +270,7 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
     }
     closedir(dir);
     if (nz == 0) {
-        say(why, wl, "rapl: %s has no intel-rapl zone (no RAPL in this VM)",
-            path);
+        say(why, wl, "rapl: %s has no intel-rapl zone (no RAPL in this VM)", path);
         return -ENODEV;
     }
     qsort(zones, nz, sizeof(zones[0]), zone_cmp);
@@ -302,8 +299,7 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
             z->known = false;
         size_t plen = (size_t)(colon2 - z->dir);
         for (size_t j = 0; j < nz; j++)
-            if (strlen(zones[j].dir) == plen &&
-                !strncmp(zones[j].dir, z->dir, plen)) {
+            if (strlen(zones[j].dir) == plen && !strncmp(zones[j].dir, z->dir, plen)) {
                 int sk = package_socket(zones[j].name);
                 z->socket = sk >= 0 ? sk : 0;
             }
@@ -317,8 +313,8 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         /* a domain the MSR driver gives too is read once */
         bool dup = false;
         for (size_t j = 0; j < nz && z->secondary; j++)
-            if (!zones[j].secondary && zones[j].known &&
-                zones[j].kind == z->kind && zones[j].socket == z->socket)
+            if (!zones[j].secondary && zones[j].known && zones[j].kind == z->kind &&
+                zones[j].socket == z->socket)
                 dup = true;
         if (dup)
             continue;
@@ -340,8 +336,7 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why,
         if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
             pa__parse_u64(&p, &d->range) < 0)
             d->range = 0;
-        if (pa__path(path, sizeof(path), env->sysfs,
-                     "class/powercap/%s/energy_uj", z->dir) < 0)
+        if (pa__path(path, sizeof(path), env->sysfs, "class/powercap/%s/energy_uj", z->dir) < 0)
             continue;
         d->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (d->fd < 0) {
@@ -401,9 +396,8 @@ static const struct {
     const char *event;
     pa_rapl_kind kind;
 } perf_events[] = {
-    {"energy-pkg", PA_RAPL_PKG},    {"energy-cores", PA_RAPL_CORE},
-    {"energy-gpu", PA_RAPL_UNCORE}, {"energy-ram", PA_RAPL_DRAM},
-    {"energy-psys", PA_RAPL_PSYS},
+    {"energy-pkg", PA_RAPL_PKG},  {"energy-cores", PA_RAPL_CORE}, {"energy-gpu", PA_RAPL_UNCORE},
+    {"energy-ram", PA_RAPL_DRAM}, {"energy-psys", PA_RAPL_PSYS},
 };
 
 /* "event=0x02,umask=0x1" -> config (only event= and umask= exist). */
@@ -466,12 +460,10 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
             continue;
         found++;
         double scale = 1.0;
-        snprintf(rel, sizeof(rel), "%s/events/%s.scale", pmu,
-                 perf_events[e].event);
+        snprintf(rel, sizeof(rel), "%s/events/%s.scale", pmu, perf_events[e].event);
         if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0)
             scale = strtod(buf, NULL);
-        snprintf(rel, sizeof(rel), "%s/events/%s.unit", pmu,
-                 perf_events[e].event);
+        snprintf(rel, sizeof(rel), "%s/events/%s.unit", pmu, perf_events[e].event);
         double to_uj = 1e6; /* unit "Joules" */
         if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0) {
             trim(buf);
@@ -488,8 +480,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
             a.size = sizeof(a);
             a.type = type;
             a.config = config;
-            int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpus[c], -1,
-                                  PERF_FLAG_FD_CLOEXEC);
+            int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
             if (fd < 0) {
                 last_err = errno;
                 continue;
@@ -500,8 +491,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
             d->kind = perf_events[e].kind;
             int s = pa__cpu_package(env, cpus[c]);
             d->socket = s >= 0 ? s : c;
-            snprintf(d->label, sizeof(d->label), "%s/cpu%d",
-                     perf_events[e].event, cpus[c]);
+            snprintf(d->label, sizeof(d->label), "%s/cpu%d", perf_events[e].event, cpus[c]);
             d->unit_uj = scale * to_uj;
             d->mask = UINT64_MAX;
             d->range = 0;
@@ -621,12 +611,11 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
         {MSR_PP0_ENERGY_STATUS, PA_RAPL_CORE, "MSR_PP0_ENERGY_STATUS"},
         {MSR_PP1_ENERGY_STATUS, PA_RAPL_UNCORE, "MSR_PP1_ENERGY_STATUS"},
         {MSR_DRAM_ENERGY_STATUS, PA_RAPL_DRAM, "MSR_DRAM_ENERGY_STATUS"},
-        {MSR_PLATFORM_ENERGY_STATUS, PA_RAPL_PSYS,
-         "MSR_PLATFORM_ENERGY_STATUS"},
+        {MSR_PLATFORM_ENERGY_STATUS, PA_RAPL_PSYS, "MSR_PLATFORM_ENERGY_STATUS"},
     };
     const msr_reg *regs = amd ? amd_regs : intel_regs;
-    size_t nregs = amd ? sizeof(amd_regs) / sizeof(amd_regs[0])
-                       : sizeof(intel_regs) / sizeof(intel_regs[0]);
+    size_t nregs =
+        amd ? sizeof(amd_regs) / sizeof(amd_regs[0]) : sizeof(intel_regs) / sizeof(intel_regs[0]);
     off_t unit_reg = amd ? MSR_AMD_RAPL_POWER_UNIT : MSR_RAPL_POWER_UNIT;
     for (int i = 0; i < nsock; i++) {
         int s = sock_cpu[i] >> 16, cpu = sock_cpu[i] & 0xffff;
@@ -658,8 +647,7 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             d->msr = regs[r].msr;
             d->mask = 0xffffffffull; /* bits 63:32 reserved */
             d->range = 1ull << 32;
-            d->unit_uj =
-                regs[r].kind == PA_RAPL_DRAM && dram_fixed ? 15.3 : unit_uj;
+            d->unit_uj = regs[r].kind == PA_RAPL_DRAM && dram_fixed ? 15.3 : unit_uj;
             d->socket = s;
             d->kind = regs[r].kind;
             snprintf(d->label, sizeof(d->label), "%s/cpu%d", regs[r].name, cpu);
@@ -724,8 +712,7 @@ static int parse_path(const char *s, enum rapl_path *out)
  * powercap one first (the path users know). */
 /* Opens one path; a path without a package counter (a VM's power PMU
  * with only energy-psys, which reads 0) cannot give CPU power: refused. */
-static int open_one(const pa_env *env, enum rapl_path path, rapl_state *st,
-                    char *why, size_t wl)
+static int open_one(const pa_env *env, enum rapl_path path, rapl_state *st, char *why, size_t wl)
 {
     memset(st, 0, sizeof(*st));
     int rc = path == PATH_PERF  ? open_perf(env, st, why, wl)
@@ -739,14 +726,12 @@ static int open_one(const pa_env *env, enum rapl_path path, rapl_state *st,
             return 0;
         }
     say(why, wl, "rapl: %s gives no package counter (only %s: a VM?)",
-        path == PATH_PERF ? "the perf power PMU" : path_names[path],
-        st->dom[0].label);
+        path == PATH_PERF ? "the perf power PMU" : path_names[path], st->dom[0].label);
     state_close(st);
     return -ENODEV;
 }
 
-static int rapl_open(const pa_env *env, enum rapl_path want, rapl_state *st,
-                     char *why, size_t wl)
+static int rapl_open(const pa_env *env, enum rapl_path want, rapl_state *st, char *why, size_t wl)
 {
     if (want != PATH_NONE)
         return open_one(env, want, st, why, wl);
@@ -789,8 +774,7 @@ static int rapl_probe(const pa_env *env, char *why, size_t wl)
         size_t np = 0;
         for (size_t i = 0; i < st->n; i++)
             np += st->dom[i].kind == PA_RAPL_PKG;
-        say(why, wl, "rapl: %s, %zu domains (%zu packages)",
-            path_names[st->path], st->n, np);
+        say(why, wl, "rapl: %s, %zu domains (%zu packages)", path_names[st->path], st->n, np);
         state_close(st);
     } else {
         say(why, wl, "%s", tmp);
@@ -823,8 +807,7 @@ static int rapl_sample(pa_module *m, pa_frame *f)
 {
     rapl_state *st = m->priv;
     pa_sysread *sys = f->sys;
-    uint64_t dt_ns =
-        st->last_ns && f->time_ns > st->last_ns ? f->time_ns - st->last_ns : 0;
+    uint64_t dt_ns = st->last_ns && f->time_ns > st->last_ns ? f->time_ns - st->last_ns : 0;
     for (size_t i = 0; i < st->n; i++) {
         rapl_dom *d = &st->dom[i];
         uint64_t raw;
@@ -833,8 +816,7 @@ static int rapl_sample(pa_module *m, pa_frame *f)
             return pa__err(rc,
                            "rapl: reading %s (%s, socket %d) failed: "
                            "%s",
-                           d->label, kind_name(d->kind), d->socket,
-                           strerror(-rc));
+                           d->label, kind_name(d->kind), d->socket, strerror(-rc));
         if (!dom_update(d, raw, dt_ns)) {
             char note[200];
             say(note, sizeof(note),
@@ -855,10 +837,8 @@ static int rapl_sample(pa_module *m, pa_frame *f)
     }
     sys->nrapl = (unsigned)st->n;
     sys->ncpu_socket = st->ncpu_socket;
-    memcpy(sys->cpu_socket, st->cpu_socket,
-           st->ncpu_socket * sizeof(sys->cpu_socket[0]));
-    snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s",
-             path_names[st->path]);
+    memcpy(sys->cpu_socket, st->cpu_socket, st->ncpu_socket * sizeof(sys->cpu_socket[0]));
+    snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s", path_names[st->path]);
     sys->have |= PA_HAVE_RAPL;
     return 0;
 }
@@ -884,8 +864,7 @@ static int rapl_configure(pa_module *m, const pa_options *opts)
     rapl_state *old = m->priv;
     for (size_t i = 0; i < st->n && old; i++)
         for (size_t j = 0; j < old->n; j++)
-            if (old->dom[j].socket == st->dom[i].socket &&
-                old->dom[j].kind == st->dom[i].kind) {
+            if (old->dom[j].socket == st->dom[i].socket && old->dom[j].kind == st->dom[i].kind) {
                 double uj = (double)old->dom[j].acc * old->dom[j].unit_uj;
                 st->dom[i].acc = (uint64_t)llround(uj / st->dom[i].unit_uj);
             }

@@ -43,7 +43,7 @@ typedef struct ring_fixture {
     int stop; /* atomic */
     int running;
     uint64_t tick;
-    int counters; /* windows carry perf counters */
+    int counters;       /* windows carry perf counters */
     const char *cgroup; /* the targets' cgroup instead of a.service, or NULL */
 } ring_fixture;
 
@@ -171,8 +171,7 @@ static inline void rf_start_cgroup(ring_fixture *f, const char *tag, int counter
     f->counters = counters;
     f->cgroup = cgroup;
     snprintf(f->name, sizeof(f->name), "pa-test-%s-%d", tag, (int)getpid());
-    pa_ring_opts o = {
-        .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
+    pa_ring_opts o = {.capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
     int rc = pa_ring_create(f->name, &o, &f->w);
     ck_assert_msg(rc == 0, "ring: %s", pa_last_error());
     rf_publish(f);
@@ -285,8 +284,7 @@ static inline int rf_connect(unsigned port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         close(fd);
@@ -299,8 +297,8 @@ static inline int rf_connect(unsigned port)
  * Content-Length is reached) within timeout_ms.  Returns the HTTP status
  * (0 when the server closed without one, -1 on timeout); the malloc'd
  * response (headers and body) goes to *resp when not NULL. */
-static inline int rf_http(unsigned port, const char *req, size_t reqlen,
-                          int timeout_ms, char **resp)
+static inline int rf_http(unsigned port, const char *req, size_t reqlen, int timeout_ms,
+                          char **resp)
 {
     if (resp)
         *resp = NULL;
@@ -323,8 +321,7 @@ static inline int rf_http(unsigned port, const char *req, size_t reqlen,
         buf[n] = '\0';
         char *hend = strstr(buf, "\r\n\r\n");
         const char *cl = strcasestr(buf, "\r\nContent-Length:");
-        if (hend && cl && cl < hend &&
-            n >= (size_t)(hend + 4 - buf) + strtoul(cl + 17, NULL, 10))
+        if (hend && cl && cl < hend && n >= (size_t)(hend + 4 - buf) + strtoul(cl + 17, NULL, 10))
             break;
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         uint64_t now = rf_now_ms();
@@ -357,10 +354,8 @@ static inline int rf_http(unsigned port, const char *req, size_t reqlen,
 static inline int rf_get(unsigned port, const char *path, char **resp)
 {
     char req[512];
-    int n = snprintf(
-        req, sizeof(req),
-        "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        path);
+    int n = snprintf(req, sizeof(req),
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
     return rf_http(port, req, (size_t)n, 5000, resp);
 }
 

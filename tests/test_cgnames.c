@@ -65,8 +65,8 @@ static const want parsed[] = {
     {"/kubepods/burstable/pod" U1 "/" K, "", K, "", U1, ""},
     {"/kubepods/pod" U1 "/" K, "", K, "", U1, ""},
     /* a pod's own cgroup, no container */
-    {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" U3 ".slice", "", "", "",
-     U3, ""},
+    {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" U3 ".slice", "", "", "", U3,
+     ""},
     /* CRI-O's and Podman's monitors belong to their container */
     {"/system.slice/crio-conmon-" O ".scope", "cri-o", O, "", "", "conmon"},
     {"/machine.slice/libpod-conmon-" P ".scope", "podman", P, "", "", "conmon"},
@@ -141,8 +141,8 @@ START_TEST(pick_hierarchy)
             ck_assert_msg(rc == -ENOENT, "case %zu: rc %d '%s'", i, rc, rc ? "" : out);
             continue;
         }
-        ck_assert_msg(rc == 0 && !strcmp(out, cases[i].want), "case %zu: rc %d '%s', want '%s'",
-                      i, rc, rc ? "" : out, cases[i].want);
+        ck_assert_msg(rc == 0 && !strcmp(out, cases[i].want), "case %zu: rc %d '%s', want '%s'", i,
+                      rc, rc ? "" : out, cases[i].want);
     }
 }
 END_TEST
@@ -170,8 +170,8 @@ static const rwant resolved[] = {
     {"/machine.slice/libpod-" P ".scope/container", "podman", "db", "", "", "",
      "podman containers.json"},
     /* a pod cgroup: its names from kubelet's log folder */
-    {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" U3 ".slice", "",
-     "", "node-exporter-q8k2p", "monitoring", U3, "cgroup path, /var/log/pods"},
+    {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" U3 ".slice", "", "",
+     "node-exporter-q8k2p", "monitoring", U3, "cgroup path, /var/log/pods"},
     /* a truncated state file, an ID found nowhere: the ID, no name */
     {"/system.slice/docker-" T ".scope", "docker", "", "", "", "", "cgroup path"},
     {"/system.slice/docker-" NOWHERE ".scope", "docker", "", "", "", "", "cgroup path"},
@@ -189,8 +189,8 @@ START_TEST(resolve_fixture)
                           !strcmp(n.pod_name, w->pod) && !strcmp(n.pod_namespace, w->ns) &&
                           !strcmp(n.pod_uid, w->uid) && !strcmp(n.source, w->source),
                       "%s:\n got runtime '%s' name '%s' pod '%s' ns '%s' uid '%s' source '%s'",
-                      w->path, n.runtime, n.container_name, n.pod_name, n.pod_namespace,
-                      n.pod_uid, n.source);
+                      w->path, n.runtime, n.container_name, n.pod_name, n.pod_namespace, n.pod_uid,
+                      n.source);
     }
     pa_cgroup_names n;
     /* a real Podman container of this machine (runc, cgroupfs driver,

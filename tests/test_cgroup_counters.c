@@ -79,8 +79,7 @@ static const pa_module_ops fake_ops = {
 static char *overlay_dst;
 static size_t overlay_skip;
 
-static int overlay_one(const char *path, const struct stat *sb, int type,
-                       struct FTW *ftw)
+static int overlay_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
     (void)sb;
     (void)ftw;

@@ -14,8 +14,8 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <math.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +26,7 @@
 static char *overlay_dst;
 static size_t overlay_skip;
 
-static int overlay_one(const char *path, const struct stat *sb, int type,
-                       struct FTW *ftw)
+static int overlay_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
     (void)sb;
     (void)ftw;
@@ -76,8 +75,7 @@ START_TEST(library_cgroup_records)
         for (size_t i = 0; i < NEXP; i++) {
             pa_power p;
             rc = pa_cgroup_power(ctx, expected[i].cgroup, &p);
-            ck_assert_msg(rc == 0, "%s: %s", expected[i].cgroup,
-                          pa_last_error());
+            ck_assert_msg(rc == 0, "%s: %s", expected[i].cgroup, pa_last_error());
             ck_assert_double_eq_tol(p.cpu_w, expected[i].cpu_w, TOL);
             ck_assert_double_eq_tol(p.cpu_time_s, expected[i].cpu_s, TOL);
             ck_assert_double_eq_tol(p.cpu_j, expected[i].cpu_w * k, TOL);
@@ -132,10 +130,8 @@ START_TEST(no_cgroup_records_unless_asked)
     apply_state(root, 1);
     ck_assert_int_eq(pa_tick_at(ctx, 2 * NS_PER_S), 0);
     pa_power p;
-    ck_assert_int_eq(pa_cgroup_power(ctx, "/system.slice/nginx.service", &p),
-                     -ENOENT);
-    ck_assert_msg(strstr(pa_last_error(), "pa_report_cgroups"), "%s",
-                  pa_last_error());
+    ck_assert_int_eq(pa_cgroup_power(ctx, "/system.slice/nginx.service", &p), -ENOENT);
+    ck_assert_msg(strstr(pa_last_error(), "pa_report_cgroups"), "%s", pa_last_error());
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -166,14 +162,12 @@ START_TEST(cli_cgroup_records)
     size_t found = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         if (strstr(line, "\"type\":\"system\"")) {
-            ck_assert_msg(strstr(line, "\"formula\":\"rapl-share\""), "%s",
-                          line);
+            ck_assert_msg(strstr(line, "\"formula\":\"rapl-share\""), "%s", line);
             ck_assert_msg(strstr(line, "\"cpu\":\"rapl\""), "%s", line);
             ck_assert_double_eq_tol(json_num(line, "\"idle\":"), 30, TOL);
             continue;
         }
-        if (!strstr(line, "\"type\":\"cgroup\"") ||
-            json_num(line, "\"time\":") != 2)
+        if (!strstr(line, "\"type\":\"cgroup\"") || json_num(line, "\"time\":") != 2)
             continue;
         for (size_t i = 0; i < NEXP; i++) {
             char key[256];
@@ -190,10 +184,10 @@ START_TEST(cli_cgroup_records)
             if (!strstr(line, esc))
                 continue;
             found++;
-            ck_assert_double_eq_tol(json_num(line, "\"power_w\":{\"cpu\":"),
-                                    expected[i].cpu_w, 1e-6);
-            ck_assert_double_eq_tol(json_num(line, "\"energy_j\":{\"cpu\":"),
-                                    2 * expected[i].cpu_w, 1e-6);
+            ck_assert_double_eq_tol(json_num(line, "\"power_w\":{\"cpu\":"), expected[i].cpu_w,
+                                    1e-6);
+            ck_assert_double_eq_tol(json_num(line, "\"energy_j\":{\"cpu\":"), 2 * expected[i].cpu_w,
+                                    1e-6);
         }
     }
     ck_assert_uint_eq(found, NEXP);
@@ -263,7 +257,8 @@ START_TEST(cli_group_by)
     /* CSV: the names' columns */
     char *out = run_monitor(root, "--containers --format csv");
     ck_assert_msg(strstr(out, ",exited,container_id,container_name,runtime,pod_name,"
-                              "pod_namespace,pod_uid,unit"), "%s", out);
+                              "pod_namespace,pod_uid,unit"),
+                  "%s", out);
     ck_assert_msg(strstr(out, ",4f3a9c0e1b2d,,docker,,,,"), "%s", out);
     free(out);
     /* a bad kind */
@@ -271,7 +266,8 @@ START_TEST(cli_group_by)
     snprintf(cmd, sizeof(cmd), "'%s' monitor --group-by team 2>&1", PA_CLI_PATH);
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 2 && strstr(out, "--group-by: unknown kind 'team' (container, pod, "
-                                         "unit or cgroup)"), "%d %s", st, out);
+                                         "unit or cgroup)"),
+                  "%d %s", st, out);
     free(out);
     pa_test_rmtree(root);
 }
@@ -286,7 +282,9 @@ START_TEST(serve_cgroup_labels)
     char procfs[4200], sysfs[4200];
     snprintf(procfs, sizeof(procfs), "%s/proc", root);
     snprintf(sysfs, sizeof(sysfs), "%s/sys", root);
-    pa_ctx_opts o = {.procfs = procfs, .sysfs = sysfs, .hwdb = PA_TEST_HWDB,
+    pa_ctx_opts o = {.procfs = procfs,
+                     .sysfs = sysfs,
+                     .hwdb = PA_TEST_HWDB,
                      .rootfs = PA_FIXTURES "/containers/root"};
     pa_ctx *ctx = NULL;
     ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
@@ -301,7 +299,8 @@ START_TEST(serve_cgroup_labels)
     char *page = pa_cli_serve_page(r, 0, "n1", &len);
     ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"/system.slice/docker-"
                                "4f3a9c0e1b2d.scope\",container_id=\"4f3a9c0e1b2d\","
-                               "runtime=\"docker\",node=\"n1\"} 30\n"), "%s", page);
+                               "runtime=\"docker\",node=\"n1\"} 30\n"),
+                  "%s", page);
     ck_assert_msg(strstr(page, "unit=\"nginx.service\",node=\"n1\"} 22.5\n"), "%s", page);
     ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 0\n"), "%s", page);
     free(page);
@@ -309,7 +308,8 @@ START_TEST(serve_cgroup_labels)
     page = pa_cli_serve_page(r, 2, "n1", &len);
     ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 4\n"), "%s", page);
     ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"[other]\",node=\"n1\"} "
-                               "30\n"), "%s", page);
+                               "30\n"),
+                  "%s", page);
     free(page);
     pa_report_free(r);
     pa_ctx_free(ctx);

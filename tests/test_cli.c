@@ -84,8 +84,7 @@ static void golden(const char *name, const char *text)
         return;
     }
     char *want = pa_test_slurp(path);
-    ck_assert_msg(want != NULL,
-                  "golden file %s missing (run with PA_UPDATE_GOLDEN=1)", path);
+    ck_assert_msg(want != NULL, "golden file %s missing (run with PA_UPDATE_GOLDEN=1)", path);
     if (strcmp(want, text) != 0) {
         char *dir = pa_test_tmpdir();
         char got[4096], cmd[12288];
@@ -195,12 +194,11 @@ START_TEST(test_usage_errors)
 {
     run r;
     pa_test_cli(&r, (char *const *)bad_usage[_i].args);
-    ck_assert_msg(r.status == 2, "%s %s: status %d, stderr %s",
-                  bad_usage[_i].args[0], bad_usage[_i].args[1], r.status,
-                  r.err);
+    ck_assert_msg(r.status == 2, "%s %s: status %d, stderr %s", bad_usage[_i].args[0],
+                  bad_usage[_i].args[1], r.status, r.err);
     ck_assert_msg(count_lines(r.err) == 1, "not one line: %s", r.err);
-    ck_assert_msg(strstr(r.err, bad_usage[_i].named) != NULL,
-                  "'%s' not named in: %s", bad_usage[_i].named, r.err);
+    ck_assert_msg(strstr(r.err, bad_usage[_i].named) != NULL, "'%s' not named in: %s",
+                  bad_usage[_i].named, r.err);
     ck_assert_str_eq(r.out, "");
     pa_test_cli_free(&r);
 }
@@ -210,36 +208,35 @@ END_TEST
 /* Fixture runs                                                        */
 /* ------------------------------------------------------------------ */
 
-#define FIXTURE_ARGS(name)                                                     \
-    "--procfs", fixture(name, "proc"), "--sysfs", fixture(name, "sys"),        \
-        "--hwdb", PA_TEST_HWDB
+#define FIXTURE_ARGS(name)                                                                         \
+    "--procfs", fixture(name, "proc"), "--sysfs", fixture(name, "sys"), "--hwdb", PA_TEST_HWDB
 
 START_TEST(test_unknown_module)
 {
     run r;
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "1", "--sensor", "nosuch", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "1", "--sensor",
+        "nosuch", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_int_eq(count_lines(r.err), 1);
     ck_assert_ptr_nonnull(strstr(r.err, "nosuch"));
     ck_assert_ptr_nonnull(strstr(r.err, "procfs-cpu")); /* valid ones */
     pa_test_cli_free(&r);
 
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "1", "--formula", "cpu-tdp:tpd=30", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "1", "--formula",
+        "cpu-tdp:tpd=30", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "tpd"));
     ck_assert_ptr_nonnull(strstr(r.err, "tdp")); /* the suggestion */
     pa_test_cli_free(&r);
 
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "1", "--sensor", "cpu-tdp", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "1", "--sensor",
+        "cpu-tdp", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "formula"));
     pa_test_cli_free(&r);
 
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "1", "--disable", "nosuch", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "1", "--disable",
+        "nosuch", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "nosuch"));
     pa_test_cli_free(&r);
@@ -249,8 +246,7 @@ END_TEST
 START_TEST(test_bad_roots)
 {
     run r;
-    cli(&r, "monitor", "--procfs", "/nonexistent/proc", "--clock-step", "1s",
-        "--count", "1", NULL);
+    cli(&r, "monitor", "--procfs", "/nonexistent/proc", "--clock-step", "1s", "--count", "1", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/proc"));
     pa_test_cli_free(&r);
@@ -281,12 +277,10 @@ START_TEST(test_modules_calibration)
     ck_assert_int_eq(pa_calibration_write(path, &c, NULL, 4, -1, -1, -1), 0);
     unsetenv("POWERAPI_CALIBRATION");
     run r;
-    cli(&r, "modules", FIXTURE_ARGS(FIX_VM), "--calibration", path, "--format",
-        "json", NULL);
+    cli(&r, "modules", FIXTURE_ARGS(FIX_VM), "--calibration", path, "--format", "json", NULL);
     ck_assert_int_eq(r.status, 0);
     char want[4400];
-    snprintf(want, sizeof(want), "\"auto\":\"no RAPL; calibration %s (given)",
-             path);
+    snprintf(want, sizeof(want), "\"auto\":\"no RAPL; calibration %s (given)", path);
     ck_assert_msg(strstr(r.out, want) != NULL, "%s", r.out);
     pa_test_cli_free(&r);
     pa_test_rmtree(dir);
@@ -298,21 +292,19 @@ START_TEST(test_modules_fixture)
     run r;
     cli(&r, "modules", FIXTURE_ARGS(FIX_VM), "--format", "json", NULL);
     ck_assert_int_eq(r.status, 0);
-    ck_assert_ptr_nonnull(strstr(
-        r.out, "{\"name\":\"procfs-cpu\",\"kind\":\"sensor\",\"component\":"
-               "\"\",\"available\":true,\"enabled\":true"));
+    ck_assert_ptr_nonnull(strstr(r.out,
+                                 "{\"name\":\"procfs-cpu\",\"kind\":\"sensor\",\"component\":"
+                                 "\"\",\"available\":true,\"enabled\":true"));
     /* a VM without a curve for its CPU: auto picks cpu-curve (its default
      * per-vCPU curve follows the load) and says why */
-    ck_assert_ptr_nonnull(strstr(r.out,
-                                 "{\"name\":\"cpu-curve\",\"kind\":\"formula\","
-                                 "\"component\":\"cpu\",\"available\":true,"
-                                 "\"enabled\":true"));
+    ck_assert_ptr_nonnull(strstr(r.out, "{\"name\":\"cpu-curve\",\"kind\":\"formula\","
+                                        "\"component\":\"cpu\",\"available\":true,"
+                                        "\"enabled\":true"));
     ck_assert_ptr_nonnull(strstr(r.out, "\"auto\":\"no RAPL; virtual machine "
                                         "(cpuinfo flag hypervisor)"));
-    ck_assert_ptr_nonnull(strstr(r.out,
-                                 "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
-                                 "\"component\":\"cpu\",\"available\":true,"
-                                 "\"enabled\":false"));
+    ck_assert_ptr_nonnull(strstr(r.out, "{\"name\":\"cpu-tdp\",\"kind\":\"formula\","
+                                        "\"component\":\"cpu\",\"available\":true,"
+                                        "\"enabled\":false"));
     pa_test_cli_free(&r);
 
     cli(&r, "modules", FIXTURE_ARGS(FIX_VM), NULL);
@@ -329,14 +321,13 @@ END_TEST
 START_TEST(test_formula_alone)
 {
     run a, b;
-    cli(&a, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "2", "--format", "json", "--all", "--fixture-states", states(FIX_VM),
-        "--formula", "cpu-tdp:tdp=45", NULL);
+    cli(&a, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "2", "--format",
+        "json", "--all", "--fixture-states", states(FIX_VM), "--formula", "cpu-tdp:tdp=45", NULL);
     ck_assert_msg(a.status == 0, "status %d: %s", a.status, a.err);
     ck_assert_str_eq(a.err, "");
-    cli(&b, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "2", "--format", "json", "--all", "--fixture-states", states(FIX_VM),
-        "--sensor", "procfs-cpu", "--formula", "cpu-tdp:tdp=45", NULL);
+    cli(&b, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "2", "--format",
+        "json", "--all", "--fixture-states", states(FIX_VM), "--sensor", "procfs-cpu", "--formula",
+        "cpu-tdp:tdp=45", NULL);
     ck_assert_int_eq(b.status, 0);
     ck_assert_str_eq(a.out, b.out);
     ck_assert_ptr_nonnull(strstr(a.out, "\"formula\":\"cpu-tdp\""));
@@ -345,8 +336,8 @@ START_TEST(test_formula_alone)
     pa_test_cli_free(&a);
     pa_test_cli_free(&b);
 
-    cli(&a, "monitor", "--formula", "cpu-tdp:tdp=45", "--count", "2",
-        "--interval", "100ms", "--format", "json", NULL);
+    cli(&a, "monitor", "--formula", "cpu-tdp:tdp=45", "--count", "2", "--interval", "100ms",
+        "--format", "json", NULL);
     ck_assert_msg(a.status == 0, "status %d: %s", a.status, a.err);
     size_t systems = 0;
     for (const char *p = a.out; (p = strstr(p, "{\"type\":\"system\"")); p++) {
@@ -355,10 +346,9 @@ START_TEST(test_formula_alone)
         const char *end = strchr(p, '\n');
         const char *f = strstr(p, "\"formula\":\"cpu-tdp");
         const char *w = strstr(p, "\"power_w\":{\"cpu\":");
-        ck_assert_msg(f && f < end && w && w < end, "record: %.*s",
+        ck_assert_msg(f && f < end && w && w < end, "record: %.*s", (int)(end - p), p);
+        ck_assert_msg(strtod(w + strlen("\"power_w\":{\"cpu\":"), NULL) > 0, "no CPU watts: %.*s",
                       (int)(end - p), p);
-        ck_assert_msg(strtod(w + strlen("\"power_w\":{\"cpu\":"), NULL) > 0,
-                      "no CPU watts: %.*s", (int)(end - p), p);
     }
     ck_assert_uint_eq(systems, 2);
     pa_test_cli_free(&a);
@@ -369,8 +359,8 @@ END_TEST
 START_TEST(test_disable_required_sensor)
 {
     run r;
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "1", "--disable", "procfs-cpu", "--formula", "cpu-tdp", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "1", "--disable",
+        "procfs-cpu", "--formula", "cpu-tdp", NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_str_eq(r.out, "");
     ck_assert_int_eq(count_lines(r.err), 1);
@@ -381,8 +371,8 @@ START_TEST(test_disable_required_sensor)
 
     /* disabled alone, it keeps auto's cpu-tdp out too: nothing is left
      * on this fixture (no network), and the one line says so */
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "1", "--format", "json", "--disable", "procfs-cpu", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "1", "--format",
+        "json", "--disable", "procfs-cpu", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_int_eq(count_lines(r.err), 1);
     ck_assert_msg(strstr(r.err, "no module is enabled"), "%s", r.err);
@@ -391,9 +381,8 @@ START_TEST(test_disable_required_sensor)
 END_TEST
 
 /* One golden case: monitor on a fixture with states, 3 windows. */
-static void golden_monitor(const char *gold, const char *fix,
-                           const char *format, const char *extra1,
-                           const char *extra2, const char *extra3)
+static void golden_monitor(const char *gold, const char *fix, const char *format,
+                           const char *extra1, const char *extra2, const char *extra3)
 {
     char *args[32];
     size_t n = 0;
@@ -443,49 +432,43 @@ END_TEST
 
 START_TEST(test_golden_vm_table)
 {
-    golden_monitor("monitor-vm-top3.txt", FIX_VM, "table", "--all", "--top",
-                   "3");
+    golden_monitor("monitor-vm-top3.txt", FIX_VM, "table", "--all", "--top", "3");
 }
 END_TEST
 
 START_TEST(test_golden_vm_cgroups)
 {
-    golden_monitor("monitor-vm-cgroups.jsonl", FIX_VM, "json", "--all",
-                   "--cgroups", NULL);
+    golden_monitor("monitor-vm-cgroups.jsonl", FIX_VM, "json", "--all", "--cgroups", NULL);
 }
 END_TEST
 
 /* Table with threads under their process and the cgroup section. */
 START_TEST(test_golden_vm_threads_table)
 {
-    golden_monitor("monitor-vm-java-threads.txt", FIX_VM, "table", "--pid=1801",
-                   "--threads", "--cgroups");
+    golden_monitor("monitor-vm-java-threads.txt", FIX_VM, "table", "--pid=1801", "--threads",
+                   "--cgroups");
 }
 END_TEST
 
 START_TEST(test_golden_desktop_json)
 {
-    golden_monitor("monitor-desktop-all.jsonl", FIX_DESK, "json", "--all", NULL,
-                   NULL);
+    golden_monitor("monitor-desktop-all.jsonl", FIX_DESK, "json", "--all", NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_golden_desktop_table)
 {
-    golden_monitor("monitor-desktop-all.txt", FIX_DESK, "table", "--all", NULL,
-                   NULL);
+    golden_monitor("monitor-desktop-all.txt", FIX_DESK, "table", "--all", NULL, NULL);
 }
 END_TEST
 
 /* Run json on a fixture with its states; returns stdout (malloc'd). */
-static char *fixture_json(const char *fix, const char *extra1,
-                          const char *extra2, const char *extra3,
-                          const char *extra4, int want_status)
+static char *fixture_json(const char *fix, const char *extra1, const char *extra2,
+                          const char *extra3, const char *extra4, int want_status)
 {
     run r;
-    cli(&r, "monitor", FIXTURE_ARGS(fix), "--clock-step", "1s", "--count", "3",
-        "--format", "json", "--fixture-states", states(fix), extra1, extra2,
-        extra3, extra4, NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(fix), "--clock-step", "1s", "--count", "3", "--format", "json",
+        "--fixture-states", states(fix), extra1, extra2, extra3, extra4, NULL);
     ck_assert_msg(r.status == want_status, "status %d: %s", r.status, r.err);
     char *out = r.out;
     r.out = NULL;
@@ -504,25 +487,21 @@ START_TEST(test_hand_values)
      * born in the window 0.25 s -> 0.875 W; window 3: it has exited (0 W,
      * its 0.875 J kept), pid 1729 now is "cron" (0.04 s -> 0.14 W). */
     char *out = fixture_json(FIX_VM, "--all", "--formula", "cpu-tdp", NULL, 0);
-    ck_assert_ptr_nonnull(strstr(
-        out, "{\"type\":\"system\",\"time\":1,\"interval_s\":1,"
-             "\"formula\":\"cpu-tdp\",\"sources\":{\"cpu\":\"model\"},"
-             "\"power_w\":{\"cpu\":7,\"nic\":0,\"total\":7,\"idle\":3.5}"));
-    ck_assert_ptr_nonnull(strstr(
-        out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":\"java\","
-             "\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":3.15,"));
-    ck_assert_ptr_nonnull(
-        strstr(out, "\"pid\":1801,\"comm\":\"java\",\"cpu_time_s\":1.5,"
-                    "\"power_w\":{\"cpu\":5.25,\"nic\":0,\"total\":5.25},"
-                    "\"energy_j\":{\"cpu\":8.4,"));
-    ck_assert_ptr_nonnull(
-        strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\","
-                    "\"cpu_time_s\":0.25,\"power_w\":{\"cpu\":0.875,"));
-    ck_assert_ptr_nonnull(
-        strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\",\"cpu_time_s\":0,"
-                    "\"power_w\":{\"cpu\":0,\"nic\":0,\"total\":0},"
-                    "\"energy_j\":{\"cpu\":0.875,\"nic\":0,\"total\":0.875},"
-                    "\"exited\":true}"));
+    ck_assert_ptr_nonnull(strstr(out,
+                                 "{\"type\":\"system\",\"time\":1,\"interval_s\":1,"
+                                 "\"formula\":\"cpu-tdp\",\"sources\":{\"cpu\":\"model\"},"
+                                 "\"power_w\":{\"cpu\":7,\"nic\":0,\"total\":7,\"idle\":3.5}"));
+    ck_assert_ptr_nonnull(strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":\"java\","
+                                      "\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":3.15,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"pid\":1801,\"comm\":\"java\",\"cpu_time_s\":1.5,"
+                                      "\"power_w\":{\"cpu\":5.25,\"nic\":0,\"total\":5.25},"
+                                      "\"energy_j\":{\"cpu\":8.4,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\","
+                                      "\"cpu_time_s\":0.25,\"power_w\":{\"cpu\":0.875,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"pid\":1900,\"comm\":\"my (odd) app\",\"cpu_time_s\":0,"
+                                      "\"power_w\":{\"cpu\":0,\"nic\":0,\"total\":0},"
+                                      "\"energy_j\":{\"cpu\":0.875,\"nic\":0,\"total\":0.875},"
+                                      "\"exited\":true}"));
     ck_assert_ptr_nonnull(strstr(out, "\"pid\":1729,\"comm\":\"cron\","
                                       "\"cpu_time_s\":0.04,\"power_w\":{"
                                       "\"cpu\":0.14,"));
@@ -531,22 +510,17 @@ START_TEST(test_hand_values)
     /* options reconfigure auto's formula: tdp=20W doubles everything
      * (0.9 / 2 x 0.7 x 20 = 6.3 W); share=active divides by the busy time
      * (1.0 s) instead of the capacity: 0.9 / 1.0 x 7 = 6.3 W too */
-    out = fixture_json(FIX_VM, "--pid", "1801", "--formula", "cpu-tdp:tdp=20W",
-                       0);
+    out = fixture_json(FIX_VM, "--pid", "1801", "--formula", "cpu-tdp:tdp=20W", 0);
     ck_assert_ptr_nonnull(strstr(out, "\"power_w\":{\"cpu\":14,"));
     ck_assert_ptr_nonnull(strstr(out, "\"assumed\":[\"tdp=20W (option)\""));
-    ck_assert_ptr_nonnull(
-        strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":"
-                    "\"java\",\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":6.3,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":"
+                                      "\"java\",\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":6.3,"));
     free(out);
-    out = fixture_json(FIX_VM, "--pid", "1801", "--formula",
-                       "cpu-tdp:share=active", 0);
-    ck_assert_ptr_nonnull(
-        strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":"
-                    "\"java\",\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":6.3,"));
+    out = fixture_json(FIX_VM, "--pid", "1801", "--formula", "cpu-tdp:share=active", 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"time\":1,\"interval_s\":1,\"pid\":1801,\"comm\":"
+                                      "\"java\",\"cpu_time_s\":0.9,\"power_w\":{\"cpu\":6.3,"));
     /* window 2: java 1.5 s of 1.85 s busy: 7 x 1.5 / 1.85 = 5.675676 W */
-    ck_assert_ptr_nonnull(
-        strstr(out, "\"cpu_time_s\":1.5,\"power_w\":{\"cpu\":5.675676,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"cpu_time_s\":1.5,\"power_w\":{\"cpu\":5.675676,"));
     free(out);
 
     /* desktop-cpufreq: i5-6500, TDP 65 W at 3200 MHz, no voltage table
@@ -571,16 +545,16 @@ END_TEST
 START_TEST(test_unknown_pid_fixture)
 {
     run r;
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "3", "--format", "json", "--fixture-states", states(FIX_VM), "--pid",
-        "4242", "--pid", "1801", "--threads", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "3", "--format",
+        "json", "--fixture-states", states(FIX_VM), "--pid", "4242", "--pid", "1801", "--threads",
+        NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_str_eq(r.err, "powerapi monitor: pid 4242: no such process\n");
     golden("monitor-vm-java-threads.jsonl", r.out);
     pa_test_cli_free(&r);
 
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "3", "--pid", "4242", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "3", "--pid", "4242",
+        NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "4242"));
     ck_assert_str_eq(r.out, "");
@@ -596,9 +570,8 @@ START_TEST(test_watched_pid_exits)
     free(out);
 
     run r;
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "10", "--format", "json", "--fixture-states", states(FIX_VM), "--pid",
-        "1729", NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "10", "--format",
+        "json", "--fixture-states", states(FIX_VM), "--pid", "1729", NULL);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     /* (sd-pam) idles in windows 1 and 2 and is gone (its pid reused) in
      * window 3: the run stops there instead of going on to 10 */
@@ -615,9 +588,8 @@ START_TEST(test_output_file)
     char path[4096];
     snprintf(path, sizeof(path), "%s/out.csv", dir);
     run r;
-    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count",
-        "3", "--format", "csv", "--fixture-states", states(FIX_VM), "--all",
-        "--output", path, NULL);
+    cli(&r, "monitor", FIXTURE_ARGS(FIX_VM), "--clock-step", "1s", "--count", "3", "--format",
+        "csv", "--fixture-states", states(FIX_VM), "--all", "--output", path, NULL);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     ck_assert_str_eq(r.out, "");
     char *text = pa_test_slurp(path);
@@ -652,14 +624,12 @@ START_TEST(test_no_crash)
         for (; n < 8 && cases[i][n]; n++)
             args[n] = (char *)cases[i][n];
         /* keep runs short and off the live /proc where it matters */
-        if (!strcmp(cases[i][0], "monitor") && n + 2 <= 8 &&
-            strcmp(cases[i][1], "--")) {
+        if (!strcmp(cases[i][0], "monitor") && n + 2 <= 8 && strcmp(cases[i][1], "--")) {
             args[n++] = "--count";
             args[n++] = "1";
         }
         pa_test_cli(&r, args);
-        ck_assert_msg(!r.signaled, "case %zu crashed (status %d): %s", i,
-                      r.status, r.err);
+        ck_assert_msg(!r.signaled, "case %zu crashed (status %d): %s", i, r.status, r.err);
         ck_assert_msg(r.status != 0, "case %zu accepted", i);
         pa_test_cli_free(&r);
     }
@@ -680,40 +650,37 @@ START_TEST(test_rapl_root_only_hint)
     }
     char *root = pa_test_fixture_copy("rapl-wrap");
     char cmd[8192], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "chmod -R a+rX '%s' && chmod 0400 "
-             "'%s/sys/class/powercap/intel-rapl:0/energy_uj'", root, root);
+    snprintf(cmd, sizeof(cmd),
+             "chmod -R a+rX '%s' && chmod 0400 "
+             "'%s/sys/class/powercap/intel-rapl:0/energy_uj'",
+             root, root);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
     static const struct {
-        const char *as;      /* setpriv prefix, or "" for root */
-        const char *extra;   /* more options */
-        const char *source;  /* in the header line */
-        int hints;           /* lines saying how to get measured power */
+        const char *as;     /* setpriv prefix, or "" for root */
+        const char *extra;  /* more options */
+        const char *source; /* in the header line */
+        int hints;          /* lines saying how to get measured power */
     } cases[] = {
-        {"setpriv --reuid=65534 --regid=65534 --clear-groups ", "",
-         "(modelled)", 1},
+        {"setpriv --reuid=65534 --regid=65534 --clear-groups ", "", "(modelled)", 1},
         {"", "", "(measured)", 0},
-        {"setpriv --reuid=65534 --regid=65534 --clear-groups ",
-         "--formula cpu-tdp:tdp=45", "(modelled)", 0},
+        {"setpriv --reuid=65534 --regid=65534 --clear-groups ", "--formula cpu-tdp:tdp=45",
+         "(modelled)", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         snprintf(cmd, sizeof(cmd),
                  "cd / && %s'%s' monitor --procfs '%s/proc' --sysfs '%s/sys' "
                  "--hwdb '%s' --count 1 --interval 100ms %s 2>&1",
-                 cases[i].as, PA_CLI_PATH, root, root, PA_TEST_HWDB,
-                 cases[i].extra);
+                 cases[i].as, PA_CLI_PATH, root, root, PA_TEST_HWDB, cases[i].extra);
         ck_assert_msg(pa_test_run(cmd, &out) == 0, "case %zu: %s", i, out);
         ck_assert_msg(strstr(out, cases[i].source), "case %zu: %s", i, out);
         int n = 0;
-        for (const char *p = out;
-             (p = strstr(p, "for measured power join the group powerapi"));
+        for (const char *p = out; (p = strstr(p, "for measured power join the group powerapi"));
              p++)
             n++;
-        ck_assert_msg(n == cases[i].hints, "case %zu: %d hints: %s", i, n,
-                      out);
+        ck_assert_msg(n == cases[i].hints, "case %zu: %d hints: %s", i, n, out);
         if (n)
-            ck_assert_ptr_nonnull(strstr(
-                out, "powerapi monitor: power is modelled: RAPL's energy "
-                     "counters are readable by root only"));
+            ck_assert_ptr_nonnull(strstr(out, "powerapi monitor: power is modelled: RAPL's energy "
+                                              "counters are readable by root only"));
         free(out);
         out = NULL;
     }
@@ -727,8 +694,7 @@ static Suite *cli_suite(void)
     TCase *tc = tcase_create("args");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_help_version);
-    tcase_add_loop_test(tc, test_usage_errors, 0,
-                        sizeof(bad_usage) / sizeof(bad_usage[0]));
+    tcase_add_loop_test(tc, test_usage_errors, 0, sizeof(bad_usage) / sizeof(bad_usage[0]));
     tcase_add_test(tc, test_no_crash);
     suite_add_tcase(s, tc);
 

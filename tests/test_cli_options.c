@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const commands[] = {
-    "monitor", "daemon", "top", "serve", "profile", "modules", "calibrate"};
+static const char *const commands[] = {"monitor", "daemon",  "top",      "serve",
+                                       "profile", "modules", "calibrate"};
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 /* Which commands take a group of shared options, by index in commands. */
@@ -93,29 +93,27 @@ START_TEST(test_same_error_everywhere)
         pa_test_cli(&r, argv);
         const char *opt = bad[_i].args[0];
         ck_assert_msg(!r.signaled, "%s %s: crashed", commands[c], opt);
-        ck_assert_msg(count_lines(r.err) == 1, "%s %s: not one line: %s",
-                      commands[c], opt, r.err);
+        ck_assert_msg(count_lines(r.err) == 1, "%s %s: not one line: %s", commands[c], opt, r.err);
         ck_assert_str_eq(r.out, "");
         if (!(bad[_i].takes & (1u << c))) {
             /* a command that does not take it: unknown, not ignored */
             ck_assert_int_eq(r.status, 2);
-            ck_assert_msg(strstr(r.err, "unknown option") != NULL, "%s %s: %s",
-                          commands[c], opt, r.err);
+            ck_assert_msg(strstr(r.err, "unknown option") != NULL, "%s %s: %s", commands[c], opt,
+                          r.err);
             pa_test_cli_free(&r);
             continue;
         }
-        ck_assert_msg(r.status == bad[_i].status, "%s %s: status %d: %s",
-                      commands[c], opt, r.status, r.err);
+        ck_assert_msg(r.status == bad[_i].status, "%s %s: status %d: %s", commands[c], opt,
+                      r.status, r.err);
         char *g = generic(r.err, commands[c]);
         const char *named = opt[1] == '-' ? opt : "--interval";
-        ck_assert_msg(strstr(g, named) != NULL, "%s: %s not named: %s",
-                      commands[c], named, g);
+        ck_assert_msg(strstr(g, named) != NULL, "%s: %s not named: %s", commands[c], named, g);
         if (!first) {
             first = g;
             first_cmd = commands[c];
         } else {
-            ck_assert_msg(!strcmp(first, g), "%s and %s differ:\n  %s  %s",
-                          first_cmd, commands[c], first, g);
+            ck_assert_msg(!strcmp(first, g), "%s and %s differ:\n  %s  %s", first_cmd, commands[c],
+                          first, g);
             free(g);
         }
         pa_test_cli_free(&r);
@@ -131,13 +129,12 @@ START_TEST(test_lowest_interval)
     for (size_t c = 0; c < NCOMMANDS; c++) {
         if (!(SAMPLERS & (1u << c)))
             continue;
-        char *argv[] = {(char *)commands[c], "--interval", "1ms", "--bogus",
-                        NULL};
+        char *argv[] = {(char *)commands[c], "--interval", "1ms", "--bogus", NULL};
         pa_test_cli_run r;
         pa_test_cli(&r, argv);
         ck_assert_int_eq(r.status, 2);
-        ck_assert_msg(strstr(r.err, "unknown option '--bogus'") != NULL,
-                      "%s --interval 1ms: %s", commands[c], r.err);
+        ck_assert_msg(strstr(r.err, "unknown option '--bogus'") != NULL, "%s --interval 1ms: %s",
+                      commands[c], r.err);
         pa_test_cli_free(&r);
     }
 }
@@ -164,8 +161,8 @@ START_TEST(test_output_option)
         pa_test_cli_run r;
         pa_test_cli(&r, (char *const *)cases[i].args);
         ck_assert_int_eq(r.status, 2);
-        ck_assert_msg(strstr(r.err, cases[i].err) != NULL, "%s %s: %s",
-                      cases[i].args[0], cases[i].args[1], r.err);
+        ck_assert_msg(strstr(r.err, cases[i].err) != NULL, "%s %s: %s", cases[i].args[0],
+                      cases[i].args[1], r.err);
         pa_test_cli_free(&r);
     }
 }
@@ -176,42 +173,31 @@ END_TEST
 START_TEST(test_bare_number_durations)
 {
     static const char *const cases[][3] = {
-        {"monitor", "--interval", "5"},
-        {"monitor", "--duration", "10"},
-        {"monitor", "--clock-step", "1"},
-        {"daemon", "-i", "2"},
-        {"top", "--interval", "1"},
-        {"serve", "--interval", "1"},
-        {"serve", "--window", "10"},
-        {"serve", "--connection-timeout", "10"},
-        {"profile", "--interval", "10"},
-        {"profile", "--window", "1"},
-        {"profile", "--duration", "0.5"},
-        {"calibrate", "--step", "5"},
-        {"calibrate", "--settle", "1e-1"},
-        {"calibrate", "--window", "1"},
+        {"monitor", "--interval", "5"},    {"monitor", "--duration", "10"},
+        {"monitor", "--clock-step", "1"},  {"daemon", "-i", "2"},
+        {"top", "--interval", "1"},        {"serve", "--interval", "1"},
+        {"serve", "--window", "10"},       {"serve", "--connection-timeout", "10"},
+        {"profile", "--interval", "10"},   {"profile", "--window", "1"},
+        {"profile", "--duration", "0.5"},  {"calibrate", "--step", "5"},
+        {"calibrate", "--settle", "1e-1"}, {"calibrate", "--window", "1"},
         {"calibrate", "--validate", "30"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *argv[] = {(char *)cases[i][0], (char *)cases[i][1],
-                        (char *)cases[i][2], NULL};
+        char *argv[] = {(char *)cases[i][0], (char *)cases[i][1], (char *)cases[i][2], NULL};
         pa_test_cli_run r;
         pa_test_cli(&r, argv);
         char want[128];
-        snprintf(want, sizeof(want), "'%s' has no unit (write it as 5s, 100ms",
-                 cases[i][2]);
-        ck_assert_msg(r.status == 2 && count_lines(r.err) == 1 &&
-                          strstr(r.err, want) != NULL,
-                      "%s %s %s: status %d: %s", cases[i][0], cases[i][1],
-                      cases[i][2], r.status, r.err);
+        snprintf(want, sizeof(want), "'%s' has no unit (write it as 5s, 100ms", cases[i][2]);
+        ck_assert_msg(r.status == 2 && count_lines(r.err) == 1 && strstr(r.err, want) != NULL,
+                      "%s %s %s: status %d: %s", cases[i][0], cases[i][1], cases[i][2], r.status,
+                      r.err);
         pa_test_cli_free(&r);
     }
     /* calibrate --validate 0 stays "no validation" */
     char *argv[] = {"calibrate", "--validate", "0", "--bogus", NULL};
     pa_test_cli_run r;
     pa_test_cli(&r, argv);
-    ck_assert_msg(strstr(r.err, "unknown option '--bogus'") != NULL, "%s",
-                  r.err);
+    ck_assert_msg(strstr(r.err, "unknown option '--bogus'") != NULL, "%s", r.err);
     pa_test_cli_free(&r);
 }
 END_TEST
@@ -265,15 +251,14 @@ START_TEST(test_help_lists_shared_options)
                 free(line);
                 continue;
             }
-            ck_assert_msg(line != NULL, "%s --help lacks %s:\n%s", commands[c],
-                          shared[k].opt, r.out);
+            ck_assert_msg(line != NULL, "%s --help lacks %s:\n%s", commands[c], shared[k].opt,
+                          r.out);
             if (!first[k]) {
                 first[k] = line;
                 continue;
             }
-            ck_assert_msg(!strcmp(first[k], line),
-                          "%s --help says of %s:\n%s\nnot:\n%s", commands[c],
-                          shared[k].opt, line, first[k]);
+            ck_assert_msg(!strcmp(first[k], line), "%s --help says of %s:\n%s\nnot:\n%s",
+                          commands[c], shared[k].opt, line, first[k]);
             free(line);
         }
         pa_test_cli_free(&r);
@@ -287,8 +272,7 @@ static Suite *options_suite(void)
 {
     Suite *s = suite_create("cli_options");
     TCase *tc = tcase_create("options");
-    tcase_add_loop_test(tc, test_same_error_everywhere, 0,
-                        sizeof(bad) / sizeof(bad[0]));
+    tcase_add_loop_test(tc, test_same_error_everywhere, 0, sizeof(bad) / sizeof(bad[0]));
     tcase_add_test(tc, test_lowest_interval);
     tcase_add_test(tc, test_output_option);
     tcase_add_test(tc, test_bare_number_durations);

@@ -47,8 +47,8 @@ static char *complete_split(const char *line, int split_breaks)
                   "printf '%%s\\n' \"${COMPREPLY[@]}\" | sort\n",
                   COMPLETION, PA_CLI_PATH);
     char cmd[8400], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "bash --norc --noprofile '%s/t.sh' '%s' %d 2>&1",
-             dir, line, split_breaks);
+    snprintf(cmd, sizeof(cmd), "bash --norc --noprofile '%s/t.sh' '%s' %d 2>&1", dir, line,
+             split_breaks);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     char *r = malloc(strlen(out) + 2);
     ck_assert_ptr_nonnull(r);
@@ -66,24 +66,20 @@ static char *complete(const char *line)
 static void expect(const char *line, const char *want)
 {
     char *got = complete(line);
-    ck_assert_msg(!strcmp(got, want), "'%s': got\n%s\nwant\n%s", line, got,
-                  want);
+    ck_assert_msg(!strcmp(got, want), "'%s': got\n%s\nwant\n%s", line, got, want);
     free(got);
 }
 
 START_TEST(test_commands_and_options)
 {
-    expect(
-        "powerapi ",
-        "\n--help\n--version\ncalibrate\ndaemon\nevents\nhelp\njalen\nmodules\n"
-        "monitor\nprofile\nserve\ntop\n");
+    expect("powerapi ", "\n--help\n--version\ncalibrate\ndaemon\nevents\nhelp\njalen\nmodules\n"
+                        "monitor\nprofile\nserve\ntop\n");
     expect("powerapi mo", "\nmodules\nmonitor\n");
     expect("powerapi serve --no", "\n--node\n");
     expect("powerapi serve --max-c", "\n--max-cgroups\n--max-connections\n");
-    expect("powerapi modules --",
-           "\n--calibration\n--disable\n--format\n--formula\n"
-           "--help\n--hwdb\n--names\n--procfs\n--rootfs\n"
-           "--sensor\n--sysfs\n");
+    expect("powerapi modules --", "\n--calibration\n--disable\n--format\n--formula\n"
+                                  "--help\n--hwdb\n--names\n--procfs\n--rootfs\n"
+                                  "--sensor\n--sysfs\n");
     expect("powerapi events -", "\n--all\n--help\n-a\n-h\n");
     expect("powerapi monitor --format j", "\njson\n");
     expect("powerapi monitor --group-by c", "\ncgroup\ncontainer\n");
@@ -99,13 +95,11 @@ END_TEST
 START_TEST(test_durations)
 {
     expect("powerapi monitor -i 5", "\n5h\n5m\n5ms\n5ns\n5s\n5us\n");
-    expect("powerapi serve --connection-timeout 1",
-           "\n1h\n1m\n1ms\n1ns\n1s\n1us\n");
+    expect("powerapi serve --connection-timeout 1", "\n1h\n1m\n1ms\n1ns\n1s\n1us\n");
     expect("powerapi serve --connection-timeout 1m", "\n1m\n");
     expect("powerapi serve --window 1", "\n1h\n1m\n1ms\n1ns\n1s\n1us\n");
     expect("powerapi monitor --interval 2s", "\n2s\n");
-    expect("powerapi monitor --interval 25",
-           "\n25h\n25m\n25ms\n25ns\n25s\n25us\n");
+    expect("powerapi monitor --interval 25", "\n25h\n25m\n25ms\n25ns\n25s\n25us\n");
 }
 END_TEST
 
@@ -114,10 +108,8 @@ START_TEST(test_modules_and_keys)
     /* sensors only after --sensor, formulas (and auto) after --formula */
     /* every sensor `modules --names` lists, and no formula */
     char cmd[4200], *sensors = NULL;
-    snprintf(
-        cmd, sizeof(cmd),
-        "'%s' modules --names | awk '$1 == \"sensor\" { print $2 }' | sort",
-        PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' modules --names | awk '$1 == \"sensor\" { print $2 }' | sort",
+             PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &sensors), 0);
     ck_assert_msg(strstr(sensors, "perf\nprocfs-cpu\n"), "%s", sensors);
     char want[4096];
@@ -129,10 +121,8 @@ START_TEST(test_modules_and_keys)
     expect("powerapi daemon --disable r", "\nrapl\nrapl-share\n");
     /* option keys after ':', and after ',' */
     expect("powerapi monitor --formula cpu-tdp:t", "\ncpu-tdp:tdp=\n");
-    expect("powerapi monitor --formula cpu-tdp:tdp=15W,s",
-           "\ncpu-tdp:tdp=15W,share=\n");
-    expect("powerapi monitor --sensor perf:",
-           "\nperf:events=\nperf:group=\nperf:system=\n");
+    expect("powerapi monitor --formula cpu-tdp:tdp=15W,s", "\ncpu-tdp:tdp=15W,share=\n");
+    expect("powerapi monitor --sensor perf:", "\nperf:events=\nperf:group=\nperf:system=\n");
     /* as bash splits the word at ':' and '=': only the part after */
     char *got = complete_split("powerapi monitor --formula cpu-tdp:t", 1);
     ck_assert_msg(!strcmp(got, "\ntdp=\n"), "%s", got);
@@ -158,11 +148,9 @@ START_TEST(test_perf_events)
     expect("powerapi monitor --sensor perf:events=perf::TASK-CL",
            "\nperf:events=perf::TASK-CLOCK\n");
     /* the second event of a '+' list */
-    expect(
-        "powerapi monitor --sensor perf:events=perf::TASK-CLOCK+perf::TASK-CL",
-        "\nperf:events=perf::TASK-CLOCK+perf::TASK-CLOCK\n");
-    char *got = complete_split(
-        "powerapi monitor --sensor perf:events=perf::TASK-CL", 1);
+    expect("powerapi monitor --sensor perf:events=perf::TASK-CLOCK+perf::TASK-CL",
+           "\nperf:events=perf::TASK-CLOCK+perf::TASK-CLOCK\n");
+    char *got = complete_split("powerapi monitor --sensor perf:events=perf::TASK-CL", 1);
     ck_assert_msg(!strcmp(got, "\nTASK-CLOCK\n"), "%s", got);
     free(got);
     expect("powerapi profile --event perf::TASK-CL", "\nperf::TASK-CLOCK\n");
@@ -218,20 +206,19 @@ END_TEST
  * words and CURRENT set as zsh sets them; one candidate a line. */
 static char *zsh_complete(const char *line)
 {
-    pa_test_write(
-        dir, "z.zsh",
-        "compadd() { local -a a; while (( $# )); do case $1 in\n"
-        "  -a) shift; a+=(${(P)1});; -S) shift;; -*) ;; *) a+=($1);;\n"
-        "  esac; shift; done; print -l -- $a; }\n"
-        "_describe() { print -l -- ${(P)4}; }\n"
-        "_files() { print FILES; }\n"
-        "_message() { print MESSAGE; }\n"
-        "_normal() { print NORMAL $words; }\n"
-        "compset() { return 1; }\n"
-        "words=(\"${(@s: :)1}\"); words[1]='%s'; CURRENT=$#words\n"
-        "PREFIX=$words[CURRENT]\n"
-        "source '%s/../completion/_powerapi'\n",
-        PA_CLI_PATH, PA_SOURCE_TESTS);
+    pa_test_write(dir, "z.zsh",
+                  "compadd() { local -a a; while (( $# )); do case $1 in\n"
+                  "  -a) shift; a+=(${(P)1});; -S) shift;; -*) ;; *) a+=($1);;\n"
+                  "  esac; shift; done; print -l -- $a; }\n"
+                  "_describe() { print -l -- ${(P)4}; }\n"
+                  "_files() { print FILES; }\n"
+                  "_message() { print MESSAGE; }\n"
+                  "_normal() { print NORMAL $words; }\n"
+                  "compset() { return 1; }\n"
+                  "words=(\"${(@s: :)1}\"); words[1]='%s'; CURRENT=$#words\n"
+                  "PREFIX=$words[CURRENT]\n"
+                  "source '%s/../completion/_powerapi'\n",
+                  PA_CLI_PATH, PA_SOURCE_TESTS);
     char cmd[8400], *out = NULL;
     snprintf(cmd, sizeof(cmd), "zsh -f '%s/z.zsh' '%s' 2>&1", dir, line);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
@@ -249,39 +236,33 @@ START_TEST(test_zsh)
         fprintf(stderr, "test_zsh: SKIPPED: zsh absent (scripts/deps.sh)\n");
         return;
     }
-    ck_assert_int_eq(pa_test_run("zsh -n '" PA_SOURCE_TESTS
-                                 "/../completion/_powerapi' 2>&1",
-                                 NULL),
+    ck_assert_int_eq(pa_test_run("zsh -n '" PA_SOURCE_TESTS "/../completion/_powerapi' 2>&1", NULL),
                      0);
     static const struct {
         const char *line, *want;
     } cases[] = {
-        {"powerapi mo",
-         "\nmonitor\nmodules\ndaemon\ntop\nserve\nprofile\njalen\n"},
+        {"powerapi mo", "\nmonitor\nmodules\ndaemon\ntop\nserve\nprofile\njalen\n"},
         {"powerapi monitor --interval ", "\n100ms\n250ms\n500ms\n1s\n"},
         {"powerapi monitor --sensor ", "\nprocfs-cpu\n"},
         {"powerapi monitor --formula ", "\nauto\n"},
         {"powerapi monitor --hwdb ", "\nFILES\n"},
         {"powerapi jalen 1 ", "\nstart\ndump\nstop\nstatus\n"},
         {"powerapi monitor -- ls", "\nNORMAL ls\n"},
-        {"powerapi serve --",
-         "\n--listen\n-l\n--ring\n-r\n--window\n--top\n-t\n"},
+        {"powerapi serve --", "\n--listen\n-l\n--ring\n-r\n--window\n--top\n-t\n"},
     };
     char *got;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         got = zsh_complete(cases[i].line);
-        ck_assert_msg(strstr(got, cases[i].want), "zsh '%s': got\n%s\nwant\n%s",
-                      cases[i].line, got, cases[i].want);
+        ck_assert_msg(strstr(got, cases[i].want), "zsh '%s': got\n%s\nwant\n%s", cases[i].line, got,
+                      cases[i].want);
         free(got);
     }
     /* sensors after --sensor, formulas after --formula, not the other */
     got = zsh_complete("powerapi monitor --sensor ");
-    ck_assert_msg(strstr(got, "\nperf\n") && !strstr(got, "cpu-tdp"), "%s",
-                  got);
+    ck_assert_msg(strstr(got, "\nperf\n") && !strstr(got, "cpu-tdp"), "%s", got);
     free(got);
     got = zsh_complete("powerapi monitor --formula ");
-    ck_assert_msg(strstr(got, "\ncpu-tdp\n") && !strstr(got, "procfs-cpu"),
-                  "%s", got);
+    ck_assert_msg(strstr(got, "\ncpu-tdp\n") && !strstr(got, "procfs-cpu"), "%s", got);
     free(got);
     /* pids with their names: this test process */
     got = zsh_complete("powerapi monitor --pid ");

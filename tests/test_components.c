@@ -74,8 +74,7 @@ static const pa_module_ops gpu_sensor = {
 };
 
 /* Watts from the difference of two readings, by pid. */
-static int gpu_compute(pa_module *m, const pa_frame_delta *d,
-                       pa_power_table *out)
+static int gpu_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
     (void)m;
     size_t n = 0, pn = 0;
@@ -87,8 +86,7 @@ static int gpu_compute(pa_module *m, const pa_frame_delta *d,
     double s = pa_delta_interval_s(d);
     for (size_t i = 0; i < pa_delta_count(d); i++)
         for (int k = 0; k < 2; k++)
-            if (pa_delta_type(d, i) == PA_TARGET_PROCESS &&
-                pa_delta_pid(d, i) == cur->pid[k])
+            if (pa_delta_type(d, i) == PA_TARGET_PROCESS && pa_delta_pid(d, i) == cur->pid[k])
                 pa_table_set_target_w(out, i, (cur->j[k] - old->j[k]) / s);
     pa_table_set_system_w(out, (cur->device_j - old->device_j) / s, 0);
     return 0;
@@ -112,15 +110,13 @@ static int gpu_present(const pa_env *env, char *why, size_t len)
 
 /* Three formulas of the gpu component: gpu-measured is ranked first but
  * does not fit here, gpu-model fits, gpu-floor fits too but ranks last. */
-#define GPU_FORMULA(nm, rank, fit)                                             \
-    {                                                                          \
-        .abi = PA_MODULE_ABI, .name = nm, .kind = PA_FORMULA,                  \
-        .description = "a gpu formula of the test", .compute = gpu_compute,   \
-        .requires = gpu_requires, .component_name = "gpu",                    \
-        .auto_rank = rank, .fits = fit,                                        \
+#define GPU_FORMULA(nm, rank, fit)                                                                 \
+    {                                                                                              \
+        .abi = PA_MODULE_ABI, .name = nm, .kind = PA_FORMULA,                                      \
+        .description = "a gpu formula of the test", .compute = gpu_compute,                        \
+        .requires = gpu_requires, .component_name = "gpu", .auto_rank = rank, .fits = fit,         \
     }
-static const pa_module_ops gpu_measured =
-    GPU_FORMULA("gpu-measured", 20, gpu_absent);
+static const pa_module_ops gpu_measured = GPU_FORMULA("gpu-measured", 20, gpu_absent);
 static const pa_module_ops gpu_model = GPU_FORMULA("gpu-model", 10, gpu_present);
 static const pa_module_ops gpu_floor = GPU_FORMULA("gpu-floor", 5, NULL);
 
@@ -173,16 +169,14 @@ static void run_two_windows(pa_ctx *ctx)
     ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
     for (int w = 1; w <= 2; w++) {
         step();
-        ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(w + 1) * 1000000000ull),
-                         0);
+        ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(w + 1) * 1000000000ull), 0);
     }
 }
 
 static size_t target_index(const pa_report *r, pid_t pid)
 {
     for (size_t i = 0; i < r->ntargets; i++)
-        if (r->targets[i].type == PA_TARGET_PROCESS &&
-            r->targets[i].pid == pid)
+        if (r->targets[i].type == PA_TARGET_PROCESS && r->targets[i].pid == pid)
             return i;
     ck_abort_msg("pid %d not in the report", (int)pid);
     return 0;
@@ -291,8 +285,7 @@ START_TEST(outputs_name_the_component)
                                  "\"nic\":0,\"gpu\":20,\"total\":20}"),
                   "%s", out[0]);
     /* after the fixed columns (the last: the cgroup names' unit) */
-    ck_assert_msg(strstr(out[1], ",unit,power_w.gpu,energy_j.gpu\n"), "%s",
-                  out[1]);
+    ck_assert_msg(strstr(out[1], ",unit,power_w.gpu,energy_j.gpu\n"), "%s", out[1]);
     ck_assert_msg(strstr(out[1], "\nprocess,3,1,102,,,,1,0,0,10,,0,0,20,,,,,,,,,"
                                  ",,,,,,,10,20\n"),
                   "%s", out[1]);
@@ -303,9 +296,7 @@ START_TEST(outputs_name_the_component)
     static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     char *page = NULL;
     size_t plen = 0;
-    ck_assert_int_eq(pa_cli_serve_exchange(r, get, sizeof(get) - 1, &page,
-                                           &plen),
-                     0);
+    ck_assert_int_eq(pa_cli_serve_exchange(r, get, sizeof(get) - 1, &page, &plen), 0);
     char *text = strndup(page, plen);
     ck_assert_msg(strstr(text, "powerapi_system_power_watts{component=\"gpu\"}"
                                " 30\n"),
@@ -325,10 +316,8 @@ START_TEST(outputs_name_the_component)
     FILE *f = open_memstream(&list, &len);
     ck_assert_int_eq(pa_cli_modules_print(ctx, f, PA_OUT_TABLE), 0);
     fclose(f);
-    ck_assert_msg(strstr(list, "gpu-model    formula  gpu  yes       auto"),
-                  "%s", list);
-    ck_assert_msg(strstr(list, "chosen by auto: test: a GPU is present"), "%s",
-                  list);
+    ck_assert_msg(strstr(list, "gpu-model    formula  gpu  yes       auto"), "%s", list);
+    ck_assert_msg(strstr(list, "chosen by auto: test: a GPU is present"), "%s", list);
     free(list);
     f = open_memstream(&list, &len);
     ck_assert_int_eq(pa_cli_modules_print(ctx, f, PA_OUT_JSON), 0);
@@ -357,8 +346,7 @@ START_TEST(ring_carries_the_component)
     ck_assert_int_eq(pa_tick_at(ctx, 1000000000ull), 0);
     for (int k = 1; k <= 2; k++) {
         step();
-        ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(k + 1) * 1000000000ull),
-                         0);
+        ck_assert_int_eq(pa_tick_at(ctx, (uint64_t)(k + 1) * 1000000000ull), 0);
         pa_report *r = NULL;
         ck_assert_int_eq(pa_report_get(ctx, &r), 0);
         ck_assert_int_eq(pa_ring_publish(w, r), 0);
@@ -401,10 +389,10 @@ START_TEST(registration_checks)
     t.name = "from-the-future";
     t.abi = PA_MODULE_ABI + 1;
     ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);
-    ck_assert_msg(strstr(pa_last_error(), "module 'from-the-future': module "
-                                          "table abi 4, this library ("
-                                          PA_VERSION_STRING ") speaks abi 1 "
-                                          "to 3 (rebuild the module"),
+    ck_assert_msg(strstr(pa_last_error(),
+                         "module 'from-the-future': module "
+                         "table abi 4, this library (" PA_VERSION_STRING ") speaks abi 1 "
+                         "to 3 (rebuild the module"),
                   "%s", pa_last_error());
     t.abi = 0;
     ck_assert_int_eq(pa_module_register(ctx, &t), -EINVAL);

@@ -17,8 +17,8 @@
 
 #define TOL 1e-9
 
-static void write_pid_stat(const char *root, int pid, const char *comm,
-                           unsigned long utime, int cpu)
+static void write_pid_stat(const char *root, int pid, const char *comm, unsigned long utime,
+                           int cpu)
 {
     char rel[64];
     snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
@@ -51,12 +51,10 @@ static void write_state(srv *s)
                   "cpu3 %lu 0 0 %lu 0 0 0 0 0 0\n"
                   "intr 0\nctxt 1000\nbtime 1732200000\nprocesses 500\n"
                   "procs_running 1\nprocs_blocked 0\n",
-                  B, I, s->b[0], s->i[0], s->b[1], s->i[1], s->b[2], s->i[2],
-                  s->b[3], s->i[3]);
+                  B, I, s->b[0], s->i[0], s->b[1], s->i[1], s->b[2], s->i[2], s->b[3], s->i[3]);
     write_pid_stat(s->root, 100, "web", s->u100, 1);
     write_pid_stat(s->root, 200, "db", s->u200, 2);
-    pa_test_write(s->root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "%llu\n", s->pkg0);
+    pa_test_write(s->root, "sys/class/powercap/intel-rapl:0/energy_uj", "%llu\n", s->pkg0);
     if (s->f_hi || s->f_lo)
         pa_test_write(s->root,
                       "sys/devices/system/cpu/cpufreq/policy0/stats/"
@@ -78,9 +76,7 @@ static void srv_open(srv *s, const char *opts, bool freq, bool rapl)
     s->u200 = 100;
     s->pkg0 = 1000000;
     if (freq) {
-        pa_test_write(s->root,
-                      "sys/devices/system/cpu/cpufreq/policy0/affected_cpus",
-                      "0 1 2 3\n");
+        pa_test_write(s->root, "sys/devices/system/cpu/cpufreq/policy0/affected_cpus", "0 1 2 3\n");
         s->f_hi = 10;
         s->f_lo = 10;
     }
@@ -98,9 +94,8 @@ static void srv_open(srv *s, const char *opts, bool freq, bool rapl)
 
 /* One 1 s window: busy ticks of each CPU (of 100), web's and db's ticks,
  * package-0 joules, and 10 ms units at 2.1 / 1.05 GHz. */
-static void srv_step(srv *s, const unsigned long busy[4], unsigned long d100,
-                     unsigned long d200, double pkg_j, unsigned long hi,
-                     unsigned long lo)
+static void srv_step(srv *s, const unsigned long busy[4], unsigned long d100, unsigned long d200,
+                     double pkg_j, unsigned long hi, unsigned long lo)
 {
     for (int k = 0; k < 4; k++) {
         s->b[k] += busy[k];
@@ -133,8 +128,7 @@ static double pid_w(pa_ctx *ctx, pid_t pid)
 }
 
 /* Checks system watts, idle, conservation and the assumed text. */
-static void check_sys(pa_ctx *ctx, double cpu_w, double idle_w,
-                      const char *assumed)
+static void check_sys(pa_ctx *ctx, double cpu_w, double idle_w, const char *assumed)
 {
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
@@ -148,8 +142,7 @@ static void check_sys(pa_ctx *ctx, double cpu_w, double idle_w,
             sum += r->targets[i].power.cpu_w;
     ck_assert_double_eq_tol(sum + r->system.idle_w, r->system.cpu_w, TOL);
     if (assumed)
-        ck_assert_msg(strstr(r->assumed, assumed) != NULL, "'%s' not in '%s'",
-                      assumed, r->assumed);
+        ck_assert_msg(strstr(r->assumed, assumed) != NULL, "'%s' not in '%s'", assumed, r->assumed);
     pa_report_free(r);
 }
 
@@ -259,14 +252,13 @@ END_TEST
 
 /* A curve of the fixture's CPU model with n points, and the path
  * DIR/cal.txt for its file in a new folder DIR (returned). */
-static char *curve_of(pa_curve *c, size_t n, const double *load,
-                      const double *watts, char *path, size_t len)
+static char *curve_of(pa_curve *c, size_t n, const double *load, const double *watts, char *path,
+                      size_t len)
 {
     char *dir = pa_test_tmpdir();
     snprintf(path, len, "%s/cal.txt", dir);
     memset(c, 0, sizeof(*c));
-    snprintf(c->match, sizeof(c->match),
-             "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
+    snprintf(c->match, sizeof(c->match), "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
     c->n = n;
     for (size_t i = 0; i < n; i++) {
         c->load[i] = load[i];
@@ -284,9 +276,7 @@ START_TEST(calibration_file)
     const double load[3] = {0, 0.4, 1}, watts[3] = {20, 60, 80};
     char *dir = curve_of(&c, 3, load, watts, path, sizeof(path));
     const double res[3] = {0.1, 0.2, 0.3};
-    ck_assert_int_eq(pa__calib_write(path, &c, res, "6.18", "2026-11-23",
-                                     4, 2.5, 4.0, 0.5),
-                     0);
+    ck_assert_int_eq(pa__calib_write(path, &c, res, "6.18", "2026-11-23", 4, 2.5, 4.0, 0.5), 0);
     char opts[4300];
     snprintf(opts, sizeof(opts), "calibration=%s", path);
     srv s;
@@ -313,8 +303,7 @@ START_TEST(calibration_file)
     for (int k = 0; k < n && k < 16; k++)
         if (!strcmp(mi[k].name, "cpu-curve")) {
             found = mi[k].enabled;
-            ck_assert_msg(strstr(mi[k].auto_why, "calibration") != NULL, "%s",
-                          mi[k].auto_why);
+            ck_assert_msg(strstr(mi[k].auto_why, "calibration") != NULL, "%s", mi[k].auto_why);
         }
     ck_assert(found);
     pa_ctx_free(ctx);
@@ -323,8 +312,7 @@ START_TEST(calibration_file)
      * --calibration does): auto takes it, the environment untouched, and
      * the curve gives the same 70 W at u = 0.7 */
     ctx = pa_test_ctx(root);
-    ck_assert_int_eq(pa_ctx_set_calibration(ctx, "/nonexistent/c.txt"),
-                     -ENOENT);
+    ck_assert_int_eq(pa_ctx_set_calibration(ctx, "/nonexistent/c.txt"), -ENOENT);
     ck_assert_int_eq(pa_ctx_set_calibration(ctx, path), 0);
     ck_assert_ptr_null(getenv("POWERAPI_CALIBRATION"));
     pa_module_info one;
@@ -362,9 +350,7 @@ START_TEST(calibration_per_frequency)
         c.fwatts[k][1] = k ? 80 : 40;
         c.fres[k][1] = 0.5;
     }
-    ck_assert_int_eq(pa__calib_write(path, &c, NULL, NULL, NULL, 4, -1, -1,
-                                     -1),
-                     0);
+    ck_assert_int_eq(pa__calib_write(path, &c, NULL, NULL, NULL, 4, -1, -1, -1), 0);
     pa_curve r;
     ck_assert_int_eq(pa__calib_read(path, &r), 0);
     ck_assert_uint_eq(r.nfreq, 2);
@@ -440,11 +426,9 @@ START_TEST(bad_calibration_stated)
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(s.ctx, &r), 0);
     const char *a = strstr(r->assumed, "$POWERAPI_CALIBRATION not used: ");
-    ck_assert_msg(a && strstr(a, path) && strstr(a, ":2: cannot parse"),
-                  "%s", r->assumed);
+    ck_assert_msg(a && strstr(a, path) && strstr(a, ":2: cannot parse"), "%s", r->assumed);
     /* one item: the reason's own ';' must not split the list */
-    ck_assert_msg(!strchr(a, ';') || strstr(a, ";") > strstr(a, "again)"),
-                  "%s", r->assumed);
+    ck_assert_msg(!strchr(a, ';') || strstr(a, ";") > strstr(a, "again)"), "%s", r->assumed);
     pa_report_free(r);
     unsetenv("POWERAPI_CALIBRATION");
     srv_close(&s);
@@ -519,27 +503,18 @@ START_TEST(bad_options)
 {
     char *root = pa_test_fixture_copy("rapl-server2s");
     pa_ctx *ctx = pa_test_ctx(root);
-    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "points=0:10"),
-                     -EINVAL);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "points=0:10"), -EINVAL);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "at least 2 points"));
-    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "points=0:10+50:5"),
-                     -EINVAL);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "points=0:10+50:5"), -EINVAL);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "must not fall"));
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "per=vcpu"), -EINVAL);
-    ck_assert_int_eq(
-        pa_module_enable(ctx, "cpu-curve", "calibration=/nonexistent/cal"),
-        -ENOENT);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "calibration=/nonexistent/cal"), -ENOENT);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "powerapi calibrate"));
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "model=Z80"), -EINVAL);
-    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "learn=maybe"),
-                     -EINVAL);
-    ck_assert_int_eq(
-        pa_module_enable(ctx, "cpu-curve", "save=/nonexistent/dir/cal.txt"),
-        -ENOENT);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "learn=maybe"), -EINVAL);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "save=/nonexistent/dir/cal.txt"), -ENOENT);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "not writable"));
-    ck_assert_int_eq(
-        pa_module_enable(ctx, "cpu-curve", "learn=off,save=/tmp/cal.txt"),
-        -EINVAL);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-curve", "learn=off,save=/tmp/cal.txt"), -EINVAL);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }

@@ -54,8 +54,8 @@ static int configure_with(const char *options)
 
 /* A window of interval_s on ncpus CPUs, busy_s busy, tasks with the given
  * CPU seconds (ntasks <= 3), no cpufreq (add_freq adds some). */
-static void window(const char *model, unsigned ncpus, double interval_s,
-                   double busy_s, size_t ntasks, const double *cpu_s)
+static void window(const char *model, unsigned ncpus, double interval_s, double busy_s,
+                   size_t ntasks, const double *cpu_s)
 {
     memset(&cur, 0, sizeof(cur));
     memset(&prev, 0, sizeof(prev));
@@ -103,8 +103,7 @@ static void compute_ok(void)
 
 static void assumed_has(const char *text)
 {
-    ck_assert_msg(strstr(tab.assumed, text) != NULL, "assumed '%s' lacks '%s'",
-                  tab.assumed, text);
+    ck_assert_msg(strstr(tab.assumed, text) != NULL, "assumed '%s' lacks '%s'", tab.assumed, text);
 }
 
 static void teardown(void)
@@ -193,8 +192,7 @@ START_TEST(test_q6600_cpufreq_no_table)
      * P = (49 x 3 + 73.5 x 1) / 4 = 55.125 W */
     ck_assert_int_eq(start_with(NULL, PA_TEST_HWDB), 0);
     const double cpu_s[] = {1.0, 0.5};
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 2.0, 2,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 2.0, 2, cpu_s);
     add_freq(1600, 3.0);
     add_freq(2400, 1.0);
     compute_ok();
@@ -275,8 +273,7 @@ START_TEST(test_option_overrides_and_volt)
                                 PA_TEST_HWDB),
                      0);
     const double cpu_s[] = {2.0};
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 2.0, 1,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 2.0, 1, cpu_s);
     add_freq(1500, 4.0);
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, 21.2625, TOL);
@@ -297,8 +294,7 @@ START_TEST(test_vtdp_interpolated_from_table)
      * 40.495867768595... W */
     ck_assert_int_eq(start_with("volt=1600:1.0+3200:1.2", PA_TEST_HWDB), 0);
     const double cpu_s[] = {4.0};
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 4.0, 1,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 4.0, 1, cpu_s);
     add_freq(1600, 4.0);
     compute_ok();
     double p = 0.7 * 105 * 1600 * 1.0 / (2400 * 1.1 * 1.1);
@@ -345,29 +341,25 @@ START_TEST(test_configure_at_runtime)
 {
     ck_assert_int_eq(start_with(NULL, PA_TEST_HWDB), 0);
     const double cpu_s[] = {1.0};
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1, cpu_s);
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, 73.5, TOL); /* 0.7 x 105 */
     /* the G0 stepping's 95 W: 0.7 x 95 = 66.5 W, task 66.5/4 */
     ck_assert_int_eq(configure_with("tdp=95"), 0);
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1, cpu_s);
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, 66.5, TOL);
     ck_assert_double_eq_tol(tasks[0].cpu_w, 66.5 / 4, TOL);
     assumed_has("tdp=95W (option)");
     /* a bad configure leaves the module as it was */
     ck_assert_int_eq(configure_with("tdp=95,share=most"), -EINVAL);
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1, cpu_s);
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, 66.5, TOL);
     ck_assert_double_eq_tol(tasks[0].cpu_w, 66.5 / 4, TOL);
     /* back to the database when the option goes */
     ck_assert_int_eq(configure_with("share=active"), 0);
-    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1,
-           cpu_s);
+    window("Intel(R) Core(TM)2 Quad CPU    Q6600  @ 2.40GHz", 4, 1.0, 1.0, 1, cpu_s);
     compute_ok();
     ck_assert_double_eq_tol(tab.cpu_w, 73.5, TOL);
     ck_assert_double_eq_tol(tasks[0].cpu_w, 73.5, TOL); /* 1.0 of 1.0 busy */
@@ -428,9 +420,8 @@ START_TEST(test_bad_options)
 {
     int rc = start_with(bad_opts[_i].options, PA_TEST_HWDB);
     ck_assert_int_eq(rc, -EINVAL);
-    ck_assert_msg(strstr(pa_last_error(), bad_opts[_i].says) != NULL,
-                  "%s: '%s' lacks '%s'", bad_opts[_i].options, pa_last_error(),
-                  bad_opts[_i].says);
+    ck_assert_msg(strstr(pa_last_error(), bad_opts[_i].says) != NULL, "%s: '%s' lacks '%s'",
+                  bad_opts[_i].options, pa_last_error(), bad_opts[_i].says);
     ck_assert_ptr_null(mod.priv);
 }
 END_TEST
@@ -475,14 +466,13 @@ END_TEST
 /* <procfs>/stat with the aggregate line "user nice system idle iowait
  * irq softirq steal 0 0" and ncpus per-CPU lines (their values are not
  * used by the model). */
-static void write_stat(const char *root, unsigned ncpus, unsigned long user,
-                       unsigned long sys, unsigned long idle)
+static void write_stat(const char *root, unsigned ncpus, unsigned long user, unsigned long sys,
+                       unsigned long idle)
 {
     char lines[1024] = "";
     for (unsigned i = 0; i < ncpus; i++) {
         size_t u = strlen(lines);
-        snprintf(lines + u, sizeof(lines) - u,
-                 "cpu%u %lu 0 %lu %lu 0 0 0 0 0 0\n", i, user / ncpus,
+        snprintf(lines + u, sizeof(lines) - u, "cpu%u %lu 0 %lu %lu 0 0 0 0 0 0\n", i, user / ncpus,
                  sys / ncpus, idle / ncpus);
     }
     pa_test_write(root, "proc/stat",
@@ -494,22 +484,19 @@ static void write_stat(const char *root, unsigned ncpus, unsigned long user,
 
 /* The fixture's stat line of a pid with utime/stime (proc(5) fields 14
  * and 15) replaced. */
-static void write_pid_times(const char *root, int pid, const char *comm_etc,
-                            unsigned long utime, unsigned long stime,
-                            const char *rest)
+static void write_pid_times(const char *root, int pid, const char *comm_etc, unsigned long utime,
+                            unsigned long stime, const char *rest)
 {
     char rel[64];
     snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
-    pa_test_write(root, rel, "%d %s %lu %lu %s\n", pid, comm_etc, utime, stime,
-                  rest);
+    pa_test_write(root, rel, "%d %s %lu %lu %s\n", pid, comm_etc, utime, stime, rest);
 }
 
-static void write_tis(const char *root, int policy, unsigned long u800,
-                      unsigned long u2400, unsigned long u3201)
+static void write_tis(const char *root, int policy, unsigned long u800, unsigned long u2400,
+                      unsigned long u3201)
 {
     char rel[128];
-    snprintf(rel, sizeof(rel),
-             "sys/devices/system/cpu/cpufreq/policy%d/stats/time_in_state",
+    snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpufreq/policy%d/stats/time_in_state",
              policy);
     pa_test_write(root, rel,
                   "3201000 %lu\n3200000 0\n2800000 0\n2400000 %lu\n"
@@ -518,10 +505,10 @@ static void write_tis(const char *root, int policy, unsigned long u800,
 }
 
 #define FIREFOX_MID "(firefox-esr) S 1290 3100 3100 0 -1 4194560 4100 0 0 0"
-#define FIREFOX_END                                                            \
-    "0 0 20 0 4 0 12001 23183360 469 18446744073709551615 94000203161600 "     \
-    "94000204073945 140720025395200 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 "   \
-    "94000204164752 94000204176600 94000233161600 140720025397155 "            \
+#define FIREFOX_END                                                                                \
+    "0 0 20 0 4 0 12001 23183360 469 18446744073709551615 94000203161600 "                         \
+    "94000204073945 140720025395200 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 "                       \
+    "94000204164752 94000204176600 94000233161600 140720025397155 "                                \
     "140720025397180 140720025397180 140720025399272 0"
 
 START_TEST(test_e2e_desktop_cpufreq)
@@ -650,11 +637,9 @@ START_TEST(test_e2e_vm_nocpufreq)
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(c, &r), 0);
     ck_assert_str_eq(r->cpu_source, "model");
-    ck_assert_ptr_nonnull(strstr(r->assumed,
-                                 "tdp=10W (default 5W x 2 CPUs for unknown "
-                                 "CPU 'Intel(R) Xeon(R) Processor')"));
-    ck_assert_ptr_nonnull(
-        strstr(r->assumed, "f=2000MHz (no cpufreq: nominal)"));
+    ck_assert_ptr_nonnull(strstr(r->assumed, "tdp=10W (default 5W x 2 CPUs for unknown "
+                                             "CPU 'Intel(R) Xeon(R) Processor')"));
+    ck_assert_ptr_nonnull(strstr(r->assumed, "f=2000MHz (no cpufreq: nominal)"));
     pa_report_free(r);
     /* tdp= set at runtime: 0.7 x 20 = 14 W, the pid 14 x 0.25 = 3.5 W */
     ck_assert_int_eq(pa_module_configure(c, "cpu-tdp", "tdp=20"), 0);
@@ -705,8 +690,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_model_option_forces_record);
     tcase_add_test(tc, test_configure_at_runtime);
     tcase_add_test(tc, test_zero_divisions);
-    tcase_add_loop_test(tc, test_bad_options, 0,
-                        (int)(sizeof(bad_opts) / sizeof(bad_opts[0])));
+    tcase_add_loop_test(tc, test_bad_options, 0, (int)(sizeof(bad_opts) / sizeof(bad_opts[0])));
     tcase_add_test(tc, test_broken_hwdb_fails_start);
     tcase_add_test(tc, test_probe_and_ops);
     suite_add_tcase(s, tc);

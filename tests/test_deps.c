@@ -25,8 +25,7 @@
 /* ---- fixture helpers ---- */
 
 /* Adds du/ds clock ticks to utime (proc(5) field 14) and stime (15). */
-static void add_stat_times(const char *root, pid_t pid, unsigned long du,
-                           unsigned long ds)
+static void add_stat_times(const char *root, pid_t pid, unsigned long du, unsigned long ds)
 {
     char rel[64], path[4096];
     snprintf(rel, sizeof(rel), "proc/%d/stat", (int)pid);
@@ -44,11 +43,9 @@ static void add_stat_times(const char *root, pid_t pid, unsigned long du,
          t = strtok_r(NULL, " \n", &save), field++) {
         unsigned long v = strtoul(t, NULL, 10);
         if (field == 14)
-            off += (size_t)snprintf(out + off, sizeof(out) - off, " %lu",
-                                    v + du);
+            off += (size_t)snprintf(out + off, sizeof(out) - off, " %lu", v + du);
         else if (field == 15)
-            off += (size_t)snprintf(out + off, sizeof(out) - off, " %lu",
-                                    v + ds);
+            off += (size_t)snprintf(out + off, sizeof(out) - off, " %lu", v + ds);
         else
             off += (size_t)snprintf(out + off, sizeof(out) - off, " %s", t);
     }
@@ -69,8 +66,7 @@ static void add_uj(const char *root, const char *zone, double j)
     pa_test_write(root, rel, "%llu\n", v + (unsigned long long)(j * 1e6));
 }
 
-static void set_if(const char *root, const char *name, unsigned long long rx,
-                   unsigned long long tx)
+static void set_if(const char *root, const char *name, unsigned long long rx, unsigned long long tx)
 {
     char rel[128];
     snprintf(rel, sizeof(rel), "sys/class/net/%s/statistics/rx_bytes", name);
@@ -84,8 +80,7 @@ static void net_tick2(const char *root)
 {
     set_if(root, "lo", 81234567ull + 3000000, 81234567ull + 3000000);
     set_if(root, "eth0", 1876543210ull + 3000000, 987654321ull + 2000000);
-    set_if(root, "enp5s0f0", 912345678901ull + 20000000,
-           45678901234ull + 5000000);
+    set_if(root, "enp5s0f0", 912345678901ull + 20000000, 45678901234ull + 5000000);
     set_if(root, "veth3a1f", 5566778ull + 500000, 6677889ull + 500000);
     set_if(root, "docker0", 4455667ull + 500000, 5566778ull + 500000);
 }
@@ -117,8 +112,7 @@ static pa_report *report(pa_ctx *ctx)
     return r;
 }
 
-static void assert_formula(pa_ctx *ctx, const char *formula,
-                           const char *sensors)
+static void assert_formula(pa_ctx *ctx, const char *formula, const char *sensors)
 {
     pa_report *r = report(ctx);
     ck_assert_str_eq(r->formula, formula);
@@ -132,9 +126,8 @@ START_TEST(cpu_tdp_alone)
 {
     char *root = pa_test_fixture_copy("vm-nocpufreq");
     pa_ctx *ctx = pa_test_ctx(root);
-    ck_assert_msg(pa_module_enable(ctx, "cpu-tdp",
-                                   "tdp=100,ftdp=2000,vtdp=1.0") == 0,
-                  "%s", pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "cpu-tdp", "tdp=100,ftdp=2000,vtdp=1.0") == 0, "%s",
+                  pa_last_error());
     const pa_module_info *pc = info(ctx, "procfs-cpu");
     ck_assert(pc->enabled);
     ck_assert(!pc->user);
@@ -164,8 +157,7 @@ START_TEST(rapl_share_alone)
 {
     char *root = pa_test_fixture_copy("rapl-server2s");
     pa_ctx *ctx = pa_test_ctx(root);
-    ck_assert_msg(pa_module_enable(ctx, "rapl-share", NULL) == 0, "%s",
-                  pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "rapl-share", NULL) == 0, "%s", pa_last_error());
     ck_assert_str_eq(info(ctx, "rapl")->required_by, "rapl-share");
     ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by, "rapl-share");
     const pa_module_info *f = info(ctx, "rapl-share");
@@ -206,8 +198,7 @@ START_TEST(nic_linear_alone)
 {
     char *root = pa_test_fixture_copy("net-server");
     pa_ctx *ctx = pa_test_ctx(root);
-    ck_assert_msg(pa_module_enable(ctx, "nic-linear", NULL) == 0, "%s",
-                  pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "nic-linear", NULL) == 0, "%s", pa_last_error());
     /* a sensor enabled for a formula takes options like any other */
     char opts[4200];
     snprintf(opts, sizeof(opts), "sockfile=%s/sockets.txt", root);
@@ -313,8 +304,8 @@ START_TEST(disabling_a_formula_releases_its_sensors)
     ck_assert_int_eq(pa_module_enable(ctx, "rapl-share", NULL), 0);
     ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by, "rapl-share");
     ck_assert_int_eq(pa_module_disable(ctx, "rapl-share"), 0);
-    ck_assert(!enabled(ctx, "rapl"));       /* enabled only for it */
-    ck_assert(enabled(ctx, "procfs-cpu"));  /* the user's own */
+    ck_assert(!enabled(ctx, "rapl"));      /* enabled only for it */
+    ck_assert(enabled(ctx, "procfs-cpu")); /* the user's own */
     ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by, "");
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
@@ -327,8 +318,7 @@ START_TEST(disabling_a_required_sensor_is_busy)
     pa_ctx *ctx = pa_test_ctx(root);
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
     ck_assert_int_eq(pa_module_disable(ctx, "procfs-cpu"), -EBUSY);
-    ck_assert_str_eq(pa_last_error(),
-                     "procfs-cpu: cpu-tdp requires it (disable cpu-tdp first)");
+    ck_assert_str_eq(pa_last_error(), "procfs-cpu: cpu-tdp requires it (disable cpu-tdp first)");
     /* also when the user enabled the sensor by name */
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     ck_assert_int_eq(pa_module_disable(ctx, "procfs-cpu"), -EBUSY);
@@ -427,13 +417,11 @@ END_TEST
 
 /* ---- user modules declaring their needs ---- */
 
-static int seventy_compute(pa_module *m, const pa_frame_delta *d,
-                           pa_power_table *t)
+static int seventy_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     (void)m;
     for (size_t i = 0; i < pa_delta_count(d); i++)
-        pa_table_set_target_w(t, i, 70.0 * pa_delta_cpu_s(d, i) /
-                                        pa_delta_capacity_s(d));
+        pa_table_set_target_w(t, i, 70.0 * pa_delta_cpu_s(d, i) / pa_delta_capacity_s(d));
     pa_table_set_system_w(t, 70.0, 0);
     return 0;
 }
@@ -441,8 +429,7 @@ static int seventy_compute(pa_module *m, const pa_frame_delta *d,
 static const char *const needs_procfs[] = {"procfs-cpu", NULL};
 static const char *const needs_missing[] = {"procfs-cpu", "no-such", NULL};
 static const char *const needs_formula[] = {"cpu-tdp", NULL};
-static const char *const needs_failing[] = {"procfs-cpu", "fails-to-start",
-                                            NULL};
+static const char *const needs_failing[] = {"procfs-cpu", "fails-to-start", NULL};
 static const char *const bad_names[] = {"Not A Name", NULL};
 
 static const pa_module_ops seventy = {
@@ -511,8 +498,7 @@ START_TEST(two_formulas_share_a_sensor)
     ck_assert_int_eq(pa_module_enable(ctx, "nic-needs", NULL), 0);
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
     /* listed in module order: formulas by component, cpu first */
-    ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by,
-                     "cpu-tdp,nic-needs");
+    ck_assert_str_eq(info(ctx, "procfs-cpu")->required_by, "cpu-tdp,nic-needs");
     ck_assert_int_eq(pa_module_disable(ctx, "procfs-cpu"), -EBUSY);
     ck_assert_str_eq(pa_last_error(), "procfs-cpu: cpu-tdp and nic-needs "
                                       "require it (disable them first)");
@@ -553,9 +539,8 @@ START_TEST(bad_requires_are_refused)
     t3.requires = needs_failing;
     ck_assert_int_eq(pa_module_register(ctx, &t3), 0);
     ck_assert_int_eq(pa_module_enable(ctx, "needs-failing", NULL), -EIO);
-    ck_assert_ptr_nonnull(strstr(pa_last_error(),
-                                 "needs-failing requires the sensor "
-                                 "fails-to-start, which failed to start"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "needs-failing requires the sensor "
+                                                  "fails-to-start, which failed to start"));
     ck_assert(!enabled(ctx, "procfs-cpu"));
     ck_assert(!enabled(ctx, "needs-failing"));
     /* bad tables */

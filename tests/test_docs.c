@@ -43,8 +43,8 @@ typedef struct findings {
     int n;
 } findings;
 
-static void found(findings *f, const char *file, int line, const char *fmt,
-                  ...) __attribute__((format(printf, 4, 5)));
+static void found(findings *f, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void found(findings *f, const char *file, int line, const char *fmt, ...)
 {
     char msg[1024];
@@ -79,8 +79,7 @@ static void found(findings *f, const char *file, int line, const char *fmt, ...)
 static void slugify(const char *text, char *out, size_t len)
 {
     size_t k = 0;
-    for (const unsigned char *p = (const unsigned char *)text; *p && k + 1 < len;
-         p++) {
+    for (const unsigned char *p = (const unsigned char *)text; *p && k + 1 < len; p++) {
         if (*p >= 0x80 || isalnum(*p) || *p == '-' || *p == '_')
             out[k++] = (char)tolower(*p);
         else if (*p == ' ')
@@ -153,8 +152,7 @@ static int headings_read(const char *path, heading_set *h)
             size_t sl = strlen(slug);
             if (!strcmp(s, slug) ||
                 (!strncmp(s, slug, sl) && s[sl] == '-' &&
-                 strspn(s + sl + 1, "0123456789") == strlen(s + sl + 1) &&
-                 s[sl + 1]))
+                 strspn(s + sl + 1, "0123456789") == strlen(s + sl + 1) && s[sl + 1]))
                 same++;
         }
         char final[4200];
@@ -211,8 +209,8 @@ static bool exists(const char *path)
 
 /* rel resolved from dir (the mentioning file's folder) then from root;
  * the path that exists goes to out.  false when neither does. */
-static bool resolve(const char *root, const char *dir, const char *rel,
-                    bool dir_only, char *out, size_t len)
+static bool resolve(const char *root, const char *dir, const char *rel, bool dir_only, char *out,
+                    size_t len)
 {
     snprintf(out, len, "%s/%s", dir, rel);
     if (exists(out))
@@ -224,9 +222,8 @@ static bool resolve(const char *root, const char *dir, const char *rel,
 }
 
 /* Checks an anchor of a Markdown file. */
-static void check_anchor(findings *f, const char *file, int line,
-                         const char *target, const char *shown,
-                         const char *anchor)
+static void check_anchor(findings *f, const char *file, int line, const char *target,
+                         const char *shown, const char *anchor)
 {
     heading_set h;
     if (headings_read(target, &h) < 0) {
@@ -234,8 +231,7 @@ static void check_anchor(findings *f, const char *file, int line,
         return;
     }
     if (!has_slug(&h, anchor))
-        found(f, file, line, "%s has no heading with anchor #%s", shown,
-              anchor);
+        found(f, file, line, "%s has no heading with anchor #%s", shown, anchor);
     headings_free(&h);
 }
 
@@ -247,8 +243,7 @@ static bool ends_with(const char *s, const char *suffix)
 
 static bool path_char(char c)
 {
-    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' ||
-           c == '/';
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == '/';
 }
 
 typedef struct scan {
@@ -259,8 +254,7 @@ typedef struct scan {
 } scan;
 
 /* Section citations (forms[]), and the bare sign inside DESIGN.md. */
-static void check_sections(scan *s, const char *file, int lineno,
-                           const char *line, bool in_design)
+static void check_sections(scan *s, const char *file, int lineno, const char *line, bool in_design)
 {
     static const char *const forms[] = {DESIGN_MD " section ", DESIGN_MD " §",
                                         DESIGN_MD " sections "};
@@ -272,9 +266,8 @@ static void check_sections(scan *s, const char *file, int lineno,
             const char *q = p + strlen(form);
             char num[32];
             size_t n = 0;
-            while (n + 1 < sizeof num &&
-                   (isdigit((unsigned char)q[n]) ||
-                    (q[n] == '.' && isdigit((unsigned char)q[n + 1]))))
+            while (n + 1 < sizeof num && (isdigit((unsigned char)q[n]) ||
+                                          (q[n] == '.' && isdigit((unsigned char)q[n + 1]))))
                 num[n] = q[n], n++;
             num[n] = '\0';
             if (!n) {
@@ -283,8 +276,8 @@ static void check_sections(scan *s, const char *file, int lineno,
             }
             if (!s->have_design)
                 found(s->f, file, lineno,
-                      "cites " DESIGN_MD " section %s, but there is no "
-                      DESIGN_MD " at the repository root",
+                      "cites " DESIGN_MD " section %s, but there is no " DESIGN_MD
+                      " at the repository root",
                       num);
             else if (!has_number(&s->design, num))
                 found(s->f, file, lineno,
@@ -297,8 +290,8 @@ static void check_sections(scan *s, const char *file, int lineno,
 }
 
 /* Every Markdown file name (and "#anchor" after it) mentioned in a line. */
-static void check_mentions(scan *s, const char *file, const char *dir,
-                           int lineno, const char *line, bool md)
+static void check_mentions(scan *s, const char *file, const char *dir, int lineno, const char *line,
+                           bool md)
 {
     for (const char *p = strstr(line, ".md"); p; p = strstr(p + 1, ".md")) {
         if (path_char(p[3]) && p[3] != '/' && p[3] != '.')
@@ -324,8 +317,7 @@ static void check_mentions(scan *s, const char *file, const char *dir,
         rel[n] = '\0';
         char path[4096];
         if (rel[0] == '/') {
-            found(s->f, file, lineno,
-                  "mentions %s, a path outside the repository", rel);
+            found(s->f, file, lineno, "mentions %s, a path outside the repository", rel);
             continue;
         }
         if (!resolve(s->root, dir, rel, false, path, sizeof path)) {
@@ -350,8 +342,8 @@ static void check_mentions(scan *s, const char *file, const char *dir,
 }
 
 /* "[text](target)" and "![alt](target)" in a Markdown line. */
-static void check_links(scan *s, const char *file, const char *dir,
-                        const char *self, int lineno, const char *text)
+static void check_links(scan *s, const char *file, const char *dir, const char *self, int lineno,
+                        const char *text)
 {
     /* code spans (`...`) show links without making them */
     char *line = strdup(text);
@@ -393,17 +385,14 @@ static void check_links(scan *s, const char *file, const char *dir,
         if (!target[0]) {
             snprintf(path, sizeof path, "%s", self);
         } else if (!resolve(s->root, dir, target, true, path, sizeof path)) {
-            found(s->f, file, lineno, "link to %s, which does not exist",
-                  target);
+            found(s->f, file, lineno, "link to %s, which does not exist", target);
             continue;
         }
         if (anchor[0]) {
             if (ends_with(path, ".md"))
-                check_anchor(s->f, file, lineno, path,
-                             target[0] ? target : file, anchor);
+                check_anchor(s->f, file, lineno, path, target[0] ? target : file, anchor);
             else
-                found(s->f, file, lineno,
-                      "link with an anchor #%s into %s, which is not Markdown",
+                found(s->f, file, lineno, "link with an anchor #%s into %s, which is not Markdown",
                       anchor, target);
         }
     }
@@ -412,9 +401,8 @@ static void check_links(scan *s, const char *file, const char *dir,
 
 static bool scanned_file(const char *name)
 {
-    static const char *const ext[] = {".c",    ".h",  ".py", ".java", ".sh",
-                                      ".md",   ".in", ".cmake", ".txt",
-                                      ".html", NULL};
+    static const char *const ext[] = {".c",  ".h",     ".py",  ".java", ".sh", ".md",
+                                      ".in", ".cmake", ".txt", ".html", NULL};
     if (!strcmp(name, "CMakeLists.txt"))
         return true;
     if (ends_with(name, ".txt"))
@@ -425,8 +413,7 @@ static bool scanned_file(const char *name)
     return false;
 }
 
-static void scan_file(scan *s, const char *path, const char *rel,
-                      const char *dir)
+static void scan_file(scan *s, const char *path, const char *rel, const char *dir)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -473,8 +460,7 @@ static void scan_dir(scan *s, const char *path, const char *rel)
             continue;
         char sub[4096], subrel[4096];
         snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        snprintf(subrel, sizeof subrel, "%s%s%s", rel, rel[0] ? "/" : "",
-                 e->d_name);
+        snprintf(subrel, sizeof subrel, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
         struct stat st;
         if (lstat(sub, &st) < 0 || S_ISLNK(st.st_mode))
             continue;
@@ -536,8 +522,7 @@ START_TEST(test_design_has_the_cited_sections)
     ck_assert_int_eq(headings_read(path, &h), 0);
     static const struct {
         const char *num, *words;
-    } want[] = {{"6", "formulas"}, {"8", "output contracts"},
-                {"9", "development machines"}};
+    } want[] = {{"6", "formulas"}, {"8", "output contracts"}, {"9", "development machines"}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         bool ok = false;
         for (size_t k = 0; k < h.n; k++)
@@ -546,8 +531,8 @@ START_TEST(test_design_has_the_cited_sections)
                 slugify(want[i].words, words, sizeof words);
                 ok = strstr(h.slug[k], words) != NULL;
             }
-        ck_assert_msg(ok, DESIGN_MD " section %s is no longer about %s",
-                      want[i].num, want[i].words);
+        ck_assert_msg(ok, DESIGN_MD " section %s is no longer about %s", want[i].num,
+                      want[i].words);
     }
     headings_free(&h);
     free(root);
@@ -557,8 +542,7 @@ END_TEST
 START_TEST(test_slugs_follow_github)
 {
     char out[256];
-    slugify("9. The development machines, and how everything is tested", out,
-            sizeof out);
+    slugify("9. The development machines, and how everything is tested", out, sizeof out);
     ck_assert_str_eq(out, "9-the-development-machines-and-how-everything-is-tested");
     slugify("6.4 In the agent: the Jalen equations", out, sizeof out);
     ck_assert_str_eq(out, "64-in-the-agent-the-jalen-equations");
@@ -608,9 +592,8 @@ START_TEST(test_broken_references_are_reported)
     };
     size_t nwant = sizeof want / sizeof want[0];
     for (size_t i = 0; i < nwant; i++)
-        ck_assert_msg(f.text && strstr(f.text, want[i]),
-                      "expected \"%s\" among the findings:\n%s", want[i],
-                      f.text ? f.text : "(none)");
+        ck_assert_msg(f.text && strstr(f.text, want[i]), "expected \"%s\" among the findings:\n%s",
+                      want[i], f.text ? f.text : "(none)");
     ck_assert_msg(n == (int)nwant, "%d findings, %zu expected:\n%s", n, nwant,
                   f.text ? f.text : "");
     free(f.text);
@@ -625,8 +608,7 @@ START_TEST(test_broken_references_are_reported)
                   "## Sub\n\n[web](https://example.org/x%s)\n",
                   D, D, MD);
     findings g = {0};
-    ck_assert_msg(check_tree(dir, &g) == 0, "still reported:\n%s",
-                  g.text ? g.text : "");
+    ck_assert_msg(check_tree(dir, &g) == 0, "still reported:\n%s", g.text ? g.text : "");
     free(g.text);
     pa_test_rmtree(dir);
 }

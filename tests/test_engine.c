@@ -39,8 +39,7 @@ static int fake_sample(pa_module *m, pa_frame *f)
     for (size_t i = 0; i < nprocs; i++) {
         if (!procs[i].alive)
             continue;
-        pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, procs[i].pid, 0,
-                                   procs[i].start);
+        pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, procs[i].pid, 0, procs[i].start);
         ck_assert_ptr_nonnull(t);
         snprintf(t->comm, sizeof(t->comm), "%s", procs[i].comm);
         t->ppid = procs[i].ppid;
@@ -89,8 +88,7 @@ static void ten_stop(pa_module *m)
     free(pa_module_priv(m));
 }
 
-static int ten_compute(pa_module *m, const pa_frame_delta *d,
-                       pa_power_table *t)
+static int ten_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     double w = *(double *)pa_module_priv(m);
     double dt = pa_delta_interval_s(d), sum = 0;
@@ -146,8 +144,7 @@ static void teardown_ctx(pa_ctx *ctx)
     root = NULL;
 }
 
-static fake_proc *add_proc(pid_t pid, pid_t ppid, uint64_t start,
-                           const char *comm)
+static fake_proc *add_proc(pid_t pid, pid_t ppid, uint64_t start, const char *comm)
 {
     fake_proc *p = &procs[nprocs++];
     p->pid = pid;
@@ -446,8 +443,7 @@ START_TEST(lifecycle_errors_name_the_fix)
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "unknown module 'no-such'"));
     ck_assert_int_eq(pa_module_configure(ctx, "ten-watts", "wats=3"), -EINVAL);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "did you mean 'watts'"));
-    ck_assert_int_eq(pa_module_configure(ctx, "ten-watts", "watts=abc"),
-                     -EINVAL);
+    ck_assert_int_eq(pa_module_configure(ctx, "ten-watts", "watts=abc"), -EINVAL);
     ck_assert_int_eq(pa_module_configure(ctx, "ten-watts", "watts"), -EINVAL);
     /* enabling twice is harmless */
     ck_assert_int_eq(pa_module_enable(ctx, "ten-watts", NULL), 0);

@@ -84,8 +84,7 @@ typedef struct blocks {
     size_t elen;
 } blocks;
 
-static void add_error(blocks *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void add_error(blocks *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_error(blocks *b, const char *fmt, ...)
 {
     char msg[1024];
@@ -113,8 +112,7 @@ static void blocks_free(blocks *b)
 }
 
 /* "<!-- example: ... -->" applied to the next block; false if not one. */
-static bool parse_marker(blocks *b, const char *rel, int lineno,
-                         const char *line, block *pending)
+static bool parse_marker(blocks *b, const char *rel, int lineno, const char *line, block *pending)
 {
     const char *p = line;
     while (*p == ' ')
@@ -133,8 +131,7 @@ static bool parse_marker(blocks *b, const char *rel, int lineno,
     snprintf(body, sizeof body, "%s", p);
     char *end = strstr(body, "-->");
     if (!end) {
-        add_error(b, "%s:%d: example marker without '-->' on its line", rel,
-                  lineno);
+        add_error(b, "%s:%d: example marker without '-->' on its line", rel, lineno);
         return true;
     }
     *end = '\0';
@@ -146,10 +143,9 @@ static bool parse_marker(blocks *b, const char *rel, int lineno,
         while (*why == ' ')
             why++;
         if (!*why)
-            add_error(b, "%s:%d: '%s' needs a reason a reader can check",
-                      rel, lineno, skip ? "skip:" : "xfail:");
-        snprintf(skip ? pending->skip : pending->xfail, sizeof pending->skip,
-                 "%s", why);
+            add_error(b, "%s:%d: '%s' needs a reason a reader can check", rel, lineno,
+                      skip ? "skip:" : "xfail:");
+        snprintf(skip ? pending->skip : pending->xfail, sizeof pending->skip, "%s", why);
     } else if (!strcmp(body, "daemon")) {
         pending->daemon = true;
     } else if (!strcmp(body, "env")) {
@@ -209,8 +205,7 @@ static void parse_readme(blocks *b, const char *path, const char *rel)
             marker_line = lineno;
             continue;
         }
-        if (ind < 4 && (!strncmp(p + ind, "```", 3) ||
-                        !strncmp(p + ind, "~~~", 3))) {
+        if (ind < 4 && (!strncmp(p + ind, "```", 3) || !strncmp(p + ind, "~~~", 3))) {
             size_t fl = strspn(p + ind, p[ind] == '`' ? "`" : "~");
             if (fl >= sizeof fence)
                 fl = sizeof fence - 1;
@@ -229,8 +224,8 @@ static void parse_readme(blocks *b, const char *path, const char *rel)
             while (*info == ' ')
                 info++;
             size_t k = 0;
-            while (info[k] && !isspace((unsigned char)info[k]) &&
-                   info[k] != '{' && k + 1 < sizeof cur->lang) {
+            while (info[k] && !isspace((unsigned char)info[k]) && info[k] != '{' &&
+                   k + 1 < sizeof cur->lang) {
                 cur->lang[k] = (char)tolower((unsigned char)info[k]);
                 k++;
             }
@@ -242,8 +237,7 @@ static void parse_readme(blocks *b, const char *path, const char *rel)
             continue;
         }
         if (have_marker && line[0]) {
-            add_error(b, "%s:%d: example marker not followed by a fenced block",
-                      rel, marker_line);
+            add_error(b, "%s:%d: example marker not followed by a fenced block", rel, marker_line);
             memset(&pending, 0, sizeof pending);
             have_marker = false;
         }
@@ -251,8 +245,7 @@ static void parse_readme(blocks *b, const char *path, const char *rel)
     if (cur)
         add_error(b, "%s:%d: fenced block never closed", rel, cur->line);
     if (have_marker)
-        add_error(b, "%s:%d: example marker not followed by a fenced block",
-                  rel, marker_line);
+        add_error(b, "%s:%d: example marker not followed by a fenced block", rel, marker_line);
     free(line);
     fclose(f);
 }
@@ -260,8 +253,7 @@ static void parse_readme(blocks *b, const char *path, const char *rel)
 static bool is_readme(const char *name)
 {
     size_t n = strlen(name);
-    return n > 3 && !strncasecmp(name, "readme", 6) &&
-           !strcasecmp(name + n - 3, ".md");
+    return n > 3 && !strncasecmp(name, "readme", 6) && !strcasecmp(name + n - 3, ".md");
 }
 
 /* A folder that is a build tree or hidden. */
@@ -463,8 +455,7 @@ typedef struct result {
     bool failed;
 } result;
 
-static void block_fail(result *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void block_fail(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void block_fail(result *r, const char *fmt, ...)
 {
     va_list ap;
@@ -538,23 +529,24 @@ static void stop_all(result *r, const block *b, proc *bg, size_t nbg)
             killpg(p->pid, SIGINT);
             if (!proc_wait(p, STOP_S, bg, nbg)) {
                 proc_kill(p);
-                block_fail(r, "%s:%d: `%s` still ran %d s after SIGINT; its output "
-                        "ends:\n%s",
-                     b->file, b->line, p->cmd, STOP_S, tail(p));
+                block_fail(r,
+                           "%s:%d: `%s` still ran %d s after SIGINT; its output "
+                           "ends:\n%s",
+                           b->file, b->line, p->cmd, STOP_S, tail(p));
                 continue;
             }
         }
         if (p->status != 0)
-            block_fail(r, "%s:%d: `%s` ended with status %d (after SIGINT, or on "
-                    "its own); its output ends:\n%s",
-                 b->file, b->line, p->cmd, p->status, tail(p));
+            block_fail(r,
+                       "%s:%d: `%s` ended with status %d (after SIGINT, or on "
+                       "its own); its output ends:\n%s",
+                       b->file, b->line, p->cmd, p->status, tail(p));
     }
 }
 
 /* Runs commands in turn: each must exit 0 within its time, or, still
  * running, have printed something (it then runs on until the end). */
-static void run_commands(result *r, const block *b, char **cmds, size_t n,
-                         int seconds)
+static void run_commands(result *r, const block *b, char **cmds, size_t n, int seconds)
 {
     proc *bg = calloc(n + 1, sizeof *bg);
     ck_assert_ptr_nonnull(bg);
@@ -563,32 +555,33 @@ static void run_commands(result *r, const block *b, char **cmds, size_t n,
         proc p;
         int rc = proc_start(&p, cmds[i]);
         if (rc < 0) {
-            block_fail(r, "%s:%d: cannot start `%s`: %s", b->file, b->line, cmds[i],
-                 strerror(-rc));
+            block_fail(r, "%s:%d: cannot start `%s`: %s", b->file, b->line, cmds[i], strerror(-rc));
             break;
         }
         if (proc_wait(&p, seconds, bg, nbg)) {
             /* the agent refuses a bad option by design without failing
              * the JVM: its one line is what says the example is wrong */
             if (strstr(p.out, "runs on without profiling"))
-                block_fail(r, "%s:%d: `%s`: the jalen agent refused its "
-                              "options:\n%s",
+                block_fail(r,
+                           "%s:%d: `%s`: the jalen agent refused its "
+                           "options:\n%s",
                            b->file, b->line, p.cmd, tail(&p));
             else if (p.status != 0)
-                block_fail(r, "%s:%d: `%s` failed with status %d; its output "
-                        "ends:\n%s",
-                     b->file, b->line, p.cmd, p.status, tail(&p));
+                block_fail(r,
+                           "%s:%d: `%s` failed with status %d; its output "
+                           "ends:\n%s",
+                           b->file, b->line, p.cmd, p.status, tail(&p));
             proc_free(&p);
         } else if (!printed(&p)) {
             proc_kill(&p);
-            block_fail(r, "%s:%d: `%s` printed nothing in %d s (raise the time with "
-                    "<!-- example: timeout=N --> if it is slow)",
-                 b->file, b->line, p.cmd, seconds);
+            block_fail(r,
+                       "%s:%d: `%s` printed nothing in %d s (raise the time with "
+                       "<!-- example: timeout=N --> if it is slow)",
+                       b->file, b->line, p.cmd, seconds);
             proc_free(&p);
         } else {
             bg[nbg++] = p; /* runs until stopped */
-            fprintf(r->log, "  `%s` runs until stopped (output after %d s)\n",
-                    p.cmd, seconds);
+            fprintf(r->log, "  `%s` runs until stopped (output after %d s)\n", p.cmd, seconds);
         }
     }
     stop_all(r, b, bg, nbg);
@@ -609,8 +602,8 @@ static void write_file(const char *path, const char *text)
 
 /* C and Java blocks without their entry point get one; the lines that must
  * stay at the top (#include, import) are kept there. */
-static char *wrap(const char *text, const char *top_prefix, const char *head,
-                  const char *open, const char *close)
+static char *wrap(const char *text, const char *top_prefix, const char *head, const char *open,
+                  const char *close)
 {
     size_t len = strlen(text) + strlen(head) + strlen(open) + strlen(close) + 8;
     char *top = calloc(1, len), *body = calloc(1, len), *out = calloc(1, 2 * len);
@@ -672,8 +665,7 @@ static const char *const json_check_py =
 
 /* The command that runs a program block (c, python, java, json) from its
  * folder dir, or NULL with *why set when it cannot run here. */
-static char *program_command(const env *e, const block *b, const char *dir,
-                             const char **why)
+static char *program_command(const env *e, const block *b, const char *dir, const char **why)
 {
     char path[PATH_MAX], *cmd = NULL;
     if (!strcmp(b->lang, "c")) {
@@ -681,17 +673,16 @@ static char *program_command(const env *e, const block *b, const char *dir,
         if (strstr(b->text, "main(")) {
             write_file(path, b->text);
         } else {
-            char *w = wrap(b->text, "#include", "", "int main(void)\n{\n",
-                           "    return 0;\n}\n");
+            char *w = wrap(b->text, "#include", "", "int main(void)\n{\n", "    return 0;\n}\n");
             write_file(path, w);
             free(w);
         }
-        ck_assert_int_ge(
-            asprintf(&cmd,
-                     "cc -Wall -Werror -fdiagnostics-color=never -I'%s/libpowerapi/include' -o '%s/example' "
-                     "'%s' -L'%s' -lpowerapi -Wl,-rpath,'%s' && '%s/example'",
-                     e->proj, dir, path, e->bin, e->bin, dir),
-            0);
+        ck_assert_int_ge(asprintf(&cmd,
+                                  "cc -Wall -Werror -fdiagnostics-color=never "
+                                  "-I'%s/libpowerapi/include' -o '%s/example' "
+                                  "'%s' -L'%s' -lpowerapi -Wl,-rpath,'%s' && '%s/example'",
+                                  e->proj, dir, path, e->bin, e->bin, dir),
+                         0);
     } else if (!strcmp(b->lang, "python") || !strcmp(b->lang, "py")) {
         if (!e->have_python) {
             *why = "the Python binding was not built";
@@ -721,12 +712,11 @@ static char *program_command(const env *e, const block *b, const char *dir,
             write_file(path, w);
             free(w);
         }
-        ck_assert_int_ge(
-            asprintf(&cmd,
-                     "javac -d '%s' -cp '%s/bindings/java/powerapi.jar' '%s' && "
-                     "java -cp '%s/bindings/java/powerapi.jar:%s' %s",
-                     dir, e->bin, path, e->bin, dir, cls),
-            0);
+        ck_assert_int_ge(asprintf(&cmd,
+                                  "javac -d '%s' -cp '%s/bindings/java/powerapi.jar' '%s' && "
+                                  "java -cp '%s/bindings/java/powerapi.jar:%s' %s",
+                                  dir, e->bin, path, e->bin, dir, cls),
+                         0);
     } else if (!strcmp(b->lang, "json")) {
         if (!e->have_python3) {
             *why = "no python3 to parse the sample";
@@ -737,27 +727,26 @@ static char *program_command(const env *e, const block *b, const char *dir,
         char py[PATH_MAX];
         snprintf(py, sizeof py, "%s/check.py", dir);
         write_file(py, json_check_py);
-        ck_assert_int_ge(
-            asprintf(&cmd,
-                     "powerapi monitor --all --count 1 --interval 300ms "
-                     "--format json > '%s/real.jsonl' && python3 '%s' '%s' "
-                     "'%s/real.jsonl'",
-                     dir, py, path, dir),
-            0);
+        ck_assert_int_ge(asprintf(&cmd,
+                                  "powerapi monitor --all --count 1 --interval 300ms "
+                                  "--format json > '%s/real.jsonl' && python3 '%s' '%s' "
+                                  "'%s/real.jsonl'",
+                                  dir, py, path, dir),
+                         0);
     }
     return cmd;
 }
 
 static bool is_shell(const char *lang)
 {
-    return !strcmp(lang, "sh") || !strcmp(lang, "bash") ||
-           !strcmp(lang, "console") || !strcmp(lang, "shell");
+    return !strcmp(lang, "sh") || !strcmp(lang, "bash") || !strcmp(lang, "console") ||
+           !strcmp(lang, "shell");
 }
 
 static bool is_run(const char *lang)
 {
-    return is_shell(lang) || !strcmp(lang, "c") || !strcmp(lang, "python") ||
-           !strcmp(lang, "py") || !strcmp(lang, "java") || !strcmp(lang, "json");
+    return is_shell(lang) || !strcmp(lang, "c") || !strcmp(lang, "python") || !strcmp(lang, "py") ||
+           !strcmp(lang, "java") || !strcmp(lang, "json");
 }
 
 /* Private /dev/shm and loopback for this process and its children. */
@@ -768,8 +757,7 @@ static int isolate(char *why, size_t len)
         return -1;
     }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") <
-            0) {
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0) {
         snprintf(why, len, "mount: %s", strerror(errno));
         return -1;
     }
@@ -802,8 +790,7 @@ static void run_block(const env *e, const block *b, const char *dir, result *r)
         return;
     }
     if (e->isolated && isolate(why, sizeof why) < 0) {
-        block_fail(r, "%s:%d: cannot make private namespaces: %s", b->file, b->line,
-             why);
+        block_fail(r, "%s:%d: cannot make private namespaces: %s", b->file, b->line, why);
         return;
     }
     if (chdir(e->work) < 0) {
@@ -828,8 +815,8 @@ static void run_block(const env *e, const block *b, const char *dir, result *r)
         usleep(600000);
         proc_poll(&daemon);
         if (daemon.exited) {
-            block_fail(r, "%s:%d: the example's daemon exited (%d):\n%s", b->file,
-                 b->line, daemon.status, tail(&daemon));
+            block_fail(r, "%s:%d: the example's daemon exited (%d):\n%s", b->file, b->line,
+                       daemon.status, tail(&daemon));
             proc_free(&daemon);
             return;
         }
@@ -853,11 +840,11 @@ static void run_block(const env *e, const block *b, const char *dir, result *r)
                 block_fail(r, "%s:%d: cannot start `%s`", b->file, b->line, cmd);
             } else if (!proc_wait(&p, secs, NULL, 0)) {
                 proc_kill(&p);
-                block_fail(r, "%s:%d: `%s` did not finish in %d s; output ends:\n%s",
-                     b->file, b->line, cmd, secs, tail(&p));
+                block_fail(r, "%s:%d: `%s` did not finish in %d s; output ends:\n%s", b->file,
+                           b->line, cmd, secs, tail(&p));
             } else if (p.status != 0) {
-                block_fail(r, "%s:%d: `%s` failed with status %d; output ends:\n%s",
-                     b->file, b->line, cmd, p.status, tail(&p));
+                block_fail(r, "%s:%d: `%s` failed with status %d; output ends:\n%s", b->file,
+                           b->line, cmd, p.status, tail(&p));
             } else if (!strcmp(b->lang, "json")) {
                 fprintf(r->log, "  %s", tail(&p));
             }
@@ -878,12 +865,11 @@ static void run_block(const env *e, const block *b, const char *dir, result *r)
 typedef struct summary {
     int ran, skipped, xfailed, failed;
     char env[512]; /* names README.md's env block set, "PATH POWERAPI_..." */
-    char *report; /* every block, one line each, plus failures */
+    char *report;  /* every block, one line each, plus failures */
     size_t len;
 } summary;
 
-static void say(summary *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void say(summary *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(summary *s, const char *fmt, ...)
 {
     char *m;
@@ -907,16 +893,15 @@ static void make_app_jar(const env *e)
     ck_assert_int_eq(mkdir(dir, 0755), 0);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/Main.java", dir);
-    write_file(path,
-               "public class Main {\n"
-               "    public static void main(String[] args) {\n"
-               "        long end = System.nanoTime() + 500_000_000L;\n"
-               "        double x = 0;\n"
-               "        while (System.nanoTime() < end)\n"
-               "            x += Math.sqrt(x + 1);\n"
-               "        System.out.println(\"app.jar: done \" + (x > 0));\n"
-               "    }\n"
-               "}\n");
+    write_file(path, "public class Main {\n"
+                     "    public static void main(String[] args) {\n"
+                     "        long end = System.nanoTime() + 500_000_000L;\n"
+                     "        double x = 0;\n"
+                     "        while (System.nanoTime() < end)\n"
+                     "            x += Math.sqrt(x + 1);\n"
+                     "        System.out.println(\"app.jar: done \" + (x > 0));\n"
+                     "    }\n"
+                     "}\n");
     char *cmd;
     ck_assert_int_ge(asprintf(&cmd,
                               "cd '%s' && javac Main.java && jar cfe '%s/app.jar' "
@@ -925,8 +910,7 @@ static void make_app_jar(const env *e)
                      0);
     char *out = NULL;
     int rc = pa_test_run(cmd, &out);
-    ck_assert_msg(rc == 0, "building app.jar failed (%d): %s", rc,
-                  out ? out : "");
+    ck_assert_msg(rc == 0, "building app.jar failed (%d): %s", rc, out ? out : "");
     free(out);
     free(cmd);
 }
@@ -981,8 +965,7 @@ static void env_init(env *e, const char *src)
     e->have_python3 = system("python3 -c '' >/dev/null 2>&1") == 0;
     e->have_python = access(p, R_OK) == 0 && e->have_python3;
     snprintf(p, sizeof p, "%s/bindings/java/powerapi.jar", e->bin);
-    e->have_java = access(p, R_OK) == 0 &&
-                   system("javac -version >/dev/null 2>&1") == 0 &&
+    e->have_java = access(p, R_OK) == 0 && system("javac -version >/dev/null 2>&1") == 0 &&
                    system("jar --version >/dev/null 2>&1") == 0;
     e->isolated = can_isolate();
     make_work(e);
@@ -1017,8 +1000,9 @@ static void apply_env(const env *e, const blocks *b, summary *s)
         for (size_t c = 0; c < n; c++) {
             char name[128] = "";
             if (sscanf(cmds[c], "export %127[A-Za-z0-9_]=", name) != 1) {
-                say(s, "  FAILED    %s:%d: env block line is not 'export "
-                       "NAME=VALUE': %s\n",
+                say(s,
+                    "  FAILED    %s:%d: env block line is not 'export "
+                    "NAME=VALUE': %s\n",
                     k->file, k->line, cmds[c]);
                 s->failed++;
             } else {
@@ -1029,8 +1013,8 @@ static void apply_env(const env *e, const blocks *b, summary *s)
                                           e->work, cmds[c], name),
                                  0);
                 int rc = pa_test_run(cmd, &val);
-                ck_assert_msg(rc == 0 && val, "%s:%d: `%s` failed (%d)",
-                              k->file, k->line, cmds[c], rc);
+                ck_assert_msg(rc == 0 && val, "%s:%d: `%s` failed (%d)", k->file, k->line, cmds[c],
+                              rc);
                 setenv(name, val, 1);
                 if (!strcmp(k->file, "README.md") &&
                     strlen(s->env) + strlen(name) + 3 < sizeof(s->env)) {
@@ -1063,8 +1047,8 @@ static void run_all(const char *src, summary *s)
     apply_env(&e, &b, s);
     bool want_jar = false;
     for (size_t i = 0; i < b.n; i++)
-        want_jar |= is_run(b.v[i].lang) && !b.v[i].skip[0] &&
-                    strstr(b.v[i].text, "app.jar") != NULL;
+        want_jar |=
+            is_run(b.v[i].lang) && !b.v[i].skip[0] && strstr(b.v[i].text, "app.jar") != NULL;
     if (want_jar && e.have_java)
         make_app_jar(&e);
 
@@ -1081,8 +1065,7 @@ static void run_all(const char *src, summary *s)
             for (size_t k = 0; k < n; k++)
                 free(cmds[k]);
             free(cmds);
-            cost[i] = (double)n * (b.v[i].timeout_s ? b.v[i].timeout_s
-                                                     : DEFAULT_CMD_S);
+            cost[i] = (double)n * (b.v[i].timeout_s ? b.v[i].timeout_s : DEFAULT_CMD_S);
         } else {
             cost[i] = 5;
         }
@@ -1144,8 +1127,7 @@ static void run_all(const char *src, summary *s)
         block *k = &b.v[i];
         const char *where = k->file;
         if (!is_run(k->lang)) {
-            say(s, "  not run   %s:%d (```%s: shown, not run)\n", where, k->line,
-                k->lang);
+            say(s, "  not run   %s:%d (```%s: shown, not run)\n", where, k->line, k->lang);
             continue;
         }
         if (k->skip[0]) {
@@ -1170,18 +1152,16 @@ static void run_all(const char *src, summary *s)
                     where, k->line, k->lang, k->xfail);
             } else {
                 s->xfailed++;
-                say(s, "  xfail     %s:%d %s: fails as expected (%s)\n%s",
-                    where, k->line, k->lang, k->xfail, log ? log : "");
+                say(s, "  xfail     %s:%d %s: fails as expected (%s)\n%s", where, k->line, k->lang,
+                    k->xfail, log ? log : "");
             }
         } else if (code == 0) {
             s->ran++;
-            say(s, "  ok        %s:%d %s%s (%.1f s)\n%s", where, k->line,
-                k->lang, k->daemon ? ", with a daemon" : "", took[i],
-                log ? log : "");
+            say(s, "  ok        %s:%d %s%s (%.1f s)\n%s", where, k->line, k->lang,
+                k->daemon ? ", with a daemon" : "", took[i], log ? log : "");
         } else {
             s->failed++;
-            say(s, "  FAILED    %s:%d %s\n%s\n", where, k->line, k->lang,
-                log ? log : "(no log)");
+            say(s, "  FAILED    %s:%d %s\n%s\n", where, k->line, k->lang, log ? log : "(no log)");
         }
         free(log);
     }
@@ -1211,18 +1191,15 @@ START_TEST(test_readme_examples_run)
     run_all(PA_SOURCE_TESTS "/..", &s);
     printf("README examples: %d ran, %d skipped, %d expected failures, %d "
            "failed (%.1f s)\n%s",
-           s.ran, s.skipped, s.xfailed, s.failed, now_s() - t0,
-           s.report ? s.report : "");
+           s.ran, s.skipped, s.xfailed, s.failed, now_s() - t0, s.report ? s.report : "");
     fflush(stdout);
     ck_assert_msg(s.failed == 0, "%d README example(s) failed:\n%s", s.failed,
                   s.report ? s.report : "");
     /* README.md says, before its examples, where ./run.sh left the
      * command and the bindings' libraries (issue 31 item 10) */
-    const char *names[3] = {" PATH ", " POWERAPI_LIBRARY ",
-                            " POWERAPI_JNI_LIBRARY "};
+    const char *names[3] = {" PATH ", " POWERAPI_LIBRARY ", " POWERAPI_JNI_LIBRARY "};
     for (int i = 0; i < 3; i++)
-        ck_assert_msg(strstr(s.env, names[i]),
-                      "README.md's env block does not set%s(it sets:%s)",
+        ck_assert_msg(strstr(s.env, names[i]), "README.md's env block does not set%s(it sets:%s)",
                       names[i], s.env);
     ck_assert_msg(s.ran > 0, "no README example ran");
     free(s.report);
@@ -1252,8 +1229,8 @@ START_TEST(test_broken_example_fails)
     summary s;
     run_all(dir, &s);
     ck_assert_msg(s.failed == 0 && s.ran == 3 && s.skipped == 1,
-                  "the working README: %d ran, %d skipped, %d failed:\n%s",
-                  s.ran, s.skipped, s.failed, s.report);
+                  "the working README: %d ran, %d skipped, %d failed:\n%s", s.ran, s.skipped,
+                  s.failed, s.report);
     ck_assert_ptr_nonnull(strstr(s.report, "skipped   README.md:8 sh: needs RAPL hardware"));
     free(s.report);
 
@@ -1262,8 +1239,7 @@ START_TEST(test_broken_example_fails)
      * misspelt agent option: each fails, named by file and line */
     char agent[PATH_MAX];
     snprintf(agent, sizeof agent, "%s/jalen-agent/libjalen.so", PA_BINARY_DIR);
-    bool java = access(agent, R_OK) == 0 &&
-                system("javac -version >/dev/null 2>&1") == 0 &&
+    bool java = access(agent, R_OK) == 0 && system("javac -version >/dev/null 2>&1") == 0 &&
                 system("jar --version >/dev/null 2>&1") == 0;
     pa_test_write(dir, "README.md",
                   "# t\n\n```sh\npowerapi modules --verbose-please\n```\n\n"
@@ -1277,20 +1253,21 @@ START_TEST(test_broken_example_fails)
                          "-jar app.jar\n```\n"
                        : "");
     run_all(dir, &s);
-    ck_assert_msg(s.failed == 5 + java, "%d failures, %d expected:\n%s",
-                  s.failed, 5 + java, s.report);
+    ck_assert_msg(s.failed == 5 + java, "%d failures, %d expected:\n%s", s.failed, 5 + java,
+                  s.report);
     if (java)
         ck_assert_msg(strstr(s.report, "README.md:27 sh") &&
                           strstr(s.report, "refused its options"),
                       "a bad agent option passed:\n%s", s.report);
-    const char *want[] = {"FAILED    README.md:3 sh", "--verbose-please",
-                          "FAILED    README.md:7 json", "power_w.gpu",
+    const char *want[] = {"FAILED    README.md:3 sh",
+                          "--verbose-please",
+                          "FAILED    README.md:7 json",
+                          "power_w.gpu",
                           "FAILED    README.md:11 c",
                           "README.md:17 sh: marked xfail",
                           "README.md:21: unknown example marker 'sometimes'"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        ck_assert_msg(strstr(s.report, want[i]), "\"%s\" not reported:\n%s",
-                      want[i], s.report);
+        ck_assert_msg(strstr(s.report, want[i]), "\"%s\" not reported:\n%s", want[i], s.report);
     free(s.report);
     pa_test_rmtree(dir);
 }

@@ -18,8 +18,7 @@ START_TEST(cpulist_number_beyond_any_cpu_is_skipped)
     int cpus[8];
     ck_assert_int_eq(pa__parse_cpulist("18446744073709551615", cpus, 8), 0);
     ck_assert_int_eq(pa__parse_cpulist("9223372036854775807", cpus, 8), 0);
-    ck_assert_int_eq(pa__parse_cpulist("0-1,2147483648-2147483650,5", cpus, 8),
-                     3);
+    ck_assert_int_eq(pa__parse_cpulist("0-1,2147483648-2147483650,5", cpus, 8), 3);
     ck_assert_int_eq(cpus[0], 0);
     ck_assert_int_eq(cpus[1], 1);
     ck_assert_int_eq(cpus[2], 5);
@@ -32,11 +31,10 @@ START_TEST(cpulist_number_beyond_any_cpu_is_skipped)
 }
 END_TEST
 
-static size_t put_msg(unsigned char *buf, uint16_t type, uint32_t seq,
-                      uint32_t len, const void *payload, size_t plen)
+static size_t put_msg(unsigned char *buf, uint16_t type, uint32_t seq, uint32_t len,
+                      const void *payload, size_t plen)
 {
-    struct nlmsghdr h = {.nlmsg_len = len, .nlmsg_type = type,
-                         .nlmsg_seq = seq};
+    struct nlmsghdr h = {.nlmsg_len = len, .nlmsg_type = type, .nlmsg_seq = seq};
     memcpy(buf, &h, sizeof(h));
     memcpy(buf + sizeof(h), payload, plen);
     return NLMSG_ALIGN(sizeof(h) + plen);
@@ -50,8 +48,7 @@ START_TEST(sock_diag_error_reply_that_is_no_errno_is_eio)
     ck_assert_ptr_nonnull(buf);
     size_t n;
     struct nlmsgerr e = {.error = 33554432};
-    size_t len = put_msg(buf, NLMSG_ERROR, 7, NLMSG_LENGTH(sizeof(e)), &e,
-                         sizeof(e));
+    size_t len = put_msg(buf, NLMSG_ERROR, 7, NLMSG_LENGTH(sizeof(e)), &e, sizeof(e));
     ck_assert_int_eq(pa__nic_diag_parse(buf, len, 7, &n), -EIO);
     e.error = -EACCES;
     len = put_msg(buf, NLMSG_ERROR, 7, NLMSG_LENGTH(sizeof(e)), &e, sizeof(e));
@@ -101,14 +98,18 @@ START_TEST(serve_label_with_f6_lead_byte_is_replaced)
     t[1].type = PA_TARGET_CGROUP;
     t[1].cgroup = "/\xf6\x81\x81\x88/\xc3\xa9";
     t[1].power.total_w = 2.0;
-    pa_report r = {.tick = 2, .interval_s = 1.0, .formula = "cpu-tdp",
-                   .sensors = "procfs-cpu", .cpu_source = "model",
-                   .assumed = "", .ntargets = 2, .targets = t};
+    pa_report r = {.tick = 2,
+                   .interval_s = 1.0,
+                   .formula = "cpu-tdp",
+                   .sensors = "procfs-cpu",
+                   .cpu_source = "model",
+                   .assumed = "",
+                   .ntargets = 2,
+                   .targets = t};
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     char *resp = NULL;
     size_t len = 0;
-    ck_assert_int_eq(
-        pa_cli_serve_exchange(&r, req, sizeof(req) - 1, &resp, &len), 0);
+    ck_assert_int_eq(pa_cli_serve_exchange(&r, req, sizeof(req) - 1, &resp, &len), 0);
     ck_assert_ptr_nonnull(resp);
     ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%.40s", resp);
     static const char cg[] = "cgroup=\"/\xef\xbf\xbd\xef\xbf\xbd"
@@ -117,8 +118,8 @@ START_TEST(serve_label_with_f6_lead_byte_is_replaced)
     ck_assert_ptr_nonnull(memmem(resp, len, cg, sizeof(cg) - 1));
     ck_assert_ptr_nonnull(memmem(resp, len, comm, sizeof(comm) - 1));
     for (size_t i = 0; i < len; i++)
-        ck_assert_msg((unsigned char)resp[i] < 0xf5, "byte 0x%02x at %zu",
-                      (unsigned char)resp[i], i);
+        ck_assert_msg((unsigned char)resp[i] < 0xf5, "byte 0x%02x at %zu", (unsigned char)resp[i],
+                      i);
     free(resp);
 }
 END_TEST

@@ -99,13 +99,9 @@ START_TEST(test_word_boundaries_and_versions)
 {
     pa_hwdb_cpu c;
     /* a part without a record must not take a neighbour's */
-    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB,
-                                  "Intel(R) Core(TM) i7-8700T CPU @ 2.40GHz",
-                                  &c),
+    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "Intel(R) Core(TM) i7-8700T CPU @ 2.40GHz", &c),
                      -ENOENT);
-    ck_assert_int_eq(
-        pa__hwdb_cpu(PA_TEST_HWDB, "AMD EPYC 7502P 32-Core Processor", &c),
-        -ENOENT);
+    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "AMD EPYC 7502P 32-Core Processor", &c), -ENOENT);
     /* "E5-2680" (Sandy Bridge) is not "E5-2680 v4" (Broadwell) */
     c = cpu_of("Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz");
     ck_assert_str_eq(c.match, "E5-2680 v4");
@@ -113,9 +109,7 @@ START_TEST(test_word_boundaries_and_versions)
     c = cpu_of("Intel(R) Xeon(R) CPU E5-2680 0 @ 2.70GHz");
     ck_assert_str_eq(c.match, "E5-2680");
     ck_assert_double_eq(c.tdp_w, 130);
-    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB,
-                                  "Intel(R) Xeon(R) CPU E5-2680 v5 @ 2.40GHz",
-                                  &c),
+    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "Intel(R) Xeon(R) CPU E5-2680 v5 @ 2.40GHz", &c),
                      -ENOENT);
 }
 END_TEST
@@ -123,8 +117,7 @@ END_TEST
 START_TEST(test_generic_vm_names_unknown)
 {
     pa_hwdb_cpu c;
-    const char *names[] = {"Intel(R) Xeon(R) Processor",
-                           "QEMU Virtual CPU version 2.5+",
+    const char *names[] = {"Intel(R) Xeon(R) Processor", "QEMU Virtual CPU version 2.5+",
                            "Common KVM processor", ""};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         int rc = pa__hwdb_cpu(PA_TEST_HWDB, names[i], &c);
@@ -132,8 +125,7 @@ START_TEST(test_generic_vm_names_unknown)
     }
     /* no match is not a failure of the file: the last error is untouched */
     pa__err(-EINVAL, "marker");
-    ck_assert_int_eq(
-        pa__hwdb_cpu(PA_TEST_HWDB, "Intel(R) Xeon(R) Processor", &c), -ENOENT);
+    ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "Intel(R) Xeon(R) Processor", &c), -ENOENT);
     ck_assert_str_eq(pa_last_error(), "marker");
 }
 END_TEST
@@ -193,16 +185,15 @@ END_TEST
 START_TEST(test_format_features)
 {
     char *dir;
-    char *path =
-        tmp_hwdb(&dir, "# a comment\n"
-                       "\n"
-                       "   # indented comment\n"
-                       "cpu \"Foo CPU\" tdp=10 mhz=1000 source=\"sheet "
-                       "\\\"A\\\" # not a comment\"  # trailing\n"
-                       "cpu \"Foo CPU Pro\" mhz=2000 tdp=20.5 threads=4 "
-                       "volt=500:0.8,2000:1.2 source=\"B\"\n"
-                       "nic \"drv\" state=100:1.5,1000:2.25 idle=0.5 "
-                       "source=\"C\"\n");
+    char *path = tmp_hwdb(&dir, "# a comment\n"
+                                "\n"
+                                "   # indented comment\n"
+                                "cpu \"Foo CPU\" tdp=10 mhz=1000 source=\"sheet "
+                                "\\\"A\\\" # not a comment\"  # trailing\n"
+                                "cpu \"Foo CPU Pro\" mhz=2000 tdp=20.5 threads=4 "
+                                "volt=500:0.8,2000:1.2 source=\"B\"\n"
+                                "nic \"drv\" state=100:1.5,1000:2.25 idle=0.5 "
+                                "source=\"C\"\n");
     pa_hwdb_cpu c;
     /* case and blanks do not matter; the longest match wins */
     ck_assert_int_eq(pa__hwdb_cpu(path, "ACME  foo   cpu  PRO 9", &c), 0);
@@ -229,9 +220,7 @@ END_TEST
 START_TEST(test_curves)
 {
     pa_curve c;
-    ck_assert_int_eq(pa__hwdb_curve(PA_TEST_HWDB,
-                                     "Intel(R) Xeon(R) CPU X5670 @ 2.93GHz", &c),
-                     0);
+    ck_assert_int_eq(pa__hwdb_curve(PA_TEST_HWDB, "Intel(R) Xeon(R) CPU X5670 @ 2.93GHz", &c), 0);
     ck_assert_str_eq(c.match, "X5670");
     ck_assert_uint_eq(c.n, 11);
     ck_assert_int_eq(c.per, PA_CURVE_SERVER);
@@ -244,9 +233,7 @@ START_TEST(test_curves)
     ck_assert_double_eq_tol(pa__curve_at(&c, 0.55), 164.5, 1e-9);
     ck_assert_double_eq(pa__curve_at(&c, -1), 66);
     ck_assert_double_eq(pa__curve_at(&c, 2), 247);
-    ck_assert_int_eq(pa__hwdb_curve(PA_TEST_HWDB, "Intel(R) Xeon(R) CPU X5672",
-                                    &c),
-                     -ENOENT);
+    ck_assert_int_eq(pa__hwdb_curve(PA_TEST_HWDB, "Intel(R) Xeon(R) CPU X5672", &c), -ENOENT);
     /* a curve and a cpu record may share a match string */
     pa_hwdb_cpu cpu;
     ck_assert_int_eq(pa__hwdb_cpu(PA_TEST_HWDB, "Xeon X5670", &cpu), 0);
@@ -262,14 +249,10 @@ static const struct {
 } bad[] = {
     {"cpu \"A\" tdp=1 mhz=1 source=\"s\"\ngpu \"B\"\n", 2, "'cpu', 'curve' or 'nic'"},
     {"curve \"A\" load=0:10,100:20 source=\"s\"\n", 1, "needs load=, per="},
-    {"curve \"A\" load=0:10 per=server source=\"s\"\n", 1,
-     "at least 2 points"},
-    {"curve \"A\" load=0:10,50:5 per=server source=\"s\"\n", 1,
-     "must not fall"},
-    {"curve \"A\" load=0:10,150:20 per=server source=\"s\"\n", 1,
-     "out of range"},
-    {"curve \"A\" load=0:10,100:20 per=rack source=\"s\"\n", 1,
-     "per=rack"},
+    {"curve \"A\" load=0:10 per=server source=\"s\"\n", 1, "at least 2 points"},
+    {"curve \"A\" load=0:10,50:5 per=server source=\"s\"\n", 1, "must not fall"},
+    {"curve \"A\" load=0:10,150:20 per=server source=\"s\"\n", 1, "out of range"},
+    {"curve \"A\" load=0:10,100:20 per=rack source=\"s\"\n", 1, "per=rack"},
     {"curve \"A\" load=0:1,9:2 per=vcpu source=\"s\"\n"
      "curve \"a\" load=0:1,9:2 per=vcpu source=\"s\"\n",
      2, "duplicate curve record"},
@@ -283,8 +266,7 @@ static const struct {
     {"cpu \"A\" tdp=-4 mhz=1 source=\"s\"\n", 1, "out of range"},
     {"cpu \"A\" tdp=1 tdp=2 mhz=1 source=\"s\"\n", 1, "tdp given twice"},
     {"cpu \"A\" tdp=1 mhz=1 threads=2.5 source=\"s\"\n", 1, "whole number"},
-    {"cpu \"A\" tdp=1 mhz=1 volt=800:1.1,600:0.9 source=\"s\"\n", 1,
-     "increasing"},
+    {"cpu \"A\" tdp=1 mhz=1 volt=800:1.1,600:0.9 source=\"s\"\n", 1, "increasing"},
     {"cpu \"A\" tdp=1 mhz=1 volt=800 source=\"s\"\n", 1, "MHZ:VOLTS"},
     {"cpu \"A\" tdp=1 mhz=1 volt=800:1.1, source=\"s\"\n", 1, "trailing"},
     {"cpu \"  \" tdp=1 mhz=1 source=\"s\"\n", 1, "empty cpu match"},
@@ -309,11 +291,10 @@ START_TEST(test_parse_errors)
     ck_assert_int_eq(rc, -EINVAL);
     char where[4200];
     snprintf(where, sizeof(where), "%s:%u:", path, bad[_i].line);
-    ck_assert_msg(strstr(pa_last_error(), where) != NULL,
-                  "case %d: '%s' lacks '%s'", _i, pa_last_error(), where);
-    ck_assert_msg(strstr(pa_last_error(), bad[_i].says) != NULL,
-                  "case %d: '%s' lacks '%s'", _i, pa_last_error(),
-                  bad[_i].says);
+    ck_assert_msg(strstr(pa_last_error(), where) != NULL, "case %d: '%s' lacks '%s'", _i,
+                  pa_last_error(), where);
+    ck_assert_msg(strstr(pa_last_error(), bad[_i].says) != NULL, "case %d: '%s' lacks '%s'", _i,
+                  pa_last_error(), bad[_i].says);
     ck_assert_int_eq(pa__hwdb_nic(path, "x", &n), -EINVAL);
     free(path);
     pa_test_rmtree(dir);
@@ -359,23 +340,19 @@ START_TEST(test_parse_volt)
     pa_hwdb_cpu c;
     char why[160];
     memset(&c, 0, sizeof(c));
-    ck_assert_int_eq(
-        pa__hwdb_parse_volt("800:0.75+3200:1.1", &c, why, sizeof(why)), 0);
+    ck_assert_int_eq(pa__hwdb_parse_volt("800:0.75+3200:1.1", &c, why, sizeof(why)), 0);
     ck_assert_uint_eq(c.nvolt, 2);
     ck_assert_double_eq(c.volt[1].mhz, 3200);
     ck_assert_double_eq(c.volt[1].volt, 1.1);
-    ck_assert_int_eq(
-        pa__hwdb_parse_volt("800:0.75+800:1.1", &c, why, sizeof(why)), -EINVAL);
+    ck_assert_int_eq(pa__hwdb_parse_volt("800:0.75+800:1.1", &c, why, sizeof(why)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "increasing"));
-    ck_assert_int_eq(pa__hwdb_parse_volt("800:9", &c, why, sizeof(why)),
-                     -EINVAL);
+    ck_assert_int_eq(pa__hwdb_parse_volt("800:9", &c, why, sizeof(why)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "out of range"));
     ck_assert_int_eq(pa__hwdb_parse_volt("", &c, why, sizeof(why)), -EINVAL);
     char many[512] = "";
     for (int i = 1; i <= 17; i++) {
         size_t u = strlen(many);
-        snprintf(many + u, sizeof(many) - u, "%s%d:1", i > 1 ? "+" : "",
-                 i * 100);
+        snprintf(many + u, sizeof(many) - u, "%s%d:1", i > 1 ? "+" : "", i * 100);
     }
     ck_assert_int_eq(pa__hwdb_parse_volt(many, &c, why, sizeof(why)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "more than 16"));
@@ -397,8 +374,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_nics);
     tcase_add_test(tc, test_format_features);
     tcase_add_test(tc, test_curves);
-    tcase_add_loop_test(tc, test_parse_errors, 0,
-                        (int)(sizeof(bad) / sizeof(bad[0])));
+    tcase_add_loop_test(tc, test_parse_errors, 0, (int)(sizeof(bad) / sizeof(bad[0])));
     tcase_add_test(tc, test_long_line);
     tcase_add_test(tc, test_missing_file_and_default_path);
     tcase_add_test(tc, test_parse_volt);

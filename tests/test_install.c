@@ -18,14 +18,15 @@ START_TEST(install_and_build_a_user_program)
 #endif
     char *prefix = pa_test_tmpdir();
     char *out = NULL, *cmd;
-    ck_assert(asprintf(&cmd, "cmake --install '%s' --prefix '%s' 2>&1",
-                       PA_BINARY_DIR, prefix) > 0);
+    ck_assert(asprintf(&cmd, "cmake --install '%s' --prefix '%s' 2>&1", PA_BINARY_DIR, prefix) > 0);
     int rc = pa_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "install failed: %s", out);
     free(cmd);
     free(out);
-    const char *files[] = {"include/powerapi.h", "lib/libpowerapi.a",
-                           "lib/libpowerapi.so", "bin/powerapi",
+    const char *files[] = {"include/powerapi.h",
+                           "lib/libpowerapi.a",
+                           "lib/libpowerapi.so",
+                           "bin/powerapi",
                            "share/powerapi/hwdb.txt",
                            "lib/pkgconfig/powerapi.pc",
                            "lib/cmake/powerapi/powerapiConfig.cmake"};
@@ -54,8 +55,7 @@ START_TEST(install_and_build_a_user_program)
                        "cmake --build '%s/userbuild' 2>&1 >/dev/null && "
                        "LD_LIBRARY_PATH='%s/lib' '%s/userbuild/prog_shared' && "
                        "'%s/userbuild/prog_static' 2>&1",
-                       PA_SOURCE_TESTS, prefix, prefix, prefix, prefix, prefix,
-                       prefix) > 0);
+                       PA_SOURCE_TESTS, prefix, prefix, prefix, prefix, prefix, prefix) > 0);
     rc = pa_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "find_package program: rc %d: %s", rc, out);
     free(cmd);

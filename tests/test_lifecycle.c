@@ -215,16 +215,13 @@ START_TEST(lifecycle_while_sampling)
             break;
         case 2:
             snprintf(opt, sizeof(opt), "scale=%d", i);
-            ck_assert_int_eq(pa_module_configure(ctx, "stress-sensor", opt),
-                             0);
+            ck_assert_int_eq(pa_module_configure(ctx, "stress-sensor", opt), 0);
             break;
         case 3:
             pa_module_disable(ctx, "stress-formula");
             break;
         case 4:
-            ck_assert_int_eq(
-                pa_module_configure(ctx, "stress-sensor", "scale=oops"),
-                -EINVAL);
+            ck_assert_int_eq(pa_module_configure(ctx, "stress-sensor", "scale=oops"), -EINVAL);
             break;
         }
         if (i % 500 == 0) {
@@ -281,8 +278,8 @@ START_TEST(several_contexts_at_once)
     /* a loaded machine (ASan, parallel builds) may not have run both
      * samplers yet: wait for a window in each, 10 s at most */
     pa_power pa, pb;
-    for (int i = 0; i < 1000 && (pa_pid_power(a, getpid(), &pa) < 0 ||
-                                 pa_pid_power(b, getpid(), &pb) < 0);
+    for (int i = 0;
+         i < 1000 && (pa_pid_power(a, getpid(), &pa) < 0 || pa_pid_power(b, getpid(), &pb) < 0);
          i++)
         usleep(10000);
     ck_assert_int_eq(pa_stop(a), 0);

@@ -35,10 +35,10 @@
 #include "testutil.h"
 
 #include <math.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -66,9 +66,9 @@ typedef struct sim {
     volatile int write_tree;
     double energy_j; /* unwrapped truth */
     unsigned ncpus;
-    int cpufreq;       /* offers policy0 with the userspace governor */
-    double mhz;        /* the frequency scaling_setspeed says */
-    double seen[32];   /* the successive values calibrate wrote there */
+    int cpufreq;     /* offers policy0 with the userspace governor */
+    double mhz;      /* the frequency scaling_setspeed says */
+    double seen[32]; /* the successive values calibrate wrote there */
     unsigned nseen;
 } sim;
 
@@ -87,8 +87,8 @@ static void read_stat(uint64_t *busy)
     ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
     fclose(f);
     unsigned long long v[8] = {0};
-    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-           &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+           &v[5], &v[6], &v[7]);
     *busy = v[0] + v[1] + v[2] + v[5] + v[6];
 }
 
@@ -107,8 +107,8 @@ static bool machine_saturated(const char *test)
         ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
         fclose(f);
         unsigned long long *v = k ? b : a;
-        sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-               &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+        sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7]);
         if (!k)
             usleep(1000000);
     }
@@ -139,8 +139,7 @@ static void *sim_run(void *p)
     struct sched_param sp = {.sched_priority = 10};
     pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     char path[4200];
-    snprintf(path, sizeof(path),
-             "%s/sys/class/powercap/intel-rapl:0/energy_uj", s->root);
+    snprintf(path, sizeof(path), "%s/sys/class/powercap/intel-rapl:0/energy_uj", s->root);
     uint64_t busy0, busy_q, t0 = mono_ns(), tq = t0;
     read_stat(&busy0);
     busy_q = busy0;
@@ -160,8 +159,7 @@ static void *sim_run(void *p)
         double ubar = (uq[0] + uq[1]) / 2;
         double f = s->mhz / 3000;
         pthread_mutex_lock(&s->lock);
-        s->energy_j += (4 * dt + f * (8 * busy_s / s->ncpus +
-                                      2 * ubar * ubar * dt)) * (1 + noise);
+        s->energy_j += (4 * dt + f * (8 * busy_s / s->ncpus + 2 * ubar * ubar * dt)) * (1 + noise);
         uint64_t uj = (uint64_t)(s->energy_j * 1e6) % RANGE_UJ;
         pthread_mutex_unlock(&s->lock);
         busy0 = busy;
@@ -185,8 +183,10 @@ static void *sim_run(void *p)
         noise = 0.02 * (rand_r(&seed) / (double)RAND_MAX - 0.5);
         if (s->cpufreq) {
             char fp[4300], buf[64] = "";
-            snprintf(fp, sizeof(fp), "%s/sys/devices/system/cpu/cpufreq/"
-                     "policy0/scaling_setspeed", s->root);
+            snprintf(fp, sizeof(fp),
+                     "%s/sys/devices/system/cpu/cpufreq/"
+                     "policy0/scaling_setspeed",
+                     s->root);
             FILE *ff = fopen(fp, "r");
             if (ff) {
                 if (fgets(buf, sizeof(buf), ff) && atof(buf) > 0)
@@ -194,8 +194,7 @@ static void *sim_run(void *p)
                 fclose(ff);
             }
             pthread_mutex_lock(&s->lock);
-            if (s->nseen < 32 &&
-                (!s->nseen || s->seen[s->nseen - 1] != s->mhz))
+            if (s->nseen < 32 && (!s->nseen || s->seen[s->nseen - 1] != s->mhz))
                 s->seen[s->nseen++] = s->mhz;
             pthread_mutex_unlock(&s->lock);
         }
@@ -230,11 +229,9 @@ static void sim_start(sim *s, bool cpufreq)
     pa_test_write(s->root, rel, "%llu\n", RANGE_UJ);
     snprintf(rel, sizeof(rel), "%s/energy_uj", z);
     pa_test_write(s->root, rel, "%020llu\n", 0ull);
-    pa_test_write(s->root, "sys/devices/system/cpu/online", "0-%u\n",
-                  s->ncpus - 1);
+    pa_test_write(s->root, "sys/devices/system/cpu/online", "0-%u\n", s->ncpus - 1);
     for (unsigned c = 0; c < s->ncpus; c++) {
-        snprintf(rel, sizeof(rel),
-                 "sys/devices/system/cpu/cpu%u/topology/physical_package_id", c);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%u/topology/physical_package_id", c);
         pa_test_write(s->root, rel, "0\n");
     }
     if (cpufreq) {
@@ -324,11 +321,10 @@ START_TEST(calibrate_on_simulated_rapl)
     for (size_t k = 0; k < c.n; k++) {
         double e = fabs(c.watts[k] - truth(c.load[k])) / truth(c.load[k]);
         worst = e > worst ? e : worst;
-        ck_assert_msg(e < 0.02, "point %.1f %%: %.3f W, truth %.3f W (%.2f %%)",
-                      c.load[k] * 100, c.watts[k], truth(c.load[k]), e * 100);
+        ck_assert_msg(e < 0.02, "point %.1f %%: %.3f W, truth %.3f W (%.2f %%)", c.load[k] * 100,
+                      c.watts[k], truth(c.load[k]), e * 100);
     }
-    printf("calibrate: %zu points, worst %.2f %% from the truth\n", c.n,
-           worst * 100);
+    printf("calibrate: %zu points, worst %.2f %% from the truth\n", c.n, worst * 100);
 
     /* 2. the reported validation error is its windows', and agrees with
      * the model's error against the truth */
@@ -370,8 +366,8 @@ START_TEST(calibrate_on_simulated_rapl)
                   100 * meas_vs_truth / n);
     ck_assert_msg(fabs(c.error - sum_truth / n) < meas_vs_truth / n + 0.005,
                   "reported %.2f %%, model vs truth %.2f %%, windows vs "
-                  "truth %.2f %%", c.error * 100, 100 * sum_truth / n,
-                  100 * meas_vs_truth / n);
+                  "truth %.2f %%",
+                  c.error * 100, 100 * sum_truth / n, 100 * meas_vs_truth / n);
 
     /* 3. the tree removed: cpu-curve on a pattern calibrate never ran */
     s.write_tree = 0;
@@ -387,8 +383,7 @@ START_TEST(calibrate_on_simulated_rapl)
     char opts[4400];
     snprintf(opts, sizeof(opts), "calibration=%s", cal);
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
-    ck_assert_msg(pa_module_enable(ctx, "cpu-curve", opts) == 0, "%s",
-                  pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "cpu-curve", opts) == 0, "%s", pa_last_error());
     pattern pt = {0, 0.35};
     pthread_t th[64];
     unsigned nth = s.ncpus < 64 ? s.ncpus : 64;
@@ -444,8 +439,7 @@ START_TEST(calibrate_per_frequency)
     char cmd[32768], cal[4200], setspeed[4300];
     snprintf(cal, sizeof(cal), "%s/cal.txt", s.root);
     snprintf(setspeed, sizeof(setspeed),
-             "%s/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed",
-             s.root);
+             "%s/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed", s.root);
     snprintf(cmd, sizeof(cmd),
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --levels 3 "
              "--step 2s --settle 300ms --window 500ms --reps 1 --validate 0 "
@@ -475,8 +469,8 @@ START_TEST(calibrate_per_frequency)
 #endif
     for (size_t k = 0; k < c.n; k++)
         ck_assert_msg(fabs(c.watts[k] / truth_f(c.load[k], 2000) - 1) < tol,
-                      "point %.1f %%: %.3f W, truth %.3f W", c.load[k] * 100,
-                      c.watts[k], truth_f(c.load[k], 2000));
+                      "point %.1f %%: %.3f W, truth %.3f W", c.load[k] * 100, c.watts[k],
+                      truth_f(c.load[k], 2000));
     /* each frequency's points, unless other work on the machine kept its
      * ladder from 2 distinct loads: then calibrate said so and left it out */
     const double mhz[3] = {1000, 2000, 3000};
@@ -490,13 +484,12 @@ START_TEST(calibrate_per_frequency)
             for (size_t k = 0; k < c.fn[f]; k++) {
                 double t = truth_f(c.fload[f][k], mhz[m]);
                 ck_assert_msg(fabs(c.fwatts[f][k] / t - 1) < tol,
-                              "%.0f MHz, %.1f %%: %.3f W, truth %.3f W",
-                              mhz[m], c.fload[f][k] * 100, c.fwatts[f][k], t);
+                              "%.0f MHz, %.1f %%: %.3f W, truth %.3f W", mhz[m],
+                              c.fload[f][k] * 100, c.fwatts[f][k], t);
             }
             f++;
         } else {
-            ck_assert_msg(strstr(out, skipped) != NULL, "%.0f MHz: %s",
-                          mhz[m], out);
+            ck_assert_msg(strstr(out, skipped) != NULL, "%.0f MHz: %s", mhz[m], out);
         }
     }
     ck_assert_uint_eq(f, c.nfreq);
@@ -527,8 +520,7 @@ START_TEST(calibrate_per_frequency)
              PA_CLI_PATH, s.root, cal, setspeed, setspeed, setspeed);
     st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 0);
-    ck_assert_msg(out && !strcmp(out, "1000000\nstatus 143\n2000000\n"),
-                  "%s", out ? out : "");
+    ck_assert_msg(out && !strcmp(out, "1000000\nstatus 143\n2000000\n"), "%s", out ? out : "");
     free(out);
     snprintf(cmd, sizeof(cmd), "%s.2", cal);
     ck_assert_int_eq(access(cmd, F_OK), -1);
@@ -540,8 +532,7 @@ START_TEST(calibrate_without_rapl)
 {
     char *dir = pa_test_tmpdir();
     char cmd[8192];
-    snprintf(cmd, sizeof(cmd), "'%s' calibrate --sysfs '%s' 2>&1",
-             PA_CLI_PATH, dir);
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --sysfs '%s' 2>&1", PA_CLI_PATH, dir);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 1);
@@ -549,21 +540,17 @@ START_TEST(calibrate_without_rapl)
     ck_assert_msg(strstr(out, "needs RAPL") != NULL, "%s", out);
     free(out);
     /* a ladder step too short for two windows after the settle time */
-    snprintf(cmd, sizeof(cmd), "'%s' calibrate --step 1s --settle 600ms 2>&1",
-             PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --step 1s --settle 600ms 2>&1", PA_CLI_PATH);
     st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 2);
-    ck_assert_msg(out && strstr(out, "--step must leave") != NULL, "%s",
-                  out ? out : "");
+    ck_assert_msg(out && strstr(out, "--step must leave") != NULL, "%s", out ? out : "");
     free(out);
     /* a --frequencies list it cannot use */
-    snprintf(cmd, sizeof(cmd), "'%s' calibrate --frequencies min,fast 2>&1",
-             PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --frequencies min,fast 2>&1", PA_CLI_PATH);
     st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 2);
-    ck_assert_msg(out && strstr(out, "--frequencies min,fast: give none") !=
-                             NULL,
-                  "%s", out ? out : "");
+    ck_assert_msg(out && strstr(out, "--frequencies min,fast: give none") != NULL, "%s",
+                  out ? out : "");
     free(out);
     pa_test_rmtree(dir);
 }

@@ -66,8 +66,7 @@ static void burn_us(unsigned us)
         for (int i = 0; i < 2000; i++)
             x = x * 33u + 7u;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-        long d = (b.tv_sec - a.tv_sec) * 1000000L +
-                 (b.tv_nsec - a.tv_nsec) / 1000L;
+        long d = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000L;
         if (d >= (long)us)
             break;
     }
@@ -119,8 +118,7 @@ static void storm_child(unsigned kind, unsigned life_ms, unsigned burn)
         pthread_t t[3];
         int n = 0;
         for (int i = 0; i < 3; i++)
-            if (pthread_create(&t[n], NULL, burn_thread,
-                               (void *)(uintptr_t)burn) == 0)
+            if (pthread_create(&t[n], NULL, burn_thread, (void *)(uintptr_t)burn) == 0)
                 n++;
         for (int i = 0; i < n; i++)
             pthread_join(t[i], NULL);
@@ -134,8 +132,8 @@ static void storm_child(unsigned kind, unsigned life_ms, unsigned burn)
     }
 }
 
-static void storm_run(unsigned total, unsigned conc, unsigned burn,
-                      unsigned life_max_ms, storm_stats *st)
+static void storm_run(unsigned total, unsigned conc, unsigned burn, unsigned life_max_ms,
+                      storm_stats *st)
 {
     memset(st, 0, sizeof(*st));
     double t0 = now_s();
@@ -191,8 +189,8 @@ static void storm_run(unsigned total, unsigned conc, unsigned burn,
     struct rusage self, kids;
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_CHILDREN, &kids);
-    st->cpu_s = tv_s(self.ru_utime) + tv_s(self.ru_stime) +
-                tv_s(kids.ru_utime) + tv_s(kids.ru_stime);
+    st->cpu_s =
+        tv_s(self.ru_utime) + tv_s(self.ru_stime) + tv_s(kids.ru_utime) + tv_s(kids.ru_stime);
     st->wall_s = now_s() - t0;
 }
 
@@ -202,14 +200,13 @@ static int storm_main(int argc, char **argv)
         return 2;
     storm_stats st;
     unsigned life = argc == 7 ? (unsigned)atoi(argv[6]) : 800;
-    storm_run((unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]),
-              (unsigned)atoi(argv[5]), life < 100 ? 100 : life, &st);
+    storm_run((unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]),
+              life < 100 ? 100 : life, &st);
     FILE *f = fopen(argv[2], "w");
     if (!f)
         return 1;
-    fprintf(f, "%u %u %u %u %u %u %u %.6f %.3f\n", st.spawned, st.forks,
-            st.execs, st.threaded, st.reuse_tries, st.reused, st.max_alive,
-            st.cpu_s, st.wall_s);
+    fprintf(f, "%u %u %u %u %u %u %u %.6f %.3f\n", st.spawned, st.forks, st.execs, st.threaded,
+            st.reuse_tries, st.reused, st.max_alive, st.cpu_s, st.wall_s);
     fclose(f);
     /* no exit handlers (a sanitizer's leak scan would add CPU time the
      * figures above do not count) */
@@ -262,8 +259,7 @@ static int threads_main(int argc, char **argv)
         while (next <= now) {
             pthread_t t;
             __atomic_add_fetch(&thr_active, 1, __ATOMIC_ACQUIRE);
-            if (pthread_create(&t, &at, churn_thread,
-                               (void *)(uintptr_t)burn) == 0) {
+            if (pthread_create(&t, &at, churn_thread, (void *)(uintptr_t)burn) == 0) {
                 n++;
             } else {
                 __atomic_sub_fetch(&thr_active, 1, __ATOMIC_RELEASE);
@@ -274,8 +270,7 @@ static int threads_main(int argc, char **argv)
         if (next_medium <= now) {
             pthread_t t;
             __atomic_add_fetch(&thr_active, 1, __ATOMIC_ACQUIRE);
-            if (pthread_create(&t, &at, churn_thread,
-                               (void *)(uintptr_t)(0x10000 | 25000)) == 0)
+            if (pthread_create(&t, &at, churn_thread, (void *)(uintptr_t)(0x10000 | 25000)) == 0)
                 medium++;
             else
                 __atomic_sub_fetch(&thr_active, 1, __ATOMIC_RELEASE);
@@ -295,9 +290,8 @@ static int threads_main(int argc, char **argv)
     if (!f)
         return 1;
     fprintf(f, "%lu %lu %lu %.6f %.6f %.6f %.3f\n", n, medium, failed,
-            (double)__atomic_load_n(&thr_done_ns, __ATOMIC_RELAXED) / 1e9,
-            main_s, tv_s(self.ru_utime) + tv_s(self.ru_stime),
-            now_s() - t0);
+            (double)__atomic_load_n(&thr_done_ns, __ATOMIC_RELAXED) / 1e9, main_s,
+            tv_s(self.ru_utime) + tv_s(self.ru_stime), now_s() - t0);
     fclose(f);
     _exit(0);
 }
@@ -307,9 +301,9 @@ static int storm_read(const char *path, storm_stats *st)
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    int n = fscanf(f, "%u %u %u %u %u %u %u %lf %lf", &st->spawned,
-                   &st->forks, &st->execs, &st->threaded, &st->reuse_tries,
-                   &st->reused, &st->max_alive, &st->cpu_s, &st->wall_s);
+    int n = fscanf(f, "%u %u %u %u %u %u %u %lf %lf", &st->spawned, &st->forks, &st->execs,
+                   &st->threaded, &st->reuse_tries, &st->reused, &st->max_alive, &st->cpu_s,
+                   &st->wall_s);
     fclose(f);
     return n == 9 ? 0 : -1;
 }
@@ -320,9 +314,8 @@ static void storm_print(const char *what, const storm_stats *st)
             "%s: %u processes in %.1f s (%u bare forks, %u fork+exec, %u with "
             "3 threads), at most %u alive, pid reuse %u of %u tries, CPU "
             "%.3f s\n",
-            what, st->spawned, st->wall_s, st->forks - st->threaded,
-            st->execs, st->threaded, st->max_alive, st->reused,
-            st->reuse_tries, st->cpu_s);
+            what, st->spawned, st->wall_s, st->forks - st->threaded, st->execs, st->threaded,
+            st->max_alive, st->reused, st->reuse_tries, st->cpu_s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -442,8 +435,8 @@ static size_t json_lines(const char *name, const char *needle, size_t *total)
         char *e = strchr(l, '\n');
         ck_assert_msg(e != NULL, "%s: a partial last line: %.80s", name, l);
         *e = '\0';
-        ck_assert_msg(l[0] == '{' && e > l && e[-1] == '}',
-                      "%s: not one JSON object: %.120s", name, l);
+        ck_assert_msg(l[0] == '{' && e > l && e[-1] == '}', "%s: not one JSON object: %.120s", name,
+                      l);
         n++;
         hits += needle && strstr(l, needle) != NULL;
         l = e + 1;
@@ -521,28 +514,24 @@ START_TEST(test_storm_watchers)
         char total[16], conc[16];
         snprintf(total, sizeof(total), "%d", STORM_TOTAL);
         snprintf(conc, sizeof(conc), "%d", STORM_CONC);
-        char *argv[] = {self_exe, "--storm", stats, total,
-                        conc,     "100",     STORM_LIFE_MS, NULL};
+        char *argv[] = {self_exe, "--storm", stats, total, conc, "100", STORM_LIFE_MS, NULL};
         execv(self_exe, argv);
         _exit(127);
     }
     close(go[0]);
 
-    char *mon_argv[] = {PA_CLI_PATH, "monitor", "--all",   "--threads",
-                        "--interval", "250ms", "--format", "json",
-                        "--output",  mon_out,  NULL};
+    char *mon_argv[] = {PA_CLI_PATH, "monitor", "--all",    "--threads", "--interval", "250ms",
+                        "--format",  "json",    "--output", mon_out,     NULL};
     pid_t mon = spawn_to(mon_argv, "monitor.stdout", "monitor.err");
-    char *d_argv[] = {PA_CLI_PATH, "daemon",   "--ring", ring,
-                      "--interval", "250ms",   "-q",     NULL};
+    char *d_argv[] = {PA_CLI_PATH, "daemon", "--ring", ring, "--interval", "250ms", "-q", NULL};
     pid_t dmn = spawn_to(d_argv, "daemon.stdout", "daemon.err");
     struct stat sb;
     for (int i = 0; i < 500 && stat(shm, &sb) < 0; i++)
         sleep_ms(20);
     ck_assert_msg(stat(shm, &sb) == 0, "the daemon made no ring");
     sleep_ms(400); /* a first window */
-    char *r_argv[] = {PA_CLI_PATH, "monitor", "--ring",   ring,
-                      "--interval", "250ms",  "--format", "json",
-                      "--output",  rd_out,   NULL};
+    char *r_argv[] = {PA_CLI_PATH, "monitor", "--ring",   ring,   "--interval", "250ms",
+                      "--format",  "json",    "--output", rd_out, NULL};
     pid_t rdr = spawn_to(r_argv, "reader.stdout", "reader.err");
 
     pa_ctx *ctx = NULL;
@@ -552,8 +541,8 @@ START_TEST(test_storm_watchers)
 
     sleep_ms(1500); /* every watcher has ticked a few times */
     pid_t who[4] = {mon, dmn, rdr, getpid()};
-    const char *names[4] = {"monitor --all --threads", "daemon",
-                            "monitor --ring", "pa_start sampler (this test)"};
+    const char *names[4] = {"monitor --all --threads", "daemon", "monitor --ring",
+                            "pa_start sampler (this test)"};
     usage u0[4], u1[4];
     int procs0, thr0, procs1 = 0, thr1 = 0;
     count_tasks(&procs0, &thr0);
@@ -566,8 +555,7 @@ START_TEST(test_storm_watchers)
     double t0 = now_s();
     while (waitpid(storm, &ws, WNOHANG) == 0 && now_s() - t0 < 150)
         sleep_ms(100);
-    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "storm status %d",
-                  ws);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "storm status %d", ws);
     storm_stats st;
     ck_assert_int_eq(storm_read(stats, &st), 0);
     storm_print("storm", &st);
@@ -592,33 +580,31 @@ START_TEST(test_storm_watchers)
         }
         sleep_ms(300);
     }
-    fprintf(stderr, "machine: %d processes, %d threads -> %d, %d\n", procs0,
-            thr0, procs1, thr1);
+    fprintf(stderr, "machine: %d processes, %d threads -> %d, %d\n", procs0, thr0, procs1, thr1);
     for (int i = 0; i < 4; i++) {
         fprintf(stderr,
                 "%-30s fds %d -> %d, RSS %ld -> %ld KiB (anonymous %ld -> "
                 "%ld)\n",
-                names[i], u0[i].fds, u1[i].fds, u0[i].rss_kib, u1[i].rss_kib,
-                u0[i].anon_kib, u1[i].anon_kib);
+                names[i], u0[i].fds, u1[i].fds, u0[i].rss_kib, u1[i].rss_kib, u0[i].anon_kib,
+                u1[i].anon_kib);
     }
     ck_assert_int_eq(pa_stop(ctx), 0);
     pa_ctx_free(ctx);
-    fprintf(stderr, "sampler: %lu reports, at most %lu targets\n", reports,
-            max_targets);
+    fprintf(stderr, "sampler: %lu reports, at most %lu targets\n", reports, max_targets);
 
     /* Every watcher still runs and stops cleanly (under ASan: no leak). */
     pid_t order[3] = {rdr, mon, dmn};
     const char *onames[3] = {"monitor --ring", "monitor --all", "daemon"};
     for (int i = 0; i < 3; i++) {
         int s = -1;
-        ck_assert_msg(waitpid(order[i], &s, WNOHANG) == 0,
-                      "%s died during the storm (status %d)", onames[i], s);
+        ck_assert_msg(waitpid(order[i], &s, WNOHANG) == 0, "%s died during the storm (status %d)",
+                      onames[i], s);
         kill(order[i], SIGTERM);
         t0 = now_s();
         while (waitpid(order[i], &s, WNOHANG) == 0 && now_s() - t0 < 30)
             sleep_ms(20);
-        ck_assert_msg(WIFEXITED(s) && WEXITSTATUS(s) == 0,
-                      "%s: status %d at SIGTERM", onames[i], s);
+        ck_assert_msg(WIFEXITED(s) && WEXITSTATUS(s) == 0, "%s: status %d at SIGTERM", onames[i],
+                      s);
     }
     check_quiet("monitor --all --threads", "monitor.err");
     check_quiet("daemon", "daemon.err");
@@ -647,13 +633,12 @@ START_TEST(test_storm_watchers)
          * processes would be 100 more) */
         int more = thr1 > thr0 ? 4 * (thr1 - thr0) : 0;
         ck_assert_msg(u1[i].fds <= u0[i].fds + more + 40,
-                      "%s: fds %d -> %d (machine: %d -> %d threads)",
-                      names[i], u0[i].fds, u1[i].fds, thr0, thr1);
+                      "%s: fds %d -> %d (machine: %d -> %d threads)", names[i], u0[i].fds,
+                      u1[i].fds, thr0, thr1);
 #ifndef PA_SANITIZE_BUILD
         /* (ASan keeps freed memory in quarantine, up to 256 MiB) */
-        ck_assert_msg(u1[i].anon_kib <= u0[i].anon_kib + 8192,
-                      "%s: anonymous RSS %ld -> %ld KiB", names[i],
-                      u0[i].anon_kib, u1[i].anon_kib);
+        ck_assert_msg(u1[i].anon_kib <= u0[i].anon_kib + 8192, "%s: anonymous RSS %ld -> %ld KiB",
+                      names[i], u0[i].anon_kib, u1[i].anon_kib);
 #endif
     }
 }
@@ -666,17 +651,15 @@ START_TEST(test_storm_command_cpu)
     char out[4200], stats[4200];
     snprintf(out, sizeof(out), "%s/command.json", tmp);
     snprintf(stats, sizeof(stats), "%s/storm.txt", tmp);
-    char *argv[] = {PA_CLI_PATH, "monitor", "--format", "json",
-                    "--interval", "500ms",  "--output", out,
-                    "--",         self_exe, "--storm",  stats,
-                    CMD_STORM,    "300",    "500",     NULL};
+    char *argv[] = {PA_CLI_PATH, "monitor", "--format", "json",   "--interval", "500ms",
+                    "--output",  out,       "--",       self_exe, "--storm",    stats,
+                    CMD_STORM,   "300",     "500",      NULL};
     pid_t mon = spawn_to(argv, "cmd.stdout", "cmd.err");
     int ws = -1;
     double t0 = now_s();
     while (waitpid(mon, &ws, WNOHANG) == 0 && now_s() - t0 < 200)
         sleep_ms(100);
-    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "monitor status %d",
-                  ws);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "monitor status %d", ws);
     check_quiet("monitor -- storm", "cmd.err");
     storm_stats st;
     ck_assert_int_eq(storm_read(stats, &st), 0);
@@ -689,14 +672,12 @@ START_TEST(test_storm_command_cpu)
     double cmd_cpu = strtod(k + 13, NULL);
     free(s);
     double err = (cmd_cpu - st.cpu_s) / st.cpu_s;
-    fprintf(stderr,
-            "command record cpu_time_s %.3f s, getrusage %.3f s: %+.2f %%\n",
-            cmd_cpu, st.cpu_s, 100 * err);
+    fprintf(stderr, "command record cpu_time_s %.3f s, getrusage %.3f s: %+.2f %%\n", cmd_cpu,
+            st.cpu_s, 100 * err);
     ck_assert_uint_ge(st.spawned, (unsigned)atoi(CMD_STORM));
     ck_assert_double_gt(st.cpu_s, 1.0);
-    ck_assert_msg(err > -0.02 && err < 0.02,
-                  "command cpu %.3f s, getrusage %.3f s (%+.2f %%)", cmd_cpu,
-                  st.cpu_s, 100 * err);
+    ck_assert_msg(err > -0.02 && err < 0.02, "command cpu %.3f s, getrusage %.3f s (%+.2f %%)",
+                  cmd_cpu, st.cpu_s, 100 * err);
 }
 END_TEST
 
@@ -719,26 +700,22 @@ START_TEST(test_thread_churn)
     char out[4200], stats[4200];
     snprintf(out, sizeof(out), "%s/threads.json", tmp);
     snprintf(stats, sizeof(stats), "%s/threads.txt", tmp);
-    char *argv[] = {PA_CLI_PATH, "monitor",   "--threads", "--format",
-                    "json",      "--interval", "250ms",    "--output",
-                    out,         "--",        self_exe,    "--threads",
-                    stats,       THREAD_SECS, "1000",      "300",
-                    NULL};
+    char *argv[] = {PA_CLI_PATH, "monitor",   "--threads", "--format", "json",   "--interval",
+                    "250ms",     "--output",  out,         "--",       self_exe, "--threads",
+                    stats,       THREAD_SECS, "1000",      "300",      NULL};
     pid_t mon = spawn_to(argv, "thr.stdout", "thr.err");
     int ws = -1;
     double t0 = now_s();
     while (waitpid(mon, &ws, WNOHANG) == 0 && now_s() - t0 < 120)
         sleep_ms(100);
-    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "monitor status %d",
-                  ws);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "monitor status %d", ws);
     check_quiet("monitor --threads", "thr.err");
     unsigned long nshort = 0, nmedium = 0, nfailed = 0;
     double ended_s = 0, main_s = 0, rusage_s = 0, wall_s = 0;
     FILE *f = fopen(stats, "r");
     ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fscanf(f, "%lu %lu %lu %lf %lf %lf %lf", &nshort,
-                            &nmedium, &nfailed, &ended_s, &main_s, &rusage_s,
-                            &wall_s),
+    ck_assert_int_eq(fscanf(f, "%lu %lu %lu %lf %lf %lf %lf", &nshort, &nmedium, &nfailed, &ended_s,
+                            &main_s, &rusage_s, &wall_s),
                      7);
     fclose(f);
 
@@ -765,8 +742,7 @@ START_TEST(test_thread_churn)
                 proc_s += jnum(l, "cpu_time_s", 0);
                 w_proc += jnum(l, "cpu_time_s", 0);
             }
-        } else if (strstr(l, "\"type\":\"thread\"") &&
-                   (long)jnum(l, "pid", -1) == pid) {
+        } else if (strstr(l, "\"type\":\"thread\"") && (long)jnum(l, "pid", -1) == pid) {
             double c = jnum(l, "cpu_time_s", 0);
             w_thr += c;
             if ((long)jnum(l, "tid", -1) == pid) {
@@ -817,26 +793,21 @@ START_TEST(test_thread_churn)
             "%.3f s + others %.3f s, ended threads after their last window "
             "%.3f s (they used %.3f s, %.3f s by their own clocks): sum "
             "%.3f s (%+.2f %%); worst window threads - process %+.3f s\n",
-            nshort, nmedium, wall_s, nfailed, windows, gone, ntids, proc_s,
-            rusage_s, main_win_s, thr_win_s, after_s, others_s, ended_s, sum,
-            100 * err, worst);
-    ck_assert_uint_ge(nshort,
-                      (unsigned long)(atoi(THREAD_SECS) * 1000 * THREAD_RATE_MIN));
+            nshort, nmedium, wall_s, nfailed, windows, gone, ntids, proc_s, rusage_s, main_win_s,
+            thr_win_s, after_s, others_s, ended_s, sum, 100 * err, worst);
+    ck_assert_uint_ge(nshort, (unsigned long)(atoi(THREAD_SECS) * 1000 * THREAD_RATE_MIN));
     ck_assert_uint_gt(gone, 20); /* medium threads come and go */
     /* every thread that had a record ends with an exited record (a tid
      * the kernel reused for a later thread has one per life) */
-    ck_assert_msg(open_tids == 0, "%zu tids never reported exited",
-                  open_tids);
+    ck_assert_msg(open_tids == 0, "%zu tids never reported exited", open_tids);
     ck_assert_uint_ge(gone, ntids);
     /* a thread's windows never exceed what it used (no tid counted
      * twice), and the threads measured themselves */
     ck_assert_double_le(thr_win_s, others_s);
     ck_assert_double_le(ended_s, others_s);
     ck_assert_msg(fabs(proc_s - rusage_s) < 0.01 * rusage_s,
-                  "process windows %.3f s, getrusage %.3f s", proc_s,
-                  rusage_s);
-    ck_assert_msg(fabs(err) < 0.01, "threads %.3f s, process %.3f s", sum,
-                  proc_s);
+                  "process windows %.3f s, getrusage %.3f s", proc_s, rusage_s);
+    ck_assert_msg(fabs(err) < 0.01, "threads %.3f s, process %.3f s", sum, proc_s);
     /* no window counts a thread twice (process CPU is in 10-ms ticks,
      * and threads are read a little after their process) */
     ck_assert_double_lt(worst, 0.04);

@@ -226,16 +226,13 @@ static void check_record(const char *line)
 {
     ck_assert_msg(json_valid(line), "invalid JSON: %s", line);
     static const char *const common[] = {"time", "interval_s"};
-    static const char *const sys[] = {"formula", "sources", "power_w",
-                                      "assumed"};
+    static const char *const sys[] = {"formula", "sources", "power_w", "assumed"};
     static const char *const tgt[] = {"cpu_time_s", "power_w", "energy_j"};
     double v;
     if (json_str_is(line, "type", "command")) {
-        const char *cmd_keys[] = {"pid", "exit_status", "duration_s",
-                                  "energy_j"};
+        const char *cmd_keys[] = {"pid", "exit_status", "duration_s", "energy_j"};
         for (size_t i = 0; i < 4; i++)
-            ck_assert_msg(json_get(line, cmd_keys[i]), "no %s: %s", cmd_keys[i],
-                          line);
+            ck_assert_msg(json_get(line, cmd_keys[i]), "no %s: %s", cmd_keys[i], line);
         ck_assert(json_num(line, "energy_j.total", &v) && v >= 0);
         return;
     }
@@ -245,8 +242,7 @@ static void check_record(const char *line)
         for (size_t i = 0; i < 4; i++)
             ck_assert_msg(json_get(line, sys[i]), "no %s: %s", sys[i], line);
         const char *src = json_get(line, "sources");
-        ck_assert(json_str_is(src, "cpu", "model") ||
-                  json_str_is(src, "cpu", "rapl"));
+        ck_assert(json_str_is(src, "cpu", "model") || json_str_is(src, "cpu", "rapl"));
         ck_assert(*json_get(line, "assumed") == '[');
         ck_assert(json_num(line, "power_w.cpu", &v) && v >= 0);
         ck_assert(json_num(line, "power_w.nic", &v) && v >= 0);
@@ -267,8 +263,7 @@ static void check_record(const char *line)
     if (json_str_is(line, "type", "thread"))
         ck_assert(json_num(line, "tid", &v) && v > 0);
     else
-        ck_assert_msg(json_str_is(line, "type", "process") ||
-                          json_str_is(line, "type", "tree"),
+        ck_assert_msg(json_str_is(line, "type", "process") || json_str_is(line, "type", "tree"),
                       "unknown type: %s", line);
 }
 
@@ -477,8 +472,8 @@ START_TEST(test_duty_ratio)
     struct timespec ts = {0, 200000000L};
     nanosleep(&ts, NULL);
     run r;
-    cli(&r, "monitor", "--pid", p0, "--pid", p1, "--threads", "--interval",
-        "500ms", "--count", "6", "--format", "json", NULL);
+    cli(&r, "monitor", "--pid", p0, "--pid", p1, "--threads", "--interval", "500ms", "--count", "6",
+        "--format", "json", NULL);
     kill(s.pid[0], SIGKILL);
     kill(s.pid[1], SIGKILL);
     waitpid(s.pid[0], NULL, 0);
@@ -494,11 +489,9 @@ START_TEST(test_duty_ratio)
     fprintf(stderr,
             "duty ratio: processes %.3f (%.3f W / %.3f W, cpu %.2f s / "
             "%.2f s), threads %.3f\n",
-            ratio, s.w[0] / DUTY_WINDOWS, s.w[1] / DUTY_WINDOWS, s.cpu_s[0],
-            s.cpu_s[1], tratio);
+            ratio, s.w[0] / DUTY_WINDOWS, s.w[1] / DUTY_WINDOWS, s.cpu_s[0], s.cpu_s[1], tratio);
     /* Threads are read from schedstat (ns): exact whatever the load. */
-    ck_assert_msg(fabs(tratio - 4.0) <= 0.4,
-                  "thread power ratio %.3f, not 4 +- 10%%", tratio);
+    ck_assert_msg(fabs(tratio - 4.0) <= 0.4, "thread power ratio %.3f, not 4 +- 10%%", tratio);
     /* Processes are read from stat, in 10 ms clock ticks: the sum over
      * the windows is off by up to one tick per end.  On an idle machine
      * the 25% process gets 0.75 s (75 ticks, +-3%); when other jobs
@@ -506,8 +499,7 @@ START_TEST(test_duty_ratio)
      * so the bound widens by it. */
     double tick_err = 0.02 / s.cpu_s[1] + 0.02 / s.cpu_s[0];
     double tol = s.cpu_s[1] >= 0.4 ? 0.4 : 0.4 + 4.0 * tick_err;
-    ck_assert_msg(fabs(ratio - 4.0) <= tol,
-                  "process power ratio %.3f, not 4 +- %.2f", ratio, tol);
+    ck_assert_msg(fabs(ratio - 4.0) <= tol, "process power ratio %.3f, not 4 +- %.2f", ratio, tol);
     run_free(&r);
 }
 END_TEST
@@ -524,8 +516,7 @@ START_TEST(test_command_exit_status)
     ck_assert_ptr_nonnull(strstr(r.err, "exit status"));
     run_free(&r);
 
-    cli(&r, "monitor", "--format", "json", "-o", "-", "--", "sh", "-c",
-        "exit 3", NULL);
+    cli(&r, "monitor", "--format", "json", "-o", "-", "--", "sh", "-c", "exit 3", NULL);
     ck_assert_int_eq(r.status, 3);
     const char *l = last_line(r.out);
     check_record(l);
@@ -539,8 +530,7 @@ START_TEST(test_command_exit_status)
     ck_assert_int_eq(r.status, 0);
     run_free(&r);
 
-    cli(&r, "monitor", "--format", "json", "-o", "-", "--", "sh", "-c",
-        "kill -KILL $$", NULL);
+    cli(&r, "monitor", "--format", "json", "-o", "-", "--", "sh", "-c", "kill -KILL $$", NULL);
     ck_assert_int_eq(r.status, 128 + SIGKILL);
     l = last_line(r.out);
     ck_assert(json_num(l, "exit_status", &v) && v == 128 + SIGKILL);
@@ -564,22 +554,18 @@ START_TEST(test_command_stdout_own)
     ck_assert_int_eq(pa_test_run("seq 1 20100", &want), 0);
     static const struct {
         const char *fmt, *mark;
-    } f[3] = {{"table", "Energy of 'sh -c"},
-              {"json", "{\"type\":\"command\""},
-              {"csv", "\ncommand,"}};
+    } f[3] = {
+        {"table", "Energy of 'sh -c"}, {"json", "{\"type\":\"command\""}, {"csv", "\ncommand,"}};
     for (int i = 0; i < 3; i++) {
         run r;
-        cli(&r, "monitor", "--format", f[i].fmt, "--interval", "20ms", "--",
-            "sh", "-c", cmd, NULL);
-        ck_assert_msg(r.status == 0, "%s: status %d: %s", f[i].fmt, r.status,
-                      r.err);
+        cli(&r, "monitor", "--format", f[i].fmt, "--interval", "20ms", "--", "sh", "-c", cmd, NULL);
+        ck_assert_msg(r.status == 0, "%s: status %d: %s", f[i].fmt, r.status, r.err);
         ck_assert_msg(strcmp(r.out, want) == 0,
                       "%s: the command's stdout changed (%zu bytes, want "
                       "%zu); stderr: %.300s",
                       f[i].fmt, strlen(r.out), strlen(want), r.err);
-        ck_assert_msg(strstr(r.err, f[i].mark) != NULL,
-                      "%s: no '%s' on stderr: %.500s", f[i].fmt, f[i].mark,
-                      r.err);
+        ck_assert_msg(strstr(r.err, f[i].mark) != NULL, "%s: no '%s' on stderr: %.500s", f[i].fmt,
+                      f[i].mark, r.err);
         run_free(&r);
     }
     /* -o FILE: the records there, nothing of ours on either stream */
@@ -587,8 +573,7 @@ START_TEST(test_command_stdout_own)
     char path[4200];
     snprintf(path, sizeof(path), "%s/m.json", dir);
     run r;
-    cli(&r, "monitor", "--format", "json", "-o", path, "--", "sh", "-c", cmd,
-        NULL);
+    cli(&r, "monitor", "--format", "json", "-o", path, "--", "sh", "-c", cmd, NULL);
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.out, want);
     ck_assert_msg(r.err[0] == '\0', "stderr: %s", r.err);
@@ -613,25 +598,20 @@ START_TEST(test_interval_below_resolution)
     snprintf(below, sizeof(below), "%ldus", 1000000 / hz / 4);
     snprintf(line, sizeof(line), "resolution of process CPU times");
     run r;
-    cli(&r, "monitor", "--pid", "1", "--interval", below, "--count", "3",
-        "--format", "json", NULL);
+    cli(&r, "monitor", "--pid", "1", "--interval", below, "--count", "3", "--format", "json", NULL);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     const char *nl = strchr(r.err, '\n');
     ck_assert_msg(strstr(r.err, line) && strstr(r.err, "USER_HZ") &&
-                      strstr(r.err, "most windows will read 0 W") && nl &&
-                      nl[1] == '\0',
+                      strstr(r.err, "most windows will read 0 W") && nl && nl[1] == '\0',
                   "want one line about the resolution: %s", r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "\"type\":\"process\""));
     run_free(&r);
-    cli(&r, "monitor", "--pid", "1", "--interval", tick, "--count", "2",
-        "--format", "json", NULL);
-    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "status %d: %s", r.status,
-                  r.err);
+    cli(&r, "monitor", "--pid", "1", "--interval", tick, "--count", "2", "--format", "json", NULL);
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "status %d: %s", r.status, r.err);
     run_free(&r);
     /* a command's windows too */
     cli(&r, "monitor", "--interval", below, "--", "true", NULL);
-    ck_assert_msg(r.status == 0 && strstr(r.err, line), "status %d: %s",
-                  r.status, r.err);
+    ck_assert_msg(r.status == 0 && strstr(r.err, line), "status %d: %s", r.status, r.err);
     run_free(&r);
 }
 END_TEST
@@ -667,8 +647,7 @@ static void acc_tree(const char *l, void *arg)
 START_TEST(test_command_tree_energy)
 {
     run r;
-    cli(&r, "monitor", "--format", "json", "--interval", "50ms", "-o", "-",
-        "--", "sh", "-c",
+    cli(&r, "monitor", "--format", "json", "--interval", "50ms", "-o", "-", "--", "sh", "-c",
         "sh -c 'i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done'; "
         "sleep 0.2; exit 0",
         NULL);
@@ -692,8 +671,7 @@ START_TEST(test_command_tree_energy)
     ck_assert(json_num(a.last, "energy_j.total", &te));
     ck_assert_msg(fabs(te - e) < 1e-6, "tree %f J, command %f J", te, e);
     ck_assert(json_num(l, "cpu_time_s", &cpu));
-    ck_assert_msg(fabs(cpu - a.cpu_s) < 1e-6 && cpu > 0.02, "cpu %f vs %f", cpu,
-                  a.cpu_s);
+    ck_assert_msg(fabs(cpu - a.cpu_s) < 1e-6 && cpu > 0.02, "cpu %f vs %f", cpu, a.cpu_s);
     /* the inner sh was reported as a process of its own */
     ck_assert_msg(a.other_pids > 0, "no descendant record");
     run_free(&r);
@@ -703,8 +681,7 @@ END_TEST
 START_TEST(test_command_forwards_sigterm)
 {
     run r;
-    char *args[] = {"monitor", "--format", "json", "-o", "-",
-                    "--",      "sleep",    "30",   NULL};
+    char *args[] = {"monitor", "--format", "json", "-o", "-", "--", "sleep", "30", NULL};
     double t0 = now_s();
     cli_sig(&r, SIGTERM, 500, args);
     double took = now_s() - t0;
@@ -723,8 +700,8 @@ END_TEST
 START_TEST(test_json_all)
 {
     run r;
-    cli(&r, "monitor", "--all", "--threads", "--pid", "1", "--cgroups",
-        "--interval", "300ms", "--count", "2", "--format", "json", NULL);
+    cli(&r, "monitor", "--all", "--threads", "--pid", "1", "--cgroups", "--interval", "300ms",
+        "--count", "2", "--format", "json", NULL);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "\"type\":\"system\""));
     ck_assert_ptr_nonnull(strstr(r.out, "\"type\":\"process\""));
@@ -737,8 +714,7 @@ END_TEST
 START_TEST(test_csv_header)
 {
     run r;
-    cli(&r, "monitor", "--all", "--interval", "200ms", "--count", "1",
-        "--format", "csv", NULL);
+    cli(&r, "monitor", "--all", "--interval", "200ms", "--count", "1", "--format", "csv", NULL);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     ck_assert(!strncmp(r.out, "type,time,interval_s,pid,", 25));
     ck_assert_ptr_nonnull(strstr(r.out, "power_w.cpu"));
@@ -752,8 +728,7 @@ END_TEST
 START_TEST(test_readme_job)
 {
     run r;
-    cli(&r, "monitor", "--all", "--top", "10", "--interval", "1s", "--count",
-        "3", NULL);
+    cli(&r, "monitor", "--all", "--top", "10", "--interval", "1s", "--count", "3", NULL);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "PID"));
     ck_assert_ptr_nonnull(strstr(r.out, "system"));
@@ -771,9 +746,8 @@ START_TEST(test_table_on_tty)
     pid_t pid = forkpty(&master, NULL, NULL, &ws);
     ck_assert(pid >= 0);
     if (pid == 0) {
-        char *argv[] = {
-            (char *)PA_CLI_PATH, "monitor", "--all", "--interval", "200ms",
-            "--count",           "2",       NULL};
+        char *argv[] = {(char *)PA_CLI_PATH, "monitor", "--all", "--interval", "200ms",
+                        "--count",           "2",       NULL};
         execv(argv[0], argv);
         _exit(127);
     }
@@ -820,8 +794,8 @@ START_TEST(test_unknown_pid_goes_on)
     run r;
     char self[16];
     snprintf(self, sizeof(self), "%d", (int)getpid());
-    cli(&r, "monitor", "--pid", "999999", "--pid", self, "--interval", "200ms",
-        "--count", "2", "--format", "json", NULL);
+    cli(&r, "monitor", "--pid", "999999", "--pid", self, "--interval", "200ms", "--count", "2",
+        "--format", "json", NULL);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "999999"));
     char want[64];
@@ -858,9 +832,8 @@ START_TEST(test_pid_exit_ends)
         int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1);
         dup2(fd, 2);
-        char *argv[] = {
-            (char *)PA_CLI_PATH, "monitor", "--pid", p, "--interval", "200ms",
-            "--format",          "json",    NULL};
+        char *argv[] = {(char *)PA_CLI_PATH, "monitor", "--pid", p, "--interval", "200ms",
+                        "--format",          "json",    NULL};
         execv(argv[0], argv);
         _exit(127);
     }

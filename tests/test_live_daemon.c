@@ -131,8 +131,7 @@ START_TEST(test_daemon_publishes)
     ck_assert_double_gt(g->interval_s, 0.02);
     ck_assert_double_lt(g->interval_s, 1.0);
     ck_assert_ptr_nonnull(g->cpu_source);
-    ck_assert(strcmp(g->cpu_source, "model") == 0 ||
-              strcmp(g->cpu_source, "rapl") == 0);
+    ck_assert(strcmp(g->cpu_source, "model") == 0 || strcmp(g->cpu_source, "rapl") == 0);
     ck_assert_double_gt(g->system.cpu_w, 0);
     size_t ncg = 0;
     for (size_t i = 0; i < g->ntargets; i++)
@@ -158,8 +157,7 @@ START_TEST(test_daemon_publishes)
         if (arc == -EAGAIN)
             continue;
         ck_assert_msg(arc == 0, "aggregate: %s", pa_last_error());
-        const pa_target_info *me =
-            pa_test_target(a, PA_TARGET_PROCESS, getpid());
+        const pa_target_info *me = pa_test_target(a, PA_TARGET_PROCESS, getpid());
         ck_assert_ptr_nonnull(me);
         ck_assert_str_eq(me->comm, "test_live_daemo");
         seen += me->power.cpu_time_s;
@@ -167,8 +165,8 @@ START_TEST(test_daemon_publishes)
             cpu_w = me->power.cpu_w;
         total_j = me->power.total_j;
     }
-    ck_assert_msg(seen > 0.8 * burnt && seen < burnt + 0.3,
-                  "cpu time %.3f s, burnt %.3f s", seen, burnt);
+    ck_assert_msg(seen > 0.8 * burnt && seen < burnt + 0.3, "cpu time %.3f s, burnt %.3f s", seen,
+                  burnt);
     ck_assert_double_gt(cpu_w, 0);
     ck_assert_double_gt(total_j, 0);
 
@@ -195,8 +193,7 @@ START_TEST(test_daemon_publishes)
     /* SIGTERM: exit 0, ring removed, readers told. */
     int ws = rf_stop_child(dpid, SIGTERM, 5000);
     dpid = 0;
-    ck_assert_msg(ws >= 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status %d",
-                  ws);
+    ck_assert_msg(ws >= 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status %d", ws);
     ck_assert_int_eq(stat(path, &st), -1);
     int rc;
     while ((rc = pa_ring_read(r, &seq, &g)) == 0)
@@ -213,27 +210,22 @@ START_TEST(test_daemon_modules)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --sensor nosuch 2>&1",
-             PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --sensor nosuch 2>&1", PA_CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--sensor nosuch"), "%s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --formula procfs-cpu 2>&1",
-             PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --formula procfs-cpu 2>&1", PA_CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
-    ck_assert_msg(strstr(out, "procfs-cpu is a sensor (use --sensor)"), "%s",
-                  out);
+    ck_assert_msg(strstr(out, "procfs-cpu is a sensor (use --sensor)"), "%s", out);
     free(out);
     /* an unknown --disable is an error too (the modules are listed) */
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable nosuch 2>&1",
-             PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable nosuch 2>&1", PA_CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--disable nosuch: unknown module"), "%s", out);
     free(out);
     /* the module rule of the library: a sensor a --formula requires
      * cannot be disabled */
-    snprintf(cmd, sizeof(cmd),
-             "%s daemon --ring %s --disable procfs-cpu --formula cpu-tdp 2>&1",
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable procfs-cpu --formula cpu-tdp 2>&1",
              PA_CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--disable procfs-cpu: --formula cpu-tdp requires "
@@ -294,8 +286,7 @@ START_TEST(test_daemon_killed)
     /* The CLI's readers say the same, and a new daemon takes over. */
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s serve --ring %s --listen 127.0.0.1:0 2>&1",
-             PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s serve --ring %s --listen 127.0.0.1:0 2>&1", PA_CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no longer running"));
     free(out);
@@ -316,13 +307,11 @@ START_TEST(test_daemon_fine_rapl)
     char cmd[1024];
     char *out = NULL;
     const char *sys = PA_FIXTURES "/rapl-laptop/sys";
-    snprintf(cmd, sizeof(cmd),
-             "%s daemon --ring %s --interval 10ms --count 5 -q --sysfs %s 2>&1",
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval 10ms --count 5 -q --sysfs %s 2>&1",
              PA_CLI_PATH, name, sys);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_msg(strstr(out, "refusing to publish RAPL-measured energy") &&
-                      strstr(out, "CVE-2020-8694") &&
-                      strstr(out, "--allow-fine-rapl"),
+                      strstr(out, "CVE-2020-8694") && strstr(out, "--allow-fine-rapl"),
                   "%s", out);
     free(out);
     char path[128];
@@ -349,9 +338,8 @@ START_TEST(test_daemon_fine_rapl)
     ck_assert_str_eq(out, "");
     free(out);
     /* 10 ms windows without RAPL (this machine's own /sys) are published. */
-    snprintf(cmd, sizeof(cmd),
-             "%s daemon --ring %s --interval 10ms --count 5 -q 2>&1",
-             PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval 10ms --count 5 -q 2>&1", PA_CLI_PATH,
+             name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     free(out);
 }
@@ -365,17 +353,15 @@ START_TEST(test_daemon_short_windows)
     ck_assert_int_gt(hz, 0);
     char cmd[1024];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd),
-             "%s daemon --ring %s --interval %ldus --count 5 -q 2>&1",
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval %ldus --count 5 -q 2>&1",
              PA_CLI_PATH, name, 1000000 / hz / 4);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     const char *nl = strchr(out, '\n');
-    ck_assert_msg(strstr(out, "resolution of process CPU times") &&
-                      strstr(out, "USER_HZ") && nl && nl[1] == '\0',
+    ck_assert_msg(strstr(out, "resolution of process CPU times") && strstr(out, "USER_HZ") && nl &&
+                      nl[1] == '\0',
                   "want one line: %s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd),
-             "%s daemon --ring %s --interval %ldus --count 3 -q 2>&1",
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval %ldus --count 3 -q 2>&1",
              PA_CLI_PATH, name, 1000000 / hz);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_str_eq(out, "");

@@ -24,8 +24,7 @@ static const char *check_window(const char *p, int *busy_rows)
         nl = strchr(p, '\n');
         ck_assert_ptr_nonnull(nl);
         char row[512];
-        size_t n = (size_t)(nl - p) < sizeof(row) - 1 ? (size_t)(nl - p)
-                                                      : sizeof(row) - 1;
+        size_t n = (size_t)(nl - p) < sizeof(row) - 1 ? (size_t)(nl - p) : sizeof(row) - 1;
         memcpy(row, p, n);
         row[n] = '\0';
         if (strstr(row, " more)"))
@@ -36,8 +35,7 @@ static const char *check_window(const char *p, int *busy_rows)
         int nt = 0;
         char copy[512];
         memcpy(copy, row, n + 1);
-        for (char *t = strtok_r(copy, " ", &save); t && nt < 32;
-             t = strtok_r(NULL, " ", &save))
+        for (char *t = strtok_r(copy, " ", &save); t && nt < 32; t = strtok_r(NULL, " ", &save))
             tok[nt++] = t;
         ck_assert_msg(nt >= 7, "not a table row: %s", row);
         double w = strtod(tok[nt - 2], NULL);
@@ -45,8 +43,7 @@ static const char *check_window(const char *p, int *busy_rows)
         prev = w;
         bool busy = strstr(row, " sha256sum ") || strstr(row, " gzip ");
         if (busy) {
-            ck_assert_msg(!zero_seen && w > 0.05,
-                          "a busy process after an idle row: %s", row);
+            ck_assert_msg(!zero_seen && w > 0.05, "a busy process after an idle row: %s", row);
             (*busy_rows)++;
         }
         zero_seen |= w < 0.005;
@@ -58,23 +55,20 @@ START_TEST(test_demo_shows_busy_workload)
 {
     char *dir = pa_test_tmpdir();
     char cmd[8192];
-    snprintf(cmd, sizeof(cmd), "'%s/../scripts/demo.sh' '%s' '%s/jalen' 2>&1",
-             PA_SOURCE_TESTS, PA_BINARY_DIR, dir);
+    snprintf(cmd, sizeof(cmd), "'%s/../scripts/demo.sh' '%s' '%s/jalen' 2>&1", PA_SOURCE_TESTS,
+             PA_BINARY_DIR, dir);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
-    ck_assert_msg(st == 0 && out, "demo.sh: status %d:\n%s", st,
-                  out ? out : "");
+    ck_assert_msg(st == 0 && out, "demo.sh: status %d:\n%s", st, out ? out : "");
     int windows = 0, busy_rows = 0;
-    for (const char *p = strstr(out, "     PID "); p;
-         p = strstr(p, "     PID ")) {
+    for (const char *p = strstr(out, "     PID "); p; p = strstr(p, "     PID ")) {
         p = check_window(p, &busy_rows);
         windows++;
     }
     ck_assert_msg(windows == 3, "%d table windows:\n%s", windows, out);
     /* both busy processes in every window (a loaded host may put other
      * processes above them, never an idle one) */
-    ck_assert_msg(busy_rows == 6, "%d busy rows in 3 windows:\n%s", busy_rows,
-                  out);
+    ck_assert_msg(busy_rows == 6, "%d busy rows in 3 windows:\n%s", busy_rows, out);
 
     char agent[4200];
     snprintf(agent, sizeof(agent), "%s/jalen-agent/libjalen.so", PA_BINARY_DIR);
@@ -90,10 +84,8 @@ START_TEST(test_demo_shows_busy_workload)
         ck_assert_ptr_nonnull(first);
         const char *eol = strchr(first, '\n');
         const char *busy = strstr(first, "Busy.");
-        ck_assert_msg(busy && eol && busy < eol, "first row not Busy.*:\n%s",
-                      j);
-        const char *m[3] = {"Busy.sortArrays", "Busy.countPrimes",
-                            "Busy.hashBlocks"};
+        ck_assert_msg(busy && eol && busy < eol, "first row not Busy.*:\n%s", j);
+        const char *m[3] = {"Busy.sortArrays", "Busy.countPrimes", "Busy.hashBlocks"};
         for (int i = 0; i < 3; i++)
             ck_assert_msg(strstr(j, m[i]), "no %s:\n%s", m[i], j);
     }

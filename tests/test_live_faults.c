@@ -11,8 +11,8 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +47,9 @@ static size_t whole_json_lines(const char *path)
     size_t n = 0;
     for (char *l = s; *l;) {
         char *e = strchr(l, '\n');
-        ck_assert_msg(e != NULL, "%s ends with a partial line: %.100s", path,
+        ck_assert_msg(e != NULL, "%s ends with a partial line: %.100s", path, l);
+        ck_assert_msg(l[0] == '{' && e > l && e[-1] == '}', "%s: not one JSON object: %.100s", path,
                       l);
-        ck_assert_msg(l[0] == '{' && e > l && e[-1] == '}',
-                      "%s: not one JSON object: %.100s", path, l);
         n++;
         l = e + 1;
     }
@@ -68,8 +67,9 @@ START_TEST(test_output_full_fs)
     if (unshare(CLONE_NEWNS) == 0)
         mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
     if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k") < 0) {
-        fprintf(stderr, "full file system: SKIPPED (cannot mount a tmpfs: "
-                        "%s; needs root or CAP_SYS_ADMIN)\n",
+        fprintf(stderr,
+                "full file system: SKIPPED (cannot mount a tmpfs: "
+                "%s; needs root or CAP_SYS_ADMIN)\n",
                 strerror(errno));
         return;
     }
@@ -85,8 +85,8 @@ START_TEST(test_output_full_fs)
         int st = pa_test_run(cmd, &msg);
         ck_assert_msg(st == 1, "status %d: %s", st, msg);
         const char *nl = strchr(msg, '\n');
-        ck_assert_msg(strstr(msg, "No space left on device") &&
-                          strstr(msg, out) && nl && nl[1] == '\0',
+        ck_assert_msg(strstr(msg, "No space left on device") && strstr(msg, out) && nl &&
+                          nl[1] == '\0',
                       "one line naming the file and the cause: %s", msg);
         free(msg);
         if (k == 0) {
@@ -96,8 +96,7 @@ START_TEST(test_output_full_fs)
             char *s = pa_test_slurp(out);
             ck_assert_ptr_nonnull(s);
             size_t len = strlen(s), fields = 0, lines = 0;
-            ck_assert_msg(len > 0 && s[len - 1] == '\n',
-                          "partial CSV line at the end");
+            ck_assert_msg(len > 0 && s[len - 1] == '\n', "partial CSV line at the end");
             for (char *l = s; *l;) {
                 char *e = strchr(l, '\n');
                 size_t f = 1;
@@ -108,8 +107,7 @@ START_TEST(test_output_full_fs)
                 }
                 if (!lines)
                     fields = f;
-                ck_assert_msg(f == fields, "CSV line %zu: %zu fields of %zu",
-                              lines, f, fields);
+                ck_assert_msg(f == fields, "CSV line %zu: %zu fields of %zu", lines, f, fields);
                 lines++;
                 l = e + 1;
             }
@@ -172,11 +170,11 @@ START_TEST(test_output_epipe)
 {
     char *err = NULL;
     double secs;
-    char *a1[] = {PA_CLI_PATH, "monitor", "--all",    "--format", "json",
-                  "--interval", "100ms",  "--count", "100",      NULL};
+    char *a1[] = {PA_CLI_PATH,  "monitor", "--all",   "--format", "json",
+                  "--interval", "100ms",   "--count", "100",      NULL};
     int ws = run_head1(a1, &err, &secs);
-    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 141,
-                  "status %d (signaled %d)", ws, WIFSIGNALED(ws));
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 141, "status %d (signaled %d)", ws,
+                  WIFSIGNALED(ws));
     ck_assert_msg(err && err[0] == '\0', "stderr: %s", err);
     ck_assert_double_lt(secs, 5);
     free(err);
@@ -184,17 +182,15 @@ START_TEST(test_output_epipe)
     /* With a command: it is ended too, not left running. */
     char marker[64];
     snprintf(marker, sizeof(marker), "exec sleep 37.%d", (int)getpid() % 1000);
-    char *a2[] = {PA_CLI_PATH, "monitor", "--format", "json", "--interval",
-                  "100ms",     "-o",      "-",        "--",   "sh",
-                  "-c",        marker,    NULL};
+    char *a2[] = {PA_CLI_PATH, "monitor", "--format", "json", "--interval", "100ms", "-o",
+                  "-",         "--",      "sh",       "-c",   marker,       NULL};
     ws = run_head1(a2, &err, &secs);
     ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 141, "status %d", ws);
     ck_assert_msg(err && err[0] == '\0', "stderr: %s", err);
     ck_assert_double_lt(secs, 10);
     free(err);
     char cmd[2048];
-    snprintf(cmd, sizeof(cmd), "pgrep -f '^sleep 37.%d$'",
-             (int)getpid() % 1000);
+    snprintf(cmd, sizeof(cmd), "pgrep -f '^sleep 37.%d$'", (int)getpid() % 1000);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 1); /* no such process */
 
     /* The ring reader too (a daemon of our own). */
@@ -272,8 +268,7 @@ START_TEST(test_hidepid_and_other_users)
              "%s %s monitor --procfs %s --pid 1 --count 1 2>&1'",
              mnt, nobody, PA_CLI_PATH, mnt);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
-    ck_assert_msg(strstr(out, "hidepid=") && strstr(out, "run as root"), "%s",
-                  out);
+    ck_assert_msg(strstr(out, "hidepid=") && strstr(out, "run as root"), "%s", out);
     free(out);
 
     /* another user's process (root's init) on a normal /proc: reported,

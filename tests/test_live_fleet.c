@@ -15,11 +15,9 @@
 #include <math.h>
 
 #define FLEET PA_SOURCE_TESTS "/../fleet"
-#define CONTAINER_ID                                                           \
-    "4f3c2b1a09e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2"
+#define CONTAINER_ID "4f3c2b1a09e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2"
 #define POD_UID "1d2e3f40-5a6b-4c7d-8e9f-a0b1c2d3e4f5"
-#define POD_CONTAINER                                                          \
-    "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f"
+#define POD_CONTAINER "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f"
 
 static const char *const node_names[3] = {"node-a", "node-b", "node-c"};
 static pid_t serve_pid[3], prom_pid;
@@ -65,17 +63,13 @@ START_TEST(test_rules_promtool)
         return;
     }
     char *out = NULL;
-    int st = pa_test_run(
-        "cd '" FLEET "' && promtool check rules powerapi.rules.yml 2>&1", &out);
+    int st = pa_test_run("cd '" FLEET "' && promtool check rules powerapi.rules.yml 2>&1", &out);
     ck_assert_msg(st == 0 && strstr(out, "SUCCESS: 10 rules found"), "%s", out);
     free(out);
-    st = pa_test_run("cd '" FLEET
-                     "' && promtool test rules powerapi.rules.test.yml 2>&1",
-                     &out);
+    st = pa_test_run("cd '" FLEET "' && promtool test rules powerapi.rules.test.yml 2>&1", &out);
     ck_assert_msg(st == 0 && strstr(out, "SUCCESS"), "%s", out);
     free(out);
-    st = pa_test_run(
-        "cd '" FLEET "' && promtool check config prometheus.yml 2>&1", &out);
+    st = pa_test_run("cd '" FLEET "' && promtool check config prometheus.yml 2>&1", &out);
     ck_assert_msg(st == 0, "%s", out);
     free(out);
 }
@@ -113,10 +107,8 @@ static int get(unsigned port, const char *path, char **resp)
     size_t len = strlen(path) + 128;
     char *req = malloc(len);
     ck_assert_ptr_nonnull(req);
-    int n = snprintf(
-        req, len,
-        "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        path);
+    int n =
+        snprintf(req, len, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
     int st = rf_http(port, req, (size_t)n, 5000, resp);
     free(req);
     return st;
@@ -126,8 +118,7 @@ static int get(unsigned port, const char *path, char **resp)
  * names, each as "\nNAME\n". */
 static void page_names(const char *page, char *names, size_t cap)
 {
-    for (const char *p = strstr(page, "# TYPE "); p;
-         p = strstr(p + 1, "# TYPE ")) {
+    for (const char *p = strstr(page, "# TYPE "); p; p = strstr(p + 1, "# TYPE ")) {
         char name[128];
         if (sscanf(p + 7, "%127s", name) != 1)
             continue;
@@ -149,8 +140,7 @@ static char *dashboard_exprs(size_t *n)
     char *out = calloc(1, strlen(j) + 1), *w = out;
     ck_assert_ptr_nonnull(out);
     *n = 0;
-    for (const char *p = strstr(j, "\"expr\": \""); p;
-         p = strstr(p, "\"expr\": \"")) {
+    for (const char *p = strstr(j, "\"expr\": \""); p; p = strstr(p, "\"expr\": \"")) {
         p += 9;
         for (; *p && *p != '"'; p++) {
             if (*p == '\\' && p[1])
@@ -185,14 +175,12 @@ static int check_names(const char *expr, const char *names, const char *rules)
         if (strchr(tok, ':') && strstr(tok, ":powerapi_")) {
             char want[200];
             snprintf(want, sizeof(want), "- record: %s\n", tok);
-            ck_assert_msg(strstr(rules, want),
-                          "'%s' names %s, no rule records it", expr, tok);
+            ck_assert_msg(strstr(rules, want), "'%s' names %s, no rule records it", expr, tok);
             k++;
         } else if (!strncmp(tok, "powerapi_", 9)) {
             char want[200];
             snprintf(want, sizeof(want), "\n%s\n", tok);
-            ck_assert_msg(strstr(names, want),
-                          "'%s' names %s, no exporter emits it:%s", expr, tok,
+            ck_assert_msg(strstr(names, want), "'%s' names %s, no exporter emits it:%s", expr, tok,
                           names);
             k++;
         }
@@ -206,8 +194,8 @@ static void urlenc(const char *s, char *out, size_t cap)
     size_t n = 0;
     for (; *s && n + 4 < cap; s++) {
         unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.')
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '_' || c == '-' || c == '.')
             out[n++] = (char)c;
         else
             n += (size_t)snprintf(out + n, cap - n, "%%%02X", c);
@@ -222,8 +210,7 @@ static char *query_try(unsigned port, const char *q, double t, int *st)
     char enc[4096], path[4400];
     urlenc(q, enc, sizeof(enc));
     if (t > 0)
-        snprintf(path, sizeof(path), "/api/v1/query?query=%s&time=%.3f", enc,
-                 t);
+        snprintf(path, sizeof(path), "/api/v1/query?query=%s&time=%.3f", enc, t);
     else
         snprintf(path, sizeof(path), "/api/v1/query?query=%s", enc);
     char *resp = NULL;
@@ -265,8 +252,7 @@ static char *query_until(unsigned port, const char *q, int min)
             return resp;
         usleep(200000);
     }
-    ck_abort_msg("Prometheus never answered %s with %d results: %s", q, min,
-                 resp);
+    ck_abort_msg("Prometheus never answered %s with %d results: %s", q, min, resp);
     return NULL;
 }
 
@@ -284,9 +270,8 @@ static void write_config(void)
     ck_assert_ptr_nonnull(readme);
     const char *sc = strstr(cfg, "scrape_configs:");
     ck_assert_ptr_nonnull(sc);
-    ck_assert_msg(strstr(readme, sc),
-                  "README.md does not show fleet/prometheus.yml's "
-                  "scrape_configs as they are");
+    ck_assert_msg(strstr(readme, sc), "README.md does not show fleet/prometheus.yml's "
+                                      "scrape_configs as they are");
     free(readme);
     char *out = malloc(strlen(cfg) + 512), *w = out;
     ck_assert_ptr_nonnull(out);
@@ -341,8 +326,7 @@ static void check_metric_names(void)
     for (size_t i = 0; i < n; i++, e += strlen(e) + 1)
         checked += check_names(e, names, rules);
     /* the rules' own expressions ("expr: ..." up to the next key) */
-    for (const char *p = strstr(rules, "expr: "); p;
-         p = strstr(p + 1, "expr: ")) {
+    for (const char *p = strstr(rules, "expr: "); p; p = strstr(p + 1, "expr: ")) {
         const char *end = strstr(p, "\n      - ");
         char *x = strndup(p + 6, end ? (size_t)(end - p - 6) : strlen(p + 6));
         for (char *c = strstr(x, "\n  "); c; c = strstr(c, "\n  "))
@@ -379,8 +363,7 @@ static void substitute(const char *e, char *out, size_t cap)
 
 /* The fleet's total and the sum of the nodes' at one instant t (both
  * recorded by the same evaluation): within 1 %.  Returns the fleet's. */
-static double check_total(unsigned port, const char *node_rule,
-                          const char *fleet_rule, double t)
+static double check_total(unsigned port, const char *node_rule, const char *fleet_rule, double t)
 {
     double v[8], f[2], sum = 0;
     char *r = query(port, node_rule, t);
@@ -389,40 +372,36 @@ static double check_total(unsigned port, const char *node_rule,
     for (int i = 0; i < 3; i++) {
         char want[64];
         snprintf(want, sizeof(want), "\"node\":\"%s\"", node_names[i]);
-        ck_assert_msg(strstr(r, want), "%s: no %s: %s", node_rule,
-                      node_names[i], r);
+        ck_assert_msg(strstr(r, want), "%s: no %s: %s", node_rule, node_names[i], r);
         sum += v[i];
     }
     free(r);
     r = query(port, fleet_rule, t);
     ck_assert_int_eq(values(r, f, 2), 1);
     free(r);
-    printf("fleet: %s %.6g, the nodes' sum %.6g (%.3g %%)\n", fleet_rule, f[0],
-           sum, sum > 0 ? 100 * fabs(f[0] - sum) / sum : 0.0);
-    ck_assert_msg(sum > 0 && fabs(f[0] - sum) <= 0.01 * sum,
-                  "%s %.6g, nodes %.6g", fleet_rule, f[0], sum);
+    printf("fleet: %s %.6g, the nodes' sum %.6g (%.3g %%)\n", fleet_rule, f[0], sum,
+           sum > 0 ? 100 * fabs(f[0] - sum) / sum : 0.0);
+    ck_assert_msg(sum > 0 && fabs(f[0] - sum) <= 0.01 * sum, "%s %.6g, nodes %.6g", fleet_rule,
+                  f[0], sum);
     return f[0];
 }
 
 START_TEST(test_fleet)
 {
     if (!have("prometheus")) {
-        fprintf(stderr,
-                "test_fleet: SKIPPED: prometheus absent (Debian package "
-                "'prometheus')\n");
+        fprintf(stderr, "test_fleet: SKIPPED: prometheus absent (Debian package "
+                        "'prometheus')\n");
         return;
     }
     uint64_t t0 = rf_now_ms();
     /* node-a: a Docker container's cgroup; node-b: the monitor (conmon,
      * unit "conmon") of a CRI-O container of a Kubernetes pod; node-c:
      * this machine, sampled */
-    rf_start_cgroup(&ra, "fleeta", 1,
-                    "/system.slice/docker-" CONTAINER_ID ".scope");
-    rf_start_cgroup(
-        &rb, "fleetb", 1,
-        "/kubepods.slice/kubepods-besteffort.slice/"
-        "kubepods-besteffort-pod1d2e3f40_5a6b_4c7d_8e9f_a0b1c2d3e4f5.slice/"
-        "crio-conmon-" POD_CONTAINER ".scope");
+    rf_start_cgroup(&ra, "fleeta", 1, "/system.slice/docker-" CONTAINER_ID ".scope");
+    rf_start_cgroup(&rb, "fleetb", 1,
+                    "/kubepods.slice/kubepods-besteffort.slice/"
+                    "kubepods-besteffort-pod1d2e3f40_5a6b_4c7d_8e9f_a0b1c2d3e4f5.slice/"
+                    "crio-conmon-" POD_CONTAINER ".scope");
     start_serve(0, ra.name);
     start_serve(1, rb.name);
     start_serve(2, NULL);
@@ -433,19 +412,17 @@ START_TEST(test_fleet)
 
     /* three nodes recorded, and two evaluations of the fleet's rule */
     free(query_until(pport, "node:powerapi_system_power_watts:sum", 3));
-    char *r = query_until(
-        pport,
-        "count_over_time(fleet:powerapi_system_power_watts:sum[1m]) >= 2", 1);
+    char *r =
+        query_until(pport, "count_over_time(fleet:powerapi_system_power_watts:sum[1m]) >= 2", 1);
     free(r);
     /* every rule loaded and evaluated without error, the alerts too */
     r = NULL;
     ck_assert_int_eq(get(pport, "/api/v1/rules", &r), 200);
     int healthy = 0;
-    for (const char *p = strstr(r, "\"health\":\"ok\""); p;
-         p = strstr(p + 1, "\"health\":\"ok\""))
+    for (const char *p = strstr(r, "\"health\":\"ok\""); p; p = strstr(p + 1, "\"health\":\"ok\""))
         healthy++;
-    ck_assert_msg(healthy == 10 && !strstr(r, "\"health\":\"err"), "%d rules ok: %s",
-                  healthy, rf_body(r));
+    ck_assert_msg(healthy == 10 && !strstr(r, "\"health\":\"err"), "%d rules ok: %s", healthy,
+                  rf_body(r));
     ck_assert_ptr_nonnull(strstr(r, "\"name\":\"PowerapiProcessHighPower\""));
     free(r);
     /* the node label: the scrape configuration's, and on cgroup series
@@ -454,8 +431,7 @@ START_TEST(test_fleet)
     for (int i = 0; i < 3; i++) {
         char want[64];
         snprintf(want, sizeof(want), "\"node\":\"%s\"", node_names[i]);
-        ck_assert_msg(strstr(r, want), "no cgroup series of %s: %s",
-                      node_names[i], r);
+        ck_assert_msg(strstr(r, want), "no cgroup series of %s: %s", node_names[i], r);
     }
     free(r);
     /* containers by id, and the pod's of node-b */
@@ -491,9 +467,7 @@ START_TEST(test_fleet)
                            "fleet:powerapi_system_power_watts:sum", t);
     /* the two rings' nodes are 11 W each, node-c this machine's power */
     ck_assert_msg(w > 22 && w < 22 + 10000, "fleet %.6g W", w);
-    r = query(pport,
-              "node:powerapi_system_power_watts:sum{node=~\"node-a|node-b\"}",
-              t);
+    r = query(pport, "node:powerapi_system_power_watts:sum{node=~\"node-a|node-b\"}", t);
     double v[4];
     ck_assert_int_eq(values(r, v, 4), 2);
     ck_assert(v[0] == 11 && v[1] == 11);

@@ -62,8 +62,7 @@ static void sink_loop(int lfd)
  * against an absolute clock so that the average rate is exact. */
 /* Connects, says so on ready (0, or the errno of the failure), then sends
  * at rate bytes a second. */
-static void sender_loop(const struct sockaddr *sa, socklen_t len,
-                        double rate, int ready)
+static void sender_loop(const struct sockaddr *sa, socklen_t len, double rate, int ready)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM, 0);
     int err = fd < 0 || connect(fd, sa, len) < 0 ? errno : 0;
@@ -141,8 +140,7 @@ static pid_t spawn_sender(const void *sa, socklen_t len, double rate)
                                             "20 s");
     ck_assert_int_eq(read(pfd[0], &err, sizeof err), (ssize_t)sizeof err);
     close(pfd[0]);
-    ck_assert_msg(err == 0, "the sender could not connect: %s",
-                  strerror(err));
+    ck_assert_msg(err == 0, "the sender could not connect: %s", strerror(err));
     return p;
 }
 
@@ -174,12 +172,9 @@ static pa_ctx *live_ctx(const char *nic_linear_opts)
     pa_ctx *ctx;
     pa_ctx_opts o = {.hwdb = PA_TEST_HWDB};
     ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
-    ck_assert_msg(pa_module_enable(ctx, "procfs-cpu", NULL) == 0, "%s",
-                  pa_last_error());
-    ck_assert_msg(pa_module_enable(ctx, "nic", "sockdiag=on") == 0, "%s",
-                  pa_last_error());
-    ck_assert_msg(pa_module_enable(ctx, "nic-linear", nic_linear_opts) == 0,
-                  "%s", pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "procfs-cpu", NULL) == 0, "%s", pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "nic", "sockdiag=on") == 0, "%s", pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "nic-linear", nic_linear_opts) == 0, "%s", pa_last_error());
     return ctx;
 }
 
@@ -198,8 +193,7 @@ static pa_report *one_window(pa_ctx *ctx)
 
 START_TEST(loopback_rates_and_watts)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int lfd = listen_any(&sa);
     pid_t sink = fork();
     ck_assert_int_ge(sink, 0);
@@ -208,8 +202,7 @@ START_TEST(loopback_rates_and_watts)
     setpgid(sink, sink);
     track(sink);
     close(lfd);
-    pid_t fast = spawn_sender(&sa, sizeof sa, 8e6),
-          slow = spawn_sender(&sa, sizeof sa, 2e6);
+    pid_t fast = spawn_sender(&sa, sizeof sa, 8e6), slow = spawn_sender(&sa, sizeof sa, 2e6);
 
     for (int pass = 0; pass < 2; pass++) {
         pa_ctx *ctx = live_ctx(pass ? "loopback=on" : NULL);
@@ -230,12 +223,9 @@ START_TEST(loopback_rates_and_watts)
         fprintf(stderr,
                 "loopback pass %d: window %.3f s, fast %.0f B/s, slow %.0f "
                 "B/s, nic_w %.6g / %.6g (system %.6g)\n",
-                pass, d, frate, srate, f->power.nic_w, s->power.nic_w,
-                r->system.nic_w);
-        ck_assert_msg(frate > 8e6 * 0.95 && frate < 8e6 * 1.05,
-                      "fast sender: %.0f B/s", frate);
-        ck_assert_msg(srate > 2e6 * 0.95 && srate < 2e6 * 1.05,
-                      "slow sender: %.0f B/s", srate);
+                pass, d, frate, srate, f->power.nic_w, s->power.nic_w, r->system.nic_w);
+        ck_assert_msg(frate > 8e6 * 0.95 && frate < 8e6 * 1.05, "fast sender: %.0f B/s", frate);
+        ck_assert_msg(srate > 2e6 * 0.95 && srate < 2e6 * 1.05, "slow sender: %.0f B/s", srate);
         ck_assert_uint_lt(f->net_rx_bytes, 4096); /* it only sends */
         if (pass == 0) {
             ck_assert_double_eq_tol(f->power.nic_w, 0.0, 1e-15);
@@ -243,8 +233,7 @@ START_TEST(loopback_rates_and_watts)
         } else {
             ck_assert_double_gt(s->power.nic_w, 0.0);
             double ratio = f->power.nic_w / s->power.nic_w;
-            ck_assert_msg(ratio > 4 * 0.9 && ratio < 4 * 1.1, "ratio %.3f",
-                          ratio);
+            ck_assert_msg(ratio > 4 * 0.9 && ratio < 4 * 1.1, "ratio %.3f", ratio);
         }
         pa_report_free(r);
         pa_ctx_free(ctx);
@@ -258,13 +247,11 @@ END_TEST
 /* IPv6 loopback: the AF_INET6 dump, classed loopback by ::1. */
 START_TEST(ipv6_loopback_sender)
 {
-    struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
-                              .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
     socklen_t len = sizeof sa;
     int lfd = socket(AF_INET6, SOCK_STREAM, 0);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, len) < 0) {
-        fprintf(stderr, "SKIP ipv6_loopback_sender: no IPv6 loopback (%s)\n",
-                strerror(errno));
+        fprintf(stderr, "SKIP ipv6_loopback_sender: no IPv6 loopback (%s)\n", strerror(errno));
         if (lfd >= 0)
             close(lfd);
         return;
@@ -354,10 +341,9 @@ START_TEST(veth_between_namespaces)
         return;
     }
     atexit(netns_cleanup);
-    if (sh("ip link add %s type veth peer name %s netns %s 2>/dev/null",
-           veth_a, veth_b, ns_name) != 0 ||
-        sh("ip addr add 10.213.%d.1/30 dev %s && ip link set %s up", id,
-           veth_a, veth_a) != 0 ||
+    if (sh("ip link add %s type veth peer name %s netns %s 2>/dev/null", veth_a, veth_b, ns_name) !=
+            0 ||
+        sh("ip addr add 10.213.%d.1/30 dev %s && ip link set %s up", id, veth_a, veth_a) != 0 ||
         sh("ip -n %s addr add 10.213.%d.2/30 dev %s && ip -n %s link set %s "
            "up && ip -n %s link set lo up",
            ns_name, id, veth_b, ns_name, veth_b, ns_name) != 0) {
@@ -378,14 +364,12 @@ START_TEST(veth_between_namespaces)
         int nfd = open(path, O_RDONLY | O_CLOEXEC);
         if (nfd < 0 || setns(nfd, CLONE_NEWNET) < 0)
             _exit(4);
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons(5001)};
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(5001)};
         sa.sin_addr.s_addr = INADDR_ANY;
         int lfd = socket(AF_INET, SOCK_STREAM, 0);
         int one = 1;
         setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-            listen(lfd, 4) < 0)
+        if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 4) < 0)
             _exit(5);
         if (write(pfd[1], "k", 1) != 1)
             _exit(6);
@@ -397,8 +381,7 @@ START_TEST(veth_between_namespaces)
     ck_assert_int_eq(read(pfd[0], &k, 1), 1);
     close(pfd[0]);
 
-    struct sockaddr_in peer = {.sin_family = AF_INET,
-                               .sin_port = htons(5001)};
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_port = htons(5001)};
     char addr[32];
     snprintf(addr, sizeof addr, "10.213.%d.2", id);
     inet_pton(AF_INET, addr, &peer.sin_addr);
@@ -418,17 +401,14 @@ START_TEST(veth_between_namespaces)
     uint64_t veth_tx = 0;
     for (unsigned i = 0; i < s->nnic; i++)
         for (unsigned j = 0; j < s0->nnic; j++)
-            if (!strcmp(s->nic[i].name, veth_a) &&
-                !strcmp(s0->nic[j].name, veth_a)) {
+            if (!strcmp(s->nic[i].name, veth_a) && !strcmp(s0->nic[j].name, veth_a)) {
                 ck_assert_int_eq(s->nic[i].kind, PA_NIC_VIRTUAL);
                 veth_tx = s->nic[i].tx_bytes - s0->nic[j].tx_bytes;
             }
     const pa_task *task = pa__task_find(ctx, PA_TARGET_PROCESS, snd);
     uint64_t virt = task->prev.net_kind[PA_NIC_VIRTUAL];
-    fprintf(stderr,
-            "veth: sender %.0f B/s, %s tx %llu B in %.3f s, nic_w %.3g\n",
-            rate, veth_a, (unsigned long long)veth_tx, r->interval_s,
-            t->power.nic_w);
+    fprintf(stderr, "veth: sender %.0f B/s, %s tx %llu B in %.3f s, nic_w %.3g\n", rate, veth_a,
+            (unsigned long long)veth_tx, r->interval_s, t->power.nic_w);
     ck_assert_msg(rate > 4e6 * 0.95 && rate < 4e6 * 1.05, "rate %.0f", rate);
     /* the payload crossed the veth (plus headers) */
     ck_assert_uint_ge(veth_tx, t->net_tx_bytes);
@@ -490,11 +470,10 @@ START_TEST(unreadable_fd_folders_degrade)
             _exit(10);
         pa_ctx *ctx;
         pa_ctx_opts o = {.hwdb = PA_TEST_HWDB};
-        if (pa_ctx_new(&ctx, &o) < 0 ||
-            pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
+        if (pa_ctx_new(&ctx, &o) < 0 || pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
             pa_module_enable(ctx, "nic", NULL) < 0 ||
-            pa_module_enable(ctx, "nic-linear", NULL) < 0 ||
-            pa_watch_pid(ctx, 1, 0) < 0 || pa_watch_pid(ctx, getpid(), 0) < 0)
+            pa_module_enable(ctx, "nic-linear", NULL) < 0 || pa_watch_pid(ctx, 1, 0) < 0 ||
+            pa_watch_pid(ctx, getpid(), 0) < 0)
             _exit(11);
         for (int i = 0; i < 3; i++)
             if (pa_tick(ctx) < 0)
@@ -503,8 +482,7 @@ START_TEST(unreadable_fd_folders_degrade)
         if (pa_report_get(ctx, &r) < 0)
             _exit(13);
         const pa_target_info *init = pa_test_target(r, PA_TARGET_PROCESS, 1);
-        const pa_target_info *me =
-            pa_test_target(r, PA_TARGET_PROCESS, getpid());
+        const pa_target_info *me = pa_test_target(r, PA_TARGET_PROCESS, getpid());
         fprintf(stderr, "as nobody: assumed: %s\n", r->assumed);
         if (!init || !me)
             _exit(14);
@@ -523,8 +501,7 @@ START_TEST(unreadable_fd_folders_degrade)
     }
     int st;
     ck_assert_int_eq(waitpid(c, &st, 0), c);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                  "unprivileged child failed with status %d",
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "unprivileged child failed with status %d",
                   WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 END_TEST
@@ -545,8 +522,8 @@ static Suite *suite(void)
 
 /* The built-in table references modules weakly, which does not pull them
  * out of libpowerapi.a: name them here so that they are linked. */
-const pa_module_ops *const pa_test_keep_live_nic[] = {
-    &pa__mod_procfs_cpu, &pa__mod_nic, &pa__mod_nic_linear};
+const pa_module_ops *const pa_test_keep_live_nic[] = {&pa__mod_procfs_cpu, &pa__mod_nic,
+                                                      &pa__mod_nic_linear};
 
 int main(void)
 {

@@ -76,8 +76,7 @@ static child child_start(int work)
             pthread_barrier_init(&early_go, NULL, 3);
             pthread_barrier_init(&early_done, NULL, 3);
             for (int i = 0; i < 2; i++)
-                if (pthread_create(&early[i], NULL, early_thread,
-                                   &early_s[i]) != 0)
+                if (pthread_create(&early[i], NULL, early_thread, &early_s[i]) != 0)
                     _exit(2);
         }
         char b;
@@ -143,8 +142,7 @@ static pa_ctx *perf_ctx(const char *events)
 }
 
 /* The counter `name` of pid in the last report, and its CPU time. */
-static double counter_of(pa_ctx *ctx, pid_t pid, const char *name,
-                         double *cpu_s, size_t *ncounters)
+static double counter_of(pa_ctx *ctx, pid_t pid, const char *name, double *cpu_s, size_t *ncounters)
 {
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
@@ -175,8 +173,7 @@ START_TEST(task_clock_matches_busy_child)
     ck_assert_int_eq(pa_tick(ctx), 0);
     double cpu_s;
     double ns = counter_of(ctx, c.pid, "perf::TASK-CLOCK", &cpu_s, NULL);
-    printf("busy child: task-clock %.4f s, burnt 1.0 s, procfs %.3f s\n",
-           ns / 1e9, cpu_s);
+    printf("busy child: task-clock %.4f s, burnt 1.0 s, procfs %.3f s\n", ns / 1e9, cpu_s);
     ck_assert_double_eq_tol(ns / 1e9, 1.0, 0.05);
     ck_assert_double_eq_tol(ns / 1e9, cpu_s, 0.05 * cpu_s);
     pa_ctx_free(ctx);
@@ -254,8 +251,7 @@ START_TEST(per_thread_counters)
             }
     printf("per thread: %.4f %.4f %.4f s (schedstat %.4f %.4f %.4f s), "
            "process %.4f s\n",
-           threads[0], threads[1], threads[2], sched[0], sched[1], sched[2],
-           proc);
+           threads[0], threads[1], threads[2], sched[0], sched[1], sched[2], proc);
     fflush(stdout);
     ck_assert(threads[0] < 0.05);
     /* Each thread's task-clock is its scheduler runtime over the window:
@@ -267,8 +263,7 @@ START_TEST(per_thread_counters)
         ck_assert_double_eq_tol(threads[i], sched[i], 0.05 * sched[i] + 0.005);
     ck_assert_double_eq_tol(threads[1], 0.3, 0.3 * 0.15);
     ck_assert_double_eq_tol(threads[2], 0.6, 0.6 * 0.15);
-    ck_assert_double_eq_tol(proc, threads[0] + threads[1] + threads[2],
-                            0.05 * proc);
+    ck_assert_double_eq_tol(proc, threads[0] + threads[1] + threads[2], 0.05 * proc);
     pa_ctx_free(ctx);
     child_end(&c);
 }
@@ -295,20 +290,17 @@ START_TEST(two_contexts_two_sets)
     if (mon == 0) {
         pa_ctx *m = NULL;
         char byte;
-        if (pa_ctx_new(&m, NULL) < 0 ||
-            pa_module_enable(m, "procfs-cpu", NULL) < 0 ||
+        if (pa_ctx_new(&m, NULL) < 0 || pa_module_enable(m, "procfs-cpu", NULL) < 0 ||
             pa_module_enable(m, "perf",
                              "events=perf::PAGE-FAULTS+"
                              "perf::TASK-CLOCK") < 0 ||
-            pa_watch_pid(m, c.pid, 0) < 0 || pa_tick(m) < 0 ||
-            write(ready[1], "r", 1) != 1 || read(start2[0], &byte, 1) != 1 ||
-            pa_tick(m) < 0)
+            pa_watch_pid(m, c.pid, 0) < 0 || pa_tick(m) < 0 || write(ready[1], "r", 1) != 1 ||
+            read(start2[0], &byte, 1) != 1 || pa_tick(m) < 0)
             _exit(1);
         pa_report *r = NULL;
         double v[3] = {-1, -1, -1};
         if (pa_report_get(m, &r) == 0) {
-            const pa_target_info *t =
-                pa_test_target(r, PA_TARGET_PROCESS, c.pid);
+            const pa_target_info *t = pa_test_target(r, PA_TARGET_PROCESS, c.pid);
             if (t && t->counters && r->ncounters == 2) {
                 v[0] = t->counters[0];
                 v[1] = t->counters[1];
@@ -345,8 +337,7 @@ START_TEST(two_contexts_two_sets)
      * machine (the bound only rejects garbage); a user without
      * CAP_PERFMON counts user space only, where no switch is */
     if (geteuid() == 0)
-        ck_assert_msg(b_cs >= 100 && b_cs < 1e6, "context switches %.0f",
-                      b_cs);
+        ck_assert_msg(b_cs >= 100 && b_cs < 1e6, "context switches %.0f", b_cs);
     else
         printf("not root: context switches happen in the kernel, which "
                "perf_event_paranoid >= 2 excludes (counted %.0f)\n",
@@ -357,8 +348,7 @@ START_TEST(two_contexts_two_sets)
     int st;
     ck_assert_int_eq(waitpid(mon, &st, 0), mon);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "monitor %d", st);
-    printf("second process: page faults %.0f, task-clock %.4f s\n", v[0],
-           v[1] / 1e9);
+    printf("second process: page faults %.0f, task-clock %.4f s\n", v[0], v[1] / 1e9);
     ck_assert_int_eq((int)v[2], 2);
     ck_assert(v[0] >= 0);
     /* its window also spans the work (ticked before go, after done) */

@@ -124,10 +124,9 @@ START_TEST(cgroup_task_clock_includes_short_lived)
             _exit(1);
         struct rusage ru;
         getrusage(RUSAGE_CHILDREN, &ru);
-        double v[2] = {proc_cpu_s() - t0,
-                       (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-                           (double)ru.ru_stime.tv_sec +
-                           ru.ru_stime.tv_usec / 1e6};
+        double v[2] = {proc_cpu_s() - t0, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                                              (double)ru.ru_stime.tv_sec +
+                                              ru.ru_stime.tv_usec / 1e6};
         if (write(done[1], v, sizeof(v)) != (ssize_t)sizeof(v))
             _exit(1);
         pause();
@@ -140,8 +139,7 @@ START_TEST(cgroup_task_clock_includes_short_lived)
     snprintf(pidtext, sizeof(pidtext), "%d\n", (int)pid);
     int rc = write_str(procs, pidtext);
     if (rc < 0) {
-        printf("SKIP: cannot move pid %d into %s: %s\n", (int)pid, dir,
-               strerror(-rc));
+        printf("SKIP: cannot move pid %d into %s: %s\n", (int)pid, dir, strerror(-rc));
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         rmdir(dir);
@@ -182,8 +180,7 @@ START_TEST(cgroup_task_clock_includes_short_lived)
     ck_assert_str_eq(r->counter_names[0], "perf::TASK-CLOCK");
     const pa_target_info *cg = NULL;
     for (size_t i = 0; i < r->ntargets; i++)
-        if (r->targets[i].type == PA_TARGET_CGROUP &&
-            !strcmp(r->targets[i].cgroup, want))
+        if (r->targets[i].type == PA_TARGET_CGROUP && !strcmp(r->targets[i].cgroup, want))
             cg = &r->targets[i];
     ck_assert_msg(cg != NULL, "no cgroup record for %s", want);
     ck_assert(cg->counters != NULL);
@@ -210,8 +207,7 @@ START_TEST(cgroup_task_clock_includes_short_lived)
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     cg = NULL;
     for (size_t i = 0; i < r->ntargets; i++)
-        if (r->targets[i].type == PA_TARGET_CGROUP &&
-            !strcmp(r->targets[i].cgroup, want))
+        if (r->targets[i].type == PA_TARGET_CGROUP && !strcmp(r->targets[i].cgroup, want))
             cg = &r->targets[i];
     ck_assert(cg != NULL && cg->counters != NULL);
     ck_assert_double_lt(cg->counters[0] / 1e9, 0.01);
@@ -307,8 +303,7 @@ START_TEST(parent_cgroup_is_its_own_processes)
         waitpid(a, NULL, 0);
     }
     if (rc < 0) {
-        printf("SKIP: cannot move processes into %s: %s\n", dir,
-               strerror(-rc));
+        printf("SKIP: cannot move processes into %s: %s\n", dir, strerror(-rc));
         rmdir(sub);
         rmdir(dir);
         return;
@@ -329,14 +324,12 @@ START_TEST(parent_cgroup_is_its_own_processes)
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     const pa_target_info *cg = NULL;
     for (size_t i = 0; i < r->ntargets; i++)
-        if (r->targets[i].type == PA_TARGET_CGROUP &&
-            strstr(r->targets[i].cgroup, rel) &&
+        if (r->targets[i].type == PA_TARGET_CGROUP && strstr(r->targets[i].cgroup, rel) &&
             !strstr(r->targets[i].cgroup, "/sub"))
             cg = &r->targets[i];
-    ck_assert_msg(cg != NULL && cg->counters != NULL, "no record for %s",
-                  rel);
-    printf("parent cgroup %s: task-clock %.4f s (child cgroup burnt 0.3 s)\n",
-           cg->cgroup, cg->counters[0] / 1e9);
+    ck_assert_msg(cg != NULL && cg->counters != NULL, "no record for %s", rel);
+    printf("parent cgroup %s: task-clock %.4f s (child cgroup burnt 0.3 s)\n", cg->cgroup,
+           cg->counters[0] / 1e9);
     ck_assert_double_lt(cg->counters[0] / 1e9, 0.05);
     pa_report_free(r);
     pa_ctx_free(ctx);
@@ -401,8 +394,7 @@ START_TEST(unprivileged_falls_back_to_sums)
     snprintf(pidtext, sizeof(pidtext), "%d\n", (int)a);
     int rc = write_str(procs, pidtext);
     if (rc < 0) {
-        printf("SKIP: cannot move pid %d into %s: %s\n", (int)a, dir,
-               strerror(-rc));
+        printf("SKIP: cannot move pid %d into %s: %s\n", (int)a, dir, strerror(-rc));
         kill(a, SIGKILL);
         waitpid(a, NULL, 0);
         rmdir(dir);
@@ -418,8 +410,7 @@ START_TEST(unprivileged_falls_back_to_sums)
         if (setgid(65534) != 0 || setuid(65534) != 0)
             _exit(2);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (pa_ctx_new(&ctx, NULL) < 0 ||
-            pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
+        if (pa_ctx_new(&ctx, NULL) < 0 || pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
             pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK") < 0 ||
             pa_watch_pid(ctx, a, 0) < 0 || pa_report_cgroups(ctx, 1) < 0)
             _exit(3);

@@ -38,15 +38,14 @@
 
 static char *dir; /* built workloads, for the whole suite */
 
-static const char *LIB_C =
-    "volatile double lib_sink;\n"
-    "void lib_burn(long n)\n"
-    "{\n"
-    "    double x = 1.5;\n"
-    "    for (long i = 0; i < n; i++)\n"
-    "        x = x * 1.0000003 + 0.5;\n"
-    "    lib_sink = x;\n"
-    "}\n";
+static const char *LIB_C = "volatile double lib_sink;\n"
+                           "void lib_burn(long n)\n"
+                           "{\n"
+                           "    double x = 1.5;\n"
+                           "    for (long i = 0; i < n; i++)\n"
+                           "        x = x * 1.0000003 + 0.5;\n"
+                           "    lib_sink = x;\n"
+                           "}\n";
 
 static const char *WORK_C =
     "#include <pthread.h>\n"
@@ -139,51 +138,49 @@ static const char *WORK_C =
 
 /* Line-level energy: one function, a loop three times as long as the
  * other (same body, so three times the CPU time), called from main. */
-static const char *LINES_C =
-    "#include <stdlib.h>\n"
-    "#include <time.h>\n"
-    "volatile double sink;\n"
-    "__attribute__((noinline)) void work(long n)\n"
-    "{\n"
-    "    double x = 1, y = 2;\n"
-    "    for (long i = 0; i < 3 * n; i++) /* HEAVY */\n"
-    "        x = x * 1.0000001 + 1;\n"
-    "    for (long i = 0; i < n; i++) /* LIGHT */\n"
-    "        y = y * 1.0000001 + 1;\n"
-    "    sink = x + y;\n"
-    "}\n"
-    "int main(int argc, char **argv)\n"
-    "{\n"
-    "    double secs = argc > 1 ? atof(argv[1]) : 2;\n"
-    "    while ((double)clock() / CLOCKS_PER_SEC < secs)\n"
-    "        work(200000); /* CALL */\n"
-    "    return 0;\n"
-    "}\n";
+static const char *LINES_C = "#include <stdlib.h>\n"
+                             "#include <time.h>\n"
+                             "volatile double sink;\n"
+                             "__attribute__((noinline)) void work(long n)\n"
+                             "{\n"
+                             "    double x = 1, y = 2;\n"
+                             "    for (long i = 0; i < 3 * n; i++) /* HEAVY */\n"
+                             "        x = x * 1.0000001 + 1;\n"
+                             "    for (long i = 0; i < n; i++) /* LIGHT */\n"
+                             "        y = y * 1.0000001 + 1;\n"
+                             "    sink = x + y;\n"
+                             "}\n"
+                             "int main(int argc, char **argv)\n"
+                             "{\n"
+                             "    double secs = argc > 1 ? atof(argv[1]) : 2;\n"
+                             "    while ((double)clock() / CLOCKS_PER_SEC < secs)\n"
+                             "        work(200000); /* CALL */\n"
+                             "    return 0;\n"
+                             "}\n";
 
-static const char *CXX_CC =
-    "#include <cstdlib>\n"
-    "#include <ctime>\n"
-    "namespace energy {\n"
-    "template <typename T> struct Burner {\n"
-    "    volatile T sink;\n"
-    "    __attribute__((noinline)) void burn(long n)\n"
-    "    {\n"
-    "        T x = 1;\n"
-    "        for (long i = 0; i < n; i++)\n"
-    "            x = x * (T)1.0000001 + (T)1;\n"
-    "        sink = x;\n"
-    "    }\n"
-    "};\n"
-    "}\n"
-    "int main(int argc, char **argv)\n"
-    "{\n"
-    "    double secs = argc > 1 ? std::atof(argv[1]) : 2;\n"
-    "    energy::Burner<double> b;\n"
-    "    std::time_t end = std::time(nullptr) + (std::time_t)secs + 1;\n"
-    "    while (std::time(nullptr) < end)\n"
-    "        b.burn(1000000);\n"
-    "    return 0;\n"
-    "}\n";
+static const char *CXX_CC = "#include <cstdlib>\n"
+                            "#include <ctime>\n"
+                            "namespace energy {\n"
+                            "template <typename T> struct Burner {\n"
+                            "    volatile T sink;\n"
+                            "    __attribute__((noinline)) void burn(long n)\n"
+                            "    {\n"
+                            "        T x = 1;\n"
+                            "        for (long i = 0; i < n; i++)\n"
+                            "            x = x * (T)1.0000001 + (T)1;\n"
+                            "        sink = x;\n"
+                            "    }\n"
+                            "};\n"
+                            "}\n"
+                            "int main(int argc, char **argv)\n"
+                            "{\n"
+                            "    double secs = argc > 1 ? std::atof(argv[1]) : 2;\n"
+                            "    energy::Burner<double> b;\n"
+                            "    std::time_t end = std::time(nullptr) + (std::time_t)secs + 1;\n"
+                            "    while (std::time(nullptr) < end)\n"
+                            "        b.burn(1000000);\n"
+                            "    return 0;\n"
+                            "}\n";
 
 /* Rust symbols without rustc: C functions given, with asm labels, the
  * names rustc gives (the examples of the v0 RFC 2603 and a legacy name
@@ -299,27 +296,26 @@ static const char *JIT_C =
 
 /* Kernel time: reads of 64 KiB from /dev/zero (the kernel clears the
  * buffer: most of the time is in read_zero), for a given CPU time. */
-static const char *KERN_C =
-    "#include <fcntl.h>\n"
-    "#include <stdlib.h>\n"
-    "#include <time.h>\n"
-    "#include <unistd.h>\n"
-    "static char buf[65536];\n"
-    "int main(int argc, char **argv)\n"
-    "{\n"
-    "    double secs = argc > 1 ? atof(argv[1]) : 1;\n"
-    "    int fd = open(\"/dev/zero\", O_RDONLY);\n"
-    "    if (fd < 0)\n"
-    "        return 1;\n"
-    "    struct timespec t;\n"
-    "    do {\n"
-    "        for (int i = 0; i < 64; i++)\n"
-    "            if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))\n"
-    "                return 1;\n"
-    "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);\n"
-    "    } while (t.tv_sec + t.tv_nsec / 1e9 < secs);\n"
-    "    return 0;\n"
-    "}\n";
+static const char *KERN_C = "#include <fcntl.h>\n"
+                            "#include <stdlib.h>\n"
+                            "#include <time.h>\n"
+                            "#include <unistd.h>\n"
+                            "static char buf[65536];\n"
+                            "int main(int argc, char **argv)\n"
+                            "{\n"
+                            "    double secs = argc > 1 ? atof(argv[1]) : 1;\n"
+                            "    int fd = open(\"/dev/zero\", O_RDONLY);\n"
+                            "    if (fd < 0)\n"
+                            "        return 1;\n"
+                            "    struct timespec t;\n"
+                            "    do {\n"
+                            "        for (int i = 0; i < 64; i++)\n"
+                            "            if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))\n"
+                            "                return 1;\n"
+                            "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);\n"
+                            "    } while (t.tv_sec + t.tv_nsec / 1e9 < secs);\n"
+                            "    return 0;\n"
+                            "}\n";
 
 static void write_file(const char *path, const char *text)
 {
@@ -371,8 +367,7 @@ static void build_all(void)
     write_file(p, LINES_C);
     /* -fno-ipa-icf: GCC would fold identical bodies into one symbol */
     const char *common = "-O2 -g -fno-ipa-icf";
-    sh("cd %s && cc %s -fno-omit-frame-pointer -shared -fPIC -o libpfwork.so lib.c",
-       dir, common);
+    sh("cd %s && cc %s -fno-omit-frame-pointer -shared -fPIC -o libpfwork.so lib.c", dir, common);
     sh("cd %s && cc %s -fno-omit-frame-pointer -o work-fp work.c -L. -lpfwork "
        "-Wl,-rpath,%s -pthread",
        dir, common, dir);
@@ -441,8 +436,8 @@ static size_t read_functions(const char *out, frow *rows, size_t max)
         snprintf(r->name, sizeof(r->name), "%s", fields[0]);
         snprintf(r->module, sizeof(r->module), "%s", fields[1]);
         snprintf(r->source, sizeof(r->source), "%s", fields[2]);
-        ck_assert_int_eq(sscanf(p, "%lf,%lf,%lu,%lu", &r->self_j, &r->total_j,
-                                &r->self_samples, &r->total_samples),
+        ck_assert_int_eq(sscanf(p, "%lf,%lf,%lu,%lu", &r->self_j, &r->total_j, &r->self_samples,
+                                &r->total_samples),
                          4);
         n++;
     }
@@ -515,10 +510,10 @@ static void check_conservation(const char *out)
     double fsum = csv_sum(out, "functions.csv", 3);
     double tsum = csv_sum(out, "threads.csv", 4);
     ck_assert_msg(process > 0, "no energy");
-    ck_assert_msg(fabs(fsum - process) <= 0.005 * process,
-                  "functions %.6f J vs process %.6f J", fsum, process);
-    ck_assert_msg(fabs(tsum - process) <= 0.005 * process,
-                  "threads %.6f J vs process %.6f J", tsum, process);
+    ck_assert_msg(fabs(fsum - process) <= 0.005 * process, "functions %.6f J vs process %.6f J",
+                  fsum, process);
+    ck_assert_msg(fabs(tsum - process) <= 0.005 * process, "threads %.6f J vs process %.6f J", tsum,
+                  process);
     ck_assert_msg(worst <= 0.005, "a window is off by %.3g", worst);
 }
 
@@ -532,8 +527,8 @@ static int run_profile(const char *args, char **output)
 /* `powerapi profile -q OPTS --out OUT/p -- COMMAND` in a fresh folder OUT:
  * exit 0, then its functions.csv read into rows (their number returned).
  * *out is OUT (pa_test_rmtree it), pdir OUT/p. */
-static size_t profile_fns(const char *opts, const char *command, char **out,
-                          char pdir[4200], frow *rows, size_t max)
+static size_t profile_fns(const char *opts, const char *command, char **out, char pdir[4200],
+                          frow *rows, size_t max)
 {
     *out = pa_test_tmpdir();
     char args[8192];
@@ -552,8 +547,8 @@ static void check_known_answer(const char *bin, const char *extra)
     char *out = pa_test_tmpdir();
     char truth[4200], args[8192];
     snprintf(truth, sizeof(truth), "%s/truth", out);
-    snprintf(args, sizeof(args), "-q --interval 1ms %s --out %s/p -- %s/%s 3 %s",
-             extra, out, dir, bin, truth);
+    snprintf(args, sizeof(args), "-q --interval 1ms %s --out %s/p -- %s/%s 3 %s", extra, out, dir,
+             bin, truth);
     char *log = NULL;
     int rc = run_profile(args, &log);
     ck_assert_msg(rc == 0, "profile failed (%d): %s", rc, log);
@@ -561,9 +556,8 @@ static void check_known_answer(const char *bin, const char *extra)
     double t_a, t_l, t_c, t_b, t_main, t_second;
     char *ts = pa_test_slurp(truth);
     ck_assert(ts != NULL);
-    ck_assert_int_eq(sscanf(ts, "%lf %lf %lf %lf %lf %lf", &t_a, &t_l, &t_c, &t_b, &t_main,
-                            &t_second),
-                     6);
+    ck_assert_int_eq(
+        sscanf(ts, "%lf %lf %lf %lf %lf %lf", &t_a, &t_l, &t_c, &t_b, &t_main, &t_second), 6);
     free(ts);
     char pdir[4200];
     snprintf(pdir, sizeof(pdir), "%s/p", out);
@@ -585,8 +579,8 @@ static void check_known_answer(const char *bin, const char *extra)
         all_j += r->total_j;
         samples += r->total_samples;
     }
-    ck_assert_msg(all_j > 0.8 * process, "%s: the four functions hold %.3f of %.3f J", bin,
-                  all_j, process);
+    ck_assert_msg(all_j > 0.8 * process, "%s: the four functions hold %.3f of %.3f J", bin, all_j,
+                  process);
     printf("known answer %s %s: %.0f samples;", bin, extra, samples);
     for (int i = 0; i < 4; i++) {
         const frow *r = find_fn(rows, n, want[i].name);
@@ -625,8 +619,8 @@ static void check_known_answer(const char *bin, const char *extra)
         int pid, tid;
         char name[64];
         double cpu, ej;
-        if (sscanf(l, "%d,%d,%63[^,],%lf,%lf", &pid, &tid, name, &cpu, &ej) == 5 &&
-            k < 2 && ej > 0.05 * process)
+        if (sscanf(l, "%d,%d,%63[^,],%lf,%lf", &pid, &tid, name, &cpu, &ej) == 5 && k < 2 &&
+            ej > 0.05 * process)
             e[k++] = ej;
     }
     free(th);
@@ -638,8 +632,8 @@ static void check_known_answer(const char *bin, const char *extra)
     ck_assert_msg(fabs(cpu_ratio - 2.0) <= 0.1, "%s: workload not 2:1 (%.3f s, %.3f s)", bin,
                   t_main, t_second);
     ck_assert_msg(fabs(ratio - cpu_ratio) <= 0.1 * cpu_ratio,
-                  "%s: threads %.3f:%.3f J (ratio %.2f), CPU time ratio %.2f", bin, e[0],
-                  e[1], ratio, cpu_ratio);
+                  "%s: threads %.3f:%.3f J (ratio %.2f), CPU time ratio %.2f", bin, e[0], e[1],
+                  ratio, cpu_ratio);
     /* dwarf: whole stacks, through libc and the frame-pointer-less build */
     if (dwarf) {
         char *col = slurp_in(pdir, "energy.collapsed");
@@ -750,8 +744,7 @@ START_TEST(all_processes)
     char *pr = slurp_in(pdir, "processes.csv");
     char needle[64];
     snprintf(needle, sizeof(needle), "\n%d,work-fp,", pid);
-    ck_assert_msg(strstr(pr, needle) != NULL, "--all: pid %d not in processes.csv:\n%s", pid,
-                  pr);
+    ck_assert_msg(strstr(pr, needle) != NULL, "--all: pid %d not in processes.csv:\n%s", pid, pr);
     free(pr);
     check_conservation(pdir);
     pa_test_rmtree(out);
@@ -777,16 +770,13 @@ START_TEST(all_short_lived)
     for (size_t f = 0; f < 2; f++) {
         char *out = pa_test_tmpdir();
         char cmd[8192];
-        snprintf(cmd, sizeof(cmd),
-                 "(%s/storm 4 x & %s/steady 4 &) >/dev/null 2>&1", dir, dir);
+        snprintf(cmd, sizeof(cmd), "(%s/storm 4 x & %s/steady 4 &) >/dev/null 2>&1", dir, dir);
         ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
         char args[8192];
-        snprintf(args, sizeof(args), "-q --all %s --duration 3s --out %s/p",
-                 formulas[f], out);
+        snprintf(args, sizeof(args), "-q --all %s --duration 3s --out %s/p", formulas[f], out);
         char *log = NULL;
         int rc = run_profile(args, &log);
-        ck_assert_msg(rc == 0, "profile --all %s failed (%d): %s", formulas[f],
-                      rc, log);
+        ck_assert_msg(rc == 0, "profile --all %s failed (%d): %s", formulas[f], rc, log);
         free(log);
         char pdir[4200];
         snprintf(pdir, sizeof(pdir), "%s/p", out);
@@ -804,8 +794,8 @@ START_TEST(all_short_lived)
                 nnameless++; /* no name: a process whose parent was not read */
                 continue;
             }
-            if (sscanf(line + 1, "%*d,%63[^,],%d,%lf,%lf,%lu", name, &threads, &c, &e,
-                       &samples) != 5)
+            if (sscanf(line + 1, "%*d,%63[^,],%d,%lf,%lf,%lu", name, &threads, &c, &e, &samples) !=
+                5)
                 continue;
             int k = !strcmp(name, "storm") ? 0 : !strcmp(name, "steady") ? 1 : -1;
             if (k < 0)
@@ -827,18 +817,18 @@ START_TEST(all_short_lived)
         double process = json_num(sum, "process_energy_j");
         free(sum);
         ck_assert_msg(unseen >= 0.5 * j[0] && unseen < process,
-                      "%s: unseen_processes_energy_j %.3f, storm %.3f J, all %.3f J",
-                      formulas[f], unseen, j[0], process);
+                      "%s: unseen_processes_energy_j %.3f, storm %.3f J, all %.3f J", formulas[f],
+                      unseen, j[0], process);
         ck_assert_msg(nstorm >= 10 && cpu[0] > 0.3 && cpu[1] > 0.3,
-                      "%s: %d storm processes sampled, CPU %.3f / %.3f s",
-                      formulas[f], nstorm, cpu[0], cpu[1]);
+                      "%s: %d storm processes sampled, CPU %.3f / %.3f s", formulas[f], nstorm,
+                      cpu[0], cpu[1]);
         double rate0 = j[0] / cpu[0], rate1 = j[1] / cpu[1];
         fprintf(stderr,
                 "all_short_lived %s: storm %d processes (%d without energy, "
                 "%d nameless rows), %.3f J / %.3f s = %.3f J/s; steady %.3f J / "
                 "%.3f s = %.3f J/s; unseen %.3f J\n",
-                formulas[f][0] ? formulas[f] : "(auto)", nstorm, nzero, nnameless,
-                j[0], cpu[0], rate0, j[1], cpu[1], rate1, unseen);
+                formulas[f][0] ? formulas[f] : "(auto)", nstorm, nzero, nnameless, j[0], cpu[0],
+                rate0, j[1], cpu[1], rate1, unseen);
         ck_assert_msg(nnameless * 5 <= nstorm,
                       "%s: %d processes without a name beside %d storm processes "
                       "(their parent's name is read at the fork)",
@@ -894,25 +884,21 @@ START_TEST(rust_demangled)
     snprintf(cmd, sizeof(cmd), "%s/rust 1", dir); /* 1 s of CPU time */
     frow rows[256];
     size_t n = profile_fns("", cmd, &out, pdir, rows, 256);
-    static const char *const names[] = {"mycrate::example",
-                                        "<std::path::PathBuf>::new",
+    static const char *const names[] = {"mycrate::example", "<std::path::PathBuf>::new",
                                         "core::fmt::write"};
     unsigned long total = 0, each[3];
     for (size_t i = 0; i < 3; i++) {
         const frow *r = find_fn(rows, n, names[i]);
-        ck_assert_msg(r != NULL && r->self_samples > 10,
-                      "no demangled %s (first: %s)", names[i],
+        ck_assert_msg(r != NULL && r->self_samples > 10, "no demangled %s (first: %s)", names[i],
                       n ? rows[0].name : "none");
         ck_assert_str_eq(r->module, "rust");
         each[i] = r->self_samples;
         total += each[i];
     }
     for (size_t i = 0; i < 3; i++)
-        ck_assert_msg(each[i] > total / 6, "%s: %lu of %lu samples", names[i],
-                      each[i], total);
+        ck_assert_msg(each[i] > total / 6, "%s: %lu of %lu samples", names[i], each[i], total);
     for (size_t i = 0; i < n; i++)
-        ck_assert_msg(strncmp(rows[i].name, "_R", 2) &&
-                          strncmp(rows[i].name, "_ZN", 3),
+        ck_assert_msg(strncmp(rows[i].name, "_R", 2) && strncmp(rows[i].name, "_ZN", 3),
                       "a mangled name is left: %s", rows[i].name);
     pa_test_rmtree(out);
 }
@@ -968,27 +954,24 @@ START_TEST(command_tree)
         char name[64];
         double cpu, ej;
         unsigned long samples;
-        if (sscanf(l, "%d,%63[^,],%d,%lf,%lf,%lu", &pid, name, &nthr, &cpu, &ej,
-                   &samples) == 6 &&
+        if (sscanf(l, "%d,%63[^,],%d,%lf,%lf,%lu", &pid, name, &nthr, &cpu, &ej, &samples) == 6 &&
             !strcmp(name, "work-fp") && samples >= 1) {
             works++;
             works_j += ej;
         }
     }
     free(pr);
-    ck_assert_msg(works == 6, "%d of the 6 short-lived children have samples:\n%s", works,
-                  pr_text);
+    ck_assert_msg(works == 6, "%d of the 6 short-lived children have samples:\n%s", works, pr_text);
     free(pr_text);
     char *sum = slurp_in(pdir, "summary.json");
     double process = json_num(sum, "process_energy_j");
     double tree = json_num(sum, "tree_energy_j");
     ck_assert_int_eq((int)json_num(sum, "exit_status"), 3);
     free(sum);
-    ck_assert_msg(fabs(process - tree) <= 0.005 * tree,
-                  "command %.6f J vs tree %.6f J", process, tree);
-    /* the children did the work: most of the tree's energy is theirs */
-    ck_assert_msg(works_j >= 0.5 * tree, "children %.6f J of the tree's %.6f J", works_j,
+    ck_assert_msg(fabs(process - tree) <= 0.005 * tree, "command %.6f J vs tree %.6f J", process,
                   tree);
+    /* the children did the work: most of the tree's energy is theirs */
+    ck_assert_msg(works_j >= 0.5 * tree, "children %.6f J of the tree's %.6f J", works_j, tree);
     frow rows[512];
     size_t n = read_functions(pdir, rows, 512);
     ck_assert_msg(find_fn(rows, n, "f_a") && find_fn(rows, n, "lib_burn"),
@@ -1038,8 +1021,8 @@ static void check_pprof_raw(const char *out, const char *pdir)
 {
     char cmd[8192];
     snprintf(cmd, sizeof(cmd),
-             "HOME=%s GOCACHE=%s/gocache %s tool pprof -raw %s/profile.pb.gz 2>&1", out, out,
-             PA_GO, pdir);
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -raw %s/profile.pb.gz 2>&1", out, out, PA_GO,
+             pdir);
     char *raw = NULL;
     ck_assert_int_eq(pa_test_run(cmd, &raw), 0);
     ck_assert_msg(strstr(raw, "Main binary filename not available") == NULL, "%s", raw);
@@ -1161,8 +1144,7 @@ START_TEST(pprof_top)
             bol--;
         double uj = strtod(bol, NULL);
         ck_assert_msg(fabs(uj - rows[i].self_j * 1e6) <= 1.0,
-                      "%s: pprof %.0f uJ, functions.csv %.6f J", rows[i].name, uj,
-                      rows[i].self_j);
+                      "%s: pprof %.0f uJ, functions.csv %.6f J", rows[i].name, uj, rows[i].self_j);
         checked++;
     }
     ck_assert_int_eq(checked, 3);
@@ -1188,8 +1170,8 @@ static int marker_line(const char *marker)
 
 /* The flat and cumulative microjoules of `pprof -lines -top`'s row for
  * "func FILE:line" (0 and 0 when it has none). */
-static void lines_row(const char *top, const char *func, const char *file, int line,
-                      double *flat, double *cum)
+static void lines_row(const char *top, const char *func, const char *file, int line, double *flat,
+                      double *cum)
 {
     char want[4600];
     snprintf(want, sizeof(want), "  %s %s:%d\n", func, file, line);
@@ -1251,29 +1233,29 @@ START_TEST(pprof_lines)
             l += flat;
         all += flat;
     }
-    fprintf(stderr, "pprof_lines: work %.0f uJ (functions.csv %.0f): heavy loop %.0f, "
-                    "light loop %.0f, share %.3f\n",
+    fprintf(stderr,
+            "pprof_lines: work %.0f uJ (functions.csv %.0f): heavy loop %.0f, "
+            "light loop %.0f, share %.3f\n",
             all, work->self_j * 1e6, h, l, h / (h + l));
     /* every sample of work is on one of its lines (integer microjoules
      * per line) */
     ck_assert_msg(fabs(all - work->self_j * 1e6) <= 20,
                   "work's lines %.0f uJ, functions.csv %.6f J:\n%s", all, work->self_j, top);
-    ck_assert_msg(h + l >= 0.9 * all, "the loops' lines have %.0f of %.0f uJ:\n%s", h + l,
-                  all, top);
+    ck_assert_msg(h + l >= 0.9 * all, "the loops' lines have %.0f of %.0f uJ:\n%s", h + l, all,
+                  top);
     ck_assert_msg(h / (h + l) > 0.62 && h / (h + l) < 0.88,
                   "heavy loop %.3f of the loops' energy, expected 0.75:\n%s", h / (h + l), top);
     /* main's line of the call carries work's energy */
     lines_row(top, "main", file, marker_line("CALL"), &flat, &cum);
-    ck_assert_msg(cum >= work->self_j * 1e6 - 20,
-                  "main's call line has %.0f uJ, work %.6f J:\n%s", cum, work->self_j, top);
+    ck_assert_msg(cum >= work->self_j * 1e6 - 20, "main's call line has %.0f uJ, work %.6f J:\n%s",
+                  cum, work->self_j, top);
     free(top);
     /* one frame per function in the collapsed stacks */
     snprintf(cmd, sizeof(cmd), "%s/energy.collapsed", pdir);
     char *col = pa_test_slurp(cmd);
     ck_assert(col != NULL);
     const char *first = strstr(col, ";main;work ");
-    ck_assert_msg(first && !strstr(first + 1, ";main;work "), "main;work not one stack:\n%s",
-                  col);
+    ck_assert_msg(first && !strstr(first + 1, ";main;work "), "main;work not one stack:\n%s", col);
     free(col);
     char *sum = slurp_in(pdir, "summary.json");
     ck_assert_msg(json_num(sum, "stacks_with_lines") > json_num(sum, "stacks"),
@@ -1302,8 +1284,7 @@ static double kernel_self(const frow *rows, size_t n, size_t *count)
 
 /* functions.csv (512 rows at most) of a run whose summary.json's
  * kernel_frames starts with state; *process_j its process energy. */
-static size_t read_kernel_run(const char *pdir, frow *rows, const char *state,
-                              double *process_j)
+static size_t read_kernel_run(const char *pdir, frow *rows, const char *state, double *process_j)
 {
     size_t n = read_functions(pdir, rows, 512);
     char *sum = slurp_in(pdir, "summary.json");
@@ -1392,8 +1373,7 @@ static void expect_one_line(const char *args, int status, const char *needle)
     int rc = run_profile(args, &log);
     ck_assert_msg(rc == status, "'%s': exit %d, expected %d: %s", args, rc, status, log);
     ck_assert_msg(log && strstr(log, needle), "'%s': no '%s' in: %s", args, needle, log);
-    ck_assert_msg(strchr(log, '\n') == log + strlen(log) - 1, "'%s': not one line: %s",
-                  args, log);
+    ck_assert_msg(strchr(log, '\n') == log + strlen(log) - 1, "'%s': not one line: %s", args, log);
     free(log);
 }
 
@@ -1433,18 +1413,20 @@ START_TEST(stock_defaults)
             if (strstr(l, ";__libc_start_main;") || !strncmp(l, "__clone3;start_thread;", 22) ||
                 !strncmp(l, "__clone;start_thread;", 21))
                 rooted += v;
-            ck_assert_msg(!strstr(l, "[unmapped]"), "%s: a frame outside a mapping: %s",
-                          cmds[c][0], l);
+            ck_assert_msg(!strstr(l, "[unmapped]"), "%s: a frame outside a mapping: %s", cmds[c][0],
+                          l);
         }
         double samples = json_num(sum, "samples");
-        fprintf(stderr, "[defaults] %s: %.1f%% of the energy in stacks rooted at the entry, "
-                        "%.0f samples\n", cmds[c][0], all > 0 ? 100 * rooted / all : 0, samples);
+        fprintf(stderr,
+                "[defaults] %s: %.1f%% of the energy in stacks rooted at the entry, "
+                "%.0f samples\n",
+                cmds[c][0], all > 0 ? 100 * rooted / all : 0, samples);
         /* the README's example: sort -n of 300,000 lines, 25 samples or
          * so; perf record --call-graph dwarf also ends many of its stacks
          * after one or two frames there (sort's numeric comparison): the
          * share is printed, and only frames outside mappings fail it */
-        ck_assert_msg(all > 0 && (c == 1 || rooted >= 0.95 * all), "%s: %.1f%% rooted",
-                      cmds[c][0], all > 0 ? 100 * rooted / all : 0);
+        ck_assert_msg(all > 0 && (c == 1 || rooted >= 0.95 * all), "%s: %.1f%% rooted", cmds[c][0],
+                      all > 0 ? 100 * rooted / all : 0);
         ck_assert_msg(strstr(sum, "\"call_graph\": \"dwarf\""), "%s", sum);
         if (c == 0) /* about a second of CPU at 500 a CPU-second */
             ck_assert_msg(samples >= 200, "sort: %.0f samples", samples);
@@ -1522,8 +1504,7 @@ START_TEST(stock_defaults)
     free(log);
     snprintf(path, sizeof(path), "%s/none", out);
     char *sum = slurp_in(path, "summary.json");
-    ck_assert_msg(strstr(sum, "\"samples_note\": \"no stack sample: the targets used"), "%s",
-                  sum);
+    ck_assert_msg(strstr(sum, "\"samples_note\": \"no stack sample: the targets used"), "%s", sum);
     free(sum);
     pa_test_rmtree(out);
 }
@@ -1580,8 +1561,7 @@ START_TEST(bad_input)
              "--pid 1 --duration 1s --out /tmp 2>&1",
              PA_CLI_PATH);
     rc = pa_test_run(cmd, &log);
-    ck_assert_msg(rc == 1 && strstr(log, "permission denied"), "pid 1 as nobody: %d %s", rc,
-                  log);
+    ck_assert_msg(rc == 1 && strstr(log, "permission denied"), "pid 1 as nobody: %d %s", rc, log);
     free(log);
     /* perf_event_paranoid 3 (Debian's "no perf for users") */
     char *fake = pa_test_tmpdir();
@@ -1592,8 +1572,7 @@ START_TEST(bad_input)
              "--procfs %s -- true 2>&1",
              PA_CLI_PATH, fake);
     rc = pa_test_run(cmd, &log);
-    ck_assert_msg(rc == 1 && strstr(log, "perf_event_paranoid is 3"), "paranoid 3: %d %s",
-                  rc, log);
+    ck_assert_msg(rc == 1 && strstr(log, "perf_event_paranoid is 3"), "paranoid 3: %d %s", rc, log);
     free(log);
     pa_test_rmtree(fake);
 }

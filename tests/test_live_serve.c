@@ -74,13 +74,10 @@ START_TEST(test_own_sampling)
     ck_assert_int_eq(st, 200);
     const char *b = rf_body(resp);
     char mine[96];
-    snprintf(mine, sizeof(mine),
-             "powerapi_process_power_watts{pid=\"%d\",comm=\"powerapi\"} ",
+    snprintf(mine, sizeof(mine), "powerapi_process_power_watts{pid=\"%d\",comm=\"powerapi\"} ",
              (int)serve_pid);
-    ck_assert_msg(strstr(b, mine) != NULL,
-                  "no series of the exporter itself:\n%s", b);
-    ck_assert_ptr_nonnull(
-        strstr(b, "powerapi_system_power_watts{component=\"cpu\"} "));
+    ck_assert_msg(strstr(b, mine) != NULL, "no series of the exporter itself:\n%s", b);
+    ck_assert_ptr_nonnull(strstr(b, "powerapi_system_power_watts{component=\"cpu\"} "));
     ck_assert_ptr_nonnull(strstr(b, "powerapi_cgroup_power_watts{cgroup=\""));
     ck_assert_ptr_nonnull(strstr(b, "powerapi_info{formula=\""));
     if (system("command -v promtool >/dev/null 2>&1") == 0) {
@@ -96,8 +93,7 @@ START_TEST(test_own_sampling)
         ck_assert_msg(pst == 0, "promtool: %s", out ? out : "");
         free(out);
     } else {
-        fprintf(stderr,
-                "test_own_sampling: promtool check SKIPPED: promtool absent\n");
+        fprintf(stderr, "test_own_sampling: promtool check SKIPPED: promtool absent\n");
     }
     free(resp);
 }
@@ -114,8 +110,7 @@ static double cpu_s(void)
 static double my_task_clock(const char *page)
 {
     char pre[96];
-    snprintf(pre, sizeof(pre),
-             "powerapi_process_perf_events_per_second{pid=\"%d\",",
+    snprintf(pre, sizeof(pre), "powerapi_process_perf_events_per_second{pid=\"%d\",",
              (int)getpid());
     for (const char *p = strstr(page, pre); p; p = strstr(p + 1, pre)) {
         const char *nl = strchr(p, '\n');
@@ -138,8 +133,7 @@ START_TEST(test_daemon_perf_counters)
         rc = pa_tick(probe);
     pa_ctx_free(probe);
     if (rc < 0) {
-        fprintf(stderr, "test_daemon_perf_counters: SKIPPED: perf: %s\n",
-                pa_last_error());
+        fprintf(stderr, "test_daemon_perf_counters: SKIPPED: perf: %s\n", pa_last_error());
         return;
     }
     char ring[64];
@@ -189,15 +183,14 @@ START_TEST(test_daemon_perf_counters)
     printf("daemon perf: task-clock of the busy test %.3g ns/s\n", best);
     /* a shared 2-CPU machine may give the test less than a CPU */
     ck_assert_msg(best >= 2.5e8 && best <= 1.3e9,
-                  "task-clock rate %.3g ns/s (busy: ~1e9); last page:\n%s",
-                  best, resp ? rf_body(resp) : "(none)");
+                  "task-clock rate %.3g ns/s (busy: ~1e9); last page:\n%s", best,
+                  resp ? rf_body(resp) : "(none)");
     free(resp);
 }
 END_TEST
 
 /* Queries Prometheus until the answer contains want (or 20 s pass). */
-static char *prom_query_until(unsigned port, const char *query,
-                              const char *want)
+static char *prom_query_until(unsigned port, const char *query, const char *want)
 {
     char path[512];
     snprintf(path, sizeof(path), "/api/v1/query?query=%s", query);
@@ -238,18 +231,15 @@ START_TEST(test_prometheus_scrapes)
     /* The target is up, and the values are the known window's. */
     char *r = prom_query_until(pport, "up%7Bjob%3D%22powerapi%22%7D", "\"1\"]");
     free(r);
-    r = prom_query_until(pport,
-                         "powerapi_process_power_watts%7Bcomm%3D%22java%22%7D",
+    r = prom_query_until(pport, "powerapi_process_power_watts%7Bcomm%3D%22java%22%7D",
                          "\"4.125\"]");
     ck_assert_ptr_nonnull(strstr(r, "\"pid\":\"4242\""));
     free(r);
-    r = prom_query_until(
-        pport, "powerapi_system_power_watts%7Bcomponent%3D%22idle%22%7D",
-        "\"3\"]");
+    r = prom_query_until(pport, "powerapi_system_power_watts%7Bcomponent%3D%22idle%22%7D",
+                         "\"3\"]");
     free(r);
-    r = prom_query_until(
-        pport, "powerapi_process_energy_joules_total%7Bpid%3D%2217%22%7D",
-        "\"15\"]");
+    r = prom_query_until(pport, "powerapi_process_energy_joules_total%7Bpid%3D%2217%22%7D",
+                         "\"15\"]");
     /* The escaped label came back as it was. */
     ck_assert_ptr_nonnull(strstr(r, "\"comm\":\"we\\\"ird\\\\name\""));
     free(r);

@@ -54,8 +54,7 @@ static void lint(const char *path)
     char cmd[4400], *out = NULL;
     snprintf(cmd, sizeof(cmd), "mandoc -T lint -W style '%s' 2>&1", path);
     int st = pa_test_run(cmd, &out);
-    ck_assert_msg(st == 0 && out[0] == '\0', "%s: mandoc says (%d):\n%s", path,
-                  st, out);
+    ck_assert_msg(st == 0 && out[0] == '\0', "%s: mandoc says (%d):\n%s", path, st, out);
     free(out);
 }
 
@@ -64,8 +63,7 @@ static char *man_of(const char *c, const char *name)
 {
     char cmd[8400], path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    snprintf(cmd, sizeof(cmd), "'%s' %s --man > '%s'", PA_CLI_PATH, c ? c : "",
-             path);
+    snprintf(cmd, sizeof(cmd), "'%s' %s --man > '%s'", PA_CLI_PATH, c ? c : "", path);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
     char *t = pa_test_slurp(path);
     ck_assert_ptr_nonnull(t);
@@ -75,9 +73,8 @@ static char *man_of(const char *c, const char *name)
 START_TEST(test_pages_lint)
 {
     if (!have_mandoc()) {
-        fprintf(stderr,
-                "test_pages_lint: SKIPPED: mandoc absent (Debian package "
-                "'mandoc', scripts/deps.sh)\n");
+        fprintf(stderr, "test_pages_lint: SKIPPED: mandoc absent (Debian package "
+                        "'mandoc', scripts/deps.sh)\n");
         return;
     }
     size_t n;
@@ -96,8 +93,7 @@ START_TEST(test_pages_lint)
         snprintf(path, sizeof(path), "%s/man/man1/%s", PA_BINARY_DIR, name);
         char *built = pa_test_slurp(path);
         ck_assert_msg(built != NULL, "the build did not write %s", path);
-        ck_assert_msg(!strcmp(built, fresh), "%s differs from '%s --man'", path,
-                      c);
+        ck_assert_msg(!strcmp(built, fresh), "%s differs from '%s --man'", path, c);
         free(built);
         free(fresh);
     }
@@ -116,14 +112,12 @@ static char *help_options(const char *help)
     char *out = calloc(1, cap + 1);
     ck_assert_ptr_nonnull(out);
     strcpy(out, "\n");
-    for (const char *l = help; l && *l;
-         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    for (const char *l = help; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         /* "  -i, --interval" or "      --procfs", not a continuation of a
          * help text at column 28 that starts with a dash */
         const char *p = l + strspn(l, " ");
         size_t indent = (size_t)(p - l);
-        if (indent == 2 && p[0] == '-' && p[1] != '-' &&
-            !strncmp(p + 2, ", --", 4))
+        if (indent == 2 && p[0] == '-' && p[1] != '-' && !strncmp(p + 2, ", --", 4))
             p += 4;
         else if (indent != 6 || strncmp(p, "--", 2))
             continue;
@@ -139,8 +133,7 @@ static char *page_options(const char *page)
     char *out = calloc(1, strlen(page) + 2);
     ck_assert_ptr_nonnull(out);
     strcpy(out, "\n");
-    for (const char *p = strstr(page, "\n.TP\n"); p;
-         p = strstr(p + 1, "\n.TP\n")) {
+    for (const char *p = strstr(page, "\n.TP\n"); p; p = strstr(p + 1, "\n.TP\n")) {
         const char *o = strstr(p + 5, "\\fB\\-\\-");
         const char *nl = strchr(p + 5, '\n');
         if (!o || (nl && o > nl))
@@ -168,8 +161,7 @@ START_TEST(test_help_and_man_agree)
         char *page = man_of(c, name);
         char *m = page_options(page);
         ck_assert_msg(strstr(h, "\n--help\n"), "%s --help: %s", c, h);
-        ck_assert_msg(!strcmp(h, m), "%s: --help lists\n%s\nthe page\n%s", c, h,
-                      m);
+        ck_assert_msg(!strcmp(h, m), "%s: --help lists\n%s\nthe page\n%s", c, h, m);
         /* the one-line summary of `powerapi --help` names the page */
         ck_assert_msg(strstr(page, ".SH NAME\npowerapi-"), "%s", page);
         free(h);
@@ -193,8 +185,7 @@ END_TEST
 /* Every function powerapi.h declares or names is in libpowerapi(3). */
 START_TEST(test_libpowerapi_page)
 {
-    char *h =
-        pa_test_slurp(PA_SOURCE_TESTS "/../libpowerapi/include/powerapi.h");
+    char *h = pa_test_slurp(PA_SOURCE_TESTS "/../libpowerapi/include/powerapi.h");
     char *page = pa_test_slurp(MAN_BUILT "/man3/libpowerapi.3");
     ck_assert_ptr_nonnull(h);
     ck_assert_ptr_nonnull(page);
@@ -209,8 +200,8 @@ START_TEST(test_libpowerapi_page)
         snprintf(want, sizeof(want), "B%s %.*s", "R", (int)len, p);
         char alt[96];
         snprintf(alt, sizeof(alt), ".B %.*s\n", (int)len, p);
-        ck_assert_msg(strstr(page, want) || strstr(page, alt),
-                      "libpowerapi(3) does not name %.*s", (int)len, p);
+        ck_assert_msg(strstr(page, want) || strstr(page, alt), "libpowerapi(3) does not name %.*s",
+                      (int)len, p);
         found++;
     }
     ck_assert_int_ge(found, 60);
@@ -236,15 +227,13 @@ START_TEST(test_jalen_page)
         char a[96], b[96];
         snprintf(a, sizeof(a), ".TP\n.BI %.*s= ", (int)(e - q - 1), q + 1);
         snprintf(b, sizeof(b), ".TP\n.B %.*s\n", (int)(e - q - 1), q + 1);
-        ck_assert_msg(strstr(page, a) || strstr(page, b), "jalen(7) lacks %.*s",
-                      (int)(e - q - 1), q + 1);
+        ck_assert_msg(strstr(page, a) || strstr(page, b), "jalen(7) lacks %.*s", (int)(e - q - 1),
+                      q + 1);
         keys++;
         q = e;
     }
-    const char *opts = strstr(page, ".SH OPTIONS"),
-               *files = strstr(page, ".SH FILES");
-    for (const char *p = strstr(opts, ".TP\n"); p && p < files;
-         p = strstr(p + 1, ".TP\n"))
+    const char *opts = strstr(page, ".SH OPTIONS"), *files = strstr(page, ".SH FILES");
+    for (const char *p = strstr(opts, ".TP\n"); p && p < files; p = strstr(p + 1, ".TP\n"))
         entries++;
     ck_assert_int_ge(keys, 17);
     ck_assert_int_eq(entries, keys);
@@ -258,8 +247,7 @@ END_TEST
 START_TEST(test_installed)
 {
     char cmd[8400], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "cmake --install '%s' --prefix '%s' 2>&1",
-             PA_BINARY_DIR, dir);
+    snprintf(cmd, sizeof(cmd), "cmake --install '%s' --prefix '%s' 2>&1", PA_BINARY_DIR, dir);
     ck_assert_msg(pa_test_run(cmd, &out) == 0, "%s", out);
     free(out);
     /* the pages compressed, as Debian's policy asks (man reads them) */
@@ -279,20 +267,17 @@ START_TEST(test_installed)
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[4400];
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        ck_assert_msg(stat(path, &st) == 0 && st.st_size > 0,
-                      "not installed: %s", files[i]);
+        ck_assert_msg(stat(path, &st) == 0 && st.st_size > 0, "not installed: %s", files[i]);
     }
     if (system("command -v man >/dev/null 2>&1") != 0) {
         fprintf(stderr, "test_installed: man SKIPPED: no man command\n");
         return;
     }
-    snprintf(cmd, sizeof(cmd),
-             "MANPAGER=cat man -M '%s/share/man' powerapi 2>&1", dir);
+    snprintf(cmd, sizeof(cmd), "MANPAGER=cat man -M '%s/share/man' powerapi 2>&1", dir);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_msg(strstr(out, "powerapi-monitor(1)"), "%s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd),
-             "MANPAGER=cat man -M '%s/share/man' 7 jalen 2>&1", dir);
+    snprintf(cmd, sizeof(cmd), "MANPAGER=cat man -M '%s/share/man' 7 jalen 2>&1", dir);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_msg(strstr(out, "calibration="), "%s", out);
     free(out);

@@ -28,8 +28,7 @@ START_TEST(test_json_lines)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd),
-             "%s monitor --ring %s --count 2 --interval 200ms --format json",
+    snprintf(cmd, sizeof(cmd), "%s monitor --ring %s --count 2 --interval 200ms --format json",
              PA_CLI_PATH, rf.name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     /* Two outputs (the newest window, then the average of the next ones),
@@ -38,20 +37,13 @@ START_TEST(test_json_lines)
     ck_assert_int_eq(count(out, "{\"type\":\"process\""), 6);
     ck_assert_int_eq(count(out, "\"type\":\"cgroup\""), 0);
     ck_assert_int_eq(count(out, "\"pid\":4242,\"comm\":\"java\""), 2);
-    ck_assert_int_eq(
-        count(out, "\"power_w\":{\"cpu\":4,\"nic\":0.125,\"total\":4.125}"), 2);
-    ck_assert_int_eq(
-        count(out, "\"energy_j\":{\"cpu\":40.25,\"nic\":0,\"total\":40.25}"),
-        2);
-    ck_assert_int_eq(
-        count(out,
-              "\"power_w\":{\"cpu\":10,\"nic\":1,\"total\":11,\"idle\":3}"),
-        2);
+    ck_assert_int_eq(count(out, "\"power_w\":{\"cpu\":4,\"nic\":0.125,\"total\":4.125}"), 2);
+    ck_assert_int_eq(count(out, "\"energy_j\":{\"cpu\":40.25,\"nic\":0,\"total\":40.25}"), 2);
+    ck_assert_int_eq(count(out, "\"power_w\":{\"cpu\":10,\"nic\":1,\"total\":11,\"idle\":3}"), 2);
     ck_assert_int_eq(count(out, "\"formula\":\"cpu-tdp+nic-linear\""), 2);
     free(out);
 
-    snprintf(cmd, sizeof(cmd),
-             "%s monitor --ring %s --count 1 --pid 17 --cgroups --format json",
+    snprintf(cmd, sizeof(cmd), "%s monitor --ring %s --count 1 --pid 17 --cgroups --format json",
              PA_CLI_PATH, rf.name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_int_eq(count(out, "{\"type\":\"process\""), 1);
@@ -81,8 +73,7 @@ START_TEST(test_daemon_stops)
     ck_assert_msg(strstr(buf, "stopped") != NULL, "stderr: %s", buf);
 
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s monitor --ring %s -- true 2>&1", PA_CLI_PATH,
-             rf.name);
+    snprintf(cmd, sizeof(cmd), "%s monitor --ring %s -- true 2>&1", PA_CLI_PATH, rf.name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--ring"));
     free(out);

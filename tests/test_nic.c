@@ -51,15 +51,14 @@ static int fake_sample(pa_module *m, pa_frame *f)
     for (size_t i = 0; i < NFAKE; i++) {
         if (!fprocs[i].alive)
             continue;
-        pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, fprocs[i].pid, 0,
-                                   fprocs[i].start);
+        pa_task *t = pa__task_seen(f, PA_TARGET_PROCESS, fprocs[i].pid, 0, fprocs[i].start);
         ck_assert_ptr_nonnull(t);
         snprintf(t->comm, sizeof t->comm, "%s", fprocs[i].comm);
         t->ppid = 1;
         t->cur.have |= PA_RD_CPU;
         if (fprocs[i].pid == 2004 && fake_thread_of_2004) {
-            pa_task *th = pa__task_seen(f, PA_TARGET_THREAD, 2004,
-                                        fake_thread_of_2004, fprocs[i].start);
+            pa_task *th =
+                pa__task_seen(f, PA_TARGET_THREAD, 2004, fake_thread_of_2004, fprocs[i].start);
             ck_assert_ptr_nonnull(th);
             th->proc = t;
             th->cur.have |= PA_RD_CPU;
@@ -79,8 +78,7 @@ static const pa_module_ops fake_procs = {
 
 static char *root;
 
-static void set_if(const char *name, unsigned long long rx,
-                   unsigned long long tx)
+static void set_if(const char *name, unsigned long long rx, unsigned long long tx)
 {
     char rel[128];
     snprintf(rel, sizeof rel, "sys/class/net/%s/statistics/rx_bytes", name);
@@ -129,10 +127,8 @@ static pa_ctx *setup(const char *nic_opts, const char *formula_opts)
     /* exactly these modules: auto would add procfs-cpu + cpu-tdp */
     ck_assert_int_eq(pa_module_disable(ctx, "auto"), 0);
     ck_assert_int_eq(pa_module_enable(ctx, "fake-procs", NULL), 0);
-    ck_assert_msg(pa_module_enable(ctx, "nic", opts) == 0, "%s",
-                  pa_last_error());
-    ck_assert_msg(pa_module_enable(ctx, "nic-linear", formula_opts) == 0,
-                  "%s", pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "nic", opts) == 0, "%s", pa_last_error());
+    ck_assert_msg(pa_module_enable(ctx, "nic-linear", formula_opts) == 0, "%s", pa_last_error());
     for (size_t i = 0; i < NFAKE; i++)
         ck_assert_int_eq(pa_watch_pid(ctx, fprocs[i].pid, 0), 0);
     return ctx;
@@ -162,8 +158,7 @@ static const pa_nic_reading *find_if(const pa_sysread *s, const char *name)
 static double pid_nic_w(pa_ctx *ctx, pid_t pid)
 {
     pa_power p;
-    ck_assert_msg(pa_pid_power(ctx, pid, &p) == 0, "pid %d: %s", (int)pid,
-                  pa_last_error());
+    ck_assert_msg(pa_pid_power(ctx, pid, &p) == 0, "pid %d: %s", (int)pid, pa_last_error());
     return p.nic_w;
 }
 
@@ -268,10 +263,9 @@ START_TEST(exact_watts_physical_only)
     ck_assert_str_eq(r->sensors, "fake-procs+nic");
     ck_assert_ptr_nonnull(strstr(r->formula, "nic-linear"));
     /* ixgbe has no record: the default is used and labelled */
-    ck_assert_msg(strstr(r->assumed, "nic enp5s0f0=0.58W@10000Mb/s") != NULL,
-                  "assumed: %s", r->assumed);
-    ck_assert_msg(strstr(r->assumed, "eth0") == NULL, "assumed: %s",
+    ck_assert_msg(strstr(r->assumed, "nic enp5s0f0=0.58W@10000Mb/s") != NULL, "assumed: %s",
                   r->assumed);
+    ck_assert_msg(strstr(r->assumed, "eth0") == NULL, "assumed: %s", r->assumed);
     ck_assert_ptr_nonnull(strstr(r->assumed, "TCP only"));
     pa_report_free(r);
 
@@ -305,15 +299,13 @@ START_TEST(exact_watts_loopback_on)
     ck_assert_double_eq_tol(sys.nic_w, 0.1218 + lo_w + virt_w, 1e-12);
     /* loopback share: 2,000,000 of max(6,000,000 lo, 4,000,000 sockets);
      * virtual share: 600,000 of max(2,000,000, 600,000) */
-    ck_assert_double_eq_tol(pid_nic_w(ctx, 2002),
-                            lo_w * 2.0 / 6.0 + virt_w * 0.3, 1e-12);
+    ck_assert_double_eq_tol(pid_nic_w(ctx, 2002), lo_w * 2.0 / 6.0 + virt_w * 0.3, 1e-12);
     ck_assert_double_eq_tol(pid_nic_w(ctx, 2003), lo_w * 2.0 / 6.0, 1e-12);
     ck_assert_double_eq_tol(pid_nic_w(ctx, 2001), 0.1218 * 4 / 30, 1e-12);
     pa_report *r;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
-    ck_assert_msg(strstr(r->assumed, "nic lo=0.58W@1000Mb/s (loopback=on") !=
-                      NULL,
-                  "assumed: %s", r->assumed);
+    ck_assert_msg(strstr(r->assumed, "nic lo=0.58W@1000Mb/s (loopback=on") != NULL, "assumed: %s",
+                  r->assumed);
     pa_report_free(r);
     teardown(ctx);
 }
@@ -347,10 +339,8 @@ START_TEST(closed_new_and_draining_sockets)
                   "23000000\n");
     /* eth0 carried 1,000,000 B: t = 0.08 s at 100 Mb/s -> 0.08 W with
      * power=1; enp5s0f0 1,250,000 B: t = 0.001 s -> 0.001 W */
-    set_if("eth0", 1876543210ull + 3000000 + 600000,
-           987654321ull + 2000000 + 400000);
-    set_if("enp5s0f0", 912345678901ull + 20000000 + 250000,
-           45678901234ull + 5000000 + 1000000);
+    set_if("eth0", 1876543210ull + 3000000 + 600000, 987654321ull + 2000000 + 400000);
+    set_if("enp5s0f0", 912345678901ull + 20000000 + 250000, 45678901234ull + 5000000 + 1000000);
     ck_assert_int_eq(pa_tick_at(ctx, 4 * NS_PER_S), 0);
 
     pa_report *r;
@@ -370,12 +360,9 @@ START_TEST(closed_new_and_draining_sockets)
     pa_power sys;
     ck_assert_int_eq(pa_system_power(ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.nic_w, pw, 1e-12);
-    ck_assert_double_eq_tol(pid_nic_w(ctx, 2001), pw * 100000 / 2250000,
-                            1e-12);
-    ck_assert_double_eq_tol(pid_nic_w(ctx, 2004), pw * 1000000 / 2250000,
-                            1e-12);
-    ck_assert_double_eq_tol(pid_nic_w(ctx, 2003), pw * 10000 / 2250000,
-                            1e-12);
+    ck_assert_double_eq_tol(pid_nic_w(ctx, 2001), pw * 100000 / 2250000, 1e-12);
+    ck_assert_double_eq_tol(pid_nic_w(ctx, 2004), pw * 1000000 / 2250000, 1e-12);
+    ck_assert_double_eq_tol(pid_nic_w(ctx, 2003), pw * 10000 / 2250000, 1e-12);
     /* curl's energy: window 2 at 0.01624 W (power=1: 0.21 W * 4/30) ... */
     pa_power p;
     ck_assert_int_eq(pa_pid_power(ctx, 2001, &p), 0);
@@ -425,28 +412,22 @@ START_TEST(unknown_speed_and_options)
     ck_assert_double_eq_tol(sys.nic_w, 0.0116 + 0.0058, 1e-12);
     pa_report *r;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
-    ck_assert_msg(strstr(r->assumed, "nic eth0 speed=1000Mb/s (unknown)"),
-                  "assumed: %s", r->assumed);
+    ck_assert_msg(strstr(r->assumed, "nic eth0 speed=1000Mb/s (unknown)"), "assumed: %s",
+                  r->assumed);
     pa_report_free(r);
 
     /* speed= and power= override: eth0 at 100 Mb/s, every NIC 2 W */
-    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear",
-                                         "speed=100,power=2"),
-                     0);
+    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "speed=100,power=2"), 0);
     set_if("eth0", 1876543210ull + 3000000 + 1250000, 987654321ull + 2000000);
     ck_assert_int_eq(pa_tick_at(ctx, 4 * NS_PER_S), 0);
     /* 1,250,000 B at 100 Mb/s: t = 0.1 s of 1 s at 2 W */
     ck_assert_int_eq(pa_system_power(ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.nic_w, 0.2, 1e-12);
 
-    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "power=-1"),
-                     -EINVAL);
-    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "loopback=maybe"),
-                     -EINVAL);
-    ck_assert_int_eq(pa_module_configure(ctx, "nic", "sockdiag=sometimes"),
-                     -EINVAL);
-    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "loopbak=on"),
-                     -EINVAL);
+    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "power=-1"), -EINVAL);
+    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "loopback=maybe"), -EINVAL);
+    ck_assert_int_eq(pa_module_configure(ctx, "nic", "sockdiag=sometimes"), -EINVAL);
+    ck_assert_int_eq(pa_module_configure(ctx, "nic-linear", "loopbak=on"), -EINVAL);
     teardown(ctx);
 }
 END_TEST
@@ -484,8 +465,7 @@ START_TEST(bad_sockfile_fails_the_tick_not_the_context)
         if (!strcmp(info[i].name, "nic")) {
             seen = true;
             ck_assert_int_eq(info[i].failing, 1);
-            ck_assert_msg(strstr(info[i].why, "sockets.txt line 1"), "why: %s",
-                          info[i].why);
+            ck_assert_msg(strstr(info[i].why, "sockets.txt line 1"), "why: %s", info[i].why);
         }
     ck_assert(seen);
     teardown(ctx);
@@ -547,10 +527,8 @@ START_TEST(cli_json_has_net_bytes)
     char *out = NULL;
     int rc = pa_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "\"pid\":2001,\"comm\":\"curl\"") != NULL, "%s",
-                  out);
-    ck_assert_msg(strstr(out, "\"net_bytes\":{\"rx\":3000000,\"tx\":1000000}"),
-                  "%s", out);
+    ck_assert_msg(strstr(out, "\"pid\":2001,\"comm\":\"curl\"") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "\"net_bytes\":{\"rx\":3000000,\"tx\":1000000}"), "%s", out);
     /* 0.1218 W * 4/30 */
     ck_assert_msg(strstr(out, "\"nic\":0.01624"), "%s", out);
     ck_assert_msg(strstr(out, "\"nic\":0.1218"), "%s", out);
@@ -582,8 +560,7 @@ static Suite *suite(void)
 
 /* The built-in table references modules weakly, which does not pull them
  * out of libpowerapi.a: name them here so that they are linked. */
-const pa_module_ops *const pa_test_keep_nic[] = {&pa__mod_nic,
-                                                 &pa__mod_nic_linear};
+const pa_module_ops *const pa_test_keep_nic[] = {&pa__mod_nic, &pa__mod_nic_linear};
 
 int main(void)
 {

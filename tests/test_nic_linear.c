@@ -36,17 +36,14 @@ static void start(const char *hwdb_text, const char *o)
     snprintf(proc, sizeof proc, "%s/proc", root);
     snprintf(sys, sizeof sys, "%s/proc", root);
     snprintf(hwdb, sizeof hwdb, "%s/hwdb.txt", root);
-    pa_ctx_opts co = {.procfs = proc, .sysfs = sys, .devfs = proc,
-                      .hwdb = hwdb};
+    pa_ctx_opts co = {.procfs = proc, .sysfs = sys, .devfs = proc, .hwdb = hwdb};
     ck_assert_int_eq(pa_ctx_new(&ctx, &co), 0);
     memset(&mod, 0, sizeof mod);
     mod.ops = &pa__mod_nic_linear;
     mod.ctx = ctx;
-    ck_assert_msg(pa__options_parse("nic-linear", o, pa__mod_nic_linear.options,
-                                    &opts) == 0,
-                  "%s", pa_last_error());
-    ck_assert_msg(pa__mod_nic_linear.start(&mod, opts) == 0, "%s",
+    ck_assert_msg(pa__options_parse("nic-linear", o, pa__mod_nic_linear.options, &opts) == 0, "%s",
                   pa_last_error());
+    ck_assert_msg(pa__mod_nic_linear.start(&mod, opts) == 0, "%s", pa_last_error());
     memset(&cur, 0, sizeof cur);
     memset(&prev, 0, sizeof prev);
     memset(&d, 0, sizeof d);
@@ -79,8 +76,8 @@ static void finish(void)
 }
 
 /* Adds an interface that moved bytes (rx + tx) in the window. */
-static void add_if(const char *name, pa_nic_kind kind, uint32_t mbps,
-                   const char *driver, uint64_t rx, uint64_t tx)
+static void add_if(const char *name, pa_nic_kind kind, uint32_t mbps, const char *driver,
+                   uint64_t rx, uint64_t tx)
 {
     pa_nic_reading *n = &cur.nic[cur.nnic++];
     snprintf(n->name, sizeof n->name, "%s", name);
@@ -115,8 +112,7 @@ static const char *test_hwdb =
 
 static void compute(void)
 {
-    ck_assert_msg(pa__mod_nic_linear.compute(&mod, &d, &tab) == 0, "%s",
-                  pa_last_error());
+    ck_assert_msg(pa__mod_nic_linear.compute(&mod, &d, &tab) == 0, "%s", pa_last_error());
 }
 
 START_TEST(state_of_the_link_speed)
@@ -127,8 +123,7 @@ START_TEST(state_of_the_link_speed)
     compute();
     ck_assert_double_eq_tol(tab.nic_w, 0.25, 1e-12);
     /* an exact state of a record: nothing assumed about the NIC */
-    ck_assert_str_eq(tab.assumed,
-                     "nic per process: TCP only (no per-socket UDP counters)");
+    ck_assert_str_eq(tab.assumed, "nic per process: TCP only (no per-socket UDP counters)");
     finish();
 
     /* 40 Mb/s has no state: the slowest state at least as fast (100) */
@@ -136,8 +131,7 @@ START_TEST(state_of_the_link_speed)
     add_if("eth0", PA_NIC_PHYSICAL, 40, "testnic", 2500000, 0); /* 0.5 s */
     compute();
     ck_assert_double_eq_tol(tab.nic_w, 0.25, 1e-12);
-    ck_assert_ptr_nonnull(strstr(tab.assumed,
-                                 "nic eth0=0.5W@40Mb/s (hwdb testnic@100Mb/s)"));
+    ck_assert_ptr_nonnull(strstr(tab.assumed, "nic eth0=0.5W@40Mb/s (hwdb testnic@100Mb/s)"));
     finish();
 
     /* 2500 Mb/s is faster than every state: the fastest (1000, 1.2 W) */
@@ -156,9 +150,8 @@ START_TEST(unknown_driver_uses_default_record)
     add_if("eno1", PA_NIC_PHYSICAL, 1000, "igb", 62500000, 0); /* 0.5 s */
     compute();
     ck_assert_double_eq_tol(tab.nic_w, 0.4, 1e-12);
-    ck_assert_ptr_nonnull(strstr(
-        tab.assumed, "nic eno1=0.8W@1000Mb/s (no record for driver 'igb': "
-                     "hwdb default@1000Mb/s)"));
+    ck_assert_ptr_nonnull(strstr(tab.assumed, "nic eno1=0.8W@1000Mb/s (no record for driver 'igb': "
+                                              "hwdb default@1000Mb/s)"));
     finish();
 }
 END_TEST
@@ -214,8 +207,7 @@ START_TEST(shares_by_class_and_denominators)
     compute();
     ck_assert_double_eq_tol(tab.nic_w, pphys + plo, 1e-12);
     ck_assert_double_eq_tol(tasks[0].nic_w, pphys * 30 / 50, 1e-12);
-    ck_assert_double_eq_tol(tasks[1].nic_w,
-                            pphys * 20 / 50 + plo * 5 / 12.5, 1e-12);
+    ck_assert_double_eq_tol(tasks[1].nic_w, pphys * 20 / 50 + plo * 5 / 12.5, 1e-12);
     ck_assert_double_eq_tol(tasks[2].nic_w, plo * 5 / 12.5, 1e-12);
     ck_assert_double_eq_tol(tasks[3].nic_w, 0.0, 1e-15);
     /* conservation: the processes never get more than the system */
@@ -233,8 +225,7 @@ START_TEST(shares_by_class_and_denominators)
     compute();
     ck_assert_double_eq_tol(tab.nic_w, 0.0, 1e-15);
     ck_assert_double_eq_tol(tasks[2].nic_w, 0.0, 1e-15);
-    ck_assert_str_eq(tab.assumed,
-                     "nic per process: TCP only (no per-socket UDP counters)");
+    ck_assert_str_eq(tab.assumed, "nic per process: TCP only (no per-socket UDP counters)");
     finish();
 }
 END_TEST
@@ -242,7 +233,7 @@ END_TEST
 START_TEST(sensor_without_classes_counts_as_physical)
 {
     start(test_hwdb, NULL);
-    d.have = PA_HAVE_NIC; /* no socket totals either */
+    d.have = PA_HAVE_NIC;                                        /* no socket totals either */
     add_if("eth0", PA_NIC_PHYSICAL, 100, "testnic", 6250000, 0); /* 0.5 s */
     tasks[0].d_rx = 1250000; /* a user sensor: rx/tx only, no net_kind */
     tasks[0].d_tx = 0;
@@ -275,19 +266,14 @@ START_TEST(options_are_checked)
 {
     start(test_hwdb, NULL);
     pa_options *o;
-    ck_assert_int_eq(pa__options_parse("nic-linear", "speed=0",
-                                       pa__mod_nic_linear.options, &o),
+    ck_assert_int_eq(pa__options_parse("nic-linear", "speed=0", pa__mod_nic_linear.options, &o), 0);
+    ck_assert_int_eq(pa__mod_nic_linear.configure(&mod, o), -EINVAL);
+    pa__options_free(o);
+    ck_assert_int_eq(pa__options_parse("nic-linear", "power=abc", pa__mod_nic_linear.options, &o),
                      0);
     ck_assert_int_eq(pa__mod_nic_linear.configure(&mod, o), -EINVAL);
     pa__options_free(o);
-    ck_assert_int_eq(pa__options_parse("nic-linear", "power=abc",
-                                       pa__mod_nic_linear.options, &o),
-                     0);
-    ck_assert_int_eq(pa__mod_nic_linear.configure(&mod, o), -EINVAL);
-    pa__options_free(o);
-    ck_assert_int_lt(pa__options_parse("nic-linear", "powr=1",
-                                       pa__mod_nic_linear.options, &o),
-                     0);
+    ck_assert_int_lt(pa__options_parse("nic-linear", "powr=1", pa__mod_nic_linear.options, &o), 0);
     finish();
 }
 END_TEST

@@ -51,9 +51,7 @@ static void burn_cpu_s(double s)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     do {
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    } while ((double)(t.tv_sec - t0.tv_sec) +
-                 (double)(t.tv_nsec - t0.tv_nsec) / 1e9 <
-             s);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < s);
 }
 
 static const pa_target_info *self_target(const pa_report *r)
@@ -98,21 +96,16 @@ END_TEST
 START_TEST(unknown_event_named)
 {
     pa_ctx *ctx = live_ctx();
-    int rc =
-        pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK+NO_SUCH_EVT");
+    int rc = pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK+NO_SUCH_EVT");
     ck_assert_int_lt(rc, 0);
-    ck_assert_msg(strstr(pa_last_error(), "NO_SUCH_EVT"), "%s",
-                  pa_last_error());
-    ck_assert_msg(strstr(pa_last_error(), "powerapi events"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "NO_SUCH_EVT"), "%s", pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "powerapi events"), "%s", pa_last_error());
     ck_assert_uint_eq(ctx->ncounters, 0);
     /* a known event with a modifier libpfm4 refuses */
     rc = pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK:nosuchmod=1");
     ck_assert_int_lt(rc, 0);
-    ck_assert_msg(strstr(pa_last_error(), "perf::TASK-CLOCK:nosuchmod=1"), "%s",
-                  pa_last_error());
-    ck_assert_msg(strstr(pa_last_error(), "powerapi events"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "perf::TASK-CLOCK:nosuchmod=1"), "%s", pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "powerapi events"), "%s", pa_last_error());
     pa_ctx_free(ctx);
 }
 END_TEST
@@ -123,8 +116,7 @@ START_TEST(fixture_procfs_refused)
     char *root = pa_test_fixture_copy("vm-nocpufreq");
     pa_ctx *ctx = pa_test_ctx(root);
     ck_assert_int_eq(pa_module_enable(ctx, "perf", NULL), -ENODEV);
-    ck_assert_msg(strstr(pa_last_error(), "is not a procfs"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "is not a procfs"), "%s", pa_last_error());
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -133,10 +125,8 @@ END_TEST
 START_TEST(option_errors)
 {
     pa_ctx *ctx = live_ctx();
-    ck_assert_int_eq(
-        pa_module_enable(ctx, "perf",
-                         "events=perf::TASK-CLOCK+perf::TASK-CLOCK"),
-        -EINVAL);
+    ck_assert_int_eq(pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK+perf::TASK-CLOCK"),
+                     -EINVAL);
     ck_assert_msg(strstr(pa_last_error(), "twice"), "%s", pa_last_error());
     ck_assert_int_eq(pa_module_enable(ctx, "perf", "group=maybe"), -EINVAL);
     ck_assert_msg(strstr(pa_last_error(), "on or off"), "%s", pa_last_error());
@@ -158,18 +148,15 @@ START_TEST(system_cycles)
     int rc = pa_module_enable(ctx, "perf", "system=on");
     if (hw_cycles_errno() != 0) {
         ck_assert_int_eq(rc, -ENOENT);
-        ck_assert_msg(strstr(pa_last_error(), "no cycles event opens here"),
-                      "%s", pa_last_error());
-        ck_assert_msg(strstr(pa_last_error(), "UNHALTED_CORE_CYCLES"), "%s",
-                      pa_last_error());
+        ck_assert_msg(strstr(pa_last_error(), "no cycles event opens here"), "%s", pa_last_error());
+        ck_assert_msg(strstr(pa_last_error(), "UNHALTED_CORE_CYCLES"), "%s", pa_last_error());
     } else if (rc == 0) {
         ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
         ck_assert_int_eq(pa_tick(ctx), 0);
         ck_assert(ctx->sys[!ctx->sys_cur].have & PA_HAVE_CYCLES);
     } else {
         ck_assert_int_eq(rc, -EACCES);
-        ck_assert_msg(strstr(pa_last_error(), "CAP_PERFMON"), "%s",
-                      pa_last_error());
+        ck_assert_msg(strstr(pa_last_error(), "CAP_PERFMON"), "%s", pa_last_error());
     }
     /* auto without cycles: enabled, counting without cycles_all */
     pa_ctx_free(ctx);
@@ -208,20 +195,17 @@ static void count_self(const char *opts, size_t nev)
     ck_assert_int_ge(tc, 0);
     ck_assert_int_ge(pf, 0);
     /* at least the 0.2 s burnt, at most the window's CPU time + slack */
-    ck_assert_msg(t->counters[tc] >= 0.19e9, "task-clock %.0f",
-                  t->counters[tc]);
+    ck_assert_msg(t->counters[tc] >= 0.19e9, "task-clock %.0f", t->counters[tc]);
     ck_assert_msg(t->counters[tc] <= t->power.cpu_time_s * 1e9 + 0.05e9,
-                  "task-clock %.0f vs cpu %.3f", t->counters[tc],
-                  t->power.cpu_time_s);
+                  "task-clock %.0f vs cpu %.3f", t->counters[tc], t->power.cpu_time_s);
     for (size_t i = 0; i < r->ncounters; i++)
         if (strstr(r->counter_names[i], "FAULTS"))
-            ck_assert_msg(t->counters[i] >= 16000, "%s %.0f (%s)",
-                          r->counter_names[i], t->counters[i], opts);
+            ck_assert_msg(t->counters[i] >= 16000, "%s %.0f (%s)", r->counter_names[i],
+                          t->counters[i], opts);
     ck_assert_double_eq_tol(t->multiplex, 1.0, 1e-12);
     pa_report_free(r);
     /* another set, same context */
-    ck_assert_int_eq(
-        pa_module_configure(ctx, "perf", "events=perf::CONTEXT-SWITCHES"), 0);
+    ck_assert_int_eq(pa_module_configure(ctx, "perf", "events=perf::CONTEXT-SWITCHES"), 0);
     ck_assert_uint_eq(ctx->ncounters, 1);
     ck_assert_str_eq(ctx->counter_names[0], "perf::CONTEXT-SWITCHES");
     ck_assert_int_eq(pa_tick(ctx), 0);
@@ -252,8 +236,7 @@ END_TEST
 START_TEST(tick_without_targets)
 {
     pa_ctx *ctx = live_ctx();
-    ck_assert_int_eq(pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK"),
-                     0);
+    ck_assert_int_eq(pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK"), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
     pa_report *r = NULL;
@@ -286,13 +269,12 @@ START_TEST(descriptor_budget)
     pa_ctx *ctx = live_ctx();
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     /* 9 threads x 8 events = 72 > budget 100/2 */
-    ck_assert_int_eq(
-        pa_module_enable(ctx, "perf",
-                         "events=perf::TASK-CLOCK+perf::CPU-CLOCK+"
-                         "perf::CONTEXT-SWITCHES+perf::CPU-MIGRATIONS+"
-                         "perf::PAGE-FAULTS+perf::MINOR-FAULTS+"
-                         "perf::MAJOR-FAULTS+perf::CYCLES"),
-        0);
+    ck_assert_int_eq(pa_module_enable(ctx, "perf",
+                                      "events=perf::TASK-CLOCK+perf::CPU-CLOCK+"
+                                      "perf::CONTEXT-SWITCHES+perf::CPU-MIGRATIONS+"
+                                      "perf::PAGE-FAULTS+perf::MINOR-FAULTS+"
+                                      "perf::MAJOR-FAULTS+perf::CYCLES"),
+                     0);
     ck_assert_int_eq(pa_watch_pid(ctx, getpid(), 0), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
     pa_module_info info[16];
@@ -302,8 +284,7 @@ START_TEST(descriptor_budget)
         if (!strcmp(info[i].name, "perf")) {
             seen = true;
             ck_assert_int_eq(info[i].failing, 1);
-            ck_assert_msg(strstr(info[i].why, "RLIMIT_NOFILE"), "%s",
-                          info[i].why);
+            ck_assert_msg(strstr(info[i].why, "RLIMIT_NOFILE"), "%s", info[i].why);
         }
     ck_assert(seen);
     pa_ctx_free(ctx);
@@ -324,8 +305,7 @@ START_TEST(another_users_process)
         if (setgid(65534) < 0 || setuid(65534) < 0)
             _exit(3);
         pa_ctx *ctx = NULL;
-        if (pa_ctx_new(&ctx, NULL) < 0 ||
-            pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
+        if (pa_ctx_new(&ctx, NULL) < 0 || pa_module_enable(ctx, "procfs-cpu", NULL) < 0 ||
             pa_module_enable(ctx, "perf", "events=perf::TASK-CLOCK") < 0 ||
             pa_watch_pid(ctx, target, 0) < 0)
             _exit(4);
@@ -333,8 +313,7 @@ START_TEST(another_users_process)
         pa_module_info info[16];
         int n = pa_module_list(ctx, info, 16);
         for (int i = 0; i < n && i < 16; i++)
-            if (!strcmp(info[i].name, "perf") && info[i].failing &&
-                strstr(info[i].why, "EACCES") &&
+            if (!strcmp(info[i].name, "perf") && info[i].failing && strstr(info[i].why, "EACCES") &&
                 strstr(info[i].why, "another user"))
                 _exit(0);
         _exit(5);
@@ -354,8 +333,7 @@ static int on_event(const char *name, const char *desc, int status, void *u)
     listing *l = u;
     l->n++;
     ck_assert(desc != NULL);
-    if (!strcmp(name, "perf::TASK-CLOCK") ||
-        !strcmp(name, "perf::PERF_COUNT_SW_TASK_CLOCK"))
+    if (!strcmp(name, "perf::TASK-CLOCK") || !strcmp(name, "perf::PERF_COUNT_SW_TASK_CLOCK"))
         l->task_clock = status == 0 ? 1 : l->task_clock;
     if (!strcmp(name, "UNHALTED_CORE_CYCLES"))
         l->cycles_status = status;
@@ -413,12 +391,11 @@ START_TEST(hardware_multiplexing)
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     /* 16 generic hardware events: more than any PMU has counters */
     ck_assert_int_eq(
-        pa_module_enable(
-            ctx, "perf",
-            "events=UNHALTED_CORE_CYCLES+INSTRUCTIONS_RETIRED+perf::CYCLES+"
-            "perf::INSTRUCTIONS+LLC_REFERENCES+LLC_MISSES+"
-            "BRANCH_INSTRUCTIONS_RETIRED+BRANCH_MISSES_RETIRED+"
-            "UNHALTED_REFERENCE_CYCLES"),
+        pa_module_enable(ctx, "perf",
+                         "events=UNHALTED_CORE_CYCLES+INSTRUCTIONS_RETIRED+perf::CYCLES+"
+                         "perf::INSTRUCTIONS+LLC_REFERENCES+LLC_MISSES+"
+                         "BRANCH_INSTRUCTIONS_RETIRED+BRANCH_MISSES_RETIRED+"
+                         "UNHALTED_REFERENCE_CYCLES"),
         0);
     ck_assert_int_eq(pa_watch_pid(ctx, getpid(), 0), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
@@ -438,14 +415,12 @@ START_TEST(hardware_multiplexing)
     /* the same set as one group does not fit: said once, clearly */
     ctx = live_ctx();
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
-    ck_assert_int_eq(
-        pa_module_enable(
-            ctx, "perf",
-            "group=on,events=UNHALTED_CORE_CYCLES+"
-            "INSTRUCTIONS_RETIRED+perf::CYCLES+perf::INSTRUCTIONS+"
-            "LLC_REFERENCES+LLC_MISSES+BRANCH_INSTRUCTIONS_RETIRED+"
-            "BRANCH_MISSES_RETIRED+UNHALTED_REFERENCE_CYCLES"),
-        0);
+    ck_assert_int_eq(pa_module_enable(ctx, "perf",
+                                      "group=on,events=UNHALTED_CORE_CYCLES+"
+                                      "INSTRUCTIONS_RETIRED+perf::CYCLES+perf::INSTRUCTIONS+"
+                                      "LLC_REFERENCES+LLC_MISSES+BRANCH_INSTRUCTIONS_RETIRED+"
+                                      "BRANCH_MISSES_RETIRED+UNHALTED_REFERENCE_CYCLES"),
+                     0);
     ck_assert_int_eq(pa_watch_pid(ctx, getpid(), 0), 0);
     ck_assert_int_eq(pa_tick(ctx), 0);
     burn_cpu_s(0.3);
@@ -454,8 +429,7 @@ START_TEST(hardware_multiplexing)
     int n = pa_module_list(ctx, info, 16);
     for (int i = 0; i < n && i < 16; i++)
         if (!strcmp(info[i].name, "perf"))
-            ck_assert_msg(info[i].failing && strstr(info[i].why, "group=off"),
-                          "%s", info[i].why);
+            ck_assert_msg(info[i].failing && strstr(info[i].why, "group=off"), "%s", info[i].why);
     pa_ctx_free(ctx);
 }
 END_TEST

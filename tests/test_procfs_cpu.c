@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #define TICK_NS 10000000ull /* one USER_HZ tick */
-#define VTE                                                                    \
-    "/user.slice/user-1000.slice/user@1000.service/app.slice/"                 \
-    "app-org.gnome.Terminal.slice/"                                            \
+#define VTE                                                                                        \
+    "/user.slice/user-1000.slice/user@1000.service/app.slice/"                                     \
+    "app-org.gnome.Terminal.slice/"                                                                \
     "vte-spawn-5f1c2a9e-4d3b-4c55-a1a6-8f3e2b1c9d70.scope"
 
 /* ------------------------------------------------------------------ */
@@ -35,8 +35,7 @@
 /* ------------------------------------------------------------------ */
 
 /* Sets proc(5) field `field` (>= 3) of the stat file root/proc/rel. */
-static void stat_set(const char *root, const char *rel, int field,
-                     const char *value)
+static void stat_set(const char *root, const char *rel, int field, const char *value)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/proc/%s", root, rel);
@@ -64,8 +63,7 @@ static void stat_set(const char *root, const char *rel, int field,
     free(s);
 }
 
-static void stat_set_u(const char *root, const char *rel, int field,
-                       unsigned long long v)
+static void stat_set_u(const char *root, const char *rel, int field, unsigned long long v)
 {
     char buf[32];
     snprintf(buf, sizeof(buf), "%llu", v);
@@ -91,8 +89,7 @@ static pa_ctx *ctx_on(const char *root)
 static void tick(pa_ctx *ctx, double t_s)
 {
     int rc = pa_tick_at(ctx, (uint64_t)(t_s * 1e9));
-    ck_assert_msg(rc == 0, "tick at %.3f s: %s (%s)", t_s, pa_strerror(rc),
-                  pa_last_error());
+    ck_assert_msg(rc == 0, "tick at %.3f s: %s (%s)", t_s, pa_strerror(rc), pa_last_error());
 }
 
 /* The system readings of the last tick (engine internals). */
@@ -102,13 +99,11 @@ static const pa_sysread *last_sys(const pa_ctx *ctx)
 }
 
 /* Finds a process or thread target; live (gone == 0) or exited (1). */
-static const pa_target_info *find(const pa_report *r, pa_target_type type,
-                                  pid_t id, int gone)
+static const pa_target_info *find(const pa_report *r, pa_target_type type, pid_t id, int gone)
 {
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *t = &r->targets[i];
-        if (t->type != type ||
-            (type == PA_TARGET_THREAD ? t->tid : t->pid) != id)
+        if (t->type != type || (type == PA_TARGET_THREAD ? t->tid : t->pid) != id)
             continue;
         if (!!(t->power.flags & PA_POWER_EXITED) == gone)
             return t;
@@ -155,11 +150,9 @@ START_TEST(test_desktop_system)
     /* 16 P-states, ascending, each summed over the 4 policies */
     ck_assert_uint_eq(s->nfreq, 16);
     ck_assert_uint_eq(s->freq[0].khz, 800000);
-    ck_assert_uint_eq(s->freq[0].time_ns,
-                      (9932450ull + 9943663 + 9947020 + 9960066) * TICK_NS);
+    ck_assert_uint_eq(s->freq[0].time_ns, (9932450ull + 9943663 + 9947020 + 9960066) * TICK_NS);
     ck_assert_uint_eq(s->freq[15].khz, 3201000);
-    ck_assert_uint_eq(s->freq[15].time_ns,
-                      (402311ull + 398112 + 391876 + 385020) * TICK_NS);
+    ck_assert_uint_eq(s->freq[15].time_ns, (402311ull + 398112 + 391876 + 385020) * TICK_NS);
     ck_assert_uint_eq(s->freq[1].khz, 900000);
     ck_assert_uint_eq(s->freq[1].time_ns, 0);
 
@@ -185,8 +178,7 @@ START_TEST(test_desktop_system)
     s = last_sys(ctx);
     ck_assert_uint_eq(s->busy_ns, (2949847ull + 150) * TICK_NS);
     ck_assert_uint_eq(s->idle_ns, (39143021ull + 650) * TICK_NS);
-    ck_assert_uint_eq(s->freq[15].time_ns,
-                      (402461ull + 398112 + 391876 + 385020) * TICK_NS);
+    ck_assert_uint_eq(s->freq[15].time_ns, (402461ull + 398112 + 391876 + 385020) * TICK_NS);
     pa_power sp;
     ck_assert_int_eq(pa_system_power(ctx, &sp), 0);
     ck_assert_double_eq_tol(sp.interval_s, 2.0, 1e-12);
@@ -234,11 +226,9 @@ START_TEST(container_cpumax_uses_proc_stat)
     char lines[1024] = "";
     for (int i = 0; i < 8; i++) {
         size_t u = strlen(lines);
-        snprintf(lines + u, sizeof(lines) - u,
-                 "cpu%d 30030 0 10010 960060 0 0 0 0 0 0\n", i);
+        snprintf(lines + u, sizeof(lines) - u, "cpu%d 30030 0 10010 960060 0 0 0 0 0 0\n", i);
     }
-    pa_test_write(root, "proc/stat",
-                  "cpu  %d 0 %d %d 0 0 0 0 0 0\n%sintr 0\nctxt 0\n", 8 * 30030,
+    pa_test_write(root, "proc/stat", "cpu  %d 0 %d %d 0 0 0 0 0 0\n%sintr 0\nctxt 0\n", 8 * 30030,
                   8 * 10010, 8 * 960060, lines);
     tick(ctx, 2.0);
     pa_report *r = report(ctx);
@@ -284,10 +274,8 @@ START_TEST(test_freq_policy_weight)
     tick(ctx, 1.0);
     const pa_sysread *s = last_sys(ctx);
     ck_assert_uint_eq(s->nfreq, 16);
-    ck_assert_uint_eq(s->freq[0].time_ns,
-                      (9932450ull * 2 + 9947020ull * 2) * TICK_NS);
-    ck_assert_uint_eq(s->freq[15].time_ns,
-                      (402311ull * 2 + 391876ull * 2) * TICK_NS);
+    ck_assert_uint_eq(s->freq[0].time_ns, (9932450ull * 2 + 9947020ull * 2) * TICK_NS);
+    ck_assert_uint_eq(s->freq[15].time_ns, (402311ull * 2 + 391876ull * 2) * TICK_NS);
     pa_ctx_free(ctx);
 
     /* no affected_cpus: related_cpus */
@@ -298,8 +286,7 @@ START_TEST(test_freq_policy_weight)
     ctx = ctx_on(root);
     tick(ctx, 1.0);
     s = last_sys(ctx);
-    ck_assert_uint_eq(s->freq[0].time_ns,
-                      (9932450ull * 2 + 9947020ull * 3) * TICK_NS);
+    ck_assert_uint_eq(s->freq[0].time_ns, (9932450ull * 2 + 9947020ull * 3) * TICK_NS);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -312,10 +299,9 @@ START_TEST(test_freq_per_cpu_layout)
     pa_test_remove(root, "sys/devices/system/cpu/cpufreq");
     for (int c = 0; c < 4; c++) {
         char rel[256];
-        snprintf(rel, sizeof(rel),
-                 "sys/devices/system/cpu/cpu%d/cpufreq/stats/time_in_state", c);
-        pa_test_write(root, rel, "2400000 %d\n1600000 %d\n800000 %d\n", 100 + c,
-                      2000, 50000 * (c + 1));
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpufreq/stats/time_in_state", c);
+        pa_test_write(root, rel, "2400000 %d\n1600000 %d\n800000 %d\n", 100 + c, 2000,
+                      50000 * (c + 1));
     }
     pa_ctx *ctx = ctx_on(root);
     tick(ctx, 1.0);
@@ -339,14 +325,11 @@ START_TEST(test_freq_intel_pstate)
     char *root = pa_test_fixture_copy("desktop-cpufreq");
     for (int c = 0; c < 4; c++) {
         char rel[256];
-        snprintf(rel, sizeof(rel),
-                 "sys/devices/system/cpu/cpufreq/policy%d/stats", c);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpufreq/policy%d/stats", c);
         pa_test_remove(root, rel);
-        snprintf(rel, sizeof(rel),
-                 "sys/devices/system/cpu/cpufreq/policy%d/base_frequency", c);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpufreq/policy%d/base_frequency", c);
         pa_test_write(root, rel, "3200000\n");
-        snprintf(rel, sizeof(rel),
-                 "sys/devices/system/cpu/cpufreq/policy%d/scaling_driver", c);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpufreq/policy%d/scaling_driver", c);
         pa_test_write(root, rel, "intel_pstate\n");
     }
     pa_ctx *ctx = ctx_on(root);
@@ -360,8 +343,7 @@ START_TEST(test_freq_intel_pstate)
     /* no base_frequency either: cpuinfo's first "cpu MHz" */
     for (int c = 0; c < 4; c++) {
         char rel[256];
-        snprintf(rel, sizeof(rel),
-                 "sys/devices/system/cpu/cpufreq/policy%d/base_frequency", c);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpufreq/policy%d/base_frequency", c);
         pa_test_remove(root, rel);
     }
     ctx = ctx_on(root);
@@ -473,8 +455,8 @@ START_TEST(test_threads)
     tick(ctx, 1.0);
     /* Socket Thread: +0.75 s (schedstat ns); Renderer: +40 ticks (stat);
      * the process: +115 ticks */
-    pa_test_write(root, "proc/3100/task/3106/schedstat",
-                  "%llu 4143537364 17134\n", 153310882476ull + 750000000ull);
+    pa_test_write(root, "proc/3100/task/3106/schedstat", "%llu 4143537364 17134\n",
+                  153310882476ull + 750000000ull);
     stat_times(root, "3100/task/3111/stat", 22000 + 35, 3000 + 5);
     stat_times(root, "3100/stat", 150230 + 100, 30411 + 15);
     tick(ctx, 2.0);
@@ -529,8 +511,8 @@ START_TEST(test_all_threads)
     pa_ctx *ctx = ctx_on(root);
     ck_assert_int_eq(pa_watch_all(ctx, 1 | PA_WATCH_ALL_THREADS), 0);
     tick(ctx, 1.0);
-    pa_test_write(root, "proc/3100/task/3106/schedstat",
-                  "%llu 4143537364 17134\n", 153310882476ull + 750000000ull);
+    pa_test_write(root, "proc/3100/task/3106/schedstat", "%llu 4143537364 17134\n",
+                  153310882476ull + 750000000ull);
     tick(ctx, 2.0);
     pa_report *r = report(ctx);
     ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 12);
@@ -577,8 +559,8 @@ START_TEST(test_children)
     pa_report *r = report(ctx);
     const pid_t in[] = {2210, 3021, 3022, 3050, 3060};
     for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
-        ck_assert_msg(find(r, PA_TARGET_PROCESS, in[i], 0) != NULL,
-                      "pid %d missing from the tree", (int)in[i]);
+        ck_assert_msg(find(r, PA_TARGET_PROCESS, in[i], 0) != NULL, "pid %d missing from the tree",
+                      (int)in[i]);
     ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 5);
     ck_assert_uint_eq(count_type(r, PA_TARGET_THREAD), 0);
     ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 3100, 0));
@@ -604,8 +586,7 @@ START_TEST(test_children_threads)
 {
     char *root = pa_test_fixture_copy("vm-nocpufreq");
     pa_ctx *ctx = ctx_on(root);
-    ck_assert_int_eq(
-        pa_watch_pid(ctx, 1734, PA_WATCH_CHILDREN | PA_WATCH_THREADS), 0);
+    ck_assert_int_eq(pa_watch_pid(ctx, 1734, PA_WATCH_CHILDREN | PA_WATCH_THREADS), 0);
     tick(ctx, 1.0);
     pa_test_write(root, "proc/1801/task/1803/schedstat", "%llu 67846790 401\n",
                   2510331224ull + 300000000ull);
@@ -780,8 +761,8 @@ START_TEST(test_malformed_new)
     tick(ctx, 1.0);
     pa_test_write(root, "proc/4000/stat", "%s", bad_stats[_i]);
     tick(ctx, 2.0);
-    ck_assert_msg(pa__task_find(ctx, PA_TARGET_PROCESS, 4000) == NULL,
-                  "bad record %d was accepted", _i);
+    ck_assert_msg(pa__task_find(ctx, PA_TARGET_PROCESS, 4000) == NULL, "bad record %d was accepted",
+                  _i);
     pa_report *r = report(ctx);
     ck_assert_ptr_null(find(r, PA_TARGET_PROCESS, 4000, 0));
     ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS), 12);
@@ -826,12 +807,11 @@ START_TEST(test_malformed_known)
     const pa_target_info *t = find(r, PA_TARGET_PROCESS, 3100, 0);
     ck_assert_ptr_nonnull(t);
     ck_assert_double_eq_tol(t->power.cpu_time_s, 0.5, 1e-12);
-    ck_assert_uint_eq(
-        count_type(r, PA_TARGET_PROCESS) -
-            (size_t)(find(r, PA_TARGET_PROCESS, 3021, 1) != NULL) -
-            (size_t)(find(r, PA_TARGET_PROCESS, 3022, 1) != NULL) -
-            (size_t)(find(r, PA_TARGET_PROCESS, 3050, 1) != NULL),
-        9);
+    ck_assert_uint_eq(count_type(r, PA_TARGET_PROCESS) -
+                          (size_t)(find(r, PA_TARGET_PROCESS, 3021, 1) != NULL) -
+                          (size_t)(find(r, PA_TARGET_PROCESS, 3022, 1) != NULL) -
+                          (size_t)(find(r, PA_TARGET_PROCESS, 3050, 1) != NULL),
+                      9);
     pa_report_free(r);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
@@ -842,8 +822,7 @@ END_TEST
  * (Check runs each test in its own process). */
 static void drop_dac_override(void)
 {
-    struct __user_cap_header_struct h = {.version =
-                                             _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct d[2];
     ck_assert_int_eq(syscall(SYS_capget, &h, d), 0);
     d[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH));
@@ -984,8 +963,7 @@ START_TEST(test_missing_root)
     ctx = pa_test_ctx(root);
     int rc = pa_module_enable(ctx, "procfs-cpu", NULL);
     ck_assert_int_lt(rc, 0);
-    ck_assert_msg(strstr(pa_last_error(), "/proc/stat") &&
-                      strstr(pa_last_error(), "--procfs"),
+    ck_assert_msg(strstr(pa_last_error(), "/proc/stat") && strstr(pa_last_error(), "--procfs"),
                   "message: %s", pa_last_error());
     pa_module_info mi[16];
     int n = pa_module_list(ctx, mi, 16);
@@ -1004,8 +982,7 @@ START_TEST(test_missing_root)
     ctx = pa_test_ctx(root);
     rc = pa_module_enable(ctx, "procfs-cpu", NULL);
     ck_assert_int_lt(rc, 0);
-    ck_assert_msg(strstr(pa_last_error(), "malformed"), "message: %s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "malformed"), "message: %s", pa_last_error());
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -1028,8 +1005,7 @@ START_TEST(test_stat_breaks)
         if (!strcmp(mi[i].name, "procfs-cpu")) {
             seen = true;
             ck_assert_int_eq(mi[i].failing, 1);
-            ck_assert_msg(strstr(mi[i].why, "/proc/stat is malformed"),
-                          "why: %s", mi[i].why);
+            ck_assert_msg(strstr(mi[i].why, "/proc/stat is malformed"), "why: %s", mi[i].why);
         }
     ck_assert(seen);
     pa_ctx_free(ctx);
@@ -1081,16 +1057,13 @@ START_TEST(test_live_busy_child)
     double b1 = cpu_clock_s(cc);
     pa_power pw;
     ck_assert_int_eq(pa_pid_power(ctx, child, &pw), 0);
-    ck_assert_msg(pw.interval_s > 0.45 && pw.interval_s < 1.5, "interval %f",
-                  pw.interval_s);
-    ck_assert_msg(pw.cpu_time_s >= a1 - b0 - 0.02 &&
-                      pw.cpu_time_s <= b1 - a0 + 0.02,
-                  "procfs-cpu says %.3f s, the kernel's clock %.3f to %.3f s",
-                  pw.cpu_time_s, a1 - b0, b1 - a0);
+    ck_assert_msg(pw.interval_s > 0.45 && pw.interval_s < 1.5, "interval %f", pw.interval_s);
+    ck_assert_msg(pw.cpu_time_s >= a1 - b0 - 0.02 && pw.cpu_time_s <= b1 - a0 + 0.02,
+                  "procfs-cpu says %.3f s, the kernel's clock %.3f to %.3f s", pw.cpu_time_s,
+                  a1 - b0, b1 - a0);
     /* about 0.5 s on an idle machine; less when the cores are shared */
     if (a1 - b0 > 0.05)
-        ck_assert_msg(pw.cpu_time_s > 0.02, "a spinning child used %.3f s",
-                      pw.cpu_time_s);
+        ck_assert_msg(pw.cpu_time_s > 0.02, "a spinning child used %.3f s", pw.cpu_time_s);
 
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
@@ -1184,8 +1157,7 @@ static int count_dir(const char *path, bool numeric_only)
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.' &&
-            (!numeric_only || (e->d_name[0] >= '0' && e->d_name[0] <= '9')))
+        if (e->d_name[0] != '.' && (!numeric_only || (e->d_name[0] >= '0' && e->d_name[0] <= '9')))
             n++;
     if (d)
         closedir(d);
@@ -1215,8 +1187,7 @@ START_TEST(test_live_fd_budget)
     ck_assert_msg(fds1 - fds0 <= 32 + 3, "%d fds opened", fds1 - fds0);
     /* and it did keep fds, up to its budget */
     int kept = nprocs < 32 ? nprocs : 32;
-    ck_assert_msg(fds1 - fds0 >= kept / 2, "%d fds kept for %d processes",
-                  fds1 - fds0, nprocs);
+    ck_assert_msg(fds1 - fds0 >= kept / 2, "%d fds kept for %d processes", fds1 - fds0, nprocs);
     pa_report *r = report(ctx);
     size_t n = count_type(r, PA_TARGET_PROCESS);
     ck_assert_msg(n + 10 >= (size_t)nprocs && n <= (size_t)nprocs + 10,
@@ -1246,8 +1217,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_vanish);
     tcase_add_test(tc, test_pid_reuse);
     tcase_add_test(tc, test_watched_pid_reuse);
-    tcase_add_loop_test(tc, test_malformed_new, 0,
-                        (int)(sizeof(bad_stats) / sizeof(bad_stats[0])));
+    tcase_add_loop_test(tc, test_malformed_new, 0, (int)(sizeof(bad_stats) / sizeof(bad_stats[0])));
     tcase_add_test(tc, test_malformed_known);
     tcase_add_test(tc, test_unreadable);
     tcase_add_test(tc, test_watts_cpu_tdp);

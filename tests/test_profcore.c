@@ -66,8 +66,8 @@ START_TEST(stats_filter)
     memset(st, 0, sizeof(st));
     const unsigned char charge[4] = {PA_PCHARGE_LEAF, PA_PCHARGE_NONE, PA_PCHARGE_ANY,
                                      PA_PCHARGE_ANY};
-    pa_psample s = {.energy_j = 2, .cpu_j = 1.5, .net_j = 0.5, .cpu_s = 0.01,
-                    .samples = 1, .net_bytes = 100};
+    pa_psample s = {
+        .energy_j = 2, .cpu_j = 1.5, .net_j = 0.5, .cpu_s = 0.01, .samples = 1, .net_bytes = 100};
     /* app -> libc -> app (recursion) -> [unknown]: the leaf is charged */
     int a[4] = {0, 2, 1, 2};
     pa_pstat_add(st, a, 4, charge, 3, 1, &s);
@@ -151,8 +151,8 @@ START_TEST(rank)
 }
 END_TEST
 
-static pa_target_info target(pa_target_type type, pid_t pid, pid_t tid, double cpu_j,
-                             double cpu_s, unsigned flags)
+static pa_target_info target(pa_target_type type, pid_t pid, pid_t tid, double cpu_j, double cpu_s,
+                             unsigned flags)
 {
     pa_target_info t;
     memset(&t, 0, sizeof(t));
@@ -254,7 +254,6 @@ START_TEST(window_unseen)
 }
 END_TEST
 
-
 /* A fake engine: four stacks of process 100, three of thread 101 in hot()
  * called by main(), one of thread 102 in cold(). */
 typedef struct fake_engine {
@@ -302,8 +301,8 @@ START_TEST(window_engine)
     };
     pa_report rep = {.ntargets = 3, .targets = v};
     fake_engine fe = {.n = 4};
-    pa_pengine e = {.self = &fe, .next = fake_next, .frames = fake_frames,
-                    .window_done = fake_done};
+    pa_pengine e = {
+        .self = &fe, .next = fake_next, .frames = fake_frames, .window_done = fake_done};
     pa_pwin w;
     pa_ptasks_window(&t, p, &e, &rep, &w);
     ck_assert_int_eq(fe.done, 1);
@@ -312,10 +311,18 @@ START_TEST(window_engine)
     pa_pprof_window_end(p, 0, 1);
     char *dir = pa_test_tmpdir();
     pa_psource src = {.formula = "cpu-tdp"};
-    pa_pmeta m = {.title = "t", .target = "pid 100", .event = "cpu-clock",
-                  .call_graph = "fp", .period_ns = 10000000, .window_s = 1,
-                  .source = &src, .kernel_state = "", .exit_status = -1,
-                  .tree_j = -1, .unseen_j = -1, .process_j = 4};
+    pa_pmeta m = {.title = "t",
+                  .target = "pid 100",
+                  .event = "cpu-clock",
+                  .call_graph = "fp",
+                  .period_ns = 10000000,
+                  .window_s = 1,
+                  .source = &src,
+                  .kernel_state = "",
+                  .exit_status = -1,
+                  .tree_j = -1,
+                  .unseen_j = -1,
+                  .process_j = 4};
     ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
     char path[4200];
     snprintf(path, sizeof(path), "%s/functions.csv", dir);

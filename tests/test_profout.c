@@ -22,16 +22,19 @@ static pa_ptree_node *tree(size_t *n)
         int func, parent, line, inlined;
         double self_j;
     } v[] = {
-        {0, -1, 20, 0, 0}, {1, 0, 5, 0, 3}, {1, 0, 6, 0, 1}, {0, -1, 21, 0, 0},
+        {0, -1, 20, 0, 0}, {1, 0, 5, 0, 3}, {1, 0, 6, 0, 1},    {0, -1, 21, 0, 0},
         {1, 3, 5, 0, 2},   {1, 0, 7, 0, 0}, {2, 5, 30, 1, 0.5},
     };
     *n = sizeof(v) / sizeof(v[0]);
     pa_ptree_node *t = calloc(*n, sizeof(*t));
     ck_assert(t != NULL);
     for (size_t i = 0; i < *n; i++) {
-        t[i] = (pa_ptree_node){.func = v[i].func, .parent = v[i].parent,
-                               .first_child = -1, .next_sibling = -1,
-                               .line = v[i].line, .inlined = (unsigned char)v[i].inlined,
+        t[i] = (pa_ptree_node){.func = v[i].func,
+                               .parent = v[i].parent,
+                               .first_child = -1,
+                               .next_sibling = -1,
+                               .line = v[i].line,
+                               .inlined = (unsigned char)v[i].inlined,
                                .self_j = v[i].self_j,
                                .self_samples = v[i].self_j > 0 ? 1 : 0};
         if (v[i].parent >= 0) {
@@ -135,8 +138,8 @@ static const char *fn_name(const Perftools__Profiles__Profile *p, uint64_t fid)
 }
 
 /* "work:5 main:20" for a sample: each location's lines, innermost first */
-static void stack_of(const Perftools__Profiles__Profile *p,
-                     const Perftools__Profiles__Sample *s, char *out, size_t len)
+static void stack_of(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s,
+                     char *out, size_t len)
 {
     size_t k = 0;
     out[0] = '\0';
@@ -144,8 +147,7 @@ static void stack_of(const Perftools__Profiles__Profile *p,
         const Perftools__Profiles__Location *l = loc_of(p, s->location_id[i]);
         for (size_t j = 0; j < l->n_line; j++)
             k += (size_t)snprintf(out + k, len - k, "%s%s:%lld", k ? " " : "",
-                                  fn_name(p, l->line[j]->function_id),
-                                  (long long)l->line[j]->line);
+                                  fn_name(p, l->line[j]->function_id), (long long)l->line[j]->line);
     }
 }
 
@@ -154,16 +156,21 @@ START_TEST(pprof_locations_per_line)
     size_t n;
     pa_ptree_node *t = tree(&n);
     char *dir = pa_test_tmpdir();
-    pa_ptree pt = {.nodes = t, .n = n, .nfuncs = 3, .name = fname, .file = ffile,
-                   .line = fline, .main_name = "w"};
+    pa_ptree pt = {.nodes = t,
+                   .n = n,
+                   .nfuncs = 3,
+                   .name = fname,
+                   .file = ffile,
+                   .line = fline,
+                   .main_name = "w"};
     ck_assert_int_eq(pa_ptree_write_pprof(&pt, dir, 10000000, 1.0, "test"), 0);
     Perftools__Profiles__Profile *p = read_pprof(dir);
     /* 3 function locations (declaration lines), then work:5, main:20,
      * work:6, main:21 and the chain helper:30 in work:7 */
     ck_assert_uint_eq(p->n_location, 8);
     ck_assert_uint_eq(p->n_sample, 4);
-    static const char *const want[4] = {
-        "work:5 main:20", "work:6 main:20", "work:5 main:21", "helper:30 work:7 main:20"};
+    static const char *const want[4] = {"work:5 main:20", "work:6 main:20", "work:5 main:21",
+                                        "helper:30 work:7 main:20"};
     static const int64_t uj[4] = {3000000, 1000000, 2000000, 500000};
     for (size_t i = 0; i < 4; i++) {
         char got[256];

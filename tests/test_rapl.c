@@ -38,8 +38,7 @@ static int rig_start(rig *r, const char *fixture, const char *opts)
     r->m.ops = &pa__mod_rapl;
     r->m.ctx = r->ctx;
     pa_options *o = NULL;
-    ck_assert_int_eq(pa__options_parse("rapl", opts, pa__mod_rapl.options, &o),
-                     0);
+    ck_assert_int_eq(pa__options_parse("rapl", opts, pa__mod_rapl.options, &o), 0);
     int rc = pa__mod_rapl.start(&r->m, o);
     pa__options_free(o);
     return rc;
@@ -48,8 +47,7 @@ static int rig_start(rig *r, const char *fixture, const char *opts)
 static void rig_sample(rig *r)
 {
     memset(&r->sys, 0, sizeof(r->sys));
-    pa_frame f = {
-        .ctx = r->ctx, .tick = ++r->tick, .time_ns = 0, .sys = &r->sys};
+    pa_frame f = {.ctx = r->ctx, .tick = ++r->tick, .time_ns = 0, .sys = &r->sys};
     /* one reading a second unless a test waits longer: the sensor counts
      * a step only if the domain could have drawn it in that time */
     r->time_ns += r->step_ns ? r->step_ns : 1000000000ull;
@@ -105,14 +103,10 @@ START_TEST(server_two_sockets_with_dram)
     /* cumulative since start */
     for (unsigned i = 0; i < 4; i++)
         ck_assert_uint_eq(r.sys.rapl[i].energy_uj, 0);
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "160000000\n"); /* +60 J */
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0:0/energy_uj",
-                  "28000000\n"); /* +8 J */
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1/energy_uj",
-                  "240000000\n"); /* +40 J */
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1:0/energy_uj",
-                  "37000000\n"); /* +7 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "160000000\n");  /* +60 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0:0/energy_uj", "28000000\n"); /* +8 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1/energy_uj", "240000000\n");  /* +40 J */
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:1:0/energy_uj", "37000000\n"); /* +7 J */
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 60000000);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_DRAM)->energy_uj, 8000000);
@@ -122,16 +116,14 @@ START_TEST(server_two_sockets_with_dram)
 }
 END_TEST
 
-static void add_zone(const char *root, const char *dir, const char *name,
-                     unsigned long long uj)
+static void add_zone(const char *root, const char *dir, const char *name, unsigned long long uj)
 {
     char rel[128];
     snprintf(rel, sizeof(rel), "sys/class/powercap/%s/name", dir);
     pa_test_write(root, rel, "%s\n", name);
     snprintf(rel, sizeof(rel), "sys/class/powercap/%s/energy_uj", dir);
     pa_test_write(root, rel, "%llu\n", uj);
-    snprintf(rel, sizeof(rel), "sys/class/powercap/%s/max_energy_range_uj",
-             dir);
+    snprintf(rel, sizeof(rel), "sys/class/powercap/%s/max_energy_range_uj", dir);
     pa_test_write(root, rel, "262143328850\n");
 }
 
@@ -154,8 +146,8 @@ START_TEST(tpmi_zones)
     pa__mod_rapl.stop(&r.m);
     r.m.priv = NULL;
     /* only TPMI zones: they are used, with the sub-zone's socket */
-    const char *msr_zones[] = {"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:1",
-                               "intel-rapl:1:0", "intel-rapl-mmio:0"};
+    const char *msr_zones[] = {"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:1", "intel-rapl:1:0",
+                               "intel-rapl-mmio:0"};
     for (size_t i = 0; i < 5; i++) {
         char rel[128];
         snprintf(rel, sizeof(rel), "sys/class/powercap/%s", msr_zones[i]);
@@ -165,8 +157,7 @@ START_TEST(tpmi_zones)
     rig_sample(&r);
     ck_assert_uint_eq(r.sys.nrapl, 3);
     ck_assert_int_eq(dom(&r, 1, PA_RAPL_DRAM)->kind, PA_RAPL_DRAM);
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl-tpmi:1:0/energy_uj",
-                  "1000007\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl-tpmi:1:0/energy_uj", "1000007\n");
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 1, PA_RAPL_DRAM)->energy_uj, 1000000);
     rig_end(&r);
@@ -209,8 +200,7 @@ START_TEST(amd_package_and_core)
     pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "10\n");
     r.step_ns = 1000 * 1000000000ull;
     rig_sample(&r);
-    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj,
-                      65532610987ull - 1234567890ull + 10);
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 65532610987ull - 1234567890ull + 10);
     rig_end(&r);
 }
 END_TEST
@@ -224,12 +214,10 @@ START_TEST(wraparound_unfolded)
     ck_assert_int_eq(rig_start(&r, "rapl-wrap", NULL), 0);
     rig_sample(&r);
     const char *f = "sys/class/powercap/intel-rapl:0/energy_uj";
-    pa_test_write(r.root, f, "%llu\n",
-                  (unsigned long long)(range - 700000)); /* +0.3 J */
+    pa_test_write(r.root, f, "%llu\n", (unsigned long long)(range - 700000)); /* +0.3 J */
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 300000);
-    pa_test_write(r.root, f, "%llu\n",
-                  (unsigned long long)(range - 200000)); /* +0.5 J */
+    pa_test_write(r.root, f, "%llu\n", (unsigned long long)(range - 200000)); /* +0.5 J */
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 800000);
     /* wraps: 0.2 J up to the range, then 3 J from zero */
@@ -259,8 +247,7 @@ START_TEST(msr_device_files)
     ck_assert_int_eq(r.sys.rapl[2].socket, 1);
     /* ESU 14: 2^-14 J = 61.03515625 uJ.  Socket 0's package (read on CPU
      * 0) +16384 units = 1 J; reserved bits 63:32 change and are masked. */
-    write_msr(r.root, 0, 0x611,
-              0xBEEF000000000000ull | (16384ull * 1000 + 16384));
+    write_msr(r.root, 0, 0x611, 0xBEEF000000000000ull | (16384ull * 1000 + 16384));
     /* socket 1 (CPU 2): +2.5 J */
     write_msr(r.root, 2, 0x611, 16384ull * 2000 + 40960);
     /* DRAM of model 85 counts in 15.3 uJ: +1000 units = 15300 uJ */
@@ -281,8 +268,7 @@ START_TEST(msr_device_files)
     rig_sample(&r);
     /* units: 16384, then up to 2^32 - 16384, then 49152 across the wrap */
     double units = 4294967296.0 - 16384.0 * 1001 + 49152;
-    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj,
-                      (uint64_t)llround(units * 61.03515625));
+    ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, (uint64_t)llround(units * 61.03515625));
     rig_end(&r);
 }
 END_TEST
@@ -304,8 +290,7 @@ START_TEST(amd_msr)
     r.m.ops = &pa__mod_rapl;
     r.m.ctx = r.ctx;
     pa_options *o = NULL;
-    ck_assert_int_eq(
-        pa__options_parse("rapl", "path=msr", pa__mod_rapl.options, &o), 0);
+    ck_assert_int_eq(pa__options_parse("rapl", "path=msr", pa__mod_rapl.options, &o), 0);
     int rc = pa__mod_rapl.start(&r.m, o);
     pa__options_free(o);
     ck_assert_msg(rc == 0, "%s", pa_last_error());
@@ -325,8 +310,7 @@ START_TEST(auto_prefers_msr_over_powercap)
     rig r;
     memset(&r, 0, sizeof(r));
     r.root = pa_test_fixture_copy("rapl-msr");
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/name",
-                  "package-0\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/name", "package-0\n");
     pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "5\n");
     r.ctx = pa_test_ctx(r.root);
     char why[256];
@@ -343,14 +327,12 @@ START_TEST(no_rapl_in_vm)
     char why[256];
     int rc = pa__mod_rapl.probe(&ctx->env, why, sizeof(why));
     ck_assert_int_eq(rc, -ENODEV);
-    ck_assert_msg(strstr(why, "powercap not present (no RAPL in this VM)"),
-                  "%s", why);
+    ck_assert_msg(strstr(why, "powercap not present (no RAPL in this VM)"), "%s", why);
     ck_assert_msg(strstr(why, "no perf power PMU"), "%s", why);
     ck_assert_msg(strstr(why, "msr"), "%s", why);
     /* enabling it says the same */
     ck_assert_int_eq(pa_module_enable(ctx, "rapl", NULL), -ENODEV);
-    ck_assert_msg(strstr(pa_last_error(), "no RAPL in this VM"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "no RAPL in this VM"), "%s", pa_last_error());
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -360,8 +342,7 @@ START_TEST(bad_path_option)
 {
     rig r;
     ck_assert_int_eq(rig_start(&r, "rapl-laptop", "path=sysfs"), -EINVAL);
-    ck_assert_msg(strstr(pa_last_error(), "auto, perf, msr or powercap"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "auto, perf, msr or powercap"), "%s", pa_last_error());
     rig_end(&r);
 }
 END_TEST
@@ -382,8 +363,7 @@ START_TEST(perf_pmu_described_but_unopenable)
     rig r;
     int rc = rig_start(&r, "rapl-perfpmu", "path=perf");
     ck_assert_int_lt(rc, 0);
-    ck_assert_msg(strstr(pa_last_error(), "perf power PMU"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "perf power PMU"), "%s", pa_last_error());
     rig_end(&r);
 }
 END_TEST
@@ -414,12 +394,12 @@ START_TEST(perf_path_mechanics)
     nanosleep(&d, NULL);
     rig_sample(&r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double wall_uj = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
-                     (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    double wall_uj =
+        (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
     for (int s = 0; s < 2; s++) {
         double uj = (double)r.sys.rapl[s].energy_uj;
-        ck_assert_msg(uj > 0.9 * 300000 && uj <= wall_uj * 1.01,
-                      "socket %d: %.0f uJ over %.0f us", s, uj, wall_uj);
+        ck_assert_msg(uj > 0.9 * 300000 && uj <= wall_uj * 1.01, "socket %d: %.0f uJ over %.0f us",
+                      s, uj, wall_uj);
     }
     rig_end(&r);
 }
@@ -447,13 +427,11 @@ END_TEST
 START_TEST(root_only_energy_uj)
 {
     char *root = pa_test_fixture_copy("rapl-laptop");
-    const char *zones[] = {"intel-rapl:0",   "intel-rapl:0:0",
-                           "intel-rapl:0:1", "intel-rapl:0:2",
-                           "intel-rapl:1",   "intel-rapl-mmio:0"};
+    const char *zones[] = {"intel-rapl:0",   "intel-rapl:0:0", "intel-rapl:0:1",
+                           "intel-rapl:0:2", "intel-rapl:1",   "intel-rapl-mmio:0"};
     char path[4096];
     for (size_t i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
-        snprintf(path, sizeof(path), "%s/sys/class/powercap/%s/energy_uj", root,
-                 zones[i]);
+        snprintf(path, sizeof(path), "%s/sys/class/powercap/%s/energy_uj", root, zones[i]);
         ck_assert_int_eq(chmod(path, 0400), 0);
     }
     chmod(root, 0755);
@@ -488,8 +466,7 @@ START_TEST(root_only_energy_uj)
         close(fds[0]);
         int st;
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-                      "child status %d: %s", st, why);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d: %s", st, why);
         ck_assert_msg(strstr(why, "root only since Linux 5.10"), "%s", why);
         ck_assert_msg(strstr(why, "CAP_PERFMON"), "%s", why);
         ck_assert_msg(strstr(why, "join the group powerapi"), "%s", why);
@@ -509,18 +486,14 @@ START_TEST(reconfigure_keeps_energy)
     rig r;
     ck_assert_int_eq(rig_start(&r, "rapl-server2s", NULL), 0);
     rig_sample(&r);
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "110000000\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "110000000\n");
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 10000000);
     pa_options *o = NULL;
-    ck_assert_int_eq(
-        pa__options_parse("rapl", "path=powercap", pa__mod_rapl.options, &o),
-        0);
+    ck_assert_int_eq(pa__options_parse("rapl", "path=powercap", pa__mod_rapl.options, &o), 0);
     ck_assert_int_eq(pa__mod_rapl.configure(&r.m, o), 0);
     pa__options_free(o);
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "111000000\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "111000000\n");
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 11000000);
     rig_end(&r);
@@ -537,9 +510,8 @@ START_TEST(reset_is_not_a_wrap)
     ck_assert_int_eq(rig_start(&r, "rapl-wrap", NULL), 0);
     rig_sample(&r);
     const char *f = "sys/class/powercap/intel-rapl:0/energy_uj";
-    char *start = pa_test_slurp(PA_FIXTURES
-                                "/rapl-wrap/sys/class/powercap/intel-rapl:0/"
-                                "energy_uj");
+    char *start = pa_test_slurp(PA_FIXTURES "/rapl-wrap/sys/class/powercap/intel-rapl:0/"
+                                            "energy_uj");
     ck_assert_ptr_nonnull(start);
     unsigned long long v0 = strtoull(start, NULL, 10);
     free(start);
@@ -554,8 +526,7 @@ START_TEST(reset_is_not_a_wrap)
     rig_sample(&r);
     ck_assert_uint_eq(dom(&r, 0, PA_RAPL_PKG)->energy_uj, 20000000);
     ck_assert_uint_eq(r.sys.rapl_resets, 1);
-    ck_assert_msg(strstr(r.sys.notes, "intel-rapl:0") &&
-                      strstr(r.sys.notes, "without wrapping"),
+    ck_assert_msg(strstr(r.sys.notes, "intel-rapl:0") && strstr(r.sys.notes, "without wrapping"),
                   "%s", r.sys.notes);
     /* counts again from the reset value */
     pa_test_write(r.root, f, "3500000\n");
@@ -589,16 +560,14 @@ START_TEST(reset_window_marked)
     ck_assert_int_eq(pa_module_enable(ctx, "rapl-share", NULL), 0);
     ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
     const char *f = "sys/class/powercap/intel-rapl:0/energy_uj";
-    char *start = pa_test_slurp(PA_FIXTURES
-                                "/rapl-wrap/sys/class/powercap/intel-rapl:0/"
-                                "energy_uj");
+    char *start = pa_test_slurp(PA_FIXTURES "/rapl-wrap/sys/class/powercap/intel-rapl:0/"
+                                            "energy_uj");
     unsigned long long v = strtoull(start, NULL, 10);
     free(start);
     uint64_t t = NS_PER_S;
     ck_assert_int_eq(pa_tick_at(ctx, t), 0);
     double want[4] = {15, -1, 12, 30}; /* W; -1: the reset window */
-    unsigned long long next[4] = {v + 15000000ull, 2000000ull,
-                                  14000000ull, 44000000ull};
+    unsigned long long next[4] = {v + 15000000ull, 2000000ull, 14000000ull, 44000000ull};
     for (int k = 0; k < 4; k++) {
         pa_test_write(root, f, "%llu\n", next[k]);
         t += NS_PER_S;
@@ -610,8 +579,7 @@ START_TEST(reset_window_marked)
         if (want[k] < 0) {
             ck_assert(rep->system.flags & PA_POWER_RAPL_RESET);
             ck_assert_double_lt(rep->system.cpu_w, 1e-9);
-            ck_assert_msg(strstr(rep->assumed, "went back or jumped"), "%s",
-                          rep->assumed);
+            ck_assert_msg(strstr(rep->assumed, "went back or jumped"), "%s", rep->assumed);
         } else {
             ck_assert(!(rep->system.flags & PA_POWER_RAPL_RESET));
             ck_assert_double_eq_tol(rep->system.cpu_w, want[k], 1e-6);
@@ -631,14 +599,11 @@ START_TEST(read_failure_named)
     rig r;
     ck_assert_int_eq(rig_start(&r, "rapl-wrap", NULL), 0);
     rig_sample(&r);
-    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "garbage\n");
+    pa_test_write(r.root, "sys/class/powercap/intel-rapl:0/energy_uj", "garbage\n");
     memset(&r.sys, 0, sizeof(r.sys));
-    pa_frame f = {
-        .ctx = r.ctx, .tick = 9, .time_ns = 9000000000ull, .sys = &r.sys};
+    pa_frame f = {.ctx = r.ctx, .tick = 9, .time_ns = 9000000000ull, .sys = &r.sys};
     ck_assert_int_lt(pa__mod_rapl.sample(&r.m, &f), 0);
-    ck_assert_msg(strstr(pa_last_error(), "intel-rapl:0"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "intel-rapl:0"), "%s", pa_last_error());
     rig_end(&r);
 }
 END_TEST

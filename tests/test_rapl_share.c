@@ -19,8 +19,8 @@
 
 /* proc(5) stat of a running process: utime (14), stime (15), starttime
  * (22) as the fixture has them. */
-static void write_pid_stat(const char *root, int pid, const char *comm,
-                           unsigned long utime, unsigned long stime, int cpu)
+static void write_pid_stat(const char *root, int pid, const char *comm, unsigned long utime,
+                           unsigned long stime, int cpu)
 {
     char rel[64];
     snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
@@ -33,8 +33,7 @@ static void write_pid_stat(const char *root, int pid, const char *comm,
 
 /* /proc/stat of the 4-CPU server with each CPU's own busy (user) and idle
  * ticks. */
-static void write_stat4(const char *root, const unsigned long *b,
-                        const unsigned long *i)
+static void write_stat4(const char *root, const unsigned long *b, const unsigned long *i)
 {
     pa_test_write(root, "proc/stat",
                   "cpu  %lu 0 0 %lu 0 0 0 0 0 0\n"
@@ -44,8 +43,8 @@ static void write_stat4(const char *root, const unsigned long *b,
                   "cpu3 %lu 0 0 %lu 0 0 0 0 0 0\n"
                   "intr 0\nctxt 1000\nbtime 1732200000\nprocesses 500\n"
                   "procs_running 1\nprocs_blocked 0\n",
-                  b[0] + b[1] + b[2] + b[3], i[0] + i[1] + i[2] + i[3], b[0],
-                  i[0], b[1], i[1], b[2], i[2], b[3], i[3]);
+                  b[0] + b[1] + b[2] + b[3], i[0] + i[1] + i[2] + i[3], b[0], i[0], b[1], i[1],
+                  b[2], i[2], b[3], i[3]);
 }
 
 /* The same spread evenly (cpu0 takes the remainder, the totals are exact). */
@@ -74,8 +73,7 @@ typedef struct server {
 } server;
 
 /* Opens the server on a copy of the fixture at root (taken over). */
-static void server_open_root(server *s, char *root, bool watch_all,
-                             const char *share_opts)
+static void server_open_root(server *s, char *root, bool watch_all, const char *share_opts)
 {
     memset(s, 0, sizeof(*s));
     s->root = root;
@@ -106,14 +104,12 @@ static void server_open_root(server *s, char *root, bool watch_all,
 
 static void server_open(server *s, bool watch_all, const char *share_opts)
 {
-    server_open_root(s, pa_test_fixture_copy("rapl-server2s"), watch_all,
-                     share_opts);
+    server_open_root(s, pa_test_fixture_copy("rapl-server2s"), watch_all, share_opts);
 }
 
 /* One window of 1 s: CPU ticks (1/100 s) and joules added. */
-static void server_step(server *s, unsigned long busy, unsigned long idle,
-                        unsigned long d100, unsigned long d200, double j0,
-                        double j1, double dj0, double dj1)
+static void server_step(server *s, unsigned long busy, unsigned long idle, unsigned long d100,
+                        unsigned long d200, double j0, double j1, double dj0, double dj1)
 {
     s->busy += busy;
     s->idle += idle;
@@ -170,8 +166,7 @@ static void assert_assumed(pa_ctx *ctx, const char *what)
 {
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
-    ck_assert_msg(strstr(r->assumed, what) != NULL, "'%s' not in '%s'", what,
-                  r->assumed);
+    ck_assert_msg(strstr(r->assumed, what) != NULL, "'%s' not in '%s'", what, r->assumed);
     pa_report_free(r);
 }
 
@@ -298,8 +293,7 @@ START_TEST(summed_without_topology)
     char *root = pa_test_fixture_copy("rapl-server2s");
     for (int c = 0; c < 4; c++) {
         char rel[64];
-        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/topology",
-                 c);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/topology", c);
         pa_test_remove(root, rel);
     }
     server_open_root(&s, root, true, "idle=separate");
@@ -379,8 +373,8 @@ START_TEST(conservation_every_tick)
         {100, 300, 100, 50, 50, 30, 12.5, 7.5, 60},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-        server_step(&s, steps[i].busy, steps[i].idle, steps[i].d100,
-                    steps[i].d200, steps[i].j0, steps[i].j1, 1, 1);
+        server_step(&s, steps[i].busy, steps[i].idle, steps[i].d100, steps[i].d200, steps[i].j0,
+                    steps[i].j1, 1, 1);
         ck_assert_double_eq_tol(pid_w(s.ctx, 100), steps[i].w100, TOL);
         ck_assert_double_eq_tol(pid_w(s.ctx, 200), steps[i].w200, TOL);
         pa_power sys;
@@ -423,8 +417,7 @@ START_TEST(unavailable_without_rapl)
         if (!strcmp(info[i].name, "rapl-share")) {
             found = true;
             ck_assert_int_eq(info[i].available, 0);
-            ck_assert_msg(strstr(info[i].why, "no RAPL in this VM"), "%s",
-                          info[i].why);
+            ck_assert_msg(strstr(info[i].why, "no RAPL in this VM"), "%s", info[i].why);
         }
     ck_assert(found);
     ck_assert_int_eq(pa_module_enable(ctx, "rapl-share", NULL), -ENODEV);
@@ -444,17 +437,14 @@ typedef struct delta_rig {
     double ctr[3][3 * PA_MAX_COUNTERS];
 } delta_rig;
 
-static const char *const names[] = {"INSTRUCTIONS_RETIRED",
-                                    "UNHALTED_CORE_CYCLES"};
+static const char *const names[] = {"INSTRUCTIONS_RETIRED", "UNHALTED_CORE_CYCLES"};
 
 static void delta_setup(delta_rig *r, const char *opts)
 {
     memset(r, 0, sizeof(*r));
     r->m.ops = &pa__mod_rapl_share;
     pa_options *o = NULL;
-    ck_assert_int_eq(
-        pa__options_parse("rapl-share", opts, pa__mod_rapl_share.options, &o),
-        0);
+    ck_assert_int_eq(pa__options_parse("rapl-share", opts, pa__mod_rapl_share.options, &o), 0);
     ck_assert_int_eq(pa__mod_rapl_share.start(&r->m, o), 0);
     pa__options_free(o);
     pa_frame_delta *d = &r->d;
@@ -473,8 +463,7 @@ static void delta_setup(delta_rig *r, const char *opts)
     d->counter_names = names;
     double cyc[3] = {5e8, 2.5e8, 1e8};
     double cpu[3] = {1.0, 1.5, 0.2};
-    pa_target_type type[3] = {PA_TARGET_PROCESS, PA_TARGET_PROCESS,
-                              PA_TARGET_THREAD};
+    pa_target_type type[3] = {PA_TARGET_PROCESS, PA_TARGET_PROCESS, PA_TARGET_THREAD};
     for (int i = 0; i < 3; i++) {
         r->tasks[i].type = type[i];
         r->tasks[i].ctr_cur = r->ctr[i];
@@ -560,9 +549,8 @@ START_TEST(cycles_split)
     ck_assert_double_eq_tol(r.tasks[2].cpu_w, 8, TOL);
     /* reconfigure back to separate */
     pa_options *o = NULL;
-    ck_assert_int_eq(pa__options_parse("rapl-share", "idle=separate",
-                                       pa__mod_rapl_share.options, &o),
-                     0);
+    ck_assert_int_eq(
+        pa__options_parse("rapl-share", "idle=separate", pa__mod_rapl_share.options, &o), 0);
     ck_assert_int_eq(pa__mod_rapl_share.configure(&r.m, o), 0);
     pa__options_free(o);
     ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), 0);
@@ -610,20 +598,17 @@ START_TEST(errors)
     delta_setup(&r, "");
     r.d.have &= ~(unsigned)PA_HAVE_RAPL;
     ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), -ENODATA);
-    ck_assert_msg(strstr(pa_last_error(), "enable the rapl sensor"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "enable the rapl sensor"), "%s", pa_last_error());
     r.d.have |= PA_HAVE_RAPL;
     r.d.nrapl = 1;
     r.d.rapl[0] = (pa_rapl_delta){0, PA_RAPL_PSYS, 10};
     ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), -ENODATA);
     pa__mod_rapl_share.stop(&r.m);
     pa_options *o = NULL;
-    ck_assert_int_eq(pa__options_parse("rapl-share", "idle=none",
-                                       pa__mod_rapl_share.options, &o),
+    ck_assert_int_eq(pa__options_parse("rapl-share", "idle=none", pa__mod_rapl_share.options, &o),
                      0);
     ck_assert_int_eq(pa__mod_rapl_share.start(&r.m, o), -EINVAL);
-    ck_assert_msg(strstr(pa_last_error(), "'separate' or 'split'"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "'separate' or 'split'"), "%s", pa_last_error());
     pa__options_free(o);
 }
 END_TEST

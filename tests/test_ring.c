@@ -25,8 +25,7 @@ static char ring_name[64];
 static void fresh_name(void)
 {
     static int n;
-    snprintf(ring_name, sizeof(ring_name), "pa-test-ring-%d-%d", (int)getpid(),
-             n++);
+    snprintf(ring_name, sizeof(ring_name), "pa-test-ring-%d-%d", (int)getpid(), n++);
 }
 
 static uint64_t now_ns(void)
@@ -61,9 +60,8 @@ static void fake_init(fake *f, uint64_t tick, uint64_t time_ns, double dt)
     f->r.targets = f->t;
 }
 
-static pa_target_info *fake_add(fake *f, pa_target_type type, pid_t pid,
-                                const char *comm, const char *cgroup,
-                                double cpu_w, double nic_w)
+static pa_target_info *fake_add(fake *f, pa_target_type type, pid_t pid, const char *comm,
+                                const char *cgroup, double cpu_w, double nic_w)
 {
     pa_target_info *t = &f->t[f->r.ntargets++];
     t->type = type;
@@ -95,8 +93,7 @@ START_TEST(test_roundtrip)
     static const char cg_a[] = "/system.slice/a.service";
     fake f;
     fake_init(&f, 7, 5000000000ull, 1.0);
-    pa_target_info *t =
-        fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg_a, 4.1, 0.02);
+    pa_target_info *t = fake_add(&f, PA_TARGET_PROCESS, 4242, "java", cg_a, 4.1, 0.02);
     t->ppid = 1;
     t->power.cpu_j = 40;
     t->power.nic_j = 0.2;
@@ -179,11 +176,7 @@ END_TEST
 START_TEST(test_group_mode)
 {
     fresh_name();
-    pa_ring_opts o = {.capacity = 4,
-                      .max_targets = 4,
-                      .mode = 0640,
-                      .set_gid = 1,
-                      .gid = getgid()};
+    pa_ring_opts o = {.capacity = 4, .max_targets = 4, .mode = 0640, .set_gid = 1, .gid = getgid()};
     pa_ring_writer *w = NULL;
     ck_assert_int_eq(pa_ring_create(ring_name, &o, &w), 0);
     char path[128];
@@ -260,8 +253,7 @@ START_TEST(test_aggregate)
      * A: 2, 4, 6, 3 W; B appears in the third window only, 3 W. */
     const double aw[4] = {2, 4, 6, 3};
     const double dts[4] = {1, 1, 1, 2};
-    const uint64_t ends[4] = {1000000000ull, 2000000000ull, 3000000000ull,
-                              5000000000ull};
+    const uint64_t ends[4] = {1000000000ull, 2000000000ull, 3000000000ull, 5000000000ull};
     double aj = 0;
     for (int i = 0; i < 4; i++) {
         fake f;
@@ -269,15 +261,13 @@ START_TEST(test_aggregate)
         f.r.system.cpu_w = 10 + i;
         f.r.system.total_w = 10 + i;
         aj += aw[i] * dts[i];
-        pa_target_info *a =
-            fake_add(&f, PA_TARGET_PROCESS, 100, "a", cg, aw[i], 0);
+        pa_target_info *a = fake_add(&f, PA_TARGET_PROCESS, 100, "a", cg, aw[i], 0);
         a->power.total_j = aj;
         a->power.cpu_time_s = 0.25;
         a->net_rx_bytes = 10;
         a->has_net = 1;
         if (i == 2) {
-            pa_target_info *b =
-                fake_add(&f, PA_TARGET_PROCESS, 200, "b", cg, 3, 0);
+            pa_target_info *b = fake_add(&f, PA_TARGET_PROCESS, 200, "b", cg, 3, 0);
             b->power.total_j = 3;
             b->power.flags = PA_POWER_FIRST | PA_POWER_EXITED;
         }
@@ -295,8 +285,7 @@ START_TEST(test_aggregate)
     ck_assert_uint_eq(g->tick, 4);
     ck_assert_uint_eq(g->time_ns, 5000000000ull);
     ck_assert_double_eq_tol(g->interval_s, 5.0, 1e-12);
-    ck_assert_double_eq_tol(g->system.cpu_w, (10 + 11 + 12 + 13 * 2) / 5.0,
-                            1e-12);
+    ck_assert_double_eq_tol(g->system.cpu_w, (10 + 11 + 12 + 13 * 2) / 5.0, 1e-12);
     ck_assert_uint_eq(g->ntargets, 3);
     const pa_target_info *a = NULL, *b = NULL, *c = NULL;
     for (size_t i = 0; i < g->ntargets; i++) {
@@ -428,8 +417,7 @@ END_TEST
 START_TEST(test_counters_roundtrip)
 {
     pa_ring_writer *w = make_ring(4, 8);
-    static const char *const names[3] = {"task-clock", "perf::INSTRUCTIONS:u",
-                                         "page-faults"};
+    static const char *const names[3] = {"task-clock", "perf::INSTRUCTIONS:u", "page-faults"};
     static const char cg[] = "/user.slice";
     const double pc[3] = {987654321.0, 123456789012.0, 0.5};
     const double cc[3] = {1e9 + 0.25, 3.0, 4096.0};
@@ -516,8 +504,7 @@ START_TEST(test_counters_aggregate)
         a->counters = c100[i];
         a->multiplex = mux100[i];
         if (i == 0) {
-            pa_target_info *b =
-                fake_add(&f, PA_TARGET_PROCESS, 200, "b", "", 1, 0);
+            pa_target_info *b = fake_add(&f, PA_TARGET_PROCESS, 200, "b", "", 1, 0);
             b->counters = c200;
             b->multiplex = 0.0625;
         } else {
@@ -648,8 +635,7 @@ static pid_t child_writer(uint64_t interval_ns, int hang)
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never beyond a failed check */
         close(p[0]);
-        pa_ring_opts o = {
-            .capacity = 4, .max_targets = 4, .interval_ns = interval_ns};
+        pa_ring_opts o = {.capacity = 4, .max_targets = 4, .interval_ns = interval_ns};
         pa_ring_writer *w = NULL;
         if (pa_ring_create(ring_name, &o, &w) < 0)
             _exit(1);
@@ -729,8 +715,8 @@ END_TEST
 
 #define STRESS_CAP 8
 #define STRESS_MAXT 48
-static const char *const stress_cg[5] = {
-    "/a", "/b/c", "/system.slice/x.service", "/user.slice/user-1000.slice", ""};
+static const char *const stress_cg[5] = {"/a", "/b/c", "/system.slice/x.service",
+                                         "/user.slice/user-1000.slice", ""};
 
 static void stress_report(fake *f, uint64_t s)
 {
@@ -740,9 +726,8 @@ static void stress_report(fake *f, uint64_t s)
     for (size_t i = 0; i < n; i++) {
         char comm[16];
         snprintf(comm, sizeof(comm), "c%llu", (unsigned long long)(s % 100000));
-        pa_target_info *t =
-            fake_add(f, PA_TARGET_PROCESS, (pid_t)(s * 64 + i), comm,
-                     stress_cg[(s + i) % 5], (double)s + (double)i * 0.5, 0);
+        pa_target_info *t = fake_add(f, PA_TARGET_PROCESS, (pid_t)(s * 64 + i), comm,
+                                     stress_cg[(s + i) % 5], (double)s + (double)i * 0.5, 0);
         t->power.total_j = (double)s * 2;
         t->net_rx_bytes = s ^ i;
     }
@@ -756,16 +741,15 @@ static int stress_check(const pa_report *g)
     snprintf(comm, sizeof(comm), "c%llu", (unsigned long long)(s % 100000));
     size_t n = 1 + s % 60;
     size_t keep = n < STRESS_MAXT ? n : STRESS_MAXT;
-    if (g->time_ns != s * 1000000ull || g->system.cpu_w != (double)s ||
-        g->ntargets != keep || strcmp(g->formula, "cpu-tdp+nic-linear") != 0)
+    if (g->time_ns != s * 1000000ull || g->system.cpu_w != (double)s || g->ntargets != keep ||
+        strcmp(g->formula, "cpu-tdp+nic-linear") != 0)
         return 0;
     for (size_t k = 0; k < g->ntargets; k++) {
         const pa_target_info *t = &g->targets[k];
         size_t i = (size_t)t->pid - s * 64;
         if (i >= n || t->power.cpu_w != (double)s + (double)i * 0.5 ||
             t->power.total_j != (double)s * 2 || t->net_rx_bytes != (s ^ i) ||
-            strcmp(t->comm, comm) != 0 ||
-            strcmp(t->cgroup, stress_cg[(s + i) % 5]) != 0)
+            strcmp(t->comm, comm) != 0 || strcmp(t->cgroup, stress_cg[(s + i) % 5]) != 0)
             return 0;
     }
     return 1;
@@ -849,8 +833,7 @@ START_TEST(test_stress)
     for (int k = 0; k < 3; k++) {
         memset(&sr[k], 0, sizeof(sr[k]));
         sr[k].stop = &stop;
-        ck_assert_int_eq(pthread_create(&th[k], NULL, stress_read_loop, &sr[k]),
-                         0);
+        ck_assert_int_eq(pthread_create(&th[k], NULL, stress_read_loop, &sr[k]), 0);
     }
     uint64_t t0 = now_ns(), worst = 0;
     uint64_t s = 2;
@@ -861,8 +844,7 @@ START_TEST(test_stress)
         long sofar = 0;
         for (int k = 0; k < 3; k++)
             sofar += __atomic_load_n(&sr[k].reads, __ATOMIC_RELAXED);
-        if (el >= 20000000000ull ||
-            (el >= 1000000000ull && s > 200 && sofar > 100))
+        if (el >= 20000000000ull || (el >= 1000000000ull && s > 200 && sofar > 100))
             break;
         stress_report(&f, s);
         uint64_t a = now_ns();
@@ -918,9 +900,8 @@ START_TEST(test_killed_mid_publish)
         if (pid == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             close(p[0]);
-            pa_ring_opts o = {.capacity = STRESS_CAP,
-                              .max_targets = STRESS_MAXT,
-                              .interval_ns = 1000000000ull};
+            pa_ring_opts o = {
+                .capacity = STRESS_CAP, .max_targets = STRESS_MAXT, .interval_ns = 1000000000ull};
             pa_ring_writer *w = NULL;
             if (pa_ring_create(ring_name, &o, &w) < 0)
                 _exit(1);
@@ -947,8 +928,7 @@ START_TEST(test_killed_mid_publish)
         while (now_ns() < until) {
             int rc = pa_ring_read(r, &seq, &g);
             if (rc == 0) {
-                ck_assert_msg(stress_check(g), "torn window %llu",
-                              (unsigned long long)seq);
+                ck_assert_msg(stress_check(g), "torn window %llu", (unsigned long long)seq);
                 reads++;
             }
         }

@@ -82,8 +82,7 @@ static void vm_close(pa_ctx *ctx, char *root)
 }
 
 /* One scope from a to b (ms of thread CPU time). */
-static pa_scope_result scope_ms(pa_ctx *ctx, const char *name, unsigned a,
-                                unsigned b)
+static pa_scope_result scope_ms(pa_ctx *ctx, const char *name, unsigned a, unsigned b)
 {
     pa_scope_result r;
     ck_assert_int_eq(pa_scope_begin_at(ctx, name, a * MS), 0);
@@ -148,8 +147,7 @@ START_TEST(price_of_windows_before_first_scope)
 {
     char *root = pa_test_fixture_copy("vm-nocpufreq");
     pa_ctx *ctx = pa_test_ctx(root);
-    ck_assert_int_eq(
-        pa_module_enable(ctx, "cpu-tdp", "tdp=100,ftdp=2000,vtdp=1.0"), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", "tdp=100,ftdp=2000,vtdp=1.0"), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 1 * NS_PER_S), 0);
     vm_machine_busy(root);
     ck_assert_int_eq(pa_tick_at(ctx, 3 * NS_PER_S), 0);
@@ -193,14 +191,10 @@ static void write_server_window(const char *root)
     const char *fmt = "%d (%s) R 1 %d %d 0 -1 4194560 100 0 0 0 %d 0 0 0 20 "
                       "0 1 0 %d 17530880 1043 18446744073709551615 0 0 0 0 "
                       "0 0 0 4096 0 0 0 0 17 %d 0 0 0 0 0\n";
-    pa_test_write(root, "proc/100/stat", fmt, 100, "web", 100, 100, 1320, 40100,
-                  1);
-    pa_test_write(root, "proc/200/stat", fmt, 200, "db", 200, 200, 660, 40200,
-                  2);
-    pa_test_write(root, "sys/class/powercap/intel-rapl:0/energy_uj",
-                  "160000000\n");
-    pa_test_write(root, "sys/class/powercap/intel-rapl:1/energy_uj",
-                  "240000000\n");
+    pa_test_write(root, "proc/100/stat", fmt, 100, "web", 100, 100, 1320, 40100, 1);
+    pa_test_write(root, "proc/200/stat", fmt, 200, "db", 200, 200, 660, 40200, 2);
+    pa_test_write(root, "sys/class/powercap/intel-rapl:0/energy_uj", "160000000\n");
+    pa_test_write(root, "sys/class/powercap/intel-rapl:1/energy_uj", "240000000\n");
 }
 
 /* RAPL: the price is measured, and it is the priced process's own. */
@@ -218,8 +212,7 @@ START_TEST(measured_price_per_process)
         pa_ctx *ctx = pa_test_ctx(root);
         ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
         ck_assert_int_eq(pa_module_enable(ctx, "rapl", NULL), 0);
-        ck_assert_int_eq(pa_module_enable(ctx, "rapl-share", "idle=separate"),
-                         0);
+        ck_assert_int_eq(pa_module_enable(ctx, "rapl-share", "idle=separate"), 0);
         ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
         pa_scope_opts o = {.pid = want[k].pid};
         ck_assert_int_eq(pa_scope_configure(ctx, &o), 0);
@@ -231,8 +224,7 @@ START_TEST(measured_price_per_process)
         ck_assert_uint_eq(r.flags, want[k].flags);
         ck_assert_double_eq_tol(r.j_per_cpu_s, want[k].rate, TOL);
         ck_assert_double_eq_tol(r.energy_j, 0.6 * want[k].rate, TOL);
-        ck_assert_uint_eq(stats(ctx, "q").flags & PA_POWER_MEASURED,
-                          PA_POWER_MEASURED);
+        ck_assert_uint_eq(stats(ctx, "q").flags & PA_POWER_MEASURED, PA_POWER_MEASURED);
         pa_ctx_free(ctx);
         pa_test_rmtree(root);
     }
@@ -252,18 +244,15 @@ START_TEST(real_cpu_time)
         for (int i = 0; i < 10000; i++)
             x = x * 6364136223846793005ull + 1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    } while ((double)(t.tv_sec - a.tv_sec) +
-                 (double)(t.tv_nsec - a.tv_nsec) * 1e-9 <
-             0.050);
+    } while ((double)(t.tv_sec - a.tv_sec) + (double)(t.tv_nsec - a.tv_nsec) * 1e-9 < 0.050);
     pa_scope_result r;
     ck_assert_int_eq(pa_scope_end(ctx, "burn", &r), 0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-    double outer =
-        (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    double outer = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
     /* inside the two outer readings, and at least the 50 ms burnt less
      * what begin itself took (well under a millisecond) */
-    ck_assert_msg(r.cpu_time_s <= outer && r.cpu_time_s > 0.049,
-                  "scope %.6f s, outer %.6f s", r.cpu_time_s, outer);
+    ck_assert_msg(r.cpu_time_s <= outer && r.cpu_time_s > 0.049, "scope %.6f s, outer %.6f s",
+                  r.cpu_time_s, outer);
     ck_assert_double_eq_tol(r.energy_j, r.cpu_time_s * 35.0, TOL);
     vm_close(ctx, root);
 }
@@ -369,8 +358,7 @@ START_TEST(two_contexts)
     ck_assert_int_eq(pa_scope_begin_at(ctx, "a", 0), 0);
     ck_assert_int_eq(pa_scope_begin_at(other, "b", 100 * MS), 0);
     ck_assert_int_eq(pa_scope_end_at(ctx, "a", 300 * MS, &a), -EPROTO);
-    ck_assert_msg(strstr(pa_last_error(), "begun on another context"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "begun on another context"), "%s", pa_last_error());
     ck_assert_int_eq(pa_scope_end_at(other, "b", 300 * MS, &b), 0);
     ck_assert_int_eq(pa_scope_end_at(ctx, "a", 400 * MS, &a), 0);
     ck_assert_uint_eq(b.flags & PA_SCOPE_NO_WINDOW, PA_SCOPE_NO_WINDOW);
@@ -404,8 +392,7 @@ START_TEST(quantiles)
     const double p[3] = {s.p50_j, s.p95_j, s.p99_j};
     const double want[3] = {35 * 0.050, 35 * 0.095, 35 * 0.099};
     for (int i = 0; i < 3; i++)
-        ck_assert_msg(p[i] >= want[i] * (1 - 0.0625) &&
-                          p[i] <= want[i] * (1 + 0.0625),
+        ck_assert_msg(p[i] >= want[i] * (1 - 0.0625) && p[i] <= want[i] * (1 + 0.0625),
                       "quantile %d: %g, want %g", i, p[i], want[i]);
     ck_assert_double_eq(s.p50_j, s.self_p50_j);
     ck_assert_double_eq(s.p99_j, s.self_p99_j);
@@ -413,9 +400,8 @@ START_TEST(quantiles)
     for (int k = 0; k < 99; k++)
         scope_ms(ctx, "req", 0, 1);
     s = stats(ctx, "req");
-    ck_assert_msg(s.p50_j >= 0.035 * (1 - 0.0625) &&
-                      s.p50_j <= 0.035 * (1 + 0.0625),
-                  "%g", s.p50_j);
+    ck_assert_msg(s.p50_j >= 0.035 * (1 - 0.0625) && s.p50_j <= 0.035 * (1 + 0.0625), "%g",
+                  s.p50_j);
     vm_close(ctx, root);
 }
 END_TEST
@@ -449,8 +435,7 @@ START_TEST(cardinality_bound)
     ck_assert_int_eq(pa_scope_list(ctx, all, 2), 4);
     pa_scope_stats s;
     ck_assert_int_eq(pa_scope_get(ctx, "n5", &s), -ENOENT);
-    ck_assert_msg(strstr(pa_last_error(), PA_SCOPE_OTHER), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), PA_SCOPE_OTHER), "%s", pa_last_error());
     ck_assert_int_eq(pa_scope_get(ctx, PA_SCOPE_OTHER, &s), 0);
     ck_assert_uint_eq(s.calls, 14);
     /* a folded name still must end as itself */
@@ -569,10 +554,10 @@ static void *real_worker(void *p)
         w->rc = pa_scope_begin(w->ctx, "live");
         if (!w->rc)
             w->rc = pa_scope_end(w->ctx, "live", &r);
-        if (!w->rc && (r.j_per_cpu_s != 35.0 || r.flags != 0 ||
-                       r.energy_j != r.cpu_time_s * 35.0)) {
-            fprintf(stderr, "price %.17g flags %#x energy %.17g cpu %.17g\n",
-                    r.j_per_cpu_s, r.flags, r.energy_j, r.cpu_time_s);
+        if (!w->rc &&
+            (r.j_per_cpu_s != 35.0 || r.flags != 0 || r.energy_j != r.cpu_time_s * 35.0)) {
+            fprintf(stderr, "price %.17g flags %#x energy %.17g cpu %.17g\n", r.j_per_cpu_s,
+                    r.flags, r.energy_j, r.cpu_time_s);
             w->rc = -EDOM;
         }
     }
@@ -622,8 +607,7 @@ START_TEST(bad_input)
 
     /* end without begin */
     ck_assert_int_eq(pa_scope_end(ctx, "x", &r), -ENOENT);
-    ck_assert_msg(strstr(pa_last_error(), "no scope is open"), "%s",
-                  pa_last_error());
+    ck_assert_msg(strstr(pa_last_error(), "no scope is open"), "%s", pa_last_error());
     ck_assert_double_eq(r.energy_j, -1); /* untouched */
     ck_assert_int_eq(pa_scope_end(NULL, "x", &r), -EINVAL);
 
@@ -651,10 +635,8 @@ START_TEST(bad_input)
 
     /* options and reading */
     ck_assert_int_eq(pa_scope_configure(NULL, NULL), -EINVAL);
-    ck_assert_int_eq(pa_scope_configure(ctx, &(pa_scope_opts){.pid = -2}),
-                     -EINVAL);
-    ck_assert_int_eq(
-        pa_scope_configure(ctx, &(pa_scope_opts){.max_names = 70000}), -EINVAL);
+    ck_assert_int_eq(pa_scope_configure(ctx, &(pa_scope_opts){.pid = -2}), -EINVAL);
+    ck_assert_int_eq(pa_scope_configure(ctx, &(pa_scope_opts){.max_names = 70000}), -EINVAL);
     pa_scope_stats s;
     ck_assert_int_eq(pa_scope_get(ctx, "never", &s), -ENOENT);
     ck_assert_int_eq(pa_scope_get(NULL, "x", &s), -EINVAL);

@@ -8,8 +8,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
-#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 static ring_fixture rf;
 static pid_t serve_pid;
@@ -148,8 +148,7 @@ START_TEST(test_metrics_page)
     start_serve(NULL);
     char *resp;
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
-    ck_assert_ptr_nonnull(
-        strcasestr(resp, "\r\nContent-Type: text/plain; version=0.0.4"));
+    ck_assert_ptr_nonnull(strcasestr(resp, "\r\nContent-Type: text/plain; version=0.0.4"));
     check_page(rf_body(resp));
     free(resp);
     /* A second page, several windows later, is the same. */
@@ -158,21 +157,17 @@ START_TEST(test_metrics_page)
     check_page(rf_body(resp));
     free(resp);
     /* HEAD, the index, unknown paths and methods. */
-    static const char head[] =
-        "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    ck_assert_int_eq(rf_http(serve_port, head, sizeof(head) - 1, 5000, &resp),
-                     200);
+    static const char head[] = "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ck_assert_int_eq(rf_http(serve_port, head, sizeof(head) - 1, 5000, &resp), 200);
     ck_assert_str_eq(rf_body(resp), "");
     free(resp);
     ck_assert_int_eq(rf_get(serve_port, "/", &resp), 200);
     ck_assert_ptr_nonnull(strstr(rf_body(resp), "/metrics"));
     free(resp);
     ck_assert_int_eq(rf_get(serve_port, "/metricsx", NULL), 404);
-    static const char post[] =
-        "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-        "Connection: close\r\n\r\nhello";
-    ck_assert_int_eq(rf_http(serve_port, post, sizeof(post) - 1, 5000, &resp),
-                     405);
+    static const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                               "Connection: close\r\n\r\nhello";
+    ck_assert_int_eq(rf_http(serve_port, post, sizeof(post) - 1, 5000, &resp), 405);
     ck_assert_ptr_nonnull(strcasestr(resp, "\r\nAllow: GET, HEAD"));
     free(resp);
 }
@@ -202,15 +197,14 @@ START_TEST(test_promtool)
     }
     /* promtool does catch a bad page (so this test can fail). */
     char *out = NULL;
-    ck_assert_int_ne(
-        promtool_check("# TYPE x_bytes counter\nx_bytes 1\n", &out), 0);
+    ck_assert_int_ne(promtool_check("# TYPE x_bytes counter\nx_bytes 1\n", &out), 0);
     free(out);
     start_serve(NULL);
     char *resp;
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
     int st = promtool_check(rf_body(resp), &out);
-    ck_assert_msg(st == 0, "promtool check metrics: %d\n%s\n--- page:\n%s", st,
-                  out ? out : "", rf_body(resp));
+    ck_assert_msg(st == 0, "promtool check metrics: %d\n%s\n--- page:\n%s", st, out ? out : "",
+                  rf_body(resp));
     free(out);
     free(resp);
 }
@@ -223,10 +217,9 @@ START_TEST(test_bounds)
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
     const char *b = rf_body(resp);
     ck_assert_int_eq(count_lines(b, "powerapi_process_power_watts{"), 1);
-    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"),
-                     1);
-    ck_assert_ptr_nonnull(strstr(
-        b, "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"));
+    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"), 1);
+    ck_assert_ptr_nonnull(
+        strstr(b, "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"));
     ck_assert_int_eq(count_lines(b, "powerapi_cgroup_power_watts{"), 1);
     ck_assert_int_eq(count_lines(b, "powerapi_system_power_watts{"), 4);
     free(resp);
@@ -281,13 +274,11 @@ START_TEST(test_counters)
                                 "5.6875\n") &&
                           strstr(b, expected_counters),
                       "page:\n%s", b);
-        ck_assert_int_eq(
-            count_lines(b, "powerapi_process_perf_events_per_second{"), 2);
+        ck_assert_int_eq(count_lines(b, "powerapi_process_perf_events_per_second{"), 2);
         if (i == 1 && system("command -v promtool >/dev/null 2>&1") == 0) {
             char *out = NULL;
             int st = promtool_check(b, &out);
-            ck_assert_msg(st == 0, "promtool: %s\n--- page:\n%s",
-                          out ? out : "", b);
+            ck_assert_msg(st == 0, "promtool: %s\n--- page:\n%s", out ? out : "", b);
             free(out);
         }
         free(resp);
@@ -300,18 +291,15 @@ START_TEST(test_bad_arguments)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1",
-             PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1", PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--listen"));
     free(out);
     snprintf(cmd, sizeof(cmd), "%s serve --min-watts -1 2>&1", PA_CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     free(out);
-    snprintf(
-        cmd, sizeof(cmd),
-        "%s serve --ring pa-test-no-such-ring-%d --listen 127.0.0.1:0 2>&1",
-        PA_CLI_PATH, (int)getpid());
+    snprintf(cmd, sizeof(cmd), "%s serve --ring pa-test-no-such-ring-%d --listen 127.0.0.1:0 2>&1",
+             PA_CLI_PATH, (int)getpid());
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no such ring"));
     ck_assert_ptr_nonnull(strstr(out, "powerapi daemon"));
@@ -450,17 +438,14 @@ static int scrape_burst(int n, int timeout_ms)
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                               "Connection: close\r\n\r\n";
     struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
-    int *state =
-        calloc((size_t)n, sizeof(*state)); /* 0 sending, 1 reading, 2 done */
+    int *state = calloc((size_t)n, sizeof(*state)); /* 0 sending, 1 reading, 2 done */
     char(*head)[16] = calloc((size_t)n, 16);
     size_t *got = calloc((size_t)n, sizeof(*got));
     ck_assert(pf && state && head && got);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)serve_port)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)serve_port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     for (int i = 0; i < n; i++) {
-        pf[i].fd =
-            socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        pf[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         ck_assert_int_ge(pf[i].fd, 0);
         int rc = connect(pf[i].fd, (struct sockaddr *)&a, sizeof(a));
         ck_assert(rc == 0 || errno == EINPROGRESS);
@@ -500,8 +485,7 @@ static int scrape_burst(int n, int timeout_ms)
                 continue;
             if (r < 0)
                 why_err++, last_errno = errno;
-            else if (strncmp(head[i], "HTTP/1.1 200", 12) == 0 &&
-                     got[i] > 1000)
+            else if (strncmp(head[i], "HTTP/1.1 200", 12) == 0 && got[i] > 1000)
                 ok++;
             else
                 why_short++;
@@ -519,8 +503,7 @@ static int scrape_burst(int n, int timeout_ms)
                 "scrape_burst: %d of %d ok; send failed %d, recv error %d "
                 "(last: %s), closed before a whole 200 page %d, no answer "
                 "in %d ms %d\n",
-                ok, n, why_send, why_err, strerror(last_errno), why_short,
-                timeout_ms, why_timeout);
+                ok, n, why_send, why_err, strerror(last_errno), why_short, timeout_ms, why_timeout);
     free(pf);
     free(state);
     free(head);
@@ -608,8 +591,7 @@ START_TEST(test_concurrent_scrapes)
     fprintf(stderr,
             "1000 concurrent scrapes: %llu ms, %d, %d and %d served at the "
             "first try; RSS %ld -> %ld -> %ld -> %ld kB\n",
-            (unsigned long long)(t1 - t0), first, first2, first3, rss0, rss1,
-            rss2, rss3);
+            (unsigned long long)(t1 - t0), first, first2, first3, rss0, rss1, rss2, rss3);
     /* Bounded: a few MB for 1000 connections, and no growth per burst.
      * A burst that finds serve starved of CPU has more connections open
      * at once, and the heap keeps that high-water mark (one run grew
@@ -647,8 +629,7 @@ START_TEST(test_window_view)
         usleep(150000);
         ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
         check_page(rf_body(resp));
-        ck_assert_ptr_nonnull(
-            strstr(rf_body(resp), "\npowerapi_window_seconds 0.25\n"));
+        ck_assert_ptr_nonnull(strstr(rf_body(resp), "\npowerapi_window_seconds 0.25\n"));
         free(resp);
     }
     /* A stopped writer is noticed in this mode too. */
@@ -675,8 +656,7 @@ START_TEST(test_ring_gone)
         st = rf_get(serve_port, "/metrics", &resp);
     }
     ck_assert_int_eq(st, 503);
-    ck_assert_msg(strstr(rf_body(resp), "stopped") ||
-                      strstr(rf_body(resp), "no such ring"),
+    ck_assert_msg(strstr(rf_body(resp), "stopped") || strstr(rf_body(resp), "no such ring"),
                   "503 body: %s", rf_body(resp));
     free(resp);
     /* A new daemon on the same ring: served again. */

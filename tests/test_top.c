@@ -14,8 +14,7 @@ static ring_fixture rf;
 static char *dir;
 static char sock[4200];
 
-static int tmux(char **out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static int tmux(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int tmux(char **out, const char *fmt, ...)
 {
     char args[2048], cmd[8192];
@@ -50,8 +49,7 @@ static char *wait_for(const char *text, int timeout_ms)
         usleep(50000);
         s = screen();
     }
-    ck_assert_msg(strstr(s, text) != NULL, "screen never showed '%s':\n%s",
-                  text, s);
+    ck_assert_msg(strstr(s, text) != NULL, "screen never showed '%s':\n%s", text, s);
     return s;
 }
 
@@ -61,8 +59,7 @@ static void keys(const char *k)
 }
 
 /* The line of the screen that contains text ("" if none), in buf. */
-static const char *line_with(const char *scr, const char *text, char *buf,
-                             size_t len)
+static const char *line_with(const char *scr, const char *text, char *buf, size_t len)
 {
     const char *p = strstr(scr, text);
     buf[0] = '\0';
@@ -135,11 +132,10 @@ START_TEST(test_top_screen)
         fprintf(stderr, "test_top_screen: SKIPPED: tmux absent\n");
         return;
     }
-    int st =
-        tmux(NULL,
-             "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
-             " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
-             PA_CLI_PATH, rf.name);
+    int st = tmux(NULL,
+                  "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
+                  " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
+                  PA_CLI_PATH, rf.name);
     ck_assert_int_eq(st, 0);
     char l[256];
     char *s = wait_for(" java ", 5000);
@@ -150,16 +146,13 @@ START_TEST(test_top_screen)
     ck_assert(java < weird);
     /* pid, CPU% (0.0625 s of 0.125 s), CPU W, NIC W, total W, J, cgroup */
     line_with(s, " java ", l, sizeof(l));
-    ck_assert_msg(strstr(l, "4242 java") && strstr(l, " 50.0 ") &&
-                      strstr(l, " 4.00 ") && strstr(l, " 0.12 ") &&
-                      strstr(l, " 4.12 ") && strstr(l, " 40.2 ") &&
+    ck_assert_msg(strstr(l, "4242 java") && strstr(l, " 50.0 ") && strstr(l, " 4.00 ") &&
+                      strstr(l, " 0.12 ") && strstr(l, " 4.12 ") && strstr(l, " 40.2 ") &&
                       strstr(l, "/system.slice/a.service"),
                   "java row: %s", l);
-    ck_assert_ptr_nonnull(strstr(s,
-                                 "System    11.00 W  cpu 10.00 W (modelled)  "
-                                 "nic 1.00 W  idle 3.00 W"));
-    ck_assert_ptr_nonnull(
-        strstr(s, "Assumed tdp=10W (default: unknown CPU \"x\")"));
+    ck_assert_ptr_nonnull(strstr(s, "System    11.00 W  cpu 10.00 W (modelled)  "
+                                    "nic 1.00 W  idle 3.00 W"));
+    ck_assert_ptr_nonnull(strstr(s, "Assumed tdp=10W (default: unknown CPU \"x\")"));
     ck_assert_ptr_nonnull(strstr(s, "Formula cpu-tdp+nic-linear"));
     ck_assert_ptr_nonnull(strstr(s, "3 processes | sort: power"));
     free(s);
@@ -176,8 +169,7 @@ START_TEST(test_top_screen)
     keys("c");
     s = wait_for("1 cgroups", 3000);
     line_with(s, "/system.slice/a.service", l, sizeof(l));
-    ck_assert_msg(strstr(l, " 5.56 ") && strstr(l, " 5.69 ") &&
-                      strstr(l, " 55.8"),
+    ck_assert_msg(strstr(l, " 5.56 ") && strstr(l, " 5.69 ") && strstr(l, " 55.8"),
                   "cgroup row: %s", l);
     free(s);
     keys("c");
@@ -199,8 +191,7 @@ START_TEST(test_top_screen)
     /* The daemon stops: top says so and keeps running. */
     rf_stop(&rf);
     s = wait_for("ring '", 5000);
-    ck_assert_msg(strstr(s, "stopped") || strstr(s, "no such ring"),
-                  "screen:\n%s", s);
+    ck_assert_msg(strstr(s, "stopped") || strstr(s, "no such ring"), "screen:\n%s", s);
     free(s);
 
     keys("q");
@@ -215,13 +206,12 @@ START_TEST(test_top_own_sampling)
         fprintf(stderr, "test_top_own_sampling: SKIPPED: tmux absent\n");
         return;
     }
-    ck_assert_int_eq(
-        tmux(NULL,
-             "new-session -d -s top -x 132 -y 40 \"TERM=screen " TOP_BOUND
-             " %s top --interval 200ms -f powerapi; "
-             "echo EXIT=\\$?; sleep 20\"",
-             PA_CLI_PATH),
-        0);
+    ck_assert_int_eq(tmux(NULL,
+                          "new-session -d -s top -x 132 -y 40 \"TERM=screen " TOP_BOUND
+                          " %s top --interval 200ms -f powerapi; "
+                          "echo EXIT=\\$?; sleep 20\"",
+                          PA_CLI_PATH),
+                     0);
     char *s = wait_for(" powerapi ", 5000);
     ck_assert_ptr_nonnull(strstr(s, "own sampling"));
     ck_assert_ptr_nonnull(strstr(s, "filter: powerapi"));
@@ -236,11 +226,11 @@ END_TEST
 /* A ring of our own whose window has a long assumption list and a real
  * single-threaded process (a child) that read 13 ticks in a 0.125 s
  * window (the 104 % of /proc's clock ticks). */
-#define WRAP_ASSUMED                                                           \
-    "cpu-curve: default 0.74 W idle to 3.5 W at full load per vCPU x 2 "       \
-    "CPUs for unknown CPU 'Intel(R) Xeon(R) Processor' (Cloud Carbon "         \
-    "Footprint methodology, AWS average min/max watts per vCPU (from "         \
-    "SPECpower_ssj2008));nic per process: TCP only (no per-socket UDP "        \
+#define WRAP_ASSUMED                                                                               \
+    "cpu-curve: default 0.74 W idle to 3.5 W at full load per vCPU x 2 "                           \
+    "CPUs for unknown CPU 'Intel(R) Xeon(R) Processor' (Cloud Carbon "                             \
+    "Footprint methodology, AWS average min/max watts per vCPU (from "                             \
+    "SPECpower_ssj2008));nic per process: TCP only (no per-socket UDP "                            \
     "counters)"
 
 typedef struct wrap_ring {
@@ -253,8 +243,7 @@ typedef struct wrap_ring {
 static void *wrap_publish(void *arg)
 {
     wrap_ring *wr = arg;
-    for (uint64_t tick = 1; !__atomic_load_n(&wr->stop, __ATOMIC_ACQUIRE);
-         tick++) {
+    for (uint64_t tick = 1; !__atomic_load_n(&wr->stop, __ATOMIC_ACQUIRE); tick++) {
         pa_report r;
         pa_target_info t[2];
         memset(&r, 0, sizeof(r));
@@ -305,31 +294,26 @@ START_TEST(test_top_wrap_and_cap)
     }
     char name[64];
     snprintf(name, sizeof(name), "pa-test-topwrap-%d", (int)getpid());
-    pa_ring_opts o = {
-        .capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
+    pa_ring_opts o = {.capacity = 16, .max_targets = 16, .interval_ns = 125000000ull};
     ck_assert_int_eq(pa_ring_create(name, &o, &wr.w), 0);
     ck_assert_int_eq(pthread_create(&wr.th, NULL, wrap_publish, &wr), 0);
-    ck_assert_int_eq(
-        tmux(NULL,
-             "new-session -d -s top -x 80 -y 30 \"TERM=screen " TOP_BOUND
-             " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
-             PA_CLI_PATH, name),
-        0);
+    ck_assert_int_eq(tmux(NULL,
+                          "new-session -d -s top -x 80 -y 30 \"TERM=screen " TOP_BOUND
+                          " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
+                          PA_CLI_PATH, name),
+                     0);
     char l[256];
     char *s = wait_for(" busy ", 5000);
     line_with(s, " busy ", l, sizeof(l));
-    ck_assert_msg(strstr(l, "100.0*") && !strstr(l, "104"), "busy row: %s\n%s",
-                  l, s);
+    ck_assert_msg(strstr(l, "100.0*") && !strstr(l, "104"), "busy row: %s\n%s", l, s);
     line_with(s, " half ", l, sizeof(l));
     ck_assert_msg(strstr(l, " 50.0 "), "half row: %s", l);
     ck_assert_msg(strstr(s, "* CPU% capped at 100 % a thread"), "%s", s);
     /* every word of the assumptions whole on the screen, the last too */
     char words[] = WRAP_ASSUMED;
     char *save = NULL;
-    for (char *w = strtok_r(words, " ;", &save); w;
-         w = strtok_r(NULL, " ;", &save))
-        ck_assert_msg(strstr(s, w), "'%s' is not whole on the screen:\n%s", w,
-                      s);
+    for (char *w = strtok_r(words, " ;", &save); w; w = strtok_r(NULL, " ;", &save))
+        ck_assert_msg(strstr(s, w), "'%s' is not whole on the screen:\n%s", w, s);
     ck_assert_ptr_nonnull(strstr(s, "ssj2008)); nic per process"));
     free(s);
     keys("q");
@@ -350,15 +334,14 @@ START_TEST(test_top_interval_floor)
         fprintf(stderr, "test_top_interval_floor: SKIPPED: tmux absent\n");
         return;
     }
-    ck_assert_int_eq(
-        tmux(NULL,
-             "new-session -d -s top -x 200 -y 20 \"TERM=screen " TOP_BOUND
-             " %s top --interval 20ms; echo EXIT=\\$?; sleep 20\"",
-             PA_CLI_PATH),
-        0);
+    ck_assert_int_eq(tmux(NULL,
+                          "new-session -d -s top -x 200 -y 20 \"TERM=screen " TOP_BOUND
+                          " %s top --interval 20ms; echo EXIT=\\$?; sleep 20\"",
+                          PA_CLI_PATH),
+                     0);
     char *s = wait_for("EXIT=", 5000);
-    ck_assert_msg(strstr(s, "EXIT=2") && strstr(s, "clock ticks") &&
-                      strstr(s, "USER_HZ") && strstr(s, "or more"),
+    ck_assert_msg(strstr(s, "EXIT=2") && strstr(s, "clock ticks") && strstr(s, "USER_HZ") &&
+                      strstr(s, "or more"),
                   "%s", s);
     free(s);
 }
@@ -368,8 +351,7 @@ START_TEST(test_top_needs_tty)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s top --ring %s < /dev/null 2>&1 | cat",
-             PA_CLI_PATH, rf.name);
+    snprintf(cmd, sizeof(cmd), "%s top --ring %s < /dev/null 2>&1 | cat", PA_CLI_PATH, rf.name);
     pa_test_run(cmd, &out);
     ck_assert_ptr_nonnull(out);
     ck_assert_ptr_nonnull(strstr(out, "needs a terminal"));

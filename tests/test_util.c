@@ -21,12 +21,11 @@ static char *written(void (*wr)(FILE *, const char *), const char *s)
     return buf;
 }
 
-#define ck_assert_written(wr, in, want)                                        \
-    do {                                                                       \
-        char *got_ = written(wr, in);                                          \
-        ck_assert_msg(!strcmp(got_, want), "%s: got [%s], want [%s]", #wr,     \
-                      got_, want);                                             \
-        free(got_);                                                            \
+#define ck_assert_written(wr, in, want)                                                            \
+    do {                                                                                           \
+        char *got_ = written(wr, in);                                                              \
+        ck_assert_msg(!strcmp(got_, want), "%s: got [%s], want [%s]", #wr, got_, want);            \
+        free(got_);                                                                                \
     } while (0)
 
 /* ---- JSON (RFC 8259) ---- */
@@ -52,10 +51,8 @@ END_TEST
 START_TEST(test_json_control_characters)
 {
     /* every C0 control and DEL as \u00xx, newline and tab included */
-    ck_assert_written(pa__json_write, "a\nb\tc\rd",
-                      "\"a\\u000ab\\u0009c\\u000dd\"");
-    ck_assert_written(pa__json_write, "\x01\x1f\x7f",
-                      "\"\\u0001\\u001f\\u007f\"");
+    ck_assert_written(pa__json_write, "a\nb\tc\rd", "\"a\\u000ab\\u0009c\\u000dd\"");
+    ck_assert_written(pa__json_write, "\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"");
     ck_assert_written(pa__json_write, "\b\f", "\"\\u0008\\u000c\"");
     for (int c = 1; c < 0x20; c++) {
         char in[2] = {(char)c, 0}, want[16];
@@ -74,8 +71,7 @@ END_TEST
 START_TEST(test_json_utf8)
 {
     /* valid sequences of 2, 3 and 4 bytes are kept */
-    ck_assert_written(pa__json_write,
-                      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x8b",
+    ck_assert_written(pa__json_write, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x8b",
                       "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x8b\"");
     /* each byte that starts no valid sequence is one U+FFFD */
     ck_assert_written(pa__json_write,
@@ -88,10 +84,8 @@ START_TEST(test_json_utf8)
     ck_assert_written(pa__json_write, "\xe2\x82x", "\"\\ufffd\\ufffdx\"");
     /* overlong '/', a UTF-16 surrogate, beyond U+10FFFF */
     ck_assert_written(pa__json_write, "\xc0\xaf", "\"\\ufffd\\ufffd\"");
-    ck_assert_written(pa__json_write, "\xed\xa0\x80",
-                      "\"\\ufffd\\ufffd\\ufffd\"");
-    ck_assert_written(pa__json_write, "\xf4\x90\x80\x80",
-                      "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+    ck_assert_written(pa__json_write, "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");
+    ck_assert_written(pa__json_write, "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
     /* the golden comm of the VM fixture: quote, backslash, bad byte, é, ^A */
     ck_assert_written(pa__json_write, "q\"b\\\xfe\xc3\xa9\x01",
                       "\"q\\\"b\\\\\\ufffd\xc3\xa9\\u0001\"");
@@ -104,8 +98,7 @@ START_TEST(test_utf8_len)
     ck_assert_uint_eq(pa__utf8_len((const unsigned char *)""), 0);
     ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xc3\xa9"), 2);
     ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xef\xbf\xbf"), 3);
-    ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xf4\x8f\xbf\xbf"),
-                      4);
+    ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xf4\x8f\xbf\xbf"), 4);
     ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xc1\xbf"), 0);
     ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xe0\x9f\xbf"), 0);
     ck_assert_uint_eq(pa__utf8_len((const unsigned char *)"\xbf"), 0);
@@ -205,11 +198,9 @@ static uint64_t word_hash_at(const void *user, size_t i)
 }
 
 /* The position of key in the index, or -1 (the callers' probing loop). */
-static int index_find(const int *slots, size_t cap, const uint64_t *v,
-                      uint64_t key)
+static int index_find(const int *slots, size_t cap, const uint64_t *v, uint64_t key)
 {
-    for (size_t q = pa__hash_u64(key) & (cap - 1); slots[q];
-         q = (q + 1) & (cap - 1))
+    for (size_t q = pa__hash_u64(key) & (cap - 1); slots[q]; q = (q + 1) & (cap - 1))
         if (v[slots[q] - 1] == key)
             return slots[q] - 1;
     return -1;
@@ -222,8 +213,7 @@ START_TEST(test_index_reserve)
     int *slots = NULL;
     for (uint64_t k = 0; k < 3000; k++) {
         uint64_t key = k * 4096; /* only high bits differ */
-        ck_assert_int_eq(
-            pa__index_reserve(&slots, &cap, 16, 0, n, word_hash_at, v), 0);
+        ck_assert_int_eq(pa__index_reserve(&slots, &cap, 16, 0, n, word_hash_at, v), 0);
         ck_assert_uint_ge(cap, 2 * (n + 1)); /* at most half full */
         ck_assert_uint_eq(cap & (cap - 1), 0);
         ck_assert_int_eq(index_find(slots, cap, v, key), -1);
@@ -240,15 +230,13 @@ START_TEST(test_index_reserve)
     ck_assert_int_eq(index_find(slots, cap, v, 4095), -1);
     /* enough room: nothing moves */
     int *same = slots;
-    ck_assert_int_eq(
-        pa__index_reserve(&slots, &cap, 16, 0, 4000, word_hash_at, v), 0);
+    ck_assert_int_eq(pa__index_reserve(&slots, &cap, 16, 0, 4000, word_hash_at, v), 0);
     ck_assert_ptr_eq(slots, same);
     free(slots);
     /* entries before from are left out of a rebuilt index */
     slots = NULL;
     cap = 0;
-    ck_assert_int_eq(
-        pa__index_reserve(&slots, &cap, 4, 10, 20, word_hash_at, v), 0);
+    ck_assert_int_eq(pa__index_reserve(&slots, &cap, 4, 10, 20, word_hash_at, v), 0);
     ck_assert_uint_eq(cap, 32);
     ck_assert_int_eq(index_find(slots, cap, v, 5 * 4096), -1);
     ck_assert_int_eq(index_find(slots, cap, v, 15 * 4096), 15);
@@ -285,8 +273,7 @@ START_TEST(test_hex_decode)
     ck_assert_uint_eq(out[3], 0xc3);
     /* /proc/net/ipv6_route's 32 digits */
     uint8_t a6[16];
-    ck_assert_int_eq(pa__hex_decode("fe800000000000000000000000000001", a6, 16),
-                     0);
+    ck_assert_int_eq(pa__hex_decode("fe800000000000000000000000000001", a6, 16), 0);
     ck_assert_uint_eq(a6[0], 0xfe);
     ck_assert_uint_eq(a6[1], 0x80);
     ck_assert_uint_eq(a6[15], 0x01);
@@ -306,8 +293,8 @@ START_TEST(test_suggest_near_misses)
     ck_assert_str_eq(pa__suggest("intervall", keys), "interval"); /* insert */
     ck_assert_str_eq(pa__suggest("interal", keys), "interval");   /* delete */
     ck_assert_str_eq(pa__suggest("windoe", keys), "window");      /* change */
-    ck_assert_str_eq(pa__suggest("tpd", keys), "tdp"); /* transposition */
-    ck_assert_str_eq(pa__suggest("itnreval", keys), "interval"); /* 2 swaps */
+    ck_assert_str_eq(pa__suggest("tpd", keys), "tdp");            /* transposition */
+    ck_assert_str_eq(pa__suggest("itnreval", keys), "interval");  /* 2 swaps */
     ck_assert_str_eq(pa__suggest("wats", keys), "watts");
     ck_assert_str_eq(pa__suggest("formule", keys), "formula");
     ck_assert_str_eq(pa__suggest("fromat", keys), "format");
@@ -380,8 +367,7 @@ START_TEST(test_hash_spreads_integers)
         size_t ones = 0;
         for (size_t i = 0; i < N; i++)
             ones += (h[i] >> b) & 1;
-        ck_assert_msg(ones > N * 4 / 10 && ones < N * 6 / 10,
-                      "bit %d: %zu of %d", b, ones, N);
+        ck_assert_msg(ones > N * 4 / 10 && ones < N * 6 / 10, "bit %d: %zu of %d", b, ones, N);
     }
     /* one input bit flips about half the output bits */
     for (int b = 0; b < 64; b++) {

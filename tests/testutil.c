@@ -35,8 +35,7 @@ char *pa_test_fixture_copy(const char *name)
     return dir;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag,
-                  struct FTW *ftw)
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     (void)ftw;
@@ -103,8 +102,7 @@ pa_ctx *pa_test_ctx(const char *root)
     snprintf(dev, sizeof(dev), "%s/dev", root);
     mkdir(sys, 0755);
     mkdir(dev, 0755);
-    pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .devfs = dev,
-                     .hwdb = PA_TEST_HWDB};
+    pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .devfs = dev, .hwdb = PA_TEST_HWDB};
     pa_ctx *ctx = NULL;
     int rc = pa_ctx_new(&ctx, &o);
     ck_assert_msg(rc == 0, "pa_ctx_new(%s): %s", root, pa_last_error());
@@ -161,8 +159,7 @@ char *pa_test_slurp(const char *path)
     return buf;
 }
 
-const pa_target_info *pa_test_target(const pa_report *r, pa_target_type type,
-                                     pid_t id)
+const pa_target_info *pa_test_target(const pa_report *r, pa_target_type type, pid_t id)
 {
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *t = &r->targets[i];

@@ -47,8 +47,7 @@ typedef struct pf_maps {
 
 /* Adds a mapping; a new one replaces what it overlaps (as mmap does).
  * Returns 0 or -ENOMEM. */
-int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
-                const char *path);
+int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff, const char *path);
 const pf_map *pf_maps_find(pf_maps *m, uint64_t addr);
 /* Reads /proc/PID/maps under procfs into m.  0 or -errno. */
 int pf_maps_read(pf_maps *m, const char *procfs, pid_t pid);
@@ -63,8 +62,7 @@ void pf_sym_fini(void);
 /* Appends the frames of addr in a process (pid for perf maps, its maps),
  * innermost (inlined) first, to out (room for max).  is_return: addr is a
  * return address (the call is at addr - 1).  Returns the count (>= 1). */
-int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
-                   pf_frame *out, int max);
+int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_frame *out, int max);
 /* Whether addr is a kernel address whose frame is dropped: kallsyms not
  * readable, or its addresses hidden (kptr_restrict).  Reads kallsyms at
  * the first kernel address. */
@@ -87,9 +85,8 @@ typedef struct pf_unwinder pf_unwinder;
  * (from SP on).  *cache holds the process's unwinder (created, and
  * rebuilt when maps change).  Writes up to max pcs, innermost first;
  * returns their count or -errno. */
-int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps,
-              const uint64_t *perf_regs, const char *stack, size_t stack_len,
-              uint64_t *pcs, int max);
+int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps, const uint64_t *perf_regs,
+              const char *stack, size_t stack_len, uint64_t *pcs, int max);
 void pf_unwinder_free(pf_unwinder *u);
 
 /* ---- the sampler (sampler.c) ---- */
@@ -97,14 +94,14 @@ void pf_unwinder_free(pf_unwinder *u);
 typedef struct pf_engine pf_engine;
 
 typedef struct pf_engine_cfg {
-    const char *procfs;   /* root of /proc */
-    const char *event;    /* "cpu-clock", "task-clock", "cycles" */
-    uint64_t period_ns;   /* 0 with freq */
-    unsigned long freq;   /* samples per second, 0 with period_ns */
-    bool dwarf;           /* --call-graph dwarf */
-    bool all;             /* every task, per CPU */
-    pa_ptasks *tasks;     /* the core's processes and threads: names,
-                             exits, one entry per process the engine knows */
+    const char *procfs; /* root of /proc */
+    const char *event;  /* "cpu-clock", "task-clock", "cycles" */
+    uint64_t period_ns; /* 0 with freq */
+    unsigned long freq; /* samples per second, 0 with period_ns */
+    bool dwarf;         /* --call-graph dwarf */
+    bool all;           /* every task, per CPU */
+    pa_ptasks *tasks;   /* the core's processes and threads: names,
+                           exits, one entry per process the engine knows */
 } pf_engine_cfg;
 
 /* kernel.perf_event_paranoid under procfs (2 when unreadable). */
@@ -141,7 +138,6 @@ bool pf_engine_window_has_stacks(const pf_engine *e);
 
 /* Samples stored, lost (by the kernel, or not stored), and stacks that
  * ended at a return address outside code (truncated may be NULL). */
-void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost,
-                      uint64_t *truncated);
+void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost, uint64_t *truncated);
 
 #endif

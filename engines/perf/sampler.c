@@ -139,8 +139,7 @@ bool pf_engine_kernel(const pf_engine *e)
     return e->kernel;
 }
 
-void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost,
-                      uint64_t *truncated)
+void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost, uint64_t *truncated)
 {
     *samples = e->samples;
     *lost = e->lost;
@@ -166,8 +165,7 @@ static int proc_find(pf_engine *p, pid_t pid)
  * name). */
 static int proc_new(pf_engine *p, pid_t pid, int copy_from)
 {
-    if (PA__GROW(p->procs, p->capprocs, p->nprocs + 1, 16) < 0 ||
-        !pa_ptasks_proc(p->tasks, pid))
+    if (PA__GROW(p->procs, p->capprocs, p->nprocs + 1, 16) < 0 || !pa_ptasks_proc(p->tasks, pid))
         return -ENOMEM;
     int old = proc_find(p, pid);
     proc *n = &p->procs[p->nprocs];
@@ -180,8 +178,8 @@ static int proc_new(pf_engine *p, pid_t pid, int copy_from)
         pa_ptasks_set_comm(p->tasks, pid, pa_ptasks_comm(p->tasks, src->pid));
         for (size_t i = 0; i < src->maps.n; i++)
             if (pf_maps_add(&n->maps, src->maps.v[i].start,
-                            src->maps.v[i].end - src->maps.v[i].start,
-                            src->maps.v[i].pgoff, src->maps.v[i].path) < 0)
+                            src->maps.v[i].end - src->maps.v[i].start, src->maps.v[i].pgoff,
+                            src->maps.v[i].path) < 0)
                 return -ENOMEM;
         n->maps_read = true;
     }
@@ -232,7 +230,7 @@ static void fill_attr(const pf_engine *p, struct perf_event_attr *a, bool cmd)
     } else {
         a->type = PERF_TYPE_SOFTWARE;
         a->config = !strcmp(p->cfg.event, "task-clock") ? PERF_COUNT_SW_TASK_CLOCK
-                                                    : PERF_COUNT_SW_CPU_CLOCK;
+                                                        : PERF_COUNT_SW_CPU_CLOCK;
     }
     if (p->cfg.freq) {
         a->freq = 1;
@@ -242,8 +240,8 @@ static void fill_attr(const pf_engine *p, struct perf_event_attr *a, bool cmd)
         if (a->type == PERF_TYPE_HARDWARE) /* cycles: ns at ~2 GHz */
             a->sample_period = p->cfg.period_ns * 2;
     }
-    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                     PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+                     PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
     a->mmap = 1; /* exec mappings; mmap2 selects the MMAP2 format */
     a->mmap2 = 1;
     a->comm = 1;
@@ -298,8 +296,7 @@ static int keep_fd(pf_engine *p, int fd)
  * min_pages while the locked-memory limit of unprivileged users
  * (perf_event_mlock_kb) refuses it (EPERM).  0 or -errno (*map_failed:
  * mmap's). */
-static int ring_map(pf_engine *p, int cpu, int fd, size_t pages, size_t min_pages,
-                    bool *map_failed)
+static int ring_map(pf_engine *p, int cpu, int fd, size_t pages, size_t min_pages, bool *map_failed)
 {
     size_t len = 0, np = pages;
     void *base = MAP_FAILED;
@@ -432,9 +429,8 @@ static int wbuf_push(pf_engine *p, const uint64_t *v, size_t n)
 /* --call-graph dwarf: after the call chain (at o), REGS_USER {abi,
  * regs[17]} and STACK_USER {size, data[size], dyn_size}; the user stack
  * unwound after the kernel's n frames in chain.  The new count. */
-static size_t unwind_user(pf_engine *p, int pi, uint32_t pid, uint32_t tid,
-                          const char *r, size_t len, size_t o, uint64_t *chain,
-                          size_t n)
+static size_t unwind_user(pf_engine *p, int pi, uint32_t pid, uint32_t tid, const char *r,
+                          size_t len, size_t o, uint64_t *chain, size_t n)
 {
     uint64_t abi = 0, regs[17], ssize = 0, dyn = 0;
     if (o + 8 <= len)
@@ -452,9 +448,8 @@ static size_t unwind_user(pf_engine *p, int pi, uint32_t pid, uint32_t tid,
     if (ssize && o + ssize + 8 <= len)
         memcpy(&dyn, r + o + ssize, 8);
     if (abi && n < PF_MAX_DEPTH) {
-        int got = pf_unwind(&p->procs[pi].uw, (pid_t)pid, (pid_t)tid, &p->procs[pi].maps,
-                            regs, r + o, dyn < ssize ? dyn : ssize, chain + n,
-                            (int)(PF_MAX_DEPTH - n));
+        int got = pf_unwind(&p->procs[pi].uw, (pid_t)pid, (pid_t)tid, &p->procs[pi].maps, regs,
+                            r + o, dyn < ssize ? dyn : ssize, chain + n, (int)(PF_MAX_DEPTH - n));
         if (got > 0)
             n += (size_t)got;
         else
@@ -715,8 +710,7 @@ void pf_engine_drain(pf_engine *p)
 /* The window's samples and their frames                               */
 /* ------------------------------------------------------------------ */
 
-static int resolve_cached(pf_engine *p, int pi, uint64_t ip, int ret,
-                          const pf_frame **out)
+static int resolve_cached(pf_engine *p, int pi, uint64_t ip, int ret, const pf_frame **out)
 {
     uint64_t k1 = ((uint64_t)pi << 1) | (uint64_t)ret;
     if ((p->cn + 1) * 2 > p->ccap) {
@@ -769,7 +763,6 @@ static int resolve_cached(pf_engine *p, int pi, uint64_t ip, int ret,
     *out = &p->pool[p->cvals[2 * q]];
     return n;
 }
-
 
 /* The window's samples, in wbuf: proc (generation), tid, period, n,
  * ips[n]. */
@@ -828,8 +821,6 @@ static void window_done(void *self)
 
 pa_pengine pf_engine_stacks(pf_engine *e)
 {
-    return (pa_pengine){.self = e,
-                        .next = next_stack,
-                        .frames = stack_frames,
-                        .window_done = window_done};
+    return (pa_pengine){
+        .self = e, .next = next_stack, .frames = stack_frames, .window_done = window_done};
 }

@@ -20,9 +20,9 @@
  */
 #include "perf.h"
 
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
-#include <dwarf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -47,8 +47,7 @@ static int map_cmp(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff,
-                const char *path)
+int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff, const char *path)
 {
     uint64_t end = start + len;
     /* cut what the new mapping overlaps */
@@ -124,8 +123,8 @@ int pf_maps_read(pf_maps *m, const char *procfs, pid_t pid)
         uint64_t a, b, off;
         char perms[8];
         int n = 0;
-        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n",
-                   &a, &b, perms, &off, &n) < 4)
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &a, &b, perms, &off,
+                   &n) < 4)
             continue;
         if (perms[2] != 'x')
             continue; /* only code is sampled */
@@ -190,7 +189,7 @@ typedef struct module {
     const char *base; /* interned basename */
     Dwfl *dwfl;
     Dwfl_Module *mod;
-    Dwarf_CFI *cfi; /* .eh_frame of the file, or NULL */
+    Dwarf_CFI *cfi;       /* .eh_frame of the file, or NULL */
     const char *build_id; /* interned hex, "" unknown */
     seg *segs;
     size_t nsegs;
@@ -252,8 +251,7 @@ static module *module_get(const char *path)
         for (size_t i = 0; m->segs && i < nph; i++) {
             GElf_Phdr ph;
             if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
-                m->segs[m->nsegs++] =
-                    (seg){ph.p_offset, ph.p_filesz, ph.p_vaddr + bias};
+                m->segs[m->nsegs++] = (seg){ph.p_offset, ph.p_filesz, ph.p_vaddr + bias};
         }
         m->cfi = dwarf_getcfi_elf(elf);
     }
@@ -294,8 +292,7 @@ static void decl_of(Dwarf_Die *die, pf_frame *f)
     Dwarf_Attribute a;
     Dwarf_Die origin, *d = die;
     /* an inlined instance declares nothing itself: its abstract origin */
-    if (dwarf_attr(die, DW_AT_abstract_origin, &a) &&
-        dwarf_formref_die(&a, &origin))
+    if (dwarf_attr(die, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
         d = &origin;
     const char *file = dwarf_decl_file(d);
     int line = 0;
@@ -335,8 +332,11 @@ static int dwarf_frames(module *m, uint64_t addr, pf_frame *out, int max)
             continue;
         const char *name = die_name(&scopes[i]);
         if (name) {
-            pf_frame f = {.name = nice_name(name), .module = m->base,
-                          .source = "", .file = "", .at_line = at_line};
+            pf_frame f = {.name = nice_name(name),
+                          .module = m->base,
+                          .source = "",
+                          .file = "",
+                          .at_line = at_line};
             decl_of(&scopes[i], &f);
             out[n++] = f;
         }
@@ -344,8 +344,8 @@ static int dwarf_frames(module *m, uint64_t addr, pf_frame *out, int max)
             break;
         Dwarf_Attribute a;
         Dwarf_Word call_line = 0;
-        if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) &&
-            dwarf_formudata(&a, &call_line) == 0 && call_line <= INT_MAX)
+        if (dwarf_attr(&scopes[i], DW_AT_call_line, &a) && dwarf_formudata(&a, &call_line) == 0 &&
+            call_line <= INT_MAX)
             at_line = (int)call_line;
         else
             at_line = 0;
@@ -375,8 +375,7 @@ static int module_frames(module *m, uint64_t vaddr, pf_frame *out, int max)
          * subprogram DIE may lack a linkage name; the symbol has it) */
         GElf_Off off;
         GElf_Sym sym;
-        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL,
-                                             NULL, NULL);
+        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL, NULL, NULL);
         if (s && *s)
             out[n - 1].name = nice_name(s);
         for (int i = 0; i + 1 < n; i++)
@@ -386,13 +385,11 @@ static int module_frames(module *m, uint64_t vaddr, pf_frame *out, int max)
     if (m->mod) {
         GElf_Off off;
         GElf_Sym sym;
-        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL,
-                                             NULL, NULL);
+        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL, NULL, NULL);
         /* a symbol without size may be a wrong neighbour: only sized
          * symbols that contain the address, or exact hits */
         if (s && *s && (off < sym.st_size || off == 0)) {
-            out[0] = (pf_frame){.name = nice_name(s), .module = m->base,
-                                .source = "", .file = ""};
+            out[0] = (pf_frame){.name = nice_name(s), .module = m->base, .source = "", .file = ""};
             return 1;
         }
     }
@@ -413,7 +410,7 @@ typedef struct perfmap {
     psym *v;
     size_t n;
     int loaded;
-    off_t size; /* of the file when read */
+    off_t size;           /* of the file when read */
     int jvm;              /* 1: maps libjvm.so, -1: does not, 0: unknown */
     uint64_t jit_unnamed; /* frames in anonymous code no map named */
 } perfmap;
@@ -648,12 +645,14 @@ static pf_frame unknown_frame(const char *modname, uint64_t off)
 {
     char buf[600];
     snprintf(buf, sizeof(buf), "[unknown] %s+0x%" PRIx64, modname, off);
-    return (pf_frame){.name = pa_pintern(buf), .module = pa_pintern(modname),
-                      .source = pa_pintern(""), .file = pa_pintern("")};
+    return (pf_frame){.name = pa_pintern(buf),
+                      .module = pa_pintern(modname),
+                      .source = pa_pintern(""),
+                      .file = pa_pintern("")};
 }
 
-static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
-                          pf_frame *out, int max)
+static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_frame *out,
+                          int max)
 {
     uint64_t a = is_return && addr ? addr - 1 : addr;
     if (max < 1)
@@ -666,10 +665,11 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
         if (s)
             snprintf(buf, sizeof(buf), "%s [k]", s->name);
         else
-            snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]",
-                     addr);
-        out[0] = (pf_frame){.name = pa_pintern(buf), .module = k_module,
-                            .source = pa_pintern(""), .file = pa_pintern("")};
+            snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]", addr);
+        out[0] = (pf_frame){.name = pa_pintern(buf),
+                            .module = k_module,
+                            .source = pa_pintern(""),
+                            .file = pa_pintern("")};
         return 1;
     }
     const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
@@ -716,8 +716,10 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             s = psym_find(pm->v, pm->n, a);
         }
         if (s) {
-            out[0] = (pf_frame){.name = s->name, .module = pa_pintern("[jit]"),
-                                .source = pa_pintern(""), .file = pa_pintern("")};
+            out[0] = (pf_frame){.name = s->name,
+                                .module = pa_pintern("[jit]"),
+                                .source = pa_pintern(""),
+                                .file = pa_pintern("")};
             return 1;
         }
     }
@@ -733,15 +735,14 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
     if (mp && mp->path[0] == '/' && mp->path[1] != '/')
         out[0] = unknown_frame(basename_of(mp->path), a - mp->start + mp->pgoff);
     else if (mp)
-        out[0] = unknown_frame(mp->path[0] && mp->path[1] != '/' ? mp->path : "[anon]",
-                               a - mp->start);
+        out[0] =
+            unknown_frame(mp->path[0] && mp->path[1] != '/' ? mp->path : "[anon]", a - mp->start);
     else
         out[0] = unknown_frame("[unmapped]", a);
     return 1;
 }
 
-int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return,
-                   pf_frame *out, int max)
+int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_frame *out, int max)
 {
     int n = resolve_frames(pid, maps, addr, is_return, out, max);
     /* the mapping each frame comes from, for pprof */

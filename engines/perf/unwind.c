@@ -61,8 +61,7 @@ static bool uw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
     return true;
 }
 
-static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
-                           void *arg)
+static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
     (void)dwfl;
     pf_unwinder *u = arg;
@@ -104,8 +103,8 @@ static int build(pf_unwinder *u, pid_t pid, pf_maps *maps)
         if (seen)
             continue;
         const char *base = strrchr(m->path, '/');
-        dwfl_report_elf(u->dwfl, base ? base + 1 : m->path, m->path, -1,
-                        m->start - m->pgoff, false);
+        dwfl_report_elf(u->dwfl, base ? base + 1 : m->path, m->path, -1, m->start - m->pgoff,
+                        false);
     }
     dwfl_report_end(u->dwfl, NULL, NULL);
     u->version = maps->version;
@@ -126,9 +125,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
     return u->npcs < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps,
-              const uint64_t *perf_regs, const char *stack, size_t stack_len,
-              uint64_t *pcs, int max)
+int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps, const uint64_t *perf_regs,
+              const char *stack, size_t stack_len, uint64_t *pcs, int max)
 {
     pf_unwinder *u = *cache;
     if (!u) {
@@ -146,8 +144,7 @@ int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps,
         return -ENOENT;
     /* perf_regs: AX BX CX DX SI DI BP SP IP R8..R15 (PF_UNWIND_REGS_MASK
      * order) */
-    static const int to_dwarf[17] = {0, 3, 2, 1, 4, 5, 6, 7, 16,
-                                     8, 9, 10, 11, 12, 13, 14, 15};
+    static const int to_dwarf[17] = {0, 3, 2, 1, 4, 5, 6, 7, 16, 8, 9, 10, 11, 12, 13, 14, 15};
     for (int i = 0; i < 17; i++)
         u->dregs[to_dwarf[i]] = perf_regs[i];
     u->tid = tid;

@@ -293,7 +293,8 @@ static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
             continue;
         }
         for (int k = 0; k < nt; k++) {
-            if (tids[k] && !strncmp(comms[k], name, 15) && strlen(comms[k]) == (strlen(name) < 15 ? strlen(name) : 15)) {
+            if (tids[k] && !strncmp(comms[k], name, 15) &&
+                strlen(comms[k]) == (strlen(name) < 15 ? strlen(name) : 15)) {
                 jl_add_known_thread(jni, ts[i], tids[k], name);
                 tids[k] = 0;
                 break;
@@ -324,17 +325,15 @@ static void JNICALL jl_on_class_load(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, 
     (void)klass;
 }
 
-static void JNICALL jl_on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr,
-                                        jclass klass)
+static void JNICALL jl_on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, jclass klass)
 {
     (void)jni;
     (void)thr;
     jl_prepare_class(jvmti, klass);
 }
 
-static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method,
-                                               jint code_size, const void *code_addr,
-                                               jint map_length,
+static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
+                                               const void *code_addr, jint map_length,
                                                const jvmtiAddrLocationMap *map,
                                                const void *compile_info)
 {
@@ -387,8 +386,8 @@ static void jl_on_slot(const jl_slot *s, void *user)
     /* the methods, then their lines (the BCI each frame was at) */
     int lines[JL_MAX_DEPTH];
     for (int i = 0; i < n; i++)
-        if (jl_wbuf_push(jl_method_line(jl_jvmti, s->frames[i].method_id,
-                                        s->frames[i].lineno, &lines[i])) < 0)
+        if (jl_wbuf_push(jl_method_line(jl_jvmti, s->frames[i].method_id, s->frames[i].lineno,
+                                        &lines[i])) < 0)
             goto fail;
     if (s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0)
         goto fail;
@@ -563,11 +562,21 @@ static void jl_process_window(int final)
         case JL_K_JAVA:
             frame = t->w_samples > 0 ? -1 : JL_M_UNATTRIBUTED;
             break;
-        case JL_K_GC: frame = JL_M_GC; break;
-        case JL_K_JIT: frame = JL_M_JIT; break;
-        case JL_K_VM: frame = JL_M_VM; break;
-        case JL_K_AGENT: frame = JL_M_AGENT; break;
-        default: frame = JL_M_VM; break;
+        case JL_K_GC:
+            frame = JL_M_GC;
+            break;
+        case JL_K_JIT:
+            frame = JL_M_JIT;
+            break;
+        case JL_K_VM:
+            frame = JL_M_VM;
+            break;
+        case JL_K_AGENT:
+            frame = JL_M_AGENT;
+            break;
+        default:
+            frame = JL_M_VM;
+            break;
         }
         if (frame >= 0)
             jl_profile_add(&frame, NULL, 1, t->w_cpu_j, 0, 0, 0);
@@ -681,8 +690,8 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
             jl_thread *t = jl_threads_get(tids[i], 0);
             if (!t)
                 continue;
-            uint64_t d = t->jv_cpu_ns && cpu >= t->jv_cpu_ns ? cpu - t->jv_cpu_ns
-                                                              : jl_o.interval_ns;
+            uint64_t d =
+                t->jv_cpu_ns && cpu >= t->jv_cpu_ns ? cpu - t->jv_cpu_ns : jl_o.interval_ns;
             t->jv_cpu_ns = cpu;
             /* after a gap (the sampler thread kept off the CPU) the stack
              * seen now says little about the CPU time before it: a sample
@@ -715,10 +724,10 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
  * native code, and a sleeping agent thread is one. */
 static pthread_mutex_t jl_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jl_sleep_cond;
-static int jl_stop;           /* sleep lock */
-static int jl_agent_running;  /* sleep lock: agent threads running */
-static int jl_agent_in_java;  /* sleep lock: agent threads in Java code (0 or 1:
-                               * the MXBean thread registering it) */
+static int jl_stop;          /* sleep lock */
+static int jl_agent_running; /* sleep lock: agent threads running */
+static int jl_agent_in_java; /* sleep lock: agent threads in Java code (0 or 1:
+                              * the MXBean thread registering it) */
 
 /* Returns 1 when asked to stop. */
 static int jl_sleep_ns(uint64_t ns)
@@ -913,8 +922,8 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     if (jl_o.mode == JL_MODE_JVMTI &&
         jl_run_agent_thread(jvmti, jni, JL_SAMPLER_NAME, jl_sampler_main) < 0)
         fprintf(stderr, "jalen: cannot start the sampler thread; no stack samples (mode=jvmti)\n");
-    if (jalen_mxbean_start &&
-        jl_run_agent_thread(jvmti, jni, JL_MXBEAN_NAME, jl_mxbean_main) < 0 && !jl_o.quiet)
+    if (jalen_mxbean_start && jl_run_agent_thread(jvmti, jni, JL_MXBEAN_NAME, jl_mxbean_main) < 0 &&
+        !jl_o.quiet)
         fprintf(stderr, "jalen: cannot start the MXBean's thread; no MXBean\n");
 }
 
@@ -1016,11 +1025,10 @@ void jl_agent_status(FILE *f)
     fprintf(f,
             "jalen: profiling pid %d for %.1f s (mode=%s, interval %.3f ms, %s), %llu samples, "
             "process energy %.3f J; files in %s/\n",
-            (int)jl_pid, jl_now_s() - jl_prof.start_s,
-            jl_o.mode == JL_MODE_CPU ? "cpu" : "jvmti", (double)jl_o.interval_ns * 1e-6,
-            jl_attached ? "attached" : "loaded at launch",
-            (unsigned long long)(atomic_load(&jl_smp.taken) - jl_drain_dropped),
-            jl_prof.process_j, jl_o.out);
+            (int)jl_pid, jl_now_s() - jl_prof.start_s, jl_o.mode == JL_MODE_CPU ? "cpu" : "jvmti",
+            (double)jl_o.interval_ns * 1e-6, jl_attached ? "attached" : "loaded at launch",
+            (unsigned long long)(atomic_load(&jl_smp.taken) - jl_drain_dropped), jl_prof.process_j,
+            jl_o.out);
     pthread_mutex_unlock(&jl_prof_lock);
 }
 
@@ -1058,7 +1066,8 @@ static int jl_power_start(char *err, size_t errlen)
     co.sysfs = jl_o.sysfs;
     int rc = pa_ctx_new(&jl_ctx, &co);
     if (rc < 0) {
-        snprintf(err, errlen, "libpowerapi: %s", pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
+        snprintf(err, errlen, "libpowerapi: %s",
+                 pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
         return rc;
     }
     /* sensors=a+b, formula=x+y, disable=z; "name:k=v;k=v" passes module
@@ -1084,17 +1093,14 @@ static int jl_power_start(char *err, size_t errlen)
                         *c = ',';
             }
             if (l == 2 && mopts) {
-                snprintf(err, errlen,
-                         "bad value '%s:%s' for 'disable': module names only",
-                         t, mopts);
+                snprintf(err, errlen, "bad value '%s:%s' for 'disable': module names only", t,
+                         mopts);
                 free(dup);
                 return -EINVAL;
             }
-            rc = l == 2 ? pa_module_disable(jl_ctx, t)
-                        : pa_module_enable(jl_ctx, t, mopts);
+            rc = l == 2 ? pa_module_disable(jl_ctx, t) : pa_module_enable(jl_ctx, t, mopts);
             if (rc < 0) {
-                snprintf(err, errlen, "bad value '%s' for '%s': %s", t,
-                         keys[l],
+                snprintf(err, errlen, "bad value '%s' for '%s': %s", t, keys[l],
                          pa_last_error()[0] ? pa_last_error() : pa_strerror(rc));
                 free(dup);
                 return rc;
@@ -1139,12 +1145,15 @@ static int jl_jvmti_setup(JavaVM *vm, char *err, size_t errlen)
     return 0;
 }
 
-static const jvmtiEvent jl_events[] = {
-    JVMTI_EVENT_VM_INIT,          JVMTI_EVENT_VM_DEATH,
-    JVMTI_EVENT_THREAD_START,     JVMTI_EVENT_THREAD_END,
-    JVMTI_EVENT_CLASS_LOAD,       JVMTI_EVENT_CLASS_PREPARE,
-    JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
-    JVMTI_EVENT_NATIVE_METHOD_BIND};
+static const jvmtiEvent jl_events[] = {JVMTI_EVENT_VM_INIT,
+                                       JVMTI_EVENT_VM_DEATH,
+                                       JVMTI_EVENT_THREAD_START,
+                                       JVMTI_EVENT_THREAD_END,
+                                       JVMTI_EVENT_CLASS_LOAD,
+                                       JVMTI_EVENT_CLASS_PREPARE,
+                                       JVMTI_EVENT_COMPILED_METHOD_LOAD,
+                                       JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+                                       JVMTI_EVENT_NATIVE_METHOD_BIND};
 
 static void jl_events_mode(jvmtiEventMode mode)
 {

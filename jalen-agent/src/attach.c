@@ -79,15 +79,17 @@ static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
     switch (cmd) {
     case JL_A_START:
         if (jl_agent_active()) {
-            fprintf(f, "jalen: already profiling this JVM (files in %s/); "
-                       "stop it first: powerapi jalen %d stop\n",
+            fprintf(f,
+                    "jalen: already profiling this JVM (files in %s/); "
+                    "stop it first: powerapi jalen %d stop\n",
                     jl_agent_out(), (int)getpid());
             return 1;
         }
         if (jl_agent_ran()) {
-            fprintf(f, "jalen: a run of jalen ended in this JVM already (files in %s/); "
-                       "a new run needs a new JVM: jalen cannot be restarted in the same "
-                       "one yet\n",
+            fprintf(f,
+                    "jalen: a run of jalen ended in this JVM already (files in %s/); "
+                    "a new run needs a new JVM: jalen cannot be restarted in the same "
+                    "one yet\n",
                     jl_agent_out());
             return 1;
         }

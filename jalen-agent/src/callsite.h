@@ -15,11 +15,11 @@
 
 /* What is known of the code a return address lies in. */
 typedef struct jl_code {
-    uintptr_t lo, hi;    /* bytes that may be read: the method's code, else
-                          * the code cache */
-    const uint32_t *pcs; /* the method's debug records (HotSpot's PcDescs,
-                          * as CompiledMethodLoad lists them): offsets from
-                          * lo, sorted, distinct; NULL when not known */
+    uintptr_t lo, hi;      /* bytes that may be read: the method's code, else
+                            * the code cache */
+    const uint32_t *pcs;   /* the method's debug records (HotSpot's PcDescs,
+                            * as CompiledMethodLoad lists them): offsets from
+                            * lo, sorted, distinct; NULL when not known */
     const uint8_t *invoke; /* per record: its innermost scope is at an
                             * invoke bytecode (NULL: not known) */
     size_t npcs;

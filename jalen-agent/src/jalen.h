@@ -19,9 +19,9 @@
 #ifndef JALEN_H
 #define JALEN_H
 
+#include "profcore.h"
 #include <jni.h>
 #include <jvmti.h>
-#include "profcore.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -57,22 +57,21 @@ typedef struct jl_opts {
     unsigned formats;     /* JL_FMT_* */
     char **filters;       /* package prefixes, dotted */
     size_t nfilters;
-    int mode;             /* JL_MODE_* */
-    int clock;            /* JL_CLOCK_* (mode=cpu) */
-    int net;              /* count socket bytes */
-    char *sensors;        /* "+"-joined module names to enable, or NULL */
-    char *formula;        /* "+"-joined formulas (bring their sensors) */
-    char *disable;        /* "+"-joined modules auto must leave out */
+    int mode;      /* JL_MODE_* */
+    int clock;     /* JL_CLOCK_* (mode=cpu) */
+    int net;       /* count socket bytes */
+    char *sensors; /* "+"-joined module names to enable, or NULL */
+    char *formula; /* "+"-joined formulas (bring their sensors) */
+    char *disable; /* "+"-joined modules auto must leave out */
     char *procfs, *sysfs;
     int quiet;
     int fail_abort;
-    int top;              /* methods per window in timeline.csv */
+    int top; /* methods per window in timeline.csv */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
  * On error returns -EINVAL with one line in err naming the option. */
-int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err,
-                  size_t errlen);
+int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen);
 void jl_opts_free(jl_opts *o);
 
 /* ------------------------------------------------------------------ */
@@ -108,8 +107,8 @@ typedef struct jl_slot {
 
 typedef struct jl_sampler {
     jl_slot *slots;
-    atomic_uint next;  /* claim attempts so far; slot = next % JL_RING_SLOTS */
-    unsigned drained;  /* agent thread: attempts before it are consumed */
+    atomic_uint next; /* claim attempts so far; slot = next % JL_RING_SLOTS */
+    unsigned drained; /* agent thread: attempts before it are consumed */
     atomic_ulong taken;
     atomic_ulong dropped;
     atomic_int on;
@@ -257,14 +256,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
 /* Threads (threads.c)                                                 */
 /* ------------------------------------------------------------------ */
 
-typedef enum jl_kind {
-    JL_K_JAVA = 0,
-    JL_K_GC,
-    JL_K_JIT,
-    JL_K_VM,
-    JL_K_AGENT,
-    JL_K_COUNT
-} jl_kind;
+typedef enum jl_kind { JL_K_JAVA = 0, JL_K_GC, JL_K_JIT, JL_K_VM, JL_K_AGENT, JL_K_COUNT } jl_kind;
 
 typedef struct jl_thread {
     pid_t tid;
@@ -273,16 +265,16 @@ typedef struct jl_thread {
     int alive;
     int has_timer;
     jl_timer timer;
-    jobject ref;          /* global ref of the java.lang.Thread (jvmti) */
-    double final_cpu_s;   /* CPU time at ThreadEnd, < 0 while alive (-2: counted) */
-    double end_cpu_s;     /* CPU time at ThreadEnd, kept (< 0: none yet) */
-    double end_boot_s;    /* CLOCK_BOOTTIME at ThreadEnd */
-    double seen_cpu_s;    /* CPU time counted so far */
+    jobject ref;        /* global ref of the java.lang.Thread (jvmti) */
+    double final_cpu_s; /* CPU time at ThreadEnd, < 0 while alive (-2: counted) */
+    double end_cpu_s;   /* CPU time at ThreadEnd, kept (< 0: none yet) */
+    double end_boot_s;  /* CLOCK_BOOTTIME at ThreadEnd */
+    double seen_cpu_s;  /* CPU time counted so far */
     /* this window */
     double w_cpu_s, w_cpu_j, w_net_j;
     uint64_t w_net_bytes;
-    double w_samples;    /* this window: sum of the samples' weights */
-    uint64_t jv_cpu_ns;  /* mode=jvmti: CPU time at the last sample */
+    double w_samples;   /* this window: sum of the samples' weights */
+    uint64_t jv_cpu_ns; /* mode=jvmti: CPU time at the last sample */
     /* cumulative */
     double cpu_s, energy_j, cpu_j, net_j;
     uint64_t net_bytes;
@@ -321,10 +313,10 @@ enum {
 };
 
 typedef struct jl_method {
-    char *name;     /* package.Class.method */
-    char *file;     /* "package/dir/Source.java" (pprof), NULL unknown */
-    int cls;        /* index in the class table */
-    int matches;    /* matches the filter */
+    char *name;  /* package.Class.method */
+    char *file;  /* "package/dir/Source.java" (pprof), NULL unknown */
+    int cls;     /* index in the class table */
+    int matches; /* matches the filter */
 } jl_method;
 
 typedef struct jl_class {
@@ -361,7 +353,7 @@ typedef struct jl_profile {
     pa_pstat *cs; /* per class */
     size_t capcs;
     pa_ptree_build tree; /* per method and line (profcore.h) */
-    int *mhash; /* jmethodID -> method + 1 */
+    int *mhash;          /* jmethodID -> method + 1 */
     jmethodID *mhkeys;
     jl_lines *mhlines; /* each jmethodID's line number table */
     size_t mhcap, mhn;
@@ -391,8 +383,8 @@ int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
 int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line);
 /* Adds one weighted stack (frames[0] = top; lines: each frame's line, or
  * NULL) to the profile. */
-void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j,
-                    double net_j, uint64_t net_bytes, int count_sample);
+void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, double net_j,
+                    uint64_t net_bytes, int count_sample);
 /* The window buffer holds, per sample: tid, weight, n, frames[n],
  * lines[n]. */
 
@@ -400,9 +392,8 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j,
 /* Network (net.c)                                                     */
 /* ------------------------------------------------------------------ */
 
-void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr,
-                               jmethodID method, void *address,
-                               void **new_address);
+void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmethodID method,
+                               void *address, void **new_address);
 typedef struct jl_net_rec {
     pid_t tid;
     int n;

@@ -62,8 +62,7 @@ void jalen_live_free(jalen_live *l)
 static int by_method_energy(const void *a, const void *b)
 {
     const jalen_live_method *x = a, *y = b;
-    return (x->self_energy_j < y->self_energy_j) -
-           (x->self_energy_j > y->self_energy_j);
+    return (x->self_energy_j < y->self_energy_j) - (x->self_energy_j > y->self_energy_j);
 }
 
 static int by_thread_energy(const void *a, const void *b)
@@ -142,8 +141,7 @@ static int copy_locked(jalen_live *l)
         l->recent = calloc(mx_nwin, sizeof(*l->recent));
         if (!l->recent)
             return -ENOMEM;
-        size_t first =
-            (mx_head + JALEN_LIVE_WINDOWS - mx_nwin) % JALEN_LIVE_WINDOWS;
+        size_t first = (mx_head + JALEN_LIVE_WINDOWS - mx_nwin) % JALEN_LIVE_WINDOWS;
         for (size_t i = 0; i < mx_nwin; i++)
             l->recent[i] = mx_win[(first + i) % JALEN_LIVE_WINDOWS];
         l->nwindows = mx_nwin;
@@ -207,8 +205,7 @@ static jlongArray new_longs(JNIEnv *env, const jlong *v, size_t n)
 
 /* String i is the char * at offset off of element i (stride bytes) of
  * the array base; base may be NULL when n is 0. */
-static jobjectArray new_strings(JNIEnv *env, const void *base, size_t off,
-                                size_t stride, size_t n)
+static jobjectArray new_strings(JNIEnv *env, const void *base, size_t off, size_t stride, size_t n)
 {
     jclass sc = (*env)->FindClass(env, "java/lang/String");
     if (!sc)
@@ -253,10 +250,9 @@ static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
     if (!res)
         goto out;
 
-    double sum[8] = {l->uptime_s,         l->process_power_w,
-                     l->process_energy_j, l->attributed_j,
-                     l->unattributed_j,   (double)l->windows,
-                     (double)l->samples,  (double)l->dropped};
+    double sum[8] = {l->uptime_s,        l->process_power_w, l->process_energy_j,
+                     l->attributed_j,    l->unattributed_j,  (double)l->windows,
+                     (double)l->samples, (double)l->dropped};
     char *strs[2] = {l->formula, (char *)""};
     if (put(env, res, 0, new_doubles(env, sum, 8)) ||
         put(env, res, 1, new_strings(env, strs, 0, sizeof(char *), 2)))
@@ -364,8 +360,7 @@ static int find_jar(char *out, size_t len)
 #define J(expr) ((*jni)->expr)
 #define FAILED() ((*jni)->ExceptionCheck(jni))
 
-static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
-                                   size_t why_len)
+static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why, size_t why_len)
 {
     jclass cls = NULL, fc, lc, uc, urlc, cc, uric;
     jmethodID sys, forname, fnew, touri, tourl, unew;
@@ -373,11 +368,10 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
         !(lc = J(FindClass(jni, "java/lang/ClassLoader"))) ||
         !(uc = J(FindClass(jni, "java/net/URLClassLoader"))) ||
         !(urlc = J(FindClass(jni, "java/net/URL"))) ||
-        !(cc = J(FindClass(jni, "java/lang/Class"))) ||
-        !(uric = J(FindClass(jni, "java/net/URI"))))
+        !(cc = J(FindClass(jni, "java/lang/Class"))) || !(uric = J(FindClass(jni, "java/net/URI"))))
         goto fail;
-    if (!(sys = J(GetStaticMethodID(jni, lc, "getSystemClassLoader",
-                                    "()Ljava/lang/ClassLoader;"))) ||
+    if (!(sys =
+              J(GetStaticMethodID(jni, lc, "getSystemClassLoader", "()Ljava/lang/ClassLoader;"))) ||
         !(forname = J(GetStaticMethodID(jni, cc, "forName",
                                         "(Ljava/lang/String;Z"
                                         "Ljava/lang/ClassLoader;)"
@@ -385,8 +379,7 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
         !(fnew = J(GetMethodID(jni, fc, "<init>", "(Ljava/lang/String;)V"))) ||
         !(touri = J(GetMethodID(jni, fc, "toURI", "()Ljava/net/URI;"))) ||
         !(tourl = J(GetMethodID(jni, uric, "toURL", "()Ljava/net/URL;"))) ||
-        !(unew = J(GetMethodID(jni, uc, "<init>",
-                               "([Ljava/net/URL;Ljava/lang/ClassLoader;)V"))))
+        !(unew = J(GetMethodID(jni, uc, "<init>", "([Ljava/net/URL;Ljava/lang/ClassLoader;)V"))))
         goto fail;
     jobject sl = J(CallStaticObjectMethod(jni, lc, sys));
     if (FAILED() || !sl)
@@ -395,8 +388,7 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
     if (!cname)
         goto fail;
     /* The application's own copy first. */
-    cls = (jclass)J(
-        CallStaticObjectMethod(jni, cc, forname, cname, JNI_FALSE, sl));
+    cls = (jclass)J(CallStaticObjectMethod(jni, cc, forname, cname, JNI_FALSE, sl));
     if (!FAILED() && cls)
         return cls;
     J(ExceptionClear(jni)); /* ClassNotFoundException: use the jar */
@@ -425,22 +417,19 @@ static jclass load_energy_in_frame(JNIEnv *jni, const char *jar, char *why,
     jobject loader = J(NewObject(jni, uc, unew, urls, sl));
     if (FAILED() || !loader)
         goto fail;
-    cls = (jclass)J(
-        CallStaticObjectMethod(jni, cc, forname, cname, JNI_FALSE, loader));
+    cls = (jclass)J(CallStaticObjectMethod(jni, cc, forname, cname, JNI_FALSE, loader));
     if (!FAILED() && cls)
         return cls;
 fail:
     J(ExceptionClear(jni));
-    snprintf(why, why_len,
-             "MXBean: cannot load org.powerapi.jalen.Energy from %s", jar);
+    snprintf(why, why_len, "MXBean: cannot load org.powerapi.jalen.Energy from %s", jar);
     return NULL;
 }
 
 #undef J
 #undef FAILED
 
-static jclass load_energy(JNIEnv *jni, const char *jar, char *why,
-                          size_t why_len)
+static jclass load_energy(JNIEnv *jni, const char *jar, char *why, size_t why_len)
 {
     if ((*jni)->PushLocalFrame(jni, 32) < 0) {
         (*jni)->ExceptionClear(jni);
@@ -451,8 +440,7 @@ static jclass load_energy(JNIEnv *jni, const char *jar, char *why,
     return (jclass)(*jni)->PopLocalFrame(jni, cls);
 }
 
-int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why,
-                       size_t why_len)
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why, size_t why_len)
 {
     const char *off = getenv("JALEN_MXBEAN");
     if (off && !strcmp(off, "0"))
@@ -479,8 +467,7 @@ int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why,
     (*jni)->CallStaticVoidMethod(jni, cls, reg);
     if ((*jni)->ExceptionCheck(jni)) {
         (*jni)->ExceptionClear(jni);
-        snprintf(why, why_len,
-                 "MXBean: registering org.powerapi.jalen:type=Energy failed");
+        snprintf(why, why_len, "MXBean: registering org.powerapi.jalen:type=Energy failed");
         (*jni)->DeleteLocalRef(jni, cls);
         return -EINVAL;
     }

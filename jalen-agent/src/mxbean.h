@@ -86,8 +86,7 @@ void jalen_live_unlock(void) __attribute__((weak));
 /* Called by the agent at the end of each window, profile lock held:
  * now_s on jl_now_s()'s clock, the window's length and the process's
  * energy in it. */
-void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j)
-    __attribute__((weak));
+void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j) __attribute__((weak));
 
 /* Called by the agent on its "jalen-mxbean" thread (JNIEnv of that thread),
  * a second after VMInit.
@@ -100,7 +99,7 @@ void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j)
  * or NULL to use $JALEN_MXBEAN_JAR, else look next to libjalen.so, in
  * ../bindings/java/ (build tree) and ../share/java/ (installed).
  * JALEN_MXBEAN=0 in the environment turns it off (returns 0). */
-int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why,
-                       size_t why_len) __attribute__((weak));
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why, size_t why_len)
+    __attribute__((weak));
 
 #endif /* JALEN_MXBEAN_H */

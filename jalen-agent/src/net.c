@@ -63,8 +63,8 @@ static jl_target jl_targets[] = {
     {"Lsun/nio/ch/DatagramDispatcher;", "readv0", FD_SIG "J", JL_RX, 0, JL_SIG_RW_J, NULL},
     {"Lsun/nio/ch/DatagramDispatcher;", "write0", FD_SIG "I", JL_TX, 0, JL_SIG_RW_I, NULL},
     {"Lsun/nio/ch/DatagramDispatcher;", "writev0", FD_SIG "J", JL_TX, 0, JL_SIG_RW_J, NULL},
-    {"Lsun/nio/ch/DatagramChannelImpl;", "receive0", "(Ljava/io/FileDescriptor;JIJZ)I", JL_RX,
-     0, JL_SIG_RECV, NULL},
+    {"Lsun/nio/ch/DatagramChannelImpl;", "receive0", "(Ljava/io/FileDescriptor;JIJZ)I", JL_RX, 0,
+     JL_SIG_RECV, NULL},
     {"Lsun/nio/ch/DatagramChannelImpl;", "send0", "(Ljava/io/FileDescriptor;JIJI)I", JL_TX, 0,
      JL_SIG_SEND, NULL},
 };
@@ -264,7 +264,8 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
         for (int i = 0; i < JL_SEEN; i++)
             known |= tl->seen[k][i] == r;
         if (known) {
-            tl->gap_ns[k] = tl->gap_ns[k] * 2 > JL_REWALK_MAX_NS ? JL_REWALK_MAX_NS : tl->gap_ns[k] * 2;
+            tl->gap_ns[k] =
+                tl->gap_ns[k] * 2 > JL_REWALK_MAX_NS ? JL_REWALK_MAX_NS : tl->gap_ns[k] * 2;
         } else {
             tl->gap_ns[k] = JL_REWALK_MIN_NS;
             tl->seen[k][tl->seen_next[k]] = r;
@@ -284,36 +285,36 @@ typedef jlong(JNICALL *jl_fn_rw_j)(JNIEnv *, jclass, jobject, jlong, jint);
 typedef jint(JNICALL *jl_fn_recv)(JNIEnv *, jclass, jobject, jlong, jint, jlong, jboolean);
 typedef jint(JNICALL *jl_fn_send)(JNIEnv *, jclass, jobject, jlong, jint, jlong, jint);
 
-#define JL_WRAP(N)                                                                          \
-    static jint JNICALL jl_wi##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l)          \
-    {                                                                                       \
-        jint r = ((jl_fn_rw_i)jl_targets[N].orig)(e, c, fd, a, l);                          \
-        if (r > 0)                                                                          \
-            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
-        return r;                                                                           \
-    }                                                                                       \
-    static jlong JNICALL jl_wj##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l)         \
-    {                                                                                       \
-        jlong r = ((jl_fn_rw_j)jl_targets[N].orig)(e, c, fd, a, l);                         \
-        if (r > 0)                                                                          \
-            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
-        return r;                                                                           \
-    }                                                                                       \
-    static jint JNICALL jl_wr##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l, jlong s, \
-                                 jboolean b)                                                \
-    {                                                                                       \
-        jint r = ((jl_fn_recv)jl_targets[N].orig)(e, c, fd, a, l, s, b);                    \
-        if (r > 0)                                                                          \
-            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
-        return r;                                                                           \
-    }                                                                                       \
-    static jint JNICALL jl_ws##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l, jlong s, \
-                                 jint b)                                                    \
-    {                                                                                       \
-        jint r = ((jl_fn_send)jl_targets[N].orig)(e, c, fd, a, l, s, b);                    \
-        if (r > 0)                                                                          \
-            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                               \
-        return r;                                                                           \
+#define JL_WRAP(N)                                                                                 \
+    static jint JNICALL jl_wi##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l)                 \
+    {                                                                                              \
+        jint r = ((jl_fn_rw_i)jl_targets[N].orig)(e, c, fd, a, l);                                 \
+        if (r > 0)                                                                                 \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                                      \
+        return r;                                                                                  \
+    }                                                                                              \
+    static jlong JNICALL jl_wj##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l)                \
+    {                                                                                              \
+        jlong r = ((jl_fn_rw_j)jl_targets[N].orig)(e, c, fd, a, l);                                \
+        if (r > 0)                                                                                 \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                                      \
+        return r;                                                                                  \
+    }                                                                                              \
+    static jint JNICALL jl_wr##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l, jlong s,        \
+                                 jboolean b)                                                       \
+    {                                                                                              \
+        jint r = ((jl_fn_recv)jl_targets[N].orig)(e, c, fd, a, l, s, b);                           \
+        if (r > 0)                                                                                 \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                                      \
+        return r;                                                                                  \
+    }                                                                                              \
+    static jint JNICALL jl_ws##N(JNIEnv *e, jclass c, jobject fd, jlong a, jint l, jlong s,        \
+                                 jint b)                                                           \
+    {                                                                                              \
+        jint r = ((jl_fn_send)jl_targets[N].orig)(e, c, fd, a, l, s, b);                           \
+        if (r > 0)                                                                                 \
+            jl_net_count(e, &jl_targets[N], fd, (uint64_t)r);                                      \
+        return r;                                                                                  \
     }
 
 JL_WRAP(0)
@@ -359,32 +360,32 @@ typedef void(JNICALL *jl_fn_cl_int)(JNIEnv *, jclass, jint);
 typedef void(JNICALL *jl_fn_cl_this)(JNIEnv *, jobject);
 typedef void(JNICALL *jl_fn_cl_int_j)(JNIEnv *, jclass, jint, jlong);
 
-#define JL_WRAP_CLOSE(N)                                                             \
-    static void JNICALL jl_cf##N(JNIEnv *e, jclass c, jobject fdo)                    \
-    {                                                                                 \
-        jint fd = jl_fd_of(e, fdo);                                                   \
-        jl_fd_forget(fd);                                                             \
-        ((jl_fn_cl_obj)jl_close_targets[N].orig)(e, c, fdo);                          \
-        jl_fd_forget(fd);                                                             \
-    }                                                                                 \
-    static void JNICALL jl_ci##N(JNIEnv *e, jclass c, jint fd)                        \
-    {                                                                                 \
-        jl_fd_forget(fd);                                                             \
-        ((jl_fn_cl_int)jl_close_targets[N].orig)(e, c, fd);                           \
-        jl_fd_forget(fd);                                                             \
-    }                                                                                 \
-    static void JNICALL jl_ct##N(JNIEnv *e, jobject self)                             \
-    {                                                                                 \
-        jint fd = jl_fd_of(e, self);                                                  \
-        jl_fd_forget(fd);                                                             \
-        ((jl_fn_cl_this)jl_close_targets[N].orig)(e, self);                           \
-        jl_fd_forget(fd);                                                             \
-    }                                                                                 \
-    static void JNICALL jl_cj##N(JNIEnv *e, jclass c, jint fd, jlong h)               \
-    {                                                                                 \
-        jl_fd_forget(fd);                                                             \
-        ((jl_fn_cl_int_j)jl_close_targets[N].orig)(e, c, fd, h);                      \
-        jl_fd_forget(fd);                                                             \
+#define JL_WRAP_CLOSE(N)                                                                           \
+    static void JNICALL jl_cf##N(JNIEnv *e, jclass c, jobject fdo)                                 \
+    {                                                                                              \
+        jint fd = jl_fd_of(e, fdo);                                                                \
+        jl_fd_forget(fd);                                                                          \
+        ((jl_fn_cl_obj)jl_close_targets[N].orig)(e, c, fdo);                                       \
+        jl_fd_forget(fd);                                                                          \
+    }                                                                                              \
+    static void JNICALL jl_ci##N(JNIEnv *e, jclass c, jint fd)                                     \
+    {                                                                                              \
+        jl_fd_forget(fd);                                                                          \
+        ((jl_fn_cl_int)jl_close_targets[N].orig)(e, c, fd);                                        \
+        jl_fd_forget(fd);                                                                          \
+    }                                                                                              \
+    static void JNICALL jl_ct##N(JNIEnv *e, jobject self)                                          \
+    {                                                                                              \
+        jint fd = jl_fd_of(e, self);                                                               \
+        jl_fd_forget(fd);                                                                          \
+        ((jl_fn_cl_this)jl_close_targets[N].orig)(e, self);                                        \
+        jl_fd_forget(fd);                                                                          \
+    }                                                                                              \
+    static void JNICALL jl_cj##N(JNIEnv *e, jclass c, jint fd, jlong h)                            \
+    {                                                                                              \
+        jl_fd_forget(fd);                                                                          \
+        ((jl_fn_cl_int_j)jl_close_targets[N].orig)(e, c, fd, h);                                   \
+        jl_fd_forget(fd);                                                                          \
     }
 
 JL_WRAP_CLOSE(0)
@@ -394,14 +395,20 @@ JL_WRAP_CLOSE(3)
 JL_WRAP_CLOSE(4)
 JL_WRAP_CLOSE(5)
 
-#define JL_CROW(N) {(void *)jl_cf##N, (void *)jl_ci##N, (void *)jl_ct##N, (void *)jl_cj##N}
+#define JL_CROW(N)                                                                                 \
+    {                                                                                              \
+        (void *)jl_cf##N, (void *)jl_ci##N, (void *)jl_ct##N, (void *)jl_cj##N                     \
+    }
 static void *const jl_close_wrappers[][4] = {
     JL_CROW(0), JL_CROW(1), JL_CROW(2), JL_CROW(3), JL_CROW(4), JL_CROW(5),
 };
 _Static_assert(sizeof(jl_close_wrappers) / sizeof(jl_close_wrappers[0]) == JL_NCLOSE,
                "one wrapper row per close target");
 
-#define JL_ROW(N) {(void *)jl_wi##N, (void *)jl_wj##N, (void *)jl_wr##N, (void *)jl_ws##N}
+#define JL_ROW(N)                                                                                  \
+    {                                                                                              \
+        (void *)jl_wi##N, (void *)jl_wj##N, (void *)jl_wr##N, (void *)jl_ws##N                     \
+    }
 static void *const jl_wrappers[][4] = {
     JL_ROW(0),  JL_ROW(1),  JL_ROW(2),  JL_ROW(3),  JL_ROW(4),  JL_ROW(5),
     JL_ROW(6),  JL_ROW(7),  JL_ROW(8),  JL_ROW(9),  JL_ROW(10), JL_ROW(11),
@@ -438,8 +445,7 @@ void JNICALL jl_on_native_bind(jvmtiEnv *jvmti, JNIEnv *env, jthread thr, jmetho
     for (size_t i = 0; i < JL_NCLOSE; i++)
         if (!strcmp(jl_close_targets[i].name, name) && !strcmp(jl_close_targets[i].sig, sig))
             candidate = 1;
-    if (candidate &&
-        (*jvmti)->GetMethodDeclaringClass(jvmti, method, &klass) == JVMTI_ERROR_NONE &&
+    if (candidate && (*jvmti)->GetMethodDeclaringClass(jvmti, method, &klass) == JVMTI_ERROR_NONE &&
         (*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE) {
         for (size_t i = 0; i < JL_NTARGETS; i++) {
             jl_target *t = &jl_targets[i];

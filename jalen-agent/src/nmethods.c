@@ -13,8 +13,8 @@
  * published (compiled less than a drain ago) is decoded as before, at its
  * return address.
  */
-#include "jalen.h"
 #include "callsite.h"
+#include "jalen.h"
 #include "util.h"
 
 #include <jvmticmlr.h>
@@ -26,9 +26,9 @@ typedef struct jl_nm {
     jmethodID method; /* the method compiled (the root of its inlined ones) */
     uint32_t seq;     /* order of the events: a later one wins a range */
     uint32_t npcs;
-    uint32_t *pcs;    /* offsets from lo, sorted, distinct; NULL: an unload;
-                       * followed in the same allocation by npcs flags:
-                       * the record's innermost bytecode is an invoke */
+    uint32_t *pcs; /* offsets from lo, sorted, distinct; NULL: an unload;
+                    * followed in the same allocation by npcs flags:
+                    * the record's innermost bytecode is an invoke */
 } jl_nm;
 
 typedef struct jl_nms {
@@ -49,7 +49,7 @@ static jvmtiEnv *jl_njvmti; /* for GetBytecodes, when the JVM granted it */
  * once each on the compiler threads (jl_bclock). */
 typedef struct jl_bc {
     jmethodID m;
-    jint len;       /* -1: unreadable */
+    jint len; /* -1: unreadable */
     unsigned char *code;
 } jl_bc;
 static jl_bc *jl_bcs;
@@ -112,7 +112,6 @@ static int jl_is_invoke(jmethodID m, jint bci)
     pthread_mutex_unlock(&jl_bclock);
     return inv;
 }
-
 
 /* Appends e to the pending list (jl_nlock held); frees e's offsets when
  * there is no room. */

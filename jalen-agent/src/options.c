@@ -13,9 +13,8 @@
 #include "powerapi.h"
 
 static const char *const jl_keys[] = {
-    "interval", "window", "out",   "format",  "filter", "mode", "net",
-    "sensors",  "formula", "disable", "procfs", "sysfs", "quiet",  "fail",
-    "top",      "calibration", "clock", NULL,
+    "interval", "window", "out",   "format", "filter", "mode", "net",         "sensors", "formula",
+    "disable",  "procfs", "sysfs", "quiet",  "fail",   "top",  "calibration", "clock",   NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -100,8 +99,8 @@ static int jl_parse_filters(const char *v, jl_opts *o)
     return 0;
 }
 
-static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
-                    char *err, size_t errlen)
+static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, char *err,
+                    size_t errlen)
 {
     int rc = 0;
     uint64_t ns;
@@ -128,15 +127,13 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
             goto bad;
         if (!strcmp(key, "interval")) {
             if (ns < 100000ull || ns > 10000000000ull) {
-                snprintf(err, errlen,
-                         "bad value '%s' for 'interval' (between 100us and 10s)", val);
+                snprintf(err, errlen, "bad value '%s' for 'interval' (between 100us and 10s)", val);
                 return -EINVAL;
             }
             o->interval_ns = ns;
         } else {
             if (ns < 10000000ull || ns > 3600000000000ull) {
-                snprintf(err, errlen,
-                         "bad value '%s' for 'window' (between 10ms and 1h)", val);
+                snprintf(err, errlen, "bad value '%s' for 'window' (between 10ms and 1h)", val);
                 return -EINVAL;
             }
             o->window_ns = ns;
@@ -147,8 +144,7 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
         rc = o->out ? 0 : -ENOMEM;
     } else if (!strcmp(key, "format")) {
         if (jl_parse_formats(val, &o->formats) < 0) {
-            snprintf(err, errlen,
-                     "bad value '%s' for 'format' (csv+collapsed+html+json)", val);
+            snprintf(err, errlen, "bad value '%s' for 'format' (csv+collapsed+html+json)", val);
             return -EINVAL;
         }
     } else if (!strcmp(key, "filter")) {
@@ -200,8 +196,7 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid,
             return -EINVAL;
         }
         if (pa__calib_read(val, &curve) < 0) {
-            snprintf(err, errlen, "calibration=%s: %s", val,
-                     pa_last_error());
+            snprintf(err, errlen, "calibration=%s: %s", val, pa_last_error());
             return -EINVAL;
         }
         if (setenv("POWERAPI_CALIBRATION", val, 1) < 0)
@@ -247,8 +242,7 @@ int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen
         return -ENOMEM;
     int rc = 0;
     /* fail= first, so that it applies whatever the order */
-    for (char *t = strtok_r(dup, ",", &save); t && rc == 0;
-         t = strtok_r(NULL, ",", &save)) {
+    for (char *t = strtok_r(dup, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
         if (!*t)
             continue;
         char *eq = strchr(t, '=');

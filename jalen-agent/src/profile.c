@@ -48,8 +48,8 @@ static uint64_t jl_method_hash_at(const void *user, size_t i)
 
 static int jl_class_of(const char *name)
 {
-    if (pa__index_reserve(&jl_prof.chash, &jl_prof.chcap, 1024, 0, jl_prof.nc,
-                          jl_class_hash_at, NULL) < 0)
+    if (pa__index_reserve(&jl_prof.chash, &jl_prof.chcap, 1024, 0, jl_prof.nc, jl_class_hash_at,
+                          NULL) < 0)
         return -1;
     size_t k = pa__hash_str(name) & (jl_prof.chcap - 1);
     while (jl_prof.chash[k]) {
@@ -157,8 +157,7 @@ static int jl_mhash_grow(void)
     for (size_t i = 0; i < jl_prof.mhcap; i++) {
         if (!jl_prof.mhash[i])
             continue;
-        size_t k =
-            pa__hash_u64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
+        size_t k = pa__hash_u64((uint64_t)(uintptr_t)jl_prof.mhkeys[i]) & (ncap - 1);
         while (h[k])
             k = (k + 1) & (ncap - 1);
         h[k] = jl_prof.mhash[i];
@@ -222,8 +221,7 @@ static jl_lines jl_lines_read(jvmtiEnv *jvmti, jmethodID id)
 static char *jl_source_of(jvmtiEnv *jvmti, jclass klass, const char *cls)
 {
     char *src = NULL, *out = NULL;
-    if (!klass || (*jvmti)->GetSourceFileName(jvmti, klass, &src) != JVMTI_ERROR_NONE ||
-        !src)
+    if (!klass || (*jvmti)->GetSourceFileName(jvmti, klass, &src) != JVMTI_ERROR_NONE || !src)
         return NULL;
     const char *dot = strrchr(cls, '.');
     size_t pkg = dot ? (size_t)(dot - cls) + 1 : 0;
@@ -261,15 +259,13 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     jclass klass = NULL;
     char *csig = NULL, *mname = NULL;
     if (id && (*jvmti)->GetMethodDeclaringClass(jvmti, id, &klass) == JVMTI_ERROR_NONE) {
-        if ((*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE &&
-            csig) {
+        if ((*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE && csig) {
             jl_class_name(csig, cls, sizeof(cls));
             (*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
         }
     }
     jl_lines lt = jl_lines_read(jvmti, id);
-    if (id && (*jvmti)->GetMethodName(jvmti, id, &mname, NULL, NULL) == JVMTI_ERROR_NONE &&
-        mname) {
+    if (id && (*jvmti)->GetMethodName(jvmti, id, &mname, NULL, NULL) == JVMTI_ERROR_NONE && mname) {
         snprintf(meth, sizeof(meth), "%s", mname);
         (*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
     }
@@ -288,8 +284,8 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     static int *nh;
     static size_t nhcap;
     /* every method past the fixed ones is made here, so all are indexed */
-    if (pa__index_reserve(&nh, &nhcap, 4096, JL_M_NFIXED, jl_prof.nm,
-                          jl_method_hash_at, NULL) < 0) {
+    if (pa__index_reserve(&nh, &nhcap, 4096, JL_M_NFIXED, jl_prof.nm, jl_method_hash_at, NULL) <
+        0) {
         free(file);
         free(lt.v);
         return JL_M_UNATTRIBUTED;
@@ -325,15 +321,18 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
     return mi;
 }
 
-void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j,
-                    double net_j, uint64_t net_bytes, int count_sample)
+void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, double net_j,
+                    uint64_t net_bytes, int count_sample)
 {
     if (n <= 0)
         return;
     if (n > JL_MAX_DEPTH + 1)
         n = JL_MAX_DEPTH + 1;
-    pa_psample s = {.energy_j = cpu_j + net_j, .cpu_j = cpu_j, .net_j = net_j,
-                    .net_bytes = net_bytes, .samples = (uint64_t)count_sample};
+    pa_psample s = {.energy_j = cpu_j + net_j,
+                    .cpu_j = cpu_j,
+                    .net_j = net_j,
+                    .net_bytes = net_bytes,
+                    .samples = (uint64_t)count_sample};
     uint64_t stamp = ++jl_prof.stamp;
     pa_pstat_add(jl_prof.ms, frames, n, jl_prof.mcharge, JL_M_OUTSIDE_FILTER, stamp, &s);
     int cls[JL_MAX_DEPTH + 1];

@@ -46,8 +46,7 @@ jl_slot *jl_slot_claim(void)
         jl_slot *s = &jl_smp.slots[i % JL_RING_SLOTS];
         int expect = JL_SLOT_FREE;
         if (atomic_compare_exchange_strong_explicit(&s->state, &expect, JL_SLOT_BUSY,
-                                                    memory_order_acquire,
-                                                    memory_order_relaxed))
+                                                    memory_order_acquire, memory_order_relaxed))
             return s;
     }
     atomic_fetch_add_explicit(&jl_smp.dropped, 1, memory_order_relaxed);
@@ -115,8 +114,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
                 int code = tr.num_frames;
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
                 if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0))
-                    atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1,
-                                              memory_order_relaxed);
+                    atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
                 else
                     tr.num_frames = code;
             }
@@ -138,8 +136,7 @@ out:
 
 static int jl_perf_open(pid_t tid);
 
-int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char *err,
-                    size_t errlen)
+int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char *err, size_t errlen)
 {
     jl_smp.vm = vm;
     jl_smp.clock = clock;

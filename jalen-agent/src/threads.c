@@ -14,7 +14,7 @@
 jl_threads jl_thr = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 const char *const jl_kind_names[JL_K_COUNT] = {
-    [JL_K_JAVA] = "java", [JL_K_GC] = "[GC]", [JL_K_JIT] = "[JIT compiler]",
+    [JL_K_JAVA] = "java", [JL_K_GC] = "[GC]",       [JL_K_JIT] = "[JIT compiler]",
     [JL_K_VM] = "[VM]",   [JL_K_AGENT] = "[agent]",
 };
 
@@ -26,10 +26,9 @@ static int jl_prefix(const char *s, const char *p)
 jl_kind jl_classify_comm(const char *comm)
 {
     static const char *const gc[] = {
-        "GC Thread", "G1 ",       "GC ",       "ParGC",      "Parallel GC",
-        "CMS",       "Shenandoah", "ZWorker",   "ZDirector", "ZDriver",
-        "ZStat",     "ZUnmapper", "ZRelocat",  "Gang worker", "Conc#",
-        "VM Periodic GC", NULL,
+        "GC Thread",  "G1 ",         "GC ",       "ParGC",          "Parallel GC", "CMS",
+        "Shenandoah", "ZWorker",     "ZDirector", "ZDriver",        "ZStat",       "ZUnmapper",
+        "ZRelocat",   "Gang worker", "Conc#",     "VM Periodic GC", NULL,
     };
     static const char *const jit[] = {
         "C1 CompilerThre", "C2 CompilerThre", "CompilerThread", "Sweeper thread",

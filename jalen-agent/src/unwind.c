@@ -38,8 +38,8 @@
  * sample's pseudo-frame, never a guessed Java frame.  Everything here that
  * the signal handler calls is lock-free and allocates nothing.
  */
-#include "jalen.h"
 #include "callsite.h"
+#include "jalen.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -50,7 +50,7 @@
 #include <ucontext.h>
 
 #define JL_UNWIND_STEPS 4
-#define JL_FP_CHAIN 16 /* frame pointers followed through native code */
+#define JL_FP_CHAIN 16   /* frame pointers followed through native code */
 #define JL_LEAF_WORDS 16 /* words above SP searched in a frameless leaf */
 
 /* ------------------------------------------------------------------ */
@@ -127,10 +127,10 @@ typedef struct jl_blobs {
     jl_blob b[]; /* sorted by lo */
 } jl_blobs;
 
-static jl_blobs *_Atomic jl_btab;   /* read by the signal handler */
-static jl_rcu jl_brcu;              /* its readers and old tables (rcu.c) */
+static jl_blobs *_Atomic jl_btab; /* read by the signal handler */
+static jl_rcu jl_brcu;            /* its readers and old tables (rcu.c) */
 static pthread_mutex_t jl_block = PTHREAD_MUTEX_INITIALIZER;
-static jl_blob *jl_pending;         /* events not yet in jl_btab (jl_block) */
+static jl_blob *jl_pending; /* events not yet in jl_btab (jl_block) */
 static size_t jl_npending, jl_cpending;
 
 static int jl_blob_kind(const char *name)
@@ -404,8 +404,8 @@ void jl_unwind_vm_init(jvmtiEnv *jvmti)
 {
     if (!jl_cc_low_p || !jl_stks)
         return;
-    (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE,
-                                       JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
+    (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_DYNAMIC_CODE_GENERATED,
+                                       NULL);
     /* the stubs generated before now */
     (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     jl_unwind_refresh();
@@ -501,8 +501,7 @@ static int jl_entry_barrier(const unsigned char *q)
  * The instruction at the PC says where the return address is: nothing
  * pushed, rbp pushed, or the whole frame (its size read from the `sub` or
  * `add` instruction).  Anything else: no recovery. */
-static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo,
-                           uintptr_t hi)
+static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
 {
     const unsigned char *p = (const unsigned char *)*pc;
     uintptr_t s0 = *sp;
@@ -513,11 +512,12 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     if (p[0] == 0xc3) /* ret */
         return jl_take(s0, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x5d) /* pop rbp */
-        return jl_stack_ok(s0, lo, hi) && jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
+        return jl_stack_ok(s0, lo, hi) &&
+               jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
     if ((n = jl_rsp_imm(p, 1)) >= 0) /* add rsp, N; pop rbp */
         return jl_stack_ok(s0 + (uintptr_t)n, lo, hi) &&
-                       jl_take(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n),
-                               pc, sp, fp, lo, hi)
+                       jl_take(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n), pc,
+                               sp, fp, lo, hi)
                    ? 1
                    : 0;
     /* mov [rsp+d], rbp: the frame is allocated, rbp not saved yet */
@@ -526,9 +526,8 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
                jl_take(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xac && p[3] == 0x24) {
         int32_t d = jl_i32(p + 4);
-        return d >= 0 && d <= 65536 && jl_take(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi)
-                   ? 1
-                   : 0;
+        return d >= 0 && d <= 65536 && jl_take(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi) ? 1
+                                                                                               : 0;
     }
     /* sub rsp, N at the PC: after a `push rbp`, or before anything */
     if (jl_rsp_imm(p, 0) >= 0) {
@@ -539,9 +538,9 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     }
     /* the entry barrier, or the jne after it: the frame is made; its size
      * is in the `sub rsp, N` just before (after a `push rbp`: N + 8) */
-    const unsigned char *bar = jl_entry_barrier(p) ? p
+    const unsigned char *bar = jl_entry_barrier(p)                                         ? p
                                : (p[0] == 0x0f && p[1] == 0x85 && jl_entry_barrier(p - 8)) ? p - 8
-                               : NULL;
+                                                                                           : NULL;
     if (bar) {
         long d = -1; /* where rbp is saved; the return address follows */
         if (bar[-5] == 0x48 && bar[-4] == 0x89 && bar[-3] == 0x6c && bar[-2] == 0x24)
@@ -554,8 +553,8 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
             d = n;
         if (d < 0 || d > 65536 || !jl_stack_ok(s0 + (uintptr_t)d, lo, hi))
             return 0;
-        return jl_take(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp,
-                       fp, lo, hi)
+        return jl_take(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp, fp,
+                       lo, hi)
                    ? 1
                    : 0;
     }
@@ -565,8 +564,8 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     int none = (p[0] == 0x49 && p[1] == 0x3b) || (p[0] == 0x44 && p[1] == 0x3b) ||
                (p[0] == 0x44 && p[1] == 0x8b) || (p[0] == 0x49 && p[1] == 0xc1) ||
                (p[0] == 0x0f && (p[1] == 0x85 || p[1] == 0x87 || p[1] == 0x1f)) ||
-               (p[0] == 0x89 && p[1] == 0x84 && p[2] == 0x24) || p[0] == 0x55 ||
-               p[0] == 0x90 || (p[0] == 0x66 && (p[1] == 0x0f || p[1] == 0x90));
+               (p[0] == 0x89 && p[1] == 0x84 && p[2] == 0x24) || p[0] == 0x55 || p[0] == 0x90 ||
+               (p[0] == 0x66 && (p[1] == 0x0f || p[1] == 0x90));
     if (!none)
         return 0;
     return jl_take(s0, *fp, pc, sp, fp, lo, hi);
@@ -577,8 +576,7 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
  * into Java code; where the routines keep no frame pointer, the first
  * return into Java code among the few words above SP (a leaf routine's
  * pushes and locals come before its return address). */
-static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo,
-                         uintptr_t hi)
+static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
 {
     uintptr_t f = *fp;
     for (int k = 0; k < JL_FP_CHAIN; k++) {
@@ -635,7 +633,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         if (b.kind == JL_BLOB_INTERP)
             return 0; /* the interpreter: ASGCT's own business */
         /* vtable and itable stubs sit in a call into Java code */
-        *leaf = b.kind == JL_BLOB_FRAMELESS  ? JL_CALL_JAVA
+        *leaf = b.kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
                 : strstr(b.name, "arraycopy") ? JL_CALL_ARRAYCOPY
                                               : JL_CALL_LEAF;
         const unsigned char *e = (const unsigned char *)b.lo;
@@ -710,7 +708,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         if (!jl_pop(&pc, &sp, &fp, lo, hi, &leaf))
             return 0;
         if (!jl_java_return(pc))
-            continue; /* into another stub: pop that one too */
+            continue;       /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
         c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc, leaf);
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;

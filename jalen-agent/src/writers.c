@@ -61,8 +61,7 @@ static int jl_method_used(const void *ctx, int i)
 {
     (void)ctx;
     const pa_pstat *m = &jl_prof.ms[i];
-    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 ||
-           m->fself_samples;
+    return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 || m->fself_samples;
 }
 
 /* filtered: every used method of the filter (energy, samples or bytes:
@@ -71,8 +70,7 @@ static int jl_method_used(const void *ctx, int i)
 static int jl_method_filtered(const void *ctx, int i)
 {
     const pa_pstat *m = &jl_prof.ms[i];
-    return jl_method_used(ctx, i) &&
-           (jl_prof.m[i].matches || m->fself_j > 0 || m->fself_samples);
+    return jl_method_used(ctx, i) && (jl_prof.m[i].matches || m->fself_j > 0 || m->fself_samples);
 }
 
 static int jl_class_used(const void *ctx, int i)
@@ -132,8 +130,8 @@ static int jl_write_classes(const char *dir)
     int *idx;
     size_t n;
     int rc = pa_ptable_open(&o, dir, "classes.csv",
-                            "class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n",
-                            &r, &idx, &n);
+                            "class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", &r,
+                            &idx, &n);
     if (rc < 0)
         return rc;
     for (size_t k = 0; k < n; k++) {
@@ -172,8 +170,8 @@ static int jl_write_threads(const char *dir)
                 continue;
             fprintf(o.f, "%d,", (int)t->tid);
             pa__csv_write(o.f, t->name);
-            fprintf(o.f, ",%.6f,%.9f,%.9f,%.9f,%llu\n", t->cpu_s, t->energy_j, t->cpu_j,
-                    t->net_j, (unsigned long long)t->net_bytes);
+            fprintf(o.f, ",%.6f,%.9f,%.9f,%.9f,%llu\n", t->cpu_s, t->energy_j, t->cpu_j, t->net_j,
+                    (unsigned long long)t->net_bytes);
         } else {
             agg[t->kind][0] += t->cpu_s;
             agg[t->kind][1] += t->energy_j;
@@ -261,8 +259,8 @@ static int jl_write_timeline(const char *dir)
         pa_pout o;
         int *none;
         size_t n;
-        int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,method,power_w\n",
-                                NULL, &none, &n);
+        int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,method,power_w\n", NULL,
+                                &none, &n);
         if (rc < 0)
             return rc;
         jl_timeline_rows(o.f);
@@ -320,8 +318,7 @@ static size_t jl_agent_memory(void)
         b += strlen(p->c[i].name) + 1;
     b += pa_ptree_build_memory(&p->tree);
     b += jl_nfold * sizeof(jl_node); /* the tree folded per method */
-    b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) +
-         p->chcap * sizeof(int);
+    b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) + p->chcap * sizeof(int);
     for (size_t i = 0; i < p->mhcap; i++)
         b += (size_t)p->mhlines[i].n * sizeof(jvmtiLineNumberEntry);
     b += p->captl * sizeof(jl_timeline_row);

@@ -318,21 +318,21 @@ void jt_check_outputs(const char *dir, double tol)
             for (int f = 0; f < c.rows[r].nf; f++) {
                 if ((f == 0 && i != 3 && i != 4) || (i == 3 && f == 1) || (i == 4 && f == 1))
                     continue;
-                ck_assert_msg(!isnan(jt_num(&c.rows[r], f)), "%s: row %zu field %d '%s'", p,
-                              r, f, c.rows[r].f[f]);
+                ck_assert_msg(!isnan(jt_num(&c.rows[r], f)), "%s: row %zu field %d '%s'", p, r, f,
+                              c.rows[r].f[f]);
             }
         jt_csv_free(&c);
     }
     jt_path(p, sizeof(p), dir, "summary.json");
     char *sum = jt_read(p);
     ck_assert_msg(sum != NULL, "summary.json missing");
-    static const char *const keys[] = {"process_energy_j", "attributed_energy_j",
-                                       "unattributed_energy_j", "duration_s", "windows",
-                                       "samples", "samples_dropped"};
+    static const char *const keys[] = {
+        "process_energy_j", "attributed_energy_j", "unattributed_energy_j", "duration_s", "windows",
+        "samples",          "samples_dropped"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         ck_assert_msg(!isnan(jt_json_num(sum, keys[i])), "summary.json: no %s", keys[i]);
-    static const char *const skeys[] = {"\"mode\":", "\"formula\":", "\"sensors\":",
-                                        "\"assumed\":"};
+    static const char *const skeys[] = {
+        "\"mode\":", "\"formula\":", "\"sensors\":", "\"assumed\":"};
     for (size_t i = 0; i < sizeof(skeys) / sizeof(skeys[0]); i++)
         ck_assert_msg(strstr(sum, skeys[i]) != NULL, "summary.json: no %s", skeys[i]);
     double proc = jt_json_num(sum, "process_energy_j");
@@ -349,10 +349,10 @@ void jt_check_outputs(const char *dir, double tol)
     jt_path(p, sizeof(p), dir, "methods.csv");
     ck_assert_int_eq(jt_csv_load(p, &me), 0);
     double tsum = jt_csv_sum(&th, 3), msum = jt_csv_sum(&me, 1);
-    ck_assert_msg(fabs(tsum - proc) <= 1e-6 + tol * proc, "threads %.6f J != process %.6f J",
-                  tsum, proc);
-    ck_assert_msg(fabs(msum - proc) <= 1e-6 + tol * proc,
-                  "self energies %.6f J != process %.6f J", msum, proc);
+    ck_assert_msg(fabs(tsum - proc) <= 1e-6 + tol * proc, "threads %.6f J != process %.6f J", tsum,
+                  proc);
+    ck_assert_msg(fabs(msum - proc) <= 1e-6 + tol * proc, "self energies %.6f J != process %.6f J",
+                  msum, proc);
     jt_csv_free(&th);
     jt_csv_free(&me);
 
@@ -402,8 +402,7 @@ void jt_check_outputs(const char *dir, double tol)
     ck_assert_int_ne(access(p, F_OK), 0);
 }
 
-char *jt_run_quiet(const char *dir, const char *opts, const char *const *args,
-                   double timeout_s)
+char *jt_run_quiet(const char *dir, const char *opts, const char *const *args, double timeout_s)
 {
     char all[8192], errf[4200], p[4200];
     snprintf(all, sizeof(all), "%s%sout=%s/out,quiet", opts, *opts ? "," : "", dir);

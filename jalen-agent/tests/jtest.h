@@ -62,7 +62,6 @@ void jt_check_outputs(const char *dir, double tol);
  * such run must give: exit 0, nothing on stderr, every output file
  * (jt_check_outputs, 0.5 %), summary.json complete.  Returns
  * summary.json's text (free it); ck_assert inside. */
-char *jt_run_quiet(const char *dir, const char *opts, const char *const *args,
-                   double timeout_s);
+char *jt_run_quiet(const char *dir, const char *opts, const char *const *args, double timeout_s);
 
 #endif

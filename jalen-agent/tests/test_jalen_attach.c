@@ -30,8 +30,8 @@
 static char *cli(const char *args, int *status)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof(cmd), "%s %s jalen %s 2>&1", getenv("PA_ATTACH_PREFIX") ?
-             getenv("PA_ATTACH_PREFIX") : "", PA_CLI_BIN, args);
+    snprintf(cmd, sizeof(cmd), "%s %s jalen %s 2>&1",
+             getenv("PA_ATTACH_PREFIX") ? getenv("PA_ATTACH_PREFIX") : "", PA_CLI_BIN, args);
     FILE *p = popen(cmd, "r");
     ck_assert_msg(p != NULL, "popen");
     size_t cap = 1 << 16, n = 0;
@@ -105,20 +105,20 @@ static void check_attach(void)
     free(o);
     snprintf(p, sizeof(p), "%s/att", dir);
     shares(p, as);
-    fprintf(stderr, "[attach %s] launch %.1f/%.1f/%.1f %%, attached %.1f/%.1f/%.1f %%\n",
-            jt_java, ls[0], ls[1], ls[2], as[0], as[1], as[2]);
+    fprintf(stderr, "[attach %s] launch %.1f/%.1f/%.1f %%, attached %.1f/%.1f/%.1f %%\n", jt_java,
+            ls[0], ls[1], ls[2], as[0], as[1], as[2]);
     static const double want[3] = {60, 30, 10};
     for (int i = 0; i < 3; i++) {
-        ck_assert_msg(fabs(as[i] - ls[i]) <= 3, "burn%c: attached %.1f%%, launch %.1f%%",
-                      'A' + i, as[i], ls[i]);
+        ck_assert_msg(fabs(as[i] - ls[i]) <= 3, "burn%c: attached %.1f%%, launch %.1f%%", 'A' + i,
+                      as[i], ls[i]);
         ck_assert_msg(fabs(as[i] - want[i]) <= 5 && fabs(ls[i] - want[i]) <= 5,
-                      "burn%c: attached %.1f%%, launch %.1f%%, want %.0f", 'A' + i, as[i],
-                      ls[i], want[i]);
+                      "burn%c: attached %.1f%%, launch %.1f%%, want %.0f", 'A' + i, as[i], ls[i],
+                      want[i]);
     }
     snprintf(a, sizeof(a), "%d stop", (int)pid);
     o = cli(a, &st);
-    ck_assert_msg(st == 0 && strstr(o, "top methods") && strstr(o, "Burn.spin"), "stop: %d %s",
-                  st, o);
+    ck_assert_msg(st == 0 && strstr(o, "top methods") && strstr(o, "Burn.spin"), "stop: %d %s", st,
+                  o);
     free(o);
     snprintf(p, sizeof(p), "%s/att/summary.json", dir);
     char *sum = jt_read(p);
@@ -178,7 +178,8 @@ START_TEST(attach_refused)
         o = cli("1 status", &st); /* init: root's */
     }
     ck_assert_msg(st == 1 && strstr(o, "runs as user") && strstr(o, "its own user") &&
-                      jt_lines(o) == 1, "%s", o);
+                      jt_lines(o) == 1,
+                  "%s", o);
     free(o);
     kill(jvm, SIGKILL);
     jt_wait(jvm, 10);
@@ -192,8 +193,7 @@ START_TEST(attach_refused)
     usleep(100000);
     snprintf(a, sizeof(a), "%d status", (int)sl);
     o = cli(a, &st);
-    ck_assert_msg(st == 1 && strstr(o, "not a Java virtual machine") && jt_lines(o) == 1, "%s",
-                  o);
+    ck_assert_msg(st == 1 && strstr(o, "not a Java virtual machine") && jt_lines(o) == 1, "%s", o);
     free(o);
     ck_assert_msg(waitpid(sl, &st, WNOHANG) == 0, "the process that is not a JVM died");
     kill(sl, SIGKILL);

@@ -136,8 +136,7 @@ static void refused_calibration(const char *content, const char *cause)
     fprintf(stderr, "agent's stderr: %s", err);
     ck_assert_msg(jt_lines(err) == 1, "not one line: %s", err);
     ck_assert_msg(!strncmp(err, "jalen: calibration=", 19), "not a jalen: line: %s", err);
-    ck_assert_msg(strstr(err, calib) && strstr(err, cause) &&
-                      strstr(err, "the JVM runs on"),
+    ck_assert_msg(strstr(err, calib) && strstr(err, cause) && strstr(err, "the JVM runs on"),
                   "the line does not name the file, the cause and what happens: %s", err);
     free(err);
     /* no profile was made */

@@ -8,9 +8,9 @@
  * resumes (said once) when the folder can be written again.
  */
 #include <check.h>
-#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +85,9 @@ START_TEST(out_folder_faults)
         mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
     int mounted = mount("tmpfs", out, "tmpfs", 0, "size=2m") == 0;
     if (!mounted)
-        fprintf(stderr, "full and read-only out= folder: SKIPPED (cannot mount a tmpfs: %s; "
-                        "needs root or CAP_SYS_ADMIN); only its removal is tried\n",
+        fprintf(stderr,
+                "full and read-only out= folder: SKIPPED (cannot mount a tmpfs: %s; "
+                "needs root or CAP_SYS_ADMIN); only its removal is tried\n",
                 strerror(errno));
     snprintf(opts, sizeof(opts), "out=%s,window=300ms", out);
     const char *args[] = {"Hostile", "forever", NULL};

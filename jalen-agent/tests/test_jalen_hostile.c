@@ -212,8 +212,8 @@ START_TEST(bad_option_runs_unprofiled)
         snprintf(opts, sizeof(opts), "out=%s/out,%s,fail=abort", dir, bad[i][0]);
         pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
         st = jt_wait(pid, 60);
-        ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s: status %d",
-                      bad[i][0], st);
+        ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s: status %d", bad[i][0],
+                      st);
         err = jt_read(errf);
         ck_assert_msg(err && strstr(err, bad[i][1]), "%s: stderr: %s", bad[i][0], err);
         free(err);
@@ -275,8 +275,8 @@ START_TEST(formula_brings_its_sensors)
     char opts[4096], errf[4200];
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
     const char *args[] = {"Known", "1", NULL};
-    snprintf(opts, sizeof(opts),
-             "out=%s/out,quiet,formula=cpu-tdp:tdp=45W,disable=nic-linear", dir);
+    snprintf(opts, sizeof(opts), "out=%s/out,quiet,formula=cpu-tdp:tdp=45W,disable=nic-linear",
+             dir);
     pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
     int st = jt_wait(pid, 100);
     ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "java failed (%d)", st);
@@ -284,8 +284,7 @@ START_TEST(formula_brings_its_sensors)
     ck_assert_msg(!err || !*err, "stderr: %s", err ? err : "");
     free(err);
     char *s = summary(dir);
-    ck_assert_msg(strstr(s, "\"formula\": \"cpu-tdp\"") &&
-                      strstr(s, "\"sensors\": \"procfs-cpu\""),
+    ck_assert_msg(strstr(s, "\"formula\": \"cpu-tdp\"") && strstr(s, "\"sensors\": \"procfs-cpu\""),
                   "summary: %s", s);
     ck_assert_msg(jt_json_num(s, "process_energy_j") > 0, "no energy: %s", s);
     free(s);

@@ -23,8 +23,7 @@ static void jetty_under_wrk(const char *mode)
     }
     char *dir = jt_tmpdir();
     char opts[4096], errf[4200], line[256], p[4200];
-    snprintf(opts, sizeof(opts), "out=%s/out,mode=%s,filter=JettyServer+org.eclipse.", dir,
-             mode);
+    snprintf(opts, sizeof(opts), "out=%s/out,mode=%s,filter=JettyServer+org.eclipse.", dir, mode);
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
     const char *args[] = {"JettyServer", "0", NULL};
     int fd;

@@ -71,8 +71,9 @@ static void pprof_row(const char *top, const char *tail, double *flat, double *c
 static void check_lines(const char *dir, const char *mode)
 {
     if (!JALEN_GO[0]) {
-        fprintf(stderr, "[%s] pprof lines: SKIPPED: go not found at configure time "
-                        "(Debian golang-go, scripts/deps.sh)\n",
+        fprintf(stderr,
+                "[%s] pprof lines: SKIPPED: go not found at configure time "
+                "(Debian golang-go, scripts/deps.sh)\n",
                 mode);
         return;
     }
@@ -107,12 +108,12 @@ static void check_lines(const char *dir, const char *mode)
         s += cum[i];
     }
     ck_assert_msg(s > 0, "no energy on burner's call lines:\n%s", top);
-    fprintf(stderr, "[%s] burner's call lines: %.1f%% %.1f%% %.1f%%\n", mode,
-            100 * cum[0] / s, 100 * cum[1] / s, 100 * cum[2] / s);
+    fprintf(stderr, "[%s] burner's call lines: %.1f%% %.1f%% %.1f%%\n", mode, 100 * cum[0] / s,
+            100 * cum[1] / s, 100 * cum[2] / s);
     for (int i = 0; i < 3; i++)
         ck_assert_msg(fabs(100 * cum[i] / s - want[i]) <= 3,
-                      "burner's line of %s: %.1f%%, not %.0f+-3:\n%s", calls[i],
-                      100 * cum[i] / s, want[i], top);
+                      "burner's line of %s: %.1f%%, not %.0f+-3:\n%s", calls[i], 100 * cum[i] / s,
+                      want[i], top);
     /* spin: its flat energy on the loop's two lines */
     double loop = 0, all = 0;
     int first = java_line("for (int i = 0; i < 2000; i++)");
@@ -126,8 +127,8 @@ static void check_lines(const char *dir, const char *mode)
     }
     fprintf(stderr, "[%s] spin: %.1f%% of its flat energy on the loop's lines\n", mode,
             all > 0 ? 100 * loop / all : 0.0);
-    ck_assert_msg(all > 0 && loop >= 0.5 * all, "spin's loop lines: %.0f of %.0f uJ:\n%s",
-                  loop, all, top);
+    ck_assert_msg(all > 0 && loop >= 0.5 * all, "spin's loop lines: %.0f of %.0f uJ:\n%s", loop,
+                  all, top);
     free(top);
 }
 
@@ -185,7 +186,7 @@ static void run_known(const char *mode)
     struct {
         const char *m;
         double bytes;
-    } nb[] = {{"Known.sendA", 3e6},   {"Known.sendB", 1e6}, {"Known.receiveAll", 4e6},
+    } nb[] = {{"Known.sendA", 3e6},   {"Known.sendB", 1e6},    {"Known.receiveAll", 4e6},
               {"Known.sendUdp", 5e5}, {"Known.writeUdp", 5e5}, {"Known.reuseSocket", 4e4}};
     for (size_t i = 0; i < sizeof(nb) / sizeof(nb[0]); i++) {
         double got = jt_num(jt_csv_find(&me, 0, nb[i].m), 7);
@@ -232,8 +233,8 @@ static void run_quiet(void)
             const jt_row *r = jt_csv_find(&me, 0, names[k]);
             ck_assert_msg(r, "%s missing from %s", names[k], files[f]);
             bytes[f][k] = jt_num(r, 7);
-            fprintf(stderr, "[quiet] %s %s net_bytes %.0f self_samples %.0f\n", files[f],
-                    names[k], bytes[f][k], jt_num(r, 5));
+            fprintf(stderr, "[quiet] %s %s net_bytes %.0f self_samples %.0f\n", files[f], names[k],
+                    bytes[f][k], jt_num(r, 5));
         }
         jt_csv_free(&me);
         ck_assert_msg(bytes[f][1] > 0, "%s: quietB moved no bytes", files[f]);
@@ -320,8 +321,7 @@ START_TEST(clock_rate)
         char *dir = jt_tmpdir();
         char *sum = jt_run_quiet(dir, runs[i].opts, args, 100);
         ck_assert_msg(strstr(sum, runs[i].clock) && strstr(sum, runs[i].note),
-                      "%s: summary.json lacks %s / %s", runs[i].opts, runs[i].clock,
-                      runs[i].note);
+                      "%s: summary.json lacks %s / %s", runs[i].opts, runs[i].clock, runs[i].note);
         jt_csv th;
         snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
         ck_assert_int_eq(jt_csv_load(p, &th), 0);
@@ -352,7 +352,8 @@ START_TEST(clock_refused)
     int paranoid = par ? atoi(par) : 2;
     free(par);
     if (geteuid() != 0 || paranoid < 2) {
-        fprintf(stderr, "SKIP: needs root (to run the JVM as nobody) and perf_event_paranoid >= 2\n");
+        fprintf(stderr,
+                "SKIP: needs root (to run the JVM as nobody) and perf_event_paranoid >= 2\n");
         return;
     }
     char *dir = jt_tmpdir();

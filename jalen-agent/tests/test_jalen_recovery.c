@@ -47,7 +47,8 @@ static const site sites[] = {
     {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}},
     {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}},
     {"clock", "Recovery.clockHot", {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"}},
-    {"sbdelete", "java.lang.StringBuilder.delete",
+    {"sbdelete",
+     "java.lang.StringBuilder.delete",
      {"java.lang.StringBuilder.append", "java.lang.Thread.isAlive"}},
 };
 
@@ -195,8 +196,8 @@ static void check_recovery(void)
         double want = strcmp(workloads[k], "deep") ? 0.80 : 0.50;
         fprintf(stderr, "[recovery] %-9s %s %.1f%% of its thread (%.3f J)\n", workloads[k], loop,
                 te > 0 ? 100 * incl / te : 0, te);
-        ck_assert_msg(te > 0 && incl >= want * te, "%s: %.1f%% of the thread, want >= %.0f%%",
-                      loop, te > 0 ? 100 * incl / te : 0, 100 * want);
+        ck_assert_msg(te > 0 && incl >= want * te, "%s: %.1f%% of the thread, want >= %.0f%%", loop,
+                      te > 0 ? 100 * incl / te : 0, 100 * want);
     }
     jt_csv_free(&me);
     jt_csv_free(&th);
@@ -249,8 +250,8 @@ static void check_rename(const char *mode)
     ck_assert_int_eq(jt_csv_load(p, &me), 0);
     const char *gone[] = {"self-before", "outside-before"};
     for (int i = 0; i < 2; i++)
-        ck_assert_msg(!jt_csv_find(&th, 1, gone[i]), "[%s] old name %s still in threads.csv",
-                      mode, gone[i]);
+        ck_assert_msg(!jt_csv_find(&th, 1, gone[i]), "[%s] old name %s still in threads.csv", mode,
+                      gone[i]);
     struct {
         const char *thread, *method;
         double cpu;
@@ -265,8 +266,8 @@ static void check_rename(const char *mode)
         fprintf(stderr, "[rename %s] %s: cpu %.3f s, energy %.3f J, %s %.0f samples\n", mode,
                 want[i].thread, jt_num(t, 2), jt_num(t, 3), want[i].method, samples);
         ck_assert_msg(jt_num(t, 2) >= 0.8 * want[i].cpu && jt_num(t, 3) > 0,
-                      "[%s] %s: cpu %.3f s, want about %.1f", mode, want[i].thread,
-                      jt_num(t, 2), want[i].cpu);
+                      "[%s] %s: cpu %.3f s, want about %.1f", mode, want[i].thread, jt_num(t, 2),
+                      want[i].cpu);
         ck_assert_msg(samples >= 10, "[%s] %s: %.0f samples", mode, want[i].method, samples);
     }
     jt_csv_free(&th);

@@ -44,8 +44,7 @@ static void setup(void)
     code[0x330] = 0xe9;
     rel = 0x1000;
     memcpy(&code[0x331], &rel, 4);
-    c = (jl_code){.lo = AT(0), .hi = AT(sizeof(code)), .pcs = pcs, .invoke = no_invoke,
-                  .npcs = 6};
+    c = (jl_code){.lo = AT(0), .hi = AT(sizeof(code)), .pcs = pcs, .invoke = no_invoke, .npcs = 6};
 }
 
 START_TEST(leaf_call_follows_the_jump_back)

@@ -96,9 +96,9 @@ int pa_ctx_set_calibration(pa_ctx *ctx, const char *path);
 
 /* What the sensors read of the machine at the last tick. */
 typedef struct pa_machine {
-    unsigned ncpus;      /* online CPUs */
-    char cpu_model[96];  /* /proc/cpuinfo "model name", "" unknown */
-    double nominal_mhz;  /* from cpuinfo when there is no cpufreq, else 0 */
+    unsigned ncpus;     /* online CPUs */
+    char cpu_model[96]; /* /proc/cpuinfo "model name", "" unknown */
+    double nominal_mhz; /* from cpuinfo when there is no cpufreq, else 0 */
 } pa_machine;
 
 /* Fills out from the last tick.  Errors: -EINVAL a NULL argument;
@@ -199,21 +199,21 @@ typedef struct pa_module_info {
     pa_module_kind kind;
     pa_component component; /* formulas: the id of the component they
                                compute (pa_component_name) */
-    int available;           /* probe succeeded on this machine */
+    int available;          /* probe succeeded on this machine */
     int enabled;
-    int failing;             /* last sample/compute failed, being retried */
-    char why[256];           /* why not available, or the last failure */
-    char options[256];       /* current options when enabled */
-    int user;                /* enabled by name (pa_module_enable) */
-    int by_auto;             /* formulas: chosen by "auto" */
-    char required_by[256];   /* sensors: the enabled formulas that require
-                                it, ","-separated ("cpu-tdp,rapl-share");
-                                "" if none.  A sensor that is enabled
-                                but not user was enabled for them. */
+    int failing;                 /* last sample/compute failed, being retried */
+    char why[256];               /* why not available, or the last failure */
+    char options[256];           /* current options when enabled */
+    int user;                    /* enabled by name (pa_module_enable) */
+    int by_auto;                 /* formulas: chosen by "auto" */
+    char required_by[256];       /* sensors: the enabled formulas that require
+                                    it, ","-separated ("cpu-tdp,rapl-share");
+                                    "" if none.  A sensor that is enabled
+                                    but not user was enabled for them. */
     const char *const *requires; /* formulas: NULL-terminated sensor
                                     names, or NULL; owned by the module */
     const char *const *uses;     /* formulas: sensors used when enabled */
-    char auto_why[256];      /* enabled by "auto": why it was chosen */
+    char auto_why[256];          /* enabled by "auto": why it was chosen */
 } pa_module_info;
 
 /* Fills up to cap entries of out with every known module (built-in and
@@ -269,20 +269,20 @@ int pa_watch_all(pa_ctx *ctx, int on);
 /* Power over the last window and energy since the target was first seen. */
 typedef struct pa_power {
     double cpu_w, nic_w, total_w; /* last window, watts */
-    double idle_w;     /* system only: CPU power no task caused */
+    double idle_w;                /* system only: CPU power no task caused */
     double cpu_j, nic_j, total_j; /* cumulative, joules */
-    double interval_s; /* length of the last window */
-    double cpu_time_s; /* CPU time used in the last window */
-    uint64_t time_ns;  /* end of the last window (CLOCK_MONOTONIC or the
-                          explicit clock of pa_tick_at) */
-    unsigned flags;    /* PA_POWER_* */
+    double interval_s;            /* length of the last window */
+    double cpu_time_s;            /* CPU time used in the last window */
+    uint64_t time_ns;             /* end of the last window (CLOCK_MONOTONIC or the
+                                     explicit clock of pa_tick_at) */
+    unsigned flags;               /* PA_POWER_* */
 } pa_power;
 
 enum {
-    PA_POWER_MEASURED = 1u << 0, /* cpu figure scaled from a measured
-                                    counter (RAPL); modelled otherwise */
-    PA_POWER_EXITED = 1u << 1,   /* the target is gone; last report */
-    PA_POWER_FIRST = 1u << 2,    /* first window the target was seen */
+    PA_POWER_MEASURED = 1u << 0,   /* cpu figure scaled from a measured
+                                      counter (RAPL); modelled otherwise */
+    PA_POWER_EXITED = 1u << 1,     /* the target is gone; last report */
+    PA_POWER_FIRST = 1u << 2,      /* first window the target was seen */
     PA_POWER_RAPL_RESET = 1u << 3, /* system: a RAPL counter went back or
                                       jumped without wrapping (reset,
                                       package plugged in again); its
@@ -306,7 +306,7 @@ int pa_tick_at(pa_ctx *ctx, uint64_t time_ns);
 typedef enum pa_target_type {
     PA_TARGET_PROCESS = 1,
     PA_TARGET_THREAD = 2,
-    PA_TARGET_TREE = 3,   /* a watched pid and all its descendants */
+    PA_TARGET_TREE = 3, /* a watched pid and all its descendants */
     PA_TARGET_CGROUP = 4,
 } pa_target_type;
 
@@ -315,19 +315,19 @@ typedef enum pa_target_type {
 /* One target of a report. */
 typedef struct pa_target_info {
     pa_target_type type;
-    pid_t pid;            /* process id (tree: root pid; cgroup: 0) */
-    pid_t tid;            /* thread id (threads), else 0 */
-    pid_t ppid;           /* parent pid of a process, else 0 */
+    pid_t pid;  /* process id (tree: root pid; cgroup: 0) */
+    pid_t tid;  /* thread id (threads), else 0 */
+    pid_t ppid; /* parent pid of a process, else 0 */
     char comm[PA_COMM_MAX];
-    const char *cgroup;   /* cgroup v2 path ("/system.slice/x.service"),
-                             "" when unknown */
+    const char *cgroup; /* cgroup v2 path ("/system.slice/x.service"),
+                           "" when unknown */
     pa_power power;
     uint64_t net_rx_bytes, net_tx_bytes; /* last window */
-    int has_net;                          /* nic sensor gave values */
-    const double *counters; /* last window, one per report counter name,
-                               scaled for multiplexing; NULL if none */
-    double multiplex;       /* time_running/time_enabled, lowest of the
-                               group; 1 when not multiplexed */
+    int has_net;                         /* nic sensor gave values */
+    const double *counters;              /* last window, one per report counter name,
+                                            scaled for multiplexing; NULL if none */
+    double multiplex;                    /* time_running/time_enabled, lowest of the
+                                            group; 1 when not multiplexed */
     const struct pa_cgroup_names *names; /* the container, pod or unit of
                                the cgroup (of a process: of its cgroup),
                                with cgroup reports on; NULL when none */
@@ -335,26 +335,26 @@ typedef struct pa_target_info {
 
 /* What one tick produced.  Owned by the context. */
 typedef struct pa_report {
-    uint64_t tick;        /* 1 for the first window */
-    uint64_t time_ns;     /* end of the window */
+    uint64_t tick;    /* 1 for the first window */
+    uint64_t time_ns; /* end of the window */
     double interval_s;
-    pa_power system;      /* whole machine */
-    const char *formula;  /* formulas that ran, "cpu-tdp+nic-linear" */
-    const char *sensors;  /* sensors that ran, "procfs-cpu+nic" */
+    pa_power system;        /* whole machine */
+    const char *formula;    /* formulas that ran, "cpu-tdp+nic-linear" */
+    const char *sensors;    /* sensors that ran, "procfs-cpu+nic" */
     const char *cpu_source; /* "rapl" (measured) or "model" */
-    const char *assumed;  /* ";"-separated constants not read from the
-                             machine: "tdp=10W (default: unknown CPU)" */
+    const char *assumed;    /* ";"-separated constants not read from the
+                               machine: "tdp=10W (default: unknown CPU)" */
     size_t ntargets;
     const pa_target_info *targets;
     size_t ncounters;
     const char *const *counter_names;
-    double dram_w;        /* measured DRAM power (RAPL), 0 when absent */
-    double psys_w;        /* measured platform power (RAPL psys), 0 when
-                             absent; not part of system.total_w */
-    double model_error;   /* known relative error of a modelled cpu figure
-                             (0.05 = 5 %): cpu-curve's validation error of
-                             its calibration, or its running error against
-                             RAPL when it self-calibrates; < 0 unknown */
+    double dram_w;      /* measured DRAM power (RAPL), 0 when absent */
+    double psys_w;      /* measured platform power (RAPL psys), 0 when
+                           absent; not part of system.total_w */
+    double model_error; /* known relative error of a modelled cpu figure
+                           (0.05 = 5 %): cpu-curve's validation error of
+                           its calibration, or its running error against
+                           RAPL when it self-calibrates; < 0 unknown */
     /* Components (since 0.2): every component of the context, by id:
      * component_names[k] is the name of id k + 1, so "cpu" and "nic" come
      * first, then the others in the order they joined the context.  pa_power's cpu_* and
@@ -434,15 +434,15 @@ typedef struct pa_cgroup_names {
     char pod_name[128];       /* Kubernetes */
     char pod_namespace[64];
     char pod_uid[40];
-    char unit[128];           /* systemd unit: the deepest service or scope
-                                 ("nginx.service", "session-3.scope"), else
-                                 the deepest slice; "conmon" for a runtime's
-                                 container monitor */
-    char source[64];          /* where the names come from: "cgroup path",
-                                 "docker config.v2.json", "containerd
-                                 config.json", "cri-o config.json", "podman
-                                 containers.json", "/var/log/pods" (joined
-                                 by ", ") */
+    char unit[128];  /* systemd unit: the deepest service or scope
+                        ("nginx.service", "session-3.scope"), else
+                        the deepest slice; "conmon" for a runtime's
+                        container monitor */
+    char source[64]; /* where the names come from: "cgroup path",
+                        "docker config.v2.json", "containerd
+                        config.json", "cri-o config.json", "podman
+                        containers.json", "/var/log/pods" (joined
+                        by ", ") */
 } pa_cgroup_names;
 
 /* The names a cgroup path gives by itself (v1 or v2, systemd or cgroupfs
@@ -524,12 +524,12 @@ int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names 
 
 enum {
     /* PA_POWER_MEASURED (bit 0) also applies to scopes */
-    PA_SCOPE_NO_WINDOW = 1u << 8,  /* no window yet: energy 0 */
+    PA_SCOPE_NO_WINDOW = 1u << 8,   /* no window yet: energy 0 */
     PA_SCOPE_RATE_SYSTEM = 1u << 9, /* priced from the machine, not the
                                        process (not watched, or it did
                                        not run in the window) */
-    PA_SCOPE_RECURSIVE = 1u << 10, /* the name was open further out */
-    PA_SCOPE_FOLDED = 1u << 11,    /* counted under PA_SCOPE_OTHER */
+    PA_SCOPE_RECURSIVE = 1u << 10,  /* the name was open further out */
+    PA_SCOPE_FOLDED = 1u << 11,     /* counted under PA_SCOPE_OTHER */
 };
 
 typedef struct pa_scope_opts {
@@ -566,9 +566,9 @@ typedef struct pa_scope_result {
     double self_cpu_time_s; /* less the scopes nested in it */
     double energy_j;        /* inclusive */
     double self_energy_j;
-    double j_per_cpu_s;     /* the price: energy per CPU-second */
-    unsigned depth;         /* 0: outermost on the thread */
-    unsigned flags;         /* PA_POWER_MEASURED, PA_SCOPE_* */
+    double j_per_cpu_s; /* the price: energy per CPU-second */
+    unsigned depth;     /* 0: outermost on the thread */
+    unsigned flags;     /* PA_POWER_MEASURED, PA_SCOPE_* */
 } pa_scope_result;
 
 /* Closes the innermost scope open on this thread, which must be `name`
@@ -584,25 +584,24 @@ int pa_scope_end(pa_ctx *ctx, const char *name, pa_scope_result *out);
  * not decreasing within a scope), for tests and replays.  Errors as
  * theirs, plus -EINVAL when cpu_ns is before the scope's begin. */
 int pa_scope_begin_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns);
-int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
-                    pa_scope_result *out);
+int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns, pa_scope_result *out);
 
 /* One name's aggregates.  "Rated" calls are those that ended after the
  * context's first window; the per-call figures are over them. */
 typedef struct pa_scope_stats {
-    const char *name;       /* owned by the context, valid until freed */
-    uint64_t calls;         /* ended scopes */
-    uint64_t rated_calls;   /* of which priced (a window existed) */
-    uint64_t measured_calls;/* of which priced from RAPL */
+    const char *name;                   /* owned by the context, valid until freed */
+    uint64_t calls;                     /* ended scopes */
+    uint64_t rated_calls;               /* of which priced (a window existed) */
+    uint64_t measured_calls;            /* of which priced from RAPL */
     double cpu_time_s, self_cpu_time_s; /* sums */
     double energy_j, self_energy_j;     /* sums */
     /* energy per rated call: mean, then quantiles of the histogram */
     double mean_j, p50_j, p95_j, p99_j;
     double self_mean_j, self_p50_j, self_p95_j, self_p99_j;
-    unsigned flags;         /* PA_POWER_MEASURED when every rated call
-                               was; PA_SCOPE_FOLDED for PA_SCOPE_OTHER */
-    const char *note;       /* PA_SCOPE_OTHER: why names were folded;
-                               else NULL.  Static. */
+    unsigned flags;   /* PA_POWER_MEASURED when every rated call
+                         was; PA_SCOPE_FOLDED for PA_SCOPE_OTHER */
+    const char *note; /* PA_SCOPE_OTHER: why names were folded;
+                         else NULL.  Static. */
 } pa_scope_stats;
 
 /* Fills up to cap entries of out with each name's aggregates, in the
@@ -641,10 +640,10 @@ enum {
     PA_MOD_TASK_COUNTERS = 1u << 1,
 };
 
-typedef struct pa_module pa_module;      /* one enabled module */
-typedef struct pa_env pa_env;            /* the context's environment */
-typedef struct pa_options pa_options;    /* parsed "key=value,..." */
-typedef struct pa_frame pa_frame;        /* one tick's raw readings */
+typedef struct pa_module pa_module;           /* one enabled module */
+typedef struct pa_env pa_env;                 /* the context's environment */
+typedef struct pa_options pa_options;         /* parsed "key=value,..." */
+typedef struct pa_frame pa_frame;             /* one tick's raw readings */
 typedef struct pa_frame_delta pa_frame_delta; /* two frames' difference */
 typedef struct pa_power_table pa_power_table; /* a formula's output */
 
@@ -652,8 +651,8 @@ typedef struct pa_power_table pa_power_table; /* a formula's output */
  * Optional callbacks may be NULL.  A sensor implements sample, a formula
  * compute.  All callbacks of one context run on one thread at a time. */
 typedef struct pa_module_ops {
-    unsigned abi;               /* PA_MODULE_ABI */
-    const char *name;           /* [a-z0-9_-]+, at most 63, unique */
+    unsigned abi;     /* PA_MODULE_ABI */
+    const char *name; /* [a-z0-9_-]+, at most 63, unique */
     pa_module_kind kind;
     pa_component component;     /* formulas: PA_COMP_CPU or PA_COMP_NIC;
                                    another with component_name */
@@ -668,8 +667,7 @@ typedef struct pa_module_ops {
     /* Sensors: adds this tick's readings to the frame. */
     int (*sample)(pa_module *m, pa_frame *frame);
     /* Formulas: fills the power of their component. */
-    int (*compute)(pa_module *m, const pa_frame_delta *d,
-                   pa_power_table *out);
+    int (*compute)(pa_module *m, const pa_frame_delta *d, pa_power_table *out);
     /* Applies new options while enabled; NULL means stop+start. */
     int (*configure)(pa_module *m, const pa_options *opts);
     /* Releases everything start allocated. */
@@ -713,8 +711,7 @@ void *pa_module_priv(const pa_module *m);
 void pa_module_set_priv(pa_module *m, void *priv);
 const pa_env *pa_module_env(const pa_module *m);
 /* Sets the detailed failure message of this module (printf-like). */
-void pa_module_errorf(pa_module *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void pa_module_errorf(pa_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 const char *pa_env_procfs(const pa_env *env);
 const char *pa_env_sysfs(const pa_env *env);
@@ -728,10 +725,8 @@ const char *pa_env_calibration(const pa_env *env);
  * -EINVAL (with a message naming the key) when the value does not parse.
  * Durations accept "500ms", "2s", "10us", "1m"; power "95W" or "95". */
 const char *pa_options_get(const pa_options *o, const char *key);
-int pa_options_get_double(const pa_options *o, const char *key, double def,
-                          double *out);
-int pa_options_get_duration_ns(const pa_options *o, const char *key,
-                               uint64_t def, uint64_t *out);
+int pa_options_get_double(const pa_options *o, const char *key, double def, double *out);
+int pa_options_get_duration_ns(const pa_options *o, const char *key, uint64_t def, uint64_t *out);
 
 /* Frames for user sensors: add a CPU time reading (ns, cumulative) for a
  * pid or tid the context watches.  Errors: -ESRCH not a target. */
@@ -745,8 +740,7 @@ int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns);
  * without a change to the library.  Errors: -EINVAL key empty or over
  * 31 bytes, size 0 or over PA_FRAME_DATA_MAX; -ENOMEM. */
 #define PA_FRAME_DATA_MAX (1u << 20)
-int pa_frame_put(pa_frame *f, const char *key, const void *data,
-                 size_t size);
+int pa_frame_put(pa_frame *f, const char *key, const void *data, size_t size);
 
 /* Deltas for user formulas. */
 double pa_delta_interval_s(const pa_frame_delta *d);
@@ -760,8 +754,8 @@ pid_t pa_delta_tid(const pa_frame_delta *d, size_t i);
  * NULL when none did; with prev not NULL, *prev (and *prev_size) the
  * previous tick's, NULL when there was none.  Owned by the context,
  * valid during the compute call (since 0.2). */
-const void *pa_delta_get(const pa_frame_delta *d, const char *key,
-                         size_t *size, const void **prev, size_t *prev_size);
+const void *pa_delta_get(const pa_frame_delta *d, const char *key, size_t *size, const void **prev,
+                         size_t *prev_size);
 /* CPU time (s) of target i in the window, and the window's CPU capacity
  * (interval x online CPUs) and busy time (s). */
 double pa_delta_cpu_s(const pa_frame_delta *d, size_t i);
@@ -771,8 +765,7 @@ double pa_delta_busy_s(const pa_frame_delta *d);
 void pa_table_set_target_w(pa_power_table *t, size_t i, double w);
 void pa_table_set_system_w(pa_power_table *t, double w, double idle_w);
 /* Records a constant not read from the machine ("tdp=10W (default)"). */
-void pa_table_assume(pa_power_table *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void pa_table_assume(pa_power_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parses a duration ("500ms", "2s", "1.5s", "10us", "3m") into ns.
  * Errors: -EINVAL.  Thread-safe. */
@@ -799,9 +792,9 @@ typedef enum pa_curve_per {
 } pa_curve_per;
 
 typedef struct pa_curve {
-    char match[96];    /* hwdb match string, or the calibrated CPU model */
+    char match[96]; /* hwdb match string, or the calibrated CPU model */
     size_t n;
-    double load[PA_CURVE_MAX];  /* utilisation 0..1, strictly increasing */
+    double load[PA_CURVE_MAX]; /* utilisation 0..1, strictly increasing */
     double watts[PA_CURVE_MAX];
     pa_curve_per per;
     unsigned packages; /* packages of the measured machine (>= 1) */
@@ -834,9 +827,8 @@ int pa_calibration_read(const char *path, pa_curve *out);
  * validation figures (mean and 95th percentile of the absolute error, and
  * the energy error, in %) < 0 when there was no validation.  Errors:
  * -errno of the file (the message names it).  Thread-safe. */
-int pa_calibration_write(const char *path, const pa_curve *c,
-                         const double *residual_w, unsigned ncpus,
-                         double valid_mean_pct, double valid_p95_pct,
+int pa_calibration_write(const char *path, const pa_curve *c, const double *residual_w,
+                         unsigned ncpus, double valid_mean_pct, double valid_p95_pct,
                          double valid_energy_pct);
 
 /* Where `powerapi calibrate` writes by default: for root
@@ -853,8 +845,7 @@ int pa_calibration_standard_path(char *buf, size_t len);
  * sensor's events= option takes it), a description, and status 0 when it
  * opens on the calling thread, else -errno (-ENOENT no such PMU event
  * here, -EACCES privilege).  Returns 0 to go on, < 0 to stop. */
-typedef int (*pa_perf_event_cb)(const char *name, const char *desc,
-                                int status, void *user);
+typedef int (*pa_perf_event_cb)(const char *name, const char *desc, int status, void *user);
 
 /* Lists every event this machine's libpfm4 (and the generic kernel table)
  * can encode.  Returns the number of events listed, or the callback's
@@ -882,7 +873,7 @@ int pa_perf_events_list(pa_perf_event_cb cb, void *user);
  * each target, so that readers get pa_report.ncomponents and the arrays
  * beside it as the writer's report had them. */
 
-#define PA_RING_VERSION 3              /* layout version of the ring */
+#define PA_RING_VERSION 3               /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;
@@ -904,15 +895,14 @@ typedef struct pa_ring_opts {
  * by a writer that died is replaced.
  * Errors: -EINVAL bad name or option; -EEXIST a live writer owns the
  * name; -EACCES/-EPERM; -ENOMEM.  Thread-safe. */
-int pa_ring_create(const char *name, const pa_ring_opts *opts,
-                   pa_ring_writer **out);
+int pa_ring_create(const char *name, const pa_ring_opts *opts, pa_ring_writer **out);
 
 /* Publishes a report as the next window, overwriting the oldest.  Never
  * blocks and never allocates once the writer has seen its largest report.
  * Counter names share the window's string pool with the cgroup paths and
  * are stored first; a window whose names do not fit carries no counters.
- * Errors: -EINVAL (NULL report, more than 16 counters).  Not thread-safe: one publishing thread per writer
- * (pa_ring_heartbeat may run concurrently). */
+ * Errors: -EINVAL (NULL report, more than 16 counters).  Not thread-safe: one publishing thread per
+ * writer (pa_ring_heartbeat may run concurrently). */
 int pa_ring_publish(pa_ring_writer *w, const pa_report *r);
 
 /* Tells readers the writer is alive although no window was published
@@ -939,8 +929,7 @@ int pa_ring_open(const char *name, pa_ring_reader **out);
  * -EOWNERDEAD the writer died or stopped and no newer window remains;
  * -EINVAL.  Not thread-safe (one thread per reader; open several readers
  * for several threads). */
-int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
-                 const pa_report **out);
+int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out);
 
 /* Aggregates into one report every window after *seq_inout (0: no lower
  * bound) that ends within span_ns of the newest window's end (0: no
@@ -957,23 +946,23 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout,
  * such window had them for it.  *seq_inout
  * becomes the newest window included.  Ownership, errors and thread
  * safety as pa_ring_read. */
-int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout,
-                      uint64_t span_ns, const pa_report **out);
+int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
+                      const pa_report **out);
 
 typedef struct pa_ring_info {
-    uint32_t version;      /* layout version */
-    uint32_t capacity;     /* windows */
-    uint32_t max_targets;  /* per window */
-    uint32_t mode;         /* permission bits of the ring */
+    uint32_t version;     /* layout version */
+    uint32_t capacity;    /* windows */
+    uint32_t max_targets; /* per window */
+    uint32_t mode;        /* permission bits of the ring */
     pid_t writer_pid;
-    int alive;             /* writer running and heartbeat fresh */
-    uint64_t interval_ns;  /* the writer's window length */
-    uint64_t newest;       /* sequence of the newest window, 0 if none */
-    uint64_t oldest;       /* oldest still in the ring, 0 if none */
+    int alive;            /* writer running and heartbeat fresh */
+    uint64_t interval_ns; /* the writer's window length */
+    uint64_t newest;      /* sequence of the newest window, 0 if none */
+    uint64_t oldest;      /* oldest still in the ring, 0 if none */
     uint64_t heartbeat_age_ns;
-    uint64_t lost;         /* windows this reader missed (overwritten) */
-    uint64_t windows;      /* windows in the last read/aggregate */
-    uint64_t truncated;    /* targets the writer dropped in those windows */
+    uint64_t lost;      /* windows this reader missed (overwritten) */
+    uint64_t windows;   /* windows in the last read/aggregate */
+    uint64_t truncated; /* targets the writer dropped in those windows */
 } pa_ring_info;
 
 /* Describes the ring and this reader.  Errors: -EINVAL.  Not thread-safe

@@ -25,12 +25,12 @@ static bool auto_may(const pa_ctx *ctx, const pa_module_ops *ops)
     return true;
 }
 
-static void add_candidate(const char *comp, const pa_module_ops *ops,
-                          const pa_module_ops **v, size_t *n)
+static void add_candidate(const char *comp, const pa_module_ops *ops, const pa_module_ops **v,
+                          size_t *n)
 {
     const char *name = pa__ops_comp_name(ops);
-    if (*n == PA_MAX_CANDIDATES || ops->kind != PA_FORMULA ||
-        pa__ops_rank(ops) <= 0 || !name || strcmp(name, comp) != 0)
+    if (*n == PA_MAX_CANDIDATES || ops->kind != PA_FORMULA || pa__ops_rank(ops) <= 0 || !name ||
+        strcmp(name, comp) != 0)
         return;
     /* insertion by rank, highest first; equal ranks keep their order
      * (built-ins in build order, then registered ones) */
@@ -44,8 +44,7 @@ static void add_candidate(const char *comp, const pa_module_ops *ops,
 }
 
 /* The candidates of component comp, best first. */
-static size_t candidates(const pa_ctx *ctx, const char *comp,
-                         const pa_module_ops **v)
+static size_t candidates(const pa_ctx *ctx, const char *comp, const pa_module_ops **v)
 {
     size_t n = 0;
     for (size_t i = 0; pa__builtin_modules[i]; i++)
@@ -98,8 +97,7 @@ void pa__auto_fill(pa_ctx *ctx)
         size_t n = candidates(ctx, comps[c], v);
         for (size_t i = 0; i < n; i++) {
             char why[256];
-            if (!auto_may(ctx, v[i]) ||
-                !pa__ops_fits(v[i], &ctx->env, why, sizeof(why)) ||
+            if (!auto_may(ctx, v[i]) || !pa__ops_fits(v[i], &ctx->env, why, sizeof(why)) ||
                 pa__enable_locked(ctx, v[i]->name, NULL, true) < 0)
                 continue;
             pa_module *m = pa__mod_find(ctx, v[i]->name);

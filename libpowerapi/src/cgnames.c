@@ -47,8 +47,8 @@ static int is_id(const char *s, size_t n)
 }
 
 /* Whether c (n bytes) is PREFIX<id>SUFFIX; the ID copied to id. */
-static int id_between(const char *c, size_t n, const char *prefix, const char *suffix,
-                      char *id, size_t idlen)
+static int id_between(const char *c, size_t n, const char *prefix, const char *suffix, char *id,
+                      size_t idlen)
 {
     size_t p = strlen(prefix), s = strlen(suffix);
     if (n <= p + s || strncmp(c, prefix, p) || strncmp(c + n - s, suffix, s) ||
@@ -492,11 +492,11 @@ int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names 
 
 typedef struct cg_entry {
     pa_cgroup_names names;
-    int parsed;          /* 1 recognised, -1 nothing to name */
-    char state[512];     /* the state file that gave the names, or "" */
+    int parsed;      /* 1 recognised, -1 nothing to name */
+    char state[512]; /* the state file that gave the names, or "" */
     struct timespec mtime;
     off_t size;
-    uint64_t retry_ns;   /* names not found: when to try again */
+    uint64_t retry_ns; /* names not found: when to try again */
     uint64_t backoff_ns;
     uint64_t checked_ns; /* when the state file was last stat()ed */
 } cg_entry;
@@ -565,8 +565,7 @@ static void cg_lookup(pa__cgcache *c, cg_entry *e, const char *path, uint64_t no
     e->retry_ns = now_ns + e->backoff_ns;
 }
 
-const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path,
-                                       uint64_t now_ns)
+const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path, uint64_t now_ns)
 {
     if (!c || !path)
         return NULL;
@@ -607,8 +606,8 @@ const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path, ui
     if (!c || !path || !*path)
         return NULL;
     uint64_t h = pa__hash_str(path);
-    for (size_t q = c->slots_cap ? h & (c->slots_cap - 1) : 0;
-         c->slots_cap && c->slots[q]; q = (q + 1) & (c->slots_cap - 1)) {
+    for (size_t q = c->slots_cap ? h & (c->slots_cap - 1) : 0; c->slots_cap && c->slots[q];
+         q = (q + 1) & (c->slots_cap - 1)) {
         size_t i = (size_t)c->slots[q] - 1;
         if (!strcmp(c->paths[i], path))
             return pa__cgcache_get(c, i, path, now_ns);

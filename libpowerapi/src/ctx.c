@@ -22,8 +22,8 @@ static int check_dir(const char *what, const char *path)
 {
     struct stat st;
     if (stat(path, &st) < 0)
-        return pa__err(-errno, "%s root '%s': %s (give an existing directory)", what,
-                       path, strerror(errno));
+        return pa__err(-errno, "%s root '%s': %s (give an existing directory)", what, path,
+                       strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return pa__err(-ENOTDIR, "%s root '%s' is not a directory", what, path);
     return 0;
@@ -43,8 +43,7 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     if (rc < 0)
         return rc;
     if (hwdb && *hwdb && access(hwdb, R_OK) < 0)
-        return pa__err(-errno, "hardware database '%s': %s", hwdb,
-                       strerror(errno));
+        return pa__err(-errno, "hardware database '%s': %s", hwdb, strerror(errno));
     pa_ctx *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return pa__err(-ENOMEM, "pa_ctx_new: out of memory");
@@ -62,7 +61,7 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     ctx->env.hwdb = ctx->hwdb;
     ctx->env.ctx = ctx;
     if (pa__comp_init(ctx) < 0)
-        goto fail; /* more built-in components than PA_MAX_COMPONENTS */
+        goto fail;          /* more built-in components than PA_MAX_COMPONENTS */
     ctx->auto_dirty = true; /* auto fills in at the first tick */
     ctx->clk_tck = sysconf(_SC_CLK_TCK);
     if (ctx->clk_tck <= 0)
@@ -187,8 +186,7 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
     if (!ctx || pid <= 0)
         return pa__err(-EINVAL, "pid %d: not a process id", (int)pid);
     if (flags & ~(unsigned)(PA_WATCH_THREADS | PA_WATCH_CHILDREN))
-        return pa__err(-EINVAL, "pid %d: unknown watch flags 0x%x", (int)pid,
-                       flags);
+        return pa__err(-EINVAL, "pid %d: unknown watch flags 0x%x", (int)pid, flags);
     char path[PA_PATH_MAX];
     if (pa__path(path, sizeof(path), ctx->procfs, "%d/stat", (int)pid) < 0 ||
         access(path, F_OK) < 0) {
@@ -199,8 +197,7 @@ int pa_watch_pid(pa_ctx *ctx, pid_t pid, unsigned flags)
                            "that %s hides (mounted with %s); run as root or "
                            "as a member of the mount's gid= group",
                            (int)pid, ctx->procfs, hp);
-        return pa__err(-ESRCH, "pid %d: no such process (%s not found)",
-                       (int)pid, path);
+        return pa__err(-ESRCH, "pid %d: no such process (%s not found)", (int)pid, path);
     }
     pthread_mutex_lock(&ctx->lock);
     int rc = 0;
@@ -317,8 +314,7 @@ static void *sampler_main(void *arg)
         if (next < t)
             next = t + ctx->period_ns;
         pa_report *copy = NULL;
-        if (rc == 0 && ctx->have_report && ctx->cb &&
-            ctx->report.time_ns == ctx->last_time_ns &&
+        if (rc == 0 && ctx->have_report && ctx->cb && ctx->report.time_ns == ctx->last_time_ns &&
             pa__report_copy(&ctx->report, &copy) == 0) {
             pa_report_cb cb = ctx->cb;
             void *user = ctx->cb_user;
@@ -354,8 +350,7 @@ int pa_start(pa_ctx *ctx, uint64_t period_ns, pa_report_cb cb, void *user)
     ctx->stopping = false;
     rc = -pthread_create(&ctx->sampler, NULL, sampler_main, ctx);
     if (rc < 0) {
-        pa__err(rc, "pa_start: cannot create the sampler thread: %s",
-                strerror(-rc));
+        pa__err(rc, "pa_start: cannot create the sampler thread: %s", strerror(-rc));
         goto out;
     }
     ctx->running = true;
@@ -393,8 +388,8 @@ int pa_stop(pa_ctx *ctx)
 /* Results                                                             */
 /* ------------------------------------------------------------------ */
 
-void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s,
-                    uint64_t time_ns, bool measured, pa_power *out)
+void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s, uint64_t time_ns,
+                    bool measured, pa_power *out)
 {
     memset(out, 0, sizeof(*out));
     out->cpu_w = t->gone ? 0 : t->cpu_w;
@@ -408,12 +403,10 @@ void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s,
     out->interval_s = interval_s;
     out->cpu_time_s = t->gone ? 0 : t->d_cpu_s;
     out->time_ns = time_ns;
-    out->flags = (t->gone ? PA_POWER_EXITED : t->flags) |
-                 (measured ? PA_POWER_MEASURED : 0);
+    out->flags = (t->gone ? PA_POWER_EXITED : t->flags) | (measured ? PA_POWER_MEASURED : 0);
 }
 
-static int target_power(pa_ctx *ctx, pa_target_type type, pid_t id,
-                        pa_power *out)
+static int target_power(pa_ctx *ctx, pa_target_type type, pid_t id, pa_power *out)
 {
     if (!ctx || !out)
         return pa__err(-EINVAL, "power getter: ctx and out are required");
@@ -423,17 +416,16 @@ static int target_power(pa_ctx *ctx, pa_target_type type, pid_t id,
     if (!t)
         for (size_t i = 0; i < ctx->ngone; i++)
             if (ctx->gone[i]->type == type &&
-                (type == PA_TARGET_THREAD ? ctx->gone[i]->tid
-                                          : ctx->gone[i]->pid) == id)
+                (type == PA_TARGET_THREAD ? ctx->gone[i]->tid : ctx->gone[i]->pid) == id)
                 t = ctx->gone[i];
     const char *what = type == PA_TARGET_THREAD ? "thread" : "pid";
     if (!t)
-        rc = pa__err(-ESRCH, "%s %d: not a target of this context (watch it "
-                             "first, or it exited)",
+        rc = pa__err(-ESRCH,
+                     "%s %d: not a target of this context (watch it "
+                     "first, or it exited)",
                      what, (int)id);
     else if (!ctx->have_report || (!t->in_window && !t->gone))
-        rc = pa__err(-ENODATA, "%s %d: no complete window yet (tick again)",
-                     what, (int)id);
+        rc = pa__err(-ENODATA, "%s %d: no complete window yet (tick again)", what, (int)id);
     else
         pa__task_power(ctx, t, ctx->sys_power.interval_s, ctx->last_time_ns,
                        (ctx->sys_power.flags & PA_POWER_MEASURED) != 0, out);
@@ -461,9 +453,8 @@ int pa_cgroup_power(pa_ctx *ctx, const char *cgroup, pa_power *out)
     if (!ctx || !cgroup || !out)
         return pa__err(-EINVAL, "pa_cgroup_power: bad arguments");
     pthread_mutex_lock(&ctx->lock);
-    int rc = pa__err(-ENOENT,
-                     "cgroup '%s': no process of it seen in the last window%s",
-                     cgroup, ctx->cgroups_on ? "" : " (call pa_report_cgroups)");
+    int rc = pa__err(-ENOENT, "cgroup '%s': no process of it seen in the last window%s", cgroup,
+                     ctx->cgroups_on ? "" : " (call pa_report_cgroups)");
     if (ctx->have_report)
         for (size_t i = 0; i < ctx->report.ntargets; i++) {
             const pa_target_info *ti = &ctx->report.targets[i];
@@ -504,4 +495,3 @@ int pa_report_get(pa_ctx *ctx, pa_report **out)
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
-

@@ -38,8 +38,7 @@
  * falling), through the first point: a flat curve there would put the
  * power of that load on an idle machine.  Convex curves read a little low
  * there; cpu-curve says so in its assumed text. */
-static double points_at(const double *load, const double *watts, size_t n,
-                        double u)
+static double points_at(const double *load, const double *watts, size_t n, double u)
 {
     if (!n)
         return 0;
@@ -114,15 +113,14 @@ static int quoted(const char *p, char *out, size_t len)
 
 /* An "fpoint MHZ LOAD% WATTS [RESIDUAL]" line into c: 0; 1 when it does
  * not parse; -EINVAL (message set) when it breaks the order or a limit. */
-static int calib_fpoint(pa_curve *c, const char *p, const char *path,
-                        unsigned ln)
+static int calib_fpoint(pa_curve *c, const char *p, const char *path, unsigned ln)
 {
     char *e1, *e2, *e3;
     double mhz = strtod(p, &e1);
     double u = e1 == p ? NAN : strtod(e1, &e2);
     double w = e1 == p || e2 == e1 ? NAN : strtod(e2, &e3);
-    if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) ||
-        !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+    if (e1 == p || e2 == e1 || e3 == e2 || !(mhz > 0 && mhz < 100000) || !(u >= 0 && u <= 100) ||
+        !(w >= 0 && w < 100000))
         return 1;
     char *e4;
     double r = strtod(e3, &e4);
@@ -135,8 +133,8 @@ static int calib_fpoint(pa_curve *c, const char *p, const char *path,
                        "the previous fpoint's",
                        path, ln, mhz);
     } else if (k == PA_CURVE_FREQS) {
-        return pa__err(-EINVAL, "calibration: %s:%u: more than %d frequencies",
-                       path, ln, PA_CURVE_FREQS);
+        return pa__err(-EINVAL, "calibration: %s:%u: more than %d frequencies", path, ln,
+                       PA_CURVE_FREQS);
     } else {
         c->fmhz[k] = mhz;
         c->fn[k] = 0;
@@ -209,13 +207,11 @@ int pa__calib_read(const char *path, pa_curve *out)
             char *end, *e2;
             double u = strtod(p, &end);
             double w = end == p ? NAN : strtod(end, &e2);
-            if (end == p || e2 == end || !(u >= 0 && u <= 100) ||
-                !(w >= 0 && w < 100000))
+            if (end == p || e2 == end || !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
                 goto bad;
             if (c.n == PA_CURVE_MAX) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: more than %d points", path,
-                             ln, PA_CURVE_MAX);
+                rc = pa__err(-EINVAL, "calibration: %s:%u: more than %d points", path, ln,
+                             PA_CURVE_MAX);
                 goto out;
             }
             if (c.n && u / 100 <= c.load[c.n - 1]) {
@@ -292,9 +288,8 @@ static void put_quoted(FILE *f, const char *key, const char *v)
     fputs("\"\n", f);
 }
 
-int pa__calib_write(const char *path, const pa_curve *c,
-                    const double *residual_w, const char *kernel,
-                    const char *date, unsigned ncpus, double valid_mean_pct,
+int pa__calib_write(const char *path, const pa_curve *c, const double *residual_w,
+                    const char *kernel, const char *date, unsigned ncpus, double valid_mean_pct,
                     double valid_p95_pct, double valid_energy_pct)
 {
     struct utsname un;
@@ -316,8 +311,7 @@ int pa__calib_write(const char *path, const pa_curve *c,
         return pa__err(-ENAMETOOLONG, "calibration: path too long: %s", path);
     FILE *f = fopen(tmp, "we");
     if (!f)
-        return pa__err(-errno, "calibration: cannot write %s: %s", tmp,
-                       strerror(errno));
+        return pa__err(-errno, "calibration: cannot write %s: %s", tmp, strerror(errno));
     fputs("# powerapi calibration (written by `powerapi calibrate`, read by "
           "the cpu-curve formula)\n",
           f);
@@ -338,25 +332,23 @@ int pa__calib_write(const char *path, const pa_curve *c,
               f);
     for (size_t k = 0; k < c->nfreq; k++)
         for (size_t i = 0; i < c->fn[k]; i++)
-            fprintf(f, "fpoint %.0f %.2f %.4f %.4f\n", c->fmhz[k],
-                    c->fload[k][i] * 100, c->fwatts[k][i], c->fres[k][i]);
+            fprintf(f, "fpoint %.0f %.2f %.4f %.4f\n", c->fmhz[k], c->fload[k][i] * 100,
+                    c->fwatts[k][i], c->fres[k][i]);
     if (valid_mean_pct >= 0 && valid_p95_pct >= 0)
-        fprintf(f, "validation mean_pct=%.3f p95_pct=%.3f energy_pct=%.3f\n",
-                valid_mean_pct, valid_p95_pct, valid_energy_pct);
+        fprintf(f, "validation mean_pct=%.3f p95_pct=%.3f energy_pct=%.3f\n", valid_mean_pct,
+                valid_p95_pct, valid_energy_pct);
     else if (valid_mean_pct >= 0) /* self-calibration: a running mean */
         fprintf(f, "validation mean_pct=%.3f\n", valid_mean_pct);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         int e = errno ? errno : EIO;
         unlink(tmp);
-        return pa__err(-e, "calibration: error writing %s: %s", tmp,
-                       strerror(e));
+        return pa__err(-e, "calibration: error writing %s: %s", tmp, strerror(e));
     }
     if (rename(tmp, path) < 0) {
         int e = errno;
         unlink(tmp);
-        return pa__err(-e, "calibration: cannot rename %s to %s: %s", tmp,
-                       path, strerror(e));
+        return pa__err(-e, "calibration: cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     return 0;
 }
@@ -395,7 +387,8 @@ const char *pa__calib_default(const pa_env *env, char *buf, size_t len)
     if (given) {
         snprintf(buf, len, "%s", given);
         return buf;
-    }    char dir[PA_PATH_MAX];
+    }
+    char dir[PA_PATH_MAX];
     if (data_dir(dir, sizeof(dir)) == 0) {
         int n = snprintf(buf, len, "%s/calibration.txt", dir);
         if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
@@ -454,8 +447,8 @@ void pa__cpuinfo_read(const char *procfs, char *model, size_t mlen, bool *vm)
 /* The calibration given by the user, or one at the standard place made
  * on this CPU model.  When the file given cannot be used, bad (when not
  * NULL) gets the reason, so that the fallback is stated, not silent. */
-bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out,
-                         char *path, size_t plen, char *bad, size_t badlen)
+bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out, char *path,
+                         size_t plen, char *bad, size_t badlen)
 {
     const char *p = pa__calib_default(env, path, plen);
     pa_curve c;
@@ -485,31 +478,26 @@ bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out,
 
 /* 1 a curve or calibration matches this CPU, 2 a VM (the default curve),
  * 0 neither. */
-static int curve_match(const pa_env *env, char *why, size_t len, char *bad,
-                       size_t badlen)
+static int curve_match(const pa_env *env, char *why, size_t len, char *bad, size_t badlen)
 {
     char model[96], path[PA_PATH_MAX];
     bool vm;
     pa_curve c;
     pa__cpuinfo_read(env->procfs, model, sizeof(model), &vm);
-    if (model[0] &&
-        pa__calib_for_model(env, model, &c, path, sizeof(path), bad,
-                            badlen)) {
+    if (model[0] && pa__calib_for_model(env, model, &c, path, sizeof(path), bad, badlen)) {
         snprintf(why, len, "calibration %s (%s)", path,
                  strcmp(c.match, model) ? "given" : "made on this CPU");
         return 1;
     }
     if (model[0] && pa__hwdb_curve(env->hwdb, model, &c) == 0) {
-        snprintf(why, len, "hwdb curve \"%s\" matches this CPU (%.80s)",
-                 c.match, c.source);
+        snprintf(why, len, "hwdb curve \"%s\" matches this CPU (%.80s)", c.match, c.source);
         return 1;
     }
     if (vm) {
         snprintf(why, len,
                  "virtual machine (cpuinfo flag hypervisor), no curve for "
                  "'%s': default curve %g-%g W per vCPU (assumed)",
-                 model[0] ? model : "(no name)", PA_CURVE_VCPU_MIN_W,
-                 PA_CURVE_VCPU_MAX_W);
+                 model[0] ? model : "(no name)", PA_CURVE_VCPU_MIN_W, PA_CURVE_VCPU_MAX_W);
         return 2;
     }
     snprintf(why, len, "no load-power curve or calibration for '%s'",
@@ -542,16 +530,15 @@ int pa_calibration_read(const char *path, pa_curve *out)
     return pa__calib_read(path, out);
 }
 
-int pa_calibration_write(const char *path, const pa_curve *c,
-                         const double *residual_w, unsigned ncpus,
-                         double valid_mean_pct, double valid_p95_pct,
+int pa_calibration_write(const char *path, const pa_curve *c, const double *residual_w,
+                         unsigned ncpus, double valid_mean_pct, double valid_p95_pct,
                          double valid_energy_pct)
 {
     if (!path || !c)
         return pa__err(-EINVAL, "pa_calibration_write: path and c are "
                                 "required");
-    return pa__calib_write(path, c, residual_w, NULL, NULL, ncpus,
-                           valid_mean_pct, valid_p95_pct, valid_energy_pct);
+    return pa__calib_write(path, c, residual_w, NULL, NULL, ncpus, valid_mean_pct, valid_p95_pct,
+                           valid_energy_pct);
 }
 
 int pa_calibration_standard_path(char *buf, size_t len)

@@ -14,8 +14,7 @@ static void module_failed(pa_module *m, uint64_t tick, int rc)
 {
     if (!m->err[0] || m->fail_count == 0) {
         const char *msg = pa_last_error();
-        snprintf(m->err, sizeof(m->err), "%s", msg && *msg ? msg
-                                                           : pa_strerror(rc));
+        snprintf(m->err, sizeof(m->err), "%s", msg && *msg ? msg : pa_strerror(rc));
     }
     m->fail_count++;
     unsigned shift = m->fail_count < 6 ? (unsigned)m->fail_count : 6;
@@ -47,8 +46,7 @@ static void free_gone(pa_ctx *ctx)
 bool pa__watched_with(const pa_ctx *ctx, pid_t pid, unsigned flags)
 {
     for (size_t i = 0; i < ctx->nwatches; i++)
-        if (ctx->watches[i].pid == pid &&
-            (ctx->watches[i].flags & flags) == flags)
+        if (ctx->watches[i].pid == pid && (ctx->watches[i].flags & flags) == flags)
             return true;
     return false;
 }
@@ -74,17 +72,13 @@ static bool watched_pid(const pa_ctx *ctx, pid_t pid)
  * dropped without being reported as exited. */
 static bool still_watched(const pa_ctx *ctx, const pa_task *t)
 {
-    const pa_task *p = t->type == PA_TARGET_PROCESS
-                           ? t
-                           : pa__tasktab_get(&ctx->procs, t->pid);
+    const pa_task *p = t->type == PA_TARGET_PROCESS ? t : pa__tasktab_get(&ctx->procs, t->pid);
     pid_t root = p ? p->tree_root : 0;
     if (t->type == PA_TARGET_PROCESS)
         return ctx->watch_all || watched_pid(ctx, t->pid) ||
                (root && pa__watched_with(ctx, root, PA_WATCH_CHILDREN));
-    return (ctx->watch_all_threads && p) ||
-           pa__watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
-           (root && pa__watched_with(ctx, root,
-                                 PA_WATCH_CHILDREN | PA_WATCH_THREADS));
+    return (ctx->watch_all_threads && p) || pa__watched_with(ctx, t->pid, PA_WATCH_THREADS) ||
+           (root && pa__watched_with(ctx, root, PA_WATCH_CHILDREN | PA_WATCH_THREADS));
 }
 
 /* Tasks no sensor saw this tick have exited: report them once more. */
@@ -103,8 +97,7 @@ static int detect_exits(pa_ctx *ctx, uint64_t tick)
                 pa__task_free(t);
                 continue;
             }
-            if (t->type == PA_TARGET_PROCESS && !pa__watched_with(ctx, t->pid,
-                                                              PA_WATCH_CHILDREN))
+            if (t->type == PA_TARGET_PROCESS && !pa__watched_with(ctx, t->pid, PA_WATCH_CHILDREN))
                 unwatch_gone(ctx, t->pid);
             if (pa__task_retire(ctx, tabs[k], i) < 0)
                 return -ENOMEM;
@@ -188,8 +181,7 @@ static int compute_trees(pa_ctx *ctx, pa_frame *f)
         tree->cur.net_tx = tx;
         tree->cur.have = have;
         tree->cur.multiplex = mux;
-        if ((have & PA_RD_COUNTERS) && pa__task_alloc_counters(ctx, tree) == 0 &&
-            tree->ctr_cur)
+        if ((have & PA_RD_COUNTERS) && pa__task_alloc_counters(ctx, tree) == 0 && tree->ctr_cur)
             memcpy(tree->ctr_cur, ctr, sizeof(ctr));
         else
             tree->cur.have &= ~PA_RD_COUNTERS;
@@ -216,8 +208,7 @@ static uint64_t sub0(uint64_t a, uint64_t b)
 
 /* A task first seen this tick has a window only if it was born after the
  * previous tick (all its CPU time then falls in the window). */
-static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
-                       const pa_sysread *prev_sys)
+static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick, const pa_sysread *prev_sys)
 {
     t->in_window = false;
     t->d_cpu_s = 0;
@@ -226,10 +217,9 @@ static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
     if (!t->had_window)
         t->flags |= PA_POWER_FIRST;
     if (t->first_tick == tick) {
-        uint64_t start_ns = t->start_ticks * (uint64_t)(1000000000 /
-                                                        ctx->clk_tck);
-        bool born = prev_sys && prev_sys->uptime_ns && t->start_ticks &&
-                    start_ns >= prev_sys->uptime_ns;
+        uint64_t start_ns = t->start_ticks * (uint64_t)(1000000000 / ctx->clk_tck);
+        bool born =
+            prev_sys && prev_sys->uptime_ns && t->start_ticks && start_ns >= prev_sys->uptime_ns;
         if (!born)
             return;
         memset(&t->prev, 0, sizeof(t->prev));
@@ -243,8 +233,7 @@ static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
         t->d_rx = sub0(t->cur.net_rx, t->prev.net_rx);
         t->d_tx = sub0(t->cur.net_tx, t->prev.net_tx);
     }
-    if (t->ctr_cur && (t->cur.have & PA_RD_COUNTERS) &&
-        (t->prev.have & PA_RD_COUNTERS))
+    if (t->ctr_cur && (t->cur.have & PA_RD_COUNTERS) && (t->prev.have & PA_RD_COUNTERS))
         for (size_t i = 0; i < ctx->ncounters; i++) {
             double d = t->ctr_cur[i] - t->ctr_prev[i];
             t->ctr_d[i] = d > 0 ? d : 0;
@@ -255,8 +244,7 @@ static void task_delta(pa_ctx *ctx, pa_task *t, uint64_t tick,
     t->had_window = true;
 }
 
-static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
-                      const pa_sysread *prev)
+static void sys_delta(pa_frame_delta *d, const pa_sysread *cur, const pa_sysread *prev)
 {
     d->cur = cur;
     d->prev = prev;
@@ -273,8 +261,7 @@ static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
             for (unsigned j = 0; j < prev->nfreq; j++)
                 if (cur->freq[i].khz == prev->freq[j].khz) {
                     d->freq[d->nfreq].khz = cur->freq[i].khz;
-                    d->freq[d->nfreq].time_ns =
-                        sub0(cur->freq[i].time_ns, prev->freq[j].time_ns);
+                    d->freq[d->nfreq].time_ns = sub0(cur->freq[i].time_ns, prev->freq[j].time_ns);
                     d->nfreq++;
                     break;
                 }
@@ -287,9 +274,8 @@ static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
                     pa_rapl_delta *r = &d->rapl[d->nrapl++];
                     r->socket = cur->rapl[i].socket;
                     r->kind = cur->rapl[i].kind;
-                    r->energy_j = (double)sub0(cur->rapl[i].energy_uj,
-                                               prev->rapl[j].energy_uj) /
-                                  1e6;
+                    r->energy_j =
+                        (double)sub0(cur->rapl[i].energy_uj, prev->rapl[j].energy_uj) / 1e6;
                     break;
                 }
     d->nnic = 0;
@@ -299,10 +285,8 @@ static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
                 if (!strcmp(cur->nic[i].name, prev->nic[j].name)) {
                     pa_nic_delta *n = &d->nic[d->nnic++];
                     n->nic = &cur->nic[i];
-                    n->rx_bytes = sub0(cur->nic[i].rx_bytes,
-                                       prev->nic[j].rx_bytes);
-                    n->tx_bytes = sub0(cur->nic[i].tx_bytes,
-                                       prev->nic[j].tx_bytes);
+                    n->rx_bytes = sub0(cur->nic[i].rx_bytes, prev->nic[j].rx_bytes);
+                    n->tx_bytes = sub0(cur->nic[i].tx_bytes, prev->nic[j].tx_bytes);
                     break;
                 }
     d->cycles_all = 0;
@@ -310,8 +294,8 @@ static void sys_delta(pa_frame_delta *d, const pa_sysread *cur,
         d->cycles_all = cur->cycles_all - prev->cycles_all;
 }
 
-static void join_names(char *buf, size_t len, const pa_module *mods,
-                       pa_module_kind kind, uint64_t tick)
+static void join_names(char *buf, size_t len, const pa_module *mods, pa_module_kind kind,
+                       uint64_t tick)
 {
     buf[0] = '\0';
     for (const pa_module *m = mods; m; m = m->next) {
@@ -324,8 +308,8 @@ static void join_names(char *buf, size_t len, const pa_module *mods,
 
 /* The report's component watts and joules of a target (row of
  * ncomp): what the target or cgroup got of each component. */
-static void fill_comps(const pa_ctx *ctx, double *w, double *j,
-                       const double *tw, const double *tj, bool gone)
+static void fill_comps(const pa_ctx *ctx, double *w, double *j, const double *tw, const double *tj,
+                       bool gone)
 {
     for (size_t k = 0; k < ctx->ncomp; k++) {
         w[k] = gone ? 0 : tw[k];
@@ -333,9 +317,8 @@ static void fill_comps(const pa_ctx *ctx, double *w, double *j,
     }
 }
 
-static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
-                        double interval_s, uint64_t time_ns, bool measured,
-                        double *ctr)
+static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t, double interval_s,
+                        uint64_t time_ns, bool measured, double *ctr)
 {
     memset(ti, 0, sizeof(*ti));
     ti->type = t->type;
@@ -344,12 +327,9 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
     ti->ppid = t->ppid;
     memcpy(ti->comm, t->comm, sizeof(ti->comm));
     ti->comm[PA_COMM_MAX - 1] = '\0';
-    ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups
-                     ? ctx->cgroups[t->cgroup]
-                     : "";
+    ti->cgroup = t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups ? ctx->cgroups[t->cgroup] : "";
     if (ctx->cgroups_on && !ctx->names_off && *ti->cgroup)
-        ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup,
-                                    time_ns);
+        ti->names = pa__cgcache_get(ctx->cgcache, (size_t)t->cgroup, ti->cgroup, time_ns);
     pa__task_power(ctx, t, interval_s, time_ns, measured, &ti->power);
     ti->has_net = !t->gone && (t->cur.have & PA_RD_NET) != 0;
     ti->net_rx_bytes = t->gone ? 0 : t->d_rx;
@@ -364,9 +344,8 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t,
 
 /* The cgroup records of a report, from k on (their processes summed);
  * returns the next free index. */
-static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
-                         const pa_power_table *tab, uint64_t time_ns,
-                         double *cw, double *cj, size_t *kp)
+static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_table *tab,
+                         uint64_t time_ns, double *cw, double *cj, size_t *kp)
 {
     size_t nc = ctx->ncounters, ncomp = ctx->ncomp;
     size_t ncg = ctx->ncgroups, k = *kp;
@@ -394,17 +373,14 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
             continue;
         pa_target_info *ti = &ctx->rtargets[k];
         double *ctr = ctx->rcounters + k * nc;
-        fill_comps(ctx, cw + k * ncomp, cj + k * ncomp, c,
-                   ctx->cgroup_j[g], false);
+        fill_comps(ctx, cw + k * ncomp, cj + k * ncomp, c, ctx->cgroup_j[g], false);
         k++;
         memset(ti, 0, sizeof(*ti));
         /* counters and multiplexing: counted per cgroup by a sensor
          * over this window, else the sum of the cgroup's processes */
         double mux = 1.0;
-        const pa_cgroup_ctr *cc =
-            g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
-        if (nc && cc && cc->cur_tick == ctx->tick &&
-            cc->prev_tick + 1 == ctx->tick) {
+        const pa_cgroup_ctr *cc = g < ctx->cgroup_ctr_cap ? &ctx->cgroup_ctr[g] : NULL;
+        if (nc && cc && cc->cur_tick == ctx->tick && cc->prev_tick + 1 == ctx->tick) {
             for (size_t e = 0; e < nc; e++) {
                 double dv = cc->cur[e] - cc->prev[e];
                 ctr[e] = dv > 0 ? dv : 0;
@@ -416,8 +392,7 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
             memset(ctr, 0, nc * sizeof(double));
             for (size_t i = 0; i < ctx->nwin; i++) {
                 const pa_task *t = ctx->win[i];
-                if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g ||
-                    !t->ctr_d)
+                if (t->type != PA_TARGET_PROCESS || t->cgroup != (int)g || !t->ctr_d)
                     continue;
                 for (size_t e = 0; e < nc; e++)
                     ctr[e] += t->ctr_d[e];
@@ -428,9 +403,7 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
         }
         ti->type = PA_TARGET_CGROUP;
         ti->cgroup = ctx->cgroups[g];
-        ti->names = ctx->names_off ? NULL
-                                   : pa__cgcache_get(ctx->cgcache, g,
-                                                     ti->cgroup, time_ns);
+        ti->names = ctx->names_off ? NULL : pa__cgcache_get(ctx->cgcache, g, ti->cgroup, time_ns);
         ti->power.cpu_w = c[PA_COMP_CPU - 1];
         ti->power.nic_w = c[PA_COMP_NIC - 1];
         ti->power.cpu_j = ctx->cgroup_j[g][PA_COMP_CPU - 1];
@@ -451,8 +424,8 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d,
     return 0;
 }
 
-static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
-                        const pa_power_table *tab, uint64_t time_ns)
+static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_table *tab,
+                        uint64_t time_ns)
 {
     size_t nc = ctx->ncounters, ncomp = ctx->ncomp;
     size_t ncg = ctx->cgroups_on ? ctx->ncgroups : 0;
@@ -466,10 +439,9 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     double *cw = ctx->rcomp, *cj = cw + n * ncomp, *sys = cj + n * ncomp;
     size_t k = 0;
     for (size_t i = 0; i < ctx->nwin + ctx->ngone; i++, k++) {
-        const pa_task *t =
-            i < ctx->nwin ? ctx->win[i] : ctx->gone[i - ctx->nwin];
-        fill_target(ctx, &ctx->rtargets[k], t, d->interval_s, time_ns,
-                    tab->measured, ctx->rcounters + k * nc);
+        const pa_task *t = i < ctx->nwin ? ctx->win[i] : ctx->gone[i - ctx->nwin];
+        fill_target(ctx, &ctx->rtargets[k], t, d->interval_s, time_ns, tab->measured,
+                    ctx->rcounters + k * nc);
         for (size_t e = 0; e < ncomp; e++) {
             cw[k * ncomp + e] = t->gone ? 0 : pa__task_w(t, e);
             cj[k * ncomp + e] = pa__task_j(t, e);
@@ -483,12 +455,9 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
     r->time_ns = time_ns;
     r->interval_s = d->interval_s;
     r->system = ctx->sys_power;
-    join_names(ctx->rformula, sizeof(ctx->rformula), ctx->modules, PA_FORMULA,
-               ctx->tick);
-    join_names(ctx->rsensors, sizeof(ctx->rsensors), ctx->modules, PA_SENSOR,
-               ctx->tick);
-    snprintf(ctx->rsource, sizeof(ctx->rsource), "%s",
-             tab->measured ? "rapl" : "model");
+    join_names(ctx->rformula, sizeof(ctx->rformula), ctx->modules, PA_FORMULA, ctx->tick);
+    join_names(ctx->rsensors, sizeof(ctx->rsensors), ctx->modules, PA_SENSOR, ctx->tick);
+    snprintf(ctx->rsource, sizeof(ctx->rsource), "%s", tab->measured ? "rapl" : "model");
     snprintf(ctx->rassumed, sizeof(ctx->rassumed), "%s", tab->assumed);
     r->formula = ctx->rformula;
     r->sensors = ctx->rsensors;
@@ -513,15 +482,14 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d,
 
 /* Energy of the window: each target's, its cgroup's and the system's
  * joules per component, and the system's power record. */
-static void integrate(pa_ctx *ctx, const pa_frame_delta *d,
-                      const pa_power_table *tab, const pa_sysread *cur,
-                      uint64_t time_ns)
+static void integrate(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_table *tab,
+                      const pa_sysread *cur, uint64_t time_ns)
 {
     size_t ncomp = ctx->ncomp;
     for (size_t i = 0; i < ctx->nwin; i++) {
         pa_task *t = ctx->win[i];
-        bool cg = t->type == PA_TARGET_PROCESS && t->cgroup >= 0 &&
-                  (size_t)t->cgroup < ctx->ncgroups;
+        bool cg =
+            t->type == PA_TARGET_PROCESS && t->cgroup >= 0 && (size_t)t->cgroup < ctx->ncgroups;
         for (size_t k = 0; k < ncomp; k++) {
             double e = pa__task_w(t, k) * d->interval_s;
             double *j = pa__task_jp(t, k);
@@ -547,17 +515,15 @@ static void integrate(pa_ctx *ctx, const pa_frame_delta *d,
     sp->interval_s = d->interval_s;
     sp->cpu_time_s = d->busy_s;
     sp->time_ns = time_ns;
-    sp->flags = (tab->measured ? PA_POWER_MEASURED : 0) |
-                (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
+    sp->flags =
+        (tab->measured ? PA_POWER_MEASURED : 0) | (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
 }
 
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
 {
     if (ctx->tick && time_ns <= ctx->last_time_ns)
-        return pa__err(-EINVAL,
-                       "tick at %llu ns is not after the previous tick (%llu ns)",
-                       (unsigned long long)time_ns,
-                       (unsigned long long)ctx->last_time_ns);
+        return pa__err(-EINVAL, "tick at %llu ns is not after the previous tick (%llu ns)",
+                       (unsigned long long)time_ns, (unsigned long long)ctx->last_time_ns);
     if (ctx->auto_dirty)
         pa__auto_fill(ctx);
     free_gone(ctx);
@@ -570,8 +536,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
 
     int sensors_ok = 0;
     for (pa_module *m = ctx->modules; m; m = m->next) {
-        if (m->ops->kind != PA_SENSOR || !m->ops->sample ||
-            m->retry_tick > tick)
+        if (m->ops->kind != PA_SENSOR || !m->ops->sample || m->retry_tick > tick)
             continue;
         int rc = m->ops->sample(m, &frame);
         if (rc < 0) {
@@ -601,8 +566,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                 continue;
             task_delta(ctx, t, tick, prev);
             t->cpu_w = t->nic_w = 0;
-            if (ctx->ncomp > 2 && !t->ext &&
-                !(t->ext = calloc(2 * PA_EXT_COMPS, sizeof(double))))
+            if (ctx->ncomp > 2 && !t->ext && !(t->ext = calloc(2 * PA_EXT_COMPS, sizeof(double))))
                 return pa__err(-ENOMEM, "tick: out of memory");
             if (t->ext)
                 memset(t->ext, 0, PA_EXT_COMPS * sizeof(double));
@@ -627,8 +591,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         tab.tasks = ctx->win;
         tab.ntasks = ctx->nwin;
         for (pa_module *m = ctx->modules; m; m = m->next) {
-            if (m->ops->kind != PA_FORMULA || !m->ops->compute ||
-                m->retry_tick > tick)
+            if (m->ops->kind != PA_FORMULA || !m->ops->compute || m->retry_tick > tick)
                 continue;
             tab.component = m->comp;
             int rc = m->ops->compute(m, &d, &tab);
@@ -655,8 +618,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
             t->prev = t->cur;
             t->cur.have = 0;
             if (t->ctr_cur)
-                memcpy(t->ctr_prev, t->ctr_cur,
-                       PA_MAX_COUNTERS * sizeof(double));
+                memcpy(t->ctr_prev, t->ctr_cur, PA_MAX_COUNTERS * sizeof(double));
         }
     for (size_t g = 0; g < ctx->cgroup_ctr_cap; g++) {
         pa_cgroup_ctr *c = &ctx->cgroup_ctr[g];
@@ -669,14 +631,11 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
     ctx->have_prev = true;
     ctx->last_time_ns = time_ns;
     if (ret == 0 && !sensors_ok)
-        ret = ctx->modules
-                  ? pa__err(-ENODATA,
-                            "tick: no sensor produced a reading (see "
-                            "pa_module_list or 'powerapi modules' for why)")
-                  : pa__err(-ENODATA,
-                            "tick: no module is enabled: auto found none it "
-                            "may use (disabled, or cannot run here: see "
-                            "pa_module_list or 'powerapi modules')");
+        ret = ctx->modules ? pa__err(-ENODATA, "tick: no sensor produced a reading (see "
+                                               "pa_module_list or 'powerapi modules' for why)")
+                           : pa__err(-ENODATA, "tick: no module is enabled: auto found none it "
+                                               "may use (disabled, or cannot run here: see "
+                                               "pa_module_list or 'powerapi modules')");
     return ret;
 }
 
@@ -688,8 +647,7 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g)
         size_t old = ctx->cgroup_ctr_cap;
         if (PA__GROW(ctx->cgroup_ctr, ctx->cgroup_ctr_cap, g + 1, 16) < 0)
             return NULL;
-        memset(ctx->cgroup_ctr + old, 0,
-               (ctx->cgroup_ctr_cap - old) * sizeof(*ctx->cgroup_ctr));
+        memset(ctx->cgroup_ctr + old, 0, (ctx->cgroup_ctr_cap - old) * sizeof(*ctx->cgroup_ctr));
     }
     return &ctx->cgroup_ctr[g];
 }
@@ -701,8 +659,8 @@ _Static_assert(sizeof(pa_cgroup_names) % sizeof(double) == 0, "pa_cgroup_names s
 int pa__report_copy(const pa_report *r, pa_report **out)
 {
     size_t nc = r->ncounters, ncomp = r->component_names ? r->ncomponents : 0;
-    size_t strs = strlen(r->formula) + strlen(r->sensors) +
-                  strlen(r->cpu_source) + strlen(r->assumed) + 4;
+    size_t strs =
+        strlen(r->formula) + strlen(r->sensors) + strlen(r->cpu_source) + strlen(r->assumed) + 4;
     for (size_t i = 0; i < nc; i++)
         strs += strlen(r->counter_names[i]) + 1;
     for (size_t i = 0; i < ncomp; i++)
@@ -714,13 +672,11 @@ int pa__report_copy(const pa_report *r, pa_report **out)
         nnames += r->targets[i].names != NULL;
     size_t ncd = (2 * r->ntargets + 2) * ncomp; /* component doubles */
     size_t sz = sizeof(pa_report) + r->ntargets * sizeof(pa_target_info) +
-                (r->ntargets * nc + ncd) * sizeof(double) +
-                (nc + ncomp) * sizeof(char *) +
+                (r->ntargets * nc + ncd) * sizeof(double) + (nc + ncomp) * sizeof(char *) +
                 nnames * sizeof(pa_cgroup_names) + strs;
     char *block = malloc(sz);
     if (!block)
-        return pa__err(-ENOMEM, "report: out of memory copying %zu targets",
-                       r->ntargets);
+        return pa__err(-ENOMEM, "report: out of memory copying %zu targets", r->ntargets);
     pa_report *c = (pa_report *)block;
     *c = *r;
     /* doubles, then pointers, then the names records (chars), then text */
@@ -732,12 +688,12 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     const char **cnames = names + nc;
     pa_cgroup_names *cn = (pa_cgroup_names *)(cnames + ncomp);
     char *s = (char *)(cn + nnames);
-#define PUT(dst, src)                                                          \
-    do {                                                                       \
-        size_t l_ = strlen(src) + 1;                                           \
-        memcpy(s, src, l_);                                                    \
-        dst = s;                                                               \
-        s += l_;                                                               \
+#define PUT(dst, src)                                                                              \
+    do {                                                                                           \
+        size_t l_ = strlen(src) + 1;                                                               \
+        memcpy(s, src, l_);                                                                        \
+        dst = s;                                                                                   \
+        s += l_;                                                                                   \
     } while (0)
     PUT(c->formula, r->formula);
     PUT(c->sensors, r->sensors);

@@ -72,13 +72,11 @@ static bool match_words(const char *hay, const char *needle)
     if (!nl)
         return false;
     for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle)) {
-        bool lead = !isalnum((unsigned char)needle[0]) || s == hay ||
-                    !isalnum((unsigned char)s[-1]);
-        bool trail = !isalnum((unsigned char)needle[nl - 1]) ||
-                     !isalnum((unsigned char)s[nl]);
+        bool lead =
+            !isalnum((unsigned char)needle[0]) || s == hay || !isalnum((unsigned char)s[-1]);
+        bool trail = !isalnum((unsigned char)needle[nl - 1]) || !isalnum((unsigned char)s[nl]);
         /* "e5-2680" must not match "e5-2680 v4": another part */
-        bool version = s[nl] == ' ' && s[nl + 1] == 'v' &&
-                       isdigit((unsigned char)s[nl + 2]);
+        bool version = s[nl] == ' ' && s[nl + 1] == 'v' && isdigit((unsigned char)s[nl + 2]);
         if (lead && trail && !version)
             return true;
     }
@@ -108,8 +106,7 @@ typedef struct parser {
 
 #define PERR(ps, ...) perr_at(ps, __VA_ARGS__)
 
-__attribute__((format(printf, 2, 3))) static int perr_at(parser *ps,
-                                                         const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int perr_at(parser *ps, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -176,8 +173,7 @@ static int read_bare(parser *ps, char *out, size_t len, const char *key)
     return 0;
 }
 
-static int parse_num(parser *ps, const char *key, const char *s, double lo,
-                     double hi, double *out)
+static int parse_num(parser *ps, const char *key, const char *s, double lo, double hi, double *out)
 {
     char *end;
     errno = 0;
@@ -193,9 +189,8 @@ static int parse_num(parser *ps, const char *key, const char *s, double lo,
 /* "a:b,a:b" (or '+' separated, as in module options) into pairs with
  * strictly increasing a.  Shared with the cpu-tdp volt= option through
  * pa__hwdb_parse_pairs. */
-static int parse_pairs_msg(const char *s, double (*pairs)[2], size_t max,
-                           size_t *n, double alo, double ahi, double blo,
-                           double bhi, char *why, size_t why_len)
+static int parse_pairs_msg(const char *s, double (*pairs)[2], size_t max, size_t *n, double alo,
+                           double ahi, double blo, double bhi, char *why, size_t why_len)
 {
     size_t k = 0;
     const char *p = s;
@@ -213,15 +208,13 @@ static int parse_pairs_msg(const char *s, double (*pairs)[2], size_t max,
         }
         p = end + 1;
         double b = strtod(p, &end);
-        if (end == p || errno || !isfinite(b) ||
-            (*end && *end != ',' && *end != '+')) {
+        if (end == p || errno || !isfinite(b) || (*end && *end != ',' && *end != '+')) {
             snprintf(why, why_len, "'%s': expected NUMBER:NUMBER pairs", p);
             return -EINVAL;
         }
         if (a < alo || a > ahi || b < blo || b > bhi) {
-            snprintf(why, why_len,
-                     "pair %g:%g out of range ([%g, %g]:[%g, %g])", a, b, alo,
-                     ahi, blo, bhi);
+            snprintf(why, why_len, "pair %g:%g out of range ([%g, %g]:[%g, %g])", a, b, alo, ahi,
+                     blo, bhi);
             return -EINVAL;
         }
         if (k == max) {
@@ -229,9 +222,8 @@ static int parse_pairs_msg(const char *s, double (*pairs)[2], size_t max,
             return -EINVAL;
         }
         if (k && a <= pairs[k - 1][0]) {
-            snprintf(why, why_len,
-                     "pairs must be in strictly increasing order (%g after %g)",
-                     a, pairs[k - 1][0]);
+            snprintf(why, why_len, "pairs must be in strictly increasing order (%g after %g)", a,
+                     pairs[k - 1][0]);
             return -EINVAL;
         }
         pairs[k][0] = a;
@@ -250,13 +242,11 @@ static int parse_pairs_msg(const char *s, double (*pairs)[2], size_t max,
     return 0;
 }
 
-int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
-                        size_t why_len)
+int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why, size_t why_len)
 {
     double pairs[16][2];
     size_t n = 0;
-    int rc =
-        parse_pairs_msg(s, pairs, 16, &n, 1, 100000, 0.05, 5, why, why_len);
+    int rc = parse_pairs_msg(s, pairs, 16, &n, 1, 100000, 0.05, 5, why, why_len);
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < n; i++) {
@@ -267,13 +257,11 @@ int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
     return 0;
 }
 
-int pa__curve_parse_points(const char *s, pa_curve *c, char *why,
-                           size_t why_len)
+int pa__curve_parse_points(const char *s, pa_curve *c, char *why, size_t why_len)
 {
     double pairs[PA_CURVE_MAX][2];
     size_t n = 0;
-    int rc = parse_pairs_msg(s, pairs, PA_CURVE_MAX, &n, 0, 100, 0, 100000,
-                             why, why_len);
+    int rc = parse_pairs_msg(s, pairs, PA_CURVE_MAX, &n, 0, 100, 0, 100000, why, why_len);
     if (rc < 0)
         return rc;
     for (size_t i = 1; i < n; i++)
@@ -281,8 +269,7 @@ int pa__curve_parse_points(const char *s, pa_curve *c, char *why,
             snprintf(why, why_len,
                      "power must not fall as load grows (%gW at %g%% after "
                      "%gW at %g%%)",
-                     pairs[i][1], pairs[i][0], pairs[i - 1][1],
-                     pairs[i - 1][0]);
+                     pairs[i][1], pairs[i][0], pairs[i - 1][1], pairs[i - 1][0]);
             return -EINVAL;
         }
     for (size_t i = 0; i < n; i++) {
@@ -338,8 +325,8 @@ static int read_match(parser *ps, char *match, size_t len, const char *what)
 
 /* The next KEY=VALUE of a record: source= read into source (returns 1),
  * any other key's bare value into val (returns 0); or -errno. */
-static int read_field(parser *ps, char *key, size_t klen, char *val,
-                      size_t vlen, char *source, size_t slen, bool *have_src)
+static int read_field(parser *ps, char *key, size_t klen, char *val, size_t vlen, char *source,
+                      size_t slen, bool *have_src)
 {
     int rc = read_key(ps, key, klen);
     if (rc < 0)
@@ -356,12 +343,11 @@ static int read_field(parser *ps, char *key, size_t klen, char *val,
 
 static int parse_cpu(parser *ps, pa_hwdb_cpu *c)
 {
-    bool have_tdp = false, have_mhz = false, have_src = false,
-         have_volt = false, have_thr = false;
+    bool have_tdp = false, have_mhz = false, have_src = false, have_volt = false, have_thr = false;
     while (!at_end(ps)) {
         char key[16], val[256];
-        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
-                            c->source, sizeof(c->source), &have_src);
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val), c->source, sizeof(c->source),
+                            &have_src);
         if (rc < 0)
             return rc;
         if (rc == 1)
@@ -415,8 +401,8 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
     bool have_state = false, have_idle = false, have_src = false;
     while (!at_end(ps)) {
         char key[16], val[256];
-        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
-                            n->source, sizeof(n->source), &have_src);
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val), n->source, sizeof(n->source),
+                            &have_src);
         if (rc < 0)
             return rc;
         if (rc == 1)
@@ -427,8 +413,7 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
             char why[160];
             if (have_state)
                 return PERR(ps, "state given twice");
-            if (parse_pairs_msg(val, pairs, 8, &k, 0.001, 1e7, 0, 1000, why,
-                                sizeof(why)) < 0)
+            if (parse_pairs_msg(val, pairs, 8, &k, 0.001, 1e7, 0, 1000, why, sizeof(why)) < 0)
                 return PERR(ps,
                             "state=%s: %s (write MBPS:WATTS pairs, e.g. "
                             "state=10:0.58,100:0.58)",
@@ -446,8 +431,7 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
                 return rc;
             have_idle = true;
         } else {
-            return PERR(ps, "unknown nic key '%s' (valid: state, idle, source)",
-                        key);
+            return PERR(ps, "unknown nic key '%s' (valid: state, idle, source)", key);
         }
     }
     if (!have_state || !have_src)
@@ -457,14 +441,13 @@ static int parse_nic(parser *ps, pa_hwdb_nic *n)
 
 static int parse_curve(parser *ps, pa_curve *c)
 {
-    bool have_load = false, have_per = false, have_src = false,
-         have_pk = false, have_thr = false;
+    bool have_load = false, have_per = false, have_src = false, have_pk = false, have_thr = false;
     c->packages = 1;
     c->error = -1;
     while (!at_end(ps)) {
         char key[16], val[512];
-        int rc = read_field(ps, key, sizeof(key), val, sizeof(val),
-                            c->source, sizeof(c->source), &have_src);
+        int rc = read_field(ps, key, sizeof(key), val, sizeof(val), c->source, sizeof(c->source),
+                            &have_src);
         if (rc < 0)
             return rc;
         if (rc == 1)
@@ -538,8 +521,7 @@ static int parse_line(parser *ps, char *line, rec *r)
     memset(r, 0, sizeof(*r));
     if (wl && !strcmp(word, "cpu")) {
         r->kind = REC_CPU;
-        int rc = read_match(ps, r->u.cpu.match, sizeof(r->u.cpu.match),
-                            "cpu");
+        int rc = read_match(ps, r->u.cpu.match, sizeof(r->u.cpu.match), "cpu");
         if (rc < 0)
             return rc;
         rc = parse_cpu(ps, &r->u.cpu);
@@ -547,8 +529,7 @@ static int parse_line(parser *ps, char *line, rec *r)
     }
     if (wl && !strcmp(word, "curve")) {
         r->kind = REC_CURVE;
-        int rc = read_match(ps, r->u.curve.match, sizeof(r->u.curve.match),
-                            "curve");
+        int rc = read_match(ps, r->u.curve.match, sizeof(r->u.curve.match), "curve");
         if (rc < 0)
             return rc;
         rc = parse_curve(ps, &r->u.curve);
@@ -556,8 +537,7 @@ static int parse_line(parser *ps, char *line, rec *r)
     }
     if (wl && !strcmp(word, "nic")) {
         r->kind = REC_NIC;
-        int rc = read_quoted(ps, r->u.nic.match, sizeof(r->u.nic.match),
-                             "nic driver name");
+        int rc = read_quoted(ps, r->u.nic.match, sizeof(r->u.nic.match), "nic driver name");
         if (rc < 0)
             return rc;
         if (!r->u.nic.match[0])
@@ -565,8 +545,9 @@ static int parse_line(parser *ps, char *line, rec *r)
         rc = parse_nic(ps, &r->u.nic);
         return rc < 0 ? rc : 1;
     }
-    return PERR(ps, "a record starts with 'cpu', 'curve' or 'nic', not "
-                    "'%.20s'",
+    return PERR(ps,
+                "a record starts with 'cpu', 'curve' or 'nic', not "
+                "'%.20s'",
                 line);
 }
 
@@ -579,14 +560,12 @@ typedef struct seen {
 /* Parses the whole file.  For kind want, keeps in best the record whose
  * match wins for key (CPU: longest word match of the model name; NIC:
  * equal driver name).  Returns 1 if found, 0 if not, <0 on error. */
-static int hwdb_scan(const char *path, rec_kind want, const char *key,
-                     rec *best)
+static int hwdb_scan(const char *path, rec_kind want, const char *key, rec *best)
 {
     if (!path)
-        return pa__err(-ENOENT,
-                       "hwdb: no hardware database found (neither the "
-                       "installed one nor the source tree's); give one with "
-                       "--hwdb FILE or $POWERAPI_HWDB");
+        return pa__err(-ENOENT, "hwdb: no hardware database found (neither the "
+                                "installed one nor the source tree's); give one with "
+                                "--hwdb FILE or $POWERAPI_HWDB");
     FILE *f = fopen(path, "re");
     if (!f)
         return pa__err(-errno,

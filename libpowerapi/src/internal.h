@@ -25,7 +25,7 @@
 #define PA_MAX_COUNTERS 16  /* perf events per target */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
 #define PA_PATH_MAX 4096
-#define PA_MAX_CPUS 1024    /* CPU -> socket map entries */
+#define PA_MAX_CPUS 1024 /* CPU -> socket map entries */
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -44,11 +44,9 @@ struct pa_options {
 /* Parses "k=v,k=v" (NULL/"" gives an empty set).  Keys not in allowed
  * (NULL-terminated, NULL = none allowed) are refused with a message that
  * names the module and suggests the nearest key.  who names the module. */
-int pa__options_parse(const char *who, const char *s,
-                      const char *const *allowed, pa_options **out);
+int pa__options_parse(const char *who, const char *s, const char *const *allowed, pa_options **out);
 /* New set = base overridden by the keys of upd (both kept intact). */
-int pa__options_merge(const pa_options *base, const pa_options *upd,
-                      pa_options **out);
+int pa__options_merge(const pa_options *base, const pa_options *upd, pa_options **out);
 /* Canonical "k=v,k=v" text; returns bytes needed like snprintf. */
 int pa__options_format(const pa_options *o, char *buf, size_t len);
 void pa__options_free(pa_options *o);
@@ -58,8 +56,7 @@ void pa__options_free(pa_options *o);
 /* ------------------------------------------------------------------ */
 
 /* Sets the thread's last error message and returns err (negative). */
-int pa__err(int err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int pa__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int pa__verr(int err, const char *fmt, va_list ap);
 
 /* ------------------------------------------------------------------ */
@@ -94,14 +91,14 @@ typedef enum pa_nic_kind {
 typedef struct pa_nic_reading {
     char name[16];
     pa_nic_kind kind;
-    uint32_t speed_mbps; /* 0 when unknown */
-    char driver[32];     /* "" when unknown */
+    uint32_t speed_mbps;                                 /* 0 when unknown */
+    char driver[32];                                     /* "" when unknown */
     uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets; /* cumulative */
 } pa_nic_reading;
 
 enum {
-    PA_HAVE_CPU = 1u << 0,    /* busy/idle/ncpus */
-    PA_HAVE_FREQ = 1u << 1,   /* time per frequency */
+    PA_HAVE_CPU = 1u << 0,  /* busy/idle/ncpus */
+    PA_HAVE_FREQ = 1u << 1, /* time per frequency */
     PA_HAVE_RAPL = 1u << 2,
     PA_HAVE_NIC = 1u << 3,
     PA_HAVE_CYCLES = 1u << 4, /* system-wide unhalted cycles */
@@ -110,29 +107,29 @@ enum {
 
 /* System-wide readings of one tick (cumulative values). */
 typedef struct pa_sysread {
-    unsigned have;            /* PA_HAVE_* */
-    unsigned ncpus;           /* online CPUs */
+    unsigned have;             /* PA_HAVE_* */
+    unsigned ncpus;            /* online CPUs */
     uint64_t busy_ns, idle_ns; /* summed over CPUs, /proc/stat */
-    uint64_t uptime_ns;       /* since boot, for tasks born in a window */
-    double nominal_mhz;       /* from cpuinfo when no cpufreq, else 0 */
-    char cpu_model[96];       /* /proc/cpuinfo "model name" */
+    uint64_t uptime_ns;        /* since boot, for tasks born in a window */
+    double nominal_mhz;        /* from cpuinfo when no cpufreq, else 0 */
+    char cpu_model[96];        /* /proc/cpuinfo "model name" */
     unsigned nfreq;
     pa_freq_time freq[PA_MAX_FREQ];
     unsigned nrapl;
     pa_rapl_reading rapl[PA_MAX_RAPL];
-    char rapl_path[24];       /* "powercap", "perf", "msr" */
-    unsigned rapl_resets;     /* domains whose counter went back or jumped
-                                 (not counted this window) */
+    char rapl_path[24];   /* "powercap", "perf", "msr" */
+    unsigned rapl_resets; /* domains whose counter went back or jumped
+                             (not counted this window) */
     unsigned nnic;
     pa_nic_reading nic[PA_MAX_IFACES];
-    double cycles_all;        /* cumulative system-wide cycles */
-    uint64_t sock_bytes[3];   /* rx+tx bytes of every TCP socket the nic
-                                 sensor saw, by pa_nic_kind, cumulative */
-    unsigned ncpu_socket;     /* entries of cpu_socket (rapl), 0 unknown */
-    int16_t cpu_socket[PA_MAX_CPUS]; /* CPU -> physical_package_id, -1 */
-    char notes[256];          /* sensors' notes for the report's assumed
-                                 list ("procfs: hidepid=2 ...") */
-    unsigned ncpu_time;       /* entries of cpu_busy/idle_ns, 0 unknown */
+    double cycles_all;                 /* cumulative system-wide cycles */
+    uint64_t sock_bytes[3];            /* rx+tx bytes of every TCP socket the nic
+                                          sensor saw, by pa_nic_kind, cumulative */
+    unsigned ncpu_socket;              /* entries of cpu_socket (rapl), 0 unknown */
+    int16_t cpu_socket[PA_MAX_CPUS];   /* CPU -> physical_package_id, -1 */
+    char notes[256];                   /* sensors' notes for the report's assumed
+                                          list ("procfs: hidepid=2 ...") */
+    unsigned ncpu_time;                /* entries of cpu_busy/idle_ns, 0 unknown */
     uint64_t cpu_busy_ns[PA_MAX_CPUS]; /* per CPU (/proc/stat cpuN), */
     uint64_t cpu_idle_ns[PA_MAX_CPUS]; /* UINT64_MAX: no line (offline) */
 } pa_sysread;
@@ -157,13 +154,13 @@ enum {
 
 /* Cumulative readings of a task. */
 typedef struct pa_reading {
-    unsigned have;          /* PA_RD_* */
-    uint64_t cpu_ns;        /* own CPU time (all threads of a process) */
-    uint64_t child_cpu_ns;  /* cutime+cstime (reaped children) */
+    unsigned have;           /* PA_RD_* */
+    uint64_t cpu_ns;         /* own CPU time (all threads of a process) */
+    uint64_t child_cpu_ns;   /* cutime+cstime (reaped children) */
     uint64_t net_rx, net_tx; /* bytes */
-    uint64_t net_kind[3];   /* rx+tx bytes by pa_nic_kind of the socket's
-                               route (loopback, virtual, physical) */
-    double multiplex;       /* lowest time_running/time_enabled */
+    uint64_t net_kind[3];    /* rx+tx bytes by pa_nic_kind of the socket's
+                                route (loopback, virtual, physical) */
+    double multiplex;        /* lowest time_running/time_enabled */
 } pa_reading;
 
 /* A process, thread, tree or cgroup the context follows.  Allocated when
@@ -171,24 +168,24 @@ typedef struct pa_reading {
 typedef struct pa_task {
     pa_target_type type;
     pid_t pid, tid, ppid;
-    uint64_t start_ticks;   /* proc(5) stat field 22: identity with pid */
+    uint64_t start_ticks; /* proc(5) stat field 22: identity with pid */
     char comm[PA_COMM_MAX];
-    int cgroup;             /* index in ctx->cgroups, -1 unknown */
-    int last_cpu;           /* proc(5) stat field 39 */
-    uint64_t seen_tick;     /* last tick a sensor saw it */
+    int cgroup;         /* index in ctx->cgroups, -1 unknown */
+    int last_cpu;       /* proc(5) stat field 39 */
+    uint64_t seen_tick; /* last tick a sensor saw it */
     uint64_t first_tick;
-    unsigned flags;         /* PA_POWER_* of the last window */
-    bool watched;           /* explicitly watched (or descendant) */
-    bool gone;              /* reported exited; freed next tick */
-    bool had_window;        /* a window was computed for it before */
-    pid_t tree_root;        /* processes: root of the tree it was last
-                               counted in (PA_WATCH_CHILDREN), else 0 */
+    unsigned flags;  /* PA_POWER_* of the last window */
+    bool watched;    /* explicitly watched (or descendant) */
+    bool gone;       /* reported exited; freed next tick */
+    bool had_window; /* a window was computed for it before */
+    pid_t tree_root; /* processes: root of the tree it was last
+                        counted in (PA_WATCH_CHILDREN), else 0 */
     pa_reading cur, prev;
-    double *ctr_cur;        /* ncounters cumulative counts, or NULL */
+    double *ctr_cur; /* ncounters cumulative counts, or NULL */
     double *ctr_prev;
-    double *ctr_d;          /* last window */
+    double *ctr_d; /* last window */
     /* window */
-    bool in_window;         /* has a delta this window */
+    bool in_window; /* has a delta this window */
     double d_cpu_s;
     uint64_t d_rx, d_tx;
     /* results: cpu and nic, and in ext (allocated when the context has
@@ -198,8 +195,8 @@ typedef struct pa_task {
     double cpu_j, nic_j;
     double *ext;
     double last_cpu_s;
-    int fd[PA_TASK_FDS];    /* sensor-owned fds, closed on free */
-    struct pa_task *proc;   /* threads: their process */
+    int fd[PA_TASK_FDS];  /* sensor-owned fds, closed on free */
+    struct pa_task *proc; /* threads: their process */
 } pa_task;
 
 /* Components beyond cpu and nic a task keeps in ext. */
@@ -209,14 +206,12 @@ typedef struct pa_task {
  * for k >= 2 when t has no ext yet. */
 static inline double *pa__task_wp(pa_task *t, size_t k)
 {
-    return k == 0 ? &t->cpu_w : k == 1 ? &t->nic_w
-                            : t->ext ? &t->ext[k - 2] : NULL;
+    return k == 0 ? &t->cpu_w : k == 1 ? &t->nic_w : t->ext ? &t->ext[k - 2] : NULL;
 }
 
 static inline double *pa__task_jp(pa_task *t, size_t k)
 {
-    return k == 0 ? &t->cpu_j : k == 1 ? &t->nic_j
-                            : t->ext ? &t->ext[PA_EXT_COMPS + k - 2] : NULL;
+    return k == 0 ? &t->cpu_j : k == 1 ? &t->nic_j : t->ext ? &t->ext[PA_EXT_COMPS + k - 2] : NULL;
 }
 
 static inline double pa__task_w(const pa_task *t, size_t k)
@@ -257,7 +252,7 @@ struct pa_env {
 struct pa_module {
     const pa_module_ops *ops;
     pa_ctx *ctx;
-    pa_component comp;   /* formulas: the component's id in ctx */
+    pa_component comp; /* formulas: the component's id in ctx */
     void *priv;
     pa_options *opts;
     char *opts_text;
@@ -268,7 +263,7 @@ struct pa_module {
     int fail_count;      /* consecutive failures */
     uint64_t retry_tick; /* do not call before this tick */
     char err[256];
-    char auto_why[256];  /* formulas "auto" chose: why */
+    char auto_why[256]; /* formulas "auto" chose: why */
     struct pa_module *next;
 };
 
@@ -310,9 +305,9 @@ struct pa_frame_delta {
     pa_ctx *ctx;
     double interval_s;
     unsigned ncpus;
-    unsigned have;              /* PA_HAVE_* present in both frames */
-    double busy_s, idle_s;      /* CPU time over the window */
-    double capacity_s;          /* interval_s * ncpus */
+    unsigned have;         /* PA_HAVE_* present in both frames */
+    double busy_s, idle_s; /* CPU time over the window */
+    double capacity_s;     /* interval_s * ncpus */
     unsigned nfreq;
     pa_freq_time freq[PA_MAX_FREQ]; /* time_ns = time in the window */
     unsigned nrapl;
@@ -321,7 +316,7 @@ struct pa_frame_delta {
     pa_nic_delta nic[PA_MAX_IFACES];
     double cycles_all;
     const pa_sysread *cur, *prev;
-    size_t ntasks;              /* targets with a window */
+    size_t ntasks; /* targets with a window */
     pa_task **tasks;
     size_t ncounters;
     const char *const *counter_names;
@@ -338,11 +333,11 @@ struct pa_power_table {
             double cpu_w, nic_w;
         };
     };
-    double idle_w; /* system CPU power no task caused */
-    double dram_w, psys_w;  /* measured, RAPL */
-    bool measured;          /* cpu from a measured counter */
-    double model_error;     /* relative error of a modelled cpu figure
-                               (0.05 = 5 %), < 0 unknown; -1 on entry */
+    double idle_w;         /* system CPU power no task caused */
+    double dram_w, psys_w; /* measured, RAPL */
+    bool measured;         /* cpu from a measured counter */
+    double model_error;    /* relative error of a modelled cpu figure
+                              (0.05 = 5 %), < 0 unknown; -1 on entry */
     char assumed[PA_MAX_ASSUMED];
 };
 
@@ -376,11 +371,11 @@ struct pa_ctx {
 
     const pa_module_ops **registered; /* user modules */
     size_t nregistered;
-    pa_module *modules;  /* enabled, sensors in run order */
-    char **disabled;     /* names the user disabled: auto leaves them out */
+    pa_module *modules; /* enabled, sensors in run order */
+    char **disabled;    /* names the user disabled: auto leaves them out */
     size_t ndisabled;
-    bool auto_off;       /* pa_module_disable(ctx, "auto") */
-    bool auto_dirty;     /* modules changed since auto last filled in */
+    bool auto_off;   /* pa_module_disable(ctx, "auto") */
+    bool auto_dirty; /* modules changed since auto last filled in */
 
     pa_watch *watches;
     size_t nwatches, watches_cap;
@@ -396,21 +391,21 @@ struct pa_ctx {
     size_t ngone, gone_cap;
     double (*cgroup_j)[PA_MAX_COMPONENTS]; /* per interned cgroup, joules
                                               per component */
-    char **cgroups;     /* interned cgroup paths */
+    char **cgroups;                        /* interned cgroup paths */
     size_t ncgroups, cgroups_cap;
     pa_cgroup_ctr *cgroup_ctr; /* per interned cgroup, or NULL */
     size_t cgroup_ctr_cap;     /* entries allocated (zeroed) */
-    long clk_tck;       /* USER_HZ of proc(5) tick fields */
+    long clk_tck;              /* USER_HZ of proc(5) tick fields */
 
     /* counters currently declared by sensors */
     char *counter_names[PA_MAX_COUNTERS];
     size_t ncounters;
 
-    uint64_t tick;      /* ticks done */
-    uint64_t windows;   /* windows computed (ticks after the first) */
+    uint64_t tick;    /* ticks done */
+    uint64_t windows; /* windows computed (ticks after the first) */
     uint64_t last_time_ns;
-    pa_sysread sys[2];  /* current / previous */
-    pa_blobs blobs[2];  /* sensors' keyed data, indexed like sys */
+    pa_sysread sys[2]; /* current / previous */
+    pa_blobs blobs[2]; /* sensors' keyed data, indexed like sys */
     int sys_cur;
     bool have_prev;
     double sys_j[PA_MAX_COMPONENTS];
@@ -423,11 +418,11 @@ struct pa_ctx {
     size_t rtargets_cap;
     double *rcounters;
     size_t rcounters_cap;
-    double *rcomp;      /* the report's component watts and joules */
+    double *rcomp; /* the report's component watts and joules */
     size_t rcomp_cap;
     char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
 
-    pa_task **win;      /* scratch: tasks with a window */
+    pa_task **win; /* scratch: tasks with a window */
     size_t win_cap, nwin;
     double *cg_scratch; /* scratch: per-cgroup sums of a report */
     size_t cg_scratch_cap;
@@ -456,8 +451,8 @@ void pa__scopes_free(pa_ctx *ctx);
  * process: a different value means the pid was reused, the old task is
  * reported exited and a new one begins.  Marks it seen this tick.  NULL
  * on ENOMEM. */
-pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
-                       pid_t tid, uint64_t start_ticks);
+pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid, pid_t tid,
+                       uint64_t start_ticks);
 /* Task tables (tasks.c). */
 pa_task *pa__tasktab_get(const pa_tasktab *t, pid_t id);
 int pa__tasktab_put(pa_tasktab *t, pa_task *task, pid_t id);
@@ -480,23 +475,20 @@ void pa__auto_fill(pa_ctx *ctx);
 const pa_module_ops *pa__ops_find(const pa_ctx *ctx, const char *name);
 pa_module *pa__mod_find(const pa_ctx *ctx, const char *name);
 /* Enables name (see pa_module_enable); by_auto: as auto's choice. */
-int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options,
-                      bool by_auto);
+int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options, bool by_auto);
 /* Unlinks and stops m, with the sensors enabled only for it. */
 void pa__mod_remove(pa_ctx *ctx, pa_module *m);
 /* Stops and frees a module that is not linked. */
 void pa__module_destroy(pa_module *m);
 bool pa__is_disabled(const pa_ctx *ctx, const char *name);
 /* Runs ops->probe against the context's roots; why gets the reason. */
-int pa__probe(const pa_ctx *ctx, const pa_module_ops *ops, char *why,
-              size_t len);
+int pa__probe(const pa_ctx *ctx, const pa_module_ops *ops, char *why, size_t len);
 /* A table's fields of any abi: NULL/0 where its abi has none. */
 const char *const *pa__ops_requires(const pa_module_ops *o);
 unsigned pa__ops_flags(const pa_module_ops *o);
 int pa__ops_rank(const pa_module_ops *o);
 /* 1 when auto may choose ops here (no fits callback: 1), else 0. */
-int pa__ops_fits(const pa_module_ops *o, const pa_env *env, char *why,
-                 size_t len);
+int pa__ops_fits(const pa_module_ops *o, const pa_env *env, char *why, size_t len);
 /* Components: the id of a formula table's component in ctx (NONE for a
  * sensor, or a component not in the context yet); the id of name, added
  * when new (-ENOSPC past the limit); the context's first components
@@ -510,8 +502,8 @@ int pa__comp_intern(pa_ctx *ctx, const char *name, pa_component *out);
 int pa__comp_init(pa_ctx *ctx);
 /* A task's power (cpu, nic, total over every component), as reports and
  * the getters give it; measured sets PA_POWER_MEASURED. */
-void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s,
-                    uint64_t time_ns, bool measured, pa_power *out);
+void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s, uint64_t time_ns,
+                    bool measured, pa_power *out);
 /* Copies a report into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out);
 /* Is pid watched with (at least) these PA_WATCH_* flags (0: at all)? */
@@ -543,8 +535,7 @@ void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw);
  * cycles (perf sensor) or CPU time; sets t->cpu_w = p and t->idle_w (p
  * minus what the processes got when every process is watched, so tasks +
  * idle = p; p - active otherwise). */
-void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
-                     double active);
+void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active);
 
 /* The load-power curve this machine's CPU has (curve.c; read by cpu-curve
  * and by the CPU formulas' fits): 1 when a calibration or a hwdb curve
@@ -561,8 +552,8 @@ void pa__cpuinfo_read(const char *procfs, char *model, size_t len, bool *vm);
  * the file given cannot be used, bad (when not NULL) gets the reason
  * ("$POWERAPI_CALIBRATION not used: ..." or "calibration not used: ...").
  */
-bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out,
-                         char *path, size_t plen, char *bad, size_t badlen);
+bool pa__calib_for_model(const pa_env *env, const char *model, pa_curve *out, char *path,
+                         size_t plen, char *bad, size_t badlen);
 
 /* The module table of built-ins: NULL-terminated. */
 const pa_module_ops *const *pa__builtins(void);
@@ -590,8 +581,7 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user);
  * the way the sensor does, and counts the TCP sockets with byte counts in
  * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
  * -ENOMEM.  For the fuzz target and tests. */
-int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
-                       size_t *nsockets);
+int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq, size_t *nsockets);
 
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */
@@ -599,8 +589,7 @@ int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq,
 
 /* Reads a whole small file under root (path relative, e.g. "stat") into
  * buf (NUL-terminated).  Returns bytes read or -errno. */
-ssize_t pa__read_file(const char *root, const char *rel, char *buf,
-                      size_t len);
+ssize_t pa__read_file(const char *root, const char *rel, char *buf, size_t len);
 /* Reads with pread(fd, 0); returns bytes or -errno; NUL-terminates. */
 ssize_t pa__pread_all(int fd, char *buf, size_t len);
 /* Parses an unsigned decimal at *p, advances *p; -EINVAL if none. */
@@ -625,26 +614,29 @@ int pa__cpu_package(const pa_env *env, int cpu);
 unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap);
 /* Busy fraction over the window of the CPUs whose map entry is pkg
  * (/proc/stat cpuN lines of both frames), or -1 when none has both. */
-double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
-                        unsigned nmap, int pkg);
+double pa__package_busy(const pa_frame_delta *d, const int16_t *map, unsigned nmap, int pkg);
 /* Appends "; "-separated text to an assumed list, deduplicated. */
 void pa__assume(char *list, size_t len, const char *text);
 
 /* Hardware database (libpowerapi/src/hwdb.c). */
 typedef struct pa_hwdb_cpu {
-    char match[96];     /* substring of /proc/cpuinfo model name */
+    char match[96]; /* substring of /proc/cpuinfo model name */
     double tdp_w;
     double base_mhz;
     size_t nvolt;
-    struct { double mhz, volt; } volt[16];
-    char source[160];   /* data sheet */
-    unsigned threads;   /* hardware threads per package, 0 = not given */
+    struct {
+        double mhz, volt;
+    } volt[16];
+    char source[160]; /* data sheet */
+    unsigned threads; /* hardware threads per package, 0 = not given */
 } pa_hwdb_cpu;
 
 typedef struct pa_hwdb_nic {
-    char match[32];     /* driver name, or "default" */
+    char match[32]; /* driver name, or "default" */
     size_t nstates;
-    struct { double mbps, watts; } state[8];
+    struct {
+        double mbps, watts;
+    } state[8];
     double idle_w;
     char source[160];
 } pa_hwdb_nic;
@@ -671,8 +663,7 @@ double pa__curve_at(const pa_curve *c, double u);
 double pa__curve_at_freq(const pa_curve *c, double mhz, double u);
 /* Parses "LOAD%:W,LOAD%:W" (or '+'-separated) into c->load/watts;
  * -EINVAL with the reason in why. */
-int pa__curve_parse_points(const char *s, pa_curve *c, char *why,
-                           size_t why_len);
+int pa__curve_parse_points(const char *s, pa_curve *c, char *why, size_t why_len);
 /* The curve record of the hardware database matching the model name
  * (longest match).  0, -ENOENT (no message), or -errno with a message. */
 int pa__hwdb_curve(const char *hwdb_path, const char *model, pa_curve *out);
@@ -684,9 +675,8 @@ int pa__calib_read(const char *path, pa_curve *out);
  * i, NULL when unknown.  valid_* are the validation figures (< 0: none).
  * kernel / date NULL: uname's release / the current UTC time.
  * -errno with a message. */
-int pa__calib_write(const char *path, const pa_curve *c,
-                    const double *residual_w, const char *kernel,
-                    const char *date, unsigned ncpus, double valid_mean_pct,
+int pa__calib_write(const char *path, const pa_curve *c, const double *residual_w,
+                    const char *kernel, const char *date, unsigned ncpus, double valid_mean_pct,
                     double valid_p95_pct, double valid_energy_pct);
 /* The calibration file the library uses: the context's (env->calibration
  * when env is not NULL), else $POWERAPI_CALIBRATION, else
@@ -711,8 +701,7 @@ int pa__hwdb_nic(const char *hwdb_path, const char *driver, pa_hwdb_nic *out);
 const char *pa__hwdb_path(const char *configured);
 /* Parses "MHZ:VOLTS,MHZ:VOLTS" (or '+'-separated, as in options) into
  * cpu->volt/nvolt; -EINVAL with the reason in why. */
-int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why,
-                        size_t why_len);
+int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why, size_t why_len);
 
 /* ---- shared by the CPU models (formulas/cpu_tdp.c, cpu_curve.c; util.c) */
 
@@ -743,12 +732,10 @@ void pa__cgcache_free(pa__cgcache *c);
  * first time, read again when their state file changes, tried again with
  * a growing delay (1 s to 64 s, from now_ns) while an ID is not found.
  * NULL when the cgroup is no container, pod or unit (or out of memory). */
-const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path,
-                                       uint64_t now_ns);
+const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *path, uint64_t now_ns);
 /* The same, keyed by the path (for readers of a ring, whose cgroups have
  * no index); a cache is used by index or by path, not both. */
-const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path,
-                                            uint64_t now_ns);
+const pa_cgroup_names *pa__cgcache_get_path(pa__cgcache *c, const char *path, uint64_t now_ns);
 /* State lookups made so far (each reads a runtime's files). */
 uint64_t pa__cgcache_reads(const pa__cgcache *c);
 

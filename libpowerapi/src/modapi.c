@@ -69,16 +69,14 @@ int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns)
     /* a user sensor may be the one that discovers a watched target */
     if (!t && (tid ? pa__watched_with(ctx, pid, PA_WATCH_THREADS)
                    : (ctx->watch_all || pa__watched_with(ctx, pid, 0)))) {
-        t = pa__task_seen(f, tid ? PA_TARGET_THREAD : PA_TARGET_PROCESS, pid,
-                          tid, 0);
+        t = pa__task_seen(f, tid ? PA_TARGET_THREAD : PA_TARGET_PROCESS, pid, tid, 0);
         if (!t)
             return pa__err(-ENOMEM, "out of memory");
         if (tid)
             t->proc = pa__task_find(ctx, PA_TARGET_PROCESS, pid);
     }
     if (!t)
-        return pa__err(-ESRCH, "pid %d tid %d: not a target (watch it first)",
-                       (int)pid, (int)tid);
+        return pa__err(-ESRCH, "pid %d tid %d: not a target (watch it first)", (int)pid, (int)tid);
     t->cur.cpu_ns = cpu_ns;
     t->cur.have |= PA_RD_CPU;
     t->seen_tick = f->tick;
@@ -114,9 +112,7 @@ double pa_delta_busy_s(const pa_frame_delta *d)
  * (a formula without one writes the cpu figures, as before abi 3). */
 static size_t comp_index(const pa_power_table *t)
 {
-    return t->component >= 1 && t->component <= PA_MAX_COMPONENTS
-               ? (size_t)t->component - 1
-               : 0;
+    return t->component >= 1 && t->component <= PA_MAX_COMPONENTS ? (size_t)t->component - 1 : 0;
 }
 
 void pa_table_set_target_w(pa_power_table *t, size_t i, double w)
@@ -146,7 +142,6 @@ void pa_table_assume(pa_power_table *t, const char *fmt, ...)
     pa__assume(t->assumed, sizeof(t->assumed), buf);
 }
 
-
 /* ---- keyed frame data (pa_frame_put / pa_delta_get) ---- */
 
 static const pa_blob *blob_find(const pa_blobs *b, const char *key)
@@ -159,10 +154,11 @@ static const pa_blob *blob_find(const pa_blobs *b, const char *key)
 
 int pa_frame_put(pa_frame *f, const char *key, const void *data, size_t size)
 {
-    if (!f || !key || !*key || strlen(key) >= sizeof(((pa_blob *)0)->key) ||
-        !data || !size || size > PA_FRAME_DATA_MAX)
-        return pa__err(-EINVAL, "pa_frame_put: key '%s' or size %zu "
-                                "refused (key 1..31 bytes, size 1..%u)",
+    if (!f || !key || !*key || strlen(key) >= sizeof(((pa_blob *)0)->key) || !data || !size ||
+        size > PA_FRAME_DATA_MAX)
+        return pa__err(-EINVAL,
+                       "pa_frame_put: key '%s' or size %zu "
+                       "refused (key 1..31 bytes, size 1..%u)",
                        key ? key : "(null)", size, PA_FRAME_DATA_MAX);
     pa_blobs *b = &f->ctx->blobs[f->ctx->sys_cur];
     pa_blob *e = (pa_blob *)blob_find(b, key);
@@ -187,14 +183,12 @@ int pa_frame_put(pa_frame *f, const char *key, const void *data, size_t size)
     return 0;
 }
 
-const void *pa_delta_get(const pa_frame_delta *d, const char *key,
-                         size_t *size, const void **prev, size_t *prev_size)
+const void *pa_delta_get(const pa_frame_delta *d, const char *key, size_t *size, const void **prev,
+                         size_t *prev_size)
 {
     const pa_ctx *ctx = d->ctx;
     const pa_blob *c = key ? blob_find(&ctx->blobs[ctx->sys_cur], key) : NULL;
-    const pa_blob *p = key && ctx->have_prev
-                           ? blob_find(&ctx->blobs[!ctx->sys_cur], key)
-                           : NULL;
+    const pa_blob *p = key && ctx->have_prev ? blob_find(&ctx->blobs[!ctx->sys_cur], key) : NULL;
     if (size)
         *size = c ? c->size : 0;
     if (prev)
@@ -216,7 +210,5 @@ pid_t pa_delta_pid(const pa_frame_delta *d, size_t i)
 
 pid_t pa_delta_tid(const pa_frame_delta *d, size_t i)
 {
-    return i < d->ntasks && d->tasks[i]->type == PA_TARGET_THREAD
-               ? d->tasks[i]->tid
-               : 0;
+    return i < d->ntasks && d->tasks[i]->type == PA_TARGET_THREAD ? d->tasks[i]->tid : 0;
 }

@@ -35,13 +35,10 @@ unsigned pa__ops_flags(const pa_module_ops *o)
 
 int pa__ops_rank(const pa_module_ops *o)
 {
-    return o->abi >= 3 && o->kind == PA_FORMULA && o->auto_rank > 0
-               ? o->auto_rank
-               : 0;
+    return o->abi >= 3 && o->kind == PA_FORMULA && o->auto_rank > 0 ? o->auto_rank : 0;
 }
 
-int pa__ops_fits(const pa_module_ops *o, const pa_env *env, char *why,
-                 size_t len)
+int pa__ops_fits(const pa_module_ops *o, const pa_env *env, char *why, size_t len)
 {
     why[0] = '\0';
     if (o->abi < 3 || !o->fits)
@@ -57,8 +54,7 @@ static bool valid_comp_name(const char *s)
 {
     size_t n = 0;
     for (; s && *s; s++, n++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
             return false;
     return n > 0 && n < sizeof(((pa_ctx *)0)->comp_names[0]);
 }
@@ -80,8 +76,7 @@ int pa__comp_intern(pa_ctx *ctx, const char *name, pa_component *out)
                            "component '%s': a context holds at most %d "
                            "components",
                            name, PA_MAX_COMPONENTS);
-        snprintf(ctx->comp_names[ctx->ncomp], sizeof(ctx->comp_names[0]),
-                 "%s", name);
+        snprintf(ctx->comp_names[ctx->ncomp], sizeof(ctx->comp_names[0]), "%s", name);
         ctx->comp_ptrs[ctx->ncomp] = ctx->comp_names[ctx->ncomp];
         c = (pa_component)++ctx->ncomp;
     }
@@ -96,9 +91,7 @@ const char *pa__ops_comp_name(const pa_module_ops *o)
         return NULL;
     if (o->abi >= 3 && o->component_name)
         return o->component_name;
-    return o->component == PA_COMP_CPU   ? "cpu"
-           : o->component == PA_COMP_NIC ? "nic"
-                                         : NULL;
+    return o->component == PA_COMP_CPU ? "cpu" : o->component == PA_COMP_NIC ? "nic" : NULL;
 }
 
 pa_component pa__ops_component(const pa_ctx *ctx, const pa_module_ops *o)
@@ -120,9 +113,7 @@ const char *pa_component_name(pa_ctx *ctx, pa_component c)
     if (!ctx)
         return NULL;
     pthread_mutex_lock(&ctx->lock);
-    const char *name = c >= 1 && (size_t)c <= ctx->ncomp
-                           ? ctx->comp_names[c - 1]
-                           : NULL;
+    const char *name = c >= 1 && (size_t)c <= ctx->ncomp ? ctx->comp_names[c - 1] : NULL;
     pthread_mutex_unlock(&ctx->lock);
     return name;
 }
@@ -165,8 +156,7 @@ static void all_names(const pa_ctx *ctx, char *buf, size_t len)
     size_t u = 0;
     for (size_t i = 0; pa__builtin_modules[i]; i++) {
         u = strlen(buf);
-        snprintf(buf + u, len - u, "%s%s", u ? ", " : "",
-                 pa__builtin_modules[i]->name);
+        snprintf(buf + u, len - u, "%s%s", u ? ", " : "", pa__builtin_modules[i]->name);
     }
     for (size_t i = 0; i < ctx->nregistered; i++) {
         u = strlen(buf);
@@ -179,8 +169,7 @@ static int unknown_err(const pa_ctx *ctx, const char *name)
 {
     char list[512];
     all_names(ctx, list, sizeof(list));
-    return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)", name,
-                   list);
+    return pa__err(-ENOENT, "unknown module '%s' (modules: auto, %s)", name, list);
 }
 
 /* Sensors before formulas; a sensor that discovers tasks first: the
@@ -195,8 +184,7 @@ static void mod_insert(pa_ctx *ctx, pa_module *m)
             while (*pp && (*pp)->ops->kind == PA_SENSOR)
                 pp = &(*pp)->next;
     } else {
-        while (*pp && ((*pp)->ops->kind == PA_SENSOR ||
-                       (*pp)->comp <= m->comp))
+        while (*pp && ((*pp)->ops->kind == PA_SENSOR || (*pp)->comp <= m->comp))
             pp = &(*pp)->next;
     }
     m->next = *pp;
@@ -212,8 +200,7 @@ static void mod_unlink(pa_ctx *ctx, pa_module *m)
         }
 }
 
-int pa__probe(const pa_ctx *ctx, const pa_module_ops *ops, char *why,
-              size_t len)
+int pa__probe(const pa_ctx *ctx, const pa_module_ops *ops, char *why, size_t len)
 {
     why[0] = '\0';
     if (!ops->probe)
@@ -348,16 +335,14 @@ void pa__mod_remove(pa_ctx *ctx, pa_module *m)
     ctx->auto_dirty = true;
     for (const char *const *r = pa__ops_requires(ops); r && *r; r++) {
         pa_module *s = pa__mod_find(ctx, *r);
-        if (s && s->ops->kind == PA_SENSOR && !s->by_user &&
-            !requirer(ctx, *r, false))
+        if (s && s->ops->kind == PA_SENSOR && !s->by_user && !requirer(ctx, *r, false))
             pa__mod_remove(ctx, s);
     }
 }
 
 /* Parses the options and starts a module of ops (probed by the caller);
  * not linked yet. */
-static int mod_start(pa_ctx *ctx, const pa_module_ops *ops,
-                     const char *options, pa_module **out)
+static int mod_start(pa_ctx *ctx, const pa_module_ops *ops, const char *options, pa_module **out)
 {
     pa_options *opts = NULL;
     int rc = pa__options_parse(ops->name, options, ops->options, &opts);
@@ -393,13 +378,11 @@ static int mod_start(pa_ctx *ctx, const pa_module_ops *ops,
 
 /* A requirement's failure, said as the formula's: "cpu-tdp requires the
  * sensor procfs-cpu, which cannot run here: <why>". */
-static int require_err(int rc, const char *formula, const char *sensor,
-                       const char *what)
+static int require_err(int rc, const char *formula, const char *sensor, const char *what)
 {
     char why[512];
     snprintf(why, sizeof(why), "%s", pa_last_error());
-    return pa__err(rc, "%s requires the sensor %s, which %s: %s", formula,
-                   sensor, what, why);
+    return pa__err(rc, "%s requires the sensor %s, which %s: %s", formula, sensor, what, why);
 }
 
 #define PA_MAX_REQUIRES 16
@@ -421,14 +404,12 @@ static int check_requires(const pa_ctx *ctx, const pa_module_ops *ops)
                            "sensor (fix the module's requires list)",
                            ops->name, *r);
         if (n == PA_MAX_REQUIRES)
-            return pa__err(-EINVAL, "%s requires more than %d sensors",
-                           ops->name, PA_MAX_REQUIRES);
+            return pa__err(-EINVAL, "%s requires more than %d sensors", ops->name, PA_MAX_REQUIRES);
     }
     return 0;
 }
 
-int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options,
-                      bool by_auto)
+int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options, bool by_auto)
 {
     if (!strcmp(name, "auto")) {
         ctx->auto_off = false;
@@ -497,8 +478,7 @@ int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options,
     /* a built-in formula's component joins the context when one of its
      * formulas first runs (a machine without a GPU reports no gpu) */
     const char *cname = pa__ops_comp_name(ops);
-    if (cname && m->comp == PA_COMP_NONE &&
-        (rc = pa__comp_intern(ctx, cname, &m->comp)) < 0) {
+    if (cname && m->comp == PA_COMP_NONE && (rc = pa__comp_intern(ctx, cname, &m->comp)) < 0) {
         pa__module_destroy(m);
         goto undo;
     }
@@ -542,12 +522,11 @@ static int busy_err(const pa_ctx *ctx, const char *name)
         if (f->ops->kind == PA_FORMULA && f->by_user &&
             names_have(pa__ops_requires(f->ops), name)) {
             size_t u = strlen(list);
-            snprintf(list + u, sizeof(list) - u, "%s%s", n ? " and " : "",
-                     f->ops->name);
+            snprintf(list + u, sizeof(list) - u, "%s%s", n ? " and " : "", f->ops->name);
             n++;
         }
-    return pa__err(-EBUSY, "%s: %s require%s it (disable %s first)", name,
-                   list, n > 1 ? "" : "s", n > 1 ? "them" : list);
+    return pa__err(-EBUSY, "%s: %s require%s it (disable %s first)", name, list, n > 1 ? "" : "s",
+                   n > 1 ? "them" : list);
 }
 
 static int disable_locked(pa_ctx *ctx, const char *name)
@@ -595,15 +574,13 @@ int pa_module_disable(pa_ctx *ctx, const char *name)
 int pa_module_configure(pa_ctx *ctx, const char *name, const char *options)
 {
     if (!ctx || !name)
-        return pa__err(-EINVAL,
-                       "pa_module_configure: ctx and name are required");
+        return pa__err(-EINVAL, "pa_module_configure: ctx and name are required");
     pthread_mutex_lock(&ctx->lock);
     int rc;
     pa_module *m = pa__mod_find(ctx, name);
     if (!m)
         rc = pa__ops_find(ctx, name)
-                 ? pa__err(-ENOENT,
-                           "module '%s' is not enabled (enable it first)", name)
+                 ? pa__err(-ENOENT, "module '%s' is not enabled (enable it first)", name)
                  : pa__err(-ENOENT, "unknown module '%s'", name);
     else
         rc = configure_locked(ctx, m, options);
@@ -616,25 +593,24 @@ static bool valid_name(const char *s)
     if (!s || !*s || strlen(s) > 63)
         return false;
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-              *s == '-' || *s == '_'))
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_'))
             return false;
     return true;
 }
 
 /* A requires/uses list of a table being registered: valid names only. */
-static int check_names(const pa_module_ops *ops, const char *field,
-                       const char *const *l)
+static int check_names(const pa_module_ops *ops, const char *field, const char *const *l)
 {
     size_t n = 0;
     for (; l && *l; l++, n++) {
         if (!valid_name(*l))
-            return pa__err(-EINVAL, "module '%s': %s entry '%s' is not a "
-                                    "module name ([a-z0-9-_]+)",
+            return pa__err(-EINVAL,
+                           "module '%s': %s entry '%s' is not a "
+                           "module name ([a-z0-9-_]+)",
                            ops->name, field, *l);
         if (n == PA_MAX_REQUIRES)
-            return pa__err(-EINVAL, "module '%s': more than %d %s entries",
-                           ops->name, PA_MAX_REQUIRES, field);
+            return pa__err(-EINVAL, "module '%s': more than %d %s entries", ops->name,
+                           PA_MAX_REQUIRES, field);
     }
     return 0;
 }
@@ -646,10 +622,8 @@ static int check_abi3(const pa_module_ops *ops)
     if (ops->abi < 3)
         return 0;
     if (ops->flags & ~(unsigned)(PA_MOD_DISCOVERS_TASKS | PA_MOD_TASK_COUNTERS))
-        return pa__err(-EINVAL, "module '%s': unknown flags 0x%x", ops->name,
-                       ops->flags);
-    if (ops->kind == PA_SENSOR &&
-        (ops->component_name || ops->auto_rank || ops->fits))
+        return pa__err(-EINVAL, "module '%s': unknown flags 0x%x", ops->name, ops->flags);
+    if (ops->kind == PA_SENSOR && (ops->component_name || ops->auto_rank || ops->fits))
         return pa__err(-EINVAL,
                        "module '%s': only formulas declare a component, an "
                        "auto rank and fits (set them to 0 in a sensor)",
@@ -676,8 +650,7 @@ static int check_abi(const pa_module_ops *ops)
                    "module '%s': module table abi %u, this library (%s) "
                    "speaks abi 1 to %u (rebuild the module against this "
                    "powerapi.h)",
-                   ops->name ? ops->name : "(null)", ops->abi,
-                   PA_VERSION_STRING, PA_MODULE_ABI);
+                   ops->name ? ops->name : "(null)", ops->abi, PA_VERSION_STRING, PA_MODULE_ABI);
 }
 
 int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
@@ -690,15 +663,13 @@ int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
     if (!valid_name(ops->name))
         return pa__err(-EINVAL, "module name '%s' must be [a-z0-9-_]+",
                        ops->name ? ops->name : "(null)");
-    if ((ops->kind == PA_SENSOR && !ops->sample) ||
-        (ops->kind == PA_FORMULA && !ops->compute) ||
+    if ((ops->kind == PA_SENSOR && !ops->sample) || (ops->kind == PA_FORMULA && !ops->compute) ||
         (ops->kind != PA_SENSOR && ops->kind != PA_FORMULA))
         return pa__err(-EINVAL,
                        "module '%s': a sensor needs sample(), a formula "
                        "compute()",
                        ops->name);
-    if (ops->abi >= 2 && ops->kind == PA_SENSOR &&
-        (ops->requires || ops->uses))
+    if (ops->abi >= 2 && ops->kind == PA_SENSOR && (ops->requires || ops->uses))
         return pa__err(-EINVAL,
                        "module '%s': only formulas declare requires and uses "
                        "(set them to NULL in a sensor)",
@@ -717,8 +688,7 @@ int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
     } else if (comp && (rc = pa__comp_intern(ctx, comp, NULL)) < 0) {
         /* the message names the component and the limit */
     } else {
-        const pa_module_ops **r =
-            realloc(ctx->registered, (ctx->nregistered + 1) * sizeof(*r));
+        const pa_module_ops **r = realloc(ctx->registered, (ctx->nregistered + 1) * sizeof(*r));
         if (!r) {
             rc = pa__err(-ENOMEM, "out of memory");
         } else {
@@ -730,8 +700,7 @@ int pa_module_register(pa_ctx *ctx, const pa_module_ops *ops)
     return rc;
 }
 
-static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops,
-                      pa_module_info *mi)
+static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops, pa_module_info *mi)
 {
     memset(mi, 0, sizeof(*mi));
     mi->name = ops->name;
@@ -751,15 +720,13 @@ static void fill_info(const pa_ctx *ctx, const pa_module_ops *ops,
             snprintf(mi->why, sizeof(mi->why), "%s", m->err);
         if (m->by_auto)
             snprintf(mi->auto_why, sizeof(mi->auto_why), "%s", m->auto_why);
-        snprintf(mi->options, sizeof(mi->options), "%s",
-                 m->opts_text ? m->opts_text : "");
+        snprintf(mi->options, sizeof(mi->options), "%s", m->opts_text ? m->opts_text : "");
         if (ops->kind == PA_SENSOR)
             for (const pa_module *f = ctx->modules; f; f = f->next)
-                if (f->ops->kind == PA_FORMULA &&
-                    names_have(pa__ops_requires(f->ops), ops->name)) {
+                if (f->ops->kind == PA_FORMULA && names_have(pa__ops_requires(f->ops), ops->name)) {
                     size_t u = strlen(mi->required_by);
-                    snprintf(mi->required_by + u, sizeof(mi->required_by) - u,
-                             "%s%s", u ? "," : "", f->ops->name);
+                    snprintf(mi->required_by + u, sizeof(mi->required_by) - u, "%s%s", u ? "," : "",
+                             f->ops->name);
                 }
     }
 }
@@ -792,8 +759,7 @@ int pa_module_list(pa_ctx *ctx, pa_module_info *out, size_t cap)
 int pa_module_get(pa_ctx *ctx, const char *name, pa_module_info *out)
 {
     if (!ctx || !name || !out)
-        return pa__err(-EINVAL,
-                       "pa_module_get: ctx, name and out are required");
+        return pa__err(-EINVAL, "pa_module_get: ctx, name and out are required");
     pthread_mutex_lock(&ctx->lock);
     int rc = 0;
     const pa_module_ops *ops = pa__ops_find(ctx, name);

@@ -19,8 +19,7 @@ void pa__options_free(pa_options *o)
     free(o);
 }
 
-static int unknown_key(const char *who, const char *key,
-                       const char *const *allowed)
+static int unknown_key(const char *who, const char *key, const char *const *allowed)
 {
     if (!allowed || !allowed[0])
         return pa__err(-EINVAL, "%s: takes no options (got '%s')", who, key);
@@ -28,19 +27,15 @@ static int unknown_key(const char *who, const char *key,
     char list[512] = "";
     for (size_t i = 0; allowed[i]; i++) {
         size_t u = strlen(list);
-        snprintf(list + u, sizeof(list) - u, "%s%s", i ? ", " : "",
-                 allowed[i]);
+        snprintf(list + u, sizeof(list) - u, "%s%s", i ? ", " : "", allowed[i]);
     }
     if (best)
-        return pa__err(-EINVAL,
-                       "%s: unknown option '%s' (did you mean '%s'? valid: %s)",
-                       who, key, best, list);
-    return pa__err(-EINVAL, "%s: unknown option '%s' (valid: %s)", who, key,
-                   list);
+        return pa__err(-EINVAL, "%s: unknown option '%s' (did you mean '%s'? valid: %s)", who, key,
+                       best, list);
+    return pa__err(-EINVAL, "%s: unknown option '%s' (valid: %s)", who, key, list);
 }
 
-static int add_kv(pa_options *o, const char *k, size_t kl, const char *v,
-                  size_t vl)
+static int add_kv(pa_options *o, const char *k, size_t kl, const char *v, size_t vl)
 {
     for (size_t i = 0; i < o->n; i++)
         if (strlen(o->kv[i].key) == kl && !strncmp(o->kv[i].key, k, kl)) {
@@ -67,8 +62,7 @@ static int add_kv(pa_options *o, const char *k, size_t kl, const char *v,
     return 0;
 }
 
-int pa__options_parse(const char *who, const char *s,
-                      const char *const *allowed, pa_options **out)
+int pa__options_parse(const char *who, const char *s, const char *const *allowed, pa_options **out)
 {
     pa_options *o = calloc(1, sizeof(*o));
     if (!o)
@@ -97,8 +91,7 @@ int pa__options_parse(const char *who, const char *s,
             size_t kl = (size_t)(eq - p);
             char key[64];
             if (kl >= sizeof(key)) {
-                rc = pa__err(-EINVAL, "%s: option name '%.*s' too long", who,
-                             (int)kl, p);
+                rc = pa__err(-EINVAL, "%s: option name '%.*s' too long", who, (int)kl, p);
                 goto fail;
             }
             memcpy(key, p, kl);
@@ -128,8 +121,7 @@ fail:
     return rc;
 }
 
-int pa__options_merge(const pa_options *base, const pa_options *upd,
-                      pa_options **out)
+int pa__options_merge(const pa_options *base, const pa_options *upd, pa_options **out)
 {
     pa_options *o = calloc(1, sizeof(*o));
     if (!o)
@@ -138,8 +130,7 @@ int pa__options_merge(const pa_options *base, const pa_options *upd,
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; src[s] && i < src[s]->n; i++) {
             const pa_kv *kv = &src[s]->kv[i];
-            if (add_kv(o, kv->key, strlen(kv->key), kv->value,
-                       strlen(kv->value)) < 0) {
+            if (add_kv(o, kv->key, strlen(kv->key), kv->value, strlen(kv->value)) < 0) {
                 pa__options_free(o);
                 return -ENOMEM;
             }
@@ -154,9 +145,8 @@ int pa__options_format(const pa_options *o, char *buf, size_t len)
     if (len)
         buf[0] = '\0';
     for (size_t i = 0; o && i < o->n; i++) {
-        int n = snprintf(used < len ? buf + used : NULL,
-                         used < len ? len - used : 0, "%s%s=%s", i ? "," : "",
-                         o->kv[i].key, o->kv[i].value);
+        int n = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, "%s%s=%s",
+                         i ? "," : "", o->kv[i].key, o->kv[i].value);
         if (n < 0)
             return -EINVAL;
         used += (size_t)n;
@@ -172,8 +162,7 @@ const char *pa_options_get(const pa_options *o, const char *key)
     return NULL;
 }
 
-int pa_options_get_double(const pa_options *o, const char *key, double def,
-                          double *out)
+int pa_options_get_double(const pa_options *o, const char *key, double def, double *out)
 {
     const char *v = pa_options_get(o, key);
     if (!v) {
@@ -184,16 +173,14 @@ int pa_options_get_double(const pa_options *o, const char *key, double def,
     double d = strtod(v, &end);
     /* accept a unit suffix naming the quantity: 95W, 3200MHz, 1.2V */
     if (end == v || !isfinite(d) ||
-        (*end && strcmp(end, "W") && strcmp(end, "MHz") && strcmp(end, "V") &&
-         strcmp(end, "w") && strcmp(end, "mhz") && strcmp(end, "v")))
-        return pa__err(-EINVAL, "option %s=%s: not a number (example: %s=95)",
-                       key, v, key);
+        (*end && strcmp(end, "W") && strcmp(end, "MHz") && strcmp(end, "V") && strcmp(end, "w") &&
+         strcmp(end, "mhz") && strcmp(end, "v")))
+        return pa__err(-EINVAL, "option %s=%s: not a number (example: %s=95)", key, v, key);
     *out = d;
     return 0;
 }
 
-int pa_options_get_duration_ns(const pa_options *o, const char *key,
-                               uint64_t def, uint64_t *out)
+int pa_options_get_duration_ns(const pa_options *o, const char *key, uint64_t def, uint64_t *out)
 {
     const char *v = pa_options_get(o, key);
     if (!v) {
@@ -202,7 +189,6 @@ int pa_options_get_duration_ns(const pa_options *o, const char *key,
     }
     int rc = pa_parse_duration_ns(v, out);
     if (rc < 0)
-        return pa__err(rc, "option %s=%s: not a duration (examples: 500ms, 2s)",
-                       key, v);
+        return pa__err(rc, "option %s=%s: not a duration (examples: 500ms, 2s)", key, v);
     return 0;
 }

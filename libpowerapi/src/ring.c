@@ -138,12 +138,12 @@ static int ring_shm_name(const char *name, char *buf, size_t len)
         name++;
     size_t n = strlen(name);
     if (n == 0 || n > RING_NAME_MAX || n + 2 > len)
-        return pa__err(-EINVAL, "ring: name '%s' must have 1 to %d characters",
-                       name, RING_NAME_MAX);
+        return pa__err(-EINVAL, "ring: name '%s' must have 1 to %d characters", name,
+                       RING_NAME_MAX);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.'))
             return pa__err(-EINVAL,
                            "ring: name '%s' may only contain letters, digits, "
                            "'-', '_' and '.'",
@@ -168,18 +168,15 @@ static uint64_t comps_bytes_for(uint32_t max_targets)
 
 static uint64_t slot_bytes_for(uint32_t max_targets, uint32_t pool_bytes)
 {
-    uint64_t b = sizeof(struct ring_window) +
-                 (uint64_t)max_targets * sizeof(struct ring_target) +
-                 counters_bytes_for(max_targets) +
-                 comps_bytes_for(max_targets) + pool_bytes;
+    uint64_t b = sizeof(struct ring_window) + (uint64_t)max_targets * sizeof(struct ring_target) +
+                 counters_bytes_for(max_targets) + comps_bytes_for(max_targets) + pool_bytes;
     return (b + 63) & ~(uint64_t)63;
 }
 
 /* Offsets in a slot of the counter area and of the pool. */
 static size_t counters_at(uint32_t max_targets)
 {
-    return sizeof(struct ring_window) +
-           (size_t)max_targets * sizeof(struct ring_target);
+    return sizeof(struct ring_window) + (size_t)max_targets * sizeof(struct ring_target);
 }
 
 static size_t comps_at(uint32_t max_targets)
@@ -261,8 +258,7 @@ static void copy_str(char *dst, size_t len, const char *src)
 
 /* Is the writer of a mapped header alive?  0 yes, else -EOWNERDEAD with
  * a message that names the ring, the pid and what to do. */
-static int ring_check_alive(const char *name, const struct ring_hdr *h,
-                            uint64_t *age_out)
+static int ring_check_alive(const char *name, const struct ring_hdr *h, uint64_t *age_out)
 {
     uint32_t state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
     pid_t pid = h->writer_pid;
@@ -288,42 +284,35 @@ static int ring_check_alive(const char *name, const struct ring_hdr *h,
                        "ring '%s': its writer (pid %d) has not published for "
                        "%.1f s (window %.3f s): it is stopped or hung; restart "
                        "`powerapi daemon --ring %s`",
-                       name + 1, (int)pid, (double)age / 1e9,
-                       (double)h->interval_ns / 1e9, name + 1);
+                       name + 1, (int)pid, (double)age / 1e9, (double)h->interval_ns / 1e9,
+                       name + 1);
     return 0;
 }
 
 /* Validates a mapped header of `size` bytes.  0, -EAGAIN (not ready) or
  * -EPROTO (not ours / other version / inconsistent sizes). */
-static int ring_check_header(const char *name, const struct ring_hdr *h,
-                             size_t size)
+static int ring_check_header(const char *name, const struct ring_hdr *h, size_t size)
 {
     if (size < RING_HDR_BYTES)
-        return pa__err(
-            size == 0 ? -EAGAIN : -EPROTO, "ring '%s': %s (%zu bytes)",
-            name + 1, size == 0 ? "is being created" : "is not a powerapi ring",
-            size);
+        return pa__err(size == 0 ? -EAGAIN : -EPROTO, "ring '%s': %s (%zu bytes)", name + 1,
+                       size == 0 ? "is being created" : "is not a powerapi ring", size);
     uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
     if (magic == 0)
         return pa__err(-EAGAIN, "ring '%s': is being created; retry", name + 1);
     if (magic != RING_MAGIC)
-        return pa__err(
-            -EPROTO, "ring '%s': /dev/shm%s is not a powerapi ring (bad magic)",
-            name + 1, name);
+        return pa__err(-EPROTO, "ring '%s': /dev/shm%s is not a powerapi ring (bad magic)",
+                       name + 1, name);
     if (h->version != PA_RING_VERSION)
         return pa__err(-EPROTO,
                        "ring '%s': layout version %u, but this powerapi (%s) "
                        "reads version %u: use the same powerapi version for "
                        "the daemon and its readers",
-                       name + 1, h->version, PA_VERSION_STRING,
-                       PA_RING_VERSION);
-    if (h->hdr_bytes != RING_HDR_BYTES || h->capacity == 0 ||
-        h->capacity > RING_MAX_CAPACITY || h->max_targets > RING_MAX_TARGETS ||
-        h->pool_bytes != pool_bytes_for(h->max_targets) ||
+                       name + 1, h->version, PA_VERSION_STRING, PA_RING_VERSION);
+    if (h->hdr_bytes != RING_HDR_BYTES || h->capacity == 0 || h->capacity > RING_MAX_CAPACITY ||
+        h->max_targets > RING_MAX_TARGETS || h->pool_bytes != pool_bytes_for(h->max_targets) ||
         h->slot_bytes != slot_bytes_for(h->max_targets, h->pool_bytes) ||
         (uint64_t)h->hdr_bytes + (uint64_t)h->capacity * h->slot_bytes != size)
-        return pa__err(-EPROTO, "ring '%s': inconsistent header (sizes)",
-                       name + 1);
+        return pa__err(-EPROTO, "ring '%s': inconsistent header (sizes)", name + 1);
     return 0;
 }
 
@@ -401,13 +390,12 @@ static int ring_unlink_stale(const char *name)
                        "(pid %d); stop it or choose another name",
                        name + 1, (int)pid);
     if (shm_unlink(name) < 0 && errno != ENOENT)
-        return pa__err(-errno, "ring '%s': cannot remove the stale ring: %s",
-                       name + 1, strerror(errno));
+        return pa__err(-errno, "ring '%s': cannot remove the stale ring: %s", name + 1,
+                       strerror(errno));
     return 0;
 }
 
-int pa_ring_create(const char *name, const pa_ring_opts *opts,
-                   pa_ring_writer **out)
+int pa_ring_create(const char *name, const pa_ring_opts *opts, pa_ring_writer **out)
 {
     char shm[RING_NAME_MAX + 2];
     int rc = ring_shm_name(name, shm, sizeof(shm));
@@ -418,25 +406,22 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts,
     uint32_t cap = opts && opts->capacity ? opts->capacity : 100;
     uint32_t maxt = opts && opts->max_targets ? opts->max_targets : 1024;
     uint32_t mode = opts && opts->mode ? opts->mode : 0644;
-    uint64_t interval =
-        opts && opts->interval_ns ? opts->interval_ns : 1000000000ull;
+    uint64_t interval = opts && opts->interval_ns ? opts->interval_ns : 1000000000ull;
     if (cap < 2 || cap > RING_MAX_CAPACITY)
-        return pa__err(-EINVAL, "ring: capacity %u out of range [2, %u]", cap,
-                       RING_MAX_CAPACITY);
+        return pa__err(-EINVAL, "ring: capacity %u out of range [2, %u]", cap, RING_MAX_CAPACITY);
     if (maxt > RING_MAX_TARGETS)
-        return pa__err(-EINVAL, "ring: max_targets %u out of range [1, %u]",
-                       maxt, RING_MAX_TARGETS);
+        return pa__err(-EINVAL, "ring: max_targets %u out of range [1, %u]", maxt,
+                       RING_MAX_TARGETS);
     if (mode & ~0777u)
         return pa__err(-EINVAL, "ring: mode %o has bits beyond 0777", mode);
     uint32_t pool = pool_bytes_for(maxt);
     uint64_t slot = slot_bytes_for(maxt, pool);
     uint64_t total = RING_HDR_BYTES + (uint64_t)cap * slot;
     if (total > RING_MAX_BYTES)
-        return pa__err(
-            -EINVAL,
-            "ring: %u windows of %u targets need %.1f GiB (limit 4); "
-            "lower the capacity or max_targets",
-            cap, maxt, (double)total / (1 << 30));
+        return pa__err(-EINVAL,
+                       "ring: %u windows of %u targets need %.1f GiB (limit 4); "
+                       "lower the capacity or max_targets",
+                       cap, maxt, (double)total / (1 << 30));
 
     rc = ring_unlink_stale(shm);
     if (rc < 0)
@@ -466,8 +451,7 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts,
     w->fd = shm_open(shm, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (w->fd < 0) {
         rc = -errno;
-        pa__err(rc, "ring '%s': cannot create /dev/shm%s: %s", shm + 1, shm,
-                strerror(errno));
+        pa__err(rc, "ring '%s': cannot create /dev/shm%s: %s", shm + 1, shm, strerror(errno));
         goto fail;
     }
     if (ftruncate(w->fd, (off_t)total) < 0) {
@@ -500,14 +484,13 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts,
     __atomic_store_n(&h->state, RING_RUNNING, __ATOMIC_RELAXED);
     if (opts && opts->set_gid && fchown(w->fd, (uid_t)-1, opts->gid) < 0) {
         rc = -errno;
-        pa__err(rc, "ring '%s': cannot give it to group %u: %s", shm + 1,
-                (unsigned)opts->gid, strerror(errno));
+        pa__err(rc, "ring '%s': cannot give it to group %u: %s", shm + 1, (unsigned)opts->gid,
+                strerror(errno));
         goto fail_unlink;
     }
     if (fchmod(w->fd, (mode_t)mode) < 0) {
         rc = -errno;
-        pa__err(rc, "ring '%s': cannot set mode %o: %s", shm + 1, mode,
-                strerror(errno));
+        pa__err(rc, "ring '%s': cannot set mode %o: %s", shm + 1, mode, strerror(errno));
         goto fail_unlink;
     }
     __atomic_store_n(&h->magic, RING_MAGIC, __ATOMIC_RELEASE);
@@ -538,8 +521,7 @@ static int rank_cmp(const void *a, const void *b)
 /* Pool offset of a cgroup path, each distinct path stored once per
  * window (reports may carry one copy of the path per target), or
  * UINT32_MAX when the pool is full. */
-static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
-                         const char *s)
+static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool, const char *s)
 {
     if (!s || !*s)
         return 0;
@@ -571,13 +553,12 @@ static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
 static uint32_t window_comps_set(struct ring_window *win, const pa_report *r)
 {
     size_t nk = r->ncomponents;
-    if (!nk || nk > PA_MAX_COMPONENTS || !r->component_names ||
-        !r->system_component_w || !r->system_component_j ||
+    if (!nk || nk > PA_MAX_COMPONENTS || !r->component_names || !r->system_component_w ||
+        !r->system_component_j ||
         (r->ntargets && (!r->target_component_w || !r->target_component_j)))
         return 0;
     for (size_t k = 0; k < nk; k++) {
-        copy_str(win->comp_names[k], sizeof(win->comp_names[k]),
-                 r->component_names[k]);
+        copy_str(win->comp_names[k], sizeof(win->comp_names[k]), r->component_names[k]);
         win->sys_comp_w[k] = r->system_component_w[k];
         win->sys_comp_j[k] = r->system_component_j[k];
     }
@@ -590,9 +571,8 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     if (!w || !r || (r->ntargets && !r->targets))
         return pa__err(-EINVAL, "ring: publish of a NULL report");
     if (r->ncounters > PA_MAX_COUNTERS || (r->ncounters && !r->counter_names))
-        return pa__err(-EINVAL,
-                       "ring: a report of %zu counters (at most %d, named)",
-                       r->ncounters, PA_MAX_COUNTERS);
+        return pa__err(-EINVAL, "ring: a report of %zu counters (at most %d, named)", r->ncounters,
+                       PA_MAX_COUNTERS);
     size_t n = r->ntargets;
     if (PA__GROW(w->ranks, w->ranks_cap, n, 256) < 0)
         return pa__err(-ENOMEM, "ring: out of memory");
@@ -665,8 +645,7 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
         d->net_rx = t->net_rx_bytes;
         d->net_tx = t->net_tx_bytes;
         power_to_ring(&d->power, &t->power);
-        d->multiplex =
-            t->multiplex > 0 && t->multiplex <= 1 ? t->multiplex : 1.0;
+        d->multiplex = t->multiplex > 0 && t->multiplex <= 1 ? t->multiplex : 1.0;
         if (nc && t->counters) {
             d->has_counters = 1;
             memcpy(ctr + (size_t)stored * nc, t->counters, nc * sizeof(double));
@@ -683,17 +662,14 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
 
     struct ring_hdr *h = w->hdr;
     uint64_t seq = __atomic_load_n(&h->head, __ATOMIC_RELAXED) + 1;
-    unsigned char *slot =
-        w->map + RING_HDR_BYTES + ((seq - 1) % w->cap) * w->slot_bytes;
+    unsigned char *slot = w->map + RING_HDR_BYTES + ((seq - 1) % w->cap) * w->slot_bytes;
     struct ring_window *sw = (struct ring_window *)slot;
     __atomic_store_n(&sw->seq, 2 * seq - 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     words_store(slot + 8, w->buf + 8, sizeof(*win) - 8);
     words_store(slot + sizeof(*win), tg, stored * sizeof(*tg));
-    words_store(slot + counters_at(w->max_targets), ctr,
-                (size_t)stored * nc * sizeof(double));
-    words_store(slot + comps_at(w->max_targets), cmp,
-                (size_t)stored * 2 * nk * sizeof(double));
+    words_store(slot + counters_at(w->max_targets), ctr, (size_t)stored * nc * sizeof(double));
+    words_store(slot + comps_at(w->max_targets), cmp, (size_t)stored * 2 * nk * sizeof(double));
     words_store(slot + pool_at(w->max_targets), pool, round8(win->pool_used));
     __atomic_store_n(&sw->seq, 2 * seq, __ATOMIC_RELEASE);
     __atomic_store_n(&h->head, seq, __ATOMIC_RELEASE);
@@ -732,8 +708,8 @@ typedef struct agg_target {
     double e_cpu, e_nic, e_total, e_idle;
     double e_comp[PA_MAX_COMPONENTS]; /* W x s, the report's components */
     double j_comp[PA_MAX_COMPONENTS]; /* the newest window's joules */
-    int has_ctr;                 /* a window with the newest names had them */
-    double ctr[PA_MAX_COUNTERS]; /* summed, in the newest window's order */
+    int has_ctr;                      /* a window with the newest names had them */
+    double ctr[PA_MAX_COUNTERS];      /* summed, in the newest window's order */
 } agg_target;
 
 struct pa_ring_reader {
@@ -755,7 +731,7 @@ struct pa_ring_reader {
     const char *cnames[PA_MAX_COUNTERS]; /* into cname_buf */
     char *cname_buf;
     size_t cname_cap;
-    double *ctr; /* targets_cap x PA_MAX_COUNTERS */
+    double *ctr;  /* targets_cap x PA_MAX_COUNTERS */
     double *comp; /* targets_cap x 2 x PA_MAX_COMPONENTS: watts, joules */
     char comp_names[PA_MAX_COMPONENTS][16];
     const char *cknames[PA_MAX_COMPONENTS]; /* into comp_names */
@@ -763,9 +739,9 @@ struct pa_ring_reader {
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
-    int *idx;       /* hash: index into agg + 1, 0 empty */
-    size_t idx_cap; /* power of two */
-    char *arena;    /* cgroup paths of the aggregate */
+    int *idx;             /* hash: index into agg + 1, 0 empty */
+    size_t idx_cap;       /* power of two */
+    char *arena;          /* cgroup paths of the aggregate */
     pa__cgcache *cgcache; /* names of the cgroups (this machine's state) */
     size_t arena_len, arena_cap;
     /* statistics */
@@ -788,8 +764,7 @@ int pa_ring_open(const char *name, pa_ring_reader **out)
                            "ring '%s': no such ring (/dev/shm%s); start "
                            "`powerapi daemon --ring %s` first",
                            shm + 1, shm, shm + 1);
-        return pa__err(rc, "ring '%s': cannot open /dev/shm%s: %s%s", shm + 1,
-                       shm, strerror(errno),
+        return pa__err(rc, "ring '%s': cannot open /dev/shm%s: %s%s", shm + 1, shm, strerror(errno),
                        rc == -EACCES ? " (the daemon's --group decides who "
                                        "may read it)"
                                      : "");
@@ -863,8 +838,7 @@ void pa_ring_close(pa_ring_reader *r)
  * overwritten (before or during the copy); -EAGAIN not published yet. */
 static int copy_window(pa_ring_reader *r, uint64_t seq)
 {
-    const unsigned char *slot =
-        r->map + RING_HDR_BYTES + ((seq - 1) % r->cap) * r->slot_bytes;
+    const unsigned char *slot = r->map + RING_HDR_BYTES + ((seq - 1) % r->cap) * r->slot_bytes;
     const struct ring_window *sw = (const struct ring_window *)slot;
     uint64_t v1 = __atomic_load_n(&sw->seq, __ATOMIC_ACQUIRE);
     if (v1 < 2 * seq)
@@ -876,21 +850,14 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     size_t ctr_at = counters_at(r->max_targets);
     size_t pl_at = pool_at(r->max_targets);
     words_load(r->copy, slot, sizeof(*win));
-    uint32_t nt =
-        win->ntargets <= r->max_targets ? win->ntargets : r->max_targets;
-    uint32_t pu = win->pool_used >= 1 && win->pool_used <= r->pool_bytes
-                      ? win->pool_used
-                      : 1;
-    uint32_t nc =
-        win->ncounters <= PA_MAX_COUNTERS ? win->ncounters : PA_MAX_COUNTERS;
-    uint32_t nk = win->ncomponents <= PA_MAX_COMPONENTS ? win->ncomponents
-                                                        : 0;
+    uint32_t nt = win->ntargets <= r->max_targets ? win->ntargets : r->max_targets;
+    uint32_t pu = win->pool_used >= 1 && win->pool_used <= r->pool_bytes ? win->pool_used : 1;
+    uint32_t nc = win->ncounters <= PA_MAX_COUNTERS ? win->ncounters : PA_MAX_COUNTERS;
+    uint32_t nk = win->ncomponents <= PA_MAX_COMPONENTS ? win->ncomponents : 0;
     size_t cmp_at = comps_at(r->max_targets);
     words_load(tg, slot + sizeof(*win), nt * sizeof(*tg));
-    words_load(r->copy + ctr_at, slot + ctr_at,
-               (size_t)nt * nc * sizeof(double));
-    words_load(r->copy + cmp_at, slot + cmp_at,
-               (size_t)nt * 2 * nk * sizeof(double));
+    words_load(r->copy + ctr_at, slot + ctr_at, (size_t)nt * nc * sizeof(double));
+    words_load(r->copy + cmp_at, slot + cmp_at, (size_t)nt * 2 * nk * sizeof(double));
     size_t pbytes = round8(pu);
     if (pl_at + pbytes > r->slot_bytes)
         pbytes = r->slot_bytes - pl_at;
@@ -937,8 +904,7 @@ static const char *window_pool(pa_ring_reader *r)
 static const double *window_counters(pa_ring_reader *r, uint32_t i)
 {
     const struct ring_window *win = (const struct ring_window *)r->buf;
-    return (const double *)(r->buf + counters_at(r->max_targets)) +
-           (size_t)i * win->ncounters;
+    return (const double *)(r->buf + counters_at(r->max_targets)) + (size_t)i * win->ncounters;
 }
 
 /* The report's views of the targets' components (valid until the next
@@ -947,8 +913,7 @@ static void comp_views(pa_ring_reader *r)
 {
     bool on = r->rep.ncomponents && r->comp;
     r->rep.target_component_w = on ? r->comp : NULL;
-    r->rep.target_component_j =
-        on ? r->comp + r->targets_cap * PA_MAX_COMPONENTS : NULL;
+    r->rep.target_component_j = on ? r->comp + r->targets_cap * PA_MAX_COMPONENTS : NULL;
 }
 
 /* The component watts and joules of the i-th target of the window in
@@ -956,8 +921,7 @@ static void comp_views(pa_ring_reader *r)
 static const double *window_comps(pa_ring_reader *r, uint32_t i)
 {
     const struct ring_window *win = (const struct ring_window *)r->buf;
-    return (const double *)(r->buf + comps_at(r->max_targets)) +
-           (size_t)i * 2 * win->ncomponents;
+    return (const double *)(r->buf + comps_at(r->max_targets)) + (size_t)i * 2 * win->ncomponents;
 }
 
 static int ensure_targets(pa_ring_reader *r, size_t n)
@@ -968,8 +932,7 @@ static int ensure_targets(pa_ring_reader *r, size_t n)
     size_t kcap = cap * 2 * PA_MAX_COMPONENTS;
     if (PA__GROW(r->targets, cap, n, 64) < 0 ||
         PA__GROW(r->ctr, ccap, cap * PA_MAX_COUNTERS, 64 * PA_MAX_COUNTERS) < 0 ||
-        PA__GROW(r->comp, kcap, cap * 2 * PA_MAX_COMPONENTS,
-                 64 * 2 * PA_MAX_COMPONENTS) < 0)
+        PA__GROW(r->comp, kcap, cap * 2 * PA_MAX_COMPONENTS, 64 * 2 * PA_MAX_COMPONENTS) < 0)
         return pa__err(-ENOMEM, "ring: out of memory");
     r->targets_cap = cap;
     comp_views(r);
@@ -979,8 +942,7 @@ static int ensure_targets(pa_ring_reader *r, size_t n)
 /* Target i's components of the report from a window's record of nk
  * (watts then joules) through map (the report's index of each, -1
  * none); NULL record: zeros. */
-static void comps_put(pa_ring_reader *r, size_t i, const double *rec,
-                      uint32_t nk, const int *map)
+static void comps_put(pa_ring_reader *r, size_t i, const double *rec, uint32_t nk, const int *map)
 {
     size_t n = r->rep.ncomponents;
     if (!n || !r->rep.target_component_w)
@@ -996,8 +958,7 @@ static void comps_put(pa_ring_reader *r, size_t i, const double *rec,
         }
 }
 
-static void target_from_ring(pa_target_info *d, const struct ring_target *s,
-                             const char *cgroup)
+static void target_from_ring(pa_target_info *d, const struct ring_target *s, const char *cgroup)
 {
     memset(d, 0, sizeof(*d));
     d->type = (pa_target_type)s->type;
@@ -1165,9 +1126,7 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
     r->rep.ntargets = win->ntargets;
     r->rep.targets = r->targets;
     r->windows = 1;
-    r->truncated = win->ntargets_total > win->ntargets
-                       ? win->ntargets_total - win->ntargets
-                       : 0;
+    r->truncated = win->ntargets_total > win->ntargets ? win->ntargets_total - win->ntargets : 0;
     *seq_inout = got;
     ring_names(r);
     *out = &r->rep;
@@ -1176,12 +1135,10 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
 
 /* ---- aggregation ---- */
 
-static uint64_t key_hash(uint32_t type, int32_t pid, int32_t tid,
-                         const char *cg)
+static uint64_t key_hash(uint32_t type, int32_t pid, int32_t tid, const char *cg)
 {
-    uint64_t h = type == PA_TARGET_CGROUP
-                     ? pa__hash_str(cg)
-                     : pa__hash_pair((uint32_t)pid, (uint32_t)tid);
+    uint64_t h =
+        type == PA_TARGET_CGROUP ? pa__hash_str(cg) : pa__hash_pair((uint32_t)pid, (uint32_t)tid);
     return pa__hash_pair(h, type);
 }
 
@@ -1189,17 +1146,15 @@ static uint64_t agg_hash_at(const void *user, size_t a)
 {
     const pa_ring_reader *r = user;
     const agg_target *t = &r->agg[a];
-    return key_hash(t->info.type, t->info.pid, t->info.tid,
-                    r->arena + t->cgroup_off);
+    return key_hash(t->info.type, t->info.pid, t->info.tid, r->arena + t->cgroup_off);
 }
 
 /* Finds or adds the aggregate entry of s; NULL on ENOMEM. *fresh = 1 if
  * it was added. */
-static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
-                            const char *cg, int *fresh)
+static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s, const char *cg,
+                            int *fresh)
 {
-    if (pa__index_reserve(&r->idx, &r->idx_cap, 256, 0, r->nagg, agg_hash_at,
-                          r) < 0) {
+    if (pa__index_reserve(&r->idx, &r->idx_cap, 256, 0, r->nagg, agg_hash_at, r) < 0) {
         pa__err(-ENOMEM, "ring: out of memory");
         return NULL;
     }
@@ -1212,9 +1167,8 @@ static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
             break;
         agg_target *t = &r->agg[a - 1];
         if ((uint32_t)t->info.type == s->type &&
-            (s->type == PA_TARGET_CGROUP
-                 ? strcmp(r->arena + t->cgroup_off, cg) == 0
-                 : (t->info.pid == s->pid && t->info.tid == s->tid))) {
+            (s->type == PA_TARGET_CGROUP ? strcmp(r->arena + t->cgroup_off, cg) == 0
+                                         : (t->info.pid == s->pid && t->info.tid == s->tid))) {
             *fresh = 0;
             return t;
         }
@@ -1239,8 +1193,8 @@ static agg_target *agg_find(pa_ring_reader *r, const struct ring_target *s,
 /* Maps the counters of the window in r->buf to the report's (the newest
  * window's) names: 1 and map[e] = report index of the window's counter e
  * when both carry the same set of names (in any order), else 0. */
-static int counter_map(const pa_ring_reader *r, const struct ring_window *win,
-                       const char *pool, int map[PA_MAX_COUNTERS])
+static int counter_map(const pa_ring_reader *r, const struct ring_window *win, const char *pool,
+                       int map[PA_MAX_COUNTERS])
 {
     size_t nc = r->rep.ncounters;
     if (nc == 0 || win->ncounters != nc)
@@ -1264,8 +1218,8 @@ static int counter_map(const pa_ring_reader *r, const struct ring_window *win,
 /* A window's record of nk components (watts, then joules) of an
  * aggregated target: its energy over the span, in the report's order
  * (kmap), and the joules of the newest window it is in (fresh). */
-static void agg_comps(agg_target *t, const double *rec, uint32_t nk,
-                      const int *kmap, double dt, int fresh)
+static void agg_comps(agg_target *t, const double *rec, uint32_t nk, const int *kmap, double dt,
+                      int fresh)
 {
     for (uint32_t e = 0; e < nk; e++) {
         if (kmap[e] < 0)
@@ -1313,8 +1267,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
             end_ns = win->time_ns;
             if (report_head_from_window(r) < 0)
                 return -ENOMEM;
-        } else if (span_ns && (end_ns < win->time_ns ||
-                               end_ns - win->time_ns >= span_ns)) {
+        } else if (span_ns && (end_ns < win->time_ns || end_ns - win->time_ns >= span_ns)) {
             break;
         }
         double dt = win->interval_s > 0 ? win->interval_s : 0;
@@ -1357,8 +1310,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
             t->e_nic += s->power.nic_w * dt;
             t->e_total += s->power.total_w * dt;
             t->e_idle += s->power.idle_w * dt;
-            agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt,
-                      fresh);
+            agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt, fresh);
             t->info.power.cpu_time_s += s->power.cpu_time_s;
             t->info.net_rx_bytes += s->net_rx;
             t->info.net_tx_bytes += s->net_tx;
@@ -1436,9 +1388,7 @@ int pa_ring_get_info(pa_ring_reader *r, pa_ring_info *out)
     out->writer_pid = h->writer_pid;
     out->interval_ns = h->interval_ns;
     out->newest = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-    out->oldest = out->newest == 0        ? 0
-                  : out->newest >= r->cap ? out->newest - r->cap + 1
-                                          : 1;
+    out->oldest = out->newest == 0 ? 0 : out->newest >= r->cap ? out->newest - r->cap + 1 : 1;
     uint64_t age = 0;
     out->alive = ring_check_alive(r->name, h, &age) == 0;
     out->heartbeat_age_ns = age;

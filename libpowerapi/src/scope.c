@@ -77,9 +77,8 @@ typedef struct scope_frame {
 static _Thread_local scope_frame stack[PA_SCOPE_MAX_DEPTH];
 static _Thread_local unsigned depth;
 
-static const char other_note[] =
-    "more distinct scope names than max_names: the calls of the names "
-    "beyond it are counted here (raise pa_scope_opts.max_names)";
+static const char other_note[] = "more distinct scope names than max_names: the calls of the names "
+                                 "beyond it are counted here (raise pa_scope_opts.max_names)";
 
 /* ------------------------------------------------------------------ */
 /* Doubles kept as atomic bits                                         */
@@ -102,8 +101,8 @@ static double u2d(uint64_t u)
 static void add_double(_Atomic uint64_t *a, double v)
 {
     uint64_t old = atomic_load_explicit(a, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(
-        a, &old, d2u(u2d(old) + v), memory_order_relaxed, memory_order_relaxed))
+    while (!atomic_compare_exchange_weak_explicit(a, &old, d2u(u2d(old) + v), memory_order_relaxed,
+                                                  memory_order_relaxed))
         ;
 }
 
@@ -126,8 +125,7 @@ static unsigned hist_bucket(double j)
         return 0;
     if (e >= HIST_EMAX)
         return HIST_N - 1;
-    return 1 + (unsigned)(e - HIST_EMIN) * HIST_SUB +
-           (unsigned)((b >> 49) & (HIST_SUB - 1));
+    return 1 + (unsigned)(e - HIST_EMIN) * HIST_SUB + (unsigned)((b >> 49) & (HIST_SUB - 1));
 }
 
 /* The middle of bucket i: within 1 / (2 HIST_SUB) of any value in it. */
@@ -144,8 +142,7 @@ static double hist_value(unsigned i)
 
 /* Quantiles q[0..n-1] (ascending) of a histogram: the value of the bucket
  * holding the call of rank ceil(q x total). */
-static void hist_quantiles(_Atomic uint64_t *h, const double *q, double *out,
-                           size_t n)
+static void hist_quantiles(_Atomic uint64_t *h, const double *q, double *out, size_t n)
 {
     uint64_t c[HIST_N], total = 0;
     for (unsigned i = 0; i < HIST_N; i++)
@@ -203,8 +200,7 @@ static void price_load(pa_ctx *ctx, struct pa__scopes *sc);
  * to make them: one wins). */
 static struct pa__scopes *scopes_of(pa_ctx *ctx)
 {
-    struct pa__scopes *sc =
-        atomic_load_explicit(&ctx->scopes, memory_order_acquire);
+    struct pa__scopes *sc = atomic_load_explicit(&ctx->scopes, memory_order_acquire);
     if (sc)
         return sc;
     struct pa__scopes *mine = scopes_new();
@@ -255,11 +251,9 @@ static int table_alloc(struct pa__scopes *sc)
     return 0;
 }
 
-static scope_name *lookup(struct pa__scopes *sc, uint64_t hash,
-                          const char *name)
+static scope_name *lookup(struct pa__scopes *sc, uint64_t hash, const char *name)
 {
-    _Atomic(scope_name *) *slots =
-        atomic_load_explicit(&sc->slots, memory_order_acquire);
+    _Atomic(scope_name *) *slots = atomic_load_explicit(&sc->slots, memory_order_acquire);
     if (!slots)
         return NULL;
     size_t mask = sc->cap - 1;
@@ -274,13 +268,12 @@ static scope_name *lookup(struct pa__scopes *sc, uint64_t hash,
 
 /* A name's first use: adds it, or folds it into PA_SCOPE_OTHER when the
  * table is full.  *folded says which. */
-static int insert(struct pa__scopes *sc, uint64_t hash, const char *name,
-                  size_t len, scope_name **out, bool *folded)
+static int insert(struct pa__scopes *sc, uint64_t hash, const char *name, size_t len,
+                  scope_name **out, bool *folded)
 {
     pthread_mutex_lock(&sc->lock);
     int rc = 0;
-    if (!atomic_load_explicit(&sc->slots, memory_order_relaxed) &&
-        (rc = table_alloc(sc)) < 0)
+    if (!atomic_load_explicit(&sc->slots, memory_order_relaxed) && (rc = table_alloc(sc)) < 0)
         goto out;
     scope_name *e = lookup(sc, hash, name); /* another thread's insert */
     *folded = false;
@@ -317,8 +310,8 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
         return pa__err(-EINVAL, "pa_scope_configure: ctx is NULL");
     size_t max = opts->max_names ? opts->max_names : PA_SCOPE_DEFAULT_NAMES;
     if (max > MAX_NAMES_LIMIT)
-        return pa__err(-EINVAL, "pa_scope_configure: max_names %zu is over %d",
-                       opts->max_names, MAX_NAMES_LIMIT);
+        return pa__err(-EINVAL, "pa_scope_configure: max_names %zu is over %d", opts->max_names,
+                       MAX_NAMES_LIMIT);
     if (opts->pid < -1)
         return pa__err(-EINVAL,
                        "pa_scope_configure: pid %d (0: this process, -1: the "
@@ -353,8 +346,7 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
  * ticks and the machine's disagree over a short window may get none),
  * else the machine's active power per busy CPU-second.  proc may be NULL.
  * False when neither ran: the previous price stays. */
-static bool price_rule(const pa_power *proc, const pa_power *sys, double *rate,
-                       unsigned *flags)
+static bool price_rule(const pa_power *proc, const pa_power *sys, double *rate, unsigned *flags)
 {
     if (proc && proc->cpu_time_s > 0 && proc->cpu_w > 0) {
         *rate = proc->cpu_w * proc->interval_s / proc->cpu_time_s;
@@ -371,8 +363,7 @@ static bool price_rule(const pa_power *proc, const pa_power *sys, double *rate,
 
 /* Publishes a price of the window ending at stamp, unless a later one is
  * there already. */
-static void price_publish(struct pa__scopes *sc, double rate, unsigned flags,
-                          uint64_t stamp)
+static void price_publish(struct pa__scopes *sc, double rate, unsigned flags, uint64_t stamp)
 {
     pthread_mutex_lock(&sc->price_lock);
     if (stamp >= sc->stamp) {
@@ -381,8 +372,7 @@ static void price_publish(struct pa__scopes *sc, double rate, unsigned flags,
         atomic_store_explicit(&sc->seq, s + 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
         atomic_store_explicit(&sc->rate_bits, d2u(rate), memory_order_relaxed);
-        atomic_store_explicit(&sc->rate_flags, flags | PRICED,
-                              memory_order_relaxed);
+        atomic_store_explicit(&sc->rate_flags, flags | PRICED, memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 2, memory_order_release);
     }
     pthread_mutex_unlock(&sc->price_lock);
@@ -391,15 +381,13 @@ static void price_publish(struct pa__scopes *sc, double rate, unsigned flags,
 /* The tick, at the end of each window, under the context lock. */
 void pa__scopes_window(pa_ctx *ctx)
 {
-    struct pa__scopes *sc =
-        atomic_load_explicit(&ctx->scopes, memory_order_acquire);
+    struct pa__scopes *sc = atomic_load_explicit(&ctx->scopes, memory_order_acquire);
     if (!sc)
         return;
     int pid = atomic_load(&sc->pid_now);
     const pa_power *sys = &ctx->sys_power;
     const pa_task *t =
-        pid >= 0 ? pa__task_find(ctx, PA_TARGET_PROCESS, pid ? pid : getpid())
-                 : NULL;
+        pid >= 0 ? pa__task_find(ctx, PA_TARGET_PROCESS, pid ? pid : getpid()) : NULL;
     pa_power proc = {0};
     if (t && t->in_window && !t->gone) {
         proc.cpu_w = t->cpu_w;
@@ -422,8 +410,7 @@ static void price_load(pa_ctx *ctx, struct pa__scopes *sc)
     snprintf(saved, sizeof(saved), "%s", pa_last_error());
     int pid = atomic_load(&sc->pid_now);
     pa_power proc, sys;
-    bool have_proc =
-        pid >= 0 && pa_pid_power(ctx, pid ? pid : getpid(), &proc) == 0;
+    bool have_proc = pid >= 0 && pa_pid_power(ctx, pid ? pid : getpid(), &proc) == 0;
     bool have_sys = pa_system_power(ctx, &sys) == 0;
     double rate;
     unsigned flags;
@@ -439,10 +426,8 @@ static double price(struct pa__scopes *sc, unsigned *flags)
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_acquire);
         if (s & 1)
             continue;
-        double r =
-            u2d(atomic_load_explicit(&sc->rate_bits, memory_order_relaxed));
-        unsigned f =
-            atomic_load_explicit(&sc->rate_flags, memory_order_relaxed);
+        double r = u2d(atomic_load_explicit(&sc->rate_bits, memory_order_relaxed));
+        unsigned f = atomic_load_explicit(&sc->rate_flags, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&sc->seq, memory_order_relaxed) != s)
             continue;
@@ -462,15 +447,13 @@ static double price(struct pa__scopes *sc, unsigned *flags)
 int pa_scope_begin_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns)
 {
     if (!ctx || !name)
-        return pa__err(-EINVAL, "pa_scope_begin: %s is NULL",
-                       ctx ? "name" : "ctx");
+        return pa__err(-EINVAL, "pa_scope_begin: %s is NULL", ctx ? "name" : "ctx");
     size_t len = strnlen(name, PA_SCOPE_NAME_MAX);
     if (!len)
         return pa__err(-EINVAL, "pa_scope_begin: the name is empty");
     if (len == PA_SCOPE_NAME_MAX)
-        return pa__err(-ENAMETOOLONG,
-                       "pa_scope_begin: the name '%.32s...' is over %d bytes",
-                       name, PA_SCOPE_NAME_MAX - 1);
+        return pa__err(-ENAMETOOLONG, "pa_scope_begin: the name '%.32s...' is over %d bytes", name,
+                       PA_SCOPE_NAME_MAX - 1);
     if (depth >= PA_SCOPE_MAX_DEPTH)
         return pa__err(-E2BIG,
                        "pa_scope_begin '%s': %d scopes are already open on "
@@ -520,8 +503,7 @@ static int end_check(pa_ctx *ctx, const char *name, uint64_t cpu_ns)
                        "pa_scope_end: the innermost open scope '%s' was "
                        "begun on another context",
                        open);
-    if (name && (f->folded ? pa__hash_str(name) != f->hash
-                           : strcmp(name, f->e->name) != 0))
+    if (name && (f->folded ? pa__hash_str(name) != f->hash : strcmp(name, f->e->name) != 0))
         return pa__err(-EPROTO,
                        "pa_scope_end '%s': the innermost open scope on this "
                        "thread is '%s' (scopes end in the reverse order of "
@@ -535,8 +517,8 @@ static int end_check(pa_ctx *ctx, const char *name, uint64_t cpu_ns)
     return 0;
 }
 
-static void record(scope_name *e, const pa_scope_result *r, uint64_t incl,
-                   uint64_t self, bool recursive)
+static void record(scope_name *e, const pa_scope_result *r, uint64_t incl, uint64_t self,
+                   bool recursive)
 {
     atomic_fetch_add_explicit(&e->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&e->self_ns, self, memory_order_relaxed);
@@ -549,14 +531,12 @@ static void record(scope_name *e, const pa_scope_result *r, uint64_t incl,
         atomic_fetch_add_explicit(&e->measured, 1, memory_order_relaxed);
     add_double(recursive ? &e->nested_bits : &e->energy_bits, r->energy_j);
     add_double(&e->self_bits, r->self_energy_j);
-    atomic_fetch_add_explicit(&e->hist[hist_bucket(r->energy_j)], 1,
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->hist[hist_bucket(r->energy_j)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&e->self_hist[hist_bucket(r->self_energy_j)], 1,
                               memory_order_relaxed);
 }
 
-int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
-                    pa_scope_result *out)
+int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns, pa_scope_result *out)
 {
     int rc = end_check(ctx, name, cpu_ns);
     if (rc < 0)
@@ -571,8 +551,7 @@ int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns,
     r.energy_j = r.self_energy_j + f.child_j;
     r.j_per_cpu_s = rate;
     r.depth = depth;
-    r.flags |= (f.recursive ? PA_SCOPE_RECURSIVE : 0) |
-               (f.folded ? PA_SCOPE_FOLDED : 0);
+    r.flags |= (f.recursive ? PA_SCOPE_RECURSIVE : 0) | (f.folded ? PA_SCOPE_FOLDED : 0);
     /* the nearest enclosing scope of the same context is the parent */
     for (unsigned i = depth; i-- > 0;)
         if (stack[i].sc == f.sc) {
@@ -621,15 +600,12 @@ static void stats_fill(scope_name *e, bool other, pa_scope_stats *out)
     s.calls = atomic_load_explicit(&e->calls, memory_order_relaxed);
     s.rated_calls = atomic_load_explicit(&e->rated, memory_order_relaxed);
     s.measured_calls = atomic_load_explicit(&e->measured, memory_order_relaxed);
-    s.cpu_time_s =
-        (double)atomic_load_explicit(&e->cpu_ns, memory_order_relaxed) * 1e-9;
-    s.self_cpu_time_s =
-        (double)atomic_load_explicit(&e->self_ns, memory_order_relaxed) * 1e-9;
+    s.cpu_time_s = (double)atomic_load_explicit(&e->cpu_ns, memory_order_relaxed) * 1e-9;
+    s.self_cpu_time_s = (double)atomic_load_explicit(&e->self_ns, memory_order_relaxed) * 1e-9;
     s.energy_j = load_double(&e->energy_bits);
     s.self_energy_j = load_double(&e->self_bits);
     if (s.rated_calls) {
-        s.mean_j =
-            (s.energy_j + load_double(&e->nested_bits)) / (double)s.rated_calls;
+        s.mean_j = (s.energy_j + load_double(&e->nested_bits)) / (double)s.rated_calls;
         s.self_mean_j = s.self_energy_j / (double)s.rated_calls;
     }
     hist_quantiles(e->hist, q, v, 3);
@@ -648,8 +624,7 @@ static void stats_fill(scope_name *e, bool other, pa_scope_stats *out)
 /* The scopes to read, or NULL when the context has none. */
 static struct pa__scopes *scopes_read(pa_ctx *ctx, size_t *n, bool *other)
 {
-    struct pa__scopes *sc =
-        atomic_load_explicit(&ctx->scopes, memory_order_acquire);
+    struct pa__scopes *sc = atomic_load_explicit(&ctx->scopes, memory_order_acquire);
     *n = 0;
     *other = false;
     if (!sc || !atomic_load_explicit(&sc->slots, memory_order_acquire))
@@ -663,8 +638,7 @@ static struct pa__scopes *scopes_read(pa_ctx *ctx, size_t *n, bool *other)
 int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap)
 {
     if (!ctx || (!out && cap))
-        return pa__err(-EINVAL, "pa_scope_list: %s is NULL",
-                       ctx ? "out" : "ctx");
+        return pa__err(-EINVAL, "pa_scope_list: %s is NULL", ctx ? "out" : "ctx");
     size_t n;
     bool other;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other);
@@ -679,10 +653,7 @@ int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap)
 int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
 {
     if (!ctx || !name || !out)
-        return pa__err(-EINVAL, "pa_scope_get: %s is NULL",
-                       !ctx    ? "ctx"
-                       : !name ? "name"
-                               : "out");
+        return pa__err(-EINVAL, "pa_scope_get: %s is NULL", !ctx ? "ctx" : !name ? "name" : "out");
     size_t n;
     bool other;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other);
@@ -692,8 +663,7 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
     }
     scope_name *e = sc ? lookup(sc, pa__hash_str(name), name) : NULL;
     if (!e)
-        return pa__err(-ENOENT, "pa_scope_get: no scope '%s' on this context%s",
-                       name,
+        return pa__err(-ENOENT, "pa_scope_get: no scope '%s' on this context%s", name,
                        other ? " (names beyond max_names are counted under "
                                "'" PA_SCOPE_OTHER "')"
                              : "");

@@ -44,25 +44,20 @@ static int cycles_index(const pa_frame_delta *d)
 void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw)
 {
     sw->ci = cycles_index(d);
-    sw->cycles =
-        sw->ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
+    sw->cycles = sw->ci >= 0 && (d->have & PA_HAVE_CYCLES) && d->cycles_all > 0;
     double w_sys = sw->cycles ? d->cycles_all : d->busy_s;
     double w_procs = 0;
     for (size_t i = 0; i < d->ntasks; i++) {
         const pa_task *k = d->tasks[i];
         if (k->type != PA_TARGET_PROCESS)
             continue;
-        w_procs += sw->cycles ? (k->ctr_d ? k->ctr_d[sw->ci] : 0)
-                              : k->d_cpu_s;
+        w_procs += sw->cycles ? (k->ctr_d ? k->ctr_d[sw->ci] : 0) : k->d_cpu_s;
     }
     sw->all = d->ctx && d->ctx->watch_all;
-    sw->w_all = sw->all && w_procs > 0 ? w_procs
-                : w_sys > w_procs      ? w_sys
-                                       : w_procs;
+    sw->w_all = sw->all && w_procs > 0 ? w_procs : w_sys > w_procs ? w_sys : w_procs;
 }
 
-void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p,
-                     double active)
+void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active)
 {
     pa_share_w sw;
     pa__share_weights(d, &sw);

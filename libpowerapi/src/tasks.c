@@ -160,8 +160,7 @@ int pa__task_alloc_counters(pa_ctx *ctx, pa_task *t)
     return 0;
 }
 
-pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
-                       pid_t tid, uint64_t start_ticks)
+pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid, pid_t tid, uint64_t start_ticks)
 {
     pa_ctx *ctx = f->ctx;
     pa_tasktab *tab = type == PA_TARGET_THREAD ? &ctx->threads : &ctx->procs;
@@ -185,8 +184,7 @@ pa_task *pa__task_seen(pa_frame *f, pa_target_type type, pid_t pid,
             return NULL;
         t->start_ticks = start_ticks;
         t->first_tick = f->tick;
-        if (pa__task_alloc_counters(ctx, t) < 0 ||
-            pa__tasktab_put(tab, t, id) < 0) {
+        if (pa__task_alloc_counters(ctx, t) < 0 || pa__tasktab_put(tab, t, id) < 0) {
             pa__task_free(t);
             return NULL;
         }
@@ -204,8 +202,7 @@ int pa__cgroup_intern(pa_ctx *ctx, const char *path)
             return (int)i;
     /* two arrays of one capacity */
     size_t need = ctx->ncgroups + 1, cap = ctx->cgroups_cap, ca = cap;
-    if (PA__GROW(ctx->cgroups, cap, need, 16) < 0 ||
-        PA__GROW(ctx->cgroup_j, ca, need, 16) < 0)
+    if (PA__GROW(ctx->cgroups, cap, need, 16) < 0 || PA__GROW(ctx->cgroup_j, ca, need, 16) < 0)
         return -1;
     ctx->cgroups_cap = cap;
     char *s = strdup(path);
@@ -219,8 +216,8 @@ int pa__cgroup_intern(pa_ctx *ctx, const char *path)
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n)
 {
     if (n > PA_MAX_COUNTERS)
-        return pa__err(-EINVAL, "perf: %zu events asked, at most %d per context",
-                       n, PA_MAX_COUNTERS);
+        return pa__err(-EINVAL, "perf: %zu events asked, at most %d per context", n,
+                       PA_MAX_COUNTERS);
     char *copy[PA_MAX_COUNTERS] = {0};
     for (size_t i = 0; i < n; i++) {
         copy[i] = strdup(names[i]);

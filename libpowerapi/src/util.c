@@ -4,9 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,8 +50,7 @@ ssize_t pa__pread_all(int fd, char *buf, size_t len)
     return (ssize_t)got;
 }
 
-ssize_t pa__read_file(const char *root, const char *rel, char *buf,
-                      size_t len)
+ssize_t pa__read_file(const char *root, const char *rel, char *buf, size_t len)
 {
     char path[PA_PATH_MAX];
     int rc = pa__path(path, sizeof(path), root, "%s", rel);
@@ -113,8 +112,7 @@ int pa__procfs_hidepid(const char *procfs, char *opt, size_t len)
     if (geteuid() == 0)
         return 0; /* root sees every process whatever the mount says */
     char rp[PATH_MAX], path[PA_PATH_MAX];
-    if (!realpath(procfs, rp) ||
-        pa__path(path, sizeof(path), procfs, "self/mountinfo") < 0)
+    if (!realpath(procfs, rp) || pa__path(path, sizeof(path), procfs, "self/mountinfo") < 0)
         return 0;
     FILE *f = fopen(path, "re");
     if (!f)
@@ -125,8 +123,7 @@ int pa__procfs_hidepid(const char *procfs, char *opt, size_t len)
         /* proc(5) mountinfo: id parent maj:min root mountpoint opts
          * [optional fields] - fstype source superopts */
         char mnt[PATH_MAX], fstype[64];
-        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-            strcmp(mnt, rp) != 0)
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || strcmp(mnt, rp) != 0)
             continue;
         const char *sep = strstr(line, " - ");
         char super[1024];
@@ -137,8 +134,7 @@ int pa__procfs_hidepid(const char *procfs, char *opt, size_t len)
         if (!h)
             continue;
         char val[32];
-        if (sscanf(h, "hidepid=%31[^,]", val) != 1 || !strcmp(val, "0") ||
-            !strcmp(val, "off"))
+        if (sscanf(h, "hidepid=%31[^,]", val) != 1 || !strcmp(val, "0") || !strcmp(val, "off"))
             continue;
         /* members of the mount's gid= group see everything */
         const char *g = strstr(super, "gid=");
@@ -185,8 +181,7 @@ int pa_parse_duration_ns(const char *s, uint64_t *out)
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || errno || !isfinite(v) || v < 0)
-        return pa__err(-EINVAL,
-                       "bad duration '%s' (examples: 500ms, 2s, 1.5s, 1m)", s);
+        return pa__err(-EINVAL, "bad duration '%s' (examples: 500ms, 2s, 1.5s, 1m)", s);
     double mul;
     if (!strcmp(end, "") || !strcmp(end, "s"))
         mul = 1e9;
@@ -201,9 +196,7 @@ int pa_parse_duration_ns(const char *s, uint64_t *out)
     else if (!strcmp(end, "h"))
         mul = 3600e9;
     else
-        return pa__err(-EINVAL,
-                       "bad duration unit in '%s' (use ns, us, ms, s, m, h)",
-                       s);
+        return pa__err(-EINVAL, "bad duration unit in '%s' (use ns, us, ms, s, m, h)", s);
     double ns = v * mul;
     if (ns > 1e19)
         return pa__err(-EINVAL, "duration '%s' is too long", s);
@@ -233,8 +226,7 @@ int pa_parse_duration_unit_ns(const char *s, uint64_t *out)
 int pa__cpu_package(const pa_env *env, int cpu)
 {
     char rel[96], buf[32];
-    snprintf(rel, sizeof(rel),
-             "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
     if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0)
         return -1;
     return atoi(buf);
@@ -246,8 +238,7 @@ unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap)
     for (size_t i = 0; i < cap; i++)
         map[i] = -1;
     int *cpus = malloc(cap * sizeof(*cpus));
-    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf,
-                               sizeof(buf)) <= 0) {
+    if (!cpus || pa__read_file(env->sysfs, "devices/system/cpu/online", buf, sizeof(buf)) <= 0) {
         free(cpus);
         return 0;
     }
@@ -267,8 +258,7 @@ unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap)
     return top;
 }
 
-double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
-                        unsigned nmap, int pkg)
+double pa__package_busy(const pa_frame_delta *d, const int16_t *map, unsigned nmap, int pkg)
 {
     const pa_sysread *c = d->cur, *p = d->prev;
     if (!c || !p)
@@ -280,10 +270,8 @@ double pa__package_busy(const pa_frame_delta *d, const int16_t *map,
         n = p->ncpu_time;
     uint64_t busy = 0, all = 0;
     for (unsigned k = 0; k < n; k++) {
-        if (map[k] != pkg || c->cpu_busy_ns[k] == UINT64_MAX ||
-            p->cpu_busy_ns[k] == UINT64_MAX ||
-            c->cpu_busy_ns[k] < p->cpu_busy_ns[k] ||
-            c->cpu_idle_ns[k] < p->cpu_idle_ns[k])
+        if (map[k] != pkg || c->cpu_busy_ns[k] == UINT64_MAX || p->cpu_busy_ns[k] == UINT64_MAX ||
+            c->cpu_busy_ns[k] < p->cpu_busy_ns[k] || c->cpu_idle_ns[k] < p->cpu_idle_ns[k])
             continue;
         uint64_t b = c->cpu_busy_ns[k] - p->cpu_busy_ns[k];
         busy += b;
@@ -344,8 +332,8 @@ int pa__grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
     return 0;
 }
 
-int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from,
-                      size_t n, pa__index_hash hash, const void *user)
+int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from, size_t n,
+                      pa__index_hash hash, const void *user)
 {
     if ((n - from + 1) * 2 <= *cap)
         return 0;
@@ -398,8 +386,7 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
                 v = p[j] + 1;
             if (c[j - 1] + 1 < v)
                 v = c[j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-                a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
                 v = pp[j - 2] + 1;
             c[j] = v;
         }

@@ -64,8 +64,7 @@ static inline uint64_t pa__hash_str(const char *s)
  * failure or size overflow) with *arrp and *cap untouched.  arrp is the
  * address of a pointer of any object type: use PA__GROW. */
 int pa__grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
-#define PA__GROW(arr, cap, need, first)                                        \
-    pa__grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
+#define PA__GROW(arr, cap, need, first) pa__grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
 
 /* The hash of entry i of the caller's array (user: the array's owner). */
 typedef uint64_t (*pa__index_hash)(const void *user, size_t i);
@@ -77,8 +76,8 @@ typedef uint64_t (*pa__index_hash)(const void *user, size_t i);
  * more than half, the slots are replaced by twice as many (first when
  * there are none) and entries from..n-1 put back at hash(user, i).
  * Returns 0, or -ENOMEM with the index untouched. */
-int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from,
-                      size_t n, pa__index_hash hash, const void *user);
+int pa__index_reserve(int **slots, size_t *cap, size_t first, size_t from, size_t n,
+                      pa__index_hash hash, const void *user);
 
 /* ------------------------------------------------------------------ */
 /* Hex digits                                                          */

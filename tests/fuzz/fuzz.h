@@ -57,7 +57,10 @@ typedef struct fz_file {
 } fz_file;
 
 /* A whole file replaced before tick t. */
-#define FZ_F(t, r) {.tick = (t), .rel = (r)}
+#define FZ_F(t, r)                                                                                 \
+    {                                                                                              \
+        .tick = (t), .rel = (r)                                                                    \
+    }
 
 /* A sensor run on a fixture tree: a context on the copy, the modules
  * enabled in order, three ticks a second apart (the files of tick 1
@@ -79,18 +82,18 @@ typedef struct fz_file {
 typedef struct fz_sensor {
     const char *fixture;
     const char *modules[4]; /* "name" or "name:options" */
-    pid_t watch_pid;         /* 0 none */
-    unsigned watch_flags;    /* PA_WATCH_* */
-    int watch_all;           /* pa_watch_all argument, 0 none */
-    int cgroups;             /* pa_report_cgroups */
-    int fresh;               /* a new context for every input: the files are
-                                read when a process is first seen, and a
-                                kept context would see them once */
-    unsigned keep;           /* on a kept context, the first `keep` modules
-                                (ones that read none of the pieces when
-                                they start) are restarted only every 64th
-                                input: restarting procfs-cpu under auto's
-                                CPU formula restarted RAPL every input */
+    pid_t watch_pid;        /* 0 none */
+    unsigned watch_flags;   /* PA_WATCH_* */
+    int watch_all;          /* pa_watch_all argument, 0 none */
+    int cgroups;            /* pa_report_cgroups */
+    int fresh;              /* a new context for every input: the files are
+                               read when a process is first seen, and a
+                               kept context would see them once */
+    unsigned keep;          /* on a kept context, the first `keep` modules
+                               (ones that read none of the pieces when
+                               they start) are restarted only every 64th
+                               input: restarting procfs-cpu under auto's
+                               CPU formula restarted RAPL every input */
     fz_file files[FZ_MAX_PIECES];
 } fz_sensor;
 

@@ -18,12 +18,11 @@
 
 static void check(const pa_cgroup_names *n)
 {
-    const char *f[] = {n->runtime, n->container_id, n->container_name, n->pod_name,
-                       n->pod_namespace, n->pod_uid, n->unit, n->source};
-    const size_t sz[] = {sizeof(n->runtime), sizeof(n->container_id),
-                         sizeof(n->container_name), sizeof(n->pod_name),
-                         sizeof(n->pod_namespace), sizeof(n->pod_uid), sizeof(n->unit),
-                         sizeof(n->source)};
+    const char *f[] = {n->runtime,       n->container_id, n->container_name, n->pod_name,
+                       n->pod_namespace, n->pod_uid,      n->unit,           n->source};
+    const size_t sz[] = {sizeof(n->runtime),  sizeof(n->container_id),  sizeof(n->container_name),
+                         sizeof(n->pod_name), sizeof(n->pod_namespace), sizeof(n->pod_uid),
+                         sizeof(n->unit),     sizeof(n->source)};
     for (size_t i = 0; i < 8; i++)
         if (!memchr(f[i], '\0', sz[i]))
             fz_fail("cgnames: field %zu not terminated", i);

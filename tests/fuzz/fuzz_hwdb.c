@@ -19,7 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_write(root, "hwdb.txt", pc[0].p, pc[0].n);
     char path[4200];
     snprintf(path, sizeof(path), "%s/hwdb.txt", root);
-    char *model = fz_strdup(n > 1 ? &pc[1] : &(fz_piece){(const uint8_t *)"Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", 39});
+    char *model = fz_strdup(
+        n > 1 ? &pc[1]
+              : &(fz_piece){(const uint8_t *)"Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", 39});
     char *driver = fz_strdup(n > 2 ? &pc[2] : &(fz_piece){(const uint8_t *)"e1000e", 6});
     pa_hwdb_cpu cpu;
     int rc = pa__hwdb_cpu(path, model, &cpu);

@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const allowed[] = {"events", "path", "tdp", "volt",
-                                      "idle", "sockfile", NULL};
+static const char *const allowed[] = {"events", "path", "tdp", "volt", "idle", "sockfile", NULL};
 
 static void raw_options(const char *s)
 {
@@ -70,8 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pa_ctx *ctx = fz_ctx(root);
     pa_cli_mods mods = {0};
     /* the built-in formulas' names; anything else goes as --sensor */
-    pa_module_kind kind = strstr(arg, "tdp") || strstr(arg, "share") ||
-                                  strstr(arg, "linear")
+    pa_module_kind kind = strstr(arg, "tdp") || strstr(arg, "share") || strstr(arg, "linear")
                               ? PA_FORMULA
                               : PA_SENSOR;
     if (pa_cli_mods_add(&mods, "fuzz", kind, arg) == 0 &&

@@ -10,9 +10,7 @@ static const fz_sensor spec = {
     .fixture = "net-server",
     .modules = {"procfs-cpu", "nic:sockfile=sockets.txt", "nic-linear"},
     .watch_all = 1,
-    .files = {FZ_F(0, "proc/sockets.txt"),
-              FZ_F(1, "proc/sockets.txt"),
-              FZ_F(0, "proc/net/route"),
+    .files = {FZ_F(0, "proc/sockets.txt"), FZ_F(1, "proc/sockets.txt"), FZ_F(0, "proc/net/route"),
               FZ_F(0, "proc/net/ipv6_route")},
 };
 

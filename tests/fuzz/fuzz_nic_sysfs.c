@@ -15,10 +15,8 @@ static const fz_sensor spec = {
               FZ_F(1, "sys/class/net/eth0/statistics/tx_bytes"),
               FZ_F(0, "sys/class/net/eth0/statistics/rx_packets"),
               FZ_F(0, "sys/class/net/eth0/statistics/tx_packets"),
-              FZ_F(0, "sys/class/net/eth0/speed"),
-              FZ_F(0, "sys/class/net/eth0/type"),
-              FZ_F(0, "sys/class/net/eth0/operstate"),
-              FZ_F(0, "sys/class/net/lo/type")},
+              FZ_F(0, "sys/class/net/eth0/speed"), FZ_F(0, "sys/class/net/eth0/type"),
+              FZ_F(0, "sys/class/net/eth0/operstate"), FZ_F(0, "sys/class/net/lo/type")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

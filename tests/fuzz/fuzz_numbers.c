@@ -24,8 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (n < 0 || n > 64)
         fz_fail("cpulist: %d CPUs in 64", n);
     uint64_t ns;
-    if (pa_parse_duration_ns(s, &ns) == 0 && pa_cli_parse_duration(s, &ns) == 0 &&
-        ns == 0)
+    if (pa_parse_duration_ns(s, &ns) == 0 && pa_cli_parse_duration(s, &ns) == 0 && ns == 0)
         fz_fail("duration: 0 accepted by the command line");
     unsigned long u;
     if (pa_cli_parse_uint(s, 1000, &u) == 0 && (u == 0 || u > 1000))

@@ -10,9 +10,7 @@ static const fz_sensor spec = {
     .modules = {"procfs-cpu", "cpu-tdp"},
     .keep = 2, /* the stat files are read at ticks, never at a start */
     .watch_all = 1 | PA_WATCH_ALL_THREADS,
-    .files = {FZ_F(0, "proc/300/stat"),
-              FZ_F(1, "proc/300/stat"),
-              FZ_F(0, "proc/300/task/300/stat"),
+    .files = {FZ_F(0, "proc/300/stat"), FZ_F(1, "proc/300/stat"), FZ_F(0, "proc/300/task/300/stat"),
               FZ_F(1, "proc/300/task/300/stat")},
 };
 

@@ -8,9 +8,7 @@ static const fz_sensor spec = {
     .fixture = "rapl-laptop",
     .modules = {"procfs-cpu", "cpu-tdp"},
     .watch_all = 1,
-    .files = {FZ_F(0, "proc/stat"),
-              FZ_F(1, "proc/stat"),
-              FZ_F(0, "proc/uptime"),
+    .files = {FZ_F(0, "proc/stat"), FZ_F(1, "proc/stat"), FZ_F(0, "proc/uptime"),
               FZ_F(1, "proc/uptime")},
 };
 

@@ -35,8 +35,7 @@ static void cleanup(void)
 static void setup(void)
 {
     snprintf(name, sizeof(name), "pa-fuzz-ring-%d", (int)getpid());
-    pa_ring_opts o = {.capacity = 4, .max_targets = 4, .mode = 0600,
-                      .interval_ns = 1000000000ull};
+    pa_ring_opts o = {.capacity = 4, .max_targets = 4, .mode = 0600, .interval_ns = 1000000000ull};
     if (pa_ring_create(name, &o, &writer) < 0)
         fz_fail("pa_ring_create: %s", pa_last_error());
     atexit(cleanup);
@@ -94,8 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pwrite(shm_fd, image, image_len, 0) != (ssize_t)image_len)
         fz_fail("cannot restore the ring image");
     pa_ring_heartbeat(writer);
-    unsigned char *map = mmap(NULL, image_len, PROT_READ | PROT_WRITE,
-                              MAP_SHARED, shm_fd, 0);
+    unsigned char *map = mmap(NULL, image_len, PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
     if (map == MAP_FAILED)
         fz_fail("mmap");
     size_t at = 0;

@@ -11,8 +11,7 @@ static const fz_sensor spec = {
     .watch_pid = 1734,
     .watch_flags = PA_WATCH_THREADS,
     .fresh = 1,
-    .files = {FZ_F(0, "proc/1734/task/1734/schedstat"),
-              FZ_F(1, "proc/1734/task/1734/schedstat")},
+    .files = {FZ_F(0, "proc/1734/task/1734/schedstat"), FZ_F(1, "proc/1734/task/1734/schedstat")},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -17,15 +17,18 @@
 static size_t utf8_len(const unsigned char *p, const unsigned char *end)
 {
     unsigned c = p[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
-               : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    size_t n = c < 0x80                 ? 1
+               : c >= 0xc2 && c <= 0xdf ? 2
+               : c >= 0xe0 && c <= 0xef ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4
+                                        : 0;
     if (!n || (size_t)(end - p) < n)
         return 0;
     for (size_t k = 1; k < n; k++)
         if ((p[k] & 0xc0) != 0x80)
             return 0;
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) ||
-        (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) || (c == 0xf0 && p[1] < 0x90) ||
+        (c == 0xf4 && p[1] >= 0x90))
         return 0;
     return n;
 }
@@ -82,8 +85,7 @@ static void check_page(const char *resp, size_t len)
     if (!body || strncmp(resp, "HTTP/1.1 200", 12) != 0)
         return;
     body += 4;
-    const unsigned char *p = (const unsigned char *)body,
-                        *end = (const unsigned char *)resp + len;
+    const unsigned char *p = (const unsigned char *)body, *end = (const unsigned char *)resp + len;
     if ((size_t)(end - p) < 7 || memcmp(p, "# HELP ", 7) != 0)
         return; /* HEAD, or the root page */
     while (p < end) {
@@ -114,10 +116,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         t[i].power.total_j = 10.0 * (i + 1);
         t[i].multiplex = 1.0;
     }
-    pa_report r = {.tick = 2, .time_ns = 2000000000ull, .interval_s = 1.0,
-                   .formula = "cpu-tdp", .sensors = "procfs-cpu",
-                   .cpu_source = "model", .assumed = assumed,
-                   .ntargets = 3, .targets = t};
+    pa_report r = {.tick = 2,
+                   .time_ns = 2000000000ull,
+                   .interval_s = 1.0,
+                   .formula = "cpu-tdp",
+                   .sensors = "procfs-cpu",
+                   .cpu_source = "model",
+                   .assumed = assumed,
+                   .ntargets = 3,
+                   .targets = t};
     r.system.total_w = r.system.cpu_w = 9.0;
     char *resp = NULL;
     size_t rlen = 0;

@@ -92,8 +92,7 @@ void fz_write(const char *root, const char *rel, const void *buf, size_t len)
 static char fz_root_path[4096];
 static size_t fz_src_len;
 
-static int copy_one(const char *src, const struct stat *st, int flag,
-                    struct FTW *ftw)
+static int copy_one(const char *src, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     (void)ftw;
@@ -126,14 +125,12 @@ static int copy_one(const char *src, const struct stat *st, int flag,
         total += (size_t)n;
     }
     close(in);
-    fz_write(fz_root_path, dst + strlen(fz_root_path) + 1, all ? all : "",
-             total);
+    fz_write(fz_root_path, dst + strlen(fz_root_path) + 1, all ? all : "", total);
     free(all);
     return 0;
 }
 
-static int remove_one(const char *p, const struct stat *st, int flag,
-                      struct FTW *ftw)
+static int remove_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     (void)ftw;
@@ -194,8 +191,7 @@ static void make_hwdb(const char *root)
             fz_write(root, "hwdb-one.txt", line, strlen(line));
             pa_hwdb_cpu rec;
             pa_curve c;
-            keep = cpu ? pa__hwdb_cpu(one, model, &rec) == 0
-                       : pa__hwdb_curve(one, model, &c) == 0;
+            keep = cpu ? pa__hwdb_cpu(one, model, &rec) == 0 : pa__hwdb_curve(one, model, &c) == 0;
         }
         if (keep) {
             fputs(line, out);
@@ -285,8 +281,7 @@ static void load_origs(const char *root, const fz_sensor *s)
     fz_have_origs = 1;
 }
 
-static void put_file(const char *root, const fz_sensor *s, size_t i,
-                     const fz_piece *pc, size_t npc)
+static void put_file(const char *root, const fz_sensor *s, size_t i, const fz_piece *pc, size_t npc)
 {
     if (s->files[i].at > 0) {
         char path[4096], v[8] = {0};
@@ -321,13 +316,12 @@ static void check_str(const char *what, const char *s)
 
 static void check_power(const char *what, const pa_power *p)
 {
-    const double v[] = {p->cpu_w, p->nic_w, p->total_w, p->idle_w,
-                        p->cpu_j, p->nic_j, p->total_j, p->interval_s,
-                        p->cpu_time_s};
+    const double v[] = {p->cpu_w, p->nic_w,   p->total_w,    p->idle_w,    p->cpu_j,
+                        p->nic_j, p->total_j, p->interval_s, p->cpu_time_s};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         if (isnan(v[i]) || v[i] < 0)
-            fz_fail("report: %s has a %s figure (%zu: %g)", what,
-                    isnan(v[i]) ? "NaN" : "negative", i, v[i]);
+            fz_fail("report: %s has a %s figure (%zu: %g)", what, isnan(v[i]) ? "NaN" : "negative",
+                    i, v[i]);
 }
 
 static void check_report(const pa_report *r)
@@ -366,7 +360,9 @@ pa_ctx *fz_ctx(const char *root)
     snprintf(proc, sizeof(proc), "%s/proc", root);
     snprintf(sys, sizeof(sys), "%s/sys", root);
     snprintf(dev, sizeof(dev), "%s/dev", root);
-    pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .devfs = dev,
+    pa_ctx_opts o = {.procfs = proc,
+                     .sysfs = sys,
+                     .devfs = dev,
                      .hwdb = fz_hwdb_path[0] ? fz_hwdb_path : PA_TEST_HWDB};
     pa_ctx *ctx = NULL;
     if (pa_ctx_new(&ctx, &o) < 0)
@@ -449,8 +445,7 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
             continue;
         int also0 = 0;
         for (size_t j = 0; j < nfiles; j++)
-            also0 |= s->files[j].tick == 0 &&
-                     strcmp(s->files[j].rel, s->files[i].rel) == 0 &&
+            also0 |= s->files[j].tick == 0 && strcmp(s->files[j].rel, s->files[i].rel) == 0 &&
                      s->files[j].at == s->files[i].at;
         if (!also0)
             put_file(root, s, i, pc, 0);
@@ -459,8 +454,7 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
     if (!ctx) {
         ctx = fz_ctx(root);
         if (s->watch_pid)
-            check_err("pa_watch_pid",
-                      pa_watch_pid(ctx, s->watch_pid, s->watch_flags));
+            check_err("pa_watch_pid", pa_watch_pid(ctx, s->watch_pid, s->watch_flags));
         if (s->watch_all)
             check_err("pa_watch_all", pa_watch_all(ctx, s->watch_all));
         if (s->cgroups)
@@ -474,8 +468,7 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
         char name[64];
         module_name(s->modules[i], name, sizeof(name));
         const char *colon = strchr(s->modules[i], ':');
-        check_err("pa_module_enable",
-                  pa_module_enable(ctx, name, colon ? colon + 1 : NULL));
+        check_err("pa_module_enable", pa_module_enable(ctx, name, colon ? colon + 1 : NULL));
     }
     /* the ticks of one input are a second apart; inputs follow each other
      * on one clock, as the windows of a long-running monitor do */
@@ -493,11 +486,9 @@ void fz_run_pieces(const fz_sensor *s, const fz_piece *pc, size_t npc)
             fprintf(stderr,
                     "fuzz: tick %d: %d %s, report %d: %zu targets, %s, %s, "
                     "cpu %.3f W, nic %.3f W\n",
-                    k, rc, rc < 0 ? pa_last_error() : "", rr,
-                    rr == 0 ? r->ntargets : 0, rr == 0 ? r->formula : "-",
-                    rr == 0 ? r->sensors : "-",
-                    rr == 0 ? r->system.cpu_w : 0.0,
-                    rr == 0 ? r->system.nic_w : 0.0);
+                    k, rc, rc < 0 ? pa_last_error() : "", rr, rr == 0 ? r->ntargets : 0,
+                    rr == 0 ? r->formula : "-", rr == 0 ? r->sensors : "-",
+                    rr == 0 ? r->system.cpu_w : 0.0, rr == 0 ? r->system.nic_w : 0.0);
         if (rr == 0) {
             check_report(r);
             pa_report_free(r);

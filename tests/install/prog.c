@@ -42,8 +42,8 @@ int main(void)
         fprintf(stderr, "powerapi: %s\n", pa_last_error());
         return 1;
     }
-    printf("version=%s cpu_time_s=%.3f (own clock %.3f) cpu_w=%.3f\n",
-           pa_version(), p.cpu_time_s, used, p.cpu_w);
+    printf("version=%s cpu_time_s=%.3f (own clock %.3f) cpu_w=%.3f\n", pa_version(), p.cpu_time_s,
+           used, p.cpu_w);
     pa_ctx_free(ctx);
     /* utime+stime count in 10 ms ticks */
     double err = p.cpu_time_s - used;

@@ -32,8 +32,7 @@ static int check(JNIEnv *env, int rc)
     jclass cls = (*env)->FindClass(env, "org/powerapi/PowerAPIException");
     if (!cls)
         return 1; /* NoClassDefFoundError pending */
-    jmethodID ctor =
-        (*env)->GetMethodID(env, cls, "<init>", "(ILjava/lang/String;)V");
+    jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>", "(ILjava/lang/String;)V");
     jstring jmsg = (*env)->NewStringUTF(env, msg);
     if (ctor && jmsg) {
         jobject ex = (*env)->NewObject(env, cls, ctor, (jint)-rc, jmsg);
@@ -77,15 +76,13 @@ static int pid_arg(JNIEnv *env, jlong pid)
     return 1;
 }
 
-JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nVersion(JNIEnv *env,
-                                                              jclass cls)
+JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nVersion(JNIEnv *env, jclass cls)
 {
     return (*env)->NewStringUTF(env, pa_version());
 }
 
-JNIEXPORT jlong JNICALL
-Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env, jclass cls, jstring procfs,
-                                 jstring sysfs, jstring devfs, jstring hwdb)
+JNIEXPORT jlong JNICALL Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env, jclass cls, jstring procfs,
+                                                         jstring sysfs, jstring devfs, jstring hwdb)
 {
     int failed = 0;
     pa_ctx *ctx = NULL;
@@ -104,16 +101,13 @@ Java_org_powerapi_PowerAPI_nOpen(JNIEnv *env, jclass cls, jstring procfs,
     return (jlong)(intptr_t)ctx;
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nClose(JNIEnv *env,
-                                                         jclass cls, jlong h)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nClose(JNIEnv *env, jclass cls, jlong h)
 {
     pa_ctx_free(ctx_of(h));
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nEnable(JNIEnv *env,
-                                                          jclass cls, jlong h,
-                                                          jstring name,
-                                                          jstring options)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nEnable(JNIEnv *env, jclass cls, jlong h,
+                                                          jstring name, jstring options)
 {
     int failed = 0;
     if (!name) {
@@ -128,8 +122,7 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nEnable(JNIEnv *env,
     unutf(env, options, o);
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nDisable(JNIEnv *env,
-                                                           jclass cls, jlong h,
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nDisable(JNIEnv *env, jclass cls, jlong h,
                                                            jstring name)
 {
     int failed = 0;
@@ -143,8 +136,8 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nDisable(JNIEnv *env,
     unutf(env, name, n);
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(
-    JNIEnv *env, jclass cls, jlong h, jstring name, jstring options)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(JNIEnv *env, jclass cls, jlong h,
+                                                             jstring name, jstring options)
 {
     int failed = 0;
     if (!name) {
@@ -159,18 +152,14 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nConfigure(
     unutf(env, options, o);
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nWatchPid(JNIEnv *env,
-                                                            jclass cls, jlong h,
-                                                            jlong pid,
-                                                            jint flags)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nWatchPid(JNIEnv *env, jclass cls, jlong h,
+                                                            jlong pid, jint flags)
 {
     if (pid_arg(env, pid))
         check(env, pa_watch_pid(ctx_of(h), (pid_t)pid, (unsigned)flags));
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nUnwatchPid(JNIEnv *env,
-                                                              jclass cls,
-                                                              jlong h,
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nUnwatchPid(JNIEnv *env, jclass cls, jlong h,
                                                               jlong pid)
 {
     if (pid_arg(env, pid))
@@ -178,8 +167,7 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nUnwatchPid(JNIEnv *env,
 }
 
 JNIEXPORT jobjectArray JNICALL Java_org_powerapi_PowerAPI_nCgroupNames(JNIEnv *env, jclass cls,
-                                                                      jstring jroot,
-                                                                      jstring jpath)
+                                                                       jstring jroot, jstring jpath)
 {
     (void)cls;
     if (!jpath) {
@@ -209,8 +197,8 @@ JNIEXPORT jobjectArray JNICALL Java_org_powerapi_PowerAPI_nCgroupNames(JNIEnv *e
     return a;
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env, jclass cls,
-                                                        jlong h, jlong time_ns)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env, jclass cls, jlong h,
+                                                        jlong time_ns)
 {
     if (time_ns < 0)
         check(env, pa_tick(ctx_of(h)));
@@ -218,8 +206,9 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env, jclass cls,
         check(env, pa_tick_at(ctx_of(h), (uint64_t)time_ns));
 }
 
-JNIEXPORT jdoubleArray JNICALL Java_org_powerapi_PowerAPI_nPower(
-    JNIEnv *env, jclass cls, jlong h, jint which, jlong id, jlongArray ints)
+JNIEXPORT jdoubleArray JNICALL Java_org_powerapi_PowerAPI_nPower(JNIEnv *env, jclass cls, jlong h,
+                                                                 jint which, jlong id,
+                                                                 jlongArray ints)
 {
     pa_power p;
     int rc;
@@ -252,8 +241,7 @@ JNIEXPORT jdoubleArray JNICALL Java_org_powerapi_PowerAPI_nPower(
     return a;
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStart(JNIEnv *env,
-                                                         jclass cls, jlong h,
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStart(JNIEnv *env, jclass cls, jlong h,
                                                          jlong period_ns)
 {
     if (period_ns <= 0) {
@@ -263,8 +251,7 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStart(JNIEnv *env,
     check(env, pa_start(ctx_of(h), (uint64_t)period_ns, NULL, NULL));
 }
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStop(JNIEnv *env,
-                                                        jclass cls, jlong h)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStop(JNIEnv *env, jclass cls, jlong h)
 {
     check(env, pa_stop(ctx_of(h)));
 }
@@ -273,8 +260,8 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStop(JNIEnv *env,
 /* Scopes                                                              */
 /* ------------------------------------------------------------------ */
 
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeConfigure(
-    JNIEnv *env, jclass cls, jlong h, jlong max_names, jlong pid)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeConfigure(JNIEnv *env, jclass cls, jlong h,
+                                                                  jlong max_names, jlong pid)
 {
     if (max_names < 0 || pid < -1 || pid > INT32_MAX) {
         throw_iae(env, "powerapi: maxNames < 0, or pid out of range");
@@ -296,22 +283,21 @@ static const char *scope_name(JNIEnv *env, jstring name)
 }
 
 /* cpu_ns < 0: the thread's CPU clock. */
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeBegin(
-    JNIEnv *env, jclass cls, jlong h, jstring name, jlong cpu_ns)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeBegin(JNIEnv *env, jclass cls, jlong h,
+                                                              jstring name, jlong cpu_ns)
 {
     const char *n = scope_name(env, name);
     if (n)
-        check(env, cpu_ns < 0
-                       ? pa_scope_begin(ctx_of(h), n)
-                       : pa_scope_begin_at(ctx_of(h), n, (uint64_t)cpu_ns));
+        check(env, cpu_ns < 0 ? pa_scope_begin(ctx_of(h), n)
+                              : pa_scope_begin_at(ctx_of(h), n, (uint64_t)cpu_ns));
     unutf(env, name, n);
 }
 
 /* Fills d with the 5 doubles of pa_scope_result and l with depth and
  * flags. */
-JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeEnd(
-    JNIEnv *env, jclass cls, jlong h, jstring name, jlong cpu_ns,
-    jdoubleArray d, jlongArray l)
+JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeEnd(JNIEnv *env, jclass cls, jlong h,
+                                                            jstring name, jlong cpu_ns,
+                                                            jdoubleArray d, jlongArray l)
 {
     int failed = 0;
     const char *n = utf(env, name, &failed);
@@ -323,16 +309,15 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeEnd(
     unutf(env, name, n);
     if (failed || check(env, rc))
         return;
-    jdouble dv[5] = {r.cpu_time_s, r.self_cpu_time_s, r.energy_j,
-                     r.self_energy_j, r.j_per_cpu_s};
+    jdouble dv[5] = {r.cpu_time_s, r.self_cpu_time_s, r.energy_j, r.self_energy_j, r.j_per_cpu_s};
     jlong lv[2] = {(jlong)r.depth, (jlong)r.flags};
     (*env)->SetDoubleArrayRegion(env, d, 0, 5, dv);
     (*env)->SetLongArrayRegion(env, l, 0, 2, lv);
 }
 
 /* Every scope name of the context, in pa_scope_list's order. */
-JNIEXPORT jobjectArray JNICALL
-Java_org_powerapi_PowerAPI_nScopeNames(JNIEnv *env, jclass cls, jlong h)
+JNIEXPORT jobjectArray JNICALL Java_org_powerapi_PowerAPI_nScopeNames(JNIEnv *env, jclass cls,
+                                                                      jlong h)
 {
     pa_scope_stats *s = NULL;
     int n = pa_scope_list(ctx_of(h), NULL, 0);
@@ -373,9 +358,9 @@ out:
 /* One name's aggregates: d gets the 12 doubles of pa_scope_stats in
  * order, l calls, rated_calls, measured_calls and flags; returns the
  * note (or null). */
-JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(
-    JNIEnv *env, jclass cls, jlong h, jstring name, jdoubleArray d,
-    jlongArray l)
+JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(JNIEnv *env, jclass cls, jlong h,
+                                                               jstring name, jdoubleArray d,
+                                                               jlongArray l)
 {
     const char *n = scope_name(env, name);
     if (!n)
@@ -385,12 +370,10 @@ JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(
     unutf(env, name, n);
     if (check(env, rc))
         return NULL;
-    jdouble dv[12] = {s.cpu_time_s,  s.self_cpu_time_s, s.energy_j,
-                      s.self_energy_j, s.mean_j,        s.p50_j,
-                      s.p95_j,       s.p99_j,           s.self_mean_j,
-                      s.self_p50_j,  s.self_p95_j,      s.self_p99_j};
-    jlong lv[4] = {(jlong)s.calls, (jlong)s.rated_calls,
-                   (jlong)s.measured_calls, (jlong)s.flags};
+    jdouble dv[12] = {s.cpu_time_s,  s.self_cpu_time_s, s.energy_j,   s.self_energy_j,
+                      s.mean_j,      s.p50_j,           s.p95_j,      s.p99_j,
+                      s.self_mean_j, s.self_p50_j,      s.self_p95_j, s.self_p99_j};
+    jlong lv[4] = {(jlong)s.calls, (jlong)s.rated_calls, (jlong)s.measured_calls, (jlong)s.flags};
     (*env)->SetDoubleArrayRegion(env, d, 0, 12, dv);
     (*env)->SetLongArrayRegion(env, l, 0, 4, lv);
     return s.note ? (*env)->NewStringUTF(env, s.note) : NULL;

@@ -17,8 +17,7 @@ static int first;
 
 static void begin(const char *name, size_t size)
 {
-    printf("%s\n  \"%s\": {\"size\": %zu, \"fields\": [", first ? "" : ",",
-           name, size);
+    printf("%s\n  \"%s\": {\"size\": %zu, \"fields\": [", first ? "" : ",", name, size);
     first = 0;
 }
 

@@ -11,8 +11,7 @@
 
 static const char *const demo_requires[] = {"demo-gpu", NULL};
 
-static int demo_compute(pa_module *m, const pa_frame_delta *d,
-                        pa_power_table *out)
+static int demo_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
     (void)m;
     size_t n = 0, pn = 0;
@@ -28,8 +27,7 @@ static int demo_compute(pa_module *m, const pa_frame_delta *d,
         if (pa_delta_type(d, i) == PA_TARGET_PROCESS)
             busy += pa_delta_cpu_s(d, i);
     for (size_t i = 0; i < pa_delta_count(d); i++)
-        pa_table_set_target_w(out, i,
-                              busy > 0 ? w * pa_delta_cpu_s(d, i) / busy : 0);
+        pa_table_set_target_w(out, i, busy > 0 ? w * pa_delta_cpu_s(d, i) / busy : 0);
     pa_table_set_system_w(out, w, 0);
     return 0;
 }

@@ -17,8 +17,7 @@
 
 static int energy_path(const pa_env *env, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s/class/demo-gpu/energy_uj",
-                     pa_env_sysfs(env));
+    int n = snprintf(buf, len, "%s/class/demo-gpu/energy_uj", pa_env_sysfs(env));
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -44,8 +43,10 @@ static int gpu_probe(const pa_env *env, char *why, size_t len)
     double j;
     int rc = read_energy_j(env, &j);
     if (rc < 0)
-        snprintf(why, len, "demo-gpu: %s/class/demo-gpu/energy_uj: %s (no "
-                 "demo GPU here)", pa_env_sysfs(env), strerror(-rc));
+        snprintf(why, len,
+                 "demo-gpu: %s/class/demo-gpu/energy_uj: %s (no "
+                 "demo GPU here)",
+                 pa_env_sysfs(env), strerror(-rc));
     return rc;
 }
 
@@ -54,8 +55,7 @@ static int gpu_sample(pa_module *m, pa_frame *f)
     double j;
     int rc = read_energy_j(pa_module_env(m), &j);
     if (rc < 0) {
-        pa_module_errorf(m, "demo-gpu: cannot read energy_uj: %s",
-                         strerror(-rc));
+        pa_module_errorf(m, "demo-gpu: cannot read energy_uj: %s", strerror(-rc));
         return rc;
     }
     return pa_frame_put(f, "demo-gpu", &j, sizeof(j));
