@@ -49,7 +49,9 @@ struct pa_pprof {
     size_t nf, capf, capst, capch;
     int *fhash;
     size_t fhcap;
-    pa_ptree_build tree; /* per function and line */
+    pa_ptree_build tree;  /* per function and line */
+    pa_ptree_build ptree; /* the same under a root frame per process: the
+                             flame graph's (issue 31 item 8) */
     pf_thread *t;
     size_t nt, capt;
     pf_tl *tl;
@@ -65,6 +67,8 @@ struct pa_pprof {
      * (pa_pprof_write) */
     pf_node *fold;
     size_t nfold;
+    pf_node *pfold; /* ptree folded per function */
+    size_t npfold;
 };
 
 static int matches(const pa_pprof *p, const pa_pframe *f)
@@ -131,6 +135,8 @@ int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters)
     p->nfilters = nfilters;
     p->tree.hint = 4096;
     p->tree.node_hint = 256;
+    p->ptree.hint = 4096;
+    p->ptree.node_hint = 256;
     pa_pframe o = pa_pframe_pseudo("[outside filter]");
     p->outside = func_of(p, &o);
     if (p->outside < 0) {
@@ -150,6 +156,8 @@ void pa_pprof_free(pa_pprof *p)
     free(p->charge);
     free(p->fhash);
     pa_ptree_build_free(&p->tree);
+    pa_ptree_build_free(&p->ptree);
+    free(p->pfold);
     free(p->t);
     free(p->tl);
     free(p->fmap);
@@ -189,6 +197,33 @@ int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, co
     return 0;
 }
 
+/* The stack again under its process's root frame ("sort (pid 1234)"), in
+ * the flame graph's tree.  The root is a function of its own that no
+ * table lists (it has no statistics). */
+static int process_stack(pa_pprof *p, const pf_thread *t, int *ids, int *inl, int *lines, int n,
+                         double energy_j, double cpu_s, uint64_t samples)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "%s (pid %d)", t->pcomm && *t->pcomm ? t->pcomm : "?",
+             (int)t->pid);
+    pa_pframe pf = pa_pframe_pseudo(name);
+    int root = func_of(p, &pf);
+    if (root < 0)
+        return -ENOMEM;
+    if (n == PA_PMAX_DEPTH)
+        n--; /* the outermost frame gives way to the process */
+    ids[n] = root;
+    inl[n] = 0;
+    lines[n] = 0;
+    int node = pa_ptree_stack(&p->ptree, ids, inl, lines, n + 1);
+    if (node < 0)
+        return node;
+    p->ptree.nodes[node].self_j += energy_j;
+    p->ptree.nodes[node].self_cpu_s += cpu_s;
+    p->ptree.nodes[node].self_samples += samples;
+    return 0;
+}
+
 int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, double cpu_s,
                  uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
 {
@@ -200,7 +235,7 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, d
     t->energy_j += energy_j;
     t->samples += samples;
     t->sampled_cpu_s += cpu_s;
-    int ids[PA_PMAX_DEPTH], inl[PA_PMAX_DEPTH], lines[PA_PMAX_DEPTH];
+    int ids[PA_PMAX_DEPTH + 1], inl[PA_PMAX_DEPTH + 1], lines[PA_PMAX_DEPTH + 1];
     if (n > PA_PMAX_DEPTH)
         n = PA_PMAX_DEPTH;
     for (int i = 0; i < n; i++) {
@@ -217,7 +252,7 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, d
     p->tree.nodes[node].self_j += energy_j;
     p->tree.nodes[node].self_cpu_s += cpu_s;
     p->tree.nodes[node].self_samples += samples;
-    return 0;
+    return process_stack(p, t, ids, inl, lines, n, energy_j, cpu_s, samples);
 }
 
 int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
@@ -251,7 +286,8 @@ void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j)
 size_t pa_pprof_memory(pa_pprof *p)
 {
     return sizeof(*p) + p->capf * sizeof(pf_func) + p->capst * sizeof(pa_pstat) + p->capch +
-           p->fhcap * sizeof(int) + pa_ptree_build_memory(&p->tree) + p->capt * sizeof(pf_thread) +
+           p->fhcap * sizeof(int) + pa_ptree_build_memory(&p->tree) +
+           pa_ptree_build_memory(&p->ptree) + p->capt * sizeof(pf_thread) +
            p->captl * sizeof(pf_tl);
 }
 
@@ -602,7 +638,16 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++)
         if ((r = simple[i](p, dir)) < 0 && !rc)
             rc = r;
+    /* the flame graph: per function, under a root frame per process */
+    free(p->pfold);
+    p->pfold = NULL;
+    p->npfold = 0;
+    if ((r = pa_ptree_fold_lines(p->ptree.nodes, p->ptree.n, &p->pfold, &p->npfold)) < 0)
+        return r;
+    pa_ptree_totals(p->pfold, p->npfold);
     pa_ptree t = tree_of(p, 0);
+    t.nodes = p->pfold;
+    t.n = p->npfold;
     /* the page colours and labels frames by module */
     if ((r = build_maps(p, &t)) < 0 && !rc)
         rc = r;

@@ -1457,6 +1457,7 @@ START_TEST(stock_defaults)
             const char *hash, *want;
         } pages[] = {
             {"", "<title>powerapi profile energy flame graph (command: sh -c"},
+            {"", "a root frame per process (teal)"},
             {"", "colours by module (the executable green"},
             {"#q=sort", "<div id=\"info\">matched: "},
             {"#q=(", "<div id=\"info\">bad regular expression: "},
@@ -1476,6 +1477,16 @@ START_TEST(stock_defaults)
     } else {
         fprintf(stderr, "stock_defaults: flame graph in a browser SKIPPED: no chromium "
                         "(scripts/deps.sh installs it)\n");
+    }
+    /* the page's roots: one frame per process, named and with its pid */
+    {
+        char rd[4200];
+        snprintf(rd, sizeof(rd), "%s/readme", out);
+        char *html = slurp_in(rd, "flamegraph.html");
+        ck_assert_msg(strstr(html, "\"sort (pid ") && strstr(html, "\"seq (pid ") &&
+                          strstr(html, "\"kind\":\"native\""),
+                      "no process roots in the flame graph");
+        free(html);
     }
     /* item 4: a JVM without a perf map is named, with what to do */
 #ifdef PA_SANITIZE_BUILD
