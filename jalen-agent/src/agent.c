@@ -10,6 +10,7 @@
  * ([GC], [JIT compiler], [VM], [agent]); a Java thread's energy that no
  * sample explains goes to [unattributed].  Nothing is dropped.
  */
+#include "attrib.h"
 #include "jalen.h"
 #include "mxbean.h" /* MXBean hooks (bindings; see mxbean.h) */
 #include "util.h"
@@ -453,28 +454,31 @@ static void jl_on_net_collect(jl_net_rec *r, uint64_t bytes, void *user)
 }
 
 /* Prof lock held. */
-static void jl_process_window(int final)
+/* The window's energy of the process (its cumulative joules' increase);
+ * the tick's status. */
+static int jl_window_power(double now, double interval, double *dcpu, double *dnic)
 {
-    double now = jl_now_s();
-    double interval = now - jl_last_window_s;
-    jl_last_window_s = now;
-    double dcpu = 0, dnic = 0;
+    *dcpu = *dnic = 0;
     int rc = pa_tick(jl_ctx);
     pa_power pw;
     if (rc >= 0 && pa_pid_power(jl_ctx, jl_pid, &pw) == 0) {
         /* the first window with a reading: whatever came before is its own */
-        dcpu = pa_pcum_delta(&jl_cum_cpu, pw.cpu_j);
-        dnic = pa_pcum_delta(&jl_cum_nic, pw.nic_j);
+        *dcpu = pa_pcum_delta(&jl_cum_cpu, pw.cpu_j);
+        *dnic = pa_pcum_delta(&jl_cum_nic, pw.nic_j);
     } else if (rc < 0 && !jl_power_warned && !jl_o.quiet) {
         jl_warn("libpowerapi tick failed (%s): %s", pa_strerror(rc), pa_last_error());
         jl_power_warned = 1;
     }
     /* MXBean (bindings; see mxbean.h): the process's energy this window */
     if (jalen_mxbean_on_window)
-        jalen_mxbean_on_window(now, interval, dcpu + dnic);
-    jl_drain(1);
+        jalen_mxbean_on_window(now, interval, *dcpu + *dnic);
+    return rc;
+}
 
-    pthread_mutex_lock(&jl_thr.lock);
+/* Each thread's CPU time in the window (thr lock held): the report's, and
+ * for threads that ended in it the CPU time procfs could not see. */
+static void jl_window_threads(int rc)
+{
     /* names set with Thread.setName since the last window */
     for (size_t i = 0; i < jl_thr.n; i++)
         if (jl_thr.v[i].alive && jl_thr.v[i].ref)
@@ -504,8 +508,6 @@ static void jl_process_window(int final)
         }
         pa_report_free(rep);
     }
-    /* threads that ended in the window: the CPU time procfs could not see */
-    double all_cpu = 0;
     for (size_t i = 0; i < jl_thr.n; i++) {
         jl_thread *t = &jl_thr.v[i];
         if (!t->alive && t->final_cpu_s >= 0) {
@@ -516,16 +518,44 @@ static void jl_process_window(int final)
             }
             t->final_cpu_s = -2; /* counted */
         }
-        all_cpu += t->w_cpu_s;
     }
-    /* E_thread = E_process_cpu . cputime_thread / cputime_all_threads */
-    double unplaced = dcpu;
-    for (size_t i = 0; i < jl_thr.n && all_cpu > 0; i++) {
-        jl_thread *t = &jl_thr.v[i];
-        t->w_cpu_j = dcpu * t->w_cpu_s / all_cpu;
-        unplaced -= t->w_cpu_j;
+}
+
+/* E_thread (attrib.c; thr lock held).  Returns what no thread took. */
+static double jl_window_split(double dcpu)
+{
+    static double *cpu, *out;
+    static size_t cap, cap2;
+    if (PA__GROW(cpu, cap, jl_thr.n + 1, 64) < 0 || PA__GROW(out, cap2, jl_thr.n + 1, 64) < 0)
+        return dcpu; /* out of memory: the window's energy goes to [VM] */
+    for (size_t i = 0; i < jl_thr.n; i++)
+        cpu[i] = jl_thr.v[i].w_cpu_s;
+    double unplaced = jl_attrib_threads(dcpu, cpu, out, jl_thr.n);
+    for (size_t i = 0; i < jl_thr.n; i++)
+        jl_thr.v[i].w_cpu_j = out[i];
+    return unplaced;
+}
+
+/* A window's energy on the pseudo-thread [VM] (tid -1): what no thread
+ * took (cpu_j) or no socket moved (net_j). */
+static void jl_window_vm(double cpu_j, double net_j)
+{
+    int frame = cpu_j > 0 ? JL_M_VM : JL_M_UNATTRIBUTED;
+    jl_profile_add(&frame, NULL, 1, cpu_j, net_j, 0, 0);
+    jl_thread *t = jl_threads_get(-1, 1);
+    if (t) {
+        snprintf(t->name, sizeof(t->name), "[VM]");
+        t->kind = JL_K_VM;
+        t->alive = 0;
+        t->w_cpu_j += cpu_j;
+        t->w_net_j += net_j;
     }
-    /* samples per thread */
+}
+
+/* E_sample, and the threads' energy that no sample holds on their
+ * pseudo-frames (attrib.c; thr lock held). */
+static void jl_window_samples(double unplaced)
+{
     for (size_t p = 0; p < jl_wn;) {
         pid_t tid = jl_wbuf[p];
         int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
@@ -539,61 +569,31 @@ static void jl_process_window(int final)
         }
         p += 3 + 2 * (size_t)n;
     }
-    /* E_method = E_thread . samples / samples_of_thread */
     for (size_t p = 0; p < jl_wn;) {
         pid_t tid = jl_wbuf[p];
         int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
         jl_thread *t = jl_threads_get(tid, 0);
-        double w = t && t->w_samples > 0 ? t->w_cpu_j * wt / t->w_samples : 0.0;
-        if (t && t->kind != JL_K_JAVA) {
-            /* a sample of a thread we file as a pseudo-thread: keep the
-             * energy with its pseudo-frame (below), count the sample */
-            w = 0;
-        }
+        /* a sample of a thread filed as a pseudo-thread is counted, its
+         * energy stays with the pseudo-frame */
+        double w = t ? jl_attrib_sample(t->w_cpu_j, wt, t->w_samples, t->kind == JL_K_JAVA) : 0;
         jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, 1);
         p += 3 + 2 * (size_t)n;
     }
+    static const int pseudo[JL_ATTRIB_NFRAMES] = {-1,      JL_M_GC,    JL_M_JIT,
+                                                  JL_M_VM, JL_M_AGENT, JL_M_UNATTRIBUTED};
     for (size_t i = 0; i < jl_thr.n; i++) {
         jl_thread *t = &jl_thr.v[i];
-        if (t->w_cpu_j <= 0)
-            continue;
-        int frame = -1;
-        switch (t->kind) {
-        case JL_K_JAVA:
-            frame = t->w_samples > 0 ? -1 : JL_M_UNATTRIBUTED;
-            break;
-        case JL_K_GC:
-            frame = JL_M_GC;
-            break;
-        case JL_K_JIT:
-            frame = JL_M_JIT;
-            break;
-        case JL_K_VM:
-            frame = JL_M_VM;
-            break;
-        case JL_K_AGENT:
-            frame = JL_M_AGENT;
-            break;
-        default:
-            frame = JL_M_VM;
-            break;
-        }
-        if (frame >= 0)
+        int frame = jl_attrib_frame(t->kind, t->w_samples, pseudo);
+        if (t->w_cpu_j > 0 && frame >= 0)
             jl_profile_add(&frame, NULL, 1, t->w_cpu_j, 0, 0, 0);
     }
-    if (unplaced > 1e-12) {
-        /* no thread had CPU time in the window (or rounding): the VM */
-        int frame = JL_M_VM;
-        jl_profile_add(&frame, NULL, 1, unplaced, 0, 0, 0);
-        jl_thread *t = jl_threads_get(-1, 1);
-        if (t) {
-            snprintf(t->name, sizeof(t->name), "[VM]");
-            t->kind = JL_K_VM;
-            t->alive = 0;
-            t->w_cpu_j += unplaced;
-        }
-    }
-    /* E_net_method = E_process_net . bytes_method / bytes_process */
+    if (unplaced > 1e-12) /* no thread had CPU time in the window (or rounding) */
+        jl_window_vm(unplaced, 0);
+}
+
+/* E_net: the window's network energy over the byte records. */
+static void jl_window_net(double dnic)
+{
     jl_nn = 0;
     jl_net_drain(jl_on_net_collect, NULL);
     jl_netw nw = {.nic_j = dnic, .total = 0};
@@ -601,18 +601,15 @@ static void jl_process_window(int final)
         nw.total += jl_nitems[i].bytes;
     for (size_t i = 0; i < jl_nn; i++)
         jl_on_net(jl_nitems[i].r, jl_nitems[i].bytes, &nw);
-    if (nw.total == 0 && dnic > 0) {
-        int frame = JL_M_UNATTRIBUTED;
-        jl_profile_add(&frame, NULL, 1, 0, dnic, 0, 0);
-        jl_thread *t = jl_threads_get(-1, 1);
-        if (t) {
-            snprintf(t->name, sizeof(t->name), "[VM]");
-            t->kind = JL_K_VM;
-            t->alive = 0;
-            t->w_net_j += dnic;
-        }
-    }
+    if (nw.total == 0 && dnic > 0)
+        jl_window_vm(0, dnic);
     jl_net_new_window();
+}
+
+/* The threads' totals, the profile's counters and the window's top
+ * methods for timeline.csv. */
+static void jl_window_close(double now, double interval, double dcpu, double dnic)
+{
     for (size_t i = 0; i < jl_thr.n; i++) {
         jl_thread *t = &jl_thr.v[i];
         t->cpu_s += t->w_cpu_s;
@@ -624,11 +621,9 @@ static void jl_process_window(int final)
         t->w_net_bytes = 0;
         t->w_samples = 0;
     }
-    pthread_mutex_unlock(&jl_thr.lock);
     if (jl_wn == 0 && dcpu > 0)
         jl_prof.windows_empty++; /* its Java energy is [unattributed] */
     jl_wn = 0;
-
     jl_prof.process_cpu_j += dcpu;
     jl_prof.process_nic_j += dnic;
     jl_prof.process_j = jl_prof.process_cpu_j + jl_prof.process_nic_j;
@@ -638,8 +633,6 @@ static void jl_process_window(int final)
     /* samples: in the profile; dropped: by the handler (ring full) or here */
     jl_prof.samples = atomic_load(&jl_smp.taken) - jl_drain_dropped;
     jl_prof.samples_dropped = atomic_load(&jl_smp.dropped) + jl_drain_dropped;
-
-    /* timeline: the top methods of the window */
     static int top[1000]; /* top=N is at most 1000 (options.c) */
     static double top_j[1000];
     int k = interval > 0 ? (jl_o.top < 1000 ? jl_o.top : 1000) : 0;
@@ -652,6 +645,23 @@ static void jl_process_window(int final)
         jl_prof.tl[jl_prof.ntl].power_w = top_j[i] / interval;
         jl_prof.ntl++;
     }
+}
+
+static void jl_process_window(int final)
+{
+    double now = jl_now_s();
+    double interval = now - jl_last_window_s;
+    jl_last_window_s = now;
+    double dcpu, dnic;
+    int rc = jl_window_power(now, interval, &dcpu, &dnic);
+    jl_drain(1);
+    pthread_mutex_lock(&jl_thr.lock);
+    jl_window_threads(rc);
+    double unplaced = jl_window_split(dcpu);
+    jl_window_samples(unplaced);
+    jl_window_net(dnic);
+    jl_window_close(now, interval, dcpu, dnic);
+    pthread_mutex_unlock(&jl_thr.lock);
     jl_write_all(&jl_o, final);
 }
 

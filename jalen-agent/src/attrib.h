@@ -1,0 +1,41 @@
+/*
+ * attrib.h - the Jalen equations of one window (DESIGN.md section 6.4), as
+ * pure functions: known inputs, known joules, unit-tested without a JVM
+ * (tests/unit_attrib.c).  agent.c feeds them the window's readings.
+ *
+ *   E_thread = E_process_cpu . cputime_thread / cputime_all_threads
+ *   E_sample = E_thread . weight / samples_of_thread   (Java threads)
+ *   E_net    = E_process_net . bytes / bytes_process
+ *
+ * A Java thread without a sample keeps its energy under [unattributed]; a
+ * thread the JVM runs for itself under its pseudo-frame ([GC], [JIT
+ * compiler], [VM], [agent]); energy no thread had CPU time for goes to
+ * [VM].  Nothing is dropped: the parts sum to the process's energy.
+ */
+#ifndef JALEN_ATTRIB_H
+#define JALEN_ATTRIB_H
+
+#include <stddef.h>
+
+/* Splits cpu_j over n threads by their CPU time cpu_s[i] (out_j[i]);
+ * returns what no thread takes (all of cpu_j when no thread had CPU time,
+ * else the rounding). */
+double jl_attrib_threads(double cpu_j, const double *cpu_s, double *out_j, size_t n);
+
+/* The energy of one sample of weight w of a thread of energy thread_j and
+ * thread_samples samples in the window; 0 for a thread filed under a
+ * pseudo-frame (java 0: its energy stays with that frame). */
+double jl_attrib_sample(double thread_j, int w, int thread_samples, int java);
+
+/* The pseudo-frame (an index of the agent's fixed frames, see pseudo[])
+ * that holds a thread's window energy: for a Java thread with samples,
+ * -1 (its samples hold it); pseudo[kind] otherwise, pseudo[JL_ATTRIB_NOSAMPLE]
+ * for a Java thread without a sample.  kinds: 0 Java, 1 GC, 2 JIT, 3 VM,
+ * 4 agent; others are the VM's. */
+enum { JL_ATTRIB_NOSAMPLE = 5, JL_ATTRIB_NFRAMES = 6 };
+int jl_attrib_frame(int kind, int samples, const int pseudo[JL_ATTRIB_NFRAMES]);
+
+/* The network energy of bytes out of all bytes of the window. */
+double jl_attrib_net(double net_j, double bytes, double all_bytes);
+
+#endif
