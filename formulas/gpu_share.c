@@ -1,0 +1,165 @@
+/*
+ * gpu_share.c - the "gpu-share" formula: the component "gpu" (issue 28;
+ * DESIGN.md section 16), from the drm-gpu sensor.
+ *
+ * Per device, each window: its energy (the difference of energy1_input, or
+ * its power times the window), split into an idle part, the device's
+ * lowest power over the windows seen times the window (or idle=W, a stated
+ * constant), and an active part, split between processes by their engine
+ * busy time in the window (DRM fdinfo).  A process alone on a device gets
+ * all of its active power; processes + idle = the device's energy, every
+ * window.  Where no process was busy on a device, its active energy stays
+ * the system's (unattributed), and `assumed` says so.
+ */
+#include "../sensors/gpu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const share_requires[] = {"drm-gpu", NULL};
+static const char *const share_options[] = {"idle", NULL};
+
+typedef struct share_state {
+    double idle_w;                      /* idle=, < 0 when not given */
+    double low_w[PA_GPU_MAX_DEVS];      /* lowest power seen, per device */
+    char low_pdev[PA_GPU_MAX_DEVS][32]; /* whose */
+} share_state;
+
+static int share_start(pa_module *m, const pa_options *o)
+{
+    share_state *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->idle_w = -1;
+    if (pa_options_get(o, "idle") && pa_options_get_double(o, "idle", -1, &s->idle_w) < 0) {
+        free(s);
+        return -EINVAL;
+    }
+    for (int i = 0; i < PA_GPU_MAX_DEVS; i++)
+        s->low_w[i] = -1;
+    pa_module_set_priv(m, s);
+    return 0;
+}
+
+static void share_stop(pa_module *m)
+{
+    free(pa_module_priv(m));
+    pa_module_set_priv(m, NULL);
+}
+
+/* Device i's energy over the window of length sec (prev: the previous
+ * reading, or NULL). */
+static double device_energy(const pa_gpu_dev *d, const pa_gpu_reading *prev, double sec)
+{
+    if (d->source == PA_GPU_ENERGY && prev) {
+        for (int k = 0; k < prev->ndev; k++)
+            if (!strcmp(prev->dev[k].pdev, d->pdev) && prev->dev[k].source == PA_GPU_ENERGY &&
+                d->energy_j >= prev->dev[k].energy_j)
+                return d->energy_j - prev->dev[k].energy_j;
+        return 0; /* the counter went back (a reset): no reading this window */
+    }
+    return d->source == PA_GPU_ENERGY ? 0 : d->power_w * sec;
+}
+
+/* pid's busy time on device dev in the window. */
+static double busy_delta(const pa_gpu_reading *cur, const pa_gpu_reading *prev, pid_t pid,
+                         const char *pdev)
+{
+    double now = 0, before = 0;
+    for (int i = 0; i < cur->nproc; i++)
+        if (cur->proc[i].pid == pid && !strcmp(cur->dev[cur->proc[i].dev].pdev, pdev))
+            now += cur->proc[i].busy_s;
+    for (int i = 0; prev && i < prev->nproc; i++)
+        if (prev->proc[i].pid == pid && !strcmp(prev->dev[prev->proc[i].dev].pdev, pdev))
+            before += prev->proc[i].busy_s;
+    return now > before ? now - before : 0;
+}
+
+/* The idle power of device i: idle= or its lowest over the windows. */
+static double device_idle_w(share_state *s, int i, const pa_gpu_dev *d, double w)
+{
+    if (s->idle_w >= 0)
+        return s->idle_w < w ? s->idle_w : w;
+    if (strcmp(s->low_pdev[i], d->pdev)) {
+        snprintf(s->low_pdev[i], sizeof(s->low_pdev[i]), "%s", d->pdev);
+        s->low_w[i] = -1;
+    }
+    if (s->low_w[i] < 0 || w < s->low_w[i])
+        s->low_w[i] = w;
+    return s->low_w[i];
+}
+
+static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
+{
+    share_state *s = pa_module_priv(m);
+    size_t n = 0, pn = 0;
+    const void *prevp = NULL;
+    const pa_gpu_reading *cur = pa_delta_get(d, "drm-gpu", &n, &prevp, &pn);
+    const pa_gpu_reading *prev = prevp && pn == sizeof(*prev) ? prevp : NULL;
+    double sec = pa_delta_interval_s(d);
+    if (!cur || n != sizeof(*cur) || sec <= 0 || !s)
+        return 0;
+    double *tw = calloc(pa_delta_count(d) + 1, sizeof(double));
+    if (!tw)
+        return -ENOMEM;
+    double sys_w = 0, idle_w = 0;
+    int unsplit = 0;
+    for (int i = 0; i < cur->ndev; i++) {
+        const pa_gpu_dev *g = &cur->dev[i];
+        double e = device_energy(g, prev, sec), w = e / sec;
+        double idle = device_idle_w(s, i, g, w);
+        double busy = 0;
+        for (size_t t = 0; t < pa_delta_count(d); t++)
+            if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
+                busy += busy_delta(cur, prev, pa_delta_pid(d, t), g->pdev);
+        for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
+            if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
+                tw[t] += (w - idle) * busy_delta(cur, prev, pa_delta_pid(d, t), g->pdev) / busy;
+        sys_w += w;
+        idle_w += busy > 0 ? idle : w; /* nobody busy: all of it unattributed */
+        unsplit += busy <= 0 && w > idle;
+        pa_table_assume(out, "gpu %s (%s): %s, idle %.2f W (%s)", g->pdev, g->driver,
+                        g->source == PA_GPU_ENERGY      ? "energy1_input (measured)"
+                        : g->source == PA_GPU_POWER_AVG ? "power1_average (the driver's average)"
+                                                        : "power1_input (instantaneous)",
+                        idle, s->idle_w >= 0 ? "idle= option" : "its lowest power so far");
+    }
+    for (size_t t = 0; t < pa_delta_count(d); t++)
+        pa_table_set_target_w(out, t, tw[t]);
+    pa_table_set_system_w(out, sys_w, idle_w);
+    if (unsplit)
+        pa_table_assume(out,
+                        "gpu: %d device(s) active with no process busy in the window: "
+                        "their active power stays unattributed",
+                        unsplit);
+    free(tw);
+    return 0;
+}
+
+static int share_fits(const pa_env *env, char *why, size_t len)
+{
+    pa_gpu_dev devs[PA_GPU_MAX_DEVS];
+    int n = pa_gpu_devices(pa_env_sysfs(env), devs, PA_GPU_MAX_DEVS);
+    if (n > 0)
+        snprintf(why, len, "%d DRM GPU(s) with a hwmon reading (%s)", n, devs[0].driver);
+    else
+        snprintf(why, len, "no DRM GPU with a hwmon reading under %s/class/drm", pa_env_sysfs(env));
+    return n > 0;
+}
+
+const pa_module_ops pa__mod_gpu_share = {
+    .abi = PA_MODULE_ABI,
+    .name = "gpu-share",
+    .kind = PA_FORMULA,
+    .description = "GPU power per device (hwmon), its active part split by DRM engine time",
+    .options = share_options,
+    .start = share_start,
+    .stop = share_stop,
+    .compute = share_compute,
+    .requires = share_requires,
+    .component_name = "gpu",
+    .auto_rank = 100,
+    .fits = share_fits,
+};
