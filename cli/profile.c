@@ -167,6 +167,10 @@ static int check_args(profiler *p)
         p->call_graph = "fp";
         p->dwarf = false;
     }
+    /* --all: 10 ms unless asked, for the same reason (every CPU's samples
+     * share the rings with the records of every fork and exec) */
+    if (p->all && !p->interval_set && !p->freq)
+        p->period_ns = 10 * 1000000ull;
     if (!p->cmd && !p->npids && !p->all)
         return pa_cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
     if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
@@ -192,7 +196,7 @@ static int parse_args(profiler *p, int argc, char **argv)
         PA_OPT_GROUP("Sampling:"),
         PA_OPT_CALLBACK('i', "interval", p, "DURATION",
                         "CPU time between samples (default 2ms, 500 a\n"
-                        "CPU-second; at least 10us)",
+                        "CPU-second; 10ms with --all; at least 10us)",
                         set_period),
         PA_OPT_UINT('F', "frequency", &p->freq, "HZ", "or samples per second of CPU time", 1,
                     100000),
@@ -681,8 +685,16 @@ static void samples_note(const profiler *p, pa_pmeta *m)
                  (unsigned long long)m->windows_without_samples, (unsigned long long)m->windows);
 }
 
+static void rename_late(void *user, const char *name, const char *module, const pf_frame *now)
+{
+    pa_pprof_rename(user, name, module, now);
+}
+
 static int write_profile(profiler *p, double duration_s, int cmd_status)
 {
+    /* JIT frames whose perf map appeared after they were sampled (a JVM
+     * with -XX:+DumpPerfMapAtExit writes it at exit): named now */
+    pf_sym_late_jit(rename_late, p->prof);
     char target[512], title[600];
     describe_target(p, target, sizeof(target));
     snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)", target);

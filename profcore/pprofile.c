@@ -255,6 +255,47 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, d
     return process_stack(p, t, ids, inl, lines, n, energy_j, cpu_s, samples);
 }
 
+/* Function from's tree nodes, statistics and timeline rows become to's. */
+static void merge_func(pa_pprof *p, int from, int to)
+{
+    pa_ptree_build *trees[2] = {&p->tree, &p->ptree};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < trees[k]->n; i++)
+            if (trees[k]->nodes[i].func == from)
+                trees[k]->nodes[i].func = to;
+    pa_pstat *a = &p->st[to], *b = &p->st[from];
+    a->self_j += b->self_j;
+    a->total_j += b->total_j;
+    a->fself_j += b->fself_j;
+    a->cpu_s += b->cpu_s;
+    a->cpu_j += b->cpu_j;
+    a->net_j += b->net_j;
+    a->self_samples += b->self_samples;
+    a->total_samples += b->total_samples;
+    a->fself_samples += b->fself_samples;
+    a->net_bytes += b->net_bytes;
+    memset(b, 0, sizeof(*b));
+    for (size_t i = 0; i < p->ntl; i++)
+        if (p->tl[i].func == from)
+            p->tl[i].func = to;
+}
+
+int pa_pprof_rename(pa_pprof *p, const char *name, const char *module, const pa_pframe *to)
+{
+    int from = -1;
+    for (size_t i = 0; i < p->nf && from < 0; i++)
+        if (p->f[i].f.name == name && p->f[i].f.module == module)
+            from = (int)i;
+    if (from < 0)
+        return 0;
+    int t = func_of(p, to);
+    if (t < 0)
+        return t;
+    if (t != from)
+        merge_func(p, from, t);
+    return 1;
+}
+
 int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
                         const char *pcomm, const char *tcomm)
 {

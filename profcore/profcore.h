@@ -227,6 +227,14 @@ void pa_pprof_free(pa_pprof *p);
  * count; the thread tid of process pid (comm names) gets them too. */
 int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, double cpu_s,
                  uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm);
+/* At the end of a run, before pa_pprof_write: the function of frames
+ * named name (module module, both interned) becomes the function of frame
+ * to (merged with it when it exists already): its tree nodes, statistics
+ * and timeline rows.  A stack that held two such frames that become one
+ * function counts its energy twice in that function's total (a recursion
+ * through two addresses: rare).  1 renamed, 0 not found, or -ENOMEM. */
+int pa_pprof_rename(pa_pprof *p, const char *name, const char *module, const pa_pframe *to);
+
 /* Adds energy to a pseudo-frame ("[unsampled]") of a thread. */
 int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
                         const char *pcomm, const char *tcomm);

@@ -1506,6 +1506,20 @@ START_TEST(stock_defaults)
                           strstr(jlog, "-XX:+DumpPerfMapAtExit") && strstr(jlog, "jalen"),
                       "%s", jlog);
         free(jlog);
+        /* with the map written at the JVM's exit, the JIT frames sampled
+         * before it are named at the end of the run (read again then) */
+        snprintf(args, sizeof(args),
+                 "--out %s/jvm2 -- java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit "
+                 "%s/Spin.java",
+                 out, out);
+        ck_assert_int_eq(run_profile(args, &jlog), 0);
+        ck_assert_msg(!strstr(jlog, "is a JVM without a perf map"), "%s", jlog);
+        free(jlog);
+        snprintf(path, sizeof(path), "%s/jvm2", out);
+        char *fcsv = slurp_in(path, "functions.csv");
+        ck_assert_msg(strstr(fcsv, "Spin::main") || strstr(fcsv, "Spin.main"),
+                      "no Spin main among the functions:\n%.3000s", fcsv);
+        free(fcsv);
     }
     /* no sample: said, with the reason */
     snprintf(args, sizeof(args), "--out %s/none -- true", out);

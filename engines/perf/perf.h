@@ -133,6 +133,14 @@ pa_pengine pf_engine_stacks(pf_engine *e);
  * map (/tmp/perf-PID.map) named, at most max (their pids in out). */
 size_t pf_sym_unnamed_jvms(pid_t *out, size_t max);
 
+/* At the end of a run: the frames of anonymous code that no perf map
+ * named when they were sampled, named now if a map appeared since
+ * (-XX:+DumpPerfMapAtExit writes it at the JVM's exit): fn gets each
+ * frame's old name and module and its new frame.  Returns how many. */
+size_t pf_sym_late_jit(void (*fn)(void *user, const char *name, const char *module,
+                                  const pf_frame *now),
+                       void *user);
+
 /* Whether the window drained so far holds a stack. */
 bool pf_engine_window_has_stacks(const pf_engine *e);
 

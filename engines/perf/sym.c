@@ -413,6 +413,13 @@ typedef struct perfmap {
     off_t size;           /* of the file when read */
     int jvm;              /* 1: maps libjvm.so, -1: does not, 0: unknown */
     uint64_t jit_unnamed; /* frames in anonymous code no map named */
+    /* those frames' addresses and names, to name them at the end when a
+     * map appears then (-XX:+DumpPerfMapAtExit writes it at exit) */
+    struct {
+        uint64_t addr;
+        const char *name, *module;
+    } * late;
+    size_t nlate, caplate;
 } perfmap;
 
 static perfmap *pmaps;
@@ -618,8 +625,10 @@ void pf_sym_fini(void)
     free(mods);
     mods = NULL;
     nmods = capmods = 0;
-    for (size_t i = 0; i < npmaps; i++)
+    for (size_t i = 0; i < npmaps; i++) {
         free(pmaps[i].v);
+        free(pmaps[i].late);
+    }
     free(pmaps);
     pmaps = NULL;
     npmaps = 0;
@@ -734,10 +743,15 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
     }
     if (mp && mp->path[0] == '/' && mp->path[1] != '/')
         out[0] = unknown_frame(basename_of(mp->path), a - mp->start + mp->pgoff);
-    else if (mp)
+    else if (mp) {
         out[0] =
             unknown_frame(mp->path[0] && mp->path[1] != '/' ? mp->path : "[anon]", a - mp->start);
-    else
+        if (pm && PA__GROW(pm->late, pm->caplate, pm->nlate + 1, 64) == 0) {
+            pm->late[pm->nlate].addr = a;
+            pm->late[pm->nlate].name = out[0].name;
+            pm->late[pm->nlate++].module = out[0].module;
+        }
+    } else
         out[0] = unknown_frame("[unmapped]", a);
     return 1;
 }
@@ -789,4 +803,32 @@ size_t pf_sym_unnamed_jvms(pid_t *out, size_t max)
             out[n++] = pm->pid;
     }
     return n;
+}
+
+size_t pf_sym_late_jit(void (*fn)(void *user, const char *name, const char *module,
+                                  const pf_frame *now),
+                       void *user)
+{
+    size_t named = 0;
+    for (size_t i = 0; i < npmaps; i++) {
+        perfmap *pm = &pmaps[i];
+        if (!pm->nlate)
+            continue;
+        perfmap_load(pm);
+        for (size_t k = 0; k < pm->nlate && pm->n; k++) {
+            const psym *s = psym_find(pm->v, pm->n, pm->late[k].addr);
+            if (!s)
+                continue;
+            pf_frame f = {.name = s->name,
+                          .module = pa_pintern("[jit]"),
+                          .source = pa_pintern(""),
+                          .file = pa_pintern(""),
+                          .path = pa_pintern("[jit]"),
+                          .build_id = pa_pintern("")};
+            fn(user, pm->late[k].name, pm->late[k].module, &f);
+            named++;
+        }
+        pm->nlate = 0;
+    }
+    return named;
 }
