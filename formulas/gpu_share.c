@@ -63,18 +63,45 @@ static double device_energy(const pa_gpu_dev *d, const pa_gpu_reading *prev, dou
     return d->source == PA_GPU_ENERGY ? 0 : d->power_w * sec;
 }
 
-/* pid's busy time on device dev in the window. */
-static double busy_delta(const pa_gpu_reading *cur, const pa_gpu_reading *prev, pid_t pid,
-                         const char *pdev)
+/* A process's busy time on one device in the window. */
+typedef struct busy_pid {
+    pid_t pid;
+    double s;
+} busy_pid;
+
+static int by_pid(const void *a, const void *b)
 {
-    double now = 0, before = 0;
-    for (int i = 0; i < cur->nproc; i++)
-        if (cur->proc[i].pid == pid && !strcmp(cur->dev[cur->proc[i].dev].pdev, pdev))
-            now += cur->proc[i].busy_s;
-    for (int i = 0; prev && i < prev->nproc; i++)
-        if (prev->proc[i].pid == pid && !strcmp(prev->dev[prev->proc[i].dev].pdev, pdev))
-            before += prev->proc[i].busy_s;
-    return now > before ? now - before : 0;
+    pid_t x = ((const busy_pid *)a)->pid, y = ((const busy_pid *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Every process's busy time on device pdev in the window, sorted by pid
+ * (at most PA_GPU_MAX_PROCS, so that each target is then found by a
+ * binary search, not a scan: a window has thousands of targets). */
+static size_t busy_table(const pa_gpu_reading *cur, const pa_gpu_reading *prev, const char *pdev,
+                         busy_pid *out)
+{
+    size_t n = 0;
+    for (int i = 0; i < cur->nproc; i++) {
+        const pa_gpu_proc *c = &cur->proc[i];
+        if (strcmp(cur->dev[c->dev].pdev, pdev))
+            continue;
+        double before = 0;
+        for (int k = 0; prev && k < prev->nproc; k++)
+            if (prev->proc[k].pid == c->pid && !strcmp(prev->dev[prev->proc[k].dev].pdev, pdev))
+                before += prev->proc[k].busy_s;
+        if (c->busy_s > before)
+            out[n++] = (busy_pid){c->pid, c->busy_s - before};
+    }
+    qsort(out, n, sizeof(*out), by_pid);
+    return n;
+}
+
+static double busy_of(const busy_pid *v, size_t n, pid_t pid)
+{
+    busy_pid key = {pid, 0};
+    const busy_pid *b = n ? bsearch(&key, v, n, sizeof(*v), by_pid) : NULL;
+    return b ? b->s : 0;
 }
 
 /* The idle power of device i: idle= or its lowest over the windows. */
@@ -110,13 +137,15 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
         const pa_gpu_dev *g = &cur->dev[i];
         double e = device_energy(g, prev, sec), w = e / sec;
         double idle = device_idle_w(s, i, g, w);
+        busy_pid table[PA_GPU_MAX_PROCS]; /* 4 KiB */
+        size_t nb = busy_table(cur, prev, g->pdev, table);
         double busy = 0;
-        for (size_t t = 0; t < pa_delta_count(d); t++)
+        for (size_t t = 0; t < pa_delta_count(d) && nb; t++)
             if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
-                busy += busy_delta(cur, prev, pa_delta_pid(d, t), g->pdev);
+                busy += busy_of(table, nb, pa_delta_pid(d, t));
         for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
             if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
-                tw[t] += (w - idle) * busy_delta(cur, prev, pa_delta_pid(d, t), g->pdev) / busy;
+                tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, t)) / busy;
         sys_w += w;
         idle_w += busy > 0 ? idle : w; /* nobody busy: all of it unattributed */
         unsplit += busy <= 0 && w > idle;
