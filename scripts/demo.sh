@@ -39,9 +39,15 @@ echo "java -agentpath:$JALEN_AGENT=out=$out,filter=Busy -cp $out/classes Busy 25
 # workload (filter=Busy); the rows in brackets (the JVM's own threads, the
 # agent's, code outside Java) are summed apart.
 f="$out/methods-filtered.csv"
-all=$(awk -F, 'NR > 1 { s += $2 } END { printf "%.9f", s }' "$f")
-tail -n +2 "$f" | awk -F, -v all="$all" '$1 !~ /^\[/ {
-    printf "  %8.3f J  %5.1f %%  %s\n", $2, 100 * $2 / all, $1 }' | sort -g -r
-awk -F, -v all="$all" 'NR > 1 && $1 ~ /^\[/ { s += $2 } END {
-    printf "  %8.3f J  %5.1f %%  [the rest: the JVM'"'"'s threads (JIT, GC), the agent'"'"'s, code outside Java]\n", s, 100 * s / all }' "$f"
+# (a CSV reader: names such as "[not walkable, not Java]" are quoted)
+python3 - "$f" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))[1:]
+total = sum(float(r[1]) for r in rows) or 1.0
+for r in sorted((r for r in rows if not r[0].startswith("[")), key=lambda r: -float(r[1])):
+    print("  %8.3f J  %5.1f %%  %s" % (float(r[1]), 100 * float(r[1]) / total, r[0]))
+rest = sum(float(r[1]) for r in rows if r[0].startswith("["))
+print("  %8.3f J  %5.1f %%  [the rest: the JVM's threads (JIT, GC), the agent's, code outside Java]"
+      % (rest, 100 * rest / total))
+PY
 echo "files in $out/ (flame graph: $out/flamegraph.html; the agent's summary: $out/agent.log)"

@@ -79,6 +79,9 @@ START_TEST(test_demo_shows_busy_workload)
         ck_assert_msg(j != NULL, "no jalen part:\n%s", out);
         ck_assert_ptr_null(strstr(j, "getThreadTotalCpuTime"));
         ck_assert_ptr_null(strstr(j, "ThreadMXBean"));
+        /* names read as CSV fields: a quoted one ("[not walkable, not
+         * Java]") is one name, not a row cut at its comma */
+        ck_assert_msg(!strstr(j, "\"["), "a quoted name cut at its comma:\n%s", j);
         /* the first method row is one of the workload's */
         const char *first = strstr(j, " J ");
         ck_assert_ptr_nonnull(first);
