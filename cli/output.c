@@ -348,6 +348,29 @@ static const double *target_comps(const pa_report *r, const pa_target_info *t, c
     return base + (size_t)(t - r->targets) * r->ncomponents;
 }
 
+/* The devices of the window (the GPUs), "devices":[...], when any. */
+static void json_devices(FILE *f, const pa_report *r)
+{
+    if (!r->ndevices)
+        return;
+    fputs(",\"devices\":[", f);
+    for (size_t i = 0; i < r->ndevices; i++) {
+        const pa_device_info *d = &r->devices[i];
+        const char *keys[6] = {"component", "vendor", "name", "uuid", "bus", "source"};
+        const char *vals[6] = {d->component, d->vendor, d->name, d->uuid, d->bus, d->source};
+        fprintf(f, "%s{\"index\":%d", i ? "," : "", d->index);
+        for (int k = 0; k < 6; k++) {
+            fprintf(f, ",\"%s\":", keys[k]);
+            pa__json_write(f, vals[k]);
+        }
+        json_key_num(f, "power_w", d->power_w, true);
+        json_key_num(f, "idle_w", d->idle_w, true);
+        json_key_num(f, "energy_j", d->energy_j, true);
+        fprintf(f, ",\"split\":%s}", d->split ? "true" : "false");
+    }
+    fputc(']', f);
+}
+
 static void json_system(pa_out *o, const pa_report *r)
 {
     FILE *f = o->f;
@@ -384,6 +407,7 @@ static void json_system(pa_out *o, const pa_report *r)
     json_key_num(f, "total", r->system.total_j, true);
     fputc('}', f);
     json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
+    json_devices(f, r);
     fputs(",\"sensors\":", f);
     pa__json_write(f, r->sensors);
     fputs("}\n", f);
@@ -855,7 +879,14 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     for (size_t k = FIXED_COMPS; r->system_component_w && k < r->ncomponents; k++)
         fprintf(f, "; %s %.2f W", r->component_names[k], r->system_component_w[k]);
     fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s, r->system.total_j);
-    size_t lines = 2;
+    size_t lines = 2 + r->ndevices;
+    for (size_t i = 0; i < r->ndevices; i++) {
+        const pa_device_info *d = &r->devices[i];
+        fprintf(f, "%-9s %.2f W  (idle %.2f W%s)  energy %.2f J  %s %d %s%s%s  %s  %s\n",
+                d->component, d->power_w, d->idle_w, d->split ? "" : ", the rest unattributed",
+                d->energy_j, d->vendor, d->index, d->name, d->uuid[0] ? " " : "", d->uuid, d->bus,
+                d->source);
+    }
     each_assumed(r->assumed, table_assumed_item, f);
     each_assumed(r->assumed, count_item, &lines);
     if (o->quiet_targets)

@@ -33,10 +33,15 @@ static const char *const share_keys[] = {"drm-gpu", "nvml"};
 
 #define SHARE_SLOTS (2 * PA_GPU_MAX_DEVS)
 
+typedef struct share_slot {
+    char pdev[32];   /* the device's PCI address, "" free */
+    double low_w;    /* lowest power seen, < 0 none yet */
+    double energy_j; /* cumulative, for the report's devices */
+} share_slot;
+
 typedef struct share_state {
-    double idle_w;                  /* idle=, < 0 when not given */
-    double low_w[SHARE_SLOTS];      /* lowest power seen, per device */
-    char low_pdev[SHARE_SLOTS][32]; /* whose ("" free) */
+    double idle_w; /* idle=, < 0 when not given */
+    share_slot slot[SHARE_SLOTS];
 } share_state;
 
 static int share_start(pa_module *m, const pa_options *o)
@@ -114,25 +119,51 @@ static double busy_of(const busy_pid *v, size_t n, pid_t pid)
     return b ? b->s : 0;
 }
 
-/* The idle power of device d: idle= or its lowest over the windows. */
-static double device_idle_w(share_state *s, const pa_gpu_dev *d, double w)
+/* Device d's slot (made, or the first one taken over, when new). */
+static share_slot *slot_of(share_state *s, const pa_gpu_dev *d)
+{
+    share_slot *spare = NULL;
+    for (int i = 0; i < SHARE_SLOTS; i++)
+        if (!strcmp(s->slot[i].pdev, d->pdev))
+            return &s->slot[i];
+        else if (!s->slot[i].pdev[0] && !spare)
+            spare = &s->slot[i];
+    share_slot *n = spare ? spare : &s->slot[0];
+    snprintf(n->pdev, sizeof(n->pdev), "%s", d->pdev);
+    n->low_w = -1;
+    n->energy_j = 0;
+    return n;
+}
+
+/* The idle power of a device: idle= or its lowest over the windows. */
+static double device_idle_w(const share_state *s, share_slot *sl, double w)
 {
     if (s->idle_w >= 0)
         return s->idle_w < w ? s->idle_w : w;
-    int slot = -1, spare = -1;
-    for (int i = 0; i < SHARE_SLOTS && slot < 0; i++)
-        if (!strcmp(s->low_pdev[i], d->pdev))
-            slot = i;
-        else if (!s->low_pdev[i][0] && spare < 0)
-            spare = i;
-    if (slot < 0) {
-        slot = spare >= 0 ? spare : 0;
-        snprintf(s->low_pdev[slot], sizeof(s->low_pdev[slot]), "%s", d->pdev);
-        s->low_w[slot] = -1;
-    }
-    if (s->low_w[slot] < 0 || w < s->low_w[slot])
-        s->low_w[slot] = w;
-    return s->low_w[slot];
+    if (sl->low_w < 0 || w < sl->low_w)
+        sl->low_w = w;
+    return sl->low_w;
+}
+
+/* The report's record of device g. */
+static void put_device(pa_power_table *out, const pa_gpu_dev *g, const share_slot *sl, double w,
+                       double idle, int split)
+{
+    pa_device_info di;
+    memset(&di, 0, sizeof(di));
+    snprintf(di.component, sizeof(di.component), "gpu");
+    di.index = g->index;
+    snprintf(di.vendor, sizeof(di.vendor), "%s", g->vendor);
+    snprintf(di.name, sizeof(di.name), "%s", g->name);
+    snprintf(di.uuid, sizeof(di.uuid), "%s", g->uuid);
+    snprintf(di.bus, sizeof(di.bus), "%s", g->pdev);
+    snprintf(di.source, sizeof(di.source), "%s",
+             g->source == PA_GPU_ENERGY ? "measured" : "integrated");
+    di.power_w = w;
+    di.idle_w = idle;
+    di.energy_j = sl->energy_j;
+    di.split = split;
+    pa_table_device(out, &di);
 }
 
 typedef struct share_sum {
@@ -149,7 +180,9 @@ static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_r
     const pa_gpu_dev *g = &cur->dev[i];
     double sec = pa_delta_interval_s(d);
     double e = device_energy(g, prev, sec), w = e / sec;
-    double idle = device_idle_w(s, g, w);
+    share_slot *sl = slot_of(s, g);
+    double idle = device_idle_w(s, sl, w);
+    sl->energy_j += e;
     busy_pid table[PA_GPU_MAX_PROCS]; /* 4 KiB */
     size_t nb = g->nosplit[0] ? 0 : busy_table(cur, prev, g->pdev, table);
     double busy = 0;
@@ -159,9 +192,15 @@ static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_r
     for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
         if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
             tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, t)) / busy;
+    /* a tree (monitor -- COMMAND, --pid): its processes' sum */
+    for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
+        for (size_t j = 0; pa_delta_type(d, t) == PA_TARGET_TREE && j < pa_delta_count(d); j++)
+            if (pa_delta_in_tree(d, j, pa_delta_pid(d, t)))
+                tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, j)) / busy;
     sum->sys_w += w;
     sum->idle_w += busy > 0 ? idle : w; /* nobody busy: all of it unattributed */
     sum->unsplit += busy <= 0 && w > idle && !g->nosplit[0];
+    put_device(out, g, sl, w, idle, busy > 0);
     pa_table_assume(out, "gpu %s (%s%s%s): %s, idle %.2f W (%s)%s%s", g->pdev, g->driver,
                     g->name[0] ? " " : "", g->name, g->reading, idle,
                     s->idle_w >= 0 ? "idle= option" : "its lowest power so far",

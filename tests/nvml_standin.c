@@ -11,6 +11,7 @@
  *
  *   step
  *   dev IDX uuid=GPU-.. bus=00000000:3B:00.0 name=NVIDIA_H100 energy=MJ|none power=MW mig=0|1
+ *       denergy=MJ                      mJ more each step past the last one
  *   mig IDX uuid=MIG-..                 a MIG partition of device IDX
  *   util IDX pid=P ts=US sm=PCT mem=PCT  a utilisation sample
  *   proc IDX compute|graphics pid=P mem=BYTES
@@ -18,7 +19,10 @@
  *
  * Samples stay in the "driver's buffer" for the step after theirs, and
  * nvmlDeviceGetProcessUtilization returns those newer than lastSeen, as
- * NVML does.  '_' in a name is a space.  Not thread-safe (tests).
+ * NVML does.  Past the last step, the last one repeats with its energy
+ * grown by denergy and its samples 1 s later a step.  pid=self is the
+ * process that loaded the library, pid=parent its parent.  '_' in a name
+ * is a space.  Not thread-safe (tests).
  */
 #include "../sensors/nvml_api.h"
 
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SI_DEVS 16
 #define SI_STEPS 64
@@ -34,8 +39,9 @@
 
 typedef struct si_dev {
     char uuid[96], bus[32], name[96];
-    long long energy; /* mJ, < 0: not supported */
-    unsigned power;   /* mW */
+    long long energy;  /* mJ, < 0: not supported */
+    long long denergy; /* mJ a step past the last */
+    unsigned power;    /* mW */
     int mig, nmig;
     char mig_uuid[SI_MIGS][96];
 } si_dev;
@@ -55,7 +61,7 @@ typedef struct si_step {
 } si_step;
 
 static si_step steps[SI_STEPS];
-static int nsteps = -1, auto_step, counted;
+static int nsteps = -1, auto_step, counted, beyond; /* beyond: steps past the last */
 
 static const char *val(const char *line, const char *key)
 {
@@ -78,6 +84,10 @@ static void word(const char *line, const char *key, char *out, size_t len)
 static unsigned long long num(const char *line, const char *key)
 {
     const char *v = val(line, key);
+    if (v && !strncmp(v, "self", 4))
+        return (unsigned long long)getpid();
+    if (v && !strncmp(v, "parent", 6))
+        return (unsigned long long)getppid();
     return v ? strtoull(v, NULL, 10) : 0;
 }
 
@@ -102,6 +112,7 @@ static void parse_line(si_step *s, const char *line)
         const char *e = val(line, "energy");
         d->energy = !e || !strncmp(e, "none", 4) ? -1 : (long long)strtoull(e, NULL, 10);
         d->power = (unsigned)num(line, "power");
+        d->denergy = (long long)num(line, "denergy");
         d->mig = (int)num(line, "mig");
         if (idx >= s->ndev)
             s->ndev = idx + 1;
@@ -163,6 +174,7 @@ static int cur_step(void)
     int k = e ? atoi(e) : auto_step;
     if (nsteps <= 0)
         return -1;
+    beyond = k >= nsteps ? k - (nsteps - 1) : 0;
     return k < 0 ? 0 : k >= nsteps ? nsteps - 1 : k;
 }
 
@@ -287,7 +299,7 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
     SI_CHECK("nvmlDeviceGetTotalEnergyConsumption", device, d, idx);
     if (d->energy < 0)
         return NVML_ERROR_NOT_SUPPORTED;
-    *energy = (unsigned long long)d->energy;
+    *energy = (unsigned long long)(d->energy + beyond * d->denergy);
     return NVML_SUCCESS;
 }
 
@@ -308,10 +320,12 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
     if (d->mig)
         return NVML_ERROR_NOT_SUPPORTED; /* "not supported on MIG-enabled GPUs" */
     int k = cur_step();
+    unsigned long long later = (unsigned long long)beyond * 1000000ull, since = lastSeenTimeStamp;
+    since = since > later ? since - later : 0; /* compared with the script's own times */
     unsigned n = 0;
     for (int s = k > 0 ? k - 1 : 0; s <= k; s++)
         for (int i = 0; i < steps[s].nutil; i++)
-            n += steps[s].util_dev[i] == idx && steps[s].util[i].timeStamp > lastSeenTimeStamp;
+            n += steps[s].util_dev[i] == idx && steps[s].util[i].timeStamp > since;
     if (!n)
         return NVML_ERROR_NOT_FOUND;
     if (!utilization || *processSamplesCount < n) {
@@ -321,8 +335,10 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
     n = 0;
     for (int s = k > 0 ? k - 1 : 0; s <= k; s++)
         for (int i = 0; i < steps[s].nutil; i++)
-            if (steps[s].util_dev[i] == idx && steps[s].util[i].timeStamp > lastSeenTimeStamp)
-                utilization[n++] = steps[s].util[i];
+            if (steps[s].util_dev[i] == idx && steps[s].util[i].timeStamp > since) {
+                utilization[n] = steps[s].util[i];
+                utilization[n++].timeStamp += later;
+            }
     *processSamplesCount = n;
     return NVML_SUCCESS;
 }

@@ -18,6 +18,8 @@
  */
 #include "../sensors/gpu.h"
 #include "../sensors/nvml_api.h"
+#include "cli.h"
+#include "output.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -125,21 +127,29 @@ static pa_report *window(pa_ctx *ctx, int k, double devices_w, double idle_unatt
     return r;
 }
 
-START_TEST(split_by_sm_utilisation)
+/* A context on the timeline, primed (its first tick at step 0). */
+static pa_ctx *timeline_ctx(char **root)
 {
-    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    *root = pa_test_fixture_copy("vm-nocpufreq");
     for (int pid = 4001; pid <= 4005; pid++)
-        proc_stat(root, pid);
-    script(root, timeline);
+        proc_stat(*root, pid);
+    script(*root, timeline);
     setenv("POWERAPI_NVML_LIBRARY", PA_NVML_STANDIN, 1);
     step(0);
-    pa_ctx *ctx = pa_test_ctx(root);
+    pa_ctx *ctx = pa_test_ctx(*root);
     ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
     int rc = pa_module_enable(ctx, "nvml-share", "idle=20W");
     ck_assert_msg(rc == 0, "nvml-share: %s", pa_last_error());
     ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 1 * S), 0);
+    return ctx;
+}
+
+START_TEST(split_by_sm_utilisation)
+{
+    char *root;
+    pa_ctx *ctx = timeline_ctx(&root);
     /* 1: 100 + 50 + 90 W; idle 3 x 20, MIG's 70 unattributed */
     pa_report *r = window(ctx, 1, 240, 60 + 70);
     ck_assert_double_eq_tol(gpu_w(r, 4001), 60, 0.6); /* within 1 % */
@@ -173,6 +183,61 @@ START_TEST(split_by_sm_utilisation)
     r = window(ctx, 5, 240, 130);
     ck_assert_double_eq_tol(gpu_w(r, 4003), 30, 0.3);
     ck_assert_msg(!strstr(r->assumed, "left out"), "%s", r->assumed);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+/* The devices in the report, monitor's JSON and table, the exporter. */
+START_TEST(outputs)
+{
+    char *root;
+    pa_ctx *ctx = timeline_ctx(&root);
+    pa_report *r = window(ctx, 1, 240, 130);
+    ck_assert_int_eq((int)r->ndevices, 3);
+    const pa_device_info *d = &r->devices[0];
+    ck_assert_str_eq(d->vendor, "nvidia");
+    ck_assert_str_eq(d->uuid, "GPU-0a0a");
+    ck_assert_str_eq(d->source, "measured");
+    ck_assert_str_eq(r->devices[1].source, "integrated");
+    ck_assert_double_eq_tol(d->power_w, 100, TOL);
+    ck_assert_double_eq_tol(d->idle_w, 20, TOL);
+    ck_assert_double_eq_tol(d->energy_j, 100, TOL);
+    ck_assert_int_eq(r->devices[2].split, 0); /* MIG */
+    char *out[2];
+    const pa_out_format fmts[2] = {PA_OUT_JSON, PA_OUT_TABLE};
+    for (int k = 0; k < 2; k++) {
+        size_t len = 0;
+        FILE *f = open_memstream(&out[k], &len);
+        pa_out o;
+        pa_out_init(&o, f, fmts[k]);
+        ck_assert_int_eq(pa_out_report(&o, r), 0);
+        pa_out_fini(&o);
+        fclose(f);
+    }
+    ck_assert_msg(strstr(out[0], "\"devices\":[{\"index\":0,\"component\":\"gpu\",\"vendor\":"
+                                 "\"nvidia\",\"name\":\"NVIDIA H100 80GB HBM3\",\"uuid\":"
+                                 "\"GPU-0a0a\",\"bus\":\"00000000:3B:00.0\",\"source\":"
+                                 "\"measured\",\"power_w\":100,\"idle_w\":20,\"energy_j\":100,"
+                                 "\"split\":true}"),
+                  "%s", out[0]);
+    ck_assert_msg(strstr(out[1], "gpu       100.00 W  (idle 20.00 W)  energy 100.00 J  nvidia 0 "
+                                 "NVIDIA H100 80GB HBM3 GPU-0a0a  00000000:3B:00.0  measured") &&
+                      strstr(out[1], "gpu       90.00 W  (idle 20.00 W, the rest unattributed)"),
+                  "%s", out[1]);
+    size_t len = 0;
+    char *page = pa_cli_serve_page(r, 0, "n1", &len);
+    ck_assert_msg(
+        strstr(page, "powerapi_gpu_power_watts{index=\"1\",uuid=\"GPU-1b1b\",name=\"Tesla P100\","
+                     "vendor=\"nvidia\",bus=\"00000000:5E:00.0\",source=\"integrated\"} 50\n") &&
+            strstr(page, "powerapi_gpu_energy_joules_total{index=\"0\"") &&
+            strstr(page, "powerapi_process_gpu_power_watts{pid=\"4001\",comm=\"cuda4001\"} 60\n") &&
+            !strstr(page, "powerapi_process_gpu_power_watts{pid=\"4004\""),
+        "%s", page);
+    free(page);
+    free(out[0]);
+    free(out[1]);
     pa_report_free(r);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
@@ -324,6 +389,7 @@ int main(void)
     Suite *s = suite_create("gpu_nvml");
     TCase *tc = tcase_create("nvml");
     tcase_add_test(tc, split_by_sm_utilisation);
+    tcase_add_test(tc, outputs);
     tcase_add_test(tc, error_codes);
     tcase_add_test(tc, long_lists);
     tcase_add_test(tc, modules_say_why);

@@ -38,6 +38,7 @@ PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
+PA_MAX_DEVICES = 16
 
 PA_SCOPE_MAX_DEPTH = 64
 PA_SCOPE_NAME_MAX = 128
@@ -68,6 +69,7 @@ CONSTANTS = {
     "PA_TARGET_TREE": PA_TARGET_TREE,
     "PA_TARGET_CGROUP": PA_TARGET_CGROUP,
     "PA_COMM_MAX": PA_COMM_MAX,
+    "PA_MAX_DEVICES": PA_MAX_DEVICES,
     "PA_MODULE_ABI": PA_MODULE_ABI,
     "PA_RING_VERSION": PA_RING_VERSION,
     "PA_SCOPE_MAX_DEPTH": PA_SCOPE_MAX_DEPTH,
@@ -159,6 +161,22 @@ class pa_target_info(ctypes.Structure):
     ]
 
 
+class pa_device_info(ctypes.Structure):
+    _fields_ = [
+        ("component", ctypes.c_char * 16),
+        ("index", ctypes.c_int),
+        ("vendor", ctypes.c_char * 16),
+        ("name", ctypes.c_char * 64),
+        ("uuid", ctypes.c_char * 48),
+        ("bus", ctypes.c_char * 32),
+        ("source", ctypes.c_char * 16),
+        ("power_w", ctypes.c_double),
+        ("idle_w", ctypes.c_double),
+        ("energy_j", ctypes.c_double),
+        ("split", ctypes.c_int),
+    ]
+
+
 class pa_report(ctypes.Structure):
     _fields_ = [
         ("tick", ctypes.c_uint64),
@@ -182,6 +200,8 @@ class pa_report(ctypes.Structure):
         ("system_component_j", ctypes.POINTER(ctypes.c_double)),
         ("target_component_w", ctypes.POINTER(ctypes.c_double)),
         ("target_component_j", ctypes.POINTER(ctypes.c_double)),
+        ("ndevices", ctypes.c_size_t),
+        ("devices", ctypes.POINTER(pa_device_info)),
     ]
 
 
@@ -304,6 +324,7 @@ STRUCTS = {
     "pa_power": pa_power,
     "pa_target_info": pa_target_info,
     "pa_cgroup_names": pa_cgroup_names,
+    "pa_device_info": pa_device_info,
     "pa_report": pa_report,
     "pa_module_ops": pa_module_ops,
     "pa_ring_opts": pa_ring_opts,
