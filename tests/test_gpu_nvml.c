@@ -66,14 +66,15 @@ static const char *const timeline =
     "util 0 pid=4001 ts=5900000 sm=75\nutil 0 pid=4005 ts=5900000 sm=25\n"
     "util 1 pid=4003 ts=5900000 sm=40\n";
 
+/* Process pid, a child of 4001 when it is 4002 (the tree case). */
 static void proc_stat(const char *root, int pid)
 {
     char rel[64];
     snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
     pa_test_write(root, rel,
-                  "%d (cuda%d) S 1 %d %d 0 -1 4194560 100 0 0 0 10 0 0 0 20 0 1 0 5000 1000000 "
+                  "%d (cuda%d) S %d %d %d 0 -1 4194560 100 0 0 0 10 0 0 0 20 0 1 0 5000 1000000 "
                   "100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
-                  pid, pid, pid, pid);
+                  pid, pid, pid == 4002 ? 4001 : 1, pid, pid);
 }
 
 static void script(const char *root, const char *text)
@@ -127,8 +128,9 @@ static pa_report *window(pa_ctx *ctx, int k, double devices_w, double idle_unatt
     return r;
 }
 
-/* A context on the timeline, primed (its first tick at step 0). */
-static pa_ctx *timeline_ctx(char **root)
+/* A context on the timeline, primed (its first tick at step 0), watching
+ * every process, or the tree of 4001 when tree. */
+static pa_ctx *timeline_ctx(char **root, int tree)
 {
     *root = pa_test_fixture_copy("vm-nocpufreq");
     for (int pid = 4001; pid <= 4005; pid++)
@@ -141,7 +143,10 @@ static pa_ctx *timeline_ctx(char **root)
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
     int rc = pa_module_enable(ctx, "nvml-share", "idle=20W");
     ck_assert_msg(rc == 0, "nvml-share: %s", pa_last_error());
-    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    if (tree)
+        ck_assert_int_eq(pa_watch_pid(ctx, 4001, PA_WATCH_CHILDREN), 0);
+    else
+        ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
     ck_assert_int_eq(pa_tick_at(ctx, 1 * S), 0);
     return ctx;
 }
@@ -149,7 +154,7 @@ static pa_ctx *timeline_ctx(char **root)
 START_TEST(split_by_sm_utilisation)
 {
     char *root;
-    pa_ctx *ctx = timeline_ctx(&root);
+    pa_ctx *ctx = timeline_ctx(&root, 0);
     /* 1: 100 + 50 + 90 W; idle 3 x 20, MIG's 70 unattributed */
     pa_report *r = window(ctx, 1, 240, 60 + 70);
     ck_assert_double_eq_tol(gpu_w(r, 4001), 60, 0.6); /* within 1 % */
@@ -189,11 +194,31 @@ START_TEST(split_by_sm_utilisation)
 }
 END_TEST
 
+/* A tree (monitor -- COMMAND, --pid) gets its processes' sum: 4001 and
+ * its child 4002, 60 + 20 W. */
+START_TEST(tree_sums_members)
+{
+    char *root;
+    pa_ctx *ctx = timeline_ctx(&root, 1);
+    step(1);
+    ck_assert_int_eq(pa_tick_at(ctx, 2 * S), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    const pa_target_info *t = pa_test_target(r, PA_TARGET_TREE, 4001);
+    ck_assert_ptr_nonnull(t);
+    double w = r->target_component_w[(size_t)(t - r->targets) * r->ncomponents + (size_t)gpu_k(r)];
+    ck_assert_double_eq_tol(w, 80, 0.8);
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* The devices in the report, monitor's JSON and table, the exporter. */
 START_TEST(outputs)
 {
     char *root;
-    pa_ctx *ctx = timeline_ctx(&root);
+    pa_ctx *ctx = timeline_ctx(&root, 0);
     pa_report *r = window(ctx, 1, 240, 130);
     ck_assert_int_eq((int)r->ndevices, 3);
     const pa_device_info *d = &r->devices[0];
@@ -390,6 +415,7 @@ int main(void)
     TCase *tc = tcase_create("nvml");
     tcase_add_test(tc, split_by_sm_utilisation);
     tcase_add_test(tc, outputs);
+    tcase_add_test(tc, tree_sums_members);
     tcase_add_test(tc, error_codes);
     tcase_add_test(tc, long_lists);
     tcase_add_test(tc, modules_say_why);
