@@ -245,7 +245,7 @@ const char *nvmlErrorString(nvmlReturn_t result)
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
-    if (counted++ && auto_step + 1 < SI_STEPS)
+    if (counted++ && auto_step < 1 << 30)
         auto_step++;
     int rc = failure("nvmlDeviceGetCount_v2", -1);
     int k = cur_step();
