@@ -843,17 +843,29 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
             tid, name, pct, t->power.cpu_w);
     if (nic)
         fprintf(f, "%8.2f ", t->power.nic_w);
+    const double *cw = target_comps(r, t, r->target_component_w);
+    for (size_t k = FIXED_COMPS; cw && k < r->ncomponents; k++)
+        fprintf(f, "%8.2f ", cw[k]); /* "GPU W" */
     fprintf(f, "%8.2f %10.2f%s\n", t->power.total_w, t->power.total_j,
             (t->power.flags & PA_POWER_EXITED) ? "  (exited)" : "");
     return capped;
 }
 
-static void table_header(FILE *f, const char *what, bool nic)
+/* The column titles; a column for each component beyond cpu and nic
+ * ("GPU W"). */
+static void table_header(FILE *f, const pa_report *r, const char *what, bool nic)
 {
     fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID", what[0] == 'C' ? "" : "TID",
             what, "CPU%", "CPU W");
     if (nic)
         fprintf(f, "%8s ", "NIC W");
+    for (size_t k = FIXED_COMPS; r->target_component_w && k < r->ncomponents; k++) {
+        char title[24];
+        snprintf(title, sizeof(title), "%.6s W", r->component_names[k]);
+        for (char *c = title; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
+        fprintf(f, "%8s ", title);
+    }
     fprintf(f, "%8s %10s\n", "TOTAL W", "ENERGY J");
 }
 
@@ -883,9 +895,9 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     for (size_t i = 0; i < r->ndevices; i++) {
         const pa_device_info *d = &r->devices[i];
         fprintf(f, "%-9s %.2f W  (idle %.2f W%s)  energy %.2f J  %s %d %s%s%s  %s  %s\n",
-                d->component, d->power_w, d->idle_w, d->split ? "" : ", the rest unattributed",
-                d->energy_j, d->vendor, d->index, d->name, d->uuid[0] ? " " : "", d->uuid, d->bus,
-                d->source);
+                d->component, d->power_w, d->idle_w,
+                d->split || !(d->power_w > d->idle_w) ? "" : ", the rest unattributed", d->energy_j,
+                d->vendor, d->index, d->name, d->uuid[0] ? " " : "", d->uuid, d->bus, d->source);
     }
     each_assumed(r->assumed, table_assumed_item, f);
     each_assumed(r->assumed, count_item, &lines);
@@ -920,7 +932,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     bool capped = false;
     if (!o->group_type) { /* grouped: no process records */
         fputc('\n', f);
-        table_header(f, "NAME", nic);
+        table_header(f, r, "NAME", nic);
     }
     for (size_t k = 0; k < ntop; k++) {
         const pa_target_info *t = &r->targets[idx[k]];
@@ -947,7 +959,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
         for (char *c = what; *c; c++)
             *c = (char)toupper((unsigned char)*c);
         fputc('\n', f);
-        table_header(f, what, nic);
+        table_header(f, r, what, nic);
         for (size_t j = 0; j < ncg; j++)
             capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }
