@@ -974,6 +974,24 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
 
 /* ------------------------------------------------------------------ */
 
+char *pa_out_report_text(const pa_report *r, pa_out_format fmt)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    pa_out o;
+    pa_out_init(&o, f, fmt);
+    int rc = pa_out_report(&o, r);
+    pa_out_fini(&o);
+    if (fclose(f) != 0 || rc < 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 int pa_out_report(pa_out *o, const pa_report *r)
 {
     bool *sel = calloc(r->ntargets ? r->ntargets : 1, sizeof(*sel));

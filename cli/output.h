@@ -87,6 +87,10 @@ double pa_out_live_time_base(void);
  * power.  Returns 0 or -EIO when the stream failed. */
 int pa_out_report(pa_out *o, const pa_report *r);
 
+/* The same into a malloc'd string (tests, the README's checks): NULL on
+ * a failure. */
+char *pa_out_report_text(const pa_report *r, pa_out_format fmt);
+
 /* `powerapi modules`' listing of ctx's modules (built-in and registered,
  * with their components) in fmt (cli/modules.c).  0 or -errno. */
 int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt);
