@@ -233,8 +233,19 @@ nvmlReturn_t nvmlInit_v2(void)
     return failure("nvmlInit_v2", -1);
 }
 
+/* Forgets the timeline (read again at the next call): nothing leaks when
+ * the library is unloaded. */
 nvmlReturn_t nvmlShutdown(void)
 {
+    for (int k = 0; k < nsteps; k++) {
+        free(steps[k].util);
+        free(steps[k].util_dev);
+        free(steps[k].proc);
+        free(steps[k].proc_dev);
+        free(steps[k].proc_graphics);
+    }
+    memset(steps, 0, sizeof(steps));
+    nsteps = -1;
     return NVML_SUCCESS;
 }
 
