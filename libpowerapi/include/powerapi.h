@@ -388,8 +388,7 @@ typedef struct pa_report {
     const double *system_component_w, *system_component_j;
     const double *target_component_w, *target_component_j;
     /* Devices (since 0.2): each device a formula reported for the window
-     * (the GPUs), NULL when none.  Not carried by the ring: its readers'
-     * reports have none. */
+     * (the GPUs), NULL when none; carried by the ring (version 4). */
     size_t ndevices;
     const pa_device_info *devices;
 } pa_report;
@@ -902,9 +901,12 @@ int pa_perf_events_list(pa_perf_event_cb cb, void *user);
  * Components are carried (version 3): a window stores the report's
  * component names and the watts and joules of each, for the system and
  * each target, so that readers get pa_report.ncomponents and the arrays
- * beside it as the writer's report had them. */
+ * beside it as the writer's report had them.  Devices are carried
+ * (version 4): a window stores the report's pa_report.devices (the GPUs);
+ * an aggregate has each device's power and idle part averaged over its
+ * windows and its newest energy. */
 
-#define PA_RING_VERSION 3               /* layout version of the ring */
+#define PA_RING_VERSION 4               /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;

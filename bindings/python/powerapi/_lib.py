@@ -49,7 +49,7 @@ PA_SCOPE_RATE_SYSTEM = 1 << 9
 PA_SCOPE_RECURSIVE = 1 << 10
 PA_SCOPE_FOLDED = 1 << 11
 PA_MODULE_ABI = 3
-PA_RING_VERSION = 3
+PA_RING_VERSION = 4
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
@@ -394,8 +394,10 @@ _PROTOTYPES = {
                           ctypes.POINTER(ctypes.c_size_t)]),
     "pa_delta_type": (_I, [_P, ctypes.c_size_t]),
     "pa_delta_pid": (c_pid_t, [_P, ctypes.c_size_t]),
+    "pa_delta_in_tree": (_I, [_P, ctypes.c_size_t, c_pid_t]),
     "pa_table_set_target_w": (None, [_P, ctypes.c_size_t, ctypes.c_double]),
     "pa_table_set_system_w": (None, [_P, ctypes.c_double, ctypes.c_double]),
+    "pa_table_device": (None, [_P, ctypes.POINTER(pa_device_info)]),
     "pa_parse_duration_ns": (_I, [_S, ctypes.POINTER(_U64)]),
 }
 
