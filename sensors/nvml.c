@@ -392,7 +392,8 @@ static void read_mig(pa_nvml *s, nvmlDevice_t h, pa_gpu_dev *d)
         }
     }
     snprintf(d->nosplit, sizeof(d->nosplit),
-             "MIG mode, %d partition(s) %s: power is known for the whole board only", parts, list);
+             "MIG mode, %d partition(s) %.80s: power is known for the whole board only", parts,
+             list);
 }
 
 /* Device identity and power; NVML_SUCCESS or the code that failed. */
@@ -409,9 +410,9 @@ static int read_identity(pa_nvml *s, nvmlDevice_t h, pa_gpu_dev *d, pa_gpu_readi
     if (s->f.name(h, name, sizeof(name)) != NVML_SUCCESS)
         snprintf(name, sizeof(name), "NVIDIA GPU");
     name[sizeof(name) - 1] = uuid[sizeof(uuid) - 1] = pci.busId[sizeof(pci.busId) - 1] = '\0';
-    snprintf(d->name, sizeof(d->name), "%s", name);
-    snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
-    snprintf(d->pdev, sizeof(d->pdev), "%s", pci.busId[0] ? pci.busId : uuid);
+    snprintf(d->name, sizeof(d->name), "%.63s", name);
+    snprintf(d->uuid, sizeof(d->uuid), "%.47s", uuid);
+    snprintf(d->pdev, sizeof(d->pdev), "%.31s", pci.busId[0] ? pci.busId : uuid);
     snprintf(d->driver, sizeof(d->driver), "nvidia");
     snprintf(d->vendor, sizeof(d->vendor), "nvidia");
     snprintf(d->card, sizeof(d->card), "nvidia%d", d->index);
