@@ -262,6 +262,10 @@ enum {
     PA_CTXOPT_MODULES = 4,     /* --sensor, --formula, --disable */
     PA_CTXOPT_INTERVAL = 8,    /* -i, --interval DURATION */
     PA_CTXOPT_ALL = 15,
+    /* --carbon-intensity G: not of the context but of the outputs, in
+     * the shared table so that every command that reports energy spells,
+     * bounds and refuses it alike; not in ALL (daemon reports nothing) */
+    PA_CTXOPT_CARBON = 16,
 };
 
 /* The lowest --interval of every command (see cli/options.c). */
@@ -274,6 +278,7 @@ typedef struct pa_cli_ctx {
     uint64_t interval_ns; /* --interval, 1 s by default */
     int interval_set;
     const char *calibration; /* --calibration, checked while parsing */
+    double carbon_g_per_kwh; /* --carbon-intensity, 0: none given */
 } pa_cli_ctx;
 
 /* One subcommand's command line and --help. */

@@ -618,6 +618,42 @@ int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap);
 int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out);
 
 /* ------------------------------------------------------------------ */
+/* Carbon: grams of CO2e at an intensity the user states               */
+/* ------------------------------------------------------------------ */
+
+/* Nothing here measures carbon: the grams of CO2e of an energy are that
+ * energy times a carbon intensity (grams of CO2e per kWh of electricity)
+ * that the user gives and every output states as an assumption.  No
+ * intensity is built in.  One conversion for every output (DESIGN.md
+ * section 17):
+ *
+ *     g = E / 3.6e6 x I          E in J (3.6e6 J = 1 kWh), I in g/kWh
+ */
+#define PA_CARBON_MAX_G_PER_KWH 5000.0 /* above any grid's: lignite ~1100 */
+#define PA_J_PER_KWH 3.6e6
+
+/* Parses a carbon intensity a person typed: a decimal number of grams
+ * of CO2e per kWh, more than 0 and at most PA_CARBON_MAX_G_PER_KWH, with
+ * or without the unit ("385", "56.5", "385g/kWh").  Errors: -EINVAL NULL
+ * argument, not a number or junk after it; -ERANGE 0, negative, not
+ * finite or above the maximum; the message (pa_last_error) names the
+ * forms.  *out untouched on error.  Thread-safe. */
+int pa_carbon_intensity_parse(const char *s, double *out_g_per_kwh);
+
+/* The grams of CO2e of energy_j joules at g_per_kwh: energy_j / 3.6e6 x
+ * g_per_kwh.  Errors: -ERANGE intensity out of the range that
+ * pa_carbon_intensity_parse accepts; -EDOM energy not finite (a figure
+ * that is unknown has no grams either); -EINVAL out NULL.  *out_g
+ * untouched on error.  Thread-safe. */
+int pa_carbon_g(double energy_j, double g_per_kwh, double *out_g);
+
+/* The assumption as every output states it, into buf (NUL-terminated,
+ * cut to len): "carbon intensity 385 gCO2e/kWh (given, not measured)".
+ * Returns the length it needed (as snprintf), or -ERANGE (intensity out
+ * of range) or -EINVAL (buf NULL with len > 0).  Thread-safe. */
+int pa_carbon_assumption(double g_per_kwh, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
 /* Writing modules                                                     */
 /* ------------------------------------------------------------------ */
 
