@@ -203,8 +203,7 @@ static void each_assumed_o(const pa_out *o, const char *list,
  * empty) when the energy is unknown. */
 static double co2e_g(const pa_out *o, double energy_j)
 {
-    double g;
-    return pa_carbon_g(energy_j, o->carbon_g_per_kwh, &g) == 0 ? g : NAN;
+    return pa_cli_co2e_g(o->carbon_g_per_kwh, energy_j);
 }
 
 /* ------------------------------------------------------------------ */
