@@ -32,10 +32,10 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 typedef struct serve_opts {
-    size_t top;         /* processes and cgroups each, 0 = all */
-    double min_watts;   /* drop series below, 0 = none */
-    size_t max_cgroups; /* cgroup series beyond: folded into one */
-    char node[256];     /* the node label of cgroup series */
+    size_t top;              /* processes and cgroups each, 0 = all */
+    double min_watts;        /* drop series below, 0 = none */
+    size_t max_cgroups;      /* cgroup series beyond: folded into one */
+    char node[256];          /* the node label of cgroup series */
     double carbon_g_per_kwh; /* --carbon-intensity: the *_co2e_grams_total
                                 series; 0: none */
 } serve_opts;

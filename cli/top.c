@@ -54,8 +54,8 @@ typedef struct top {
     uint64_t last_tick;
     const pa_target_info **rows;
     size_t rows_cap;
-    const char *procfs; /* where the rows' thread counts are read */
-    bool capped;        /* a row's CPU% was capped (drawn with '*') */
+    const char *procfs;      /* where the rows' thread counts are read */
+    bool capped;             /* a row's CPU% was capped (drawn with '*') */
     double carbon_g_per_kwh; /* --carbon-intensity; 0: no grams */
 } top;
 
@@ -319,9 +319,8 @@ static void draw(top *t)
         line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20, what, "CPU W", "NIC W",
              "TOTAL W", "ENERGY J");
     else
-        line(head, "%7s %-16s %6s %9s %9s %10s %12s%s  %s", "PID", "COMM", "CPU%", "CPU W",
-             "NIC W", "TOTAL W", "ENERGY J", t->carbon_g_per_kwh > 0 ? "     CO2E G" : "",
-             "CGROUP");
+        line(head, "%7s %-16s %6s %9s %9s %10s %12s%s  %s", "PID", "COMM", "CPU%", "CPU W", "NIC W",
+             "TOTAL W", "ENERGY J", t->carbon_g_per_kwh > 0 ? "     CO2E G" : "", "CGROUP");
     attroff(A_REVERSE);
     int row = head + 1;
     t->capped = false;
@@ -342,7 +341,8 @@ static void draw(top *t)
             t->capped |= capped;
             char g[24] = "";
             if (t->carbon_g_per_kwh > 0)
-                snprintf(g, sizeof(g), " %10.4f", pa_cli_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
+                snprintf(g, sizeof(g), " %10.4f",
+                         pa_cli_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
             line(row,
                  capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f%s  %s"
                         : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f%s  %s",

@@ -533,11 +533,14 @@ enum {
 };
 
 typedef struct pa_scope_opts {
-    size_t max_names; /* distinct names kept, 1..65536; 0: default */
-    pid_t pid;        /* process whose energy per CPU-second prices the
-                         scopes: 0 the calling process (getpid()), > 0
-                         another one (a replay, a fixture tree), -1 always
-                         the machine's */
+    size_t max_names;        /* distinct names kept, 1..65536; 0: default */
+    pid_t pid;               /* process whose energy per CPU-second prices the
+                                scopes: 0 the calling process (getpid()), > 0
+                                another one (a replay, a fixture tree), -1 always
+                                the machine's */
+    double carbon_g_per_kwh; /* > 0: the stats give grams of CO2e at this
+                                carbon intensity (pa_carbon_g; the user's
+                                figure, stated in the stats); 0: none */
 } pa_scope_opts;
 
 /* Sets the scope options of a context and reads the price of its last
@@ -545,8 +548,11 @@ typedef struct pa_scope_opts {
  * prices nothing, neither the process nor the machine having run, keeps
  * the previous price).  max_names can change only before the context's
  * first scope; pid at any time.  opts NULL restores the defaults.
- * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -EBUSY
- * max_names changed after the first scope; -ENOMEM.  Context-safe. */
+ * carbon_g_per_kwh at any time (the stats read then convert with it).
+ * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -ERANGE
+ * carbon_g_per_kwh neither 0 nor in pa_carbon_intensity_parse's range;
+ * -EBUSY max_names changed after the first scope; -ENOMEM.
+ * Context-safe. */
 int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts);
 
 /* Opens scope `name` (1 to PA_SCOPE_NAME_MAX - 1 bytes, any text) on the
@@ -602,6 +608,11 @@ typedef struct pa_scope_stats {
                          was; PA_SCOPE_FOLDED for PA_SCOPE_OTHER */
     const char *note; /* PA_SCOPE_OTHER: why names were folded;
                          else NULL.  Static. */
+    /* with pa_scope_opts.carbon_g_per_kwh: that intensity (the
+     * assumption), and the grams of CO2e of energy_j, self_energy_j and
+     * mean_j (pa_carbon_g); all 0 without one */
+    double carbon_g_per_kwh;
+    double co2e_g, self_co2e_g, mean_co2e_g;
 } pa_scope_stats;
 
 /* Fills up to cap entries of out with each name's aggregates, in the
