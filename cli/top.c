@@ -296,10 +296,10 @@ static void draw(top *t)
              r->sensors ? r->sensors : "", r->interval_s);
         /* The assumptions can be long: wrapped at words, up to 6 rows
          * (fewer on a short screen), then cut at a word with "...".  The
-         * carbon intensity, when given, is one of them. */
-        char as[2048];
-        snprintf(as, sizeof(as), "%s%s%s", r->assumed ? r->assumed : "",
-                 r->assumed && r->assumed[0] && ci[0] ? "; " : "", ci);
+         * carbon intensity, when given, is the first of them. */
+        char as[2048]; /* the carbon intensity first: never cut off */
+        snprintf(as, sizeof(as), "%s%s%s", ci, r->assumed && r->assumed[0] && ci[0] ? "; " : "",
+                 r->assumed ? r->assumed : "");
         if (!as[0])
             snprintf(as, sizeof(as), "nothing");
         int max_rows = (h - 8) / 4;
