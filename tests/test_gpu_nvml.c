@@ -245,7 +245,7 @@ START_TEST(outputs)
                       strstr(out[1], "gpu       90.00 W  (idle 20.00 W, the rest unattributed)"),
                   "%s", out[1]);
     size_t len = 0;
-    char *page = pa_cli_serve_page(r, 0, "n1", &len);
+    char *page = pa_cli_serve_page(r, 0, "n1", 0, &len);
     ck_assert_msg(
         strstr(page, "powerapi_gpu_power_watts{index=\"1\",uuid=\"GPU-1b1b\",name=\"Tesla P100\","
                      "vendor=\"nvidia\",bus=\"00000000:5E:00.0\",source=\"integrated\"} 50\n") &&
