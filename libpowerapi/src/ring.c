@@ -616,8 +616,8 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     memset(win, 0, sizeof(*win));
     uint32_t nk = window_comps_set(win, r);
     win->ndevices = r->devices && r->ndevices <= PA_MAX_DEVICES ? (uint32_t)r->ndevices : 0;
-    memcpy(win->devices, r->devices ? r->devices : win->devices,
-           win->ndevices * sizeof(*win->devices));
+    if (win->ndevices)
+        memcpy(win->devices, r->devices, win->ndevices * sizeof(*win->devices));
     win->tick = r->tick;
     win->time_ns = r->time_ns;
     win->interval_s = r->interval_s;
