@@ -397,6 +397,14 @@ START_TEST(modules_say_why)
                       strstr(pa_last_error(), "check library="),
                   "%s", pa_last_error());
     ck_assert_int_eq(pa_module_enable(ctx, "nvml", "library=" PA_NVML_STANDIN), 0);
+    /* reconfigured at run time: a bad library is refused and the sensor
+     * keeps running on the old one; disabled and enabled again */
+    ck_assert_int_eq(pa_module_enable(ctx, "nvml", "library=/nonexistent/y.so"), -ENODEV);
+    pa_module_info mi;
+    ck_assert_int_eq(pa_module_get(ctx, "nvml", &mi), 0);
+    ck_assert(mi.enabled);
+    ck_assert_int_eq(pa_module_disable(ctx, "nvml"), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "nvml", NULL), 0);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
