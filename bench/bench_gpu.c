@@ -207,8 +207,9 @@ int main(int argc, char **argv)
         double procs = 0, sys = r->ncomponents > 2 ? r->system_component_w[2] : 0;
         for (size_t i = 0; i < r->ntargets && r->ncomponents > 2; i++)
             procs += r->target_component_w[i * r->ncomponents + 2];
-        printf("%s last window: %zu devices, %zu targets, gpu %.1f W, processes %.1f W\n", names[k],
-               r->ndevices, r->ntargets, sys, procs);
+        printf("%s last window: %zu devices, %zu targets, gpu %.1f W, processes %.1f W, "
+               "assumed %zu bytes\n",
+               names[k], r->ndevices, r->ntargets, sys, procs, strlen(r->assumed));
         pa_report_free(r);
     }
     double med[3];

@@ -201,10 +201,15 @@ static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_r
     sum->idle_w += busy > 0 ? idle : w; /* nobody busy: all of it unattributed */
     sum->unsplit += busy <= 0 && w > idle && !g->nosplit[0];
     put_device(out, g, sl, w, idle, busy > 0);
-    pa_table_assume(out, "gpu %s (%s%s%s): %s, idle %.2f W (%s)%s%s", g->pdev, g->driver,
-                    g->name[0] ? " " : "", g->name, g->reading, idle,
-                    s->idle_w >= 0 ? "idle= option" : "its lowest power so far",
-                    g->nosplit[0] ? "; active power unattributed: " : "", g->nosplit);
+    /* short entries (the figures are in the device records): eight GPUs
+     * and the CPU's constants fit the report's assumed list */
+    pa_table_assume(out, "gpu %s (%s): %s", g->pdev, g->driver, g->reading);
+    if (g->nosplit[0])
+        pa_table_assume(out, "gpu %s: active power unattributed: %s", g->pdev, g->nosplit);
+    if (s->idle_w >= 0)
+        pa_table_assume(out, "gpu: idle %.2f W a device (idle= option)", s->idle_w);
+    else
+        pa_table_assume(out, "gpu: idle is each device's lowest power so far");
 }
 
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)

@@ -161,11 +161,13 @@ START_TEST(split_by_sm_utilisation)
     ck_assert_double_eq_tol(gpu_w(r, 4002), 20, 0.2);
     ck_assert_double_eq_tol(gpu_w(r, 4003), 30, 0.3);
     ck_assert_double_eq_tol(gpu_w(r, 4004), 0, TOL);
-    ck_assert_msg(strstr(r->assumed, "00000000:3B:00.0 (nvidia NVIDIA H100 80GB HBM3): "
+    ck_assert_msg(strstr(r->assumed, "gpu 00000000:3B:00.0 (nvidia): "
                                      "nvmlDeviceGetTotalEnergyConsumption (measured)") &&
                       strstr(r->assumed, "nvmlDeviceGetPowerUsage (1 s average, integrated)") &&
-                      strstr(r->assumed, "MIG mode, 2 partition(s) MIG-aaaa MIG-bbbb: power is "
-                                         "known for the whole board only"),
+                      strstr(r->assumed, "gpu 00000000:86:00.0: active power unattributed: MIG "
+                                         "mode, 2 partition(s) MIG-aaaa MIG-bbbb: power is known "
+                                         "for the whole board only") &&
+                      strstr(r->assumed, "gpu: idle 20.00 W a device (idle= option)"),
                   "%s", r->assumed);
     pa_report_free(r);
     /* 2: 4002 gone, 4005 new at 50 / 50 */
