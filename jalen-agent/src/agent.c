@@ -1318,6 +1318,7 @@ int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t e
     int rc = jl_run_options(vm, options, err, errlen);
     if (rc < 0)
         return rc;
+    jl_prof.source.carbon_g_per_kwh = jl_o.carbon_g_per_kwh; /* the writers' grams */
     rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, errlen);
     if (rc == -ENOSYS) {
         /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */
