@@ -47,6 +47,17 @@ static char *cli(const char *args, int *status)
     return out;
 }
 
+/* `powerapi jalen PID CMD`: exit status st, and want in what it says. */
+static void expect(pid_t pid, const char *cmd, int st, const char *want)
+{
+    char a[256];
+    int got = 0;
+    snprintf(a, sizeof(a), "%d %s", (int)pid, cmd);
+    char *o = cli(a, &got);
+    ck_assert_msg(got == st && strstr(o, want), "%s: %d %s", cmd, got, o);
+    free(o);
+}
+
 /* The inclusive shares of burnA/B/C in the burner's energy of run dir. */
 static void shares(const char *dir, double s[3])
 {
@@ -107,14 +118,8 @@ static void second_run(const char *dir, pid_t pid, const double ls[3])
     ck_assert_msg(st == 0 && strstr(o, "profiling pid"), "second start: %d %s", st, o);
     free(o);
     usleep(2500000);
-    snprintf(a, sizeof(a), "%d dump", (int)pid);
-    o = cli(a, &st);
-    ck_assert_msg(st == 0 && strstr(o, "process energy"), "second dump: %d %s", st, o);
-    free(o);
-    snprintf(a, sizeof(a), "%d stop", (int)pid);
-    o = cli(a, &st);
-    ck_assert_msg(st == 0 && strstr(o, "top methods"), "second stop: %d %s", st, o);
-    free(o);
+    expect(pid, "dump", 0, "process energy");
+    expect(pid, "stop", 0, "top methods");
     snprintf(p, sizeof(p), "%s/att2", dir);
     double s2[3];
     shares(p, s2);
@@ -174,10 +179,7 @@ static void check_attach(void)
     o = cli(a, &st);
     ck_assert_msg(st == 0 && strstr(o, "attached") && jt_lines(o) == 1, "status: %d %s", st, o);
     free(o);
-    snprintf(a, sizeof(a), "%d dump", (int)pid);
-    o = cli(a, &st);
-    ck_assert_msg(st == 0 && strstr(o, "process energy"), "dump: %d %s", st, o);
-    free(o);
+    expect(pid, "dump", 0, "process energy");
     snprintf(p, sizeof(p), "%s/att", dir);
     shares(p, as);
     fprintf(stderr, "[attach %s] launch %.1f/%.1f/%.1f %%, attached %.1f/%.1f/%.1f %%\n", jt_java,
