@@ -378,6 +378,10 @@ typedef struct jl_profile {
 extern jl_profile jl_prof;
 
 int jl_profile_init(const jl_opts *o);
+/* A new run in the same JVM (options o): every energy, count, the call
+ * tree and the timeline back to zero; the methods and classes named so
+ * far stay (their filter matched again under o). */
+void jl_profile_reset(const jl_opts *o);
 /* Method index of a jmethodID (resolving its name, source file and line
  * table the first time). */
 int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
@@ -421,6 +425,8 @@ void jl_net_new_window(void);
 /* ------------------------------------------------------------------ */
 
 int jl_write_all(const jl_opts *o, int final);
+/* A new run: timeline.csv is created again at its first window. */
+void jl_write_reset(void);
 /* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
 int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o, FILE *f);

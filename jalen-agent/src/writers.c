@@ -404,6 +404,12 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
 /* 0 while writing works, else the errno of the failure last said */
 static int jl_write_failing;
 
+void jl_write_reset(void)
+{
+    jl_timeline_created = 0;
+    jl_write_failing = 0;
+}
+
 int jl_write_all(const jl_opts *o, int final)
 {
     int rc = 0, r;
