@@ -310,8 +310,9 @@ static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
 /* Classes: jmethodIDs made ahead, so that ASGCT can name every frame  */
 /* ------------------------------------------------------------------ */
 
-static void jl_prepare_class(jvmtiEnv *jvmti, jclass klass)
+static void jl_prepare_class(jvmtiEnv *jvmti, JNIEnv *jni, jclass klass)
 {
+    jl_scope_bind(jvmti, jni, klass);
     jint n = 0;
     jmethodID *ms = NULL;
     if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) == JVMTI_ERROR_NONE && ms)
@@ -328,9 +329,8 @@ static void JNICALL jl_on_class_load(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, 
 
 static void JNICALL jl_on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, jclass klass)
 {
-    (void)jni;
     (void)thr;
-    jl_prepare_class(jvmti, klass);
+    jl_prepare_class(jvmti, jni, klass);
 }
 
 static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
@@ -591,8 +591,9 @@ static void jl_window_samples(double unplaced)
         jl_window_vm(unplaced, 0);
 }
 
-/* E_net: the window's network energy over the byte records. */
-static void jl_window_net(double dnic)
+/* E_net: the window's network energy over the byte records; returns the
+ * window's socket bytes. */
+static uint64_t jl_window_net(double dnic)
 {
     jl_nn = 0;
     jl_net_drain(jl_on_net_collect, NULL);
@@ -604,6 +605,7 @@ static void jl_window_net(double dnic)
     if (nw.total == 0 && dnic > 0)
         jl_window_vm(0, dnic);
     jl_net_new_window();
+    return nw.total;
 }
 
 /* The threads' totals, the profile's counters and the window's top
@@ -659,7 +661,11 @@ static void jl_process_window(int final)
     jl_window_threads(rc);
     double unplaced = jl_window_split(dcpu);
     jl_window_samples(unplaced);
-    jl_window_net(dnic);
+    uint64_t bytes = jl_window_net(dnic);
+    double cpu_s = 0;
+    for (size_t i = 0; i < jl_thr.n; i++)
+        cpu_s += jl_thr.v[i].w_cpu_s;
+    jl_scopes_window(dcpu, cpu_s, dnic, bytes);
     jl_window_close(now, interval, dcpu, dnic);
     pthread_mutex_unlock(&jl_thr.lock);
     jl_write_all(&jl_o, final);
@@ -913,7 +919,7 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         if (nc > 0)
             (void)(*jni)->EnsureLocalCapacity(jni, nc);
         for (jint i = 0; i < nc; i++) {
-            jl_prepare_class(jvmti, cs[i]);
+            jl_prepare_class(jvmti, jni, cs[i]);
             (*jni)->DeleteLocalRef(jni, cs[i]);
         }
         (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
@@ -1236,6 +1242,7 @@ int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t e
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    jl_scopes_init(jl_o.scopes, jl_o.quiet);
     rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, errlen);
     if (rc == -ENOSYS) {
         /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */

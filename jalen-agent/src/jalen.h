@@ -20,6 +20,7 @@
 #define JALEN_H
 
 #include "profcore.h"
+#include "scopetab.h"
 #include <jni.h>
 #include <jvmti.h>
 #include <pthread.h>
@@ -66,7 +67,8 @@ typedef struct jl_opts {
     char *procfs, *sysfs;
     int quiet;
     int fail_abort;
-    int top; /* methods per window in timeline.csv */
+    int top;       /* methods per window in timeline.csv */
+    size_t scopes; /* distinct scope names kept (scope.c) */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
@@ -409,9 +411,37 @@ void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user);
 void jl_net_init(jvmtiEnv *jvmti);
 /* Bytes the net records hold (for summary.json's agent_memory_bytes). */
 size_t jl_net_memory(void);
+/* Socket bytes the calling thread moved so far (the count of its own
+ * wrapper calls; scopes read it at both ends). */
+uint64_t jl_net_thread_bytes(void);
 /* Stack walks the socket wrappers made. */
 uint64_t jl_net_walk_count(void);
 void jl_net_new_window(void);
+
+/* ------------------------------------------------------------------ */
+/* Scopes: org.powerapi.jalen.Scope's natives and calls (scope.c)       */
+/* ------------------------------------------------------------------ */
+
+/* Agent_OnLoad: at most max_names distinct names (the rest are counted
+ * under PA_SCOPE_OTHER, said once on stderr unless quiet). */
+void jl_scopes_init(size_t max_names, int quiet);
+/* ClassPrepare and VMInit's loaded classes: when k is
+ * org.powerapi.jalen.Scope, binds its natives and sets its flag. */
+void jl_scope_bind(jvmtiEnv *jvmti, JNIEnv *env, jclass k);
+/* Agent thread, at the end of a window (profile lock held): prices the
+ * calls that ended in it at the window's process CPU energy over its CPU
+ * time and NIC energy over its socket bytes. */
+void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
+/* summary.json's scope lines (each ends with ",\n"). */
+void jl_scopes_json(FILE *f);
+/* Each name's aggregates, first-use order, PA_SCOPE_OTHER last; *out is
+ * the caller's to free (NULL when there are none). */
+typedef struct jl_scope_row {
+    pa_scope_stats s;
+    pa__scope_net net;
+} jl_scope_row;
+size_t jl_scopes_get(jl_scope_row **out);
+size_t jl_scopes_memory(void);
 
 /* ------------------------------------------------------------------ */
 /* Writers (writers.c)                                                 */

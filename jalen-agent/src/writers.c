@@ -187,6 +187,82 @@ static int jl_write_threads(const char *dir)
     return pa_pout_close(&o);
 }
 
+/* scopes.csv: by inclusive energy, [other scopes] last. */
+static double jl_key_scope(const void *ctx, int i)
+{
+    const jl_scope_row *r = ctx;
+    return r[i].s.flags & PA_SCOPE_FOLDED ? -1 : r[i].s.energy_j;
+}
+
+static const char *jl_key_sname(const void *ctx, int i)
+{
+    const jl_scope_row *r = ctx;
+    return r[i].s.name;
+}
+
+static int jl_scope_used(const void *ctx, int i)
+{
+    const jl_scope_row *r = ctx;
+    return r[i].s.calls || r[i].s.cpu_time_s > 0;
+}
+
+/* One side (inclusive or self) of a scope's row. */
+static void jl_scope_side(FILE *f, double cpu_s, double e, double net_j, uint64_t bytes,
+                          const double q[4])
+{
+    const double v[] = {cpu_s, e, e - net_j, net_j};
+    for (int i = 0; i < 4; i++) {
+        fputc(',', f);
+        pa_pout_fix(f, v[i], i ? 9 : 6);
+    }
+    fputc(',', f);
+    pa_pout_u64(f, bytes);
+    for (int i = 0; i < 4; i++)
+        fprintf(f, ",%.9g", q[i]);
+}
+
+static int jl_write_scopes(const char *dir)
+{
+    jl_scope_row *rows;
+    size_t total = jl_scopes_get(&rows);
+    if (!total)
+        return 0;
+    const pa_prank r = {.count = total,
+                        .keep = jl_scope_used,
+                        .key = jl_key_scope,
+                        .name = jl_key_sname,
+                        .ctx = rows};
+    pa_pout o;
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "scopes.csv",
+                            "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes,"
+                            "mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,self_energy_j,"
+                            "self_cpu_energy_j,self_net_energy_j,self_net_bytes,self_mean_j,"
+                            "self_p50_j,self_p95_j,self_p99_j\n",
+                            &r, &idx, &n);
+    if (rc < 0) {
+        free(rows);
+        return rc;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const jl_scope_row *w = &rows[idx[k]];
+        const pa_scope_stats *s = &w->s;
+        pa__csv_write(o.f, s->name);
+        fputc(',', o.f);
+        pa_pout_u64(o.f, s->calls);
+        const double qi[4] = {s->mean_j, s->p50_j, s->p95_j, s->p99_j};
+        const double qs[4] = {s->self_mean_j, s->self_p50_j, s->self_p95_j, s->self_p99_j};
+        jl_scope_side(o.f, s->cpu_time_s, s->energy_j, w->net.net_j, w->net.net_bytes, qi);
+        jl_scope_side(o.f, s->self_cpu_time_s, s->self_energy_j, w->net.self_net_j,
+                      w->net.self_net_bytes, qs);
+        fputc('\n', o.f);
+    }
+    free(idx);
+    free(rows);
+    return pa_pout_close(&o);
+}
+
 /* The call tree as the shared writers (profcore/) see it. */
 static const char *jl_method_name(const void *ctx, int i)
 {
@@ -323,7 +399,7 @@ static size_t jl_agent_memory(void)
         b += (size_t)p->mhlines[i].n * sizeof(jvmtiLineNumberEntry);
     b += p->captl * sizeof(jl_timeline_row);
     b += jl_thr.cap * sizeof(jl_thread) + jl_thr.hcap * sizeof(int);
-    return b + jl_net_memory() + jl_unwind_memory();
+    return b + jl_net_memory() + jl_unwind_memory() + jl_scopes_memory();
 }
 
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
@@ -361,6 +437,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     pa__json_write(f, note);
     fputs(",\n", f);
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
+    jl_scopes_json(f);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
     if (opt->mode == JL_MODE_CPU) {
@@ -434,6 +511,8 @@ int jl_write_all(const jl_opts *o, int final)
         if ((r = jl_write_threads(o->out)) < 0)
             rc = r;
         if ((r = jl_write_timeline(o->out)) < 0)
+            rc = r;
+        if ((r = jl_write_scopes(o->out)) < 0)
             rc = r;
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */

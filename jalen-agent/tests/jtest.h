@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define JT_MAXF 16
+#define JT_MAXF 24
 
 typedef struct jt_row {
     char *f[JT_MAXF];

@@ -1,0 +1,130 @@
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.powerapi.jalen.Scope;
+
+/**
+ * Known answers for org.powerapi.jalen.Scope (test_jalen_scope.c), every
+ * case in one JVM. Work is spun by the thread's CPU clock, so its CPU time
+ * is known: "a" 3 ms and "b" 1 ms a call (150 calls each); "outer" 1 ms of
+ * its own around "inner" 2 ms (100 calls); "async" 0.5 ms on the caller
+ * and 2 ms on an executor thread (Scope.wrap, 100 calls); "net" writes
+ * 100,000 bytes over loopback a call (20 calls); "x0".."x9": scopes=8 keeps
+ * x0 and x1, the 8 others go to "[other scopes]". "noagent": the same API without the agent.
+ */
+public class ScopeWork {
+    static final ThreadMXBean TMX = ManagementFactory.getThreadMXBean();
+    static volatile long sink;
+
+    static void spin(long ns) {
+        long end = TMX.getCurrentThreadCpuTime() + ns, x = 1;
+        while (TMX.getCurrentThreadCpuTime() < end)
+            for (int i = 0; i < 200; i++)
+                x = x * 31 + i;
+        sink += x;
+    }
+
+    static void check(boolean ok, String what) {
+        if (!ok)
+            throw new AssertionError(what);
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("noagent")) {
+            noAgent();
+            return;
+        }
+        check(Scope.active(), "the agent did not bind Scope");
+        spin(100_000_000L); /* unscoped */
+        for (int i = 0; i < 150; i++) {
+            try (Scope s = Scope.enter("a")) {
+                spin(3_000_000L);
+            }
+            try (Scope s = Scope.enter("b")) {
+                spin(1_000_000L);
+            }
+        }
+        for (int i = 0; i < 100; i++) {
+            try (Scope o = Scope.enter("outer")) {
+                spin(1_000_000L);
+                try (Scope in = Scope.enter("inner")) {
+                    check(Scope.current() == in, "current() is the inner scope");
+                    spin(2_000_000L);
+                }
+                check(Scope.current() == o, "current() is the outer scope again");
+            }
+        }
+        check(Scope.current() == null, "no scope open");
+        ExecutorService ex = Executors.newSingleThreadExecutor();
+        for (int i = 0; i < 100; i++) {
+            try (Scope s = Scope.enter("async")) {
+                spin(500_000L);
+                ex.submit(Scope.wrap(() -> spin(2_000_000L))).get();
+            }
+        }
+        ex.shutdown();
+        net();
+        for (int i = 0; i < 10; i++)
+            try (Scope s = Scope.enter("x" + i)) {
+                sink++;
+            }
+        System.out.println("scopework done");
+    }
+
+    static void net() throws Exception {
+        try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread reader = new Thread(() -> {
+                byte[] buf = new byte[65536];
+                try (Socket c = ss.accept(); InputStream in = c.getInputStream()) {
+                    while (in.read(buf) > 0)
+                        ;
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            }, "reader");
+            reader.start();
+            byte[] data = new byte[100_000];
+            try (Socket c = new Socket(ss.getInetAddress(), ss.getLocalPort());
+                 OutputStream out = c.getOutputStream()) {
+                for (int i = 0; i < 20; i++)
+                    try (Scope s = Scope.enter("net")) {
+                        out.write(data);
+                        out.flush();
+                    }
+            }
+            reader.join();
+        }
+    }
+
+    /* Without the agent: inert scopes, and what a pair costs. */
+    static void noAgent() {
+        check(!Scope.active(), "no agent, yet active");
+        Runnable r = () -> sink++;
+        check(Scope.wrap(r) == r, "wrap without the agent returns the task");
+        check(Scope.context().name() == null, "an inert context");
+        /* best of 5 rounds, interleaved with the same loop without scopes */
+        long best = Long.MAX_VALUE, bare = Long.MAX_VALUE;
+        for (int round = 0; round < 5; round++) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < 5_000_000; i++)
+                try (Scope s = Scope.enter("checkout")) {
+                    sink++;
+                }
+            long t1 = System.nanoTime();
+            for (int i = 0; i < 5_000_000; i++)
+                sink++;
+            long t2 = System.nanoTime();
+            best = Math.min(best, t1 - t0);
+            bare = Math.min(bare, t2 - t1);
+        }
+        check(Scope.current() == null, "no current scope without the agent");
+        System.out.printf("noagent ok %.2f ns per enter+close (%.2f ns per iteration without)%n",
+                          (best - bare) / 5e6, bare / 5e6);
+    }
+}

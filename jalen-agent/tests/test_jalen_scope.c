@@ -1,0 +1,195 @@
+/*
+ * test_jalen_scope.c - org.powerapi.jalen.Scope under the agent (one JVM
+ * per JDK runs every case of ScopeWork.java) and without it.
+ *
+ * Expected, from CPU time spun by the thread's own clock: "a" 3 ms and
+ * "b" 1 ms a call, 150 calls each, so their CPU times within 3 % and their
+ * energies 3:1 within 5 %; "outer" = its 1 ms self + "inner" 2 ms exactly
+ * in CPU ns; "async" 0.5 ms + 2 ms on an executor thread per call; "net"
+ * 100,000 bytes a call exactly; scopes=8 keeps x0 and x1 and folds the
+ * 8 names after them into [other scopes] with one warning; every name's calls exact; scoped +
+ * unscoped = the process's energy within 0.5 %, and the scoped energy is
+ * the outermost names' inclusive energies within 2 %.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jtest.h"
+
+enum {
+    C_NAME,
+    C_CALLS,
+    C_CPU,
+    C_E,
+    C_CPUE,
+    C_NETE,
+    C_BYTES,
+    C_MEAN,
+    C_P50,
+    C_P95,
+    C_P99,
+    C_SCPU,
+    C_SE
+};
+
+static const jt_row *row(const jt_csv *c, const char *name)
+{
+    const jt_row *r = jt_csv_find(c, C_NAME, name);
+    ck_assert_msg(r != NULL, "scopes.csv: no row '%s'", name);
+    return r;
+}
+
+static void near(double got, double want, double rel, const char *what)
+{
+    ck_assert_msg(fabs(got - want) <= rel * fabs(want), "%s: %.6g, expected %.6g within %.1f %%",
+                  what, got, want, rel * 100);
+}
+
+static char *cp_with_api(void)
+{
+    static char cp[8192];
+    snprintf(cp, sizeof(cp), "%s:%s", JALEN_CLASSES, JALEN_API_JAR);
+    return cp;
+}
+
+/* Runs ScopeWork under the agent on jt_java and checks its files. */
+static void run_scopes(const char *label)
+{
+    char *dir = jt_tmpdir(), opts[4200], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "window=200ms,scopes=8,out=%s/out", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *const args[] = {"ScopeWork", NULL};
+    pid_t pid = jt_spawn(opts, cp_with_api(), args, NULL, errf);
+    ck_assert_int_gt(pid, 0);
+    int st = jt_wait(pid, 100);
+    char *err = jt_read(errf);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "[%s] ScopeWork failed: %s",
+                  label, err ? err : "");
+    /* the names beyond scopes=8: said once */
+    const char *w = strstr(err, "distinct scope names");
+    ck_assert_msg(w && !strstr(w + 1, "distinct scope names"), "[%s] fold warning: %s", label, err);
+    free(err);
+
+    snprintf(p, sizeof(p), "%s/out/scopes.csv", dir);
+    jt_csv c;
+    ck_assert_int_eq(jt_csv_load(p, &c), 0);
+    ck_assert_int_eq(c.bad, 0);
+    ck_assert_str_eq(c.head.f[C_NAME], "scope");
+    ck_assert_int_eq(c.head.nf, 20);
+    static const struct {
+        const char *name;
+        int calls;
+    } want[] = {{"a", 150},  {"b", 150}, {"outer", 100}, {"inner", 100},       {"async", 100},
+                {"net", 20}, {"x0", 1},  {"x1", 1},      {"[other scopes]", 8}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        ck_assert_msg(jt_num(row(&c, want[i].name), C_CALLS) == want[i].calls,
+                      "[%s] %s: %g calls, expected %d", label, want[i].name,
+                      jt_num(row(&c, want[i].name), C_CALLS), want[i].calls);
+    const jt_row *a = row(&c, "a"), *b = row(&c, "b");
+    near(jt_num(a, C_CPU), 0.450, 0.03, "a's CPU time");
+    near(jt_num(b, C_CPU), 0.150, 0.03, "b's CPU time");
+    near(jt_num(a, C_E) / jt_num(b, C_E), 3.0, 0.05, "a:b energy");
+    near(jt_num(a, C_MEAN) / jt_num(b, C_MEAN), 3.0, 0.05, "a:b energy per call");
+    ck_assert_msg(jt_num(a, C_P50) > 0 && jt_num(a, C_P99) >= jt_num(a, C_P50), "a's quantiles");
+
+    const jt_row *o = row(&c, "outer"), *in = row(&c, "inner");
+    near(jt_num(o, C_SCPU), 0.100, 0.05, "outer's self CPU time");
+    near(jt_num(in, C_CPU), 0.200, 0.05, "inner's CPU time");
+    ck_assert_msg(fabs(jt_num(o, C_CPU) - jt_num(o, C_SCPU) - jt_num(in, C_CPU)) < 2e-6,
+                  "[%s] outer = self + inner in CPU time", label);
+    near(jt_num(o, C_E), jt_num(o, C_SE) + jt_num(in, C_E), 0.02, "outer = self + inner (J)");
+    near(jt_num(row(&c, "async"), C_CPU), 0.250, 0.05, "async's CPU time (both threads)");
+
+    const jt_row *n = row(&c, "net");
+    ck_assert_msg(jt_num(n, C_BYTES) == 2000000, "[%s] net bytes %g", label, jt_num(n, C_BYTES));
+
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *sum = jt_read(p);
+    ck_assert_ptr_nonnull(sum);
+    double proc = jt_json_num(sum, "process_energy_j"), sc = jt_json_num(sum, "scoped_energy_j"),
+           un = jt_json_num(sum, "unscoped_energy_j");
+    ck_assert_msg(proc > 0 && sc > 0 && un > 0, "[%s] energies %g %g %g", label, proc, sc, un);
+    near(sc + un, proc, 0.005, "scoped + unscoped vs the process");
+    if (jt_json_num(sum, "process_net_energy_j") > 0)
+        ck_assert_msg(jt_num(n, C_NETE) > 0, "[%s] net's network energy", label);
+    static const char *const top[] = {"a",   "b",  "outer", "async",
+                                      "net", "x0", "x1",    "[other scopes]"};
+    double tops = 0;
+    for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+        tops += jt_num(row(&c, top[i]), C_E);
+    near(tops, sc, 0.02, "outermost names' energy vs scoped_energy_j");
+    fprintf(stderr,
+            "[%s] a %.4f J (%.3f s), b %.4f J; scoped %.4f + unscoped %.4f = %.4f J of %.4f\n",
+            label, jt_num(a, C_E), jt_num(a, C_CPU), jt_num(b, C_E), sc, un, sc + un, proc);
+    free(sum);
+    jt_csv_free(&c);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(scopes_jdk)
+{
+    run_scopes("default JDK");
+}
+END_TEST
+
+START_TEST(scopes_other_jdk)
+{
+    if (!*JALEN_JAVA_ALT) {
+        fprintf(stderr, "scopes on another JDK: SKIPPED: only one JDK under /usr/lib/jvm\n");
+        return;
+    }
+    jt_java = JALEN_JAVA_ALT;
+    run_scopes(JALEN_JAVA_ALT);
+}
+END_TEST
+
+/* Without the agent: inert, and next to free. */
+START_TEST(scopes_no_agent)
+{
+    char *dir = jt_tmpdir(), errf[4200], line[256] = "";
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *const args[] = {"ScopeWork", "noagent", NULL};
+    int fd = -1;
+    pid_t pid = jt_spawn(NULL, cp_with_api(), args, &fd, errf);
+    ck_assert_int_gt(pid, 0);
+    int got = jt_wait_line(fd, "noagent ok", line, sizeof(line), 60);
+    int st = jt_wait(pid, 60);
+    close(fd);
+    char *err = jt_read(errf);
+    ck_assert_msg(got == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "no-agent run failed: %s",
+                  err ? err : "");
+    free(err);
+    double ns = strtod(line + strlen("noagent ok "), NULL);
+    fprintf(stderr, "[no agent] %s\n", line);
+    /* a native call or an allocation per scope would cost tens of ns */
+    ck_assert_msg(ns < 5.0, "an inert scope costs %.2f ns more than the bare loop", ns);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void)
+{
+    if (!*JALEN_API_JAR) {
+        fprintf(stderr, "test_jalen_scope: SKIPPED: jalen-api.jar not built (no jar tool)\n");
+        return 0;
+    }
+    Suite *s = suite_create("jalen_scope");
+    TCase *tc = tcase_create("scope");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, scopes_jdk);
+    tcase_add_test(tc, scopes_other_jdk);
+    tcase_add_test(tc, scopes_no_agent);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
