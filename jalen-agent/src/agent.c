@@ -370,19 +370,22 @@ static void jl_on_slot(const jl_slot *s, void *user)
     (void)user;
     size_t mark = jl_wn;
     int n = s->n;
+    /* a sample in a scope: the scope's frame at the root */
+    int scope = s->scope ? jl_scope_frame(s->scope) : -1;
     if (jl_wbuf_push(s->tid) < 0 || jl_wbuf_push(s->weight >= 0 ? s->weight : 0) < 0)
         goto fail;
     if (n <= 0) {
         int code = -n;
-        if (jl_wbuf_push(1) < 0 ||
+        if (jl_wbuf_push(1 + (scope >= 0)) < 0 ||
             jl_wbuf_push(code <= 10 ? JL_M_ERR0 + code : JL_M_UNATTRIBUTED) < 0 ||
-            jl_wbuf_push(0) < 0)
+            (scope >= 0 && jl_wbuf_push(scope) < 0) || jl_wbuf_push(0) < 0 ||
+            (scope >= 0 && jl_wbuf_push(0) < 0))
             goto fail;
         return;
     }
     if (n > JL_MAX_DEPTH)
         n = JL_MAX_DEPTH;
-    if (jl_wbuf_push(n + (s->truncated ? 1 : 0)) < 0)
+    if (jl_wbuf_push(n + (s->truncated ? 1 : 0) + (scope >= 0)) < 0)
         goto fail;
     /* the methods, then their lines (the BCI each frame was at) */
     int lines[JL_MAX_DEPTH];
@@ -390,12 +393,13 @@ static void jl_on_slot(const jl_slot *s, void *user)
         if (jl_wbuf_push(jl_method_line(jl_jvmti, s->frames[i].method_id, s->frames[i].lineno,
                                         &lines[i])) < 0)
             goto fail;
-    if (s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0)
+    if ((s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0) ||
+        (scope >= 0 && jl_wbuf_push(scope) < 0))
         goto fail;
     for (int i = 0; i < n; i++)
         if (jl_wbuf_push(lines[i]) < 0)
             goto fail;
-    if (s->truncated && jl_wbuf_push(0) < 0)
+    if ((s->truncated && jl_wbuf_push(0) < 0) || (scope >= 0 && jl_wbuf_push(0) < 0))
         goto fail;
     return;
 fail:
@@ -719,6 +723,7 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
             if (!s)
                 continue;
             s->tid = tids[i];
+            s->scope = jl_scope_code(tids[i]);
             s->weight = (int)(d / 1000);
             s->n = si[i].frame_count;
             s->truncated = si[i].frame_count >= JL_MAX_DEPTH;

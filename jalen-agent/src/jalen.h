@@ -69,6 +69,7 @@ typedef struct jl_opts {
     int fail_abort;
     int top;       /* methods per window in timeline.csv */
     size_t scopes; /* distinct scope names kept (scope.c) */
+    char *scope;   /* energy.collapsed and flamegraph.html: only this scope */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
@@ -99,7 +100,8 @@ enum { JL_SLOT_FREE = 0, JL_SLOT_BUSY = 1, JL_SLOT_READY = 2 };
 typedef struct jl_slot {
     atomic_int state;
     pid_t tid;
-    int n; /* frames, or the ASGCT error code when <= 0 */
+    int scope; /* the thread's open scope (jl_scope_code), 0: none */
+    int n;     /* frames, or the ASGCT error code when <= 0 */
     int truncated;
     int weight; /* CPU time this sample stands for, in us: mode=cpu,
                    (1 + timer overruns) x interval; mode=jvmti, the
@@ -383,6 +385,9 @@ int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
 /* The same, and in *line the source line of bci in it (0 unknown: a
  * negative bci, no line table). */
 int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line);
+/* A pseudo-method named name (a frame no jmethodID has, "[scope x]"):
+ * a new index each call, -1 when out of memory. */
+int jl_method_pseudo(const char *name);
 /* Adds one weighted stack (frames[0] = top; lines: each frame's line, or
  * NULL) to the profile. */
 void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, double net_j,
@@ -441,6 +446,14 @@ typedef struct jl_scope_row {
     pa__scope_net net;
 } jl_scope_row;
 size_t jl_scopes_get(jl_scope_row **out);
+/* The innermost scope open on thread tid, as a code for jl_slot.scope (0:
+ * none or unknown).  Async-signal-safe. */
+int jl_scope_code(pid_t tid);
+/* Agent thread: the pseudo-method "[scope NAME]" of a code (-1: none). */
+int jl_scope_frame(int code);
+/* Agent thread: the pseudo-method of scope name (made at its first use),
+ * -1 when that name never had a scope. */
+int jl_scope_frame_of(const char *name);
 size_t jl_scopes_memory(void);
 
 /* ------------------------------------------------------------------ */

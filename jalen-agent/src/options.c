@@ -16,7 +16,7 @@
 static const char *const jl_keys[] = {
     "interval", "window",      "out",     "format", "filter", "mode",  "net",
     "sensors",  "formula",     "disable", "procfs", "sysfs",  "quiet", "fail",
-    "top",      "calibration", "clock",   "scopes", NULL,
+    "top",      "calibration", "clock",   "scopes", "scope",  NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -216,6 +216,8 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         if (*end || v < 1 || v > 1000)
             goto bad;
         o->top = (int)v;
+    } else if (!strcmp(key, "scope")) {
+        rc = jl_set_str(&o->scope, val);
     } else if (!strcmp(key, "scopes")) {
         char *end;
         long v = strtol(val, &end, 10);
@@ -296,5 +298,6 @@ void jl_opts_free(jl_opts *o)
     free(o->disable);
     free(o->procfs);
     free(o->sysfs);
+    free(o->scope);
     memset(o, 0, sizeof(*o));
 }

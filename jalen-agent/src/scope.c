@@ -44,8 +44,35 @@ static size_t jl_sqn, jl_sqcap, jl_sq_sparecap;
 static uint64_t jl_sq_lost; /* calls not queued (out of memory) */
 
 /* Scope's fields, looked up when the class is bound */
-static jfieldID f_id, f_flags, f_commit, f_cpu0, f_bytes0, f_cpu, f_bytes, f_child_cpu,
+static jfieldID f_id, f_outer, f_flags, f_commit, f_cpu0, f_bytes0, f_cpu, f_bytes, f_child_cpu,
     f_child_bytes, f_ext_cpu, f_ext_bytes, f_ext_self_cpu, f_ext_self_bytes;
+
+/* Each thread's open scope for the signal handler: slot tid % JS_TIDS
+ * holds tid << 32 | code (code: id + 3, 0 none).  Two threads whose tids
+ * share a slot overwrite each other: a sample then finds another tid and
+ * no scope (rare: 16,384 slots). */
+#define JS_TIDS 16384
+static _Atomic uint64_t jl_scope_cur[JS_TIDS];
+static __thread pid_t jl_scope_tid;
+/* agent thread: the pseudo-method of each code, -1 unknown yet */
+static int *jl_scope_methods;
+static size_t jl_scope_nmethods;
+
+static void set_current(jint id)
+{
+    pid_t tid = jl_scope_tid;
+    if (!tid)
+        tid = jl_scope_tid = jl_gettid();
+    uint64_t code = id == -1 ? 0 : (uint64_t)(id + 3);
+    atomic_store_explicit(&jl_scope_cur[(uint32_t)tid % JS_TIDS],
+                          (uint64_t)(uint32_t)tid << 32 | code, memory_order_relaxed);
+}
+
+int jl_scope_code(pid_t tid)
+{
+    uint64_t v = atomic_load_explicit(&jl_scope_cur[(uint32_t)tid % JS_TIDS], memory_order_relaxed);
+    return (pid_t)(v >> 32) == tid ? (int)(v & 0xffffffffu) : 0;
+}
 
 /* agent thread, under the profile lock */
 static double jl_scoped_j, jl_unscoped_j, jl_scoped_cpu_s;
@@ -111,6 +138,7 @@ static jint JNICALL n_id(JNIEnv *env, jclass cls, jstring name)
 static void JNICALL n_enter(JNIEnv *env, jclass cls, jobject s)
 {
     (void)cls;
+    set_current((*env)->GetIntField(env, s, f_id));
     uint64_t bytes = jl_net_thread_bytes();
     (*env)->SetLongField(env, s, f_bytes0, (jlong)bytes);
     (*env)->SetLongField(env, s, f_cpu0, (jlong)thread_cpu_ns());
@@ -152,6 +180,7 @@ static void JNICALL n_exit(JNIEnv *env, jclass cls, jobject s)
     uint64_t cpu = now - GETJ(f_cpu0), moved = bytes - GETJ(f_bytes0);
     (*env)->SetLongField(env, s, f_cpu, (jlong)cpu);
     (*env)->SetLongField(env, s, f_bytes, (jlong)moved);
+    set_current((*env)->GetIntField(env, s, f_outer));
     uint32_t flags = (uint32_t)(*env)->GetIntField(env, s, f_flags);
     if (flags & JS_TOP) {
         jl_scall top = {.id = -1, .cpu_ns = cpu, .bytes = moved};
@@ -181,6 +210,7 @@ static int fields(JNIEnv *env, jclass k)
         const char *name, *sig;
     } f[] = {
         {&f_id, "id", "I"},
+        {&f_outer, "outer", "I"},
         {&f_flags, "flags", "I"},
         {&f_commit, "commit", "Z"},
         {&f_cpu0, "cpu0", "J"},
@@ -300,6 +330,45 @@ void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes)
     jl_unscoped_j += unscoped;
     jl_scoped_cpu_s += (double)top_ns * 1e-9;
     jl_scoped_bytes += top_bytes;
+}
+
+int jl_scope_frame(int code)
+{
+    size_t i = (size_t)code;
+    if (code <= 0)
+        return -1;
+    if (i >= jl_scope_nmethods) {
+        size_t old = jl_scope_nmethods;
+        if (PA__GROW(jl_scope_methods, jl_scope_nmethods, i + 1, 64) < 0)
+            return -1;
+        for (size_t k = old; k < jl_scope_nmethods; k++)
+            jl_scope_methods[k] = -1;
+    }
+    if (jl_scope_methods[i] < 0) {
+        pa__scope_name *e = entry(code - 3);
+        char name[PA_SCOPE_NAME_MAX + 16];
+        if (!e)
+            return -1;
+        snprintf(name, sizeof(name), "[scope %s]", e->name);
+        jl_scope_methods[i] = jl_method_pseudo(name);
+    }
+    return jl_scope_methods[i];
+}
+
+int jl_scope_frame_of(const char *name)
+{
+    if (!jl_stab_on)
+        return -1;
+    pa__scope_name *e = !strcmp(name, PA_SCOPE_OTHER)
+                            ? jl_stab.other
+                            : pa__scope_table_find(&jl_stab, pa__hash_str(name), name);
+    size_t n;
+    bool other;
+    pa__scope_name **names = pa__scope_table_names(&jl_stab, &n, &other);
+    for (size_t i = 0; e && names && i < n; i++)
+        if (names[i] == e)
+            return jl_scope_frame((int)i + 3);
+    return e && e == jl_stab.other ? jl_scope_frame(JS_OTHER_ID + 3) : -1;
 }
 
 /* ------------------------------------------------------------------ */

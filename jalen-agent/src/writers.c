@@ -282,6 +282,10 @@ static const char *jl_method_file(const void *ctx, int i)
 static pa_ptree_node *jl_fold;
 static size_t jl_nfold;
 
+/* scope=NAME: the folded tree's stacks under [scope NAME] */
+static pa_ptree_node *jl_sfold;
+static size_t jl_nsfold;
+
 static pa_ptree jl_tree(int lines)
 {
     int kept = lines || !jl_fold;
@@ -303,6 +307,12 @@ static int jl_write_html(const char *dir, const jl_opts *opt)
     snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)", (int)getpid(),
              opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
     pa_ptree t = jl_tree(0);
+    if (opt->scope) {
+        snprintf(title, sizeof(title), "jalen energy flame graph of scope %.64s (pid %d, mode=%s)",
+                 opt->scope, (int)getpid(), opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
+        t.nodes = jl_sfold;
+        t.n = jl_nsfold;
+    }
     return pa_ptree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
 }
 
@@ -393,7 +403,7 @@ static size_t jl_agent_memory(void)
     for (size_t i = 0; i < p->nc; i++)
         b += strlen(p->c[i].name) + 1;
     b += pa_ptree_build_memory(&p->tree);
-    b += jl_nfold * sizeof(jl_node); /* the tree folded per method */
+    b += (jl_nfold + jl_nsfold) * sizeof(jl_node); /* the tree folded per method */
     b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) + p->chcap * sizeof(int);
     for (size_t i = 0; i < p->mhcap; i++)
         b += (size_t)p->mhlines[i].n * sizeof(jvmtiLineNumberEntry);
@@ -489,6 +499,15 @@ int jl_write_all(const jl_opts *o, int final)
         pa_ptree_totals(jl_fold, jl_nfold);
     else
         pa_ptree_totals(jl_prof.tree.nodes, jl_prof.tree.n);
+    free(jl_sfold);
+    jl_sfold = NULL;
+    jl_nsfold = 0;
+    if (o->scope) {
+        pa_ptree t = jl_tree(0);
+        int root = jl_scope_frame_of(o->scope);
+        if (root >= 0 && pa_ptree_subtree(t.nodes, t.n, root, &jl_sfold, &jl_nsfold) == 0)
+            pa_ptree_totals(jl_sfold, jl_nsfold);
+    }
     struct stat st;
     if (stat(o->out, &st) < 0 && errno == ENOENT) {
         /* the folder was removed while the JVM runs: make it again */
@@ -518,6 +537,10 @@ int jl_write_all(const jl_opts *o, int final)
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */
     }
     pa_ptree t = jl_tree(0);
+    if (o->scope) {
+        t.nodes = jl_sfold;
+        t.n = jl_nsfold;
+    }
     if ((o->formats & JL_FMT_COLLAPSED) && (r = pa_ptree_write_collapsed(&t, o->out)) < 0)
         rc = r;
     t = jl_tree(1);

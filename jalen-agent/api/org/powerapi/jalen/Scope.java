@@ -55,6 +55,7 @@ public final class Scope implements AutoCloseable {
 
     /* read and written by the natives (field names are part of the agent's ABI) */
     private int flags;
+    private int outer;           /* the enclosing scope's id, -1 none */
     private boolean commit;      /* record the call at nExit */
     private long cpu0, bytes0;   /* thread CPU clock (ns) and bytes at enter */
     private long cpu, bytes;     /* inclusive, at close */
@@ -143,6 +144,7 @@ public final class Scope implements AutoCloseable {
                 break;
             }
         s.flags = f;
+        s.outer = parent == null ? -1 : parent.id;
         CURRENT.set(s);
         nEnter(s); /* last: the bookkeeping above is outside the scope */
         return s;
