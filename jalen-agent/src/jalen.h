@@ -437,6 +437,9 @@ void jl_scope_bind(jvmtiEnv *jvmti, JNIEnv *env, jclass k);
  * calls that ended in it at the window's process CPU energy over its CPU
  * time and NIC energy over its socket bytes. */
 void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
+/* The energy of the outermost scopes' time and bytes, and of the rest
+ * (profile lock held). */
+void jl_scopes_totals(double *scoped_j, double *unscoped_j);
 /* summary.json's scope lines (each ends with ",\n"). */
 void jl_scopes_json(FILE *f);
 /* Each name's aggregates, first-use order, PA_SCOPE_OTHER last; *out is

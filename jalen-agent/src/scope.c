@@ -375,6 +375,12 @@ int jl_scope_frame_of(const char *name)
 /* Output                                                              */
 /* ------------------------------------------------------------------ */
 
+void jl_scopes_totals(double *scoped_j, double *unscoped_j)
+{
+    *scoped_j = jl_scoped_j;
+    *unscoped_j = jl_unscoped_j;
+}
+
 void jl_scopes_json(FILE *f)
 {
     fprintf(f, "  \"scoped_energy_j\": %.9f,\n  \"unscoped_energy_j\": %.9f,\n", jl_scoped_j,

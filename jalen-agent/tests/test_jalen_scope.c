@@ -88,9 +88,13 @@ static void run_scopes(const char *label, const char *filter)
              filter ? ",scope=" : "", filter ? filter : "");
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
     const char *const args[] = {"ScopeWork", NULL};
-    pid_t pid = jt_spawn(opts, cp_with_api(), args, NULL, errf);
+    int fd = -1;
+    char mx[256] = "";
+    pid_t pid = jt_spawn(opts, cp_with_api(), args, &fd, errf);
     ck_assert_int_gt(pid, 0);
+    int mxrc = jt_wait_line(fd, "mxbean ", mx, sizeof(mx), 100);
     int st = jt_wait(pid, 100);
+    close(fd);
     char *err = jt_read(errf);
     ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "[%s] ScopeWork failed: %s",
                   label, err ? err : "");
@@ -115,6 +119,10 @@ static void run_scopes(const char *label, const char *filter)
                       "[%s] %s: %g calls, expected %d", label, want[i].name,
                       jt_num(row(&c, want[i].name), C_CALLS), want[i].calls);
     const jt_row *a = row(&c, "a"), *b = row(&c, "b");
+    /* the MXBean's scopes (the agent finds powerapi.jar in the build tree) */
+    ck_assert_msg(mxrc == 0 && !strncmp(mx, "mxbean a calls=150 ", 19), "[%s] MXBean: '%s'", label,
+                  mx);
+    near(strtod(strstr(mx, "energy=") + 7, NULL), jt_num(a, C_E), 0.001, "MXBean a's energy");
     near(jt_num(a, C_CPU), 0.450, 0.03, "a's CPU time");
     near(jt_num(b, C_CPU), 0.150, 0.03, "b's CPU time");
     near(jt_num(a, C_E) / jt_num(b, C_E), 3.0, 0.05, "a:b energy");
@@ -147,6 +155,9 @@ static void run_scopes(const char *label, const char *filter)
     for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
         tops += jt_num(row(&c, top[i]), C_E);
     near(tops, sc, 0.02, "outermost names' energy vs scoped_energy_j");
+    snprintf(p, sizeof(p), "%s/out", dir);
+    if (!filter) /* scope=a: energy.collapsed holds a's energy only */
+        jt_check_outputs(p, 0.005);
     /* samples in a scope have its frame at the root; scope=NAME keeps
      * only those */
     int lines, ha = collapsed_roots(dir, "a", &lines), hb = collapsed_roots(dir, "b", &lines);

@@ -74,7 +74,33 @@ public class ScopeWork {
             try (Scope s = Scope.enter("x" + i)) {
                 sink++;
             }
+        mxbean();
         System.out.println("scopework done");
+    }
+
+    /* The agent's MXBean (when it found powerapi.jar): scope "a" after a
+     * window has priced its calls; read as open data, no compile-time
+     * dependency. */
+    static void mxbean() throws Exception {
+        javax.management.MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
+        javax.management.ObjectName on = new javax.management.ObjectName(
+            "org.powerapi.jalen:type=Energy");
+        for (int i = 0; i < 50 && !mbs.isRegistered(on); i++)
+            Thread.sleep(100);
+        if (!mbs.isRegistered(on)) {
+            System.out.println("mxbean absent");
+            return;
+        }
+        Thread.sleep(500); /* a window ends after the last call */
+        Object[] rows = (Object[]) mbs.getAttribute(on, "Scopes");
+        for (Object o : rows) {
+            javax.management.openmbean.CompositeData c =
+                (javax.management.openmbean.CompositeData) o;
+            if (c.get("scope").equals("a"))
+                System.out.println("mxbean a calls=" + c.get("calls") + " energy="
+                                   + c.get("energyJoules") + " scoped="
+                                   + mbs.getAttribute(on, "ScopedEnergyJoules"));
+        }
     }
 
     static void net() throws Exception {
