@@ -612,6 +612,15 @@ void jl_print_summary(const jl_opts *o, FILE *f)
         fprintf(f, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
                 p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, p->m[idx[k]].name);
     }
+    jl_scope_row *rows;
+    size_t ns = jl_scopes_get(&rows);
+    if (ns) {
+        double sc, un;
+        jl_scopes_totals(&sc, &un);
+        fprintf(f, "jalen: %zu scope name%s: %.3f J in scopes, %.3f J outside (scopes.csv)\n", ns,
+                ns > 1 ? "s" : "", sc, un);
+    }
+    free(rows);
     fprintf(f, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
     free(idx);
 }
