@@ -44,6 +44,7 @@ static size_t jl_sqn, jl_sqcap, jl_sq_sparecap;
 static uint64_t jl_sq_lost; /* calls not queued (out of memory) */
 
 /* Scope's fields, looked up when the class is bound */
+static jfieldID f_j_per_ns, f_j_per_byte;
 static jfieldID f_id, f_outer, f_flags, f_commit, f_cpu0, f_bytes0, f_cpu, f_bytes, f_child_cpu,
     f_child_bytes, f_ext_cpu, f_ext_bytes, f_ext_self_cpu, f_ext_self_bytes;
 
@@ -73,6 +74,10 @@ int jl_scope_code(pid_t tid)
     uint64_t v = atomic_load_explicit(&jl_scope_cur[(uint32_t)tid % JS_TIDS], memory_order_relaxed);
     return (pid_t)(v >> 32) == tid ? (int)(v & 0xffffffffu) : 0;
 }
+
+/* the last priced window's prices (J per CPU ns, J per byte), for the
+ * estimate Scope gives at close (doubles as bits) */
+static _Atomic uint64_t jl_last_p, jl_last_b;
 
 /* agent thread, under the profile lock */
 static double jl_scoped_j, jl_unscoped_j, jl_scoped_cpu_s;
@@ -181,6 +186,10 @@ static void JNICALL n_exit(JNIEnv *env, jclass cls, jobject s)
     (*env)->SetLongField(env, s, f_cpu, (jlong)cpu);
     (*env)->SetLongField(env, s, f_bytes, (jlong)moved);
     set_current((*env)->GetIntField(env, s, f_outer));
+    (*env)->SetDoubleField(env, s, f_j_per_ns,
+                           pa__u2d(atomic_load_explicit(&jl_last_p, memory_order_relaxed)));
+    (*env)->SetDoubleField(env, s, f_j_per_byte,
+                           pa__u2d(atomic_load_explicit(&jl_last_b, memory_order_relaxed)));
     uint32_t flags = (uint32_t)(*env)->GetIntField(env, s, f_flags);
     if (flags & JS_TOP) {
         jl_scall top = {.id = -1, .cpu_ns = cpu, .bytes = moved};
@@ -210,6 +219,8 @@ static int fields(JNIEnv *env, jclass k)
         const char *name, *sig;
     } f[] = {
         {&f_id, "id", "I"},
+        {&f_j_per_ns, "jPerCpuNs", "D"},
+        {&f_j_per_byte, "jPerByte", "D"},
         {&f_outer, "outer", "I"},
         {&f_flags, "flags", "I"},
         {&f_commit, "commit", "Z"},
@@ -286,6 +297,10 @@ void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes)
     /* the prices of this window: J per CPU-second, J per byte */
     int priced = cpu_s > 0 && cpu_j > 0;
     double p = priced ? cpu_j / cpu_s : 0, b = bytes ? nic_j / (double)bytes : 0;
+    if (priced)
+        atomic_store_explicit(&jl_last_p, pa__d2u(p * 1e-9), memory_order_relaxed);
+    if (bytes)
+        atomic_store_explicit(&jl_last_b, pa__d2u(b), memory_order_relaxed);
     uint64_t top_ns = 0, top_bytes = 0;
     for (size_t i = 0; i < n; i++) {
         const jl_scall *c = &q[i];

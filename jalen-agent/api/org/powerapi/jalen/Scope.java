@@ -59,6 +59,7 @@ public final class Scope implements AutoCloseable {
     private boolean commit;      /* record the call at nExit */
     private long cpu0, bytes0;   /* thread CPU clock (ns) and bytes at enter */
     private long cpu, bytes;     /* inclusive, at close */
+    private double jPerCpuNs, jPerByte; /* the last window's prices, at close */
     private long childCpu, childBytes; /* inclusive figures of the scopes nested on this thread */
     /* continued work, under the owner's lock until the call is counted */
     private long extCpu, extBytes, extSelfCpu, extSelfBytes;
@@ -222,6 +223,17 @@ public final class Scope implements AutoCloseable {
     /** After close: the socket bytes this thread moved in the scope. */
     public long netBytes() {
         return bytes;
+    }
+
+    /**
+     * After close: an estimate of the call's energy (J) at the last priced
+     * window's prices, for a response header or a log line. scopes.csv
+     * prices the call at the window it ended in (the same, or the next).
+     * Work continued on other threads is included when it ended first. 0
+     * before the agent's first window.
+     */
+    public double estimatedEnergyJoules() {
+        return (cpu + extCpu) * jPerCpuNs + (bytes + extBytes) * jPerByte;
     }
 
     @Override
