@@ -241,6 +241,24 @@ static int fields(JNIEnv *env, jclass k)
     return 0;
 }
 
+/* Registers the natives of k and sets its flag: 0, or -1 (an exception
+ * may be pending). */
+static int bind(JNIEnv *env, jclass k)
+{
+    static const JNINativeMethod nm[] = {
+        {(char *)"nId", (char *)"(Ljava/lang/String;)I", (void *)n_id},
+        {(char *)"nEnter", (char *)"(" SCOPE_CLASS ")V", (void *)n_enter},
+        {(char *)"nExit", (char *)"(" SCOPE_CLASS ")V", (void *)n_exit},
+        {(char *)"nRecord", (char *)"(" SCOPE_CLASS ")V", (void *)n_record},
+    };
+    jfieldID bound;
+    if (fields(env, k) < 0 || (*env)->RegisterNatives(env, k, nm, 4) != 0 ||
+        !(bound = (*env)->GetStaticFieldID(env, k, "bound", "Z")))
+        return -1;
+    (*env)->SetStaticBooleanField(env, k, bound, JNI_TRUE);
+    return 0;
+}
+
 void jl_scope_bind(jvmtiEnv *jvmti, JNIEnv *env, jclass k)
 {
     char *sig = NULL;
@@ -251,22 +269,25 @@ void jl_scope_bind(jvmtiEnv *jvmti, JNIEnv *env, jclass k)
     (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
     if (!ours)
         return;
-    static const JNINativeMethod nm[] = {
-        {(char *)"nId", (char *)"(Ljava/lang/String;)I", (void *)n_id},
-        {(char *)"nEnter", (char *)"(" SCOPE_CLASS ")V", (void *)n_enter},
-        {(char *)"nExit", (char *)"(" SCOPE_CLASS ")V", (void *)n_exit},
-        {(char *)"nRecord", (char *)"(" SCOPE_CLASS ")V", (void *)n_record},
-    };
-    jfieldID bound;
-    if (fields(env, k) < 0 || (*env)->RegisterNatives(env, k, nm, 4) != 0 ||
-        !(bound = (*env)->GetStaticFieldID(env, k, "bound", "Z"))) {
+    /* the natives use one class's field ids: a second copy of the class
+     * (another class loader) stays unbound, its scopes inert */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static jclass bound_class;
+    pthread_mutex_lock(&lock);
+    if (bound_class) {
+        if (!(*env)->IsSameObject(env, bound_class, k) && !jl_stab_quiet)
+            fprintf(stderr, "jalen: a second org.powerapi.jalen.Scope (another class loader): its "
+                            "scopes are not counted; put jalen-api.jar on a class path the "
+                            "applications share\n");
+    } else if (bind(env, k) == 0) {
+        bound_class = (*env)->NewGlobalRef(env, k);
+    } else {
         (*env)->ExceptionClear(env);
         if (!jl_stab_quiet)
             fprintf(stderr, "jalen: org.powerapi.jalen.Scope does not match this agent (a "
                             "jalen-api.jar of another version?): scopes not counted\n");
-        return;
     }
-    (*env)->SetStaticBooleanField(env, k, bound, JNI_TRUE);
+    pthread_mutex_unlock(&lock);
 }
 
 /* ------------------------------------------------------------------ */

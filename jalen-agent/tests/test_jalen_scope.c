@@ -11,7 +11,8 @@
  * unscoped = the process's energy within 0.5 %, and the scoped energy is
  * the outermost names' inclusive energies within 2 %; stack samples taken
  * in a scope have its "[scope NAME]" frame at the root of
- * energy.collapsed, and scope=a (on the second JDK) keeps only a's.
+ * energy.collapsed, and scope=a (on the second JDK) keeps only a's; a
+ * second copy of the class (another class loader) is inert, and said.
  */
 #include <check.h>
 #include <math.h>
@@ -87,7 +88,7 @@ static void run_scopes(const char *label, const char *filter)
     snprintf(opts, sizeof(opts), "window=200ms,scopes=8,out=%s/out%s%s", dir,
              filter ? ",scope=" : "", filter ? filter : "");
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
-    const char *const args[] = {"ScopeWork", NULL};
+    const char *const args[] = {"ScopeWork", JALEN_API_JAR, NULL};
     int fd = -1;
     char mx[256] = "";
     pid_t pid = jt_spawn(opts, cp_with_api(), args, &fd, errf);
@@ -101,6 +102,8 @@ static void run_scopes(const char *label, const char *filter)
     /* the names beyond scopes=8: said once */
     const char *w = strstr(err, "distinct scope names");
     ck_assert_msg(w && !strstr(w + 1, "distinct scope names"), "[%s] fold warning: %s", label, err);
+    /* a second copy of the class (its own class loader): said, inert */
+    ck_assert_msg(strstr(err, "a second org.powerapi.jalen.Scope"), "[%s] %s", label, err);
     free(err);
 
     snprintf(p, sizeof(p), "%s/out/scopes.csv", dir);

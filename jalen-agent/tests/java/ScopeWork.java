@@ -16,7 +16,9 @@ import org.powerapi.jalen.Scope;
  * its own around "inner" 2 ms (100 calls); "async" 0.5 ms on the caller
  * and 2 ms on an executor thread (Scope.wrap, 100 calls); "net" writes
  * 100,000 bytes over loopback a call (20 calls); "x0".."x9": scopes=8 keeps
- * x0 and x1, the 8 others go to "[other scopes]". "noagent": the same API without the agent.
+ * x0 and x1, the 8 others go to "[other scopes]". With a jar path as
+ * argument: a second copy of Scope from it, in a class loader of its own,
+ * stays inert. "noagent": the same API without the agent.
  */
 public class ScopeWork {
     static final ThreadMXBean TMX = ManagementFactory.getThreadMXBean();
@@ -75,6 +77,8 @@ public class ScopeWork {
                 sink++;
             }
         mxbean();
+        if (args.length > 0)
+            secondCopy(args[0]);
         System.out.println("scopework done");
     }
 
@@ -125,6 +129,19 @@ public class ScopeWork {
                     }
             }
             reader.join();
+        }
+    }
+
+    /* A second copy of the class, in a class loader of its own: inert (the
+     * agent binds one). */
+    static void secondCopy(String jar) throws Exception {
+        try (java.net.URLClassLoader l = new java.net.URLClassLoader(
+                 new java.net.URL[] {new java.io.File(jar).toURI().toURL()}, null)) {
+            Class<?> c = Class.forName("org.powerapi.jalen.Scope", true, l);
+            check(c != Scope.class, "another copy of the class");
+            check(!(Boolean) c.getMethod("active").invoke(null), "the second copy is inert");
+            Object s = c.getMethod("enter", String.class).invoke(null, "a");
+            c.getMethod("close").invoke(s);
         }
     }
 
