@@ -101,6 +101,16 @@ pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *o
     return pid;
 }
 
+int jt_other_jdk(const char *what)
+{
+    if (!*JALEN_JAVA_ALT) {
+        fprintf(stderr, "%s on another JDK: SKIPPED: only one JDK under /usr/lib/jvm\n", what);
+        return 0;
+    }
+    jt_java = JALEN_JAVA_ALT;
+    return 1;
+}
+
 int jt_wait(pid_t pid, double timeout_s)
 {
     double end = jt_now() + timeout_s;

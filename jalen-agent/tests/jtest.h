@@ -29,6 +29,10 @@ void jt_rmtree(const char *dir);
 /* The java binary jt_spawn runs (default JALEN_JAVA). */
 extern const char *jt_java;
 
+/* Switches jt_java to the second JDK found at configure time and returns
+ * 1; 0 (after a SKIPPED line naming what) when there is none. */
+int jt_other_jdk(const char *what);
+
 /* Starts java -agentpath:AGENT=OPTS -cp CP ARGS... (opts NULL: no agent),
  * stdout to a pipe (*out_fd, may be NULL to discard), stderr to errfile. */
 pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *out_fd,
