@@ -42,6 +42,10 @@ public class ScopeWork {
             noAgent();
             return;
         }
+        if (args.length > 0 && args[0].equals("bench")) {
+            bench();
+            return;
+        }
         check(Scope.active(), "the agent did not bind Scope");
         spin(100_000_000L); /* unscoped */
         for (int i = 0; i < 150; i++) {
@@ -143,6 +147,27 @@ public class ScopeWork {
             Object s = c.getMethod("enter", String.class).invoke(null, "a");
             c.getMethod("close").invoke(s);
         }
+    }
+
+    /* bench/bench_jalen_scope.sh: what an enter+close costs, with the agent
+     * or without (best of 7 rounds of 200,000, less the bare loop). */
+    static void bench() {
+        long best = Long.MAX_VALUE, bare = Long.MAX_VALUE;
+        for (int round = 0; round < 7; round++) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < 200_000; i++)
+                try (Scope s = Scope.enter("bench")) {
+                    sink++;
+                }
+            long t1 = System.nanoTime();
+            for (int i = 0; i < 200_000; i++)
+                sink++;
+            long t2 = System.nanoTime();
+            best = Math.min(best, t1 - t0);
+            bare = Math.min(bare, t2 - t1);
+        }
+        System.out.printf("bench agent=%s %.1f ns per enter+close (bare loop %.1f ns)%n",
+                          Scope.active() ? "yes" : "no", (best - bare) / 2e5, bare / 2e5);
     }
 
     /* Without the agent: inert scopes, and what a pair costs. */
