@@ -18,8 +18,8 @@ import org.powerapi.jalen.servlet.EnergyFilter;
  * Embedded Jetty 9 with jalen's EnergyFilter (test_jalen_jetty.c): /a
  * spins 3 ms of the thread's CPU time, /b 1 ms, /c/{id} writes 100,000
  * bytes, /otel answers how many requests set jalen.energy_j on the
- * (stand-in) OpenTelemetry span. Usage: ScopeServer PORT LOGFILE; prints
- * "READY port".
+ * (stand-in) OpenTelemetry span. Usage: ScopeServer PORT LOGFILE
+ * [nofilter]; prints "READY port".
  */
 public class ScopeServer {
     static final ThreadMXBean TMX = ManagementFactory.getThreadMXBean();
@@ -77,7 +77,8 @@ public class ScopeServer {
         f.setInitParameter("routes", "/c/{id}");
         f.setInitParameter("server-timing", "true");
         f.setInitParameter("log", args[1]);
-        ctx.addFilter(f, "/*", EnumSet.of(DispatcherType.REQUEST));
+        if (args.length < 3 || !args[2].equals("nofilter")) /* the benchmark's baseline */
+            ctx.addFilter(f, "/*", EnumSet.of(DispatcherType.REQUEST));
         server.setHandler(ctx);
         server.setStopAtShutdown(true);
         server.start();

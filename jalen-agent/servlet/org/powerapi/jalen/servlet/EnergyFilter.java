@@ -1,8 +1,8 @@
 package org.powerapi.jalen.servlet;
 
 import java.io.IOException;
-import java.util.Collection;
-import java.util.Map;
+import java.util.HashSet;
+import java.util.Set;
 import javax.servlet.Filter;
 import javax.servlet.FilterChain;
 import javax.servlet.FilterConfig;
@@ -35,6 +35,7 @@ public class EnergyFilter implements Filter {
     private RequestEnergy rec;
     private ServletContext ctx;
     private volatile boolean noMapping; /* the container has no getHttpServletMapping */
+    private volatile Set<String> mappings; /* every servlet's url patterns */
 
     @Override
     public void init(FilterConfig cfg) throws ServletException {
@@ -61,14 +62,24 @@ public class EnergyFilter implements Filter {
                 noMapping = true; /* a Servlet 3 container */
             }
         }
-        String sp = r.getServletPath(), want = r.getPathInfo() == null ? sp : sp + "/*";
-        for (Map.Entry<String, ? extends ServletRegistration> e :
-             ctx.getServletRegistrations().entrySet()) {
-            Collection<String> m = e.getValue().getMappings();
-            if (m.contains(want))
-                return want;
-        }
-        return null;
+        Set<String> m = mappings;
+        if (m == null) /* at the first request: the servlets are all registered */
+            mappings = m = registered();
+        String sp = r.getServletPath();
+        String want = r.getPathInfo() == null ? sp : sp + "/*";
+        if (m.contains(want))
+            return want;
+        int dot = sp.lastIndexOf('.');
+        if (dot > sp.lastIndexOf('/') && m.contains("*" + sp.substring(dot)))
+            return "*" + sp.substring(dot);
+        return m.contains("/") ? "/" : null;
+    }
+
+    private Set<String> registered() {
+        Set<String> m = new HashSet<String>();
+        for (ServletRegistration reg : ctx.getServletRegistrations().values())
+            m.addAll(reg.getMappings());
+        return m;
     }
 
     @Override
