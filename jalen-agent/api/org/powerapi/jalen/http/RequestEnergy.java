@@ -29,7 +29,7 @@ public final class RequestEnergy {
     /**
      * @param routes path templates, comma-separated ("/users/{id},/files/**"):
      *     a {name} segment matches one segment, a last "**" the rest; null
-     *     or empty: none
+     *     or empty: none; "**" also matches no segment
      * @param serverTiming add a Server-Timing header
      * @param logFile a file to append one JSON line per request to, or null
      * @param otel set the request's figures on the current OpenTelemetry
