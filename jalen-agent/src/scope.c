@@ -34,7 +34,7 @@ typedef struct jl_scall {
 
 static pa__scope_table jl_stab;
 static int jl_stab_on, jl_stab_quiet;
-static atomic_int jl_stab_warned;
+static atomic_int jl_stab_warned, jl_name_warned; /* folded names; refused ones */
 
 /* calls ended since the last window: written under jl_sq_lock by the
  * threads that close scopes, taken whole by the agent thread */
@@ -132,9 +132,14 @@ static jint JNICALL n_id(JNIEnv *env, jclass cls, jstring name)
         for (size_t i = 0; i < n && id < 0; i++)
             if (names[i] == e)
                 id = (jint)i;
-    } else if (!atomic_exchange(&jl_stab_warned, 1) && !jl_stab_quiet) {
-        fprintf(stderr, "jalen: scope '%.64s...' not counted: %s\n", s,
-                rc == -ENAMETOOLONG ? "the name is too long" : pa_last_error());
+    } else if (!atomic_exchange(&jl_name_warned, 1) && !jl_stab_quiet) {
+        if (rc == -ENAMETOOLONG)
+            fprintf(stderr,
+                    "jalen: scope '%.64s...' not counted: its name is over %d bytes (name the "
+                    "unit of work, a route, not its data)\n",
+                    s, PA_SCOPE_NAME_MAX - 1);
+        else
+            fprintf(stderr, "jalen: scope '%.64s' not counted: %s\n", s, pa_last_error());
     }
     (*env)->ReleaseStringUTFChars(env, name, s);
     return id;
