@@ -15,8 +15,9 @@ import org.powerapi.jalen.Scope;
  * is known: "a" 3 ms and "b" 1 ms a call (150 calls each); "outer" 1 ms of
  * its own around "inner" 2 ms (100 calls); "async" 0.5 ms on the caller
  * and 2 ms on an executor thread (Scope.wrap, 100 calls); "net" writes
- * 100,000 bytes over loopback a call (20 calls); "x0".."x9": scopes=8 keeps
- * x0 and x1, the 8 others go to "[other scopes]". With a jar path as
+ * 100,000 bytes over loopback a call (20 calls); "late" spins 10 ms, then 20 ms
+ * more on another thread after it closed (Context.attach); "x0".."x9":
+ * scopes=8 keeps x0, the 9 others go to "[other scopes]". With a jar path as
  * argument: a second copy of Scope from it, in a class loader of its own,
  * stays inert. "noagent": the same API without the agent.
  */
@@ -75,6 +76,20 @@ public class ScopeWork {
             }
         }
         ex.shutdown();
+        /* work continued after its call closed (Context.attach on a thread
+         * of its own): in the name's sums, not a call of its own */
+        final Scope.Context late;
+        try (Scope s = Scope.enter("late")) {
+            spin(10_000_000L);
+            late = Scope.context();
+        }
+        Thread t = new Thread(() -> {
+            try (Scope c = late.attach()) {
+                spin(20_000_000L);
+            }
+        });
+        t.start();
+        t.join();
         net();
         for (int i = 0; i < 10; i++)
             try (Scope s = Scope.enter("x" + i)) {
