@@ -16,7 +16,8 @@ import org.powerapi.jalen.Scope;
  * its own around "inner" 2 ms (100 calls); "async" 0.5 ms on the caller
  * and 2 ms on an executor thread (Scope.wrap, 100 calls); "net" writes
  * 100,000 bytes over loopback a call (20 calls); "late" spins 10 ms, then 20 ms
- * more on another thread after it closed (Context.attach); "x0".."x9":
+ * more on another thread after it closed (Context.attach), then a second
+ * call 5 ms while a continuation of 20 ms runs past its close; "x0".."x9":
  * scopes=8 keeps x0, the 9 others go to "[other scopes]". With a jar path as
  * argument: a second copy of Scope from it, in a class loader of its own,
  * stays inert. "noagent": the same API without the agent.
@@ -90,6 +91,20 @@ public class ScopeWork {
         });
         t.start();
         t.join();
+        /* a continuation still running when its call closes: the call is
+         * counted when it ends (once, with both threads' time) */
+        final java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+        Thread u;
+        try (Scope s = Scope.enter("late")) {
+            u = new Thread(Scope.wrap(() -> {
+                started.countDown();
+                spin(20_000_000L);
+            }));
+            u.start();
+            started.await();
+            spin(5_000_000L);
+        }
+        u.join();
         net();
         for (int i = 0; i < 10; i++)
             try (Scope s = Scope.enter("x" + i)) {

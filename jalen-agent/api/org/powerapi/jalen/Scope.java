@@ -175,16 +175,30 @@ public final class Scope implements AutoCloseable {
         for (Scope in = CURRENT.get(); in != this; in = CURRENT.get())
             in.close();
         closed = true;
+        boolean late = false; /* continuations still run: count the call after them */
         if (owner == null) {
             synchronized (this) {
-                ownerClosed = true;
                 commit = running == 0;
-                counted = commit;
+                counted = ownerClosed = commit;
+                late = !commit;
             }
         } else {
             commit = (flags & PART) != 0;
         }
-        nExit(this);
+        nExit(this); /* measures, and queues the call when commit */
+        if (late) {
+            /* ownerClosed only now that cpu and bytes are set: the last
+             * continuation to end, or this thread, queues the call */
+            boolean record;
+            synchronized (this) {
+                ownerClosed = true;
+                record = running == 0 && !counted;
+                if (record)
+                    counted = true;
+            }
+            if (record)
+                nRecord(this);
+        }
         CURRENT.set(parent);
         if (parent != null) {
             parent.childCpu += cpu;
