@@ -14,10 +14,13 @@
  * the outermost names' inclusive energies within 2 %; stack samples taken
  * in a scope have its "[scope NAME]" frame at the root of
  * energy.collapsed, and scope=a (on the second JDK) keeps only a's; a
- * second copy of the class (another class loader) is inert, and said.
+ * second copy of the class (another class loader) is inert, and said;
+ * an agent attached later (powerapi jalen PID start) binds the class the
+ * JVM loaded before it.
  */
 #include <check.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +211,39 @@ START_TEST(scopes_other_jdk)
 }
 END_TEST
 
+/* The agent attached to a JVM whose Scope class is loaded already
+ * (powerapi jalen PID start): it binds the class then; 50 calls of "a". */
+START_TEST(scopes_attached)
+{
+    char *dir = jt_tmpdir(), errf[4200], line[256], cmd[8192], p[4200];
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *const args[] = {"ScopeWork", "attach", NULL};
+    int fd = -1;
+    pid_t pid = jt_spawn(NULL, cp_with_api(), args, &fd, errf);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_int_eq(jt_wait_line(fd, "waiting", line, sizeof(line), 60), 0);
+    snprintf(cmd, sizeof(cmd), "%s jalen %d start out=%s/out,quiet >/dev/null 2>&1", PA_CLI_BIN,
+             (int)pid, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(jt_wait_line(fd, "attached done", line, sizeof(line), 60) == 0,
+                  "no 'attached done'");
+    snprintf(cmd, sizeof(cmd), "%s jalen %d stop >/dev/null 2>&1", PA_CLI_BIN, (int)pid);
+    ck_assert_int_eq(system(cmd), 0);
+    kill(pid, SIGTERM);
+    jt_wait(pid, 30);
+    close(fd);
+    snprintf(p, sizeof(p), "%s/out/scopes.csv", dir);
+    jt_csv c;
+    ck_assert_int_eq(jt_csv_load(p, &c), 0);
+    const jt_row *a = row(&c, "a");
+    ck_assert_msg(jt_num(a, C_CALLS) == 50, "attached: %g calls", jt_num(a, C_CALLS));
+    near(jt_num(a, C_CPU), 0.100, 0.05, "attached: a's CPU time");
+    jt_csv_free(&c);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* Without the agent: inert, and next to free. */
 START_TEST(scopes_no_agent)
 {
@@ -243,6 +279,7 @@ int main(void)
     tcase_add_test(tc, scopes_jdk);
     tcase_add_test(tc, scopes_other_jdk);
     tcase_add_test(tc, scopes_no_agent);
+    tcase_add_test(tc, scopes_attached);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -48,6 +48,10 @@ public class ScopeWork {
             bench();
             return;
         }
+        if (args.length > 0 && args[0].equals("attach")) {
+            attached();
+            return;
+        }
         check(Scope.active(), "the agent did not bind Scope");
         spin(100_000_000L); /* unscoped */
         for (int i = 0; i < 150; i++) {
@@ -177,6 +181,24 @@ public class ScopeWork {
             Object s = c.getMethod("enter", String.class).invoke(null, "a");
             c.getMethod("close").invoke(s);
         }
+    }
+
+    /* Scope loaded before the agent is attached (powerapi jalen PID
+     * start): the agent binds it then, and 50 calls of "a" (2 ms) follow. */
+    static void attached() throws Exception {
+        check(!Scope.active(), "no agent yet");
+        System.out.println("waiting");
+        System.out.flush();
+        for (int i = 0; i < 3000 && !Scope.active(); i++)
+            Thread.sleep(10);
+        check(Scope.active(), "the attached agent did not bind Scope");
+        for (int i = 0; i < 50; i++)
+            try (Scope s = Scope.enter("a")) {
+                spin(2_000_000L);
+            }
+        System.out.println("attached done");
+        System.out.flush();
+        Thread.sleep(60_000); /* until the test ends it */
     }
 
     /* bench/bench_jalen_scope.sh: what an enter+close costs, with the agent
