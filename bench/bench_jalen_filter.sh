@@ -30,20 +30,12 @@ for name in filter bare; do
     for _ in $(seq 300); do grep -q '^READY ' "$OUT/$name.out" && break; sleep 0.1; done
 done
 port() { awk '/^READY / { print $2 }' "$OUT/$1.out"; }
-cat >"$OUT/paths.lua" <<'LUA'
-local n = 0
-request = function()
-  n = n + 1
-  if n % 3 == 0 then return wrk.format('GET', '/a') end
-  if n % 3 == 1 then return wrk.format('GET', '/b') end
-  return wrk.format('GET', '/c/' .. n)
-end
-LUA
+LUA_PATHS="$(dirname "$0")/../jalen-agent/tests/jetty/paths.lua"
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 declare -A pid=([filter]=${PIDS[0]} [bare]=${PIDS[1]})
 # a warm-up burst each (JIT), not counted
-for name in filter bare; do wrk -t1 -c4 "-d${SECS}s" -s "$OUT/paths.lua" "http://127.0.0.1:$(port $name)/" >/dev/null; done
+for name in filter bare; do wrk -t1 -c4 "-d${SECS}s" -s "$LUA_PATHS" "http://127.0.0.1:$(port $name)/" >/dev/null; done
 ratios=()
 for r in $(seq "$ROUNDS"); do
     order="filter bare"
@@ -51,7 +43,7 @@ for r in $(seq "$ROUNDS"); do
     declare -A per
     for name in $order; do
         t0=$(ticks "${pid[$name]}")
-        n=$(wrk -t1 -c4 "-d${SECS}s" -s "$OUT/paths.lua" "http://127.0.0.1:$(port $name)/" |
+        n=$(wrk -t1 -c4 "-d${SECS}s" -s "$LUA_PATHS" "http://127.0.0.1:$(port $name)/" |
             awk '/requests in/ { print $1 }')
         t1=$(ticks "${pid[$name]}")
         per[$name]=$(awk -v d=$((t1 - t0)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f", 1e6 * d / hz / n }')

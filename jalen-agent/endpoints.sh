@@ -30,16 +30,8 @@ done
 PORT=$(awk '/^READY / { print $2 }' "$OUT/server.out")
 [ -n "$PORT" ] || { echo "endpoints: the server did not start" >&2; exit 1; }
 if command -v wrk >/dev/null; then
-    cat >"$OUT/paths.lua" <<'LUA'
-local n = 0
-request = function()
-  n = n + 1
-  if n % 3 == 0 then return wrk.format('GET', '/a') end
-  if n % 3 == 1 then return wrk.format('GET', '/b') end
-  return wrk.format('GET', '/c/' .. n)
-end
-LUA
-    wrk -t1 -c4 "-d${SECS}s" -s "$OUT/paths.lua" "http://127.0.0.1:$PORT/" | grep 'requests in'
+    LUA_PATHS="$(dirname "$0")/tests/jetty/paths.lua"
+    wrk -t1 -c4 "-d${SECS}s" -s "$LUA_PATHS" "http://127.0.0.1:$PORT/" | grep 'requests in'
 else # one request at a time over bash's /dev/tcp
     end=$((SECONDS + SECS))
     n=0

@@ -210,17 +210,8 @@ START_TEST(jetty_scopes)
     ck_assert_msg(strstr(r, "\r\n\r\notel 8\n") != NULL, "otel: %s", r);
     free(r);
 
-    snprintf(p, sizeof(p), "%s/paths.lua", dir);
-    FILE *lua = fopen(p, "w");
-    ck_assert_ptr_nonnull(lua);
-    fputs("local n = 0\nrequest = function()\n  n = n + 1\n  local k = n % 3\n"
-          "  if k == 0 then return wrk.format('GET', '/a') end\n"
-          "  if k == 1 then return wrk.format('GET', '/b') end\n"
-          "  return wrk.format('GET', '/c/' .. n)\nend\n",
-          lua);
-    fclose(lua);
     char args[4400];
-    snprintf(args, sizeof(args), "-t1 -c4 -d2s -s %s", p);
+    snprintf(args, sizeof(args), "-t1 -c4 -d2s -s %s/../jetty/paths.lua", JALEN_JAVA_SRC);
     long nreq = run_wrk(dir, port, args, "/");
     stop_server(pid, fd);
 
@@ -241,8 +232,11 @@ START_TEST(jetty_scopes)
     ck_assert_msg(calls >= nreq && calls <= nreq + 4, "%.0f calls for %ld requests", calls, nreq);
     ck_assert_msg(fabs(jt_num(a, 7) / jt_num(b, 7) - 3) <= 0.15, "/a:/b per call %.3f",
                   jt_num(a, 7) / jt_num(b, 7));
-    double per = jt_num(cc, 6) / jt_num(cc, 1);
-    ck_assert_msg(per >= 100000 && per <= 100500, "/c: %.0f bytes a call", per);
+    /* 100,000 bytes of body and its headers a call; the calls in flight
+     * when wrk stopped (one per connection at most) may have been cut */
+    double nc = jt_num(cc, 1), bytes = jt_num(cc, 6);
+    ck_assert_msg(bytes >= 100000 * (nc - 4) && bytes <= 100500 * nc,
+                  "/c: %.0f bytes in %.0f calls", bytes, nc);
 
     char *log = jt_read(logf);
     ck_assert_ptr_nonnull(log);

@@ -201,32 +201,39 @@ public class ScopeWork {
         Thread.sleep(60_000); /* until the test ends it */
     }
 
-    /* bench/bench_jalen_scope.sh: what an enter+close costs, with the agent
-     * or without (best of 7 rounds of 200,000, less the bare loop), beside
-     * its floor with the agent: two reads of the thread's CPU clock. */
-    static void bench() {
-        long best = Long.MAX_VALUE, bare = Long.MAX_VALUE, floor = Long.MAX_VALUE;
-        for (int round = 0; round < 7; round++) {
+    /* ns per iteration, best of `rounds` rounds of n, interleaved: [0] an
+     * enter+close of a scope, [1] the bare loop, [2] two reads of the
+     * thread's CPU clock (when clock) */
+    static double[] pairCost(int n, int rounds, boolean clock) {
+        long[] best = {Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE};
+        for (int round = 0; round < rounds; round++) {
             long t0 = System.nanoTime();
-            for (int i = 0; i < 200_000; i++)
+            for (int i = 0; i < n; i++)
                 try (Scope s = Scope.enter("bench")) {
                     sink++;
                 }
             long t1 = System.nanoTime();
-            for (int i = 0; i < 200_000; i++)
+            for (int i = 0; i < n; i++)
                 sink++;
             long t2 = System.nanoTime();
-            for (int i = 0; i < 200_000; i++)
+            for (int i = 0; clock && i < n; i++)
                 sink += TMX.getCurrentThreadCpuTime() - TMX.getCurrentThreadCpuTime();
             long t3 = System.nanoTime();
-            best = Math.min(best, t1 - t0);
-            bare = Math.min(bare, t2 - t1);
-            floor = Math.min(floor, t3 - t2);
+            best[0] = Math.min(best[0], t1 - t0);
+            best[1] = Math.min(best[1], t2 - t1);
+            best[2] = Math.min(best[2], t3 - t2);
         }
+        return new double[] {(double) best[0] / n, (double) best[1] / n, (double) best[2] / n};
+    }
+
+    /* bench/bench_jalen_scope.sh: what an enter+close costs, with the agent
+     * or without, less the bare loop, beside its floor with the agent: two
+     * reads of the thread's CPU clock. */
+    static void bench() {
+        double[] c = pairCost(200_000, 7, true);
         System.out.printf("bench agent=%s %.1f ns per enter+close (bare loop %.1f ns; two thread "
                               + "CPU clock reads %.1f ns)%n",
-                          Scope.active() ? "yes" : "no", (best - bare) / 2e5, bare / 2e5,
-                          (floor - bare) / 2e5);
+                          Scope.active() ? "yes" : "no", c[0] - c[1], c[1], c[2] - c[1]);
     }
 
     /* Without the agent: inert scopes, and what a pair costs. */
@@ -235,23 +242,9 @@ public class ScopeWork {
         Runnable r = () -> sink++;
         check(Scope.wrap(r) == r, "wrap without the agent returns the task");
         check(Scope.context().name() == null, "an inert context");
-        /* best of 5 rounds, interleaved with the same loop without scopes */
-        long best = Long.MAX_VALUE, bare = Long.MAX_VALUE;
-        for (int round = 0; round < 5; round++) {
-            long t0 = System.nanoTime();
-            for (int i = 0; i < 5_000_000; i++)
-                try (Scope s = Scope.enter("checkout")) {
-                    sink++;
-                }
-            long t1 = System.nanoTime();
-            for (int i = 0; i < 5_000_000; i++)
-                sink++;
-            long t2 = System.nanoTime();
-            best = Math.min(best, t1 - t0);
-            bare = Math.min(bare, t2 - t1);
-        }
+        double[] c = pairCost(5_000_000, 5, false);
         check(Scope.current() == null, "no current scope without the agent");
         System.out.printf("noagent ok %.2f ns per enter+close (%.2f ns per iteration without)%n",
-                          (best - bare) / 5e6, bare / 5e6);
+                          c[0] - c[1], c[1]);
     }
 }
