@@ -103,15 +103,17 @@ public class EnergyFilter implements Filter {
         try {
             chain.doFilter(req, resp);
             ok = true;
-        } finally {
-            timing = ok && rec.serverTimingOn() && !hs.isCommitted();
-            if (ok && !timing)
+            timing = rec.serverTimingOn() && !hs.isCommitted();
+            if (!timing)
                 finish(hs);
+        } finally {
+            /* whatever happened: the scope closed, one log line a call (an
+             * exception's status is the 500 the container will send) */
             s.close();
+            if (timing)
+                hs.setHeader("Server-Timing", rec.serverTiming(s));
+            rec.end(s, route, ok ? hs.getStatus() : 500, trace);
         }
-        if (timing)
-            hs.setHeader("Server-Timing", rec.serverTiming(s));
-        rec.end(s, route, hs.getStatus(), trace);
     }
 
     /* Completes the response (its last buffer, the last chunk) so that its
