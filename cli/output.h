@@ -30,16 +30,19 @@ typedef struct pa_out {
      * it to realtime - monotonic (pa_out_live_time_base) so times are
      * Unix epoch seconds; for explicit clocks leave it at 0. */
     double time_base_s;
-    size_t top;             /* at most this many top-level targets, 0 = all */
-    int clear;              /* table: clear the screen before each report */
-    int command_columns;    /* csv: add the command record's columns */
-    int quiet_targets;      /* table: system lines only */
-    int fit_fd;             /* table: when >= 0 and top is 0, show as many
-                               targets as fit this terminal's height */
-    const char *procfs;     /* table: where a process's threads are counted
-                               for its CPU% cap (NULL: /proc) */
-    const char *group_type; /* the type of cgroup records ("container"
-                               under --group-by container), NULL: "cgroup" */
+    size_t top;              /* at most this many top-level targets, 0 = all */
+    int clear;               /* table: clear the screen before each report */
+    int command_columns;     /* csv: add the command record's columns */
+    int quiet_targets;       /* table: system lines only */
+    int fit_fd;              /* table: when >= 0 and top is 0, show as many
+                                targets as fit this terminal's height */
+    const char *procfs;      /* table: where a process's threads are counted
+                                for its CPU% cap (NULL: /proc) */
+    const char *group_type;  /* the type of cgroup records ("container"
+                                under --group-by container), NULL: "cgroup" */
+    double carbon_g_per_kwh; /* > 0 (--carbon-intensity): grams of CO2e
+                                beside joules (pa_carbon_g), the intensity
+                                stated as an assumption; 0: none */
     /* private */
     int seekable;   /* f is a regular file: a failed record is cut off */
     long long good; /* its offset after the last whole record */

@@ -32,10 +32,12 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 typedef struct serve_opts {
-    size_t top;         /* processes and cgroups each, 0 = all */
-    double min_watts;   /* drop series below, 0 = none */
-    size_t max_cgroups; /* cgroup series beyond: folded into one */
-    char node[256];     /* the node label of cgroup series */
+    size_t top;              /* processes and cgroups each, 0 = all */
+    double min_watts;        /* drop series below, 0 = none */
+    size_t max_cgroups;      /* cgroup series beyond: folded into one */
+    char node[256];          /* the node label of cgroup series */
+    double carbon_g_per_kwh; /* --carbon-intensity: the *_co2e_grams_total
+                                series; 0: none */
 } serve_opts;
 
 typedef struct serve {
@@ -60,6 +62,12 @@ static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,co
                                    "powerapi_system_power_watts{component},\n"
                                    "powerapi_system_energy_joules_total, powerapi_window_seconds, "
                                    "powerapi_info{formula,cpu_source,assumed};\n"
+                                   "with --carbon-intensity: "
+                                   "powerapi_process_co2e_grams_total{pid,comm},\n"
+                                   "powerapi_cgroup_co2e_grams_total{cgroup}, "
+                                   "powerapi_system_co2e_grams_total,\n"
+                                   "powerapi_carbon_intensity_grams_per_kwh (the figure "
+                                   "assumed);\n"
                                    "with perf counters in the ring: "
                                    "powerapi_process_perf_events_per_second{pid,comm,event},\n"
                                    "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n";
@@ -215,6 +223,15 @@ static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info 
     }
 }
 
+/* The HELP of a *_co2e_grams_total series: the intensity assumed. */
+static void co2e_help(char *buf, size_t len, const char *what, const serve_opts *o)
+{
+    snprintf(buf, len,
+             "Grams of CO2e of %s at an assumed carbon intensity of %g gCO2e/kWh "
+             "(--carbon-intensity: given, not measured).",
+             what, o->carbon_g_per_kwh);
+}
+
 /* The cgroup series: at most --max-cgroups of them (the most powerful),
  * the rest folded into one series cgroup="[other]" whose count is said. */
 static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const serve_opts *o)
@@ -227,14 +244,18 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const se
         other.power.total_w += cgs[i]->power.total_w;
         other.power.total_j += cgs[i]->power.total_j;
     }
-    static const char *const name[2] = {"powerapi_cgroup_power_watts",
-                                        "powerapi_cgroup_energy_joules_total"};
-    static const char *const help[2] = {
+    static const char *const name[3] = {"powerapi_cgroup_power_watts",
+                                        "powerapi_cgroup_energy_joules_total",
+                                        "powerapi_cgroup_co2e_grams_total"};
+    char carbon[256];
+    co2e_help(carbon, sizeof(carbon), "a cgroup's energy", o);
+    const char *const help[3] = {
         "Power of a cgroup (its processes summed) over the last window; labelled with "
         "the container, pod and unit it is.",
         "Energy of a cgroup (its processes summed, those that ended too) since powerapi "
-        "first saw it."};
-    for (int m = 0; m < 2; m++) {
+        "first saw it.",
+        carbon};
+    for (int m = 0; m < (o->carbon_g_per_kwh > 0 ? 3 : 2); m++) {
         put_help(f, name[m], m ? "counter" : "gauge", help[m]);
         for (size_t i = 0; i <= keep; i++) {
             const pa_target_info *t = i < keep ? cgs[i] : &other;
@@ -243,7 +264,9 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const se
             fputs(name[m], f);
             put_cgroup_labels(f, t, o);
             fputc('}', f);
-            put_value(f, m ? t->power.total_j : t->power.total_w);
+            put_value(f, m == 2   ? pa_cli_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
+                         : m == 1 ? t->power.total_j
+                                  : t->power.total_w);
         }
     }
     put_help(f, "powerapi_cgroup_series_folded", "gauge",
@@ -281,6 +304,16 @@ static char *format_metrics(const pa_report *r, const serve_opts *o, size_t *len
         fputs("\"}", f);
         put_value(f, procs[i]->power.total_j);
     }
+    char help[256];
+    co2e_help(help, sizeof(help), "a process's energy since powerapi first saw it", o);
+    if (o->carbon_g_per_kwh > 0)
+        put_help(f, "powerapi_process_co2e_grams_total", "counter", help);
+    for (size_t i = 0; o->carbon_g_per_kwh > 0 && i < np; i++) {
+        fprintf(f, "powerapi_process_co2e_grams_total{pid=\"%d\",comm=\"", (int)procs[i]->pid);
+        put_label(f, procs[i]->comm);
+        fputs("\"}", f);
+        put_value(f, pa_cli_co2e_g(o->carbon_g_per_kwh, procs[i]->power.total_j));
+    }
     put_cgroups(f, cgs, nc, o);
     put_counter_rates(f, r, procs, np, 0, o);
     put_counter_rates(f, r, cgs, nc, 1, o);
@@ -302,6 +335,17 @@ static char *format_metrics(const pa_report *r, const serve_opts *o, size_t *len
              "Energy of the whole machine since powerapi started sampling.");
     fputs("powerapi_system_energy_joules_total", f);
     put_value(f, r->system.total_j);
+    if (o->carbon_g_per_kwh > 0) {
+        co2e_help(help, sizeof(help), "the whole machine's energy since powerapi started", o);
+        put_help(f, "powerapi_system_co2e_grams_total", "counter", help);
+        fputs("powerapi_system_co2e_grams_total", f);
+        put_value(f, pa_cli_co2e_g(o->carbon_g_per_kwh, r->system.total_j));
+        put_help(f, "powerapi_carbon_intensity_grams_per_kwh", "gauge",
+                 "The carbon intensity assumed for the *_co2e_grams_total series "
+                 "(--carbon-intensity: given, not measured).");
+        fputs("powerapi_carbon_intensity_grams_per_kwh", f);
+        put_value(f, o->carbon_g_per_kwh);
+    }
     put_help(f, "powerapi_window_seconds", "gauge",
              "Length of the window the power figures cover.");
     fputs("powerapi_window_seconds", f);
@@ -314,7 +358,17 @@ static char *format_metrics(const pa_report *r, const serve_opts *o, size_t *len
     fputs("\",cpu_source=\"", f);
     put_label(f, r->cpu_source);
     fputs("\",assumed=\"", f);
-    put_label(f, r->assumed);
+    char ci[128];
+    if (o->carbon_g_per_kwh > 0 && pa_carbon_assumption(o->carbon_g_per_kwh, ci, sizeof(ci)) > 0) {
+        char *as = NULL;
+        put_label(f, asprintf(&as, "%s%s%s", r->assumed ? r->assumed : "",
+                              r->assumed && r->assumed[0] ? "; " : "", ci) < 0
+                         ? r->assumed
+                         : as);
+        free(as);
+    } else {
+        put_label(f, r->assumed);
+    }
     fputs("\"} 1\n", f);
     free(procs);
     free(cgs);
@@ -421,11 +475,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return ret;
 }
 
-char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node, size_t *len)
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                        double carbon_g_per_kwh, size_t *len)
 {
     serve_opts o;
     memset(&o, 0, sizeof(o));
     o.max_cgroups = max_cgroups;
+    o.carbon_g_per_kwh = carbon_g_per_kwh;
     snprintf(o.node, sizeof(o.node), "%s", node ? node : "");
     return format_metrics(r, &o, len);
 }
@@ -732,7 +788,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                     1, 100000),
         PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
                         "idle connections are closed after (default 10s)", 1000000000ull, 0),
-        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -745,6 +801,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
     if (st)
         return st;
     s->o.top = a->top;
+    s->o.carbon_g_per_kwh = co->carbon_g_per_kwh;
     s->o.max_cgroups = a->max_cgroups ? a->max_cgroups : 1000;
     if (a->node)
         snprintf(s->o.node, sizeof(s->o.node), "%s", a->node);

@@ -67,9 +67,12 @@ typedef struct jl_opts {
     char *procfs, *sysfs;
     int quiet;
     int fail_abort;
-    int top;       /* methods per window in timeline.csv */
-    size_t scopes; /* distinct scope names kept (scope.c) */
-    char *scope;   /* energy.collapsed and flamegraph.html: only this scope */
+    int top;                 /* methods per window in timeline.csv */
+    double carbon_g_per_kwh; /* carbon-intensity=G: grams of CO2e beside
+                                joules (jl_prof.source carries it to the
+                                writers); 0 none */
+    size_t scopes;           /* distinct scope names kept (scope.c) */
+    char *scope;             /* energy.collapsed and flamegraph.html: only this scope */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.

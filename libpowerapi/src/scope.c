@@ -23,8 +23,10 @@
 typedef pa__scope_name scope_name;
 
 struct pa__scopes {
-    pa__scope_table tab; /* its lock also serialises pa_scope_configure */
-    _Atomic int pid_now; /* pa_scope_opts.pid */
+    pa__scope_table tab;          /* its lock also serialises pa_scope_configure */
+    _Atomic int pid_now;          /* pa_scope_opts.pid */
+    _Atomic uint64_t carbon_bits; /* pa_scope_opts.carbon_g_per_kwh (a
+                                     double; 0 none) */
 
     /* the price, under a seqlock: written by the tick (pa__scopes_window,
      * under the context lock) and by pa_scope_configure or the scopes'
@@ -111,6 +113,12 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     if (max > PA__SCOPE_NAMES_LIMIT)
         return pa__err(-EINVAL, "pa_scope_configure: max_names %zu is over %d", opts->max_names,
                        PA__SCOPE_NAMES_LIMIT);
+    double g;
+    if (opts->carbon_g_per_kwh != 0 && pa_carbon_g(0, opts->carbon_g_per_kwh, &g) < 0)
+        return pa__err(-ERANGE,
+                       "pa_scope_configure: carbon_g_per_kwh %g is out of range (0: none, "
+                       "else grams of CO2e per kWh, more than 0 and at most 5000)",
+                       opts->carbon_g_per_kwh);
     if (opts->pid < -1)
         return pa__err(-EINVAL,
                        "pa_scope_configure: pid %d (0: this process, -1: the "
@@ -129,6 +137,7 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     else {
         sc->tab.max_names = max;
         atomic_store(&sc->pid_now, (int)opts->pid);
+        atomic_store(&sc->carbon_bits, pa__d2u(opts->carbon_g_per_kwh));
     }
     pthread_mutex_unlock(&sc->tab.lock);
     if (rc == 0) /* the price of the last window, for this pid, now */
@@ -371,6 +380,24 @@ int pa_scope_end(pa_ctx *ctx, const char *name, pa_scope_result *out)
 /* Aggregates                                                          */
 /* ------------------------------------------------------------------ */
 
+/* The grams of CO2e of the figures at the context's carbon intensity
+ * (pa_carbon_g, the one conversion), when it has one. */
+static void stats_carbon(double g_per_kwh, pa_scope_stats *s)
+{
+    if (g_per_kwh <= 0 || pa_carbon_g(s->energy_j, g_per_kwh, &s->co2e_g) < 0 ||
+        pa_carbon_g(s->self_energy_j, g_per_kwh, &s->self_co2e_g) < 0 ||
+        pa_carbon_g(s->mean_j, g_per_kwh, &s->mean_co2e_g) < 0)
+        return;
+    s->carbon_g_per_kwh = g_per_kwh;
+}
+
+/* A name's aggregates (scopetab.c) with the context's grams of CO2e. */
+static void stats_fill(struct pa__scopes *sc, scope_name *e, bool other, pa_scope_stats *out)
+{
+    pa__scope_fill(e, other, out, NULL);
+    stats_carbon(pa__u2d(atomic_load(&sc->carbon_bits)), out);
+}
+
 /* The scopes to read, or NULL when the context has none. */
 static struct pa__scopes *scopes_read(pa_ctx *ctx, size_t *n, bool *other, scope_name ***names)
 {
@@ -390,9 +417,9 @@ int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap)
     scope_name **names;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other, &names);
     for (size_t i = 0; i < n && i < cap; i++)
-        pa__scope_fill(names[i], false, &out[i], NULL);
+        stats_fill(sc, names[i], false, &out[i]);
     if (other && n < cap)
-        pa__scope_fill(sc->tab.other, true, &out[n], NULL);
+        stats_fill(sc, sc->tab.other, true, &out[n]);
     size_t total = n + (other ? 1 : 0);
     return total > INT32_MAX ? INT32_MAX : (int)total;
 }
@@ -406,7 +433,7 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
     scope_name **names;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other, &names);
     if (sc && other && !strcmp(name, PA_SCOPE_OTHER)) {
-        pa__scope_fill(sc->tab.other, true, out, NULL);
+        stats_fill(sc, sc->tab.other, true, out);
         return 0;
     }
     scope_name *e = sc ? pa__scope_table_find(&sc->tab, pa__hash_str(name), name) : NULL;
@@ -415,6 +442,6 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
                        other ? " (names beyond max_names are counted under "
                                "'" PA_SCOPE_OTHER "')"
                              : "");
-    pa__scope_fill(e, false, out, NULL);
+    stats_fill(sc, e, false, out);
     return 0;
 }
