@@ -281,9 +281,5 @@ int main(void)
     tcase_add_test(tc, scopes_no_agent);
     tcase_add_test(tc, scopes_attached);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return jt_run_suite(s);
 }
