@@ -310,8 +310,9 @@ static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
 /* Classes: jmethodIDs made ahead, so that ASGCT can name every frame  */
 /* ------------------------------------------------------------------ */
 
-static void jl_prepare_class(jvmtiEnv *jvmti, jclass klass)
+static void jl_prepare_class(jvmtiEnv *jvmti, JNIEnv *jni, jclass klass)
 {
+    jl_scope_bind(jvmti, jni, klass);
     jint n = 0;
     jmethodID *ms = NULL;
     if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) == JVMTI_ERROR_NONE && ms)
@@ -328,9 +329,8 @@ static void JNICALL jl_on_class_load(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, 
 
 static void JNICALL jl_on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, jclass klass)
 {
-    (void)jni;
     (void)thr;
-    jl_prepare_class(jvmti, klass);
+    jl_prepare_class(jvmti, jni, klass);
 }
 
 static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
@@ -370,19 +370,22 @@ static void jl_on_slot(const jl_slot *s, void *user)
     (void)user;
     size_t mark = jl_wn;
     int n = s->n;
+    /* a sample in a scope: the scope's frame at the root */
+    int scope = s->scope ? jl_scope_frame(s->scope) : -1;
     if (jl_wbuf_push(s->tid) < 0 || jl_wbuf_push(s->weight >= 0 ? s->weight : 0) < 0)
         goto fail;
     if (n <= 0) {
         int code = -n;
-        if (jl_wbuf_push(1) < 0 ||
+        if (jl_wbuf_push(1 + (scope >= 0)) < 0 ||
             jl_wbuf_push(code <= 10 ? JL_M_ERR0 + code : JL_M_UNATTRIBUTED) < 0 ||
-            jl_wbuf_push(0) < 0)
+            (scope >= 0 && jl_wbuf_push(scope) < 0) || jl_wbuf_push(0) < 0 ||
+            (scope >= 0 && jl_wbuf_push(0) < 0))
             goto fail;
         return;
     }
     if (n > JL_MAX_DEPTH)
         n = JL_MAX_DEPTH;
-    if (jl_wbuf_push(n + (s->truncated ? 1 : 0)) < 0)
+    if (jl_wbuf_push(n + (s->truncated ? 1 : 0) + (scope >= 0)) < 0)
         goto fail;
     /* the methods, then their lines (the BCI each frame was at) */
     int lines[JL_MAX_DEPTH];
@@ -390,12 +393,13 @@ static void jl_on_slot(const jl_slot *s, void *user)
         if (jl_wbuf_push(jl_method_line(jl_jvmti, s->frames[i].method_id, s->frames[i].lineno,
                                         &lines[i])) < 0)
             goto fail;
-    if (s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0)
+    if ((s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0) ||
+        (scope >= 0 && jl_wbuf_push(scope) < 0))
         goto fail;
     for (int i = 0; i < n; i++)
         if (jl_wbuf_push(lines[i]) < 0)
             goto fail;
-    if (s->truncated && jl_wbuf_push(0) < 0)
+    if ((s->truncated && jl_wbuf_push(0) < 0) || (scope >= 0 && jl_wbuf_push(0) < 0))
         goto fail;
     return;
 fail:
@@ -591,8 +595,9 @@ static void jl_window_samples(double unplaced)
         jl_window_vm(unplaced, 0);
 }
 
-/* E_net: the window's network energy over the byte records. */
-static void jl_window_net(double dnic)
+/* E_net: the window's network energy over the byte records; returns the
+ * window's socket bytes. */
+static uint64_t jl_window_net(double dnic)
 {
     jl_nn = 0;
     jl_net_drain(jl_on_net_collect, NULL);
@@ -604,6 +609,7 @@ static void jl_window_net(double dnic)
     if (nw.total == 0 && dnic > 0)
         jl_window_vm(0, dnic);
     jl_net_new_window();
+    return nw.total;
 }
 
 /* The threads' totals, the profile's counters and the window's top
@@ -659,7 +665,11 @@ static void jl_process_window(int final)
     jl_window_threads(rc);
     double unplaced = jl_window_split(dcpu);
     jl_window_samples(unplaced);
-    jl_window_net(dnic);
+    uint64_t bytes = jl_window_net(dnic);
+    double cpu_s = 0;
+    for (size_t i = 0; i < jl_thr.n; i++)
+        cpu_s += jl_thr.v[i].w_cpu_s;
+    jl_scopes_window(dcpu, cpu_s, dnic, bytes);
     jl_window_close(now, interval, dcpu, dnic);
     pthread_mutex_unlock(&jl_thr.lock);
     jl_write_all(&jl_o, final);
@@ -713,6 +723,7 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
             if (!s)
                 continue;
             s->tid = tids[i];
+            s->scope = jl_scope_code(tids[i]);
             s->weight = (int)(d / 1000);
             s->n = si[i].frame_count;
             s->truncated = si[i].frame_count >= JL_MAX_DEPTH;
@@ -913,7 +924,7 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         if (nc > 0)
             (void)(*jni)->EnsureLocalCapacity(jni, nc);
         for (jint i = 0; i < nc; i++) {
-            jl_prepare_class(jvmti, cs[i]);
+            jl_prepare_class(jvmti, jni, cs[i]);
             (*jni)->DeleteLocalRef(jni, cs[i]);
         }
         (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
@@ -1318,6 +1329,7 @@ int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t e
     int rc = jl_run_options(vm, options, err, errlen);
     if (rc < 0)
         return rc;
+    jl_scopes_init(jl_o.scopes, jl_o.quiet);
     jl_prof.source.carbon_g_per_kwh = jl_o.carbon_g_per_kwh; /* the writers' grams */
     rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, errlen);
     if (rc == -ENOSYS) {

@@ -119,6 +119,14 @@ static int jl_method_new(const char *cls, const char *meth)
     return (int)jl_prof.nm++;
 }
 
+int jl_method_pseudo(const char *name)
+{
+    int m = jl_method_new(name, "");
+    if (m >= 0)
+        jl_prof.m[m].matches = 0;
+    return m;
+}
+
 int jl_profile_init(const jl_opts *o)
 {
     jl_popts = o;
@@ -350,8 +358,8 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, do
 {
     if (n <= 0)
         return;
-    if (n > JL_MAX_DEPTH + 1)
-        n = JL_MAX_DEPTH + 1;
+    if (n > JL_MAX_DEPTH + 2) /* + [truncated] + [scope NAME] */
+        n = JL_MAX_DEPTH + 2;
     pa_psample s = {.energy_j = cpu_j + net_j,
                     .cpu_j = cpu_j,
                     .net_j = net_j,
@@ -359,7 +367,7 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, do
                     .samples = (uint64_t)count_sample};
     uint64_t stamp = ++jl_prof.stamp;
     pa_pstat_add(jl_prof.ms, frames, n, jl_prof.mcharge, JL_M_OUTSIDE_FILTER, stamp, &s);
-    int cls[JL_MAX_DEPTH + 1];
+    int cls[JL_MAX_DEPTH + 2];
     for (int i = 0; i < n; i++)
         cls[i] = jl_prof.m[frames[i]].cls;
     pa_pstat_add(jl_prof.cs, cls, n, NULL, -1, stamp, &s);

@@ -92,6 +92,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     if (!s)
         goto out;
     s->tid = jl_gettid();
+    s->scope = jl_scope_code(s->tid);
     s->truncated = 0;
     /* a late signal stands for every interval that expired meanwhile */
     s->weight = jl_smp.interval_us *
