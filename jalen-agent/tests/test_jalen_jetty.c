@@ -219,9 +219,10 @@ START_TEST(jetty_scopes)
     snprintf(p, sizeof(p), "%s/out/scopes.csv", dir);
     ck_assert_int_eq(jt_csv_load(p, &c), 0);
     const jt_row *a = jt_csv_find(&c, 0, "GET /a"), *b = jt_csv_find(&c, 0, "GET /b"),
-                 *cc = jt_csv_find(&c, 0, "GET /c/{id}"), *o = jt_csv_find(&c, 0, "GET /otel");
-    ck_assert_msg(a && b && cc && o, "scopes.csv rows GET /a, /b, /c/{id}, /otel");
-    double calls = jt_num(a, 1) + jt_num(b, 1) + jt_num(cc, 1) - 8;
+                 *cc = jt_csv_find(&c, 0, "GET /c/{id}"), *o = jt_csv_find(&c, 0, "GET /otel"),
+                 *z = jt_csv_find(&c, 0, "GET /z");
+    ck_assert_msg(a && b && cc && o && z, "scopes.csv rows GET /a, /b, /c/{id}, /otel, /z");
+    double calls = jt_num(a, 1) + jt_num(b, 1) + jt_num(cc, 1) + jt_num(z, 1) - 8;
     fprintf(stderr,
             "[scopes] wrk %ld requests, scopes %.0f; J per call /a %.6f, /b %.6f (%.3f:1), /c "
             "%.6f; /c %.0f bytes a call\n",
@@ -230,8 +231,14 @@ START_TEST(jetty_scopes)
     /* wrk counts the responses it read; at its end up to one request per
      * connection was served but not read */
     ck_assert_msg(calls >= nreq && calls <= nreq + 4, "%.0f calls for %ld requests", calls, nreq);
-    ck_assert_msg(fabs(jt_num(a, 7) / jt_num(b, 7) - 3) <= 0.15, "/a:/b per call %.3f",
-                  jt_num(a, 7) / jt_num(b, 7));
+    /* each call also pays what any request costs inside the filter (Jetty's
+     * dispatch, the response's sending): /z, which does nothing of its own,
+     * measures it; less that, /a and /b are their spins, 3:1 */
+    double own = (jt_num(a, 7) - jt_num(z, 7)) / (jt_num(b, 7) - jt_num(z, 7));
+    fprintf(stderr, "[scopes] /z %.6f J a call; /a:/b less it %.3f:1\n", jt_num(z, 7), own);
+    ck_assert_msg(fabs(own - 3) <= 0.15, "/a:/b per call less a request's own cost: %.3f", own);
+    ck_assert_msg(jt_num(a, 7) / jt_num(b, 7) > 2 && jt_num(a, 7) / jt_num(b, 7) < 3.1,
+                  "/a:/b per call %.3f", jt_num(a, 7) / jt_num(b, 7));
     /* 100,000 bytes of body and its headers a call; the calls in flight
      * when wrk stopped (one per connection at most) may have been cut */
     double nc = jt_num(cc, 1), bytes = jt_num(cc, 6);

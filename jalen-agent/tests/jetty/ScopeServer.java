@@ -16,8 +16,8 @@ import org.powerapi.jalen.servlet.EnergyFilter;
 
 /**
  * Embedded Jetty 9 with jalen's EnergyFilter (test_jalen_jetty.c): /a
- * spins 3 ms of the thread's CPU time, /b 1 ms, /c/{id} writes 100,000
- * bytes, /otel answers how many requests set jalen.energy_j on the
+ * spins 3 ms of the thread's CPU time, /b 1 ms, /z nothing (what any
+ * request costs inside the filter), /c/{id} writes 100,000 bytes, /otel answers how many requests set jalen.energy_j on the
  * (stand-in) OpenTelemetry span. Usage: ScopeServer PORT LOGFILE
  * [nofilter]; prints "READY port".
  */
@@ -71,6 +71,7 @@ public class ScopeServer {
         ServletContextHandler ctx = new ServletContextHandler();
         ctx.addServlet(new ServletHolder(new Spin(3_000_000L)), "/a");
         ctx.addServlet(new ServletHolder(new Spin(1_000_000L)), "/b");
+        ctx.addServlet(new ServletHolder(new Spin(0)), "/z"); /* a request's own cost */
         ctx.addServlet(new ServletHolder(new Big()), "/c/*");
         ctx.addServlet(new ServletHolder(new Otel()), "/otel");
         FilterHolder f = new FilterHolder(new EnergyFilter());
