@@ -1,7 +1,7 @@
 #!/bin/bash
 # endpoints.sh - per-endpoint energy of a servlet application: the bundled
 # Jetty application (tests/jetty/ScopeServer.java: /a spins 3 ms of CPU a
-# request, /b 1 ms, /c/{id} sends 100,000 bytes), behind jalen's
+# request, /b 1 ms, /c/{id} sends 100,000 bytes, /z nothing), behind jalen's
 # EnergyFilter, under load for a few seconds, as a table from scopes.csv.
 # Usage: jalen-agent/endpoints.sh [BUILD_DIR] [SECONDS] [OUT_DIR]
 set -eu

@@ -21,8 +21,10 @@ import org.powerapi.jalen.http.RequestEnergy;
  * the init parameter {@code routes} (path templates, "/users/{id}") that
  * matches the path within the application, else the servlet mapping that
  * served it ("/api/*", "*.jsp", "/"), else "[unmapped]": never the raw
- * path. The response is completed inside the scope, so that its bytes
- * count, except where a Server-Timing header is still to be set. Init
+ * path. The response's output is closed inside the scope (except where a
+ * Server-Timing header is still to be set); a container may still send a
+ * small response after the filter returns (Jetty 9 does: those few bytes
+ * are then no request's). Init
  * parameters: {@code server-timing} (true: a Server-Timing header with
  * the request's CPU time and estimated energy, on responses not yet
  * committed when the application returns), {@code log} (a file:
