@@ -235,12 +235,21 @@ static int jl_write_scopes(const char *dir)
     pa_pout o;
     int *idx;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, "scopes.csv",
-                            "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes,"
-                            "mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,self_energy_j,"
-                            "self_cpu_energy_j,self_net_energy_j,self_net_bytes,self_mean_j,"
-                            "self_p50_j,self_p95_j,self_p99_j\n",
-                            &r, &idx, &n);
+    /* carbon-intensity=G: the grams of each name's inclusive energy and
+     * the intensity assumed, as the other outputs give them (DESIGN.md 17) */
+    int carbon = jl_prof.source.carbon_g_per_kwh > 0;
+    int rc =
+        pa_ptable_open(&o, dir, "scopes.csv",
+                       carbon ? "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,"
+                                "net_bytes,mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,"
+                                "self_energy_j,self_cpu_energy_j,self_net_energy_j,"
+                                "self_net_bytes,self_mean_j,self_p50_j,self_p95_j,self_p99_j,"
+                                "co2e_g,carbon_intensity_g_per_kwh\n"
+                              : "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,"
+                                "net_bytes,mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,"
+                                "self_energy_j,self_cpu_energy_j,self_net_energy_j,"
+                                "self_net_bytes,self_mean_j,self_p50_j,self_p95_j,self_p99_j\n",
+                       &r, &idx, &n);
     if (rc < 0) {
         free(rows);
         return rc;
@@ -256,6 +265,7 @@ static int jl_write_scopes(const char *dir)
         jl_scope_side(o.f, s->cpu_time_s, s->energy_j, w->net.net_j, w->net.net_bytes, qi);
         jl_scope_side(o.f, s->self_cpu_time_s, s->self_energy_j, w->net.self_net_j,
                       w->net.self_net_bytes, qs);
+        pa_psource_carbon_csv_row(o.f, &jl_prof.source, s->energy_j);
         fputc('\n', o.f);
     }
     free(idx);

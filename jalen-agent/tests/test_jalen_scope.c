@@ -113,8 +113,10 @@ static int collapsed_roots(const char *dir, const char *name, int *lines)
 static void run_scopes(const char *label, const char *filter)
 {
     char *dir = jt_tmpdir(), opts[4200], p[4200], mx[256];
+    /* the run with a filter also gives a carbon intensity (issue 29: grams
+     * beside joules in scopes.csv and summary.json) */
     snprintf(opts, sizeof(opts), "window=200ms,scopes=8,out=%s/out%s%s", dir,
-             filter ? ",scope=" : "", filter ? filter : "");
+             filter ? ",carbon-intensity=400,scope=" : "", filter ? filter : "");
     char *err = run_work(dir, opts, JALEN_API_JAR, "mxbean ", mx, sizeof(mx));
     /* the names beyond scopes=8: said once */
     const char *w = strstr(err, "distinct scope names");
@@ -128,7 +130,7 @@ static void run_scopes(const char *label, const char *filter)
     ck_assert_int_eq(jt_csv_load(p, &c), 0);
     ck_assert_int_eq(c.bad, 0);
     ck_assert_str_eq(c.head.f[C_NAME], "scope");
-    ck_assert_int_eq(c.head.nf, 20);
+    ck_assert_int_eq(c.head.nf, filter ? 22 : 20);
     static const struct {
         const char *name;
         int calls;
@@ -177,6 +179,12 @@ static void run_scopes(const char *label, const char *filter)
     for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
         tops += jt_num(row(&c, top[i]), C_E);
     near(tops, sc, 0.02, "outermost names' energy vs scoped_energy_j");
+    if (filter) { /* grams = J x 400 / 3.6e6, the intensity beside them */
+        ck_assert_str_eq(c.head.f[20], "co2e_g");
+        near(jt_num(a, 20), jt_num(a, C_E) * 400 / 3.6e6, 0.001, "a's grams of CO2e");
+        ck_assert_msg(jt_num(a, 21) == 400, "[%s] intensity %g", label, jt_num(a, 21));
+        near(jt_json_num(sum, "scoped_co2e_g"), sc * 400 / 3.6e6, 0.001, "scoped grams");
+    }
     snprintf(p, sizeof(p), "%s/out", dir);
     if (!filter) /* scope=a: energy.collapsed holds a's energy only */
         jt_check_outputs(p, 0.005);
