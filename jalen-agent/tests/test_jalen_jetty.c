@@ -266,6 +266,48 @@ START_TEST(jetty_scopes)
 }
 END_TEST
 
+/* One request through each servlet filter without a container, under
+ * the agent (tests/web/FilterRun.java): the javax.servlet filter and the
+ * jakarta.servlet one made from the same source, which no Debian container
+ * can run. */
+static void filter_run(const char *cls, const char *servlet_jar)
+{
+    if (!*JALEN_WEB_TEST_CLASSES || !*servlet_jar) {
+        fprintf(stderr, "SKIP: %s: no servlet API jar or jalen-api.jar at configure time\n", cls);
+        return;
+    }
+    char *dir = jt_tmpdir();
+    char cp[8192], errf[4200], opts[4300], log[4300], line[512];
+    snprintf(cp, sizeof(cp), "%s:%s:%s", JALEN_WEB_TEST_CLASSES, JALEN_API_JAR, servlet_jar);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    snprintf(opts, sizeof(opts), "out=%s/out,quiet", dir);
+    snprintf(log, sizeof(log), "%s/requests.jsonl", dir);
+    const char *args[] = {cls, log, NULL};
+    int fd;
+    pid_t pid = jt_spawn(opts, cp, args, &fd, errf);
+    ck_assert_int_gt(pid, 0);
+    int got = jt_wait_line(fd, "FILTER OK", line, sizeof(line), 60);
+    int st = jt_wait(pid, 30);
+    close(fd);
+    char *err = jt_read(errf);
+    ck_assert_msg(got == 0 && st == 0, "%s: status %d: %s", cls, st, err ? err : "");
+    free(err);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(filter_javax)
+{
+    filter_run("FilterRun", JALEN_SERVLET_JAR);
+}
+END_TEST
+
+START_TEST(filter_jakarta)
+{
+    filter_run("JakartaFilterRun", JALEN_JAKARTA_JAR);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_jetty");
@@ -273,6 +315,8 @@ int main(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, jetty_cpu);
     tcase_add_test(tc, jetty_scopes);
+    tcase_add_test(tc, filter_javax);
+    tcase_add_test(tc, filter_jakarta);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
