@@ -52,6 +52,8 @@ typedef struct profiler {
     /* run time */
     pa_ctx *ctx;
     pf_engine *eng;
+    pf_strace *scopes;      /* a command's C scopes (DESIGN.md 15.2) */
+    const char *scopes_env; /* its environment entry, NAME=PATH */
     pa_ptasks tasks;
     pa_pprof *prof;
     uint64_t windows;
@@ -527,7 +529,13 @@ static int setup(profiler *p)
     p->tasks.on_proc = on_report_proc;
     p->tasks.extra = extra_energy;
     p->tasks.user = p;
+    /* a command that uses C scopes (pa_scope_begin) tells its scopes
+     * through a trace its environment names: [scope NAME] root frames; a
+     * trace that cannot be made leaves the stacks without them */
+    if (p->cmd && pf_strace_new(&p->scopes, &p->scopes_env) == 0)
+        putenv((char *)p->scopes_env);
     const pf_engine_cfg cfg = {.procfs = procfs_root(p),
+                               .scopes = p->scopes,
                                .event = p->event,
                                .period_ns = p->period_ns,
                                .freq = p->freq,
@@ -797,6 +805,12 @@ static void cleanup(profiler *p)
     if (p->exfd >= 0)
         close(p->exfd);
     pf_engine_free(p->eng);
+    if (p->scopes) { /* the environment's entry goes with the trace */
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(p->scopes_env, "="), p->scopes_env);
+        unsetenv(name);
+        pf_strace_free(p->scopes);
+    }
     pa_ptasks_free(&p->tasks);
     pa_pprof_free(p->prof);
     pf_sym_fini();

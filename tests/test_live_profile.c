@@ -942,6 +942,79 @@ END_TEST
 
 /* sh -c with a chain of short-lived children: each one's samples are
  * there, the command's energy is the tree's, the exit status is kept. */
+/* Issue 29: a command's C scopes (pa_scope_begin/end) are the root frames
+ * of its samples, as jalen's are: 6 ms in scope "a", 2 ms in "b", 2 ms in
+ * none, a hundred times; [scope a] : [scope b] 3 : 1 within 10 %, and the
+ * stacks outside a scope keep their own root. */
+static const char SCOPED_C[] =
+    "#include <powerapi.h>\n"
+    "#include <time.h>\n"
+    "static volatile double sink;\n"
+    "static void burn(double s) {\n"
+    "    struct timespec a, b;\n"
+    "    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);\n"
+    "    do { for (int i = 0; i < 10000; i++) sink += i * 0.5;\n"
+    "         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);\n"
+    "    } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9 < s);\n"
+    "}\n"
+    "int main(void) {\n"
+    "    pa_ctx *ctx;\n"
+    "    if (pa_ctx_new(&ctx, NULL) < 0) return 1;\n"
+    "    for (int k = 0; k < 100; k++) {\n"
+    "        pa_scope_begin(ctx, \"a\"); burn(0.006); pa_scope_end(ctx, \"a\", NULL);\n"
+    "        pa_scope_begin(ctx, \"b\"); burn(0.002); pa_scope_end(ctx, \"b\", NULL);\n"
+    "        burn(0.002);\n"
+    "    }\n"
+    "    pa_ctx_free(ctx);\n"
+    "    return 0;\n"
+    "}\n";
+
+START_TEST(c_scopes)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/scoped.c", dir);
+    write_file(p, SCOPED_C);
+#ifdef PA_SANITIZE_BUILD
+    const char *san = "-fsanitize=address,undefined";
+#else
+    const char *san = "";
+#endif
+    sh("cd %s && cc -O1 -g %s -I'%s/../libpowerapi/include' -o scoped scoped.c -L'%s' -lpowerapi "
+       "-Wl,-rpath,'%s'",
+       dir, san, PA_SOURCE_TESTS, PA_BINARY_DIR, PA_BINARY_DIR);
+    char *out = pa_test_tmpdir(), args[8192], *log = NULL;
+    snprintf(args, sizeof(args), "-q --out %s/p -- %s/scoped", out, dir);
+    int rc = run_profile(args, &log);
+    ck_assert_msg(rc == 0, "profile failed (%d): %s", rc, log);
+    free(log);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%s/p", out);
+    char *col = slurp_in(pdir, "energy.collapsed");
+    double a = 0, b = 0, rest = 0;
+    for (char *line = col; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        char *sp = strrchr(line, ' ');
+        double w = sp ? atof(sp + 1) : 0;
+        if (!strncmp(line, "[scope a];", 10))
+            a += w;
+        else if (!strncmp(line, "[scope b];", 10))
+            b += w;
+        else
+            rest += w;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(col);
+    fprintf(stderr, "c_scopes: [scope a] %.0f, [scope b] %.0f, outside %.0f uJ: a:b %.2f\n", a, b,
+            rest, b > 0 ? a / b : 0);
+    ck_assert_msg(b > 0 && fabs(a / b / 3 - 1) < 0.1, "[scope a] %.0f : [scope b] %.0f", a, b);
+    ck_assert_msg(rest > 0.1 * (a + b + rest) && rest < 0.4 * (a + b + rest),
+                  "outside every scope %.0f of %.0f", rest, a + b + rest);
+    pa_test_rmtree(out);
+}
+END_TEST
+
 START_TEST(command_tree)
 {
     char *out = pa_test_tmpdir();
@@ -1694,6 +1767,7 @@ static Suite *suite(void)
     tcase_add_test(tc, all_short_lived);
     tcase_add_test(tc, jit_perf_map);
     tcase_add_test(tc, command_tree);
+    tcase_add_test(tc, c_scopes);
     tcase_add_test(tc, pprof_top);
     tcase_add_test(tc, pprof_lines);
     tcase_add_test(tc, kernel_frames);

@@ -108,6 +108,26 @@ int pf_unwind_fault_in(pid_t tid, uint64_t lo, uint64_t hi);
 #define PF_UNWIND_PREFAULT (256 * 1024)
 int pf_unwind_fault_in_stack(const char *procfs, pid_t pid);
 
+/* ---- the scope trace (strace.c) ---- */
+
+/* Which C scope each thread of the profiled command is in: the reader of
+ * the trace its library writes (libpowerapi/src/scopetrace.h). */
+typedef struct pf_strace pf_strace;
+/* Makes the trace's file (in /dev/shm); *env is the command's
+ * environment entry that names it ("POWERAPI_SCOPE_TRACE=PATH", valid
+ * until pf_strace_free).  0 or -errno. */
+int pf_strace_new(pf_strace **out, const char **env);
+void pf_strace_free(pf_strace *s); /* and removes the file */
+/* Reads the events written since the last call. */
+void pf_strace_read(pf_strace *s);
+/* The root frame's name ("[scope NAME]", interned) of thread tid at
+ * t_ns (CLOCK_MONOTONIC), NULL outside every scope. */
+const char *pf_strace_at(pf_strace *s, pid_t tid, uint64_t t_ns);
+/* Forgets what no sample at or after before_ns needs. */
+void pf_strace_trim(pf_strace *s, uint64_t before_ns);
+/* Events overwritten before they were read. */
+uint64_t pf_strace_lost(const pf_strace *s);
+
 /* ---- the sampler (sampler.c) ---- */
 
 typedef struct pf_engine pf_engine;
@@ -121,6 +141,7 @@ typedef struct pf_engine_cfg {
     bool all;           /* every task, per CPU */
     pa_ptasks *tasks;   /* the core's processes and threads: names,
                            exits, one entry per process the engine knows */
+    pf_strace *scopes;  /* the command's C scopes, or NULL */
 } pf_engine_cfg;
 
 /* kernel.perf_event_paranoid under procfs (2 when unreadable). */

@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -68,9 +69,10 @@ struct pf_engine {
     bool kernel;
     proc *procs;
     size_t nprocs, capprocs;
-    uint64_t *wbuf; /* window samples: proc, tid, period, n, ips[n] */
+    uint64_t *wbuf; /* window samples: proc, tid, period, n, scope, ips[n] */
     size_t wn, wcap;
-    char *rec; /* records of one drain, all rings */
+    uint64_t scopes_keep; /* the scope trace's events kept from (ns) */
+    char *rec;            /* records of one drain, all rings */
     size_t recn, reccap;
     rec_ref *refs;
     size_t refcap;
@@ -258,6 +260,10 @@ static void fill_attr(const pf_engine *p, struct perf_event_attr *a, bool cmd)
     a->comm_exec = 1;
     a->task = 1;
     a->sample_id_all = 1;
+    if (p->cfg.scopes) { /* the samples' times on the scope trace's clock */
+        a->use_clockid = 1;
+        a->clockid = CLOCK_MONOTONIC;
+    }
     a->inherit = 1;
     a->exclude_hv = 1;
     a->exclude_kernel = !p->kernel;
@@ -500,7 +506,6 @@ static void on_sample(pf_engine *p, const char *r, size_t len)
     memcpy(&time, r + 16, 8);
     memcpy(&period, r + 32, 8);
     memcpy(&nr, r + 40, 8);
-    (void)time;
     if (48 + nr * 8 > len)
         nr = (len - 48) / 8;
     if (pid == 0) { /* --all: an idle CPU (the swapper), no process */
@@ -525,8 +530,11 @@ static void on_sample(pf_engine *p, const char *r, size_t len)
     }
     if (p->cfg.dwarf)
         n = unwind_user(p, pi, pid, tid, r, len, 48 + nr * 8, chain, n);
-    uint64_t head[4] = {(uint64_t)pi, tid, period, n};
-    if (wbuf_push(p, head, 4) < 0 || wbuf_push(p, chain, n) < 0) {
+    /* the C scope the thread was in (the command's scope trace): its root
+     * frame's interned name, 0 none */
+    const char *scope = pf_strace_at(p->cfg.scopes, (pid_t)tid, time);
+    uint64_t head[5] = {(uint64_t)pi, tid, period, n, (uint64_t)(uintptr_t)scope};
+    if (wbuf_push(p, head, 5) < 0 || wbuf_push(p, chain, n) < 0) {
         p->lost++;
         return;
     }
@@ -726,6 +734,11 @@ void pf_engine_drain(pf_engine *p)
     p->recn = 0;
     for (size_t i = 0; i < p->nrings; i++)
         drain_ring(p, &p->rings[i]);
+    /* the scope events, after the samples they precede: every sample read
+     * above finds its thread's scope (strace.c) */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pf_strace_read(p->cfg.scopes);
     size_t n = 0;
     for (size_t o = 0; o < p->recn;) {
         const struct perf_event_header *h = (const void *)(p->rec + o);
@@ -737,6 +750,12 @@ void pf_engine_drain(pf_engine *p)
     qsort(p->refs, n, sizeof(*p->refs), rec_cmp);
     for (size_t i = 0; i < n; i++)
         on_record(p, (const void *)(p->rec + p->refs[i].off));
+    /* a sample later read is at most a drain late (its ring was read just
+     * before it was written): keep the events of a second more */
+    uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    if (p->scopes_keep)
+        pf_strace_trim(p->cfg.scopes, p->scopes_keep);
+    p->scopes_keep = t > 1000000000ull ? t - 1000000000ull : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -797,8 +816,8 @@ static int resolve_cached(pf_engine *p, int pi, uint64_t ip, int ret, const pf_f
     return n;
 }
 
-/* The window's samples, in wbuf: proc (generation), tid, period, n,
- * ips[n]. */
+/* The window's samples, in wbuf: proc (generation), tid, period, n, the
+ * scope's root frame name (0 none), ips[n]. */
 static bool next_stack(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *weight)
 {
     pf_engine *e = self;
@@ -808,7 +827,7 @@ static bool next_stack(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t 
     *pid = e->procs[e->wbuf[o]].pid;
     *tid = (pid_t)e->wbuf[o + 1];
     *weight = e->wbuf[o + 2];
-    *at = o + 4 + (size_t)e->wbuf[o + 3];
+    *at = o + 5 + (size_t)e->wbuf[o + 3];
     return true;
 }
 
@@ -817,7 +836,8 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
     pf_engine *e = self;
     int gen = (int)e->wbuf[at];
     size_t n = (size_t)e->wbuf[at + 3];
-    const uint64_t *ips = &e->wbuf[at + 4];
+    const char *scope = (const char *)(uintptr_t)e->wbuf[at + 4];
+    const uint64_t *ips = &e->wbuf[at + 5];
     pf_maps *maps = &e->procs[gen].maps;
     int nf = 0;
     bool execve = false;
@@ -868,6 +888,8 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
     if (nf == 0 && n > 0)
         out[nf++] = pa_pframe_pseudo("[kernel]"); /* a kernel thread's, all
                                                    frames dropped */
+    if (scope && max > 0) /* the C scope, outermost (jalen's [scope NAME]) */
+        out[nf < max ? nf++ : max - 1] = pa_pframe_pseudo(scope);
     return nf;
 }
 

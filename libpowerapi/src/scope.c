@@ -366,14 +366,19 @@ int pa_scope_begin(pa_ctx *ctx, const char *name)
     /* the clock last, so that the name's lookup is outside the scope: the
      * frame's begin is set after the push */
     int rc = pa_scope_begin_at(ctx, name, 0);
-    if (rc == 0)
+    if (rc == 0) {
+        pa__strace_note(stack[depth - 1].e); /* powerapi profile's trace */
         stack[depth - 1].begin_ns = thread_cpu_ns();
+    }
     return rc;
 }
 
 int pa_scope_end(pa_ctx *ctx, const char *name, pa_scope_result *out)
 {
-    return pa_scope_end_at(ctx, name, thread_cpu_ns(), out);
+    int rc = pa_scope_end_at(ctx, name, thread_cpu_ns(), out);
+    if (rc == 0)
+        pa__strace_note(depth ? stack[depth - 1].e : NULL);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */

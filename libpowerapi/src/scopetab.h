@@ -53,6 +53,8 @@ typedef struct pa__scope_name {
     _Atomic uint64_t energy_bits, self_bits, nested_bits; /* doubles */
     _Atomic uint64_t net_bits, self_net_bits;
     _Atomic uint64_t hist[PA__HIST_N], self_hist[PA__HIST_N];
+    _Atomic uint32_t trace_code; /* its code in the scope trace, 0 none yet
+                                    (scopetrace.c) */
     uint64_t hash;
     char name[]; /* NUL-terminated */
 } pa__scope_name;
@@ -103,6 +105,11 @@ int pa__scope_table_get(pa__scope_table *t, const char *name, size_t len, uint64
 pa__scope_name **pa__scope_table_names(pa__scope_table *t, size_t *n, bool *other);
 /* Adds one call to a name's aggregates.  Thread-safe. */
 void pa__scope_record(pa__scope_name *e, const pa__scope_call *c);
+
+/* The scope trace of `powerapi profile` (scopetrace.h): the innermost
+ * scope open on the calling thread is now e (NULL: none).  Nothing when
+ * the process runs without a trace. */
+void pa__strace_note(pa__scope_name *e);
 /* A name's aggregates (net may be NULL); other: it is PA_SCOPE_OTHER.
  * out->name points into e. */
 void pa__scope_fill(pa__scope_name *e, bool other, pa_scope_stats *out, pa__scope_net *net);
