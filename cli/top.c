@@ -326,7 +326,7 @@ static void draw(top *t)
                  x->power.cpu_w, x->power.nic_w, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
-            double pct = pa_cli_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+            double pct = pa_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
             t->capped |= capped;
             line(row,
                  capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f  %s"
@@ -341,7 +341,7 @@ static void draw(top *t)
         attroff(A_BOLD);
     } else {
         line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
-             t->capped ? PA_CLI_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
+             t->capped ? PA_OUT_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
     }
     refresh();
     pa_cli_group_free(grouped); /* the rows pointed into it: drawn now */
