@@ -78,7 +78,8 @@ static void sleep_ns(uint64_t ns)
         ;
 }
 
-static void note(const pa_calibrate *cal, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const pa_calibrate *cal, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void note(const pa_calibrate *cal, const char *fmt, ...)
 {
     if (!cal->p.note)
