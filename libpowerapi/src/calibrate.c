@@ -264,9 +264,10 @@ static int check_params(const pa_calibrate_params *p)
                        p->version, PA_CALIBRATE_VERSION);
     if (p->reps < 1 || p->reps > 50 || p->levels < 1 || p->levels > 50)
         return pa__err(-EINVAL, "pa_calibrate_new: reps and levels are 1..50");
-    if (p->settle_ns >= p->step_ns || p->window_ns == 0 ||
+    if (p->window_ns == 0 || p->settle_ns >= p->step_ns ||
         p->window_ns * 2 > p->step_ns - p->settle_ns)
-        return pa__err(-EINVAL, "--step must leave at least two --window after --settle");
+        return pa__err(-EINVAL, "pa_calibrate_new: step_ns must leave at least two window_ns "
+                                "(> 0) after settle_ns (calibrate's --step, --window, --settle)");
     if (p->frequencies)
         return pa_calibrate_check_frequencies(p->frequencies);
     return 0;
