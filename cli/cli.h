@@ -56,8 +56,10 @@ int pa_cli_serve(int argc, char **argv);  /* cli/serve.c */
 int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len, char **resp,
                           size_t *resp_len);
 /* serve's /metrics page of r (malloc'd, *len bytes) with at most
- * max_cgroups cgroup series (0: all) and that node label; for tests. */
-char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node, size_t *len);
+ * max_cgroups cgroup series (0: all), that node label and, when
+ * carbon_g_per_kwh > 0, the CO2e series at that intensity; for tests. */
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                        double carbon_g_per_kwh, size_t *len);
 int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
 
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
@@ -248,6 +250,10 @@ enum {
     PA_CTXOPT_MODULES = 4,     /* --sensor, --formula, --disable */
     PA_CTXOPT_INTERVAL = 8,    /* -i, --interval DURATION */
     PA_CTXOPT_ALL = 15,
+    /* --carbon-intensity G: not of the context but of the outputs, in
+     * the shared table so that every command that reports energy spells,
+     * bounds and refuses it alike; not in ALL (daemon reports nothing) */
+    PA_CTXOPT_CARBON = 16,
 };
 
 /* The lowest --interval of every command (see cli/options.c). */
@@ -260,6 +266,7 @@ typedef struct pa_cli_ctx {
     uint64_t interval_ns; /* --interval, 1 s by default */
     int interval_set;
     const char *calibration; /* --calibration, checked while parsing */
+    double carbon_g_per_kwh; /* --carbon-intensity, 0: none given */
 } pa_cli_ctx;
 
 /* One subcommand's command line and --help. */

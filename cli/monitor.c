@@ -198,7 +198,7 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_GROUP("Sampling:"),
         PA_OPT_UINT('n', "count", &m->count, "N", "stop after N windows", 1, 1000000000),
         PA_OPT_DURATION('d', "duration", &m->duration_ns, "stop after this long", 0, 0),
-        PA_OPT_CONTEXT(&m->co, PA_CTXOPT_ALL),
+        PA_OPT_CONTEXT(&m->co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
         PA_OPT_GROUP("Output:"),
         PA_OPT_CALLBACK('f', "format", &m->fmt, "FORMAT",
                         "table (default), csv or json (JSON lines)", pa_out_format_option),
@@ -621,6 +621,7 @@ int pa_cli_monitor(int argc, char **argv)
     }
     pa_out_init(&m.out, m.f, m.fmt);
     m.out.procfs = m.co.copts.procfs;
+    m.out.carbon_g_per_kwh = m.co.carbon_g_per_kwh;
     if (!m.clock_step_ns)
         m.out.time_base_s = pa_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,14 @@ static int set_disable(void *v, const char *cmd, const char *arg)
 
 static int set_interval(void *v, const char *cmd, const char *arg);
 
+/* pa_carbon_intensity_parse's line names the forms */
+static int set_carbon(void *v, const char *cmd, const char *arg)
+{
+    if (pa_carbon_intensity_parse(arg, &((pa_cli_ctx *)v)->carbon_g_per_kwh) < 0)
+        return pa_cli_usage_error(cmd, "--carbon-intensity: %s", pa_last_error());
+    return 0;
+}
+
 /* Every option that builds a context, in the order --help lists them.
  * The lowest --interval is 1 ms in every command: it is the floor of the
  * library's sampler (pa_start, which daemon and serve run), monitor and
@@ -166,6 +175,14 @@ static const pa_cli_opt ctx_opts[] = {
      .min = PA_CLI_MIN_INTERVAL_NS,
      .cb = set_interval,
      .mask = PA_CTXOPT_INTERVAL},
+    {.type = PA_CLI_OPT_CALLBACK,
+     .long_name = "carbon-intensity",
+     .argh = "G",
+     .help = "also give grams of CO2e, at G grams per kWh (0 < G\n"
+             "<= 5000; your grid's figure, stated as an assumption\n"
+             "in the output; none by default)",
+     .cb = set_carbon,
+     .mask = PA_CTXOPT_CARBON},
     PA_OPT_END,
 };
 

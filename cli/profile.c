@@ -232,7 +232,8 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "PREFIX (repeatable)",
                         add_filter),
         PA_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
-        PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES),
+        PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES |
+                                   PA_CTXOPT_CARBON),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -695,9 +696,11 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
     /* JIT frames whose perf map appeared after they were sampled (a JVM
      * with -XX:+DumpPerfMapAtExit writes it at exit): named now */
     pf_sym_late_jit(rename_late, p->prof);
-    char target[512], title[600];
+    char target[512], title[800], co2[160];
     describe_target(p, target, sizeof(target));
-    snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)", target);
+    pa_psource_carbon_text(&p->source, p->process_j, co2, sizeof(co2));
+    snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)%s%s", target,
+             co2[0] ? ", " : "", co2);
     uint64_t samples, lost, truncated;
     pf_engine_counts(p->eng, &samples, &lost, &truncated);
     pa_pmeta meta = {
@@ -833,6 +836,7 @@ int pa_cli_profile(int argc, char **argv)
         return PA_EXIT_FAIL;
     }
     int status = parse_args(&p, nargc, args);
+    p.source.carbon_g_per_kwh = p.co.carbon_g_per_kwh; /* summary.json, flame graph */
     if (status != 0) {
         status = status < 0 ? PA_EXIT_OK : status;
         goto out_args;

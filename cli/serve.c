@@ -56,6 +56,12 @@ static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,co
                                    "powerapi_system_power_watts{component},\n"
                                    "powerapi_system_energy_joules_total, powerapi_window_seconds, "
                                    "powerapi_info{formula,cpu_source,assumed};\n"
+                                   "with --carbon-intensity: "
+                                   "powerapi_process_co2e_grams_total{pid,comm},\n"
+                                   "powerapi_cgroup_co2e_grams_total{cgroup}, "
+                                   "powerapi_system_co2e_grams_total,\n"
+                                   "powerapi_carbon_intensity_grams_per_kwh (the figure "
+                                   "assumed);\n"
                                    "with perf counters in the ring: "
                                    "powerapi_process_perf_events_per_second{pid,comm,event},\n"
                                    "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n";
@@ -155,11 +161,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return ret;
 }
 
-char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node, size_t *len)
+char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                        double carbon_g_per_kwh, size_t *len)
 {
     serve_opts o;
     memset(&o, 0, sizeof(o));
     o.max_cgroups = max_cgroups;
+    o.carbon_g_per_kwh = carbon_g_per_kwh;
     snprintf(o.node, sizeof(o.node), "%s", node ? node : "");
     return pa_prom_page(r, &o, len);
 }
@@ -466,7 +474,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                     1, 100000),
         PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
                         "idle connections are closed after (default 10s)", 1000000000ull, 0),
-        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -479,6 +487,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
     if (st)
         return st;
     s->o.top = a->top;
+    s->o.carbon_g_per_kwh = co->carbon_g_per_kwh;
     s->o.max_cgroups = a->max_cgroups ? a->max_cgroups : 1000;
     if (a->node)
         snprintf(s->o.node, sizeof(s->o.node), "%s", a->node);

@@ -54,8 +54,9 @@ typedef struct top {
     uint64_t last_tick;
     const pa_target_info **rows;
     size_t rows_cap;
-    const char *procfs; /* where the rows' thread counts are read */
-    bool capped;        /* a row's CPU% was capped (drawn with '*') */
+    const char *procfs;      /* where the rows' thread counts are read */
+    bool capped;             /* a row's CPU% was capped (drawn with '*') */
+    double carbon_g_per_kwh; /* --carbon-intensity; 0: no grams */
 } top;
 
 /* Windows shorter than this many ticks of procfs-cpu are refused: a
@@ -281,16 +282,26 @@ static void draw(top *t)
          sort_names[t->sort], t->filter[0] ? " | filter: " : "", t->filter);
     if (r) {
         bool measured = r->cpu_source && strcmp(r->cpu_source, "rapl") == 0;
+        char co2[48] = "", ci[128] = "";
+        if (t->carbon_g_per_kwh > 0 &&
+            pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
+            snprintf(co2, sizeof(co2), "  CO2e %.4f g",
+                     pa_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
         line(1,
              "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
-             "energy since start %.1f J (%.0f s)",
+             "energy since start %.1f J (%.0f s)%s",
              r->system.total_w, r->system.cpu_w, measured ? "measured" : "modelled",
-             r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s);
+             r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s, co2);
         line(2, "Formula %s  sensors %s  window %.3f s", r->formula ? r->formula : "",
              r->sensors ? r->sensors : "", r->interval_s);
         /* The assumptions can be long: wrapped at words, up to 6 rows
-         * (fewer on a short screen), then cut at a word with "...". */
-        const char *as = r->assumed && r->assumed[0] ? r->assumed : "nothing";
+         * (fewer on a short screen), then cut at a word with "...".  The
+         * carbon intensity, when given, is the first of them. */
+        char as[2048]; /* the carbon intensity first: never cut off */
+        snprintf(as, sizeof(as), "%s%s%s", ci, r->assumed && r->assumed[0] && ci[0] ? "; " : "",
+                 r->assumed ? r->assumed : "");
+        if (!as[0])
+            snprintf(as, sizeof(as), "nothing");
         int max_rows = (h - 8) / 4;
         max_rows = max_rows < 2 ? 2 : max_rows > 6 ? 6 : max_rows;
         head = 3 + draw_assumed(as, w, max_rows);
@@ -308,8 +319,8 @@ static void draw(top *t)
         line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20, what, "CPU W", "NIC W",
              "TOTAL W", "ENERGY J");
     else
-        line(head, "%7s %-16s %6s %9s %9s %10s %12s  %s", "PID", "COMM", "CPU%", "CPU W", "NIC W",
-             "TOTAL W", "ENERGY J", "CGROUP");
+        line(head, "%7s %-16s %6s %9s %9s %10s %12s%s  %s", "PID", "COMM", "CPU%", "CPU W", "NIC W",
+             "TOTAL W", "ENERGY J", t->carbon_g_per_kwh > 0 ? "     CO2E G" : "", "CGROUP");
     attroff(A_REVERSE);
     int row = head + 1;
     t->capped = false;
@@ -328,11 +339,15 @@ static void draw(top *t)
             bool capped;
             double pct = pa_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
             t->capped |= capped;
+            char g[24] = "";
+            if (t->carbon_g_per_kwh > 0)
+                snprintf(g, sizeof(g), " %10.4f",
+                         pa_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
             line(row,
-                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f  %s"
-                        : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f  %s",
+                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f%s  %s"
+                        : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f%s  %s",
                  (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, x->power.total_w,
-                 x->power.total_j, x->cgroup ? x->cgroup : "");
+                 x->power.total_j, g, x->cgroup ? x->cgroup : "");
         }
     }
     if (t->status[0]) {
@@ -436,7 +451,7 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
                         set_group),
         PA_OPT_CALLBACK('f', "filter", t, "TEXT",
                         "only rows whose name, cgroup or pid contains TEXT", set_filter),
-        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -592,6 +607,7 @@ int pa_cli_top(int argc, char **argv)
     pa_cli_ctx co;
     pa_cli_ctx_init(&co);
     int rc = parse_args(&t, &co, argc, argv);
+    t.carbon_g_per_kwh = co.carbon_g_per_kwh;
     if (rc == 0)
         rc = top_run(&t, &co);
     pa_cli_ctx_fini(&co);

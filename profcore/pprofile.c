@@ -601,6 +601,7 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fputs("{\n  \"target\": ", f);
     pa__json_write(f, m->target);
     fprintf(f, ",\n  \"process_energy_j\": %.9f,\n", m->process_j);
+    pa_psource_carbon_json(f, m->source, "process_co2e_g", m->process_j);
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", m->process_nic_j);
     if (m->tree_j >= 0)
         fprintf(f, "  \"tree_energy_j\": %.9f,\n", m->tree_j);
@@ -743,6 +744,10 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
                 "profile: %.3f J to processes that lived between two windows "
                 "(from their samples' CPU time)\n",
                 meta->unseen_j);
+    char co2[160];
+    pa_psource_carbon_text(meta->source, meta->process_j, co2, sizeof(co2));
+    if (co2[0])
+        fprintf(out, "profile: %s (--carbon-intensity: given, not measured)\n", co2);
     fprintf(out, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n", dir, dir);
     free(idx);
 }

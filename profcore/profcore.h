@@ -173,6 +173,10 @@ double pa_pcum_delta(pa_pcum *c, double now);
  * (libpowerapi), kept for summary.json. */
 typedef struct pa_psource {
     char formula[128], sensors[128], cpu_source[32], assumed[1024];
+    double carbon_g_per_kwh; /* the user's carbon intensity (the tools'
+                                carbon-intensity option): grams of CO2e
+                                beside joules; 0 none.  Not from a report:
+                                pa_psource_from_report keeps it */
 } pa_psource;
 
 /* Copies them out of a report (NULL members: ""). */
@@ -182,6 +186,22 @@ void pa_psource_from_report(pa_psource *s, const pa_report *rep);
  * prefixes), each on its own line with two spaces, ",\n" between, none
  * after the last. */
 void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, size_t n);
+
+/* Grams of CO2e beside joules in the profile files, at the intensity the
+ * user gave (pa_carbon_g, the library's one conversion); each writes
+ * nothing when s has none, so the files keep their form without it.  The
+ * intensity is stated as an assumption by pa_psource_json ("assumed" and
+ * "carbon_intensity_g_per_kwh") and by the text and CSV below. */
+/* A summary.json line "  \"key\": GRAMS,\n" of energy_j. */
+void pa_psource_carbon_json(FILE *f, const pa_psource *s, const char *key, double energy_j);
+/* Text for people (a summary line, a flame graph's title): "CO2e G g at
+ * an assumed I gCO2e/kWh" of energy_j into buf; "" without intensity. */
+void pa_psource_carbon_text(const pa_psource *s, double energy_j, char *buf, size_t len);
+/* A CSV file's carbon columns (scopes.csv, ...): the header's
+ * ",co2e_g,carbon_intensity_g_per_kwh", then each row's ",G,I" of the
+ * row's energy_j (G with 9 decimals, empty when the energy is unknown). */
+void pa_psource_carbon_csv_header(FILE *f, const pa_psource *s);
+void pa_psource_carbon_csv_row(FILE *f, const pa_psource *s, double energy_j);
 
 /* ---- the profile of `powerapi profile` (pprofile.c) ---- */
 

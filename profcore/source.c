@@ -6,6 +6,7 @@
 #include "profcore.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -27,7 +28,48 @@ void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, s
     pa__json_write(f, s->cpu_source);
     fputs(",\n  \"assumed\": [", f);
     pa_pout_json_list(f, s->assumed); /* ";"-separated in the report */
-    fputs("],\n  \"filter\": [", f);
+    char ci[128];
+    if (s->carbon_g_per_kwh > 0 && pa_carbon_assumption(s->carbon_g_per_kwh, ci, sizeof(ci)) > 0) {
+        fputs(s->assumed[strspn(s->assumed, " ;")] ? ", " : "", f);
+        pa__json_write(f, ci);
+    }
+    fputc(']', f);
+    if (s->carbon_g_per_kwh > 0)
+        fprintf(f, ",\n  \"carbon_intensity_g_per_kwh\": %g", s->carbon_g_per_kwh);
+    fputs(",\n  \"filter\": [", f);
     pa_pout_json_strings(f, filters, n);
     fputc(']', f);
+}
+
+void pa_psource_carbon_json(FILE *f, const pa_psource *s, const char *key, double energy_j)
+{
+    double g;
+    if (s->carbon_g_per_kwh > 0 && pa_carbon_g(energy_j, s->carbon_g_per_kwh, &g) == 0)
+        fprintf(f, "  \"%s\": %.9f,\n", key, g);
+}
+
+void pa_psource_carbon_text(const pa_psource *s, double energy_j, char *buf, size_t len)
+{
+    double g;
+    if (len)
+        buf[0] = '\0';
+    if (s->carbon_g_per_kwh > 0 && pa_carbon_g(energy_j, s->carbon_g_per_kwh, &g) == 0)
+        snprintf(buf, len, "CO2e %.6f g at an assumed %g gCO2e/kWh", g, s->carbon_g_per_kwh);
+}
+
+void pa_psource_carbon_csv_header(FILE *f, const pa_psource *s)
+{
+    if (s->carbon_g_per_kwh > 0)
+        fputs(",co2e_g,carbon_intensity_g_per_kwh", f);
+}
+
+void pa_psource_carbon_csv_row(FILE *f, const pa_psource *s, double energy_j)
+{
+    double g;
+    if (s->carbon_g_per_kwh <= 0)
+        return;
+    if (pa_carbon_g(energy_j, s->carbon_g_per_kwh, &g) == 0)
+        fprintf(f, ",%.9f,%g", g, s->carbon_g_per_kwh);
+    else
+        fprintf(f, ",,%g", s->carbon_g_per_kwh);
 }

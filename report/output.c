@@ -181,6 +181,30 @@ static void each_assumed(const char *list, void (*fn)(void *, const char *, size
     }
 }
 
+/* each_assumed, then the carbon intensity when o states one: the
+ * assumption of the grams beside the joules */
+static void each_assumed_o(const pa_out *o, const char *list,
+                           void (*fn)(void *, const char *, size_t), void *arg)
+{
+    each_assumed(list, fn, arg);
+    char a[128];
+    if (o->carbon_g_per_kwh > 0 && pa_carbon_assumption(o->carbon_g_per_kwh, a, sizeof(a)) > 0)
+        fn(arg, a, strlen(a));
+}
+
+double pa_out_co2e_g(double g_per_kwh, double energy_j)
+{
+    double g;
+    return pa_carbon_g(energy_j, g_per_kwh, &g) == 0 ? g : NAN;
+}
+
+/* The grams of CO2e of energy_j at o's intensity; NaN (written null or
+ * empty) when the energy is unknown. */
+static double co2e_g(const pa_out *o, double energy_j)
+{
+    return pa_out_co2e_g(o->carbon_g_per_kwh, energy_j);
+}
+
 /* ------------------------------------------------------------------ */
 /* Selection: --top applies to top-level targets (processes, trees);   */
 /* threads follow their process, cgroups are always kept.              */
@@ -314,6 +338,16 @@ static void json_key_num(FILE *f, const char *key, double v, bool comma)
     pa_out_json_number(f, v);
 }
 
+/* ,"co2e_g":G,"carbon_intensity_g_per_kwh":I of a record's total
+ * energy, when o states an intensity */
+static void json_carbon(const pa_out *o, double total_j)
+{
+    if (o->carbon_g_per_kwh <= 0)
+        return;
+    json_key_num(o->f, "co2e_g", co2e_g(o, total_j), true);
+    json_key_num(o->f, "carbon_intensity_g_per_kwh", o->carbon_g_per_kwh, true);
+}
+
 /* Components beyond cpu and nic (those of registered formulas: "gpu"),
  * read by name from the report; none in reports without them, so the
  * records of cpu and nic keep their form.  Names are [a-z0-9_]. */
@@ -369,13 +403,14 @@ static void json_system(pa_out *o, const pa_report *r)
         json_key_num(f, "model_error", r->model_error, true);
     fputs(",\"assumed\":[", f);
     struct json_list l = {f, true};
-    each_assumed(r->assumed, json_assumed_item, &l);
+    each_assumed_o(o, r->assumed, json_assumed_item, &l);
     fputs("],\"energy_j\":{", f);
     json_key_num(f, "cpu", r->system.cpu_j, false);
     json_key_num(f, "nic", r->system.nic_j, true);
     json_components(f, r, r->system_component_j);
     json_key_num(f, "total", r->system.total_j, true);
     fputc('}', f);
+    json_carbon(o, r->system.total_j);
     json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
     fputs(",\"sensors\":", f);
     pa__json_write(f, r->sensors);
@@ -452,6 +487,7 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     json_components(f, r, target_comps(r, t, r->target_component_j));
     json_key_num(f, "total", t->power.total_j, true);
     fputc('}', f);
+    json_carbon(o, t->power.total_j);
     if (t->has_net)
         fprintf(f, ",\"net_bytes\":{\"rx\":%llu,\"tx\":%llu}", (unsigned long long)t->net_rx_bytes,
                 (unsigned long long)t->net_tx_bytes);
@@ -545,6 +581,8 @@ static int csv_header(pa_out *o, const pa_report *r)
         fputs(",counters.", o->f);
         pa__csv_write(o->f, o->csv_counters[i]);
     }
+    if (o->carbon_g_per_kwh > 0)
+        fputs(",co2e_g,carbon_intensity_g_per_kwh", o->f);
     if (o->command_columns)
         fputs(",exit_status,duration_s", o->f);
     fputc('\n', o->f);
@@ -562,15 +600,16 @@ static void csv_assumed_item(void *arg, const char *s, size_t len)
 }
 
 /* The assumed list, ';'-joined and trimmed, as one field. */
-static void csv_assumed(FILE *f, const char *list)
+static void csv_assumed(const pa_out *o, const char *list)
 {
+    FILE *f = o->f;
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     if (!m)
         return;
     struct json_list l = {m, true};
-    each_assumed(list, csv_assumed_item, &l);
+    each_assumed_o(o, list, csv_assumed_item, &l);
     fclose(m);
     pa__csv_write(f, buf);
     free(buf);
@@ -592,6 +631,17 @@ static void csv_components(pa_out *o, const pa_report *r, const double *w, const
         if (have)
             csv_number(o->f, j[k]);
     }
+}
+
+/* The carbon columns of the header, when o states an intensity */
+static void csv_carbon(const pa_out *o, double total_j)
+{
+    if (o->carbon_g_per_kwh <= 0)
+        return;
+    fputc(',', o->f);
+    csv_number(o->f, co2e_g(o, total_j));
+    fputc(',', o->f);
+    csv_number(o->f, o->carbon_g_per_kwh);
 }
 
 /* Counter columns are those of the header; a report with other counters
@@ -638,12 +688,13 @@ static void csv_system(pa_out *o, const pa_report *r)
     fputc(',', f);
     pa__csv_write(f, r->cpu_source ? r->cpu_source : "model");
     fputc(',', f);
-    csv_assumed(f, r->assumed);
+    csv_assumed(o, r->assumed);
     fputc(',', f);
     pa__csv_write(f, r->sensors);
     fputs(",,,,,,,,,,,", f); /* net rx tx, multiplex, exited, the names */
     csv_components(o, r, r->system_component_w, r->system_component_j);
     csv_counters(o, r, NULL);
+    csv_carbon(o, r->system.total_j);
     if (o->command_columns)
         fputs(",,", f);
     fputc('\n', f);
@@ -709,6 +760,7 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     csv_components(o, r, target_comps(r, t, r->target_component_w),
                    target_comps(r, t, r->target_component_j));
     csv_counters(o, r, t->counters);
+    csv_carbon(o, t->power.total_j);
     if (o->command_columns)
         fputs(",,", f);
     fputc('\n', f);
@@ -812,18 +864,22 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
             tid, name, pct, t->power.cpu_w);
     if (nic)
         fprintf(f, "%8.2f ", t->power.nic_w);
-    fprintf(f, "%8.2f %10.2f%s\n", t->power.total_w, t->power.total_j,
-            (t->power.flags & PA_POWER_EXITED) ? "  (exited)" : "");
+    fprintf(f, "%8.2f %10.2f", t->power.total_w, t->power.total_j);
+    if (o->carbon_g_per_kwh > 0)
+        fprintf(f, " %10.6f", co2e_g(o, t->power.total_j));
+    fprintf(f, "%s\n", (t->power.flags & PA_POWER_EXITED) ? "  (exited)" : "");
     return capped;
 }
 
-static void table_header(FILE *f, const char *what, bool nic)
+static void table_header(const pa_out *o, const char *what, bool nic)
 {
+    FILE *f = o->f;
     fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID", what[0] == 'C' ? "" : "TID",
             what, "CPU%", "CPU W");
     if (nic)
         fprintf(f, "%8s ", "NIC W");
-    fprintf(f, "%8s %10s\n", "TOTAL W", "ENERGY J");
+    fprintf(f, "%8s %10s", "TOTAL W", "ENERGY J");
+    fputs(o->carbon_g_per_kwh > 0 ? "     CO2e g\n" : "\n", f);
 }
 
 static int table_report(pa_out *o, const pa_report *r, const bool *sel)
@@ -847,10 +903,13 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
         fprintf(f, "; nic %.2f W", r->system.nic_w);
     for (size_t k = FIXED_COMPS; r->system_component_w && k < r->ncomponents; k++)
         fprintf(f, "; %s %.2f W", r->component_names[k], r->system_component_w[k]);
-    fprintf(f, ")  busy %.2f CPU-s  energy %.2f J\n", r->system.cpu_time_s, r->system.total_j);
+    fprintf(f, ")  busy %.2f CPU-s  energy %.2f J", r->system.cpu_time_s, r->system.total_j);
+    if (o->carbon_g_per_kwh > 0)
+        fprintf(f, "  CO2e %.6f g", co2e_g(o, r->system.total_j));
+    fputc('\n', f);
     size_t lines = 2;
-    each_assumed(r->assumed, table_assumed_item, f);
-    each_assumed(r->assumed, count_item, &lines);
+    each_assumed_o(o, r->assumed, table_assumed_item, f);
+    each_assumed_o(o, r->assumed, count_item, &lines);
     if (o->quiet_targets)
         return 0;
     /* the screen's height, read each time (the terminal may be resized):
@@ -882,7 +941,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     bool capped = false;
     if (!o->group_type) { /* grouped: no process records */
         fputc('\n', f);
-        table_header(f, "NAME", nic);
+        table_header(o, "NAME", nic);
     }
     for (size_t k = 0; k < ntop; k++) {
         const pa_target_info *t = &r->targets[idx[k]];
@@ -909,7 +968,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
         for (char *c = what; *c; c++)
             *c = (char)toupper((unsigned char)*c);
         fputc('\n', f);
-        table_header(f, what, nic);
+        table_header(o, what, nic);
         for (size_t j = 0; j < ncg; j++)
             capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }
@@ -964,6 +1023,7 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         json_key_num(f, "nic", c->energy.nic_j, true);
         json_key_num(f, "total", c->energy.total_j, true);
         fputc('}', f);
+        json_carbon(o, c->energy.total_j);
         if (c->cpu_time_s >= 0)
             json_key_num(f, "cpu_time_s", c->cpu_time_s, true);
         if (c->signal)
@@ -987,8 +1047,11 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fputc(',', f);
         csv_number(f, c->energy.total_j);
         fputs(",,,,,,,,", f); /* formula ... exited */
+        for (size_t i = 0; i < PA_OUT_NNAMES + 2 * o->csv_ncomps; i++)
+            fputc(',', f); /* the names, the components' columns */
         for (size_t i = 0; i < o->csv_ncounters; i++)
             fputc(',', f);
+        csv_carbon(o, c->energy.total_j);
         if (o->command_columns) {
             fprintf(f, ",%d,", c->exit_status);
             csv_number(f, c->duration_s);
@@ -1003,6 +1066,9 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fprintf(f, "%16.2f J  total energy\n", c->energy.total_j);
         fprintf(f, "%16.2f J  cpu\n", c->energy.cpu_j);
         fprintf(f, "%16.2f J  nic\n", c->energy.nic_j);
+        if (o->carbon_g_per_kwh > 0)
+            fprintf(f, "%16.6f g  CO2e at %g g/kWh (assumed)\n", co2e_g(o, c->energy.total_j),
+                    o->carbon_g_per_kwh);
         fprintf(f, "%16.2f W  average power\n",
                 c->duration_s > 0 ? c->energy.total_j / c->duration_s : 0);
         if (c->cpu_time_s >= 0)
@@ -1019,7 +1085,7 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
             fprintf(f, "\n formulas %s (cpu %s)\n",
                     c->last->formula && *c->last->formula ? c->last->formula : "-",
                     !strcmp(src, "rapl") ? "measured by RAPL" : "modelled");
-            each_assumed(c->last->assumed, table_assumed_item, f);
+            each_assumed_o(o, c->last->assumed, table_assumed_item, f);
         }
         fputc('\n', f);
         break;

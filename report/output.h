@@ -31,16 +31,19 @@ typedef struct pa_out {
      * it to realtime - monotonic (pa_out_live_time_base) so times are
      * Unix epoch seconds; for explicit clocks leave it at 0. */
     double time_base_s;
-    size_t top;             /* at most this many top-level targets, 0 = all */
-    int clear;              /* table: clear the screen before each report */
-    int command_columns;    /* csv: add the command record's columns */
-    int quiet_targets;      /* table: system lines only */
-    int fit_fd;             /* table: when >= 0 and top is 0, show as many
-                               targets as fit this terminal's height */
-    const char *procfs;     /* table: where a process's threads are counted
-                               for its CPU% cap (NULL: /proc) */
-    const char *group_type; /* the type of cgroup records ("container"
-                               under --group-by container), NULL: "cgroup" */
+    size_t top;              /* at most this many top-level targets, 0 = all */
+    int clear;               /* table: clear the screen before each report */
+    int command_columns;     /* csv: add the command record's columns */
+    int quiet_targets;       /* table: system lines only */
+    int fit_fd;              /* table: when >= 0 and top is 0, show as many
+                                targets as fit this terminal's height */
+    const char *procfs;      /* table: where a process's threads are counted
+                                for its CPU% cap (NULL: /proc) */
+    const char *group_type;  /* the type of cgroup records ("container"
+                                under --group-by container), NULL: "cgroup" */
+    double carbon_g_per_kwh; /* > 0 (--carbon-intensity): grams of CO2e
+                                beside joules (pa_carbon_g), the intensity
+                                stated as an assumption; 0: none */
     /* private */
     int seekable;   /* f is a regular file: a failed record is cut off */
     long long good; /* its offset after the last whole record */
@@ -104,6 +107,11 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c);
 /* Writes a JSON number: fixed 6 decimals without trailing zeros, "null"
  * for NaN and infinities. */
 void pa_out_json_number(FILE *f, double v);
+
+/* The grams of CO2e of energy_j at --carbon-intensity g_per_kwh
+ * (pa_carbon_g), for every output of the commands; NaN when no intensity
+ * was given or the energy is unknown. */
+double pa_out_co2e_g(double g_per_kwh, double energy_j);
 
 /* Threads of a process: proc(5) field 20 (num_threads) of
  * <procfs>/<pid>/stat (procfs NULL: "/proc"); 0 when unreadable. */

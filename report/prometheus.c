@@ -4,6 +4,7 @@
  * (the metrics are listed in its --help and in DESIGN.md section 10).
  */
 #include "prometheus.h"
+#include "output.h" /* pa_out_co2e_g */
 #include "util.h"
 
 #include <math.h>
@@ -158,6 +159,15 @@ static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info 
     }
 }
 
+/* The HELP of a *_co2e_grams_total series: the intensity assumed. */
+static void co2e_help(char *buf, size_t len, const char *what, const pa_prom_opts *o)
+{
+    snprintf(buf, len,
+             "Grams of CO2e of %s at an assumed carbon intensity of %g gCO2e/kWh "
+             "(--carbon-intensity: given, not measured).",
+             what, o->carbon_g_per_kwh);
+}
+
 /* The cgroup series: at most --max-cgroups of them (the most powerful),
  * the rest folded into one series cgroup="[other]" whose count is said. */
 static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa_prom_opts *o)
@@ -170,14 +180,18 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa
         other.power.total_w += cgs[i]->power.total_w;
         other.power.total_j += cgs[i]->power.total_j;
     }
-    static const char *const name[2] = {"powerapi_cgroup_power_watts",
-                                        "powerapi_cgroup_energy_joules_total"};
-    static const char *const help[2] = {
+    static const char *const name[3] = {"powerapi_cgroup_power_watts",
+                                        "powerapi_cgroup_energy_joules_total",
+                                        "powerapi_cgroup_co2e_grams_total"};
+    char carbon[256];
+    co2e_help(carbon, sizeof(carbon), "a cgroup's energy", o);
+    const char *const help[3] = {
         "Power of a cgroup (its processes summed) over the last window; labelled with "
         "the container, pod and unit it is.",
         "Energy of a cgroup (its processes summed, those that ended too) since powerapi "
-        "first saw it."};
-    for (int m = 0; m < 2; m++) {
+        "first saw it.",
+        carbon};
+    for (int m = 0; m < (o->carbon_g_per_kwh > 0 ? 3 : 2); m++) {
         put_help(f, name[m], m ? "counter" : "gauge", help[m]);
         for (size_t i = 0; i <= keep; i++) {
             const pa_target_info *t = i < keep ? cgs[i] : &other;
@@ -186,7 +200,9 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa
             fputs(name[m], f);
             put_cgroup_labels(f, t, o);
             fputc('}', f);
-            put_value(f, m ? t->power.total_j : t->power.total_w);
+            put_value(f, m == 2   ? pa_out_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
+                         : m == 1 ? t->power.total_j
+                                  : t->power.total_w);
         }
     }
     put_help(f, "powerapi_cgroup_series_folded", "gauge",
@@ -223,6 +239,16 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
         fputs("\"}", f);
         put_value(f, procs[i]->power.total_j);
     }
+    char help[256];
+    co2e_help(help, sizeof(help), "a process's energy since powerapi first saw it", o);
+    if (o->carbon_g_per_kwh > 0)
+        put_help(f, "powerapi_process_co2e_grams_total", "counter", help);
+    for (size_t i = 0; o->carbon_g_per_kwh > 0 && i < np; i++) {
+        fprintf(f, "powerapi_process_co2e_grams_total{pid=\"%d\",comm=\"", (int)procs[i]->pid);
+        put_label(f, procs[i]->comm);
+        fputs("\"}", f);
+        put_value(f, pa_out_co2e_g(o->carbon_g_per_kwh, procs[i]->power.total_j));
+    }
     put_cgroups(f, cgs, nc, o);
     put_counter_rates(f, r, procs, np, 0, o);
     put_counter_rates(f, r, cgs, nc, 1, o);
@@ -244,6 +270,17 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
              "Energy of the whole machine since powerapi started sampling.");
     fputs("powerapi_system_energy_joules_total", f);
     put_value(f, r->system.total_j);
+    if (o->carbon_g_per_kwh > 0) {
+        co2e_help(help, sizeof(help), "the whole machine's energy since powerapi started", o);
+        put_help(f, "powerapi_system_co2e_grams_total", "counter", help);
+        fputs("powerapi_system_co2e_grams_total", f);
+        put_value(f, pa_out_co2e_g(o->carbon_g_per_kwh, r->system.total_j));
+        put_help(f, "powerapi_carbon_intensity_grams_per_kwh", "gauge",
+                 "The carbon intensity assumed for the *_co2e_grams_total series "
+                 "(--carbon-intensity: given, not measured).");
+        fputs("powerapi_carbon_intensity_grams_per_kwh", f);
+        put_value(f, o->carbon_g_per_kwh);
+    }
     put_help(f, "powerapi_window_seconds", "gauge",
              "Length of the window the power figures cover.");
     fputs("powerapi_window_seconds", f);
@@ -256,7 +293,17 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
     fputs("\",cpu_source=\"", f);
     put_label(f, r->cpu_source);
     fputs("\",assumed=\"", f);
-    put_label(f, r->assumed);
+    char ci[128];
+    if (o->carbon_g_per_kwh > 0 && pa_carbon_assumption(o->carbon_g_per_kwh, ci, sizeof(ci)) > 0) {
+        char *as = NULL;
+        put_label(f, asprintf(&as, "%s%s%s", r->assumed ? r->assumed : "",
+                              r->assumed && r->assumed[0] ? "; " : "", ci) < 0
+                         ? r->assumed
+                         : as);
+        free(as);
+    } else {
+        put_label(f, r->assumed);
+    }
     fputs("\"} 1\n", f);
     free(procs);
     free(cgs);

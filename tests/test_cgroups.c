@@ -296,7 +296,7 @@ START_TEST(serve_cgroup_labels)
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     size_t len = 0;
-    char *page = pa_cli_serve_page(r, 0, "n1", &len);
+    char *page = pa_cli_serve_page(r, 0, "n1", 0, &len);
     ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"/system.slice/docker-"
                                "4f3a9c0e1b2d.scope\",container_id=\"4f3a9c0e1b2d\","
                                "runtime=\"docker\",node=\"n1\"} 30\n"),
@@ -305,7 +305,7 @@ START_TEST(serve_cgroup_labels)
     ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 0\n"), "%s", page);
     free(page);
     /* six cgroups, two kept: the four least powerful summed */
-    page = pa_cli_serve_page(r, 2, "n1", &len);
+    page = pa_cli_serve_page(r, 2, "n1", 0, &len);
     ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 4\n"), "%s", page);
     ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"[other]\",node=\"n1\"} "
                                "30\n"),

@@ -25,6 +25,9 @@ enum {
      * two stack samples, down to 10 us), not the context's window: it is
      * left out of the --interval cases */
     NOT_PROFILE = ALL & ~0x10,
+    /* --carbon-intensity: the commands that report energy (monitor, top,
+     * serve, profile) */
+    CARBON = 0x1d,
 };
 
 static const struct {
@@ -48,6 +51,10 @@ static const struct {
     {{"--sensor", ":x=1"}, NOT_CALIBRATE, ALL, 2},
     {{"--formula", ""}, NOT_CALIBRATE, ALL, 2},
     {{"--disable", "rapl:x"}, NOT_CALIBRATE, ALL, 2},
+    {{"--carbon-intensity", "-3"}, CARBON, ALL, 2},
+    {{"--carbon-intensity", "abc"}, CARBON, ALL, 2},
+    {{"--carbon-intensity", "9000"}, CARBON, ALL, 2},
+    {{"--carbon-intensity"}, CARBON, ALL, 2},
 };
 
 /* stderr with "powerapi CMD" made "powerapi *": what must be equal. */

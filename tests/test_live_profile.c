@@ -943,7 +943,7 @@ START_TEST(command_tree)
     char *out = pa_test_tmpdir();
     char args[8192];
     snprintf(args, sizeof(args),
-             "-q --interval 2ms --out %s/p -- sh -c '"
+             "-q --interval 2ms --carbon-intensity 385 --out %s/p -- sh -c '"
              "for i in 1 2 3 4 5; do %s/work-fp 0.08 \"\" 1; done; "
              "sh -c \"%s/work-fp 0.08 \\\"\\\" 1\"; exit 3'",
              out, dir, dir);
@@ -976,7 +976,20 @@ START_TEST(command_tree)
     double process = json_num(sum, "process_energy_j");
     double tree = json_num(sum, "tree_energy_j");
     ck_assert_int_eq((int)json_num(sum, "exit_status"), 3);
+    /* --carbon-intensity (issue 29): the grams of the process's joules,
+     * the intensity stated, in summary.json and the flame graph's title */
+    double g = json_num(sum, "process_co2e_g");
+    ck_assert_msg(fabs(g - process * 385 / 3.6e6) <= 1e-9 + 1e-6 * g, "%.9f g for %.9f J", g,
+                  process);
+    ck_assert_msg(json_num(sum, "carbon_intensity_g_per_kwh") == 385 &&
+                      strstr(sum, "\"carbon intensity 385 gCO2e/kWh (given, not measured)\""),
+                  "%s", sum);
     free(sum);
+    char *html = slurp_in(pdir, "flamegraph.html");
+    const char *t = strstr(html, "), CO2e ");
+    ck_assert_msg(t && strstr(t, " g at an assumed 385 gCO2e/kWh\""), "flame graph title");
+    ck_assert_msg(fabs(strtod(t + 8, NULL) - g) <= 1e-6, "title's grams: %.40s", t);
+    free(html);
     ck_assert_msg(fabs(process - tree) <= 0.005 * tree, "command %.6f J vs tree %.6f J", process,
                   tree);
     /* the children did the work: most of the tree's energy is theirs */

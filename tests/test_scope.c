@@ -674,6 +674,34 @@ START_TEST(last_error_kept)
 }
 END_TEST
 
+/* A carbon intensity gives the aggregates grams of CO2e (issue 29):
+ * 8.75 J at 385 g/kWh are 8.75 x 385 / 3.6e6 g; none without it, and
+ * an intensity out of range is refused. */
+START_TEST(carbon_aggregates)
+{
+    char *root;
+    pa_ctx *ctx = vm_priced(&root, 1801);
+    scope_ms(ctx, "checkout", 1000, 1250);
+    pa_scope_stats s = stats(ctx, "checkout");
+    ck_assert_double_eq(s.co2e_g, 0);
+    ck_assert_double_eq(s.carbon_g_per_kwh, 0);
+    pa_scope_opts o = {.pid = 1801, .carbon_g_per_kwh = 385};
+    ck_assert_int_eq(pa_scope_configure(ctx, &o), 0);
+    s = stats(ctx, "checkout");
+    ck_assert_double_eq_tol(s.energy_j, 8.75, TOL);
+    ck_assert_double_eq(s.carbon_g_per_kwh, 385);
+    ck_assert_double_eq_tol(s.co2e_g, 8.75 * 385 / 3.6e6, 1e-12);
+    ck_assert_double_eq_tol(s.self_co2e_g, s.self_energy_j * 385 / 3.6e6, 1e-12);
+    ck_assert_double_eq_tol(s.mean_co2e_g, s.mean_j * 385 / 3.6e6, 1e-12);
+    o.carbon_g_per_kwh = -1;
+    ck_assert_int_eq(pa_scope_configure(ctx, &o), -ERANGE);
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "carbon_g_per_kwh"));
+    o.carbon_g_per_kwh = 5001;
+    ck_assert_int_eq(pa_scope_configure(ctx, &o), -ERANGE);
+    vm_close(ctx, root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("scope");
@@ -695,6 +723,7 @@ static Suite *suite(void)
     tcase_add_test(tc, threads_with_sampler);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, last_error_kept);
+    tcase_add_test(tc, carbon_aggregates);
     suite_add_tcase(s, tc);
     return s;
 }

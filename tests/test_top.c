@@ -134,7 +134,8 @@ START_TEST(test_top_screen)
     }
     int st = tmux(NULL,
                   "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
-                  " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
+                  " %s top --ring %s --interval 200ms --carbon-intensity 385; echo EXIT=\\$?; "
+                  "sleep 20\"",
                   PA_CLI_PATH, rf.name);
     ck_assert_int_eq(st, 0);
     char l[256];
@@ -150,9 +151,18 @@ START_TEST(test_top_screen)
                       strstr(l, " 0.12 ") && strstr(l, " 4.12 ") && strstr(l, " 40.2 ") &&
                       strstr(l, "/system.slice/a.service"),
                   "java row: %s", l);
+    /* --carbon-intensity: the row's grams (its joules x 385 / 3.6e6), the
+     * column, the intensity among the assumptions */
+    double j = strtod(strstr(l, " 40.2") + 1, NULL);
+    char g[32];
+    snprintf(g, sizeof(g), " %.4f ", j * 385 / 3.6e6);
+    ck_assert_msg(strstr(l, g), "java row without%s: %s", g, l);
+    ck_assert_ptr_nonnull(strstr(s, "ENERGY J     CO2E G  CGROUP"));
     ck_assert_ptr_nonnull(strstr(s, "System    11.00 W  cpu 10.00 W (modelled)  "
                                     "nic 1.00 W  idle 3.00 W"));
-    ck_assert_ptr_nonnull(strstr(s, "Assumed tdp=10W (default: unknown CPU \"x\")"));
+    /* the carbon intensity first among the assumptions (never cut off) */
+    ck_assert_ptr_nonnull(strstr(s, "Assumed carbon intensity 385 gCO2e/kWh (given, not measured); "
+                                    "tdp=10W (default: unknown CPU \"x\")"));
     ck_assert_ptr_nonnull(strstr(s, "Formula cpu-tdp+nic-linear"));
     ck_assert_ptr_nonnull(strstr(s, "3 processes | sort: power"));
     free(s);

@@ -1249,6 +1249,7 @@ int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t e
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    jl_prof.source.carbon_g_per_kwh = jl_o.carbon_g_per_kwh; /* the writers' grams */
     rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, errlen);
     if (rc == -ENOSYS) {
         /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */

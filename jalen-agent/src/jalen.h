@@ -66,7 +66,10 @@ typedef struct jl_opts {
     char *procfs, *sysfs;
     int quiet;
     int fail_abort;
-    int top; /* methods per window in timeline.csv */
+    int top;                 /* methods per window in timeline.csv */
+    double carbon_g_per_kwh; /* carbon-intensity=G: grams of CO2e beside
+                                joules (jl_prof.source carries it to the
+                                writers); 0 none */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.

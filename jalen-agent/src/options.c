@@ -13,8 +13,9 @@
 #include "powerapi.h"
 
 static const char *const jl_keys[] = {
-    "interval", "window", "out",   "format", "filter", "mode", "net",         "sensors", "formula",
-    "disable",  "procfs", "sysfs", "quiet",  "fail",   "top",  "calibration", "clock",   NULL,
+    "interval", "window",      "out",     "format",           "filter", "mode",  "net",
+    "sensors",  "formula",     "disable", "procfs",           "sysfs",  "quiet", "fail",
+    "top",      "calibration", "clock",   "carbon-intensity", NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -201,6 +202,13 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         }
         if (setenv("POWERAPI_CALIBRATION", val, 1) < 0)
             return -ENOMEM;
+    } else if (!strcmp(key, "carbon-intensity")) {
+        /* the library's parser: the bounds and the line of powerapi's
+         * --carbon-intensity */
+        if (pa_carbon_intensity_parse(val, &o->carbon_g_per_kwh) < 0) {
+            snprintf(err, errlen, "carbon-intensity: %s", pa_last_error());
+            return -EINVAL;
+        }
     } else if (!strcmp(key, "fail")) {
         if (!strcmp(val, "abort"))
             o->fail_abort = 1;

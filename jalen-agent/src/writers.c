@@ -224,9 +224,10 @@ static pa_ptree jl_tree(int lines)
 
 static int jl_write_html(const char *dir, const jl_opts *opt)
 {
-    char title[256];
-    snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)", (int)getpid(),
-             opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
+    char title[448], co2[160];
+    pa_psource_carbon_text(&jl_prof.source, jl_prof.process_j, co2, sizeof(co2));
+    snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)%s%s", (int)getpid(),
+             opt->mode == JL_MODE_CPU ? "cpu" : "jvmti", co2[0] ? ", " : "", co2);
     pa_ptree t = jl_tree(0);
     return pa_ptree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
 }
@@ -345,6 +346,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     FILE *f = o.f;
     fprintf(f, "{\n  \"pid\": %d,\n", (int)getpid());
     fprintf(f, "  \"process_energy_j\": %.9f,\n", p->process_j);
+    pa_psource_carbon_json(f, &p->source, "process_co2e_g", p->process_j);
     fprintf(f, "  \"process_cpu_energy_j\": %.9f,\n", p->process_cpu_j);
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", p->process_nic_j);
     fprintf(f, "  \"attributed_energy_j\": %.9f,\n", p->process_j - unattr);
@@ -502,6 +504,9 @@ void jl_print_summary(const jl_opts *o, FILE *f)
             (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
             p->source.formula[0] ? p->source.formula : "?");
     char note[256];
+    pa_psource_carbon_text(&p->source, p->process_j, note, sizeof(note));
+    if (note[0])
+        fprintf(f, "jalen: %s (carbon-intensity: given, not measured)\n", note);
     jl_samples_note(o, note, sizeof(note));
     if (note[0])
         fprintf(f, "jalen: %s\n", note);

@@ -75,7 +75,9 @@ START_TEST(calibration_file_drives_cpu_curve)
     long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
     ck_assert_int_gt(ncpus, 0);
     write_calibration(calib, ncpus);
-    snprintf(opts, sizeof(opts), "calibration=%s,window=500ms", calib);
+    /* carbon-intensity too (issue 29), in the same JVM: grams beside
+     * joules, the intensity stated */
+    snprintf(opts, sizeof(opts), "calibration=%s,window=500ms,carbon-intensity=400", calib);
     const char *args[] = {"SpinBench", NULL};
     char *sum = jt_run_quiet(dir, opts, args, 120);
     ck_assert_msg(strstr(sum, "\"formula\": \"cpu-curve"), "formula not cpu-curve: %s", sum);
@@ -100,6 +102,16 @@ START_TEST(calibration_file_drives_cpu_curve)
     ck_assert_msg(fabs(e_cpu / cpu_s - want_per_s) <= 0.15 * want_per_s,
                   "%.2f J per CPU s, the file's curve gives %.2f (+-15 %%)", e_cpu / cpu_s,
                   want_per_s);
+    double e = jt_json_num(sum, "process_energy_j"), g = jt_json_num(sum, "process_co2e_g");
+    ck_assert_msg(e > 0 && fabs(g - e * 400 / 3.6e6) <= 1e-9 + 1e-6 * g,
+                  "process_co2e_g %.9f for %.9f J at 400 g/kWh", g, e);
+    ck_assert_msg(jt_json_num(sum, "carbon_intensity_g_per_kwh") == 400, "%s", sum);
+    ck_assert_msg(strstr(sum, "\"carbon intensity 400 gCO2e/kWh (given, not measured)\""),
+                  "the intensity is not among the assumed: %s", sum);
+    snprintf(p, sizeof(p), "%s/out/flamegraph.html", dir);
+    char *html = jt_read(p);
+    ck_assert_msg(html && strstr(html, "at an assumed 400 gCO2e/kWh"), "flame graph title");
+    free(html);
     jt_csv_free(&th);
     free(sum);
     jt_rmtree(dir);

@@ -533,11 +533,14 @@ enum {
 };
 
 typedef struct pa_scope_opts {
-    size_t max_names; /* distinct names kept, 1..65536; 0: default */
-    pid_t pid;        /* process whose energy per CPU-second prices the
-                         scopes: 0 the calling process (getpid()), > 0
-                         another one (a replay, a fixture tree), -1 always
-                         the machine's */
+    size_t max_names;        /* distinct names kept, 1..65536; 0: default */
+    pid_t pid;               /* process whose energy per CPU-second prices the
+                                scopes: 0 the calling process (getpid()), > 0
+                                another one (a replay, a fixture tree), -1 always
+                                the machine's */
+    double carbon_g_per_kwh; /* > 0: the stats give grams of CO2e at this
+                                carbon intensity (pa_carbon_g; the user's
+                                figure, stated in the stats); 0: none */
 } pa_scope_opts;
 
 /* Sets the scope options of a context and reads the price of its last
@@ -545,8 +548,11 @@ typedef struct pa_scope_opts {
  * prices nothing, neither the process nor the machine having run, keeps
  * the previous price).  max_names can change only before the context's
  * first scope; pid at any time.  opts NULL restores the defaults.
- * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -EBUSY
- * max_names changed after the first scope; -ENOMEM.  Context-safe. */
+ * carbon_g_per_kwh at any time (the stats read then convert with it).
+ * Errors: -EINVAL NULL ctx, max_names out of range, pid < -1; -ERANGE
+ * carbon_g_per_kwh neither 0 nor in pa_carbon_intensity_parse's range;
+ * -EBUSY max_names changed after the first scope; -ENOMEM.
+ * Context-safe. */
 int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts);
 
 /* Opens scope `name` (1 to PA_SCOPE_NAME_MAX - 1 bytes, any text) on the
@@ -602,6 +608,11 @@ typedef struct pa_scope_stats {
                          was; PA_SCOPE_FOLDED for PA_SCOPE_OTHER */
     const char *note; /* PA_SCOPE_OTHER: why names were folded;
                          else NULL.  Static. */
+    /* with pa_scope_opts.carbon_g_per_kwh: that intensity (the
+     * assumption), and the grams of CO2e of energy_j, self_energy_j and
+     * mean_j (pa_carbon_g); all 0 without one */
+    double carbon_g_per_kwh;
+    double co2e_g, self_co2e_g, mean_co2e_g;
 } pa_scope_stats;
 
 /* Fills up to cap entries of out with each name's aggregates, in the
@@ -616,6 +627,42 @@ int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap);
  * Errors: -EINVAL NULL argument; -ENOENT no scope of that name ended or
  * began (or it was folded: look at PA_SCOPE_OTHER).  Context-safe. */
 int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out);
+
+/* ------------------------------------------------------------------ */
+/* Carbon: grams of CO2e at an intensity the user states               */
+/* ------------------------------------------------------------------ */
+
+/* Nothing here measures carbon: the grams of CO2e of an energy are that
+ * energy times a carbon intensity (grams of CO2e per kWh of electricity)
+ * that the user gives and every output states as an assumption.  No
+ * intensity is built in.  One conversion for every output (DESIGN.md
+ * section 17):
+ *
+ *     g = E / 3.6e6 x I          E in J (3.6e6 J = 1 kWh), I in g/kWh
+ */
+#define PA_CARBON_MAX_G_PER_KWH 5000.0 /* above any grid's: lignite ~1100 */
+#define PA_J_PER_KWH 3.6e6
+
+/* Parses a carbon intensity a person typed: a decimal number of grams
+ * of CO2e per kWh, more than 0 and at most PA_CARBON_MAX_G_PER_KWH, with
+ * or without the unit ("385", "56.5", "385g/kWh").  Errors: -EINVAL NULL
+ * argument, not a number or junk after it; -ERANGE 0, negative, not
+ * finite or above the maximum; the message (pa_last_error) names the
+ * forms.  *out untouched on error.  Thread-safe. */
+int pa_carbon_intensity_parse(const char *s, double *out_g_per_kwh);
+
+/* The grams of CO2e of energy_j joules at g_per_kwh: energy_j / 3.6e6 x
+ * g_per_kwh.  Errors: -ERANGE intensity out of the range that
+ * pa_carbon_intensity_parse accepts; -EDOM energy not finite (a figure
+ * that is unknown has no grams either); -EINVAL out NULL.  *out_g
+ * untouched on error.  Thread-safe. */
+int pa_carbon_g(double energy_j, double g_per_kwh, double *out_g);
+
+/* The assumption as every output states it, into buf (NUL-terminated,
+ * cut to len): "carbon intensity 385 gCO2e/kWh (given, not measured)".
+ * Returns the length it needed (as snprintf), or -ERANGE (intensity out
+ * of range) or -EINVAL (buf NULL with len > 0).  Thread-safe. */
+int pa_carbon_assumption(double g_per_kwh, char *buf, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Writing modules                                                     */

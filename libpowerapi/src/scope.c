@@ -41,7 +41,9 @@ typedef struct scope_name {
 struct pa__scopes {
     pthread_mutex_t lock; /* inserts and options */
     size_t max_names;
-    _Atomic int pid_now; /* pa_scope_opts.pid */
+    _Atomic int pid_now;          /* pa_scope_opts.pid */
+    _Atomic uint64_t carbon_bits; /* pa_scope_opts.carbon_g_per_kwh (a
+                                     double; 0 none) */
 
     /* names: allocated at the first insert, then fixed */
     size_t cap; /* slots, a power of two >= 2 max_names */
@@ -312,6 +314,12 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     if (max > MAX_NAMES_LIMIT)
         return pa__err(-EINVAL, "pa_scope_configure: max_names %zu is over %d", opts->max_names,
                        MAX_NAMES_LIMIT);
+    double g;
+    if (opts->carbon_g_per_kwh != 0 && pa_carbon_g(0, opts->carbon_g_per_kwh, &g) < 0)
+        return pa__err(-ERANGE,
+                       "pa_scope_configure: carbon_g_per_kwh %g is out of range (0: none, "
+                       "else grams of CO2e per kWh, more than 0 and at most 5000)",
+                       opts->carbon_g_per_kwh);
     if (opts->pid < -1)
         return pa__err(-EINVAL,
                        "pa_scope_configure: pid %d (0: this process, -1: the "
@@ -330,6 +338,7 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     else {
         sc->max_names = max;
         atomic_store(&sc->pid_now, (int)opts->pid);
+        atomic_store(&sc->carbon_bits, d2u(opts->carbon_g_per_kwh));
     }
     pthread_mutex_unlock(&sc->lock);
     if (rc == 0) /* the price of the last window, for this pid, now */
@@ -591,7 +600,18 @@ int pa_scope_end(pa_ctx *ctx, const char *name, pa_scope_result *out)
 /* Aggregates                                                          */
 /* ------------------------------------------------------------------ */
 
-static void stats_fill(scope_name *e, bool other, pa_scope_stats *out)
+/* The grams of CO2e of the figures at the context's carbon intensity
+ * (pa_carbon_g, the one conversion), when it has one. */
+static void stats_carbon(double g_per_kwh, pa_scope_stats *s)
+{
+    if (g_per_kwh <= 0 || pa_carbon_g(s->energy_j, g_per_kwh, &s->co2e_g) < 0 ||
+        pa_carbon_g(s->self_energy_j, g_per_kwh, &s->self_co2e_g) < 0 ||
+        pa_carbon_g(s->mean_j, g_per_kwh, &s->mean_co2e_g) < 0)
+        return;
+    s->carbon_g_per_kwh = g_per_kwh;
+}
+
+static void stats_fill(scope_name *e, bool other, double carbon, pa_scope_stats *out)
 {
     static const double q[3] = {0.50, 0.95, 0.99};
     double v[3];
@@ -618,6 +638,7 @@ static void stats_fill(scope_name *e, bool other, pa_scope_stats *out)
         s.flags |= PA_SCOPE_FOLDED;
         s.note = other_note;
     }
+    stats_carbon(carbon, &s);
     *out = s;
 }
 
@@ -643,9 +664,9 @@ int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap)
     bool other;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other);
     for (size_t i = 0; i < n && i < cap; i++)
-        stats_fill(sc->order[i], false, &out[i]);
+        stats_fill(sc->order[i], false, load_double(&sc->carbon_bits), &out[i]);
     if (other && n < cap)
-        stats_fill(sc->other, true, &out[n]);
+        stats_fill(sc->other, true, load_double(&sc->carbon_bits), &out[n]);
     size_t total = n + (other ? 1 : 0);
     return total > INT32_MAX ? INT32_MAX : (int)total;
 }
@@ -658,7 +679,7 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
     bool other;
     struct pa__scopes *sc = scopes_read(ctx, &n, &other);
     if (sc && other && !strcmp(name, PA_SCOPE_OTHER)) {
-        stats_fill(sc->other, true, out);
+        stats_fill(sc->other, true, load_double(&sc->carbon_bits), out);
         return 0;
     }
     scope_name *e = sc ? lookup(sc, pa__hash_str(name), name) : NULL;
@@ -667,6 +688,6 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
                        other ? " (names beyond max_names are counted under "
                                "'" PA_SCOPE_OTHER "')"
                              : "");
-    stats_fill(e, false, out);
+    stats_fill(e, false, load_double(&sc->carbon_bits), out);
     return 0;
 }

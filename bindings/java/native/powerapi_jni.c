@@ -261,13 +261,16 @@ JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nStop(JNIEnv *env, jclass cls,
 /* ------------------------------------------------------------------ */
 
 JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nScopeConfigure(JNIEnv *env, jclass cls, jlong h,
-                                                                  jlong max_names, jlong pid)
+                                                                  jlong max_names, jlong pid,
+                                                                  jdouble carbon)
 {
     if (max_names < 0 || pid < -1 || pid > INT32_MAX) {
         throw_iae(env, "powerapi: maxNames < 0, or pid out of range");
         return;
     }
-    pa_scope_opts o = {.max_names = (size_t)max_names, .pid = (pid_t)pid};
+    /* carbon: 0 none, else checked by the library (-ERANGE, its message) */
+    pa_scope_opts o = {
+        .max_names = (size_t)max_names, .pid = (pid_t)pid, .carbon_g_per_kwh = carbon};
     check(env, pa_scope_configure(ctx_of(h), &o));
 }
 
@@ -355,8 +358,8 @@ out:
     return NULL;
 }
 
-/* One name's aggregates: d gets the 12 doubles of pa_scope_stats in
- * order, l calls, rated_calls, measured_calls and flags; returns the
+/* One name's aggregates: d gets the 16 doubles of pa_scope_stats in
+ * order (the carbon ones last), l calls, rated_calls, measured_calls and flags; returns the
  * note (or null). */
 JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(JNIEnv *env, jclass cls, jlong h,
                                                                jstring name, jdoubleArray d,
@@ -370,11 +373,12 @@ JNIEXPORT jstring JNICALL Java_org_powerapi_PowerAPI_nScopeGet(JNIEnv *env, jcla
     unutf(env, name, n);
     if (check(env, rc))
         return NULL;
-    jdouble dv[12] = {s.cpu_time_s,  s.self_cpu_time_s, s.energy_j,   s.self_energy_j,
-                      s.mean_j,      s.p50_j,           s.p95_j,      s.p99_j,
-                      s.self_mean_j, s.self_p50_j,      s.self_p95_j, s.self_p99_j};
+    jdouble dv[16] = {s.cpu_time_s,       s.self_cpu_time_s, s.energy_j,    s.self_energy_j,
+                      s.mean_j,           s.p50_j,           s.p95_j,       s.p99_j,
+                      s.self_mean_j,      s.self_p50_j,      s.self_p95_j,  s.self_p99_j,
+                      s.carbon_g_per_kwh, s.co2e_g,          s.self_co2e_g, s.mean_co2e_g};
     jlong lv[4] = {(jlong)s.calls, (jlong)s.rated_calls, (jlong)s.measured_calls, (jlong)s.flags};
-    (*env)->SetDoubleArrayRegion(env, d, 0, 12, dv);
+    (*env)->SetDoubleArrayRegion(env, d, 0, 16, dv);
     (*env)->SetLongArrayRegion(env, l, 0, 4, lv);
     return s.note ? (*env)->NewStringUTF(env, s.note) : NULL;
 }

@@ -45,6 +45,7 @@ __all__ = [
     "cgroup_names",
     "Module", "Frame", "Delta", "Table", "Options", "RingReader",
     "RingWriter", "RingInfo", "Scope", "ScopeStats", "scope", "scopes",
+    "carbon_intensity", "carbon_g",
     "scope_context",
     "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
     "PA_TARGET_PROCESS", "PA_TARGET_THREAD", "PA_TARGET_TREE",
@@ -130,6 +131,32 @@ def cgroup_names(path, rootfs=None):
     _check(rc, "pa_cgroup_names_resolve")
     return {f: _s(getattr(n, f)) for f, _ in _lib.pa_cgroup_names._fields_
             if _s(getattr(n, f))}
+
+
+def carbon_intensity(value):
+    """A carbon intensity in grams of CO2e per kWh (385, 56.5, "385g/kWh"),
+    checked by the library's parser as powerapi's --carbon-intensity:
+    returns it as a float; raises PowerAPIError (EINVAL not a number,
+    ERANGE not more than 0 and at most 5000) whose message names the
+    forms."""
+    out = ctypes.c_double()
+    _check(_lib.load().pa_carbon_intensity_parse(_b(str(value)),
+                                                  ctypes.byref(out)),
+           "pa_carbon_intensity_parse")
+    return out.value
+
+
+_carbon_intensity = carbon_intensity  # scope_configure's argument hides it
+
+
+def carbon_g(energy_j, g_per_kwh):
+    """Grams of CO2e of energy_j joules at g_per_kwh (the library's one
+    conversion, pa_carbon_g): energy_j / 3.6e6 * g_per_kwh.  The intensity
+    is the user's figure, an assumption to state beside the grams."""
+    out = ctypes.c_double()
+    _check(_lib.load().pa_carbon_g(float(energy_j), float(g_per_kwh),
+                                   ctypes.byref(out)), "pa_carbon_g")
+    return out.value
 
 
 def parse_duration_ns(s):
@@ -476,12 +503,17 @@ class Context:
 
 
     # -- scopes
-    def scope_configure(self, max_names=None, pid=None):
+    def scope_configure(self, max_names=None, pid=None, carbon_intensity=None):
         """Scope options: max_names (distinct names kept, default 256; set
         before the first scope), pid (the process whose energy per
         CPU-second prices the scopes: None/0 this process, -1 the
-        machine's)."""
-        opts = _lib.pa_scope_opts(int(max_names or 0), int(pid or 0))
+        machine's), carbon_intensity (grams of CO2e per kWh, as
+        powerapi.carbon_intensity takes it: the stats then give co2e_g,
+        self_co2e_g and mean_co2e_g at it, and carbon_g_per_kwh; None: no
+        grams)."""
+        g = 0.0 if carbon_intensity is None else \
+            _carbon_intensity(carbon_intensity)
+        opts = _lib.pa_scope_opts(int(max_names or 0), int(pid or 0), g)
         _check(self._call(self._lib.pa_scope_configure, ctypes.byref(opts)),
                "pa_scope_configure")
 
@@ -600,13 +632,16 @@ class Scope:
 class ScopeStats:
     """One scope name's aggregates: calls, CPU time and energy (inclusive
     and self), energy per call (mean, p50, p95, p99 of the rated calls;
-    the quantiles within 6.25 %)."""
+    the quantiles within 6.25 %); with a carbon intensity
+    (scope_configure), the grams of CO2e of energy_j, self_energy_j and
+    mean_j and the intensity assumed (all 0 without one)."""
 
     __slots__ = ("name", "calls", "rated_calls", "measured_calls",
                  "cpu_time_s", "self_cpu_time_s", "energy_j",
                  "self_energy_j", "mean_j", "p50_j", "p95_j", "p99_j",
                  "self_mean_j", "self_p50_j", "self_p95_j", "self_p99_j",
-                 "flags", "note")
+                 "flags", "note", "carbon_g_per_kwh", "co2e_g",
+                 "self_co2e_g", "mean_co2e_g")
 
     def __init__(self, c):
         for n in self.__slots__:

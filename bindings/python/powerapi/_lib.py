@@ -256,6 +256,7 @@ class pa_scope_opts(ctypes.Structure):
     _fields_ = [
         ("max_names", ctypes.c_size_t),
         ("pid", c_pid_t),
+        ("carbon_g_per_kwh", ctypes.c_double),
     ]
 
 
@@ -291,6 +292,10 @@ class pa_scope_stats(ctypes.Structure):
         ("self_p99_j", ctypes.c_double),
         ("flags", ctypes.c_uint),
         ("note", ctypes.c_char_p),
+        ("carbon_g_per_kwh", ctypes.c_double),
+        ("co2e_g", ctypes.c_double),
+        ("self_co2e_g", ctypes.c_double),
+        ("mean_co2e_g", ctypes.c_double),
     ]
 
 
@@ -376,6 +381,9 @@ _PROTOTYPES = {
     "pa_table_set_target_w": (None, [_P, ctypes.c_size_t, ctypes.c_double]),
     "pa_table_set_system_w": (None, [_P, ctypes.c_double, ctypes.c_double]),
     "pa_parse_duration_ns": (_I, [_S, ctypes.POINTER(_U64)]),
+    "pa_carbon_intensity_parse": (_I, [_S, ctypes.POINTER(ctypes.c_double)]),
+    "pa_carbon_g": (_I, [ctypes.c_double, ctypes.c_double,
+                         ctypes.POINTER(ctypes.c_double)]),
 }
 
 # Optional: set up when the library has them (older builds lack the ring).

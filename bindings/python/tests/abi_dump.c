@@ -174,7 +174,8 @@ int main(void)
 
     begin("pa_scope_opts", sizeof(pa_scope_opts));
     F(pa_scope_opts, max_names);
-    L(pa_scope_opts, pid);
+    F(pa_scope_opts, pid);
+    L(pa_scope_opts, carbon_g_per_kwh);
     END();
 
     begin("pa_scope_result", sizeof(pa_scope_result));
@@ -205,7 +206,11 @@ int main(void)
     F(pa_scope_stats, self_p95_j);
     F(pa_scope_stats, self_p99_j);
     F(pa_scope_stats, flags);
-    L(pa_scope_stats, note);
+    F(pa_scope_stats, note);
+    F(pa_scope_stats, carbon_g_per_kwh);
+    F(pa_scope_stats, co2e_g);
+    F(pa_scope_stats, self_co2e_g);
+    L(pa_scope_stats, mean_co2e_g);
     END();
 
     printf("},\n \"constants\": {\n");

@@ -99,6 +99,30 @@ class TestScopeFixture(unittest.TestCase):
         self.assertFalse(st.measured)
         self.assertIsNone(st.note)
 
+    def test_carbon(self):
+        """carbon_intensity: the aggregates' grams are joules x I / 3.6e6
+        (issue 29), the intensity stated; none without it; a bad one is
+        refused with the forms named."""
+        ctx = self.priced()
+        ctx.scope_begin("req", cpu_ns=0)
+        ctx.scope_end("req", cpu_ns=250 * MS)
+        st = ctx.scope_stats("req")
+        self.assertEqual((st.co2e_g, st.carbon_g_per_kwh), (0, 0))
+        ctx.scope_configure(pid=1801, carbon_intensity="385g/kWh")
+        st = ctx.scope_stats("req")
+        self.assertAlmostEqual(st.energy_j, 0.25 * 35, places=9)
+        self.assertEqual(st.carbon_g_per_kwh, 385)
+        self.assertAlmostEqual(st.co2e_g, 0.25 * 35 * 385 / 3.6e6, places=12)
+        self.assertAlmostEqual(st.self_co2e_g, st.co2e_g, places=12)
+        self.assertAlmostEqual(st.mean_co2e_g, st.co2e_g, places=12)
+        self.assertAlmostEqual(powerapi.carbon_g(3.6e6, 56.5), 56.5)
+        for bad, code in (("-3", errno.ERANGE), ("abc", errno.EINVAL),
+                          (9000, errno.ERANGE), (float("nan"), errno.EINVAL)):
+            with self.assertRaises(powerapi.PowerAPIError) as cm:
+                ctx.scope_configure(carbon_intensity=bad)
+            self.assertEqual(cm.exception.errno, code)
+            self.assertIn("385g/kWh", str(cm.exception))
+
     def test_cardinality(self):
         ctx = self.priced()
         ctx.scope_configure(max_names=2, pid=1801)

@@ -272,9 +272,19 @@ public final class PowerAPI implements AutoCloseable {
      * last window's price at once.
      */
     public void scopeConfigure(long maxNames, long pid) {
+        scopeConfigure(maxNames, pid, 0);
+    }
+
+    /**
+     * The same, and the carbon intensity of the stats' grams of CO2e: grams
+     * of CO2e per kWh, more than 0 and at most 5000 (your grid's figure,
+     * stated in each ScopeStats as the assumption), 0 for none.
+     * PowerAPIException (ERANGE) for another value.
+     */
+    public void scopeConfigure(long maxNames, long pid, double carbonGramsPerKwh) {
         long h = acquire();
         try {
-            nScopeConfigure(h, maxNames, pid);
+            nScopeConfigure(h, maxNames, pid, carbonGramsPerKwh);
         } finally {
             release();
         }
@@ -335,7 +345,7 @@ public final class PowerAPI implements AutoCloseable {
     }
 
     private static ScopeStats stats(long h, String name) {
-        double[] d = new double[12];
+        double[] d = new double[16];
         long[] l = new long[4];
         String note = nScopeGet(h, name, d, l);
         return ScopeStats.of(name, d, l, note);
@@ -367,7 +377,7 @@ public final class PowerAPI implements AutoCloseable {
     private static native double[] nPower(long h, int which, long id, long[] l);
     private static native void nStart(long h, long periodNanos);
     private static native void nStop(long h);
-    private static native void nScopeConfigure(long h, long maxNames, long pid);
+    private static native void nScopeConfigure(long h, long maxNames, long pid, double carbon);
     private static native void nScopeBegin(long h, String name, long cpuNanos);
     /* fills d with cpu, self cpu, energy, self energy, price; l with depth, flags */
     private static native void nScopeEnd(long h, String name, long cpuNanos, double[] d,

@@ -237,6 +237,15 @@ public final class PowerAPITest {
             near(st.meanJoules(), 0.0505 * 35, 1e-9, "stats mean");
             near(st.p50Joules(), 0.050 * 35, 0.050 * 35 * 0.0625, "stats p50");
             near(st.p99Joules(), 0.099 * 35, 0.099 * 35 * 0.0625, "stats p99");
+            // a carbon intensity: grams = joules x 385 / 3.6e6 (issue 29)
+            check(st.co2eGrams() == 0 && st.carbonGramsPerKwh() == 0, "no grams " + st);
+            api.scopeConfigure(0, 1801, 385);
+            st = api.scopeStats("req");
+            check(st.carbonGramsPerKwh() == 385, "intensity " + st);
+            near(st.co2eGrams(), 5.05 * 35 * 385 / 3.6e6, 1e-12, "stats grams");
+            near(st.meanCo2eGrams(), 0.0505 * 35 * 385 / 3.6e6, 1e-12, "stats mean grams");
+            expect(34 /* ERANGE */, "carbon intensity out of range",
+                   () -> api.scopeConfigure(0, 1801, 9000));
             List<String> names = new ArrayList<>();
             for (ScopeStats x : api.scopes())
                 names.add(x.name());
