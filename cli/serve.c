@@ -64,7 +64,14 @@ static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,co
                                    "assumed);\n"
                                    "with perf counters in the ring: "
                                    "powerapi_process_perf_events_per_second{pid,comm,event},\n"
-                                   "powerapi_cgroup_perf_events_per_second{cgroup,event}.\n";
+                                   "powerapi_cgroup_perf_events_per_second{cgroup,event};\n"
+                                   "with a GPU: powerapi_gpu_power_watts, "
+                                   "powerapi_gpu_idle_power_watts and\n"
+                                   "powerapi_gpu_energy_joules_total"
+                                   "{index,uuid,name,vendor,bus,source},\n"
+                                   "powerapi_process_gpu_power_watts{pid,comm}, "
+                                   "powerapi_cgroup_gpu_power_watts{cgroup} and their\n"
+                                   "_energy_joules_total.\n";
 
 /* ------------------------------------------------------------------ */
 /* HTTP                                                                */

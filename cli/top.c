@@ -260,6 +260,27 @@ static int draw_assumed(const char *as, int w, int max_rows)
     return rows ? rows : 1;
 }
 
+/* The index of the component "gpu" in r, -1 when none (no GPU here). */
+static int gpu_comp(const pa_report *r)
+{
+    for (size_t k = 0; r && r->system_component_w && k < r->ncomponents; k++)
+        if (!strcmp(r->component_names[k], "gpu"))
+            return (int)k;
+    return -1;
+}
+
+/* Row x's GPU watts (component g of report r) into col, "-" when the
+ * report has no components per row (the grouped views). */
+static void row_gpu(const pa_report *r, const pa_target_info *x, int g, char *col, size_t len)
+{
+    if (g < 0 || !r->target_component_w || (size_t)g >= r->ncomponents || x < r->targets ||
+        x >= r->targets + r->ntargets)
+        snprintf(col, len, " %9s", "-");
+    else
+        snprintf(col, len, " %9.2f",
+                 r->target_component_w[(size_t)(x - r->targets) * r->ncomponents + (size_t)g]);
+}
+
 /* The name of the view: "processes", "cgroups", "containers"... */
 static const char *view_name(const top *t)
 {
@@ -292,8 +313,13 @@ static void draw(top *t)
              "energy since start %.1f J (%.0f s)%s",
              r->system.total_w, r->system.cpu_w, measured ? "measured" : "modelled",
              r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s, co2);
-        line(2, "Formula %s  sensors %s  window %.3f s", r->formula ? r->formula : "",
-             r->sensors ? r->sensors : "", r->interval_s);
+        if (gpu_comp(r) >= 0)
+            line(2, "Formula %s  sensors %s  window %.3f s  gpu %.2f W (%zu device(s))",
+                 r->formula ? r->formula : "", r->sensors ? r->sensors : "", r->interval_s,
+                 r->system_component_w[gpu_comp(r)], r->ndevices);
+        else
+            line(2, "Formula %s  sensors %s  window %.3f s", r->formula ? r->formula : "",
+                 r->sensors ? r->sensors : "", r->interval_s);
         /* The assumptions can be long: wrapped at words, up to 6 rows
          * (fewer on a short screen), then cut at a word with "...".  The
          * carbon intensity, when given, is the first of them. */
@@ -315,12 +341,19 @@ static void draw(top *t)
     snprintf(what, sizeof(what), "%s", t->group ? pa_cli_group_name(t->group) : "cgroup");
     for (char *c = what; *c; c++)
         *c = (char)toupper((unsigned char)*c);
+    /* a GPU column when the report has the component (grouped views: "-",
+     * their rows carry no components) */
+    const pa_report *rr = grouped ? grouped : r;
+    int g = gpu_comp(r);
+    const char *gh = g >= 0 ? "    GPU W" : "";
+    int gw = g >= 0 ? 10 : 0;
     if (t->cgroups || t->group)
-        line(head, "%-*s %9s %9s %10s %12s", w - 45 > 20 ? w - 45 : 20, what, "CPU W", "NIC W",
-             "TOTAL W", "ENERGY J");
+        line(head, "%-*s %9s %9s%s %10s %12s", w - 45 - gw > 20 ? w - 45 - gw : 20, what, "CPU W",
+             "NIC W", gh, "TOTAL W", "ENERGY J");
     else
-        line(head, "%7s %-16s %6s %9s %9s %10s %12s%s  %s", "PID", "COMM", "CPU%", "CPU W", "NIC W",
-             "TOTAL W", "ENERGY J", t->carbon_g_per_kwh > 0 ? "     CO2E G" : "", "CGROUP");
+        line(head, "%7s %-16s %6s %9s %9s%s %10s %12s%s  %s", "PID", "COMM", "CPU%", "CPU W",
+             "NIC W", gh, "TOTAL W", "ENERGY J", t->carbon_g_per_kwh > 0 ? "     CO2E G" : "",
+             "CGROUP");
     attroff(A_REVERSE);
     int row = head + 1;
     t->capped = false;
@@ -330,24 +363,27 @@ static void draw(top *t)
         pa_out_cgroup_label(x, label, sizeof(label));
         if (t->group)
             snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
+        char gcol[16] = "";
+        if (g >= 0)
+            row_gpu(rr, x, g, gcol, sizeof(gcol));
         if (t->cgroups || t->group) {
-            line(row, "%-*.*s %9.2f %9.2f %10.2f %12.1f", w - 45 > 20 ? w - 45 : 20,
-                 w - 45 > 20 ? w - 45 : 20,
+            int cw = w - 45 - gw > 20 ? w - 45 - gw : 20;
+            line(row, "%-*.*s %9.2f %9.2f%s %10.2f %12.1f", cw, cw,
                  t->cgroups && !t->group && x->cgroup && x->cgroup[0] ? x->cgroup : label,
-                 x->power.cpu_w, x->power.nic_w, x->power.total_w, x->power.total_j);
+                 x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
             double pct = pa_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
             t->capped |= capped;
-            char g[24] = "";
+            char gco2[24] = "";
             if (t->carbon_g_per_kwh > 0)
-                snprintf(g, sizeof(g), " %10.4f",
+                snprintf(gco2, sizeof(gco2), " %10.4f",
                          pa_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
             line(row,
-                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f %10.2f %12.1f%s  %s"
-                        : "%7d %-16.16s %6.1f %9.2f %9.2f %10.2f %12.1f%s  %s",
-                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, x->power.total_w,
-                 x->power.total_j, g, x->cgroup ? x->cgroup : "");
+                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
+                        : "%7d %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
+                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w,
+                 x->power.total_j, gco2, x->cgroup ? x->cgroup : "");
         }
     }
     if (t->status[0]) {

@@ -1,15 +1,20 @@
 /*
- * gpu_share.c - the "gpu-share" formula: the component "gpu" (issue 28;
- * DESIGN.md section 16), from the drm-gpu sensor.
+ * gpu_share.c - the formulas of the component "gpu" (issue 28; DESIGN.md
+ * section 16): "gpu-share", from the drm-gpu sensor (AMD, Intel), and
+ * "nvml-share", from the nvml sensor (NVIDIA); one computation for both,
+ * each reading the other sensor's devices too when it is enabled.
  *
- * Per device, each window: its energy (the difference of energy1_input, or
- * its power times the window), split into an idle part, the device's
- * lowest power over the windows seen times the window (or idle=W, a stated
- * constant), and an active part, split between processes by their engine
- * busy time in the window (DRM fdinfo).  A process alone on a device gets
- * all of its active power; processes + idle = the device's energy, every
- * window.  Where no process was busy on a device, its active energy stays
- * the system's (unattributed), and `assumed` says so.
+ * Per device, each window: its energy (the difference of a cumulative
+ * counter, energy1_input or NVML's total energy, or its power times the
+ * window), split into an idle part, the device's lowest power over the
+ * windows seen times the window (or idle=W, a stated constant), and an
+ * active part, split between processes by their engine busy time (DRM
+ * fdinfo) or their SM utilisation samples (NVML) in the window.  A process
+ * alone on a device gets all of its active power; processes + idle +
+ * unattributed = the device's energy, every window.  Where no process was
+ * busy on a device, or its per-process figures are missing (MIG,
+ * permissions), its active energy stays the system's (unattributed), and
+ * `assumed` says why.
  */
 #include "../sensors/gpu.h"
 
@@ -18,13 +23,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const share_requires[] = {"drm-gpu", NULL};
+static const char *const drm_requires[] = {"drm-gpu", NULL};
+static const char *const drm_uses[] = {"nvml", NULL};
+static const char *const nvml_requires[] = {"nvml", NULL};
+static const char *const nvml_uses[] = {"drm-gpu", NULL};
 static const char *const share_options[] = {"idle", NULL};
+/* the sensors' frame keys */
+static const char *const share_keys[] = {"drm-gpu", "nvml"};
+
+#define SHARE_SLOTS (2 * PA_GPU_MAX_DEVS)
+
+typedef struct share_slot {
+    char pdev[32];   /* the device's PCI address, "" free */
+    double low_w;    /* lowest power seen, < 0 none yet */
+    double energy_j; /* cumulative, for the report's devices */
+} share_slot;
 
 typedef struct share_state {
-    double idle_w;                      /* idle=, < 0 when not given */
-    double low_w[PA_GPU_MAX_DEVS];      /* lowest power seen, per device */
-    char low_pdev[PA_GPU_MAX_DEVS][32]; /* whose */
+    double idle_w; /* idle=, < 0 when not given */
+    share_slot slot[SHARE_SLOTS];
 } share_state;
 
 static int share_start(pa_module *m, const pa_options *o)
@@ -37,8 +54,6 @@ static int share_start(pa_module *m, const pa_options *o)
         free(s);
         return -EINVAL;
     }
-    for (int i = 0; i < PA_GPU_MAX_DEVS; i++)
-        s->low_w[i] = -1;
     pa_module_set_priv(m, s);
     return 0;
 }
@@ -104,65 +119,128 @@ static double busy_of(const busy_pid *v, size_t n, pid_t pid)
     return b ? b->s : 0;
 }
 
-/* The idle power of device i: idle= or its lowest over the windows. */
-static double device_idle_w(share_state *s, int i, const pa_gpu_dev *d, double w)
+/* Device d's slot (made, or the first one taken over, when new). */
+static share_slot *slot_of(share_state *s, const pa_gpu_dev *d)
+{
+    share_slot *spare = NULL;
+    for (int i = 0; i < SHARE_SLOTS; i++)
+        if (!strcmp(s->slot[i].pdev, d->pdev))
+            return &s->slot[i];
+        else if (!s->slot[i].pdev[0] && !spare)
+            spare = &s->slot[i];
+    share_slot *n = spare ? spare : &s->slot[0];
+    snprintf(n->pdev, sizeof(n->pdev), "%s", d->pdev);
+    n->low_w = -1;
+    n->energy_j = 0;
+    return n;
+}
+
+/* The idle power of a device: idle= or its lowest over the windows. */
+static double device_idle_w(const share_state *s, share_slot *sl, double w)
 {
     if (s->idle_w >= 0)
         return s->idle_w < w ? s->idle_w : w;
-    if (strcmp(s->low_pdev[i], d->pdev)) {
-        snprintf(s->low_pdev[i], sizeof(s->low_pdev[i]), "%s", d->pdev);
-        s->low_w[i] = -1;
-    }
-    if (s->low_w[i] < 0 || w < s->low_w[i])
-        s->low_w[i] = w;
-    return s->low_w[i];
+    if (sl->low_w < 0 || w < sl->low_w)
+        sl->low_w = w;
+    return sl->low_w;
+}
+
+/* The report's record of device g. */
+static void put_device(pa_power_table *out, const pa_gpu_dev *g, const share_slot *sl, double w,
+                       double idle, int split)
+{
+    pa_device_info di;
+    memset(&di, 0, sizeof(di));
+    snprintf(di.component, sizeof(di.component), "gpu");
+    di.index = g->index;
+    snprintf(di.vendor, sizeof(di.vendor), "%s", g->vendor);
+    snprintf(di.name, sizeof(di.name), "%s", g->name);
+    snprintf(di.uuid, sizeof(di.uuid), "%s", g->uuid);
+    snprintf(di.bus, sizeof(di.bus), "%s", g->pdev);
+    snprintf(di.source, sizeof(di.source), "%s",
+             g->source == PA_GPU_ENERGY ? "measured" : "integrated");
+    di.power_w = w;
+    di.idle_w = idle;
+    di.energy_j = sl->energy_j;
+    di.split = split;
+    pa_table_device(out, &di);
+}
+
+typedef struct share_sum {
+    double sys_w, idle_w; /* idle_w: idle and unattributed parts */
+    int unsplit;          /* devices active with nobody busy */
+} share_sum;
+
+/* Device i of cur: its power, its idle part, its active part split
+ * between the targets (tw). */
+static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_reading *cur,
+                         const pa_gpu_reading *prev, int i, double *tw, share_sum *sum,
+                         pa_power_table *out)
+{
+    const pa_gpu_dev *g = &cur->dev[i];
+    double sec = pa_delta_interval_s(d);
+    double e = device_energy(g, prev, sec), w = e / sec;
+    share_slot *sl = slot_of(s, g);
+    double idle = device_idle_w(s, sl, w);
+    sl->energy_j += e;
+    busy_pid table[PA_GPU_MAX_PROCS]; /* 4 KiB */
+    size_t nb = g->nosplit[0] ? 0 : busy_table(cur, prev, g->pdev, table);
+    double busy = 0;
+    for (size_t t = 0; t < pa_delta_count(d) && nb; t++)
+        if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
+            busy += busy_of(table, nb, pa_delta_pid(d, t));
+    for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
+        if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
+            tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, t)) / busy;
+    /* a tree (monitor -- COMMAND, --pid): its processes' sum */
+    for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
+        for (size_t j = 0; pa_delta_type(d, t) == PA_TARGET_TREE && j < pa_delta_count(d); j++)
+            if (pa_delta_in_tree(d, j, pa_delta_pid(d, t)))
+                tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, j)) / busy;
+    sum->sys_w += w;
+    sum->idle_w += busy > 0 ? idle : w; /* nobody busy: all of it unattributed */
+    sum->unsplit += busy <= 0 && w > idle && !g->nosplit[0];
+    put_device(out, g, sl, w, idle, busy > 0);
+    /* short entries (the figures are in the device records): eight GPUs
+     * and the CPU's constants fit the report's assumed list */
+    pa_table_assume(out, "gpu %s (%s): %s", g->pdev, g->driver, g->reading);
+    if (g->nosplit[0])
+        pa_table_assume(out, "gpu %s: active power unattributed: %s", g->pdev, g->nosplit);
+    if (s->idle_w >= 0)
+        pa_table_assume(out, "gpu: idle %.2f W a device (idle= option)", s->idle_w);
+    else
+        pa_table_assume(out, "gpu: idle is each device's lowest power so far");
 }
 
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
     share_state *s = pa_module_priv(m);
-    size_t n = 0, pn = 0;
-    const void *prevp = NULL;
-    const pa_gpu_reading *cur = pa_delta_get(d, "drm-gpu", &n, &prevp, &pn);
-    const pa_gpu_reading *prev = prevp && pn == sizeof(*prev) ? prevp : NULL;
-    double sec = pa_delta_interval_s(d);
-    if (!cur || n != sizeof(*cur) || sec <= 0 || !s)
+    if (pa_delta_interval_s(d) <= 0 || !s)
         return 0;
     double *tw = calloc(pa_delta_count(d) + 1, sizeof(double));
     if (!tw)
         return -ENOMEM;
-    double sys_w = 0, idle_w = 0;
-    int unsplit = 0;
-    for (int i = 0; i < cur->ndev; i++) {
-        const pa_gpu_dev *g = &cur->dev[i];
-        double e = device_energy(g, prev, sec), w = e / sec;
-        double idle = device_idle_w(s, i, g, w);
-        busy_pid table[PA_GPU_MAX_PROCS]; /* 4 KiB */
-        size_t nb = busy_table(cur, prev, g->pdev, table);
-        double busy = 0;
-        for (size_t t = 0; t < pa_delta_count(d) && nb; t++)
-            if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
-                busy += busy_of(table, nb, pa_delta_pid(d, t));
-        for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
-            if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
-                tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, t)) / busy;
-        sys_w += w;
-        idle_w += busy > 0 ? idle : w; /* nobody busy: all of it unattributed */
-        unsplit += busy <= 0 && w > idle;
-        pa_table_assume(out, "gpu %s (%s): %s, idle %.2f W (%s)", g->pdev, g->driver,
-                        g->source == PA_GPU_ENERGY      ? "energy1_input (measured)"
-                        : g->source == PA_GPU_POWER_AVG ? "power1_average (the driver's average)"
-                                                        : "power1_input (instantaneous)",
-                        idle, s->idle_w >= 0 ? "idle= option" : "its lowest power so far");
+    share_sum sum = {0, 0, 0};
+    for (size_t k = 0; k < sizeof(share_keys) / sizeof(share_keys[0]); k++) {
+        size_t n = 0, pn = 0;
+        const void *prevp = NULL;
+        const pa_gpu_reading *cur = pa_delta_get(d, share_keys[k], &n, &prevp, &pn);
+        const pa_gpu_reading *prev = prevp && pn == sizeof(*prev) ? prevp : NULL;
+        if (!cur || n != sizeof(*cur))
+            continue;
+        for (int i = 0; i < cur->ndev && i < PA_GPU_MAX_DEVS; i++)
+            share_device(s, d, cur, prev, i, tw, &sum, out);
+        if (cur->note[0])
+            pa_table_assume(out, "%s: %.*s", share_keys[k], (int)sizeof(cur->note), cur->note);
     }
     for (size_t t = 0; t < pa_delta_count(d); t++)
         pa_table_set_target_w(out, t, tw[t]);
-    pa_table_set_system_w(out, sys_w, idle_w);
-    if (unsplit)
+    pa_table_set_system_w(out, sum.sys_w, sum.idle_w);
+    if (sum.unsplit)
         pa_table_assume(out,
                         "gpu: %d device(s) active with no process busy in the window: "
                         "their active power stays unattributed",
-                        unsplit);
+                        sum.unsplit);
     free(tw);
     return 0;
 }
@@ -187,8 +265,25 @@ const pa_module_ops pa__mod_gpu_share = {
     .start = share_start,
     .stop = share_stop,
     .compute = share_compute,
-    .requires = share_requires,
+    .requires = drm_requires,
+    .uses = drm_uses,
     .component_name = "gpu",
     .auto_rank = 100,
     .fits = share_fits,
+};
+
+/* NVIDIA: the nvml sensor's probe says whether NVML finds a device. */
+const pa_module_ops pa__mod_nvml_share = {
+    .abi = PA_MODULE_ABI,
+    .name = "nvml-share",
+    .kind = PA_FORMULA,
+    .description = "NVIDIA GPU energy per device (NVML), its active part split by SM utilisation",
+    .options = share_options,
+    .start = share_start,
+    .stop = share_stop,
+    .compute = share_compute,
+    .requires = nvml_requires,
+    .uses = nvml_uses,
+    .component_name = "gpu",
+    .auto_rank = 200,
 };

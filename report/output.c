@@ -375,6 +375,29 @@ static const double *target_comps(const pa_report *r, const pa_target_info *t, c
     return base + (size_t)(t - r->targets) * r->ncomponents;
 }
 
+/* The devices of the window (the GPUs), "devices":[...], when any. */
+static void json_devices(FILE *f, const pa_report *r)
+{
+    if (!r->ndevices)
+        return;
+    fputs(",\"devices\":[", f);
+    for (size_t i = 0; i < r->ndevices; i++) {
+        const pa_device_info *d = &r->devices[i];
+        const char *keys[6] = {"component", "vendor", "name", "uuid", "bus", "source"};
+        const char *vals[6] = {d->component, d->vendor, d->name, d->uuid, d->bus, d->source};
+        fprintf(f, "%s{\"index\":%d", i ? "," : "", d->index);
+        for (int k = 0; k < 6; k++) {
+            fprintf(f, ",\"%s\":", keys[k]);
+            pa__json_write(f, vals[k]);
+        }
+        json_key_num(f, "power_w", d->power_w, true);
+        json_key_num(f, "idle_w", d->idle_w, true);
+        json_key_num(f, "energy_j", d->energy_j, true);
+        fprintf(f, ",\"split\":%s}", d->split ? "true" : "false");
+    }
+    fputc(']', f);
+}
+
 static void json_system(pa_out *o, const pa_report *r)
 {
     FILE *f = o->f;
@@ -412,6 +435,7 @@ static void json_system(pa_out *o, const pa_report *r)
     fputc('}', f);
     json_carbon(o, r->system.total_j);
     json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
+    json_devices(f, r);
     fputs(",\"sensors\":", f);
     pa__json_write(f, r->sensors);
     fputs("}\n", f);
@@ -864,6 +888,9 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
             tid, name, pct, t->power.cpu_w);
     if (nic)
         fprintf(f, "%8.2f ", t->power.nic_w);
+    const double *cw = target_comps(r, t, r->target_component_w);
+    for (size_t k = FIXED_COMPS; cw && k < r->ncomponents; k++)
+        fprintf(f, "%8.2f ", cw[k]); /* "GPU W" */
     fprintf(f, "%8.2f %10.2f", t->power.total_w, t->power.total_j);
     if (o->carbon_g_per_kwh > 0)
         fprintf(f, " %10.6f", co2e_g(o, t->power.total_j));
@@ -871,13 +898,22 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
     return capped;
 }
 
-static void table_header(const pa_out *o, const char *what, bool nic)
+/* The column titles; a column for each component beyond cpu and nic
+ * ("GPU W"). */
+static void table_header(const pa_out *o, const pa_report *r, const char *what, bool nic)
 {
     FILE *f = o->f;
     fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID", what[0] == 'C' ? "" : "TID",
             what, "CPU%", "CPU W");
     if (nic)
         fprintf(f, "%8s ", "NIC W");
+    for (size_t k = FIXED_COMPS; r->target_component_w && k < r->ncomponents; k++) {
+        char title[24];
+        snprintf(title, sizeof(title), "%.6s W", r->component_names[k]);
+        for (char *c = title; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
+        fprintf(f, "%8s ", title);
+    }
     fprintf(f, "%8s %10s", "TOTAL W", "ENERGY J");
     fputs(o->carbon_g_per_kwh > 0 ? "     CO2e g\n" : "\n", f);
 }
@@ -907,7 +943,14 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     if (o->carbon_g_per_kwh > 0)
         fprintf(f, "  CO2e %.6f g", co2e_g(o, r->system.total_j));
     fputc('\n', f);
-    size_t lines = 2;
+    size_t lines = 2 + r->ndevices;
+    for (size_t i = 0; i < r->ndevices; i++) {
+        const pa_device_info *d = &r->devices[i];
+        fprintf(f, "%-9s %.2f W  (idle %.2f W%s)  energy %.2f J  %s %d %s%s%s  %s  %s\n",
+                d->component, d->power_w, d->idle_w,
+                d->split || !(d->power_w > d->idle_w) ? "" : ", the rest unattributed", d->energy_j,
+                d->vendor, d->index, d->name, d->uuid[0] ? " " : "", d->uuid, d->bus, d->source);
+    }
     each_assumed_o(o, r->assumed, table_assumed_item, f);
     each_assumed_o(o, r->assumed, count_item, &lines);
     if (o->quiet_targets)
@@ -941,7 +984,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
     bool capped = false;
     if (!o->group_type) { /* grouped: no process records */
         fputc('\n', f);
-        table_header(o, "NAME", nic);
+        table_header(o, r, "NAME", nic);
     }
     for (size_t k = 0; k < ntop; k++) {
         const pa_target_info *t = &r->targets[idx[k]];
@@ -968,7 +1011,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
         for (char *c = what; *c; c++)
             *c = (char)toupper((unsigned char)*c);
         fputc('\n', f);
-        table_header(o, what, nic);
+        table_header(o, r, what, nic);
         for (size_t j = 0; j < ncg; j++)
             capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }
@@ -982,6 +1025,24 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
 }
 
 /* ------------------------------------------------------------------ */
+
+char *pa_out_report_text(const pa_report *r, pa_out_format fmt)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    pa_out o;
+    pa_out_init(&o, f, fmt);
+    int rc = pa_out_report(&o, r);
+    pa_out_fini(&o);
+    if (fclose(f) != 0 || rc < 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
 
 int pa_out_report(pa_out *o, const pa_report *r)
 {

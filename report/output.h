@@ -88,6 +88,10 @@ double pa_out_live_time_base(void);
  * power.  Returns 0 or -EIO when the stream failed. */
 int pa_out_report(pa_out *o, const pa_report *r);
 
+/* The same into a malloc'd string (tests, the README's checks): NULL on
+ * a failure. */
+char *pa_out_report_text(const pa_report *r, pa_out_format fmt);
+
 /* The end of `monitor -- COMMAND`. */
 typedef struct pa_out_command {
     pid_t pid;

@@ -212,6 +212,70 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa
     put_value(f, (double)(nc - keep));
 }
 
+/* The GPUs (issue 28): each device's power, idle part and energy,
+ * labelled index, uuid, name, vendor, bus and source (measured,
+ * integrated); the GPU watts and joules of the selected processes and
+ * cgroups that have GPU energy.  Nothing when the report has no component
+ * "gpu". */
+static void put_gpu(FILE *f, const pa_report *r, const pa_target_info **v[2], const size_t n[2],
+                    const pa_prom_opts *o)
+{
+    size_t g = 0;
+    while (r->target_component_w && g < r->ncomponents && strcmp(r->component_names[g], "gpu"))
+        g++;
+    if (!r->target_component_w || g == r->ncomponents)
+        return;
+    static const char *const dn[3] = {"powerapi_gpu_power_watts", "powerapi_gpu_idle_power_watts",
+                                      "powerapi_gpu_energy_joules_total"};
+    static const char *const dh[3] = {
+        "Power of a GPU over the last window (source: measured = its energy counter, "
+        "integrated = its power reading times the window).",
+        "The idle part of a GPU's power (its lowest so far, or the idle= option).",
+        "Energy of a GPU since powerapi first saw it."};
+    for (int m = 0; m < 3; m++) {
+        put_help(f, dn[m], m == 2 ? "counter" : "gauge", dh[m]);
+        for (size_t i = 0; i < r->ndevices; i++) {
+            const pa_device_info *d = &r->devices[i];
+            const char *lv[5] = {d->uuid, d->name, d->vendor, d->bus, d->source};
+            static const char *const lk[5] = {"uuid", "name", "vendor", "bus", "source"};
+            fprintf(f, "%s{index=\"%d\"", dn[m], d->index);
+            for (int k = 0; k < 5; k++) {
+                fprintf(f, ",%s=\"", lk[k]);
+                put_label(f, lv[k]);
+                fputc('"', f);
+            }
+            fputc('}', f);
+            put_value(f, m == 0 ? d->power_w : m == 1 ? d->idle_w : d->energy_j);
+        }
+    }
+    static const char *const tn[2][2] = {
+        {"powerapi_process_gpu_power_watts", "powerapi_process_gpu_energy_joules_total"},
+        {"powerapi_cgroup_gpu_power_watts", "powerapi_cgroup_gpu_energy_joules_total"}};
+    for (int c = 0; c < 2; c++)
+        for (int m = 0; m < 2; m++) {
+            put_help(f, tn[c][m], m ? "counter" : "gauge",
+                     m ? "GPU energy (its share of each device's active part) since powerapi "
+                         "first saw it."
+                       : "GPU power (its share of each device's active part) over the last "
+                         "window.");
+            for (size_t i = 0; i < n[c]; i++) {
+                size_t row = (size_t)(v[c][i] - r->targets) * r->ncomponents + g;
+                if (!(r->target_component_j[row] > 0))
+                    continue; /* never on a GPU: no series */
+                if (c) {
+                    fputs(tn[c][m], f);
+                    put_cgroup_labels(f, v[c][i], o);
+                    fputc('}', f);
+                } else {
+                    fprintf(f, "%s{pid=\"%d\",comm=\"", tn[c][m], (int)v[c][i]->pid);
+                    put_label(f, v[c][i]->comm);
+                    fputs("\"}", f);
+                }
+                put_value(f, m ? r->target_component_j[row] : r->target_component_w[row]);
+            }
+        }
+}
+
 char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
 {
     char *buf = NULL;
@@ -252,6 +316,9 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
     put_cgroups(f, cgs, nc, o);
     put_counter_rates(f, r, procs, np, 0, o);
     put_counter_rates(f, r, cgs, nc, 1, o);
+    const pa_target_info **sel[2] = {procs, cgs};
+    const size_t nsel[2] = {np, nc};
+    put_gpu(f, r, sel, nsel, o);
     put_help(f, "powerapi_system_power_watts", "gauge",
              "Power of the whole machine over the last window; idle is the "
              "CPU power no task caused.");

@@ -69,9 +69,11 @@ static void device_power(const char *sysfs, const char *card, pa_gpu_dev *d)
         static const struct {
             const char *file;
             int source;
-        } files[] = {{"energy1_input", PA_GPU_ENERGY},
-                     {"power1_average", PA_GPU_POWER_AVG},
-                     {"power1_input", PA_GPU_POWER}};
+            const char *reading;
+        } files[] = {{"energy1_input", PA_GPU_ENERGY, "energy1_input (measured)"},
+                     {"power1_average", PA_GPU_POWER_AVG,
+                      "power1_average (the driver's average, integrated)"},
+                     {"power1_input", PA_GPU_POWER, "power1_input (instantaneous, integrated)"}};
         for (size_t i = 0; i < 3 && d->source == PA_GPU_NONE; i++) {
             snprintf(rel, sizeof(rel), "class/drm/%s/device/hwmon/%.32s/%s", card, e->d_name,
                      files[i].file);
@@ -82,6 +84,7 @@ static void device_power(const char *sysfs, const char *card, pa_gpu_dev *d)
             if (end == buf)
                 continue;
             d->source = files[i].source;
+            snprintf(d->reading, sizeof(d->reading), "%s", files[i].reading);
             if (d->source == PA_GPU_ENERGY)
                 d->energy_j = (double)v * 1e-6; /* µJ */
             else
@@ -114,6 +117,11 @@ int pa_gpu_devices(const char *sysfs, pa_gpu_dev *out, int max)
             uevent_value(buf, "DRIVER", g->driver, sizeof(g->driver));
         }
         device_power(sysfs, c, g);
+        g->index = atoi(c + 4);
+        snprintf(g->vendor, sizeof(g->vendor), "%s",
+                 !strcmp(g->driver, "amdgpu")                             ? "amd"
+                 : !strcmp(g->driver, "i915") || !strcmp(g->driver, "xe") ? "intel"
+                                                                          : g->driver);
         if (g->source != PA_GPU_NONE)
             n++;
     }

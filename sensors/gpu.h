@@ -1,7 +1,9 @@
 /*
- * gpu.h - what the drm-gpu sensor reads and hands its formula (gpu-share)
- * under the frame key "drm-gpu" (issue 28; DESIGN.md section 16), and its
- * parsers (fuzzed: tests/fuzz/fuzz_drm_fdinfo.c).  Public module API only.
+ * gpu.h - what the GPU sensors read and hand their formulas (gpu-share,
+ * nvml-share: formulas/gpu_share.c) under the frame keys "drm-gpu" and
+ * "nvml" (issue 28; DESIGN.md section 16), and their parsers and readers
+ * (fuzzed: tests/fuzz/fuzz_drm_fdinfo.c, fuzz_nvml.c).  Public module API
+ * only.
  */
 #ifndef PA_SENSORS_GPU_H
 #define PA_SENSORS_GPU_H
@@ -23,19 +25,30 @@ typedef struct pa_gpu_dev {
     char driver[16]; /* "amdgpu", "i915", "xe" */
     int source;      /* PA_GPU_ENERGY: energy_j is cumulative; else power_w */
     double energy_j, power_w;
+    int index;         /* NVML's device index; DRM: the card number */
+    char vendor[16];   /* "nvidia", "amd", "intel" ("" unknown) */
+    char name[64];     /* the device's name (NVML), "" when unknown */
+    char uuid[48];     /* NVML's "GPU-..." UUID, "" for DRM */
+    char reading[64];  /* what gave the figure: "energy1_input (measured)" */
+    char nosplit[160]; /* why its active power stays unattributed (MIG,
+                          permissions); "" when it can be split */
 } pa_gpu_dev;
 
 /* A process's busy time on one device (its clients summed, once each). */
 typedef struct pa_gpu_proc {
     pid_t pid;
-    int dev; /* index in the reading's devices */
-    double busy_s;
+    int dev;                      /* index in the reading's devices */
+    double busy_s;                /* DRM: engine busy seconds; NVML: SM utilisation
+                                     samples summed (percent / 100), cumulative */
+    unsigned long long mem_bytes; /* NVML: device memory in use, 0 unknown */
 } pa_gpu_proc;
 
 typedef struct pa_gpu_reading {
     int ndev, nproc;
     pa_gpu_dev dev[PA_GPU_MAX_DEVS];
     pa_gpu_proc proc[PA_GPU_MAX_PROCS];
+    char note[256]; /* what the sensor could not read this tick (a lost
+                       device), for the formula's assumed list */
 } pa_gpu_reading;
 
 /* One DRM client as an fdinfo file describes it. */
@@ -54,5 +67,22 @@ int pa_gpu_devices(const char *sysfs, pa_gpu_dev *out, int max);
 /* Every process's busy time per device (at most max entries). */
 int pa_gpu_processes(const char *procfs, const pa_gpu_dev *devs, int ndev, pa_gpu_proc *out,
                      int max);
+
+/* The nvml sensor's reader (sensors/nvml.c): an NVML library, loaded or
+ * given as a table of calls (the fuzz target's). */
+typedef struct pa_nvml pa_nvml;
+struct pa_nvml_fns;
+/* Loads path (NULL: libnvidia-ml.so.1) and initialises NVML: 0, or -errno
+ * with why naming the cause and the fix. */
+int pa_nvml_open(const char *path, pa_nvml **out, char *why, size_t len);
+/* The same on a table of calls (copied). */
+int pa_nvml_open_fns(const struct pa_nvml_fns *fns, pa_nvml **out, char *why, size_t len);
+/* One tick's devices and processes into r: 0 (r->note says what a device
+ * lacked), or -errno with why (NVML unusable this tick: it is initialised
+ * again at the next). */
+int pa_nvml_read(pa_nvml *s, pa_gpu_reading *r, char *why, size_t len);
+void pa_nvml_close(pa_nvml *s);
+/* "NVML_ERROR_NO_PERMISSION (this user may not ...)" for an NVML code. */
+const char *pa_nvml_cause(int code);
 
 #endif

@@ -128,7 +128,7 @@ START_TEST(split_by_engine_time)
     ck_assert_double_eq_tol(sum + 12, 40, TOL); /* processes + idle = devices */
     ck_assert_msg(strstr(r->assumed, "0000:03:00.0 (amdgpu): power1_average") &&
                       strstr(r->assumed, "0000:00:02.0 (i915): energy1_input (measured)") &&
-                      strstr(r->assumed, "idle 6.00 W (idle= option)"),
+                      strstr(r->assumed, "idle 6.00 W a device (idle= option)"),
                   "%s", r->assumed);
     pa_report_free(r);
     /* nobody busy: the active power stays the system's, said */

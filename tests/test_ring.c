@@ -333,6 +333,53 @@ START_TEST(test_aggregate)
 }
 END_TEST
 
+/* Version 4: the report's devices (GPUs) read back whole, and an
+ * aggregate averages each device's power and idle part over its windows
+ * (10 W for 1 s, 40 W for 2 s: 30 W) with the newest energy. */
+START_TEST(test_devices)
+{
+    pa_ring_writer *w = make_ring(8, 4);
+    const double pw[2] = {10, 40}, dts[2] = {1, 2};
+    for (int i = 0; i < 2; i++) {
+        fake f;
+        fake_init(&f, (uint64_t)i + 1, (uint64_t)(i + 1) * 1000000000ull, dts[i]);
+        pa_device_info d[2];
+        memset(d, 0, sizeof(d));
+        for (int k = 0; k < 2; k++) {
+            snprintf(d[k].component, sizeof(d[k].component), "gpu");
+            snprintf(d[k].bus, sizeof(d[k].bus), "00000000:%02d:00.0", k + 3);
+            snprintf(d[k].uuid, sizeof(d[k].uuid), "GPU-%d", k);
+            snprintf(d[k].source, sizeof(d[k].source), "measured");
+            d[k].index = k;
+            d[k].power_w = pw[i] * (k + 1);
+            d[k].idle_w = 5;
+            d[k].energy_j = 100.0 * (i + 1);
+        }
+        f.r.ndevices = 2;
+        f.r.devices = d;
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    const pa_report *g;
+    uint64_t seq = 1;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_uint_eq(g->ndevices, 2);
+    ck_assert_str_eq(g->devices[1].uuid, "GPU-1");
+    ck_assert_str_eq(g->devices[1].bus, "00000000:04:00.0");
+    ck_assert_double_eq_tol(g->devices[1].power_w, 80, 1e-12);
+    seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    ck_assert_uint_eq(g->ndevices, 2);
+    ck_assert_double_eq_tol(g->devices[0].power_w, (10 * 1 + 40 * 2) / 3.0, 1e-12);
+    ck_assert_double_eq_tol(g->devices[1].power_w, (20 * 1 + 80 * 2) / 3.0, 1e-12);
+    ck_assert_double_eq_tol(g->devices[0].idle_w, 5, 1e-12);
+    ck_assert_double_eq_tol(g->devices[0].energy_j, 200, 1e-12);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
 START_TEST(test_truncation)
 {
     pa_ring_writer *w = make_ring(4, 2);
@@ -593,14 +640,14 @@ START_TEST(test_version_mismatch)
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 99"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 3"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 4"));
     /* A ring of a version-1 daemon (no perf counters): refused, saying
      * which versions differ. */
     poke_u32(ring_name, 8, 1);
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 1,"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 3"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 4"));
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "same powerapi version"));
     pa_ring_destroy(w);
 
@@ -976,6 +1023,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_group_mode);
     tcase_add_test(tc, test_follow_and_lap);
     tcase_add_test(tc, test_aggregate);
+    tcase_add_test(tc, test_devices);
     tcase_add_test(tc, test_truncation);
     tcase_add_test(tc, test_cgroup_paths);
     tcase_add_test(tc, test_counters_roundtrip);

@@ -233,6 +233,49 @@ START_TEST(test_top_own_sampling)
 }
 END_TEST
 
+/* Issue 28: a GPU column where a GPU is present (the stand-in NVML of
+ * the test suite, its README timeline: top itself at 75 % SM of GPU 0). */
+START_TEST(test_top_gpu_column)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_gpu_column: SKIPPED: tmux absent\n");
+        return;
+    }
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 132 -y 40 \"TERM=screen "
+             "POWERAPI_NVML_LIBRARY=%s PA_NVML_SCRIPT=%s/fixtures/nvml/two-gpus.txt " TOP_BOUND
+             " %s top --interval 1s -f powerapi; echo EXIT=\\$?; sleep 20\"",
+             PA_NVML_STANDIN, PA_SOURCE_TESTS, PA_CLI_PATH),
+        0);
+    char *s = wait_for(" W (2 device(s))", 8000);
+    free(s);
+    s = wait_for("GPU W", 3000);
+    char buf[256];
+    ck_assert_msg(strstr(line_with(s, "PID", buf, sizeof(buf)), "NIC W    GPU W    TOTAL W"), "%s",
+                  s);
+    /* the first row (sorted by power), from the second window on: top
+     * itself, 75 % of GPU 0's active 70 W (windows of about 1 s: the 100 J
+     * a step give about 100 W) */
+    int pid = 0;
+    char comm[32] = "";
+    double pct, cpu_w, nic_w, gpu_w = 0;
+    for (uint64_t end = rf_now_ms() + 6000; rf_now_ms() < end && gpu_w <= 0; usleep(100000)) {
+        free(s);
+        s = screen();
+        const char *row = strstr(s, "CGROUP\n");
+        if (!row || sscanf(row + 7, "%d %31s %lf %lf %lf %lf", &pid, comm, &pct, &cpu_w, &nic_w,
+                           &gpu_w) != 6)
+            gpu_w = 0;
+    }
+    ck_assert_msg(!strcmp(comm, "powerapi") && gpu_w > 45 && gpu_w < 60,
+                  "top's own row, about 52.5 W of GPU:\n%s", s);
+    free(s);
+    keys("q");
+    free(wait_for("EXIT=0", 3000));
+}
+END_TEST
+
 /* A ring of our own whose window has a long assumption list and a real
  * single-threaded process (a child) that read 13 ticks in a 0.125 s
  * window (the 104 % of /proc's clock ticks). */
@@ -382,6 +425,7 @@ int main(void)
     tcase_add_test(tc, test_top_screen);
     tcase_add_test(tc, test_top_group_views);
     tcase_add_test(tc, test_top_own_sampling);
+    tcase_add_test(tc, test_top_gpu_column);
     tcase_add_test(tc, test_top_needs_tty);
     tcase_add_test(tc, test_top_wrap_and_cap);
     tcase_add_test(tc, test_top_interval_floor);

@@ -333,6 +333,25 @@ typedef struct pa_target_info {
                                with cgroup reports on; NULL when none */
 } pa_target_info;
 
+/* One device of a component in a window (since 0.2): a GPU, as its
+ * formula reports it (pa_table_device).  Strings are "" when unknown. */
+#define PA_MAX_DEVICES 16
+typedef struct pa_device_info {
+    char component[16]; /* "gpu" */
+    int index;          /* the vendor's device index (NVML), the card number (DRM) */
+    char vendor[16];    /* "nvidia", "amd", "intel" */
+    char name[64];      /* "NVIDIA H100 80GB HBM3" */
+    char uuid[48];      /* "GPU-..." (NVML) */
+    char bus[32];       /* PCI address */
+    char source[16];    /* "measured" (an energy counter), "integrated" (a
+                           power reading times the window), "modelled" */
+    double power_w;     /* last window */
+    double idle_w;      /* its idle part, last window */
+    double energy_j;    /* cumulative, since the formula first saw it */
+    int split;          /* 1: its active part went to processes; 0: it
+                           stays unattributed (assumed says why) */
+} pa_device_info;
+
 /* What one tick produced.  Owned by the context. */
 typedef struct pa_report {
     uint64_t tick;    /* 1 for the first window */
@@ -368,6 +387,10 @@ typedef struct pa_report {
     const char *const *component_names;
     const double *system_component_w, *system_component_j;
     const double *target_component_w, *target_component_j;
+    /* Devices (since 0.2): each device a formula reported for the window
+     * (the GPUs), NULL when none; carried by the ring (version 4). */
+    size_t ndevices;
+    const pa_device_info *devices;
 } pa_report;
 
 /* Called by the sampler thread after each tick.  r is valid only during
@@ -797,6 +820,10 @@ size_t pa_delta_count(const pa_frame_delta *d);
 pa_target_type pa_delta_type(const pa_frame_delta *d, size_t i);
 pid_t pa_delta_pid(const pa_frame_delta *d, size_t i);
 pid_t pa_delta_tid(const pa_frame_delta *d, size_t i);
+/* Whether target i is a process of the tree of root (root itself or one
+ * of its descendants), for a formula that gives a tree (PA_TARGET_TREE,
+ * pa_delta_pid: its root) its members' sum (since 0.2). */
+int pa_delta_in_tree(const pa_frame_delta *d, size_t i, pid_t root);
 /* The data a sensor put under key at this tick (*size its bytes), or
  * NULL when none did; with prev not NULL, *prev (and *prev_size) the
  * previous tick's, NULL when there was none.  Owned by the context,
@@ -811,6 +838,9 @@ double pa_delta_busy_s(const pa_frame_delta *d);
 /* Sets target i's power for the formula's component, and the system's. */
 void pa_table_set_target_w(pa_power_table *t, size_t i, double w);
 void pa_table_set_system_w(pa_power_table *t, double w, double idle_w);
+/* Reports one device of the formula's component for the window (since
+ * 0.2); beyond PA_MAX_DEVICES a window's devices are left out. */
+void pa_table_device(pa_power_table *t, const pa_device_info *dev);
 /* Records a constant not read from the machine ("tdp=10W (default)"). */
 void pa_table_assume(pa_power_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -1012,9 +1042,12 @@ int pa_perf_events_list(pa_perf_event_cb cb, void *user);
  * Components are carried (version 3): a window stores the report's
  * component names and the watts and joules of each, for the system and
  * each target, so that readers get pa_report.ncomponents and the arrays
- * beside it as the writer's report had them. */
+ * beside it as the writer's report had them.  Devices are carried
+ * (version 4): a window stores the report's pa_report.devices (the GPUs);
+ * an aggregate has each device's power and idle part averaged over its
+ * windows and its newest energy. */
 
-#define PA_RING_VERSION 3               /* layout version of the ring */
+#define PA_RING_VERSION 4               /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;

@@ -108,7 +108,7 @@ static int detect_exits(pa_ctx *ctx, uint64_t tick)
     return 0;
 }
 
-static bool in_tree(const pa_ctx *ctx, const pa_task *p, pid_t root)
+bool pa__in_tree(const pa_ctx *ctx, const pa_task *p, pid_t root)
 {
     for (int depth = 0; p && depth < 128; depth++) {
         if (p->pid == root)
@@ -137,7 +137,7 @@ static int compute_trees(pa_ctx *ctx, pa_frame *f)
         const pa_task *rootp = NULL;
         for (size_t i = 0; i < ctx->procs.n; i++) {
             pa_task *p = ctx->procs.v[i];
-            if (!in_tree(ctx, p, root))
+            if (!pa__in_tree(ctx, p, root))
                 continue;
             members++;
             if (p->pid == root)
@@ -476,6 +476,9 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_tab
     r->system_component_j = sys + ncomp;
     r->target_component_w = cw;
     r->target_component_j = cj;
+    memcpy(ctx->rdev, tab->dev, tab->ndev * sizeof(*tab->dev));
+    r->ndevices = tab->ndev;
+    r->devices = tab->ndev ? ctx->rdev : NULL;
     ctx->have_report = true;
     return 0;
 }
@@ -671,16 +674,20 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     for (size_t i = 0; i < r->ntargets; i++)
         nnames += r->targets[i].names != NULL;
     size_t ncd = (2 * r->ntargets + 2) * ncomp; /* component doubles */
-    size_t sz = sizeof(pa_report) + r->ntargets * sizeof(pa_target_info) +
-                (r->ntargets * nc + ncd) * sizeof(double) + (nc + ncomp) * sizeof(char *) +
-                nnames * sizeof(pa_cgroup_names) + strs;
+    size_t sz = sizeof(pa_report) + r->ndevices * sizeof(pa_device_info) +
+                r->ntargets * sizeof(pa_target_info) + (r->ntargets * nc + ncd) * sizeof(double) +
+                (nc + ncomp) * sizeof(char *) + nnames * sizeof(pa_cgroup_names) + strs;
     char *block = malloc(sz);
     if (!block)
         return pa__err(-ENOMEM, "report: out of memory copying %zu targets", r->ntargets);
     pa_report *c = (pa_report *)block;
     *c = *r;
     /* doubles, then pointers, then the names records (chars), then text */
-    pa_target_info *ti = (pa_target_info *)(c + 1);
+    pa_device_info *dev = (pa_device_info *)(c + 1);
+    if (r->ndevices)
+        memcpy(dev, r->devices, r->ndevices * sizeof(*dev));
+    c->devices = r->ndevices ? dev : NULL;
+    pa_target_info *ti = (pa_target_info *)(dev + r->ndevices);
     double *ctr = (double *)(ti + r->ntargets);
     double *cw = ctr + r->ntargets * nc, *cj = cw + r->ntargets * ncomp;
     double *sys = cj + r->ntargets * ncomp;

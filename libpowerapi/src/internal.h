@@ -339,6 +339,8 @@ struct pa_power_table {
     double model_error;    /* relative error of a modelled cpu figure
                               (0.05 = 5 %), < 0 unknown; -1 on entry */
     char assumed[PA_MAX_ASSUMED];
+    pa_device_info dev[PA_MAX_DEVICES]; /* pa_table_device */
+    size_t ndev;
 };
 
 /* Counters of one interned cgroup counted as a whole by a sensor (perf,
@@ -421,6 +423,7 @@ struct pa_ctx {
     double *rcomp; /* the report's component watts and joules */
     size_t rcomp_cap;
     char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
+    pa_device_info rdev[PA_MAX_DEVICES]; /* the report's devices */
 
     pa_task **win; /* scratch: tasks with a window */
     size_t win_cap, nwin;
@@ -615,6 +618,9 @@ unsigned pa__cpu_packages(const pa_env *env, int16_t *map, size_t cap);
 /* Busy fraction over the window of the CPUs whose map entry is pkg
  * (/proc/stat cpuN lines of both frames), or -1 when none has both. */
 double pa__package_busy(const pa_frame_delta *d, const int16_t *map, unsigned nmap, int pkg);
+/* Whether process p is root or descends from it (the context's process
+ * table, at most 128 generations up). */
+bool pa__in_tree(const pa_ctx *ctx, const pa_task *p, pid_t root);
 /* Appends "; "-separated text to an assumed list, deduplicated. */
 void pa__assume(char *list, size_t len, const char *text);
 

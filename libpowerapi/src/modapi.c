@@ -132,6 +132,12 @@ void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)
         t->idle_w = idle_w;
 }
 
+void pa_table_device(pa_power_table *t, const pa_device_info *dev)
+{
+    if (t && dev && t->ndev < PA_MAX_DEVICES)
+        t->dev[t->ndev++] = *dev;
+}
+
 void pa_table_assume(pa_power_table *t, const char *fmt, ...)
 {
     char buf[384]; /* a hwdb source (up to 255) with its context */
@@ -211,4 +217,10 @@ pid_t pa_delta_pid(const pa_frame_delta *d, size_t i)
 pid_t pa_delta_tid(const pa_frame_delta *d, size_t i)
 {
     return i < d->ntasks && d->tasks[i]->type == PA_TARGET_THREAD ? d->tasks[i]->tid : 0;
+}
+
+int pa_delta_in_tree(const pa_frame_delta *d, size_t i, pid_t root)
+{
+    return i < d->ntasks && d->tasks[i]->type == PA_TARGET_PROCESS &&
+           pa__in_tree(d->ctx, d->tasks[i], root);
 }

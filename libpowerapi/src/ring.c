@@ -18,7 +18,8 @@
  * once per window, in the pool.  Components (version 3) are packed the
  * same way: the i-th stored target's watts are doubles i*2k .. i*2k+k-1
  * of the component area and its joules the next k (k = the window's
- * ncomponents); their names are in the window.
+ * ncomponents); their names are in the window.  The report's devices (the
+ * GPUs, version 4) are in the window too, whole records.
  *
  * Window s (1, 2, ...) lives in slot (s - 1) % capacity.  Each slot starts
  * with a sequence word (a seqlock): 2s-1 while the writer fills window s,
@@ -98,6 +99,9 @@ struct ring_window {
     uint32_t comp_pad;
     char comp_names[PA_MAX_COMPONENTS][16];
     double sys_comp_w[PA_MAX_COMPONENTS], sys_comp_j[PA_MAX_COMPONENTS];
+    uint32_t ndevices; /* <= PA_MAX_DEVICES (version 4) */
+    uint32_t dev_pad;
+    pa_device_info devices[PA_MAX_DEVICES];
 };
 
 struct ring_target {
@@ -547,6 +551,22 @@ static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
     return UINT32_MAX;
 }
 
+/* A copied window's devices made safe to read: a count within bounds,
+ * every string terminated. */
+static void device_sanitize(struct ring_window *win)
+{
+    if (win->ndevices > PA_MAX_DEVICES)
+        win->ndevices = 0;
+    for (uint32_t i = 0; i < win->ndevices; i++) {
+        pa_device_info *d = &win->devices[i];
+        char *strs[7] = {d->component, d->vendor, d->name, d->uuid, d->bus, d->source, NULL};
+        size_t lens[6] = {sizeof(d->component), sizeof(d->vendor), sizeof(d->name),
+                          sizeof(d->uuid),      sizeof(d->bus),    sizeof(d->source)};
+        for (int k = 0; strs[k]; k++)
+            strs[k][lens[k] - 1] = '\0';
+    }
+}
+
 /* The report's components into the window: their names and the
  * system's watts and joules.  Returns how many (0: the report has none,
  * or more than a window holds). */
@@ -595,6 +615,9 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     char *pool = (char *)w->buf + pool_at(w->max_targets);
     memset(win, 0, sizeof(*win));
     uint32_t nk = window_comps_set(win, r);
+    win->ndevices = r->devices && r->ndevices <= PA_MAX_DEVICES ? (uint32_t)r->ndevices : 0;
+    if (win->ndevices)
+        memcpy(win->devices, r->devices, win->ndevices * sizeof(*win->devices));
     win->tick = r->tick;
     win->time_ns = r->time_ns;
     win->interval_s = r->interval_s;
@@ -736,6 +759,7 @@ struct pa_ring_reader {
     char comp_names[PA_MAX_COMPONENTS][16];
     const char *cknames[PA_MAX_COMPONENTS]; /* into comp_names */
     double sys_comp[2 * PA_MAX_COMPONENTS];
+    pa_device_info devices[PA_MAX_DEVICES]; /* the report's devices */
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
@@ -877,6 +901,7 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
     win->ncomponents = nk;
     for (uint32_t k = 0; k < nk; k++)
         win->comp_names[k][sizeof(win->comp_names[k]) - 1] = '\0';
+    device_sanitize(win);
     char *pool = (char *)r->copy + pl_at;
     pool[pu - 1] = '\0';
     for (uint32_t e = 0; e < nc; e++)
@@ -1026,6 +1051,9 @@ static int report_head_from_window(pa_ring_reader *r)
     r->rep.component_names = nk ? r->cknames : NULL;
     r->rep.system_component_w = nk ? r->sys_comp : NULL;
     r->rep.system_component_j = nk ? r->sys_comp + PA_MAX_COMPONENTS : NULL;
+    memcpy(r->devices, win->devices, win->ndevices * sizeof(*r->devices));
+    r->rep.ndevices = win->ndevices;
+    r->rep.devices = win->ndevices ? r->devices : NULL;
     comp_views(r);
     return 0;
 }
@@ -1230,6 +1258,36 @@ static void agg_comps(agg_target *t, const double *rec, uint32_t nk, const int *
     }
 }
 
+/* A device's power and idle part over an aggregate's windows. */
+typedef struct dev_agg {
+    double e, idle, t; /* W x s, W x s, s */
+} dev_agg;
+
+/* Adds window win's devices (of length dt) to acc, by the newest window's
+ * device of the same component and bus (r->devices). */
+static void agg_devices(pa_ring_reader *r, const struct ring_window *win, double dt, dev_agg *acc)
+{
+    for (uint32_t e = 0; e < win->ndevices; e++)
+        for (size_t k = 0; k < r->rep.ndevices; k++)
+            if (!strcmp(r->devices[k].bus, win->devices[e].bus) &&
+                !strcmp(r->devices[k].component, win->devices[e].component)) {
+                acc[k].e += win->devices[e].power_w * dt;
+                acc[k].idle += win->devices[e].idle_w * dt;
+                acc[k].t += dt;
+                break;
+            }
+}
+
+/* The aggregate's devices: the newest energy, power and idle averaged. */
+static void agg_devices_end(pa_ring_reader *r, const dev_agg *acc)
+{
+    for (size_t k = 0; k < r->rep.ndevices; k++)
+        if (acc[k].t > 0) {
+            r->devices[k].power_w = acc[k].e / acc[k].t;
+            r->devices[k].idle_w = acc[k].idle / acc[k].t;
+        }
+}
+
 int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
                       const pa_report **out)
 {
@@ -1249,6 +1307,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     uint64_t first = 0, end_ns = 0, windows = 0, truncated = 0;
     double total_s = 0, sys_cpu = 0, sys_nic = 0, sys_total = 0, sys_idle = 0;
     double sys_cpu_time = 0, sys_comp[PA_MAX_COMPONENTS] = {0};
+    dev_agg dagg[PA_MAX_DEVICES] = {{0, 0, 0}};
     for (uint64_t seq = newest; seq >= lower && seq > 0; seq--) {
         uint64_t oldest = newest >= r->cap ? newest - r->cap + 1 : 1;
         int rc = seq < oldest ? -ESTALE : copy_window(r, seq);
@@ -1271,6 +1330,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
             break;
         }
         double dt = win->interval_s > 0 ? win->interval_s : 0;
+        agg_devices(r, win, dt, dagg);
         windows++;
         if (win->ntargets_total > win->ntargets)
             truncated += win->ntargets_total - win->ntargets;
@@ -1339,6 +1399,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     r->rep.system.interval_s = total_s;
     for (size_t k = 0; k < r->rep.ncomponents; k++)
         r->sys_comp[k] = sys_comp[k] * inv;
+    agg_devices_end(r, dagg);
     for (size_t a = 0; a < r->nagg; a++) {
         agg_target *t = &r->agg[a];
         pa_target_info *d = &r->targets[a];

@@ -165,3 +165,34 @@ put("serve", "seed-hostile-names", [b"GET /metrics?x=1&y=%ff HTTP/1.1\r\nHost: x
 put("serve", "seed-head-root", [b"HEAD / HTTP/1.0\r\n\r\n"])
 put("serve", "seed-post", [b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"])
 put("serve", "seed-not-found", [b"GET /metricsx/../%2e%2e?a[]=b HTTP/1.1\r\nHost: x\r\n\r\n"])
+
+
+# nvml: the answers of an NVML, call by call (fuzz_nvml.c): a code byte
+# (0: success; 0xad: NVML_ERROR_NOT_SUPPORTED), then the call's values.
+def nv_str(s):
+    return bytes([0, len(s)]) + s
+
+
+def nv_gpu(uuid, bus, energy, mig, samples, procs):
+    b = bytes([0]) + nv_str(uuid) + nv_str(bus) + nv_str(b"NVIDIA H100")  # handle uuid pci name
+    b += (bytes([0]) + struct.pack("<Q", energy)) if energy is not None else \
+        bytes([0xad]) + bytes(8) + bytes([0]) + struct.pack("<I", 50000)  # energy, else power
+    b += bytes([0, mig])  # MIG mode
+    if mig:
+        b += bytes([0]) + struct.pack("<I", 2) + bytes([0]) + nv_str(b"MIG-a") + bytes([0]) + nv_str(b"MIG-b")
+    else:
+        b += bytes([0, 0, len(samples)]) + b"".join(struct.pack("<HBBB", p, 9, sm, 1) for p, sm in samples)
+    b += bytes([0, 0, len(procs)]) + b"".join(struct.pack("<HQ", p, 1 << 20) for p in procs)
+    return b + bytes([0, 0, 0])  # no graphics process
+
+
+def nv_window(e0, ts_back=False):
+    gpus = nv_gpu(b"GPU-0", b"00000000:3B:00.0", e0, 0, [(41, 75), (42, 25)], [41, 42]) \
+        + nv_gpu(b"GPU-1", b"00000000:5E:00.0", None, 0, [(43, 40)], [43]) \
+        + nv_gpu(b"GPU-2", b"00000000:86:00.0", 7000, 1, [], [44])
+    return bytes([0, 0, 3]) + gpus  # count
+
+
+put("nvml", "seed-three-gpus", [bytes([0]) + nv_window(1000) + nv_window(101000) + nv_window(5)])
+put("nvml", "seed-lost", [bytes([0, 0, 0, 2, 0xa5]) + nv_window(1000)])  # 0xa5: GPU_IS_LOST at the handle
+put("nvml", "seed-huge-count", [bytes([0, 0, 1]) + struct.pack("<I", 0xffffffff) + bytes([0xa6] * 64)])

@@ -38,6 +38,7 @@ PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
 
 PA_COMM_MAX = 16
+PA_MAX_DEVICES = 16
 
 PA_SCOPE_MAX_DEPTH = 64
 PA_SCOPE_NAME_MAX = 128
@@ -48,7 +49,7 @@ PA_SCOPE_RATE_SYSTEM = 1 << 9
 PA_SCOPE_RECURSIVE = 1 << 10
 PA_SCOPE_FOLDED = 1 << 11
 PA_MODULE_ABI = 3
-PA_RING_VERSION = 3
+PA_RING_VERSION = 4
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
@@ -68,6 +69,7 @@ CONSTANTS = {
     "PA_TARGET_TREE": PA_TARGET_TREE,
     "PA_TARGET_CGROUP": PA_TARGET_CGROUP,
     "PA_COMM_MAX": PA_COMM_MAX,
+    "PA_MAX_DEVICES": PA_MAX_DEVICES,
     "PA_MODULE_ABI": PA_MODULE_ABI,
     "PA_RING_VERSION": PA_RING_VERSION,
     "PA_SCOPE_MAX_DEPTH": PA_SCOPE_MAX_DEPTH,
@@ -159,6 +161,22 @@ class pa_target_info(ctypes.Structure):
     ]
 
 
+class pa_device_info(ctypes.Structure):
+    _fields_ = [
+        ("component", ctypes.c_char * 16),
+        ("index", ctypes.c_int),
+        ("vendor", ctypes.c_char * 16),
+        ("name", ctypes.c_char * 64),
+        ("uuid", ctypes.c_char * 48),
+        ("bus", ctypes.c_char * 32),
+        ("source", ctypes.c_char * 16),
+        ("power_w", ctypes.c_double),
+        ("idle_w", ctypes.c_double),
+        ("energy_j", ctypes.c_double),
+        ("split", ctypes.c_int),
+    ]
+
+
 class pa_report(ctypes.Structure):
     _fields_ = [
         ("tick", ctypes.c_uint64),
@@ -182,6 +200,8 @@ class pa_report(ctypes.Structure):
         ("system_component_j", ctypes.POINTER(ctypes.c_double)),
         ("target_component_w", ctypes.POINTER(ctypes.c_double)),
         ("target_component_j", ctypes.POINTER(ctypes.c_double)),
+        ("ndevices", ctypes.c_size_t),
+        ("devices", ctypes.POINTER(pa_device_info)),
     ]
 
 
@@ -309,6 +329,7 @@ STRUCTS = {
     "pa_power": pa_power,
     "pa_target_info": pa_target_info,
     "pa_cgroup_names": pa_cgroup_names,
+    "pa_device_info": pa_device_info,
     "pa_report": pa_report,
     "pa_module_ops": pa_module_ops,
     "pa_ring_opts": pa_ring_opts,
@@ -378,8 +399,10 @@ _PROTOTYPES = {
                           ctypes.POINTER(ctypes.c_size_t)]),
     "pa_delta_type": (_I, [_P, ctypes.c_size_t]),
     "pa_delta_pid": (c_pid_t, [_P, ctypes.c_size_t]),
+    "pa_delta_in_tree": (_I, [_P, ctypes.c_size_t, c_pid_t]),
     "pa_table_set_target_w": (None, [_P, ctypes.c_size_t, ctypes.c_double]),
     "pa_table_set_system_w": (None, [_P, ctypes.c_double, ctypes.c_double]),
+    "pa_table_device": (None, [_P, ctypes.POINTER(pa_device_info)]),
     "pa_parse_duration_ns": (_I, [_S, ctypes.POINTER(_U64)]),
     "pa_carbon_intensity_parse": (_I, [_S, ctypes.POINTER(ctypes.c_double)]),
     "pa_carbon_g": (_I, [ctypes.c_double, ctypes.c_double,

@@ -102,6 +102,20 @@ int main(void)
     L(pa_cgroup_names, source);
     END();
 
+    begin("pa_device_info", sizeof(pa_device_info));
+    F(pa_device_info, component);
+    F(pa_device_info, index);
+    F(pa_device_info, vendor);
+    F(pa_device_info, name);
+    F(pa_device_info, uuid);
+    F(pa_device_info, bus);
+    F(pa_device_info, source);
+    F(pa_device_info, power_w);
+    F(pa_device_info, idle_w);
+    F(pa_device_info, energy_j);
+    L(pa_device_info, split);
+    END();
+
     begin("pa_report", sizeof(pa_report));
     F(pa_report, tick);
     F(pa_report, time_ns);
@@ -123,7 +137,9 @@ int main(void)
     F(pa_report, system_component_w);
     F(pa_report, system_component_j);
     F(pa_report, target_component_w);
-    L(pa_report, target_component_j);
+    F(pa_report, target_component_j);
+    F(pa_report, ndevices);
+    L(pa_report, devices);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
@@ -230,6 +246,7 @@ int main(void)
     C(PA_TARGET_TREE);
     C(PA_TARGET_CGROUP);
     C(PA_COMM_MAX);
+    C(PA_MAX_DEVICES);
     C(PA_RING_VERSION);
     C(PA_SCOPE_MAX_DEPTH);
     C(PA_SCOPE_NAME_MAX);
