@@ -22,9 +22,13 @@
 #               perf report would do that afterwards, powerapi during the
 #               run)
 #   powerapi-dwarf, perf-dwarf
-#               the same with --call-graph dwarf (8 KiB of user stack per
-#               sample; perf record --call-graph dwarf copies the same)
+#               the same with --call-graph dwarf (powerapi copies 16 KiB
+#               of user stack per sample, perf record --call-graph dwarf
+#               its default 8 KiB)
 #   none-again  the workload alone again: the floor (host noise)
+#   base-dwarf  with BASE_BUILD=DIR in the environment: DIR's powerapi
+#               (another build, e.g. the main branch's) with --call-graph
+#               dwarf, to weigh a change in the same rounds
 # Per round and configuration: the workload's CPU time against the round's
 # "none" (overhead on the program, %), and the profiler's own CPU time
 # (user+sys of the whole command, from /usr/bin/time, minus the
@@ -80,6 +84,11 @@ EOF
 cc -O2 -fno-omit-frame-pointer -fno-ipa-icf -o "$TMP/work" "$TMP/work.c" || exit 1
 
 CONFIGS=(none powerapi perf powerapi-dwarf perf-dwarf none-again)
+BASE=${BASE_BUILD:-}
+if [ -n "$BASE" ]; then
+    [ -x "$BASE/cli/powerapi" ] || { echo "bench_profile: $BASE/cli/powerapi not built" >&2; exit 2; }
+    CONFIGS+=(base-dwarf)
+fi
 run() { # config round -> "workload_cpu total_cpu"
     local cfg=$1 r=$2 cmd=()
     case $cfg in
@@ -90,6 +99,8 @@ run() { # config round -> "workload_cpu total_cpu"
                -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
     powerapi-dwarf) cmd=("$PA" profile -q --frequency "$FREQ" --call-graph dwarf
                          --out "$TMP/profd-$r" -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
+    base-dwarf) cmd=("$BASE/cli/powerapi" profile -q --frequency "$FREQ" --call-graph dwarf
+                     --out "$TMP/profb-$r" -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
     perf-dwarf) cmd=(perf record -q -e cpu-clock -F "$FREQ" --call-graph dwarf,8192
                      -o "$TMP/perfd-$r.data" -- "$TMP/work" "$WORK" "$TMP/wcpu") ;;
     esac

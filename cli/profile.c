@@ -160,7 +160,7 @@ static int check_args(profiler *p)
         return pa_cli_usage_error(CMD, "--interval and --frequency exclude each other");
     if (p->freq)
         p->period_ns = 0;
-    /* --all: frame pointers unless asked; 8 KiB of stack copied per sample
+    /* --all: frame pointers unless asked; 16 KiB of stack copied per sample
      * on every CPU would fill the rings and lose the records that name
      * processes */
     if (p->all && !p->cg_given) {
@@ -205,7 +205,7 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "(needs a PMU)",
                         set_event),
         PA_OPT_CALLBACK('g', "call-graph", p, "MODE",
-                        "dwarf (the default on x86-64: 8 KiB of user stack\n"
+                        "dwarf (the default on x86-64: 16 KiB of user stack\n"
                         "per sample, unwound with libdwfl, right through\n"
                         "code without frame pointers such as Debian's) or\n"
                         "fp (frame pointers: cheaper, whole stacks only for\n"
@@ -282,9 +282,9 @@ static int open_error(const profiler *p, pid_t pid, int err)
                      p->event);
     else if ((err == -EACCES || err == -EPERM) && par > 2)
         pa_cli_error(CMD,
-                     "pid %ld: perf_event_paranoid is %d, which forbids "
-                     "sampling to users; run as root or with CAP_PERFMON, or "
-                     "set kernel.perf_event_paranoid to 2 or lower",
+                     "pid %ld: perf_event_paranoid is %d (Debian's default), which "
+                     "forbids sampling to users; run as root or with CAP_PERFMON, or "
+                     "allow it until the next boot: sudo sysctl kernel.perf_event_paranoid=2",
                      (long)pid, par);
     else if (err == -EACCES || err == -EPERM)
         pa_cli_error(CMD,
@@ -415,8 +415,10 @@ static int run_loop(profiler *p, bool *exited)
     uint64_t wstart = p->t0;
     for (;;) {
         uint64_t now = pa_cli_mono_ns();
-        /* dwarf: 8 KiB a sample, drained more often */
-        uint64_t wake = now + (p->dwarf ? DRAIN_NS / 4 : DRAIN_NS);
+        /* dwarf: 32 KiB a sample, and a new program's stack is made
+         * present at the first drain after its exec (engines/perf/
+         * unwind.c): drained every 5 ms */
+        uint64_t wake = now + (p->dwarf ? DRAIN_NS / 20 : DRAIN_NS);
         if (wake > next_window)
             wake = next_window;
         if (end && wake > end)

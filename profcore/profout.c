@@ -238,6 +238,46 @@ int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, 
     return 0;
 }
 
+int pa_ptree_subtree(const pa_ptree_node *in, size_t n, int root_func, pa_ptree_node **out,
+                     size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    int *to = malloc((n ? n : 1) * sizeof(*to));
+    pa_ptree_node *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!to || !v) {
+        free(to);
+        free(v);
+        return -ENOMEM;
+    }
+    size_t m = 0;
+    /* parents come before their children: a kept parent is mapped */
+    for (size_t i = 0; i < n; i++) {
+        const pa_ptree_node *a = &in[i];
+        int parent = a->parent >= 0 ? to[a->parent] : -1;
+        to[i] = -1;
+        if (a->parent >= 0 ? parent < 0 : a->func != root_func)
+            continue;
+        pa_ptree_node *b = &v[m];
+        *b = *a;
+        b->parent = parent;
+        b->first_child = b->next_sibling = -1;
+        if (parent >= 0) {
+            b->next_sibling = v[parent].first_child;
+            v[parent].first_child = (int)m;
+        }
+        to[i] = (int)m++;
+    }
+    free(to);
+    if (!m) {
+        free(v);
+        return 0;
+    }
+    *out = v;
+    *nout = m;
+    return 0;
+}
+
 int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir)
 {
     pa_pout o;

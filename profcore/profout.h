@@ -111,6 +111,14 @@ void pa_ptree_totals(pa_ptree_node *nodes, size_t n);
  * totals are not filled.  *out is the caller's to free.  0 or -ENOMEM. */
 int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, size_t *nout);
 
+/* The stacks whose root is function root_func (a copy of those nodes,
+ * parents before children as in the input, links remade; totals not
+ * filled): the filtered view of one root, e.g. a scope's "[scope NAME]"
+ * frame.  *out is the caller's to free (NULL when nothing matches).  0 or
+ * -ENOMEM. */
+int pa_ptree_subtree(const pa_ptree_node *in, size_t n, int root_func, pa_ptree_node **out,
+                     size_t *nout);
+
 /* energy.collapsed: one line per node with self energy, "root;...;leaf
  * MICROJOULES" (flamegraph.pl, speedscope).  A ';' in a name becomes ':'.
  * Totals not needed.  0 or -errno. */

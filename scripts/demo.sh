@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh - the main job's demo (run.sh): which processes burn the watts
-# while a busy workload runs, then which Java methods of a bundled workload
-# do (when the jalen agent is built).  Checked by tests/test_demo.c.
+# while a busy workload runs, which functions of a bundled C workload do,
+# then which Java methods of a bundled Java workload do (when the jalen
+# agent is built); and where the command is.  Checked by
+# tests/test_live_demo.c.
 # Usage: scripts/demo.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +28,27 @@ kill "${busy[@]}" 2>/dev/null || true
 wait "${busy[@]}" 2>/dev/null || true
 busy=()
 
-[ -f "$build/jalen-agent/libjalen.so" ] && [ -r "$build/jalen-agent/jalen-env.sh" ] || exit 0
+# Per function: a C workload built with -g (primes, sorting, hashing),
+# profiled by powerapi profile; its closing lines are the answer.
+prof=$out-profile
+rm -rf "$prof" && mkdir -p "$prof"
+echo
+echo "== powerapi profile: energy per function of a C workload (scripts/demo/busy.c)"
+if cc -O2 -g -o "$prof/busy" "$src/scripts/demo/busy.c"; then
+    echo "powerapi profile -o $prof -- $prof/busy 20"
+    if "$powerapi" profile -o "$prof" -- "$prof/busy" 20 >/dev/null 2>"$prof/log"; then
+        grep '^profile:' "$prof/log" | head -7
+    else
+        cat "$prof/log" # why not, in one line (perf_event_paranoid, say)
+    fi
+fi
+
+next() {
+    echo
+    echo "the command is $(cd "$build/cli" && pwd)/powerapi; for README.md's first answers:"
+    echo "  export PATH=\"$(cd "$build/cli" && pwd):\$PATH\""
+}
+[ -f "$build/jalen-agent/libjalen.so" ] && [ -r "$build/jalen-agent/jalen-env.sh" ] || { next; exit 0; }
 # shellcheck disable=SC1091
 . "$build/jalen-agent/jalen-env.sh"
 echo
@@ -51,3 +73,4 @@ print("  %8.3f J  %5.1f %%  [the rest: the JVM's threads (JIT, GC), the agent's,
       % (rest, 100 * rest / total))
 PY
 echo "files in $out/ (flame graph: $out/flamegraph.html; the agent's summary: $out/agent.log)"
+next

@@ -14,7 +14,8 @@ PKGS=(
   chromium               # profile's flame graph loaded by a real browser (headless)
   openjdk-17-jdk-headless # jalen agent (jvmti.h), Java binding
   python3 python3-pip    # Python binding, its tests (offline pip install)
-  libjetty9-java libservlet-api-java wrk  # agent load test and benchmark
+  libjetty9-java libservlet-api-java wrk  # agent load test and benchmark; jalen-api.jar's
+  libjakarta-servlet-api-java  # servlet filter (javax) and its jakarta.servlet twin
   prometheus             # promtool and a real scraper for the exporter tests
   tmux                   # powerapi top tests
   mandoc zsh             # man pages linted (mandoc -T lint); zsh completion checked

@@ -4,8 +4,9 @@
  * The READMEs are found, not listed: any README*.md of the source tree
  * (build trees and hidden folders left out).  Each fenced block runs by
  * its language: c (compiled against the built library), python (the built
- * binding), java (the built jar and JNI library), sh/bash/console (one
- * command per line, on a pty, with the built powerapi first on PATH), json
+ * binding), java (the built jar and JNI library; a block that imports
+ * org.powerapi.jalen.Scope: jalen-api.jar, under the agent), sh/bash/console
+ * (one command per line, on a pty, with the built powerapi first on PATH), json
  * (output samples, compared with the keys of the real output).  A block
  * runs in its own mount and network namespaces (a private /dev/shm and
  * loopback) when the test runs as root, so a daemon example's ring
@@ -711,6 +712,19 @@ static char *program_command(const env *e, const block *b, const char *dir, cons
                            "    }\n}\n");
             write_file(path, w);
             free(w);
+        }
+        if (strstr(b->text, "import org.powerapi.jalen.Scope;")) {
+            /* the scope API (jalen-api.jar, Java 8): under the agent, and
+             * it must have written scopes.csv */
+            ck_assert_int_ge(
+                asprintf(&cmd,
+                         "javac --release 8 -d '%s' -cp '%s/jalen-agent/jalen-api.jar' "
+                         "'%s' && java -agentpath:'%s/jalen-agent/libjalen.so'=out='%s/"
+                         "jalen',quiet -cp '%s/jalen-agent/jalen-api.jar:%s' %s && "
+                         "test -s '%s/jalen/scopes.csv'",
+                         dir, e->bin, path, e->bin, dir, e->bin, dir, cls, dir),
+                0);
+            return cmd;
         }
         ck_assert_int_ge(asprintf(&cmd,
                                   "javac -d '%s' -cp '%s/bindings/java/powerapi.jar' '%s' && "

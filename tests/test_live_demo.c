@@ -70,6 +70,23 @@ START_TEST(test_demo_shows_busy_workload)
      * processes above them, never an idle one) */
     ck_assert_msg(busy_rows == 6, "%d busy rows in 3 windows:\n%s", busy_rows, out);
 
+    /* per function (issue 31's new user: run.sh answered per process and
+     * per method only): the C workload's own functions, the hottest first
+     * (count_primes, about two thirds), named from its debug information */
+    const char *f = strstr(out, "== powerapi profile:");
+    ck_assert_msg(f != NULL, "no per-function part:\n%s", out);
+    const char *row = strstr(f, "\nprofile: ");
+    if (row)
+        row = strstr(row + 1, "\nprofile: "); /* after the total */
+    ck_assert_msg(row != NULL, "no function rows:\n%s", f);
+    const char *row_end = strchr(row + 1, '\n');
+    const char *cp = strstr(row, "count_primes  [busy]");
+    ck_assert_msg(cp && row_end && cp < row_end, "the first function is not count_primes:\n%s", f);
+    ck_assert_msg(strstr(f, "hash_blocks") && strstr(f, "cmp_double"), "%s", f);
+    /* and where the command is, for README.md's first answers */
+    ck_assert_msg(strstr(out, "the command is /") && strstr(out, "export PATH="),
+                  "no closing line naming the command:\n%s", out);
+
     char agent[4200];
     snprintf(agent, sizeof(agent), "%s/jalen-agent/libjalen.so", PA_BINARY_DIR);
     if (access(agent, R_OK) != 0) {

@@ -63,6 +63,40 @@ static int fline(const void *ctx, int f)
     return f == 0 ? 19 : f == 1 ? 3 : 29; /* declarations */
 }
 
+/* pa_ptree_subtree: the stacks of one root function (a scope's frame) */
+START_TEST(subtree_of_one_root)
+{
+    size_t n, m;
+    pa_ptree_node *t = tree(&n), *f = NULL;
+    /* a second root, helper (func 2), calling work (func 1) for 4 J */
+    t = realloc(t, (n + 2) * sizeof(*t));
+    ck_assert(t != NULL);
+    t[n] = (pa_ptree_node){.func = 2, .parent = -1, .first_child = (int)n + 1, .next_sibling = -1};
+    t[n + 1] = (pa_ptree_node){
+        .func = 1, .parent = (int)n, .first_child = -1, .next_sibling = -1, .self_j = 4};
+    ck_assert_int_eq(pa_ptree_subtree(t, n + 2, 2, &f, &m), 0);
+    ck_assert_uint_eq(m, 2);
+    ck_assert_int_eq(f[0].func, 2);
+    ck_assert_int_eq(f[0].parent, -1);
+    ck_assert_int_eq(f[0].first_child, 1);
+    ck_assert_int_eq(f[1].parent, 0);
+    ck_assert_int_eq(f[1].next_sibling, -1);
+    pa_ptree_totals(f, m);
+    ck_assert_double_eq_tol(f[0].total_j, 4.0, 1e-12);
+    free(f);
+    /* main's: its 7 nodes, 6.5 J; work is no root: nothing */
+    ck_assert_int_eq(pa_ptree_subtree(t, n + 2, 0, &f, &m), 0);
+    ck_assert_uint_eq(m, n);
+    pa_ptree_totals(f, m);
+    ck_assert_double_eq_tol(f[0].total_j + f[3].total_j, 6.5, 1e-12);
+    free(f);
+    ck_assert_int_eq(pa_ptree_subtree(t, n + 2, 1, &f, &m), 0);
+    ck_assert_ptr_null(f);
+    ck_assert_uint_eq(m, 0);
+    free(t);
+}
+END_TEST
+
 START_TEST(fold_merges_lines)
 {
     size_t n, m;
@@ -211,6 +245,7 @@ static Suite *suite(void)
     Suite *s = suite_create("profout");
     TCase *tc = tcase_create("tree");
     tcase_add_test(tc, fold_merges_lines);
+    tcase_add_test(tc, subtree_of_one_root);
     tcase_add_test(tc, pprof_locations_per_line);
     suite_add_tcase(s, tc);
     return s;

@@ -70,6 +70,10 @@ int pf_sym_kernel_dropped(uint64_t addr);
 /* The kernel symbols' state ("named", "not readable: ..."), for the
  * summary. */
 const char *pf_sym_kernel_state(void);
+/* The vDSO's image (the same in every 64-bit process of this kernel:
+ * ours, copied once into a memfd), as a path libdwfl can open
+ * ("/proc/self/fd/N"); "" when there is none.  Not thread-safe. */
+const char *pf_vdso_file(void);
 /* Modules opened, interned strings and their memory, for the summary. */
 size_t pf_sym_memory(void);
 
@@ -78,16 +82,31 @@ size_t pf_sym_memory(void);
 /* The user registers sampled (perf_event_attr.sample_regs_user, x86-64):
  * AX BX CX DX SI DI BP SP IP and R8..R15, 17 values in that order. */
 #define PF_UNWIND_REGS_MASK 0xff01ffull
-#define PF_UNWIND_STACK 8192 /* bytes of user stack copied per sample */
+/* Bytes of user stack copied per sample: 16 KiB, not perf's 8 KiB, since
+ * frames of several KiB are common (GNU sort's comparison function
+ * reserves 8.6 KiB: with 8 KiB its callers were never seen); the record
+ * takes that much ring space whatever the stack's depth. */
+#define PF_UNWIND_STACK 16384
 
 typedef struct pf_unwinder pf_unwinder;
 /* Unwinds a sample's user stack: perf_regs as sampled, the stack copy
  * (from SP on).  *cache holds the process's unwinder (created, and
  * rebuilt when maps change).  Writes up to max pcs, innermost first;
- * returns their count or -errno. */
+ * returns their count or -errno.  *beyond: the end of the first stack
+ * word the walk wanted past the copy (it ended there), 0 when none. */
 int pf_unwind(pf_unwinder **cache, pid_t pid, pid_t tid, pf_maps *maps, const uint64_t *perf_regs,
-              const char *stack, size_t stack_len, uint64_t *pcs, int max);
+              const char *stack, size_t stack_len, uint64_t *pcs, int max, uint64_t *beyond);
 void pf_unwinder_free(pf_unwinder *u);
+/* Makes the pages of [lo, hi) of tid's memory present by reading a byte of
+ * each (process_vm_readv; nothing written: pages never touched get the
+ * zero page), so that the kernel's stack copy, which stops at a page not in
+ * memory, passes them.  0 or -errno (EPERM: not ours to read, ESRCH:
+ * gone). */
+int pf_unwind_fault_in(pid_t tid, uint64_t lo, uint64_t hi);
+/* The same for the top PF_UNWIND_PREFAULT bytes of pid's main stack
+ * ([stack] in procfs's maps): done when a program starts. */
+#define PF_UNWIND_PREFAULT (256 * 1024)
+int pf_unwind_fault_in_stack(const char *procfs, pid_t pid);
 
 /* ---- the sampler (sampler.c) ---- */
 

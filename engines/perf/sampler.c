@@ -32,8 +32,18 @@ typedef struct proc {
     bool replaced; /* an exec made a newer generation */
     pf_maps maps;
     bool maps_read;
-    pf_unwinder *uw; /* --call-graph dwarf */
+    pf_unwinder *uw;      /* --call-graph dwarf */
+    bool fault_in_failed; /* its memory cannot be read: not tried again */
 } proc;
+
+/* In a stored stack, where the user stack's walk ended before its root
+ * (values no address takes: the kernel's are below them): past its copy,
+ * or at the frames kept per sample */
+#define STACK_CUT ((uint64_t)-1)
+#define STACK_DEEP ((uint64_t)-2)
+/* under kernel frames: no byte of the user stack could be read (in
+ * execve, the program being replaced: its stack is gone) */
+#define STACK_NO_USER ((uint64_t)-3)
 
 typedef struct ring {
     int fd;
@@ -70,7 +80,7 @@ struct pf_engine {
     uint32_t *cvals;
     size_t ccap, cn;
     uint64_t samples, lost, idle_samples;
-    uint64_t truncated; /* stacks ended at a return address outside code */
+    uint64_t truncated; /* stacks ended before their root, marked */
 };
 
 int pf_paranoid(const char *procfs)
@@ -428,7 +438,10 @@ static int wbuf_push(pf_engine *p, const uint64_t *v, size_t n)
 
 /* --call-graph dwarf: after the call chain (at o), REGS_USER {abi,
  * regs[17]} and STACK_USER {size, data[size], dyn_size}; the user stack
- * unwound after the kernel's n frames in chain.  The new count. */
+ * unwound after the kernel's n frames in chain.  A walk that wanted stack
+ * past a copy the kernel cut short (a page not in memory) ends with
+ * STACK_CUT, and those pages are made present for the next samples
+ * (unwind.c).  The new count. */
 static size_t unwind_user(pf_engine *p, int pi, uint32_t pid, uint32_t tid, const char *r,
                           size_t len, size_t o, uint64_t *chain, size_t n)
 {
@@ -447,13 +460,29 @@ static size_t unwind_user(pf_engine *p, int pi, uint32_t pid, uint32_t tid, cons
     o += 8;
     if (ssize && o + ssize + 8 <= len)
         memcpy(&dyn, r + o + ssize, 8);
-    if (abi && n < PF_MAX_DEPTH) {
-        int got = pf_unwind(&p->procs[pi].uw, (pid_t)pid, (pid_t)tid, &p->procs[pi].maps, regs,
-                            r + o, dyn < ssize ? dyn : ssize, chain + n, (int)(PF_MAX_DEPTH - n));
-        if (got > 0)
-            n += (size_t)got;
-        else
-            chain[n++] = regs[8]; /* IP alone */
+    if (!abi || n + 1 >= PF_MAX_DEPTH)
+        return n;
+    uint64_t beyond = 0, copied = dyn < ssize ? dyn : ssize;
+    if (!copied && n > 0) {
+        chain[n++] = STACK_NO_USER;
+        return n;
+    }
+    proc *pr = &p->procs[pi];
+    int room = (int)(PF_MAX_DEPTH - n - 1);
+    int got = pf_unwind(&pr->uw, (pid_t)pid, (pid_t)tid, &pr->maps, regs, r + o, copied, chain + n,
+                        room, &beyond);
+    if (got > 0)
+        n += (size_t)got;
+    else
+        chain[n++] = regs[8]; /* IP alone */
+    if (got == room)
+        chain[n++] = STACK_DEEP;
+    else if (beyond && copied) {
+        chain[n++] = STACK_CUT;
+        uint64_t sp = regs[7];
+        if (copied < ssize && !pr->fault_in_failed &&
+            pf_unwind_fault_in((pid_t)tid, sp + copied, sp + ssize) == -EPERM)
+            pr->fault_in_failed = true;
     }
     return n;
 }
@@ -547,6 +576,10 @@ static void on_comm(pf_engine *p, const char *r, size_t len, bool exec)
             return;
         p->procs[pi].maps_read = true;
         pa_ptasks_set_comm(p->tasks, (pid_t)pid, comm);
+        /* a new program: its stack made present before it goes deep
+         * (unwind.c); --all leaves the machine's processes alone */
+        if (p->cfg.dwarf && !p->cfg.all)
+            pf_unwind_fault_in_stack(p->cfg.procfs, (pid_t)pid);
     } else if (pid == tid && proc_find(p, (pid_t)pid) >= 0) {
         pa_ptasks_set_comm(p->tasks, (pid_t)pid, comm);
     }
@@ -787,21 +820,50 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
     const uint64_t *ips = &e->wbuf[at + 4];
     pf_maps *maps = &e->procs[gen].maps;
     int nf = 0;
+    bool execve = false;
     for (size_t k = 0; k < n && nf < max; k++) {
         const pf_frame *got;
+        if (ips[k] == STACK_CUT || ips[k] == STACK_DEEP) {
+            out[nf++] = pa_pframe_pseudo(ips[k] == STACK_CUT ? "[stack ends: past the stack copy]"
+                                                             : "[stack ends: frames kept]");
+            e->truncated++;
+            break;
+        }
+        /* the first user address under kernel frames */
+        bool user_ip = k > 0 && (ips[k - 1] >> 63) && !(ips[k] >> 63);
+        if (ips[k] == STACK_NO_USER || (user_ip && maps->n && !pf_maps_find(maps, ips[k]))) {
+            /* in execve (the program being replaced) the kernel's frames
+             * are the whole stack */
+            if (!execve) {
+                out[nf++] = pa_pframe_pseudo("[stack ends: user stack not readable]");
+                e->truncated++;
+            }
+            break;
+        }
         if (pf_sym_kernel_dropped(ips[k]))
             continue; /* no kernel symbols: summary.json says so */
         /* a return address in no executable mapping is no frame (a
          * frame-pointer chain through code built without them reads
          * data): the stack ends there, marked (issue 31 item 3) */
-        if (k > 0 && !(ips[k] >> 63) && maps->n && !pf_maps_find(maps, ips[k] - 1)) {
+        if (k > 0 && !user_ip && !(ips[k] >> 63) && maps->n && !pf_maps_find(maps, ips[k] - 1)) {
             out[nf++] = pa_pframe_pseudo("[stack ends: return address outside code]");
             e->truncated++;
             break;
         }
-        int m = resolve_cached(e, gen, ips[k], k > 0, &got);
-        for (int j = 0; j < m && nf < max; j++)
+        /* the user IP under kernel frames is where the thread was, not a
+         * return address (a fault on the first byte of a mapping) */
+        int m = resolve_cached(e, gen, ips[k], k > 0 && !user_ip, &got);
+        if (m > 0 && (ips[k] >> 63) && strstr(got[0].name, "sys_execve"))
+            execve = true;
+        int j = 0;
+        for (; j < m && nf < max; j++)
             out[nf++] = got[j];
+        if (nf == max && (j < m || k + 1 < n)) {
+            /* inlined frames filled what is kept: the outermost gives way */
+            out[max - 1] = pa_pframe_pseudo("[stack ends: frames kept]");
+            e->truncated++;
+            break;
+        }
     }
     if (nf == 0 && n > 0)
         out[nf++] = pa_pframe_pseudo("[kernel]"); /* a kernel thread's, all

@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -194,6 +196,12 @@ typedef struct module {
     seg *segs;
     size_t nsegs;
     int has_dwarf;
+    uint64_t entry; /* e_entry (the program's or the loader's _start), 0 */
+    /* .eh_frame_hdr's sorted table of FDE starts (pairs of int32 from
+     * hdr_vaddr), to give an unnamed function its start */
+    const unsigned char *fde_tab;
+    size_t nfde;
+    uint64_t hdr_vaddr;
 } module;
 
 static module *mods;
@@ -213,6 +221,98 @@ static const char *basename_of(const char *p)
     return s ? s + 1 : p;
 }
 
+/* The table of .eh_frame_hdr (PT_GNU_EH_FRAME): version 1, the usual
+ * encodings (eh_frame_ptr 4 bytes, fde_count udata4, table datarel
+ * sdata4, as GNU ld writes them); none otherwise. */
+static void fde_table(module *m, Elf *elf, size_t nph, GElf_Addr bias)
+{
+    size_t size = 0;
+    const unsigned char *raw = (const unsigned char *)elf_rawfile(elf, &size);
+    for (size_t i = 0; raw && i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+            continue;
+        /* a file's word, not trusted: every offset checked against size */
+        if (ph.p_offset > size || size - ph.p_offset < 12 || ph.p_filesz < 12)
+            return;
+        const unsigned char *h = raw + ph.p_offset;
+        if (h[0] != 1 || (h[1] & 0x0f) % 8 != 3 || h[2] != 0x03 || h[3] != 0x3b)
+            return;
+        uint32_t n;
+        memcpy(&n, h + 8, 4);
+        if ((uint64_t)n > (size - ph.p_offset - 12) / 8)
+            return;
+        m->fde_tab = h + 12;
+        m->nfde = n;
+        m->hdr_vaddr = ph.p_vaddr + bias;
+        return;
+    }
+}
+
+/* The start of the FDE that holds vaddr (the last one starting at or
+ * before it: FDEs do not overlap), or vaddr when there is no table. */
+static uint64_t fde_start(const module *m, uint64_t vaddr)
+{
+    size_t lo = 0, hi = m->nfde;
+    uint64_t best = vaddr;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int32_t rel;
+        memcpy(&rel, m->fde_tab + mid * 8, 4);
+        uint64_t start = m->hdr_vaddr + (uint64_t)(int64_t)rel;
+        if (start <= vaddr) {
+            best = start;
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return best;
+}
+
+const char *pf_vdso_file(void)
+{
+    static char path[64];
+    static int made;
+    if (made)
+        return path;
+    made = 1;
+    const unsigned char *img = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+    if (!img)
+        return path;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+        return path;
+    /* the image ends with its section headers, or its last segment */
+    size_t size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(img + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_offset + ph[i].p_filesz > size)
+            size = ph[i].p_offset + ph[i].p_filesz;
+    if (size > (1u << 20))
+        return path;
+    int fd = memfd_create("powerapi-vdso", MFD_CLOEXEC);
+    if (fd < 0)
+        return path;
+    if (write(fd, img, size) != (ssize_t)size) {
+        close(fd);
+        return path;
+    }
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    return path;
+}
+
+/* The file of a mapping's code: its path when it is a file, the vDSO's
+ * image for [vdso], else NULL (anonymous memory, "//anon"). */
+static const char *map_file(const pf_map *mp)
+{
+    if (mp->path[0] == '/' && mp->path[1] != '/')
+        return mp->path;
+    if (!strcmp(mp->path, "[vdso]") && *pf_vdso_file())
+        return mp->path;
+    return NULL;
+}
+
 static module *module_get(const char *path)
 {
     for (size_t i = 0; i < nmods; i++)
@@ -230,7 +330,8 @@ static module *module_get(const char *path)
     if (!m->dwfl)
         return m;
     dwfl_report_begin(m->dwfl);
-    m->mod = dwfl_report_elf(m->dwfl, m->base, path, -1, 0, false);
+    m->mod = dwfl_report_elf(m->dwfl, m->base, strcmp(path, "[vdso]") ? path : pf_vdso_file(), -1,
+                             0, false);
     dwfl_report_end(m->dwfl, NULL, NULL);
     if (!m->mod)
         return m;
@@ -254,6 +355,10 @@ static module *module_get(const char *path)
                 m->segs[m->nsegs++] = (seg){ph.p_offset, ph.p_filesz, ph.p_vaddr + bias};
         }
         m->cfi = dwarf_getcfi_elf(elf);
+        fde_table(m, elf, nph, bias);
+        GElf_Ehdr eh;
+        if (gelf_getehdr(elf, &eh))
+            m->entry = eh.e_entry ? eh.e_entry + bias : 0;
     }
     Dwarf_Addr dbias;
     m->has_dwarf = dwfl_module_getdwarf(m->mod, &dbias) != NULL;
@@ -684,7 +789,7 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
     const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
     /* "//anon" (MMAP2's name of anonymous executable memory), files that
      * cannot be opened: the perf map, else [unknown] */
-    if (mp && mp->path[0] == '/' && mp->path[1] != '/') {
+    if (mp && map_file(mp)) {
         module *m = module_get(mp->path);
         uint64_t vaddr;
         if (m && m->mod && module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) == 0) {
@@ -698,15 +803,29 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
                 }
                 return n;
             }
-            /* unnamed: the function's start from the unwind tables */
+            /* unnamed: the function's start from the unwind tables
+             * (its FDE's: dwarf_frame_info gives the row's, which
+             * would split a function into several names) */
             uint64_t start = vaddr;
             Dwarf_Frame *fr = NULL;
+            bool fde = false;
             if (m->cfi && dwarf_cfi_addrframe(m->cfi, vaddr, &fr) == 0) {
                 Dwarf_Addr s, e;
                 bool sig;
-                if (dwarf_frame_info(fr, &s, &e, &sig) >= 0)
-                    start = s;
+                if (dwarf_frame_info(fr, &s, &e, &sig) >= 0) {
+                    start = m->nfde ? fde_start(m, vaddr) : s;
+                    fde = true;
+                }
                 free(fr);
+            }
+            /* the ELF's entry point is _start (the name the linker gives
+             * it), also in the loader, whose entry code has no FDE: from
+             * the entry to its jump to the program (_dl_start_user), 64
+             * bytes on x86-64 */
+            if (m->entry && (fde ? start == m->entry : vaddr - m->entry < 64)) {
+                out[0] = (pf_frame){
+                    .name = pa_pintern("_start"), .module = m->base, .source = "", .file = ""};
+                return 1;
             }
             out[0] = unknown_frame(m->base, start);
             return 1;
@@ -732,7 +851,7 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             return 1;
         }
     }
-    if (pm && mp && !(mp->path[0] == '/' && mp->path[1] != '/')) {
+    if (pm && mp && !map_file(mp)) {
         pm->jit_unnamed++; /* anonymous code no perf map names */
         if (!pm->jvm && maps) {
             pm->jvm = -1;
@@ -741,7 +860,7 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
                     pm->jvm = 1;
         }
     }
-    if (mp && mp->path[0] == '/' && mp->path[1] != '/')
+    if (mp && map_file(mp))
         out[0] = unknown_frame(basename_of(mp->path), a - mp->start + mp->pgoff);
     else if (mp) {
         out[0] =
@@ -772,7 +891,7 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_fr
             start = mp->start;
             limit = mp->end;
             off = mp->pgoff;
-            if (mp->path[0] == '/' && mp->path[1] != '/') {
+            if (map_file(mp)) {
                 module *m = module_get(mp->path);
                 if (m && m->build_id)
                     bid = m->build_id;

@@ -310,8 +310,9 @@ static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
 /* Classes: jmethodIDs made ahead, so that ASGCT can name every frame  */
 /* ------------------------------------------------------------------ */
 
-static void jl_prepare_class(jvmtiEnv *jvmti, jclass klass)
+static void jl_prepare_class(jvmtiEnv *jvmti, JNIEnv *jni, jclass klass)
 {
+    jl_scope_bind(jvmti, jni, klass);
     jint n = 0;
     jmethodID *ms = NULL;
     if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) == JVMTI_ERROR_NONE && ms)
@@ -328,9 +329,8 @@ static void JNICALL jl_on_class_load(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, 
 
 static void JNICALL jl_on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr, jclass klass)
 {
-    (void)jni;
     (void)thr;
-    jl_prepare_class(jvmti, klass);
+    jl_prepare_class(jvmti, jni, klass);
 }
 
 static void JNICALL jl_on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
@@ -370,19 +370,22 @@ static void jl_on_slot(const jl_slot *s, void *user)
     (void)user;
     size_t mark = jl_wn;
     int n = s->n;
+    /* a sample in a scope: the scope's frame at the root */
+    int scope = s->scope ? jl_scope_frame(s->scope) : -1;
     if (jl_wbuf_push(s->tid) < 0 || jl_wbuf_push(s->weight >= 0 ? s->weight : 0) < 0)
         goto fail;
     if (n <= 0) {
         int code = -n;
-        if (jl_wbuf_push(1) < 0 ||
+        if (jl_wbuf_push(1 + (scope >= 0)) < 0 ||
             jl_wbuf_push(code <= 10 ? JL_M_ERR0 + code : JL_M_UNATTRIBUTED) < 0 ||
-            jl_wbuf_push(0) < 0)
+            (scope >= 0 && jl_wbuf_push(scope) < 0) || jl_wbuf_push(0) < 0 ||
+            (scope >= 0 && jl_wbuf_push(0) < 0))
             goto fail;
         return;
     }
     if (n > JL_MAX_DEPTH)
         n = JL_MAX_DEPTH;
-    if (jl_wbuf_push(n + (s->truncated ? 1 : 0)) < 0)
+    if (jl_wbuf_push(n + (s->truncated ? 1 : 0) + (scope >= 0)) < 0)
         goto fail;
     /* the methods, then their lines (the BCI each frame was at) */
     int lines[JL_MAX_DEPTH];
@@ -390,12 +393,13 @@ static void jl_on_slot(const jl_slot *s, void *user)
         if (jl_wbuf_push(jl_method_line(jl_jvmti, s->frames[i].method_id, s->frames[i].lineno,
                                         &lines[i])) < 0)
             goto fail;
-    if (s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0)
+    if ((s->truncated && jl_wbuf_push(JL_M_TRUNCATED) < 0) ||
+        (scope >= 0 && jl_wbuf_push(scope) < 0))
         goto fail;
     for (int i = 0; i < n; i++)
         if (jl_wbuf_push(lines[i]) < 0)
             goto fail;
-    if (s->truncated && jl_wbuf_push(0) < 0)
+    if ((s->truncated && jl_wbuf_push(0) < 0) || (scope >= 0 && jl_wbuf_push(0) < 0))
         goto fail;
     return;
 fail:
@@ -602,8 +606,9 @@ static void jl_window_samples(double vm)
         jl_window_vm(vm, 0);
 }
 
-/* E_net: the window's network energy over the byte records. */
-static void jl_window_net(double dnic)
+/* E_net: the window's network energy over the byte records; returns the
+ * window's socket bytes. */
+static uint64_t jl_window_net(double dnic)
 {
     jl_nn = 0;
     jl_net_drain(jl_on_net_collect, NULL);
@@ -616,6 +621,7 @@ static void jl_window_net(double dnic)
     if (left > 0)
         jl_window_vm(0, left);
     jl_net_new_window();
+    return nw.total;
 }
 
 /* The threads' totals, the profile's counters and the window's top
@@ -672,7 +678,11 @@ static void jl_process_window(int final)
     jl_window_count();
     double vm = jl_window_split(dcpu);
     jl_window_samples(vm);
-    jl_window_net(dnic);
+    uint64_t bytes = jl_window_net(dnic);
+    double cpu_s = 0;
+    for (size_t i = 0; i < jl_thr.n; i++)
+        cpu_s += jl_thr.v[i].w_cpu_s;
+    jl_scopes_window(dcpu, cpu_s, dnic, bytes);
     jl_window_close(now, interval, dcpu, dnic);
     pthread_mutex_unlock(&jl_thr.lock);
     jl_write_all(&jl_o, final);
@@ -726,6 +736,7 @@ static void jl_jvmti_sample(jvmtiEnv *jvmti)
             if (!s)
                 continue;
             s->tid = tids[i];
+            s->scope = jl_scope_code(tids[i]);
             s->weight = (int)(d / 1000);
             s->n = si[i].frame_count;
             s->truncated = si[i].frame_count >= JL_MAX_DEPTH;
@@ -926,7 +937,7 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         if (nc > 0)
             (void)(*jni)->EnsureLocalCapacity(jni, nc);
         for (jint i = 0; i < nc; i++) {
-            jl_prepare_class(jvmti, cs[i]);
+            jl_prepare_class(jvmti, jni, cs[i]);
             (*jni)->DeleteLocalRef(jni, cs[i]);
         }
         (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
@@ -935,19 +946,27 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     if (pause_file && access(pause_file, F_OK) == 0)
         atomic_store(&jl_smp.paused, 1);
     atomic_store(&jl_smp.on, 1);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&jl_sleep_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    static int cond_made; /* once: a later run in this JVM reuses it */
+    if (!cond_made) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&jl_sleep_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        cond_made = 1;
+    }
     if (jl_run_agent_thread(jvmti, jni, JL_AGENT_NAME, jl_agent_main) < 0)
         fprintf(stderr, "jalen: cannot start the agent thread; files are written at exit only\n");
     if (jl_o.mode == JL_MODE_JVMTI &&
         jl_run_agent_thread(jvmti, jni, JL_SAMPLER_NAME, jl_sampler_main) < 0)
         fprintf(stderr, "jalen: cannot start the sampler thread; no stack samples (mode=jvmti)\n");
-    if (jalen_mxbean_start && jl_run_agent_thread(jvmti, jni, JL_MXBEAN_NAME, jl_mxbean_main) < 0 &&
-        !jl_o.quiet)
-        fprintf(stderr, "jalen: cannot start the MXBean's thread; no MXBean\n");
+    /* registered once per JVM: a later run's windows reach it as well */
+    static int mxbean_started;
+    if (jalen_mxbean_start && !mxbean_started) {
+        mxbean_started = 1;
+        if (jl_run_agent_thread(jvmti, jni, JL_MXBEAN_NAME, jl_mxbean_main) < 0 && !jl_o.quiet)
+            fprintf(stderr, "jalen: cannot start the MXBean's thread; no MXBean\n");
+    }
 }
 
 static void jl_stop_timers(void)
@@ -1230,25 +1249,100 @@ static int jl_go_live(JavaVM *vm, char *err, size_t errlen)
     return 0;
 }
 
+static void jl_on_net_ignore(jl_net_rec *r, uint64_t bytes, void *user)
+{
+    (void)r;
+    (void)bytes;
+    (void)user;
+}
+
+/* A run ended in this JVM (stop) and a new one starts (options o, taken
+ * over): what the last run accumulated goes, the JVM-wide tables stay (the
+ * methods and classes named, compiled code and stubs, the JVMTI
+ * environment and its capabilities, the sample ring, the MXBean).  The
+ * threads are found again as at attach.  -EBUSY (o left to the caller)
+ * while an agent thread of the last run has not ended. */
+static int jl_run_reset(JavaVM *vm, jl_opts *o, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&jl_sleep_lock);
+    int busy = jl_agent_running > jl_agent_in_java;
+    if (!busy)
+        jl_stop = 0;
+    pthread_mutex_unlock(&jl_sleep_lock);
+    if (busy) {
+        snprintf(err, errlen,
+                 "the last run's agent thread has not ended yet; start again in a "
+                 "second");
+        return -EBUSY;
+    }
+    jl_opts_free(&jl_o);
+    jl_o = *o;
+    JNIEnv *jni = NULL;
+    if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+        jni = NULL;
+    pthread_mutex_lock(&jl_thr.lock);
+    for (size_t i = 0; i < jl_thr.n; i++) {
+        if (jl_thr.v[i].has_timer)
+            jl_sampler_timer_delete(jl_thr.v[i].timer);
+        if (jl_thr.v[i].ref && jni)
+            (*jni)->DeleteGlobalRef(jni, jl_thr.v[i].ref);
+    }
+    jl_thr.n = 0;
+    if (jl_thr.hash)
+        memset(jl_thr.hash, 0, jl_thr.hcap * sizeof(*jl_thr.hash));
+    pthread_mutex_unlock(&jl_thr.lock);
+    pthread_mutex_lock(&jl_prof_lock);
+    jl_profile_reset(&jl_o);
+    jl_write_reset();
+    jl_done = 0;
+    jl_wn = 0;
+    jl_drain_dropped = 0;
+    pthread_mutex_unlock(&jl_prof_lock);
+    jl_net_drain(jl_on_net_ignore, NULL); /* bytes moved between the runs */
+    pa_ctx_free(jl_ctx);
+    jl_ctx = NULL;
+    memset(&jl_cum_cpu, 0, sizeof(jl_cum_cpu));
+    memset(&jl_cum_nic, 0, sizeof(jl_cum_nic));
+    jl_power_warned = 0;
+    atomic_store(&jl_agent_tid, 0);
+    atomic_store(&jl_sampler_tid, 0);
+    return 0;
+}
+
+/* The options of a run: parsed into jl_o at the first one (the JVMTI
+ * environment made then), and for a later run in the same JVM (start
+ * after stop) parsed apart, checked, and taken over by jl_run_reset. */
+static int jl_run_options(JavaVM *vm, const char *options, char *err, size_t errlen)
+{
+    jl_opts o;
+    int again = jl_jvmti != NULL;
+    int rc = jl_opts_parse(options, jl_pid, again ? &o : &jl_o, err, errlen);
+    jl_opts *po = again ? &o : &jl_o;
+    if (rc == 0 && !again)
+        rc = jl_jvmti_setup(vm, err, errlen);
+    if (rc == 0 && jl_mkdirs(po->out) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot create the output folder '%s': %s", po->out, strerror(errno));
+    }
+    if (rc == 0 && again)
+        rc = jl_run_reset(vm, &o, err, errlen);
+    else if (rc == 0 && jl_profile_init(&jl_o) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    if (rc < 0 && again)
+        jl_opts_free(&o);
+    return rc;
+}
+
 int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t errlen)
 {
     jl_pid = getpid();
     jl_prof.start_s = jl_last_window_s = jl_now_s();
-    int rc = jl_opts_parse(options, jl_pid, &jl_o, err, errlen);
+    int rc = jl_run_options(vm, options, err, errlen);
     if (rc < 0)
         return rc;
-    if ((rc = jl_jvmti_setup(vm, err, errlen)) < 0)
-        return rc;
-    if (jl_mkdirs(jl_o.out) < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot create the output folder '%s': %s", jl_o.out,
-                 strerror(errno));
-        return rc;
-    }
-    if (jl_profile_init(&jl_o) < 0) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    jl_scopes_init(jl_o.scopes, jl_o.quiet);
     jl_prof.source.carbon_g_per_kwh = jl_o.carbon_g_per_kwh; /* the writers' grams */
     rc = jl_sampler_init(vm, jl_o.interval_ns, jl_o.mode, jl_o.clock, err, errlen);
     if (rc == -ENOSYS) {

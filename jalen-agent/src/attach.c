@@ -85,14 +85,6 @@ static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
                     jl_agent_out(), (int)getpid());
             return 1;
         }
-        if (jl_agent_ran()) {
-            fprintf(f,
-                    "jalen: a run of jalen ended in this JVM already (files in %s/); "
-                    "a new run needs a new JVM: jalen cannot be restarted in the same "
-                    "one yet\n",
-                    jl_agent_out());
-            return 1;
-        }
         if (jl_agent_load(vm, opts, 1, err, sizeof(err)) < 0) {
             fprintf(f, "jalen: %s; the JVM runs on without profiling\n", err);
             if (jl_agent_active())

@@ -20,6 +20,7 @@
 #define JALEN_H
 
 #include "profcore.h"
+#include "scopetab.h"
 #include <jni.h>
 #include <jvmti.h>
 #include <pthread.h>
@@ -70,6 +71,8 @@ typedef struct jl_opts {
     double carbon_g_per_kwh; /* carbon-intensity=G: grams of CO2e beside
                                 joules (jl_prof.source carries it to the
                                 writers); 0 none */
+    size_t scopes;           /* distinct scope names kept (scope.c) */
+    char *scope;             /* energy.collapsed and flamegraph.html: only this scope */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
@@ -100,7 +103,8 @@ enum { JL_SLOT_FREE = 0, JL_SLOT_BUSY = 1, JL_SLOT_READY = 2 };
 typedef struct jl_slot {
     atomic_int state;
     pid_t tid;
-    int n; /* frames, or the ASGCT error code when <= 0 */
+    int scope; /* the thread's open scope (jl_scope_code), 0: none */
+    int n;     /* frames, or the ASGCT error code when <= 0 */
     int truncated;
     int weight; /* CPU time this sample stands for, in us: mode=cpu,
                    (1 + timer overruns) x interval; mode=jvmti, the
@@ -378,12 +382,19 @@ typedef struct jl_profile {
 extern jl_profile jl_prof;
 
 int jl_profile_init(const jl_opts *o);
+/* A new run in the same JVM (options o): every energy, count, the call
+ * tree and the timeline back to zero; the methods and classes named so
+ * far stay (their filter matched again under o). */
+void jl_profile_reset(const jl_opts *o);
 /* Method index of a jmethodID (resolving its name, source file and line
  * table the first time). */
 int jl_method_of(jvmtiEnv *jvmti, jmethodID id);
 /* The same, and in *line the source line of bci in it (0 unknown: a
  * negative bci, no line table). */
 int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line);
+/* A pseudo-method named name (a frame no jmethodID has, "[scope x]"):
+ * a new index each call, -1 when out of memory. */
+int jl_method_pseudo(const char *name);
 /* Adds one weighted stack (frames[0] = top; lines: each frame's line, or
  * NULL) to the profile. */
 void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, double net_j,
@@ -412,15 +423,56 @@ void jl_net_drain(void (*fn)(jl_net_rec *, uint64_t, void *), void *user);
 void jl_net_init(jvmtiEnv *jvmti);
 /* Bytes the net records hold (for summary.json's agent_memory_bytes). */
 size_t jl_net_memory(void);
+/* Socket bytes the calling thread moved so far (the count of its own
+ * wrapper calls; scopes read it at both ends). */
+uint64_t jl_net_thread_bytes(void);
 /* Stack walks the socket wrappers made. */
 uint64_t jl_net_walk_count(void);
 void jl_net_new_window(void);
+
+/* ------------------------------------------------------------------ */
+/* Scopes: org.powerapi.jalen.Scope's natives and calls (scope.c)       */
+/* ------------------------------------------------------------------ */
+
+/* Agent_OnLoad: at most max_names distinct names (the rest are counted
+ * under PA_SCOPE_OTHER, said once on stderr unless quiet). */
+void jl_scopes_init(size_t max_names, int quiet);
+/* ClassPrepare and VMInit's loaded classes: when k is
+ * org.powerapi.jalen.Scope, binds its natives and sets its flag. */
+void jl_scope_bind(jvmtiEnv *jvmti, JNIEnv *env, jclass k);
+/* Agent thread, at the end of a window (profile lock held): prices the
+ * calls that ended in it at the window's process CPU energy over its CPU
+ * time and NIC energy over its socket bytes. */
+void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
+/* The energy of the outermost scopes' time and bytes, and of the rest
+ * (profile lock held). */
+void jl_scopes_totals(double *scoped_j, double *unscoped_j);
+/* summary.json's scope lines (each ends with ",\n"). */
+void jl_scopes_json(FILE *f);
+/* Each name's aggregates, first-use order, PA_SCOPE_OTHER last; *out is
+ * the caller's to free (NULL when there are none). */
+typedef struct jl_scope_row {
+    pa_scope_stats s;
+    pa__scope_net net;
+} jl_scope_row;
+size_t jl_scopes_get(jl_scope_row **out);
+/* The innermost scope open on thread tid, as a code for jl_slot.scope (0:
+ * none or unknown).  Async-signal-safe. */
+int jl_scope_code(pid_t tid);
+/* Agent thread: the pseudo-method "[scope NAME]" of a code (-1: none). */
+int jl_scope_frame(int code);
+/* Agent thread: the pseudo-method of scope name (made at its first use),
+ * -1 when that name never had a scope. */
+int jl_scope_frame_of(const char *name);
+size_t jl_scopes_memory(void);
 
 /* ------------------------------------------------------------------ */
 /* Writers (writers.c)                                                 */
 /* ------------------------------------------------------------------ */
 
 int jl_write_all(const jl_opts *o, int final);
+/* A new run: timeline.csv is created again at its first window. */
+void jl_write_reset(void);
 /* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
 int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o, FILE *f);

@@ -52,6 +52,9 @@ void jalen_live_free(jalen_live *l)
         free(l->methods[i].name);
     for (size_t i = 0; i < l->nthreads; i++)
         free(l->threads[i].name);
+    for (size_t i = 0; i < l->nscopes; i++)
+        free(l->scopes[i].name);
+    free(l->scopes);
     free(l->methods);
     free(l->threads);
     free(l->recent);
@@ -74,6 +77,43 @@ static int by_thread_energy(const void *a, const void *b)
 static char *dup_or_empty(const char *s)
 {
     return strdup(s ? s : "");
+}
+
+/* The scopes' aggregates (profile lock held). */
+static int copy_scopes(jalen_live *l)
+{
+    jl_scopes_totals(&l->scoped_j, &l->unscoped_j);
+    jl_scope_row *rows;
+    size_t n = jl_scopes_get(&rows);
+    if (n && !(l->scopes = calloc(n, sizeof(*l->scopes)))) {
+        free(rows);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const pa_scope_stats *s = &rows[i].s;
+        const pa__scope_net *net = &rows[i].net;
+        jalen_live_scope *o = &l->scopes[l->nscopes];
+        if (!(o->name = dup_or_empty(s->name))) {
+            free(rows);
+            return -ENOMEM;
+        }
+        l->nscopes++;
+        o->calls = s->calls;
+        double e[2] = {s->energy_j, s->self_energy_j}, nj[2] = {net->net_j, net->self_net_j};
+        for (int k = 0; k < 2; k++) {
+            o->energy_j[k] = e[k];
+            o->net_energy_j[k] = nj[k];
+            o->cpu_energy_j[k] = e[k] - nj[k];
+        }
+        o->cpu_time_s[0] = s->cpu_time_s, o->cpu_time_s[1] = s->self_cpu_time_s;
+        o->mean_j[0] = s->mean_j, o->mean_j[1] = s->self_mean_j;
+        o->p50_j[0] = s->p50_j, o->p50_j[1] = s->self_p50_j;
+        o->p95_j[0] = s->p95_j, o->p95_j[1] = s->self_p95_j;
+        o->p99_j[0] = s->p99_j, o->p99_j[1] = s->self_p99_j;
+        o->net_bytes[0] = net->net_bytes, o->net_bytes[1] = net->self_net_bytes;
+    }
+    free(rows);
+    return 0;
 }
 
 /* Profile (and threads) lock held. */
@@ -146,7 +186,7 @@ static int copy_locked(jalen_live *l)
             l->recent[i] = mx_win[(first + i) % JALEN_LIVE_WINDOWS];
         l->nwindows = mx_nwin;
     }
-    return 0;
+    return copy_scopes(l);
 }
 
 int jalen_live_get(jalen_live **out, size_t top)
@@ -231,6 +271,29 @@ static int put(JNIEnv *env, jobjectArray arr, int i, jobject o)
     return (*env)->ExceptionCheck(env) ? -1 : 0;
 }
 
+/* [10] names, [11] 16 doubles and [12] 3 longs per scope (Energy.java). */
+static int put_scopes(JNIEnv *env, jobjectArray res, const jalen_live *l, double *d, jlong *j)
+{
+    size_t ns = l->nscopes;
+    for (size_t i = 0; i < ns; i++) {
+        const jalen_live_scope *s = &l->scopes[i];
+        for (int k = 0; k < 2; k++) {
+            double *o = &d[16 * i + 8 * (size_t)k];
+            o[0] = s->cpu_time_s[k], o[1] = s->energy_j[k], o[2] = s->cpu_energy_j[k];
+            o[3] = s->net_energy_j[k], o[4] = s->mean_j[k], o[5] = s->p50_j[k];
+            o[6] = s->p95_j[k], o[7] = s->p99_j[k];
+        }
+        j[3 * i] = (jlong)s->calls;
+        j[3 * i + 1] = (jlong)s->net_bytes[0];
+        j[3 * i + 2] = (jlong)s->net_bytes[1];
+    }
+    return put(env, res, 10,
+               new_strings(env, l->scopes, offsetof(jalen_live_scope, name),
+                           sizeof(jalen_live_scope), ns)) ||
+           put(env, res, 11, new_doubles(env, d, 16 * ns)) ||
+           put(env, res, 12, new_longs(env, j, 3 * ns));
+}
+
 /* Layout documented in Energy.java (nSnapshot). */
 static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
 {
@@ -239,22 +302,24 @@ static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
     if (jalen_live_get(&l, top > 0 ? (size_t)top : 0) < 0)
         return NULL;
     jobjectArray res = NULL;
-    size_t nm = l->nmethods, nt = l->nthreads, nw = l->nwindows;
+    size_t nm = l->nmethods, nt = l->nthreads, nw = l->nwindows, ns = l->nscopes;
     size_t big = nm > nt ? nm : nt;
-    double *d = malloc((5 * big + 4 * nw + 8 + 1) * sizeof(double));
+    big = big > 4 * ns ? big : 4 * ns; /* scopes: 16 doubles, 3 longs each */
+    double *d = malloc((5 * big + 4 * nw + 10 + 1) * sizeof(double));
     jlong *j = malloc((3 * big + 1) * sizeof(jlong));
     jclass oc = (*env)->FindClass(env, "java/lang/Object");
     if (!d || !j || !oc)
         goto out;
-    res = (*env)->NewObjectArray(env, 10, oc, NULL);
+    res = (*env)->NewObjectArray(env, 13, oc, NULL);
     if (!res)
         goto out;
 
-    double sum[8] = {l->uptime_s,        l->process_power_w, l->process_energy_j,
-                     l->attributed_j,    l->unattributed_j,  (double)l->windows,
-                     (double)l->samples, (double)l->dropped};
+    double sum[10] = {l->uptime_s,        l->process_power_w, l->process_energy_j,
+                      l->attributed_j,    l->unattributed_j,  (double)l->windows,
+                      (double)l->samples, (double)l->dropped, l->scoped_j,
+                      l->unscoped_j};
     char *strs[2] = {l->formula, (char *)""};
-    if (put(env, res, 0, new_doubles(env, sum, 8)) ||
+    if (put(env, res, 0, new_doubles(env, sum, 10)) ||
         put(env, res, 1, new_strings(env, strs, 0, sizeof(char *), 2)))
         goto fail;
 
@@ -302,7 +367,7 @@ static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
         d[4 * i + 2] = l->recent[i].power_w;
         d[4 * i + 3] = l->recent[i].energy_j;
     }
-    if (put(env, res, 9, new_doubles(env, d, 4 * nw)))
+    if (put(env, res, 9, new_doubles(env, d, 4 * nw)) || put_scopes(env, res, l, d, j))
         goto fail;
     goto out;
 fail:

@@ -56,6 +56,16 @@ typedef struct jalen_live_window {
 
 #define JALEN_LIVE_WINDOWS 60
 
+/* One scope name (org.powerapi.jalen.Scope), as in scopes.csv: [0]
+ * inclusive, [1] self. */
+typedef struct jalen_live_scope {
+    char *name;
+    uint64_t calls;
+    double cpu_time_s[2], energy_j[2], cpu_energy_j[2], net_energy_j[2];
+    double mean_j[2], p50_j[2], p95_j[2], p99_j[2];
+    uint64_t net_bytes[2];
+} jalen_live_scope;
+
 typedef struct jalen_live {
     double uptime_s;         /* since the agent started */
     double process_power_w;  /* last window */
@@ -69,6 +79,9 @@ typedef struct jalen_live {
     jalen_live_thread *threads;
     size_t nwindows; /* oldest first */
     jalen_live_window *recent;
+    size_t nscopes; /* first-use order, [other scopes] last */
+    jalen_live_scope *scopes;
+    double scoped_j, unscoped_j;
 } jalen_live;
 
 /* Copies the live results: at most top methods and top threads (0: all)

@@ -92,9 +92,15 @@ typedef struct jl_tls {
     uint64_t gap_ns[JL_NTARGETS];
     jl_net_rec *seen[JL_NTARGETS][JL_SEEN]; /* the last stacks walks found */
     unsigned char seen_next[JL_NTARGETS];
+    uint64_t bytes; /* socket bytes this thread moved, for scopes (scope.c) */
 } jl_tls;
 static __thread jl_tls jl_tl;
 static atomic_ulong jl_net_walks; /* rare: no contention worth a per-thread count */
+
+uint64_t jl_net_thread_bytes(void)
+{
+    return jl_tl.bytes;
+}
 
 uint64_t jl_net_walk_count(void)
 {
@@ -227,6 +233,7 @@ static void jl_net_count(JNIEnv *env, const jl_target *t, jobject fdo, uint64_t 
     if (t->check_socket && !jl_is_socket(env, fdo))
         return;
     jl_tls *tl = &jl_tl;
+    tl->bytes += bytes;
     if (!tl->tid)
         tl->tid = jl_gettid();
     size_t k = (size_t)(t - jl_targets);

@@ -11,11 +11,12 @@
 
 #include "internal.h" /* pa__calib_read, pa__suggest */
 #include "powerapi.h"
+#include "scopetab.h" /* PA__SCOPE_NAMES_LIMIT */
 
 static const char *const jl_keys[] = {
     "interval", "window",      "out",     "format",           "filter", "mode",  "net",
     "sensors",  "formula",     "disable", "procfs",           "sysfs",  "quiet", "fail",
-    "top",      "calibration", "clock",   "carbon-intensity", NULL,
+    "top",      "calibration", "clock",   "carbon-intensity", "scopes", "scope", NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -222,6 +223,17 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         if (*end || v < 1 || v > 1000)
             goto bad;
         o->top = (int)v;
+    } else if (!strcmp(key, "scope")) {
+        rc = jl_set_str(&o->scope, val);
+    } else if (!strcmp(key, "scopes")) {
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (*end || v < 1 || v > PA__SCOPE_NAMES_LIMIT) {
+            snprintf(err, errlen, "bad value '%s' for 'scopes' (distinct scope names, 1 to %d)",
+                     val, PA__SCOPE_NAMES_LIMIT);
+            return -EINVAL;
+        }
+        o->scopes = (size_t)v;
     }
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory parsing options");
@@ -240,6 +252,7 @@ int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen
     o->mode = JL_MODE_CPU;
     o->net = 1;
     o->top = 10;
+    o->scopes = PA_SCOPE_DEFAULT_NAMES;
     o->out = jl_expand_pid("jalen-%p", pid);
     if (!o->out)
         return -ENOMEM;
@@ -292,5 +305,6 @@ void jl_opts_free(jl_opts *o)
     free(o->disable);
     free(o->procfs);
     free(o->sysfs);
+    free(o->scope);
     memset(o, 0, sizeof(*o));
 }

@@ -81,6 +81,19 @@ static int jl_matches(const char *name)
     return 0;
 }
 
+/* Whether method i matches the filter, and how the filtered view charges
+ * it: a method of the filter, or a pseudo-frame of a Java thread's stack;
+ * the pseudo-threads (the JVM's own work, not the filtered code's) go to
+ * [outside filter] (issue 31 item 9). */
+static void jl_method_filter(size_t i)
+{
+    jl_method *m = &jl_prof.m[i];
+    m->matches = i >= JL_M_NFIXED && jl_matches(m->name);
+    int pseudo_thread = i >= JL_M_GC && i <= JL_M_AGENT;
+    jl_prof.mcharge[i] =
+        m->matches || (i < JL_M_NFIXED && !pseudo_thread) ? PA_PCHARGE_ANY : PA_PCHARGE_NONE;
+}
+
 static int jl_method_new(const char *cls, const char *meth)
 {
     if (PA__GROW(jl_prof.m, jl_prof.capm, jl_prof.nm + 1, 1024) < 0 ||
@@ -101,16 +114,17 @@ static int jl_method_new(const char *cls, const char *meth)
     else
         snprintf(m->name, len, "%s", cls);
     m->cls = ci;
-    m->matches = jl_matches(m->name);
     memset(&jl_prof.ms[jl_prof.nm], 0, sizeof(pa_pstat));
-    /* the filtered view: a method of the filter, or a pseudo-frame of a
-     * Java thread's stack; the pseudo-threads (the JVM's own work, not the
-     * filtered code's) go to [outside filter] (issue 31 item 9) */
-    int pseudo_thread = jl_prof.nm >= JL_M_GC && jl_prof.nm <= JL_M_AGENT;
-    jl_prof.mcharge[jl_prof.nm] = m->matches || (jl_prof.nm < JL_M_NFIXED && !pseudo_thread)
-                                      ? PA_PCHARGE_ANY
-                                      : PA_PCHARGE_NONE;
+    jl_method_filter(jl_prof.nm);
     return (int)jl_prof.nm++;
+}
+
+int jl_method_pseudo(const char *name)
+{
+    int m = jl_method_new(name, "");
+    if (m >= 0)
+        jl_prof.m[m].matches = 0;
+    return m;
 }
 
 int jl_profile_init(const jl_opts *o)
@@ -118,12 +132,30 @@ int jl_profile_init(const jl_opts *o)
     jl_popts = o;
     jl_prof.tree.hint = 8192;
     jl_prof.tree.node_hint = 4096;
-    for (int i = 0; i < JL_M_NFIXED; i++) {
+    for (int i = 0; i < JL_M_NFIXED; i++)
         if (jl_method_new(jl_fixed_names[i], "") != i)
             return -1;
-        jl_prof.m[i].matches = 0;
-    }
     return 0;
+}
+
+void jl_profile_reset(const jl_opts *o)
+{
+    jl_popts = o;
+    for (size_t i = 0; i < jl_prof.nm; i++) {
+        memset(&jl_prof.ms[i], 0, sizeof(pa_pstat));
+        jl_method_filter(i);
+    }
+    memset(jl_prof.cs, 0, jl_prof.nc * sizeof(pa_pstat));
+    pa_ptree_build_free(&jl_prof.tree);
+    memset(&jl_prof.tree, 0, sizeof(jl_prof.tree));
+    jl_prof.tree.hint = 8192;
+    jl_prof.tree.node_hint = 4096;
+    jl_prof.ntl = 0;
+    jl_prof.process_j = jl_prof.process_cpu_j = jl_prof.process_nic_j = 0;
+    jl_prof.unattributed_j = jl_prof.duration_s = 0;
+    jl_prof.windows = jl_prof.samples = jl_prof.samples_dropped = jl_prof.net_bytes = 0;
+    jl_prof.windows_empty = 0;
+    memset(&jl_prof.source, 0, sizeof(jl_prof.source));
 }
 
 /* "Lcom/acme/Foo$Bar;" -> "com.acme.Foo$Bar"; hidden classes lose their
@@ -326,8 +358,8 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, do
 {
     if (n <= 0)
         return;
-    if (n > JL_MAX_DEPTH + 1)
-        n = JL_MAX_DEPTH + 1;
+    if (n > JL_MAX_DEPTH + 2) /* + [truncated] + [scope NAME] */
+        n = JL_MAX_DEPTH + 2;
     pa_psample s = {.energy_j = cpu_j + net_j,
                     .cpu_j = cpu_j,
                     .net_j = net_j,
@@ -335,7 +367,7 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, do
                     .samples = (uint64_t)count_sample};
     uint64_t stamp = ++jl_prof.stamp;
     pa_pstat_add(jl_prof.ms, frames, n, jl_prof.mcharge, JL_M_OUTSIDE_FILTER, stamp, &s);
-    int cls[JL_MAX_DEPTH + 1];
+    int cls[JL_MAX_DEPTH + 2];
     for (int i = 0; i < n; i++)
         cls[i] = jl_prof.m[frames[i]].cls;
     pa_pstat_add(jl_prof.cs, cls, n, NULL, -1, stamp, &s);

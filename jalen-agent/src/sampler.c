@@ -92,6 +92,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     if (!s)
         goto out;
     s->tid = jl_gettid();
+    s->scope = jl_scope_code(s->tid);
     s->truncated = 0;
     /* a late signal stands for every interval that expired meanwhile */
     s->weight = jl_smp.interval_us *
@@ -142,9 +143,19 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     jl_smp.clock = clock;
     jl_smp.interval_ns = interval_ns;
     jl_smp.interval_us = (int)(interval_ns / 1000 ? interval_ns / 1000 : 1);
+    /* a new run in the same JVM keeps the ring (drained at the end of the
+     * last one) and counts from zero */
+    atomic_store(&jl_smp.taken, 0);
+    atomic_store(&jl_smp.dropped, 0);
+    atomic_store(&jl_smp.walks_failed, 0);
+    atomic_store(&jl_smp.walks_recovered, 0);
+    atomic_store(&jl_smp.perf_errno, 0);
+    atomic_store(&jl_smp.n_perf, 0);
+    atomic_store(&jl_smp.n_timer, 0);
     /* mmap: zeroed, and not on the malloc heap the JVM shares */
-    void *mem = mmap(NULL, sizeof(jl_slot) * JL_RING_SLOTS, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *mem = jl_smp.slots ? (void *)jl_smp.slots
+                             : mmap(NULL, sizeof(jl_slot) * JL_RING_SLOTS, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         snprintf(err, errlen, "cannot map the sample ring: %s", strerror(errno));
         return -ENOMEM;

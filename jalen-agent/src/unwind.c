@@ -380,8 +380,10 @@ static int jl_unwind_ready;
 int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb)
 {
 #if defined(__x86_64__)
-    jl_stks = mmap(NULL, sizeof(jl_stk) * JL_STK_SLOTS, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* a new run in the same JVM: the tables of the last one stand */
+    if (!jl_stks)
+        jl_stks = mmap(NULL, sizeof(jl_stk) * JL_STK_SLOTS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (jl_stks == MAP_FAILED) {
         jl_stks = NULL;
         return -1;

@@ -188,6 +188,82 @@ static int jl_write_threads(const char *dir)
     return pa_pout_close(&o);
 }
 
+/* scopes.csv: by inclusive energy, [other scopes] last. */
+static double jl_key_scope(const void *ctx, int i)
+{
+    const jl_scope_row *r = ctx;
+    return r[i].s.flags & PA_SCOPE_FOLDED ? -1 : r[i].s.energy_j;
+}
+
+static const char *jl_key_sname(const void *ctx, int i)
+{
+    const jl_scope_row *r = ctx;
+    return r[i].s.name;
+}
+
+static int jl_scope_used(const void *ctx, int i)
+{
+    const jl_scope_row *r = ctx;
+    return r[i].s.calls || r[i].s.cpu_time_s > 0;
+}
+
+/* One side (inclusive or self) of a scope's row. */
+static void jl_scope_side(FILE *f, double cpu_s, double e, double net_j, uint64_t bytes,
+                          const double q[4])
+{
+    const double v[] = {cpu_s, e, e - net_j, net_j};
+    for (int i = 0; i < 4; i++) {
+        fputc(',', f);
+        pa_pout_fix(f, v[i], i ? 9 : 6);
+    }
+    fputc(',', f);
+    pa_pout_u64(f, bytes);
+    for (int i = 0; i < 4; i++)
+        fprintf(f, ",%.9g", q[i]);
+}
+
+static int jl_write_scopes(const char *dir)
+{
+    jl_scope_row *rows;
+    size_t total = jl_scopes_get(&rows);
+    if (!total)
+        return 0;
+    const pa_prank r = {.count = total,
+                        .keep = jl_scope_used,
+                        .key = jl_key_scope,
+                        .name = jl_key_sname,
+                        .ctx = rows};
+    pa_pout o;
+    int *idx;
+    size_t n;
+    int rc = pa_ptable_open(&o, dir, "scopes.csv",
+                            "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes,"
+                            "mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,self_energy_j,"
+                            "self_cpu_energy_j,self_net_energy_j,self_net_bytes,self_mean_j,"
+                            "self_p50_j,self_p95_j,self_p99_j\n",
+                            &r, &idx, &n);
+    if (rc < 0) {
+        free(rows);
+        return rc;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const jl_scope_row *w = &rows[idx[k]];
+        const pa_scope_stats *s = &w->s;
+        pa__csv_write(o.f, s->name);
+        fputc(',', o.f);
+        pa_pout_u64(o.f, s->calls);
+        const double qi[4] = {s->mean_j, s->p50_j, s->p95_j, s->p99_j};
+        const double qs[4] = {s->self_mean_j, s->self_p50_j, s->self_p95_j, s->self_p99_j};
+        jl_scope_side(o.f, s->cpu_time_s, s->energy_j, w->net.net_j, w->net.net_bytes, qi);
+        jl_scope_side(o.f, s->self_cpu_time_s, s->self_energy_j, w->net.self_net_j,
+                      w->net.self_net_bytes, qs);
+        fputc('\n', o.f);
+    }
+    free(idx);
+    free(rows);
+    return pa_pout_close(&o);
+}
+
 /* The call tree as the shared writers (profcore/) see it. */
 static const char *jl_method_name(const void *ctx, int i)
 {
@@ -206,6 +282,10 @@ static const char *jl_method_file(const void *ctx, int i)
  * write (NULL: out of memory, the tree as kept). */
 static pa_ptree_node *jl_fold;
 static size_t jl_nfold;
+
+/* scope=NAME: the folded tree's stacks under [scope NAME] */
+static pa_ptree_node *jl_sfold;
+static size_t jl_nsfold;
 
 static pa_ptree jl_tree(int lines)
 {
@@ -229,6 +309,12 @@ static int jl_write_html(const char *dir, const jl_opts *opt)
     snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)%s%s", (int)getpid(),
              opt->mode == JL_MODE_CPU ? "cpu" : "jvmti", co2[0] ? ", " : "", co2);
     pa_ptree t = jl_tree(0);
+    if (opt->scope) {
+        snprintf(title, sizeof(title), "jalen energy flame graph of scope %.64s (pid %d, mode=%s)",
+                 opt->scope, (int)getpid(), opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
+        t.nodes = jl_sfold;
+        t.n = jl_nsfold;
+    }
     return pa_ptree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
 }
 
@@ -319,13 +405,13 @@ static size_t jl_agent_memory(void)
     for (size_t i = 0; i < p->nc; i++)
         b += strlen(p->c[i].name) + 1;
     b += pa_ptree_build_memory(&p->tree);
-    b += jl_nfold * sizeof(jl_node); /* the tree folded per method */
+    b += (jl_nfold + jl_nsfold) * sizeof(jl_node); /* the tree folded per method */
     b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) + p->chcap * sizeof(int);
     for (size_t i = 0; i < p->mhcap; i++)
         b += (size_t)p->mhlines[i].n * sizeof(jvmtiLineNumberEntry);
     b += p->captl * sizeof(jl_timeline_row);
     b += jl_thr.cap * sizeof(jl_thread) + jl_thr.hcap * sizeof(int);
-    return b + jl_net_memory() + jl_unwind_memory();
+    return b + jl_net_memory() + jl_unwind_memory() + jl_scopes_memory();
 }
 
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
@@ -364,6 +450,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     pa__json_write(f, note);
     fputs(",\n", f);
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
+    jl_scopes_json(f);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
     if (opt->mode == JL_MODE_CPU) {
@@ -405,6 +492,12 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
 /* 0 while writing works, else the errno of the failure last said */
 static int jl_write_failing;
 
+void jl_write_reset(void)
+{
+    jl_timeline_created = 0;
+    jl_write_failing = 0;
+}
+
 int jl_write_all(const jl_opts *o, int final)
 {
     int rc = 0, r;
@@ -415,6 +508,15 @@ int jl_write_all(const jl_opts *o, int final)
         pa_ptree_totals(jl_fold, jl_nfold);
     else
         pa_ptree_totals(jl_prof.tree.nodes, jl_prof.tree.n);
+    free(jl_sfold);
+    jl_sfold = NULL;
+    jl_nsfold = 0;
+    if (o->scope) {
+        pa_ptree t = jl_tree(0);
+        int root = jl_scope_frame_of(o->scope);
+        if (root >= 0 && pa_ptree_subtree(t.nodes, t.n, root, &jl_sfold, &jl_nsfold) == 0)
+            pa_ptree_totals(jl_sfold, jl_nsfold);
+    }
     struct stat st;
     if (stat(o->out, &st) < 0 && errno == ENOENT) {
         /* the folder was removed while the JVM runs: make it again */
@@ -438,10 +540,16 @@ int jl_write_all(const jl_opts *o, int final)
             rc = r;
         if ((r = jl_write_timeline(o->out)) < 0)
             rc = r;
+        if ((r = jl_write_scopes(o->out)) < 0)
+            rc = r;
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */
     }
     pa_ptree t = jl_tree(0);
+    if (o->scope) {
+        t.nodes = jl_sfold;
+        t.n = jl_nsfold;
+    }
     if ((o->formats & JL_FMT_COLLAPSED) && (r = pa_ptree_write_collapsed(&t, o->out)) < 0)
         rc = r;
     t = jl_tree(1);
@@ -516,6 +624,15 @@ void jl_print_summary(const jl_opts *o, FILE *f)
         fprintf(f, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
                 p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, p->m[idx[k]].name);
     }
+    jl_scope_row *rows;
+    size_t ns = jl_scopes_get(&rows);
+    if (ns) {
+        double sc, un;
+        jl_scopes_totals(&sc, &un);
+        fprintf(f, "jalen: %zu scope name%s: %.3f J in scopes, %.3f J outside (scopes.csv)\n", ns,
+                ns > 1 ? "s" : "", sc, un);
+    }
+    free(rows);
     fprintf(f, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
     free(idx);
 }

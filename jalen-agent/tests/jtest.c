@@ -101,6 +101,25 @@ pid_t jt_spawn(const char *opts, const char *cp, const char *const *args, int *o
     return pid;
 }
 
+int jt_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
+
+int jt_other_jdk(const char *what)
+{
+    if (!*JALEN_JAVA_ALT) {
+        fprintf(stderr, "%s on another JDK: SKIPPED: only one JDK under /usr/lib/jvm\n", what);
+        return 0;
+    }
+    jt_java = JALEN_JAVA_ALT;
+    return 1;
+}
+
 int jt_wait(pid_t pid, double timeout_s)
 {
     double end = jt_now() + timeout_s;

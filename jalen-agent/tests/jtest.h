@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define JT_MAXF 16
+#define JT_MAXF 24
 
 typedef struct jt_row {
     char *f[JT_MAXF];
@@ -28,6 +28,15 @@ void jt_rmtree(const char *dir);
 
 /* The java binary jt_spawn runs (default JALEN_JAVA). */
 extern const char *jt_java;
+
+/* Runs a Check suite (and frees it): the exit status of a test program,
+ * 0 when every test passed. */
+struct Suite;
+int jt_run_suite(struct Suite *s);
+
+/* Switches jt_java to the second JDK found at configure time and returns
+ * 1; 0 (after a SKIPPED line naming what) when there is none. */
+int jt_other_jdk(const char *what);
 
 /* Starts java -agentpath:AGENT=OPTS -cp CP ARGS... (opts NULL: no agent),
  * stdout to a pipe (*out_fd, may be NULL to discard), stderr to errfile. */

@@ -9,7 +9,9 @@
  * give each method's inclusive share of the burner's energy; they agree
  * within 3 points, and each is 60/30/10 within 5.  A second start while
  * the first runs, status, stop (complete files, the summary on the
- * terminal), and the JVM running on to its normal end with exit 0.
+ * terminal), a second run in the same JVM (start after stop: its own
+ * energy and duration, the files of a launch-time run, the same shares),
+ * and the JVM running on to its normal end with exit 0.
  * Errors, one line each and nothing done to the target: a JVM started with
  * -XX:+DisableAttachMechanism, a process that is not a JVM (it survives:
  * no SIGQUIT), a pid that does not exist, another user's JVM.
@@ -45,6 +47,17 @@ static char *cli(const char *args, int *status)
     return out;
 }
 
+/* `powerapi jalen PID CMD`: exit status st, and want in what it says. */
+static void expect(pid_t pid, const char *cmd, int st, const char *want)
+{
+    char a[256];
+    int got = 0;
+    snprintf(a, sizeof(a), "%d %s", (int)pid, cmd);
+    char *o = cli(a, &got);
+    ck_assert_msg(got == st && strstr(o, want), "%s: %d %s", cmd, got, o);
+    free(o);
+}
+
 /* The inclusive shares of burnA/B/C in the burner's energy of run dir. */
 static void shares(const char *dir, double s[3])
 {
@@ -67,6 +80,73 @@ static void shares(const char *dir, double s[3])
     jt_csv_free(&th);
 }
 
+/* The files a run leaves in dir, sorted, one a line (malloc'd). */
+static char *listing(const char *dir)
+{
+    char cmd[4400];
+    snprintf(cmd, sizeof(cmd), "ls -1 '%s' | sort", dir);
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "popen");
+    char *out = calloc(1, 8192);
+    size_t n = fread(out, 1, 8191, p);
+    out[n] = '\0';
+    pclose(p);
+    return out;
+}
+
+/* start -> stop -> start -> dump -> stop in one JVM: a bad option refused
+ * first, leaving the JVM unprofiled; then a second run that starts from
+ * zero (its duration and windows its own, not the first run's added),
+ * leaves the files of a launch-time run, complete, and gives the burner's
+ * methods 60/30/10 within 5 points (the 3-point agreement with a
+ * launch-time run is the first attached run's check). */
+static void second_run(const char *dir, pid_t pid, const double ls[3])
+{
+    char a[4400], p[4200];
+    int st = 0;
+    /* a bad option: refused in one line, nothing started */
+    snprintf(a, sizeof(a), "%d start -o %s/att2 interval=5", (int)pid, dir);
+    char *o = cli(a, &st);
+    int bad = st == 1 && strstr(o, "interval") && jt_lines(o) == 1;
+    free(o);
+    snprintf(a, sizeof(a), "%d status", (int)pid);
+    o = cli(a, &st);
+    ck_assert_msg(bad && st == 1 && strstr(o, "not profiling"), "after a bad start: %d %s", st, o);
+    free(o);
+    snprintf(a, sizeof(a), "%d start -o %s/att2 interval=1ms", (int)pid, dir);
+    o = cli(a, &st);
+    ck_assert_msg(st == 0 && strstr(o, "profiling pid"), "second start: %d %s", st, o);
+    free(o);
+    usleep(2500000);
+    expect(pid, "dump", 0, "process energy");
+    expect(pid, "stop", 0, "top methods");
+    snprintf(p, sizeof(p), "%s/att2", dir);
+    double s2[3];
+    shares(p, s2);
+    fprintf(stderr, "[attach %s] second run %.1f/%.1f/%.1f %% (launch %.1f/%.1f/%.1f)\n", jt_java,
+            s2[0], s2[1], s2[2], ls[0], ls[1], ls[2]);
+    static const double want[3] = {60, 30, 10};
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(fabs(s2[i] - want[i]) <= 5, "burn%c: second run %.1f%%, want %.0f", 'A' + i,
+                      s2[i], want[i]);
+    /* its own run, from zero: its duration, and its windows (one a
+     * second: the first run's would be counted again) */
+    snprintf(p, sizeof(p), "%s/att2/summary.json", dir);
+    char *sum = jt_read(p);
+    ck_assert_msg(sum && jt_json_true(sum, "complete"), "second run: summary.json not complete");
+    double dur = jt_json_num(sum, "duration_s"), win = jt_json_num(sum, "windows");
+    ck_assert_msg(dur > 2 && dur < 5, "second run: duration_s %.2f (its own 2.5 s)", dur);
+    ck_assert_msg(win >= 1 && win <= dur + 2, "second run: %.0f windows in %.1f s", win, dur);
+    free(sum);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    char *l1 = listing(p);
+    snprintf(p, sizeof(p), "%s/att2", dir);
+    char *l2 = listing(p);
+    ck_assert_msg(!strcmp(l1, l2), "launch-time files:\n%s\nsecond run's:\n%s", l1, l2);
+    free(l1);
+    free(l2);
+}
+
 static void check_attach(void)
 {
     char *dir = jt_tmpdir();
@@ -80,7 +160,7 @@ static void check_attach(void)
     /* the same workload, attached to after 1.5 s */
     int fd = -1, st = 0;
     char line[256];
-    const char *args[] = {"Burn", "7", NULL};
+    const char *args[] = {"Burn", "11", NULL};
     snprintf(p, sizeof(p), "%s/jvm.err", dir);
     pid_t pid = jt_spawn(NULL, JALEN_CLASSES, args, &fd, p);
     ck_assert_int_eq(jt_wait_line(fd, "ready", line, sizeof(line), 60), 0);
@@ -99,10 +179,7 @@ static void check_attach(void)
     o = cli(a, &st);
     ck_assert_msg(st == 0 && strstr(o, "attached") && jt_lines(o) == 1, "status: %d %s", st, o);
     free(o);
-    snprintf(a, sizeof(a), "%d dump", (int)pid);
-    o = cli(a, &st);
-    ck_assert_msg(st == 0 && strstr(o, "process energy"), "dump: %d %s", st, o);
-    free(o);
+    expect(pid, "dump", 0, "process energy");
     snprintf(p, sizeof(p), "%s/att", dir);
     shares(p, as);
     fprintf(stderr, "[attach %s] launch %.1f/%.1f/%.1f %%, attached %.1f/%.1f/%.1f %%\n", jt_java,
@@ -129,6 +206,7 @@ static void check_attach(void)
     ck_assert_msg(st == 1 && strstr(o, "not profiling") && jt_lines(o) == 1,
                   "status after stop: %d %s", st, o);
     free(o);
+    second_run(dir, pid, ls);
     /* detached: the JVM goes on to its end */
     ck_assert_int_eq(jt_wait_line(fd, "done", line, sizeof(line), 60), 0);
     st = jt_wait(pid, 30);

@@ -4,39 +4,43 @@
  * and parseable, Jetty's and the handler's frames in methods.csv, socket
  * bytes counted.  Skipped (with a message) when the jars or wrk are absent.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "jtest.h"
 
-static void jetty_under_wrk(const char *mode)
+/* Starts java CLASS PORT [EXTRA] under the agent with opts on cp; *port
+ * is where it serves. */
+static pid_t start_server(const char *opts, const char *cp, const char *cls, const char *extra,
+                          const char *errf, int *fd, int *port)
 {
-    if (!*JALEN_JETTY_CP || !*JALEN_WRK) {
-        fprintf(stderr, "SKIP: Jetty jars (libjetty9-java) or wrk not found at configure time\n");
-        return;
-    }
-    char *dir = jt_tmpdir();
-    char opts[4096], errf[4200], line[256], p[4200];
-    snprintf(opts, sizeof(opts), "out=%s/out,mode=%s,filter=JettyServer+org.eclipse.", dir, mode);
-    snprintf(errf, sizeof(errf), "%s/stderr", dir);
-    const char *args[] = {"JettyServer", "0", NULL};
-    int fd;
-    pid_t pid = jt_spawn(opts, JALEN_JETTY_CP, args, &fd, errf);
+    const char *args[] = {cls, "0", extra, NULL};
+    char line[256];
+    pid_t pid = jt_spawn(opts, cp, args, fd, errf);
     ck_assert_int_gt(pid, 0);
-    ck_assert_msg(jt_wait_line(fd, "READY ", line, sizeof(line), 60) == 0, "Jetty did not start");
-    int port = atoi(line + 6);
-    ck_assert_int_gt(port, 0);
+    ck_assert_msg(jt_wait_line(*fd, "READY ", line, sizeof(line), 60) == 0, "%s did not start",
+                  cls);
+    *port = atoi(line + 6);
+    ck_assert_int_gt(*port, 0);
+    return pid;
+}
 
-    char url[64], wrkout[4200], cmd[8192];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/hello", port);
+/* wrk ARGS against 127.0.0.1:port; the requests it completed. */
+static long run_wrk(const char *dir, int port, const char *args, const char *path)
+{
+    char wrkout[4200], cmd[8192];
     snprintf(wrkout, sizeof(wrkout), "%s/wrk.txt", dir);
-    snprintf(cmd, sizeof(cmd), "%s -t2 -c16 -d10s %s > %s 2>&1", JALEN_WRK, url, wrkout);
+    snprintf(cmd, sizeof(cmd), "%s %s http://127.0.0.1:%d%s > %s 2>&1", JALEN_WRK, args, port, path,
+             wrkout);
     int rc = system(cmd);
     ck_assert_msg(rc == 0, "wrk failed (%d)", rc);
     char *w = jt_read(wrkout);
@@ -46,11 +50,14 @@ static void jetty_under_wrk(const char *mode)
     while (req > w && req[-1] != ' ' && req[-1] != '\n')
         req--;
     long nreq = atol(req);
-    fprintf(stderr, "[%s] wrk: %ld requests in 10 s\n", mode, nreq);
-    ck_assert_msg(nreq > 1000, "only %ld requests", nreq);
     ck_assert_msg(!strstr(w, "Non-2xx"), "errors from Jetty: %s", w);
     free(w);
+    return nreq;
+}
 
+/* SIGTERM, and the server ends as a JVM does on it. */
+static void stop_server(pid_t pid, int fd)
+{
     ck_assert_int_eq(kill(pid, 0), 0); /* still alive: no crash */
     kill(pid, SIGTERM);
     int st = jt_wait(pid, 60);
@@ -58,6 +65,25 @@ static void jetty_under_wrk(const char *mode)
     ck_assert_msg(st >= 0 && ((WIFEXITED(st) && (WEXITSTATUS(st) == 143 || WEXITSTATUS(st) == 0)) ||
                               (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM)),
                   "Jetty status %d", st);
+}
+
+static void jetty_under_wrk(const char *mode)
+{
+    if (!*JALEN_JETTY_CP || !*JALEN_WRK) {
+        fprintf(stderr, "SKIP: Jetty jars (libjetty9-java) or wrk not found at configure time\n");
+        return;
+    }
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], p[4200];
+    snprintf(opts, sizeof(opts), "out=%s/out,mode=%s,filter=JettyServer+org.eclipse.", dir, mode);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    int fd, port;
+    pid_t pid = start_server(opts, JALEN_JETTY_CP, "JettyServer", NULL, errf, &fd, &port);
+    long nreq = run_wrk(dir, port, "-t2 -c16 -d10s", "/hello");
+    fprintf(stderr, "[%s] wrk: %ld requests in 10 s\n", mode, nreq);
+    ck_assert_msg(nreq > 1000, "only %ld requests", nreq);
+
+    stop_server(pid, fd);
     snprintf(p, sizeof(p), "%s/out", dir);
     jt_check_outputs(p, 0.005);
 
@@ -106,12 +132,147 @@ START_TEST(jetty_cpu)
 }
 END_TEST
 
+/* One HTTP/1.1 GET with an extra header line (may be ""): the response. */
+static char *http_get(int port, const char *path, const char *header)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+    char req[1024];
+    int n =
+        snprintf(req, sizeof(req),
+                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s\r\n", path, header);
+    ck_assert_int_eq(write(s, req, (size_t)n), n);
+    size_t cap = 1 << 18, len = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    ssize_t r;
+    while (len < cap - 1 && (r = read(s, buf + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = '\0';
+    close(s);
+    ck_assert_msg(!strncmp(buf, "HTTP/1.1 200", 12), "GET %s (%s): %.80s", path, header, buf);
+    return buf;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* EnergyFilter (jalen-api.jar) in ScopeServer: /a 3 ms of CPU a call, /b
+ * 1 ms, /c/{id} 100,000 bytes, under wrk for 2 s, after requests with a
+ * good traceparent and malformed ones. */
+START_TEST(jetty_scopes)
+{
+    if (!*JALEN_JETTY_CP || !*JALEN_WRK || !*JALEN_API_JAR) {
+        fprintf(stderr, "SKIP: Jetty jars, wrk or jalen-api.jar not found at configure time\n");
+        return;
+    }
+    char *dir = jt_tmpdir();
+    char opts[4096], errf[4200], p[4200], cp[8192], logf[4200];
+    snprintf(opts, sizeof(opts), "out=%s/out,window=500ms", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    snprintf(cp, sizeof(cp), "%s:%s", JALEN_JETTY_CP, JALEN_API_JAR);
+    snprintf(logf, sizeof(logf), "%s/requests.jsonl", dir);
+    int fd, port;
+    pid_t pid = start_server(opts, cp, "ScopeServer", logf, errf, &fd, &port);
+
+    static const char good[] =
+        "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n";
+    char *r = http_get(port, "/a", good);
+    const char *st = strstr(r, "Server-Timing: cpu;dur=");
+    ck_assert_msg(st != NULL, "no Server-Timing: %s", r);
+    double dur_ms = 0, joules = -1;
+    ck_assert_int_eq(sscanf(st, "Server-Timing: cpu;dur=%lf, energy;desc=\"%lf J (estimate)\"",
+                            &dur_ms, &joules),
+                     2);
+    ck_assert_msg(dur_ms >= 3.0 && joules >= 0, "Server-Timing %.3f ms %.6f J", dur_ms, joules);
+    free(r);
+    /* wrong length, upper-case hex, a zero trace id, a zero parent id,
+     * unknown versions: ignored, and the request served */
+    static const char *const bad[] = {
+        "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\r\n",
+        "traceparent: 00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01\r\n",
+        "traceparent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\n",
+        "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01\r\n",
+        "traceparent: ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n",
+        "traceparent: 01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n",
+        "traceparent: zz\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        free(http_get(port, "/a", bad[i]));
+    /* the OpenTelemetry stand-in got jalen.energy_j from each request */
+    r = http_get(port, "/otel", "");
+    ck_assert_msg(strstr(r, "\r\n\r\notel 8\n") != NULL, "otel: %s", r);
+    free(r);
+
+    char args[4400];
+    snprintf(args, sizeof(args), "-t1 -c4 -d2s -s %s/../jetty/paths.lua", JALEN_JAVA_SRC);
+    long nreq = run_wrk(dir, port, args, "/");
+    stop_server(pid, fd);
+
+    jt_csv c;
+    snprintf(p, sizeof(p), "%s/out/scopes.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &c), 0);
+    const jt_row *a = jt_csv_find(&c, 0, "GET /a"), *b = jt_csv_find(&c, 0, "GET /b"),
+                 *cc = jt_csv_find(&c, 0, "GET /c/{id}"), *o = jt_csv_find(&c, 0, "GET /otel"),
+                 *z = jt_csv_find(&c, 0, "GET /z");
+    ck_assert_msg(a && b && cc && o && z, "scopes.csv rows GET /a, /b, /c/{id}, /otel, /z");
+    double calls = jt_num(a, 1) + jt_num(b, 1) + jt_num(cc, 1) + jt_num(z, 1) - 8;
+    fprintf(stderr,
+            "[scopes] wrk %ld requests, scopes %.0f; J per call /a %.6f, /b %.6f (%.3f:1), /c "
+            "%.6f; /c %.0f bytes a call\n",
+            nreq, calls, jt_num(a, 7), jt_num(b, 7), jt_num(a, 7) / jt_num(b, 7), jt_num(cc, 7),
+            jt_num(cc, 6) / jt_num(cc, 1));
+    /* wrk counts the responses it read; at its end up to one request per
+     * connection was served but not read */
+    ck_assert_msg(calls >= nreq && calls <= nreq + 4, "%.0f calls for %ld requests", calls, nreq);
+    /* each call also pays what any request costs inside the filter (Jetty's
+     * dispatch, the response's sending): /z, which does nothing of its own,
+     * measures it; less that, /a and /b are their spins, 3:1 */
+    double own = (jt_num(a, 7) - jt_num(z, 7)) / (jt_num(b, 7) - jt_num(z, 7));
+    fprintf(stderr, "[scopes] /z %.6f J a call; /a:/b less it %.3f:1\n", jt_num(z, 7), own);
+    ck_assert_msg(fabs(own - 3) <= 0.15, "/a:/b per call less a request's own cost: %.3f", own);
+    ck_assert_msg(jt_num(a, 7) / jt_num(b, 7) > 2 && jt_num(a, 7) / jt_num(b, 7) < 3.1,
+                  "/a:/b per call %.3f", jt_num(a, 7) / jt_num(b, 7));
+    /* 100,000 bytes of body and its headers a call; the calls in flight
+     * when wrk stopped (one per connection at most) may have been cut */
+    double nc = jt_num(cc, 1), bytes = jt_num(cc, 6);
+    ck_assert_msg(bytes >= 100000 * (nc - 4) && bytes <= 100500 * nc,
+                  "/c: %.0f bytes in %.0f calls", bytes, nc);
+
+    char *log = jt_read(logf);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_int_eq(jt_lines(log), (int)jt_csv_sum(&c, 1));
+    ck_assert_int_eq(count(log, "\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\",\"span_id\":"
+                                "\"00f067aa0ba902b7\""),
+                     1);
+    ck_assert_int_eq(count(log, "\"trace_id\":\""), 1);
+    free(log);
+    jt_csv_free(&c);
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *s = jt_read(p);
+    double proc = jt_json_num(s, "process_energy_j"), sc = jt_json_num(s, "scoped_energy_j"),
+           un = jt_json_num(s, "unscoped_energy_j");
+    ck_assert_msg(fabs(sc + un - proc) <= 0.005 * proc, "scoped %g + unscoped %g vs %g", sc, un,
+                  proc);
+    free(s);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_jetty");
     TCase *tc = tcase_create("jetty");
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, jetty_cpu);
+    tcase_add_test(tc, jetty_scopes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -9,49 +9,24 @@
  * name's first use takes the scopes' mutex and allocates.
  */
 #include "internal.h"
+#include "scopetab.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Histogram of energy per call: bucket 0 holds 0 and everything below
- * 2^HIST_EMIN J, then HIST_SUB linear buckets per power of two up to
- * 2^HIST_EMAX J, and one bucket above. */
-#define HIST_EMIN (-40) /* 9.1e-13 J */
-#define HIST_EMAX 24    /* 1.7e7 J */
-#define HIST_SUB 8
-#define HIST_N (2 + (HIST_EMAX - HIST_EMIN) * HIST_SUB)
-#define MAX_NAMES_LIMIT 65536
 #define PRICED (1u << 31) /* rate_flags: a price was read */
 
-typedef struct scope_name {
-    /* the counters every end touches, together */
-    _Atomic uint64_t calls, rated, measured;
-    _Atomic uint64_t cpu_ns, self_ns;
-    _Atomic uint64_t energy_bits, self_bits, nested_bits; /* doubles */
-    _Atomic uint64_t hist[HIST_N], self_hist[HIST_N];
-    uint64_t hash;
-    char name[]; /* NUL-terminated */
-} scope_name;
+typedef pa__scope_name scope_name;
 
 struct pa__scopes {
-    pthread_mutex_t lock; /* inserts and options */
-    size_t max_names;
+    pa__scope_table tab;          /* its lock also serialises pa_scope_configure */
     _Atomic int pid_now;          /* pa_scope_opts.pid */
     _Atomic uint64_t carbon_bits; /* pa_scope_opts.carbon_g_per_kwh (a
                                      double; 0 none) */
-
-    /* names: allocated at the first insert, then fixed */
-    size_t cap; /* slots, a power of two >= 2 max_names */
-    _Atomic(scope_name *) *_Atomic slots;
-    scope_name **order; /* first-use order, max_names entries */
-    _Atomic size_t nnames;
-    _Atomic bool full;
-    scope_name *other;
 
     /* the price, under a seqlock: written by the tick (pa__scopes_window,
      * under the context lock) and by pa_scope_configure or the scopes'
@@ -79,92 +54,6 @@ typedef struct scope_frame {
 static _Thread_local scope_frame stack[PA_SCOPE_MAX_DEPTH];
 static _Thread_local unsigned depth;
 
-static const char other_note[] = "more distinct scope names than max_names: the calls of the names "
-                                 "beyond it are counted here (raise pa_scope_opts.max_names)";
-
-/* ------------------------------------------------------------------ */
-/* Doubles kept as atomic bits                                         */
-/* ------------------------------------------------------------------ */
-
-static uint64_t d2u(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, sizeof(u));
-    return u;
-}
-
-static double u2d(uint64_t u)
-{
-    double d;
-    memcpy(&d, &u, sizeof(d));
-    return d;
-}
-
-static void add_double(_Atomic uint64_t *a, double v)
-{
-    uint64_t old = atomic_load_explicit(a, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(a, &old, d2u(u2d(old) + v), memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
-}
-
-static double load_double(_Atomic uint64_t *a)
-{
-    return u2d(atomic_load_explicit(a, memory_order_relaxed));
-}
-
-/* ------------------------------------------------------------------ */
-/* Histogram                                                           */
-/* ------------------------------------------------------------------ */
-
-static unsigned hist_bucket(double j)
-{
-    if (!(j > 0))
-        return 0;
-    uint64_t b = d2u(j);
-    int e = (int)((b >> 52) & 0x7ff) - 1023;
-    if (e < HIST_EMIN)
-        return 0;
-    if (e >= HIST_EMAX)
-        return HIST_N - 1;
-    return 1 + (unsigned)(e - HIST_EMIN) * HIST_SUB + (unsigned)((b >> 49) & (HIST_SUB - 1));
-}
-
-/* The middle of bucket i: within 1 / (2 HIST_SUB) of any value in it. */
-static double hist_value(unsigned i)
-{
-    if (i == 0)
-        return 0;
-    if (i >= HIST_N - 1)
-        return ldexp(1, HIST_EMAX);
-    int e = HIST_EMIN + (int)((i - 1) / HIST_SUB);
-    double sub = (double)((i - 1) % HIST_SUB);
-    return ldexp(1 + (sub + 0.5) / HIST_SUB, e);
-}
-
-/* Quantiles q[0..n-1] (ascending) of a histogram: the value of the bucket
- * holding the call of rank ceil(q x total). */
-static void hist_quantiles(_Atomic uint64_t *h, const double *q, double *out, size_t n)
-{
-    uint64_t c[HIST_N], total = 0;
-    for (unsigned i = 0; i < HIST_N; i++)
-        total += c[i] = atomic_load_explicit(&h[i], memory_order_relaxed);
-    uint64_t run = 0;
-    unsigned i = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (!total) {
-            out[k] = 0;
-            continue;
-        }
-        uint64_t rank = (uint64_t)ceil(q[k] * (double)total);
-        if (rank < 1)
-            rank = 1;
-        while (i < HIST_N - 1 && run + c[i] < rank)
-            run += c[i++];
-        out[k] = hist_value(i);
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* The context's scopes                                                */
 /* ------------------------------------------------------------------ */
@@ -174,9 +63,8 @@ static struct pa__scopes *scopes_new(void)
     struct pa__scopes *sc = calloc(1, sizeof(*sc));
     if (!sc)
         return NULL;
-    pthread_mutex_init(&sc->lock, NULL);
+    pa__scope_table_init(&sc->tab, PA_SCOPE_DEFAULT_NAMES);
     pthread_mutex_init(&sc->price_lock, NULL);
-    sc->max_names = PA_SCOPE_DEFAULT_NAMES;
     return sc;
 }
 
@@ -184,14 +72,7 @@ static void scopes_free(struct pa__scopes *sc)
 {
     if (!sc)
         return;
-    scope_name **order = sc->order;
-    size_t n = atomic_load(&sc->nnames);
-    for (size_t i = 0; i < n; i++)
-        free(order[i]);
-    free(order);
-    free(sc->other);
-    free((void *)atomic_load(&sc->slots));
-    pthread_mutex_destroy(&sc->lock);
+    pa__scope_table_destroy(&sc->tab);
     pthread_mutex_destroy(&sc->price_lock);
     free(sc);
 }
@@ -221,88 +102,6 @@ void pa__scopes_free(pa_ctx *ctx)
     scopes_free(atomic_load(&ctx->scopes));
 }
 
-static scope_name *name_new(const char *name, size_t len, uint64_t hash)
-{
-    scope_name *e = calloc(1, sizeof(*e) + len + 1);
-    if (!e)
-        return NULL;
-    memcpy(e->name, name, len + 1);
-    e->hash = hash;
-    return e;
-}
-
-/* Allocates the table at the first insert (under sc->lock). */
-static int table_alloc(struct pa__scopes *sc)
-{
-    size_t cap = 16;
-    while (cap < 2 * sc->max_names)
-        cap *= 2;
-    _Atomic(scope_name *) *slots = calloc(cap, sizeof(*slots));
-    scope_name **order = calloc(sc->max_names, sizeof(*order));
-    scope_name *other = name_new(PA_SCOPE_OTHER, strlen(PA_SCOPE_OTHER), 0);
-    if (!slots || !order || !other) {
-        free((void *)slots);
-        free(order);
-        free(other);
-        return pa__err(-ENOMEM, "scope: out of memory for the name table");
-    }
-    sc->cap = cap;
-    sc->order = order;
-    sc->other = other;
-    atomic_store_explicit(&sc->slots, slots, memory_order_release);
-    return 0;
-}
-
-static scope_name *lookup(struct pa__scopes *sc, uint64_t hash, const char *name)
-{
-    _Atomic(scope_name *) *slots = atomic_load_explicit(&sc->slots, memory_order_acquire);
-    if (!slots)
-        return NULL;
-    size_t mask = sc->cap - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        scope_name *e = atomic_load_explicit(&slots[i], memory_order_acquire);
-        if (!e)
-            return NULL;
-        if (e->hash == hash && !strcmp(e->name, name))
-            return e;
-    }
-}
-
-/* A name's first use: adds it, or folds it into PA_SCOPE_OTHER when the
- * table is full.  *folded says which. */
-static int insert(struct pa__scopes *sc, uint64_t hash, const char *name, size_t len,
-                  scope_name **out, bool *folded)
-{
-    pthread_mutex_lock(&sc->lock);
-    int rc = 0;
-    if (!atomic_load_explicit(&sc->slots, memory_order_relaxed) && (rc = table_alloc(sc)) < 0)
-        goto out;
-    scope_name *e = lookup(sc, hash, name); /* another thread's insert */
-    *folded = false;
-    size_t n = atomic_load_explicit(&sc->nnames, memory_order_relaxed);
-    if (!e && n >= sc->max_names) {
-        atomic_store_explicit(&sc->full, true, memory_order_relaxed);
-        e = sc->other;
-        *folded = true;
-    } else if (!e) {
-        e = name_new(name, len, hash);
-        if (!e) {
-            rc = pa__err(-ENOMEM, "scope '%s': out of memory", name);
-            goto out;
-        }
-        sc->order[n] = e;
-        atomic_store_explicit(&sc->nnames, n + 1, memory_order_release);
-        size_t mask = sc->cap - 1, i = hash & mask;
-        while (atomic_load_explicit(&sc->slots[i], memory_order_relaxed))
-            i = (i + 1) & mask;
-        atomic_store_explicit(&sc->slots[i], e, memory_order_release);
-    }
-    *out = e;
-out:
-    pthread_mutex_unlock(&sc->lock);
-    return rc;
-}
-
 int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
 {
     pa_scope_opts def = {0};
@@ -311,9 +110,9 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     if (!ctx)
         return pa__err(-EINVAL, "pa_scope_configure: ctx is NULL");
     size_t max = opts->max_names ? opts->max_names : PA_SCOPE_DEFAULT_NAMES;
-    if (max > MAX_NAMES_LIMIT)
+    if (max > PA__SCOPE_NAMES_LIMIT)
         return pa__err(-EINVAL, "pa_scope_configure: max_names %zu is over %d", opts->max_names,
-                       MAX_NAMES_LIMIT);
+                       PA__SCOPE_NAMES_LIMIT);
     double g;
     if (opts->carbon_g_per_kwh != 0 && pa_carbon_g(0, opts->carbon_g_per_kwh, &g) < 0)
         return pa__err(-ERANGE,
@@ -328,19 +127,19 @@ int pa_scope_configure(pa_ctx *ctx, const pa_scope_opts *opts)
     struct pa__scopes *sc = scopes_of(ctx);
     if (!sc)
         return pa__err(-ENOMEM, "pa_scope_configure: out of memory");
-    pthread_mutex_lock(&sc->lock);
+    pthread_mutex_lock(&sc->tab.lock);
     int rc = 0;
-    if (max != sc->max_names && atomic_load(&sc->slots))
+    if (max != sc->tab.max_names && atomic_load(&sc->tab.slots))
         rc = pa__err(-EBUSY,
                      "pa_scope_configure: max_names is set before the "
                      "context's first scope (it is %zu)",
-                     sc->max_names);
+                     sc->tab.max_names);
     else {
-        sc->max_names = max;
+        sc->tab.max_names = max;
         atomic_store(&sc->pid_now, (int)opts->pid);
-        atomic_store(&sc->carbon_bits, d2u(opts->carbon_g_per_kwh));
+        atomic_store(&sc->carbon_bits, pa__d2u(opts->carbon_g_per_kwh));
     }
-    pthread_mutex_unlock(&sc->lock);
+    pthread_mutex_unlock(&sc->tab.lock);
     if (rc == 0) /* the price of the last window, for this pid, now */
         price_load(ctx, sc);
     return rc;
@@ -380,7 +179,7 @@ static void price_publish(struct pa__scopes *sc, double rate, unsigned flags, ui
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&sc->rate_bits, d2u(rate), memory_order_relaxed);
+        atomic_store_explicit(&sc->rate_bits, pa__d2u(rate), memory_order_relaxed);
         atomic_store_explicit(&sc->rate_flags, flags | PRICED, memory_order_relaxed);
         atomic_store_explicit(&sc->seq, s + 2, memory_order_release);
     }
@@ -435,7 +234,7 @@ static double price(struct pa__scopes *sc, unsigned *flags)
         unsigned s = atomic_load_explicit(&sc->seq, memory_order_acquire);
         if (s & 1)
             continue;
-        double r = u2d(atomic_load_explicit(&sc->rate_bits, memory_order_relaxed));
+        double r = pa__u2d(atomic_load_explicit(&sc->rate_bits, memory_order_relaxed));
         unsigned f = atomic_load_explicit(&sc->rate_flags, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&sc->seq, memory_order_relaxed) != s)
@@ -473,15 +272,10 @@ int pa_scope_begin_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns)
         return pa__err(-ENOMEM, "pa_scope_begin: out of memory");
     uint64_t hash = pa__hash_str(name);
     bool folded = false;
-    scope_name *e = lookup(sc, hash, name);
-    if (!e && atomic_load_explicit(&sc->full, memory_order_relaxed)) {
-        e = sc->other;
-        folded = true;
-    } else if (!e) {
-        int rc = insert(sc, hash, name, len, &e, &folded);
-        if (rc < 0)
-            return rc;
-    }
+    scope_name *e;
+    int rc = pa__scope_table_get(&sc->tab, name, len, hash, &e, &folded);
+    if (rc < 0)
+        return rc;
     bool recursive = false;
     for (unsigned i = 0; i < depth && !recursive; i++)
         recursive = stack[i].e == e;
@@ -526,25 +320,6 @@ static int end_check(pa_ctx *ctx, const char *name, uint64_t cpu_ns)
     return 0;
 }
 
-static void record(scope_name *e, const pa_scope_result *r, uint64_t incl, uint64_t self,
-                   bool recursive)
-{
-    atomic_fetch_add_explicit(&e->calls, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->self_ns, self, memory_order_relaxed);
-    if (!recursive)
-        atomic_fetch_add_explicit(&e->cpu_ns, incl, memory_order_relaxed);
-    if (r->flags & PA_SCOPE_NO_WINDOW)
-        return;
-    atomic_fetch_add_explicit(&e->rated, 1, memory_order_relaxed);
-    if (r->flags & PA_POWER_MEASURED)
-        atomic_fetch_add_explicit(&e->measured, 1, memory_order_relaxed);
-    add_double(recursive ? &e->nested_bits : &e->energy_bits, r->energy_j);
-    add_double(&e->self_bits, r->self_energy_j);
-    atomic_fetch_add_explicit(&e->hist[hist_bucket(r->energy_j)], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->self_hist[hist_bucket(r->self_energy_j)], 1,
-                              memory_order_relaxed);
-}
-
 int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns, pa_scope_result *out)
 {
     int rc = end_check(ctx, name, cpu_ns);
@@ -568,7 +343,12 @@ int pa_scope_end_at(pa_ctx *ctx, const char *name, uint64_t cpu_ns, pa_scope_res
             stack[i].child_j += r.energy_j;
             break;
         }
-    record(f.e, &r, incl, self, f.recursive);
+    pa__scope_call c = {.cpu_ns = incl,
+                        .self_ns = self,
+                        .energy_j = r.energy_j,
+                        .self_energy_j = r.self_energy_j,
+                        .flags = r.flags};
+    pa__scope_record(f.e, &c);
     if (out)
         *out = r;
     return 0;
@@ -611,49 +391,21 @@ static void stats_carbon(double g_per_kwh, pa_scope_stats *s)
     s->carbon_g_per_kwh = g_per_kwh;
 }
 
-static void stats_fill(scope_name *e, bool other, double carbon, pa_scope_stats *out)
+/* A name's aggregates (scopetab.c) with the context's grams of CO2e. */
+static void stats_fill(struct pa__scopes *sc, scope_name *e, bool other, pa_scope_stats *out)
 {
-    static const double q[3] = {0.50, 0.95, 0.99};
-    double v[3];
-    pa_scope_stats s = {0};
-    s.name = e->name;
-    s.calls = atomic_load_explicit(&e->calls, memory_order_relaxed);
-    s.rated_calls = atomic_load_explicit(&e->rated, memory_order_relaxed);
-    s.measured_calls = atomic_load_explicit(&e->measured, memory_order_relaxed);
-    s.cpu_time_s = (double)atomic_load_explicit(&e->cpu_ns, memory_order_relaxed) * 1e-9;
-    s.self_cpu_time_s = (double)atomic_load_explicit(&e->self_ns, memory_order_relaxed) * 1e-9;
-    s.energy_j = load_double(&e->energy_bits);
-    s.self_energy_j = load_double(&e->self_bits);
-    if (s.rated_calls) {
-        s.mean_j = (s.energy_j + load_double(&e->nested_bits)) / (double)s.rated_calls;
-        s.self_mean_j = s.self_energy_j / (double)s.rated_calls;
-    }
-    hist_quantiles(e->hist, q, v, 3);
-    s.p50_j = v[0], s.p95_j = v[1], s.p99_j = v[2];
-    hist_quantiles(e->self_hist, q, v, 3);
-    s.self_p50_j = v[0], s.self_p95_j = v[1], s.self_p99_j = v[2];
-    if (s.rated_calls && s.measured_calls == s.rated_calls)
-        s.flags |= PA_POWER_MEASURED;
-    if (other) {
-        s.flags |= PA_SCOPE_FOLDED;
-        s.note = other_note;
-    }
-    stats_carbon(carbon, &s);
-    *out = s;
+    pa__scope_fill(e, other, out, NULL);
+    stats_carbon(pa__u2d(atomic_load(&sc->carbon_bits)), out);
 }
 
 /* The scopes to read, or NULL when the context has none. */
-static struct pa__scopes *scopes_read(pa_ctx *ctx, size_t *n, bool *other)
+static struct pa__scopes *scopes_read(pa_ctx *ctx, size_t *n, bool *other, scope_name ***names)
 {
     struct pa__scopes *sc = atomic_load_explicit(&ctx->scopes, memory_order_acquire);
     *n = 0;
     *other = false;
-    if (!sc || !atomic_load_explicit(&sc->slots, memory_order_acquire))
-        return NULL;
-    *n = atomic_load_explicit(&sc->nnames, memory_order_acquire);
-    *other = atomic_load_explicit(&sc->other->calls, memory_order_relaxed) ||
-             atomic_load_explicit(&sc->full, memory_order_relaxed);
-    return sc;
+    *names = sc ? pa__scope_table_names(&sc->tab, n, other) : NULL;
+    return *names ? sc : NULL;
 }
 
 int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap)
@@ -662,11 +414,12 @@ int pa_scope_list(pa_ctx *ctx, pa_scope_stats *out, size_t cap)
         return pa__err(-EINVAL, "pa_scope_list: %s is NULL", ctx ? "out" : "ctx");
     size_t n;
     bool other;
-    struct pa__scopes *sc = scopes_read(ctx, &n, &other);
+    scope_name **names;
+    struct pa__scopes *sc = scopes_read(ctx, &n, &other, &names);
     for (size_t i = 0; i < n && i < cap; i++)
-        stats_fill(sc->order[i], false, load_double(&sc->carbon_bits), &out[i]);
+        stats_fill(sc, names[i], false, &out[i]);
     if (other && n < cap)
-        stats_fill(sc->other, true, load_double(&sc->carbon_bits), &out[n]);
+        stats_fill(sc, sc->tab.other, true, &out[n]);
     size_t total = n + (other ? 1 : 0);
     return total > INT32_MAX ? INT32_MAX : (int)total;
 }
@@ -677,17 +430,18 @@ int pa_scope_get(pa_ctx *ctx, const char *name, pa_scope_stats *out)
         return pa__err(-EINVAL, "pa_scope_get: %s is NULL", !ctx ? "ctx" : !name ? "name" : "out");
     size_t n;
     bool other;
-    struct pa__scopes *sc = scopes_read(ctx, &n, &other);
+    scope_name **names;
+    struct pa__scopes *sc = scopes_read(ctx, &n, &other, &names);
     if (sc && other && !strcmp(name, PA_SCOPE_OTHER)) {
-        stats_fill(sc->other, true, load_double(&sc->carbon_bits), out);
+        stats_fill(sc, sc->tab.other, true, out);
         return 0;
     }
-    scope_name *e = sc ? lookup(sc, pa__hash_str(name), name) : NULL;
+    scope_name *e = sc ? pa__scope_table_find(&sc->tab, pa__hash_str(name), name) : NULL;
     if (!e)
         return pa__err(-ENOENT, "pa_scope_get: no scope '%s' on this context%s", name,
                        other ? " (names beyond max_names are counted under "
                                "'" PA_SCOPE_OTHER "')"
                              : "");
-    stats_fill(e, false, load_double(&sc->carbon_bits), out);
+    stats_fill(sc, e, false, out);
     return 0;
 }

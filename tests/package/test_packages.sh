@@ -62,7 +62,8 @@ has powerapi /usr/bin/powerapi /lib/systemd/system/powerapi-daemon.service \
     /lib/systemd/system/powerapi-serve.service /etc/powerapi/powerapi.conf \
     /lib/udev/rules.d/60-powerapi-rapl.rules
 has jalen-agent /usr/lib/$MA/jalen/libjalen.so /usr/share/java/powerapi-$ver.jar \
-    /usr/share/java/powerapi.jar /usr/lib/$MA/jni/libpowerapi_jni.so
+    /usr/share/java/powerapi.jar /usr/lib/$MA/jni/libpowerapi_jni.so \
+    /usr/share/java/jalen-api-$ver.jar /usr/share/java/jalen-api.jar
 has python3-powerapi /usr/lib/python3/dist-packages/powerapi/__init__.py
 shlibs=$(dpkg-deb --ctrl-tarfile "$bld"/libpowerapi0_*.deb | tar -xO ./shlibs)
 [ "$shlibs" = "libpowerapi 0 libpowerapi0 (>= $ver)" ] || fail "libpowerapi0 shlibs: $shlibs"

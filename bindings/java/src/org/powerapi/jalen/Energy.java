@@ -51,6 +51,10 @@ public final class Energy implements EnergyMXBean {
      * [5] long[] tids, [6] String[] thread names, [7] double[] 5 per thread
      *     (cpu_time_s, energy_j, cpu_j, net_j, window_w), [8] long[] net_bytes
      * [9] double[] 4 per window (start_s, duration_s, power_w, energy_j)
+     * [10] String[] scope names, [11] double[] 16 per scope (inclusive then
+     *      self: cpu_time_s, energy_j, cpu_j, net_j, mean_j, p50_j, p95_j,
+     *      p99_j), [12] long[] 3 per scope (calls, net_bytes, self_net_bytes)
+     * ([0] also has scoped_j and unscoped_j at 8 and 9)
      * top: how many methods and threads (0: all).
      */
     private static native Object[] nSnapshot(int top);
@@ -148,6 +152,30 @@ public final class Energy implements EnergyMXBean {
         for (int i = 0; i < names.length; i++)
             out.add(new ThreadEnergy(tids[i], names[i], d[5 * i], d[5 * i + 1], d[5 * i + 2],
                                      d[5 * i + 3], d[5 * i + 4], bytes[i]));
+        return out;
+    }
+
+    @Override
+    public double getScopedEnergyJoules() {
+        return summary(8);
+    }
+
+    @Override
+    public double getUnscopedEnergyJoules() {
+        return summary(9);
+    }
+
+    @Override
+    public List<ScopeEnergy> getScopes() {
+        Object[] s = snapshot(1);
+        if (s == null)
+            return Collections.emptyList();
+        String[] names = (String[]) s[10];
+        double[] d = (double[]) s[11];
+        long[] l = (long[]) s[12];
+        List<ScopeEnergy> out = new ArrayList<>(names.length);
+        for (int i = 0; i < names.length; i++)
+            out.add(ScopeEnergy.of(names[i], d, 16 * i, l, 3 * i));
         return out;
     }
 

@@ -48,6 +48,18 @@ public interface EnergyMXBean {
     /** The most recent windows (up to 60), oldest first. */
     List<WindowEnergy> getRecentWindows();
 
+    /**
+     * Each scope name of org.powerapi.jalen.Scope (jalen-api.jar), as in
+     * scopes.csv: the calls priced at the ends of the windows so far.
+     */
+    List<ScopeEnergy> getScopes();
+
+    /** Energy of the time and bytes of the outermost scopes (J). */
+    double getScopedEnergyJoules();
+
+    /** The process's energy outside every scope (J). */
+    double getUnscopedEnergyJoules();
+
     /** The n methods with the most self energy (n <= 0: all). */
     List<MethodEnergy> topMethods(int n);
 
