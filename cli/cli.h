@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "output.h"
 #include "powerapi.h"
 
 /* Exit statuses shared by the subcommands. */
@@ -147,21 +148,6 @@ uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx);
  * several times the power).  Returns 1 when it warned, else 0. */
 int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns);
 
-/* Threads of a process: proc(5) field 20 (num_threads) of
- * <procfs>/<pid>/stat (procfs NULL: "/proc"); 0 when unreadable. */
-long pa_cli_num_threads(const char *procfs, pid_t pid);
-
-/* A target's CPU% over a window of interval_s, as shown to people: at
- * most 100 % for a thread, 100 % a thread for a process (its threads read
- * under procfs, else the online CPUs), 100 % a CPU otherwise.  A process's
- * CPU time moves in clock ticks (/proc/PID/stat), so a window can read a
- * tick more than it lasted (13 ticks in 0.125 s: 104 % for one thread).
- * *capped tells whether the figure was capped. */
-double pa_cli_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped);
-
-/* The note printed beside a capped CPU%. */
-#define PA_CLI_CAPPED_NOTE "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
-
 /* CLOCK_MONOTONIC and CLOCK_REALTIME now, ns. */
 uint64_t pa_cli_mono_ns(void);
 uint64_t pa_cli_real_ns(void);
@@ -270,11 +256,6 @@ enum {
     PA_CTXOPT_CARBON = 16,
 };
 
-/* The grams of CO2e of energy_j at --carbon-intensity g_per_kwh
- * (pa_carbon_g), for every output of the commands; NaN when no intensity
- * was given or the energy is unknown. */
-double pa_cli_co2e_g(double g_per_kwh, double energy_j);
-
 /* The lowest --interval of every command (see cli/options.c). */
 #define PA_CLI_MIN_INTERVAL_NS 1000000ull
 
@@ -356,5 +337,13 @@ int pa_replay_new(pa_replay **out, const char *states, const char *procfs, const
 int pa_replay_apply(pa_replay *r, unsigned k);
 /* Removes the temporary copies and frees.  NULL is a no-op. */
 void pa_replay_free(pa_replay *r);
+
+/* The setter of a -f/--format option (a pa_cli_opt callback, v a
+ * pa_out_format *): 0, or PA_EXIT_USAGE after printing the line. */
+int pa_out_format_option(void *v, const char *cmd, const char *arg);
+
+/* `powerapi modules`' listing of ctx's modules (built-in and registered,
+ * with their components) in fmt (cli/modules.c).  0 or -errno. */
+int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt);
 
 #endif /* PA_CLI_H */

@@ -5,7 +5,7 @@
  */
 #include "cli.h"
 #include "output.h"
-#include "util.h"
+#include "profout.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -45,14 +45,14 @@ static void json_names(FILE *f, const char *key, const char *const *list, const 
     int k = 0;
     for (; list && *list; list++, k++) {
         fputs(k ? "," : "", f);
-        pa__json_write(f, *list);
+        pa_pout_json_str(f, *list);
     }
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", text ? text : "");
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
         fputs(k ? "," : "", f);
-        pa__json_write(f, t);
+        pa_pout_json_str(f, t);
     }
     fputc(']', f);
 }
@@ -121,11 +121,11 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt, const pa_modu
                     component_name(ctx, x->component), x->available ? "true" : "false",
                     x->enabled ? "true" : "false", x->failing ? "true" : "false");
             /* options and texts may hold commas: quoted where they do */
-            pa__csv_write(f, x->options);
+            pa_pout_csv_field(f, x->options);
             fputc(',', f);
-            pa__csv_write(f, x->description);
+            pa_pout_csv_field(f, x->description);
             fputc(',', f);
-            pa__csv_write(f, why);
+            pa_pout_csv_field(f, why);
             fputc(',', f);
             {
                 char req[256], use[256], by[256];
@@ -139,28 +139,28 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt, const pa_modu
             break;
         case PA_OUT_JSON:
             fputs("{\"name\":", f);
-            pa__json_write(f, x->name);
+            pa_pout_json_str(f, x->name);
             fputs(",\"kind\":", f);
-            pa__json_write(f, kind_name(x->kind));
+            pa_pout_json_str(f, kind_name(x->kind));
             fputs(",\"component\":", f);
-            pa__json_write(f, component_name(ctx, x->component));
+            pa_pout_json_str(f, component_name(ctx, x->component));
             json_bool(f, "available", x->available);
             json_bool(f, "enabled", x->enabled);
             json_bool(f, "failing", x->failing);
             fputs(",\"options\":", f);
-            pa__json_write(f, x->options);
+            pa_pout_json_str(f, x->options);
             fputs(",\"description\":", f);
-            pa__json_write(f, x->description);
+            pa_pout_json_str(f, x->description);
             fputs(",\"why\":", f);
-            pa__json_write(f, why);
+            pa_pout_json_str(f, why);
             fputs(",\"enabled_by\":", f);
-            pa__json_write(f, x->enabled ? enabled_how(x) : "");
+            pa_pout_json_str(f, x->enabled ? enabled_how(x) : "");
             json_names(f, "required_by", NULL, x->required_by);
             json_names(f, "requires", x->requires, NULL);
             json_names(f, "uses", x->uses, NULL);
             if (x->auto_why[0]) {
                 fputs(",\"auto\":", f);
-                pa__json_write(f, x->auto_why);
+                pa_pout_json_str(f, x->auto_why);
             }
             fputs("}\n", f);
             break;

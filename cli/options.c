@@ -98,12 +98,6 @@ static int set_disable(void *v, const char *cmd, const char *arg)
 
 static int set_interval(void *v, const char *cmd, const char *arg);
 
-double pa_cli_co2e_g(double g_per_kwh, double energy_j)
-{
-    double g;
-    return pa_carbon_g(energy_j, g_per_kwh, &g) == 0 ? g : NAN;
-}
-
 /* pa_carbon_intensity_parse's line names the forms */
 static int set_carbon(void *v, const char *cmd, const char *arg)
 {

@@ -307,7 +307,7 @@ static void draw(top *t)
         if (t->carbon_g_per_kwh > 0 &&
             pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
             snprintf(co2, sizeof(co2), "  CO2e %.4f g",
-                     pa_cli_co2e_g(t->carbon_g_per_kwh, t->energy_j));
+                     pa_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
         line(1,
              "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
              "energy since start %.1f J (%.0f s)%s",
@@ -373,12 +373,12 @@ static void draw(top *t)
                  x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
-            double pct = pa_cli_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+            double pct = pa_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
             t->capped |= capped;
             char gco2[24] = "";
             if (t->carbon_g_per_kwh > 0)
                 snprintf(gco2, sizeof(gco2), " %10.4f",
-                         pa_cli_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
+                         pa_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
             line(row,
                  capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
                         : "%7d %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
@@ -392,7 +392,7 @@ static void draw(top *t)
         attroff(A_BOLD);
     } else {
         line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
-             t->capped ? PA_CLI_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
+             t->capped ? PA_OUT_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
     }
     refresh();
     pa_cli_group_free(grouped); /* the rows pointed into it: drawn now */

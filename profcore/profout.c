@@ -89,6 +89,16 @@ void pa_pout_u64(FILE *f, uint64_t v)
     fwrite(c, 1, (size_t)(e - c), f);
 }
 
+void pa_pout_json_str(FILE *f, const char *s)
+{
+    pa__json_write(f, s);
+}
+
+void pa_pout_csv_field(FILE *f, const char *s)
+{
+    pa__csv_write(f, s);
+}
+
 void pa_pout_fix(FILE *f, double v, int dec)
 {
     static const uint64_t scale[] = {1,      10,      100,      1000,      10000,

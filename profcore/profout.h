@@ -16,8 +16,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util.h" /* libpowerapi/src: escaping, hashing, growable arrays */
-
 /* ---- files ---- */
 
 /* A file being written as "<dir>/.<name>.tmp", to take "<dir>/<name>"'s
@@ -44,8 +42,12 @@ void pa_pout_u64(FILE *f, uint64_t v);
  * (printf's exact conversion is the costly part of rewriting files every
  * window). */
 void pa_pout_fix(FILE *f, double v, int dec);
-/* CSV fields and JSON strings: pa__csv_write and pa__json_write (util.h,
- * included here), the one set of escaping rules of the project. */
+/* s (NULL as "") as a JSON string with its quotes, and as one CSV field:
+ * pa__json_write and pa__csv_write (libpowerapi/src/util.h), the one set
+ * of escaping rules of the project, for the sources that see only public
+ * headers (the command). */
+void pa_pout_json_str(FILE *f, const char *s);
+void pa_pout_csv_field(FILE *f, const char *s);
 
 /* JSON array items of a ";"-separated list (libpowerapi's "assumed"),
  * each trimmed of leading blanks, empty ones left out, ", " between:

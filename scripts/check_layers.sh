@@ -5,9 +5,10 @@
 #
 #   0  libpowerapi/                         the library
 #  10  sensors/ formulas/                   plugins of the library
-#  20  profcore/ engines/                   the profiling core and its engines
-#                                           (an engine may include the core,
-#                                           the core no engine)
+#  20  profcore/ engines/ report/           the profiling core, its engines
+#                                           and the report writers (an engine
+#                                           or a writer may include the core,
+#                                           the core neither)
 #  30  cli/ jalen-agent/ bindings/          the command, the agent, bindings
 #
 # Tests, benchmarks and fuzz targets are outside the rule.  A quoted
@@ -24,14 +25,14 @@ layer() {
     libpowerapi/*) echo 0 ;;
     sensors/* | formulas/*) echo 10 ;;
     profcore/*) echo 20 ;;
-    engines/*) echo 25 ;;
+    engines/* | report/*) echo 25 ;;
     cli/* | jalen-agent/* | bindings/*) echo 30 ;;
     *) echo - ;;
     esac
 }
 top() { echo "${1%%/*}"; }
 
-mapfile -t headers < <(find libpowerapi sensors formulas profcore engines cli jalen-agent bindings \
+mapfile -t headers < <(find libpowerapi sensors formulas profcore engines report cli jalen-agent bindings \
     -name '*.h' -not -path '*/tests/*' 2>/dev/null | sort)
 bad=0
 declare -A edge
@@ -61,7 +62,7 @@ while IFS= read -r src; do
         [ "$a" != "$b" ] && edge["$a>$b"]="$src:$line"
     done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$src" |
         sed -E 's/^([0-9]+):[^"]*"([^"]+)".*/\1:\2/')
-done < <(find libpowerapi sensors formulas profcore engines cli jalen-agent bindings \
+done < <(find libpowerapi sensors formulas profcore engines report cli jalen-agent bindings \
     \( -name '*.c' -o -name '*.h' \) -not -path '*/tests/*' 2>/dev/null | sort)
 for e in "${!edge[@]}"; do
     a=${e%%>*} b=${e##*>}

@@ -428,7 +428,7 @@ static void jl_on_net(jl_net_rec *r, uint64_t bytes, void *user)
         frames[n++] = jl_method_of(jl_jvmti, r->frames[i]);
     if (n == 0)
         frames[n++] = JL_M_UNATTRIBUTED;
-    double e = w->total ? w->nic_j * (double)bytes / (double)w->total : 0.0;
+    double e = jl_attrib_net(w->nic_j, (double)bytes, (double)w->total);
     jl_profile_add(frames, NULL, n, 0.0, e, bytes, 0);
     jl_thread *t = jl_threads_get(r->tid, 1);
     if (t) {
@@ -515,29 +515,56 @@ static void jl_window_threads(int rc)
     for (size_t i = 0; i < jl_thr.n; i++) {
         jl_thread *t = &jl_thr.v[i];
         if (!t->alive && t->final_cpu_s >= 0) {
-            double extra = t->final_cpu_s - t->seen_cpu_s;
-            if (extra > 0) {
-                t->w_cpu_s += extra;
-                t->seen_cpu_s += extra;
-            }
+            double extra = jl_attrib_ended_cpu(t->final_cpu_s, t->seen_cpu_s);
+            t->w_cpu_s += extra;
+            t->seen_cpu_s += extra;
             t->final_cpu_s = -2; /* counted */
         }
     }
 }
 
-/* E_thread (attrib.c; thr lock held).  Returns what no thread took. */
+/* The fixed frames of jl_attrib_frame's pseudo[] */
+static const int jl_pseudo[JL_ATTRIB_NFRAMES] = {-1,      JL_M_GC,    JL_M_JIT,
+                                                 JL_M_VM, JL_M_AGENT, JL_M_UNATTRIBUTED};
+/* The threads of the window as attrib.c sees them (jl_window_split) */
+static jl_attrib_thread *jl_athr;
+static size_t jl_athr_cap, jl_athr_n;
+
+/* Each thread's samples in the window (their weights; thr lock held); a
+ * thread first seen in a sample is a Java thread. */
+static void jl_window_count(void)
+{
+    for (size_t p = 0; p < jl_wn;) {
+        pid_t tid = jl_wbuf[p];
+        int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
+        jl_thread *t = jl_threads_get(tid, 1);
+        if (t) {
+            if (!t->name[0]) {
+                snprintf(t->name, sizeof(t->name), "[thread %d]", (int)tid);
+                t->kind = JL_K_JAVA;
+            }
+            t->w_samples += wt;
+        }
+        p += 3 + 2 * (size_t)n;
+    }
+}
+
+/* E_thread and each thread's frame (attrib.c; thr lock held).  Returns
+ * what goes to [VM]. */
 static double jl_window_split(double dcpu)
 {
-    static double *cpu, *out;
-    static size_t cap, cap2;
-    if (PA__GROW(cpu, cap, jl_thr.n + 1, 64) < 0 || PA__GROW(out, cap2, jl_thr.n + 1, 64) < 0)
+    jl_athr_n = 0;
+    if (PA__GROW(jl_athr, jl_athr_cap, jl_thr.n + 1, 64) < 0)
         return dcpu; /* out of memory: the window's energy goes to [VM] */
+    jl_athr_n = jl_thr.n;
     for (size_t i = 0; i < jl_thr.n; i++)
-        cpu[i] = jl_thr.v[i].w_cpu_s;
-    double unplaced = jl_attrib_threads(dcpu, cpu, out, jl_thr.n);
+        jl_athr[i] = (jl_attrib_thread){.kind = jl_thr.v[i].kind,
+                                        .cpu_s = jl_thr.v[i].w_cpu_s,
+                                        .samples = jl_thr.v[i].w_samples};
+    double vm = jl_attrib_window(dcpu, jl_athr, jl_thr.n, jl_pseudo);
     for (size_t i = 0; i < jl_thr.n; i++)
-        jl_thr.v[i].w_cpu_j = out[i];
-    return unplaced;
+        jl_thr.v[i].w_cpu_j = jl_athr[i].cpu_j;
+    return vm;
 }
 
 /* A window's energy on the pseudo-thread [VM] (tid -1): what no thread
@@ -557,22 +584,9 @@ static void jl_window_vm(double cpu_j, double net_j)
 }
 
 /* E_sample, and the threads' energy that no sample holds on their
- * pseudo-frames (attrib.c; thr lock held). */
-static void jl_window_samples(double unplaced)
+ * pseudo-frames (attrib.c; thr lock held, after jl_window_split). */
+static void jl_window_samples(double vm)
 {
-    for (size_t p = 0; p < jl_wn;) {
-        pid_t tid = jl_wbuf[p];
-        int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
-        jl_thread *t = jl_threads_get(tid, 1);
-        if (t) {
-            if (!t->name[0]) {
-                snprintf(t->name, sizeof(t->name), "[thread %d]", (int)tid);
-                t->kind = JL_K_JAVA;
-            }
-            t->w_samples += wt;
-        }
-        p += 3 + 2 * (size_t)n;
-    }
     for (size_t p = 0; p < jl_wn;) {
         pid_t tid = jl_wbuf[p];
         int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
@@ -583,16 +597,13 @@ static void jl_window_samples(double unplaced)
         jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, 1);
         p += 3 + 2 * (size_t)n;
     }
-    static const int pseudo[JL_ATTRIB_NFRAMES] = {-1,      JL_M_GC,    JL_M_JIT,
-                                                  JL_M_VM, JL_M_AGENT, JL_M_UNATTRIBUTED};
-    for (size_t i = 0; i < jl_thr.n; i++) {
-        jl_thread *t = &jl_thr.v[i];
-        int frame = jl_attrib_frame(t->kind, t->w_samples, pseudo);
-        if (t->w_cpu_j > 0 && frame >= 0)
-            jl_profile_add(&frame, NULL, 1, t->w_cpu_j, 0, 0, 0);
+    for (size_t i = 0; i < jl_athr_n; i++) {
+        int frame = jl_athr[i].frame;
+        if (jl_thr.v[i].w_cpu_j > 0 && frame >= 0)
+            jl_profile_add(&frame, NULL, 1, jl_thr.v[i].w_cpu_j, 0, 0, 0);
     }
-    if (unplaced > 1e-12) /* no thread had CPU time in the window (or rounding) */
-        jl_window_vm(unplaced, 0);
+    if (vm > 0) /* no thread had CPU time in the window (or rounding) */
+        jl_window_vm(vm, 0);
 }
 
 /* E_net: the window's network energy over the byte records; returns the
@@ -606,8 +617,9 @@ static uint64_t jl_window_net(double dnic)
         nw.total += jl_nitems[i].bytes;
     for (size_t i = 0; i < jl_nn; i++)
         jl_on_net(jl_nitems[i].r, jl_nitems[i].bytes, &nw);
-    if (nw.total == 0 && dnic > 0)
-        jl_window_vm(0, dnic);
+    double left = jl_attrib_net_left(dnic, (double)nw.total);
+    if (left > 0)
+        jl_window_vm(0, left);
     jl_net_new_window();
     return nw.total;
 }
@@ -663,8 +675,9 @@ static void jl_process_window(int final)
     jl_drain(1);
     pthread_mutex_lock(&jl_thr.lock);
     jl_window_threads(rc);
-    double unplaced = jl_window_split(dcpu);
-    jl_window_samples(unplaced);
+    jl_window_count();
+    double vm = jl_window_split(dcpu);
+    jl_window_samples(vm);
     uint64_t bytes = jl_window_net(dnic);
     double cpu_s = 0;
     for (size_t i = 0; i < jl_thr.n; i++)

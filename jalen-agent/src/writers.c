@@ -15,6 +15,7 @@
  * again the agent says so once.
  */
 #include "jalen.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -35,8 +35,8 @@ extern "C" {
 
 /* Returns the library's version string ("0.2.0").  0.2 added open
  * components (pa_component_name, pa_report.ncomponents ...), module ABI 3,
- * calibration (pa_ctx_set_calibration, pa_calibration_*), pa_machine_get
- * and pa_perf_events_list.  Thread-safe. */
+ * calibration (pa_ctx_set_calibration, pa_calibration_*, pa_calibrate_*),
+ * pa_machine_get and pa_perf_events_list.  Thread-safe. */
 const char *pa_version(void);
 
 /* ------------------------------------------------------------------ */
@@ -913,6 +913,100 @@ int pa_calibration_write(const char *path, const pa_curve *c, const double *resi
  * $XDG_DATA_HOME/powerapi/calibration.txt (~/.local/share when unset).
  * Errors: -ENAMETOOLONG; -ENOENT no home directory.  Thread-safe. */
 int pa_calibration_standard_path(char *buf, size_t len);
+
+/* Measuring a calibration (what `powerapi calibrate` runs), since 0.2.
+ *
+ * A ladder of duty-cycle loads (active idle, then 1/levels .. 100 % of all
+ * CPUs: one pinned worker thread per online CPU, busy for duty x 10 ms of
+ * every 10 ms), each level step_ns long after settle_ns, reps times,
+ * measured in windows of window_ns by the context (which must have
+ * procfs-cpu, rapl and rapl-share enabled): a point is a level's mean
+ * utilisation (/proc/stat) and RAPL package + DRAM power, its residual
+ * the RMS of its windows around the curve.  Where cpufreq lets a frequency
+ * be set (scaling_setspeed under the userspace governor, else
+ * scaling_max_freq), the ladder runs first at each frequency asked for;
+ * the settings are restored after, by pa_calibrate_free, and by
+ * pa_calibrate_restore_cpufreq (for the caller's signal handlers).
+ * Validation: a random walk of load (a step of +-10..30 % every second)
+ * for validate_ns, the curve's power at each 1 s window's utilisation
+ * against RAPL.
+ *
+ * Thread safety: one calibration at a time in a process (the cpufreq
+ * settings it saves are process-wide; a second pa_calibrate_new fails
+ * with -EBUSY); its calls from one thread; nothing else ticks the context
+ * meanwhile.  The library prints nothing: progress and warnings go to
+ * note (one line each, no newline), errors to pa_last_error. */
+#define PA_CALIBRATE_VERSION 1 /* the layout of pa_calibrate_params */
+
+typedef struct pa_calibrate_params {
+    unsigned version;     /* PA_CALIBRATE_VERSION */
+    uint64_t step_ns;     /* time at each load level (`calibrate`: 5 s) */
+    uint64_t settle_ns;   /* left out at the start of each level (500 ms) */
+    uint64_t window_ns;   /* measurement window (500 ms); two must fit in
+                             step_ns - settle_ns */
+    uint64_t validate_ns; /* the random walk of validation (30 s), 0: none */
+    unsigned reps;        /* repetitions of the ladder, 1..50 (3) */
+    unsigned levels;      /* load levels above idle, 1..50 (10) */
+    /* frequencies to calibrate at (pa_calibrate_check_frequencies): NULL
+     * "min,mid,max", "none" the current frequency only */
+    const char *frequencies;
+    const char *sysfs;                        /* where cpufreq is read, NULL: "/sys" */
+    const char *windows_csv;                  /* NULL, or a file for the validation windows
+                                                 (u,model_w,measured_w,interval_s) */
+    void (*note)(void *arg, const char *msg); /* progress, warnings; or NULL */
+    void *note_arg;
+    /* the strings must live until pa_calibrate_free */
+} pa_calibrate_params;
+
+typedef struct pa_calibrate pa_calibrate;
+
+/* The curve measured: points, per-frequency curves (curve.nfreq), the RMS
+ * residual of each point, the online CPUs, and the cpufreq file that set
+ * the frequencies ("" none). */
+typedef struct pa_calibrate_curve_result {
+    pa_curve curve;
+    double residual_w[PA_CURVE_MAX];
+    unsigned ncpus;
+    char cpufreq_file[64];
+} pa_calibrate_curve_result;
+
+/* The validation: windows (0: none run), mean and 95th percentile of the
+ * absolute error and the energy error in % (< 0 without windows), and the
+ * energy of the model and of RAPL over the run. */
+typedef struct pa_calibrate_validation {
+    size_t windows;
+    double mean_pct, p95_pct, energy_pct;
+    double model_j, measured_j;
+} pa_calibrate_validation;
+
+/* Checks a frequencies list: "none", or up to PA_CURVE_FREQS of min, mid,
+ * max and MHz values joined by ','.  0, or -EINVAL with the message.
+ * Thread-safe. */
+int pa_calibrate_check_frequencies(const char *spec);
+
+/* Starts a calibration on ctx: checks p, finds the frequencies it can
+ * set, starts the (idle) load threads and ticks once.  Errors: -EINVAL (p,
+ * its version), -EBUSY (another calibration), -ENOMEM, -EAGAIN (threads),
+ * the tick's. */
+int pa_calibrate_new(pa_ctx *ctx, const pa_calibrate_params *p, pa_calibrate **out);
+
+/* Runs the ladders (minutes: see the note "ladder of ..."); fills out.
+ * Errors: -ENODATA a window without RAPL, or fewer than 2 distinct load
+ * levels (a busy machine); -errno of cpufreq (the message says to ask
+ * for "none"); the tick's. */
+int pa_calibrate_curve(pa_calibrate *cal, pa_calibrate_curve_result *out);
+
+/* Validates curve c on a random walk of load (p.validate_ns; nothing
+ * without).  Errors: as pa_calibrate_curve; -errno of windows_csv. */
+int pa_calibrate_validate(pa_calibrate *cal, const pa_curve *c, pa_calibrate_validation *out);
+
+/* Stops the load threads, restores cpufreq, frees.  NULL is a no-op. */
+void pa_calibrate_free(pa_calibrate *cal);
+
+/* Writes back the cpufreq settings a calibration changed, if any.
+ * Async-signal-safe (open, write, close): for a handler of SIGINT/SIGTERM
+ * that then lets the signal end the process. */
+void pa_calibrate_restore_cpufreq(void);
 
 /* ------------------------------------------------------------------ */
 /* Hardware events (the perf sensor), since 0.2                        */

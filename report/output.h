@@ -7,9 +7,10 @@
  * `monitor` and by every command that prints reports (`monitor --ring`,
  * `top`...).  Not thread-safe: one writer per pa_out.
  */
-#ifndef PA_CLI_OUTPUT_H
-#define PA_CLI_OUTPUT_H
+#ifndef PA_REPORT_OUTPUT_H
+#define PA_REPORT_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,9 +68,6 @@ void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len);
 
 /* Parses "table", "csv" or "json".  Returns 0 or -EINVAL. */
 int pa_out_parse_format(const char *s, pa_out_format *out);
-/* The setter of a -f/--format option (a pa_cli_opt callback, v a
- * pa_out_format *): 0, or PA_EXIT_USAGE after printing the line. */
-int pa_out_format_option(void *v, const char *cmd, const char *arg);
 
 /* Initialises o for stream f (not owned). */
 void pa_out_init(pa_out *o, FILE *f, pa_out_format format);
@@ -94,10 +92,6 @@ int pa_out_report(pa_out *o, const pa_report *r);
  * a failure. */
 char *pa_out_report_text(const pa_report *r, pa_out_format fmt);
 
-/* `powerapi modules`' listing of ctx's modules (built-in and registered,
- * with their components) in fmt (cli/modules.c).  0 or -errno. */
-int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt);
-
 /* The end of `monitor -- COMMAND`. */
 typedef struct pa_out_command {
     pid_t pid;
@@ -118,4 +112,24 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c);
  * for NaN and infinities. */
 void pa_out_json_number(FILE *f, double v);
 
-#endif /* PA_CLI_OUTPUT_H */
+/* The grams of CO2e of energy_j at --carbon-intensity g_per_kwh
+ * (pa_carbon_g), for every output of the commands; NaN when no intensity
+ * was given or the energy is unknown. */
+double pa_out_co2e_g(double g_per_kwh, double energy_j);
+
+/* Threads of a process: proc(5) field 20 (num_threads) of
+ * <procfs>/<pid>/stat (procfs NULL: "/proc"); 0 when unreadable. */
+long pa_out_num_threads(const char *procfs, pid_t pid);
+
+/* A target's CPU% over a window of interval_s, as shown to people: at
+ * most 100 % for a thread, 100 % a thread for a process (its threads read
+ * under procfs, else the online CPUs), 100 % a CPU otherwise.  A process's
+ * CPU time moves in clock ticks (/proc/PID/stat), so a window can read a
+ * tick more than it lasted (13 ticks in 0.125 s: 104 % for one thread).
+ * *capped tells whether the figure was capped. */
+double pa_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped);
+
+/* The note printed beside a capped CPU%. */
+#define PA_OUT_CAPPED_NOTE "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
+
+#endif /* PA_REPORT_OUTPUT_H */

@@ -1,9 +1,10 @@
 /*
  * groups.h - a report's cgroup records summed per container, pod, systemd
- * unit or cgroup (`--group-by`, `--containers`; cli/groups.c).
+ * unit or cgroup (`--group-by`, `--containers` of monitor and top;
+ * report/groups.c; the names keep their pa_cli_ prefix of cli/).
  */
-#ifndef PA_CLI_GROUPS_H
-#define PA_CLI_GROUPS_H
+#ifndef PA_REPORT_GROUPS_H
+#define PA_REPORT_GROUPS_H
 
 #include "output.h"
 #include "powerapi.h"
@@ -30,4 +31,4 @@ const char *pa_cli_group_name(pa_cli_group g);
 int pa_cli_group_report(const pa_report *r, pa_cli_group by, pa_report **out);
 void pa_cli_group_free(pa_report *r);
 
-#endif /* PA_CLI_GROUPS_H */
+#endif /* PA_REPORT_GROUPS_H */

@@ -7,12 +7,12 @@
  * people: the system line, the assumptions, then the targets sorted by power.
  */
 #include "output.h"
-#include "cli.h"
 #include "profout.h"
 #include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio_ext.h>
@@ -35,13 +35,6 @@ int pa_out_parse_format(const char *s, pa_out_format *out)
         *out = PA_OUT_JSON;
     else
         return -EINVAL;
-    return 0;
-}
-
-int pa_out_format_option(void *v, const char *cmd, const char *arg)
-{
-    if (pa_out_parse_format(arg, v) < 0)
-        return pa_cli_usage_error(cmd, "--format: unknown format '%s' (table, csv, json)", arg);
     return 0;
 }
 
@@ -199,11 +192,17 @@ static void each_assumed_o(const pa_out *o, const char *list,
         fn(arg, a, strlen(a));
 }
 
+double pa_out_co2e_g(double g_per_kwh, double energy_j)
+{
+    double g;
+    return pa_carbon_g(energy_j, g_per_kwh, &g) == 0 ? g : NAN;
+}
+
 /* The grams of CO2e of energy_j at o's intensity; NaN (written null or
  * empty) when the energy is unknown. */
 static double co2e_g(const pa_out *o, double energy_j)
 {
-    return pa_cli_co2e_g(o->carbon_g_per_kwh, energy_j);
+    return pa_out_co2e_g(o->carbon_g_per_kwh, energy_j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -856,7 +855,7 @@ static void printable(char *dst, size_t len, const char *src)
     dst[o] = '\0';
 }
 
-/* One row; true when its CPU% was capped (pa_cli_cpu_pct). */
+/* One row; true when its CPU% was capped (pa_out_cpu_pct). */
 static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info *t, int indent,
                       bool nic)
 {
@@ -883,7 +882,7 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
         break;
     }
     bool capped;
-    double pct = pa_cli_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
+    double pct = pa_out_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
     /* a capped figure is marked in the column's last place */
     fprintf(f, capped ? "%8s %8s  %-24.24s %5.1f* %8.2f " : "%8s %8s  %-24.24s %6.1f %8.2f ", pid,
             tid, name, pct, t->power.cpu_w);
@@ -1017,7 +1016,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }
     if (capped)
-        fprintf(f, "%s\n", PA_CLI_CAPPED_NOTE);
+        fprintf(f, "%s\n", PA_OUT_CAPPED_NOTE);
     if (!o->clear)
         fputc('\n', f);
     free(thr);
@@ -1154,4 +1153,50 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
     }
     }
     return record_end(o);
+}
+
+long pa_out_num_threads(const char *procfs, pid_t pid)
+{
+    char path[4200], buf[1024];
+    snprintf(path, sizeof(path), "%s/%d/stat", procfs ? procfs : "/proc", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* counted from the last ')', which ends field 2 (comm may hold any) */
+    const char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return 0;
+    char *end;
+    long v = strtol(p + 1, &end, 10);
+    return end > p + 1 && v > 0 ? v : 0;
+}
+
+double pa_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped)
+{
+    *capped = false;
+    if (interval_s <= 0)
+        return 0;
+    double pct = 100.0 * t->power.cpu_time_s / interval_s;
+    if (pct <= 100.0)
+        return pct;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), n = cpus;
+    if (t->type == PA_TARGET_THREAD) {
+        n = 1;
+    } else if (t->type == PA_TARGET_PROCESS) {
+        long k = pa_out_num_threads(procfs, t->pid);
+        if (k > 0 && (cpus <= 0 || k < cpus))
+            n = k;
+    }
+    if (n > 0 && pct > 100.0 * (double)n) {
+        pct = 100.0 * (double)n;
+        *capped = true;
+    }
+    return pct;
 }

@@ -1,0 +1,31 @@
+/*
+ * prometheus.h - the Prometheus text exposition format of a pa_report
+ * (`powerapi serve`'s /metrics page), apart from the HTTP server so that
+ * tests and other exporters can make the same page.  Nothing here prints;
+ * thread-safe (no state).
+ */
+#ifndef PA_REPORT_PROMETHEUS_H
+#define PA_REPORT_PROMETHEUS_H
+
+#include <stddef.h>
+
+#include "powerapi.h"
+
+typedef struct pa_prom_opts {
+    size_t top;              /* processes and cgroups each, 0 = all */
+    double min_watts;        /* drop series below, 0 = none */
+    size_t max_cgroups;      /* cgroup series beyond: folded into one */
+    char node[256];          /* the node label of cgroup series */
+    double carbon_g_per_kwh; /* --carbon-intensity: the *_co2e_grams_total
+                                series; 0: none */
+} pa_prom_opts;
+
+/* The whole page of r: per process, per cgroup (labelled with its
+ * container, pod and unit; beyond max_cgroups folded into one series
+ * cgroup="[other]"), perf counter rates, the system's power by component,
+ * the grams of CO2e at carbon_g_per_kwh (when > 0), the window and how the
+ * figures are made.  A malloc'd buffer of *len
+ * bytes, or NULL (out of memory). */
+char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len);
+
+#endif
