@@ -332,6 +332,20 @@ uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc
     return pc;
 }
 
+uintptr_t jl_nmethods_interrupted_pc(uintptr_t pc)
+{
+    if (!jl_nm_on)
+        return pc;
+    jl_rcu_enter(&jl_nrcu);
+    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), pc);
+    if (m) {
+        jl_code c = {.lo = m->lo, .hi = m->hi, .pcs = m->pcs, .npcs = m->npcs};
+        pc = jl_interrupted_pc(pc, &c);
+    }
+    jl_rcu_exit(&jl_nrcu);
+    return pc;
+}
+
 jmethodID jl_nmethods_method_at(uintptr_t pc)
 {
     if (!jl_nm_on)
