@@ -25,7 +25,8 @@
 # has a different "(none)" share; the second figure compares the Java
 # methods alone.  Then the ranges: jalen~ap over every pair of runs,
 # beside ap~ap and jalen~jalen (the criterion: jalen's distance to the
-# reference no larger than two runs of the reference differ).
+# reference no larger than two runs of the reference differ), and the
+# distances between means of rounds, where run-to-run noise averages out.
 set -u
 BUILD=${1:-build}
 SECS=${2:-20}
@@ -107,7 +108,25 @@ for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f
 printf " %%, async-profiler"
 for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f", $2 }' "$TMP/a$r")"; done
 echo " %"
-echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d):"
 avg() { cat "$@" | awk -v n=$# '{ a[$1] += $2 / n } END { for (m in a) print m, a[m] }' | sort; }
+# the systematic part: the distance between the tools' mean shares, beside
+# the distance between the means of one tool's odd and even rounds (what
+# run-to-run noise leaves in a mean of half as many runs)
+if [ "$ROUNDS" -ge 2 ]; then
+    odd=$(seq 1 2 "$ROUNDS") even=$(seq 2 2 "$ROUNDS")
+    avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r"; done) >"$TMP/mj"
+    avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/a$r"; done) >"$TMP/ma"
+    for t in j a; do
+        avg $(for r in $odd; do echo "$TMP/$t$r"; done) >"$TMP/m${t}o"
+        avg $(for r in $even; do echo "$TMP/$t$r"; done) >"$TMP/m${t}e"
+    done
+    echo "Means of the rounds (all samples / Java frames only):"
+    echo "  jalen ~ ap, all rounds:          $(dist "$TMP/mj" "$TMP/ma") / $(dist "$TMP/mj" "$TMP/ma" java)"
+    echo "  ap odd ~ ap even rounds:         $(dist "$TMP/mao" "$TMP/mae") / $(dist "$TMP/mao" "$TMP/mae" java)"
+    echo "  jalen odd ~ jalen even rounds:   $(dist "$TMP/mjo" "$TMP/mje") / $(dist "$TMP/mjo" "$TMP/mje" java)"
+    echo "  jalen odd ~ ap even rounds:      $(dist "$TMP/mjo" "$TMP/mae") / $(dist "$TMP/mjo" "$TMP/mae" java)"
+    echo "  jalen even ~ ap odd rounds:      $(dist "$TMP/mje" "$TMP/mao") / $(dist "$TMP/mje" "$TMP/mao" java)"
+fi
+echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d):"
 join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg "$TMP"/j[0-9]*) <(avg "$TMP"/a[0-9]*) |
     awk '{ d = $2 - $3; if (d >= 0.5 || d <= -0.5) printf "  %-70s %6.2f %6.2f %+6.2f\n", $1, $2, $3, d }' | sort -k4 -g
