@@ -112,7 +112,15 @@ uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *co
             break;
         p = t;
     }
-    return p != ra ? p : ra - 1;
+    if (p == ra)
+        return ra - 1;
+    /* the record after ra, of a method that the one p returns to inlined:
+     * the call's own (p is where that method's caller goes on) */
+    size_t c = jl_first_record(code, p - code->lo + 1);
+    if (code->chain && code->parent && i < code->npcs && c < code->npcs && code->chain[c] &&
+        code->parent[i] == code->chain[c])
+        return ra - 1;
+    return p;
 }
 
 uintptr_t jl_interrupted_pc(uintptr_t pc, const jl_code *code)

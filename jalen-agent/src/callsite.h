@@ -15,13 +15,18 @@
 
 /* What is known of the code a return address lies in. */
 typedef struct jl_code {
-    uintptr_t lo, hi;      /* bytes that may be read: the method's code, else
-                            * the code cache */
-    const uint32_t *pcs;   /* the method's debug records (HotSpot's PcDescs,
-                            * as CompiledMethodLoad lists them): offsets from
-                            * lo, sorted, distinct; NULL when not known */
-    const uint8_t *invoke; /* per record: its innermost scope is at an
-                            * invoke bytecode (NULL: not known) */
+    uintptr_t lo, hi;       /* bytes that may be read: the method's code, else
+                             * the code cache */
+    const uint32_t *pcs;    /* the method's debug records (HotSpot's PcDescs,
+                             * as CompiledMethodLoad lists them): offsets from
+                             * lo, sorted, distinct; NULL when not known */
+    const uint8_t *invoke;  /* per record: its innermost scope is at an
+                             * invoke bytecode (NULL: not known) */
+    const uint32_t *chain;  /* per record: a hash of its scopes' methods,
+                             * outermost first (NULL, or 0: not known) */
+    const uint32_t *parent; /* the same without the innermost scope: a
+                             * record whose parent equals another's chain
+                             * is of a method that the other's inlined */
     size_t npcs;
 } jl_code;
 
@@ -70,9 +75,13 @@ enum {
  *     path), after at most JL_CALLSITE_MOVES moves that put back the
  *     registers the call saved, the jump's target, followed through at
  *     most 3 jumps inside
- *     [lo, hi): execution goes on there, in the scope of the call; the
- *     code laid out after the jump is another block, often another
- *     method's;
+ *     [lo, hi): execution goes on there, in the scope of the call or of
+ *     one of its callers; the code laid out after the jump is another
+ *     block, often another method's; but where the first record from ra
+ *     on is of a method inlined by the one the jump leads to (its parent
+ *     chain is the other's chain), ra - 1: the call's own method, one
+ *     level below where it returns to (a copy that ends its method:
+ *     AbstractStringBuilder.shift, inlined into delete);
  *   - else ra - 1: the first record from ra on. */
 uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code);
 

@@ -82,6 +82,29 @@ START_TEST(leaf_call_jumps_back_after_moves)
 }
 END_TEST
 
+START_TEST(jump_back_yields_to_an_inlined_callee)
+{
+    /* the jump leads to 0x150, decoded at the record 0x160 (delete's
+     * count -= len); the first record from ra is 0x278: when its method
+     * was inlined by delete (shift, whose copy ends it), it is the call's */
+    static const uint32_t chain[] = {1, 0xde1e7e, 2, 0x5eed, 3, 4};
+    static const uint32_t parent_in[] = {9, 9, 9, 0xde1e7e, 9, 9};
+    static const uint32_t parent_out[] = {9, 9, 9, 0xbeef, 9, 9};
+    c.chain = chain;
+    c.parent = parent_in;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_LEAF, &c), AT(0x263));
+    /* another subtree after ra (append's code after delete's copy): the jump */
+    c.parent = parent_out;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    /* chains not known (0): the jump */
+    static const uint32_t zero[] = {0, 0, 0, 0, 0, 0};
+    c.chain = zero;
+    c.parent = zero;
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+}
+END_TEST
+
 START_TEST(leaf_call_takes_the_invoke_just_before)
 {
     /* the record before the call is at the invoke of the call, and ends
@@ -179,6 +202,7 @@ int main(void)
     tcase_add_test(tc, leaf_call_follows_the_jump_back);
     tcase_add_test(tc, leaf_call_takes_the_invoke_just_before);
     tcase_add_test(tc, leaf_call_jumps_back_after_moves);
+    tcase_add_test(tc, jump_back_yields_to_an_inlined_callee);
     tcase_add_test(tc, call_lengths);
     tcase_add_test(tc, java_call_takes_its_own_record);
     tcase_add_test(tc, no_jump_is_the_first_record_from_ra);
