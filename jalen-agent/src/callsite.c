@@ -96,9 +96,13 @@ uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *co
     }
     uintptr_t p = ra;
     for (int k = 0; k < 3; k++) {
-        /* the registers the call saved, put back before the jump */
+        /* the registers an arraycopy call saved, put back before the jump
+         * (an intrinsic's stub call has its own record after it: no moves
+         * are looked past there) */
         uintptr_t j = p;
-        for (int m = 0, n; m < JL_CALLSITE_MOVES && (n = jl_move_len(j, code->hi)) > 0; m++)
+        for (int m = 0, n; leaf == JL_CALL_ARRAYCOPY && m < JL_CALLSITE_MOVES &&
+                           (n = jl_move_len(j, code->hi)) > 0;
+             m++)
             j += (uintptr_t)n;
         const unsigned char *q = (const unsigned char *)j;
         uintptr_t t;

@@ -72,8 +72,9 @@ enum {
  *     is not taken;
  *   - else, for a leaf call followed by an
  *     unconditional jump (an out-of-line block that returns to the main
- *     path), after at most JL_CALLSITE_MOVES moves that put back the
- *     registers the call saved, the jump's target, followed through at
+ *     path; for an arraycopy call, after at most JL_CALLSITE_MOVES moves
+ *     that put back the registers the call saved), the jump's target,
+ *     followed through at
  *     most 3 jumps inside
  *     [lo, hi): execution goes on there, in the scope of the call or of
  *     one of its callers; the code laid out after the jump is another
