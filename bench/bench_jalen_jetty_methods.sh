@@ -55,11 +55,21 @@ run() {
     else
         ag="-agentpath:$AP=start,event=cpu,interval=10ms,ann,collapsed,file=$TMP/ap.txt"
     fi
-    rm -rf "$TMP/jl" "$TMP/ap.txt"
-    "$JAVA" -Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "$ag" \
-        -cp "$JALEN_JETTY_CP" JettyServer "$port" >"$TMP/srv" 2>&1 &
-    local pid=$!
-    for _ in $(seq 100); do grep -q READY "$TMP/srv" && break; sleep 0.1; done
+    local pid try
+    # a server that is not READY in 10 s (its port taken by another
+    # program): ended, and started again on another port, 3 tries
+    for try in 1 2 3; do
+        rm -rf "$TMP/jl" "$TMP/ap.txt"
+        "$JAVA" -Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "$ag" \
+            -cp "$JALEN_JETTY_CP" JettyServer "$port" >"$TMP/srv" 2>&1 &
+        pid=$!
+        for _ in $(seq 100); do grep -q READY "$TMP/srv" && break; sleep 0.1; done
+        grep -q READY "$TMP/srv" && break
+        echo "  $1 server not ready on port $port (try $try): $(head -c 200 "$TMP/srv" | tr '\n' ' ')"
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        port=$((20000 + RANDOM % 20000))
+    done
     wrk -t2 -c16 -d"${SECS}s" "http://127.0.0.1:$port/" >"$TMP/wrk" 2>&1
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null
