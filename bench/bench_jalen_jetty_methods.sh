@@ -17,6 +17,16 @@
 # ([GC], [VM], [agent], ...) under "(none)"; async-profiler's of its
 # collapsed stacks (ann: Java frames end in _[j], _[i], _[0] or _[1]),
 # stacks without a Java frame under "(none)".
+# Each distance is given twice: over all samples, and over the samples
+# with a Java frame only ("(none)" left out of both sides and the shares
+# made to sum to 100 % again): jalen samples its pseudo-threads ([GC],
+# [VM], [agent], [JIT compiler]) where async-profiler, which does not
+# sample itself and names the VM's threads' stacks by their native frames,
+# has a different "(none)" share; the second figure compares the Java
+# methods alone.  Then the ranges: jalen~ap over every pair of runs,
+# beside ap~ap and jalen~jalen (the criterion: jalen's distance to the
+# reference no larger than two runs of the reference differ), and the
+# distances between means of rounds, where run-to-run noise averages out.
 set -u
 BUILD=${1:-build}
 SECS=${2:-20}
@@ -45,11 +55,21 @@ run() {
     else
         ag="-agentpath:$AP=start,event=cpu,interval=10ms,ann,collapsed,file=$TMP/ap.txt"
     fi
-    rm -rf "$TMP/jl" "$TMP/ap.txt"
-    "$JAVA" -Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "$ag" \
-        -cp "$JALEN_JETTY_CP" JettyServer "$port" >"$TMP/srv" 2>&1 &
-    local pid=$!
-    for _ in $(seq 100); do grep -q READY "$TMP/srv" && break; sleep 0.1; done
+    local pid try
+    # a server that is not READY in 10 s (its port taken by another
+    # program): ended, and started again on another port, 3 tries
+    for try in 1 2 3; do
+        rm -rf "$TMP/jl" "$TMP/ap.txt"
+        "$JAVA" -Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "$ag" \
+            -cp "$JALEN_JETTY_CP" JettyServer "$port" >"$TMP/srv" 2>&1 &
+        pid=$!
+        for _ in $(seq 100); do grep -q READY "$TMP/srv" && break; sleep 0.1; done
+        grep -q READY "$TMP/srv" && break
+        echo "  $1 server not ready on port $port (try $try): $(head -c 200 "$TMP/srv" | tr '\n' ' ')"
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        port=$((20000 + RANDOM % 20000))
+    done
     wrk -t2 -c16 -d"${SECS}s" "http://127.0.0.1:$port/" >"$TMP/wrk" 2>&1
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null
@@ -67,21 +87,56 @@ run() {
     fi
     printf "  %-6s run: %s requests/s\n" "$1" "$(awk '/Requests\/sec/ { print $2 }' "$TMP/wrk")"
 }
+# dist A B [java]: the distance of two runs' shares; java: "(none)" left
+# out and the rest made to sum to 100 % on each side
 dist() {
-    awk 'NR == FNR { a[$1] = $2; s[$1] = 1; next } { b[$1] = $2; s[$1] = 1 }
-         END { for (m in s) { x = a[m] - b[m]; d += x < 0 ? -x : x }; printf "%.1f", d / 2 }' "$1" "$2"
+    awk -v java="${3:-}" '
+        NR == FNR { if (!(java && $1 == "(none)")) { a[$1] = $2; s[$1] = 1; ta += $2 }; next }
+        { if (!(java && $1 == "(none)")) { b[$1] = $2; s[$1] = 1; tb += $2 } }
+        END { for (m in s) { x = 100 * a[m] / ta - 100 * b[m] / tb; d += x < 0 ? -x : x }; printf "%.1f", d / 2 }' "$1" "$2"
 }
-echo "JVM: $("$JAVA" -version 2>&1 | head -1); jalen $JOPTS; $SECS s of wrk a run"
+echo "JVM: $("$JAVA" -version 2>&1 | head -1); jalen $JOPTS; $SECS s of wrk a run; $ROUNDS rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
     run jalen "$TMP/j$r"
     run ap "$TMP/a$r"
 done
-echo "Distances (half the sum of |share difference|, in points):"
+echo "Distances (half the sum of |share difference|, in points; all samples / Java frames only):"
 for x in j a; do for y in j a; do for r in $(seq "$ROUNDS"); do for q in $(seq "$ROUNDS"); do
     [ "$x$r" \< "$y$q" ] || continue
-    printf "  %s%s ~ %s%s: %s\n" "$x" "$r" "$y" "$q" "$(dist "$TMP/$x$r" "$TMP/$y$q")"
-done; done; done; done | sed 's/ j\([0-9]\)/ jalen\1/g; s/ a\([0-9]\)/ ap\1/g'
-echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d):"
+    printf "  %s%s ~ %s%s: %s / %s\n" "$x" "$r" "$y" "$q" "$(dist "$TMP/$x$r" "$TMP/$y$q")" \
+        "$(dist "$TMP/$x$r" "$TMP/$y$q" java)"
+done; done; done; done | sed 's/ j\([0-9]\)/ jalen\1/g; s/ a\([0-9]\)/ ap\1/g' | tee "$TMP/pairs"
+echo "Ranges (lowest-highest over the pairs; all samples / Java frames only):"
+for k in "ap.*~ ap" "jalen.*~ jalen" "ap.*~ jalen\|jalen.*~ ap"; do
+    grep "^  $k" "$TMP/pairs" | sed 's/.*: //' | awk -v k="$k" '
+        { if (NR == 1 || $1 < l1) l1 = $1; if ($1 > h1) h1 = $1; if (NR == 1 || $3 < l2) l2 = $3; if ($3 > h2) h2 = $3 }
+        END { n = k ~ /jalen.*ap/ ? "jalen ~ ap   " : k ~ /^ap/ ? "ap ~ ap      " : "jalen ~ jalen"
+              if (NR) printf "  %s %4.1f-%4.1f / %4.1f-%4.1f  (%d pairs)\n", n, l1, h1, l2, h2, NR }'
+done
+printf "  the \"(none)\" share (no Java frame): jalen"
+for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f", $2 }' "$TMP/j$r")"; done
+printf " %%, async-profiler"
+for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f", $2 }' "$TMP/a$r")"; done
+echo " %"
 avg() { cat "$@" | awk -v n=$# '{ a[$1] += $2 / n } END { for (m in a) print m, a[m] }' | sort; }
+# the systematic part: the distance between the tools' mean shares, beside
+# the distance between the means of one tool's odd and even rounds (what
+# run-to-run noise leaves in a mean of half as many runs)
+if [ "$ROUNDS" -ge 2 ]; then
+    odd=$(seq 1 2 "$ROUNDS") even=$(seq 2 2 "$ROUNDS")
+    avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r"; done) >"$TMP/mj"
+    avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/a$r"; done) >"$TMP/ma"
+    for t in j a; do
+        avg $(for r in $odd; do echo "$TMP/$t$r"; done) >"$TMP/m${t}o"
+        avg $(for r in $even; do echo "$TMP/$t$r"; done) >"$TMP/m${t}e"
+    done
+    echo "Means of the rounds (all samples / Java frames only):"
+    echo "  jalen ~ ap, all rounds:          $(dist "$TMP/mj" "$TMP/ma") / $(dist "$TMP/mj" "$TMP/ma" java)"
+    echo "  ap odd ~ ap even rounds:         $(dist "$TMP/mao" "$TMP/mae") / $(dist "$TMP/mao" "$TMP/mae" java)"
+    echo "  jalen odd ~ jalen even rounds:   $(dist "$TMP/mjo" "$TMP/mje") / $(dist "$TMP/mjo" "$TMP/mje" java)"
+    echo "  jalen odd ~ ap even rounds:      $(dist "$TMP/mjo" "$TMP/mae") / $(dist "$TMP/mjo" "$TMP/mae" java)"
+    echo "  jalen even ~ ap odd rounds:      $(dist "$TMP/mje" "$TMP/mao") / $(dist "$TMP/mje" "$TMP/mao" java)"
+fi
+echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d):"
 join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg "$TMP"/j[0-9]*) <(avg "$TMP"/a[0-9]*) |
     awk '{ d = $2 - $3; if (d >= 0.5 || d <= -0.5) printf "  %-70s %6.2f %6.2f %+6.2f\n", $1, $2, $3, d }' | sort -k4 -g

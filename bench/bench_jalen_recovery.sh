@@ -6,11 +6,14 @@
 # async-profiler when ASYNC_PROFILER_LIB names its libasyncProfiler.so
 # (never downloaded: without it that column is skipped with a message).
 #
-# Usage: bench/bench_jalen_recovery.sh [BUILD_DIR] [SECONDS] [WORKLOADS]
+# Usage: bench/bench_jalen_recovery.sh [BUILD_DIR] [SECONDS] [WORKLOADS] [RUNS]
 #   BUILD_DIR  the CMake build folder (default: build)
 #   SECONDS    run length of each workload (default 5)
 #   WORKLOADS  space-separated subset of: arraycopy itable vtable intrinsic
-#              time deep copy crc clock sbdelete (default: all)
+#              time deep copy crc clock sbdelete arraycut miss (default: all)
+#   RUNS       runs of each tool per workload, the tools alternating
+#              (default 3): the per-method table gives each tool's mean and
+#              range over its runs
 # Environment: JALEN_JAVA_OVERRIDE (default: the build's JDK) picks the JVM;
 #   ASYNC_PROFILER_LIB the async-profiler library to compare with;
 #   JALEN_BEFORE_AGENT another libjalen.so (e.g. built from an older
@@ -38,11 +41,20 @@
 # async-profiler: its collapsed stacks with `ann`, Java frames being the
 # ones marked _[j], _[i], _[0] or _[1]), side by side with the difference
 # in points, and the largest difference of the workload ("max |d|").  A
-# sample with no Java frame under the loop counts as "(none)".
+# sample with no Java frame under the loop counts as "(none)".  With RUNS
+# runs, each share is the mean over the runs of one tool, with its lowest
+# and highest, and the workload's line adds how far two runs of one tool
+# differ ("runs apart": the largest difference of any method's share
+# between two runs of the same tool), which is the noise that "max |d|"
+# must be read against.
+# Known answers (each part of the loop timed by the workload itself): miss
+# (java Recovery time-miss: the load's share of an iteration) and arraycopy
+# (java Recovery time-arraycopy: delete's share), printed after the table.
 set -u
 BUILD=${1:-build}
 SECS=${2:-5}
-WLS=${3:-arraycopy itable vtable intrinsic time deep copy crc clock sbdelete}
+WLS=${3:-arraycopy itable vtable intrinsic time deep copy crc clock sbdelete arraycut miss}
+RUNS=${4:-3}
 ENVF="$BUILD/jalen-agent/jalen-env.sh"
 [ -r "$ENVF" ] || { echo "bench_jalen_recovery: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }
 # shellcheck disable=SC1090
@@ -58,9 +70,10 @@ elif [ ! -r "$AP" ]; then
     echo "bench_jalen_recovery: ASYNC_PROFILER_LIB=$AP not readable: async-profiler column skipped"
     AP=
 fi
-echo "JVM: $("$JAVA" -version 2>&1 | head -1); interval 1 ms; $SECS s per run"
+echo "JVM: $("$JAVA" -version 2>&1 | head -1); interval 1 ms; $SECS s per run, $RUNS runs of each tool; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# jalen_run AGENT WORKLOAD -> "unknown_% expected_% samples"
+# jalen_run AGENT WORKLOAD [RUN] -> "unknown_% expected_% samples"; the
+# shares by deepest Java frame into pm.jl.WORKLOAD.RUN
 jalen_run() {
     local out="$TMP/jl.$2"
     rm -rf "$out"
@@ -84,10 +97,11 @@ jalen_run() {
           m = "(none)"; for (i = n; i >= at; i--) if (substr(f[i], 1, 1) != "[") { m = f[i]; break }
           e[m] += v; t += v }
         END { for (m in e) if (t > 0) printf "%s %.2f\n", m, 100 * e[m] / t }' \
-        "$out/energy.collapsed" >"$TMP/pm.jl.$2"
+        "$out/energy.collapsed" >"$TMP/pm.jl.$2.${3:-0}"
 }
 
-# ap_run WORKLOAD -> "unknown_% expected_% samples"
+# ap_run WORKLOAD RUN -> "unknown_% expected_% samples"; the shares into
+# pm.ap.WORKLOAD.RUN
 ap_run() {
     local out="$TMP/ap.$1.collapsed"
     rm -f "$out"
@@ -109,21 +123,34 @@ ap_run() {
           m = "(none)"; for (i = n; i >= at; i--) if (j[i]) { m = f[i]; break }
           e[m] += v; t += v }
         END { for (m in e) if (t > 0) printf "%s %.2f\n", m, 100 * e[m] / t }' \
-        "$out" >"$TMP/pm.ap.$1"
+        "$out" >"$TMP/pm.ap.$1.$2"
 }
 
-# per_method WORKLOAD: the two profilers' shares side by side (methods with
-# 0.5 % or more in either), and the largest difference
+# per_method WORKLOAD: the two profilers' mean shares side by side (methods
+# with 0.5 % or more in either), each with its range over the runs, the
+# difference of the means, the largest one, and how far apart two runs of
+# one tool are
 per_method() {
-    [ -s "$TMP/pm.jl.$1" ] || return
-    echo "  $1: share of the loop's samples by deepest Java frame (jalen | async-profiler | d)"
-    awk -v ap="$TMP/pm.ap.$1" '
-        BEGIN { while ((getline l < ap) > 0) { split(l, a, " "); A[a[1]] = a[2]; seen[a[1]] = 1 } }
-        { J[$1] = $2; seen[$1] = 1 }
-        END { mx = 0
-              for (m in seen) { d = J[m] - A[m]; if (d < 0) d = -d; if (d > mx) mx = d
-                                if (J[m] >= 0.5 || A[m] >= 0.5) printf "    %-58s %6.2f %% | %6.2f %% | %+6.2f\n", m, J[m], A[m], J[m] - A[m] }
-              printf "    max |d| %.2f points\n", mx }' "$TMP/pm.jl.$1" | sort -t'|' -k1,1
+    ls "$TMP"/pm.jl."$1".* >/dev/null 2>&1 || return
+    echo "  $1: share of the loop's samples by deepest Java frame, mean [lowest-highest] of $RUNS runs (jalen | async-profiler | d)"
+    for f in "$TMP"/pm.jl."$1".* "$TMP"/pm.ap."$1".*; do
+        awk -v t="${f##*/pm.}" '{ print t, $1, $2 }' "$f"
+    done | awk -v runs="$RUNS" '
+        { split($1, k, "."); tool = k[1]; run = k[length(k)]; v[tool, run, $2] = $3; seen[$2] = 1; R[tool, run] = 1 }
+        END {
+              T["jl"] = 1; T["ap"] = 1
+              for (m in seen) for (tool in T) {
+                  n = 0; s = 0; lo = 1e9; hi = -1
+                  for (r = 1; r <= runs; r++) if ((tool, r) in R) { x = v[tool, r, m] + 0; n++; s += x; if (x < lo) lo = x; if (x > hi) hi = x }
+                  mean[tool, m] = n ? s / n : 0; L[tool, m] = n ? lo : 0; H[tool, m] = n ? hi : 0 }
+              mx = 0
+              for (m in seen) { d = mean["jl", m] - mean["ap", m]; a = d < 0 ? -d : d; if (a > mx) { mx = a; mm = m }
+                  if (mean["jl", m] >= 0.5 || mean["ap", m] >= 0.5)
+                      printf "1     %-56s %6.2f [%5.2f-%5.2f] | %6.2f [%5.2f-%5.2f] | %+6.2f\n", m, mean["jl", m], L["jl", m], H["jl", m], mean["ap", m], L["ap", m], H["ap", m], d }
+              for (tool in T) { sp[tool] = 0
+                  for (r = 1; r <= runs; r++) for (q = r + 1; q <= runs; q++) if ((tool, r) in R && (tool, q) in R)
+                      for (m in seen) { d = v[tool, r, m] - v[tool, q, m]; if (d < 0) d = -d; if (d > sp[tool]) sp[tool] = d } }
+              printf "2     max |d| %.2f points (%s); runs apart: jalen %.2f, async-profiler %.2f points\n", mx, mm, sp["jl"], sp["ap"] }' | LC_ALL=C sort -k1,2 | cut -c3-
 }
 
 BEFORE=${JALEN_BEFORE_AGENT:-}
@@ -131,18 +158,27 @@ printf "%-10s | %-29s | %-29s | %s\n" "" "jalen before" "jalen" "async-profiler"
 printf "%-10s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s\n" workload unknown% expected% samples \
     unknown% expected% samples unknown% expected% samples
 for w in $WLS; do
-    bu=- be=- bs=-
-    [ -n "$BEFORE" ] && read -r bu be bs <<<"$(jalen_run "$BEFORE" "$w")"
-    read -r ju je js <<<"$(jalen_run "$JALEN_AGENT" "$w")"
-    if [ -n "$AP" ]; then
-        read -r au ae as <<<"$(ap_run "$w")"
-    else
-        au=skipped ae=skipped as=-
-    fi
-    printf "%-10s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s\n" "$w" "$bu" "$be" "$bs" "$ju" "$je" "$js" "$au" "$ae" "$as"
+    for r in $(seq "$RUNS"); do
+        bu=- be=- bs=-
+        [ -n "$BEFORE" ] && read -r bu be bs <<<"$(jalen_run "$BEFORE" "$w")"
+        read -r ju je js <<<"$(jalen_run "$JALEN_AGENT" "$w" "$r")"
+        if [ -n "$AP" ]; then
+            read -r au ae as <<<"$(ap_run "$w" "$r")"
+        else
+            au=skipped ae=skipped as=-
+        fi
+        printf "%-10s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s\n" "$w" "$bu" "$be" "$bs" "$ju" "$je" "$js" "$au" "$ae" "$as"
+    done
 done
 if [ -n "$AP" ]; then
     echo
-    echo "Per method, under each workload's loop (jalen's newest run beside async-profiler's):"
+    echo "Per method, under each workload's loop (load now $(cut -d' ' -f1-3 /proc/loadavg)):"
     for w in $WLS; do per_method "$w"; done
 fi
+for w in $WLS; do
+    case $w in
+    miss | arraycopy)
+        echo "Known answer, $w (each part of the loop timed with System.nanoTime):"
+        "$JAVA" -Xmx256m -cp "$JALEN_CLASSES" Recovery "time-$w" | tail -1 | sed 's/^/  /' ;;
+    esac
+done

@@ -40,6 +40,27 @@ int jl_call_len(const unsigned char *p)
     return 0;
 }
 
+/* The length of the move at p (below end) that puts a register back after
+ * a call: mov r, r or mov r, [rsp+d] (89 or 8b, with or without a REX
+ * prefix); 0 when there is none. */
+static int jl_move_len(uintptr_t p, uintptr_t end)
+{
+    const unsigned char *q = (const unsigned char *)p;
+    int n = 0;
+    if (p + 8 > end)
+        return 0;
+    if ((q[0] & 0xf0) == 0x40)
+        n = 1;
+    if (q[n] != 0x89 && q[n] != 0x8b)
+        return 0;
+    int mod = q[n + 1] >> 6, rm = q[n + 1] & 7;
+    if (mod == 3)
+        return n + 2;
+    if (rm == 4 && q[n + 2] == 0x24) /* [rsp + disp] */
+        return mod == 1 ? n + 4 : mod == 2 ? n + 7 : 0;
+    return 0;
+}
+
 /* The index of the first record at or after offset off (npcs: none). */
 static size_t jl_first_record(const jl_code *c, uintptr_t off)
 {
@@ -75,17 +96,42 @@ uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *co
     }
     uintptr_t p = ra;
     for (int k = 0; k < 3; k++) {
-        const unsigned char *q = (const unsigned char *)p;
+        /* the registers an arraycopy call saved, put back before the jump
+         * (an intrinsic's stub call has its own record after it: no moves
+         * are looked past there) */
+        uintptr_t j = p;
+        for (int m = 0, n; leaf == JL_CALL_ARRAYCOPY && m < JL_CALLSITE_MOVES &&
+                           (n = jl_move_len(j, code->hi)) > 0;
+             m++)
+            j += (uintptr_t)n;
+        const unsigned char *q = (const unsigned char *)j;
         uintptr_t t;
-        if (p + 5 <= code->hi && q[0] == 0xe9) /* jmp rel32 */
-            t = p + 5 + (uintptr_t)(intptr_t)jl_rel32(q + 1);
-        else if (p + 2 <= code->hi && q[0] == 0xeb) /* jmp rel8 */
-            t = p + 2 + (uintptr_t)(intptr_t)(int8_t)q[1];
+        if (j + 5 <= code->hi && q[0] == 0xe9) /* jmp rel32 */
+            t = j + 5 + (uintptr_t)(intptr_t)jl_rel32(q + 1);
+        else if (j + 2 <= code->hi && q[0] == 0xeb) /* jmp rel8 */
+            t = j + 2 + (uintptr_t)(intptr_t)(int8_t)q[1];
         else
             break;
-        if (t < code->lo || t >= code->hi || t == p)
+        if (t < code->lo || t >= code->hi || t == j)
             break;
         p = t;
     }
-    return p != ra ? p : ra - 1;
+    if (p == ra)
+        return ra - 1;
+    /* the record after ra, of a method that the one p returns to inlined:
+     * the call's own (p is where that method's caller goes on) */
+    size_t c = jl_first_record(code, p - code->lo + 1);
+    if (code->chain && code->parent && i < code->npcs && c < code->npcs && code->chain[c] &&
+        code->parent[i] == code->chain[c])
+        return ra - 1;
+    return p;
+}
+
+uintptr_t jl_interrupted_pc(uintptr_t pc, const jl_code *code)
+{
+    if (!code || !code->pcs || pc <= code->lo || pc >= code->hi)
+        return pc;
+    uintptr_t off = pc - code->lo;
+    size_t i = jl_first_record(code, off);
+    return i < code->npcs && code->pcs[i] == off ? pc - 1 : pc;
 }

@@ -15,19 +15,28 @@
 
 /* What is known of the code a return address lies in. */
 typedef struct jl_code {
-    uintptr_t lo, hi;      /* bytes that may be read: the method's code, else
-                            * the code cache */
-    const uint32_t *pcs;   /* the method's debug records (HotSpot's PcDescs,
-                            * as CompiledMethodLoad lists them): offsets from
-                            * lo, sorted, distinct; NULL when not known */
-    const uint8_t *invoke; /* per record: its innermost scope is at an
-                            * invoke bytecode (NULL: not known) */
+    uintptr_t lo, hi;       /* bytes that may be read: the method's code, else
+                             * the code cache */
+    const uint32_t *pcs;    /* the method's debug records (HotSpot's PcDescs,
+                             * as CompiledMethodLoad lists them): offsets from
+                             * lo, sorted, distinct; NULL when not known */
+    const uint8_t *invoke;  /* per record: its innermost scope is at an
+                             * invoke bytecode (NULL: not known) */
+    const uint32_t *chain;  /* per record: a hash of its scopes' methods,
+                             * outermost first (NULL, or 0: not known) */
+    const uint32_t *parent; /* the same without the innermost scope: a
+                             * record whose parent equals another's chain
+                             * is of a method that the other's inlined */
     size_t npcs;
 } jl_code;
 
 /* How far before a leaf call its scope's record may end: the instructions
  * that set up the call's arguments (bytes). */
 #define JL_CALLSITE_SETUP 64
+
+/* How many moves that put registers back (mov r, r; mov r, [rsp+d]) may
+ * come between a leaf call and the jump that follows it. */
+#define JL_CALLSITE_MOVES 4
 
 /* The length of the call instruction that ends right before p (5 for
  * call rel32, 2 to 8 for call r/m64 with its ModRM, SIB, displacement and
@@ -63,11 +72,30 @@ enum {
  *     is not taken;
  *   - else, for a leaf call followed by an
  *     unconditional jump (an out-of-line block that returns to the main
- *     path), the jump's target, followed through at most 3 jumps inside
- *     [lo, hi): execution goes on there, in the scope of the call; the
- *     code laid out after the jump is another block, often another
- *     method's;
+ *     path; for an arraycopy call, after at most JL_CALLSITE_MOVES moves
+ *     that put back the registers the call saved), the jump's target,
+ *     followed through at
+ *     most 3 jumps inside
+ *     [lo, hi): execution goes on there, in the scope of the call or of
+ *     one of its callers; the code laid out after the jump is another
+ *     block, often another method's; but where the first record from ra
+ *     on is of a method inlined by the one the jump leads to (its parent
+ *     chain is the other's chain), ra - 1: the call's own method, one
+ *     level below where it returns to (a copy that ends its method:
+ *     AbstractStringBuilder.shift, inlined into delete);
  *   - else ra - 1: the first record from ra on. */
 uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code);
+
+/* pc: the interrupted PC of a sample, in code (a compiled method's).  The
+ * time a sample stands for belongs to the instruction before pc: the
+ * interrupt is taken once the instruction that held the CPU (a load that
+ * missed the caches, a division) retires, and pc is the next one, which
+ * has not run.  AsyncGetCallTrace decodes pc at the first record after
+ * it, which is the scope of the instruction at pc; where a record sits at
+ * pc itself, the instruction before belongs to that record's scope, often
+ * another inlined method's (DESIGN.md section 11.1).
+ *
+ * Returns pc - 1 when a record sits at pc (pc - 1 selects it), else pc. */
+uintptr_t jl_interrupted_pc(uintptr_t pc, const jl_code *code);
 
 #endif

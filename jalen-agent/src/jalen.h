@@ -224,6 +224,11 @@ void jl_nmethods_refresh(void);
  * Async-signal-safe. */
 uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc_lo,
                               uintptr_t cc_hi);
+/* Signal handler: the PC to give AsyncGetCallTrace for an interrupted pc,
+ * so that the sample goes to the scope of the instruction before it
+ * (callsite.h, jl_interrupted_pc); pc itself where its method is not
+ * known.  Async-signal-safe. */
+uintptr_t jl_nmethods_interrupted_pc(uintptr_t pc);
 /* Signal handler: the compiled method whose code holds pc, NULL when none
  * is known.  Async-signal-safe. */
 jmethodID jl_nmethods_method_at(uintptr_t pc);
@@ -258,6 +263,12 @@ void jl_debug_blob_name(uintptr_t pc, char *out, size_t len);
  * in a stub (before any walk: ASGCT would fail there, and that failed
  * walk costs as much as a good one).  Async-signal-safe. */
 int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only);
+/* Signal handler, the first walk of a sample whose PC, in a compiled
+ * method, sits at one of its debug records: ASGCT from the PC before it
+ * (jl_nmethods_interrupted_pc).  1 when tr now holds frames; 0 (nothing
+ * walked, or no frame) and the caller walks from ucv as it is.
+ * Async-signal-safe. */
+int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */

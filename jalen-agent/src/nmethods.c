@@ -27,9 +27,14 @@ typedef struct jl_nm {
     uint32_t seq;     /* order of the events: a later one wins a range */
     uint32_t npcs;
     uint32_t *pcs; /* offsets from lo, sorted, distinct; NULL: an unload;
-                    * followed in the same allocation by npcs flags:
-                    * the record's innermost bytecode is an invoke */
+                    * followed in the same allocation by npcs hashes of
+                    * the records' scope chains, npcs of their parents'
+                    * (callsite.h), and npcs flags: the record's innermost
+                    * bytecode is an invoke */
 } jl_nm;
+
+/* Bytes a record takes: its offset, two hashes, a flag. */
+#define JL_NM_REC (3 * sizeof(uint32_t) + 1)
 
 typedef struct jl_nms {
     size_t n;
@@ -127,8 +132,23 @@ static void jl_npend_push(jl_nm e)
 
 typedef struct jl_rec {
     uint32_t off;
+    uint32_t chain, parent; /* callsite.h's jl_code */
     uint8_t inv;
 } jl_rec;
+
+/* The scope chain of a record, its methods from the outermost in (bytecode
+ * indexes left out), as a hash; *parent: the same without the innermost.
+ * Never 0 (0: not known). */
+static uint32_t jl_chain_hash(const PCStackInfo *ps, uint32_t *parent)
+{
+    uint64_t h = 0, up = 0;
+    for (jint d = ps->numstackframes - 1; d >= 0; d--) {
+        up = h;
+        h = pa__hash_pair(h, (uint64_t)(uintptr_t)ps->methods[d]);
+    }
+    *parent = (uint32_t)up ? (uint32_t)up : 1;
+    return (uint32_t)h ? (uint32_t)h : 1;
+}
 
 static int jl_rec_cmp(const void *a, const void *b)
 {
@@ -139,8 +159,9 @@ static int jl_rec_cmp(const void *a, const void *b)
 /* The records: compile_info's inline records list every PcDesc with debug
  * information (all of them with DebugNonSafepoints), with the methods and
  * bytecode indexes of its scopes, innermost first; map, the same records
- * by their outermost BCI, serves a JVM without them.  *out: npcs offsets
- * then npcs invoke flags, one allocation. */
+ * by their outermost BCI, serves a JVM without them.  *out: npcs offsets,
+ * npcs chain hashes, npcs parent chain hashes (0 from map), then npcs
+ * invoke flags, one allocation (JL_NM_REC bytes a record). */
 static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
                              const jvmtiAddrLocationMap *map, const void *compile_info,
                              uint32_t **out)
@@ -163,7 +184,7 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
         for (size_t i = 0; i < n; i++) {
             uintptr_t pc = (uintptr_t)map[i].start_address;
             if (pc >= lo && pc < hi)
-                r[k++] = (jl_rec){(uint32_t)(pc - lo), 0};
+                r[k++] = (jl_rec){(uint32_t)(pc - lo), 0, 0, 0};
         }
     } else {
         for (h = compile_info; h; h = h->next) {
@@ -175,9 +196,10 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
                 uintptr_t pc = (uintptr_t)ps->pc;
                 if (pc < lo || pc > hi) /* a record may end the code */
                     continue;
-                int inv = ps->numstackframes > 0 && ps->methods && ps->bcis &&
-                          jl_is_invoke(ps->methods[0], ps->bcis[0]);
-                r[k++] = (jl_rec){(uint32_t)(pc - lo), (uint8_t)inv};
+                int ok = ps->numstackframes > 0 && ps->methods && ps->bcis;
+                int inv = ok && jl_is_invoke(ps->methods[0], ps->bcis[0]);
+                uint32_t parent = 0, chain = ok ? jl_chain_hash(ps, &parent) : 0;
+                r[k++] = (jl_rec){(uint32_t)(pc - lo), chain, parent, (uint8_t)inv};
             }
         }
     }
@@ -189,11 +211,13 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
         else
             r[u++] = r[i];
     }
-    uint32_t *pcs = u ? malloc(u * (sizeof(uint32_t) + 1)) : NULL;
+    uint32_t *pcs = u ? malloc(u * JL_NM_REC) : NULL;
     if (pcs) {
-        uint8_t *inv = (uint8_t *)(pcs + u);
+        uint8_t *inv = (uint8_t *)(pcs + 3 * u);
         for (size_t i = 0; i < u; i++) {
             pcs[i] = r[i].off;
+            pcs[u + i] = r[i].chain;
+            pcs[2 * u + i] = r[i].parent;
             inv[i] = r[i].inv;
         }
         *out = pcs;
@@ -286,7 +310,7 @@ void jl_nmethods_refresh(void)
         t->n = jl_nm_merge(t->m, n);
         size_t bytes = 0;
         for (size_t i = 0; i < t->n; i++)
-            bytes += t->m[i].npcs * (sizeof(uint32_t) + 1);
+            bytes += t->m[i].npcs * JL_NM_REC;
         jl_npcs_bytes = bytes;
         jl_nnpend = 0;
         atomic_store(&jl_ntab, t);
@@ -325,9 +349,25 @@ uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc
         c = (jl_code){.lo = m->lo,
                       .hi = m->hi,
                       .pcs = m->pcs,
-                      .invoke = (const uint8_t *)(m->pcs + m->npcs),
+                      .chain = m->pcs + m->npcs,
+                      .parent = m->pcs + 2 * (size_t)m->npcs,
+                      .invoke = (const uint8_t *)(m->pcs + 3 * (size_t)m->npcs),
                       .npcs = m->npcs};
     uintptr_t pc = jl_callsite_pc(ra, call_len, leaf, &c);
+    jl_rcu_exit(&jl_nrcu);
+    return pc;
+}
+
+uintptr_t jl_nmethods_interrupted_pc(uintptr_t pc)
+{
+    if (!jl_nm_on)
+        return pc;
+    jl_rcu_enter(&jl_nrcu);
+    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), pc);
+    if (m) {
+        jl_code c = {.lo = m->lo, .hi = m->hi, .pcs = m->pcs, .npcs = m->npcs};
+        pc = jl_interrupted_pc(pc, &c);
+    }
     jl_rcu_exit(&jl_nrcu);
     return pc;
 }

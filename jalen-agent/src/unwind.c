@@ -680,6 +680,31 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
 }
 #endif
 
+int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv)
+{
+#if defined(__x86_64__)
+    if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
+        return 0;
+    const ucontext_t *uc = ucv;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (!jl_in_code(pc))
+        return 0;
+    uintptr_t at = jl_nmethods_interrupted_pc(pc);
+    if (at == pc)
+        return 0;
+    ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
+    c.uc_mcontext.gregs[REG_RIP] = (greg_t)at;
+    tr->num_frames = 0;
+    jl_smp.asgct(tr, depth, &c);
+    return tr->num_frames > 0;
+#else
+    (void)tr;
+    (void)depth;
+    (void)ucv;
+    return 0;
+#endif
+}
+
 int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only)
 {
 #if defined(__x86_64__)

@@ -26,6 +26,15 @@ import java.util.zip.CRC32;
  *                                       then cheap calls
  *   sbdelete   Recovery.sbdeleteLoop    StringBuilder.delete (its arraycopy),
  *                                       then Thread.isAlive and append
+ *   arraycut   Recovery.arraycutLoop    arraycopy's appends, the builder cut
+ *                                       by setLength (no copy) for delete
+ *                                       (not in "all": the bench's check of
+ *                                       where append's copies are credited)
+ *   miss       Recovery.missLoop        Recovery.missLoad, a load that
+ *                                       misses the caches (a chase through a
+ *                                       64 MiB cycle), then cheap inlined code
+ *                                       (not in "all": the bench's known
+ *                                       answer of an interrupted PC)
  *
  * In copy, crc and clock the hot method is followed, in the same compiled
  * loop, by an inlined method (copyTick, crcTick, clockTick), an interface
@@ -34,6 +43,8 @@ import java.util.zip.CRC32;
  * method, never to what runs after it.
  *
  * Usage: java Recovery WORKLOAD [SECONDS [CPU_SECONDS]]  (prints "done")
+ *        java Recovery time-miss | time-arraycopy  (the known answers:
+ *        each part of the loop timed, printed)
  * WORKLOAD "all" runs the ten at once, one thread each.  With CPU_SECONDS
  * the run also lasts until every workload thread has used that much CPU
  * time (at most 120 s of wall time), so that a loaded host gives the
@@ -57,6 +68,60 @@ public class Recovery {
             n += sb.length();
         }
         sink = n;
+    }
+
+    /* arraycopyLoop's rounds of 1000 appends, with its deletes (cut=false)
+     * or with the builder cut to the same length by setLength, which copies
+     * nothing (cut=true): n rounds, or until stop */
+    static void arraycopyRounds(long n, boolean cut) {
+        StringBuilder sb = new StringBuilder();
+        String piece = "0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        long acc = 0;
+        for (long k = 0; k < n && !stop; k++) {
+            for (int i = 0; i < 1000; i++) {
+                sb.append(piece);
+                if (sb.length() > 8192) {
+                    if (cut)
+                        sb.setLength(sb.length() - 4096);
+                    else
+                        sb.delete(0, 4096);
+                }
+            }
+            acc += sb.length();
+        }
+        sink = acc;
+    }
+
+    /* arraycopyLoop without its deletes: every arraycopy stub sample is
+     * append's (String.getBytes's copy of the piece) */
+    static void arraycutLoop() { arraycopyRounds(Long.MAX_VALUE, true); }
+
+    /* delete's share of arraycopyLoop: the loop timed (the thread's CPU
+     * time: another process's turn on the CPU is not counted) with its
+     * deletes and with a cut that copies nothing in their place, rounds
+     * alternating, the lowest of each (the least disturbed); no clock read
+     * inside the loop */
+    static void timeArraycopy() {
+        java.lang.management.ThreadMXBean mx =
+                java.lang.management.ManagementFactory.getThreadMXBean();
+        int n = 1000, m = 31;
+        long del = Long.MAX_VALUE, cut = Long.MAX_VALUE;
+        for (int w = 0; w < 5; w++) { /* compiled first */
+            arraycopyRounds(n, false);
+            arraycopyRounds(n, true);
+        }
+        for (int r = 0; r < m; r++) {
+            long t0 = mx.getCurrentThreadCpuTime();
+            arraycopyRounds(n, false);
+            long t1 = mx.getCurrentThreadCpuTime();
+            arraycopyRounds(n, true);
+            long t2 = mx.getCurrentThreadCpuTime();
+            del = Math.min(del, t1 - t0);
+            cut = Math.min(cut, t2 - t1);
+        }
+        double d = del / (n * 1000.0), c = cut / (n * 1000.0);
+        System.out.printf("arraycopy: %.2f ns an append with the deletes, %.2f with a cut that copies nothing: delete (its shift) is %.1f %% of the loop, %.0f ns a call%n",
+                          d, c, 100 * (d - c) / d, (d - c) * 4096 / 72);
     }
 
     /* ---------- itable ---------- */
@@ -214,6 +279,63 @@ public class Recovery {
         sink = acc + x;
     }
 
+    /* ---------- a load that misses (issue 32) ----------
+     * Each iteration loads the next index of a random cycle through 64 MiB
+     * (a miss in every cache and most TLBs: hundreds of ns), in missLoad,
+     * then runs a few cheap instructions of missUse and of the loop.  The
+     * same loop over an 8 KiB cycle, which stays in L1, costs a few ns: the
+     * load is over 99 % of the time (time-miss prints both).  The sample
+     * interrupts the instruction after the load, in another method's scope:
+     * a profiler that credits the instruction at the interrupted PC puts the
+     * load's time on missUse or the loop. */
+    static long missLoad(long[] a, int j) { return a[j]; }
+    static long missUse(long v, long acc) { return acc + (v ^ 0x55); }
+
+    static long[] missCycle(int len) {
+        long[] a = new long[len];
+        for (int i = 0; i < len; i++)
+            a[i] = i;
+        long r = 7;
+        for (int i = len - 1; i > 0; i--) { /* Sattolo: a single cycle */
+            r = r * 6364136223846793005L + 1442695040888963407L;
+            int k = (int) ((r >>> 33) % i);
+            long x = a[i];
+            a[i] = a[k];
+            a[k] = x;
+        }
+        return a;
+    }
+
+    /* the chase: iterations until stop, or n */
+    static long missLoop(long[] a, long n) {
+        long acc = 0, done = 0;
+        int j = 1;
+        while (!stop && done < n) {
+            for (int i = 0; i < 10000; i++) {
+                long v = missLoad(a, j);
+                acc = missUse(v, acc);
+                j = (int) v;
+            }
+            done += 10000;
+        }
+        sink = acc;
+        return done;
+    }
+
+    static void timeMiss() {
+        long[] big = missCycle(1 << 23), small = missCycle(1 << 10);
+        for (int w = 0; w < 3; w++) { /* compiled, then measured */
+            long t0 = System.nanoTime();
+            long nb = missLoop(big, 2_000_000);
+            long t1 = System.nanoTime();
+            long ns = missLoop(small, 200_000_000);
+            long t2 = System.nanoTime();
+            double b = (t1 - t0) / (double) nb, s = (t2 - t1) / (double) ns;
+            System.out.printf("miss: %.2f ns an iteration over 64 MiB, %.2f over 8 KiB: the load's miss is %.1f %%%n",
+                              b, s, 100 * (b - s) / b);
+        }
+    }
+
     /* ---------- deep recursion ---------- */
     static long deepWork(int level, long x) {
         for (int i = 0; i < 2000; i++)
@@ -242,12 +364,21 @@ public class Recovery {
         case "crc": crcLoop(); break;
         case "clock": clockLoop(); break;
         case "sbdelete": sbdeleteLoop(); break;
+        case "arraycut": arraycutLoop(); break;
+        case "miss": missLoop(missCycle(1 << 23), Long.MAX_VALUE); break;
         default: throw new IllegalArgumentException("unknown workload " + w);
         }
     }
 
     public static void main(String[] args) throws Exception {
         String w = args[0];
+        if (w.equals("time-miss") || w.equals("time-arraycopy")) {
+            if (w.equals("time-miss"))
+                timeMiss();
+            else
+                timeArraycopy();
+            return;
+        }
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 3;
         String[] ws = w.equals("all")
                 ? new String[] {"arraycopy", "itable", "vtable", "intrinsic", "time", "deep",
