@@ -52,7 +52,7 @@ typedef struct profiler {
     /* run time */
     pa_ctx *ctx;
     pf_engine *eng;
-    pf_strace *scopes;      /* a command's C scopes (DESIGN.md 15.2) */
+    pf_strace *scopes;      /* a command's C scopes (DESIGN.md 15.1) */
     const char *scopes_env; /* its environment entry, NAME=PATH */
     pa_ptasks tasks;
     pa_pprof *prof;

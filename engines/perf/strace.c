@@ -1,7 +1,7 @@
 /*
  * strace.c - the reader of the scope trace (libpowerapi/src/scopetrace.h):
  * which C scope each thread of the profiled command was in at each moment,
- * so that a sample gets its [scope NAME] root frame (DESIGN.md 15.2).
+ * so that a sample gets its [scope NAME] root frame (DESIGN.md 15.1).
  *
  * Per thread, the events read so far (time, innermost scope after it) in
  * time order; a sample at time t is in the scope of the thread's last event

@@ -1,7 +1,7 @@
 /*
  * scopetrace.c - the writer of the scope trace (scopetrace.h): the C
  * scopes of a process that `powerapi profile` runs, for the profile's
- * [scope NAME] root frames (DESIGN.md section 15.2).
+ * [scope NAME] root frames (DESIGN.md section 15.1).
  */
 #include "scopetrace.h"
 #include "scopetab.h"

@@ -2,7 +2,7 @@
  * scopetrace.h - the scope trace: where a process's C scopes (pa_scope_begin
  * / pa_scope_end) tell `powerapi profile`, which runs it, which scope each
  * of its threads is in, so that the profile's samples get a [scope NAME]
- * root frame as jalen's do (DESIGN.md section 15.2).
+ * root frame as jalen's do (DESIGN.md section 15.1).
  *
  * The profiler makes a file of this layout (in /dev/shm) and names it in
  * the command's environment (PA__STRACE_ENV).  The library, at its first
