@@ -292,6 +292,14 @@ static int event_open(pf_engine *p, pid_t tid, int cpu, bool cmd)
         fill_attr(p, &a, cmd);
         fd = (int)syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     }
+    if (fd < 0 && errno == EINVAL && p->cfg.scopes) {
+        /* a kernel without use_clockid (before 4.1): the samples on perf's
+         * own clock, which the scope trace's times cannot be put beside,
+         * so no [scope NAME] frames */
+        p->cfg.scopes = NULL;
+        fill_attr(p, &a, cmd);
+        fd = (int)syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
     return fd < 0 ? -errno : fd;
 }
 

@@ -1,6 +1,6 @@
 /*
  * test_jalen_jetty.c - an embedded Jetty 9 (Debian's libjetty9-java) under
- * wrk on 127.0.0.1 for 10 s with the agent: no crash, every output complete
+ * wrk on 127.0.0.1 for 5 s with the agent: no crash, every output complete
  * and parseable, Jetty's and the handler's frames in methods.csv, socket
  * bytes counted.  Skipped (with a message) when the jars or wrk are absent.
  */
@@ -79,8 +79,8 @@ static void jetty_under_wrk(const char *mode)
     snprintf(errf, sizeof(errf), "%s/stderr", dir);
     int fd, port;
     pid_t pid = start_server(opts, JALEN_JETTY_CP, "JettyServer", NULL, errf, &fd, &port);
-    long nreq = run_wrk(dir, port, "-t2 -c16 -d10s", "/hello");
-    fprintf(stderr, "[%s] wrk: %ld requests in 10 s\n", mode, nreq);
+    long nreq = run_wrk(dir, port, "-t2 -c16 -d5s", "/hello");
+    fprintf(stderr, "[%s] wrk: %ld requests in 5 s\n", mode, nreq);
     ck_assert_msg(nreq > 1000, "only %ld requests", nreq);
 
     stop_server(pid, fd);
