@@ -386,6 +386,13 @@ START_TEST(modules_say_why)
     ck_assert_int_eq(pa_module_enable(ctx, "nvml-share", NULL), -ENODEV);
     ck_assert_msg(strstr(pa_last_error(), "not this machine's /sys: NVML is used only there"), "%s",
                   pa_last_error());
+    /* library= named by the user is tried where the probe found nothing
+     * (the README's nvml:library=PATH on a machine without the driver) */
+    script(root, "step\n" TWO);
+    step(0);
+    ck_assert_msg(pa_module_enable(ctx, "nvml", "library=" PA_NVML_STANDIN) == 0, "%s",
+                  pa_last_error());
+    ck_assert_int_eq(pa_module_disable(ctx, "nvml"), 0);
     setenv("POWERAPI_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     ck_assert_int_eq(pa_module_enable(ctx, "nvml", NULL), -ENODEV);
     ck_assert_msg(strstr(pa_last_error(), "/nonexistent/libnvidia-ml.so.1 not loaded"), "%s",

@@ -448,7 +448,11 @@ int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options, bool b
     if (rc < 0)
         return rc;
     char why[256];
-    if (pa__probe(ctx, ops, why, sizeof(why)) < 0)
+    /* a sensor given options is tried with them: its probe answers for
+     * the machine as it is (nvml: the default library), which the options
+     * may change (nvml:library=PATH); its start then says why not */
+    if (pa__probe(ctx, ops, why, sizeof(why)) < 0 &&
+        !(ops->kind == PA_SENSOR && options && *options))
         return pa__err(-ENODEV, "%s", why);
 
     /* the sensors it requires that are not enabled yet, started first */
