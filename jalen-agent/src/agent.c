@@ -429,7 +429,7 @@ static void jl_on_net(jl_net_rec *r, uint64_t bytes, void *user)
     if (n == 0)
         frames[n++] = JL_M_UNATTRIBUTED;
     double e = jl_attrib_net(w->nic_j, (double)bytes, (double)w->total);
-    jl_profile_add(frames, NULL, n, 0.0, e, bytes, 0);
+    jl_profile_add(frames, NULL, n, 0.0, e, bytes, 0, 0);
     jl_thread *t = jl_threads_get(r->tid, 1);
     if (t) {
         t->w_net_j += e;
@@ -572,7 +572,7 @@ static double jl_window_split(double dcpu)
 static void jl_window_vm(double cpu_j, double net_j)
 {
     int frame = cpu_j > 0 ? JL_M_VM : JL_M_UNATTRIBUTED;
-    jl_profile_add(&frame, NULL, 1, cpu_j, net_j, 0, 0);
+    jl_profile_add(&frame, NULL, 1, cpu_j, net_j, 0, 0, 0);
     jl_thread *t = jl_threads_get(-1, 1);
     if (t) {
         snprintf(t->name, sizeof(t->name), "[VM]");
@@ -593,14 +593,16 @@ static void jl_window_samples(double vm)
         jl_thread *t = jl_threads_get(tid, 0);
         /* a sample of a thread filed as a pseudo-thread is counted, its
          * energy stays with the pseudo-frame */
-        double w = t ? jl_attrib_sample(t->w_cpu_j, wt, t->w_samples, t->kind == JL_K_JAVA) : 0;
-        jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, 1);
+        int java = t && t->kind == JL_K_JAVA;
+        double w = java ? jl_attrib_sample(t->w_cpu_j, wt, t->w_samples, 1) : 0;
+        double c = java ? jl_attrib_sample(t->w_cpu_s, wt, t->w_samples, 1) : 0;
+        jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, c, 1);
         p += 3 + 2 * (size_t)n;
     }
     for (size_t i = 0; i < jl_athr_n; i++) {
         int frame = jl_athr[i].frame;
         if (jl_thr.v[i].w_cpu_j > 0 && frame >= 0)
-            jl_profile_add(&frame, NULL, 1, jl_thr.v[i].w_cpu_j, 0, 0, 0);
+            jl_profile_add(&frame, NULL, 1, jl_thr.v[i].w_cpu_j, 0, 0, jl_thr.v[i].w_cpu_s, 0);
     }
     if (vm > 0) /* no thread had CPU time in the window (or rounding) */
         jl_window_vm(vm, 0);

@@ -354,7 +354,7 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line)
 }
 
 void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, double net_j,
-                    uint64_t net_bytes, int count_sample)
+                    uint64_t net_bytes, double cpu_s, int count_sample)
 {
     if (n <= 0)
         return;
@@ -372,6 +372,9 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, do
         cls[i] = jl_prof.m[frames[i]].cls;
     pa_pstat_add(jl_prof.cs, cls, n, NULL, -1, stamp, &s);
     int node = pa_ptree_stack(&jl_prof.tree, frames, NULL, lines, n);
-    if (node >= 0)
+    if (node >= 0) {
         jl_prof.tree.nodes[node].self_j += s.energy_j;
+        jl_prof.tree.nodes[node].self_cpu_s += cpu_s;
+        jl_prof.tree.nodes[node].self_samples += (uint64_t)count_sample;
+    }
 }

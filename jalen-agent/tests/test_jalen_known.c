@@ -132,6 +132,45 @@ static void check_lines(const char *dir, const char *mode)
     free(top);
 }
 
+/* profile.pb.gz's three sample types add up to the run's figures: the
+ * samples to summary.json's, the CPU nanoseconds to threads.csv's CPU
+ * time, the microjoules to the process's energy (0.5 %).  The samples and
+ * CPU columns were zeros once (the tree kept only the energy). */
+static void check_pprof_totals(const char *dir, const char *mode, double samples, double cpu_s,
+                               double energy_j)
+{
+    if (!JALEN_GO[0])
+        return; /* check_lines said why */
+    char cmd[9000];
+    snprintf(cmd, sizeof(cmd),
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -raw %s/out/profile.pb.gz 2>&1", dir, dir,
+             JALEN_GO, dir);
+    FILE *f = popen(cmd, "r");
+    ck_assert(f != NULL);
+    char line[1 << 14];
+    double v[3] = {0, 0, 0};
+    while (fgets(line, sizeof(line), f)) {
+        /* "   count   cpu_ns   energy_uj: loc loc ..." under "Samples:" */
+        double a, b, c;
+        char colon;
+        if (sscanf(line, " %lf %lf %lf%c", &a, &b, &c, &colon) == 4 && colon == ':') {
+            v[0] += a;
+            v[1] += b;
+            v[2] += c;
+        }
+    }
+    ck_assert_msg(pclose(f) == 0, "%s failed", cmd);
+    fprintf(stderr,
+            "[%s] profile.pb.gz: %.0f samples (summary %.0f), %.3f CPU-s (threads %.3f), "
+            "%.3f J (process %.3f)\n",
+            mode, v[0], samples, v[1] / 1e9, cpu_s, v[2] / 1e6, energy_j);
+    ck_assert_msg(v[0] == samples, "pprof samples %.0f, summary %.0f", v[0], samples);
+    ck_assert_msg(fabs(v[1] / 1e9 - cpu_s) <= 0.005 * cpu_s, "pprof CPU %.3f s, threads %.3f s",
+                  v[1] / 1e9, cpu_s);
+    ck_assert_msg(fabs(v[2] / 1e6 - energy_j) <= 0.005 * energy_j, "pprof %.3f J, process %.3f J",
+                  v[2] / 1e6, energy_j);
+}
+
 /* mode: "cpu", "jvmti", or "cpu" with more options ("cpu,clock=timer") */
 static void run_known(const char *mode)
 {
@@ -155,9 +194,11 @@ static void run_known(const char *mode)
     ck_assert_msg(jt_csv_sum(&me, 5) == jt_json_num(sum, "samples"),
                   "self samples %.0f, samples %.0f", jt_csv_sum(&me, 5),
                   jt_json_num(sum, "samples"));
+    double nsamples = jt_json_num(sum, "samples"), process_j = jt_json_num(sum, "process_energy_j");
     free(sum);
     snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
     ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    check_pprof_totals(dir, mode, nsamples, jt_csv_sum(&th, 2), process_j);
 
     /* inclusive shares of the burner's three methods: 60/30/10 */
     double a = jt_num(jt_csv_find(&me, 0, "Known.burnA"), 2);
