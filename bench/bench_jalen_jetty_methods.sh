@@ -78,6 +78,19 @@ run() {
                for (i = n; i >= 1; i--) if (substr(f[i], 1, 1) != "[") { m = f[i]; break }
                e[m] += v; t += v }
              END { for (m in e) printf "%s %.3f\n", m, 100 * e[m] / t }' "$TMP/jl/energy.collapsed" >"$2"
+        # the same shares counting stack samples, as async-profiler does
+        # (profile.pb.gz's samples column; "(none)": samples of threads
+        # with no Java frame)
+        go tool pprof -raw "$TMP/jl/profile.pb.gz" 2>/dev/null | awk '
+            /^Locations/ { loc = 1; next }
+            /^Mappings/ { loc = 0 }
+            loc && /^ +[0-9]+: / { id = $1; sub(/:$/, "", id); f[id] = $4; next }
+            !loc && /^ +[0-9]+ +[0-9]+ +[0-9]+: / { if ($1 > 0) { n++; c[n] = $1; st[n] = $0 } }
+            END { for (i = 1; i <= n; i++) {
+                      split(st[i], w, ": "); k = split(w[2], ids, " "); m = "(none)"
+                      for (j = 1; j <= k; j++) if (substr(f[ids[j]], 1, 1) != "[") { m = f[ids[j]]; break }
+                      e[m] += c[i]; t += c[i] }
+                  for (m in e) printf "%s %.3f\n", m, 100 * e[m] / t }' >"$2.samples"
     else
         awk '{ v = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); m = "(none)"
                for (i = n; i >= 1; i--) if (f[i] ~ /_\[[ji01]\]$/) {
@@ -106,12 +119,19 @@ for x in j a; do for y in j a; do for r in $(seq "$ROUNDS"); do for q in $(seq "
     printf "  %s%s ~ %s%s: %s / %s\n" "$x" "$r" "$y" "$q" "$(dist "$TMP/$x$r" "$TMP/$y$q")" \
         "$(dist "$TMP/$x$r" "$TMP/$y$q" java)"
 done; done; done; done | sed 's/ j\([0-9]\)/ jalen\1/g; s/ a\([0-9]\)/ ap\1/g' | tee "$TMP/pairs"
-echo "Ranges (lowest-highest over the pairs; all samples / Java frames only):"
-for k in "ap.*~ ap" "jalen.*~ jalen" "ap.*~ jalen\|jalen.*~ ap"; do
-    grep "^  $k" "$TMP/pairs" | sed 's/.*: //' | awk -v k="$k" '
-        { if (NR == 1 || $1 < l1) l1 = $1; if ($1 > h1) h1 = $1; if (NR == 1 || $3 < l2) l2 = $3; if ($3 > h2) h2 = $3 }
-        END { n = k ~ /jalen.*ap/ ? "jalen ~ ap   " : k ~ /^ap/ ? "ap ~ ap      " : "jalen ~ jalen"
-              if (NR) printf "  %s %4.1f-%4.1f / %4.1f-%4.1f  (%d pairs)\n", n, l1, h1, l2, h2, NR }'
+echo "jalen's shares by stack samples (not energy) ~ async-profiler (all / Java frames only):"
+for r in $(seq "$ROUNDS"); do for q in $(seq "$ROUNDS"); do
+    [ -s "$TMP/j$r.samples" ] || continue
+    printf "  jalen%s# ~ ap%s: %s / %s\n" "$r" "$q" "$(dist "$TMP/j$r.samples" "$TMP/a$q")" \
+        "$(dist "$TMP/j$r.samples" "$TMP/a$q" java)"
+done; done | tee "$TMP/spairs"
+echo "Ranges (lowest-highest and mean over the pairs; all samples / Java frames only):"
+for k in "ap.*~ ap" "jalen.*~ jalen" "ap.*~ jalen\|jalen[0-9]* ~ ap" "jalen.*# ~ ap"; do
+    grep -h "^  $k" "$TMP/pairs" "$TMP/spairs" | sed 's/.*: //' | awk -v k="$k" '
+        { if (NR == 1 || $1 < l1) l1 = $1; if ($1 > h1) h1 = $1; if (NR == 1 || $3 < l2) l2 = $3; if ($3 > h2) h2 = $3
+          s1 += $1; s2 += $3 }
+        END { n = k ~ /#/ ? "jalen# ~ ap  " : k ~ /jalen.*ap/ ? "jalen ~ ap   " : k ~ /^ap/ ? "ap ~ ap      " : "jalen ~ jalen"
+              if (NR) printf "  %s %4.1f-%4.1f (mean %4.1f) / %4.1f-%4.1f (mean %4.1f)  (%d pairs)\n", n, l1, h1, s1 / NR, l2, h2, s2 / NR, NR }'
 done
 printf "  the \"(none)\" share (no Java frame): jalen"
 for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f", $2 }' "$TMP/j$r")"; done
@@ -132,11 +152,15 @@ if [ "$ROUNDS" -ge 2 ]; then
     done
     echo "Means of the rounds (all samples / Java frames only):"
     echo "  jalen ~ ap, all rounds:          $(dist "$TMP/mj" "$TMP/ma") / $(dist "$TMP/mj" "$TMP/ma" java)"
+    avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r.samples"; done) >"$TMP/mjs"
+    echo "  jalen by samples ~ ap, all rounds: $(dist "$TMP/mjs" "$TMP/ma") / $(dist "$TMP/mjs" "$TMP/ma" java)"
     echo "  ap odd ~ ap even rounds:         $(dist "$TMP/mao" "$TMP/mae") / $(dist "$TMP/mao" "$TMP/mae" java)"
     echo "  jalen odd ~ jalen even rounds:   $(dist "$TMP/mjo" "$TMP/mje") / $(dist "$TMP/mjo" "$TMP/mje" java)"
     echo "  jalen odd ~ ap even rounds:      $(dist "$TMP/mjo" "$TMP/mae") / $(dist "$TMP/mjo" "$TMP/mae" java)"
     echo "  jalen even ~ ap odd rounds:      $(dist "$TMP/mje" "$TMP/mao") / $(dist "$TMP/mje" "$TMP/mao" java)"
 fi
-echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d):"
-join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg "$TMP"/j[0-9]*) <(avg "$TMP"/a[0-9]*) |
-    awk '{ d = $2 - $3; if (d >= 0.5 || d <= -0.5) printf "  %-70s %6.2f %6.2f %+6.2f\n", $1, $2, $3, d }' | sort -k4 -g
+echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d | jalen by samples):"
+join -a1 -a2 -e0 -o 0,1.2,1.3,2.2 <(join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r"; done)) \
+        <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r.samples"; done))) \
+    <(avg "$TMP"/a[0-9]*) |
+    awk '{ d = $2 - $4; if (d >= 0.5 || d <= -0.5) printf "  %-70s %6.2f %6.2f %+6.2f %6.2f\n", $1, $2, $4, d, $3 }' | sort -k4 -g

@@ -128,14 +128,24 @@ public class Known {
         }
     }
 
+    /* set once udp-sender has sent everything: loopback queues a datagram
+     * before send returns, so the receiver then stops at its first empty
+     * receive, and main closes the channel after it (main used to close
+     * it under a receiver still running once a 5 s join timed out, a
+     * race under load: datagrams dropped, the receiver waiting for them) */
+    static volatile boolean udpSent;
+
     static long receiveUdp(DatagramChannel r, long want, long deadlineNs) throws Exception {
         ByteBuffer b = ByteBuffer.allocate(2000);
         long got = 0;
         r.configureBlocking(false);
         while (got < want && System.nanoTime() < deadlineNs) {
             b.clear();
+            boolean sent = udpSent;
             if (r.receive(b) != null)
                 got += b.position();
+            else if (sent)
+                break;
             else
                 Thread.sleep(1);
         }
@@ -240,7 +250,8 @@ public class Known {
         send.join();
         recv.join();
         usend.join();
-        urecv.join(5000);
+        udpSent = true;
+        urecv.join();
         ur.close();
         ss.close();
         fdReuse();
