@@ -75,8 +75,40 @@ static size_t jl_first_record(const jl_code *c, uintptr_t off)
     return lo;
 }
 
-uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code)
+/* callsite.h's rule for a native leaf call with no record of its own:
+ * the PC to give, 0 when the rule does not apply. */
+static uintptr_t jl_native_call_pc(uintptr_t off, int call_len, size_t i, const jl_code *c,
+                                   int *drop)
 {
+    if (!c->pcs || !c->chain || !c->parent || !c->invoke || i == 0 || i >= c->npcs ||
+        call_len <= 0 || (uintptr_t)call_len + 10 >= off)
+        return 0;
+    uintptr_t start = off - (uintptr_t)call_len;
+    const unsigned char *m = (const unsigned char *)(c->lo + start - 10);
+    if (m[0] == 0x49 && m[1] == 0xba) /* movabs r10, imm64 */
+        start -= 10;
+    size_t b = i - 1;
+    if (c->pcs[b] != start || !c->chain[b] || !c->chain[i])
+        return 0;
+    int db = JL_REC_DEPTH(c->invoke[b]), da = JL_REC_DEPTH(c->invoke[i]);
+    if (!(c->invoke[b] & JL_REC_INVOKE)) {
+        if (c->parent[i] == c->chain[b] || c->parent[b] == c->chain[i])
+            return c->lo + start - 1;
+        return 0;
+    }
+    if (db > 0 && da == db + 2) {
+        *drop = 1;
+        return c->lo + off - 1;
+    }
+    return 0;
+}
+
+uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code, int *drop)
+{
+    int dropped;
+    if (!drop)
+        drop = &dropped;
+    *drop = 0;
     if (!code || ra <= code->lo || ra >= code->hi)
         return ra - 1;
     uintptr_t off = ra - code->lo;
@@ -90,9 +122,14 @@ uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *co
         uintptr_t start = off - (uintptr_t)call_len;
         size_t j = jl_first_record(code, start + 1); /* records after start */
         uintptr_t b = j > 0 ? code->pcs[j - 1] : 0;
-        if (j > 0 && code->invoke[j - 1] && b >= 8 && start - b <= JL_CALLSITE_SETUP &&
-            !jl_call_len((const unsigned char *)(code->lo + b)))
+        if (j > 0 && (code->invoke[j - 1] & JL_REC_INVOKE) && b >= 8 &&
+            start - b <= JL_CALLSITE_SETUP && !jl_call_len((const unsigned char *)(code->lo + b)))
             return code->lo + b - 1;
+    }
+    if (leaf == JL_CALL_NATIVE) {
+        uintptr_t at = jl_native_call_pc(off, call_len, i, code, drop);
+        if (at)
+            return at;
     }
     uintptr_t p = ra;
     for (int k = 0; k < 3; k++) {

@@ -20,8 +20,11 @@ typedef struct jl_code {
     const uint32_t *pcs;    /* the method's debug records (HotSpot's PcDescs,
                              * as CompiledMethodLoad lists them): offsets from
                              * lo, sorted, distinct; NULL when not known */
-    const uint8_t *invoke;  /* per record: its innermost scope is at an
-                             * invoke bytecode (NULL: not known) */
+    const uint8_t *invoke;  /* per record: JL_REC_INVOKE when its innermost
+                             * scope is at an invoke bytecode, and the
+                             * number of its scopes (inlining depth + 1,
+                             * at most 127; 0: not known) times 2 (NULL:
+                             * none of it known) */
     const uint32_t *chain;  /* per record: a hash of its scopes' methods,
                              * outermost first (NULL, or 0: not known) */
     const uint32_t *parent; /* the same without the innermost scope: a
@@ -29,6 +32,9 @@ typedef struct jl_code {
                              * is of a method that the other's inlined */
     size_t npcs;
 } jl_code;
+
+#define JL_REC_INVOKE 1
+#define JL_REC_DEPTH(flags) ((flags) >> 1)
 
 /* How far before a leaf call its scope's record may end: the instructions
  * that set up the call's arguments (bytes). */
@@ -49,6 +55,8 @@ enum {
     JL_CALL_JAVA = 0,      /* Java code (through a vtable or itable stub too) */
     JL_CALL_LEAF = 1,      /* a stub or VM leaf routine (CRC32, javaTimeMillis) */
     JL_CALL_ARRAYCOPY = 2, /* an arraycopy stub */
+    JL_CALL_NATIVE = 3,    /* native code outside the code cache (the VM's
+                            * javaTimeNanos, libc, the vDSO) */
 };
 
 /* ra: a return address in code (ra >= code->lo + 1), after a call
@@ -70,6 +78,21 @@ enum {
  *     whose argument checks and set-up come right before it; a record at
  *     another bytecode there belongs to code scheduled before the call and
  *     is not taken;
+ *   - for a call into native code (JL_CALL_NATIVE, through
+ *     movabs r10, imm64; call r10 or a call rel32) with no record at ra
+ *     (C2 gives such a leaf call no record of its own, and the code laid
+ *     out after it is what uses its result: another method's, or the
+ *     caller's) whose record before ends exactly where that call sequence
+ *     begins:
+ *       - the record before not at an invoke, and the record after of a
+ *         method inlined by the one before (nanoTime's result stored by
+ *         AtomicLong.lazySet) or of the method that inlined it (the call
+ *         ended that method): one byte before the record before;
+ *       - the record before at an invoke (the call is the first thing the
+ *         invoked method does) and the record after two scopes deeper (in
+ *         a method the invoked one inlined, its consumer): ra - 1, and
+ *         *drop = 1: the innermost frame of what is decoded there is left
+ *         out, leaving the invoked method on top;
  *   - else, for a leaf call followed by an
  *     unconditional jump (an out-of-line block that returns to the main
  *     path; for an arraycopy call, after at most JL_CALLSITE_MOVES moves
@@ -83,8 +106,9 @@ enum {
  *     chain is the other's chain), ra - 1: the call's own method, one
  *     level below where it returns to (a copy that ends its method:
  *     AbstractStringBuilder.shift, inlined into delete);
- *   - else ra - 1: the first record from ra on. */
-uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code);
+ *   - else ra - 1: the first record from ra on.
+ * *drop (may be NULL) is 0 except where said. */
+uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code, int *drop);
 
 /* pc: the interrupted PC of a sample, in code (a compiled method's).  The
  * time a sample stands for belongs to the instruction before pc: the

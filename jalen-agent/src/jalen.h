@@ -218,12 +218,12 @@ void jl_nmethods_unload(const void *code);
 void jl_nmethods_refresh(void);
 /* Signal handler: the PC to give AsyncGetCallTrace for the frame that
  * returns to ra, after a call of call_len bytes, so that it decodes the
- * scope of the call (callsite.h); leaf: a call to a stub or VM routine,
- * not into Java code; [cc_lo,
- * cc_hi): the code cache, where the method is not (yet) known.
+ * scope of the call (callsite.h); leaf: JL_CALL_*, what was called; [cc_lo,
+ * cc_hi): the code cache, where the method is not (yet) known; *drop:
+ * the innermost frames of the decoded stack to leave out (callsite.h).
  * Async-signal-safe. */
 uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc_lo,
-                              uintptr_t cc_hi);
+                              uintptr_t cc_hi, int *drop);
 /* Signal handler: the PC to give AsyncGetCallTrace for an interrupted pc,
  * so that the sample goes to the scope of the instruction before it
  * (callsite.h, jl_interrupted_pc); pc itself where its method is not
@@ -269,6 +269,14 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
  * walked, or no frame) and the caller walks from ucv as it is.
  * Async-signal-safe. */
 int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv);
+/* Signal handler, before any walk, a PC outside the code cache (native
+ * code: a leaf routine called straight from compiled Java, a JNI
+ * method's C, the VM): walked from the first return into Java code as
+ * jl_unwind_retry does, so that a compiled caller is decoded at its call
+ * (ASGCT's own walk through native frames decodes a return address at the
+ * first record after it, the code after the call).  1 when tr holds
+ * frames.  Async-signal-safe. */
+int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */

@@ -161,7 +161,8 @@ static int jl_rec_cmp(const void *a, const void *b)
  * bytecode indexes of its scopes, innermost first; map, the same records
  * by their outermost BCI, serves a JVM without them.  *out: npcs offsets,
  * npcs chain hashes, npcs parent chain hashes (0 from map), then npcs
- * invoke flags, one allocation (JL_NM_REC bytes a record). */
+ * flag bytes (callsite.h: JL_REC_INVOKE, the depth above it), one
+ * allocation (JL_NM_REC bytes a record). */
 static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
                              const jvmtiAddrLocationMap *map, const void *compile_info,
                              uint32_t **out)
@@ -198,8 +199,9 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
                     continue;
                 int ok = ps->numstackframes > 0 && ps->methods && ps->bcis;
                 int inv = ok && jl_is_invoke(ps->methods[0], ps->bcis[0]);
+                int depth = ok ? (ps->numstackframes < 127 ? ps->numstackframes : 127) : 0;
                 uint32_t parent = 0, chain = ok ? jl_chain_hash(ps, &parent) : 0;
-                r[k++] = (jl_rec){(uint32_t)(pc - lo), chain, parent, (uint8_t)inv};
+                r[k++] = (jl_rec){(uint32_t)(pc - lo), chain, parent, (uint8_t)(inv | depth << 1)};
             }
         }
     }
@@ -207,7 +209,7 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
     size_t u = 0;
     for (size_t i = 0; i < k; i++) {
         if (u && r[i].off == r[u - 1].off)
-            r[u - 1].inv |= r[i].inv;
+            r[u - 1].inv = (uint8_t)(r[u - 1].inv | (r[i].inv & JL_REC_INVOKE));
         else
             r[u++] = r[i];
     }
@@ -338,11 +340,11 @@ static const jl_nm *jl_nm_find(const jl_nms *t, uintptr_t pc)
 }
 
 uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc_lo,
-                              uintptr_t cc_hi)
+                              uintptr_t cc_hi, int *drop)
 {
     jl_code c = {.lo = cc_lo, .hi = cc_hi};
     if (!jl_nm_on)
-        return jl_callsite_pc(ra, call_len, leaf, &c);
+        return jl_callsite_pc(ra, call_len, leaf, &c, drop);
     jl_rcu_enter(&jl_nrcu);
     const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), ra - 1);
     if (m)
@@ -353,7 +355,7 @@ uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc
                       .parent = m->pcs + 2 * (size_t)m->npcs,
                       .invoke = (const uint8_t *)(m->pcs + 3 * (size_t)m->npcs),
                       .npcs = m->npcs};
-    uintptr_t pc = jl_callsite_pc(ra, call_len, leaf, &c);
+    uintptr_t pc = jl_callsite_pc(ra, call_len, leaf, &c, drop);
     jl_rcu_exit(&jl_nrcu);
     return pc;
 }

@@ -106,10 +106,13 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
             atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
         } else {
-            /* at a debug record: decoded from the PC before it, whose
-             * scope the sample's time belongs to (DESIGN.md section 11.1);
-             * a walk that gives nothing is made again from the PC as it is */
-            if (!jl_unwind_walk_interrupted(&tr, JL_MAX_DEPTH, uc))
+            /* in native code: walked from the return into Java code, the
+             * call's scope; at a debug record: decoded from the PC before
+             * it, whose scope the sample's time belongs to (DESIGN.md
+             * section 11.1); a walk that gives nothing is made again from
+             * the PC as it is */
+            if (!(JL_RECOVER && jl_unwind_walk_native(&tr, JL_MAX_DEPTH, uc, s->tid)) &&
+                !jl_unwind_walk_interrupted(&tr, JL_MAX_DEPTH, uc))
                 jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
             /* ticks_unknown_Java: the top frame is unfinished, or native
              * code called from Java (ticks_not_walkable_Java, a frame

@@ -613,12 +613,13 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
  * (callsite.h, nmethods.c); in the interpreter, ra itself (ASGCT reads
  * the BCI from the frame there).  leaf: the callee was a stub or native
  * routine, not Java code. */
-static uintptr_t jl_call_pc(uintptr_t ra, int leaf)
+static uintptr_t jl_call_pc(uintptr_t ra, int leaf, int *drop)
 {
     jl_blob b;
+    *drop = 0;
     if (jl_blob_find(ra, &b) && b.kind == JL_BLOB_INTERP)
         return ra;
-    return jl_nmethods_call_pc(ra, jl_after_call(ra), leaf, jl_cc_low, jl_cc_high);
+    return jl_nmethods_call_pc(ra, jl_after_call(ra), leaf, jl_cc_low, jl_cc_high, drop);
 }
 
 /* One pop: the state of the caller of the code at *pc.  1 on success. */
@@ -668,7 +669,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         if (!jl_after_call(ra))
             return 0;
     } else {
-        *leaf = JL_CALL_LEAF;
+        *leaf = JL_CALL_NATIVE;
         return jl_pop_native(pc, sp, fp, lo, hi);
     }
     if (nsp <= *sp || nsp >= hi)
@@ -705,6 +706,26 @@ int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv)
 #endif
 }
 
+int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid)
+{
+#if defined(__x86_64__)
+    if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
+        return 0;
+    const ucontext_t *uc = ucv;
+    if (jl_in_code((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+        return 0;
+    /* a thread in native code or in the VM has a last Java frame, which
+     * ASGCT takes whatever the context says: the same frames as before */
+    return jl_unwind_retry(tr, depth, ucv, tid, 0);
+#else
+    (void)tr;
+    (void)depth;
+    (void)ucv;
+    (void)tid;
+    return 0;
+#endif
+}
+
 int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only)
 {
 #if defined(__x86_64__)
@@ -737,7 +758,8 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         if (!jl_java_return(pc))
             continue;       /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
-        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc, leaf);
+        int drop;
+        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc, leaf, &drop);
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
         c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
         tr->num_frames = 0;
@@ -752,6 +774,13 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
             }
         } else {
             jl_smp.asgct(tr, depth, &c);
+            /* the consumer the JIT laid out after a native call, left out
+             * (callsite.h) */
+            if (drop && tr->num_frames > 1) {
+                for (int k = 0; k + 1 < tr->num_frames; k++)
+                    tr->frames[k] = tr->frames[k + 1];
+                tr->num_frames--;
+            }
         }
         if (tr->num_frames > 0)
             return 1;

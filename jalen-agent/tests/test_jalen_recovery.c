@@ -2,13 +2,15 @@
  * test_jalen_recovery.c - stacks where AsyncGetCallTrace alone gives up,
  * recovered (unwind.c), and thread renames (real JVMs; issue 16).
  *
- * Recovery.java "all": ten threads, each spending its time in one place
+ * Recovery.java "all": eleven threads, each spending its time in one place
  * ASGCT cannot walk from (the arraycopy stub under StringBuilder, itable
  * and vtable stubs with the callee's prologues, the CRC32/Base64/SHA-256
  * intrinsics' stubs, System.currentTimeMillis in the VM and the vDSO, a
  * 200-deep recursion beyond the 128-frame cap, and issue 32's call sites:
  * a hot arraycopy, CRC32 or currentTimeMillis call followed by cheap
- * calls, and StringBuilder.delete followed by Thread.isAlive), at
+ * calls, System.nanoTime stored by an inlined AtomicLong.lazySet as
+ * Jetty's ByteBufferPool does, and StringBuilder.delete followed by
+ * Thread.isAlive), at
  * interval=1ms, for 6 s
  * and at least 1 s of CPU time per thread (the warm-up, interpreted code
  * and adapters, stays a small part of it on a loaded host too).
@@ -34,8 +36,9 @@
 
 #include "jtest.h"
 
-static const char *const workloads[] = {"arraycopy", "itable", "vtable", "intrinsic", "time",
-                                        "deep",      "copy",   "crc",    "clock",     "sbdelete"};
+static const char *const workloads[] = {"arraycopy", "itable", "vtable",  "intrinsic",
+                                        "time",      "deep",   "copy",    "crc",
+                                        "clock",     "nano",   "sbdelete"};
 
 /* Issue 32: under each call-site loop, the method that makes the hot call
  * (>= 95 % of the loop's energy) and the cheap ones that run after it in
@@ -47,6 +50,9 @@ static const site sites[] = {
     {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}},
     {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}},
     {"clock", "Recovery.clockHot", {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"}},
+    {"nano",
+     "Recovery.vstamp",
+     {"java.util.concurrent.atomic.AtomicLong.lazySet", "Recovery.clockTick", "poke"}},
     {"sbdelete",
      "java.lang.StringBuilder.delete",
      {"java.lang.StringBuilder.append", "java.lang.Thread.isAlive"}},

@@ -60,12 +60,12 @@ static void setup(void)
 START_TEST(leaf_call_follows_the_jump_back)
 {
     /* HotSpot's own choice at the return address would be 0x278 (append) */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &c, NULL), AT(0x150));
     /* through two jumps */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x305), 5, 1, &c), AT(0x180));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x305), 5, 1, &c, NULL), AT(0x180));
     /* without the records, the same (the jump is in the code) */
     jl_code bare = {.lo = AT(0), .hi = AT(sizeof(code))};
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &bare), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &bare, NULL), AT(0x150));
 }
 END_TEST
 
@@ -73,14 +73,14 @@ START_TEST(leaf_call_jumps_back_after_moves)
 {
     /* HotSpot's choice at the return address would be the first record
      * after it, 0x2a5; the moves are skipped, the jump followed */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x345), 5, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x345), 5, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x150));
     /* an intrinsic's stub call: its own record after it, the moves not
      * looked past */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x345), 5, JL_CALL_LEAF, &c), AT(0x344));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x345), 5, JL_CALL_LEAF, &c, NULL), AT(0x344));
     /* moves and no jump: the first record from ra */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x365), 5, JL_CALL_ARRAYCOPY, &c), AT(0x364));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x365), 5, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x364));
     /* a call into Java code: its own record, never the jump */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x345), 5, JL_CALL_JAVA, &c), AT(0x344));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x345), 5, JL_CALL_JAVA, &c, NULL), AT(0x344));
 }
 END_TEST
 
@@ -94,16 +94,16 @@ START_TEST(jump_back_yields_to_an_inlined_callee)
     static const uint32_t parent_out[] = {9, 9, 9, 0xbeef, 9, 9};
     c.chain = chain;
     c.parent = parent_in;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x263));
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_LEAF, &c), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_LEAF, &c, NULL), AT(0x263));
     /* another subtree after ra (append's code after delete's copy): the jump */
     c.parent = parent_out;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x150));
     /* chains not known (0): the jump */
     static const uint32_t zero[] = {0, 0, 0, 0, 0, 0};
     c.chain = zero;
     c.parent = zero;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x150));
 }
 END_TEST
 
@@ -112,25 +112,25 @@ START_TEST(leaf_call_takes_the_invoke_just_before)
     /* the record before the call is at the invoke of the call, and ends
      * 0x31 bytes before it: the call's scope */
     c.invoke = copy_invoke;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x22f));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x22f));
     /* not for a call into Java code, nor to another stub (whose scope is
      * in the records after it): the jump */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_JAVA, &c), AT(0x263));
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_LEAF, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_JAVA, &c, NULL), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_LEAF, &c, NULL), AT(0x150));
     /* too far before the call: code scheduled before it (0x230 + 64 =
      * 0x270 < 0x272) */
     code[0x275] = 0x90;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x275), 3, JL_CALL_ARRAYCOPY, &c), AT(0x274));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x275), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x274));
     /* an invoke record ending exactly where the call starts */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x235), 5, JL_CALL_ARRAYCOPY, &c), AT(0x22f));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x235), 5, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x22f));
     /* a record at a bytecode that is no invoke is not taken: the jump */
     c.invoke = no_invoke;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x150));
     /* an invoke record that is an earlier call's (it ends right after a
      * call rel32) is not taken either */
     c.invoke = copy_invoke;
     code[0x22b] = 0xe8;
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c), AT(0x150));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, JL_CALL_ARRAYCOPY, &c, NULL), AT(0x150));
 }
 END_TEST
 
@@ -150,30 +150,30 @@ END_TEST
 START_TEST(java_call_takes_its_own_record)
 {
     /* a record at the return address: one byte before it, jump or not */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x2a5), 5, 1, &c), AT(0x2a4));
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x2a5), 5, 0, &c), AT(0x2a4));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x2a5), 5, 1, &c, NULL), AT(0x2a4));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x2a5), 5, 0, &c, NULL), AT(0x2a4));
     /* a call into Java code is not followed through a jump */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 0, &c), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 0, &c, NULL), AT(0x263));
 }
 END_TEST
 
 START_TEST(no_jump_is_the_first_record_from_ra)
 {
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x200), 5, 1, &c), AT(0x1ff));
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x200), 5, 0, &c), AT(0x1ff));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x200), 5, 1, &c, NULL), AT(0x1ff));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x200), 5, 0, &c, NULL), AT(0x1ff));
 }
 END_TEST
 
 START_TEST(jumps_that_lead_nowhere)
 {
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x320), 2, 1, &c), AT(0x31f)); /* to itself */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x330), 2, 1, &c), AT(0x32f)); /* out of the code */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x320), 2, 1, &c, NULL), AT(0x31f)); /* to itself */
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x330), 2, 1, &c, NULL), AT(0x32f)); /* out of the code */
     /* a jump whose bytes run past the end of the code is not read */
     jl_code shortc = {.lo = AT(0), .hi = AT(0x267)};
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &shortc), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, &shortc, NULL), AT(0x263));
     /* a return address outside the code, or no code */
-    ck_assert_uint_eq(jl_callsite_pc(AT(0), 5, 1, &c), AT(0) - 1);
-    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, NULL), AT(0x263));
+    ck_assert_uint_eq(jl_callsite_pc(AT(0), 5, 1, &c, NULL), AT(0) - 1);
+    ck_assert_uint_eq(jl_callsite_pc(AT(0x264), 3, 1, NULL, NULL), AT(0x263));
 }
 END_TEST
 
@@ -196,6 +196,70 @@ START_TEST(interrupted_pc_takes_the_instruction_before)
 }
 END_TEST
 
+/* A leaf call into the VM with no record of its own (issue 32,
+ * Recovery's stamp and vstamp, Jetty's ByteBufferPool$Bucket): records at
+ * 0x20, 0x40 (ends where movabs r10, javaTimeNanos; call r10 begins) and
+ * 0x60 (after the call, which returns to 0x4d); flags: the depth times 2,
+ * plus JL_REC_INVOKE. */
+START_TEST(native_call_without_its_own_record)
+{
+    static unsigned char k[0x80];
+    memset(k, 0x90, sizeof(k));
+    k[0x40] = 0x49, k[0x41] = 0xba;                 /* movabs r10, imm64 */
+    k[0x4a] = 0x41, k[0x4b] = 0xff, k[0x4c] = 0xd2; /* call r10 */
+    static const uint32_t kp[] = {0x20, 0x40, 0x60};
+    /* stamp@-1 <- loop (depth 2) before, lazySet <- stamp <- loop after:
+     * the consumer, inlined by the method before */
+    static const uint32_t chain[] = {7, 0x11, 0x22}, parent[] = {1, 7, 0x11};
+    static const uint8_t flags[] = {2, 4, 6};
+    jl_code n = {.lo = (uintptr_t)k,
+                 .hi = (uintptr_t)k + sizeof(k),
+                 .pcs = kp,
+                 .invoke = flags,
+                 .chain = chain,
+                 .parent = parent,
+                 .npcs = 3};
+    uintptr_t ra = (uintptr_t)k + 0x4d;
+    int drop = -1;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), (uintptr_t)k + 0x3f);
+    ck_assert_int_eq(drop, 0);
+    /* a stub in the code cache, or Java code: the first record from ra */
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_LEAF, &n, &drop), ra - 1);
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_JAVA, &n, &drop), ra - 1);
+    /* the loop's code after the call (the method before ended with it) */
+    static const uint32_t chain2[] = {7, 0x11, 7}, parent2[] = {1, 7, 1};
+    n.chain = chain2, n.parent = parent2;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), (uintptr_t)k + 0x3f);
+    /* an unrelated method after it: the first record from ra */
+    static const uint32_t chain3[] = {7, 0x11, 0x33}, parent3[] = {1, 7, 0x44};
+    n.chain = chain3, n.parent = parent3;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), ra - 1);
+    ck_assert_int_eq(drop, 0);
+    /* the record before at the invoke of stamp (loop@9, depth 1), the one
+     * after lazySet <- stamp <- loop (depth 3): decoded after the call,
+     * lazySet left out */
+    static const uint8_t flags4[] = {2, 2 | JL_REC_INVOKE, 6};
+    n.invoke = flags4;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), ra - 1);
+    ck_assert_int_eq(drop, 1);
+    /* at the invoke and one scope deeper after it: the call is the invoked
+     * method's own, nothing left out */
+    static const uint8_t flags5[] = {2, 2 | JL_REC_INVOKE, 4};
+    n.invoke = flags5;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), ra - 1);
+    ck_assert_int_eq(drop, 0);
+    /* a record before that ends short of the call sequence: not taken */
+    static const uint32_t kp2[] = {0x20, 0x3c, 0x60};
+    n.pcs = kp2, n.invoke = flags, n.chain = chain, n.parent = parent;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), ra - 1);
+    /* a record at ra: the call's own */
+    static const uint32_t kp3[] = {0x20, 0x40, 0x4d};
+    n.pcs = kp3;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_NATIVE, &n, &drop), ra - 1);
+    ck_assert_int_eq(drop, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_callsite");
@@ -210,6 +274,7 @@ int main(void)
     tcase_add_test(tc, no_jump_is_the_first_record_from_ra);
     tcase_add_test(tc, jumps_that_lead_nowhere);
     tcase_add_test(tc, interrupted_pc_takes_the_instruction_before);
+    tcase_add_test(tc, native_call_without_its_own_record);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

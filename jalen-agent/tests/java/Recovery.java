@@ -24,6 +24,11 @@ import java.util.zip.CRC32;
  *                                       cheap calls
  *   clock      Recovery.clockLoop       Recovery.clockHot (currentTimeMillis),
  *                                       then cheap calls
+ *   nano       Recovery.nanoLoop        Recovery.nanoHot: vstamp,
+ *                                       System.nanoTime then an inlined
+ *                                       AtomicLong.lazySet of its result
+ *   stamp      Recovery.stampLoop       the same with a constant AtomicLong
+ *                                       (not in "all": the bench's)
  *   sbdelete   Recovery.sbdeleteLoop    StringBuilder.delete (its arraycopy),
  *                                       then Thread.isAlive and append
  *   arraycut   Recovery.arraycutLoop    arraycopy's appends, the builder cut
@@ -39,13 +44,14 @@ import java.util.zip.CRC32;
  * In copy, crc and clock the hot method is followed, in the same compiled
  * loop, by an inlined method (copyTick, crcTick, clockTick), an interface
  * call (P1/P2/P3.poke) and a JNI native (Thread.holdsLock) that cost next
- * to nothing: a sample recovered from the hot call belongs to the hot
+ * to nothing (in nano by clockTick and poke, and each nanoTime call by
+ * lazySet): a sample recovered from the hot call belongs to the hot
  * method, never to what runs after it.
  *
  * Usage: java Recovery WORKLOAD [SECONDS [CPU_SECONDS]]  (prints "done")
  *        java Recovery time-miss | time-arraycopy  (the known answers:
  *        each part of the loop timed, printed)
- * WORKLOAD "all" runs the ten at once, one thread each.  With CPU_SECONDS
+ * WORKLOAD "all" runs the eleven at once, one thread each.  With CPU_SECONDS
  * the run also lasts until every workload thread has used that much CPU
  * time (at most 120 s of wall time), so that a loaded host gives the
  * same work, warm-up included in the same proportion, in a longer run.
@@ -266,6 +272,53 @@ public class Recovery {
         sink = sb.length();
     }
 
+    /* Jetty's ByteBufferPool$Bucket.resetUpdateTime (issue 32): the shape
+     * that put the vDSO's time on the next call.  System.nanoTime is a
+     * leaf call into the VM and the vDSO (an intrinsic: no frame of its
+     * own) whose result an inlined AtomicLong.lazySet stores at once.  In
+     * vstamp the AtomicLong is loaded before the call (a volatile field),
+     * as Jetty's is: the call has a debug record at its return address,
+     * and the next record is lazySet's, which ASGCT's own walk out of the
+     * vDSO took.  In stamp (a constant, the "stamp" workload) the call has
+     * no record of its own: the records around it are whatever the JIT
+     * laid out there (async-profiler credits lazySet with all of it). */
+    static final java.util.concurrent.atomic.AtomicLong LAST = new java.util.concurrent.atomic.AtomicLong();
+    static volatile java.util.concurrent.atomic.AtomicLong vlast = new java.util.concurrent.atomic.AtomicLong();
+    static void stamp() { LAST.lazySet(System.nanoTime()); }
+    static void vstamp() { vlast.lazySet(System.nanoTime()); }
+    static long nanoHot() {
+        for (int i = 0; i < 2000; i++)
+            vstamp();
+        return vlast.get();
+    }
+    static long stampHot() {
+        for (int i = 0; i < 2000; i++)
+            stamp();
+        return LAST.get();
+    }
+
+    static void nanoLoop() {
+        long acc = 0;
+        int x = 0;
+        while (!stop) {
+            acc += nanoHot();
+            x = clockTick(x);
+            x = POKES[(x >>> 3) % 3].poke(x);
+        }
+        sink = acc + x;
+    }
+
+    static void stampLoop() {
+        long acc = 0;
+        int x = 0;
+        while (!stop) {
+            acc += stampHot();
+            x = clockTick(x);
+            x = POKES[(x >>> 3) % 3].poke(x);
+        }
+        sink = acc + x;
+    }
+
     static void clockLoop() {
         long acc = 0;
         int x = 0;
@@ -363,6 +416,8 @@ public class Recovery {
         case "copy": copyLoop(); break;
         case "crc": crcLoop(); break;
         case "clock": clockLoop(); break;
+        case "nano": nanoLoop(); break;
+        case "stamp": stampLoop(); break;
         case "sbdelete": sbdeleteLoop(); break;
         case "arraycut": arraycutLoop(); break;
         case "miss": missLoop(missCycle(1 << 23), Long.MAX_VALUE); break;
@@ -382,7 +437,7 @@ public class Recovery {
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 3;
         String[] ws = w.equals("all")
                 ? new String[] {"arraycopy", "itable", "vtable", "intrinsic", "time", "deep",
-                                "copy", "crc", "clock", "sbdelete"}
+                                "copy", "crc", "clock", "nano", "sbdelete"}
                 : new String[] {w};
         Throwable[] err = new Throwable[1];
         Thread[] ts = new Thread[ws.length];
