@@ -256,7 +256,6 @@ int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid);
 void jl_unwind_refresh(void);
 /* Bytes the stub and stack tables hold (for agent_memory_bytes). */
 size_t jl_unwind_memory(void);
-void jl_debug_blob_name(uintptr_t pc, char *out, size_t len);
 /* Signal handler, after ASGCT failed on the context ucv: finds the caller
  * of the stub, the unfinished frame or the native routine and walks again
  * from it.  1 when tr now holds frames.  stubs_only: only when the PC is
