@@ -10,7 +10,7 @@
 #   BUILD_DIR  the CMake build folder (default: build)
 #   SECONDS    run length of each workload (default 5)
 #   WORKLOADS  space-separated subset of: arraycopy itable vtable intrinsic
-#              time deep copy crc clock nano stamp sbdelete arraycut miss
+#              time deep copy crc clock nano stamp monitor sbdelete arraycut miss
 #              (default: all)
 #   RUNS       runs of each tool per workload, the tools alternating
 #              (default 3): the per-method table gives each tool's mean and
@@ -54,7 +54,7 @@
 set -u
 BUILD=${1:-build}
 SECS=${2:-5}
-WLS=${3:-arraycopy itable vtable intrinsic time deep copy crc clock nano stamp sbdelete arraycut miss}
+WLS=${3:-arraycopy itable vtable intrinsic time deep copy crc clock nano stamp monitor sbdelete arraycut miss}
 RUNS=${4:-3}
 ENVF="$BUILD/jalen-agent/jalen-env.sh"
 [ -r "$ENVF" ] || { echo "bench_jalen_recovery: $ENVF not found: build first (cmake --build $BUILD)" >&2; exit 2; }

@@ -925,7 +925,7 @@ static void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     char name[64];
     jl_thread_name(jvmti, thr, name, sizeof(name));
     if (jl_o.mode == JL_MODE_CPU) {
-        jl_unwind_vm_init(jvmti);
+        jl_unwind_vm_init(jvmti, jni, thr);
         jl_unwind_thread_start(jl_gettid());
     }
     jl_add_java_thread(jni, thr, 0, name);

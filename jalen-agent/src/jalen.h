@@ -244,7 +244,7 @@ size_t jl_nmethods_memory(void);
  * in this JVM (the agent then runs without it). */
 int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb);
 /* VMInit: enables the event and replays the stubs made so far. */
-void jl_unwind_vm_init(jvmtiEnv *jvmti);
+void jl_unwind_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr);
 /* ThreadStart (on the new thread): records its stack's bounds. */
 void jl_unwind_thread_start(pid_t tid);
 /* A running Java thread's kernel tid, from the VM's own structures
@@ -276,6 +276,12 @@ int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv);
  * first record after it, the code after the call).  1 when tr holds
  * frames.  Async-signal-safe. */
 int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid);
+/* Signal handler, after ASGCT gave up on a thread inside the VM (ticks
+ * not_walkable_not_Java or unknown_not_Java): when the thread's frame
+ * anchor holds its last Java SP but no PC yet, the return address below
+ * that SP is put there for one more walk and taken out again (unwind.c).
+ * env: the thread's JNIEnv.  1 when tr holds frames.  Async-signal-safe. */
+int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */

@@ -126,6 +126,15 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
                 else
                     tr.num_frames = code;
             }
+            /* inside the VM, its last Java frame not walkable yet */
+            if (JL_RECOVER && (tr.num_frames == -3 || tr.num_frames == -4)) {
+                int code = tr.num_frames;
+                atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+                if (jl_unwind_walk_anchor(&tr, JL_MAX_DEPTH, uc, env, s->tid))
+                    atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
+                else
+                    tr.num_frames = code;
+            }
         }
         s->n = tr.num_frames;
         s->truncated = tr.num_frames >= JL_MAX_DEPTH;

@@ -361,6 +361,44 @@ int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid)
     return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* The frame anchor of a thread inside the VM                           */
+/* ------------------------------------------------------------------ */
+
+/* A thread that entered the VM from compiled code (a runtime stub: the
+ * slow paths of monitors and allocation) records its last Java frame's SP
+ * in its frame anchor, and its PC only once the VM makes the frame
+ * walkable; ASGCT walks from the anchor and gives up while the PC is not
+ * there ([not walkable, not Java], [not Java]).  The PC is the return
+ * address right below that SP (what JavaFrameAnchor::make_walkable stores
+ * on x86).  Offsets from gHotSpotVMStructs; the JavaThread of a JNIEnv is
+ * the env less jl_env_off (measured at VM start on the current thread,
+ * whose JavaThread its java.lang.Thread's eetop holds). */
+static long jl_env_off, jl_off_anchor = -1, jl_off_ljsp = -1, jl_off_ljpc = -1;
+static int jl_anchor_ready;
+
+static void jl_anchor_init(JNIEnv *jni, jthread thr)
+{
+    if (jl_anchor_ready || !jni || !thr)
+        return;
+    long a = jl_vms_offset("JavaThread", "_anchor");
+    long sp = jl_vms_offset("JavaFrameAnchor", "_last_Java_sp");
+    long pc = jl_vms_offset("JavaFrameAnchor", "_last_Java_pc");
+    jclass tc = (*jni)->FindClass(jni, "java/lang/Thread");
+    jfieldID eetop = tc ? (*jni)->GetFieldID(jni, tc, "eetop", "J") : NULL;
+    if (!eetop) {
+        (*jni)->ExceptionClear(jni);
+        return;
+    }
+    jlong jt = (*jni)->GetLongField(jni, thr, eetop);
+    long off = jt ? (long)((intptr_t)jni - (intptr_t)jt) : 0;
+    /* the JNIEnv is a field of the JavaThread */
+    if (a < 0 || sp < 0 || pc < 0 || off <= 0 || off > (1L << 16))
+        return;
+    jl_off_anchor = a, jl_off_ljsp = sp, jl_off_ljpc = pc, jl_env_off = off;
+    jl_anchor_ready = 1;
+}
+
 size_t jl_unwind_memory(void)
 {
     pthread_mutex_lock(&jl_block);
@@ -402,10 +440,11 @@ int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb)
 #endif
 }
 
-void jl_unwind_vm_init(jvmtiEnv *jvmti)
+void jl_unwind_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
 {
     if (!jl_cc_low_p || !jl_stks)
         return;
+    jl_anchor_init(jni, thr);
     (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_DYNAMIC_CODE_GENERATED,
                                        NULL);
     /* the stubs generated before now */
@@ -429,10 +468,16 @@ static int jl_in_code(uintptr_t pc)
 }
 
 /* Whether ra follows a call instruction in the code cache: the length of
- * that call (5 for call rel32, 2 to 8 for call r/m64), 0 when none. */
+ * that call (5 for call rel32, 2 to 8 for call r/m64), 0 when none.  The
+ * bytes before ra are read only inside code the agent knows (a stub, the
+ * interpreter, a compiled method of the table): the code cache's bounds
+ * are what it reserved, and a word of the stack that only looks like a
+ * return address may point at a part of it that is not mapped. */
 static int jl_after_call(uintptr_t ra)
 {
-    if (!jl_in_code(ra) || ra - 7 < jl_cc_low)
+    jl_blob b;
+    if (!jl_in_code(ra) || ra - 8 < jl_cc_low ||
+        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra)))
         return 0;
     return jl_call_len((const unsigned char *)ra);
 }
@@ -702,6 +747,40 @@ int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv)
     (void)tr;
     (void)depth;
     (void)ucv;
+    return 0;
+#endif
+}
+
+int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid)
+{
+#if defined(__x86_64__)
+    if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !jl_anchor_ready || !env ||
+        !ucv)
+        return 0;
+    char *anchor = (char *)env - jl_env_off + jl_off_anchor;
+    uintptr_t sp = *(volatile uintptr_t *)(anchor + jl_off_ljsp);
+    volatile uintptr_t *pcp = (volatile uintptr_t *)(anchor + jl_off_ljpc);
+    uintptr_t lo, hi;
+    if (!sp || *pcp || !jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(sp - 8, lo, hi))
+        return 0;
+    uintptr_t ra = *(const uintptr_t *)(sp - 8);
+    if (!jl_after_call(ra)) /* into Java code or a runtime stub */
+        return 0;
+    /* the thread is this one, stopped in the handler: the PC goes in for
+     * the walk and out again, as the VM itself would put it there */
+    *pcp = ra;
+    atomic_signal_fence(memory_order_seq_cst);
+    tr->num_frames = 0;
+    jl_smp.asgct(tr, depth, ucv);
+    atomic_signal_fence(memory_order_seq_cst);
+    *pcp = 0;
+    return tr->num_frames > 0;
+#else
+    (void)tr;
+    (void)depth;
+    (void)ucv;
+    (void)env;
+    (void)tid;
     return 0;
 #endif
 }

@@ -29,6 +29,8 @@ import java.util.zip.CRC32;
  *                                       AtomicLong.lazySet of its result
  *   stamp      Recovery.stampLoop       the same with a constant AtomicLong
  *                                       (not in "all": the bench's)
+ *   monitor    Recovery.monitorLoop     a lock two threads contend for
+ *                                       (not in "all": the bench's)
  *   sbdelete   Recovery.sbdeleteLoop    StringBuilder.delete (its arraycopy),
  *                                       then Thread.isAlive and append
  *   arraycut   Recovery.arraycutLoop    arraycopy's appends, the builder cut
@@ -319,6 +321,34 @@ public class Recovery {
         sink = acc + x;
     }
 
+    /* A contended monitor (the synchronized blocks of Jetty's
+     * EatWhatYouKill.doProduce): two threads take one lock by turns; the
+     * slow paths run inside the VM (ObjectMonitor's spinning and its
+     * hand-off), entered from lockHot through a runtime stub.  Not in
+     * "all": the bench's (ASGCT gives up on a fifth of these samples,
+     * "[not Java]", where async-profiler's own walker does not). */
+    static final Object MON = new Object();
+    static long monCount;
+
+    static void lockHot() {
+        for (int i = 0; i < 1000; i++) {
+            synchronized (MON) {
+                monCount++;
+            }
+        }
+    }
+
+    static void monitorLoop() throws InterruptedException {
+        Thread peer = new Thread(() -> {
+            while (!stop)
+                lockHot();
+        }, "monitor-peer");
+        peer.start();
+        while (!stop)
+            lockHot();
+        peer.join();
+    }
+
     static void clockLoop() {
         long acc = 0;
         int x = 0;
@@ -418,6 +448,7 @@ public class Recovery {
         case "clock": clockLoop(); break;
         case "nano": nanoLoop(); break;
         case "stamp": stampLoop(); break;
+        case "monitor": monitorLoop(); break;
         case "sbdelete": sbdeleteLoop(); break;
         case "arraycut": arraycutLoop(); break;
         case "miss": missLoop(missCycle(1 << 23), Long.MAX_VALUE); break;
