@@ -14,9 +14,10 @@
 # Each run is a fresh JVM (-XX:+DebugNonSafepoints), interval 10 ms,
 # wrk -t2 -c16 for SECONDS; the tools alternate within a round.  jalen's
 # shares are of energy.collapsed (samples weighed by energy), pseudo-frames
-# ([GC], [VM], [agent], ...) under "(none)"; async-profiler's of its
-# collapsed stacks (ann: Java frames end in _[j], _[i], _[0] or _[1]),
-# stacks without a Java frame under "(none)".
+# ([GC], [VM], [JIT compiler], ...) under "(none)", its own thread
+# ([agent]) left out: async-profiler's profile holds none of its own work
+# either; async-profiler's of its collapsed stacks (ann: Java frames end in
+# _[j], _[i], _[0] or _[1]), stacks without a Java frame under "(none)".
 # Each distance is given twice: over all samples, and over the samples
 # with a Java frame only ("(none)" left out of both sides and the shares
 # made to sum to 100 % again): jalen samples its pseudo-threads ([GC],
@@ -74,7 +75,8 @@ run() {
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null
     if [ "$1" = jalen ]; then
-        awk '{ v = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); m = "(none)"
+        awk '{ v = $NF; st = $0; sub(/ [0-9]+$/, "", st); if (st == "[agent]") next
+               n = split(st, f, ";"); m = "(none)"
                for (i = n; i >= 1; i--) if (substr(f[i], 1, 1) != "[") { m = f[i]; break }
                e[m] += v; t += v }
              END { for (m in e) printf "%s %.3f\n", m, 100 * e[m] / t }' "$TMP/jl/energy.collapsed" >"$2"
