@@ -7,7 +7,9 @@
  * Per device, each window: its energy (the difference of a cumulative
  * counter, energy1_input or NVML's total energy, or its power times the
  * window), split into an idle part, the device's lowest power over the
- * windows seen times the window (or idle=W, a stated constant), and an
+ * windows no process held it (else none was busy on it; never seen idle,
+ * none: its whole power is split) times the window (or idle=W, a stated
+ * constant), and an
  * active part, split between processes by their engine busy time (DRM
  * fdinfo) or their SM utilisation samples (NVML) in the window.  A process
  * alone on a device gets all of its active power; processes + idle +
@@ -35,7 +37,8 @@ static const char *const share_keys[] = {"drm-gpu", "nvml"};
 
 typedef struct share_slot {
     char pdev[32];   /* the device's PCI address, "" free */
-    double low_w;    /* lowest power seen, < 0 none yet */
+    double empty_w;  /* lowest power with no process on it, < 0 none yet */
+    double quiet_w;  /* lowest power with no process busy on it, < 0 none */
     double energy_j; /* cumulative, for the report's devices */
 } share_slot;
 
@@ -130,19 +133,40 @@ static share_slot *slot_of(share_state *s, const pa_gpu_dev *d)
             spare = &s->slot[i];
     share_slot *n = spare ? spare : &s->slot[0];
     snprintf(n->pdev, sizeof(n->pdev), "%s", d->pdev);
-    n->low_w = -1;
+    n->empty_w = n->quiet_w = -1;
     n->energy_j = 0;
     return n;
 }
 
-/* The idle power of a device: idle= or its lowest over the windows. */
-static double device_idle_w(const share_state *s, share_slot *sl, double w)
+/* Whether a process holds device pdev (a context, an open DRM file) at
+ * the end of the window or at its start. */
+static int device_held(const pa_gpu_reading *cur, const pa_gpu_reading *prev, const char *pdev)
+{
+    for (int i = 0; i < cur->nproc; i++)
+        if (!strcmp(cur->dev[cur->proc[i].dev].pdev, pdev))
+            return 1;
+    for (int i = 0; prev && i < prev->nproc; i++)
+        if (!strcmp(prev->dev[prev->proc[i].dev].pdev, pdev))
+            return 1;
+    return 0;
+}
+
+/* The idle power of a device in a window of w watts where busy says
+ * whether a process was busy on it and held whether one held it: idle=,
+ * else its lowest power over the windows nobody held it, else over those
+ * nobody was busy on it (a compositor holds every GPU it draws on), never
+ * above w; -1 when it was busy in every window so far (a monitor started
+ * under load: the lowest power then is the load's, not the idle). */
+static double device_idle_w(const share_state *s, share_slot *sl, double w, int busy, int held)
 {
     if (s->idle_w >= 0)
         return s->idle_w < w ? s->idle_w : w;
-    if (sl->low_w < 0 || w < sl->low_w)
-        sl->low_w = w;
-    return sl->low_w;
+    if (!busy && (sl->quiet_w < 0 || w < sl->quiet_w))
+        sl->quiet_w = w;
+    if (!busy && !held && (sl->empty_w < 0 || w < sl->empty_w))
+        sl->empty_w = w;
+    double idle = sl->empty_w >= 0 ? sl->empty_w : sl->quiet_w;
+    return idle < w ? idle : w;
 }
 
 /* The report's record of device g. */
@@ -181,7 +205,6 @@ static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_r
     double sec = pa_delta_interval_s(d);
     double e = device_energy(g, prev, sec), w = e / sec;
     share_slot *sl = slot_of(s, g);
-    double idle = device_idle_w(s, sl, w);
     sl->energy_j += e;
     busy_pid table[PA_GPU_MAX_PROCS]; /* 4 KiB */
     size_t nb = g->nosplit[0] ? 0 : busy_table(cur, prev, g->pdev, table);
@@ -189,6 +212,17 @@ static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_r
     for (size_t t = 0; t < pa_delta_count(d) && nb; t++)
         if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
             busy += busy_of(table, nb, pa_delta_pid(d, t));
+    /* without per-process figures (MIG, a permission) busy is not known:
+     * the lowest power so far */
+    double idle = g->nosplit[0] ? device_idle_w(s, sl, w, 0, 0)
+                                : device_idle_w(s, sl, w, nb > 0, device_held(cur, prev, g->pdev));
+    if (idle < 0) { /* never seen idle: the whole power is the processes' */
+        pa_table_assume(out,
+                        "gpu %s: idle not seen yet (a process busy on it in every window): "
+                        "its whole power split, idle included",
+                        g->pdev);
+        idle = 0;
+    }
     for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
         if (pa_delta_type(d, t) == PA_TARGET_PROCESS)
             tw[t] += (w - idle) * busy_of(table, nb, pa_delta_pid(d, t)) / busy;
@@ -209,7 +243,8 @@ static void share_device(share_state *s, const pa_frame_delta *d, const pa_gpu_r
     if (s->idle_w >= 0)
         pa_table_assume(out, "gpu: idle %.2f W a device (idle= option)", s->idle_w);
     else
-        pa_table_assume(out, "gpu: idle is each device's lowest power so far");
+        pa_table_assume(out, "gpu: idle is each device's lowest power with no process on it "
+                             "(else with none busy on it)");
 }
 
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)

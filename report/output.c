@@ -1070,9 +1070,27 @@ int pa_out_report(pa_out *o, const pa_report *r)
     return err;
 }
 
+/* The command's joules of each component of the last window (the tree's
+ * row, else the process's), NULL when there is none: the components past
+ * cpu and nic (the GPU), which pa_power does not hold. */
+static const double *command_components(const pa_out_command *c)
+{
+    const pa_report *r = c->last;
+    if (!r || !r->target_component_j || r->ncomponents <= FIXED_COMPS)
+        return NULL;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < r->ntargets; i++)
+            if (r->targets[i].pid == c->pid &&
+                r->targets[i].type == (pass ? PA_TARGET_PROCESS : PA_TARGET_TREE))
+                return &r->target_component_j[i * r->ncomponents];
+    return NULL;
+}
+
 int pa_out_command_end(pa_out *o, const pa_out_command *c)
 {
     FILE *f = o->f;
+    const double *comp_j = command_components(c);
+    size_t ncomp = comp_j ? c->last->ncomponents : 0;
     errno = 0;
     switch (o->format) {
     case PA_OUT_JSON:
@@ -1082,6 +1100,8 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fputs(",\"energy_j\":{", f);
         json_key_num(f, "cpu", c->energy.cpu_j, false);
         json_key_num(f, "nic", c->energy.nic_j, true);
+        for (size_t k = FIXED_COMPS; k < ncomp; k++)
+            json_key_num(f, c->last->component_names[k], comp_j[k], true);
         json_key_num(f, "total", c->energy.total_j, true);
         fputc('}', f);
         json_carbon(o, c->energy.total_j);
@@ -1108,8 +1128,16 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fputc(',', f);
         csv_number(f, c->energy.total_j);
         fputs(",,,,,,,,", f); /* formula ... exited */
-        for (size_t i = 0; i < PA_OUT_NNAMES + 2 * o->csv_ncomps; i++)
-            fputc(',', f); /* the names, the components' columns */
+        for (size_t i = 0; i < PA_OUT_NNAMES; i++)
+            fputc(',', f);                           /* the names */
+        for (size_t i = 0; i < o->csv_ncomps; i++) { /* each component: its joules */
+            size_t k = FIXED_COMPS;
+            while (k < ncomp && strcmp(c->last->component_names[k], o->csv_comps[i]))
+                k++;
+            fputs(",,", f);
+            if (k < ncomp)
+                csv_number(f, comp_j[k]);
+        }
         for (size_t i = 0; i < o->csv_ncounters; i++)
             fputc(',', f);
         csv_carbon(o, c->energy.total_j);
@@ -1127,6 +1155,8 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fprintf(f, "%16.2f J  total energy\n", c->energy.total_j);
         fprintf(f, "%16.2f J  cpu\n", c->energy.cpu_j);
         fprintf(f, "%16.2f J  nic\n", c->energy.nic_j);
+        for (size_t k = FIXED_COMPS; k < ncomp; k++)
+            fprintf(f, "%16.2f J  %s\n", comp_j[k], c->last->component_names[k]);
         if (o->carbon_g_per_kwh > 0)
             fprintf(f, "%16.6f g  CO2e at %g g/kWh (assumed)\n", co2e_g(o, c->energy.total_j),
                     o->carbon_g_per_kwh);

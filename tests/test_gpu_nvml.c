@@ -23,6 +23,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,111 @@ START_TEST(tree_sums_members)
     ck_assert_ptr_nonnull(t);
     double w = r->target_component_w[(size_t)(t - r->targets) * r->ncomponents + (size_t)gpu_k(r)];
     ck_assert_double_eq_tol(w, 80, 0.8);
+    /* monitor -- COMMAND's last record names the GPU's joules too (on a
+     * real H200 it gave cpu and nic, and a total 6,178 J larger) */
+    double gj = r->target_component_j[(size_t)(t - r->targets) * r->ncomponents + (size_t)gpu_k(r)];
+    const pa_out_format fmts[3] = {PA_OUT_JSON, PA_OUT_TABLE, PA_OUT_CSV};
+    for (int k = 0; k < 3; k++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        ck_assert_ptr_nonnull(f);
+        pa_out o;
+        pa_out_init(&o, f, fmts[k]);
+        o.command_columns = 1;
+        pa_out_command c = {.pid = 4001, .duration_s = 1, .cpu_time_s = -1, .last = r};
+        ck_assert_int_eq(pa_tree_power(ctx, 4001, &c.energy), 0);
+        if (k == 2)
+            ck_assert_int_eq(pa_out_report(&o, r), 0); /* the header */
+        ck_assert_int_eq(pa_out_command_end(&o, &c), 0);
+        pa_out_fini(&o);
+        fclose(f);
+        double got = -1;
+        if (k == 0) {
+            static const char key[] = "\"nic\":0,\"gpu\":";
+            const char *at = strstr(text, key);
+            got = at ? strtod(at + sizeof(key) - 1, NULL) : -1;
+        } else if (k == 1) {
+            char want[64];
+            snprintf(want, sizeof(want), "%16.2f J  gpu\n", gj);
+            got = strstr(text, want) ? gj : -1;
+        } else { /* the command row's field under the header's energy_j.gpu */
+            int col = 0;
+            for (const char *h = text; *h && *h != '\n'; h++)
+                if (*h == ',')
+                    col++;
+                else if (!strncmp(h, "energy_j.gpu", 12) && h[-1] == ',')
+                    break;
+            const char *row = strstr(text, "\ncommand,");
+            for (int c2 = 0; row && c2 < col; c2++)
+                row = strchr(row + 1, ',');
+            got = row ? strtod(row + 1, NULL) : -1;
+        }
+        ck_assert_msg(gj > 79 && fabs(got - gj) < 1e-3, "gpu %.6f J, not %.6f, in:\n%s", got, gj,
+                      text);
+        free(text);
+    }
+    pa_report_free(r);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
+/* Started under load (issue 28, seen on a real H200: a monitor started
+ * while a job ran took the job's 690 W for the idle and gave the job
+ * nothing): GPU 0 at 100 W with 4001 and 4002 busy (75 / 25 %) from the
+ * first window, 30 W with nobody busy, then 100 W again. */
+static const char *const loaded =
+    "step\n" DEV0 "energy=1000000\n"
+    "util 0 pid=4001 ts=900000 sm=75\nutil 0 pid=4002 ts=900000 sm=25\n"
+    "proc 0 compute pid=4001 mem=1024\nproc 0 compute pid=4002 mem=2048\n"
+    "step\n" DEV0 "energy=1100000\n"
+    "util 0 pid=4001 ts=1900000 sm=75\nutil 0 pid=4002 ts=1900000 sm=25\n"
+    "proc 0 compute pid=4001 mem=1024\nproc 0 compute pid=4002 mem=2048\n"
+    "step\n" DEV0 "energy=1200000\n"
+    "util 0 pid=4001 ts=2900000 sm=75\nutil 0 pid=4002 ts=2900000 sm=25\n"
+    "proc 0 compute pid=4001 mem=1024\nproc 0 compute pid=4002 mem=2048\n"
+    "step\n" DEV0 "energy=1230000\n"
+    "proc 0 compute pid=4001 mem=1024\nproc 0 compute pid=4002 mem=2048\n"
+    "step\n" DEV0 "energy=1330000\n"
+    "util 0 pid=4001 ts=4900000 sm=75\nutil 0 pid=4002 ts=4900000 sm=25\n"
+    "proc 0 compute pid=4001 mem=1024\nproc 0 compute pid=4002 mem=2048\n";
+
+START_TEST(idle_not_seen_under_load)
+{
+    char *root = pa_test_fixture_copy("vm-nocpufreq");
+    for (int pid = 4001; pid <= 4002; pid++)
+        proc_stat(root, pid);
+    script(root, loaded);
+    setenv("POWERAPI_NVML_LIBRARY", PA_NVML_STANDIN, 1);
+    step(0);
+    pa_ctx *ctx = pa_test_ctx(root);
+    ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "nvml-share", NULL), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    ck_assert_int_eq(pa_tick_at(ctx, 1 * S), 0);
+    /* 1, 2: busy in every window so far: the whole 100 W split */
+    for (int k = 1; k <= 2; k++) {
+        pa_report *r = window(ctx, k, 100, 0);
+        ck_assert_double_eq_tol(gpu_w(r, 4001), 75, 0.75);
+        ck_assert_double_eq_tol(gpu_w(r, 4002), 25, 0.25);
+        ck_assert_msg(strstr(r->assumed, "gpu 00000000:3B:00.0: idle not seen yet (a process "
+                                         "busy on it in every window): its whole power split"),
+                      "%s", r->assumed);
+        ck_assert_double_eq_tol(r->devices[0].idle_w, 0, TOL);
+        pa_report_free(r);
+    }
+    /* 3: nobody busy (both still hold it): 30 W, all idle */
+    pa_report *r = window(ctx, 3, 30, 30);
+    ck_assert_double_eq_tol(gpu_w(r, 4001), 0, TOL);
+    pa_report_free(r);
+    /* 4: 100 W again: 70 W active, 52.5 / 17.5 */
+    r = window(ctx, 4, 100, 30);
+    ck_assert_double_eq_tol(gpu_w(r, 4001), 52.5, 0.525);
+    ck_assert_double_eq_tol(gpu_w(r, 4002), 17.5, 0.175);
+    ck_assert_double_eq_tol(r->devices[0].idle_w, 30, TOL);
+    ck_assert_msg(!strstr(r->assumed, "idle not seen yet"), "%s", r->assumed);
     pa_report_free(r);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
@@ -426,6 +532,7 @@ int main(void)
     tcase_add_test(tc, split_by_sm_utilisation);
     tcase_add_test(tc, outputs);
     tcase_add_test(tc, tree_sums_members);
+    tcase_add_test(tc, idle_not_seen_under_load);
     tcase_add_test(tc, error_codes);
     tcase_add_test(tc, long_lists);
     tcase_add_test(tc, modules_say_why);
