@@ -45,17 +45,24 @@ static const char *const workloads[] = {"arraycopy", "itable", "vtable",  "intri
  * the same compiled code (<= 2 % each; poke counts its three classes). */
 typedef struct site {
     const char *loop, *hot, *cheap[4];
+    double cheap_max; /* each cheap call's share at most (0: 2 %) */
 } site;
 static const site sites[] = {
-    {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}},
-    {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}},
-    {"clock", "Recovery.clockHot", {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"}},
+    {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}, 0},
+    {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}, 0},
+    {"clock", "Recovery.clockHot", {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"}, 0},
+    /* lazySet's store is the instruction right after the call: the samples
+     * whose interrupt lands just after the return are its own (async-
+     * profiler 0.3-1.5 %, jalen 0.6-1.3 %, once 2.9 % under load); the
+     * agent before the native walk gave it 95 % */
     {"nano",
      "Recovery.vstamp",
-     {"java.util.concurrent.atomic.AtomicLong.lazySet", "Recovery.clockTick", "poke"}},
+     {"java.util.concurrent.atomic.AtomicLong.lazySet", "Recovery.clockTick", "poke"},
+     0.05},
     {"sbdelete",
      "java.lang.StringBuilder.delete",
-     {"java.lang.StringBuilder.append", "java.lang.Thread.isAlive"}},
+     {"java.lang.StringBuilder.append", "java.lang.Thread.isAlive"},
+     0},
 };
 
 /* Whether frame (or, for "poke", any Recovery$P?.poke) is among the ;-joined
@@ -127,12 +134,13 @@ static void check_sites(const char *dir)
         fprintf(stderr, " of %.3f J\n", loop / 1e6);
         ck_assert_msg(hot >= 0.95 * loop, "%s: %s %.1f%% of the loop's energy, want >= 95%%",
                       st->loop, st->hot, 100 * hot / loop);
+        double max = st->cheap_max > 0 ? st->cheap_max : 0.02;
         for (int c = 0; c < 4 && st->cheap[c]; c++) {
             double e = under_loop(col, st->loop, st->cheap[c]);
-            ck_assert_msg(e <= 0.02 * loop,
+            ck_assert_msg(e <= max * loop,
                           "%s: %s (runs after the hot call, costs next to nothing) has %.2f%% "
-                          "of the loop's energy, want <= 2%%",
-                          st->loop, st->cheap[c], 100 * e / loop);
+                          "of the loop's energy, want <= %.0f%%",
+                          st->loop, st->cheap[c], 100 * e / loop, 100 * max);
         }
     }
     /* Megamorphic calls: the callees are small methods whose frame is
