@@ -375,7 +375,28 @@ int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid)
  * the env less jl_env_off (measured at VM start on the current thread,
  * whose JavaThread its java.lang.Thread's eetop holds). */
 static long jl_env_off, jl_off_anchor = -1, jl_off_ljsp = -1, jl_off_ljpc = -1;
+static long jl_off_state = -1;  /* JavaThread::_thread_state, -1 unknown */
+static int jl_state_in_vm = -1; /* the value of _thread_in_vm */
 static int jl_anchor_ready;
+
+/* The value of an integer constant of gHotSpotVMIntConstants, def when
+ * the table or the name is not there. */
+static int jl_vms_int(const char *name, int def)
+{
+    char **base = dlsym(RTLD_DEFAULT, "gHotSpotVMIntConstants");
+    long nm = jl_vms_long("gHotSpotVMIntConstantEntryNameOffset");
+    long vo = jl_vms_long("gHotSpotVMIntConstantEntryValueOffset");
+    long stride = jl_vms_long("gHotSpotVMIntConstantEntryArrayStride");
+    if (!base || !*base || nm < 0 || vo < 0 || stride <= 0)
+        return def;
+    for (char *e = *base;; e += stride) {
+        const char *n = *(const char **)(e + nm);
+        if (!n)
+            return def;
+        if (!strcmp(n, name))
+            return *(int32_t *)(e + vo);
+    }
+}
 
 static void jl_anchor_init(JNIEnv *jni, jthread thr)
 {
@@ -396,6 +417,8 @@ static void jl_anchor_init(JNIEnv *jni, jthread thr)
     if (a < 0 || sp < 0 || pc < 0 || off <= 0 || off > (1L << 16))
         return;
     jl_off_anchor = a, jl_off_ljsp = sp, jl_off_ljpc = pc, jl_env_off = off;
+    jl_off_state = jl_vms_offset("JavaThread", "_thread_state");
+    jl_state_in_vm = jl_vms_int("_thread_in_vm", -1);
     jl_anchor_ready = 1;
 }
 
@@ -538,6 +561,32 @@ static int jl_entry_barrier(const unsigned char *q)
     return q[0] == 0x41 && q[1] == 0x81 && (q[2] == 0x7f || q[2] == 0xbf);
 }
 
+/* A C2 runtime stub (the slow paths of monitors and allocation:
+ * _complete_monitor_locking_Java, _new_instance_Java) holding ra: its code
+ * starts `sub rsp, N; mov [rsp+N-8], rbp`, it stores that SP as the last
+ * Java SP and calls into the VM.  HotSpot installs these stubs as never
+ * safe to walk out of (their frame is never "complete"), so ASGCT gives
+ * up in one (not_walkable_not_Java) even once the anchor has a PC.  *n:
+ * N, so that the caller's return address lies at the stub's SP + N once
+ * its frame is made; *len: the bytes of that prologue. */
+static int jl_c2_stub(const jl_blob *b, long *n, long *len)
+{
+    if (b->kind != JL_BLOB_STUB || b->hi - b->lo < 16)
+        return 0;
+    const unsigned char *e = (const unsigned char *)b->lo;
+    *len = (e[1] == 0x81 ? 7 : 4) + 4; /* sub rsp, imm32 or imm8; the mov */
+    if ((*n = jl_rsp_imm(e, 0)) < 8)
+        return 0;
+    const unsigned char *m = e + *len - 4; /* mov [rsp+N-8], rbp */
+    if (m[0] != 0x48 || m[1] != 0x89)
+        return 0;
+    long d = m[2] == 0x2c && m[3] == 0x24   ? 0
+             : m[2] == 0x6c && m[3] == 0x24 ? (int8_t)m[4]
+             : m[2] == 0xac && m[3] == 0x24 ? jl_i32(m + 4)
+                                            : -1;
+    return d == *n - 8;
+}
+
 /* A compiled method whose frame is not complete (ASGCT will not walk it),
  * C2's and C1's x86-64 entry and exit code:
  *   [inline-cache check: mov/cmp/jne] [stack bang: mov [rsp-N], eax]
@@ -619,8 +668,9 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
 }
 
 /* Native code called straight from compiled Java (os::javaTimeMillis,
- * libc, the vDSO): the chain of frame pointers up to the first return
- * into Java code; where the routines keep no frame pointer, the first
+ * libc, the vDSO) or from a runtime stub (the VM's slow paths): the chain
+ * of frame pointers up to the first return into Java code or a stub;
+ * where the routines keep no frame pointer, the first
  * return into Java code among the few words above SP (a leaf routine's
  * pushes and locals come before its return address). */
 static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
@@ -633,6 +683,15 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
         if (jl_in_code(ra)) {
             if (jl_take(f + 8, *(const uintptr_t *)f, pc, sp, fp, lo, hi))
                 return 1;
+            /* a return into the runtime stub that called the VM (a
+             * monitor's slow path: popped next, jl_unwind_retry) */
+            jl_blob b;
+            if (jl_after_call(ra) && jl_blob_find(ra, &b) && b.kind == JL_BLOB_STUB) {
+                *pc = ra;
+                *sp = f + 16;
+                *fp = *(const uintptr_t *)f;
+                return 1;
+            }
             break;
         }
         uintptr_t up = *(const uintptr_t *)f;
@@ -672,6 +731,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
                   int *leaf)
 {
     uintptr_t ra, nsp, nfp = *fp;
+    long n, len;
     if (jl_in_code(*pc)) {
         jl_blob b;
         if (!jl_blob_find(*pc, &b)) {
@@ -706,6 +766,23 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
             nfp = *(const uintptr_t *)*fp;
             ra = *(const uintptr_t *)(*fp + 8);
             nsp = *fp + 16;
+        } else if (jl_c2_stub(&b, &n, &len)) {
+            /* sub rsp, N; mov [rsp+N-8], rbp ... [add rsp, N-8]; pop rbp;
+             * then ret, or jmp to the exception handler */
+            const unsigned char *p = (const unsigned char *)*pc;
+            long ra_at = n, fp_at = n - 8; /* from SP; fp_at -1: rbp as it is */
+            if (p[0] == 0x5d)
+                ra_at = 8, fp_at = 0;
+            else if (p[-1] == 0x5d && (p[0] == 0xe9 || (p[0] == 0x41 && p[1] == 0xff)))
+                ra_at = 0, fp_at = -1;
+            else if (*pc - b.lo < (uintptr_t)len)
+                fp_at = -1; /* the frame is made, rbp not saved yet */
+            if (!jl_stack_ok(*sp + (uintptr_t)ra_at, lo, hi))
+                return 0;
+            if (fp_at >= 0)
+                nfp = *(const uintptr_t *)(*sp + (uintptr_t)fp_at);
+            ra = *(const uintptr_t *)(*sp + (uintptr_t)ra_at);
+            nsp = *sp + (uintptr_t)ra_at + 8;
         } else {
             return 0;
         }
@@ -751,6 +828,18 @@ int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv)
 #endif
 }
 
+#if defined(__x86_64__)
+/* Whether the thread of env is inside the VM (_thread_in_vm), where no
+ * other thread walks its stack (a safepoint waits for it to leave). */
+static int jl_in_vm(void *env)
+{
+    if (jl_off_state < 0 || jl_state_in_vm < 0)
+        return 0;
+    const char *jt = (const char *)env - jl_env_off;
+    return *(const volatile int32_t *)(jt + jl_off_state) == jl_state_in_vm;
+}
+#endif
+
 int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid)
 {
 #if defined(__x86_64__)
@@ -758,16 +847,47 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
         !ucv)
         return 0;
     char *anchor = (char *)env - jl_env_off + jl_off_anchor;
-    uintptr_t sp = *(volatile uintptr_t *)(anchor + jl_off_ljsp);
+    volatile uintptr_t *spp = (volatile uintptr_t *)(anchor + jl_off_ljsp);
     volatile uintptr_t *pcp = (volatile uintptr_t *)(anchor + jl_off_ljpc);
-    uintptr_t lo, hi;
-    if (!sp || *pcp || !jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(sp - 8, lo, hi))
+    uintptr_t sp = *spp, pc = *pcp, lo, hi;
+    if (!sp || !jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(sp - 8, lo, hi))
         return 0;
-    uintptr_t ra = *(const uintptr_t *)(sp - 8);
+    uintptr_t ra = pc ? pc : *(const uintptr_t *)(sp - 8);
     if (!jl_after_call(ra)) /* into Java code or a runtime stub */
         return 0;
-    /* the thread is this one, stopped in the handler: the PC goes in for
-     * the walk and out again, as the VM itself would put it there */
+    /* the thread is this one, stopped in the handler: what goes into its
+     * anchor for the walk comes out again, and the VM finds it as it was */
+    long n, len;
+    jl_blob b;
+    if (jl_blob_find(ra, &b) && jl_c2_stub(&b, &n, &len) &&
+        jl_stack_ok(sp + (uintptr_t)n, lo, hi) && jl_in_vm(env)) {
+        /* in a C2 runtime stub: the anchor is moved to the stub's caller
+         * (its return address at SP + N, its SP above that) for the walk;
+         * the VM reads the anchor only when it walks this thread's stack,
+         * which no other thread does while this one is inside the VM */
+        uintptr_t cra = *(const uintptr_t *)(sp + (uintptr_t)n);
+        if (!jl_java_return(cra))
+            return 0;
+        *pcp = 0; /* never a PC of one frame with the SP of another */
+        atomic_signal_fence(memory_order_seq_cst);
+        *spp = sp + (uintptr_t)n + 8;
+        atomic_signal_fence(memory_order_seq_cst);
+        *pcp = cra;
+        atomic_signal_fence(memory_order_seq_cst);
+        tr->num_frames = 0;
+        jl_smp.asgct(tr, depth, ucv);
+        atomic_signal_fence(memory_order_seq_cst);
+        *pcp = 0;
+        atomic_signal_fence(memory_order_seq_cst);
+        *spp = sp;
+        atomic_signal_fence(memory_order_seq_cst);
+        *pcp = pc;
+        return tr->num_frames > 0;
+    }
+    if (pc)
+        return 0; /* walkable already: ASGCT's answer stands */
+    /* the PC goes in for the walk and out again, as the VM itself would
+     * put it there */
     *pcp = ra;
     atomic_signal_fence(memory_order_seq_cst);
     tr->num_frames = 0;
