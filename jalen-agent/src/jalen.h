@@ -103,12 +103,13 @@ enum { JL_SLOT_FREE = 0, JL_SLOT_BUSY = 1, JL_SLOT_READY = 2 };
 typedef struct jl_slot {
     atomic_int state;
     pid_t tid;
-    int scope; /* the thread's open scope (jl_scope_code), 0: none */
-    int n;     /* frames, or the ASGCT error code when <= 0 */
-    int truncated;
-    int weight; /* CPU time this sample stands for, in us: mode=cpu,
-                   (1 + timer overruns) x interval; mode=jvmti, the
-                   thread's CPU time since its previous sample */
+    int scope;     /* the thread's open scope (jl_scope_code), 0: none */
+    int n;         /* frames, or the ASGCT error code when <= 0 */
+    int truncated; /* 1: deeper than JL_MAX_DEPTH; 2: the top frame
+                    * alone, its callers not walkable (unwind.c) */
+    int weight;    /* CPU time this sample stands for, in us: mode=cpu,
+                      (1 + timer overruns) x interval; mode=jvmti, the
+                      thread's CPU time since its previous sample */
     jl_asgct_frame frames[JL_MAX_DEPTH];
 } jl_slot;
 
@@ -232,6 +233,11 @@ uintptr_t jl_nmethods_interrupted_pc(uintptr_t pc);
 /* Signal handler: the compiled method whose code holds pc, NULL when none
  * is known.  Async-signal-safe. */
 jmethodID jl_nmethods_method_at(uintptr_t pc);
+/* Signal handler: the innermost method (and *bci its bytecode index) of
+ * the debug record at ra exactly (a call's record sits at its return
+ * address), NULL when ra's method or such a record is not known.
+ * Async-signal-safe. */
+jmethodID jl_nmethods_scope_at(uintptr_t ra, jint *bci);
 /* Bytes the table holds (for agent_memory_bytes). */
 size_t jl_nmethods_memory(void);
 
@@ -279,8 +285,12 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid);
 /* Signal handler, after ASGCT gave up on a thread inside the VM (ticks
  * not_walkable_not_Java or unknown_not_Java): when the thread's frame
  * anchor holds its last Java SP but no PC yet, the return address below
- * that SP is put there for one more walk and taken out again (unwind.c).
- * env: the thread's JNIEnv.  1 when tr holds frames.  Async-signal-safe. */
+ * that SP is put there for one more walk and taken out again (unwind.c);
+ * in a C2 runtime stub, the walk starts at the stub's caller (a thread
+ * inside the VM), or, where other threads may walk the stack (blocked),
+ * only the caller's innermost scope is taken.  env: the thread's JNIEnv.
+ * 1 when tr holds frames, 2 when it holds that one frame alone.
+ * Async-signal-safe. */
 int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid);
 
 /* ------------------------------------------------------------------ */
@@ -339,7 +349,8 @@ enum {
     JL_M_AGENT,
     JL_M_OUTSIDE_FILTER,
     JL_M_TRUNCATED,
-    JL_M_ERR0, /* ASGCT error codes 0, -1, ..., -10 follow */
+    JL_M_PARTIAL, /* the callers of the top frame could not be walked */
+    JL_M_ERR0,    /* ASGCT error codes 0, -1, ..., -10 follow */
     JL_M_NFIXED = JL_M_ERR0 + 11,
 };
 

@@ -29,12 +29,19 @@ typedef struct jl_nm {
     uint32_t *pcs; /* offsets from lo, sorted, distinct; NULL: an unload;
                     * followed in the same allocation by npcs hashes of
                     * the records' scope chains, npcs of their parents'
-                    * (callsite.h), and npcs flags: the record's innermost
-                    * bytecode is an invoke */
+                    * (callsite.h), npcs flags: the record's innermost
+                    * bytecode is an invoke, then (8-aligned, jl_inner)
+                    * npcs innermost methods and npcs of their BCIs */
 } jl_nm;
 
-/* Bytes a record takes: its offset, two hashes, a flag. */
-#define JL_NM_REC (3 * sizeof(uint32_t) + 1)
+/* Bytes a record takes: its offset, two hashes, a flag, a method, a BCI. */
+#define JL_NM_REC (3 * sizeof(uint32_t) + 1 + sizeof(jmethodID) + sizeof(jint))
+
+/* Where the innermost methods of n records start, from their offsets. */
+static size_t jl_inner_at(size_t n)
+{
+    return (3 * sizeof(uint32_t) * n + n + 7) & ~(size_t)7;
+}
 
 typedef struct jl_nms {
     size_t n;
@@ -134,6 +141,8 @@ typedef struct jl_rec {
     uint32_t off;
     uint32_t chain, parent; /* callsite.h's jl_code */
     uint8_t inv;
+    jmethodID inner; /* the innermost scope's method and bytecode index */
+    jint bci;
 } jl_rec;
 
 /* The scope chain of a record, its methods from the outermost in (bytecode
@@ -163,7 +172,7 @@ static int jl_rec_cmp(const void *a, const void *b)
  * npcs chain hashes, npcs parent chain hashes (0 from map), then npcs
  * flag bytes (callsite.h: JL_REC_INVOKE, the depth above it), one
  * allocation (JL_NM_REC bytes a record). */
-static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
+static size_t jl_collect_pcs(jmethodID root, uintptr_t lo, uintptr_t hi, jint map_length,
                              const jvmtiAddrLocationMap *map, const void *compile_info,
                              uint32_t **out)
 {
@@ -185,7 +194,7 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
         for (size_t i = 0; i < n; i++) {
             uintptr_t pc = (uintptr_t)map[i].start_address;
             if (pc >= lo && pc < hi)
-                r[k++] = (jl_rec){(uint32_t)(pc - lo), 0, 0, 0};
+                r[k++] = (jl_rec){(uint32_t)(pc - lo), 0, 0, 0, root, (jint)map[i].location};
         }
     } else {
         for (h = compile_info; h; h = h->next) {
@@ -201,7 +210,12 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
                 int inv = ok && jl_is_invoke(ps->methods[0], ps->bcis[0]);
                 int depth = ok ? (ps->numstackframes < 127 ? ps->numstackframes : 127) : 0;
                 uint32_t parent = 0, chain = ok ? jl_chain_hash(ps, &parent) : 0;
-                r[k++] = (jl_rec){(uint32_t)(pc - lo), chain, parent, (uint8_t)(inv | depth << 1)};
+                r[k++] = (jl_rec){(uint32_t)(pc - lo),
+                                  chain,
+                                  parent,
+                                  (uint8_t)(inv | depth << 1),
+                                  ok ? ps->methods[0] : NULL,
+                                  ok ? ps->bcis[0] : -1};
             }
         }
     }
@@ -213,14 +227,18 @@ static size_t jl_collect_pcs(uintptr_t lo, uintptr_t hi, jint map_length,
         else
             r[u++] = r[i];
     }
-    uint32_t *pcs = u ? malloc(u * JL_NM_REC) : NULL;
+    uint32_t *pcs = u ? malloc(jl_inner_at(u) + u * (sizeof(jmethodID) + sizeof(jint))) : NULL;
     if (pcs) {
         uint8_t *inv = (uint8_t *)(pcs + 3 * u);
+        jmethodID *inner = (jmethodID *)((char *)pcs + jl_inner_at(u));
+        jint *bci = (jint *)(inner + u);
         for (size_t i = 0; i < u; i++) {
             pcs[i] = r[i].off;
             pcs[u + i] = r[i].chain;
             pcs[2 * u + i] = r[i].parent;
             inv[i] = r[i].inv;
+            inner[i] = r[i].inner;
+            bci[i] = r[i].bci;
         }
         *out = pcs;
     }
@@ -234,7 +252,7 @@ void jl_nmethods_load(jmethodID method, const void *code, jint size, jint map_le
     if (!jl_nm_on || !code || size <= 0)
         return;
     jl_nm e = {.lo = (uintptr_t)code, .hi = (uintptr_t)code + (uintptr_t)size, .method = method};
-    size_t n = jl_collect_pcs(e.lo, e.hi, map_length, map, compile_info, &e.pcs);
+    size_t n = jl_collect_pcs(method, e.lo, e.hi, map_length, map, compile_info, &e.pcs);
     if (!n || n > UINT32_MAX)
         return;
     e.npcs = (uint32_t)n;
@@ -381,6 +399,34 @@ jmethodID jl_nmethods_method_at(uintptr_t pc)
     jl_rcu_enter(&jl_nrcu);
     const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), pc);
     jmethodID id = m ? m->method : NULL;
+    jl_rcu_exit(&jl_nrcu);
+    return id;
+}
+
+jmethodID jl_nmethods_scope_at(uintptr_t ra, jint *bci)
+{
+    if (!jl_nm_on)
+        return NULL;
+    jmethodID id = NULL;
+    jl_rcu_enter(&jl_nrcu);
+    const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), ra - 1);
+    if (m && ra > m->lo) {
+        uint32_t off = (uint32_t)(ra - m->lo);
+        size_t lo = 0, hi = m->npcs;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (m->pcs[mid] < off)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < m->npcs && m->pcs[lo] == off) {
+            const jmethodID *inner =
+                (const jmethodID *)((const char *)m->pcs + jl_inner_at(m->npcs));
+            id = inner[lo];
+            *bci = ((const jint *)(inner + m->npcs))[lo];
+        }
+    }
     jl_rcu_exit(&jl_nrcu);
     return id;
 }

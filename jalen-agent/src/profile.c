@@ -21,6 +21,7 @@ static const char *const jl_fixed_names[JL_M_NFIXED] = {
     [JL_M_AGENT] = "[agent]",
     [JL_M_OUTSIDE_FILTER] = "[outside filter]",
     [JL_M_TRUNCATED] = "[truncated]",
+    [JL_M_PARTIAL] = "[callers not walkable]",
     [JL_M_ERR0 + 0] = "[no Java frame]",
     [JL_M_ERR0 + 1] = "[no class loaded]",
     [JL_M_ERR0 + 2] = "[GC active]",

@@ -101,6 +101,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
         s->n = -3; /* ticks_unknown_not_Java */
     } else {
         jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
+        int partial = 0; /* the top frame alone (jl_unwind_walk_anchor) */
         if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1)) {
             /* in a stub: walked from its caller at once (unwind.c) */
             atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
@@ -130,14 +131,16 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
             if (JL_RECOVER && (tr.num_frames == -3 || tr.num_frames == -4)) {
                 int code = tr.num_frames;
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                if (jl_unwind_walk_anchor(&tr, JL_MAX_DEPTH, uc, env, s->tid))
+                int got = jl_unwind_walk_anchor(&tr, JL_MAX_DEPTH, uc, env, s->tid);
+                if (got)
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
                 else
                     tr.num_frames = code;
+                partial = got == 2;
             }
         }
         s->n = tr.num_frames;
-        s->truncated = tr.num_frames >= JL_MAX_DEPTH;
+        s->truncated = partial ? 2 : tr.num_frames >= JL_MAX_DEPTH;
     }
     jl_slot_publish(s);
 #ifdef JL_TIME_HANDLER

@@ -860,14 +860,28 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
     long n, len;
     jl_blob b;
     if (jl_blob_find(ra, &b) && jl_c2_stub(&b, &n, &len) &&
-        jl_stack_ok(sp + (uintptr_t)n, lo, hi) && jl_in_vm(env)) {
-        /* in a C2 runtime stub: the anchor is moved to the stub's caller
-         * (its return address at SP + N, its SP above that) for the walk;
-         * the VM reads the anchor only when it walks this thread's stack,
-         * which no other thread does while this one is inside the VM */
+        jl_stack_ok(sp + (uintptr_t)n, lo, hi)) {
+        /* in a C2 runtime stub: its caller's return address at SP + N,
+         * the caller's SP above that */
         uintptr_t cra = *(const uintptr_t *)(sp + (uintptr_t)n);
         if (!jl_java_return(cra))
             return 0;
+        if (!jl_in_vm(env)) {
+            /* blocked (on the monitor): other threads may walk this one's
+             * stack meanwhile, so the anchor stays as it is; the caller's
+             * innermost scope at the call, alone */
+            jint bci = -1;
+            jmethodID m = depth > 0 ? jl_nmethods_scope_at(cra, &bci) : NULL;
+            if (!m)
+                return 0;
+            tr->frames[0].lineno = bci;
+            tr->frames[0].method_id = m;
+            tr->num_frames = 1;
+            return 2;
+        }
+        /* inside the VM: the anchor is moved to the caller for the walk;
+         * the VM reads the anchor only when it walks this thread's stack,
+         * which no other thread does while this one is inside the VM */
         *pcp = 0; /* never a PC of one frame with the SP of another */
         atomic_signal_fence(memory_order_seq_cst);
         *spp = sp + (uintptr_t)n + 8;
