@@ -667,18 +667,15 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     return jl_take(s0, *fp, pc, sp, fp, lo, hi);
 }
 
-/* Native code called straight from compiled Java (os::javaTimeMillis,
- * libc, the vDSO) or from a runtime stub (the VM's slow paths): the chain
- * of frame pointers up to the first return into Java code or a stub;
- * where the routines keep no frame pointer, the first
- * return into Java code among the few words above SP (a leaf routine's
- * pushes and locals come before its return address). */
-static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
+/* The chain of frame pointers from f up to the first return into Java code
+ * or into a runtime stub: 1 and the caller's state taken, 0 when the
+ * chain breaks first. */
+static int jl_fp_chain(uintptr_t f, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo,
+                       uintptr_t hi)
 {
-    uintptr_t f = *fp;
     for (int k = 0; k < JL_FP_CHAIN; k++) {
         if (!jl_stack_ok(f, lo, hi) || f < *sp)
-            break;
+            return 0;
         uintptr_t ra = *(const uintptr_t *)(f + 8);
         if (jl_in_code(ra)) {
             if (jl_take(f + 8, *(const uintptr_t *)f, pc, sp, fp, lo, hi))
@@ -692,19 +689,42 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
                 *fp = *(const uintptr_t *)f;
                 return 1;
             }
-            break;
+            return 0;
         }
         uintptr_t up = *(const uintptr_t *)f;
         if (up <= f)
-            break;
+            return 0;
         f = up;
     }
+    return 0;
+}
+
+/* Native code called straight from compiled Java (os::javaTimeMillis,
+ * libc, the vDSO) or from a runtime stub (the VM's slow paths): the chain
+ * of frame pointers up to the first return into Java code or a stub;
+ * where the routines keep no frame pointer, the first return into Java
+ * code among the few words above SP (a leaf routine's pushes and locals
+ * come before its return address), else the chain from a frame pointer
+ * the leaf saved there. */
+static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi)
+{
+    if (jl_fp_chain(*fp, pc, sp, fp, lo, hi))
+        return 1;
     for (int k = 0; k < JL_LEAF_WORDS; k++) {
         uintptr_t at = *sp + 8 * (uintptr_t)k;
         if (!jl_stack_ok(at, lo, hi))
             return 0;
         if (jl_java_return(*(const uintptr_t *)at))
             return jl_take(at, *fp, pc, sp, fp, lo, hi);
+    }
+    /* a leaf that used RBP for itself (glibc's futex_wake under a
+     * monitor's exit) saved it among its first words: the chain from the
+     * first word there that holds an address higher up the stack and
+     * leads, link by link, to Java code or a stub */
+    for (int k = 0; k < JL_LEAF_WORDS; k++) {
+        uintptr_t at = *sp + 8 * (uintptr_t)k, f = *(const uintptr_t *)at;
+        if (f > at && f - at < 4096 && jl_fp_chain(f, pc, sp, fp, lo, hi))
+            return 1;
     }
     return 0;
 }
