@@ -172,3 +172,8 @@ uintptr_t jl_interrupted_pc(uintptr_t pc, const jl_code *code)
     size_t i = jl_first_record(code, off);
     return i < code->npcs && code->pcs[i] == off ? pc - 1 : pc;
 }
+
+int jl_stack_ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
+{
+    return (a & 7) == 0 && a >= lo && a < hi && hi - a >= 16;
+}

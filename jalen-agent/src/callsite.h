@@ -50,6 +50,12 @@ typedef struct jl_code {
  * before p. */
 int jl_call_len(const unsigned char *p);
 
+/* Whether the 16 bytes at a (8-aligned) lie in a thread's stack [lo, hi):
+ * what the walks check before they read two words there.  a is often a
+ * word read off the stack, which may be anything (-8 as well: no
+ * overflow).  Async-signal-safe. */
+int jl_stack_ok(uintptr_t a, uintptr_t lo, uintptr_t hi);
+
 /* What a return address returns from. */
 enum {
     JL_CALL_JAVA = 0,      /* Java code (through a vtable or itable stub too) */

@@ -515,11 +515,6 @@ static int jl_java_return(uintptr_t ra)
     return !jl_blob_find(ra, &b) || b.kind == JL_BLOB_INTERP;
 }
 
-static int jl_stack_ok(uintptr_t a, uintptr_t lo, uintptr_t hi)
-{
-    return (a & 7) == 0 && a >= lo && a + 16 <= hi;
-}
-
 /* Takes ra (return address at stack address at) and the caller's SP and
  * FP when ra is a return into Java code. */
 static int jl_take(uintptr_t at, uintptr_t nfp, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp,
@@ -722,7 +717,10 @@ static int jl_pop_native(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t 
      * first word there that holds an address higher up the stack and
      * leads, link by link, to Java code or a stub */
     for (int k = 0; k < JL_LEAF_WORDS; k++) {
-        uintptr_t at = *sp + 8 * (uintptr_t)k, f = *(const uintptr_t *)at;
+        uintptr_t at = *sp + 8 * (uintptr_t)k;
+        if (!jl_stack_ok(at, lo, hi))
+            return 0;
+        uintptr_t f = *(const uintptr_t *)at;
         if (f > at && f - at < 4096 && jl_fp_chain(f, pc, sp, fp, lo, hi))
             return 1;
     }

@@ -260,6 +260,24 @@ START_TEST(native_call_without_its_own_record)
 }
 END_TEST
 
+/* A frame-pointer chain that reads -8 off the stack: the next link is not
+ * in the stack (a + 16 wraps to 8, which "fits" below hi; reading
+ * [a + 8] = [0] crashed a JVM under the bench). */
+START_TEST(stack_bounds_without_overflow)
+{
+    uintptr_t lo = 0x7f0000000000, hi = 0x7f0000100000;
+    ck_assert(jl_stack_ok(lo, lo, hi));
+    ck_assert(jl_stack_ok(hi - 16, lo, hi));
+    ck_assert(!jl_stack_ok(hi - 8, lo, hi));
+    ck_assert(!jl_stack_ok(hi, lo, hi));
+    ck_assert(!jl_stack_ok(lo - 8, lo, hi));
+    ck_assert(!jl_stack_ok(lo + 4, lo, hi));
+    ck_assert(!jl_stack_ok((uintptr_t)-8, lo, hi));
+    ck_assert(!jl_stack_ok((uintptr_t)-16, lo, hi));
+    ck_assert(!jl_stack_ok(0, lo, hi));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_callsite");
@@ -275,6 +293,7 @@ int main(void)
     tcase_add_test(tc, jumps_that_lead_nowhere);
     tcase_add_test(tc, interrupted_pc_takes_the_instruction_before);
     tcase_add_test(tc, native_call_without_its_own_record);
+    tcase_add_test(tc, stack_bounds_without_overflow);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
