@@ -257,5 +257,5 @@ fi
 echo "Rows where the mean shares differ by 0.5 point or more (jalen | async-profiler | d | jalen by samples):"
 join -a1 -a2 -e0 -o 0,1.2,1.3,2.2 <(join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r"; done)) \
         <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r.samples"; done))) \
-    <(avg "$TMP"/a[0-9]*) |
+    <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/a$r"; done)) |
     awk '{ d = $2 - $4; if (d >= 0.5 || d <= -0.5) printf "  %-70s %6.2f %6.2f %+6.2f %6.2f\n", $1, $2, $4, d, $3 }' | sort -k4 -g
