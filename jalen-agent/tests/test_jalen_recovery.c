@@ -121,6 +121,16 @@ static double under_loop(const char *collapsed, const char *loop, const char *me
     return sum;
 }
 
+/* The methods.csv and threads.csv of the run in dir (its out folder). */
+static void load_out(const char *dir, jt_csv *me, jt_csv *th)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, me), 0);
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, th), 0);
+}
+
 static void check_sites(const char *dir)
 {
     char p[4200];
@@ -182,7 +192,6 @@ static char *run_recovery(const char *dir, const char *seconds, const char *cpu_
 static void check_recovery(void)
 {
     char *dir = jt_tmpdir();
-    char p[4200];
     char *sum = run_recovery(dir, "6", "1");
     double pj = jt_json_num(sum, "process_energy_j");
     double failed = jt_json_num(sum, "walks_failed");
@@ -190,10 +199,7 @@ static void check_recovery(void)
     free(sum);
     ck_assert_msg(pj > 0, "no process energy");
     jt_csv me, th;
-    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
-    ck_assert_int_eq(jt_csv_load(p, &me), 0);
-    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
-    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    load_out(dir, &me, &th);
     double unknown = 0;
     for (size_t i = 0; i < me.n; i++) {
         const char *m = me.rows[i].f[0];
@@ -251,10 +257,7 @@ static void check_monitor(void)
     const char *args[] = {"Recovery", "monitor", "1.5", NULL};
     free(jt_run_quiet(dir, "mode=cpu,interval=1ms", args, 100));
     jt_csv me, th;
-    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
-    ck_assert_int_eq(jt_csv_load(p, &me), 0);
-    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
-    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    load_out(dir, &me, &th);
     const jt_row *tr = jt_csv_find(&th, 1, "monitor");
     const jt_row *mr = jt_csv_find(&me, 0, "Recovery.monitorLoop");
     ck_assert_msg(tr && mr, "monitor: thread or Recovery.monitorLoop missing");
@@ -309,15 +312,12 @@ END_TEST
 static void check_rename(const char *mode)
 {
     char *dir = jt_tmpdir();
-    char opts[64], p[4200];
+    char opts[64];
     snprintf(opts, sizeof(opts), "mode=%s", mode);
     const char *args[] = {"Rename", NULL};
     free(jt_run_quiet(dir, opts, args, 100));
     jt_csv th, me;
-    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
-    ck_assert_int_eq(jt_csv_load(p, &th), 0);
-    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
-    ck_assert_int_eq(jt_csv_load(p, &me), 0);
+    load_out(dir, &me, &th);
     const char *gone[] = {"self-before", "outside-before"};
     for (int i = 0; i < 2; i++)
         ck_assert_msg(!jt_csv_find(&th, 1, gone[i]), "[%s] old name %s still in threads.csv", mode,
