@@ -279,9 +279,10 @@ int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv);
  * method's C, the VM): walked from the first return into Java code as
  * jl_unwind_retry does, so that a compiled caller is decoded at its call
  * (ASGCT's own walk through native frames decodes a return address at the
- * first record after it, the code after the call).  1 when tr holds
- * frames.  Async-signal-safe. */
-int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid);
+ * first record after it, the code after the call).  Not for a thread whose
+ * frame anchor (env: its JNIEnv) is walkable: ASGCT walks from that one.
+ * 1 when tr holds frames.  Async-signal-safe. */
+int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid);
 /* Signal handler, after ASGCT gave up on a thread inside the VM (ticks
  * not_walkable_not_Java or unknown_not_Java): when the thread's frame
  * anchor holds its last Java SP but no PC yet, the return address below

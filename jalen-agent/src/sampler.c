@@ -112,7 +112,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
              * it, whose scope the sample's time belongs to (DESIGN.md
              * section 11.1); a walk that gives nothing is made again from
              * the PC as it is */
-            if (!(JL_RECOVER && jl_unwind_walk_native(&tr, JL_MAX_DEPTH, uc, s->tid)) &&
+            if (!(JL_RECOVER && jl_unwind_walk_native(&tr, JL_MAX_DEPTH, uc, env, s->tid)) &&
                 !jl_unwind_walk_interrupted(&tr, JL_MAX_DEPTH, uc))
                 jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
             /* ticks_unknown_Java: the top frame is unfinished, or native

@@ -937,7 +937,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
 #endif
 }
 
-int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid)
+int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid)
 {
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
@@ -945,13 +945,21 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid)
     const ucontext_t *uc = ucv;
     if (jl_in_code((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
         return 0;
-    /* a thread in native code or in the VM has a last Java frame, which
-     * ASGCT takes whatever the context says: the same frames as before */
+    /* a thread whose frame anchor is walkable (in a JNI method, blocked,
+     * in the VM with its PC recorded) is walked by ASGCT from there,
+     * whatever the context says: no walk of ours would change it */
+    if (jl_anchor_ready && env) {
+        const char *anchor = (const char *)env - jl_env_off + jl_off_anchor;
+        if (*(const volatile uintptr_t *)(anchor + jl_off_ljsp) &&
+            *(const volatile uintptr_t *)(anchor + jl_off_ljpc))
+            return 0;
+    }
     return jl_unwind_retry(tr, depth, ucv, tid, 0);
 #else
     (void)tr;
     (void)depth;
     (void)ucv;
+    (void)env;
     (void)tid;
     return 0;
 #endif
