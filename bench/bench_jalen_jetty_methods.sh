@@ -142,6 +142,8 @@ dist() {
         { if (!(java && $1 == "(none)")) { b[$1] = $2; s[$1] = 1; tb += $2 } }
         END { for (m in s) { x = 100 * a[m] / ta - 100 * b[m] / tb; d += x < 0 ? -x : x }; printf "%.1f", d / 2 }' "$1" "$2"
 }
+# avg FILE...: the mean share of each method over the runs' files
+avg() { cat "$@" | awk -v n=$# '{ a[$1] += $2 / n } END { for (m in a) print m, a[m] }' | sort; }
 # floor A B NA NB [java]: the mean distance between two exact profilers'
 # shares drawn with NA and NB samples from the mean of A's and B's shares
 # (20 draws each side); java: over the methods only, with the counts
@@ -196,7 +198,6 @@ if [ "$MODE" = same ]; then
          END { if (n) printf "  jalen ~ async-profiler, one JVM:  %.1f / %.1f   floor %.1f / %.1f   (%d rounds)\n", a / n, j / n, fa / n, fj / n, n }' "$TMP/same"
     awk '{ a += $4; j += $6; fa += $8; fj += $10; n++ }
          END { if (n) printf "  async-profiler ~ itself, two JVMs: %.1f / %.1f   floor %.1f / %.1f   (%d pairs)\n", a / n, j / n, fa / n, fj / n, n }' "$TMP/apart"
-    avg() { cat "$@" | awk -v n=$# '{ a[$1] += $2 / n } END { for (m in a) print m, a[m] }' | sort; }
     echo "Rows where the mean shares in one JVM differ by 0.3 point or more (jalen | async-profiler | d):"
     join -a1 -a2 -e0 -o 0,1.2,2.2 <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/j$r"; done)) \
         <(avg $(for r in $(seq "$ROUNDS"); do echo "$TMP/b$r"; done)) |
@@ -233,7 +234,6 @@ for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f
 printf " %%, async-profiler"
 for r in $(seq "$ROUNDS"); do printf " %s" "$(awk '$1 == "(none)" { printf "%.1f", $2 }' "$TMP/a$r")"; done
 echo " %"
-avg() { cat "$@" | awk -v n=$# '{ a[$1] += $2 / n } END { for (m in a) print m, a[m] }' | sort; }
 # the systematic part: the distance between the tools' mean shares, beside
 # the distance between the means of one tool's odd and even rounds (what
 # run-to-run noise leaves in a mean of half as many runs)

@@ -61,8 +61,7 @@ static int jl_move_len(uintptr_t p, uintptr_t end)
     return 0;
 }
 
-/* The index of the first record at or after offset off (npcs: none). */
-static size_t jl_first_record(const jl_code *c, uintptr_t off)
+size_t jl_first_record(const jl_code *c, uintptr_t off)
 {
     size_t lo = 0, hi = c->npcs;
     while (lo < hi) {

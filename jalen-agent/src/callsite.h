@@ -65,6 +65,10 @@ enum {
                             * javaTimeNanos, libc, the vDSO) */
 };
 
+/* The index of code's first record at or after offset off (code->npcs:
+ * none).  Async-signal-safe. */
+size_t jl_first_record(const jl_code *code, uintptr_t off);
+
 /* ra: a return address in code (ra >= code->lo + 1), after a call
  * instruction of call_len bytes; leaf: JL_CALL_*.  A debug record at offset X
  * describes the instructions that end at X since the record before it, and

@@ -169,9 +169,10 @@ static int jl_rec_cmp(const void *a, const void *b)
  * information (all of them with DebugNonSafepoints), with the methods and
  * bytecode indexes of its scopes, innermost first; map, the same records
  * by their outermost BCI, serves a JVM without them.  *out: npcs offsets,
- * npcs chain hashes, npcs parent chain hashes (0 from map), then npcs
- * flag bytes (callsite.h: JL_REC_INVOKE, the depth above it), one
- * allocation (JL_NM_REC bytes a record). */
+ * npcs chain hashes, npcs parent chain hashes (0 from map), npcs flag
+ * bytes (callsite.h: JL_REC_INVOKE, the depth above it), then, from
+ * jl_inner_at, npcs innermost methods (root from map) and npcs of their
+ * BCIs, one allocation (about JL_NM_REC bytes a record). */
 static size_t jl_collect_pcs(jmethodID root, uintptr_t lo, uintptr_t hi, jint map_length,
                              const jvmtiAddrLocationMap *map, const void *compile_info,
                              uint32_t **out)
@@ -411,20 +412,13 @@ jmethodID jl_nmethods_scope_at(uintptr_t ra, jint *bci)
     jl_rcu_enter(&jl_nrcu);
     const jl_nm *m = jl_nm_find(atomic_load(&jl_ntab), ra - 1);
     if (m && ra > m->lo) {
-        uint32_t off = (uint32_t)(ra - m->lo);
-        size_t lo = 0, hi = m->npcs;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (m->pcs[mid] < off)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < m->npcs && m->pcs[lo] == off) {
+        jl_code c = {.lo = m->lo, .hi = m->hi, .pcs = m->pcs, .npcs = m->npcs};
+        size_t i = jl_first_record(&c, ra - m->lo);
+        if (i < m->npcs && m->pcs[i] == ra - m->lo) {
             const jmethodID *inner =
                 (const jmethodID *)((const char *)m->pcs + jl_inner_at(m->npcs));
-            id = inner[lo];
-            *bci = ((const jint *)(inner + m->npcs))[lo];
+            id = inner[i];
+            *bci = ((const jint *)(inner + m->npcs))[i];
         }
     }
     jl_rcu_exit(&jl_nrcu);
