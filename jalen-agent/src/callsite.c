@@ -102,6 +102,22 @@ static uintptr_t jl_native_call_pc(uintptr_t off, int call_len, size_t i, const 
     return 0;
 }
 
+/* callsite.h's rule for a jump whose target has a record of its own: that
+ * record describes the code laid out just before the target, and is the
+ * call's scope when it is an invoke in the method of the last record
+ * before the call (start) and no earlier call's safepoint record. */
+static int jl_merge_is_the_call(uintptr_t p, uintptr_t start, const jl_code *c)
+{
+    if (!c->pcs || !c->invoke || !c->chain || start <= c->lo || p < c->lo + 8)
+        return 0;
+    size_t at = jl_first_record(c, p - c->lo);
+    size_t b = jl_first_record(c, start - c->lo + 1);
+    if (at >= c->npcs || c->pcs[at] != p - c->lo || b == 0 || b - 1 == at)
+        return 0;
+    return (c->invoke[at] & JL_REC_INVOKE) && c->chain[at] && c->chain[at] == c->chain[b - 1] &&
+           !jl_call_len((const unsigned char *)p);
+}
+
 uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *code, int *drop)
 {
     int dropped;
@@ -154,6 +170,9 @@ uintptr_t jl_callsite_pc(uintptr_t ra, int call_len, int leaf, const jl_code *co
     }
     if (p == ra)
         return ra - 1;
+    if (call_len > 0 && (uintptr_t)call_len < off &&
+        jl_merge_is_the_call(p, ra - (uintptr_t)call_len, code))
+        return p - 1;
     /* the record after ra, of a method that the one p returns to inlined:
      * the call's own (p is where that method's caller goes on) */
     size_t c = jl_first_record(code, p - code->lo + 1);

@@ -111,7 +111,13 @@ size_t jl_first_record(const jl_code *code, uintptr_t off);
  *     most 3 jumps inside
  *     [lo, hi): execution goes on there, in the scope of the call or of
  *     one of its callers; the code laid out after the jump is another
- *     block, often another method's; but where the first record from ra
+ *     block, often another method's; but where a record sits at the
+ *     target itself, at an invoke, in the method of the last record
+ *     before the call, and no call instruction ends there (C2's short
+ *     copies inline, on the path laid out just before the target, the
+ *     scope of the stub's call: JDK 17 without tiered compilation, where
+ *     the first record after the target was Thread.isAlive's), one byte
+ *     before the target; and where the first record from ra
  *     on is of a method inlined by the one the jump leads to (its parent
  *     chain is the other's chain), ra - 1: the call's own method, one
  *     level below where it returns to (a copy that ends its method:

@@ -263,6 +263,53 @@ END_TEST
 /* A frame-pointer chain that reads -8 off the stack: the next link is not
  * in the stack (a + 16 wraps to 8, which "fits" below hi; reading
  * [a + 8] = [0] crashed a JVM under the bench). */
+/* Recovery.sbdeleteLoop compiled by C2 alone (JDK 17, -XX:-TieredCompilation;
+ * offsets as dumped): copies up to 32 bytes inline at 0x57 (masked AVX-512
+ * moves, whose record at 0x77 is shift@33, the invoke of System.arraycopy),
+ * longer ones through the stub: movabs r10 at 0x134, call r10 at 0x13e,
+ * return 0x141, jmp 0x77.  The record after the jump's target is
+ * Thread.isAlive@-1 (the loop's next call, inlined), where the agent
+ * before credited 84 % of the loop's energy. */
+START_TEST(jump_to_the_copy_inline_takes_its_record)
+{
+    static unsigned char k[0x200];
+    memset(k, 0x90, sizeof(k));
+    k[0x13e] = 0x41, k[0x13f] = 0xff, k[0x140] = 0xd2; /* call r10 */
+    k[0x141] = 0xe9;
+    int32_t rel = 0x77 - (0x141 + 5);
+    memcpy(&k[0x142], &rel, 4);
+    /* 0x10d shift@33, 0x11d shift@1 (lea: the call's arguments), 0x77
+     * shift@33 (the inline copy), 0x7b isAlive@-1, 0x168 shift@33 (an
+     * uncommon trap's call) */
+    static const uint32_t kp[] = {0x77, 0x7b, 0x10d, 0x11d, 0x168};
+    static const uint8_t inv[] = {1 | 8, 0 | 4, 1 | 8, 0 | 8, 1 | 8};
+    static const uint32_t shift = 0x5417, alive = 0xa11e;
+    uint32_t ch[] = {shift, alive, shift, shift, shift};
+    static const uint32_t par[] = {0xde1e7e, 0x100b, 0xde1e7e, 0xde1e7e, 0xde1e7e};
+    jl_code n = {.lo = (uintptr_t)k,
+                 .hi = (uintptr_t)k + sizeof(k),
+                 .pcs = kp,
+                 .invoke = inv,
+                 .chain = ch,
+                 .parent = par,
+                 .npcs = 5};
+    uintptr_t ra = (uintptr_t)k + 0x141;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_ARRAYCOPY, &n, NULL), (uintptr_t)k + 0x76);
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_LEAF, &n, NULL), (uintptr_t)k + 0x76);
+    /* the record at the target in another method: the target, as before */
+    ch[0] = alive;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_ARRAYCOPY, &n, NULL), (uintptr_t)k + 0x77);
+    ch[0] = shift;
+    /* a call's safepoint record at the target (a call rel32 ends there) */
+    k[0x72] = 0xe8;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_ARRAYCOPY, &n, NULL), (uintptr_t)k + 0x77);
+    k[0x72] = 0x90;
+    /* chains not known: the target */
+    n.chain = NULL;
+    ck_assert_uint_eq(jl_callsite_pc(ra, 3, JL_CALL_ARRAYCOPY, &n, NULL), (uintptr_t)k + 0x77);
+}
+END_TEST
+
 START_TEST(stack_bounds_without_overflow)
 {
     uintptr_t lo = 0x7f0000000000, hi = 0x7f0000100000;
@@ -293,6 +340,7 @@ int main(void)
     tcase_add_test(tc, jumps_that_lead_nowhere);
     tcase_add_test(tc, interrupted_pc_takes_the_instruction_before);
     tcase_add_test(tc, native_call_without_its_own_record);
+    tcase_add_test(tc, jump_to_the_copy_inline_takes_its_record);
     tcase_add_test(tc, stack_bounds_without_overflow);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
