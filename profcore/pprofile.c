@@ -35,6 +35,7 @@ typedef struct pf_thread {
     double sampled_cpu_s; /* samples x period: for threads libpowerapi
                              never saw (short-lived) */
     uint64_t samples;
+    int root; /* its process's root frame in ptree (-1: none yet) */
 } pf_thread;
 
 typedef struct pf_tl {
@@ -184,6 +185,7 @@ static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm
     t->tid = tid;
     t->pcomm = pa_pintern(pcomm);
     t->comm = pa_pintern(tcomm);
+    t->root = -1;
     return t;
 }
 
@@ -197,17 +199,33 @@ int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, co
     return 0;
 }
 
-/* The stack again under its process's root frame ("sort (pid 1234)"), in
- * the flame graph's tree.  The root is a function of its own that no
- * table lists (it has no statistics). */
-static int process_stack(pa_pprof *p, const pf_thread *t, int *ids, int *inl, int *lines, int n,
-                         double energy_j, double cpu_s, uint64_t samples)
+/* The root frame of t's process in the flame graph's tree: one per pid,
+ * whatever names the process had (a shell's child is "sh" until it execs
+ * "sort"); named at writing (name_roots), as processes.csv names it.  The
+ * root is a function of its own that no table lists (it has no
+ * statistics). */
+static int process_root(pa_pprof *p, pf_thread *t)
 {
-    char name[96];
-    snprintf(name, sizeof(name), "%s (pid %d)", t->pcomm && *t->pcomm ? t->pcomm : "?",
-             (int)t->pid);
+    if (t->root >= 0)
+        return t->root;
+    for (size_t i = 0; i < p->nt; i++)
+        if (p->t[i].pid == t->pid && p->t[i].root >= 0)
+            return t->root = p->t[i].root;
+    char name[32];
+    snprintf(name, sizeof(name), "(pid %d)", (int)t->pid);
     pa_pframe pf = pa_pframe_pseudo(name);
     int root = func_of(p, &pf);
+    if (root >= 0)
+        t->root = root;
+    return root;
+}
+
+/* The stack again under its process's root frame, in the flame graph's
+ * tree. */
+static int process_stack(pa_pprof *p, pf_thread *t, int *ids, int *inl, int *lines, int n,
+                         double energy_j, double cpu_s, uint64_t samples)
+{
+    int root = process_root(p, t);
     if (root < 0)
         return -ENOMEM;
     if (n == PA_PMAX_DEPTH)
@@ -441,6 +459,30 @@ static size_t process_rows(pa_pprof *p, proc_row **out_rows)
     }
     *out_rows = r;
     return n;
+}
+
+/* Each process's root frame named as processes.csv names the process:
+ * "sort (pid 1234)". */
+static int name_roots(pa_pprof *p)
+{
+    proc_row *r;
+    size_t n = process_rows(p, &r);
+    if (!r)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->nt; i++) {
+        const pf_thread *t = &p->t[i];
+        if (t->root < 0)
+            continue;
+        const char *comm = NULL;
+        for (size_t k = 0; k < n && !comm; k++)
+            if (r[k].pid == t->pid)
+                comm = r[k].comm;
+        char name[96];
+        snprintf(name, sizeof(name), "%s (pid %d)", comm && *comm ? comm : "?", (int)t->pid);
+        p->f[t->root].f.name = pa_pintern(name);
+    }
+    free(r);
+    return 0;
 }
 
 static int write_processes(pa_pprof *p, const char *dir)
@@ -687,6 +729,8 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     if ((r = pa_ptree_fold_lines(p->ptree.nodes, p->ptree.n, &p->pfold, &p->npfold)) < 0)
         return r;
     pa_ptree_totals(p->pfold, p->npfold);
+    if ((r = name_roots(p)) < 0)
+        return r;
     pa_ptree t = tree_of(p, 0);
     t.nodes = p->pfold;
     t.n = p->npfold;

@@ -287,6 +287,23 @@ static void fake_done(void *self)
     ((fake_engine *)self)->done++;
 }
 
+/* What pa_pprof_write is told of a run: 10 ms samples, 1 s windows. */
+static pa_pmeta meta_of(const pa_psource *src, const char *target, double process_j)
+{
+    return (pa_pmeta){.title = "t",
+                      .target = target,
+                      .event = "cpu-clock",
+                      .call_graph = "fp",
+                      .period_ns = 10000000,
+                      .window_s = 1,
+                      .source = src,
+                      .kernel_state = "",
+                      .exit_status = -1,
+                      .tree_j = -1,
+                      .unseen_j = -1,
+                      .process_j = process_j};
+}
+
 /* The whole window through an engine, and the files: 4 J over threads
  * at 0.3 s and 0.1 s: hot 3 J, cold 1 J, main 4 J in total. */
 START_TEST(window_engine)
@@ -311,18 +328,7 @@ START_TEST(window_engine)
     pa_pprof_window_end(p, 0, 1);
     char *dir = pa_test_tmpdir();
     pa_psource src = {.formula = "cpu-tdp"};
-    pa_pmeta m = {.title = "t",
-                  .target = "pid 100",
-                  .event = "cpu-clock",
-                  .call_graph = "fp",
-                  .period_ns = 10000000,
-                  .window_s = 1,
-                  .source = &src,
-                  .kernel_state = "",
-                  .exit_status = -1,
-                  .tree_j = -1,
-                  .unseen_j = -1,
-                  .process_j = 4};
+    pa_pmeta m = meta_of(&src, "pid 100", 4);
     ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
     char path[4200];
     snprintf(path, sizeof(path), "%s/functions.csv", dir);
@@ -352,6 +358,47 @@ START_TEST(window_engine)
 }
 END_TEST
 
+/* A process that changes its name (a shell's child, "sh" until it execs
+ * "sort") has one root in the flame graph, named as processes.csv names
+ * it, whichever thread and name its samples came with. */
+START_TEST(process_root_follows_exec)
+{
+    pa_pprof *p;
+    ck_assert_int_eq(pa_pprof_new(&p, NULL, 0), 0);
+    pa_pframe f = pa_pframe_pseudo("work");
+    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 1.0, 0.01, 1, 300, 300, "sh", "sh"), 0);
+    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 2.0, 0.02, 2, 300, 300, "sort", "sort"), 0);
+    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 4.0, 0.04, 4, 300, 301, "sort", "sort"), 0);
+    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 8.0, 0.08, 8, 400, 400, "tail", "tail"), 0);
+    char *dir = pa_test_tmpdir();
+    pa_psource src = {.formula = "cpu-tdp"};
+    pa_pmeta m = meta_of(&src, "command", 15);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/processes.csv", dir);
+        char *csv = pa_test_slurp(path);
+        ck_assert_ptr_nonnull(csv);
+        ck_assert_ptr_nonnull(strstr(csv, "\n300,sort,"));
+        free(csv);
+        snprintf(path, sizeof(path), "%s/flamegraph.html", dir);
+        char *html = pa_test_slurp(path);
+        ck_assert_ptr_nonnull(html);
+        const char *at = strstr(html, "\"sort (pid 300)\"");
+        ck_assert_ptr_nonnull(at);
+        ck_assert_ptr_null(strstr(at + 1, "\"sort (pid 300)\""));
+        ck_assert_ptr_null(strstr(html, "sh (pid 300)"));
+        ck_assert_ptr_nonnull(strstr(html, "\"tail (pid 400)\""));
+        free(html);
+        /* samples after a write still find the process's root */
+        ck_assert_int_eq(pa_pprof_add(p, &f, 1, 1.0, 0.01, 1, 300, 302, "sort", "sort"), 0);
+    }
+    pa_test_rmtree(dir);
+    pa_pprof_free(p);
+    pa_pintern_free();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("profcore");
@@ -363,6 +410,7 @@ static Suite *suite(void)
     tcase_add_test(tc, window_split);
     tcase_add_test(tc, window_unseen);
     tcase_add_test(tc, window_engine);
+    tcase_add_test(tc, process_root_follows_exec);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,6 +26,10 @@ public class ScopeWork {
     static final ThreadMXBean TMX = ManagementFactory.getThreadMXBean();
     static volatile long sink;
 
+    static long cpu() {
+        return TMX.getCurrentThreadCpuTime();
+    }
+
     static void spin(long ns) {
         long end = TMX.getCurrentThreadCpuTime() + ns, x = 1;
         while (TMX.getCurrentThreadCpuTime() < end)
@@ -54,32 +58,58 @@ public class ScopeWork {
         }
         check(Scope.active(), "the agent did not bind Scope");
         spin(100_000_000L); /* unscoped */
+        /* beside the spins, a scope holds whatever else the JVM runs on its
+         * thread meanwhile (a few ms once in a while on a loaded host) and,
+         * for "async", the hand-off (the submit, the wake-up, the wait, the
+         * executor's start): 2-5 % more.
+         * What the threads' own clocks measured inside each scope is
+         * printed for the test to compare with the agent's figures. */
+        long aNs = 0, bNs = 0, outerSelfNs = 0, innerNs = 0, asyncNs = 0;
         for (int i = 0; i < 150; i++) {
             try (Scope s = Scope.enter("a")) {
+                long t0 = cpu();
                 spin(3_000_000L);
+                aNs += cpu() - t0;
             }
             try (Scope s = Scope.enter("b")) {
+                long t0 = cpu();
                 spin(1_000_000L);
+                bNs += cpu() - t0;
             }
         }
         for (int i = 0; i < 100; i++) {
             try (Scope o = Scope.enter("outer")) {
+                long t0 = cpu();
                 spin(1_000_000L);
+                long t1 = cpu();
                 try (Scope in = Scope.enter("inner")) {
+                    long u0 = cpu();
                     check(Scope.current() == in, "current() is the inner scope");
                     spin(2_000_000L);
+                    innerNs += cpu() - u0;
                 }
+                long t2 = cpu();
                 check(Scope.current() == o, "current() is the outer scope again");
+                outerSelfNs += t1 - t0 + cpu() - t2;
             }
         }
         check(Scope.current() == null, "no scope open");
         ExecutorService ex = Executors.newSingleThreadExecutor();
         for (int i = 0; i < 100; i++) {
+            long[] task = new long[1];
             try (Scope s = Scope.enter("async")) {
+                long t0 = cpu();
                 spin(500_000L);
-                ex.submit(Scope.wrap(() -> spin(2_000_000L))).get();
+                ex.submit(Scope.wrap(() -> {
+                    long u0 = cpu();
+                    spin(2_000_000L);
+                    task[0] = cpu() - u0;
+                })).get();
+                asyncNs += cpu() - t0 + task[0];
             }
         }
+        System.out.println("clocks a=" + aNs + " b=" + bNs + " outer_self=" + outerSelfNs
+                           + " inner=" + innerNs + " async=" + asyncNs);
         ex.shutdown();
         /* work continued after its call closed (Context.attach on a thread
          * of its own): in the name's sums, not a call of its own */
