@@ -1636,8 +1636,8 @@ START_TEST(stock_defaults)
                       "no process roots in the flame graph");
         /* every process that has samples and at least the page's smallest
          * node's energy (2e-5 of the total, DESIGN.md) has its root: seq and
-         * tail get one or two samples, sometimes none, and a sample of sh
-         * once 0 J (not asked by name) */
+         * tail get one or two samples, sometimes none, and the shell's
+         * rare sample can carry next to no energy (not asked by name) */
         char *pr = slurp_in(rd, "processes.csv");
         int roots = 0;
         double total = 0;
