@@ -141,6 +141,18 @@ static const char *per_socket_refusal(const pa_frame_delta *d, const int *pkg, i
     return NULL;
 }
 
+/* Busy CPU seconds of package pkg's CPUs over the window (/proc/stat
+ * cpuN lines), 0 when unknown. */
+static double package_busy_s(const pa_frame_delta *d, int pkg)
+{
+    const pa_sysread *s = d->cur;
+    unsigned n = 0;
+    for (unsigned c = 0; c < s->ncpu_socket; c++)
+        n += s->cpu_socket[c] == pkg;
+    double u = pa__package_busy(d, s->cpu_socket, s->ncpu_socket, pkg);
+    return u > 0 ? u * n * d->interval_s : 0;
+}
+
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     share_state *st = m->priv;
@@ -221,7 +233,16 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
             if (k->type == PA_TARGET_PROCESS && w > 0)
                 w_pkg[task_package(d->cur, k, pkg, npkg)] += w;
         }
-        double attributed = 0;
+        /* by CPU time, a package's weight is at least its CPUs' busy time:
+         * what no process explains is not spread over its survivors */
+        for (int i = 0; i < npkg && !cycles; i++) {
+            double busy_s = package_busy_s(d, pkg[i]);
+            if (busy_s > w_pkg[i])
+                w_pkg[i] = busy_s;
+        }
+        double active_w = 0;
+        for (int i = 0; i < npkg; i++)
+            active_w += pkg_w[i] * pfrac[i];
         for (size_t i = 0; i < d->ntasks; i++) {
             pa_task *k = d->tasks[i];
             int s = task_package(d->cur, k, pkg, npkg);
@@ -231,11 +252,9 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
             else if (w > w_pkg[s])
                 w = w_pkg[s]; /* a thread away from its process */
             k->cpu_w = w > 0 ? pkg_w[s] * pfrac[s] * w / w_pkg[s] : 0;
-            if (k->type == PA_TARGET_PROCESS)
-                attributed += k->cpu_w;
         }
         t->cpu_w = p;
-        t->idle_w = p - attributed;
+        t->idle_w = p - active_w;
         if (t->idle_w < 0)
             t->idle_w = 0;
         t->dram_w = dram_j / d->interval_s;

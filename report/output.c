@@ -158,6 +158,10 @@ static const char *type_name(const pa_out *o, pa_target_type t)
         return "tree";
     case PA_TARGET_CGROUP:
         return o->group_type ? o->group_type : "cgroup";
+    case PA_TARGET_EXITED:
+        return "exited";
+    case PA_TARGET_UNACCOUNTED:
+        return "unaccounted";
     }
     return "unknown";
 }
@@ -238,6 +242,9 @@ static int cmp_stable(const void *a, const void *b)
     const pa_target_info *y = &sort_report->targets[*(const size_t *)b];
     int gx = x->type == PA_TARGET_TREE ? 1 : x->type == PA_TARGET_CGROUP ? 2 : 0;
     int gy = y->type == PA_TARGET_TREE ? 1 : y->type == PA_TARGET_CGROUP ? 2 : 0;
+    /* what no live process accounts for comes last */
+    gx = x->type >= PA_TARGET_EXITED ? (int)x->type : gx;
+    gy = y->type >= PA_TARGET_EXITED ? (int)y->type : gy;
     if (gx != gy)
         return gx < gy ? -1 : 1;
     if (gx == 2)
@@ -273,7 +280,7 @@ static void sort_by_power(const pa_report *r, size_t *idx, size_t n)
 
 static bool is_top_level(const pa_report *r, const pa_target_info *t)
 {
-    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE)
+    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE || t->type >= PA_TARGET_EXITED)
         return true;
     if (t->type != PA_TARGET_THREAD)
         return false;
@@ -435,10 +442,32 @@ static void json_system(pa_out *o, const pa_report *r)
     fputc('}', f);
     json_carbon(o, r->system.total_j);
     json_key_num(f, "cpu_time_s", r->system.cpu_time_s, true);
+    if (r->exits_source && *r->exits_source && strcmp(r->exits_source, "none")) {
+        fputs(",\"exits\":{\"source\":", f);
+        pa__json_write(f, r->exits_source);
+        fprintf(f, ",\"lost\":%llu}", (unsigned long long)r->exits_lost);
+    }
     json_devices(f, r);
     fputs(",\"sensors\":", f);
     pa__json_write(f, r->sensors);
     fputs("}\n", f);
+}
+
+void pa_out_exited_label(const pa_target_info *t, char *out, size_t len)
+{
+    /* "[exited: 1,204 processes]"; an estimate cannot count them */
+    char num[32];
+    unsigned n = t->processes;
+    if (n >= 1000000)
+        snprintf(num, sizeof(num), "%u,%03u,%03u", n / 1000000, n / 1000 % 1000, n % 1000);
+    else if (n >= 1000)
+        snprintf(num, sizeof(num), "%u,%03u", n / 1000, n % 1000);
+    else
+        snprintf(num, sizeof(num), "%u", n);
+    if (n)
+        snprintf(out, len, "[exited: %s process%s]", num, n == 1 ? "" : "es");
+    else
+        snprintf(out, len, "[exited]");
 }
 
 void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len)
@@ -491,6 +520,11 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
         pa__json_write(f, t->cgroup);
+    } else if (t->type >= PA_TARGET_EXITED) {
+        if (t->type == PA_TARGET_EXITED)
+            fprintf(f, ",\"processes\":%u", t->processes);
+        fputs(",\"comm\":", f);
+        pa__json_write(f, t->comm);
     } else {
         fprintf(f, ",\"pid\":%ld", (long)t->pid);
         if (t->type == PA_TARGET_THREAD)
@@ -573,6 +607,7 @@ static const char *const csv_fixed[] = {
     "formula",       "sources.cpu",  "assumed",       "sensors",      "net_bytes.rx",
     "net_bytes.tx",  "multiplex",    "exited",        "container_id", "container_name",
     "runtime",       "pod_name",     "pod_namespace", "pod_uid",      "unit",
+    "processes",     "exits",
 };
 #define CSV_NFIXED (sizeof(csv_fixed) / sizeof(csv_fixed[0]))
 
@@ -716,6 +751,8 @@ static void csv_system(pa_out *o, const pa_report *r)
     fputc(',', f);
     pa__csv_write(f, r->sensors);
     fputs(",,,,,,,,,,,", f); /* net rx tx, multiplex, exited, the names */
+    fputs(",,", f);          /* processes */
+    pa__csv_write(f, r->exits_source ? r->exits_source : "");
     csv_components(o, r, r->system_component_w, r->system_component_j);
     csv_counters(o, r, NULL);
     csv_carbon(o, r->system.total_j);
@@ -732,7 +769,7 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputc(',', f);
     csv_number(f, target_interval(r, t));
     fputc(',', f);
-    if (t->type != PA_TARGET_CGROUP)
+    if (t->type != PA_TARGET_CGROUP && t->type < PA_TARGET_EXITED)
         fprintf(f, "%ld", (long)t->pid);
     fputc(',', f);
     if (t->type == PA_TARGET_THREAD)
@@ -781,6 +818,10 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fputc(',', f);
         pa__csv_write(f, v[i] ? v[i] : "");
     }
+    fputc(',', f);
+    if (t->type == PA_TARGET_EXITED)
+        fprintf(f, "%u", t->processes);
+    fputc(',', f); /* exits: the system row's */
     csv_components(o, r, target_comps(r, t, r->target_component_w),
                    target_comps(r, t, r->target_component_j));
     csv_counters(o, r, t->counters);
@@ -876,6 +917,12 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
     case PA_TARGET_TREE:
         snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
         snprintf(name, sizeof(name), "%s +children", comm);
+        break;
+    case PA_TARGET_EXITED:
+        pa_out_exited_label(t, name, sizeof(name));
+        break;
+    case PA_TARGET_UNACCOUNTED:
+        snprintf(name, sizeof(name), "%s", comm);
         break;
     default:
         pa_out_cgroup_label(t, name, sizeof(name));
@@ -1129,7 +1176,8 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         csv_number(f, c->energy.total_j);
         fputs(",,,,,,,,", f); /* formula ... exited */
         for (size_t i = 0; i < PA_OUT_NNAMES; i++)
-            fputc(',', f);                           /* the names */
+            fputc(',', f); /* the names */
+        fputs(",,", f);    /* processes, exits */
         for (size_t i = 0; i < o->csv_ncomps; i++) { /* each component: its joules */
             size_t k = FIXED_COMPS;
             while (k < ncomp && strcmp(c->last->component_names[k], o->csv_comps[i]))

@@ -65,6 +65,9 @@ extern const char *const pa_out_name_keys[PA_OUT_NNAMES];
 /* A cgroup record's name for people: its container's name (or short ID),
  * else its pod ("pod NS/NAME"), else its unit, else the end of its path. */
 void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len);
+/* The row name of a PA_TARGET_EXITED record: "[exited: 1,204 processes]",
+ * "[exited]" when its processes are not counted. */
+void pa_out_exited_label(const pa_target_info *t, char *out, size_t len);
 
 /* Parses "table", "csv" or "json".  Returns 0 or -EINVAL. */
 int pa_out_parse_format(const char *s, pa_out_format *out);

@@ -278,12 +278,12 @@ START_TEST(outputs_name_the_component)
                                  "\"nic\":0,\"gpu\":20,\"total\":20}"),
                   "%s", out[0]);
     /* after the fixed columns (the last: the cgroup names' unit) */
-    ck_assert_msg(strstr(out[1], ",unit,power_w.gpu,energy_j.gpu\n"), "%s", out[1]);
+    ck_assert_msg(strstr(out[1], ",unit,processes,exits,power_w.gpu,energy_j.gpu\n"), "%s", out[1]);
     ck_assert_msg(strstr(out[1], "\nprocess,3,1,102,,,,1,0,0,10,,0,0,20,,,,,,,,,"
-                                 ",,,,,,,10,20\n"),
+                                 ",,,,,,,,,10,20\n"),
                   "%s", out[1]);
     ck_assert_msg(strstr(out[1], "\nsystem,3,1,,,,,0,0,0,30,0,0,0,60,gpu-model,"
-                                 "model,,fake-cpu+fake-gpu,,,,,,,,,,,,30,60\n"),
+                                 "model,,fake-cpu+fake-gpu,,,,,,,,,,,,,none,30,60\n"),
                   "%s", out[1]);
     /* serve's metrics page */
     static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";

@@ -147,18 +147,37 @@ static double pid_w(pa_ctx *ctx, pid_t pid)
     return p.cpu_w;
 }
 
-/* Sum of the process records' cpu watts + idle == system cpu watts. */
+/* The process records' cpu watts + the exited and unaccounted records' +
+ * idle == system cpu watts; what no process accounts for is never
+ * negative. */
 static void assert_conservation(pa_ctx *ctx)
 {
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     double sum = 0;
-    for (size_t i = 0; i < r->ntargets; i++)
-        if (r->targets[i].type == PA_TARGET_PROCESS)
+    for (size_t i = 0; i < r->ntargets; i++) {
+        pa_target_type ty = r->targets[i].type;
+        if (ty == PA_TARGET_PROCESS || ty == PA_TARGET_EXITED || ty == PA_TARGET_UNACCOUNTED)
             sum += r->targets[i].power.cpu_w;
+        ck_assert(r->targets[i].power.cpu_w >= 0);
+    }
     ck_assert_double_eq_tol(sum + r->system.idle_w, r->system.cpu_w, TOL);
     ck_assert_str_eq(r->cpu_source, "rapl");
     pa_report_free(r);
+}
+
+/* The cpu watts of the unaccounted record (every process watched). */
+static double unaccounted_w(pa_ctx *ctx)
+{
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    double w = -1;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_UNACCOUNTED)
+            w = r->targets[i].power.cpu_w;
+    pa_report_free(r);
+    ck_assert_msg(w >= 0, "no unaccounted record");
+    return w;
 }
 
 /* The report's assumed text contains what. */
@@ -170,23 +189,26 @@ static void assert_assumed(pa_ctx *ctx, const char *what)
     pa_report_free(r);
 }
 
-/* Window: 2 of 4 CPU-seconds busy; web 1.2 s on package 0, db 0.6 s on
- * package 1 (0.2 s of interrupts no process accounts for); packages 60 J
- * + 40 J in 1 s = 100 W.  idle=separate, per package: each package's
- * active part (x 2/4 busy) goes to the processes that ran on it: web
- * 60 x 1/2 = 30 W, db 40 x 1/2 = 20 W, the rest (50 W) is idle. */
+/* Window: 2 of 4 CPU-seconds busy, 1 s per package; web 1.2 s on package
+ * 0, db 0.6 s on package 1 (0.4 s of package 1's busy time no process
+ * accounts for); packages 60 J + 40 J in 1 s = 100 W.  idle=separate, per
+ * package: each package's active part (x 2/4 busy) goes to the processes
+ * that ran on it by their share of its busy time (never less than theirs):
+ * web 60 x 1/2 = 30 W, db 40 x 1/2 x 0.6 = 12 W; 8 W is unaccounted, the
+ * rest (50 W) is idle. */
 START_TEST(separate_exact_watts)
 {
     server s;
     server_open(&s, true, "idle=separate");
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
     ck_assert_double_eq_tol(pid_w(s.ctx, 100), 30.0, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 20.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 12.0, TOL);
     pa_power sys;
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
     ck_assert_double_eq_tol(sys.idle_w, 50.0, TOL);
     ck_assert(sys.flags & PA_POWER_MEASURED);
+    ck_assert_double_eq_tol(unaccounted_w(s.ctx), 8.0, TOL);
     assert_conservation(s.ctx);
     assert_assumed(s.ctx, "rapl-share: per package");
     /* energy integrates */
@@ -205,9 +227,10 @@ END_TEST
 
 /* The packages are not equally busy: CPUs 0-1 (package 0) 70 % of the
  * window, CPUs 2-3 (package 1) 30 %, the system 50 % as above.  Each
- * package's active part follows its own CPUs: web 60 x 0.7 = 42 W, db
- * 40 x 0.3 = 12 W, idle 100 - 54 = 46 W (the system fraction would give
- * 30 and 20 W). */
+ * package's active part follows its own CPUs: web 60 x 0.7 x 1.2 / 1.4 =
+ * 36 W (package 0's 0.2 s more, 6 W, no process explains), db 40 x 0.3 =
+ * 12 W, idle 100 - 54 = 46 W (the system fraction would give 30 and
+ * 20 W). */
 START_TEST(separate_per_package_busy)
 {
     server s;
@@ -231,8 +254,9 @@ START_TEST(separate_per_package_busy)
     write_uj(s.root, "intel-rapl:1", s.pkg1);
     s.t_ns += NS_PER_S;
     ck_assert_msg(pa_tick_at(s.ctx, s.t_ns) == 0, "%s", pa_last_error());
-    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 42.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 36.0, TOL);
     ck_assert_double_eq_tol(pid_w(s.ctx, 200), 12.0, TOL);
+    ck_assert_double_eq_tol(unaccounted_w(s.ctx), 6.0, TOL);
     pa_power sys;
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
@@ -244,29 +268,33 @@ START_TEST(separate_per_package_busy)
 }
 END_TEST
 
-/* XeMPower's rule as is: the whole power of each package by share. */
+/* XeMPower's rule as is: the whole power of each package by share of its
+ * busy time (db's 0.6 s of package 1's 1 s: 24 W, 16 W unaccounted). */
 START_TEST(split_exact_watts)
 {
     server s;
     server_open(&s, true, "idle=split");
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
     ck_assert_double_eq_tol(pid_w(s.ctx, 100), 60.0, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 40.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 24.0, TOL);
     pa_power sys;
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.idle_w, 0.0, TOL);
+    ck_assert_double_eq_tol(unaccounted_w(s.ctx), 16.0, TOL);
     assert_conservation(s.ctx);
     server_close(&s);
 }
 END_TEST
 
-/* Both on package 0: it is split 1.2 : 0.6 (60 x 1/2 = 30 W: 20 + 10),
- * package 1, where nothing ran, is all idle (40 W + 30 W of package 0's
- * inactive part).  idle=split: 60 W as 40 + 20, idle 40 W. */
+/* Both on package 0: it is split 1.2 : 0.6 (60 x 1/2 = 30 W: 20 + 10);
+ * package 1's CPUs were busy half the window with no process on them: its
+ * active half (20 W) is unaccounted, its other half idle with package 0's
+ * (50 W).  idle=split: 60 W as 40 + 20, package 1's 40 W unaccounted,
+ * nothing idle. */
 START_TEST(package_without_process_is_idle)
 {
     const char *opts[2] = {"idle=separate", "idle=split"};
-    const double web[2] = {20, 40}, db[2] = {10, 20}, idle[2] = {70, 40};
+    const double web[2] = {20, 40}, db[2] = {10, 20}, idle[2] = {50, 0}, un[2] = {20, 40};
     for (int k = 0; k < 2; k++) {
         server s;
         server_open(&s, true, opts[k]);
@@ -278,6 +306,7 @@ START_TEST(package_without_process_is_idle)
         ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
         ck_assert_double_eq_tol(sys.cpu_w, 100.0, TOL);
         ck_assert_double_eq_tol(sys.idle_w, idle[k], TOL);
+        ck_assert_double_eq_tol(unaccounted_w(s.ctx), un[k], TOL);
         assert_conservation(s.ctx);
         server_close(&s);
     }
@@ -285,8 +314,9 @@ START_TEST(package_without_process_is_idle)
 END_TEST
 
 /* Without the CPU -> package map (no topology in sysfs) the packages are
- * summed: the active part 100 W x 2/4 = 50 W is split over all the
- * processes' 1.8 s (every process watched), the rest is idle. */
+ * summed: the active part 100 W x 2/4 = 50 W is split by the share of the
+ * busy 2 s (every process watched: the 0.2 s no process accounts for is
+ * unaccounted, 5 W), the rest is idle. */
 START_TEST(summed_without_topology)
 {
     server s;
@@ -298,8 +328,9 @@ START_TEST(summed_without_topology)
     }
     server_open_root(&s, root, true, "idle=separate");
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 50.0 * 1.2 / 1.8, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 50.0 * 0.6 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 50.0 * 1.2 / 2, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 50.0 * 0.6 / 2, TOL);
+    ck_assert_double_eq_tol(unaccounted_w(s.ctx), 50.0 * 0.2 / 2, TOL);
     pa_power sys;
     ck_assert_int_eq(pa_system_power(s.ctx, &sys), 0);
     ck_assert_double_eq_tol(sys.idle_w, 50.0, TOL);
@@ -318,15 +349,15 @@ START_TEST(summed_when_a_cpu_is_unknown)
     server_open(&s, true, "idle=split");
     s.cpu200 = 7;
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 100.0 * 1.2 / 1.8, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 100.0 * 0.6 / 1.8, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 100), 100.0 * 1.2 / 2, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 100.0 * 0.6 / 2, TOL);
     assert_conservation(s.ctx);
     assert_assumed(s.ctx, "packages summed (a target's last CPU or its "
                           "package is unknown)");
     s.cpu200 = 3;
     server_step(&s, 200, 200, 120, 60, 60, 40, 8, 7);
     ck_assert_double_eq_tol(pid_w(s.ctx, 100), 60.0, TOL);
-    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 40.0, TOL);
+    ck_assert_double_eq_tol(pid_w(s.ctx, 200), 40.0 * 0.6 / 1, TOL);
     assert_conservation(s.ctx);
     assert_assumed(s.ctx, "rapl-share: per package");
     server_close(&s);
@@ -362,8 +393,9 @@ START_TEST(conservation_every_tick)
         double j0, j1;
         double w100, w200, idle_w;
     } steps[] = {
-        /* 4/4 busy, 90 W + 60 W: all active */
-        {400, 0, 300, 100, 90, 60, 90, 60, 0},
+        /* 4/4 busy, 90 W + 60 W: all active; db ran 1 s of package 1's
+         * 2 s, the other half of its 60 W is unaccounted */
+        {400, 0, 300, 100, 90, 60, 90, 30, 0},
         /* idle machine: 20 W, nothing busy */
         {0, 400, 0, 0, 12, 8, 0, 0, 20},
         /* 1/4 busy, 25 W + 15 W: a quarter of each is active */
@@ -532,7 +564,7 @@ START_TEST(cycles_per_package)
     r.tasks[2].last_cpu = 9;
     r.t.assumed[0] = '\0';
     ck_assert_int_eq(pa__mod_rapl_share.compute(&r.m, &r.d, &r.t), 0);
-    ck_assert_double_eq_tol(r.tasks[0].cpu_w, 30.0 * 5 / 7.5, TOL);
+    ck_assert_double_eq_tol(r.tasks[0].cpu_w, 30.0 * 5 / 10, TOL);
     ck_assert_msg(strstr(r.t.assumed, "packages summed"), "%s", r.t.assumed);
     pa_ctx_free(ctx);
     pa__mod_rapl_share.stop(&r.m);

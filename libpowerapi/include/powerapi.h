@@ -308,6 +308,15 @@ typedef enum pa_target_type {
     PA_TARGET_THREAD = 2,
     PA_TARGET_TREE = 3, /* a watched pid and all its descendants */
     PA_TARGET_CGROUP = 4,
+    /* Since 0.3, with every process watched (pa_watch_all): */
+    PA_TARGET_EXITED = 5,      /* the processes born and exited inside the
+                                  window (never seen alive by a tick),
+                                  summed: pid 0, comm "[exited]",
+                                  processes their number */
+    PA_TARGET_UNACCOUNTED = 6, /* what no process accounts for (interrupts,
+                                  CPU time neither a process nor the exit
+                                  accounting explains): pid 0, comm
+                                  "[unaccounted]" */
 } pa_target_type;
 
 #define PA_COMM_MAX 16
@@ -331,6 +340,9 @@ typedef struct pa_target_info {
     const struct pa_cgroup_names *names; /* the container, pod or unit of
                                the cgroup (of a process: of its cgroup),
                                with cgroup reports on; NULL when none */
+    unsigned processes; /* PA_TARGET_EXITED: the processes it sums (0 when
+                           the exit accounting is an estimate that cannot
+                           count them); 0 for the other types (since 0.3) */
 } pa_target_info;
 
 /* One device of a component in a window (since 0.2): a GPU, as its
@@ -391,6 +403,20 @@ typedef struct pa_report {
      * (the GPUs), NULL when none; carried by the ring (version 4). */
     size_t ndevices;
     const pa_device_info *devices;
+    /* Exits (since 0.3): how the CPU time of processes that exited inside
+     * the window was counted (DESIGN.md section 2, "Exits"):
+     * "taskstats" (the kernel's exit accounting, exact), "children-time"
+     * (taskstats refused: an estimate from the survivors' cutime/cstime
+     * growth, bounded by /proc/stat), "none" (not every process is
+     * watched, or no sensor discovers tasks).  With every process watched,
+     * the process targets + the PA_TARGET_EXITED target + the
+     * PA_TARGET_UNACCOUNTED target + system.idle_w sum to the system's
+     * power, per component, every window. */
+    const char *exits_source;
+    uint64_t exits_lost; /* exit records the kernel dropped since the
+                            context started (a full socket under a fork
+                            storm): their CPU time is in the unaccounted
+                            target */
 } pa_report;
 
 /* Called by the sampler thread after each tick.  r is valid only during
@@ -801,6 +827,29 @@ int pa_options_get_duration_ns(const pa_options *o, const char *key, uint64_t de
 /* Frames for user sensors: add a CPU time reading (ns, cumulative) for a
  * pid or tid the context watches.  Errors: -ESRCH not a target. */
 int pa_frame_set_cpu_ns(pa_frame *f, pid_t pid, pid_t tid, uint64_t cpu_ns);
+
+/* Frames for sensors that see tasks exit (since 0.3): one task (a
+ * thread, or a single-threaded process) that exited, with the CPU time it
+ * used over its whole life, as the kernel's exit accounting gives it
+ * (taskstats).  Call it after the task-discovering sensor of the tick has
+ * looked at the tasks alive (a task it no longer saw has its record
+ * here).  The context gives a watched process that exited its last
+ * window's CPU time from these records, and the processes it never saw
+ * alive their own record (PA_TARGET_EXITED).  Errors: -EINVAL bad
+ * record; -ENOMEM. */
+typedef struct pa_task_exit {
+    pid_t tid;  /* the task */
+    pid_t pid;  /* its process (thread group) */
+    pid_t ppid; /* the process's parent */
+    char comm[PA_COMM_MAX];
+    uint64_t cpu_ns; /* user + system time over its life */
+} pa_task_exit;
+int pa_frame_task_exit(pa_frame *f, const pa_task_exit *e);
+/* Says where this tick's exit records come from ("taskstats", at most 15
+ * bytes) and how many the kernel dropped so far (lost, cumulative), for
+ * pa_report.exits_source and exits_lost.  Without a call, a tick counts
+ * exits with the "children-time" estimate.  Errors: -EINVAL. */
+int pa_frame_exits_source(pa_frame *f, const char *source, uint64_t lost);
 
 /* Frames for any sensor (since 0.2): stores a copy of size bytes under
  * key, this tick's readings of the sensor's own kind ("gpu": per-process

@@ -124,6 +124,7 @@ void pa_ctx_free(pa_ctx *ctx)
     }
     free(ctx->win);
     free(ctx->cg_scratch);
+    pa__exits_free(ctx);
     pa__scopes_free(ctx);
     pthread_mutex_destroy(&ctx->lock);
     pthread_cond_destroy(&ctx->cond);
@@ -392,16 +393,17 @@ void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s, uint
                     bool measured, pa_power *out)
 {
     memset(out, 0, sizeof(*out));
-    out->cpu_w = t->gone ? 0 : t->cpu_w;
-    out->nic_w = t->gone ? 0 : t->nic_w;
+    bool live = !t->gone || t->in_window; /* a gone task's last window */
+    out->cpu_w = live ? t->cpu_w : 0;
+    out->nic_w = live ? t->nic_w : 0;
     out->cpu_j = t->cpu_j;
     out->nic_j = t->nic_j;
     for (size_t k = 0; k < ctx->ncomp; k++) {
-        out->total_w += t->gone ? 0 : pa__task_w(t, k);
+        out->total_w += live ? pa__task_w(t, k) : 0;
         out->total_j += pa__task_j(t, k);
     }
     out->interval_s = interval_s;
-    out->cpu_time_s = t->gone ? 0 : t->d_cpu_s;
+    out->cpu_time_s = live ? t->d_cpu_s : 0;
     out->time_ns = time_ns;
     out->flags = (t->gone ? PA_POWER_EXITED : t->flags) | (measured ? PA_POWER_MEASURED : 0);
 }

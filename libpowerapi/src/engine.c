@@ -28,14 +28,6 @@ static void module_ok(pa_module *m)
     m->err[0] = '\0';
 }
 
-static int win_push(pa_ctx *ctx, pa_task *t)
-{
-    if (PA__GROW(ctx->win, ctx->win_cap, ctx->nwin + 1, 256) < 0)
-        return -ENOMEM;
-    ctx->win[ctx->nwin++] = t;
-    return 0;
-}
-
 static void free_gone(pa_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->ngone; i++)
@@ -335,6 +327,7 @@ static void fill_target(pa_ctx *ctx, pa_target_info *ti, const pa_task *t, doubl
     ti->net_rx_bytes = t->gone ? 0 : t->d_rx;
     ti->net_tx_bytes = t->gone ? 0 : t->d_tx;
     ti->multiplex = t->cur.multiplex > 0 ? t->cur.multiplex : 1.0;
+    ti->processes = t->type == PA_TARGET_EXITED ? t->nprocs : 0;
     if (ctr && ctx->ncounters) {
         for (size_t i = 0; i < ctx->ncounters; i++)
             ctr[i] = t->ctr_d && !t->gone ? t->ctr_d[i] : 0;
@@ -424,12 +417,29 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_ta
     return 0;
 }
 
+/* Target k of the report from task t; returns k + 1. */
+static size_t put_target(pa_ctx *ctx, const pa_task *t, const pa_frame_delta *d, bool measured,
+                         uint64_t time_ns, double *cw, double *cj, size_t k)
+{
+    size_t nc = ctx->ncounters, ncomp = ctx->ncomp;
+    bool live = !t->gone || t->in_window;
+    fill_target(ctx, &ctx->rtargets[k], t, d->interval_s, time_ns, measured,
+                ctx->rcounters + k * nc);
+    for (size_t e = 0; e < ncomp; e++) {
+        cw[k * ncomp + e] = live ? pa__task_w(t, e) : 0;
+        cj[k * ncomp + e] = pa__task_j(t, e);
+    }
+    return k + 1;
+}
+
 static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_table *tab,
                         uint64_t time_ns)
 {
     size_t nc = ctx->ncounters, ncomp = ctx->ncomp;
     size_t ncg = ctx->cgroups_on ? ctx->ncgroups : 0;
-    size_t n = ctx->nwin + ctx->ngone + ncg;
+    const pa_task *folds[2];
+    size_t nfold = pa__exits_targets(ctx, folds);
+    size_t n = ctx->nwin + ctx->ngone + ncg + nfold;
     /* rcomp: the watts of n targets (ncomp each), then their joules, then
      * the system's watts and joules */
     if (PA__GROW(ctx->rtargets, ctx->rtargets_cap, n + 1, 64) < 0 ||
@@ -438,17 +448,18 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_tab
         return -ENOMEM;
     double *cw = ctx->rcomp, *cj = cw + n * ncomp, *sys = cj + n * ncomp;
     size_t k = 0;
-    for (size_t i = 0; i < ctx->nwin + ctx->ngone; i++, k++) {
+    for (size_t i = 0; i < ctx->nwin + ctx->ngone; i++) {
         const pa_task *t = i < ctx->nwin ? ctx->win[i] : ctx->gone[i - ctx->nwin];
-        fill_target(ctx, &ctx->rtargets[k], t, d->interval_s, time_ns, tab->measured,
-                    ctx->rcounters + k * nc);
-        for (size_t e = 0; e < ncomp; e++) {
-            cw[k * ncomp + e] = t->gone ? 0 : pa__task_w(t, e);
-            cj[k * ncomp + e] = pa__task_j(t, e);
-        }
+        /* a gone task with a last window is in both lists; a process born
+         * and gone in the window is in the exited target */
+        if (t->folded || (i >= ctx->nwin && t->in_window))
+            continue;
+        k = put_target(ctx, t, d, tab->measured, time_ns, cw, cj, k);
     }
     if (ncg && build_cgroups(ctx, d, tab, time_ns, cw, cj, &k) < 0)
         return -ENOMEM;
+    for (size_t i = 0; i < nfold; i++)
+        k = put_target(ctx, folds[i], d, tab->measured, time_ns, cw, cj, k);
     fill_comps(ctx, sys, sys + ncomp, tab->comp_w, ctx->sys_j, false);
     pa_report *r = &ctx->report;
     r->tick = ++ctx->windows;
@@ -479,6 +490,8 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_tab
     memcpy(ctx->rdev, tab->dev, tab->ndev * sizeof(*tab->dev));
     r->ndevices = tab->ndev;
     r->devices = tab->ndev ? ctx->rdev : NULL;
+    r->exits_source = ctx->rexits_src;
+    r->exits_lost = ctx->exits_lost;
     ctx->have_report = true;
     return 0;
 }
@@ -535,6 +548,9 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
     const pa_sysread *prev = ctx->have_prev ? &ctx->sys[!ctx->sys_cur] : NULL;
     memset(cur, 0, sizeof(*cur));
     ctx->blobs[ctx->sys_cur].n = 0; /* sensors put this tick's again */
+    ctx->nexits = 0;
+    ctx->exits_src[0] = '\0';
+    snprintf(ctx->rexits_src, sizeof(ctx->rexits_src), "none");
     pa_frame frame = {.ctx = ctx, .tick = tick, .time_ns = time_ns, .sys = cur};
 
     int sensors_ok = 0;
@@ -552,7 +568,9 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
             frame.scanned = true;
     }
     if (frame.scanned) {
-        int rc = detect_exits(ctx, tick);
+        int rc = pa__exits_apply(ctx, tick);
+        if (rc == 0)
+            rc = detect_exits(ctx, tick);
         if (rc == 0)
             rc = compute_trees(ctx, &frame);
         if (rc < 0)
@@ -573,7 +591,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                 return pa__err(-ENOMEM, "tick: out of memory");
             if (t->ext)
                 memset(t->ext, 0, PA_EXT_COMPS * sizeof(double));
-            if (t->in_window && prev && win_push(ctx, t) < 0)
+            if (t->in_window && prev && pa__win_push(ctx, t) < 0)
                 return pa__err(-ENOMEM, "tick: out of memory");
         }
 
@@ -587,6 +605,8 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         d.ctx = ctx;
         d.interval_s = (double)(time_ns - ctx->last_time_ns) / 1e9;
         sys_delta(&d, cur, prev);
+        if (frame.scanned && pa__exits_window(ctx, tick, d.busy_s) < 0)
+            return pa__err(-ENOMEM, "tick: out of memory");
         d.ntasks = ctx->nwin;
         d.tasks = ctx->win;
         d.ncounters = ctx->ncounters;
@@ -604,7 +624,9 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
                 module_ok(m);
         }
         integrate(ctx, &d, &tab, cur, time_ns);
-        ret = build_report(ctx, &d, &tab, time_ns);
+        ret = pa__exits_fold(ctx, &tab, d.interval_s, d.busy_s);
+        if (ret == 0)
+            ret = build_report(ctx, &d, &tab, time_ns);
         pa__scopes_window(ctx);
         if (cur->notes[0])
             pa__assume(ctx->rassumed, sizeof(ctx->rassumed), cur->notes);
@@ -663,7 +685,8 @@ int pa__report_copy(const pa_report *r, pa_report **out)
 {
     size_t nc = r->ncounters, ncomp = r->component_names ? r->ncomponents : 0;
     size_t strs =
-        strlen(r->formula) + strlen(r->sensors) + strlen(r->cpu_source) + strlen(r->assumed) + 4;
+        strlen(r->formula) + strlen(r->sensors) + strlen(r->cpu_source) + strlen(r->assumed) +
+        strlen(r->exits_source ? r->exits_source : "") + 5;
     for (size_t i = 0; i < nc; i++)
         strs += strlen(r->counter_names[i]) + 1;
     for (size_t i = 0; i < ncomp; i++)
@@ -706,6 +729,7 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     PUT(c->sensors, r->sensors);
     PUT(c->cpu_source, r->cpu_source);
     PUT(c->assumed, r->assumed);
+    PUT(c->exits_source, r->exits_source ? r->exits_source : "");
     for (size_t i = 0; i < nc; i++)
         PUT(names[i], r->counter_names[i]);
     for (size_t i = 0; i < ncomp; i++)

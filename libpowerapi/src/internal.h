@@ -197,6 +197,12 @@ typedef struct pa_task {
     double last_cpu_s;
     int fd[PA_TASK_FDS];  /* sensor-owned fds, closed on free */
     struct pa_task *proc; /* threads: their process */
+    /* exits (exits.c): processes only */
+    uint64_t dead_ns; /* CPU time of its tasks' exit records so far */
+    bool exit_seen;   /* an exit record of it came (dead_ns is set) */
+    bool folded;      /* born and gone in one window: reported inside the
+                         PA_TARGET_EXITED target, not on its own */
+    unsigned nprocs;  /* PA_TARGET_EXITED: processes summed this window */
 } pa_task;
 
 /* Components beyond cpu and nic a task keeps in ext. */
@@ -425,6 +431,15 @@ struct pa_ctx {
     char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
     pa_device_info rdev[PA_MAX_DEVICES]; /* the report's devices */
 
+    /* exits (exits.c): this tick's exit records, where they came from,
+     * and the two targets of what no live process accounts for */
+    pa_task_exit *exits;
+    size_t nexits, exits_cap;
+    char exits_src[16];  /* set by a sensor this tick, "" none */
+    uint64_t exits_lost; /* records the kernel dropped, cumulative */
+    char rexits_src[16]; /* the report's */
+    pa_task *exited_t, *unacc_t;
+
     pa_task **win; /* scratch: tasks with a window */
     size_t win_cap, nwin;
     double *cg_scratch; /* scratch: per-cgroup sums of a report */
@@ -442,6 +457,27 @@ struct pa_ctx {
 
     _Atomic(struct pa__scopes *) scopes; /* scope.c, made at first use */
 };
+
+/* Exits (exits.c, DESIGN.md section 2 "Exits").  Called by the tick, under
+ * the lock: apply, after the sensors and before the unseen tasks are
+ * retired, gives each watched process its tasks' exit records;
+ * window, once the window's tasks are in ctx->win and the retired ones in
+ * ctx->gone, gives a retired process with exit records its last window
+ * and adds the processes born and gone in the window (every process
+ * watched: taskstats records, else one estimate from the survivors'
+ * cutime/cstime); fold, after the formulas and the integration, sums them
+ * into the PA_TARGET_EXITED target and the rest into PA_TARGET_UNACCOUNTED
+ * (watts, CPU time, joules).  -ENOMEM. */
+int pa__exits_apply(pa_ctx *ctx, uint64_t tick);
+int pa__exits_window(pa_ctx *ctx, uint64_t tick, double busy_s);
+int pa__exits_fold(pa_ctx *ctx, const pa_power_table *tab, double interval_s, double busy_s);
+/* The targets the report appends after the others (0, 1 or 2). */
+size_t pa__exits_targets(const pa_ctx *ctx, const pa_task **out2);
+void pa__exits_free(pa_ctx *ctx);
+/* Adds t to the window's tasks (ctx->win).  -ENOMEM. */
+int pa__win_push(pa_ctx *ctx, pa_task *t);
+/* Adds t to the tasks freed at the next tick.  -ENOMEM. */
+int pa__gone_push(pa_ctx *ctx, pa_task *t);
 
 /* Scopes (scope.c): a window ended (called by the tick, under the lock);
  * freeing them with the context. */
@@ -522,9 +558,9 @@ pa_cgroup_ctr *pa__cgroup_ctr(pa_ctx *ctx, size_t g);
 int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
 
 /* The weights of the CPU split (share.c): cycles when the perf sensor
- * counts them, CPU time otherwise; W = the processes' sum when every
- * process is watched, else the system's (never less than the
- * processes'). */
+ * counts them, CPU time otherwise; W = the system's, never less than the
+ * processes' sum (what no process accounts for goes to the unaccounted
+ * target when every process is watched, exits.c). */
 typedef struct pa_share_w {
     int ci;      /* cycles counter index, -1 none */
     bool cycles; /* weights are cycles */
@@ -535,9 +571,8 @@ void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw);
 
 /* The CPU split (share.c) of rapl-share and cpu-curve:
  * active watts of the window's CPU power p go to the targets by their
- * cycles (perf sensor) or CPU time; sets t->cpu_w = p and t->idle_w (p
- * minus what the processes got when every process is watched, so tasks +
- * idle = p; p - active otherwise). */
+ * cycles (perf sensor) or CPU time over W; sets t->cpu_w = p and
+ * t->idle_w = p - active. */
 void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active);
 
 /* The load-power curve this machine's CPU has (curve.c; read by cpu-curve

@@ -54,25 +54,25 @@ void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw)
         w_procs += sw->cycles ? (k->ctr_d ? k->ctr_d[sw->ci] : 0) : k->d_cpu_s;
     }
     sw->all = d->ctx && d->ctx->watch_all;
-    sw->w_all = sw->all && w_procs > 0 ? w_procs : w_sys > w_procs ? w_sys : w_procs;
+    /* the system's weight: what no process accounts for is not spread
+     * over the survivors (it is the unaccounted target, exits.c); the
+     * processes' own when they add up to more (clock granularity) */
+    sw->w_all = w_sys > w_procs ? w_sys : w_procs;
 }
 
 void pa__share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active)
 {
     pa_share_w sw;
     pa__share_weights(d, &sw);
-    double attributed = 0;
     for (size_t i = 0; i < d->ntasks; i++) {
         pa_task *k = d->tasks[i];
         double w = sw.cycles ? (k->ctr_d ? k->ctr_d[sw.ci] : 0) : k->d_cpu_s;
         if (!(w > 0) || !(sw.w_all > 0))
             w = 0;
         k->cpu_w = sw.w_all > 0 ? active * w / sw.w_all : 0;
-        if (k->type == PA_TARGET_PROCESS)
-            attributed += k->cpu_w;
     }
     t->cpu_w = p;
-    t->idle_w = sw.all ? p - attributed : p - active;
+    t->idle_w = p - active;
     if (t->idle_w < 0)
-        t->idle_w = 0; /* rounding only: attributed <= active <= p */
+        t->idle_w = 0; /* rounding only: active <= p */
 }

@@ -122,7 +122,7 @@ pa_task *pa__task_find(pa_ctx *ctx, pa_target_type type, pid_t id)
     }
 }
 
-static int gone_push(pa_ctx *ctx, pa_task *t)
+int pa__gone_push(pa_ctx *ctx, pa_task *t)
 {
     if (PA__GROW(ctx->gone, ctx->gone_cap, ctx->ngone + 1, 32) < 0)
         return -ENOMEM;
@@ -130,13 +130,22 @@ static int gone_push(pa_ctx *ctx, pa_task *t)
     return 0;
 }
 
+int pa__win_push(pa_ctx *ctx, pa_task *t)
+{
+    if (PA__GROW(ctx->win, ctx->win_cap, ctx->nwin + 1, 256) < 0)
+        return -ENOMEM;
+    ctx->win[ctx->nwin++] = t;
+    return 0;
+}
+
 /* Moves task i of table tab to the list of tasks reported exited. */
 int pa__task_retire(pa_ctx *ctx, pa_tasktab *tab, size_t i)
 {
     pa_task *t = tab->v[i];
-    if (gone_push(ctx, t) < 0)
+    if (pa__gone_push(ctx, t) < 0)
         return -ENOMEM;
     t->gone = true;
+    t->in_window = false; /* until its exit records give it a last one */
     /* its fds refer to a dead task: release them now */
     for (int k = 0; k < PA_TASK_FDS; k++)
         if (t->fd[k] >= 0) {

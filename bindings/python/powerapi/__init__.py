@@ -35,8 +35,9 @@ import time as _time
 
 from . import _lib
 from ._lib import (PA_COMP_CPU, PA_COMP_NIC, PA_COMP_NONE, PA_FORMULA,
-                   PA_SENSOR, PA_TARGET_CGROUP, PA_TARGET_PROCESS,
-                   PA_TARGET_THREAD, PA_TARGET_TREE)
+                   PA_SENSOR, PA_TARGET_CGROUP, PA_TARGET_EXITED,
+                   PA_TARGET_PROCESS, PA_TARGET_THREAD, PA_TARGET_TREE,
+                   PA_TARGET_UNACCOUNTED)
 from ._module import Module, Frame, Delta, Table, Options  # noqa: F401
 
 __all__ = [
@@ -49,7 +50,7 @@ __all__ = [
     "scope_context",
     "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
     "PA_TARGET_PROCESS", "PA_TARGET_THREAD", "PA_TARGET_TREE",
-    "PA_TARGET_CGROUP",
+    "PA_TARGET_CGROUP", "PA_TARGET_EXITED", "PA_TARGET_UNACCOUNTED",
 ]
 
 __version__ = "0.2.0"
@@ -217,6 +218,8 @@ class Target:
         self.counters = ({n: c.counters[i] for i, n in enumerate(counter_names)}
                          if c.counters else {})
         self.multiplex = c.multiplex
+        # TARGET_EXITED: how many processes it sums (0: an estimate)
+        self.processes = c.processes
         # every component of the report by name: {"cpu": (w, j), ...}
         self.components = components or {}
         # the container, pod or systemd unit of its cgroup ({} when none)
@@ -245,6 +248,10 @@ class Report:
         self.assumed = [a.strip() for a in assumed.split(";") if a.strip()]
         # relative error the CPU model states (0.05 = 5 %), None unknown
         self.model_error = c.model_error if c.model_error >= 0 else None
+        # how processes that exited inside the window were counted:
+        # "taskstats", "children-time" (an estimate) or "none"
+        self.exits_source = _s(c.exits_source) or "none"
+        self.exits_lost = c.exits_lost
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
         # the context's components (cpu, nic, then registered formulas'),

@@ -36,6 +36,8 @@ PA_TARGET_PROCESS = 1
 PA_TARGET_THREAD = 2
 PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
+PA_TARGET_EXITED = 5
+PA_TARGET_UNACCOUNTED = 6
 
 PA_COMM_MAX = 16
 PA_MAX_DEVICES = 16
@@ -68,6 +70,8 @@ CONSTANTS = {
     "PA_TARGET_THREAD": PA_TARGET_THREAD,
     "PA_TARGET_TREE": PA_TARGET_TREE,
     "PA_TARGET_CGROUP": PA_TARGET_CGROUP,
+    "PA_TARGET_EXITED": PA_TARGET_EXITED,
+    "PA_TARGET_UNACCOUNTED": PA_TARGET_UNACCOUNTED,
     "PA_COMM_MAX": PA_COMM_MAX,
     "PA_MAX_DEVICES": PA_MAX_DEVICES,
     "PA_MODULE_ABI": PA_MODULE_ABI,
@@ -158,6 +162,7 @@ class pa_target_info(ctypes.Structure):
         ("counters", ctypes.POINTER(ctypes.c_double)),
         ("multiplex", ctypes.c_double),
         ("names", ctypes.POINTER(pa_cgroup_names)),
+        ("processes", ctypes.c_uint),
     ]
 
 
@@ -202,6 +207,8 @@ class pa_report(ctypes.Structure):
         ("target_component_j", ctypes.POINTER(ctypes.c_double)),
         ("ndevices", ctypes.c_size_t),
         ("devices", ctypes.POINTER(pa_device_info)),
+        ("exits_source", ctypes.c_char_p),
+        ("exits_lost", ctypes.c_uint64),
     ]
 
 

@@ -88,7 +88,8 @@ int main(void)
     F(pa_target_info, has_net);
     F(pa_target_info, counters);
     F(pa_target_info, multiplex);
-    L(pa_target_info, names);
+    F(pa_target_info, names);
+    L(pa_target_info, processes);
     END();
 
     begin("pa_cgroup_names", sizeof(pa_cgroup_names));
@@ -139,7 +140,9 @@ int main(void)
     F(pa_report, target_component_w);
     F(pa_report, target_component_j);
     F(pa_report, ndevices);
-    L(pa_report, devices);
+    F(pa_report, devices);
+    F(pa_report, exits_source);
+    L(pa_report, exits_lost);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
@@ -245,6 +248,8 @@ int main(void)
     C(PA_TARGET_THREAD);
     C(PA_TARGET_TREE);
     C(PA_TARGET_CGROUP);
+    C(PA_TARGET_EXITED);
+    C(PA_TARGET_UNACCOUNTED);
     C(PA_COMM_MAX);
     C(PA_MAX_DEVICES);
     C(PA_RING_VERSION);
