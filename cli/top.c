@@ -192,7 +192,10 @@ static size_t build_rows(top *t, const pa_report *r)
     size_t n = 0;
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
-        if (x->type == want && !(x->power.flags & PA_POWER_EXITED) && matches(t, x))
+        /* the process view has a line for the processes born and gone in
+         * the window and one for what no process accounts for */
+        bool fold = want == PA_TARGET_PROCESS && x->type >= PA_TARGET_EXITED;
+        if ((x->type == want || fold) && !(x->power.flags & PA_POWER_EXITED) && matches(t, x))
             t->rows[n++] = x;
     }
     g_sort = t->sort;
@@ -379,11 +382,16 @@ static void draw(top *t)
             if (t->carbon_g_per_kwh > 0)
                 snprintf(gco2, sizeof(gco2), " %10.4f",
                          pa_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
+            /* the exited line: how many processes in the last column */
+            char pid[16], note[64] = "";
+            snprintf(pid, sizeof(pid), x->type >= PA_TARGET_EXITED ? "-" : "%d", (int)x->pid);
+            if (x->type == PA_TARGET_EXITED)
+                pa_out_exited_label(x, note, sizeof(note));
             line(row,
-                 capped ? "%7d %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
-                        : "%7d %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
-                 (int)x->pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w,
-                 x->power.total_j, gco2, x->cgroup ? x->cgroup : "");
+                 capped ? "%7s %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
+                        : "%7s %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
+                 pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w,
+                 x->power.total_j, gco2, note[0] ? note : x->cgroup ? x->cgroup : "");
         }
     }
     if (t->status[0]) {

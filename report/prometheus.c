@@ -276,6 +276,47 @@ static void put_gpu(FILE *f, const pa_report *r, const pa_target_info **v[2], co
         }
 }
 
+/* The processes born and exited inside the window, and what no process
+ * accounts for: one series each, whatever the number of short-lived
+ * pids (every process watched; DESIGN.md section 8.3). */
+static void put_exits(FILE *f, const pa_report *r)
+{
+    const pa_target_info *ex = NULL, *un = NULL;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_EXITED)
+            ex = &r->targets[i];
+        else if (r->targets[i].type == PA_TARGET_UNACCOUNTED)
+            un = &r->targets[i];
+    if (!ex || !un)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+        int who, what; /* 0 exited 1 unaccounted; 0 W 1 J 2 processes */
+    } s[5] = {
+        {"powerapi_exited_power_watts", "gauge",
+         "Power of the processes that were born and exited inside the last window, summed.", 0, 0},
+        {"powerapi_exited_energy_joules_total", "counter",
+         "Energy of the processes born and exited between two windows since powerapi started.",
+         0, 1},
+        {"powerapi_exited_processes", "gauge",
+         "Processes born and exited inside the last window (0: estimated without counting).", 0,
+         2},
+        {"powerapi_unaccounted_power_watts", "gauge",
+         "Power no process accounts for over the last window (interrupts, exits not recorded).",
+         1, 0},
+        {"powerapi_unaccounted_energy_joules_total", "counter",
+         "Energy no process accounted for since powerapi started.", 1, 1},
+    };
+    for (int i = 0; i < 5; i++) {
+        const pa_target_info *t = s[i].who ? un : ex;
+        put_help(f, s[i].name, s[i].type, s[i].help);
+        fputs(s[i].name, f);
+        put_value(f, s[i].what == 0   ? t->power.total_w
+                     : s[i].what == 1 ? t->power.total_j
+                                      : (double)t->processes);
+    }
+}
+
 char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
 {
     char *buf = NULL;
@@ -333,6 +374,7 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
         fprintf(f, "powerapi_system_power_watts{component=\"%s\"}", r->component_names[k]);
         put_value(f, r->system_component_w[k]);
     }
+    put_exits(f, r);
     put_help(f, "powerapi_system_energy_joules_total", "counter",
              "Energy of the whole machine since powerapi started sampling.");
     fputs("powerapi_system_energy_joules_total", f);
@@ -359,6 +401,8 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
     put_label(f, r->formula);
     fputs("\",cpu_source=\"", f);
     put_label(f, r->cpu_source);
+    fputs("\",exits=\"", f);
+    put_label(f, r->exits_source ? r->exits_source : "none");
     fputs("\",assumed=\"", f);
     char ci[128];
     if (o->carbon_g_per_kwh > 0 && pa_carbon_assumption(o->carbon_g_per_kwh, ci, sizeof(ci)) > 0) {

@@ -34,6 +34,7 @@
  * module, so a tick allocates nothing once the task tables have grown.
  */
 #include "internal.h"
+#include "taskstats.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -105,6 +106,14 @@ typedef struct pc_state {
 
     pc_freqsrc *freq;
     size_t nfreq;
+
+    /* exits (DESIGN.md section 2, "Exits"): the kernel's records while
+     * every process is watched on the real procfs, or a file's (tests) */
+    bool exits_off;            /* exits=off */
+    char *exitfile;            /* exitfile=PATH */
+    pa__taskstats *ts;         /* open while every process is watched */
+    bool ts_tried;             /* refused: the estimate, and why */
+    char ts_why[300];
 
     pc_scan *scan; /* PA_WATCH_CHILDREN: every process of the tick */
     size_t nscan, scan_cap;
@@ -1084,6 +1093,83 @@ static int pc_scan_pids(pc_state *p, pa_frame *f, bool all)
     return rc;
 }
 
+/* An exit file (tests: a faithful stand-in for the kernel's records):
+ * one exited task a line, "TID PID PPID CPU_NS COMM". */
+static int pc_exit_file(pc_state *p, pa_frame *f)
+{
+    FILE *in = fopen(p->exitfile, "re");
+    if (!in)
+        return errno == ENOENT ? pa_frame_exits_source(f, "file", 0)
+                               : pa__err(-errno, "procfs-cpu: exitfile %s: %s", p->exitfile,
+                                         strerror(errno));
+    char line[256];
+    int rc = 0;
+    for (unsigned no = 1; rc == 0 && fgets(line, sizeof(line), in); no++) {
+        pa_task_exit e;
+        long tid, pid, ppid;
+        unsigned long long ns;
+        memset(&e, 0, sizeof(e));
+        if (sscanf(line, "%ld %ld %ld %llu %15s", &tid, &pid, &ppid, &ns, e.comm) != 5 ||
+            tid <= 0 || pid <= 0) {
+            /* one bad line costs its record, not the window */
+            char note[200];
+            snprintf(note, sizeof(note),
+                     "procfs-cpu: exitfile line %u is not 'TID PID PPID CPU_NS COMM' (skipped)",
+                     no);
+            pa__assume(f->sys->notes, sizeof(f->sys->notes), note);
+            continue;
+        }
+        e.tid = (pid_t)tid;
+        e.pid = (pid_t)pid;
+        e.ppid = (pid_t)ppid;
+        e.cpu_ns = ns;
+        rc = pa_frame_task_exit(f, &e);
+    }
+    fclose(in);
+    return rc < 0 ? rc : pa_frame_exits_source(f, "file", 0);
+}
+
+/* After the scan, so that a process it no longer saw has its exit record
+ * among those drained (the kernel sends it before the process leaves
+ * procfs).  Only while every process is watched: the records of the
+ * whole machine are of no use to a context watching a few. */
+static int pc_exits(pc_state *p, pa_frame *f)
+{
+    if (p->exitfile)
+        return pc_exit_file(p, f);
+    if (p->exits_off || !f->ctx->watch_all || !p->keep_fds) {
+        pa__taskstats_close(p->ts);
+        p->ts = NULL;
+        return 0;
+    }
+    if (!p->ts && !p->ts_tried) {
+        char why[160];
+        p->ts_tried = true;
+        if (pa__taskstats_open(&p->ts, why, sizeof(why)) < 0)
+            snprintf(p->ts_why, sizeof(p->ts_why),
+                     "exits: %s, so processes that exit inside a window are estimated from their "
+                     "parents' cutime/cstime (children-time)",
+                     why);
+    }
+    if (!p->ts) {
+        pa__assume(f->sys->notes, sizeof(f->sys->notes), p->ts_why);
+        return 0;
+    }
+    int rc = pa__taskstats_drain(p->ts, f);
+    if (rc == -ENOMEM)
+        return pa__err(rc, "procfs-cpu: out of memory keeping exit records");
+    if (rc < 0) { /* the socket failed: the estimate from now on */
+        snprintf(p->ts_why, sizeof(p->ts_why),
+                 "exits: the taskstats socket failed (%s), so processes that exit inside a "
+                 "window are estimated from their parents' cutime/cstime (children-time)",
+                 strerror(-rc));
+        pa__taskstats_close(p->ts);
+        p->ts = NULL;
+        pa__assume(f->sys->notes, sizeof(f->sys->notes), p->ts_why);
+    }
+    return 0;
+}
+
 static int pc_sample(pa_module *m, pa_frame *f)
 {
     pc_state *p = m->priv;
@@ -1123,6 +1209,8 @@ static int pc_sample(pa_module *m, pa_frame *f)
     /* fds of tasks not seen this tick are closed when the engine frees
      * them; until then they still count */
     p->fds_held = p->fds_count;
+    if (rc == 0)
+        rc = pc_exits(p, f);
     return rc;
 }
 
@@ -1174,6 +1262,8 @@ static void pc_stop(pa_module *m)
     if (p->uptimefd >= 0)
         close(p->uptimefd);
     pc_freq_clear(p);
+    pa__taskstats_close(p->ts);
+    free(p->exitfile);
     free(p->sysbuf);
     free(p->scan);
     free(p->hash);
@@ -1239,6 +1329,21 @@ static int pc_start(pa_module *m, const pa_options *opts)
         rc = pa__err(-ENOMEM, "procfs-cpu: out of memory");
         goto fail;
     }
+    const char *ex = pa_options_get(opts, "exits");
+    if (ex && strcmp(ex, "auto") && strcmp(ex, "off")) {
+        rc = pa__err(-EINVAL,
+                     "procfs-cpu: exits=%s is not known; use exits=auto (the kernel's "
+                     "taskstats records while every process is watched, else an estimate) or "
+                     "exits=off (the estimate only)",
+                     ex);
+        goto fail;
+    }
+    p->exits_off = ex && !strcmp(ex, "off");
+    const char *xf = pa_options_get(opts, "exitfile");
+    if (xf && !(p->exitfile = strdup(xf))) {
+        rc = pa__err(-ENOMEM, "procfs-cpu: out of memory");
+        goto fail;
+    }
     uint64_t busy, idle;
     unsigned ncpus;
     if ((rc = pc_read_sysstat(p, procfs, &busy, &idle, &ncpus, NULL)) < 0)
@@ -1254,6 +1359,8 @@ fail:
     return rc;
 }
 
+static const char *const pc_options[] = {"exits", "exitfile", NULL};
+
 const pa_module_ops pa__mod_procfs_cpu = {
     .abi = PA_MODULE_ABI,
     .name = "procfs-cpu",
@@ -1261,7 +1368,7 @@ const pa_module_ops pa__mod_procfs_cpu = {
     .component = PA_COMP_NONE,
     .description = "CPU time per process and thread (procfs), system "
                    "busy/idle and time per frequency (cpufreq)",
-    .options = NULL,
+    .options = pc_options,
     .probe = pc_probe,
     .start = pc_start,
     .sample = pc_sample,

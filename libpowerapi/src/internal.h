@@ -127,7 +127,7 @@ typedef struct pa_sysread {
                                           sensor saw, by pa_nic_kind, cumulative */
     unsigned ncpu_socket;              /* entries of cpu_socket (rapl), 0 unknown */
     int16_t cpu_socket[PA_MAX_CPUS];   /* CPU -> physical_package_id, -1 */
-    char notes[256];                   /* sensors' notes for the report's assumed
+    char notes[512];                   /* sensors' notes for the report's assumed
                                           list ("procfs: hidepid=2 ...") */
     unsigned ncpu_time;                /* entries of cpu_busy/idle_ns, 0 unknown */
     uint64_t cpu_busy_ns[PA_MAX_CPUS]; /* per CPU (/proc/stat cpuN), */

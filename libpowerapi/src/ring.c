@@ -95,12 +95,13 @@ struct ring_window {
     char sensors[128];
     char cpu_source[16];
     char assumed[PA_MAX_ASSUMED];
-    uint32_t ncomponents; /* <= PA_MAX_COMPONENTS: the report's */
-    uint32_t comp_pad;
+    uint32_t ncomponents;  /* <= PA_MAX_COMPONENTS: the report's */
+    uint32_t exits_source; /* the report's, as ring_exits[] numbers it
+                              (in what was padding: no new version) */
     char comp_names[PA_MAX_COMPONENTS][16];
     double sys_comp_w[PA_MAX_COMPONENTS], sys_comp_j[PA_MAX_COMPONENTS];
-    uint32_t ndevices; /* <= PA_MAX_DEVICES (version 4) */
-    uint32_t dev_pad;
+    uint32_t ndevices;   /* <= PA_MAX_DEVICES (version 4) */
+    uint32_t exits_lost; /* the report's, at most UINT32_MAX (was padding) */
     pa_device_info devices[PA_MAX_DEVICES];
 };
 
@@ -113,9 +114,12 @@ struct ring_target {
     uint64_t net_rx, net_tx;
     struct ring_power power;
     uint32_t has_counters; /* its counters are in the counter area */
-    uint32_t pad;
+    uint32_t processes;    /* PA_TARGET_EXITED's (was padding) */
     double multiplex;
 };
+
+/* pa_report.exits_source in a window: its index here, 0 for any other. */
+static const char *const ring_exits[] = {"none", "taskstats", "children-time", "file"};
 
 _Static_assert(sizeof(struct ring_hdr) <= RING_HDR_BYTES, "header fits");
 _Static_assert(sizeof(struct ring_window) % 8 == 0, "window words");
@@ -626,6 +630,10 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     copy_str(win->sensors, sizeof(win->sensors), r->sensors);
     copy_str(win->cpu_source, sizeof(win->cpu_source), r->cpu_source);
     copy_str(win->assumed, sizeof(win->assumed), r->assumed);
+    for (uint32_t e = 0; r->exits_source && e < sizeof(ring_exits) / sizeof(*ring_exits); e++)
+        if (!strcmp(r->exits_source, ring_exits[e]))
+            win->exits_source = e;
+    win->exits_lost = r->exits_lost > UINT32_MAX ? UINT32_MAX : (uint32_t)r->exits_lost;
     win->ntargets_total = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     pool[0] = '\0';
     win->pool_used = 1;
@@ -669,6 +677,7 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
         d->net_tx = t->net_tx_bytes;
         power_to_ring(&d->power, &t->power);
         d->multiplex = t->multiplex > 0 && t->multiplex <= 1 ? t->multiplex : 1.0;
+        d->processes = t->type == PA_TARGET_EXITED ? t->processes : 0;
         if (nc && t->counters) {
             d->has_counters = 1;
             memcpy(ctr + (size_t)stored * nc, t->counters, nc * sizeof(double));
@@ -998,6 +1007,7 @@ static void target_from_ring(pa_target_info *d, const struct ring_target *s, con
     d->has_net = (int)s->has_net;
     d->counters = NULL;
     d->multiplex = s->multiplex;
+    d->processes = s->type == PA_TARGET_EXITED ? s->processes : 0;
 }
 
 /* The report's system part and strings from the window in r->buf.
@@ -1038,6 +1048,10 @@ static int report_head_from_window(pa_ring_reader *r)
     r->rep.sensors = r->sensors;
     r->rep.cpu_source = r->cpu_source;
     r->rep.assumed = r->assumed;
+    r->rep.exits_source =
+        ring_exits[win->exits_source < sizeof(ring_exits) / sizeof(*ring_exits) ? win->exits_source
+                                                                                : 0];
+    r->rep.exits_lost = win->exits_lost;
     r->rep.ncounters = win->ncounters;
     r->rep.counter_names = win->ncounters ? r->cnames : NULL;
     uint32_t nk = win->ncomponents;
@@ -1360,6 +1374,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
                 target_from_ring(&t->info, s, NULL);
                 t->cgroup_off = off;
                 t->info.power.cpu_time_s = 0;
+                t->info.processes = 0;
                 t->info.net_rx_bytes = t->info.net_tx_bytes = 0;
                 t->info.multiplex = 1.0;
             } else {
@@ -1372,6 +1387,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
             t->e_idle += s->power.idle_w * dt;
             agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt, fresh);
             t->info.power.cpu_time_s += s->power.cpu_time_s;
+            t->info.processes += s->type == PA_TARGET_EXITED ? s->processes : 0;
             t->info.net_rx_bytes += s->net_rx;
             t->info.net_tx_bytes += s->net_tx;
             t->info.has_net |= (int)s->has_net;
