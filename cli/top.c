@@ -391,7 +391,10 @@ static void draw(top *t)
                  capped ? "%7s %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
                         : "%7s %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
                  pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w,
-                 x->power.total_j, gco2, note[0] ? note : x->cgroup ? x->cgroup : "");
+                 x->power.total_j, gco2,
+                 note[0]     ? note
+                 : x->cgroup ? x->cgroup
+                             : "");
         }
     }
     if (t->status[0]) {

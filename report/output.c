@@ -1176,8 +1176,8 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         csv_number(f, c->energy.total_j);
         fputs(",,,,,,,,", f); /* formula ... exited */
         for (size_t i = 0; i < PA_OUT_NNAMES; i++)
-            fputc(',', f); /* the names */
-        fputs(",,", f);    /* processes, exits */
+            fputc(',', f);                           /* the names */
+        fputs(",,", f);                              /* processes, exits */
         for (size_t i = 0; i < o->csv_ncomps; i++) { /* each component: its joules */
             size_t k = FIXED_COMPS;
             while (k < ncomp && strcmp(c->last->component_names[k], o->csv_comps[i]))

@@ -109,10 +109,10 @@ typedef struct pc_state {
 
     /* exits (DESIGN.md section 2, "Exits"): the kernel's records while
      * every process is watched on the real procfs, or a file's (tests) */
-    bool exits_off;            /* exits=off */
-    char *exitfile;            /* exitfile=PATH */
-    pa__taskstats *ts;         /* open while every process is watched */
-    bool ts_tried;             /* refused: the estimate, and why */
+    bool exits_off;    /* exits=off */
+    char *exitfile;    /* exitfile=PATH */
+    pa__taskstats *ts; /* open while every process is watched */
+    bool ts_tried;     /* refused: the estimate, and why */
     char ts_why[300];
 
     pc_scan *scan; /* PA_WATCH_CHILDREN: every process of the tick */
@@ -1099,9 +1099,9 @@ static int pc_exit_file(pc_state *p, pa_frame *f)
 {
     FILE *in = fopen(p->exitfile, "re");
     if (!in)
-        return errno == ENOENT ? pa_frame_exits_source(f, "file", 0)
-                               : pa__err(-errno, "procfs-cpu: exitfile %s: %s", p->exitfile,
-                                         strerror(errno));
+        return errno == ENOENT
+                   ? pa_frame_exits_source(f, "file", 0)
+                   : pa__err(-errno, "procfs-cpu: exitfile %s: %s", p->exitfile, strerror(errno));
     char line[256];
     int rc = 0;
     for (unsigned no = 1; rc == 0 && fgets(line, sizeof(line), in); no++) {

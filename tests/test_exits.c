@@ -140,8 +140,9 @@ START_TEST(records_give_each_its_own)
     /* the writers fold them into one named row each */
     char *json = pa_out_report_text(r, PA_OUT_JSON);
     char *table = pa_out_report_text(r, PA_OUT_TABLE);
-    ck_assert_msg(strstr(json, "{\"type\":\"exited\",\"time\":2,\"interval_s\":1,\"processes\":2,"
-                               "\"comm\":\"[exited]\",\"cpu_time_s\":0.7,\"power_w\":{\"cpu\":10.5,"),
+    ck_assert_msg(strstr(json,
+                         "{\"type\":\"exited\",\"time\":2,\"interval_s\":1,\"processes\":2,"
+                         "\"comm\":\"[exited]\",\"cpu_time_s\":0.7,\"power_w\":{\"cpu\":10.5,"),
                   "%s", json);
     ck_assert_msg(strstr(json, "\"exits\":{\"source\":\"file\",\"lost\":0}"), "%s", json);
     ck_assert_msg(strstr(table, "[exited: 2 processes]"), "%s", table);

@@ -158,8 +158,7 @@ START_TEST(survivor_pays_its_own_share)
            "exits %.3f CPU-s, the storm's own %.3f CPU-s\n",
            source, windows, spin_s, per, price, exits_s, storm_s);
     ck_assert_msg(spin_s > 1.0, "the spinner ran %.3f CPU-s", spin_s);
-    ck_assert_msg(fabs(per / price - 1) < 0.05, "spinner %.4f W per CPU-s, alone %.4f", per,
-                  price);
+    ck_assert_msg(fabs(per / price - 1) < 0.05, "spinner %.4f W per CPU-s, alone %.4f", per, price);
     if (!strcmp(source, "taskstats"))
         ck_assert_msg(fabs(exits_s - storm_s) <= 0.05 * storm_s + 0.02,
                       "exits %.3f CPU-s, the storm's %.3f", exits_s, storm_s);
@@ -176,8 +175,8 @@ START_TEST(refused_taskstats_says_so)
         return;
     }
     char *out = NULL;
-    int st = pa_test_run("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups "
-                         PA_CLI_BIN " monitor --all --count 2 --interval 500ms --format json",
+    int st = pa_test_run("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " PA_CLI_BIN
+                         " monitor --all --count 2 --interval 500ms --format json",
                          &out);
     ck_assert_msg(st == 0, "monitor as nobody: %d\n%s", st, out ? out : "");
     ck_assert_msg(strstr(out, "\"exits\":{\"source\":\"children-time\""), "%s", out);

@@ -29,14 +29,17 @@ extern "C" {
 #endif
 
 #define PA_VERSION_MAJOR 0
-#define PA_VERSION_MINOR 2
+#define PA_VERSION_MINOR 3
 #define PA_VERSION_PATCH 0
-#define PA_VERSION_STRING "0.2.0"
+#define PA_VERSION_STRING "0.3.0"
 
-/* Returns the library's version string ("0.2.0").  0.2 added open
+/* Returns the library's version string ("0.3.0").  0.2 added open
  * components (pa_component_name, pa_report.ncomponents ...), module ABI 3,
  * calibration (pa_ctx_set_calibration, pa_calibration_*, pa_calibrate_*),
- * pa_machine_get and pa_perf_events_list.  Thread-safe. */
+ * pa_machine_get and pa_perf_events_list; 0.3 the exits (the
+ * PA_TARGET_EXITED and PA_TARGET_UNACCOUNTED targets, pa_target_info's
+ * processes, pa_report's exits_source and exits_lost, pa_frame_task_exit
+ * and pa_frame_exits_source).  Thread-safe. */
 const char *pa_version(void);
 
 /* ------------------------------------------------------------------ */
@@ -340,9 +343,9 @@ typedef struct pa_target_info {
     const struct pa_cgroup_names *names; /* the container, pod or unit of
                                the cgroup (of a process: of its cgroup),
                                with cgroup reports on; NULL when none */
-    unsigned processes; /* PA_TARGET_EXITED: the processes it sums (0 when
-                           the exit accounting is an estimate that cannot
-                           count them); 0 for the other types (since 0.3) */
+    unsigned processes;                  /* PA_TARGET_EXITED: the processes it sums (0 when
+                                            the exit accounting is an estimate that cannot
+                                            count them); 0 for the other types (since 0.3) */
 } pa_target_info;
 
 /* One device of a component in a window (since 0.2): a GPU, as its

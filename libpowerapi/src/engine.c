@@ -684,9 +684,8 @@ _Static_assert(sizeof(pa_cgroup_names) % sizeof(double) == 0, "pa_cgroup_names s
 int pa__report_copy(const pa_report *r, pa_report **out)
 {
     size_t nc = r->ncounters, ncomp = r->component_names ? r->ncomponents : 0;
-    size_t strs =
-        strlen(r->formula) + strlen(r->sensors) + strlen(r->cpu_source) + strlen(r->assumed) +
-        strlen(r->exits_source ? r->exits_source : "") + 5;
+    size_t strs = strlen(r->formula) + strlen(r->sensors) + strlen(r->cpu_source) +
+                  strlen(r->assumed) + strlen(r->exits_source ? r->exits_source : "") + 5;
     for (size_t i = 0; i < nc; i++)
         strs += strlen(r->counter_names[i]) + 1;
     for (size_t i = 0; i < ncomp; i++)

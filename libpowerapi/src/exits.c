@@ -221,7 +221,9 @@ static int born_estimate(pa_ctx *ctx, uint64_t tick, double busy_s)
 int pa__exits_window(pa_ctx *ctx, uint64_t tick, double busy_s)
 {
     int rc = last_windows(ctx);
-    const char *src = !ctx->watch_all ? "none" : ctx->exits_src[0] ? ctx->exits_src : "children-time";
+    const char *src = !ctx->watch_all     ? "none"
+                      : ctx->exits_src[0] ? ctx->exits_src
+                                          : "children-time";
     snprintf(ctx->rexits_src, sizeof(ctx->rexits_src), "%s", src);
     if (rc == 0 && ctx->watch_all)
         rc = ctx->exits_src[0] ? born_from_records(ctx, tick) : born_estimate(ctx, tick, busy_s);
@@ -253,8 +255,8 @@ int pa__exits_fold(pa_ctx *ctx, const pa_power_table *tab, double interval_s, do
     if (!ctx->watch_all)
         return 0;
     pa_task *ex = fold_target(ctx, &ctx->exited_t, PA_TARGET_EXITED, "[exited]");
-    pa_task *un = ex ? fold_target(ctx, &ctx->unacc_t, PA_TARGET_UNACCOUNTED, "[unaccounted]")
-                     : NULL;
+    pa_task *un =
+        ex ? fold_target(ctx, &ctx->unacc_t, PA_TARGET_UNACCOUNTED, "[unaccounted]") : NULL;
     if (!un)
         return -ENOMEM;
     double live_w[PA_MAX_COMPONENTS] = {0}, ex_w[PA_MAX_COMPONENTS] = {0};
@@ -274,7 +276,8 @@ int pa__exits_fold(pa_ctx *ctx, const pa_power_table *tab, double interval_s, do
         }
     }
     for (size_t k = 0; k < ctx->ncomp; k++) {
-        double rest = tab->comp_w[k] - (k == PA_COMP_CPU - 1 ? tab->idle_w : 0) - live_w[k] - ex_w[k];
+        double rest =
+            tab->comp_w[k] - (k == PA_COMP_CPU - 1 ? tab->idle_w : 0) - live_w[k] - ex_w[k];
         /* rounding only (a formula never gives the tasks more than the
          * system's active power) */
         if (rest < 1e-9 * (tab->comp_w[k] > 0 ? tab->comp_w[k] : 1))

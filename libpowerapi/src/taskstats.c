@@ -11,8 +11,8 @@
  * to an estimate.  A listener that does not read in time loses records:
  * the socket then fails with ENOBUFS, which is counted.
  */
-#include "internal.h"
 #include "taskstats.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <linux/genetlink.h>

@@ -53,7 +53,7 @@ __all__ = [
     "PA_TARGET_CGROUP", "PA_TARGET_EXITED", "PA_TARGET_UNACCOUNTED",
 ]
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 class PowerAPIError(OSError):
