@@ -562,7 +562,10 @@ START_TEST(module_option_keys)
     ck_assert_int_ge(n, 2);
     keys = (const char *const *)&n; /* overwritten */
     ck_assert_int_eq(pa_module_option_keys(ctx, "procfs-cpu", &keys), 0);
-    ck_assert_ptr_null(keys);
+    ck_assert_ptr_nonnull(keys);
+    ck_assert_str_eq(keys[0], "exits");
+    ck_assert_str_eq(keys[1], "exitfile");
+    ck_assert_ptr_null(keys[2]);
     ck_assert_int_eq(pa_module_option_keys(ctx, "no-such", &keys), -ENOENT);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "no-such"));
     ck_assert_int_eq(pa_module_option_keys(ctx, NULL, &keys), -EINVAL);

@@ -1183,8 +1183,9 @@ START_TEST(test_live_fd_budget)
     ck_assert_int_eq(pa_tick(ctx), 0);
     int fds1 = count_dir("/proc/self/fd", false);
     int nprocs = count_dir("/proc", true);
-    /* 32 task fds, plus the procfs root, stat and uptime */
-    ck_assert_msg(fds1 - fds0 <= 32 + 3, "%d fds opened", fds1 - fds0);
+    /* 32 task fds, plus the procfs root, stat and uptime, and the
+     * taskstats socket of the exit records (as root) */
+    ck_assert_msg(fds1 - fds0 <= 32 + 3 + 1, "%d fds opened", fds1 - fds0);
     /* and it did keep fds, up to its budget */
     int kept = nprocs < 32 ? nprocs : 32;
     ck_assert_msg(fds1 - fds0 >= kept / 2, "%d fds kept for %d processes", fds1 - fds0, nprocs);

@@ -115,7 +115,8 @@ static const char expected_tail[] =
     "# HELP powerapi_info How the figures are made: formulas, CPU source (rapl "
     "= measured, model = estimated), constants assumed.\n"
     "# TYPE powerapi_info gauge\n"
-    "powerapi_info{formula=\"cpu-tdp+nic-linear\",cpu_source=\"model\",assumed="
+    "powerapi_info{formula=\"cpu-tdp+nic-linear\",cpu_source=\"model\",exits=\"none\","
+    "assumed="
     "\"tdp=10W (default: unknown CPU \\\"x\\\")\"} 1\n";
 
 /* Checks a page against the known window; the window length depends on
