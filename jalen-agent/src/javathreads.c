@@ -62,6 +62,19 @@ static double jl_thread_start_boot_s(pid_t tid)
     return (double)strtoull(p + 1, NULL, 10) / (double)hz;
 }
 
+/* A thread's sample clock deleted and its reference freed (jni NULL:
+ * the reference forgotten); thr lock held. */
+static void jl_thread_release(JNIEnv *jni, jl_thread *t)
+{
+    if (t->has_timer) {
+        jl_sampler_timer_delete(t->timer);
+        t->has_timer = 0;
+    }
+    if (t->ref && jni)
+        (*jni)->DeleteGlobalRef(jni, t->ref);
+    t->ref = NULL;
+}
+
 /* Enters a Java thread (lock taken here) and starts its CPU timer.
  * tid 0: the calling thread. */
 static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *name)
@@ -91,13 +104,7 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
         pthread_mutex_unlock(&jl_thr.lock);
         return;
     }
-    if (t->has_timer) {
-        jl_sampler_timer_delete(t->timer);
-        t->has_timer = 0;
-    }
-    if (t->ref && jni)
-        (*jni)->DeleteGlobalRef(jni, t->ref);
-    t->ref = NULL;
+    jl_thread_release(jni, t);
     /* the main thread comes back as "DestroyJavaVM": keep its first name */
     if (!(t->kind == JL_K_JAVA && t->name[0] && (t->alive || !strcmp(name, "DestroyJavaVM"))))
         snprintf(t->name, sizeof(t->name), "%s", name);
@@ -119,15 +126,20 @@ static void jl_add_java_thread(JNIEnv *jni, jthread thr, pid_t tid, const char *
     pthread_mutex_unlock(&jl_thr.lock);
 }
 
-void JNICALL jl_on_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
+/* The calling thread, thr, entered with its stack's bounds (unwind.c) */
+static void jl_add_current_thread(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
 {
-    if (!atomic_load(&jl_run.active))
-        return;
     char name[64];
     jl_thread_name(jvmti, thr, name, sizeof(name));
     if (jl_run.o.mode == JL_MODE_CPU)
         jl_unwind_thread_start(jl_gettid());
     jl_add_java_thread(jni, thr, 0, name);
+}
+
+void JNICALL jl_on_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
+{
+    if (atomic_load(&jl_run.active))
+        jl_add_current_thread(jvmti, jni, thr);
 }
 
 /* The main thread comes back at exit as "DestroyJavaVM": it keeps the
@@ -154,13 +166,7 @@ void JNICALL jl_on_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     if (t) {
         /* a thread that ends keeps the name it ended with */
         jl_java_thread_rename(jvmti, t, thr);
-        if (t->has_timer) {
-            jl_sampler_timer_delete(t->timer);
-            t->has_timer = 0;
-        }
-        if (t->ref && jni)
-            (*jni)->DeleteGlobalRef(jni, t->ref);
-        t->ref = NULL;
+        jl_thread_release(jni, t);
         t->final_cpu_s = t->end_cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
         struct timespec bt;
         clock_gettime(CLOCK_BOOTTIME, &bt);
@@ -253,11 +259,7 @@ static void jl_find_early_threads(jvmtiEnv *jvmti, JNIEnv *jni, pid_t self)
 
 void jl_java_threads_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
 {
-    char name[64];
-    jl_thread_name(jvmti, thr, name, sizeof(name));
-    if (jl_run.o.mode == JL_MODE_CPU)
-        jl_unwind_thread_start(jl_gettid());
-    jl_add_java_thread(jni, thr, 0, name);
+    jl_add_current_thread(jvmti, jni, thr);
     jl_find_early_threads(jvmti, jni, jl_gettid());
 }
 
@@ -276,12 +278,8 @@ void jl_java_threads_stop_timers(void)
 void jl_java_threads_clear(JNIEnv *jni)
 {
     pthread_mutex_lock(&jl_thr.lock);
-    for (size_t i = 0; i < jl_thr.n; i++) {
-        if (jl_thr.v[i].has_timer)
-            jl_sampler_timer_delete(jl_thr.v[i].timer);
-        if (jl_thr.v[i].ref && jni)
-            (*jni)->DeleteGlobalRef(jni, jl_thr.v[i].ref);
-    }
+    for (size_t i = 0; i < jl_thr.n; i++)
+        jl_thread_release(jni, &jl_thr.v[i]);
     jl_thr.n = 0;
     if (jl_thr.hash)
         memset(jl_thr.hash, 0, jl_thr.hcap * sizeof(*jl_thr.hash));
