@@ -50,17 +50,10 @@ command -v nm >/dev/null || {
     exit 2
 }
 
-objs=()
 for a in "$@"; do
-    if [ -d "$a" ]; then
-        while IFS= read -r o; do objs+=("$o"); done < <(find "$a" -name '*.o' -type f | sort)
-    elif [ -f "$a" ]; then
-        objs+=("$a")
-    else
-        echo "check_call_cycles: $a: no such file or folder" >&2
-        exit 2
-    fi
+    [ -e "$a" ] || { echo "check_call_cycles: $a: no such file or folder" >&2 && exit 2; }
 done
+mapfile -t objs < <(find "$@" -name '*.o' -type f | sort)
 kept=()
 for o in ${objs[@]+"${objs[@]}"}; do
     case "/$o" in
