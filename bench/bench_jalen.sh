@@ -14,7 +14,7 @@
 #              without the agent (on a busy host still 1.0-1.5 after
 #              20 s); with the agent they also record debug
 #              information at non-safepoints (the price of exact inlined
-#              frames, see CompiledMethodLoad in agent.c), so a measure
+#              frames, see CompiledMethodLoad in events.c), so a measure
 #              inside the first 15 s counts compile work a server in its
 #              steady state does not do.  The CPU time without the
 #              compiler threads is printed as well.

@@ -5,6 +5,7 @@
  * file the cpu-curve formula reads.
  */
 #include "cli.h"
+#include "profout.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *CMD = "calibrate";
 
@@ -85,15 +85,10 @@ static int write_file(const opts *o, const pa_curve *c, const double *res, unsig
         char dir[PATH_MAX];
         snprintf(dir, sizeof(dir), "%s", path);
         char *slash = strrchr(dir, '/');
+        /* a folder that cannot be made: pa_calibration_write says why */
         if (slash) {
             *slash = '\0';
-            for (char *p = dir + 1; *p; p++)
-                if (*p == '/') {
-                    *p = '\0';
-                    mkdir(dir, 0755);
-                    *p = '/';
-                }
-            mkdir(dir, 0755);
+            (void)pa_pout_mkdirs(dir, 0755);
         }
     }
     rc = pa_calibration_write(path, c, res, ncpus, vmean, vp95, venergy);

@@ -10,6 +10,7 @@
  * would on a live /proc.  The committed fixtures are never modified.
  */
 #include "cli.h"
+#include "profout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,24 +29,6 @@ struct pa_replay {
 };
 
 static const char *CMD = "monitor";
-
-static int mkdirs(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
 
 /* Writes src's contents into dst in place (created if missing). */
 static int copy_file(const char *src, const char *dst, mode_t mode)
@@ -105,7 +88,7 @@ static int copy_entry(const char *path, const struct stat *st, int type, struct 
     int err = 0;
     switch (type) {
     case FTW_D:
-        err = mkdirs(dst, 0755);
+        err = pa_pout_mkdirs(dst, 0755);
         break;
     case FTW_F:
         err = copy_file(path, dst, st->st_mode);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* ---- files ---- */
 
@@ -33,6 +34,14 @@ int pa_pout_open(pa_pout *o, const char *dir, const char *name);
  * returns the write's -errno (-ENOSPC, -EROFS; -EIO when unknown), or the
  * rename's. */
 int pa_pout_close(pa_pout *o);
+
+/* mkdir -p: path and each missing folder above it, with mode (less the
+ * umask).  What exists already is no error (a file named path too: the
+ * caller's files in it then fail to open).  0, -ENAMETOOLONG (PATH_MAX),
+ * or mkdir(2)'s -errno (-ENOTDIR where a folder above is a file).  The one
+ * implementation for the agent's output folder and the command's
+ * (replays, calibration files). */
+int pa_pout_mkdirs(const char *path, mode_t mode);
 
 /* ---- text ---- */
 

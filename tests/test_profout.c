@@ -2,10 +2,15 @@
  * nodes that differ only in line fold into one per function for the
  * collapsed stacks and the flame graph, and pprof gets one location per
  * (function, line), the lines of inlined chains, and the samples' ids
- * leaf first (profile.pb.gz read back with zlib and protobuf-c). */
+ * leaf first (profile.pb.gz read back with zlib and protobuf-c).  And the
+ * files' one mkdir -p (pa_pout_mkdirs). */
 #include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "pprof.pb-c.h"
@@ -240,6 +245,42 @@ START_TEST(pprof_locations_per_line)
 }
 END_TEST
 
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+START_TEST(mkdirs_makes_every_level)
+{
+    char *dir = pa_test_tmpdir();
+    char path[PATH_MAX], file[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/a/b/c", dir);
+    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), 0);
+    ck_assert(is_dir(path));
+    /* again, and with a trailing slash: what exists is no error */
+    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/a/b/", dir);
+    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), 0);
+    /* a file where a folder should be */
+    snprintf(file, sizeof(file), "%s/a/f", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert(f != NULL);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/a/f/g", dir);
+    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), -ENOTDIR);
+    /* longer than PATH_MAX: refused, nothing made */
+    char *longp = malloc(PATH_MAX + 16);
+    ck_assert(longp != NULL);
+    int k = snprintf(longp, PATH_MAX + 16, "%s/", dir);
+    memset(longp + k, 'x', (size_t)(PATH_MAX + 15 - k));
+    longp[PATH_MAX + 15] = '\0';
+    ck_assert_int_eq(pa_pout_mkdirs(longp, 0755), -ENAMETOOLONG);
+    free(longp);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("profout");
@@ -248,6 +289,9 @@ static Suite *suite(void)
     tcase_add_test(tc, subtree_of_one_root);
     tcase_add_test(tc, pprof_locations_per_line);
     suite_add_tcase(s, tc);
+    TCase *tf = tcase_create("files");
+    tcase_add_test(tf, mkdirs_makes_every_level);
+    suite_add_tcase(s, tf);
     return s;
 }
 

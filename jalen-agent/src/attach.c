@@ -15,6 +15,9 @@
  *                    off, no timer
  *   status           one line: what runs, since when, where the files are
  *
+ * The commands other than start are here too (start is load.c's
+ * jl_agent_load, with live=1).
+ *
  * reply=PATH (any command) names a file, made by the caller, that gets
  * the command's answer instead of the JVM's stderr: the caller prints it
  * on its own terminal.  The return value is 0 when the command did its
@@ -73,44 +76,90 @@ static int jl_attach_parse(const char *in, int *cmd, char **reply, char **rest)
     return rc;
 }
 
+/* stop: ends the run as VMDeath does (last window, complete files,
+ * summary on f), then leaves the JVM as it was: no event reaches the
+ * agent, no timer fires (the signal handler stays installed, with nothing
+ * to wake it). */
+static void jl_attach_stop(FILE *f)
+{
+    if (!atomic_load(&jl_run.active))
+        return;
+    jl_agent_finish(f);
+    jl_events_mode(JVMTI_DISABLE);
+    if (jl_run.o.mode == JL_MODE_CPU)
+        (*jl_run.jvmti)
+            ->SetEventNotificationMode(jl_run.jvmti, JVMTI_DISABLE,
+                                       JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
+}
+
+/* dump: the files written now (a window closed early), summary on f;
+ * -ESRCH when no run is going on. */
+static int jl_attach_dump(FILE *f)
+{
+    pthread_mutex_lock(&jl_run.prof_lock);
+    int rc = -ESRCH;
+    if (!jl_run.done && atomic_load(&jl_run.active)) {
+        jl_process_window(0);
+        rc = 0;
+        if (f)
+            jl_print_summary(&jl_run.o, f);
+    }
+    pthread_mutex_unlock(&jl_run.prof_lock);
+    return rc;
+}
+
+/* status: one line: pid, duration, mode, samples, energy, output folder. */
+static void jl_attach_status(FILE *f)
+{
+    pthread_mutex_lock(&jl_run.prof_lock);
+    fprintf(f,
+            "jalen: profiling pid %d for %.1f s (mode=%s, interval %.3f ms, %s), %llu samples, "
+            "process energy %.3f J; files in %s/\n",
+            (int)jl_run.pid, jl_now_s() - jl_prof.start_s,
+            jl_run.o.mode == JL_MODE_CPU ? "cpu" : "jvmti", (double)jl_run.o.interval_ns * 1e-6,
+            jl_run.attached ? "attached" : "loaded at launch",
+            (unsigned long long)jl_windows_samples(), jl_prof.process_j, jl_run.o.out);
+    pthread_mutex_unlock(&jl_run.prof_lock);
+}
+
 static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
 {
     char err[512] = "";
     switch (cmd) {
     case JL_A_START:
-        if (jl_agent_active()) {
+        if (atomic_load(&jl_run.active)) {
             fprintf(f,
                     "jalen: already profiling this JVM (files in %s/); "
                     "stop it first: powerapi jalen %d stop\n",
-                    jl_agent_out(), (int)getpid());
+                    jl_run.o.out, (int)getpid());
             return 1;
         }
         if (jl_agent_load(vm, opts, 1, err, sizeof(err)) < 0) {
             fprintf(f, "jalen: %s; the JVM runs on without profiling\n", err);
-            if (jl_agent_active())
-                jl_agent_stop(NULL);
+            if (atomic_load(&jl_run.active))
+                jl_attach_stop(NULL);
             return 1;
         }
-        jl_agent_status(f);
+        jl_attach_status(f);
         return 0;
     case JL_A_STOP:
-        if (!jl_agent_active())
+        if (!atomic_load(&jl_run.active))
             break;
-        jl_agent_stop(f);
+        jl_attach_stop(f);
         return 0;
     case JL_A_DUMP:
-        if (jl_agent_dump(f) < 0)
+        if (jl_attach_dump(f) < 0)
             break;
         return 0;
     default:
-        if (!jl_agent_active())
+        if (!atomic_load(&jl_run.active))
             break;
-        jl_agent_status(f);
+        jl_attach_status(f);
         return 0;
     }
-    if (jl_agent_ran())
+    if (jl_run.jvmti != NULL)
         fprintf(f, "jalen: not profiling this JVM any more: its run was stopped (files in %s/)\n",
-                jl_agent_out());
+                jl_run.o.out);
     else
         fprintf(f, "jalen: not profiling this JVM; start with: powerapi jalen %d start\n",
                 (int)getpid());

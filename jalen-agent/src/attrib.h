@@ -1,7 +1,7 @@
 /*
  * attrib.h - the Jalen equations of one window (DESIGN.md section 6.4), as
  * pure functions: known inputs, known joules, unit-tested without a JVM
- * (tests/unit_attrib.c).  agent.c feeds them the window's readings.
+ * (tests/unit_attrib.c).  window.c feeds them the window's readings.
  *
  *   E_thread = E_process_cpu . cputime_thread / cputime_all_threads
  *   E_sample = E_thread . weight / samples_of_thread   (Java threads)

@@ -11,10 +11,18 @@
  *   - JVMTI callbacks (ThreadStart/End, ClassPrepare, NativeMethodBind) on
  *     the JVM's threads: thread table under its mutex (threads.c), native
  *     wrappers counting socket bytes under the net mutex (net.c);
- *   - the agent thread (agent.c): drains the ring, ticks libpowerapi each
- *     window, attributes energy (profile.c) and writes the files
- *     (writers.c) under the profile lock.  VMDeath takes the same lock for
- *     the last window.
+ *   - the agent thread (agentthreads.c): drains the ring, ticks
+ *     libpowerapi each window, attributes energy (window.c, profile.c) and
+ *     writes the files (writers.c) under the profile lock.  VMDeath takes
+ *     the same lock for the last window.
+ *
+ * The files call each other without a circle (scripts/check_call_cycles.sh,
+ * ctest jalen_call_cycles): leaves (sys.c, run.c, options.c, ...) below
+ * the tables (threads.c, profile.c, sampler.c, ...), below the run's
+ * parts (window.c, agentthreads.c, events.c, load.c, attach.c).  A lower
+ * file that needs something of a higher one gets it handed down (the
+ * MXBean's lock in jalen_mxbean_hooks, AsyncGetCallTrace to
+ * jl_unwind_init) or is told (jl_scopes_set_active).
  */
 #ifndef JALEN_H
 #define JALEN_H
@@ -103,7 +111,7 @@ enum { JL_SLOT_FREE = 0, JL_SLOT_BUSY = 1, JL_SLOT_READY = 2 };
 typedef struct jl_slot {
     atomic_int state;
     pid_t tid;
-    int scope;     /* the thread's open scope (jl_scope_code), 0: none */
+    int scope;     /* the thread's open scope (jl_sampler_scope), 0: none */
     int n;         /* frames, or the ASGCT error code when <= 0 */
     int truncated; /* 1: deeper than JL_MAX_DEPTH; 2: the top frame
                     * alone, its callers not walkable (unwind.c) */
@@ -120,7 +128,7 @@ typedef struct jl_sampler {
     atomic_ulong taken;
     atomic_ulong dropped;
     atomic_int on;
-    /* benchmark hook (JALEN_BENCH_PAUSE_FILE, see agent.c): while set, no
+    /* benchmark hook (JALEN_BENCH_PAUSE_FILE, see agentthreads.c): while set, no
      * stack samples, no socket counting, no windows */
     atomic_int paused;
     jl_asgct_fn asgct;
@@ -171,6 +179,12 @@ void jl_slot_publish(jl_slot *s);
  * window's end and at exit, also finds a sample whose claim raced the
  * previous drain. */
 void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user, int full);
+/* The open scope of thread tid that its samples carry (jl_slot.scope):
+ * set by scope.c at each enter and exit (code 0: none), read by the
+ * handler and the mode=jvmti sampler (0: none or unknown).
+ * Async-signal-safe. */
+void jl_sampler_set_scope(pid_t tid, int code);
+int jl_sampler_scope(pid_t tid);
 
 /* ------------------------------------------------------------------ */
 /* Tables read by the signal handler, replaced by the agent (rcu.c)      */
@@ -246,9 +260,10 @@ size_t jl_nmethods_memory(void);
 /* ------------------------------------------------------------------ */
 
 /* Agent_OnLoad: finds the code cache's bounds and sets the
- * DynamicCodeGenerated callback in cb; negative when recovery cannot work
- * in this JVM (the agent then runs without it). */
-int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb);
+ * DynamicCodeGenerated callback in cb; asgct: AsyncGetCallTrace (what
+ * jl_sampler_init found), for the walks it retries.  Negative when
+ * recovery cannot work in this JVM (the agent then runs without it). */
+int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb, jl_asgct_fn asgct);
 /* VMInit: enables the event and replays the stubs made so far. */
 void jl_unwind_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr);
 /* ThreadStart (on the new thread): records its stack's bounds. */
@@ -475,6 +490,9 @@ void jl_net_new_window(void);
 /* Agent_OnLoad: at most max_names distinct names (the rest are counted
  * under PA_SCOPE_OTHER, said once on stderr unless quiet). */
 void jl_scopes_init(size_t max_names, int quiet);
+/* Whether a run goes on (1 from its load, 0 once it ended): the calls
+ * that close outside a run are not queued, nobody would drain them. */
+void jl_scopes_set_active(int on);
 /* ClassPrepare and VMInit's loaded classes: when k is
  * org.powerapi.jalen.Scope, binds its natives and sets its flag. */
 void jl_scope_bind(jvmtiEnv *jvmti, JNIEnv *env, jclass k);
@@ -494,10 +512,8 @@ typedef struct jl_scope_row {
     pa__scope_net net;
 } jl_scope_row;
 size_t jl_scopes_get(jl_scope_row **out);
-/* The innermost scope open on thread tid, as a code for jl_slot.scope (0:
- * none or unknown).  Async-signal-safe. */
-int jl_scope_code(pid_t tid);
-/* Agent thread: the pseudo-method "[scope NAME]" of a code (-1: none). */
+/* Agent thread: the pseudo-method "[scope NAME]" of a code of
+ * jl_slot.scope (-1: none). */
 int jl_scope_frame(int code);
 /* Agent thread: the pseudo-method of scope name (made at its first use),
  * -1 when that name never had a scope. */
@@ -511,15 +527,118 @@ size_t jl_scopes_memory(void);
 int jl_write_all(const jl_opts *o, int final);
 /* A new run: timeline.csv is created again at its first window. */
 void jl_write_reset(void);
-/* mkdir -p (mode 0755); 0 or -errno.  Agent thread and Agent_OnLoad. */
-int jl_mkdirs(const char *path);
 void jl_print_summary(const jl_opts *o, FILE *f);
 /* Why a run has no stack sample, or windows without one; "" when every
  * window had (summary.json's samples_note, the closing line). */
 void jl_samples_note(const jl_opts *o, char *out, size_t len);
 
 /* ------------------------------------------------------------------ */
-/* The agent's lifecycle (agent.c), for Agent_OnLoad and attach.c       */
+/* Small helpers (sys.c: a leaf, calls no other file)                   */
+/* ------------------------------------------------------------------ */
+
+/* CLOCK_MONOTONIC in seconds: the clock of the windows and the MXBean. */
+double jl_now_s(void);
+/* The calling thread's kernel tid.  Async-signal-safe. */
+pid_t jl_gettid(void);
+
+/* ------------------------------------------------------------------ */
+/* The run's state (run.c: data alone)                                 */
+/* ------------------------------------------------------------------ */
+
+/* The agent's own Java threads (agentthreads.c), filed as [agent] */
+#define JL_AGENT_NAME "jalen-agent"
+#define JL_SAMPLER_NAME "jalen-sampler" /* mode=jvmti */
+#define JL_MXBEAN_NAME "jalen-mxbean"   /* registers the MXBean, then ends */
+
+typedef struct jl_run_state {
+    jvmtiEnv *jvmti; /* NULL until the first run (jl_agent_load) */
+    jl_opts o;
+    pa_ctx *ctx; /* libpowerapi, watching the JVM's pid */
+    pid_t pid;
+    atomic_int active; /* profiling: events do their work */
+    int done;          /* the last window is written (profile lock) */
+    int attached;      /* loaded by Agent_OnAttach */
+    /* the agent's threads, set by those threads, read by others */
+    atomic_int agent_tid, sampler_tid, mxbean_tid;
+    /* the profile lock: jl_prof and the window's work (then jl_thr.lock) */
+    pthread_mutex_t prof_lock;
+} jl_run_state;
+
+extern jl_run_state jl_run;
+
+/* ------------------------------------------------------------------ */
+/* Java threads (javathreads.c): their events, names and clocks         */
+/* ------------------------------------------------------------------ */
+
+void JNICALL jl_on_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr);
+void JNICALL jl_on_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr);
+/* VMInit (or attach): the calling thread as at ThreadStart, then the Java
+ * threads that started before the agent (their tids from the VM's
+ * structures, else their names matched in /proc/self/task). */
+void jl_java_threads_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr);
+/* A Java thread's name now, when Thread.setName changed it since it was
+ * read (thr lock held). */
+void jl_java_thread_rename(jvmtiEnv *jvmti, jl_thread *t, jthread thr);
+/* The end of a run: every thread's sample clock deleted. */
+void jl_java_threads_stop_timers(void);
+/* A new run: the table emptied, its clocks deleted and its references
+ * freed (jni NULL: references kept). */
+void jl_java_threads_clear(JNIEnv *jni);
+
+/* ------------------------------------------------------------------ */
+/* Windows (window.c): the Jalen equations applied, DESIGN.md 6.4       */
+/* ------------------------------------------------------------------ */
+
+/* Agent thread (profile lock held): the ring drained into the window's
+ * samples; full as jl_sampler_drain's. */
+void jl_drain(int full);
+/* Profile lock held: closes the window that began at the last one (the
+ * tick, the samples, the bytes, the scopes, the files; final: the last
+ * window, complete=true). */
+void jl_process_window(int final);
+/* A run's first window begins at now (jl_now_s). */
+void jl_windows_start(double now);
+/* A new run (profile lock held): no sample, no reading, no warning kept. */
+void jl_windows_reset(void);
+/* The samples the windows kept (taken less those dropped after the ring). */
+uint64_t jl_windows_samples(void);
+
+/* ------------------------------------------------------------------ */
+/* mode=jvmti's sampler (jvmtisampler.c)                                */
+/* ------------------------------------------------------------------ */
+
+/* Sampler thread: one stack of each runnable Java thread into the ring,
+ * weighted by the CPU time the thread used since its previous one. */
+void jl_jvmti_sample(jvmtiEnv *jvmti);
+
+/* ------------------------------------------------------------------ */
+/* The agent's threads (agentthreads.c)                                 */
+/* ------------------------------------------------------------------ */
+
+/* VMInit: the agent thread, the mode=jvmti sampler's and (once per JVM)
+ * the MXBean's. */
+void jl_agent_threads_start(jvmtiEnv *jvmti, JNIEnv *jni);
+/* The end of a run (VMDeath, stop): clocks and agent threads stopped, the
+ * last window written with complete=true, the closing summary on f (NULL:
+ * none). */
+void jl_agent_finish(FILE *f);
+/* A new run: 0 once the last run's agent threads have ended, else -EBUSY
+ * (the run not reset). */
+int jl_agent_threads_rearm(void);
+
+/* ------------------------------------------------------------------ */
+/* JVMTI events (events.c)                                              */
+/* ------------------------------------------------------------------ */
+
+/* Sets the agent's event callbacks (and recovery's, mode=cpu). */
+int jl_events_init(char *err, size_t errlen);
+/* Turns the agent's events on or off. */
+void jl_events_mode(jvmtiEventMode mode);
+/* VMInit, also called at attach on the attaching thread. */
+void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr);
+
+/* ------------------------------------------------------------------ */
+/* Loading (load.c), for Agent_OnLoad and attach.c                      */
 /* ------------------------------------------------------------------ */
 
 /* Parses options and starts profiling: JVMTI, power, sampling, events.
@@ -528,21 +647,5 @@ void jl_samples_note(const jl_opts *o, char *out, size_t len);
  * and the methods compiled before now are replayed.  0, or negative
  * errno with one line in err. */
 int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t errlen);
-/* Whether a run is going on; whether one was ever started in this JVM. */
-int jl_agent_active(void);
-int jl_agent_ran(void);
-/* Ends the run as VMDeath does (last window, complete files, summary on
- * f), then leaves the JVM as it was: events off, no timer. */
-void jl_agent_stop(FILE *f);
-/* Writes the files now (a window closed early), summary on f; -ESRCH when
- * no run is going on. */
-int jl_agent_dump(FILE *f);
-/* One line: pid, duration, mode, samples, energy, output folder. */
-void jl_agent_status(FILE *f);
-const char *jl_agent_out(void);
-
-/* Small helpers (util in writers.c). */
-double jl_now_s(void);
-pid_t jl_gettid(void);
 
 #endif /* JALEN_H */

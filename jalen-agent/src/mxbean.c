@@ -27,6 +27,9 @@
 static jalen_live_window mx_win[JALEN_LIVE_WINDOWS];
 static size_t mx_nwin, mx_head; /* head: next slot to write */
 static double mx_last_power_w, mx_last_duration_s;
+/* the agent's lock, handed down by jalen_mxbean_start (read by the
+ * snapshots' Java threads) */
+static _Atomic(const jalen_mxbean_hooks *) mx_hooks;
 
 void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j)
 {
@@ -191,16 +194,17 @@ static int copy_locked(jalen_live *l)
 
 int jalen_live_get(jalen_live **out, size_t top)
 {
-    if (!jalen_live_lock || !jalen_live_unlock)
+    const jalen_mxbean_hooks *h = atomic_load(&mx_hooks);
+    if (!h || !h->lock || !h->unlock)
         return -ENOSYS;
     jalen_live *l = calloc(1, sizeof(*l));
     if (!l)
         return -ENOMEM;
-    jalen_live_lock();
+    h->lock();
     pthread_mutex_lock(&jl_thr.lock);
     int rc = copy_locked(l);
     pthread_mutex_unlock(&jl_thr.lock);
-    jalen_live_unlock();
+    h->unlock();
     if (rc < 0)
         goto fail;
     /* Sorting and trimming need no lock. */
@@ -505,8 +509,11 @@ static jclass load_energy(JNIEnv *jni, const char *jar, char *why, size_t why_le
     return (jclass)(*jni)->PopLocalFrame(jni, cls);
 }
 
-int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why, size_t why_len)
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const jalen_mxbean_hooks *hooks,
+                       const char *jar, char *why, size_t why_len)
 {
+    /* before the native is bound: a snapshot needs the lock from the first */
+    atomic_store(&mx_hooks, hooks);
     const char *off = getenv("JALEN_MXBEAN");
     if (off && !strcmp(off, "0"))
         return 0;

@@ -4,17 +4,20 @@
  *
  * mxbean.c (owned by the bindings) implements everything declared here; the
  * Java side is bindings/java/src/org/powerapi/jalen/ (in powerapi.jar).
- * The agent (agent.c) needs three small hooks, all optional (weak: without
- * them there is simply no MXBean):
+ * The agent calls it at two points, and hands it what it needs of the
+ * agent (collectd's way: at registration, never a symbol of the agent's
+ * files that mxbean.c would call back into):
  *
- *   - jalen_live_lock()/jalen_live_unlock(): take/release the profile lock
- *     (jl_prof_lock), so that mxbean.c reads jl_prof and jl_thr
- *     consistently (lock order as the agent thread: profile, then threads);
+ *   - jalen_mxbean_start(jvmti, jni, &hooks, NULL, why, len) on an agent
+ *     thread of its own ("jalen-mxbean", agentthreads.c), a second after
+ *     VMInit, so that the JMX start it runs never delays the agent
+ *     thread's windows; hooks.lock()/unlock() take and release the
+ *     profile lock (jl_run.prof_lock), so that mxbean.c reads jl_prof and
+ *     jl_thr consistently (lock order as the agent thread: profile, then
+ *     threads);
  *   - jalen_mxbean_on_window(now_s, duration_s, energy_j) at the end of
- *     each window (profile lock held): the process's energy in the window;
- *   - jalen_mxbean_start(jvmti, jni, NULL, why, len) on an agent thread of
- *     its own ("jalen-mxbean"), a second after VMInit, so that the JMX
- *     start it runs never delays the agent thread's windows.
+ *     each window (window.c, profile lock held): the process's energy in
+ *     the window.
  */
 #ifndef JALEN_MXBEAN_H
 #define JALEN_MXBEAN_H
@@ -84,25 +87,28 @@ typedef struct jalen_live {
     double scoped_j, unscoped_j;
 } jalen_live;
 
+/* What the agent hands to jalen_mxbean_start: the profile lock. */
+typedef struct jalen_mxbean_hooks {
+    void (*lock)(void);
+    void (*unlock)(void);
+} jalen_mxbean_hooks;
+
 /* Copies the live results: at most top methods and top threads (0: all)
  * and the last JALEN_LIVE_WINDOWS windows.  Everything in the copy is owned
- * by it.  Returns 0, -ENOSYS when the agent has no lock hook, -ENOMEM.
- * Thread-safe (takes the profile lock). */
+ * by it.  Returns 0, -ENOSYS before jalen_mxbean_start gave the hooks,
+ * -ENOMEM.  Thread-safe (takes the profile lock). */
 int jalen_live_get(jalen_live **out, size_t top);
 /* Frees a copy; NULL is a no-op. */
 void jalen_live_free(jalen_live *l);
 
-/* Hooks the agent provides (agent.c). */
-void jalen_live_lock(void) __attribute__((weak));
-void jalen_live_unlock(void) __attribute__((weak));
-
 /* Called by the agent at the end of each window, profile lock held:
  * now_s on jl_now_s()'s clock, the window's length and the process's
  * energy in it. */
-void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j) __attribute__((weak));
+void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j);
 
 /* Called by the agent on its "jalen-mxbean" thread (JNIEnv of that thread),
- * a second after VMInit.
+ * a second after VMInit; hooks (kept, not copied: static) are the agent's
+ * lock.
  * Loads org.powerapi.jalen.Energy from the application's class path, else
  * from powerapi.jar through a URLClassLoader (the boot class path is left
  * alone: appending to it turns class data sharing off), binds its native
@@ -112,7 +118,7 @@ void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j) __
  * or NULL to use $JALEN_MXBEAN_JAR, else look next to libjalen.so, in
  * ../bindings/java/ (build tree) and ../share/java/ (installed).
  * JALEN_MXBEAN=0 in the environment turns it off (returns 0). */
-int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const char *jar, char *why, size_t why_len)
-    __attribute__((weak));
+int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const jalen_mxbean_hooks *hooks,
+                       const char *jar, char *why, size_t why_len);
 
 #endif /* JALEN_MXBEAN_H */

@@ -5,6 +5,7 @@
 #include "jalen.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,14 +102,153 @@ static int jl_parse_filters(const char *v, jl_opts *o)
     return 0;
 }
 
+/* The error of a value its key does not take; -EINVAL. */
+static int jl_bad(const char *key, const char *val, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "bad value '%s' for '%s'", val ? val : "", key);
+    return -EINVAL;
+}
+
+/* The keys whose value is one word of a list, and the int each word
+ * sets. */
+static const struct {
+    const char *key, *word;
+    size_t off; /* the int in jl_opts */
+    int v;
+} jl_words[] = {
+    {"mode", "cpu", offsetof(jl_opts, mode), JL_MODE_CPU},
+    {"mode", "jvmti", offsetof(jl_opts, mode), JL_MODE_JVMTI},
+    {"clock", "auto", offsetof(jl_opts, clock), JL_CLOCK_AUTO},
+    {"clock", "perf", offsetof(jl_opts, clock), JL_CLOCK_PERF},
+    {"clock", "timer", offsetof(jl_opts, clock), JL_CLOCK_TIMER},
+    {"net", "on", offsetof(jl_opts, net), 1},
+    {"net", "1", offsetof(jl_opts, net), 1},
+    {"net", "off", offsetof(jl_opts, net), 0},
+    {"net", "0", offsetof(jl_opts, net), 0},
+    {"fail", "abort", offsetof(jl_opts, fail_abort), 1},
+    {"fail", "continue", offsetof(jl_opts, fail_abort), 0},
+};
+
+/* The keys whose value is kept as it is written. */
+static const struct {
+    const char *key;
+    size_t off; /* the char * in jl_opts */
+} jl_strings[] = {
+    {"sensors", offsetof(jl_opts, sensors)}, {"formula", offsetof(jl_opts, formula)},
+    {"disable", offsetof(jl_opts, disable)}, {"procfs", offsetof(jl_opts, procfs)},
+    {"sysfs", offsetof(jl_opts, sysfs)},     {"scope", offsetof(jl_opts, scope)},
+};
+
+/* A key of jl_words: 1 when val is one of its words (set in o), -EINVAL
+ * when it is none of them; 0 when key is not one of jl_words'. */
+static int jl_apply_word(jl_opts *o, const char *key, const char *val)
+{
+    int known = 0;
+    for (size_t i = 0; i < sizeof(jl_words) / sizeof(jl_words[0]); i++) {
+        if (strcmp(key, jl_words[i].key))
+            continue;
+        known = 1;
+        if (!strcmp(val, jl_words[i].word)) {
+            *(int *)((char *)o + jl_words[i].off) = jl_words[i].v;
+            return 1;
+        }
+    }
+    return known ? -EINVAL : 0;
+}
+
+/* A key of jl_strings: 1 when val is kept (-ENOMEM when it cannot be);
+ * 0 when key is not one of jl_strings'. */
+static int jl_apply_string(jl_opts *o, const char *key, const char *val)
+{
+    for (size_t i = 0; i < sizeof(jl_strings) / sizeof(jl_strings[0]); i++)
+        if (!strcmp(key, jl_strings[i].key))
+            return jl_set_str((char **)((char *)o + jl_strings[i].off), val) < 0 ? -ENOMEM : 1;
+    return 0;
+}
+
+/* interval= and window=: a duration with its unit, within the key's
+ * bounds. */
+static int jl_apply_duration(jl_opts *o, const char *key, const char *val, char *err, size_t errlen)
+{
+    uint64_t ns;
+    int drc = pa_parse_duration_unit_ns(val, &ns);
+    if (drc == -EDOM) {
+        snprintf(err, errlen,
+                 "bad value '%s' for '%s': no unit (write it as 10ms, 1s, 500us...; "
+                 "units ns, us, ms, s, m, h)",
+                 val, key);
+        return -EINVAL;
+    }
+    if (drc < 0)
+        return jl_bad(key, val, err, errlen);
+    if (!strcmp(key, "interval")) {
+        if (ns < 100000ull || ns > 10000000000ull) {
+            snprintf(err, errlen, "bad value '%s' for 'interval' (between 100us and 10s)", val);
+            return -EINVAL;
+        }
+        o->interval_ns = ns;
+    } else {
+        if (ns < 10000000ull || ns > 3600000000000ull) {
+            snprintf(err, errlen, "bad value '%s' for 'window' (between 10ms and 1h)", val);
+            return -EINVAL;
+        }
+        o->window_ns = ns;
+    }
+    return 0;
+}
+
+/* top= and scopes=: a count within the key's bounds. */
+static int jl_apply_count(jl_opts *o, const char *key, const char *val, char *err, size_t errlen)
+{
+    char *end;
+    long v = strtol(val, &end, 10);
+    if (!strcmp(key, "top")) {
+        if (*end || v < 1 || v > 1000)
+            return jl_bad(key, val, err, errlen);
+        o->top = (int)v;
+        return 0;
+    }
+    if (*end || v < 1 || v > PA__SCOPE_NAMES_LIMIT) {
+        snprintf(err, errlen, "bad value '%s' for 'scopes' (distinct scope names, 1 to %d)", val,
+                 PA__SCOPE_NAMES_LIMIT);
+        return -EINVAL;
+    }
+    o->scopes = (size_t)v;
+    return 0;
+}
+
+/* calibration=FILE: a `powerapi calibrate` file: the library's cpu-curve
+ * formula (chosen by auto when RAPL is absent) reads it from here; read
+ * with the library's own reader, so that a file it would refuse is
+ * refused here, with its reason. */
+static int jl_apply_calibration(const char *val, char *err, size_t errlen)
+{
+    pa_curve curve;
+    if (access(val, R_OK) < 0) {
+        snprintf(err, errlen,
+                 "calibration=%s: %s (write one with `powerapi "
+                 "calibrate --output FILE`)",
+                 val, strerror(errno));
+        return -EINVAL;
+    }
+    if (pa__calib_read(val, &curve) < 0) {
+        snprintf(err, errlen, "calibration=%s: %s", val, pa_last_error());
+        return -EINVAL;
+    }
+    if (setenv("POWERAPI_CALIBRATION", val, 1) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* One key=value into o (key is one of jl_keys); 0 or -EINVAL / -ENOMEM
+ * with one line in err. */
 static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, char *err,
                     size_t errlen)
 {
     int rc = 0;
-    uint64_t ns;
     if (!strcmp(key, "quiet")) {
         if (val && strcmp(val, "on") && strcmp(val, "1") && strcmp(val, "true"))
-            goto bad;
+            return jl_bad(key, val, err, errlen);
         o->quiet = 1;
         return 0;
     }
@@ -116,30 +256,16 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         snprintf(err, errlen, "option '%s' needs a value (%s=...)", key, key);
         return -EINVAL;
     }
-    if (!strcmp(key, "interval") || !strcmp(key, "window")) {
-        int drc = pa_parse_duration_unit_ns(val, &ns);
-        if (drc == -EDOM) {
-            snprintf(err, errlen,
-                     "bad value '%s' for '%s': no unit (write it as 10ms, 1s, 500us...; "
-                     "units ns, us, ms, s, m, h)",
-                     val, key);
-            return -EINVAL;
-        }
-        if (drc < 0)
-            goto bad;
-        if (!strcmp(key, "interval")) {
-            if (ns < 100000ull || ns > 10000000000ull) {
-                snprintf(err, errlen, "bad value '%s' for 'interval' (between 100us and 10s)", val);
-                return -EINVAL;
-            }
-            o->interval_ns = ns;
-        } else {
-            if (ns < 10000000ull || ns > 3600000000000ull) {
-                snprintf(err, errlen, "bad value '%s' for 'window' (between 10ms and 1h)", val);
-                return -EINVAL;
-            }
-            o->window_ns = ns;
-        }
+    if ((rc = jl_apply_word(o, key, val)) != 0)
+        return rc < 0 ? jl_bad(key, val, err, errlen) : 0;
+    if ((rc = jl_apply_string(o, key, val)) != 0) {
+        rc = rc < 0 ? rc : 0;
+    } else if (!strcmp(key, "interval") || !strcmp(key, "window")) {
+        return jl_apply_duration(o, key, val, err, errlen);
+    } else if (!strcmp(key, "top") || !strcmp(key, "scopes")) {
+        return jl_apply_count(o, key, val, err, errlen);
+    } else if (!strcmp(key, "calibration")) {
+        return jl_apply_calibration(val, err, errlen);
     } else if (!strcmp(key, "out")) {
         free(o->out);
         o->out = jl_expand_pid(val, pid);
@@ -151,58 +277,6 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         }
     } else if (!strcmp(key, "filter")) {
         rc = jl_parse_filters(val, o);
-    } else if (!strcmp(key, "mode")) {
-        if (!strcmp(val, "cpu"))
-            o->mode = JL_MODE_CPU;
-        else if (!strcmp(val, "jvmti"))
-            o->mode = JL_MODE_JVMTI;
-        else
-            goto bad;
-    } else if (!strcmp(key, "clock")) {
-        if (!strcmp(val, "auto"))
-            o->clock = JL_CLOCK_AUTO;
-        else if (!strcmp(val, "perf"))
-            o->clock = JL_CLOCK_PERF;
-        else if (!strcmp(val, "timer"))
-            o->clock = JL_CLOCK_TIMER;
-        else
-            goto bad;
-    } else if (!strcmp(key, "net")) {
-        if (!strcmp(val, "on") || !strcmp(val, "1"))
-            o->net = 1;
-        else if (!strcmp(val, "off") || !strcmp(val, "0"))
-            o->net = 0;
-        else
-            goto bad;
-    } else if (!strcmp(key, "sensors")) {
-        rc = jl_set_str(&o->sensors, val);
-    } else if (!strcmp(key, "formula")) {
-        rc = jl_set_str(&o->formula, val);
-    } else if (!strcmp(key, "disable")) {
-        rc = jl_set_str(&o->disable, val);
-    } else if (!strcmp(key, "procfs")) {
-        rc = jl_set_str(&o->procfs, val);
-    } else if (!strcmp(key, "sysfs")) {
-        rc = jl_set_str(&o->sysfs, val);
-    } else if (!strcmp(key, "calibration")) {
-        /* a `powerapi calibrate` file: the library's cpu-curve formula
-         * (chosen by auto when RAPL is absent) reads it from here; read
-         * with the library's own reader, so that a file it would refuse
-         * is refused here, with its reason */
-        pa_curve curve;
-        if (access(val, R_OK) < 0) {
-            snprintf(err, errlen,
-                     "calibration=%s: %s (write one with `powerapi "
-                     "calibrate --output FILE`)",
-                     val, strerror(errno));
-            return -EINVAL;
-        }
-        if (pa__calib_read(val, &curve) < 0) {
-            snprintf(err, errlen, "calibration=%s: %s", val, pa_last_error());
-            return -EINVAL;
-        }
-        if (setenv("POWERAPI_CALIBRATION", val, 1) < 0)
-            return -ENOMEM;
     } else if (!strcmp(key, "carbon-intensity")) {
         /* the library's parser: the bounds and the line of powerapi's
          * --carbon-intensity */
@@ -210,37 +284,10 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
             snprintf(err, errlen, "carbon-intensity: %s", pa_last_error());
             return -EINVAL;
         }
-    } else if (!strcmp(key, "fail")) {
-        if (!strcmp(val, "abort"))
-            o->fail_abort = 1;
-        else if (!strcmp(val, "continue"))
-            o->fail_abort = 0;
-        else
-            goto bad;
-    } else if (!strcmp(key, "top")) {
-        char *end;
-        long v = strtol(val, &end, 10);
-        if (*end || v < 1 || v > 1000)
-            goto bad;
-        o->top = (int)v;
-    } else if (!strcmp(key, "scope")) {
-        rc = jl_set_str(&o->scope, val);
-    } else if (!strcmp(key, "scopes")) {
-        char *end;
-        long v = strtol(val, &end, 10);
-        if (*end || v < 1 || v > PA__SCOPE_NAMES_LIMIT) {
-            snprintf(err, errlen, "bad value '%s' for 'scopes' (distinct scope names, 1 to %d)",
-                     val, PA__SCOPE_NAMES_LIMIT);
-            return -EINVAL;
-        }
-        o->scopes = (size_t)v;
     }
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory parsing options");
     return rc;
-bad:
-    snprintf(err, errlen, "bad value '%s' for '%s'", val ? val : "", key);
-    return -EINVAL;
 }
 
 int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen)

@@ -34,9 +34,24 @@
 
 jl_sampler jl_smp;
 
-pid_t jl_gettid(void)
+/* Each thread's open scope for the handler: slot tid % JL_SCOPE_TIDS
+ * holds tid << 32 | code.  Two threads whose tids share a slot overwrite
+ * each other: a sample then finds another tid and no scope (rare: 16,384
+ * slots). */
+#define JL_SCOPE_TIDS 16384
+static _Atomic uint64_t jl_scope_cur[JL_SCOPE_TIDS];
+
+void jl_sampler_set_scope(pid_t tid, int code)
 {
-    return (pid_t)syscall(SYS_gettid);
+    atomic_store_explicit(&jl_scope_cur[(uint32_t)tid % JL_SCOPE_TIDS],
+                          (uint64_t)(uint32_t)tid << 32 | (uint32_t)code, memory_order_relaxed);
+}
+
+int jl_sampler_scope(pid_t tid)
+{
+    uint64_t v =
+        atomic_load_explicit(&jl_scope_cur[(uint32_t)tid % JL_SCOPE_TIDS], memory_order_relaxed);
+    return (pid_t)(v >> 32) == tid ? (int)(v & 0xffffffffu) : 0;
 }
 
 jl_slot *jl_slot_claim(void)
@@ -92,7 +107,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     if (!s)
         goto out;
     s->tid = jl_gettid();
-    s->scope = jl_scope_code(s->tid);
+    s->scope = jl_sampler_scope(s->tid);
     s->truncated = 0;
     /* a late signal stands for every interval that expired meanwhile */
     s->weight = jl_smp.interval_us *

@@ -35,6 +35,9 @@ typedef struct jl_scall {
 static pa__scope_table jl_stab;
 static int jl_stab_on, jl_stab_quiet;
 static atomic_int jl_stab_warned, jl_name_warned; /* folded names; refused ones */
+/* calls are queued while a run goes on (jl_scopes_set_active): after a
+ * stop nobody drains the queue */
+static atomic_int jl_scopes_active;
 
 /* calls ended since the last window: written under jl_sq_lock by the
  * threads that close scopes, taken whole by the agent thread */
@@ -48,31 +51,19 @@ static jfieldID f_j_per_ns, f_j_per_byte;
 static jfieldID f_id, f_outer, f_flags, f_commit, f_cpu0, f_bytes0, f_cpu, f_bytes, f_child_cpu,
     f_child_bytes, f_ext_cpu, f_ext_bytes, f_ext_self_cpu, f_ext_self_bytes;
 
-/* Each thread's open scope for the signal handler: slot tid % JS_TIDS
- * holds tid << 32 | code (code: id + 3, 0 none).  Two threads whose tids
- * share a slot overwrite each other: a sample then finds another tid and
- * no scope (rare: 16,384 slots). */
-#define JS_TIDS 16384
-static _Atomic uint64_t jl_scope_cur[JS_TIDS];
 static __thread pid_t jl_scope_tid;
 /* agent thread: the pseudo-method of each code, -1 unknown yet */
 static int *jl_scope_methods;
 static size_t jl_scope_nmethods;
 
+/* The calling thread's innermost open scope, for its samples (sampler.c
+ * stamps them with it): code id + 3, 0 none. */
 static void set_current(jint id)
 {
     pid_t tid = jl_scope_tid;
     if (!tid)
         tid = jl_scope_tid = jl_gettid();
-    uint64_t code = id == -1 ? 0 : (uint64_t)(id + 3);
-    atomic_store_explicit(&jl_scope_cur[(uint32_t)tid % JS_TIDS],
-                          (uint64_t)(uint32_t)tid << 32 | code, memory_order_relaxed);
-}
-
-int jl_scope_code(pid_t tid)
-{
-    uint64_t v = atomic_load_explicit(&jl_scope_cur[(uint32_t)tid % JS_TIDS], memory_order_relaxed);
-    return (pid_t)(v >> 32) == tid ? (int)(v & 0xffffffffu) : 0;
+    jl_sampler_set_scope(tid, id == -1 ? 0 : (int)id + 3);
 }
 
 /* the last priced window's prices (J per CPU ns, J per byte), for the
@@ -97,6 +88,11 @@ void jl_scopes_init(size_t max_names, int quiet)
     pa__scope_table_init(&jl_stab, max_names);
     jl_stab_quiet = quiet;
     jl_stab_on = 1;
+}
+
+void jl_scopes_set_active(int on)
+{
+    atomic_store(&jl_scopes_active, on);
 }
 
 /* ------------------------------------------------------------------ */
@@ -156,7 +152,7 @@ static void JNICALL n_enter(JNIEnv *env, jclass cls, jobject s)
 
 static void queue(const jl_scall *c)
 {
-    if (!jl_agent_active())
+    if (!atomic_load(&jl_scopes_active))
         return; /* the run was stopped: nobody drains the queue */
     pthread_mutex_lock(&jl_sq_lock);
     if (PA__GROW(jl_sq, jl_sqcap, jl_sqn + 1, 1024) == 0)

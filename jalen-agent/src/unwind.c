@@ -58,6 +58,8 @@
 /* ------------------------------------------------------------------ */
 
 static uintptr_t *jl_cc_low_p, *jl_cc_high_p; /* CodeCache::_low_bound, _high_bound */
+/* AsyncGetCallTrace, handed down by jl_unwind_init (sampler.c found it) */
+static jl_asgct_fn jl_uw_asgct;
 static uintptr_t jl_cc_low, jl_cc_high;
 
 static long jl_vms_long(const char *sym)
@@ -438,8 +440,9 @@ size_t jl_unwind_memory(void)
 
 static int jl_unwind_ready;
 
-int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb)
+int jl_unwind_init(jvmtiEnv *jvmti, jvmtiEventCallbacks *cb, jl_asgct_fn asgct)
 {
+    jl_uw_asgct = asgct;
 #if defined(__x86_64__)
     /* a new run in the same JVM: the tables of the last one stand */
     if (!jl_stks)
@@ -836,7 +839,7 @@ int jl_unwind_walk_interrupted(jl_asgct_trace *tr, int depth, void *ucv)
     ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
     c.uc_mcontext.gregs[REG_RIP] = (greg_t)at;
     tr->num_frames = 0;
-    jl_smp.asgct(tr, depth, &c);
+    jl_uw_asgct(tr, depth, &c);
     return tr->num_frames > 0;
 #else
     (void)tr;
@@ -907,7 +910,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
         *pcp = cra;
         atomic_signal_fence(memory_order_seq_cst);
         tr->num_frames = 0;
-        jl_smp.asgct(tr, depth, ucv);
+        jl_uw_asgct(tr, depth, ucv);
         atomic_signal_fence(memory_order_seq_cst);
         *pcp = 0;
         atomic_signal_fence(memory_order_seq_cst);
@@ -923,7 +926,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
     *pcp = ra;
     atomic_signal_fence(memory_order_seq_cst);
     tr->num_frames = 0;
-    jl_smp.asgct(tr, depth, ucv);
+    jl_uw_asgct(tr, depth, ucv);
     atomic_signal_fence(memory_order_seq_cst);
     *pcp = 0;
     return tr->num_frames > 0;
@@ -1004,7 +1007,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         tr->num_frames = 0;
         if (running && depth > 1) {
             tr->frames = top + 1;
-            jl_smp.asgct(tr, depth - 1, &c);
+            jl_uw_asgct(tr, depth - 1, &c);
             tr->frames = top;
             if (tr->num_frames > 0) {
                 top[0].lineno = 0; /* its entry or exit: no bytecode index */
@@ -1012,7 +1015,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
                 tr->num_frames++;
             }
         } else {
-            jl_smp.asgct(tr, depth, &c);
+            jl_uw_asgct(tr, depth, &c);
             /* the consumer the JIT laid out after a native call, left out
              * (callsite.h) */
             if (drop && tr->num_frames > 1) {

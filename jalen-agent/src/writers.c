@@ -530,7 +530,7 @@ int jl_write_all(const jl_opts *o, int final)
     struct stat st;
     if (stat(o->out, &st) < 0 && errno == ENOENT) {
         /* the folder was removed while the JVM runs: make it again */
-        r = jl_mkdirs(o->out);
+        r = pa_pout_mkdirs(o->out, 0755);
         if (!o->quiet)
             fprintf(stderr, "jalen: the output folder '%s' was removed; %s\n", o->out,
                     r == 0 ? "made it again" : strerror(-r));
