@@ -333,6 +333,56 @@ START_TEST(test_aggregate)
 }
 END_TEST
 
+/* The exits (issue 38): the exited record's count and the report's exits
+ * source and overflows, in what was padding: read back from one window,
+ * and an aggregate sums the processes over its windows. */
+START_TEST(test_exits)
+{
+    pa_ring_writer *w = make_ring(16, 8);
+    for (int i = 0; i < 2; i++) {
+        fake f;
+        fake_init(&f, (uint64_t)i + 1, (uint64_t)(i + 1) * 1000000000ull, 1);
+        f.r.exits_source = "taskstats";
+        f.r.exits_lost = 3;
+        pa_target_info *e = fake_add(&f, PA_TARGET_EXITED, 0, "[exited]", "", 2, 0);
+        e->processes = 100u * (unsigned)(i + 1);
+        e->power.cpu_time_s = 0.5;
+        fake_add(&f, PA_TARGET_UNACCOUNTED, 0, "[unaccounted]", "", 1, 0);
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    const pa_report *g;
+    uint64_t seq = 1;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    ck_assert_str_eq(g->exits_source, "taskstats");
+    ck_assert_uint_eq(g->exits_lost, 3);
+    const pa_target_info *ex = NULL, *un = NULL;
+    for (size_t i = 0; i < g->ntargets; i++) {
+        if (g->targets[i].type == PA_TARGET_EXITED)
+            ex = &g->targets[i];
+        if (g->targets[i].type == PA_TARGET_UNACCOUNTED)
+            un = &g->targets[i];
+    }
+    ck_assert_ptr_nonnull(ex);
+    ck_assert_ptr_nonnull(un);
+    ck_assert_uint_eq(ex->processes, 200);
+    ck_assert_str_eq(ex->comm, "[exited]");
+    ck_assert_uint_eq(un->processes, 0);
+    seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    for (size_t i = 0; i < g->ntargets; i++)
+        if (g->targets[i].type == PA_TARGET_EXITED) {
+            ck_assert_uint_eq(g->targets[i].processes, 300);
+            ck_assert_double_eq_tol(g->targets[i].power.cpu_time_s, 1.0, 1e-12);
+            ck_assert_double_eq_tol(g->targets[i].power.total_w, 2.0, 1e-12);
+        }
+    ck_assert_str_eq(g->exits_source, "taskstats");
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
 /* Version 4: the report's devices (GPUs) read back whole, and an
  * aggregate averages each device's power and idle part over its windows
  * (10 W for 1 s, 40 W for 2 s: 30 W) with the newest energy. */
@@ -1024,6 +1074,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_follow_and_lap);
     tcase_add_test(tc, test_aggregate);
     tcase_add_test(tc, test_devices);
+    tcase_add_test(tc, test_exits);
     tcase_add_test(tc, test_truncation);
     tcase_add_test(tc, test_cgroup_paths);
     tcase_add_test(tc, test_counters_roundtrip);

@@ -76,6 +76,37 @@ class TestFixture(unittest.TestCase):
         set_stat_times(self.root, 1801, u + 90, s + 10)
         ctx.tick(time_ns=3 * S)
 
+    def test_exited_and_unaccounted(self):
+        """Issue 38: the processes born and gone in the window are one
+        target of their own, with their number; the report says how exits
+        were counted."""
+        ctx = self.context()
+        exits = os.path.join(self.root, "exits.txt")
+        ctx.enable("procfs-cpu", "exitfile=" + exits)
+        ctx.enable("cpu-tdp", "tdp=100,ftdp=2000,vtdp=1")
+        ctx.watch_all()
+        ctx.tick(time_ns=1 * S)
+        u, s = stat_times(self.root, 1801)
+        set_stat_times(self.root, 1801, u + 90, s + 10)
+        with open(exits, "w") as f:
+            f.write("5000 5000 1801 500000000 sh\n5001 5001 5000 250000000 true\n")
+        ctx.tick(time_ns=3 * S)
+        r = ctx.report()
+        self.assertEqual(r.exits_source, "file")
+        self.assertEqual(r.exits_lost, 0)
+        ex = [t for t in r.targets if t.type == powerapi.PA_TARGET_EXITED]
+        un = [t for t in r.targets if t.type == powerapi.PA_TARGET_UNACCOUNTED]
+        self.assertEqual(len(ex), 1)
+        self.assertEqual(len(un), 1)
+        self.assertEqual(ex[0].processes, 2)
+        self.assertEqual(ex[0].comm, "[exited]")
+        self.assertAlmostEqual(ex[0].power.cpu_time_s, 0.75, places=9)
+        # 70 W x 0.75 s of the 4 s capacity, as java's 1 s gets 17.5 W
+        self.assertAlmostEqual(ex[0].power.cpu_w, 70 * 0.75 / 4, places=9)
+        java = [t for t in r.targets if t.pid == 1801][0]
+        self.assertAlmostEqual(java.power.cpu_w, 17.5, places=9)
+        ctx.close()
+
     def test_cgroup_names(self):
         """Issue 27: a cgroup path named from the runtimes' state files."""
         root = os.path.join(os.environ["POWERAPI_FIXTURES"], "containers", "root")
