@@ -47,6 +47,7 @@ typedef struct monitor {
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
     unsigned long top;    /* 0: not given */
+    bool exited_list;     /* --exited list */
     pa_out_format fmt;
     const char *output;
     uint64_t clock_step_ns;
@@ -176,6 +177,14 @@ static int group_option(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
+static int exited_option(void *v, const char *cmd, const char *arg)
+{
+    if (strcmp(arg, "fold") && strcmp(arg, "list"))
+        return pa_cli_usage_error(cmd, "--exited: '%s' is not fold or list", arg);
+    *(bool *)v = !strcmp(arg, "list");
+    return 0;
+}
+
 static int parse_args(monitor *m, int argc, char **argv)
 {
     const pa_cli_opt opts[] = {
@@ -203,6 +212,11 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_CALLBACK('f', "format", &m->fmt, "FORMAT",
                         "table (default), csv or json (JSON lines)", pa_out_format_option),
         PA_OPT_UINT(0, "top", &m->top, "N", "only the N most powerful processes", 1, 1000000000),
+        PA_OPT_CALLBACK(0, "exited", &m->exited_list, "fold|list",
+                        "with --all: the processes born and gone in a\n"
+                        "window as one [exited] record (fold, the\n"
+                        "default) or one record each (list; JSON, CSV)",
+                        exited_option),
         PA_OPT_STRING('o', "output", &m->output, "FILE",
                       "write to FILE instead of stdout ('-': stdout;\n"
                       "with a COMMAND the default is stderr)"),
@@ -629,6 +643,7 @@ int pa_cli_monitor(int argc, char **argv)
         m.out.group_type = pa_cli_group_name(m.group);
     bool tty = isatty(fileno(m.f));
     m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
+    m.out.exited_list = m.exited_list;
     if (m.top)
         m.out.top = m.top;
     else if (m.out.clear)

@@ -377,8 +377,8 @@ static void json_components(FILE *f, const pa_report *r, const double *v)
 /* The row of target t in the report's component arrays, or NULL. */
 static const double *target_comps(const pa_report *r, const pa_target_info *t, const double *base)
 {
-    if (!base || r->ncomponents <= FIXED_COMPS)
-        return NULL;
+    if (!base || r->ncomponents <= FIXED_COMPS || t < r->targets || t >= r->targets + r->ntargets)
+        return NULL; /* a record of r->exited has no components of its own */
     return base + (size_t)(t - r->targets) * r->ncomponents;
 }
 
@@ -580,6 +580,14 @@ static size_t *stable_order(const pa_report *r, const bool *sel, size_t *n)
     return idx;
 }
 
+/* With exited_list, the exited record gives way to its processes' own
+ * records when every one of them is in the report (PA_EXITED_MAX). */
+static bool listed_instead(const pa_out *o, const pa_report *r, const pa_target_info *t)
+{
+    return o->exited_list && t->type == PA_TARGET_EXITED && t->processes > 0 &&
+           r->nexited == t->processes;
+}
+
 static int json_report(pa_out *o, const pa_report *r, const bool *sel)
 {
     size_t n;
@@ -588,7 +596,10 @@ static int json_report(pa_out *o, const pa_report *r, const bool *sel)
         return -ENOMEM;
     json_system(o, r);
     for (size_t k = 0; k < n; k++)
-        json_target(o, r, &r->targets[idx[k]]);
+        if (!listed_instead(o, r, &r->targets[idx[k]]))
+            json_target(o, r, &r->targets[idx[k]]);
+    for (size_t k = 0; o->exited_list && k < r->nexited; k++)
+        json_target(o, r, &r->exited[k]);
     free(idx);
     return 0;
 }
@@ -844,7 +855,10 @@ static int csv_report(pa_out *o, const pa_report *r, const bool *sel)
         return -ENOMEM;
     csv_system(o, r);
     for (size_t k = 0; k < n; k++)
-        csv_target(o, r, &r->targets[idx[k]]);
+        if (!listed_instead(o, r, &r->targets[idx[k]]))
+            csv_target(o, r, &r->targets[idx[k]]);
+    for (size_t k = 0; o->exited_list && k < r->nexited; k++)
+        csv_target(o, r, &r->exited[k]);
     free(idx);
     return 0;
 }

@@ -41,6 +41,9 @@ typedef struct pa_out {
                                 for its CPU% cap (NULL: /proc) */
     const char *group_type;  /* the type of cgroup records ("container"
                                 under --group-by container), NULL: "cgroup" */
+    int exited_list;         /* JSON, CSV: the processes born and gone in a
+                                window one record each (pa_report.exited)
+                                instead of the exited record */
     double carbon_g_per_kwh; /* > 0 (--carbon-intensity): grams of CO2e
                                 beside joules (pa_carbon_g), the intensity
                                 stated as an assumption; 0: none */

@@ -416,11 +416,21 @@ typedef struct pa_report {
      * PA_TARGET_UNACCOUNTED target + system.idle_w sum to the system's
      * power, per component, every window. */
     const char *exits_source;
-    uint64_t exits_lost; /* exit records the kernel dropped since the
-                            context started (a full socket under a fork
-                            storm): their CPU time is in the unaccounted
-                            target */
+    uint64_t exits_lost; /* times the exit records' socket overflowed
+                            (the kernel dropped records under a fork
+                            storm) since the context started: their CPU
+                            time is in the unaccounted target */
+    /* The processes the PA_TARGET_EXITED target sums, one record each
+     * (type PA_TARGET_PROCESS, flags PA_POWER_EXITED | PA_POWER_FIRST, its
+     * comm, ppid, and its nearest live ancestor's cgroup; power and energy
+     * of its one window), at most PA_EXITED_MAX a window (the exited
+     * target's processes says how many there were); NULL when none or
+     * when counted by an estimate.  Not carried by the ring. */
+    size_t nexited;
+    const pa_target_info *exited;
 } pa_report;
+
+#define PA_EXITED_MAX 4096
 
 /* Called by the sampler thread after each tick.  r is valid only during
  * the call.  The callback may call any context-safe function except

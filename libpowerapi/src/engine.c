@@ -417,6 +417,21 @@ static int build_cgroups(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_ta
     return 0;
 }
 
+/* A record of a process folded into the exited target (no counters,
+ * no components beyond the pa_power). */
+struct exited_fill {
+    double interval_s;
+    uint64_t time_ns;
+    bool measured;
+};
+
+static void exited_fill(pa_ctx *ctx, pa_target_info *ti, const pa_task *t, void *user)
+{
+    const struct exited_fill *ef = user;
+    fill_target(ctx, ti, t, ef->interval_s, ef->time_ns, ef->measured, NULL);
+    ti->power.flags |= PA_POWER_EXITED | PA_POWER_FIRST;
+}
+
 /* Target k of the report from task t; returns k + 1. */
 static size_t put_target(pa_ctx *ctx, const pa_task *t, const pa_frame_delta *d, bool measured,
                          uint64_t time_ns, double *cw, double *cj, size_t k)
@@ -492,6 +507,12 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_tab
     r->devices = tab->ndev ? ctx->rdev : NULL;
     r->exits_source = ctx->rexits_src;
     r->exits_lost = ctx->exits_lost;
+    struct exited_fill ef = {d->interval_s, time_ns, tab->measured};
+    int nex = pa__exits_records(ctx, exited_fill, &ef);
+    if (nex < 0)
+        return -ENOMEM;
+    r->nexited = (size_t)nex;
+    r->exited = nex ? ctx->rexited : NULL;
     ctx->have_report = true;
     return 0;
 }
@@ -695,10 +716,14 @@ int pa__report_copy(const pa_report *r, pa_report **out)
     size_t nnames = 0;
     for (size_t i = 0; i < r->ntargets; i++)
         nnames += r->targets[i].names != NULL;
+    size_t nex = r->exited ? r->nexited : 0;
+    for (size_t i = 0; i < nex; i++)
+        strs += strlen(r->exited[i].cgroup ? r->exited[i].cgroup : "") + 1;
     size_t ncd = (2 * r->ntargets + 2) * ncomp; /* component doubles */
     size_t sz = sizeof(pa_report) + r->ndevices * sizeof(pa_device_info) +
-                r->ntargets * sizeof(pa_target_info) + (r->ntargets * nc + ncd) * sizeof(double) +
-                (nc + ncomp) * sizeof(char *) + nnames * sizeof(pa_cgroup_names) + strs;
+                (r->ntargets + nex) * sizeof(pa_target_info) +
+                (r->ntargets * nc + ncd) * sizeof(double) + (nc + ncomp) * sizeof(char *) +
+                nnames * sizeof(pa_cgroup_names) + strs;
     char *block = malloc(sz);
     if (!block)
         return pa__err(-ENOMEM, "report: out of memory copying %zu targets", r->ntargets);
@@ -710,7 +735,8 @@ int pa__report_copy(const pa_report *r, pa_report **out)
         memcpy(dev, r->devices, r->ndevices * sizeof(*dev));
     c->devices = r->ndevices ? dev : NULL;
     pa_target_info *ti = (pa_target_info *)(dev + r->ndevices);
-    double *ctr = (double *)(ti + r->ntargets);
+    pa_target_info *ex = ti + r->ntargets;
+    double *ctr = (double *)(ex + nex);
     double *cw = ctr + r->ntargets * nc, *cj = cw + r->ntargets * ncomp;
     double *sys = cj + r->ntargets * ncomp;
     const char **names = (const char **)(sys + 2 * ncomp);
@@ -754,7 +780,15 @@ int pa__report_copy(const pa_report *r, pa_report **out)
             ti[i].counters = NULL;
         }
     }
+    for (size_t i = 0; i < nex; i++) {
+        ex[i] = r->exited[i];
+        PUT(ex[i].cgroup, r->exited[i].cgroup ? r->exited[i].cgroup : "");
+        ex[i].names = NULL;
+        ex[i].counters = NULL;
+    }
 #undef PUT
+    c->exited = nex ? ex : NULL;
+    c->nexited = nex;
     c->targets = ti;
     c->counter_names = nc ? names : NULL;
     c->ncomponents = ncomp;

@@ -302,8 +302,25 @@ size_t pa__exits_targets(const pa_ctx *ctx, const pa_task **out2)
     return 2;
 }
 
+int pa__exits_records(pa_ctx *ctx, pa__exits_fill_fn fill, void *user)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->nwin && n < PA_EXITED_MAX; i++) {
+        const pa_task *t = ctx->win[i];
+        if (!t->folded || t->pid <= 0)
+            continue;
+        if (PA__GROW(ctx->rexited, ctx->rexited_cap, n + 1, 64) < 0)
+            return -ENOMEM;
+        fill(ctx, &ctx->rexited[n++], t, user);
+    }
+    return (int)n;
+}
+
 void pa__exits_free(pa_ctx *ctx)
 {
+    free(ctx->rexited);
+    ctx->rexited = NULL;
+    ctx->rexited_cap = 0;
     free(ctx->exits);
     ctx->exits = NULL;
     ctx->nexits = ctx->exits_cap = 0;

@@ -430,6 +430,8 @@ struct pa_ctx {
     size_t rcomp_cap;
     char rformula[256], rsensors[256], rsource[16], rassumed[PA_MAX_ASSUMED];
     pa_device_info rdev[PA_MAX_DEVICES]; /* the report's devices */
+    pa_target_info *rexited;             /* the report's exited processes */
+    size_t rexited_cap;
 
     /* exits (exits.c): this tick's exit records, where they came from,
      * and the two targets of what no live process accounts for */
@@ -473,6 +475,11 @@ int pa__exits_window(pa_ctx *ctx, uint64_t tick, double busy_s);
 int pa__exits_fold(pa_ctx *ctx, const pa_power_table *tab, double interval_s, double busy_s);
 /* The targets the report appends after the others (0, 1 or 2). */
 size_t pa__exits_targets(const pa_ctx *ctx, const pa_task **out2);
+/* The report's records of the processes folded into the exited target
+ * (ctx->rexited, at most PA_EXITED_MAX), filled with fill(ctx, out, task,
+ * user); returns their number, or -ENOMEM. */
+typedef void (*pa__exits_fill_fn)(pa_ctx *ctx, pa_target_info *out, const pa_task *t, void *user);
+int pa__exits_records(pa_ctx *ctx, pa__exits_fill_fn fill, void *user);
 void pa__exits_free(pa_ctx *ctx);
 /* Adds t to the window's tasks (ctx->win).  -ENOMEM. */
 int pa__win_push(pa_ctx *ctx, pa_task *t);

@@ -252,6 +252,8 @@ class Report:
         # "taskstats", "children-time" (an estimate) or "none"
         self.exits_source = _s(c.exits_source) or "none"
         self.exits_lost = c.exits_lost
+        # the processes TARGET_EXITED sums, one Target each (at most 4096)
+        self.exited = [Target(c.exited[i], []) for i in range(c.nexited)]
         self.counter_names = [_s(c.counter_names[i])
                               for i in range(c.ncounters)]
         # the context's components (cpu, nic, then registered formulas'),

@@ -38,6 +38,7 @@ PA_TARGET_TREE = 3
 PA_TARGET_CGROUP = 4
 PA_TARGET_EXITED = 5
 PA_TARGET_UNACCOUNTED = 6
+PA_EXITED_MAX = 4096
 
 PA_COMM_MAX = 16
 PA_MAX_DEVICES = 16
@@ -72,6 +73,7 @@ CONSTANTS = {
     "PA_TARGET_CGROUP": PA_TARGET_CGROUP,
     "PA_TARGET_EXITED": PA_TARGET_EXITED,
     "PA_TARGET_UNACCOUNTED": PA_TARGET_UNACCOUNTED,
+    "PA_EXITED_MAX": PA_EXITED_MAX,
     "PA_COMM_MAX": PA_COMM_MAX,
     "PA_MAX_DEVICES": PA_MAX_DEVICES,
     "PA_MODULE_ABI": PA_MODULE_ABI,
@@ -209,6 +211,8 @@ class pa_report(ctypes.Structure):
         ("devices", ctypes.POINTER(pa_device_info)),
         ("exits_source", ctypes.c_char_p),
         ("exits_lost", ctypes.c_uint64),
+        ("nexited", ctypes.c_size_t),
+        ("exited", ctypes.POINTER(pa_target_info)),
     ]
 
 

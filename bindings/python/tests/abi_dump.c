@@ -142,7 +142,9 @@ int main(void)
     F(pa_report, ndevices);
     F(pa_report, devices);
     F(pa_report, exits_source);
-    L(pa_report, exits_lost);
+    F(pa_report, exits_lost);
+    F(pa_report, nexited);
+    L(pa_report, exited);
     END();
 
     begin("pa_module_ops", sizeof(pa_module_ops));
@@ -250,6 +252,7 @@ int main(void)
     C(PA_TARGET_CGROUP);
     C(PA_TARGET_EXITED);
     C(PA_TARGET_UNACCOUNTED);
+    C(PA_EXITED_MAX);
     C(PA_COMM_MAX);
     C(PA_MAX_DEVICES);
     C(PA_RING_VERSION);

@@ -103,6 +103,12 @@ class TestFixture(unittest.TestCase):
         self.assertAlmostEqual(ex[0].power.cpu_time_s, 0.75, places=9)
         # 70 W x 0.75 s of the 4 s capacity, as java's 1 s gets 17.5 W
         self.assertAlmostEqual(ex[0].power.cpu_w, 70 * 0.75 / 4, places=9)
+        # each of them its own record too, with its parent
+        self.assertEqual(sorted((t.pid, t.ppid, t.comm) for t in r.exited),
+                         [(5000, 1801, "sh"), (5001, 5000, "true")])
+        self.assertTrue(all(t.power.exited for t in r.exited))
+        self.assertAlmostEqual(sum(t.power.cpu_w for t in r.exited),
+                               ex[0].power.cpu_w, places=9)
         java = [t for t in r.targets if t.pid == 1801][0]
         self.assertAlmostEqual(java.power.cpu_w, 17.5, places=9)
         ctx.close()
