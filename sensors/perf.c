@@ -1104,14 +1104,37 @@ static int perf_target_sample(perf_state *st, perf_target *g, pa_task *t)
     return 0;
 }
 
-static int perf_sample(pa_module *m, pa_frame *f)
+/* The first refusal of each kind in a tick, reported once (REP_*). */
+typedef struct refusals {
+    int report; /* REP_* met in this tick and not reported before */
+    int err;    /* REP_OTHER's error */
+    pid_t id;   /* the target it concerns */
+} refusals;
+
+static void refusal_note(const perf_state *st, int err, pid_t id, refusals *r)
 {
-    perf_state *st = m->priv;
-    pa_ctx *ctx = m->ctx;
+    if (err == -EACCES || err == -EPERM) {
+        if (!(st->reported & REP_EACCES)) {
+            r->report |= REP_EACCES;
+            r->id = id;
+        }
+    } else if (err == -EMFILE) {
+        if (!(st->reported & REP_BUDGET)) {
+            r->report |= REP_BUDGET;
+            r->id = id;
+        }
+    } else if (err && err != -ESRCH && !(st->reported & REP_OTHER)) {
+        r->report |= REP_OTHER;
+        r->err = err;
+        r->id = id;
+    }
+}
+
+/* Opens the counters of the processes and threads seen in this tick that
+ * have none yet, and reads every target's; marks them with the tick. */
+static int sample_targets(perf_state *st, pa_ctx *ctx, const pa_frame *f, refusals *r)
+{
     const pa_env *env = &ctx->env;
-    int report = 0;
-    int report_err = 0;
-    pid_t report_id = 0;
     size_t added = 0;
     pa_tasktab *tabs[2] = {&ctx->procs, &ctx->threads};
     for (int k = 0; k < 2; k++) {
@@ -1140,21 +1163,7 @@ static int perf_sample(pa_module *m, pa_frame *f)
                     return pa__err(-ENOMEM, "perf: out of memory");
                 st->tg[st->ntg++] = g;
                 added++;
-                if (g->err == -EACCES || g->err == -EPERM) {
-                    if (!(st->reported & REP_EACCES)) {
-                        report |= REP_EACCES;
-                        report_id = id;
-                    }
-                } else if (g->err == -EMFILE) {
-                    if (!(st->reported & REP_BUDGET)) {
-                        report |= REP_BUDGET;
-                        report_id = id;
-                    }
-                } else if (g->err && g->err != -ESRCH && !(st->reported & REP_OTHER)) {
-                    report |= REP_OTHER;
-                    report_err = g->err;
-                    report_id = id;
-                }
+                refusal_note(st, g->err, id, r);
             }
             g->mark = f->tick;
             if (g->err)
@@ -1164,10 +1173,15 @@ static int perf_sample(pa_module *m, pa_frame *f)
                 g->err = rc; /* keep the others going */
         }
     }
-    /* close the targets that are gone, keep the table sorted */
+    return 0;
+}
+
+/* Closes the targets not marked in this tick; keeps the table sorted. */
+static void targets_prune(perf_state *st, uint64_t tick)
+{
     size_t w = 0;
     for (size_t i = 0; i < st->ntg; i++) {
-        if (st->tg[i]->mark == f->tick)
+        if (st->tg[i]->mark == tick)
             st->tg[w++] = st->tg[i];
         else
             target_close(st, st->tg[i]);
@@ -1175,54 +1189,85 @@ static int perf_sample(pa_module *m, pa_frame *f)
     st->ntg = w;
     if (st->ntg > 1)
         qsort(st->tg, st->ntg, sizeof(st->tg[0]), target_cmp);
+}
 
-    if (st->nsys) {
-        double mux = 1.0;
-        for (size_t i = 0; i < st->nsys; i++) {
-            uint64_t v[3];
-            if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
-                return pa__err(-EIO, "perf: reading system-wide cycles "
-                                     "failed");
-            uint64_t dv = v[0] - st->syslast[i][0], de = v[1] - st->syslast[i][1],
-                     dr = v[2] - st->syslast[i][2];
-            if (dr > 0)
-                st->cycles_acc += (double)dv * ((double)de / (double)dr);
-            if (de > 0 && (double)dr / (double)de < mux)
-                mux = (double)dr / (double)de;
-            memcpy(st->syslast[i], v, sizeof(v));
-        }
-        f->sys->cycles_all = st->cycles_acc;
-        f->sys->have |= PA_HAVE_CYCLES;
+/* The system-wide cycles, scaled by each counter's multiplexing. */
+static int sample_system(perf_state *st, pa_frame *f)
+{
+    if (!st->nsys)
+        return 0;
+    double mux = 1.0;
+    for (size_t i = 0; i < st->nsys; i++) {
+        uint64_t v[3];
+        if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
+            return pa__err(-EIO, "perf: reading system-wide cycles "
+                                 "failed");
+        uint64_t dv = v[0] - st->syslast[i][0], de = v[1] - st->syslast[i][1],
+                 dr = v[2] - st->syslast[i][2];
+        if (dr > 0)
+            st->cycles_acc += (double)dv * ((double)de / (double)dr);
+        if (de > 0 && (double)dr / (double)de < mux)
+            mux = (double)dr / (double)de;
+        memcpy(st->syslast[i], v, sizeof(v));
     }
+    f->sys->cycles_all = st->cycles_acc;
+    f->sys->have |= PA_HAVE_CYCLES;
+    return 0;
+}
 
-    /* cgroups as a whole, so that processes that came and went between
-     * ticks are in their cgroup's counts */
-    int cg_err = 0;
-    if (ctx->cgroups_on) {
-        int rc = cg_sample(st, ctx, f, &cg_err);
-        if (rc < 0)
-            return pa__err(rc, "perf: out of memory");
-    } else if (st->ncg) {
-        cg_close_all(st);
-    }
-    /* Refusals are reported once per kind: the failure is recorded by
-     * the engine, the other targets' counts of this tick are kept. */
-    st->reported |= (unsigned)report;
-    if (report & REP_BUDGET)
+/* The per-cgroup refusal of this tick, once (a cgroup removed meanwhile
+ * is none). */
+static int report_cgroup(perf_state *st, const pa_env *env, int cg_err)
+{
+    if (!cg_err || (cg_err == -ENOENT && st->cg_root_err >= 0) || (st->reported & REP_CGROUP))
+        return 0;
+    st->reported |= REP_CGROUP;
+    if (cg_err == -EACCES || cg_err == -EPERM)
+        return pa__err(-EACCES,
+                       "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
+                       "one counter per CPU) needs root or CAP_PERFMON "
+                       "(kernel.perf_event_paranoid=%d); cgroup records "
+                       "sum their processes' counters",
+                       paranoid_level(env));
+    if (cg_err == -EMFILE)
+        return pa__err(-EMFILE,
+                       "perf: not counting a cgroup: %d CPUs x %zu "
+                       "events exceed the RLIMIT_NOFILE budget (%zu, "
+                       "%zu in use); its record sums its processes' "
+                       "counters",
+                       st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
+    if (st->cg_root_err < 0)
+        return pa__err(-ENOENT,
+                       "perf: no cgroup v2 mount (mountinfo, "
+                       "%s/fs/cgroup); cgroup records sum their "
+                       "processes' counters",
+                       env->sysfs);
+    return pa__err(cg_err,
+                   "perf: cannot count per cgroup: %s; cgroup records "
+                   "sum their processes' counters",
+                   strerror(-cg_err));
+}
+
+/* Refusals are reported once per kind: the failure is recorded by the
+ * engine, the other targets' counts of this tick are kept. */
+static int report_refusals(perf_state *st, const pa_env *env, const refusals *r, int cg_err)
+{
+    st->reported |= (unsigned)r->report;
+    if (r->report & REP_BUDGET)
         return pa__err(-EMFILE,
                        "perf: not counting pid %d: %zu targets x "
                        "%zu events already use %zu file descriptors of the "
                        "RLIMIT_NOFILE budget (%zu); raise the hard limit "
                        "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
                        "or events",
-                       (int)report_id, st->ntg, st->nev, st->nfds, st->fd_budget);
-    if (report & REP_EACCES)
+                       (int)r->id, st->ntg, st->nev, st->nfds, st->fd_budget);
+    if (r->report & REP_EACCES)
         return pa__err(-EACCES,
                        "perf: not counting pid %d: perf_event_open "
                        "refused (EACCES): counting another user's process "
                        "needs root or CAP_PERFMON (kernel."
                        "perf_event_paranoid=%d)",
-                       (int)report_id, paranoid_level(env));
+                       (int)r->id, paranoid_level(env));
     if (st->starved && !(st->reported & REP_STARVED)) {
         st->reported |= REP_STARVED;
         return pa__err(-ENOSPC,
@@ -1232,46 +1277,42 @@ static int perf_sample(pa_module *m, pa_frame *f)
                        "multiplexed and scaled)",
                        st->nev);
     }
-    if ((report & REP_OTHER) && st->group && report_err == -EINVAL)
+    if ((r->report & REP_OTHER) && st->group && r->err == -EINVAL)
         /* x86 refuses at open a group that can never be scheduled */
-        return pa__err(report_err,
+        return pa__err(r->err,
                        "perf: not counting pid %d: the group of %zu events "
                        "does not fit the PMU's counters (EINVAL); use "
                        "group=off (one counter per event, multiplexed and "
                        "scaled)",
-                       (int)report_id, st->nev);
-    if (report & REP_OTHER)
-        return pa__err(report_err, "perf: not counting pid %d: %s", (int)report_id,
-                       strerror(-report_err));
-    /* per-cgroup refusals, once (a cgroup removed meanwhile is none) */
-    if (cg_err && (cg_err != -ENOENT || st->cg_root_err < 0) && !(st->reported & REP_CGROUP)) {
-        st->reported |= REP_CGROUP;
-        if (cg_err == -EACCES || cg_err == -EPERM)
-            return pa__err(-EACCES,
-                           "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
-                           "one counter per CPU) needs root or CAP_PERFMON "
-                           "(kernel.perf_event_paranoid=%d); cgroup records "
-                           "sum their processes' counters instead",
-                           paranoid_level(env));
-        if (cg_err == -EMFILE)
-            return pa__err(-EMFILE,
-                           "perf: not counting a cgroup: %d CPUs x %zu "
-                           "events exceed the RLIMIT_NOFILE budget (%zu, "
-                           "%zu in use); its record sums its processes' "
-                           "counters",
-                           st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
-        if (st->cg_root_err < 0)
-            return pa__err(-ENOENT,
-                           "perf: no cgroup v2 mount (mountinfo, "
-                           "%s/fs/cgroup); cgroup records sum their "
-                           "processes' counters",
-                           env->sysfs);
-        return pa__err(cg_err,
-                       "perf: cannot count per cgroup: %s; cgroup records "
-                       "sum their processes' counters",
-                       strerror(-cg_err));
+                       (int)r->id, st->nev);
+    if (r->report & REP_OTHER)
+        return pa__err(r->err, "perf: not counting pid %d: %s", (int)r->id, strerror(-r->err));
+    return report_cgroup(st, env, cg_err);
+}
+
+static int perf_sample(pa_module *m, pa_frame *f)
+{
+    perf_state *st = m->priv;
+    pa_ctx *ctx = m->ctx;
+    refusals r = {0};
+    int rc = sample_targets(st, ctx, f, &r);
+    if (rc < 0)
+        return rc;
+    targets_prune(st, f->tick);
+    rc = sample_system(st, f);
+    if (rc < 0)
+        return rc;
+    /* cgroups as a whole, so that processes that came and went between
+     * ticks are in their cgroup's counts */
+    int cg_err = 0;
+    if (ctx->cgroups_on) {
+        rc = cg_sample(st, ctx, f, &cg_err);
+        if (rc < 0)
+            return pa__err(rc, "perf: out of memory");
+    } else if (st->ncg) {
+        cg_close_all(st);
     }
-    return 0;
+    return report_refusals(st, &ctx->env, &r, cg_err);
 }
 
 #define UNPRIV_NOTE                                                                                \
