@@ -122,6 +122,105 @@ static void topo_read(const pa_env *env, cpu_curve *st)
     }
 }
 
+/* save=FILE: a name whose folder is writable now. */
+static int parse_save(const char *save, cpu_curve *st)
+{
+    if (!st->learn)
+        return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
+                                "finds; it does not go with learn=off");
+    if (!*save || strlen(save) + 5 >= sizeof(st->save))
+        return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name", save);
+    char dir[PA_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", save);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    if (access(dir, W_OK) < 0)
+        return pa__err(-errno,
+                       "cpu-curve: save=%s: directory %s is not "
+                       "writable: %s; create it or choose another file",
+                       save, dir, strerror(errno));
+    snprintf(st->save, sizeof(st->save), "%s", save);
+    return 0;
+}
+
+/* points=LOAD%:WATTS+... with per=: the fixed curve. */
+static int parse_points(const char *points, const char *per, cpu_curve *st)
+{
+    char why[160] = "";
+    pa_curve *c = &st->fixed;
+    c->packages = 1;
+    c->error = -1;
+    if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 && c->n < 2)
+        snprintf(why, sizeof(why), "at least 2 points");
+    if (c->n < 2 || why[0])
+        return pa__err(-EINVAL,
+                       "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
+                       "pairs joined by '+', e.g. points=0:40+50:70+100:95",
+                       points, why);
+    c->per = PA_CURVE_SERVER;
+    if (per && !strcmp(per, "package"))
+        c->per = PA_CURVE_PACKAGE;
+    else if (per && !strcmp(per, "vcpu"))
+        c->per = PA_CURVE_VCPU;
+    else if (per && strcmp(per, "server") && strcmp(per, "machine"))
+        return pa__err(-EINVAL,
+                       "cpu-curve: per=%s: use machine (the points are "
+                       "the whole machine's, the default), package or "
+                       "vcpu",
+                       per);
+    snprintf(c->source, sizeof(c->source), "option points=");
+    snprintf(c->match, sizeof(c->match), "points");
+    st->have_fixed = true;
+    st->fixed_kind = SRC_OPTION;
+    return 0;
+}
+
+/* The curve the options fix (points=, calibration=, model=), or else the
+ * hardware database checked now, not at the first tick. */
+static int parse_curve(pa_module *m, const pa_options *o, cpu_curve *st)
+{
+    const char *points = pa_options_get(o, "points");
+    const char *calib = pa_options_get(o, "calibration");
+    const char *model = pa_options_get(o, "model");
+    int rc;
+    if (points)
+        return parse_points(points, pa_options_get(o, "per"), st);
+    if (calib) {
+        if ((rc = pa__calib_read(calib, &st->fixed)) < 0)
+            return rc;
+        st->have_fixed = true;
+        st->fixed_kind = SRC_CALIB;
+        return 0;
+    }
+    const char *path = pa__module_hwdb(m);
+    if (model) {
+        rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
+        if (rc == -ENOENT)
+            return pa__err(-EINVAL,
+                           "cpu-curve: model=%s matches no curve record of "
+                           "%s; use a match string of a 'curve' line of that "
+                           "file or give points=",
+                           model, path ? path : "the hardware database");
+        if (rc < 0)
+            return rc;
+        st->have_fixed = true;
+        st->fixed_kind = SRC_FORCED;
+        return 0;
+    }
+    if (path) {
+        pa_curve tmp;
+        rc = pa__hwdb_curve(path, "", &tmp);
+        if (rc < 0 && rc != -ENOENT)
+            return rc;
+    }
+    return 0;
+}
+
 static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
 {
     memset(st, 0, sizeof(*st));
@@ -142,28 +241,8 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
         return pa__err(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
     st->learn = !learn || !strcmp(learn, "on");
-    if (save) {
-        if (!st->learn)
-            return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
-                                    "finds; it does not go with learn=off");
-        if (!*save || strlen(save) + 5 >= sizeof(st->save))
-            return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name", save);
-        char dir[PA_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", save);
-        char *slash = strrchr(dir, '/');
-        if (slash == dir)
-            dir[1] = '\0';
-        else if (slash)
-            *slash = '\0';
-        else
-            snprintf(dir, sizeof(dir), ".");
-        if (access(dir, W_OK) < 0)
-            return pa__err(-errno,
-                           "cpu-curve: save=%s: directory %s is not "
-                           "writable: %s; create it or choose another file",
-                           save, dir, strerror(errno));
-        snprintf(st->save, sizeof(st->save), "%s", save);
-    }
+    if (save && (rc = parse_save(save, st)) < 0)
+        return rc;
     if (pa_options_get(o, "fref")) {
         double f;
         if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) || f > 100000)
@@ -173,60 +252,8 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
                            pa_options_get(o, "fref"));
         st->opt_fref = f;
     }
-    if (points) {
-        char why[160] = "";
-        pa_curve *c = &st->fixed;
-        c->packages = 1;
-        c->error = -1;
-        if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 && c->n < 2)
-            snprintf(why, sizeof(why), "at least 2 points");
-        if (c->n < 2 || why[0])
-            return pa__err(-EINVAL,
-                           "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
-                           "pairs joined by '+', e.g. points=0:40+50:70+100:95",
-                           points, why);
-        c->per = PA_CURVE_SERVER;
-        if (per && !strcmp(per, "package"))
-            c->per = PA_CURVE_PACKAGE;
-        else if (per && !strcmp(per, "vcpu"))
-            c->per = PA_CURVE_VCPU;
-        else if (per && strcmp(per, "server") && strcmp(per, "machine"))
-            return pa__err(-EINVAL,
-                           "cpu-curve: per=%s: use machine (the points are "
-                           "the whole machine's, the default), package or "
-                           "vcpu",
-                           per);
-        snprintf(c->source, sizeof(c->source), "option points=");
-        snprintf(c->match, sizeof(c->match), "points");
-        st->have_fixed = true;
-        st->fixed_kind = SRC_OPTION;
-    } else if (calib) {
-        if ((rc = pa__calib_read(calib, &st->fixed)) < 0)
-            return rc;
-        st->have_fixed = true;
-        st->fixed_kind = SRC_CALIB;
-    } else if (model) {
-        const char *path = pa__module_hwdb(m);
-        rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
-        if (rc == -ENOENT)
-            return pa__err(-EINVAL,
-                           "cpu-curve: model=%s matches no curve record of "
-                           "%s; use a match string of a 'curve' line of that "
-                           "file or give points=",
-                           model, path ? path : "the hardware database");
-        if (rc < 0)
-            return rc;
-        st->have_fixed = true;
-        st->fixed_kind = SRC_FORCED;
-    } else {
-        const char *path = pa__module_hwdb(m);
-        if (path) { /* validate the file now, not at the first tick */
-            pa_curve tmp;
-            rc = pa__hwdb_curve(path, "", &tmp);
-            if (rc < 0 && rc != -ENOENT)
-                return rc;
-        }
-    }
+    if ((rc = parse_curve(m, o, st)) < 0)
+        return rc;
     if (m->ctx)
         topo_read(&m->ctx->env, st);
     return 0;

@@ -304,66 +304,81 @@ static int paranoid_level(const pa_env *env)
 /* Builds the event set from the "events" option.  Unknown names fail;
  * events the PMU lacks are dropped (named in note); an empty result is
  * perf::TASK-CLOCK. */
-static int events_setup(perf_state *st, const pa_env *env, const char *spec, char *note, size_t nl)
+/* The event names of events= (A+B+C, split in copy[1024]), or the
+ * defaults; *n of them. */
+static int events_names(const perf_state *st, const char *spec, char *copy, const char **names,
+                        size_t *nout)
 {
-    char why[512];
-    const char *names[PA_MAX_COUNTERS];
-    char copy[1024];
     size_t n = 0;
-    note[0] = '\0';
     if (!spec || !*spec) {
         for (size_t i = 0; i < NDEFAULT; i++)
             names[n++] = default_events[i];
-    } else {
-        if (strlen(spec) >= sizeof(copy))
-            return pa__err(-EINVAL, "perf: events list too long");
-        snprintf(copy, sizeof(copy), "%s", spec);
-        char *save = NULL;
-        for (char *t = strtok_r(copy, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
-            if (n == PA_MAX_COUNTERS)
-                return pa__err(-EINVAL,
-                               "perf: at most %d events per "
-                               "context",
-                               PA_MAX_COUNTERS);
-            for (size_t j = 0; j < n; j++)
-                if (!strcmp(names[j], t))
-                    return pa__err(-EINVAL, "perf: event '%s' given twice", t);
-            if (strlen(t) >= sizeof(st->ev[0].name))
-                return pa__err(-EINVAL,
-                               "perf: event name '%.40s...' too "
-                               "long",
-                               t);
-            names[n++] = t;
-        }
-        if (n == 0)
-            return pa__err(-EINVAL, "perf: events= is empty (give "
-                                    "A+B+C; 'powerapi events' lists them)");
+        *nout = n;
+        return 0;
     }
-    /* privilege: try kernel+user first, fall back to user only */
+    if (strlen(spec) >= 1024)
+        return pa__err(-EINVAL, "perf: events list too long");
+    snprintf(copy, 1024, "%s", spec);
+    char *save = NULL;
+    for (char *t = strtok_r(copy, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+        if (n == PA_MAX_COUNTERS)
+            return pa__err(-EINVAL,
+                           "perf: at most %d events per "
+                           "context",
+                           PA_MAX_COUNTERS);
+        for (size_t j = 0; j < n; j++)
+            if (!strcmp(names[j], t))
+                return pa__err(-EINVAL, "perf: event '%s' given twice", t);
+        if (strlen(t) >= sizeof(st->ev[0].name))
+            return pa__err(-EINVAL,
+                           "perf: event name '%.40s...' too "
+                           "long",
+                           t);
+        names[n++] = t;
+    }
+    if (n == 0)
+        return pa__err(-EINVAL, "perf: events= is empty (give "
+                                "A+B+C; 'powerapi events' lists them)");
+    *nout = n;
+    return 0;
+}
+
+/* Privilege: kernel+user counting first, user only (st->user_only) when
+ * that is refused. */
+static int events_privilege(perf_state *st, const pa_env *env)
+{
+    char why[512];
+    struct perf_event_attr a;
     st->user_only = false;
-    {
-        struct perf_event_attr a;
-        encode_event("perf::TASK-CLOCK", false, &a, why, sizeof(why));
-        int rc = try_open_self(&a);
-        if (rc == -EACCES || rc == -EPERM) {
-            st->user_only = true;
-            encode_event("perf::TASK-CLOCK", true, &a, why, sizeof(why));
-            rc = try_open_self(&a);
-        }
-        if (rc == -EACCES || rc == -EPERM)
-            return pa__err(-EACCES,
-                           "perf: perf_event_open refused even for "
-                           "perf::TASK-CLOCK of this process (EACCES, "
-                           "kernel.perf_event_paranoid=%d); run as root, "
-                           "grant CAP_PERFMON, or set "
-                           "kernel.perf_event_paranoid=2",
-                           paranoid_level(env));
-        if (rc < 0)
-            return pa__err(rc,
-                           "perf: perf_event_open failed: %s (kernel "
-                           "without perf events?)",
-                           strerror(-rc));
+    encode_event("perf::TASK-CLOCK", false, &a, why, sizeof(why));
+    int rc = try_open_self(&a);
+    if (rc == -EACCES || rc == -EPERM) {
+        st->user_only = true;
+        encode_event("perf::TASK-CLOCK", true, &a, why, sizeof(why));
+        rc = try_open_self(&a);
     }
+    if (rc == -EACCES || rc == -EPERM)
+        return pa__err(-EACCES,
+                       "perf: perf_event_open refused even for "
+                       "perf::TASK-CLOCK of this process (EACCES, "
+                       "kernel.perf_event_paranoid=%d); run as root, "
+                       "grant CAP_PERFMON, or set "
+                       "kernel.perf_event_paranoid=2",
+                       paranoid_level(env));
+    if (rc < 0)
+        return pa__err(rc,
+                       "perf: perf_event_open failed: %s (kernel "
+                       "without perf events?)",
+                       strerror(-rc));
+    return 0;
+}
+
+/* The events this process can open, in st->ev; those the PMU lacks are
+ * dropped and named in note, and perf::TASK-CLOCK counts when none is
+ * left. */
+static int events_open(perf_state *st, const char **names, size_t n, char *note, size_t nl)
+{
+    char why[512];
     st->nev = 0;
     size_t used = 0;
     int lack_err = 0;
@@ -399,6 +414,20 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec, cha
         snprintf(e->name, sizeof(e->name), "perf::TASK-CLOCK");
         st->nev = 1;
     }
+    return 0;
+}
+
+static int events_setup(perf_state *st, const pa_env *env, const char *spec, char *note, size_t nl)
+{
+    const char *names[PA_MAX_COUNTERS];
+    char copy[1024];
+    size_t n = 0;
+    note[0] = '\0';
+    int rc = events_names(st, spec, copy, names, &n);
+    if (rc < 0)
+        return rc;
+    if ((rc = events_privilege(st, env)) < 0 || (rc = events_open(st, names, n, note, nl)) < 0)
+        return rc;
     st->cyc = -1;
     for (size_t i = 0; i < st->nev; i++) {
         st->names[i] = st->ev[i].name;
