@@ -1,83 +1,143 @@
-#!/bin/bash
-# check_call_cycles.sh - circles of calls between files (DESIGN.md section 3,
-# "Layers"): no two object files call each other, directly or through others.
+#!/usr/bin/env bash
+# check_call_cycles.sh - no circle of calls between source files (issue 40,
+# DESIGN.md section 3): from the object files' symbols, file A calls file B
+# when A has an undefined reference (nm -u, weak ones too) to a global
+# symbol that B defines; no chain of such calls may lead from a file back
+# to itself.  A leaf that needs its hub gets it handed down (a hooks
+# struct, a callback) instead of calling into the hub's file.
 #
-# Usage: scripts/check_call_cycles.sh OBJ_DIR_OR_FILES...
+# Usage: scripts/check_call_cycles.sh [--exclude GLOB]... OBJECT_OR_DIR...
+#   A folder stands for every *.o under it.  Objects of tests are left out
+#   (a path with a folder tests/, test_* or unit_*), and so are the
+#   objects whose path matches a GLOB of --exclude (a registration table
+#   that names every module, as a command table names every command) and
+#   the symbols that more than one object defines (which of them a call
+#   reaches is the linker's choice, not the file's).  Symbols defined
+#   outside the objects given (libc, the JVM, another library) make no
+#   edge.
+# Prints each cycle as the list of its files, then each edge's symbols (the
+# first 200 cycles; the walk stops counting at 10,000); exit status 0 when
+# there is none, 1 when there is one, 2 on a usage error (no object found,
+# nm missing).
 #
-# Each argument is an object file or a folder searched for *.o.  From `nm`,
-# every undefined symbol of an object (weak references included) is
-# resolved to the one object among the arguments that defines it; when that
-# symbol is a function, the object calls the other one.  Symbols defined by
-# none of the objects, or by several, are left out, and so are references to
-# data: a table of callbacks handed to a framework (libpowerapi/src/builtin.c's
-# list of modules' ops tables) is how a leaf is reached without a call back.
-# This gives a directed graph of files.
-# Every circle of that graph (each strongly connected component of more
-# than one file) is printed with the symbols on each of its edges; exit
-# status 1 when there is one, 2 on a usage error.
+# A name is shown as TARGET:SOURCE where the object is a CMake one
+# (.../CMakeFiles/TARGET.dir/SOURCE.o), else as the path given.
 set -u
-[ $# -gt 0 ] || { echo "usage: $0 OBJ_DIR_OR_FILES..." >&2; exit 2; }
-
-objs=()
-for a in "$@"; do
-    if [ -d "$a" ]; then
-        while IFS= read -r f; do objs+=("$f"); done < <(find "$a" -name '*.o' | sort)
-    elif [ -f "$a" ]; then
-        objs+=("$a")
-    else
-        echo "$0: $a: no such file or folder" >&2
-        exit 2
-    fi
+usage() {
+    echo "usage: $0 [--exclude GLOB]... OBJECT_OR_DIR..." >&2
+    exit 2
+}
+excludes=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --exclude)
+        [ $# -ge 2 ] || usage
+        excludes+=("$2")
+        shift 2
+        ;;
+    --exclude=*)
+        excludes+=("${1#--exclude=}")
+        shift
+        ;;
+    --) shift; break ;;
+    -*) usage ;;
+    *) break ;;
+    esac
 done
-[ ${#objs[@]} -gt 0 ] || { echo "$0: no object files in $*" >&2; exit 2; }
+[ $# -eq 0 ] && usage
+command -v nm >/dev/null || {
+    echo "check_call_cycles: nm (binutils) is missing" >&2
+    exit 2
+}
 
-# One line per (object, kind, symbol): T for the definition of a function,
-# D for any other definition, U for an undefined reference.  The graph and
-# its circles are found in awk.
-for o in "${objs[@]}"; do
-    nm "$o" 2>/dev/null | awk -v o="$o" '
-        NF == 2 && $1 ~ /^[Uwv]$/ { print o "\tU\t" $2; next }
-        NF == 3 && $2 ~ /^[TW]$/ { print o "\tT\t" $3; next }
-        NF == 3 && $2 ~ /^[DBRGSCVi]$/ { print o "\tD\t" $3 }'
-done | awk -F'\t' '
-    function short(p) { sub(/\.o$/, "", p); sub(/.*CMakeFiles\/[^\/]*\.dir\//, "", p); return p }
-    $2 != "U" { ndef[$3]++; def[$3] = $1; fn[$3] = $2 == "T"; next }
-    { ref[++nr] = $1 "\t" $3 }
-    END {
-        for (i = 1; i <= nr; i++) {
-            split(ref[i], r, "\t")
-            if (ndef[r[2]] != 1 || !fn[r[2]] || def[r[2]] == r[1]) continue
-            a = r[1]; b = def[r[2]]
-            if (!((a, b) in edge)) { edge[a, b] = r[2]; succ[a] = succ[a] "\t" b; nodes[a]; nodes[b] }
-            else edge[a, b] = edge[a, b] ", " r[2]
-        }
-        # Tarjan, iterative over each node, to find the components.
-        idx = 0; ncomp = 0
-        for (v in nodes) if (!(v in index_)) strong(v)
-        bad = 0
-        for (c = 1; c <= ncomp; c++) {
-            n = split(comp[c], members, "\t")
-            if (n < 2) continue
-            bad = 1
-            printf "circle of %d files:\n", n
-            for (x = 1; x <= n; x++) for (y = 1; y <= n; y++)
-                if ((members[x], members[y]) in edge)
-                    printf "  %s -> %s: %s\n", short(members[x]), short(members[y]), edge[members[x], members[y]]
-        }
-        if (!bad) print "check_call_cycles: no circle of calls between files"
-        exit bad
+for a in "$@"; do
+    [ -e "$a" ] || { echo "check_call_cycles: $a: no such file or folder" >&2 && exit 2; }
+done
+mapfile -t objs < <(find "$@" -name '*.o' -type f | sort)
+kept=()
+for o in ${objs[@]+"${objs[@]}"}; do
+    case "/$o" in
+    */tests/* | */test_* | */unit_*) continue ;;
+    esac
+    for x in ${excludes[@]+"${excludes[@]}"}; do
+        # shellcheck disable=SC2053 # a glob, on purpose
+        [[ $o == $x ]] && continue 2
+    done
+    kept+=("$o")
+done
+if [ ${#kept[@]} -eq 0 ]; then
+    echo "check_call_cycles: no object file in $*" >&2
+    exit 2
+fi
+
+# One line per symbol: "D <object> <name>" defined there (a global or weak
+# definition), "U <object> <name>" referenced there and not defined.
+list() {
+    for o in "${kept[@]}"; do
+        nm -P --defined-only "$o" 2>/dev/null |
+            awk -v o="$o" '$2 ~ /^[ABCDGRSTVWu]$/ { print "D", o, $1 }'
+        nm -P -u "$o" 2>/dev/null | awk -v o="$o" '{ print "U", o, $1 }'
+    done
+}
+
+list | awk -v nobj=${#kept[@]} '
+function show(o,   s) {
+    s = o
+    if (match(s, /CMakeFiles\/[^\/]+\.dir\//)) {
+        t = substr(s, RSTART + 11, RLENGTH - 16)
+        s = t ":" substr(s, RSTART + RLENGTH)
+        sub(/\.o$/, "", s)
     }
-    function strong(v,    k, ns, w, nsucc, list) {
-        index_[v] = idx; low[v] = idx; idx++
-        stack[++sp] = v; onstack[v] = 1
-        nsucc = split(substr(succ[v], 2), list, "\t")
-        for (k = 1; k <= nsucc; k++) {
-            w = list[k]
-            if (!(w in index_)) { strong(w); if (low[w] < low[v]) low[v] = low[w] }
-            else if (onstack[w] && index_[w] < low[v]) low[v] = index_[w]
+    return s
+}
+# simple cycles whose smallest node is start: a depth-first walk over the
+# nodes above start, each reported once
+function walk(v, depth,   w, i, line) {
+    path[depth] = v
+    on[v] = 1
+    for (w = start; w <= n && ncyc < 10000; w++) {
+        if (!((v, w) in syms))
+            continue
+        if (w == start) {
+            ncyc++
+            if (ncyc > 200)
+                continue
+            line = "cycle " ncyc ":"
+            for (i = 1; i <= depth; i++)
+                line = line " " name[path[i]] " ->"
+            print line " " name[start]
+            for (i = 1; i <= depth; i++) {
+                nx = i < depth ? path[i + 1] : start
+                print "  " name[path[i]] " -> " name[nx] ":" syms[path[i], nx]
+            }
+        } else if (w > start && !on[w]) {
+            walk(w, depth + 1)
         }
-        if (low[v] == index_[v]) {
-            ncomp++; comp[ncomp] = ""
-            do { w = stack[sp--]; onstack[w] = 0; comp[ncomp] = comp[ncomp] (comp[ncomp] == "" ? "" : "\t") w } while (w != v)
-        }
-    }'
+    }
+    on[v] = 0
+}
+$1 == "D" { ndef[$3]++; def[$3] = $2; next }
+$1 == "U" { nref++; rsrc[nref] = $2; rsym[nref] = $3 }
+END {
+    n = 0
+    for (i = 1; i <= nref; i++) {
+        s = rsym[i]
+        if (ndef[s] != 1 || def[s] == rsrc[i])
+            continue
+        a = rsrc[i]; b = def[s]
+        if (!(a in id)) { id[a] = ++n; name[n] = show(a) }
+        if (!(b in id)) { id[b] = ++n; name[n] = show(b) }
+        syms[id[a], id[b]] = syms[id[a], id[b]] " " s
+    }
+    ncyc = 0
+    for (start = 1; start <= n; start++)
+        walk(start, 1)
+    if (ncyc > 200)
+        print "(" ncyc - 200 (ncyc >= 10000 ? " or more" : "") " more cycles not shown)"
+    if (ncyc) {
+        print "check_call_cycles: " (ncyc >= 10000 ? "10000 or more" : ncyc) \
+            " cycle(s) of calls between the " nobj " files"
+        exit 1
+    }
+    print "check_call_cycles: no cycle of calls between the " nobj " files"
+}'
