@@ -8,6 +8,7 @@
  * after each key; getch() with a timeout is the only wait.
  */
 #include "cli.h"
+#include "cpupct.h"
 #include "groups.h"
 
 #include <ctype.h>

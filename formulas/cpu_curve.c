@@ -122,6 +122,105 @@ static void topo_read(const pa_env *env, cpu_curve *st)
     }
 }
 
+/* save=FILE: a name whose folder is writable now. */
+static int parse_save(const char *save, cpu_curve *st)
+{
+    if (!st->learn)
+        return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
+                                "finds; it does not go with learn=off");
+    if (!*save || strlen(save) + 5 >= sizeof(st->save))
+        return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name", save);
+    char dir[PA_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", save);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    if (access(dir, W_OK) < 0)
+        return pa__err(-errno,
+                       "cpu-curve: save=%s: directory %s is not "
+                       "writable: %s; create it or choose another file",
+                       save, dir, strerror(errno));
+    snprintf(st->save, sizeof(st->save), "%s", save);
+    return 0;
+}
+
+/* points=LOAD%:WATTS+... with per=: the fixed curve. */
+static int parse_points(const char *points, const char *per, cpu_curve *st)
+{
+    char why[160] = "";
+    pa_curve *c = &st->fixed;
+    c->packages = 1;
+    c->error = -1;
+    if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 && c->n < 2)
+        snprintf(why, sizeof(why), "at least 2 points");
+    if (c->n < 2 || why[0])
+        return pa__err(-EINVAL,
+                       "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
+                       "pairs joined by '+', e.g. points=0:40+50:70+100:95",
+                       points, why);
+    c->per = PA_CURVE_SERVER;
+    if (per && !strcmp(per, "package"))
+        c->per = PA_CURVE_PACKAGE;
+    else if (per && !strcmp(per, "vcpu"))
+        c->per = PA_CURVE_VCPU;
+    else if (per && strcmp(per, "server") && strcmp(per, "machine"))
+        return pa__err(-EINVAL,
+                       "cpu-curve: per=%s: use machine (the points are "
+                       "the whole machine's, the default), package or "
+                       "vcpu",
+                       per);
+    snprintf(c->source, sizeof(c->source), "option points=");
+    snprintf(c->match, sizeof(c->match), "points");
+    st->have_fixed = true;
+    st->fixed_kind = SRC_OPTION;
+    return 0;
+}
+
+/* The curve the options fix (points=, calibration=, model=), or else the
+ * hardware database checked now, not at the first tick. */
+static int parse_curve(pa_module *m, const pa_options *o, cpu_curve *st)
+{
+    const char *points = pa_options_get(o, "points");
+    const char *calib = pa_options_get(o, "calibration");
+    const char *model = pa_options_get(o, "model");
+    int rc;
+    if (points)
+        return parse_points(points, pa_options_get(o, "per"), st);
+    if (calib) {
+        if ((rc = pa__calib_read(calib, &st->fixed)) < 0)
+            return rc;
+        st->have_fixed = true;
+        st->fixed_kind = SRC_CALIB;
+        return 0;
+    }
+    const char *path = pa__module_hwdb(m);
+    if (model) {
+        rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
+        if (rc == -ENOENT)
+            return pa__err(-EINVAL,
+                           "cpu-curve: model=%s matches no curve record of "
+                           "%s; use a match string of a 'curve' line of that "
+                           "file or give points=",
+                           model, path ? path : "the hardware database");
+        if (rc < 0)
+            return rc;
+        st->have_fixed = true;
+        st->fixed_kind = SRC_FORCED;
+        return 0;
+    }
+    if (path) {
+        pa_curve tmp;
+        rc = pa__hwdb_curve(path, "", &tmp);
+        if (rc < 0 && rc != -ENOENT)
+            return rc;
+    }
+    return 0;
+}
+
 static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
 {
     memset(st, 0, sizeof(*st));
@@ -142,28 +241,8 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
         return pa__err(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
     st->learn = !learn || !strcmp(learn, "on");
-    if (save) {
-        if (!st->learn)
-            return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
-                                    "finds; it does not go with learn=off");
-        if (!*save || strlen(save) + 5 >= sizeof(st->save))
-            return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name", save);
-        char dir[PA_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", save);
-        char *slash = strrchr(dir, '/');
-        if (slash == dir)
-            dir[1] = '\0';
-        else if (slash)
-            *slash = '\0';
-        else
-            snprintf(dir, sizeof(dir), ".");
-        if (access(dir, W_OK) < 0)
-            return pa__err(-errno,
-                           "cpu-curve: save=%s: directory %s is not "
-                           "writable: %s; create it or choose another file",
-                           save, dir, strerror(errno));
-        snprintf(st->save, sizeof(st->save), "%s", save);
-    }
+    if (save && (rc = parse_save(save, st)) < 0)
+        return rc;
     if (pa_options_get(o, "fref")) {
         double f;
         if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) || f > 100000)
@@ -173,60 +252,8 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
                            pa_options_get(o, "fref"));
         st->opt_fref = f;
     }
-    if (points) {
-        char why[160] = "";
-        pa_curve *c = &st->fixed;
-        c->packages = 1;
-        c->error = -1;
-        if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 && c->n < 2)
-            snprintf(why, sizeof(why), "at least 2 points");
-        if (c->n < 2 || why[0])
-            return pa__err(-EINVAL,
-                           "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
-                           "pairs joined by '+', e.g. points=0:40+50:70+100:95",
-                           points, why);
-        c->per = PA_CURVE_SERVER;
-        if (per && !strcmp(per, "package"))
-            c->per = PA_CURVE_PACKAGE;
-        else if (per && !strcmp(per, "vcpu"))
-            c->per = PA_CURVE_VCPU;
-        else if (per && strcmp(per, "server") && strcmp(per, "machine"))
-            return pa__err(-EINVAL,
-                           "cpu-curve: per=%s: use machine (the points are "
-                           "the whole machine's, the default), package or "
-                           "vcpu",
-                           per);
-        snprintf(c->source, sizeof(c->source), "option points=");
-        snprintf(c->match, sizeof(c->match), "points");
-        st->have_fixed = true;
-        st->fixed_kind = SRC_OPTION;
-    } else if (calib) {
-        if ((rc = pa__calib_read(calib, &st->fixed)) < 0)
-            return rc;
-        st->have_fixed = true;
-        st->fixed_kind = SRC_CALIB;
-    } else if (model) {
-        const char *path = pa__module_hwdb(m);
-        rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
-        if (rc == -ENOENT)
-            return pa__err(-EINVAL,
-                           "cpu-curve: model=%s matches no curve record of "
-                           "%s; use a match string of a 'curve' line of that "
-                           "file or give points=",
-                           model, path ? path : "the hardware database");
-        if (rc < 0)
-            return rc;
-        st->have_fixed = true;
-        st->fixed_kind = SRC_FORCED;
-    } else {
-        const char *path = pa__module_hwdb(m);
-        if (path) { /* validate the file now, not at the first tick */
-            pa_curve tmp;
-            rc = pa__hwdb_curve(path, "", &tmp);
-            if (rc < 0 && rc != -ENOENT)
-                return rc;
-        }
-    }
+    if ((rc = parse_curve(m, o, st)) < 0)
+        return rc;
     if (m->ctx)
         topo_read(&m->ctx->env, st);
     return 0;
@@ -392,57 +419,70 @@ static void learn(cpu_curve *st, double u, double model_w, double meas_w)
     st->learned++;
 }
 
-static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
-{
-    cpu_curve *st = m->priv;
-    if (!st)
-        return pa__err(-EINVAL, "cpu-curve: compute before start");
-    const char *model = d->cur ? d->cur->cpu_model : "";
-    int rc = lookup(m, st, model);
-    if (rc < 0)
-        return rc;
-    unsigned ncpus = pa__delta_ncpus(d);
+/* One window's computation, phase to phase. */
+typedef struct window {
+    const char *model;   /* the frame's CPU model, "" when unknown */
+    unsigned ncpus;      /* CPUs of the frame */
+    pa_curve dflt;       /* the default curve, when c points to it */
+    const pa_curve *c;   /* the curve and its source */
+    src_kind kind;       /* where c came from */
+    double u;            /* utilisation of the window, 0..1 */
+    double scale;        /* of the curve to this machine */
+    bool per_pk;         /* each package at its own utilisation */
+    unsigned pk_div;     /* the curve's packages over which it is split */
+    pa_curve learned;    /* the learned curve, when use points to it */
+    const pa_curve *use; /* c, or the learned curve */
+    double t_all, f_win; /* time with a known frequency (ns), its mean MHz */
+    bool by_freq;        /* the calibration's per-frequency curves */
+    double p_static, p_dyn;
+} window;
 
-    /* the curve and its source */
-    pa_curve dflt;
-    const pa_curve *c;
-    src_kind kind;
+/* The curve and its source: the fixed one (option or forced model), the
+ * one found for this CPU, else the default per-vCPU line. */
+static void window_curve(const cpu_curve *st, window *w)
+{
     if (st->have_fixed) {
-        c = &st->fixed;
-        kind = st->fixed_kind;
+        w->c = &st->fixed;
+        w->kind = st->fixed_kind;
     } else if (st->have_rec) {
-        c = &st->rec;
-        kind = st->calib_auto ? SRC_CALIB : SRC_HWDB;
+        w->c = &st->rec;
+        w->kind = st->calib_auto ? SRC_CALIB : SRC_HWDB;
     } else {
-        memset(&dflt, 0, sizeof(dflt));
-        dflt.n = 2;
-        dflt.load[1] = 1;
-        dflt.watts[0] = DEFAULT_MIN_W;
-        dflt.watts[1] = DEFAULT_MAX_W;
-        dflt.per = PA_CURVE_VCPU;
-        dflt.packages = 1;
-        dflt.error = -1;
-        snprintf(dflt.source, sizeof(dflt.source), "%s", DEFAULT_SOURCE);
-        c = &dflt;
-        kind = SRC_DEFAULT;
+        pa_curve *dflt = &w->dflt;
+        memset(dflt, 0, sizeof(*dflt));
+        dflt->n = 2;
+        dflt->load[1] = 1;
+        dflt->watts[0] = DEFAULT_MIN_W;
+        dflt->watts[1] = DEFAULT_MAX_W;
+        dflt->per = PA_CURVE_VCPU;
+        dflt->packages = 1;
+        dflt->error = -1;
+        snprintf(dflt->source, sizeof(dflt->source), "%s", DEFAULT_SOURCE);
+        w->c = dflt;
+        w->kind = SRC_DEFAULT;
     }
+}
+
+static void assume_source(const cpu_curve *st, const window *w, pa_power_table *out)
+{
+    const pa_curve *c = w->c;
     if (st->calib_bad[0])
         pa_table_assume(out, "cpu-curve: %s", st->calib_bad);
-    switch (kind) {
+    switch (w->kind) {
     case SRC_OPTION:
         pa_table_assume(out, "cpu-curve: curve from option points=");
         break;
     case SRC_CALIB:
-        if (strcmp(c->match, model))
+        if (strcmp(c->match, w->model))
             pa_table_assume(out, "cpu-curve: %s was made on '%s', not this CPU ('%s')", c->source,
-                            c->match, model);
+                            c->match, w->model);
         else
             pa_table_assume(out, "cpu-curve: %s", c->source);
         break;
     case SRC_FORCED:
     case SRC_HWDB:
         pa_table_assume(out, "cpu-curve: hwdb curve \"%s\"%s: %s", c->match,
-                        kind == SRC_FORCED ? " (model=)" : "", c->source);
+                        w->kind == SRC_FORCED ? " (model=)" : "", c->source);
         if (c->per == PA_CURVE_SERVER)
             pa_table_assume(out, "cpu-curve: the curve is the wall power of the "
                                  "whole measured server (memory, disks, fans, "
@@ -452,12 +492,15 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
         pa_table_assume(out,
                         "cpu-curve: default %g W idle to %g W at full load per vCPU x "
                         "%u CPUs for unknown CPU '%s' (%s)",
-                        DEFAULT_MIN_W, DEFAULT_MAX_W, ncpus, *model ? model : "(no name)",
+                        DEFAULT_MIN_W, DEFAULT_MAX_W, w->ncpus, *w->model ? w->model : "(no name)",
                         DEFAULT_SOURCE);
         break;
     }
+}
 
-    /* utilisation */
+/* The window's utilisation, 0..1. */
+static double window_load(const pa_frame_delta *d, pa_power_table *out)
+{
     bool summed;
     double busy = pa__delta_busy_s(d, &summed);
     if (summed) {
@@ -466,68 +509,89 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
     }
     double cap = d->capacity_s;
     double u = cap > 0 ? busy / cap : 0;
-    u = u < 0 ? 0 : u > 1 ? 1 : u;
+    return u < 0 ? 0 : u > 1 ? 1 : u;
+}
 
-    /* scale of the curve to this machine */
-    double scale = 1;
-    bool per_pk = false;
-    unsigned pk_div = 1;
+/* The scale of the curve to this machine, and whether each package is
+ * priced at its own utilisation. */
+static void window_scale(const cpu_curve *st, window *w, pa_power_table *out)
+{
+    const pa_curve *c = w->c;
+    unsigned ncpus = w->ncpus;
+    w->scale = 1;
+    w->per_pk = false;
+    w->pk_div = 1;
     if (c->per == PA_CURVE_VCPU) {
-        scale = ncpus;
+        w->scale = ncpus;
     } else if (c->per == PA_CURVE_PACKAGE) {
-        scale = st->npk ? st->npk : 1;
-        per_pk = st->npk > 1;
-        pk_div = 1;
+        w->scale = st->npk ? st->npk : 1;
+        w->per_pk = st->npk > 1;
+        w->pk_div = 1;
         if (!st->npk)
             pa_table_assume(out, "cpu-curve: package count unknown: 1 package");
     } else if (c->threads && ncpus < c->threads) {
-        scale = (double)ncpus / c->threads;
+        w->scale = (double)ncpus / c->threads;
         pa_table_assume(out,
                         "cpu-curve: %u of the curve's %u CPUs online (a VM's share "
                         "of the host, or CPUs offline): x %.4g",
-                        ncpus, c->threads, scale);
+                        ncpus, c->threads, w->scale);
     } else if (c->threads && ncpus > c->threads) {
-        scale = floor((double)ncpus / c->threads + 0.5);
-        pa_table_assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u", ncpus, scale,
+        w->scale = floor((double)ncpus / c->threads + 0.5);
+        pa_table_assume(out, "cpu-curve: %u CPUs = %g machines of the curve's %u", ncpus, w->scale,
                         c->threads);
     } else if (c->packages > 1 && st->npk == c->packages) {
-        per_pk = true;
-        pk_div = c->packages;
+        w->per_pk = true;
+        w->pk_div = c->packages;
     }
+}
 
-    pa_curve learned;
-    const pa_curve *use = c;
+/* The curve used: the learned one once two bins have enough windows. */
+static void window_learned(const cpu_curve *st, window *w, pa_power_table *out)
+{
+    w->use = w->c;
     if (st->save[0])
         pa_table_assume(out,
                         "cpu-curve: learned curve saved to %s when the formula stops "
                         "(%d of 11 load bins have %d RAPL windows; 2 needed)",
                         st->save, learned_bins(st), LEARN_MIN);
-    if (st->learn && !per_pk) {
+    if (st->learn && !w->per_pk) {
         int have = learned_bins(st);
         if (have >= 2) {
-            learned_curve(st, c, scale, &learned);
-            use = &learned;
+            learned_curve(st, w->c, w->scale, &w->learned);
+            w->use = &w->learned;
             pa_table_assume(out,
                             "cpu-curve: self-calibrated from %lu RAPL windows (%d of "
                             "11 load bins, %lu outliers rejected)",
                             st->learned, have, st->rejected);
         }
     }
+}
 
-    /* frequency */
-    double t_all = 0, f_sum = 0, f_win = 0;
+/* The window's mean frequency, and whether the calibration's
+ * per-frequency curves apply. */
+static void window_freq(const pa_frame_delta *d, window *w)
+{
+    double f_sum = 0;
+    w->t_all = 0;
+    w->f_win = 0;
     if (d->have & PA_HAVE_FREQ)
         for (unsigned i = 0; i < d->nfreq; i++) {
-            t_all += (double)d->freq[i].time_ns;
+            w->t_all += (double)d->freq[i].time_ns;
             f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
         }
-    if (t_all > 0)
-        f_win = f_sum / t_all;
+    if (w->t_all > 0)
+        w->f_win = f_sum / w->t_all;
     /* per-frequency curves of a calibration (calibrate --frequencies):
      * P(u) at the window's frequency, interpolated between them; no
      * f/f_ref scaling then */
-    bool by_freq = c->nfreq >= 2 && f_win > 0 && use == c && !per_pk;
+    w->by_freq = w->c->nfreq >= 2 && w->f_win > 0 && w->use == w->c && !w->per_pk;
+}
 
+/* The static and dynamic parts from the curve, before cpufreq scaling. */
+static void window_power(const cpu_curve *st, const pa_frame_delta *d, window *w,
+                         pa_power_table *out)
+{
+    const pa_curve *c = w->c, *use = w->use;
     /* P(0): the curve's first point, or the line below it when the
      * curve starts above idle (a calibration on a busy machine) */
     double p0 = pa__curve_at(use, 0);
@@ -537,81 +601,113 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
                         "extrapolated along its lowest points (the curve's %.3g W "
                         "at idle, %.3g W at its first point)",
                         use->load[0] * 100, p0, use->watts[0]);
-    double p_static, p_dyn;
-    if (by_freq) {
-        p_static = pa__curve_at_freq(c, f_win, 0) * scale;
-        p_dyn = pa__curve_at_freq(c, f_win, u) * scale - p_static;
+    if (w->by_freq) {
+        w->p_static = pa__curve_at_freq(c, w->f_win, 0) * w->scale;
+        w->p_dyn = pa__curve_at_freq(c, w->f_win, w->u) * w->scale - w->p_static;
         pa_table_assume(out,
                         "cpu-curve: the calibration's curves at %g..%g MHz, "
                         "interpolated at the window's %.0f MHz",
-                        c->fmhz[0], c->fmhz[c->nfreq - 1], f_win);
-    } else if (per_pk) {
-        p_static = 0;
-        p_dyn = 0;
+                        c->fmhz[0], c->fmhz[c->nfreq - 1], w->f_win);
+    } else if (w->per_pk) {
+        w->p_static = 0;
+        w->p_dyn = 0;
         bool sys_u = false;
         for (unsigned k = 0; k < st->npk; k++) {
             double uk = pa__package_busy(d, st->cpu_pk, st->ncpu_map, st->pk_id[k]);
             if (uk < 0) {
-                uk = u;
+                uk = w->u;
                 sys_u = true;
             }
-            p_static += p0 * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / pk_div);
-            p_dyn += (pa__curve_at(use, uk) - p0) / (c->per == PA_CURVE_PACKAGE ? 1 : pk_div);
+            w->p_static += p0 * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / w->pk_div);
+            w->p_dyn += (pa__curve_at(use, uk) - p0) / (c->per == PA_CURVE_PACKAGE ? 1 : w->pk_div);
         }
         pa_table_assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
                                      "packages without per-CPU times)"
                                    : "cpu-curve: per package, each at its CPUs' "
                                      "utilisation");
     } else {
-        p_static = p0 * scale;
-        p_dyn = (pa__curve_at(use, u) - p0) * scale;
+        w->p_static = p0 * w->scale;
+        w->p_dyn = (pa__curve_at(use, w->u) - p0) * w->scale;
     }
+}
 
-    if (t_all > 0 && !by_freq) {
-        double fref = !isnan(st->opt_fref)                ? st->opt_fref
-                      : c->mhz > 0                        ? c->mhz
-                      : st->rec_mhz > 0                   ? st->rec_mhz
-                      : d->cur && d->cur->nominal_mhz > 0 ? d->cur->nominal_mhz
-                                                          : 0;
-        if (fref > 0) {
-            double f = f_win;
-            p_dyn *= f / fref;
-            pa_table_assume(out,
-                            "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
-                            "constant)",
-                            fref);
-        } else {
-            pa_table_assume(out, "cpu-curve: no reference frequency: not scaled by "
-                                 "cpufreq");
-        }
+/* The dynamic part x f/f_ref, unless the per-frequency curves apply. */
+static void window_cpufreq(const cpu_curve *st, const pa_frame_delta *d, window *w,
+                           pa_power_table *out)
+{
+    if (!(w->t_all > 0 && !w->by_freq))
+        return;
+    const pa_curve *c = w->c;
+    double fref = !isnan(st->opt_fref)                ? st->opt_fref
+                  : c->mhz > 0                        ? c->mhz
+                  : st->rec_mhz > 0                   ? st->rec_mhz
+                  : d->cur && d->cur->nominal_mhz > 0 ? d->cur->nominal_mhz
+                                                      : 0;
+    if (fref > 0) {
+        double f = w->f_win;
+        w->p_dyn *= f / fref;
+        pa_table_assume(out,
+                        "cpu-curve: dynamic part x f/f_ref (f_ref=%gMHz, V "
+                        "constant)",
+                        fref);
+    } else {
+        pa_table_assume(out, "cpu-curve: no reference frequency: not scaled by "
+                             "cpufreq");
     }
-    double p = p_static + p_dyn;
+}
 
-    /* self-calibration against RAPL */
-    if (d->have & PA_HAVE_RAPL) {
-        double pkg = 0, dram = 0;
-        bool have_pkg = false;
-        for (unsigned i = 0; i < d->nrapl; i++) {
-            if (d->rapl[i].kind == PA_RAPL_PKG) {
-                pkg += d->rapl[i].energy_j;
-                have_pkg = true;
-            } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
-                dram += d->rapl[i].energy_j;
-            }
-        }
-        if (have_pkg && d->interval_s > 0 && st->learn) {
-            learn(st, u, p, (pkg + dram) / d->interval_s);
-            st->learn_cpus = ncpus;
-            if (f_win > 0) {
-                st->f_sum += f_win;
-                st->f_n++;
-            }
+/* Self-calibration against RAPL: the window's package and DRAM power
+ * learned at its utilisation. */
+static void window_learn(cpu_curve *st, const pa_frame_delta *d, const window *w, double p)
+{
+    if (!(d->have & PA_HAVE_RAPL))
+        return;
+    double pkg = 0, dram = 0;
+    bool have_pkg = false;
+    for (unsigned i = 0; i < d->nrapl; i++) {
+        if (d->rapl[i].kind == PA_RAPL_PKG) {
+            pkg += d->rapl[i].energy_j;
+            have_pkg = true;
+        } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
+            dram += d->rapl[i].energy_j;
         }
     }
+    if (have_pkg && d->interval_s > 0 && st->learn) {
+        learn(st, w->u, p, (pkg + dram) / d->interval_s);
+        st->learn_cpus = w->ncpus;
+        if (w->f_win > 0) {
+            st->f_sum += w->f_win;
+            st->f_n++;
+        }
+    }
+}
+
+static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
+{
+    cpu_curve *st = m->priv;
+    if (!st)
+        return pa__err(-EINVAL, "cpu-curve: compute before start");
+    window w;
+    w.model = d->cur ? d->cur->cpu_model : "";
+    int rc = lookup(m, st, w.model);
+    if (rc < 0)
+        return rc;
+    w.ncpus = pa__delta_ncpus(d);
+    window_curve(st, &w);
+    assume_source(st, &w, out);
+    w.u = window_load(d, out);
+    window_scale(st, &w, out);
+    window_learned(st, &w, out);
+    window_freq(d, &w);
+    window_power(st, d, &w, out);
+    window_cpufreq(st, d, &w, out);
+    double p = w.p_static + w.p_dyn;
+    window_learn(st, d, &w, p);
+    const pa_curve *c = w.c;
     out->model_error = st->err_n ? st->err_sum / st->err_n : c->error >= 0 ? c->error : -1;
 
     /* attribution: the dynamic part by CPU time or cycles, as rapl-share */
-    pa__share_split(d, out, p, p_dyn);
+    pa__share_split(d, out, p, w.p_dyn);
     out->measured = false;
     return 0;
 }

@@ -263,19 +263,10 @@ static void assume(pa_power_table *out, const char *fmt, ...)
     pa__assume(out->assumed, sizeof(out->assumed), text);
 }
 
-static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
+/* The TDP of the whole machine, in W. */
+static double window_tdp(const cpu_tdp *st, const pa_hwdb_cpu *rec, const char *model,
+                         unsigned ncpus, pa_power_table *out)
 {
-    cpu_tdp *st = m->priv;
-    if (!st)
-        return pa__err(-EINVAL, "cpu-tdp: compute before start");
-    const char *model = d->cur ? d->cur->cpu_model : "";
-    int rc = lookup(m, st, model);
-    if (rc < 0)
-        return rc;
-    const pa_hwdb_cpu *rec = st->have_forced ? &st->forced : st->have_rec ? &st->rec : NULL;
-    unsigned ncpus = pa__delta_ncpus(d);
-
-    /* TDP of the whole machine */
     double tdp;
     if (!isnan(st->opt_tdp)) {
         tdp = st->opt_tdp;
@@ -300,19 +291,14 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table
                DEFAULT_W_PER_CPU, ncpus, *model ? model : "(no name)", st->hwdb_note[0] ? ": " : "",
                st->hwdb_note);
     }
+    return tdp;
+}
 
-    /* highest cpufreq frequency of the window, and its total time */
-    bool have_freq = false;
-    double t_all = 0, f_max = 0;
-    if (d->have & PA_HAVE_FREQ)
-        for (unsigned i = 0; i < d->nfreq; i++) {
-            t_all += (double)d->freq[i].time_ns;
-            if (d->freq[i].khz / 1000.0 > f_max)
-                f_max = d->freq[i].khz / 1000.0;
-        }
-    have_freq = t_all > 0;
-
-    /* f_tdp */
+/* f_tdp in MHz (0: unknown); f_max: the window's highest cpufreq
+ * frequency, have_freq: whether it has any. */
+static double window_ftdp(const cpu_tdp *st, const pa_hwdb_cpu *rec, const pa_frame_delta *d,
+                          const char *model, bool have_freq, double f_max, pa_power_table *out)
+{
     double ftdp = 0;
     if (!isnan(st->opt_ftdp)) {
         ftdp = st->opt_ftdp;
@@ -329,61 +315,76 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table
         ftdp = f_max;
         assume(out, "ftdp=%gMHz (highest cpufreq frequency)", ftdp);
     }
+    return ftdp;
+}
 
-    /* voltage table and V_tdp */
+/* The voltage table (NULL: none) and V_tdp in *vtdp. */
+static const pa_hwdb_cpu *window_volt(const cpu_tdp *st, const pa_hwdb_cpu *rec, double ftdp,
+                                      double *vtdp, pa_power_table *out)
+{
     const pa_hwdb_cpu *vt = st->opt_volt.nvolt ? &st->opt_volt : rec && rec->nvolt ? rec : NULL;
     if (vt == &st->opt_volt)
         assume(out, "V per frequency from option volt=");
     else if (vt)
         assume(out, "V per frequency from hwdb \"%s\"", rec->match);
-    double vtdp = 1;
+    *vtdp = 1;
     int how = 0;
     if (!isnan(st->opt_vtdp)) {
-        vtdp = st->opt_vtdp;
-        assume(out, "vtdp=%gV (option)", vtdp);
+        *vtdp = st->opt_vtdp;
+        assume(out, "vtdp=%gV (option)", *vtdp);
     } else if (vt && ftdp > 0) {
-        vtdp = volt_at(vt, ftdp, &how);
+        *vtdp = volt_at(vt, ftdp, &how);
         if (how)
-            assume(out, "vtdp=%.4gV (%s at %gMHz)", vtdp,
+            assume(out, "vtdp=%.4gV (%s at %gMHz)", *vtdp,
                    how == 1 ? "interpolated" : "nearest table value", ftdp);
     }
     if (!vt)
         assume(out, "V constant (no voltage table): P proportional to f");
+    return vt;
+}
 
-    /* P_cpu over the window */
-    double p_cpu;
-    if (have_freq && ftdp > 0) {
-        double sum = 0;
-        unsigned interp = 0, clamped = 0;
-        for (unsigned i = 0; i < d->nfreq; i++) {
-            if (!d->freq[i].time_ns)
-                continue;
-            double f = d->freq[i].khz / 1000.0;
-            double v = vtdp;
-            if (vt) {
-                v = volt_at(vt, f, &how);
-                interp += how == 1;
-                clamped += how == 2;
-            }
-            double p = TDP_FACTOR * tdp * (f * v * v) / (ftdp * vtdp * vtdp);
-            sum += p * (double)d->freq[i].time_ns;
-        }
-        p_cpu = sum / t_all;
-        if (interp)
-            assume(out, "V interpolated linearly for %u frequencies", interp);
-        if (clamped)
-            assume(out, "V of the nearest table end for %u frequencies", clamped);
-    } else {
+/* P_cpu over the window: each frequency's time at TDP x f V^2 / (f_tdp
+ * V_tdp^2), or the nominal frequency without cpufreq (t_all 0). */
+static double window_pcpu(const pa_frame_delta *d, const pa_hwdb_cpu *vt, double tdp, double ftdp,
+                          double vtdp, double t_all, pa_power_table *out)
+{
+    if (!(t_all > 0 && ftdp > 0)) {
         /* no cpufreq (VMs): the CPUs run at the nominal frequency, f =
          * f_tdp, so P = 0.7 x TDP */
-        p_cpu = TDP_FACTOR * tdp;
         if (ftdp > 0)
             assume(out, "f=%gMHz (no cpufreq: nominal)", ftdp);
         else
             assume(out, "f=f_tdp (no cpufreq, nominal frequency unknown)");
+        return TDP_FACTOR * tdp;
     }
+    double sum = 0;
+    unsigned interp = 0, clamped = 0;
+    for (unsigned i = 0; i < d->nfreq; i++) {
+        if (!d->freq[i].time_ns)
+            continue;
+        double f = d->freq[i].khz / 1000.0;
+        double v = vtdp;
+        if (vt) {
+            int how = 0;
+            v = volt_at(vt, f, &how);
+            interp += how == 1;
+            clamped += how == 2;
+        }
+        double p = TDP_FACTOR * tdp * (f * v * v) / (ftdp * vtdp * vtdp);
+        sum += p * (double)d->freq[i].time_ns;
+    }
+    if (interp)
+        assume(out, "V interpolated linearly for %u frequencies", interp);
+    if (clamped)
+        assume(out, "V of the nearest table end for %u frequencies", clamped);
+    return sum / t_all;
+}
 
-    /* attribution */
+/* The window's CPU power split over the tasks by CPU time, and its idle
+ * part. */
+static void window_attribute(const cpu_tdp *st, const pa_frame_delta *d, double p_cpu,
+                             pa_power_table *out)
+{
     bool summed;
     double busy = pa__delta_busy_s(d, &summed);
     if (summed) {
@@ -406,6 +407,36 @@ static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table
             used = 1;
         out->idle_w = p_cpu * (1 - used);
     }
+}
+
+static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
+{
+    cpu_tdp *st = m->priv;
+    if (!st)
+        return pa__err(-EINVAL, "cpu-tdp: compute before start");
+    const char *model = d->cur ? d->cur->cpu_model : "";
+    int rc = lookup(m, st, model);
+    if (rc < 0)
+        return rc;
+    const pa_hwdb_cpu *rec = st->have_forced ? &st->forced : st->have_rec ? &st->rec : NULL;
+    unsigned ncpus = pa__delta_ncpus(d);
+    double tdp = window_tdp(st, rec, model, ncpus, out);
+
+    /* highest cpufreq frequency of the window, and its total time */
+    double t_all = 0, f_max = 0;
+    if (d->have & PA_HAVE_FREQ)
+        for (unsigned i = 0; i < d->nfreq; i++) {
+            t_all += (double)d->freq[i].time_ns;
+            if (d->freq[i].khz / 1000.0 > f_max)
+                f_max = d->freq[i].khz / 1000.0;
+        }
+    bool have_freq = t_all > 0;
+
+    double ftdp = window_ftdp(st, rec, d, model, have_freq, f_max, out);
+    double vtdp;
+    const pa_hwdb_cpu *vt = window_volt(st, rec, ftdp, &vtdp, out);
+    double p_cpu = window_pcpu(d, vt, tdp, ftdp, vtdp, have_freq ? t_all : 0, out);
+    window_attribute(st, d, p_cpu, out);
     return 0;
 }
 

@@ -141,6 +141,33 @@ static const char *per_socket_refusal(const pa_frame_delta *d, const int *pkg, i
     return NULL;
 }
 
+/* The window's RAPL energy by kind, and each package domain's power. */
+typedef struct rapl_sums {
+    double pkg_j, dram_j, psys_j;
+    int pkg[PA_MAX_RAPL]; /* socket of each package domain */
+    double pkg_w[PA_MAX_RAPL];
+    int npkg;
+} rapl_sums;
+
+static bool rapl_sum(const pa_frame_delta *d, rapl_sums *r)
+{
+    bool have_pkg = false;
+    memset(r, 0, sizeof(*r));
+    for (unsigned i = 0; i < d->nrapl; i++) {
+        if (d->rapl[i].kind == PA_RAPL_PKG) {
+            r->pkg_j += d->rapl[i].energy_j;
+            have_pkg = true;
+            r->pkg[r->npkg] = d->rapl[i].socket;
+            r->pkg_w[r->npkg++] = d->rapl[i].energy_j / d->interval_s;
+        } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
+            r->dram_j += d->rapl[i].energy_j;
+        } else if (d->rapl[i].kind == PA_RAPL_PSYS) {
+            r->psys_j += d->rapl[i].energy_j;
+        }
+    }
+    return have_pkg;
+}
+
 /* Busy CPU seconds of package pkg's CPUs over the window (/proc/stat
  * cpuN lines), 0 when unknown. */
 static double package_busy_s(const pa_frame_delta *d, int pkg)
@@ -153,6 +180,68 @@ static double package_busy_s(const pa_frame_delta *d, int pkg)
     return u > 0 ? u * n * d->interval_s : 0;
 }
 
+/* Each package's power over the targets on it (by the package of their
+ * last CPU), its active part by its CPUs' busy fraction, or frac. */
+static void split_per_package(const share_state *st, const pa_frame_delta *d, const rapl_sums *r,
+                              const pa_share_w *sw, double frac, double p, pa_power_table *t)
+{
+    const int *pkg = r->pkg;
+    int npkg = r->npkg, ci = sw->ci;
+    bool cycles = sw->cycles;
+    double pfrac[PA_MAX_RAPL];
+    bool sys_frac = false;
+    for (int i = 0; i < npkg; i++) {
+        double u =
+            st->split ? 1 : pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg[i]);
+        if (u < 0) {
+            u = frac;
+            sys_frac = true;
+        }
+        pfrac[i] = u > 1 ? 1 : u;
+    }
+    pa__assume(t->assumed, PA_MAX_ASSUMED,
+               st->split  ? "rapl-share: per package, each target on the "
+                            "package of its last CPU"
+               : sys_frac ? "rapl-share: per package, each target on the "
+                            "package of its last CPU; a package's active "
+                            "part scaled by the system busy fraction (no "
+                            "/proc/stat cpuN lines for its CPUs)"
+                          : "rapl-share: per package, each target on the "
+                            "package of its last CPU; each package's "
+                            "active part scaled by its CPUs' busy "
+                            "fraction");
+    double w_pkg[PA_MAX_RAPL] = {0};
+    for (size_t i = 0; i < d->ntasks; i++) {
+        const pa_task *k = d->tasks[i];
+        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+        if (k->type == PA_TARGET_PROCESS && w > 0)
+            w_pkg[task_package(d->cur, k, pkg, npkg)] += w;
+    }
+    /* by CPU time, a package's weight is at least its CPUs' busy time:
+     * what no process explains is not spread over its survivors */
+    double active_w = 0;
+    for (int i = 0; i < npkg; i++) {
+        double busy_s = cycles ? 0 : package_busy_s(d, pkg[i]);
+        if (busy_s > w_pkg[i])
+            w_pkg[i] = busy_s;
+        active_w += r->pkg_w[i] * pfrac[i];
+    }
+    for (size_t i = 0; i < d->ntasks; i++) {
+        pa_task *k = d->tasks[i];
+        int s = task_package(d->cur, k, pkg, npkg);
+        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+        if (!(w > 0) || !(w_pkg[s] > 0))
+            w = 0;
+        else if (w > w_pkg[s])
+            w = w_pkg[s]; /* a thread away from its process */
+        k->cpu_w = w > 0 ? r->pkg_w[s] * pfrac[s] * w / w_pkg[s] : 0;
+    }
+    t->cpu_w = p;
+    t->idle_w = p - active_w;
+    if (t->idle_w < 0)
+        t->idle_w = 0;
+}
+
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     share_state *st = m->priv;
@@ -162,32 +251,14 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
                                  "\"rapl\")");
     if (!(d->interval_s > 0))
         return pa__err(-EINVAL, "rapl-share: empty window");
-    double pkg_j = 0, dram_j = 0, psys_j = 0;
-    bool have_pkg = false;
-    int pkg[PA_MAX_RAPL]; /* socket of each package domain */
-    double pkg_w[PA_MAX_RAPL];
-    int npkg = 0;
-    for (unsigned i = 0; i < d->nrapl; i++) {
-        if (d->rapl[i].kind == PA_RAPL_PKG) {
-            pkg_j += d->rapl[i].energy_j;
-            have_pkg = true;
-            pkg[npkg] = d->rapl[i].socket;
-            pkg_w[npkg++] = d->rapl[i].energy_j / d->interval_s;
-        } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
-            dram_j += d->rapl[i].energy_j;
-        } else if (d->rapl[i].kind == PA_RAPL_PSYS) {
-            psys_j += d->rapl[i].energy_j;
-        }
-    }
-    if (!have_pkg)
+    rapl_sums r;
+    if (!rapl_sum(d, &r))
         return pa__err(-ENODATA, "rapl-share: RAPL gives no package "
                                  "domain on this machine");
-    double p = pkg_j / d->interval_s;
+    double p = r.pkg_j / d->interval_s;
 
     pa_share_w sw;
     pa__share_weights(d, &sw);
-    int ci = sw.ci;
-    bool cycles = sw.cycles;
 
     double frac = 1; /* active part of the package power */
     if (!st->split) {
@@ -200,77 +271,19 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
     }
     double active = p * frac;
 
-    const char *why_sum = npkg > 1 ? per_socket_refusal(d, pkg, npkg) : "";
-    if (npkg > 1 && !why_sum) {
-        /* each package's active part: its own CPUs' busy fraction */
-        double pfrac[PA_MAX_RAPL];
-        bool sys_frac = false;
-        for (int i = 0; i < npkg; i++) {
-            double u = st->split
-                           ? 1
-                           : pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg[i]);
-            if (u < 0) {
-                u = frac;
-                sys_frac = true;
-            }
-            pfrac[i] = u > 1 ? 1 : u;
+    const char *why_sum = r.npkg > 1 ? per_socket_refusal(d, r.pkg, r.npkg) : "";
+    if (r.npkg > 1 && !why_sum) {
+        split_per_package(st, d, &r, &sw, frac, p, t);
+    } else {
+        if (r.npkg > 1) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "rapl-share: packages summed (%s)", why_sum);
+            pa__assume(t->assumed, PA_MAX_ASSUMED, msg);
         }
-        pa__assume(t->assumed, PA_MAX_ASSUMED,
-                   st->split  ? "rapl-share: per package, each target on the "
-                                "package of its last CPU"
-                   : sys_frac ? "rapl-share: per package, each target on the "
-                                "package of its last CPU; a package's active "
-                                "part scaled by the system busy fraction (no "
-                                "/proc/stat cpuN lines for its CPUs)"
-                              : "rapl-share: per package, each target on the "
-                                "package of its last CPU; each package's "
-                                "active part scaled by its CPUs' busy "
-                                "fraction");
-        double w_pkg[PA_MAX_RAPL] = {0};
-        for (size_t i = 0; i < d->ntasks; i++) {
-            const pa_task *k = d->tasks[i];
-            double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-            if (k->type == PA_TARGET_PROCESS && w > 0)
-                w_pkg[task_package(d->cur, k, pkg, npkg)] += w;
-        }
-        /* by CPU time, a package's weight is at least its CPUs' busy time:
-         * what no process explains is not spread over its survivors */
-        for (int i = 0; i < npkg && !cycles; i++) {
-            double busy_s = package_busy_s(d, pkg[i]);
-            if (busy_s > w_pkg[i])
-                w_pkg[i] = busy_s;
-        }
-        double active_w = 0;
-        for (int i = 0; i < npkg; i++)
-            active_w += pkg_w[i] * pfrac[i];
-        for (size_t i = 0; i < d->ntasks; i++) {
-            pa_task *k = d->tasks[i];
-            int s = task_package(d->cur, k, pkg, npkg);
-            double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-            if (!(w > 0) || !(w_pkg[s] > 0))
-                w = 0;
-            else if (w > w_pkg[s])
-                w = w_pkg[s]; /* a thread away from its process */
-            k->cpu_w = w > 0 ? pkg_w[s] * pfrac[s] * w / w_pkg[s] : 0;
-        }
-        t->cpu_w = p;
-        t->idle_w = p - active_w;
-        if (t->idle_w < 0)
-            t->idle_w = 0;
-        t->dram_w = dram_j / d->interval_s;
-        t->psys_w = psys_j / d->interval_s;
-        t->measured = true;
-        return 0;
+        pa__share_split(d, t, p, active);
     }
-    if (npkg > 1) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "rapl-share: packages summed (%s)", why_sum);
-        pa__assume(t->assumed, PA_MAX_ASSUMED, msg);
-    }
-
-    pa__share_split(d, t, p, active);
-    t->dram_w = dram_j / d->interval_s;
-    t->psys_w = psys_j / d->interval_s;
+    t->dram_w = r.dram_j / d->interval_s;
+    t->psys_w = r.psys_j / d->interval_s;
     t->measured = true;
     return 0;
 }

@@ -123,19 +123,4 @@ void pa_out_json_number(FILE *f, double v);
  * was given or the energy is unknown. */
 double pa_out_co2e_g(double g_per_kwh, double energy_j);
 
-/* Threads of a process: proc(5) field 20 (num_threads) of
- * <procfs>/<pid>/stat (procfs NULL: "/proc"); 0 when unreadable. */
-long pa_out_num_threads(const char *procfs, pid_t pid);
-
-/* A target's CPU% over a window of interval_s, as shown to people: at
- * most 100 % for a thread, 100 % a thread for a process (its threads read
- * under procfs, else the online CPUs), 100 % a CPU otherwise.  A process's
- * CPU time moves in clock ticks (/proc/PID/stat), so a window can read a
- * tick more than it lasted (13 ticks in 0.125 s: 104 % for one thread).
- * *capped tells whether the figure was capped. */
-double pa_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped);
-
-/* The note printed beside a capped CPU%. */
-#define PA_OUT_CAPPED_NOTE "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
-
 #endif /* PA_REPORT_OUTPUT_H */

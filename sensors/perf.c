@@ -52,8 +52,12 @@
  * event is dropped, the probe says so, and an empty set becomes
  * perf::TASK-CLOCK.  Unprivileged users count user space only
  * (exclude_kernel, exclude_hv), as perf_event_paranoid 2 requires.
+ *
+ * Naming and encoding the events, and listing those of this machine
+ * (powerapi events), are perf_events.c's.
  */
 #include "internal.h"
+#include "perf_events.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -68,10 +72,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#ifdef PA_HAVE_LIBPFM
-#include <perfmon/pfmlib_perf_event.h>
-#endif
-
 #define FD_RESERVE 64     /* descriptors left for the rest of the program */
 #define CG_LEAF_RECHECK 8 /* ticks between looks for child cgroups */
 
@@ -81,45 +81,6 @@ static const char *const default_events[] = {
     "BRANCH_MISSES_RETIRED",
 };
 #define NDEFAULT (sizeof(default_events) / sizeof(default_events[0]))
-
-/* Generic kernel events: used without libpfm4, and for the XeMPower names
- * when libpfm4 does not know this CPU (it then has no model PMU table). */
-static const struct generic {
-    const char *name;
-    uint32_t type;
-    uint64_t config;
-    const char *desc;
-} generics[] = {
-    {"UNHALTED_CORE_CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES,
-     "unhalted core cycles (generic hardware event)"},
-    {"INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS,
-     "instructions retired (generic hardware event)"},
-    {"UNHALTED_REFERENCE_CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES,
-     "unhalted reference cycles (generic hardware event)"},
-    {"LLC_REFERENCES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES,
-     "last-level cache references (generic hardware event)"},
-    {"LLC_MISSES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES,
-     "last-level cache misses (generic hardware event)"},
-    {"BRANCH_INSTRUCTIONS_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
-     "branch instructions retired (generic hardware event)"},
-    {"BRANCH_MISSES_RETIRED", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES,
-     "mispredicted branches retired (generic hardware event)"},
-    {"perf::CYCLES", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "CPU cycles"},
-    {"perf::INSTRUCTIONS", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, "instructions"},
-    {"perf::TASK-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK,
-     "CPU time of the task, ns (software)"},
-    {"perf::CPU-CLOCK", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "CPU clock, ns (software)"},
-    {"perf::CONTEXT-SWITCHES", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES,
-     "context switches (software)"},
-    {"perf::CPU-MIGRATIONS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS,
-     "migrations between CPUs (software)"},
-    {"perf::PAGE-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "page faults (software)"},
-    {"perf::MINOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN,
-     "minor page faults (software)"},
-    {"perf::MAJOR-FAULTS", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ,
-     "major page faults (software)"},
-};
-#define NGENERIC (sizeof(generics) / sizeof(generics[0]))
 
 typedef struct perf_event {
     char name[64];
@@ -192,102 +153,6 @@ enum {
     REP_CGROUP = 16, /* per-cgroup counting refused or impossible */
 };
 
-static long sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
-                                unsigned long flags)
-{
-    return syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
-}
-
-/* ---------------------------------------------------------------- */
-/* Encoding                                                          */
-/* ---------------------------------------------------------------- */
-
-#ifdef PA_HAVE_LIBPFM
-static pthread_once_t pfm_once = PTHREAD_ONCE_INIT;
-static int pfm_status = PFM_ERR_NOINIT;
-
-static void pfm_init_once(void)
-{
-    pfm_status = pfm_initialize();
-}
-#endif
-
-static const struct generic *generic_find(const char *name)
-{
-    for (size_t i = 0; i < NGENERIC; i++)
-        if (!strcasecmp(generics[i].name, name))
-            return &generics[i];
-    return NULL;
-}
-
-/* Fills attr for name.  0, or -ENOENT (unknown name; why says so) or
- * -EINVAL (bad modifier). */
-static int encode_event(const char *name, bool user_only, struct perf_event_attr *attr, char *why,
-                        size_t wl)
-{
-    memset(attr, 0, sizeof(*attr));
-    const char *pfm_msg = "libpfm4 not built in";
-#ifdef PA_HAVE_LIBPFM
-    pthread_once(&pfm_once, pfm_init_once);
-    if (pfm_status == PFM_SUCCESS) {
-        pfm_perf_encode_arg_t arg;
-        memset(&arg, 0, sizeof(arg));
-        arg.attr = attr;
-        arg.size = sizeof(arg);
-        int plm = user_only ? PFM_PLM3 : PFM_PLM0 | PFM_PLM3;
-        int r = pfm_get_os_event_encoding(name, plm, PFM_OS_PERF_EVENT_EXT, &arg);
-        if (r == PFM_SUCCESS) {
-            attr->size = sizeof(*attr);
-            if (user_only) {
-                attr->exclude_kernel = 1;
-                attr->exclude_hv = 1;
-            }
-            return 0;
-        }
-        pfm_msg = pfm_strerror(r);
-        if (r != PFM_ERR_NOTFOUND) {
-            snprintf(why, wl,
-                     "perf: event '%s' refused by libpfm4: %s; "
-                     "'powerapi events' lists the events of this machine",
-                     name, pfm_msg);
-            return -EINVAL;
-        }
-        memset(attr, 0, sizeof(*attr));
-    } else {
-        pfm_msg = pfm_strerror(pfm_status);
-    }
-#endif
-    const struct generic *g = generic_find(name);
-    if (!g) {
-        snprintf(why, wl,
-                 "perf: unknown event '%s' (libpfm4: %s); "
-                 "'powerapi events' lists the events this machine can "
-                 "count",
-                 name, pfm_msg);
-        return -ENOENT;
-    }
-    attr->size = sizeof(*attr);
-    attr->type = g->type;
-    attr->config = g->config;
-    if (user_only) {
-        attr->exclude_kernel = 1;
-        attr->exclude_hv = 1;
-    }
-    return 0;
-}
-
-/* Opens ev on the calling thread to see whether the PMU has it. */
-static int try_open_self(const struct perf_event_attr *ev)
-{
-    struct perf_event_attr a = *ev;
-    a.disabled = 1;
-    int fd = (int)sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    close(fd);
-    return 0;
-}
-
 static bool pmu_lacks(int err)
 {
     return err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV || err == -EINVAL;
@@ -304,75 +169,90 @@ static int paranoid_level(const pa_env *env)
 /* Builds the event set from the "events" option.  Unknown names fail;
  * events the PMU lacks are dropped (named in note); an empty result is
  * perf::TASK-CLOCK. */
-static int events_setup(perf_state *st, const pa_env *env, const char *spec, char *note, size_t nl)
+/* The event names of events= (A+B+C, split in copy[1024]), or the
+ * defaults; *n of them. */
+static int events_names(const perf_state *st, const char *spec, char *copy, const char **names,
+                        size_t *nout)
 {
-    char why[512];
-    const char *names[PA_MAX_COUNTERS];
-    char copy[1024];
     size_t n = 0;
-    note[0] = '\0';
     if (!spec || !*spec) {
         for (size_t i = 0; i < NDEFAULT; i++)
             names[n++] = default_events[i];
-    } else {
-        if (strlen(spec) >= sizeof(copy))
-            return pa__err(-EINVAL, "perf: events list too long");
-        snprintf(copy, sizeof(copy), "%s", spec);
-        char *save = NULL;
-        for (char *t = strtok_r(copy, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
-            if (n == PA_MAX_COUNTERS)
-                return pa__err(-EINVAL,
-                               "perf: at most %d events per "
-                               "context",
-                               PA_MAX_COUNTERS);
-            for (size_t j = 0; j < n; j++)
-                if (!strcmp(names[j], t))
-                    return pa__err(-EINVAL, "perf: event '%s' given twice", t);
-            if (strlen(t) >= sizeof(st->ev[0].name))
-                return pa__err(-EINVAL,
-                               "perf: event name '%.40s...' too "
-                               "long",
-                               t);
-            names[n++] = t;
-        }
-        if (n == 0)
-            return pa__err(-EINVAL, "perf: events= is empty (give "
-                                    "A+B+C; 'powerapi events' lists them)");
+        *nout = n;
+        return 0;
     }
-    /* privilege: try kernel+user first, fall back to user only */
+    if (strlen(spec) >= 1024)
+        return pa__err(-EINVAL, "perf: events list too long");
+    snprintf(copy, 1024, "%s", spec);
+    char *save = NULL;
+    for (char *t = strtok_r(copy, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+        if (n == PA_MAX_COUNTERS)
+            return pa__err(-EINVAL,
+                           "perf: at most %d events per "
+                           "context",
+                           PA_MAX_COUNTERS);
+        for (size_t j = 0; j < n; j++)
+            if (!strcmp(names[j], t))
+                return pa__err(-EINVAL, "perf: event '%s' given twice", t);
+        if (strlen(t) >= sizeof(st->ev[0].name))
+            return pa__err(-EINVAL,
+                           "perf: event name '%.40s...' too "
+                           "long",
+                           t);
+        names[n++] = t;
+    }
+    if (n == 0)
+        return pa__err(-EINVAL, "perf: events= is empty (give "
+                                "A+B+C; 'powerapi events' lists them)");
+    *nout = n;
+    return 0;
+}
+
+/* Privilege: kernel+user counting first, user only (st->user_only) when
+ * that is refused. */
+static int events_privilege(perf_state *st, const pa_env *env)
+{
+    char why[512];
+    struct perf_event_attr a;
     st->user_only = false;
-    {
-        struct perf_event_attr a;
-        encode_event("perf::TASK-CLOCK", false, &a, why, sizeof(why));
-        int rc = try_open_self(&a);
-        if (rc == -EACCES || rc == -EPERM) {
-            st->user_only = true;
-            encode_event("perf::TASK-CLOCK", true, &a, why, sizeof(why));
-            rc = try_open_self(&a);
-        }
-        if (rc == -EACCES || rc == -EPERM)
-            return pa__err(-EACCES,
-                           "perf: perf_event_open refused even for "
-                           "perf::TASK-CLOCK of this process (EACCES, "
-                           "kernel.perf_event_paranoid=%d); run as root, "
-                           "grant CAP_PERFMON, or set "
-                           "kernel.perf_event_paranoid=2",
-                           paranoid_level(env));
-        if (rc < 0)
-            return pa__err(rc,
-                           "perf: perf_event_open failed: %s (kernel "
-                           "without perf events?)",
-                           strerror(-rc));
+    pa__perf_event_encode("perf::TASK-CLOCK", false, &a, why, sizeof(why));
+    int rc = pa__perf_event_try(&a);
+    if (rc == -EACCES || rc == -EPERM) {
+        st->user_only = true;
+        pa__perf_event_encode("perf::TASK-CLOCK", true, &a, why, sizeof(why));
+        rc = pa__perf_event_try(&a);
     }
+    if (rc == -EACCES || rc == -EPERM)
+        return pa__err(-EACCES,
+                       "perf: perf_event_open refused even for "
+                       "perf::TASK-CLOCK of this process (EACCES, "
+                       "kernel.perf_event_paranoid=%d); run as root, "
+                       "grant CAP_PERFMON, or set "
+                       "kernel.perf_event_paranoid=2",
+                       paranoid_level(env));
+    if (rc < 0)
+        return pa__err(rc,
+                       "perf: perf_event_open failed: %s (kernel "
+                       "without perf events?)",
+                       strerror(-rc));
+    return 0;
+}
+
+/* The events this process can open, in st->ev; those the PMU lacks are
+ * dropped and named in note, and perf::TASK-CLOCK counts when none is
+ * left. */
+static int events_open(perf_state *st, const char **names, size_t n, char *note, size_t nl)
+{
+    char why[512];
     st->nev = 0;
     size_t used = 0;
     int lack_err = 0;
     for (size_t i = 0; i < n; i++) {
         perf_event *e = &st->ev[st->nev];
-        int rc = encode_event(names[i], st->user_only, &e->attr, why, sizeof(why));
+        int rc = pa__perf_event_encode(names[i], st->user_only, &e->attr, why, sizeof(why));
         if (rc < 0)
             return pa__err(rc, "%s", why);
-        rc = try_open_self(&e->attr);
+        rc = pa__perf_event_try(&e->attr);
         if (rc < 0 && pmu_lacks(rc)) {
             lack_err = -rc;
             int w = snprintf(note + used, nl - used, "%s%s", used ? ", " : "", names[i]);
@@ -395,10 +275,24 @@ static int events_setup(perf_state *st, const pa_env *env, const char *spec, cha
     }
     if (st->nev == 0) {
         perf_event *e = &st->ev[0];
-        encode_event("perf::TASK-CLOCK", st->user_only, &e->attr, why, sizeof(why));
+        pa__perf_event_encode("perf::TASK-CLOCK", st->user_only, &e->attr, why, sizeof(why));
         snprintf(e->name, sizeof(e->name), "perf::TASK-CLOCK");
         st->nev = 1;
     }
+    return 0;
+}
+
+static int events_setup(perf_state *st, const pa_env *env, const char *spec, char *note, size_t nl)
+{
+    const char *names[PA_MAX_COUNTERS];
+    char copy[1024];
+    size_t n = 0;
+    note[0] = '\0';
+    int rc = events_names(st, spec, copy, names, &n);
+    if (rc < 0)
+        return rc;
+    if ((rc = events_privilege(st, env)) < 0 || (rc = events_open(st, names, n, note, nl)) < 0)
+        return rc;
     st->cyc = -1;
     for (size_t i = 0; i < st->nev; i++) {
         st->names[i] = st->ev[i].name;
@@ -503,12 +397,12 @@ static int open_set(perf_state *st, pid_t tid, int cpu, unsigned long flags, boo
         a.inherit = inherit;
         a.inherit_thread = inherit && st->inherit_thread;
         int group_fd = member && j != st->lead ? fd[st->lead] : -1;
-        long r = sys_perf_event_open(&a, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
+        long r = pa__perf_event_open(&a, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
         if (r < 0 && errno == EINVAL && a.inherit_thread) {
             /* before Linux 5.13: children processes are counted too */
             st->inherit_thread = false;
             a.inherit_thread = 0;
-            r = sys_perf_event_open(&a, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
+            r = pa__perf_event_open(&a, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
         }
         if (r < 0) {
             int e = -errno;
@@ -693,7 +587,7 @@ static int system_open(perf_state *st, const pa_env *env)
         struct perf_event_attr a = st->ev[st->cyc].attr;
         a.size = sizeof(a);
         a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-        long fd = sys_perf_event_open(&a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+        long fd = pa__perf_event_open(&a, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
             int e = errno;
             system_close(st);
@@ -1104,14 +998,37 @@ static int perf_target_sample(perf_state *st, perf_target *g, pa_task *t)
     return 0;
 }
 
-static int perf_sample(pa_module *m, pa_frame *f)
+/* The first refusal of each kind in a tick, reported once (REP_*). */
+typedef struct refusals {
+    int report; /* REP_* met in this tick and not reported before */
+    int err;    /* REP_OTHER's error */
+    pid_t id;   /* the target it concerns */
+} refusals;
+
+static void refusal_note(const perf_state *st, int err, pid_t id, refusals *r)
 {
-    perf_state *st = m->priv;
-    pa_ctx *ctx = m->ctx;
+    if (err == -EACCES || err == -EPERM) {
+        if (!(st->reported & REP_EACCES)) {
+            r->report |= REP_EACCES;
+            r->id = id;
+        }
+    } else if (err == -EMFILE) {
+        if (!(st->reported & REP_BUDGET)) {
+            r->report |= REP_BUDGET;
+            r->id = id;
+        }
+    } else if (err && err != -ESRCH && !(st->reported & REP_OTHER)) {
+        r->report |= REP_OTHER;
+        r->err = err;
+        r->id = id;
+    }
+}
+
+/* Opens the counters of the processes and threads seen in this tick that
+ * have none yet, and reads every target's; marks them with the tick. */
+static int sample_targets(perf_state *st, pa_ctx *ctx, const pa_frame *f, refusals *r)
+{
     const pa_env *env = &ctx->env;
-    int report = 0;
-    int report_err = 0;
-    pid_t report_id = 0;
     size_t added = 0;
     pa_tasktab *tabs[2] = {&ctx->procs, &ctx->threads};
     for (int k = 0; k < 2; k++) {
@@ -1140,21 +1057,7 @@ static int perf_sample(pa_module *m, pa_frame *f)
                     return pa__err(-ENOMEM, "perf: out of memory");
                 st->tg[st->ntg++] = g;
                 added++;
-                if (g->err == -EACCES || g->err == -EPERM) {
-                    if (!(st->reported & REP_EACCES)) {
-                        report |= REP_EACCES;
-                        report_id = id;
-                    }
-                } else if (g->err == -EMFILE) {
-                    if (!(st->reported & REP_BUDGET)) {
-                        report |= REP_BUDGET;
-                        report_id = id;
-                    }
-                } else if (g->err && g->err != -ESRCH && !(st->reported & REP_OTHER)) {
-                    report |= REP_OTHER;
-                    report_err = g->err;
-                    report_id = id;
-                }
+                refusal_note(st, g->err, id, r);
             }
             g->mark = f->tick;
             if (g->err)
@@ -1164,10 +1067,15 @@ static int perf_sample(pa_module *m, pa_frame *f)
                 g->err = rc; /* keep the others going */
         }
     }
-    /* close the targets that are gone, keep the table sorted */
+    return 0;
+}
+
+/* Closes the targets not marked in this tick; keeps the table sorted. */
+static void targets_prune(perf_state *st, uint64_t tick)
+{
     size_t w = 0;
     for (size_t i = 0; i < st->ntg; i++) {
-        if (st->tg[i]->mark == f->tick)
+        if (st->tg[i]->mark == tick)
             st->tg[w++] = st->tg[i];
         else
             target_close(st, st->tg[i]);
@@ -1175,54 +1083,85 @@ static int perf_sample(pa_module *m, pa_frame *f)
     st->ntg = w;
     if (st->ntg > 1)
         qsort(st->tg, st->ntg, sizeof(st->tg[0]), target_cmp);
+}
 
-    if (st->nsys) {
-        double mux = 1.0;
-        for (size_t i = 0; i < st->nsys; i++) {
-            uint64_t v[3];
-            if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
-                return pa__err(-EIO, "perf: reading system-wide cycles "
-                                     "failed");
-            uint64_t dv = v[0] - st->syslast[i][0], de = v[1] - st->syslast[i][1],
-                     dr = v[2] - st->syslast[i][2];
-            if (dr > 0)
-                st->cycles_acc += (double)dv * ((double)de / (double)dr);
-            if (de > 0 && (double)dr / (double)de < mux)
-                mux = (double)dr / (double)de;
-            memcpy(st->syslast[i], v, sizeof(v));
-        }
-        f->sys->cycles_all = st->cycles_acc;
-        f->sys->have |= PA_HAVE_CYCLES;
+/* The system-wide cycles, scaled by each counter's multiplexing. */
+static int sample_system(perf_state *st, pa_frame *f)
+{
+    if (!st->nsys)
+        return 0;
+    double mux = 1.0;
+    for (size_t i = 0; i < st->nsys; i++) {
+        uint64_t v[3];
+        if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
+            return pa__err(-EIO, "perf: reading system-wide cycles "
+                                 "failed");
+        uint64_t dv = v[0] - st->syslast[i][0], de = v[1] - st->syslast[i][1],
+                 dr = v[2] - st->syslast[i][2];
+        if (dr > 0)
+            st->cycles_acc += (double)dv * ((double)de / (double)dr);
+        if (de > 0 && (double)dr / (double)de < mux)
+            mux = (double)dr / (double)de;
+        memcpy(st->syslast[i], v, sizeof(v));
     }
+    f->sys->cycles_all = st->cycles_acc;
+    f->sys->have |= PA_HAVE_CYCLES;
+    return 0;
+}
 
-    /* cgroups as a whole, so that processes that came and went between
-     * ticks are in their cgroup's counts */
-    int cg_err = 0;
-    if (ctx->cgroups_on) {
-        int rc = cg_sample(st, ctx, f, &cg_err);
-        if (rc < 0)
-            return pa__err(rc, "perf: out of memory");
-    } else if (st->ncg) {
-        cg_close_all(st);
-    }
-    /* Refusals are reported once per kind: the failure is recorded by
-     * the engine, the other targets' counts of this tick are kept. */
-    st->reported |= (unsigned)report;
-    if (report & REP_BUDGET)
+/* The per-cgroup refusal of this tick, once (a cgroup removed meanwhile
+ * is none). */
+static int report_cgroup(perf_state *st, const pa_env *env, int cg_err)
+{
+    if (!cg_err || (cg_err == -ENOENT && st->cg_root_err >= 0) || (st->reported & REP_CGROUP))
+        return 0;
+    st->reported |= REP_CGROUP;
+    if (cg_err == -EACCES || cg_err == -EPERM)
+        return pa__err(-EACCES,
+                       "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
+                       "one counter per CPU) needs root or CAP_PERFMON "
+                       "(kernel.perf_event_paranoid=%d); cgroup records "
+                       "sum their processes' counters",
+                       paranoid_level(env));
+    if (cg_err == -EMFILE)
+        return pa__err(-EMFILE,
+                       "perf: not counting a cgroup: %d CPUs x %zu "
+                       "events exceed the RLIMIT_NOFILE budget (%zu, "
+                       "%zu in use); its record sums its processes' "
+                       "counters",
+                       st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
+    if (st->cg_root_err < 0)
+        return pa__err(-ENOENT,
+                       "perf: no cgroup v2 mount (mountinfo, "
+                       "%s/fs/cgroup); cgroup records sum their "
+                       "processes' counters",
+                       env->sysfs);
+    return pa__err(cg_err,
+                   "perf: cannot count per cgroup: %s; cgroup records "
+                   "sum their processes' counters",
+                   strerror(-cg_err));
+}
+
+/* Refusals are reported once per kind: the failure is recorded by the
+ * engine, the other targets' counts of this tick are kept. */
+static int report_refusals(perf_state *st, const pa_env *env, const refusals *r, int cg_err)
+{
+    st->reported |= (unsigned)r->report;
+    if (r->report & REP_BUDGET)
         return pa__err(-EMFILE,
                        "perf: not counting pid %d: %zu targets x "
                        "%zu events already use %zu file descriptors of the "
                        "RLIMIT_NOFILE budget (%zu); raise the hard limit "
                        "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
                        "or events",
-                       (int)report_id, st->ntg, st->nev, st->nfds, st->fd_budget);
-    if (report & REP_EACCES)
+                       (int)r->id, st->ntg, st->nev, st->nfds, st->fd_budget);
+    if (r->report & REP_EACCES)
         return pa__err(-EACCES,
                        "perf: not counting pid %d: perf_event_open "
                        "refused (EACCES): counting another user's process "
                        "needs root or CAP_PERFMON (kernel."
                        "perf_event_paranoid=%d)",
-                       (int)report_id, paranoid_level(env));
+                       (int)r->id, paranoid_level(env));
     if (st->starved && !(st->reported & REP_STARVED)) {
         st->reported |= REP_STARVED;
         return pa__err(-ENOSPC,
@@ -1232,46 +1171,42 @@ static int perf_sample(pa_module *m, pa_frame *f)
                        "multiplexed and scaled)",
                        st->nev);
     }
-    if ((report & REP_OTHER) && st->group && report_err == -EINVAL)
+    if ((r->report & REP_OTHER) && st->group && r->err == -EINVAL)
         /* x86 refuses at open a group that can never be scheduled */
-        return pa__err(report_err,
+        return pa__err(r->err,
                        "perf: not counting pid %d: the group of %zu events "
                        "does not fit the PMU's counters (EINVAL); use "
                        "group=off (one counter per event, multiplexed and "
                        "scaled)",
-                       (int)report_id, st->nev);
-    if (report & REP_OTHER)
-        return pa__err(report_err, "perf: not counting pid %d: %s", (int)report_id,
-                       strerror(-report_err));
-    /* per-cgroup refusals, once (a cgroup removed meanwhile is none) */
-    if (cg_err && (cg_err != -ENOENT || st->cg_root_err < 0) && !(st->reported & REP_CGROUP)) {
-        st->reported |= REP_CGROUP;
-        if (cg_err == -EACCES || cg_err == -EPERM)
-            return pa__err(-EACCES,
-                           "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
-                           "one counter per CPU) needs root or CAP_PERFMON "
-                           "(kernel.perf_event_paranoid=%d); cgroup records "
-                           "sum their processes' counters instead",
-                           paranoid_level(env));
-        if (cg_err == -EMFILE)
-            return pa__err(-EMFILE,
-                           "perf: not counting a cgroup: %d CPUs x %zu "
-                           "events exceed the RLIMIT_NOFILE budget (%zu, "
-                           "%zu in use); its record sums its processes' "
-                           "counters",
-                           st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
-        if (st->cg_root_err < 0)
-            return pa__err(-ENOENT,
-                           "perf: no cgroup v2 mount (mountinfo, "
-                           "%s/fs/cgroup); cgroup records sum their "
-                           "processes' counters",
-                           env->sysfs);
-        return pa__err(cg_err,
-                       "perf: cannot count per cgroup: %s; cgroup records "
-                       "sum their processes' counters",
-                       strerror(-cg_err));
+                       (int)r->id, st->nev);
+    if (r->report & REP_OTHER)
+        return pa__err(r->err, "perf: not counting pid %d: %s", (int)r->id, strerror(-r->err));
+    return report_cgroup(st, env, cg_err);
+}
+
+static int perf_sample(pa_module *m, pa_frame *f)
+{
+    perf_state *st = m->priv;
+    pa_ctx *ctx = m->ctx;
+    refusals r = {0};
+    int rc = sample_targets(st, ctx, f, &r);
+    if (rc < 0)
+        return rc;
+    targets_prune(st, f->tick);
+    rc = sample_system(st, f);
+    if (rc < 0)
+        return rc;
+    /* cgroups as a whole, so that processes that came and went between
+     * ticks are in their cgroup's counts */
+    int cg_err = 0;
+    if (ctx->cgroups_on) {
+        rc = cg_sample(st, ctx, f, &cg_err);
+        if (rc < 0)
+            return pa__err(rc, "perf: out of memory");
+    } else if (st->ncg) {
+        cg_close_all(st);
     }
-    return 0;
+    return report_refusals(st, &ctx->env, &r, cg_err);
 }
 
 #define UNPRIV_NOTE                                                                                \
@@ -1320,82 +1255,3 @@ const pa_module_ops pa__mod_perf = {
     .stop = perf_stop,
     .flags = PA_MOD_TASK_COUNTERS,
 };
-
-/* ---------------------------------------------------------------- */
-/* Event listing (powerapi events)                                   */
-/* ---------------------------------------------------------------- */
-
-static int list_one(const char *name, const char *desc, bool user_only, pa__perf_event_cb cb,
-                    void *user)
-{
-    struct perf_event_attr a;
-    char why[256];
-    int rc = encode_event(name, user_only, &a, why, sizeof(why));
-    if (rc == 0)
-        rc = try_open_self(&a);
-    return cb(name, desc ? desc : "", rc, user);
-}
-
-int pa__perf_events_list(pa__perf_event_cb cb, void *user)
-{
-    /* user space only when the kernel refuses more */
-    struct perf_event_attr a;
-    char why[256];
-    encode_event("perf::TASK-CLOCK", false, &a, why, sizeof(why));
-    int rc = try_open_self(&a);
-    bool user_only = rc == -EACCES || rc == -EPERM;
-    size_t n = 0;
-    bool seen[NGENERIC] = {false};
-#ifdef PA_HAVE_LIBPFM
-    pthread_once(&pfm_once, pfm_init_once);
-    if (pfm_status == PFM_SUCCESS) {
-        pfm_pmu_t p;
-        pfm_for_all_pmus(p)
-        {
-            pfm_pmu_info_t pi;
-            memset(&pi, 0, sizeof(pi));
-            pi.size = sizeof(pi);
-            if (pfm_get_pmu_info(p, &pi) != PFM_SUCCESS || !pi.is_present ||
-                p == PFM_PMU_PERF_EVENT_RAW)
-                continue;
-            for (int i = pi.first_event; i != -1; i = pfm_get_event_next(i)) {
-                pfm_event_info_t ei;
-                memset(&ei, 0, sizeof(ei));
-                ei.size = sizeof(ei);
-                if (pfm_get_event_info(i, PFM_OS_PERF_EVENT_EXT, &ei) != PFM_SUCCESS)
-                    continue;
-                char name[192];
-                snprintf(name, sizeof(name), "%s::%s", pi.name, ei.name);
-                /* libpfm4's perf:: names repeat the generic table: list
-                 * each once, with the clearer description */
-                const char *desc = ei.desc;
-                const struct generic *g = generic_find(name);
-                if (g) {
-                    seen[g - generics] = true;
-                    desc = g->desc;
-                }
-                rc = list_one(name, desc, user_only, cb, user);
-                if (rc < 0)
-                    return rc;
-                n++;
-            }
-        }
-    }
-#endif
-    for (size_t i = 0; i < NGENERIC; i++) {
-        if (seen[i])
-            continue;
-        rc = list_one(generics[i].name, generics[i].desc, user_only, cb, user);
-        if (rc < 0)
-            return rc;
-        n++;
-    }
-    return (int)n;
-}
-
-int pa_perf_events_list(pa_perf_event_cb cb, void *user)
-{
-    if (!cb)
-        return pa__err(-EINVAL, "pa_perf_events_list: cb is required");
-    return pa__perf_events_list(cb, user);
-}

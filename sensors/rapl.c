@@ -229,22 +229,20 @@ static int zone_cmp(const void *a, const void *b)
     return strcmp(((const zone *)a)->dir, ((const zone *)b)->dir);
 }
 
-static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl)
+/* The intel-rapl zones of <sysfs>/class/powercap (path) with their names,
+ * sorted by folder; -ENODEV (why) when there is none. */
+static int powercap_zones(const pa_env *env, const char *path, zone *zones, size_t *nzones,
+                          char *why, size_t wl)
 {
-    char path[PA_PATH_MAX];
-    int rc = pa__path(path, sizeof(path), env->sysfs, "class/powercap");
-    if (rc < 0)
-        return rc;
     DIR *dir = opendir(path);
     if (!dir) {
-        rc = -errno;
+        int rc = -errno;
         if (rc == -ENOENT)
             say(why, wl, "rapl: %s not present (no RAPL in this VM)", path);
         else
             say(why, wl, "rapl: cannot open %s: %s", path, strerror(-rc));
         return rc == -ENOENT ? -ENODEV : rc;
     }
-    zone zones[PA_MAX_RAPL * 2];
     size_t nz = 0;
     struct dirent *de;
     while ((de = readdir(dir)) != NULL && nz < PA_MAX_RAPL * 2) {
@@ -274,8 +272,14 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl
         return -ENODEV;
     }
     qsort(zones, nz, sizeof(zones[0]), zone_cmp);
-    /* kind and socket of each zone: a sub-zone ("intel-rapl:0:1") is on
-     * the socket of its parent ("intel-rapl:0") */
+    *nzones = nz;
+    return 0;
+}
+
+/* The kind and socket of each zone: a sub-zone ("intel-rapl:0:1") is on
+ * the socket of its parent ("intel-rapl:0"). */
+static void zones_classify(zone *zones, size_t nz)
+{
     for (size_t i = 0; i < nz; i++) {
         zone *z = &zones[i];
         const char *colon2 = strchr(strchr(z->dir, ':') + 1, ':');
@@ -304,6 +308,57 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl
                 z->socket = sk >= 0 ? sk : 0;
             }
     }
+}
+
+/* Opens zone z as the next domain of st, its energy_uj's path in path;
+ * -EACCES or -EPERM when it is not readable, another error when it
+ * cannot be used, 0 when it is a domain (st->n counts it). */
+static int powercap_open_zone(const pa_env *env, rapl_state *st, const zone *z, char *path,
+                              size_t plen)
+{
+    rapl_dom *d = &st->dom[st->n];
+    memset(d, 0, sizeof(*d));
+    d->fd = -1;
+    d->socket = z->socket;
+    d->kind = z->kind;
+    say(d->label, sizeof(d->label), "%s", z->dir);
+    d->unit_uj = 1.0;
+    d->mask = UINT64_MAX;
+    char rel[128], buf[64];
+    say(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj", z->dir);
+    const char *p = buf;
+    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 || pa__parse_u64(&p, &d->range) < 0)
+        d->range = 0;
+    int rc = pa__path(path, plen, env->sysfs, "class/powercap/%s/energy_uj", z->dir);
+    if (rc < 0)
+        return rc;
+    d->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (d->fd < 0)
+        return -errno;
+    /* open() of a 0400 sysfs file may succeed for root only; the
+     * read is what tells. */
+    rc = dom_read_raw(d, PATH_POWERCAP, &d->last);
+    if (rc < 0) {
+        close(d->fd);
+        d->fd = -1;
+        return rc;
+    }
+    st->n++;
+    return 0;
+}
+
+static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl)
+{
+    char path[PA_PATH_MAX];
+    int rc = pa__path(path, sizeof(path), env->sysfs, "class/powercap");
+    if (rc < 0)
+        return rc;
+    zone zones[PA_MAX_RAPL * 2];
+    size_t nz = 0;
+    rc = powercap_zones(env, path, zones, &nz, why, wl);
+    if (rc < 0)
+        return rc;
+    zones_classify(zones, nz);
 
     int denied = 0;
     for (size_t i = 0; i < nz; i++) {
@@ -318,43 +373,11 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl
                 dup = true;
         if (dup)
             continue;
-        pa_rapl_kind kind = z->kind;
-        int socket = z->socket;
         if (st->n >= PA_MAX_RAPL)
             break;
-        rapl_dom *d = &st->dom[st->n];
-        memset(d, 0, sizeof(*d));
-        d->fd = -1;
-        d->socket = socket;
-        d->kind = kind;
-        say(d->label, sizeof(d->label), "%s", z->dir);
-        d->unit_uj = 1.0;
-        d->mask = UINT64_MAX;
-        char rel[128], buf[64];
-        say(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj", z->dir);
-        const char *p = buf;
-        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
-            pa__parse_u64(&p, &d->range) < 0)
-            d->range = 0;
-        if (pa__path(path, sizeof(path), env->sysfs, "class/powercap/%s/energy_uj", z->dir) < 0)
-            continue;
-        d->fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (d->fd < 0) {
-            if (errno == EACCES || errno == EPERM)
-                denied++;
-            continue;
-        }
-        /* open() of a 0400 sysfs file may succeed for root only; the
-         * read is what tells. */
-        rc = dom_read_raw(d, PATH_POWERCAP, &d->last);
-        if (rc < 0) {
-            if (rc == -EACCES || rc == -EPERM)
-                denied++;
-            close(d->fd);
-            d->fd = -1;
-            continue;
-        }
-        st->n++;
+        rc = powercap_open_zone(env, st, z, path, sizeof(path));
+        if (rc == -EACCES || rc == -EPERM)
+            denied++;
     }
     if (st->n == 0 || denied) {
         state_close(st);
@@ -560,14 +583,12 @@ static int cpuinfo_model(const pa_env *env, bool *amd)
     return model;
 }
 
-static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
+/* One CPU per socket, the lowest numbered, as (socket << 16) | cpu in
+ * sock_cpu[64]; false when there is no msr device at all. */
+static bool msr_sockets(const pa_env *env, int *sock_cpu, int *nsock)
 {
-    /* one CPU per socket: the lowest numbered */
-    int sock_cpu[64];
-    int nsock = 0;
     char path[PA_PATH_MAX];
     bool any_dev = false;
-    int last_err = 0;
     for (int cpu = 0; cpu < MAX_CPUS; cpu++) {
         if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
             break;
@@ -582,92 +603,127 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
         if (s < 0)
             s = 0;
         bool have = false;
-        for (int i = 0; i < nsock; i++)
+        for (int i = 0; i < *nsock; i++)
             if (sock_cpu[i] >> 16 == s)
                 have = true;
-        if (!have && nsock < 64)
-            sock_cpu[nsock++] = (s << 16) | cpu;
+        if (!have && *nsock < 64)
+            sock_cpu[(*nsock)++] = (s << 16) | cpu;
     }
-    if (!any_dev) {
-        say(why, wl, "rapl: no %s/cpu/0/msr (modprobe msr)", env->devfs);
-        return -ENODEV;
-    }
+    return any_dev;
+}
+
+typedef struct msr_reg {
+    off_t msr;
+    pa_rapl_kind kind;
+    const char *name;
+} msr_reg;
+
+static const msr_reg amd_regs[] = {
+    {MSR_AMD_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_AMD_PKG_ENERGY_STATUS"},
+};
+static const msr_reg intel_regs[] = {
+    {MSR_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_PKG_ENERGY_STATUS"},
+    {MSR_PP0_ENERGY_STATUS, PA_RAPL_CORE, "MSR_PP0_ENERGY_STATUS"},
+    {MSR_PP1_ENERGY_STATUS, PA_RAPL_UNCORE, "MSR_PP1_ENERGY_STATUS"},
+    {MSR_DRAM_ENERGY_STATUS, PA_RAPL_DRAM, "MSR_DRAM_ENERGY_STATUS"},
+    {MSR_PLATFORM_ENERGY_STATUS, PA_RAPL_PSYS, "MSR_PLATFORM_ENERGY_STATUS"},
+};
+
+/* The energy registers of this CPU's vendor, its unit register, and
+ * whether its DRAM domain counts in the fixed unit. */
+typedef struct msr_set {
+    const msr_reg *regs;
+    size_t nregs;
+    off_t unit_reg;
+    bool dram_fixed;
+} msr_set;
+
+static msr_set msr_set_of(const pa_env *env)
+{
     bool amd;
     int model = cpuinfo_model(env, &amd);
     bool dram_fixed = false;
     for (size_t i = 0; i < sizeof(dram_fixed_models) / sizeof(int); i++)
         if (!amd && model == dram_fixed_models[i])
             dram_fixed = true;
-    typedef struct msr_reg {
-        off_t msr;
-        pa_rapl_kind kind;
-        const char *name;
-    } msr_reg;
-    static const msr_reg amd_regs[] = {
-        {MSR_AMD_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_AMD_PKG_ENERGY_STATUS"},
+    return (msr_set){
+        .regs = amd ? amd_regs : intel_regs,
+        .nregs = amd ? sizeof(amd_regs) / sizeof(amd_regs[0])
+                     : sizeof(intel_regs) / sizeof(intel_regs[0]),
+        .unit_reg = amd ? MSR_AMD_RAPL_POWER_UNIT : MSR_RAPL_POWER_UNIT,
+        .dram_fixed = dram_fixed,
     };
-    static const msr_reg intel_regs[] = {
-        {MSR_PKG_ENERGY_STATUS, PA_RAPL_PKG, "MSR_PKG_ENERGY_STATUS"},
-        {MSR_PP0_ENERGY_STATUS, PA_RAPL_CORE, "MSR_PP0_ENERGY_STATUS"},
-        {MSR_PP1_ENERGY_STATUS, PA_RAPL_UNCORE, "MSR_PP1_ENERGY_STATUS"},
-        {MSR_DRAM_ENERGY_STATUS, PA_RAPL_DRAM, "MSR_DRAM_ENERGY_STATUS"},
-        {MSR_PLATFORM_ENERGY_STATUS, PA_RAPL_PSYS, "MSR_PLATFORM_ENERGY_STATUS"},
-    };
-    const msr_reg *regs = amd ? amd_regs : intel_regs;
-    size_t nregs =
-        amd ? sizeof(amd_regs) / sizeof(amd_regs[0]) : sizeof(intel_regs) / sizeof(intel_regs[0]);
-    off_t unit_reg = amd ? MSR_AMD_RAPL_POWER_UNIT : MSR_RAPL_POWER_UNIT;
-    for (int i = 0; i < nsock; i++) {
-        int s = sock_cpu[i] >> 16, cpu = sock_cpu[i] & 0xffff;
-        if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
-            continue;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            last_err = errno;
-            continue;
-        }
-        uint64_t unit;
-        ssize_t got = pread(fd, &unit, sizeof(unit), unit_reg);
-        if (got != (ssize_t)sizeof(unit)) {
-            last_err = got < 0 ? errno : EIO;
-            close(fd);
-            continue;
-        }
-        /* bits 12:8: energy status unit, 1/2^ESU joules */
-        double unit_uj = 1e6 / (double)(1ull << ((unit >> 8) & 0x1f));
-        bool used = false;
-        for (size_t r = 0; r < nregs; r++) {
-            if (st->n >= PA_MAX_RAPL)
-                break;
-            if (regs[r].kind == PA_RAPL_PSYS && i > 0)
-                continue;
-            rapl_dom *d = &st->dom[st->n];
-            memset(d, 0, sizeof(*d));
-            d->fd = fd;
-            d->msr = regs[r].msr;
-            d->mask = 0xffffffffull; /* bits 63:32 reserved */
-            d->range = 1ull << 32;
-            d->unit_uj = regs[r].kind == PA_RAPL_DRAM && dram_fixed ? 15.3 : unit_uj;
-            d->socket = s;
-            d->kind = regs[r].kind;
-            snprintf(d->label, sizeof(d->label), "%s/cpu%d", regs[r].name, cpu);
-            /* an absent register fails with EIO; one that reads 0 at
-             * start does not exist on this CPU model: skip the domain */
-            if (dom_read_raw(d, PATH_MSR, &d->last) < 0 || d->last == 0)
-                continue;
-            if (used) {
-                /* several domains share the CPU's fd: own a dup so that
-                 * closing is per domain */
-                d->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                if (d->fd < 0)
-                    continue;
-            }
-            used = true;
-            st->n++;
-        }
-        if (!used)
-            close(fd);
+}
+
+/* The domains of socket s read on cpu (the i-th socket: the psys domain
+ * is the first's), added to st; errno of a failure in *last_err. */
+static void msr_open_cpu(const pa_env *env, rapl_state *st, const msr_set *set, int i, int s,
+                         int cpu, int *last_err)
+{
+    char path[PA_PATH_MAX];
+    if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *last_err = errno;
+        return;
     }
+    uint64_t unit;
+    ssize_t got = pread(fd, &unit, sizeof(unit), set->unit_reg);
+    if (got != (ssize_t)sizeof(unit)) {
+        *last_err = got < 0 ? errno : EIO;
+        close(fd);
+        return;
+    }
+    /* bits 12:8: energy status unit, 1/2^ESU joules */
+    double unit_uj = 1e6 / (double)(1ull << ((unit >> 8) & 0x1f));
+    bool used = false;
+    for (size_t r = 0; r < set->nregs; r++) {
+        const msr_reg *reg = &set->regs[r];
+        if (st->n >= PA_MAX_RAPL)
+            break;
+        if (reg->kind == PA_RAPL_PSYS && i > 0)
+            continue;
+        rapl_dom *d = &st->dom[st->n];
+        memset(d, 0, sizeof(*d));
+        d->fd = fd;
+        d->msr = reg->msr;
+        d->mask = 0xffffffffull; /* bits 63:32 reserved */
+        d->range = 1ull << 32;
+        d->unit_uj = reg->kind == PA_RAPL_DRAM && set->dram_fixed ? 15.3 : unit_uj;
+        d->socket = s;
+        d->kind = reg->kind;
+        snprintf(d->label, sizeof(d->label), "%s/cpu%d", reg->name, cpu);
+        /* an absent register fails with EIO; one that reads 0 at
+         * start does not exist on this CPU model: skip the domain */
+        if (dom_read_raw(d, PATH_MSR, &d->last) < 0 || d->last == 0)
+            continue;
+        if (used) {
+            /* several domains share the CPU's fd: own a dup so that
+             * closing is per domain */
+            d->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+            if (d->fd < 0)
+                continue;
+        }
+        used = true;
+        st->n++;
+    }
+    if (!used)
+        close(fd);
+}
+
+static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
+{
+    int sock_cpu[64];
+    int nsock = 0;
+    int last_err = 0;
+    if (!msr_sockets(env, sock_cpu, &nsock)) {
+        say(why, wl, "rapl: no %s/cpu/0/msr (modprobe msr)", env->devfs);
+        return -ENODEV;
+    }
+    msr_set set = msr_set_of(env);
+    for (int i = 0; i < nsock; i++)
+        msr_open_cpu(env, st, &set, i, sock_cpu[i] >> 16, sock_cpu[i] & 0xffff, &last_err);
     if (st->n == 0) {
         if (last_err == EACCES || last_err == EPERM)
             say(why, wl,
@@ -783,9 +839,11 @@ static int rapl_probe(const pa_env *env, char *why, size_t wl)
     return rc;
 }
 
-static int rapl_start(pa_module *m, const pa_options *opts)
+/* A state opened on the path the options ask for (path=), with the CPU
+ * topology: what start and configure both do. */
+static int rapl_state_open(pa_module *m, const pa_options *opts, rapl_state **out)
 {
-    enum rapl_path want;
+    enum rapl_path want = PATH_NONE;
     int rc = parse_path(pa_options_get(opts, "path"), &want);
     if (rc < 0)
         return rc;
@@ -799,6 +857,16 @@ static int rapl_start(pa_module *m, const pa_options *opts)
         return pa__err(rc, "%s", why);
     }
     topo_read(&m->ctx->env, st);
+    *out = st;
+    return 0;
+}
+
+static int rapl_start(pa_module *m, const pa_options *opts)
+{
+    rapl_state *st;
+    int rc = rapl_state_open(m, opts, &st);
+    if (rc < 0)
+        return rc;
     m->priv = st;
     return 0;
 }
@@ -845,20 +913,10 @@ static int rapl_sample(pa_module *m, pa_frame *f)
 
 static int rapl_configure(pa_module *m, const pa_options *opts)
 {
-    enum rapl_path want;
-    int rc = parse_path(pa_options_get(opts, "path"), &want);
+    rapl_state *st;
+    int rc = rapl_state_open(m, opts, &st);
     if (rc < 0)
         return rc;
-    rapl_state *st = malloc(sizeof(*st));
-    if (!st)
-        return pa__err(-ENOMEM, "rapl: out of memory");
-    char why[1024];
-    rc = rapl_open(&m->ctx->env, want, st, why, sizeof(why));
-    if (rc < 0) {
-        free(st);
-        return pa__err(rc, "%s", why);
-    }
-    topo_read(&m->ctx->env, st);
     /* The accumulators restart from the new path's counters; carry the
      * energy already counted so readings keep growing. */
     rapl_state *old = m->priv;

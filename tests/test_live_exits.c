@@ -8,8 +8,9 @@
  *   points=0:10+100:50, so a busy CPU-second costs 40/N W whoever spends
  *   it) the spinner's watts per CPU-second are its alone figure within
  *   5 % (the old split charged it the storm's time: 30-40 % more), the
- *   exits (the exited record plus the storm's children that have records
- *   of their own) match the storm's own figure within 5 %, and processes
+ *   storm's children's exit records (pa_report.exited, and those seen
+ *   alive once with records of their own) match the storm's own figure
+ *   within 5 %, and processes
  *   + exited + unaccounted + idle = system in every window.  As root the
  *   kernel's taskstats records count them; otherwise the children-time
  *   estimate, which must say so;
@@ -130,16 +131,20 @@ START_TEST(survivor_pays_its_own_share)
             const pa_target_info *t = &r->targets[i];
             if (t->type == PA_TARGET_PROCESS || t->type >= PA_TARGET_EXITED)
                 sum += t->power.cpu_w;
-            if (t->type == PA_TARGET_EXITED)
-                exits_s += t->power.cpu_time_s;
-            else if (t->type == PA_TARGET_PROCESS && t->ppid == storm &&
-                     (t->power.flags & PA_POWER_EXITED))
+            if (t->type == PA_TARGET_PROCESS && t->ppid == storm &&
+                (t->power.flags & PA_POWER_EXITED))
                 exits_s += t->power.cpu_time_s; /* seen alive once: its own record */
             else if (t->type == PA_TARGET_PROCESS && t->pid == spin) {
                 spin_s += t->power.cpu_time_s;
                 spin_j += t->power.cpu_w * t->power.interval_s;
             }
         }
+        /* the storm's children born and gone inside the window: their
+         * records (the exited target also has whatever else on this
+         * machine came and went) */
+        for (size_t i = 0; i < r->nexited; i++)
+            if (r->exited[i].ppid == storm)
+                exits_s += r->exited[i].power.cpu_time_s;
         ck_assert_msg(fabs(sum - r->system.cpu_w) <= 1e-9 * r->system.cpu_w,
                       "window %d: processes + exited + unaccounted + idle = %.9f W, system %.9f W",
                       k, sum, r->system.cpu_w);

@@ -5,9 +5,14 @@
  * auto rank above 0, highest rank first; each says through its fits
  * callback whether it suits this machine, and why.  Nothing here knows a
  * module by name.  Called with ctx->lock held.
+ *
+ * "auto" is a name to pa_module_enable and pa_module_disable, not a module:
+ * they are here, so that the lifecycle (module.c) never tests a name and
+ * never calls back into auto.
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,4 +113,53 @@ void pa__auto_fill(pa_ctx *ctx)
     }
     /* enabling above marked the modules changed: auto is done with them */
     ctx->auto_dirty = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* The public enable and disable, which know the name "auto"           */
+/* ------------------------------------------------------------------ */
+
+int pa_module_enable(pa_ctx *ctx, const char *name, const char *options)
+{
+    if (!ctx || !name)
+        return pa__err(-EINVAL, "pa_module_enable: ctx and name are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    if (!strcmp(name, "auto")) {
+        ctx->auto_off = false;
+        pa__auto_fill(ctx);
+    } else {
+        rc = pa__enable_locked(ctx, name, options, false);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* Stops auto and disables what it had chosen, with the sensors enabled for
+ * it. */
+static void auto_stop(pa_ctx *ctx)
+{
+    ctx->auto_off = true;
+    for (pa_module *m = ctx->modules; m;) {
+        if (m->by_auto) {
+            pa__mod_remove(ctx, m);
+            m = ctx->modules; /* the list changed: start over */
+        } else {
+            m = m->next;
+        }
+    }
+}
+
+int pa_module_disable(pa_ctx *ctx, const char *name)
+{
+    if (!ctx || !name)
+        return pa__err(-EINVAL, "pa_module_disable: ctx and name are required");
+    pthread_mutex_lock(&ctx->lock);
+    int rc = 0;
+    if (!strcmp(name, "auto"))
+        auto_stop(ctx);
+    else
+        rc = pa__disable_locked(ctx, name);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
 }

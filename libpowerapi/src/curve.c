@@ -153,6 +153,87 @@ static int calib_fpoint(pa_curve *c, const char *p, const char *path, unsigned l
     return 0;
 }
 
+/* A "point LOAD% WATTS" line's rest p: 0, 1 when it does not parse, or a
+ * negative error with its message (as calib_fpoint). */
+static int calib_point(pa_curve *c, const char *p, const char *path, unsigned ln)
+{
+    char *end, *e2;
+    double u = strtod(p, &end);
+    double w = end == p ? NAN : strtod(end, &e2);
+    if (end == p || e2 == end || !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
+        return 1;
+    if (c->n == PA_CURVE_MAX)
+        return pa__err(-EINVAL, "calibration: %s:%u: more than %d points", path, ln, PA_CURVE_MAX);
+    if (c->n && u / 100 <= c->load[c->n - 1])
+        return pa__err(-EINVAL,
+                       "calibration: %s:%u: load %g%% is not above "
+                       "the previous point's",
+                       path, ln, u);
+    c->load[c->n] = u / 100;
+    c->watts[c->n++] = w;
+    return 0;
+}
+
+/* One line of a calibration file, its first word in word and the rest in
+ * p: 0, 1 when it does not parse, or a negative error with its message. */
+static int calib_line(pa_curve *c, const char *word, const char *p, const char *path, unsigned ln,
+                      bool *have_cpu)
+{
+    char *end;
+    if (!strcmp(word, "cpu")) {
+        if (quoted(p, c->match, sizeof(c->match)) < 0)
+            return 1;
+        *have_cpu = true;
+    } else if (!strcmp(word, "kernel") || !strcmp(word, "date")) {
+        char tmp[128];
+        if (quoted(p, tmp, sizeof(tmp)) < 0)
+            return 1;
+    } else if (!strcmp(word, "cpus")) {
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v == 0 || v > 65536)
+            return 1;
+        c->threads = (unsigned)v;
+    } else if (!strcmp(word, "mhz")) {
+        double v = strtod(p, &end);
+        if (end == p || !(v >= 0) || v > 100000)
+            return 1;
+        c->mhz = v;
+    } else if (!strcmp(word, "point")) {
+        return calib_point(c, p, path, ln);
+    } else if (!strcmp(word, "fpoint")) {
+        return calib_fpoint(c, p, path, ln);
+    } else if (!strcmp(word, "validation")) {
+        const char *m = strstr(p, "mean_pct=");
+        if (m) {
+            double v = strtod(m + 9, &end);
+            if (end == m + 9 || !(v >= 0))
+                return 1;
+            c->error = v / 100;
+        }
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+/* A whole file's curve: 2 fpoint lines at each frequency, a cpu line and
+ * 2 points at least. */
+static int calib_complete(const pa_curve *c, const char *path, bool have_cpu)
+{
+    for (size_t k = 0; k < c->nfreq; k++)
+        if (c->fn[k] < 2)
+            return pa__err(-EINVAL,
+                           "calibration: %s: fewer than 2 fpoint lines at %g "
+                           "MHz; run `powerapi calibrate` again",
+                           path, c->fmhz[k]);
+    if (!have_cpu || c->n < 2)
+        return pa__err(-EINVAL,
+                       "calibration: %s has no cpu line or fewer than 2 "
+                       "points; run `powerapi calibrate` again",
+                       path);
+    return 0;
+}
+
 int pa__calib_read(const char *path, pa_curve *out)
 {
     FILE *f = fopen(path, "re");
@@ -183,84 +264,18 @@ int pa__calib_read(const char *path, pa_curve *out)
         while (isalpha((unsigned char)*p) && wl + 1 < sizeof(word))
             word[wl++] = *p++;
         word[wl] = '\0';
-        if (!strcmp(word, "cpu")) {
-            if (quoted(p, c.match, sizeof(c.match)) < 0)
-                goto bad;
-            have_cpu = true;
-        } else if (!strcmp(word, "kernel") || !strcmp(word, "date")) {
-            char tmp[128];
-            if (quoted(p, tmp, sizeof(tmp)) < 0)
-                goto bad;
-        } else if (!strcmp(word, "cpus")) {
-            char *end;
-            unsigned long v = strtoul(p, &end, 10);
-            if (end == p || v == 0 || v > 65536)
-                goto bad;
-            c.threads = (unsigned)v;
-        } else if (!strcmp(word, "mhz")) {
-            char *end;
-            double v = strtod(p, &end);
-            if (end == p || !(v >= 0) || v > 100000)
-                goto bad;
-            c.mhz = v;
-        } else if (!strcmp(word, "point")) {
-            char *end, *e2;
-            double u = strtod(p, &end);
-            double w = end == p ? NAN : strtod(end, &e2);
-            if (end == p || e2 == end || !(u >= 0 && u <= 100) || !(w >= 0 && w < 100000))
-                goto bad;
-            if (c.n == PA_CURVE_MAX) {
-                rc = pa__err(-EINVAL, "calibration: %s:%u: more than %d points", path, ln,
-                             PA_CURVE_MAX);
-                goto out;
-            }
-            if (c.n && u / 100 <= c.load[c.n - 1]) {
-                rc = pa__err(-EINVAL,
-                             "calibration: %s:%u: load %g%% is not above "
-                             "the previous point's",
-                             path, ln, u);
-                goto out;
-            }
-            c.load[c.n] = u / 100;
-            c.watts[c.n++] = w;
-        } else if (!strcmp(word, "fpoint")) {
-            rc = calib_fpoint(&c, p, path, ln);
-            if (rc > 0)
-                goto bad;
-            if (rc < 0)
-                goto out;
-        } else if (!strcmp(word, "validation")) {
-            const char *m = strstr(p, "mean_pct=");
-            if (m) {
-                char *end;
-                double v = strtod(m + 9, &end);
-                if (end == m + 9 || !(v >= 0))
-                    goto bad;
-                c.error = v / 100;
-            }
-        } else {
+        rc = calib_line(&c, word, p, path, ln, &have_cpu);
+        if (rc > 0)
             goto bad;
-        }
+        if (rc < 0)
+            goto out;
     }
     if (ferror(f)) {
         rc = pa__err(-EIO, "calibration: error reading %s", path);
         goto out;
     }
-    for (size_t k = 0; k < c.nfreq; k++)
-        if (c.fn[k] < 2) {
-            rc = pa__err(-EINVAL,
-                         "calibration: %s: fewer than 2 fpoint lines at %g "
-                         "MHz; run `powerapi calibrate` again",
-                         path, c.fmhz[k]);
-            goto out;
-        }
-    if (!have_cpu || c.n < 2) {
-        rc = pa__err(-EINVAL,
-                     "calibration: %s has no cpu line or fewer than 2 "
-                     "points; run `powerapi calibrate` again",
-                     path);
+    if ((rc = calib_complete(&c, path, have_cpu)) < 0)
         goto out;
-    }
     snprintf(c.source, sizeof(c.source), "calibration %s", path);
     *out = c;
     goto out;

@@ -556,6 +556,51 @@ static void integrate(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_table
         (tab->measured ? PA_POWER_MEASURED : 0) | (cur->rapl_resets ? PA_POWER_RAPL_RESET : 0);
 }
 
+/* Frame: every enabled sensor's sample (the one that discovers the tasks
+ * first: the module list's order); returns how many produced a reading. */
+static int sample_sensors(pa_ctx *ctx, pa_frame *frame)
+{
+    int sensors_ok = 0;
+    uint64_t tick = frame->tick;
+    for (pa_module *m = ctx->modules; m; m = m->next) {
+        if (m->ops->kind != PA_SENSOR || !m->ops->sample || m->retry_tick > tick)
+            continue;
+        int rc = m->ops->sample(m, frame);
+        if (rc < 0) {
+            module_failed(m, tick, rc);
+            continue;
+        }
+        module_ok(m);
+        sensors_ok++;
+        if (pa__ops_flags(m->ops) & PA_MOD_DISCOVERS_TASKS)
+            frame->scanned = true;
+    }
+    return sensors_ok;
+}
+
+/* This tick's readings become the previous ones. */
+static void readings_rotate(pa_ctx *ctx, uint64_t tick)
+{
+    pa_tasktab *tabs[3] = {&ctx->procs, &ctx->threads, &ctx->trees};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < tabs[k]->n; i++) {
+            pa_task *t = tabs[k]->v[i];
+            if (t->seen_tick != tick)
+                continue;
+            t->prev = t->cur;
+            t->cur.have = 0;
+            if (t->ctr_cur)
+                memcpy(t->ctr_prev, t->ctr_cur, PA_MAX_COUNTERS * sizeof(double));
+        }
+    for (size_t g = 0; g < ctx->cgroup_ctr_cap; g++) {
+        pa_cgroup_ctr *c = &ctx->cgroup_ctr[g];
+        if (c->cur_tick != tick)
+            continue;
+        memcpy(c->prev, c->cur, sizeof(c->prev));
+        c->prev_tick = tick;
+    }
+}
+
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
 {
     if (ctx->tick && time_ns <= ctx->last_time_ns)
@@ -574,20 +619,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
     snprintf(ctx->rexits_src, sizeof(ctx->rexits_src), "none");
     pa_frame frame = {.ctx = ctx, .tick = tick, .time_ns = time_ns, .sys = cur};
 
-    int sensors_ok = 0;
-    for (pa_module *m = ctx->modules; m; m = m->next) {
-        if (m->ops->kind != PA_SENSOR || !m->ops->sample || m->retry_tick > tick)
-            continue;
-        int rc = m->ops->sample(m, &frame);
-        if (rc < 0) {
-            module_failed(m, tick, rc);
-            continue;
-        }
-        module_ok(m);
-        sensors_ok++;
-        if (pa__ops_flags(m->ops) & PA_MOD_DISCOVERS_TASKS)
-            frame.scanned = true;
-    }
+    int sensors_ok = sample_sensors(ctx, &frame);
     if (frame.scanned) {
         int rc = pa__exits_apply(ctx, tick);
         if (rc == 0)
@@ -655,24 +687,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
             ret = pa__err(ret, "tick: out of memory building the report");
     }
 
-    /* this tick's readings become the previous ones */
-    for (int k = 0; k < 3; k++)
-        for (size_t i = 0; i < tabs[k]->n; i++) {
-            pa_task *t = tabs[k]->v[i];
-            if (t->seen_tick != tick)
-                continue;
-            t->prev = t->cur;
-            t->cur.have = 0;
-            if (t->ctr_cur)
-                memcpy(t->ctr_prev, t->ctr_cur, PA_MAX_COUNTERS * sizeof(double));
-        }
-    for (size_t g = 0; g < ctx->cgroup_ctr_cap; g++) {
-        pa_cgroup_ctr *c = &ctx->cgroup_ctr[g];
-        if (c->cur_tick != tick)
-            continue;
-        memcpy(c->prev, c->cur, sizeof(c->prev));
-        c->prev_tick = tick;
-    }
+    readings_rotate(ctx, tick);
     ctx->sys_cur = !ctx->sys_cur;
     ctx->have_prev = true;
     ctx->last_time_ns = time_ns;

@@ -682,3 +682,8 @@ int pa__hwdb_curve(const char *hwdb_path, const char *model, pa_curve *out)
     *out = best.u.curve;
     return 0;
 }
+
+const char *pa__module_hwdb(const pa_module *m)
+{
+    return pa__hwdb_path(m->ctx ? m->ctx->env.hwdb : NULL);
+}

@@ -520,8 +520,11 @@ void pa__auto_fill(pa_ctx *ctx);
 /* Module lifecycle (module.c), called with ctx->lock held. */
 const pa_module_ops *pa__ops_find(const pa_ctx *ctx, const char *name);
 pa_module *pa__mod_find(const pa_ctx *ctx, const char *name);
-/* Enables name (see pa_module_enable); by_auto: as auto's choice. */
+/* Enables name (see pa_module_enable), a module, not "auto"; by_auto: as
+ * auto's choice. */
 int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options, bool by_auto);
+/* Disables name (see pa_module_disable), a module, not "auto". */
+int pa__disable_locked(pa_ctx *ctx, const char *name);
 /* Unlinks and stops m, with the sensors enabled only for it. */
 void pa__mod_remove(pa_ctx *ctx, pa_module *m);
 /* Stops and frees a module that is not linked. */
@@ -547,9 +550,14 @@ const char *pa__ops_comp_name(const pa_module_ops *o);
 int pa__comp_intern(pa_ctx *ctx, const char *name, pa_component *out);
 int pa__comp_init(pa_ctx *ctx);
 /* A task's power (cpu, nic, total over every component), as reports and
- * the getters give it; measured sets PA_POWER_MEASURED. */
+ * the getters give it; measured sets PA_POWER_MEASURED (tasks.c). */
 void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s, uint64_t time_ns,
                     bool measured, pa_power *out);
+/* The last window's power of a target, live or exited in the last tick,
+ * as the getters give it, with ctx->lock held (tasks.c): 0, -ESRCH (no such
+ * target) or -ENODATA (no complete window yet); sets no message, so that a
+ * caller inside the library keeps the user's last error. */
+int pa__target_power_locked(pa_ctx *ctx, pa_target_type type, pid_t id, pa_power *out);
 /* Copies a report into one allocation. */
 int pa__report_copy(const pa_report *r, pa_report **out);
 /* Is pid watched with (at least) these PA_WATCH_* flags (0: at all)? */
@@ -651,6 +659,8 @@ int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
  * also for fixture trees. */
 int pa__procfs_hidepid(const char *procfs, char *opt, size_t len);
 
+/* ---- the machine's CPUs (cpus.c), for rapl and the CPU formulas ---- */
+
 /* Physical package of a CPU from <sysfs> topology; -1 when unknown. */
 int pa__cpu_package(const pa_env *env, int cpu);
 /* The CPU -> physical_package_id map of the online CPUs (-1 unknown) in
@@ -751,12 +761,13 @@ const char *pa__hwdb_path(const char *configured);
  * cpu->volt/nvolt; -EINVAL with the reason in why. */
 int pa__hwdb_parse_volt(const char *s, pa_hwdb_cpu *cpu, char *why, size_t why_len);
 
-/* ---- shared by the CPU models (formulas/cpu_tdp.c, cpu_curve.c; util.c) */
+/* ---- shared by the CPU models (formulas/cpu_tdp.c, cpu_curve.c) ---- */
 
 /* The hardware database m's context is configured with, resolved as
- * pa__hwdb_path does (NULL: none installed). */
+ * pa__hwdb_path does (NULL: none installed; hwdb.c). */
 const char *pa__module_hwdb(const pa_module *m);
-/* CPUs of the frame: d->ncpus, else the current frame's, at least 1. */
+/* CPUs of the frame: d->ncpus, else the current frame's, at least 1
+ * (cpus.c, as the next one). */
 unsigned pa__delta_ncpus(const pa_frame_delta *d);
 /* Busy CPU seconds of the window: d->busy_s with system CPU time, else
  * the sum of the processes' CPU time (*summed true: the caller states it

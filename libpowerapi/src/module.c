@@ -3,7 +3,9 @@
  * components formulas declare, enabling a formula with the sensors it
  * requires and disabling it with them, options, and the module listing.
  * Everything here runs with ctx->lock held (the public calls take it), so
- * a change lands between ticks.  Auto's choices are in auto.c.
+ * a change lands between ticks.  Nothing here tests a module's name: the
+ * pseudo-module "auto" (its choices, and pa_module_enable and
+ * pa_module_disable, which route its name) is auto.c's.
  */
 #include "internal.h"
 
@@ -411,11 +413,6 @@ static int check_requires(const pa_ctx *ctx, const pa_module_ops *ops)
 
 int pa__enable_locked(pa_ctx *ctx, const char *name, const char *options, bool by_auto)
 {
-    if (!strcmp(name, "auto")) {
-        ctx->auto_off = false;
-        pa__auto_fill(ctx);
-        return 0;
-    }
     const pa_module_ops *ops = pa__ops_find(ctx, name);
     if (!ops)
         return unknown_err(ctx, name);
@@ -507,16 +504,6 @@ undo:
     return rc;
 }
 
-int pa_module_enable(pa_ctx *ctx, const char *name, const char *options)
-{
-    if (!ctx || !name)
-        return pa__err(-EINVAL, "pa_module_enable: ctx and name are required");
-    pthread_mutex_lock(&ctx->lock);
-    int rc = pa__enable_locked(ctx, name, options, false);
-    pthread_mutex_unlock(&ctx->lock);
-    return rc;
-}
-
 /* "procfs-cpu: cpu-tdp requires it (disable cpu-tdp first)" */
 static int busy_err(const pa_ctx *ctx, const char *name)
 {
@@ -533,20 +520,8 @@ static int busy_err(const pa_ctx *ctx, const char *name)
                    n > 1 ? "them" : list);
 }
 
-static int disable_locked(pa_ctx *ctx, const char *name)
+int pa__disable_locked(pa_ctx *ctx, const char *name)
 {
-    if (!strcmp(name, "auto")) {
-        ctx->auto_off = true;
-        for (pa_module *m = ctx->modules; m;) {
-            if (m->by_auto) {
-                pa__mod_remove(ctx, m);
-                m = ctx->modules; /* the list changed: start over */
-            } else {
-                m = m->next;
-            }
-        }
-        return 0;
-    }
     const pa_module_ops *ops = pa__ops_find(ctx, name);
     if (!ops)
         return unknown_err(ctx, name);
@@ -563,16 +538,6 @@ static int disable_locked(pa_ctx *ctx, const char *name)
         pa__mod_remove(ctx, m);
     ctx->auto_dirty = true;
     return 0;
-}
-
-int pa_module_disable(pa_ctx *ctx, const char *name)
-{
-    if (!ctx || !name)
-        return pa__err(-EINVAL, "pa_module_disable: ctx and name are required");
-    pthread_mutex_lock(&ctx->lock);
-    int rc = disable_locked(ctx, name);
-    pthread_mutex_unlock(&ctx->lock);
-    return rc;
 }
 
 int pa_module_configure(pa_ctx *ctx, const char *name, const char *options)

@@ -403,14 +403,14 @@ static int ring_unlink_stale(const char *name)
     return 0;
 }
 
-int pa_ring_create(const char *name, const pa_ring_opts *opts, pa_ring_writer **out)
+/* A ring's shape from the options, checked. */
+typedef struct ring_shape {
+    uint32_t cap, maxt, mode, pool;
+    uint64_t interval, slot, total;
+} ring_shape;
+
+static int ring_shape_of(const pa_ring_opts *opts, ring_shape *sh)
 {
-    char shm[RING_NAME_MAX + 2];
-    int rc = ring_shm_name(name, shm, sizeof(shm));
-    if (rc < 0)
-        return rc;
-    if (!out)
-        return pa__err(-EINVAL, "ring: out is NULL");
     uint32_t cap = opts && opts->capacity ? opts->capacity : 100;
     uint32_t maxt = opts && opts->max_targets ? opts->max_targets : 1024;
     uint32_t mode = opts && opts->mode ? opts->mode : 0644;
@@ -430,6 +430,92 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts, pa_ring_writer **
                        "ring: %u windows of %u targets need %.1f GiB (limit 4); "
                        "lower the capacity or max_targets",
                        cap, maxt, (double)total / (1 << 30));
+    *sh = (ring_shape){.cap = cap,
+                       .maxt = maxt,
+                       .mode = mode,
+                       .pool = pool,
+                       .interval = interval,
+                       .slot = slot,
+                       .total = total};
+    return 0;
+}
+
+static void ring_hdr_init(struct ring_hdr *h, const ring_shape *sh)
+{
+    h->version = PA_RING_VERSION;
+    h->hdr_bytes = RING_HDR_BYTES;
+    h->slot_bytes = sh->slot;
+    h->capacity = sh->cap;
+    h->max_targets = sh->maxt;
+    h->pool_bytes = sh->pool;
+    h->mode = sh->mode;
+    h->writer_pid = (int32_t)getpid();
+    h->interval_ns = sh->interval;
+    h->created_ns = mono_ns();
+    __atomic_store_n(&h->head, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->heartbeat_ns, h->created_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->state, RING_RUNNING, __ATOMIC_RELAXED);
+}
+
+/* Creates, sizes, maps and fills the shared memory of w, in private mode
+ * until complete, the magic last; on failure, unlinks what it created
+ * (w's fd and map are the caller's to release). */
+static int ring_shm_create(pa_ring_writer *w, const char *shm, const ring_shape *sh,
+                           const pa_ring_opts *opts)
+{
+    int rc;
+    w->fd = shm_open(shm, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (w->fd < 0) {
+        rc = -errno;
+        return pa__err(rc, "ring '%s': cannot create /dev/shm%s: %s", shm + 1, shm,
+                       strerror(errno));
+    }
+    if (ftruncate(w->fd, (off_t)sh->total) < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot size it to %llu bytes: %s", shm + 1,
+                (unsigned long long)sh->total, strerror(errno));
+        goto fail_unlink;
+    }
+    w->map = mmap(NULL, sh->total, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
+    if (w->map == MAP_FAILED) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': mmap: %s", shm + 1, strerror(errno));
+        goto fail_unlink;
+    }
+    w->map_len = sh->total;
+    w->hdr = (struct ring_hdr *)w->map;
+    ring_hdr_init(w->hdr, sh);
+    if (opts && opts->set_gid && fchown(w->fd, (uid_t)-1, opts->gid) < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot give it to group %u: %s", shm + 1, (unsigned)opts->gid,
+                strerror(errno));
+        goto fail_unlink;
+    }
+    if (fchmod(w->fd, (mode_t)sh->mode) < 0) {
+        rc = -errno;
+        pa__err(rc, "ring '%s': cannot set mode %o: %s", shm + 1, sh->mode, strerror(errno));
+        goto fail_unlink;
+    }
+    __atomic_store_n(&w->hdr->magic, RING_MAGIC, __ATOMIC_RELEASE);
+    return 0;
+
+fail_unlink:
+    shm_unlink(shm);
+    return rc;
+}
+
+int pa_ring_create(const char *name, const pa_ring_opts *opts, pa_ring_writer **out)
+{
+    char shm[RING_NAME_MAX + 2];
+    int rc = ring_shm_name(name, shm, sizeof(shm));
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return pa__err(-EINVAL, "ring: out is NULL");
+    ring_shape sh = {0};
+    rc = ring_shape_of(opts, &sh);
+    if (rc < 0)
+        return rc;
 
     rc = ring_unlink_stale(shm);
     if (rc < 0)
@@ -441,75 +527,28 @@ int pa_ring_create(const char *name, const pa_ring_opts *opts, pa_ring_writer **
     w->fd = -1;
     w->map = MAP_FAILED;
     memcpy(w->name, shm, strlen(shm) + 1);
-    w->cap = cap;
-    w->max_targets = maxt;
-    w->pool_bytes = pool;
-    w->slot_bytes = slot;
-    w->buf = calloc(1, slot);
+    w->cap = sh.cap;
+    w->max_targets = sh.maxt;
+    w->pool_bytes = sh.pool;
+    w->slot_bytes = sh.slot;
+    w->buf = calloc(1, sh.slot);
     w->cg_cap = 64;
-    while (w->cg_cap < 2 * (size_t)maxt + 2)
+    while (w->cg_cap < 2 * (size_t)sh.maxt + 2)
         w->cg_cap <<= 1;
     w->cg = calloc(w->cg_cap, sizeof(*w->cg));
     if (!w->buf || !w->cg) {
         rc = pa__err(-ENOMEM, "ring: out of memory");
         goto fail;
     }
-
-    /* Private mode until complete; magic last. */
-    w->fd = shm_open(shm, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (w->fd < 0) {
-        rc = -errno;
-        pa__err(rc, "ring '%s': cannot create /dev/shm%s: %s", shm + 1, shm, strerror(errno));
+    rc = ring_shm_create(w, shm, &sh, opts);
+    if (rc < 0)
         goto fail;
-    }
-    if (ftruncate(w->fd, (off_t)total) < 0) {
-        rc = -errno;
-        pa__err(rc, "ring '%s': cannot size it to %llu bytes: %s", shm + 1,
-                (unsigned long long)total, strerror(errno));
-        goto fail_unlink;
-    }
-    w->map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
-    if (w->map == MAP_FAILED) {
-        rc = -errno;
-        pa__err(rc, "ring '%s': mmap: %s", shm + 1, strerror(errno));
-        goto fail_unlink;
-    }
-    w->map_len = total;
-    w->hdr = (struct ring_hdr *)w->map;
-    struct ring_hdr *h = w->hdr;
-    h->version = PA_RING_VERSION;
-    h->hdr_bytes = RING_HDR_BYTES;
-    h->slot_bytes = slot;
-    h->capacity = cap;
-    h->max_targets = maxt;
-    h->pool_bytes = pool;
-    h->mode = mode;
-    h->writer_pid = (int32_t)getpid();
-    h->interval_ns = interval;
-    h->created_ns = mono_ns();
-    __atomic_store_n(&h->head, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->heartbeat_ns, h->created_ns, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->state, RING_RUNNING, __ATOMIC_RELAXED);
-    if (opts && opts->set_gid && fchown(w->fd, (uid_t)-1, opts->gid) < 0) {
-        rc = -errno;
-        pa__err(rc, "ring '%s': cannot give it to group %u: %s", shm + 1, (unsigned)opts->gid,
-                strerror(errno));
-        goto fail_unlink;
-    }
-    if (fchmod(w->fd, (mode_t)mode) < 0) {
-        rc = -errno;
-        pa__err(rc, "ring '%s': cannot set mode %o: %s", shm + 1, mode, strerror(errno));
-        goto fail_unlink;
-    }
-    __atomic_store_n(&h->magic, RING_MAGIC, __ATOMIC_RELEASE);
     *out = w;
     return 0;
 
-fail_unlink:
-    shm_unlink(shm);
 fail:
     if (w->map != MAP_FAILED)
-        munmap(w->map, total);
+        munmap(w->map, sh.total);
     if (w->fd >= 0)
         close(w->fd);
     free(w->buf);
@@ -590,33 +629,30 @@ static uint32_t window_comps_set(struct ring_window *win, const pa_report *r)
     return (uint32_t)nk;
 }
 
-int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
+/* Ranks the report's targets in w->ranks: the report's order, or the most
+ * powerful first when they do not all fit; *keep: how many to store. */
+static int publish_ranks(pa_ring_writer *w, const pa_report *r, size_t *keep)
 {
-    if (!w || !r || (r->ntargets && !r->targets))
-        return pa__err(-EINVAL, "ring: publish of a NULL report");
-    if (r->ncounters > PA_MAX_COUNTERS || (r->ncounters && !r->counter_names))
-        return pa__err(-EINVAL, "ring: a report of %zu counters (at most %d, named)", r->ncounters,
-                       PA_MAX_COUNTERS);
     size_t n = r->ntargets;
     if (PA__GROW(w->ranks, w->ranks_cap, n, 256) < 0)
         return pa__err(-ENOMEM, "ring: out of memory");
-    /* Keep the most powerful targets when the report does not fit; the
-     * stored order is the report's order otherwise. */
-    size_t keep = n;
+    *keep = n;
     for (size_t i = 0; i < n; i++) {
         w->ranks[i].w = r->targets[i].power.total_w;
         w->ranks[i].i = (uint32_t)i;
     }
     if (n > w->max_targets) {
         qsort(w->ranks, n, sizeof(*w->ranks), rank_cmp);
-        keep = w->max_targets;
+        *keep = w->max_targets;
     }
+    return 0;
+}
 
-    struct ring_window *win = (struct ring_window *)w->buf;
-    struct ring_target *tg = (struct ring_target *)(win + 1);
-    double *ctr = (double *)(w->buf + counters_at(w->max_targets));
-    double *cmp = (double *)(w->buf + comps_at(w->max_targets));
-    char *pool = (char *)w->buf + pool_at(w->max_targets);
+/* The window's head from the report (system, components, devices, texts)
+ * and an empty pool; returns the components stored. */
+static uint32_t window_head_set(pa_ring_writer *w, struct ring_window *win, char *pool,
+                                const pa_report *r)
+{
     memset(win, 0, sizeof(*win));
     uint32_t nk = window_comps_set(win, r);
     win->ndevices = r->devices && r->ndevices <= PA_MAX_DEVICES ? (uint32_t)r->ndevices : 0;
@@ -634,15 +670,22 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
         if (!strcmp(r->exits_source, ring_exits[e]))
             win->exits_source = e;
     win->exits_lost = r->exits_lost > UINT32_MAX ? UINT32_MAX : (uint32_t)r->exits_lost;
-    win->ntargets_total = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    win->ntargets_total = r->ntargets > UINT32_MAX ? UINT32_MAX : (uint32_t)r->ntargets;
     pool[0] = '\0';
     win->pool_used = 1;
     if (++w->gen == 0) { /* wrapped: forget every entry */
         memset(w->cg, 0, w->cg_cap * sizeof(*w->cg));
         w->gen = 1;
     }
-    /* Names first, so that cgroup paths cannot crowd them out; a window
-     * whose names do not fit carries no counters. */
+    return nk;
+}
+
+/* The counters' names into the pool, first, so that cgroup paths cannot
+ * crowd them out; a window whose names do not fit carries no counters.
+ * Returns the counters stored. */
+static uint32_t window_counters_set(pa_ring_writer *w, struct ring_window *win, char *pool,
+                                    const pa_report *r)
+{
     uint32_t nc = (uint32_t)r->ncounters;
     for (uint32_t e = 0; e < nc; e++) {
         uint32_t off = pool_put(w, win, pool, r->counter_names[e]);
@@ -655,6 +698,19 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     if (!nc)
         memset(win->counter_off, 0, sizeof(win->counter_off));
     win->ncounters = nc;
+    return nc;
+}
+
+/* The first keep ranked targets into the window, with their counters (nc)
+ * and components (nk); returns how many were stored. */
+static uint32_t window_targets_set(pa_ring_writer *w, const pa_report *r, size_t keep, uint32_t nc,
+                                   uint32_t nk)
+{
+    struct ring_window *win = (struct ring_window *)w->buf;
+    struct ring_target *tg = (struct ring_target *)(win + 1);
+    double *ctr = (double *)(w->buf + counters_at(w->max_targets));
+    double *cmp = (double *)(w->buf + comps_at(w->max_targets));
+    char *pool = (char *)w->buf + pool_at(w->max_targets);
     uint32_t stored = 0;
     for (size_t k = 0; k < keep; k++) {
         const pa_target_info *t = &r->targets[w->ranks[k].i];
@@ -691,7 +747,15 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
         stored++;
     }
     win->ntargets = stored;
+    return stored;
+}
 
+/* The window built in w->buf into the next slot, under its sequence
+ * number (odd while written), then the head. */
+static void window_store(pa_ring_writer *w, uint32_t stored, uint32_t nc, uint32_t nk)
+{
+    struct ring_window *win = (struct ring_window *)w->buf;
+    struct ring_target *tg = (struct ring_target *)(win + 1);
     struct ring_hdr *h = w->hdr;
     uint64_t seq = __atomic_load_n(&h->head, __ATOMIC_RELAXED) + 1;
     unsigned char *slot = w->map + RING_HDR_BYTES + ((seq - 1) % w->cap) * w->slot_bytes;
@@ -700,12 +764,34 @@ int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
     __atomic_thread_fence(__ATOMIC_RELEASE);
     words_store(slot + 8, w->buf + 8, sizeof(*win) - 8);
     words_store(slot + sizeof(*win), tg, stored * sizeof(*tg));
-    words_store(slot + counters_at(w->max_targets), ctr, (size_t)stored * nc * sizeof(double));
-    words_store(slot + comps_at(w->max_targets), cmp, (size_t)stored * 2 * nk * sizeof(double));
-    words_store(slot + pool_at(w->max_targets), pool, round8(win->pool_used));
+    words_store(slot + counters_at(w->max_targets), w->buf + counters_at(w->max_targets),
+                (size_t)stored * nc * sizeof(double));
+    words_store(slot + comps_at(w->max_targets), w->buf + comps_at(w->max_targets),
+                (size_t)stored * 2 * nk * sizeof(double));
+    words_store(slot + pool_at(w->max_targets), w->buf + pool_at(w->max_targets),
+                round8(win->pool_used));
     __atomic_store_n(&sw->seq, 2 * seq, __ATOMIC_RELEASE);
     __atomic_store_n(&h->head, seq, __ATOMIC_RELEASE);
     __atomic_store_n(&h->heartbeat_ns, mono_ns(), __ATOMIC_RELEASE);
+}
+
+int pa_ring_publish(pa_ring_writer *w, const pa_report *r)
+{
+    if (!w || !r || (r->ntargets && !r->targets))
+        return pa__err(-EINVAL, "ring: publish of a NULL report");
+    if (r->ncounters > PA_MAX_COUNTERS || (r->ncounters && !r->counter_names))
+        return pa__err(-EINVAL, "ring: a report of %zu counters (at most %d, named)", r->ncounters,
+                       PA_MAX_COUNTERS);
+    size_t keep = 0;
+    int rc = publish_ranks(w, r, &keep);
+    if (rc < 0)
+        return rc;
+    struct ring_window *win = (struct ring_window *)w->buf;
+    char *pool = (char *)w->buf + pool_at(w->max_targets);
+    uint32_t nk = window_head_set(w, win, pool, r);
+    uint32_t nc = window_counters_set(w, win, pool, r);
+    uint32_t stored = window_targets_set(w, r, keep, nc, nk);
+    window_store(w, stored, nc, nk);
     return 0;
 }
 
@@ -1302,120 +1388,99 @@ static void agg_devices_end(pa_ring_reader *r, const dev_agg *acc)
         }
 }
 
-int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
-                      const pa_report **out)
+/* What the windows of a span add up to, newest first. */
+typedef struct span_sums {
+    uint64_t windows, truncated;
+    double total_s, sys_cpu, sys_nic, sys_total, sys_idle; /* J, and s */
+    double sys_cpu_time, sys_comp[PA_MAX_COMPONENTS];
+    dev_agg dagg[PA_MAX_DEVICES];
+} span_sums;
+
+/* The system's and the devices' energy of one window of dt seconds. */
+static void agg_window_system(pa_ring_reader *r, const struct ring_window *win, double dt,
+                              const int *kmap, span_sums *sum)
 {
-    if (!r || !seq_inout || !out)
-        return pa__err(-EINVAL, "ring: NULL argument to pa_ring_aggregate");
-    uint64_t newest = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE);
-    uint64_t lower = *seq_inout + 1;
-    int follow = *seq_inout != 0 && span_ns == 0;
-    if (newest == 0 || lower > newest)
-        return nothing_new(r);
-    /* Newest first: it fixes the span's end and the latest cumulative
-     * energies; older windows only add energy. */
-    r->nagg = 0;
-    r->arena_len = 0;
-    if (r->idx)
-        memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
-    uint64_t first = 0, end_ns = 0, windows = 0, truncated = 0;
-    double total_s = 0, sys_cpu = 0, sys_nic = 0, sys_total = 0, sys_idle = 0;
-    double sys_cpu_time = 0, sys_comp[PA_MAX_COMPONENTS] = {0};
-    dev_agg dagg[PA_MAX_DEVICES] = {{0, 0, 0}};
-    for (uint64_t seq = newest; seq >= lower && seq > 0; seq--) {
-        uint64_t oldest = newest >= r->cap ? newest - r->cap + 1 : 1;
-        int rc = seq < oldest ? -ESTALE : copy_window(r, seq);
-        if (rc == -ESTALE) {
-            /* Lapped: this window and every older one are gone.  Only a
-             * reader following the ring (no span) counts them lost. */
-            if (follow)
-                r->lost += seq - lower + 1;
-            break;
+    agg_devices(r, win, dt, sum->dagg);
+    sum->windows++;
+    if (win->ntargets_total > win->ntargets)
+        sum->truncated += win->ntargets_total - win->ntargets;
+    sum->total_s += dt;
+    sum->sys_cpu += win->system.cpu_w * dt;
+    sum->sys_nic += win->system.nic_w * dt;
+    sum->sys_total += win->system.total_w * dt;
+    sum->sys_idle += win->system.idle_w * dt;
+    sum->sys_cpu_time += win->system.cpu_time_s;
+    for (uint32_t e = 0; e < win->ncomponents; e++)
+        if (kmap[e] >= 0)
+            sum->sys_comp[kmap[e]] += win->sys_comp_w[e] * dt;
+}
+
+/* The targets' energy of one window of dt seconds; -ENOMEM. */
+static int agg_window_targets(pa_ring_reader *r, const struct ring_window *win, double dt,
+                              const int *kmap)
+{
+    const struct ring_target *tg = (const struct ring_target *)(win + 1);
+    const char *pool = window_pool(r);
+    int map[PA_MAX_COUNTERS];
+    int same = counter_map(r, win, pool, map);
+    for (uint32_t i = 0; i < win->ntargets; i++) {
+        const struct ring_target *s = &tg[i];
+        const char *cg = pool + s->cgroup_off;
+        int fresh;
+        agg_target *t = agg_find(r, s, cg, &fresh);
+        if (!t)
+            return -ENOMEM;
+        if (fresh) {
+            size_t off = t->cgroup_off;
+            target_from_ring(&t->info, s, NULL);
+            t->cgroup_off = off;
+            t->info.power.cpu_time_s = 0;
+            t->info.processes = 0;
+            t->info.net_rx_bytes = t->info.net_tx_bytes = 0;
+            t->info.multiplex = 1.0;
+        } else {
+            /* Older window of a known target. */
+            t->info.power.flags |= s->power.flags & ~PA_POWER_EXITED;
         }
-        if (rc < 0)
-            continue; /* not yet complete: cannot happen below head */
-        const struct ring_window *win = (const struct ring_window *)r->buf;
-        if (!first) {
-            first = seq;
-            end_ns = win->time_ns;
-            if (report_head_from_window(r) < 0)
-                return -ENOMEM;
-        } else if (span_ns && (end_ns < win->time_ns || end_ns - win->time_ns >= span_ns)) {
-            break;
-        }
-        double dt = win->interval_s > 0 ? win->interval_s : 0;
-        agg_devices(r, win, dt, dagg);
-        windows++;
-        if (win->ntargets_total > win->ntargets)
-            truncated += win->ntargets_total - win->ntargets;
-        total_s += dt;
-        sys_cpu += win->system.cpu_w * dt;
-        sys_nic += win->system.nic_w * dt;
-        sys_total += win->system.total_w * dt;
-        sys_idle += win->system.idle_w * dt;
-        sys_cpu_time += win->system.cpu_time_s;
-        const struct ring_target *tg = (const struct ring_target *)(win + 1);
-        const char *pool = window_pool(r);
-        int map[PA_MAX_COUNTERS], kmap[PA_MAX_COMPONENTS];
-        int same = counter_map(r, win, pool, map);
-        comp_map(r, win, kmap);
-        for (uint32_t e = 0; e < win->ncomponents; e++)
-            if (kmap[e] >= 0)
-                sys_comp[kmap[e]] += win->sys_comp_w[e] * dt;
-        for (uint32_t i = 0; i < win->ntargets; i++) {
-            const struct ring_target *s = &tg[i];
-            const char *cg = pool + s->cgroup_off;
-            int fresh;
-            agg_target *t = agg_find(r, s, cg, &fresh);
-            if (!t)
-                return -ENOMEM;
-            if (fresh) {
-                size_t off = t->cgroup_off;
-                target_from_ring(&t->info, s, NULL);
-                t->cgroup_off = off;
-                t->info.power.cpu_time_s = 0;
-                t->info.processes = 0;
-                t->info.net_rx_bytes = t->info.net_tx_bytes = 0;
-                t->info.multiplex = 1.0;
-            } else {
-                /* Older window of a known target. */
-                t->info.power.flags |= s->power.flags & ~PA_POWER_EXITED;
-            }
-            t->e_cpu += s->power.cpu_w * dt;
-            t->e_nic += s->power.nic_w * dt;
-            t->e_total += s->power.total_w * dt;
-            t->e_idle += s->power.idle_w * dt;
-            agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt, fresh);
-            t->info.power.cpu_time_s += s->power.cpu_time_s;
-            t->info.processes += s->type == PA_TARGET_EXITED ? s->processes : 0;
-            t->info.net_rx_bytes += s->net_rx;
-            t->info.net_tx_bytes += s->net_tx;
-            t->info.has_net |= (int)s->has_net;
-            if (same && s->has_counters) {
-                const double *c = window_counters(r, i);
-                for (uint32_t e = 0; e < win->ncounters; e++)
-                    t->ctr[map[e]] += c[e];
-                t->has_ctr = 1;
-                if (s->multiplex < t->info.multiplex)
-                    t->info.multiplex = s->multiplex;
-            }
+        t->e_cpu += s->power.cpu_w * dt;
+        t->e_nic += s->power.nic_w * dt;
+        t->e_total += s->power.total_w * dt;
+        t->e_idle += s->power.idle_w * dt;
+        agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt, fresh);
+        t->info.power.cpu_time_s += s->power.cpu_time_s;
+        t->info.processes += s->type == PA_TARGET_EXITED ? s->processes : 0;
+        t->info.net_rx_bytes += s->net_rx;
+        t->info.net_tx_bytes += s->net_tx;
+        t->info.has_net |= (int)s->has_net;
+        if (same && s->has_counters) {
+            const double *c = window_counters(r, i);
+            for (uint32_t e = 0; e < win->ncounters; e++)
+                t->ctr[map[e]] += c[e];
+            t->has_ctr = 1;
+            if (s->multiplex < t->info.multiplex)
+                t->info.multiplex = s->multiplex;
         }
     }
-    if (!first)
-        return nothing_new(r);
+    return 0;
+}
+
+/* The aggregated report: energies over the span's seconds; -ENOMEM. */
+static int agg_report(pa_ring_reader *r, const span_sums *sum)
+{
     if (ensure_targets(r, r->nagg) < 0)
         return -ENOMEM;
+    double total_s = sum->total_s;
     double inv = total_s > 0 ? 1.0 / total_s : 0;
     r->rep.interval_s = total_s;
-    r->rep.system.cpu_w = sys_cpu * inv;
-    r->rep.system.nic_w = sys_nic * inv;
-    r->rep.system.total_w = sys_total * inv;
-    r->rep.system.idle_w = sys_idle * inv;
-    r->rep.system.cpu_time_s = sys_cpu_time;
+    r->rep.system.cpu_w = sum->sys_cpu * inv;
+    r->rep.system.nic_w = sum->sys_nic * inv;
+    r->rep.system.total_w = sum->sys_total * inv;
+    r->rep.system.idle_w = sum->sys_idle * inv;
+    r->rep.system.cpu_time_s = sum->sys_cpu_time;
     r->rep.system.interval_s = total_s;
     for (size_t k = 0; k < r->rep.ncomponents; k++)
-        r->sys_comp[k] = sys_comp[k] * inv;
-    agg_devices_end(r, dagg);
+        r->sys_comp[k] = sum->sys_comp[k] * inv;
+    agg_devices_end(r, sum->dagg);
     for (size_t a = 0; a < r->nagg; a++) {
         agg_target *t = &r->agg[a];
         pa_target_info *d = &r->targets[a];
@@ -1444,8 +1509,61 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     }
     r->rep.ntargets = r->nagg;
     r->rep.targets = r->targets;
-    r->windows = windows;
-    r->truncated = truncated;
+    r->windows = sum->windows;
+    r->truncated = sum->truncated;
+    return 0;
+}
+
+int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
+                      const pa_report **out)
+{
+    if (!r || !seq_inout || !out)
+        return pa__err(-EINVAL, "ring: NULL argument to pa_ring_aggregate");
+    uint64_t newest = __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE);
+    uint64_t lower = *seq_inout + 1;
+    int follow = *seq_inout != 0 && span_ns == 0;
+    if (newest == 0 || lower > newest)
+        return nothing_new(r);
+    /* Newest first: it fixes the span's end and the latest cumulative
+     * energies; older windows only add energy. */
+    r->nagg = 0;
+    r->arena_len = 0;
+    if (r->idx)
+        memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
+    uint64_t first = 0, end_ns = 0;
+    span_sums sum = {0};
+    for (uint64_t seq = newest; seq >= lower && seq > 0; seq--) {
+        uint64_t oldest = newest >= r->cap ? newest - r->cap + 1 : 1;
+        int rc = seq < oldest ? -ESTALE : copy_window(r, seq);
+        if (rc == -ESTALE) {
+            /* Lapped: this window and every older one are gone.  Only a
+             * reader following the ring (no span) counts them lost. */
+            if (follow)
+                r->lost += seq - lower + 1;
+            break;
+        }
+        if (rc < 0)
+            continue; /* not yet complete: cannot happen below head */
+        const struct ring_window *win = (const struct ring_window *)r->buf;
+        if (!first) {
+            first = seq;
+            end_ns = win->time_ns;
+            if (report_head_from_window(r) < 0)
+                return -ENOMEM;
+        } else if (span_ns && (end_ns < win->time_ns || end_ns - win->time_ns >= span_ns)) {
+            break;
+        }
+        double dt = win->interval_s > 0 ? win->interval_s : 0;
+        int kmap[PA_MAX_COMPONENTS];
+        comp_map(r, win, kmap);
+        agg_window_system(r, win, dt, kmap, &sum);
+        if (agg_window_targets(r, win, dt, kmap) < 0)
+            return -ENOMEM;
+    }
+    if (!first)
+        return nothing_new(r);
+    if (agg_report(r, &sum) < 0)
+        return -ENOMEM;
     *seq_inout = first;
     ring_names(r);
     *out = &r->rep;

@@ -209,22 +209,24 @@ void pa__scopes_window(pa_ctx *ctx)
         price_publish(sc, rate, flags, sys->time_ns);
 }
 
-/* The last window's price through the public getters (they take the
- * context lock), when the scopes are made or reconfigured. */
+/* The last window's price, when the scopes are made or reconfigured: the
+ * getters' figures, read under the context lock (taken here) with the
+ * library's lock-held getter, which leaves the caller's last error alone. */
 static void price_load(pa_ctx *ctx, struct pa__scopes *sc)
 {
-    /* the getters' failures must not replace the caller's last error */
-    char saved[1024];
-    snprintf(saved, sizeof(saved), "%s", pa_last_error());
     int pid = atomic_load(&sc->pid_now);
     pa_power proc, sys;
-    bool have_proc = pid >= 0 && pa_pid_power(ctx, pid ? pid : getpid(), &proc) == 0;
-    bool have_sys = pa_system_power(ctx, &sys) == 0;
+    pthread_mutex_lock(&ctx->lock);
+    bool have_proc = pid >= 0 && pa__target_power_locked(ctx, PA_TARGET_PROCESS,
+                                                         pid ? pid : getpid(), &proc) == 0;
+    bool have_sys = ctx->have_report;
+    if (have_sys)
+        sys = ctx->sys_power;
+    pthread_mutex_unlock(&ctx->lock);
     double rate;
     unsigned flags;
     if (have_sys && price_rule(have_proc ? &proc : NULL, &sys, &rate, &flags))
         price_publish(sc, rate, flags, sys.time_ns);
-    pa__err(0, "%s", saved);
 }
 
 /* The price and its flags (PA_SCOPE_NO_WINDOW when there is none yet). */

@@ -255,3 +255,43 @@ int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n)
         }
     return 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* A task's power, as reports and the getters give it                  */
+/* ------------------------------------------------------------------ */
+
+void pa__task_power(const pa_ctx *ctx, const pa_task *t, double interval_s, uint64_t time_ns,
+                    bool measured, pa_power *out)
+{
+    memset(out, 0, sizeof(*out));
+    bool live = !t->gone || t->in_window; /* a gone task's last window */
+    out->cpu_w = live ? t->cpu_w : 0;
+    out->nic_w = live ? t->nic_w : 0;
+    out->cpu_j = t->cpu_j;
+    out->nic_j = t->nic_j;
+    for (size_t k = 0; k < ctx->ncomp; k++) {
+        out->total_w += live ? pa__task_w(t, k) : 0;
+        out->total_j += pa__task_j(t, k);
+    }
+    out->interval_s = interval_s;
+    out->cpu_time_s = live ? t->d_cpu_s : 0;
+    out->time_ns = time_ns;
+    out->flags = (t->gone ? PA_POWER_EXITED : t->flags) | (measured ? PA_POWER_MEASURED : 0);
+}
+
+int pa__target_power_locked(pa_ctx *ctx, pa_target_type type, pid_t id, pa_power *out)
+{
+    const pa_task *t = pa__task_find(ctx, type, id);
+    if (!t)
+        for (size_t i = 0; i < ctx->ngone; i++)
+            if (ctx->gone[i]->type == type &&
+                (type == PA_TARGET_THREAD ? ctx->gone[i]->tid : ctx->gone[i]->pid) == id)
+                t = ctx->gone[i];
+    if (!t)
+        return -ESRCH;
+    if (!ctx->have_report || (!t->in_window && !t->gone))
+        return -ENODATA;
+    pa__task_power(ctx, t, ctx->sys_power.interval_s, ctx->last_time_ns,
+                   (ctx->sys_power.flags & PA_POWER_MEASURED) != 0, out);
+    return 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * perf_events.h - the perf sensor's events (perf_events.c), for the
+ * sensor (perf.c).  Internal to the library's modules.
+ */
+#ifndef PA_PERF_EVENTS_H
+#define PA_PERF_EVENTS_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* perf_event_open(2); the new descriptor, or -1 with errno. */
+long pa__perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+                         unsigned long flags);
+/* Fills attr for the event name (libpfm4's syntax, or a name of the
+ * generic table), counting user space only when user_only.  0, or
+ * -ENOENT (unknown name; why says so) or -EINVAL (bad modifier).  Thread
+ * safe (libpfm4 is initialised once). */
+int pa__perf_event_encode(const char *name, bool user_only, struct perf_event_attr *attr, char *why,
+                          size_t wl);
+/* Opens ev on the calling thread to see whether the PMU has it: 0 or
+ * -errno. */
+int pa__perf_event_try(const struct perf_event_attr *ev);
+
+#endif
