@@ -21,7 +21,7 @@
  *   time, children included, at the curve's price).
  *
  * This program is also the storm: `test_live_exits --storm SECONDS`
- * forks a child every few milliseconds that burns 2 ms of CPU and exits,
+ * forks a child every few milliseconds that burns 8 ms of CPU and exits,
  * then prints the children's CPU seconds. */
 #include "testutil.h"
 
@@ -64,12 +64,16 @@ static int storm_main(double seconds)
     while (now_s() < end) {
         pid_t c = fork();
         if (c == 0) {
-            burn_cpu_ms(2);
+            burn_cpu_ms(8);
             _exit(0);
         }
         if (c > 0)
             waitpid(c, NULL, 0);
-        struct timespec nap = {0, 3000000};
+        /* naps of random length: the kernel's exit records are its tick
+         * samples of each task's time (taskstats' ac_utime/ac_stime, not
+         * adjusted as /proc's are), unbiased unless the work keeps step
+         * with the tick */
+        struct timespec nap = {0, 1000000 + (long)(rand() % 9000000)};
         nanosleep(&nap, NULL);
     }
     struct rusage ru;

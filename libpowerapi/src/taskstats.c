@@ -169,7 +169,10 @@ static int ts_parse(const struct nlmsghdr *h, pa_task_exit *e)
             e->pid = st.ac_tgid ? (pid_t)st.ac_tgid : (pid_t)st.ac_pid;
             e->ppid = (pid_t)st.ac_ppid;
             memcpy(e->comm, st.ac_comm, sizeof(e->comm) - 1);
-            e->cpu_ns = ((uint64_t)st.ac_utime + st.ac_stime) * 1000;
+            /* the scheduler's own ns where delay accounting fills them
+             * (kernel.task_delayacct=1), else the tick-sampled times */
+            e->cpu_ns = st.cpu_run_virtual_total ? st.cpu_run_virtual_total
+                                                 : ((uint64_t)st.ac_utime + st.ac_stime) * 1000;
             return e->tid > 0 && e->pid > 0;
         }
     }
