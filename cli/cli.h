@@ -218,7 +218,18 @@ typedef struct pa_cli_opt {
     int (*cb)(void *value, const char *cmd, const char *arg);
     const char *alias; /* an older long name, still accepted */
     unsigned mask;     /* CONTEXT: which shared options (PA_CTXOPT_*) */
+    /* CALLBACK: the values it accepts, NULL-terminated, when it has a
+     * fixed set (its callback checks them with pa_cli_choice): what
+     * --complete offers, so completion offers what the command takes */
+    const char *const *choices;
 } pa_cli_opt;
+
+/* Index of arg in choices (NULL-terminated), or -1 after printing one line
+ * naming the option and the choices ("--event: unknown value 'x'
+ * (cpu-clock, task-clock, cycles)"). */
+int pa_cli_choice(const char *cmd, const char *opt, const char *const *choices, const char *arg);
+/* The choices of --format (table, csv, json). */
+extern const char *const pa_cli_format_choices[];
 
 /* one entry per line, as perf writes them */
 /* clang-format off */
@@ -239,6 +250,9 @@ typedef struct pa_cli_opt {
 #define PA_OPT_CALLBACK(s, l, v, a, h, f)                                      \
     {.type = PA_CLI_OPT_CALLBACK, .short_name = (s), .long_name = (l),         \
      .value = (v), .argh = (a), .help = (h), .cb = (f)}
+#define PA_OPT_CHOICE(s, l, v, a, h, f, c)                                     \
+    {.type = PA_CLI_OPT_CALLBACK, .short_name = (s), .long_name = (l),         \
+     .value = (v), .argh = (a), .help = (h), .cb = (f), .choices = (c)}
 #define PA_OPT_CONTEXT(c, m)                                                   \
     {.type = PA_CLI_OPT_CONTEXT, .value = (c), .mask = (m)}
 /* clang-format on */

@@ -227,9 +227,24 @@ int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns)
     return 1;
 }
 
+const char *const pa_cli_format_choices[] = {"table", "csv", "json", NULL};
+
+int pa_cli_choice(const char *cmd, const char *opt, const char *const *choices, const char *arg)
+{
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        if (!strcmp(arg, choices[i]))
+            return i;
+        size_t u = strlen(list);
+        snprintf(list + u, sizeof(list) - u, "%s%s", i ? ", " : "", choices[i]);
+    }
+    pa_cli_usage_error(cmd, "--%s: unknown value '%s' (%s)", opt, arg, list);
+    return -1;
+}
+
 int pa_out_format_option(void *v, const char *cmd, const char *arg)
 {
-    if (pa_out_parse_format(arg, v) < 0)
-        return pa_cli_usage_error(cmd, "--format: unknown format '%s' (table, csv, json)", arg);
-    return 0;
+    if (pa_cli_choice(cmd, "format", pa_cli_format_choices, arg) < 0)
+        return PA_EXIT_USAGE;
+    return pa_out_parse_format(arg, v) < 0 ? PA_EXIT_USAGE : 0;
 }

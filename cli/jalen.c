@@ -43,8 +43,8 @@ static const pa_cli_opt jalen_opts[] = {
                   "start: the folder of the files (out= of the agent);\n"
                   "default ./jalen-PID, made absolute here"),
     PA_OPT_STRING(0, "agent", NULL, "FILE",
-                  "the agent library (libjalen.so); default: beside this\n"
-                  "program (its build tree or its installed lib folder)"),
+                  "the agent library (libjalen.so); default: where it\n"
+                  "installs, else this program's build tree"),
     PA_OPT_DURATION(0, "timeout", NULL,
                     "how long the JVM may take to open its attach socket\n"
                     "(default 10s)",
@@ -156,7 +156,9 @@ static int check_target(pid_t pid, uid_t *uid)
     return 0;
 }
 
-/* The agent library: --agent, else beside this program. */
+/* The agent library: --agent, else where it installs beside this
+ * program (its prefix's PA_AGENT_INSTALL_DIR, a relocated copy too), else
+ * the build tree's, else the absolute install path of this build. */
 static int find_agent(const char *given, char *out, size_t len)
 {
     if (given) {
@@ -166,6 +168,7 @@ static int find_agent(const char *given, char *out, size_t len)
         }
         return 0;
     }
+    (void)len;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) {
@@ -173,20 +176,21 @@ static int find_agent(const char *given, char *out, size_t len)
         char *slash = strrchr(exe, '/');
         if (slash)
             *slash = '\0';
-        static const char *const rel[] = {"../jalen-agent/libjalen.so", "../lib/libjalen.so",
-                                          "../lib/x86_64-linux-gnu/libjalen.so",
-                                          "../lib64/libjalen.so"};
+        static const char *const rel[] = {PA_AGENT_INSTALLED_REL, "../jalen-agent/libjalen.so"};
         for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-            char c[PATH_MAX + 64];
+            char c[PATH_MAX + 256];
             snprintf(c, sizeof(c), "%s/%s", exe, rel[i]);
             if (realpath(c, out) && access(out, R_OK) == 0)
                 return 0;
         }
     }
+    if (realpath(PA_AGENT_INSTALLED, out) && access(out, R_OK) == 0)
+        return 0;
     pa_cli_error(CMD,
-                 "the agent library libjalen.so is not beside %s; name it with --agent "
+                 "the agent library libjalen.so is neither where it installs (%s) nor in the "
+                 "build tree beside %s; install the jalen-agent package or name it with --agent "
                  "FILE",
-                 pa_cli_prog);
+                 PA_AGENT_INSTALLED, pa_cli_prog);
     return PA_EXIT_FAIL;
 }
 

@@ -215,15 +215,23 @@ void pa_cli_man_main(FILE *f)
     fputs(".BR libpowerapi (3),\n.BR jalen (7)\n", f);
 }
 
+/* "--LONG -S ARGH [CHOICE...]": the choices are what the option's own
+ * check accepts (pa_cli_opt.choices), for the shells' completion. */
 static void complete_line(FILE *f, const pa_cli_opt *o)
 {
     const char *a = o->argh ? o->argh : "-";
-    if (o->short_name)
-        fprintf(f, "--%s -%c %s\n", o->long_name, o->short_name, a);
-    else
-        fprintf(f, "--%s - %s\n", o->long_name, a);
-    if (o->alias)
-        fprintf(f, "--%s - %s\n", o->alias, a);
+    for (int alias = 0; alias < 2; alias++) {
+        const char *name = alias ? o->alias : o->long_name;
+        if (!name)
+            continue;
+        if (o->short_name && !alias)
+            fprintf(f, "--%s -%c %s", name, o->short_name, a);
+        else
+            fprintf(f, "--%s - %s", name, a);
+        for (int i = 0; o->choices && o->choices[i]; i++)
+            fprintf(f, " %s", o->choices[i]);
+        fputc('\n', f);
+    }
 }
 
 void pa_cli_complete(FILE *f, const pa_cli_cmd *c)

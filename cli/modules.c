@@ -230,8 +230,8 @@ int pa_cli_modules(int argc, char **argv)
     pa_cli_ctx_init(&co);
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
-        PA_OPT_CALLBACK('f', "format", &fmt, "FORMAT", "table (default), csv or json",
-                        pa_out_format_option),
+        PA_OPT_CHOICE('f', "format", &fmt, "FORMAT", "table (default), csv or json",
+                      pa_out_format_option, pa_cli_format_choices),
         PA_OPT_FLAG(0, "names", &names,
                     "only the names of the modules and their option keys,\n"
                     "\"KIND NAME KEY...\" a line (for shell completion)"),

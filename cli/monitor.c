@@ -167,6 +167,8 @@ static int check_args(monitor *m)
     return 0;
 }
 
+static const char *const group_choices[] = {"container", "pod", "unit", "cgroup", NULL};
+
 static int group_option(void *v, const char *cmd, const char *arg)
 {
     if (pa_cli_group_parse(arg, v) < 0)
@@ -177,11 +179,14 @@ static int group_option(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
+static const char *const exited_choices[] = {"fold", "list", NULL};
+
 static int exited_option(void *v, const char *cmd, const char *arg)
 {
-    if (strcmp(arg, "fold") && strcmp(arg, "list"))
-        return pa_cli_usage_error(cmd, "--exited: '%s' is not fold or list", arg);
-    *(bool *)v = !strcmp(arg, "list");
+    int i = pa_cli_choice(cmd, "exited", exited_choices, arg);
+    if (i < 0)
+        return PA_EXIT_USAGE;
+    *(bool *)v = i == 1;
     return 0;
 }
 
@@ -197,10 +202,10 @@ static int parse_args(monitor *m, int argc, char **argv)
                     "pod and systemd unit where they are one"),
         PA_OPT_FLAG(0, "containers", &m->containers,
                     "one record per container (--group-by container)"),
-        PA_OPT_CALLBACK(0, "group-by", &m->group, "KIND",
-                        "one record per container, pod, unit or cgroup,\n"
-                        "summed over its processes (those that ended too)",
-                        group_option),
+        PA_OPT_CHOICE(0, "group-by", &m->group, "KIND",
+                      "one record per container, pod, unit or cgroup,\n"
+                      "summed over its processes (those that ended too)",
+                      group_option, group_choices),
         PA_OPT_STRING('r', "ring", &m->ring, "NAME",
                       "read the windows of a daemon's ring ('%s daemon')\n"
                       "instead of sampling"),
@@ -209,14 +214,14 @@ static int parse_args(monitor *m, int argc, char **argv)
         PA_OPT_DURATION('d', "duration", &m->duration_ns, "stop after this long", 0, 0),
         PA_OPT_CONTEXT(&m->co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
         PA_OPT_GROUP("Output:"),
-        PA_OPT_CALLBACK('f', "format", &m->fmt, "FORMAT",
-                        "table (default), csv or json (JSON lines)", pa_out_format_option),
+        PA_OPT_CHOICE('f', "format", &m->fmt, "FORMAT", "table (default), csv or json (JSON lines)",
+                      pa_out_format_option, pa_cli_format_choices),
         PA_OPT_UINT(0, "top", &m->top, "N", "only the N most powerful processes", 1, 1000000000),
-        PA_OPT_CALLBACK(0, "exited", &m->exited_list, "fold|list",
-                        "with --all: the processes born and gone in a\n"
-                        "window as one [exited] record (fold, the\n"
-                        "default) or one record each (list; JSON, CSV)",
-                        exited_option),
+        PA_OPT_CHOICE(0, "exited", &m->exited_list, "fold|list",
+                      "with --all: the processes born and gone in a\n"
+                      "window as one [exited] record (fold, the\n"
+                      "default) or one record each (list; JSON, CSV)",
+                      exited_option, exited_choices),
         PA_OPT_STRING('o', "output", &m->output, "FILE",
                       "write to FILE instead of stdout ('-': stdout;\n"
                       "with a COMMAND the default is stderr)"),

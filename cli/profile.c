@@ -118,11 +118,17 @@ static int set_period(void *v, const char *cmd, const char *arg)
     return pa_cli_opt_duration(cmd, &period, arg, &p->period_ns);
 }
 
+static const char *const event_choices[] = {"cpu-clock", "task-clock", "cycles", NULL};
+#if defined(__x86_64__)
+static const char *const call_graph_choices[] = {"fp", "dwarf", NULL};
+#else /* dwarf: x86-64 only in this version */
+static const char *const call_graph_choices[] = {"fp", NULL};
+#endif
+
 static int set_event(void *v, const char *cmd, const char *arg)
 {
-    if (strcmp(arg, "cpu-clock") && strcmp(arg, "task-clock") && strcmp(arg, "cycles"))
-        return pa_cli_usage_error(
-            cmd, "--event: unknown event '%s' (cpu-clock, task-clock, cycles)", arg);
+    if (pa_cli_choice(cmd, "event", event_choices, arg) < 0)
+        return PA_EXIT_USAGE;
     *(const char **)v = arg;
     return 0;
 }
@@ -130,12 +136,8 @@ static int set_event(void *v, const char *cmd, const char *arg)
 static int set_call_graph(void *v, const char *cmd, const char *arg)
 {
     profiler *p = v;
-    if (strcmp(arg, "fp") && strcmp(arg, "dwarf"))
-        return pa_cli_usage_error(cmd, "--call-graph: unknown mode '%s' (fp or dwarf)", arg);
-#if !defined(__x86_64__)
-    if (!strcmp(arg, "dwarf"))
-        return pa_cli_usage_error(cmd, "--call-graph dwarf: x86-64 only in this version (use fp)");
-#endif
+    if (pa_cli_choice(cmd, "call-graph", call_graph_choices, arg) < 0)
+        return PA_EXIT_USAGE;
     p->call_graph = arg;
     p->dwarf = !strcmp(arg, "dwarf");
     p->cg_given = true;
@@ -202,18 +204,18 @@ static int parse_args(profiler *p, int argc, char **argv)
                         set_period),
         PA_OPT_UINT('F', "frequency", &p->freq, "HZ", "or samples per second of CPU time", 1,
                     100000),
-        PA_OPT_CALLBACK('e', "event", &p->event, "NAME",
-                        "cpu-clock (default), task-clock, or cycles\n"
-                        "(needs a PMU)",
-                        set_event),
-        PA_OPT_CALLBACK('g', "call-graph", p, "MODE",
-                        "dwarf (the default on x86-64: 16 KiB of user stack\n"
-                        "per sample, unwound with libdwfl, right through\n"
-                        "code without frame pointers such as Debian's) or\n"
-                        "fp (frame pointers: cheaper, whole stacks only for\n"
-                        "code built with them; the default with --all);\n"
-                        "-g alone: the default",
-                        set_call_graph),
+        PA_OPT_CHOICE('e', "event", &p->event, "NAME",
+                      "cpu-clock (default), task-clock, or cycles\n"
+                      "(needs a PMU)",
+                      set_event, event_choices),
+        PA_OPT_CHOICE('g', "call-graph", p, "MODE",
+                      "dwarf (the default on x86-64: 16 KiB of user stack\n"
+                      "per sample, unwound with libdwfl, right through\n"
+                      "code without frame pointers such as Debian's) or\n"
+                      "fp (frame pointers: cheaper, whole stacks only for\n"
+                      "code built with them; the default with --all);\n"
+                      "-g alone: the default",
+                      set_call_graph, call_graph_choices),
         PA_OPT_DURATION('w', "window", &p->window_ns, "energy window (default 1s)", 10 * 1000000ull,
                         0),
         PA_OPT_DURATION('d', "duration", &p->duration_ns,

@@ -457,11 +457,12 @@ static void on_stop_signal(int sig)
     top_stop = 1;
 }
 
+static const char *const sort_choices[] = {"power", "cpu", "nic", "energy", "pid", NULL};
+
 static int set_sort(void *v, const char *cmd, const char *arg)
 {
-    if (parse_sort(arg, v) < 0)
-        return pa_cli_usage_error(cmd, "--sort: expected power, cpu, nic, energy or pid, got '%s'",
-                                  arg);
+    if (pa_cli_choice(cmd, "sort", sort_choices, arg) < 0 || parse_sort(arg, v) < 0)
+        return PA_EXIT_USAGE;
     return 0;
 }
 
@@ -472,6 +473,8 @@ static int set_filter(void *v, const char *cmd, const char *arg)
     snprintf(t->filter, sizeof(t->filter), "%s", arg);
     return 0;
 }
+
+static const char *const group_choices[] = {"container", "pod", "unit", NULL};
 
 static int set_group(void *v, const char *cmd, const char *arg)
 {
@@ -490,13 +493,13 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
         PA_OPT_STRING('r', "ring", &t->ring, "NAME", "read a daemon's ring instead of sampling"),
-        PA_OPT_CALLBACK('s', "sort", &t->sort, "KEY",
-                        "power, cpu, nic, energy or pid (default power)", set_sort),
+        PA_OPT_CHOICE('s', "sort", &t->sort, "KEY",
+                      "power, cpu, nic, energy or pid (default power)", set_sort, sort_choices),
         PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
-        PA_OPT_CALLBACK('g', "group-by", &t->group, "KIND",
-                        "start in the view of containers, pods or units\n"
-                        "(the key g goes from one to the next)",
-                        set_group),
+        PA_OPT_CHOICE('g', "group-by", &t->group, "KIND",
+                      "start in the view of containers, pods or units\n"
+                      "(the key g goes from one to the next)",
+                      set_group, group_choices),
         PA_OPT_CALLBACK('f', "filter", t, "TEXT",
                         "only rows whose name, cgroup or pid contains TEXT", set_filter),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),

@@ -1,7 +1,8 @@
 # bash completion for powerapi.  Every list comes from the program itself:
 # the commands (`powerapi --complete`), a command's options and what their
 # arguments are (`powerapi CMD --complete`: "--LONG -S ARGH", "-" for
-# none), the
+# none, then the values the option's own check accepts when it has a fixed
+# set), the
 # modules and their option keys (`powerapi modules --names`) and the perf
 # events (`powerapi events`).  Installed as
 # share/bash-completion/completions/powerapi; tests/test_completion.c
@@ -133,7 +134,7 @@ _powerapi()
     opts=$("$prog" "$cmd" --complete 2>/dev/null) || return
     # the option before the word: the blank-separated token before it in
     # COMP_LINE (bash may have split the word itself at ':' and '=')
-    local prev=${COMP_WORDS[COMP_CWORD - 1]} long short argh found=
+    local prev=${COMP_WORDS[COMP_CWORD - 1]} long short argh choices found= values=
     if [[ -n ${COMP_LINE-} && -n ${COMP_POINT-} ]]; then
         local line=${COMP_LINE:0:COMP_POINT}
         line=${line%"$cur"}
@@ -144,24 +145,24 @@ _powerapi()
         prev=${cur%%=*}
         cur=${cur#*=}
     fi
-    while read -r long short argh; do
+    # a line: --LONG -S ARGH, then the values the option accepts, if a set
+    while read -r long short argh choices; do
         if [[ $argh != - && ( $prev == "$long" || ( $short != - && $prev == "$short" ) ) ]]; then
             found=$long
+            values=$choices
             break
         fi
     done <<<"$opts"
+    if [[ -n $found && -n $values ]]; then
+        COMPREPLY=($(compgen -W "$values" -- "$cur"))
+        return
+    fi
     if [[ -n $found ]]; then
         case $found:$argh in
         --sensor:*) _powerapi_modules "$cur" sensor "$prog" ;;
         --formula:*) _powerapi_modules "$cur" formula "$prog" ;;
         --disable:*) _powerapi_modules "$cur" "sensor formula" "$prog" ;;
-        --event:*)
-            local -a ev=()
-            while read -r i _; do ev+=("$i"); done < <("$prog" events 2>/dev/null)
-            _powerapi_reply "$cur" "${ev[@]}" ;;
         --pid:*) _powerapi_pids "$cur" ;;
-        --format:*) COMPREPLY=($(compgen -W "table csv json" -- "$cur")) ;;
-        --group-by:*) COMPREPLY=($(compgen -W "container pod unit cgroup" -- "$cur")) ;;
         --listen:*) COMPREPLY=($(compgen -W "127.0.0.1:9464 [::1]:9464 0.0.0.0:9464" -- "$cur")) ;;
         *:DURATION) _powerapi_durations "$cur" ;;
         *:DIR) COMPREPLY=($(compgen -d -- "$cur")) ;;
@@ -179,7 +180,7 @@ _powerapi()
     fi
     if [[ $cur == -* ]]; then
         local -a all=()
-        while read -r long short argh; do
+        while read -r long short argh _; do
             all+=("$long")
             [[ $short != - ]] && all+=("$short")
         done <<<"$opts"

@@ -153,7 +153,66 @@ START_TEST(test_perf_events)
     char *got = complete_split("powerapi monitor --sensor perf:events=perf::TASK-CL", 1);
     ck_assert_msg(!strcmp(got, "\nTASK-CLOCK\n"), "%s", got);
     free(got);
-    expect("powerapi profile --event perf::TASK-CL", "\nperf::TASK-CLOCK\n");
+}
+END_TEST
+
+static char *zsh_complete(const char *line);
+
+/* Options with a fixed set of values offer exactly what the command's own
+ * check accepts (issue 43: profile --event offered perf's events, which it
+ * refuses): the values come from the option tables (`--complete`'s extra
+ * fields), and every one of them, run through its command, is taken. */
+START_TEST(test_choices_are_the_commands_own)
+{
+    expect("powerapi profile --event ", "\ncpu-clock\ncycles\ntask-clock\n");
+    expect("powerapi profile --event cpu", "\ncpu-clock\n");
+    expect("powerapi profile -e t", "\ntask-clock\n");
+    expect("powerapi profile --call-graph ", "\ndwarf\nfp\n");
+    expect("powerapi monitor --exited ", "\nfold\nlist\n");
+    expect("powerapi top --sort e", "\nenergy\n");
+    if (system("command -v zsh >/dev/null 2>&1") == 0) {
+        char *got = zsh_complete("powerapi profile --event ");
+        ck_assert_msg(strstr(got, "\ncpu-clock\n") && !strstr(got, "perf::"), "%s", got);
+        free(got);
+    }
+    char cmd[8192], *cmds = NULL;
+    snprintf(cmd, sizeof(cmd), "'%s' --complete", PA_CLI_PATH);
+    ck_assert_int_eq(pa_test_run(cmd, &cmds), 0);
+    int tried = 0;
+    for (char *c = strtok(cmds, "\n"); c; c = strtok(NULL, "\n")) {
+        if (c[0] == '-')
+            continue;
+        char *opts = NULL;
+        snprintf(cmd, sizeof(cmd), "'%s' %s --complete", PA_CLI_PATH, c);
+        ck_assert_int_eq(pa_test_run(cmd, &opts), 0);
+        char *save = NULL;
+        for (char *l = strtok_r(opts, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+            char *w[32], *s2 = NULL;
+            int n = 0;
+            for (char *t = strtok_r(l, " ", &s2); t && n < 32; t = strtok_r(NULL, " ", &s2))
+                w[n++] = t;
+            for (int k = 3; k < n; k++) { /* each value, then --help: taken, exit 0 */
+                char *out = NULL;
+                snprintf(cmd, sizeof(cmd), "'%s' %s %s %s --help >/dev/null", PA_CLI_PATH, c, w[0],
+                         w[k]);
+                int st = pa_test_run(cmd, &out);
+                ck_assert_msg(st == 0, "powerapi %s %s %s: %d %s", c, w[0], w[k], st, out);
+                free(out);
+                tried++;
+            }
+            if (n > 3) { /* and one it does not offer is refused */
+                char *out = NULL;
+                snprintf(cmd, sizeof(cmd), "'%s' %s %s no-such-value --help 2>&1", PA_CLI_PATH, c,
+                         w[0]);
+                int st = pa_test_run(cmd, &out);
+                ck_assert_msg(st == 2 && strstr(out, "unknown"), "%s %s: %d %s", c, w[0], st, out);
+                free(out);
+            }
+        }
+        free(opts);
+    }
+    free(cmds);
+    ck_assert_int_ge(tried, 15);
 }
 END_TEST
 
@@ -283,6 +342,7 @@ int main(void)
     tcase_add_test(tc, test_durations);
     tcase_add_test(tc, test_modules_and_keys);
     tcase_add_test(tc, test_perf_events);
+    tcase_add_test(tc, test_choices_are_the_commands_own);
     tcase_add_test(tc, test_pids);
     tcase_add_test(tc, test_zsh);
     suite_add_tcase(s, tc);

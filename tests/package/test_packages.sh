@@ -338,6 +338,21 @@ jv=$(cd "$work" && clean java -cp "/usr/share/java/powerapi.jar:$work/classes" V
 nm=$(grep -c '^"\?Busy\.' "$work/jalen/methods-filtered.csv" || true)
 [ "$nm" -ge 3 ] || { head "$work/jalen/methods-filtered.csv"; fail "agent: $nm Busy methods"; }
 say "jalen agent: $nm methods of Busy in methods-filtered.csv; Java binding $jv through /usr/share/java/powerapi.jar"
+# the installed command finds the installed agent (issue 43): attach to a
+# running JVM, ask its status, stop it, with no --agent
+(cd "$work" && exec env -i PATH="$CLEANPATH" HOME="$work" LANG=C.UTF-8 java -cp "$work/classes" Busy 400 \
+    >/dev/null 2>&1) &
+jvm=$!
+sleep 1 # the JVM up; `powerapi jalen` waits for its attach socket itself
+att=$(clean /usr/bin/powerapi jalen "$jvm" start -o "$work/attached" 2>&1) ||
+    { kill "$jvm"; fail "powerapi jalen $jvm start (installed): $att"; }
+sleep 2
+ast=$(clean /usr/bin/powerapi jalen "$jvm" status 2>&1) || { kill "$jvm"; fail "jalen status: $ast"; }
+asp=$(clean /usr/bin/powerapi jalen "$jvm" stop 2>&1) || { kill "$jvm"; fail "jalen stop: $asp"; }
+kill "$jvm" 2>/dev/null
+wait "$jvm" 2>/dev/null || true
+[ -s "$work/attached/summary.json" ] || fail "powerapi jalen: no summary.json in $work/attached"
+say "powerapi jalen from the packages: attached to pid $jvm, status and stop, $(ls "$work/attached" | wc -l) files"
 
 # ------------------------------------------------------------ Python
 py=$(cd "$work" && clean /usr/bin/python3 -c 'import powerapi; print(powerapi.__file__, powerapi.version(), powerapi.library_path())') ||
