@@ -988,11 +988,11 @@ static void env_init(env *e, const char *src)
     ck_assert_int_ge(asprintf(&path, "%s/cli:%s", e->bin, getenv("PATH")), 0);
     setenv("PATH", path, 1);
     free(path);
-    snprintf(p, sizeof p, "%s/bindings/python", e->bin);
-    setenv("PYTHONPATH", p, 1);
-    /* the libraries' variables come from README.md's env block alone
-     * (apply_env): an example that needs one the README does not give
-     * fails, as it would for a reader */
+    /* the libraries' variables and where Python finds the binding come
+     * from README.md's env block alone (apply_env): an example that needs
+     * one the README does not give fails, as it would for a reader (issue
+     * 43: `import powerapi` needed a PYTHONPATH the README did not give) */
+    unsetenv("PYTHONPATH");
     unsetenv("POWERAPI_LIBRARY");
     unsetenv("POWERAPI_JNI_LIBRARY");
     setenv("TERM", "xterm", 1);

@@ -15,7 +15,12 @@ import re
 import tarfile
 import zipfile
 
-NAME = "powerapi"
+NAME = "powerapi"  # the package imported
+# The distribution's name: "powerapi" on the Python package index is another
+# project (Inria's PowerAPI); this one is "libpowerapi-energy", imported as
+# powerapi.  DIST_FILE is its normalized form for file names (PEP 427).
+DIST = "libpowerapi-energy"
+DIST_FILE = "libpowerapi_energy"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, NAME)
 TAG = "py3-none-any"
@@ -34,11 +39,11 @@ def _metadata():
             "Name: %s\n"
             "Version: %s\n"
             "Summary: Per-process power and energy (ctypes binding of libpowerapi)\n"
-            "Requires-Python: >=3.7\n" % (NAME, _version())).encode()
+            "Requires-Python: >=3.7\n" % (DIST, _version())).encode()
 
 
 def _dist_info():
-    return "%s-%s.dist-info" % (NAME, _version())
+    return "%s-%s.dist-info" % (DIST_FILE, _version())
 
 
 def _package_files(config_settings):
@@ -72,7 +77,7 @@ def _write_wheel(wheel_directory, files):
                                             len(data)))
     record.write("%s/RECORD,,\n" % dist)
     files.append((dist + "/RECORD", record.getvalue().encode()))
-    wheel = "%s-%s-%s.whl" % (NAME, _version(), TAG)
+    wheel = "%s-%s-%s.whl" % (DIST_FILE, _version(), TAG)
     with zipfile.ZipFile(os.path.join(wheel_directory, wheel), "w",
                          zipfile.ZIP_DEFLATED) as z:
         for arc, data in files:
@@ -112,12 +117,12 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 def build_editable(wheel_directory, config_settings=None,
                    metadata_directory=None):
-    pth = ("%s_editable.pth" % NAME, (ROOT + "\n").encode())
+    pth = ("%s_editable.pth" % DIST_FILE, (ROOT + "\n").encode())
     return _write_wheel(wheel_directory, [pth])
 
 
 def build_sdist(sdist_directory, config_settings=None):
-    base = "%s-%s" % (NAME, _version())
+    base = "%s-%s" % (DIST_FILE, _version())
     name = base + ".tar.gz"
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as t:
         for rel in ["pyproject.toml", "build_backend/powerapi_build.py"] + [
