@@ -440,10 +440,14 @@ static int set_min_watts(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
+/* Process series of a page by default: the 50 most powerful, the rest in
+ * one series (a platform team scrapes every machine: a bounded page). */
+#define PA_SERVE_MAX_PROCESSES 50
+
 typedef struct serve_args {
     const char *listen, *ring, *node;
     uint64_t timeout, span;
-    unsigned long top, maxconn, max_cgroups;
+    unsigned long top, maxconn, max_cgroups, max_processes;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
@@ -466,8 +470,12 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                         0, 0),
         PA_OPT_UINT('t', "top", &a->top, "N",
                     "at most N process and N cgroup series, the most\n"
-                    "powerful",
+                    "powerful (the other processes in pid=\"[other]\")",
                     1, 1000000),
+        PA_OPT_UINT(0, "max-processes", &a->max_processes, "N",
+                    "at most N process series (default 50); the others\n"
+                    "are summed in one series, pid=\"[other]\"",
+                    1, 10000000),
         PA_OPT_CALLBACK('w', "min-watts", &s->o.min_watts, "W",
                         "no process or cgroup series below W watts", set_min_watts),
         PA_OPT_UINT(0, "max-cgroups", &a->max_cgroups, "N",
@@ -496,6 +504,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
     s->o.top = a->top;
     s->o.carbon_g_per_kwh = co->carbon_g_per_kwh;
     s->o.max_cgroups = a->max_cgroups ? a->max_cgroups : 1000;
+    s->o.max_processes = a->max_processes ? a->max_processes : PA_SERVE_MAX_PROCESSES;
     if (a->node)
         snprintf(s->o.node, sizeof(s->o.node), "%s", a->node);
     else if (gethostname(s->o.node, sizeof(s->o.node) - 1) < 0)

@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,10 +97,11 @@ static int by_power_desc(const void *a, const void *b)
     return strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
 }
 
-/* Targets of one type kept by --min-watts and --top, most powerful
- * first.  Returns the count; *out is malloc'd (NULL when 0 or ENOMEM). */
+/* Targets of one type kept by --min-watts and (limit) --top, most
+ * powerful first.  Returns the count; *out is malloc'd (NULL when 0 or
+ * ENOMEM). */
 static size_t select_targets(const pa_report *r, pa_target_type type, const pa_prom_opts *o,
-                             const pa_target_info ***out)
+                             bool limit, const pa_target_info ***out)
 {
     *out = NULL;
     const pa_target_info **v = malloc((r->ntargets + 1) * sizeof(*v));
@@ -115,10 +117,61 @@ static size_t select_targets(const pa_report *r, pa_target_type type, const pa_p
         v[n++] = t;
     }
     qsort(v, n, sizeof(*v), by_power_desc);
-    if (o->top && n > o->top)
+    if (limit && o->top && n > o->top)
         n = o->top;
     *out = v;
     return n;
+}
+
+/* The HELP of a *_co2e_grams_total series: the intensity assumed. */
+static void co2e_help(char *buf, size_t len, const char *what, const pa_prom_opts *o)
+{
+    snprintf(buf, len,
+             "Grams of CO2e of %s at an assumed carbon intensity of %g gCO2e/kWh "
+             "(--carbon-intensity: given, not measured).",
+             what, o->carbon_g_per_kwh);
+}
+
+/* The process series: the first keep of v (most powerful first), the
+ * others summed in one series pid="[other]" (a bounded page however many
+ * processes run), and how many were folded. */
+static void put_processes(FILE *f, const pa_target_info **v, size_t n, size_t keep,
+                          const pa_prom_opts *o)
+{
+    pa_target_info other;
+    memset(&other, 0, sizeof(other));
+    snprintf(other.comm, sizeof(other.comm), "[other]");
+    for (size_t i = keep; i < n; i++) {
+        other.power.total_w += v[i]->power.total_w;
+        other.power.total_j += v[i]->power.total_j;
+    }
+    static const char *const name[3] = {"powerapi_process_power_watts",
+                                        "powerapi_process_energy_joules_total",
+                                        "powerapi_process_co2e_grams_total"};
+    char carbon[256];
+    co2e_help(carbon, sizeof(carbon), "a process's energy since powerapi first saw it", o);
+    const char *const help[3] = {"Power of a process over the last window (CPU and NIC).",
+                                 "Energy of a process since powerapi first saw it.", carbon};
+    for (int m = 0; m < (o->carbon_g_per_kwh > 0 ? 3 : 2); m++) {
+        put_help(f, name[m], m ? "counter" : "gauge", help[m]);
+        for (size_t i = 0; i <= keep && !(i == keep && keep == n); i++) {
+            const pa_target_info *t = i < keep ? v[i] : &other;
+            if (i < keep)
+                fprintf(f, "%s{pid=\"%d\",comm=\"", name[m], (int)t->pid);
+            else
+                fprintf(f, "%s{pid=\"[other]\",comm=\"", name[m]);
+            put_label(f, t->comm);
+            fputs("\"}", f);
+            put_value(f, m == 2   ? pa_out_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
+                         : m == 1 ? t->power.total_j
+                                  : t->power.total_w);
+        }
+    }
+    put_help(f, "powerapi_process_series_folded", "gauge",
+             "Processes of the last page folded into the pid=\"[other]\" series "
+             "(beyond --max-processes or --top).");
+    fputs("powerapi_process_series_folded", f);
+    put_value(f, (double)(n - keep));
 }
 
 /* Perf counters of the selected targets as per-second rates (gauges):
@@ -157,15 +210,6 @@ static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info 
             put_value(f, v[i]->counters[e] / r->interval_s);
         }
     }
-}
-
-/* The HELP of a *_co2e_grams_total series: the intensity assumed. */
-static void co2e_help(char *buf, size_t len, const char *what, const pa_prom_opts *o)
-{
-    snprintf(buf, len,
-             "Grams of CO2e of %s at an assumed carbon intensity of %g gCO2e/kWh "
-             "(--carbon-intensity: given, not measured).",
-             what, o->carbon_g_per_kwh);
 }
 
 /* The cgroup series: at most --max-cgroups of them (the most powerful),
@@ -324,35 +368,15 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
     if (!f)
         return NULL;
     const pa_target_info **procs, **cgs;
-    size_t np = select_targets(r, PA_TARGET_PROCESS, o, &procs);
-    size_t nc = select_targets(r, PA_TARGET_CGROUP, o, &cgs);
+    size_t nall = select_targets(r, PA_TARGET_PROCESS, o, false, &procs);
+    size_t np = nall;
+    if (o->top && np > o->top)
+        np = o->top;
+    if (o->max_processes && np > o->max_processes)
+        np = o->max_processes;
+    size_t nc = select_targets(r, PA_TARGET_CGROUP, o, true, &cgs);
 
-    put_help(f, "powerapi_process_power_watts", "gauge",
-             "Power of a process over the last window (CPU and NIC).");
-    for (size_t i = 0; i < np; i++) {
-        fprintf(f, "powerapi_process_power_watts{pid=\"%d\",comm=\"", (int)procs[i]->pid);
-        put_label(f, procs[i]->comm);
-        fputs("\"}", f);
-        put_value(f, procs[i]->power.total_w);
-    }
-    put_help(f, "powerapi_process_energy_joules_total", "counter",
-             "Energy of a process since powerapi first saw it.");
-    for (size_t i = 0; i < np; i++) {
-        fprintf(f, "powerapi_process_energy_joules_total{pid=\"%d\",comm=\"", (int)procs[i]->pid);
-        put_label(f, procs[i]->comm);
-        fputs("\"}", f);
-        put_value(f, procs[i]->power.total_j);
-    }
-    char help[256];
-    co2e_help(help, sizeof(help), "a process's energy since powerapi first saw it", o);
-    if (o->carbon_g_per_kwh > 0)
-        put_help(f, "powerapi_process_co2e_grams_total", "counter", help);
-    for (size_t i = 0; o->carbon_g_per_kwh > 0 && i < np; i++) {
-        fprintf(f, "powerapi_process_co2e_grams_total{pid=\"%d\",comm=\"", (int)procs[i]->pid);
-        put_label(f, procs[i]->comm);
-        fputs("\"}", f);
-        put_value(f, pa_out_co2e_g(o->carbon_g_per_kwh, procs[i]->power.total_j));
-    }
+    put_processes(f, procs, nall, np, o);
     put_cgroups(f, cgs, nc, o);
     put_counter_rates(f, r, procs, np, 0, o);
     put_counter_rates(f, r, cgs, nc, 1, o);
@@ -374,6 +398,7 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
         put_value(f, r->system_component_w[k]);
     }
     put_exits(f, r);
+    char help[256];
     put_help(f, "powerapi_system_energy_joules_total", "counter",
              "Energy of the whole machine since powerapi started sampling.");
     fputs("powerapi_system_energy_joules_total", f);

@@ -15,12 +15,15 @@ typedef struct pa_prom_opts {
     size_t top;              /* processes and cgroups each, 0 = all */
     double min_watts;        /* drop series below, 0 = none */
     size_t max_cgroups;      /* cgroup series beyond: folded into one */
+    size_t max_processes;    /* process series beyond: folded into one
+                                (pid="[other]"), 0 = all */
     char node[256];          /* the node label of cgroup series */
     double carbon_g_per_kwh; /* --carbon-intensity: the *_co2e_grams_total
                                 series; 0: none */
 } pa_prom_opts;
 
-/* The whole page of r: per process, per cgroup (labelled with its
+/* The whole page of r: per process (beyond top or max_processes folded
+ * into one series pid="[other]"), per cgroup (labelled with its
  * container, pod and unit; beyond max_cgroups folded into one series
  * cgroup="[other]"), perf counter rates, the system's power by component,
  * the grams of CO2e at carbon_g_per_kwh (when > 0), the window and how the

@@ -24,6 +24,8 @@ static void start_serve(const char *ring)
     argv[n++] = "127.0.0.1:0";
     argv[n++] = "--interval";
     argv[n++] = "200ms";
+    argv[n++] = "--max-processes"; /* every process its own series */
+    argv[n++] = "1000000";
     if (ring) {
         argv[n++] = "--ring";
         argv[n++] = (char *)ring;

@@ -82,6 +82,10 @@ static const char expected_head[] =
     "\"we\\\"ird\\\\name\"} 15\n"
     "powerapi_process_energy_joules_total{pid=\"99\",comm="
     "\"\xef\xbf\xbd\xef\xbf\xbd-bad\"} 0.5\n"
+    "# HELP powerapi_process_series_folded Processes of the last page folded into the "
+    "pid=\"[other]\" series (beyond --max-processes or --top).\n"
+    "# TYPE powerapi_process_series_folded gauge\n"
+    "powerapi_process_series_folded 0\n"
     "# HELP powerapi_cgroup_power_watts Power of a cgroup (its processes "
     "summed) over the last window; labelled with the container, pod and unit it is.\n"
     "# TYPE powerapi_cgroup_power_watts gauge\n"
@@ -217,10 +221,16 @@ START_TEST(test_bounds)
     char *resp;
     ck_assert_int_eq(rf_get(serve_port, "/metrics", &resp), 200);
     const char *b = rf_body(resp);
-    ck_assert_int_eq(count_lines(b, "powerapi_process_power_watts{"), 1);
-    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"), 1);
+    /* the most powerful, and the two others summed in one series */
+    ck_assert_int_eq(count_lines(b, "powerapi_process_power_watts{"), 2);
+    ck_assert_int_eq(count_lines(b, "powerapi_process_energy_joules_total{"), 2);
     ck_assert_ptr_nonnull(
         strstr(b, "powerapi_process_power_watts{pid=\"4242\",comm=\"java\"} 4.125\n"));
+    ck_assert_ptr_nonnull(
+        strstr(b, "powerapi_process_power_watts{pid=\"[other]\",comm=\"[other]\"} 1.5625\n"));
+    ck_assert_ptr_nonnull(
+        strstr(b, "powerapi_process_energy_joules_total{pid=\"[other]\",comm=\"[other]\"} 15.5\n"));
+    ck_assert_ptr_nonnull(strstr(b, "powerapi_process_series_folded 2\n"));
     ck_assert_int_eq(count_lines(b, "powerapi_cgroup_power_watts{"), 1);
     ck_assert_int_eq(count_lines(b, "powerapi_system_power_watts{"), 4);
     free(resp);
