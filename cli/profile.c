@@ -681,7 +681,12 @@ static void samples_note(const profiler *p, pa_pmeta *m)
     double period_s = p->freq ? 1.0 / (double)p->freq : (double)p->period_ns * 1e-9;
     char *s = m->samples_note;
     size_t len = sizeof(m->samples_note);
-    if (!m->samples && m->process_cpu_s < period_s)
+    if (!m->samples && m->process_cpu_s < 1e-3)
+        snprintf(s, len,
+                 "no stack sample: the targets were idle (%.3f s of CPU time): samples come "
+                 "with CPU time, so profile them while they work",
+                 m->process_cpu_s);
+    else if (!m->samples && m->process_cpu_s < period_s)
         snprintf(s, len,
                  "no stack sample: the targets used %.3f s of CPU time, less than one "
                  "sampling interval (%g ms): their energy is under [unsampled]; "

@@ -313,8 +313,10 @@ static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t 
     char *end;
     errno = 0;
     unsigned long p = strtoul(port, &end, 10);
-    if (!*port || *end || errno || p > 65535 || *port < '0' || *port > '9')
+    if (!*port || *end || *port < '0' || *port > '9')
         return -EINVAL;
+    if (errno || p > 65535)
+        return -ERANGE;
     memset(ss, 0, sizeof(*ss));
     struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
@@ -530,7 +532,11 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     unsigned long maxconn = a->maxconn;
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (parse_listen(listen, &ss, &sslen) < 0)
+    int lrc = parse_listen(listen, &ss, &sslen);
+    if (lrc == -ERANGE)
+        return pa_cli_usage_error(CMD, "--listen %s: the port is out of range (0 to 65535)",
+                                  listen);
+    if (lrc < 0)
         return pa_cli_usage_error(
             CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'", listen);
 

@@ -312,9 +312,11 @@ static void draw(top *t)
             pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
             snprintf(co2, sizeof(co2), "  CO2e %.4f g",
                      pa_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
+        /* an 80-column terminal gets the short form (nothing cut off) */
         line(1,
-             "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
-             "energy since start %.1f J (%.0f s)%s",
+             w >= 110 ? "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
+                        "energy since start %.1f J (%.0f s)%s"
+                      : "System %.2f W  cpu %.2f W (%s)  nic %.2f  idle %.2f  %.1f J in %.0f s%s",
              r->system.total_w, r->system.cpu_w, measured ? "measured" : "modelled",
              r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s, co2);
         if (gpu_comp(r) >= 0)
@@ -332,7 +334,9 @@ static void draw(top *t)
                  r->assumed ? r->assumed : "");
         if (!as[0])
             snprintf(as, sizeof(as), "nothing");
-        int max_rows = (h - 8) / 4;
+        /* 2 rows on a 24-line terminal, at most 6 on a tall one: the
+         * processes come first */
+        int max_rows = (h - 8) / 8;
         max_rows = max_rows < 2 ? 2 : max_rows > 6 ? 6 : max_rows;
         head = 3 + draw_assumed(as, w, max_rows);
         if (head < 5)

@@ -140,7 +140,13 @@ static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
                 jl_attach_stop(NULL);
             return 1;
         }
-        jl_attach_status(f);
+        /* a start, not a status: nothing was sampled yet */
+        fprintf(f,
+                "jalen: started profiling pid %d (mode=%s, interval %.3f ms); files in %s/; "
+                "see it with 'powerapi jalen %d status', end it with 'powerapi jalen %d stop'\n",
+                (int)jl_run.pid, jl_run.o.mode == JL_MODE_CPU ? "cpu" : "jvmti",
+                (double)jl_run.o.interval_ns * 1e-6, jl_run.o.out, (int)jl_run.pid,
+                (int)jl_run.pid);
         return 0;
     case JL_A_STOP:
         if (!atomic_load(&jl_run.active))
