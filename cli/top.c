@@ -334,9 +334,9 @@ static void draw(top *t)
                  r->assumed ? r->assumed : "");
         if (!as[0])
             snprintf(as, sizeof(as), "nothing");
-        /* 2 rows on a 24-line terminal, at most 6 on a tall one: the
-         * processes come first */
-        int max_rows = (h - 8) / 8;
+        /* 2 rows on a 24-line terminal, 5 on a 40-line one, at most 6:
+         * the processes come first */
+        int max_rows = (h - 8) / 6;
         max_rows = max_rows < 2 ? 2 : max_rows > 6 ? 6 : max_rows;
         head = 3 + draw_assumed(as, w, max_rows);
         if (head < 5)
