@@ -360,4 +360,14 @@ int pa_out_format_option(void *v, const char *cmd, const char *arg);
  * with their components) in fmt (cli/modules.c).  0 or -errno. */
 int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt);
 
+/* `powerapi profile`'s words on symbols (profsyms.c).  A note for the
+ * closing lines and summary.json when share (>= 0.5) of the energy is on
+ * unnamed frames of path: the package of its debug symbols (the owner of
+ * path, "-dbgsym") and DEBUGINFOD_URLS; "" otherwise. */
+void pa_cli_symbols_note(const char *path, double share, char *out, size_t len);
+/* Each server of $DEBUGINFOD_URLS that does not answer within 2 s is left
+ * out of this run, said once on stderr (unless quiet); DEBUGINFOD_TIMEOUT
+ * is 10 s unless set. */
+void pa_cli_debuginfod_check(const char *cmd, bool quiet);
+
 #endif /* PA_CLI_H */

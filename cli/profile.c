@@ -681,7 +681,7 @@ static void samples_note(const profiler *p, pa_pmeta *m)
     double period_s = p->freq ? 1.0 / (double)p->freq : (double)p->period_ns * 1e-9;
     char *s = m->samples_note;
     size_t len = sizeof(m->samples_note);
-    if (!m->samples && m->process_cpu_s < 1e-3)
+    if (!m->samples && m->process_cpu_s < 1e-3 && m->duration_s >= 0.5)
         snprintf(s, len,
                  "no stack sample: the targets were idle (%.3f s of CPU time): samples come "
                  "with CPU time, so profile them while they work",
@@ -749,6 +749,9 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
         .stacks_truncated = truncated,
     };
     samples_note(p, &meta);
+    const char *unnamed = "";
+    double share = pa_pprof_unnamed(p->prof, &unnamed);
+    pa_cli_symbols_note(unnamed, share, meta.symbols_note, sizeof(meta.symbols_note));
     int err = pa_pprof_write(p->prof, p->out_dir, &meta);
     if (err < 0) {
         pa_cli_error(CMD, "--output %s: cannot write: %s", p->out_dir, strerror(-err));
@@ -778,6 +781,7 @@ static int run(profiler *p)
     int status = open_targets(p, &kill_it);
     if (status)
         goto fail;
+    pa_cli_debuginfod_check("profile", p->quiet);
     pf_sym_init(procfs_root(p), pf_engine_kernel(p->eng));
     int err = pa_tick(p->ctx); /* primes the readings */
     if (err < 0 && err != -ENODATA) {

@@ -354,6 +354,38 @@ size_t pa_pprof_memory(pa_pprof *p)
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
+double pa_pprof_unnamed(pa_pprof *p, const char **path)
+{
+    enum { MAXF = 64 };
+    const char *files[MAXF];
+    double j[MAXF], all = 0, best = 0;
+    size_t n = 0;
+    *path = "";
+    for (size_t i = 0; i < p->nf; i++) {
+        const pa_pframe *f = &p->f[i].f;
+        double e = p->st[i].self_j;
+        all += e;
+        /* a file's frames only: not the kernel's, JIT code or pseudo-frames */
+        if (strncmp(f->name, "[unknown] ", 10) || !f->path || f->path[0] != '/')
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(files[k], f->path))
+            k++;
+        if (k == n && n < MAXF) {
+            files[n] = f->path;
+            j[n++] = 0;
+        }
+        if (k < n)
+            j[k] += e;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (j[k] > best) {
+            best = j[k];
+            *path = files[k];
+        }
+    return all > 0 ? best / all : 0;
+}
+
 static double key_self(const void *ctx, int i)
 {
     return ((const pa_pprof *)ctx)->st[i].self_j;
@@ -672,6 +704,8 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fprintf(f, "  \"stacks_truncated\": %llu,\n", (unsigned long long)m->stacks_truncated);
     fputs("  \"samples_note\": ", f);
     pa__json_write(f, m->samples_note);
+    fputs(",\n  \"symbols_note\": ", f);
+    pa__json_write(f, m->symbols_note);
     fputs(",\n", f);
     fprintf(f, "  \"event\": ");
     pa__json_write(f, m->event);
@@ -781,6 +815,8 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
     }
     if (meta->samples_note[0])
         fprintf(out, "profile: %s\n", meta->samples_note);
+    if (meta->symbols_note[0])
+        fprintf(out, "profile: %s\n", meta->symbols_note);
     if (meta->kernel_state && !strncmp(meta->kernel_state, "dropped", 7))
         fprintf(out, "profile: kernel frames %s\n", meta->kernel_state);
     if (meta->unseen_j > 0)

@@ -226,6 +226,8 @@ typedef struct pa_pmeta {
     uint64_t stacks_truncated;        /* ended at a return address outside code */
     char samples_note[256];           /* why there is no sample, or windows
                                          without one ("" when every window had) */
+    char symbols_note[512];           /* which program's frames are unnamed,
+                                         and what names them ("" none) */
     double duration_s;
     double process_j;     /* CPU energy of the targets (libpowerapi) */
     double process_nic_j; /* network energy (not attributed to functions) */
@@ -272,6 +274,10 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
 /* Sums for the conservation check: functions' self energy (pseudo-frames
  * included), threads' energy. */
 void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j);
+/* The file whose unnamed frames ("[unknown] FILE+0x...", no symbol or
+ * debug information) hold the most self energy: its path (*path, interned,
+ * "" when none) and their share of every function's self energy. */
+double pa_pprof_unnamed(pa_pprof *p, const char **path);
 size_t pa_pprof_memory(pa_pprof *p);
 
 /* ---- the per-window split of `powerapi profile` (window.c) ---- */

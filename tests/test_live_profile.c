@@ -1071,6 +1071,30 @@ START_TEST(command_tree)
     ck_assert_msg(t && strstr(t, " g at an assumed 385 gCO2e/kWh\""), "flame graph title");
     ck_assert_msg(fabs(strtod(t + 8, NULL) - g) <= 1e-6, "title's grams: %.40s", t);
     free(html);
+    /* issue 43 item 6: a frame of the executable has the executable's
+     * colour, one of its library the library's (the page's own words for
+     * them, #kind=), in a real browser */
+#ifndef PA_SANITIZE_BUILD
+    if (system("command -v chromium >/dev/null 2>&1") == 0) {
+        static const struct {
+            const char *hash, *want;
+        } kinds[] = {{"#kind=^f_a$", ": executable</div>"},
+                     {"#kind=^lib_burn$", ": library</div>"}};
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+            char cmd[8192], *dom = NULL;
+            snprintf(cmd, sizeof(cmd),
+                     "timeout 60 chromium --headless --no-sandbox --disable-gpu "
+                     "--user-data-dir=%s/chromium --dump-dom 'file://%s/flamegraph.html%s' "
+                     "2>/dev/null",
+                     out, pdir, kinds[i].hash);
+            pa_test_run(cmd, &dom);
+            ck_assert_msg(dom && strstr(dom, kinds[i].want), "page%s: no '%s' in:\n%.600s",
+                          kinds[i].hash, kinds[i].want,
+                          dom && strstr(dom, "id=\"info\"") ? strstr(dom, "id=\"info\"") : "");
+            free(dom);
+        }
+    }
+#endif
     ck_assert_msg(fabs(process - tree) <= 0.005 * tree, "command %.6f J vs tree %.6f J", process,
                   tree);
     /* the children did the work: most of the tree's energy is theirs */
@@ -1716,7 +1740,7 @@ START_TEST(bad_input)
 {
     expect_one_line("--pid 999999999", 2, "invalid pid");
     expect_one_line("--pid 4194000 --duration 1s -q", 1, "no such process");
-    expect_one_line("--event instructions -- true", 2, "unknown event");
+    expect_one_line("--event instructions -- true", 2, "--event: unknown value 'instructions'");
     expect_one_line("--interval 0 -- true", 2, "--interval");
     expect_one_line("--frequency 99 --interval 1ms -- true", 2, "exclude");
     expect_one_line("", 2, "nothing to profile");
