@@ -245,6 +245,55 @@ size_t jl_nmethods_memory(void);
 /* Recovery of failed walks (unwind.c, mode=cpu)                        */
 /* ------------------------------------------------------------------ */
 
+/* Why a failed walk stayed failed: the sampler counts each sample whose
+ * walk recovery gave up on by cause and detail (jl_why_count), and
+ * summary.json ("walks_unrecovered") and the summary on stderr list them
+ * (jl_why_write). */
+enum {
+    JL_WHY_NONE = 0,
+    JL_WHY_NOT_WALKABLE_JAVA, /* ASGCT's not_walkable_Java: not retried;
+                               * detail: the PC in the code cache, or 0 */
+    JL_WHY_NOT_READY,         /* recovery not set up (yet) in this JVM */
+    JL_WHY_NO_STACK,          /* the thread's stack unknown, or SP not on it */
+    JL_WHY_INTERPRETER,       /* the PC in the interpreter */
+    JL_WHY_FRAME_STATE,       /* a compiled method's code at the PC not an
+                               * entry or exit the agent knows; detail: the
+                               * instruction's first 4 bytes */
+    JL_WHY_CODE_UNKNOWN,      /* the PC in the code cache, in no method or
+                               * stub known (yet); detail: as above */
+    JL_WHY_STUB_LAYOUT,       /* a stub whose frame the agent cannot read;
+                               * detail: the stub's address */
+    JL_WHY_STUB_RETURN,       /* the word read as a stub's return address
+                               * follows no call; detail: the stub */
+    JL_WHY_NATIVE,            /* native code: no return into Java found */
+    JL_WHY_STEPS,             /* still in stubs after JL_UNWIND_STEPS pops */
+    JL_WHY_REWALK,            /* ASGCT failed again from the caller found;
+                               * detail: its code */
+    JL_WHY_ANCHOR_EMPTY,      /* in the VM, no last Java frame in the anchor */
+    JL_WHY_ANCHOR_WALKABLE,   /* the anchor has its PC: ASGCT's failure stands;
+                               * detail: ASGCT's code */
+    JL_WHY_ANCHOR_RETURN,     /* the word below the anchor's SP follows no
+                               * call */
+    JL_WHY_ANCHOR_BLOCKED,    /* blocked in a runtime stub: its caller's
+                               * scope unknown */
+    JL_WHY_N
+};
+typedef struct jl_why {
+    int cause;       /* JL_WHY_* */
+    uint64_t detail; /* by cause, above; 0 none */
+} jl_why;
+/* Signal handler: counts one sample not recovered for the reason *w
+ * (lock-free; a full table counts it under its cause alone). */
+void jl_why_count(const jl_why *w);
+/* The counts so far, largest first: JSON object members ("cause[:
+ * detail]": n) when json, else one "jalen:" line of the top ones. */
+void jl_why_write(FILE *f, int json);
+/* A new run: the counts back to zero. */
+void jl_why_reset(void);
+/* Signal handler: the interrupted PC of ucv where it is in the code cache
+ * (a cause's detail), else 0. */
+uint64_t jl_unwind_where(void *ucv);
+
 /* Agent_OnLoad: finds the code cache's bounds and sets the
  * DynamicCodeGenerated callback in cb; negative when recovery cannot work
  * in this JVM (the agent then runs without it). */
@@ -264,10 +313,11 @@ void jl_unwind_refresh(void);
 size_t jl_unwind_memory(void);
 /* Signal handler, after ASGCT failed on the context ucv: finds the caller
  * of the stub, the unfinished frame or the native routine and walks again
- * from it.  1 when tr now holds frames.  stubs_only: only when the PC is
+ * from it.  1 when tr now holds frames; 0 and *why says why not.  stubs_only: only when the PC is
  * in a stub (before any walk: ASGCT would fail there, and that failed
  * walk costs as much as a good one).  Async-signal-safe. */
-int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only);
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only,
+                    jl_why *why);
 /* Signal handler, the first walk of a sample whose PC, in a compiled
  * method, sits at one of its debug records: ASGCT from the PC before it
  * (jl_nmethods_interrupted_pc).  1 when tr now holds frames; 0 (nothing
@@ -290,9 +340,10 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
  * in a C2 runtime stub, the walk starts at the stub's caller (a thread
  * inside the VM), or, where other threads may walk the stack (blocked),
  * only the caller's innermost scope is taken.  env: the thread's JNIEnv.
- * 1 when tr holds frames, 2 when it holds that one frame alone.
- * Async-signal-safe. */
-int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid);
+ * 1 when tr holds frames, 2 when it holds that one frame alone; 0 and
+ * *why says why not.  Async-signal-safe. */
+int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid,
+                          jl_why *why);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */

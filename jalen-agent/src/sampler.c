@@ -102,11 +102,13 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     } else {
         jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
         int partial = 0; /* the top frame alone (jl_unwind_walk_anchor) */
-        if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1)) {
+        jl_why why = {JL_WHY_NONE, 0};
+        if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1, &why)) {
             /* in a stub: walked from its caller at once (unwind.c) */
             atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
         } else {
+            why.cause = JL_WHY_NONE; /* counted only for a walk that fails below */
             /* in native code: walked from the return into Java code, the
              * call's scope; at a debug record: decoded from the PC before
              * it, whose scope the sample's time belongs to (DESIGN.md
@@ -122,7 +124,9 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
             if (JL_RECOVER && (tr.num_frames == -5 || tr.num_frames == -6)) {
                 int code = tr.num_frames;
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0))
+                if (code == -6)
+                    why = (jl_why){JL_WHY_NOT_WALKABLE_JAVA, jl_unwind_where(uc)};
+                if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0, &why))
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
                 else
                     tr.num_frames = code;
@@ -131,13 +135,15 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
             if (JL_RECOVER && (tr.num_frames == -3 || tr.num_frames == -4)) {
                 int code = tr.num_frames;
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                int got = jl_unwind_walk_anchor(&tr, JL_MAX_DEPTH, uc, env, s->tid);
+                int got = jl_unwind_walk_anchor(&tr, JL_MAX_DEPTH, uc, env, s->tid, &why);
                 if (got)
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
                 else
                     tr.num_frames = code;
                 partial = got == 2;
             }
+            if (tr.num_frames <= 0 && why.cause != JL_WHY_NONE)
+                jl_why_count(&why);
         }
         s->n = tr.num_frames;
         s->truncated = partial ? 2 : tr.num_frames >= JL_MAX_DEPTH;
@@ -168,6 +174,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     atomic_store(&jl_smp.dropped, 0);
     atomic_store(&jl_smp.walks_failed, 0);
     atomic_store(&jl_smp.walks_recovered, 0);
+    jl_why_reset();
     atomic_store(&jl_smp.perf_errno, 0);
     atomic_store(&jl_smp.n_perf, 0);
     atomic_store(&jl_smp.n_timer, 0);

@@ -40,6 +40,7 @@
  */
 #include "callsite.h"
 #include "jalen.h"
+#include "util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -433,6 +434,154 @@ size_t jl_unwind_memory(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Why walks stayed failed: counts by cause and detail                  */
+/* ------------------------------------------------------------------ */
+
+#define JL_WHY_SLOTS 256 /* power of two */
+/* key: cause << 56 | detail (an address, 4 code bytes or a code: below
+ * 2^56), 0 free; claimed by a compare-and-swap in the handler */
+static _Atomic uint64_t jl_why_key[JL_WHY_SLOTS];
+static atomic_ulong jl_why_n[JL_WHY_SLOTS];
+static atomic_ulong jl_why_by_cause[JL_WHY_N]; /* the table full */
+
+void jl_why_count(const jl_why *w)
+{
+    if (w->cause <= JL_WHY_NONE || w->cause >= JL_WHY_N)
+        return;
+    uint64_t key = (uint64_t)w->cause << 56 | (w->detail & ((1ull << 56) - 1));
+    size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 56) & (JL_WHY_SLOTS - 1);
+    for (int k = 0; k < 16; k++) {
+        size_t i = (h + (size_t)k) & (JL_WHY_SLOTS - 1);
+        uint64_t cur = atomic_load_explicit(&jl_why_key[i], memory_order_acquire);
+        if (!cur && atomic_compare_exchange_strong(&jl_why_key[i], &cur, key))
+            cur = key;
+        if (cur == key) {
+            atomic_fetch_add_explicit(&jl_why_n[i], 1, memory_order_relaxed);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&jl_why_by_cause[w->cause], 1, memory_order_relaxed);
+}
+
+uint64_t jl_unwind_where(void *ucv)
+{
+#if defined(__x86_64__)
+    const ucontext_t *uc = ucv;
+    uintptr_t pc = uc ? (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] : 0;
+    return pc >= jl_cc_low && pc < jl_cc_high ? pc : 0;
+#else
+    (void)ucv;
+    return 0;
+#endif
+}
+
+void jl_why_reset(void)
+{
+    for (size_t i = 0; i < JL_WHY_SLOTS; i++) {
+        atomic_store(&jl_why_key[i], 0);
+        atomic_store(&jl_why_n[i], 0);
+    }
+    for (size_t i = 0; i < JL_WHY_N; i++)
+        atomic_store(&jl_why_by_cause[i], 0);
+}
+
+static const char *const jl_why_names[JL_WHY_N] = {
+    [JL_WHY_NOT_WALKABLE_JAVA] = "not walkable Java",
+    [JL_WHY_NOT_READY] = "recovery not ready",
+    [JL_WHY_NO_STACK] = "thread stack unknown",
+    [JL_WHY_INTERPRETER] = "in the interpreter",
+    [JL_WHY_FRAME_STATE] = "compiled frame state",
+    [JL_WHY_CODE_UNKNOWN] = "code not known yet",
+    [JL_WHY_STUB_LAYOUT] = "stub frame unknown",
+    [JL_WHY_STUB_RETURN] = "stub return not after a call",
+    [JL_WHY_NATIVE] = "native code, no return into Java",
+    [JL_WHY_STEPS] = "too many stubs",
+    [JL_WHY_REWALK] = "ASGCT failed from the caller",
+    [JL_WHY_ANCHOR_EMPTY] = "in the VM, no last Java frame",
+    [JL_WHY_ANCHOR_WALKABLE] = "in the VM, anchor walkable",
+    [JL_WHY_ANCHOR_RETURN] = "in the VM, no return address below the anchor",
+    [JL_WHY_ANCHOR_BLOCKED] = "blocked in a runtime stub, scope unknown",
+};
+
+typedef struct jl_why_row {
+    uint64_t key;
+    unsigned long n;
+} jl_why_row;
+
+static int jl_why_row_cmp(const void *a, const void *b)
+{
+    const jl_why_row *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n > y->n ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* "cause" or "cause: detail" of key, in buf. */
+static void jl_why_name(uint64_t key, char *buf, size_t len)
+{
+    int cause = (int)(key >> 56);
+    uint64_t d = key & ((1ull << 56) - 1);
+    const char *name = cause < JL_WHY_N && jl_why_names[cause] ? jl_why_names[cause] : "?";
+    jl_blob b;
+    if (!d)
+        snprintf(buf, len, "%s", name);
+    else if (cause == JL_WHY_FRAME_STATE || cause == JL_WHY_CODE_UNKNOWN)
+        snprintf(buf, len, "%s: %02x %02x %02x %02x", name, (unsigned)(d >> 24) & 0xff,
+                 (unsigned)(d >> 16) & 0xff, (unsigned)(d >> 8) & 0xff, (unsigned)d & 0xff);
+    else if (cause == JL_WHY_REWALK || cause == JL_WHY_ANCHOR_WALKABLE)
+        snprintf(buf, len, "%s: %d", name, -(int)d);
+    else if (jl_blob_find((uintptr_t)d, &b))
+        snprintf(buf, len, "%s: %s+0x%llx", name, b.name, (unsigned long long)(d - b.lo));
+    else if (jl_nmethods_method_at((uintptr_t)d))
+        snprintf(buf, len, "%s: in a compiled method", name);
+    else if (d >= jl_cc_low && d < jl_cc_high)
+        snprintf(buf, len, "%s: in code not known", name);
+    else
+        snprintf(buf, len, "%s: stub at 0x%llx", name, (unsigned long long)d);
+}
+
+void jl_why_write(FILE *f, int json)
+{
+    jl_why_row rows[JL_WHY_SLOTS + JL_WHY_N];
+    size_t n = 0;
+    unsigned long total = 0;
+    for (size_t i = 0; i < JL_WHY_SLOTS; i++) {
+        uint64_t k = atomic_load(&jl_why_key[i]);
+        unsigned long c = atomic_load(&jl_why_n[i]);
+        if (k && c)
+            rows[n++] = (jl_why_row){k, c};
+    }
+    for (int c = 1; c < JL_WHY_N; c++) {
+        unsigned long v = atomic_load(&jl_why_by_cause[c]);
+        if (v)
+            rows[n++] = (jl_why_row){(uint64_t)c << 56, v};
+    }
+    qsort(rows, n, sizeof(rows[0]), jl_why_row_cmp);
+    char name[160];
+    if (json) {
+        fputs("{", f);
+        for (size_t i = 0; i < n; i++) {
+            jl_why_name(rows[i].key, name, sizeof(name));
+            fputs(i ? ", " : "", f);
+            pa__json_write(f, name);
+            fprintf(f, ": %lu", rows[i].n);
+        }
+        fputs("}", f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        total += rows[i].n;
+    if (!total)
+        return;
+    fprintf(f, "jalen: %lu walks not recovered:", total);
+    for (size_t i = 0; i < n && i < 5; i++) {
+        jl_why_name(rows[i].key, name, sizeof(name));
+        fprintf(f, "%s %s %lu", i ? ";" : "", name, rows[i].n);
+    }
+    fprintf(f, "%s (summary.json: walks_unrecovered)\n", n > 5 ? "; ..." : "");
+}
+
+/* ------------------------------------------------------------------ */
 /* Set-up                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -744,9 +893,17 @@ static uintptr_t jl_call_pc(uintptr_t ra, int leaf, int *drop)
     return jl_nmethods_call_pc(ra, jl_after_call(ra), leaf, jl_cc_low, jl_cc_high, drop);
 }
 
-/* One pop: the state of the caller of the code at *pc.  1 on success. */
+/* The first 4 bytes of code at pc, for a cause's detail. */
+static uint64_t jl_code_bytes(uintptr_t pc)
+{
+    const unsigned char *p = (const unsigned char *)pc;
+    return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
+}
+
+/* One pop: the state of the caller of the code at *pc.  1 on success; 0
+ * and *why says why not. */
 static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
-                  int *leaf)
+                  int *leaf, jl_why *why)
 {
     uintptr_t ra, nsp, nfp = *fp;
     long n, len;
@@ -754,10 +911,19 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         jl_blob b;
         if (!jl_blob_find(*pc, &b)) {
             *leaf = JL_CALL_JAVA; /* a compiled method, called from Java code */
-            return jl_pop_prologue(pc, sp, fp, lo, hi);
+            if (jl_pop_prologue(pc, sp, fp, lo, hi))
+                return 1;
+            /* the PC runs (the interrupted one) or follows a call in a
+             * method known: its bytes can be read */
+            *why = (jl_why){jl_nmethods_method_at(*pc) ? JL_WHY_FRAME_STATE : JL_WHY_CODE_UNKNOWN,
+                            jl_code_bytes(*pc)};
+            return 0;
         }
-        if (b.kind == JL_BLOB_INTERP)
+        *why = (jl_why){JL_WHY_STUB_LAYOUT, *pc};
+        if (b.kind == JL_BLOB_INTERP) {
+            why->cause = JL_WHY_INTERPRETER;
             return 0; /* the interpreter: ASGCT's own business */
+        }
         /* vtable and itable stubs sit in a call into Java code */
         *leaf = b.kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
                 : strstr(b.name, "arraycopy") ? JL_CALL_ARRAYCOPY
@@ -806,10 +972,12 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         }
         /* into Java code, or into a stub that called this one (popped
          * next) */
+        why->cause = JL_WHY_STUB_RETURN;
         if (!jl_after_call(ra))
             return 0;
     } else {
         *leaf = JL_CALL_NATIVE;
+        *why = (jl_why){JL_WHY_NATIVE, 0};
         return jl_pop_native(pc, sp, fp, lo, hi);
     }
     if (nsp <= *sp || nsp >= hi)
@@ -858,8 +1026,11 @@ static int jl_in_vm(void *env)
 }
 #endif
 
-int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid)
+int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid,
+                          jl_why *why)
 {
+    int code = tr->num_frames; /* ASGCT's, for the causes */
+    *why = (jl_why){JL_WHY_NOT_READY, 0};
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !jl_anchor_ready || !env ||
         !ucv)
@@ -868,9 +1039,14 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
     volatile uintptr_t *spp = (volatile uintptr_t *)(anchor + jl_off_ljsp);
     volatile uintptr_t *pcp = (volatile uintptr_t *)(anchor + jl_off_ljpc);
     uintptr_t sp = *spp, pc = *pcp, lo, hi;
-    if (!sp || !jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(sp - 8, lo, hi))
+    why->cause = JL_WHY_ANCHOR_EMPTY;
+    if (!sp)
+        return 0;
+    why->cause = JL_WHY_NO_STACK;
+    if (!jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(sp - 8, lo, hi))
         return 0;
     uintptr_t ra = pc ? pc : *(const uintptr_t *)(sp - 8);
+    why->cause = JL_WHY_ANCHOR_RETURN;
     if (!jl_after_call(ra)) /* into Java code or a runtime stub */
         return 0;
     /* the thread is this one, stopped in the handler: what goes into its
@@ -882,6 +1058,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
         /* in a C2 runtime stub: its caller's return address at SP + N,
          * the caller's SP above that */
         uintptr_t cra = *(const uintptr_t *)(sp + (uintptr_t)n);
+        *why = (jl_why){JL_WHY_STUB_RETURN, ra};
         if (!jl_java_return(cra))
             return 0;
         if (!jl_in_vm(env)) {
@@ -890,6 +1067,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
              * innermost scope at the call, alone */
             jint bci = -1;
             jmethodID m = depth > 0 ? jl_nmethods_scope_at(cra, &bci) : NULL;
+            *why = (jl_why){JL_WHY_ANCHOR_BLOCKED, ra};
             if (!m)
                 return 0;
             tr->frames[0].lineno = bci;
@@ -914,8 +1092,10 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
         *spp = sp;
         atomic_signal_fence(memory_order_seq_cst);
         *pcp = pc;
+        *why = (jl_why){JL_WHY_REWALK, (uint64_t)-tr->num_frames};
         return tr->num_frames > 0;
     }
+    *why = (jl_why){JL_WHY_ANCHOR_WALKABLE, (uint64_t)-code};
     if (pc)
         return 0; /* walkable already: ASGCT's answer stands */
     /* the PC goes in for the walk and out again, as the VM itself would
@@ -926,8 +1106,10 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
     jl_smp.asgct(tr, depth, ucv);
     atomic_signal_fence(memory_order_seq_cst);
     *pcp = 0;
+    *why = (jl_why){JL_WHY_REWALK, (uint64_t)-tr->num_frames};
     return tr->num_frames > 0;
 #else
+    (void)code;
     (void)tr;
     (void)depth;
     (void)ucv;
@@ -954,7 +1136,8 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
             *(const volatile uintptr_t *)(anchor + jl_off_ljpc))
             return 0;
     }
-    return jl_unwind_retry(tr, depth, ucv, tid, 0);
+    jl_why why; /* a walk that fails here is made by ASGCT, and counted there */
+    return jl_unwind_retry(tr, depth, ucv, tid, 0, &why);
 #else
     (void)tr;
     (void)depth;
@@ -965,8 +1148,10 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
 #endif
 }
 
-int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only)
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only,
+                    jl_why *why)
 {
+    *why = (jl_why){JL_WHY_NOT_READY, 0};
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
         return 0;
@@ -978,6 +1163,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
             return 0;
     }
     uintptr_t lo, hi;
+    why->cause = JL_WHY_NO_STACK;
     if (!jl_stack_of(tid, &lo, &hi))
         return 0;
     uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
@@ -990,10 +1176,15 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
     jl_blob b;
     jmethodID running = jl_in_code(pc) && !jl_blob_find(pc, &b) ? jl_nmethods_method_at(pc) : NULL;
     jl_asgct_frame *top = tr->frames;
-    int leaf = 0;
+    int leaf = 0, rewalk = 0; /* ASGCT's code from the last caller found */
     for (int step = 0; step < JL_UNWIND_STEPS; step++) {
-        if (!jl_pop(&pc, &sp, &fp, lo, hi, &leaf))
+        if (!jl_pop(&pc, &sp, &fp, lo, hi, &leaf, why)) {
+            /* a caller found, ASGCT failed from it, and no frame above it
+             * could be read either: that failure is the cause */
+            if (rewalk)
+                *why = (jl_why){JL_WHY_REWALK, (uint64_t)-rewalk};
             return 0;
+        }
         if (!jl_java_return(pc))
             continue;       /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
@@ -1023,7 +1214,9 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         }
         if (tr->num_frames > 0)
             return 1;
+        rewalk = tr->num_frames;
     }
+    *why = rewalk ? (jl_why){JL_WHY_REWALK, (uint64_t)-rewalk} : (jl_why){JL_WHY_STEPS, 0};
     return 0;
 #else
     (void)tr;
