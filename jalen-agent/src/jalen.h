@@ -293,6 +293,8 @@ void jl_why_reset(void);
 /* Signal handler: the interrupted PC of ucv where it is in the code cache
  * (a cause's detail), else 0. */
 uint64_t jl_unwind_where(void *ucv);
+/* Signal handler: whether the interrupted PC of ucv is in the interpreter. */
+int jl_unwind_in_interpreter(void *ucv);
 
 /* Agent_OnLoad: finds the code cache's bounds and sets the
  * DynamicCodeGenerated callback in cb; negative when recovery cannot work

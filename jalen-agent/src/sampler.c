@@ -126,7 +126,10 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
                 if (code == -6)
                     why = (jl_why){JL_WHY_NOT_WALKABLE_JAVA, jl_unwind_where(uc)};
-                if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0, &why))
+                /* not walkable Java with the PC in the interpreter: an entry
+                 * before its frame is made (unwind.c) */
+                if ((code == -5 || (code == -6 && jl_unwind_in_interpreter(uc))) &&
+                    jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0, &why))
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
                 else
                     tr.num_frames = code;

@@ -463,6 +463,13 @@ void jl_why_count(const jl_why *w)
     atomic_fetch_add_explicit(&jl_why_by_cause[w->cause], 1, memory_order_relaxed);
 }
 
+int jl_unwind_in_interpreter(void *ucv)
+{
+    jl_blob b;
+    uint64_t pc = jl_unwind_where(ucv);
+    return pc && jl_blob_find((uintptr_t)pc, &b) && b.kind == JL_BLOB_INTERP;
+}
+
 uint64_t jl_unwind_where(void *ucv)
 {
 #if defined(__x86_64__)
@@ -900,10 +907,11 @@ static uint64_t jl_code_bytes(uintptr_t pc)
     return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
 }
 
-/* One pop: the state of the caller of the code at *pc.  1 on success; 0
- * and *why says why not. */
+/* One pop: the state of the caller of the code at *pc (the interrupted PC
+ * when uc, its context, is given).  1 on success; 0 and *why says why
+ * not. */
 static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
-                  int *leaf, jl_why *why)
+                  const ucontext_t *uc, int *leaf, jl_why *why)
 {
     uintptr_t ra, nsp, nfp = *fp;
     long n, len;
@@ -915,14 +923,56 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
                 return 1;
             /* the PC runs (the interrupted one) or follows a call in a
              * method known: its bytes can be read */
-            *why = (jl_why){jl_nmethods_method_at(*pc) ? JL_WHY_FRAME_STATE : JL_WHY_CODE_UNKNOWN,
-                            jl_code_bytes(*pc)};
-            return 0;
+            uint64_t bytes = jl_code_bytes(*pc);
+            if (jl_nmethods_method_at(*pc)) {
+                *why = (jl_why){JL_WHY_FRAME_STATE, bytes};
+                return 0;
+            }
+            /* code the agent does not know yet, where ASGCT found no
+             * complete frame either: a stub whose DynamicCodeGenerated
+             * event has not come yet (Temurin 25 posts a new itable or
+             * vtable stub's later, from its service thread), which sits
+             * frameless in a call into Java code: its return address at
+             * [SP] when that is a return into Java code */
+            *why = (jl_why){JL_WHY_CODE_UNKNOWN, bytes};
+            return jl_take(*sp, *fp, pc, sp, fp, lo, hi);
         }
         *why = (jl_why){JL_WHY_STUB_LAYOUT, *pc};
         if (b.kind == JL_BLOB_INTERP) {
+            /* the interrupted PC in the interpreter, where ASGCT finds no
+             * frame: a method's entry before its frame is complete.  The
+             * return address is at [SP]; or, once the entry has popped it
+             * to zero the locals it pushes (`pop rax`, a loop of `push 0`;
+             * it goes back with the frame), in RAX, the caller's SP in
+             * R13 (the sender's SP, which the calling interpreter or the
+             * c2i adapter sets); or, once `push rbp; mov rbp, rsp` has
+             * begun the frame while its fixed part is pushed, at [FP+8],
+             * the caller's FP at [FP] and its SP at [FP-8] (the sender's
+             * SP, pushed first).  Each taken when it is a return into Java
+             * code.  A return into the interpreter further up is ASGCT's
+             * business */
             why->cause = JL_WHY_INTERPRETER;
-            return 0; /* the interpreter: ASGCT's own business */
+            *leaf = JL_CALL_JAVA;
+            if (!uc)
+                return 0;
+            if (jl_take(*sp, *fp, pc, sp, fp, lo, hi))
+                return 1;
+            uintptr_t rax = (uintptr_t)uc->uc_mcontext.gregs[REG_RAX];
+            uintptr_t r13 = (uintptr_t)uc->uc_mcontext.gregs[REG_R13];
+            if (r13 > *sp && jl_stack_ok(r13, lo, hi) && jl_java_return(rax)) {
+                *pc = rax;
+                *sp = r13;
+                return 1;
+            }
+            uintptr_t f = *fp;
+            if (f < *sp || f - *sp > 4096 || !jl_stack_ok(f - 8, lo, hi) ||
+                !jl_stack_ok(f + 8, lo, hi) || !jl_java_return(*(const uintptr_t *)(f + 8)))
+                return 0;
+            uintptr_t ssp = *(const uintptr_t *)(f - 8);
+            *pc = *(const uintptr_t *)(f + 8);
+            *sp = ssp >= f + 16 && jl_stack_ok(ssp, lo, hi) ? ssp : f + 16;
+            *fp = *(const uintptr_t *)f;
+            return 1;
         }
         /* vtable and itable stubs sit in a call into Java code */
         *leaf = b.kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
@@ -1178,7 +1228,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
     jl_asgct_frame *top = tr->frames;
     int leaf = 0, rewalk = 0; /* ASGCT's code from the last caller found */
     for (int step = 0; step < JL_UNWIND_STEPS; step++) {
-        if (!jl_pop(&pc, &sp, &fp, lo, hi, &leaf, why)) {
+        if (!jl_pop(&pc, &sp, &fp, lo, hi, step ? NULL : uc, &leaf, why)) {
             /* a caller found, ASGCT failed from it, and no frame above it
              * could be read either: that failure is the cause */
             if (rewalk)
