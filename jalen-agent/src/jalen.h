@@ -105,8 +105,10 @@ typedef struct jl_slot {
     pid_t tid;
     int scope;     /* the thread's open scope (jl_scope_code), 0: none */
     int n;         /* frames, or the ASGCT error code when <= 0 */
-    int truncated; /* 1: deeper than JL_MAX_DEPTH; 2: the top frame
-                    * alone, its callers not walkable (unwind.c) */
+    int truncated; /* 1: deeper than JL_MAX_DEPTH; the top frame alone,
+                    * its callers not walkable (unwind.c): 2 the last
+                    * Java frame of the thread's frame anchor, 3 the
+                    * compiled code at the PC (or that called its stub) */
     int weight;    /* CPU time this sample stands for, in us: mode=cpu,
                       (1 + timer overruns) x interval; mode=jvmti, the
                       thread's CPU time since its previous sample */
@@ -127,6 +129,8 @@ typedef struct jl_sampler {
     /* walks ASGCT gave up on (unknown or not walkable Java), and those of
      * them recovery (unwind.c) completed */
     atomic_ulong walks_failed, walks_recovered;
+    /* of the rest, those given to the deepest Java frame known alone */
+    atomic_ulong walks_partial;
 #ifdef JL_TIME_HANDLER
     /* a timing build (-DJL_TIME_HANDLER): ns in the handler, samples */
     atomic_ulong t_total_ns, t_n;
@@ -238,6 +242,10 @@ jmethodID jl_nmethods_method_at(uintptr_t pc);
  * address), NULL when ra's method or such a record is not known.
  * Async-signal-safe. */
 jmethodID jl_nmethods_scope_at(uintptr_t ra, jint *bci);
+/* Signal handler: the innermost method (and *bci) of the first debug record
+ * after pc, as ASGCT decodes a PC; without one, the compiled method (*bci
+ * -1); NULL when pc's method is not known.  Async-signal-safe. */
+jmethodID jl_nmethods_scope_after(uintptr_t pc, jint *bci);
 /* Bytes the table holds (for agent_memory_bytes). */
 size_t jl_nmethods_memory(void);
 
@@ -281,6 +289,13 @@ enum {
 typedef struct jl_why {
     int cause;       /* JL_WHY_* */
     uint64_t detail; /* by cause, above; 0 none */
+    /* the deepest Java frame known for sure, which the sample goes to
+     * alone where the walk stays failed: part 2, the last Java frame of
+     * the thread's frame anchor; 3, the compiled method the PC is in, or
+     * that called the stub it is in; 0 none */
+    int part;
+    jint bci;
+    jmethodID method;
 } jl_why;
 /* Signal handler: counts one sample not recovered for the reason *w
  * (lock-free; a full table counts it under its cause alone). */
@@ -295,6 +310,10 @@ void jl_why_reset(void);
 uint64_t jl_unwind_where(void *ucv);
 /* Signal handler: whether the interrupted PC of ucv is in the interpreter. */
 int jl_unwind_in_interpreter(void *ucv);
+/* Signal handler: where why holds no frame yet, the compiled method the
+ * interrupted PC of ucv is in (the scope of the first debug record after
+ * it, as ASGCT decodes a PC) as the deepest frame known (part 3). */
+void jl_unwind_pc_frame(void *ucv, jl_why *why);
 
 /* Agent_OnLoad: finds the code cache's bounds and sets the
  * DynamicCodeGenerated callback in cb; negative when recovery cannot work
@@ -403,8 +422,10 @@ enum {
     JL_M_AGENT,
     JL_M_OUTSIDE_FILTER,
     JL_M_TRUNCATED,
-    JL_M_PARTIAL, /* the callers of the top frame could not be walked */
-    JL_M_ERR0,    /* ASGCT error codes 0, -1, ..., -10 follow */
+    JL_M_PARTIAL,    /* the callers of the top frame could not be walked: it
+                      * is the frame anchor's last Java frame */
+    JL_M_PARTIAL_PC, /* the same, the top frame the compiled code at the PC */
+    JL_M_ERR0,       /* ASGCT error codes 0, -1, ..., -10 follow */
     JL_M_NFIXED = JL_M_ERR0 + 11,
 };
 

@@ -472,6 +472,24 @@ jmethodID jl_nmethods_scope_at(uintptr_t ra, jint *bci)
     return id;
 }
 
+jmethodID jl_nmethods_scope_after(uintptr_t pc, jint *bci)
+{
+    if (!jl_nm_on)
+        return NULL;
+    jmethodID id = NULL;
+    jl_rcu_enter(&jl_nrcu);
+    const jl_nm *m = jl_nm_find(pc);
+    if (m) {
+        jl_code c = {.lo = m->lo, .hi = m->hi, .pcs = m->pcs, .npcs = m->npcs};
+        size_t i = jl_first_record(&c, pc - m->lo + 1);
+        const jmethodID *inner = (const jmethodID *)((const char *)m->pcs + jl_inner_at(m->npcs));
+        id = i < m->npcs && inner[i] ? inner[i] : m->method;
+        *bci = i < m->npcs && inner[i] ? ((const jint *)(inner + m->npcs))[i] : -1;
+    }
+    jl_rcu_exit(&jl_nrcu);
+    return id;
+}
+
 size_t jl_nmethods_memory(void)
 {
     pthread_mutex_lock(&jl_nlock);

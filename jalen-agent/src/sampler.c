@@ -102,13 +102,13 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     } else {
         jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
         int partial = 0; /* the top frame alone (jl_unwind_walk_anchor) */
-        jl_why why = {JL_WHY_NONE, 0};
+        jl_why why = {JL_WHY_NONE, 0, 0, 0, NULL};
         if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1, &why)) {
             /* in a stub: walked from its caller at once (unwind.c) */
             atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
         } else {
-            why.cause = JL_WHY_NONE; /* counted only for a walk that fails below */
+            why = (jl_why){JL_WHY_NONE, 0, 0, 0, NULL}; /* only for a walk that fails below */
             /* in native code: walked from the return into Java code, the
              * call's scope; at a debug record: decoded from the PC before
              * it, whose scope the sample's time belongs to (DESIGN.md
@@ -124,15 +124,19 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
             if (JL_RECOVER && (tr.num_frames == -5 || tr.num_frames == -6)) {
                 int code = tr.num_frames;
                 atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                if (code == -6)
-                    why = (jl_why){JL_WHY_NOT_WALKABLE_JAVA, jl_unwind_where(uc)};
+                if (code == -6) {
+                    why.cause = JL_WHY_NOT_WALKABLE_JAVA;
+                    why.detail = jl_unwind_where(uc);
+                }
                 /* not walkable Java with the PC in the interpreter: an entry
                  * before its frame is made (unwind.c) */
                 if ((code == -5 || (code == -6 && jl_unwind_in_interpreter(uc))) &&
                     jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0, &why))
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
-                else
+                else {
                     tr.num_frames = code;
+                    jl_unwind_pc_frame(uc, &why);
+                }
             }
             /* inside the VM, its last Java frame not walkable yet */
             if (JL_RECOVER && (tr.num_frames == -3 || tr.num_frames == -4)) {
@@ -143,13 +147,23 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
                     atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
                 else
                     tr.num_frames = code;
-                partial = got == 2;
+                partial = got == 2 ? 2 : 0;
             }
-            if (tr.num_frames <= 0 && why.cause != JL_WHY_NONE)
+            if (tr.num_frames <= 0 && why.cause != JL_WHY_NONE) {
                 jl_why_count(&why);
+                /* the deepest Java frame known for sure, alone, rather than
+                 * a root-level pseudo-frame (DESIGN.md section 11.1) */
+                if (why.part && why.method) {
+                    tr.frames[0].lineno = why.bci;
+                    tr.frames[0].method_id = why.method;
+                    tr.num_frames = 1;
+                    partial = why.part;
+                    atomic_fetch_add_explicit(&jl_smp.walks_partial, 1, memory_order_relaxed);
+                }
+            }
         }
         s->n = tr.num_frames;
-        s->truncated = partial ? 2 : tr.num_frames >= JL_MAX_DEPTH;
+        s->truncated = partial ? partial : tr.num_frames >= JL_MAX_DEPTH;
     }
     jl_slot_publish(s);
 #ifdef JL_TIME_HANDLER
@@ -177,6 +191,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     atomic_store(&jl_smp.dropped, 0);
     atomic_store(&jl_smp.walks_failed, 0);
     atomic_store(&jl_smp.walks_recovered, 0);
+    atomic_store(&jl_smp.walks_partial, 0);
     jl_why_reset();
     atomic_store(&jl_smp.perf_errno, 0);
     atomic_store(&jl_smp.n_perf, 0);

@@ -470,6 +470,27 @@ int jl_unwind_in_interpreter(void *ucv)
     return pc && jl_blob_find((uintptr_t)pc, &b) && b.kind == JL_BLOB_INTERP;
 }
 
+/* The cause of a failure, the frame found so far kept. */
+static void jl_why_set(jl_why *w, int cause, uint64_t detail)
+{
+    w->cause = cause;
+    w->detail = detail;
+}
+
+/* The deepest Java frame known, where why holds none yet: the scope that
+ * ASGCT decodes at pc (the first debug record after it) in a compiled
+ * method. */
+static void jl_why_frame(jl_why *w, int part, uintptr_t pc)
+{
+    jint bci = -1;
+    jmethodID m = w->part ? NULL : jl_nmethods_scope_after(pc, &bci);
+    if (m) {
+        w->part = part;
+        w->method = m;
+        w->bci = bci;
+    }
+}
+
 uint64_t jl_unwind_where(void *ucv)
 {
 #if defined(__x86_64__)
@@ -480,6 +501,14 @@ uint64_t jl_unwind_where(void *ucv)
     (void)ucv;
     return 0;
 #endif
+}
+
+void jl_unwind_pc_frame(void *ucv, jl_why *why)
+{
+    jl_blob b;
+    uint64_t pc = jl_unwind_where(ucv);
+    if (pc && !jl_blob_find((uintptr_t)pc, &b))
+        jl_why_frame(why, 3, (uintptr_t)pc);
 }
 
 void jl_why_reset(void)
@@ -925,7 +954,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
              * method known: its bytes can be read */
             uint64_t bytes = jl_code_bytes(*pc);
             if (jl_nmethods_method_at(*pc)) {
-                *why = (jl_why){JL_WHY_FRAME_STATE, bytes};
+                jl_why_set(why, JL_WHY_FRAME_STATE, bytes);
                 return 0;
             }
             /* code the agent does not know yet, where ASGCT found no
@@ -934,10 +963,10 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
              * vtable stub's later, from its service thread), which sits
              * frameless in a call into Java code: its return address at
              * [SP] when that is a return into Java code */
-            *why = (jl_why){JL_WHY_CODE_UNKNOWN, bytes};
+            jl_why_set(why, JL_WHY_CODE_UNKNOWN, bytes);
             return jl_take(*sp, *fp, pc, sp, fp, lo, hi);
         }
-        *why = (jl_why){JL_WHY_STUB_LAYOUT, *pc};
+        jl_why_set(why, JL_WHY_STUB_LAYOUT, *pc);
         if (b.kind == JL_BLOB_INTERP) {
             /* the interrupted PC in the interpreter, where ASGCT finds no
              * frame: a method's entry before its frame is complete.  The
@@ -1027,7 +1056,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
             return 0;
     } else {
         *leaf = JL_CALL_NATIVE;
-        *why = (jl_why){JL_WHY_NATIVE, 0};
+        jl_why_set(why, JL_WHY_NATIVE, 0);
         return jl_pop_native(pc, sp, fp, lo, hi);
     }
     if (nsp <= *sp || nsp >= hi)
@@ -1080,7 +1109,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
                           jl_why *why)
 {
     int code = tr->num_frames; /* ASGCT's, for the causes */
-    *why = (jl_why){JL_WHY_NOT_READY, 0};
+    jl_why_set(why, JL_WHY_NOT_READY, 0);
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !jl_anchor_ready || !env ||
         !ucv)
@@ -1103,21 +1132,28 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
      * anchor for the walk comes out again, and the VM finds it as it was */
     long n, len;
     jl_blob b;
+    int drop;
+    /* the last Java frame, compiled: the deepest frame known, its call's
+     * scope */
+    if (jl_java_return(ra) && !jl_blob_find(ra, &b))
+        jl_why_frame(why, 2, jl_call_pc(ra, JL_CALL_JAVA, &drop));
     if (jl_blob_find(ra, &b) && jl_c2_stub(&b, &n, &len) &&
         jl_stack_ok(sp + (uintptr_t)n, lo, hi)) {
         /* in a C2 runtime stub: its caller's return address at SP + N,
          * the caller's SP above that */
         uintptr_t cra = *(const uintptr_t *)(sp + (uintptr_t)n);
-        *why = (jl_why){JL_WHY_STUB_RETURN, ra};
+        jl_why_set(why, JL_WHY_STUB_RETURN, ra);
         if (!jl_java_return(cra))
             return 0;
+        if (!jl_blob_find(cra, &b))
+            jl_why_frame(why, 2, jl_call_pc(cra, JL_CALL_JAVA, &drop));
         if (!jl_in_vm(env)) {
             /* blocked (on the monitor): other threads may walk this one's
              * stack meanwhile, so the anchor stays as it is; the caller's
              * innermost scope at the call, alone */
             jint bci = -1;
             jmethodID m = depth > 0 ? jl_nmethods_scope_at(cra, &bci) : NULL;
-            *why = (jl_why){JL_WHY_ANCHOR_BLOCKED, ra};
+            jl_why_set(why, JL_WHY_ANCHOR_BLOCKED, ra);
             if (!m)
                 return 0;
             tr->frames[0].lineno = bci;
@@ -1142,10 +1178,10 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
         *spp = sp;
         atomic_signal_fence(memory_order_seq_cst);
         *pcp = pc;
-        *why = (jl_why){JL_WHY_REWALK, (uint64_t)-tr->num_frames};
+        jl_why_set(why, JL_WHY_REWALK, (uint64_t)-tr->num_frames);
         return tr->num_frames > 0;
     }
-    *why = (jl_why){JL_WHY_ANCHOR_WALKABLE, (uint64_t)-code};
+    jl_why_set(why, JL_WHY_ANCHOR_WALKABLE, (uint64_t)-code);
     if (pc)
         return 0; /* walkable already: ASGCT's answer stands */
     /* the PC goes in for the walk and out again, as the VM itself would
@@ -1156,7 +1192,7 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
     jl_smp.asgct(tr, depth, ucv);
     atomic_signal_fence(memory_order_seq_cst);
     *pcp = 0;
-    *why = (jl_why){JL_WHY_REWALK, (uint64_t)-tr->num_frames};
+    jl_why_set(why, JL_WHY_REWALK, (uint64_t)-tr->num_frames);
     return tr->num_frames > 0;
 #else
     (void)code;
@@ -1201,7 +1237,7 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
 int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only,
                     jl_why *why)
 {
-    *why = (jl_why){JL_WHY_NOT_READY, 0};
+    jl_why_set(why, JL_WHY_NOT_READY, 0);
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
         return 0;
@@ -1225,6 +1261,8 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
      * its caller (DESIGN.md section 11.1) */
     jl_blob b;
     jmethodID running = jl_in_code(pc) && !jl_blob_find(pc, &b) ? jl_nmethods_method_at(pc) : NULL;
+    if (running && !why->part) /* the deepest frame known for sure */
+        *why = (jl_why){why->cause, why->detail, 3, 0, running};
     jl_asgct_frame *top = tr->frames;
     int leaf = 0, rewalk = 0; /* ASGCT's code from the last caller found */
     for (int step = 0; step < JL_UNWIND_STEPS; step++) {
@@ -1232,14 +1270,19 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
             /* a caller found, ASGCT failed from it, and no frame above it
              * could be read either: that failure is the cause */
             if (rewalk)
-                *why = (jl_why){JL_WHY_REWALK, (uint64_t)-rewalk};
+                jl_why_set(why, JL_WHY_REWALK, (uint64_t)-rewalk);
             return 0;
         }
         if (!jl_java_return(pc))
             continue;       /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
         int drop;
-        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc, leaf, &drop);
+        uintptr_t at = jl_call_pc(pc, leaf, &drop);
+        c.uc_mcontext.gregs[REG_RIP] = (greg_t)at;
+        /* the first compiled caller found: the deepest frame known when
+         * ASGCT fails from it (the code that called the stub) */
+        if (!jl_blob_find(pc, &b))
+            jl_why_frame(why, 3, at);
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
         c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
         tr->num_frames = 0;
@@ -1266,7 +1309,10 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
             return 1;
         rewalk = tr->num_frames;
     }
-    *why = rewalk ? (jl_why){JL_WHY_REWALK, (uint64_t)-rewalk} : (jl_why){JL_WHY_STEPS, 0};
+    if (rewalk)
+        jl_why_set(why, JL_WHY_REWALK, (uint64_t)-rewalk);
+    else
+        jl_why_set(why, JL_WHY_STEPS, 0);
     return 0;
 #else
     (void)tr;

@@ -471,9 +471,12 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
         fprintf(f, ",\n");
     }
     /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
-    fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
+    fprintf(f,
+            "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n  \"walks_partial\": "
+            "%llu,\n",
             (unsigned long long)atomic_load(&jl_smp.walks_failed),
-            (unsigned long long)atomic_load(&jl_smp.walks_recovered));
+            (unsigned long long)atomic_load(&jl_smp.walks_recovered),
+            (unsigned long long)atomic_load(&jl_smp.walks_partial));
     /* the failed walks recovery gave up on, by cause (unwind.c) */
     fputs("  \"walks_unrecovered\": ", f);
     jl_why_write(f, 1);
