@@ -279,7 +279,7 @@ enum {
                                * detail: its code */
     JL_WHY_ANCHOR_EMPTY,      /* in the VM, no last Java frame in the anchor */
     JL_WHY_ANCHOR_WALKABLE,   /* the anchor has its PC: ASGCT's failure stands;
-                               * detail: ASGCT's code */
+                               * detail: that PC */
     JL_WHY_ANCHOR_RETURN,     /* the word below the anchor's SP follows no
                                * call */
     JL_WHY_ANCHOR_BLOCKED,    /* blocked in a runtime stub: its caller's

@@ -413,6 +413,12 @@ uintptr_t jl_nmethods_call_pc(uintptr_t ra, int call_len, int leaf, uintptr_t cc
         return jl_callsite_pc(ra, call_len, leaf, &c, drop);
     jl_rcu_enter(&jl_nrcu);
     const jl_nm *m = jl_nm_find(ra - 1);
+    if (!m) {
+        /* not known yet (its load event to come): decoded at ra, no byte
+         * after ra read */
+        jl_rcu_exit(&jl_nrcu);
+        return ra - 1;
+    }
     if (m)
         c = (jl_code){.lo = m->lo,
                       .hi = m->hi,

@@ -60,6 +60,13 @@
 
 static uintptr_t *jl_cc_low_p, *jl_cc_high_p; /* CodeCache::_low_bound, _high_bound */
 static uintptr_t jl_cc_low, jl_cc_high;
+/* The code heaps (CodeCache::_heaps, a GrowableArray<CodeHeap*>) and the
+ * offsets that lead to the part of each that is committed (CodeHeap::
+ * _memory, a VirtualSpace: [_low, _high)); -1 where this JVM does not
+ * export them */
+static char **jl_cc_heaps_p;
+static long jl_off_ga_len = -1, jl_off_ga_data = -1, jl_off_ch_memory = -1, jl_off_vs_low = -1,
+            jl_off_vs_high = -1;
 
 static long jl_vms_long(const char *sym)
 {
@@ -375,7 +382,7 @@ int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid)
  * on x86).  Offsets from gHotSpotVMStructs; the JavaThread of a JNIEnv is
  * the env less jl_env_off (measured at VM start on the current thread,
  * whose JavaThread its java.lang.Thread's eetop holds). */
-static long jl_env_off, jl_off_anchor = -1, jl_off_ljsp = -1, jl_off_ljpc = -1;
+static long jl_env_off, jl_off_anchor = -1, jl_off_ljsp = -1, jl_off_ljpc = -1, jl_off_ljfp = -1;
 static long jl_off_state = -1;  /* JavaThread::_thread_state, -1 unknown */
 static int jl_state_in_vm = -1; /* the value of _thread_in_vm */
 static int jl_anchor_ready;
@@ -418,6 +425,7 @@ static void jl_anchor_init(JNIEnv *jni, jthread thr)
     if (a < 0 || sp < 0 || pc < 0 || off <= 0 || off > (1L << 16))
         return;
     jl_off_anchor = a, jl_off_ljsp = sp, jl_off_ljpc = pc, jl_env_off = off;
+    jl_off_ljfp = jl_vms_offset("JavaFrameAnchor", "_last_Java_fp");
     jl_off_state = jl_vms_offset("JavaThread", "_thread_state");
     jl_state_in_vm = jl_vms_int("_thread_in_vm", -1);
     jl_anchor_ready = 1;
@@ -564,7 +572,7 @@ static void jl_why_name(uint64_t key, char *buf, size_t len)
     else if (cause == JL_WHY_FRAME_STATE || cause == JL_WHY_CODE_UNKNOWN)
         snprintf(buf, len, "%s: %02x %02x %02x %02x", name, (unsigned)(d >> 24) & 0xff,
                  (unsigned)(d >> 16) & 0xff, (unsigned)(d >> 8) & 0xff, (unsigned)d & 0xff);
-    else if (cause == JL_WHY_REWALK || cause == JL_WHY_ANCHOR_WALKABLE)
+    else if (cause == JL_WHY_REWALK)
         snprintf(buf, len, "%s: %d", name, -(int)d);
     else if (jl_blob_find((uintptr_t)d, &b))
         snprintf(buf, len, "%s: %s+0x%llx", name, b.name, (unsigned long long)(d - b.lo));
@@ -658,6 +666,12 @@ void jl_unwind_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     /* the stubs generated before now */
     (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     jl_unwind_refresh();
+    jl_cc_heaps_p = jl_vms_static("CodeCache", "_heaps");
+    jl_off_ga_len = jl_vms_offset("GrowableArrayBase", "_len");
+    jl_off_ga_data = jl_vms_offset("GrowableArray<int>", "_data");
+    jl_off_ch_memory = jl_vms_offset("CodeHeap", "_memory");
+    jl_off_vs_low = jl_vms_offset("VirtualSpace", "_low");
+    jl_off_vs_high = jl_vms_offset("VirtualSpace", "_high");
     /* set once the code cache exists (CodeCache::initialize) */
     jl_cc_low = *jl_cc_low_p;
     jl_cc_high = *jl_cc_high_p;
@@ -675,17 +689,42 @@ static int jl_in_code(uintptr_t pc)
     return pc >= jl_cc_low && pc < jl_cc_high;
 }
 
+/* Whether [a, b) lies in the committed part of a code heap: memory that
+ * can be read.  The heaps are made at VM start and their committed parts
+ * only grow. */
+static int jl_code_committed(uintptr_t a, uintptr_t b)
+{
+    if (!jl_cc_heaps_p || jl_off_ga_len < 0 || jl_off_ga_data < 0 || jl_off_ch_memory < 0 ||
+        jl_off_vs_low < 0 || jl_off_vs_high < 0)
+        return 0;
+    const char *ga = *(char *const volatile *)jl_cc_heaps_p;
+    if (!ga)
+        return 0;
+    int n = *(const int *)(ga + jl_off_ga_len);
+    char *const *heaps = *(char *const *const *)(ga + jl_off_ga_data);
+    for (int i = 0; heaps && i < n && i < 8; i++) {
+        const char *vs = heaps[i] ? heaps[i] + jl_off_ch_memory : NULL;
+        if (vs && *(const uintptr_t *)(vs + jl_off_vs_low) <= a &&
+            b <= *(const volatile uintptr_t *)(vs + jl_off_vs_high))
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether ra follows a call instruction in the code cache: the length of
  * that call (5 for call rel32, 2 to 8 for call r/m64), 0 when none.  The
  * bytes before ra are read only inside code the agent knows (a stub, the
- * interpreter, a compiled method of the table): the code cache's bounds
- * are what it reserved, and a word of the stack that only looks like a
- * return address may point at a part of it that is not mapped. */
+ * interpreter, a compiled method of the table) or in the committed part of
+ * a code heap (a method compiled a moment ago, whose CompiledMethodLoad
+ * event has not come: JDK 17 and later post it from the service thread):
+ * the code cache's bounds are what it reserved, and a word of the stack
+ * that only looks like a return address may point at a part of it that is
+ * not mapped. */
 static int jl_after_call(uintptr_t ra)
 {
     jl_blob b;
     if (!jl_in_code(ra) || ra - 8 < jl_cc_low ||
-        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra)))
+        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra) && !jl_code_committed(ra - 8, ra)))
         return 0;
     return jl_call_len((const unsigned char *)ra);
 }
@@ -716,6 +755,30 @@ static int jl_take(uintptr_t at, uintptr_t nfp, uintptr_t *pc, uintptr_t *sp, ui
     return 1;
 }
 
+/* A return address read where a method's entry or exit code keeps it: a
+ * return into Java code, or anywhere in the interpreter, whose calls push
+ * a return entry of their own (an address after no call instruction),
+ * which ASGCT checks as any interpreted frame. */
+static int jl_entry_return(uintptr_t ra)
+{
+    jl_blob b;
+    return jl_java_return(ra) ||
+           (jl_in_code(ra) && jl_blob_find(ra, &b) && b.kind == JL_BLOB_INTERP);
+}
+
+/* jl_take for a return address at a place that an entry or exit code
+ * keeps it (jl_entry_return). */
+static int jl_take_entry(uintptr_t at, uintptr_t nfp, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp,
+                         uintptr_t lo, uintptr_t hi)
+{
+    if (!jl_stack_ok(at, lo, hi) || at < *sp || !jl_entry_return(*(const uintptr_t *)at))
+        return 0;
+    *pc = *(const uintptr_t *)at;
+    *sp = at + 8;
+    *fp = nfp;
+    return 1;
+}
+
 static int32_t jl_i32(const unsigned char *q)
 {
     return (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
@@ -739,6 +802,15 @@ static long jl_rsp_imm(const unsigned char *q, int add)
 static int jl_entry_barrier(const unsigned char *q)
 {
     return q[0] == 0x41 && q[1] == 0x81 && (q[2] == 0x7f || q[2] == 0xbf);
+}
+
+/* Whether stub b starts `push rbp; mov rbp, rsp` (either encoding of the
+ * mov). */
+static int jl_stub_framed(const jl_blob *b)
+{
+    const unsigned char *e = (const unsigned char *)b->lo;
+    return b->hi - b->lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
+           ((e[2] == 0x89 && e[3] == 0xe5) || (e[2] == 0x8b && e[3] == 0xec));
 }
 
 /* A C2 runtime stub (the slow paths of monitors and allocation:
@@ -786,31 +858,32 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     if (*pc - 16 < jl_cc_low)
         return 0;
     if (p[0] == 0xc3) /* ret */
-        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+        return jl_take_entry(s0, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x5d) /* pop rbp */
         return jl_stack_ok(s0, lo, hi) &&
-               jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
+               jl_take_entry(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
     if ((n = jl_rsp_imm(p, 1)) >= 0) /* add rsp, N; pop rbp */
         return jl_stack_ok(s0 + (uintptr_t)n, lo, hi) &&
-                       jl_take(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n), pc,
-                               sp, fp, lo, hi)
+                       jl_take_entry(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n),
+                                     pc, sp, fp, lo, hi)
                    ? 1
                    : 0;
     /* mov [rsp+d], rbp: the frame is allocated, rbp not saved yet */
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0x6c && p[3] == 0x24)
         return (int8_t)p[4] >= 0 &&
-               jl_take(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
+               jl_take_entry(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xac && p[3] == 0x24) {
         int32_t d = jl_i32(p + 4);
-        return d >= 0 && d <= 65536 && jl_take(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi) ? 1
-                                                                                               : 0;
+        return d >= 0 && d <= 65536 && jl_take_entry(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi)
+                   ? 1
+                   : 0;
     }
     /* sub rsp, N at the PC: after a `push rbp`, or before anything */
     if (jl_rsp_imm(p, 0) >= 0) {
         if (p[-1] == 0x55 && jl_stack_ok(s0, lo, hi) &&
-            jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi))
+            jl_take_entry(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi))
             return 1;
-        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+        return jl_take_entry(s0, *fp, pc, sp, fp, lo, hi);
     }
     /* the entry barrier, or the jne after it: the frame is made; its size
      * is in the `sub rsp, N` just before (after a `push rbp`: N + 8) */
@@ -829,8 +902,8 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
             d = n;
         if (d < 0 || d > 65536 || !jl_stack_ok(s0 + (uintptr_t)d, lo, hi))
             return 0;
-        return jl_take(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp, fp,
-                       lo, hi)
+        return jl_take_entry(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp,
+                             fp, lo, hi)
                    ? 1
                    : 0;
     }
@@ -844,7 +917,7 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
                (p[0] == 0x66 && (p[1] == 0x0f || p[1] == 0x90));
     if (!none)
         return 0;
-    return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+    return jl_take_entry(s0, *fp, pc, sp, fp, lo, hi);
 }
 
 /* The chain of frame pointers from f up to the first return into Java code
@@ -964,7 +1037,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
              * frameless in a call into Java code: its return address at
              * [SP] when that is a return into Java code */
             jl_why_set(why, JL_WHY_CODE_UNKNOWN, bytes);
-            return jl_take(*sp, *fp, pc, sp, fp, lo, hi);
+            return jl_take_entry(*sp, *fp, pc, sp, fp, lo, hi);
         }
         jl_why_set(why, JL_WHY_STUB_LAYOUT, *pc);
         if (b.kind == JL_BLOB_INTERP) {
@@ -984,18 +1057,18 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
             *leaf = JL_CALL_JAVA;
             if (!uc)
                 return 0;
-            if (jl_take(*sp, *fp, pc, sp, fp, lo, hi))
+            if (jl_take_entry(*sp, *fp, pc, sp, fp, lo, hi))
                 return 1;
             uintptr_t rax = (uintptr_t)uc->uc_mcontext.gregs[REG_RAX];
             uintptr_t r13 = (uintptr_t)uc->uc_mcontext.gregs[REG_R13];
-            if (r13 > *sp && jl_stack_ok(r13, lo, hi) && jl_java_return(rax)) {
+            if (r13 > *sp && jl_stack_ok(r13, lo, hi) && jl_entry_return(rax)) {
                 *pc = rax;
                 *sp = r13;
                 return 1;
             }
             uintptr_t f = *fp;
             if (f < *sp || f - *sp > 4096 || !jl_stack_ok(f - 8, lo, hi) ||
-                !jl_stack_ok(f + 8, lo, hi) || !jl_java_return(*(const uintptr_t *)(f + 8)))
+                !jl_stack_ok(f + 8, lo, hi) || !jl_entry_return(*(const uintptr_t *)(f + 8)))
                 return 0;
             uintptr_t ssp = *(const uintptr_t *)(f - 8);
             *pc = *(const uintptr_t *)(f + 8);
@@ -1007,10 +1080,7 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
         *leaf = b.kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
                 : strstr(b.name, "arraycopy") ? JL_CALL_ARRAYCOPY
                                               : JL_CALL_LEAF;
-        const unsigned char *e = (const unsigned char *)b.lo;
-        /* push rbp; mov rbp, rsp (either encoding of the mov) */
-        int framed = b.hi - b.lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
-                     ((e[2] == 0x89 && e[3] == 0xe5) || (e[2] == 0x8b && e[3] == 0xec));
+        int framed = jl_stub_framed(&b);
         if (*pc == b.lo || *(const unsigned char *)*pc == 0xc3 /* ret */ ||
             b.kind == JL_BLOB_FRAMELESS) {
             if (!jl_stack_ok(*sp, lo, hi))
@@ -1108,7 +1178,6 @@ static int jl_in_vm(void *env)
 int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid,
                           jl_why *why)
 {
-    int code = tr->num_frames; /* ASGCT's, for the causes */
     jl_why_set(why, JL_WHY_NOT_READY, 0);
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !jl_anchor_ready || !env ||
@@ -1137,11 +1206,27 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
      * scope */
     if (jl_java_return(ra) && !jl_blob_find(ra, &b))
         jl_why_frame(why, 2, jl_call_pc(ra, JL_CALL_JAVA, &drop));
+    /* in a runtime stub, which ASGCT will not walk out of: its caller */
+    uintptr_t cra = 0, csp = 0, cfp = 0;
+    volatile uintptr_t *fpp =
+        jl_off_ljfp >= 0 ? (volatile uintptr_t *)(anchor + jl_off_ljfp) : NULL;
+    uintptr_t afp = fpp ? *fpp : 0;
     if (jl_blob_find(ra, &b) && jl_c2_stub(&b, &n, &len) &&
         jl_stack_ok(sp + (uintptr_t)n, lo, hi)) {
-        /* in a C2 runtime stub: its caller's return address at SP + N,
-         * the caller's SP above that */
-        uintptr_t cra = *(const uintptr_t *)(sp + (uintptr_t)n);
+        /* a C2 runtime stub: its caller's return address at SP + N, the
+         * caller's SP above that */
+        cra = *(const uintptr_t *)(sp + (uintptr_t)n);
+        csp = sp + (uintptr_t)n + 8;
+    } else if (jl_blob_find(ra, &b) && b.kind == JL_BLOB_STUB && jl_stub_framed(&b) && afp >= sp &&
+               afp - sp < 65536 && jl_stack_ok(afp + 8, lo, hi)) {
+        /* a C1 runtime stub (counter_overflow, new_type_array: `push rbp;
+         * mov rbp, rsp`, and the anchor holds that RBP as the last Java
+         * FP): the caller's return address at FP + 8 */
+        cra = *(const uintptr_t *)(afp + 8);
+        csp = afp + 16;
+        cfp = *(const uintptr_t *)afp;
+    }
+    if (cra) {
         jl_why_set(why, JL_WHY_STUB_RETURN, ra);
         if (!jl_java_return(cra))
             return 0;
@@ -1166,7 +1251,9 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
          * which no other thread does while this one is inside the VM */
         *pcp = 0; /* never a PC of one frame with the SP of another */
         atomic_signal_fence(memory_order_seq_cst);
-        *spp = sp + (uintptr_t)n + 8;
+        *spp = csp;
+        if (cfp)
+            *fpp = cfp;
         atomic_signal_fence(memory_order_seq_cst);
         *pcp = cra;
         atomic_signal_fence(memory_order_seq_cst);
@@ -1176,12 +1263,14 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
         *pcp = 0;
         atomic_signal_fence(memory_order_seq_cst);
         *spp = sp;
+        if (cfp)
+            *fpp = afp;
         atomic_signal_fence(memory_order_seq_cst);
         *pcp = pc;
         jl_why_set(why, JL_WHY_REWALK, (uint64_t)-tr->num_frames);
         return tr->num_frames > 0;
     }
-    jl_why_set(why, JL_WHY_ANCHOR_WALKABLE, (uint64_t)-code);
+    jl_why_set(why, JL_WHY_ANCHOR_WALKABLE, ra);
     if (pc)
         return 0; /* walkable already: ASGCT's answer stands */
     /* the PC goes in for the walk and out again, as the VM itself would
@@ -1195,7 +1284,6 @@ int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
     jl_why_set(why, JL_WHY_REWALK, (uint64_t)-tr->num_frames);
     return tr->num_frames > 0;
 #else
-    (void)code;
     (void)tr;
     (void)depth;
     (void)ucv;
@@ -1273,7 +1361,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
                 jl_why_set(why, JL_WHY_REWALK, (uint64_t)-rewalk);
             return 0;
         }
-        if (!jl_java_return(pc))
+        if (!jl_entry_return(pc))
             continue;       /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
         int drop;
