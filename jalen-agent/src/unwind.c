@@ -53,6 +53,7 @@
 #define JL_UNWIND_STEPS 4
 #define JL_FP_CHAIN 16   /* frame pointers followed through native code */
 #define JL_LEAF_WORDS 16 /* words above SP searched in a frameless leaf */
+#define JL_STUB_WORDS 6  /* the same, in a stub of no layout known */
 
 /* ------------------------------------------------------------------ */
 /* The code cache's bounds, from gHotSpotVMStructs                     */
@@ -1009,6 +1010,34 @@ static uint64_t jl_code_bytes(uintptr_t pc)
     return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
 }
 
+/* A method's entry in the interpreter, or an adapter, interrupted (uc):
+ * where the return address is (DESIGN.md section 11), its caller's state
+ * taken: [SP]; RAX, the caller's SP in R13; with_fp: [FP+8], the caller's
+ * FP at [FP] and SP at [FP-8].  1 when one holds a return into Java code
+ * or the interpreter. */
+static int jl_pop_entry(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
+                        const ucontext_t *uc, int with_fp)
+{
+    if (jl_take_entry(*sp, *fp, pc, sp, fp, lo, hi))
+        return 1;
+    uintptr_t rax = (uintptr_t)uc->uc_mcontext.gregs[REG_RAX];
+    uintptr_t r13 = (uintptr_t)uc->uc_mcontext.gregs[REG_R13];
+    if (r13 > *sp && jl_stack_ok(r13, lo, hi) && jl_entry_return(rax)) {
+        *pc = rax;
+        *sp = r13;
+        return 1;
+    }
+    uintptr_t f = *fp;
+    if (!with_fp || f < *sp || f - *sp > 4096 || !jl_stack_ok(f - 8, lo, hi) ||
+        !jl_stack_ok(f + 8, lo, hi) || !jl_entry_return(*(const uintptr_t *)(f + 8)))
+        return 0;
+    uintptr_t ssp = *(const uintptr_t *)(f - 8);
+    *pc = *(const uintptr_t *)(f + 8);
+    *sp = ssp >= f + 16 && jl_stack_ok(ssp, lo, hi) ? ssp : f + 16;
+    *fp = *(const uintptr_t *)f;
+    return 1;
+}
+
 /* One pop: the state of the caller of the code at *pc (the interrupted PC
  * when uc, its context, is given).  1 on success; 0 and *why says why
  * not. */
@@ -1055,26 +1084,16 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
              * business */
             why->cause = JL_WHY_INTERPRETER;
             *leaf = JL_CALL_JAVA;
-            if (!uc)
-                return 0;
-            if (jl_take_entry(*sp, *fp, pc, sp, fp, lo, hi))
+            return uc && jl_pop_entry(pc, sp, fp, lo, hi, uc, 1);
+        }
+        /* an adapter between the interpreter and compiled code (i2c, c2i),
+         * interrupted: it sits in a call into Java code, the return
+         * address at [SP], or in RAX with the caller's SP in R13 (the
+         * sender's SP) while it moves the arguments */
+        if (uc && !strncmp(b.name, "I2C/C2I adapters", 16)) {
+            *leaf = JL_CALL_JAVA;
+            if (jl_pop_entry(pc, sp, fp, lo, hi, uc, 0))
                 return 1;
-            uintptr_t rax = (uintptr_t)uc->uc_mcontext.gregs[REG_RAX];
-            uintptr_t r13 = (uintptr_t)uc->uc_mcontext.gregs[REG_R13];
-            if (r13 > *sp && jl_stack_ok(r13, lo, hi) && jl_entry_return(rax)) {
-                *pc = rax;
-                *sp = r13;
-                return 1;
-            }
-            uintptr_t f = *fp;
-            if (f < *sp || f - *sp > 4096 || !jl_stack_ok(f - 8, lo, hi) ||
-                !jl_stack_ok(f + 8, lo, hi) || !jl_entry_return(*(const uintptr_t *)(f + 8)))
-                return 0;
-            uintptr_t ssp = *(const uintptr_t *)(f - 8);
-            *pc = *(const uintptr_t *)(f + 8);
-            *sp = ssp >= f + 16 && jl_stack_ok(ssp, lo, hi) ? ssp : f + 16;
-            *fp = *(const uintptr_t *)f;
-            return 1;
         }
         /* vtable and itable stubs sit in a call into Java code */
         *leaf = b.kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
@@ -1117,6 +1136,13 @@ static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uin
             ra = *(const uintptr_t *)(*sp + (uintptr_t)ra_at);
             nsp = *sp + (uintptr_t)ra_at + 8;
         } else {
+            /* a frameless stub that pushes a few registers first (C1's
+             * slow_subtype_check: four): its return address among the
+             * first words above SP, the first that is a return into Java
+             * code right after a call */
+            for (int k = 0; uc && k < JL_STUB_WORDS; k++)
+                if (jl_take(*sp + 8 * (uintptr_t)k, *fp, pc, sp, fp, lo, hi))
+                    return 1;
             return 0;
         }
         /* into Java code, or into a stub that called this one (popped
