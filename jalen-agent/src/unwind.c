@@ -618,10 +618,10 @@ void jl_why_write(FILE *f, int json)
         total += rows[i].n;
     if (!total)
         return;
-    fprintf(f, "jalen: %lu walks not recovered:", total);
+    fprintf(f, "jalen: %lu failed walk%s not recovered, by cause:", total, total > 1 ? "s" : "");
     for (size_t i = 0; i < n && i < 5; i++) {
         jl_why_name(rows[i].key, name, sizeof(name));
-        fprintf(f, "%s %s %lu", i ? ";" : "", name, rows[i].n);
+        fprintf(f, "%s %s (%lu)", i ? ";" : "", name, rows[i].n);
     }
     fprintf(f, "%s (summary.json: walks_unrecovered)\n", n > 5 ? "; ..." : "");
 }

@@ -1,7 +1,7 @@
 /*
  * test_jalen_aprof.c - async-profiler's own recovery test programs under
  * jalen, with async-profiler's assertions translated from sample ratios to
- * energy ratios (issue 39; tests/java/async-profiler/README.md).
+ * energy ratios (issue 39; java/async-profiler/README.md).
  *
  * One JVM per JDK (JDK 17, then the second JDK when present) runs the four
  * programs at once, each on its own thread inside a jalen scope named
