@@ -725,7 +725,7 @@ static int jl_after_call(uintptr_t ra)
 {
     jl_blob b;
     if (!jl_in_code(ra) || ra - 8 < jl_cc_low ||
-        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra) && !jl_code_committed(ra - 8, ra)))
+        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra) && !jl_code_committed(ra - 8, ra + 8)))
         return 0;
     return jl_call_len((const unsigned char *)ra);
 }
