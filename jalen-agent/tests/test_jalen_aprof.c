@@ -20,7 +20,11 @@
  *     stacks of one or two frames, the sign of a walk that broke off; a
  *     jalen stack keeps its root, so the walks that broke off are those
  *     that do not reach the runner's frame (AprofRecovery.run): every
- *     pseudo-frame and every partial walk.  The stacks of at most two
+ *     pseudo-frame of a failed walk and every partial walk.  Not
+ *     [deoptimization]: AsyncGetCallTrace refuses a thread in the
+ *     deoptimization handler whatever context it is given (ticks_deopt),
+ *     where async-profiler's own walker goes on; 0-1 % of CodingIntrinsics,
+ *     printed apart.  The stacks of at most two
  *     frames below the runner are printed too, for comparison: they
  *     include the program's own main;Random.nextBytes and main;runTest,
  *     0.1-0.7 % of a run this short, whose start (interpreted, the JIT
@@ -43,7 +47,8 @@ static const char *const programs[] = {"StringBuilderTest", "Numbers", "Supplier
 /* The energy, in the stacks of energy.collapsed under "[scope prog]", of
  * all of them (what NULL), of those that hold the ;-joined frames what
  * (consecutive), of the unknown ones (what "?unknown"), of the broken ones
- * (what "?broken": not reaching AprofRecovery.run), of the short ones
+ * (what "?broken": not reaching AprofRecovery.run, [deoptimization] left
+ * out), of the short ones
  * (what "?short": at most two frames below AprofRecovery.run, or under the
  * scope where the stack does not reach it). */
 static double under(const char *col, const char *prog, const char *what)
@@ -67,7 +72,7 @@ static double under(const char *col, const char *prog, const char *what)
                     hit = strstr(st, "[unknown Java]") || strstr(st, "[not walkable") ||
                           strstr(st, "[not Java]") || strstr(st, "[unattributed]");
                 else if (what && !strcmp(what, "?broken"))
-                    hit = !strstr(st, "AprofRecovery.run;");
+                    hit = !strstr(st, "AprofRecovery.run;") && strcmp(st, "[deoptimization]");
                 else if (what && !strcmp(what, "?short")) {
                     const char *run = strstr(st, "AprofRecovery.run;");
                     const char *below = run ? run + strlen("AprofRecovery.run;") : st;
@@ -76,11 +81,14 @@ static double under(const char *col, const char *prog, const char *what)
                         frames += *c == ';';
                     hit = frames <= 2;
                 } else if (what) {
-                    /* whole frames: what at a frame's start, ending one */
+                    /* whole frames: what at a frame's start, ending one
+                     * (a pseudo-frame without its closing bracket: any
+                     * frame it begins) */
                     hit = 0;
                     size_t wl = strlen(what);
+                    int prefix = what[0] == '[' && what[wl - 1] != ']';
                     for (const char *f = strstr(st, what); f && !hit; f = strstr(f + 1, what))
-                        hit = (f == st || f[-1] == ';') && (f[wl] == ';' || f[wl] == 0);
+                        hit = (f == st || f[-1] == ';') && (prefix || f[wl] == ';' || f[wl] == 0);
                 }
                 if (hit)
                     sum += strtod(sp + 1, NULL);
@@ -156,6 +164,15 @@ static void check_programs(void)
                 under(col, "Suppliers", "test.recovery.Suppliers.loop"),
                 under(col, "Suppliers", NULL), 0.50, 0);
     double ci = under(col, "CodingIntrinsics", NULL);
+    static const char *const roots[] = {"[deoptimization]", "[callers not walkable",
+                                        "[unknown Java]",   "[not walkable",
+                                        "[not Java]",       "[safepoint]"};
+    for (size_t k = 0; k < sizeof(roots) / sizeof(roots[0]); k++) {
+        double e = under(col, "CodingIntrinsics", roots[k]);
+        if (e > 0)
+            fprintf(stderr, "[aprof %s] CodingIntrinsics  of which %s %.2f%%\n", jt_java, roots[k],
+                    100 * e / ci);
+    }
     check_share("CodingIntrinsics", "broken stacks", under(col, "CodingIntrinsics", "?broken"), ci,
                 0.01, 1);
     fprintf(stderr, "[aprof %s] CodingIntrinsics  stacks of one or two frames %.2f%%\n", jt_java,
