@@ -220,8 +220,11 @@ static void check_recovery(void)
     for (size_t i = 0; i < me.n; i++) {
         const char *m = me.rows[i].f[0];
         if (!strncmp(m, "[unknown Java]", 14) || !strncmp(m, "[not walkable", 13) ||
-            !strcmp(m, "[not Java]") || !strcmp(m, "[unattributed]"))
+            !strcmp(m, "[not Java]") || !strcmp(m, "[unattributed]")) {
             unknown += jt_num(&me.rows[i], 1);
+            fprintf(stderr, "[recovery] %s: %s %.3f%%\n", jt_java, m,
+                    pj > 0 ? 100 * jt_num(&me.rows[i], 1) / pj : 0);
+        }
     }
     fprintf(stderr, "[recovery] %s: walks failed %.0f, recovered %.0f; unknown %.2f%% of %.3f J\n",
             jt_java, failed, recovered, 100 * unknown / pj, pj);
