@@ -257,9 +257,19 @@ static int jl_nm_cmp(const void *a, const void *b);
 
 /* The loads pending (jl_nlock held) as jl_nrecent, a table of their own:
  * of those that overlap, the later one; their offsets stay the pending
- * entries' (the drain moves them to the main table). */
+ * entries' (the drain moves them to the main table).  Not beyond
+ * JL_RECENT_MAX pending events (GenerateEvents' replay of every compiled
+ * method at attach): each load copies and sorts them all; those wait for
+ * the drain, the table withdrawn. */
+#define JL_RECENT_MAX 512
 static void jl_publish_recent(void)
 {
+    if (jl_nnpend > JL_RECENT_MAX) {
+        /* the last one published may hold ranges a later load took */
+        if (atomic_load(&jl_nrecent) && jl_rcu_reserve(&jl_nrcu, 1) == 0)
+            jl_rcu_retire(&jl_nrcu, atomic_exchange(&jl_nrecent, NULL));
+        return;
+    }
     size_t n = 0;
     for (size_t i = 0; i < jl_nnpend; i++)
         n += jl_npend[i].pcs != NULL;
