@@ -75,7 +75,9 @@ static void jl_on_slot(const jl_slot *s, void *user)
         if (jl_wbuf_push(jl_method_line(jl_run.jvmti, s->frames[i].method_id, s->frames[i].lineno,
                                         &lines[i])) < 0)
             goto fail;
-    if ((s->truncated && jl_wbuf_push(s->truncated == 2 ? JL_M_PARTIAL : JL_M_TRUNCATED) < 0) ||
+    if ((s->truncated && jl_wbuf_push(s->truncated == 2   ? JL_M_PARTIAL
+                                      : s->truncated == 3 ? JL_M_PARTIAL_PC
+                                                          : JL_M_TRUNCATED) < 0) ||
         (scope >= 0 && jl_wbuf_push(scope) < 0))
         goto fail;
     for (int i = 0; i < n; i++)

@@ -471,9 +471,16 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
         fprintf(f, ",\n");
     }
     /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
-    fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
+    fprintf(f,
+            "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n  \"walks_partial\": "
+            "%llu,\n",
             (unsigned long long)atomic_load(&jl_smp.walks_failed),
-            (unsigned long long)atomic_load(&jl_smp.walks_recovered));
+            (unsigned long long)atomic_load(&jl_smp.walks_recovered),
+            (unsigned long long)atomic_load(&jl_smp.walks_partial));
+    /* the failed walks recovery gave up on, by cause (unwind.c) */
+    fputs("  \"walks_unrecovered\": ", f);
+    jl_why_write(f, 1);
+    fputs(",\n", f);
 #ifdef JL_TIME_HANDLER
     fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
             atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
@@ -643,6 +650,8 @@ void jl_print_summary(const jl_opts *o, FILE *f)
                 ns > 1 ? "s" : "", sc, un);
     }
     free(rows);
+    if (o->mode == JL_MODE_CPU)
+        jl_why_write(f, 0);
     fprintf(f, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
     free(idx);
 }
