@@ -519,6 +519,105 @@ int pa_cgroup_parse(const char *path, pa_cgroup_names *out);
 int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names *out);
 
 /* ------------------------------------------------------------------ */
+/* Virtual machines on this host (DESIGN.md section 18)               */
+/* ------------------------------------------------------------------ */
+
+/* The most vCPU threads a pa_vm_info lists. */
+#define PA_VM_MAX_VCPUS 256
+
+/* One virtual machine running on this host, by the names its users know.
+ * Strings are "" when unknown. */
+typedef struct pa_vm_info {
+    char name[128];                   /* "web1" (libvirt's domain, Proxmox's name,
+                                         Firecracker's --id, KubeVirt's VMI) */
+    char uuid[40];                    /* "c7a5fdbd-edaf-9455-926a-d65c16db1809" */
+    char hypervisor[24];              /* "qemu", "firecracker", "cloud-hypervisor" */
+    char manager[16];                 /* "libvirt", "proxmox", "kubevirt"; "" for a
+                                         hypervisor started by hand */
+    char id[72];                      /* the manager's own id: libvirt's domain id ("1"),
+                                         Proxmox's VMID ("100"), the KubeVirt pod's UID */
+    char source[64];                  /* where the name came from: "qemu -name",
+                                         "libvirt cgroup", "proxmox VMID.conf",
+                                         "kubevirt pod", "firecracker --id",
+                                         "firecracker api socket", "cloud-hypervisor
+                                         api socket" */
+    char cgroup[256];                 /* the VM's own cgroup (libvirt's scope,
+                                         Proxmox's VMID.scope, KubeVirt's compute
+                                         container); its processes are the VM's.  ""
+                                         when the hypervisor runs in a cgroup not its
+                                         own (started by hand) */
+    pid_t pid;                        /* the hypervisor's process */
+    unsigned nthreads;                /* its threads when listed */
+    unsigned nvcpus;                  /* how many of them are vCPU threads (at most
+                                         PA_VM_MAX_VCPUS); 0 when they cannot be told
+                                         apart (QEMU without debug-threads=on names
+                                         every thread after the program) */
+    pid_t vcpu_tids[PA_VM_MAX_VCPUS]; /* the vCPU threads, by index; the
+                            process's other threads are the emulator's
+                            (I/O, device model, monitor) */
+} pa_vm_info;
+
+/* The VM a hypervisor's command line starts (NUL-separated arguments, as
+ * /proc/PID/cmdline, len bytes): QEMU (qemu-system-*, qemu-kvm, kvm: its
+ * name from -name guest=NAME or -name NAME, with ",," for a comma, the
+ * uuid from -uuid or -smbios type=1,uuid=), Firecracker (--id, else the
+ * --api-sock file's name) and cloud-hypervisor (the --api-socket file's
+ * name, or its folder's when the file is named generically).  Fills
+ * hypervisor, name, uuid, id and source of a zeroed *out.
+ * Errors: -EINVAL NULL argument; -ENOENT no hypervisor's command line
+ * (*out zeroed).  Thread-safe (no state). */
+int pa_vm_parse_cmdline(const char *cmdline, size_t len, pa_vm_info *out);
+
+/* The VM a cgroup path is: libvirt's machine.slice/machine-qemu\x2dN\x2dNAME.scope
+ * (systemd's escaping undone; also cgroupfs' /machine/qemu-N-NAME.libvirt-qemu)
+ * and Proxmox's qemu.slice/VMID.scope.  Fills manager, id, name (libvirt),
+ * source and cgroup (the path up to the VM's own cgroup) of a zeroed *out.
+ * Errors: -EINVAL NULL argument; -ENOENT no VM's cgroup (*out zeroed).
+ * Thread-safe (no state). */
+int pa_vm_parse_cgroup(const char *path, pa_vm_info *out);
+
+/* The vCPU index of a hypervisor's thread named comm (proc(5)
+ * /proc/PID/task/TID/comm): QEMU's "CPU 3/KVM" (and "/TCG"),
+ * Firecracker's "fc_vcpu 3", cloud-hypervisor's "vcpu3"; -1 for any other
+ * thread (the emulator's).  Thread-safe (no state). */
+int pa_vm_vcpu_index(const char *comm);
+
+/* A host's VMs, kept between scans: each scan lists the processes of
+ * procfs, and reads a command line, a cgroup and a manager's files only
+ * for a hypervisor's process it has not seen before (its threads are
+ * listed again at every scan). */
+typedef struct pa_vms pa_vms;
+
+/* A VM table over procfs ("/proc" when NULL) and rootfs (where Proxmox's
+ * etc/pve/qemu-server and the container runtimes' state are, "/" when
+ * NULL; the same root as pa_ctx_opts' rootfs).  Empty until scanned.
+ * Errors: -ENOMEM.  Thread-safe; the table is not (one caller at a
+ * time). */
+int pa_vms_new(pa_vms **out, const char *procfs, const char *rootfs);
+
+/* Lists the VMs running now.  Errors: -ENOENT, -EACCES procfs cannot be
+ * listed (the message names it); -ENOMEM.  A VM whose files vanish while
+ * read (it stopped) is left out.  Not thread-safe (the table). */
+int pa_vms_scan(pa_vms *v);
+
+/* The VMs of the last scan: their count, the i-th (NULL past the end),
+ * the VM a process belongs to (its hypervisor's pid, or a process in the
+ * VM's own cgroup: pass its cgroup path, NULL when unknown), NULL when
+ * none.  Pointers stay valid until the next scan or pa_vms_free.  Not
+ * thread-safe (the table). */
+size_t pa_vms_count(const pa_vms *v);
+const pa_vm_info *pa_vms_get(const pa_vms *v, size_t i);
+const pa_vm_info *pa_vms_of_process(const pa_vms *v, pid_t pid, const char *cgroup);
+
+/* Frees the table.  NULL is a no-op. */
+void pa_vms_free(pa_vms *v);
+
+/* One scan as a copied array (*out, *n; freed with free()): the way in
+ * for a caller that scans once (the guests' export).  Errors as
+ * pa_vms_new and pa_vms_scan.  Thread-safe. */
+int pa_vm_list(const char *procfs, const char *rootfs, pa_vm_info **out, size_t *n);
+
+/* ------------------------------------------------------------------ */
 /* Scopes: the energy of a region of code                              */
 /* ------------------------------------------------------------------ */
 
