@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 #include "groups.h"
+#include "vmgroups.h"
 
 #include <ctype.h>
 #include <curses.h>
@@ -57,6 +58,7 @@ typedef struct top {
     const char *procfs;      /* where the rows' thread counts are read */
     bool capped;             /* a row's CPU% was capped (drawn with '*') */
     double carbon_g_per_kwh; /* --carbon-intensity; 0: no grams */
+    pa_vmgroups *vmg;        /* the VM view (own sampling only) */
 } top;
 
 /* Windows shorter than this many ticks of procfs-cpu are refused: a
@@ -73,7 +75,7 @@ static const char top_about[] =
 
 static const char top_footer[] =
     "Keys: q quit, s next sort key, c processes/cgroups, g processes/containers/pods/"
-    "units, / filter (Enter "
+    "units, v VMs (own sampling), / filter (Enter "
     "applies,\nEsc cancels, empty clears), + and - double or halve the "
     "interval.\n";
 
@@ -82,6 +84,17 @@ static const char top_footer[] =
 static void set_status(top *t, const char *msg)
 {
     snprintf(t->status, sizeof(t->status), "%s", msg);
+}
+
+/* In the VM view, lists the VMs again and watches their threads (their
+ * vCPUs apart from the next window on). */
+static void watch_vms(top *t)
+{
+    if (t->group != PA_GROUP_VM || !t->vmg || pa_vmgroups_scan(t->vmg) < 0)
+        return;
+    const pa_vms *v = pa_vmgroups_vms(t->vmg);
+    for (size_t i = 0; i < pa_vms_count(v); i++)
+        (void)pa_watch_pid(t->ctx, pa_vms_get(v, i)->pid, PA_WATCH_THREADS);
 }
 
 /* Fetches a new window.  Returns 1 if t->rep changed. */
@@ -125,6 +138,7 @@ static int refresh_data(top *t)
         pa_report_free(t->own);
         t->own = nr;
         t->rep = nr;
+        watch_vms(t);
     }
     if (t->rep) {
         t->energy_j += t->rep->system.total_w * t->rep->interval_s;
@@ -188,7 +202,9 @@ static size_t build_rows(top *t, const pa_report *r)
         t->rows = nr;
         t->rows_cap = r->ntargets;
     }
-    pa_target_type want = t->cgroups || t->group ? PA_TARGET_CGROUP : PA_TARGET_PROCESS;
+    pa_target_type want = t->group == PA_GROUP_VM  ? PA_TARGET_VM
+                          : t->cgroups || t->group ? PA_TARGET_CGROUP
+                                                   : PA_TARGET_PROCESS;
     size_t n = 0;
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
@@ -287,8 +303,23 @@ static void row_gpu(const pa_report *r, const pa_target_info *x, int g, char *co
 /* The name of the view: "processes", "cgroups", "containers"... */
 static const char *view_name(const top *t)
 {
-    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups"};
+    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups", "VMs"};
     return t->group ? groups[t->group] : t->cgroups ? "cgroups" : "processes";
+}
+
+/* A VM row's name: "web-01 (qemu, libvirt; vCPUs 21.00 W)". */
+static void vm_label(const pa_target_info *x, char *out, size_t len)
+{
+    const pa_vm_info *v = x->vm;
+    if (!v) {
+        snprintf(out, len, "%s", x->comm);
+        return;
+    }
+    char vcpu[48] = "";
+    if (x->vcpu_w >= 0)
+        snprintf(vcpu, sizeof(vcpu), "; vCPUs %.2f W", x->vcpu_w);
+    snprintf(out, len, "%.64s (%s%s%s%s)", v->name[0] ? v->name : "?", v->hypervisor,
+             v->manager[0] ? ", " : "", v->manager, vcpu);
 }
 
 static void draw(top *t)
@@ -297,9 +328,14 @@ static void draw(top *t)
     int h = LINES, w = COLS;
     const pa_report *r = t->rep;
     pa_report *grouped = NULL;
-    if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0)
+    const pa_report *vr = NULL;
+    if (r && t->group == PA_GROUP_VM) {
+        if (!t->vmg || pa_vmgroups_report(t->vmg, r, &vr) < 0)
+            snprintf(t->status, sizeof(t->status), "the VM view needs top's own sampling");
+    } else if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0) {
         snprintf(t->status, sizeof(t->status), "out of memory");
-    size_t n = build_rows(t, grouped ? grouped : r);
+    }
+    size_t n = build_rows(t, vr ? vr : grouped ? grouped : r);
     int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
@@ -346,7 +382,7 @@ static void draw(top *t)
         *c = (char)toupper((unsigned char)*c);
     /* a GPU column when the report has the component (grouped views: "-",
      * their rows carry no components) */
-    const pa_report *rr = grouped ? grouped : r;
+    const pa_report *rr = vr ? vr : grouped ? grouped : r;
     int g = gpu_comp(r);
     const char *gh = g >= 0 ? "    GPU W" : "";
     int gw = g >= 0 ? 10 : 0;
@@ -364,7 +400,9 @@ static void draw(top *t)
         const pa_target_info *x = t->rows[i];
         char label[160];
         pa_out_cgroup_label(x, label, sizeof(label));
-        if (t->group)
+        if (x->type == PA_TARGET_VM) /* its name, its vCPUs' part */
+            vm_label(x, label, sizeof(label));
+        else if (t->group)
             snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
         char gcol[16] = "";
         if (g >= 0)
@@ -402,7 +440,7 @@ static void draw(top *t)
         line(h - 1, "%s", t->status);
         attroff(A_BOLD);
     } else {
-        line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
+        line(h - 1, "%sq quit  s sort  c %s  g group  v VMs  / filter  +/- interval",
              t->capped ? PA_OUT_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
     }
     refresh();
@@ -476,8 +514,8 @@ static int set_group(void *v, const char *cmd, const char *arg)
 {
     if (pa_cli_group_parse(arg, v) < 0 || *(pa_cli_group *)v == PA_GROUP_CGROUP)
         return pa_cli_usage_error(cmd,
-                                  "--group-by: unknown kind '%s' (container, pod or unit; "
-                                  "-c for cgroups)",
+                                  "--group-by: unknown kind '%s' (container, pod, unit or "
+                                  "vm; -c for cgroups)",
                                   arg);
     return 0;
 }
@@ -493,8 +531,9 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
                         "power, cpu, nic, energy or pid (default power)", set_sort),
         PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
         PA_OPT_CALLBACK('g', "group-by", &t->group, "KIND",
-                        "start in the view of containers, pods or units\n"
-                        "(the key g goes from one to the next)",
+                        "start in the view of containers, pods, units or\n"
+                        "VMs (vm; the key g goes from one to the next of\n"
+                        "the first three, v to the VMs and back)",
                         set_group),
         PA_OPT_CALLBACK('f', "filter", t, "TEXT",
                         "only rows whose name, cgroup or pid contains TEXT", set_filter),
@@ -517,6 +556,9 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
                                   "%s with it (modules and roots are the "
                                   "daemon's)",
                                   given);
+    if (t->ring && t->group == PA_GROUP_VM)
+        return pa_cli_usage_error(CMD, "--group-by vm groups this host's processes and "
+                                       "threads: not with --ring");
     t->interval_ns = co->interval_ns;
     return 0;
 }
@@ -554,6 +596,12 @@ static int top_run(top *t, const pa_cli_ctx *co)
             return PA_EXIT_FAIL;
         }
         t->procfs = co->copts.procfs;
+        if ((rc = pa_vmgroups_new(&t->vmg, co->copts.procfs, co->copts.rootfs)) < 0) {
+            pa_cli_error(CMD, "out of memory");
+            pa_ctx_free(t->ctx);
+            return PA_EXIT_FAIL;
+        }
+        watch_vms(t);
         uint64_t tick = pa_cli_cpu_resolution_ns(t->ctx);
         if (t->interval_ns < TOP_MIN_TICKS * tick) {
             pa_cli_error(CMD,
@@ -618,6 +666,10 @@ static int top_run(top *t, const pa_cli_ctx *co)
         case 'g': /* processes -> containers -> pods -> units -> processes */
             t->group = t->group >= PA_GROUP_UNIT ? PA_GROUP_NONE : (pa_cli_group)(t->group + 1);
             break;
+        case 'v': /* the VMs, and back */
+            t->group = t->group == PA_GROUP_VM ? PA_GROUP_NONE : PA_GROUP_VM;
+            watch_vms(t);
+            break;
         case '/':
             prompt_filter(t);
             break;
@@ -643,6 +695,7 @@ static int top_run(top *t, const pa_cli_ctx *co)
     pa_ring_close(t->r);
     pa_report_free(t->own);
     pa_ctx_free(t->ctx);
+    pa_vmgroups_free(t->vmg);
     free(t->rows);
     return PA_EXIT_OK;
 }

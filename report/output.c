@@ -162,6 +162,8 @@ static const char *type_name(const pa_out *o, pa_target_type t)
         return "exited";
     case PA_TARGET_UNACCOUNTED:
         return "unaccounted";
+    case PA_TARGET_VM:
+        return "vm";
     }
     return "unknown";
 }
@@ -510,6 +512,26 @@ static void json_names(FILE *f, const pa_cgroup_names *n)
     }
 }
 
+/* A VM record's names and its vCPU part (DESIGN.md section 18). */
+static void json_vm(FILE *f, const pa_target_info *t)
+{
+    const pa_vm_info *v = t->vm;
+    const char *s[][2] = {
+        {"vm_name", v->name},       {"vm_uuid", v->uuid}, {"hypervisor", v->hypervisor},
+        {"vm_manager", v->manager}, {"vm_id", v->id},     {"names_source", v->source}};
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+        if (*s[i][1]) {
+            fprintf(f, ",\"%s\":", s[i][0]);
+            pa__json_write(f, s[i][1]);
+        }
+    fprintf(f, ",\"threads\":%u,\"vcpus\":%u", v->nthreads, v->nvcpus);
+    bool known = t->vcpu_w >= 0;
+    json_key_num(f, "vcpu_w", known ? t->vcpu_w : NAN, true);
+    json_key_num(f, "emulator_w", known ? t->emulator_w : NAN, true);
+    json_key_num(f, "vcpu_j", t->vcpu_j, true);
+    json_key_num(f, "emulator_j", t->emulator_j, true);
+}
+
 static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
@@ -520,6 +542,11 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
         pa__json_write(f, t->cgroup);
+    } else if (t->type == PA_TARGET_VM) {
+        fprintf(f, ",\"pid\":%ld,\"comm\":", (long)t->pid);
+        pa__json_write(f, t->comm);
+        if (t->vm)
+            json_vm(f, t);
     } else if (t->type >= PA_TARGET_EXITED) {
         if (t->type == PA_TARGET_EXITED)
             fprintf(f, ",\"processes\":%u", t->processes);
@@ -769,7 +796,7 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputc(',', f);
     csv_number(f, target_interval(r, t));
     fputc(',', f);
-    if (t->type != PA_TARGET_CGROUP && t->type < PA_TARGET_EXITED)
+    if ((t->type != PA_TARGET_CGROUP && t->type < PA_TARGET_EXITED) || (t->vm && t->pid))
         fprintf(f, "%ld", (long)t->pid);
     fputc(',', f);
     if (t->type == PA_TARGET_THREAD)
@@ -923,6 +950,11 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
         break;
     case PA_TARGET_UNACCOUNTED:
         snprintf(name, sizeof(name), "%s", comm);
+        break;
+    case PA_TARGET_VM:
+        if (t->vm)
+            snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
+        snprintf(name, sizeof(name), "%.95s", t->vm && t->vm->name[0] ? t->vm->name : comm);
         break;
     default:
         pa_out_cgroup_label(t, name, sizeof(name));

@@ -13,11 +13,17 @@
  *    and nginx are no VMs; which processes are a VM's (its cgroup).
  * 5. The table kept between scans: a VM that stops is gone, a new one is
  *    named, a renamed Proxmox VM keeps its name while its process lives.
+ * 6. `powerapi monitor --vms --format json` on the fixture against
+ *    tests/golden/monitor-vms.jsonl (PA_UPDATE_GOLDEN=1 rewrites it), and
+ *    its sums: the VMs and "[not in a VM]" add up to the system's busy
+ *    power, each VM's vCPU and emulator parts to its power, every window;
+ *    --group-by vm is the same; the table; the refused combinations.
  */
 #include "internal.h"
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +322,97 @@ START_TEST(table_between_scans)
 }
 END_TEST
 
+/* The number after key in line, NAN when absent or null. */
+static double json_num(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    if (!p || !strncmp(p + strlen(key), "null", 4))
+        return NAN;
+    return strtod(p + strlen(key), NULL);
+}
+
+/* monitor on the fixture (two windows of 1 s) with opts; its output. */
+static char *run_monitor(const char *opts, int want_status)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "'%s' monitor %s --procfs '%s/proc' --sysfs '%s/sys' --rootfs '%s/rootfs' "
+             "--hwdb '%s' --clock-step 1s --count 2 --fixture-states '%s/states' 2>&1",
+             PA_CLI_PATH, opts, FIX, FIX, FIX, PA_TEST_HWDB, FIX);
+    char *out = NULL;
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == want_status, "%s: exit %d: %s", opts, st, out ? out : "");
+    return out;
+}
+
+/* Compares text with tests/golden/NAME, or rewrites it (PA_UPDATE_GOLDEN=1). */
+static void golden(const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", PA_GOLDEN_DIR, name);
+    const char *upd = getenv("PA_UPDATE_GOLDEN");
+    if (upd && !strcmp(upd, "1")) {
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+        return;
+    }
+    char *want = pa_test_slurp(path);
+    ck_assert_msg(want != NULL, "golden file %s missing (PA_UPDATE_GOLDEN=1 writes it)", path);
+    ck_assert_msg(!strcmp(want, text),
+                  "output differs from %s (PA_UPDATE_GOLDEN=1 rewrites it):\n%s", path, text);
+    free(want);
+}
+
+START_TEST(monitor_vms)
+{
+    char *out = run_monitor("--vms --format json", 0);
+    golden("monitor-vms.jsonl", out);
+    char *same = run_monitor("--group-by vm --format json", 0);
+    ck_assert_str_eq(same, out);
+    free(same);
+    double busy[3] = {0}, sum[3] = {0};
+    int vms[3] = {0};
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        int k = (int)json_num(line, "\"time\":");
+        ck_assert(k == 1 || k == 2);
+        double w = json_num(line, "\"power_w\":{\"cpu\":");
+        if (strstr(line, "\"type\":\"system\"")) {
+            busy[k] = w - json_num(line, "\"idle\":");
+            continue;
+        }
+        ck_assert_msg(strstr(line, "\"type\":\"vm\""), "%s", line);
+        sum[k] += w;
+        vms[k] += strstr(line, "\"vm_name\"") != NULL;
+        double v = json_num(line, "\"vcpu_w\":"), e = json_num(line, "\"emulator_w\":");
+        if (!isnan(v))
+            ck_assert_double_eq_tol(v + e, w, 1e-9);
+        ck_assert_double_eq_tol(json_num(line, "\"energy_j\":{\"cpu\":"), k * w, 1e-9);
+    }
+    for (int k = 1; k <= 2; k++) {
+        ck_assert_int_eq(vms[k], (int)NVMS);
+        ck_assert_double_eq_tol(busy[k], 114, 1e-9); /* 380 of 400 ticks of 120 W */
+        ck_assert_double_eq_tol(sum[k], busy[k], 1e-9);
+    }
+    free(out);
+    /* the table: names, the rest */
+    out = run_monitor("--vms", 0);
+    ck_assert_msg(
+        strstr(out,
+               "    1001           web-01                     80.0    24.00    24.00      48.00"),
+        "%s", out);
+    ck_assert_msg(strstr(out, "[not in a VM]"), "%s", out);
+    free(out);
+    out = run_monitor("--vms --group-by pod", 2);
+    ck_assert_msg(strstr(out, "--vms is --group-by vm, not --group-by pod"), "%s", out);
+    free(out);
+    out = run_monitor("--vms --pid 1001", 2);
+    ck_assert_msg(strstr(out, "no --pid, --ring or COMMAND with it"), "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("vms");
@@ -325,6 +422,7 @@ int main(void)
     tcase_add_test(tc, vcpu_names);
     tcase_add_test(tc, list_fixture);
     tcase_add_test(tc, table_between_scans);
+    tcase_add_test(tc, monitor_vms);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }

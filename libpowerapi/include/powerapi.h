@@ -320,6 +320,11 @@ typedef enum pa_target_type {
                                   CPU time neither a process nor the exit
                                   accounting explains): pid 0, comm
                                   "[unaccounted]" */
+    /* Issue 41, in reports grouped by VM (DESIGN.md section 18): */
+    PA_TARGET_VM = 7, /* a virtual machine: pid and comm its hypervisor's,
+                         vm its names; its processes and threads summed.
+                         vm NULL: the processes in no VM, summed ("[not
+                         in a VM]", pid 0) */
 } pa_target_type;
 
 #define PA_COMM_MAX 16
@@ -346,6 +351,18 @@ typedef struct pa_target_info {
     unsigned processes;                  /* PA_TARGET_EXITED: the processes it sums (0 when
                                             the exit accounting is an estimate that cannot
                                             count them); 0 for the other types (since 0.3) */
+    const struct pa_vm_info *vm;         /* PA_TARGET_VM: the VM's names; NULL
+                                            otherwise (issue 41) */
+    double vcpu_w, emulator_w;           /* PA_TARGET_VM: power.total_w split
+                                            between its vCPU threads (the guest's
+                                            work) and the rest (emulator, I/O,
+                                            device model, its other processes);
+                                            both < 0 when its threads could not
+                                            be told apart in the window; 0 for
+                                            the other types */
+    double vcpu_j, emulator_j;           /* the same in joules, summed over the
+                                            windows whose threads were told apart
+                                            (so they add up to at most total_j) */
 } pa_target_info;
 
 /* One device of a component in a window (since 0.2): a GPU, as its

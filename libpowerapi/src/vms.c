@@ -145,7 +145,7 @@ static void proxmox_conf(const pa_vms *v, pa_vm_info *vm)
             }
         } else if (!strncmp(l, "smbios1:", 8)) {
             char *u = strstr(l, "uuid=");
-            if (u && strlen(u + 5) >= 36) {
+            if (u && strspn(u + 5, "0123456789abcdefABCDEF-") == 36) {
                 memcpy(vm->uuid, u + 5, 36);
                 vm->uuid[36] = '\0';
             }
