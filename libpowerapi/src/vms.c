@@ -36,6 +36,8 @@ typedef struct vm_entry {
     char comm[16];
     int is_vm; /* 0: a process named like a hypervisor that is none */
     pa_vm_info info;
+    int (*thr)[2]; /* the last scan's threads: tid, vCPU index or -1 */
+    unsigned nthr;
 } vm_entry;
 
 struct pa_vms {
@@ -58,13 +60,21 @@ int pa_vms_new(pa_vms **out, const char *procfs, const char *rootfs)
     return 0;
 }
 
+/* Frees n entries (their thread lists) and the array. */
+static void free_entries(vm_entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(e[i].thr);
+    free(e);
+}
+
 void pa_vms_free(pa_vms *v)
 {
     if (!v)
         return;
     free(v->procfs);
     free(v->rootfs);
-    free(v->e);
+    free_entries(v->e, v->n);
     free(v->vms);
     free(v);
 }
@@ -217,37 +227,60 @@ static int cmp_vcpu(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* Lists the threads of vm's process: the vCPUs by index, the count. */
-static void list_threads(const pa_vms *v, pa_vm_info *vm)
+/* The vCPU index of thread tid (its name read once: QEMU, Firecracker
+ * and cloud-hypervisor name a thread when they start it), from the last
+ * scan's list when it is there. */
+static int thread_vcpu(const pa_vms *v, const vm_entry *e, pid_t tid)
 {
-    char rel[64];
-    snprintf(rel, sizeof(rel), "%s/%d/task", v->procfs, (int)vm->pid);
+    for (unsigned i = 0; i < e->nthr; i++)
+        if (e->thr[i][0] == tid)
+            return e->thr[i][1];
+    char rel[64], comm[64];
+    snprintf(rel, sizeof(rel), "%d/task/%d/comm", (int)e->pid, (int)tid);
+    return read_line(v->procfs, rel, comm, sizeof(comm)) > 0 ? pa_vm_vcpu_index(comm) : -1;
+}
+
+/* Lists the threads of e's process: the vCPUs by index, the count. */
+static void list_threads(const pa_vms *v, vm_entry *e)
+{
+    char rel[4200];
+    snprintf(rel, sizeof(rel), "%s/%d/task", v->procfs, (int)e->pid);
     DIR *d = opendir(rel);
-    int pairs[PA_VM_MAX_VCPUS][2];
-    unsigned nv = 0, nt = 0;
+    int(*thr)[2] = NULL, pairs[PA_VM_MAX_VCPUS][2];
+    unsigned nv = 0, nt = 0, cap = 0;
     for (struct dirent *de; d && (de = readdir(d));) {
         if (de->d_name[0] < '0' || de->d_name[0] > '9')
             continue;
-        nt++;
-        char comm[64];
-        snprintf(rel, sizeof(rel), "%d/task/%.20s/comm", (int)vm->pid, de->d_name);
-        int k = read_line(v->procfs, rel, comm, sizeof(comm)) > 0 ? pa_vm_vcpu_index(comm) : -1;
+        pid_t tid = (pid_t)atoi(de->d_name);
+        int k = thread_vcpu(v, e, tid);
+        if (nt == cap) {
+            cap = cap ? 2 * cap : 16;
+            int(*p)[2] = realloc(thr, cap * sizeof(*thr));
+            if (!p)
+                break; /* listed again at the next scan */
+            thr = p;
+        }
+        thr[nt][0] = tid;
+        thr[nt++][1] = k;
         if (k >= 0 && nv < PA_VM_MAX_VCPUS) {
             pairs[nv][0] = k;
-            pairs[nv++][1] = atoi(de->d_name);
+            pairs[nv++][1] = tid;
         }
     }
     if (d)
         closedir(d);
     qsort(pairs, nv, sizeof(pairs[0]), cmp_vcpu);
-    vm->nthreads = nt;
-    vm->nvcpus = nv;
+    free(e->thr);
+    e->thr = thr;
+    e->nthr = nt;
+    e->info.nthreads = nt;
+    e->info.nvcpus = nv;
     for (unsigned i = 0; i < nv; i++)
-        vm->vcpu_tids[i] = pairs[i][1];
+        e->info.vcpu_tids[i] = pairs[i][1];
 }
 
 /* The entry of pid in the previous scan's table, or NULL. */
-static const vm_entry *old_entry(const vm_entry *e, size_t n, pid_t pid)
+static vm_entry *old_entry(vm_entry *e, size_t n, pid_t pid)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -280,9 +313,10 @@ static int add_entry(pa_vms *v, vm_entry **ne, size_t *nn, size_t *cap, pid_t pi
         *cap = c;
     }
     vm_entry *e = &(*ne)[*nn];
-    const vm_entry *o = old_entry(v->e, v->n, pid);
+    vm_entry *o = old_entry(v->e, v->n, pid);
     if (o && !strcmp(o->comm, comm)) {
         *e = *o;
+        o->thr = NULL; /* moved */
     } else {
         memset(e, 0, sizeof(*e));
         e->pid = pid;
@@ -290,7 +324,7 @@ static int add_entry(pa_vms *v, vm_entry **ne, size_t *nn, size_t *cap, pid_t pi
         e->is_vm = name_vm(v, pid, &e->info) == 0;
     }
     if (e->is_vm)
-        list_threads(v, &e->info);
+        list_threads(v, e);
     (*nn)++;
     return 0;
 }
@@ -336,10 +370,10 @@ int pa_vms_scan(pa_vms *v)
     }
     closedir(d);
     if (rc < 0) {
-        free(ne);
+        free_entries(ne, nn);
         return pa__err(rc, "vms: out of memory");
     }
-    free(v->e);
+    free_entries(v->e, v->n);
     v->e = ne;
     v->n = nn;
     if (publish(v) < 0)
