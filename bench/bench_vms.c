@@ -59,13 +59,10 @@ static pa_ctx *make_ctx(const char *dir)
 static double scan(pa_ctx *ctx, pa_vmgroups *g)
 {
     double t0 = now_ms();
-    if (pa_vmgroups_scan(g) < 0) {
+    if (pa_vmgroups_scan(g, ctx) < 0) {
         fprintf(stderr, "bench_vms: scan: %s\n", pa_last_error());
         exit(1);
     }
-    const pa_vms *v = pa_vmgroups_vms(g);
-    for (size_t i = 0; i < pa_vms_count(v); i++)
-        (void)pa_watch_pid(ctx, pa_vms_get(v, i)->pid, PA_WATCH_THREADS);
     return now_ms() - t0;
 }
 

@@ -257,15 +257,10 @@ static int parse_args(monitor *m, int argc, char **argv)
 /* Lists the VMs again and watches their threads (vCPUs apart). */
 static int scan_vms(monitor *m)
 {
-    int err = pa_vmgroups_scan(m->vmg);
-    if (err < 0) {
+    int err = pa_vmgroups_scan(m->vmg, m->ctx);
+    if (err < 0)
         pa_cli_error(CMD, "--group-by vm: %s", pa_cli_errmsg(err));
-        return err;
-    }
-    const pa_vms *v = pa_vmgroups_vms(m->vmg);
-    for (size_t i = 0; i < pa_vms_count(v); i++)
-        (void)pa_watch_pid(m->ctx, pa_vms_get(v, i)->pid, PA_WATCH_THREADS); /* gone: no matter */
-    return 0;
+    return err;
 }
 
 static int setup_targets(monitor *m)

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "prometheus.h"
+#include "vmgroups.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +42,7 @@ typedef struct serve {
     struct MHD_Response *unavailable; /* 503 text when no data */
     char why[512];                    /* why there is no page (ring dead...) */
     unsigned long scrapes;            /* under lock */
+    pa_vmgroups *vmg;                 /* --vms: the VM series */
 } serve;
 
 static const char serve_about[] =
@@ -71,7 +73,12 @@ static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,co
                                    "{index,uuid,name,vendor,bus,source},\n"
                                    "powerapi_process_gpu_power_watts{pid,comm}, "
                                    "powerapi_cgroup_gpu_power_watts{cgroup} and their\n"
-                                   "_energy_joules_total.\n";
+                                   "_energy_joules_total;\n"
+                                   "with --vms: powerapi_vm_power_watts, "
+                                   "powerapi_vm_energy_joules_total,\n"
+                                   "powerapi_vm_vcpu_power_watts and "
+                                   "powerapi_vm_vcpu_energy_joules_total\n"
+                                   "{vm_name,vm_uuid,hypervisor,node}.\n";
 
 /* ------------------------------------------------------------------ */
 /* HTTP                                                                */
@@ -339,9 +346,12 @@ static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t 
 
 static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
-    (void)ctx;
     serve *s = user;
     size_t len = 0;
+    const pa_report *vr = NULL;
+    s->o.vms = NULL;
+    if (s->vmg && pa_vmgroups_scan(s->vmg, ctx) == 0 && pa_vmgroups_report(s->vmg, r, &vr) == 0)
+        s->o.vms = vr; /* a failed scan or grouping: a page without VMs */
     char *text = pa_prom_page(r, &s->o, &len);
     if (text)
         serve_publish(s, text, len, NULL);
@@ -444,6 +454,7 @@ typedef struct serve_args {
     const char *listen, *ring, *node;
     uint64_t timeout, span;
     unsigned long top, maxconn, max_cgroups;
+    bool vms;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
@@ -474,6 +485,10 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                     "at most N cgroup series (default 1000); the others\n"
                     "are summed in one series, cgroup=\"[other]\"",
                     1, 10000000),
+        PA_OPT_FLAG(0, "vms", &a->vms,
+                    "also a series per VM of this host (vm_name,\n"
+                    "vm_uuid, hypervisor; its vCPUs' part apart), at\n"
+                    "most --max-cgroups of them"),
         PA_OPT_STRING(0, "node", &a->node, "NAME",
                       "the node label of the cgroup series (default:\n"
                       "this machine's host name)"),
@@ -507,6 +522,9 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                                   "%s with it (modules and roots are the "
                                   "daemon's)",
                                   given);
+    if (a->vms && a->ring)
+        return pa_cli_usage_error(CMD, "--vms groups this host's processes and threads: "
+                                       "not with --ring");
     if (a->span && !a->ring)
         return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
                                        "windows to average)");
@@ -547,6 +565,11 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     } else {
         if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
             status = rc;
+            goto out;
+        }
+        if (a->vms && ((rc = pa_vmgroups_new(&s->vmg, co->copts.procfs, co->copts.rootfs)) < 0 ||
+                       (rc = pa_vmgroups_scan(s->vmg, ctx)) < 0)) {
+            pa_cli_error(CMD, "--vms: %s", pa_cli_errmsg(rc));
             goto out;
         }
         if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0 ||
@@ -626,6 +649,7 @@ out:
     if (httpd)
         MHD_stop_daemon(httpd);
     pa_ctx_free(ctx);
+    pa_vmgroups_free(s->vmg);
     pa_ring_close(rs.r);
     if (s->page)
         MHD_destroy_response(s->page);

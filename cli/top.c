@@ -90,11 +90,9 @@ static void set_status(top *t, const char *msg)
  * vCPUs apart from the next window on). */
 static void watch_vms(top *t)
 {
-    if (t->group != PA_GROUP_VM || !t->vmg || pa_vmgroups_scan(t->vmg) < 0)
-        return;
-    const pa_vms *v = pa_vmgroups_vms(t->vmg);
-    for (size_t i = 0; i < pa_vms_count(v); i++)
-        (void)pa_watch_pid(t->ctx, pa_vms_get(v, i)->pid, PA_WATCH_THREADS);
+    int err;
+    if (t->group == PA_GROUP_VM && t->vmg && (err = pa_vmgroups_scan(t->vmg, t->ctx)) < 0)
+        set_status(t, pa_cli_errmsg(err));
 }
 
 /* Fetches a new window.  Returns 1 if t->rep changed. */

@@ -64,9 +64,12 @@ void pa_vmgroups_free(pa_vmgroups *g)
     free(g);
 }
 
-int pa_vmgroups_scan(pa_vmgroups *g)
+int pa_vmgroups_scan(pa_vmgroups *g, pa_ctx *ctx)
 {
-    return pa_vms_scan(g->vms);
+    int err = pa_vms_scan(g->vms);
+    for (size_t i = 0; err == 0 && ctx && i < pa_vms_count(g->vms); i++)
+        (void)pa_watch_pid(ctx, pa_vms_get(g->vms, i)->pid, PA_WATCH_THREADS);
+    return err;
 }
 
 const pa_vms *pa_vmgroups_vms(const pa_vmgroups *g)

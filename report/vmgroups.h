@@ -15,9 +15,12 @@ typedef struct pa_vmgroups pa_vmgroups;
 int pa_vmgroups_new(pa_vmgroups **out, const char *procfs, const char *rootfs);
 void pa_vmgroups_free(pa_vmgroups *g);
 
-/* Lists the VMs again (pa_vms_scan); the table stays the last one on
- * failure.  Call it before the first tick and before each report. */
-int pa_vmgroups_scan(pa_vmgroups *g);
+/* Lists the VMs again (pa_vms_scan; the table stays the last one on
+ * failure) and, when ctx is not NULL, watches each VM's hypervisor with
+ * its threads (PA_WATCH_THREADS: its vCPUs apart from the next window on;
+ * a VM gone in between is no error).  Call it before the first tick and
+ * before each report.  0 or pa_vms_scan's error. */
+int pa_vmgroups_scan(pa_vmgroups *g, pa_ctx *ctx);
 /* The VMs of the last scan (to watch their threads). */
 const pa_vms *pa_vmgroups_vms(const pa_vmgroups *g);
 

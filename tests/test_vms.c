@@ -18,9 +18,13 @@
  *    its sums: the VMs and "[not in a VM]" add up to the system's busy
  *    power, each VM's vCPU and emulator parts to its power, every window;
  *    --group-by vm is the same; the table; the refused combinations.
+ * 7. The exporter's VM series: labels, the vCPU series only where the
+ *    threads are told apart, at most max_cgroups VMs, the rest folded.
  */
 #include "internal.h"
+#include "prometheus.h"
 #include "testutil.h"
+#include "vmgroups.h"
 
 #include <errno.h>
 #include <math.h>
@@ -413,6 +417,54 @@ START_TEST(monitor_vms)
 }
 END_TEST
 
+START_TEST(prometheus_vm_series)
+{
+    pa_ctx *ctx = NULL;
+    pa_ctx_opts o = {.procfs = FIX "/proc", .sysfs = FIX "/sys", .rootfs = FIX "/rootfs"};
+    ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "procfs-cpu", NULL), 0);
+    ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
+    ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
+    ck_assert_int_eq(pa_report_cgroups(ctx, 1), 0);
+    pa_vmgroups *g = NULL;
+    ck_assert_int_eq(pa_vmgroups_new(&g, FIX "/proc", FIX "/rootfs"), 0);
+    ck_assert_int_eq(pa_vmgroups_scan(g, ctx), 0);
+    for (uint64_t k = 1; k <= 3; k++)
+        ck_assert_int_eq(pa_tick_at(ctx, k * 1000000000ull), 0);
+    pa_report *r = NULL;
+    ck_assert_int_eq(pa_report_get(ctx, &r), 0);
+    const pa_report *vr = NULL;
+    ck_assert_int_eq(pa_vmgroups_report(g, r, &vr), 0);
+    ck_assert_uint_eq(vr->ntargets, NVMS + 1);
+    pa_prom_opts po = {.vms = vr};
+    snprintf(po.node, sizeof(po.node), "h1");
+    size_t len = 0;
+    char *page = pa_prom_page(r, &po, &len);
+    ck_assert_ptr_nonnull(page);
+    ck_assert_msg(strstr(page,
+                         "powerapi_vm_power_watts{vm_name=\"web-01\",vm_uuid=\"6a1f3c2e-"
+                         "8d4b-4e5f-9a0b-1c2d3e4f5a6b\",hypervisor=\"qemu\",node=\"h1\"} 0\n"),
+                  "%s", page);
+    ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_vcpu_power_watts{vm_name=\"fc-batch-7\""));
+    ck_assert_ptr_null(strstr(page, "powerapi_vm_vcpu_power_watts{vm_name=\"scratch\""));
+    ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_power_watts{vm_name=\"[not in a VM]\""));
+    ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_series_folded 0\n"));
+    free(page);
+    po.max_cgroups = 3; /* the containers' bound */
+    page = pa_prom_page(r, &po, &len);
+    size_t series = 0;
+    for (const char *p = page; (p = strstr(p, "\npowerapi_vm_power_watts{")); p++)
+        series++;
+    ck_assert_uint_eq(series, 4); /* 3 and [other] */
+    ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_power_watts{vm_name=\"[other]\",vm_uuid=\"\""));
+    ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_series_folded 7\n"));
+    free(page);
+    pa_report_free(r);
+    pa_vmgroups_free(g);
+    pa_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("vms");
@@ -423,6 +475,7 @@ int main(void)
     tcase_add_test(tc, list_fixture);
     tcase_add_test(tc, table_between_scans);
     tcase_add_test(tc, monitor_vms);
+    tcase_add_test(tc, prometheus_vm_series);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }
