@@ -148,9 +148,10 @@ static int check_args(monitor *m)
         m->group = PA_GROUP_CONTAINER;
     if (m->vms)
         m->group = PA_GROUP_VM;
-    if (m->group == PA_GROUP_VM && (m->ring || m->npids || m->cmd))
+    if (m->group == PA_GROUP_VM && (m->npids || m->cmd))
         return pa_cli_usage_error(CMD, "--group-by vm groups every process of this host: "
-                                       "no --pid, --ring or COMMAND with it");
+                                       "no --pid or COMMAND with it (with --ring, the VM "
+                                       "records of a 'daemon --vms')");
     if (m->group)
         m->cgroups = true; /* groups are made of the cgroup records */
     if (m->cmd && m->clock_step_ns)
@@ -693,7 +694,8 @@ int pa_cli_monitor(int argc, char **argv)
                               .duration_ns = m.duration_ns,
                               .pids = pids,
                               .npids = pids ? m.npids : 0,
-                              .cgroups = m.cgroups,
+                              .cgroups = m.cgroups && m.group != PA_GROUP_VM,
+                              .vms = m.group == PA_GROUP_VM,
                               .out = &m.out,
                               .sigs = &m.sigs};
         status = pa_cli_monitor_ring(&rm);

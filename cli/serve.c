@@ -43,6 +43,7 @@ typedef struct serve {
     char why[512];                    /* why there is no page (ring dead...) */
     unsigned long scrapes;            /* under lock */
     pa_vmgroups *vmg;                 /* --vms: the VM series */
+    bool ring_vms;                    /* --vms --ring: from the ring's records */
 } serve;
 
 static const char serve_about[] =
@@ -398,6 +399,7 @@ static void ring_refresh(serve *s, ring_src *rs)
             const pa_report *rep;
             if ((rs->span_ns ? ring_span(rs, &rep) : pa_ring_read(rs->r, &rs->seq, &rep)) == 0) {
                 size_t len = 0;
+                s->o.vms = s->ring_vms ? rep : NULL;
                 char *text = pa_prom_page(rep, &s->o, &len);
                 if (text)
                     serve_publish(s, text, len, NULL);
@@ -408,6 +410,7 @@ static void ring_refresh(serve *s, ring_src *rs)
         rc = rs->span_ns ? ring_span(rs, &rep) : pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
         if (rc == 0) {
             size_t len = 0;
+            s->o.vms = s->ring_vms ? rep : NULL;
             char *text = pa_prom_page(rep, &s->o, &len);
             if (text)
                 serve_publish(s, text, len, NULL);
@@ -522,9 +525,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                                   "%s with it (modules and roots are the "
                                   "daemon's)",
                                   given);
-    if (a->vms && a->ring)
-        return pa_cli_usage_error(CMD, "--vms groups this host's processes and threads: "
-                                       "not with --ring");
+    s->ring_vms = a->vms && a->ring; /* the VM records of a 'daemon --vms' */
     if (a->span && !a->ring)
         return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
                                        "windows to average)");

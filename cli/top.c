@@ -328,8 +328,10 @@ static void draw(top *t)
     pa_report *grouped = NULL;
     const pa_report *vr = NULL;
     if (r && t->group == PA_GROUP_VM) {
-        if (!t->vmg || pa_vmgroups_report(t->vmg, r, &vr) < 0)
-            snprintf(t->status, sizeof(t->status), "the VM view needs top's own sampling");
+        if (t->ring)
+            vr = r; /* the VM records of a 'daemon --vms' */
+        else if (!t->vmg || pa_vmgroups_report(t->vmg, r, &vr) < 0)
+            snprintf(t->status, sizeof(t->status), "out of memory");
     } else if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0) {
         snprintf(t->status, sizeof(t->status), "out of memory");
     }
@@ -554,9 +556,6 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
                                   "%s with it (modules and roots are the "
                                   "daemon's)",
                                   given);
-    if (t->ring && t->group == PA_GROUP_VM)
-        return pa_cli_usage_error(CMD, "--group-by vm groups this host's processes and "
-                                       "threads: not with --ring");
     t->interval_ns = co->interval_ns;
     return 0;
 }

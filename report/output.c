@@ -559,7 +559,8 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fputs(",\"comm\":", f);
         pa__json_write(f, t->comm);
     }
-    json_names(f, t->names);
+    if (t->type != PA_TARGET_VM) /* a VM's names_source is its name's */
+        json_names(f, t->names);
     json_key_num(f, "cpu_time_s", t->power.cpu_time_s, true);
     fputs(",\"power_w\":{", f);
     json_key_num(f, "cpu", t->power.cpu_w, false);

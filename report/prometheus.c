@@ -232,12 +232,14 @@ static void put_vm_labels(FILE *f, const char *name, const pa_vm_info *v, const 
 static void put_vms(FILE *f, const pa_prom_opts *o)
 {
     const pa_report *r = o->vms;
-    size_t n = r->ntargets, keep = o->max_cgroups && n > o->max_cgroups ? o->max_cgroups : n;
-    const pa_target_info **v = malloc((n ? n : 1) * sizeof(*v));
+    const pa_target_info **v = malloc((r->ntargets ? r->ntargets : 1) * sizeof(*v));
     if (!v)
         return;
-    for (size_t i = 0; i < n; i++)
-        v[i] = &r->targets[i];
+    size_t n = 0;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_VM) /* a ring's window holds the others too */
+            v[n++] = &r->targets[i];
+    size_t keep = o->max_cgroups && n > o->max_cgroups ? o->max_cgroups : n;
     qsort(v, n, sizeof(*v), by_power_desc);
     static const char *const name[4] = {
         "powerapi_vm_power_watts", "powerapi_vm_energy_joules_total",

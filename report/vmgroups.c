@@ -36,6 +36,11 @@ struct pa_vmgroups {
     double *wj; /* per record: cpu, nic, total, vcpu joules of the window */
     bool *seen; /* per record: its hypervisor's threads were in the window */
     size_t cap;
+    /* pa_vmgroups_merge: r's targets, then the VM records */
+    pa_report m;
+    pa_target_info *mt;
+    double *mcomp; /* watts of every target, then their joules */
+    size_t mcap, mcomp_cap;
 };
 
 int pa_vmgroups_new(pa_vmgroups **out, const char *procfs, const char *rootfs)
@@ -61,6 +66,8 @@ void pa_vmgroups_free(pa_vmgroups *g)
     free(g->t);
     free(g->wj);
     free(g->seen);
+    free(g->mt);
+    free(g->mcomp);
     free(g);
 }
 
@@ -223,5 +230,42 @@ int pa_vmgroups_report(pa_vmgroups *g, const pa_report *r, const pa_report **out
     g->r.target_component_w = NULL; /* per record of r, not of the groups */
     g->r.target_component_j = NULL;
     *out = &g->r;
+    return 0;
+}
+
+int pa_vmgroups_merge(pa_vmgroups *g, const pa_report *r, const pa_report **out)
+{
+    const pa_report *v = NULL;
+    if (pa_vmgroups_report(g, r, &v) < 0)
+        return -ENOMEM;
+    size_t n = r->ntargets + v->ntargets, nk = r->target_component_w ? r->ncomponents : 0;
+    if (n > g->mcap) {
+        pa_target_info *t = realloc(g->mt, n * sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        g->mt = t;
+        g->mcap = n;
+    }
+    if (2 * n * nk > g->mcomp_cap) {
+        double *c = realloc(g->mcomp, 2 * n * nk * sizeof(*c));
+        if (!c)
+            return -ENOMEM;
+        g->mcomp = c;
+        g->mcomp_cap = 2 * n * nk;
+    }
+    memcpy(g->mt, r->targets, r->ntargets * sizeof(*g->mt));
+    memcpy(g->mt + r->ntargets, v->targets, v->ntargets * sizeof(*g->mt));
+    g->m = *r;
+    g->m.targets = g->mt;
+    g->m.ntargets = n;
+    if (nk) {
+        double *w = g->mcomp, *j = g->mcomp + n * nk;
+        memset(g->mcomp, 0, 2 * n * nk * sizeof(double));
+        memcpy(w, r->target_component_w, r->ntargets * nk * sizeof(double));
+        memcpy(j, r->target_component_j, r->ntargets * nk * sizeof(double));
+        g->m.target_component_w = w;
+        g->m.target_component_j = j;
+    }
+    *out = &g->m;
     return 0;
 }

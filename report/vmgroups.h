@@ -35,4 +35,10 @@ const pa_vms *pa_vmgroups_vms(const pa_vmgroups *g);
  * until its next call or its free.  0, -ENOMEM. */
 int pa_vmgroups_report(pa_vmgroups *g, const pa_report *r, const pa_report **out);
 
+/* r with the VM records of pa_vmgroups_report appended to its targets
+ * (their components 0), for a daemon to publish both into its ring
+ * (version 5 carries VM records).  *out is the grouping's, valid until
+ * its next call or its free.  0, -ENOMEM. */
+int pa_vmgroups_merge(pa_vmgroups *g, const pa_report *r, const pa_report **out);
+
 #endif /* PA_REPORT_VMGROUPS_H */

@@ -20,6 +20,7 @@
  *    --group-by vm is the same; the table; the refused combinations.
  * 7. The exporter's VM series: labels, the vCPU series only where the
  *    threads are told apart, at most max_cgroups VMs, the rest folded.
+ * 8. daemon --vms into its ring, monitor --ring --vms out of it.
  */
 #include "internal.h"
 #include "prometheus.h"
@@ -412,7 +413,46 @@ START_TEST(monitor_vms)
     ck_assert_msg(strstr(out, "--vms is --group-by vm, not --group-by pod"), "%s", out);
     free(out);
     out = run_monitor("--vms --pid 1001", 2);
-    ck_assert_msg(strstr(out, "no --pid, --ring or COMMAND with it"), "%s", out);
+    ck_assert_msg(strstr(out, "no --pid or COMMAND with it"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* A daemon --vms publishes the VM records into its ring (version 5);
+ * monitor --ring --vms reads them back with their names. */
+START_TEST(daemon_ring_vms)
+{
+    char ring[64], cmd[8192];
+    snprintf(ring, sizeof(ring), "pa-test-vms-%d", (int)getpid());
+    snprintf(cmd, sizeof(cmd),
+             "timeout 8 '%s' daemon --vms --ring %s --interval 200ms -q --procfs '%s/proc' "
+             "--sysfs '%s/sys' --rootfs '%s/rootfs' --hwdb '%s' >/dev/null 2>&1 & d=$!; sleep 1; "
+             "'%s' monitor --ring %s --vms --count 1 --interval 400ms --format json 2>&1; "
+             "st=$?; kill $d; wait $d; exit $st",
+             PA_CLI_PATH, ring, FIX, FIX, FIX, PA_TEST_HWDB, PA_CLI_PATH, ring);
+    char *out = NULL;
+    int st = pa_test_run(cmd, &out);
+    ck_assert_msg(st == 0, "exit %d: %s", st, out);
+    int vms = 0, others = 0;
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        if (strstr(l, "\"type\":\"system\""))
+            continue;
+        if (!strstr(l, "\"type\":\"vm\"")) {
+            others++;
+            continue;
+        }
+        vms += strstr(l, "\"vm_name\"") != NULL;
+        if (strstr(l, "\"vm_name\":\"pve-web\"")) {
+            ck_assert_msg(strstr(l, "\"vm_uuid\":\"3b2a1c0d-4e5f-4a6b-8c7d-9e0f1a2b3c4d\","
+                                    "\"hypervisor\":\"qemu\",\"vm_manager\":\"proxmox\","
+                                    "\"vm_id\":\"100\",\"names_source\":\"proxmox VMID.conf\","
+                                    "\"threads\":3,\"vcpus\":2"),
+                          "%s", l);
+            ck_assert_ptr_null(strstr(strstr(l, "names_source") + 1, "names_source"));
+        }
+    }
+    ck_assert_int_eq(vms, (int)NVMS);
+    ck_assert_int_eq(others, 0);
     free(out);
 }
 END_TEST
@@ -476,6 +516,7 @@ int main(void)
     tcase_add_test(tc, table_between_scans);
     tcase_add_test(tc, monitor_vms);
     tcase_add_test(tc, prometheus_vm_series);
+    tcase_add_test(tc, daemon_ring_vms);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }

@@ -1213,9 +1213,13 @@ int pa_perf_events_list(pa_perf_event_cb cb, void *user);
  * beside it as the writer's report had them.  Devices are carried
  * (version 4): a window stores the report's pa_report.devices (the GPUs);
  * an aggregate has each device's power and idle part averaged over its
- * windows and its newest energy. */
+ * windows and its newest energy.  VM records are carried (version 5, issue
+ * 41): a PA_TARGET_VM target keeps its pa_vm_info's strings, thread and
+ * vCPU counts (not the vCPU thread ids) and vcpu_w, emulator_w, vcpu_j,
+ * emulator_j; an aggregate averages the vCPU and emulator watts over the
+ * windows that had them and keeps the newest joules. */
 
-#define PA_RING_VERSION 4               /* layout version of the ring */
+#define PA_RING_VERSION 5               /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;

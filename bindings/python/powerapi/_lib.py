@@ -53,7 +53,7 @@ PA_SCOPE_RATE_SYSTEM = 1 << 9
 PA_SCOPE_RECURSIVE = 1 << 10
 PA_SCOPE_FOLDED = 1 << 11
 PA_MODULE_ABI = 3
-PA_RING_VERSION = 4
+PA_RING_VERSION = 5
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
