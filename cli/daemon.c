@@ -79,6 +79,18 @@ static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
         __atomic_add_fetch(&d->published, 1, __ATOMIC_RELEASE);
 }
 
+/* --vms: the VM table, scanned once before the first tick (the
+ * hypervisors' threads watched from the start).  0 or the error, told. */
+static int start_vms(pa_vmgroups **g, pa_ctx *ctx, const pa_cli_ctx *co)
+{
+    int rc = pa_vmgroups_new(g, co->copts.procfs, co->copts.rootfs);
+    if (rc == 0)
+        rc = pa_vmgroups_scan(*g, ctx);
+    if (rc < 0)
+        pa_cli_error(CMD, "--vms: %s", pa_cli_errmsg(rc));
+    return rc;
+}
+
 static int parse_group(const char *s, gid_t *out)
 {
     unsigned long v;
@@ -176,11 +188,8 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    if (vms && ((rc = pa_vmgroups_new(&d.vmg, co->copts.procfs, co->copts.rootfs)) < 0 ||
-                (rc = pa_vmgroups_scan(d.vmg, ctx)) < 0)) {
-        pa_cli_error(CMD, "--vms: %s", pa_cli_errmsg(rc));
+    if (vms && (rc = start_vms(&d.vmg, ctx, co)) < 0)
         goto out;
-    }
     /* The sampler's first tick primes the readings: the first window is
      * published one interval after start. */
     if ((rc = pa_start(ctx, ro.interval_ns, publish_cb, &d)) < 0) {

@@ -345,6 +345,14 @@ static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t 
     return 0;
 }
 
+/* --vms: the VM table, scanned once before the first tick (the
+ * hypervisors' threads watched from the start).  0 or the error. */
+static int start_vms(serve *s, pa_ctx *ctx, const pa_cli_ctx *co)
+{
+    int rc = pa_vmgroups_new(&s->vmg, co->copts.procfs, co->copts.rootfs);
+    return rc < 0 ? rc : pa_vmgroups_scan(s->vmg, ctx);
+}
+
 static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
     serve *s = user;
@@ -568,12 +576,8 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
             status = rc;
             goto out;
         }
-        if (a->vms && ((rc = pa_vmgroups_new(&s->vmg, co->copts.procfs, co->copts.rootfs)) < 0 ||
-                       (rc = pa_vmgroups_scan(s->vmg, ctx)) < 0)) {
-            pa_cli_error(CMD, "--vms: %s", pa_cli_errmsg(rc));
-            goto out;
-        }
-        if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0 ||
+        if ((a->vms && (rc = start_vms(s, ctx, co)) < 0) || (rc = pa_watch_all(ctx, 1)) < 0 ||
+            (rc = pa_report_cgroups(ctx, 1)) < 0 ||
             (rc = pa_start(ctx, interval, sampler_cb, s)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             goto out;

@@ -58,7 +58,8 @@ typedef struct top {
     const char *procfs;      /* where the rows' thread counts are read */
     bool capped;             /* a row's CPU% was capped (drawn with '*') */
     double carbon_g_per_kwh; /* --carbon-intensity; 0: no grams */
-    pa_vmgroups *vmg;        /* the VM view (own sampling only) */
+    pa_vmgroups *vmg;        /* the VM view of own sampling, made when first shown */
+    const char *rootfs;      /* where its managers' files are */
 } top;
 
 /* Windows shorter than this many ticks of procfs-cpu are refused: a
@@ -90,9 +91,19 @@ static void set_status(top *t, const char *msg)
  * vCPUs apart from the next window on). */
 static void watch_vms(top *t)
 {
-    int err;
-    if (t->group == PA_GROUP_VM && t->vmg && (err = pa_vmgroups_scan(t->vmg, t->ctx)) < 0)
+    int err = 0;
+    if (t->group != PA_GROUP_VM || t->ring)
+        return;
+    if (!t->vmg)
+        err = pa_vmgroups_new(&t->vmg, t->procfs, t->rootfs);
+    if (err < 0 || (err = pa_vmgroups_scan(t->vmg, t->ctx)) < 0)
         set_status(t, pa_cli_errmsg(err));
+}
+
+static void toggle_vms(top *t)
+{
+    t->group = t->group == PA_GROUP_VM ? PA_GROUP_NONE : PA_GROUP_VM;
+    watch_vms(t);
 }
 
 /* Fetches a new window.  Returns 1 if t->rep changed. */
@@ -320,22 +331,32 @@ static void vm_label(const pa_target_info *x, char *out, size_t len)
              v->manager[0] ? ", " : "", v->manager, vcpu);
 }
 
+/* The report of the view: r, its cgroups grouped (*grouped, freed by the
+ * caller) or its VMs (own sampling: grouped here; a ring: the VM records
+ * of a 'daemon --vms'). */
+static const pa_report *view_report(top *t, const pa_report *r, pa_report **grouped)
+{
+    const pa_report *vr = NULL;
+    if (r && t->group == PA_GROUP_VM) {
+        if (t->ring)
+            return r;
+        if (!t->vmg || pa_vmgroups_report(t->vmg, r, &vr) < 0)
+            snprintf(t->status, sizeof(t->status), "out of memory");
+        return vr;
+    }
+    if (r && t->group && pa_cli_group_report(r, t->group, grouped) < 0)
+        snprintf(t->status, sizeof(t->status), "out of memory");
+    return *grouped ? *grouped : r;
+}
+
 static void draw(top *t)
 {
     erase();
     int h = LINES, w = COLS;
     const pa_report *r = t->rep;
     pa_report *grouped = NULL;
-    const pa_report *vr = NULL;
-    if (r && t->group == PA_GROUP_VM) {
-        if (t->ring)
-            vr = r; /* the VM records of a 'daemon --vms' */
-        else if (!t->vmg || pa_vmgroups_report(t->vmg, r, &vr) < 0)
-            snprintf(t->status, sizeof(t->status), "out of memory");
-    } else if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0) {
-        snprintf(t->status, sizeof(t->status), "out of memory");
-    }
-    size_t n = build_rows(t, vr ? vr : grouped ? grouped : r);
+    const pa_report *rr = view_report(t, r, &grouped);
+    size_t n = build_rows(t, rr);
     int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
@@ -382,7 +403,6 @@ static void draw(top *t)
         *c = (char)toupper((unsigned char)*c);
     /* a GPU column when the report has the component (grouped views: "-",
      * their rows carry no components) */
-    const pa_report *rr = vr ? vr : grouped ? grouped : r;
     int g = gpu_comp(r);
     const char *gh = g >= 0 ? "    GPU W" : "";
     int gw = g >= 0 ? 10 : 0;
@@ -593,11 +613,7 @@ static int top_run(top *t, const pa_cli_ctx *co)
             return PA_EXIT_FAIL;
         }
         t->procfs = co->copts.procfs;
-        if ((rc = pa_vmgroups_new(&t->vmg, co->copts.procfs, co->copts.rootfs)) < 0) {
-            pa_cli_error(CMD, "out of memory");
-            pa_ctx_free(t->ctx);
-            return PA_EXIT_FAIL;
-        }
+        t->rootfs = co->copts.rootfs;
         watch_vms(t);
         uint64_t tick = pa_cli_cpu_resolution_ns(t->ctx);
         if (t->interval_ns < TOP_MIN_TICKS * tick) {
@@ -664,8 +680,7 @@ static int top_run(top *t, const pa_cli_ctx *co)
             t->group = t->group >= PA_GROUP_UNIT ? PA_GROUP_NONE : (pa_cli_group)(t->group + 1);
             break;
         case 'v': /* the VMs, and back */
-            t->group = t->group == PA_GROUP_VM ? PA_GROUP_NONE : PA_GROUP_VM;
-            watch_vms(t);
+            toggle_vms(t);
             break;
         case '/':
             prompt_filter(t);
