@@ -41,6 +41,8 @@ struct pa_vmgroups {
     pa_target_info *mt;
     double *mcomp; /* watts of every target, then their joules */
     size_t mcap, mcomp_cap;
+    pid_t *watched; /* the hypervisors watched with their threads */
+    size_t nwatched;
 };
 
 int pa_vmgroups_new(pa_vmgroups **out, const char *procfs, const char *rootfs)
@@ -68,14 +70,35 @@ void pa_vmgroups_free(pa_vmgroups *g)
     free(g->seen);
     free(g->mt);
     free(g->mcomp);
+    free(g->watched);
     free(g);
+}
+
+/* Watches the hypervisors of the last scan with their threads, and stops
+ * watching those gone (a long monitor's list does not grow with every VM
+ * it ever saw; every process stays watched by pa_watch_all). */
+static void watch_threads(pa_vmgroups *g, pa_ctx *ctx)
+{
+    size_t n = pa_vms_count(g->vms);
+    for (size_t i = 0; i < g->nwatched; i++)
+        if (!pa_vms_of_process(g->vms, g->watched[i], NULL))
+            (void)pa_unwatch_pid(ctx, g->watched[i]);
+    pid_t *w = realloc(g->watched, (n ? n : 1) * sizeof(*w));
+    if (w)
+        g->watched = w;
+    g->nwatched = 0;
+    for (size_t i = 0; i < n; i++) {
+        pid_t pid = pa_vms_get(g->vms, i)->pid;
+        if (pa_watch_pid(ctx, pid, PA_WATCH_THREADS) == 0 && w) /* gone: no matter */
+            g->watched[g->nwatched++] = pid;
+    }
 }
 
 int pa_vmgroups_scan(pa_vmgroups *g, pa_ctx *ctx)
 {
     int err = pa_vms_scan(g->vms);
-    for (size_t i = 0; err == 0 && ctx && i < pa_vms_count(g->vms); i++)
-        (void)pa_watch_pid(ctx, pa_vms_get(g->vms, i)->pid, PA_WATCH_THREADS);
+    if (err == 0 && ctx)
+        watch_threads(g, ctx);
     return err;
 }
 

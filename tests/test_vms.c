@@ -21,6 +21,7 @@
  * 7. The exporter's VM series: labels, the vCPU series only where the
  *    threads are told apart, at most max_cgroups VMs, the rest folded.
  * 8. daemon --vms into its ring, monitor --ring --vms out of it.
+ * 9. The hypervisors watched with their threads while they run only.
  */
 #include "internal.h"
 #include "prometheus.h"
@@ -418,6 +419,33 @@ START_TEST(monitor_vms)
 }
 END_TEST
 
+/* The hypervisors are watched with their threads while they run, and no
+ * longer once gone. */
+START_TEST(watch_while_running)
+{
+    char *root = pa_test_fixture_copy("vms/host");
+    char proc[4096], sys[4096], rootfs[4096], cmd[4200];
+    snprintf(proc, sizeof(proc), "%s/proc", root);
+    snprintf(sys, sizeof(sys), "%s/sys", root);
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", root);
+    pa_ctx *ctx = NULL;
+    pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .rootfs = rootfs};
+    ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
+    pa_vmgroups *g = NULL;
+    ck_assert_int_eq(pa_vmgroups_new(&g, proc, rootfs), 0);
+    ck_assert_int_eq(pa_vmgroups_scan(g, ctx), 0);
+    snprintf(cmd, sizeof(cmd), "rm -r '%s/3101'", proc);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(pa_vmgroups_scan(g, ctx), 0);
+    ck_assert_int_eq(pa_unwatch_pid(ctx, 3101), -ESRCH); /* already */
+    ck_assert_int_eq(pa_unwatch_pid(ctx, 3001), 0);
+    ck_assert_int_eq(pa_unwatch_pid(ctx, 7001), -ESRCH); /* never: no VM */
+    pa_vmgroups_free(g);
+    pa_ctx_free(ctx);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* A daemon --vms publishes the VM records into its ring (version 5);
  * monitor --ring --vms reads them back with their names. */
 START_TEST(daemon_ring_vms)
@@ -517,6 +545,7 @@ int main(void)
     tcase_add_test(tc, monitor_vms);
     tcase_add_test(tc, prometheus_vm_series);
     tcase_add_test(tc, daemon_ring_vms);
+    tcase_add_test(tc, watch_while_running);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }
