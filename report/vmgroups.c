@@ -201,12 +201,19 @@ static int accumulate(pa_vmgroups *g, size_t n)
                 acc[k] = g->acc[j];
                 break;
             }
-        const double *w = g->wj + 4 * k;
+        double *w = g->wj + 4 * k;
         acc[k].cpu_j += w[0];
         acc[k].nic_j += w[1];
         acc[k].total_j += w[2];
         bool split = t->vm && g->seen[k] && t->vm->nvcpus;
         if (split) {
+            /* A thread's CPU time is read in ns (schedstat), its process's in
+             * clock ticks (stat): the vCPUs can read a little more than the
+             * whole, and are then the whole. */
+            if (t->vcpu_w > t->power.total_w) {
+                t->vcpu_w = t->power.total_w;
+                w[3] = w[2];
+            }
             acc[k].vcpu_j += w[3];
             acc[k].emulator_j += w[2] - w[3];
             t->emulator_w = t->power.total_w - t->vcpu_w;
@@ -276,8 +283,9 @@ int pa_vmgroups_merge(pa_vmgroups *g, const pa_report *r, const pa_report **out)
         g->mcomp = c;
         g->mcomp_cap = 2 * n * nk;
     }
-    memcpy(g->mt, r->targets, r->ntargets * sizeof(*g->mt));
-    memcpy(g->mt + r->ntargets, v->targets, v->ntargets * sizeof(*g->mt));
+    if (r->ntargets)
+        memcpy(g->mt, r->targets, r->ntargets * sizeof(*g->mt));
+    memcpy(g->mt + r->ntargets, v->targets, v->ntargets * sizeof(*g->mt)); /* at least 1 */
     g->m = *r;
     g->m.targets = g->mt;
     g->m.ntargets = n;

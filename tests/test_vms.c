@@ -456,7 +456,7 @@ START_TEST(daemon_ring_vms)
              "timeout 8 '%s' daemon --vms --ring %s --interval 200ms -q --procfs '%s/proc' "
              "--sysfs '%s/sys' --rootfs '%s/rootfs' --hwdb '%s' >/dev/null 2>&1 & d=$!; sleep 1; "
              "'%s' monitor --ring %s --vms --count 1 --interval 400ms --format json 2>&1; "
-             "st=$?; kill $d; wait $d; exit $st",
+             "st=$?; { kill $d; wait $d; } 2>/dev/null; exit $st",
              PA_CLI_PATH, ring, FIX, FIX, FIX, PA_TEST_HWDB, PA_CLI_PATH, ring);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);

@@ -332,7 +332,8 @@ static int add_entry(pa_vms *v, vm_entry **ne, size_t *nn, size_t *cap, pid_t pi
 /* The VMs of the new table, by pid. */
 static int publish(pa_vms *v)
 {
-    qsort(v->e, v->n, sizeof(*v->e), cmp_entry);
+    if (v->n)
+        qsort(v->e, v->n, sizeof(*v->e), cmp_entry);
     size_t m = 0;
     for (size_t i = 0; i < v->n; i++)
         m += v->e[i].is_vm;
