@@ -65,9 +65,9 @@ int pa_cli_calibrate(int argc, char **argv); /* cli/calibrate.c */
 /* `monitor --ring NAME` (cli/monitor_ring.c): writes, every interval, the
  * ring's windows since the last output averaged into one report, keeping
  * the processes in pids (all when npids is 0) and, with cgroups, the
- * cgroup records.  Ends after count outputs or duration_ns (0: no limit)
- * or on a stop signal among sigs (blocked by the caller).  Returns the
- * exit status; errors (no ring, daemon gone) are printed. */
+ * cgroup records (with vms, the VM records alone).  Ends after count outputs or duration_ns (0: no
+ * limit) or on a stop signal among sigs (blocked by the caller).  Returns the exit status; errors
+ * (no ring, daemon gone) are printed. */
 struct pa_out;
 typedef struct pa_ring_monitor {
     const char *ring;
@@ -77,6 +77,7 @@ typedef struct pa_ring_monitor {
     const pid_t *pids;
     size_t npids;
     int cgroups;
+    int vms; /* --vms: the VM records only (a daemon --vms's) */
     struct pa_out *out;
     const sigset_t *sigs;
 } pa_ring_monitor;

@@ -9,6 +9,7 @@
  * long interval is not mistaken for a dead daemon.
  */
 #include "cli.h"
+#include "vmgroups.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -34,6 +35,7 @@ typedef struct daemon_state {
     int last_err;            /* atomic: last publish error */
     bool guard_rapl;         /* refuse windows with RAPL-derived figures */
     int refused;             /* atomic: such a window was refused */
+    pa_vmgroups *vmg;        /* --vms: each window's VM records too */
 } daemon_state;
 
 static const char daemon_about[] =
@@ -61,18 +63,32 @@ static bool rapl_derived(const pa_report *r)
 
 static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
-    (void)ctx;
     daemon_state *d = user;
     if (d->guard_rapl && rapl_derived(r)) {
         /* never published; the main thread stops the daemon */
         __atomic_store_n(&d->refused, 1, __ATOMIC_RELEASE);
         return;
     }
+    const pa_report *m = NULL;
+    if (d->vmg && pa_vmgroups_scan(d->vmg, ctx) == 0 && pa_vmgroups_merge(d->vmg, r, &m) == 0)
+        r = m; /* else the window without its VM records */
     int rc = pa_ring_publish(d->w, r);
     if (rc < 0)
         __atomic_store_n(&d->last_err, rc, __ATOMIC_RELAXED);
     else
         __atomic_add_fetch(&d->published, 1, __ATOMIC_RELEASE);
+}
+
+/* --vms: the VM table, scanned once before the first tick (the
+ * hypervisors' threads watched from the start).  0 or the error, told. */
+static int start_vms(pa_vmgroups **g, pa_ctx *ctx, const pa_cli_ctx *co)
+{
+    int rc = pa_vmgroups_new(g, co->copts.procfs, co->copts.rootfs);
+    if (rc == 0)
+        rc = pa_vmgroups_scan(*g, ctx);
+    if (rc < 0)
+        pa_cli_error(CMD, "--vms: %s", pa_cli_errmsg(rc));
+    return rc;
 }
 
 static int parse_group(const char *s, gid_t *out)
@@ -104,7 +120,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
     const char *ring = PA_RING_DEFAULT_NAME;
     pa_ring_opts ro = {.capacity = 100, .max_targets = 1024, .mode = 0644};
     daemon_state d = {0};
-    bool quiet = false, allow_fine_rapl = false;
+    bool quiet = false, allow_fine_rapl = false, vms = false;
     unsigned long capacity = 100, max_targets = 1024;
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Options:"),
@@ -127,6 +143,10 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
                     "100 ms to a ring others can read (refused by\n"
                     "default: fine-grained energy is a side channel,\n"
                     "CVE-2020-8694)"),
+        PA_OPT_FLAG(0, "vms", &vms,
+                    "also publish a record per VM of this host (its\n"
+                    "name, its vCPUs' part: '--group-by vm' of the\n"
+                    "readers)"),
         PA_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
         PA_OPT_END,
@@ -168,6 +188,8 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
+    if (vms && (rc = start_vms(&d.vmg, ctx, co)) < 0)
+        goto out;
     /* The sampler's first tick primes the readings: the first window is
      * published one interval after start. */
     if ((rc = pa_start(ctx, ro.interval_ns, publish_cb, &d)) < 0) {
@@ -227,6 +249,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
 
 out:
     pa_ctx_free(ctx);
+    pa_vmgroups_free(d.vmg);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */
     sigprocmask(SIG_SETMASK, &old, NULL);
     return status;

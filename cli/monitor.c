@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "groups.h"
 #include "output.h"
+#include "vmgroups.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@ typedef struct monitor {
     size_t npids;
     bool all, threads, cgroups;
     bool containers;      /* --containers: --group-by container */
+    bool vms;             /* --vms: --group-by vm */
     pa_cli_group group;   /* --group-by */
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
@@ -61,9 +63,10 @@ typedef struct monitor {
     FILE *f;
     sigset_t sigs;
     pa_replay *replay;
-    bool to_stderr;  /* m->f is a buffered stream of our stderr */
-    bool pid_failed; /* an unknown pid was given */
-    bool epipe;      /* the output's reader went away */
+    pa_vmgroups *vmg; /* --group-by vm */
+    bool to_stderr;   /* m->f is a buffered stream of our stderr */
+    bool pid_failed;  /* an unknown pid was given */
+    bool epipe;       /* the output's reader went away */
 } monitor;
 
 static const char monitor_usage[] = "%s monitor [OPTIONS]\n"
@@ -100,6 +103,7 @@ static void monitor_free(monitor *m)
         fclose(m->f);
     pa_ctx_free(m->ctx);
     pa_replay_free(m->replay);
+    pa_vmgroups_free(m->vmg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -138,8 +142,17 @@ static int check_args(monitor *m)
     if (m->containers && m->group && m->group != PA_GROUP_CONTAINER)
         return pa_cli_usage_error(CMD, "--containers is --group-by container, not --group-by %s",
                                   pa_cli_group_name(m->group));
+    if (m->vms && m->group && m->group != PA_GROUP_VM)
+        return pa_cli_usage_error(CMD, "--vms is --group-by vm, not --group-by %s",
+                                  pa_cli_group_name(m->group));
     if (m->containers)
         m->group = PA_GROUP_CONTAINER;
+    if (m->vms)
+        m->group = PA_GROUP_VM;
+    if (m->group == PA_GROUP_VM && (m->npids || m->cmd))
+        return pa_cli_usage_error(CMD, "--group-by vm groups every process of this host: "
+                                       "no --pid or COMMAND with it (with --ring, the VM "
+                                       "records of a 'daemon --vms')");
     if (m->group)
         m->cgroups = true; /* groups are made of the cgroup records */
     if (m->cmd && m->clock_step_ns)
@@ -167,14 +180,14 @@ static int check_args(monitor *m)
     return 0;
 }
 
-static const char *const group_choices[] = {"container", "pod", "unit", "cgroup", NULL};
+static const char *const group_choices[] = {"container", "pod", "unit", "cgroup", "vm", NULL};
 
 static int group_option(void *v, const char *cmd, const char *arg)
 {
     if (pa_cli_group_parse(arg, v) < 0)
         return pa_cli_usage_error(cmd,
-                                  "--group-by: unknown kind '%s' (container, pod, unit "
-                                  "or cgroup)",
+                                  "--group-by: unknown kind '%s' (container, pod, unit, "
+                                  "cgroup or vm)",
                                   arg);
     return 0;
 }
@@ -202,8 +215,11 @@ static int parse_args(monitor *m, int argc, char **argv)
                     "pod and systemd unit where they are one"),
         PA_OPT_FLAG(0, "containers", &m->containers,
                     "one record per container (--group-by container)"),
+        PA_OPT_FLAG(0, "vms", &m->vms,
+                    "one record per virtual machine, its vCPUs'\n"
+                    "part apart (--group-by vm)"),
         PA_OPT_CHOICE(0, "group-by", &m->group, "KIND",
-                      "one record per container, pod, unit or cgroup,\n"
+                      "one record per container, pod, unit, cgroup or vm,\n"
                       "summed over its processes (those that ended too)",
                       group_option, group_choices),
         PA_OPT_STRING('r', "ring", &m->ring, "NAME",
@@ -258,9 +274,25 @@ static int parse_args(monitor *m, int argc, char **argv)
 /* Targets                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Lists the VMs again and watches their threads (vCPUs apart). */
+static int scan_vms(monitor *m)
+{
+    int err = pa_vmgroups_scan(m->vmg, m->ctx);
+    if (err < 0)
+        pa_cli_error(CMD, "--group-by vm: %s", pa_cli_errmsg(err));
+    return err;
+}
+
 static int setup_targets(monitor *m)
 {
     int err;
+    if (m->group == PA_GROUP_VM &&
+        ((err = pa_vmgroups_new(&m->vmg, m->co.copts.procfs, m->co.copts.rootfs)) < 0 ||
+         (err = scan_vms(m)) < 0)) {
+        if (err == -ENOMEM)
+            pa_cli_error(CMD, "out of memory");
+        return PA_EXIT_FAIL;
+    }
     if (m->cgroups && (err = pa_report_cgroups(m->ctx, 1)) < 0) {
         pa_cli_error(CMD, "--cgroups: %s", pa_cli_errmsg(err));
         return PA_EXIT_FAIL;
@@ -341,13 +373,18 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
         return -1;
     }
     pa_report *g = NULL;
-    if (print && m->group && (err = pa_cli_group_report(r, m->group, &g)) < 0) {
+    const pa_report *vr = NULL;
+    if (print && m->vmg && (scan_vms(m) < 0 || pa_vmgroups_report(m->vmg, r, &vr) < 0)) {
+        pa_report_free(r);
+        return -1;
+    }
+    if (print && m->group && !m->vmg && (err = pa_cli_group_report(r, m->group, &g)) < 0) {
         pa_cli_error(CMD, "out of memory");
         pa_report_free(r);
         return -1;
     }
     if (print)
-        err = pa_out_report(&m->out, g ? g : r);
+        err = pa_out_report(&m->out, vr ? vr : g ? g : r);
     pa_cli_group_free(g);
     if (print && err < 0) {
         if (err == -EPIPE)
@@ -644,7 +681,7 @@ int pa_cli_monitor(int argc, char **argv)
     if (!m.clock_step_ns)
         m.out.time_base_s = pa_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;
-    if (m.group)
+    if (m.group && m.group != PA_GROUP_VM) /* VMs: a type of their own */
         m.out.group_type = pa_cli_group_name(m.group);
     bool tty = isatty(fileno(m.f));
     m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
@@ -677,7 +714,8 @@ int pa_cli_monitor(int argc, char **argv)
                               .duration_ns = m.duration_ns,
                               .pids = pids,
                               .npids = pids ? m.npids : 0,
-                              .cgroups = m.cgroups,
+                              .cgroups = m.cgroups && m.group != PA_GROUP_VM,
+                              .vms = m.group == PA_GROUP_VM,
                               .out = &m.out,
                               .sigs = &m.sigs};
         status = pa_cli_monitor_ring(&rm);

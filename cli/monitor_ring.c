@@ -22,6 +22,8 @@
 
 static bool want(const pa_ring_monitor *rm, const pa_target_info *t)
 {
+    if (rm->vms || t->type == PA_TARGET_VM)
+        return rm->vms && t->type == PA_TARGET_VM;
     if (t->type == PA_TARGET_CGROUP)
         return rm->cgroups;
     if (t->type != PA_TARGET_PROCESS)

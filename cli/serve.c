@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "prometheus.h"
+#include "vmgroups.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +42,8 @@ typedef struct serve {
     struct MHD_Response *unavailable; /* 503 text when no data */
     char why[512];                    /* why there is no page (ring dead...) */
     unsigned long scrapes;            /* under lock */
+    pa_vmgroups *vmg;                 /* --vms: the VM series */
+    bool ring_vms;                    /* --vms --ring: from the ring's records */
 } serve;
 
 static const char serve_about[] =
@@ -71,7 +74,12 @@ static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,co
                                    "{index,uuid,name,vendor,bus,source},\n"
                                    "powerapi_process_gpu_power_watts{pid,comm}, "
                                    "powerapi_cgroup_gpu_power_watts{cgroup} and their\n"
-                                   "_energy_joules_total.\n";
+                                   "_energy_joules_total;\n"
+                                   "with --vms: powerapi_vm_power_watts, "
+                                   "powerapi_vm_energy_joules_total,\n"
+                                   "powerapi_vm_vcpu_power_watts and "
+                                   "powerapi_vm_vcpu_energy_joules_total\n"
+                                   "{vm_name,vm_uuid,hypervisor,node}.\n";
 
 /* ------------------------------------------------------------------ */
 /* HTTP                                                                */
@@ -339,11 +347,22 @@ static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t 
     return 0;
 }
 
+/* --vms: the VM table, scanned once before the first tick (the
+ * hypervisors' threads watched from the start).  0 or the error. */
+static int start_vms(serve *s, pa_ctx *ctx, const pa_cli_ctx *co)
+{
+    int rc = pa_vmgroups_new(&s->vmg, co->copts.procfs, co->copts.rootfs);
+    return rc < 0 ? rc : pa_vmgroups_scan(s->vmg, ctx);
+}
+
 static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
-    (void)ctx;
     serve *s = user;
     size_t len = 0;
+    const pa_report *vr = NULL;
+    s->o.vms = NULL;
+    if (s->vmg && pa_vmgroups_scan(s->vmg, ctx) == 0 && pa_vmgroups_report(s->vmg, r, &vr) == 0)
+        s->o.vms = vr; /* a failed scan or grouping: a page without VMs */
     char *text = pa_prom_page(r, &s->o, &len);
     if (text)
         serve_publish(s, text, len, NULL);
@@ -390,6 +409,7 @@ static void ring_refresh(serve *s, ring_src *rs)
             const pa_report *rep;
             if ((rs->span_ns ? ring_span(rs, &rep) : pa_ring_read(rs->r, &rs->seq, &rep)) == 0) {
                 size_t len = 0;
+                s->o.vms = s->ring_vms ? rep : NULL;
                 char *text = pa_prom_page(rep, &s->o, &len);
                 if (text)
                     serve_publish(s, text, len, NULL);
@@ -400,6 +420,7 @@ static void ring_refresh(serve *s, ring_src *rs)
         rc = rs->span_ns ? ring_span(rs, &rep) : pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
         if (rc == 0) {
             size_t len = 0;
+            s->o.vms = s->ring_vms ? rep : NULL;
             char *text = pa_prom_page(rep, &s->o, &len);
             if (text)
                 serve_publish(s, text, len, NULL);
@@ -450,6 +471,7 @@ typedef struct serve_args {
     const char *listen, *ring, *node;
     uint64_t timeout, span;
     unsigned long top, maxconn, max_cgroups, max_processes;
+    bool vms;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
@@ -484,6 +506,10 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                     "at most N cgroup series (default 1000); the others\n"
                     "are summed in one series, cgroup=\"[other]\"",
                     1, 10000000),
+        PA_OPT_FLAG(0, "vms", &a->vms,
+                    "also a series per VM of this host (vm_name,\n"
+                    "vm_uuid, hypervisor; its vCPUs' part apart), at\n"
+                    "most --max-cgroups of them"),
         PA_OPT_STRING(0, "node", &a->node, "NAME",
                       "the node label of the cgroup series (default:\n"
                       "this machine's host name)"),
@@ -518,6 +544,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
                                   "%s with it (modules and roots are the "
                                   "daemon's)",
                                   given);
+    s->ring_vms = a->vms && a->ring; /* the VM records of a 'daemon --vms' */
     if (a->span && !a->ring)
         return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
                                        "windows to average)");
@@ -564,7 +591,8 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
             status = rc;
             goto out;
         }
-        if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0 ||
+        if ((a->vms && (rc = start_vms(s, ctx, co)) < 0) || (rc = pa_watch_all(ctx, 1)) < 0 ||
+            (rc = pa_report_cgroups(ctx, 1)) < 0 ||
             (rc = pa_start(ctx, interval, sampler_cb, s)) < 0) {
             pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
             goto out;
@@ -641,6 +669,7 @@ out:
     if (httpd)
         MHD_stop_daemon(httpd);
     pa_ctx_free(ctx);
+    pa_vmgroups_free(s->vmg);
     pa_ring_close(rs.r);
     if (s->page)
         MHD_destroy_response(s->page);

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "cpupct.h"
 #include "groups.h"
+#include "vmgroups.h"
 
 #include <ctype.h>
 #include <curses.h>
@@ -58,6 +59,8 @@ typedef struct top {
     const char *procfs;      /* where the rows' thread counts are read */
     bool capped;             /* a row's CPU% was capped (drawn with '*') */
     double carbon_g_per_kwh; /* --carbon-intensity; 0: no grams */
+    pa_vmgroups *vmg;        /* the VM view of own sampling, made when first shown */
+    const char *rootfs;      /* where its managers' files are */
 } top;
 
 /* Windows shorter than this many ticks of procfs-cpu are refused: a
@@ -74,7 +77,7 @@ static const char top_about[] =
 
 static const char top_footer[] =
     "Keys: q quit, s next sort key, c processes/cgroups, g processes/containers/pods/"
-    "units, / filter (Enter "
+    "units, v VMs (own sampling), / filter (Enter "
     "applies,\nEsc cancels, empty clears), + and - double or halve the "
     "interval.\n";
 
@@ -83,6 +86,25 @@ static const char top_footer[] =
 static void set_status(top *t, const char *msg)
 {
     snprintf(t->status, sizeof(t->status), "%s", msg);
+}
+
+/* In the VM view, lists the VMs again and watches their threads (their
+ * vCPUs apart from the next window on). */
+static void watch_vms(top *t)
+{
+    int err = 0;
+    if (t->group != PA_GROUP_VM || t->ring)
+        return;
+    if (!t->vmg)
+        err = pa_vmgroups_new(&t->vmg, t->procfs, t->rootfs);
+    if (err < 0 || (err = pa_vmgroups_scan(t->vmg, t->ctx)) < 0)
+        set_status(t, pa_cli_errmsg(err));
+}
+
+static void toggle_vms(top *t)
+{
+    t->group = t->group == PA_GROUP_VM ? PA_GROUP_NONE : PA_GROUP_VM;
+    watch_vms(t);
 }
 
 /* Fetches a new window.  Returns 1 if t->rep changed. */
@@ -126,6 +148,7 @@ static int refresh_data(top *t)
         pa_report_free(t->own);
         t->own = nr;
         t->rep = nr;
+        watch_vms(t);
     }
     if (t->rep) {
         t->energy_j += t->rep->system.total_w * t->rep->interval_s;
@@ -189,13 +212,16 @@ static size_t build_rows(top *t, const pa_report *r)
         t->rows = nr;
         t->rows_cap = r->ntargets;
     }
-    pa_target_type want = t->cgroups || t->group ? PA_TARGET_CGROUP : PA_TARGET_PROCESS;
+    pa_target_type want = t->group == PA_GROUP_VM  ? PA_TARGET_VM
+                          : t->cgroups || t->group ? PA_TARGET_CGROUP
+                                                   : PA_TARGET_PROCESS;
     size_t n = 0;
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
         /* the process view has a line for the processes born and gone in
          * the window and one for what no process accounts for */
-        bool fold = want == PA_TARGET_PROCESS && x->type >= PA_TARGET_EXITED;
+        bool fold = want == PA_TARGET_PROCESS &&
+                    (x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED);
         if ((x->type == want || fold) && !(x->power.flags & PA_POWER_EXITED) && matches(t, x))
             t->rows[n++] = x;
     }
@@ -288,8 +314,41 @@ static void row_gpu(const pa_report *r, const pa_target_info *x, int g, char *co
 /* The name of the view: "processes", "cgroups", "containers"... */
 static const char *view_name(const top *t)
 {
-    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups"};
+    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups", "VMs"};
     return t->group ? groups[t->group] : t->cgroups ? "cgroups" : "processes";
+}
+
+/* A VM row's name: "web-01 (qemu, libvirt; vCPUs 21.00 W)". */
+static void vm_label(const pa_target_info *x, char *out, size_t len)
+{
+    const pa_vm_info *v = x->vm;
+    if (!v) {
+        snprintf(out, len, "%s", x->comm);
+        return;
+    }
+    char vcpu[48] = "";
+    if (x->vcpu_w >= 0)
+        snprintf(vcpu, sizeof(vcpu), "; vCPUs %.2f W", x->vcpu_w);
+    snprintf(out, len, "%.64s (%s%s%s%s)", v->name[0] ? v->name : "?", v->hypervisor,
+             v->manager[0] ? ", " : "", v->manager, vcpu);
+}
+
+/* The report of the view: r, its cgroups grouped (*grouped, freed by the
+ * caller) or its VMs (own sampling: grouped here; a ring: the VM records
+ * of a 'daemon --vms'). */
+static const pa_report *view_report(top *t, const pa_report *r, pa_report **grouped)
+{
+    const pa_report *vr = NULL;
+    if (r && t->group == PA_GROUP_VM) {
+        if (t->ring)
+            return r;
+        if (!t->vmg || pa_vmgroups_report(t->vmg, r, &vr) < 0)
+            snprintf(t->status, sizeof(t->status), "out of memory");
+        return vr;
+    }
+    if (r && t->group && pa_cli_group_report(r, t->group, grouped) < 0)
+        snprintf(t->status, sizeof(t->status), "out of memory");
+    return *grouped ? *grouped : r;
 }
 
 static void draw(top *t)
@@ -298,9 +357,8 @@ static void draw(top *t)
     int h = LINES, w = COLS;
     const pa_report *r = t->rep;
     pa_report *grouped = NULL;
-    if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0)
-        snprintf(t->status, sizeof(t->status), "out of memory");
-    size_t n = build_rows(t, grouped ? grouped : r);
+    const pa_report *rr = view_report(t, r, &grouped);
+    size_t n = build_rows(t, rr);
     int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
@@ -351,7 +409,6 @@ static void draw(top *t)
         *c = (char)toupper((unsigned char)*c);
     /* a GPU column when the report has the component (grouped views: "-",
      * their rows carry no components) */
-    const pa_report *rr = grouped ? grouped : r;
     int g = gpu_comp(r);
     const char *gh = g >= 0 ? "    GPU W" : "";
     int gw = g >= 0 ? 10 : 0;
@@ -369,7 +426,9 @@ static void draw(top *t)
         const pa_target_info *x = t->rows[i];
         char label[160];
         pa_out_cgroup_label(x, label, sizeof(label));
-        if (t->group)
+        if (x->type == PA_TARGET_VM) /* its name, its vCPUs' part */
+            vm_label(x, label, sizeof(label));
+        else if (t->group)
             snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
         char gcol[16] = "";
         if (g >= 0)
@@ -389,7 +448,8 @@ static void draw(top *t)
                          pa_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
             /* the exited line: how many processes in the last column */
             char pid[16], note[64] = "";
-            snprintf(pid, sizeof(pid), x->type >= PA_TARGET_EXITED ? "-" : "%d", (int)x->pid);
+            bool fold = x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED;
+            snprintf(pid, sizeof(pid), fold ? "-" : "%d", (int)x->pid);
             if (x->type == PA_TARGET_EXITED)
                 pa_out_exited_label(x, note, sizeof(note));
             line(row,
@@ -407,7 +467,7 @@ static void draw(top *t)
         line(h - 1, "%s", t->status);
         attroff(A_BOLD);
     } else {
-        line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
+        line(h - 1, "%sq quit  s sort  c %s  g group  v VMs  / filter  +/- interval",
              t->capped ? PA_OUT_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
     }
     refresh();
@@ -478,14 +538,14 @@ static int set_filter(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
-static const char *const group_choices[] = {"container", "pod", "unit", NULL};
+static const char *const group_choices[] = {"container", "pod", "unit", "vm", NULL};
 
 static int set_group(void *v, const char *cmd, const char *arg)
 {
     if (pa_cli_group_parse(arg, v) < 0 || *(pa_cli_group *)v == PA_GROUP_CGROUP)
         return pa_cli_usage_error(cmd,
-                                  "--group-by: unknown kind '%s' (container, pod or unit; "
-                                  "-c for cgroups)",
+                                  "--group-by: unknown kind '%s' (container, pod, unit or "
+                                  "vm; -c for cgroups)",
                                   arg);
     return 0;
 }
@@ -501,8 +561,9 @@ static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
                       "power, cpu, nic, energy or pid (default power)", set_sort, sort_choices),
         PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
         PA_OPT_CHOICE('g', "group-by", &t->group, "KIND",
-                      "start in the view of containers, pods or units\n"
-                      "(the key g goes from one to the next)",
+                      "start in the view of containers, pods, units or\n"
+                      "VMs (vm; the key g goes from one to the next of\n"
+                      "the first three, v to the VMs and back)",
                       set_group, group_choices),
         PA_OPT_CALLBACK('f', "filter", t, "TEXT",
                         "only rows whose name, cgroup or pid contains TEXT", set_filter),
@@ -562,6 +623,8 @@ static int top_run(top *t, const pa_cli_ctx *co)
             return PA_EXIT_FAIL;
         }
         t->procfs = co->copts.procfs;
+        t->rootfs = co->copts.rootfs;
+        watch_vms(t);
         uint64_t tick = pa_cli_cpu_resolution_ns(t->ctx);
         if (t->interval_ns < TOP_MIN_TICKS * tick) {
             pa_cli_error(CMD,
@@ -626,6 +689,9 @@ static int top_run(top *t, const pa_cli_ctx *co)
         case 'g': /* processes -> containers -> pods -> units -> processes */
             t->group = t->group >= PA_GROUP_UNIT ? PA_GROUP_NONE : (pa_cli_group)(t->group + 1);
             break;
+        case 'v': /* the VMs, and back */
+            toggle_vms(t);
+            break;
         case '/':
             prompt_filter(t);
             break;
@@ -651,6 +717,7 @@ static int top_run(top *t, const pa_cli_ctx *co)
     pa_ring_close(t->r);
     pa_report_free(t->own);
     pa_ctx_free(t->ctx);
+    pa_vmgroups_free(t->vmg);
     free(t->rows);
     return PA_EXIT_OK;
 }

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kinds[] = {"", "container", "pod", "unit", "cgroup"};
+static const char *const kinds[] = {"", "container", "pod", "unit", "cgroup", "vm"};
 
 int pa_cli_group_parse(const char *s, pa_cli_group *out)
 {
-    for (int k = PA_GROUP_CONTAINER; k <= PA_GROUP_CGROUP; k++)
+    for (int k = PA_GROUP_CONTAINER; k <= PA_GROUP_VM; k++)
         if (!strcmp(s, kinds[k])) {
             *out = (pa_cli_group)k;
             return 0;
@@ -31,7 +31,7 @@ int pa_cli_group_parse(const char *s, pa_cli_group *out)
 
 const char *pa_cli_group_name(pa_cli_group g)
 {
-    return g > PA_GROUP_NONE && g <= PA_GROUP_CGROUP ? kinds[g] : "";
+    return g > PA_GROUP_NONE && g <= PA_GROUP_VM ? kinds[g] : "";
 }
 
 /* The key of cgroup record t for grouping by; "" when t is in no group

@@ -15,9 +15,10 @@ typedef enum pa_cli_group {
     PA_GROUP_POD,
     PA_GROUP_UNIT,
     PA_GROUP_CGROUP,
+    PA_GROUP_VM, /* made of process and thread records: vmgroups.h */
 } pa_cli_group;
 
-/* "container", "pod", "unit" or "cgroup".  0 or -EINVAL. */
+/* "container", "pod", "unit", "cgroup" or "vm".  0 or -EINVAL. */
 int pa_cli_group_parse(const char *s, pa_cli_group *out);
 /* The name of g ("container"), "" for none. */
 const char *pa_cli_group_name(pa_cli_group g);

@@ -163,6 +163,8 @@ static const char *type_name(const pa_out *o, pa_target_type t)
         return "exited";
     case PA_TARGET_UNACCOUNTED:
         return "unaccounted";
+    case PA_TARGET_VM:
+        return "vm";
     }
     return "unknown";
 }
@@ -244,8 +246,8 @@ static int cmp_stable(const void *a, const void *b)
     int gx = x->type == PA_TARGET_TREE ? 1 : x->type == PA_TARGET_CGROUP ? 2 : 0;
     int gy = y->type == PA_TARGET_TREE ? 1 : y->type == PA_TARGET_CGROUP ? 2 : 0;
     /* what no live process accounts for comes last */
-    gx = x->type >= PA_TARGET_EXITED ? (int)x->type : gx;
-    gy = y->type >= PA_TARGET_EXITED ? (int)y->type : gy;
+    gx = x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED ? 10 + (int)x->type : gx;
+    gy = y->type == PA_TARGET_EXITED || y->type == PA_TARGET_UNACCOUNTED ? 10 + (int)y->type : gy;
     if (gx != gy)
         return gx < gy ? -1 : 1;
     if (gx == 2)
@@ -281,7 +283,8 @@ static void sort_by_power(const pa_report *r, size_t *idx, size_t n)
 
 static bool is_top_level(const pa_report *r, const pa_target_info *t)
 {
-    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE || t->type >= PA_TARGET_EXITED)
+    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE || t->type == PA_TARGET_VM ||
+        t->type == PA_TARGET_EXITED || t->type == PA_TARGET_UNACCOUNTED)
         return true;
     if (t->type != PA_TARGET_THREAD)
         return false;
@@ -511,6 +514,26 @@ static void json_names(FILE *f, const pa_cgroup_names *n)
     }
 }
 
+/* A VM record's names and its vCPU part (DESIGN.md section 18). */
+static void json_vm(FILE *f, const pa_target_info *t)
+{
+    const pa_vm_info *v = t->vm;
+    const char *s[][2] = {
+        {"vm_name", v->name},       {"vm_uuid", v->uuid}, {"hypervisor", v->hypervisor},
+        {"vm_manager", v->manager}, {"vm_id", v->id},     {"names_source", v->source}};
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+        if (*s[i][1]) {
+            fprintf(f, ",\"%s\":", s[i][0]);
+            pa__json_write(f, s[i][1]);
+        }
+    fprintf(f, ",\"threads\":%u,\"vcpus\":%u", v->nthreads, v->nvcpus);
+    bool known = t->vcpu_w >= 0;
+    json_key_num(f, "vcpu_w", known ? t->vcpu_w : NAN, true);
+    json_key_num(f, "emulator_w", known ? t->emulator_w : NAN, true);
+    json_key_num(f, "vcpu_j", t->vcpu_j, true);
+    json_key_num(f, "emulator_j", t->emulator_j, true);
+}
+
 static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
@@ -521,7 +544,12 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
         pa__json_write(f, t->cgroup);
-    } else if (t->type >= PA_TARGET_EXITED) {
+    } else if (t->type == PA_TARGET_VM) {
+        fprintf(f, ",\"pid\":%ld,\"comm\":", (long)t->pid);
+        pa__json_write(f, t->comm);
+        if (t->vm)
+            json_vm(f, t);
+    } else if (t->type == PA_TARGET_EXITED || t->type == PA_TARGET_UNACCOUNTED) {
         if (t->type == PA_TARGET_EXITED)
             fprintf(f, ",\"processes\":%u", t->processes);
         fputs(",\"comm\":", f);
@@ -533,7 +561,8 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fputs(",\"comm\":", f);
         pa__json_write(f, t->comm);
     }
-    json_names(f, t->names);
+    if (t->type != PA_TARGET_VM) /* a VM's names_source is its name's */
+        json_names(f, t->names);
     json_key_num(f, "cpu_time_s", t->power.cpu_time_s, true);
     fputs(",\"power_w\":{", f);
     json_key_num(f, "cpu", t->power.cpu_w, false);
@@ -781,7 +810,9 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputc(',', f);
     csv_number(f, target_interval(r, t));
     fputc(',', f);
-    if (t->type != PA_TARGET_CGROUP && t->type < PA_TARGET_EXITED)
+    if ((t->type != PA_TARGET_CGROUP && t->type != PA_TARGET_EXITED &&
+         t->type != PA_TARGET_UNACCOUNTED && t->type != PA_TARGET_VM) ||
+        (t->vm && t->pid))
         fprintf(f, "%ld", (long)t->pid);
     fputc(',', f);
     if (t->type == PA_TARGET_THREAD)
@@ -938,6 +969,11 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
         break;
     case PA_TARGET_UNACCOUNTED:
         snprintf(name, sizeof(name), "%s", comm);
+        break;
+    case PA_TARGET_VM:
+        if (t->vm)
+            snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
+        snprintf(name, sizeof(name), "%.95s", t->vm && t->vm->name[0] ? t->vm->name : comm);
         break;
     default:
         pa_out_cgroup_label(t, name, sizeof(name));

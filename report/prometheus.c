@@ -256,6 +256,78 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa
     put_value(f, (double)(nc - keep));
 }
 
+/* The labels of a VM series (DESIGN.md section 18): its name, uuid and
+ * hypervisor ("" for the processes in no VM and the folded ones). */
+static void put_vm_labels(FILE *f, const char *name, const pa_vm_info *v, const pa_prom_opts *o)
+{
+    fputs("{vm_name=\"", f);
+    put_label(f, name);
+    fputs("\",vm_uuid=\"", f);
+    put_label(f, v ? v->uuid : "");
+    fputs("\",hypervisor=\"", f);
+    put_label(f, v ? v->hypervisor : "");
+    fputs("\",node=\"", f);
+    put_label(f, o->node);
+    fputs("\"}", f);
+}
+
+/* The VM series: at most max_cgroups VMs (the most powerful; the same
+ * bound as the containers'), the rest folded into vm_name="[other]". */
+static void put_vms(FILE *f, const pa_prom_opts *o)
+{
+    const pa_report *r = o->vms;
+    const pa_target_info **v = malloc((r->ntargets ? r->ntargets : 1) * sizeof(*v));
+    if (!v)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_VM) /* a ring's window holds the others too */
+            v[n++] = &r->targets[i];
+    size_t keep = o->max_cgroups && n > o->max_cgroups ? o->max_cgroups : n;
+    qsort(v, n, sizeof(*v), by_power_desc);
+    static const char *const name[4] = {
+        "powerapi_vm_power_watts", "powerapi_vm_energy_joules_total",
+        "powerapi_vm_vcpu_power_watts", "powerapi_vm_vcpu_energy_joules_total"};
+    static const char *const help[4] = {
+        "Power of a VM (its hypervisor's processes and threads summed) over the last window; "
+        "vm_name=\"[not in a VM]\": the other processes.",
+        "Energy of a VM since powerapi first saw it.",
+        "Power of a VM's vCPU threads (the guest's work) over the last window; the rest of "
+        "powerapi_vm_power_watts is the emulator's. Absent when its threads are not named.",
+        "Energy of a VM's vCPU threads over the windows where they were told apart."};
+    for (int m = 0; m < 4; m++) {
+        put_help(f, name[m], m % 2 ? "counter" : "gauge", help[m]);
+        double other = 0;
+        for (size_t i = 0; i < n; i++) {
+            const pa_target_info *t = v[i];
+            double x = m == 0   ? t->power.total_w
+                       : m == 1 ? t->power.total_j
+                       : m == 2 ? t->vcpu_w
+                                : t->vcpu_j;
+            if (m >= 2 && (!t->vm || t->vcpu_w < 0))
+                continue;
+            if (i >= keep) {
+                other += x;
+                continue;
+            }
+            fputs(name[m], f);
+            put_vm_labels(f, t->vm ? t->vm->name : t->comm, t->vm, o);
+            put_value(f, x);
+        }
+        if (keep < n) {
+            fputs(name[m], f);
+            put_vm_labels(f, "[other]", NULL, o);
+            put_value(f, other);
+        }
+    }
+    put_help(f, "powerapi_vm_series_folded", "gauge",
+             "VMs of the last page folded into the vm_name=\"[other]\" series "
+             "(beyond --max-cgroups).");
+    fputs("powerapi_vm_series_folded", f);
+    put_value(f, (double)(n - keep));
+    free(v);
+}
+
 /* The GPUs (issue 28): each device's power, idle part and energy,
  * labelled index, uuid, name, vendor, bus and source (measured,
  * integrated); the GPU watts and joules of the selected processes and
@@ -378,6 +450,8 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
 
     put_processes(f, procs, nall, np, o);
     put_cgroups(f, cgs, nc, o);
+    if (o->vms)
+        put_vms(f, o);
     put_counter_rates(f, r, procs, np, 0, o);
     put_counter_rates(f, r, cgs, nc, 1, o);
     const pa_target_info **sel[2] = {procs, cgs};

@@ -20,12 +20,17 @@ typedef struct pa_prom_opts {
     char node[256];          /* the node label of cgroup series */
     double carbon_g_per_kwh; /* --carbon-intensity: the *_co2e_grams_total
                                 series; 0: none */
+    const pa_report *vms;    /* the same window grouped by VM
+                                (report/vmgroups.h): the powerapi_vm_*
+                                series, at most max_cgroups VMs; NULL: none */
 } pa_prom_opts;
 
 /* The whole page of r: per process (beyond top or max_processes folded
  * into one series pid="[other]"), per cgroup (labelled with its
  * container, pod and unit; beyond max_cgroups folded into one series
- * cgroup="[other]"), perf counter rates, the system's power by component,
+ * cgroup="[other]"), per VM (o->vms: labelled vm_name, vm_uuid,
+ * hypervisor; its vCPUs' part apart; beyond max_cgroups folded into
+ * vm_name="[other]"), perf counter rates, the system's power by component,
  * the grams of CO2e at carbon_g_per_kwh (when > 0), the window and how the
  * figures are made.  A malloc'd buffer of *len
  * bytes, or NULL (out of memory). */

@@ -32,6 +32,7 @@ PKGS=(
   lintian                # the package test (tests/package/): checks the .debs
   systemd                # systemd-analyze verify/security of the units
   adduser                # the package test installs powerapi (addgroup)
+  qemu-system-x86        # the live VM test: a real qemu-system-x86_64 -accel tcg, named
 )
 
 missing=()

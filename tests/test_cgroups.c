@@ -266,7 +266,7 @@ START_TEST(cli_group_by)
     snprintf(cmd, sizeof(cmd), "'%s' monitor --group-by team 2>&1", PA_CLI_PATH);
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 2 && strstr(out, "--group-by: unknown kind 'team' (container, pod, "
-                                         "unit or cgroup)"),
+                                         "unit, cgroup or vm)"),
                   "%d %s", st, out);
     free(out);
     pa_test_rmtree(root);

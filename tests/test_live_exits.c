@@ -133,7 +133,8 @@ START_TEST(survivor_pays_its_own_share)
         double sum = r->system.idle_w;
         for (size_t i = 0; i < r->ntargets; i++) {
             const pa_target_info *t = &r->targets[i];
-            if (t->type == PA_TARGET_PROCESS || t->type >= PA_TARGET_EXITED)
+            if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_EXITED ||
+                t->type == PA_TARGET_UNACCOUNTED)
                 sum += t->power.cpu_w;
             if (t->type == PA_TARGET_PROCESS && t->ppid == storm &&
                 (t->power.flags & PA_POWER_EXITED))

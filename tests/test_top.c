@@ -126,6 +126,37 @@ START_TEST(test_top_group_views)
 }
 END_TEST
 
+/* Issue 41: the VM view (--group-by vm, the key v) of top's own sampling
+ * on the vms fixture: a row per VM named, the rest, back to processes. */
+START_TEST(test_top_vm_view)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_vm_view: SKIPPED: tmux absent\n");
+        return;
+    }
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
+             " %s top --interval 200ms --group-by vm --procfs %s/fixtures/vms/host/proc"
+             " --sysfs %s/fixtures/vms/host/sys --rootfs %s/fixtures/vms/host/rootfs"
+             "; echo EXIT=\\$?; sleep 20\"",
+             PA_CLI_PATH, PA_SOURCE_TESTS, PA_SOURCE_TESTS, PA_SOURCE_TESTS),
+        0);
+    char *s = wait_for("[not in a VM]", 5000);
+    ck_assert_msg(strstr(s, "| 10 VMs |"), "%s", s);
+    ck_assert_msg(strstr(s, "web-01 (qemu, libvirt"), "%s", s);
+    ck_assert_msg(strstr(s, "pve-web (qemu, proxmox"), "%s", s);
+    ck_assert_msg(strstr(s, "fc-batch-7 (firecracker"), "%s", s);
+    free(s);
+    keys("v");
+    free(wait_for(" nginx ", 3000)); /* back to the processes */
+    keys("v");
+    free(wait_for("default/testvmi (qemu, kubevirt", 3000));
+    keys("q");
+    free(wait_for("EXIT=0", 3000));
+}
+END_TEST
+
 START_TEST(test_top_screen)
 {
     if (system("command -v tmux >/dev/null 2>&1") != 0) {
@@ -425,6 +456,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_top_screen);
     tcase_add_test(tc, test_top_group_views);
+    tcase_add_test(tc, test_top_vm_view);
     tcase_add_test(tc, test_top_own_sampling);
     tcase_add_test(tc, test_top_gpu_column);
     tcase_add_test(tc, test_top_needs_tty);
