@@ -9,6 +9,7 @@
 #define PA_INTERNAL_H
 
 #include "powerapi.h"
+#include "powerapi_module.h" /* the types the built-ins and the core share */
 #include "util.h"
 
 #include <pthread.h>
@@ -68,25 +69,11 @@ typedef struct pa_freq_time {
     uint64_t time_ns; /* cumulative, summed over the CPUs at that freq */
 } pa_freq_time;
 
-typedef enum pa_rapl_kind {
-    PA_RAPL_PKG = 0,
-    PA_RAPL_CORE,   /* PP0, part of the package */
-    PA_RAPL_UNCORE, /* PP1, part of the package */
-    PA_RAPL_DRAM,
-    PA_RAPL_PSYS,
-} pa_rapl_kind;
-
 typedef struct pa_rapl_reading {
     int socket;
     pa_rapl_kind kind;
     uint64_t energy_uj; /* cumulative, wraparound already unfolded */
 } pa_rapl_reading;
-
-typedef enum pa_nic_kind {
-    PA_NIC_PHYSICAL = 0,
-    PA_NIC_VIRTUAL,
-    PA_NIC_LOOPBACK,
-} pa_nic_kind;
 
 typedef struct pa_nic_reading {
     char name[16];
@@ -95,15 +82,6 @@ typedef struct pa_nic_reading {
     char driver[32];                                     /* "" when unknown */
     uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets; /* cumulative */
 } pa_nic_reading;
-
-enum {
-    PA_HAVE_CPU = 1u << 0,  /* busy/idle/ncpus */
-    PA_HAVE_FREQ = 1u << 1, /* time per frequency */
-    PA_HAVE_RAPL = 1u << 2,
-    PA_HAVE_NIC = 1u << 3,
-    PA_HAVE_CYCLES = 1u << 4, /* system-wide unhalted cycles */
-    PA_HAVE_SOCK = 1u << 5,   /* sock_bytes: per-socket TCP totals (nic) */
-};
 
 /* System-wide readings of one tick (cumulative values). */
 typedef struct pa_sysread {
@@ -576,12 +554,6 @@ int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
  * counts them, CPU time otherwise; W = the system's, never less than the
  * processes' sum (what no process accounts for goes to the unaccounted
  * target when every process is watched, exits.c). */
-typedef struct pa_share_w {
-    int ci;      /* cycles counter index, -1 none */
-    bool cycles; /* weights are cycles */
-    bool all;    /* every process is watched */
-    double w_all;
-} pa_share_w;
 void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw);
 
 /* The CPU split (share.c) of rapl-share and cpu-curve:
@@ -688,16 +660,6 @@ typedef struct pa_hwdb_cpu {
     char source[160]; /* data sheet */
     unsigned threads; /* hardware threads per package, 0 = not given */
 } pa_hwdb_cpu;
-
-typedef struct pa_hwdb_nic {
-    char match[32]; /* driver name, or "default" */
-    size_t nstates;
-    struct {
-        double mbps, watts;
-    } state[8];
-    double idle_w;
-    char source[160];
-} pa_hwdb_nic;
 
 /* The load-power curves of cpu-curve (pa_curve, powerapi.h; curve.c). */
 

@@ -1,0 +1,170 @@
+/*
+ * powerapi_module.h - the module-helper header: what a sensor or a
+ * formula may use beyond powerapi.h's "Writing modules" part.
+ *
+ * powerapi.h gives any module its ops table, its private pointer, its
+ * options, the per-task CPU time and keyed frame data.  The built-in
+ * modules need a little more of the library (the system's RAPL and NIC
+ * readings of a window, a task's last CPU and network bytes, the hardware
+ * database, the CPU split rapl-share and cpu-curve share), and they get it
+ * here, as any user's module can: the role collectd's plugin.h and the
+ * kernel's include/linux/powercap.h play for their plugins and drivers.
+ * Installed beside powerapi.h (the -dev package); a module includes this
+ * header, never the library's internal.h (DESIGN.md section 4.6 names the
+ * built-ins that still do, and why).
+ *
+ * Unless stated otherwise: the pa_delta_* and pa_table_* calls are made
+ * inside a formula's compute callback with the delta and table it was
+ * given, and their results are valid during that call; like every module
+ * callback they run on the context's one sampling thread, so they take no
+ * lock.  Target indexes i are those of pa_delta_count; an index out of
+ * range reads as "no reading" and writes nothing.
+ */
+#ifndef POWERAPI_MODULE_H
+#define POWERAPI_MODULE_H
+
+#include "powerapi.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sets the calling thread's last error message (pa_last_error) to the
+ * printf-like text and returns err (a negative errno), for a callback's
+ * "return pa_error_set(-EINVAL, "x: bad y");".  Thread-safe. */
+int pa_error_set(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- what the window holds (pa_delta_have) ---- */
+
+/* Readings present in both frames of a window. */
+enum {
+    PA_HAVE_CPU = 1u << 0,    /* busy/idle CPU time, online CPUs */
+    PA_HAVE_FREQ = 1u << 1,   /* time per frequency */
+    PA_HAVE_RAPL = 1u << 2,   /* RAPL energy (pa_delta_rapl) */
+    PA_HAVE_NIC = 1u << 3,    /* interface bytes (pa_delta_nic) */
+    PA_HAVE_CYCLES = 1u << 4, /* system-wide unhalted cycles */
+    PA_HAVE_SOCK = 1u << 5,   /* per-socket TCP totals (pa_delta_sock_bytes) */
+};
+
+/* The PA_HAVE_* readings both frames of the window hold. */
+unsigned pa_delta_have(const pa_frame_delta *d);
+
+/* ---- RAPL (the rapl sensor) ---- */
+
+typedef enum pa_rapl_kind {
+    PA_RAPL_PKG = 0,
+    PA_RAPL_CORE,   /* PP0, part of the package */
+    PA_RAPL_UNCORE, /* PP1, part of the package */
+    PA_RAPL_DRAM,
+    PA_RAPL_PSYS,
+} pa_rapl_kind;
+
+/* One RAPL domain's energy over the window. */
+typedef struct pa_rapl_window {
+    int socket; /* physical package id */
+    pa_rapl_kind kind;
+    double energy_j;
+} pa_rapl_window;
+
+/* RAPL domains of the window (0 without PA_HAVE_RAPL), and domain i of
+ * them into out: 0, or -ERANGE (i out of range; out untouched). */
+size_t pa_delta_rapl_count(const pa_frame_delta *d);
+int pa_delta_rapl(const pa_frame_delta *d, size_t i, pa_rapl_window *out);
+
+/* ---- the machine's CPUs ---- */
+
+/* The CPU -> physical package map of this tick's frame (*map[cpu], -1
+ * unknown; owned by the context): its entries, 0 when unknown. */
+unsigned pa_delta_cpu_packages(const pa_frame_delta *d, const int16_t **map);
+/* Busy fraction over the window of package pkg's CPUs (/proc/stat cpuN
+ * lines of both frames), -1 when none of them has both. */
+double pa_delta_package_busy(const pa_frame_delta *d, int pkg);
+/* The CPU target i last ran on (proc(5) stat field 39), -1 unknown. */
+int pa_delta_last_cpu(const pa_frame_delta *d, size_t i);
+/* 1 when the context watches every process (pa_watch_all), else 0. */
+int pa_delta_all_watched(const pa_frame_delta *d);
+
+/* ---- the CPU split of rapl-share and cpu-curve ---- */
+
+/* The weights of the split: the cycles of the perf sensor when it counts
+ * them, CPU time otherwise. */
+typedef struct pa_share_w {
+    int ci;       /* the cycles counter's index, -1 none */
+    bool cycles;  /* weights are cycles */
+    bool all;     /* every process is watched */
+    double w_all; /* the system's weight, never less than the processes' sum */
+} pa_share_w;
+/* Fills sw for the window. */
+void pa_delta_share_weights(const pa_frame_delta *d, pa_share_w *sw);
+/* Target i's weight under sw: its cycles or its CPU seconds in the
+ * window, 0 when it has none. */
+double pa_delta_share_w(const pa_frame_delta *d, size_t i, const pa_share_w *sw);
+/* Splits the window's CPU power p: the active watts go to the targets by
+ * their weights over the system's (what no process accounts for goes to
+ * the unaccounted target when every process is watched); sets the system
+ * cpu watts to p and the idle watts to p - active. */
+void pa_table_share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active);
+
+/* Marks the window's cpu figure as measured (PA_POWER_MEASURED) and sets
+ * the RAPL DRAM and PSYS watts of the report. */
+void pa_table_set_measured(pa_power_table *t, double dram_w, double psys_w);
+
+/* ---- network (the nic sensor) ---- */
+
+typedef enum pa_nic_kind {
+    PA_NIC_PHYSICAL = 0,
+    PA_NIC_VIRTUAL,
+    PA_NIC_LOOPBACK,
+} pa_nic_kind;
+
+/* One interface over the window. */
+typedef struct pa_nic_window {
+    char name[16];
+    pa_nic_kind kind;
+    uint32_t speed_mbps; /* 0 when unknown */
+    char driver[32];     /* "" when unknown */
+    uint64_t rx_bytes, tx_bytes;
+} pa_nic_window;
+
+/* Interfaces of the window (0 without PA_HAVE_NIC), and interface i of
+ * them into out: 0, or -ERANGE (out untouched). */
+size_t pa_delta_nic_count(const pa_frame_delta *d);
+int pa_delta_nic(const pa_frame_delta *d, size_t i, pa_nic_window *out);
+/* Bytes (rx + tx) of every TCP socket the nic sensor saw over the window,
+ * by the pa_nic_kind of its route: 0, or -ENODATA without PA_HAVE_SOCK
+ * (bytes untouched). */
+int pa_delta_sock_bytes(const pa_frame_delta *d, uint64_t bytes[3]);
+/* Target i's network bytes over the window: by_kind[k] the rx + tx bytes
+ * of its sockets by pa_nic_kind, *rxtx its rx + tx bytes.  0; -ENOENT no
+ * reading this tick; -ENODATA one this tick but none the tick before
+ * (outputs untouched on error). */
+int pa_delta_net_bytes(const pa_frame_delta *d, size_t i, uint64_t by_kind[3], uint64_t *rxtx);
+
+/* ---- the hardware database (data/hwdb.txt, DESIGN.md section 7) ---- */
+
+/* A NIC driver's record: power per link state. */
+typedef struct pa_hwdb_nic {
+    char match[32]; /* driver name, or "default" */
+    size_t nstates;
+    struct {
+        double mbps, watts;
+    } state[8];
+    double idle_w;
+    char source[160];
+} pa_hwdb_nic;
+
+/* The record of driver ("e1000e"; "default" is a record like any other)
+ * in the database at hwdb_path (NULL: the installed one, as
+ * pa_env_hwdb's NULL means).  0; -ENOENT none (no message); -errno when
+ * the file cannot be read (message set).  Reads the file at each call:
+ * cache what you look up.  Thread-safe. */
+int pa_hwdb_nic_find(const char *hwdb_path, const char *driver, pa_hwdb_nic *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POWERAPI_MODULE_H */

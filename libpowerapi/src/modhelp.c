@@ -1,0 +1,154 @@
+/*
+ * modhelp.c - the module-helper header's calls (powerapi_module.h): what a
+ * module reads of a window beyond powerapi.h (RAPL, NIC, CPU packages, a
+ * task's last CPU and network bytes), the CPU split and the hardware
+ * database.  Thin accessors over the frames, deltas and tables of
+ * internal.h, so that the built-in modules need not include it; called on
+ * the sampling thread, inside a tick (pa_error_set and pa_hwdb_nic_find
+ * anywhere).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+int pa_error_set(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pa__verr(err, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+unsigned pa_delta_have(const pa_frame_delta *d)
+{
+    return d->have;
+}
+
+/* ---- RAPL ---- */
+
+size_t pa_delta_rapl_count(const pa_frame_delta *d)
+{
+    return (d->have & PA_HAVE_RAPL) ? d->nrapl : 0;
+}
+
+int pa_delta_rapl(const pa_frame_delta *d, size_t i, pa_rapl_window *out)
+{
+    if (i >= pa_delta_rapl_count(d))
+        return -ERANGE;
+    out->socket = d->rapl[i].socket;
+    out->kind = d->rapl[i].kind;
+    out->energy_j = d->rapl[i].energy_j;
+    return 0;
+}
+
+/* ---- CPUs ---- */
+
+unsigned pa_delta_cpu_packages(const pa_frame_delta *d, const int16_t **map)
+{
+    if (!d->cur || d->cur->ncpu_socket == 0)
+        return 0;
+    *map = d->cur->cpu_socket;
+    return d->cur->ncpu_socket;
+}
+
+double pa_delta_package_busy(const pa_frame_delta *d, int pkg)
+{
+    if (!d->cur)
+        return -1;
+    return pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg);
+}
+
+int pa_delta_last_cpu(const pa_frame_delta *d, size_t i)
+{
+    return i < d->ntasks ? d->tasks[i]->last_cpu : -1;
+}
+
+int pa_delta_all_watched(const pa_frame_delta *d)
+{
+    return d->ctx && d->ctx->watch_all;
+}
+
+/* ---- the CPU split ---- */
+
+void pa_delta_share_weights(const pa_frame_delta *d, pa_share_w *sw)
+{
+    pa__share_weights(d, sw);
+}
+
+double pa_delta_share_w(const pa_frame_delta *d, size_t i, const pa_share_w *sw)
+{
+    if (i >= d->ntasks)
+        return 0;
+    const pa_task *k = d->tasks[i];
+    return sw->cycles ? (k->ctr_d ? k->ctr_d[sw->ci] : 0) : k->d_cpu_s;
+}
+
+void pa_table_share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active)
+{
+    pa__share_split(d, t, p, active);
+}
+
+void pa_table_set_measured(pa_power_table *t, double dram_w, double psys_w)
+{
+    t->dram_w = dram_w;
+    t->psys_w = psys_w;
+    t->measured = true;
+}
+
+/* ---- network ---- */
+
+size_t pa_delta_nic_count(const pa_frame_delta *d)
+{
+    return (d->have & PA_HAVE_NIC) ? d->nnic : 0;
+}
+
+int pa_delta_nic(const pa_frame_delta *d, size_t i, pa_nic_window *out)
+{
+    if (i >= pa_delta_nic_count(d))
+        return -ERANGE;
+    const pa_nic_reading *n = d->nic[i].nic;
+    memcpy(out->name, n->name, sizeof(out->name));
+    out->kind = n->kind;
+    out->speed_mbps = n->speed_mbps;
+    memcpy(out->driver, n->driver, sizeof(out->driver));
+    out->rx_bytes = d->nic[i].rx_bytes;
+    out->tx_bytes = d->nic[i].tx_bytes;
+    return 0;
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+int pa_delta_sock_bytes(const pa_frame_delta *d, uint64_t bytes[3])
+{
+    if (!(d->have & PA_HAVE_SOCK) || !d->cur || !d->prev)
+        return -ENODATA;
+    for (int k = 0; k < 3; k++)
+        bytes[k] = sub0(d->cur->sock_bytes[k], d->prev->sock_bytes[k]);
+    return 0;
+}
+
+int pa_delta_net_bytes(const pa_frame_delta *d, size_t i, uint64_t by_kind[3], uint64_t *rxtx)
+{
+    if (i >= d->ntasks || !(d->tasks[i]->cur.have & PA_RD_NET))
+        return -ENOENT;
+    const pa_task *t = d->tasks[i];
+    if (!(t->prev.have & PA_RD_NET))
+        return -ENODATA;
+    for (int k = 0; k < 3; k++)
+        by_kind[k] = sub0(t->cur.net_kind[k], t->prev.net_kind[k]);
+    *rxtx = t->d_rx + t->d_tx;
+    return 0;
+}
+
+/* ---- the hardware database ---- */
+
+int pa_hwdb_nic_find(const char *hwdb_path, const char *driver, pa_hwdb_nic *out)
+{
+    return pa__hwdb_nic(hwdb_path, driver, out);
+}
