@@ -37,6 +37,13 @@ extern "C" {
  * "return pa_error_set(-EINVAL, "x: bad y");".  Thread-safe. */
 int pa_error_set(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Probes the module named name (built-in or registered in env's
+ * context) on env, as its probe callback does: 0, or its negative errno
+ * with the reason in why; -ENOENT when no module has that name (why
+ * says so).  For a formula whose probe is its sensor's ("rapl-share:
+ * measured by rapl: ...").  Context-safe: call it from a probe. */
+int pa_env_probe(const pa_env *env, const char *name, char *why, size_t len);
+
 /* ---- what the window holds (pa_delta_have) ---- */
 
 /* Readings present in both frames of a window. */
@@ -51,6 +58,31 @@ enum {
 
 /* The PA_HAVE_* readings both frames of the window hold. */
 unsigned pa_delta_have(const pa_frame_delta *d);
+
+/* ---- the CPUs' time (procfs-cpu) ---- */
+
+/* Online CPUs of the window (at least 1). */
+unsigned pa_delta_ncpus(const pa_frame_delta *d);
+/* Busy CPU seconds of the window: the system's (PA_HAVE_CPU), else the
+ * sum of the processes' CPU time, and then *summed is true (say so with
+ * pa_table_assume). */
+double pa_delta_cpu_busy_s(const pa_frame_delta *d, bool *summed);
+/* The CPU model name of this tick's frame (/proc/cpuinfo "model name"),
+ * "" when unknown. */
+const char *pa_delta_cpu_model(const pa_frame_delta *d);
+/* The nominal frequency (MHz) cpuinfo gives when there is no cpufreq, 0
+ * when unknown or when cpufreq gives the frequencies. */
+double pa_delta_nominal_mhz(const pa_frame_delta *d);
+
+/* Time at one frequency over the window, summed over the CPUs. */
+typedef struct pa_freq_time {
+    uint32_t khz;
+    uint64_t time_ns;
+} pa_freq_time;
+/* Frequencies of the window (0 without PA_HAVE_FREQ), and frequency i of
+ * them into out: 0, or -ERANGE (out untouched). */
+size_t pa_delta_freq_count(const pa_frame_delta *d);
+int pa_delta_freq(const pa_frame_delta *d, size_t i, pa_freq_time *out);
 
 /* ---- RAPL (the rapl sensor) ---- */
 
@@ -108,6 +140,12 @@ double pa_delta_share_w(const pa_frame_delta *d, size_t i, const pa_share_w *sw)
  * cpu watts to p and the idle watts to p - active. */
 void pa_table_share_split(const pa_frame_delta *d, pa_power_table *t, double p, double active);
 
+/* The load-power curve this machine's CPU has, for a CPU formula's fits:
+ * 1 when a calibration file or a hwdb curve matches this CPU, 2 on a
+ * virtual machine without one (the default per-vCPU curve), 0 otherwise;
+ * why says which (and why a calibration given was not used). */
+int pa_curve_match(const pa_env *env, char *why, size_t len);
+
 /* Marks the window's cpu figure as measured (PA_POWER_MEASURED) and sets
  * the RAPL DRAM and PSYS watts of the report. */
 void pa_table_set_measured(pa_power_table *t, double dram_w, double psys_w);
@@ -144,6 +182,34 @@ int pa_delta_sock_bytes(const pa_frame_delta *d, uint64_t bytes[3]);
 int pa_delta_net_bytes(const pa_frame_delta *d, size_t i, uint64_t by_kind[3], uint64_t *rxtx);
 
 /* ---- the hardware database (data/hwdb.txt, DESIGN.md section 7) ---- */
+
+/* The database m's context reads: the one it was given (pa_ctx_opts.hwdb),
+ * else the installed one, else the source tree's; NULL when none is
+ * installed. */
+const char *pa_module_hwdb(const pa_module *m);
+
+/* A CPU model's record. */
+typedef struct pa_hwdb_cpu {
+    char match[96]; /* substring of /proc/cpuinfo model name */
+    double tdp_w;
+    double base_mhz;
+    size_t nvolt;
+    struct {
+        double mhz, volt;
+    } volt[16];
+    char source[160]; /* data sheet */
+    unsigned threads; /* hardware threads per package, 0 = not given */
+} pa_hwdb_cpu;
+
+/* The CPU record whose match string model contains (the longest match)
+ * in the database at hwdb_path (NULL: pa_module_hwdb's default).  0;
+ * -ENOENT none (no message); -errno when the file cannot be read or has a
+ * bad line (message names the file and line).  Thread-safe. */
+int pa_hwdb_cpu_find(const char *hwdb_path, const char *model, pa_hwdb_cpu *out);
+/* Parses "MHZ:VOLTS,MHZ:VOLTS" (or '+'-separated, as in options) into
+ * cpu->volt and cpu->nvolt: 0, or -EINVAL with the reason in why.
+ * Thread-safe. */
+int pa_hwdb_volt_parse(const char *s, pa_hwdb_cpu *cpu, char *why, size_t why_len);
 
 /* A NIC driver's record: power per link state. */
 typedef struct pa_hwdb_nic {

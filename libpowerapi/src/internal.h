@@ -64,11 +64,6 @@ int pa__verr(int err, const char *fmt, va_list ap);
 /* Raw readings                                                        */
 /* ------------------------------------------------------------------ */
 
-typedef struct pa_freq_time {
-    uint32_t khz;
-    uint64_t time_ns; /* cumulative, summed over the CPUs at that freq */
-} pa_freq_time;
-
 typedef struct pa_rapl_reading {
     int socket;
     pa_rapl_kind kind;
@@ -649,18 +644,6 @@ bool pa__in_tree(const pa_ctx *ctx, const pa_task *p, pid_t root);
 void pa__assume(char *list, size_t len, const char *text);
 
 /* Hardware database (libpowerapi/src/hwdb.c). */
-typedef struct pa_hwdb_cpu {
-    char match[96]; /* substring of /proc/cpuinfo model name */
-    double tdp_w;
-    double base_mhz;
-    size_t nvolt;
-    struct {
-        double mhz, volt;
-    } volt[16];
-    char source[160]; /* data sheet */
-    unsigned threads; /* hardware threads per package, 0 = not given */
-} pa_hwdb_cpu;
-
 /* The load-power curves of cpu-curve (pa_curve, powerapi.h; curve.c). */
 
 /* The default curve, per vCPU, of Cloud Carbon Footprint's methodology

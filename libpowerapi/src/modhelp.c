@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int pa_error_set(int err, const char *fmt, ...)
@@ -22,9 +23,59 @@ int pa_error_set(int err, const char *fmt, ...)
     return err;
 }
 
+int pa_env_probe(const pa_env *env, const char *name, char *why, size_t len)
+{
+    const pa_module_ops *ops = env && env->ctx ? pa__ops_find(env->ctx, name) : NULL;
+    if (!ops) {
+        snprintf(why, len, "no module named '%s'", name);
+        return -ENOENT;
+    }
+    if (!ops->probe) {
+        if (len)
+            why[0] = '\0';
+        return 0;
+    }
+    return ops->probe(env, why, len);
+}
+
 unsigned pa_delta_have(const pa_frame_delta *d)
 {
     return d->have;
+}
+
+/* ---- the CPUs' time ---- */
+
+unsigned pa_delta_ncpus(const pa_frame_delta *d)
+{
+    return pa__delta_ncpus(d);
+}
+
+double pa_delta_cpu_busy_s(const pa_frame_delta *d, bool *summed)
+{
+    return pa__delta_busy_s(d, summed);
+}
+
+const char *pa_delta_cpu_model(const pa_frame_delta *d)
+{
+    return d->cur ? d->cur->cpu_model : "";
+}
+
+double pa_delta_nominal_mhz(const pa_frame_delta *d)
+{
+    return d->cur ? d->cur->nominal_mhz : 0;
+}
+
+size_t pa_delta_freq_count(const pa_frame_delta *d)
+{
+    return (d->have & PA_HAVE_FREQ) ? d->nfreq : 0;
+}
+
+int pa_delta_freq(const pa_frame_delta *d, size_t i, pa_freq_time *out)
+{
+    if (i >= pa_delta_freq_count(d))
+        return -ERANGE;
+    *out = d->freq[i];
+    return 0;
 }
 
 /* ---- RAPL ---- */
@@ -91,6 +142,11 @@ void pa_table_share_split(const pa_frame_delta *d, pa_power_table *t, double p, 
     pa__share_split(d, t, p, active);
 }
 
+int pa_curve_match(const pa_env *env, char *why, size_t len)
+{
+    return pa__curve_match(env, why, len);
+}
+
 void pa_table_set_measured(pa_power_table *t, double dram_w, double psys_w)
 {
     t->dram_w = dram_w;
@@ -151,4 +207,19 @@ int pa_delta_net_bytes(const pa_frame_delta *d, size_t i, uint64_t by_kind[3], u
 int pa_hwdb_nic_find(const char *hwdb_path, const char *driver, pa_hwdb_nic *out)
 {
     return pa__hwdb_nic(hwdb_path, driver, out);
+}
+
+const char *pa_module_hwdb(const pa_module *m)
+{
+    return pa__module_hwdb(m);
+}
+
+int pa_hwdb_cpu_find(const char *hwdb_path, const char *model, pa_hwdb_cpu *out)
+{
+    return pa__hwdb_cpu(hwdb_path, model, out);
+}
+
+int pa_hwdb_volt_parse(const char *s, pa_hwdb_cpu *cpu, char *why, size_t why_len)
+{
+    return pa__hwdb_parse_volt(s, cpu, why, why_len);
 }
