@@ -108,6 +108,18 @@ int pa_delta_rapl(const pa_frame_delta *d, size_t i, pa_rapl_window *out);
 
 /* ---- the machine's CPUs ---- */
 
+/* Entries of a CPU -> package map (CPUs 0 to PA_MAX_CPUS - 1). */
+#define PA_MAX_CPUS 1024
+
+/* This machine's CPU -> physical package map (<sysfs> topology of the
+ * online CPUs; -1 unknown) into map[cap]: the entries used (highest CPU +
+ * 1), 0 when no CPU's package is known.  For a module's start (the
+ * frame's own map is pa_delta_cpu_packages).  Thread-safe. */
+unsigned pa_env_cpu_packages(const pa_env *env, int16_t *map, size_t cap);
+/* Busy fraction over the window of the CPUs whose map entry is pkg
+ * (/proc/stat cpuN lines of both frames), -1 when none has both. */
+double pa_delta_cpus_busy(const pa_frame_delta *d, const int16_t *map, unsigned nmap, int pkg);
+
 /* The CPU -> physical package map of this tick's frame (*map[cpu], -1
  * unknown; owned by the context): its entries, 0 when unknown. */
 unsigned pa_delta_cpu_packages(const pa_frame_delta *d, const int16_t **map);
@@ -145,6 +157,38 @@ void pa_table_share_split(const pa_frame_delta *d, pa_power_table *t, double p, 
  * virtual machine without one (the default per-vCPU curve), 0 otherwise;
  * why says which (and why a calibration given was not used). */
 int pa_curve_match(const pa_env *env, char *why, size_t len);
+
+/* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
+ * (cloudcarbonfootprint.org/docs/methodology, "Compute"): the averages
+ * over the AWS processor micro-architectures of the min (idle) and max
+ * (100 % load) watts per vCPU it derives from SPECpower_ssj2008 results:
+ * 0.74 W and 3.5 W, linear in between (its Average Watts formula).
+ * Always labelled assumed. */
+#define PA_CURVE_VCPU_MIN_W 0.74
+#define PA_CURVE_VCPU_MAX_W 3.5
+
+/* Power (W) of curve c at utilisation u (0..1) and frequency mhz from its
+ * per-frequency curves (c->nfreq >= 2): linear in the frequency between
+ * the two nearest, the end curves outside them; pa_curve_power_w with
+ * fewer than 2.  Thread-safe. */
+double pa_curve_power_freq_w(const pa_curve *c, double mhz, double u);
+/* Parses "LOAD%:W,LOAD%:W" (or '+'-separated, as in options) into
+ * c->load, c->watts and c->n: 0, or -EINVAL with the reason in why.
+ * Thread-safe. */
+int pa_curve_points_parse(const char *s, pa_curve *c, char *why, size_t why_len);
+/* A calibration for this CPU model: the context's (pa_env_calibration),
+ * else $POWERAPI_CALIBRATION's, used whatever CPU it was made on, else
+ * one at a standard place made on this model, read into out with its
+ * file's name in path.  1 found, 0 none; when a file given cannot be used,
+ * bad (when not NULL) gets why ("calibration not used: ...").  Reads
+ * files: call it once per model, not per tick. */
+int pa_calibration_find(const pa_env *env, const char *model, pa_curve *out, char *path,
+                        size_t plen, char *bad, size_t badlen);
+
+/* The relative error of the window's modelled cpu figure (0.05 = 5 %;
+ * < 0 unknown, as it is unless a formula sets it), for the report's
+ * model_error of the report's system figures. */
+void pa_table_set_model_error(pa_power_table *t, double err);
 
 /* Marks the window's cpu figure as measured (PA_POWER_MEASURED) and sets
  * the RAPL DRAM and PSYS watts of the report. */
@@ -187,6 +231,12 @@ int pa_delta_net_bytes(const pa_frame_delta *d, size_t i, uint64_t by_kind[3], u
  * else the installed one, else the source tree's; NULL when none is
  * installed. */
 const char *pa_module_hwdb(const pa_module *m);
+
+/* The "curve" record (a load-power curve) matching the CPU model (the
+ * longest match) in the database at hwdb_path (NULL as in
+ * pa_hwdb_cpu_find).  0; -ENOENT none (no message); -errno with a
+ * message.  Thread-safe. */
+int pa_hwdb_curve_find(const char *hwdb_path, const char *model, pa_curve *out);
 
 /* A CPU model's record. */
 typedef struct pa_hwdb_cpu {

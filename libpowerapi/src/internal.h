@@ -26,7 +26,7 @@
 #define PA_MAX_COUNTERS 16  /* perf events per target */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
 #define PA_PATH_MAX 4096
-#define PA_MAX_CPUS 1024 /* CPU -> socket map entries */
+/* PA_MAX_CPUS (CPU -> socket map entries): powerapi_module.h */
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -646,14 +646,7 @@ void pa__assume(char *list, size_t len, const char *text);
 /* Hardware database (libpowerapi/src/hwdb.c). */
 /* The load-power curves of cpu-curve (pa_curve, powerapi.h; curve.c). */
 
-/* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
- * (cloudcarbonfootprint.org/docs/methodology, "Compute"): the averages
- * over the AWS processor micro-architectures of the min (idle) and max
- * (100 % load) watts per vCPU it derives from SPECpower_ssj2008 results:
- * 0.74 W and 3.5 W, linear in between (its Average Watts formula).
- * Always labelled assumed. */
-#define PA_CURVE_VCPU_MIN_W 0.74
-#define PA_CURVE_VCPU_MAX_W 3.5
+/* PA_CURVE_VCPU_MIN_W, PA_CURVE_VCPU_MAX_W: powerapi_module.h */
 
 /* Power at utilisation u (0..1): linear between points, the last value
  * above them; below the first (a calibration made on a busy machine), the

@@ -112,6 +112,16 @@ double pa_delta_package_busy(const pa_frame_delta *d, int pkg)
     return pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg);
 }
 
+unsigned pa_env_cpu_packages(const pa_env *env, int16_t *map, size_t cap)
+{
+    return env ? pa__cpu_packages(env, map, cap) : 0;
+}
+
+double pa_delta_cpus_busy(const pa_frame_delta *d, const int16_t *map, unsigned nmap, int pkg)
+{
+    return pa__package_busy(d, map, nmap, pkg);
+}
+
 int pa_delta_last_cpu(const pa_frame_delta *d, size_t i)
 {
     return i < d->ntasks ? d->tasks[i]->last_cpu : -1;
@@ -145,6 +155,27 @@ void pa_table_share_split(const pa_frame_delta *d, pa_power_table *t, double p, 
 int pa_curve_match(const pa_env *env, char *why, size_t len)
 {
     return pa__curve_match(env, why, len);
+}
+
+double pa_curve_power_freq_w(const pa_curve *c, double mhz, double u)
+{
+    return pa__curve_at_freq(c, mhz, u);
+}
+
+int pa_curve_points_parse(const char *s, pa_curve *c, char *why, size_t why_len)
+{
+    return pa__curve_parse_points(s, c, why, why_len);
+}
+
+int pa_calibration_find(const pa_env *env, const char *model, pa_curve *out, char *path,
+                        size_t plen, char *bad, size_t badlen)
+{
+    return pa__calib_for_model(env, model, out, path, plen, bad, badlen);
+}
+
+void pa_table_set_model_error(pa_power_table *t, double err)
+{
+    t->model_error = err;
 }
 
 void pa_table_set_measured(pa_power_table *t, double dram_w, double psys_w)
@@ -222,4 +253,9 @@ int pa_hwdb_cpu_find(const char *hwdb_path, const char *model, pa_hwdb_cpu *out)
 int pa_hwdb_volt_parse(const char *s, pa_hwdb_cpu *cpu, char *why, size_t why_len)
 {
     return pa__hwdb_parse_volt(s, cpu, why, why_len);
+}
+
+int pa_hwdb_curve_find(const char *hwdb_path, const char *model, pa_curve *out)
+{
+    return pa__hwdb_curve(hwdb_path, model, out);
 }
