@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,36 @@ int pa_error_set(int err, const char *fmt, ...) __attribute__((format(printf, 2,
  * says so).  For a formula whose probe is its sensor's ("rapl-share:
  * measured by rapl: ...").  Context-safe: call it from a probe. */
 int pa_env_probe(const pa_env *env, const char *name, char *why, size_t len);
+
+/* ---- frames (sensors) ---- */
+
+/* The time of this tick's frame (ns, the clock the context ticks on). */
+uint64_t pa_frame_time_ns(const pa_frame *f);
+/* Sensors: a note of this tick for the report's assumed list (printf-
+ * like; "; "-separated, a note already there is not repeated; what does
+ * not fit in 511 bytes is left out). */
+void pa_frame_note(pa_frame *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- reading files under a root (pa_env_procfs, _sysfs, _devfs) ---- */
+
+/* Joins root and the printf-like rel into buf ("root/rel"): 0, or
+ * -ENAMETOOLONG when it does not fit.  Thread-safe. */
+int pa_path_join(char *buf, size_t len, const char *root, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Reads the whole small file root/rel into buf, NUL-terminated (what does
+ * not fit is left out): the bytes read, or -errno.  Thread-safe. */
+ssize_t pa_file_read(const char *root, const char *rel, char *buf, size_t len);
+/* Reads fd from offset 0 into buf, NUL-terminated, for a file kept open
+ * and read again each tick (sysfs, procfs): the bytes read, or -errno.
+ * Thread-safe. */
+ssize_t pa_fd_read(int fd, char *buf, size_t len);
+/* Parses an unsigned decimal at *p (after spaces and tabs) and advances
+ * *p past it: 0; -EINVAL none there, -ERANGE over 64 bits (*p and out
+ * untouched on error).  Thread-safe. */
+int pa_u64_parse(const char **p, uint64_t *out);
+/* Parses a sysfs CPU list ("0-3,8,10-11") into cpus: the count (at most
+ * cap).  Thread-safe. */
+int pa_cpulist_parse(const char *s, int *cpus, int cap);
 
 /* ---- what the window holds (pa_delta_have) ---- */
 
@@ -94,6 +125,25 @@ typedef enum pa_rapl_kind {
     PA_RAPL_PSYS,
 } pa_rapl_kind;
 
+/* RAPL domains a frame holds, over every package. */
+#define PA_MAX_RAPL 32
+
+/* One RAPL domain's reading. */
+typedef struct pa_rapl_reading {
+    int socket; /* physical package id */
+    pa_rapl_kind kind;
+    uint64_t energy_uj; /* cumulative, wraparound already unfolded */
+} pa_rapl_reading;
+
+/* Sensors: this tick's RAPL readings, n domains (replacing any of the
+ * tick), read through source ("powercap", "perf", "msr"; at most 23
+ * bytes), for the formulas' pa_delta_rapl; sets PA_HAVE_RAPL.  0, or
+ * -EINVAL (n over PA_MAX_RAPL, source NULL). */
+int pa_frame_rapl_set(pa_frame *f, const pa_rapl_reading *r, size_t n, const char *source);
+/* Sensors: counts one domain whose counter went back or jumped this tick
+ * (its energy is not counted), for the report's rapl_resets. */
+void pa_frame_rapl_reset(pa_frame *f);
+
 /* One RAPL domain's energy over the window. */
 typedef struct pa_rapl_window {
     int socket; /* physical package id */
@@ -116,6 +166,14 @@ int pa_delta_rapl(const pa_frame_delta *d, size_t i, pa_rapl_window *out);
  * 1), 0 when no CPU's package is known.  For a module's start (the
  * frame's own map is pa_delta_cpu_packages).  Thread-safe. */
 unsigned pa_env_cpu_packages(const pa_env *env, int16_t *map, size_t cap);
+/* The physical package of one CPU (<sysfs> topology), -1 unknown.
+ * Thread-safe. */
+int pa_env_cpu_package(const pa_env *env, int cpu);
+/* Sensors: this tick's CPU -> physical package map (n entries, -1
+ * unknown), for the formulas' pa_delta_cpu_packages.  0, or -EINVAL (n
+ * over PA_MAX_CPUS). */
+int pa_frame_cpu_packages_set(pa_frame *f, const int16_t *map, unsigned n);
+
 /* Busy fraction over the window of the CPUs whose map entry is pkg
  * (/proc/stat cpuN lines of both frames), -1 when none has both. */
 double pa_delta_cpus_busy(const pa_frame_delta *d, const int16_t *map, unsigned nmap, int pkg);
@@ -186,8 +244,8 @@ int pa_calibration_find(const pa_env *env, const char *model, pa_curve *out, cha
                         size_t plen, char *bad, size_t badlen);
 
 /* The relative error of the window's modelled cpu figure (0.05 = 5 %;
- * < 0 unknown, as it is unless a formula sets it), for the report's
- * model_error of the report's system figures. */
+ * < 0 unknown, as it is unless a formula sets it): the model_error of
+ * the report's system figures. */
 void pa_table_set_model_error(pa_power_table *t, double err);
 
 /* Marks the window's cpu figure as measured (PA_POWER_MEASURED) and sets

@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define PA_MAX_FREQ 64      /* distinct frequencies of time_in_state */
-#define PA_MAX_RAPL 32      /* RAPL domains over every socket */
+#define PA_MAX_FREQ 64 /* distinct frequencies of time_in_state */
+/* PA_MAX_RAPL (RAPL domains over every socket): powerapi_module.h */
 #define PA_MAX_IFACES 32    /* network interfaces */
 #define PA_MAX_COUNTERS 16  /* perf events per target */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
@@ -63,12 +63,6 @@ int pa__verr(int err, const char *fmt, va_list ap);
 /* ------------------------------------------------------------------ */
 /* Raw readings                                                        */
 /* ------------------------------------------------------------------ */
-
-typedef struct pa_rapl_reading {
-    int socket;
-    pa_rapl_kind kind;
-    uint64_t energy_uj; /* cumulative, wraparound already unfolded */
-} pa_rapl_reading;
 
 typedef struct pa_nic_reading {
     char name[16];

@@ -38,6 +38,55 @@ int pa_env_probe(const pa_env *env, const char *name, char *why, size_t len)
     return ops->probe(env, why, len);
 }
 
+uint64_t pa_frame_time_ns(const pa_frame *f)
+{
+    return f->time_ns;
+}
+
+void pa_frame_note(pa_frame *f, const char *fmt, ...)
+{
+    char buf[sizeof(f->sys->notes)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    pa__assume(f->sys->notes, sizeof(f->sys->notes), buf);
+}
+
+int pa_path_join(char *buf, size_t len, const char *root, const char *fmt, ...)
+{
+    int n = snprintf(buf, len, "%s/", root);
+    if (n < 0 || (size_t)n >= len)
+        return -ENAMETOOLONG;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)m >= len - (size_t)n)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+ssize_t pa_file_read(const char *root, const char *rel, char *buf, size_t len)
+{
+    return pa__read_file(root, rel, buf, len);
+}
+
+ssize_t pa_fd_read(int fd, char *buf, size_t len)
+{
+    return pa__pread_all(fd, buf, len);
+}
+
+int pa_u64_parse(const char **p, uint64_t *out)
+{
+    return pa__parse_u64(p, out);
+}
+
+int pa_cpulist_parse(const char *s, int *cpus, int cap)
+{
+    return pa__parse_cpulist(s, cpus, cap);
+}
+
 unsigned pa_delta_have(const pa_frame_delta *d)
 {
     return d->have;
@@ -85,6 +134,23 @@ size_t pa_delta_rapl_count(const pa_frame_delta *d)
     return (d->have & PA_HAVE_RAPL) ? d->nrapl : 0;
 }
 
+int pa_frame_rapl_set(pa_frame *f, const pa_rapl_reading *r, size_t n, const char *source)
+{
+    if (n > PA_MAX_RAPL || !source)
+        return -EINVAL;
+    pa_sysread *sys = f->sys;
+    memcpy(sys->rapl, r, n * sizeof(*r));
+    sys->nrapl = (unsigned)n;
+    snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s", source);
+    sys->have |= PA_HAVE_RAPL;
+    return 0;
+}
+
+void pa_frame_rapl_reset(pa_frame *f)
+{
+    f->sys->rapl_resets++;
+}
+
 int pa_delta_rapl(const pa_frame_delta *d, size_t i, pa_rapl_window *out)
 {
     if (i >= pa_delta_rapl_count(d))
@@ -110,6 +176,20 @@ double pa_delta_package_busy(const pa_frame_delta *d, int pkg)
     if (!d->cur)
         return -1;
     return pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg);
+}
+
+int pa_env_cpu_package(const pa_env *env, int cpu)
+{
+    return pa__cpu_package(env, cpu);
+}
+
+int pa_frame_cpu_packages_set(pa_frame *f, const int16_t *map, unsigned n)
+{
+    if (n > PA_MAX_CPUS)
+        return -EINVAL;
+    f->sys->ncpu_socket = n;
+    memcpy(f->sys->cpu_socket, map, n * sizeof(*map));
+    return 0;
 }
 
 unsigned pa_env_cpu_packages(const pa_env *env, int16_t *map, size_t cap)
