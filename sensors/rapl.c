@@ -18,8 +18,8 @@
  * Every path unfolds wraparound into a 64-bit accumulator of raw units
  * per domain, so the frame's energy_uj (pa_frame_rapl_set) only ever
  * grows.  A counter can wrap at most once between two ticks without being
- * noticed: the
- * sampling period must stay under the wrap time (minutes at full power).
+ * noticed: the sampling period must stay under the wrap time (minutes at
+ * full power).
  * A counter that goes back without wrapping (a reset, a package plugged
  * in again, a driver reloaded) or jumps forward by more than a domain can
  * draw is not unfolded: a step counts (as a wrap or not) only when the
