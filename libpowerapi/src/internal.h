@@ -582,13 +582,7 @@ extern const pa_module_ops pa__mod_cpu_tdp;
 extern const pa_module_ops pa__mod_rapl_share;
 extern const pa_module_ops pa__mod_nic_linear;
 
-/* perf sensor (sensors/perf.c): every event this machine's libpfm4 (and
- * the generic kernel table) can encode, with whether it opens on the
- * calling thread (status 0, else -errno: -ENOENT no such PMU event,
- * -EACCES privilege).  cb returns 0 to go on or a negative value to stop
- * (returned).  Returns the number of events listed. */
-typedef pa_perf_event_cb pa__perf_event_cb;
-int pa__perf_events_list(pa__perf_event_cb cb, void *user);
+/* perf sensor: pa__perf_events_list is in sensors/perf_events.h. */
 
 /* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
  * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
