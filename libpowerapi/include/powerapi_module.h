@@ -54,6 +54,23 @@ uint64_t pa_frame_time_ns(const pa_frame *f);
  * not fit in 511 bytes is left out). */
 void pa_frame_note(pa_frame *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The tick's number (one more at each tick of the context). */
+uint64_t pa_frame_tick(const pa_frame *f);
+
+/* Sensors that read per-process data: the processes the context knows,
+ * by index i from 0 to pa_frame_proc_count(f) - 1 (stable during one
+ * sample call only).  pa_frame_proc gives process i's pid and its start
+ * time (proc(5) stat field 22: with the pid, its identity): 0; -ENOENT
+ * when no sensor saw it at this tick (it is gone, or the task-discovering
+ * sensor has not run yet); -ERANGE past the end (outputs untouched on
+ * error). */
+size_t pa_frame_proc_count(const pa_frame *f);
+int pa_frame_proc(const pa_frame *f, size_t i, pid_t *pid, uint64_t *start_ticks);
+/* Sensors: process i's cumulative network bytes at this tick: rx and tx,
+ * and rx + tx by the pa_nic_kind of each socket's route (by_kind NULL:
+ * none), for the formulas' pa_delta_net_bytes.  0, or -ERANGE. */
+int pa_frame_proc_net(pa_frame *f, size_t i, uint64_t rx, uint64_t tx, const uint64_t by_kind[3]);
+
 /* ---- reading files under a root (pa_env_procfs, _sysfs, _devfs) ---- */
 
 /* Joins root and the printf-like rel into buf ("root/rel"): 0, or
@@ -259,6 +276,26 @@ typedef enum pa_nic_kind {
     PA_NIC_VIRTUAL,
     PA_NIC_LOOPBACK,
 } pa_nic_kind;
+
+/* Interfaces a frame holds. */
+#define PA_MAX_IFACES 32
+
+/* One interface's reading. */
+typedef struct pa_nic_reading {
+    char name[16];
+    pa_nic_kind kind;
+    uint32_t speed_mbps;                                 /* 0 when unknown */
+    char driver[32];                                     /* "" when unknown */
+    uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets; /* cumulative */
+} pa_nic_reading;
+
+/* Sensors: this tick's interfaces, n readings (replacing any of the
+ * tick), for the formulas' pa_delta_nic; sets PA_HAVE_NIC.  0, or -EINVAL
+ * (n over PA_MAX_IFACES). */
+int pa_frame_nic_set(pa_frame *f, const pa_nic_reading *r, size_t n);
+/* Sensors: the cumulative rx + tx bytes of every TCP socket seen, by the
+ * pa_nic_kind of its route, for pa_delta_sock_bytes; sets PA_HAVE_SOCK. */
+void pa_frame_sock_bytes_set(pa_frame *f, const uint64_t bytes[3]);
 
 /* One interface over the window. */
 typedef struct pa_nic_window {

@@ -22,7 +22,7 @@
 
 #define PA_MAX_FREQ 64 /* distinct frequencies of time_in_state */
 /* PA_MAX_RAPL (RAPL domains over every socket): powerapi_module.h */
-#define PA_MAX_IFACES 32    /* network interfaces */
+/* PA_MAX_IFACES (network interfaces): powerapi_module.h */
 #define PA_MAX_COUNTERS 16  /* perf events per target */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
 #define PA_PATH_MAX 4096
@@ -63,14 +63,6 @@ int pa__verr(int err, const char *fmt, va_list ap);
 /* ------------------------------------------------------------------ */
 /* Raw readings                                                        */
 /* ------------------------------------------------------------------ */
-
-typedef struct pa_nic_reading {
-    char name[16];
-    pa_nic_kind kind;
-    uint32_t speed_mbps;                                 /* 0 when unknown */
-    char driver[32];                                     /* "" when unknown */
-    uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets; /* cumulative */
-} pa_nic_reading;
 
 /* System-wide readings of one tick (cumulative values). */
 typedef struct pa_sysread {
@@ -584,12 +576,7 @@ extern const pa_module_ops pa__mod_nic_linear;
 
 /* perf sensor: pa__perf_events_list is in sensors/perf_events.h. */
 
-/* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
- * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
- * the way the sensor does, and counts the TCP sockets with byte counts in
- * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
- * -ENOMEM.  For the fuzz target and tests. */
-int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq, size_t *nsockets);
+/* nic sensor: pa__nic_diag_parse is in sensors/nic.h. */
 
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */

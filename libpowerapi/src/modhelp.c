@@ -53,6 +53,57 @@ void pa_frame_note(pa_frame *f, const char *fmt, ...)
     pa__assume(f->sys->notes, sizeof(f->sys->notes), buf);
 }
 
+uint64_t pa_frame_tick(const pa_frame *f)
+{
+    return f->tick;
+}
+
+size_t pa_frame_proc_count(const pa_frame *f)
+{
+    return f->ctx->procs.n;
+}
+
+int pa_frame_proc(const pa_frame *f, size_t i, pid_t *pid, uint64_t *start_ticks)
+{
+    if (i >= f->ctx->procs.n)
+        return -ERANGE;
+    const pa_task *t = f->ctx->procs.v[i];
+    if (t->type != PA_TARGET_PROCESS || t->seen_tick != f->tick)
+        return -ENOENT;
+    *pid = t->pid;
+    *start_ticks = t->start_ticks;
+    return 0;
+}
+
+int pa_frame_proc_net(pa_frame *f, size_t i, uint64_t rx, uint64_t tx, const uint64_t by_kind[3])
+{
+    if (i >= f->ctx->procs.n)
+        return -ERANGE;
+    pa_task *t = f->ctx->procs.v[i];
+    t->cur.net_rx = rx;
+    t->cur.net_tx = tx;
+    if (by_kind)
+        memcpy(t->cur.net_kind, by_kind, sizeof(t->cur.net_kind));
+    t->cur.have |= PA_RD_NET;
+    return 0;
+}
+
+int pa_frame_nic_set(pa_frame *f, const pa_nic_reading *r, size_t n)
+{
+    if (n > PA_MAX_IFACES)
+        return -EINVAL;
+    f->sys->nnic = (unsigned)n;
+    memcpy(f->sys->nic, r, n * sizeof(*r));
+    f->sys->have |= PA_HAVE_NIC;
+    return 0;
+}
+
+void pa_frame_sock_bytes_set(pa_frame *f, const uint64_t bytes[3])
+{
+    memcpy(f->sys->sock_bytes, bytes, sizeof(f->sys->sock_bytes));
+    f->sys->have |= PA_HAVE_SOCK;
+}
+
 int pa_path_join(char *buf, size_t len, const char *root, const char *fmt, ...)
 {
     int n = snprintf(buf, len, "%s/", root);
