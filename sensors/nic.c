@@ -37,7 +37,7 @@
  *     a peer that is one of this host's socket addresses, an IPv6 local
  *     route), else the interface of the route to the peer
  *     (<procfs>/net/route, <procfs>/net/ipv6_route) gives physical or
- *     virtual.  pa_frame_proc_net and pa_frame_sock_bytes_set carry the bytes
+ *     virtual.  pa_frame_task_net and pa_frame_sock_bytes_set carry the bytes
  *     by class so that nic-linear prices only what crossed a real NIC.
  *   - UDP is not covered: the kernel keeps no per-socket byte counters for
  *     it (sock_diag gives queue sizes only).  Neither are sockets of other
@@ -1075,26 +1075,25 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
  * keeping the running totals of those already known (same start time). */
 static int update_procs(const pa_frame *f, nic_priv *p)
 {
-    size_t n = 0, nall = pa_frame_proc_count(f);
-    pid_t pid;
-    uint64_t start;
+    size_t n = 0, nall = pa_frame_task_count(f);
+    pa_frame_task_info ti;
     for (size_t i = 0; i < nall; i++)
-        n += pa_frame_proc(f, i, &pid, &start) == 0;
+        n += pa_frame_task(f, i, &ti) == 0 && ti.type == PA_TARGET_PROCESS;
     if (PA__GROW(p->procs_new, p->procs_new_cap, n ? n : 1, 64) < 0)
         return -ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < nall; i++) {
-        if (pa_frame_proc(f, i, &pid, &start) < 0)
+        if (pa_frame_task(f, i, &ti) < 0 || ti.type != PA_TARGET_PROCESS)
             continue;
-        int32_t j = proc_find(p->procs, p->pidx, p->pidx_cap, pid);
+        int32_t j = proc_find(p->procs, p->pidx, p->pidx_cap, ti.pid);
         nic_proc *pr = &p->procs_new[k++];
-        if (j >= 0 && p->procs[j].start_ticks == start) {
+        if (j >= 0 && p->procs[j].start_ticks == ti.start_ticks) {
             *pr = p->procs[j];
             p->procs[j].fds = NULL; /* moved */
         } else {
             memset(pr, 0, sizeof *pr);
-            pr->pid = pid;
-            pr->start_ticks = start;
+            pr->pid = ti.pid;
+            pr->start_ticks = ti.start_ticks;
         }
     }
     for (size_t i = 0; i < p->nprocs; i++) {
@@ -1243,16 +1242,15 @@ static int nic_sample(pa_module *m, pa_frame *frame)
     account(p);
 
     pa_frame_sock_bytes_set(frame, p->sock_bytes);
-    pid_t pid;
-    uint64_t start;
-    for (size_t i = 0; i < pa_frame_proc_count(frame); i++) {
-        if (pa_frame_proc(frame, i, &pid, &start) < 0)
+    pa_frame_task_info ti;
+    for (size_t i = 0; i < pa_frame_task_count(frame); i++) {
+        if (pa_frame_task(frame, i, &ti) < 0 || ti.type != PA_TARGET_PROCESS)
             continue;
-        int32_t q = proc_find(p->procs, p->pidx, p->pidx_cap, pid);
+        int32_t q = proc_find(p->procs, p->pidx, p->pidx_cap, ti.pid);
         if (q < 0 || p->procs[q].unreadable)
             continue;
         const nic_proc *pr = &p->procs[q];
-        pa_frame_proc_net(frame, i, pr->rx, pr->tx, pr->kind_bytes);
+        pa_frame_task_net(frame, i, pr->rx, pr->tx, pr->kind_bytes);
     }
     return 0;
 }

@@ -57,19 +57,58 @@ void pa_frame_note(pa_frame *f, const char *fmt, ...) __attribute__((format(prin
 /* The tick's number (one more at each tick of the context). */
 uint64_t pa_frame_tick(const pa_frame *f);
 
-/* Sensors that read per-process data: the processes the context knows,
- * by index i from 0 to pa_frame_proc_count(f) - 1 (stable during one
- * sample call only).  pa_frame_proc gives process i's pid and its start
- * time (proc(5) stat field 22: with the pid, its identity): 0; -ENOENT
- * when no sensor saw it at this tick (it is gone, or the task-discovering
- * sensor has not run yet); -ERANGE past the end (outputs untouched on
- * error). */
-size_t pa_frame_proc_count(const pa_frame *f);
-int pa_frame_proc(const pa_frame *f, size_t i, pid_t *pid, uint64_t *start_ticks);
-/* Sensors: process i's cumulative network bytes at this tick: rx and tx,
- * and rx + tx by the pa_nic_kind of each socket's route (by_kind NULL:
- * none), for the formulas' pa_delta_net_bytes.  0, or -ERANGE. */
-int pa_frame_proc_net(pa_frame *f, size_t i, uint64_t rx, uint64_t tx, const uint64_t by_kind[3]);
+/* Counters a task or cgroup holds (pa_frame_task_counters). */
+#define PA_MAX_COUNTERS 16
+
+/* Sensors that read per-task data: the processes and threads the context
+ * knows, by index i from 0 to pa_frame_task_count(f) - 1 (the processes
+ * first; stable during one sample call only).  pa_frame_task gives task
+ * i: 0; -ENOENT when no sensor saw it at this tick (it is gone, or the
+ * task-discovering sensor has not run yet); -ERANGE past the end (out
+ * untouched on error). */
+typedef struct pa_frame_task_info {
+    pa_target_type type;  /* PA_TARGET_PROCESS or PA_TARGET_THREAD */
+    pid_t pid;            /* the process (a thread's too) */
+    pid_t tid;            /* threads: the thread, else 0 */
+    uint64_t start_ticks; /* proc(5) stat field 22: with the id, its identity */
+    int cgroup;           /* processes: its cgroup's index (pa_frame_cgroup_path),
+                             -1 unknown */
+} pa_frame_task_info;
+size_t pa_frame_task_count(const pa_frame *f);
+int pa_frame_task(const pa_frame *f, size_t i, pa_frame_task_info *out);
+/* Sensors: task i's cumulative network bytes at this tick: rx and tx, and
+ * rx + tx by the pa_nic_kind of each socket's route (by_kind NULL: none),
+ * for the formulas' pa_delta_net_bytes.  0, or -ERANGE. */
+int pa_frame_task_net(pa_frame *f, size_t i, uint64_t rx, uint64_t tx, const uint64_t by_kind[3]);
+/* Sensors that declared counters (pa_module_counters_declare): task i's
+ * cumulative counts at this tick, n values in the declared order, and the
+ * lowest time_running / time_enabled of its counters (multiplexing).  0,
+ * or -ERANGE (i, or n over PA_MAX_COUNTERS). */
+int pa_frame_task_counters(pa_frame *f, size_t i, const double *v, size_t n, double multiplex);
+/* Declares the per-task counters the module reports (names in order, at
+ * most PA_MAX_COUNTERS; replaces what it declared before), for the
+ * reports' counter columns and pa_delta_share_weights's cycles; flag the
+ * table PA_MOD_TASK_COUNTERS so that they go with the module.  Call it
+ * from start or configure.  0, -EINVAL (n too big), -ENOMEM. */
+int pa_module_counters_declare(pa_module *m, const char *const *names, size_t n);
+
+/* Cgroups (pa_ctx_opts cgroups on): whether the context follows them (1
+ * or 0), how many it has interned so far, and cgroup g's path as
+ * /proc/PID/cgroup gives it ("/system.slice/x.service"); NULL past the
+ * end. */
+int pa_frame_cgroups_on(const pa_frame *f);
+size_t pa_frame_cgroup_count(const pa_frame *f);
+const char *pa_frame_cgroup_path(const pa_frame *f, size_t g);
+/* Sensors that count a cgroup as a whole (with the processes that came
+ * and went between ticks): cgroup g's cumulative counts at this tick (n
+ * values as declared) and their multiplexing; fresh when the counters
+ * were (re)opened, so that these are a new baseline, not an increase.  0,
+ * -ERANGE (g, or n over PA_MAX_COUNTERS), -ENOMEM. */
+int pa_frame_cgroup_counters(pa_frame *f, size_t g, const double *v, size_t n, double multiplex,
+                             bool fresh);
+/* Sensors: the system-wide unhalted cycles (cumulative, scaled by
+ * multiplexing) for the CPU split; sets PA_HAVE_CYCLES. */
+void pa_frame_cycles_set(pa_frame *f, double cycles);
 
 /* ---- reading files under a root (pa_env_procfs, _sysfs, _devfs) ---- */
 

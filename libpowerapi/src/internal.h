@@ -23,7 +23,7 @@
 #define PA_MAX_FREQ 64 /* distinct frequencies of time_in_state */
 /* PA_MAX_RAPL (RAPL domains over every socket): powerapi_module.h */
 /* PA_MAX_IFACES (network interfaces): powerapi_module.h */
-#define PA_MAX_COUNTERS 16  /* perf events per target */
+/* PA_MAX_COUNTERS (perf events per target): powerapi_module.h */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
 #define PA_PATH_MAX 4096
 /* PA_MAX_CPUS (CPU -> socket map entries): powerapi_module.h */

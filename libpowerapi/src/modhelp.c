@@ -58,34 +58,102 @@ uint64_t pa_frame_tick(const pa_frame *f)
     return f->tick;
 }
 
-size_t pa_frame_proc_count(const pa_frame *f)
+size_t pa_frame_task_count(const pa_frame *f)
 {
-    return f->ctx->procs.n;
+    return f->ctx->procs.n + f->ctx->threads.n;
 }
 
-int pa_frame_proc(const pa_frame *f, size_t i, pid_t *pid, uint64_t *start_ticks)
+/* Task i of the frame's context: its processes, then its threads. */
+static pa_task *frame_task(const pa_frame *f, size_t i)
 {
-    if (i >= f->ctx->procs.n)
+    const pa_ctx *ctx = f->ctx;
+    if (i < ctx->procs.n)
+        return ctx->procs.v[i];
+    i -= ctx->procs.n;
+    return i < ctx->threads.n ? ctx->threads.v[i] : NULL;
+}
+
+int pa_frame_task(const pa_frame *f, size_t i, pa_frame_task_info *out)
+{
+    const pa_task *t = frame_task(f, i);
+    if (!t)
         return -ERANGE;
-    const pa_task *t = f->ctx->procs.v[i];
-    if (t->type != PA_TARGET_PROCESS || t->seen_tick != f->tick)
+    if (t->seen_tick != f->tick || t->gone ||
+        (t->type != PA_TARGET_PROCESS && t->type != PA_TARGET_THREAD))
         return -ENOENT;
-    *pid = t->pid;
-    *start_ticks = t->start_ticks;
+    out->type = t->type;
+    out->pid = t->pid;
+    out->tid = t->type == PA_TARGET_THREAD ? t->tid : 0;
+    out->start_ticks = t->start_ticks;
+    out->cgroup = t->cgroup;
     return 0;
 }
 
-int pa_frame_proc_net(pa_frame *f, size_t i, uint64_t rx, uint64_t tx, const uint64_t by_kind[3])
+int pa_frame_task_net(pa_frame *f, size_t i, uint64_t rx, uint64_t tx, const uint64_t by_kind[3])
 {
-    if (i >= f->ctx->procs.n)
+    pa_task *t = frame_task(f, i);
+    if (!t)
         return -ERANGE;
-    pa_task *t = f->ctx->procs.v[i];
     t->cur.net_rx = rx;
     t->cur.net_tx = tx;
     if (by_kind)
         memcpy(t->cur.net_kind, by_kind, sizeof(t->cur.net_kind));
     t->cur.have |= PA_RD_NET;
     return 0;
+}
+
+int pa_frame_task_counters(pa_frame *f, size_t i, const double *v, size_t n, double multiplex)
+{
+    pa_task *t = frame_task(f, i);
+    if (!t || n > PA_MAX_COUNTERS)
+        return -ERANGE;
+    if (t->ctr_cur)
+        memcpy(t->ctr_cur, v, n * sizeof(*v));
+    t->cur.multiplex = multiplex;
+    t->cur.have |= PA_RD_COUNTERS;
+    return 0;
+}
+
+int pa_module_counters_declare(pa_module *m, const char *const *names, size_t n)
+{
+    return pa__counters_declare(m->ctx, names, n);
+}
+
+int pa_frame_cgroups_on(const pa_frame *f)
+{
+    return f->ctx->cgroups_on;
+}
+
+size_t pa_frame_cgroup_count(const pa_frame *f)
+{
+    return f->ctx->ncgroups;
+}
+
+const char *pa_frame_cgroup_path(const pa_frame *f, size_t g)
+{
+    return g < f->ctx->ncgroups ? f->ctx->cgroups[g] : NULL;
+}
+
+int pa_frame_cgroup_counters(pa_frame *f, size_t g, const double *v, size_t n, double multiplex,
+                             bool fresh)
+{
+    if (g >= f->ctx->ncgroups || n > PA_MAX_COUNTERS)
+        return -ERANGE;
+    pa_cgroup_ctr *cc = pa__cgroup_ctr(f->ctx, g);
+    if (!cc)
+        return -ENOMEM;
+    memcpy(cc->cur, v, n * sizeof(*v));
+    cc->multiplex = multiplex;
+    cc->cur_tick = f->tick;
+    if (fresh)
+        cc->prev_tick = 0; /* a new baseline */
+    return 0;
+}
+
+void pa_frame_cycles_set(pa_frame *f, double cycles)
+{
+    f->sys->cycles_all = cycles;
+    f->sys->have |= PA_HAVE_CYCLES;
 }
 
 int pa_frame_nic_set(pa_frame *f, const pa_nic_reading *r, size_t n)
