@@ -595,6 +595,8 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap);
 /* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
 int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+int pa__vpath(char *buf, size_t len, const char *root, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 /* 1 when the procfs root is a procfs mounted with hidepid (1, 2,
  * invisible, noaccess) that hides other users' processes from us (not
  * root, not in its gid= group); *opt gets "hidepid=2".  0 otherwise,

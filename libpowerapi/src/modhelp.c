@@ -174,16 +174,11 @@ void pa_frame_sock_bytes_set(pa_frame *f, const uint64_t bytes[3])
 
 int pa_path_join(char *buf, size_t len, const char *root, const char *fmt, ...)
 {
-    int n = snprintf(buf, len, "%s/", root);
-    if (n < 0 || (size_t)n >= len)
-        return -ENAMETOOLONG;
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+    int rc = pa__vpath(buf, len, root, fmt, ap);
     va_end(ap);
-    if (m < 0 || (size_t)m >= len - (size_t)n)
-        return -ENAMETOOLONG;
-    return 0;
+    return rc;
 }
 
 ssize_t pa_file_read(const char *root, const char *rel, char *buf, size_t len)
