@@ -5,20 +5,23 @@
  * powerapi.h gives any module its ops table, its private pointer, its
  * options, the per-task CPU time and keyed frame data.  The built-in
  * modules need a little more of the library (the system's RAPL and NIC
- * readings of a window, a task's last CPU and network bytes, the hardware
- * database, the CPU split rapl-share and cpu-curve share), and they get it
- * here, as any user's module can: the role collectd's plugin.h and the
- * kernel's include/linux/powercap.h play for their plugins and drivers.
- * Installed beside powerapi.h (the -dev package); a module includes this
- * header, never the library's internal.h (DESIGN.md section 4.6 names the
- * built-ins that still do, and why).
+ * readings, the tick's tasks with their counters and network bytes, the
+ * CPU packages, the hardware database and calibrations, the CPU split
+ * rapl-share and cpu-curve share), and they get it here, as any user's
+ * module can: the role collectd's plugin.h and the kernel's
+ * include/linux/powercap.h play for their plugins and drivers.  Installed
+ * beside powerapi.h (the -dev package); a module includes this header,
+ * never the library's internal.h (DESIGN.md section 4.6 names the one
+ * built-in that still does, and why).
  *
- * Unless stated otherwise: the pa_delta_* and pa_table_* calls are made
- * inside a formula's compute callback with the delta and table it was
- * given, and their results are valid during that call; like every module
- * callback they run on the context's one sampling thread, so they take no
- * lock.  Target indexes i are those of pa_delta_count; an index out of
- * range reads as "no reading" and writes nothing.
+ * Unless stated otherwise: the pa_frame_* calls are made inside a
+ * sensor's sample callback with the frame it was given, the pa_delta_*
+ * and pa_table_* calls inside a formula's compute callback with the delta
+ * and table it was given, and their results are valid during that call;
+ * like every module callback they run on the context's one sampling
+ * thread, so they take no lock.  Target indexes i of a delta are those of
+ * pa_delta_count; an index out of range reads as "no reading" and writes
+ * nothing.
  */
 #ifndef POWERAPI_MODULE_H
 #define POWERAPI_MODULE_H
