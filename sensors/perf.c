@@ -33,7 +33,7 @@
  * whole: perf_event_open(pid = an fd of the cgroup's directory under the
  * cgroup2 mount found in <procfs>/self/mountinfo, PERF_FLAG_PID_CGROUP),
  * one counter set per online CPU, summed, so that processes that came and
- * went between ticks are in the cgroup's counts (pa__cgroup_ctr; the
+ * went between ticks are in the cgroup's counts (pa_frame_cgroup_counters; the
  * engine falls back to the sum of the cgroup's processes where a cgroup
  * could not be opened).  CPU-wide events need root or CAP_PERFMON; the
  * descriptors (CPUs x events per cgroup) come out of the same budget, and
@@ -737,7 +737,7 @@ static int cg_open(perf_state *st, const char *path, perf_cg *c)
 }
 
 /* Counts each interned cgroup that has a live process this tick and
- * gives the engine its cumulative counts (pa__cgroup_ctr); closes the
+ * gives the engine its cumulative counts (pa_frame_cgroup_counters); closes the
  * counters of cgroups left without processes.  Returns 0, or the error
  * of the first refusal (-EACCES...) to report once. */
 static int cg_sample(perf_state *st, const pa_env *env, pa_frame *f, int *report_err)
