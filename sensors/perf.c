@@ -107,7 +107,7 @@ typedef struct perf_target {
 } perf_target;
 
 /* Counters of one interned cgroup (PERF_FLAG_PID_CGROUP): one set per
- * online CPU, summed.  Indexed like ctx->cgroups. */
+ * online CPU, summed.  Indexed like pa_frame_cgroup_path. */
 typedef struct perf_cg {
     int err; /* could not be opened (-errno): not retried while the
                 cgroup keeps live processes */
