@@ -1,6 +1,7 @@
 /* test_fuzz_found.c - one named test per bug the fuzz targets found
  * (tests/fuzz/): the crashing input, in its smallest form, and what the
  * code must do with it.  The raw input is also in the target's corpus. */
+#include "../sensors/nic.h"
 #include "cli.h"
 #include "internal.h"
 #include "testutil.h"

@@ -6,6 +6,7 @@
  * hardware-event case is in its own "hardware" test case and prints why
  * it skips where no PMU exists (VMs like the development machines).
  */
+#include "../sensors/perf_events.h"
 #include "internal.h"
 #include "testutil.h"
 
