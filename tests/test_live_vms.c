@@ -3,7 +3,7 @@
  * section 18).
  *
  * Debian's qemu-system-x86_64 runs with TCG (no nested KVM here: it hangs,
- * ../shared/FACTS.md) a 64 KiB firmware of the test's own whose reset
+ * the workplace's FACTS) a 64 KiB firmware of the test's own whose reset
  * vector is `jmp $`, so that its one vCPU spins: no kernel, no disk, a
  * second to start.  pa_vm_list finds it by the name and uuid the test gave
  * (-name guest=NAME,debug-threads=on, -uuid), its vCPU thread "CPU 0/TCG"
