@@ -9,6 +9,7 @@
  * long interval is not mistaken for a dead daemon.
  */
 #include "cli.h"
+#include "otlp_export.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CMD "daemon"
 
@@ -34,6 +36,9 @@ typedef struct daemon_state {
     int last_err;            /* atomic: last publish error */
     bool guard_rapl;         /* refuse windows with RAPL-derived figures */
     int refused;             /* atomic: such a window was refused */
+    pa_cli_otlp_args otlp;   /* --otlp: each window pushed too */
+    pa_cli_otlp *pusher;
+    pa_prom_opts page; /* the series pushed: every one, as serve's */
 } daemon_state;
 
 static const char daemon_about[] =
@@ -69,6 +74,7 @@ static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
         return;
     }
     int rc = pa_ring_publish(d->w, r);
+    pa_cli_otlp_window(d->pusher, r, &d->page);
     if (rc < 0)
         __atomic_store_n(&d->last_err, rc, __ATOMIC_RELAXED);
     else
@@ -129,6 +135,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
                     "CVE-2020-8694)"),
         PA_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_OTLP(&d.otlp),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {
@@ -160,8 +167,11 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
-        status = rc;
+    d.page.max_cgroups = 1000;
+    if (gethostname(d.page.node, sizeof(d.page.node) - 1) < 0 ||
+        (rc = pa_cli_otlp_start(&d.otlp, CMD, &d.pusher)) != 0 ||
+        (rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+        status = rc ? rc : PA_EXIT_FAIL;
         goto out;
     }
     if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0) {
@@ -226,6 +236,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
     pa_stop(ctx);
 
 out:
+    pa_cli_otlp_stop(d.pusher);
     pa_ctx_free(ctx);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */
     sigprocmask(SIG_SETMASK, &old, NULL);

@@ -10,6 +10,7 @@
  * daemon's ring (the main loop aggregates every new window each interval).
  */
 #include "cli.h"
+#include "otlp_export.h"
 #include "prometheus.h"
 
 #include <arpa/inet.h>
@@ -41,6 +42,7 @@ typedef struct serve {
     struct MHD_Response *unavailable; /* 503 text when no data */
     char why[512];                    /* why there is no page (ring dead...) */
     unsigned long scrapes;            /* under lock */
+    pa_cli_otlp *otlp;                /* --otlp: each window pushed too */
 } serve;
 
 static const char serve_about[] =
@@ -345,6 +347,7 @@ static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
     char *text = pa_prom_page(r, &s->o, &len);
     if (text)
         serve_publish(s, text, len, NULL);
+    pa_cli_otlp_window(s->otlp, r, &s->o);
 }
 
 /* Ring mode: one page per interval from every window since the last, or
@@ -391,6 +394,7 @@ static void ring_refresh(serve *s, ring_src *rs)
                 char *text = pa_prom_page(rep, &s->o, &len);
                 if (text)
                     serve_publish(s, text, len, NULL);
+                pa_cli_otlp_window(s->otlp, rep, &s->o);
             }
         }
     } else {
@@ -401,6 +405,7 @@ static void ring_refresh(serve *s, ring_src *rs)
             char *text = pa_prom_page(rep, &s->o, &len);
             if (text)
                 serve_publish(s, text, len, NULL);
+            pa_cli_otlp_window(s->otlp, rep, &s->o);
         } else if (rc == -EAGAIN) {
             rc = 0; /* keep the last page */
         } else if (rc == -EOWNERDEAD) {
@@ -444,6 +449,7 @@ typedef struct serve_args {
     const char *listen, *ring, *node;
     uint64_t timeout, span;
     unsigned long top, maxconn, max_cgroups;
+    pa_cli_otlp_args otlp;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
@@ -482,6 +488,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
         PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
                         "idle connections are closed after (default 10s)", 1000000000ull, 0),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
+        PA_OPT_OTLP(&a->otlp),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -540,6 +547,10 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     ring_src rs = {.name = ring, .span_ns = span};
     struct MHD_Daemon *httpd = NULL;
     int rc;
+    if ((rc = pa_cli_otlp_start(&a->otlp, CMD, &s->otlp)) != 0) {
+        status = rc;
+        goto out;
+    }
     if (ring) {
         ring_refresh(s, &rs);
         if (!rs.r) /* a wrong name is better told at once */
@@ -625,6 +636,7 @@ out:
         pa_stop(ctx);
     if (httpd)
         MHD_stop_daemon(httpd);
+    pa_cli_otlp_stop(s->otlp);
     pa_ctx_free(ctx);
     pa_ring_close(rs.r);
     if (s->page)

@@ -1,0 +1,107 @@
+/*
+ * otlp.c - `--otlp URL`: the window's series encoded (report/otlp.c) on the
+ * sampling thread, handed to the sending thread (push.c).  The start time
+ * of every cumulative sum is the moment pushing began, the same in every
+ * batch, so that a receiver back after an absence continues the sums.
+ */
+#include "otlp_export.h"
+#include "otlp.h"
+#include "push.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct pa_cli_otlp {
+    pa_push *push;
+    uint64_t start_unix_ns;
+    char service[128];
+};
+
+int pa_cli_otlp_header(void *value, const char *cmd, const char *arg)
+{
+    pa_cli_otlp_args *a = value;
+    const char *colon = strchr(arg, ':');
+    if (!colon || colon == arg || strchr(arg, '\n') || strchr(arg, '\r'))
+        return pa_cli_usage_error(cmd, "--otlp-header: expected 'NAME: VALUE', got '%s'", arg);
+    if (a->nheaders == sizeof(a->headers) / sizeof(a->headers[0]))
+        return pa_cli_usage_error(cmd, "--otlp-header: at most 16 headers");
+    a->headers[a->nheaders++] = arg;
+    return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int pa_cli_otlp_start(const pa_cli_otlp_args *a, const char *cmd, pa_cli_otlp **out)
+{
+    *out = NULL;
+    if (!a->url)
+        return 0;
+    if (strncmp(a->url, "http://", 7) != 0 && strncmp(a->url, "https://", 8) != 0)
+        return pa_cli_usage_error(cmd, "--otlp: expected an http:// or https:// URL, got '%s'",
+                                  a->url);
+    char url[2048];
+    const char *path = strchr(a->url + (a->url[4] == 's' ? 8 : 7), '/');
+    snprintf(url, sizeof(url), "%s%s", a->url,
+             !path || !path[1] ? (path ? "v1/metrics" : "/v1/metrics") : "");
+    pa_cli_otlp *x = calloc(1, sizeof(*x));
+    if (!x) {
+        pa_cli_error(cmd, "%s", strerror(ENOMEM));
+        return PA_EXIT_FAIL;
+    }
+    snprintf(x->service, sizeof(x->service), "%s", a->service ? a->service : "powerapi");
+    x->start_unix_ns = clock_ns(CLOCK_REALTIME);
+    pa_push_cfg cfg = {.cmd = cmd,
+                       .name = "otlp",
+                       .url = url,
+                       .content_type = "application/x-protobuf",
+                       .headers = a->headers,
+                       .nheaders = a->nheaders,
+                       .gzip = a->gzip,
+                       .queue_max = a->queue ? a->queue : 600,
+                       .timeout_ns = a->timeout_ns};
+    int rc = pa_push_start(&cfg, &x->push);
+    if (rc < 0) {
+        free(x);
+        pa_cli_error(cmd, "--otlp: %s", strerror(-rc));
+        return PA_EXIT_FAIL;
+    }
+    *out = x;
+    return 0;
+}
+
+void pa_cli_otlp_window(pa_cli_otlp *x, const pa_report *r, const pa_prom_opts *o)
+{
+    if (!x)
+        return;
+    pa_push_stats st;
+    pa_push_get_stats(x->push, &st);
+    /* the window's end in Unix time: the report's clock is monotonic */
+    uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
+    uint64_t age = r->time_ns && r->time_ns <= mono ? mono - r->time_ns : 0;
+    pa_otlp_opts eo = {.prom = *o,
+                       .start_unix_ns = x->start_unix_ns,
+                       .time_unix_ns = real - age,
+                       .service_name = x->service,
+                       .version = PA_VERSION_STRING,
+                       .dropped_batches = st.dropped};
+    uint8_t *buf;
+    size_t len;
+    if (pa_otlp_encode(r, &eo, &buf, &len) == 0)
+        pa_push_submit(x->push, buf, len, NULL);
+}
+
+void pa_cli_otlp_stop(pa_cli_otlp *x)
+{
+    if (!x)
+        return;
+    pa_push_stop(x->push, 1000000000ull);
+    free(x);
+}

@@ -1,0 +1,396 @@
+/*
+ * push.c - batches to an HTTP receiver on a thread of their own (push.h).
+ *
+ * The queue is a ring of at most queue_max batches under one mutex that
+ * is never held across a request: pa_push_submit only appends (or drops
+ * the oldest batch not in flight), so the measuring thread that calls it
+ * never waits on the network.  The thread sends the oldest batch; a
+ * refused connection, a timeout, 408, 429, 502, 503 or 504 keep it at the
+ * head and retry after a delay that doubles from backoff_ns up to
+ * backoff_max_ns (OTLP/HTTP's retryable answers); any other answer but
+ * 2xx drops it for good (counted as rejected).  A batch is removed only
+ * once sent, so a receiver that goes away and comes back gets every batch
+ * the queue could hold, in order.
+ */
+#include "push.h"
+#include "cli.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+typedef struct batch {
+    void *body;
+    size_t len;
+    char *url; /* NULL: the configuration's */
+} batch;
+
+struct pa_push {
+    pa_push_cfg cfg; /* strings owned */
+    char **headers;
+    pthread_t th;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* work for the thread, or a change for stop */
+    batch *q;            /* ring of cfg.queue_max */
+    size_t head, count;
+    int in_flight; /* the head is being sent */
+    int stop;
+    pa_push_stats st;
+    long last_fail; /* the failure last said: curl code, or -HTTP status; 0 none */
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void batch_free(batch *b)
+{
+    free(b->body);
+    free(b->url);
+    memset(b, 0, sizeof(*b));
+}
+
+/* gzip (RFC 1952) of in: a malloc'd buffer, or NULL. */
+static void *gzip_of(const void *in, size_t len, size_t *out_len)
+{
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return NULL;
+    size_t cap = deflateBound(&z, (uLong)len) + 32;
+    unsigned char *out = malloc(cap);
+    if (out) {
+        z.next_in = (Bytef *)in;
+        z.avail_in = (uInt)len;
+        z.next_out = out;
+        z.avail_out = (uInt)cap;
+        if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+            free(out);
+            out = NULL;
+        } else {
+            *out_len = z.total_out;
+        }
+    }
+    deflateEnd(&z);
+    return out;
+}
+
+typedef struct answer {
+    char text[256]; /* the start of the receiver's body, for messages */
+    size_t len;
+} answer;
+
+static size_t on_body(char *data, size_t size, size_t n, void *user)
+{
+    answer *a = user;
+    size_t len = size * n, room = sizeof(a->text) - 1 - a->len;
+    size_t k = len < room ? len : room;
+    memcpy(a->text + a->len, data, k);
+    a->len += k;
+    a->text[a->len] = '\0';
+    return len;
+}
+
+/* Why a curl error happened, and what to do, in words. */
+static const char *curl_why(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_CONNECT:
+        return "connection refused: is the receiver running and listening there?";
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return "unknown host name";
+    case CURLE_OPERATION_TIMEDOUT:
+        return "no answer in time: the receiver hangs or is overloaded";
+    case CURLE_SSL_CONNECT_ERROR:
+        return "TLS handshake failed: an https:// URL to a plain-HTTP receiver? (use http://)";
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        return "the receiver closed the connection without an answer (TLS to it, or it "
+               "crashed?)";
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return "not an http:// or https:// URL";
+    default:
+        return "";
+    }
+}
+
+/* Aborts a request in progress when pa_push_stop gives up waiting. */
+static int on_progress(void *user, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    return __atomic_load_n(&((pa_push *)user)->stop, __ATOMIC_ACQUIRE) > 1;
+}
+
+/* One request.  Returns 1 sent, 0 retry later, -1 refused for good;
+ * *fail says what happened (a curl code, or -HTTP status). */
+static int send_one(pa_push *p, CURL *h, const batch *b, long *fail, char *msg, size_t msglen)
+{
+    const void *body = b->body;
+    size_t len = b->len;
+    void *gz = NULL;
+    if (p->cfg.gzip && (gz = gzip_of(b->body, b->len, &len)) != NULL)
+        body = gz;
+    else
+        len = b->len;
+    struct curl_slist *hl = NULL;
+    char ct[160];
+    snprintf(ct, sizeof(ct), "Content-Type: %s", p->cfg.content_type);
+    hl = curl_slist_append(hl, ct);
+    if (gz)
+        hl = curl_slist_append(hl, "Content-Encoding: gzip");
+    hl = curl_slist_append(hl, "Expect:");
+    for (size_t i = 0; i < p->cfg.nheaders; i++)
+        hl = curl_slist_append(hl, p->headers[i]);
+    answer a = {.len = 0};
+    curl_easy_setopt(h, CURLOPT_URL, b->url ? b->url : p->cfg.url);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(p->cfg.timeout_ns / 1000000ull));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(p->cfg.timeout_ns / 1000000ull));
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, p);
+    CURLcode c = curl_easy_perform(h);
+    curl_slist_free_all(hl);
+    free(gz);
+    if (c != CURLE_OK) {
+        *fail = (long)c;
+        snprintf(msg, msglen, "%s (%s)", curl_easy_strerror(c), curl_why(c));
+        return 0;
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300)
+        return 1;
+    *fail = -status;
+    for (char *s = a.text; *s; s++)
+        if (*s == '\n' || *s == '\r')
+            *s = ' ';
+    int retry = status == 408 || status == 429 || status == 502 || status == 503 || status == 504;
+    snprintf(msg, msglen, "HTTP %ld%s%s (%s)", status, a.len ? ": " : "", a.text,
+             retry           ? "the receiver is busy or away; retrying"
+             : status == 404 ? "wrong URL path? OTLP metrics go to /v1/metrics; batch dropped"
+             : status == 401 || status == 403
+                 ? "authentication: give the receiver's header with the -header option; batch "
+                   "dropped"
+             : status < 500 ? "the receiver refused the batch; dropped"
+                            : "the receiver failed on the batch; dropped, not retried");
+    return retry ? 0 : -1;
+}
+
+/* The head batch's outcome, under the lock: removes it or schedules the
+ * next try; says what changed, once per kind. */
+static void settle(pa_push *p, int rc, long fail, const char *msg, uint64_t *backoff,
+                   uint64_t *next_try)
+{
+    p->in_flight = 0;
+    if (rc != 0) {
+        batch_free(&p->q[p->head]);
+        p->head = (p->head + 1) % p->cfg.queue_max;
+        p->count--;
+    }
+    if (rc == 1) {
+        p->st.sent++;
+        if (p->last_fail)
+            fprintf(stderr, "%s %s: %s: %s: delivering again (%zu batches queued)\n", pa_cli_prog,
+                    p->cfg.cmd, p->cfg.name, p->cfg.url, p->count);
+        p->last_fail = 0;
+        *backoff = p->cfg.backoff_ns;
+        *next_try = 0;
+        return;
+    }
+    if (rc < 0)
+        p->st.rejected++;
+    else
+        p->st.retries++;
+    if (fail != p->last_fail)
+        fprintf(stderr, "%s %s: %s: %s: %s\n", pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.url,
+                msg);
+    p->last_fail = fail;
+    if (rc == 0) {
+        *next_try = now_ns() + *backoff;
+        *backoff = *backoff * 2 > p->cfg.backoff_max_ns ? p->cfg.backoff_max_ns : *backoff * 2;
+    }
+}
+
+static void wait_until(pa_push *p, uint64_t mono_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(mono_ns / 1000000000ull),
+                          .tv_nsec = (long)(mono_ns % 1000000000ull)};
+    pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+}
+
+static void *push_thread(void *arg)
+{
+    pa_push *p = arg;
+    CURL *h = curl_easy_init();
+    uint64_t backoff = p->cfg.backoff_ns, next_try = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (p->stop && (p->count == 0 || p->stop > 1))
+            break;
+        if (p->count == 0) {
+            pthread_cond_wait(&p->cond, &p->lock);
+            continue;
+        }
+        if (next_try && now_ns() < next_try) {
+            wait_until(p, next_try);
+            continue;
+        }
+        batch b = p->q[p->head]; /* stays owned by the queue: in flight */
+        p->in_flight = 1;
+        pthread_mutex_unlock(&p->lock);
+        long fail = 0;
+        char msg[512] = "";
+        int rc = h ? send_one(p, h, &b, &fail, msg, sizeof(msg)) : 0;
+        pthread_mutex_lock(&p->lock);
+        settle(p, rc, fail, msg, &backoff, &next_try);
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+static void curl_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int pa_push_start(const pa_push_cfg *cfg, pa_push **out)
+{
+    if (!cfg->url || !*cfg->url)
+        return -EINVAL;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, curl_init);
+    pa_push *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->cfg = *cfg;
+    p->cfg.queue_max = cfg->queue_max ? cfg->queue_max : 64;
+    p->cfg.timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : 10000000000ull;
+    p->cfg.backoff_ns = cfg->backoff_ns ? cfg->backoff_ns : 100000000ull;
+    p->cfg.backoff_max_ns = cfg->backoff_max_ns ? cfg->backoff_max_ns : 5000000000ull;
+    p->cfg.cmd = dup_or_null(cfg->cmd ? cfg->cmd : "push");
+    p->cfg.name = dup_or_null(cfg->name ? cfg->name : "push");
+    p->cfg.url = dup_or_null(cfg->url);
+    p->cfg.content_type =
+        dup_or_null(cfg->content_type ? cfg->content_type : "application/octet-stream");
+    p->headers = calloc(cfg->nheaders + 1, sizeof(char *));
+    p->q = calloc(p->cfg.queue_max, sizeof(batch));
+    int bad =
+        !p->cfg.cmd || !p->cfg.name || !p->cfg.url || !p->cfg.content_type || !p->headers || !p->q;
+    for (size_t i = 0; !bad && i < cfg->nheaders; i++)
+        bad = !(p->headers[i] = strdup(cfg->headers[i]));
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&p->lock, NULL);
+    int rc = bad ? ENOMEM : pthread_create(&p->th, NULL, push_thread, p);
+    if (rc) {
+        p->cfg.queue_max = 0; /* no thread to join */
+        pa_push_stop(p, 0);
+        return -rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int pa_push_submit(pa_push *p, void *body, size_t len, const char *url)
+{
+    char *u = url ? strdup(url) : NULL;
+    if (url && !u) {
+        free(body);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->st.submitted++;
+    if (p->count == p->cfg.queue_max) {
+        /* drop the oldest not in flight: the head, or the one after it */
+        size_t victim = (p->head + (p->in_flight ? 1 : 0)) % p->cfg.queue_max;
+        batch_free(&p->q[victim]);
+        if (p->in_flight) { /* close the gap: the head's batch moves forward */
+            p->q[victim] = p->q[p->head];
+            memset(&p->q[p->head], 0, sizeof(batch));
+        }
+        p->head = (p->head + 1) % p->cfg.queue_max;
+        p->count--;
+        if (p->st.dropped++ == 0)
+            fprintf(stderr,
+                    "%s %s: %s: queue full (%zu batches): dropping the oldest (counted in "
+                    "powerapi.otlp.dropped_batches)\n",
+                    pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.queue_max);
+    }
+    size_t tail = (p->head + p->count) % p->cfg.queue_max;
+    p->q[tail] = (batch){.body = body, .len = len, .url = u};
+    p->count++;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+void pa_push_get_stats(pa_push *p, pa_push_stats *st)
+{
+    pthread_mutex_lock(&p->lock);
+    *st = p->st;
+    st->queued = p->count;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void pa_push_stop(pa_push *p, uint64_t flush_ns)
+{
+    if (!p)
+        return;
+    if (p->cfg.queue_max) {
+        uint64_t end = now_ns() + flush_ns;
+        pthread_mutex_lock(&p->lock);
+        p->stop = 1;
+        pthread_cond_broadcast(&p->cond);
+        while (p->count && (p->in_flight || !p->last_fail) && now_ns() < end)
+            wait_until(p, end);
+        __atomic_store_n(&p->stop, 2, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->th, NULL);
+        if (p->count)
+            fprintf(stderr, "%s %s: %s: %s: %zu batches not delivered at exit\n", pa_cli_prog,
+                    p->cfg.cmd, p->cfg.name, p->cfg.url, p->count);
+        for (size_t i = 0; i < p->count; i++)
+            batch_free(&p->q[(p->head + i) % p->cfg.queue_max]);
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
+    }
+    for (size_t i = 0; p->headers && p->headers[i]; i++)
+        free(p->headers[i]);
+    free(p->headers);
+    free(p->q);
+    free((char *)p->cfg.cmd);
+    free((char *)p->cfg.name);
+    free((char *)p->cfg.url);
+    free((char *)p->cfg.content_type);
+    free(p);
+}
