@@ -183,6 +183,8 @@ static int send_one(pa_push *p, CURL *h, const batch *b, long *fail, char *msg, 
     for (char *s = a.text; *s; s++)
         if (*s == '\n' || *s == '\r')
             *s = ' ';
+    while (a.len && a.text[a.len - 1] == ' ')
+        a.text[--a.len] = '\0';
     int retry = status == 408 || status == 429 || status == 502 || status == 503 || status == 504;
     snprintf(msg, msglen, "HTTP %ld%s%s (%s)", status, a.len ? ": " : "", a.text,
              retry           ? "the receiver is busy or away; retrying"
@@ -292,7 +294,7 @@ int pa_push_start(const pa_push_cfg *cfg, pa_push **out)
     p->cfg.queue_max = cfg->queue_max ? cfg->queue_max : 64;
     p->cfg.timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : 10000000000ull;
     p->cfg.backoff_ns = cfg->backoff_ns ? cfg->backoff_ns : 100000000ull;
-    p->cfg.backoff_max_ns = cfg->backoff_max_ns ? cfg->backoff_max_ns : 5000000000ull;
+    p->cfg.backoff_max_ns = cfg->backoff_max_ns ? cfg->backoff_max_ns : 2000000000ull;
     p->cfg.cmd = dup_or_null(cfg->cmd ? cfg->cmd : "push");
     p->cfg.name = dup_or_null(cfg->name ? cfg->name : "push");
     p->cfg.url = dup_or_null(cfg->url);

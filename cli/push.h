@@ -25,7 +25,7 @@ typedef struct pa_push_cfg {
     size_t queue_max;        /* batches held at most (0: 64) */
     uint64_t timeout_ns;     /* one request's limit (0: 10 s) */
     uint64_t backoff_ns;     /* first retry after (0: 100 ms), doubling */
-    uint64_t backoff_max_ns; /* at most (0: 5 s) */
+    uint64_t backoff_max_ns; /* at most (0: 2 s) */
 } pa_push_cfg;
 
 typedef struct pa_push_stats {
