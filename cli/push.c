@@ -16,18 +16,23 @@
 #include "cli.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 typedef struct batch {
     void *body;
     size_t len;
-    char *url; /* NULL: the configuration's */
+    char *url;  /* NULL: the configuration's */
+    char *file; /* its copy in the spool folder, or NULL */
 } batch;
 
 struct pa_push {
@@ -42,6 +47,7 @@ struct pa_push {
     int stop;
     pa_push_stats st;
     long last_fail; /* the failure last said: curl code, or -HTTP status; 0 none */
+    int spool_failed;
 };
 
 static uint64_t now_ns(void)
@@ -51,8 +57,12 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void batch_free(batch *b)
+/* Frees b; its spool file goes too, unless keep. */
+static void batch_drop(batch *b, bool keep)
 {
+    if (b->file && !keep)
+        unlink(b->file);
+    free(b->file);
     free(b->body);
     free(b->url);
     memset(b, 0, sizeof(*b));
@@ -204,7 +214,7 @@ static void settle(pa_push *p, int rc, long fail, const char *msg, uint64_t *bac
 {
     p->in_flight = 0;
     if (rc != 0) {
-        batch_free(&p->q[p->head]);
+        batch_drop(&p->q[p->head], false);
         p->head = (p->head + 1) % p->cfg.queue_max;
         p->count--;
     }
@@ -271,6 +281,88 @@ static void *push_thread(void *arg)
     return NULL;
 }
 
+/* Keeps a batch in the spool folder: "URL\n" then the body, written under
+ * a temporary name and renamed.  Its path, or NULL (said once). */
+static char *spool_write(pa_push *p, const void *body, size_t len, const char *url)
+{
+    if (!p->cfg.spool_dir)
+        return NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char *path = NULL, tmp[4200];
+    if (asprintf(&path, "%s/%020llu.%09ld.push", p->cfg.spool_dir, (unsigned long long)ts.tv_sec,
+                 ts.tv_nsec) < 0)
+        return NULL;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    const char *u = url ? url : p->cfg.url;
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fprintf(f, "%s\n", u) > 0 && fwrite(body, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) < 0) {
+        if (!p->spool_failed++)
+            fprintf(stderr, "%s %s: %s: cannot keep batches in %s: %s (kept in memory only)\n",
+                    pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir, strerror(errno));
+        unlink(tmp);
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* The batches a previous run left in the spool folder, oldest first, into
+ * the queue (the oldest beyond its size dropped and counted). */
+static void spool_load(pa_push *p)
+{
+    struct dirent **v = NULL;
+    int n = scandir(p->cfg.spool_dir, &v, NULL, by_name);
+    size_t loaded = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(v[i]->d_name);
+        char *path = NULL;
+        if (len > 5 && !strcmp(v[i]->d_name + len - 5, ".push") &&
+            asprintf(&path, "%s/%s", p->cfg.spool_dir, v[i]->d_name) >= 0) {
+            FILE *f = fopen(path, "r");
+            char *url = NULL, *body = NULL;
+            size_t cap = 0, blen = 0;
+            ssize_t ul = f ? getline(&url, &cap, f) : -1;
+            struct stat stt;
+            if (ul > 1 && fstat(fileno(f), &stt) == 0 && (body = malloc((size_t)stt.st_size + 1)))
+                blen = fread(body, 1, (size_t)stt.st_size, f);
+            if (f)
+                fclose(f);
+            if (ul > 1 && body) {
+                url[ul - 1] = '\0';
+                if (p->count == p->cfg.queue_max) {
+                    batch_drop(&p->q[p->head], false);
+                    p->head = (p->head + 1) % p->cfg.queue_max;
+                    p->count--;
+                    p->st.dropped++;
+                }
+                p->q[(p->head + p->count++) % p->cfg.queue_max] =
+                    (batch){.body = body, .len = blen, .url = url, .file = path};
+                loaded++;
+                path = NULL;
+                url = body = NULL;
+            }
+            free(url);
+            free(body);
+        }
+        free(path);
+        free(v[i]);
+    }
+    free(v);
+    if (loaded)
+        fprintf(stderr,
+                "%s %s: %s: %zu batches of an earlier run found in %s: sending them first\n",
+                pa_cli_prog, p->cfg.cmd, p->cfg.name, loaded, p->cfg.spool_dir);
+}
+
 static void curl_init(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -298,6 +390,7 @@ int pa_push_start(const pa_push_cfg *cfg, pa_push **out)
     p->cfg.cmd = dup_or_null(cfg->cmd ? cfg->cmd : "push");
     p->cfg.name = dup_or_null(cfg->name ? cfg->name : "push");
     p->cfg.url = dup_or_null(cfg->url);
+    p->cfg.spool_dir = dup_or_null(cfg->spool_dir);
     p->cfg.content_type =
         dup_or_null(cfg->content_type ? cfg->content_type : "application/octet-stream");
     p->headers = calloc(cfg->nheaders + 1, sizeof(char *));
@@ -312,6 +405,13 @@ int pa_push_start(const pa_push_cfg *cfg, pa_push **out)
     pthread_cond_init(&p->cond, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&p->lock, NULL);
+    if (!bad && p->cfg.spool_dir) {
+        if (mkdir(p->cfg.spool_dir, 0700) < 0 && errno != EEXIST)
+            fprintf(stderr, "%s %s: %s: cannot make %s: %s (batches kept in memory only)\n",
+                    pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir, strerror(errno));
+        else
+            spool_load(p);
+    }
     int rc = bad ? ENOMEM : pthread_create(&p->th, NULL, push_thread, p);
     if (rc) {
         p->cfg.queue_max = 0; /* no thread to join */
@@ -334,7 +434,7 @@ int pa_push_submit(pa_push *p, void *body, size_t len, const char *url)
     if (p->count == p->cfg.queue_max) {
         /* drop the oldest not in flight: the head, or the one after it */
         size_t victim = (p->head + (p->in_flight ? 1 : 0)) % p->cfg.queue_max;
-        batch_free(&p->q[victim]);
+        batch_drop(&p->q[victim], false);
         if (p->in_flight) { /* close the gap: the head's batch moves forward */
             p->q[victim] = p->q[p->head];
             memset(&p->q[p->head], 0, sizeof(batch));
@@ -348,7 +448,7 @@ int pa_push_submit(pa_push *p, void *body, size_t len, const char *url)
                     pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.queue_max);
     }
     size_t tail = (p->head + p->count) % p->cfg.queue_max;
-    p->q[tail] = (batch){.body = body, .len = len, .url = u};
+    p->q[tail] = (batch){.body = body, .len = len, .url = u, .file = spool_write(p, body, len, u)};
     p->count++;
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
@@ -378,11 +478,19 @@ void pa_push_stop(pa_push *p, uint64_t flush_ns)
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
         pthread_join(p->th, NULL);
-        if (p->count)
-            fprintf(stderr, "%s %s: %s: %s: %zu batches not delivered at exit\n", pa_cli_prog,
-                    p->cfg.cmd, p->cfg.name, p->cfg.url, p->count);
+        size_t kept = 0;
         for (size_t i = 0; i < p->count; i++)
-            batch_free(&p->q[(p->head + i) % p->cfg.queue_max]);
+            kept += p->q[(p->head + i) % p->cfg.queue_max].file != NULL;
+        if (kept)
+            fprintf(stderr,
+                    "%s %s: %s: %s: %zu batches not delivered, kept in %s: the next run "
+                    "with this folder sends them\n",
+                    pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.url, kept, p->cfg.spool_dir);
+        if (p->count > kept)
+            fprintf(stderr, "%s %s: %s: %s: %zu batches not delivered at exit\n", pa_cli_prog,
+                    p->cfg.cmd, p->cfg.name, p->cfg.url, p->count - kept);
+        for (size_t i = 0; i < p->count; i++)
+            batch_drop(&p->q[(p->head + i) % p->cfg.queue_max], true);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->lock);
     }
@@ -393,6 +501,7 @@ void pa_push_stop(pa_push *p, uint64_t flush_ns)
     free((char *)p->cfg.cmd);
     free((char *)p->cfg.name);
     free((char *)p->cfg.url);
+    free((char *)p->cfg.spool_dir);
     free((char *)p->cfg.content_type);
     free(p);
 }

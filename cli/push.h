@@ -26,6 +26,10 @@ typedef struct pa_push_cfg {
     uint64_t timeout_ns;     /* one request's limit (0: 10 s) */
     uint64_t backoff_ns;     /* first retry after (0: 100 ms), doubling */
     uint64_t backoff_max_ns; /* at most (0: 2 s) */
+    const char *spool_dir;   /* NULL, or a folder where each batch is kept
+                                until sent (its URL on the first line):
+                                batches left at exit are sent by the next
+                                start with the same folder */
 } pa_push_cfg;
 
 typedef struct pa_push_stats {

@@ -695,7 +695,8 @@ static void pprof_header(pprof_build *b, uint64_t period_ns, double duration_s)
     b->prof.sample_type = b->vtp;
     b->prof.period_type = &b->per;
     b->prof.period = (int64_t)period_ns;
-    b->prof.default_sample_type = 2; /* energy */
+    /* an index into the string table (pprof.proto), not into sample_type */
+    b->prof.default_sample_type = str_id(&b->st, "energy");
     b->prof.duration_nanos = (int64_t)(duration_s * 1e9);
     b->prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
 }

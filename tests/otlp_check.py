@@ -10,6 +10,12 @@
       back to the previous request's time (no window lost)
   otlp_check.py dropped RECEIVED MIN
       the last request's powerapi.otlp.dropped_batches is at least MIN
+  otlp_check.py pyroscope RECEIVED SUMMARY_JSON APP [NAME=VALUE...]
+      what tests/pyroscope_receiver.py received: every push decoded, of
+      APP, those with the labels given, each push starting where the previous
+      ended, and the energies summing to summary.json's (functions,
+      [unsampled] and [unattributed])
+      (0.5 %: pprof's values are whole microjoules): no profile lost
 Prints what differs and exits 1 on the first failure.
 """
 import json
@@ -152,12 +158,45 @@ def dropped(received, least):
           % (p["value"], len(reqs)))
 
 
+def pyroscope(received, summary, app, labels):
+    pushes = load(received)
+    for p in pushes:
+        if "error" in p:
+            fail("a push the receiver refused: %s" % p["error"])
+        if p["app"] != app:
+            fail("application %r, want %r" % (p["app"], app))
+    want_labels = dict(kv.split("=", 1) for kv in labels)
+    pushes = [p for p in pushes if all(p["labels"].get(k) == v for k, v in want_labels.items())]
+    if len(pushes) < 2:
+        fail("%d pushes with the labels %s" % (len(pushes), want_labels))
+    for p in pushes:
+        if "host" not in p["labels"] or p["content_type"] != "application/octet-stream":
+            fail("no host label, or content type %r" % p["content_type"])
+        if p["default"] != "energy":
+            fail("default sample type %r" % p["default"])
+    pushes.sort(key=lambda p: p["from"])
+    for a, b in zip(pushes, pushes[1:]):
+        if b["from"] != a["until"]:
+            fail("a push from %d after one until %d: a profile lost" % (b["from"], a["until"]))
+    with open(summary) as f:
+        summary = json.load(f)
+    # every frame's energy, [unsampled] and [unattributed] included
+    want = sum(summary[k] for k in ("functions_energy_j", "unsampled_energy_j",
+                                    "unattributed_energy_j")) * 1e6
+    got = sum(p["totals"]["energy"] for p in pushes)
+    if abs(got - want) > 0.005 * want + 1:
+        fail("%.0f uJ pushed, the profile has %.0f" % (got, want))
+    print("otlp_check: pyroscope: %d pushes, %.0f uJ of %.0f" % (len(pushes), got, want))
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
     if a[0] == "exact":
         exact(a[1], a[2], a[3], a[4])
     elif a[0] == "continuity":
         continuity(a[1])
+    elif a[0] == "pyroscope":
+        pyroscope(a[1], a[2], a[3], a[4:])
     elif a[0] == "dropped":
         dropped(a[1], int(a[2]))
     else:

@@ -15,6 +15,7 @@
 
 #define RECEIVER PA_SOURCE_TESTS "/otlp_receiver.py"
 #define CHECKER PA_SOURCE_TESTS "/otlp_check.py"
+#define PYROSCOPE PA_SOURCE_TESTS "/pyroscope_receiver.py"
 
 static ring_fixture rf;
 static char *dir;
@@ -60,21 +61,27 @@ static void stop(child *c)
     }
 }
 
-/* A receiver on port (0: any) answering as mode says, writing what it
- * decodes to dir/<tag>.jsonl; returns its port. */
-static unsigned receiver(child *c, const char *tag, unsigned port, const char *mode)
+/* A receiver (script) on port (0: any) answering as mode says, writing
+ * what it decodes to dir/<tag>.jsonl; returns its port. */
+static unsigned receiver_of(const char *script, child *c, const char *tag, unsigned port,
+                            const char *mode)
 {
     char out[600], portarg[16];
     snprintf(out, sizeof(out), "%s/%s.jsonl", dir, tag);
     snprintf(portarg, sizeof(portarg), "%u", port);
-    char *argv[] = {"/usr/bin/python3", RECEIVER,     "--out", out, "--port", portarg,
-                    "--mode",           (char *)mode, NULL};
+    char *argv[] = {"/usr/bin/python3", (char *)script, "--out", out, "--port", portarg,
+                    "--mode",           (char *)mode,   NULL};
     *c = spawn(tag, argv);
     char line[128];
     ck_assert_msg(rf_read_line(c->out, line, sizeof(line), 15000) == 0,
                   "the receiver did not start: %s", pa_test_slurp(c->err));
     ck_assert(strncmp(line, "port ", 5) == 0);
     return (unsigned)atoi(line + 5);
+}
+
+static unsigned receiver(child *c, const char *tag, unsigned port, const char *mode)
+{
+    return receiver_of(RECEIVER, c, tag, port, mode);
 }
 
 /* `powerapi serve --ring <fixture> --interval 100ms --otlp URL` and more. */
@@ -186,7 +193,7 @@ START_TEST(test_exact)
 }
 END_TEST
 
-/* The receiver is killed for 3 s and started again on its port: every
+/* The receiver is killed for 2 s and started again on its port: every
  * window of the outage arrives, the sums keep their start time. */
 START_TEST(test_receiver_restart)
 {
@@ -199,10 +206,10 @@ START_TEST(test_receiver_restart)
     rf_stop_child(r.pid, SIGKILL, 1000);
     close(r.out);
     size_t before = lines_of("restart");
-    usleep(3000000);
+    usleep(2000000);
     ck_assert_uint_eq(receiver(&r, "restart", port, "ok"), port);
-    /* 30 windows queued; the backoff is at most 2 s */
-    wait_lines("restart", before + 35, 6000);
+    /* 20 windows queued; the backoff is at most 2 s */
+    wait_lines("restart", before + 25, 6000);
     stop(&s);
     stop(&r);
     check("continuity %s/restart.jsonl", dir);
@@ -332,6 +339,60 @@ START_TEST(test_tick_while_hung)
 }
 END_TEST
 
+/* `powerapi profile COMMAND --push pyroscope=URL` with a label of its own
+ * (NULL-terminated extra arguments), its output folder dir/<tag>; returns
+ * its stderr, malloc'd. */
+static char *profile_push(const char *tag, unsigned port, double seconds, const char *label)
+{
+    char url[128], out[600], spool[600], loop[256], errpath[600], cmd[3000];
+    snprintf(url, sizeof(url), "pyroscope=http://127.0.0.1:%u", port);
+    snprintf(out, sizeof(out), "%s/%s", dir, tag);
+    snprintf(spool, sizeof(spool), "%s/spool", dir);
+    snprintf(errpath, sizeof(errpath), "%s/%s.err", dir, tag);
+    /* a shell busy for the given seconds (its own clock: no child) */
+    snprintf(loop, sizeof(loop),
+             "s=$(date +%%s%%N); while [ $(( $(date +%%s%%N) - s )) -lt %.0f ]; do :; done",
+             seconds * 1e9);
+    snprintf(cmd, sizeof(cmd),
+             "%s profile --quiet --window 250ms --push '%s' --push-every 1s --push-spool %s "
+             "--push-label %s -o %s -- sh -c '%s' 2> %s",
+             PA_CLI_PATH, url, spool, label, out, loop, errpath);
+    ck_assert_msg(pa_test_run(cmd, NULL) == 0, "%s: %s", cmd, pa_test_slurp(errpath));
+    return pa_test_slurp(errpath);
+}
+
+/* Pyroscope's ingest API: every push decodes as pprof with the energy
+ * sample type, the labels in the name, one push after another, and the
+ * energies pushed add up to the profile written at the end. */
+START_TEST(test_pyroscope)
+{
+    child r;
+    unsigned port = receiver_of(PYROSCOPE, &r, "pyro", 0, "ok");
+    free(profile_push("profile-pyro", port, 2.5, "run=a"));
+    stop(&r);
+    check("pyroscope %s/pyro.jsonl %s/profile-pyro/summary.json sh run=a", dir, dir);
+}
+END_TEST
+
+/* Nobody listens during a first run: its profiles stay on disk and the
+ * next run, with the receiver there, sends them first. */
+START_TEST(test_pyroscope_later)
+{
+    unsigned port = free_port();
+    char *err = profile_push("profile-down", port, 1.5, "run=down");
+    ck_assert_msg(err && strstr(err, "connection refused") && strstr(err, "not delivered, kept in"),
+                  "profile said: %s", err);
+    free(err);
+    child r;
+    ck_assert_uint_eq(receiver_of(PYROSCOPE, &r, "later", port, "ok"), port);
+    err = profile_push("profile-up", port, 0.5, "run=up");
+    ck_assert_msg(err && strstr(err, "of an earlier run found in"), "profile said: %s", err);
+    free(err);
+    stop(&r);
+    check("pyroscope %s/later.jsonl %s/profile-down/summary.json sh run=down", dir, dir);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -351,6 +412,8 @@ int main(void)
     tcase_add_test(tc, test_overflow);
     tcase_add_test(tc, test_bad_endpoints);
     tcase_add_test(tc, test_tick_while_hung);
+    tcase_add_test(tc, test_pyroscope);
+    tcase_add_test(tc, test_pyroscope_later);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
     rf_sweep();
