@@ -113,12 +113,18 @@ static void *a_alloc(builder *b, size_t n)
     return p;
 }
 
-/* A copy of s in valid UTF-8 (protobuf strings must be): bytes that are
- * not are replaced by U+FFFD, as on the Prometheus page. */
+/* s in valid UTF-8 (protobuf strings must be): s itself when it is (it
+ * outlives the encoding), else a copy with the bytes that are not replaced
+ * by U+FFFD, as on the Prometheus page. */
 static char *a_str(builder *b, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
-    char *out = a_alloc(b, strlen((const char *)p) * 3 + 1);
+    while (*p && (*p < 0x80 || pa__utf8_len(p)))
+        p += *p < 0x80 ? 1 : pa__utf8_len(p);
+    if (!*p)
+        return (char *)(s ? s : "");
+    p = (const unsigned char *)s;
+    char *out = a_alloc(b, strlen(s) * 3 + 1);
     if (!out)
         return (char *)"";
     char *w = out;
@@ -135,6 +141,19 @@ static char *a_str(builder *b, const char *s)
         }
     }
     *w = '\0';
+    return out;
+}
+
+/* A formatted string in the arena, for the attributes made of a buffer
+ * that would be reused: fmt takes a string, then an int ("%.0d" of 0
+ * prints nothing). */
+static const char *a_printf(builder *b, const char *fmt, const char *s, int i)
+{
+    int n = snprintf(NULL, 0, fmt, s ? s : "", i);
+    char *out = n >= 0 ? a_alloc(b, (size_t)n + 1) : NULL;
+    if (!out)
+        return "";
+    snprintf(out, (size_t)n + 1, fmt, s ? s : "", i);
     return out;
 }
 
@@ -204,24 +223,21 @@ static const char *source_of(const pa_report *r)
     return r->cpu_source && strcmp(r->cpu_source, "rapl") == 0 ? "measured" : "modelled";
 }
 
-/* The attributes of a target (process or cgroup) into kv[], at most 14;
- * idbuf holds its hw.id. */
-static size_t target_attrs(const pa_report *r, const pa_target_info *t, const char *hwtype,
-                           char *idbuf, size_t idlen, kv *a)
+/* The attributes of a target (process or cgroup) into kv[], at most 14. */
+static size_t target_attrs(builder *b, const pa_report *r, const pa_target_info *t,
+                           const char *hwtype, kv *a)
 {
     size_t n = 0;
     a[n++] = (kv){"hw.type", hwtype, 0};
     a[n++] = (kv){"powerapi.source", source_of(r), 0};
     if (t->type == PA_TARGET_PROCESS) {
-        snprintf(idbuf, idlen, "process:%d", (int)t->pid);
-        a[n++] = (kv){"hw.id", idbuf, 0};
+        a[n++] = (kv){"hw.id", a_printf(b, "process:%s%d", "", (int)t->pid), 0};
         a[n++] = (kv){"powerapi.target", "process", 0};
         a[n++] = (kv){"process.pid", NULL, t->pid};
         a[n++] = (kv){"process.executable.name", t->comm, 0};
         return n;
     }
-    snprintf(idbuf, idlen, "cgroup:%s", t->cgroup ? t->cgroup : "");
-    a[n++] = (kv){"hw.id", idbuf, 0};
+    a[n++] = (kv){"hw.id", a_printf(b, "cgroup:%s%.0d", t->cgroup, 0), 0};
     a[n++] = (kv){"powerapi.target", "cgroup", 0};
     a[n++] = (kv){"powerapi.cgroup", t->cgroup ? t->cgroup : "", 0};
     const pa_cgroup_names *c = t->names;
@@ -241,9 +257,8 @@ static size_t target_attrs(const pa_report *r, const pa_target_info *t, const ch
 static void put_targets(builder *b, const pa_report *r, const pa_target_info **v, size_t n)
 {
     kv a[16];
-    char id[512];
     for (size_t i = 0; i < n; i++) {
-        size_t k = target_attrs(r, v[i], "host", id, sizeof(id), a);
+        size_t k = target_attrs(b, r, v[i], "host", a);
         point(b, M_POWER, a, k, v[i]->power.total_w);
         point(b, M_ENERGY, a, k, v[i]->power.total_j);
         if (b->o->prom.carbon_g_per_kwh > 0)
@@ -291,13 +306,11 @@ static void put_system(builder *b, const pa_report *r)
 {
     static const char *const comp[4] = {"cpu", "nic", "idle", "total"};
     const double val[4] = {r->system.cpu_w, r->system.nic_w, r->system.idle_w, r->system.total_w};
-    char id[128];
     for (size_t k = 0; k < 4 + (r->ncomponents > 2 ? r->ncomponents - 2 : 0); k++) {
         const char *c = k < 4 ? comp[k] : r->component_names[k - 2];
         if (k >= 4 && !r->system_component_w)
             break;
-        snprintf(id, sizeof(id), "system:%s", c);
-        kv a[] = {{"hw.id", id, 0},
+        kv a[] = {{"hw.id", a_printf(b, "system:%s%.0d", c, 0), 0},
                   {"hw.type", hw_type_of(c), 0},
                   {"powerapi.target", "system", 0},
                   {"powerapi.component", c, 0},
@@ -321,13 +334,10 @@ static void put_gpu(builder *b, const pa_report *r, const pa_target_info **v[2],
         g++;
     if (!r->target_component_w || g == r->ncomponents)
         return;
-    char id[128];
     for (size_t i = 0; i < r->ndevices; i++) {
         const pa_device_info *d = &r->devices[i];
-        if (d->uuid[0])
-            snprintf(id, sizeof(id), "%s", d->uuid);
-        else
-            snprintf(id, sizeof(id), "gpu:%d", d->index);
+        const char *id =
+            d->uuid[0] ? a_printf(b, "%s%.0d", d->uuid, 0) : a_printf(b, "gpu:%s%d", "", d->index);
         kv a[] = {{"hw.id", id, 0},
                   {"hw.type", "gpu", 0},
                   {"powerapi.target", "device", 0},
@@ -346,7 +356,7 @@ static void put_gpu(builder *b, const pa_report *r, const pa_target_info **v[2],
             size_t row = (size_t)(v[c][i] - r->targets) * r->ncomponents + g;
             if (!(r->target_component_j[row] > 0))
                 continue; /* never on a GPU: no series */
-            size_t k = target_attrs(r, v[c][i], "gpu", id, sizeof(id), a);
+            size_t k = target_attrs(b, r, v[c][i], "gpu", a);
             point(b, M_POWER, a, k, r->target_component_w[row]);
             point(b, M_ENERGY, a, k, r->target_component_j[row]);
         }
