@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks what tests/otlp_receiver.py received (one JSON line per request).
+"""Checks what tests/push_receiver.py received (one JSON line per request).
 
   otlp_check.py exact RECEIVED MONITOR_JSON NODE HEADER
       the last request against the same window's JSON records (powerapi
@@ -11,7 +11,7 @@
   otlp_check.py dropped RECEIVED MIN
       the last request's powerapi.otlp.dropped_batches is at least MIN
   otlp_check.py pyroscope RECEIVED SUMMARY_JSON APP [NAME=VALUE...]
-      what tests/pyroscope_receiver.py received: every push decoded, of
+      what tests/push_receiver.py --api pyroscope received: every push decoded, of
       APP, those with the labels given, each push starting where the previous
       ended, and the energies summing to summary.json's (functions,
       [unsampled] and [unattributed])

@@ -1,5 +1,5 @@
 /* test_live_otlp.c - `serve --otlp` and `daemon --otlp` against a real
- * OTLP/HTTP receiver on loopback (tests/otlp_receiver.py: Debian's protoc
+ * OTLP/HTTP receiver on loopback (tests/push_receiver.py: Debian's protoc
  * and python3-protobuf decode what was sent, from the same vendored
  * .proto files): names, units, attributes and values of a known window
  * against its JSON records (tests/otlp_check.py), the cumulative sums
@@ -13,9 +13,8 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#define RECEIVER PA_SOURCE_TESTS "/otlp_receiver.py"
+#define RECEIVER PA_SOURCE_TESTS "/push_receiver.py"
 #define CHECKER PA_SOURCE_TESTS "/otlp_check.py"
-#define PYROSCOPE PA_SOURCE_TESTS "/pyroscope_receiver.py"
 
 static ring_fixture rf;
 static char *dir;
@@ -61,16 +60,16 @@ static void stop(child *c)
     }
 }
 
-/* A receiver (script) on port (0: any) answering as mode says, writing
+/* A receiver of api (otlp, pyroscope) on port (0: any) answering as mode says, writing
  * what it decodes to dir/<tag>.jsonl; returns its port. */
-static unsigned receiver_of(const char *script, child *c, const char *tag, unsigned port,
+static unsigned receiver_of(const char *api, child *c, const char *tag, unsigned port,
                             const char *mode)
 {
     char out[600], portarg[16];
     snprintf(out, sizeof(out), "%s/%s.jsonl", dir, tag);
     snprintf(portarg, sizeof(portarg), "%u", port);
-    char *argv[] = {"/usr/bin/python3", (char *)script, "--out", out, "--port", portarg,
-                    "--mode",           (char *)mode,   NULL};
+    char *argv[] = {"/usr/bin/python3", RECEIVER, "--api",  (char *)api,  "--out", out,
+                    "--port",           portarg,  "--mode", (char *)mode, NULL};
     *c = spawn(tag, argv);
     char line[128];
     ck_assert_msg(rf_read_line(c->out, line, sizeof(line), 15000) == 0,
@@ -81,7 +80,7 @@ static unsigned receiver_of(const char *script, child *c, const char *tag, unsig
 
 static unsigned receiver(child *c, const char *tag, unsigned port, const char *mode)
 {
-    return receiver_of(RECEIVER, c, tag, port, mode);
+    return receiver_of("otlp", c, tag, port, mode);
 }
 
 /* `powerapi serve --ring <fixture> --interval 100ms --otlp URL` and more. */
@@ -367,7 +366,7 @@ static char *profile_push(const char *tag, unsigned port, double seconds, const 
 START_TEST(test_pyroscope)
 {
     child r;
-    unsigned port = receiver_of(PYROSCOPE, &r, "pyro", 0, "ok");
+    unsigned port = receiver_of("pyroscope", &r, "pyro", 0, "ok");
     free(profile_push("profile-pyro", port, 2.5, "run=a"));
     stop(&r);
     check("pyroscope %s/pyro.jsonl %s/profile-pyro/summary.json sh run=a", dir, dir);
@@ -384,7 +383,7 @@ START_TEST(test_pyroscope_later)
                   "profile said: %s", err);
     free(err);
     child r;
-    ck_assert_uint_eq(receiver_of(PYROSCOPE, &r, "later", port, "ok"), port);
+    ck_assert_uint_eq(receiver_of("pyroscope", &r, "later", port, "ok"), port);
     err = profile_push("profile-up", port, 0.5, "run=up");
     ck_assert_msg(err && strstr(err, "of an earlier run found in"), "profile said: %s", err);
     free(err);
