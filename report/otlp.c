@@ -223,7 +223,21 @@ static const char *source_of(const pa_report *r)
     return r->cpu_source && strcmp(r->cpu_source, "rapl") == 0 ? "measured" : "modelled";
 }
 
-/* The attributes of a target (process or cgroup) into kv[], at most 14. */
+/* The container, pod or unit a target is in, where known. */
+static size_t names_attrs(const pa_cgroup_names *c, kv *a)
+{
+    if (!c)
+        return 0;
+    kv v[] = {{"container.id", c->container_id, 0}, {"container.name", c->container_name, 0},
+              {"container.runtime", c->runtime, 0}, {"k8s.pod.name", c->pod_name, 0},
+              {"k8s.pod.uid", c->pod_uid, 0},       {"k8s.namespace.name", c->pod_namespace, 0},
+              {"powerapi.unit", c->unit, 0}};
+    memcpy(a, v, sizeof(v));
+    return sizeof(v) / sizeof(v[0]);
+}
+
+/* The attributes of a target (process or cgroup) into kv[], at most 15
+ * (a process in a container carries its names too). */
 static size_t target_attrs(builder *b, const pa_report *r, const pa_target_info *t,
                            const char *hwtype, kv *a)
 {
@@ -235,28 +249,18 @@ static size_t target_attrs(builder *b, const pa_report *r, const pa_target_info 
         a[n++] = (kv){"powerapi.target", "process", 0};
         a[n++] = (kv){"process.pid", NULL, t->pid};
         a[n++] = (kv){"process.executable.name", t->comm, 0};
-        return n;
+    } else {
+        a[n++] = (kv){"hw.id", a_printf(b, "cgroup:%s%.0d", t->cgroup, 0), 0};
+        a[n++] = (kv){"powerapi.target", "cgroup", 0};
+        a[n++] = (kv){"powerapi.cgroup", t->cgroup ? t->cgroup : "", 0};
     }
-    a[n++] = (kv){"hw.id", a_printf(b, "cgroup:%s%.0d", t->cgroup, 0), 0};
-    a[n++] = (kv){"powerapi.target", "cgroup", 0};
-    a[n++] = (kv){"powerapi.cgroup", t->cgroup ? t->cgroup : "", 0};
-    const pa_cgroup_names *c = t->names;
-    if (c) {
-        a[n++] = (kv){"container.id", c->container_id, 0};
-        a[n++] = (kv){"container.name", c->container_name, 0};
-        a[n++] = (kv){"container.runtime", c->runtime, 0};
-        a[n++] = (kv){"k8s.pod.name", c->pod_name, 0};
-        a[n++] = (kv){"k8s.pod.uid", c->pod_uid, 0};
-        a[n++] = (kv){"k8s.namespace.name", c->pod_namespace, 0};
-        a[n++] = (kv){"powerapi.unit", c->unit, 0};
-    }
-    return n;
+    return n + names_attrs(t->names, a + n);
 }
 
 /* Power, energy (and grams) of the selected targets of one type. */
 static void put_targets(builder *b, const pa_report *r, const pa_target_info **v, size_t n)
 {
-    kv a[16];
+    kv a[18];
     for (size_t i = 0; i < n; i++) {
         size_t k = target_attrs(b, r, v[i], "host", a);
         point(b, M_POWER, a, k, v[i]->power.total_w);
@@ -350,7 +354,7 @@ static void put_gpu(builder *b, const pa_report *r, const pa_target_info **v[2],
         point(b, M_GPU_IDLE, a, 8, d->idle_w);
         point(b, M_ENERGY, a, 8, d->energy_j);
     }
-    kv a[16];
+    kv a[18];
     for (int c = 0; c < 2; c++)
         for (size_t i = 0; i < n[c]; i++) {
             size_t row = (size_t)(v[c][i] - r->targets) * r->ncomponents + g;
