@@ -105,6 +105,15 @@ static int set_group(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
+/* --otlp: every series of each window, as serve's page has them. */
+static int otlp_begin(daemon_state *d)
+{
+    d->page.max_cgroups = 1000;
+    if (gethostname(d->page.node, sizeof(d->page.node) - 1) < 0)
+        snprintf(d->page.node, sizeof(d->page.node), "unknown");
+    return pa_cli_otlp_start(&d->otlp, CMD, &d->pusher);
+}
+
 static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
 {
     const char *ring = PA_RING_DEFAULT_NAME;
@@ -167,11 +176,8 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    d.page.max_cgroups = 1000;
-    if (gethostname(d.page.node, sizeof(d.page.node) - 1) < 0 ||
-        (rc = pa_cli_otlp_start(&d.otlp, CMD, &d.pusher)) != 0 ||
-        (rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
-        status = rc ? rc : PA_EXIT_FAIL;
+    if ((rc = otlp_begin(&d)) != 0 || (rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+        status = rc;
         goto out;
     }
     if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0) {

@@ -547,10 +547,6 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     ring_src rs = {.name = ring, .span_ns = span};
     struct MHD_Daemon *httpd = NULL;
     int rc;
-    if ((rc = pa_cli_otlp_start(&a->otlp, CMD, &s->otlp)) != 0) {
-        status = rc;
-        goto out;
-    }
     if (ring) {
         ring_refresh(s, &rs);
         if (!rs.r) /* a wrong name is better told at once */
@@ -636,7 +632,6 @@ out:
         pa_stop(ctx);
     if (httpd)
         MHD_stop_daemon(httpd);
-    pa_cli_otlp_stop(s->otlp);
     pa_ctx_free(ctx);
     pa_ring_close(rs.r);
     if (s->page)
@@ -656,8 +651,11 @@ int pa_cli_serve(int argc, char **argv)
     pa_cli_ctx co;
     pa_cli_ctx_init(&co);
     int status = parse_args(&a, &s, &co, argc, argv);
+    if (status == 0) /* pushing stops after the sampler (serve_run) */
+        status = pa_cli_otlp_start(&a.otlp, CMD, &s.otlp);
     if (status == 0)
         status = serve_run(&a, &s, &co);
+    pa_cli_otlp_stop(s.otlp);
     pa_cli_ctx_fini(&co);
     return status < 0 ? PA_EXIT_OK : status;
 }
