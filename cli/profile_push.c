@@ -10,6 +10,7 @@
  * the next run.
  */
 #include "profile_push.h"
+#include "otlp_profile.h"
 #include "push.h"
 
 #include <errno.h>
@@ -21,7 +22,11 @@
 #include <unistd.h>
 
 struct pa_cli_ppush {
-    pa_push *push;
+    pa_push *push; /* Pyroscope, or NULL */
+    pa_push *otlp; /* OTLP profiles, or NULL */
+    pa_otlp_profile_opts oo;
+    pa_cgroup_names names;
+    char service[256], host[256];
     char url[2048]; /* base/ingest?name=...{...}& up to from */
     char tmp[4096]; /* where the delta is written */
     uint64_t every_ns, last_mono, period_ns;
@@ -38,10 +43,13 @@ int pa_cli_ppush_target(void *value, const char *cmd, const char *arg)
         a->pyroscope = arg + 10;
         return 0;
     }
-    if (!strncmp(arg, "otlp=", 5))
-        return pa_cli_usage_error(cmd, "--push otlp=URL: OTLP profiles (an alpha signal) are not "
-                                       "sent yet; use --push pyroscope=URL");
-    return pa_cli_usage_error(cmd, "--push: expected pyroscope=http://HOST:PORT, got '%s'", arg);
+    if (!strncmp(arg, "otlp=", 5) &&
+        (!strncmp(arg + 5, "http://", 7) || !strncmp(arg + 5, "https://", 8))) {
+        a->otlp = arg + 5;
+        return 0;
+    }
+    return pa_cli_usage_error(
+        cmd, "--push: expected pyroscope=http://HOST:PORT or otlp=http://HOST:PORT, got '%s'", arg);
 }
 
 int pa_cli_ppush_label(void *value, const char *cmd, const char *arg)
@@ -144,25 +152,17 @@ static char *spool_default(char *buf, size_t len)
     return buf;
 }
 
-int pa_cli_ppush_start(const pa_cli_ppush_args *a, const char *cmd, pid_t pid, const char *comm,
-                       const char *procfs, uint64_t period_ns, pa_cli_ppush **out)
+/* The application's name: --service-name, else the container's, the
+ * process's (comm, or /proc/PID/comm), the host's. */
+static void service_of(pa_cli_ppush *x, const pa_cli_ppush_args *a, pid_t pid, const char *comm,
+                       const char *procfs)
 {
-    *out = NULL;
-    if (!a->pyroscope)
-        return 0;
-    pa_cli_ppush *x = calloc(1, sizeof(*x));
-    if (!x) {
-        pa_cli_error(cmd, "out of memory");
-        return PA_EXIT_FAIL;
-    }
-    pa_cgroup_names cg;
-    names_of(procfs ? procfs : "/proc", pid, &cg);
     char own[64] = "";
     if (comm && strrchr(comm, '/'))
         comm = strrchr(comm, '/') + 1;
-    if (!comm && pid > 0) { /* the process's name, /proc/PID/comm */
+    if (!comm && pid > 0) {
         char path[512];
-        snprintf(path, sizeof(path), "%s/%d/comm", procfs ? procfs : "/proc", (int)pid);
+        snprintf(path, sizeof(path), "%s/%d/comm", procfs, (int)pid);
         FILE *cf = fopen(path, "r");
         if (cf && fgets(own, sizeof(own), cf))
             own[strcspn(own, "\n")] = '\0';
@@ -170,38 +170,84 @@ int pa_cli_ppush_start(const pa_cli_ppush_args *a, const char *cmd, pid_t pid, c
             fclose(cf);
         comm = own;
     }
-    char host[256] = "host";
-    gethostname(host, sizeof(host) - 1);
-    const char *service = a->service                 ? a->service
-                          : cg.container_name[0]     ? cg.container_name
-                          : pid > 0 && comm && *comm ? comm
-                                                     : host;
+    snprintf(x->host, sizeof(x->host), "host");
+    gethostname(x->host, sizeof(x->host) - 1);
+    snprintf(x->service, sizeof(x->service), "%s",
+             a->service                   ? a->service
+             : x->names.container_name[0] ? x->names.container_name
+             : pid > 0 && comm && *comm   ? comm
+                                          : x->host);
+}
+
+/* Starts the pusher of one receiver, its spool a folder of dir. */
+static int start_one(const char *cmd, const char *name, const char *url, const char *ctype,
+                     const char *dir, pa_push **out)
+{
+    char spool[1200];
+    snprintf(spool, sizeof(spool), "%s/%s", dir, name);
+    pa_push_cfg cfg = {.cmd = cmd,
+                       .name = name,
+                       .url = url,
+                       .content_type = ctype,
+                       .queue_max = 360,
+                       .spool_dir = spool};
+    return pa_push_start(&cfg, out);
+}
+
+int pa_cli_ppush_start(const pa_cli_ppush_args *a, const char *cmd, pid_t pid, const char *comm,
+                       const char *procfs, uint64_t period_ns, pa_cli_ppush **out)
+{
+    *out = NULL;
+    if (!a->pyroscope && !a->otlp)
+        return 0;
+    pa_cli_ppush *x = calloc(1, sizeof(*x));
+    if (!x) {
+        pa_cli_error(cmd, "out of memory");
+        return PA_EXIT_FAIL;
+    }
+    procfs = procfs ? procfs : "/proc";
+    names_of(procfs, pid, &x->names);
+    service_of(x, a, pid, comm, procfs);
+    x->oo = (pa_otlp_profile_opts){
+        .service_name = x->service, .host_name = x->host, .pid = pid, .names = &x->names};
+    char spool[1024], otlp_url[2048];
+    const char *dir = a->spool ? a->spool : spool_default(spool, sizeof(spool));
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        pa_cli_error(cmd, "--push-spool %s: %s", dir, strerror(errno));
+        free(x);
+        return PA_EXIT_FAIL;
+    }
     FILE *f = fmemopen(x->url, sizeof(x->url) - 1, "w");
-    if (f) {
+    if (f && a->pyroscope) {
         size_t n = strlen(a->pyroscope);
         fprintf(f, "%.*s/ingest?name=", (int)(n && a->pyroscope[n - 1] == '/' ? n - 1 : n),
                 a->pyroscope);
-        put_name(f, a, service, pid, &cg);
+        put_name(f, a, x->service, pid, &x->names);
         fputs("&format=pprof&spyName=powerapi", f);
-        fclose(f);
     }
-    char spool[1024];
-    const char *dir = a->spool ? a->spool : spool_default(spool, sizeof(spool));
+    if (f)
+        fclose(f);
+    if (a->otlp) { /* the path of OTLP/HTTP profiles added when URL has none */
+        const char *path = strchr(a->otlp + (a->otlp[4] == 's' ? 8 : 7), '/');
+        snprintf(otlp_url, sizeof(otlp_url), "%s%s", a->otlp,
+                 !path      ? "/v1development/profiles"
+                 : !path[1] ? "v1development/profiles"
+                            : "");
+    }
     snprintf(x->tmp, sizeof(x->tmp), "%s/.delta-%d", dir, (int)getpid());
     x->every_ns = a->every_ns ? a->every_ns : 10000000000ull;
     x->period_ns = period_ns;
     x->last_mono = pa_cli_mono_ns();
     x->last_unix = time(NULL);
-    pa_push_cfg cfg = {.cmd = cmd,
-                       .name = "pyroscope",
-                       .url = x->url,
-                       .content_type = "application/octet-stream",
-                       .queue_max = 360,
-                       .spool_dir = dir};
-    int rc = pa_push_start(&cfg, &x->push);
+    int rc = 0;
+    if (a->pyroscope)
+        rc = start_one(cmd, "pyroscope", x->url, "application/octet-stream", dir, &x->push);
+    if (rc == 0 && a->otlp)
+        rc = start_one(cmd, "otlp", otlp_url, "application/x-protobuf", dir, &x->otlp);
     if (rc < 0 || (mkdir(x->tmp, 0700) < 0 && errno != EEXIST)) {
         pa_cli_error(cmd, "--push: %s", strerror(rc < 0 ? -rc : errno));
         pa_push_stop(x->push, 0);
+        pa_push_stop(x->otlp, 0);
         free(x);
         return PA_EXIT_FAIL;
     }
@@ -231,7 +277,14 @@ static void push_now(pa_cli_ppush *x, pa_pprof *prof)
     time_t until = now > x->last_unix ? now : x->last_unix + 1;
     snprintf(url, sizeof(url), "%s&from=%lld&until=%lld", x->url, (long long)x->last_unix,
              (long long)until);
-    if (body && len)
+    if (body && len && x->otlp) {
+        uint8_t *req;
+        size_t rlen;
+        x->oo.time_unix_ns = (uint64_t)x->last_unix * 1000000000ull;
+        if (pa_otlp_profile_encode(body, len, &x->oo, &req, &rlen) == 0)
+            pa_push_submit(x->otlp, req, rlen, NULL);
+    }
+    if (body && len && x->push)
         pa_push_submit(x->push, body, len, url);
     else
         free(body);
@@ -252,6 +305,7 @@ void pa_cli_ppush_end(pa_cli_ppush *x, pa_pprof *prof)
         return;
     push_now(x, prof);
     pa_push_stop(x->push, 1000000000ull);
+    pa_push_stop(x->otlp, 1000000000ull);
     rmdir(x->tmp);
     free(x->delta.last);
     free(x);

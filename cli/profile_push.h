@@ -2,7 +2,8 @@
  * profile_push.h - `powerapi profile --push pyroscope=URL`: every N seconds
  * the pprof of what was charged since the last push (energy the default
  * sample type, CPU time and samples beside it) posted to Pyroscope's ingest
- * API, kept on disk until it is sent (push.h's spool folder).
+ * API or as OTLP profiles (report/otlp_profile.h), kept on disk until it
+ * is sent (push.h's spool folder).
  */
 #ifndef PA_CLI_PROFILE_PUSH_H
 #define PA_CLI_PROFILE_PUSH_H
@@ -14,6 +15,7 @@
 
 typedef struct pa_cli_ppush_args {
     const char *pyroscope;  /* base URL */
+    const char *otlp;       /* OTLP/HTTP URL (profiles) */
     uint64_t every_ns;      /* --push-every (default 10 s) */
     const char *service;    /* --service-name */
     const char *spool;      /* --push-spool */
@@ -26,10 +28,12 @@ int pa_cli_ppush_label(void *value, const char *cmd, const char *arg);
 /* clang-format off */
 #define PA_OPT_PPUSH(a)                                                        \
     PA_OPT_GROUP("Pushing (continuous profiling):"),                           \
-    PA_OPT_CALLBACK(0, "push", (a), "pyroscope=URL",                           \
+    PA_OPT_CALLBACK(0, "push", (a), "pyroscope=URL|otlp=URL",                  \
                     "push the profile of every --push-every to\n"              \
-                    "Pyroscope's ingest API (http://pyroscope:4040);\n"        \
-                    "kept on disk until sent", pa_cli_ppush_target),           \
+                    "Pyroscope's ingest API (http://pyroscope:4040)\n"         \
+                    "or as OTLP profiles (alpha; http://collector:4318);\n"    \
+                    "kept on disk until sent (repeatable)",                    \
+                    pa_cli_ppush_target),                                      \
     PA_OPT_DURATION(0, "push-every", &(a)->every_ns,                           \
                     "how often a profile is pushed (default 10s)",             \
                     1000000000ull, 0),                                         \

@@ -16,6 +16,10 @@
       ended, and the energies summing to summary.json's (functions,
       [unsampled] and [unattributed])
       (0.5 %: pprof's values are whole microjoules): no profile lost
+  otlp_check.py otlp-profiles RECEIVED SUMMARY_JSON SERVICE
+      what push_receiver.py --api otlp-profiles received: every request
+      checked there, of service.name SERVICE, energy (microjoules) its first
+      profile, the energies summing to summary.json's as for pyroscope
 Prints what differs and exits 1 on the first failure.
 """
 import json
@@ -178,15 +182,38 @@ def pyroscope(received, summary, app, labels):
     for a, b in zip(pushes, pushes[1:]):
         if b["from"] != a["until"]:
             fail("a push from %d after one until %d: a profile lost" % (b["from"], a["until"]))
-    with open(summary) as f:
-        summary = json.load(f)
-    # every frame's energy, [unsampled] and [unattributed] included
-    want = sum(summary[k] for k in ("functions_energy_j", "unsampled_energy_j",
-                                    "unattributed_energy_j")) * 1e6
+    want = summary_energy_uj(summary)  # every frame's, [unsampled] included
     got = sum(p["totals"]["energy"] for p in pushes)
     if abs(got - want) > 0.005 * want + 1:
         fail("%.0f uJ pushed, the profile has %.0f" % (got, want))
     print("otlp_check: pyroscope: %d pushes, %.0f uJ of %.0f" % (len(pushes), got, want))
+
+
+def summary_energy_uj(path):
+    with open(path) as f:
+        summary = json.load(f)
+    return sum(summary[k] for k in ("functions_energy_j", "unsampled_energy_j",
+                                    "unattributed_energy_j")) * 1e6
+
+
+def otlp_profiles(received, summary, service):
+    reqs = load(received)
+    if len(reqs) < 2:
+        fail("%d requests" % len(reqs))
+    got = 0
+    for r in reqs:
+        if "error" in r:
+            fail("a request the receiver refused: %s" % r["error"])
+        if r["resource"].get("service.name") != service:
+            fail("service.name %r" % r["resource"].get("service.name"))
+        first = r["profiles"][0]
+        if (first["type"], first["unit"]) != ("energy", "microjoules"):
+            fail("the first profile is %s/%s" % (first["type"], first["unit"]))
+        got += first["total"]
+    want = summary_energy_uj(summary)
+    if abs(got - want) > 0.005 * want + 1:
+        fail("%.0f uJ pushed, the profile has %.0f" % (got, want))
+    print("otlp_check: otlp-profiles: %d requests, %.0f uJ of %.0f" % (len(reqs), got, want))
 
 
 if __name__ == "__main__":
@@ -195,6 +222,8 @@ if __name__ == "__main__":
         exact(a[1], a[2], a[3], a[4])
     elif a[0] == "continuity":
         continuity(a[1])
+    elif a[0] == "otlp-profiles":
+        otlp_profiles(a[1], a[2], a[3])
     elif a[0] == "pyroscope":
         pyroscope(a[1], a[2], a[3], a[4:])
     elif a[0] == "dropped":

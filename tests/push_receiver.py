@@ -6,6 +6,12 @@ Each request accepted is appended to --out as one JSON line: the resource's
 attributes and every point flattened (metric name, unit, kind, temporality,
 monotonic, start and time, value, attributes), the headers.
 
+--api otlp-profiles: OTLP/HTTP profiles (POST /v1development/profiles, the
+alpha signal): the dictionary's tables checked (their zero values at index 0,
+every index in range, every function named) and each request written as its
+resource's attributes and, per profile, its sample type and the sum of its
+values; a request that fails the checks is answered 400 with its "error".
+
 --api pyroscope: Pyroscope's HTTP ingest API as its documentation states it
 (POST /ingest?name=APP{labels}&from=UNIX&until=UNIX&format=pprof, the body
 application/octet-stream).  Every push must decode as pprof with an energy
@@ -20,7 +26,7 @@ the project encodes with protobuf-c (report/opentelemetry-proto,
 profcore/pprof.proto), so that an encoding mistake of ours is not hidden by
 the same mistake in a decoder of ours.
 
-Usage: push_receiver.py --api otlp|pyroscope --out FILE [--port N]
+Usage: push_receiver.py --api otlp|otlp-profiles|pyroscope --out FILE [--port N]
                         [--mode ok|status:CODE|hang]
 Prints "port N" on stdout once listening.
 """
@@ -123,6 +129,72 @@ def decode(pb, body):
             "functions": len(funcs), "samples": len(prof.sample)}
 
 
+def load_otlp_profiles():
+    gen = tempfile.mkdtemp(prefix="otlp-prof-py-")
+    files = [
+        "opentelemetry/proto/common/v1/common.proto",
+        "opentelemetry/proto/resource/v1/resource.proto",
+        "opentelemetry/proto/profiles/v1development/profiles.proto",
+        "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto",
+    ]
+    subprocess.run(["protoc", "--python_out=" + gen, "-I" + PROTO] + files, check=True)
+    sys.path.insert(0, gen)
+    from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
+    return profiles_service_pb2
+
+
+def check_dictionary(d):
+    for name in ("mapping_table", "location_table", "function_table", "link_table",
+                 "attribute_table", "stack_table"):
+        table = getattr(d, name)
+        if not table or table[0].ByteSize() not in (0, 28):  # a zero Link: 16 and 8 zero bytes
+            raise ValueError("%s[0] is not the zero value" % name)
+    if not d.string_table or d.string_table[0] != "":
+        raise ValueError("string_table[0] is not empty")
+    for f in d.function_table[1:]:
+        if not d.string_table[f.name_strindex]:
+            raise ValueError("a function without a name")
+    for loc in d.location_table[1:]:
+        if loc.mapping_index >= len(d.mapping_table):
+            raise ValueError("a mapping index out of range")
+        for line in loc.lines:
+            if not 0 < line.function_index < len(d.function_table):
+                raise ValueError("a function index out of range")
+    for st in d.stack_table[1:]:
+        for i in st.location_indices:
+            if not 0 < i < len(d.location_table):
+                raise ValueError("a location index out of range")
+
+
+def otlp_profiles_request(svc, path, headers, body):
+    if path != "/v1development/profiles":
+        return 404, "text/plain", b"no such path\n", None
+    req = svc.ExportProfilesServiceRequest()
+    req.ParseFromString(body)
+    rec = {"resource": {}, "profiles": []}
+    try:
+        d = req.dictionary
+        check_dictionary(d)
+        for rp in req.resource_profiles:
+            for kv in rp.resource.attributes:
+                rec["resource"][kv.key] = any_value(kv.value)
+            for sp in rp.scope_profiles:
+                for p in sp.profiles:
+                    for smp in p.samples:
+                        if not 0 < smp.stack_index < len(d.stack_table):
+                            raise ValueError("a stack index out of range")
+                    rec["profiles"].append({
+                        "type": d.string_table[p.sample_type.type_strindex],
+                        "unit": d.string_table[p.sample_type.unit_strindex],
+                        "samples": len(p.samples), "time": p.time_unix_nano,
+                        "total": sum(v for smp in p.samples for v in smp.values)})
+    except Exception as e:  # answered and recorded
+        rec["error"] = str(e)
+    answer = svc.ExportProfilesServiceResponse().SerializeToString()
+    return (400, "text/plain", (rec["error"] + "\n").encode(), rec) if "error" in rec \
+        else (200, "application/x-protobuf", answer, rec)
+
+
 def otlp_request(svc, path, headers, body):
     """(status, content type, answer, record or None)"""
     if path != "/v1/metrics":
@@ -165,13 +237,15 @@ def pyroscope_request(pb, path, headers, body):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--api", choices=("otlp", "pyroscope"), required=True)
+    ap.add_argument("--api", choices=("otlp", "otlp-profiles", "pyroscope"), required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--mode", default="ok")
     args = ap.parse_args()
-    classes = load_otlp() if args.api == "otlp" else load_pprof()
-    handle = otlp_request if args.api == "otlp" else pyroscope_request
+    classes, handle = {"otlp": (load_otlp, otlp_request),
+                       "otlp-profiles": (load_otlp_profiles, otlp_profiles_request),
+                       "pyroscope": (load_pprof, pyroscope_request)}[args.api]
+    classes = classes()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
