@@ -32,6 +32,59 @@ int pa_cli_otlp_header(void *value, const char *cmd, const char *arg)
     return 0;
 }
 
+/* s[0..n) without the blanks around it, percent-decoded, into out;
+ * the bytes written. */
+static size_t put_trimmed(char *out, const char *s, size_t n)
+{
+    while (n && *s == ' ') {
+        s++;
+        n--;
+    }
+    while (n && s[n - 1] == ' ')
+        n--;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned hex;
+        if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &hex) == 1) {
+            out[w++] = (char)hex;
+            i += 2;
+        } else {
+            out[w++] = s[i];
+        }
+    }
+    return w;
+}
+
+/* OTEL_EXPORTER_OTLP_HEADERS ("k1=v1,k2=v2", percent-encoded, as
+ * OpenTelemetry's SDKs read it) as "k1: v1" lines in buf, their pointers
+ * after those of --otlp-header in v; the count of v.  A secret there stays
+ * out of the command line that ps shows. */
+static size_t env_headers(const pa_cli_otlp_args *a, const char **v, size_t max, char *buf,
+                          size_t len)
+{
+    size_t n = 0;
+    for (; n < a->nheaders && n < max; n++)
+        v[n] = a->headers[n];
+    const char *env = getenv("OTEL_EXPORTER_OTLP_HEADERS");
+    size_t used = 0;
+    while (env && *env && n < max) {
+        size_t item = strcspn(env, ","), eq = strcspn(env, "=");
+        if (eq < item && used + item + 3 < len) {
+            char *out = buf + used;
+            size_t w = put_trimmed(out, env, eq);
+            memcpy(out + w, ": ", 2);
+            w += 2;
+            w += put_trimmed(out + w, env + eq + 1, item - eq - 1);
+            out[w] = '\0';
+            used += w + 1;
+            if (out[0] != ':' && !strpbrk(out, "\r\n"))
+                v[n++] = out;
+        }
+        env += item + (env[item] == ',');
+    }
+    return n;
+}
+
 static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
@@ -58,12 +111,14 @@ int pa_cli_otlp_start(const pa_cli_otlp_args *a, const char *cmd, pa_cli_otlp **
     }
     snprintf(x->service, sizeof(x->service), "%s", a->service ? a->service : "powerapi");
     x->start_unix_ns = clock_ns(CLOCK_REALTIME);
+    const char *headers[32];
+    char envbuf[4096];
     pa_push_cfg cfg = {.cmd = cmd,
                        .name = "otlp",
                        .url = url,
                        .content_type = "application/x-protobuf",
-                       .headers = a->headers,
-                       .nheaders = a->nheaders,
+                       .headers = headers,
+                       .nheaders = env_headers(a, headers, 32, envbuf, sizeof(envbuf)),
                        .gzip = a->gzip,
                        .queue_max = a->queue ? a->queue : 600,
                        .timeout_ns = a->timeout_ns};

@@ -32,7 +32,9 @@ int pa_cli_otlp_header(void *value, const char *cmd, const char *arg);
                   "/v1/metrics is added when URL has none)"),                  \
     PA_OPT_CALLBACK(0, "otlp-header", (a), "'NAME: VALUE'",                    \
                     "a header of every push, for authentication\n"             \
-                    "(repeatable, at most 16)", pa_cli_otlp_header),           \
+                    "(repeatable, at most 16; those of\n"                      \
+                    "OTEL_EXPORTER_OTLP_HEADERS are added)",                   \
+                    pa_cli_otlp_header),                                       \
     PA_OPT_FLAG(0, "otlp-gzip", &(a)->gzip, "compress the pushes (gzip)"),     \
     PA_OPT_UINT(0, "otlp-queue", &(a)->queue, "N",                             \
                 "windows held while the receiver is away\n"                    \

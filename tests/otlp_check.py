@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks what tests/push_receiver.py received (one JSON line per request).
 
-  otlp_check.py exact RECEIVED MONITOR_JSON NODE HEADER
+  otlp_check.py exact RECEIVED MONITOR_JSON NODE HEADER...
       the last request against the same window's JSON records (powerapi
       monitor --ring --format json): names, units, kinds, attributes and
       values (at the JSON's six decimals), the resource, the header given
@@ -79,7 +79,7 @@ def check_target(points, rec, **attrs):
             fail("%s: source/hw.type %s" % (attrs, p["attrs"]))
 
 
-def exact(received, monitor, node, header):
+def exact(received, monitor, node, headers):
     reqs = load(received)
     if not reqs:
         fail("nothing received")
@@ -102,9 +102,10 @@ def exact(received, monitor, node, header):
         fail("formula %r, JSON %r" % (res.get("powerapi.formula"), system["formula"]))
     if res.get("powerapi.assumed", "").split("; ") != system["assumed"]:
         fail("assumed %r, JSON %r" % (res.get("powerapi.assumed"), system["assumed"]))
-    k, v = header.split(": ", 1)
-    if req["headers"].get(k.lower()) != v:
-        fail("header %s: %r" % (k, req["headers"].get(k.lower())))
+    for header in headers:
+        k, v = header.split(": ", 1)
+        if req["headers"].get(k.lower()) != v:
+            fail("header %s: %r, want %r" % (k, req["headers"].get(k.lower()), v))
     nproc = 0
     for r in recs:
         if r.get("type") == "process":
@@ -219,7 +220,7 @@ def otlp_profiles(received, summary, service):
 if __name__ == "__main__":
     a = sys.argv[1:]
     if a[0] == "exact":
-        exact(a[1], a[2], a[3], a[4])
+        exact(a[1], a[2], a[3], a[4:])
     elif a[0] == "continuity":
         continuity(a[1])
     elif a[0] == "otlp-profiles":

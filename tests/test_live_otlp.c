@@ -178,8 +178,11 @@ START_TEST(test_exact)
     char url[128];
     unsigned port = receiver(&r, "exact", 0, "ok");
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
+    /* a header from the environment too, as OpenTelemetry's SDKs take it */
+    setenv("OTEL_EXPORTER_OTLP_HEADERS", "X-Scope-OrgID=tenant%201, x-team = energy", 1);
     s = serve("serve-exact", url, "--otlp-gzip", "--otlp-header", "Authorization: Bearer t0k",
               NULL);
+    unsetenv("OTEL_EXPORTER_OTLP_HEADERS");
     wait_lines("exact", 3, 5000);
     stop(&s);
     stop(&r);
@@ -188,7 +191,9 @@ START_TEST(test_exact)
     snprintf(cmd, sizeof(cmd), "%s monitor --ring %s --format json --interval 100ms --count 3 > %s",
              PA_CLI_PATH, rf.name, mon);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
-    check("exact %s/exact.jsonl %s node-1 'Authorization: Bearer t0k'", dir, mon);
+    check("exact %s/exact.jsonl %s node-1 'Authorization: Bearer t0k' 'X-Scope-OrgID: tenant 1' "
+          "'x-team: energy'",
+          dir, mon);
 }
 END_TEST
 
