@@ -46,7 +46,9 @@ struct pa_push {
     int in_flight; /* the head is being sent */
     int stop;
     pa_push_stats st;
-    long last_fail; /* the failure last said: curl code, or -HTTP status; 0 none */
+    long last_fail; /* the last failure: curl code, or -HTTP status; 0 none */
+    long said[8];   /* the failures said since the last delivery */
+    size_t nsaid;
     int spool_failed;
 };
 
@@ -224,6 +226,7 @@ static void settle(pa_push *p, int rc, long fail, const char *msg, uint64_t *bac
             fprintf(stderr, "%s %s: %s: %s: delivering again (%zu batches queued)\n", pa_cli_prog,
                     p->cfg.cmd, p->cfg.name, p->cfg.url, p->count);
         p->last_fail = 0;
+        p->nsaid = 0;
         *backoff = p->cfg.backoff_ns;
         *next_try = 0;
         return;
@@ -232,9 +235,17 @@ static void settle(pa_push *p, int rc, long fail, const char *msg, uint64_t *bac
         p->st.rejected++;
     else
         p->st.retries++;
-    if (fail != p->last_fail)
+    if (fail == CURLE_ABORTED_BY_CALLBACK) /* pa_push_stop gave up on it */
+        return;
+    size_t k = 0; /* each kind of failure said once until delivery resumes */
+    while (k < p->nsaid && p->said[k] != fail)
+        k++;
+    if (k == p->nsaid) {
         fprintf(stderr, "%s %s: %s: %s: %s\n", pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.url,
                 msg);
+        if (p->nsaid < sizeof(p->said) / sizeof(p->said[0]))
+            p->said[p->nsaid++] = fail;
+    }
     p->last_fail = fail;
     if (rc == 0) {
         *next_try = now_ns() + *backoff;

@@ -77,8 +77,12 @@ typedef struct conv {
     int32_t *locidx;
     P(Link) link0;
     P(Link) * linkv[1];
-    P(KeyValueAndUnit) attr0;
-    P(KeyValueAndUnit) * attrv[1];
+    P(KeyValueAndUnit) * attrs; /* [0] the zero value, then each label */
+    P(KeyValueAndUnit) * *attrv;
+    Opentelemetry__Proto__Common__V1__AnyValue *avals;
+    int64_t *astr;  /* each attribute's pprof string */
+    int32_t *sattr; /* each sample's attribute (its first label), 0 none */
+    size_t nattr;
     uint8_t zero[16];
 } conv;
 
@@ -148,8 +152,33 @@ static int dict_tables(conv *c)
     return 0;
 }
 
-/* One stack per sample (index i + 1), and the zero values of the tables
- * this file does not fill. */
+/* The attribute of a sample's first string label (the scope it was taken
+ * in: pprof's label scope=NAME), added to the table the first time: its
+ * index, 0 when none. */
+static int32_t label_attr(conv *c, const Perftools__Profiles__Sample *s)
+{
+    const pprof_t *pp = c->pp;
+    if (!s->n_label || !s->label[0]->str || (size_t)s->label[0]->str >= pp->n_string_table ||
+        (size_t)s->label[0]->key >= pp->n_string_table)
+        return 0;
+    for (size_t a = 1; a < c->nattr; a++)
+        if (c->attrs[a].key_strindex == (int32_t)s->label[0]->key && c->astr[a] == s->label[0]->str)
+            return (int32_t)a;
+    size_t a = c->nattr++;
+    c->attrs[a] = (P(KeyValueAndUnit))PINIT(KEY_VALUE_AND_UNIT);
+    c->attrs[a].key_strindex = (int32_t)s->label[0]->key;
+    c->avals[a] = (Opentelemetry__Proto__Common__V1__AnyValue)
+        OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+    c->avals[a].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+    c->avals[a].string_value = pp->string_table[s->label[0]->str];
+    c->attrs[a].value = &c->avals[a];
+    c->astr[a] = s->label[0]->str;
+    c->attrv[a] = &c->attrs[a];
+    return (int32_t)a;
+}
+
+/* One stack per sample (index i + 1), the sample's attribute, and the
+ * zero values of the tables this file does not fill. */
 static int dict_stacks(conv *c)
 {
     const pprof_t *pp = c->pp;
@@ -177,8 +206,18 @@ static int dict_stacks(conv *c)
     c->link0.trace_id = (ProtobufCBinaryData){16, c->zero};
     c->link0.span_id = (ProtobufCBinaryData){8, c->zero};
     c->linkv[0] = &c->link0;
-    c->attr0 = (P(KeyValueAndUnit))PINIT(KEY_VALUE_AND_UNIT);
-    c->attrv[0] = &c->attr0;
+    c->attrs = calloc(pp->n_sample + 1, sizeof(*c->attrs));
+    c->attrv = calloc(pp->n_sample + 1, sizeof(*c->attrv));
+    c->avals = calloc(pp->n_sample + 1, sizeof(*c->avals));
+    c->astr = calloc(pp->n_sample + 1, sizeof(*c->astr));
+    c->sattr = calloc(pp->n_sample + 1, sizeof(*c->sattr));
+    if (!c->attrs || !c->attrv || !c->avals || !c->astr || !c->sattr)
+        return -ENOMEM;
+    c->attrs[0] = (P(KeyValueAndUnit))PINIT(KEY_VALUE_AND_UNIT);
+    c->attrv[0] = &c->attrs[0];
+    c->nattr = 1;
+    for (size_t i = 0; i < pp->n_sample; i++)
+        c->sattr[i] = label_attr(c, pp->sample[i]);
     c->dict = (P(ProfilesDictionary))PINIT(PROFILES_DICTIONARY);
     c->dict.mapping_table = c->mapv;
     c->dict.n_mapping_table = pp->n_mapping + 1;
@@ -193,7 +232,7 @@ static int dict_stacks(conv *c)
     c->dict.link_table = c->linkv;
     c->dict.n_link_table = 1;
     c->dict.attribute_table = c->attrv;
-    c->dict.n_attribute_table = 1;
+    c->dict.n_attribute_table = c->nattr;
     return 0;
 }
 
@@ -210,6 +249,11 @@ static void conv_free(conv *c)
     free(c->stacks);
     free(c->stackv);
     free(c->locidx);
+    free(c->attrs);
+    free(c->attrv);
+    free(c->avals);
+    free(c->astr);
+    free(c->sattr);
 }
 
 /* The profiles of the sample types, energy first; what they hold is
@@ -223,8 +267,9 @@ typedef struct profs {
     int64_t *values;
 } profs;
 
-static int make_profiles(profs *ps, const pprof_t *pp, uint64_t time_unix_ns)
+static int make_profiles(profs *ps, const conv *c, uint64_t time_unix_ns)
 {
+    const pprof_t *pp = c->pp;
     size_t nt = pp->n_sample_type < 8 ? pp->n_sample_type : 8;
     ps->samples = calloc(nt * pp->n_sample + 1, sizeof(*ps->samples));
     ps->samplev = calloc(nt * pp->n_sample + 1, sizeof(*ps->samplev));
@@ -263,6 +308,10 @@ static int make_profiles(profs *ps, const pprof_t *pp, uint64_t time_unix_ns)
             ps->values[at] = s->value[t];
             ps->samples[at].values = &ps->values[at];
             ps->samples[at].n_values = 1;
+            if (c->sattr[i]) {
+                ps->samples[at].attribute_indices = &c->sattr[i];
+                ps->samples[at].n_attribute_indices = 1;
+            }
             ps->samplev[at] = &ps->samples[at];
             at++;
             p->n_samples++;
@@ -381,7 +430,7 @@ int pa_otlp_profile_encode(const void *pprof, size_t len, const pa_otlp_profile_
     if (rc == 0)
         rc = dict_stacks(&c);
     if (rc == 0)
-        rc = make_profiles(&ps, pp, o->time_unix_ns);
+        rc = make_profiles(&ps, &c, o->time_unix_ns);
     if (rc == 0)
         rc = pack(&c, &ps, o, out, out_len);
     free(ps.samples);

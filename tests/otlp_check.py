@@ -20,6 +20,9 @@
       what push_receiver.py --api otlp-profiles received: every request
       checked there, of service.name SERVICE, energy (microjoules) its first
       profile, the energies summing to summary.json's as for pyroscope
+  otlp_check.py scopes PYROSCOPE_RECEIVED OTLP_RECEIVED NAME NAME
+      the energy of each scope, a label in Pyroscope's pushes and an
+      attribute of the OTLP samples, the same in both, the first's larger
 Prints what differs and exits 1 on the first failure.
 """
 import json
@@ -217,12 +220,33 @@ def otlp_profiles(received, summary, service):
     print("otlp_check: otlp-profiles: %d requests, %.0f uJ of %.0f" % (len(reqs), got, want))
 
 
+def scopes(pyroscope_file, otlp_file, names):
+    """Both receivers got the energy of each scope named as a label, the
+    same in both, and more for the first than for the second."""
+    py, ot = {}, {}
+    for p in load(pyroscope_file):
+        for k, v in p.get("scopes", {}).items():
+            py[k] = py.get(k, 0) + v
+    for r in load(otlp_file):
+        for k, v in r["profiles"][0]["scopes"].items():
+            ot[k] = ot.get(k, 0) + v
+    for n in names:
+        if not py.get(n) or py.get(n) != ot.get(n):
+            fail("scope %s: %r uJ in Pyroscope's labels, %r in OTLP's attributes"
+                 % (n, py.get(n), ot.get(n)))
+    if py[names[0]] <= py[names[1]]:
+        fail("scope %s %d uJ, not more than %s %d" % (names[0], py[names[0]], names[1], py[names[1]]))
+    print("otlp_check: scopes: %s" % ", ".join("%s %d uJ" % (n, py[n]) for n in names))
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
     if a[0] == "exact":
         exact(a[1], a[2], a[3], a[4:])
     elif a[0] == "continuity":
         continuity(a[1])
+    elif a[0] == "scopes":
+        scopes(a[1], a[2], a[3:])
     elif a[0] == "otlp-profiles":
         otlp_profiles(a[1], a[2], a[3])
     elif a[0] == "pyroscope":

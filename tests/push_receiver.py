@@ -119,14 +119,19 @@ def decode(pb, body):
     prof.ParseFromString(body)
     st = [(prof.string_table[t.type], prof.string_table[t.unit]) for t in prof.sample_type]
     totals = [0] * len(st)
+    scopes = {}  # energy by the label scope=NAME
     for s in prof.sample:
         for i, v in enumerate(s.value):
             totals[i] += v
+        for lb in s.label:
+            if prof.string_table[lb.key] == "scope":
+                name = prof.string_table[lb.str]
+                scopes[name] = scopes.get(name, 0) + s.value[-1]
     default = prof.string_table[prof.default_sample_type] if prof.default_sample_type else ""
     funcs = {f.id: prof.string_table[f.name] for f in prof.function}
     return {"sample_types": st, "default": default,
             "totals": {t: totals[i] for i, (t, _) in enumerate(st)},
-            "functions": len(funcs), "samples": len(prof.sample)}
+            "functions": len(funcs), "samples": len(prof.sample), "scopes": scopes}
 
 
 def load_otlp_profiles():
@@ -183,7 +188,15 @@ def otlp_profiles_request(svc, path, headers, body):
                     for smp in p.samples:
                         if not 0 < smp.stack_index < len(d.stack_table):
                             raise ValueError("a stack index out of range")
+                    scopes = {}  # by the sample's attribute scope=NAME
+                    for smp in p.samples:
+                        for a in smp.attribute_indices:
+                            kv = d.attribute_table[a]
+                            if d.string_table[kv.key_strindex] == "scope":
+                                name = any_value(kv.value)
+                                scopes[name] = scopes.get(name, 0) + sum(smp.values)
                     rec["profiles"].append({
+                        "scopes": scopes,
                         "type": d.string_table[p.sample_type.type_strindex],
                         "unit": d.string_table[p.sample_type.unit_strindex],
                         "samples": len(p.samples), "time": p.time_unix_nano,

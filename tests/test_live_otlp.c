@@ -22,6 +22,7 @@ static char *dir;
 typedef struct child {
     pid_t pid;
     int out;       /* its stdout */
+    int python;    /* a receiver: ended by SIGTERM */
     char err[512]; /* its stderr, a file */
 } child;
 
@@ -50,11 +51,15 @@ static child spawn(const char *tag, char *const argv[])
     return c;
 }
 
+/* SIGTERM; a powerapi child must then exit with status 0 (a sanitizer's
+ * report of a leak makes it fail). */
 static void stop(child *c)
 {
     if (c->pid > 0) {
         int st = rf_stop_child(c->pid, SIGTERM, 5000);
         ck_assert_msg(st >= 0, "%s: did not stop within 5 s of SIGTERM", c->err);
+        ck_assert_msg(c->python || (WIFEXITED(st) && WEXITSTATUS(st) == 0),
+                      "%s: exit status %d: %s", c->err, st, pa_test_slurp(c->err));
         close(c->out);
         c->pid = 0;
     }
@@ -71,6 +76,7 @@ static unsigned receiver_of(const char *api, child *c, const char *tag, unsigned
     char *argv[] = {"/usr/bin/python3", RECEIVER, "--api",  (char *)api,  "--out", out,
                     "--port",           portarg,  "--mode", (char *)mode, NULL};
     *c = spawn(tag, argv);
+    c->python = 1;
     char line[128];
     ck_assert_msg(rf_read_line(c->out, line, sizeof(line), 15000) == 0,
                   "the receiver did not start: %s", pa_test_slurp(c->err));
@@ -270,7 +276,10 @@ START_TEST(test_bad_endpoints)
         char url[128], tag[64];
         snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", cases[i].scheme, port, cases[i].path);
         snprintf(tag, sizeof(tag), "serve-%s", cases[i].tag);
-        s[i] = serve(tag, url, "--otlp-timeout", "300ms", NULL);
+        /* a short limit for the receiver that hangs; a loaded machine's
+         * handshake may take longer than that */
+        s[i] =
+            serve(tag, url, "--otlp-timeout", strcmp(cases[i].tag, "hang") ? "3s" : "300ms", NULL);
     }
     usleep(1500000);
     for (int i = 0; i < N; i++) {
@@ -312,18 +321,18 @@ START_TEST(test_tick_while_hung)
     while (pa_ring_open(ring, &rd) < 0 && rf_now_ms() < end)
         usleep(20000);
     ck_assert_ptr_nonnull(rd);
-    uint64_t seq = 0, first = 0;
+    uint64_t seq = 0;
     int n = 0;
     double lo = 1e9, hi = 0;
+    const pa_report *rep;
+    /* the first window (a sanitized build starts slowly), then 2 s */
+    end = rf_now_ms() + 10000;
+    while (pa_ring_read(rd, &seq, &rep) < 0 && rf_now_ms() < end)
+        usleep(10000);
     end = rf_now_ms() + 2000;
     while (rf_now_ms() < end) {
-        const pa_report *rep;
         if (pa_ring_read(rd, &seq, &rep) < 0) {
             usleep(10000);
-            continue;
-        }
-        if (!first) {
-            first = seq; /* the window of the first push and those after */
             continue;
         }
         n++;
@@ -334,7 +343,7 @@ START_TEST(test_tick_while_hung)
     printf("daemon with a hung receiver: %d windows in 2 s, %.3f to %.3f s each\n", n, lo, hi);
     /* a loaded machine moves a tick by tens of ms; a tick held by the push
      * would be 30 s (--otlp-timeout) */
-    ck_assert_msg(n >= 15 && lo > 0.05 && hi < 0.25, "%d windows, %.3f to %.3f s", n, lo, hi);
+    ck_assert_msg(n >= 12 && lo > 0.02 && hi < 0.5, "%d windows, %.3f to %.3f s", n, lo, hi);
     uint64_t t0 = rf_now_ms();
     stop(&d);
     printf("daemon stopped in %llu ms\n", (unsigned long long)(rf_now_ms() - t0));
@@ -406,6 +415,67 @@ START_TEST(test_pyroscope_later)
 }
 END_TEST
 
+/* A command with C scopes (DESIGN.md section 15.1): 6 ms in "a" and 2 ms
+ * in "b" by turns, for 1.5 s. */
+static const char scoped_c[] =
+    "#include <powerapi.h>\n"
+    "#include <time.h>\n"
+    "static volatile double sink;\n"
+    "static double now(clockid_t c) {\n"
+    "    struct timespec t;\n"
+    "    clock_gettime(c, &t);\n"
+    "    return t.tv_sec + t.tv_nsec * 1e-9;\n"
+    "}\n"
+    "static void burn(double s) {\n"
+    "    double end = now(CLOCK_THREAD_CPUTIME_ID) + s;\n"
+    "    while (now(CLOCK_THREAD_CPUTIME_ID) < end)\n"
+    "        for (int i = 0; i < 10000; i++) sink += i * 0.5;\n"
+    "}\n"
+    "int main(void) {\n"
+    "    pa_ctx *ctx;\n"
+    "    if (pa_ctx_new(&ctx, NULL) < 0) return 1;\n"
+    "    for (double end = now(CLOCK_MONOTONIC) + 1.5; now(CLOCK_MONOTONIC) < end;) {\n"
+    "        pa_scope_begin(ctx, \"a\"); burn(0.006); pa_scope_end(ctx, \"a\", NULL);\n"
+    "        pa_scope_begin(ctx, \"b\"); burn(0.002); pa_scope_end(ctx, \"b\", NULL);\n"
+    "    }\n"
+    "    pa_ctx_free(ctx);\n"
+    "    return 0;\n"
+    "}\n";
+
+/* The scopes as labels: each pushed sample taken inside a scope carries
+ * scope=NAME, a pprof label for Pyroscope and a sample attribute in OTLP. */
+START_TEST(test_scope_labels)
+{
+    char path[600], cmd[3000];
+    snprintf(path, sizeof(path), "%s/scoped.c", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(scoped_c, f);
+    fclose(f);
+#ifdef PA_SANITIZE_BUILD
+    const char *san = "-fsanitize=address,undefined";
+#else
+    const char *san = "";
+#endif
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && cc -O1 %s -I'%s/../libpowerapi/include' -o scoped scoped.c -L'%s' "
+             "-lpowerapi -Wl,-rpath,'%s'",
+             dir, san, PA_SOURCE_TESTS, PA_BINARY_DIR, PA_BINARY_DIR);
+    ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
+    child r, o;
+    unsigned py = receiver_of("pyroscope", &r, "scope-pyro", 0, "ok");
+    unsigned ot = receiver_of("otlp-profiles", &o, "scope-otlp", 0, "ok");
+    snprintf(cmd, sizeof(cmd),
+             "%s profile --quiet --window 250ms --push pyroscope=http://127.0.0.1:%u --push "
+             "otlp=http://127.0.0.1:%u --push-every 1s --push-spool %s/spool -o %s/p -- %s/scoped",
+             PA_CLI_PATH, py, ot, dir, dir, dir);
+    ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
+    stop(&r);
+    stop(&o);
+    check("scopes %s/scope-pyro.jsonl %s/scope-otlp.jsonl a b", dir, dir);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -427,6 +497,7 @@ int main(void)
     tcase_add_test(tc, test_tick_while_hung);
     tcase_add_test(tc, test_pyroscope);
     tcase_add_test(tc, test_pyroscope_later);
+    tcase_add_test(tc, test_scope_labels);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
     rf_sweep();
