@@ -442,6 +442,14 @@ int pa_push_submit(pa_push *p, void *body, size_t len, const char *url)
     }
     pthread_mutex_lock(&p->lock);
     p->st.submitted++;
+    if (p->count == 1 && p->cfg.queue_max == 1 && p->in_flight) {
+        /* a queue of one, being sent: the new batch is the one dropped */
+        p->st.dropped++;
+        pthread_mutex_unlock(&p->lock);
+        free(body);
+        free(u);
+        return 0;
+    }
     if (p->count == p->cfg.queue_max) {
         /* drop the oldest not in flight: the head, or the one after it */
         size_t victim = (p->head + (p->in_flight ? 1 : 0)) % p->cfg.queue_max;
