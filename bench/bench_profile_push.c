@@ -12,6 +12,7 @@
 #include "profcore.h"
 #include "push.h"
 
+#include "bench_receiver.h"
 #include "bench_util.h"
 
 #include <microhttpd.h>
@@ -32,47 +33,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *url,
-                              const char *method, const char *version, const char *data,
-                              size_t *size, void **state)
-{
-    (void)cls, (void)url, (void)method, (void)version, (void)data;
-    if (!*state || *size) { /* the headers, then the body's pieces */
-        *state = (void *)1;
-        *size = 0;
-        return MHD_YES;
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-    enum MHD_Result ret = MHD_queue_response(c, 200, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static unsigned receiver(pid_t *pid)
-{
-    int p[2];
-    if (pipe(p) < 0)
-        exit(1);
-    *pid = fork();
-    if (*pid == 0) {
-        struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0,
-                                                NULL, NULL, on_req, NULL, MHD_OPTION_END);
-        const union MHD_DaemonInfo *di =
-            d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
-        unsigned port = di ? di->port : 0;
-        if (write(p[1], &port, sizeof(port)) != sizeof(port))
-            _exit(1);
-        pause();
-        _exit(0);
-    }
-    unsigned port = 0;
-    if (read(p[0], &port, sizeof(port)) != sizeof(port) || !port)
-        exit(1);
-    close(p[0]);
-    close(p[1]);
-    return port;
 }
 
 /* One window: every caller-callee pair sampled once. */
