@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ struct pa_push {
     pa_push_stats st;
     long last_fail; /* the last failure: curl code, or -HTTP status; 0 none */
     long said[8];   /* the failures said since the last delivery */
+    int spool_lock; /* the spool folder's .lock, held while running; -1 */
     size_t nsaid;
     int spool_failed;
 };
@@ -330,6 +332,16 @@ static int by_name(const struct dirent **a, const struct dirent **b)
  * the queue (the oldest beyond its size dropped and counted). */
 static void spool_load(pa_push *p)
 {
+    /* Two runs on one folder would both send what an earlier run left:
+     * the one that holds the lock does, the other only keeps its own. */
+    char lock[4200];
+    snprintf(lock, sizeof(lock), "%s/.lock", p->cfg.spool_dir);
+    p->spool_lock = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (p->spool_lock < 0 || flock(p->spool_lock, LOCK_EX | LOCK_NB) < 0) {
+        fprintf(stderr, "%s %s: %s: another run uses %s: what it holds is its own to send\n",
+                pa_cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir);
+        return;
+    }
     struct dirent **v = NULL;
     int n = scandir(p->cfg.spool_dir, &v, NULL, by_name);
     size_t loaded = 0;
@@ -393,6 +405,7 @@ int pa_push_start(const pa_push_cfg *cfg, pa_push **out)
     pa_push *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
+    p->spool_lock = -1;
     p->cfg = *cfg;
     p->cfg.queue_max = cfg->queue_max ? cfg->queue_max : 64;
     p->cfg.timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : 10000000000ull;
@@ -521,6 +534,8 @@ void pa_push_stop(pa_push *p, uint64_t flush_ns)
     free((char *)p->cfg.name);
     free((char *)p->cfg.url);
     free((char *)p->cfg.spool_dir);
+    if (p->spool_lock >= 0)
+        close(p->spool_lock); /* and its lock */
     free((char *)p->cfg.content_type);
     free(p);
 }
