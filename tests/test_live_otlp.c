@@ -154,18 +154,6 @@ static void check(const char *fmt, ...)
     free(out);
 }
 
-/* A loopback port nobody listens on (bound, then closed). */
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void setup(void)
 {
     dir = pa_test_tmpdir();
@@ -235,7 +223,7 @@ START_TEST(test_overflow)
 {
     child r, s;
     char url[128];
-    unsigned port = free_port();
+    unsigned port = pa_test_free_port();
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
     s = serve("serve-overflow", url, "--otlp-queue", "3", NULL);
     usleep(1500000);
@@ -270,7 +258,7 @@ START_TEST(test_bad_endpoints)
     child r[N], s[N];
     for (int i = 0; i < N; i++) {
         unsigned port =
-            cases[i].mode ? receiver(&r[i], cases[i].tag, 0, cases[i].mode) : free_port();
+            cases[i].mode ? receiver(&r[i], cases[i].tag, 0, cases[i].mode) : pa_test_free_port();
         if (!cases[i].mode)
             r[i].pid = 0;
         char url[128], tag[64];
@@ -400,7 +388,7 @@ END_TEST
  * next run, with the receiver there, sends them first. */
 START_TEST(test_pyroscope_later)
 {
-    unsigned port = free_port();
+    unsigned port = pa_test_free_port();
     char *err = profile_push("profile-down", port, 1.5, "run=down", "");
     ck_assert_msg(err && strstr(err, "connection refused") && strstr(err, "not delivered, kept in"),
                   "profile said: %s", err);

@@ -82,18 +82,6 @@ static struct MHD_Daemon *receiver(unsigned port)
     return d;
 }
 
-/* A loopback port nobody listens on (bound, then closed). */
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void submit(pa_push *p, const char *text)
 {
     ck_assert_int_eq(pa_push_submit(p, strdup(text), strlen(text), NULL), 0);
@@ -126,7 +114,7 @@ static size_t files_in(const char *dir)
 START_TEST(test_overflow)
 {
     char url[64];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", free_port());
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", pa_test_free_port());
     pa_push_cfg cfg = {.cmd = "test", .name = "push", .url = url, .queue_max = 3};
     pa_push *p;
     ck_assert_int_eq(pa_push_start(&cfg, &p), 0);
@@ -148,7 +136,7 @@ END_TEST
  * arrive while the one in flight is sent; it is never the one dropped. */
 START_TEST(test_queue_of_one)
 {
-    unsigned port = free_port();
+    unsigned port = pa_test_free_port();
     struct MHD_Daemon *d = receiver(port);
     rs.delay_ms = 300;
     char url[64];
@@ -179,7 +167,7 @@ START_TEST(test_spool)
     char *dir = pa_test_tmpdir();
     char spool[600], url[64];
     snprintf(spool, sizeof(spool), "%s/spool", dir);
-    unsigned port = free_port();
+    unsigned port = pa_test_free_port();
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", port);
     pa_push_cfg cfg = {.cmd = "test", .name = "push", .url = url, .spool_dir = spool};
     pa_push *p;
