@@ -9,6 +9,7 @@
  * long interval is not mistaken for a dead daemon.
  */
 #include "cli.h"
+#include "otlp_export.h"
 #include "vmgroups.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CMD "daemon"
 
@@ -36,6 +38,9 @@ typedef struct daemon_state {
     bool guard_rapl;         /* refuse windows with RAPL-derived figures */
     int refused;             /* atomic: such a window was refused */
     pa_vmgroups *vmg;        /* --vms: each window's VM records too */
+    pa_cli_otlp_args otlp;   /* --otlp: each window pushed too */
+    pa_cli_otlp *pusher;
+    pa_prom_opts page; /* the series pushed: every one, as serve's */
 } daemon_state;
 
 static const char daemon_about[] =
@@ -73,6 +78,7 @@ static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
     if (d->vmg && pa_vmgroups_scan(d->vmg, ctx) == 0 && pa_vmgroups_merge(d->vmg, r, &m) == 0)
         r = m; /* else the window without its VM records */
     int rc = pa_ring_publish(d->w, r);
+    pa_cli_otlp_window(d->pusher, r, &d->page);
     if (rc < 0)
         __atomic_store_n(&d->last_err, rc, __ATOMIC_RELAXED);
     else
@@ -115,6 +121,15 @@ static int set_group(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
+/* --otlp: every series of each window, as serve's page has them. */
+static int otlp_begin(daemon_state *d)
+{
+    d->page.max_cgroups = 1000;
+    if (gethostname(d->page.node, sizeof(d->page.node) - 1) < 0)
+        snprintf(d->page.node, sizeof(d->page.node), "unknown");
+    return pa_cli_otlp_start(&d->otlp, CMD, &d->pusher);
+}
+
 static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
 {
     const char *ring = PA_RING_DEFAULT_NAME;
@@ -149,6 +164,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
                     "readers)"),
         PA_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
+        PA_OPT_OTLP(&d.otlp),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {
@@ -180,7 +196,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
         goto out;
     }
-    if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+    if ((rc = otlp_begin(&d)) != 0 || (rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
         status = rc;
         goto out;
     }
@@ -248,6 +264,7 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
     pa_stop(ctx);
 
 out:
+    pa_cli_otlp_stop(d.pusher);
     pa_ctx_free(ctx);
     pa_vmgroups_free(d.vmg);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "perf.h"
+#include "profile_push.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,7 +67,9 @@ typedef struct profiler {
     int go, exfd; /* a command's release and exec-error pipes */
     sigset_t sigs, old_sigs;
     uint64_t t0;
-    pa_psource source; /* the last report's formula, sensors... */
+    pa_psource source;      /* the last report's formula, sensors... */
+    pa_cli_ppush_args push; /* --push: profiles sent as they are made */
+    pa_cli_ppush *pusher;
 } profiler;
 
 static const char profile_usage[] = "%s profile [OPTIONS] --pid PID [--pid PID...]\n"
@@ -236,6 +239,7 @@ static int parse_args(profiler *p, int argc, char **argv)
                         "PREFIX (repeatable)",
                         add_filter),
         PA_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
+        PA_OPT_PPUSH(&p->push),
         PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES |
                                    PA_CTXOPT_CARBON),
         PA_OPT_END,
@@ -388,6 +392,7 @@ static int window(profiler *p, double start_s, double len_s)
     if (rc >= 0 || rc == -ENODATA)
         p->windows++;
     pa_pprof_window_end(p->prof, start_s, len_s);
+    pa_cli_ppush_window(p->pusher, p->prof);
     if (rc < 0 && rc != -ENODATA) {
         pa_cli_tick_error(CMD, rc);
         return PA_EXIT_FAIL;
@@ -794,7 +799,15 @@ static int run(profiler *p)
     if (p->cmd && (status = release_command(p)) != 0)
         return status;
     bool exited = false;
-    status = run_loop(p, &exited);
+    pid_t first = p->cmd ? p->cmd_pid : p->npids ? p->pids[0] : 0;
+    status = pa_cli_ppush_start(&p->push, CMD, first, p->cmd ? p->cmd[0] : NULL, procfs_root(p),
+                                p->period_ns ? p->period_ns
+                                : p->freq    ? NS_PER_S / p->freq
+                                             : 0,
+                                &p->pusher);
+    if (status == 0)
+        status = run_loop(p, &exited);
+    pa_cli_ppush_end(p->pusher, p->prof);
     double duration_s = (double)(pa_cli_mono_ns() - p->t0) / 1e9;
     int cmd_status = reap_command(p, status);
     if (status != 0)

@@ -10,6 +10,7 @@
  * daemon's ring (the main loop aggregates every new window each interval).
  */
 #include "cli.h"
+#include "otlp_export.h"
 #include "prometheus.h"
 #include "vmgroups.h"
 
@@ -44,6 +45,7 @@ typedef struct serve {
     unsigned long scrapes;            /* under lock */
     pa_vmgroups *vmg;                 /* --vms: the VM series */
     bool ring_vms;                    /* --vms --ring: from the ring's records */
+    pa_cli_otlp *otlp;                /* --otlp: each window pushed too */
 } serve;
 
 static const char serve_about[] =
@@ -366,6 +368,7 @@ static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
     char *text = pa_prom_page(r, &s->o, &len);
     if (text)
         serve_publish(s, text, len, NULL);
+    pa_cli_otlp_window(s->otlp, r, &s->o);
 }
 
 /* Ring mode: one page per interval from every window since the last, or
@@ -413,6 +416,7 @@ static void ring_refresh(serve *s, ring_src *rs)
                 char *text = pa_prom_page(rep, &s->o, &len);
                 if (text)
                     serve_publish(s, text, len, NULL);
+                pa_cli_otlp_window(s->otlp, rep, &s->o);
             }
         }
     } else {
@@ -424,6 +428,7 @@ static void ring_refresh(serve *s, ring_src *rs)
             char *text = pa_prom_page(rep, &s->o, &len);
             if (text)
                 serve_publish(s, text, len, NULL);
+            pa_cli_otlp_window(s->otlp, rep, &s->o);
         } else if (rc == -EAGAIN) {
             rc = 0; /* keep the last page */
         } else if (rc == -EOWNERDEAD) {
@@ -472,6 +477,7 @@ typedef struct serve_args {
     uint64_t timeout, span;
     unsigned long top, maxconn, max_cgroups, max_processes;
     bool vms;
+    pa_cli_otlp_args otlp;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
@@ -518,6 +524,7 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
         PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
                         "idle connections are closed after (default 10s)", 1000000000ull, 0),
         PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
+        PA_OPT_OTLP(&a->otlp),
         PA_OPT_END,
     };
     const pa_cli_cmd c = {.name = CMD,
@@ -688,8 +695,11 @@ int pa_cli_serve(int argc, char **argv)
     pa_cli_ctx co;
     pa_cli_ctx_init(&co);
     int status = parse_args(&a, &s, &co, argc, argv);
+    if (status == 0) /* pushing stops after the sampler (serve_run) */
+        status = pa_cli_otlp_start(&a.otlp, CMD, &s.otlp);
     if (status == 0)
         status = serve_run(&a, &s, &co);
+    pa_cli_otlp_stop(s.otlp);
     pa_cli_ctx_fini(&co);
     return status < 0 ? PA_EXIT_OK : status;
 }

@@ -831,3 +831,47 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
     fprintf(out, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n", dir, dir);
     free(idx);
 }
+
+/* The pprof of what was charged since the previous call: each node's
+ * self energy, CPU time and samples less what *d held, in a copy of the
+ * tree (nodes are only appended during a run, so an index is the same
+ * node from one call to the next).  The delta profile of `powerapi profile
+ * --push`. */
+int pa_pprof_write_delta(pa_pprof *p, const char *dir, uint64_t period_ns, double duration_s,
+                         pa_pdelta *d)
+{
+    size_t n = p->tree.n;
+    pf_node *nodes = malloc((n ? n : 1) * sizeof(*nodes));
+    if (!nodes)
+        return -ENOMEM;
+    if (n > d->cap) {
+        pf_node *v = realloc(d->last, n * sizeof(*v));
+        if (!v) {
+            free(nodes);
+            return -ENOMEM;
+        }
+        memset(v + d->cap, 0, (n - d->cap) * sizeof(*v));
+        d->last = v;
+        d->cap = n;
+    }
+    pf_node *last = d->last;
+    double energy_j = 0;
+    for (size_t i = 0; i < n; i++) {
+        nodes[i] = p->tree.nodes[i];
+        nodes[i].self_j -= last[i].self_j;
+        nodes[i].self_cpu_s -= last[i].self_cpu_s;
+        nodes[i].self_samples -= last[i].self_samples;
+        energy_j += nodes[i].self_j;
+        last[i] = p->tree.nodes[i];
+    }
+    d->energy_j = energy_j;
+    pa_ptree t = tree_of(p, 1);
+    t.nodes = nodes;
+    int rc = build_maps(p, &t);
+    if (rc == 0)
+        rc = pa_ptree_write_pprof(&t, dir, period_ns, duration_s,
+                                  "energy from libpowerapi per window, split over each thread's "
+                                  "samples, since the previous push; made by powerapi profile");
+    free(nodes);
+    return rc;
+}

@@ -268,6 +268,19 @@ void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s);
 /* Writes every file into dir (created).  0 or -errno (the first failure;
  * the others are still written). */
 int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta);
+/* What pa_pprof_write_delta pushed last: the nodes' figures then.  Zero
+ * it to start; free(last) at the end. */
+typedef struct pa_pdelta {
+    struct pa_ptree_node *last;
+    size_t cap;
+    double energy_j; /* the energy of the last delta */
+} pa_pdelta;
+/* profile.pb.gz in dir (pprof, as pa_pprof_write's) of what was charged
+ * since the previous call with d (since the start for a zeroed d).  0 or
+ * -errno. */
+int pa_pprof_write_delta(pa_pprof *p, const char *dir, uint64_t period_ns, double duration_s,
+                         pa_pdelta *d);
+
 /* Prints the n functions of most self energy to out (the command's
  * summary on stderr). */
 void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta, int n);

@@ -590,6 +590,7 @@ typedef struct pprof_build {
     Perftools__Profiles__Line *ln, **lnp;
     Perftools__Profiles__Mapping *mp, **mpp;
     Perftools__Profiles__Sample *sm, **smp;
+    Perftools__Profiles__Label *lab, **labp; /* a sample's scope, one each */
     int64_t *vals;
     uint64_t *lids;
     Perftools__Profiles__Profile prof;
@@ -673,6 +674,8 @@ static void pprof_free(pprof_build *b)
     free(b->smp);
     free(b->vals);
     free(b->lids);
+    free(b->lab);
+    free(b->labp);
     strtab_free(&b->st);
 }
 
@@ -695,7 +698,8 @@ static void pprof_header(pprof_build *b, uint64_t period_ns, double duration_s)
     b->prof.sample_type = b->vtp;
     b->prof.period_type = &b->per;
     b->prof.period = (int64_t)period_ns;
-    b->prof.default_sample_type = 2; /* energy */
+    /* an index into the string table (pprof.proto), not into sample_type */
+    b->prof.default_sample_type = str_id(&b->st, "energy");
     b->prof.duration_nanos = (int64_t)(duration_s * 1e9);
     b->prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
 }
@@ -806,6 +810,38 @@ static void pprof_lines(pprof_build *b)
     b->prof.location = b->locp;
 }
 
+/* A sample under a root frame "[scope NAME]" (the scopes of jalen and of
+ * powerapi profile, DESIGN.md section 15) gets the label scope=NAME, so
+ * that a receiver that splits by label (Pyroscope) keeps each scope's
+ * series.  Out of memory: no label. */
+static void pprof_scope_label(pprof_build *b, Perftools__Profiles__Sample *s, size_t ns, int node)
+{
+    const pa_ptree *t = b->t;
+    while (t->nodes[node].parent >= 0)
+        node = t->nodes[node].parent;
+    const char *name = t->name(t->ctx, t->nodes[node].func);
+    size_t n = strlen(name);
+    if (strncmp(name, "[scope ", 7) || n < 9 || name[n - 1] != ']')
+        return;
+    if (!b->lab) {
+        b->lab = calloc(b->nn + 1, sizeof(*b->lab));
+        b->labp = calloc(b->nn + 1, sizeof(*b->labp));
+        if (!b->lab || !b->labp)
+            return;
+    }
+    char value[256];
+    snprintf(value, sizeof(value), "%.*s", (int)(n - 8), name + 7);
+    int64_t key = str_id(&b->st, "scope"), str = str_id(&b->st, value);
+    if (key < 0 || str < 0)
+        return;
+    perftools__profiles__label__init(&b->lab[ns]);
+    b->lab[ns].key = key;
+    b->lab[ns].str = str;
+    b->labp[ns] = &b->lab[ns];
+    s->label = &b->labp[ns];
+    s->n_label = 1;
+}
+
 /* One sample per node with self samples or energy, leaf first. */
 static void pprof_samples(pprof_build *b)
 {
@@ -833,6 +869,7 @@ static void pprof_samples(pprof_build *b)
         s->value[0] = (int64_t)nd->self_samples;
         s->value[1] = llround(nd->self_cpu_s * 1e9);
         s->value[2] = llround(nd->self_j * 1e6);
+        pprof_scope_label(b, s, ns, (int)i);
         b->smp[ns++] = s;
     }
     b->prof.n_sample = ns;

@@ -523,3 +523,9 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
     *len = size;
     return buf;
 }
+
+size_t pa_prom_select(const pa_report *r, pa_target_type type, const pa_prom_opts *o,
+                      const pa_target_info ***out)
+{
+    return select_targets(r, type, o, true, out);
+}

@@ -36,4 +36,10 @@ typedef struct pa_prom_opts {
  * bytes, or NULL (out of memory). */
 char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len);
 
+/* The targets of one type that the page keeps (--min-watts, --top), most
+ * powerful first, for the other exporters of the same series (otlp.h):
+ * *out malloc'd (NULL when none or out of memory), the count returned. */
+size_t pa_prom_select(const pa_report *r, pa_target_type type, const pa_prom_opts *o,
+                      const pa_target_info ***out);
+
 #endif

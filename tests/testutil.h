@@ -42,6 +42,9 @@ typedef struct pa_test_cli_run {
  * stdin on /dev/null, capturing stdout and stderr into *r. */
 void pa_test_cli(pa_test_cli_run *r, char *const *args);
 void pa_test_cli_free(pa_test_cli_run *r);
+/* A loopback TCP port that nobody listens on (bound, then closed): for a
+ * receiver to start there later, or a connection to be refused. */
+unsigned pa_test_free_port(void);
 /* Runs a suite and returns the process exit status. */
 int pa_test_main(Suite *s);
 
