@@ -72,52 +72,52 @@ static void make_window(pa_report *r, pa_target_info *t)
 /* One configuration: the rounds, interleaved with the floor. */
 static void run(const char *what, const pa_report *r, const char *url, int gzip)
 {
-    pa_push *push;
-    pa_push_cfg cfg = {.cmd = "bench",
-                       .name = "otlp",
-                       .url = url,
-                       .content_type = "application/x-protobuf",
-                       .gzip = gzip,
-                       .queue_max = 64};
-    if (pa_push_start(&cfg, &push) < 0)
+    pc_ush *push;
+    pc_ush_cfg cfg = {.cmd = "bench",
+                      .name = "otlp",
+                      .url = url,
+                      .content_type = "application/x-protobuf",
+                      .gzip = gzip,
+                      .queue_max = 64};
+    if (pc_ush_start(&cfg, &push) < 0)
         exit(1);
-    pa_prom_opts po = {.max_cgroups = 1000};
+    rp_prom_opts po = {.max_cgroups = 1000};
     snprintf(po.node, sizeof(po.node), "bench");
-    pa_otlp_opts oo = {.prom = po, .start_unix_ns = 1, .time_unix_ns = 2, .service_name = "bench"};
+    rp_otlp_opts oo = {.prom = po, .start_unix_ns = 1, .time_unix_ns = 2, .service_name = "bench"};
     static double floor_us[ROUNDS], push_us[ROUNDS], deliver_us[ROUNDS];
     double floor_cpu = 0, push_cpu = 0;
     size_t bytes = 0;
     for (int i = 0; i < ROUNDS; i++) {
         double c0 = cpu_us(), t0 = now_us();
         size_t len;
-        char *page = pa_prom_page(r, &po, &len);
+        char *page = rp_prom_page(r, &po, &len);
         double t1 = now_us();
         free(page);
         floor_us[i] = t1 - t0;
         floor_cpu += cpu_us() - c0;
 
-        pa_push_stats st0, st;
-        pa_push_get_stats(push, &st0);
+        pc_ush_stats st0, st;
+        pc_ush_get_stats(push, &st0);
         c0 = cpu_us();
         t0 = now_us();
-        page = pa_prom_page(r, &po, &len);
+        page = rp_prom_page(r, &po, &len);
         uint8_t *buf;
-        if (pa_otlp_encode(r, &oo, &buf, &bytes) < 0)
+        if (rp_otlp_encode(r, &oo, &buf, &bytes) < 0)
             exit(1);
-        pa_push_submit(push, buf, bytes, NULL);
+        pc_ush_submit(push, buf, bytes, NULL);
         t1 = now_us();
         free(page);
         push_us[i] = t1 - t0;
         do { /* until sent: the sending thread's cost falls in this window */
             usleep(50);
-            pa_push_get_stats(push, &st);
+            pc_ush_get_stats(push, &st);
         } while (st.sent + st.rejected == st0.sent + st0.rejected);
         deliver_us[i] = now_us() - t1;
         push_cpu += cpu_us() - c0;
     }
-    pa_push_stats st;
-    pa_push_get_stats(push, &st);
-    pa_push_stop(push, 1000000000ull);
+    pc_ush_stats st;
+    pc_ush_get_stats(push, &st);
+    pc_ush_stop(push, 1000000000ull);
     printf("%-12s | %8.1f | %8.1f (+%.1f) | %8.1f | %7.1f | %7.1f | %zu | %llu/%d\n", what,
            pa_bench_median(floor_us, ROUNDS), pa_bench_median(push_us, ROUNDS),
            pa_bench_median(push_us, ROUNDS) - pa_bench_median(floor_us, ROUNDS),
@@ -134,11 +134,11 @@ int main(void)
     unsigned port = receiver(&child);
     char url[128];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/v1/metrics", port);
-    pa_prom_opts po = {.max_cgroups = 1000};
-    pa_otlp_opts oo = {.prom = po, .start_unix_ns = 1, .time_unix_ns = 2};
+    rp_prom_opts po = {.max_cgroups = 1000};
+    rp_otlp_opts oo = {.prom = po, .start_unix_ns = 1, .time_unix_ns = 2};
     uint8_t *buf;
     size_t len;
-    pa_otlp_encode(&r, &oo, &buf, &len);
+    rp_otlp_encode(&r, &oo, &buf, &len);
     free(buf);
     printf("bench_otlp: a window of %d processes and 1 cgroup: %d points (series), %d rounds\n",
            NPROC, 2 * NPROC + 2 + 1 + 5 + 1 + 1 + 1 + 1, ROUNDS);

@@ -56,10 +56,10 @@ static pa_ctx *make_ctx(const char *dir)
 }
 
 /* Lists the VMs and watches their threads, as monitor does. */
-static double scan(pa_ctx *ctx, pa_vmgroups *g)
+static double scan(pa_ctx *ctx, rp_vmgroups *g)
 {
     double t0 = now_ms();
-    if (pa_vmgroups_scan(g, ctx) < 0) {
+    if (rp_vmgroups_scan(g, ctx) < 0) {
         fprintf(stderr, "bench_vms: scan: %s\n", pa_last_error());
         exit(1);
     }
@@ -67,7 +67,7 @@ static double scan(pa_ctx *ctx, pa_vmgroups *g)
 }
 
 /* One window at w: tick and report, grouped when g; its time in ms. */
-static double window(pa_ctx *ctx, pa_vmgroups *g, int w, double *scan_ms, size_t *nvm)
+static double window(pa_ctx *ctx, rp_vmgroups *g, int w, double *scan_ms, size_t *nvm)
 {
     double t0 = now_ms();
     if (pa_tick_at(ctx, (uint64_t)(w + 1) * 1000000000ull) < 0) {
@@ -78,7 +78,7 @@ static double window(pa_ctx *ctx, pa_vmgroups *g, int w, double *scan_ms, size_t
     if (pa_report_get(ctx, &r) == 0 && g) {
         *scan_ms = scan(ctx, g);
         const pa_report *vr = NULL;
-        if (pa_vmgroups_report(g, r, &vr) < 0)
+        if (rp_vmgroups_report(g, r, &vr) < 0)
             exit(1);
         *nvm = vr->ntargets - 1;
     }
@@ -102,11 +102,11 @@ int main(int argc, char **argv)
     pa_ctx *plain = make_ctx(dir), *named = make_ctx(dir), *threads = make_ctx(dir);
     char procfs[4200];
     snprintf(procfs, sizeof(procfs), "%s/proc", dir);
-    pa_vmgroups *g = NULL;
-    if (pa_vmgroups_new(&g, procfs, dir) < 0)
+    rp_vmgroups *g = NULL;
+    if (rp_vmgroups_new(&g, procfs, dir) < 0)
         return 1;
     double first_scan = scan(named, g); /* before the first tick, as monitor */
-    const pa_vms *vms = pa_vmgroups_vms(g);
+    const pa_vms *vms = rp_vmgroups_vms(g);
     for (size_t i = 0; i < pa_vms_count(vms); i++)
         (void)pa_watch_pid(threads, pa_vms_get(vms, i)->pid, PA_WATCH_THREADS);
     double *a = calloc((size_t)windows, sizeof(double)),
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     printf("  difference: %.2f ms a window, %.1f us a VM (threads %.2f ms, naming and\n"
            "  grouping %.2f ms)\n",
            mb - ma, (mb - ma) * 1e3 / n, mt - ma, mb - mt);
-    pa_vmgroups_free(g);
+    rp_vmgroups_free(g);
     pa_ctx_free(plain);
     pa_ctx_free(named);
     pa_ctx_free(threads);

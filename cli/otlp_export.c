@@ -14,20 +14,20 @@
 #include <string.h>
 #include <time.h>
 
-struct pa_cli_otlp {
-    pa_push *push;
+struct cli_otlp {
+    pc_ush *push;
     uint64_t start_unix_ns;
     char service[128];
 };
 
-int pa_cli_otlp_header(void *value, const char *cmd, const char *arg)
+int cli_otlp_header(void *value, const char *cmd, const char *arg)
 {
-    pa_cli_otlp_args *a = value;
+    cli_otlp_args *a = value;
     const char *colon = strchr(arg, ':');
     if (!colon || colon == arg || strchr(arg, '\n') || strchr(arg, '\r'))
-        return pa_cli_usage_error(cmd, "--otlp-header: expected 'NAME: VALUE', got '%s'", arg);
+        return cli_usage_error(cmd, "--otlp-header: expected 'NAME: VALUE', got '%s'", arg);
     if (a->nheaders == sizeof(a->headers) / sizeof(a->headers[0]))
-        return pa_cli_usage_error(cmd, "--otlp-header: at most 16 headers");
+        return cli_usage_error(cmd, "--otlp-header: at most 16 headers");
     a->headers[a->nheaders++] = arg;
     return 0;
 }
@@ -59,8 +59,7 @@ static size_t put_trimmed(char *out, const char *s, size_t n)
  * OpenTelemetry's SDKs read it) as "k1: v1" lines in buf, their pointers
  * after those of --otlp-header in v; the count of v.  A secret there stays
  * out of the command line that ps shows. */
-static size_t env_headers(const pa_cli_otlp_args *a, const char **v, size_t max, char *buf,
-                          size_t len)
+static size_t env_headers(const cli_otlp_args *a, const char **v, size_t max, char *buf, size_t len)
 {
     size_t n = 0;
     for (; n < a->nheaders && n < max; n++)
@@ -92,56 +91,56 @@ static uint64_t clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int pa_cli_otlp_start(const pa_cli_otlp_args *a, const char *cmd, pa_cli_otlp **out)
+int cli_otlp_start(const cli_otlp_args *a, const char *cmd, cli_otlp **out)
 {
     *out = NULL;
     if (!a->url)
         return 0;
     if (strncmp(a->url, "http://", 7) != 0 && strncmp(a->url, "https://", 8) != 0)
-        return pa_cli_usage_error(cmd, "--otlp: expected an http:// or https:// URL, got '%s'",
-                                  a->url);
+        return cli_usage_error(cmd, "--otlp: expected an http:// or https:// URL, got '%s'",
+                               a->url);
     char url[2048];
     const char *path = strchr(a->url + (a->url[4] == 's' ? 8 : 7), '/');
     snprintf(url, sizeof(url), "%s%s", a->url,
              !path || !path[1] ? (path ? "v1/metrics" : "/v1/metrics") : "");
-    pa_cli_otlp *x = calloc(1, sizeof(*x));
+    cli_otlp *x = calloc(1, sizeof(*x));
     if (!x) {
-        pa_cli_error(cmd, "%s", strerror(ENOMEM));
-        return PA_EXIT_FAIL;
+        cli_error(cmd, "%s", strerror(ENOMEM));
+        return CLI_EXIT_FAIL;
     }
     snprintf(x->service, sizeof(x->service), "%s", a->service ? a->service : "powerapi");
     x->start_unix_ns = clock_ns(CLOCK_REALTIME);
     const char *headers[32];
     char envbuf[4096];
-    pa_push_cfg cfg = {.cmd = cmd,
-                       .name = "otlp",
-                       .url = url,
-                       .content_type = "application/x-protobuf",
-                       .headers = headers,
-                       .nheaders = env_headers(a, headers, 32, envbuf, sizeof(envbuf)),
-                       .gzip = a->gzip,
-                       .queue_max = a->queue ? a->queue : 600,
-                       .timeout_ns = a->timeout_ns};
-    int rc = pa_push_start(&cfg, &x->push);
+    pc_ush_cfg cfg = {.cmd = cmd,
+                      .name = "otlp",
+                      .url = url,
+                      .content_type = "application/x-protobuf",
+                      .headers = headers,
+                      .nheaders = env_headers(a, headers, 32, envbuf, sizeof(envbuf)),
+                      .gzip = a->gzip,
+                      .queue_max = a->queue ? a->queue : 600,
+                      .timeout_ns = a->timeout_ns};
+    int rc = pc_ush_start(&cfg, &x->push);
     if (rc < 0) {
         free(x);
-        pa_cli_error(cmd, "--otlp: %s", strerror(-rc));
-        return PA_EXIT_FAIL;
+        cli_error(cmd, "--otlp: %s", strerror(-rc));
+        return CLI_EXIT_FAIL;
     }
     *out = x;
     return 0;
 }
 
-void pa_cli_otlp_window(pa_cli_otlp *x, const pa_report *r, const pa_prom_opts *o)
+void cli_otlp_window(cli_otlp *x, const pa_report *r, const rp_prom_opts *o)
 {
     if (!x)
         return;
-    pa_push_stats st;
-    pa_push_get_stats(x->push, &st);
+    pc_ush_stats st;
+    pc_ush_get_stats(x->push, &st);
     /* the window's end in Unix time: the report's clock is monotonic */
     uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
     uint64_t age = r->time_ns && r->time_ns <= mono ? mono - r->time_ns : 0;
-    pa_otlp_opts eo = {.prom = *o,
+    rp_otlp_opts eo = {.prom = *o,
                        .start_unix_ns = x->start_unix_ns,
                        .time_unix_ns = real - age,
                        .service_name = x->service,
@@ -149,14 +148,14 @@ void pa_cli_otlp_window(pa_cli_otlp *x, const pa_report *r, const pa_prom_opts *
                        .dropped_batches = st.dropped};
     uint8_t *buf;
     size_t len;
-    if (pa_otlp_encode(r, &eo, &buf, &len) == 0)
-        pa_push_submit(x->push, buf, len, NULL);
+    if (rp_otlp_encode(r, &eo, &buf, &len) == 0)
+        pc_ush_submit(x->push, buf, len, NULL);
 }
 
-void pa_cli_otlp_stop(pa_cli_otlp *x)
+void cli_otlp_stop(cli_otlp *x)
 {
     if (!x)
         return;
-    pa_push_stop(x->push, 1000000000ull);
+    pc_ush_stop(x->push, 1000000000ull);
     free(x);
 }

@@ -1,9 +1,9 @@
 /*
  * otlp.h - `--otlp URL` of `serve` and `daemon`: each window's series
- * (report/otlp.h) pushed as OTLP/HTTP protobuf by a pa_push (push.h).
+ * (report/otlp.h) pushed as OTLP/HTTP protobuf by a pc_ush (push.h).
  */
-#ifndef PA_CLI_OTLP_EXPORT_H
-#define PA_CLI_OTLP_EXPORT_H
+#ifndef CLI_OTLP_EXPORT_H
+#define CLI_OTLP_EXPORT_H
 
 #include "cli.h"
 #include "prometheus.h"
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct pa_cli_otlp_args {
+typedef struct cli_otlp_args {
     const char *url;
     const char *headers[16];
     size_t nheaders;
@@ -19,42 +19,42 @@ typedef struct pa_cli_otlp_args {
     unsigned long queue;
     uint64_t timeout_ns;
     const char *service;
-} pa_cli_otlp_args;
+} cli_otlp_args;
 
 /* The options, declared once for every command that pushes. */
-int pa_cli_otlp_header(void *value, const char *cmd, const char *arg);
+int cli_otlp_header(void *value, const char *cmd, const char *arg);
 /* clang-format off */
-#define PA_OPT_OTLP(a)                                                         \
-    PA_OPT_GROUP("OpenTelemetry (OTLP/HTTP protobuf):"),                       \
-    PA_OPT_STRING(0, "otlp", &(a)->url, "URL",                                 \
+#define CLI_OPT_OTLP(a)                                                         \
+    CLI_OPT_GROUP("OpenTelemetry (OTLP/HTTP protobuf):"),                       \
+    CLI_OPT_STRING(0, "otlp", &(a)->url, "URL",                                 \
                   "push every window's series to an OTLP/HTTP\n"               \
                   "receiver (http://collector:4318; the path\n"                \
                   "/v1/metrics is added when URL has none)"),                  \
-    PA_OPT_CALLBACK(0, "otlp-header", (a), "'NAME:VALUE'",                    \
+    CLI_OPT_CALLBACK(0, "otlp-header", (a), "'NAME:VALUE'",                    \
                     "a header of every push, for authentication\n"             \
                     "(repeatable, at most 16; those of\n"                      \
                     "OTEL_EXPORTER_OTLP_HEADERS are added)",                   \
-                    pa_cli_otlp_header),                                       \
-    PA_OPT_FLAG(0, "otlp-gzip", &(a)->gzip, "compress the pushes (gzip)"),     \
-    PA_OPT_UINT(0, "otlp-queue", &(a)->queue, "N",                             \
+                    cli_otlp_header),                                       \
+    CLI_OPT_FLAG(0, "otlp-gzip", &(a)->gzip, "compress the pushes (gzip)"),     \
+    CLI_OPT_UINT(0, "otlp-queue", &(a)->queue, "N",                             \
                 "windows held while the receiver is away\n"                    \
                 "(default 600); beyond, the oldest are dropped\n"              \
                 "and counted", 1, 1000000),                                    \
-    PA_OPT_DURATION(0, "otlp-timeout", &(a)->timeout_ns,                       \
+    CLI_OPT_DURATION(0, "otlp-timeout", &(a)->timeout_ns,                       \
                     "one push's limit (default 10s)", 1000000ull, 0),          \
-    PA_OPT_STRING(0, "otlp-service", &(a)->service, "NAME",                    \
+    CLI_OPT_STRING(0, "otlp-service", &(a)->service, "NAME",                    \
                   "service.name of the resource (default powerapi)")
 /* clang-format on */
 
-typedef struct pa_cli_otlp pa_cli_otlp;
+typedef struct cli_otlp cli_otlp;
 
 /* Starts pushing when a->url is set (*out NULL otherwise).  0, or an exit
  * status after one line on stderr. */
-int pa_cli_otlp_start(const pa_cli_otlp_args *a, const char *cmd, pa_cli_otlp **out);
+int cli_otlp_start(const cli_otlp_args *a, const char *cmd, cli_otlp **out);
 /* Encodes r (the page's selection o) and queues it; never waits on the
  * network.  Called from the sampling thread.  NULL: nothing. */
-void pa_cli_otlp_window(pa_cli_otlp *x, const pa_report *r, const pa_prom_opts *o);
+void cli_otlp_window(cli_otlp *x, const pa_report *r, const rp_prom_opts *o);
 /* Flushes for at most a second, stops, frees.  NULL: nothing. */
-void pa_cli_otlp_stop(pa_cli_otlp *x);
+void cli_otlp_stop(cli_otlp *x);
 
 #endif

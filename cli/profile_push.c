@@ -1,7 +1,7 @@
 /*
  * profile_push.c - `powerapi profile --push pyroscope=URL` (profile_push.h).
  *
- * Each push is the delta pprof of profcore (pa_pprof_write_delta: what the
+ * Each push is the delta pprof of profcore (pc_prof_write_delta: what the
  * windows charged since the previous push), posted to
  * URL/ingest?name=SERVICE{labels}&from=&until=&format=pprof as Pyroscope's
  * HTTP API documents it, body application/octet-stream (gzip'd pprof, as
@@ -21,23 +21,23 @@
 #include <time.h>
 #include <unistd.h>
 
-struct pa_cli_ppush {
-    pa_push *push; /* Pyroscope, or NULL */
-    pa_push *otlp; /* OTLP profiles, or NULL */
-    pa_otlp_profile_opts oo;
+struct cli_ppush {
+    pc_ush *push; /* Pyroscope, or NULL */
+    pc_ush *otlp; /* OTLP profiles, or NULL */
+    rp_otlp_profile_opts oo;
     pa_cgroup_names names;
     char service[256], host[256];
     char url[2048]; /* base/ingest?name=...{...}& up to from */
     char tmp[4096]; /* where the delta is written */
     uint64_t every_ns, last_mono, period_ns;
     time_t last_unix;
-    pa_pdelta delta;
+    pc_delta delta;
     unsigned long pushes;
 };
 
-int pa_cli_ppush_target(void *value, const char *cmd, const char *arg)
+int cli_ppush_target(void *value, const char *cmd, const char *arg)
 {
-    pa_cli_ppush_args *a = value;
+    cli_ppush_args *a = value;
     if (!strncmp(arg, "pyroscope=", 10) &&
         (!strncmp(arg + 10, "http://", 7) || !strncmp(arg + 10, "https://", 8))) {
         a->pyroscope = arg + 10;
@@ -48,19 +48,18 @@ int pa_cli_ppush_target(void *value, const char *cmd, const char *arg)
         a->otlp = arg + 5;
         return 0;
     }
-    return pa_cli_usage_error(
+    return cli_usage_error(
         cmd, "--push: expected pyroscope=http://HOST:PORT or otlp=http://HOST:PORT, got '%s'", arg);
 }
 
-int pa_cli_ppush_label(void *value, const char *cmd, const char *arg)
+int cli_ppush_label(void *value, const char *cmd, const char *arg)
 {
-    pa_cli_ppush_args *a = value;
+    cli_ppush_args *a = value;
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || strcspn(arg, "{},") < strlen(arg))
-        return pa_cli_usage_error(cmd, "--push-label: expected NAME=VALUE without {},, got '%s'",
-                                  arg);
+        return cli_usage_error(cmd, "--push-label: expected NAME=VALUE without {},, got '%s'", arg);
     if (a->nlabels == sizeof(a->labels) / sizeof(a->labels[0]))
-        return pa_cli_usage_error(cmd, "--push-label: at most 16");
+        return cli_usage_error(cmd, "--push-label: at most 16");
     a->labels[a->nlabels++] = arg;
     return 0;
 }
@@ -93,7 +92,7 @@ static void put_label(FILE *f, int *first, const char *k, const char *v)
 }
 
 /* The name parameter: SERVICE{host=...,pid=...,container...,labels}. */
-static void put_name(FILE *f, const pa_cli_ppush_args *a, const char *service, pid_t pid,
+static void put_name(FILE *f, const cli_ppush_args *a, const char *service, pid_t pid,
                      const pa_cgroup_names *cg)
 {
     char host[256] = "";
@@ -154,7 +153,7 @@ static char *spool_default(char *buf, size_t len)
 
 /* The application's name: --service-name, else the container's, the
  * process's (comm, or /proc/PID/comm), the host's. */
-static void service_of(pa_cli_ppush *x, const pa_cli_ppush_args *a, pid_t pid, const char *comm,
+static void service_of(cli_ppush *x, const cli_ppush_args *a, pid_t pid, const char *comm,
                        const char *procfs)
 {
     char own[64] = "";
@@ -181,41 +180,41 @@ static void service_of(pa_cli_ppush *x, const pa_cli_ppush_args *a, pid_t pid, c
 
 /* Starts the pusher of one receiver, its spool a folder of dir. */
 static int start_one(const char *cmd, const char *name, const char *url, const char *ctype,
-                     const char *dir, pa_push **out)
+                     const char *dir, pc_ush **out)
 {
     char spool[1200];
     snprintf(spool, sizeof(spool), "%s/%s", dir, name);
-    pa_push_cfg cfg = {.cmd = cmd,
-                       .name = name,
-                       .url = url,
-                       .content_type = ctype,
-                       .queue_max = 360,
-                       .spool_dir = spool};
-    return pa_push_start(&cfg, out);
+    pc_ush_cfg cfg = {.cmd = cmd,
+                      .name = name,
+                      .url = url,
+                      .content_type = ctype,
+                      .queue_max = 360,
+                      .spool_dir = spool};
+    return pc_ush_start(&cfg, out);
 }
 
-int pa_cli_ppush_start(const pa_cli_ppush_args *a, const char *cmd, pid_t pid, const char *comm,
-                       const char *procfs, uint64_t period_ns, pa_cli_ppush **out)
+int cli_ppush_start(const cli_ppush_args *a, const char *cmd, pid_t pid, const char *comm,
+                    const char *procfs, uint64_t period_ns, cli_ppush **out)
 {
     *out = NULL;
     if (!a->pyroscope && !a->otlp)
         return 0;
-    pa_cli_ppush *x = calloc(1, sizeof(*x));
+    cli_ppush *x = calloc(1, sizeof(*x));
     if (!x) {
-        pa_cli_error(cmd, "out of memory");
-        return PA_EXIT_FAIL;
+        cli_error(cmd, "out of memory");
+        return CLI_EXIT_FAIL;
     }
     procfs = procfs ? procfs : "/proc";
     names_of(procfs, pid, &x->names);
     service_of(x, a, pid, comm, procfs);
-    x->oo = (pa_otlp_profile_opts){
+    x->oo = (rp_otlp_profile_opts){
         .service_name = x->service, .host_name = x->host, .pid = pid, .names = &x->names};
     char spool[1024], otlp_url[2048];
     const char *dir = a->spool ? a->spool : spool_default(spool, sizeof(spool));
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        pa_cli_error(cmd, "--push-spool %s: %s", dir, strerror(errno));
+        cli_error(cmd, "--push-spool %s: %s", dir, strerror(errno));
         free(x);
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     FILE *f = fmemopen(x->url, sizeof(x->url) - 1, "w");
     if (f && a->pyroscope) {
@@ -237,7 +236,7 @@ int pa_cli_ppush_start(const pa_cli_ppush_args *a, const char *cmd, pid_t pid, c
     snprintf(x->tmp, sizeof(x->tmp), "%s/.delta-%d", dir, (int)getpid());
     x->every_ns = a->every_ns ? a->every_ns : 10000000000ull;
     x->period_ns = period_ns;
-    x->last_mono = pa_cli_mono_ns();
+    x->last_mono = cli_mono_ns();
     x->last_unix = time(NULL);
     int rc = 0;
     if (a->pyroscope)
@@ -245,23 +244,23 @@ int pa_cli_ppush_start(const pa_cli_ppush_args *a, const char *cmd, pid_t pid, c
     if (rc == 0 && a->otlp)
         rc = start_one(cmd, "otlp", otlp_url, "application/x-protobuf", dir, &x->otlp);
     if (rc < 0 || (mkdir(x->tmp, 0700) < 0 && errno != EEXIST)) {
-        pa_cli_error(cmd, "--push: %s", strerror(rc < 0 ? -rc : errno));
-        pa_push_stop(x->push, 0);
-        pa_push_stop(x->otlp, 0);
+        cli_error(cmd, "--push: %s", strerror(rc < 0 ? -rc : errno));
+        pc_ush_stop(x->push, 0);
+        pc_ush_stop(x->otlp, 0);
         free(x);
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     *out = x;
     return 0;
 }
 
 /* Writes the delta since the last push and queues it for [last, now]. */
-static void push_now(pa_cli_ppush *x, pa_pprof *prof)
+static void push_now(cli_ppush *x, pc_prof *prof)
 {
-    uint64_t mono = pa_cli_mono_ns();
+    uint64_t mono = cli_mono_ns();
     time_t now = time(NULL);
-    int rc = pa_pprof_write_delta(prof, x->tmp, x->period_ns, (double)(mono - x->last_mono) / 1e9,
-                                  &x->delta);
+    int rc = pc_prof_write_delta(prof, x->tmp, x->period_ns, (double)(mono - x->last_mono) / 1e9,
+                                 &x->delta);
     char path[4200], url[2200];
     snprintf(path, sizeof(path), "%s/profile.pb.gz", x->tmp);
     FILE *f = rc == 0 ? fopen(path, "rb") : NULL;
@@ -281,11 +280,11 @@ static void push_now(pa_cli_ppush *x, pa_pprof *prof)
         uint8_t *req;
         size_t rlen;
         x->oo.time_unix_ns = (uint64_t)x->last_unix * 1000000000ull;
-        if (pa_otlp_profile_encode(body, len, &x->oo, &req, &rlen) == 0)
-            pa_push_submit(x->otlp, req, rlen, NULL);
+        if (rp_otlp_profile_encode(body, len, &x->oo, &req, &rlen) == 0)
+            pc_ush_submit(x->otlp, req, rlen, NULL);
     }
     if (body && len && x->push)
-        pa_push_submit(x->push, body, len, url);
+        pc_ush_submit(x->push, body, len, url);
     else
         free(body);
     x->pushes++;
@@ -293,19 +292,19 @@ static void push_now(pa_cli_ppush *x, pa_pprof *prof)
     x->last_unix = until;
 }
 
-void pa_cli_ppush_window(pa_cli_ppush *x, pa_pprof *prof)
+void cli_ppush_window(cli_ppush *x, pc_prof *prof)
 {
-    if (x && pa_cli_mono_ns() - x->last_mono >= x->every_ns)
+    if (x && cli_mono_ns() - x->last_mono >= x->every_ns)
         push_now(x, prof);
 }
 
-void pa_cli_ppush_end(pa_cli_ppush *x, pa_pprof *prof)
+void cli_ppush_end(cli_ppush *x, pc_prof *prof)
 {
     if (!x)
         return;
     push_now(x, prof);
-    pa_push_stop(x->push, 1000000000ull);
-    pa_push_stop(x->otlp, 1000000000ull);
+    pc_ush_stop(x->push, 1000000000ull);
+    pc_ush_stop(x->otlp, 1000000000ull);
     rmdir(x->tmp);
     free(x->delta.last);
     free(x);

@@ -5,16 +5,16 @@
  * retries with exponential backoff, gzip, headers, one clear line on stderr
  * per kind of failure (libcurl, Debian libcurl4-openssl-dev; zlib).
  */
-#ifndef PA_CLI_PUSH_H
-#define PA_CLI_PUSH_H
+#ifndef CLI_PUSH_H
+#define CLI_PUSH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct pa_push pa_push;
+typedef struct pc_ush pc_ush;
 
-typedef struct pa_push_cfg {
+typedef struct pc_ush_cfg {
     const char *cmd;            /* the command, for messages ("serve") */
     const char *name;           /* the exporter, for messages ("otlp") */
     const char *url;            /* where batches go without a URL of their own */
@@ -30,9 +30,9 @@ typedef struct pa_push_cfg {
                                 until sent (its URL on the first line):
                                 batches left at exit are sent by the next
                                 start with the same folder */
-} pa_push_cfg;
+} pc_ush_cfg;
 
-typedef struct pa_push_stats {
+typedef struct pc_ush_stats {
     uint64_t submitted; /* batches given */
     uint64_t sent;      /* accepted by the receiver (2xx) */
     uint64_t dropped;   /* the oldest, dropped because the queue was full */
@@ -40,23 +40,23 @@ typedef struct pa_push_stats {
                            429, 500, 501), not retried */
     uint64_t retries;   /* failed tries that were retried */
     size_t queued;      /* waiting now */
-} pa_push_stats;
+} pc_ush_stats;
 
 /* Starts the sending thread.  The configuration's strings are copied.
  * 0, -ENOMEM, -EINVAL (no URL), or the thread's -errno. */
-int pa_push_start(const pa_push_cfg *cfg, pa_push **out);
+int pc_ush_start(const pc_ush_cfg *cfg, pc_ush **out);
 
 /* Queues body (malloc'd, len bytes; ownership passes to the queue, also on
  * error) for url (NULL: the configuration's; copied).  Never waits on the
  * network: a full queue drops its oldest batch not being sent.
  * Thread-safe. */
-int pa_push_submit(pa_push *p, void *body, size_t len, const char *url);
+int pc_ush_submit(pc_ush *p, void *body, size_t len, const char *url);
 
 /* The counts so far.  Thread-safe. */
-void pa_push_get_stats(pa_push *p, pa_push_stats *st);
+void pc_ush_get_stats(pc_ush *p, pc_ush_stats *st);
 
 /* Waits until the queue is empty or flush_ns passed (the batches left
  * are said in one line), stops the thread and frees p.  NULL: nothing. */
-void pa_push_stop(pa_push *p, uint64_t flush_ns);
+void pc_ush_stop(pc_ush *p, uint64_t flush_ns);
 
 #endif

@@ -9,7 +9,7 @@
  * table.  Every message lives in one arena freed after packing.
  */
 #include "otlp.h"
-#include "output.h" /* pa_out_co2e_g */
+#include "output.h" /* rp_out_co2e_g */
 #include "util.h"
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
@@ -88,7 +88,7 @@ typedef struct builder {
     block *arena;
     otlp_point **pts[M_COUNT];
     size_t npts[M_COUNT], cap[M_COUNT];
-    const pa_otlp_opts *o;
+    const rp_otlp_opts *o;
     int err;
 } builder;
 
@@ -266,7 +266,7 @@ static void put_targets(builder *b, const pa_report *r, const pa_target_info **v
         point(b, M_POWER, a, k, v[i]->power.total_w);
         point(b, M_ENERGY, a, k, v[i]->power.total_j);
         if (b->o->prom.carbon_g_per_kwh > 0)
-            point(b, M_CO2E, a, k, pa_out_co2e_g(b->o->prom.carbon_g_per_kwh, v[i]->power.total_j));
+            point(b, M_CO2E, a, k, rp_out_co2e_g(b->o->prom.carbon_g_per_kwh, v[i]->power.total_j));
         for (size_t e = 0; v[i]->counters && r->interval_s > 0 && e < r->ncounters; e++) {
             a[k] = (kv){"powerapi.event", r->counter_names[e], 0};
             point(b, M_RATE, a, k + 1, v[i]->counters[e] / r->interval_s);
@@ -277,7 +277,7 @@ static void put_targets(builder *b, const pa_report *r, const pa_target_info **v
 /* The cgroups: at most --max-cgroups, the rest summed in "[other]". */
 static void put_cgroups(builder *b, const pa_report *r, const pa_target_info **v, size_t n)
 {
-    const pa_prom_opts *o = &b->o->prom;
+    const rp_prom_opts *o = &b->o->prom;
     size_t keep = o->max_cgroups && n > o->max_cgroups ? o->max_cgroups : n;
     put_targets(b, r, v, keep);
     if (keep < n) {
@@ -324,7 +324,7 @@ static void put_system(builder *b, const pa_report *r)
             point(b, M_ENERGY, a, 5, r->system.total_j);
             if (b->o->prom.carbon_g_per_kwh > 0)
                 point(b, M_CO2E, a, 5,
-                      pa_out_co2e_g(b->o->prom.carbon_g_per_kwh, r->system.total_j));
+                      rp_out_co2e_g(b->o->prom.carbon_g_per_kwh, r->system.total_j));
         }
     }
 }
@@ -387,7 +387,7 @@ static void put_exits(builder *b, const pa_report *r)
 
 /* The assumptions, with the carbon intensity's where one is given:
  * written into buf. */
-static const char *assumed_of(const pa_report *r, const pa_prom_opts *o, char *buf, size_t len)
+static const char *assumed_of(const pa_report *r, const rp_prom_opts *o, char *buf, size_t len)
 {
     char ci[128];
     if (o->carbon_g_per_kwh > 0 && pa_carbon_assumption(o->carbon_g_per_kwh, ci, sizeof(ci)) > 0) {
@@ -401,10 +401,10 @@ static const char *assumed_of(const pa_report *r, const pa_prom_opts *o, char *b
 /* Every point of the window into b. */
 static void put_all(builder *b, const pa_report *r, const char *assumed)
 {
-    const pa_otlp_opts *o = b->o;
+    const rp_otlp_opts *o = b->o;
     const pa_target_info **procs, **cgs;
-    size_t np = pa_prom_select(r, PA_TARGET_PROCESS, &o->prom, &procs);
-    size_t nc = pa_prom_select(r, PA_TARGET_CGROUP, &o->prom, &cgs);
+    size_t np = rp_prom_select(r, PA_TARGET_PROCESS, &o->prom, &procs);
+    size_t nc = rp_prom_select(r, PA_TARGET_CGROUP, &o->prom, &cgs);
     put_targets(b, r, procs, np);
     put_cgroups(b, r, cgs, nc);
     const pa_target_info **sel[2] = {procs, cgs};
@@ -473,7 +473,7 @@ static otlp_metric **metrics_of(builder *b, size_t *count)
 /* Packs the request made of b's metrics under the resource. */
 static int pack(builder *b, const pa_report *r, const char *assumed, uint8_t **out, size_t *len)
 {
-    const pa_otlp_opts *o = b->o;
+    const rp_otlp_opts *o = b->o;
     Opentelemetry__Proto__Resource__V1__Resource res =
         OPENTELEMETRY__PROTO__RESOURCE__V1__RESOURCE__INIT;
     kv ra[] = {{"service.name", o->service_name ? o->service_name : "powerapi", 0},
@@ -516,7 +516,7 @@ static int pack(builder *b, const pa_report *r, const char *assumed, uint8_t **o
     return 0;
 }
 
-int pa_otlp_encode(const pa_report *r, const pa_otlp_opts *o, uint8_t **out, size_t *len)
+int rp_otlp_encode(const pa_report *r, const rp_otlp_opts *o, uint8_t **out, size_t *len)
 {
     builder b;
     memset(&b, 0, sizeof(b));

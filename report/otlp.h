@@ -17,18 +17,18 @@
 #include "powerapi.h"
 #include "prometheus.h"
 
-typedef struct pa_otlp_opts {
-    pa_prom_opts prom;        /* the page's selection; node = host.name */
+typedef struct rp_otlp_opts {
+    rp_prom_opts prom;        /* the page's selection; node = host.name */
     uint64_t start_unix_ns;   /* start_time_unix_nano of every cumulative
                                  sum: the exporter's start, stable */
     uint64_t time_unix_ns;    /* time_unix_nano of the window's points */
     const char *service_name; /* service.name of the resource ("powerapi") */
     const char *version;      /* the scope's version */
     uint64_t dropped_batches; /* powerapi.otlp.dropped_batches */
-} pa_otlp_opts;
+} rp_otlp_opts;
 
 /* Encodes r as an ExportMetricsServiceRequest: a malloc'd buffer of *len
  * bytes in *out.  0, or -ENOMEM (*out untouched). */
-int pa_otlp_encode(const pa_report *r, const pa_otlp_opts *o, uint8_t **out, size_t *len);
+int rp_otlp_encode(const pa_report *r, const rp_otlp_opts *o, uint8_t **out, size_t *len);
 
 #endif

@@ -322,7 +322,7 @@ static int make_profiles(profs *ps, const conv *c, uint64_t time_unix_ns)
 }
 
 /* The resource's attributes: at most 9. */
-static size_t resource_attrs(const pa_otlp_profile_opts *o,
+static size_t resource_attrs(const rp_otlp_profile_opts *o,
                              Opentelemetry__Proto__Common__V1__KeyValue *kv,
                              Opentelemetry__Proto__Common__V1__AnyValue *av,
                              Opentelemetry__Proto__Common__V1__KeyValue **kvp)
@@ -364,7 +364,7 @@ static size_t resource_attrs(const pa_otlp_profile_opts *o,
 }
 
 /* Packs the request of c's dictionary and ps's profiles. */
-static int pack(conv *c, profs *ps, const pa_otlp_profile_opts *o, uint8_t **out, size_t *len)
+static int pack(conv *c, profs *ps, const rp_otlp_profile_opts *o, uint8_t **out, size_t *len)
 {
     Opentelemetry__Proto__Common__V1__KeyValue kv[9], *kvp[9];
     Opentelemetry__Proto__Common__V1__AnyValue av[9];
@@ -404,7 +404,7 @@ static int pack(conv *c, profs *ps, const pa_otlp_profile_opts *o, uint8_t **out
     return 0;
 }
 
-int pa_otlp_profile_encode(const void *pprof, size_t len, const pa_otlp_profile_opts *o,
+int rp_otlp_profile_encode(const void *pprof, size_t len, const rp_otlp_profile_opts *o,
                            uint8_t **out, size_t *out_len)
 {
     size_t raw_len = len;

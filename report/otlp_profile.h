@@ -16,17 +16,17 @@
 
 #include "powerapi.h"
 
-typedef struct pa_otlp_profile_opts {
+typedef struct rp_otlp_profile_opts {
     const char *service_name;     /* service.name */
     const char *host_name;        /* host.name, or NULL */
     pid_t pid;                    /* process.pid, 0: none */
     const pa_cgroup_names *names; /* container.*, k8s.* where known, or NULL */
     uint64_t time_unix_ns;        /* the profile's start */
-} pa_otlp_profile_opts;
+} rp_otlp_profile_opts;
 
 /* pprof (gzip'd or not, len bytes) into *out (malloc'd, *out_len bytes).
  * 0, -EINVAL (not a pprof profile) or -ENOMEM; *out untouched on error. */
-int pa_otlp_profile_encode(const void *pprof, size_t len, const pa_otlp_profile_opts *o,
+int rp_otlp_profile_encode(const void *pprof, size_t len, const rp_otlp_profile_opts *o,
                            uint8_t **out, size_t *out_len);
 
 #endif

@@ -27,7 +27,7 @@ typedef struct vm_acc {
     double cpu_j, nic_j, total_j, vcpu_j, emulator_j;
 } vm_acc;
 
-struct pa_vmgroups {
+struct rp_vmgroups {
     pa_vms *vms;
     vm_acc *acc; /* per record of the last report, the rest last */
     size_t nacc;
@@ -36,7 +36,7 @@ struct pa_vmgroups {
     double *wj; /* per record: cpu, nic, total, vcpu joules of the window */
     bool *seen; /* per record: its hypervisor's threads were in the window */
     size_t cap;
-    /* pa_vmgroups_merge: r's targets, then the VM records */
+    /* rp_vmgroups_merge: r's targets, then the VM records */
     pa_report m;
     pa_target_info *mt;
     double *mcomp; /* watts of every target, then their joules */
@@ -45,9 +45,9 @@ struct pa_vmgroups {
     size_t nwatched;
 };
 
-int pa_vmgroups_new(pa_vmgroups **out, const char *procfs, const char *rootfs)
+int rp_vmgroups_new(rp_vmgroups **out, const char *procfs, const char *rootfs)
 {
-    pa_vmgroups *g = calloc(1, sizeof(*g));
+    rp_vmgroups *g = calloc(1, sizeof(*g));
     if (!g)
         return -ENOMEM;
     int err = pa_vms_new(&g->vms, procfs, rootfs);
@@ -59,7 +59,7 @@ int pa_vmgroups_new(pa_vmgroups **out, const char *procfs, const char *rootfs)
     return 0;
 }
 
-void pa_vmgroups_free(pa_vmgroups *g)
+void rp_vmgroups_free(rp_vmgroups *g)
 {
     if (!g)
         return;
@@ -77,7 +77,7 @@ void pa_vmgroups_free(pa_vmgroups *g)
 /* Watches the hypervisors of the last scan with their threads, and stops
  * watching those gone (a long monitor's list does not grow with every VM
  * it ever saw; every process stays watched by pa_watch_all). */
-static void watch_threads(pa_vmgroups *g, pa_ctx *ctx)
+static void watch_threads(rp_vmgroups *g, pa_ctx *ctx)
 {
     size_t n = pa_vms_count(g->vms);
     for (size_t i = 0; i < g->nwatched; i++)
@@ -94,7 +94,7 @@ static void watch_threads(pa_vmgroups *g, pa_ctx *ctx)
     }
 }
 
-int pa_vmgroups_scan(pa_vmgroups *g, pa_ctx *ctx)
+int rp_vmgroups_scan(rp_vmgroups *g, pa_ctx *ctx)
 {
     int err = pa_vms_scan(g->vms);
     if (err == 0 && ctx)
@@ -102,12 +102,12 @@ int pa_vmgroups_scan(pa_vmgroups *g, pa_ctx *ctx)
     return err;
 }
 
-const pa_vms *pa_vmgroups_vms(const pa_vmgroups *g)
+const pa_vms *rp_vmgroups_vms(const rp_vmgroups *g)
 {
     return g->vms;
 }
 
-static int reserve(pa_vmgroups *g, size_t n)
+static int reserve(rp_vmgroups *g, size_t n)
 {
     if (n <= g->cap)
         return 0;
@@ -127,7 +127,7 @@ static int reserve(pa_vmgroups *g, size_t n)
 }
 
 /* The record of process or thread x: a VM's index, or nvms for the rest. */
-static size_t record_of(const pa_vmgroups *g, const pa_target_info *x, size_t nvms)
+static size_t record_of(const rp_vmgroups *g, const pa_target_info *x, size_t nvms)
 {
     const pa_vm_info *v =
         pa_vms_of_process(g->vms, x->pid, x->type == PA_TARGET_THREAD ? NULL : x->cgroup);
@@ -161,7 +161,7 @@ static bool is_vcpu(const pa_vm_info *v, pid_t tid)
 }
 
 /* Sums r's records into g->t[0..nvms] (the rest last). */
-static void sum_records(pa_vmgroups *g, const pa_report *r, size_t nvms)
+static void sum_records(rp_vmgroups *g, const pa_report *r, size_t nvms)
 {
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
@@ -187,7 +187,7 @@ static void sum_records(pa_vmgroups *g, const pa_report *r, size_t nvms)
 
 /* The energy of each record: its earlier windows' (g->acc, matched by pid
  * and name) and this one's; g->acc becomes this report's. */
-static int accumulate(pa_vmgroups *g, size_t n)
+static int accumulate(rp_vmgroups *g, size_t n)
 {
     vm_acc *acc = calloc(n, sizeof(*acc));
     if (!acc)
@@ -232,7 +232,7 @@ static int accumulate(pa_vmgroups *g, size_t n)
     return 0;
 }
 
-int pa_vmgroups_report(pa_vmgroups *g, const pa_report *r, const pa_report **out)
+int rp_vmgroups_report(rp_vmgroups *g, const pa_report *r, const pa_report **out)
 {
     size_t nvms = pa_vms_count(g->vms), n = nvms + 1;
     if (reserve(g, n) < 0)
@@ -263,10 +263,10 @@ int pa_vmgroups_report(pa_vmgroups *g, const pa_report *r, const pa_report **out
     return 0;
 }
 
-int pa_vmgroups_merge(pa_vmgroups *g, const pa_report *r, const pa_report **out)
+int rp_vmgroups_merge(rp_vmgroups *g, const pa_report *r, const pa_report **out)
 {
     const pa_report *v = NULL;
-    if (pa_vmgroups_report(g, r, &v) < 0)
+    if (rp_vmgroups_report(g, r, &v) < 0)
         return -ENOMEM;
     size_t n = r->ntargets + v->ntargets, nk = r->target_component_w ? r->ncomponents : 0;
     if (n > g->mcap) {

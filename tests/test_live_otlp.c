@@ -94,7 +94,7 @@ static child serve(const char *tag, const char *url, ...)
 {
     char *argv[32];
     int n = 0;
-    argv[n++] = PA_CLI_PATH;
+    argv[n++] = CLI_PATH;
     argv[n++] = "serve";
     argv[n++] = "--ring";
     argv[n++] = rf.name;
@@ -183,7 +183,7 @@ START_TEST(test_exact)
     char mon[600], cmd[1200];
     snprintf(mon, sizeof(mon), "%s/monitor.json", dir);
     snprintf(cmd, sizeof(cmd), "%s monitor --ring %s --format json --interval 100ms --count 3 > %s",
-             PA_CLI_PATH, rf.name, mon);
+             CLI_PATH, rf.name, mon);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
     check("exact %s/exact.jsonl %s node-1 'Authorization: Bearer t0k' 'X-Scope-OrgID: tenant 1' "
           "'x-team: energy'",
@@ -301,8 +301,8 @@ START_TEST(test_tick_while_hung)
     unsigned port = receiver(&r, "hung", 0, "hang");
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
     snprintf(ring, sizeof(ring), "pa-test-otlpd-%d", (int)getpid());
-    char *argv[] = {PA_CLI_PATH, "daemon", "--ring",         ring,  "--interval", "100ms",
-                    "--otlp",    url,      "--otlp-timeout", "30s", "--quiet",    NULL};
+    char *argv[] = {CLI_PATH, "daemon", "--ring",         ring,  "--interval", "100ms",
+                    "--otlp", url,      "--otlp-timeout", "30s", "--quiet",    NULL};
     d = spawn("daemon-hung", argv);
     pa_ring_reader *rd = NULL;
     uint64_t end = rf_now_ms() + 5000;
@@ -360,7 +360,7 @@ static char *profile_push(const char *tag, unsigned port, double seconds, const 
     snprintf(cmd, sizeof(cmd),
              "%s profile --quiet --window 250ms --push '%s' --push-every 1s --push-spool %s "
              "--push-label %s %s -o %s -- sh -c '%s' 2> %s",
-             PA_CLI_PATH, url, spool, label, more, out, loop, errpath);
+             CLI_PATH, url, spool, label, more, out, loop, errpath);
     ck_assert_msg(pa_test_run(cmd, NULL) == 0, "%s: %s", cmd, pa_test_slurp(errpath));
     return pa_test_slurp(errpath);
 }
@@ -456,7 +456,7 @@ START_TEST(test_scope_labels)
     snprintf(cmd, sizeof(cmd),
              "%s profile --quiet --window 250ms --push pyroscope=http://127.0.0.1:%u --push "
              "otlp=http://127.0.0.1:%u --push-every 1s --push-spool %s/spool -o %s/p -- %s/scoped",
-             PA_CLI_PATH, py, ot, dir, dir, dir);
+             CLI_PATH, py, ot, dir, dir, dir);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
     stop(&r);
     stop(&o);

@@ -106,7 +106,7 @@ START_TEST(test_live_qemu_named)
     /* its record: the spinning vCPU is most of its power */
     char cmd[512], *out = NULL;
     snprintf(cmd, sizeof(cmd), "'%s' monitor --vms --interval 1s --count 2 --format json 2>&1",
-             PA_CLI_PATH);
+             CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     char key[128], *last = NULL;
     snprintf(key, sizeof(key), "\"vm_name\":\"%s\"", name);

@@ -36,7 +36,7 @@ static int have_mandoc(void)
 static char *commands(size_t *n)
 {
     char cmd[4200], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "'%s' --complete", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' --complete", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     *n = 0;
     for (char *p = out; *p; p++)
@@ -63,7 +63,7 @@ static char *man_of(const char *c, const char *name)
 {
     char cmd[8400], path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    snprintf(cmd, sizeof(cmd), "'%s' %s --man > '%s'", PA_CLI_PATH, c ? c : "", path);
+    snprintf(cmd, sizeof(cmd), "'%s' %s --man > '%s'", CLI_PATH, c ? c : "", path);
     ck_assert_int_eq(pa_test_run(cmd, NULL), 0);
     char *t = pa_test_slurp(path);
     ck_assert_ptr_nonnull(t);

@@ -75,11 +75,11 @@ static void make(pa_report *r, pa_target_info *t)
     r->devices = &gpu;
 }
 
-static otlp_req *encode(const pa_report *r, const pa_otlp_opts *o)
+static otlp_req *encode(const pa_report *r, const rp_otlp_opts *o)
 {
     uint8_t *buf;
     size_t len;
-    ck_assert_int_eq(pa_otlp_encode(r, o, &buf, &len), 0);
+    ck_assert_int_eq(rp_otlp_encode(r, o, &buf, &len), 0);
     otlp_req *q =
         opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__unpack(
             NULL, len, buf);
@@ -150,7 +150,7 @@ START_TEST(test_everything)
     pa_report r;
     pa_target_info t[5];
     make(&r, t);
-    pa_otlp_opts o = {.prom = {.max_cgroups = 10, .carbon_g_per_kwh = 360, .node = "node-1"},
+    rp_otlp_opts o = {.prom = {.max_cgroups = 10, .carbon_g_per_kwh = 360, .node = "node-1"},
                       .start_unix_ns = 1000,
                       .time_unix_ns = 2000,
                       .dropped_batches = 3};
@@ -216,7 +216,7 @@ START_TEST(test_bounds)
     r.ntargets = 6;
     r.target_component_w = NULL; /* no GPU split: rows of 5 targets */
     r.target_component_j = NULL;
-    pa_otlp_opts o = {.prom = {.top = 1, .max_cgroups = 1}};
+    rp_otlp_opts o = {.prom = {.top = 1, .max_cgroups = 1}};
     otlp_req *q = encode(&r, &o);
     ck_assert_uint_eq(find(q, "hw.power", "powerapi.target", "process", NULL), 1);
     ck_assert_uint_eq(find(q, "hw.power", "process.pid", "42", NULL), 1);

@@ -344,7 +344,7 @@ static char *run_monitor(const char *opts, int want_status)
     snprintf(cmd, sizeof(cmd),
              "'%s' monitor %s --procfs '%s/proc' --sysfs '%s/sys' --rootfs '%s/rootfs' "
              "--hwdb '%s' --clock-step 1s --count 2 --fixture-states '%s/states' 2>&1",
-             PA_CLI_PATH, opts, FIX, FIX, FIX, PA_TEST_HWDB, FIX);
+             CLI_PATH, opts, FIX, FIX, FIX, PA_TEST_HWDB, FIX);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == want_status, "%s: exit %d: %s", opts, st, out ? out : "");
@@ -431,16 +431,16 @@ START_TEST(watch_while_running)
     pa_ctx *ctx = NULL;
     pa_ctx_opts o = {.procfs = proc, .sysfs = sys, .rootfs = rootfs};
     ck_assert_int_eq(pa_ctx_new(&ctx, &o), 0);
-    pa_vmgroups *g = NULL;
-    ck_assert_int_eq(pa_vmgroups_new(&g, proc, rootfs), 0);
-    ck_assert_int_eq(pa_vmgroups_scan(g, ctx), 0);
+    rp_vmgroups *g = NULL;
+    ck_assert_int_eq(rp_vmgroups_new(&g, proc, rootfs), 0);
+    ck_assert_int_eq(rp_vmgroups_scan(g, ctx), 0);
     snprintf(cmd, sizeof(cmd), "rm -r '%s/3101'", proc);
     ck_assert_int_eq(system(cmd), 0);
-    ck_assert_int_eq(pa_vmgroups_scan(g, ctx), 0);
+    ck_assert_int_eq(rp_vmgroups_scan(g, ctx), 0);
     ck_assert_int_eq(pa_unwatch_pid(ctx, 3101), -ESRCH); /* already */
     ck_assert_int_eq(pa_unwatch_pid(ctx, 3001), 0);
     ck_assert_int_eq(pa_unwatch_pid(ctx, 7001), -ESRCH); /* never: no VM */
-    pa_vmgroups_free(g);
+    rp_vmgroups_free(g);
     pa_ctx_free(ctx);
     pa_test_rmtree(root);
 }
@@ -457,7 +457,7 @@ START_TEST(daemon_ring_vms)
              "--sysfs '%s/sys' --rootfs '%s/rootfs' --hwdb '%s' >/dev/null 2>&1 & d=$!; sleep 1; "
              "'%s' monitor --ring %s --vms --count 1 --interval 400ms --format json 2>&1; "
              "st=$?; { kill $d; wait $d; } 2>/dev/null; exit $st",
-             PA_CLI_PATH, ring, FIX, FIX, FIX, PA_TEST_HWDB, PA_CLI_PATH, ring);
+             CLI_PATH, ring, FIX, FIX, FIX, PA_TEST_HWDB, CLI_PATH, ring);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "exit %d: %s", st, out);
@@ -494,20 +494,20 @@ START_TEST(prometheus_vm_series)
     ck_assert_int_eq(pa_module_enable(ctx, "cpu-tdp", NULL), 0);
     ck_assert_int_eq(pa_watch_all(ctx, 1), 0);
     ck_assert_int_eq(pa_report_cgroups(ctx, 1), 0);
-    pa_vmgroups *g = NULL;
-    ck_assert_int_eq(pa_vmgroups_new(&g, FIX "/proc", FIX "/rootfs"), 0);
-    ck_assert_int_eq(pa_vmgroups_scan(g, ctx), 0);
+    rp_vmgroups *g = NULL;
+    ck_assert_int_eq(rp_vmgroups_new(&g, FIX "/proc", FIX "/rootfs"), 0);
+    ck_assert_int_eq(rp_vmgroups_scan(g, ctx), 0);
     for (uint64_t k = 1; k <= 3; k++)
         ck_assert_int_eq(pa_tick_at(ctx, k * 1000000000ull), 0);
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     const pa_report *vr = NULL;
-    ck_assert_int_eq(pa_vmgroups_report(g, r, &vr), 0);
+    ck_assert_int_eq(rp_vmgroups_report(g, r, &vr), 0);
     ck_assert_uint_eq(vr->ntargets, NVMS + 1);
-    pa_prom_opts po = {.vms = vr};
+    rp_prom_opts po = {.vms = vr};
     snprintf(po.node, sizeof(po.node), "h1");
     size_t len = 0;
-    char *page = pa_prom_page(r, &po, &len);
+    char *page = rp_prom_page(r, &po, &len);
     ck_assert_ptr_nonnull(page);
     ck_assert_msg(strstr(page,
                          "powerapi_vm_power_watts{vm_name=\"web-01\",vm_uuid=\"6a1f3c2e-"
@@ -519,7 +519,7 @@ START_TEST(prometheus_vm_series)
     ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_series_folded 0\n"));
     free(page);
     po.max_cgroups = 3; /* the containers' bound */
-    page = pa_prom_page(r, &po, &len);
+    page = rp_prom_page(r, &po, &len);
     size_t series = 0;
     for (const char *p = page; (p = strstr(p, "\npowerapi_vm_power_watts{")); p++)
         series++;
@@ -528,7 +528,7 @@ START_TEST(prometheus_vm_series)
     ck_assert_ptr_nonnull(strstr(page, "powerapi_vm_series_folded 7\n"));
     free(page);
     pa_report_free(r);
-    pa_vmgroups_free(g);
+    rp_vmgroups_free(g);
     pa_ctx_free(ctx);
 }
 END_TEST

@@ -201,7 +201,7 @@ void pa_test_cli(pa_test_cli_run *r, char *const *args)
         n++;
     char **argv = calloc(n + 2, sizeof(char *));
     ck_assert(argv != NULL);
-    argv[0] = (char *)PA_CLI_PATH;
+    argv[0] = (char *)CLI_PATH;
     memcpy(argv + 1, args, n * sizeof(char *));
     pid_t pid = fork();
     ck_assert(pid >= 0);

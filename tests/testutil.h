@@ -32,7 +32,7 @@ int pa_test_run(const char *cmd, char **out);
 char *pa_test_slurp(const char *path);
 /* Finds a target of a report by type and id (pid, or tid for threads). */
 const pa_target_info *pa_test_target(const pa_report *r, pa_target_type type, pid_t id);
-/* One run of the powerapi binary under test (PA_CLI_PATH). */
+/* One run of the powerapi binary under test (CLI_PATH). */
 typedef struct pa_test_cli_run {
     int status;   /* exit status, or 128+signal */
     int signaled; /* killed by a signal: a crash */

@@ -464,7 +464,7 @@ typedef struct jl_lines {
 
 /* A call-tree node (func: the method's index), as profcore/ writes it;
  * total_j is filled before writing.  self_cpu_s and self_samples stay 0. */
-typedef pa_ptree_node jl_node;
+typedef pc_tree_node jl_node;
 
 typedef struct jl_timeline_row {
     double start_s;
@@ -477,15 +477,15 @@ typedef struct jl_profile {
     size_t nm, capm;
     /* per method: what it accumulated, and how the filtered view charges
      * it (profcore.h: the same statistics as powerapi profile's) */
-    pa_pstat *ms;
+    pc_stat *ms;
     unsigned char *mcharge;
     size_t capms, capmch;
     jl_class *c;
     size_t nc, capc;
-    pa_pstat *cs; /* per class */
+    pc_stat *cs; /* per class */
     size_t capcs;
-    pa_ptree_build tree; /* per method and line (profcore.h) */
-    int *mhash;          /* jmethodID -> method + 1 */
+    pc_tree_build tree; /* per method and line (profcore.h) */
+    int *mhash;         /* jmethodID -> method + 1 */
     jmethodID *mhkeys;
     jl_lines *mhlines; /* each jmethodID's line number table */
     size_t mhcap, mhn;
@@ -501,7 +501,7 @@ typedef struct jl_profile {
     uint64_t windows_empty; /* windows with CPU energy and no stack sample */
     double duration_s;
     double start_s;
-    pa_psource source; /* the last report's formula, sensors... */
+    pc_source source; /* the last report's formula, sensors... */
 } jl_profile;
 
 extern jl_profile jl_prof;
