@@ -755,7 +755,8 @@ void pf_engine_drain(pf_engine *p)
         p->refs[n++] = (rec_ref){rec_time(h), o};
         o += h->size;
     }
-    qsort(p->refs, n, sizeof(*p->refs), rec_cmp);
+    if (n > 1) /* qsort's array may be NULL only for no element at all */
+        qsort(p->refs, n, sizeof(*p->refs), rec_cmp);
     for (size_t i = 0; i < n; i++)
         on_record(p, (const void *)(p->rec + p->refs[i].off));
     /* a sample later read is at most a drain late (its ring was read just

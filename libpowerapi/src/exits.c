@@ -160,7 +160,8 @@ static void folded_inherit(pa_ctx *ctx, pa_task **born, size_t n, pa_task *t)
  * per thread group, its threads' lifetimes summed. */
 static int born_from_records(pa_ctx *ctx, uint64_t tick)
 {
-    qsort(ctx->exits, ctx->nexits, sizeof(*ctx->exits), exit_cmp);
+    if (ctx->nexits > 1) /* no array at all before the first record */
+        qsort(ctx->exits, ctx->nexits, sizeof(*ctx->exits), exit_cmp);
     pa_task **born = NULL;
     size_t nborn = 0, cap = 0;
     int rc = 0;
