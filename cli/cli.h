@@ -84,6 +84,7 @@ int pa_cli_monitor_ring(const pa_ring_monitor *rm);
 int pa_cli_events(int argc, char **argv);  /* cli/events.c */
 int pa_cli_profile(int argc, char **argv); /* cli/profile.c */
 int pa_cli_jalen(int argc, char **argv);   /* cli/jalen.c */
+int pa_cli_diff(int argc, char **argv);    /* cli/diff.c */
 
 /* ---- helpers shared by subcommands (cli/main.c) ---- */
 

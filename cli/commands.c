@@ -20,6 +20,7 @@ const pa_cli_command pa_cli_commands[] = {
      "per-function energy of any process (perf sampling; flame graph, pprof)"},
     {"jalen", pa_cli_jalen,
      "jalen in a running JVM: start, dump, stop, status (per-method energy)"},
+    {"diff", pa_cli_diff, "compare two profiles: per-function change, significance, CI check"},
     {"events", pa_cli_events, "perf events this machine can count (names for the perf sensor)"},
     {"calibrate", pa_cli_calibrate,
      "measure this machine's load-power curve with RAPL for cpu-curve"},

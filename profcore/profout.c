@@ -364,6 +364,12 @@ static void json_node(const pa_ptree *t, FILE *f, int i, double min_j, const int
     pa_pout_u64(f, (uint64_t)map[nd->func]);
     fputs(",\"v\":", f);
     pa_pout_fix(f, nd->total_j * 1e6, 0);
+    if (t->diff_a_j) {
+        fputs(",\"a\":", f);
+        pa_pout_fix(f, t->diff_a_j[i] * 1e6, 0);
+        fputs(",\"b\":", f);
+        pa_pout_fix(f, t->diff_b_j[i] * 1e6, 0);
+    }
     int first = 1;
     for (int c = nd->first_child; c >= 0; c = t->nodes[c].next_sibling) {
         if (t->nodes[c].total_j < min_j)
@@ -435,6 +441,8 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
     pa_pout_fix(o.f, process_j, 6);
     fputs(",\"duration_s\":", o.f);
     pa_pout_fix(o.f, duration_s, 3);
+    if (t->diff_a_j)
+        fputs(",\"diff\":true", o.f);
     fputs(",\"names\":[", o.f);
     int named = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -444,6 +452,18 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
     flamegraph_modules(t, o.f, map);
     fputs(",\"root\":{\"n\":-1,\"v\":", o.f);
     pa_pout_fix(o.f, total * 1e6, 0);
+    if (t->diff_a_j) {
+        double sa = 0, sb = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->nodes[i].parent < 0) {
+                sa += t->diff_a_j[i];
+                sb += t->diff_b_j[i];
+            }
+        fputs(",\"a\":", o.f);
+        pa_pout_fix(o.f, sa * 1e6, 0);
+        fputs(",\"b\":", o.f);
+        pa_pout_fix(o.f, sb * 1e6, 0);
+    }
     fputs(",\"c\":[", o.f);
     int first = 1;
     for (size_t i = 0; i < t->n; i++) {

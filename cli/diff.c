@@ -1,0 +1,223 @@
+/*
+ * diff.c - `powerapi diff A B`: two profiles compared (issue 44), for a
+ * developer who changed the code and for a CI job that must fail when a
+ * change burns more.  A and B are result folders of `powerapi profile` or
+ * jalen (repeated ones with run-1/ ... run-N/) or pprof files; the
+ * comparison and its files are profcore's (pdiff.h), this file is the
+ * options, the words and the exit status.
+ */
+#include "cli.h"
+#include "pdiff.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "diff"
+#define MAX_FUNCS 32
+
+typedef struct diff_opts {
+    const char *out;
+    double fail_above; /* percent, or joules when fail_joules */
+    int fail_set, fail_joules;
+    const char *funcs[MAX_FUNCS];
+    size_t nfuncs;
+    unsigned long top;
+    bool quiet;
+} diff_opts;
+
+/* "10" or "10%": percent; "0.5J": joules */
+static int set_fail_above(void *v, const char *cmd, const char *arg)
+{
+    diff_opts *o = v;
+    char *end;
+    errno = 0;
+    double x = strtod(arg, &end);
+    int joules = *end == 'J' || *end == 'j';
+    if (*end == '%' || joules)
+        end++;
+    if (errno || end == arg || *end || !(x >= 0) || !isfinite(x))
+        return pa_cli_usage_error(cmd,
+                                  "--fail-above: '%s' is not a percentage (10, 10%%) nor "
+                                  "joules (0.5J)",
+                                  arg);
+    o->fail_above = x;
+    o->fail_joules = joules;
+    o->fail_set = 1;
+    return 0;
+}
+
+static int set_function(void *v, const char *cmd, const char *arg)
+{
+    diff_opts *o = v;
+    if (o->nfuncs == MAX_FUNCS)
+        return pa_cli_usage_error(cmd, "--function: at most %d", MAX_FUNCS);
+    o->funcs[o->nfuncs++] = arg;
+    return 0;
+}
+
+/* Whether c is a regression beyond the threshold: above it and, where
+ * there are repeats, significant.  The reason into why. */
+static int regressed(const diff_opts *o, const pa_pchange *c, const char *what, const char *unit,
+                     char *why, size_t len)
+{
+    double amount = o->fail_joules ? c->change : c->pct;
+    if (c->change <= 0 || amount <= o->fail_above || c->significant == 0)
+        return 0;
+    snprintf(why, len, "%s rose by %+.3f %s (%+.1f %%), above --fail-above %g%s%s", what, c->change,
+             unit, c->pct, o->fail_above, o->fail_joules ? " J" : " %",
+             c->significant < 0 ? " (single runs: not tested for significance)" : ", significant");
+    return 1;
+}
+
+static int check_fail(const diff_opts *o, const pa_pdiff *d, const char *unit)
+{
+    char why[512];
+    int bad = 0;
+    if (!o->nfuncs && regressed(o, pa_pdiff_total(d), "the total", unit, why, sizeof(why))) {
+        pa_cli_error(CMD, "%s", why);
+        bad = 1;
+    }
+    for (size_t i = 0; i < o->nfuncs; i++) {
+        const pa_pdiff_row *r = pa_pdiff_find(d, o->funcs[i]);
+        if (!r) {
+            pa_cli_error(CMD, "--function %s: in neither profile", o->funcs[i]);
+            return PA_EXIT_USAGE;
+        }
+        char what[300];
+        snprintf(what, sizeof(what), "%s (self)", r->name);
+        if (regressed(o, &r->self, what, unit, why, sizeof(why))) {
+            pa_cli_error(CMD, "%s", why);
+            bad = 1;
+        }
+    }
+    return bad ? PA_EXIT_FAIL : PA_EXIT_OK;
+}
+
+/* Options may come before and after A and B (`diff A B --fail-above 5`):
+ * getopt stops at the first operand, so what follows is parsed again. */
+static int parse(const pa_cli_cmd *c, int argc, char **argv, const char **ops, int *nops)
+{
+    char **rest = argv;
+    int n = argc;
+    *nops = 0;
+    for (;;) {
+        int first;
+        int st = pa_cli_parse(c, n, rest, &first);
+        if (st)
+            return st;
+        while (first < n && (rest[first][0] != '-' || !strcmp(rest[first], "-"))) {
+            if (*nops == 2)
+                return pa_cli_extra_arg(CMD, rest[first]);
+            ops[(*nops)++] = rest[first++];
+        }
+        if (first >= n)
+            return 0;
+        if (!strcmp(rest[first], "--")) {
+            while (++first < n && *nops < 2)
+                ops[(*nops)++] = rest[first];
+            return first < n ? pa_cli_extra_arg(CMD, rest[first]) : 0;
+        }
+        /* rest[first - 1] becomes the "argv[0]" of the next round */
+        rest += first - 1;
+        n -= first - 1;
+    }
+}
+
+static int load_both(const char *const *ops, pa_pside **a, pa_pside **b)
+{
+    char err[1024];
+    *a = *b = NULL;
+    if (pa_pside_load(ops[0], a, err, sizeof(err)) < 0 ||
+        pa_pside_load(ops[1], b, err, sizeof(err)) < 0) {
+        pa_cli_error(CMD, "%s", err);
+        pa_pside_free(*a);
+        return PA_EXIT_USAGE;
+    }
+    if (strcmp(pa_pside_tool(*a), pa_pside_tool(*b))) {
+        pa_cli_error(CMD, "%s is a %s result and %s a %s one: compare results of the same tool",
+                     ops[0], pa_pside_tool(*a), ops[1], pa_pside_tool(*b));
+        pa_pside_free(*a);
+        pa_pside_free(*b);
+        return PA_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int run_diff(const diff_opts *o, const char *const *ops)
+{
+    pa_pside *a, *b;
+    int st = load_both(ops, &a, &b);
+    if (st)
+        return st;
+    char err[512];
+    pa_pdiff *d = NULL;
+    int rc = pa_pdiff_new(a, b, &d, err, sizeof(err));
+    const char *unit = rc == 0 ? pa_pside_unit(a) : "J";
+    pa_pside_free(a);
+    pa_pside_free(b);
+    if (rc < 0) {
+        pa_cli_error(CMD, "%s", err);
+        return rc == -EINVAL ? PA_EXIT_USAGE : PA_EXIT_FAIL;
+    }
+    rc = pa_pdiff_write(d, o->out, ops[0], ops[1]);
+    if (rc < 0) {
+        pa_cli_error(CMD, "writing %s: %s", o->out, strerror(-rc));
+        pa_pdiff_free(d);
+        return PA_EXIT_FAIL;
+    }
+    if (!o->quiet) {
+        pa_pdiff_print(d, stdout, o->top);
+        printf("\nwritten: %s/diff.csv, diff.json, diff.md, flamegraph.html\n", o->out);
+    }
+    fflush(stdout);
+    st = o->fail_set ? check_fail(o, d, unit) : PA_EXIT_OK;
+    pa_pdiff_free(d);
+    return st;
+}
+
+int pa_cli_diff(int argc, char **argv)
+{
+    diff_opts o = {.out = "powerapi-diff", .top = 20};
+    const pa_cli_opt opts[] = {
+        PA_OPT_GROUP("Output:"),
+        PA_OPT_STRING('o', "output", &o.out, "DIR",
+                      "folder of diff.csv, diff.json, diff.md and the\n"
+                      "differential flamegraph.html (default powerapi-diff)"),
+        PA_OPT_UINT('n', "top", &o.top, "N", "functions printed (default 20)", 1, 1000000),
+        PA_OPT_FLAG('q', "quiet", &o.quiet, "print nothing but errors"),
+        PA_OPT_GROUP("Checks (for CI):"),
+        PA_OPT_CALLBACK(0, "fail-above", &o, "PERCENT|JJ",
+                        "exit 1 when the total (or each --function) rose by\n"
+                        "more than PERCENT (or J joules), significantly where\n"
+                        "both sides have repeats",
+                        set_fail_above),
+        PA_OPT_CALLBACK(0, "function", &o, "NAME",
+                        "check NAME's self energy instead of the total\n"
+                        "(repeatable)",
+                        set_function),
+        PA_OPT_END,
+    };
+    const pa_cli_cmd c = {
+        .name = CMD,
+        .usage = "%s diff [OPTIONS] A B\n",
+        .about = "\nCompares two profiles: result folders of `powerapi profile` or jalen\n"
+                 "(repeated ones, from --repeat N, get Welch's t-test) or pprof files\n"
+                 "with an energy or cpu sample type.  Prints the total A -> B and each\n"
+                 "function's self and inclusive change, largest first, matched by name\n"
+                 "across builds; writes diff.csv, diff.json, diff.md and a differential\n"
+                 "flame graph.\n",
+        .footer = "\nExit status: 0; 1 when --fail-above is exceeded; 2 on bad input (one\n"
+                  "line: a missing file, an empty profile, results of different tools).\n",
+        .opts = opts,
+        .operands = 1};
+    const char *ops[2];
+    int nops;
+    int st = parse(&c, argc, argv, ops, &nops);
+    if (st)
+        return st < 0 ? PA_EXIT_OK : st;
+    if (nops != 2)
+        return pa_cli_usage_error(CMD, "needs two profiles, A and B (%d given)", nops);
+    return run_diff(&o, ops);
+}

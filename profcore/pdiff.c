@@ -1,0 +1,384 @@
+/*
+ * pdiff.c - two profiles compared: functions matched by name (and
+ * module; a module renamed between builds, "[unknown] MOD+0x..." frames by
+ * module only, and renames said, not matched), each change with Welch's
+ * t-test where both sides have repeats (Holm-adjusted across functions),
+ * and the union of both call trees for the differential flame graph.
+ */
+#include "pdiff_int.h"
+#include "profcore.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* One value of a function on one side, per run (zeros when absent). */
+static void values(const pa_pside *s, int fn, int total, double *out)
+{
+    for (size_t r = 0; r < s->runs; r++)
+        out[r] = fn < 0 ? 0 : total ? s->fns[fn].total[r] : s->fns[fn].self[r];
+}
+
+static void change_of(const double *a, size_t na, const double *b, size_t nb, pa_pchange *c)
+{
+    memset(c, 0, sizeof(*c));
+    pa_pstats_mean_sd(a, na, &c->a, &c->a_sd);
+    pa_pstats_mean_sd(b, nb, &c->b, &c->b_sd);
+    c->change = c->b - c->a;
+    c->pct = c->a > 0 ? 100 * c->change / c->a : 0;
+    c->p = -1;
+    c->significant = -1;
+    if (na >= 2 && nb >= 2) {
+        double df;
+        c->p = pa_pstats_welch(a, na, b, nb, &df, &c->ci95);
+        c->significant = c->p < 0.05;
+    }
+}
+
+/* Holm's step-down adjustment of the rows' p-values (self, then total):
+ * at most 5 % chance of one false "significant" among all the functions. */
+static int cmp_p(const void *x, const void *y)
+{
+    double a = (*(pa_pchange *const *)x)->p, b = (*(pa_pchange *const *)y)->p;
+    return a < b ? -1 : a > b;
+}
+
+static int holm(pa_pdiff_row *rows, size_t n, int total)
+{
+    pa_pchange **v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        pa_pchange *c = total ? &rows[i].total : &rows[i].self;
+        if (c->p >= 0)
+            v[m++] = c;
+    }
+    qsort(v, m, sizeof(*v), cmp_p);
+    double run = 0;
+    for (size_t i = 0; i < m; i++) {
+        double adj = fmin(1, (double)(m - i) * v[i]->p);
+        run = fmax(run, adj);
+        v[i]->p = run;
+        v[i]->significant = run < 0.05;
+    }
+    free(v);
+    return 0;
+}
+
+static int add_row(pa_pdiff *d, size_t *cap, const pa_pside *a, int fa, const pa_pside *b, int fb,
+                   int match)
+{
+    if (PA__GROW(d->rows, *cap, d->nrows + 1, 256) < 0)
+        return -ENOMEM;
+    pa_pdiff_row *r = &d->rows[d->nrows++];
+    memset(r, 0, sizeof(*r));
+    const pside_fn *f = fb >= 0 ? &b->fns[fb] : &a->fns[fa];
+    r->name = f->name;
+    r->module = f->module;
+    r->match = match == PA_PMATCH_NAME && f->unsure ? PA_PMATCH_UNSURE : match;
+    double va[a->runs], vb[b->runs];
+    for (int t = 0; t < 2; t++) {
+        values(a, fa, t, va);
+        values(b, fb, t, vb);
+        change_of(va, a->runs, vb, b->runs, t ? &r->total : &r->self);
+    }
+    if (r->match == PA_PMATCH_UNSURE)
+        snprintf(r->note, sizeof(r->note), "unsure: unnamed code of %s, matched by module only",
+                 r->module);
+    if (match == PA_PMATCH_MODULE)
+        snprintf(r->note, sizeof(r->note), "module %s in A, %s in B", a->fns[fa].module, r->module);
+    return 0;
+}
+
+/* B's functions not matched yet, by name (interned pointer) only. */
+typedef struct name_map {
+    int *slot;
+    size_t cap;
+} name_map;
+
+static int name_map_build(name_map *m, const pa_pside *b, const unsigned char *used)
+{
+    m->cap = 16;
+    while (m->cap < 2 * b->nfns + 2)
+        m->cap *= 2;
+    m->slot = calloc(m->cap, sizeof(int));
+    if (!m->slot)
+        return -ENOMEM;
+    for (size_t i = 0; i < b->nfns; i++) {
+        if (used[i])
+            continue;
+        size_t q = pa__hash_u64((uintptr_t)b->fns[i].name) & (m->cap - 1);
+        while (m->slot[q])
+            q = (q + 1) & (m->cap - 1);
+        m->slot[q] = (int)i + 1;
+    }
+    return 0;
+}
+
+static int name_map_take(name_map *m, const pa_pside *b, unsigned char *used, const char *name)
+{
+    for (size_t q = pa__hash_u64((uintptr_t)name) & (m->cap - 1); m->slot[q];
+         q = (q + 1) & (m->cap - 1)) {
+        int i = m->slot[q] - 1;
+        if (!used[i] && b->fns[i].name == name) {
+            used[i] = 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int match_all(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
+{
+    unsigned char *used = calloc(b->nfns + 1, 1), *done = calloc(a->nfns + 1, 1);
+    size_t cap = 0;
+    int rc = used && done ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < a->nfns; i++) {
+        int j = pa__pside_find(b, a->fns[i].name, a->fns[i].module);
+        if (j >= 0 && !used[j]) {
+            used[j] = done[i] = 1;
+            rc = add_row(d, &cap, a, (int)i, b, j, PA_PMATCH_NAME);
+        }
+    }
+    name_map m = {0};
+    if (rc == 0)
+        rc = name_map_build(&m, b, used);
+    for (size_t i = 0; rc == 0 && i < a->nfns; i++) {
+        if (done[i])
+            continue;
+        int j = name_map_take(&m, b, used, a->fns[i].name);
+        rc = add_row(d, &cap, a, (int)i, b, j, j >= 0 ? PA_PMATCH_MODULE : PA_PMATCH_ONLY_A);
+    }
+    for (size_t j = 0; rc == 0 && j < b->nfns; j++)
+        if (!used[j])
+            rc = add_row(d, &cap, a, -1, b, (int)j, PA_PMATCH_ONLY_B);
+    free(m.slot);
+    free(used);
+    free(done);
+    return rc;
+}
+
+/* A function gone from A and one new in B, in the same module, with
+ * self energies within a factor of 2: perhaps one renamed; said on both,
+ * not matched (the numbers stay each on its own row). */
+static void renames(pa_pdiff *d)
+{
+    for (size_t i = 0; i < d->nrows; i++) {
+        pa_pdiff_row *r = &d->rows[i];
+        if (r->match != PA_PMATCH_ONLY_A || r->self.a <= 0)
+            continue;
+        pa_pdiff_row *best = NULL;
+        double bestq = 2;
+        for (size_t j = 0; j < d->nrows; j++) {
+            pa_pdiff_row *q = &d->rows[j];
+            if (q->match != PA_PMATCH_ONLY_B || q->note[0] || q->module != r->module ||
+                q->self.b <= 0)
+                continue;
+            double ratio = fmax(q->self.b / r->self.a, r->self.a / q->self.b);
+            if (ratio < bestq) {
+                bestq = ratio;
+                best = q;
+            }
+        }
+        if (!best)
+            continue;
+        snprintf(r->note, sizeof(r->note), "renamed to %.60s? (not matched)", best->name);
+        snprintf(best->note, sizeof(best->note), "renamed from %.60s? (not matched)", r->name);
+    }
+}
+
+static int cmp_rows(const void *x, const void *y)
+{
+    const pa_pdiff_row *a = x, *b = y;
+    double ka = fabs(a->self.change), kb = fabs(b->self.change);
+    if (ka != kb)
+        return ka > kb ? -1 : 1;
+    ka = fabs(a->total.change);
+    kb = fabs(b->total.change);
+    if (ka != kb)
+        return ka > kb ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* ---- the union of both trees ---- */
+
+typedef struct tree_build {
+    pa_pdiff *d;
+    size_t cap, hcap;
+    int *hash;
+} tree_build;
+
+static uint64_t node_key(int parent, const char *name)
+{
+    return pa__hash_pair((uint64_t)(uint32_t)parent, (uintptr_t)name);
+}
+
+static uint64_t node_key_at(const void *user, size_t i)
+{
+    const pdiff_node *n = &((const tree_build *)user)->d->nodes[i];
+    return node_key(n->parent, n->name);
+}
+
+static int tree_child(tree_build *t, int parent, const char *name)
+{
+    pa_pdiff *d = t->d;
+    if (pa__index_reserve(&t->hash, &t->hcap, 4096, 0, d->nnodes, node_key_at, t) < 0)
+        return -ENOMEM;
+    size_t q = node_key(parent, name) & (t->hcap - 1);
+    for (; t->hash[q]; q = (q + 1) & (t->hcap - 1)) {
+        const pdiff_node *n = &d->nodes[t->hash[q] - 1];
+        if (n->parent == parent && n->name == name)
+            return t->hash[q] - 1;
+    }
+    if (PA__GROW(d->nodes, t->cap, d->nnodes + 1, 1024) < 0)
+        return -ENOMEM;
+    int i = (int)d->nnodes++;
+    d->nodes[i] = (pdiff_node){.name = name,
+                               .parent = parent,
+                               .first_child = -1,
+                               .next_sibling = parent >= 0 ? d->nodes[parent].first_child : -1};
+    if (parent >= 0)
+        d->nodes[parent].first_child = i;
+    t->hash[q] = i + 1;
+    return i;
+}
+
+static int tree_add(tree_build *t, const pa_pside *s, int side)
+{
+    char frame[1024];
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const char *p = s->stacks[i].path;
+        int node = -1;
+        while (*p) {
+            const char *end = strchr(p, ';');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            snprintf(frame, sizeof(frame), "%.*s", (int)len, p);
+            node = tree_child(t, node, pa_pintern(frame));
+            if (node < 0)
+                return node;
+            p += len + (end ? 1 : 0);
+        }
+        if (node < 0)
+            continue;
+        if (side)
+            t->d->nodes[node].b_self += s->stacks[i].self;
+        else
+            t->d->nodes[node].a_self += s->stacks[i].self;
+    }
+    return 0;
+}
+
+static int build_tree(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
+{
+    tree_build t = {.d = d};
+    int rc = tree_add(&t, a, 0);
+    if (rc == 0)
+        rc = tree_add(&t, b, 1);
+    free(t.hash);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < d->nnodes; i++) {
+        d->nodes[i].a_total += d->nodes[i].a_self;
+        d->nodes[i].b_total += d->nodes[i].b_self;
+    }
+    /* children come after their parents */
+    for (size_t i = d->nnodes; i-- > 0;) {
+        int p = d->nodes[i].parent;
+        if (p >= 0) {
+            d->nodes[p].a_total += d->nodes[i].a_total;
+            d->nodes[p].b_total += d->nodes[i].b_total;
+        }
+    }
+    return 0;
+}
+
+/* ---- the comparison ---- */
+
+static void describe(pa_pdiff *d)
+{
+    if (d->runs_a >= 2 && d->runs_b >= 2)
+        snprintf(d->method, sizeof(d->method),
+                 "Welch's t-test, two-sided, 95 %% (functions: Holm-adjusted), %zu + %zu runs",
+                 d->runs_a, d->runs_b);
+    else
+        snprintf(d->method, sizeof(d->method),
+                 "no test: %zu + %zu runs (repeat both with powerapi profile --repeat N for "
+                 "one)",
+                 d->runs_a, d->runs_b);
+}
+
+int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err, size_t errlen)
+{
+    if (strcmp(a->unit, b->unit)) {
+        snprintf(err, errlen,
+                 "A is in %s and B in %s (an energy and a CPU profile): nothing to "
+                 "compare",
+                 a->unit, b->unit);
+        return -EINVAL;
+    }
+    pa_pdiff *d = calloc(1, sizeof(*d));
+    if (!d)
+        return -ENOMEM;
+    d->unit = a->unit;
+    d->tool = a->tool;
+    d->runs_a = a->runs;
+    d->runs_b = b->runs;
+    describe(d);
+    change_of(a->total, a->runs, b->total, b->runs, &d->total);
+    int rc = match_all(d, a, b);
+    if (rc == 0)
+        rc = holm(d->rows, d->nrows, 0);
+    if (rc == 0)
+        rc = holm(d->rows, d->nrows, 1);
+    if (rc == 0)
+        rc = build_tree(d, a, b);
+    if (rc < 0) {
+        pa_pdiff_free(d);
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
+    for (size_t i = 0; i < d->nrows; i++)
+        d->rows[i].share =
+            d->total.change != 0 ? 100 * d->rows[i].self.change / d->total.change : 0;
+    renames(d);
+    qsort(d->rows, d->nrows, sizeof(*d->rows), cmp_rows);
+    *out = d;
+    return 0;
+}
+
+void pa_pdiff_free(pa_pdiff *d)
+{
+    if (!d)
+        return;
+    free(d->rows);
+    free(d->nodes);
+    free(d);
+}
+
+const pa_pchange *pa_pdiff_total(const pa_pdiff *d)
+{
+    return &d->total;
+}
+
+const pa_pdiff_row *pa_pdiff_rows(const pa_pdiff *d, size_t *n)
+{
+    *n = d->nrows;
+    return d->rows;
+}
+
+const char *pa_pdiff_method(const pa_pdiff *d)
+{
+    return d->method;
+}
+
+const pa_pdiff_row *pa_pdiff_find(const pa_pdiff *d, const char *name)
+{
+    for (size_t i = 0; i < d->nrows; i++)
+        if (!strcmp(d->rows[i].name, name))
+            return &d->rows[i];
+    return NULL;
+}

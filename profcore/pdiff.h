@@ -1,0 +1,106 @@
+/*
+ * pdiff.h - comparing two profiles (`powerapi diff A B`, issue 44): the
+ * result folders of `powerapi profile` or jalen, single runs or repeated
+ * ones (`--repeat N`: run-1/ ... run-N/), and pprof files with an energy
+ * or CPU sample type; functions (methods) matched by name across builds,
+ * the change of each with Welch's t-test where both sides have repeats,
+ * and the files of the comparison (diff.csv, diff.json, diff.md, the
+ * differential flame graph).
+ *
+ * Part of profcore/ (so the agent's side could use it too); nothing here
+ * prints on its own, aborts or exits; errors are negative errno values
+ * with a one-line message in the caller's buffer.  Not thread-safe: one
+ * comparison is built from one thread.
+ */
+#ifndef PA_PDIFF_H
+#define PA_PDIFF_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- statistics (pure functions, for the tests too) ---- */
+
+/* Mean and sample standard deviation (n - 1; 0 when n < 2) of v[n]. */
+void pa_pstats_mean_sd(const double *v, size_t n, double *mean, double *sd);
+/* The two-sided quantile of Student's t with df degrees of freedom at
+ * confidence level conf (0.95: t such that P(|T| <= t) = 0.95). */
+double pa_pstats_t_quantile(double conf, double df);
+/* Welch's t-test of mean(b) - mean(a): the two-sided p-value (1 when the
+ * difference is 0 and both spreads are, 0 when only the spreads are),
+ * the degrees of freedom and the half-width of the difference's 95 %
+ * confidence interval.  Needs na, nb >= 2. */
+double pa_pstats_welch(const double *a, size_t na, const double *b, size_t nb, double *df,
+                       double *ci95);
+
+/* ---- one side: a profile, repeated or not ---- */
+
+typedef struct pa_pside pa_pside;
+
+/* Loads path: a folder of `powerapi profile` (functions.csv,
+ * summary.json, energy.collapsed) or jalen (methods.csv ...), one with
+ * run-1/ ... run-N/ folders of such (a repeated profile), or a pprof file
+ * (gzipped or not) with an "energy" (microjoules) or "cpu" (nanoseconds)
+ * sample type.  0, or -errno with one line in err (a missing file, an
+ * empty profile, a pprof without such a sample type, an unknown
+ * folder). */
+int pa_pside_load(const char *path, pa_pside **out, char *err, size_t errlen);
+void pa_pside_free(pa_pside *s);
+/* "profile", "jalen" or "pprof"; its unit, "J" or "s" (a CPU pprof); its
+ * runs. */
+const char *pa_pside_tool(const pa_pside *s);
+const char *pa_pside_unit(const pa_pside *s);
+size_t pa_pside_runs(const pa_pside *s);
+
+/* ---- the comparison ---- */
+
+/* One compared value (a total, a function's self or inclusive energy). */
+typedef struct pa_pchange {
+    double a, b;       /* means */
+    double a_sd, b_sd; /* spreads (0 with one run) */
+    double change;     /* b - a */
+    double pct;        /* 100 * change / a (0 when a is 0) */
+    double ci95;       /* half-width of the change's 95 % interval (0: none) */
+    double p;          /* Welch's two-sided p-value (-1: not tested) */
+    int significant;   /* p < 0.05 (Holm-adjusted for functions); with no
+                          test, -1 */
+} pa_pchange;
+
+/* How a function of A was matched with one of B. */
+enum {
+    PA_PMATCH_NAME = 0, /* same name and module */
+    PA_PMATCH_MODULE,   /* same name, the module's file renamed */
+    PA_PMATCH_UNSURE,   /* "[unknown] mod+0x..." frames, by module only */
+    PA_PMATCH_ONLY_A,   /* gone in B (a rename is said in note) */
+    PA_PMATCH_ONLY_B,   /* new in B */
+};
+
+typedef struct pa_pdiff_row {
+    const char *name, *module; /* B's when matched */
+    int match;                 /* PA_PMATCH_* */
+    pa_pchange self, total;
+    double share; /* percent of the total's change (self change) */
+    char note[160];
+} pa_pdiff_row;
+
+typedef struct pa_pdiff pa_pdiff;
+
+/* Compares a with b (same unit; the caller checks the tools): rows sorted
+ * by the absolute self change, largest first.  0, -EINVAL with a line in
+ * err (different units), -ENOMEM. */
+int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err, size_t errlen);
+void pa_pdiff_free(pa_pdiff *d);
+const pa_pchange *pa_pdiff_total(const pa_pdiff *d);
+const pa_pdiff_row *pa_pdiff_rows(const pa_pdiff *d, size_t *n);
+/* The method of the test, as the outputs name it. */
+const char *pa_pdiff_method(const pa_pdiff *d);
+/* The row of a function of that name (A's or B's), or NULL. */
+const pa_pdiff_row *pa_pdiff_find(const pa_pdiff *d, const char *name);
+
+/* The files in dir (created): diff.csv, diff.json, diff.md and
+ * flamegraph.html (width: the mean of A and B; colour: the change).
+ * labels name A and B.  0 or -errno. */
+int pa_pdiff_write(const pa_pdiff *d, const char *dir, const char *label_a, const char *label_b);
+/* The text summary (the total, then the first max_rows rows) to f. */
+void pa_pdiff_print(const pa_pdiff *d, FILE *f, size_t max_rows);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * pdiff_int.h - what the files of the comparison share inside profcore/
+ * (pdiff_load.c reads a side, pdiff.c compares, pdiff_out.c writes): the
+ * sides' tables.  Not a public header.
+ */
+#ifndef PA_PDIFF_INT_H
+#define PA_PDIFF_INT_H
+
+#include "pdiff.h"
+
+/* A function of one side: interned name and module, a value per run. */
+typedef struct pside_fn {
+    const char *name, *module;
+    double *self, *total; /* [runs] */
+    int unsure;           /* an "[unknown] mod+0x..." frame, keyed by module */
+    int peer;             /* pdiff.c: the row it went to, -1 none */
+} pside_fn;
+
+/* A stack of one side: its interned "root;...;leaf" path and its self
+ * energy, the mean over the runs. */
+typedef struct pside_stack {
+    const char *path;
+    double self;
+} pside_stack;
+
+struct pa_pside {
+    char tool[8];     /* "profile", "jalen", "pprof" */
+    const char *unit; /* "J", "s" */
+    size_t runs, run; /* runs, and the run being read */
+    double *total;    /* [runs] */
+    pside_fn *fns;
+    size_t nfns, fcap;
+    int *fhash;
+    size_t fhcap;
+    pside_stack *stacks;
+    size_t nstacks, scap;
+    int *shash;
+    size_t shcap;
+};
+
+/* The function (name, module) of s, added when new (with zeroed
+ * values); its index or -ENOMEM.  Names "[unknown] MOD+0x..." become
+ * "[unknown] MOD", unsure. */
+int pa__pside_fn(pa_pside *s, const char *name, const char *module);
+/* The index of (name, module), both interned, or -1. */
+int pa__pside_find(const pa_pside *s, const char *name, const char *module);
+/* Adds self_j / runs to the stack path (root first, ';'-joined). 0 or
+ * -ENOMEM. */
+int pa__pside_stack(pa_pside *s, const char *path, double self_j);
+
+/* A comparison's tree node (pdiff.c builds them, pdiff_out.c draws). */
+typedef struct pdiff_node {
+    const char *name;
+    int parent, first_child, next_sibling;
+    double a_self, b_self, a_total, b_total;
+} pdiff_node;
+
+struct pa_pdiff {
+    const char *unit;
+    size_t runs_a, runs_b;
+    const char *tool;
+    pa_pchange total;
+    pa_pdiff_row *rows;
+    size_t nrows;
+    pdiff_node *nodes;
+    size_t nnodes;
+    char method[160];
+};
+
+#endif

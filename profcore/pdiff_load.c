@@ -1,0 +1,530 @@
+/*
+ * pdiff_load.c - one side of a comparison: the folder of `powerapi
+ * profile` (functions.csv, summary.json, energy.collapsed) or jalen
+ * (methods.csv ...), a repeated one (run-1/ ... run-N/), or a pprof file.
+ */
+#include "pdiff_int.h"
+#include "profcore.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof.pb-c.h"
+#include "util.h"
+
+#define MAX_RUNS 1000
+
+static int fail(char *err, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t len, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* "[unknown] libx.so+0x1234" -> "[unknown] libx.so" into buf (the
+ * addresses differ between builds: such frames match by module only). */
+static const char *unknown_key(const char *name, char *buf, size_t len, int *unsure)
+{
+    *unsure = 0;
+    if (strncmp(name, "[unknown] ", 10))
+        return name;
+    const char *plus = strstr(name, "+0x");
+    if (!plus)
+        return name;
+    *unsure = 1;
+    snprintf(buf, len, "%.*s", (int)(plus - name), name);
+    return buf;
+}
+
+static uint64_t fn_key(const char *name, const char *module)
+{
+    return pa__hash_pair((uint64_t)(uintptr_t)name, (uint64_t)(uintptr_t)module);
+}
+
+static uint64_t fn_key_at(const void *user, size_t i)
+{
+    const pa_pside *s = user;
+    return fn_key(s->fns[i].name, s->fns[i].module);
+}
+
+int pa__pside_find(const pa_pside *s, const char *name, const char *module)
+{
+    if (!s->fhcap)
+        return -1;
+    for (size_t q = fn_key(name, module) & (s->fhcap - 1); s->fhash[q];
+         q = (q + 1) & (s->fhcap - 1)) {
+        const pside_fn *f = &s->fns[s->fhash[q] - 1];
+        if (f->name == name && f->module == module)
+            return s->fhash[q] - 1;
+    }
+    return -1;
+}
+
+int pa__pside_fn(pa_pside *s, const char *name, const char *module)
+{
+    char buf[512];
+    int unsure;
+    name = pa_pintern(unknown_key(name, buf, sizeof(buf), &unsure));
+    module = pa_pintern(module);
+    if (pa__index_reserve(&s->fhash, &s->fhcap, 1024, 0, s->nfns, fn_key_at, s) < 0)
+        return -ENOMEM;
+    size_t q = fn_key(name, module) & (s->fhcap - 1);
+    for (; s->fhash[q]; q = (q + 1) & (s->fhcap - 1)) {
+        pside_fn *f = &s->fns[s->fhash[q] - 1];
+        if (f->name == name && f->module == module)
+            return s->fhash[q] - 1;
+    }
+    if (PA__GROW(s->fns, s->fcap, s->nfns + 1, 256) < 0)
+        return -ENOMEM;
+    pside_fn *f = &s->fns[s->nfns];
+    memset(f, 0, sizeof(*f));
+    f->self = calloc(2 * s->runs, sizeof(double));
+    if (!f->self)
+        return -ENOMEM;
+    f->total = f->self + s->runs;
+    f->name = name;
+    f->module = module;
+    f->unsure = unsure;
+    f->peer = -1;
+    s->fhash[q] = (int)++s->nfns;
+    return (int)s->nfns - 1;
+}
+
+static uint64_t stack_key_at(const void *user, size_t i)
+{
+    return pa__hash_u64((uint64_t)(uintptr_t)((const pa_pside *)user)->stacks[i].path);
+}
+
+/* each frame of path with unknown_key applied, interned */
+static const char *stack_path(const char *path)
+{
+    if (!strstr(path, "[unknown] "))
+        return pa_pintern(path);
+    size_t n = strlen(path);
+    char *out = malloc(n + 1), *o = out;
+    if (!out)
+        return pa_pintern(path);
+    while (*path) {
+        const char *end = strchr(path, ';');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        char frame[512], buf[512];
+        int unsure;
+        snprintf(frame, sizeof(frame), "%.*s", (int)len, path);
+        const char *k = unknown_key(frame, buf, sizeof(buf), &unsure);
+        o += sprintf(o, "%s%s", o == out ? "" : ";", k);
+        path += len + (end ? 1 : 0);
+    }
+    const char *r = pa_pintern(out);
+    free(out);
+    return r;
+}
+
+int pa__pside_stack(pa_pside *s, const char *path, double self_j)
+{
+    path = stack_path(path);
+    if (pa__index_reserve(&s->shash, &s->shcap, 4096, 0, s->nstacks, stack_key_at, s) < 0)
+        return -ENOMEM;
+    size_t q = pa__hash_u64((uint64_t)(uintptr_t)path) & (s->shcap - 1);
+    for (; s->shash[q]; q = (q + 1) & (s->shcap - 1)) {
+        if (s->stacks[s->shash[q] - 1].path == path) {
+            s->stacks[s->shash[q] - 1].self += self_j / (double)s->runs;
+            return 0;
+        }
+    }
+    if (PA__GROW(s->stacks, s->scap, s->nstacks + 1, 1024) < 0)
+        return -ENOMEM;
+    s->stacks[s->nstacks] = (pside_stack){.path = path, .self = self_j / (double)s->runs};
+    s->shash[q] = (int)++s->nstacks;
+    return 0;
+}
+
+/* ---- CSV ---- */
+
+/* Splits one RFC 4180 line in place into at most max fields; quoted
+ * fields unquoted.  The count. */
+static int csv_split(char *line, char **f, int max)
+{
+    int n = 0;
+    char *p = line;
+    while (n < max) {
+        char *o = p;
+        f[n++] = o;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                if (*p == '"' && p[1] == '"') {
+                    *o++ = '"';
+                    p += 2;
+                } else if (*p == '"' || !*p) {
+                    p += *p ? 1 : 0;
+                    break;
+                } else {
+                    *o++ = *p++;
+                }
+            }
+            while (*p && *p != ',')
+                p++;
+        } else {
+            while (*p && *p != ',' && *p != '\n' && *p != '\r')
+                p++;
+            o = p;
+        }
+        int more = *p == ',';
+        *o = '\0';
+        if (!more)
+            break;
+        p++;
+    }
+    return n;
+}
+
+static int col_of(char **f, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(f[i], name))
+            return i;
+    return -1;
+}
+
+typedef struct csv_cols {
+    int name, module, self, total;
+} csv_cols;
+
+static int read_csv(pa_pside *s, const char *dir, const char *file, char *err, size_t len)
+{
+    char path[4200], line[8192], *f[32];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return fail(err, len, -errno, "%s: %s", path, strerror(errno));
+    int n = fgets(line, sizeof(line), in) ? csv_split(line, f, 32) : 0;
+    csv_cols c = {col_of(f, n, s->tool[0] == 'j' ? "method" : "function"), col_of(f, n, "module"),
+                  col_of(f, n, "self_energy_j"), col_of(f, n, "total_energy_j")};
+    int rc = 0, rows = 0;
+    if (c.name < 0 || c.self < 0 || c.total < 0)
+        rc = fail(err, len, -EINVAL,
+                  "%s: not a %s table (no function, self_energy_j or "
+                  "total_energy_j column)",
+                  path, file);
+    while (rc == 0 && fgets(line, sizeof(line), in)) {
+        n = csv_split(line, f, 32);
+        if (n <= c.total || n <= c.self || (c.module >= 0 && n <= c.module))
+            continue;
+        int i = pa__pside_fn(s, f[c.name], c.module >= 0 ? f[c.module] : "");
+        if (i < 0) {
+            rc = fail(err, len, i, "out of memory");
+            break;
+        }
+        s->fns[i].self[s->run] += strtod(f[c.self], NULL);
+        s->fns[i].total[s->run] += strtod(f[c.total], NULL);
+        rows++;
+    }
+    fclose(in);
+    if (rc == 0 && rows == 0)
+        rc = fail(err, len, -ENODATA,
+                  "%s: empty profile (no function: was the workload too "
+                  "short, or not on a CPU?)",
+                  path);
+    return rc;
+}
+
+static int read_total(pa_pside *s, const char *dir, char *err, size_t len)
+{
+    char path[4200], buf[65536];
+    snprintf(path, sizeof(path), "%s/summary.json", dir);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return fail(err, len, -errno, "%s: %s", path, strerror(errno));
+    size_t n = fread(buf, 1, sizeof(buf) - 1, in);
+    fclose(in);
+    buf[n] = '\0';
+    const char *k = strstr(buf, "\"process_energy_j\":");
+    if (!k)
+        return fail(err, len, -EINVAL, "%s: no process_energy_j", path);
+    s->total[s->run] = strtod(k + 19, NULL);
+    if (s->total[s->run] <= 0)
+        return fail(err, len, -ENODATA, "%s: empty profile (process_energy_j is 0)", path);
+    return 0;
+}
+
+static int read_collapsed(pa_pside *s, const char *dir, char *err, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/energy.collapsed", dir);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return fail(err, len, -errno, "%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    while (rc == 0 && getline(&line, &cap, in) > 0) {
+        char *sp = strrchr(line, ' ');
+        if (!sp)
+            continue;
+        *sp = '\0';
+        rc = pa__pside_stack(s, line, strtod(sp + 1, NULL) * 1e-6);
+    }
+    free(line);
+    fclose(in);
+    return rc < 0 ? fail(err, len, rc, "out of memory") : 0;
+}
+
+static int exists(const char *dir, const char *file)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    return access(path, F_OK) == 0;
+}
+
+static int load_folder(pa_pside *s, const char *dir, char *err, size_t len)
+{
+    const char *tool = exists(dir, "functions.csv") ? "profile"
+                       : exists(dir, "methods.csv") ? "jalen"
+                                                    : NULL;
+    if (!tool)
+        return fail(err, len, -ENOENT,
+                    "%s: no functions.csv (powerapi profile) nor methods.csv "
+                    "(jalen): not a result folder",
+                    dir);
+    if (s->tool[0] && strcmp(s->tool, tool))
+        return fail(err, len, -EINVAL, "%s: a %s folder among %s runs", dir, tool, s->tool);
+    snprintf(s->tool, sizeof(s->tool), "%s", tool);
+    int rc = read_csv(s, dir, tool[0] == 'p' ? "functions.csv" : "methods.csv", err, len);
+    if (rc == 0)
+        rc = read_total(s, dir, err, len);
+    if (rc == 0)
+        rc = read_collapsed(s, dir, err, len);
+    return rc;
+}
+
+/* ---- pprof ---- */
+
+static void *read_gz(const char *path, size_t *n)
+{
+    gzFile g = gzopen(path, "rb"); /* reads plain files as they are */
+    if (!g)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = malloc(cap);
+    int r;
+    while (buf && (r = gzread(g, buf + len, (unsigned)(cap - len))) > 0) {
+        len += (size_t)r;
+        if (len == cap) {
+            unsigned char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    gzclose(g);
+    *n = len;
+    return buf;
+}
+
+static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i)
+{
+    return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
+}
+
+/* The value index of the "energy" sample type (else "cpu"), its scale to
+ * J or s and the side's unit; -1 when there is neither. */
+static int pprof_type(const Perftools__Profiles__Profile *p, double *scale, const char **unit)
+{
+    static const struct {
+        const char *type, *unit, *side_unit;
+        double scale;
+    } want[] = {{"energy", "microjoules", "J", 1e-6},
+                {"energy", "joules", "J", 1},
+                {"cpu", "nanoseconds", "s", 1e-9},
+                {"cpu", "seconds", "s", 1}};
+    for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++)
+        for (size_t i = 0; i < p->n_sample_type; i++)
+            if (!strcmp(pstr(p, p->sample_type[i]->type), want[w].type) &&
+                !strcmp(pstr(p, p->sample_type[i]->unit), want[w].unit)) {
+                *scale = want[w].scale;
+                *unit = want[w].side_unit;
+                return (int)i;
+            }
+    return -1;
+}
+
+/* A location's frames, innermost first, as functions of s (module: the
+ * mapping's file name). */
+static int pprof_frames(pa_pside *s, const Perftools__Profiles__Profile *p,
+                        const Perftools__Profiles__Location *l, int *ids, int max)
+{
+    const char *mod = "";
+    for (size_t m = 0; m < p->n_mapping; m++)
+        if (p->mapping[m]->id == l->mapping_id) {
+            const char *f = pstr(p, p->mapping[m]->filename), *sl = strrchr(f, '/');
+            mod = sl ? sl + 1 : f;
+        }
+    int n = 0;
+    for (size_t k = 0; k < l->n_line && n < max; k++)
+        for (size_t f = 0; f < p->n_function; f++)
+            if (p->function[f]->id == l->line[k]->function_id) {
+                int i = pa__pside_fn(s, pstr(p, p->function[f]->name), mod);
+                if (i < 0)
+                    return i;
+                ids[n++] = i;
+                break;
+            }
+    return n;
+}
+
+static int pprof_sample(pa_pside *s, const Perftools__Profiles__Profile *p,
+                        const Perftools__Profiles__Sample *sm, double v, char **path, size_t *cap)
+{
+    int ids[PA_PMAX_DEPTH * 2], n = 0;
+    for (size_t k = 0; k < sm->n_location_id && n < PA_PMAX_DEPTH; k++)
+        for (size_t l = 0; l < p->n_location; l++)
+            if (p->location[l]->id == sm->location_id[k]) {
+                int r = pprof_frames(s, p, p->location[l], ids + n, PA_PMAX_DEPTH * 2 - n);
+                if (r < 0)
+                    return r;
+                n += r;
+                break;
+            }
+    if (n == 0)
+        return 0;
+    s->fns[ids[0]].self[0] += v;
+    size_t len = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        int seen = 0;
+        for (int j = i + 1; j < n; j++)
+            seen |= ids[j] == ids[i];
+        if (!seen)
+            s->fns[ids[i]].total[0] += v;
+        const char *nm = s->fns[ids[i]].name;
+        if (PA__GROW(*path, *cap, len + strlen(nm) + 2, 256) < 0)
+            return -ENOMEM;
+        len += (size_t)sprintf(*path + len, "%s%s", len ? ";" : "", nm);
+    }
+    return pa__pside_stack(s, *path, v);
+}
+
+static int load_pprof(pa_pside *s, const char *file, char *err, size_t len)
+{
+    size_t n = 0;
+    void *buf = read_gz(file, &n);
+    if (!buf)
+        return fail(err, len, -errno ? -errno : -EIO, "%s: %s", file,
+                    strerror(errno ? errno : EIO));
+    Perftools__Profiles__Profile *p = perftools__profiles__profile__unpack(NULL, n, buf);
+    free(buf);
+    if (!p)
+        return fail(err, len, -EINVAL, "%s: not a pprof profile (profile.proto, gzipped or not)",
+                    file);
+    double scale = 1;
+    int vi = pprof_type(p, &scale, &s->unit), rc = 0;
+    if (vi < 0)
+        rc = fail(err, len, -EINVAL,
+                  "%s: a pprof without an energy (microjoules) or cpu "
+                  "(nanoseconds) sample type: nothing to compare",
+                  file);
+    snprintf(s->tool, sizeof(s->tool), "pprof");
+    char *path = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; rc == 0 && i < p->n_sample; i++) {
+        const Perftools__Profiles__Sample *sm = p->sample[i];
+        double v = (size_t)vi < sm->n_value ? (double)sm->value[vi] * scale : 0;
+        s->total[0] += v;
+        if (v > 0)
+            rc = pprof_sample(s, p, sm, v, &path, &cap);
+    }
+    free(path);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    if (rc == -ENOMEM)
+        return fail(err, len, rc, "out of memory");
+    if (rc == 0 && s->total[0] <= 0)
+        rc = fail(err, len, -ENODATA, "%s: empty profile (no sample has a value)", file);
+    return rc;
+}
+
+/* ---- a side ---- */
+
+static size_t count_runs(const char *dir)
+{
+    size_t k = 0;
+    char path[4200];
+    struct stat st;
+    for (;;) {
+        snprintf(path, sizeof(path), "%s/run-%zu", dir, k + 1);
+        if (k >= MAX_RUNS || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+            return k;
+        k++;
+    }
+}
+
+int pa_pside_load(const char *path, pa_pside **out, char *err, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return fail(err, len, -errno, "%s: %s", path, strerror(errno));
+    size_t runs = S_ISDIR(st.st_mode) ? count_runs(path) : 0;
+    pa_pside *s = calloc(1, sizeof(*s));
+    if (!s || !(s->total = calloc(runs ? runs : 1, sizeof(double)))) {
+        free(s);
+        return fail(err, len, -ENOMEM, "out of memory");
+    }
+    s->runs = runs ? runs : 1;
+    s->unit = "J";
+    int rc = 0;
+    if (!S_ISDIR(st.st_mode))
+        rc = load_pprof(s, path, err, len);
+    else if (!runs)
+        rc = load_folder(s, path, err, len);
+    for (size_t r = 0; rc == 0 && r < runs; r++) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/run-%zu", path, r + 1);
+        s->run = r;
+        rc = load_folder(s, dir, err, len);
+    }
+    if (rc < 0) {
+        pa_pside_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void pa_pside_free(pa_pside *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nfns; i++)
+        free(s->fns[i].self);
+    free(s->fns);
+    free(s->fhash);
+    free(s->stacks);
+    free(s->shash);
+    free(s->total);
+    free(s);
+}
+
+const char *pa_pside_tool(const pa_pside *s)
+{
+    return s->tool;
+}
+
+const char *pa_pside_unit(const pa_pside *s)
+{
+    return s->unit;
+}
+
+size_t pa_pside_runs(const pa_pside *s)
+{
+    return s->runs;
+}
