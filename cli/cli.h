@@ -86,6 +86,20 @@ int pa_cli_profile(int argc, char **argv); /* cli/profile.c */
 int pa_cli_jalen(int argc, char **argv);   /* cli/jalen.c */
 int pa_cli_diff(int argc, char **argv);    /* cli/diff.c */
 
+/* `powerapi profile --repeat N` (cli/profile_repeat.c): cmd profiled
+ * repeat times by this program into out/run-K (opts, the options as
+ * given, passed on), after warmup unprofiled runs; then out/repeat.csv
+ * and out/summary.json.  Returns the exit status (a failed run's own). */
+typedef struct pa_cli_repeat {
+    char **opts; /* the options of the command line, before COMMAND */
+    int nopts;
+    char **cmd; /* NULL-terminated */
+    const char *out;
+    unsigned long repeat, warmup;
+    bool quiet;
+} pa_cli_repeat;
+int pa_cli_profile_repeat(const pa_cli_repeat *r);
+
 /* ---- helpers shared by subcommands (cli/main.c) ---- */
 
 /* The program name used in messages ("powerapi"). */

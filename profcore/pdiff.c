@@ -46,7 +46,7 @@ static int cmp_p(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static int holm(pa_pdiff_row *rows, size_t n, int total)
+static int holm(pa_pdiff_row *rows, size_t n, int total, double floor)
 {
     pa_pchange **v = malloc((n ? n : 1) * sizeof(*v));
     if (!v)
@@ -54,8 +54,10 @@ static int holm(pa_pdiff_row *rows, size_t n, int total)
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         pa_pchange *c = total ? &rows[i].total : &rows[i].self;
-        if (c->p >= 0)
+        if (c->p >= 0 && fmax(c->a, c->b) >= floor)
             v[m++] = c;
+        else if (c->p >= 0)
+            c->significant = 0; /* too small to be more than noise */
     }
     qsort(v, m, sizeof(*v), cmp_p);
     double run = 0;
@@ -302,7 +304,8 @@ static void describe(pa_pdiff *d)
 {
     if (d->runs_a >= 2 && d->runs_b >= 2)
         snprintf(d->method, sizeof(d->method),
-                 "Welch's t-test, two-sided, 95 %% (functions: Holm-adjusted), %zu + %zu runs",
+                 "Welch's t-test, two-sided, 95 %%, %zu + %zu runs (functions: Holm-adjusted "
+                 "over those with 1 %% of the energy, smaller ones taken as noise)",
                  d->runs_a, d->runs_b);
     else
         snprintf(d->method, sizeof(d->method),
@@ -330,10 +333,12 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err
     describe(d);
     change_of(a->total, a->runs, b->total, b->runs, &d->total);
     int rc = match_all(d, a, b);
+    /* the family of tests: the functions with 1 % of the energy */
+    double floor = 0.01 * fmax(d->total.a, d->total.b);
     if (rc == 0)
-        rc = holm(d->rows, d->nrows, 0);
+        rc = holm(d->rows, d->nrows, 0, floor);
     if (rc == 0)
-        rc = holm(d->rows, d->nrows, 1);
+        rc = holm(d->rows, d->nrows, 1, floor);
     if (rc == 0)
         rc = build_tree(d, a, b);
     if (rc < 0) {

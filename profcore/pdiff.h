@@ -51,6 +51,15 @@ const char *pa_pside_tool(const pa_pside *s);
 const char *pa_pside_unit(const pa_pside *s);
 size_t pa_pside_runs(const pa_pside *s);
 
+/* A repeated profile's figures into dir (the folder of its run-N/):
+ * repeat.csv (per function the mean self and inclusive energy, spread and
+ * 95 % interval; "[total]" first) and summary.json (the runs, the total's
+ * mean, spread, interval and coefficient of variation).  *mean_j, *half_j
+ * (the interval's half-width) and *cv for the caller's words.  0 or
+ * -errno. */
+int pa_pside_write_repeat(const pa_pside *s, const char *dir, unsigned long warmup, double *mean_j,
+                          double *half_j, double *cv);
+
 /* ---- the comparison ---- */
 
 /* One compared value (a total, a function's self or inclusive energy). */
