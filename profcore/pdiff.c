@@ -81,6 +81,7 @@ static int add_row(pa_pdiff *d, size_t *cap, const pa_pside *a, int fa, const pa
     const pside_fn *f = fb >= 0 ? &b->fns[fb] : &a->fns[fa];
     r->name = f->name;
     r->module = f->module;
+    r->a_module = fa >= 0 ? a->fns[fa].module : NULL;
     r->match = match == PA_PMATCH_NAME && f->unsure ? PA_PMATCH_UNSURE : match;
     double va[a->runs], vb[b->runs];
     for (int t = 0; t < 2; t++) {
@@ -164,6 +165,19 @@ static int match_all(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
     return rc;
 }
 
+/* Whether module ma of A became mb in B: the same, or a function matched
+ * by name across them (an executable built under another name). */
+static int same_module(const pa_pdiff *d, const char *ma, const char *mb)
+{
+    if (ma == mb)
+        return 1;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (d->rows[i].match == PA_PMATCH_MODULE && d->rows[i].a_module == ma &&
+            d->rows[i].module == mb)
+            return 1;
+    return 0;
+}
+
 /* A function gone from A and one new in B, in the same module, with
  * self energies within a factor of 2: perhaps one renamed; said on both,
  * not matched (the numbers stay each on its own row). */
@@ -177,8 +191,8 @@ static void renames(pa_pdiff *d)
         double bestq = 2;
         for (size_t j = 0; j < d->nrows; j++) {
             pa_pdiff_row *q = &d->rows[j];
-            if (q->match != PA_PMATCH_ONLY_B || q->note[0] || q->module != r->module ||
-                q->self.b <= 0)
+            if (q->match != PA_PMATCH_ONLY_B || q->note[0] || q->self.b <= 0 ||
+                !same_module(d, r->module, q->module))
                 continue;
             double ratio = fmax(q->self.b / r->self.a, r->self.a / q->self.b);
             if (ratio < bestq) {

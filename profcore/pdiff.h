@@ -85,6 +85,7 @@ enum {
 
 typedef struct pa_pdiff_row {
     const char *name, *module; /* B's when matched */
+    const char *a_module;      /* A's (NULL: only in B) */
     int match;                 /* PA_PMATCH_* */
     pa_pchange self, total;
     double share; /* percent of the total's change (self change) */
