@@ -24,6 +24,7 @@ typedef struct diff_opts {
     const char *funcs[MAX_FUNCS];
     size_t nfuncs;
     unsigned long top;
+    double min_pct; /* --min-change */
     bool quiet;
 } diff_opts;
 
@@ -45,6 +46,18 @@ static int set_fail_above(void *v, const char *cmd, const char *arg)
     o->fail_above = x;
     o->fail_joules = joules;
     o->fail_set = 1;
+    return 0;
+}
+
+static int set_min_change(void *v, const char *cmd, const char *arg)
+{
+    char *end;
+    double x = strtod(arg, &end);
+    if (*end == '%')
+        end++;
+    if (end == arg || *end || !(x >= 0 && x <= 1000))
+        return pa_cli_usage_error(cmd, "--min-change: '%s' is not a percentage (0 to 1000)", arg);
+    ((diff_opts *)v)->min_pct = x;
     return 0;
 }
 
@@ -153,7 +166,7 @@ static int run_diff(const diff_opts *o, const char *const *ops)
         return st;
     char err[512];
     pa_pdiff *d = NULL;
-    int rc = pa_pdiff_new(a, b, &d, err, sizeof(err));
+    int rc = pa_pdiff_new(a, b, o->min_pct, &d, err, sizeof(err));
     const char *unit = rc == 0 ? pa_pside_unit(a) : "J";
     pa_pside_free(a);
     pa_pside_free(b);
@@ -179,7 +192,7 @@ static int run_diff(const diff_opts *o, const char *const *ops)
 
 int pa_cli_diff(int argc, char **argv)
 {
-    diff_opts o = {.out = "powerapi-diff", .top = 20};
+    diff_opts o = {.out = "powerapi-diff", .top = 20, .min_pct = 5};
     const pa_cli_opt opts[] = {
         PA_OPT_GROUP("Output:"),
         PA_OPT_STRING('o', "output", &o.out, "DIR",
@@ -187,6 +200,10 @@ int pa_cli_diff(int argc, char **argv)
                       "differential flamegraph.html (default powerapi-diff)"),
         PA_OPT_UINT('n', "top", &o.top, "N", "functions printed (default 20)", 1, 1000000),
         PA_OPT_FLAG('q', "quiet", &o.quiet, "print nothing but errors"),
+        PA_OPT_CALLBACK(0, "min-change", &o, "PERCENT",
+                        "a function's change under PERCENT of its energy\n"
+                        "is noise, however sure the test (default 5)",
+                        set_min_change),
         PA_OPT_GROUP("Checks (for CI):"),
         PA_OPT_CALLBACK(0, "fail-above", &o, "PERCENT|JJ",
                         "exit 1 when the total (or each --function) rose by\n"

@@ -46,7 +46,7 @@ static int cmp_p(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static int holm(pa_pdiff_row *rows, size_t n, int total, double floor)
+static int holm(pa_pdiff_row *rows, size_t n, int total, double min_j)
 {
     pa_pchange **v = malloc((n ? n : 1) * sizeof(*v));
     if (!v)
@@ -54,7 +54,7 @@ static int holm(pa_pdiff_row *rows, size_t n, int total, double floor)
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         pa_pchange *c = total ? &rows[i].total : &rows[i].self;
-        if (c->p >= 0 && fmax(c->a, c->b) >= floor)
+        if (c->p >= 0 && fmax(c->a, c->b) >= min_j)
             v[m++] = c;
         else if (c->p >= 0)
             c->significant = 0; /* too small to be more than noise */
@@ -178,20 +178,20 @@ static int same_module(const pa_pdiff *d, const char *ma, const char *mb)
     return 0;
 }
 
-/* A function gone from A and one new in B, in the same module, with
- * self energies within a factor of 2: perhaps one renamed; said on both,
- * not matched (the numbers stay each on its own row). */
-static void renames(pa_pdiff *d)
+/* A function gone from A and one new in B, in the same module, each with
+ * 1 % of the energy (min_j) and self energies within a factor of 2: perhaps one renamed; said on
+ * both, not matched (the numbers stay each on its own row). */
+static void renames(pa_pdiff *d, double min_j)
 {
     for (size_t i = 0; i < d->nrows; i++) {
         pa_pdiff_row *r = &d->rows[i];
-        if (r->match != PA_PMATCH_ONLY_A || r->self.a <= 0)
+        if (r->match != PA_PMATCH_ONLY_A || r->self.a < min_j || r->self.a <= 0)
             continue;
         pa_pdiff_row *best = NULL;
         double bestq = 2;
         for (size_t j = 0; j < d->nrows; j++) {
             pa_pdiff_row *q = &d->rows[j];
-            if (q->match != PA_PMATCH_ONLY_B || q->note[0] || q->self.b <= 0 ||
+            if (q->match != PA_PMATCH_ONLY_B || q->note[0] || q->self.b < min_j || q->self.b <= 0 ||
                 !same_module(d, r->module, q->module))
                 continue;
             double ratio = fmax(q->self.b / r->self.a, r->self.a / q->self.b);
@@ -314,13 +314,14 @@ static int build_tree(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
 
 /* ---- the comparison ---- */
 
-static void describe(pa_pdiff *d)
+static void describe(pa_pdiff *d, double min_pct)
 {
     if (d->runs_a >= 2 && d->runs_b >= 2)
         snprintf(d->method, sizeof(d->method),
                  "Welch's t-test, two-sided, 95 %%, %zu + %zu runs (functions: Holm-adjusted "
-                 "over those with 1 %% of the energy, smaller ones taken as noise)",
-                 d->runs_a, d->runs_b);
+                 "over those with 1 %% of the energy; smaller ones, and changes under %g %%, taken "
+                 "as noise)",
+                 d->runs_a, d->runs_b, min_pct);
     else
         snprintf(d->method, sizeof(d->method),
                  "no test: %zu + %zu runs (repeat both with powerapi profile --repeat N for "
@@ -328,7 +329,19 @@ static void describe(pa_pdiff *d)
                  d->runs_a, d->runs_b);
 }
 
-int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err, size_t errlen)
+/* changes under min_pct of A's energy: noise, however sure the test */
+static void negligible(pa_pdiff *d, double min_pct)
+{
+    for (size_t i = 0; i < d->nrows; i++) {
+        pa_pchange *c[2] = {&d->rows[i].self, &d->rows[i].total};
+        for (int k = 0; k < 2; k++)
+            if (c[k]->significant == 1 && c[k]->a > 0 && fabs(c[k]->pct) < min_pct)
+                c[k]->significant = 0;
+    }
+}
+
+int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff **out, char *err,
+                 size_t errlen)
 {
     if (strcmp(a->unit, b->unit)) {
         snprintf(err, errlen,
@@ -344,15 +357,15 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err
     d->tool = a->tool;
     d->runs_a = a->runs;
     d->runs_b = b->runs;
-    describe(d);
+    describe(d, min_pct);
     change_of(a->total, a->runs, b->total, b->runs, &d->total);
     int rc = match_all(d, a, b);
     /* the family of tests: the functions with 1 % of the energy */
-    double floor = 0.01 * fmax(d->total.a, d->total.b);
+    double min_j = 0.01 * fmax(d->total.a, d->total.b);
     if (rc == 0)
-        rc = holm(d->rows, d->nrows, 0, floor);
+        rc = holm(d->rows, d->nrows, 0, min_j);
     if (rc == 0)
-        rc = holm(d->rows, d->nrows, 1, floor);
+        rc = holm(d->rows, d->nrows, 1, min_j);
     if (rc == 0)
         rc = build_tree(d, a, b);
     if (rc < 0) {
@@ -363,7 +376,8 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err
     for (size_t i = 0; i < d->nrows; i++)
         d->rows[i].share =
             d->total.change != 0 ? 100 * d->rows[i].self.change / d->total.change : 0;
-    renames(d);
+    negligible(d, min_pct);
+    renames(d, min_j);
     qsort(d->rows, d->nrows, sizeof(*d->rows), cmp_rows);
     *out = d;
     return 0;

@@ -95,9 +95,13 @@ typedef struct pa_pdiff_row {
 typedef struct pa_pdiff pa_pdiff;
 
 /* Compares a with b (same unit; the caller checks the tools): rows sorted
- * by the absolute self change, largest first.  0, -EINVAL with a line in
- * err (different units), -ENOMEM. */
-int pa_pdiff_new(const pa_pside *a, const pa_pside *b, pa_pdiff **out, char *err, size_t errlen);
+ * by the absolute self change, largest first.  A function's change under
+ * min_pct percent of its energy in A is taken as noise even when the test
+ * finds it (a real but negligible shift: the machine's state between the
+ * two sets of runs).  0, -EINVAL with a line in err (different units),
+ * -ENOMEM. */
+int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff **out, char *err,
+                 size_t errlen);
 void pa_pdiff_free(pa_pdiff *d);
 const pa_pchange *pa_pdiff_total(const pa_pdiff *d);
 const pa_pdiff_row *pa_pdiff_rows(const pa_pdiff *d, size_t *n);

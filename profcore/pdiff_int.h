@@ -64,7 +64,7 @@ struct pa_pdiff {
     size_t nrows;
     pdiff_node *nodes;
     size_t nnodes;
-    char method[256];
+    char method[320];
 };
 
 #endif

@@ -80,7 +80,7 @@ static pa_pdiff *compare(const char *dir, const char *a, const char *b)
     ck_assert_msg(pa_pside_load(pa_, &sa, err, sizeof(err)) == 0, "%s", err);
     ck_assert_msg(pa_pside_load(pb_, &sb, err, sizeof(err)) == 0, "%s", err);
     pa_pdiff *d;
-    ck_assert_int_eq(pa_pdiff_new(sa, sb, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(pa_pdiff_new(sa, sb, 5, &d, err, sizeof(err)), 0);
     pa_pside_free(sa);
     pa_pside_free(sb);
     return d;
@@ -342,7 +342,7 @@ START_TEST(pprof_side)
     ck_assert_str_eq(pa_pside_tool(a), "pprof");
     ck_assert_str_eq(pa_pside_unit(a), "J");
     pa_pdiff *d;
-    ck_assert_int_eq(pa_pdiff_new(a, b, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(pa_pdiff_new(a, b, 5, &d, err, sizeof(err)), 0);
     ck_assert(fabs(pa_pdiff_total(d)->a - 4.5) < 1e-6);
     const pa_pdiff_row *h = pa_pdiff_find(d, "hot"), *m = pa_pdiff_find(d, "main");
     ck_assert(h && m);
