@@ -263,28 +263,26 @@ static int tree_child(tree_build *t, int parent, const char *name)
     return i;
 }
 
+/* each node of side s (parents first) into the union tree */
 static int tree_add(tree_build *t, const pa_pside *s, int side)
 {
-    char frame[1024];
-    for (size_t i = 0; i < s->nstacks; i++) {
-        const char *p = s->stacks[i].path;
-        int node = -1;
-        while (*p) {
-            const char *end = strchr(p, ';');
-            size_t len = end ? (size_t)(end - p) : strlen(p);
-            snprintf(frame, sizeof(frame), "%.*s", (int)len, p);
-            node = tree_child(t, node, pa_pintern(frame));
-            if (node < 0)
-                return node;
-            p += len + (end ? 1 : 0);
+    int *map = malloc((s->nnodes ? s->nnodes : 1) * sizeof(int));
+    if (!map)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const pside_node *n = &s->nodes[i];
+        int node = tree_child(t, n->parent >= 0 ? map[n->parent] : -1, n->name);
+        if (node < 0) {
+            free(map);
+            return node;
         }
-        if (node < 0)
-            continue;
+        map[i] = node;
         if (side)
-            t->d->nodes[node].b_self += s->stacks[i].self;
+            t->d->nodes[node].b_self += n->self;
         else
-            t->d->nodes[node].a_self += s->stacks[i].self;
+            t->d->nodes[node].a_self += n->self;
     }
+    free(map);
     return 0;
 }
 

@@ -16,12 +16,14 @@ typedef struct pside_fn {
     int peer;             /* pdiff.c: the row it went to, -1 none */
 } pside_fn;
 
-/* A stack of one side: its interned "root;...;leaf" path and its self
- * energy, the mean over the runs. */
-typedef struct pside_stack {
-    const char *path;
+/* A node of one side's call tree: an interned frame name under its
+ * parent (-1: a root), with its self energy, the mean over the runs;
+ * parents before children. */
+typedef struct pside_node {
+    const char *name;
+    int parent;
     double self;
-} pside_stack;
+} pside_node;
 
 struct pa_pside {
     char tool[8];     /* "profile", "jalen", "pprof" */
@@ -32,10 +34,16 @@ struct pa_pside {
     size_t nfns, fcap;
     int *fhash;
     size_t fhcap;
-    pside_stack *stacks;
-    size_t nstacks, scap;
-    int *shash;
-    size_t shcap;
+    pside_node *nodes;
+    size_t nnodes, ncap;
+    int *nhash;
+    size_t nhcap;
+    /* the last stack read, its frames' ends and nodes: collapsed stacks
+     * come in tree order, so most of a line is the last one's prefix */
+    char *last;
+    size_t last_cap;
+    int *last_node, *last_end;
+    size_t last_n, last_ncap, last_ecap;
 };
 
 /* The function (name, module) of s, added when new (with zeroed
@@ -44,8 +52,9 @@ struct pa_pside {
 int pa__pside_fn(pa_pside *s, const char *name, const char *module);
 /* The index of (name, module), both interned, or -1. */
 int pa__pside_find(const pa_pside *s, const char *name, const char *module);
-/* Adds self_j / runs to the stack path (root first, ';'-joined). 0 or
- * -ENOMEM. */
+/* Adds self_j / runs to the stack path (root first, ';'-joined; frames
+ * "[unknown] MOD+0x..." as "[unknown] MOD"), its nodes created as
+ * needed.  0 or -ENOMEM. */
 int pa__pside_stack(pa_pside *s, const char *path, double self_j);
 
 /* A comparison's tree node (pdiff.c builds them, pdiff_out.c draws). */

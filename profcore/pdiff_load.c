@@ -99,51 +99,80 @@ int pa__pside_fn(pa_pside *s, const char *name, const char *module)
     return (int)s->nfns - 1;
 }
 
-static uint64_t stack_key_at(const void *user, size_t i)
+static uint64_t node_key(int parent, const char *name)
 {
-    return pa__hash_u64((uint64_t)(uintptr_t)((const pa_pside *)user)->stacks[i].path);
+    return pa__hash_pair((uint64_t)(uint32_t)parent, (uintptr_t)name);
 }
 
-/* each frame of path with unknown_key applied, interned */
-static const char *stack_path(const char *path)
+static uint64_t node_key_at(const void *user, size_t i)
 {
-    if (!strstr(path, "[unknown] "))
-        return pa_pintern(path);
-    size_t n = strlen(path);
-    char *out = malloc(n + 1), *o = out;
-    if (!out)
-        return pa_pintern(path);
-    while (*path) {
-        const char *end = strchr(path, ';');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        char frame[512], buf[512];
-        int unsure;
-        snprintf(frame, sizeof(frame), "%.*s", (int)len, path);
-        const char *k = unknown_key(frame, buf, sizeof(buf), &unsure);
-        o += sprintf(o, "%s%s", o == out ? "" : ";", k);
-        path += len + (end ? 1 : 0);
+    const pside_node *n = &((const pa_pside *)user)->nodes[i];
+    return node_key(n->parent, n->name);
+}
+
+/* the child name (a frame as read) of parent, created when new */
+static int side_child(pa_pside *s, int parent, const char *frame, size_t len)
+{
+    char buf[1024], key[1024];
+    int unsure;
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, frame);
+    const char *name = pa_pintern(unknown_key(buf, key, sizeof(key), &unsure));
+    if (pa__index_reserve(&s->nhash, &s->nhcap, 4096, 0, s->nnodes, node_key_at, s) < 0)
+        return -ENOMEM;
+    size_t q = node_key(parent, name) & (s->nhcap - 1);
+    for (; s->nhash[q]; q = (q + 1) & (s->nhcap - 1)) {
+        const pside_node *n = &s->nodes[s->nhash[q] - 1];
+        if (n->parent == parent && n->name == name)
+            return s->nhash[q] - 1;
     }
-    const char *r = pa_pintern(out);
-    free(out);
-    return r;
+    if (PA__GROW(s->nodes, s->ncap, s->nnodes + 1, 1024) < 0)
+        return -ENOMEM;
+    s->nodes[s->nnodes] = (pside_node){.name = name, .parent = parent};
+    s->nhash[q] = (int)++s->nnodes;
+    return (int)s->nnodes - 1;
+}
+
+/* how many frames of path (ends in end[]) are the last stack's */
+static size_t common_frames(const pa_pside *s, const char *path)
+{
+    size_t k = 0, from = 0;
+    for (; k < s->last_n; k++) {
+        size_t to = (size_t)s->last_end[k];
+        if (strncmp(path + from, s->last + from, to - from) ||
+            (path[to] != ';' && path[to] != '\0'))
+            break;
+        from = to + 1;
+    }
+    return k;
 }
 
 int pa__pside_stack(pa_pside *s, const char *path, double self_j)
 {
-    path = stack_path(path);
-    if (pa__index_reserve(&s->shash, &s->shcap, 4096, 0, s->nstacks, stack_key_at, s) < 0)
+    size_t len = strlen(path);
+    if (!len)
+        return 0;
+    size_t k = common_frames(s, path);
+    if (PA__GROW(s->last, s->last_cap, len + 1, 256) < 0)
         return -ENOMEM;
-    size_t q = pa__hash_u64((uint64_t)(uintptr_t)path) & (s->shcap - 1);
-    for (; s->shash[q]; q = (q + 1) & (s->shcap - 1)) {
-        if (s->stacks[s->shash[q] - 1].path == path) {
-            s->stacks[s->shash[q] - 1].self += self_j / (double)s->runs;
-            return 0;
-        }
+    size_t from = k ? (size_t)s->last_end[k - 1] + 1 : 0;
+    int node = k ? s->last_node[k - 1] : -1;
+    memcpy(s->last, path, len + 1);
+    s->last_n = k;
+    while (from < len) {
+        const char *semi = strchr(path + from, ';');
+        size_t to = semi ? (size_t)(semi - path) : len;
+        node = side_child(s, node, path + from, to - from);
+        if (node < 0 || PA__GROW(s->last_node, s->last_ncap, s->last_n + 1, 64) < 0 ||
+            PA__GROW(s->last_end, s->last_ecap, s->last_n + 1, 64) < 0)
+            return -ENOMEM;
+        s->last_node[s->last_n] = node;
+        s->last_end[s->last_n++] = (int)to;
+        from = to + 1;
+        if (!semi)
+            break;
     }
-    if (PA__GROW(s->stacks, s->scap, s->nstacks + 1, 1024) < 0)
-        return -ENOMEM;
-    s->stacks[s->nstacks] = (pside_stack){.path = path, .self = self_j / (double)s->runs};
-    s->shash[q] = (int)++s->nstacks;
+    if (node >= 0)
+        s->nodes[node].self += self_j / (double)s->runs;
     return 0;
 }
 
@@ -508,8 +537,11 @@ void pa_pside_free(pa_pside *s)
         free(s->fns[i].self);
     free(s->fns);
     free(s->fhash);
-    free(s->stacks);
-    free(s->shash);
+    free(s->nodes);
+    free(s->nhash);
+    free(s->last);
+    free(s->last_node);
+    free(s->last_end);
     free(s->total);
     free(s);
 }
