@@ -26,6 +26,7 @@ typedef struct diff_opts {
     unsigned long top;
     double min_pct; /* --min-change */
     bool quiet;
+    const char *summarize; /* --summarize DIR */
 } diff_opts;
 
 /* "10" or "10%": percent; "0.5J": joules */
@@ -190,6 +191,37 @@ static int run_diff(const diff_opts *o, const char *const *ops)
     return st;
 }
 
+/* --summarize DIR: a folder of run-1/ ... run-N/ made by hand or by a
+ * script (jalen's runs: jalen-agent/jalen-repeat.sh) gets what `profile
+ * --repeat` writes, repeat.csv and summary.json */
+static int summarize(const diff_opts *o)
+{
+    char err[1024];
+    pa_pside *s;
+    if (pa_pside_load(o->summarize, &s, err, sizeof(err)) < 0) {
+        pa_cli_error(CMD, "%s", err);
+        return PA_EXIT_USAGE;
+    }
+    double mean, half, cv;
+    size_t runs = pa_pside_runs(s);
+    int rc = runs < 2 ? -EINVAL : pa_pside_write_repeat(s, o->summarize, 0, &mean, &half, &cv);
+    pa_pside_free(s);
+    if (rc == -EINVAL) {
+        pa_cli_error(CMD, "--summarize %s: no run-1/ ... run-N/ folders (two at least)",
+                     o->summarize);
+        return PA_EXIT_USAGE;
+    }
+    if (rc < 0) {
+        pa_cli_error(CMD, "writing %s: %s", o->summarize, strerror(-rc));
+        return PA_EXIT_FAIL;
+    }
+    if (!o->quiet)
+        printf("%zu runs: %.3f J +- %.3f (95 %% interval), coefficient of variation %.1f %%; "
+               "per function in %s/repeat.csv\n",
+               runs, mean, half, 100 * cv, o->summarize);
+    return PA_EXIT_OK;
+}
+
 int pa_cli_diff(int argc, char **argv)
 {
     diff_opts o = {.out = "powerapi-diff", .top = 20, .min_pct = 5};
@@ -200,6 +232,10 @@ int pa_cli_diff(int argc, char **argv)
                       "differential flamegraph.html (default powerapi-diff)"),
         PA_OPT_UINT('n', "top", &o.top, "N", "functions printed (default 20)", 1, 1000000),
         PA_OPT_FLAG('q', "quiet", &o.quiet, "print nothing but errors"),
+        PA_OPT_STRING(0, "summarize", &o.summarize, "DIR",
+                      "instead of comparing: DIR's run-1/ ... run-N/ (a\n"
+                      "repeated jalen or profile) summed up in\n"
+                      "DIR/repeat.csv and DIR/summary.json"),
         PA_OPT_CALLBACK(0, "min-change", &o, "PERCENT",
                         "a function's change under PERCENT of its energy\n"
                         "is noise, however sure the test (default 5)",
@@ -218,7 +254,7 @@ int pa_cli_diff(int argc, char **argv)
     };
     const pa_cli_cmd c = {
         .name = CMD,
-        .usage = "%s diff [OPTIONS] A B\n",
+        .usage = "%s diff [OPTIONS] A B\n       %s diff --summarize DIR\n",
         .about = "\nCompares two profiles: result folders of `powerapi profile` or jalen\n"
                  "(repeated ones, from --repeat N, get Welch's t-test) or pprof files\n"
                  "with an energy or cpu sample type.  Prints the total A -> B and each\n"
@@ -234,6 +270,8 @@ int pa_cli_diff(int argc, char **argv)
     int st = parse(&c, argc, argv, ops, &nops);
     if (st)
         return st < 0 ? PA_EXIT_OK : st;
+    if (o.summarize && nops == 0)
+        return summarize(&o);
     if (nops != 2)
         return pa_cli_usage_error(CMD, "needs two profiles, A and B (%d given)", nops);
     return run_diff(&o, ops);
