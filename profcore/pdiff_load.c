@@ -367,6 +367,38 @@ static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i)
     return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
 }
 
+/* The entry of an id: writers number them 1..n (profcore's too), so
+ * entry id - 1 is tried first, then every entry. */
+static Perftools__Profiles__Location *loc_of(const Perftools__Profiles__Profile *p, uint64_t id)
+{
+    if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
+        return p->location[id - 1];
+    for (size_t i = 0; i < p->n_location; i++)
+        if (p->location[i]->id == id)
+            return p->location[i];
+    return NULL;
+}
+
+static Perftools__Profiles__Function *fn_of(const Perftools__Profiles__Profile *p, uint64_t id)
+{
+    if (id >= 1 && id <= p->n_function && p->function[id - 1]->id == id)
+        return p->function[id - 1];
+    for (size_t i = 0; i < p->n_function; i++)
+        if (p->function[i]->id == id)
+            return p->function[i];
+    return NULL;
+}
+
+static Perftools__Profiles__Mapping *map_of(const Perftools__Profiles__Profile *p, uint64_t id)
+{
+    if (id >= 1 && id <= p->n_mapping && p->mapping[id - 1]->id == id)
+        return p->mapping[id - 1];
+    for (size_t i = 0; i < p->n_mapping; i++)
+        if (p->mapping[i]->id == id)
+            return p->mapping[i];
+    return NULL;
+}
+
 /* The value index of the "energy" sample type (else "cpu"), its scale to
  * J or s and the side's unit; -1 when there is neither. */
 static int pprof_type(const Perftools__Profiles__Profile *p, double *scale, const char **unit)
@@ -395,21 +427,21 @@ static int pprof_frames(pa_pside *s, const Perftools__Profiles__Profile *p,
                         const Perftools__Profiles__Location *l, int *ids, int max)
 {
     const char *mod = "";
-    for (size_t m = 0; m < p->n_mapping; m++)
-        if (p->mapping[m]->id == l->mapping_id) {
-            const char *f = pstr(p, p->mapping[m]->filename), *sl = strrchr(f, '/');
-            mod = sl ? sl + 1 : f;
-        }
+    const Perftools__Profiles__Mapping *m = map_of(p, l->mapping_id);
+    if (m) {
+        const char *f = pstr(p, m->filename), *sl = strrchr(f, '/');
+        mod = sl ? sl + 1 : f;
+    }
     int n = 0;
-    for (size_t k = 0; k < l->n_line && n < max; k++)
-        for (size_t f = 0; f < p->n_function; f++)
-            if (p->function[f]->id == l->line[k]->function_id) {
-                int i = pa__pside_fn(s, pstr(p, p->function[f]->name), mod);
-                if (i < 0)
-                    return i;
-                ids[n++] = i;
-                break;
-            }
+    for (size_t k = 0; k < l->n_line && n < max; k++) {
+        const Perftools__Profiles__Function *f = fn_of(p, l->line[k]->function_id);
+        if (!f)
+            continue;
+        int i = pa__pside_fn(s, pstr(p, f->name), mod);
+        if (i < 0)
+            return i;
+        ids[n++] = i;
+    }
     return n;
 }
 
@@ -417,15 +449,13 @@ static int pprof_sample(pa_pside *s, const Perftools__Profiles__Profile *p,
                         const Perftools__Profiles__Sample *sm, double v, char **path, size_t *cap)
 {
     int ids[PA_PMAX_DEPTH * 2], n = 0;
-    for (size_t k = 0; k < sm->n_location_id && n < PA_PMAX_DEPTH; k++)
-        for (size_t l = 0; l < p->n_location; l++)
-            if (p->location[l]->id == sm->location_id[k]) {
-                int r = pprof_frames(s, p, p->location[l], ids + n, PA_PMAX_DEPTH * 2 - n);
-                if (r < 0)
-                    return r;
-                n += r;
-                break;
-            }
+    for (size_t k = 0; k < sm->n_location_id && n < PA_PMAX_DEPTH; k++) {
+        const Perftools__Profiles__Location *l = loc_of(p, sm->location_id[k]);
+        int r = l ? pprof_frames(s, p, l, ids + n, PA_PMAX_DEPTH * 2 - n) : 0;
+        if (r < 0)
+            return r;
+        n += r;
+    }
     if (n == 0)
         return 0;
     s->fns[ids[0]].self[0] += v;
