@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -367,37 +368,23 @@ static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i)
     return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
 }
 
-/* The entry of an id: writers number them 1..n (profcore's too), so
- * entry id - 1 is tried first, then every entry. */
-static Perftools__Profiles__Location *loc_of(const Perftools__Profiles__Profile *p, uint64_t id)
+/* The entry of an id among n messages whose uint64_t id is at offset off
+ * (Location, Function, Mapping): writers number them 1..n (profcore's
+ * too), so entry id - 1 is tried first, then every entry. */
+static const void *by_id(void *const *v, size_t n, size_t off, uint64_t id)
 {
-    if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
-        return p->location[id - 1];
-    for (size_t i = 0; i < p->n_location; i++)
-        if (p->location[i]->id == id)
-            return p->location[i];
+#define ID_AT(i) (*(const uint64_t *)(const void *)((const char *)v[i] + off))
+    if (id >= 1 && id <= n && ID_AT(id - 1) == id)
+        return v[id - 1];
+    for (size_t i = 0; i < n; i++)
+        if (ID_AT(i) == id)
+            return v[i];
     return NULL;
+#undef ID_AT
 }
 
-static Perftools__Profiles__Function *fn_of(const Perftools__Profiles__Profile *p, uint64_t id)
-{
-    if (id >= 1 && id <= p->n_function && p->function[id - 1]->id == id)
-        return p->function[id - 1];
-    for (size_t i = 0; i < p->n_function; i++)
-        if (p->function[i]->id == id)
-            return p->function[i];
-    return NULL;
-}
-
-static Perftools__Profiles__Mapping *map_of(const Perftools__Profiles__Profile *p, uint64_t id)
-{
-    if (id >= 1 && id <= p->n_mapping && p->mapping[id - 1]->id == id)
-        return p->mapping[id - 1];
-    for (size_t i = 0; i < p->n_mapping; i++)
-        if (p->mapping[i]->id == id)
-            return p->mapping[i];
-    return NULL;
-}
+#define BY_ID(p, what, T, want)                                                                    \
+    ((const T *)by_id((void *const *)(p)->what, (p)->n_##what, offsetof(T, id), (want)))
 
 /* The value index of the "energy" sample type (else "cpu"), its scale to
  * J or s and the side's unit; -1 when there is neither. */
@@ -427,14 +414,16 @@ static int pprof_frames(pa_pside *s, const Perftools__Profiles__Profile *p,
                         const Perftools__Profiles__Location *l, int *ids, int max)
 {
     const char *mod = "";
-    const Perftools__Profiles__Mapping *m = map_of(p, l->mapping_id);
+    const Perftools__Profiles__Mapping *m =
+        BY_ID(p, mapping, Perftools__Profiles__Mapping, l->mapping_id);
     if (m) {
         const char *f = pstr(p, m->filename), *sl = strrchr(f, '/');
         mod = sl ? sl + 1 : f;
     }
     int n = 0;
     for (size_t k = 0; k < l->n_line && n < max; k++) {
-        const Perftools__Profiles__Function *f = fn_of(p, l->line[k]->function_id);
+        const Perftools__Profiles__Function *f =
+            BY_ID(p, function, Perftools__Profiles__Function, l->line[k]->function_id);
         if (!f)
             continue;
         int i = pa__pside_fn(s, pstr(p, f->name), mod);
@@ -450,7 +439,8 @@ static int pprof_sample(pa_pside *s, const Perftools__Profiles__Profile *p,
 {
     int ids[PA_PMAX_DEPTH * 2], n = 0;
     for (size_t k = 0; k < sm->n_location_id && n < PA_PMAX_DEPTH; k++) {
-        const Perftools__Profiles__Location *l = loc_of(p, sm->location_id[k]);
+        const Perftools__Profiles__Location *l =
+            BY_ID(p, location, Perftools__Profiles__Location, sm->location_id[k]);
         int r = l ? pprof_frames(s, p, l, ids + n, PA_PMAX_DEPTH * 2 - n) : 0;
         if (r < 0)
             return r;
