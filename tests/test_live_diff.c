@@ -58,7 +58,8 @@ static void setup(void)
     dir = pa_test_tmpdir();
     pa_test_write(dir, "work.c", "%s", workload);
     /* the same program built twice, each with its own layout and name */
-    sh("cd %s && cc -O2 -o work-1 work.c && cc -O2 -falign-functions=64 -DV2 -o work-2 work.c", dir);
+    sh("cd %s && cc -O2 -o work-1 work.c && cc -O2 -falign-functions=64 -DV2 -o work-2 work.c",
+       dir);
     for (int v = 1; v <= 2; v++) {
         char out[512], cmd[512];
         snprintf(out, sizeof(out), "%s/p%d", dir, v);
