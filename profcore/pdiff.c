@@ -207,6 +207,34 @@ static void renames(pa_pdiff *d, double min_j)
     }
 }
 
+/* A function gone from B (1 % of the energy at least, no rename said)
+ * whose caller in A's tree (the one through which most of its energy
+ * came) gained self energy of at least half of it in B: perhaps inlined
+ * into that caller; said, not matched. */
+static void inlines(pa_pdiff *d, double min_j)
+{
+    for (size_t i = 0; i < d->nrows; i++) {
+        pa_pdiff_row *r = &d->rows[i];
+        if (r->match != PA_PMATCH_ONLY_A || r->note[0] || r->self.a < min_j)
+            continue;
+        const char *caller = NULL;
+        double best = 0;
+        for (size_t k = 0; k < d->nnodes; k++) {
+            const pdiff_node *n = &d->nodes[k];
+            if (n->name == r->name && n->parent >= 0 && n->a_total > best) {
+                best = n->a_total;
+                caller = d->nodes[n->parent].name;
+            }
+        }
+        const pa_pdiff_row *c = caller ? pa_pdiff_find(d, caller) : NULL;
+        if (c && c->match != PA_PMATCH_ONLY_A && c->self.change >= 0.5 * r->self.a)
+            snprintf(r->note, sizeof(r->note),
+                     "inlined into %.60s? (its self energy rose by "
+                     "%.3f; not matched)",
+                     caller, c->self.change);
+    }
+}
+
 static int cmp_rows(const void *x, const void *y)
 {
     const pa_pdiff_row *a = x, *b = y;
@@ -376,6 +404,7 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff 
             d->total.change != 0 ? 100 * d->rows[i].self.change / d->total.change : 0;
     negligible(d, min_pct);
     renames(d, min_j);
+    inlines(d, min_j);
     qsort(d->rows, d->nrows, sizeof(*d->rows), cmp_rows);
     *out = d;
     return 0;

@@ -212,6 +212,25 @@ START_TEST(matching)
 }
 END_TEST
 
+/* tokenize (2 J under main in A) is gone in B, where main's own energy
+ * rose by as much: said to be inlined, not matched */
+START_TEST(inlined)
+{
+    char *dir = pa_test_tmpdir();
+    const fn_spec a[] = {{"tokenize", "app", 2}, {"parse", "app", 3}},
+                  b[] = {{"main", "app", 2}, {"parse", "app", 3}};
+    write_run(dir, "a", a, 2, 0);
+    write_run(dir, "b", b, 2, 0);
+    pa_pdiff *d = compare(dir, "a", "b");
+    const pa_pdiff_row *t = pa_pdiff_find(d, "tokenize");
+    ck_assert(t != NULL);
+    ck_assert_int_eq(t->match, PA_PMATCH_ONLY_A);
+    ck_assert_msg(strstr(t->note, "inlined into main?"), "%s", t->note);
+    pa_pdiff_free(d);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
 static void run_cli(pa_test_cli_run *r, const char *dir, const char *a, const char *b,
                     const char *x1, const char *x2)
 {
@@ -365,6 +384,7 @@ static Suite *suite(void)
     tcase_add_test(tc, self_is_noise);
     tcase_add_test(tc, known_shift);
     tcase_add_test(tc, matching);
+    tcase_add_test(tc, inlined);
     tcase_add_test(tc, cli_files_and_fail);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, pprof_side);
