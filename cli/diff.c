@@ -236,15 +236,16 @@ int pa_cli_diff(int argc, char **argv)
                       "instead of comparing: DIR's run-1/ ... run-N/ (a\n"
                       "repeated jalen or profile) summed up in\n"
                       "DIR/repeat.csv and DIR/summary.json"),
+        PA_OPT_GROUP("Comparison:"),
         PA_OPT_CALLBACK(0, "min-change", &o, "PERCENT",
                         "a function's change under PERCENT of its energy\n"
                         "is noise, however sure the test (default 5)",
                         set_min_change),
         PA_OPT_GROUP("Checks (for CI):"),
-        PA_OPT_CALLBACK(0, "fail-above", &o, "PERCENT|JJ",
+        PA_OPT_CALLBACK(0, "fail-above", &o, "PERCENT|XJ",
                         "exit 1 when the total (or each --function) rose by\n"
-                        "more than PERCENT (or J joules), significantly where\n"
-                        "both sides have repeats",
+                        "more than PERCENT (or X joules: 0.5J), significantly\n"
+                        "where both sides have repeats",
                         set_fail_above),
         PA_OPT_CALLBACK(0, "function", &o, "NAME",
                         "check NAME's self energy instead of the total\n"
