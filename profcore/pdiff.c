@@ -380,7 +380,7 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff 
     if (!d)
         return -ENOMEM;
     d->unit = a->unit;
-    d->tool = a->tool;
+    snprintf(d->tool, sizeof(d->tool), "%s", a->tool);
     d->runs_a = a->runs;
     d->runs_b = b->runs;
     describe(d, min_pct);

@@ -67,7 +67,7 @@ typedef struct pdiff_node {
 struct pa_pdiff {
     const char *unit;
     size_t runs_a, runs_b;
-    const char *tool;
+    char tool[8];
     pa_pchange total;
     pa_pdiff_row *rows;
     size_t nrows;
