@@ -7,6 +7,7 @@
 #include "profcore.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -249,13 +250,16 @@ static int read_csv(pa_pside *s, const char *dir, const char *file, char *err, s
         n = csv_split(line, f, 32);
         if (n <= c.total || n <= c.self || (c.module >= 0 && n <= c.module))
             continue;
+        double self = strtod(f[c.self], NULL), total = strtod(f[c.total], NULL);
+        if (!isfinite(self) || !isfinite(total))
+            continue; /* "nan", "inf": no energy of a function */
         int i = pa__pside_fn(s, f[c.name], c.module >= 0 ? f[c.module] : "");
         if (i < 0) {
             rc = fail(err, len, i, "out of memory");
             break;
         }
-        s->fns[i].self[s->run] += strtod(f[c.self], NULL);
-        s->fns[i].total[s->run] += strtod(f[c.total], NULL);
+        s->fns[i].self[s->run] += self;
+        s->fns[i].total[s->run] += total;
         rows++;
     }
     fclose(in);
@@ -281,6 +285,8 @@ static int read_total(pa_pside *s, const char *dir, char *err, size_t len)
     if (!k)
         return fail(err, len, -EINVAL, "%s: no process_energy_j", path);
     s->total[s->run] = strtod(k + 19, NULL);
+    if (!isfinite(s->total[s->run]))
+        return fail(err, len, -EINVAL, "%s: process_energy_j is no number", path);
     if (s->total[s->run] <= 0)
         return fail(err, len, -ENODATA, "%s: empty profile (process_energy_j is 0)", path);
     return 0;
@@ -301,7 +307,9 @@ static int read_collapsed(pa_pside *s, const char *dir, char *err, size_t len)
         if (!sp)
             continue;
         *sp = '\0';
-        rc = pa__pside_stack(s, line, strtod(sp + 1, NULL) * 1e-6);
+        double uj = strtod(sp + 1, NULL);
+        if (isfinite(uj))
+            rc = pa__pside_stack(s, line, uj * 1e-6);
     }
     free(line);
     fclose(in);
