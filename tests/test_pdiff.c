@@ -130,6 +130,7 @@ START_TEST(self_is_noise)
         pa_pdiff_free(d);
         pa_test_rmtree(dir);
     }
+    fprintf(stderr, "self_is_noise: %d of 10 trials without a significant change\n", clean);
     ck_assert_msg(clean >= 9, "only %d of 10 trials without a significant change", clean);
 }
 END_TEST
