@@ -405,7 +405,8 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff 
     negligible(d, min_pct);
     renames(d, min_j);
     inlines(d, min_j);
-    qsort(d->rows, d->nrows, sizeof(*d->rows), cmp_rows);
+    if (d->nrows)
+        qsort(d->rows, d->nrows, sizeof(*d->rows), cmp_rows);
     *out = d;
     return 0;
 }
