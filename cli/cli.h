@@ -86,10 +86,11 @@ int pa_cli_profile(int argc, char **argv); /* cli/profile.c */
 int pa_cli_jalen(int argc, char **argv);   /* cli/jalen.c */
 int pa_cli_diff(int argc, char **argv);    /* cli/diff.c */
 
-/* `powerapi profile --repeat N` (cli/profile_repeat.c): cmd profiled
- * repeat times by this program into out/run-K (opts, the options as
- * given, passed on), after warmup unprofiled runs; then out/repeat.csv
- * and out/summary.json.  Returns the exit status (a failed run's own). */
+/* `powerapi profile --repeat N` and `powerapi jalen --repeat N`
+ * (cli/profile_repeat.c): cmd profiled repeat times, by this program
+ * (opts, the options as given, passed on) or under the agent, into
+ * out/run-K, after warmup unprofiled runs; then out/repeat.csv and
+ * out/summary.json.  Returns the exit status (a failed run's own). */
 typedef struct pa_cli_repeat {
     char **opts; /* the options of the command line, before COMMAND */
     int nopts;
@@ -97,6 +98,11 @@ typedef struct pa_cli_repeat {
     const char *out;
     unsigned long repeat, warmup;
     bool quiet;
+    /* `powerapi jalen --repeat`: each run is cmd with
+     * -agentpath:AGENT=out=out/run-K[,agent_opts] after cmd[0] instead of
+     * a profile of it (NULL: a profile) */
+    const char *agent, *agent_opts;
+    const char *cmd_name; /* "profile" or "jalen", for messages */
 } pa_cli_repeat;
 int pa_cli_profile_repeat(const pa_cli_repeat *r);
 

@@ -192,7 +192,7 @@ static int run_diff(const diff_opts *o, const char *const *ops)
 }
 
 /* --summarize DIR: a folder of run-1/ ... run-N/ made by hand or by a
- * script (jalen's runs: jalen-agent/jalen-repeat.sh) gets what `profile
+ * script gets what `profile
  * --repeat` writes, repeat.csv and summary.json */
 static int summarize(const diff_opts *o)
 {

@@ -1,5 +1,7 @@
 /*
- * profile_repeat.c - `powerapi profile --repeat N -- COMMAND` (issue 44):
+ * profile_repeat.c - `powerapi profile --repeat N -- COMMAND` (issue 44),
+ * and `powerapi jalen --repeat N -- java ...` (each run under the agent,
+ * out=DIR/run-K, instead of a profile of its own):
  * the command profiled N times, each run a whole `powerapi profile` of
  * its own (this program again, into DIR/run-K), after --warmup runs of
  * the command unprofiled; then profcore's figures of the runs (mean,
@@ -15,11 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CMD "profile"
+#define CMD (r->cmd_name ? r->cmd_name : "profile")
 
 /* Runs argv (execv of path, or execvp of argv[0] when path is NULL) and
  * waits: its exit status, 128 + its signal, or PA_EXIT_FAIL. */
-static int run_wait(const char *path, char **argv)
+static int run_wait(const pa_cli_repeat *r, const char *path, char **argv)
 {
     pid_t pid = fork();
     if (pid < 0) {
@@ -64,7 +66,31 @@ static int one_run(const pa_cli_repeat *r, unsigned long k)
         v[n++] = tail[i];
     for (size_t i = 0; i < ncmd; i++)
         v[n++] = r->cmd[i];
-    int st = run_wait("/proc/self/exe", v);
+    int st = run_wait(r, "/proc/self/exe", v);
+    free(v);
+    return st;
+}
+
+/* java -agentpath:AGENT=out=DIR/run-K[,OPTS][,quiet] ARGS... */
+static int one_agent_run(const pa_cli_repeat *r, unsigned long k)
+{
+    size_t ncmd = 0;
+    while (r->cmd[ncmd])
+        ncmd++;
+    char **v = calloc(ncmd + 2, sizeof(*v));
+    char *ap = NULL;
+    if (!v || asprintf(&ap, "-agentpath:%s=out=%s/run-%lu%s%s%s", r->agent, r->out, k,
+                       r->agent_opts ? "," : "", r->agent_opts ? r->agent_opts : "",
+                       r->quiet ? ",quiet" : "") < 0) {
+        free(v);
+        return PA_EXIT_FAIL;
+    }
+    v[0] = r->cmd[0];
+    v[1] = ap;
+    for (size_t i = 1; i < ncmd; i++)
+        v[i + 1] = r->cmd[i];
+    int st = run_wait(r, NULL, v);
+    free(ap);
     free(v);
     return st;
 }
@@ -72,14 +98,14 @@ static int one_run(const pa_cli_repeat *r, unsigned long k)
 int pa_cli_profile_repeat(const pa_cli_repeat *r)
 {
     for (unsigned long w = 0; w < r->warmup; w++) {
-        int st = run_wait(NULL, r->cmd);
+        int st = run_wait(r, NULL, r->cmd);
         if (st) {
             pa_cli_error(CMD, "warm-up run %lu of %s: exit status %d", w + 1, r->cmd[0], st);
             return st;
         }
     }
     for (unsigned long k = 1; k <= r->repeat; k++) {
-        int st = one_run(r, k);
+        int st = r->agent ? one_agent_run(r, k) : one_run(r, k);
         if (st) {
             pa_cli_error(CMD, "run %lu of %lu: exit status %d (the runs before are in %s)", k,
                          r->repeat, st, r->out);

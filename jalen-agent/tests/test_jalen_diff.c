@@ -2,7 +2,7 @@
  * test_jalen_diff.c - Java repeats and `powerapi diff` (issue 44): a Java
  * workload in two versions, the second doing 30 % more work in growWork
  * and 10 % less in shrinkWork, each run 5 times under the agent by
- * jalen-agent/jalen-repeat.sh; `powerapi diff` names both methods with
+ * `powerapi jalen --repeat 5`; `powerapi diff` names both methods with
  * the right signs and changes within 5 points, sameWork not significant,
  * and --fail-above 10 --function Work.growWork fails one way and passes
  * the other.  About 8 s.
@@ -67,11 +67,11 @@ static void build(int v, int grow, int shrink)
     char *out = NULL;
     ck_assert_msg(sh(cmd, &out) == 0, "%s: %s", cmd, out);
     free(out);
-    /* five runs under the agent, then --summarize */
+    /* five runs under the agent: powerapi jalen --repeat */
     snprintf(cmd, sizeof(cmd),
-             "cd %s && PATH=\"$(dirname %s):$PATH\" JALEN_AGENT=%s %s/../../jalen-repeat.sh -n 5 "
-             "-o %s/j%d --options interval=1ms,quiet -- %s -cp %s/v%d Work 2>&1",
-             dir, PA_CLI_BIN, JALEN_AGENT, JALEN_JAVA_SRC, dir, v, JALEN_JAVA, dir, v);
+             "%s jalen --repeat 5 -o %s/j%d --agent %s --agent-options interval=1ms,quiet -- %s "
+             "-cp %s/v%d Work 2>&1",
+             PA_CLI_BIN, dir, v, JALEN_AGENT, JALEN_JAVA, dir, v);
     ck_assert_msg(sh(cmd, &out) == 0, "%s:\n%s", cmd, out);
     ck_assert_msg(strstr(out, "5 runs:") && strstr(out, "coefficient of variation"), "%s", out);
     free(out);
