@@ -3,7 +3,7 @@
  * two synthetic result folders of `powerapi profile` (energy.collapsed
  * with one line per call-tree node, functions.csv with 30,011 functions,
  * summary.json), B with every value moved a little and 100 functions
- * renamed; timed: loading both (pa_pside_load), comparing (pa_pdiff_new:
+ * renamed; timed: loading both (pc_side_load), comparing (pc_diff_new:
  * matching, tests, the union tree) and writing the four files, beside the
  * floor measured in the same run: reading both folders' files into memory
  * and splitting their lines.  Median of 5 rounds.
@@ -41,7 +41,7 @@ static const char *fname(int f, int side, char *buf, size_t len)
 static void write_side(const char *dir, int side)
 {
     char path[4200];
-    if (pa_pout_mkdirs(dir, 0755) < 0)
+    if (pc_out_mkdirs(dir, 0755) < 0)
         exit(1);
     snprintf(path, sizeof(path), "%s/energy.collapsed", dir);
     FILE *c = fopen(path, "w");
@@ -132,24 +132,24 @@ int main(void)
         char err[512];
         fl[r] = read_floor(dirs);
         double t0 = now_s();
-        pa_pside *sa, *sb;
-        if (pa_pside_load(a, &sa, err, sizeof(err)) < 0 ||
-            pa_pside_load(b, &sb, err, sizeof(err)) < 0) {
+        pc_side *sa, *sb;
+        if (pc_side_load(a, &sa, err, sizeof(err)) < 0 ||
+            pc_side_load(b, &sb, err, sizeof(err)) < 0) {
             fprintf(stderr, "bench_diff: %s\n", err);
             return 1;
         }
         double t1 = now_s();
-        pa_pdiff *d;
-        if (pa_pdiff_new(sa, sb, 5, &d, err, sizeof(err)) < 0)
+        pc_diff *d;
+        if (pc_diff_new(sa, sb, 5, &d, err, sizeof(err)) < 0)
             return 1;
         double t2 = now_s();
-        if (pa_pdiff_write(d, out, "a", "b") < 0)
+        if (pc_diff_write(d, out, "a", "b") < 0)
             return 1;
         double t3 = now_s();
-        pa_pdiff_rows(d, &rows);
-        pa_pdiff_free(d);
-        pa_pside_free(sa);
-        pa_pside_free(sb);
+        pc_diff_rows(d, &rows);
+        pc_diff_free(d);
+        pc_side_free(sa);
+        pc_side_free(sb);
         ld[r] = t1 - t0;
         cmp[r] = t2 - t1;
         wr[r] = t3 - t2;
@@ -160,7 +160,7 @@ int main(void)
            NODES, FUNCS, rows, ROUNDS);
     printf("  floor: reading both folders' files, lines split  %8.1f ms\n",
            1e3 * pa_bench_median(fl, ROUNDS));
-    printf("  loading both sides (pa_pside_load)               %8.1f ms\n",
+    printf("  loading both sides (pc_side_load)               %8.1f ms\n",
            1e3 * pa_bench_median(ld, ROUNDS));
     printf("  comparing (match, Welch/Holm, union tree)        %8.1f ms\n",
            1e3 * pa_bench_median(cmp, ROUNDS));

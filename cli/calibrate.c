@@ -41,7 +41,7 @@ static void on_signal(int sig)
 
 static void note(void *arg, const char *msg)
 {
-    fprintf(stderr, "%s %s: %s\n", pa_cli_prog, CMD, msg);
+    fprintf(stderr, "%s %s: %s\n", cli_prog, CMD, msg);
 }
 
 /* The curve's table and plot, and each frequency's points. */
@@ -79,7 +79,7 @@ static int write_file(const opts *o, const pa_curve *c, const double *res, unsig
         snprintf(path, sizeof(path), "%s", o->output);
     } else {
         if ((rc = pa_calibration_standard_path(path, sizeof(path))) < 0) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            cli_error(CMD, "%s", cli_errmsg(rc));
             return -1;
         }
         char dir[PATH_MAX];
@@ -88,12 +88,12 @@ static int write_file(const opts *o, const pa_curve *c, const double *res, unsig
         /* a folder that cannot be made: pa_calibration_write says why */
         if (slash) {
             *slash = '\0';
-            (void)pa_pout_mkdirs(dir, 0755);
+            (void)pc_out_mkdirs(dir, 0755);
         }
     }
     rc = pa_calibration_write(path, c, res, ncpus, vmean, vp95, venergy);
     if (rc < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        cli_error(CMD, "%s", cli_errmsg(rc));
         return -1;
     }
     printf("\nwritten: %s (use it with --calibration %s or "
@@ -127,15 +127,15 @@ static int run(pa_ctx *ctx, const opts *o, const char *sysfs)
     pa_calibrate_validation v;
     int rc;
     if ((rc = pa_calibrate_new(ctx, &p, &cal)) < 0 || (rc = pa_calibrate_curve(cal, &r)) < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        cli_error(CMD, "%s", cli_errmsg(rc));
         pa_calibrate_free(cal);
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     print_curve(&r);
     if ((rc = pa_calibrate_validate(cal, &r.curve, &v)) < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        cli_error(CMD, "%s", cli_errmsg(rc));
         pa_calibrate_free(cal);
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     if (v.windows)
         printf("\nvalidation (random walk of load, %zu windows of 1 s): "
@@ -144,28 +144,28 @@ static int run(pa_ctx *ctx, const opts *o, const char *sysfs)
                v.windows, v.mean_pct, v.p95_pct, v.energy_pct, v.model_j, v.measured_j);
     rc = write_file(o, &r.curve, r.residual_w, r.ncpus, v.mean_pct, v.p95_pct, v.energy_pct);
     pa_calibrate_free(cal);
-    return rc < 0 ? PA_EXIT_FAIL : PA_EXIT_OK;
+    return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 static int set_frequencies(void *v, const char *cmd, const char *arg)
 {
     if (pa_calibrate_check_frequencies(arg) < 0)
-        return pa_cli_usage_error(cmd, "%s", pa_last_error());
+        return cli_usage_error(cmd, "%s", pa_last_error());
     *(const char **)v = arg;
     return 0;
 }
 
 static int set_validate(void *v, const char *cmd, const char *arg)
 {
-    static const pa_cli_opt any = {.long_name = "validate"};
+    static const cli_opt any = {.long_name = "validate"};
     if (!strcmp(arg, "0")) {
         *(uint64_t *)v = 0;
         return 0;
     }
-    return pa_cli_opt_duration(cmd, &any, arg, v);
+    return cli_opt_duration(cmd, &any, arg, v);
 }
 
-int pa_cli_calibrate(int argc, char **argv)
+int cli_calibrate(int argc, char **argv)
 {
     opts o = {.step = 5000000000ull,
               .settle = 500000000ull,
@@ -173,11 +173,11 @@ int pa_cli_calibrate(int argc, char **argv)
               .validate = 30000000000ull,
               .reps = 3,
               .levels = 10};
-    pa_cli_ctx co;
-    pa_cli_ctx_init(&co);
-    const pa_cli_opt table[] = {
-        PA_OPT_GROUP("Options:"),
-        {.type = PA_CLI_OPT_STRING,
+    cli_ctx co;
+    cli_ctx_init(&co);
+    const cli_opt table[] = {
+        CLI_OPT_GROUP("Options:"),
+        {.type = CLI_KIND_STRING,
          .short_name = 'o',
          .long_name = "output",
          .value = &o.output,
@@ -185,54 +185,55 @@ int pa_cli_calibrate(int argc, char **argv)
          .help = "where to write (default: /var/lib/powerapi/\n"
                  "calibration.txt as root, else\n"
                  "$XDG_DATA_HOME/powerapi/calibration.txt)"},
-        {.type = PA_CLI_OPT_DURATION,
+        {.type = CLI_KIND_DURATION,
          .long_name = "step",
          .value = &o.step,
          .argh = "DURATION",
          .help = "time at each load level (default 5s)",
          .alias = "duration"},
-        PA_OPT_DURATION(0, "settle", &o.settle,
-                        "time left out at the start of each level\n"
-                        "(default 500ms)",
-                        0, 0),
-        PA_OPT_UINT(0, "reps", &o.reps, "N", "repetitions of the ladder (default 3)", 1, 50),
-        PA_OPT_UINT(0, "levels", &o.levels, "N", "load levels above idle (default 10: 10 %% steps)",
-                    1, 50),
-        PA_OPT_DURATION(0, "window", &o.window, "measurement window (default 500ms)", 0, 0),
-        PA_OPT_CALLBACK(0, "validate", &o.validate, "DURATION",
-                        "random-walk validation (default 30s, 0: none)", set_validate),
-        PA_OPT_STRING(0, "windows", &o.windows, "FILE", "also write the validation windows as CSV"),
-        PA_OPT_CALLBACK(0, "frequencies", &o.frequencies, "LIST",
-                        "where cpufreq lets it set one (userspace\n"
-                        "governor's scaling_setspeed, else\n"
-                        "scaling_max_freq), the ladder again at each: min,\n"
-                        "mid, max or MHz joined by ',' (default\n"
-                        "min,mid,max; none: current frequency only);\n"
-                        "restored after",
-                        set_frequencies),
-        PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS),
-        PA_OPT_END,
+        CLI_OPT_DURATION(0, "settle", &o.settle,
+                         "time left out at the start of each level\n"
+                         "(default 500ms)",
+                         0, 0),
+        CLI_OPT_UINT(0, "reps", &o.reps, "N", "repetitions of the ladder (default 3)", 1, 50),
+        CLI_OPT_UINT(0, "levels", &o.levels, "N",
+                     "load levels above idle (default 10: 10 %% steps)", 1, 50),
+        CLI_OPT_DURATION(0, "window", &o.window, "measurement window (default 500ms)", 0, 0),
+        CLI_OPT_CALLBACK(0, "validate", &o.validate, "DURATION",
+                         "random-walk validation (default 30s, 0: none)", set_validate),
+        CLI_OPT_STRING(0, "windows", &o.windows, "FILE",
+                       "also write the validation windows as CSV"),
+        CLI_OPT_CALLBACK(0, "frequencies", &o.frequencies, "LIST",
+                         "where cpufreq lets it set one (userspace\n"
+                         "governor's scaling_setspeed, else\n"
+                         "scaling_max_freq), the ladder again at each: min,\n"
+                         "mid, max or MHz joined by ',' (default\n"
+                         "min,mid,max; none: current frequency only);\n"
+                         "restored after",
+                         set_frequencies),
+        CLI_OPT_CONTEXT(&co, CLI_CTXOPT_ROOTS),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {
+    const cli_cmd c = {
         .name = CMD, .usage = "%s calibrate [OPTIONS]\n", .about = calibrate_about, .opts = table};
     int first;
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
-        return st < 0 ? PA_EXIT_OK : st;
+        return st < 0 ? CLI_EXIT_OK : st;
     if (o.settle >= o.step || o.window * 2 > o.step - o.settle)
-        return pa_cli_usage_error(CMD, "--step must leave at least two "
-                                       "--window after --settle");
+        return cli_usage_error(CMD, "--step must leave at least two "
+                                    "--window after --settle");
 
     pa_ctx *ctx = NULL;
-    int rc = pa_cli_ctx_create(&co, CMD, &ctx);
+    int rc = cli_ctx_create(&co, CMD, &ctx);
     if (rc != 0)
         return rc;
     if ((rc = pa_module_enable(ctx, "procfs-cpu", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
         (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {
-        pa_cli_error(CMD, "needs RAPL to measure the curve: %s", pa_cli_errmsg(rc));
+        cli_error(CMD, "needs RAPL to measure the curve: %s", cli_errmsg(rc));
         pa_ctx_free(ctx);
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     int status = run(ctx, &o, co.copts.sysfs);
     pa_ctx_free(ctx);

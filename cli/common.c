@@ -16,47 +16,47 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *pa_cli_prog = "powerapi";
+const char *cli_prog = "powerapi";
 
-void pa_cli_error(const char *cmd, const char *fmt, ...)
+void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
     if (cmd)
-        fprintf(stderr, "%s %s: ", pa_cli_prog, cmd);
+        fprintf(stderr, "%s %s: ", cli_prog, cmd);
     else
-        fprintf(stderr, "%s: ", pa_cli_prog);
+        fprintf(stderr, "%s: ", cli_prog);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
 }
 
-int pa_cli_usage_error(const char *cmd, const char *fmt, ...)
+int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
     if (cmd)
-        fprintf(stderr, "%s %s: ", pa_cli_prog, cmd);
+        fprintf(stderr, "%s %s: ", cli_prog, cmd);
     else
-        fprintf(stderr, "%s: ", pa_cli_prog);
+        fprintf(stderr, "%s: ", cli_prog);
     vfprintf(stderr, fmt, ap);
     if (cmd)
-        fprintf(stderr, " (see '%s %s --help')\n", pa_cli_prog, cmd);
+        fprintf(stderr, " (see '%s %s --help')\n", cli_prog, cmd);
     else
-        fprintf(stderr, " (see '%s --help')\n", pa_cli_prog);
+        fprintf(stderr, " (see '%s --help')\n", cli_prog);
     va_end(ap);
-    return PA_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
 }
 
-const char *pa_cli_errmsg(int err)
+const char *cli_errmsg(int err)
 {
     const char *m = pa_last_error();
     return (m && *m) ? m : pa_strerror(err);
 }
 
-int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
+int cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
     if (!s || *s < '0' || *s > '9')
         return -EINVAL;
@@ -73,7 +73,7 @@ int pa_cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
     return 0;
 }
 
-int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
+int cli_parse_duration(const char *s, uint64_t *out_ns)
 {
     uint64_t v;
     if (!s || !*s)
@@ -88,7 +88,7 @@ int pa_cli_parse_duration(const char *s, uint64_t *out_ns)
     return 0;
 }
 
-int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
+int cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
 {
     char *copy = strdup(arg);
     if (!copy)
@@ -98,7 +98,7 @@ int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
     char *save = NULL;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         unsigned long v;
-        if (pa_cli_parse_uint(tok, 4194304, &v) < 0) {
+        if (cli_parse_uint(tok, 4194304, &v) < 0) {
             err = -EINVAL;
             break;
         }
@@ -115,42 +115,42 @@ int pa_cli_parse_pids(const char *arg, pid_t **pids, size_t *npids)
     return err ? err : added ? 0 : -EINVAL;
 }
 
-int pa_cli_getopt_error(const char *cmd, int c, char **argv)
+int cli_getopt_error(const char *cmd, int c, char **argv)
 {
     if (c == ':')
-        return pa_cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
     if (optopt && optopt < 256)
-        return pa_cli_usage_error(cmd, "unknown option '-%c'", optopt);
-    return pa_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 }
 
-int pa_cli_extra_arg(const char *cmd, const char *arg)
+int cli_extra_arg(const char *cmd, const char *arg)
 {
-    return pa_cli_usage_error(cmd, "unexpected argument '%s'", arg);
+    return cli_usage_error(cmd, "unexpected argument '%s'", arg);
 }
 
-int pa_cli_is_stop_signal(int s)
+int cli_is_stop_signal(int s)
 {
     return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;
 }
 
-void pa_cli_tick_error(const char *cmd, int err)
+void cli_tick_error(const char *cmd, int err)
 {
-    const char *msg = pa_cli_errmsg(err);
-    pa_cli_error(cmd, "%s%s", strncmp(msg, "tick:", 5) ? "tick: " : "", msg);
+    const char *msg = cli_errmsg(err);
+    cli_error(cmd, "%s%s", strncmp(msg, "tick:", 5) ? "tick: " : "", msg);
 }
 
-int pa_cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w, int *ex_r)
+int cli_spawn(const char *cmd, char **argv, pid_t *pid, int *go_w, int *ex_r)
 {
     int go[2] = {-1, -1}, ex[2] = {-1, -1};
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
-        pa_cli_error(cmd, "pipe: %s", strerror(errno));
+        cli_error(cmd, "pipe: %s", strerror(errno));
         goto fail;
     }
     fflush(NULL);
     pid_t p = fork();
     if (p < 0) {
-        pa_cli_error(cmd, "fork: %s", strerror(errno));
+        cli_error(cmd, "fork: %s", strerror(errno));
         goto fail;
     }
     if (p == 0) {
@@ -182,7 +182,7 @@ fail:
         if (ex[i] >= 0)
             close(ex[i]);
     }
-    return PA_EXIT_FAIL;
+    return CLI_EXIT_FAIL;
 }
 
 static uint64_t clock_ns(clockid_t id)
@@ -192,17 +192,17 @@ static uint64_t clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t pa_cli_mono_ns(void)
+uint64_t cli_mono_ns(void)
 {
     return clock_ns(CLOCK_MONOTONIC);
 }
 
-uint64_t pa_cli_real_ns(void)
+uint64_t cli_real_ns(void)
 {
     return clock_ns(CLOCK_REALTIME);
 }
 
-uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx)
+uint64_t cli_cpu_resolution_ns(pa_ctx *ctx)
 {
     pa_module_info mi;
     if (!ctx || pa_module_get(ctx, "procfs-cpu", &mi) < 0 || !mi.enabled)
@@ -211,25 +211,25 @@ uint64_t pa_cli_cpu_resolution_ns(pa_ctx *ctx)
     return hz > 0 ? 1000000000ull / (uint64_t)hz : 0;
 }
 
-int pa_cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns)
+int cli_warn_resolution(const char *cmd, pa_ctx *ctx, uint64_t window_ns)
 {
-    uint64_t res = pa_cli_cpu_resolution_ns(ctx);
+    uint64_t res = cli_cpu_resolution_ns(ctx);
     if (!res || window_ns >= res)
         return 0;
-    pa_cli_error(cmd,
-                 "windows of %.3g ms are shorter than the %.3g ms resolution "
-                 "of process CPU times (procfs-cpu: /proc/PID/stat counts "
-                 "clock ticks, USER_HZ %ld): most windows will read 0 W and "
-                 "some %.0f times the power; use --interval %.0fms or more "
-                 "(each window then within 10 %%)",
-                 (double)window_ns / 1e6, (double)res / 1e6, sysconf(_SC_CLK_TCK),
-                 (double)res / (double)window_ns, 10 * (double)res / 1e6);
+    cli_error(cmd,
+              "windows of %.3g ms are shorter than the %.3g ms resolution "
+              "of process CPU times (procfs-cpu: /proc/PID/stat counts "
+              "clock ticks, USER_HZ %ld): most windows will read 0 W and "
+              "some %.0f times the power; use --interval %.0fms or more "
+              "(each window then within 10 %%)",
+              (double)window_ns / 1e6, (double)res / 1e6, sysconf(_SC_CLK_TCK),
+              (double)res / (double)window_ns, 10 * (double)res / 1e6);
     return 1;
 }
 
-const char *const pa_cli_format_choices[] = {"table", "csv", "json", NULL};
+const char *const cli_format_choices[] = {"table", "csv", "json", NULL};
 
-int pa_cli_choice(const char *cmd, const char *opt, const char *const *choices, const char *arg)
+int cli_choice(const char *cmd, const char *opt, const char *const *choices, const char *arg)
 {
     char list[256] = "";
     for (int i = 0; choices[i]; i++) {
@@ -238,13 +238,13 @@ int pa_cli_choice(const char *cmd, const char *opt, const char *const *choices, 
         size_t u = strlen(list);
         snprintf(list + u, sizeof(list) - u, "%s%s", i ? ", " : "", choices[i]);
     }
-    pa_cli_usage_error(cmd, "--%s: unknown value '%s' (%s)", opt, arg, list);
+    cli_usage_error(cmd, "--%s: unknown value '%s' (%s)", opt, arg, list);
     return -1;
 }
 
-int pa_out_format_option(void *v, const char *cmd, const char *arg)
+int cli_format_option(void *v, const char *cmd, const char *arg)
 {
-    if (pa_cli_choice(cmd, "format", pa_cli_format_choices, arg) < 0)
-        return PA_EXIT_USAGE;
-    return pa_out_parse_format(arg, v) < 0 ? PA_EXIT_USAGE : 0;
+    if (cli_choice(cmd, "format", cli_format_choices, arg) < 0)
+        return CLI_EXIT_USAGE;
+    return rp_out_parse_format(arg, v) < 0 ? CLI_EXIT_USAGE : 0;
 }

@@ -9,6 +9,8 @@
  * long interval is not mistaken for a dead daemon.
  */
 #include "cli.h"
+#include "otlp_export.h"
+#include "vmgroups.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CMD "daemon"
 
@@ -34,6 +37,10 @@ typedef struct daemon_state {
     int last_err;            /* atomic: last publish error */
     bool guard_rapl;         /* refuse windows with RAPL-derived figures */
     int refused;             /* atomic: such a window was refused */
+    rp_vmgroups *vmg;        /* --vms: each window's VM records too */
+    cli_otlp_args otlp;      /* --otlp: each window pushed too */
+    cli_otlp *pusher;
+    rp_prom_opts page; /* the series pushed: every one, as serve's */
 } daemon_state;
 
 static const char daemon_about[] =
@@ -61,24 +68,39 @@ static bool rapl_derived(const pa_report *r)
 
 static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
-    (void)ctx;
     daemon_state *d = user;
     if (d->guard_rapl && rapl_derived(r)) {
         /* never published; the main thread stops the daemon */
         __atomic_store_n(&d->refused, 1, __ATOMIC_RELEASE);
         return;
     }
+    const pa_report *m = NULL;
+    if (d->vmg && rp_vmgroups_scan(d->vmg, ctx) == 0 && rp_vmgroups_merge(d->vmg, r, &m) == 0)
+        r = m; /* else the window without its VM records */
     int rc = pa_ring_publish(d->w, r);
+    cli_otlp_window(d->pusher, r, &d->page);
     if (rc < 0)
         __atomic_store_n(&d->last_err, rc, __ATOMIC_RELAXED);
     else
         __atomic_add_fetch(&d->published, 1, __ATOMIC_RELEASE);
 }
 
+/* --vms: the VM table, scanned once before the first tick (the
+ * hypervisors' threads watched from the start).  0 or the error, told. */
+static int start_vms(rp_vmgroups **g, pa_ctx *ctx, const cli_ctx *co)
+{
+    int rc = rp_vmgroups_new(g, co->copts.procfs, co->copts.rootfs);
+    if (rc == 0)
+        rc = rp_vmgroups_scan(*g, ctx);
+    if (rc < 0)
+        cli_error(CMD, "--vms: %s", cli_errmsg(rc));
+    return rc;
+}
+
 static int parse_group(const char *s, gid_t *out)
 {
     unsigned long v;
-    if (pa_cli_parse_uint(s, (gid_t)-2, &v) == 0 || strcmp(s, "0") == 0) {
+    if (cli_parse_uint(s, (gid_t)-2, &v) == 0 || strcmp(s, "0") == 0) {
         *out = (gid_t)(strcmp(s, "0") == 0 ? 0 : v);
         return 0;
     }
@@ -93,51 +115,65 @@ static int set_group(void *v, const char *cmd, const char *arg)
 {
     pa_ring_opts *ro = v;
     if (parse_group(arg, &ro->gid) < 0)
-        return pa_cli_usage_error(cmd, "--group: no group '%s'", arg);
+        return cli_usage_error(cmd, "--group: no group '%s'", arg);
     ro->set_gid = 1;
     ro->mode = 0640;
     return 0;
 }
 
-static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
+/* --otlp: every series of each window, as serve's page has them. */
+static int otlp_begin(daemon_state *d)
+{
+    d->page.max_cgroups = 1000;
+    if (gethostname(d->page.node, sizeof(d->page.node) - 1) < 0)
+        snprintf(d->page.node, sizeof(d->page.node), "unknown");
+    return cli_otlp_start(&d->otlp, CMD, &d->pusher);
+}
+
+static int daemon_main(int argc, char **argv, cli_ctx *co)
 {
     const char *ring = PA_RING_DEFAULT_NAME;
     pa_ring_opts ro = {.capacity = 100, .max_targets = 1024, .mode = 0644};
     daemon_state d = {0};
-    bool quiet = false, allow_fine_rapl = false;
+    bool quiet = false, allow_fine_rapl = false, vms = false;
     unsigned long capacity = 100, max_targets = 1024;
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Options:"),
-        PA_OPT_STRING('r', "ring", &ring, "NAME",
-                      "ring name (default " PA_RING_DEFAULT_NAME ": /dev/shm/" PA_RING_DEFAULT_NAME
-                      ")"),
-        PA_OPT_UINT('c', "capacity", &capacity, "N", "windows kept in the ring (default 100)", 2,
-                    100000),
-        PA_OPT_UINT('m', "max-targets", &max_targets, "N",
-                    "targets kept per window, the most powerful\n"
-                    "(default 1024)",
-                    1, 1u << 20),
-        PA_OPT_CALLBACK('g', "group", &ro, "GROUP",
-                        "readable by this group only (mode 0640; default\n"
-                        "0644)",
-                        set_group),
-        PA_OPT_UINT('n', "count", &d.count, "N", "stop after N windows", 1, ~0ul),
-        PA_OPT_FLAG(0, "allow-fine-rapl", &allow_fine_rapl,
-                    "publish RAPL-measured energy in windows under\n"
-                    "100 ms to a ring others can read (refused by\n"
-                    "default: fine-grained energy is a side channel,\n"
-                    "CVE-2020-8694)"),
-        PA_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
-        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL),
-        PA_OPT_END,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Options:"),
+        CLI_OPT_STRING('r', "ring", &ring, "NAME",
+                       "ring name (default " PA_RING_DEFAULT_NAME ": /dev/shm/" PA_RING_DEFAULT_NAME
+                       ")"),
+        CLI_OPT_UINT('c', "capacity", &capacity, "N", "windows kept in the ring (default 100)", 2,
+                     100000),
+        CLI_OPT_UINT('m', "max-targets", &max_targets, "N",
+                     "targets kept per window, the most powerful\n"
+                     "(default 1024)",
+                     1, 1u << 20),
+        CLI_OPT_CALLBACK('g', "group", &ro, "GROUP",
+                         "readable by this group only (mode 0640; default\n"
+                         "0644)",
+                         set_group),
+        CLI_OPT_UINT('n', "count", &d.count, "N", "stop after N windows", 1, ~0ul),
+        CLI_OPT_FLAG(0, "allow-fine-rapl", &allow_fine_rapl,
+                     "publish RAPL-measured energy in windows under\n"
+                     "100 ms to a ring others can read (refused by\n"
+                     "default: fine-grained energy is a side channel,\n"
+                     "CVE-2020-8694)"),
+        CLI_OPT_FLAG(0, "vms", &vms,
+                     "also publish a record per VM of this host (its\n"
+                     "name, its vCPUs' part: '--group-by vm' of the\n"
+                     "readers)"),
+        CLI_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
+        CLI_OPT_CONTEXT(co, CLI_CTXOPT_ALL),
+        CLI_OPT_OTLP(&d.otlp),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {
+    const cli_cmd c = {
         .name = CMD, .usage = "%s " CMD " [OPTIONS]\n", .about = daemon_about, .opts = opts};
     int first;
-    pa_cli_ctx_init(co);
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    cli_ctx_init(co);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
-        return st < 0 ? PA_EXIT_OK : st;
+        return st < 0 ? CLI_EXIT_OK : st;
     ro.capacity = (uint32_t)capacity;
     ro.max_targets = (uint32_t)max_targets;
     ro.interval_ns = co->interval_ns;
@@ -153,32 +189,34 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
     sigaddset(&sigs, SIGQUIT);
     sigprocmask(SIG_BLOCK, &sigs, &old);
 
-    int status = PA_EXIT_FAIL;
+    int status = CLI_EXIT_FAIL;
     pa_ctx *ctx = NULL;
     int rc = pa_ring_create(ring, &ro, &d.w);
     if (rc < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        cli_error(CMD, "%s", cli_errmsg(rc));
         goto out;
     }
-    if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+    if ((rc = otlp_begin(&d)) != 0 || (rc = cli_ctx_create(co, CMD, &ctx)) != 0) {
         status = rc;
         goto out;
     }
     if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        cli_error(CMD, "%s", cli_errmsg(rc));
         goto out;
     }
+    if (vms && (rc = start_vms(&d.vmg, ctx, co)) < 0)
+        goto out;
     /* The sampler's first tick primes the readings: the first window is
      * published one interval after start. */
     if ((rc = pa_start(ctx, ro.interval_ns, publish_cb, &d)) < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+        cli_error(CMD, "%s", cli_errmsg(rc));
         goto out;
     }
     if (!quiet)
         fprintf(stderr,
                 "%s " CMD ": publishing ring '%s' (/dev/shm/%s): %u windows "
                 "of %.3f s, up to %u targets each, mode %04o\n",
-                pa_cli_prog, ring[0] == '/' ? ring + 1 : ring, ring[0] == '/' ? ring + 1 : ring,
+                cli_prog, ring[0] == '/' ? ring + 1 : ring, ring[0] == '/' ? ring + 1 : ring,
                 ro.capacity, (double)ro.interval_ns / 1e9, ro.max_targets, ro.mode);
 
     int last_reported = 0;
@@ -192,50 +230,52 @@ static int daemon_main(int argc, char **argv, pa_cli_ctx *co)
         int s = sigtimedwait(&sigs, &si, &ts);
         if (s > 0) {
             if (!quiet)
-                fprintf(stderr, "%s " CMD ": %s, stopping\n", pa_cli_prog, strsignal(s));
-            status = PA_EXIT_OK;
+                fprintf(stderr, "%s " CMD ": %s, stopping\n", cli_prog, strsignal(s));
+            status = CLI_EXIT_OK;
             break;
         }
         if (__atomic_load_n(&d.refused, __ATOMIC_ACQUIRE)) {
-            pa_cli_error(CMD,
-                         "refusing to publish RAPL-measured energy in windows of "
-                         "%.0f ms to a ring others can read (mode %04o): energy read "
-                         "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
-                         "--interval 100ms or more, or --allow-fine-rapl if every "
-                         "reader of the ring may see it",
-                         (double)ro.interval_ns / 1e6, ro.mode);
+            cli_error(CMD,
+                      "refusing to publish RAPL-measured energy in windows of "
+                      "%.0f ms to a ring others can read (mode %04o): energy read "
+                      "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
+                      "--interval 100ms or more, or --allow-fine-rapl if every "
+                      "reader of the ring may see it",
+                      (double)ro.interval_ns / 1e6, ro.mode);
             break;
         }
         pa_ring_heartbeat(d.w);
         /* once "auto" has chosen (a window was published): windows under
          * the CPU times' resolution are said, as monitor says them */
         if (!res_checked && __atomic_load_n(&d.published, __ATOMIC_ACQUIRE)) {
-            pa_cli_warn_resolution(CMD, ctx, ro.interval_ns);
+            cli_warn_resolution(CMD, ctx, ro.interval_ns);
             res_checked = true;
         }
         int e = __atomic_load_n(&d.last_err, __ATOMIC_RELAXED);
         if (e && e != last_reported) {
-            pa_cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
+            cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
             last_reported = e;
         }
         if (d.count && __atomic_load_n(&d.published, __ATOMIC_ACQUIRE) >= d.count) {
-            status = PA_EXIT_OK;
+            status = CLI_EXIT_OK;
             break;
         }
     }
     pa_stop(ctx);
 
 out:
+    cli_otlp_stop(d.pusher);
     pa_ctx_free(ctx);
+    rp_vmgroups_free(d.vmg);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */
     sigprocmask(SIG_SETMASK, &old, NULL);
     return status;
 }
 
-int pa_cli_daemon(int argc, char **argv)
+int cli_daemon(int argc, char **argv)
 {
-    pa_cli_ctx co;
+    cli_ctx co;
     int status = daemon_main(argc, argv, &co);
-    pa_cli_ctx_fini(&co);
+    cli_ctx_fini(&co);
     return status;
 }

@@ -40,10 +40,10 @@ static int set_fail_above(void *v, const char *cmd, const char *arg)
     if (*end == '%' || joules)
         end++;
     if (errno || end == arg || *end || !(x >= 0) || !isfinite(x))
-        return pa_cli_usage_error(cmd,
-                                  "--fail-above: '%s' is not a percentage (10, 10%%) nor "
-                                  "joules (0.5J)",
-                                  arg);
+        return cli_usage_error(cmd,
+                               "--fail-above: '%s' is not a percentage (10, 10%%) nor "
+                               "joules (0.5J)",
+                               arg);
     o->fail_above = x;
     o->fail_joules = joules;
     o->fail_set = 1;
@@ -57,7 +57,7 @@ static int set_min_change(void *v, const char *cmd, const char *arg)
     if (*end == '%')
         end++;
     if (end == arg || *end || !(x >= 0 && x <= 1000))
-        return pa_cli_usage_error(cmd, "--min-change: '%s' is not a percentage (0 to 1000)", arg);
+        return cli_usage_error(cmd, "--min-change: '%s' is not a percentage (0 to 1000)", arg);
     ((diff_opts *)v)->min_pct = x;
     return 0;
 }
@@ -66,14 +66,14 @@ static int set_function(void *v, const char *cmd, const char *arg)
 {
     diff_opts *o = v;
     if (o->nfuncs == MAX_FUNCS)
-        return pa_cli_usage_error(cmd, "--function: at most %d", MAX_FUNCS);
+        return cli_usage_error(cmd, "--function: at most %d", MAX_FUNCS);
     o->funcs[o->nfuncs++] = arg;
     return 0;
 }
 
 /* Whether c is a regression beyond the threshold: above it and, where
  * there are repeats, significant.  The reason into why. */
-static int regressed(const diff_opts *o, const pa_pchange *c, const char *what, const char *unit,
+static int regressed(const diff_opts *o, const pc_change *c, const char *what, const char *unit,
                      char *why, size_t len)
 {
     double amount = o->fail_joules ? c->change : c->pct;
@@ -85,45 +85,45 @@ static int regressed(const diff_opts *o, const pa_pchange *c, const char *what, 
     return 1;
 }
 
-static int check_fail(const diff_opts *o, const pa_pdiff *d, const char *unit)
+static int check_fail(const diff_opts *o, const pc_diff *d, const char *unit)
 {
     char why[512];
     int bad = 0;
-    if (!o->nfuncs && regressed(o, pa_pdiff_total(d), "the total", unit, why, sizeof(why))) {
-        pa_cli_error(CMD, "%s", why);
+    if (!o->nfuncs && regressed(o, pc_diff_total(d), "the total", unit, why, sizeof(why))) {
+        cli_error(CMD, "%s", why);
         bad = 1;
     }
     for (size_t i = 0; i < o->nfuncs; i++) {
-        const pa_pdiff_row *r = pa_pdiff_find(d, o->funcs[i]);
+        const pc_diff_row *r = pc_diff_find(d, o->funcs[i]);
         if (!r) {
-            pa_cli_error(CMD, "--function %s: in neither profile", o->funcs[i]);
-            return PA_EXIT_USAGE;
+            cli_error(CMD, "--function %s: in neither profile", o->funcs[i]);
+            return CLI_EXIT_USAGE;
         }
         char what[300];
         snprintf(what, sizeof(what), "%s (self)", r->name);
         if (regressed(o, &r->self, what, unit, why, sizeof(why))) {
-            pa_cli_error(CMD, "%s", why);
+            cli_error(CMD, "%s", why);
             bad = 1;
         }
     }
-    return bad ? PA_EXIT_FAIL : PA_EXIT_OK;
+    return bad ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 /* Options may come before and after A and B (`diff A B --fail-above 5`):
  * getopt stops at the first operand, so what follows is parsed again. */
-static int parse(const pa_cli_cmd *c, int argc, char **argv, const char **ops, int *nops)
+static int parse(const cli_cmd *c, int argc, char **argv, const char **ops, int *nops)
 {
     char **rest = argv;
     int n = argc;
     *nops = 0;
     for (;;) {
         int first;
-        int st = pa_cli_parse(c, n, rest, &first);
+        int st = cli_parse(c, n, rest, &first);
         if (st)
             return st;
         while (first < n && (rest[first][0] != '-' || !strcmp(rest[first], "-"))) {
             if (*nops == 2)
-                return pa_cli_extra_arg(CMD, rest[first]);
+                return cli_extra_arg(CMD, rest[first]);
             ops[(*nops)++] = rest[first++];
         }
         if (first >= n)
@@ -131,7 +131,7 @@ static int parse(const pa_cli_cmd *c, int argc, char **argv, const char **ops, i
         if (!strcmp(rest[first], "--")) {
             while (++first < n && *nops < 2)
                 ops[(*nops)++] = rest[first];
-            return first < n ? pa_cli_extra_arg(CMD, rest[first]) : 0;
+            return first < n ? cli_extra_arg(CMD, rest[first]) : 0;
         }
         /* rest[first - 1] becomes the "argv[0]" of the next round */
         rest += first - 1;
@@ -139,55 +139,55 @@ static int parse(const pa_cli_cmd *c, int argc, char **argv, const char **ops, i
     }
 }
 
-static int load_both(const char *const *ops, pa_pside **a, pa_pside **b)
+static int load_both(const char *const *ops, pc_side **a, pc_side **b)
 {
     char err[1024];
     *a = *b = NULL;
-    if (pa_pside_load(ops[0], a, err, sizeof(err)) < 0 ||
-        pa_pside_load(ops[1], b, err, sizeof(err)) < 0) {
-        pa_cli_error(CMD, "%s", err);
-        pa_pside_free(*a);
-        return PA_EXIT_USAGE;
+    if (pc_side_load(ops[0], a, err, sizeof(err)) < 0 ||
+        pc_side_load(ops[1], b, err, sizeof(err)) < 0) {
+        cli_error(CMD, "%s", err);
+        pc_side_free(*a);
+        return CLI_EXIT_USAGE;
     }
-    if (strcmp(pa_pside_tool(*a), pa_pside_tool(*b))) {
-        pa_cli_error(CMD, "%s is a %s result and %s a %s one: compare results of the same tool",
-                     ops[0], pa_pside_tool(*a), ops[1], pa_pside_tool(*b));
-        pa_pside_free(*a);
-        pa_pside_free(*b);
-        return PA_EXIT_USAGE;
+    if (strcmp(pc_side_tool(*a), pc_side_tool(*b))) {
+        cli_error(CMD, "%s is a %s result and %s a %s one: compare results of the same tool",
+                  ops[0], pc_side_tool(*a), ops[1], pc_side_tool(*b));
+        pc_side_free(*a);
+        pc_side_free(*b);
+        return CLI_EXIT_USAGE;
     }
     return 0;
 }
 
 static int run_diff(const diff_opts *o, const char *const *ops)
 {
-    pa_pside *a, *b;
+    pc_side *a, *b;
     int st = load_both(ops, &a, &b);
     if (st)
         return st;
     char err[512];
-    pa_pdiff *d = NULL;
-    int rc = pa_pdiff_new(a, b, o->min_pct, &d, err, sizeof(err));
-    const char *unit = rc == 0 ? pa_pside_unit(a) : "J";
-    pa_pside_free(a);
-    pa_pside_free(b);
+    pc_diff *d = NULL;
+    int rc = pc_diff_new(a, b, o->min_pct, &d, err, sizeof(err));
+    const char *unit = rc == 0 ? pc_side_unit(a) : "J";
+    pc_side_free(a);
+    pc_side_free(b);
     if (rc < 0) {
-        pa_cli_error(CMD, "%s", err);
-        return rc == -EINVAL ? PA_EXIT_USAGE : PA_EXIT_FAIL;
+        cli_error(CMD, "%s", err);
+        return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
-    rc = pa_pdiff_write(d, o->out, ops[0], ops[1]);
+    rc = pc_diff_write(d, o->out, ops[0], ops[1]);
     if (rc < 0) {
-        pa_cli_error(CMD, "writing %s: %s", o->out, strerror(-rc));
-        pa_pdiff_free(d);
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "writing %s: %s", o->out, strerror(-rc));
+        pc_diff_free(d);
+        return CLI_EXIT_FAIL;
     }
     if (!o->quiet) {
-        pa_pdiff_print(d, stdout, o->top);
+        pc_diff_print(d, stdout, o->top);
         printf("\nwritten: %s/diff.csv, diff.json, diff.md, flamegraph.html\n", o->out);
     }
     fflush(stdout);
-    st = o->fail_set ? check_fail(o, d, unit) : PA_EXIT_OK;
-    pa_pdiff_free(d);
+    st = o->fail_set ? check_fail(o, d, unit) : CLI_EXIT_OK;
+    pc_diff_free(d);
     return st;
 }
 
@@ -197,63 +197,62 @@ static int run_diff(const diff_opts *o, const char *const *ops)
 static int summarize(const diff_opts *o)
 {
     char err[1024];
-    pa_pside *s;
-    if (pa_pside_load(o->summarize, &s, err, sizeof(err)) < 0) {
-        pa_cli_error(CMD, "%s", err);
-        return PA_EXIT_USAGE;
+    pc_side *s;
+    if (pc_side_load(o->summarize, &s, err, sizeof(err)) < 0) {
+        cli_error(CMD, "%s", err);
+        return CLI_EXIT_USAGE;
     }
     double mean, half, cv;
-    size_t runs = pa_pside_runs(s);
-    int rc = runs < 2 ? -EINVAL : pa_pside_write_repeat(s, o->summarize, 0, &mean, &half, &cv);
-    pa_pside_free(s);
+    size_t runs = pc_side_runs(s);
+    int rc = runs < 2 ? -EINVAL : pc_side_write_repeat(s, o->summarize, 0, &mean, &half, &cv);
+    pc_side_free(s);
     if (rc == -EINVAL) {
-        pa_cli_error(CMD, "--summarize %s: no run-1/ ... run-N/ folders (two at least)",
-                     o->summarize);
-        return PA_EXIT_USAGE;
+        cli_error(CMD, "--summarize %s: no run-1/ ... run-N/ folders (two at least)", o->summarize);
+        return CLI_EXIT_USAGE;
     }
     if (rc < 0) {
-        pa_cli_error(CMD, "writing %s: %s", o->summarize, strerror(-rc));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "writing %s: %s", o->summarize, strerror(-rc));
+        return CLI_EXIT_FAIL;
     }
     if (!o->quiet)
         printf("%zu runs: %.3f J +- %.3f (95 %% interval), coefficient of variation %.1f %%; "
                "per function in %s/repeat.csv\n",
                runs, mean, half, 100 * cv, o->summarize);
-    return PA_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
-int pa_cli_diff(int argc, char **argv)
+int cli_diff(int argc, char **argv)
 {
     diff_opts o = {.out = "powerapi-diff", .top = 20, .min_pct = 5};
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Output:"),
-        PA_OPT_STRING('o', "output", &o.out, "DIR",
-                      "folder of diff.csv, diff.json, diff.md and the\n"
-                      "differential flamegraph.html (default powerapi-diff)"),
-        PA_OPT_UINT('n', "top", &o.top, "N", "functions printed (default 20)", 1, 1000000),
-        PA_OPT_FLAG('q', "quiet", &o.quiet, "print nothing but errors"),
-        PA_OPT_STRING(0, "summarize", &o.summarize, "DIR",
-                      "instead of comparing: DIR's run-1/ ... run-N/ (a\n"
-                      "repeated jalen or profile) summed up in\n"
-                      "DIR/repeat.csv and DIR/summary.json"),
-        PA_OPT_GROUP("Comparison:"),
-        PA_OPT_CALLBACK(0, "min-change", &o, "PERCENT",
-                        "a function's change under PERCENT of its energy\n"
-                        "is noise, however sure the test (default 5)",
-                        set_min_change),
-        PA_OPT_GROUP("Checks (for CI):"),
-        PA_OPT_CALLBACK(0, "fail-above", &o, "PERCENT|XJ",
-                        "exit 1 when the total (or each --function) rose by\n"
-                        "more than PERCENT (or X joules: 0.5J), significantly\n"
-                        "where both sides have repeats",
-                        set_fail_above),
-        PA_OPT_CALLBACK(0, "function", &o, "NAME",
-                        "check NAME's self energy instead of the total\n"
-                        "(repeatable)",
-                        set_function),
-        PA_OPT_END,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Output:"),
+        CLI_OPT_STRING('o', "output", &o.out, "DIR",
+                       "folder of diff.csv, diff.json, diff.md and the\n"
+                       "differential flamegraph.html (default powerapi-diff)"),
+        CLI_OPT_UINT('n', "top", &o.top, "N", "functions printed (default 20)", 1, 1000000),
+        CLI_OPT_FLAG('q', "quiet", &o.quiet, "print nothing but errors"),
+        CLI_OPT_STRING(0, "summarize", &o.summarize, "DIR",
+                       "instead of comparing: DIR's run-1/ ... run-N/ (a\n"
+                       "repeated jalen or profile) summed up in\n"
+                       "DIR/repeat.csv and DIR/summary.json"),
+        CLI_OPT_GROUP("Comparison:"),
+        CLI_OPT_CALLBACK(0, "min-change", &o, "PERCENT",
+                         "a function's change under PERCENT of its energy\n"
+                         "is noise, however sure the test (default 5)",
+                         set_min_change),
+        CLI_OPT_GROUP("Checks (for CI):"),
+        CLI_OPT_CALLBACK(0, "fail-above", &o, "PERCENT|XJ",
+                         "exit 1 when the total (or each --function) rose by\n"
+                         "more than PERCENT (or X joules: 0.5J), significantly\n"
+                         "where both sides have repeats",
+                         set_fail_above),
+        CLI_OPT_CALLBACK(0, "function", &o, "NAME",
+                         "check NAME's self energy instead of the total\n"
+                         "(repeatable)",
+                         set_function),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {
+    const cli_cmd c = {
         .name = CMD,
         .usage = "%s diff [OPTIONS] A B\n       %s diff --summarize DIR\n",
         .about = "\nCompares two profiles: result folders of `powerapi profile` or jalen\n"
@@ -270,10 +269,10 @@ int pa_cli_diff(int argc, char **argv)
     int nops;
     int st = parse(&c, argc, argv, ops, &nops);
     if (st)
-        return st < 0 ? PA_EXIT_OK : st;
+        return st < 0 ? CLI_EXIT_OK : st;
     if (o.summarize && nops == 0)
         return summarize(&o);
     if (nops != 2)
-        return pa_cli_usage_error(CMD, "needs two profiles, A and B (%d given)", nops);
+        return cli_usage_error(CMD, "needs two profiles, A and B (%d given)", nops);
     return run_diff(&o, ops);
 }

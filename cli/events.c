@@ -51,30 +51,30 @@ static int on_event(const char *name, const char *desc, int status, void *user)
     return 0;
 }
 
-int pa_cli_events(int argc, char **argv)
+int cli_events(int argc, char **argv)
 {
     ev_list l;
     memset(&l, 0, sizeof(l));
     bool all = false;
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Options:"),
-        PA_OPT_FLAG('a', "all", &all, "also list the events that do not open here, and why"),
-        PA_OPT_END,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Options:"),
+        CLI_OPT_FLAG('a', "all", &all, "also list the events that do not open here, and why"),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {.name = "events",
-                          .usage = "%s events [--all]\n",
-                          .about = "\nLists the perf events this machine can count (names for "
-                                   "the\nperf sensor: monitor --sensor perf:events=A+B+C).\n",
-                          .opts = opts};
+    const cli_cmd c = {.name = "events",
+                       .usage = "%s events [--all]\n",
+                       .about = "\nLists the perf events this machine can count (names for "
+                                "the\nperf sensor: monitor --sensor perf:events=A+B+C).\n",
+                       .opts = opts};
     int first;
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
-        return st < 0 ? PA_EXIT_OK : st;
+        return st < 0 ? CLI_EXIT_OK : st;
     l.all = all;
     int n = pa_perf_events_list(on_event, &l);
     if (n < 0) {
-        pa_cli_error("events", "%s", pa_cli_errmsg(n));
-        return PA_EXIT_FAIL;
+        cli_error("events", "%s", cli_errmsg(n));
+        return CLI_EXIT_FAIL;
     }
     fflush(stdout);
     if (!l.hw_open)
@@ -82,12 +82,12 @@ int pa_cli_events(int argc, char **argv)
                 "%s events: no hardware event opens here (%s): no hardware "
                 "PMU, as in a VM without a virtual PMU; software events "
                 "(perf::TASK-CLOCK) work%s\n",
-                pa_cli_prog, strerror(l.first_errno ? l.first_errno : ENOENT),
+                cli_prog, strerror(l.first_errno ? l.first_errno : ENOENT),
                 l.all ? "" : "; --all lists the others");
     if (l.open == 0) {
-        pa_cli_error("events", "no event opens here (perf_event_open "
-                               "refused: see kernel.perf_event_paranoid)");
-        return PA_EXIT_FAIL;
+        cli_error("events", "no event opens here (perf_event_open "
+                            "refused: see kernel.perf_event_paranoid)");
+        return CLI_EXIT_FAIL;
     }
-    return PA_EXIT_OK;
+    return CLI_EXIT_OK;
 }

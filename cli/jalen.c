@@ -41,28 +41,28 @@ typedef struct jalen_args {
     const char *agent_opts;       /* --agent-options, with --repeat */
 } jalen_args;
 
-static const pa_cli_opt jalen_opts[] = {
-    PA_OPT_STRING('o', "output", NULL, "DIR",
-                  "start: the folder of the files (out= of the agent);\n"
-                  "default ./jalen-PID, made absolute here"),
-    PA_OPT_STRING(0, "agent", NULL, "FILE",
-                  "the agent library (libjalen.so); default: where it\n"
-                  "installs, else this program's build tree"),
-    PA_OPT_DURATION(0, "timeout", NULL,
-                    "how long the JVM may take to open its attach socket\n"
-                    "(default 10s)",
-                    1000000ull, 600000000000ull),
-    PA_OPT_UINT(0, "repeat", NULL, "N",
-                "instead of a PID: run `-- java ARGS...` N times under\n"
-                "the agent, into DIR/run-1..N (-o, default\n"
-                "jalen-repeat), then DIR/repeat.csv and summary.json\n"
-                "(each method's mean, spread, 95 % interval)",
-                1, 1000),
-    PA_OPT_UINT(0, "warmup", NULL, "N", "with --repeat: N runs without the agent first", 0, 1000),
-    PA_OPT_STRING(0, "agent-options", NULL, "OPTS",
-                  "with --repeat: more of the agent's options\n"
-                  "(interval=1ms,filter=com.acme.)"),
-    PA_OPT_END,
+static const cli_opt jalen_opts[] = {
+    CLI_OPT_STRING('o', "output", NULL, "DIR",
+                   "start: the folder of the files (out= of the agent);\n"
+                   "default ./jalen-PID, made absolute here"),
+    CLI_OPT_STRING(0, "agent", NULL, "FILE",
+                   "the agent library (libjalen.so); default: where it\n"
+                   "installs, else this program's build tree"),
+    CLI_OPT_DURATION(0, "timeout", NULL,
+                     "how long the JVM may take to open its attach socket\n"
+                     "(default 10s)",
+                     1000000ull, 600000000000ull),
+    CLI_OPT_UINT(0, "repeat", NULL, "N",
+                 "instead of a PID: run `-- java ARGS...` N times under\n"
+                 "the agent, into DIR/run-1..N (-o, default\n"
+                 "jalen-repeat), then DIR/repeat.csv and summary.json\n"
+                 "(each method's mean, spread, 95 % interval)",
+                 1, 1000),
+    CLI_OPT_UINT(0, "warmup", NULL, "N", "with --repeat: N runs without the agent first", 0, 1000),
+    CLI_OPT_STRING(0, "agent-options", NULL, "OPTS",
+                   "with --repeat: more of the agent's options\n"
+                   "(interval=1ms,filter=com.acme.)"),
+    CLI_OPT_END,
 };
 
 /* ---- what can be known of the target before attaching ---- */
@@ -110,39 +110,39 @@ static int attach_disabled_in(const char *buf, size_t n, int env_only)
 }
 
 /* 0 when pid is a JVM of a user we may attach to, that accepts attach;
- * otherwise the one line that says why, printed, and PA_EXIT_FAIL. */
+ * otherwise the one line that says why, printed, and CLI_EXIT_FAIL. */
 static int check_target(pid_t pid, uid_t *uid)
 {
     struct stat st;
     char p[64], comm[64];
     snprintf(p, sizeof(p), "/proc/%d", (int)pid);
     if (stat(p, &st) < 0) {
-        pa_cli_error(CMD, "no process %d", (int)pid);
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "no process %d", (int)pid);
+        return CLI_EXIT_FAIL;
     }
     *uid = st.st_uid;
     proc_comm(pid, comm, sizeof(comm));
     if (geteuid() != 0 && st.st_uid != geteuid()) {
         struct passwd *pw = getpwuid(st.st_uid);
-        pa_cli_error(CMD,
-                     "pid %d (%s) runs as user %s: a JVM accepts attach from its own user "
-                     "only; run this as that user (sudo -u %s %s jalen %d ...)",
-                     (int)pid, comm, pw ? pw->pw_name : "?", pw ? pw->pw_name : "USER", pa_cli_prog,
-                     (int)pid);
-        return PA_EXIT_FAIL;
+        cli_error(CMD,
+                  "pid %d (%s) runs as user %s: a JVM accepts attach from its own user "
+                  "only; run this as that user (sudo -u %s %s jalen %d ...)",
+                  (int)pid, comm, pw ? pw->pw_name : "?", pw ? pw->pw_name : "USER", cli_prog,
+                  (int)pid);
+        return CLI_EXIT_FAIL;
     }
     static char buf[1 << 20];
     ssize_t n = proc_read(pid, "maps", buf, sizeof(buf));
     if (n < 0) {
-        pa_cli_error(CMD, "cannot read /proc/%d/maps: %s", (int)pid, strerror((int)-n));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "cannot read /proc/%d/maps: %s", (int)pid, strerror((int)-n));
+        return CLI_EXIT_FAIL;
     }
     if (!strstr(buf, "/libjvm.so")) {
-        pa_cli_error(CMD,
-                     "pid %d (%s) is not a Java virtual machine (no libjvm.so in its "
-                     "memory map)",
-                     (int)pid, comm);
-        return PA_EXIT_FAIL;
+        cli_error(CMD,
+                  "pid %d (%s) is not a Java virtual machine (no libjvm.so in its "
+                  "memory map)",
+                  (int)pid, comm);
+        return CLI_EXIT_FAIL;
     }
     int off = 0;
     if ((n = proc_read(pid, "cmdline", buf, sizeof(buf))) > 0)
@@ -150,21 +150,21 @@ static int check_target(pid_t pid, uid_t *uid)
     if (!off && (n = proc_read(pid, "environ", buf, sizeof(buf))) > 0)
         off = attach_disabled_in(buf, (size_t)n, 1);
     if (off) {
-        pa_cli_error(CMD,
-                     "pid %d (%s) was started with -XX:+DisableAttachMechanism: it accepts no "
-                     "attach; start it without that flag, or load jalen at launch "
-                     "(-agentpath:.../libjalen.so)",
-                     (int)pid, comm);
-        return PA_EXIT_FAIL;
+        cli_error(CMD,
+                  "pid %d (%s) was started with -XX:+DisableAttachMechanism: it accepts no "
+                  "attach; start it without that flag, or load jalen at launch "
+                  "(-agentpath:.../libjalen.so)",
+                  (int)pid, comm);
+        return CLI_EXIT_FAIL;
     }
     struct stat a, b;
     snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
     if (stat(p, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 && a.st_ino != b.st_ino) {
-        pa_cli_error(CMD,
-                     "pid %d (%s) runs in another mount namespace (a container): attaching "
-                     "there is not supported; load jalen at launch inside it",
-                     (int)pid, comm);
-        return PA_EXIT_FAIL;
+        cli_error(CMD,
+                  "pid %d (%s) runs in another mount namespace (a container): attaching "
+                  "there is not supported; load jalen at launch inside it",
+                  (int)pid, comm);
+        return CLI_EXIT_FAIL;
     }
     return 0;
 }
@@ -176,8 +176,8 @@ static int find_agent(const char *given, char *out, size_t len)
 {
     if (given) {
         if (!realpath(given, out) || access(out, R_OK) < 0) {
-            pa_cli_error(CMD, "--agent %s: %s", given, strerror(errno));
-            return PA_EXIT_USAGE;
+            cli_error(CMD, "--agent %s: %s", given, strerror(errno));
+            return CLI_EXIT_USAGE;
         }
         return 0;
     }
@@ -199,12 +199,12 @@ static int find_agent(const char *given, char *out, size_t len)
     }
     if (realpath(PA_AGENT_INSTALLED, out) && access(out, R_OK) == 0)
         return 0;
-    pa_cli_error(CMD,
-                 "the agent library libjalen.so is neither where it installs (%s) nor in the "
-                 "build tree beside %s; install the jalen-agent package or name it with --agent "
-                 "FILE",
-                 PA_AGENT_INSTALLED, pa_cli_prog);
-    return PA_EXIT_FAIL;
+    cli_error(CMD,
+              "the agent library libjalen.so is neither where it installs (%s) nor in the "
+              "build tree beside %s; install the jalen-agent package or name it with --agent "
+              "FILE",
+              PA_AGENT_INSTALLED, cli_prog);
+    return CLI_EXIT_FAIL;
 }
 
 /* ---- the attach exchange ---- */
@@ -246,8 +246,8 @@ static int wake_jvm(pid_t pid, pid_t nspid, uid_t uid, const char *path, uint64_
         fd = open(trig, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     }
     if (fd < 0) {
-        pa_cli_error(CMD, "cannot make the attach trigger file %s: %s", trig, strerror(errno));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "cannot make the attach trigger file %s: %s", trig, strerror(errno));
+        return CLI_EXIT_FAIL;
     }
     if (geteuid() == 0 && fchown(fd, uid, (gid_t)-1) < 0) {
         /* the JVM checks the file's owner; best effort */
@@ -255,21 +255,21 @@ static int wake_jvm(pid_t pid, pid_t nspid, uid_t uid, const char *path, uint64_
     close(fd);
     int rc = 0;
     if (kill(pid, SIGQUIT) < 0) {
-        pa_cli_error(CMD, "cannot signal pid %d: %s", (int)pid, strerror(errno));
-        rc = PA_EXIT_FAIL;
+        cli_error(CMD, "cannot signal pid %d: %s", (int)pid, strerror(errno));
+        rc = CLI_EXIT_FAIL;
     }
-    uint64_t end = pa_cli_mono_ns() + timeout_ns;
-    while (!rc && !is_socket(path) && pa_cli_mono_ns() < end) {
+    uint64_t end = cli_mono_ns() + timeout_ns;
+    while (!rc && !is_socket(path) && cli_mono_ns() < end) {
         struct timespec ts = {0, 20000000L};
         nanosleep(&ts, NULL);
     }
     unlink(trig);
     if (!rc && !is_socket(path)) {
-        pa_cli_error(CMD,
-                     "pid %d did not open its attach socket within %.0f s (%s): the JVM "
-                     "is busy or stopped, or it does not accept attach",
-                     (int)pid, (double)timeout_ns * 1e-9, path);
-        rc = PA_EXIT_FAIL;
+        cli_error(CMD,
+                  "pid %d did not open its attach socket within %.0f s (%s): the JVM "
+                  "is busy or stopped, or it does not accept attach",
+                  (int)pid, (double)timeout_ns * 1e-9, path);
+        rc = CLI_EXIT_FAIL;
     }
     return rc;
 }
@@ -284,8 +284,8 @@ static int attach_load(pid_t pid, uid_t uid, const char *path, const char *agent
     if (strlen(path) >= sizeof(sa.sun_path)) {
         if (s >= 0)
             close(s);
-        pa_cli_error(CMD, "the attach socket's path is too long: %s", path);
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "the attach socket's path is too long: %s", path);
+        return CLI_EXIT_FAIL;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
     /* the JVM takes requests from its own user: root becomes that user
@@ -301,17 +301,17 @@ static int attach_load(pid_t pid, uid_t uid, const char *path, const char *agent
     if (c < 0) {
         if (s >= 0)
             close(s);
-        pa_cli_error(CMD, "cannot connect to pid %d's attach socket %s: %s", (int)pid, path,
-                     strerror(cerr));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "cannot connect to pid %d's attach socket %s: %s", (int)pid, path,
+                  strerror(cerr));
+        return CLI_EXIT_FAIL;
     }
     const char *parts[] = {"1", "load", agent, "true", opts};
     for (size_t i = 0; i < 5; i++) {
         size_t n = strlen(parts[i]) + 1;
         if (write(s, parts[i], n) != (ssize_t)n) {
-            pa_cli_error(CMD, "pid %d's attach socket: %s", (int)pid, strerror(errno));
+            cli_error(CMD, "pid %d's attach socket: %s", (int)pid, strerror(errno));
             close(s);
-            return PA_EXIT_FAIL;
+            return CLI_EXIT_FAIL;
         }
     }
     char buf[4096];
@@ -326,9 +326,8 @@ static int attach_load(pid_t pid, uid_t uid, const char *path, const char *agent
     long status = strtol(buf, &end, 10);
     if (end == buf || status != 0) {
         buf[strcspn(buf, "\n")] = '\0';
-        pa_cli_error(CMD, "pid %d refused to load the agent: %s", (int)pid,
-                     n ? buf : "(no answer)");
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "pid %d refused to load the agent: %s", (int)pid, n ? buf : "(no answer)");
+        return CLI_EXIT_FAIL;
     }
     const char *rcs = strstr(end, "return code:");
     *code = (int)strtol(rcs ? rcs + 12 : end, NULL, 10);
@@ -358,10 +357,10 @@ static int agent_options(const char *verb, const char *reply, const char *out, c
         if (user && *user)
             k += snprintf(buf + k, len - (size_t)k, ",%s", user);
     } else if (user && *user) {
-        return pa_cli_usage_error(CMD, "'%s' takes no agent options ('%s')", verb, user);
+        return cli_usage_error(CMD, "'%s' takes no agent options ('%s')", verb, user);
     }
     if ((size_t)k >= len)
-        return pa_cli_usage_error(CMD, "the agent options are too long");
+        return cli_usage_error(CMD, "the agent options are too long");
     return 0;
 }
 
@@ -377,7 +376,7 @@ static void print_reply(const char *path, int failed)
     fclose(f);
 }
 
-static const pa_cli_cmd jalen_cmd = {
+static const cli_cmd jalen_cmd = {
     .name = CMD,
     .usage = "%s jalen PID start [OPTIONS] [AGENT_OPTIONS]\n"
              "       %s jalen PID dump|stop|status\n"
@@ -401,8 +400,8 @@ static int jalen_run(pid_t pid, const char *verb, const char *user, const jalen_
         return rc;
     int fd = mkstemp(reply);
     if (fd < 0) {
-        pa_cli_error(CMD, "cannot make a file in /tmp: %s", strerror(errno));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "cannot make a file in /tmp: %s", strerror(errno));
+        return CLI_EXIT_FAIL;
     }
     if (geteuid() == 0 && fchown(fd, uid, (gid_t)-1) < 0) {
         /* root's file stays writable for root's JVM only */
@@ -420,12 +419,12 @@ static int jalen_run(pid_t pid, const char *verb, const char *user, const jalen_
     if (!rc) {
         struct stat st;
         if (stat(reply, &st) == 0 && st.st_size == 0)
-            pa_cli_error(CMD,
-                         "pid %d loaded %s but its Agent_OnAttach said nothing (%s): "
-                         "is it jalen?",
-                         (int)pid, agent, msg[0] ? msg : "no answer");
+            cli_error(CMD,
+                      "pid %d loaded %s but its Agent_OnAttach said nothing (%s): "
+                      "is it jalen?",
+                      (int)pid, agent, msg[0] ? msg : "no answer");
         print_reply(reply, code != 0);
-        rc = code == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
+        rc = code == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }
     unlink(reply);
     return rc;
@@ -435,31 +434,31 @@ static int jalen_run(pid_t pid, const char *verb, const char *user, const jalen_
 static int jalen_repeat(const jalen_args *a, char **cmd, int n)
 {
     if (n < 1)
-        return pa_cli_usage_error(CMD, "--repeat needs a Java command: -- java ARGS...");
+        return cli_usage_error(CMD, "--repeat needs a Java command: -- java ARGS...");
     char agent[PATH_MAX];
     int rc = find_agent(a->agent, agent, sizeof(agent));
     if (rc)
         return rc;
     const char *out = a->out ? a->out : "jalen-repeat";
-    int err = pa_pout_mkdirs(out, 0777);
+    int err = pc_out_mkdirs(out, 0777);
     if (err < 0) {
-        pa_cli_error(CMD, "-o %s: %s", out, strerror(-err));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "-o %s: %s", out, strerror(-err));
+        return CLI_EXIT_FAIL;
     }
-    pa_cli_repeat r = {.cmd = cmd,
-                       .out = out,
-                       .repeat = a->repeat,
-                       .warmup = a->warmup,
-                       .agent = agent,
-                       .agent_opts = a->agent_opts,
-                       .cmd_name = CMD};
-    return pa_cli_profile_repeat(&r);
+    cli_repeat r = {.cmd = cmd,
+                    .out = out,
+                    .repeat = a->repeat,
+                    .warmup = a->warmup,
+                    .agent = agent,
+                    .agent_opts = a->agent_opts,
+                    .cmd_name = CMD};
+    return cli_profile_repeat(&r);
 }
 
-int pa_cli_jalen(int argc, char **argv)
+int cli_jalen(int argc, char **argv)
 {
     jalen_args a = {.timeout_ns = 10000000000ull};
-    pa_cli_opt t[sizeof(jalen_opts) / sizeof(jalen_opts[0])];
+    cli_opt t[sizeof(jalen_opts) / sizeof(jalen_opts[0])];
     memcpy(t, jalen_opts, sizeof(t));
     t[0].value = &a.out;
     t[1].value = &a.agent;
@@ -467,29 +466,29 @@ int pa_cli_jalen(int argc, char **argv)
     t[3].value = &a.repeat;
     t[4].value = &a.warmup;
     t[5].value = &a.agent_opts;
-    pa_cli_cmd c = jalen_cmd;
+    cli_cmd c = jalen_cmd;
     c.opts = t;
-    int first = 0, rc = pa_cli_parse(&c, argc, argv, &first);
+    int first = 0, rc = cli_parse(&c, argc, argv, &first);
     if (rc)
-        return rc < 0 ? PA_EXIT_OK : rc;
+        return rc < 0 ? CLI_EXIT_OK : rc;
     if (a.repeat)
         return jalen_repeat(&a, argv + first, argc - first);
     if (argc - first < 2)
-        return pa_cli_usage_error(CMD, "needs a PID and a command (start, dump, stop, status)");
+        return cli_usage_error(CMD, "needs a PID and a command (start, dump, stop, status)");
     char *end;
     long pid = strtol(argv[first], &end, 10);
     if (*end || pid <= 0 || pid > INT_MAX)
-        return pa_cli_usage_error(CMD, "'%s' is not a process id", argv[first]);
+        return cli_usage_error(CMD, "'%s' is not a process id", argv[first]);
     const char *verb = argv[first + 1];
     if (strcmp(verb, "start") && strcmp(verb, "dump") && strcmp(verb, "stop") &&
         strcmp(verb, "status"))
-        return pa_cli_usage_error(CMD, "unknown command '%s' (start, dump, stop or status)", verb);
+        return cli_usage_error(CMD, "unknown command '%s' (start, dump, stop or status)", verb);
     /* options may follow the command too */
     int rest = first + 1, more = 0;
-    if (argc - rest > 1 && (rc = pa_cli_parse(&c, argc - rest, argv + rest, &more)))
-        return rc < 0 ? PA_EXIT_OK : rc;
+    if (argc - rest > 1 && (rc = cli_parse(&c, argc - rest, argv + rest, &more)))
+        return rc < 0 ? CLI_EXIT_OK : rc;
     int uarg = more ? rest + more : first + 2;
     if (argc - uarg > 1)
-        return pa_cli_extra_arg(CMD, argv[uarg + 1]);
+        return cli_extra_arg(CMD, argv[uarg + 1]);
     return jalen_run((pid_t)pid, verb, uarg < argc ? argv[uarg] : NULL, &a);
 }

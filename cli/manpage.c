@@ -43,7 +43,7 @@ static void put_roff(FILE *f, const char *s, bool fill)
             continue;
         }
         if (c == '%' && (s[1] == 's' || s[1] == '%')) {
-            col += fprintf(f, "%s", s[1] == 's' ? pa_cli_prog : "%");
+            col += fprintf(f, "%s", s[1] == 's' ? cli_prog : "%");
             s++;
             prev = 'x';
             continue;
@@ -98,7 +98,7 @@ static void put_paragraphs(FILE *f, const char *text)
         fputs(".fi\n", f);
 }
 
-static void put_option(FILE *f, const pa_cli_opt *o)
+static void put_option(FILE *f, const cli_opt *o)
 {
     fputs(".TP\n", f);
     if (o->short_name)
@@ -127,11 +127,11 @@ static void put_heading(FILE *f, const char *name, const char *title)
     fprintf(f, "\" 1 \"%s\" \"powerapi %s\" \"%s\"\n", PA_MAN_DATE, PA_VERSION_STRING, title);
 }
 
-void pa_cli_man(FILE *f, const pa_cli_cmd *c)
+void cli_man(FILE *f, const cli_cmd *c)
 {
-    const pa_cli_command *e = pa_cli_command_find(c->name);
+    const cli_command *e = cli_command_find(c->name);
     char page[64];
-    snprintf(page, sizeof(page), "%s-%s", pa_cli_prog, c->name);
+    snprintf(page, sizeof(page), "%s-%s", cli_prog, c->name);
     put_heading(f, page, "User Commands");
     fprintf(f, ".SH NAME\n%s \\-\n", page);
     put_roff(f, e ? e->help : c->name, true);
@@ -152,17 +152,17 @@ void pa_cli_man(FILE *f, const pa_cli_cmd *c)
     fputs(".fi\n.SH DESCRIPTION\n", f);
     put_paragraphs(f, c->about);
     fputs(".SH OPTIONS\n", f);
-    for (const pa_cli_opt *o = c->opts; o->type != PA_CLI_OPT_END; o++) {
-        if (o->type == PA_CLI_OPT_GROUP && !strcmp(o->help, "Options:")) {
+    for (const cli_opt *o = c->opts; o->type != CLI_KIND_END; o++) {
+        if (o->type == CLI_KIND_GROUP && !strcmp(o->help, "Options:")) {
             continue; /* the section's own name */
-        } else if (o->type == PA_CLI_OPT_GROUP) {
+        } else if (o->type == CLI_KIND_GROUP) {
             size_t n = strlen(o->help);
             fprintf(f, ".SS %.*s\n", (int)(n && o->help[n - 1] == ':' ? n - 1 : n), o->help);
-        } else if (o->type == PA_CLI_OPT_CONTEXT) {
+        } else if (o->type == CLI_KIND_CONTEXT) {
             fputs(".SS Context (the same options in every command that takes "
                   "them)\n",
                   f);
-            for (const pa_cli_opt *s = pa_cli_ctx_options(); s->type; s++)
+            for (const cli_opt *s = cli_ctx_options(); s->type; s++)
                 if (s->mask & o->mask)
                     put_option(f, s);
         } else {
@@ -174,12 +174,12 @@ void pa_cli_man(FILE *f, const pa_cli_cmd *c)
         fputs(".SH NOTES\n", f);
         put_paragraphs(f, c->footer);
     }
-    fprintf(f, ".SH SEE ALSO\n.BR %s (1)\n", pa_cli_prog);
+    fprintf(f, ".SH SEE ALSO\n.BR %s (1)\n", cli_prog);
 }
 
-void pa_cli_man_main(FILE *f)
+void cli_man_main(FILE *f)
 {
-    put_heading(f, pa_cli_prog, "User Commands");
+    put_heading(f, cli_prog, "User Commands");
     fprintf(f,
             ".SH NAME\n%s \\- energy profiler for Linux:\nper-process, "
             "per-thread and per-cgroup power\n"
@@ -190,9 +190,9 @@ void pa_cli_man_main(FILE *f)
             "Each command has its own page, \\fB%s\\-\\fICOMMAND\\fR(1),\n"
             "made from the same table as \\fB%s \\fICOMMAND\\fB \\-\\-help\\fR.\n"
             ".SH COMMANDS\n",
-            pa_cli_prog, pa_cli_prog, pa_cli_prog, pa_cli_prog);
-    for (const pa_cli_command *c = pa_cli_commands; c->name; c++) {
-        fprintf(f, ".TP\n.BR %s\\-%s (1)\n", pa_cli_prog, c->name);
+            cli_prog, cli_prog, cli_prog, cli_prog);
+    for (const cli_command *c = cli_commands; c->name; c++) {
+        fprintf(f, ".TP\n.BR %s\\-%s (1)\n", cli_prog, c->name);
         put_roff(f, c->help, true);
         fputc('\n', f);
     }
@@ -210,14 +210,14 @@ void pa_cli_man_main(FILE *f)
           "status.\n"
           ".SH SEE ALSO\n",
           f);
-    for (const pa_cli_command *c = pa_cli_commands; c->name; c++)
-        fprintf(f, ".BR %s\\-%s (1),\n", pa_cli_prog, c->name);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        fprintf(f, ".BR %s\\-%s (1),\n", cli_prog, c->name);
     fputs(".BR libpowerapi (3),\n.BR jalen (7)\n", f);
 }
 
 /* "--LONG -S ARGH [CHOICE...]": the choices are what the option's own
- * check accepts (pa_cli_opt.choices), for the shells' completion. */
-static void complete_line(FILE *f, const pa_cli_opt *o)
+ * check accepts (cli_opt.choices), for the shells' completion. */
+static void complete_line(FILE *f, const cli_opt *o)
 {
     const char *a = o->argh ? o->argh : "-";
     for (int alias = 0; alias < 2; alias++) {
@@ -234,14 +234,14 @@ static void complete_line(FILE *f, const pa_cli_opt *o)
     }
 }
 
-void pa_cli_complete(FILE *f, const pa_cli_cmd *c)
+void cli_complete(FILE *f, const cli_cmd *c)
 {
-    for (const pa_cli_opt *o = c->opts; o->type != PA_CLI_OPT_END; o++) {
-        if (o->type == PA_CLI_OPT_CONTEXT) {
-            for (const pa_cli_opt *s = pa_cli_ctx_options(); s->type; s++)
+    for (const cli_opt *o = c->opts; o->type != CLI_KIND_END; o++) {
+        if (o->type == CLI_KIND_CONTEXT) {
+            for (const cli_opt *s = cli_ctx_options(); s->type; s++)
                 if (s->mask & o->mask)
                     complete_line(f, s);
-        } else if (o->type != PA_CLI_OPT_GROUP) {
+        } else if (o->type != CLI_KIND_GROUP) {
             complete_line(f, o);
         }
     }

@@ -45,14 +45,14 @@ static void json_names(FILE *f, const char *key, const char *const *list, const 
     int k = 0;
     for (; list && *list; list++, k++) {
         fputs(k ? "," : "", f);
-        pa_pout_json_str(f, *list);
+        pc_out_json_str(f, *list);
     }
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", text ? text : "");
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
         fputs(k ? "," : "", f);
-        pa_pout_json_str(f, t);
+        pc_out_json_str(f, t);
     }
     fputc(']', f);
 }
@@ -79,20 +79,20 @@ static const char *enabled_how(const pa_module_info *x)
     return x->by_auto ? "auto" : "for";
 }
 
-static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt, const pa_module_info *m,
+static void print_modules(pa_ctx *ctx, FILE *f, rp_out_format fmt, const pa_module_info *m,
                           size_t n)
 {
-    if (fmt == PA_OUT_TABLE)
+    if (fmt == RP_OUT_TABLE)
         fprintf(f, "%-12s %-8s %-4s %-9s %-7s %s\n", "NAME", "KIND", "FOR", "AVAILABLE", "ENABLED",
                 "DESCRIPTION / WHY NOT");
-    else if (fmt == PA_OUT_CSV)
+    else if (fmt == RP_OUT_CSV)
         fprintf(f, "name,kind,component,available,enabled,failing,options,"
                    "description,why,enabled_by,required_by,requires,uses\n");
     for (size_t i = 0; i < n; i++) {
         const pa_module_info *x = &m[i];
         const char *why = x->why;
         switch (fmt) {
-        case PA_OUT_TABLE: {
+        case RP_OUT_TABLE: {
             const char *text = (!x->available || x->failing) && why[0]
                                    ? why
                                    : (x->description ? x->description : "");
@@ -116,16 +116,16 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt, const pa_modu
                         x->auto_why);
             break;
         }
-        case PA_OUT_CSV:
+        case RP_OUT_CSV:
             fprintf(f, "%s,%s,%s,%s,%s,%s,", x->name, kind_name(x->kind),
                     component_name(ctx, x->component), x->available ? "true" : "false",
                     x->enabled ? "true" : "false", x->failing ? "true" : "false");
             /* options and texts may hold commas: quoted where they do */
-            pa_pout_csv_field(f, x->options);
+            pc_out_csv_field(f, x->options);
             fputc(',', f);
-            pa_pout_csv_field(f, x->description);
+            pc_out_csv_field(f, x->description);
             fputc(',', f);
-            pa_pout_csv_field(f, why);
+            pc_out_csv_field(f, why);
             fputc(',', f);
             {
                 char req[256], use[256], by[256];
@@ -137,30 +137,30 @@ static void print_modules(pa_ctx *ctx, FILE *f, pa_out_format fmt, const pa_modu
                         joined(x->requires, req, sizeof(req)), joined(x->uses, use, sizeof(use)));
             }
             break;
-        case PA_OUT_JSON:
+        case RP_OUT_JSON:
             fputs("{\"name\":", f);
-            pa_pout_json_str(f, x->name);
+            pc_out_json_str(f, x->name);
             fputs(",\"kind\":", f);
-            pa_pout_json_str(f, kind_name(x->kind));
+            pc_out_json_str(f, kind_name(x->kind));
             fputs(",\"component\":", f);
-            pa_pout_json_str(f, component_name(ctx, x->component));
+            pc_out_json_str(f, component_name(ctx, x->component));
             json_bool(f, "available", x->available);
             json_bool(f, "enabled", x->enabled);
             json_bool(f, "failing", x->failing);
             fputs(",\"options\":", f);
-            pa_pout_json_str(f, x->options);
+            pc_out_json_str(f, x->options);
             fputs(",\"description\":", f);
-            pa_pout_json_str(f, x->description);
+            pc_out_json_str(f, x->description);
             fputs(",\"why\":", f);
-            pa_pout_json_str(f, why);
+            pc_out_json_str(f, why);
             fputs(",\"enabled_by\":", f);
-            pa_pout_json_str(f, x->enabled ? enabled_how(x) : "");
+            pc_out_json_str(f, x->enabled ? enabled_how(x) : "");
             json_names(f, "required_by", NULL, x->required_by);
             json_names(f, "requires", x->requires, NULL);
             json_names(f, "uses", x->uses, NULL);
             if (x->auto_why[0]) {
                 fputs(",\"auto\":", f);
-                pa_pout_json_str(f, x->auto_why);
+                pc_out_json_str(f, x->auto_why);
             }
             fputs("}\n", f);
             break;
@@ -187,7 +187,7 @@ static int list_modules(pa_ctx *ctx, pa_module_info **out)
     return got < n ? got : n;
 }
 
-int pa_cli_modules_print(pa_ctx *ctx, FILE *f, pa_out_format fmt)
+int cli_modules_print(pa_ctx *ctx, FILE *f, rp_out_format fmt)
 {
     pa_module_info *mods = NULL;
     int n = list_modules(ctx, &mods);
@@ -222,77 +222,77 @@ static int print_names(pa_ctx *ctx)
     return rc;
 }
 
-int pa_cli_modules(int argc, char **argv)
+int cli_modules(int argc, char **argv)
 {
-    pa_out_format fmt = PA_OUT_TABLE;
+    rp_out_format fmt = RP_OUT_TABLE;
     bool names = false;
-    pa_cli_ctx co;
-    pa_cli_ctx_init(&co);
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Options:"),
-        PA_OPT_CHOICE('f', "format", &fmt, "FORMAT", "table (default), csv or json",
-                      pa_out_format_option, pa_cli_format_choices),
-        PA_OPT_FLAG(0, "names", &names,
-                    "only the names of the modules and their option keys,\n"
-                    "\"KIND NAME KEY...\" a line (for shell completion)"),
-        PA_OPT_CONTEXT(&co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES),
-        PA_OPT_END,
+    cli_ctx co;
+    cli_ctx_init(&co);
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Options:"),
+        CLI_OPT_CHOICE('f', "format", &fmt, "FORMAT", "table (default), csv or json",
+                       cli_format_option, cli_format_choices),
+        CLI_OPT_FLAG(0, "names", &names,
+                     "only the names of the modules and their option keys,\n"
+                     "\"KIND NAME KEY...\" a line (for shell completion)"),
+        CLI_OPT_CONTEXT(&co, CLI_CTXOPT_ROOTS | CLI_CTXOPT_CALIBRATION | CLI_CTXOPT_MODULES),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {
+    const cli_cmd c = {
         .name = CMD, .usage = "%s modules [OPTIONS]\n", .about = modules_about, .opts = opts};
     int first;
-    int status = pa_cli_parse(&c, argc, argv, &first);
+    int status = cli_parse(&c, argc, argv, &first);
     pa_ctx *ctx = NULL;
     pa_module_info *mods = NULL;
     if (status) {
-        status = status < 0 ? PA_EXIT_OK : status;
+        status = status < 0 ? CLI_EXIT_OK : status;
         goto out;
     }
-    if ((status = pa_cli_ctx_create(&co, CMD, &ctx)) != 0)
+    if ((status = cli_ctx_create(&co, CMD, &ctx)) != 0)
         goto out;
     if (names) {
         int rc = print_names(ctx);
         if (rc < 0)
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-        status = rc < 0 || fflush(stdout) != 0 ? PA_EXIT_FAIL : PA_EXIT_OK;
+            cli_error(CMD, "%s", cli_errmsg(rc));
+        status = rc < 0 || fflush(stdout) != 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         goto out;
     }
     /* Show what a monitor run would use: "auto" enables its choice.  A
      * failure here is not fatal: the list says why each module cannot
      * run. */
     if (pa_module_enable(ctx, "auto", NULL) < 0)
-        pa_cli_error(CMD, "auto: %s", pa_cli_errmsg(-EINVAL));
+        cli_error(CMD, "auto: %s", cli_errmsg(-EINVAL));
 
-    status = PA_EXIT_FAIL;
+    status = CLI_EXIT_FAIL;
     int n = pa_module_list(ctx, NULL, 0);
     if (n < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(n));
+        cli_error(CMD, "%s", cli_errmsg(n));
         goto out;
     }
     mods = calloc(n ? (size_t)n : 1, sizeof(*mods));
     if (!mods) {
-        pa_cli_error(CMD, "out of memory");
+        cli_error(CMD, "out of memory");
         goto out;
     }
     int got = pa_module_list(ctx, mods, (size_t)n);
     if (got < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(got));
+        cli_error(CMD, "%s", cli_errmsg(got));
         goto out;
     }
     if (got > n)
         got = n;
     print_modules(ctx, stdout, fmt, mods, (size_t)got);
-    if (fmt == PA_OUT_TABLE)
+    if (fmt == RP_OUT_TABLE)
         printf("\nENABLED: what 'auto', the default of '%s monitor', picks "
                "here (auto: its formulas;\nfor: sensors enabled for the "
                "formulas that require them).  A --formula brings\nthe sensors "
                "it requires, auto fills the components no --formula covers, "
                "and\n--disable keeps a module out.\n",
-               pa_cli_prog);
-    status = fflush(stdout) == 0 ? PA_EXIT_OK : PA_EXIT_FAIL;
+               cli_prog);
+    status = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 out:
     free(mods);
     pa_ctx_free(ctx);
-    pa_cli_ctx_fini(&co);
+    cli_ctx_fini(&co);
     return status;
 }

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "groups.h"
 #include "output.h"
+#include "vmgroups.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,17 +39,18 @@ typedef struct watched {
 } watched;
 
 typedef struct monitor {
-    pa_cli_ctx co; /* roots, modules, --interval */
+    cli_ctx co; /* roots, modules, --interval */
     watched *pids;
     size_t npids;
     bool all, threads, cgroups;
     bool containers;      /* --containers: --group-by container */
-    pa_cli_group group;   /* --group-by */
+    bool vms;             /* --vms: --group-by vm */
+    rp_group group;       /* --group-by */
     unsigned long count;  /* windows, 0 = no limit */
     uint64_t duration_ns; /* 0 = no limit */
     unsigned long top;    /* 0: not given */
     bool exited_list;     /* --exited list */
-    pa_out_format fmt;
+    rp_out_format fmt;
     const char *output;
     uint64_t clock_step_ns;
     const char *states;
@@ -57,13 +59,14 @@ typedef struct monitor {
 
     /* run time */
     pa_ctx *ctx;
-    pa_out out;
+    rp_out out;
     FILE *f;
     sigset_t sigs;
-    pa_replay *replay;
-    bool to_stderr;  /* m->f is a buffered stream of our stderr */
-    bool pid_failed; /* an unknown pid was given */
-    bool epipe;      /* the output's reader went away */
+    cli_replay *replay;
+    rp_vmgroups *vmg; /* --group-by vm */
+    bool to_stderr;   /* m->f is a buffered stream of our stderr */
+    bool pid_failed;  /* an unknown pid was given */
+    bool epipe;       /* the output's reader went away */
 } monitor;
 
 static const char monitor_usage[] = "%s monitor [OPTIONS]\n"
@@ -93,13 +96,14 @@ static const char monitor_footer[] =
 
 static void monitor_free(monitor *m)
 {
-    pa_cli_ctx_fini(&m->co);
+    cli_ctx_fini(&m->co);
     free(m->pids);
-    pa_out_fini(&m->out);
+    rp_out_fini(&m->out);
     if (m->f && m->f != stdout)
         fclose(m->f);
     pa_ctx_free(m->ctx);
-    pa_replay_free(m->replay);
+    cli_replay_free(m->replay);
+    rp_vmgroups_free(m->vmg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -111,7 +115,7 @@ static int add_pids(void *v, const char *cmd, const char *arg)
     monitor *m = v;
     pid_t *p = NULL;
     size_t n = 0;
-    int err = pa_cli_parse_pids(arg, &p, &n);
+    int err = cli_parse_pids(arg, &p, &n);
     if (err == 0) {
         watched *w = realloc(m->pids, (m->npids + n) * sizeof(*w));
         if (!w)
@@ -124,58 +128,65 @@ static int add_pids(void *v, const char *cmd, const char *arg)
     }
     free(p);
     if (err == -ENOMEM) {
-        pa_cli_error(cmd, "out of memory");
-        return PA_EXIT_FAIL;
+        cli_error(cmd, "out of memory");
+        return CLI_EXIT_FAIL;
     }
     if (err < 0)
-        return pa_cli_usage_error(cmd, "--pid: invalid pid '%s'", arg);
+        return cli_usage_error(cmd, "--pid: invalid pid '%s'", arg);
     return 0;
 }
 
 /* The combinations parse_args refuses. */
 static int check_args(monitor *m)
 {
-    if (m->containers && m->group && m->group != PA_GROUP_CONTAINER)
-        return pa_cli_usage_error(CMD, "--containers is --group-by container, not --group-by %s",
-                                  pa_cli_group_name(m->group));
+    if (m->containers && m->group && m->group != RP_GROUP_CONTAINER)
+        return cli_usage_error(CMD, "--containers is --group-by container, not --group-by %s",
+                               rp_group_name(m->group));
+    if (m->vms && m->group && m->group != RP_GROUP_VM)
+        return cli_usage_error(CMD, "--vms is --group-by vm, not --group-by %s",
+                               rp_group_name(m->group));
     if (m->containers)
-        m->group = PA_GROUP_CONTAINER;
+        m->group = RP_GROUP_CONTAINER;
+    if (m->vms)
+        m->group = RP_GROUP_VM;
+    if (m->group == RP_GROUP_VM && (m->npids || m->cmd))
+        return cli_usage_error(CMD, "--group-by vm groups every process of this host: "
+                                    "no --pid or COMMAND with it (with --ring, the VM "
+                                    "records of a 'daemon --vms')");
     if (m->group)
         m->cgroups = true; /* groups are made of the cgroup records */
     if (m->cmd && m->clock_step_ns)
-        return pa_cli_usage_error(CMD, "--clock-step cannot be used with a COMMAND");
+        return cli_usage_error(CMD, "--clock-step cannot be used with a COMMAND");
     if (m->cmd && (m->count || m->duration_ns))
-        return pa_cli_usage_error(CMD,
-                                  "%s cannot be used with a COMMAND (it runs until the "
-                                  "command exits)",
-                                  m->count ? "--count" : "--duration");
+        return cli_usage_error(CMD,
+                               "%s cannot be used with a COMMAND (it runs until the "
+                               "command exits)",
+                               m->count ? "--count" : "--duration");
     if (m->states && !m->clock_step_ns)
-        return pa_cli_usage_error(CMD, "--fixture-states needs --clock-step");
+        return cli_usage_error(CMD, "--fixture-states needs --clock-step");
     if (m->states && !m->co.copts.procfs)
-        return pa_cli_usage_error(CMD, "--fixture-states needs --procfs");
+        return cli_usage_error(CMD, "--fixture-states needs --procfs");
     if (m->clock_step_ns && !m->count && !m->duration_ns)
-        return pa_cli_usage_error(CMD,
-                                  "--clock-step needs --count or --duration (it never sleeps)");
+        return cli_usage_error(CMD, "--clock-step needs --count or --duration (it never sleeps)");
     if (m->threads && !m->npids && !m->cmd && !m->all)
-        return pa_cli_usage_error(CMD,
-                                  "--threads needs --pid, --all or a COMMAND (which threads?)");
-    if (m->ring && (m->cmd || m->threads || m->clock_step_ns || pa_cli_ctx_sampling_option(&m->co)))
-        return pa_cli_usage_error(CMD, "--ring reads what the daemon samples: no COMMAND, "
-                                       "--threads, modules, roots or --clock-step with it");
+        return cli_usage_error(CMD, "--threads needs --pid, --all or a COMMAND (which threads?)");
+    if (m->ring && (m->cmd || m->threads || m->clock_step_ns || cli_ctx_sampling_option(&m->co)))
+        return cli_usage_error(CMD, "--ring reads what the daemon samples: no COMMAND, "
+                                    "--threads, modules, roots or --clock-step with it");
     if (!m->npids && !m->cmd)
         m->all = true;
     return 0;
 }
 
-static const char *const group_choices[] = {"container", "pod", "unit", "cgroup", NULL};
+static const char *const group_choices[] = {"container", "pod", "unit", "cgroup", "vm", NULL};
 
 static int group_option(void *v, const char *cmd, const char *arg)
 {
-    if (pa_cli_group_parse(arg, v) < 0)
-        return pa_cli_usage_error(cmd,
-                                  "--group-by: unknown kind '%s' (container, pod, unit "
-                                  "or cgroup)",
-                                  arg);
+    if (rp_group_parse(arg, v) < 0)
+        return cli_usage_error(cmd,
+                               "--group-by: unknown kind '%s' (container, pod, unit, "
+                               "cgroup or vm)",
+                               arg);
     return 0;
 }
 
@@ -183,70 +194,74 @@ static const char *const exited_choices[] = {"fold", "list", NULL};
 
 static int exited_option(void *v, const char *cmd, const char *arg)
 {
-    int i = pa_cli_choice(cmd, "exited", exited_choices, arg);
+    int i = cli_choice(cmd, "exited", exited_choices, arg);
     if (i < 0)
-        return PA_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     *(bool *)v = i == 1;
     return 0;
 }
 
 static int parse_args(monitor *m, int argc, char **argv)
 {
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Targets:"),
-        PA_OPT_CALLBACK('p', "pid", m, "PID[,PID...]", "watch a process (repeatable)", add_pids),
-        PA_OPT_FLAG('a', "all", &m->all, "watch every process"),
-        PA_OPT_FLAG('t', "threads", &m->threads, "also report each thread of the watched pids"),
-        PA_OPT_FLAG(0, "cgroups", &m->cgroups,
-                    "also report cgroup totals, named by container,\n"
-                    "pod and systemd unit where they are one"),
-        PA_OPT_FLAG(0, "containers", &m->containers,
-                    "one record per container (--group-by container)"),
-        PA_OPT_CHOICE(0, "group-by", &m->group, "KIND",
-                      "one record per container, pod, unit or cgroup,\n"
-                      "summed over its processes (those that ended too)",
-                      group_option, group_choices),
-        PA_OPT_STRING('r', "ring", &m->ring, "NAME",
-                      "read the windows of a daemon's ring ('%s daemon')\n"
-                      "instead of sampling"),
-        PA_OPT_GROUP("Sampling:"),
-        PA_OPT_UINT('n', "count", &m->count, "N", "stop after N windows", 1, 1000000000),
-        PA_OPT_DURATION('d', "duration", &m->duration_ns, "stop after this long", 0, 0),
-        PA_OPT_CONTEXT(&m->co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
-        PA_OPT_GROUP("Output:"),
-        PA_OPT_CHOICE('f', "format", &m->fmt, "FORMAT", "table (default), csv or json (JSON lines)",
-                      pa_out_format_option, pa_cli_format_choices),
-        PA_OPT_UINT(0, "top", &m->top, "N", "only the N most powerful processes", 1, 1000000000),
-        PA_OPT_CHOICE(0, "exited", &m->exited_list, "fold|list",
-                      "with --all: the processes born and gone in a\n"
-                      "window as one [exited] record (fold, the\n"
-                      "default) or one record each (list; JSON, CSV)",
-                      exited_option, exited_choices),
-        PA_OPT_STRING('o', "output", &m->output, "FILE",
-                      "write to FILE instead of stdout ('-': stdout;\n"
-                      "with a COMMAND the default is stderr)"),
-        PA_OPT_GROUP("Testing (replay of fixture trees, exact results):"),
-        PA_OPT_DURATION(0, "clock-step", &m->clock_step_ns,
-                        "tick with an explicit clock advancing by\n"
-                        "DURATION, without sleeping (not with a COMMAND)",
-                        0, 0),
-        PA_OPT_STRING(0, "fixture-states", &m->states, "DIR",
-                      "before tick k (0 = the first), write the\n"
-                      "overlay DIR/k/proc/.. and DIR/k/sys/.. over\n"
-                      "copies of the --procfs/--sysfs trees and delete\n"
-                      "the paths listed in DIR/k/remove (\"proc/1234\");\n"
-                      "needs --clock-step"),
-        PA_OPT_END,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Targets:"),
+        CLI_OPT_CALLBACK('p', "pid", m, "PID[,PID...]", "watch a process (repeatable)", add_pids),
+        CLI_OPT_FLAG('a', "all", &m->all, "watch every process"),
+        CLI_OPT_FLAG('t', "threads", &m->threads, "also report each thread of the watched pids"),
+        CLI_OPT_FLAG(0, "cgroups", &m->cgroups,
+                     "also report cgroup totals, named by container,\n"
+                     "pod and systemd unit where they are one"),
+        CLI_OPT_FLAG(0, "containers", &m->containers,
+                     "one record per container (--group-by container)"),
+        CLI_OPT_FLAG(0, "vms", &m->vms,
+                     "one record per virtual machine, its vCPUs'\n"
+                     "part apart (--group-by vm)"),
+        CLI_OPT_CHOICE(0, "group-by", &m->group, "KIND",
+                       "one record per container, pod, unit, cgroup or vm,\n"
+                       "summed over its processes (those that ended too)",
+                       group_option, group_choices),
+        CLI_OPT_STRING('r', "ring", &m->ring, "NAME",
+                       "read the windows of a daemon's ring ('%s daemon')\n"
+                       "instead of sampling"),
+        CLI_OPT_GROUP("Sampling:"),
+        CLI_OPT_UINT('n', "count", &m->count, "N", "stop after N windows", 1, 1000000000),
+        CLI_OPT_DURATION('d', "duration", &m->duration_ns, "stop after this long", 0, 0),
+        CLI_OPT_CONTEXT(&m->co, CLI_CTXOPT_ALL | CLI_CTXOPT_CARBON),
+        CLI_OPT_GROUP("Output:"),
+        CLI_OPT_CHOICE('f', "format", &m->fmt, "FORMAT",
+                       "table (default), csv or json (JSON lines)", cli_format_option,
+                       cli_format_choices),
+        CLI_OPT_UINT(0, "top", &m->top, "N", "only the N most powerful processes", 1, 1000000000),
+        CLI_OPT_CHOICE(0, "exited", &m->exited_list, "fold|list",
+                       "with --all: the processes born and gone in a\n"
+                       "window as one [exited] record (fold, the\n"
+                       "default) or one record each (list; JSON, CSV)",
+                       exited_option, exited_choices),
+        CLI_OPT_STRING('o', "output", &m->output, "FILE",
+                       "write to FILE instead of stdout ('-': stdout;\n"
+                       "with a COMMAND the default is stderr)"),
+        CLI_OPT_GROUP("Testing (replay of fixture trees, exact results):"),
+        CLI_OPT_DURATION(0, "clock-step", &m->clock_step_ns,
+                         "tick with an explicit clock advancing by\n"
+                         "DURATION, without sleeping (not with a COMMAND)",
+                         0, 0),
+        CLI_OPT_STRING(0, "fixture-states", &m->states, "DIR",
+                       "before tick k (0 = the first), write the\n"
+                       "overlay DIR/k/proc/.. and DIR/k/sys/.. over\n"
+                       "copies of the --procfs/--sysfs trees and delete\n"
+                       "the paths listed in DIR/k/remove (\"proc/1234\");\n"
+                       "needs --clock-step"),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = monitor_usage,
-                          .about = monitor_about,
-                          .footer = monitor_footer,
-                          .opts = opts,
-                          .operands = 1};
+    const cli_cmd c = {.name = CMD,
+                       .usage = monitor_usage,
+                       .about = monitor_about,
+                       .footer = monitor_footer,
+                       .opts = opts,
+                       .operands = 1};
     int first;
-    pa_cli_ctx_init(&m->co);
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    cli_ctx_init(&m->co);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
         return st;
     if (first < argc)
@@ -258,28 +273,44 @@ static int parse_args(monitor *m, int argc, char **argv)
 /* Targets                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Lists the VMs again and watches their threads (vCPUs apart). */
+static int scan_vms(monitor *m)
+{
+    int err = rp_vmgroups_scan(m->vmg, m->ctx);
+    if (err < 0)
+        cli_error(CMD, "--group-by vm: %s", cli_errmsg(err));
+    return err;
+}
+
 static int setup_targets(monitor *m)
 {
     int err;
+    if (m->group == RP_GROUP_VM &&
+        ((err = rp_vmgroups_new(&m->vmg, m->co.copts.procfs, m->co.copts.rootfs)) < 0 ||
+         (err = scan_vms(m)) < 0)) {
+        if (err == -ENOMEM)
+            cli_error(CMD, "out of memory");
+        return CLI_EXIT_FAIL;
+    }
     if (m->cgroups && (err = pa_report_cgroups(m->ctx, 1)) < 0) {
-        pa_cli_error(CMD, "--cgroups: %s", pa_cli_errmsg(err));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "--cgroups: %s", cli_errmsg(err));
+        return CLI_EXIT_FAIL;
     }
     if (m->all && (err = pa_watch_all(m->ctx, m->threads ? 1 | PA_WATCH_ALL_THREADS : 1)) < 0) {
-        pa_cli_error(CMD, "--all: %s", pa_cli_errmsg(err));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "--all: %s", cli_errmsg(err));
+        return CLI_EXIT_FAIL;
     }
     size_t ok = 0;
     for (size_t i = 0; i < m->npids; i++) {
         watched *w = &m->pids[i];
         err = pa_watch_pid(m->ctx, w->pid, m->threads ? PA_WATCH_THREADS : 0);
         if (err < 0) {
-            if (err == -ESRCH && strstr(pa_cli_errmsg(err), "hidepid"))
-                pa_cli_error(CMD, "%s", pa_cli_errmsg(err));
+            if (err == -ESRCH && strstr(cli_errmsg(err), "hidepid"))
+                cli_error(CMD, "%s", cli_errmsg(err));
             else if (err == -ESRCH)
-                pa_cli_error(CMD, "pid %ld: no such process", (long)w->pid);
+                cli_error(CMD, "pid %ld: no such process", (long)w->pid);
             else
-                pa_cli_error(CMD, "pid %ld: %s", (long)w->pid, pa_cli_errmsg(err));
+                cli_error(CMD, "pid %ld: %s", (long)w->pid, cli_errmsg(err));
             m->pid_failed = true;
             continue;
         }
@@ -287,7 +318,7 @@ static int setup_targets(monitor *m)
         ok++;
     }
     if (m->npids && !ok && !m->all && !m->cmd)
-        return PA_EXIT_FAIL; /* nothing left to watch */
+        return CLI_EXIT_FAIL; /* nothing left to watch */
     return 0;
 }
 
@@ -337,23 +368,28 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
     if (err == -ENODATA)
         return 0;
     if (err < 0) {
-        pa_cli_error(CMD, "report: %s", pa_cli_errmsg(err));
+        cli_error(CMD, "report: %s", cli_errmsg(err));
         return -1;
     }
     pa_report *g = NULL;
-    if (print && m->group && (err = pa_cli_group_report(r, m->group, &g)) < 0) {
-        pa_cli_error(CMD, "out of memory");
+    const pa_report *vr = NULL;
+    if (print && m->vmg && (scan_vms(m) < 0 || rp_vmgroups_report(m->vmg, r, &vr) < 0)) {
+        pa_report_free(r);
+        return -1;
+    }
+    if (print && m->group && !m->vmg && (err = rp_group_report(r, m->group, &g)) < 0) {
+        cli_error(CMD, "out of memory");
         pa_report_free(r);
         return -1;
     }
     if (print)
-        err = pa_out_report(&m->out, g ? g : r);
-    pa_cli_group_free(g);
+        err = rp_out_report(&m->out, vr ? vr : g ? g : r);
+    rp_group_free(g);
     if (print && err < 0) {
         if (err == -EPIPE)
             m->epipe = true; /* `| head`: stop without a word */
         else
-            pa_cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
+            cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
         pa_report_free(r);
         return -1;
     }
@@ -367,12 +403,12 @@ static int emit_report(monitor *m, bool print, pa_report **keep)
 static int do_tick(monitor *m, unsigned k, uint64_t clock_ns)
 {
     int err;
-    if (m->replay && (err = pa_replay_apply(m->replay, k)) < 0)
-        return PA_EXIT_FAIL;
+    if (m->replay && (err = cli_replay_apply(m->replay, k)) < 0)
+        return CLI_EXIT_FAIL;
     err = m->clock_step_ns ? pa_tick_at(m->ctx, clock_ns) : pa_tick(m->ctx);
     if (err < 0 && !(err == -ENODATA && k == 0)) {
-        pa_cli_tick_error(CMD, err);
-        return PA_EXIT_FAIL;
+        cli_tick_error(CMD, err);
+        return CLI_EXIT_FAIL;
     }
     return 0;
 }
@@ -382,7 +418,7 @@ static int do_tick(monitor *m, unsigned k, uint64_t clock_ns)
 static int wait_until(monitor *m, uint64_t deadline_ns, siginfo_t *si)
 {
     for (;;) {
-        uint64_t now = pa_cli_mono_ns();
+        uint64_t now = cli_mono_ns();
         if (now >= deadline_ns) {
             /* collect a signal that is already pending, without waiting */
             struct timespec zero = {0, 0};
@@ -412,17 +448,17 @@ static int run_targets(monitor *m)
     if (m->clock_step_ns)
         step = m->clock_step_ns;
     /* the explicit clock starts at 0: report times are 1, 2, 3 steps */
-    uint64_t t0 = m->clock_step_ns ? 0 : pa_cli_mono_ns();
+    uint64_t t0 = m->clock_step_ns ? 0 : cli_mono_ns();
     if ((err = do_tick(m, 0, t0)) != 0)
         return err;
-    pa_cli_warn_resolution(CMD, m->ctx, step);
+    cli_warn_resolution(CMD, m->ctx, step);
     for (unsigned k = 1;; k++) {
         uint64_t rel = (uint64_t)k * step;
         if (end_ns && rel > end_ns)
             rel = end_ns;
         if (!m->clock_step_ns) {
             siginfo_t si;
-            uint64_t now = pa_cli_mono_ns();
+            uint64_t now = cli_mono_ns();
             /* after an overrun (a suspended VM), skip missed windows */
             while (t0 + rel + step < now && (!end_ns || rel < end_ns)) {
                 k++;
@@ -431,7 +467,7 @@ static int run_targets(monitor *m)
                     rel = end_ns;
             }
             int s = wait_until(m, t0 + rel, &si);
-            if (pa_cli_is_stop_signal(s))
+            if (cli_is_stop_signal(s))
                 return 0;
         }
         if ((err = do_tick(m, k, t0 + rel)) != 0)
@@ -439,7 +475,7 @@ static int run_targets(monitor *m)
         pa_report *r = NULL;
         err = emit_report(m, true, &r);
         if (err < 0)
-            return m->epipe ? PA_EXIT_PIPE : PA_EXIT_FAIL;
+            return m->epipe ? CLI_EXIT_PIPE : CLI_EXIT_FAIL;
         if (err == 1)
             windows++;
         bool done = m->npids && !m->all && pids_done(m, r);
@@ -467,18 +503,18 @@ static void add_window_cpu(monitor *m, pid_t pid, double *cpu_s)
 static int run_command(monitor *m)
 {
     int go[2] = {-1, -1}, ex[2] = {-1, -1};
-    int status = PA_EXIT_FAIL;
+    int status = CLI_EXIT_FAIL;
     pid_t pid = -1;
     pa_report *last = NULL; /* for the summary's formula and assumptions */
-    bool print_windows = m->fmt != PA_OUT_TABLE || m->co.interval_set;
+    bool print_windows = m->fmt != RP_OUT_TABLE || m->co.interval_set;
 
-    if (pa_cli_spawn(CMD, m->cmd, &pid, &go[1], &ex[0]) != 0)
+    if (cli_spawn(CMD, m->cmd, &pid, &go[1], &ex[0]) != 0)
         goto out;
 
     int err = pa_watch_pid(m->ctx, pid, PA_WATCH_CHILDREN | (m->threads ? PA_WATCH_THREADS : 0));
     if (err < 0)
-        pa_cli_error(CMD, "watch %s (pid %ld): %s", m->cmd[0], (long)pid, pa_cli_errmsg(err));
-    uint64_t t0 = pa_cli_mono_ns();
+        cli_error(CMD, "watch %s (pid %ld): %s", m->cmd[0], (long)pid, cli_errmsg(err));
+    uint64_t t0 = cli_mono_ns();
     int rc = do_tick(m, 0, t0);
     /* release the child even if the first tick failed, then report */
     close(go[1]);
@@ -490,19 +526,19 @@ static int run_command(monitor *m)
     if (n == (ssize_t)sizeof(child_errno)) {
         waitpid(pid, NULL, 0);
         pid = -1;
-        pa_cli_error(CMD, "cannot run '%s': %s", m->cmd[0], strerror(child_errno));
+        cli_error(CMD, "cannot run '%s': %s", m->cmd[0], strerror(child_errno));
         status = child_errno == ENOENT ? 127 : 126;
         goto out;
     }
     if (rc != 0)
         goto kill_child;
-    pa_cli_warn_resolution(CMD, m->ctx, m->co.interval_ns);
+    cli_warn_resolution(CMD, m->ctx, m->co.interval_ns);
 
     double cpu_s = 0;
     bool exited = false;
     for (unsigned k = 1; !exited; k++) {
         /* after an overrun (a suspended VM), skip the missed windows */
-        uint64_t now = pa_cli_mono_ns();
+        uint64_t now = cli_mono_ns();
         if (now > t0 + (uint64_t)(k + 1) * m->co.interval_ns)
             k = (unsigned)((now - t0) / m->co.interval_ns);
         uint64_t deadline = t0 + (uint64_t)k * m->co.interval_ns;
@@ -532,7 +568,7 @@ static int run_command(monitor *m)
         add_window_cpu(m, pid, &cpu_s);
         pa_report *r = NULL;
         if (emit_report(m, print_windows, &r) < 0) {
-            rc = PA_EXIT_FAIL;
+            rc = CLI_EXIT_FAIL;
             goto kill_child;
         }
         if (r) {
@@ -540,12 +576,12 @@ static int run_command(monitor *m)
             last = r;
         }
     }
-    double duration_s = (double)(pa_cli_mono_ns() - t0) / 1e9;
+    double duration_s = (double)(cli_mono_ns() - t0) / 1e9;
 
-    pa_out_command cr = {
+    rp_out_command cr = {
         .pid = pid, .cpu_time_s = cpu_s, .argv = m->cmd, .duration_s = duration_s, .last = last};
     if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 && pa_pid_power(m->ctx, pid, &cr.energy) < 0)
-        pa_cli_error(CMD, "energy of pid %ld: %s", (long)pid, pa_cli_errmsg(-ENODATA));
+        cli_error(CMD, "energy of pid %ld: %s", (long)pid, cli_errmsg(-ENODATA));
 
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
@@ -557,17 +593,17 @@ static int run_command(monitor *m)
     } else {
         cr.exit_status = WEXITSTATUS(wstatus);
     }
-    if ((err = pa_out_command_end(&m->out, &cr)) < 0) {
+    if ((err = rp_out_command_end(&m->out, &cr)) < 0) {
         if (err != -EPIPE)
-            pa_cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
-        status = err == -EPIPE ? PA_EXIT_PIPE : PA_EXIT_FAIL;
+            cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
+        status = err == -EPIPE ? CLI_EXIT_PIPE : CLI_EXIT_FAIL;
         goto out;
     }
     status = cr.exit_status;
     goto out;
 
 kill_child:
-    status = m->epipe ? PA_EXIT_PIPE : rc > 0 ? rc : PA_EXIT_FAIL;
+    status = m->epipe ? CLI_EXIT_PIPE : rc > 0 ? rc : CLI_EXIT_FAIL;
     kill(pid, SIGTERM);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
@@ -585,31 +621,31 @@ out:
 
 /* ------------------------------------------------------------------ */
 
-int pa_cli_monitor(int argc, char **argv)
+int cli_monitor(int argc, char **argv)
 {
     monitor m;
     memset(&m, 0, sizeof(m));
     int status = parse_args(&m, argc, argv);
     if (status != 0) {
-        status = status < 0 ? PA_EXIT_OK : status; /* -1: --help */
+        status = status < 0 ? CLI_EXIT_OK : status; /* -1: --help */
         goto out;
     }
 
     if (m.states) {
         const char *p = NULL, *s = NULL;
-        if (pa_replay_new(&m.replay, m.states, m.co.copts.procfs, m.co.copts.sysfs, &p, &s) < 0) {
-            status = PA_EXIT_FAIL;
+        if (cli_replay_new(&m.replay, m.states, m.co.copts.procfs, m.co.copts.sysfs, &p, &s) < 0) {
+            status = CLI_EXIT_FAIL;
             goto out;
         }
         m.co.copts.procfs = p;
         m.co.copts.sysfs = s;
     }
 
-    if (!m.ring && (status = pa_cli_ctx_create(&m.co, CMD, &m.ctx)) != 0)
+    if (!m.ring && (status = cli_ctx_create(&m.co, CMD, &m.ctx)) != 0)
         goto out;
     /* "auto" chooses: say why the power is modelled where RAPL is closed */
     if (!m.ring && m.co.mods.n == 0)
-        pa_cli_rapl_hint(m.ctx, CMD);
+        cli_rapl_hint(m.ctx, CMD);
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
 
@@ -627,27 +663,27 @@ int pa_cli_monitor(int argc, char **argv)
             if (fd2 >= 0)
                 close(fd2);
             m.f = NULL;
-            pa_cli_error(CMD, "stderr: %s", strerror(errno));
-            status = PA_EXIT_FAIL;
+            cli_error(CMD, "stderr: %s", strerror(errno));
+            status = CLI_EXIT_FAIL;
             goto out;
         }
     } else if (m.output && !strcmp(m.output, "-")) {
         m.f = stdout;
     } else if (m.output && !(m.f = fopen(m.output, "we"))) {
-        pa_cli_error(CMD, "--output %s: %s", m.output, strerror(errno));
-        status = PA_EXIT_FAIL;
+        cli_error(CMD, "--output %s: %s", m.output, strerror(errno));
+        status = CLI_EXIT_FAIL;
         goto out;
     }
-    pa_out_init(&m.out, m.f, m.fmt);
+    rp_out_init(&m.out, m.f, m.fmt);
     m.out.procfs = m.co.copts.procfs;
     m.out.carbon_g_per_kwh = m.co.carbon_g_per_kwh;
     if (!m.clock_step_ns)
-        m.out.time_base_s = pa_out_live_time_base();
+        m.out.time_base_s = rp_out_live_time_base();
     m.out.command_columns = m.cmd != NULL;
-    if (m.group)
-        m.out.group_type = pa_cli_group_name(m.group);
+    if (m.group && m.group != RP_GROUP_VM) /* VMs: a type of their own */
+        m.out.group_type = rp_group_name(m.group);
     bool tty = isatty(fileno(m.f));
-    m.out.clear = m.fmt == PA_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
+    m.out.clear = m.fmt == RP_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
     m.out.exited_list = m.exited_list;
     if (m.top)
         m.out.top = m.top;
@@ -671,22 +707,23 @@ int pa_cli_monitor(int argc, char **argv)
         pid_t *pids = calloc(m.npids + 1, sizeof(*pids));
         for (size_t i = 0; pids && i < m.npids; i++)
             pids[i] = m.pids[i].pid;
-        pa_ring_monitor rm = {.ring = m.ring,
-                              .interval_ns = m.co.interval_ns,
-                              .count = m.count,
-                              .duration_ns = m.duration_ns,
-                              .pids = pids,
-                              .npids = pids ? m.npids : 0,
-                              .cgroups = m.cgroups,
-                              .out = &m.out,
-                              .sigs = &m.sigs};
-        status = pa_cli_monitor_ring(&rm);
+        cli_ring_monitor rm = {.ring = m.ring,
+                               .interval_ns = m.co.interval_ns,
+                               .count = m.count,
+                               .duration_ns = m.duration_ns,
+                               .pids = pids,
+                               .npids = pids ? m.npids : 0,
+                               .cgroups = m.cgroups && m.group != RP_GROUP_VM,
+                               .vms = m.group == RP_GROUP_VM,
+                               .out = &m.out,
+                               .sigs = &m.sigs};
+        status = cli_monitor_ring(&rm);
         free(pids);
     } else {
         status = m.cmd ? run_command(&m) : run_targets(&m);
     }
-    if (status == PA_EXIT_OK && m.pid_failed)
-        status = PA_EXIT_FAIL;
+    if (status == CLI_EXIT_OK && m.pid_failed)
+        status = CLI_EXIT_FAIL;
 
     /* the SIGPIPE of a write that failed with EPIPE stays pending: take
      * it before the mask is restored */

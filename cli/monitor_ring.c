@@ -20,8 +20,10 @@
 
 #define CMD "monitor"
 
-static bool want(const pa_ring_monitor *rm, const pa_target_info *t)
+static bool want(const cli_ring_monitor *rm, const pa_target_info *t)
 {
+    if (rm->vms || t->type == PA_TARGET_VM)
+        return rm->vms && t->type == PA_TARGET_VM;
     if (t->type == PA_TARGET_CGROUP)
         return rm->cgroups;
     if (t->type != PA_TARGET_PROCESS)
@@ -35,12 +37,12 @@ static bool want(const pa_ring_monitor *rm, const pa_target_info *t)
 }
 
 /* Writes r keeping only the wanted targets. */
-static int emit(const pa_ring_monitor *rm, const pa_report *r, pa_target_info **buf, size_t *cap)
+static int emit(const cli_ring_monitor *rm, const pa_report *r, pa_target_info **buf, size_t *cap)
 {
     if (r->ntargets > *cap) {
         pa_target_info *nb = realloc(*buf, r->ntargets * sizeof(*nb));
         if (!nb) {
-            pa_cli_error(CMD, "out of memory");
+            cli_error(CMD, "out of memory");
             return -ENOMEM;
         }
         *buf = nb;
@@ -53,27 +55,27 @@ static int emit(const pa_ring_monitor *rm, const pa_report *r, pa_target_info **
             (*buf)[n++] = r->targets[i];
     f.targets = *buf;
     f.ntargets = n;
-    int rc = pa_out_report(rm->out, &f);
+    int rc = rp_out_report(rm->out, &f);
     if (rc < 0 && rc != -EPIPE) /* `| head`: quiet */
-        pa_cli_error(CMD, "writing the report failed: %s", pa_strerror(rc));
+        cli_error(CMD, "writing the report failed: %s", pa_strerror(rc));
     return rc;
 }
 
-int pa_cli_monitor_ring(const pa_ring_monitor *rm)
+int cli_monitor_ring(const cli_ring_monitor *rm)
 {
     pa_ring_reader *r = NULL;
     int rc = pa_ring_open(rm->ring, &r);
     if (rc < 0) {
-        pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "%s", cli_errmsg(rc));
+        return CLI_EXIT_FAIL;
     }
     pa_target_info *buf = NULL;
     size_t cap = 0;
-    int status = PA_EXIT_FAIL;
+    int status = CLI_EXIT_FAIL;
     uint64_t seq = 0;
     unsigned long outputs = 0;
     const pa_report *rep;
-    uint64_t t0 = pa_cli_mono_ns();
+    uint64_t t0 = cli_mono_ns();
     uint64_t next = t0;
     bool first = true;
     for (;;) {
@@ -82,21 +84,21 @@ int pa_cli_monitor_ring(const pa_ring_monitor *rm)
             first = false;
             if ((rc = emit(rm, rep, &buf, &cap)) < 0) {
                 if (rc == -EPIPE)
-                    status = PA_EXIT_PIPE;
+                    status = CLI_EXIT_PIPE;
                 goto out;
             }
             outputs++;
             if (rm->count && outputs >= rm->count) {
-                status = PA_EXIT_OK;
+                status = CLI_EXIT_OK;
                 goto out;
             }
         } else if (rc != -EAGAIN) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            cli_error(CMD, "%s", cli_errmsg(rc));
             goto out;
         }
-        uint64_t now = pa_cli_mono_ns();
+        uint64_t now = cli_mono_ns();
         if (rm->duration_ns && now - t0 >= rm->duration_ns) {
-            status = PA_EXIT_OK;
+            status = CLI_EXIT_OK;
             goto out;
         }
         /* No window yet: look again soon rather than a whole interval. */
@@ -111,7 +113,7 @@ int pa_cli_monitor_ring(const pa_ring_monitor *rm)
         siginfo_t si;
         int s = sigtimedwait(rm->sigs, &si, &ts);
         if (s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT) {
-            status = PA_EXIT_OK;
+            status = CLI_EXIT_OK;
             goto out;
         }
     }

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "perf.h"
+#include "profile_push.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +43,7 @@ typedef struct profiler {
     const char *call_graph;
     char **filters;
     size_t nfilters;
-    pa_cli_ctx co; /* roots, calibration, modules */
+    cli_ctx co; /* roots, calibration, modules */
     bool interval_set;
     bool quiet;
     bool dwarf;                   /* --call-graph dwarf */
@@ -55,19 +56,21 @@ typedef struct profiler {
     pf_engine *eng;
     pf_strace *scopes;      /* a command's C scopes (DESIGN.md 15.1) */
     const char *scopes_env; /* its environment entry, NAME=PATH */
-    pa_ptasks tasks;
-    pa_pprof *prof;
+    pc_tasks tasks;
+    pc_prof *prof;
     uint64_t windows;
     uint64_t windows_empty; /* windows with energy and no stack sample */
     double process_j, nic_j, cpu_s;
-    pa_pcum tree;            /* a command's tree energy */
+    pc_cum tree;             /* a command's tree energy */
     double unseen_j;         /* --all: energy given to processes no report had */
     double conservation_err; /* worst window, relative */
     pid_t cmd_pid;
     int go, exfd; /* a command's release and exec-error pipes */
     sigset_t sigs, old_sigs;
     uint64_t t0;
-    pa_psource source; /* the last report's formula, sensors... */
+    pc_source source;    /* the last report's formula, sensors... */
+    cli_ppush_args push; /* --push: profiles sent as they are made */
+    cli_ppush *pusher;
 } profiler;
 
 static const char profile_usage[] = "%s profile [OPTIONS] --pid PID [--pid PID...]\n"
@@ -99,13 +102,13 @@ static const char profile_footer[] =
 static int add_pids(void *v, const char *cmd, const char *arg)
 {
     profiler *p = v;
-    int err = pa_cli_parse_pids(arg, &p->pids, &p->npids);
+    int err = cli_parse_pids(arg, &p->pids, &p->npids);
     if (err == -ENOMEM) {
-        pa_cli_error(cmd, "out of memory");
-        return PA_EXIT_FAIL;
+        cli_error(cmd, "out of memory");
+        return CLI_EXIT_FAIL;
     }
     if (err < 0)
-        return pa_cli_usage_error(cmd, "--pid: invalid pid '%s'", arg);
+        return cli_usage_error(cmd, "--pid: invalid pid '%s'", arg);
     return 0;
 }
 
@@ -113,10 +116,10 @@ static int add_pids(void *v, const char *cmd, const char *arg)
  * samples, down to 10 us), not the context's window (--window). */
 static int set_period(void *v, const char *cmd, const char *arg)
 {
-    static const pa_cli_opt period = {.long_name = "interval", .min = 10000};
+    static const cli_opt period = {.long_name = "interval", .min = 10000};
     profiler *p = v;
     p->interval_set = true;
-    return pa_cli_opt_duration(cmd, &period, arg, &p->period_ns);
+    return cli_opt_duration(cmd, &period, arg, &p->period_ns);
 }
 
 static const char *const event_choices[] = {"cpu-clock", "task-clock", "cycles", NULL};
@@ -128,8 +131,8 @@ static const char *const call_graph_choices[] = {"fp", NULL};
 
 static int set_event(void *v, const char *cmd, const char *arg)
 {
-    if (pa_cli_choice(cmd, "event", event_choices, arg) < 0)
-        return PA_EXIT_USAGE;
+    if (cli_choice(cmd, "event", event_choices, arg) < 0)
+        return CLI_EXIT_USAGE;
     *(const char **)v = arg;
     return 0;
 }
@@ -137,8 +140,8 @@ static int set_event(void *v, const char *cmd, const char *arg)
 static int set_call_graph(void *v, const char *cmd, const char *arg)
 {
     profiler *p = v;
-    if (pa_cli_choice(cmd, "call-graph", call_graph_choices, arg) < 0)
-        return PA_EXIT_USAGE;
+    if (cli_choice(cmd, "call-graph", call_graph_choices, arg) < 0)
+        return CLI_EXIT_USAGE;
     p->call_graph = arg;
     p->dwarf = !strcmp(arg, "dwarf");
     p->cg_given = true;
@@ -150,8 +153,8 @@ static int add_filter(void *v, const char *cmd, const char *arg)
     profiler *p = v;
     char **n = realloc(p->filters, (p->nfilters + 1) * sizeof(*n));
     if (!n) {
-        pa_cli_error(cmd, "out of memory");
-        return PA_EXIT_FAIL;
+        cli_error(cmd, "out of memory");
+        return CLI_EXIT_FAIL;
     }
     p->filters = n;
     p->filters[p->nfilters++] = (char *)arg;
@@ -162,7 +165,7 @@ static int add_filter(void *v, const char *cmd, const char *arg)
 static int check_args(profiler *p)
 {
     if (p->freq && p->interval_set)
-        return pa_cli_usage_error(CMD, "--interval and --frequency exclude each other");
+        return cli_usage_error(CMD, "--interval and --frequency exclude each other");
     if (p->freq)
         p->period_ns = 0;
     /* --all: frame pointers unless asked; 16 KiB of stack copied per sample
@@ -177,86 +180,86 @@ static int check_args(profiler *p)
     if (p->all && !p->interval_set && !p->freq)
         p->period_ns = 10 * 1000000ull;
     if (!p->cmd && !p->npids && !p->all)
-        return pa_cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
+        return cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
     if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
-        return pa_cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
+        return cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
     if (p->repeat > 1 && !p->cmd)
-        return pa_cli_usage_error(CMD, "--repeat needs a COMMAND to run again");
+        return cli_usage_error(CMD, "--repeat needs a COMMAND to run again");
     if (p->cmd && p->duration_ns)
-        return pa_cli_usage_error(CMD,
-                                  "--duration cannot be used with a COMMAND (it runs until the "
-                                  "command exits)");
+        return cli_usage_error(CMD, "--duration cannot be used with a COMMAND (it runs until the "
+                                    "command exits)");
     return 0;
 }
 
 static int parse_args(profiler *p, int argc, char **argv)
 {
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Targets:"),
-        PA_OPT_CALLBACK('p', "pid", p, "PID[,PID...]",
-                        "profile a running process and the threads it\n"
-                        "starts",
-                        add_pids),
-        PA_OPT_FLAG('a', "all", &p->all,
-                    "every process of the machine, per CPU (root or\n"
-                    "CAP_PERFMON; until --duration or Ctrl-C)"),
-        PA_OPT_GROUP("Sampling:"),
-        PA_OPT_CALLBACK('i', "interval", p, "DURATION",
-                        "CPU time between samples (default 2ms, 500 a\n"
-                        "CPU-second; 10ms with --all; at least 10us)",
-                        set_period),
-        PA_OPT_UINT('F', "frequency", &p->freq, "HZ", "or samples per second of CPU time", 1,
-                    100000),
-        PA_OPT_CHOICE('e', "event", &p->event, "NAME",
-                      "cpu-clock (default), task-clock, or cycles\n"
-                      "(needs a PMU)",
-                      set_event, event_choices),
-        PA_OPT_CHOICE('g', "call-graph", p, "MODE",
-                      "dwarf (the default on x86-64: 16 KiB of user stack\n"
-                      "per sample, unwound with libdwfl, right through\n"
-                      "code without frame pointers such as Debian's) or\n"
-                      "fp (frame pointers: cheaper, whole stacks only for\n"
-                      "code built with them; the default with --all);\n"
-                      "-g alone: the default",
-                      set_call_graph, call_graph_choices),
-        PA_OPT_DURATION('w', "window", &p->window_ns, "energy window (default 1s)", 10 * 1000000ull,
-                        0),
-        PA_OPT_DURATION('d', "duration", &p->duration_ns,
-                        "stop after this long (default: until the targets\n"
-                        "exit or Ctrl-C)",
-                        0, 0),
-        PA_OPT_GROUP("Output:"),
-        {.type = PA_CLI_OPT_STRING,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Targets:"),
+        CLI_OPT_CALLBACK('p', "pid", p, "PID[,PID...]",
+                         "profile a running process and the threads it\n"
+                         "starts",
+                         add_pids),
+        CLI_OPT_FLAG('a', "all", &p->all,
+                     "every process of the machine, per CPU (root or\n"
+                     "CAP_PERFMON; until --duration or Ctrl-C)"),
+        CLI_OPT_GROUP("Sampling:"),
+        CLI_OPT_CALLBACK('i', "interval", p, "DURATION",
+                         "CPU time between samples (default 2ms, 500 a\n"
+                         "CPU-second; 10ms with --all; at least 10us)",
+                         set_period),
+        CLI_OPT_UINT('F', "frequency", &p->freq, "HZ", "or samples per second of CPU time", 1,
+                     100000),
+        CLI_OPT_CHOICE('e', "event", &p->event, "NAME",
+                       "cpu-clock (default), task-clock, or cycles\n"
+                       "(needs a PMU)",
+                       set_event, event_choices),
+        CLI_OPT_CHOICE('g', "call-graph", p, "MODE",
+                       "dwarf (the default on x86-64: 16 KiB of user stack\n"
+                       "per sample, unwound with libdwfl, right through\n"
+                       "code without frame pointers such as Debian's) or\n"
+                       "fp (frame pointers: cheaper, whole stacks only for\n"
+                       "code built with them; the default with --all);\n"
+                       "-g alone: the default",
+                       set_call_graph, call_graph_choices),
+        CLI_OPT_DURATION('w', "window", &p->window_ns, "energy window (default 1s)",
+                         10 * 1000000ull, 0),
+        CLI_OPT_DURATION('d', "duration", &p->duration_ns,
+                         "stop after this long (default: until the targets\n"
+                         "exit or Ctrl-C)",
+                         0, 0),
+        CLI_OPT_GROUP("Output:"),
+        {.type = CLI_KIND_STRING,
          .short_name = 'o',
          .long_name = "output",
          .value = &p->out_dir,
          .argh = "DIR",
          .help = "output folder (default powerapi-profile-PID)",
          .alias = "out"},
-        PA_OPT_CALLBACK(0, "filter", p, "PREFIX",
-                        "functions-filtered.csv charges each sample to its\n"
-                        "innermost function (or module) starting with\n"
-                        "PREFIX (repeatable)",
-                        add_filter),
-        PA_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
-        PA_OPT_GROUP("Repeats (a COMMAND):"),
-        PA_OPT_UINT(0, "repeat", &p->repeat, "N",
-                    "profile COMMAND N times, into DIR/run-1..N, and\n"
-                    "write each function's mean, spread and 95 %\n"
-                    "interval (repeat.csv, summary.json): what\n"
-                    "`powerapi diff` tests for significance",
-                    1, 1000),
-        PA_OPT_UINT(0, "warmup", &p->warmup, "N", "run COMMAND N times unprofiled first", 0, 1000),
-        PA_OPT_CONTEXT(&p->co, PA_CTXOPT_ROOTS | PA_CTXOPT_CALIBRATION | PA_CTXOPT_MODULES |
-                                   PA_CTXOPT_CARBON),
-        PA_OPT_END,
+        CLI_OPT_CALLBACK(0, "filter", p, "PREFIX",
+                         "functions-filtered.csv charges each sample to its\n"
+                         "innermost function (or module) starting with\n"
+                         "PREFIX (repeatable)",
+                         add_filter),
+        CLI_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
+        CLI_OPT_GROUP("Repeats (a COMMAND):"),
+        CLI_OPT_UINT(0, "repeat", &p->repeat, "N",
+                     "profile COMMAND N times, into DIR/run-1..N, and\n"
+                     "write each function's mean, spread and 95 %\n"
+                     "interval (repeat.csv, summary.json): what\n"
+                     "`powerapi diff` tests for significance",
+                     1, 1000),
+        CLI_OPT_UINT(0, "warmup", &p->warmup, "N", "run COMMAND N times unprofiled first", 0, 1000),
+        CLI_OPT_PPUSH(&p->push),
+        CLI_OPT_CONTEXT(&p->co, CLI_CTXOPT_ROOTS | CLI_CTXOPT_CALIBRATION | CLI_CTXOPT_MODULES |
+                                    CLI_CTXOPT_CARBON),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = profile_usage,
-                          .about = profile_about,
-                          .footer = profile_footer,
-                          .opts = opts,
-                          .operands = 1};
+    const cli_cmd c = {.name = CMD,
+                       .usage = profile_usage,
+                       .about = profile_about,
+                       .footer = profile_footer,
+                       .opts = opts,
+                       .operands = 1};
     p->period_ns = 2 * 1000000ull; /* a few hundred samples in a 1 s run */
     p->window_ns = NS_PER_S;
     p->event = "cpu-clock";
@@ -266,9 +269,9 @@ static int parse_args(profiler *p, int argc, char **argv)
 #else
     p->call_graph = "fp";
 #endif
-    pa_cli_ctx_init(&p->co);
+    cli_ctx_init(&p->co);
     int first;
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
         return st;
     if (first < argc)
@@ -287,29 +290,29 @@ static int open_error(const profiler *p, pid_t pid, int err)
 {
     int par = pf_paranoid(procfs_root(p));
     if (err == -ENOMEM)
-        pa_cli_error(CMD, "out of memory");
+        cli_error(CMD, "out of memory");
     else if (err == -ESRCH)
-        pa_cli_error(CMD, "pid %ld: no such process", (long)pid);
+        cli_error(CMD, "pid %ld: no such process", (long)pid);
     else if (err == -ENOENT || err == -EOPNOTSUPP)
-        pa_cli_error(CMD,
-                     "event %s: not supported here (no hardware PMU on this "
-                     "machine?); use --event cpu-clock",
-                     p->event);
+        cli_error(CMD,
+                  "event %s: not supported here (no hardware PMU on this "
+                  "machine?); use --event cpu-clock",
+                  p->event);
     else if ((err == -EACCES || err == -EPERM) && par > 2)
-        pa_cli_error(CMD,
-                     "pid %ld: perf_event_paranoid is %d (Debian's default), which "
-                     "forbids sampling to users; run as root or with CAP_PERFMON, or "
-                     "allow it until the next boot: sudo sysctl kernel.perf_event_paranoid=2",
-                     (long)pid, par);
+        cli_error(CMD,
+                  "pid %ld: perf_event_paranoid is %d (Debian's default), which "
+                  "forbids sampling to users; run as root or with CAP_PERFMON, or "
+                  "allow it until the next boot: sudo sysctl kernel.perf_event_paranoid=2",
+                  (long)pid, par);
     else if (err == -EACCES || err == -EPERM)
-        pa_cli_error(CMD,
-                     "pid %ld: permission denied (the process of another "
-                     "user, or ptrace protection); run as root or with "
-                     "CAP_PERFMON",
-                     (long)pid);
+        cli_error(CMD,
+                  "pid %ld: permission denied (the process of another "
+                  "user, or ptrace protection); run as root or with "
+                  "CAP_PERFMON",
+                  (long)pid);
     else
-        pa_cli_error(CMD, "pid %ld: perf_event_open: %s", (long)pid, strerror(-err));
-    return PA_EXIT_FAIL;
+        cli_error(CMD, "pid %ld: perf_event_open: %s", (long)pid, strerror(-err));
+    return CLI_EXIT_FAIL;
 }
 
 /* --all: one event and one ring per CPU for every task (root or
@@ -320,17 +323,17 @@ static int open_all(profiler *p)
     if (!err)
         return 0;
     if (cpu >= 0)
-        pa_cli_error(CMD, "--all: mmap of CPU %d's ring: %s", cpu, strerror(-err));
+        cli_error(CMD, "--all: mmap of CPU %d's ring: %s", cpu, strerror(-err));
     else if (err == -ENOMEM)
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     else if (err == -EACCES || err == -EPERM)
-        pa_cli_error(CMD,
-                     "--all: sampling every process needs root or CAP_PERFMON "
-                     "(perf_event_paranoid is %d)",
-                     pf_paranoid(procfs_root(p)));
+        cli_error(CMD,
+                  "--all: sampling every process needs root or CAP_PERFMON "
+                  "(perf_event_paranoid is %d)",
+                  pf_paranoid(procfs_root(p)));
     else
         return open_error(p, -1, err);
-    return PA_EXIT_FAIL;
+    return CLI_EXIT_FAIL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -355,19 +358,19 @@ static void on_report_proc(void *user, pid_t pid)
 
 /* The energy of processes that lived and died between two ticks: with a
  * COMMAND, what the tree's energy has beyond the processes seen; with
- * --all, from their samples (pa_ptasks_unseen). */
-static double extra_energy(void *user, const pa_report *rep, pa_pwin *w)
+ * --all, from their samples (pc_tasks_unseen). */
+static double extra_energy(void *user, const pa_report *rep, pc_win *w)
 {
     profiler *p = user;
     double extra = 0;
     pa_power tp;
     if (p->cmd && p->cmd_pid > 0 && pa_tree_power(p->ctx, p->cmd_pid, &tp) == 0) {
-        double d = pa_pcum_delta(&p->tree, tp.cpu_j);
+        double d = pc_cum_delta(&p->tree, tp.cpu_j);
         if (d > w->procs_j)
             extra = d - w->procs_j;
     }
     if (p->all && rep)
-        extra = pa_ptasks_unseen(&p->tasks, rep, w);
+        extra = pc_tasks_unseen(&p->tasks, rep, w);
     if (p->all)
         p->unseen_j += extra;
     return extra;
@@ -383,11 +386,11 @@ static int window(profiler *p, double start_s, double len_s)
     if (rc >= 0 && pa_report_get(p->ctx, &rep) < 0)
         rep = NULL;
     if (rep)
-        pa_psource_from_report(&p->source, rep);
-    pa_pwin w;
-    pa_pengine e = pf_engine_stacks(p->eng);
+        pc_source_from_report(&p->source, rep);
+    pc_win w;
+    pc_engine e = pf_engine_stacks(p->eng);
     p->tasks.fallback_pid = p->cmd ? p->cmd_pid : p->npids ? p->pids[0] : 0;
-    pa_ptasks_window(&p->tasks, p->prof, &e, rep, &w);
+    pc_tasks_window(&p->tasks, p->prof, &e, rep, &w);
     p->process_j += w.window_j;
     p->nic_j += w.nic_j;
     p->cpu_s += w.cpu_s;
@@ -398,10 +401,11 @@ static int window(profiler *p, double start_s, double len_s)
     pa_report_free(rep);
     if (rc >= 0 || rc == -ENODATA)
         p->windows++;
-    pa_pprof_window_end(p->prof, start_s, len_s);
+    pc_prof_window_end(p->prof, start_s, len_s);
+    cli_ppush_window(p->pusher, p->prof);
     if (rc < 0 && rc != -ENODATA) {
-        pa_cli_tick_error(CMD, rc);
-        return PA_EXIT_FAIL;
+        cli_tick_error(CMD, rc);
+        return CLI_EXIT_FAIL;
     }
     return 0;
 }
@@ -429,7 +433,7 @@ static int run_loop(profiler *p, bool *exited)
     uint64_t end = p->duration_ns ? p->t0 + p->duration_ns : 0;
     uint64_t wstart = p->t0;
     for (;;) {
-        uint64_t now = pa_cli_mono_ns();
+        uint64_t now = cli_mono_ns();
         /* dwarf: 32 KiB a sample, and a new program's stack is made
          * present at the first drain after its exec (engines/perf/
          * unwind.c): drained every 5 ms */
@@ -444,7 +448,7 @@ static int run_loop(profiler *p, bool *exited)
             struct timespec ts = {(time_t)(left / NS_PER_S), (long)(left % NS_PER_S)};
             siginfo_t si;
             int s = sigtimedwait(&p->sigs, &si, &ts);
-            if (s > 0 && pa_cli_is_stop_signal(s)) {
+            if (s > 0 && cli_is_stop_signal(s)) {
                 if (p->cmd_pid > 0 && si.si_code != SI_KERNEL)
                     kill(p->cmd_pid, s); /* forwarded; its exit ends us */
                 else if (p->cmd_pid <= 0)
@@ -460,7 +464,7 @@ static int run_loop(profiler *p, bool *exited)
                 }
             }
         }
-        now = pa_cli_mono_ns();
+        now = cli_mono_ns();
         if (end && now >= end)
             last = true;
         if (!p->cmd && p->npids && targets_gone(p))
@@ -483,7 +487,7 @@ static int run_loop(profiler *p, bool *exited)
 /* The output folder, named now (the default from the target) and checked
  * before anything runs: created when missing, a folder, writable (a probe
  * file made and removed), so that a profile is never lost at its end.
- * 0, or PA_EXIT_FAIL after one line. */
+ * 0, or CLI_EXIT_FAIL after one line. */
 static int check_out_dir(profiler *p)
 {
     if (!p->out_dir) {
@@ -517,9 +521,9 @@ static int check_out_dir(profiler *p)
     }
     if (!e)
         return 0;
-    pa_cli_error(CMD, "--output %s: cannot write the profile there: %s (nothing was run)",
-                 p->out_dir, strerror(e));
-    return PA_EXIT_FAIL;
+    cli_error(CMD, "--output %s: cannot write the profile there: %s (nothing was run)", p->out_dir,
+              strerror(e));
+    return CLI_EXIT_FAIL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -556,15 +560,15 @@ static int setup(profiler *p)
                                .all = p->all,
                                .tasks = &p->tasks};
     if (pf_engine_new(&p->eng, &cfg) < 0) {
-        pa_cli_error(CMD, "out of memory");
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "out of memory");
+        return CLI_EXIT_FAIL;
     }
-    int status = pa_cli_ctx_create(&p->co, CMD, &p->ctx);
+    int status = cli_ctx_create(&p->co, CMD, &p->ctx);
     if (status)
         return status;
-    if (pa_pprof_new(&p->prof, (const char *const *)p->filters, p->nfilters) < 0) {
-        pa_cli_error(CMD, "out of memory");
-        return PA_EXIT_FAIL;
+    if (pc_prof_new(&p->prof, (const char *const *)p->filters, p->nfilters) < 0) {
+        cli_error(CMD, "out of memory");
+        return CLI_EXIT_FAIL;
     }
     return 0;
 }
@@ -574,7 +578,7 @@ static int setup(profiler *p)
  * be killed. */
 static int start_command(profiler *p, bool *kill_it)
 {
-    int status = pa_cli_spawn(CMD, p->cmd, &p->cmd_pid, &p->go, &p->exfd);
+    int status = cli_spawn(CMD, p->cmd, &p->cmd_pid, &p->go, &p->exfd);
     if (status)
         return status;
     *kill_it = true;
@@ -583,9 +587,8 @@ static int start_command(profiler *p, bool *kill_it)
         return open_error(p, p->cmd_pid, err);
     err = pa_watch_pid(p->ctx, p->cmd_pid, PA_WATCH_CHILDREN | PA_WATCH_THREADS);
     if (err < 0) {
-        pa_cli_error(CMD, "watch %s (pid %ld): %s", p->cmd[0], (long)p->cmd_pid,
-                     pa_cli_errmsg(err));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "watch %s (pid %ld): %s", p->cmd[0], (long)p->cmd_pid, cli_errmsg(err));
+        return CLI_EXIT_FAIL;
     }
     return 0;
 }
@@ -601,8 +604,8 @@ static int open_targets(profiler *p, bool *kill_it)
             return status;
         err = pa_watch_all(p->ctx, 1 | PA_WATCH_ALL_THREADS);
         if (err < 0) {
-            pa_cli_error(CMD, "--all: %s", pa_cli_errmsg(err));
-            return PA_EXIT_FAIL;
+            cli_error(CMD, "--all: %s", cli_errmsg(err));
+            return CLI_EXIT_FAIL;
         }
         return 0;
     }
@@ -612,9 +615,9 @@ static int open_targets(profiler *p, bool *kill_it)
             return open_error(p, p->pids[i], err);
         err = pa_watch_pid(p->ctx, p->pids[i], PA_WATCH_THREADS);
         if (err < 0) {
-            pa_cli_error(CMD, "pid %ld: %s", (long)p->pids[i],
-                         err == -ESRCH ? "no such process" : pa_cli_errmsg(err));
-            return PA_EXIT_FAIL;
+            cli_error(CMD, "pid %ld: %s", (long)p->pids[i],
+                      err == -ESRCH ? "no such process" : cli_errmsg(err));
+            return CLI_EXIT_FAIL;
         }
     }
     return 0;
@@ -634,7 +637,7 @@ static int release_command(profiler *p)
         return 0;
     waitpid(p->cmd_pid, NULL, 0);
     p->cmd_pid = -1;
-    pa_cli_error(CMD, "cannot run '%s': %s", p->cmd[0], strerror(child_errno));
+    cli_error(CMD, "cannot run '%s': %s", p->cmd[0], strerror(child_errno));
     return child_errno == ENOENT ? 127 : 126;
 }
 
@@ -687,7 +690,7 @@ static void describe_target(const profiler *p, char *target, size_t len)
 }
 
 /* Why a run has no sample, or windows without one (issue 31 item 1). */
-static void samples_note(const profiler *p, pa_pmeta *m)
+static void samples_note(const profiler *p, pc_meta *m)
 {
     double period_s = p->freq ? 1.0 / (double)p->freq : (double)p->period_ns * 1e-9;
     char *s = m->samples_note;
@@ -716,7 +719,7 @@ static void samples_note(const profiler *p, pa_pmeta *m)
 
 static void rename_late(void *user, const char *name, const char *module, const pf_frame *now)
 {
-    pa_pprof_rename(user, name, module, now);
+    pc_prof_rename(user, name, module, now);
 }
 
 static int write_profile(profiler *p, double duration_s, int cmd_status)
@@ -726,12 +729,12 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
     pf_sym_late_jit(rename_late, p->prof);
     char target[512], title[800], co2[160];
     describe_target(p, target, sizeof(target));
-    pa_psource_carbon_text(&p->source, p->process_j, co2, sizeof(co2));
+    pc_source_carbon_text(&p->source, p->process_j, co2, sizeof(co2));
     snprintf(title, sizeof(title), "powerapi profile energy flame graph (%s)%s%s", target,
              co2[0] ? ", " : "", co2);
     uint64_t samples, lost, truncated;
     pf_engine_counts(p->eng, &samples, &lost, &truncated);
-    pa_pmeta meta = {
+    pc_meta meta = {
         .title = title,
         .target = target,
         .event = p->event,
@@ -761,16 +764,16 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
     };
     samples_note(p, &meta);
     const char *unnamed = "";
-    double share = pa_pprof_unnamed(p->prof, &unnamed);
-    pa_cli_symbols_note(unnamed, share, meta.symbols_note, sizeof(meta.symbols_note));
-    int err = pa_pprof_write(p->prof, p->out_dir, &meta);
+    double share = pc_prof_unnamed(p->prof, &unnamed);
+    cli_symbols_note(unnamed, share, meta.symbols_note, sizeof(meta.symbols_note));
+    int err = pc_prof_write(p->prof, p->out_dir, &meta);
     if (err < 0) {
-        pa_cli_error(CMD, "--output %s: cannot write: %s", p->out_dir, strerror(-err));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "--output %s: cannot write: %s", p->out_dir, strerror(-err));
+        return CLI_EXIT_FAIL;
     }
     p->out_written = 1;
     if (!p->quiet)
-        pa_pprof_print_top(p->prof, stderr, p->out_dir, &meta, 10);
+        pc_prof_print_top(p->prof, stderr, p->out_dir, &meta, 10);
     pid_t jvms[4];
     size_t nj = pf_sym_unnamed_jvms(jvms, 4);
     for (size_t i = 0; i < nj && !p->quiet; i++)
@@ -781,7 +784,7 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
                 "for per-method energy (-agentpath:.../libjalen.so, or powerapi jalen PID start "
                 "on a running JVM)\n",
                 (int)jvms[i], (int)jvms[i]);
-    return cmd_status >= 0 ? cmd_status : PA_EXIT_OK;
+    return cmd_status >= 0 ? cmd_status : CLI_EXIT_OK;
 }
 
 /* Opens the targets, primes the readings, releases a command and runs
@@ -792,21 +795,29 @@ static int run(profiler *p)
     int status = open_targets(p, &kill_it);
     if (status)
         goto fail;
-    pa_cli_debuginfod_check("profile", p->quiet);
+    cli_debuginfod_check("profile", p->quiet);
     pf_sym_init(procfs_root(p), pf_engine_kernel(p->eng));
     int err = pa_tick(p->ctx); /* primes the readings */
     if (err < 0 && err != -ENODATA) {
-        pa_cli_error(CMD, "tick: %s", pa_cli_errmsg(err));
+        cli_error(CMD, "tick: %s", cli_errmsg(err));
         kill_it = true;
-        status = PA_EXIT_FAIL;
+        status = CLI_EXIT_FAIL;
         goto fail;
     }
-    p->t0 = pa_cli_mono_ns();
+    p->t0 = cli_mono_ns();
     if (p->cmd && (status = release_command(p)) != 0)
         return status;
     bool exited = false;
-    status = run_loop(p, &exited);
-    double duration_s = (double)(pa_cli_mono_ns() - p->t0) / 1e9;
+    pid_t first = p->cmd ? p->cmd_pid : p->npids ? p->pids[0] : 0;
+    status = cli_ppush_start(&p->push, CMD, first, p->cmd ? p->cmd[0] : NULL, procfs_root(p),
+                             p->period_ns ? p->period_ns
+                             : p->freq    ? NS_PER_S / p->freq
+                                          : 0,
+                             &p->pusher);
+    if (status == 0)
+        status = run_loop(p, &exited);
+    cli_ppush_end(p->pusher, p->prof);
+    double duration_s = (double)(cli_mono_ns() - p->t0) / 1e9;
     int cmd_status = reap_command(p, status);
     if (status != 0)
         return status;
@@ -815,7 +826,7 @@ fail:
     if (kill_it) {
         kill_command(p);
         if (!status)
-            status = PA_EXIT_FAIL;
+            status = CLI_EXIT_FAIL;
     }
     return status;
 }
@@ -833,10 +844,10 @@ static void cleanup(profiler *p)
         unsetenv(name);
         pf_strace_free(p->scopes);
     }
-    pa_ptasks_free(&p->tasks);
-    pa_pprof_free(p->prof);
+    pc_tasks_free(&p->tasks);
+    pc_prof_free(p->prof);
     pf_sym_fini();
-    pa_pintern_free();
+    pc_intern_free();
     pa_ctx_free(p->ctx);
 }
 
@@ -868,19 +879,19 @@ static int profile_repeat(profiler *p, char **args)
     int nopts = (int)(p->cmd - args) - 1;
     if (nopts > 0 && !strcmp(args[nopts], "--"))
         nopts--;
-    pa_cli_repeat r = {.opts = args + 1,
-                       .nopts = nopts,
-                       .cmd = p->cmd,
-                       .out = p->out_dir,
-                       .repeat = p->repeat,
-                       .warmup = p->warmup,
-                       .quiet = p->quiet};
-    int st = pa_cli_profile_repeat(&r);
+    cli_repeat r = {.opts = args + 1,
+                    .nopts = nopts,
+                    .cmd = p->cmd,
+                    .out = p->out_dir,
+                    .repeat = p->repeat,
+                    .warmup = p->warmup,
+                    .quiet = p->quiet};
+    int st = cli_profile_repeat(&r);
     p->out_written = 1;
     return st;
 }
 
-int pa_cli_profile(int argc, char **argv)
+int cli_profile(int argc, char **argv)
 {
     profiler p;
     memset(&p, 0, sizeof(p));
@@ -888,13 +899,13 @@ int pa_cli_profile(int argc, char **argv)
     int nargc = 0;
     char **args = drop_bare_g(argc, argv, &nargc);
     if (!args) {
-        pa_cli_error(CMD, "out of memory");
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "out of memory");
+        return CLI_EXIT_FAIL;
     }
     int status = parse_args(&p, nargc, args);
     p.source.carbon_g_per_kwh = p.co.carbon_g_per_kwh; /* summary.json, flame graph */
     if (status != 0) {
-        status = status < 0 ? PA_EXIT_OK : status;
+        status = status < 0 ? CLI_EXIT_OK : status;
         goto out_args;
     }
     /* preflight: unprivileged sampling forbidden outright */
@@ -917,7 +928,7 @@ int pa_cli_profile(int argc, char **argv)
 out_args:
     if (p.out_made && !p.out_written)
         rmdir(p.out_dir); /* empty: nothing of this run is lost */
-    pa_cli_ctx_fini(&p.co);
+    cli_ctx_fini(&p.co);
     free(p.pids);
     free(p.filters);
     free(args);

@@ -20,32 +20,31 @@
 #define CMD (r->cmd_name ? r->cmd_name : "profile")
 
 /* Runs argv (execv of path, or execvp of argv[0] when path is NULL) and
- * waits: its exit status, 128 + its signal, or PA_EXIT_FAIL. */
-static int run_wait(const pa_cli_repeat *r, const char *path, char **argv)
+ * waits: its exit status, 128 + its signal, or CLI_EXIT_FAIL. */
+static int run_wait(const cli_repeat *r, const char *path, char **argv)
 {
     pid_t pid = fork();
     if (pid < 0) {
-        pa_cli_error(CMD, "fork: %s", strerror(errno));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "fork: %s", strerror(errno));
+        return CLI_EXIT_FAIL;
     }
     if (pid == 0) {
         if (path)
             execv(path, argv);
         else
             execvp(argv[0], argv);
-        fprintf(stderr, "%s %s: %s: %s\n", pa_cli_prog, CMD, path ? path : argv[0],
-                strerror(errno));
+        fprintf(stderr, "%s %s: %s: %s\n", cli_prog, CMD, path ? path : argv[0], strerror(errno));
         _exit(127);
     }
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
-            return PA_EXIT_FAIL;
+            return CLI_EXIT_FAIL;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* this program again: "profile", the options as given, then one run's */
-static int one_run(const pa_cli_repeat *r, unsigned long k)
+static int one_run(const cli_repeat *r, unsigned long k)
 {
     char dir[4200];
     snprintf(dir, sizeof(dir), "%s/run-%lu", r->out, k);
@@ -54,9 +53,9 @@ static int one_run(const pa_cli_repeat *r, unsigned long k)
         ncmd++;
     char **v = calloc((size_t)r->nopts + ncmd + 10, sizeof(*v));
     if (!v)
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     size_t n = 0;
-    v[n++] = (char *)pa_cli_prog;
+    v[n++] = (char *)cli_prog;
     v[n++] = (char *)"profile";
     for (int i = 0; i < r->nopts; i++)
         v[n++] = r->opts[i];
@@ -72,7 +71,7 @@ static int one_run(const pa_cli_repeat *r, unsigned long k)
 }
 
 /* java -agentpath:AGENT=out=DIR/run-K[,OPTS][,quiet] ARGS... */
-static int one_agent_run(const pa_cli_repeat *r, unsigned long k)
+static int one_agent_run(const cli_repeat *r, unsigned long k)
 {
     size_t ncmd = 0;
     while (r->cmd[ncmd])
@@ -83,7 +82,7 @@ static int one_agent_run(const pa_cli_repeat *r, unsigned long k)
                        r->agent_opts ? "," : "", r->agent_opts ? r->agent_opts : "",
                        r->quiet ? ",quiet" : "") < 0) {
         free(v);
-        return PA_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     v[0] = r->cmd[0];
     v[1] = ap;
@@ -95,43 +94,43 @@ static int one_agent_run(const pa_cli_repeat *r, unsigned long k)
     return st;
 }
 
-int pa_cli_profile_repeat(const pa_cli_repeat *r)
+int cli_profile_repeat(const cli_repeat *r)
 {
     for (unsigned long w = 0; w < r->warmup; w++) {
         int st = run_wait(r, NULL, r->cmd);
         if (st) {
-            pa_cli_error(CMD, "warm-up run %lu of %s: exit status %d", w + 1, r->cmd[0], st);
+            cli_error(CMD, "warm-up run %lu of %s: exit status %d", w + 1, r->cmd[0], st);
             return st;
         }
     }
     for (unsigned long k = 1; k <= r->repeat; k++) {
         int st = r->agent ? one_agent_run(r, k) : one_run(r, k);
         if (st) {
-            pa_cli_error(CMD, "run %lu of %lu: exit status %d (the runs before are in %s)", k,
-                         r->repeat, st, r->out);
+            cli_error(CMD, "run %lu of %lu: exit status %d (the runs before are in %s)", k,
+                      r->repeat, st, r->out);
             return st;
         }
     }
     char err[1024];
-    pa_pside *s;
-    int rc = pa_pside_load(r->out, &s, err, sizeof(err));
+    pc_side *s;
+    int rc = pc_side_load(r->out, &s, err, sizeof(err));
     if (rc < 0) {
-        pa_cli_error(CMD, "%s", err);
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "%s", err);
+        return CLI_EXIT_FAIL;
     }
     double mean, half, cv;
-    rc = pa_pside_write_repeat(s, r->out, r->warmup, &mean, &half, &cv);
-    pa_pside_free(s);
+    rc = pc_side_write_repeat(s, r->out, r->warmup, &mean, &half, &cv);
+    pc_side_free(s);
     if (rc < 0) {
-        pa_cli_error(CMD, "writing %s: %s", r->out, strerror(-rc));
-        return PA_EXIT_FAIL;
+        cli_error(CMD, "writing %s: %s", r->out, strerror(-rc));
+        return CLI_EXIT_FAIL;
     }
     if (!r->quiet)
         fprintf(stderr,
                 "%s %s: %lu runs: %.3f J +- %.3f (95 %% interval), coefficient of variation "
                 "%.1f %%%s; per function in %s/repeat.csv, each run in %s/run-N\n",
-                pa_cli_prog, CMD, r->repeat, mean, half, 100 * cv,
+                cli_prog, CMD, r->repeat, mean, half, 100 * cv,
                 cv > 0.05 ? " (a noisy machine: a difference below a few times this is noise)" : "",
                 r->out, r->out);
-    return PA_EXIT_OK;
+    return CLI_EXIT_OK;
 }

@@ -61,7 +61,7 @@ static int owning_package(const char *path, char *pkg, size_t len)
     return 0;
 }
 
-void pa_cli_symbols_note(const char *path, double share, char *out, size_t len)
+void cli_symbols_note(const char *path, double share, char *out, size_t len)
 {
     out[0] = '\0';
     if (!path || !*path || share < 0.5)
@@ -138,7 +138,7 @@ static int server_answers(const char *url, int ms, char *why, size_t len)
     return ok;
 }
 
-void pa_cli_debuginfod_check(const char *cmd, bool quiet)
+void cli_debuginfod_check(const char *cmd, bool quiet)
 {
     const char *urls = getenv("DEBUGINFOD_URLS");
     if (!urls || !*urls)

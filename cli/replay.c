@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct pa_replay {
+struct cli_replay {
     char *tmp;    /* private folder */
     char *procfs; /* tmp/proc */
     char *sysfs;  /* tmp/sys */
@@ -88,7 +88,7 @@ static int copy_entry(const char *path, const struct stat *st, int type, struct 
     int err = 0;
     switch (type) {
     case FTW_D:
-        err = pa_pout_mkdirs(dst, 0755);
+        err = pc_out_mkdirs(dst, 0755);
         break;
     case FTW_F:
         err = copy_file(path, dst, st->st_mode);
@@ -111,7 +111,7 @@ static int copy_entry(const char *path, const struct stat *st, int type, struct 
     }
     if (err < 0) {
         walk_err = err;
-        pa_cli_error(CMD, "fixture replay: cannot copy %s to %s: %s", path, dst, strerror(-err));
+        cli_error(CMD, "fixture replay: cannot copy %s to %s: %s", path, dst, strerror(-err));
         return 1;
     }
     return 0;
@@ -121,7 +121,7 @@ static int copy_tree(const char *src, const char *dst)
 {
     struct stat st;
     if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        pa_cli_error(CMD, "fixture replay: %s is not a folder", src);
+        cli_error(CMD, "fixture replay: %s is not a folder", src);
         return -ENOTDIR;
     }
     walk_src = src;
@@ -130,7 +130,7 @@ static int copy_tree(const char *src, const char *dst)
     int rc = nftw(src, copy_entry, 32, FTW_PHYS);
     if (rc < 0 && !walk_err) {
         walk_err = -errno;
-        pa_cli_error(CMD, "fixture replay: cannot read %s: %s", src, strerror(errno));
+        cli_error(CMD, "fixture replay: cannot read %s: %s", src, strerror(errno));
     }
     return walk_err;
 }
@@ -167,7 +167,7 @@ static char *join(const char *a, const char *b)
     return s;
 }
 
-void pa_replay_free(pa_replay *r)
+void cli_replay_free(cli_replay *r)
 {
     if (!r)
         return;
@@ -180,15 +180,15 @@ void pa_replay_free(pa_replay *r)
     free(r);
 }
 
-int pa_replay_new(pa_replay **out, const char *states, const char *procfs, const char *sysfs,
-                  const char **procfs_out, const char **sysfs_out)
+int cli_replay_new(cli_replay **out, const char *states, const char *procfs, const char *sysfs,
+                   const char **procfs_out, const char **sysfs_out)
 {
     struct stat st;
     if (stat(states, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        pa_cli_error(CMD, "--fixture-states: %s is not a folder", states);
+        cli_error(CMD, "--fixture-states: %s is not a folder", states);
         return -ENOTDIR;
     }
-    pa_replay *r = calloc(1, sizeof(*r));
+    cli_replay *r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
     const char *base = getenv("TMPDIR");
@@ -197,7 +197,7 @@ int pa_replay_new(pa_replay **out, const char *states, const char *procfs, const
     int err = -ENOMEM;
     if (!mkdtemp(tmpl)) {
         err = -errno;
-        pa_cli_error(CMD, "fixture replay: mkdtemp %s: %s", tmpl, strerror(errno));
+        cli_error(CMD, "fixture replay: mkdtemp %s: %s", tmpl, strerror(errno));
         goto fail;
     }
     r->tmp = strdup(tmpl);
@@ -215,13 +215,13 @@ int pa_replay_new(pa_replay **out, const char *states, const char *procfs, const
     *out = r;
     return 0;
 fail:
-    pa_replay_free(r);
+    cli_replay_free(r);
     return err;
 }
 
 /* Deletes the paths listed in file (one per line, relative to tmp,
  * starting with proc/ or sys/, no ".." component). */
-static int apply_removals(pa_replay *r, const char *file)
+static int apply_removals(cli_replay *r, const char *file)
 {
     FILE *f = fopen(file, "re");
     if (!f)
@@ -233,7 +233,7 @@ static int apply_removals(pa_replay *r, const char *file)
         if (!line[0] || line[0] == '#')
             continue;
         if ((strncmp(line, "proc/", 5) && strncmp(line, "sys/", 4)) || strstr(line, "..")) {
-            pa_cli_error(CMD, "fixture replay: %s: bad path '%s'", file, line);
+            cli_error(CMD, "fixture replay: %s: bad path '%s'", file, line);
             err = -EINVAL;
             break;
         }
@@ -249,7 +249,7 @@ static int apply_removals(pa_replay *r, const char *file)
     return err;
 }
 
-int pa_replay_apply(pa_replay *r, unsigned k)
+int cli_replay_apply(cli_replay *r, unsigned k)
 {
     char dir[PATH_MAX], sub[PATH_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/%u", r->states, k);

@@ -10,7 +10,9 @@
  * daemon's ring (the main loop aggregates every new window each interval).
  */
 #include "cli.h"
+#include "otlp_export.h"
 #include "prometheus.h"
+#include "vmgroups.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,7 +34,7 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 /* what the page holds (report/prometheus.h) */
-typedef pa_prom_opts serve_opts;
+typedef rp_prom_opts serve_opts;
 
 typedef struct serve {
     serve_opts o;
@@ -41,6 +43,9 @@ typedef struct serve {
     struct MHD_Response *unavailable; /* 503 text when no data */
     char why[512];                    /* why there is no page (ring dead...) */
     unsigned long scrapes;            /* under lock */
+    rp_vmgroups *vmg;                 /* --vms: the VM series */
+    bool ring_vms;                    /* --vms --ring: from the ring's records */
+    cli_otlp *otlp;                   /* --otlp: each window pushed too */
 } serve;
 
 static const char serve_about[] =
@@ -71,7 +76,12 @@ static const char serve_footer[] = "Metrics: powerapi_process_power_watts{pid,co
                                    "{index,uuid,name,vendor,bus,source},\n"
                                    "powerapi_process_gpu_power_watts{pid,comm}, "
                                    "powerapi_cgroup_gpu_power_watts{cgroup} and their\n"
-                                   "_energy_joules_total.\n";
+                                   "_energy_joules_total;\n"
+                                   "with --vms: powerapi_vm_power_watts, "
+                                   "powerapi_vm_energy_joules_total,\n"
+                                   "powerapi_vm_vcpu_power_watts and "
+                                   "powerapi_vm_vcpu_energy_joules_total\n"
+                                   "{vm_name,vm_uuid,hypervisor,node}.\n";
 
 /* ------------------------------------------------------------------ */
 /* HTTP                                                                */
@@ -168,30 +178,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return ret;
 }
 
-char *pa_cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
-                        double carbon_g_per_kwh, size_t *len)
+char *cli_serve_page(const pa_report *r, size_t max_cgroups, const char *node,
+                     double carbon_g_per_kwh, size_t *len)
 {
     serve_opts o;
     memset(&o, 0, sizeof(o));
     o.max_cgroups = max_cgroups;
     o.carbon_g_per_kwh = carbon_g_per_kwh;
     snprintf(o.node, sizeof(o.node), "%s", node ? node : "");
-    return pa_prom_page(r, &o, len);
+    return rp_prom_page(r, &o, len);
 }
 
 /* One HTTP exchange through serve's request handling, without a
  * listening socket: MHD parses the raw request from one end of a socket
  * pair and on_request answers it, with r's page (or none yet) as
  * /metrics.  For the fuzz target (tests/fuzz/fuzz_serve.c). */
-int pa_cli_serve_exchange(const pa_report *r, const void *req, size_t len, char **resp,
-                          size_t *resp_len)
+int cli_serve_exchange(const pa_report *r, const void *req, size_t len, char **resp,
+                       size_t *resp_len)
 {
     serve s = {.o = {.top = 3}};
     pthread_mutex_init(&s.lock, NULL);
     int rc = -ENOMEM;
     if (r) {
         size_t plen;
-        char *page = pa_prom_page(r, &s.o, &plen);
+        char *page = rp_prom_page(r, &s.o, &plen);
         if (!page)
             goto out;
         serve_publish(&s, page, plen, NULL);
@@ -284,7 +294,7 @@ static void listen_error(const char *listen, const struct sockaddr_storage *ss, 
                           ? "ports below 1024 need root or CAP_NET_BIND_SERVICE; use a port "
                             "of 1024 or above"
                           : "address in use, or not an address of this machine?";
-    pa_cli_error(CMD, "cannot listen on %s: %s (%s)", listen, strerror(e), why);
+    cli_error(CMD, "cannot listen on %s: %s (%s)", listen, strerror(e), why);
 }
 
 static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t *sslen)
@@ -339,14 +349,26 @@ static int parse_listen(const char *arg, struct sockaddr_storage *ss, socklen_t 
     return 0;
 }
 
+/* --vms: the VM table, scanned once before the first tick (the
+ * hypervisors' threads watched from the start).  0 or the error. */
+static int start_vms(serve *s, pa_ctx *ctx, const cli_ctx *co)
+{
+    int rc = rp_vmgroups_new(&s->vmg, co->copts.procfs, co->copts.rootfs);
+    return rc < 0 ? rc : rp_vmgroups_scan(s->vmg, ctx);
+}
+
 static void sampler_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
-    (void)ctx;
     serve *s = user;
     size_t len = 0;
-    char *text = pa_prom_page(r, &s->o, &len);
+    const pa_report *vr = NULL;
+    s->o.vms = NULL;
+    if (s->vmg && rp_vmgroups_scan(s->vmg, ctx) == 0 && rp_vmgroups_report(s->vmg, r, &vr) == 0)
+        s->o.vms = vr; /* a failed scan or grouping: a page without VMs */
+    char *text = rp_prom_page(r, &s->o, &len);
     if (text)
         serve_publish(s, text, len, NULL);
+    cli_otlp_window(s->otlp, r, &s->o);
 }
 
 /* Ring mode: one page per interval from every window since the last, or
@@ -390,9 +412,11 @@ static void ring_refresh(serve *s, ring_src *rs)
             const pa_report *rep;
             if ((rs->span_ns ? ring_span(rs, &rep) : pa_ring_read(rs->r, &rs->seq, &rep)) == 0) {
                 size_t len = 0;
-                char *text = pa_prom_page(rep, &s->o, &len);
+                s->o.vms = s->ring_vms ? rep : NULL;
+                char *text = rp_prom_page(rep, &s->o, &len);
                 if (text)
                     serve_publish(s, text, len, NULL);
+                cli_otlp_window(s->otlp, rep, &s->o);
             }
         }
     } else {
@@ -400,9 +424,11 @@ static void ring_refresh(serve *s, ring_src *rs)
         rc = rs->span_ns ? ring_span(rs, &rep) : pa_ring_aggregate(rs->r, &rs->seq, 0, &rep);
         if (rc == 0) {
             size_t len = 0;
-            char *text = pa_prom_page(rep, &s->o, &len);
+            s->o.vms = s->ring_vms ? rep : NULL;
+            char *text = rp_prom_page(rep, &s->o, &len);
             if (text)
                 serve_publish(s, text, len, NULL);
+            cli_otlp_window(s->otlp, rep, &s->o);
         } else if (rc == -EAGAIN) {
             rc = 0; /* keep the last page */
         } else if (rc == -EOWNERDEAD) {
@@ -411,12 +437,12 @@ static void ring_refresh(serve *s, ring_src *rs)
         }
     }
     if (rc < 0) {
-        const char *msg = pa_cli_errmsg(rc);
+        const char *msg = cli_errmsg(rc);
         if (rc != rs->last_err)
-            pa_cli_error(CMD, "%s", msg);
+            cli_error(CMD, "%s", msg);
         serve_publish(s, NULL, 0, msg);
     } else if (rs->last_err) {
-        fprintf(stderr, "%s " CMD ": ring '%s' is back\n", pa_cli_prog, rs->name);
+        fprintf(stderr, "%s " CMD ": ring '%s' is back\n", cli_prog, rs->name);
     }
     rs->last_err = rc;
 }
@@ -437,7 +463,7 @@ static int set_min_watts(void *v, const char *cmd, const char *arg)
     errno = 0;
     double w = strtod(arg, &end);
     if (end == arg || *end || errno || !(w >= 0) || isinf(w))
-        return pa_cli_usage_error(cmd, "--min-watts: expected watts >= 0, got '%s'", arg);
+        return cli_usage_error(cmd, "--min-watts: expected watts >= 0, got '%s'", arg);
     *(double *)v = w;
     return 0;
 }
@@ -450,57 +476,64 @@ typedef struct serve_args {
     const char *listen, *ring, *node;
     uint64_t timeout, span;
     unsigned long top, maxconn, max_cgroups, max_processes;
+    bool vms;
+    cli_otlp_args otlp;
 } serve_args;
 
 /* Parses the options into a, s->o and co.  0, -1 (help printed) or the
  * exit status. */
-static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **argv)
+static int parse_args(serve_args *a, serve *s, cli_ctx *co, int argc, char **argv)
 {
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Options:"),
-        PA_OPT_STRING('l', "listen", &a->listen, "ADDR:PORT",
-                      "address to listen on (default 127.0.0.1:9464;\n"
-                      "[::1]:9464 for IPv6; other addresses than\n"
-                      "loopback only when given)"),
-        PA_OPT_STRING('r', "ring", &a->ring, "NAME",
-                      "read windows from a daemon's ring instead of\n"
-                      "sampling"),
-        PA_OPT_DURATION(0, "window", &a->span,
-                        "with --ring: each page averages the windows of\n"
-                        "the last DURATION (a 10s view), not those since\n"
-                        "the last page",
-                        0, 0),
-        PA_OPT_UINT('t', "top", &a->top, "N",
-                    "at most N process and N cgroup series, the most\n"
-                    "powerful (the other processes in pid=\"[other]\")",
-                    1, 1000000),
-        PA_OPT_UINT(0, "max-processes", &a->max_processes, "N",
-                    "at most N process series (default 50); the others\n"
-                    "are summed in one series, pid=\"[other]\"",
-                    1, 10000000),
-        PA_OPT_CALLBACK('w', "min-watts", &s->o.min_watts, "W",
-                        "no process or cgroup series below W watts", set_min_watts),
-        PA_OPT_UINT(0, "max-cgroups", &a->max_cgroups, "N",
-                    "at most N cgroup series (default 1000); the others\n"
-                    "are summed in one series, cgroup=\"[other]\"",
-                    1, 10000000),
-        PA_OPT_STRING(0, "node", &a->node, "NAME",
-                      "the node label of the cgroup series (default:\n"
-                      "this machine's host name)"),
-        PA_OPT_UINT(0, "max-connections", &a->maxconn, "N", "concurrent connections (default 1000)",
-                    1, 100000),
-        PA_OPT_DURATION(0, "connection-timeout", &a->timeout,
-                        "idle connections are closed after (default 10s)", 1000000000ull, 0),
-        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
-        PA_OPT_END,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Options:"),
+        CLI_OPT_STRING('l', "listen", &a->listen, "ADDR:PORT",
+                       "address to listen on (default 127.0.0.1:9464;\n"
+                       "[::1]:9464 for IPv6; other addresses than\n"
+                       "loopback only when given)"),
+        CLI_OPT_STRING('r', "ring", &a->ring, "NAME",
+                       "read windows from a daemon's ring instead of\n"
+                       "sampling"),
+        CLI_OPT_DURATION(0, "window", &a->span,
+                         "with --ring: each page averages the windows of\n"
+                         "the last DURATION (a 10s view), not those since\n"
+                         "the last page",
+                         0, 0),
+        CLI_OPT_UINT('t', "top", &a->top, "N",
+                     "at most N process and N cgroup series, the most\n"
+                     "powerful (the other processes in pid=\"[other]\")",
+                     1, 1000000),
+        CLI_OPT_UINT(0, "max-processes", &a->max_processes, "N",
+                     "at most N process series (default 50); the others\n"
+                     "are summed in one series, pid=\"[other]\"",
+                     1, 10000000),
+        CLI_OPT_CALLBACK('w', "min-watts", &s->o.min_watts, "W",
+                         "no process or cgroup series below W watts", set_min_watts),
+        CLI_OPT_UINT(0, "max-cgroups", &a->max_cgroups, "N",
+                     "at most N cgroup series (default 1000); the others\n"
+                     "are summed in one series, cgroup=\"[other]\"",
+                     1, 10000000),
+        CLI_OPT_FLAG(0, "vms", &a->vms,
+                     "also a series per VM of this host (vm_name,\n"
+                     "vm_uuid, hypervisor; its vCPUs' part apart), at\n"
+                     "most --max-cgroups of them"),
+        CLI_OPT_STRING(0, "node", &a->node, "NAME",
+                       "the node label of the cgroup series (default:\n"
+                       "this machine's host name)"),
+        CLI_OPT_UINT(0, "max-connections", &a->maxconn, "N",
+                     "concurrent connections (default 1000)", 1, 100000),
+        CLI_OPT_DURATION(0, "connection-timeout", &a->timeout,
+                         "idle connections are closed after (default 10s)", 1000000000ull, 0),
+        CLI_OPT_CONTEXT(co, CLI_CTXOPT_ALL | CLI_CTXOPT_CARBON),
+        CLI_OPT_OTLP(&a->otlp),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = "%s " CMD " [OPTIONS]\n",
-                          .about = serve_about,
-                          .footer = serve_footer,
-                          .opts = opts};
+    const cli_cmd c = {.name = CMD,
+                       .usage = "%s " CMD " [OPTIONS]\n",
+                       .about = serve_about,
+                       .footer = serve_footer,
+                       .opts = opts};
     int first;
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
         return st;
     s->o.top = a->top;
@@ -511,21 +544,22 @@ static int parse_args(serve_args *a, serve *s, pa_cli_ctx *co, int argc, char **
         snprintf(s->o.node, sizeof(s->o.node), "%s", a->node);
     else if (gethostname(s->o.node, sizeof(s->o.node) - 1) < 0)
         snprintf(s->o.node, sizeof(s->o.node), "unknown");
-    const char *given = pa_cli_ctx_sampling_option(co);
+    const char *given = cli_ctx_sampling_option(co);
     if (a->ring && given)
-        return pa_cli_usage_error(CMD,
-                                  "--ring reads what the daemon samples: no "
-                                  "%s with it (modules and roots are the "
-                                  "daemon's)",
-                                  given);
+        return cli_usage_error(CMD,
+                               "--ring reads what the daemon samples: no "
+                               "%s with it (modules and roots are the "
+                               "daemon's)",
+                               given);
+    s->ring_vms = a->vms && a->ring; /* the VM records of a 'daemon --vms' */
     if (a->span && !a->ring)
-        return pa_cli_usage_error(CMD, "--window needs --ring (a daemon's "
-                                       "windows to average)");
+        return cli_usage_error(CMD, "--window needs --ring (a daemon's "
+                                    "windows to average)");
     return 0;
 }
 
 /* Listens and serves until a stop signal. */
-static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
+static int serve_run(const serve_args *a, serve *s, const cli_ctx *co)
 {
     const char *listen = a->listen, *ring = a->ring;
     uint64_t interval = co->interval_ns, timeout = a->timeout, span = a->span;
@@ -534,11 +568,10 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     socklen_t sslen;
     int lrc = parse_listen(listen, &ss, &sslen);
     if (lrc == -ERANGE)
-        return pa_cli_usage_error(CMD, "--listen %s: the port is out of range (0 to 65535)",
-                                  listen);
+        return cli_usage_error(CMD, "--listen %s: the port is out of range (0 to 65535)", listen);
     if (lrc < 0)
-        return pa_cli_usage_error(
-            CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'", listen);
+        return cli_usage_error(CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'",
+                               listen);
 
     sigset_t sigs, old;
     sigemptyset(&sigs);
@@ -550,7 +583,7 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
     sigprocmask(SIG_BLOCK, &sigs, &old);
     pthread_mutex_init(&s->lock, NULL);
 
-    int status = PA_EXIT_FAIL;
+    int status = CLI_EXIT_FAIL;
     pa_ctx *ctx = NULL;
     ring_src rs = {.name = ring, .span_ns = span};
     struct MHD_Daemon *httpd = NULL;
@@ -560,13 +593,14 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
         if (!rs.r) /* a wrong name is better told at once */
             goto out;
     } else {
-        if ((rc = pa_cli_ctx_create(co, CMD, &ctx)) != 0) {
+        if ((rc = cli_ctx_create(co, CMD, &ctx)) != 0) {
             status = rc;
             goto out;
         }
-        if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0 ||
+        if ((a->vms && (rc = start_vms(s, ctx, co)) < 0) || (rc = pa_watch_all(ctx, 1)) < 0 ||
+            (rc = pa_report_cgroups(ctx, 1)) < 0 ||
             (rc = pa_start(ctx, interval, sampler_cb, s)) < 0) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            cli_error(CMD, "%s", cli_errmsg(rc));
             goto out;
         }
     }
@@ -605,16 +639,16 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
         fprintf(stderr,
                 "%s " CMD ": listening beyond loopback (%s): whoever reaches "
                 "this port can read the metrics\n",
-                pa_cli_prog, addr);
+                cli_prog, addr);
     /* One line on stdout, for scripts (and tests) that asked for port 0. */
-    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n", pa_cli_prog,
+    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n", cli_prog,
            ss.ss_family == AF_INET6 ? "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "", port,
            ring ? " from ring " : "", ring ? ring : "");
     fflush(stdout);
 
-    uint64_t next = pa_cli_mono_ns() + interval;
+    uint64_t next = cli_mono_ns() + interval;
     for (;;) {
-        uint64_t now = pa_cli_mono_ns();
+        uint64_t now = cli_mono_ns();
         uint64_t wait = next > now ? next - now : 0;
         struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
                               .tv_nsec = (long)(wait % 1000000000ull)};
@@ -623,14 +657,14 @@ static int serve_run(const serve_args *a, serve *s, const pa_cli_ctx *co)
         if (sig == SIGPIPE)
             continue;
         if (sig > 0) {
-            status = PA_EXIT_OK;
+            status = CLI_EXIT_OK;
             break;
         }
-        if (pa_cli_mono_ns() < next)
+        if (cli_mono_ns() < next)
             continue;
         next += interval;
-        if (next < pa_cli_mono_ns())
-            next = pa_cli_mono_ns() + interval;
+        if (next < cli_mono_ns())
+            next = cli_mono_ns() + interval;
         if (ring)
             ring_refresh(s, &rs);
     }
@@ -641,6 +675,7 @@ out:
     if (httpd)
         MHD_stop_daemon(httpd);
     pa_ctx_free(ctx);
+    rp_vmgroups_free(s->vmg);
     pa_ring_close(rs.r);
     if (s->page)
         MHD_destroy_response(s->page);
@@ -651,16 +686,19 @@ out:
     return status;
 }
 
-int pa_cli_serve(int argc, char **argv)
+int cli_serve(int argc, char **argv)
 {
     serve_args a = {.listen = "127.0.0.1:9464", .timeout = 10000000000ull, .maxconn = 1000};
     serve s;
     memset(&s, 0, sizeof(s));
-    pa_cli_ctx co;
-    pa_cli_ctx_init(&co);
+    cli_ctx co;
+    cli_ctx_init(&co);
     int status = parse_args(&a, &s, &co, argc, argv);
+    if (status == 0) /* pushing stops after the sampler (serve_run) */
+        status = cli_otlp_start(&a.otlp, CMD, &s.otlp);
     if (status == 0)
         status = serve_run(&a, &s, &co);
-    pa_cli_ctx_fini(&co);
-    return status < 0 ? PA_EXIT_OK : status;
+    cli_otlp_stop(s.otlp);
+    cli_ctx_fini(&co);
+    return status < 0 ? CLI_EXIT_OK : status;
 }

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "cpupct.h"
 #include "groups.h"
+#include "vmgroups.h"
 
 #include <ctype.h>
 #include <curses.h>
@@ -47,7 +48,7 @@ typedef struct top {
     uint64_t interval_ns;
     sort_key sort;
     bool cgroups;
-    pa_cli_group group; /* g: processes, then containers, pods, units */
+    rp_group group; /* g: processes, then containers, pods, units */
     char filter[64];
     char status[512]; /* error or notice on the status line */
     double energy_j;  /* system energy over the windows top saw */
@@ -58,6 +59,8 @@ typedef struct top {
     const char *procfs;      /* where the rows' thread counts are read */
     bool capped;             /* a row's CPU% was capped (drawn with '*') */
     double carbon_g_per_kwh; /* --carbon-intensity; 0: no grams */
+    rp_vmgroups *vmg;        /* the VM view of own sampling, made when first shown */
+    const char *rootfs;      /* where its managers' files are */
 } top;
 
 /* Windows shorter than this many ticks of procfs-cpu are refused: a
@@ -74,7 +77,7 @@ static const char top_about[] =
 
 static const char top_footer[] =
     "Keys: q quit, s next sort key, c processes/cgroups, g processes/containers/pods/"
-    "units, / filter (Enter "
+    "units, v VMs (own sampling), / filter (Enter "
     "applies,\nEsc cancels, empty clears), + and - double or halve the "
     "interval.\n";
 
@@ -85,6 +88,25 @@ static void set_status(top *t, const char *msg)
     snprintf(t->status, sizeof(t->status), "%s", msg);
 }
 
+/* In the VM view, lists the VMs again and watches their threads (their
+ * vCPUs apart from the next window on). */
+static void watch_vms(top *t)
+{
+    int err = 0;
+    if (t->group != RP_GROUP_VM || t->ring)
+        return;
+    if (!t->vmg)
+        err = rp_vmgroups_new(&t->vmg, t->procfs, t->rootfs);
+    if (err < 0 || (err = rp_vmgroups_scan(t->vmg, t->ctx)) < 0)
+        set_status(t, cli_errmsg(err));
+}
+
+static void toggle_vms(top *t)
+{
+    t->group = t->group == RP_GROUP_VM ? RP_GROUP_NONE : RP_GROUP_VM;
+    watch_vms(t);
+}
+
 /* Fetches a new window.  Returns 1 if t->rep changed. */
 static int refresh_data(top *t)
 {
@@ -93,7 +115,7 @@ static int refresh_data(top *t)
         if (!t->r) {
             rc = pa_ring_open(t->ring, &t->r);
             if (rc < 0) {
-                set_status(t, pa_cli_errmsg(rc));
+                set_status(t, cli_errmsg(rc));
                 t->rep = NULL;
                 return 1;
             }
@@ -105,7 +127,7 @@ static int refresh_data(top *t)
         if (rc == -EAGAIN)
             return 0;
         if (rc < 0) {
-            set_status(t, pa_cli_errmsg(rc));
+            set_status(t, cli_errmsg(rc));
             pa_ring_close(t->r);
             t->r = NULL;
             t->rep = NULL;
@@ -120,12 +142,13 @@ static int refresh_data(top *t)
         if (rc == -ENODATA)
             return 0;
         if (rc < 0) {
-            set_status(t, pa_cli_errmsg(rc));
+            set_status(t, cli_errmsg(rc));
             return 1;
         }
         pa_report_free(t->own);
         t->own = nr;
         t->rep = nr;
+        watch_vms(t);
     }
     if (t->rep) {
         t->energy_j += t->rep->system.total_w * t->rep->interval_s;
@@ -189,13 +212,16 @@ static size_t build_rows(top *t, const pa_report *r)
         t->rows = nr;
         t->rows_cap = r->ntargets;
     }
-    pa_target_type want = t->cgroups || t->group ? PA_TARGET_CGROUP : PA_TARGET_PROCESS;
+    pa_target_type want = t->group == RP_GROUP_VM  ? PA_TARGET_VM
+                          : t->cgroups || t->group ? PA_TARGET_CGROUP
+                                                   : PA_TARGET_PROCESS;
     size_t n = 0;
     for (size_t i = 0; i < r->ntargets; i++) {
         const pa_target_info *x = &r->targets[i];
         /* the process view has a line for the processes born and gone in
          * the window and one for what no process accounts for */
-        bool fold = want == PA_TARGET_PROCESS && x->type >= PA_TARGET_EXITED;
+        bool fold = want == PA_TARGET_PROCESS &&
+                    (x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED);
         if ((x->type == want || fold) && !(x->power.flags & PA_POWER_EXITED) && matches(t, x))
             t->rows[n++] = x;
     }
@@ -288,8 +314,41 @@ static void row_gpu(const pa_report *r, const pa_target_info *x, int g, char *co
 /* The name of the view: "processes", "cgroups", "containers"... */
 static const char *view_name(const top *t)
 {
-    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups"};
+    static const char *const groups[] = {"", "containers", "pods", "units", "cgroups", "VMs"};
     return t->group ? groups[t->group] : t->cgroups ? "cgroups" : "processes";
+}
+
+/* A VM row's name: "web-01 (qemu, libvirt; vCPUs 21.00 W)". */
+static void vm_label(const pa_target_info *x, char *out, size_t len)
+{
+    const pa_vm_info *v = x->vm;
+    if (!v) {
+        snprintf(out, len, "%s", x->comm);
+        return;
+    }
+    char vcpu[48] = "";
+    if (x->vcpu_w >= 0)
+        snprintf(vcpu, sizeof(vcpu), "; vCPUs %.2f W", x->vcpu_w);
+    snprintf(out, len, "%.64s (%s%s%s%s)", v->name[0] ? v->name : "?", v->hypervisor,
+             v->manager[0] ? ", " : "", v->manager, vcpu);
+}
+
+/* The report of the view: r, its cgroups grouped (*grouped, freed by the
+ * caller) or its VMs (own sampling: grouped here; a ring: the VM records
+ * of a 'daemon --vms'). */
+static const pa_report *view_report(top *t, const pa_report *r, pa_report **grouped)
+{
+    const pa_report *vr = NULL;
+    if (r && t->group == RP_GROUP_VM) {
+        if (t->ring)
+            return r;
+        if (!t->vmg || rp_vmgroups_report(t->vmg, r, &vr) < 0)
+            snprintf(t->status, sizeof(t->status), "out of memory");
+        return vr;
+    }
+    if (r && t->group && rp_group_report(r, t->group, grouped) < 0)
+        snprintf(t->status, sizeof(t->status), "out of memory");
+    return *grouped ? *grouped : r;
 }
 
 static void draw(top *t)
@@ -298,9 +357,8 @@ static void draw(top *t)
     int h = LINES, w = COLS;
     const pa_report *r = t->rep;
     pa_report *grouped = NULL;
-    if (r && t->group && pa_cli_group_report(r, t->group, &grouped) < 0)
-        snprintf(t->status, sizeof(t->status), "out of memory");
-    size_t n = build_rows(t, grouped ? grouped : r);
+    const pa_report *rr = view_report(t, r, &grouped);
+    size_t n = build_rows(t, rr);
     int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
@@ -311,7 +369,7 @@ static void draw(top *t)
         if (t->carbon_g_per_kwh > 0 &&
             pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
             snprintf(co2, sizeof(co2), "  CO2e %.4f g",
-                     pa_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
+                     rp_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
         /* an 80-column terminal gets the short form (nothing cut off) */
         line(1,
              w >= 110 ? "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
@@ -346,12 +404,11 @@ static void draw(top *t)
     }
     attron(A_REVERSE);
     char what[24];
-    snprintf(what, sizeof(what), "%s", t->group ? pa_cli_group_name(t->group) : "cgroup");
+    snprintf(what, sizeof(what), "%s", t->group ? rp_group_name(t->group) : "cgroup");
     for (char *c = what; *c; c++)
         *c = (char)toupper((unsigned char)*c);
     /* a GPU column when the report has the component (grouped views: "-",
      * their rows carry no components) */
-    const pa_report *rr = grouped ? grouped : r;
     int g = gpu_comp(r);
     const char *gh = g >= 0 ? "    GPU W" : "";
     int gw = g >= 0 ? 10 : 0;
@@ -368,8 +425,10 @@ static void draw(top *t)
     for (size_t i = 0; i < n && row < h - 1; i++, row++) {
         const pa_target_info *x = t->rows[i];
         char label[160];
-        pa_out_cgroup_label(x, label, sizeof(label));
-        if (t->group)
+        rp_out_cgroup_label(x, label, sizeof(label));
+        if (x->type == PA_TARGET_VM) /* its name, its vCPUs' part */
+            vm_label(x, label, sizeof(label));
+        else if (t->group)
             snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
         char gcol[16] = "";
         if (g >= 0)
@@ -381,17 +440,18 @@ static void draw(top *t)
                  x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w, x->power.total_j);
         } else {
             bool capped;
-            double pct = pa_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+            double pct = rp_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
             t->capped |= capped;
             char gco2[24] = "";
             if (t->carbon_g_per_kwh > 0)
                 snprintf(gco2, sizeof(gco2), " %10.4f",
-                         pa_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
+                         rp_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
             /* the exited line: how many processes in the last column */
             char pid[16], note[64] = "";
-            snprintf(pid, sizeof(pid), x->type >= PA_TARGET_EXITED ? "-" : "%d", (int)x->pid);
+            bool fold = x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED;
+            snprintf(pid, sizeof(pid), fold ? "-" : "%d", (int)x->pid);
             if (x->type == PA_TARGET_EXITED)
-                pa_out_exited_label(x, note, sizeof(note));
+                rp_out_exited_label(x, note, sizeof(note));
             line(row,
                  capped ? "%7s %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
                         : "%7s %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
@@ -407,11 +467,11 @@ static void draw(top *t)
         line(h - 1, "%s", t->status);
         attroff(A_BOLD);
     } else {
-        line(h - 1, "%sq quit  s sort  c %s  g group  / filter  +/- interval",
-             t->capped ? PA_OUT_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
+        line(h - 1, "%sq quit  s sort  c %s  g group  v VMs  / filter  +/- interval",
+             t->capped ? RP_OUT_CAPPED_NOTE "  " : "", t->cgroups ? "processes" : "cgroups");
     }
     refresh();
-    pa_cli_group_free(grouped); /* the rows pointed into it: drawn now */
+    rp_group_free(grouped); /* the rows pointed into it: drawn now */
 }
 
 /* Reads a filter at the bottom line.  Enter applies, Esc cancels. */
@@ -465,8 +525,8 @@ static const char *const sort_choices[] = {"power", "cpu", "nic", "energy", "pid
 
 static int set_sort(void *v, const char *cmd, const char *arg)
 {
-    if (pa_cli_choice(cmd, "sort", sort_choices, arg) < 0 || parse_sort(arg, v) < 0)
-        return PA_EXIT_USAGE;
+    if (cli_choice(cmd, "sort", sort_choices, arg) < 0 || parse_sort(arg, v) < 0)
+        return CLI_EXIT_USAGE;
     return 0;
 }
 
@@ -478,74 +538,75 @@ static int set_filter(void *v, const char *cmd, const char *arg)
     return 0;
 }
 
-static const char *const group_choices[] = {"container", "pod", "unit", NULL};
+static const char *const group_choices[] = {"container", "pod", "unit", "vm", NULL};
 
 static int set_group(void *v, const char *cmd, const char *arg)
 {
-    if (pa_cli_group_parse(arg, v) < 0 || *(pa_cli_group *)v == PA_GROUP_CGROUP)
-        return pa_cli_usage_error(cmd,
-                                  "--group-by: unknown kind '%s' (container, pod or unit; "
-                                  "-c for cgroups)",
-                                  arg);
+    if (rp_group_parse(arg, v) < 0 || *(rp_group *)v == RP_GROUP_CGROUP)
+        return cli_usage_error(cmd,
+                               "--group-by: unknown kind '%s' (container, pod, unit or "
+                               "vm; -c for cgroups)",
+                               arg);
     return 0;
 }
 
 /* Parses the options into t and co.  0, -1 (help printed) or the exit
  * status. */
-static int parse_args(top *t, pa_cli_ctx *co, int argc, char **argv)
+static int parse_args(top *t, cli_ctx *co, int argc, char **argv)
 {
-    const pa_cli_opt opts[] = {
-        PA_OPT_GROUP("Options:"),
-        PA_OPT_STRING('r', "ring", &t->ring, "NAME", "read a daemon's ring instead of sampling"),
-        PA_OPT_CHOICE('s', "sort", &t->sort, "KEY",
-                      "power, cpu, nic, energy or pid (default power)", set_sort, sort_choices),
-        PA_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
-        PA_OPT_CHOICE('g', "group-by", &t->group, "KIND",
-                      "start in the view of containers, pods or units\n"
-                      "(the key g goes from one to the next)",
-                      set_group, group_choices),
-        PA_OPT_CALLBACK('f', "filter", t, "TEXT",
-                        "only rows whose name, cgroup or pid contains TEXT", set_filter),
-        PA_OPT_CONTEXT(co, PA_CTXOPT_ALL | PA_CTXOPT_CARBON),
-        PA_OPT_END,
+    const cli_opt opts[] = {
+        CLI_OPT_GROUP("Options:"),
+        CLI_OPT_STRING('r', "ring", &t->ring, "NAME", "read a daemon's ring instead of sampling"),
+        CLI_OPT_CHOICE('s', "sort", &t->sort, "KEY",
+                       "power, cpu, nic, energy or pid (default power)", set_sort, sort_choices),
+        CLI_OPT_FLAG('c', "cgroups", &t->cgroups, "start in the cgroup view"),
+        CLI_OPT_CHOICE('g', "group-by", &t->group, "KIND",
+                       "start in the view of containers, pods, units or\n"
+                       "VMs (vm; the key g goes from one to the next of\n"
+                       "the first three, v to the VMs and back)",
+                       set_group, group_choices),
+        CLI_OPT_CALLBACK('f', "filter", t, "TEXT",
+                         "only rows whose name, cgroup or pid contains TEXT", set_filter),
+        CLI_OPT_CONTEXT(co, CLI_CTXOPT_ALL | CLI_CTXOPT_CARBON),
+        CLI_OPT_END,
     };
-    const pa_cli_cmd c = {.name = CMD,
-                          .usage = "%s " CMD " [OPTIONS]\n",
-                          .about = top_about,
-                          .footer = top_footer,
-                          .opts = opts};
+    const cli_cmd c = {.name = CMD,
+                       .usage = "%s " CMD " [OPTIONS]\n",
+                       .about = top_about,
+                       .footer = top_footer,
+                       .opts = opts};
     int first;
-    int st = pa_cli_parse(&c, argc, argv, &first);
+    int st = cli_parse(&c, argc, argv, &first);
     if (st)
         return st;
-    const char *given = pa_cli_ctx_sampling_option(co);
+    const char *given = cli_ctx_sampling_option(co);
     if (t->ring && given)
-        return pa_cli_usage_error(CMD,
-                                  "--ring reads what the daemon samples: no "
-                                  "%s with it (modules and roots are the "
-                                  "daemon's)",
-                                  given);
+        return cli_usage_error(CMD,
+                               "--ring reads what the daemon samples: no "
+                               "%s with it (modules and roots are the "
+                               "daemon's)",
+                               given);
     t->interval_ns = co->interval_ns;
     return 0;
 }
 
 /* Runs the screen until q or a stop signal. */
-static int top_run(top *t, const pa_cli_ctx *co)
+static int top_run(top *t, const cli_ctx *co)
 {
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        pa_cli_error(CMD,
-                     "needs a terminal; use '%s monitor' for a "
-                     "stream of reports",
-                     pa_cli_prog);
-        return PA_EXIT_FAIL;
+        cli_error(CMD,
+                  "needs a terminal; use '%s monitor' for a "
+                  "stream of reports",
+                  cli_prog);
+        return CLI_EXIT_FAIL;
     }
     int rc;
     if (t->ring) {
         /* A wrong ring name is told before the screen is taken. */
         rc = pa_ring_open(t->ring, &t->r);
         if (rc < 0) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
-            return PA_EXIT_FAIL;
+            cli_error(CMD, "%s", cli_errmsg(rc));
+            return CLI_EXIT_FAIL;
         }
         rc = pa_ring_read(t->r, &t->seq, &t->rep);
         if (rc == 0) {
@@ -553,27 +614,29 @@ static int top_run(top *t, const pa_cli_ctx *co)
             t->seen_s = t->rep->interval_s;
         }
     } else {
-        if ((rc = pa_cli_ctx_create(co, CMD, &t->ctx)) != 0)
+        if ((rc = cli_ctx_create(co, CMD, &t->ctx)) != 0)
             return rc;
         if ((rc = pa_watch_all(t->ctx, 1)) < 0 || (rc = pa_report_cgroups(t->ctx, 1)) < 0 ||
             (rc = pa_tick(t->ctx)) < 0) {
-            pa_cli_error(CMD, "%s", pa_cli_errmsg(rc));
+            cli_error(CMD, "%s", cli_errmsg(rc));
             pa_ctx_free(t->ctx);
-            return PA_EXIT_FAIL;
+            return CLI_EXIT_FAIL;
         }
         t->procfs = co->copts.procfs;
-        uint64_t tick = pa_cli_cpu_resolution_ns(t->ctx);
+        t->rootfs = co->copts.rootfs;
+        watch_vms(t);
+        uint64_t tick = cli_cpu_resolution_ns(t->ctx);
         if (t->interval_ns < TOP_MIN_TICKS * tick) {
-            pa_cli_error(CMD,
-                         "--interval %.3g ms: windows under %.3g ms are "
-                         "more than 10 %% off, since process CPU times move "
-                         "in %.3g ms clock ticks (procfs-cpu: /proc/PID/stat, "
-                         "USER_HZ %ld); use --interval %.3gms or more",
-                         (double)t->interval_ns / 1e6, (double)(TOP_MIN_TICKS * tick) / 1e6,
-                         (double)tick / 1e6, sysconf(_SC_CLK_TCK),
-                         (double)(TOP_MIN_TICKS * tick) / 1e6);
+            cli_error(CMD,
+                      "--interval %.3g ms: windows under %.3g ms are "
+                      "more than 10 %% off, since process CPU times move "
+                      "in %.3g ms clock ticks (procfs-cpu: /proc/PID/stat, "
+                      "USER_HZ %ld); use --interval %.3gms or more",
+                      (double)t->interval_ns / 1e6, (double)(TOP_MIN_TICKS * tick) / 1e6,
+                      (double)tick / 1e6, sysconf(_SC_CLK_TCK),
+                      (double)(TOP_MIN_TICKS * tick) / 1e6);
             pa_ctx_free(t->ctx);
-            return PA_EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         }
     }
 
@@ -593,11 +656,11 @@ static int top_run(top *t, const pa_cli_ctx *co)
     keypad(stdscr, TRUE);
     curs_set(0);
     set_escdelay(25);
-    uint64_t next = pa_cli_mono_ns() + t->interval_ns;
+    uint64_t next = cli_mono_ns() + t->interval_ns;
     bool quit = false;
     draw(t);
     while (!quit && !top_stop) {
-        uint64_t now = pa_cli_mono_ns();
+        uint64_t now = cli_mono_ns();
         if (now >= next) {
             refresh_data(t);
             next += t->interval_ns;
@@ -621,10 +684,13 @@ static int top_run(top *t, const pa_cli_ctx *co)
             break;
         case 'c':
             t->cgroups = !t->cgroups;
-            t->group = PA_GROUP_NONE;
+            t->group = RP_GROUP_NONE;
             break;
         case 'g': /* processes -> containers -> pods -> units -> processes */
-            t->group = t->group >= PA_GROUP_UNIT ? PA_GROUP_NONE : (pa_cli_group)(t->group + 1);
+            t->group = t->group >= RP_GROUP_UNIT ? RP_GROUP_NONE : (rp_group)(t->group + 1);
+            break;
+        case 'v': /* the VMs, and back */
+            toggle_vms(t);
             break;
         case '/':
             prompt_filter(t);
@@ -632,12 +698,12 @@ static int top_run(top *t, const pa_cli_ctx *co)
         case '+':
             if (t->interval_ns < 3600000000000ull)
                 t->interval_ns *= 2;
-            next = pa_cli_mono_ns() + t->interval_ns;
+            next = cli_mono_ns() + t->interval_ns;
             break;
         case '-':
             if (t->interval_ns >= 200000000ull)
                 t->interval_ns /= 2;
-            next = pa_cli_mono_ns() + t->interval_ns;
+            next = cli_mono_ns() + t->interval_ns;
             break;
         case KEY_RESIZE:
             break;
@@ -651,20 +717,21 @@ static int top_run(top *t, const pa_cli_ctx *co)
     pa_ring_close(t->r);
     pa_report_free(t->own);
     pa_ctx_free(t->ctx);
+    rp_vmgroups_free(t->vmg);
     free(t->rows);
-    return PA_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
-int pa_cli_top(int argc, char **argv)
+int cli_top(int argc, char **argv)
 {
     top t;
     memset(&t, 0, sizeof(t));
-    pa_cli_ctx co;
-    pa_cli_ctx_init(&co);
+    cli_ctx co;
+    cli_ctx_init(&co);
     int rc = parse_args(&t, &co, argc, argv);
     t.carbon_g_per_kwh = co.carbon_g_per_kwh;
     if (rc == 0)
         rc = top_run(&t, &co);
-    pa_cli_ctx_fini(&co);
-    return rc < 0 ? PA_EXIT_OK : rc;
+    cli_ctx_fini(&co);
+    return rc < 0 ? CLI_EXIT_OK : rc;
 }

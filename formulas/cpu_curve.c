@@ -39,18 +39,21 @@
  * and the curve used is the learned one where a bin has enough windows.
  * With save=FILE the learned bins that have enough windows (at least 2 of
  * them) are written when the formula stops or is reconfigured, in the
- * calibration file format (pa__calib_write) with the running error as the
+ * calibration file format (pa_calibration_write) with the running error as the
  * validation mean, so that a later run without RAPL (a VM on the same
  * hardware) uses the learned curve with its error: calibration=FILE.
  */
-#include "internal.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#define CC_PATH_MAX 4096
 
 /* The default curve, per vCPU (see PA_CURVE_VCPU_MIN_W). */
 #define DEFAULT_MIN_W PA_CURVE_VCPU_MIN_W
@@ -105,14 +108,14 @@ typedef struct cpu_curve {
     double f_sum; /* MHz summed over the learned windows with cpufreq */
     unsigned long f_n;
     unsigned learn_cpus;    /* CPUs online in the last learned window */
-    char save[PA_PATH_MAX]; /* save=FILE, "" when not given */
+    char save[CC_PATH_MAX]; /* save=FILE, "" when not given */
 } cpu_curve;
 
 /* This machine's packages: the CPU -> package map and the distinct ids. */
 static void topo_read(const pa_env *env, cpu_curve *st)
 {
     st->npk = 0;
-    st->ncpu_map = pa__cpu_packages(env, st->cpu_pk, PA_MAX_CPUS);
+    st->ncpu_map = pa_env_cpu_packages(env, st->cpu_pk, PA_MAX_CPUS);
     for (unsigned i = 0; i < st->ncpu_map; i++) {
         unsigned k = 0;
         while (k < st->npk && st->pk_id[k] != st->cpu_pk[i])
@@ -126,11 +129,11 @@ static void topo_read(const pa_env *env, cpu_curve *st)
 static int parse_save(const char *save, cpu_curve *st)
 {
     if (!st->learn)
-        return pa__err(-EINVAL, "cpu-curve: save= keeps what learning "
-                                "finds; it does not go with learn=off");
+        return pa_error_set(-EINVAL, "cpu-curve: save= keeps what learning "
+                                     "finds; it does not go with learn=off");
     if (!*save || strlen(save) + 5 >= sizeof(st->save))
-        return pa__err(-EINVAL, "cpu-curve: save=%s: give a file name", save);
-    char dir[PA_PATH_MAX];
+        return pa_error_set(-EINVAL, "cpu-curve: save=%s: give a file name", save);
+    char dir[CC_PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", save);
     char *slash = strrchr(dir, '/');
     if (slash == dir)
@@ -140,10 +143,10 @@ static int parse_save(const char *save, cpu_curve *st)
     else
         snprintf(dir, sizeof(dir), ".");
     if (access(dir, W_OK) < 0)
-        return pa__err(-errno,
-                       "cpu-curve: save=%s: directory %s is not "
-                       "writable: %s; create it or choose another file",
-                       save, dir, strerror(errno));
+        return pa_error_set(-errno,
+                            "cpu-curve: save=%s: directory %s is not "
+                            "writable: %s; create it or choose another file",
+                            save, dir, strerror(errno));
     snprintf(st->save, sizeof(st->save), "%s", save);
     return 0;
 }
@@ -155,24 +158,24 @@ static int parse_points(const char *points, const char *per, cpu_curve *st)
     pa_curve *c = &st->fixed;
     c->packages = 1;
     c->error = -1;
-    if (pa__curve_parse_points(points, c, why, sizeof(why)) == 0 && c->n < 2)
+    if (pa_curve_points_parse(points, c, why, sizeof(why)) == 0 && c->n < 2)
         snprintf(why, sizeof(why), "at least 2 points");
     if (c->n < 2 || why[0])
-        return pa__err(-EINVAL,
-                       "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
-                       "pairs joined by '+', e.g. points=0:40+50:70+100:95",
-                       points, why);
+        return pa_error_set(-EINVAL,
+                            "cpu-curve: points=%s: %s; write LOAD%%:WATTS "
+                            "pairs joined by '+', e.g. points=0:40+50:70+100:95",
+                            points, why);
     c->per = PA_CURVE_SERVER;
     if (per && !strcmp(per, "package"))
         c->per = PA_CURVE_PACKAGE;
     else if (per && !strcmp(per, "vcpu"))
         c->per = PA_CURVE_VCPU;
     else if (per && strcmp(per, "server") && strcmp(per, "machine"))
-        return pa__err(-EINVAL,
-                       "cpu-curve: per=%s: use machine (the points are "
-                       "the whole machine's, the default), package or "
-                       "vcpu",
-                       per);
+        return pa_error_set(-EINVAL,
+                            "cpu-curve: per=%s: use machine (the points are "
+                            "the whole machine's, the default), package or "
+                            "vcpu",
+                            per);
     snprintf(c->source, sizeof(c->source), "option points=");
     snprintf(c->match, sizeof(c->match), "points");
     st->have_fixed = true;
@@ -191,21 +194,21 @@ static int parse_curve(pa_module *m, const pa_options *o, cpu_curve *st)
     if (points)
         return parse_points(points, pa_options_get(o, "per"), st);
     if (calib) {
-        if ((rc = pa__calib_read(calib, &st->fixed)) < 0)
+        if ((rc = pa_calibration_read(calib, &st->fixed)) < 0)
             return rc;
         st->have_fixed = true;
         st->fixed_kind = SRC_CALIB;
         return 0;
     }
-    const char *path = pa__module_hwdb(m);
+    const char *path = pa_module_hwdb(m);
     if (model) {
-        rc = path ? pa__hwdb_curve(path, model, &st->fixed) : -ENOENT;
+        rc = path ? pa_hwdb_curve_find(path, model, &st->fixed) : -ENOENT;
         if (rc == -ENOENT)
-            return pa__err(-EINVAL,
-                           "cpu-curve: model=%s matches no curve record of "
-                           "%s; use a match string of a 'curve' line of that "
-                           "file or give points=",
-                           model, path ? path : "the hardware database");
+            return pa_error_set(-EINVAL,
+                                "cpu-curve: model=%s matches no curve record of "
+                                "%s; use a match string of a 'curve' line of that "
+                                "file or give points=",
+                                model, path ? path : "the hardware database");
         if (rc < 0)
             return rc;
         st->have_fixed = true;
@@ -214,7 +217,7 @@ static int parse_curve(pa_module *m, const pa_options *o, cpu_curve *st)
     }
     if (path) {
         pa_curve tmp;
-        rc = pa__hwdb_curve(path, "", &tmp);
+        rc = pa_hwdb_curve_find(path, "", &tmp);
         if (rc < 0 && rc != -ENOENT)
             return rc;
     }
@@ -234,34 +237,33 @@ static int parse_options(pa_module *m, const pa_options *o, cpu_curve *st)
     const char *save = pa_options_get(o, "save");
     int rc;
     if ((points != NULL) + (calib != NULL) + (model != NULL) > 1)
-        return pa__err(-EINVAL, "cpu-curve: give only one of points=, calibration= "
-                                "and model=");
+        return pa_error_set(-EINVAL, "cpu-curve: give only one of points=, calibration= "
+                                     "and model=");
     if (per && !points)
-        return pa__err(-EINVAL, "cpu-curve: per= goes with points=");
+        return pa_error_set(-EINVAL, "cpu-curve: per= goes with points=");
     if (learn && strcmp(learn, "on") && strcmp(learn, "off"))
-        return pa__err(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
+        return pa_error_set(-EINVAL, "cpu-curve: learn=%s: use on or off", learn);
     st->learn = !learn || !strcmp(learn, "on");
     if (save && (rc = parse_save(save, st)) < 0)
         return rc;
     if (pa_options_get(o, "fref")) {
         double f;
         if (pa_options_get_double(o, "fref", NAN, &f) < 0 || !(f > 0) || f > 100000)
-            return pa__err(-EINVAL,
-                           "cpu-curve: fref=%s is not a frequency in MHz; "
-                           "write e.g. fref=2400",
-                           pa_options_get(o, "fref"));
+            return pa_error_set(-EINVAL,
+                                "cpu-curve: fref=%s is not a frequency in MHz; "
+                                "write e.g. fref=2400",
+                                pa_options_get(o, "fref"));
         st->opt_fref = f;
     }
     if ((rc = parse_curve(m, o, st)) < 0)
         return rc;
-    if (m->ctx)
-        topo_read(&m->ctx->env, st);
+    topo_read(pa_module_env(m), st);
     return 0;
 }
 
 static int curve_probe(const pa_env *env, char *why, size_t len)
 {
-    pa__curve_match(env, why, len);
+    pa_curve_match(env, why, len);
     return 0; /* a model: runs anywhere procfs-cpu does */
 }
 
@@ -269,13 +271,13 @@ static int curve_start(pa_module *m, const pa_options *opts)
 {
     cpu_curve *st = malloc(sizeof(*st));
     if (!st)
-        return pa__err(-ENOMEM, "cpu-curve: out of memory");
+        return pa_error_set(-ENOMEM, "cpu-curve: out of memory");
     int rc = parse_options(m, opts, st);
     if (rc < 0) {
         free(st);
         return rc;
     }
-    m->priv = st;
+    pa_module_set_priv(m, st);
     return 0;
 }
 
@@ -312,33 +314,35 @@ static int save_learned(const cpu_curve *st)
         res[c.n++] = x->mad;
     }
     double err = st->err_n ? st->err_sum / st->err_n * 100 : -1;
-    return pa__calib_write(st->save, &c, res, NULL, NULL, st->learn_cpus ? st->learn_cpus : 1, err,
-                           -1, -1);
+    return pa_calibration_write(st->save, &c, res, st->learn_cpus ? st->learn_cpus : 1, err, -1,
+                                -1);
 }
 
 static int curve_configure(pa_module *m, const pa_options *opts)
 {
     cpu_curve *fresh = malloc(sizeof(*fresh));
     if (!fresh)
-        return pa__err(-ENOMEM, "cpu-curve: out of memory");
+        return pa_error_set(-ENOMEM, "cpu-curve: out of memory");
     int rc = parse_options(m, opts, fresh);
     if (rc < 0) {
         free(fresh);
         return rc;
     }
-    if (m->priv)
-        save_learned(m->priv);
-    free(m->priv);
-    m->priv = fresh;
+    cpu_curve *old = pa_module_priv(m);
+    if (old)
+        save_learned(old);
+    free(old);
+    pa_module_set_priv(m, fresh);
     return 0;
 }
 
 static void curve_stop(pa_module *m)
 {
-    if (m->priv)
-        save_learned(m->priv); /* stop cannot fail: see the assumed line */
-    free(m->priv);
-    m->priv = NULL;
+    cpu_curve *st = pa_module_priv(m);
+    if (st)
+        save_learned(st); /* stop cannot fail: see the assumed line */
+    free(st);
+    pa_module_set_priv(m, NULL);
 }
 
 static int lookup(pa_module *m, cpu_curve *st, const char *model)
@@ -348,15 +352,15 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     st->have_rec = false;
     st->calib_auto = false;
     st->rec_mhz = 0;
-    const char *path = pa__module_hwdb(m);
+    const char *path = pa_module_hwdb(m);
     if (!st->have_fixed && *model) {
-        char cpath[PA_PATH_MAX];
-        if (pa__calib_for_model(&m->ctx->env, model, &st->rec, cpath, sizeof(cpath), st->calib_bad,
-                                sizeof(st->calib_bad))) {
+        char cpath[CC_PATH_MAX];
+        if (pa_calibration_find(pa_module_env(m), model, &st->rec, cpath, sizeof(cpath),
+                                st->calib_bad, sizeof(st->calib_bad))) {
             st->have_rec = true;
             st->calib_auto = true;
         } else if (path) {
-            int rc = pa__hwdb_curve(path, model, &st->rec);
+            int rc = pa_hwdb_curve_find(path, model, &st->rec);
             if (rc == 0)
                 st->have_rec = true;
             else if (rc != -ENOENT)
@@ -365,7 +369,7 @@ static int lookup(pa_module *m, cpu_curve *st, const char *model)
     }
     if (path && *model) {
         pa_hwdb_cpu cpu;
-        if (pa__hwdb_cpu(path, model, &cpu) == 0)
+        if (pa_hwdb_cpu_find(path, model, &cpu) == 0)
             st->rec_mhz = cpu.base_mhz;
     }
     snprintf(st->looked_model, sizeof(st->looked_model), "%s", model);
@@ -385,7 +389,7 @@ static void learned_curve(const cpu_curve *st, const pa_curve *base, double scal
             w = st->bins[b].w / scale;
         } else {
             u = b / 10.0;
-            w = pa__curve_at(base, u);
+            w = pa_curve_power_w(base, u);
         }
         if (out->n && u <= out->load[out->n - 1])
             u = out->load[out->n - 1] + 1e-6;
@@ -502,12 +506,12 @@ static void assume_source(const cpu_curve *st, const window *w, pa_power_table *
 static double window_load(const pa_frame_delta *d, pa_power_table *out)
 {
     bool summed;
-    double busy = pa__delta_busy_s(d, &summed);
+    double busy = pa_delta_cpu_busy_s(d, &summed);
     if (summed) {
         pa_table_assume(out, "busy time = sum of the processes seen (no system CPU "
                              "time)");
     }
-    double cap = d->capacity_s;
+    double cap = pa_delta_capacity_s(d);
     double u = cap > 0 ? busy / cap : 0;
     return u < 0 ? 0 : u > 1 ? 1 : u;
 }
@@ -574,11 +578,11 @@ static void window_freq(const pa_frame_delta *d, window *w)
     double f_sum = 0;
     w->t_all = 0;
     w->f_win = 0;
-    if (d->have & PA_HAVE_FREQ)
-        for (unsigned i = 0; i < d->nfreq; i++) {
-            w->t_all += (double)d->freq[i].time_ns;
-            f_sum += d->freq[i].khz / 1000.0 * (double)d->freq[i].time_ns;
-        }
+    pa_freq_time ft;
+    for (size_t i = 0; pa_delta_freq(d, i, &ft) == 0; i++) {
+        w->t_all += (double)ft.time_ns;
+        f_sum += ft.khz / 1000.0 * (double)ft.time_ns;
+    }
     if (w->t_all > 0)
         w->f_win = f_sum / w->t_all;
     /* per-frequency curves of a calibration (calibrate --frequencies):
@@ -594,7 +598,7 @@ static void window_power(const cpu_curve *st, const pa_frame_delta *d, window *w
     const pa_curve *c = w->c, *use = w->use;
     /* P(0): the curve's first point, or the line below it when the
      * curve starts above idle (a calibration on a busy machine) */
-    double p0 = pa__curve_at(use, 0);
+    double p0 = pa_curve_power_w(use, 0);
     if (use->n && use->load[0] > 0.05)
         pa_table_assume(out,
                         "cpu-curve: the curve starts at %.0f %% load: below it, "
@@ -602,8 +606,8 @@ static void window_power(const cpu_curve *st, const pa_frame_delta *d, window *w
                         "at idle, %.3g W at its first point)",
                         use->load[0] * 100, p0, use->watts[0]);
     if (w->by_freq) {
-        w->p_static = pa__curve_at_freq(c, w->f_win, 0) * w->scale;
-        w->p_dyn = pa__curve_at_freq(c, w->f_win, w->u) * w->scale - w->p_static;
+        w->p_static = pa_curve_power_freq_w(c, w->f_win, 0) * w->scale;
+        w->p_dyn = pa_curve_power_freq_w(c, w->f_win, w->u) * w->scale - w->p_static;
         pa_table_assume(out,
                         "cpu-curve: the calibration's curves at %g..%g MHz, "
                         "interpolated at the window's %.0f MHz",
@@ -613,13 +617,14 @@ static void window_power(const cpu_curve *st, const pa_frame_delta *d, window *w
         w->p_dyn = 0;
         bool sys_u = false;
         for (unsigned k = 0; k < st->npk; k++) {
-            double uk = pa__package_busy(d, st->cpu_pk, st->ncpu_map, st->pk_id[k]);
+            double uk = pa_delta_cpus_busy(d, st->cpu_pk, st->ncpu_map, st->pk_id[k]);
             if (uk < 0) {
                 uk = w->u;
                 sys_u = true;
             }
             w->p_static += p0 * (c->per == PA_CURVE_PACKAGE ? 1 : 1.0 / w->pk_div);
-            w->p_dyn += (pa__curve_at(use, uk) - p0) / (c->per == PA_CURVE_PACKAGE ? 1 : w->pk_div);
+            w->p_dyn +=
+                (pa_curve_power_w(use, uk) - p0) / (c->per == PA_CURVE_PACKAGE ? 1 : w->pk_div);
         }
         pa_table_assume(out, sys_u ? "cpu-curve: per package (system utilisation for "
                                      "packages without per-CPU times)"
@@ -627,7 +632,7 @@ static void window_power(const cpu_curve *st, const pa_frame_delta *d, window *w
                                      "utilisation");
     } else {
         w->p_static = p0 * w->scale;
-        w->p_dyn = (pa__curve_at(use, w->u) - p0) * w->scale;
+        w->p_dyn = (pa_curve_power_w(use, w->u) - p0) * w->scale;
     }
 }
 
@@ -638,11 +643,11 @@ static void window_cpufreq(const cpu_curve *st, const pa_frame_delta *d, window 
     if (!(w->t_all > 0 && !w->by_freq))
         return;
     const pa_curve *c = w->c;
-    double fref = !isnan(st->opt_fref)                ? st->opt_fref
-                  : c->mhz > 0                        ? c->mhz
-                  : st->rec_mhz > 0                   ? st->rec_mhz
-                  : d->cur && d->cur->nominal_mhz > 0 ? d->cur->nominal_mhz
-                                                      : 0;
+    double fref = !isnan(st->opt_fref)          ? st->opt_fref
+                  : c->mhz > 0                  ? c->mhz
+                  : st->rec_mhz > 0             ? st->rec_mhz
+                  : pa_delta_nominal_mhz(d) > 0 ? pa_delta_nominal_mhz(d)
+                                                : 0;
     if (fref > 0) {
         double f = w->f_win;
         w->p_dyn *= f / fref;
@@ -660,20 +665,19 @@ static void window_cpufreq(const cpu_curve *st, const pa_frame_delta *d, window 
  * learned at its utilisation. */
 static void window_learn(cpu_curve *st, const pa_frame_delta *d, const window *w, double p)
 {
-    if (!(d->have & PA_HAVE_RAPL))
-        return;
-    double pkg = 0, dram = 0;
+    double pkg = 0, dram = 0, interval_s = pa_delta_interval_s(d);
     bool have_pkg = false;
-    for (unsigned i = 0; i < d->nrapl; i++) {
-        if (d->rapl[i].kind == PA_RAPL_PKG) {
-            pkg += d->rapl[i].energy_j;
+    pa_rapl_window r;
+    for (size_t i = 0; pa_delta_rapl(d, i, &r) == 0; i++) {
+        if (r.kind == PA_RAPL_PKG) {
+            pkg += r.energy_j;
             have_pkg = true;
-        } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
-            dram += d->rapl[i].energy_j;
+        } else if (r.kind == PA_RAPL_DRAM) {
+            dram += r.energy_j;
         }
     }
-    if (have_pkg && d->interval_s > 0 && st->learn) {
-        learn(st, w->u, p, (pkg + dram) / d->interval_s);
+    if (have_pkg && interval_s > 0 && st->learn) {
+        learn(st, w->u, p, (pkg + dram) / interval_s);
         st->learn_cpus = w->ncpus;
         if (w->f_win > 0) {
             st->f_sum += w->f_win;
@@ -684,15 +688,15 @@ static void window_learn(cpu_curve *st, const pa_frame_delta *d, const window *w
 
 static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
-    cpu_curve *st = m->priv;
+    cpu_curve *st = pa_module_priv(m);
     if (!st)
-        return pa__err(-EINVAL, "cpu-curve: compute before start");
+        return pa_error_set(-EINVAL, "cpu-curve: compute before start");
     window w;
-    w.model = d->cur ? d->cur->cpu_model : "";
+    w.model = pa_delta_cpu_model(d);
     int rc = lookup(m, st, w.model);
     if (rc < 0)
         return rc;
-    w.ncpus = pa__delta_ncpus(d);
+    w.ncpus = pa_delta_ncpus(d);
     window_curve(st, &w);
     assume_source(st, &w, out);
     w.u = window_load(d, out);
@@ -704,11 +708,12 @@ static int curve_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
     double p = w.p_static + w.p_dyn;
     window_learn(st, d, &w, p);
     const pa_curve *c = w.c;
-    out->model_error = st->err_n ? st->err_sum / st->err_n : c->error >= 0 ? c->error : -1;
+    pa_table_set_model_error(out, st->err_n       ? st->err_sum / st->err_n
+                                  : c->error >= 0 ? c->error
+                                                  : -1);
 
     /* attribution: the dynamic part by CPU time or cycles, as rapl-share */
-    pa__share_split(d, out, p, w.p_dyn);
-    out->measured = false;
+    pa_table_share_split(d, out, p, w.p_dyn);
     return 0;
 }
 
@@ -722,7 +727,7 @@ static const char *const curve_uses[] = {"rapl", "perf", NULL};
 static int curve_fits(const pa_env *env, char *why, size_t len)
 {
     char curve[200];
-    int match = pa__curve_match(env, curve, sizeof(curve));
+    int match = pa_curve_match(env, curve, sizeof(curve));
     snprintf(why, len, "no RAPL; %s", curve);
     return match > 0;
 }

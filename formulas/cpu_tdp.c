@@ -25,10 +25,12 @@
  * (MHZ:V+MHZ:V...), model= (force a record); everything not read from
  * the machine is listed in the table's "assumed" text.
  */
-#include "internal.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,7 +58,7 @@ typedef struct cpu_tdp {
     pa_hwdb_cpu forced;
     /* the record matched for the model name, looked up once per name */
     bool looked_up;
-    char looked_model[sizeof(((pa_sysread *)0)->cpu_model)];
+    char looked_model[96]; /* as long as the frame's model names */
     bool have_rec;
     pa_hwdb_cpu rec;
     char hwdb_note[160]; /* why no record was used, for "assumed" */
@@ -71,10 +73,10 @@ static int opt_positive(const pa_options *o, const char *key, double max, const 
     if (!v)
         return 0;
     if (pa_options_get_double(o, key, NAN, &d) < 0 || !(d > 0) || d > max)
-        return pa__err(-EINVAL,
-                       "cpu-tdp: %s=%s is not a %s (> 0, at most %g); write "
-                       "e.g. %s",
-                       key, v, unit, max, example);
+        return pa_error_set(-EINVAL,
+                            "cpu-tdp: %s=%s is not a %s (> 0, at most %g); write "
+                            "e.g. %s",
+                            key, v, unit, max, example);
     *out = d;
     return 0;
 }
@@ -91,44 +93,44 @@ static int parse_options(pa_module *m, const pa_options *opts, cpu_tdp *st)
         return rc;
     const char *share = pa_options_get(opts, "share");
     if (share && strcmp(share, "capacity") && strcmp(share, "active"))
-        return pa__err(-EINVAL,
-                       "cpu-tdp: share=%s is not known; use share=capacity "
-                       "(default: a task's CPU time over the whole CPU "
-                       "capacity, like top) or share=active (busy tasks split "
-                       "the whole CPU power)",
-                       share);
+        return pa_error_set(-EINVAL,
+                            "cpu-tdp: share=%s is not known; use share=capacity "
+                            "(default: a task's CPU time over the whole CPU "
+                            "capacity, like top) or share=active (busy tasks split "
+                            "the whole CPU power)",
+                            share);
     st->active = share && !strcmp(share, "active");
     const char *volt = pa_options_get(opts, "volt");
     if (volt) {
         char why[160];
-        if (pa__hwdb_parse_volt(volt, &st->opt_volt, why, sizeof(why)) < 0)
-            return pa__err(-EINVAL,
-                           "cpu-tdp: volt=%s: %s; write MHZ:VOLTS pairs in "
-                           "increasing frequency joined by '+', e.g. "
-                           "volt=800:0.75+3200:1.1",
-                           volt, why);
+        if (pa_hwdb_volt_parse(volt, &st->opt_volt, why, sizeof(why)) < 0)
+            return pa_error_set(-EINVAL,
+                                "cpu-tdp: volt=%s: %s; write MHZ:VOLTS pairs in "
+                                "increasing frequency joined by '+', e.g. "
+                                "volt=800:0.75+3200:1.1",
+                                volt, why);
     }
-    const char *path = pa__module_hwdb(m);
+    const char *path = pa_module_hwdb(m);
     if (path && access(path, R_OK) < 0)
-        return pa__err(-errno,
-                       "cpu-tdp: cannot read the hardware database %s: %s; "
-                       "fix --hwdb / $POWERAPI_HWDB, or set tdp= and ftdp=",
-                       path, strerror(errno));
+        return pa_error_set(-errno,
+                            "cpu-tdp: cannot read the hardware database %s: %s; "
+                            "fix --hwdb / $POWERAPI_HWDB, or set tdp= and ftdp=",
+                            path, strerror(errno));
     const char *model = pa_options_get(opts, "model");
     if (model) {
         if (!path)
-            return pa__err(-ENOENT,
-                           "cpu-tdp: model=%s needs the hardware database, "
-                           "which is not installed; give it with --hwdb FILE "
-                           "or set tdp= and ftdp=",
-                           model);
-        rc = pa__hwdb_cpu(path, model, &st->forced);
+            return pa_error_set(-ENOENT,
+                                "cpu-tdp: model=%s needs the hardware database, "
+                                "which is not installed; give it with --hwdb FILE "
+                                "or set tdp= and ftdp=",
+                                model);
+        rc = pa_hwdb_cpu_find(path, model, &st->forced);
         if (rc == -ENOENT)
-            return pa__err(-EINVAL,
-                           "cpu-tdp: model=%s matches no cpu record of %s; use "
-                           "a match string of that file (e.g. model=Q6600) or "
-                           "set tdp= and ftdp=",
-                           model, path);
+            return pa_error_set(-EINVAL,
+                                "cpu-tdp: model=%s matches no cpu record of %s; use "
+                                "a match string of that file (e.g. model=Q6600) or "
+                                "set tdp= and ftdp=",
+                                model, path);
         if (rc < 0)
             return rc;
         st->have_forced = true;
@@ -136,7 +138,7 @@ static int parse_options(pa_module *m, const pa_options *opts, cpu_tdp *st)
         /* validate the whole file now: a broken line fails the enable
          * with its file:line rather than the first tick */
         pa_hwdb_cpu tmp;
-        rc = pa__hwdb_cpu(path, "", &tmp);
+        rc = pa_hwdb_cpu_find(path, "", &tmp);
         if (rc < 0 && rc != -ENOENT)
             return rc;
     }
@@ -155,13 +157,13 @@ static int cpu_tdp_start(pa_module *m, const pa_options *opts)
 {
     cpu_tdp *st = malloc(sizeof(*st));
     if (!st)
-        return pa__err(-ENOMEM, "cpu-tdp: out of memory");
+        return pa_error_set(-ENOMEM, "cpu-tdp: out of memory");
     int rc = parse_options(m, opts, st);
     if (rc < 0) {
         free(st);
         return rc;
     }
-    m->priv = st;
+    pa_module_set_priv(m, st);
     return 0;
 }
 
@@ -171,17 +173,17 @@ static int cpu_tdp_configure(pa_module *m, const pa_options *opts)
     int rc = parse_options(m, opts, &fresh);
     if (rc < 0)
         return rc;
-    cpu_tdp *st = m->priv;
+    cpu_tdp *st = pa_module_priv(m);
     if (!st)
-        return pa__err(-EINVAL, "cpu-tdp: configure before start");
+        return pa_error_set(-EINVAL, "cpu-tdp: configure before start");
     *st = fresh; /* looked_up is false: the record is matched again */
     return 0;
 }
 
 static void cpu_tdp_stop(pa_module *m)
 {
-    free(m->priv);
-    m->priv = NULL;
+    free(pa_module_priv(m));
+    pa_module_set_priv(m, NULL);
 }
 
 /* Matches the model name against the database, once per name. */
@@ -191,11 +193,11 @@ static int lookup(pa_module *m, cpu_tdp *st, const char *model)
         return 0;
     st->have_rec = false;
     st->hwdb_note[0] = '\0';
-    const char *path = pa__module_hwdb(m);
+    const char *path = pa_module_hwdb(m);
     if (!path) {
         snprintf(st->hwdb_note, sizeof(st->hwdb_note), "no hardware database installed");
     } else if (*model) {
-        int rc = pa__hwdb_cpu(path, model, &st->rec);
+        int rc = pa_hwdb_cpu_find(path, model, &st->rec);
         if (rc == 0)
             st->have_rec = true;
         else if (rc != -ENOENT)
@@ -260,7 +262,7 @@ static void assume(pa_power_table *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    pa__assume(out->assumed, sizeof(out->assumed), text);
+    pa_table_assume(out, "%s", text);
 }
 
 /* The TDP of the whole machine, in W. */
@@ -308,8 +310,8 @@ static double window_ftdp(const cpu_tdp *st, const pa_hwdb_cpu *rec, const pa_fr
         assume(out, "ftdp=%gMHz (hwdb \"%s\")", ftdp, rec->match);
     } else if ((ftdp = mhz_from_model(model)) > 0) {
         assume(out, "ftdp=%gMHz (from the model name)", ftdp);
-    } else if (d->cur && d->cur->nominal_mhz > 0) {
-        ftdp = d->cur->nominal_mhz;
+    } else if (pa_delta_nominal_mhz(d) > 0) {
+        ftdp = pa_delta_nominal_mhz(d);
         assume(out, "ftdp=%gMHz (cpuinfo frequency)", ftdp);
     } else if (have_freq) {
         ftdp = f_max;
@@ -359,10 +361,11 @@ static double window_pcpu(const pa_frame_delta *d, const pa_hwdb_cpu *vt, double
     }
     double sum = 0;
     unsigned interp = 0, clamped = 0;
-    for (unsigned i = 0; i < d->nfreq; i++) {
-        if (!d->freq[i].time_ns)
+    pa_freq_time ft;
+    for (size_t i = 0; pa_delta_freq(d, i, &ft) == 0; i++) {
+        if (!ft.time_ns)
             continue;
-        double f = d->freq[i].khz / 1000.0;
+        double f = ft.khz / 1000.0;
         double v = vtdp;
         if (vt) {
             int how = 0;
@@ -371,7 +374,7 @@ static double window_pcpu(const pa_frame_delta *d, const pa_hwdb_cpu *vt, double
             clamped += how == 2;
         }
         double p = TDP_FACTOR * tdp * (f * v * v) / (ftdp * vtdp * vtdp);
-        sum += p * (double)d->freq[i].time_ns;
+        sum += p * (double)ft.time_ns;
     }
     if (interp)
         assume(out, "V interpolated linearly for %u frequencies", interp);
@@ -386,50 +389,48 @@ static void window_attribute(const cpu_tdp *st, const pa_frame_delta *d, double 
                              pa_power_table *out)
 {
     bool summed;
-    double busy = pa__delta_busy_s(d, &summed);
+    double busy = pa_delta_cpu_busy_s(d, &summed);
     if (summed) {
         assume(out, "busy time = sum of the processes seen (no system CPU "
                     "time)");
     }
-    double cap = d->capacity_s;
+    double cap = pa_delta_capacity_s(d);
     double denom = st->active ? busy : cap;
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *t = d->tasks[i];
-        t->cpu_w = denom > 0 ? p_cpu * t->d_cpu_s / denom : 0;
-    }
-    out->cpu_w = p_cpu;
-    out->measured = false;
+    for (size_t i = 0; i < pa_delta_count(d); i++)
+        pa_table_set_target_w(out, i, denom > 0 ? p_cpu * pa_delta_cpu_s(d, i) / denom : 0);
+    double idle_w;
     if (st->active) {
-        out->idle_w = busy > 0 ? 0 : p_cpu;
+        idle_w = busy > 0 ? 0 : p_cpu;
     } else {
         double used = cap > 0 ? busy / cap : 0;
         if (used > 1)
             used = 1;
-        out->idle_w = p_cpu * (1 - used);
+        idle_w = p_cpu * (1 - used);
     }
+    pa_table_set_system_w(out, p_cpu, idle_w);
 }
 
 static int cpu_tdp_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
 {
-    cpu_tdp *st = m->priv;
+    cpu_tdp *st = pa_module_priv(m);
     if (!st)
-        return pa__err(-EINVAL, "cpu-tdp: compute before start");
-    const char *model = d->cur ? d->cur->cpu_model : "";
+        return pa_error_set(-EINVAL, "cpu-tdp: compute before start");
+    const char *model = pa_delta_cpu_model(d);
     int rc = lookup(m, st, model);
     if (rc < 0)
         return rc;
     const pa_hwdb_cpu *rec = st->have_forced ? &st->forced : st->have_rec ? &st->rec : NULL;
-    unsigned ncpus = pa__delta_ncpus(d);
+    unsigned ncpus = pa_delta_ncpus(d);
     double tdp = window_tdp(st, rec, model, ncpus, out);
 
     /* highest cpufreq frequency of the window, and its total time */
     double t_all = 0, f_max = 0;
-    if (d->have & PA_HAVE_FREQ)
-        for (unsigned i = 0; i < d->nfreq; i++) {
-            t_all += (double)d->freq[i].time_ns;
-            if (d->freq[i].khz / 1000.0 > f_max)
-                f_max = d->freq[i].khz / 1000.0;
-        }
+    pa_freq_time ft;
+    for (size_t i = 0; pa_delta_freq(d, i, &ft) == 0; i++) {
+        t_all += (double)ft.time_ns;
+        if (ft.khz / 1000.0 > f_max)
+            f_max = ft.khz / 1000.0;
+    }
     bool have_freq = t_all > 0;
 
     double ftdp = window_ftdp(st, rec, d, model, have_freq, f_max, out);
@@ -449,7 +450,7 @@ static const char *const cpu_tdp_requires[] = {"procfs-cpu", NULL};
 static int cpu_tdp_fits(const pa_env *env, char *why, size_t len)
 {
     char curve[200];
-    pa__curve_match(env, curve, sizeof(curve));
+    pa_curve_match(env, curve, sizeof(curve));
     snprintf(why, len, "no RAPL; %s: TDP model", curve);
     return 1;
 }

@@ -40,15 +40,17 @@
  *   speed=MBPS       link speed of physical interfaces whose speed is
  *                    unknown (default 1000, labelled assumed)
  */
-#include "internal.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NL_LOOPBACK_MBPS 1000.0
 #define NL_DEFAULT_MBPS 1000.0
+#define NL_MAX_IFACES 32 /* the nic sensor's limit */
 
 typedef struct nl_rec {
     char driver[32];
@@ -60,7 +62,7 @@ typedef struct nl_priv {
     bool loopback;
     double power_w;    /* < 0: from the hwdb */
     double speed_mbps; /* 0: not given */
-    nl_rec cache[2 * PA_MAX_IFACES];
+    nl_rec cache[2 * NL_MAX_IFACES];
     size_t ncache;
     bool looked_default;
     int have_default;
@@ -76,20 +78,20 @@ static int nl_apply(nl_priv *p, const pa_options *o)
     if (v && (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "yes")))
         lb = true;
     else if (v && strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no"))
-        return pa__err(-EINVAL, "nic-linear: loopback=%s: expected on or off", v);
+        return pa_error_set(-EINVAL, "nic-linear: loopback=%s: expected on or off", v);
     double w, s;
     int rc = pa_options_get_double(o, "power", -1.0, &w);
     if (rc < 0)
         return rc;
     if (pa_options_get(o, "power") && !(w >= 0 && isfinite(w)))
-        return pa__err(-EINVAL, "nic-linear: power=%s: expected watts >= 0",
-                       pa_options_get(o, "power"));
+        return pa_error_set(-EINVAL, "nic-linear: power=%s: expected watts >= 0",
+                            pa_options_get(o, "power"));
     rc = pa_options_get_double(o, "speed", 0.0, &s);
     if (rc < 0)
         return rc;
     if (pa_options_get(o, "speed") && !(s > 0 && isfinite(s)))
-        return pa__err(-EINVAL, "nic-linear: speed=%s: expected Mb/s > 0",
-                       pa_options_get(o, "speed"));
+        return pa_error_set(-EINVAL, "nic-linear: speed=%s: expected Mb/s > 0",
+                            pa_options_get(o, "speed"));
     p->loopback = lb;
     p->power_w = w;
     p->speed_mbps = s;
@@ -125,11 +127,11 @@ static void nl_stop(pa_module *m)
  * lookup), never per tick. */
 static const pa_hwdb_nic *lookup(pa_module *m, nl_priv *p, const char *drv)
 {
-    const char *hwdb = m->ctx->env.hwdb;
+    const char *hwdb = pa_env_hwdb(pa_module_env(m));
     if (!drv[0] || !strcmp(drv, "default")) {
         if (!p->looked_default) {
             p->looked_default = true;
-            p->have_default = pa__hwdb_nic(hwdb, "default", &p->def) == 0;
+            p->have_default = pa_hwdb_nic_find(hwdb, "default", &p->def) == 0;
         }
         return p->have_default ? &p->def : NULL;
     }
@@ -140,7 +142,7 @@ static const pa_hwdb_nic *lookup(pa_module *m, nl_priv *p, const char *drv)
         return NULL;
     nl_rec *r = &p->cache[p->ncache++];
     snprintf(r->driver, sizeof r->driver, "%s", drv);
-    r->found = pa__hwdb_nic(hwdb, drv, &r->nic) == 0;
+    r->found = pa_hwdb_nic_find(hwdb, drv, &r->nic) == 0;
     return r->found ? &r->nic : NULL;
 }
 
@@ -167,7 +169,7 @@ static double state_w(const pa_hwdb_nic *n, double mbps, double *state_mbps)
 
 /* Rate (Mb/s) and transmit power (W) of one priced interface; labels what
  * was not read from the machine. */
-static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic, pa_power_table *t,
+static void price(pa_module *m, nl_priv *p, const pa_nic_window *nic, pa_power_table *t,
                   double *rate, double *watts)
 {
     char text[160];
@@ -180,7 +182,7 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic, pa_power_
         *rate = p->speed_mbps > 0 ? p->speed_mbps : NL_DEFAULT_MBPS;
         if (p->speed_mbps <= 0) {
             snprintf(text, sizeof text, "nic %s speed=%gMb/s (unknown)", nic->name, *rate);
-            pa__assume(t->assumed, sizeof t->assumed, text);
+            pa_table_assume(t, "%s", text);
         }
     }
     if (p->power_w >= 0) {
@@ -201,7 +203,7 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic, pa_power_
         *watts = 0;
         snprintf(text, sizeof text, "nic %s=0W (no hwdb record nor default; set power=)",
                  nic->name);
-        pa__assume(t->assumed, sizeof t->assumed, text);
+        pa_table_assume(t, "%s", text);
         return;
     }
     double smbps;
@@ -212,116 +214,110 @@ static void price(pa_module *m, nl_priv *p, const pa_nic_reading *nic, pa_power_
                          *rate, why, why[0] ? ": " : "");
         if (n > 0 && (size_t)n < sizeof text)
             snprintf(text + n, sizeof text - (size_t)n, "%.32s@%gMb/s)", rec->match, smbps);
-        pa__assume(t->assumed, sizeof t->assumed, text);
+        pa_table_assume(t, "%s", text);
     }
 }
 
-static uint64_t sub0(uint64_t a, uint64_t b)
+/* The share of the priced power pw of each class that target i's bytes
+ * of that class over the class's bytes denom give it. */
+static double task_w(const pa_frame_delta *d, size_t i, const double pw[3], const double denom[3])
 {
-    return a > b ? a - b : 0;
+    uint64_t kind[3], rxtx;
+    if (pa_delta_type(d, i) != PA_TARGET_PROCESS || pa_delta_net_bytes(d, i, kind, &rxtx) < 0)
+        return 0;
+    double b[3], sum = 0;
+    for (int k = 0; k < 3; k++) {
+        b[k] = (double)kind[k];
+        sum += b[k];
+    }
+    /* a sensor without classes: take its bytes as physical */
+    if (sum == 0 && rxtx > 0)
+        b[PA_NIC_PHYSICAL] = (double)rxtx;
+    double w = 0;
+    for (int k = 0; k < 3; k++)
+        if (denom[k] > 0)
+            w += pw[k] * (b[k] > denom[k] ? denom[k] : b[k]) / denom[k];
+    return w;
 }
 
-static bool in_tree(const pa_ctx *ctx, const pa_task *t, pid_t root)
+/* Labels what the per-process split could not see. */
+static void note_blind(const pa_frame_delta *d, pa_power_table *t, bool sock)
 {
-    for (int depth = 0; t && depth < 4096; depth++) {
-        if (t->pid == root)
-            return true;
-        if (t->ppid <= 0 || t->ppid == t->pid)
-            return false;
-        t = pa__tasktab_get(&ctx->procs, t->ppid);
+    size_t n = pa_delta_count(d);
+    uint64_t kind[3], rxtx;
+    if (sock) {
+        pa_table_assume(t, "nic per process: TCP only (no per-socket UDP counters)");
+        /* the sensor gives every process it could read a reading: those
+         * without one had an unreadable fd folder */
+        size_t blind = 0;
+        for (size_t i = 0; i < n; i++)
+            blind += pa_delta_type(d, i) == PA_TARGET_PROCESS &&
+                     pa_delta_net_bytes(d, i, kind, &rxtx) == -ENOENT;
+        if (blind)
+            pa_table_assume(t,
+                            "nic: %zu processes without per-process bytes (fd "
+                            "folder unreadable: run as root)",
+                            blind);
+    } else {
+        bool any = false;
+        for (size_t i = 0; i < n && !any; i++)
+            any = pa_delta_net_bytes(d, i, kind, &rxtx) != -ENOENT;
+        if (n && !any)
+            pa_table_assume(t, "nic: interface totals only (no sock_diag: no "
+                               "per-process bytes)");
     }
-    return false;
 }
 
 static int nl_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     nl_priv *p = pa_module_priv(m);
-    for (size_t i = 0; i < d->ntasks; i++)
-        d->tasks[i]->nic_w = 0;
-    t->nic_w = 0;
-    if (!(d->have & PA_HAVE_NIC) || d->interval_s <= 0)
+    size_t n = pa_delta_count(d);
+    double interval_s = pa_delta_interval_s(d);
+    for (size_t i = 0; i < n; i++)
+        pa_table_set_target_w(t, i, 0);
+    pa_table_set_system_w(t, 0, 0);
+    if (!(pa_delta_have(d) & PA_HAVE_NIC) || interval_s <= 0)
         return 0;
 
     double pw[3] = {0}, ifbytes[3] = {0};
-    for (unsigned i = 0; i < d->nnic; i++) {
-        const pa_nic_reading *nic = d->nic[i].nic;
-        unsigned k = nic->kind <= PA_NIC_LOOPBACK ? nic->kind : PA_NIC_VIRTUAL;
-        double bytes = (double)d->nic[i].rx_bytes + (double)d->nic[i].tx_bytes;
+    pa_nic_window nic;
+    for (size_t i = 0; pa_delta_nic(d, i, &nic) == 0; i++) {
+        unsigned k = nic.kind <= PA_NIC_LOOPBACK ? nic.kind : PA_NIC_VIRTUAL;
+        double bytes = (double)nic.rx_bytes + (double)nic.tx_bytes;
         ifbytes[k] += bytes;
         /* unpriced, or idle in the window: nothing to price (and no
          * label: a host with many idle veths keeps a short list) */
         if ((k != PA_NIC_PHYSICAL && !p->loopback) || bytes == 0)
             continue;
         double rate, watts;
-        price(m, p, nic, t, &rate, &watts);
+        price(m, p, &nic, t, &rate, &watts);
         double busy = bytes * 8.0 / (rate * 1e6);
-        if (busy > d->interval_s)
-            busy = d->interval_s; /* a link cannot be busier than the window */
-        pw[k] += busy * watts / d->interval_s;
+        if (busy > interval_s)
+            busy = interval_s; /* a link cannot be busier than the window */
+        pw[k] += busy * watts / interval_s;
     }
-    t->nic_w = pw[0] + pw[1] + pw[2];
+    pa_table_set_system_w(t, pw[0] + pw[1] + pw[2], 0);
 
     double denom[3];
+    uint64_t sock_bytes[3] = {0};
+    bool sock = pa_delta_sock_bytes(d, sock_bytes) == 0;
     for (int k = 0; k < 3; k++) {
-        double sock = 0;
-        if (d->have & PA_HAVE_SOCK)
-            sock = (double)sub0(d->cur->sock_bytes[k], d->prev->sock_bytes[k]);
-        denom[k] = ifbytes[k] > sock ? ifbytes[k] : sock;
+        double sk = (double)sock_bytes[k];
+        denom[k] = ifbytes[k] > sk ? ifbytes[k] : sk;
     }
-    if (d->have & PA_HAVE_SOCK) {
-        pa__assume(t->assumed, sizeof t->assumed,
-                   "nic per process: TCP only (no per-socket UDP counters)");
-        /* the sensor gives every process it could read a reading: those
-         * without one had an unreadable fd folder */
-        size_t blind = 0;
-        for (size_t i = 0; i < d->ntasks; i++)
-            blind += d->tasks[i]->type == PA_TARGET_PROCESS && !(d->tasks[i]->cur.have & PA_RD_NET);
-        if (blind) {
-            char text[160];
-            snprintf(text, sizeof text,
-                     "nic: %zu processes without per-process bytes (fd "
-                     "folder unreadable: run as root)",
-                     blind);
-            pa__assume(t->assumed, sizeof t->assumed, text);
-        }
-    } else {
-        bool any = false;
-        for (size_t i = 0; i < d->ntasks && !any; i++)
-            any = (d->tasks[i]->cur.have & PA_RD_NET) != 0;
-        if (d->ntasks && !any)
-            pa__assume(t->assumed, sizeof t->assumed,
-                       "nic: interface totals only (no sock_diag: no "
-                       "per-process bytes)");
-    }
+    note_blind(d, t, sock);
 
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *task = d->tasks[i];
-        if (task->type != PA_TARGET_PROCESS || !(task->cur.have & PA_RD_NET) ||
-            !(task->prev.have & PA_RD_NET))
-            continue;
-        double b[3], sum = 0;
-        for (int k = 0; k < 3; k++) {
-            b[k] = (double)sub0(task->cur.net_kind[k], task->prev.net_kind[k]);
-            sum += b[k];
-        }
-        /* a sensor without classes: take its bytes as physical */
-        if (sum == 0 && task->d_rx + task->d_tx > 0)
-            b[PA_NIC_PHYSICAL] = (double)(task->d_rx + task->d_tx);
-        double w = 0;
-        for (int k = 0; k < 3; k++)
-            if (denom[k] > 0)
-                w += pw[k] * (b[k] > denom[k] ? denom[k] : b[k]) / denom[k];
-        task->nic_w = w;
-    }
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *tree = d->tasks[i];
-        if (tree->type != PA_TARGET_TREE)
+    for (size_t i = 0; i < n; i++)
+        if (pa_delta_type(d, i) == PA_TARGET_PROCESS)
+            pa_table_set_target_w(t, i, task_w(d, i, pw, denom));
+    for (size_t i = 0; i < n; i++) {
+        if (pa_delta_type(d, i) != PA_TARGET_TREE)
             continue;
         double w = 0;
-        for (size_t j = 0; j < d->ntasks; j++)
-            if (d->tasks[j]->type == PA_TARGET_PROCESS && in_tree(d->ctx, d->tasks[j], tree->pid))
-                w += d->tasks[j]->nic_w;
-        tree->nic_w = w;
+        for (size_t j = 0; j < n; j++)
+            if (pa_delta_in_tree(d, j, pa_delta_pid(d, i)))
+                w += task_w(d, j, pw, denom);
+        pa_table_set_target_w(t, i, w);
     }
     return 0;
 }

@@ -44,9 +44,10 @@
  * last CPU is its main thread's: the threads of a process spread over
  * packages are attributed with it.
  */
-#include "internal.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,17 +65,17 @@ static int parse_idle(const pa_options *opts, bool *split)
     else if (!strcmp(v, "split"))
         *split = true;
     else
-        return pa__err(-EINVAL,
-                       "rapl-share: idle must be 'separate' or "
-                       "'split', not '%s'",
-                       v);
+        return pa_error_set(-EINVAL,
+                            "rapl-share: idle must be 'separate' or "
+                            "'split', not '%s'",
+                            v);
     return 0;
 }
 
 static int share_probe(const pa_env *env, char *why, size_t wl)
 {
     char tmp[1024];
-    int rc = pa__mod_rapl.probe(env, tmp, sizeof(tmp));
+    int rc = pa_env_probe(env, "rapl", tmp, sizeof(tmp));
     /* tmp starts with "rapl: " */
     snprintf(why, wl, "%s%s", rc < 0 ? "" : "rapl-share: measured by ", tmp);
     return rc;
@@ -88,15 +89,15 @@ static int share_start(pa_module *m, const pa_options *opts)
         return rc;
     share_state *st = calloc(1, sizeof(*st));
     if (!st)
-        return pa__err(-ENOMEM, "rapl-share: out of memory");
+        return pa_error_set(-ENOMEM, "rapl-share: out of memory");
     st->split = split;
-    m->priv = st;
+    pa_module_set_priv(m, st);
     return 0;
 }
 
 static int share_configure(pa_module *m, const pa_options *opts)
 {
-    share_state *st = m->priv;
+    share_state *st = pa_module_priv(m);
     bool split;
     int rc = parse_idle(opts, &split);
     if (rc < 0)
@@ -107,62 +108,71 @@ static int share_configure(pa_module *m, const pa_options *opts)
 
 static void share_stop(pa_module *m)
 {
-    free(m->priv);
-    m->priv = NULL;
+    free(pa_module_priv(m));
+    pa_module_set_priv(m, NULL);
 }
 
-/* Index in pkg[] of the package task k last ran on, or -1. */
-static int task_package(const pa_sysread *s, const pa_task *k, const int *pkg, int npkg)
+/* Index in pkg[] of the package target i last ran on, or -1. */
+static int task_package(const pa_frame_delta *d, size_t i, const int *pkg, int npkg)
 {
-    if (k->last_cpu < 0 || (unsigned)k->last_cpu >= s->ncpu_socket)
+    const int16_t *map;
+    unsigned nmap = pa_delta_cpu_packages(d, &map);
+    int cpu = pa_delta_last_cpu(d, i);
+    if (cpu < 0 || (unsigned)cpu >= nmap)
         return -1;
-    int sock = s->cpu_socket[k->last_cpu];
-    for (int i = 0; sock >= 0 && i < npkg; i++)
-        if (pkg[i] == sock)
-            return i;
+    int sock = map[cpu];
+    for (int k = 0; sock >= 0 && k < npkg; k++)
+        if (pkg[k] == sock)
+            return k;
     return -1;
 }
 
 /* Why the packages cannot be attributed one by one (NULL: they can). */
 static const char *per_socket_refusal(const pa_frame_delta *d, const int *pkg, int npkg)
 {
-    const pa_sysread *s = d->cur;
-    if (!s || s->ncpu_socket == 0)
+    const int16_t *map;
+    if (pa_delta_cpu_packages(d, &map) == 0)
         return "the CPU -> package map is unknown";
-    if (!d->ctx || !d->ctx->watch_all)
+    if (!pa_delta_all_watched(d))
         return "not every process is watched";
-    for (size_t i = 0; i < d->ntasks; i++) {
-        const pa_task *k = d->tasks[i];
-        if (k->type != PA_TARGET_PROCESS && k->type != PA_TARGET_THREAD)
+    for (size_t i = 0; i < pa_delta_count(d); i++) {
+        pa_target_type type = pa_delta_type(d, i);
+        if (type != PA_TARGET_PROCESS && type != PA_TARGET_THREAD)
             return "a process tree spans packages";
-        if (task_package(s, k, pkg, npkg) < 0)
+        if (task_package(d, i, pkg, npkg) < 0)
             return "a target's last CPU or its package is unknown";
     }
     return NULL;
 }
 
+#define RS_MAX_PKG 32 /* package domains: the rapl sensor's domain limit */
+
 /* The window's RAPL energy by kind, and each package domain's power. */
 typedef struct rapl_sums {
     double pkg_j, dram_j, psys_j;
-    int pkg[PA_MAX_RAPL]; /* socket of each package domain */
-    double pkg_w[PA_MAX_RAPL];
+    int pkg[RS_MAX_PKG]; /* socket of each package domain */
+    double pkg_w[RS_MAX_PKG];
     int npkg;
 } rapl_sums;
 
 static bool rapl_sum(const pa_frame_delta *d, rapl_sums *r)
 {
     bool have_pkg = false;
+    double interval_s = pa_delta_interval_s(d);
+    pa_rapl_window w;
     memset(r, 0, sizeof(*r));
-    for (unsigned i = 0; i < d->nrapl; i++) {
-        if (d->rapl[i].kind == PA_RAPL_PKG) {
-            r->pkg_j += d->rapl[i].energy_j;
+    for (size_t i = 0; pa_delta_rapl(d, i, &w) == 0; i++) {
+        if (w.kind == PA_RAPL_PKG) {
+            r->pkg_j += w.energy_j;
             have_pkg = true;
-            r->pkg[r->npkg] = d->rapl[i].socket;
-            r->pkg_w[r->npkg++] = d->rapl[i].energy_j / d->interval_s;
-        } else if (d->rapl[i].kind == PA_RAPL_DRAM) {
-            r->dram_j += d->rapl[i].energy_j;
-        } else if (d->rapl[i].kind == PA_RAPL_PSYS) {
-            r->psys_j += d->rapl[i].energy_j;
+            if (r->npkg == RS_MAX_PKG)
+                continue;
+            r->pkg[r->npkg] = w.socket;
+            r->pkg_w[r->npkg++] = w.energy_j / interval_s;
+        } else if (w.kind == PA_RAPL_DRAM) {
+            r->dram_j += w.energy_j;
+        } else if (w.kind == PA_RAPL_PSYS) {
+            r->psys_j += w.energy_j;
         }
     }
     return have_pkg;
@@ -172,12 +182,28 @@ static bool rapl_sum(const pa_frame_delta *d, rapl_sums *r)
  * cpuN lines), 0 when unknown. */
 static double package_busy_s(const pa_frame_delta *d, int pkg)
 {
-    const pa_sysread *s = d->cur;
-    unsigned n = 0;
-    for (unsigned c = 0; c < s->ncpu_socket; c++)
-        n += s->cpu_socket[c] == pkg;
-    double u = pa__package_busy(d, s->cpu_socket, s->ncpu_socket, pkg);
-    return u > 0 ? u * n * d->interval_s : 0;
+    const int16_t *map;
+    unsigned nmap = pa_delta_cpu_packages(d, &map), n = 0;
+    for (unsigned c = 0; c < nmap; c++)
+        n += map[c] == pkg;
+    double u = pa_delta_package_busy(d, pkg);
+    return u > 0 ? u * n * pa_delta_interval_s(d) : 0;
+}
+
+/* The active fraction of each package's power: 1 (idle=split), its
+ * CPUs' busy fraction, or the system's frac (*sys_frac) when unknown. */
+static void package_fracs(const share_state *st, const pa_frame_delta *d, const rapl_sums *r,
+                          double frac, double *pfrac, bool *sys_frac)
+{
+    *sys_frac = false;
+    for (int i = 0; i < r->npkg; i++) {
+        double u = st->split ? 1 : pa_delta_package_busy(d, r->pkg[i]);
+        if (u < 0) {
+            u = frac;
+            *sys_frac = true;
+        }
+        pfrac[i] = u > 1 ? 1 : u;
+    }
 }
 
 /* Each package's power over the targets on it (by the package of their
@@ -186,87 +212,77 @@ static void split_per_package(const share_state *st, const pa_frame_delta *d, co
                               const pa_share_w *sw, double frac, double p, pa_power_table *t)
 {
     const int *pkg = r->pkg;
-    int npkg = r->npkg, ci = sw->ci;
-    bool cycles = sw->cycles;
-    double pfrac[PA_MAX_RAPL];
-    bool sys_frac = false;
-    for (int i = 0; i < npkg; i++) {
-        double u =
-            st->split ? 1 : pa__package_busy(d, d->cur->cpu_socket, d->cur->ncpu_socket, pkg[i]);
-        if (u < 0) {
-            u = frac;
-            sys_frac = true;
-        }
-        pfrac[i] = u > 1 ? 1 : u;
-    }
-    pa__assume(t->assumed, PA_MAX_ASSUMED,
-               st->split  ? "rapl-share: per package, each target on the "
-                            "package of its last CPU"
-               : sys_frac ? "rapl-share: per package, each target on the "
-                            "package of its last CPU; a package's active "
-                            "part scaled by the system busy fraction (no "
-                            "/proc/stat cpuN lines for its CPUs)"
-                          : "rapl-share: per package, each target on the "
-                            "package of its last CPU; each package's "
-                            "active part scaled by its CPUs' busy "
-                            "fraction");
-    double w_pkg[PA_MAX_RAPL] = {0};
-    for (size_t i = 0; i < d->ntasks; i++) {
-        const pa_task *k = d->tasks[i];
-        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
-        if (k->type == PA_TARGET_PROCESS && w > 0)
-            w_pkg[task_package(d->cur, k, pkg, npkg)] += w;
+    int npkg = r->npkg;
+    size_t n = pa_delta_count(d);
+    double pfrac[RS_MAX_PKG];
+    bool sys_frac;
+    package_fracs(st, d, r, frac, pfrac, &sys_frac);
+    pa_table_assume(t, "%s",
+                    st->split  ? "rapl-share: per package, each target on the "
+                                 "package of its last CPU"
+                    : sys_frac ? "rapl-share: per package, each target on the "
+                                 "package of its last CPU; a package's active "
+                                 "part scaled by the system busy fraction (no "
+                                 "/proc/stat cpuN lines for its CPUs)"
+                               : "rapl-share: per package, each target on the "
+                                 "package of its last CPU; each package's "
+                                 "active part scaled by its CPUs' busy "
+                                 "fraction");
+    double w_pkg[RS_MAX_PKG] = {0};
+    for (size_t i = 0; i < n; i++) {
+        double w = pa_delta_share_w(d, i, sw);
+        if (pa_delta_type(d, i) == PA_TARGET_PROCESS && w > 0)
+            w_pkg[task_package(d, i, pkg, npkg)] += w;
     }
     /* by CPU time, a package's weight is at least its CPUs' busy time:
      * what no process explains is not spread over its survivors */
     double active_w = 0;
     for (int i = 0; i < npkg; i++) {
-        double busy_s = cycles ? 0 : package_busy_s(d, pkg[i]);
+        double busy_s = sw->cycles ? 0 : package_busy_s(d, pkg[i]);
         if (busy_s > w_pkg[i])
             w_pkg[i] = busy_s;
         active_w += r->pkg_w[i] * pfrac[i];
     }
-    for (size_t i = 0; i < d->ntasks; i++) {
-        pa_task *k = d->tasks[i];
-        int s = task_package(d->cur, k, pkg, npkg);
-        double w = cycles ? (k->ctr_d ? k->ctr_d[ci] : 0) : k->d_cpu_s;
+    for (size_t i = 0; i < n; i++) {
+        int s = task_package(d, i, pkg, npkg);
+        double w = pa_delta_share_w(d, i, sw);
         if (!(w > 0) || !(w_pkg[s] > 0))
             w = 0;
         else if (w > w_pkg[s])
             w = w_pkg[s]; /* a thread away from its process */
-        k->cpu_w = w > 0 ? r->pkg_w[s] * pfrac[s] * w / w_pkg[s] : 0;
+        pa_table_set_target_w(t, i, w > 0 ? r->pkg_w[s] * pfrac[s] * w / w_pkg[s] : 0);
     }
-    t->cpu_w = p;
-    t->idle_w = p - active_w;
-    if (t->idle_w < 0)
-        t->idle_w = 0;
+    double idle_w = p - active_w;
+    pa_table_set_system_w(t, p, idle_w < 0 ? 0 : idle_w);
 }
 
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
-    share_state *st = m->priv;
-    if (!(d->have & PA_HAVE_RAPL) || d->nrapl == 0)
-        return pa__err(-ENODATA, "rapl-share: no RAPL reading in this "
-                                 "window; enable the rapl sensor (pa_module_enable "
-                                 "\"rapl\")");
-    if (!(d->interval_s > 0))
-        return pa__err(-EINVAL, "rapl-share: empty window");
+    share_state *st = pa_module_priv(m);
+    double interval_s = pa_delta_interval_s(d);
+    if (pa_delta_rapl_count(d) == 0)
+        return pa_error_set(-ENODATA, "rapl-share: no RAPL reading in this "
+                                      "window; enable the rapl sensor (pa_module_enable "
+                                      "\"rapl\")");
+    if (!(interval_s > 0))
+        return pa_error_set(-EINVAL, "rapl-share: empty window");
     rapl_sums r;
     if (!rapl_sum(d, &r))
-        return pa__err(-ENODATA, "rapl-share: RAPL gives no package "
-                                 "domain on this machine");
-    double p = r.pkg_j / d->interval_s;
+        return pa_error_set(-ENODATA, "rapl-share: RAPL gives no package "
+                                      "domain on this machine");
+    double p = r.pkg_j / interval_s;
 
     pa_share_w sw;
-    pa__share_weights(d, &sw);
+    pa_delta_share_weights(d, &sw);
 
     double frac = 1; /* active part of the package power */
     if (!st->split) {
-        if ((d->have & PA_HAVE_CPU) && d->capacity_s > 0) {
-            double u = d->busy_s / d->capacity_s;
+        double cap = pa_delta_capacity_s(d);
+        if ((pa_delta_have(d) & PA_HAVE_CPU) && cap > 0) {
+            double u = pa_delta_busy_s(d) / cap;
             frac = u < 0 ? 0 : u > 1 ? 1 : u;
         } else {
-            pa__assume(t->assumed, PA_MAX_ASSUMED, "rapl-share: no CPU busy time, idle=split used");
+            pa_table_assume(t, "rapl-share: no CPU busy time, idle=split used");
         }
     }
     double active = p * frac;
@@ -275,16 +291,11 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
     if (r.npkg > 1 && !why_sum) {
         split_per_package(st, d, &r, &sw, frac, p, t);
     } else {
-        if (r.npkg > 1) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "rapl-share: packages summed (%s)", why_sum);
-            pa__assume(t->assumed, PA_MAX_ASSUMED, msg);
-        }
-        pa__share_split(d, t, p, active);
+        if (r.npkg > 1)
+            pa_table_assume(t, "rapl-share: packages summed (%s)", why_sum);
+        pa_table_share_split(d, t, p, active);
     }
-    t->dram_w = r.dram_j / d->interval_s;
-    t->psys_w = r.psys_j / d->interval_s;
-    t->measured = true;
+    pa_table_set_measured(t, r.dram_j / interval_s, r.psys_j / interval_s);
     return 0;
 }
 

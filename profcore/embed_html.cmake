@@ -1,5 +1,5 @@
 # Turns flamegraph.html.in into a C file with two strings: the page up
-# to the @DATA@ line (pa_flamegraph_head) and after it (pa_flamegraph_tail).
+# to the @DATA@ line (pc_flamegraph_head) and after it (pc_flamegraph_tail).
 # Usage: cmake -DIN=flamegraph.html.in -DOUT=flamegraph_html.c -P embed_html.cmake
 file(READ "${IN}" content)
 string(FIND "${content}" "@DATA@\n" pos)
@@ -17,11 +17,11 @@ foreach(part head tail)
 endforeach()
 file(WRITE "${OUT}.tmp"
 "/* Generated from flamegraph.html.in by embed_html.cmake: do not edit. */
-extern const char pa_flamegraph_head[];
-extern const char pa_flamegraph_tail[];
-const char pa_flamegraph_head[] =
+extern const char pc_flamegraph_head[];
+extern const char pc_flamegraph_tail[];
+const char pc_flamegraph_head[] =
 ${head_c};
-const char pa_flamegraph_tail[] =
+const char pc_flamegraph_tail[] =
 ${tail_c};
 ")
 file(RENAME "${OUT}.tmp" "${OUT}")

@@ -33,7 +33,7 @@ static int intern_grow(void)
     return 0;
 }
 
-const char *pa_pintern(const char *s)
+const char *pc_intern(const char *s)
 {
     if (!s)
         s = "";
@@ -54,7 +54,7 @@ const char *pa_pintern(const char *s)
     return d;
 }
 
-void pa_pintern_free(void)
+void pc_intern_free(void)
 {
     for (size_t i = 0; i < in_cap; i++)
         free(in_v[i]);
@@ -63,17 +63,17 @@ void pa_pintern_free(void)
     in_cap = in_n = in_bytes = 0;
 }
 
-size_t pa_pintern_memory(void)
+size_t pc_intern_memory(void)
 {
     return in_cap * sizeof(char *) + in_bytes;
 }
 
-pa_pframe pa_pframe_pseudo(const char *name)
+pc_frame pc_frame_pseudo(const char *name)
 {
-    return (pa_pframe){.name = pa_pintern(name),
-                       .module = pa_pintern(""),
-                       .source = pa_pintern(""),
-                       .file = pa_pintern(""),
-                       .path = pa_pintern(""),
-                       .build_id = pa_pintern("")};
+    return (pc_frame){.name = pc_intern(name),
+                      .module = pc_intern(""),
+                      .source = pc_intern(""),
+                      .file = pc_intern(""),
+                      .path = pc_intern(""),
+                      .build_id = pc_intern("")};
 }

@@ -16,24 +16,24 @@
 #include "util.h"
 
 /* One value of a function on one side, per run (zeros when absent). */
-static void values(const pa_pside *s, int fn, int total, double *out)
+static void values(const pc_side *s, int fn, int total, double *out)
 {
     for (size_t r = 0; r < s->runs; r++)
         out[r] = fn < 0 ? 0 : total ? s->fns[fn].total[r] : s->fns[fn].self[r];
 }
 
-static void change_of(const double *a, size_t na, const double *b, size_t nb, pa_pchange *c)
+static void change_of(const double *a, size_t na, const double *b, size_t nb, pc_change *c)
 {
     memset(c, 0, sizeof(*c));
-    pa_pstats_mean_sd(a, na, &c->a, &c->a_sd);
-    pa_pstats_mean_sd(b, nb, &c->b, &c->b_sd);
+    pc_stats_mean_sd(a, na, &c->a, &c->a_sd);
+    pc_stats_mean_sd(b, nb, &c->b, &c->b_sd);
     c->change = c->b - c->a;
     c->pct = c->a > 0 ? 100 * c->change / c->a : 0;
     c->p = -1;
     c->significant = -1;
     if (na >= 2 && nb >= 2) {
         double df;
-        c->p = pa_pstats_welch(a, na, b, nb, &df, &c->ci95);
+        c->p = pc_stats_welch(a, na, b, nb, &df, &c->ci95);
         c->significant = c->p < 0.05;
     }
 }
@@ -42,18 +42,18 @@ static void change_of(const double *a, size_t na, const double *b, size_t nb, pa
  * at most 5 % chance of one false "significant" among all the functions. */
 static int cmp_p(const void *x, const void *y)
 {
-    double a = (*(pa_pchange *const *)x)->p, b = (*(pa_pchange *const *)y)->p;
+    double a = (*(pc_change *const *)x)->p, b = (*(pc_change *const *)y)->p;
     return a < b ? -1 : a > b;
 }
 
-static int holm(pa_pdiff_row *rows, size_t n, int total, double min_j)
+static int holm(pc_diff_row *rows, size_t n, int total, double min_j)
 {
-    pa_pchange **v = malloc((n ? n : 1) * sizeof(*v));
+    pc_change **v = malloc((n ? n : 1) * sizeof(*v));
     if (!v)
         return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        pa_pchange *c = total ? &rows[i].total : &rows[i].self;
+        pc_change *c = total ? &rows[i].total : &rows[i].self;
         if (c->p >= 0 && fmax(c->a, c->b) >= min_j)
             v[m++] = c;
         else if (c->p >= 0)
@@ -71,28 +71,28 @@ static int holm(pa_pdiff_row *rows, size_t n, int total, double min_j)
     return 0;
 }
 
-static int add_row(pa_pdiff *d, size_t *cap, const pa_pside *a, int fa, const pa_pside *b, int fb,
+static int add_row(pc_diff *d, size_t *cap, const pc_side *a, int fa, const pc_side *b, int fb,
                    int match)
 {
     if (PA__GROW(d->rows, *cap, d->nrows + 1, 256) < 0)
         return -ENOMEM;
-    pa_pdiff_row *r = &d->rows[d->nrows++];
+    pc_diff_row *r = &d->rows[d->nrows++];
     memset(r, 0, sizeof(*r));
     const pside_fn *f = fb >= 0 ? &b->fns[fb] : &a->fns[fa];
     r->name = f->name;
     r->module = f->module;
     r->a_module = fa >= 0 ? a->fns[fa].module : NULL;
-    r->match = match == PA_PMATCH_NAME && f->unsure ? PA_PMATCH_UNSURE : match;
+    r->match = match == PC_MATCH_NAME && f->unsure ? PC_MATCH_UNSURE : match;
     double va[a->runs], vb[b->runs];
     for (int t = 0; t < 2; t++) {
         values(a, fa, t, va);
         values(b, fb, t, vb);
         change_of(va, a->runs, vb, b->runs, t ? &r->total : &r->self);
     }
-    if (r->match == PA_PMATCH_UNSURE)
+    if (r->match == PC_MATCH_UNSURE)
         snprintf(r->note, sizeof(r->note), "unsure: unnamed code of %s, matched by module only",
                  r->module);
-    if (match == PA_PMATCH_MODULE)
+    if (match == PC_MATCH_MODULE)
         snprintf(r->note, sizeof(r->note), "module %s in A, %s in B", a->fns[fa].module, r->module);
     return 0;
 }
@@ -103,7 +103,7 @@ typedef struct name_map {
     size_t cap;
 } name_map;
 
-static int name_map_build(name_map *m, const pa_pside *b, const unsigned char *used)
+static int name_map_build(name_map *m, const pc_side *b, const unsigned char *used)
 {
     m->cap = 16;
     while (m->cap < 2 * b->nfns + 2)
@@ -122,7 +122,7 @@ static int name_map_build(name_map *m, const pa_pside *b, const unsigned char *u
     return 0;
 }
 
-static int name_map_take(name_map *m, const pa_pside *b, unsigned char *used, const char *name)
+static int name_map_take(name_map *m, const pc_side *b, unsigned char *used, const char *name)
 {
     for (size_t q = pa__hash_u64((uintptr_t)name) & (m->cap - 1); m->slot[q];
          q = (q + 1) & (m->cap - 1)) {
@@ -135,16 +135,16 @@ static int name_map_take(name_map *m, const pa_pside *b, unsigned char *used, co
     return -1;
 }
 
-static int match_all(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
+static int match_all(pc_diff *d, const pc_side *a, const pc_side *b)
 {
     unsigned char *used = calloc(b->nfns + 1, 1), *done = calloc(a->nfns + 1, 1);
     size_t cap = 0;
     int rc = used && done ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < a->nfns; i++) {
-        int j = pa__pside_find(b, a->fns[i].name, a->fns[i].module);
+        int j = pc__side_find(b, a->fns[i].name, a->fns[i].module);
         if (j >= 0 && !used[j]) {
             used[j] = done[i] = 1;
-            rc = add_row(d, &cap, a, (int)i, b, j, PA_PMATCH_NAME);
+            rc = add_row(d, &cap, a, (int)i, b, j, PC_MATCH_NAME);
         }
     }
     name_map m = {0};
@@ -154,11 +154,11 @@ static int match_all(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
         if (done[i])
             continue;
         int j = name_map_take(&m, b, used, a->fns[i].name);
-        rc = add_row(d, &cap, a, (int)i, b, j, j >= 0 ? PA_PMATCH_MODULE : PA_PMATCH_ONLY_A);
+        rc = add_row(d, &cap, a, (int)i, b, j, j >= 0 ? PC_MATCH_MODULE : PC_MATCH_ONLY_A);
     }
     for (size_t j = 0; rc == 0 && j < b->nfns; j++)
         if (!used[j])
-            rc = add_row(d, &cap, a, -1, b, (int)j, PA_PMATCH_ONLY_B);
+            rc = add_row(d, &cap, a, -1, b, (int)j, PC_MATCH_ONLY_B);
     free(m.slot);
     free(used);
     free(done);
@@ -167,12 +167,12 @@ static int match_all(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
 
 /* Whether module ma of A became mb in B: the same, or a function matched
  * by name across them (an executable built under another name). */
-static int same_module(const pa_pdiff *d, const char *ma, const char *mb)
+static int same_module(const pc_diff *d, const char *ma, const char *mb)
 {
     if (ma == mb)
         return 1;
     for (size_t i = 0; i < d->nrows; i++)
-        if (d->rows[i].match == PA_PMATCH_MODULE && d->rows[i].a_module == ma &&
+        if (d->rows[i].match == PC_MATCH_MODULE && d->rows[i].a_module == ma &&
             d->rows[i].module == mb)
             return 1;
     return 0;
@@ -181,17 +181,17 @@ static int same_module(const pa_pdiff *d, const char *ma, const char *mb)
 /* A function gone from A and one new in B, in the same module, each with
  * 1 % of the energy (min_j) and self energies within a factor of 2: perhaps one renamed; said on
  * both, not matched (the numbers stay each on its own row). */
-static void renames(pa_pdiff *d, double min_j)
+static void renames(pc_diff *d, double min_j)
 {
     for (size_t i = 0; i < d->nrows; i++) {
-        pa_pdiff_row *r = &d->rows[i];
-        if (r->match != PA_PMATCH_ONLY_A || r->self.a < min_j || r->self.a <= 0)
+        pc_diff_row *r = &d->rows[i];
+        if (r->match != PC_MATCH_ONLY_A || r->self.a < min_j || r->self.a <= 0)
             continue;
-        pa_pdiff_row *best = NULL;
+        pc_diff_row *best = NULL;
         double bestq = 2;
         for (size_t j = 0; j < d->nrows; j++) {
-            pa_pdiff_row *q = &d->rows[j];
-            if (q->match != PA_PMATCH_ONLY_B || q->note[0] || q->self.b < min_j || q->self.b <= 0 ||
+            pc_diff_row *q = &d->rows[j];
+            if (q->match != PC_MATCH_ONLY_B || q->note[0] || q->self.b < min_j || q->self.b <= 0 ||
                 !same_module(d, r->module, q->module))
                 continue;
             double ratio = fmax(q->self.b / r->self.a, r->self.a / q->self.b);
@@ -211,11 +211,11 @@ static void renames(pa_pdiff *d, double min_j)
  * whose caller in A's tree (the one through which most of its energy
  * came) gained self energy of at least half of it in B: perhaps inlined
  * into that caller; said, not matched. */
-static void inlines(pa_pdiff *d, double min_j)
+static void inlines(pc_diff *d, double min_j)
 {
     for (size_t i = 0; i < d->nrows; i++) {
-        pa_pdiff_row *r = &d->rows[i];
-        if (r->match != PA_PMATCH_ONLY_A || r->note[0] || r->self.a < min_j)
+        pc_diff_row *r = &d->rows[i];
+        if (r->match != PC_MATCH_ONLY_A || r->note[0] || r->self.a < min_j)
             continue;
         const char *caller = NULL;
         double best = 0;
@@ -226,8 +226,8 @@ static void inlines(pa_pdiff *d, double min_j)
                 caller = d->nodes[n->parent].name;
             }
         }
-        const pa_pdiff_row *c = caller ? pa_pdiff_find(d, caller) : NULL;
-        if (c && c->match != PA_PMATCH_ONLY_A && c->self.change >= 0.5 * r->self.a)
+        const pc_diff_row *c = caller ? pc_diff_find(d, caller) : NULL;
+        if (c && c->match != PC_MATCH_ONLY_A && c->self.change >= 0.5 * r->self.a)
             snprintf(r->note, sizeof(r->note),
                      "inlined into %.60s? (its self energy rose by "
                      "%.3f; not matched)",
@@ -237,7 +237,7 @@ static void inlines(pa_pdiff *d, double min_j)
 
 static int cmp_rows(const void *x, const void *y)
 {
-    const pa_pdiff_row *a = x, *b = y;
+    const pc_diff_row *a = x, *b = y;
     double ka = fabs(a->self.change), kb = fabs(b->self.change);
     if (ka != kb)
         return ka > kb ? -1 : 1;
@@ -251,7 +251,7 @@ static int cmp_rows(const void *x, const void *y)
 /* ---- the union of both trees ---- */
 
 typedef struct tree_build {
-    pa_pdiff *d;
+    pc_diff *d;
     size_t cap, hcap;
     int *hash;
 } tree_build;
@@ -269,7 +269,7 @@ static uint64_t node_key_at(const void *user, size_t i)
 
 static int tree_child(tree_build *t, int parent, const char *name)
 {
-    pa_pdiff *d = t->d;
+    pc_diff *d = t->d;
     if (pa__index_reserve(&t->hash, &t->hcap, 4096, 0, d->nnodes, node_key_at, t) < 0)
         return -ENOMEM;
     size_t q = node_key(parent, name) & (t->hcap - 1);
@@ -292,7 +292,7 @@ static int tree_child(tree_build *t, int parent, const char *name)
 }
 
 /* each node of side s (parents first) into the union tree */
-static int tree_add(tree_build *t, const pa_pside *s, int side)
+static int tree_add(tree_build *t, const pc_side *s, int side)
 {
     int *map = malloc((s->nnodes ? s->nnodes : 1) * sizeof(int));
     if (!map)
@@ -314,7 +314,7 @@ static int tree_add(tree_build *t, const pa_pside *s, int side)
     return 0;
 }
 
-static int build_tree(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
+static int build_tree(pc_diff *d, const pc_side *a, const pc_side *b)
 {
     tree_build t = {.d = d};
     int rc = tree_add(&t, a, 0);
@@ -340,7 +340,7 @@ static int build_tree(pa_pdiff *d, const pa_pside *a, const pa_pside *b)
 
 /* ---- the comparison ---- */
 
-static void describe(pa_pdiff *d, double min_pct)
+static void describe(pc_diff *d, double min_pct)
 {
     if (d->runs_a >= 2 && d->runs_b >= 2)
         snprintf(d->method, sizeof(d->method),
@@ -356,18 +356,18 @@ static void describe(pa_pdiff *d, double min_pct)
 }
 
 /* changes under min_pct of A's energy: noise, however sure the test */
-static void negligible(pa_pdiff *d, double min_pct)
+static void negligible(pc_diff *d, double min_pct)
 {
     for (size_t i = 0; i < d->nrows; i++) {
-        pa_pchange *c[2] = {&d->rows[i].self, &d->rows[i].total};
+        pc_change *c[2] = {&d->rows[i].self, &d->rows[i].total};
         for (int k = 0; k < 2; k++)
             if (c[k]->significant == 1 && c[k]->a > 0 && fabs(c[k]->pct) < min_pct)
                 c[k]->significant = 0;
     }
 }
 
-int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff **out, char *err,
-                 size_t errlen)
+int pc_diff_new(const pc_side *a, const pc_side *b, double min_pct, pc_diff **out, char *err,
+                size_t errlen)
 {
     if (strcmp(a->unit, b->unit)) {
         snprintf(err, errlen,
@@ -376,7 +376,7 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff 
                  a->unit, b->unit);
         return -EINVAL;
     }
-    pa_pdiff *d = calloc(1, sizeof(*d));
+    pc_diff *d = calloc(1, sizeof(*d));
     if (!d)
         return -ENOMEM;
     d->unit = a->unit;
@@ -395,7 +395,7 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff 
     if (rc == 0)
         rc = build_tree(d, a, b);
     if (rc < 0) {
-        pa_pdiff_free(d);
+        pc_diff_free(d);
         snprintf(err, errlen, "out of memory");
         return rc;
     }
@@ -411,7 +411,7 @@ int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff 
     return 0;
 }
 
-void pa_pdiff_free(pa_pdiff *d)
+void pc_diff_free(pc_diff *d)
 {
     if (!d)
         return;
@@ -420,23 +420,23 @@ void pa_pdiff_free(pa_pdiff *d)
     free(d);
 }
 
-const pa_pchange *pa_pdiff_total(const pa_pdiff *d)
+const pc_change *pc_diff_total(const pc_diff *d)
 {
     return &d->total;
 }
 
-const pa_pdiff_row *pa_pdiff_rows(const pa_pdiff *d, size_t *n)
+const pc_diff_row *pc_diff_rows(const pc_diff *d, size_t *n)
 {
     *n = d->nrows;
     return d->rows;
 }
 
-const char *pa_pdiff_method(const pa_pdiff *d)
+const char *pc_diff_method(const pc_diff *d)
 {
     return d->method;
 }
 
-const pa_pdiff_row *pa_pdiff_find(const pa_pdiff *d, const char *name)
+const pc_diff_row *pc_diff_find(const pc_diff *d, const char *name)
 {
     for (size_t i = 0; i < d->nrows; i++)
         if (!strcmp(d->rows[i].name, name))

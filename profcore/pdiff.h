@@ -21,20 +21,20 @@
 /* ---- statistics (pure functions, for the tests too) ---- */
 
 /* Mean and sample standard deviation (n - 1; 0 when n < 2) of v[n]. */
-void pa_pstats_mean_sd(const double *v, size_t n, double *mean, double *sd);
+void pc_stats_mean_sd(const double *v, size_t n, double *mean, double *sd);
 /* The two-sided quantile of Student's t with df degrees of freedom at
  * confidence level conf (0.95: t such that P(|T| <= t) = 0.95). */
-double pa_pstats_t_quantile(double conf, double df);
+double pc_stats_t_quantile(double conf, double df);
 /* Welch's t-test of mean(b) - mean(a): the two-sided p-value (1 when the
  * difference is 0 and both spreads are, 0 when only the spreads are),
  * the degrees of freedom and the half-width of the difference's 95 %
  * confidence interval.  Needs na, nb >= 2. */
-double pa_pstats_welch(const double *a, size_t na, const double *b, size_t nb, double *df,
-                       double *ci95);
+double pc_stats_welch(const double *a, size_t na, const double *b, size_t nb, double *df,
+                      double *ci95);
 
 /* ---- one side: a profile, repeated or not ---- */
 
-typedef struct pa_pside pa_pside;
+typedef struct pc_side pc_side;
 
 /* Loads path: a folder of `powerapi profile` (functions.csv,
  * summary.json, energy.collapsed) or jalen (methods.csv ...), one with
@@ -43,13 +43,13 @@ typedef struct pa_pside pa_pside;
  * sample type.  0, or -errno with one line in err (a missing file, an
  * empty profile, a pprof without such a sample type, an unknown
  * folder). */
-int pa_pside_load(const char *path, pa_pside **out, char *err, size_t errlen);
-void pa_pside_free(pa_pside *s);
+int pc_side_load(const char *path, pc_side **out, char *err, size_t errlen);
+void pc_side_free(pc_side *s);
 /* "profile", "jalen" or "pprof"; its unit, "J" or "s" (a CPU pprof); its
  * runs. */
-const char *pa_pside_tool(const pa_pside *s);
-const char *pa_pside_unit(const pa_pside *s);
-size_t pa_pside_runs(const pa_pside *s);
+const char *pc_side_tool(const pc_side *s);
+const char *pc_side_unit(const pc_side *s);
+size_t pc_side_runs(const pc_side *s);
 
 /* A repeated profile's figures into dir (the folder of its run-N/):
  * repeat.csv (per function the mean self and inclusive energy, spread and
@@ -57,13 +57,13 @@ size_t pa_pside_runs(const pa_pside *s);
  * mean, spread, interval and coefficient of variation).  *mean_j, *half_j
  * (the interval's half-width) and *cv for the caller's words.  0 or
  * -errno. */
-int pa_pside_write_repeat(const pa_pside *s, const char *dir, unsigned long warmup, double *mean_j,
-                          double *half_j, double *cv);
+int pc_side_write_repeat(const pc_side *s, const char *dir, unsigned long warmup, double *mean_j,
+                         double *half_j, double *cv);
 
 /* ---- the comparison ---- */
 
 /* One compared value (a total, a function's self or inclusive energy). */
-typedef struct pa_pchange {
+typedef struct pc_change {
     double a, b;       /* means */
     double a_sd, b_sd; /* spreads (0 with one run) */
     double change;     /* b - a */
@@ -72,27 +72,27 @@ typedef struct pa_pchange {
     double p;          /* Welch's two-sided p-value (-1: not tested) */
     int significant;   /* p < 0.05 (Holm-adjusted for functions); with no
                           test, -1 */
-} pa_pchange;
+} pc_change;
 
 /* How a function of A was matched with one of B. */
 enum {
-    PA_PMATCH_NAME = 0, /* same name and module */
-    PA_PMATCH_MODULE,   /* same name, the module's file renamed */
-    PA_PMATCH_UNSURE,   /* "[unknown] mod+0x..." frames, by module only */
-    PA_PMATCH_ONLY_A,   /* gone in B (a rename is said in note) */
-    PA_PMATCH_ONLY_B,   /* new in B */
+    PC_MATCH_NAME = 0, /* same name and module */
+    PC_MATCH_MODULE,   /* same name, the module's file renamed */
+    PC_MATCH_UNSURE,   /* "[unknown] mod+0x..." frames, by module only */
+    PC_MATCH_ONLY_A,   /* gone in B (a rename is said in note) */
+    PC_MATCH_ONLY_B,   /* new in B */
 };
 
-typedef struct pa_pdiff_row {
+typedef struct pc_diff_row {
     const char *name, *module; /* B's when matched */
     const char *a_module;      /* A's (NULL: only in B) */
-    int match;                 /* PA_PMATCH_* */
-    pa_pchange self, total;
+    int match;                 /* PC_MATCH_* */
+    pc_change self, total;
     double share; /* percent of the total's change (self change) */
     char note[160];
-} pa_pdiff_row;
+} pc_diff_row;
 
-typedef struct pa_pdiff pa_pdiff;
+typedef struct pc_diff pc_diff;
 
 /* Compares a with b (same unit; the caller checks the tools): rows sorted
  * by the absolute self change, largest first.  A function's change under
@@ -100,21 +100,21 @@ typedef struct pa_pdiff pa_pdiff;
  * finds it (a real but negligible shift: the machine's state between the
  * two sets of runs).  0, -EINVAL with a line in err (different units),
  * -ENOMEM. */
-int pa_pdiff_new(const pa_pside *a, const pa_pside *b, double min_pct, pa_pdiff **out, char *err,
-                 size_t errlen);
-void pa_pdiff_free(pa_pdiff *d);
-const pa_pchange *pa_pdiff_total(const pa_pdiff *d);
-const pa_pdiff_row *pa_pdiff_rows(const pa_pdiff *d, size_t *n);
+int pc_diff_new(const pc_side *a, const pc_side *b, double min_pct, pc_diff **out, char *err,
+                size_t errlen);
+void pc_diff_free(pc_diff *d);
+const pc_change *pc_diff_total(const pc_diff *d);
+const pc_diff_row *pc_diff_rows(const pc_diff *d, size_t *n);
 /* The method of the test, as the outputs name it. */
-const char *pa_pdiff_method(const pa_pdiff *d);
+const char *pc_diff_method(const pc_diff *d);
 /* The row of a function of that name (A's or B's), or NULL. */
-const pa_pdiff_row *pa_pdiff_find(const pa_pdiff *d, const char *name);
+const pc_diff_row *pc_diff_find(const pc_diff *d, const char *name);
 
 /* The files in dir (created): diff.csv, diff.json, diff.md and
  * flamegraph.html (width: the mean of A and B; colour: the change).
  * labels name A and B.  0 or -errno. */
-int pa_pdiff_write(const pa_pdiff *d, const char *dir, const char *label_a, const char *label_b);
+int pc_diff_write(const pc_diff *d, const char *dir, const char *label_a, const char *label_b);
 /* The text summary (the total, then the first max_rows rows) to f. */
-void pa_pdiff_print(const pa_pdiff *d, FILE *f, size_t max_rows);
+void pc_diff_print(const pc_diff *d, FILE *f, size_t max_rows);
 
 #endif

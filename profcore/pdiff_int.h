@@ -25,7 +25,7 @@ typedef struct pside_node {
     double self;
 } pside_node;
 
-struct pa_pside {
+struct pc_side {
     char tool[8];     /* "profile", "jalen", "pprof" */
     const char *unit; /* "J", "s" */
     size_t runs, run; /* runs, and the run being read */
@@ -49,13 +49,13 @@ struct pa_pside {
 /* The function (name, module) of s, added when new (with zeroed
  * values); its index or -ENOMEM.  Names "[unknown] MOD+0x..." become
  * "[unknown] MOD", unsure. */
-int pa__pside_fn(pa_pside *s, const char *name, const char *module);
+int pc__side_fn(pc_side *s, const char *name, const char *module);
 /* The index of (name, module), both interned, or -1. */
-int pa__pside_find(const pa_pside *s, const char *name, const char *module);
+int pc__side_find(const pc_side *s, const char *name, const char *module);
 /* Adds self_j / runs to the stack path (root first, ';'-joined; frames
  * "[unknown] MOD+0x..." as "[unknown] MOD"), its nodes created as
  * needed.  0 or -ENOMEM. */
-int pa__pside_stack(pa_pside *s, const char *path, double self_j);
+int pc__side_stack(pc_side *s, const char *path, double self_j);
 
 /* A comparison's tree node (pdiff.c builds them, pdiff_out.c draws). */
 typedef struct pdiff_node {
@@ -64,12 +64,12 @@ typedef struct pdiff_node {
     double a_self, b_self, a_total, b_total;
 } pdiff_node;
 
-struct pa_pdiff {
+struct pc_diff {
     const char *unit;
     size_t runs_a, runs_b;
     char tool[8];
-    pa_pchange total;
-    pa_pdiff_row *rows;
+    pc_change total;
+    pc_diff_row *rows;
     size_t nrows;
     pdiff_node *nodes;
     size_t nnodes;

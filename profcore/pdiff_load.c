@@ -54,11 +54,11 @@ static uint64_t fn_key(const char *name, const char *module)
 
 static uint64_t fn_key_at(const void *user, size_t i)
 {
-    const pa_pside *s = user;
+    const pc_side *s = user;
     return fn_key(s->fns[i].name, s->fns[i].module);
 }
 
-int pa__pside_find(const pa_pside *s, const char *name, const char *module)
+int pc__side_find(const pc_side *s, const char *name, const char *module)
 {
     if (!s->fhcap)
         return -1;
@@ -71,12 +71,12 @@ int pa__pside_find(const pa_pside *s, const char *name, const char *module)
     return -1;
 }
 
-int pa__pside_fn(pa_pside *s, const char *name, const char *module)
+int pc__side_fn(pc_side *s, const char *name, const char *module)
 {
     char buf[512];
     int unsure;
-    name = pa_pintern(unknown_key(name, buf, sizeof(buf), &unsure));
-    module = pa_pintern(module);
+    name = pc_intern(unknown_key(name, buf, sizeof(buf), &unsure));
+    module = pc_intern(module);
     if (pa__index_reserve(&s->fhash, &s->fhcap, 1024, 0, s->nfns, fn_key_at, s) < 0)
         return -ENOMEM;
     size_t q = fn_key(name, module) & (s->fhcap - 1);
@@ -108,17 +108,17 @@ static uint64_t node_key(int parent, const char *name)
 
 static uint64_t node_key_at(const void *user, size_t i)
 {
-    const pside_node *n = &((const pa_pside *)user)->nodes[i];
+    const pside_node *n = &((const pc_side *)user)->nodes[i];
     return node_key(n->parent, n->name);
 }
 
 /* the child name (a frame as read) of parent, created when new */
-static int side_child(pa_pside *s, int parent, const char *frame, size_t len)
+static int side_child(pc_side *s, int parent, const char *frame, size_t len)
 {
     char buf[1024], key[1024];
     int unsure;
     snprintf(buf, sizeof(buf), "%.*s", (int)len, frame);
-    const char *name = pa_pintern(unknown_key(buf, key, sizeof(key), &unsure));
+    const char *name = pc_intern(unknown_key(buf, key, sizeof(key), &unsure));
     if (pa__index_reserve(&s->nhash, &s->nhcap, 4096, 0, s->nnodes, node_key_at, s) < 0)
         return -ENOMEM;
     size_t q = node_key(parent, name) & (s->nhcap - 1);
@@ -135,7 +135,7 @@ static int side_child(pa_pside *s, int parent, const char *frame, size_t len)
 }
 
 /* how many frames of path (ends in end[]) are the last stack's */
-static size_t common_frames(const pa_pside *s, const char *path)
+static size_t common_frames(const pc_side *s, const char *path)
 {
     size_t k = 0, from = 0;
     for (; k < s->last_n; k++) {
@@ -148,7 +148,7 @@ static size_t common_frames(const pa_pside *s, const char *path)
     return k;
 }
 
-int pa__pside_stack(pa_pside *s, const char *path, double self_j)
+int pc__side_stack(pc_side *s, const char *path, double self_j)
 {
     size_t len = strlen(path);
     if (!len)
@@ -230,7 +230,7 @@ typedef struct csv_cols {
     int name, module, self, total;
 } csv_cols;
 
-static int read_csv(pa_pside *s, const char *dir, const char *file, char *err, size_t len)
+static int read_csv(pc_side *s, const char *dir, const char *file, char *err, size_t len)
 {
     char path[4200], line[8192], *f[32];
     snprintf(path, sizeof(path), "%s/%s", dir, file);
@@ -253,7 +253,7 @@ static int read_csv(pa_pside *s, const char *dir, const char *file, char *err, s
         double self = strtod(f[c.self], NULL), total = strtod(f[c.total], NULL);
         if (!isfinite(self) || !isfinite(total))
             continue; /* "nan", "inf": no energy of a function */
-        int i = pa__pside_fn(s, f[c.name], c.module >= 0 ? f[c.module] : "");
+        int i = pc__side_fn(s, f[c.name], c.module >= 0 ? f[c.module] : "");
         if (i < 0) {
             rc = fail(err, len, i, "out of memory");
             break;
@@ -271,7 +271,7 @@ static int read_csv(pa_pside *s, const char *dir, const char *file, char *err, s
     return rc;
 }
 
-static int read_total(pa_pside *s, const char *dir, char *err, size_t len)
+static int read_total(pc_side *s, const char *dir, char *err, size_t len)
 {
     char path[4200], buf[65536];
     snprintf(path, sizeof(path), "%s/summary.json", dir);
@@ -292,7 +292,7 @@ static int read_total(pa_pside *s, const char *dir, char *err, size_t len)
     return 0;
 }
 
-static int read_collapsed(pa_pside *s, const char *dir, char *err, size_t len)
+static int read_collapsed(pc_side *s, const char *dir, char *err, size_t len)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/energy.collapsed", dir);
@@ -309,7 +309,7 @@ static int read_collapsed(pa_pside *s, const char *dir, char *err, size_t len)
         *sp = '\0';
         double uj = strtod(sp + 1, NULL);
         if (isfinite(uj))
-            rc = pa__pside_stack(s, line, uj * 1e-6);
+            rc = pc__side_stack(s, line, uj * 1e-6);
     }
     free(line);
     fclose(in);
@@ -323,7 +323,7 @@ static int exists(const char *dir, const char *file)
     return access(path, F_OK) == 0;
 }
 
-static int load_folder(pa_pside *s, const char *dir, char *err, size_t len)
+static int load_folder(pc_side *s, const char *dir, char *err, size_t len)
 {
     const char *tool = exists(dir, "functions.csv") ? "profile"
                        : exists(dir, "methods.csv") ? "jalen"
@@ -418,7 +418,7 @@ static int pprof_type(const Perftools__Profiles__Profile *p, double *scale, cons
 
 /* A location's frames, innermost first, as functions of s (module: the
  * mapping's file name). */
-static int pprof_frames(pa_pside *s, const Perftools__Profiles__Profile *p,
+static int pprof_frames(pc_side *s, const Perftools__Profiles__Profile *p,
                         const Perftools__Profiles__Location *l, int *ids, int max)
 {
     const char *mod = "";
@@ -434,7 +434,7 @@ static int pprof_frames(pa_pside *s, const Perftools__Profiles__Profile *p,
             BY_ID(p, function, Perftools__Profiles__Function, l->line[k]->function_id);
         if (!f)
             continue;
-        int i = pa__pside_fn(s, pstr(p, f->name), mod);
+        int i = pc__side_fn(s, pstr(p, f->name), mod);
         if (i < 0)
             return i;
         ids[n++] = i;
@@ -442,14 +442,14 @@ static int pprof_frames(pa_pside *s, const Perftools__Profiles__Profile *p,
     return n;
 }
 
-static int pprof_sample(pa_pside *s, const Perftools__Profiles__Profile *p,
+static int pprof_sample(pc_side *s, const Perftools__Profiles__Profile *p,
                         const Perftools__Profiles__Sample *sm, double v, char **path, size_t *cap)
 {
-    int ids[PA_PMAX_DEPTH * 2], n = 0;
-    for (size_t k = 0; k < sm->n_location_id && n < PA_PMAX_DEPTH; k++) {
+    int ids[PC_MAX_DEPTH * 2], n = 0;
+    for (size_t k = 0; k < sm->n_location_id && n < PC_MAX_DEPTH; k++) {
         const Perftools__Profiles__Location *l =
             BY_ID(p, location, Perftools__Profiles__Location, sm->location_id[k]);
-        int r = l ? pprof_frames(s, p, l, ids + n, PA_PMAX_DEPTH * 2 - n) : 0;
+        int r = l ? pprof_frames(s, p, l, ids + n, PC_MAX_DEPTH * 2 - n) : 0;
         if (r < 0)
             return r;
         n += r;
@@ -469,10 +469,10 @@ static int pprof_sample(pa_pside *s, const Perftools__Profiles__Profile *p,
             return -ENOMEM;
         len += (size_t)sprintf(*path + len, "%s%s", len ? ";" : "", nm);
     }
-    return pa__pside_stack(s, *path, v);
+    return pc__side_stack(s, *path, v);
 }
 
-static int load_pprof(pa_pside *s, const char *file, char *err, size_t len)
+static int load_pprof(pc_side *s, const char *file, char *err, size_t len)
 {
     size_t n = 0;
     void *buf = read_gz(file, &n);
@@ -525,13 +525,13 @@ static size_t count_runs(const char *dir)
     }
 }
 
-int pa_pside_load(const char *path, pa_pside **out, char *err, size_t len)
+int pc_side_load(const char *path, pc_side **out, char *err, size_t len)
 {
     struct stat st;
     if (stat(path, &st) < 0)
         return fail(err, len, -errno, "%s: %s", path, strerror(errno));
     size_t runs = S_ISDIR(st.st_mode) ? count_runs(path) : 0;
-    pa_pside *s = calloc(1, sizeof(*s));
+    pc_side *s = calloc(1, sizeof(*s));
     if (!s || !(s->total = calloc(runs ? runs : 1, sizeof(double)))) {
         free(s);
         return fail(err, len, -ENOMEM, "out of memory");
@@ -550,14 +550,14 @@ int pa_pside_load(const char *path, pa_pside **out, char *err, size_t len)
         rc = load_folder(s, dir, err, len);
     }
     if (rc < 0) {
-        pa_pside_free(s);
+        pc_side_free(s);
         return rc;
     }
     *out = s;
     return 0;
 }
 
-void pa_pside_free(pa_pside *s)
+void pc_side_free(pc_side *s)
 {
     if (!s)
         return;
@@ -574,17 +574,17 @@ void pa_pside_free(pa_pside *s)
     free(s);
 }
 
-const char *pa_pside_tool(const pa_pside *s)
+const char *pc_side_tool(const pc_side *s)
 {
     return s->tool;
 }
 
-const char *pa_pside_unit(const pa_pside *s)
+const char *pc_side_unit(const pc_side *s)
 {
     return s->unit;
 }
 
-size_t pa_pside_runs(const pa_pside *s)
+size_t pc_side_runs(const pc_side *s)
 {
     return s->runs;
 }

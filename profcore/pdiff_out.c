@@ -17,12 +17,12 @@
 static const char *const match_words[] = {"name", "module renamed", "unsure", "only in A",
                                           "only in B"};
 
-static const char *sig_word(const pa_pchange *c)
+static const char *sig_word(const pc_change *c)
 {
     return c->significant < 0 ? "untested" : c->significant ? "significant" : "within noise";
 }
 
-static void csv_change(FILE *f, const pa_pchange *c)
+static void csv_change(FILE *f, const pc_change *c)
 {
     fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.6f,", c->a, c->a_sd, c->b, c->b_sd, c->change,
             c->pct, c->ci95);
@@ -31,10 +31,10 @@ static void csv_change(FILE *f, const pa_pchange *c)
     fprintf(f, ",%s", sig_word(c));
 }
 
-static int write_csv(const pa_pdiff *d, const char *dir)
+static int write_csv(const pc_diff *d, const char *dir)
 {
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "diff.csv");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "diff.csv");
     if (rc < 0)
         return rc;
     static const char *const parts[] = {"self", "total"};
@@ -44,10 +44,10 @@ static int write_csv(const pa_pdiff *d, const char *dir)
                 parts[k], parts[k], parts[k], parts[k], parts[k], parts[k], parts[k], parts[k],
                 parts[k]);
     fputs(",share_of_change_pct,note\n", o.f);
-    pa_pdiff_row tot = {
+    pc_diff_row tot = {
         .name = "[total]", .module = "", .self = d->total, .total = d->total, .share = 100};
     for (size_t i = 0; i <= d->nrows; i++) {
-        const pa_pdiff_row *r = i ? &d->rows[i - 1] : &tot;
+        const pc_diff_row *r = i ? &d->rows[i - 1] : &tot;
         pa__csv_write(o.f, r->name);
         fputc(',', o.f);
         pa__csv_write(o.f, r->module);
@@ -58,10 +58,10 @@ static int write_csv(const pa_pdiff *d, const char *dir)
         pa__csv_write(o.f, r->note);
         fputc('\n', o.f);
     }
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
-static void json_change(FILE *f, const char *key, const pa_pchange *c)
+static void json_change(FILE *f, const char *key, const pc_change *c)
 {
     fprintf(f,
             "\"%s\": {\"a\": %.6f, \"a_sd\": %.6f, \"b\": %.6f, \"b_sd\": %.6f, "
@@ -77,10 +77,10 @@ static void json_change(FILE *f, const char *key, const pa_pchange *c)
                                : "false");
 }
 
-static int write_json(const pa_pdiff *d, const char *dir, const char *la, const char *lb)
+static int write_json(const pc_diff *d, const char *dir, const char *la, const char *lb)
 {
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "diff.json");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "diff.json");
     if (rc < 0)
         return rc;
     fputs("{\"a\": ", o.f);
@@ -96,7 +96,7 @@ static int write_json(const pa_pdiff *d, const char *dir, const char *la, const 
     json_change(o.f, "total", &d->total);
     fputs(",\n \"functions\": [", o.f);
     for (size_t i = 0; i < d->nrows; i++) {
-        const pa_pdiff_row *r = &d->rows[i];
+        const pc_diff_row *r = &d->rows[i];
         fputs(i ? ",\n  {\"function\": " : "\n  {\"function\": ", o.f);
         pa__json_write(o.f, r->name);
         fputs(", \"module\": ", o.f);
@@ -110,7 +110,7 @@ static int write_json(const pa_pdiff *d, const char *dir, const char *la, const 
         fputc('}', o.f);
     }
     fputs("]}\n", o.f);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 /* a Markdown cell: '|' escaped, newlines out */
@@ -126,7 +126,7 @@ static void md_cell(FILE *f, const char *s)
     }
 }
 
-static void md_verdict(FILE *f, const pa_pchange *c)
+static void md_verdict(FILE *f, const pc_change *c)
 {
     if (c->significant < 0)
         fputs("untested", f);
@@ -134,13 +134,13 @@ static void md_verdict(FILE *f, const pa_pchange *c)
         fprintf(f, "%s (p = %.2g)", c->significant ? "**significant**" : "within noise", c->p);
 }
 
-static int write_md(const pa_pdiff *d, const char *dir, const char *la, const char *lb, size_t max)
+static int write_md(const pc_diff *d, const char *dir, const char *la, const char *lb, size_t max)
 {
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "diff.md");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "diff.md");
     if (rc < 0)
         return rc;
-    const pa_pchange *t = &d->total;
+    const pc_change *t = &d->total;
     const char *u = d->unit;
     fputs("### Energy: ", o.f);
     md_cell(o.f, la);
@@ -158,7 +158,7 @@ static int write_md(const pa_pdiff *d, const char *dir, const char *la, const ch
             "total change | verdict | note |\n|---|---:|---:|---:|---:|---:|---|---|\n",
             u, u);
     for (size_t i = 0; i < d->nrows && i < max; i++) {
-        const pa_pdiff_row *r = &d->rows[i];
+        const pc_diff_row *r = &d->rows[i];
         fputs("| `", o.f);
         md_cell(o.f, r->name);
         fprintf(o.f, "` | %.3f | %.3f | %+.3f (%+.1f %%) | %.1f %% | %+.3f | ", r->self.a,
@@ -170,42 +170,42 @@ static int write_md(const pa_pdiff *d, const char *dir, const char *la, const ch
     }
     if (d->nrows > max)
         fprintf(o.f, "\n%zu more functions in diff.csv.\n", d->nrows - max);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 static const char *node_name(const void *ctx, int func)
 {
-    return ((const pa_pdiff *)ctx)->nodes[func].name;
+    return ((const pc_diff *)ctx)->nodes[func].name;
 }
 
-static int write_flamegraph(const pa_pdiff *d, const char *dir, const char *la, const char *lb)
+static int write_flamegraph(const pc_diff *d, const char *dir, const char *la, const char *lb)
 {
     size_t n = d->nnodes;
-    pa_ptree_node *nodes = calloc(n ? n : 1, sizeof(*nodes));
+    pc_tree_node *nodes = calloc(n ? n : 1, sizeof(*nodes));
     double *a = malloc((n ? n : 1) * sizeof(double)), *b = malloc((n ? n : 1) * sizeof(double));
     int rc = nodes && a && b ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const pdiff_node *s = &d->nodes[i];
-        nodes[i] = (pa_ptree_node){.func = (int)i,
-                                   .parent = s->parent,
-                                   .first_child = s->first_child,
-                                   .next_sibling = s->next_sibling,
-                                   .self_j = (s->a_self + s->b_self) / 2};
+        nodes[i] = (pc_tree_node){.func = (int)i,
+                                  .parent = s->parent,
+                                  .first_child = s->first_child,
+                                  .next_sibling = s->next_sibling,
+                                  .self_j = (s->a_self + s->b_self) / 2};
         a[i] = s->a_total;
         b[i] = s->b_total;
     }
     if (rc == 0) {
-        pa_ptree_totals(nodes, n);
-        pa_ptree t = {.nodes = nodes,
-                      .n = n,
-                      .nfuncs = n,
-                      .ctx = d,
-                      .name = node_name,
-                      .diff_a_j = a,
-                      .diff_b_j = b};
+        pc_tree_totals(nodes, n);
+        pc_tree t = {.nodes = nodes,
+                     .n = n,
+                     .nfuncs = n,
+                     .ctx = d,
+                     .name = node_name,
+                     .diff_a_j = a,
+                     .diff_b_j = b};
         char title[512];
         snprintf(title, sizeof(title), "energy diff: %s -> %s", la, lb);
-        rc = pa_ptree_write_flamegraph(&t, dir, title, d->total.b, 0);
+        rc = pc_tree_write_flamegraph(&t, dir, title, d->total.b, 0);
     }
     free(nodes);
     free(a);
@@ -213,9 +213,9 @@ static int write_flamegraph(const pa_pdiff *d, const char *dir, const char *la, 
     return rc;
 }
 
-int pa_pdiff_write(const pa_pdiff *d, const char *dir, const char *la, const char *lb)
+int pc_diff_write(const pc_diff *d, const char *dir, const char *la, const char *lb)
 {
-    int rc = pa_pout_mkdirs(dir, 0755);
+    int rc = pc_out_mkdirs(dir, 0755);
     if (rc == 0)
         rc = write_csv(d, dir);
     if (rc == 0)
@@ -227,9 +227,9 @@ int pa_pdiff_write(const pa_pdiff *d, const char *dir, const char *la, const cha
     return rc;
 }
 
-void pa_pdiff_print(const pa_pdiff *d, FILE *f, size_t max)
+void pc_diff_print(const pc_diff *d, FILE *f, size_t max)
 {
-    const pa_pchange *t = &d->total;
+    const pc_change *t = &d->total;
     const char *u = d->unit;
     fprintf(f, "total: %.3f %s -> %.3f %s: %+.3f %s (%+.1f %%)", t->a, u, t->b, u, t->change, u,
             t->pct);
@@ -241,14 +241,14 @@ void pa_pdiff_print(const pa_pdiff *d, FILE *f, size_t max)
     fprintf(f, "\nmethod: %s\n\n%-36s %9s %9s %9s %8s %7s %9s  %s\n", d->method, "function",
             "self A", "self B", "change", "%", "share", "total chg", "verdict");
     for (size_t i = 0; i < d->nrows && i < max; i++) {
-        const pa_pdiff_row *r = &d->rows[i];
+        const pc_diff_row *r = &d->rows[i];
         char pct[16];
         snprintf(pct, sizeof(pct), r->self.a > 0 ? "%+.1f%%" : "-", r->self.pct);
         fprintf(f, "%-36.36s %9.3f %9.3f %+9.3f %8s %6.1f%% %+9.3f  %s%s%s\n", r->name, r->self.a,
                 r->self.b, r->self.change,
-                r->match == PA_PMATCH_ONLY_A   ? "gone"
-                : r->match == PA_PMATCH_ONLY_B ? "new"
-                                               : pct,
+                r->match == PC_MATCH_ONLY_A   ? "gone"
+                : r->match == PC_MATCH_ONLY_B ? "new"
+                                              : pct,
                 r->share, r->total.change, sig_word(&r->self), r->note[0] ? "; " : "", r->note);
     }
     if (d->nrows > max)

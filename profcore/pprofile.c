@@ -23,10 +23,10 @@
 /* A function: its frame (name and module, the key), its statistics in
  * the parallel array st, and how the filtered view charges it. */
 typedef struct pf_func {
-    pa_pframe f;
+    pc_frame f;
 } pf_func;
 
-typedef pa_ptree_node pf_node;
+typedef pc_tree_node pf_node;
 
 typedef struct pf_thread {
     pid_t pid, tid;
@@ -43,15 +43,15 @@ typedef struct pf_tl {
     int func;
 } pf_tl;
 
-struct pa_pprof {
+struct pc_prof {
     pf_func *f;
-    pa_pstat *st;          /* per function */
-    unsigned char *charge; /* per function: PA_PCHARGE_* */
+    pc_stat *st;           /* per function */
+    unsigned char *charge; /* per function: PC_CHARGE_* */
     size_t nf, capf, capst, capch;
     int *fhash;
     size_t fhcap;
-    pa_ptree_build tree;  /* per function and line */
-    pa_ptree_build ptree; /* the same under a root frame per process: the
+    pc_tree_build tree;  /* per function and line */
+    pc_tree_build ptree; /* the same under a root frame per process: the
                              flame graph's (issue 31 item 8) */
     pf_thread *t;
     size_t nt, capt;
@@ -62,17 +62,17 @@ struct pa_pprof {
     size_t nfilters;
     int outside; /* "[outside filter]" */
     int *fmap;   /* pprof: each function's mapping (build_maps) */
-    pa_pmap *maps;
+    pc_map *maps;
     /* the nodes are per function and line (pprof's lines); the collapsed
      * stacks and the flame graph are per function: these nodes merged
-     * (pa_pprof_write) */
+     * (pc_prof_write) */
     pf_node *fold;
     size_t nfold;
     pf_node *pfold; /* ptree folded per function */
     size_t npfold;
 };
 
-static int matches(const pa_pprof *p, const pa_pframe *f)
+static int matches(const pc_prof *p, const pc_frame *f)
 {
     if (!p->nfilters)
         return 1;
@@ -86,26 +86,26 @@ static int matches(const pa_pprof *p, const pa_pframe *f)
 
 /* The filtered view: a function of the filter, or a pseudo-frame on the
  * way; an "[unknown]" frame outside the filter only as the leaf. */
-static unsigned char charge_of(const pa_pprof *p, const pa_pframe *f)
+static unsigned char charge_of(const pc_prof *p, const pc_frame *f)
 {
     if (f->name[0] != '[')
-        return matches(p, f) ? PA_PCHARGE_ANY : PA_PCHARGE_NONE;
-    return strncmp(f->name, "[unknown]", 9) ? PA_PCHARGE_ANY : PA_PCHARGE_LEAF;
+        return matches(p, f) ? PC_CHARGE_ANY : PC_CHARGE_NONE;
+    return strncmp(f->name, "[unknown]", 9) ? PC_CHARGE_ANY : PC_CHARGE_LEAF;
 }
 
 /* names and modules are interned, so the pointers are the key */
-static uint64_t func_hash(const pa_pframe *fr)
+static uint64_t func_hash(const pc_frame *fr)
 {
     return pa__hash_pair((uintptr_t)fr->name, (uintptr_t)fr->module);
 }
 
 static uint64_t func_hash_at(const void *user, size_t i)
 {
-    return func_hash(&((const pa_pprof *)user)->f[i].f);
+    return func_hash(&((const pc_prof *)user)->f[i].f);
 }
 
 /* Function index of a frame: one per (name, module). */
-static int func_of(pa_pprof *p, const pa_pframe *fr)
+static int func_of(pc_prof *p, const pc_frame *fr)
 {
     if (pa__index_reserve(&p->fhash, &p->fhcap, 1024, 0, p->nf, func_hash_at, p) < 0)
         return -ENOMEM;
@@ -127,9 +127,9 @@ static int func_of(pa_pprof *p, const pa_pframe *fr)
     return (int)p->nf++;
 }
 
-int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters)
+int pc_prof_new(pc_prof **out, const char *const *filters, size_t nfilters)
 {
-    pa_pprof *p = calloc(1, sizeof(*p));
+    pc_prof *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
     p->filters = filters;
@@ -138,17 +138,17 @@ int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters)
     p->tree.node_hint = 256;
     p->ptree.hint = 4096;
     p->ptree.node_hint = 256;
-    pa_pframe o = pa_pframe_pseudo("[outside filter]");
+    pc_frame o = pc_frame_pseudo("[outside filter]");
     p->outside = func_of(p, &o);
     if (p->outside < 0) {
-        pa_pprof_free(p);
+        pc_prof_free(p);
         return -ENOMEM;
     }
     *out = p;
     return 0;
 }
 
-void pa_pprof_free(pa_pprof *p)
+void pc_prof_free(pc_prof *p)
 {
     if (!p)
         return;
@@ -156,8 +156,8 @@ void pa_pprof_free(pa_pprof *p)
     free(p->st);
     free(p->charge);
     free(p->fhash);
-    pa_ptree_build_free(&p->tree);
-    pa_ptree_build_free(&p->ptree);
+    pc_tree_build_free(&p->tree);
+    pc_tree_build_free(&p->ptree);
     free(p->pfold);
     free(p->t);
     free(p->tl);
@@ -167,14 +167,14 @@ void pa_pprof_free(pa_pprof *p)
     free(p);
 }
 
-static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
+static pf_thread *thread_of(pc_prof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
 {
     for (size_t i = p->nt; i-- > 0;)
         if (p->t[i].tid == tid && p->t[i].pid == pid) {
             if (tcomm && *tcomm)
-                p->t[i].comm = pa_pintern(tcomm);
+                p->t[i].comm = pc_intern(tcomm);
             if (pcomm && *pcomm)
-                p->t[i].pcomm = pa_pintern(pcomm);
+                p->t[i].pcomm = pc_intern(pcomm);
             return &p->t[i];
         }
     if (PA__GROW(p->t, p->capt, p->nt + 1, 256) < 0)
@@ -183,14 +183,14 @@ static pf_thread *thread_of(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm
     memset(t, 0, sizeof(*t));
     t->pid = pid;
     t->tid = tid;
-    t->pcomm = pa_pintern(pcomm);
-    t->comm = pa_pintern(tcomm);
+    t->pcomm = pc_intern(pcomm);
+    t->comm = pc_intern(tcomm);
     t->root = -1;
     return t;
 }
 
-int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm,
-                        double cpu_s)
+int pc_prof_thread_cpu(pc_prof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm,
+                       double cpu_s)
 {
     pf_thread *t = thread_of(p, pid, tid, pcomm, tcomm);
     if (!t)
@@ -204,7 +204,7 @@ int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, co
  * "sort"); named at writing (name_roots), as processes.csv names it.  The
  * root is a function of its own that no table lists (it has no
  * statistics). */
-static int process_root(pa_pprof *p, pf_thread *t)
+static int process_root(pc_prof *p, pf_thread *t)
 {
     if (t->root >= 0)
         return t->root;
@@ -213,7 +213,7 @@ static int process_root(pa_pprof *p, pf_thread *t)
             return t->root = p->t[i].root;
     char name[32];
     snprintf(name, sizeof(name), "(pid %d)", (int)t->pid);
-    pa_pframe pf = pa_pframe_pseudo(name);
+    pc_frame pf = pc_frame_pseudo(name);
     int root = func_of(p, &pf);
     if (root >= 0)
         t->root = root;
@@ -222,18 +222,18 @@ static int process_root(pa_pprof *p, pf_thread *t)
 
 /* The stack again under its process's root frame, in the flame graph's
  * tree. */
-static int process_stack(pa_pprof *p, pf_thread *t, int *ids, int *inl, int *lines, int n,
+static int process_stack(pc_prof *p, pf_thread *t, int *ids, int *inl, int *lines, int n,
                          double energy_j, double cpu_s, uint64_t samples)
 {
     int root = process_root(p, t);
     if (root < 0)
         return -ENOMEM;
-    if (n == PA_PMAX_DEPTH)
+    if (n == PC_MAX_DEPTH)
         n--; /* the outermost frame gives way to the process */
     ids[n] = root;
     inl[n] = 0;
     lines[n] = 0;
-    int node = pa_ptree_stack(&p->ptree, ids, inl, lines, n + 1);
+    int node = pc_tree_stack(&p->ptree, ids, inl, lines, n + 1);
     if (node < 0)
         return node;
     p->ptree.nodes[node].self_j += energy_j;
@@ -242,8 +242,8 @@ static int process_stack(pa_pprof *p, pf_thread *t, int *ids, int *inl, int *lin
     return 0;
 }
 
-int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, double cpu_s,
-                 uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
+int pc_prof_add(pc_prof *p, const pc_frame *frames, int n, double energy_j, double cpu_s,
+                uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm)
 {
     if (n <= 0)
         return 0;
@@ -253,18 +253,18 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, d
     t->energy_j += energy_j;
     t->samples += samples;
     t->sampled_cpu_s += cpu_s;
-    int ids[PA_PMAX_DEPTH + 1], inl[PA_PMAX_DEPTH + 1], lines[PA_PMAX_DEPTH + 1];
-    if (n > PA_PMAX_DEPTH)
-        n = PA_PMAX_DEPTH;
+    int ids[PC_MAX_DEPTH + 1], inl[PC_MAX_DEPTH + 1], lines[PC_MAX_DEPTH + 1];
+    if (n > PC_MAX_DEPTH)
+        n = PC_MAX_DEPTH;
     for (int i = 0; i < n; i++) {
         if ((ids[i] = func_of(p, &frames[i])) < 0)
             return -ENOMEM;
         inl[i] = frames[i].inlined;
         lines[i] = frames[i].at_line;
     }
-    pa_psample s = {.energy_j = energy_j, .cpu_j = energy_j, .cpu_s = cpu_s, .samples = samples};
-    pa_pstat_add(p->st, ids, n, p->charge, p->outside, ++p->stamp, &s);
-    int node = pa_ptree_stack(&p->tree, ids, inl, lines, n);
+    pc_sample s = {.energy_j = energy_j, .cpu_j = energy_j, .cpu_s = cpu_s, .samples = samples};
+    pc_stat_add(p->st, ids, n, p->charge, p->outside, ++p->stamp, &s);
+    int node = pc_tree_stack(&p->tree, ids, inl, lines, n);
     if (node < 0)
         return node;
     p->tree.nodes[node].self_j += energy_j;
@@ -274,14 +274,14 @@ int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, d
 }
 
 /* Function from's tree nodes, statistics and timeline rows become to's. */
-static void merge_func(pa_pprof *p, int from, int to)
+static void merge_func(pc_prof *p, int from, int to)
 {
-    pa_ptree_build *trees[2] = {&p->tree, &p->ptree};
+    pc_tree_build *trees[2] = {&p->tree, &p->ptree};
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < trees[k]->n; i++)
             if (trees[k]->nodes[i].func == from)
                 trees[k]->nodes[i].func = to;
-    pa_pstat *a = &p->st[to], *b = &p->st[from];
+    pc_stat *a = &p->st[to], *b = &p->st[from];
     a->self_j += b->self_j;
     a->total_j += b->total_j;
     a->fself_j += b->fself_j;
@@ -298,7 +298,7 @@ static void merge_func(pa_pprof *p, int from, int to)
             p->tl[i].func = to;
 }
 
-int pa_pprof_rename(pa_pprof *p, const char *name, const char *module, const pa_pframe *to)
+int pc_prof_rename(pc_prof *p, const char *name, const char *module, const pc_frame *to)
 {
     int from = -1;
     for (size_t i = 0; i < p->nf && from < 0; i++)
@@ -314,24 +314,24 @@ int pa_pprof_rename(pa_pprof *p, const char *name, const char *module, const pa_
     return 1;
 }
 
-int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
-                        const char *pcomm, const char *tcomm)
+int pc_prof_add_pseudo(pc_prof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
+                       const char *pcomm, const char *tcomm)
 {
-    pa_pframe f = pa_pframe_pseudo(name);
-    return pa_pprof_add(p, &f, 1, energy_j, 0, 0, pid, tid, pcomm, tcomm);
+    pc_frame f = pc_frame_pseudo(name);
+    return pc_prof_add(p, &f, 1, energy_j, 0, 0, pid, tid, pcomm, tcomm);
 }
 
-void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s)
+void pc_prof_window_end(pc_prof *p, double start_s, double len_s)
 {
     int idx[10];
     double j[10];
-    int n = pa_pstat_window_top(p->st, p->nf, len_s > 0 ? 10 : 0, idx, j);
+    int n = pc_stat_window_top(p->st, p->nf, len_s > 0 ? 10 : 0, idx, j);
     for (int k = 0; k < n; k++)
         if (PA__GROW(p->tl, p->captl, p->ntl + 1, 256) == 0)
             p->tl[p->ntl++] = (pf_tl){start_s, j[k] / len_s, idx[k]};
 }
 
-void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j)
+void pc_prof_sums(pc_prof *p, double *functions_j, double *threads_j)
 {
     double a = 0, b = 0;
     for (size_t i = 0; i < p->nf; i++)
@@ -342,19 +342,18 @@ void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j)
     *threads_j = b;
 }
 
-size_t pa_pprof_memory(pa_pprof *p)
+size_t pc_prof_memory(pc_prof *p)
 {
-    return sizeof(*p) + p->capf * sizeof(pf_func) + p->capst * sizeof(pa_pstat) + p->capch +
-           p->fhcap * sizeof(int) + pa_ptree_build_memory(&p->tree) +
-           pa_ptree_build_memory(&p->ptree) + p->capt * sizeof(pf_thread) +
-           p->captl * sizeof(pf_tl);
+    return sizeof(*p) + p->capf * sizeof(pf_func) + p->capst * sizeof(pc_stat) + p->capch +
+           p->fhcap * sizeof(int) + pc_tree_build_memory(&p->tree) +
+           pc_tree_build_memory(&p->ptree) + p->capt * sizeof(pf_thread) + p->captl * sizeof(pf_tl);
 }
 
 /* ------------------------------------------------------------------ */
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
-double pa_pprof_unnamed(pa_pprof *p, const char **path)
+double pc_prof_unnamed(pc_prof *p, const char **path)
 {
     enum { MAXF = 64 };
     const char *files[MAXF];
@@ -362,7 +361,7 @@ double pa_pprof_unnamed(pa_pprof *p, const char **path)
     size_t n = 0;
     *path = "";
     for (size_t i = 0; i < p->nf; i++) {
-        const pa_pframe *f = &p->f[i].f;
+        const pc_frame *f = &p->f[i].f;
         double e = p->st[i].self_j;
         all += e;
         /* a file's frames only: not the kernel's, JIT code or pseudo-frames */
@@ -388,50 +387,50 @@ double pa_pprof_unnamed(pa_pprof *p, const char **path)
 
 static double key_self(const void *ctx, int i)
 {
-    return ((const pa_pprof *)ctx)->st[i].self_j;
+    return ((const pc_prof *)ctx)->st[i].self_j;
 }
 
 static double key_fself(const void *ctx, int i)
 {
-    return ((const pa_pprof *)ctx)->st[i].fself_j;
+    return ((const pc_prof *)ctx)->st[i].fself_j;
 }
 
 static int keep_func(const void *ctx, int i)
 {
-    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    const pc_stat *f = &((const pc_prof *)ctx)->st[i];
     return f->total_samples || f->total_j > 0 || f->fself_j > 0;
 }
 
 static int keep_filtered(const void *ctx, int i)
 {
-    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    const pc_stat *f = &((const pc_prof *)ctx)->st[i];
     return keep_func(ctx, i) && (f->fself_j > 0 || f->fself_samples);
 }
 
 static int keep_self(const void *ctx, int i)
 {
-    const pa_pstat *f = &((const pa_pprof *)ctx)->st[i];
+    const pc_stat *f = &((const pc_prof *)ctx)->st[i];
     return f->self_j > 0 || f->self_samples;
 }
 
-static int write_functions(pa_pprof *p, const char *dir, int filtered)
+static int write_functions(pc_prof *p, const char *dir, int filtered)
 {
-    const pa_prank r = {.count = p->nf,
-                        .keep = filtered ? keep_filtered : keep_func,
-                        .key = filtered ? key_fself : key_self,
-                        .ctx = p};
-    pa_pout o;
+    const pc_rank r = {.count = p->nf,
+                       .keep = filtered ? keep_filtered : keep_func,
+                       .key = filtered ? key_fself : key_self,
+                       .ctx = p};
+    pc_out o;
     int *idx;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv",
-                            "function,module,source,self_energy_j,total_energy_j,"
-                            "self_samples,total_samples,cpu_time_s\n",
-                            &r, &idx, &n);
+    int rc = pc_table_open(&o, dir, filtered ? "functions-filtered.csv" : "functions.csv",
+                           "function,module,source,self_energy_j,total_energy_j,"
+                           "self_samples,total_samples,cpu_time_s\n",
+                           &r, &idx, &n);
     if (rc < 0)
         return rc;
     for (size_t k = 0; k < n; k++) {
-        const pa_pframe *fr = &p->f[idx[k]].f;
-        const pa_pstat *f = &p->st[idx[k]];
+        const pc_frame *fr = &p->f[idx[k]].f;
+        const pc_stat *f = &p->st[idx[k]];
         pa__csv_write(o.f, fr->name);
         fputc(',', o.f);
         pa__csv_write(o.f, fr->module);
@@ -442,16 +441,16 @@ static int write_functions(pa_pprof *p, const char *dir, int filtered)
                 (unsigned long long)f->total_samples, f->cpu_s);
     }
     free(idx);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
-static int write_threads(pa_pprof *p, const char *dir)
+static int write_threads(pc_prof *p, const char *dir)
 {
-    pa_pout o;
+    pc_out o;
     int *none;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, "threads.csv", "pid,tid,name,cpu_time_s,energy_j,samples\n",
-                            NULL, &none, &n);
+    int rc = pc_table_open(&o, dir, "threads.csv", "pid,tid,name,cpu_time_s,energy_j,samples\n",
+                           NULL, &none, &n);
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < p->nt; i++) {
@@ -461,7 +460,7 @@ static int write_threads(pa_pprof *p, const char *dir)
         fprintf(o.f, ",%.6f,%.9f,%llu\n", t->cpu_s > 0 ? t->cpu_s : t->sampled_cpu_s, t->energy_j,
                 (unsigned long long)t->samples);
     }
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 typedef struct proc_row {
@@ -471,7 +470,7 @@ typedef struct proc_row {
     uint64_t samples, threads;
 } proc_row;
 
-static size_t process_rows(pa_pprof *p, proc_row **out_rows)
+static size_t process_rows(pc_prof *p, proc_row **out_rows)
 {
     proc_row *r = calloc(p->nt + 1, sizeof(*r));
     size_t n = 0;
@@ -495,7 +494,7 @@ static size_t process_rows(pa_pprof *p, proc_row **out_rows)
 
 /* Each process's root frame named as processes.csv names the process:
  * "sort (pid 1234)". */
-static int name_roots(pa_pprof *p)
+static int name_roots(pc_prof *p)
 {
     proc_row *r;
     size_t n = process_rows(p, &r);
@@ -511,13 +510,13 @@ static int name_roots(pa_pprof *p)
                 comm = r[k].comm;
         char name[96];
         snprintf(name, sizeof(name), "%s (pid %d)", comm && *comm ? comm : "?", (int)t->pid);
-        p->f[t->root].f.name = pa_pintern(name);
+        p->f[t->root].f.name = pc_intern(name);
     }
     free(r);
     return 0;
 }
 
-static int write_processes(pa_pprof *p, const char *dir)
+static int write_processes(pc_prof *p, const char *dir)
 {
     proc_row *r;
     size_t n = process_rows(p, &r);
@@ -525,19 +524,19 @@ static int write_processes(pa_pprof *p, const char *dir)
         return -ENOMEM;
     int rc = 0;
     if (n > 1) {
-        pa_pout o;
+        pc_out o;
         int *none;
         size_t nn;
-        if ((rc = pa_ptable_open(&o, dir, "processes.csv",
-                                 "pid,name,threads,cpu_time_s,energy_j,samples\n", NULL, &none,
-                                 &nn)) == 0) {
+        if ((rc = pc_table_open(&o, dir, "processes.csv",
+                                "pid,name,threads,cpu_time_s,energy_j,samples\n", NULL, &none,
+                                &nn)) == 0) {
             for (size_t i = 0; i < n; i++) {
                 fprintf(o.f, "%d,", (int)r[i].pid);
                 pa__csv_write(o.f, r[i].comm ? r[i].comm : "");
                 fprintf(o.f, ",%llu,%.6f,%.9f,%llu\n", (unsigned long long)r[i].threads, r[i].cpu_s,
                         r[i].energy_j, (unsigned long long)r[i].samples);
             }
-            rc = pa_pout_close(&o);
+            rc = pc_out_close(&o);
         }
     }
     free(r);
@@ -547,42 +546,42 @@ static int write_processes(pa_pprof *p, const char *dir)
 /* The call tree as the shared writers see it. */
 static const char *func_name(const void *ctx, int i)
 {
-    return ((const pa_pprof *)ctx)->f[i].f.name;
+    return ((const pc_prof *)ctx)->f[i].f.name;
 }
 
 static const char *func_file(const void *ctx, int i)
 {
-    const pa_pframe *f = &((const pa_pprof *)ctx)->f[i].f;
+    const pc_frame *f = &((const pc_prof *)ctx)->f[i].f;
     return f->file && *f->file ? f->file : f->module;
 }
 
 static int func_line(const void *ctx, int i)
 {
-    return ((const pa_pprof *)ctx)->f[i].f.line;
+    return ((const pc_prof *)ctx)->f[i].f.line;
 }
 
 /* by function and line (lines 0), or by function */
-static pa_ptree tree_of(pa_pprof *p, int lines)
+static pc_tree tree_of(pc_prof *p, int lines)
 {
-    return (pa_ptree){.nodes = lines ? p->tree.nodes : p->fold,
-                      .n = lines ? p->tree.n : p->nfold,
-                      .nfuncs = p->nf,
-                      .ctx = p,
-                      .name = func_name,
-                      .file = func_file,
-                      .line = func_line};
+    return (pc_tree){.nodes = lines ? p->tree.nodes : p->fold,
+                     .n = lines ? p->tree.n : p->nfold,
+                     .nfuncs = p->nf,
+                     .ctx = p,
+                     .name = func_name,
+                     .file = func_file,
+                     .line = func_line};
 }
 
 static int func_map(const void *ctx, int i)
 {
-    return ((const pa_pprof *)ctx)->fmap[i];
+    return ((const pc_prof *)ctx)->fmap[i];
 }
 
 /* pprof's mappings: one per module (the file, "[kernel.kallsyms]",
  * "[jit]"), its range in the first process it was seen in.  The main
  * binary goes first, as pprof expects: the file mapped lowest (an
  * executable sits below its libraries in a process).  0 or -ENOMEM. */
-static int build_maps(pa_pprof *p, pa_ptree *t)
+static int build_maps(pc_prof *p, pc_tree *t)
 {
     free(p->fmap);
     free(p->maps);
@@ -592,7 +591,7 @@ static int build_maps(pa_pprof *p, pa_ptree *t)
         return -ENOMEM;
     size_t nm = 0;
     for (size_t i = 0; i < p->nf; i++) {
-        const pa_pframe *f = &p->f[i].f;
+        const pc_frame *f = &p->f[i].f;
         p->fmap[i] = -1;
         if (!f->path || !f->path[0])
             continue;
@@ -600,11 +599,11 @@ static int build_maps(pa_pprof *p, pa_ptree *t)
         while (k < nm && p->maps[k].file != f->path)
             k++;
         if (k == nm)
-            p->maps[nm++] = (pa_pmap){.start = f->mstart,
-                                      .limit = f->mlimit,
-                                      .offset = f->moff,
-                                      .file = f->path,
-                                      .build_id = f->build_id};
+            p->maps[nm++] = (pc_map){.start = f->mstart,
+                                     .limit = f->mlimit,
+                                     .offset = f->moff,
+                                     .file = f->path,
+                                     .build_id = f->build_id};
         if (f->file && f->file[0])
             p->maps[k].has_lines = 1;
         p->fmap[i] = (int)k;
@@ -618,7 +617,7 @@ static int build_maps(pa_pprof *p, pa_ptree *t)
         if (p->maps[k].file[0] == '/' && (main_k < 0 || p->maps[k].start < p->maps[main_k].start))
             main_k = (int)k;
     if (main_k > 0) {
-        pa_pmap m = p->maps[main_k];
+        pc_map m = p->maps[main_k];
         p->maps[main_k] = p->maps[0];
         p->maps[0] = m;
         for (size_t i = 0; i < p->nf; i++)
@@ -630,19 +629,19 @@ static int build_maps(pa_pprof *p, pa_ptree *t)
     return 0;
 }
 
-static int write_collapsed(pa_pprof *p, const char *dir)
+static int write_collapsed(pc_prof *p, const char *dir)
 {
-    pa_ptree t = tree_of(p, 0);
-    return pa_ptree_write_collapsed(&t, dir);
+    pc_tree t = tree_of(p, 0);
+    return pc_tree_write_collapsed(&t, dir);
 }
 
-static int write_timeline(pa_pprof *p, const char *dir)
+static int write_timeline(pc_prof *p, const char *dir)
 {
-    pa_pout o;
+    pc_out o;
     int *none;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,function,power_w\n", NULL,
-                            &none, &n);
+    int rc = pc_table_open(&o, dir, "timeline.csv", "window_start_s,function,power_w\n", NULL,
+                           &none, &n);
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < p->ntl; i++) {
@@ -650,17 +649,17 @@ static int write_timeline(pa_pprof *p, const char *dir)
         pa__csv_write(o.f, p->f[p->tl[i].func].f.name);
         fprintf(o.f, ",%.6f\n", p->tl[i].power_w);
     }
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
-static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
+static int write_summary(pc_prof *p, const char *dir, const pc_meta *m)
 {
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "summary.json");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "summary.json");
     if (rc < 0)
         return rc;
     double fj, tj;
-    pa_pprof_sums(p, &fj, &tj);
+    pc_prof_sums(p, &fj, &tj);
     double unsampled = 0, unattr = 0;
     for (size_t i = 0; i < p->nf; i++) {
         if (!strcmp(p->f[i].f.name, "[unsampled]"))
@@ -675,7 +674,7 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fputs("{\n  \"target\": ", f);
     pa__json_write(f, m->target);
     fprintf(f, ",\n  \"process_energy_j\": %.9f,\n", m->process_j);
-    pa_psource_carbon_json(f, m->source, "process_co2e_g", m->process_j);
+    pc_source_carbon_json(f, m->source, "process_co2e_g", m->process_j);
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", m->process_nic_j);
     if (m->tree_j >= 0)
         fprintf(f, "  \"tree_energy_j\": %.9f,\n", m->tree_j);
@@ -718,13 +717,13 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     fprintf(f, ",\n  \"window_s\": %.6f,\n", m->window_s);
     /* the profile grows with the stacks; the symbol tables (kallsyms,
      * perf maps, names) with the modules */
-    fprintf(f, "  \"profiler_memory_bytes\": %zu,\n", pa_pprof_memory(p) + m->symbols_memory);
-    fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pa_pprof_memory(p));
+    fprintf(f, "  \"profiler_memory_bytes\": %zu,\n", pc_prof_memory(p) + m->symbols_memory);
+    fprintf(f, "  \"profile_memory_bytes\": %zu,\n", pc_prof_memory(p));
     fprintf(f, "  \"symbols_memory_bytes\": %zu,\n", m->symbols_memory);
     fputs("  \"kernel_frames\": ", f);
     pa__json_write(f, m->kernel_state);
     fprintf(f, ",\n  \"demangled\": %s,\n", m->demangled ? "true" : "false");
-    pa_psource_json(f, m->source, m->filters, m->nfilters);
+    pc_source_json(f, m->source, m->filters, m->nfilters);
     fputs(",\n  \"energy_source\": \"CPU energy of the targets per window "
           "from libpowerapi (formula above), split over threads by CPU time "
           "and over a thread's samples equally; network energy is not "
@@ -733,22 +732,22 @@ static int write_summary(pa_pprof *p, const char *dir, const pa_pmeta *m)
     if (m->exit_status >= 0)
         fprintf(f, ",\n  \"exit_status\": %d", m->exit_status);
     fputs(",\n  \"complete\": true\n}\n", f);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
-int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
+int pc_prof_write(pc_prof *p, const char *dir, const pc_meta *meta)
 {
     if (mkdir(dir, 0777) < 0 && errno != EEXIST)
         return -errno;
     free(p->fold);
     p->fold = NULL;
     p->nfold = 0;
-    int rc = pa_ptree_fold_lines(p->tree.nodes, p->tree.n, &p->fold, &p->nfold), r;
+    int rc = pc_tree_fold_lines(p->tree.nodes, p->tree.n, &p->fold, &p->nfold), r;
     if (rc < 0)
         return rc;
-    pa_ptree_totals(p->fold, p->nfold);
-    int (*const simple[])(pa_pprof *, const char *) = {write_threads, write_processes,
-                                                       write_collapsed, write_timeline};
+    pc_tree_totals(p->fold, p->nfold);
+    int (*const simple[])(pc_prof *, const char *) = {write_threads, write_processes,
+                                                      write_collapsed, write_timeline};
     if ((r = write_functions(p, dir, 0)) < 0 && !rc)
         rc = r;
     if ((r = write_functions(p, dir, 1)) < 0 && !rc)
@@ -760,18 +759,18 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     free(p->pfold);
     p->pfold = NULL;
     p->npfold = 0;
-    if ((r = pa_ptree_fold_lines(p->ptree.nodes, p->ptree.n, &p->pfold, &p->npfold)) < 0)
+    if ((r = pc_tree_fold_lines(p->ptree.nodes, p->ptree.n, &p->pfold, &p->npfold)) < 0)
         return r;
-    pa_ptree_totals(p->pfold, p->npfold);
+    pc_tree_totals(p->pfold, p->npfold);
     if ((r = name_roots(p)) < 0)
         return r;
-    pa_ptree t = tree_of(p, 0);
+    pc_tree t = tree_of(p, 0);
     t.nodes = p->pfold;
     t.n = p->npfold;
     /* the page colours and labels frames by module */
     if ((r = build_maps(p, &t)) < 0 && !rc)
         rc = r;
-    if ((r = pa_ptree_write_flamegraph(&t, dir, meta->title, meta->process_j, meta->duration_s)) <
+    if ((r = pc_tree_write_flamegraph(&t, dir, meta->title, meta->process_j, meta->duration_s)) <
             0 &&
         !rc)
         rc = r;
@@ -782,10 +781,10 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     if ((r = build_maps(p, &t)) < 0 && !rc)
         rc = r;
     if (r == 0 &&
-        (r = pa_ptree_write_pprof(&t, dir, period, meta->duration_s,
-                                  "energy from libpowerapi per window, split "
-                                  "over each thread's samples; made by "
-                                  "powerapi profile")) < 0 &&
+        (r = pc_tree_write_pprof(&t, dir, period, meta->duration_s,
+                                 "energy from libpowerapi per window, split "
+                                 "over each thread's samples; made by "
+                                 "powerapi profile")) < 0 &&
         !rc)
         rc = r;
     if ((r = write_summary(p, dir, meta)) < 0 && !rc)
@@ -793,11 +792,11 @@ int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta)
     return rc;
 }
 
-void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta, int n)
+void pc_prof_print_top(pc_prof *p, FILE *out, const char *dir, const pc_meta *meta, int n)
 {
-    const pa_prank r = {.count = p->nf, .keep = keep_self, .key = key_self, .ctx = p};
+    const pc_rank r = {.count = p->nf, .keep = keep_self, .key = key_self, .ctx = p};
     size_t k;
-    int *idx = pa_prank_select(&r, &k);
+    int *idx = pc_rank_select(&r, &k);
     if (!idx)
         return;
     fprintf(out,
@@ -807,8 +806,8 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
             *meta->source->formula ? meta->source->formula : "?",
             *meta->source->cpu_source ? meta->source->cpu_source : "?");
     for (size_t i = 0; i < k && (int)i < n; i++) {
-        const pa_pstat *f = &p->st[idx[i]];
-        const pa_pframe *fr = &p->f[idx[i]].f;
+        const pc_stat *f = &p->st[idx[i]];
+        const pc_frame *fr = &p->f[idx[i]].f;
         fprintf(out, "profile: %10.3f J %5.1f%%  %s  [%s]\n", f->self_j,
                 meta->process_j > 0 ? 100.0 * f->self_j / meta->process_j : 0.0, fr->name,
                 fr->module);
@@ -825,9 +824,53 @@ void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta 
                 "(from their samples' CPU time)\n",
                 meta->unseen_j);
     char co2[160];
-    pa_psource_carbon_text(meta->source, meta->process_j, co2, sizeof(co2));
+    pc_source_carbon_text(meta->source, meta->process_j, co2, sizeof(co2));
     if (co2[0])
         fprintf(out, "profile: %s (--carbon-intensity: given, not measured)\n", co2);
     fprintf(out, "profile: files in %s/ (flame graph: %s/flamegraph.html)\n", dir, dir);
     free(idx);
+}
+
+/* The pprof of what was charged since the previous call: each node's
+ * self energy, CPU time and samples less what *d held, in a copy of the
+ * tree (nodes are only appended during a run, so an index is the same
+ * node from one call to the next).  The delta profile of `powerapi profile
+ * --push`. */
+int pc_prof_write_delta(pc_prof *p, const char *dir, uint64_t period_ns, double duration_s,
+                        pc_delta *d)
+{
+    size_t n = p->tree.n;
+    pf_node *nodes = malloc((n ? n : 1) * sizeof(*nodes));
+    if (!nodes)
+        return -ENOMEM;
+    if (n > d->cap) {
+        pf_node *v = realloc(d->last, n * sizeof(*v));
+        if (!v) {
+            free(nodes);
+            return -ENOMEM;
+        }
+        memset(v + d->cap, 0, (n - d->cap) * sizeof(*v));
+        d->last = v;
+        d->cap = n;
+    }
+    pf_node *last = d->last;
+    double energy_j = 0;
+    for (size_t i = 0; i < n; i++) {
+        nodes[i] = p->tree.nodes[i];
+        nodes[i].self_j -= last[i].self_j;
+        nodes[i].self_cpu_s -= last[i].self_cpu_s;
+        nodes[i].self_samples -= last[i].self_samples;
+        energy_j += nodes[i].self_j;
+        last[i] = p->tree.nodes[i];
+    }
+    d->energy_j = energy_j;
+    pc_tree t = tree_of(p, 1);
+    t.nodes = nodes;
+    int rc = build_maps(p, &t);
+    if (rc == 0)
+        rc = pc_tree_write_pprof(&t, dir, period_ns, duration_s,
+                                 "energy from libpowerapi per window, split over each thread's "
+                                 "samples, since the previous push; made by powerapi profile");
+    free(nodes);
+    return rc;
 }

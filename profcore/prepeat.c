@@ -22,8 +22,8 @@ typedef struct rep_stat {
 static rep_stat stat_of(const double *v, size_t n)
 {
     rep_stat s;
-    pa_pstats_mean_sd(v, n, &s.mean, &s.sd);
-    s.half = n > 1 ? pa_pstats_t_quantile(0.95, (double)(n - 1)) * s.sd / sqrt((double)n) : 0;
+    pc_stats_mean_sd(v, n, &s.mean, &s.sd);
+    s.half = n > 1 ? pc_stats_t_quantile(0.95, (double)(n - 1)) * s.sd / sqrt((double)n) : 0;
     return s;
 }
 
@@ -32,7 +32,7 @@ static void csv_stat(FILE *f, rep_stat s)
     fprintf(f, ",%.6f,%.6f,%.6f,%.6f", s.mean, s.sd, s.mean - s.half, s.mean + s.half);
 }
 
-static const pa_pside *cmp_side;
+static const pc_side *cmp_side;
 static int cmp_fn(const void *x, const void *y)
 {
     const pside_fn *a = &cmp_side->fns[*(const int *)x], *b = &cmp_side->fns[*(const int *)y];
@@ -44,7 +44,7 @@ static int cmp_fn(const void *x, const void *y)
     return sa != sb ? (sa > sb ? -1 : 1) : strcmp(a->name, b->name);
 }
 
-static int write_csv(const pa_pside *s, const char *dir)
+static int write_csv(const pc_side *s, const char *dir)
 {
     int *order = malloc((s->nfns ? s->nfns : 1) * sizeof(int));
     if (!order)
@@ -53,8 +53,8 @@ static int write_csv(const pa_pside *s, const char *dir)
         order[i] = (int)i;
     cmp_side = s;
     qsort(order, s->nfns, sizeof(int), cmp_fn);
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "repeat.csv");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "repeat.csv");
     if (rc < 0) {
         free(order);
         return rc;
@@ -78,11 +78,11 @@ static int write_csv(const pa_pside *s, const char *dir)
         fputc('\n', o.f);
     }
     free(order);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
-int pa_pside_write_repeat(const pa_pside *s, const char *dir, unsigned long warmup, double *mean_j,
-                          double *half_j, double *cv)
+int pc_side_write_repeat(const pc_side *s, const char *dir, unsigned long warmup, double *mean_j,
+                         double *half_j, double *cv)
 {
     int rc = write_csv(s, dir);
     if (rc < 0)
@@ -91,8 +91,8 @@ int pa_pside_write_repeat(const pa_pside *s, const char *dir, unsigned long warm
     *mean_j = t.mean;
     *half_j = t.half;
     *cv = t.mean > 0 ? t.sd / t.mean : 0;
-    pa_pout o;
-    rc = pa_pout_open(&o, dir, "summary.json");
+    pc_out o;
+    rc = pc_out_open(&o, dir, "summary.json");
     if (rc < 0)
         return rc;
     fprintf(o.f, "{\"tool\": \"%s\", \"repeat\": %zu, \"warmup\": %lu, \"runs\": [", s->tool,
@@ -108,5 +108,5 @@ int pa_pside_write_repeat(const pa_pside *s, const char *dir, unsigned long warm
             "\"functions\": %zu, \"interval_method\": \"Student's t, 95 %%, %zu - 1 degrees of "
             "freedom\", \"complete\": true}\n",
             t.mean, t.sd, t.mean - t.half, t.mean + t.half, *cv, s->nfns, s->runs);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }

@@ -3,28 +3,28 @@
  * share, whatever produced the stacks (the perf_event engine of `powerapi
  * profile`, engines/perf/; the AsyncGetCallTrace sampler of jalen).
  *
- *   frames        interned strings, a frame as named (pa_pframe)
+ *   frames        interned strings, a frame as named (pc_frame)
  *   call tree     nodes keyed by (parent, function, inlined, line), the
- *                 one hashed index both tools build (pa_ptree_build)
+ *                 one hashed index both tools build (pc_tree_build)
  *   functions     per-function self/total energy, samples, CPU time and
  *                 the filtered view, charged once per function and stack
- *                 (pa_pstat); sorted tables (pa_prank, pa_ptable_open); the window's
- *                 top functions (pa_pstat_window_top)
- *   windows       a cumulative reading's increase (pa_pcum), and the
+ *                 (pc_stat); sorted tables (pc_rank, pc_table_open); the window's
+ *                 top functions (pc_stat_window_top)
+ *   windows       a cumulative reading's increase (pc_cum), and the
  *                 per-window split of the targets' energy over processes,
  *                 threads and samples, processes seen only between two
- *                 windows included (pa_ptasks, window.c)
+ *                 windows included (pc_tasks, window.c)
  *   source        the report's formula, sensors, CPU source, assumptions
- *                 (pa_psource, source.c)
+ *                 (pc_source, source.c)
  *   the profile   functions by (name, module), threads, processes and the
  *                 timeline of `powerapi profile`, and its files
- *                 (pa_pprof, profcore/pprofile.c)
+ *                 (pc_prof, profcore/pprofile.c)
  *   writers       profout.h: atomic files, CSV/JSON text, collapsed
  *                 stacks, flame graph, pprof
  *
  * Layer: above the library (it reads pa_report, uses util.h), beside the
  * engines (which include it; it includes no engine), below the command and
- * the agent.  Nothing here prints on its own (pa_pprof_print_top writes to
+ * the agent.  Nothing here prints on its own (pc_prof_print_top writes to
  * the stream it is given), aborts or exits; errors are negative errno
  * values.  Not thread-safe: one profile is built and written from
  * one thread (jalen's agent thread under its profile lock).
@@ -40,19 +40,19 @@
 #include "powerapi.h"
 #include "profout.h"
 
-#define PA_PMAX_DEPTH 128 /* frames kept per sample, inlined included */
+#define PC_MAX_DEPTH 128 /* frames kept per sample, inlined included */
 
 /* ---- frames ---- */
 
-/* Interns a string for the whole run (freed by pa_pintern_free); NULL is
+/* Interns a string for the whole run (freed by pc_intern_free); NULL is
  * "".  Returns "" when out of memory. */
-const char *pa_pintern(const char *s);
-void pa_pintern_free(void);
+const char *pc_intern(const char *s);
+void pc_intern_free(void);
 /* Bytes the interned strings hold. */
-size_t pa_pintern_memory(void);
+size_t pc_intern_memory(void);
 
 /* One frame as named. */
-typedef struct pa_pframe {
+typedef struct pc_frame {
     const char *name;   /* interned; "[unknown] libx.so+0x1234" when unknown */
     const char *module; /* interned basename, "[kernel]", "[jit]" */
     const char *source; /* interned "file.c:12" (declaration), or "" */
@@ -68,42 +68,42 @@ typedef struct pa_pframe {
      * range and file offset in the process it was first seen in */
     const char *path, *build_id;
     uint64_t mstart, mlimit, moff;
-} pa_pframe;
+} pc_frame;
 
 /* A frame whose name says what it is ("[unsampled]"...): no module. */
-pa_pframe pa_pframe_pseudo(const char *name);
+pc_frame pc_frame_pseudo(const char *name);
 
 /* ---- the call tree ---- */
 
-/* A call tree being built: nodes (profout.h's pa_ptree_node) and the
+/* A call tree being built: nodes (profout.h's pc_tree_node) and the
  * hashed index of (parent, function, inlined, line).  Zero-initialised;
  * hint and node_hint are the index's and the nodes' first sizes (0: 4096
  * and 256). */
-typedef struct pa_ptree_build {
-    pa_ptree_node *nodes;
+typedef struct pc_tree_build {
+    pc_tree_node *nodes;
     size_t n, cap;
     int *hash;
     size_t hcap;
     size_t hint, node_hint;
-} pa_ptree_build;
+} pc_tree_build;
 
 /* The child of parent (-1: a root) for func at line (0 unknown), inlined
  * into parent's function or called by it (two nodes when both happen);
  * created (children after their parents, first_child/next_sibling linked)
  * when new.  Its index, or -ENOMEM. */
-int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int line);
+int pc_tree_child(pc_tree_build *b, int parent, int func, int inlined, int line);
 /* The leaf of a stack (ids[0] the leaf; inlined and lines per frame, each
  * may be NULL), created as needed; -ENOMEM.  n > 0. */
-int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined, const int *lines, int n);
-void pa_ptree_build_free(pa_ptree_build *b);
+int pc_tree_stack(pc_tree_build *b, const int *ids, const int *inlined, const int *lines, int n);
+void pc_tree_build_free(pc_tree_build *b);
 /* Bytes of the nodes and the index. */
-size_t pa_ptree_build_memory(const pa_ptree_build *b);
+size_t pc_tree_build_memory(const pc_tree_build *b);
 
 /* ---- functions ---- */
 
 /* What one function (or class) accumulated.  total_* are counted once per
  * stack however often the function occurs in it (stamp). */
-typedef struct pa_pstat {
+typedef struct pc_stat {
     double self_j, total_j;
     double fself_j;      /* the filtered view: energy charged here */
     double w_self_j;     /* this window's self energy (the timeline) */
@@ -111,103 +111,103 @@ typedef struct pa_pstat {
     double cpu_j, net_j; /* total energy by component */
     uint64_t self_samples, total_samples, fself_samples, net_bytes;
     uint64_t stamp;
-} pa_pstat;
+} pc_stat;
 
 /* How the filtered view treats a function: never charged (outside the
  * filter), charged as the innermost frame only, or charged wherever it
  * is the innermost such frame of a stack. */
-enum { PA_PCHARGE_NONE = 0, PA_PCHARGE_LEAF = 1, PA_PCHARGE_ANY = 2 };
+enum { PC_CHARGE_NONE = 0, PC_CHARGE_LEAF = 1, PC_CHARGE_ANY = 2 };
 
 /* One stack's weights: energy_j = cpu_j + net_j; samples 0 for energy
  * that no sample carries (pseudo-frames, network bytes). */
-typedef struct pa_psample {
+typedef struct pc_sample {
     double energy_j, cpu_j, net_j, cpu_s;
     uint64_t samples, net_bytes;
-} pa_psample;
+} pc_sample;
 
 /* Charges a stack (ids[0] the leaf, n > 0) to st: self to the leaf,
  * totals once per function.  charge (per function index, NULL: no
  * filtered view) says where the filtered energy goes: the innermost
  * function charged, else outside. */
-void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge, int outside,
-                  uint64_t stamp, const pa_psample *s);
+void pc_stat_add(pc_stat *st, const int *ids, int n, const unsigned char *charge, int outside,
+                 uint64_t stamp, const pc_sample *s);
 /* The window's k functions with the most self energy (w_self_j > 0), most
  * first, into idx and j; then every w_self_j back to 0.  Their count. */
-int pa_pstat_window_top(pa_pstat *st, size_t n, int k, int *idx, double *j);
+int pc_stat_window_top(pc_stat *st, size_t n, int k, int *idx, double *j);
 
 /* The rows of a sorted table: those of 0..count-1 that keep (NULL: all),
  * by key descending, ties by name (NULL: by index). */
-typedef struct pa_prank {
+typedef struct pc_rank {
     size_t count;
     int (*keep)(const void *ctx, int i);
     double (*key)(const void *ctx, int i);
     const char *(*name)(const void *ctx, int i);
     const void *ctx;
-} pa_prank;
+} pc_rank;
 
 /* The rows, sorted, in an array of *n indices (the caller's to free), or
  * NULL when out of memory. */
-int *pa_prank_select(const pa_prank *r, size_t *n);
+int *pc_rank_select(const pc_rank *r, size_t *n);
 
 /* A CSV table's file in dir: its rows chosen and sorted (r NULL: none,
- * *idx NULL), the file opened (pa_pout_open) and its header line
+ * *idx NULL), the file opened (pc_out_open) and its header line
  * written.  0 or -errno (then nothing is open or allocated). */
-int pa_ptable_open(pa_pout *o, const char *dir, const char *name, const char *header,
-                   const pa_prank *r, int **idx, size_t *n);
+int pc_table_open(pc_out *o, const char *dir, const char *name, const char *header,
+                  const pc_rank *r, int **idx, size_t *n);
 
 /* ---- windows ---- */
 
 /* A cumulative reading (joules since a target was first seen). */
-typedef struct pa_pcum {
+typedef struct pc_cum {
     double last;
     int have;
-} pa_pcum;
+} pc_cum;
 
 /* The reading's increase since the last one (the whole reading the first
  * time), never negative. */
-double pa_pcum_delta(pa_pcum *c, double now);
+double pc_cum_delta(pc_cum *c, double now);
 
 /* ---- where the numbers come from ---- */
 
 /* The last report's formula, sensors, CPU source and assumptions
  * (libpowerapi), kept for summary.json. */
-typedef struct pa_psource {
+typedef struct pc_source {
     char formula[128], sensors[128], cpu_source[32], assumed[1024];
     double carbon_g_per_kwh; /* the user's carbon intensity (the tools'
                                 carbon-intensity option): grams of CO2e
                                 beside joules; 0 none.  Not from a report:
-                                pa_psource_from_report keeps it */
-} pa_psource;
+                                pc_source_from_report keeps it */
+} pc_source;
 
 /* Copies them out of a report (NULL members: ""). */
-void pa_psource_from_report(pa_psource *s, const pa_report *rep);
+void pc_source_from_report(pc_source *s, const pa_report *rep);
 /* summary.json's members "formula", "sensors", "cpu_source", "assumed"
  * (a list from the report's ";"-separated one) and "filter" (n
  * prefixes), each on its own line with two spaces, ",\n" between, none
  * after the last. */
-void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, size_t n);
+void pc_source_json(FILE *f, const pc_source *s, const char *const *filters, size_t n);
 
 /* Grams of CO2e beside joules in the profile files, at the intensity the
  * user gave (pa_carbon_g, the library's one conversion); each writes
  * nothing when s has none, so the files keep their form without it.  The
- * intensity is stated as an assumption by pa_psource_json ("assumed" and
+ * intensity is stated as an assumption by pc_source_json ("assumed" and
  * "carbon_intensity_g_per_kwh") and by the text and CSV below. */
 /* A summary.json line "  \"key\": GRAMS,\n" of energy_j. */
-void pa_psource_carbon_json(FILE *f, const pa_psource *s, const char *key, double energy_j);
+void pc_source_carbon_json(FILE *f, const pc_source *s, const char *key, double energy_j);
 /* Text for people (a summary line, a flame graph's title): "CO2e G g at
  * an assumed I gCO2e/kWh" of energy_j into buf; "" without intensity. */
-void pa_psource_carbon_text(const pa_psource *s, double energy_j, char *buf, size_t len);
+void pc_source_carbon_text(const pc_source *s, double energy_j, char *buf, size_t len);
 /* A CSV file's carbon columns (scopes.csv, ...): the header's
  * ",co2e_g,carbon_intensity_g_per_kwh", then each row's ",G,I" of the
  * row's energy_j (G with 9 decimals, empty when the energy is unknown). */
-void pa_psource_carbon_csv_header(FILE *f, const pa_psource *s);
-void pa_psource_carbon_csv_row(FILE *f, const pa_psource *s, double energy_j);
+void pc_source_carbon_csv_header(FILE *f, const pc_source *s);
+void pc_source_carbon_csv_row(FILE *f, const pc_source *s, double energy_j);
 
 /* ---- the profile of `powerapi profile` (pprofile.c) ---- */
 
-typedef struct pa_pprof pa_pprof;
+typedef struct pc_prof pc_prof;
 
-typedef struct pa_pmeta {
+typedef struct pc_meta {
     const char *title;       /* flame graph title */
     const char *target;      /* "pid 123" / "command: make -j2" */
     const char *event;       /* "cpu-clock" */
@@ -217,7 +217,7 @@ typedef struct pa_pmeta {
     double window_s;
     const char *const *filters;
     size_t nfilters;
-    const pa_psource *source;
+    const pc_source *source;
     const char *kernel_state;
     int demangled; /* C++ and Rust names demangled (always, since
                       libiberty is linked; kept in summary.json) */
@@ -241,62 +241,75 @@ typedef struct pa_pmeta {
                                 report had, from their samples' CPU time;
                                 -1 without --all */
     size_t symbols_memory;   /* the engine's symbol tables, bytes */
-} pa_pmeta;
+} pc_meta;
 
-int pa_pprof_new(pa_pprof **out, const char *const *filters, size_t nfilters);
-void pa_pprof_free(pa_pprof *p);
+int pc_prof_new(pc_prof **out, const char *const *filters, size_t nfilters);
+void pc_prof_free(pc_prof *p);
 /* Adds one stack (frames[0] = leaf) with its energy, CPU time and sample
  * count; the thread tid of process pid (comm names) gets them too. */
-int pa_pprof_add(pa_pprof *p, const pa_pframe *frames, int n, double energy_j, double cpu_s,
-                 uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm);
-/* At the end of a run, before pa_pprof_write: the function of frames
+int pc_prof_add(pc_prof *p, const pc_frame *frames, int n, double energy_j, double cpu_s,
+                uint64_t samples, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm);
+/* At the end of a run, before pc_prof_write: the function of frames
  * named name (module module, both interned) becomes the function of frame
  * to (merged with it when it exists already): its tree nodes, statistics
  * and timeline rows.  A stack that held two such frames that become one
  * function counts its energy twice in that function's total (a recursion
  * through two addresses: rare).  1 renamed, 0 not found, or -ENOMEM. */
-int pa_pprof_rename(pa_pprof *p, const char *name, const char *module, const pa_pframe *to);
+int pc_prof_rename(pc_prof *p, const char *name, const char *module, const pc_frame *to);
 
 /* Adds energy to a pseudo-frame ("[unsampled]") of a thread. */
-int pa_pprof_add_pseudo(pa_pprof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
-                        const char *pcomm, const char *tcomm);
+int pc_prof_add_pseudo(pc_prof *p, const char *name, double energy_j, pid_t pid, pid_t tid,
+                       const char *pcomm, const char *tcomm);
 /* Credits a thread's CPU time (from libpowerapi) without a stack. */
-int pa_pprof_thread_cpu(pa_pprof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm,
-                        double cpu_s);
+int pc_prof_thread_cpu(pc_prof *p, pid_t pid, pid_t tid, const char *pcomm, const char *tcomm,
+                       double cpu_s);
 /* Closes a window: the top functions of the window go to timeline.csv. */
-void pa_pprof_window_end(pa_pprof *p, double start_s, double len_s);
+void pc_prof_window_end(pc_prof *p, double start_s, double len_s);
 /* Writes every file into dir (created).  0 or -errno (the first failure;
  * the others are still written). */
-int pa_pprof_write(pa_pprof *p, const char *dir, const pa_pmeta *meta);
+int pc_prof_write(pc_prof *p, const char *dir, const pc_meta *meta);
+/* What pc_prof_write_delta pushed last: the nodes' figures then.  Zero
+ * it to start; free(last) at the end. */
+typedef struct pc_delta {
+    struct pc_tree_node *last;
+    size_t cap;
+    double energy_j; /* the energy of the last delta */
+} pc_delta;
+/* profile.pb.gz in dir (pprof, as pc_prof_write's) of what was charged
+ * since the previous call with d (since the start for a zeroed d).  0 or
+ * -errno. */
+int pc_prof_write_delta(pc_prof *p, const char *dir, uint64_t period_ns, double duration_s,
+                        pc_delta *d);
+
 /* Prints the n functions of most self energy to out (the command's
  * summary on stderr). */
-void pa_pprof_print_top(pa_pprof *p, FILE *out, const char *dir, const pa_pmeta *meta, int n);
+void pc_prof_print_top(pc_prof *p, FILE *out, const char *dir, const pc_meta *meta, int n);
 /* Sums for the conservation check: functions' self energy (pseudo-frames
  * included), threads' energy. */
-void pa_pprof_sums(pa_pprof *p, double *functions_j, double *threads_j);
+void pc_prof_sums(pc_prof *p, double *functions_j, double *threads_j);
 /* The file whose unnamed frames ("[unknown] FILE+0x...", no symbol or
  * debug information) hold the most self energy: its path (*path, interned,
  * "" when none) and their share of every function's self energy. */
-double pa_pprof_unnamed(pa_pprof *p, const char **path);
-size_t pa_pprof_memory(pa_pprof *p);
+double pc_prof_unnamed(pc_prof *p, const char **path);
+size_t pc_prof_memory(pc_prof *p);
 
 /* ---- the per-window split of `powerapi profile` (window.c) ---- */
 
 /* The targets' processes (one entry per pid, whatever its generations)
  * and threads, with this window's bookkeeping.  Per window:
- * pa_ptasks_window, or its steps: pa_ptasks_begin, pa_ptasks_report (the
- * libpowerapi report), pa_ptasks_sample for every sample, pa_ptasks_split
- * (energies), then pa_ptasks_charge for each sample, and pa_ptasks_end. */
-typedef struct pa_pproc {
+ * pc_tasks_window, or its steps: pc_tasks_begin, pc_tasks_report (the
+ * libpowerapi report), pc_tasks_sample for every sample, pc_tasks_split
+ * (energies), then pc_tasks_charge for each sample, and pc_tasks_end. */
+typedef struct pc_proc {
     pid_t pid;
     char comm[PA_COMM_MAX];
-    pa_pcum cum; /* the process's cumulative CPU joules */
+    pc_cum cum;  /* the process's cumulative CPU joules */
     double w_j;  /* this window's CPU energy */
     bool w_seen; /* in this window's report */
     double w_thr_cpu_s;
-} pa_pproc;
+} pc_proc;
 
-typedef struct pa_pthr {
+typedef struct pc_thr {
     pid_t pid, tid;
     char comm[PA_COMM_MAX];
     double w_cpu_s; /* this window, from the report */
@@ -307,24 +320,24 @@ typedef struct pa_pthr {
                                first reading is in no report either */
     double w_j;
     bool w_reported;
-} pa_pthr;
+} pc_thr;
 
 /* What a window's report gave. */
-typedef struct pa_pwin {
+typedef struct pc_win {
     double procs_j;  /* sum of the processes' energy */
     double nic_j;    /* their network energy */
     double cpu_s;    /* their CPU time */
     double extra_j;  /* energy of processes no report had (set by the
-                        caller: a tree's excess, or pa_ptasks_unseen) */
-    double window_j; /* procs_j + extra_j, after pa_ptasks_split */
-    double error;    /* after pa_ptasks_window: |functions - window_j|
+                        caller: a tree's excess, or pc_tasks_unseen) */
+    double window_j; /* procs_j + extra_j, after pc_tasks_split */
+    double error;    /* after pc_tasks_window: |functions - window_j|
                         and |threads - window_j| over window_j, the
                         larger (0 for a window without energy) */
-} pa_pwin;
+} pc_win;
 
 /* A sampling engine as a window sees it: stacks with their weights.
  * Engines (engines/perf/) fill one; the core calls it. */
-typedef struct pa_pengine {
+typedef struct pc_engine {
     void *self;
     /* the window's stack at *at (0: the first): its thread and weight
      * (the CPU time it stands for, in ns); *at then moves past it.  false
@@ -332,66 +345,65 @@ typedef struct pa_pengine {
     bool (*next)(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *weight_ns);
     /* the frames of the stack at at (as given to next), leaf first; their
      * count (> 0 for a stack with addresses) */
-    int (*frames)(void *self, size_t at, pa_pframe *out, int max);
+    int (*frames)(void *self, size_t at, pc_frame *out, int max);
     /* forgets the window's stacks */
     void (*window_done)(void *self);
-} pa_pengine;
+} pc_engine;
 
-typedef struct pa_ptasks {
-    pa_pproc *procs;
+typedef struct pc_tasks {
+    pc_proc *procs;
     size_t nprocs, capprocs;
-    pa_pthr *thrs;
+    pc_thr *thrs;
     size_t nthrs, capthrs;
     bool period_is_time; /* a sample's period is CPU time (not cycles) */
     /* the report's processes: which are targets (NULL: all), and a hook
      * called on each before it is read (the engine learns its maps) */
     bool (*is_target)(void *user, pid_t pid);
     void (*on_proc)(void *user, pid_t pid);
-    /* pa_ptasks_window: the energy of processes no report had (NULL:
+    /* pc_tasks_window: the energy of processes no report had (NULL:
      * none), and the pid "[unattributed]" energy is credited to */
-    double (*extra)(void *user, const pa_report *rep, pa_pwin *w);
+    double (*extra)(void *user, const pa_report *rep, pc_win *w);
     pid_t fallback_pid;
     void *user;
-} pa_ptasks;
+} pc_tasks;
 
 /* The entry of pid (created, comm empty), NULL when out of memory. */
-pa_pproc *pa_ptasks_proc(pa_ptasks *t, pid_t pid);
+pc_proc *pc_tasks_proc(pc_tasks *t, pid_t pid);
 /* The entry of pid if known, else NULL. */
-pa_pproc *pa_ptasks_proc_find(pa_ptasks *t, pid_t pid);
+pc_proc *pc_tasks_proc_find(pc_tasks *t, pid_t pid);
 /* The entry of thread tid of pid (created), NULL when out of memory. */
-pa_pthr *pa_ptasks_thr(pa_ptasks *t, pid_t pid, pid_t tid);
+pc_thr *pc_tasks_thr(pc_tasks *t, pid_t pid, pid_t tid);
 /* A process's name ("" unknown). */
-const char *pa_ptasks_comm(pa_ptasks *t, pid_t pid);
-void pa_ptasks_set_comm(pa_ptasks *t, pid_t pid, const char *comm);
-void pa_ptasks_free(pa_ptasks *t);
+const char *pc_tasks_comm(pc_tasks *t, pid_t pid);
+void pc_tasks_set_comm(pc_tasks *t, pid_t pid, const char *comm);
+void pc_tasks_free(pc_tasks *t);
 
 /* Clears the window's bookkeeping (w_exited stays: set since the last
- * window, cleared by pa_ptasks_end). */
-void pa_ptasks_begin(pa_ptasks *t);
+ * window, cleared by pc_tasks_end). */
+void pc_tasks_begin(pc_tasks *t);
 /* Reads the report's processes and threads (NULL: none) into w. */
-void pa_ptasks_report(pa_ptasks *t, const pa_report *rep, pa_pwin *w);
+void pc_tasks_report(pc_tasks *t, const pa_report *rep, pc_win *w);
 /* Counts a sample of thread tid of pid, period its CPU time in ns. */
-void pa_ptasks_sample(pa_ptasks *t, pid_t pid, pid_t tid, uint64_t period_ns);
+void pc_tasks_sample(pc_tasks *t, pid_t pid, pid_t tid, uint64_t period_ns);
 /* --all: the energy of processes that lived and died between two ticks,
  * from their samples' CPU time (DESIGN.md section 13.2); may lower the
  * processes' energy (w->procs_j with it).  Returns it. */
-double pa_ptasks_unseen(pa_ptasks *t, const pa_report *rep, pa_pwin *w);
+double pc_tasks_unseen(pc_tasks *t, const pa_report *rep, pc_win *w);
 /* Splits the window's energy over threads (by CPU time) and the samples
  * of processes without CPU time; what lands on no sample goes to p's
  * "[unattributed]" (credited to pid fallback_pid). */
-void pa_ptasks_split(pa_ptasks *t, pa_pwin *w, pa_pprof *p, pid_t fallback_pid);
-/* Charges one sample of thread tid of pid to p, after pa_ptasks_split:
+void pc_tasks_split(pc_tasks *t, pc_win *w, pc_prof *p, pid_t fallback_pid);
+/* Charges one sample of thread tid of pid to p, after pc_tasks_split:
  * its frames (frames[0] the leaf, n > 0), its thread's energy over its
  * samples, and its period as CPU time (where it is time).  0 or -ENOMEM. */
-int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid, uint64_t period_ns,
-                     const pa_pframe *frames, int n);
+int pc_tasks_charge(pc_tasks *t, pc_prof *p, pid_t pid, pid_t tid, uint64_t period_ns,
+                    const pc_frame *frames, int n);
 /* Threads' CPU time and "[unsampled]" energy to p; clears w_exited. */
-void pa_ptasks_end(pa_ptasks *t, pa_pprof *p);
+void pc_tasks_end(pc_tasks *t, pc_prof *p);
 /* One whole window: the report (NULL: none) read, the engine's stacks
  * counted, the extra energy asked for, the energy split and every stack
  * charged to p with its frames, the threads closed, and the engine's
  * stacks forgotten; the conservation of the window in w->error. */
-void pa_ptasks_window(pa_ptasks *t, pa_pprof *p, const pa_pengine *e, const pa_report *rep,
-                      pa_pwin *w);
+void pc_tasks_window(pc_tasks *t, pc_prof *p, const pc_engine *e, const pa_report *rep, pc_win *w);
 
 #endif

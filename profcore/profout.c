@@ -24,7 +24,7 @@
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
-int pa_pout_open(pa_pout *o, const char *dir, const char *name)
+int pc_out_open(pc_out *o, const char *dir, const char *name)
 {
     snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name);
     snprintf(o->dst, sizeof(o->dst), "%s/%s", dir, name);
@@ -63,7 +63,7 @@ static int replace(const char *tmp, const char *dst)
     return 0;
 }
 
-int pa_pout_close(pa_pout *o)
+int pc_out_close(pc_out *o)
 {
     /* the cause of a failed write (ENOSPC, EROFS...) is in errno */
     int err = ferror(o->f) ? (errno ? errno : EIO) : 0;
@@ -76,7 +76,7 @@ int pa_pout_close(pa_pout *o)
     return replace(o->tmp, o->dst);
 }
 
-int pa_pout_mkdirs(const char *path, mode_t mode)
+int pc_out_mkdirs(const char *path, mode_t mode)
 {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
@@ -98,7 +98,7 @@ int pa_pout_mkdirs(const char *path, mode_t mode)
 /* Text                                                                */
 /* ------------------------------------------------------------------ */
 
-void pa_pout_u64(FILE *f, uint64_t v)
+void pc_out_u64(FILE *f, uint64_t v)
 {
     char b[24];
     char *e = b + sizeof(b), *c = e;
@@ -109,17 +109,17 @@ void pa_pout_u64(FILE *f, uint64_t v)
     fwrite(c, 1, (size_t)(e - c), f);
 }
 
-void pa_pout_json_str(FILE *f, const char *s)
+void pc_out_json_str(FILE *f, const char *s)
 {
     pa__json_write(f, s);
 }
 
-void pa_pout_csv_field(FILE *f, const char *s)
+void pc_out_csv_field(FILE *f, const char *s)
 {
     pa__csv_write(f, s);
 }
 
-void pa_pout_fix(FILE *f, double v, int dec)
+void pc_out_fix(FILE *f, double v, int dec)
 {
     static const uint64_t scale[] = {1,      10,      100,      1000,      10000,
                                      100000, 1000000, 10000000, 100000000, 1000000000};
@@ -141,7 +141,7 @@ void pa_pout_fix(FILE *f, double v, int dec)
     }
     if (v < 0 && (i || r))
         fputc('-', f);
-    pa_pout_u64(f, i);
+    pc_out_u64(f, i);
     if (!dec)
         return;
     char b[12];
@@ -153,7 +153,7 @@ void pa_pout_fix(FILE *f, double v, int dec)
     fwrite(b, 1, (size_t)dec + 1, f);
 }
 
-void pa_pout_json_list(FILE *f, const char *list)
+void pc_out_json_list(FILE *f, const char *list)
 {
     int first = 1;
     for (const char *t = list ? list : ""; *t;) {
@@ -175,7 +175,7 @@ void pa_pout_json_list(FILE *f, const char *list)
     }
 }
 
-void pa_pout_json_strings(FILE *f, const char *const *v, size_t n)
+void pc_out_json_strings(FILE *f, const char *const *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (i)
@@ -188,7 +188,7 @@ void pa_pout_json_strings(FILE *f, const char *const *v, size_t n)
 /* Call tree                                                           */
 /* ------------------------------------------------------------------ */
 
-void pa_ptree_totals(pa_ptree_node *nodes, size_t n)
+void pc_tree_totals(pc_tree_node *nodes, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         nodes[i].total_j = nodes[i].self_j;
@@ -206,12 +206,12 @@ static uint64_t fold_hash(int parent, int func, int inlined)
     return pa__hash_pair((uint64_t)(uint32_t)parent << 1 | (inlined != 0), (uint32_t)func);
 }
 
-int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, size_t *nout)
+int pc_tree_fold_lines(const pc_tree_node *in, size_t n, pc_tree_node **out, size_t *nout)
 {
     size_t cap = 16;
     while (cap < 2 * n)
         cap *= 2;
-    pa_ptree_node *v = malloc((n ? n : 1) * sizeof(*v));
+    pc_tree_node *v = malloc((n ? n : 1) * sizeof(*v));
     int *to = malloc((n ? n : 1) * sizeof(*to));
     int *h = calloc(cap, sizeof(*h)); /* folded index + 1 */
     if (!v || !to || !h) {
@@ -223,29 +223,29 @@ int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, 
     size_t m = 0;
     /* parents come before their children: their folded node exists */
     for (size_t i = 0; i < n; i++) {
-        const pa_ptree_node *a = &in[i];
+        const pc_tree_node *a = &in[i];
         int parent = a->parent >= 0 ? to[a->parent] : -1;
         size_t q = fold_hash(parent, a->func, a->inlined) & (cap - 1);
         while (h[q]) {
-            const pa_ptree_node *b = &v[h[q] - 1];
+            const pc_tree_node *b = &v[h[q] - 1];
             if (b->parent == parent && b->func == a->func && b->inlined == a->inlined)
                 break;
             q = (q + 1) & (cap - 1);
         }
         if (!h[q]) {
-            pa_ptree_node *b = &v[m];
-            *b = (pa_ptree_node){.func = a->func,
-                                 .parent = parent,
-                                 .first_child = -1,
-                                 .next_sibling = -1,
-                                 .inlined = a->inlined};
+            pc_tree_node *b = &v[m];
+            *b = (pc_tree_node){.func = a->func,
+                                .parent = parent,
+                                .first_child = -1,
+                                .next_sibling = -1,
+                                .inlined = a->inlined};
             if (parent >= 0) {
                 b->next_sibling = v[parent].first_child;
                 v[parent].first_child = (int)m;
             }
             h[q] = (int)++m;
         }
-        pa_ptree_node *b = &v[h[q] - 1];
+        pc_tree_node *b = &v[h[q] - 1];
         b->self_j += a->self_j;
         b->self_cpu_s += a->self_cpu_s;
         b->self_samples += a->self_samples;
@@ -258,13 +258,13 @@ int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, 
     return 0;
 }
 
-int pa_ptree_subtree(const pa_ptree_node *in, size_t n, int root_func, pa_ptree_node **out,
-                     size_t *nout)
+int pc_tree_subtree(const pc_tree_node *in, size_t n, int root_func, pc_tree_node **out,
+                    size_t *nout)
 {
     *out = NULL;
     *nout = 0;
     int *to = malloc((n ? n : 1) * sizeof(*to));
-    pa_ptree_node *v = malloc((n ? n : 1) * sizeof(*v));
+    pc_tree_node *v = malloc((n ? n : 1) * sizeof(*v));
     if (!to || !v) {
         free(to);
         free(v);
@@ -273,12 +273,12 @@ int pa_ptree_subtree(const pa_ptree_node *in, size_t n, int root_func, pa_ptree_
     size_t m = 0;
     /* parents come before their children: a kept parent is mapped */
     for (size_t i = 0; i < n; i++) {
-        const pa_ptree_node *a = &in[i];
+        const pc_tree_node *a = &in[i];
         int parent = a->parent >= 0 ? to[a->parent] : -1;
         to[i] = -1;
         if (a->parent >= 0 ? parent < 0 : a->func != root_func)
             continue;
-        pa_ptree_node *b = &v[m];
+        pc_tree_node *b = &v[m];
         *b = *a;
         b->parent = parent;
         b->first_child = b->next_sibling = -1;
@@ -298,10 +298,10 @@ int pa_ptree_subtree(const pa_ptree_node *in, size_t n, int root_func, pa_ptree_
     return 0;
 }
 
-int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir)
+int pc_tree_write_collapsed(const pc_tree *t, const char *dir)
 {
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "energy.collapsed");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "energy.collapsed");
     if (rc < 0)
         return rc;
     int *path = NULL;
@@ -333,19 +333,19 @@ int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir)
                 fputc(';', o.f);
         }
         fputc(' ', o.f);
-        pa_pout_u64(o.f, (uint64_t)uj);
+        pc_out_u64(o.f, (uint64_t)uj);
         fputc('\n', o.f);
     }
     free(path);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 /* The flame graph names only the functions of the nodes it draws,
  * numbered in the order they are met: map[func] = that number (-1: not
  * drawn). */
-static void json_names(const pa_ptree *t, FILE *f, int i, double min_j, int *map, int *n)
+static void json_names(const pc_tree *t, FILE *f, int i, double min_j, int *map, int *n)
 {
-    const pa_ptree_node *nd = &t->nodes[i];
+    const pc_tree_node *nd = &t->nodes[i];
     if (map[nd->func] < 0) {
         if (*n)
             fputc(',', f);
@@ -357,18 +357,18 @@ static void json_names(const pa_ptree *t, FILE *f, int i, double min_j, int *map
             json_names(t, f, c, min_j, map, n);
 }
 
-static void json_node(const pa_ptree *t, FILE *f, int i, double min_j, const int *map)
+static void json_node(const pc_tree *t, FILE *f, int i, double min_j, const int *map)
 {
-    const pa_ptree_node *nd = &t->nodes[i];
+    const pc_tree_node *nd = &t->nodes[i];
     fputs("{\"n\":", f);
-    pa_pout_u64(f, (uint64_t)map[nd->func]);
+    pc_out_u64(f, (uint64_t)map[nd->func]);
     fputs(",\"v\":", f);
-    pa_pout_fix(f, nd->total_j * 1e6, 0);
+    pc_out_fix(f, nd->total_j * 1e6, 0);
     if (t->diff_a_j) {
         fputs(",\"a\":", f);
-        pa_pout_fix(f, t->diff_a_j[i] * 1e6, 0);
+        pc_out_fix(f, t->diff_a_j[i] * 1e6, 0);
         fputs(",\"b\":", f);
-        pa_pout_fix(f, t->diff_b_j[i] * 1e6, 0);
+        pc_out_fix(f, t->diff_b_j[i] * 1e6, 0);
     }
     int first = 1;
     for (int c = nd->first_child; c >= 0; c = t->nodes[c].next_sibling) {
@@ -386,7 +386,7 @@ static void json_node(const pa_ptree *t, FILE *f, int i, double min_j, const int
 /* The module of each drawn name (a native profile: its maps), in the
  * names' order, with "kind": "native"; a tree without maps (jalen's) gets
  * "kind": "java" only.  The page colours and labels by it (issue 31). */
-static void flamegraph_modules(const pa_ptree *t, FILE *f, const int *map)
+static void flamegraph_modules(const pc_tree *t, FILE *f, const int *map)
 {
     if (!t->maps || !t->map_of) {
         fputs(",\"kind\":\"java\"", f);
@@ -415,16 +415,16 @@ static void flamegraph_modules(const pa_ptree *t, FILE *f, const int *map)
     free(mods);
 }
 
-int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *title,
-                              double process_j, double duration_s)
+int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *title, double process_j,
+                             double duration_s)
 {
     int *map = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(int));
     if (!map)
         return -ENOMEM;
     for (size_t i = 0; i < t->nfuncs; i++)
         map[i] = -1;
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "flamegraph.html");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "flamegraph.html");
     if (rc < 0) {
         free(map);
         return rc;
@@ -434,13 +434,13 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
         if (t->nodes[i].parent < 0)
             total += t->nodes[i].total_j;
     double min_j = total * 2e-5;
-    fputs(pa_flamegraph_head, o.f);
+    fputs(pc_flamegraph_head, o.f);
     fputs("{\"title\":", o.f);
     pa__json_write(o.f, title);
     fputs(",\"process_j\":", o.f);
-    pa_pout_fix(o.f, process_j, 6);
+    pc_out_fix(o.f, process_j, 6);
     fputs(",\"duration_s\":", o.f);
-    pa_pout_fix(o.f, duration_s, 3);
+    pc_out_fix(o.f, duration_s, 3);
     if (t->diff_a_j)
         fputs(",\"diff\":true", o.f);
     fputs(",\"names\":[", o.f);
@@ -451,7 +451,7 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
     fputs("]", o.f);
     flamegraph_modules(t, o.f, map);
     fputs(",\"root\":{\"n\":-1,\"v\":", o.f);
-    pa_pout_fix(o.f, total * 1e6, 0);
+    pc_out_fix(o.f, total * 1e6, 0);
     if (t->diff_a_j) {
         double sa = 0, sb = 0;
         for (size_t i = 0; i < t->n; i++)
@@ -460,9 +460,9 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
                 sb += t->diff_b_j[i];
             }
         fputs(",\"a\":", o.f);
-        pa_pout_fix(o.f, sa * 1e6, 0);
+        pc_out_fix(o.f, sa * 1e6, 0);
         fputs(",\"b\":", o.f);
-        pa_pout_fix(o.f, sb * 1e6, 0);
+        pc_out_fix(o.f, sb * 1e6, 0);
     }
     fputs(",\"c\":[", o.f);
     int first = 1;
@@ -476,8 +476,8 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
     }
     free(map);
     fputs("]}}", o.f);
-    fputs(pa_flamegraph_tail, o.f);
-    return pa_pout_close(&o);
+    fputs(pc_flamegraph_tail, o.f);
+    return pc_out_close(&o);
 }
 
 /* ------------------------------------------------------------------ */
@@ -549,10 +549,10 @@ static int write_gz(const char *dir, const uint8_t *buf, size_t len)
     deflateEnd(&z);
     int rc = -EIO;
     if (zr == Z_STREAM_END) {
-        pa_pout o;
-        if ((rc = pa_pout_open(&o, dir, "profile.pb.gz")) == 0) {
+        pc_out o;
+        if ((rc = pc_out_open(&o, dir, "profile.pb.gz")) == 0) {
             fwrite(gz, 1, glen, o.f);
-            rc = pa_pout_close(&o);
+            rc = pc_out_close(&o);
         }
     }
     free(gz);
@@ -561,7 +561,7 @@ static int write_gz(const char *dir, const uint8_t *buf, size_t len)
 
 /* The outermost node of the inlined chain that starts at node k: the
  * node of the function the chain's code was compiled into. */
-static int outer_of(const pa_ptree *t, int k, size_t *len)
+static int outer_of(const pc_tree *t, int k, size_t *len)
 {
     size_t n = 1;
     while (t->nodes[k].inlined && t->nodes[k].parent >= 0) {
@@ -573,7 +573,7 @@ static int outer_of(const pa_ptree *t, int k, size_t *len)
     return k;
 }
 
-static int is_group(const pa_ptree *t, int k)
+static int is_group(const pc_tree *t, int k)
 {
     return t->nodes[k].inlined && t->nodes[k].parent >= 0;
 }
@@ -599,7 +599,7 @@ static line_loc *line_slot(line_loc *h, size_t cap, int func, int line)
 /* A profile.pb.gz being built: the tree, the strings, and the messages
  * (each array with its array of pointers, as protobuf-c wants them). */
 typedef struct pprof_build {
-    const pa_ptree *t;
+    const pc_tree *t;
     strtab st;
     size_t nf, nn, nloc, nglines, nlids, nmaps;
     uint64_t *node_loc; /* each node's location id, 0: its function's */
@@ -610,6 +610,7 @@ typedef struct pprof_build {
     Perftools__Profiles__Line *ln, **lnp;
     Perftools__Profiles__Mapping *mp, **mpp;
     Perftools__Profiles__Sample *sm, **smp;
+    Perftools__Profiles__Label *lab, **labp; /* a sample's scope, one each */
     int64_t *vals;
     uint64_t *lids;
     Perftools__Profiles__Profile prof;
@@ -623,7 +624,7 @@ typedef struct pprof_build {
  * location ids. */
 static void pprof_plan(pprof_build *b)
 {
-    const pa_ptree *t = b->t;
+    const pc_tree *t = b->t;
     b->nloc = b->nf;
     for (size_t i = 0; i < b->nn; i++) {
         if (!t->nodes[i].self_samples && !(t->nodes[i].self_j > 0))
@@ -693,6 +694,8 @@ static void pprof_free(pprof_build *b)
     free(b->smp);
     free(b->vals);
     free(b->lids);
+    free(b->lab);
+    free(b->labp);
     strtab_free(&b->st);
 }
 
@@ -715,7 +718,8 @@ static void pprof_header(pprof_build *b, uint64_t period_ns, double duration_s)
     b->prof.sample_type = b->vtp;
     b->prof.period_type = &b->per;
     b->prof.period = (int64_t)period_ns;
-    b->prof.default_sample_type = 2; /* energy */
+    /* an index into the string table (pprof.proto), not into sample_type */
+    b->prof.default_sample_type = str_id(&b->st, "energy");
     b->prof.duration_nanos = (int64_t)(duration_s * 1e9);
     b->prof.time_nanos = (int64_t)time(NULL) * 1000000000ll;
 }
@@ -724,14 +728,14 @@ static void pprof_header(pprof_build *b, uint64_t period_ns, double duration_s)
  * never looks for the binaries to symbolise them again). */
 static int pprof_mappings(pprof_build *b)
 {
-    const pa_ptree *t = b->t;
+    const pc_tree *t = b->t;
     for (size_t i = 0; i < b->nmaps; i++) {
         Perftools__Profiles__Mapping *mp = &b->mp[i];
         perftools__profiles__mapping__init(mp);
         mp->id = i + 1;
         mp->has_functions = 1;
         if (t->nmaps) {
-            const pa_pmap *m = &t->maps[i];
+            const pc_map *m = &t->maps[i];
             mp->memory_start = m->start;
             mp->memory_limit = m->limit;
             mp->file_offset = m->offset;
@@ -755,7 +759,7 @@ static int pprof_mappings(pprof_build *b)
 /* One function per function, and its location (the declaration line). */
 static int pprof_functions(pprof_build *b)
 {
-    const pa_ptree *t = b->t;
+    const pc_tree *t = b->t;
     for (size_t i = 0; i < b->nf; i++) {
         const char *file = t->file ? t->file(t->ctx, (int)i) : "";
         int line = t->line ? t->line(t->ctx, (int)i) : 0;
@@ -795,7 +799,7 @@ static int pprof_functions(pprof_build *b)
  * mapping of the function they were compiled into. */
 static void pprof_lines(pprof_build *b)
 {
-    const pa_ptree *t = b->t;
+    const pc_tree *t = b->t;
     size_t gl = b->nf;
     for (size_t i = 0; i < b->nn; i++) {
         if (!b->node_loc[i])
@@ -826,13 +830,45 @@ static void pprof_lines(pprof_build *b)
     b->prof.location = b->locp;
 }
 
+/* A sample under a root frame "[scope NAME]" (the scopes of jalen and of
+ * powerapi profile, DESIGN.md section 15) gets the label scope=NAME, so
+ * that a receiver that splits by label (Pyroscope) keeps each scope's
+ * series.  Out of memory: no label. */
+static void pprof_scope_label(pprof_build *b, Perftools__Profiles__Sample *s, size_t ns, int node)
+{
+    const pc_tree *t = b->t;
+    while (t->nodes[node].parent >= 0)
+        node = t->nodes[node].parent;
+    const char *name = t->name(t->ctx, t->nodes[node].func);
+    size_t n = strlen(name);
+    if (strncmp(name, "[scope ", 7) || n < 9 || name[n - 1] != ']')
+        return;
+    if (!b->lab) {
+        b->lab = calloc(b->nn + 1, sizeof(*b->lab));
+        b->labp = calloc(b->nn + 1, sizeof(*b->labp));
+        if (!b->lab || !b->labp)
+            return;
+    }
+    char value[256];
+    snprintf(value, sizeof(value), "%.*s", (int)(n - 8), name + 7);
+    int64_t key = str_id(&b->st, "scope"), str = str_id(&b->st, value);
+    if (key < 0 || str < 0)
+        return;
+    perftools__profiles__label__init(&b->lab[ns]);
+    b->lab[ns].key = key;
+    b->lab[ns].str = str;
+    b->labp[ns] = &b->lab[ns];
+    s->label = &b->labp[ns];
+    s->n_label = 1;
+}
+
 /* One sample per node with self samples or energy, leaf first. */
 static void pprof_samples(pprof_build *b)
 {
-    const pa_ptree *t = b->t;
+    const pc_tree *t = b->t;
     size_t ns = 0, used = 0;
     for (size_t i = 0; i < b->nn; i++) {
-        const pa_ptree_node *nd = &t->nodes[i];
+        const pc_tree_node *nd = &t->nodes[i];
         if (!nd->self_samples && !(nd->self_j > 0))
             continue;
         Perftools__Profiles__Sample *s = &b->sm[ns];
@@ -853,6 +889,7 @@ static void pprof_samples(pprof_build *b)
         s->value[0] = (int64_t)nd->self_samples;
         s->value[1] = llround(nd->self_cpu_s * 1e9);
         s->value[2] = llround(nd->self_j * 1e6);
+        pprof_scope_label(b, s, ns, (int)i);
         b->smp[ns++] = s;
     }
     b->prof.n_sample = ns;
@@ -871,8 +908,8 @@ static int pprof_pack(pprof_build *b, const char *dir)
     return rc;
 }
 
-int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns, double duration_s,
-                         const char *comment)
+int pc_tree_write_pprof(const pc_tree *t, const char *dir, uint64_t period_ns, double duration_s,
+                        const char *comment)
 {
     pprof_build b = {.t = t, .nf = t->nfuncs, .nn = t->n, .lcap = 16};
     while (b.lcap < 2 * b.nn)

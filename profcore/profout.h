@@ -22,18 +22,18 @@
 /* A file being written as "<dir>/.<name>.tmp", to take "<dir>/<name>"'s
  * place in one step when closed: a reader never sees half a file, and a
  * killed writer leaves the last complete version. */
-typedef struct pa_pout {
+typedef struct pc_out {
     FILE *f;
     char tmp[4200];
     char dst[4200];
-} pa_pout;
+} pc_out;
 
 /* Opens the temporary file (unlocked stdio, 64 KiB buffer).  0 or -errno. */
-int pa_pout_open(pa_pout *o, const char *dir, const char *name);
+int pc_out_open(pc_out *o, const char *dir, const char *name);
 /* Closes and puts the file in place; on a write error removes it and
  * returns the write's -errno (-ENOSPC, -EROFS; -EIO when unknown), or the
  * rename's. */
-int pa_pout_close(pa_pout *o);
+int pc_out_close(pc_out *o);
 
 /* mkdir -p: path and each missing folder above it, with mode (less the
  * umask).  What exists already is no error (a file named path too: the
@@ -41,39 +41,39 @@ int pa_pout_close(pa_pout *o);
  * or mkdir(2)'s -errno (-ENOTDIR where a folder above is a file).  The one
  * implementation for the agent's output folder and the command's
  * (replays, calibration files). */
-int pa_pout_mkdirs(const char *path, mode_t mode);
+int pc_out_mkdirs(const char *path, mode_t mode);
 
 /* ---- text ---- */
 
 /* Unsigned decimal, without printf. */
-void pa_pout_u64(FILE *f, uint64_t v);
+void pc_out_u64(FILE *f, uint64_t v);
 /* v with dec (<= 9) decimals, as "%.*f" but for the last digit's rounding
  * (printf's exact conversion is the costly part of rewriting files every
  * window). */
-void pa_pout_fix(FILE *f, double v, int dec);
+void pc_out_fix(FILE *f, double v, int dec);
 /* s (NULL as "") as a JSON string with its quotes, and as one CSV field:
  * pa__json_write and pa__csv_write (libpowerapi/src/util.h), the one set
  * of escaping rules of the project, for the sources that see only public
  * headers (the command). */
-void pa_pout_json_str(FILE *f, const char *s);
-void pa_pout_csv_field(FILE *f, const char *s);
+void pc_out_json_str(FILE *f, const char *s);
+void pc_out_csv_field(FILE *f, const char *s);
 
 /* JSON array items of a ";"-separated list (libpowerapi's "assumed"),
  * each trimmed of leading blanks, empty ones left out, ", " between:
  * what goes between the brackets. */
-void pa_pout_json_list(FILE *f, const char *list);
+void pc_out_json_list(FILE *f, const char *list);
 /* JSON array items of n strings, ", " between. */
-void pa_pout_json_strings(FILE *f, const char *const *v, size_t n);
+void pc_out_json_strings(FILE *f, const char *const *v, size_t n);
 
 /* ---- the call tree ---- */
 
 /* One node of a call tree: a function (an index into the caller's table)
  * called from its parent (-1: a root, the outermost frame).  Children are
  * created after their parents (the writers rely on it). */
-typedef struct pa_ptree_node {
+typedef struct pc_tree_node {
     int func;
     int parent, first_child, next_sibling;
-    double self_j, total_j; /* total_j: pa_ptree_totals fills it */
+    double self_j, total_j; /* total_j: pc_tree_totals fills it */
     double self_cpu_s;      /* CPU time of the samples ending here (0 when
                                the caller does not count it) */
     uint64_t self_samples;
@@ -82,20 +82,20 @@ typedef struct pa_ptree_node {
     int line;              /* the line of the function this node was at: sampled
                               (a leaf) or calling its child; 0 unknown.  Nodes that
                               differ only in line are siblings (pprof's line-level
-                              locations); pa_ptree_fold_lines merges them */
-} pa_ptree_node;
+                              locations); pc_tree_fold_lines merges them */
+} pc_tree_node;
 
 /* A module (pprof's Mapping): the executable mapping of a file. */
-typedef struct pa_pmap {
+typedef struct pc_map {
     uint64_t start, limit, offset;
     const char *file;     /* path, or "[kernel.kallsyms]", "[jit]" */
     const char *build_id; /* hex; NULL or "" unknown */
     int has_lines;        /* file and line numbers known for some function */
     int has_inlines;      /* inlined frames known */
-} pa_pmap;
+} pc_map;
 
-typedef struct pa_ptree {
-    pa_ptree_node *nodes;
+typedef struct pc_tree {
+    pc_tree_node *nodes;
     size_t n;
     size_t nfuncs;
     const void *ctx;
@@ -106,7 +106,7 @@ typedef struct pa_ptree {
     int (*line)(const void *ctx, int func);
     /* pprof only: the modules, the main binary first (none: one mapping
      * named main_name, or "" when NULL), and each function's (-1 none) */
-    const pa_pmap *maps;
+    const pc_map *maps;
     size_t nmaps;
     int (*map_of)(const void *ctx, int func);
     const char *main_name;
@@ -115,34 +115,34 @@ typedef struct pa_ptree {
      * the page colours and its tooltip and search sum; the nodes' total_j
      * is then their width */
     const double *diff_a_j, *diff_b_j;
-} pa_ptree;
+} pc_tree;
 
 /* total_j = self_j plus the children's totals, for every node. */
-void pa_ptree_totals(pa_ptree_node *nodes, size_t n);
+void pc_tree_totals(pc_tree_node *nodes, size_t n);
 
 /* The tree with the nodes that differ only in line merged (lines 0): the
  * function-level tree of the collapsed stacks and the flame graph.  Its
  * totals are not filled.  *out is the caller's to free.  0 or -ENOMEM. */
-int pa_ptree_fold_lines(const pa_ptree_node *in, size_t n, pa_ptree_node **out, size_t *nout);
+int pc_tree_fold_lines(const pc_tree_node *in, size_t n, pc_tree_node **out, size_t *nout);
 
 /* The stacks whose root is function root_func (a copy of those nodes,
  * parents before children as in the input, links remade; totals not
  * filled): the filtered view of one root, e.g. a scope's "[scope NAME]"
  * frame.  *out is the caller's to free (NULL when nothing matches).  0 or
  * -ENOMEM. */
-int pa_ptree_subtree(const pa_ptree_node *in, size_t n, int root_func, pa_ptree_node **out,
-                     size_t *nout);
+int pc_tree_subtree(const pc_tree_node *in, size_t n, int root_func, pc_tree_node **out,
+                    size_t *nout);
 
 /* energy.collapsed: one line per node with self energy, "root;...;leaf
  * MICROJOULES" (flamegraph.pl, speedscope).  A ';' in a name becomes ':'.
  * Totals not needed.  0 or -errno. */
-int pa_ptree_write_collapsed(const pa_ptree *t, const char *dir);
+int pc_tree_write_collapsed(const pc_tree *t, const char *dir);
 
 /* flamegraph.html: the self-contained page (flamegraph.html.in) with the
- * tree's nodes of at least 2e-5 of the total; needs pa_ptree_totals.
+ * tree's nodes of at least 2e-5 of the total; needs pc_tree_totals.
  * 0 or -errno. */
-int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *title,
-                              double process_j, double duration_s);
+int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *title, double process_j,
+                             double duration_s);
 
 /* profile.pb.gz (pprof's profile.proto, gzip): sample types samples
  * (count), cpu (nanoseconds), energy (microjoules, the default); one
@@ -157,12 +157,12 @@ int pa_ptree_write_flamegraph(const pa_ptree *t, const char *dir, const char *ti
  * has_lines.  period_ns is the
  * sampling period (0 unknown); comment goes into the profile's comments.
  * 0 or -errno. */
-int pa_ptree_write_pprof(const pa_ptree *t, const char *dir, uint64_t period_ns, double duration_s,
-                         const char *comment);
+int pc_tree_write_pprof(const pc_tree *t, const char *dir, uint64_t period_ns, double duration_s,
+                        const char *comment);
 
 /* The flame graph page, up to and after its data (generated at build
  * time from flamegraph.html.in). */
-extern const char pa_flamegraph_head[];
-extern const char pa_flamegraph_tail[];
+extern const char pc_flamegraph_head[];
+extern const char pc_flamegraph_tail[];
 
 #endif

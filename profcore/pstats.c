@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-void pa_pstats_mean_sd(const double *v, size_t n, double *mean, double *sd)
+void pc_stats_mean_sd(const double *v, size_t n, double *mean, double *sd)
 {
     double m = 0, ss = 0;
     for (size_t i = 0; i < n; i++)
@@ -73,7 +73,7 @@ static double t_two_tail(double t, double df)
     return beta_inc(df / 2, 0.5, df / (df + t * t));
 }
 
-double pa_pstats_t_quantile(double conf, double df)
+double pc_stats_t_quantile(double conf, double df)
 {
     double lo = 0, hi = 1e4, want = 1 - conf;
     for (int i = 0; i < 200 && hi - lo > 1e-10; i++) {
@@ -86,12 +86,12 @@ double pa_pstats_t_quantile(double conf, double df)
     return (lo + hi) / 2;
 }
 
-double pa_pstats_welch(const double *a, size_t na, const double *b, size_t nb, double *df,
-                       double *ci95)
+double pc_stats_welch(const double *a, size_t na, const double *b, size_t nb, double *df,
+                      double *ci95)
 {
     double ma, sa, mb, sb;
-    pa_pstats_mean_sd(a, na, &ma, &sa);
-    pa_pstats_mean_sd(b, nb, &mb, &sb);
+    pc_stats_mean_sd(a, na, &ma, &sa);
+    pc_stats_mean_sd(b, nb, &mb, &sb);
     double va = sa * sa / (double)na, vb = sb * sb / (double)nb, se2 = va + vb;
     if (se2 <= 0) {
         *df = (double)(na + nb - 2);
@@ -101,6 +101,6 @@ double pa_pstats_welch(const double *a, size_t na, const double *b, size_t nb, d
     double d = se2 * se2 / (va * va / (double)(na - 1) + vb * vb / (double)(nb - 1));
     double t = (mb - ma) / sqrt(se2);
     *df = d;
-    *ci95 = pa_pstats_t_quantile(0.95, d) * sqrt(se2);
+    *ci95 = pc_stats_t_quantile(0.95, d) * sqrt(se2);
     return t_two_tail(fabs(t), d);
 }

@@ -10,7 +10,7 @@
 
 #include "util.h"
 
-void pa_psource_from_report(pa_psource *s, const pa_report *rep)
+void pc_source_from_report(pc_source *s, const pa_report *rep)
 {
     snprintf(s->formula, sizeof(s->formula), "%s", rep->formula ? rep->formula : "");
     snprintf(s->sensors, sizeof(s->sensors), "%s", rep->sensors ? rep->sensors : "");
@@ -18,7 +18,7 @@ void pa_psource_from_report(pa_psource *s, const pa_report *rep)
     snprintf(s->assumed, sizeof(s->assumed), "%s", rep->assumed ? rep->assumed : "");
 }
 
-void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, size_t n)
+void pc_source_json(FILE *f, const pc_source *s, const char *const *filters, size_t n)
 {
     fputs("  \"formula\": ", f);
     pa__json_write(f, s->formula);
@@ -27,7 +27,7 @@ void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, s
     fputs(",\n  \"cpu_source\": ", f);
     pa__json_write(f, s->cpu_source);
     fputs(",\n  \"assumed\": [", f);
-    pa_pout_json_list(f, s->assumed); /* ";"-separated in the report */
+    pc_out_json_list(f, s->assumed); /* ";"-separated in the report */
     char ci[128];
     if (s->carbon_g_per_kwh > 0 && pa_carbon_assumption(s->carbon_g_per_kwh, ci, sizeof(ci)) > 0) {
         fputs(s->assumed[strspn(s->assumed, " ;")] ? ", " : "", f);
@@ -37,18 +37,18 @@ void pa_psource_json(FILE *f, const pa_psource *s, const char *const *filters, s
     if (s->carbon_g_per_kwh > 0)
         fprintf(f, ",\n  \"carbon_intensity_g_per_kwh\": %g", s->carbon_g_per_kwh);
     fputs(",\n  \"filter\": [", f);
-    pa_pout_json_strings(f, filters, n);
+    pc_out_json_strings(f, filters, n);
     fputc(']', f);
 }
 
-void pa_psource_carbon_json(FILE *f, const pa_psource *s, const char *key, double energy_j)
+void pc_source_carbon_json(FILE *f, const pc_source *s, const char *key, double energy_j)
 {
     double g;
     if (s->carbon_g_per_kwh > 0 && pa_carbon_g(energy_j, s->carbon_g_per_kwh, &g) == 0)
         fprintf(f, "  \"%s\": %.9f,\n", key, g);
 }
 
-void pa_psource_carbon_text(const pa_psource *s, double energy_j, char *buf, size_t len)
+void pc_source_carbon_text(const pc_source *s, double energy_j, char *buf, size_t len)
 {
     double g;
     if (len)
@@ -57,13 +57,13 @@ void pa_psource_carbon_text(const pa_psource *s, double energy_j, char *buf, siz
         snprintf(buf, len, "CO2e %.6f g at an assumed %g gCO2e/kWh", g, s->carbon_g_per_kwh);
 }
 
-void pa_psource_carbon_csv_header(FILE *f, const pa_psource *s)
+void pc_source_carbon_csv_header(FILE *f, const pc_source *s)
 {
     if (s->carbon_g_per_kwh > 0)
         fputs(",co2e_g,carbon_intensity_g_per_kwh", f);
 }
 
-void pa_psource_carbon_csv_row(FILE *f, const pa_psource *s, double energy_j)
+void pc_source_carbon_csv_row(FILE *f, const pc_source *s, double energy_j)
 {
     double g;
     if (s->carbon_g_per_kwh <= 0)

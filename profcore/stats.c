@@ -8,18 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *charge, int outside,
-                  uint64_t stamp, const pa_psample *s)
+void pc_stat_add(pc_stat *st, const int *ids, int n, const unsigned char *charge, int outside,
+                 uint64_t stamp, const pc_sample *s)
 {
     if (n <= 0)
         return;
-    pa_pstat *top = &st[ids[0]];
+    pc_stat *top = &st[ids[0]];
     top->self_j += s->energy_j;
     top->w_self_j += s->energy_j;
     top->self_samples += s->samples;
     int charged = 0;
     for (int i = 0; i < n; i++) {
-        pa_pstat *f = &st[ids[i]];
+        pc_stat *f = &st[ids[i]];
         if (f->stamp != stamp) {
             f->stamp = stamp;
             f->total_j += s->energy_j;
@@ -31,8 +31,8 @@ void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *char
         }
         /* filtered: the innermost function charged (one charged as a
          * leaf only is passed over further up) */
-        if (!charge || charged || charge[ids[i]] == PA_PCHARGE_NONE ||
-            (charge[ids[i]] == PA_PCHARGE_LEAF && i > 0))
+        if (!charge || charged || charge[ids[i]] == PC_CHARGE_NONE ||
+            (charge[ids[i]] == PC_CHARGE_LEAF && i > 0))
             continue;
         f->fself_j += s->energy_j;
         f->fself_samples += s->samples;
@@ -44,7 +44,7 @@ void pa_pstat_add(pa_pstat *st, const int *ids, int n, const unsigned char *char
     }
 }
 
-int pa_pstat_window_top(pa_pstat *st, size_t n, int k, int *idx, double *j)
+int pc_stat_window_top(pc_stat *st, size_t n, int k, int *idx, double *j)
 {
     int got = 0;
     for (; got < k; got++) {
@@ -84,7 +84,7 @@ static int rank_cmp(const void *a, const void *b)
     return x->i - y->i;
 }
 
-int *pa_prank_select(const pa_prank *r, size_t *n)
+int *pc_rank_select(const pc_rank *r, size_t *n)
 {
     int *idx = malloc((r->count ? r->count : 1) * sizeof(int));
     rank_item *v = malloc((r->count ? r->count : 1) * sizeof(*v));
@@ -106,14 +106,14 @@ int *pa_prank_select(const pa_prank *r, size_t *n)
     return idx;
 }
 
-int pa_ptable_open(pa_pout *o, const char *dir, const char *name, const char *header,
-                   const pa_prank *r, int **idx, size_t *n)
+int pc_table_open(pc_out *o, const char *dir, const char *name, const char *header,
+                  const pc_rank *r, int **idx, size_t *n)
 {
     *idx = NULL;
     *n = 0;
-    if (r && !(*idx = pa_prank_select(r, n)))
+    if (r && !(*idx = pc_rank_select(r, n)))
         return -ENOMEM;
-    int rc = pa_pout_open(o, dir, name);
+    int rc = pc_out_open(o, dir, name);
     if (rc < 0) {
         free(*idx);
         *idx = NULL;

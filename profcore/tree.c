@@ -19,11 +19,11 @@ static uint64_t node_key(int parent, int func, int inlined, int line)
 
 static uint64_t node_key_at(const void *user, size_t i)
 {
-    const pa_ptree_node *n = &((const pa_ptree_build *)user)->nodes[i];
+    const pc_tree_node *n = &((const pc_tree_build *)user)->nodes[i];
     return node_key(n->parent, n->func, n->inlined, n->line);
 }
 
-int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int line)
+int pc_tree_child(pc_tree_build *b, int parent, int func, int inlined, int line)
 {
     if (pa__index_reserve(&b->hash, &b->hcap, b->hint ? b->hint : 4096, 0, b->n, node_key_at, b) <
         0)
@@ -31,7 +31,7 @@ int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int lin
     inlined = inlined != 0 && parent >= 0;
     size_t q = node_key(parent, func, inlined, line) & (b->hcap - 1);
     while (b->hash[q]) {
-        pa_ptree_node *n = &b->nodes[b->hash[q] - 1];
+        pc_tree_node *n = &b->nodes[b->hash[q] - 1];
         if (n->parent == parent && n->func == func && n->inlined == inlined && n->line == line)
             return b->hash[q] - 1;
         q = (q + 1) & (b->hcap - 1);
@@ -39,7 +39,7 @@ int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int lin
     if (PA__GROW(b->nodes, b->cap, b->n + 1, b->node_hint ? b->node_hint : 256) < 0)
         return -ENOMEM;
     int idx = (int)b->n++;
-    pa_ptree_node *n = &b->nodes[idx];
+    pc_tree_node *n = &b->nodes[idx];
     memset(n, 0, sizeof(*n));
     n->func = func;
     n->parent = parent;
@@ -55,11 +55,11 @@ int pa_ptree_child(pa_ptree_build *b, int parent, int func, int inlined, int lin
     return idx;
 }
 
-int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined, const int *lines, int n)
+int pc_tree_stack(pc_tree_build *b, const int *ids, const int *inlined, const int *lines, int n)
 {
     int node = -1;
     for (int i = n - 1; i >= 0; i--) {
-        int c = pa_ptree_child(b, node, ids[i], inlined ? inlined[i] : 0, lines ? lines[i] : 0);
+        int c = pc_tree_child(b, node, ids[i], inlined ? inlined[i] : 0, lines ? lines[i] : 0);
         if (c < 0)
             return c;
         node = c;
@@ -67,7 +67,7 @@ int pa_ptree_stack(pa_ptree_build *b, const int *ids, const int *inlined, const 
     return node;
 }
 
-void pa_ptree_build_free(pa_ptree_build *b)
+void pc_tree_build_free(pc_tree_build *b)
 {
     free(b->nodes);
     free(b->hash);
@@ -76,7 +76,7 @@ void pa_ptree_build_free(pa_ptree_build *b)
     b->n = b->cap = b->hcap = 0;
 }
 
-size_t pa_ptree_build_memory(const pa_ptree_build *b)
+size_t pc_tree_build_memory(const pc_tree_build *b)
 {
-    return b->cap * sizeof(pa_ptree_node) + b->hcap * sizeof(int);
+    return b->cap * sizeof(pc_tree_node) + b->hcap * sizeof(int);
 }

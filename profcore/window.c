@@ -20,7 +20,7 @@
 
 #include "util.h"
 
-double pa_pcum_delta(pa_pcum *c, double now)
+double pc_cum_delta(pc_cum *c, double now)
 {
     double d = c->have ? now - c->last : now;
     c->last = now;
@@ -30,7 +30,7 @@ double pa_pcum_delta(pa_pcum *c, double now)
 
 /* ---- the tables ---- */
 
-pa_pproc *pa_ptasks_proc_find(pa_ptasks *t, pid_t pid)
+pc_proc *pc_tasks_proc_find(pc_tasks *t, pid_t pid)
 {
     for (size_t i = 0; i < t->nprocs; i++)
         if (t->procs[i].pid == pid)
@@ -38,9 +38,9 @@ pa_pproc *pa_ptasks_proc_find(pa_ptasks *t, pid_t pid)
     return NULL;
 }
 
-pa_pproc *pa_ptasks_proc(pa_ptasks *t, pid_t pid)
+pc_proc *pc_tasks_proc(pc_tasks *t, pid_t pid)
 {
-    pa_pproc *p = pa_ptasks_proc_find(t, pid);
+    pc_proc *p = pc_tasks_proc_find(t, pid);
     if (p)
         return p;
     if (PA__GROW(t->procs, t->capprocs, t->nprocs + 1, 16) < 0)
@@ -51,39 +51,39 @@ pa_pproc *pa_ptasks_proc(pa_ptasks *t, pid_t pid)
     return p;
 }
 
-pa_pthr *pa_ptasks_thr(pa_ptasks *t, pid_t pid, pid_t tid)
+pc_thr *pc_tasks_thr(pc_tasks *t, pid_t pid, pid_t tid)
 {
     for (size_t i = 0; i < t->nthrs; i++)
         if (t->thrs[i].tid == tid && t->thrs[i].pid == pid)
             return &t->thrs[i];
     if (PA__GROW(t->thrs, t->capthrs, t->nthrs + 1, 64) < 0)
         return NULL;
-    pa_pthr *h = &t->thrs[t->nthrs++];
+    pc_thr *h = &t->thrs[t->nthrs++];
     memset(h, 0, sizeof(*h));
     h->pid = pid;
     h->tid = tid;
     return h;
 }
 
-const char *pa_ptasks_comm(pa_ptasks *t, pid_t pid)
+const char *pc_tasks_comm(pc_tasks *t, pid_t pid)
 {
-    pa_pproc *p = pa_ptasks_proc_find(t, pid);
+    pc_proc *p = pc_tasks_proc_find(t, pid);
     return p ? p->comm : "";
 }
 
-void pa_ptasks_set_comm(pa_ptasks *t, pid_t pid, const char *comm)
+void pc_tasks_set_comm(pc_tasks *t, pid_t pid, const char *comm)
 {
-    pa_pproc *p = pa_ptasks_proc(t, pid);
+    pc_proc *p = pc_tasks_proc(t, pid);
     if (p)
         snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
 }
 
-static const char *thr_comm(pa_ptasks *t, const pa_pthr *h)
+static const char *thr_comm(pc_tasks *t, const pc_thr *h)
 {
-    return h->comm[0] ? h->comm : pa_ptasks_comm(t, h->pid);
+    return h->comm[0] ? h->comm : pc_tasks_comm(t, h->pid);
 }
 
-void pa_ptasks_free(pa_ptasks *t)
+void pc_tasks_free(pc_tasks *t)
 {
     free(t->procs);
     free(t->thrs);
@@ -94,7 +94,7 @@ void pa_ptasks_free(pa_ptasks *t)
 
 /* ---- a window ---- */
 
-void pa_ptasks_begin(pa_ptasks *t)
+void pc_tasks_begin(pc_tasks *t)
 {
     for (size_t i = 0; i < t->nprocs; i++) {
         t->procs[i].w_j = 0;
@@ -102,7 +102,7 @@ void pa_ptasks_begin(pa_ptasks *t)
         t->procs[i].w_thr_cpu_s = 0;
     }
     for (size_t i = 0; i < t->nthrs; i++) {
-        pa_pthr *h = &t->thrs[i];
+        pc_thr *h = &t->thrs[i];
         h->w_cpu_s = 0;
         h->w_samples = 0;
         h->w_sampled_cpu_s = 0;
@@ -112,16 +112,16 @@ void pa_ptasks_begin(pa_ptasks *t)
     }
 }
 
-static bool is_target(pa_ptasks *t, pid_t pid)
+static bool is_target(pc_tasks *t, pid_t pid)
 {
     return !t->is_target || t->is_target(t->user, pid);
 }
 
-static void report_process(pa_ptasks *t, const pa_target_info *ti, pa_pwin *w)
+static void report_process(pc_tasks *t, const pa_target_info *ti, pc_win *w)
 {
     if (t->on_proc)
         t->on_proc(t->user, ti->pid);
-    pa_pproc *pr = pa_ptasks_proc(t, ti->pid);
+    pc_proc *pr = pc_tasks_proc(t, ti->pid);
     if (!pr)
         return;
     if (!pr->comm[0])
@@ -130,16 +130,16 @@ static void report_process(pa_ptasks *t, const pa_target_info *ti, pa_pwin *w)
      * is in no report, as an unseen process's */
     if ((ti->power.flags & PA_POWER_EXITED) && !(ti->power.cpu_time_s > 0))
         return;
-    pr->w_j = pa_pcum_delta(&pr->cum, ti->power.cpu_j);
+    pr->w_j = pc_cum_delta(&pr->cum, ti->power.cpu_j);
     pr->w_seen = true;
     w->procs_j += pr->w_j;
     w->nic_j += ti->power.interval_s * ti->power.nic_w;
     w->cpu_s += ti->power.cpu_time_s;
 }
 
-static void report_thread(pa_ptasks *t, const pa_target_info *ti)
+static void report_thread(pc_tasks *t, const pa_target_info *ti)
 {
-    pa_pthr *h = pa_ptasks_thr(t, ti->pid, ti->tid);
+    pc_thr *h = pc_tasks_thr(t, ti->pid, ti->tid);
     if (!h)
         return;
     if (ti->comm[0])
@@ -149,7 +149,7 @@ static void report_thread(pa_ptasks *t, const pa_target_info *ti)
     h->w_first = (ti->power.flags & PA_POWER_FIRST) != 0;
 }
 
-void pa_ptasks_report(pa_ptasks *t, const pa_report *rep, pa_pwin *w)
+void pc_tasks_report(pc_tasks *t, const pa_report *rep, pc_win *w)
 {
     memset(w, 0, sizeof(*w));
     for (size_t i = 0; rep && i < rep->ntargets; i++) {
@@ -163,9 +163,9 @@ void pa_ptasks_report(pa_ptasks *t, const pa_report *rep, pa_pwin *w)
     }
 }
 
-void pa_ptasks_sample(pa_ptasks *t, pid_t pid, pid_t tid, uint64_t period_ns)
+void pc_tasks_sample(pc_tasks *t, pid_t pid, pid_t tid, uint64_t period_ns)
 {
-    pa_pthr *h = pa_ptasks_thr(t, pid, tid);
+    pc_thr *h = pc_tasks_thr(t, pid, tid);
     if (h) {
         h->w_samples++;
         h->w_sampled_cpu_s += (double)period_ns * 1e-9;
@@ -183,14 +183,14 @@ void pa_ptasks_sample(pa_ptasks *t, pid_t pid, pid_t tid, uint64_t period_ns)
  * seen too much: the unseen get (E + R) . u / (s + u), R first and the
  * rest taken from the processes seen in proportion.  The two agree where
  * R is just enough. */
-double pa_ptasks_unseen(pa_ptasks *t, const pa_report *rep, pa_pwin *w)
+double pc_tasks_unseen(pc_tasks *t, const pa_report *rep, pc_win *w)
 {
     double e = w->procs_j, s = w->cpu_s;
     if (!t->period_is_time || !(s > 0) || !(e > 0))
         return 0;
     double u = 0;
     for (size_t i = 0; i < t->nthrs; i++) {
-        pa_pproc *pr = pa_ptasks_proc_find(t, t->thrs[i].pid);
+        pc_proc *pr = pc_tasks_proc_find(t, t->thrs[i].pid);
         if (pr && !pr->w_seen)
             u += t->thrs[i].w_sampled_cpu_s;
     }
@@ -217,10 +217,10 @@ double pa_ptasks_unseen(pa_ptasks *t, const pa_report *rep, pa_pwin *w)
  * short of the samples by more than their noise (3 sigma of the count,
  * plus two 10 ms clock ticks of the report's own rounding): a reading
  * libpowerapi missed. */
-static void threads_cpu(pa_ptasks *t)
+static void threads_cpu(pc_tasks *t)
 {
     for (size_t i = 0; i < t->nthrs && t->period_is_time; i++) {
-        pa_pthr *h = &t->thrs[i];
+        pc_thr *h = &t->thrs[i];
         if (h->w_sampled_cpu_s <= h->w_cpu_s)
             continue;
         double period = h->w_samples ? h->w_sampled_cpu_s / (double)h->w_samples : 0;
@@ -232,17 +232,17 @@ static void threads_cpu(pa_ptasks *t)
 
 /* E_thread = E_process . cpu_thread / cpu_threads; returns the samples of
  * the processes the report did not have. */
-static double threads_energy(pa_ptasks *t)
+static double threads_energy(pc_tasks *t)
 {
     for (size_t i = 0; i < t->nthrs; i++) {
-        pa_pproc *pr = pa_ptasks_proc_find(t, t->thrs[i].pid);
+        pc_proc *pr = pc_tasks_proc_find(t, t->thrs[i].pid);
         if (pr)
             pr->w_thr_cpu_s += t->thrs[i].w_cpu_s;
     }
     double unplaced = 0;
     for (size_t i = 0; i < t->nthrs; i++) {
-        pa_pthr *h = &t->thrs[i];
-        pa_pproc *pr = pa_ptasks_proc_find(t, h->pid);
+        pc_thr *h = &t->thrs[i];
+        pc_proc *pr = pc_tasks_proc_find(t, h->pid);
         if (!pr)
             continue;
         if (pr->w_seen && pr->w_thr_cpu_s > 0)
@@ -255,14 +255,14 @@ static double threads_energy(pa_ptasks *t)
 
 /* Process energy no thread's CPU time explains: the process's samples,
  * else [unattributed]. */
-static void process_samples(pa_ptasks *t, pa_pproc *pr, pa_pprof *p)
+static void process_samples(pc_tasks *t, pc_proc *pr, pc_prof *p)
 {
     uint64_t s = 0;
     for (size_t k = 0; k < t->nthrs; k++)
         if (t->thrs[k].pid == pr->pid)
             s += t->thrs[k].w_samples;
     if (!s) {
-        pa_pprof_add_pseudo(p, "[unattributed]", pr->w_j, pr->pid, 0, pr->comm, "[process]");
+        pc_prof_add_pseudo(p, "[unattributed]", pr->w_j, pr->pid, 0, pr->comm, "[process]");
         return;
     }
     for (size_t k = 0; k < t->nthrs; k++)
@@ -270,85 +270,84 @@ static void process_samples(pa_ptasks *t, pa_pproc *pr, pa_pprof *p)
             t->thrs[k].w_j += pr->w_j * (double)t->thrs[k].w_samples / (double)s;
 }
 
-void pa_ptasks_split(pa_ptasks *t, pa_pwin *w, pa_pprof *p, pid_t fallback_pid)
+void pc_tasks_split(pc_tasks *t, pc_win *w, pc_prof *p, pid_t fallback_pid)
 {
     w->window_j = w->procs_j + w->extra_j;
     threads_cpu(t);
     double unplaced = threads_energy(t);
     for (size_t i = 0; i < t->nprocs; i++) {
-        pa_pproc *pr = &t->procs[i];
+        pc_proc *pr = &t->procs[i];
         if (pr->w_seen && pr->w_j > 0 && !(pr->w_thr_cpu_s > 0))
             process_samples(t, pr, p);
     }
     /* the extra energy: samples of the processes the report did not have
      * (short-lived), else [unattributed] */
     for (size_t i = 0; i < t->nthrs && w->extra_j > 0 && unplaced > 0; i++) {
-        pa_pthr *h = &t->thrs[i];
-        pa_pproc *pr = pa_ptasks_proc_find(t, h->pid);
+        pc_thr *h = &t->thrs[i];
+        pc_proc *pr = pc_tasks_proc_find(t, h->pid);
         if (pr && !pr->w_seen)
             h->w_j += w->extra_j * (double)h->w_samples / unplaced;
     }
     if (w->extra_j > 0 && unplaced <= 0)
-        pa_pprof_add_pseudo(p, "[unattributed]", w->extra_j, fallback_pid, 0, "", "[process]");
+        pc_prof_add_pseudo(p, "[unattributed]", w->extra_j, fallback_pid, 0, "", "[process]");
 }
 
-int pa_ptasks_charge(pa_ptasks *t, pa_pprof *p, pid_t pid, pid_t tid, uint64_t period_ns,
-                     const pa_pframe *frames, int n)
+int pc_tasks_charge(pc_tasks *t, pc_prof *p, pid_t pid, pid_t tid, uint64_t period_ns,
+                    const pc_frame *frames, int n)
 {
-    pa_pthr *h = pa_ptasks_thr(t, pid, tid);
+    pc_thr *h = pc_tasks_thr(t, pid, tid);
     double e = h && h->w_samples ? h->w_j / (double)h->w_samples : 0;
     double cpu = t->period_is_time ? (double)period_ns * 1e-9 : 0;
-    return pa_pprof_add(p, frames, n, e, cpu, 1, pid, tid, pa_ptasks_comm(t, pid),
-                        h ? thr_comm(t, h) : "");
+    return pc_prof_add(p, frames, n, e, cpu, 1, pid, tid, pc_tasks_comm(t, pid),
+                       h ? thr_comm(t, h) : "");
 }
 
-void pa_ptasks_end(pa_ptasks *t, pa_pprof *p)
+void pc_tasks_end(pc_tasks *t, pc_prof *p)
 {
     for (size_t i = 0; i < t->nthrs; i++) {
-        pa_pthr *h = &t->thrs[i];
-        const char *pcomm = pa_ptasks_comm(t, h->pid);
+        pc_thr *h = &t->thrs[i];
+        const char *pcomm = pc_tasks_comm(t, h->pid);
         if (h->w_cpu_s > 0)
-            pa_pprof_thread_cpu(p, h->pid, h->tid, pcomm, thr_comm(t, h), h->w_cpu_s);
+            pc_prof_thread_cpu(p, h->pid, h->tid, pcomm, thr_comm(t, h), h->w_cpu_s);
         if (h->w_j > 0 && !h->w_samples)
-            pa_pprof_add_pseudo(p, "[unsampled]", h->w_j, h->pid, h->tid, pcomm, thr_comm(t, h));
+            pc_prof_add_pseudo(p, "[unsampled]", h->w_j, h->pid, h->tid, pcomm, thr_comm(t, h));
     }
     for (size_t i = 0; i < t->nthrs; i++)
         t->thrs[i].w_exited = false;
 }
 
 /* Every stack of the window, with its frames, to the profile. */
-static void charge_stacks(pa_ptasks *t, pa_pprof *p, const pa_pengine *e)
+static void charge_stacks(pc_tasks *t, pc_prof *p, const pc_engine *e)
 {
-    pa_pframe fr[PA_PMAX_DEPTH];
+    pc_frame fr[PC_MAX_DEPTH];
     size_t at = 0, here;
     pid_t pid, tid;
     uint64_t weight;
     while (here = at, e->next(e->self, &at, &pid, &tid, &weight)) {
-        int nf = e->frames(e->self, here, fr, PA_PMAX_DEPTH);
-        pa_ptasks_charge(t, p, pid, tid, weight, fr, nf);
+        int nf = e->frames(e->self, here, fr, PC_MAX_DEPTH);
+        pc_tasks_charge(t, p, pid, tid, weight, fr, nf);
     }
 }
 
-void pa_ptasks_window(pa_ptasks *t, pa_pprof *p, const pa_pengine *e, const pa_report *rep,
-                      pa_pwin *w)
+void pc_tasks_window(pc_tasks *t, pc_prof *p, const pc_engine *e, const pa_report *rep, pc_win *w)
 {
-    pa_ptasks_begin(t);
-    pa_ptasks_report(t, rep, w);
+    pc_tasks_begin(t);
+    pc_tasks_report(t, rep, w);
     size_t at = 0;
     pid_t pid, tid;
     uint64_t weight;
     while (e->next(e->self, &at, &pid, &tid, &weight))
-        pa_ptasks_sample(t, pid, tid, weight);
+        pc_tasks_sample(t, pid, tid, weight);
     w->extra_j = t->extra ? t->extra(t->user, rep, w) : 0;
     double f0, t0, f1, t1;
-    pa_pprof_sums(p, &f0, &t0);
-    pa_ptasks_split(t, w, p, t->fallback_pid);
+    pc_prof_sums(p, &f0, &t0);
+    pc_tasks_split(t, w, p, t->fallback_pid);
     charge_stacks(t, p, e);
-    pa_ptasks_end(t, p);
+    pc_tasks_end(t, p);
     e->window_done(e->self);
     /* conservation: functions (pseudo-frames included) = threads = the
      * window's energy */
-    pa_pprof_sums(p, &f1, &t1);
+    pc_prof_sums(p, &f1, &t1);
     double scale = w->window_j > 1e-9 ? w->window_j : 1e-9;
     double e1 = fabs((f1 - f0) - w->window_j) / scale;
     double e2 = fabs((t1 - t0) - w->window_j) / scale;

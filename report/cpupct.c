@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-long pa_out_num_threads(const char *procfs, pid_t pid)
+long rp_out_num_threads(const char *procfs, pid_t pid)
 {
     char path[4200], buf[1024];
     snprintf(path, sizeof(path), "%s/%d/stat", procfs ? procfs : "/proc", (int)pid);
@@ -34,7 +34,7 @@ long pa_out_num_threads(const char *procfs, pid_t pid)
     return end > p + 1 && v > 0 ? v : 0;
 }
 
-double pa_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped)
+double rp_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped)
 {
     *capped = false;
     if (interval_s <= 0)
@@ -46,7 +46,7 @@ double pa_out_cpu_pct(const char *procfs, const pa_target_info *t, double interv
     if (t->type == PA_TARGET_THREAD) {
         n = 1;
     } else if (t->type == PA_TARGET_PROCESS) {
-        long k = pa_out_num_threads(procfs, t->pid);
+        long k = rp_out_num_threads(procfs, t->pid);
         if (k > 0 && (cpus <= 0 || k < cpus))
             n = k;
     }

@@ -12,7 +12,7 @@
 
 /* Threads of a process: proc(5) field 20 (num_threads) of
  * <procfs>/<pid>/stat (procfs NULL: "/proc"); 0 when unreadable. */
-long pa_out_num_threads(const char *procfs, pid_t pid);
+long rp_out_num_threads(const char *procfs, pid_t pid);
 
 /* A target's CPU% over a window of interval_s, as shown to people: at
  * most 100 % for a thread, 100 % a thread for a process (its threads read
@@ -20,9 +20,9 @@ long pa_out_num_threads(const char *procfs, pid_t pid);
  * CPU time moves in clock ticks (/proc/PID/stat), so a window can read a
  * tick more than it lasted (13 ticks in 0.125 s: 104 % for one thread).
  * *capped tells whether the figure was capped. */
-double pa_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped);
+double rp_out_cpu_pct(const char *procfs, const pa_target_info *t, double interval_s, bool *capped);
 
 /* The note printed beside a capped CPU%. */
-#define PA_OUT_CAPPED_NOTE "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
+#define RP_OUT_CAPPED_NOTE "* CPU% capped at 100 % a thread (/proc counts CPU time in clock ticks)"
 
 #endif /* PA_REPORT_CPUPCT_H */

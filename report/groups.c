@@ -17,48 +17,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kinds[] = {"", "container", "pod", "unit", "cgroup"};
+static const char *const kinds[] = {"", "container", "pod", "unit", "cgroup", "vm"};
 
-int pa_cli_group_parse(const char *s, pa_cli_group *out)
+int rp_group_parse(const char *s, rp_group *out)
 {
-    for (int k = PA_GROUP_CONTAINER; k <= PA_GROUP_CGROUP; k++)
+    for (int k = RP_GROUP_CONTAINER; k <= RP_GROUP_VM; k++)
         if (!strcmp(s, kinds[k])) {
-            *out = (pa_cli_group)k;
+            *out = (rp_group)k;
             return 0;
         }
     return -EINVAL;
 }
 
-const char *pa_cli_group_name(pa_cli_group g)
+const char *rp_group_name(rp_group g)
 {
-    return g > PA_GROUP_NONE && g <= PA_GROUP_CGROUP ? kinds[g] : "";
+    return g > RP_GROUP_NONE && g <= RP_GROUP_VM ? kinds[g] : "";
 }
 
 /* The key of cgroup record t for grouping by; "" when t is in no group
  * of that kind.  Written to key (len bytes). */
-static void group_key(const pa_target_info *t, pa_cli_group by, char *key, size_t len)
+static void group_key(const pa_target_info *t, rp_group by, char *key, size_t len)
 {
     const pa_cgroup_names *n = t->names;
     key[0] = '\0';
-    if (by == PA_GROUP_CGROUP)
+    if (by == RP_GROUP_CGROUP)
         snprintf(key, len, "%s", t->cgroup ? t->cgroup : "");
     else if (!n)
         return;
-    else if (by == PA_GROUP_CONTAINER)
+    else if (by == RP_GROUP_CONTAINER)
         snprintf(key, len, "%s", n->container_id[0] ? n->container_id : n->container_name);
-    else if (by == PA_GROUP_POD)
+    else if (by == RP_GROUP_POD)
         snprintf(key, len, "%s", n->pod_uid);
-    else if (by == PA_GROUP_UNIT && !n->container_id[0] && !n->container_name[0])
+    else if (by == RP_GROUP_UNIT && !n->container_id[0] && !n->container_name[0])
         snprintf(key, len, "%s", n->unit); /* a container's cgroup is no unit */
 }
 
 /* The names a group record keeps of its first member: those of its kind. */
-static void group_names(pa_cgroup_names *g, const pa_cgroup_names *n, pa_cli_group by)
+static void group_names(pa_cgroup_names *g, const pa_cgroup_names *n, rp_group by)
 {
     memset(g, 0, sizeof(*g));
     if (!n)
         return;
-    if (by == PA_GROUP_CONTAINER || by == PA_GROUP_CGROUP) {
+    if (by == RP_GROUP_CONTAINER || by == RP_GROUP_CGROUP) {
         *g = *n;
         return;
     }
@@ -66,7 +66,7 @@ static void group_names(pa_cgroup_names *g, const pa_cgroup_names *n, pa_cli_gro
     memcpy(g->pod_namespace, n->pod_namespace, sizeof(g->pod_namespace));
     memcpy(g->pod_uid, n->pod_uid, sizeof(g->pod_uid));
     memcpy(g->source, n->source, sizeof(g->source));
-    if (by == PA_GROUP_UNIT) {
+    if (by == RP_GROUP_UNIT) {
         memset(g->pod_uid, 0, sizeof(g->pod_uid));
         memcpy(g->unit, n->unit, sizeof(g->unit));
     }
@@ -121,14 +121,13 @@ static void grouped_free(grouped *g)
     free(g);
 }
 
-void pa_cli_group_free(pa_report *r)
+void rp_group_free(pa_report *r)
 {
     grouped_free((grouped *)r); /* r is the first member */
 }
 
 /* The group of key in g (n so far), made when new. */
-static size_t group_of(grouped *g, size_t *n, const char *key, const pa_target_info *t,
-                       pa_cli_group by)
+static size_t group_of(grouped *g, size_t *n, const char *key, const pa_target_info *t, rp_group by)
 {
     for (size_t i = 0; i < *n; i++)
         if (!strcmp(g->key[i], key))
@@ -142,17 +141,17 @@ static size_t group_of(grouped *g, size_t *n, const char *key, const pa_target_i
         group_names(&g->names[i], t->names, by);
         g->t[i].names = &g->names[i];
         g->t[i].cgroup = "";
-        pa_out_cgroup_label(&g->t[i], g->label[i], sizeof(g->label[i]));
-        if (by == PA_GROUP_CGROUP)
+        rp_out_cgroup_label(&g->t[i], g->label[i], sizeof(g->label[i]));
+        if (by == RP_GROUP_CGROUP)
             snprintf(g->label[i], sizeof(g->label[i]), "%s", t->cgroup);
     } else {
-        snprintf(g->label[i], sizeof(g->label[i]), "[not in a %s]", pa_cli_group_name(by));
+        snprintf(g->label[i], sizeof(g->label[i]), "[not in a %s]", rp_group_name(by));
     }
     g->t[i].cgroup = g->label[i];
     return i;
 }
 
-int pa_cli_group_report(const pa_report *r, pa_cli_group by, pa_report **out)
+int rp_group_report(const pa_report *r, rp_group by, pa_report **out)
 {
     size_t m = r->ntargets + 1, nc = r->ncounters, n = 0;
     grouped *g = calloc(1, sizeof(*g));

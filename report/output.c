@@ -24,22 +24,22 @@
 #include <time.h>
 #include <unistd.h>
 
-int pa_out_parse_format(const char *s, pa_out_format *out)
+int rp_out_parse_format(const char *s, rp_out_format *out)
 {
     if (!s)
         return -EINVAL;
     if (!strcmp(s, "table"))
-        *out = PA_OUT_TABLE;
+        *out = RP_OUT_TABLE;
     else if (!strcmp(s, "csv"))
-        *out = PA_OUT_CSV;
+        *out = RP_OUT_CSV;
     else if (!strcmp(s, "json") || !strcmp(s, "jsonl"))
-        *out = PA_OUT_JSON;
+        *out = RP_OUT_JSON;
     else
         return -EINVAL;
     return 0;
 }
 
-void pa_out_init(pa_out *o, FILE *f, pa_out_format format)
+void rp_out_init(rp_out *o, FILE *f, rp_out_format format)
 {
     memset(o, 0, sizeof(*o));
     o->f = f;
@@ -56,7 +56,7 @@ void pa_out_init(pa_out *o, FILE *f, pa_out_format format)
 /* Ends a record: flushes it whole, or fails with -errno and, on a regular
  * file, cuts what reached the file of this record (a full file system)
  * and drops what stdio still holds of it. */
-static int record_end(pa_out *o)
+static int record_end(rp_out *o)
 {
     FILE *f = o->f;
     if (fflush(f) == 0 && !ferror(f)) {
@@ -75,7 +75,7 @@ static int record_end(pa_out *o)
     return -err;
 }
 
-static void csv_counters_free(pa_out *o)
+static void csv_counters_free(rp_out *o)
 {
     for (size_t i = 0; i < o->csv_ncounters; i++)
         free(o->csv_counters[i]);
@@ -84,13 +84,13 @@ static void csv_counters_free(pa_out *o)
     o->csv_ncounters = 0;
 }
 
-void pa_out_fini(pa_out *o)
+void rp_out_fini(rp_out *o)
 {
     if (o)
         csv_counters_free(o);
 }
 
-double pa_out_live_time_base(void)
+double rp_out_live_time_base(void)
 {
     struct timespec m, r;
     clock_gettime(CLOCK_MONOTONIC, &m);
@@ -123,7 +123,7 @@ static void fmt_number(char *buf, size_t len, double v)
     }
 }
 
-void pa_out_json_number(FILE *f, double v)
+void rp_out_json_number(FILE *f, double v)
 {
     char buf[64];
     fmt_number(buf, sizeof(buf), v);
@@ -138,7 +138,7 @@ static void csv_number(FILE *f, double v)
         fputs(buf, f);
 }
 
-static double report_time(const pa_out *o, uint64_t time_ns)
+static double report_time(const rp_out *o, uint64_t time_ns)
 {
     return o->time_base_s + (double)time_ns / 1e9;
 }
@@ -148,7 +148,7 @@ static double target_interval(const pa_report *r, const pa_target_info *t)
     return t->power.interval_s > 0 ? t->power.interval_s : r->interval_s;
 }
 
-static const char *type_name(const pa_out *o, pa_target_type t)
+static const char *type_name(const rp_out *o, pa_target_type t)
 {
     switch (t) {
     case PA_TARGET_PROCESS:
@@ -163,6 +163,8 @@ static const char *type_name(const pa_out *o, pa_target_type t)
         return "exited";
     case PA_TARGET_UNACCOUNTED:
         return "unaccounted";
+    case PA_TARGET_VM:
+        return "vm";
     }
     return "unknown";
 }
@@ -188,7 +190,7 @@ static void each_assumed(const char *list, void (*fn)(void *, const char *, size
 
 /* each_assumed, then the carbon intensity when o states one: the
  * assumption of the grams beside the joules */
-static void each_assumed_o(const pa_out *o, const char *list,
+static void each_assumed_o(const rp_out *o, const char *list,
                            void (*fn)(void *, const char *, size_t), void *arg)
 {
     each_assumed(list, fn, arg);
@@ -197,7 +199,7 @@ static void each_assumed_o(const pa_out *o, const char *list,
         fn(arg, a, strlen(a));
 }
 
-double pa_out_co2e_g(double g_per_kwh, double energy_j)
+double rp_out_co2e_g(double g_per_kwh, double energy_j)
 {
     double g;
     return pa_carbon_g(energy_j, g_per_kwh, &g) == 0 ? g : NAN;
@@ -205,9 +207,9 @@ double pa_out_co2e_g(double g_per_kwh, double energy_j)
 
 /* The grams of CO2e of energy_j at o's intensity; NaN (written null or
  * empty) when the energy is unknown. */
-static double co2e_g(const pa_out *o, double energy_j)
+static double co2e_g(const rp_out *o, double energy_j)
 {
-    return pa_out_co2e_g(o->carbon_g_per_kwh, energy_j);
+    return rp_out_co2e_g(o->carbon_g_per_kwh, energy_j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -244,8 +246,8 @@ static int cmp_stable(const void *a, const void *b)
     int gx = x->type == PA_TARGET_TREE ? 1 : x->type == PA_TARGET_CGROUP ? 2 : 0;
     int gy = y->type == PA_TARGET_TREE ? 1 : y->type == PA_TARGET_CGROUP ? 2 : 0;
     /* what no live process accounts for comes last */
-    gx = x->type >= PA_TARGET_EXITED ? (int)x->type : gx;
-    gy = y->type >= PA_TARGET_EXITED ? (int)y->type : gy;
+    gx = x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED ? 10 + (int)x->type : gx;
+    gy = y->type == PA_TARGET_EXITED || y->type == PA_TARGET_UNACCOUNTED ? 10 + (int)y->type : gy;
     if (gx != gy)
         return gx < gy ? -1 : 1;
     if (gx == 2)
@@ -281,7 +283,8 @@ static void sort_by_power(const pa_report *r, size_t *idx, size_t n)
 
 static bool is_top_level(const pa_report *r, const pa_target_info *t)
 {
-    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE || t->type >= PA_TARGET_EXITED)
+    if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_TREE || t->type == PA_TARGET_VM ||
+        t->type == PA_TARGET_EXITED || t->type == PA_TARGET_UNACCOUNTED)
         return true;
     if (t->type != PA_TARGET_THREAD)
         return false;
@@ -292,7 +295,7 @@ static bool is_top_level(const pa_report *r, const pa_target_info *t)
 }
 
 /* sel[i] = whether target i is printed.  Returns -ENOMEM. */
-static int select_targets(const pa_out *o, const pa_report *r, bool *sel)
+static int select_targets(const rp_out *o, const pa_report *r, bool *sel)
 {
     size_t n = r->ntargets;
     for (size_t i = 0; i < n; i++)
@@ -343,12 +346,12 @@ static void json_assumed_item(void *arg, const char *s, size_t len)
 static void json_key_num(FILE *f, const char *key, double v, bool comma)
 {
     fprintf(f, "%s\"%s\":", comma ? "," : "", key);
-    pa_out_json_number(f, v);
+    rp_out_json_number(f, v);
 }
 
 /* ,"co2e_g":G,"carbon_intensity_g_per_kwh":I of a record's total
  * energy, when o states an intensity */
-static void json_carbon(const pa_out *o, double total_j)
+static void json_carbon(const rp_out *o, double total_j)
 {
     if (o->carbon_g_per_kwh <= 0)
         return;
@@ -406,7 +409,7 @@ static void json_devices(FILE *f, const pa_report *r)
     fputc(']', f);
 }
 
-static void json_system(pa_out *o, const pa_report *r)
+static void json_system(rp_out *o, const pa_report *r)
 {
     FILE *f = o->f;
     fputs("{\"type\":\"system\"", f);
@@ -454,7 +457,7 @@ static void json_system(pa_out *o, const pa_report *r)
     fputs("}\n", f);
 }
 
-void pa_out_exited_label(const pa_target_info *t, char *out, size_t len)
+void rp_out_exited_label(const pa_target_info *t, char *out, size_t len)
 {
     /* "[exited: 1,204 processes]"; an estimate cannot count them */
     char num[32];
@@ -471,7 +474,7 @@ void pa_out_exited_label(const pa_target_info *t, char *out, size_t len)
         snprintf(out, len, "[exited]");
 }
 
-void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len)
+void rp_out_cgroup_label(const pa_target_info *t, char *out, size_t len)
 {
     const pa_cgroup_names *n = t->names;
     if (n && n->container_name[0])
@@ -503,15 +506,35 @@ static void json_names(FILE *f, const pa_cgroup_names *n)
         return;
     const char *v[] = {n->container_id,  n->container_name, n->runtime, n->pod_name,
                        n->pod_namespace, n->pod_uid,        n->unit,    n->source};
-    for (size_t i = 0; i < PA_OUT_NNAMES + 1; i++) {
+    for (size_t i = 0; i < RP_OUT_NNAMES + 1; i++) {
         if (!*v[i])
             continue;
-        fprintf(f, ",\"%s\":", i < PA_OUT_NNAMES ? pa_out_name_keys[i] : "names_source");
+        fprintf(f, ",\"%s\":", i < RP_OUT_NNAMES ? rp_out_name_keys[i] : "names_source");
         pa__json_write(f, v[i]);
     }
 }
 
-static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
+/* A VM record's names and its vCPU part (DESIGN.md section 18). */
+static void json_vm(FILE *f, const pa_target_info *t)
+{
+    const pa_vm_info *v = t->vm;
+    const char *s[][2] = {
+        {"vm_name", v->name},       {"vm_uuid", v->uuid}, {"hypervisor", v->hypervisor},
+        {"vm_manager", v->manager}, {"vm_id", v->id},     {"names_source", v->source}};
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+        if (*s[i][1]) {
+            fprintf(f, ",\"%s\":", s[i][0]);
+            pa__json_write(f, s[i][1]);
+        }
+    fprintf(f, ",\"threads\":%u,\"vcpus\":%u", v->nthreads, v->nvcpus);
+    bool known = t->vcpu_w >= 0;
+    json_key_num(f, "vcpu_w", known ? t->vcpu_w : NAN, true);
+    json_key_num(f, "emulator_w", known ? t->emulator_w : NAN, true);
+    json_key_num(f, "vcpu_j", t->vcpu_j, true);
+    json_key_num(f, "emulator_j", t->emulator_j, true);
+}
+
+static void json_target(rp_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
     fputs("{\"type\":", f);
@@ -521,7 +544,12 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     if (t->type == PA_TARGET_CGROUP) {
         fputs(",\"cgroup\":", f);
         pa__json_write(f, t->cgroup);
-    } else if (t->type >= PA_TARGET_EXITED) {
+    } else if (t->type == PA_TARGET_VM) {
+        fprintf(f, ",\"pid\":%ld,\"comm\":", (long)t->pid);
+        pa__json_write(f, t->comm);
+        if (t->vm)
+            json_vm(f, t);
+    } else if (t->type == PA_TARGET_EXITED || t->type == PA_TARGET_UNACCOUNTED) {
         if (t->type == PA_TARGET_EXITED)
             fprintf(f, ",\"processes\":%u", t->processes);
         fputs(",\"comm\":", f);
@@ -533,7 +561,8 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
         fputs(",\"comm\":", f);
         pa__json_write(f, t->comm);
     }
-    json_names(f, t->names);
+    if (t->type != PA_TARGET_VM) /* a VM's names_source is its name's */
+        json_names(f, t->names);
     json_key_num(f, "cpu_time_s", t->power.cpu_time_s, true);
     fputs(",\"power_w\":{", f);
     json_key_num(f, "cpu", t->power.cpu_w, false);
@@ -557,7 +586,7 @@ static void json_target(pa_out *o, const pa_report *r, const pa_target_info *t)
                 fputc(',', f);
             pa__json_write(f, r->counter_names[i]);
             fputc(':', f);
-            pa_out_json_number(f, t->counters[i]);
+            rp_out_json_number(f, t->counters[i]);
         }
         fputc('}', f);
         json_key_num(f, "multiplex", t->multiplex, true);
@@ -583,13 +612,13 @@ static size_t *stable_order(const pa_report *r, const bool *sel, size_t *n)
 
 /* With exited_list, the exited record gives way to its processes' own
  * records when every one of them is in the report (PA_EXITED_MAX). */
-static bool listed_instead(const pa_out *o, const pa_report *r, const pa_target_info *t)
+static bool listed_instead(const rp_out *o, const pa_report *r, const pa_target_info *t)
 {
     return o->exited_list && t->type == PA_TARGET_EXITED && t->processes > 0 &&
            r->nexited == t->processes;
 }
 
-static int json_report(pa_out *o, const pa_report *r, const bool *sel)
+static int json_report(rp_out *o, const pa_report *r, const bool *sel)
 {
     size_t n;
     size_t *idx = stable_order(r, sel, &n);
@@ -609,7 +638,7 @@ static int json_report(pa_out *o, const pa_report *r, const bool *sel)
 /* CSV                                                                 */
 /* ------------------------------------------------------------------ */
 
-const char *const pa_out_name_keys[PA_OUT_NNAMES] = {
+const char *const rp_out_name_keys[RP_OUT_NNAMES] = {
     "container_id", "container_name", "runtime", "pod_name", "pod_namespace", "pod_uid", "unit"};
 
 static const char *const csv_fixed[] = {
@@ -623,7 +652,7 @@ static const char *const csv_fixed[] = {
 };
 #define CSV_NFIXED (sizeof(csv_fixed) / sizeof(csv_fixed[0]))
 
-static int csv_header(pa_out *o, const pa_report *r)
+static int csv_header(rp_out *o, const pa_report *r)
 {
     csv_counters_free(o);
     if (r && r->ncounters) {
@@ -671,7 +700,7 @@ static void csv_assumed_item(void *arg, const char *s, size_t len)
 }
 
 /* The assumed list, ';'-joined and trimmed, as one field. */
-static void csv_assumed(const pa_out *o, const char *list)
+static void csv_assumed(const rp_out *o, const char *list)
 {
     FILE *f = o->f;
     char *buf = NULL;
@@ -688,7 +717,7 @@ static void csv_assumed(const pa_out *o, const char *list)
 
 /* Component columns are those of the header (w and j of each): a report
  * without one leaves it empty. */
-static void csv_components(pa_out *o, const pa_report *r, const double *w, const double *j)
+static void csv_components(rp_out *o, const pa_report *r, const double *w, const double *j)
 {
     for (size_t i = 0; i < o->csv_ncomps; i++) {
         size_t k = FIXED_COMPS;
@@ -705,7 +734,7 @@ static void csv_components(pa_out *o, const pa_report *r, const double *w, const
 }
 
 /* The carbon columns of the header, when o states an intensity */
-static void csv_carbon(const pa_out *o, double total_j)
+static void csv_carbon(const rp_out *o, double total_j)
 {
     if (o->carbon_g_per_kwh <= 0)
         return;
@@ -717,7 +746,7 @@ static void csv_carbon(const pa_out *o, double total_j)
 
 /* Counter columns are those of the header; a report with other counters
  * leaves the missing ones empty (a new header is not started mid-file). */
-static void csv_counters(pa_out *o, const pa_report *r, const double *v)
+static void csv_counters(rp_out *o, const pa_report *r, const double *v)
 {
     for (size_t i = 0; i < o->csv_ncounters; i++) {
         fputc(',', o->f);
@@ -731,7 +760,7 @@ static void csv_counters(pa_out *o, const pa_report *r, const double *v)
     }
 }
 
-static void csv_system(pa_out *o, const pa_report *r)
+static void csv_system(rp_out *o, const pa_report *r)
 {
     FILE *f = o->f;
     fputs("system,", f);
@@ -773,7 +802,7 @@ static void csv_system(pa_out *o, const pa_report *r)
     fputc('\n', f);
 }
 
-static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
+static void csv_target(rp_out *o, const pa_report *r, const pa_target_info *t)
 {
     FILE *f = o->f;
     fprintf(f, "%s,", type_name(o, t->type));
@@ -781,7 +810,9 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputc(',', f);
     csv_number(f, target_interval(r, t));
     fputc(',', f);
-    if (t->type != PA_TARGET_CGROUP && t->type < PA_TARGET_EXITED)
+    if ((t->type != PA_TARGET_CGROUP && t->type != PA_TARGET_EXITED &&
+         t->type != PA_TARGET_UNACCOUNTED && t->type != PA_TARGET_VM) ||
+        (t->vm && t->pid))
         fprintf(f, "%ld", (long)t->pid);
     fputc(',', f);
     if (t->type == PA_TARGET_THREAD)
@@ -819,14 +850,14 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     if (t->power.flags & PA_POWER_EXITED)
         fputs("true", f);
     const pa_cgroup_names *nm = t->names;
-    const char *v[PA_OUT_NNAMES] = {""};
+    const char *v[RP_OUT_NNAMES] = {""};
     if (nm) {
-        const char *w[PA_OUT_NNAMES] = {nm->container_id, nm->container_name, nm->runtime,
+        const char *w[RP_OUT_NNAMES] = {nm->container_id, nm->container_name, nm->runtime,
                                         nm->pod_name,     nm->pod_namespace,  nm->pod_uid,
                                         nm->unit};
         memcpy(v, w, sizeof(v));
     }
-    for (size_t i = 0; i < PA_OUT_NNAMES; i++) {
+    for (size_t i = 0; i < RP_OUT_NNAMES; i++) {
         fputc(',', f);
         pa__csv_write(f, v[i] ? v[i] : "");
     }
@@ -843,7 +874,7 @@ static void csv_target(pa_out *o, const pa_report *r, const pa_target_info *t)
     fputc('\n', f);
 }
 
-static int csv_report(pa_out *o, const pa_report *r, const bool *sel)
+static int csv_report(rp_out *o, const pa_report *r, const bool *sel)
 {
     if (!o->csv_header_done) {
         int err = csv_header(o, r);
@@ -880,7 +911,7 @@ static void count_item(void *arg, const char *s, size_t len)
     ++*(size_t *)arg;
 }
 
-static void table_clock(const pa_out *o, const pa_report *r, char *buf, size_t len)
+static void table_clock(const rp_out *o, const pa_report *r, char *buf, size_t len)
 {
     if (o->time_base_s != 0) {
         time_t t = (time_t)report_time(o, r->time_ns);
@@ -911,8 +942,8 @@ static void printable(char *dst, size_t len, const char *src)
     dst[o] = '\0';
 }
 
-/* One row; true when its CPU% was capped (pa_out_cpu_pct). */
-static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info *t, int indent,
+/* One row; true when its CPU% was capped (rp_out_cpu_pct). */
+static bool table_row(const rp_out *o, const pa_report *r, const pa_target_info *t, int indent,
                       bool nic)
 {
     FILE *f = o->f;
@@ -934,17 +965,22 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
         snprintf(name, sizeof(name), "%s +children", comm);
         break;
     case PA_TARGET_EXITED:
-        pa_out_exited_label(t, name, sizeof(name));
+        rp_out_exited_label(t, name, sizeof(name));
         break;
     case PA_TARGET_UNACCOUNTED:
         snprintf(name, sizeof(name), "%s", comm);
         break;
+    case PA_TARGET_VM:
+        if (t->vm)
+            snprintf(pid, sizeof(pid), "%ld", (long)t->pid);
+        snprintf(name, sizeof(name), "%.95s", t->vm && t->vm->name[0] ? t->vm->name : comm);
+        break;
     default:
-        pa_out_cgroup_label(t, name, sizeof(name));
+        rp_out_cgroup_label(t, name, sizeof(name));
         break;
     }
     bool capped;
-    double pct = pa_out_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
+    double pct = rp_out_cpu_pct(o->procfs, t, target_interval(r, t), &capped);
     /* a capped figure is marked in the column's last place */
     fprintf(f, capped ? "%8s %8s  %-24.24s %5.1f* %8.2f " : "%8s %8s  %-24.24s %6.1f %8.2f ", pid,
             tid, name, pct, t->power.cpu_w);
@@ -962,7 +998,7 @@ static bool table_row(const pa_out *o, const pa_report *r, const pa_target_info 
 
 /* The column titles; a column for each component beyond cpu and nic
  * ("GPU W"). */
-static void table_header(const pa_out *o, const pa_report *r, const char *what, bool nic)
+static void table_header(const rp_out *o, const pa_report *r, const char *what, bool nic)
 {
     FILE *f = o->f;
     fprintf(f, "%8s %8s  %-24s %6s %8s ", what[0] == 'C' ? "" : "PID", what[0] == 'C' ? "" : "TID",
@@ -980,7 +1016,7 @@ static void table_header(const pa_out *o, const pa_report *r, const char *what, 
     fputs(o->carbon_g_per_kwh > 0 ? "     CO2e g\n" : "\n", f);
 }
 
-static int table_report(pa_out *o, const pa_report *r, const bool *sel)
+static int table_report(rp_out *o, const pa_report *r, const bool *sel)
 {
     FILE *f = o->f;
     char clock[32];
@@ -1078,7 +1114,7 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
             capped |= table_row(o, r, &r->targets[thr[j]], 0, nic);
     }
     if (capped)
-        fprintf(f, "%s\n", PA_OUT_CAPPED_NOTE);
+        fprintf(f, "%s\n", RP_OUT_CAPPED_NOTE);
     if (!o->clear)
         fputc('\n', f);
     free(thr);
@@ -1088,17 +1124,17 @@ static int table_report(pa_out *o, const pa_report *r, const bool *sel)
 
 /* ------------------------------------------------------------------ */
 
-char *pa_out_report_text(const pa_report *r, pa_out_format fmt)
+char *rp_out_report_text(const pa_report *r, rp_out_format fmt)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return NULL;
-    pa_out o;
-    pa_out_init(&o, f, fmt);
-    int rc = pa_out_report(&o, r);
-    pa_out_fini(&o);
+    rp_out o;
+    rp_out_init(&o, f, fmt);
+    int rc = rp_out_report(&o, r);
+    rp_out_fini(&o);
     if (fclose(f) != 0 || rc < 0) {
         free(text);
         return NULL;
@@ -1106,7 +1142,7 @@ char *pa_out_report_text(const pa_report *r, pa_out_format fmt)
     return text;
 }
 
-int pa_out_report(pa_out *o, const pa_report *r)
+int rp_out_report(rp_out *o, const pa_report *r)
 {
     bool *sel = calloc(r->ntargets ? r->ntargets : 1, sizeof(*sel));
     if (!sel)
@@ -1115,10 +1151,10 @@ int pa_out_report(pa_out *o, const pa_report *r)
     int err = select_targets(o, r, sel);
     if (err == 0) {
         switch (o->format) {
-        case PA_OUT_JSON:
+        case RP_OUT_JSON:
             err = json_report(o, r, sel);
             break;
-        case PA_OUT_CSV:
+        case RP_OUT_CSV:
             err = csv_report(o, r, sel);
             break;
         default:
@@ -1135,7 +1171,7 @@ int pa_out_report(pa_out *o, const pa_report *r)
 /* The command's joules of each component of the last window (the tree's
  * row, else the process's), NULL when there is none: the components past
  * cpu and nic (the GPU), which pa_power does not hold. */
-static const double *command_components(const pa_out_command *c)
+static const double *command_components(const rp_out_command *c)
 {
     const pa_report *r = c->last;
     if (!r || !r->target_component_j || r->ncomponents <= FIXED_COMPS)
@@ -1148,14 +1184,14 @@ static const double *command_components(const pa_out_command *c)
     return NULL;
 }
 
-int pa_out_command_end(pa_out *o, const pa_out_command *c)
+int rp_out_command_end(rp_out *o, const rp_out_command *c)
 {
     FILE *f = o->f;
     const double *comp_j = command_components(c);
     size_t ncomp = comp_j ? c->last->ncomponents : 0;
     errno = 0;
     switch (o->format) {
-    case PA_OUT_JSON:
+    case RP_OUT_JSON:
         fprintf(f, "{\"type\":\"command\",\"pid\":%ld,\"exit_status\":%d", (long)c->pid,
                 c->exit_status);
         json_key_num(f, "duration_s", c->duration_s, true);
@@ -1173,7 +1209,7 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
             fprintf(f, ",\"signal\":%d", c->signal);
         fputs("}\n", f);
         break;
-    case PA_OUT_CSV:
+    case RP_OUT_CSV:
         if (!o->csv_header_done) {
             o->command_columns = 1;
             int err = csv_header(o, NULL);
@@ -1190,7 +1226,7 @@ int pa_out_command_end(pa_out *o, const pa_out_command *c)
         fputc(',', f);
         csv_number(f, c->energy.total_j);
         fputs(",,,,,,,,", f); /* formula ... exited */
-        for (size_t i = 0; i < PA_OUT_NNAMES; i++)
+        for (size_t i = 0; i < RP_OUT_NNAMES; i++)
             fputc(',', f);                           /* the names */
         fputs(",,", f);                              /* processes, exits */
         for (size_t i = 0; i < o->csv_ncomps; i++) { /* each component: its joules */

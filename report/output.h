@@ -1,11 +1,11 @@
 /*
  * output.h - writers of pa_report as JSON lines, CSV or a table.
  *
- * The formats are the contract of DESIGN.md section 8.  A pa_out carries
+ * The formats are the contract of DESIGN.md section 8.  A rp_out carries
  * the destination and the little state a format needs between reports
- * (CSV header written, screen clearing); one pa_out per stream.  Used by
+ * (CSV header written, screen clearing); one rp_out per stream.  Used by
  * `monitor` and by every command that prints reports (`monitor --ring`,
- * `top`...).  Not thread-safe: one writer per pa_out.
+ * `top`...).  Not thread-safe: one writer per rp_out.
  */
 #ifndef PA_REPORT_OUTPUT_H
 #define PA_REPORT_OUTPUT_H
@@ -18,17 +18,17 @@
 
 #include "powerapi.h"
 
-typedef enum pa_out_format {
-    PA_OUT_TABLE = 0,
-    PA_OUT_CSV = 1,
-    PA_OUT_JSON = 2,
-} pa_out_format;
+typedef enum rp_out_format {
+    RP_OUT_TABLE = 0,
+    RP_OUT_CSV = 1,
+    RP_OUT_JSON = 2,
+} rp_out_format;
 
-typedef struct pa_out {
+typedef struct rp_out {
     FILE *f;
-    pa_out_format format;
+    rp_out_format format;
     /* "time" = time_base_s + report time_ns / 1e9.  For live reports set
-     * it to realtime - monotonic (pa_out_live_time_base) so times are
+     * it to realtime - monotonic (rp_out_live_time_base) so times are
      * Unix epoch seconds; for explicit clocks leave it at 0. */
     double time_base_s;
     size_t top;              /* at most this many top-level targets, 0 = all */
@@ -57,32 +57,32 @@ typedef struct pa_out {
      * formulas'): columns power_w.NAME and energy_j.NAME */
     size_t csv_ncomps;
     char csv_comps[PA_MAX_COMPONENTS][16];
-} pa_out;
+} rp_out;
 
 /* The record keys of a cgroup's names (pa_cgroup_names), in the order of
  * the CSV columns: container_id, container_name, runtime, pod_name,
  * pod_namespace, pod_uid, unit. */
-#define PA_OUT_NNAMES 7
-extern const char *const pa_out_name_keys[PA_OUT_NNAMES];
+#define RP_OUT_NNAMES 7
+extern const char *const rp_out_name_keys[RP_OUT_NNAMES];
 
 /* A cgroup record's name for people: its container's name (or short ID),
  * else its pod ("pod NS/NAME"), else its unit, else the end of its path. */
-void pa_out_cgroup_label(const pa_target_info *t, char *out, size_t len);
+void rp_out_cgroup_label(const pa_target_info *t, char *out, size_t len);
 /* The row name of a PA_TARGET_EXITED record: "[exited: 1,204 processes]",
  * "[exited]" when its processes are not counted. */
-void pa_out_exited_label(const pa_target_info *t, char *out, size_t len);
+void rp_out_exited_label(const pa_target_info *t, char *out, size_t len);
 
 /* Parses "table", "csv" or "json".  Returns 0 or -EINVAL. */
-int pa_out_parse_format(const char *s, pa_out_format *out);
+int rp_out_parse_format(const char *s, rp_out_format *out);
 
 /* Initialises o for stream f (not owned). */
-void pa_out_init(pa_out *o, FILE *f, pa_out_format format);
+void rp_out_init(rp_out *o, FILE *f, rp_out_format format);
 
 /* Frees what the writer allocated (not the stream). */
-void pa_out_fini(pa_out *o);
+void rp_out_fini(rp_out *o);
 
 /* Realtime minus monotonic clock, in seconds. */
-double pa_out_live_time_base(void);
+double rp_out_live_time_base(void);
 
 /* Every writer below either writes whole records or fails with
  * -errno (-ENOSPC, -EPIPE, ...); on a regular file, a record that could
@@ -92,14 +92,14 @@ double pa_out_live_time_base(void);
 /* Writes one report: JSON, one "system" line then one line per target;
  * CSV, one row each (header before the first); table, a screen sorted by
  * power.  Returns 0 or -EIO when the stream failed. */
-int pa_out_report(pa_out *o, const pa_report *r);
+int rp_out_report(rp_out *o, const pa_report *r);
 
 /* The same into a malloc'd string (tests, the README's checks): NULL on
  * a failure. */
-char *pa_out_report_text(const pa_report *r, pa_out_format fmt);
+char *rp_out_report_text(const pa_report *r, rp_out_format fmt);
 
 /* The end of `monitor -- COMMAND`. */
-typedef struct pa_out_command {
+typedef struct rp_out_command {
     pid_t pid;
     int exit_status; /* what powerapi exits with (128+sig if killed) */
     int signal;      /* the signal that killed it, or 0 */
@@ -109,18 +109,18 @@ typedef struct pa_out_command {
     char *const *argv;     /* the command, for the table summary */
     const pa_report *last; /* the last window (formula, assumptions), or
                               NULL */
-} pa_out_command;
+} rp_out_command;
 
 /* Writes the "command" record (table: a perf-stat-like summary). */
-int pa_out_command_end(pa_out *o, const pa_out_command *c);
+int rp_out_command_end(rp_out *o, const rp_out_command *c);
 
 /* Writes a JSON number: fixed 6 decimals without trailing zeros, "null"
  * for NaN and infinities. */
-void pa_out_json_number(FILE *f, double v);
+void rp_out_json_number(FILE *f, double v);
 
 /* The grams of CO2e of energy_j at --carbon-intensity g_per_kwh
  * (pa_carbon_g), for every output of the commands; NaN when no intensity
  * was given or the energy is unknown. */
-double pa_out_co2e_g(double g_per_kwh, double energy_j);
+double rp_out_co2e_g(double g_per_kwh, double energy_j);
 
 #endif /* PA_REPORT_OUTPUT_H */

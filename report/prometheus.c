@@ -4,7 +4,7 @@
  * (the metrics are listed in its --help and in DESIGN.md section 10).
  */
 #include "prometheus.h"
-#include "output.h" /* pa_out_co2e_g */
+#include "output.h" /* rp_out_co2e_g */
 #include "util.h"
 
 #include <math.h>
@@ -62,7 +62,7 @@ static void put_help(FILE *f, const char *name, const char *type, const char *he
 
 /* The labels of a cgroup series: the path, the container, pod and unit it
  * is (DESIGN.md section 14; empty ones left out), the node. */
-static void put_cgroup_labels(FILE *f, const pa_target_info *t, const pa_prom_opts *o)
+static void put_cgroup_labels(FILE *f, const pa_target_info *t, const rp_prom_opts *o)
 {
     fputs("{cgroup=\"", f);
     put_label(f, t->cgroup);
@@ -100,7 +100,7 @@ static int by_power_desc(const void *a, const void *b)
 /* Targets of one type kept by --min-watts and (limit) --top, most
  * powerful first.  Returns the count; *out is malloc'd (NULL when 0 or
  * ENOMEM). */
-static size_t select_targets(const pa_report *r, pa_target_type type, const pa_prom_opts *o,
+static size_t select_targets(const pa_report *r, pa_target_type type, const rp_prom_opts *o,
                              bool limit, const pa_target_info ***out)
 {
     *out = NULL;
@@ -124,7 +124,7 @@ static size_t select_targets(const pa_report *r, pa_target_type type, const pa_p
 }
 
 /* The HELP of a *_co2e_grams_total series: the intensity assumed. */
-static void co2e_help(char *buf, size_t len, const char *what, const pa_prom_opts *o)
+static void co2e_help(char *buf, size_t len, const char *what, const rp_prom_opts *o)
 {
     snprintf(buf, len,
              "Grams of CO2e of %s at an assumed carbon intensity of %g gCO2e/kWh "
@@ -136,7 +136,7 @@ static void co2e_help(char *buf, size_t len, const char *what, const pa_prom_opt
  * others summed in one series pid="[other]" (a bounded page however many
  * processes run), and how many were folded. */
 static void put_processes(FILE *f, const pa_target_info **v, size_t n, size_t keep,
-                          const pa_prom_opts *o)
+                          const rp_prom_opts *o)
 {
     pa_target_info other;
     memset(&other, 0, sizeof(other));
@@ -162,7 +162,7 @@ static void put_processes(FILE *f, const pa_target_info **v, size_t n, size_t ke
                 fprintf(f, "%s{pid=\"[other]\",comm=\"", name[m]);
             put_label(f, t->comm);
             fputs("\"}", f);
-            put_value(f, m == 2   ? pa_out_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
+            put_value(f, m == 2   ? rp_out_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
                          : m == 1 ? t->power.total_j
                                   : t->power.total_w);
         }
@@ -179,7 +179,7 @@ static void put_processes(FILE *f, const pa_target_info **v, size_t n, size_t ke
  * counts are per window, and with --window pages overlap, so a sum made
  * here would count windows twice.  Nothing when the report has none. */
 static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info **v, size_t n,
-                              int cgroup, const pa_prom_opts *o)
+                              int cgroup, const rp_prom_opts *o)
 {
     if (!r->ncounters || !(r->interval_s > 0))
         return;
@@ -214,7 +214,7 @@ static void put_counter_rates(FILE *f, const pa_report *r, const pa_target_info 
 
 /* The cgroup series: at most --max-cgroups of them (the most powerful),
  * the rest folded into one series cgroup="[other]" whose count is said. */
-static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa_prom_opts *o)
+static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const rp_prom_opts *o)
 {
     size_t keep = o->max_cgroups && nc > o->max_cgroups ? o->max_cgroups : nc;
     pa_target_info other;
@@ -244,7 +244,7 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa
             fputs(name[m], f);
             put_cgroup_labels(f, t, o);
             fputc('}', f);
-            put_value(f, m == 2   ? pa_out_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
+            put_value(f, m == 2   ? rp_out_co2e_g(o->carbon_g_per_kwh, t->power.total_j)
                          : m == 1 ? t->power.total_j
                                   : t->power.total_w);
         }
@@ -256,13 +256,85 @@ static void put_cgroups(FILE *f, const pa_target_info **cgs, size_t nc, const pa
     put_value(f, (double)(nc - keep));
 }
 
+/* The labels of a VM series (DESIGN.md section 18): its name, uuid and
+ * hypervisor ("" for the processes in no VM and the folded ones). */
+static void put_vm_labels(FILE *f, const char *name, const pa_vm_info *v, const rp_prom_opts *o)
+{
+    fputs("{vm_name=\"", f);
+    put_label(f, name);
+    fputs("\",vm_uuid=\"", f);
+    put_label(f, v ? v->uuid : "");
+    fputs("\",hypervisor=\"", f);
+    put_label(f, v ? v->hypervisor : "");
+    fputs("\",node=\"", f);
+    put_label(f, o->node);
+    fputs("\"}", f);
+}
+
+/* The VM series: at most max_cgroups VMs (the most powerful; the same
+ * bound as the containers'), the rest folded into vm_name="[other]". */
+static void put_vms(FILE *f, const rp_prom_opts *o)
+{
+    const pa_report *r = o->vms;
+    const pa_target_info **v = malloc((r->ntargets ? r->ntargets : 1) * sizeof(*v));
+    if (!v)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ntargets; i++)
+        if (r->targets[i].type == PA_TARGET_VM) /* a ring's window holds the others too */
+            v[n++] = &r->targets[i];
+    size_t keep = o->max_cgroups && n > o->max_cgroups ? o->max_cgroups : n;
+    qsort(v, n, sizeof(*v), by_power_desc);
+    static const char *const name[4] = {
+        "powerapi_vm_power_watts", "powerapi_vm_energy_joules_total",
+        "powerapi_vm_vcpu_power_watts", "powerapi_vm_vcpu_energy_joules_total"};
+    static const char *const help[4] = {
+        "Power of a VM (its hypervisor's processes and threads summed) over the last window; "
+        "vm_name=\"[not in a VM]\": the other processes.",
+        "Energy of a VM since powerapi first saw it.",
+        "Power of a VM's vCPU threads (the guest's work) over the last window; the rest of "
+        "powerapi_vm_power_watts is the emulator's. Absent when its threads are not named.",
+        "Energy of a VM's vCPU threads over the windows where they were told apart."};
+    for (int m = 0; m < 4; m++) {
+        put_help(f, name[m], m % 2 ? "counter" : "gauge", help[m]);
+        double other = 0;
+        for (size_t i = 0; i < n; i++) {
+            const pa_target_info *t = v[i];
+            double x = m == 0   ? t->power.total_w
+                       : m == 1 ? t->power.total_j
+                       : m == 2 ? t->vcpu_w
+                                : t->vcpu_j;
+            if (m >= 2 && (!t->vm || t->vcpu_w < 0))
+                continue;
+            if (i >= keep) {
+                other += x;
+                continue;
+            }
+            fputs(name[m], f);
+            put_vm_labels(f, t->vm ? t->vm->name : t->comm, t->vm, o);
+            put_value(f, x);
+        }
+        if (keep < n) {
+            fputs(name[m], f);
+            put_vm_labels(f, "[other]", NULL, o);
+            put_value(f, other);
+        }
+    }
+    put_help(f, "powerapi_vm_series_folded", "gauge",
+             "VMs of the last page folded into the vm_name=\"[other]\" series "
+             "(beyond --max-cgroups).");
+    fputs("powerapi_vm_series_folded", f);
+    put_value(f, (double)(n - keep));
+    free(v);
+}
+
 /* The GPUs (issue 28): each device's power, idle part and energy,
  * labelled index, uuid, name, vendor, bus and source (measured,
  * integrated); the GPU watts and joules of the selected processes and
  * cgroups that have GPU energy.  Nothing when the report has no component
  * "gpu". */
 static void put_gpu(FILE *f, const pa_report *r, const pa_target_info **v[2], const size_t n[2],
-                    const pa_prom_opts *o)
+                    const rp_prom_opts *o)
 {
     size_t g = 0;
     while (r->target_component_w && g < r->ncomponents && strcmp(r->component_names[g], "gpu"))
@@ -360,7 +432,7 @@ static void put_exits(FILE *f, const pa_report *r)
     }
 }
 
-char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
+char *rp_prom_page(const pa_report *r, const rp_prom_opts *o, size_t *len)
 {
     char *buf = NULL;
     size_t size = 0;
@@ -378,6 +450,8 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
 
     put_processes(f, procs, nall, np, o);
     put_cgroups(f, cgs, nc, o);
+    if (o->vms)
+        put_vms(f, o);
     put_counter_rates(f, r, procs, np, 0, o);
     put_counter_rates(f, r, cgs, nc, 1, o);
     const pa_target_info **sel[2] = {procs, cgs};
@@ -407,7 +481,7 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
         co2e_help(help, sizeof(help), "the whole machine's energy since powerapi started", o);
         put_help(f, "powerapi_system_co2e_grams_total", "counter", help);
         fputs("powerapi_system_co2e_grams_total", f);
-        put_value(f, pa_out_co2e_g(o->carbon_g_per_kwh, r->system.total_j));
+        put_value(f, rp_out_co2e_g(o->carbon_g_per_kwh, r->system.total_j));
         put_help(f, "powerapi_carbon_intensity_grams_per_kwh", "gauge",
                  "The carbon intensity assumed for the *_co2e_grams_total series "
                  "(--carbon-intensity: given, not measured).");
@@ -448,4 +522,10 @@ char *pa_prom_page(const pa_report *r, const pa_prom_opts *o, size_t *len)
     }
     *len = size;
     return buf;
+}
+
+size_t rp_prom_select(const pa_report *r, pa_target_type type, const rp_prom_opts *o,
+                      const pa_target_info ***out)
+{
+    return select_targets(r, type, o, true, out);
 }

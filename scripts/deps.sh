@@ -22,7 +22,9 @@ PKGS=(
   iproute2               # network namespace test of the nic sensor
   libdw-dev libelf-dev   # powerapi profile: symbols, DWARF lines, inlined frames
   libiberty-dev          # powerapi profile: C++ and Rust (legacy, v0) demangling
-  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # profile: pprof output
+  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # profile: pprof output; OTLP metrics
+  libcurl4-openssl-dev   # serve/daemon --otlp, profile --push: the HTTP client
+  protobuf-compiler python3-protobuf  # the OTLP test receiver (tests/otlp_receiver.py)
   golang-go              # profile tests: go tool pprof reads profile.pb.gz
   linux-perf             # profile benchmark: perf record at the same rate
   clang-format           # test.sh: every C file formatted as .clang-format says
@@ -32,6 +34,7 @@ PKGS=(
   lintian                # the package test (tests/package/): checks the .debs
   systemd                # systemd-analyze verify/security of the units
   adduser                # the package test installs powerapi (addgroup)
+  qemu-system-x86        # the live VM test: a real qemu-system-x86_64 -accel tcg, named
 )
 
 missing=()

@@ -1,7 +1,7 @@
 /*
  * nic.c - the "nic" sensor: network interfaces and per-process TCP bytes.
  *
- * System-wide, per interface (frame->sys->nic[]):
+ * System-wide, per interface (pa_frame_nic_set):
  *   <sysfs>/class/net/<if>/statistics/{rx,tx}_{bytes,packets}  cumulative
  *   <sysfs>/class/net/<if>/speed    Mb/s; -1 or unreadable (link down,
  *                                   virtual device) gives 0 = unknown
@@ -37,7 +37,7 @@
  *     a peer that is one of this host's socket addresses, an IPv6 local
  *     route), else the interface of the route to the peer
  *     (<procfs>/net/route, <procfs>/net/ipv6_route) gives physical or
- *     virtual.  task->cur.net_kind[] and sys->sock_bytes[] carry the bytes
+ *     virtual.  pa_frame_task_net and pa_frame_sock_bytes_set carry the bytes
  *     by class so that nic-linear prices only what crossed a real NIC.
  *   - UDP is not covered: the kernel keeps no per-socket byte counters for
  *     it (sock_diag gives queue sizes only).  Neither are sockets of other
@@ -61,7 +61,9 @@
  * users' processes): those processes get no network reading and the module
  * message says so once; the tick does not fail.
  */
-#include "internal.h"
+#include "nic.h"
+#include "powerapi_module.h"
+#include "util.h" /* hashing, growable arrays, hex digits */
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -79,6 +81,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define NIC_PATH_MAX 4096
 
 /* TCP states (include/net/tcp_states.h, not exported to user space). */
 enum {
@@ -156,7 +160,7 @@ typedef struct nic_addr {
 
 typedef struct nic_priv {
     nic_mode mode;
-    char sockfile[PA_PATH_MAX];
+    char sockfile[NIC_PATH_MAX];
     int nl; /* netlink socket or -1 */
     uint32_t seq;
     bool degraded; /* per-process bytes off: told once */
@@ -301,7 +305,7 @@ static int read_u64_file(const char *path, uint64_t *out)
     const char *s = buf;
     while (*s == ' ')
         s++;
-    return pa__parse_u64(&s, out);
+    return pa_u64_parse(&s, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -327,10 +331,10 @@ static pa_nic_kind kind_by_name(const char *name)
 /* /proc/net/dev: "  eth0: rxbytes rxpackets errs drop fifo frame compressed
  * multicast txbytes txpackets ..." (two header lines).  With want set,
  * fills only that interface's counters; else appends every interface. */
-static int read_proc_net_dev(const pa_ctx *ctx, pa_nic_reading *v, unsigned *n, const char *want)
+static int read_proc_net_dev(const pa_env *env, pa_nic_reading *v, unsigned *n, const char *want)
 {
-    char path[PA_PATH_MAX];
-    int err = pa__path(path, sizeof path, ctx->env.procfs, "net/dev");
+    char path[NIC_PATH_MAX];
+    int err = pa_path_join(path, sizeof path, pa_env_procfs(env), "net/dev");
     if (err < 0)
         return err;
     FILE *f = fopen(path, "re");
@@ -354,7 +358,7 @@ static int read_proc_net_dev(const pa_ctx *ctx, pa_nic_reading *v, unsigned *n, 
         for (k = 0; k < 16; k++) {
             while (*s == ' ' || *s == '\t')
                 s++;
-            if (pa__parse_u64(&s, &val[k]) < 0)
+            if (pa_u64_parse(&s, &val[k]) < 0)
                 break;
         }
         if (k < 10)
@@ -386,7 +390,7 @@ static int read_proc_net_dev(const pa_ctx *ctx, pa_nic_reading *v, unsigned *n, 
 
 static void read_link_base(const char *path, char *out, size_t len)
 {
-    char link[PA_PATH_MAX];
+    char link[NIC_PATH_MAX];
     ssize_t n = readlink(path, link, sizeof link - 1);
     out[0] = '\0';
     if (n <= 0)
@@ -416,16 +420,16 @@ static int cmp_iface(const void *a, const void *b)
 /* Reads every interface into p->ifs.  Physical and loopback interfaces come
  * first so that a host with hundreds of veths keeps its real NICs when the
  * table is full. */
-static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
+static int read_interfaces(const pa_env *env, nic_priv *p)
 {
-    char path[PA_PATH_MAX];
-    int err = pa__path(path, sizeof path, ctx->env.sysfs, "class/net");
+    char path[NIC_PATH_MAX];
+    int err = pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net");
     if (err < 0)
         return err;
     DIR *d = opendir(path);
     p->nifs = 0;
     if (!d)
-        return read_proc_net_dev(ctx, p->ifs, &p->nifs, NULL);
+        return read_proc_net_dev(env, p->ifs, &p->nifs, NULL);
 
     /* collect more than fit, then keep the most useful */
     enum { NIC_SCAN_MAX = 4 * PA_MAX_IFACES };
@@ -445,23 +449,25 @@ static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
         char buf[64];
         uint64_t v;
         /* type: ARPHRD_* (if_arp.h); 772 is loopback */
-        if (pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/type", r->name) == 0 &&
+        if (pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net/%s/type", r->name) == 0 &&
             read_u64_file(path, &v) == 0 && v == 772)
             r->kind = PA_NIC_LOOPBACK;
         else {
             struct stat st;
-            pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/device", r->name);
+            pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net/%s/device", r->name);
             r->kind = stat(path, &st) == 0 ? PA_NIC_PHYSICAL : PA_NIC_VIRTUAL;
             if (r->kind == PA_NIC_PHYSICAL) {
-                pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/device/driver", r->name);
+                pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net/%s/device/driver",
+                             r->name);
                 read_link_base(path, r->driver, sizeof r->driver);
             }
         }
         /* speed: Mb/s; -1 (unknown), EINVAL (down, virtual) give 0 */
-        if (pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/speed", r->name) == 0 &&
+        if (pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net/%s/speed", r->name) ==
+                0 &&
             read_small(path, buf, sizeof buf) > 0) {
             const char *s = buf;
-            if (*s != '-' && pa__parse_u64(&s, &v) == 0 && v <= UINT32_MAX)
+            if (*s != '-' && pa_u64_parse(&s, &v) == 0 && v <= UINT32_MAX)
                 r->speed_mbps = (uint32_t)v;
         }
         static const char *const stat_names[] = {"rx_bytes", "tx_bytes", "rx_packets",
@@ -469,10 +475,10 @@ static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
         uint64_t *dst[] = {&r->rx_bytes, &r->tx_bytes, &r->rx_packets, &r->tx_packets};
         bool ok = true;
         for (int k = 0; k < 4 && ok; k++)
-            ok = pa__path(path, sizeof path, ctx->env.sysfs, "class/net/%s/statistics/%s", r->name,
-                          stat_names[k]) == 0 &&
+            ok = pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net/%s/statistics/%s",
+                              r->name, stat_names[k]) == 0 &&
                  read_u64_file(path, dst[k]) == 0;
-        if (!ok && read_proc_net_dev(ctx, r, NULL, r->name) < 0)
+        if (!ok && read_proc_net_dev(env, r, NULL, r->name) < 0)
             continue; /* no counters anywhere: skip the interface */
         n++;
     }
@@ -484,7 +490,7 @@ static int read_interfaces(const pa_ctx *ctx, nic_priv *p)
     p->nifs = n;
     free(all);
     if (!n) /* an empty (or unreadable) class/net: try the proc file */
-        return read_proc_net_dev(ctx, p->ifs, &p->nifs, NULL);
+        return read_proc_net_dev(env, p->ifs, &p->nifs, NULL);
     return 0;
 }
 
@@ -506,11 +512,11 @@ static int iface_kind(const nic_priv *p, const char *name)
  * Mask ..." with addresses as hex of the network-order word, and
  * <procfs>/net/ipv6_route: "dst plen src plen nexthop metric refcnt use
  * flags iface" (every table, local routes flagged RTF_LOCAL). */
-static void read_routes(const pa_ctx *ctx, nic_priv *p)
+static void read_routes(const pa_env *env, nic_priv *p)
 {
-    char path[PA_PATH_MAX], line[512];
+    char path[NIC_PATH_MAX], line[512];
     p->nr4 = p->nr6 = 0;
-    if (pa__path(path, sizeof path, ctx->env.procfs, "net/route") == 0) {
+    if (pa_path_join(path, sizeof path, pa_env_procfs(env), "net/route") == 0) {
         FILE *f = fopen(path, "re");
         if (f) {
             while (fgets(line, sizeof line, f)) {
@@ -531,7 +537,7 @@ static void read_routes(const pa_ctx *ctx, nic_priv *p)
             fclose(f);
         }
     }
-    if (pa__path(path, sizeof path, ctx->env.procfs, "net/ipv6_route") == 0) {
+    if (pa_path_join(path, sizeof path, pa_env_procfs(env), "net/ipv6_route") == 0) {
         FILE *f = fopen(path, "re");
         if (f) {
             while (fgets(line, sizeof line, f)) {
@@ -607,7 +613,7 @@ static bool is_local_addr(const nic_priv *p, int fam, const uint8_t *a)
     return false;
 }
 
-static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick, const nic_obs *o)
+static pa_nic_kind classify(const pa_env *env, nic_priv *p, uint64_t tick, const nic_obs *o)
 {
     int fam = o->family;
     const uint8_t *src = o->src, *dst = o->dst;
@@ -622,7 +628,7 @@ static pa_nic_kind classify(const pa_ctx *ctx, nic_priv *p, uint64_t tick, const
         memcmp(src, dst, alen) == 0)
         return PA_NIC_LOOPBACK;
     if (p->routes_tick != tick + 1) { /* once per tick, when needed */
-        read_routes(ctx, p);
+        read_routes(env, p);
         collect_local(p);
         p->routes_tick = tick + 1;
     }
@@ -787,19 +793,20 @@ static bool parse_endpoint(const char *s, int *fam, uint8_t *addr)
     return inet_pton(AF_INET, host, addr) == 1;
 }
 
-static int read_sockfile(const pa_ctx *ctx, nic_priv *p)
+static int read_sockfile(const pa_env *env, nic_priv *p)
 {
-    char path[PA_PATH_MAX];
+    char path[NIC_PATH_MAX];
     int err;
     if (p->sockfile[0] == '/')
-        err = pa__path(path, sizeof path, "", "%s", p->sockfile);
+        err = pa_path_join(path, sizeof path, "", "%s", p->sockfile);
     else
-        err = pa__path(path, sizeof path, ctx->env.procfs, "%s", p->sockfile);
+        err = pa_path_join(path, sizeof path, pa_env_procfs(env), "%s", p->sockfile);
     if (err < 0)
         return err;
     FILE *f = fopen(path, "re");
     if (!f)
-        return pa__err(-errno, "nic: cannot read the socket file %s: %s", path, strerror(errno));
+        return pa_error_set(-errno, "nic: cannot read the socket file %s: %s", path,
+                            strerror(errno));
     char line[512];
     unsigned lineno = 0;
     err = 0;
@@ -818,10 +825,10 @@ static int read_sockfile(const pa_ctx *ctx, nic_priv *p)
         nic_obs o = {0};
         if (k != 7 || strcmp(proto, "tcp") != 0 || inode > UINT32_MAX ||
             !parse_endpoint(src, &f1, o.src) || !parse_endpoint(dst, &f2, o.dst) || f1 != f2) {
-            err = pa__err(-EINVAL,
-                          "nic: %s line %u: expected \"tcp <cookie> <inode> "
-                          "<local> <peer> <rx> <tx>\"",
-                          path, lineno);
+            err = pa_error_set(-EINVAL,
+                               "nic: %s line %u: expected \"tcp <cookie> <inode> "
+                               "<local> <peer> <rx> <tx>\"",
+                               path, lineno);
             break;
         }
         nic_obs *n = obs_add(p);
@@ -848,11 +855,11 @@ static bool diag_refused(int err)
            err == -EPERM || err == -EINVAL;
 }
 
-static int take_sockets(const pa_ctx *ctx, nic_priv *p)
+static int take_sockets(const pa_env *env, nic_priv *p)
 {
     p->nobs = 0;
     if (p->sockfile[0])
-        return read_sockfile(ctx, p);
+        return read_sockfile(env, p);
     if (p->nl < 0) {
         p->nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
         if (p->nl < 0)
@@ -900,10 +907,10 @@ static const nic_fdent *fdent_find(const nic_proc *pr, int fd)
  * closed and reused for another socket while the old one lives on in
  * another process, through fork or SCM_RIGHTS, is missed until that old
  * socket closes.)  Returns the number of sockets claimed or -errno. */
-static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr, uint64_t tick, size_t *pending)
+static int scan_fds(const pa_env *env, nic_priv *p, nic_proc *pr, uint64_t tick, size_t *pending)
 {
-    char path[PA_PATH_MAX];
-    int err = pa__path(path, sizeof path, ctx->env.procfs, "%d/fd", (int)pr->pid);
+    char path[NIC_PATH_MAX];
+    int err = pa_path_join(path, sizeof path, pa_env_procfs(env), "%d/fd", (int)pr->pid);
     if (err < 0)
         return err;
     int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -928,7 +935,7 @@ static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr, uint64_t tick,
             continue;
         const char *s = e->d_name;
         uint64_t fdno;
-        if (pa__parse_u64(&s, &fdno) < 0 || *s || fdno > INT_MAX)
+        if (pa_u64_parse(&s, &fdno) < 0 || *s || fdno > INT_MAX)
             continue;
         uint32_t ino = 0;
         const nic_fdent *old = fdent_find(pr, (int)fdno);
@@ -942,7 +949,7 @@ static int scan_fds(const pa_ctx *ctx, nic_priv *p, nic_proc *pr, uint64_t tick,
             link[n] = '\0';
             s = link + 8;
             uint64_t v;
-            if (pa__parse_u64(&s, &v) < 0 || *s != ']' || v > UINT32_MAX)
+            if (pa_u64_parse(&s, &v) < 0 || *s != ']' || v > UINT32_MAX)
                 continue;
             ino = (uint32_t)v;
             i = inode_find(p, ino);
@@ -989,7 +996,7 @@ static void note_fd_refused(pa_module *m, nic_priv *p, const nic_proc *pr, int e
                      "nic: cannot read %s/%d/fd (%s): processes whose fd "
                      "folder is unreadable get interface totals only; run as "
                      "root (or the processes' owner) for per-process bytes",
-                     m->ctx->env.procfs, (int)pr->pid, strerror(-err));
+                     pa_env_procfs(pa_module_env(m)), (int)pr->pid, strerror(-err));
 }
 
 /* Finds owners for the sockets of this tick.  New processes are read
@@ -997,7 +1004,7 @@ static void note_fd_refused(pa_module *m, nic_priv *p, const nic_proc *pr, int e
  * those that opened sockets most recently first. */
 static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
 {
-    const pa_ctx *ctx = m->ctx;
+    const pa_env *env = pa_module_env(m);
     size_t pending = 0;
     for (size_t i = 0; i < p->nsocks; i++) {
         nic_sock *s = &p->socks[i];
@@ -1033,7 +1040,7 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
         nic_proc *pr = &p->procs[i];
         if (pr->scanned || pr->unreadable)
             continue;
-        int n = scan_fds(ctx, p, pr, tick, &pending);
+        int n = scan_fds(env, p, pr, tick, &pending);
         if (n == -EACCES || n == -EPERM) {
             pr->unreadable = true;
             note_fd_refused(m, p, pr, n);
@@ -1050,7 +1057,7 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
         qsort(order, n, sizeof *order, cmp_recent);
         for (size_t i = 0; i < n && pending; i++)
             if (order[i]->scan_tick != tick) /* not just read */
-                scan_fds(ctx, p, order[i], tick, &pending);
+                scan_fds(env, p, order[i], tick, &pending);
         free(order);
     }
     /* no watched process holds them: do not search again */
@@ -1066,29 +1073,27 @@ static int resolve_owners(pa_module *m, nic_priv *p, uint64_t tick)
 
 /* Rebuilds the process table from the context's processes seen this tick,
  * keeping the running totals of those already known (same start time). */
-static int update_procs(pa_ctx *ctx, nic_priv *p, uint64_t tick)
+static int update_procs(const pa_frame *f, nic_priv *p)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < ctx->procs.n; i++) {
-        const pa_task *t = ctx->procs.v[i];
-        n += t->type == PA_TARGET_PROCESS && t->seen_tick == tick;
-    }
+    size_t n = 0, nall = pa_frame_task_count(f);
+    pa_frame_task_info ti;
+    for (size_t i = 0; i < nall; i++)
+        n += pa_frame_task(f, i, &ti) == 0 && ti.type == PA_TARGET_PROCESS;
     if (PA__GROW(p->procs_new, p->procs_new_cap, n ? n : 1, 64) < 0)
         return -ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; i < ctx->procs.n; i++) {
-        const pa_task *t = ctx->procs.v[i];
-        if (t->type != PA_TARGET_PROCESS || t->seen_tick != tick)
+    for (size_t i = 0; i < nall; i++) {
+        if (pa_frame_task(f, i, &ti) < 0 || ti.type != PA_TARGET_PROCESS)
             continue;
-        int32_t j = proc_find(p->procs, p->pidx, p->pidx_cap, t->pid);
+        int32_t j = proc_find(p->procs, p->pidx, p->pidx_cap, ti.pid);
         nic_proc *pr = &p->procs_new[k++];
-        if (j >= 0 && p->procs[j].start_ticks == t->start_ticks) {
+        if (j >= 0 && p->procs[j].start_ticks == ti.start_ticks) {
             *pr = p->procs[j];
             p->procs[j].fds = NULL; /* moved */
         } else {
             memset(pr, 0, sizeof *pr);
-            pr->pid = t->pid;
-            pr->start_ticks = t->start_ticks;
+            pr->pid = ti.pid;
+            pr->start_ticks = ti.start_ticks;
         }
     }
     for (size_t i = 0; i < p->nprocs; i++) {
@@ -1116,7 +1121,7 @@ static int update_procs(pa_ctx *ctx, nic_priv *p, uint64_t tick)
 }
 
 /* Rebuilds the socket table from this tick's dump. */
-static int update_socks(pa_ctx *ctx, nic_priv *p, uint64_t tick)
+static int update_socks(const pa_env *env, nic_priv *p, uint64_t tick)
 {
     if (PA__GROW(p->socks_new, p->socks_new_cap, p->nobs ? p->nobs : 1, 64) < 0)
         return -ENOMEM;
@@ -1138,7 +1143,7 @@ static int update_socks(pa_ctx *ctx, nic_priv *p, uint64_t tick)
             s->cookie = o->cookie;
             s->inode = o->inode;
             s->owner = o->inode ? NIC_OWNER_UNKNOWN : NIC_OWNER_FOREIGN;
-            s->kind = (uint8_t)classify(ctx, p, tick, o);
+            s->kind = (uint8_t)classify(env, p, tick, o);
             /* first table: a baseline; later: opened in the window */
             s->rx = p->primed ? 0 : o->rx;
             s->tx = p->primed ? 0 : o->tx;
@@ -1209,50 +1214,43 @@ static void degrade(pa_module *m, nic_priv *p, int err)
 static int nic_sample(pa_module *m, pa_frame *frame)
 {
     nic_priv *p = pa_module_priv(m);
-    pa_ctx *ctx = m->ctx;
-    pa_sysread *sys = frame->sys;
+    const pa_env *env = pa_module_env(m);
 
-    int err = read_interfaces(ctx, p);
+    int err = read_interfaces(env, p);
     if (err < 0)
-        return pa__err(err, "nic: cannot read %s/class/net nor %s/net/dev: %s", ctx->env.sysfs,
-                       ctx->env.procfs, strerror(-err));
-    sys->nnic = p->nifs;
-    memcpy(sys->nic, p->ifs, p->nifs * sizeof *p->ifs);
-    sys->have |= PA_HAVE_NIC;
+        return pa_error_set(err, "nic: cannot read %s/class/net nor %s/net/dev: %s",
+                            pa_env_sysfs(env), pa_env_procfs(env), strerror(-err));
+    pa_frame_nic_set(frame, p->ifs, p->nifs);
 
     if (p->mode == NIC_SD_OFF && !p->sockfile[0])
         return 0;
-    err = take_sockets(ctx, p);
+    err = take_sockets(env, p);
     if (err == -EAGAIN)
         return 0; /* no process readings this tick; totals stay */
     if (err < 0) {
         if (p->sockfile[0])
             return err;
         if (p->mode == NIC_SD_ON)
-            return pa__err(err, "nic: sock_diag dump failed: %s", strerror(-err));
+            return pa_error_set(err, "nic: sock_diag dump failed: %s", strerror(-err));
         degrade(m, p, err);
         return 0;
     }
-    if ((err = update_procs(ctx, p, frame->tick)) < 0 ||
-        (err = update_socks(ctx, p, frame->tick)) < 0 ||
-        (err = resolve_owners(m, p, frame->tick)) < 0)
-        return pa__err(err, "nic: out of memory for %zu sockets", p->nobs);
+    uint64_t tick = pa_frame_tick(frame);
+    if ((err = update_procs(frame, p)) < 0 || (err = update_socks(env, p, tick)) < 0 ||
+        (err = resolve_owners(m, p, tick)) < 0)
+        return pa_error_set(err, "nic: out of memory for %zu sockets", p->nobs);
     account(p);
 
-    memcpy(sys->sock_bytes, p->sock_bytes, sizeof sys->sock_bytes);
-    sys->have |= PA_HAVE_SOCK;
-    for (size_t i = 0; i < ctx->procs.n; i++) {
-        pa_task *t = ctx->procs.v[i];
-        if (t->type != PA_TARGET_PROCESS || t->seen_tick != frame->tick)
+    pa_frame_sock_bytes_set(frame, p->sock_bytes);
+    pa_frame_task_info ti;
+    for (size_t i = 0; i < pa_frame_task_count(frame); i++) {
+        if (pa_frame_task(frame, i, &ti) < 0 || ti.type != PA_TARGET_PROCESS)
             continue;
-        int32_t q = proc_find(p->procs, p->pidx, p->pidx_cap, t->pid);
+        int32_t q = proc_find(p->procs, p->pidx, p->pidx_cap, ti.pid);
         if (q < 0 || p->procs[q].unreadable)
             continue;
         const nic_proc *pr = &p->procs[q];
-        t->cur.net_rx = pr->rx;
-        t->cur.net_tx = pr->tx;
-        memcpy(t->cur.net_kind, pr->kind_bytes, sizeof t->cur.net_kind);
-        t->cur.have |= PA_RD_NET;
+        pa_frame_task_net(frame, i, pr->rx, pr->tx, pr->kind_bytes);
     }
     return 0;
 }
@@ -1263,16 +1261,18 @@ static int nic_sample(pa_module *m, pa_frame *frame)
 
 static int nic_probe(const pa_env *env, char *why, size_t why_len)
 {
-    char path[PA_PATH_MAX];
+    char path[NIC_PATH_MAX];
     struct stat st;
-    if (pa__path(path, sizeof path, env->sysfs, "class/net") == 0 && stat(path, &st) == 0)
+    if (pa_path_join(path, sizeof path, pa_env_sysfs(env), "class/net") == 0 &&
+        stat(path, &st) == 0)
         return 0;
-    if (pa__path(path, sizeof path, env->procfs, "net/dev") == 0 && access(path, R_OK) == 0)
+    if (pa_path_join(path, sizeof path, pa_env_procfs(env), "net/dev") == 0 &&
+        access(path, R_OK) == 0)
         return 0;
     snprintf(why, why_len,
              "nic: neither %s/class/net nor %s/net/dev is readable (no "
              "network interfaces visible)",
-             env->sysfs, env->procfs);
+             pa_env_sysfs(env), pa_env_procfs(env));
     return -ENODEV;
 }
 
@@ -1285,10 +1285,10 @@ static int nic_apply(pa_module *m, nic_priv *p, const pa_options *opts)
     else if (v && strcmp(v, "off") == 0)
         mode = NIC_SD_OFF;
     else if (v && strcmp(v, "auto") != 0)
-        return pa__err(-EINVAL, "nic: sockdiag=%s: expected auto, on or off", v);
+        return pa_error_set(-EINVAL, "nic: sockdiag=%s: expected auto, on or off", v);
     const char *f = pa_options_get(opts, "sockfile");
     if (f && strlen(f) >= sizeof p->sockfile)
-        return pa__err(-ENAMETOOLONG, "nic: sockfile path too long");
+        return pa_error_set(-ENAMETOOLONG, "nic: sockfile path too long");
 
     if (p->nl >= 0) {
         close(p->nl);
@@ -1303,10 +1303,10 @@ static int nic_apply(pa_module *m, nic_priv *p, const pa_options *opts)
     if (p->nl < 0) {
         int err = -errno;
         if (mode == NIC_SD_ON)
-            return pa__err(err,
-                           "nic: cannot open a NETLINK_SOCK_DIAG socket: %s; "
-                           "use sockdiag=auto or off",
-                           strerror(errno));
+            return pa_error_set(err,
+                                "nic: cannot open a NETLINK_SOCK_DIAG socket: %s; "
+                                "use sockdiag=auto or off",
+                                strerror(errno));
         degrade(m, p, err);
     }
     return 0;
@@ -1359,7 +1359,7 @@ static int nic_start(pa_module *m, const pa_options *opts)
 static int nic_configure(pa_module *m, const pa_options *opts)
 {
     nic_priv *p = pa_module_priv(m);
-    char old_file[PA_PATH_MAX];
+    char old_file[NIC_PATH_MAX];
     snprintf(old_file, sizeof old_file, "%s", p->sockfile);
     int err = nic_apply(m, p, opts);
     /* another socket source: the old per-socket values mean nothing */

@@ -33,7 +33,7 @@
  * whole: perf_event_open(pid = an fd of the cgroup's directory under the
  * cgroup2 mount found in <procfs>/self/mountinfo, PERF_FLAG_PID_CGROUP),
  * one counter set per online CPU, summed, so that processes that came and
- * went between ticks are in the cgroup's counts (pa__cgroup_ctr; the
+ * went between ticks are in the cgroup's counts (pa_frame_cgroup_counters; the
  * engine falls back to the sum of the cgroup's processes where a cgroup
  * could not be opened).  CPU-wide events need root or CAP_PERFMON; the
  * descriptors (CPUs x events per cgroup) come out of the same budget, and
@@ -56,14 +56,17 @@
  * Naming and encoding the events, and listing those of this machine
  * (powerapi events), are perf_events.c's.
  */
-#include "internal.h"
 #include "perf_events.h"
+#include "powerapi_module.h"
+#include "util.h" /* growable arrays */
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -71,6 +74,8 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#define PERF_PATH_MAX 4096
 
 #define FD_RESERVE 64     /* descriptors left for the rest of the program */
 #define CG_LEAF_RECHECK 8 /* ticks between looks for child cgroups */
@@ -102,7 +107,7 @@ typedef struct perf_target {
 } perf_target;
 
 /* Counters of one interned cgroup (PERF_FLAG_PID_CGROUP): one set per
- * online CPU, summed.  Indexed like ctx->cgroups. */
+ * online CPU, summed.  Indexed like pa_frame_cgroup_path. */
 typedef struct perf_cg {
     int err; /* could not be opened (-errno): not retried while the
                 cgroup keeps live processes */
@@ -136,9 +141,9 @@ typedef struct perf_state {
     /* per cgroup */
     perf_cg *cg;
     size_t ncg;
-    int cg_root_err;           /* 0 not looked for, 1 found, -errno */
-    bool cg_denied;            /* EACCES once: not tried again */
-    char cg_root[PA_PATH_MAX]; /* the cgroup2 mount (under sysfs) */
+    int cg_root_err;             /* 0 not looked for, 1 found, -errno */
+    bool cg_denied;              /* EACCES once: not tried again */
+    char cg_root[PERF_PATH_MAX]; /* the cgroup2 mount (under sysfs) */
     int cg_ncpus;
     int cg_cpus[PA_MAX_CPUS];
     unsigned reported; /* refusal kinds already reported */
@@ -161,7 +166,8 @@ static bool pmu_lacks(int err)
 static int paranoid_level(const pa_env *env)
 {
     char buf[16];
-    if (!env || pa__read_file(env->procfs, "sys/kernel/perf_event_paranoid", buf, sizeof(buf)) <= 0)
+    if (!env ||
+        pa_file_read(pa_env_procfs(env), "sys/kernel/perf_event_paranoid", buf, sizeof(buf)) <= 0)
         return 99;
     return atoi(buf);
 }
@@ -182,28 +188,28 @@ static int events_names(const perf_state *st, const char *spec, char *copy, cons
         return 0;
     }
     if (strlen(spec) >= 1024)
-        return pa__err(-EINVAL, "perf: events list too long");
+        return pa_error_set(-EINVAL, "perf: events list too long");
     snprintf(copy, 1024, "%s", spec);
     char *save = NULL;
     for (char *t = strtok_r(copy, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
         if (n == PA_MAX_COUNTERS)
-            return pa__err(-EINVAL,
-                           "perf: at most %d events per "
-                           "context",
-                           PA_MAX_COUNTERS);
+            return pa_error_set(-EINVAL,
+                                "perf: at most %d events per "
+                                "context",
+                                PA_MAX_COUNTERS);
         for (size_t j = 0; j < n; j++)
             if (!strcmp(names[j], t))
-                return pa__err(-EINVAL, "perf: event '%s' given twice", t);
+                return pa_error_set(-EINVAL, "perf: event '%s' given twice", t);
         if (strlen(t) >= sizeof(st->ev[0].name))
-            return pa__err(-EINVAL,
-                           "perf: event name '%.40s...' too "
-                           "long",
-                           t);
+            return pa_error_set(-EINVAL,
+                                "perf: event name '%.40s...' too "
+                                "long",
+                                t);
         names[n++] = t;
     }
     if (n == 0)
-        return pa__err(-EINVAL, "perf: events= is empty (give "
-                                "A+B+C; 'powerapi events' lists them)");
+        return pa_error_set(-EINVAL, "perf: events= is empty (give "
+                                     "A+B+C; 'powerapi events' lists them)");
     *nout = n;
     return 0;
 }
@@ -223,18 +229,18 @@ static int events_privilege(perf_state *st, const pa_env *env)
         rc = pa__perf_event_try(&a);
     }
     if (rc == -EACCES || rc == -EPERM)
-        return pa__err(-EACCES,
-                       "perf: perf_event_open refused even for "
-                       "perf::TASK-CLOCK of this process (EACCES, "
-                       "kernel.perf_event_paranoid=%d); run as root, "
-                       "grant CAP_PERFMON, or set "
-                       "kernel.perf_event_paranoid=2",
-                       paranoid_level(env));
+        return pa_error_set(-EACCES,
+                            "perf: perf_event_open refused even for "
+                            "perf::TASK-CLOCK of this process (EACCES, "
+                            "kernel.perf_event_paranoid=%d); run as root, "
+                            "grant CAP_PERFMON, or set "
+                            "kernel.perf_event_paranoid=2",
+                            paranoid_level(env));
     if (rc < 0)
-        return pa__err(rc,
-                       "perf: perf_event_open failed: %s (kernel "
-                       "without perf events?)",
-                       strerror(-rc));
+        return pa_error_set(rc,
+                            "perf: perf_event_open failed: %s (kernel "
+                            "without perf events?)",
+                            strerror(-rc));
     return 0;
 }
 
@@ -251,7 +257,7 @@ static int events_open(perf_state *st, const char **names, size_t n, char *note,
         perf_event *e = &st->ev[st->nev];
         int rc = pa__perf_event_encode(names[i], st->user_only, &e->attr, why, sizeof(why));
         if (rc < 0)
-            return pa__err(rc, "%s", why);
+            return pa_error_set(rc, "%s", why);
         rc = pa__perf_event_try(&e->attr);
         if (rc < 0 && pmu_lacks(rc)) {
             lack_err = -rc;
@@ -261,7 +267,7 @@ static int events_open(perf_state *st, const char **names, size_t n, char *note,
             continue;
         }
         if (rc < 0)
-            return pa__err(rc, "perf: cannot open event '%s': %s", names[i], strerror(-rc));
+            return pa_error_set(rc, "perf: cannot open event '%s': %s", names[i], strerror(-rc));
         snprintf(e->name, sizeof(e->name), "%s", names[i]);
         st->nev++;
     }
@@ -350,8 +356,8 @@ static int target_cmp(const void *a, const void *b)
 /* Lists the thread ids of pid (procfs <pid>/task). */
 static int list_threads(const pa_env *env, pid_t pid, pid_t **out, size_t *n)
 {
-    char path[PA_PATH_MAX];
-    int rc = pa__path(path, sizeof(path), env->procfs, "%d/task", (int)pid);
+    char path[PERF_PATH_MAX];
+    int rc = pa_path_join(path, sizeof(path), pa_env_procfs(env), "%d/task", (int)pid);
     if (rc < 0)
         return rc;
     DIR *d = opendir(path);
@@ -427,7 +433,7 @@ static int budget_check(perf_state *st, size_t need)
 
 /* Opens a target's counters; on failure the target is kept with err set
  * so it is not retried every tick. */
-static perf_target *target_open(perf_state *st, const pa_env *env, const pa_task *t)
+static perf_target *target_open(perf_state *st, const pa_env *env, const pa_frame_task_info *t)
 {
     perf_target *g = calloc(1, sizeof(*g));
     if (!g)
@@ -559,8 +565,8 @@ static int online_cpus(const pa_env *env, int *cpus, int cap)
 {
     char buf[512];
     int n = 0;
-    if (pa__read_file(env->sysfs, "devices/system/cpu/online", buf, sizeof(buf)) > 0)
-        n = pa__parse_cpulist(buf, cpus, cap);
+    if (pa_file_read(pa_env_sysfs(env), "devices/system/cpu/online", buf, sizeof(buf)) > 0)
+        n = pa_cpulist_parse(buf, cpus, cap);
     if (n == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         for (long i = 0; i < c && n < cap; i++)
@@ -573,15 +579,15 @@ static int online_cpus(const pa_env *env, int *cpus, int cap)
 static int system_open(perf_state *st, const pa_env *env)
 {
     if (st->cyc < 0)
-        return pa__err(-ENOENT, "perf: system-wide cycles need a cycles "
-                                "event in events=");
+        return pa_error_set(-ENOENT, "perf: system-wide cycles need a cycles "
+                                     "event in events=");
     int cpus[1024];
     int n = online_cpus(env, cpus, 1024);
     st->sysfd = malloc((size_t)n * sizeof(int));
     st->syslast = calloc((size_t)n, sizeof(*st->syslast));
     if (!st->sysfd || !st->syslast) {
         system_close(st);
-        return pa__err(-ENOMEM, "perf: out of memory");
+        return pa_error_set(-ENOMEM, "perf: out of memory");
     }
     for (int i = 0; i < n; i++) {
         struct perf_event_attr a = st->ev[st->cyc].attr;
@@ -592,12 +598,12 @@ static int system_open(perf_state *st, const pa_env *env)
             int e = errno;
             system_close(st);
             if (e == EACCES || e == EPERM)
-                return pa__err(-EACCES,
-                               "perf: counting cycles on every CPU "
-                               "needs root or CAP_PERFMON "
-                               "(kernel.perf_event_paranoid=%d)",
-                               paranoid_level(env));
-            return pa__err(-e, "perf: system-wide cycles on CPU %d: %s", cpus[i], strerror(e));
+                return pa_error_set(-EACCES,
+                                    "perf: counting cycles on every CPU "
+                                    "needs root or CAP_PERFMON "
+                                    "(kernel.perf_event_paranoid=%d)",
+                                    paranoid_level(env));
+            return pa_error_set(-e, "perf: system-wide cycles on CPU %d: %s", cpus[i], strerror(e));
         }
         st->sysfd[st->nsys++] = (int)fd;
     }
@@ -641,7 +647,7 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
     char *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
-    ssize_t n = pa__read_file(env->procfs, "self/mountinfo", buf, cap);
+    ssize_t n = pa_file_read(pa_env_procfs(env), "self/mountinfo", buf, cap);
     int rc = -ENOENT;
     for (char *l = n > 0 ? buf : NULL; l && *l && rc == -ENOENT;) {
         char *eol = strchr(l, '\n');
@@ -649,11 +655,11 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
             *eol = '\0';
         /* id parent maj:min root mountpoint opts [tags] - fstype ... */
         char *sep = strstr(l, " - ");
-        char mp[PA_PATH_MAX];
+        char mp[PERF_PATH_MAX];
         if (sep && !strncmp(sep + 3, "cgroup2 ", 8) &&
             sscanf(l, "%*s %*s %*s %*s %4095s", mp) == 1) {
             if (!strcmp(mp, "/sys") || !strncmp(mp, "/sys/", 5))
-                rc = pa__path(out, len, env->sysfs, "%s", mp + 4);
+                rc = pa_path_join(out, len, pa_env_sysfs(env), "%s", mp + 4);
             else
                 rc = snprintf(out, len, "%s", mp) < (int)len ? 0 : -ENAMETOOLONG;
         }
@@ -664,10 +670,11 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
         return rc;
     static const char *const tries[] = {"fs/cgroup", "fs/cgroup/unified"};
     for (size_t i = 0; i < 2; i++) {
-        char probe[PA_PATH_MAX];
-        if (pa__path(probe, sizeof(probe), env->sysfs, "%s/cgroup.controllers", tries[i]) == 0 &&
+        char probe[PERF_PATH_MAX];
+        if (pa_path_join(probe, sizeof(probe), pa_env_sysfs(env), "%s/cgroup.controllers",
+                         tries[i]) == 0 &&
             access(probe, F_OK) == 0)
-            return pa__path(out, len, env->sysfs, "%s", tries[i]);
+            return pa_path_join(out, len, pa_env_sysfs(env), "%s", tries[i]);
     }
     return -ENOENT;
 }
@@ -675,8 +682,8 @@ static int cg_find_root(const pa_env *env, char *out, size_t len)
 /* 1 if the cgroup at path has no child cgroup, 0 if it has, -errno. */
 static int cg_is_leaf(const perf_state *st, const char *path)
 {
-    char full[PA_PATH_MAX];
-    int rc = pa__path(full, sizeof(full), st->cg_root, "%s", path[0] == '/' ? path + 1 : path);
+    char full[PERF_PATH_MAX];
+    int rc = pa_path_join(full, sizeof(full), st->cg_root, "%s", path[0] == '/' ? path + 1 : path);
     if (rc < 0)
         return rc;
     DIR *d = opendir(full);
@@ -697,8 +704,8 @@ static int cg_open(perf_state *st, const char *path, perf_cg *c)
     size_t need = (size_t)st->cg_ncpus * st->nev;
     if (budget_check(st, need) < 0)
         return -EMFILE;
-    char full[PA_PATH_MAX];
-    int rc = pa__path(full, sizeof(full), st->cg_root, "%s", path[0] == '/' ? path + 1 : path);
+    char full[PERF_PATH_MAX];
+    int rc = pa_path_join(full, sizeof(full), st->cg_root, "%s", path[0] == '/' ? path + 1 : path);
     if (rc < 0)
         return rc;
     int cgfd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -730,37 +737,39 @@ static int cg_open(perf_state *st, const char *path, perf_cg *c)
 }
 
 /* Counts each interned cgroup that has a live process this tick and
- * gives the engine its cumulative counts (pa__cgroup_ctr); closes the
+ * gives the engine its cumulative counts (pa_frame_cgroup_counters); closes the
  * counters of cgroups left without processes.  Returns 0, or the error
  * of the first refusal (-EACCES...) to report once. */
-static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f, int *report_err)
+static int cg_sample(perf_state *st, const pa_env *env, pa_frame *f, int *report_err)
 {
     if (st->cg_root_err == 0) {
-        int rc = cg_find_root(&ctx->env, st->cg_root, sizeof(st->cg_root));
+        int rc = cg_find_root(env, st->cg_root, sizeof(st->cg_root));
         st->cg_root_err = rc == 0 ? 1 : rc;
         if (rc == 0)
-            st->cg_ncpus = online_cpus(&ctx->env, st->cg_cpus, PA_MAX_CPUS);
+            st->cg_ncpus = online_cpus(env, st->cg_cpus, PA_MAX_CPUS);
         else
             *report_err = rc;
     }
     if (st->cg_root_err < 0 || st->cg_denied)
         return 0;
-    if (ctx->ncgroups > st->ncg) {
-        perf_cg *v = realloc(st->cg, ctx->ncgroups * sizeof(*v));
+    uint64_t tick = pa_frame_tick(f);
+    size_t ncgroups = pa_frame_cgroup_count(f);
+    if (ncgroups > st->ncg) {
+        perf_cg *v = realloc(st->cg, ncgroups * sizeof(*v));
         if (!v)
             return -ENOMEM;
-        memset(v + st->ncg, 0, (ctx->ncgroups - st->ncg) * sizeof(*v));
+        memset(v + st->ncg, 0, (ncgroups - st->ncg) * sizeof(*v));
         st->cg = v;
-        st->ncg = ctx->ncgroups;
+        st->ncg = ncgroups;
     }
-    for (size_t i = 0; i < ctx->procs.n; i++) {
-        const pa_task *t = ctx->procs.v[i];
-        if (t->seen_tick == f->tick && !t->gone && t->cgroup >= 0 && (size_t)t->cgroup < st->ncg)
-            st->cg[t->cgroup].mark = f->tick;
-    }
+    pa_frame_task_info ti;
+    for (size_t i = 0; i < pa_frame_task_count(f); i++)
+        if (pa_frame_task(f, i, &ti) == 0 && ti.type == PA_TARGET_PROCESS && ti.cgroup >= 0 &&
+            (size_t)ti.cgroup < st->ncg)
+            st->cg[ti.cgroup].mark = tick;
     for (size_t g = 0; g < st->ncg; g++) {
         perf_cg *c = &st->cg[g];
-        if (c->mark != f->tick) {
+        if (c->mark != tick) {
             if (c->open)
                 cg_close(st, c);
             c->err = 0; /* retried when processes come back */
@@ -770,8 +779,8 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f, int *report
             continue;
         /* a cgroup with child cgroups: perf would count its descendants,
          * and its record is its own processes (the sum of theirs) */
-        if (!c->open || f->tick % CG_LEAF_RECHECK == 0) {
-            int leaf = cg_is_leaf(st, ctx->cgroups[g]);
+        if (!c->open || tick % CG_LEAF_RECHECK == 0) {
+            int leaf = cg_is_leaf(st, pa_frame_cgroup_path(f, g));
             if (leaf <= 0) {
                 if (c->open)
                     cg_close(st, c);
@@ -785,7 +794,7 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f, int *report
         }
         bool fresh = false;
         if (!c->open) {
-            int rc = cg_open(st, ctx->cgroups[g], c);
+            int rc = cg_open(st, pa_frame_cgroup_path(f, g), c);
             if (rc == -EACCES || rc == -EPERM)
                 st->cg_denied = true; /* no cgroup will open */
             if (rc < 0) {
@@ -802,17 +811,13 @@ static int cg_sample(perf_state *st, pa_ctx *ctx, const pa_frame *f, int *report
         int rc = 0;
         for (size_t i = 0; i + st->nev <= c->nfd && rc == 0; i += st->nev)
             rc = read_set(st, c->fd + i, c->last + i, c->acc, &mux);
-        pa_cgroup_ctr *cc = rc == 0 ? pa__cgroup_ctr(ctx, g) : NULL;
-        if (!cc) {
+        if (rc == 0)
+            rc = pa_frame_cgroup_counters(f, g, c->acc, st->nev, mux, fresh);
+        if (rc < 0) {
             cg_close(st, c);
-            c->err = rc < 0 ? rc : -ENOMEM;
+            c->err = rc;
             continue;
         }
-        memcpy(cc->cur, c->acc, sizeof(cc->cur));
-        cc->multiplex = mux;
-        cc->cur_tick = f->tick;
-        if (fresh)
-            cc->prev_tick = 0; /* a new baseline */
     }
     return 0;
 }
@@ -832,7 +837,7 @@ static int parse_bool(const char *key, const char *v, int auto_val, int *out)
     else if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"))
         *out = 0;
     else
-        return pa__err(-EINVAL, "perf: %s must be on or off, not '%s'", key, v);
+        return pa_error_set(-EINVAL, "perf: %s must be on or off, not '%s'", key, v);
     return 0;
 }
 
@@ -863,18 +868,18 @@ static void say(char *buf, size_t len, const char *fmt, ...)
 static int live_procfs(const pa_env *env, char *why, size_t wl)
 {
     struct statfs sb;
-    if (statfs(env->procfs, &sb) == 0 && sb.f_type == 0x9fa0)
+    if (statfs(pa_env_procfs(env), &sb) == 0 && sb.f_type == 0x9fa0)
         return 0;
     say(why, wl,
         "perf: counts live processes, and the procfs root '%s' is not a "
         "procfs",
-        env->procfs);
+        pa_env_procfs(env));
     return -ENODEV;
 }
 
 static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
 {
-    const pa_env *env = &m->ctx->env;
+    const pa_env *env = pa_module_env(m);
     int group, sys;
     int rc = parse_bool("group", pa_options_get(opts, "group"), -1, &group);
     if (rc == 0)
@@ -884,10 +889,10 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
     char why[256];
     rc = live_procfs(env, why, sizeof(why));
     if (rc < 0)
-        return pa__err(rc, "%s", why);
+        return pa_error_set(rc, "%s", why);
     perf_state *st = calloc(1, sizeof(*st));
     if (!st)
-        return pa__err(-ENOMEM, "perf: out of memory");
+        return pa_error_set(-ENOMEM, "perf: out of memory");
     st->system = sys;
     st->inherit_thread = true;
     char note[768];
@@ -936,10 +941,10 @@ static int state_new(pa_module *m, const pa_options *opts, perf_state **out)
         }
     } else if (st->system == 1) {
         state_free(st);
-        return pa__err(-ENOENT,
-                       "perf: system=on counts unhalted cycles, "
-                       "and no cycles event opens here%s%s",
-                       note[0] ? ": " : "", note);
+        return pa_error_set(-ENOENT,
+                            "perf: system=on counts unhalted cycles, "
+                            "and no cycles event opens here%s%s",
+                            note[0] ? ": " : "", note);
     }
     *out = st;
     return 0;
@@ -951,12 +956,12 @@ static int perf_start(pa_module *m, const pa_options *opts)
     int rc = state_new(m, opts, &st);
     if (rc < 0)
         return rc;
-    rc = pa__counters_declare(m->ctx, st->names, st->nev);
+    rc = pa_module_counters_declare(m, st->names, st->nev);
     if (rc < 0) {
         state_free(st);
-        return pa__err(rc, "perf: out of memory declaring counters");
+        return pa_error_set(rc, "perf: out of memory declaring counters");
     }
-    m->priv = st;
+    pa_module_set_priv(m, st);
     return 0;
 }
 
@@ -966,36 +971,31 @@ static int perf_configure(pa_module *m, const pa_options *opts)
     int rc = state_new(m, opts, &st);
     if (rc < 0)
         return rc; /* old set kept */
-    rc = pa__counters_declare(m->ctx, st->names, st->nev);
+    rc = pa_module_counters_declare(m, st->names, st->nev);
     if (rc < 0) {
         state_free(st);
-        return pa__err(rc, "perf: out of memory declaring counters");
+        return pa_error_set(rc, "perf: out of memory declaring counters");
     }
-    state_free(m->priv);
-    m->priv = st;
+    state_free(pa_module_priv(m));
+    pa_module_set_priv(m, st);
     return 0;
 }
 
 static void perf_stop(pa_module *m)
 {
-    state_free(m->priv);
-    m->priv = NULL;
+    state_free(pa_module_priv(m));
+    pa_module_set_priv(m, NULL);
 }
 
-static int perf_target_sample(perf_state *st, perf_target *g, pa_task *t)
+static int perf_target_sample(perf_state *st, perf_target *g, pa_frame *f, size_t i)
 {
     double mux = 1.0;
-    for (size_t i = 0; i + st->nev <= g->nfd; i += st->nev) {
-        int rc = read_set(st, g->fd + i, g->last + i, g->acc, &mux);
+    for (size_t k = 0; k + st->nev <= g->nfd; k += st->nev) {
+        int rc = read_set(st, g->fd + k, g->last + k, g->acc, &mux);
         if (rc < 0)
             return rc;
     }
-    if (t->ctr_cur)
-        for (size_t j = 0; j < st->nev; j++)
-            t->ctr_cur[j] = g->acc[j];
-    t->cur.multiplex = mux;
-    t->cur.have |= PA_RD_COUNTERS;
-    return 0;
+    return pa_frame_task_counters(f, i, g->acc, st->nev, mux);
 }
 
 /* The first refusal of each kind in a tick, reported once (REP_*). */
@@ -1026,46 +1026,41 @@ static void refusal_note(const perf_state *st, int err, pid_t id, refusals *r)
 
 /* Opens the counters of the processes and threads seen in this tick that
  * have none yet, and reads every target's; marks them with the tick. */
-static int sample_targets(perf_state *st, pa_ctx *ctx, const pa_frame *f, refusals *r)
+static int sample_targets(perf_state *st, const pa_env *env, pa_frame *f, refusals *r)
 {
-    const pa_env *env = &ctx->env;
     size_t added = 0;
-    pa_tasktab *tabs[2] = {&ctx->procs, &ctx->threads};
-    for (int k = 0; k < 2; k++) {
-        for (size_t i = 0; i < tabs[k]->n; i++) {
-            pa_task *t = tabs[k]->v[i];
-            if (t->seen_tick != f->tick || t->gone)
-                continue;
-            if (t->type != PA_TARGET_PROCESS && t->type != PA_TARGET_THREAD)
-                continue;
-            pid_t id = t->type == PA_TARGET_THREAD ? t->tid : t->pid;
-            perf_target *g = target_find(st, st->ntg - added, t->type, id);
-            if (!g)
-                for (size_t a = st->ntg - added; a < st->ntg; a++)
-                    if (st->tg[a]->type == t->type && st->tg[a]->id == id)
-                        g = st->tg[a];
-            if (g && g->start_ticks != t->start_ticks) {
-                g->mark = 0; /* pid reused: closed below, reopened next */
-                g = NULL;
-                continue;
-            }
-            if (!g) {
-                if (PA__GROW(st->tg, st->tgcap, st->ntg + 1, 64) < 0)
-                    return pa__err(-ENOMEM, "perf: out of memory");
-                g = target_open(st, env, t);
-                if (!g)
-                    return pa__err(-ENOMEM, "perf: out of memory");
-                st->tg[st->ntg++] = g;
-                added++;
-                refusal_note(st, g->err, id, r);
-            }
-            g->mark = f->tick;
-            if (g->err)
-                continue;
-            int rc = perf_target_sample(st, g, t);
-            if (rc < 0)
-                g->err = rc; /* keep the others going */
+    uint64_t tick = pa_frame_tick(f);
+    pa_frame_task_info t;
+    for (size_t i = 0; i < pa_frame_task_count(f); i++) {
+        if (pa_frame_task(f, i, &t) < 0)
+            continue;
+        pid_t id = t.type == PA_TARGET_THREAD ? t.tid : t.pid;
+        perf_target *g = target_find(st, st->ntg - added, t.type, id);
+        if (!g)
+            for (size_t a = st->ntg - added; a < st->ntg; a++)
+                if (st->tg[a]->type == t.type && st->tg[a]->id == id)
+                    g = st->tg[a];
+        if (g && g->start_ticks != t.start_ticks) {
+            g->mark = 0; /* pid reused: closed below, reopened next */
+            g = NULL;
+            continue;
         }
+        if (!g) {
+            if (PA__GROW(st->tg, st->tgcap, st->ntg + 1, 64) < 0)
+                return pa_error_set(-ENOMEM, "perf: out of memory");
+            g = target_open(st, env, &t);
+            if (!g)
+                return pa_error_set(-ENOMEM, "perf: out of memory");
+            st->tg[st->ntg++] = g;
+            added++;
+            refusal_note(st, g->err, id, r);
+        }
+        g->mark = tick;
+        if (g->err)
+            continue;
+        int rc = perf_target_sample(st, g, f, i);
+        if (rc < 0)
+            g->err = rc; /* keep the others going */
     }
     return 0;
 }
@@ -1094,8 +1089,8 @@ static int sample_system(perf_state *st, pa_frame *f)
     for (size_t i = 0; i < st->nsys; i++) {
         uint64_t v[3];
         if (read(st->sysfd[i], v, sizeof(v)) != (ssize_t)sizeof(v))
-            return pa__err(-EIO, "perf: reading system-wide cycles "
-                                 "failed");
+            return pa_error_set(-EIO, "perf: reading system-wide cycles "
+                                      "failed");
         uint64_t dv = v[0] - st->syslast[i][0], de = v[1] - st->syslast[i][1],
                  dr = v[2] - st->syslast[i][2];
         if (dr > 0)
@@ -1104,8 +1099,7 @@ static int sample_system(perf_state *st, pa_frame *f)
             mux = (double)dr / (double)de;
         memcpy(st->syslast[i], v, sizeof(v));
     }
-    f->sys->cycles_all = st->cycles_acc;
-    f->sys->have |= PA_HAVE_CYCLES;
+    pa_frame_cycles_set(f, st->cycles_acc);
     return 0;
 }
 
@@ -1117,29 +1111,29 @@ static int report_cgroup(perf_state *st, const pa_env *env, int cg_err)
         return 0;
     st->reported |= REP_CGROUP;
     if (cg_err == -EACCES || cg_err == -EPERM)
-        return pa__err(-EACCES,
-                       "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
-                       "one counter per CPU) needs root or CAP_PERFMON "
-                       "(kernel.perf_event_paranoid=%d); cgroup records "
-                       "sum their processes' counters",
-                       paranoid_level(env));
+        return pa_error_set(-EACCES,
+                            "perf: counting per cgroup (PERF_FLAG_PID_CGROUP, "
+                            "one counter per CPU) needs root or CAP_PERFMON "
+                            "(kernel.perf_event_paranoid=%d); cgroup records "
+                            "sum their processes' counters",
+                            paranoid_level(env));
     if (cg_err == -EMFILE)
-        return pa__err(-EMFILE,
-                       "perf: not counting a cgroup: %d CPUs x %zu "
-                       "events exceed the RLIMIT_NOFILE budget (%zu, "
-                       "%zu in use); its record sums its processes' "
-                       "counters",
-                       st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
+        return pa_error_set(-EMFILE,
+                            "perf: not counting a cgroup: %d CPUs x %zu "
+                            "events exceed the RLIMIT_NOFILE budget (%zu, "
+                            "%zu in use); its record sums its processes' "
+                            "counters",
+                            st->cg_ncpus, st->nev, st->fd_budget, st->nfds);
     if (st->cg_root_err < 0)
-        return pa__err(-ENOENT,
-                       "perf: no cgroup v2 mount (mountinfo, "
-                       "%s/fs/cgroup); cgroup records sum their "
-                       "processes' counters",
-                       env->sysfs);
-    return pa__err(cg_err,
-                   "perf: cannot count per cgroup: %s; cgroup records "
-                   "sum their processes' counters",
-                   strerror(-cg_err));
+        return pa_error_set(-ENOENT,
+                            "perf: no cgroup v2 mount (mountinfo, "
+                            "%s/fs/cgroup); cgroup records sum their "
+                            "processes' counters",
+                            pa_env_sysfs(env));
+    return pa_error_set(cg_err,
+                        "perf: cannot count per cgroup: %s; cgroup records "
+                        "sum their processes' counters",
+                        strerror(-cg_err));
 }
 
 /* Refusals are reported once per kind: the failure is recorded by the
@@ -1148,65 +1142,65 @@ static int report_refusals(perf_state *st, const pa_env *env, const refusals *r,
 {
     st->reported |= (unsigned)r->report;
     if (r->report & REP_BUDGET)
-        return pa__err(-EMFILE,
-                       "perf: not counting pid %d: %zu targets x "
-                       "%zu events already use %zu file descriptors of the "
-                       "RLIMIT_NOFILE budget (%zu); raise the hard limit "
-                       "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
-                       "or events",
-                       (int)r->id, st->ntg, st->nev, st->nfds, st->fd_budget);
+        return pa_error_set(-EMFILE,
+                            "perf: not counting pid %d: %zu targets x "
+                            "%zu events already use %zu file descriptors of the "
+                            "RLIMIT_NOFILE budget (%zu); raise the hard limit "
+                            "(ulimit -Hn, LimitNOFILE=), or watch fewer targets "
+                            "or events",
+                            (int)r->id, st->ntg, st->nev, st->nfds, st->fd_budget);
     if (r->report & REP_EACCES)
-        return pa__err(-EACCES,
-                       "perf: not counting pid %d: perf_event_open "
-                       "refused (EACCES): counting another user's process "
-                       "needs root or CAP_PERFMON (kernel."
-                       "perf_event_paranoid=%d)",
-                       (int)r->id, paranoid_level(env));
+        return pa_error_set(-EACCES,
+                            "perf: not counting pid %d: perf_event_open "
+                            "refused (EACCES): counting another user's process "
+                            "needs root or CAP_PERFMON (kernel."
+                            "perf_event_paranoid=%d)",
+                            (int)r->id, paranoid_level(env));
     if (st->starved && !(st->reported & REP_STARVED)) {
         st->reported |= REP_STARVED;
-        return pa__err(-ENOSPC,
-                       "perf: the group of %zu events never got "
-                       "the PMU (time_running 0): more hardware events than "
-                       "counters; use group=off (one counter per event, "
-                       "multiplexed and scaled)",
-                       st->nev);
+        return pa_error_set(-ENOSPC,
+                            "perf: the group of %zu events never got "
+                            "the PMU (time_running 0): more hardware events than "
+                            "counters; use group=off (one counter per event, "
+                            "multiplexed and scaled)",
+                            st->nev);
     }
     if ((r->report & REP_OTHER) && st->group && r->err == -EINVAL)
         /* x86 refuses at open a group that can never be scheduled */
-        return pa__err(r->err,
-                       "perf: not counting pid %d: the group of %zu events "
-                       "does not fit the PMU's counters (EINVAL); use "
-                       "group=off (one counter per event, multiplexed and "
-                       "scaled)",
-                       (int)r->id, st->nev);
+        return pa_error_set(r->err,
+                            "perf: not counting pid %d: the group of %zu events "
+                            "does not fit the PMU's counters (EINVAL); use "
+                            "group=off (one counter per event, multiplexed and "
+                            "scaled)",
+                            (int)r->id, st->nev);
     if (r->report & REP_OTHER)
-        return pa__err(r->err, "perf: not counting pid %d: %s", (int)r->id, strerror(-r->err));
+        return pa_error_set(r->err, "perf: not counting pid %d: %s", (int)r->id, strerror(-r->err));
     return report_cgroup(st, env, cg_err);
 }
 
 static int perf_sample(pa_module *m, pa_frame *f)
 {
-    perf_state *st = m->priv;
-    pa_ctx *ctx = m->ctx;
+    perf_state *st = pa_module_priv(m);
+    const pa_env *env = pa_module_env(m);
     refusals r = {0};
-    int rc = sample_targets(st, ctx, f, &r);
+    int rc = sample_targets(st, env, f, &r);
     if (rc < 0)
         return rc;
-    targets_prune(st, f->tick);
+    targets_prune(st, pa_frame_tick(f));
     rc = sample_system(st, f);
     if (rc < 0)
         return rc;
     /* cgroups as a whole, so that processes that came and went between
      * ticks are in their cgroup's counts */
     int cg_err = 0;
-    if (ctx->cgroups_on) {
-        rc = cg_sample(st, ctx, f, &cg_err);
+    if (pa_frame_cgroups_on(f)) {
+        rc = cg_sample(st, env, f, &cg_err);
         if (rc < 0)
-            return pa__err(rc, "perf: out of memory");
+            return pa_error_set(rc, "perf: out of memory");
     } else if (st->ncg) {
         cg_close_all(st);
     }
-    return report_refusals(st, &ctx->env, &r, cg_err);
+    return report_refusals(st, env, &r, cg_err);
 }
 
 #define UNPRIV_NOTE                                                                                \
@@ -1222,7 +1216,7 @@ static int perf_probe(const pa_env *env, char *why, size_t wl)
     if (!st)
         return -ENOMEM;
     char note[768];
-    pa__err(0, "%s", "");
+    pa_error_set(0, "%s", "");
     int rc = events_setup(st, env, NULL, note, sizeof(note));
     if (rc < 0) {
         snprintf(why, wl, "%s", pa_last_error());

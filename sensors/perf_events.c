@@ -7,7 +7,7 @@
  * events command reaches through the library's API.
  */
 #include "perf_events.h"
-#include "internal.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -159,7 +159,7 @@ int pa__perf_event_try(const struct perf_event_attr *ev)
 /* Event listing (powerapi events)                                   */
 /* ---------------------------------------------------------------- */
 
-static int list_one(const char *name, const char *desc, bool user_only, pa__perf_event_cb cb,
+static int list_one(const char *name, const char *desc, bool user_only, pa_perf_event_cb cb,
                     void *user)
 {
     struct perf_event_attr a;
@@ -170,7 +170,7 @@ static int list_one(const char *name, const char *desc, bool user_only, pa__perf
     return cb(name, desc ? desc : "", rc, user);
 }
 
-int pa__perf_events_list(pa__perf_event_cb cb, void *user)
+int pa__perf_events_list(pa_perf_event_cb cb, void *user)
 {
     /* user space only when the kernel refuses more */
     struct perf_event_attr a;
@@ -230,6 +230,6 @@ int pa__perf_events_list(pa__perf_event_cb cb, void *user)
 int pa_perf_events_list(pa_perf_event_cb cb, void *user)
 {
     if (!cb)
-        return pa__err(-EINVAL, "pa_perf_events_list: cb is required");
+        return pa_error_set(-EINVAL, "pa_perf_events_list: cb is required");
     return pa__perf_events_list(cb, user);
 }

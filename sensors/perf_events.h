@@ -5,6 +5,8 @@
 #ifndef PA_PERF_EVENTS_H
 #define PA_PERF_EVENTS_H
 
+#include "powerapi.h"
+
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,5 +24,12 @@ int pa__perf_event_encode(const char *name, bool user_only, struct perf_event_at
 /* Opens ev on the calling thread to see whether the PMU has it: 0 or
  * -errno. */
 int pa__perf_event_try(const struct perf_event_attr *ev);
+
+/* Every event this machine's libpfm4 (and the generic kernel table) can
+ * encode, with whether it opens on the calling thread (status 0, else
+ * -errno: -ENOENT no such PMU event, -EACCES privilege), as
+ * pa_perf_events_list gives them; cb returns 0 to go on or a negative
+ * value to stop (returned).  The number of events listed. */
+int pa__perf_events_list(pa_perf_event_cb cb, void *user);
 
 #endif

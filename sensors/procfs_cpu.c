@@ -1172,7 +1172,7 @@ static int pc_exits(pc_state *p, pa_frame *f)
 
 static int pc_sample(pa_module *m, pa_frame *f)
 {
-    pc_state *p = m->priv;
+    pc_state *p = pa_module_priv(m);
     pa_ctx *ctx = f->ctx;
     int rc = pc_sample_system(p, ctx, f->sys);
     if (rc < 0)
@@ -1252,7 +1252,7 @@ static bool pc_is_fs(int fd, long magic)
 
 static void pc_stop(pa_module *m)
 {
-    pc_state *p = m->priv;
+    pc_state *p = pa_module_priv(m);
     if (!p)
         return;
     if (p->procfd >= 0)
@@ -1268,18 +1268,18 @@ static void pc_stop(pa_module *m)
     free(p->scan);
     free(p->hash);
     free(p);
-    m->priv = NULL;
+    pa_module_set_priv(m, NULL);
 }
 
 static int pc_start(pa_module *m, const pa_options *opts)
 {
-    const char *procfs = m->ctx->env.procfs;
+    const char *procfs = pa_env_procfs(pa_module_env(m));
     pc_state *p = calloc(1, sizeof(*p));
     int rc;
     if (!p)
         return pa__err(-ENOMEM, "procfs-cpu: out of memory");
     p->procfd = p->statfd = p->uptimefd = -1;
-    m->priv = p;
+    pa_module_set_priv(m, p);
 
     p->clk_tck = sysconf(_SC_CLK_TCK);
     if (p->clk_tck <= 0)
@@ -1312,7 +1312,7 @@ static int pc_start(pa_module *m, const pa_options *opts)
                  "hidden from uid %u and not counted (run as root or as a "
                  "member of the mount's gid= group)",
                  procfs, hp, (unsigned)geteuid());
-    int sfd = open(m->ctx->env.sysfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int sfd = open(pa_env_sysfs(pa_module_env(m)), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd >= 0) {
         p->keep_sysfs = pc_is_fs(sfd, PC_SYSFS_MAGIC);
         close(sfd);
@@ -1349,7 +1349,7 @@ static int pc_start(pa_module *m, const pa_options *opts)
     if ((rc = pc_read_sysstat(p, procfs, &busy, &idle, &ncpus, NULL)) < 0)
         goto fail;
     pc_read_cpuinfo(p, procfs);
-    if ((rc = pc_freq_discover(p, m->ctx->env.sysfs)) < 0) {
+    if ((rc = pc_freq_discover(p, pa_env_sysfs(pa_module_env(m)))) < 0) {
         rc = pa__err(rc, "procfs-cpu: out of memory");
         goto fail;
     }

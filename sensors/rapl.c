@@ -16,21 +16,22 @@
  *             since Linux 5.10 (CVE-2020-8694).
  *
  * Every path unfolds wraparound into a 64-bit accumulator of raw units
- * per domain, so frame->sys->rapl[].energy_uj only ever grows.  A counter
- * can wrap at most once between two ticks without being noticed: the
- * sampling period must stay under the wrap time (minutes at full power).
+ * per domain, so the frame's energy_uj (pa_frame_rapl_set) only ever
+ * grows.  A counter can wrap at most once between two ticks without being
+ * noticed: the sampling period must stay under the wrap time (minutes at
+ * full power).
  * A counter that goes back without wrapping (a reset, a package plugged
  * in again, a driver reloaded) or jumps forward by more than a domain can
  * draw is not unfolded: a step counts (as a wrap or not) only when the
  * energy it implies is at most MAX_DOMAIN_W over the time since the last
  * reading; otherwise the domain adds nothing for
- * that window, which is marked (frame->sys->rapl_resets, the report's
+ * that window, which is marked (pa_frame_rapl_reset, the report's
  * PA_POWER_RAPL_RESET and a note in its assumed list).
  *
  * Domains that overlap (package includes core and uncore) are reported
  * with their kind; consumers never sum them.
  */
-#include "internal.h"
+#include "powerapi_module.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -38,11 +39,15 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define RAPL_PATH_MAX 4096
 
 #define MSR_RAPL_POWER_UNIT 0x606
 #define MSR_PKG_ENERGY_STATUS 0x611
@@ -144,11 +149,11 @@ static int dom_read_raw(const rapl_dom *d, enum rapl_path path, uint64_t *out)
 {
     if (path == PATH_POWERCAP) {
         char buf[32];
-        ssize_t n = pa__pread_all(d->fd, buf, sizeof(buf));
+        ssize_t n = pa_fd_read(d->fd, buf, sizeof(buf));
         if (n < 0)
             return (int)n;
         const char *p = buf;
-        return pa__parse_u64(&p, out);
+        return pa_u64_parse(&p, out);
     }
     if (path == PATH_PERF) {
         uint64_t v;
@@ -261,7 +266,7 @@ static int powercap_zones(const pa_env *env, const char *path, zone *zones, size
         z->secondary = secondary;
         char rel[128];
         say(rel, sizeof(rel), "class/powercap/%s/name", z->dir);
-        if (pa__read_file(env->sysfs, rel, z->name, sizeof(z->name)) <= 0)
+        if (pa_file_read(pa_env_sysfs(env), rel, z->name, sizeof(z->name)) <= 0)
             continue;
         trim(z->name);
         nz++;
@@ -327,9 +332,10 @@ static int powercap_open_zone(const pa_env *env, rapl_state *st, const zone *z, 
     char rel[128], buf[64];
     say(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj", z->dir);
     const char *p = buf;
-    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 || pa__parse_u64(&p, &d->range) < 0)
+    if (pa_file_read(pa_env_sysfs(env), rel, buf, sizeof(buf)) <= 0 ||
+        pa_u64_parse(&p, &d->range) < 0)
         d->range = 0;
-    int rc = pa__path(path, plen, env->sysfs, "class/powercap/%s/energy_uj", z->dir);
+    int rc = pa_path_join(path, plen, pa_env_sysfs(env), "class/powercap/%s/energy_uj", z->dir);
     if (rc < 0)
         return rc;
     d->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -349,8 +355,8 @@ static int powercap_open_zone(const pa_env *env, rapl_state *st, const zone *z, 
 
 static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl)
 {
-    char path[PA_PATH_MAX];
-    int rc = pa__path(path, sizeof(path), env->sysfs, "class/powercap");
+    char path[RAPL_PATH_MAX];
+    int rc = pa_path_join(path, sizeof(path), pa_env_sysfs(env), "class/powercap");
     if (rc < 0)
         return rc;
     zone zones[PA_MAX_RAPL * 2];
@@ -404,11 +410,11 @@ static int open_powercap(const pa_env *env, rapl_state *st, char *why, size_t wl
 /* ---------------------------------------------------------------- */
 
 /* The CPU -> package map of the online CPUs, read once at start, given
- * with every reading (pa_sysread.cpu_socket) for per-socket attribution.
- * Left empty (ncpu_socket 0) when no CPU's package is known. */
+ * with every reading (pa_frame_cpu_packages_set) for per-socket
+ * attribution.  Left empty (ncpu_socket 0) when no CPU's package is known. */
 static void topo_read(const pa_env *env, rapl_state *st)
 {
-    st->ncpu_socket = pa__cpu_packages(env, st->cpu_socket, PA_MAX_CPUS);
+    st->ncpu_socket = pa_env_cpu_packages(env, st->cpu_socket, PA_MAX_CPUS);
 }
 
 /* ---------------------------------------------------------------- */
@@ -459,7 +465,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
     const char *pmu = "bus/event_source/devices/power";
     char rel[160];
     snprintf(rel, sizeof(rel), "%s/type", pmu);
-    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0) {
+    if (pa_file_read(pa_env_sysfs(env), rel, buf, sizeof(buf)) <= 0) {
         say(why, wl, "rapl: no perf power PMU");
         return -ENODEV;
     }
@@ -467,8 +473,8 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
     int cpus[256];
     snprintf(rel, sizeof(rel), "%s/cpumask", pmu);
     int ncpu = 0;
-    if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0)
-        ncpu = pa__parse_cpulist(buf, cpus, 256);
+    if (pa_file_read(pa_env_sysfs(env), rel, buf, sizeof(buf)) > 0)
+        ncpu = pa_cpulist_parse(buf, cpus, 256);
     if (ncpu == 0) {
         cpus[0] = 0;
         ncpu = 1;
@@ -478,17 +484,17 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
     for (size_t e = 0; e < sizeof(perf_events) / sizeof(perf_events[0]); e++) {
         uint64_t config;
         snprintf(rel, sizeof(rel), "%s/events/%s", pmu, perf_events[e].event);
-        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) <= 0 ||
+        if (pa_file_read(pa_env_sysfs(env), rel, buf, sizeof(buf)) <= 0 ||
             parse_perf_config(buf, &config) < 0)
             continue;
         found++;
         double scale = 1.0;
         snprintf(rel, sizeof(rel), "%s/events/%s.scale", pmu, perf_events[e].event);
-        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0)
+        if (pa_file_read(pa_env_sysfs(env), rel, buf, sizeof(buf)) > 0)
             scale = strtod(buf, NULL);
         snprintf(rel, sizeof(rel), "%s/events/%s.unit", pmu, perf_events[e].event);
         double to_uj = 1e6; /* unit "Joules" */
-        if (pa__read_file(env->sysfs, rel, buf, sizeof(buf)) > 0) {
+        if (pa_file_read(pa_env_sysfs(env), rel, buf, sizeof(buf)) > 0) {
             trim(buf);
             if (strcmp(buf, "Joules") != 0)
                 continue; /* no other unit has ever been used */
@@ -512,7 +518,7 @@ static int open_perf(const pa_env *env, rapl_state *st, char *why, size_t wl)
             memset(d, 0, sizeof(*d));
             d->fd = fd;
             d->kind = perf_events[e].kind;
-            int s = pa__cpu_package(env, cpus[c]);
+            int s = pa_env_cpu_package(env, cpus[c]);
             d->socket = s >= 0 ? s : c;
             snprintf(d->label, sizeof(d->label), "%s/cpu%d", perf_events[e].event, cpus[c]);
             d->unit_uj = scale * to_uj;
@@ -573,7 +579,7 @@ static int cpuinfo_model(const pa_env *env, bool *amd)
     if (!buf)
         return -1;
     int model = -1;
-    if (pa__read_file(env->procfs, "cpuinfo", buf, 65536) > 0) {
+    if (pa_file_read(pa_env_procfs(env), "cpuinfo", buf, 65536) > 0) {
         *amd = strstr(buf, "AuthenticAMD") || strstr(buf, "HygonGenuine");
         const char *p = strstr(buf, "\nmodel\t");
         if (p && (p = strchr(p, ':')) != NULL)
@@ -587,19 +593,19 @@ static int cpuinfo_model(const pa_env *env, bool *amd)
  * sock_cpu[64]; false when there is no msr device at all. */
 static bool msr_sockets(const pa_env *env, int *sock_cpu, int *nsock)
 {
-    char path[PA_PATH_MAX];
+    char path[RAPL_PATH_MAX];
     bool any_dev = false;
     for (int cpu = 0; cpu < MAX_CPUS; cpu++) {
-        if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
+        if (pa_path_join(path, sizeof(path), pa_env_devfs(env), "cpu/%d/msr", cpu) < 0)
             break;
         struct stat sb;
         if (stat(path, &sb) < 0) {
-            if (cpu > 0 && pa__cpu_package(env, cpu) < 0)
+            if (cpu > 0 && pa_env_cpu_package(env, cpu) < 0)
                 break;
             continue;
         }
         any_dev = true;
-        int s = pa__cpu_package(env, cpu);
+        int s = pa_env_cpu_package(env, cpu);
         if (s < 0)
             s = 0;
         bool have = false;
@@ -660,8 +666,8 @@ static msr_set msr_set_of(const pa_env *env)
 static void msr_open_cpu(const pa_env *env, rapl_state *st, const msr_set *set, int i, int s,
                          int cpu, int *last_err)
 {
-    char path[PA_PATH_MAX];
-    if (pa__path(path, sizeof(path), env->devfs, "cpu/%d/msr", cpu) < 0)
+    char path[RAPL_PATH_MAX];
+    if (pa_path_join(path, sizeof(path), pa_env_devfs(env), "cpu/%d/msr", cpu) < 0)
         return;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -718,7 +724,7 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
     int nsock = 0;
     int last_err = 0;
     if (!msr_sockets(env, sock_cpu, &nsock)) {
-        say(why, wl, "rapl: no %s/cpu/0/msr (modprobe msr)", env->devfs);
+        say(why, wl, "rapl: no %s/cpu/0/msr (modprobe msr)", pa_env_devfs(env));
         return -ENODEV;
     }
     msr_set set = msr_set_of(env);
@@ -729,12 +735,12 @@ static int open_msr(const pa_env *env, rapl_state *st, char *why, size_t wl)
             say(why, wl,
                 "rapl: %s/cpu/N/msr: %s; reading MSRs needs "
                 "root (CAP_SYS_RAWIO)",
-                env->devfs, strerror(last_err));
+                pa_env_devfs(env), strerror(last_err));
         else
             say(why, wl,
                 "rapl: %s/cpu/N/msr has no RAPL energy "
                 "register",
-                env->devfs);
+                pa_env_devfs(env));
         return last_err == EACCES || last_err == EPERM ? -EACCES : -ENODEV;
     }
     st->path = PATH_MSR;
@@ -756,10 +762,10 @@ static int parse_path(const char *s, enum rapl_path *out)
     else if (!strcmp(s, "msr"))
         *out = PATH_MSR;
     else
-        return pa__err(-EINVAL,
-                       "rapl: path must be auto, perf, msr or "
-                       "powercap, not '%s'",
-                       s);
+        return pa_error_set(-EINVAL,
+                            "rapl: path must be auto, perf, msr or "
+                            "powercap, not '%s'",
+                            s);
     return 0;
 }
 
@@ -849,14 +855,14 @@ static int rapl_state_open(pa_module *m, const pa_options *opts, rapl_state **ou
         return rc;
     rapl_state *st = malloc(sizeof(*st));
     if (!st)
-        return pa__err(-ENOMEM, "rapl: out of memory");
+        return pa_error_set(-ENOMEM, "rapl: out of memory");
     char why[1024];
-    rc = rapl_open(&m->ctx->env, want, st, why, sizeof(why));
+    rc = rapl_open(pa_module_env(m), want, st, why, sizeof(why));
     if (rc < 0) {
         free(st);
-        return pa__err(rc, "%s", why);
+        return pa_error_set(rc, "%s", why);
     }
-    topo_read(&m->ctx->env, st);
+    topo_read(pa_module_env(m), st);
     *out = st;
     return 0;
 }
@@ -867,24 +873,24 @@ static int rapl_start(pa_module *m, const pa_options *opts)
     int rc = rapl_state_open(m, opts, &st);
     if (rc < 0)
         return rc;
-    m->priv = st;
+    pa_module_set_priv(m, st);
     return 0;
 }
 
 static int rapl_sample(pa_module *m, pa_frame *f)
 {
-    rapl_state *st = m->priv;
-    pa_sysread *sys = f->sys;
-    uint64_t dt_ns = st->last_ns && f->time_ns > st->last_ns ? f->time_ns - st->last_ns : 0;
+    rapl_state *st = pa_module_priv(m);
+    uint64_t now_ns = pa_frame_time_ns(f);
+    uint64_t dt_ns = st->last_ns && now_ns > st->last_ns ? now_ns - st->last_ns : 0;
     for (size_t i = 0; i < st->n; i++) {
         rapl_dom *d = &st->dom[i];
         uint64_t raw;
         int rc = dom_read_raw(d, st->path, &raw);
         if (rc < 0)
-            return pa__err(rc,
-                           "rapl: reading %s (%s, socket %d) failed: "
-                           "%s",
-                           d->label, kind_name(d->kind), d->socket, strerror(-rc));
+            return pa_error_set(rc,
+                                "rapl: reading %s (%s, socket %d) failed: "
+                                "%s",
+                                d->label, kind_name(d->kind), d->socket, strerror(-rc));
         if (!dom_update(d, raw, dt_ns)) {
             char note[200];
             say(note, sizeof(note),
@@ -892,23 +898,20 @@ static int rapl_sample(pa_module *m, pa_frame *f)
                 "wrapping (reset, package plugged in again): its energy in "
                 "this window is not counted",
                 d->label, kind_name(d->kind), d->socket);
-            pa__assume(sys->notes, sizeof(sys->notes), note);
-            sys->rapl_resets++;
+            pa_frame_note(f, "%s", note);
+            pa_frame_rapl_reset(f);
         }
     }
-    st->last_ns = f->time_ns;
+    st->last_ns = now_ns;
+    pa_rapl_reading r[PA_MAX_RAPL];
     for (size_t i = 0; i < st->n; i++) {
         rapl_dom *d = &st->dom[i];
-        sys->rapl[i].socket = d->socket;
-        sys->rapl[i].kind = d->kind;
-        sys->rapl[i].energy_uj = (uint64_t)llround((double)d->acc * d->unit_uj);
+        r[i].socket = d->socket;
+        r[i].kind = d->kind;
+        r[i].energy_uj = (uint64_t)llround((double)d->acc * d->unit_uj);
     }
-    sys->nrapl = (unsigned)st->n;
-    sys->ncpu_socket = st->ncpu_socket;
-    memcpy(sys->cpu_socket, st->cpu_socket, st->ncpu_socket * sizeof(sys->cpu_socket[0]));
-    snprintf(sys->rapl_path, sizeof(sys->rapl_path), "%s", path_names[st->path]);
-    sys->have |= PA_HAVE_RAPL;
-    return 0;
+    pa_frame_cpu_packages_set(f, st->cpu_socket, st->ncpu_socket);
+    return pa_frame_rapl_set(f, r, st->n, path_names[st->path]);
 }
 
 static int rapl_configure(pa_module *m, const pa_options *opts)
@@ -919,7 +922,7 @@ static int rapl_configure(pa_module *m, const pa_options *opts)
         return rc;
     /* The accumulators restart from the new path's counters; carry the
      * energy already counted so readings keep growing. */
-    rapl_state *old = m->priv;
+    rapl_state *old = pa_module_priv(m);
     for (size_t i = 0; i < st->n && old; i++)
         for (size_t j = 0; j < old->n; j++)
             if (old->dom[j].socket == st->dom[i].socket && old->dom[j].kind == st->dom[i].kind) {
@@ -930,18 +933,18 @@ static int rapl_configure(pa_module *m, const pa_options *opts)
         state_close(old);
         free(old);
     }
-    m->priv = st;
+    pa_module_set_priv(m, st);
     return 0;
 }
 
 static void rapl_stop(pa_module *m)
 {
-    rapl_state *st = m->priv;
+    rapl_state *st = pa_module_priv(m);
     if (!st)
         return;
     state_close(st);
     free(st);
-    m->priv = NULL;
+    pa_module_set_priv(m, NULL);
 }
 
 const pa_module_ops pa__mod_rapl = {

@@ -41,6 +41,6 @@ json=$("$pa" monitor "${roots[@]}" --format json -i 100ms -n 2)
 grep -q '"type":"system".*"power_w":{"cpu":[0-9.]*,"nic":0,"gpu":0,"total":' <<<"$json" || { echo "$json" >&2; fail "no gpu in monitor's JSON"; }
 grep -q '"formula":"cpu-curve+demo-gpu-power"' <<<"$json" || { echo "$json" >&2; fail "formulas: $json"; }
 csv=$("$pa" monitor "${roots[@]}" --format csv -i 100ms -n 1)
-head -1 <<<"$csv" | grep -q ',unit,power_w.gpu,energy_j.gpu$' || { echo "$csv" >&2; fail "no gpu columns in monitor's CSV"; }
+head -1 <<<"$csv" | grep -q ',unit,processes,exits,power_w.gpu,energy_j.gpu$' || { echo "$csv" >&2; fail "no gpu columns in monitor's CSV"; }
 echo "build_with: demo GPU sensor and formula built in from tests/extra/;" \
      "auto chose demo-gpu-power; gpu in modules, JSON and CSV; absent without the GPU"

@@ -277,10 +277,10 @@ START_TEST(serve_page)
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     size_t len;
-    char *page = pa_cli_serve_page(r, 0, "n1", 0, &len);
+    char *page = cli_serve_page(r, 0, "n1", 0, &len);
     ck_assert_msg(!strstr(page, "co2e") && !strstr(page, "carbon"), "%s", page);
     free(page);
-    page = pa_cli_serve_page(r, 0, "n1", 385, &len);
+    page = cli_serve_page(r, 0, "n1", 385, &len);
     double j = series(page, "powerapi_system_energy_joules_total ");
     double g = series(page, "powerapi_system_co2e_grams_total ");
     ck_assert(j > 0);
@@ -309,12 +309,12 @@ END_TEST
 
 START_TEST(profile_files)
 {
-    pa_pprof *p;
-    ck_assert_int_eq(pa_pprof_new(&p, NULL, 0), 0);
-    pa_pframe f = pa_pframe_pseudo("work");
-    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 7.2, 0.5, 50, 100, 100, "app", "app"), 0);
-    pa_psource src = {.formula = "cpu-tdp", .assumed = "tdp=15W", .carbon_g_per_kwh = 250};
-    pa_pmeta m = {0};
+    pc_prof *p;
+    ck_assert_int_eq(pc_prof_new(&p, NULL, 0), 0);
+    pc_frame f = pc_frame_pseudo("work");
+    ck_assert_int_eq(pc_prof_add(p, &f, 1, 7.2, 0.5, 50, 100, 100, "app", "app"), 0);
+    pc_source src = {.formula = "cpu-tdp", .assumed = "tdp=15W", .carbon_g_per_kwh = 250};
+    pc_meta m = {0};
     m.title = m.event = m.call_graph = "t";
     m.target = "pid 100";
     m.kernel_state = "";
@@ -323,7 +323,7 @@ START_TEST(profile_files)
     m.tree_j = m.unseen_j = -1;
     m.process_j = 7.2;
     char *dir = pa_test_tmpdir();
-    ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
+    ck_assert_int_eq(pc_prof_write(p, dir, &m), 0);
     char path[4200];
     snprintf(path, sizeof(path), "%s/summary.json", dir);
     char *sum = pa_test_slurp(path);
@@ -337,30 +337,30 @@ START_TEST(profile_files)
     char *text = NULL;
     size_t tlen = 0;
     FILE *mf = open_memstream(&text, &tlen);
-    pa_pprof_print_top(p, mf, dir, &m, 3);
+    pc_prof_print_top(p, mf, dir, &m, 3);
     fclose(mf);
     ck_assert_msg(strstr(text, "profile: CO2e 0.000500 g at an assumed 250 gCO2e/kWh"), "%s", text);
     free(text);
     /* a CSV writer's columns (jalen's scopes.csv) */
     mf = open_memstream(&text, &tlen);
-    pa_psource_carbon_csv_header(mf, &src);
-    pa_psource_carbon_csv_row(mf, &src, 36);
-    pa_psource_carbon_csv_row(mf, &src, NAN);
+    pc_source_carbon_csv_header(mf, &src);
+    pc_source_carbon_csv_row(mf, &src, 36);
+    pc_source_carbon_csv_row(mf, &src, NAN);
     fclose(mf);
     ck_assert_str_eq(text, ",co2e_g,carbon_intensity_g_per_kwh,0.002500000,250,,250");
     free(text);
     /* and none of it without an intensity */
     src.carbon_g_per_kwh = 0;
-    ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
+    ck_assert_int_eq(pc_prof_write(p, dir, &m), 0);
     sum = pa_test_slurp(path);
     ck_assert_msg(!strstr(sum, "co2e") && !strstr(sum, "carbon"), "%s", sum);
     free(sum);
     char buf[64] = "x";
-    pa_psource_carbon_text(&src, 1, buf, sizeof(buf));
+    pc_source_carbon_text(&src, 1, buf, sizeof(buf));
     ck_assert_str_eq(buf, "");
     pa_test_rmtree(dir);
-    pa_pprof_free(p);
-    pa_pintern_free();
+    pc_prof_free(p);
+    pc_intern_free();
 }
 END_TEST
 

@@ -276,6 +276,25 @@ START_TEST(cache_refresh)
 }
 END_TEST
 
+/* The names a report points to stay where they are while the cache
+ * grows in the same tick (a host with hundreds of libvirt scopes named at
+ * once crashed monitor --cgroups: issue 41's bench). */
+START_TEST(cache_entries_stay)
+{
+    pa__cgcache *c = pa__cgcache_new("/nonexistent");
+    const pa_cgroup_names *first = pa__cgcache_get(c, 0, "/system.slice/a.service", 1);
+    ck_assert_ptr_nonnull(first);
+    for (size_t g = 1; g < 1000; g++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/system.slice/u%zu.service", g);
+        ck_assert_ptr_nonnull(pa__cgcache_get(c, g, path, 1));
+    }
+    ck_assert_ptr_eq(pa__cgcache_get(c, 0, "/system.slice/a.service", 1), first);
+    ck_assert_str_eq(first->unit, "a.service");
+    pa__cgcache_free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cgnames");
@@ -284,6 +303,7 @@ int main(void)
     tcase_add_test(tc, pick_hierarchy);
     tcase_add_test(tc, resolve_fixture);
     tcase_add_test(tc, cache_refresh);
+    tcase_add_test(tc, cache_entries_stay);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }

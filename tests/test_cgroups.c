@@ -154,7 +154,7 @@ START_TEST(cli_cgroup_records)
              "'%s' monitor --all --cgroups --format json --procfs '%s/proc' "
              "--sysfs '%s/sys' --hwdb '%s' --clock-step 1s --count 2 "
              "--fixture-states '%s/states' 2>&1",
-             PA_CLI_PATH, root, root, PA_TEST_HWDB, root);
+             CLI_PATH, root, root, PA_TEST_HWDB, root);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "exit %d: %s", st, out ? out : "");
@@ -205,7 +205,7 @@ static char *run_monitor(const char *root, const char *extra)
              "'%s' monitor --all %s --procfs '%s/proc' --sysfs '%s/sys' --hwdb '%s' "
              "--rootfs '%s/containers/root' --clock-step 1s --count 2 "
              "--fixture-states '%s/states' 2>&1",
-             PA_CLI_PATH, extra, root, root, PA_TEST_HWDB, PA_FIXTURES, root);
+             CLI_PATH, extra, root, root, PA_TEST_HWDB, PA_FIXTURES, root);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "exit %d: %s", st, out ? out : "");
@@ -263,10 +263,10 @@ START_TEST(cli_group_by)
     free(out);
     /* a bad kind */
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s' monitor --group-by team 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' monitor --group-by team 2>&1", CLI_PATH);
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 2 && strstr(out, "--group-by: unknown kind 'team' (container, pod, "
-                                         "unit or cgroup)"),
+                                         "unit, cgroup or vm)"),
                   "%d %s", st, out);
     free(out);
     pa_test_rmtree(root);
@@ -296,7 +296,7 @@ START_TEST(serve_cgroup_labels)
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
     size_t len = 0;
-    char *page = pa_cli_serve_page(r, 0, "n1", 0, &len);
+    char *page = cli_serve_page(r, 0, "n1", 0, &len);
     ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"/system.slice/docker-"
                                "4f3a9c0e1b2d.scope\",container_id=\"4f3a9c0e1b2d\","
                                "runtime=\"docker\",node=\"n1\"} 30\n"),
@@ -305,7 +305,7 @@ START_TEST(serve_cgroup_labels)
     ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 0\n"), "%s", page);
     free(page);
     /* six cgroups, two kept: the four least powerful summed */
-    page = pa_cli_serve_page(r, 2, "n1", 0, &len);
+    page = cli_serve_page(r, 2, "n1", 0, &len);
     ck_assert_msg(strstr(page, "powerapi_cgroup_series_folded 4\n"), "%s", page);
     ck_assert_msg(strstr(page, "powerapi_cgroup_power_watts{cgroup=\"[other]\",node=\"n1\"} "
                                "30\n"),

@@ -1,7 +1,7 @@
 /*
  * test_cli.c - the powerapi command end to end on fixture trees.
  *
- * Each golden case runs the binary (PA_CLI_PATH) with an explicit clock
+ * Each golden case runs the binary (CLI_PATH) with an explicit clock
  * (--clock-step) over a fixture tree whose files change between ticks
  * (--fixture-states, overlays in tests/golden/states-<fixture>/<k>/), and
  * compares its standard output with tests/golden/<case>.  With
@@ -670,7 +670,7 @@ START_TEST(test_rapl_root_only_hint)
         snprintf(cmd, sizeof(cmd),
                  "cd / && %s'%s' monitor --procfs '%s/proc' --sysfs '%s/sys' "
                  "--hwdb '%s' --count 1 --interval 100ms %s 2>&1",
-                 cases[i].as, PA_CLI_PATH, root, root, PA_TEST_HWDB, cases[i].extra);
+                 cases[i].as, CLI_PATH, root, root, PA_TEST_HWDB, cases[i].extra);
         ck_assert_msg(pa_test_run(cmd, &out) == 0, "case %zu: %s", i, out);
         ck_assert_msg(strstr(out, cases[i].source), "case %zu: %s", i, out);
         int n = 0;

@@ -45,7 +45,7 @@ static char *complete_split(const char *line, int split_breaks)
                   "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
                   "_powerapi\n"
                   "printf '%%s\\n' \"${COMPREPLY[@]}\" | sort\n",
-                  COMPLETION, PA_CLI_PATH);
+                  COMPLETION, CLI_PATH);
     char cmd[8400], *out = NULL;
     snprintf(cmd, sizeof(cmd), "bash --norc --noprofile '%s/t.sh' '%s' %d 2>&1", dir, line,
              split_breaks);
@@ -110,7 +110,7 @@ START_TEST(test_modules_and_keys)
     /* every sensor `modules --names` lists, and no formula */
     char cmd[4200], *sensors = NULL;
     snprintf(cmd, sizeof(cmd), "'%s' modules --names | awk '$1 == \"sensor\" { print $2 }' | sort",
-             PA_CLI_PATH);
+             CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &sensors), 0);
     ck_assert_msg(strstr(sensors, "perf\nprocfs-cpu\n"), "%s", sensors);
     char want[4096];
@@ -137,7 +137,7 @@ END_TEST
 START_TEST(test_perf_events)
 {
     char cmd[4200], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "'%s' events 2>/dev/null", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' events 2>/dev/null", CLI_PATH);
     pa_test_run(cmd, &out);
     if (!out || !strstr(out, "perf::TASK-CLOCK ")) {
         fprintf(stderr, "test_perf_events: SKIPPED: 'powerapi events' lists no "
@@ -177,14 +177,14 @@ START_TEST(test_choices_are_the_commands_own)
         free(got);
     }
     char cmd[8192], *cmds = NULL;
-    snprintf(cmd, sizeof(cmd), "'%s' --complete", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' --complete", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &cmds), 0);
     int tried = 0;
     for (char *c = strtok(cmds, "\n"); c; c = strtok(NULL, "\n")) {
         if (c[0] == '-')
             continue;
         char *opts = NULL;
-        snprintf(cmd, sizeof(cmd), "'%s' %s --complete", PA_CLI_PATH, c);
+        snprintf(cmd, sizeof(cmd), "'%s' %s --complete", CLI_PATH, c);
         ck_assert_int_eq(pa_test_run(cmd, &opts), 0);
         char *save = NULL;
         for (char *l = strtok_r(opts, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -194,7 +194,7 @@ START_TEST(test_choices_are_the_commands_own)
                 w[n++] = t;
             for (int k = 3; k < n; k++) { /* each value, then --help: taken, exit 0 */
                 char *out = NULL;
-                snprintf(cmd, sizeof(cmd), "'%s' %s %s %s --help >/dev/null", PA_CLI_PATH, c, w[0],
+                snprintf(cmd, sizeof(cmd), "'%s' %s %s %s --help >/dev/null", CLI_PATH, c, w[0],
                          w[k]);
                 int st = pa_test_run(cmd, &out);
                 ck_assert_msg(st == 0, "powerapi %s %s %s: %d %s", c, w[0], w[k], st, out);
@@ -203,7 +203,7 @@ START_TEST(test_choices_are_the_commands_own)
             }
             if (n > 3) { /* and one it does not offer is refused */
                 char *out = NULL;
-                snprintf(cmd, sizeof(cmd), "'%s' %s %s no-such-value --help 2>&1", PA_CLI_PATH, c,
+                snprintf(cmd, sizeof(cmd), "'%s' %s %s no-such-value --help 2>&1", CLI_PATH, c,
                          w[0]);
                 int st = pa_test_run(cmd, &out);
                 ck_assert_msg(st == 2 && strstr(out, "unknown"), "%s %s: %d %s", c, w[0], st, out);
@@ -278,7 +278,7 @@ static char *zsh_complete(const char *line)
                   "words=(\"${(@s: :)1}\"); words[1]='%s'; CURRENT=$#words\n"
                   "PREFIX=$words[CURRENT]\n"
                   "source '%s/../completion/_powerapi'\n",
-                  PA_CLI_PATH, PA_SOURCE_TESTS);
+                  CLI_PATH, PA_SOURCE_TESTS);
     char cmd[8400], *out = NULL;
     snprintf(cmd, sizeof(cmd), "zsh -f '%s/z.zsh' '%s' 2>&1", dir, line);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);

@@ -262,10 +262,10 @@ START_TEST(outputs_name_the_component)
     run_two_windows(ctx);
     pa_report *r = NULL;
     ck_assert_int_eq(pa_report_get(ctx, &r), 0);
-    const pa_out_format fmts[3] = {PA_OUT_JSON, PA_OUT_CSV, PA_OUT_TABLE};
+    const rp_out_format fmts[3] = {RP_OUT_JSON, RP_OUT_CSV, RP_OUT_TABLE};
     char *out[3];
     for (int k = 0; k < 3; k++)
-        ck_assert_ptr_nonnull(out[k] = pa_out_report_text(r, fmts[k]));
+        ck_assert_ptr_nonnull(out[k] = rp_out_report_text(r, fmts[k]));
     ck_assert_msg(strstr(out[0], "\"power_w\":{\"cpu\":0,\"nic\":0,\"gpu\":30,"
                                  "\"total\":30,\"idle\":0}"),
                   "%s", out[0]);
@@ -289,7 +289,7 @@ START_TEST(outputs_name_the_component)
     static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     char *page = NULL;
     size_t plen = 0;
-    ck_assert_int_eq(pa_cli_serve_exchange(r, get, sizeof(get) - 1, &page, &plen), 0);
+    ck_assert_int_eq(cli_serve_exchange(r, get, sizeof(get) - 1, &page, &plen), 0);
     char *text = strndup(page, plen);
     ck_assert_msg(strstr(text, "powerapi_system_power_watts{component=\"gpu\"}"
                                " 30\n"),
@@ -307,13 +307,13 @@ START_TEST(outputs_name_the_component)
     char *list = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&list, &len);
-    ck_assert_int_eq(pa_cli_modules_print(ctx, f, PA_OUT_TABLE), 0);
+    ck_assert_int_eq(cli_modules_print(ctx, f, RP_OUT_TABLE), 0);
     fclose(f);
     ck_assert_msg(strstr(list, "gpu-model    formula  gpu  yes       auto"), "%s", list);
     ck_assert_msg(strstr(list, "chosen by auto: test: a GPU is present"), "%s", list);
     free(list);
     f = open_memstream(&list, &len);
-    ck_assert_int_eq(pa_cli_modules_print(ctx, f, PA_OUT_JSON), 0);
+    ck_assert_int_eq(cli_modules_print(ctx, f, RP_OUT_JSON), 0);
     fclose(f);
     ck_assert_msg(strstr(list, "\"name\":\"gpu-floor\",\"kind\":\"formula\","
                                "\"component\":\"gpu\""),

@@ -138,8 +138,8 @@ START_TEST(records_give_each_its_own)
     ck_assert_double_eq_tol(un->power.cpu_w, 3, TOL);
     assert_conserved(r);
     /* the writers fold them into one named row each */
-    char *json = pa_out_report_text(r, PA_OUT_JSON);
-    char *table = pa_out_report_text(r, PA_OUT_TABLE);
+    char *json = rp_out_report_text(r, RP_OUT_JSON);
+    char *table = rp_out_report_text(r, RP_OUT_TABLE);
     ck_assert_msg(strstr(json,
                          "{\"type\":\"exited\",\"time\":2,\"interval_s\":1,\"processes\":2,"
                          "\"comm\":\"[exited]\",\"cpu_time_s\":0.7,\"power_w\":{\"cpu\":10.5,"),
@@ -177,7 +177,7 @@ START_TEST(estimate_from_children_time)
     ck_assert_double_eq_tol(ex->power.cpu_w, 15, TOL);
     ck_assert_double_eq_tol(un->power.cpu_w, 3, TOL);
     assert_conserved(r);
-    char *table = pa_out_report_text(r, PA_OUT_TABLE);
+    char *table = rp_out_report_text(r, RP_OUT_TABLE);
     ck_assert_msg(strstr(table, "[exited]"), "%s", table);
     free(table);
     pa_report_free(r);

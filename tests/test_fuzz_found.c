@@ -1,6 +1,7 @@
 /* test_fuzz_found.c - one named test per bug the fuzz targets found
  * (tests/fuzz/): the crashing input, in its smallest form, and what the
  * code must do with it.  The raw input is also in the target's corpus. */
+#include "../sensors/nic.h"
 #include "cli.h"
 #include "internal.h"
 #include "testutil.h"
@@ -109,7 +110,7 @@ START_TEST(serve_label_with_f6_lead_byte_is_replaced)
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     char *resp = NULL;
     size_t len = 0;
-    ck_assert_int_eq(pa_cli_serve_exchange(&r, req, sizeof(req) - 1, &resp, &len), 0);
+    ck_assert_int_eq(cli_serve_exchange(&r, req, sizeof(req) - 1, &resp, &len), 0);
     ck_assert_ptr_nonnull(resp);
     ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%.40s", resp);
     static const char cg[] = "cgroup=\"/\xef\xbf\xbd\xef\xbf\xbd"

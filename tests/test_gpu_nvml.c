@@ -214,21 +214,21 @@ START_TEST(tree_sums_members)
     /* monitor -- COMMAND's last record names the GPU's joules too (on a
      * real H200 it gave cpu and nic, and a total 6,178 J larger) */
     double gj = r->target_component_j[(size_t)(t - r->targets) * r->ncomponents + (size_t)gpu_k(r)];
-    const pa_out_format fmts[3] = {PA_OUT_JSON, PA_OUT_TABLE, PA_OUT_CSV};
+    const rp_out_format fmts[3] = {RP_OUT_JSON, RP_OUT_TABLE, RP_OUT_CSV};
     for (int k = 0; k < 3; k++) {
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
         ck_assert_ptr_nonnull(f);
-        pa_out o;
-        pa_out_init(&o, f, fmts[k]);
+        rp_out o;
+        rp_out_init(&o, f, fmts[k]);
         o.command_columns = 1;
-        pa_out_command c = {.pid = 4001, .duration_s = 1, .cpu_time_s = -1, .last = r};
+        rp_out_command c = {.pid = 4001, .duration_s = 1, .cpu_time_s = -1, .last = r};
         ck_assert_int_eq(pa_tree_power(ctx, 4001, &c.energy), 0);
         if (k == 2)
-            ck_assert_int_eq(pa_out_report(&o, r), 0); /* the header */
-        ck_assert_int_eq(pa_out_command_end(&o, &c), 0);
-        pa_out_fini(&o);
+            ck_assert_int_eq(rp_out_report(&o, r), 0); /* the header */
+        ck_assert_int_eq(rp_out_command_end(&o, &c), 0);
+        rp_out_fini(&o);
         fclose(f);
         double got = -1;
         if (k == 0) {
@@ -339,9 +339,9 @@ START_TEST(outputs)
     ck_assert_double_eq_tol(d->energy_j, 100, TOL);
     ck_assert_int_eq(r->devices[2].split, 0); /* MIG */
     char *out[2];
-    const pa_out_format fmts[2] = {PA_OUT_JSON, PA_OUT_TABLE};
+    const rp_out_format fmts[2] = {RP_OUT_JSON, RP_OUT_TABLE};
     for (int k = 0; k < 2; k++)
-        ck_assert_ptr_nonnull(out[k] = pa_out_report_text(r, fmts[k]));
+        ck_assert_ptr_nonnull(out[k] = rp_out_report_text(r, fmts[k]));
     ck_assert_msg(strstr(out[0], "\"devices\":[{\"index\":0,\"component\":\"gpu\",\"vendor\":"
                                  "\"nvidia\",\"name\":\"NVIDIA H100 80GB HBM3\",\"uuid\":"
                                  "\"GPU-0a0a\",\"bus\":\"00000000:3B:00.0\",\"source\":"
@@ -353,7 +353,7 @@ START_TEST(outputs)
                       strstr(out[1], "gpu       90.00 W  (idle 20.00 W, the rest unattributed)"),
                   "%s", out[1]);
     size_t len = 0;
-    char *page = pa_cli_serve_page(r, 0, "n1", 0, &len);
+    char *page = cli_serve_page(r, 0, "n1", 0, &len);
     ck_assert_msg(
         strstr(page, "powerapi_gpu_power_watts{index=\"1\",uuid=\"GPU-1b1b\",name=\"Tesla P100\","
                      "vendor=\"nvidia\",bus=\"00000000:5E:00.0\",source=\"integrated\"} 50\n") &&

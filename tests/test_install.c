@@ -1,7 +1,8 @@
 /*
  * test_install.c - `cmake --install` into a temporary prefix, then a
  * user's program built against it twice: with pkg-config and with
- * find_package(powerapi) (shared and static), and run.
+ * find_package(powerapi) (shared and static), and run; it registers a
+ * sensor of its own on the installed powerapi_module.h.
  */
 #include "testutil.h"
 
@@ -24,6 +25,7 @@ START_TEST(install_and_build_a_user_program)
     free(cmd);
     free(out);
     const char *files[] = {"include/powerapi.h",
+                           "include/powerapi_module.h",
                            "lib/libpowerapi.a",
                            "lib/libpowerapi.so",
                            "bin/powerapi",

@@ -294,7 +294,7 @@ START_TEST(calibrate_on_simulated_rapl)
     snprintf(cmd, sizeof(cmd),
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --windows '%s' "
              "--step 2s --settle 300ms --window 500ms --reps 1 %s 2>&1",
-             PA_CLI_PATH, s.root, cal, wins, ladder);
+             CLI_PATH, s.root, cal, wins, ladder);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "calibrate exited %d: %s", st, out ? out : "");
@@ -448,7 +448,7 @@ START_TEST(calibrate_per_frequency)
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --levels %d "
              "--step 2s --settle 300ms --window 500ms --reps 1 --validate 0 "
              "2>&1",
-             PA_CLI_PATH, s.root, cal, levels);
+             CLI_PATH, s.root, cal, levels);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "calibrate exited %d: %s", st, out ? out : "");
@@ -521,7 +521,7 @@ START_TEST(calibrate_per_frequency)
              "while [ \"$(cat '%s')\" = 2000000 ] && [ $i -lt 300 ]; do "
              "sleep 0.05; i=$((i+1)); done; cat '%s'; kill -TERM $p; "
              "wait $p; echo \"status $?\"; cat '%s'",
-             PA_CLI_PATH, s.root, cal, setspeed, setspeed, setspeed);
+             CLI_PATH, s.root, cal, setspeed, setspeed, setspeed);
     st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 0);
     ck_assert_msg(out && !strcmp(out, "1000000\nstatus 143\n2000000\n"), "%s", out ? out : "");
@@ -536,7 +536,7 @@ START_TEST(calibrate_without_rapl)
 {
     char *dir = pa_test_tmpdir();
     char cmd[8192];
-    snprintf(cmd, sizeof(cmd), "'%s' calibrate --sysfs '%s' 2>&1", PA_CLI_PATH, dir);
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --sysfs '%s' 2>&1", CLI_PATH, dir);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 1);
@@ -544,13 +544,13 @@ START_TEST(calibrate_without_rapl)
     ck_assert_msg(strstr(out, "needs RAPL") != NULL, "%s", out);
     free(out);
     /* a ladder step too short for two windows after the settle time */
-    snprintf(cmd, sizeof(cmd), "'%s' calibrate --step 1s --settle 600ms 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --step 1s --settle 600ms 2>&1", CLI_PATH);
     st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 2);
     ck_assert_msg(out && strstr(out, "--step must leave") != NULL, "%s", out ? out : "");
     free(out);
     /* a --frequencies list it cannot use */
-    snprintf(cmd, sizeof(cmd), "'%s' calibrate --frequencies min,fast 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' calibrate --frequencies min,fast 2>&1", CLI_PATH);
     st = pa_test_run(cmd, &out);
     ck_assert_int_eq(st, 2);
     ck_assert_msg(out && strstr(out, "--frequencies min,fast: give none") != NULL, "%s",

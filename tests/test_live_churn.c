@@ -520,18 +520,18 @@ START_TEST(test_storm_watchers)
     }
     close(go[0]);
 
-    char *mon_argv[] = {PA_CLI_PATH, "monitor", "--all",    "--threads", "--interval", "250ms",
-                        "--format",  "json",    "--output", mon_out,     NULL};
+    char *mon_argv[] = {CLI_PATH,   "monitor", "--all",    "--threads", "--interval", "250ms",
+                        "--format", "json",    "--output", mon_out,     NULL};
     pid_t mon = spawn_to(mon_argv, "monitor.stdout", "monitor.err");
-    char *d_argv[] = {PA_CLI_PATH, "daemon", "--ring", ring, "--interval", "250ms", "-q", NULL};
+    char *d_argv[] = {CLI_PATH, "daemon", "--ring", ring, "--interval", "250ms", "-q", NULL};
     pid_t dmn = spawn_to(d_argv, "daemon.stdout", "daemon.err");
     struct stat sb;
     for (int i = 0; i < 500 && stat(shm, &sb) < 0; i++)
         sleep_ms(20);
     ck_assert_msg(stat(shm, &sb) == 0, "the daemon made no ring");
     sleep_ms(400); /* a first window */
-    char *r_argv[] = {PA_CLI_PATH, "monitor", "--ring",   ring,   "--interval", "250ms",
-                      "--format",  "json",    "--output", rd_out, NULL};
+    char *r_argv[] = {CLI_PATH,   "monitor", "--ring",   ring,   "--interval", "250ms",
+                      "--format", "json",    "--output", rd_out, NULL};
     pid_t rdr = spawn_to(r_argv, "reader.stdout", "reader.err");
 
     pa_ctx *ctx = NULL;
@@ -651,9 +651,9 @@ START_TEST(test_storm_command_cpu)
     char out[4200], stats[4200];
     snprintf(out, sizeof(out), "%s/command.json", tmp);
     snprintf(stats, sizeof(stats), "%s/storm.txt", tmp);
-    char *argv[] = {PA_CLI_PATH, "monitor", "--format", "json",   "--interval", "500ms",
-                    "--output",  out,       "--",       self_exe, "--storm",    stats,
-                    CMD_STORM,   "300",     "500",      NULL};
+    char *argv[] = {CLI_PATH,   "monitor", "--format", "json",   "--interval", "500ms",
+                    "--output", out,       "--",       self_exe, "--storm",    stats,
+                    CMD_STORM,  "300",     "500",      NULL};
     pid_t mon = spawn_to(argv, "cmd.stdout", "cmd.err");
     int ws = -1;
     double t0 = now_s();
@@ -700,9 +700,9 @@ START_TEST(test_thread_churn)
     char out[4200], stats[4200];
     snprintf(out, sizeof(out), "%s/threads.json", tmp);
     snprintf(stats, sizeof(stats), "%s/threads.txt", tmp);
-    char *argv[] = {PA_CLI_PATH, "monitor",   "--threads", "--format", "json",   "--interval",
-                    "250ms",     "--output",  out,         "--",       self_exe, "--threads",
-                    stats,       THREAD_SECS, "1000",      "300",      NULL};
+    char *argv[] = {CLI_PATH, "monitor",   "--threads", "--format", "json",   "--interval",
+                    "250ms",  "--output",  out,         "--",       self_exe, "--threads",
+                    stats,    THREAD_SECS, "1000",      "300",      NULL};
     pid_t mon = spawn_to(argv, "thr.stdout", "thr.err");
     int ws = -1;
     double t0 = now_s();

@@ -320,7 +320,7 @@ static void cli_sig(run *r, int sig, int delay_ms, char *const *args)
     char outp[4096], errp[4096];
     snprintf(outp, sizeof(outp), "%s/out", dir);
     snprintf(errp, sizeof(errp), "%s/err", dir);
-    char *argv[64] = {(char *)PA_CLI_PATH};
+    char *argv[64] = {(char *)CLI_PATH};
     for (size_t i = 0; args[i] && i < 62; i++)
         argv[i + 1] = args[i];
     pid_t pid = fork();
@@ -754,8 +754,8 @@ START_TEST(test_table_on_tty)
     pid_t pid = forkpty(&master, NULL, NULL, &ws);
     ck_assert(pid >= 0);
     if (pid == 0) {
-        char *argv[] = {(char *)PA_CLI_PATH, "monitor", "--all", "--interval", "200ms",
-                        "--count",           "2",       NULL};
+        char *argv[] = {(char *)CLI_PATH, "monitor", "--all", "--interval",
+                        "200ms",          "--count", "2",     NULL};
         execv(argv[0], argv);
         _exit(127);
     }
@@ -840,8 +840,8 @@ START_TEST(test_pid_exit_ends)
         int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1);
         dup2(fd, 2);
-        char *argv[] = {(char *)PA_CLI_PATH, "monitor", "--pid", p, "--interval", "200ms",
-                        "--format",          "json",    NULL};
+        char *argv[] = {(char *)CLI_PATH, "monitor",  "--pid", p,   "--interval",
+                        "200ms",          "--format", "json",  NULL};
         execv(argv[0], argv);
         _exit(127);
     }

@@ -50,7 +50,7 @@ static char *monitor_containers(const char *rootfs)
     char cmd[4096];
     snprintf(cmd, sizeof(cmd),
              "'%s' monitor --all --containers --format json --interval 1s --count 3 %s%s%s 2>&1",
-             PA_CLI_PATH, rootfs ? "--rootfs '" : "", rootfs ? rootfs : "", rootfs ? "'" : "");
+             CLI_PATH, rootfs ? "--rootfs '" : "", rootfs ? rootfs : "", rootfs ? "'" : "");
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
     ck_assert_msg(st == 0, "monitor: exit %d: %s", st, out ? out : "");

@@ -16,7 +16,7 @@ static void start_daemon(const char *extra1, const char *extra2)
 {
     char *argv[16];
     int n = 0;
-    argv[n++] = PA_CLI_PATH;
+    argv[n++] = CLI_PATH;
     argv[n++] = "daemon";
     argv[n++] = "--ring";
     argv[n++] = name;
@@ -94,7 +94,7 @@ static int monitor_as_nobody(char **out)
     snprintf(cmd, sizeof(cmd),
              "setpriv --reuid=65534 --regid=65534 --clear-groups %s monitor "
              "--ring %s --count 1 --format json 2>&1",
-             PA_CLI_PATH, name);
+             CLI_PATH, name);
     int st = pa_test_run(cmd, out);
     if (st == 126 || st == 127) { /* the build tree is not ours to run */
         free(*out);
@@ -185,7 +185,7 @@ START_TEST(test_daemon_publishes)
     /* A second daemon on the same ring is refused. */
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s 2>&1", PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s 2>&1", CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "running writer"));
     free(out);
@@ -210,23 +210,23 @@ START_TEST(test_daemon_modules)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --sensor nosuch 2>&1", PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --sensor nosuch 2>&1", CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--sensor nosuch"), "%s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --formula procfs-cpu 2>&1", PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --formula procfs-cpu 2>&1", CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "procfs-cpu is a sensor (use --sensor)"), "%s", out);
     free(out);
     /* an unknown --disable is an error too (the modules are listed) */
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable nosuch 2>&1", PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable nosuch 2>&1", CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--disable nosuch: unknown module"), "%s", out);
     free(out);
     /* the module rule of the library: a sensor a --formula requires
      * cannot be disabled */
     snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --disable procfs-cpu --formula cpu-tdp 2>&1",
-             PA_CLI_PATH, name);
+             CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "--disable procfs-cpu: --formula cpu-tdp requires "
                               "this sensor") &&
@@ -286,7 +286,7 @@ START_TEST(test_daemon_killed)
     /* The CLI's readers say the same, and a new daemon takes over. */
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s serve --ring %s --listen 127.0.0.1:0 2>&1", PA_CLI_PATH, name);
+    snprintf(cmd, sizeof(cmd), "%s serve --ring %s --listen 127.0.0.1:0 2>&1", CLI_PATH, name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no longer running"));
     free(out);
@@ -308,7 +308,7 @@ START_TEST(test_daemon_fine_rapl)
     char *out = NULL;
     const char *sys = PA_FIXTURES "/rapl-laptop/sys";
     snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval 10ms --count 5 -q --sysfs %s 2>&1",
-             PA_CLI_PATH, name, sys);
+             CLI_PATH, name, sys);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_msg(strstr(out, "refusing to publish RAPL-measured energy") &&
                       strstr(out, "CVE-2020-8694") && strstr(out, "--allow-fine-rapl"),
@@ -333,12 +333,12 @@ START_TEST(test_daemon_fine_rapl)
     snprintf(cmd, sizeof(cmd),
              "%s daemon --ring %s --interval 10ms --count 5 -q --sysfs %s "
              "--allow-fine-rapl 2>&1",
-             PA_CLI_PATH, name, sys);
+             CLI_PATH, name, sys);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_str_eq(out, "");
     free(out);
     /* 10 ms windows without RAPL (this machine's own /sys) are published. */
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval 10ms --count 5 -q 2>&1", PA_CLI_PATH,
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval 10ms --count 5 -q 2>&1", CLI_PATH,
              name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     free(out);
@@ -353,16 +353,16 @@ START_TEST(test_daemon_short_windows)
     ck_assert_int_gt(hz, 0);
     char cmd[1024];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval %ldus --count 5 -q 2>&1",
-             PA_CLI_PATH, name, 1000000 / hz / 4);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval %ldus --count 5 -q 2>&1", CLI_PATH,
+             name, 1000000 / hz / 4);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     const char *nl = strchr(out, '\n');
     ck_assert_msg(strstr(out, "resolution of process CPU times") && strstr(out, "USER_HZ") && nl &&
                       nl[1] == '\0',
                   "want one line: %s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval %ldus --count 3 -q 2>&1",
-             PA_CLI_PATH, name, 1000000 / hz);
+    snprintf(cmd, sizeof(cmd), "%s daemon --ring %s --interval %ldus --count 3 -q 2>&1", CLI_PATH,
+             name, 1000000 / hz);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_str_eq(out, "");
     free(out);

@@ -30,7 +30,7 @@ static const char workload[] =
     "__attribute__((noipa)) void shrink_work(long n) { SPIN(n); }\n"
     "__attribute__((noipa)) void same_work(long n) { SPIN(n); }\n"
     "int main(void) {\n"
-    "    long u = 5000000;\n"
+    "    long u = 8000000;\n"
     "#ifdef V2\n"
     "    padding(1); grow_work(u * 39); shrink_work(u * 9); same_work(u * 10);\n"
     "#else\n"

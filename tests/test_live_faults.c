@@ -80,7 +80,7 @@ START_TEST(test_output_full_fs)
         snprintf(cmd, sizeof(cmd),
                  "%s monitor --all --format %s --interval 50ms "
                  "--count 400 --output %s 2>&1",
-                 PA_CLI_PATH, fmts[k], out);
+                 CLI_PATH, fmts[k], out);
         char *msg = NULL;
         int st = pa_test_run(cmd, &msg);
         ck_assert_msg(st == 1, "status %d: %s", st, msg);
@@ -170,7 +170,7 @@ START_TEST(test_output_epipe)
 {
     char *err = NULL;
     double secs;
-    char *a1[] = {PA_CLI_PATH,  "monitor", "--all",   "--format", "json",
+    char *a1[] = {CLI_PATH,     "monitor", "--all",   "--format", "json",
                   "--interval", "100ms",   "--count", "100",      NULL};
     int ws = run_head1(a1, &err, &secs);
     ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 141, "status %d (signaled %d)", ws,
@@ -182,8 +182,8 @@ START_TEST(test_output_epipe)
     /* With a command: it is ended too, not left running. */
     char marker[64];
     snprintf(marker, sizeof(marker), "exec sleep 37.%d", (int)getpid() % 1000);
-    char *a2[] = {PA_CLI_PATH, "monitor", "--format", "json", "--interval", "100ms", "-o",
-                  "-",         "--",      "sh",       "-c",   marker,       NULL};
+    char *a2[] = {CLI_PATH, "monitor", "--format", "json", "--interval", "100ms", "-o",
+                  "-",      "--",      "sh",       "-c",   marker,       NULL};
     ws = run_head1(a2, &err, &secs);
     ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 141, "status %d", ws);
     ck_assert_msg(err && err[0] == '\0', "stderr: %s", err);
@@ -201,7 +201,7 @@ START_TEST(test_output_epipe)
              " sleep 0.5; %s monitor --ring %s --format json --interval "
              "100ms | head -1 >/dev/null; echo \"status ${PIPESTATUS[0]}\"; "
              "wait",
-             PA_CLI_PATH, ring, PA_CLI_PATH, ring);
+             CLI_PATH, ring, CLI_PATH, ring);
     char bash[4096];
     snprintf(bash, sizeof(bash), "bash -c '%s' 2>&1", cmd);
     char *out = NULL;
@@ -235,7 +235,7 @@ START_TEST(test_hidepid_and_other_users)
              "unshare -m sh -c 'mount -t proc -o hidepid=2 proc %s && "
              "%s %s monitor --procfs %s --all --count 3 --interval 100ms "
              "--format json 2>%s/err.txt; echo \"status $?\"' 2>&1",
-             mnt, nobody, PA_CLI_PATH, mnt, tmp);
+             mnt, nobody, CLI_PATH, mnt, tmp);
     int st = pa_test_run(cmd, &out);
     if (strstr(out, "status 126") || strstr(out, "status 127")) {
         fprintf(stderr, "hidepid: SKIPPED (the build tree is not executable "
@@ -266,7 +266,7 @@ START_TEST(test_hidepid_and_other_users)
     snprintf(cmd, sizeof(cmd),
              "unshare -m sh -c 'mount -t proc -o hidepid=2 proc %s && "
              "%s %s monitor --procfs %s --pid 1 --count 1 2>&1'",
-             mnt, nobody, PA_CLI_PATH, mnt);
+             mnt, nobody, CLI_PATH, mnt);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_msg(strstr(out, "hidepid=") && strstr(out, "run as root"), "%s", out);
     free(out);
@@ -276,7 +276,7 @@ START_TEST(test_hidepid_and_other_users)
     snprintf(cmd, sizeof(cmd),
              "%s %s monitor --pid 1 --threads --count 3 --interval 100ms "
              "--format json 2>%s/err2.txt",
-             nobody, PA_CLI_PATH, tmp);
+             nobody, CLI_PATH, tmp);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "\"pid\":1,"));
     ck_assert_ptr_nonnull(strstr(out, "fd folder unreadable"));

@@ -80,7 +80,7 @@ static void start_serve(int i, const char *ring)
 {
     char *argv[16];
     int n = 0, out = -1;
-    argv[n++] = PA_CLI_PATH;
+    argv[n++] = CLI_PATH;
     argv[n++] = "serve";
     argv[n++] = "--listen";
     argv[n++] = "127.0.0.1:0";

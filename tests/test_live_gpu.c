@@ -83,7 +83,7 @@ START_TEST(load_gets_the_active_power)
              "tree=[r for r in recs if r[\"type\"]!=\"system\"]\n"
              "mine=max([r[\"energy_j\"].get(\"gpu\",0) for r in tree] or [0])\n"
              "print(\"%%.3f %%.3f\" %% (mine, dev))'",
-             PA_CLI_PATH, load);
+             CLI_PATH, load);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     double mine = 0, active = 0;
     ck_assert_msg(out && sscanf(out, "%lf %lf", &mine, &active) == 2, "%s", out ? out : "");

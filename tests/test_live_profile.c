@@ -521,7 +521,7 @@ static void check_conservation(const char *out)
 static int run_profile(const char *args, char **output)
 {
     char cmd[16384];
-    snprintf(cmd, sizeof(cmd), "%s profile %s 2>&1", PA_CLI_PATH, args);
+    snprintf(cmd, sizeof(cmd), "%s profile %s 2>&1", CLI_PATH, args);
     return pa_test_run(cmd, output);
 }
 
@@ -1471,7 +1471,7 @@ START_TEST(kernel_frames)
     snprintf(cmd, sizeof(cmd),
              "unshare -m sh -c 'mount --bind %s /proc/kallsyms && exec %s profile "
              "--interval 2ms --out %s/h -- %s/kern 1' 2>&1",
-             hidden, PA_CLI_PATH, out, dir);
+             hidden, CLI_PATH, out, dir);
     ck_assert_msg(pa_test_run(cmd, &log) == 0, "%s", log);
     ck_assert_msg(strstr(log, "profile: kernel frames dropped: kernel addresses hidden "
                               "(kptr_restrict)\n"),
@@ -1785,7 +1785,7 @@ START_TEST(bad_input)
     snprintf(cmd, sizeof(cmd),
              "setpriv --reuid=65534 --regid=65534 --clear-groups %s profile -q "
              "--pid 1 --duration 1s --out /tmp 2>&1",
-             PA_CLI_PATH);
+             CLI_PATH);
     rc = pa_test_run(cmd, &log);
     ck_assert_msg(rc == 1 && strstr(log, "permission denied"), "pid 1 as nobody: %d %s", rc, log);
     free(log);
@@ -1796,7 +1796,7 @@ START_TEST(bad_input)
     snprintf(cmd, sizeof(cmd),
              "setpriv --reuid=65534 --regid=65534 --clear-groups %s profile -q "
              "--procfs %s -- true 2>&1",
-             PA_CLI_PATH, fake);
+             CLI_PATH, fake);
     rc = pa_test_run(cmd, &log);
     /* with the command that allows it (a new user on Debian meets this
      * first) */

@@ -18,7 +18,7 @@ static void start_serve(const char *ring)
 {
     char *argv[16];
     int n = 0;
-    argv[n++] = PA_CLI_PATH;
+    argv[n++] = CLI_PATH;
     argv[n++] = "serve";
     argv[n++] = "--listen";
     argv[n++] = "127.0.0.1:0";
@@ -140,7 +140,7 @@ START_TEST(test_daemon_perf_counters)
     }
     char ring[64];
     snprintf(ring, sizeof(ring), "pa-test-perfserve-%d", (int)getpid());
-    char *argv[] = {PA_CLI_PATH,
+    char *argv[] = {CLI_PATH,
                     "daemon",
                     "--ring",
                     ring,

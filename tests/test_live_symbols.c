@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PA_CLI_BIN PA_BINARY_DIR "/cli/powerapi"
+#define CLI_BIN PA_BINARY_DIR "/cli/powerapi"
 
 static double now_s(void)
 {
@@ -40,7 +40,7 @@ static int count(const char *s, const char *what)
 START_TEST(stripped_program_says_what_names_it)
 {
     char *out = NULL;
-    if (pa_test_run(PA_CLI_BIN " profile --pid 1 --duration 100ms -o /dev/null 2>&1", &out) != 0 &&
+    if (pa_test_run(CLI_BIN " profile --pid 1 --duration 100ms -o /dev/null 2>&1", &out) != 0 &&
         out && strstr(out, "perf_event_paranoid")) {
         fprintf(stderr, "stripped_program_says_what_names_it: SKIPPED: %s", out);
         free(out);
@@ -58,7 +58,7 @@ START_TEST(stripped_program_says_what_names_it)
     snprintf(cmd, sizeof(cmd), "seq 1500000 | shuf --random-source=/dev/zero > '%s/big.txt'", dir);
     ck_assert_int_eq(system(cmd), 0);
     snprintf(cmd, sizeof(cmd),
-             "DEBUGINFOD_URLS=http://127.0.0.1:%d/ " PA_CLI_BIN
+             "DEBUGINFOD_URLS=http://127.0.0.1:%d/ " CLI_BIN
              " profile -o '%s/p' -- sort -n '%s/big.txt' -o /dev/null 2>&1",
              (int)ntohs(a.sin_port), dir, dir);
     double t0 = now_s();
@@ -97,7 +97,7 @@ START_TEST(idle_pid_is_said_idle)
         _exit(0);
     }
     char cmd[512], *out = NULL;
-    snprintf(cmd, sizeof(cmd), PA_CLI_BIN " profile --pid %d --duration 1s -o /tmp/pa-idle-%d 2>&1",
+    snprintf(cmd, sizeof(cmd), CLI_BIN " profile --pid %d --duration 1s -o /tmp/pa-idle-%d 2>&1",
              (int)c, (int)getpid());
     int st = pa_test_run(cmd, &out);
     kill(c, SIGKILL);

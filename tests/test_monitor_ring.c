@@ -29,7 +29,7 @@ START_TEST(test_json_lines)
     char cmd[512];
     char *out = NULL;
     snprintf(cmd, sizeof(cmd), "%s monitor --ring %s --count 2 --interval 200ms --format json",
-             PA_CLI_PATH, rf.name);
+             CLI_PATH, rf.name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     /* Two outputs (the newest window, then the average of the next ones),
      * each a system record and the three processes; no cgroup record. */
@@ -44,7 +44,7 @@ START_TEST(test_json_lines)
     free(out);
 
     snprintf(cmd, sizeof(cmd), "%s monitor --ring %s --count 1 --pid 17 --cgroups --format json",
-             PA_CLI_PATH, rf.name);
+             CLI_PATH, rf.name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_int_eq(count(out, "{\"type\":\"process\""), 1);
     ck_assert_int_eq(count(out, "\"pid\":17,"), 1);
@@ -60,7 +60,7 @@ START_TEST(test_daemon_stops)
     snprintf(cmd, sizeof(cmd),
              "%s monitor --ring %s --interval 100ms --format json "
              "2>&1 > /dev/null",
-             PA_CLI_PATH, rf.name);
+             CLI_PATH, rf.name);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     usleep(400000); /* the monitor runs, then the writer stops */
@@ -73,7 +73,7 @@ START_TEST(test_daemon_stops)
     ck_assert_msg(strstr(buf, "stopped") != NULL, "stderr: %s", buf);
 
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s monitor --ring %s -- true 2>&1", PA_CLI_PATH, rf.name);
+    snprintf(cmd, sizeof(cmd), "%s monitor --ring %s -- true 2>&1", CLI_PATH, rf.name);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--ring"));
     free(out);

@@ -523,7 +523,7 @@ START_TEST(cli_json_has_net_bytes)
              "--pid 2001 --format json --clock-step 2s --count 1 "
              "--fixture-states '%s' --sensor procfs-cpu "
              "--sensor nic:sockfile=sockets.txt --formula nic-linear 2>&1",
-             PA_CLI_PATH, root, root, PA_TEST_HWDB, states);
+             CLI_PATH, root, root, PA_TEST_HWDB, states);
     char *out = NULL;
     int rc = pa_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);

@@ -71,35 +71,35 @@ static void write_side(const char *dir, const char *name, const fn_spec *f, size
     }
 }
 
-static pa_pdiff *compare(const char *dir, const char *a, const char *b)
+static pc_diff *compare(const char *dir, const char *a, const char *b)
 {
     char pa_[512], pb_[512], err[512];
     snprintf(pa_, sizeof(pa_), "%s/%s", dir, a);
     snprintf(pb_, sizeof(pb_), "%s/%s", dir, b);
-    pa_pside *sa, *sb;
-    ck_assert_msg(pa_pside_load(pa_, &sa, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_msg(pa_pside_load(pb_, &sb, err, sizeof(err)) == 0, "%s", err);
-    pa_pdiff *d;
-    ck_assert_int_eq(pa_pdiff_new(sa, sb, 5, &d, err, sizeof(err)), 0);
-    pa_pside_free(sa);
-    pa_pside_free(sb);
+    pc_side *sa, *sb;
+    ck_assert_msg(pc_side_load(pa_, &sa, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_msg(pc_side_load(pb_, &sb, err, sizeof(err)) == 0, "%s", err);
+    pc_diff *d;
+    ck_assert_int_eq(pc_diff_new(sa, sb, 5, &d, err, sizeof(err)), 0);
+    pc_side_free(sa);
+    pc_side_free(sb);
     return d;
 }
 
 START_TEST(student_welch)
 {
-    ck_assert(fabs(pa_pstats_t_quantile(0.95, 4) - 2.7764) < 1e-3);
-    ck_assert(fabs(pa_pstats_t_quantile(0.95, 10) - 2.2281) < 1e-3);
-    ck_assert(fabs(pa_pstats_t_quantile(0.95, 1e6) - 1.9600) < 1e-3);
+    ck_assert(fabs(pc_stats_t_quantile(0.95, 4) - 2.7764) < 1e-3);
+    ck_assert(fabs(pc_stats_t_quantile(0.95, 10) - 2.2281) < 1e-3);
+    ck_assert(fabs(pc_stats_t_quantile(0.95, 1e6) - 1.9600) < 1e-3);
     const double a[] = {1, 2, 3, 4, 5}, b[] = {2, 3, 4, 5, 6};
     double df, ci;
     /* t = 1, df = 8: p = 0.3466 (R: t.test(a, b)) */
-    double p = pa_pstats_welch(a, 5, b, 5, &df, &ci);
+    double p = pc_stats_welch(a, 5, b, 5, &df, &ci);
     ck_assert_msg(fabs(p - 0.3466) < 1e-3, "p %f", p);
     ck_assert(fabs(df - 8) < 1e-9);
     ck_assert(fabs(ci - 2.306) < 1e-3);
     const double c[] = {10, 11, 12, 10.5, 11.5};
-    p = pa_pstats_welch(a, 5, c, 5, &df, &ci);
+    p = pc_stats_welch(a, 5, c, 5, &df, &ci);
     ck_assert(p < 1e-4);
 }
 END_TEST
@@ -120,14 +120,14 @@ START_TEST(self_is_noise)
         char *dir = pa_test_tmpdir();
         write_side(dir, "a", base, 4, 5, 0.05);
         write_side(dir, "b", base, 4, 5, 0.05);
-        pa_pdiff *d = compare(dir, "a", "b");
-        int sig = pa_pdiff_total(d)->significant == 1;
+        pc_diff *d = compare(dir, "a", "b");
+        int sig = pc_diff_total(d)->significant == 1;
         size_t n;
-        const pa_pdiff_row *r = pa_pdiff_rows(d, &n);
+        const pc_diff_row *r = pc_diff_rows(d, &n);
         for (size_t i = 0; i < n; i++)
             sig |= r[i].self.significant == 1 || r[i].total.significant == 1;
         clean += !sig;
-        pa_pdiff_free(d);
+        pc_diff_free(d);
         pa_test_rmtree(dir);
     }
     fprintf(stderr, "self_is_noise: %d of 10 trials without a significant change\n", clean);
@@ -155,9 +155,9 @@ START_TEST(known_shift)
 {
     rng = 42;
     char *dir = shifted();
-    pa_pdiff *d = compare(dir, "a", "b");
-    const pa_pdiff_row *p = pa_pdiff_find(d, "parse"), *r = pa_pdiff_find(d, "render"),
-                       *i = pa_pdiff_find(d, "idle_loop");
+    pc_diff *d = compare(dir, "a", "b");
+    const pc_diff_row *p = pc_diff_find(d, "parse"), *r = pc_diff_find(d, "render"),
+                      *i = pc_diff_find(d, "idle_loop");
     ck_assert(p && r && i);
     ck_assert_int_eq(p->self.significant, 1);
     ck_assert_int_eq(r->self.significant, 1);
@@ -166,11 +166,11 @@ START_TEST(known_shift)
     ck_assert_msg(fabs(r->self.pct + 10) < 5, "render %+.1f %%", r->self.pct);
     /* +0.9 J and -0.2 J of a +0.7 J change */
     ck_assert_msg(fabs(p->share - 128.6) < 10, "share %.1f", p->share);
-    ck_assert_int_eq(pa_pdiff_total(d)->significant, 1);
+    ck_assert_int_eq(pc_diff_total(d)->significant, 1);
     size_t n;
-    ck_assert_str_eq(pa_pdiff_rows(d, &n)[0].name, "parse"); /* largest change first */
-    ck_assert(strstr(pa_pdiff_method(d), "Welch"));
-    pa_pdiff_free(d);
+    ck_assert_str_eq(pc_diff_rows(d, &n)[0].name, "parse"); /* largest change first */
+    ck_assert(strstr(pc_diff_method(d), "Welch"));
+    pc_diff_free(d);
     pa_test_rmtree(dir);
 }
 END_TEST
@@ -191,24 +191,24 @@ START_TEST(matching)
                          {"free", "libc.so.6", 0.5}};
     write_run(dir, "a", a, 4, 0);
     write_run(dir, "b", b, 4, 0);
-    pa_pdiff *d = compare(dir, "a", "b");
-    const pa_pdiff_row *p = pa_pdiff_find(d, "parse"), *u = pa_pdiff_find(d, "[unknown] libz.so.1"),
-                       *t = pa_pdiff_find(d, "tokenize"), *l = pa_pdiff_find(d, "lex_tokens"),
-                       *f = pa_pdiff_find(d, "free");
+    pc_diff *d = compare(dir, "a", "b");
+    const pc_diff_row *p = pc_diff_find(d, "parse"), *u = pc_diff_find(d, "[unknown] libz.so.1"),
+                      *t = pc_diff_find(d, "tokenize"), *l = pc_diff_find(d, "lex_tokens"),
+                      *f = pc_diff_find(d, "free");
     ck_assert(p && u && t && l && f);
-    ck_assert_int_eq(p->match, PA_PMATCH_MODULE);
+    ck_assert_int_eq(p->match, PC_MATCH_MODULE);
     ck_assert(strstr(p->note, "app-1") && strstr(p->note, "app-2"));
     ck_assert(fabs(p->self.change) < 1e-9);
-    ck_assert_int_eq(u->match, PA_PMATCH_UNSURE);
+    ck_assert_int_eq(u->match, PC_MATCH_UNSURE);
     ck_assert(strstr(u->note, "unsure"));
-    ck_assert_int_eq(f->match, PA_PMATCH_NAME);
+    ck_assert_int_eq(f->match, PC_MATCH_NAME);
     /* a rename is said on both rows, not matched */
-    ck_assert_int_eq(t->match, PA_PMATCH_ONLY_A);
-    ck_assert_int_eq(l->match, PA_PMATCH_ONLY_B);
+    ck_assert_int_eq(t->match, PC_MATCH_ONLY_A);
+    ck_assert_int_eq(l->match, PC_MATCH_ONLY_B);
     ck_assert_msg(strstr(t->note, "renamed to lex_tokens"), "%s", t->note);
     ck_assert(strstr(l->note, "renamed from tokenize"));
-    ck_assert_int_eq(pa_pdiff_total(d)->significant, -1); /* single runs: no test */
-    pa_pdiff_free(d);
+    ck_assert_int_eq(pc_diff_total(d)->significant, -1); /* single runs: no test */
+    pc_diff_free(d);
     pa_test_rmtree(dir);
 }
 END_TEST
@@ -222,12 +222,12 @@ START_TEST(inlined)
                   b[] = {{"main", "app", 2}, {"parse", "app", 3}};
     write_run(dir, "a", a, 2, 0);
     write_run(dir, "b", b, 2, 0);
-    pa_pdiff *d = compare(dir, "a", "b");
-    const pa_pdiff_row *t = pa_pdiff_find(d, "tokenize");
+    pc_diff *d = compare(dir, "a", "b");
+    const pc_diff_row *t = pc_diff_find(d, "tokenize");
     ck_assert(t != NULL);
-    ck_assert_int_eq(t->match, PA_PMATCH_ONLY_A);
+    ck_assert_int_eq(t->match, PC_MATCH_ONLY_A);
     ck_assert_msg(strstr(t->note, "inlined into main?"), "%s", t->note);
-    pa_pdiff_free(d);
+    pc_diff_free(d);
     pa_test_rmtree(dir);
 }
 END_TEST
@@ -348,31 +348,31 @@ static const char *pname(const void *ctx, int f)
 START_TEST(pprof_side)
 {
     char *dir = pa_test_tmpdir();
-    pa_ptree_node n[3] = {
+    pc_tree_node n[3] = {
         {.func = 0, .parent = -1, .first_child = 1, .next_sibling = -1, .self_j = 0.5},
         {.func = 1, .parent = 0, .first_child = -1, .next_sibling = 2, .self_j = 3},
         {.func = 2, .parent = 0, .first_child = -1, .next_sibling = -1, .self_j = 1}};
     for (int i = 0; i < 3; i++)
         n[i].self_samples = 1;
-    pa_ptree t = {.nodes = n, .n = 3, .nfuncs = 3, .name = pname};
-    ck_assert_int_eq(pa_ptree_write_pprof(&t, dir, 1000000, 1, "test"), 0);
+    pc_tree t = {.nodes = n, .n = 3, .nfuncs = 3, .name = pname};
+    ck_assert_int_eq(pc_tree_write_pprof(&t, dir, 1000000, 1, "test"), 0);
     char path[512], err[512];
     snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
-    pa_pside *a, *b;
-    ck_assert_msg(pa_pside_load(path, &a, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_msg(pa_pside_load(path, &b, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_str_eq(pa_pside_tool(a), "pprof");
-    ck_assert_str_eq(pa_pside_unit(a), "J");
-    pa_pdiff *d;
-    ck_assert_int_eq(pa_pdiff_new(a, b, 5, &d, err, sizeof(err)), 0);
-    ck_assert(fabs(pa_pdiff_total(d)->a - 4.5) < 1e-6);
-    const pa_pdiff_row *h = pa_pdiff_find(d, "hot"), *m = pa_pdiff_find(d, "main");
+    pc_side *a, *b;
+    ck_assert_msg(pc_side_load(path, &a, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_msg(pc_side_load(path, &b, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_str_eq(pc_side_tool(a), "pprof");
+    ck_assert_str_eq(pc_side_unit(a), "J");
+    pc_diff *d;
+    ck_assert_int_eq(pc_diff_new(a, b, 5, &d, err, sizeof(err)), 0);
+    ck_assert(fabs(pc_diff_total(d)->a - 4.5) < 1e-6);
+    const pc_diff_row *h = pc_diff_find(d, "hot"), *m = pc_diff_find(d, "main");
     ck_assert(h && m);
     ck_assert(fabs(h->self.a - 3) < 1e-6);
     ck_assert(fabs(m->total.a - 4.5) < 1e-6);
-    pa_pdiff_free(d);
-    pa_pside_free(a);
-    pa_pside_free(b);
+    pc_diff_free(d);
+    pc_side_free(a);
+    pc_side_free(b);
     pa_test_rmtree(dir);
 }
 END_TEST

@@ -6,6 +6,7 @@
  * hardware-event case is in its own "hardware" test case and prints why
  * it skips where no PMU exists (VMs like the development machines).
  */
+#include "../sensors/perf_events.h"
 #include "internal.h"
 #include "testutil.h"
 
@@ -356,7 +357,7 @@ START_TEST(cli_events)
 {
     char *out = NULL;
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s' events 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' events 2>&1", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert(out != NULL);
     ck_assert_msg(strstr(out, "perf::TASK-CLOCK "), "%s", out);
@@ -364,13 +365,13 @@ START_TEST(cli_events)
     if (hw_cycles_errno() != 0)
         ck_assert_msg(!strstr(out, "UNHALTED_CORE_CYCLES"), "%s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd), "'%s' events --all 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' events --all 2>&1", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     ck_assert_msg(strstr(out, "UNHALTED_CORE_CYCLES"), "%s", out);
     if (hw_cycles_errno() != 0)
         ck_assert_msg(strstr(out, "no hardware PMU"), "%s", out);
     free(out);
-    snprintf(cmd, sizeof(cmd), "'%s' events --bogus 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "'%s' events --bogus 2>&1", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_msg(strstr(out, "unknown option '--bogus'"), "%s", out);
     free(out);

@@ -15,29 +15,29 @@
 
 START_TEST(cum_delta)
 {
-    pa_pcum c = {0};
+    pc_cum c = {0};
     /* the first reading is the window's own, then increases; a reading
      * that went down (a target that restarted) gives 0, not less */
-    ck_assert_double_eq_tol(pa_pcum_delta(&c, 2.5), 2.5, EPS);
-    ck_assert_double_eq_tol(pa_pcum_delta(&c, 4.0), 1.5, EPS);
-    ck_assert_double_eq_tol(pa_pcum_delta(&c, 3.0), 0.0, EPS);
-    ck_assert_double_eq_tol(pa_pcum_delta(&c, 3.5), 0.5, EPS);
+    ck_assert_double_eq_tol(pc_cum_delta(&c, 2.5), 2.5, EPS);
+    ck_assert_double_eq_tol(pc_cum_delta(&c, 4.0), 1.5, EPS);
+    ck_assert_double_eq_tol(pc_cum_delta(&c, 3.0), 0.0, EPS);
+    ck_assert_double_eq_tol(pc_cum_delta(&c, 3.5), 0.5, EPS);
 }
 END_TEST
 
 START_TEST(tree_index)
 {
-    pa_ptree_build b = {.hint = 4, .node_hint = 1};
-    int main0 = pa_ptree_child(&b, -1, 0, 1, 20); /* inlined at a root: not */
+    pc_tree_build b = {.hint = 4, .node_hint = 1};
+    int main0 = pc_tree_child(&b, -1, 0, 1, 20); /* inlined at a root: not */
     ck_assert_int_eq(main0, 0);
     ck_assert_int_eq(b.nodes[0].inlined, 0);
-    int w5 = pa_ptree_child(&b, main0, 1, 0, 5);
-    int w6 = pa_ptree_child(&b, main0, 1, 0, 6);
-    int w5i = pa_ptree_child(&b, main0, 1, 1, 5);
+    int w5 = pc_tree_child(&b, main0, 1, 0, 5);
+    int w6 = pc_tree_child(&b, main0, 1, 0, 6);
+    int w5i = pc_tree_child(&b, main0, 1, 1, 5);
     ck_assert_int_eq(w5, 1);
     ck_assert_int_eq(w6, 2);
     ck_assert_int_eq(w5i, 3); /* inlined and called: two nodes */
-    ck_assert_int_eq(pa_ptree_child(&b, main0, 1, 0, 5), w5);
+    ck_assert_int_eq(pc_tree_child(&b, main0, 1, 0, 5), w5);
     /* siblings, the newest first */
     ck_assert_int_eq(b.nodes[main0].first_child, w5i);
     ck_assert_int_eq(b.nodes[w5i].next_sibling, w6);
@@ -46,15 +46,15 @@ START_TEST(tree_index)
     /* a stack, leaf first: found where it exists, the rest made; many
      * more nodes than the first index size */
     int ids[3] = {2, 1, 0}, lines[3] = {30, 5, 20};
-    int leaf = pa_ptree_stack(&b, ids, NULL, lines, 3);
+    int leaf = pc_tree_stack(&b, ids, NULL, lines, 3);
     ck_assert_int_eq(leaf, 4);
     ck_assert_int_eq(b.nodes[leaf].parent, w5);
     for (int i = 0; i < 100; i++)
-        ck_assert_int_eq(pa_ptree_child(&b, leaf, 3, 0, i), 5 + i);
-    ck_assert_int_eq(pa_ptree_child(&b, leaf, 3, 0, 42), 47);
+        ck_assert_int_eq(pc_tree_child(&b, leaf, 3, 0, i), 5 + i);
+    ck_assert_int_eq(pc_tree_child(&b, leaf, 3, 0, 42), 47);
     ck_assert_uint_eq(b.n, 105);
-    ck_assert(pa_ptree_build_memory(&b) >= 105 * sizeof(pa_ptree_node));
-    pa_ptree_build_free(&b);
+    ck_assert(pc_tree_build_memory(&b) >= 105 * sizeof(pc_tree_node));
+    pc_tree_build_free(&b);
 }
 END_TEST
 
@@ -62,15 +62,14 @@ START_TEST(stats_filter)
 {
     /* 0 "[unknown] x+0x10" (leaf only), 1 libc (outside), 2 app (in the
      * filter), 3 "[outside filter]" */
-    pa_pstat st[4];
+    pc_stat st[4];
     memset(st, 0, sizeof(st));
-    const unsigned char charge[4] = {PA_PCHARGE_LEAF, PA_PCHARGE_NONE, PA_PCHARGE_ANY,
-                                     PA_PCHARGE_ANY};
-    pa_psample s = {
+    const unsigned char charge[4] = {PC_CHARGE_LEAF, PC_CHARGE_NONE, PC_CHARGE_ANY, PC_CHARGE_ANY};
+    pc_sample s = {
         .energy_j = 2, .cpu_j = 1.5, .net_j = 0.5, .cpu_s = 0.01, .samples = 1, .net_bytes = 100};
     /* app -> libc -> app (recursion) -> [unknown]: the leaf is charged */
     int a[4] = {0, 2, 1, 2};
-    pa_pstat_add(st, a, 4, charge, 3, 1, &s);
+    pc_stat_add(st, a, 4, charge, 3, 1, &s);
     ck_assert_double_eq_tol(st[0].self_j, 2, EPS);
     ck_assert_double_eq_tol(st[0].fself_j, 2, EPS);
     ck_assert_double_eq_tol(st[2].total_j, 2, EPS); /* once per stack */
@@ -81,19 +80,19 @@ START_TEST(stats_filter)
     ck_assert_double_eq_tol(st[2].cpu_s, 0.01, EPS);
     /* libc -> [unknown] -> app: [unknown] above the leaf is passed over */
     int b[3] = {1, 0, 2};
-    pa_pstat_add(st, b, 3, charge, 3, 2, &s);
+    pc_stat_add(st, b, 3, charge, 3, 2, &s);
     ck_assert_double_eq_tol(st[1].self_j, 2, EPS);
     ck_assert_double_eq_tol(st[1].fself_j, 0, EPS);
     ck_assert_double_eq_tol(st[0].fself_j, 2, EPS);
     ck_assert_double_eq_tol(st[2].fself_j, 2, EPS);
     /* libc alone: outside the filter */
     int c[1] = {1};
-    pa_pstat_add(st, c, 1, charge, 3, 3, &s);
+    pc_stat_add(st, c, 1, charge, 3, 3, &s);
     ck_assert_double_eq_tol(st[3].fself_j, 2, EPS);
     ck_assert_uint_eq(st[3].fself_samples, 1);
     ck_assert_uint_eq(st[1].self_samples, 2);
     /* no filtered view: nothing charged */
-    pa_pstat_add(st, c, 1, NULL, 3, 4, &s);
+    pc_stat_add(st, c, 1, NULL, 3, 4, &s);
     ck_assert_double_eq_tol(st[3].fself_j, 2, EPS);
     ck_assert_double_eq_tol(st[1].self_j, 6, EPS);
     ck_assert_double_eq_tol(st[1].w_self_j, 6, EPS);
@@ -101,14 +100,14 @@ START_TEST(stats_filter)
     /* the window's top two, then every window value back to 0 */
     int idx[2];
     double j[2];
-    ck_assert_int_eq(pa_pstat_window_top(st, 4, 2, idx, j), 2);
+    ck_assert_int_eq(pc_stat_window_top(st, 4, 2, idx, j), 2);
     ck_assert_int_eq(idx[0], 1);
     ck_assert_double_eq_tol(j[0], 6, EPS);
     ck_assert_int_eq(idx[1], 0);
     ck_assert_double_eq_tol(j[1], 2, EPS);
     for (int i = 0; i < 4; i++)
         ck_assert_double_eq_tol(st[i].w_self_j, 0, EPS);
-    ck_assert_int_eq(pa_pstat_window_top(st, 4, 2, idx, j), 0);
+    ck_assert_int_eq(pc_stat_window_top(st, 4, 2, idx, j), 0);
 }
 END_TEST
 
@@ -133,8 +132,8 @@ static int rank_keep(const void *ctx, int i)
 START_TEST(rank)
 {
     size_t n;
-    pa_prank r = {.count = 5, .keep = rank_keep, .key = rank_key};
-    int *idx = pa_prank_select(&r, &n);
+    pc_rank r = {.count = 5, .keep = rank_keep, .key = rank_key};
+    int *idx = pc_rank_select(&r, &n);
     ck_assert_ptr_nonnull(idx);
     ck_assert_uint_eq(n, 4);
     const int by_index[4] = {1, 4, 0, 2};
@@ -142,7 +141,7 @@ START_TEST(rank)
         ck_assert_int_eq(idx[i], by_index[i]);
     free(idx);
     r.name = rank_name;
-    idx = pa_prank_select(&r, &n);
+    idx = pc_rank_select(&r, &n);
     ck_assert_ptr_nonnull(idx);
     const int by_name[4] = {4, 1, 2, 0};
     for (int i = 0; i < 4; i++)
@@ -174,9 +173,9 @@ static pa_target_info target(pa_target_type type, pid_t pid, pid_t tid, double c
  * the report). */
 START_TEST(window_split)
 {
-    pa_ptasks t = {.period_is_time = true};
-    pa_pprof *p;
-    ck_assert_int_eq(pa_pprof_new(&p, NULL, 0), 0);
+    pc_tasks t = {.period_is_time = true};
+    pc_prof *p;
+    ck_assert_int_eq(pc_prof_new(&p, NULL, 0), 0);
     pa_target_info v[4] = {
         target(PA_TARGET_PROCESS, 100, 0, 10, 0.5, 0),
         target(PA_TARGET_THREAD, 100, 101, 0, 0.3, 0),
@@ -184,46 +183,46 @@ START_TEST(window_split)
         target(PA_TARGET_THREAD, 100, 103, 0, 0.1, 0),
     };
     pa_report rep = {.ntargets = 4, .targets = v};
-    pa_pwin w;
-    pa_ptasks_begin(&t);
-    pa_ptasks_report(&t, &rep, &w); /* first window: 10 J */
+    pc_win w;
+    pc_tasks_begin(&t);
+    pc_tasks_report(&t, &rep, &w); /* first window: 10 J */
     ck_assert_double_eq_tol(w.procs_j, 10, EPS);
     v[0].power.cpu_j = 14;
-    pa_ptasks_begin(&t);
-    pa_ptasks_report(&t, &rep, &w);
+    pc_tasks_begin(&t);
+    pc_tasks_report(&t, &rep, &w);
     ck_assert_double_eq_tol(w.procs_j, 4, EPS);
     ck_assert_double_eq_tol(w.cpu_s, 0.5, EPS);
-    ck_assert_str_eq(pa_ptasks_comm(&t, 100), "app");
+    ck_assert_str_eq(pc_tasks_comm(&t, 100), "app");
     const pid_t tids[] = {101, 101, 101, 102};
     for (int i = 0; i < 4; i++)
-        pa_ptasks_sample(&t, 100, tids[i], 10000000);
-    pa_ptasks_set_comm(&t, 200, "short");
-    pa_ptasks_sample(&t, 200, 201, 10000000);
-    pa_ptasks_sample(&t, 200, 201, 10000000);
+        pc_tasks_sample(&t, 100, tids[i], 10000000);
+    pc_tasks_set_comm(&t, 200, "short");
+    pc_tasks_sample(&t, 200, 201, 10000000);
+    pc_tasks_sample(&t, 200, 201, 10000000);
     w.extra_j = 1;
     double f0, t0;
-    pa_pprof_sums(p, &f0, &t0);
-    pa_ptasks_split(&t, &w, p, 100);
+    pc_prof_sums(p, &f0, &t0);
+    pc_tasks_split(&t, &w, p, 100);
     ck_assert_double_eq_tol(w.window_j, 5, EPS);
     /* E_thread = 4 J . cpu / 0.5 s; the unseen process's samples share
      * the extra joule */
-    ck_assert_double_eq_tol(pa_ptasks_thr(&t, 100, 101)->w_j, 2.4, 1e-9);
-    ck_assert_double_eq_tol(pa_ptasks_thr(&t, 100, 102)->w_j, 0.8, 1e-9);
-    ck_assert_double_eq_tol(pa_ptasks_thr(&t, 100, 103)->w_j, 0.8, 1e-9);
-    ck_assert_double_eq_tol(pa_ptasks_thr(&t, 200, 201)->w_j, 1.0, 1e-9);
-    pa_pframe f = pa_pframe_pseudo("work");
+    ck_assert_double_eq_tol(pc_tasks_thr(&t, 100, 101)->w_j, 2.4, 1e-9);
+    ck_assert_double_eq_tol(pc_tasks_thr(&t, 100, 102)->w_j, 0.8, 1e-9);
+    ck_assert_double_eq_tol(pc_tasks_thr(&t, 100, 103)->w_j, 0.8, 1e-9);
+    ck_assert_double_eq_tol(pc_tasks_thr(&t, 200, 201)->w_j, 1.0, 1e-9);
+    pc_frame f = pc_frame_pseudo("work");
     for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(pa_ptasks_charge(&t, p, 100, tids[i], 10000000, &f, 1), 0);
+        ck_assert_int_eq(pc_tasks_charge(&t, p, 100, tids[i], 10000000, &f, 1), 0);
     for (int i = 0; i < 2; i++)
-        ck_assert_int_eq(pa_ptasks_charge(&t, p, 200, 201, 10000000, &f, 1), 0);
-    pa_ptasks_end(&t, p); /* 103's 0.8 J: [unsampled] */
+        ck_assert_int_eq(pc_tasks_charge(&t, p, 200, 201, 10000000, &f, 1), 0);
+    pc_tasks_end(&t, p); /* 103's 0.8 J: [unsampled] */
     double f1, t1;
-    pa_pprof_sums(p, &f1, &t1);
+    pc_prof_sums(p, &f1, &t1);
     ck_assert_double_eq_tol(f1 - f0, 5, 1e-9);
     ck_assert_double_eq_tol(t1 - t0, 5, 1e-9);
-    pa_pprof_free(p);
-    pa_ptasks_free(&t);
-    pa_pintern_free();
+    pc_prof_free(p);
+    pc_tasks_free(&t);
+    pc_intern_free();
 }
 END_TEST
 
@@ -234,22 +233,22 @@ END_TEST
 START_TEST(window_unseen)
 {
     for (int k = 0; k < 2; k++) {
-        pa_ptasks t = {.period_is_time = true};
+        pc_tasks t = {.period_is_time = true};
         pa_target_info v[1] = {target(PA_TARGET_PROCESS, 100, 0, 2, 0.5, 0)};
         pa_report rep = {.ntargets = 1, .targets = v};
         rep.system.interval_s = 1;
         rep.system.cpu_w = k == 0 ? 3.5 : 2;
-        pa_pwin w;
-        pa_ptasks_begin(&t);
-        pa_ptasks_report(&t, &rep, &w);
-        pa_ptasks_proc(&t, 300);
+        pc_win w;
+        pc_tasks_begin(&t);
+        pc_tasks_report(&t, &rep, &w);
+        pc_tasks_proc(&t, 300);
         for (int i = 0; i < 25; i++)
-            pa_ptasks_sample(&t, 300, 300, 10000000);
-        double x = pa_ptasks_unseen(&t, &rep, &w);
+            pc_tasks_sample(&t, 300, 300, 10000000);
+        double x = pc_tasks_unseen(&t, &rep, &w);
         ck_assert_double_eq_tol(x, k == 0 ? 1.0 : 2.0 / 3, 1e-9);
         ck_assert_double_eq_tol(w.procs_j, k == 0 ? 2.0 : 4.0 / 3, 1e-9);
-        ck_assert_double_eq_tol(pa_ptasks_proc_find(&t, 100)->w_j, w.procs_j, 1e-9);
-        pa_ptasks_free(&t);
+        ck_assert_double_eq_tol(pc_tasks_proc_find(&t, 100)->w_j, w.procs_j, 1e-9);
+        pc_tasks_free(&t);
     }
 }
 END_TEST
@@ -273,12 +272,12 @@ static bool fake_next(void *self, size_t *at, pid_t *pid, pid_t *tid, uint64_t *
     return true;
 }
 
-static int fake_frames(void *self, size_t at, pa_pframe *out, int max)
+static int fake_frames(void *self, size_t at, pc_frame *out, int max)
 {
     (void)self;
     ck_assert_int_ge(max, 2);
-    out[0] = pa_pframe_pseudo(at < 3 ? "hot" : "cold");
-    out[1] = pa_pframe_pseudo("main");
+    out[0] = pc_frame_pseudo(at < 3 ? "hot" : "cold");
+    out[1] = pc_frame_pseudo("main");
     return 2;
 }
 
@@ -287,30 +286,30 @@ static void fake_done(void *self)
     ((fake_engine *)self)->done++;
 }
 
-/* What pa_pprof_write is told of a run: 10 ms samples, 1 s windows. */
-static pa_pmeta meta_of(const pa_psource *src, const char *target, double process_j)
+/* What pc_prof_write is told of a run: 10 ms samples, 1 s windows. */
+static pc_meta meta_of(const pc_source *src, const char *target, double process_j)
 {
-    return (pa_pmeta){.title = "t",
-                      .target = target,
-                      .event = "cpu-clock",
-                      .call_graph = "fp",
-                      .period_ns = 10000000,
-                      .window_s = 1,
-                      .source = src,
-                      .kernel_state = "",
-                      .exit_status = -1,
-                      .tree_j = -1,
-                      .unseen_j = -1,
-                      .process_j = process_j};
+    return (pc_meta){.title = "t",
+                     .target = target,
+                     .event = "cpu-clock",
+                     .call_graph = "fp",
+                     .period_ns = 10000000,
+                     .window_s = 1,
+                     .source = src,
+                     .kernel_state = "",
+                     .exit_status = -1,
+                     .tree_j = -1,
+                     .unseen_j = -1,
+                     .process_j = process_j};
 }
 
 /* The whole window through an engine, and the files: 4 J over threads
  * at 0.3 s and 0.1 s: hot 3 J, cold 1 J, main 4 J in total. */
 START_TEST(window_engine)
 {
-    pa_ptasks t = {.period_is_time = true};
-    pa_pprof *p;
-    ck_assert_int_eq(pa_pprof_new(&p, NULL, 0), 0);
+    pc_tasks t = {.period_is_time = true};
+    pc_prof *p;
+    ck_assert_int_eq(pc_prof_new(&p, NULL, 0), 0);
     pa_target_info v[3] = {
         target(PA_TARGET_PROCESS, 100, 0, 4, 0.4, 0),
         target(PA_TARGET_THREAD, 100, 101, 0, 0.3, 0),
@@ -318,18 +317,17 @@ START_TEST(window_engine)
     };
     pa_report rep = {.ntargets = 3, .targets = v};
     fake_engine fe = {.n = 4};
-    pa_pengine e = {
-        .self = &fe, .next = fake_next, .frames = fake_frames, .window_done = fake_done};
-    pa_pwin w;
-    pa_ptasks_window(&t, p, &e, &rep, &w);
+    pc_engine e = {.self = &fe, .next = fake_next, .frames = fake_frames, .window_done = fake_done};
+    pc_win w;
+    pc_tasks_window(&t, p, &e, &rep, &w);
     ck_assert_int_eq(fe.done, 1);
     ck_assert_double_eq_tol(w.window_j, 4, EPS);
     ck_assert(w.error < 1e-12);
-    pa_pprof_window_end(p, 0, 1);
+    pc_prof_window_end(p, 0, 1);
     char *dir = pa_test_tmpdir();
-    pa_psource src = {.formula = "cpu-tdp"};
-    pa_pmeta m = meta_of(&src, "pid 100", 4);
-    ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
+    pc_source src = {.formula = "cpu-tdp"};
+    pc_meta m = meta_of(&src, "pid 100", 4);
+    ck_assert_int_eq(pc_prof_write(p, dir, &m), 0);
     char path[4200];
     snprintf(path, sizeof(path), "%s/functions.csv", dir);
     char *csv = pa_test_slurp(path);
@@ -352,9 +350,9 @@ START_TEST(window_engine)
     ck_assert_ptr_nonnull(strstr(csv, "\"threads_energy_j\": 4.000000000,"));
     free(csv);
     pa_test_rmtree(dir);
-    pa_pprof_free(p);
-    pa_ptasks_free(&t);
-    pa_pintern_free();
+    pc_prof_free(p);
+    pc_tasks_free(&t);
+    pc_intern_free();
 }
 END_TEST
 
@@ -363,18 +361,18 @@ END_TEST
  * it, whichever thread and name its samples came with. */
 START_TEST(process_root_follows_exec)
 {
-    pa_pprof *p;
-    ck_assert_int_eq(pa_pprof_new(&p, NULL, 0), 0);
-    pa_pframe f = pa_pframe_pseudo("work");
-    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 1.0, 0.01, 1, 300, 300, "sh", "sh"), 0);
-    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 2.0, 0.02, 2, 300, 300, "sort", "sort"), 0);
-    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 4.0, 0.04, 4, 300, 301, "sort", "sort"), 0);
-    ck_assert_int_eq(pa_pprof_add(p, &f, 1, 8.0, 0.08, 8, 400, 400, "tail", "tail"), 0);
+    pc_prof *p;
+    ck_assert_int_eq(pc_prof_new(&p, NULL, 0), 0);
+    pc_frame f = pc_frame_pseudo("work");
+    ck_assert_int_eq(pc_prof_add(p, &f, 1, 1.0, 0.01, 1, 300, 300, "sh", "sh"), 0);
+    ck_assert_int_eq(pc_prof_add(p, &f, 1, 2.0, 0.02, 2, 300, 300, "sort", "sort"), 0);
+    ck_assert_int_eq(pc_prof_add(p, &f, 1, 4.0, 0.04, 4, 300, 301, "sort", "sort"), 0);
+    ck_assert_int_eq(pc_prof_add(p, &f, 1, 8.0, 0.08, 8, 400, 400, "tail", "tail"), 0);
     char *dir = pa_test_tmpdir();
-    pa_psource src = {.formula = "cpu-tdp"};
-    pa_pmeta m = meta_of(&src, "command", 15);
+    pc_source src = {.formula = "cpu-tdp"};
+    pc_meta m = meta_of(&src, "command", 15);
     for (int round = 0; round < 2; round++) {
-        ck_assert_int_eq(pa_pprof_write(p, dir, &m), 0);
+        ck_assert_int_eq(pc_prof_write(p, dir, &m), 0);
         char path[4200];
         snprintf(path, sizeof(path), "%s/processes.csv", dir);
         char *csv = pa_test_slurp(path);
@@ -391,11 +389,11 @@ START_TEST(process_root_follows_exec)
         ck_assert_ptr_nonnull(strstr(html, "\"tail (pid 400)\""));
         free(html);
         /* samples after a write still find the process's root */
-        ck_assert_int_eq(pa_pprof_add(p, &f, 1, 1.0, 0.01, 1, 300, 302, "sort", "sort"), 0);
+        ck_assert_int_eq(pc_prof_add(p, &f, 1, 1.0, 0.01, 1, 300, 302, "sort", "sort"), 0);
     }
     pa_test_rmtree(dir);
-    pa_pprof_free(p);
-    pa_pintern_free();
+    pc_prof_free(p);
+    pc_intern_free();
 }
 END_TEST
 

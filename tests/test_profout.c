@@ -3,7 +3,7 @@
  * collapsed stacks and the flame graph, and pprof gets one location per
  * (function, line), the lines of inlined chains, and the samples' ids
  * leaf first (profile.pb.gz read back with zlib and protobuf-c).  And the
- * files' one mkdir -p (pa_pout_mkdirs). */
+ * files' one mkdir -p (pc_out_mkdirs). */
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
@@ -21,7 +21,7 @@
  * (3 J and 1 J); at line 21 it calls work again, sampled at line 5
  * (2 J); helper (func 2) inlined into work at work's line 7, sampled at
  * helper's line 30 (0.5 J). */
-static pa_ptree_node *tree(size_t *n)
+static pc_tree_node *tree(size_t *n)
 {
     static const struct {
         int func, parent, line, inlined;
@@ -31,17 +31,17 @@ static pa_ptree_node *tree(size_t *n)
         {1, 3, 5, 0, 2},   {1, 0, 7, 0, 0}, {2, 5, 30, 1, 0.5},
     };
     *n = sizeof(v) / sizeof(v[0]);
-    pa_ptree_node *t = calloc(*n, sizeof(*t));
+    pc_tree_node *t = calloc(*n, sizeof(*t));
     ck_assert(t != NULL);
     for (size_t i = 0; i < *n; i++) {
-        t[i] = (pa_ptree_node){.func = v[i].func,
-                               .parent = v[i].parent,
-                               .first_child = -1,
-                               .next_sibling = -1,
-                               .line = v[i].line,
-                               .inlined = (unsigned char)v[i].inlined,
-                               .self_j = v[i].self_j,
-                               .self_samples = v[i].self_j > 0 ? 1 : 0};
+        t[i] = (pc_tree_node){.func = v[i].func,
+                              .parent = v[i].parent,
+                              .first_child = -1,
+                              .next_sibling = -1,
+                              .line = v[i].line,
+                              .inlined = (unsigned char)v[i].inlined,
+                              .self_j = v[i].self_j,
+                              .self_samples = v[i].self_j > 0 ? 1 : 0};
         if (v[i].parent >= 0) {
             t[i].next_sibling = t[v[i].parent].first_child;
             t[v[i].parent].first_child = (int)i;
@@ -68,34 +68,34 @@ static int fline(const void *ctx, int f)
     return f == 0 ? 19 : f == 1 ? 3 : 29; /* declarations */
 }
 
-/* pa_ptree_subtree: the stacks of one root function (a scope's frame) */
+/* pc_tree_subtree: the stacks of one root function (a scope's frame) */
 START_TEST(subtree_of_one_root)
 {
     size_t n, m;
-    pa_ptree_node *t = tree(&n), *f = NULL;
+    pc_tree_node *t = tree(&n), *f = NULL;
     /* a second root, helper (func 2), calling work (func 1) for 4 J */
     t = realloc(t, (n + 2) * sizeof(*t));
     ck_assert(t != NULL);
-    t[n] = (pa_ptree_node){.func = 2, .parent = -1, .first_child = (int)n + 1, .next_sibling = -1};
-    t[n + 1] = (pa_ptree_node){
+    t[n] = (pc_tree_node){.func = 2, .parent = -1, .first_child = (int)n + 1, .next_sibling = -1};
+    t[n + 1] = (pc_tree_node){
         .func = 1, .parent = (int)n, .first_child = -1, .next_sibling = -1, .self_j = 4};
-    ck_assert_int_eq(pa_ptree_subtree(t, n + 2, 2, &f, &m), 0);
+    ck_assert_int_eq(pc_tree_subtree(t, n + 2, 2, &f, &m), 0);
     ck_assert_uint_eq(m, 2);
     ck_assert_int_eq(f[0].func, 2);
     ck_assert_int_eq(f[0].parent, -1);
     ck_assert_int_eq(f[0].first_child, 1);
     ck_assert_int_eq(f[1].parent, 0);
     ck_assert_int_eq(f[1].next_sibling, -1);
-    pa_ptree_totals(f, m);
+    pc_tree_totals(f, m);
     ck_assert_double_eq_tol(f[0].total_j, 4.0, 1e-12);
     free(f);
     /* main's: its 7 nodes, 6.5 J; work is no root: nothing */
-    ck_assert_int_eq(pa_ptree_subtree(t, n + 2, 0, &f, &m), 0);
+    ck_assert_int_eq(pc_tree_subtree(t, n + 2, 0, &f, &m), 0);
     ck_assert_uint_eq(m, n);
-    pa_ptree_totals(f, m);
+    pc_tree_totals(f, m);
     ck_assert_double_eq_tol(f[0].total_j + f[3].total_j, 6.5, 1e-12);
     free(f);
-    ck_assert_int_eq(pa_ptree_subtree(t, n + 2, 1, &f, &m), 0);
+    ck_assert_int_eq(pc_tree_subtree(t, n + 2, 1, &f, &m), 0);
     ck_assert_ptr_null(f);
     ck_assert_uint_eq(m, 0);
     free(t);
@@ -105,8 +105,8 @@ END_TEST
 START_TEST(fold_merges_lines)
 {
     size_t n, m;
-    pa_ptree_node *t = tree(&n), *f = NULL;
-    ck_assert_int_eq(pa_ptree_fold_lines(t, n, &f, &m), 0);
+    pc_tree_node *t = tree(&n), *f = NULL;
+    ck_assert_int_eq(pc_tree_fold_lines(t, n, &f, &m), 0);
     /* main, main>work, main>work>helper (inlined) */
     ck_assert_uint_eq(m, 3);
     ck_assert_int_eq(f[0].func, 0);
@@ -122,12 +122,12 @@ START_TEST(fold_merges_lines)
         ck_assert_int_eq(f[i].line, 0);
     ck_assert_int_eq(f[0].first_child, 1);
     ck_assert_int_eq(f[1].first_child, 2);
-    pa_ptree_totals(f, m);
+    pc_tree_totals(f, m);
     ck_assert_double_eq_tol(f[0].total_j, 6.5, 1e-12);
     /* the collapsed stacks of the folded tree: one line per function path */
     char *dir = pa_test_tmpdir();
-    pa_ptree pt = {.nodes = f, .n = m, .nfuncs = 3, .name = fname};
-    ck_assert_int_eq(pa_ptree_write_collapsed(&pt, dir), 0);
+    pc_tree pt = {.nodes = f, .n = m, .nfuncs = 3, .name = fname};
+    ck_assert_int_eq(pc_tree_write_collapsed(&pt, dir), 0);
     char path[4200];
     snprintf(path, sizeof(path), "%s/energy.collapsed", dir);
     char *col = pa_test_slurp(path);
@@ -193,16 +193,16 @@ static void stack_of(const Perftools__Profiles__Profile *p, const Perftools__Pro
 START_TEST(pprof_locations_per_line)
 {
     size_t n;
-    pa_ptree_node *t = tree(&n);
+    pc_tree_node *t = tree(&n);
     char *dir = pa_test_tmpdir();
-    pa_ptree pt = {.nodes = t,
-                   .n = n,
-                   .nfuncs = 3,
-                   .name = fname,
-                   .file = ffile,
-                   .line = fline,
-                   .main_name = "w"};
-    ck_assert_int_eq(pa_ptree_write_pprof(&pt, dir, 10000000, 1.0, "test"), 0);
+    pc_tree pt = {.nodes = t,
+                  .n = n,
+                  .nfuncs = 3,
+                  .name = fname,
+                  .file = ffile,
+                  .line = fline,
+                  .main_name = "w"};
+    ck_assert_int_eq(pc_tree_write_pprof(&pt, dir, 10000000, 1.0, "test"), 0);
     Perftools__Profiles__Profile *p = read_pprof(dir);
     /* 3 function locations (declaration lines), then work:5, main:20,
      * work:6, main:21 and the chain helper:30 in work:7 */
@@ -227,12 +227,12 @@ START_TEST(pprof_locations_per_line)
     /* nodes without lines: one location per function, as before lines */
     for (size_t i = 0; i < n; i++)
         t[i].line = 0;
-    pa_ptree_node *f;
+    pc_tree_node *f;
     size_t m;
-    ck_assert_int_eq(pa_ptree_fold_lines(t, n, &f, &m), 0);
+    ck_assert_int_eq(pc_tree_fold_lines(t, n, &f, &m), 0);
     pt.nodes = f;
     pt.n = m;
-    ck_assert_int_eq(pa_ptree_write_pprof(&pt, dir, 10000000, 1.0, "test"), 0);
+    ck_assert_int_eq(pc_tree_write_pprof(&pt, dir, 10000000, 1.0, "test"), 0);
     p = read_pprof(dir);
     ck_assert_uint_eq(p->n_location, 4); /* 3 functions, 1 chain */
     char got[256];
@@ -256,26 +256,26 @@ START_TEST(mkdirs_makes_every_level)
     char *dir = pa_test_tmpdir();
     char path[PATH_MAX], file[PATH_MAX];
     snprintf(path, sizeof(path), "%s/a/b/c", dir);
-    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), 0);
+    ck_assert_int_eq(pc_out_mkdirs(path, 0755), 0);
     ck_assert(is_dir(path));
     /* again, and with a trailing slash: what exists is no error */
-    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), 0);
+    ck_assert_int_eq(pc_out_mkdirs(path, 0755), 0);
     snprintf(path, sizeof(path), "%s/a/b/", dir);
-    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), 0);
+    ck_assert_int_eq(pc_out_mkdirs(path, 0755), 0);
     /* a file where a folder should be */
     snprintf(file, sizeof(file), "%s/a/f", dir);
     FILE *f = fopen(file, "w");
     ck_assert(f != NULL);
     fclose(f);
     snprintf(path, sizeof(path), "%s/a/f/g", dir);
-    ck_assert_int_eq(pa_pout_mkdirs(path, 0755), -ENOTDIR);
+    ck_assert_int_eq(pc_out_mkdirs(path, 0755), -ENOTDIR);
     /* longer than PATH_MAX: refused, nothing made */
     char *longp = malloc(PATH_MAX + 16);
     ck_assert(longp != NULL);
     int k = snprintf(longp, PATH_MAX + 16, "%s/", dir);
     memset(longp + k, 'x', (size_t)(PATH_MAX + 15 - k));
     longp[PATH_MAX + 15] = '\0';
-    ck_assert_int_eq(pa_pout_mkdirs(longp, 0755), -ENAMETOOLONG);
+    ck_assert_int_eq(pc_out_mkdirs(longp, 0755), -ENAMETOOLONG);
     free(longp);
     pa_test_rmtree(dir);
 }

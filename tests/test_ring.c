@@ -383,6 +383,86 @@ START_TEST(test_exits)
 }
 END_TEST
 
+/* Version 5 (issue 41): a VM record's names and vCPU part read back;
+ * an aggregate averages the vCPU and emulator watts over the windows
+ * (6 W then 0 W of vCPUs, 1 s each: 3 W) and keeps the newest joules;
+ * "[not in a VM]" (no names) stays one record without them. */
+START_TEST(test_vms)
+{
+    pa_ring_writer *w = make_ring(8, 4);
+    pa_vm_info vm;
+    memset(&vm, 0, sizeof(vm));
+    snprintf(vm.name, sizeof(vm.name), "web-01");
+    snprintf(vm.uuid, sizeof(vm.uuid), "6a1f3c2e-8d4b-4e5f-9a0b-1c2d3e4f5a6b");
+    snprintf(vm.hypervisor, sizeof(vm.hypervisor), "qemu");
+    snprintf(vm.manager, sizeof(vm.manager), "libvirt");
+    snprintf(vm.id, sizeof(vm.id), "1");
+    snprintf(vm.source, sizeof(vm.source), "qemu -name");
+    snprintf(vm.cgroup, sizeof(vm.cgroup),
+             "/machine.slice/machine-qemu\\x2d1\\x2dweb\\x2d01.scope");
+    vm.pid = 1001;
+    vm.nthreads = 5;
+    vm.nvcpus = 2;
+    for (int i = 0; i < 2; i++) {
+        fake f;
+        fake_init(&f, (uint64_t)i + 1, (uint64_t)(i + 1) * 1000000000ull, 1);
+        pa_target_info *t = fake_add(&f, PA_TARGET_VM, 1001, "qemu-system-x86", vm.cgroup, 8, 0);
+        t->vm = &vm;
+        t->vcpu_w = i ? 0 : 6;
+        t->emulator_w = i ? 8 : 2;
+        t->vcpu_j = 6;
+        t->emulator_j = 2.0 + 8.0 * i;
+        pa_target_info *o = fake_add(&f, PA_TARGET_VM, 0, "[not in a VM]", "", 1, 0);
+        o->vcpu_w = 0;
+        ck_assert_int_eq(pa_ring_publish(w, &f.r), 0);
+    }
+    pa_ring_reader *r = NULL;
+    ck_assert_int_eq(pa_ring_open(ring_name, &r), 0);
+    const pa_report *g;
+    uint64_t seq = 1;
+    ck_assert_int_eq(pa_ring_read(r, &seq, &g), 0);
+    const pa_target_info *t = NULL, *rest = NULL;
+    for (size_t i = 0; i < g->ntargets; i++) {
+        if (g->targets[i].type == PA_TARGET_VM && g->targets[i].vm)
+            t = &g->targets[i];
+        else if (g->targets[i].type == PA_TARGET_VM)
+            rest = &g->targets[i];
+    }
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(rest);
+    ck_assert_str_eq(t->vm->name, "web-01");
+    ck_assert_str_eq(t->vm->uuid, vm.uuid);
+    ck_assert_str_eq(t->vm->hypervisor, "qemu");
+    ck_assert_str_eq(t->vm->manager, "libvirt");
+    ck_assert_str_eq(t->vm->id, "1");
+    ck_assert_str_eq(t->vm->source, "qemu -name");
+    ck_assert_str_eq(t->vm->cgroup, vm.cgroup);
+    ck_assert_uint_eq(t->vm->nthreads, 5);
+    ck_assert_uint_eq(t->vm->nvcpus, 2);
+    ck_assert_int_eq(t->pid, 1001);
+    ck_assert_uint_eq(t->processes, 0);
+    ck_assert_double_eq_tol(t->vcpu_w, 0, 1e-12);
+    ck_assert_double_eq_tol(t->emulator_w, 8, 1e-12);
+    ck_assert_double_eq_tol(t->emulator_j, 10, 1e-12);
+    ck_assert_str_eq(rest->comm, "[not in a VM]");
+    seq = 0;
+    ck_assert_int_eq(pa_ring_aggregate(r, &seq, 0, &g), 0);
+    t = NULL;
+    for (size_t i = 0; i < g->ntargets; i++)
+        if (g->targets[i].vm)
+            t = &g->targets[i];
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t->vm->name, "web-01");
+    ck_assert_double_eq_tol(t->vcpu_w, 3, 1e-12);
+    ck_assert_double_eq_tol(t->emulator_w, 5, 1e-12);
+    ck_assert_double_eq_tol(t->power.total_w, 8, 1e-12);
+    ck_assert_double_eq_tol(t->vcpu_j, 6, 1e-12);
+    ck_assert_double_eq_tol(t->emulator_j, 10, 1e-12);
+    pa_ring_close(r);
+    pa_ring_destroy(w);
+}
+END_TEST
+
 /* Version 4: the report's devices (GPUs) read back whole, and an
  * aggregate averages each device's power and idle part over its windows
  * (10 W for 1 s, 40 W for 2 s: 30 W) with the newest energy. */
@@ -690,14 +770,14 @@ START_TEST(test_version_mismatch)
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 99"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 4"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 5"));
     /* A ring of a version-1 daemon (no perf counters): refused, saying
      * which versions differ. */
     poke_u32(ring_name, 8, 1);
     ck_assert_int_eq(pa_ring_open(ring_name, &r), -EPROTO);
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "layout version 1,"));
-    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 4"));
+    ck_assert_ptr_nonnull(strstr(pa_last_error(), "reads version 5"));
     ck_assert_ptr_nonnull(strstr(pa_last_error(), "same powerapi version"));
     pa_ring_destroy(w);
 
@@ -1075,6 +1155,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_aggregate);
     tcase_add_test(tc, test_devices);
     tcase_add_test(tc, test_exits);
+    tcase_add_test(tc, test_vms);
     tcase_add_test(tc, test_truncation);
     tcase_add_test(tc, test_cgroup_paths);
     tcase_add_test(tc, test_counters_roundtrip);

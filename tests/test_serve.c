@@ -22,7 +22,7 @@ static void start_serve(const char *extra, ...)
 {
     char *argv[24];
     int n = 0;
-    argv[n++] = PA_CLI_PATH;
+    argv[n++] = CLI_PATH;
     argv[n++] = "serve";
     argv[n++] = "--ring";
     argv[n++] = rf.name;
@@ -302,15 +302,15 @@ START_TEST(test_bad_arguments)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "%s serve --listen nowhere:99999 2>&1", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--listen"));
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s serve --min-watts -1 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "%s serve --min-watts -1 2>&1", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     free(out);
     snprintf(cmd, sizeof(cmd), "%s serve --ring pa-test-no-such-ring-%d --listen 127.0.0.1:0 2>&1",
-             PA_CLI_PATH, (int)getpid());
+             CLI_PATH, (int)getpid());
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no such ring"));
     ck_assert_ptr_nonnull(strstr(out, "powerapi daemon"));
@@ -323,7 +323,7 @@ START_TEST(test_bad_arguments)
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, alen), 0);
     ck_assert_int_eq(listen(fd, 1), 0);
     ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    snprintf(cmd, sizeof(cmd), "%s serve --listen 127.0.0.1:%u 2>&1", PA_CLI_PATH,
+    snprintf(cmd, sizeof(cmd), "%s serve --listen 127.0.0.1:%u 2>&1", CLI_PATH,
              (unsigned)ntohs(a.sin_port));
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_msg(strstr(out, "another process listens there"), "%s", out);
@@ -336,7 +336,7 @@ START_TEST(test_bad_arguments)
     snprintf(cmd, sizeof(cmd),
              "setpriv --reuid=65534 --regid=65534 --clear-groups %s serve --listen "
              "127.0.0.1:80 2>&1",
-             PA_CLI_PATH);
+             CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 1);
     ck_assert_msg(strstr(out, "ports below 1024 need root or CAP_NET_BIND_SERVICE"), "%s", out);
     ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);

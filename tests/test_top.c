@@ -105,7 +105,7 @@ START_TEST(test_top_group_views)
              "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
              " %s top --ring %s --interval 200ms --group-by container; echo EXIT=\\$?; "
              "sleep 20\"",
-             PA_CLI_PATH, rf.name),
+             CLI_PATH, rf.name),
         0);
     char l[256];
     char *s = wait_for("[not in a container]", 5000);
@@ -126,6 +126,37 @@ START_TEST(test_top_group_views)
 }
 END_TEST
 
+/* Issue 41: the VM view (--group-by vm, the key v) of top's own sampling
+ * on the vms fixture: a row per VM named, the rest, back to processes. */
+START_TEST(test_top_vm_view)
+{
+    if (system("command -v tmux >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_top_vm_view: SKIPPED: tmux absent\n");
+        return;
+    }
+    ck_assert_int_eq(
+        tmux(NULL,
+             "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
+             " %s top --interval 200ms --group-by vm --procfs %s/fixtures/vms/host/proc"
+             " --sysfs %s/fixtures/vms/host/sys --rootfs %s/fixtures/vms/host/rootfs"
+             "; echo EXIT=\\$?; sleep 20\"",
+             CLI_PATH, PA_SOURCE_TESTS, PA_SOURCE_TESTS, PA_SOURCE_TESTS),
+        0);
+    char *s = wait_for("[not in a VM]", 5000);
+    ck_assert_msg(strstr(s, "| 10 VMs |"), "%s", s);
+    ck_assert_msg(strstr(s, "web-01 (qemu, libvirt"), "%s", s);
+    ck_assert_msg(strstr(s, "pve-web (qemu, proxmox"), "%s", s);
+    ck_assert_msg(strstr(s, "fc-batch-7 (firecracker"), "%s", s);
+    free(s);
+    keys("v");
+    free(wait_for(" nginx ", 3000)); /* back to the processes */
+    keys("v");
+    free(wait_for("default/testvmi (qemu, kubevirt", 3000));
+    keys("q");
+    free(wait_for("EXIT=0", 3000));
+}
+END_TEST
+
 START_TEST(test_top_screen)
 {
     if (system("command -v tmux >/dev/null 2>&1") != 0) {
@@ -136,7 +167,7 @@ START_TEST(test_top_screen)
                   "new-session -d -s top -x 132 -y 30 \"TERM=screen " TOP_BOUND
                   " %s top --ring %s --interval 200ms --carbon-intensity 385; echo EXIT=\\$?; "
                   "sleep 20\"",
-                  PA_CLI_PATH, rf.name);
+                  CLI_PATH, rf.name);
     ck_assert_int_eq(st, 0);
     char l[256];
     char *s = wait_for(" java ", 5000);
@@ -220,7 +251,7 @@ START_TEST(test_top_own_sampling)
                           "new-session -d -s top -x 132 -y 40 \"TERM=screen " TOP_BOUND
                           " %s top --interval 200ms -f powerapi; "
                           "echo EXIT=\\$?; sleep 20\"",
-                          PA_CLI_PATH),
+                          CLI_PATH),
                      0);
     char *s = wait_for(" powerapi ", 5000);
     ck_assert_ptr_nonnull(strstr(s, "own sampling"));
@@ -246,7 +277,7 @@ START_TEST(test_top_gpu_column)
              "new-session -d -s top -x 132 -y 40 \"TERM=screen "
              "POWERAPI_NVML_LIBRARY=%s PA_NVML_SCRIPT=%s/fixtures/nvml/two-gpus.txt " TOP_BOUND
              " %s top --interval 1s -f powerapi; echo EXIT=\\$?; sleep 20\"",
-             PA_NVML_STANDIN, PA_SOURCE_TESTS, PA_CLI_PATH),
+             PA_NVML_STANDIN, PA_SOURCE_TESTS, CLI_PATH),
         0);
     char *s = wait_for(" W (2 device(s))", 8000);
     free(s);
@@ -354,7 +385,7 @@ START_TEST(test_top_wrap_and_cap)
     ck_assert_int_eq(tmux(NULL,
                           "new-session -d -s top -x 80 -y 40 \"TERM=screen " TOP_BOUND
                           " %s top --ring %s --interval 200ms; echo EXIT=\\$?; sleep 20\"",
-                          PA_CLI_PATH, name),
+                          CLI_PATH, name),
                      0);
     char l[256];
     char *s = wait_for(" busy ", 5000);
@@ -391,7 +422,7 @@ START_TEST(test_top_interval_floor)
     ck_assert_int_eq(tmux(NULL,
                           "new-session -d -s top -x 200 -y 20 \"TERM=screen " TOP_BOUND
                           " %s top --interval 20ms; echo EXIT=\\$?; sleep 20\"",
-                          PA_CLI_PATH),
+                          CLI_PATH),
                      0);
     char *s = wait_for("EXIT=", 5000);
     ck_assert_msg(strstr(s, "EXIT=2") && strstr(s, "clock ticks") && strstr(s, "USER_HZ") &&
@@ -405,12 +436,12 @@ START_TEST(test_top_needs_tty)
 {
     char cmd[512];
     char *out = NULL;
-    snprintf(cmd, sizeof(cmd), "%s top --ring %s < /dev/null 2>&1 | cat", PA_CLI_PATH, rf.name);
+    snprintf(cmd, sizeof(cmd), "%s top --ring %s < /dev/null 2>&1 | cat", CLI_PATH, rf.name);
     pa_test_run(cmd, &out);
     ck_assert_ptr_nonnull(out);
     ck_assert_ptr_nonnull(strstr(out, "needs a terminal"));
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s top --sort watts 2>&1", PA_CLI_PATH);
+    snprintf(cmd, sizeof(cmd), "%s top --sort watts 2>&1", CLI_PATH);
     ck_assert_int_eq(pa_test_run(cmd, &out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--sort"));
     free(out);
@@ -425,6 +456,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_top_screen);
     tcase_add_test(tc, test_top_group_views);
+    tcase_add_test(tc, test_top_vm_view);
     tcase_add_test(tc, test_top_own_sampling);
     tcase_add_test(tc, test_top_gpu_column);
     tcase_add_test(tc, test_top_needs_tty);

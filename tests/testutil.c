@@ -1,13 +1,16 @@
 /* testutil.c - fixture copies, explicit clocks, command runs. */
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -198,7 +201,7 @@ void pa_test_cli(pa_test_cli_run *r, char *const *args)
         n++;
     char **argv = calloc(n + 2, sizeof(char *));
     ck_assert(argv != NULL);
-    argv[0] = (char *)PA_CLI_PATH;
+    argv[0] = (char *)CLI_PATH;
     memcpy(argv + 1, args, n * sizeof(char *));
     pid_t pid = fork();
     ck_assert(pid >= 0);
@@ -225,4 +228,16 @@ void pa_test_cli(pa_test_cli_run *r, char *const *args)
     ck_assert(r->out && r->err);
     free(argv);
     pa_test_rmtree(dir);
+}
+
+unsigned pa_test_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
 }

@@ -32,7 +32,7 @@ int pa_test_run(const char *cmd, char **out);
 char *pa_test_slurp(const char *path);
 /* Finds a target of a report by type and id (pid, or tid for threads). */
 const pa_target_info *pa_test_target(const pa_report *r, pa_target_type type, pid_t id);
-/* One run of the powerapi binary under test (PA_CLI_PATH). */
+/* One run of the powerapi binary under test (CLI_PATH). */
 typedef struct pa_test_cli_run {
     int status;   /* exit status, or 128+signal */
     int signaled; /* killed by a signal: a crash */
@@ -42,6 +42,9 @@ typedef struct pa_test_cli_run {
  * stdin on /dev/null, capturing stdout and stderr into *r. */
 void pa_test_cli(pa_test_cli_run *r, char *const *args);
 void pa_test_cli_free(pa_test_cli_run *r);
+/* A loopback TCP port that nobody listens on (bound, then closed): for a
+ * receiver to start there later, or a connection to be refused. */
+unsigned pa_test_free_port(void);
 /* Runs a suite and returns the process exit status. */
 int pa_test_main(Suite *s);
 

@@ -27,9 +27,9 @@
 
 #include "profcore.h"
 
-#define PF_MAX_DEPTH PA_PMAX_DEPTH /* frames kept per sample */
+#define PF_MAX_DEPTH PC_MAX_DEPTH /* frames kept per sample */
 
-typedef pa_pframe pf_frame;
+typedef pc_frame pf_frame;
 
 /* ---- memory maps of a process (sampler.c fills, sym.c reads) ---- */
 
@@ -139,8 +139,8 @@ typedef struct pf_engine_cfg {
     unsigned long freq; /* samples per second, 0 with period_ns */
     bool dwarf;         /* --call-graph dwarf */
     bool all;           /* every task, per CPU */
-    pa_ptasks *tasks;   /* the core's processes and threads: names,
-                           exits, one entry per process the engine knows */
+    pc_tasks *tasks;    /* the core's processes and threads: names,
+                            exits, one entry per process the engine knows */
     pf_strace *scopes;  /* the command's C scopes, or NULL */
 } pf_engine_cfg;
 
@@ -164,11 +164,11 @@ bool pf_engine_kernel(const pf_engine *e);
 void pf_engine_touch(pf_engine *e, pid_t pid);
 /* Reads every ring and handles the records in time order. */
 void pf_engine_drain(pf_engine *e);
-/* The window's stacks as the core reads them (pa_ptasks_window): each
+/* The window's stacks as the core reads them (pc_tasks_window): each
  * sample's thread, its period as weight, its frames (kernel frames
  * dropped when they cannot be named; "[kernel]" when none is left);
  * window_done forgets them. */
-pa_pengine pf_engine_stacks(pf_engine *e);
+pc_engine pf_engine_stacks(pf_engine *e);
 /* The JVMs among the sampled processes whose JIT-compiled frames no perf
  * map (/tmp/perf-PID.map) named, at most max (their pids in out). */
 size_t pf_sym_unnamed_jvms(pid_t *out, size_t max);

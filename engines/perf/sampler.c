@@ -9,7 +9,7 @@
  * process that execs, loads a library or exits keeps its symbols; a
  * process is symbolised through the maps of the generation (exec) that
  * was running when the sample was taken.  Names, exits and the processes
- * known go to the core's task table (pa_ptasks), which splits the energy.
+ * known go to the core's task table (pc_tasks), which splits the energy.
  */
 #include "perf.h"
 
@@ -59,7 +59,7 @@ typedef struct rec_ref {
 
 struct pf_engine {
     pf_engine_cfg cfg;
-    pa_ptasks *tasks;
+    pc_tasks *tasks;
     ring *rings;
     size_t nrings;
     int *fds; /* every event, mapped or not */
@@ -177,7 +177,7 @@ static int proc_find(pf_engine *p, pid_t pid)
  * name). */
 static int proc_new(pf_engine *p, pid_t pid, int copy_from)
 {
-    if (PA__GROW(p->procs, p->capprocs, p->nprocs + 1, 16) < 0 || !pa_ptasks_proc(p->tasks, pid))
+    if (PA__GROW(p->procs, p->capprocs, p->nprocs + 1, 16) < 0 || !pc_tasks_proc(p->tasks, pid))
         return -ENOMEM;
     int old = proc_find(p, pid);
     proc *n = &p->procs[p->nprocs];
@@ -187,7 +187,7 @@ static int proc_new(pf_engine *p, pid_t pid, int copy_from)
         p->procs[old].replaced = true; /* its name stays the pid's */
     if (copy_from >= 0) {
         proc *src = &p->procs[copy_from];
-        pa_ptasks_set_comm(p->tasks, pid, pa_ptasks_comm(p->tasks, src->pid));
+        pc_tasks_set_comm(p->tasks, pid, pc_tasks_comm(p->tasks, src->pid));
         for (size_t i = 0; i < src->maps.n; i++)
             if (pf_maps_add(&n->maps, src->maps.v[i].start,
                             src->maps.v[i].end - src->maps.v[i].start, src->maps.v[i].pgoff,
@@ -216,7 +216,7 @@ static int proc_get(pf_engine *p, pid_t pid)
     if (f) {
         if (fgets(comm, sizeof(comm), f)) {
             comm[strcspn(comm, "\n")] = '\0';
-            pa_ptasks_set_comm(p->tasks, pid, comm);
+            pc_tasks_set_comm(p->tasks, pid, comm);
         }
         fclose(f);
     }
@@ -591,15 +591,15 @@ static void on_comm(pf_engine *p, const char *r, size_t len, bool exec)
         if (pi < 0)
             return;
         p->procs[pi].maps_read = true;
-        pa_ptasks_set_comm(p->tasks, (pid_t)pid, comm);
+        pc_tasks_set_comm(p->tasks, (pid_t)pid, comm);
         /* a new program: its stack made present before it goes deep
          * (unwind.c); --all leaves the machine's processes alone */
         if (p->cfg.dwarf && !p->cfg.all)
             pf_unwind_fault_in_stack(p->cfg.procfs, (pid_t)pid);
     } else if (pid == tid && proc_find(p, (pid_t)pid) >= 0) {
-        pa_ptasks_set_comm(p->tasks, (pid_t)pid, comm);
+        pc_tasks_set_comm(p->tasks, (pid_t)pid, comm);
     }
-    pa_pthr *t = pa_ptasks_thr(p->tasks, (pid_t)pid, (pid_t)tid);
+    pc_thr *t = pc_tasks_thr(p->tasks, (pid_t)pid, (pid_t)tid);
     if (t)
         snprintf(t->comm, sizeof(t->comm), "%.15s", comm);
 }
@@ -639,7 +639,7 @@ static void on_exit_rec(pf_engine *p, const char *r, size_t len)
     uint32_t pid, tid;
     if (!rec_pair(r, len, 8, &pid, &tid))
         return;
-    pa_pthr *t = pa_ptasks_thr(p->tasks, (pid_t)pid, (pid_t)tid);
+    pc_thr *t = pc_tasks_thr(p->tasks, (pid_t)pid, (pid_t)tid);
     if (t)
         t->w_exited = true;
 }
@@ -852,8 +852,8 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
     for (size_t k = 0; k < n && nf < max; k++) {
         const pf_frame *got;
         if (ips[k] == STACK_CUT || ips[k] == STACK_DEEP) {
-            out[nf++] = pa_pframe_pseudo(ips[k] == STACK_CUT ? "[stack ends: past the stack copy]"
-                                                             : "[stack ends: frames kept]");
+            out[nf++] = pc_frame_pseudo(ips[k] == STACK_CUT ? "[stack ends: past the stack copy]"
+                                                            : "[stack ends: frames kept]");
             e->truncated++;
             break;
         }
@@ -863,7 +863,7 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
             /* in execve (the program being replaced) the kernel's frames
              * are the whole stack */
             if (!execve) {
-                out[nf++] = pa_pframe_pseudo("[stack ends: user stack not readable]");
+                out[nf++] = pc_frame_pseudo("[stack ends: user stack not readable]");
                 e->truncated++;
             }
             break;
@@ -874,7 +874,7 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
          * frame-pointer chain through code built without them reads
          * data): the stack ends there, marked (issue 31 item 3) */
         if (k > 0 && !user_ip && !(ips[k] >> 63) && maps->n && !pf_maps_find(maps, ips[k] - 1)) {
-            out[nf++] = pa_pframe_pseudo("[stack ends: return address outside code]");
+            out[nf++] = pc_frame_pseudo("[stack ends: return address outside code]");
             e->truncated++;
             break;
         }
@@ -888,16 +888,16 @@ static int stack_frames(void *self, size_t at, pf_frame *out, int max)
             out[nf++] = got[j];
         if (nf == max && (j < m || k + 1 < n)) {
             /* inlined frames filled what is kept: the outermost gives way */
-            out[max - 1] = pa_pframe_pseudo("[stack ends: frames kept]");
+            out[max - 1] = pc_frame_pseudo("[stack ends: frames kept]");
             e->truncated++;
             break;
         }
     }
     if (nf == 0 && n > 0)
-        out[nf++] = pa_pframe_pseudo("[kernel]"); /* a kernel thread's, all
+        out[nf++] = pc_frame_pseudo("[kernel]"); /* a kernel thread's, all
                                                    frames dropped */
-    if (scope && max > 0) /* the C scope, outermost (jalen's [scope NAME]) */
-        out[nf < max ? nf++ : max - 1] = pa_pframe_pseudo(scope);
+    if (scope && max > 0)                        /* the C scope, outermost (jalen's [scope NAME]) */
+        out[nf < max ? nf++ : max - 1] = pc_frame_pseudo(scope);
     return nf;
 }
 
@@ -911,8 +911,8 @@ static void window_done(void *self)
     ((pf_engine *)self)->wn = 0;
 }
 
-pa_pengine pf_engine_stacks(pf_engine *e)
+pc_engine pf_engine_stacks(pf_engine *e)
 {
-    return (pa_pengine){
+    return (pc_engine){
         .self = e, .next = next_stack, .frames = stack_frames, .window_done = window_done};
 }

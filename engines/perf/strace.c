@@ -170,7 +170,7 @@ static const char *frame_of(pf_strace *s, uint32_t code)
             snprintf(name, sizeof(name), "[scope [other scopes]]");
         else
             snprintf(name, sizeof(name), "[scope %.*s]", PA__STRACE_NAMELEN, s->map->names[k]);
-        s->frame[k] = pa_pintern(name);
+        s->frame[k] = pc_intern(name);
     }
     return s->frame[k];
 }

@@ -84,7 +84,7 @@ int pf_maps_add(pf_maps *m, uint64_t start, uint64_t len, uint64_t pgoff, const 
     m->n = k;
     if (PA__GROW(m->v, m->cap, m->n + 1, 64) < 0)
         return -ENOMEM;
-    m->v[m->n++] = (pf_map){start, end, pgoff, pa_pintern(path)};
+    m->v[m->n++] = (pf_map){start, end, pgoff, pc_intern(path)};
     m->sorted = 0;
     m->version++;
     return 0;
@@ -170,12 +170,12 @@ static const char *nice_name(const char *raw)
          * then C++ */
         char *d = cplus_demangle(raw, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
         if (d) {
-            const char *r = pa_pintern(d);
+            const char *r = pc_intern(d);
             free(d);
             return r;
         }
     }
-    return pa_pintern(raw);
+    return pc_intern(raw);
 }
 
 /* ------------------------------------------------------------------ */
@@ -324,8 +324,8 @@ static module *module_get(const char *path)
     memset(m, 0, sizeof(*m));
     m->path = path;
     /* " (deleted)": the file was replaced; nothing to open */
-    m->base = pa_pintern(basename_of(path));
-    m->build_id = pa_pintern("");
+    m->base = pc_intern(basename_of(path));
+    m->build_id = pc_intern("");
     m->dwfl = dwfl_begin(&offline_cb);
     if (!m->dwfl)
         return m;
@@ -342,7 +342,7 @@ static module *module_get(const char *path)
         char hex[129];
         for (int i = 0; i < nbits; i++)
             snprintf(hex + 2 * i, 3, "%02x", bits[i]);
-        m->build_id = pa_pintern(hex);
+        m->build_id = pc_intern(hex);
     }
     GElf_Addr bias;
     Elf *elf = dwfl_module_getelf(m->mod, &bias);
@@ -405,8 +405,8 @@ static void decl_of(Dwarf_Die *die, pf_frame *f)
     if (file) {
         char buf[512];
         snprintf(buf, sizeof(buf), "%s:%d", basename_of(file), line);
-        f->source = pa_pintern(buf);
-        f->file = pa_pintern(file);
+        f->source = pc_intern(buf);
+        f->file = pc_intern(file);
         f->line = line;
     }
 }
@@ -598,7 +598,7 @@ static void perfmap_load(perfmap *pm)
             continue;
         if (PA__GROW(pm->v, cap, pm->n + 1, 256) < 0)
             break;
-        pm->v[pm->n++] = (psym){a, a + len, pa_pintern(name)};
+        pm->v[pm->n++] = (psym){a, a + len, pc_intern(name)};
     }
     fclose(f);
     if (pm->n)
@@ -706,7 +706,7 @@ const char *pf_sym_kernel_state(void)
 int pf_sym_init(const char *procfs, int kernel)
 {
     elf_version(EV_CURRENT);
-    k_module = pa_pintern("[kernel]");
+    k_module = pc_intern("[kernel]");
     snprintf(kpath, sizeof(kpath), "%s/kallsyms", procfs);
     kwanted = kernel;
     kloaded = 0;
@@ -746,7 +746,7 @@ void pf_sym_fini(void)
 
 size_t pf_sym_memory(void)
 {
-    size_t b = pa_pintern_memory();
+    size_t b = pc_intern_memory();
     b += capmods * sizeof(module) + nksyms * sizeof(psym);
     if (kbuf)
         b += strlen(kbuf) + 1;
@@ -759,10 +759,10 @@ static pf_frame unknown_frame(const char *modname, uint64_t off)
 {
     char buf[600];
     snprintf(buf, sizeof(buf), "[unknown] %s+0x%" PRIx64, modname, off);
-    return (pf_frame){.name = pa_pintern(buf),
-                      .module = pa_pintern(modname),
-                      .source = pa_pintern(""),
-                      .file = pa_pintern("")};
+    return (pf_frame){.name = pc_intern(buf),
+                      .module = pc_intern(modname),
+                      .source = pc_intern(""),
+                      .file = pc_intern("")};
 }
 
 static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_frame *out,
@@ -780,10 +780,10 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             snprintf(buf, sizeof(buf), "%s [k]", s->name);
         else
             snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]", addr);
-        out[0] = (pf_frame){.name = pa_pintern(buf),
+        out[0] = (pf_frame){.name = pc_intern(buf),
                             .module = k_module,
-                            .source = pa_pintern(""),
-                            .file = pa_pintern("")};
+                            .source = pc_intern(""),
+                            .file = pc_intern("")};
         return 1;
     }
     const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
@@ -797,9 +797,9 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
             if (n > 0) {
                 for (int i = 0; i < n; i++) {
                     if (!out[i].source)
-                        out[i].source = pa_pintern("");
+                        out[i].source = pc_intern("");
                     if (!out[i].file)
-                        out[i].file = pa_pintern("");
+                        out[i].file = pc_intern("");
                 }
                 return n;
             }
@@ -824,7 +824,7 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
              * bytes on x86-64 */
             if (m->entry && (fde ? start == m->entry : vaddr - m->entry < 64)) {
                 out[0] = (pf_frame){
-                    .name = pa_pintern("_start"), .module = m->base, .source = "", .file = ""};
+                    .name = pc_intern("_start"), .module = m->base, .source = "", .file = ""};
                 return 1;
             }
             out[0] = unknown_frame(m->base, start);
@@ -845,9 +845,9 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
         }
         if (s) {
             out[0] = (pf_frame){.name = s->name,
-                                .module = pa_pintern("[jit]"),
-                                .source = pa_pintern(""),
-                                .file = pa_pintern("")};
+                                .module = pc_intern("[jit]"),
+                                .source = pc_intern(""),
+                                .file = pc_intern("")};
             return 1;
         }
     }
@@ -879,15 +879,15 @@ int pf_sym_resolve(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_fr
 {
     int n = resolve_frames(pid, maps, addr, is_return, out, max);
     /* the mapping each frame comes from, for pprof */
-    const char *path = pa_pintern(""), *bid = path;
+    const char *path = pc_intern(""), *bid = path;
     uint64_t start = 0, limit = 0, off = 0;
     if (n > 0 && out[0].module == k_module) {
-        path = pa_pintern("[kernel.kallsyms]");
+        path = pc_intern("[kernel.kallsyms]");
     } else if (n > 0) {
         uint64_t a = is_return && addr ? addr - 1 : addr;
         const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
         if (mp) {
-            path = mp->path[0] ? mp->path : pa_pintern("[anon]");
+            path = mp->path[0] ? mp->path : pc_intern("[anon]");
             start = mp->start;
             limit = mp->end;
             off = mp->pgoff;
@@ -939,11 +939,11 @@ size_t pf_sym_late_jit(void (*fn)(void *user, const char *name, const char *modu
             if (!s)
                 continue;
             pf_frame f = {.name = s->name,
-                          .module = pa_pintern("[jit]"),
-                          .source = pa_pintern(""),
-                          .file = pa_pintern(""),
-                          .path = pa_pintern("[jit]"),
-                          .build_id = pa_pintern("")};
+                          .module = pc_intern("[jit]"),
+                          .source = pc_intern(""),
+                          .file = pc_intern(""),
+                          .path = pc_intern("[jit]"),
+                          .build_id = pc_intern("")};
             fn(user, pm->late[k].name, pm->late[k].module, &f);
             named++;
         }

@@ -113,8 +113,10 @@ typedef struct jl_slot {
     pid_t tid;
     int scope;     /* the thread's open scope (jl_sampler_scope), 0: none */
     int n;         /* frames, or the ASGCT error code when <= 0 */
-    int truncated; /* 1: deeper than JL_MAX_DEPTH; 2: the top frame
-                    * alone, its callers not walkable (unwind.c) */
+    int truncated; /* 1: deeper than JL_MAX_DEPTH; the top frame alone,
+                    * its callers not walkable (unwind.c): 2 the last
+                    * Java frame of the thread's frame anchor, 3 the
+                    * compiled code at the PC (or that called its stub) */
     int weight;    /* CPU time this sample stands for, in us: mode=cpu,
                       (1 + timer overruns) x interval; mode=jvmti, the
                       thread's CPU time since its previous sample */
@@ -135,6 +137,8 @@ typedef struct jl_sampler {
     /* walks ASGCT gave up on (unknown or not walkable Java), and those of
      * them recovery (unwind.c) completed */
     atomic_ulong walks_failed, walks_recovered;
+    /* of the rest, those given to the deepest Java frame known alone */
+    atomic_ulong walks_partial;
 #ifdef JL_TIME_HANDLER
     /* a timing build (-DJL_TIME_HANDLER): ns in the handler, samples */
     atomic_ulong t_total_ns, t_n;
@@ -252,12 +256,78 @@ jmethodID jl_nmethods_method_at(uintptr_t pc);
  * address), NULL when ra's method or such a record is not known.
  * Async-signal-safe. */
 jmethodID jl_nmethods_scope_at(uintptr_t ra, jint *bci);
+/* Signal handler: the innermost method (and *bci) of the first debug record
+ * after pc, as ASGCT decodes a PC; without one, the compiled method (*bci
+ * -1); NULL when pc's method is not known.  Async-signal-safe. */
+jmethodID jl_nmethods_scope_after(uintptr_t pc, jint *bci);
 /* Bytes the table holds (for agent_memory_bytes). */
 size_t jl_nmethods_memory(void);
 
 /* ------------------------------------------------------------------ */
 /* Recovery of failed walks (unwind.c, mode=cpu)                        */
 /* ------------------------------------------------------------------ */
+
+/* Why a failed walk stayed failed: the sampler counts each sample whose
+ * walk recovery gave up on by cause and detail (jl_why_count), and
+ * summary.json ("walks_unrecovered") and the summary on stderr list them
+ * (jl_why_write). */
+enum {
+    JL_WHY_NONE = 0,
+    JL_WHY_NOT_WALKABLE_JAVA, /* ASGCT's not_walkable_Java: not retried;
+                               * detail: the PC in the code cache, or 0 */
+    JL_WHY_NOT_READY,         /* recovery not set up (yet) in this JVM */
+    JL_WHY_NO_STACK,          /* the thread's stack unknown, or SP not on it */
+    JL_WHY_INTERPRETER,       /* the PC in the interpreter */
+    JL_WHY_FRAME_STATE,       /* a compiled method's code at the PC not an
+                               * entry or exit the agent knows; detail: the
+                               * instruction's first 4 bytes */
+    JL_WHY_CODE_UNKNOWN,      /* the PC in the code cache, in no method or
+                               * stub known (yet); detail: as above */
+    JL_WHY_STUB_LAYOUT,       /* a stub whose frame the agent cannot read;
+                               * detail: the stub's address */
+    JL_WHY_STUB_RETURN,       /* the word read as a stub's return address
+                               * follows no call; detail: the stub */
+    JL_WHY_NATIVE,            /* native code: no return into Java found */
+    JL_WHY_STEPS,             /* still in stubs after JL_UNWIND_STEPS pops */
+    JL_WHY_REWALK,            /* ASGCT failed again from the caller found;
+                               * detail: its code */
+    JL_WHY_ANCHOR_EMPTY,      /* in the VM, no last Java frame in the anchor */
+    JL_WHY_ANCHOR_WALKABLE,   /* the anchor has its PC: ASGCT's failure stands;
+                               * detail: that PC */
+    JL_WHY_ANCHOR_RETURN,     /* the word below the anchor's SP follows no
+                               * call */
+    JL_WHY_ANCHOR_BLOCKED,    /* blocked in a runtime stub: its caller's
+                               * scope unknown */
+    JL_WHY_N
+};
+typedef struct jl_why {
+    int cause;       /* JL_WHY_* */
+    uint64_t detail; /* by cause, above; 0 none */
+    /* the deepest Java frame known for sure, which the sample goes to
+     * alone where the walk stays failed: part 2, the last Java frame of
+     * the thread's frame anchor; 3, the compiled method the PC is in, or
+     * that called the stub it is in; 0 none */
+    int part;
+    jint bci;
+    jmethodID method;
+} jl_why;
+/* Signal handler: counts one sample not recovered for the reason *w
+ * (lock-free; a full table counts it under its cause alone). */
+void jl_why_count(const jl_why *w);
+/* The counts so far, largest first: JSON object members ("cause[:
+ * detail]": n) when json, else one "jalen:" line of the top ones. */
+void jl_why_write(FILE *f, int json);
+/* A new run: the counts back to zero. */
+void jl_why_reset(void);
+/* Signal handler: the interrupted PC of ucv where it is in the code cache
+ * (a cause's detail), else 0. */
+uint64_t jl_unwind_where(void *ucv);
+/* Signal handler: whether the interrupted PC of ucv is in the interpreter. */
+int jl_unwind_in_interpreter(void *ucv);
+/* Signal handler: where why holds no frame yet, the compiled method the
+ * interrupted PC of ucv is in (the scope of the first debug record after
+ * it, as ASGCT decodes a PC) as the deepest frame known (part 3). */
+void jl_unwind_pc_frame(void *ucv, jl_why *why);
 
 /* Agent_OnLoad: finds the code cache's bounds and sets the
  * DynamicCodeGenerated callback in cb; asgct: AsyncGetCallTrace (what
@@ -279,10 +349,11 @@ void jl_unwind_refresh(void);
 size_t jl_unwind_memory(void);
 /* Signal handler, after ASGCT failed on the context ucv: finds the caller
  * of the stub, the unfinished frame or the native routine and walks again
- * from it.  1 when tr now holds frames.  stubs_only: only when the PC is
+ * from it.  1 when tr now holds frames; 0 and *why says why not.  stubs_only: only when the PC is
  * in a stub (before any walk: ASGCT would fail there, and that failed
  * walk costs as much as a good one).  Async-signal-safe. */
-int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only);
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only,
+                    jl_why *why);
 /* Signal handler, the first walk of a sample whose PC, in a compiled
  * method, sits at one of its debug records: ASGCT from the PC before it
  * (jl_nmethods_interrupted_pc).  1 when tr now holds frames; 0 (nothing
@@ -305,9 +376,10 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
  * in a C2 runtime stub, the walk starts at the stub's caller (a thread
  * inside the VM), or, where other threads may walk the stack (blocked),
  * only the caller's innermost scope is taken.  env: the thread's JNIEnv.
- * 1 when tr holds frames, 2 when it holds that one frame alone.
- * Async-signal-safe. */
-int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid);
+ * 1 when tr holds frames, 2 when it holds that one frame alone; 0 and
+ * *why says why not.  Async-signal-safe. */
+int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid,
+                          jl_why *why);
 
 /* ------------------------------------------------------------------ */
 /* Threads (threads.c)                                                 */
@@ -365,8 +437,10 @@ enum {
     JL_M_AGENT,
     JL_M_OUTSIDE_FILTER,
     JL_M_TRUNCATED,
-    JL_M_PARTIAL, /* the callers of the top frame could not be walked */
-    JL_M_ERR0,    /* ASGCT error codes 0, -1, ..., -10 follow */
+    JL_M_PARTIAL,    /* the callers of the top frame could not be walked: it
+                      * is the frame anchor's last Java frame */
+    JL_M_PARTIAL_PC, /* the same, the top frame the compiled code at the PC */
+    JL_M_ERR0,       /* ASGCT error codes 0, -1, ..., -10 follow */
     JL_M_NFIXED = JL_M_ERR0 + 11,
 };
 
@@ -390,7 +464,7 @@ typedef struct jl_lines {
 
 /* A call-tree node (func: the method's index), as profcore/ writes it;
  * total_j is filled before writing.  self_cpu_s and self_samples stay 0. */
-typedef pa_ptree_node jl_node;
+typedef pc_tree_node jl_node;
 
 typedef struct jl_timeline_row {
     double start_s;
@@ -403,15 +477,15 @@ typedef struct jl_profile {
     size_t nm, capm;
     /* per method: what it accumulated, and how the filtered view charges
      * it (profcore.h: the same statistics as powerapi profile's) */
-    pa_pstat *ms;
+    pc_stat *ms;
     unsigned char *mcharge;
     size_t capms, capmch;
     jl_class *c;
     size_t nc, capc;
-    pa_pstat *cs; /* per class */
+    pc_stat *cs; /* per class */
     size_t capcs;
-    pa_ptree_build tree; /* per method and line (profcore.h) */
-    int *mhash;          /* jmethodID -> method + 1 */
+    pc_tree_build tree; /* per method and line (profcore.h) */
+    int *mhash;         /* jmethodID -> method + 1 */
     jmethodID *mhkeys;
     jl_lines *mhlines; /* each jmethodID's line number table */
     size_t mhcap, mhn;
@@ -427,7 +501,7 @@ typedef struct jl_profile {
     uint64_t windows_empty; /* windows with CPU energy and no stack sample */
     double duration_s;
     double start_s;
-    pa_psource source; /* the last report's formula, sensors... */
+    pc_source source; /* the last report's formula, sensors... */
 } jl_profile;
 
 extern jl_profile jl_prof;

@@ -172,7 +172,7 @@ static int jl_run_options(JavaVM *vm, const char *options, char *err, size_t err
     jl_opts *po = again ? &o : &jl_run.o;
     if (rc == 0 && !again)
         rc = jl_jvmti_setup(vm, err, errlen);
-    if (rc == 0 && (rc = pa_pout_mkdirs(po->out, 0755)) < 0)
+    if (rc == 0 && (rc = pc_out_mkdirs(po->out, 0755)) < 0)
         snprintf(err, errlen, "cannot create the output folder '%s': %s", po->out, strerror(-rc));
     if (rc == 0 && again)
         rc = jl_run_reset(vm, &o, err, errlen);

@@ -141,7 +141,7 @@ static int copy_locked(jalen_live *l)
             return -ENOMEM;
     }
     for (size_t i = 0; i < jl_prof.nm; i++) {
-        const pa_pstat *m = &jl_prof.ms[i];
+        const pc_stat *m = &jl_prof.ms[i];
         if (m->self_j <= 0 && m->total_j <= 0)
             continue;
         jalen_live_method *o = &l->methods[l->nmethods];

@@ -21,7 +21,8 @@ static const char *const jl_fixed_names[JL_M_NFIXED] = {
     [JL_M_AGENT] = "[agent]",
     [JL_M_OUTSIDE_FILTER] = "[outside filter]",
     [JL_M_TRUNCATED] = "[truncated]",
-    [JL_M_PARTIAL] = "[callers not walkable]",
+    [JL_M_PARTIAL] = "[callers not walkable: last Java frame]",
+    [JL_M_PARTIAL_PC] = "[callers not walkable: compiled code at the PC]",
     [JL_M_ERR0 + 0] = "[no Java frame]",
     [JL_M_ERR0 + 1] = "[no class loaded]",
     [JL_M_ERR0 + 2] = "[GC active]",
@@ -64,7 +65,7 @@ static int jl_class_of(const char *name)
         return -1;
     jl_class *c = &jl_prof.c[jl_prof.nc];
     memset(c, 0, sizeof(*c));
-    memset(&jl_prof.cs[jl_prof.nc], 0, sizeof(pa_pstat));
+    memset(&jl_prof.cs[jl_prof.nc], 0, sizeof(pc_stat));
     c->name = strdup(name);
     if (!c->name)
         return -1;
@@ -92,7 +93,7 @@ static void jl_method_filter(size_t i)
     m->matches = i >= JL_M_NFIXED && jl_matches(m->name);
     int pseudo_thread = i >= JL_M_GC && i <= JL_M_AGENT;
     jl_prof.mcharge[i] =
-        m->matches || (i < JL_M_NFIXED && !pseudo_thread) ? PA_PCHARGE_ANY : PA_PCHARGE_NONE;
+        m->matches || (i < JL_M_NFIXED && !pseudo_thread) ? PC_CHARGE_ANY : PC_CHARGE_NONE;
 }
 
 static int jl_method_new(const char *cls, const char *meth)
@@ -115,7 +116,7 @@ static int jl_method_new(const char *cls, const char *meth)
     else
         snprintf(m->name, len, "%s", cls);
     m->cls = ci;
-    memset(&jl_prof.ms[jl_prof.nm], 0, sizeof(pa_pstat));
+    memset(&jl_prof.ms[jl_prof.nm], 0, sizeof(pc_stat));
     jl_method_filter(jl_prof.nm);
     return (int)jl_prof.nm++;
 }
@@ -143,11 +144,11 @@ void jl_profile_reset(const jl_opts *o)
 {
     jl_popts = o;
     for (size_t i = 0; i < jl_prof.nm; i++) {
-        memset(&jl_prof.ms[i], 0, sizeof(pa_pstat));
+        memset(&jl_prof.ms[i], 0, sizeof(pc_stat));
         jl_method_filter(i);
     }
-    memset(jl_prof.cs, 0, jl_prof.nc * sizeof(pa_pstat));
-    pa_ptree_build_free(&jl_prof.tree);
+    memset(jl_prof.cs, 0, jl_prof.nc * sizeof(pc_stat));
+    pc_tree_build_free(&jl_prof.tree);
     memset(&jl_prof.tree, 0, sizeof(jl_prof.tree));
     jl_prof.tree.hint = 8192;
     jl_prof.tree.node_hint = 4096;
@@ -361,18 +362,18 @@ void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, do
         return;
     if (n > JL_MAX_DEPTH + 2) /* + [truncated] + [scope NAME] */
         n = JL_MAX_DEPTH + 2;
-    pa_psample s = {.energy_j = cpu_j + net_j,
-                    .cpu_j = cpu_j,
-                    .net_j = net_j,
-                    .net_bytes = net_bytes,
-                    .samples = (uint64_t)count_sample};
+    pc_sample s = {.energy_j = cpu_j + net_j,
+                   .cpu_j = cpu_j,
+                   .net_j = net_j,
+                   .net_bytes = net_bytes,
+                   .samples = (uint64_t)count_sample};
     uint64_t stamp = ++jl_prof.stamp;
-    pa_pstat_add(jl_prof.ms, frames, n, jl_prof.mcharge, JL_M_OUTSIDE_FILTER, stamp, &s);
+    pc_stat_add(jl_prof.ms, frames, n, jl_prof.mcharge, JL_M_OUTSIDE_FILTER, stamp, &s);
     int cls[JL_MAX_DEPTH + 2];
     for (int i = 0; i < n; i++)
         cls[i] = jl_prof.m[frames[i]].cls;
-    pa_pstat_add(jl_prof.cs, cls, n, NULL, -1, stamp, &s);
-    int node = pa_ptree_stack(&jl_prof.tree, frames, NULL, lines, n);
+    pc_stat_add(jl_prof.cs, cls, n, NULL, -1, stamp, &s);
+    int node = pc_tree_stack(&jl_prof.tree, frames, NULL, lines, n);
     if (node >= 0) {
         jl_prof.tree.nodes[node].self_j += s.energy_j;
         jl_prof.tree.nodes[node].self_cpu_s += cpu_s;

@@ -89,6 +89,84 @@ static uint64_t jl_ns(void)
 #define JL_RECOVER 1
 #endif
 
+/* A walk that AsyncGetCallTrace failed, retried where unwind.c can
+ * (DESIGN.md section 11.1); what failed is counted by cause.  Returns the
+ * kind of a partial stack (the top frame alone), 0 for none. */
+static int jl_walk_recover(jl_asgct_trace *tr, void *uc, JNIEnv *env, pid_t tid, jl_why *why)
+{
+    int partial = 0;
+    /* ticks_unknown_Java: the top frame is unfinished, or native code
+     * called from Java (ticks_not_walkable_Java, a frame further down that
+     * is not walkable, is not retried: the top frame was fine there) */
+    if (JL_RECOVER && (tr->num_frames == -5 || tr->num_frames == -6)) {
+        int code = tr->num_frames;
+        atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+        if (code == -6) {
+            why->cause = JL_WHY_NOT_WALKABLE_JAVA;
+            why->detail = jl_unwind_where(uc);
+        }
+        /* not walkable Java with the PC in the interpreter: an entry
+         * before its frame is made (unwind.c) */
+        if ((code == -5 || (code == -6 && jl_unwind_in_interpreter(uc))) &&
+            jl_unwind_retry(tr, JL_MAX_DEPTH, uc, tid, 0, why))
+            atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
+        else {
+            tr->num_frames = code;
+            jl_unwind_pc_frame(uc, why);
+        }
+    }
+    /* inside the VM, its last Java frame not walkable yet */
+    if (JL_RECOVER && (tr->num_frames == -3 || tr->num_frames == -4)) {
+        int code = tr->num_frames;
+        atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+        int got = jl_unwind_walk_anchor(tr, JL_MAX_DEPTH, uc, env, tid, why);
+        if (got)
+            atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
+        else
+            tr->num_frames = code;
+        partial = got == 2 ? 2 : 0;
+    }
+    if (tr->num_frames <= 0 && why->cause != JL_WHY_NONE) {
+        jl_why_count(why);
+        /* the deepest Java frame known for sure, alone, rather than a
+         * root-level pseudo-frame (DESIGN.md section 11.1) */
+        if (why->part && why->method) {
+            tr->frames[0].lineno = why->bci;
+            tr->frames[0].method_id = why->method;
+            tr->num_frames = 1;
+            partial = why->part;
+            atomic_fetch_add_explicit(&jl_smp.walks_partial, 1, memory_order_relaxed);
+        }
+    }
+    return partial;
+}
+
+/* The stack of a Java thread the signal interrupted, into s. */
+static void jl_walk(jl_slot *s, JNIEnv *env, void *uc)
+{
+    jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
+    int partial = 0; /* the top frame alone (jl_unwind_walk_anchor) */
+    jl_why why = {JL_WHY_NONE, 0, 0, 0, NULL};
+    if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1, &why)) {
+        /* in a stub: walked from its caller at once (unwind.c) */
+        atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
+    } else {
+        why = (jl_why){JL_WHY_NONE, 0, 0, 0, NULL}; /* only for a walk that fails below */
+        /* in native code: walked from the return into Java code, the
+         * call's scope; at a debug record: decoded from the PC before it,
+         * whose scope the sample's time belongs to (DESIGN.md section
+         * 11.1); a walk that gives nothing is made again from the PC as it
+         * is */
+        if (!(JL_RECOVER && jl_unwind_walk_native(&tr, JL_MAX_DEPTH, uc, env, s->tid)) &&
+            !jl_unwind_walk_interrupted(&tr, JL_MAX_DEPTH, uc))
+            jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
+        partial = jl_walk_recover(&tr, uc, env, s->tid, &why);
+    }
+    s->n = tr.num_frames;
+    s->truncated = partial ? partial : tr.num_frames >= JL_MAX_DEPTH;
+}
+
 static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -112,51 +190,10 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     /* a late signal stands for every interval that expired meanwhile */
     s->weight = jl_smp.interval_us *
                 (1 + (si && si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0));
-    if (!env) {
+    if (!env)
         s->n = -3; /* ticks_unknown_not_Java */
-    } else {
-        jl_asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
-        int partial = 0; /* the top frame alone (jl_unwind_walk_anchor) */
-        if (JL_RECOVER && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 1)) {
-            /* in a stub: walked from its caller at once (unwind.c) */
-            atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
-        } else {
-            /* in native code: walked from the return into Java code, the
-             * call's scope; at a debug record: decoded from the PC before
-             * it, whose scope the sample's time belongs to (DESIGN.md
-             * section 11.1); a walk that gives nothing is made again from
-             * the PC as it is */
-            if (!(JL_RECOVER && jl_unwind_walk_native(&tr, JL_MAX_DEPTH, uc, env, s->tid)) &&
-                !jl_unwind_walk_interrupted(&tr, JL_MAX_DEPTH, uc))
-                jl_smp.asgct(&tr, JL_MAX_DEPTH, uc);
-            /* ticks_unknown_Java: the top frame is unfinished, or native
-             * code called from Java (ticks_not_walkable_Java, a frame
-             * further down that is not walkable, is not retried: the top
-             * frame was fine there) */
-            if (JL_RECOVER && (tr.num_frames == -5 || tr.num_frames == -6)) {
-                int code = tr.num_frames;
-                atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                if (code == -5 && jl_unwind_retry(&tr, JL_MAX_DEPTH, uc, s->tid, 0))
-                    atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
-                else
-                    tr.num_frames = code;
-            }
-            /* inside the VM, its last Java frame not walkable yet */
-            if (JL_RECOVER && (tr.num_frames == -3 || tr.num_frames == -4)) {
-                int code = tr.num_frames;
-                atomic_fetch_add_explicit(&jl_smp.walks_failed, 1, memory_order_relaxed);
-                int got = jl_unwind_walk_anchor(&tr, JL_MAX_DEPTH, uc, env, s->tid);
-                if (got)
-                    atomic_fetch_add_explicit(&jl_smp.walks_recovered, 1, memory_order_relaxed);
-                else
-                    tr.num_frames = code;
-                partial = got == 2;
-            }
-        }
-        s->n = tr.num_frames;
-        s->truncated = partial ? 2 : tr.num_frames >= JL_MAX_DEPTH;
-    }
+    else
+        jl_walk(s, env, uc);
     jl_slot_publish(s);
 #ifdef JL_TIME_HANDLER
     uint64_t dt = jl_ns() - t0;
@@ -183,6 +220,8 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     atomic_store(&jl_smp.dropped, 0);
     atomic_store(&jl_smp.walks_failed, 0);
     atomic_store(&jl_smp.walks_recovered, 0);
+    atomic_store(&jl_smp.walks_partial, 0);
+    jl_why_reset();
     atomic_store(&jl_smp.perf_errno, 0);
     atomic_store(&jl_smp.n_perf, 0);
     atomic_store(&jl_smp.n_timer, 0);

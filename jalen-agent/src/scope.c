@@ -422,8 +422,8 @@ void jl_scopes_json(FILE *f)
 {
     fprintf(f, "  \"scoped_energy_j\": %.9f,\n  \"unscoped_energy_j\": %.9f,\n", jl_scoped_j,
             jl_unscoped_j);
-    pa_psource_carbon_json(f, &jl_prof.source, "scoped_co2e_g", jl_scoped_j);
-    pa_psource_carbon_json(f, &jl_prof.source, "unscoped_co2e_g", jl_unscoped_j);
+    pc_source_carbon_json(f, &jl_prof.source, "scoped_co2e_g", jl_scoped_j);
+    pc_source_carbon_json(f, &jl_prof.source, "unscoped_co2e_g", jl_unscoped_j);
     fprintf(f, "  \"scoped_cpu_time_s\": %.6f,\n  \"scoped_net_bytes\": %llu,\n", jl_scoped_cpu_s,
             (unsigned long long)jl_scoped_bytes);
     fprintf(f, "  \"scope_names_max\": %zu,\n  \"scope_calls_lost\": %llu,\n", jl_stab.max_names,

@@ -40,6 +40,7 @@
  */
 #include "callsite.h"
 #include "jalen.h"
+#include "util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -52,6 +53,7 @@
 #define JL_UNWIND_STEPS 4
 #define JL_FP_CHAIN 16   /* frame pointers followed through native code */
 #define JL_LEAF_WORDS 16 /* words above SP searched in a frameless leaf */
+#define JL_STUB_WORDS 6  /* the same, in a stub of no layout known */
 
 /* ------------------------------------------------------------------ */
 /* The code cache's bounds, from gHotSpotVMStructs                     */
@@ -61,6 +63,13 @@ static uintptr_t *jl_cc_low_p, *jl_cc_high_p; /* CodeCache::_low_bound, _high_bo
 /* AsyncGetCallTrace, handed down by jl_unwind_init (sampler.c found it) */
 static jl_asgct_fn jl_uw_asgct;
 static uintptr_t jl_cc_low, jl_cc_high;
+/* The code heaps (CodeCache::_heaps, a GrowableArray<CodeHeap*>) and the
+ * offsets that lead to the part of each that is committed (CodeHeap::
+ * _memory, a VirtualSpace: [_low, _high)); -1 where this JVM does not
+ * export them */
+static char **jl_cc_heaps_p;
+static long jl_off_ga_len = -1, jl_off_ga_data = -1, jl_off_ch_memory = -1, jl_off_vs_low = -1,
+            jl_off_vs_high = -1;
 
 static long jl_vms_long(const char *sym)
 {
@@ -376,7 +385,7 @@ int jl_java_thread_tid(JNIEnv *jni, jthread thr, pid_t *tid)
  * on x86).  Offsets from gHotSpotVMStructs; the JavaThread of a JNIEnv is
  * the env less jl_env_off (measured at VM start on the current thread,
  * whose JavaThread its java.lang.Thread's eetop holds). */
-static long jl_env_off, jl_off_anchor = -1, jl_off_ljsp = -1, jl_off_ljpc = -1;
+static long jl_env_off, jl_off_anchor = -1, jl_off_ljsp = -1, jl_off_ljpc = -1, jl_off_ljfp = -1;
 static long jl_off_state = -1;  /* JavaThread::_thread_state, -1 unknown */
 static int jl_state_in_vm = -1; /* the value of _thread_in_vm */
 static int jl_anchor_ready;
@@ -419,6 +428,7 @@ static void jl_anchor_init(JNIEnv *jni, jthread thr)
     if (a < 0 || sp < 0 || pc < 0 || off <= 0 || off > (1L << 16))
         return;
     jl_off_anchor = a, jl_off_ljsp = sp, jl_off_ljpc = pc, jl_env_off = off;
+    jl_off_ljfp = jl_vms_offset("JavaFrameAnchor", "_last_Java_fp");
     jl_off_state = jl_vms_offset("JavaThread", "_thread_state");
     jl_state_in_vm = jl_vms_int("_thread_in_vm", -1);
     jl_anchor_ready = 1;
@@ -432,6 +442,190 @@ size_t jl_unwind_memory(void)
                jl_brcu.cap * sizeof(void *) + (jl_stks ? sizeof(jl_stk) * JL_STK_SLOTS : 0);
     pthread_mutex_unlock(&jl_block);
     return b + jl_nmethods_memory();
+}
+
+/* ------------------------------------------------------------------ */
+/* Why walks stayed failed: counts by cause and detail                  */
+/* ------------------------------------------------------------------ */
+
+#define JL_WHY_SLOTS 256 /* power of two */
+/* key: cause << 56 | detail (an address, 4 code bytes or a code: below
+ * 2^56), 0 free; claimed by a compare-and-swap in the handler */
+static _Atomic uint64_t jl_why_key[JL_WHY_SLOTS];
+static atomic_ulong jl_why_n[JL_WHY_SLOTS];
+static atomic_ulong jl_why_by_cause[JL_WHY_N]; /* the table full */
+
+void jl_why_count(const jl_why *w)
+{
+    if (w->cause <= JL_WHY_NONE || w->cause >= JL_WHY_N)
+        return;
+    uint64_t key = (uint64_t)w->cause << 56 | (w->detail & ((1ull << 56) - 1));
+    size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 56) & (JL_WHY_SLOTS - 1);
+    for (int k = 0; k < 16; k++) {
+        size_t i = (h + (size_t)k) & (JL_WHY_SLOTS - 1);
+        uint64_t cur = atomic_load_explicit(&jl_why_key[i], memory_order_acquire);
+        if (!cur && atomic_compare_exchange_strong(&jl_why_key[i], &cur, key))
+            cur = key;
+        if (cur == key) {
+            atomic_fetch_add_explicit(&jl_why_n[i], 1, memory_order_relaxed);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&jl_why_by_cause[w->cause], 1, memory_order_relaxed);
+}
+
+int jl_unwind_in_interpreter(void *ucv)
+{
+    jl_blob b;
+    uint64_t pc = jl_unwind_where(ucv);
+    return pc && jl_blob_find((uintptr_t)pc, &b) && b.kind == JL_BLOB_INTERP;
+}
+
+/* The cause of a failure, the frame found so far kept. */
+static void jl_why_set(jl_why *w, int cause, uint64_t detail)
+{
+    w->cause = cause;
+    w->detail = detail;
+}
+
+/* The deepest Java frame known, where why holds none yet: the scope that
+ * ASGCT decodes at pc (the first debug record after it) in a compiled
+ * method. */
+static void jl_why_frame(jl_why *w, int part, uintptr_t pc)
+{
+    jint bci = -1;
+    jmethodID m = w->part ? NULL : jl_nmethods_scope_after(pc, &bci);
+    if (m) {
+        w->part = part;
+        w->method = m;
+        w->bci = bci;
+    }
+}
+
+uint64_t jl_unwind_where(void *ucv)
+{
+#if defined(__x86_64__)
+    const ucontext_t *uc = ucv;
+    uintptr_t pc = uc ? (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] : 0;
+    return pc >= jl_cc_low && pc < jl_cc_high ? pc : 0;
+#else
+    (void)ucv;
+    return 0;
+#endif
+}
+
+void jl_unwind_pc_frame(void *ucv, jl_why *why)
+{
+    jl_blob b;
+    uint64_t pc = jl_unwind_where(ucv);
+    if (pc && !jl_blob_find((uintptr_t)pc, &b))
+        jl_why_frame(why, 3, (uintptr_t)pc);
+}
+
+void jl_why_reset(void)
+{
+    for (size_t i = 0; i < JL_WHY_SLOTS; i++) {
+        atomic_store(&jl_why_key[i], 0);
+        atomic_store(&jl_why_n[i], 0);
+    }
+    for (size_t i = 0; i < JL_WHY_N; i++)
+        atomic_store(&jl_why_by_cause[i], 0);
+}
+
+static const char *const jl_why_names[JL_WHY_N] = {
+    [JL_WHY_NOT_WALKABLE_JAVA] = "not walkable Java",
+    [JL_WHY_NOT_READY] = "recovery not ready",
+    [JL_WHY_NO_STACK] = "thread stack unknown",
+    [JL_WHY_INTERPRETER] = "in the interpreter",
+    [JL_WHY_FRAME_STATE] = "compiled frame state",
+    [JL_WHY_CODE_UNKNOWN] = "code not known yet",
+    [JL_WHY_STUB_LAYOUT] = "stub frame unknown",
+    [JL_WHY_STUB_RETURN] = "stub return not after a call",
+    [JL_WHY_NATIVE] = "native code, no return into Java",
+    [JL_WHY_STEPS] = "too many stubs",
+    [JL_WHY_REWALK] = "ASGCT failed from the caller",
+    [JL_WHY_ANCHOR_EMPTY] = "in the VM, no last Java frame",
+    [JL_WHY_ANCHOR_WALKABLE] = "in the VM, anchor walkable",
+    [JL_WHY_ANCHOR_RETURN] = "in the VM, no return address below the anchor",
+    [JL_WHY_ANCHOR_BLOCKED] = "blocked in a runtime stub, scope unknown",
+};
+
+typedef struct jl_why_row {
+    uint64_t key;
+    unsigned long n;
+} jl_why_row;
+
+static int jl_why_row_cmp(const void *a, const void *b)
+{
+    const jl_why_row *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n > y->n ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* "cause" or "cause: detail" of key, in buf. */
+static void jl_why_name(uint64_t key, char *buf, size_t len)
+{
+    int cause = (int)(key >> 56);
+    uint64_t d = key & ((1ull << 56) - 1);
+    const char *name = cause < JL_WHY_N && jl_why_names[cause] ? jl_why_names[cause] : "?";
+    jl_blob b;
+    if (!d)
+        snprintf(buf, len, "%s", name);
+    else if (cause == JL_WHY_FRAME_STATE || cause == JL_WHY_CODE_UNKNOWN)
+        snprintf(buf, len, "%s: %02x %02x %02x %02x", name, (unsigned)(d >> 24) & 0xff,
+                 (unsigned)(d >> 16) & 0xff, (unsigned)(d >> 8) & 0xff, (unsigned)d & 0xff);
+    else if (cause == JL_WHY_REWALK)
+        snprintf(buf, len, "%s: %d", name, -(int)d);
+    else if (jl_blob_find((uintptr_t)d, &b))
+        snprintf(buf, len, "%s: %s+0x%llx", name, b.name, (unsigned long long)(d - b.lo));
+    else if (jl_nmethods_method_at((uintptr_t)d))
+        snprintf(buf, len, "%s: in a compiled method", name);
+    else if (d >= jl_cc_low && d < jl_cc_high)
+        snprintf(buf, len, "%s: in code not known", name);
+    else
+        snprintf(buf, len, "%s: stub at 0x%llx", name, (unsigned long long)d);
+}
+
+void jl_why_write(FILE *f, int json)
+{
+    jl_why_row rows[JL_WHY_SLOTS + JL_WHY_N];
+    size_t n = 0;
+    unsigned long total = 0;
+    for (size_t i = 0; i < JL_WHY_SLOTS; i++) {
+        uint64_t k = atomic_load(&jl_why_key[i]);
+        unsigned long c = atomic_load(&jl_why_n[i]);
+        if (k && c)
+            rows[n++] = (jl_why_row){k, c};
+    }
+    for (int c = 1; c < JL_WHY_N; c++) {
+        unsigned long v = atomic_load(&jl_why_by_cause[c]);
+        if (v)
+            rows[n++] = (jl_why_row){(uint64_t)c << 56, v};
+    }
+    qsort(rows, n, sizeof(rows[0]), jl_why_row_cmp);
+    char name[160];
+    if (json) {
+        fputs("{", f);
+        for (size_t i = 0; i < n; i++) {
+            jl_why_name(rows[i].key, name, sizeof(name));
+            fputs(i ? ", " : "", f);
+            pa__json_write(f, name);
+            fprintf(f, ": %lu", rows[i].n);
+        }
+        fputs("}", f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        total += rows[i].n;
+    if (!total)
+        return;
+    fprintf(f, "jalen: %lu failed walk%s not recovered, by cause:", total, total > 1 ? "s" : "");
+    for (size_t i = 0; i < n && i < 5; i++) {
+        jl_why_name(rows[i].key, name, sizeof(name));
+        fprintf(f, "%s %s (%lu)", i ? ";" : "", name, rows[i].n);
+    }
+    fprintf(f, "%s (summary.json: walks_unrecovered)\n", n > 5 ? "; ..." : "");
 }
 
 /* ------------------------------------------------------------------ */
@@ -476,6 +670,12 @@ void jl_unwind_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
     /* the stubs generated before now */
     (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     jl_unwind_refresh();
+    jl_cc_heaps_p = jl_vms_static("CodeCache", "_heaps");
+    jl_off_ga_len = jl_vms_offset("GrowableArrayBase", "_len");
+    jl_off_ga_data = jl_vms_offset("GrowableArray<int>", "_data");
+    jl_off_ch_memory = jl_vms_offset("CodeHeap", "_memory");
+    jl_off_vs_low = jl_vms_offset("VirtualSpace", "_low");
+    jl_off_vs_high = jl_vms_offset("VirtualSpace", "_high");
     /* set once the code cache exists (CodeCache::initialize) */
     jl_cc_low = *jl_cc_low_p;
     jl_cc_high = *jl_cc_high_p;
@@ -493,17 +693,42 @@ static int jl_in_code(uintptr_t pc)
     return pc >= jl_cc_low && pc < jl_cc_high;
 }
 
+/* Whether [a, b) lies in the committed part of a code heap: memory that
+ * can be read.  The heaps are made at VM start and their committed parts
+ * only grow. */
+static int jl_code_committed(uintptr_t a, uintptr_t b)
+{
+    if (!jl_cc_heaps_p || jl_off_ga_len < 0 || jl_off_ga_data < 0 || jl_off_ch_memory < 0 ||
+        jl_off_vs_low < 0 || jl_off_vs_high < 0)
+        return 0;
+    const char *ga = *(char *const volatile *)jl_cc_heaps_p;
+    if (!ga)
+        return 0;
+    int n = *(const int *)(ga + jl_off_ga_len);
+    char *const *heaps = *(char *const *const *)(ga + jl_off_ga_data);
+    for (int i = 0; heaps && i < n && i < 8; i++) {
+        const char *vs = heaps[i] ? heaps[i] + jl_off_ch_memory : NULL;
+        if (vs && *(const uintptr_t *)(vs + jl_off_vs_low) <= a &&
+            b <= *(const volatile uintptr_t *)(vs + jl_off_vs_high))
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether ra follows a call instruction in the code cache: the length of
  * that call (5 for call rel32, 2 to 8 for call r/m64), 0 when none.  The
  * bytes before ra are read only inside code the agent knows (a stub, the
- * interpreter, a compiled method of the table): the code cache's bounds
- * are what it reserved, and a word of the stack that only looks like a
- * return address may point at a part of it that is not mapped. */
+ * interpreter, a compiled method of the table) or in the committed part of
+ * a code heap (a method compiled a moment ago, whose CompiledMethodLoad
+ * event has not come: JDK 17 and later post it from the service thread):
+ * the code cache's bounds are what it reserved, and a word of the stack
+ * that only looks like a return address may point at a part of it that is
+ * not mapped. */
 static int jl_after_call(uintptr_t ra)
 {
     jl_blob b;
     if (!jl_in_code(ra) || ra - 8 < jl_cc_low ||
-        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra)))
+        (!jl_blob_find(ra, &b) && !jl_nmethods_method_at(ra) && !jl_code_committed(ra - 8, ra + 8)))
         return 0;
     return jl_call_len((const unsigned char *)ra);
 }
@@ -534,6 +759,30 @@ static int jl_take(uintptr_t at, uintptr_t nfp, uintptr_t *pc, uintptr_t *sp, ui
     return 1;
 }
 
+/* A return address read where a method's entry or exit code keeps it: a
+ * return into Java code, or anywhere in the interpreter, whose calls push
+ * a return entry of their own (an address after no call instruction),
+ * which ASGCT checks as any interpreted frame. */
+static int jl_entry_return(uintptr_t ra)
+{
+    jl_blob b;
+    return jl_java_return(ra) ||
+           (jl_in_code(ra) && jl_blob_find(ra, &b) && b.kind == JL_BLOB_INTERP);
+}
+
+/* jl_take for a return address at a place that an entry or exit code
+ * keeps it (jl_entry_return). */
+static int jl_take_entry(uintptr_t at, uintptr_t nfp, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp,
+                         uintptr_t lo, uintptr_t hi)
+{
+    if (!jl_stack_ok(at, lo, hi) || at < *sp || !jl_entry_return(*(const uintptr_t *)at))
+        return 0;
+    *pc = *(const uintptr_t *)at;
+    *sp = at + 8;
+    *fp = nfp;
+    return 1;
+}
+
 static int32_t jl_i32(const unsigned char *q)
 {
     return (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
@@ -557,6 +806,15 @@ static long jl_rsp_imm(const unsigned char *q, int add)
 static int jl_entry_barrier(const unsigned char *q)
 {
     return q[0] == 0x41 && q[1] == 0x81 && (q[2] == 0x7f || q[2] == 0xbf);
+}
+
+/* Whether stub b starts `push rbp; mov rbp, rsp` (either encoding of the
+ * mov). */
+static int jl_stub_framed(const jl_blob *b)
+{
+    const unsigned char *e = (const unsigned char *)b->lo;
+    return b->hi - b->lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
+           ((e[2] == 0x89 && e[3] == 0xe5) || (e[2] == 0x8b && e[3] == 0xec));
 }
 
 /* A C2 runtime stub (the slow paths of monitors and allocation:
@@ -604,31 +862,32 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
     if (*pc - 16 < jl_cc_low)
         return 0;
     if (p[0] == 0xc3) /* ret */
-        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+        return jl_take_entry(s0, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x5d) /* pop rbp */
         return jl_stack_ok(s0, lo, hi) &&
-               jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
+               jl_take_entry(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi);
     if ((n = jl_rsp_imm(p, 1)) >= 0) /* add rsp, N; pop rbp */
         return jl_stack_ok(s0 + (uintptr_t)n, lo, hi) &&
-                       jl_take(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n), pc,
-                               sp, fp, lo, hi)
+                       jl_take_entry(s0 + (uintptr_t)n + 8, *(const uintptr_t *)(s0 + (uintptr_t)n),
+                                     pc, sp, fp, lo, hi)
                    ? 1
                    : 0;
     /* mov [rsp+d], rbp: the frame is allocated, rbp not saved yet */
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0x6c && p[3] == 0x24)
         return (int8_t)p[4] >= 0 &&
-               jl_take(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
+               jl_take_entry(s0 + (uintptr_t)(int8_t)p[4] + 8, *fp, pc, sp, fp, lo, hi);
     if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xac && p[3] == 0x24) {
         int32_t d = jl_i32(p + 4);
-        return d >= 0 && d <= 65536 && jl_take(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi) ? 1
-                                                                                               : 0;
+        return d >= 0 && d <= 65536 && jl_take_entry(s0 + (uintptr_t)d + 8, *fp, pc, sp, fp, lo, hi)
+                   ? 1
+                   : 0;
     }
     /* sub rsp, N at the PC: after a `push rbp`, or before anything */
     if (jl_rsp_imm(p, 0) >= 0) {
         if (p[-1] == 0x55 && jl_stack_ok(s0, lo, hi) &&
-            jl_take(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi))
+            jl_take_entry(s0 + 8, *(const uintptr_t *)s0, pc, sp, fp, lo, hi))
             return 1;
-        return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+        return jl_take_entry(s0, *fp, pc, sp, fp, lo, hi);
     }
     /* the entry barrier, or the jne after it: the frame is made; its size
      * is in the `sub rsp, N` just before (after a `push rbp`: N + 8) */
@@ -647,8 +906,8 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
             d = n;
         if (d < 0 || d > 65536 || !jl_stack_ok(s0 + (uintptr_t)d, lo, hi))
             return 0;
-        return jl_take(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp, fp,
-                       lo, hi)
+        return jl_take_entry(s0 + (uintptr_t)d + 8, *(const uintptr_t *)(s0 + (uintptr_t)d), pc, sp,
+                             fp, lo, hi)
                    ? 1
                    : 0;
     }
@@ -662,7 +921,7 @@ static int jl_pop_prologue(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_
                (p[0] == 0x66 && (p[1] == 0x0f || p[1] == 0x90));
     if (!none)
         return 0;
-    return jl_take(s0, *fp, pc, sp, fp, lo, hi);
+    return jl_take_entry(s0, *fp, pc, sp, fp, lo, hi);
 }
 
 /* The chain of frame pointers from f up to the first return into Java code
@@ -747,80 +1006,188 @@ static uintptr_t jl_call_pc(uintptr_t ra, int leaf, int *drop)
     return jl_nmethods_call_pc(ra, jl_after_call(ra), leaf, jl_cc_low, jl_cc_high, drop);
 }
 
-/* One pop: the state of the caller of the code at *pc.  1 on success. */
-static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
-                  int *leaf)
+/* The first 4 bytes of code at pc, for a cause's detail. */
+static uint64_t jl_code_bytes(uintptr_t pc)
 {
-    uintptr_t ra, nsp, nfp = *fp;
-    long n, len;
-    if (jl_in_code(*pc)) {
-        jl_blob b;
-        if (!jl_blob_find(*pc, &b)) {
-            *leaf = JL_CALL_JAVA; /* a compiled method, called from Java code */
-            return jl_pop_prologue(pc, sp, fp, lo, hi);
-        }
-        if (b.kind == JL_BLOB_INTERP)
-            return 0; /* the interpreter: ASGCT's own business */
-        /* vtable and itable stubs sit in a call into Java code */
-        *leaf = b.kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
-                : strstr(b.name, "arraycopy") ? JL_CALL_ARRAYCOPY
-                                              : JL_CALL_LEAF;
-        const unsigned char *e = (const unsigned char *)b.lo;
-        /* push rbp; mov rbp, rsp (either encoding of the mov) */
-        int framed = b.hi - b.lo >= 4 && e[0] == 0x55 && e[1] == 0x48 &&
-                     ((e[2] == 0x89 && e[3] == 0xe5) || (e[2] == 0x8b && e[3] == 0xec));
-        if (*pc == b.lo || *(const unsigned char *)*pc == 0xc3 /* ret */ ||
-            b.kind == JL_BLOB_FRAMELESS) {
-            if (!jl_stack_ok(*sp, lo, hi))
-                return 0;
-            ra = *(const uintptr_t *)*sp;
-            nsp = *sp + 8;
-        } else if (framed && *pc == b.lo + 1) {
-            if (!jl_stack_ok(*sp, lo, hi))
-                return 0;
-            nfp = *(const uintptr_t *)*sp;
-            ra = *(const uintptr_t *)(*sp + 8);
-            nsp = *sp + 16;
-        } else if (framed) {
-            if (!jl_stack_ok(*fp, lo, hi) || *fp < *sp)
-                return 0;
-            nfp = *(const uintptr_t *)*fp;
-            ra = *(const uintptr_t *)(*fp + 8);
-            nsp = *fp + 16;
-        } else if (jl_c2_stub(&b, &n, &len)) {
-            /* sub rsp, N; mov [rsp+N-8], rbp ... [add rsp, N-8]; pop rbp;
-             * then ret, or jmp to the exception handler */
-            const unsigned char *p = (const unsigned char *)*pc;
-            long ra_at = n, fp_at = n - 8; /* from SP; fp_at -1: rbp as it is */
-            if (p[0] == 0x5d)
-                ra_at = 8, fp_at = 0;
-            else if (p[-1] == 0x5d && (p[0] == 0xe9 || (p[0] == 0x41 && p[1] == 0xff)))
-                ra_at = 0, fp_at = -1;
-            else if (*pc - b.lo < (uintptr_t)len)
-                fp_at = -1; /* the frame is made, rbp not saved yet */
-            if (!jl_stack_ok(*sp + (uintptr_t)ra_at, lo, hi))
-                return 0;
-            if (fp_at >= 0)
-                nfp = *(const uintptr_t *)(*sp + (uintptr_t)fp_at);
-            ra = *(const uintptr_t *)(*sp + (uintptr_t)ra_at);
-            nsp = *sp + (uintptr_t)ra_at + 8;
-        } else {
-            return 0;
-        }
-        /* into Java code, or into a stub that called this one (popped
-         * next) */
-        if (!jl_after_call(ra))
-            return 0;
-    } else {
-        *leaf = JL_CALL_NATIVE;
-        return jl_pop_native(pc, sp, fp, lo, hi);
+    const unsigned char *p = (const unsigned char *)pc;
+    return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
+}
+
+/* A method's entry in the interpreter, or an adapter, interrupted (uc):
+ * where the return address is (DESIGN.md section 11), its caller's state
+ * taken: [SP]; RAX, the caller's SP in R13; with_fp: [FP+8], the caller's
+ * FP at [FP] and SP at [FP-8].  1 when one holds a return into Java code
+ * or the interpreter. */
+static int jl_pop_entry(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
+                        const ucontext_t *uc, int with_fp)
+{
+    if (jl_take_entry(*sp, *fp, pc, sp, fp, lo, hi))
+        return 1;
+    uintptr_t rax = (uintptr_t)uc->uc_mcontext.gregs[REG_RAX];
+    uintptr_t r13 = (uintptr_t)uc->uc_mcontext.gregs[REG_R13];
+    if (r13 > *sp && jl_stack_ok(r13, lo, hi) && jl_entry_return(rax)) {
+        *pc = rax;
+        *sp = r13;
+        return 1;
     }
-    if (nsp <= *sp || nsp >= hi)
+    uintptr_t f = *fp;
+    if (!with_fp || f < *sp || f - *sp > 4096 || !jl_stack_ok(f - 8, lo, hi) ||
+        !jl_stack_ok(f + 8, lo, hi) || !jl_entry_return(*(const uintptr_t *)(f + 8)))
+        return 0;
+    uintptr_t ssp = *(const uintptr_t *)(f - 8);
+    *pc = *(const uintptr_t *)(f + 8);
+    *sp = ssp >= f + 16 && jl_stack_ok(ssp, lo, hi) ? ssp : f + 16;
+    *fp = *(const uintptr_t *)f;
+    return 1;
+}
+
+/* A pop out of a compiled method, the code at *pc not in a stub: through
+ * its prologue, else (code the agent does not know yet) from [SP]. */
+static int jl_pop_compiled(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
+                           jl_why *why)
+{
+    if (jl_pop_prologue(pc, sp, fp, lo, hi))
+        return 1;
+    /* the PC runs (the interrupted one) or follows a call in a method
+     * known: its bytes can be read */
+    uint64_t bytes = jl_code_bytes(*pc);
+    if (jl_nmethods_method_at(*pc)) {
+        jl_why_set(why, JL_WHY_FRAME_STATE, bytes);
+        return 0;
+    }
+    /* code the agent does not know yet, where ASGCT found no complete
+     * frame either: a stub whose DynamicCodeGenerated event has not come
+     * yet (Temurin 25 posts a new itable or vtable stub's later, from its
+     * service thread), which sits frameless in a call into Java code: its
+     * return address at [SP] when that is a return into Java code */
+    jl_why_set(why, JL_WHY_CODE_UNKNOWN, bytes);
+    return jl_take_entry(*sp, *fp, pc, sp, fp, lo, hi);
+}
+
+/* Where the stub b interrupted at *pc keeps its return address, the
+ * caller's SP and FP (*ra, *nsp, *nfp, which holds the FP as it is on
+ * entry).  1 found; 2 the pop is done already (a frameless stub's return
+ * address taken among the words above SP); 0 none. */
+static int jl_stub_return(const jl_blob *b, const uintptr_t *pc, uintptr_t *sp, uintptr_t *fp,
+                          uintptr_t lo, uintptr_t hi, const ucontext_t *uc, uintptr_t *ra,
+                          uintptr_t *nsp, uintptr_t *nfp, uintptr_t *npc)
+{
+    long n, len;
+    int framed = jl_stub_framed(b);
+    if (*pc == b->lo || *(const unsigned char *)*pc == 0xc3 /* ret */ ||
+        b->kind == JL_BLOB_FRAMELESS) {
+        if (!jl_stack_ok(*sp, lo, hi))
+            return 0;
+        *ra = *(const uintptr_t *)*sp;
+        *nsp = *sp + 8;
+    } else if (framed && *pc == b->lo + 1) {
+        if (!jl_stack_ok(*sp, lo, hi))
+            return 0;
+        *nfp = *(const uintptr_t *)*sp;
+        *ra = *(const uintptr_t *)(*sp + 8);
+        *nsp = *sp + 16;
+    } else if (framed) {
+        if (!jl_stack_ok(*fp, lo, hi) || *fp < *sp)
+            return 0;
+        *nfp = *(const uintptr_t *)*fp;
+        *ra = *(const uintptr_t *)(*fp + 8);
+        *nsp = *fp + 16;
+    } else if (jl_c2_stub(b, &n, &len)) {
+        /* sub rsp, N; mov [rsp+N-8], rbp ... [add rsp, N-8]; pop rbp; then
+         * ret, or jmp to the exception handler */
+        const unsigned char *p = (const unsigned char *)*pc;
+        long ra_at = n, fp_at = n - 8; /* from SP; fp_at -1: rbp as it is */
+        if (p[0] == 0x5d)
+            ra_at = 8, fp_at = 0;
+        else if (p[-1] == 0x5d && (p[0] == 0xe9 || (p[0] == 0x41 && p[1] == 0xff)))
+            ra_at = 0, fp_at = -1;
+        else if (*pc - b->lo < (uintptr_t)len)
+            fp_at = -1; /* the frame is made, rbp not saved yet */
+        if (!jl_stack_ok(*sp + (uintptr_t)ra_at, lo, hi))
+            return 0;
+        if (fp_at >= 0)
+            *nfp = *(const uintptr_t *)(*sp + (uintptr_t)fp_at);
+        *ra = *(const uintptr_t *)(*sp + (uintptr_t)ra_at);
+        *nsp = *sp + (uintptr_t)ra_at + 8;
+    } else {
+        /* a frameless stub that pushes a few registers first (C1's
+         * slow_subtype_check: four): its return address among the first
+         * words above SP, the first that is a return into Java code right
+         * after a call */
+        for (int k = 0; uc && k < JL_STUB_WORDS; k++)
+            if (jl_take(*sp + 8 * (uintptr_t)k, *fp, npc, sp, fp, lo, hi))
+                return 2;
+        return 0;
+    }
+    return 1;
+}
+
+/* A pop out of the stub b at *pc (the interpreter's entries, adapters,
+ * runtime and arraycopy stubs).  1 on success; 0 and *why says why not. */
+static int jl_pop_stub(const jl_blob *b, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo,
+                       uintptr_t hi, const ucontext_t *uc, int *leaf, jl_why *why)
+{
+    jl_why_set(why, JL_WHY_STUB_LAYOUT, *pc);
+    if (b->kind == JL_BLOB_INTERP) {
+        /* the interrupted PC in the interpreter, where ASGCT finds no
+         * frame: a method's entry before its frame is complete.  The
+         * return address is at [SP]; or, once the entry has popped it to
+         * zero the locals it pushes (`pop rax`, a loop of `push 0`; it
+         * goes back with the frame), in RAX, the caller's SP in R13 (the
+         * sender's SP, which the calling interpreter or the c2i adapter
+         * sets); or, once `push rbp; mov rbp, rsp` has begun the frame
+         * while its fixed part is pushed, at [FP+8], the caller's FP at
+         * [FP] and its SP at [FP-8] (the sender's SP, pushed first).  Each
+         * taken when it is a return into Java code.  A return into the
+         * interpreter further up is ASGCT's business */
+        why->cause = JL_WHY_INTERPRETER;
+        *leaf = JL_CALL_JAVA;
+        return uc && jl_pop_entry(pc, sp, fp, lo, hi, uc, 1);
+    }
+    /* an adapter between the interpreter and compiled code (i2c, c2i),
+     * interrupted: it sits in a call into Java code, the return address at
+     * [SP], or in RAX with the caller's SP in R13 (the sender's SP) while
+     * it moves the arguments */
+    if (uc && !strncmp(b->name, "I2C/C2I adapters", 16)) {
+        *leaf = JL_CALL_JAVA;
+        if (jl_pop_entry(pc, sp, fp, lo, hi, uc, 0))
+            return 1;
+    }
+    /* vtable and itable stubs sit in a call into Java code */
+    *leaf = b->kind == JL_BLOB_FRAMELESS   ? JL_CALL_JAVA
+            : strstr(b->name, "arraycopy") ? JL_CALL_ARRAYCOPY
+                                           : JL_CALL_LEAF;
+    uintptr_t ra, nsp, nfp = *fp;
+    int got = jl_stub_return(b, pc, sp, fp, lo, hi, uc, &ra, &nsp, &nfp, pc);
+    if (got != 1)
+        return got == 2;
+    /* into Java code, or into a stub that called this one (popped next) */
+    why->cause = JL_WHY_STUB_RETURN;
+    if (!jl_after_call(ra) || nsp <= *sp || nsp >= hi)
         return 0;
     *pc = ra;
     *sp = nsp;
     *fp = nfp;
     return 1;
+}
+
+/* One pop: the state of the caller of the code at *pc (the interrupted PC
+ * when uc, its context, is given).  1 on success; 0 and *why says why
+ * not. */
+static int jl_pop(uintptr_t *pc, uintptr_t *sp, uintptr_t *fp, uintptr_t lo, uintptr_t hi,
+                  const ucontext_t *uc, int *leaf, jl_why *why)
+{
+    if (!jl_in_code(*pc)) {
+        *leaf = JL_CALL_NATIVE;
+        jl_why_set(why, JL_WHY_NATIVE, 0);
+        return jl_pop_native(pc, sp, fp, lo, hi);
+    }
+    jl_blob b;
+    if (!jl_blob_find(*pc, &b)) {
+        *leaf = JL_CALL_JAVA; /* a compiled method, called from Java code */
+        return jl_pop_compiled(pc, sp, fp, lo, hi, why);
+    }
+    return jl_pop_stub(&b, pc, sp, fp, lo, hi, uc, leaf, why);
 }
 #endif
 
@@ -861,74 +1228,148 @@ static int jl_in_vm(void *env)
 }
 #endif
 
-int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid)
+#if defined(__x86_64__)
+/* A thread's frame anchor: where its last Java SP, PC and FP are, and
+ * what they held when the signal came. */
+typedef struct jl_anchor_at {
+    volatile uintptr_t *spp, *pcp, *fpp; /* fpp NULL: no FP slot known */
+    uintptr_t sp, pc, afp;
+} jl_anchor_at;
+
+/* A runtime stub at ra, which ASGCT will not walk out of: its caller's
+ * return address, SP and FP (*cfp 0: as it is).  1 found, else 0. */
+static int jl_stub_caller(uintptr_t ra, const jl_anchor_at *a, uintptr_t lo, uintptr_t hi,
+                          uintptr_t *cra, uintptr_t *csp, uintptr_t *cfp)
 {
+    long n, len;
+    jl_blob b;
+    *cfp = 0;
+    if (jl_blob_find(ra, &b) && jl_c2_stub(&b, &n, &len) &&
+        jl_stack_ok(a->sp + (uintptr_t)n, lo, hi)) {
+        /* a C2 runtime stub: its caller's return address at SP + N, the
+         * caller's SP above that */
+        *cra = *(const uintptr_t *)(a->sp + (uintptr_t)n);
+        *csp = a->sp + (uintptr_t)n + 8;
+        return 1;
+    }
+    if (jl_blob_find(ra, &b) && b.kind == JL_BLOB_STUB && jl_stub_framed(&b) && a->afp >= a->sp &&
+        a->afp - a->sp < 65536 && jl_stack_ok(a->afp + 8, lo, hi)) {
+        /* a C1 runtime stub (counter_overflow, new_type_array: `push rbp;
+         * mov rbp, rsp`, and the anchor holds that RBP as the last Java
+         * FP): the caller's return address at FP + 8 */
+        *cra = *(const uintptr_t *)(a->afp + 8);
+        *csp = a->afp + 16;
+        *cfp = *(const uintptr_t *)a->afp;
+        return 1;
+    }
+    return 0;
+}
+
+/* The walk from the caller (return address cra, SP csp, FP cfp) of the
+ * runtime stub at ra.  1 walked, 2 the caller's frame alone, 0 none. */
+static int jl_walk_stub_caller(jl_asgct_trace *tr, int depth, void *ucv, void *env, jl_why *why,
+                               const jl_anchor_at *a, uintptr_t ra, uintptr_t cra, uintptr_t csp,
+                               uintptr_t cfp)
+{
+    jl_blob b;
+    int drop;
+    jl_why_set(why, JL_WHY_STUB_RETURN, ra);
+    if (!jl_java_return(cra))
+        return 0;
+    if (!jl_blob_find(cra, &b))
+        jl_why_frame(why, 2, jl_call_pc(cra, JL_CALL_JAVA, &drop));
+    if (!jl_in_vm(env)) {
+        /* blocked (on the monitor): other threads may walk this one's
+         * stack meanwhile, so the anchor stays as it is; the caller's
+         * innermost scope at the call, alone */
+        jint bci = -1;
+        jmethodID m = depth > 0 ? jl_nmethods_scope_at(cra, &bci) : NULL;
+        jl_why_set(why, JL_WHY_ANCHOR_BLOCKED, ra);
+        if (!m)
+            return 0;
+        tr->frames[0].lineno = bci;
+        tr->frames[0].method_id = m;
+        tr->num_frames = 1;
+        return 2;
+    }
+    /* inside the VM: the anchor is moved to the caller for the walk; the
+     * VM reads the anchor only when it walks this thread's stack, which no
+     * other thread does while this one is inside the VM */
+    *a->pcp = 0; /* never a PC of one frame with the SP of another */
+    atomic_signal_fence(memory_order_seq_cst);
+    *a->spp = csp;
+    if (cfp)
+        *a->fpp = cfp;
+    atomic_signal_fence(memory_order_seq_cst);
+    *a->pcp = cra;
+    atomic_signal_fence(memory_order_seq_cst);
+    tr->num_frames = 0;
+    jl_uw_asgct(tr, depth, ucv);
+    atomic_signal_fence(memory_order_seq_cst);
+    *a->pcp = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    *a->spp = a->sp;
+    if (cfp)
+        *a->fpp = a->afp;
+    atomic_signal_fence(memory_order_seq_cst);
+    *a->pcp = a->pc;
+    jl_why_set(why, JL_WHY_REWALK, (uint64_t)-tr->num_frames);
+    return tr->num_frames > 0;
+}
+#endif
+
+int jl_unwind_walk_anchor(jl_asgct_trace *tr, int depth, void *ucv, void *env, pid_t tid,
+                          jl_why *why)
+{
+    jl_why_set(why, JL_WHY_NOT_READY, 0);
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !jl_anchor_ready || !env ||
         !ucv)
         return 0;
     char *anchor = (char *)env - jl_env_off + jl_off_anchor;
-    volatile uintptr_t *spp = (volatile uintptr_t *)(anchor + jl_off_ljsp);
-    volatile uintptr_t *pcp = (volatile uintptr_t *)(anchor + jl_off_ljpc);
-    uintptr_t sp = *spp, pc = *pcp, lo, hi;
-    if (!sp || !jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(sp - 8, lo, hi))
+    jl_anchor_at a = {
+        .spp = (volatile uintptr_t *)(anchor + jl_off_ljsp),
+        .pcp = (volatile uintptr_t *)(anchor + jl_off_ljpc),
+        .fpp = jl_off_ljfp >= 0 ? (volatile uintptr_t *)(anchor + jl_off_ljfp) : NULL,
+    };
+    a.sp = *a.spp;
+    a.pc = *a.pcp;
+    a.afp = a.fpp ? *a.fpp : 0;
+    uintptr_t lo, hi;
+    why->cause = JL_WHY_ANCHOR_EMPTY;
+    if (!a.sp)
         return 0;
-    uintptr_t ra = pc ? pc : *(const uintptr_t *)(sp - 8);
+    why->cause = JL_WHY_NO_STACK;
+    if (!jl_stack_of(tid, &lo, &hi) || !jl_stack_ok(a.sp - 8, lo, hi))
+        return 0;
+    uintptr_t ra = a.pc ? a.pc : *(const uintptr_t *)(a.sp - 8);
+    why->cause = JL_WHY_ANCHOR_RETURN;
     if (!jl_after_call(ra)) /* into Java code or a runtime stub */
         return 0;
     /* the thread is this one, stopped in the handler: what goes into its
      * anchor for the walk comes out again, and the VM finds it as it was */
-    long n, len;
     jl_blob b;
-    if (jl_blob_find(ra, &b) && jl_c2_stub(&b, &n, &len) &&
-        jl_stack_ok(sp + (uintptr_t)n, lo, hi)) {
-        /* in a C2 runtime stub: its caller's return address at SP + N,
-         * the caller's SP above that */
-        uintptr_t cra = *(const uintptr_t *)(sp + (uintptr_t)n);
-        if (!jl_java_return(cra))
-            return 0;
-        if (!jl_in_vm(env)) {
-            /* blocked (on the monitor): other threads may walk this one's
-             * stack meanwhile, so the anchor stays as it is; the caller's
-             * innermost scope at the call, alone */
-            jint bci = -1;
-            jmethodID m = depth > 0 ? jl_nmethods_scope_at(cra, &bci) : NULL;
-            if (!m)
-                return 0;
-            tr->frames[0].lineno = bci;
-            tr->frames[0].method_id = m;
-            tr->num_frames = 1;
-            return 2;
-        }
-        /* inside the VM: the anchor is moved to the caller for the walk;
-         * the VM reads the anchor only when it walks this thread's stack,
-         * which no other thread does while this one is inside the VM */
-        *pcp = 0; /* never a PC of one frame with the SP of another */
-        atomic_signal_fence(memory_order_seq_cst);
-        *spp = sp + (uintptr_t)n + 8;
-        atomic_signal_fence(memory_order_seq_cst);
-        *pcp = cra;
-        atomic_signal_fence(memory_order_seq_cst);
-        tr->num_frames = 0;
-        jl_uw_asgct(tr, depth, ucv);
-        atomic_signal_fence(memory_order_seq_cst);
-        *pcp = 0;
-        atomic_signal_fence(memory_order_seq_cst);
-        *spp = sp;
-        atomic_signal_fence(memory_order_seq_cst);
-        *pcp = pc;
-        return tr->num_frames > 0;
-    }
-    if (pc)
+    int drop;
+    /* the last Java frame, compiled: the deepest frame known, its call's
+     * scope */
+    if (jl_java_return(ra) && !jl_blob_find(ra, &b))
+        jl_why_frame(why, 2, jl_call_pc(ra, JL_CALL_JAVA, &drop));
+    /* in a runtime stub, which ASGCT will not walk out of: its caller */
+    uintptr_t cra = 0, csp = 0, cfp = 0;
+    if (jl_stub_caller(ra, &a, lo, hi, &cra, &csp, &cfp) && cra)
+        return jl_walk_stub_caller(tr, depth, ucv, env, why, &a, ra, cra, csp, cfp);
+    jl_why_set(why, JL_WHY_ANCHOR_WALKABLE, ra);
+    if (a.pc)
         return 0; /* walkable already: ASGCT's answer stands */
     /* the PC goes in for the walk and out again, as the VM itself would
      * put it there */
-    *pcp = ra;
+    *a.pcp = ra;
     atomic_signal_fence(memory_order_seq_cst);
     tr->num_frames = 0;
     jl_uw_asgct(tr, depth, ucv);
     atomic_signal_fence(memory_order_seq_cst);
-    *pcp = 0;
+    *a.pcp = 0;
+    jl_why_set(why, JL_WHY_REWALK, (uint64_t)-tr->num_frames);
     return tr->num_frames > 0;
 #else
     (void)tr;
@@ -957,7 +1398,8 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
             *(const volatile uintptr_t *)(anchor + jl_off_ljpc))
             return 0;
     }
-    return jl_unwind_retry(tr, depth, ucv, tid, 0);
+    jl_why why; /* a walk that fails here is made by ASGCT, and counted there */
+    return jl_unwind_retry(tr, depth, ucv, tid, 0, &why);
 #else
     (void)tr;
     (void)depth;
@@ -968,8 +1410,10 @@ int jl_unwind_walk_native(jl_asgct_trace *tr, int depth, void *ucv, void *env, p
 #endif
 }
 
-int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only)
+int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stubs_only,
+                    jl_why *why)
 {
+    jl_why_set(why, JL_WHY_NOT_READY, 0);
 #if defined(__x86_64__)
     if (!atomic_load_explicit(&jl_unwind_ready, memory_order_relaxed) || !ucv)
         return 0;
@@ -981,6 +1425,7 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
             return 0;
     }
     uintptr_t lo, hi;
+    why->cause = JL_WHY_NO_STACK;
     if (!jl_stack_of(tid, &lo, &hi))
         return 0;
     uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
@@ -992,16 +1437,28 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
      * its caller (DESIGN.md section 11.1) */
     jl_blob b;
     jmethodID running = jl_in_code(pc) && !jl_blob_find(pc, &b) ? jl_nmethods_method_at(pc) : NULL;
+    if (running && !why->part) /* the deepest frame known for sure */
+        *why = (jl_why){why->cause, why->detail, 3, 0, running};
     jl_asgct_frame *top = tr->frames;
-    int leaf = 0;
+    int leaf = 0, rewalk = 0; /* ASGCT's code from the last caller found */
     for (int step = 0; step < JL_UNWIND_STEPS; step++) {
-        if (!jl_pop(&pc, &sp, &fp, lo, hi, &leaf))
+        if (!jl_pop(&pc, &sp, &fp, lo, hi, step ? NULL : uc, &leaf, why)) {
+            /* a caller found, ASGCT failed from it, and no frame above it
+             * could be read either: that failure is the cause */
+            if (rewalk)
+                jl_why_set(why, JL_WHY_REWALK, (uint64_t)-rewalk);
             return 0;
-        if (!jl_java_return(pc))
+        }
+        if (!jl_entry_return(pc))
             continue;       /* into another stub: pop that one too */
         ucontext_t c = *uc; /* ASGCT reads RIP, RSP and RBP of it */
         int drop;
-        c.uc_mcontext.gregs[REG_RIP] = (greg_t)jl_call_pc(pc, leaf, &drop);
+        uintptr_t at = jl_call_pc(pc, leaf, &drop);
+        c.uc_mcontext.gregs[REG_RIP] = (greg_t)at;
+        /* the first compiled caller found: the deepest frame known when
+         * ASGCT fails from it (the code that called the stub) */
+        if (!jl_blob_find(pc, &b))
+            jl_why_frame(why, 3, at);
         c.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
         c.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
         tr->num_frames = 0;
@@ -1026,7 +1483,12 @@ int jl_unwind_retry(jl_asgct_trace *tr, int depth, void *ucv, pid_t tid, int stu
         }
         if (tr->num_frames > 0)
             return 1;
+        rewalk = tr->num_frames;
     }
+    if (rewalk)
+        jl_why_set(why, JL_WHY_REWALK, (uint64_t)-rewalk);
+    else
+        jl_why_set(why, JL_WHY_STEPS, 0);
     return 0;
 #else
     (void)tr;

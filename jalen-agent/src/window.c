@@ -20,9 +20,9 @@
 #include <string.h>
 
 static double jl_last_window_s;
-/* the process's cumulative CPU and network joules (profcore's pa_pcum:
+/* the process's cumulative CPU and network joules (profcore's pc_cum:
  * each window takes the increase since the last reading) */
-static pa_pcum jl_cum_cpu, jl_cum_nic;
+static pc_cum jl_cum_cpu, jl_cum_nic;
 static int jl_power_warned;
 
 /* this window's resolved samples: [tid, n, frame...]* */
@@ -75,7 +75,9 @@ static void jl_on_slot(const jl_slot *s, void *user)
         if (jl_wbuf_push(jl_method_line(jl_run.jvmti, s->frames[i].method_id, s->frames[i].lineno,
                                         &lines[i])) < 0)
             goto fail;
-    if ((s->truncated && jl_wbuf_push(s->truncated == 2 ? JL_M_PARTIAL : JL_M_TRUNCATED) < 0) ||
+    if ((s->truncated && jl_wbuf_push(s->truncated == 2   ? JL_M_PARTIAL
+                                      : s->truncated == 3 ? JL_M_PARTIAL_PC
+                                                          : JL_M_TRUNCATED) < 0) ||
         (scope >= 0 && jl_wbuf_push(scope) < 0))
         goto fail;
     for (int i = 0; i < n; i++)
@@ -149,8 +151,8 @@ static int jl_window_power(double now, double interval, double *dcpu, double *dn
     pa_power pw;
     if (rc >= 0 && pa_pid_power(jl_run.ctx, jl_run.pid, &pw) == 0) {
         /* the first window with a reading: whatever came before is its own */
-        *dcpu = pa_pcum_delta(&jl_cum_cpu, pw.cpu_j);
-        *dnic = pa_pcum_delta(&jl_cum_nic, pw.nic_j);
+        *dcpu = pc_cum_delta(&jl_cum_cpu, pw.cpu_j);
+        *dnic = pc_cum_delta(&jl_cum_nic, pw.nic_j);
     } else if (rc < 0 && !jl_power_warned && !jl_run.o.quiet) {
         jl_warn("libpowerapi tick failed (%s): %s", pa_strerror(rc), pa_last_error());
         jl_power_warned = 1;
@@ -170,7 +172,7 @@ static void jl_window_threads(int rc)
             jl_java_thread_rename(jl_run.jvmti, &jl_thr.v[i], jl_thr.v[i].ref);
     pa_report *rep = NULL;
     if (rc >= 0 && pa_report_get(jl_run.ctx, &rep) == 0 && rep) {
-        pa_psource_from_report(&jl_prof.source, rep);
+        pc_source_from_report(&jl_prof.source, rep);
         for (size_t i = 0; i < rep->ntargets; i++) {
             const pa_target_info *ti = &rep->targets[i];
             if (ti->type != PA_TARGET_THREAD || ti->pid != jl_run.pid)
@@ -337,7 +339,7 @@ static void jl_window_close(double now, double interval, double dcpu, double dni
     static int top[1000]; /* top=N is at most 1000 (options.c) */
     static double top_j[1000];
     int k = interval > 0 ? (jl_run.o.top < 1000 ? jl_run.o.top : 1000) : 0;
-    k = pa_pstat_window_top(jl_prof.ms, jl_prof.nm, k, top, top_j);
+    k = pc_stat_window_top(jl_prof.ms, jl_prof.nm, k, top, top_j);
     for (int i = 0; i < k; i++) {
         if (PA__GROW(jl_prof.tl, jl_prof.captl, jl_prof.ntl + 1, 1024) < 0)
             break;

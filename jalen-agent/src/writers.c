@@ -2,7 +2,7 @@
  * writers.c - the output files of DESIGN.md section 8.5.
  *
  * Every file is written to ".<name>.tmp" in the output folder and then
- * takes <name>'s place in one step (pa_pout_close), so a reader never sees
+ * takes <name>'s place in one step (pc_out_close), so a reader never sees
  * half a file and a killed JVM leaves the last complete window.  The text,
  * the collapsed stacks, the flame graph and pprof are profcore/'s writers,
  * shared with `powerapi profile`.
@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Sorted tables (profcore's pa_prank): by self energy, then name. */
+/* Sorted tables (profcore's pc_rank): by self energy, then name. */
 static double jl_key_self(const void *ctx, int i)
 {
     (void)ctx;
@@ -61,7 +61,7 @@ static const char *jl_key_cname(const void *ctx, int i)
 static int jl_method_used(const void *ctx, int i)
 {
     (void)ctx;
-    const pa_pstat *m = &jl_prof.ms[i];
+    const pc_stat *m = &jl_prof.ms[i];
     return m->total_samples || m->total_j > 0 || m->net_bytes || m->fself_j > 0 || m->fself_samples;
 }
 
@@ -70,7 +70,7 @@ static int jl_method_used(const void *ctx, int i)
  * pseudo-frames that hold filtered energy */
 static int jl_method_filtered(const void *ctx, int i)
 {
-    const pa_pstat *m = &jl_prof.ms[i];
+    const pc_stat *m = &jl_prof.ms[i];
     return jl_method_used(ctx, i) && (jl_prof.m[i].matches || m->fself_j > 0 || m->fself_samples);
 }
 
@@ -89,74 +89,74 @@ static int jl_method_spent(const void *ctx, int i)
 static int jl_write_methods(const char *dir, int filtered)
 {
     const jl_profile *p = &jl_prof;
-    const pa_prank r = {.count = p->nm,
-                        .keep = filtered ? jl_method_filtered : jl_method_used,
-                        .key = filtered ? jl_key_fself : jl_key_self,
-                        .name = jl_key_name};
-    pa_pout o;
+    const pc_rank r = {.count = p->nm,
+                       .keep = filtered ? jl_method_filtered : jl_method_used,
+                       .key = filtered ? jl_key_fself : jl_key_self,
+                       .name = jl_key_name};
+    pc_out o;
     int *idx;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv",
-                            "method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,"
-                            "self_samples,total_samples,net_bytes\n",
-                            &r, &idx, &n);
+    int rc = pc_table_open(&o, dir, filtered ? "methods-filtered.csv" : "methods.csv",
+                           "method,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j,"
+                           "self_samples,total_samples,net_bytes\n",
+                           &r, &idx, &n);
     if (rc < 0)
         return rc;
     for (size_t k = 0; k < n; k++) {
-        const pa_pstat *m = &p->ms[idx[k]];
+        const pc_stat *m = &p->ms[idx[k]];
         pa__csv_write(o.f, p->m[idx[k]].name);
         const double e[] = {filtered ? m->fself_j : m->self_j, m->total_j, m->cpu_j, m->net_j};
         const uint64_t n3[] = {filtered ? m->fself_samples : m->self_samples, m->total_samples,
                                m->net_bytes};
         for (int i = 0; i < 4; i++) {
             fputc(',', o.f);
-            pa_pout_fix(o.f, e[i], 9);
+            pc_out_fix(o.f, e[i], 9);
         }
         for (int i = 0; i < 3; i++) {
             fputc(',', o.f);
-            pa_pout_u64(o.f, n3[i]);
+            pc_out_u64(o.f, n3[i]);
         }
         fputc('\n', o.f);
     }
     free(idx);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 static int jl_write_classes(const char *dir)
 {
     const jl_profile *p = &jl_prof;
-    const pa_prank r = {
+    const pc_rank r = {
         .count = p->nc, .keep = jl_class_used, .key = jl_key_cself, .name = jl_key_cname};
-    pa_pout o;
+    pc_out o;
     int *idx;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, "classes.csv",
-                            "class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", &r,
-                            &idx, &n);
+    int rc = pc_table_open(&o, dir, "classes.csv",
+                           "class,self_energy_j,total_energy_j,cpu_energy_j,net_energy_j\n", &r,
+                           &idx, &n);
     if (rc < 0)
         return rc;
     for (size_t k = 0; k < n; k++) {
-        const pa_pstat *c = &p->cs[idx[k]];
+        const pc_stat *c = &p->cs[idx[k]];
         pa__csv_write(o.f, p->c[idx[k]].name);
         const double e[] = {c->self_j, c->total_j, c->cpu_j, c->net_j};
         for (int i = 0; i < 4; i++) {
             fputc(',', o.f);
-            pa_pout_fix(o.f, e[i], 9);
+            pc_out_fix(o.f, e[i], 9);
         }
         fputc('\n', o.f);
     }
     free(idx);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 static int jl_write_threads(const char *dir)
 {
-    pa_pout o;
+    pc_out o;
     int *none;
     size_t n;
-    int rc = pa_ptable_open(&o, dir, "threads.csv",
-                            "tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n",
-                            NULL, &none, &n);
+    int rc = pc_table_open(&o, dir, "threads.csv",
+                           "tid,name,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,net_bytes\n",
+                           NULL, &none, &n);
     if (rc < 0)
         return rc;
     double agg[JL_K_COUNT][4];
@@ -185,7 +185,7 @@ static int jl_write_threads(const char *dir)
     for (int k = 1; k < JL_K_COUNT; k++)
         fprintf(o.f, "0,%s,%.6f,%.9f,%.9f,%.9f,%llu\n", jl_kind_names[k], agg[k][0], agg[k][1],
                 agg[k][2], agg[k][3], (unsigned long long)aggb[k]);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 /* scopes.csv: by inclusive energy, [other scopes] last. */
@@ -214,10 +214,10 @@ static void jl_scope_side(FILE *f, double cpu_s, double e, double net_j, uint64_
     const double v[] = {cpu_s, e, e - net_j, net_j};
     for (int i = 0; i < 4; i++) {
         fputc(',', f);
-        pa_pout_fix(f, v[i], i ? 9 : 6);
+        pc_out_fix(f, v[i], i ? 9 : 6);
     }
     fputc(',', f);
-    pa_pout_u64(f, bytes);
+    pc_out_u64(f, bytes);
     for (int i = 0; i < 4; i++)
         fprintf(f, ",%.9g", q[i]);
 }
@@ -228,29 +228,28 @@ static int jl_write_scopes(const char *dir)
     size_t total = jl_scopes_get(&rows);
     if (!total)
         return 0;
-    const pa_prank r = {.count = total,
-                        .keep = jl_scope_used,
-                        .key = jl_key_scope,
-                        .name = jl_key_sname,
-                        .ctx = rows};
-    pa_pout o;
+    const pc_rank r = {.count = total,
+                       .keep = jl_scope_used,
+                       .key = jl_key_scope,
+                       .name = jl_key_sname,
+                       .ctx = rows};
+    pc_out o;
     int *idx;
     size_t n;
     /* carbon-intensity=G: the grams of each name's inclusive energy and
      * the intensity assumed, as the other outputs give them (DESIGN.md 17) */
     int carbon = jl_prof.source.carbon_g_per_kwh > 0;
-    int rc =
-        pa_ptable_open(&o, dir, "scopes.csv",
-                       carbon ? "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,"
-                                "net_bytes,mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,"
-                                "self_energy_j,self_cpu_energy_j,self_net_energy_j,"
-                                "self_net_bytes,self_mean_j,self_p50_j,self_p95_j,self_p99_j,"
-                                "co2e_g,carbon_intensity_g_per_kwh\n"
-                              : "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,"
-                                "net_bytes,mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,"
-                                "self_energy_j,self_cpu_energy_j,self_net_energy_j,"
-                                "self_net_bytes,self_mean_j,self_p50_j,self_p95_j,self_p99_j\n",
-                       &r, &idx, &n);
+    int rc = pc_table_open(&o, dir, "scopes.csv",
+                           carbon ? "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,"
+                                    "net_bytes,mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,"
+                                    "self_energy_j,self_cpu_energy_j,self_net_energy_j,"
+                                    "self_net_bytes,self_mean_j,self_p50_j,self_p95_j,self_p99_j,"
+                                    "co2e_g,carbon_intensity_g_per_kwh\n"
+                                  : "scope,calls,cpu_time_s,energy_j,cpu_energy_j,net_energy_j,"
+                                    "net_bytes,mean_j,p50_j,p95_j,p99_j,self_cpu_time_s,"
+                                    "self_energy_j,self_cpu_energy_j,self_net_energy_j,"
+                                    "self_net_bytes,self_mean_j,self_p50_j,self_p95_j,self_p99_j\n",
+                           &r, &idx, &n);
     if (rc < 0) {
         free(rows);
         return rc;
@@ -260,18 +259,18 @@ static int jl_write_scopes(const char *dir)
         const pa_scope_stats *s = &w->s;
         pa__csv_write(o.f, s->name);
         fputc(',', o.f);
-        pa_pout_u64(o.f, s->calls);
+        pc_out_u64(o.f, s->calls);
         const double qi[4] = {s->mean_j, s->p50_j, s->p95_j, s->p99_j};
         const double qs[4] = {s->self_mean_j, s->self_p50_j, s->self_p95_j, s->self_p99_j};
         jl_scope_side(o.f, s->cpu_time_s, s->energy_j, w->net.net_j, w->net.net_bytes, qi);
         jl_scope_side(o.f, s->self_cpu_time_s, s->self_energy_j, w->net.self_net_j,
                       w->net.self_net_bytes, qs);
-        pa_psource_carbon_csv_row(o.f, &jl_prof.source, s->energy_j);
+        pc_source_carbon_csv_row(o.f, &jl_prof.source, s->energy_j);
         fputc('\n', o.f);
     }
     free(idx);
     free(rows);
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 /* The call tree as the shared writers (profcore/) see it. */
@@ -290,42 +289,42 @@ static const char *jl_method_file(const void *ctx, int i)
 /* The tree is kept per method and line (pprof's lines); the collapsed
  * stacks and the flame graph are per method: the tree folded at each
  * write (NULL: out of memory, the tree as kept). */
-static pa_ptree_node *jl_fold;
+static pc_tree_node *jl_fold;
 static size_t jl_nfold;
 
 /* scope=NAME: the folded tree's stacks under [scope NAME] */
-static pa_ptree_node *jl_sfold;
+static pc_tree_node *jl_sfold;
 static size_t jl_nsfold;
 
-static pa_ptree jl_tree(int lines)
+static pc_tree jl_tree(int lines)
 {
     int kept = lines || !jl_fold;
-    return (pa_ptree){.nodes = kept ? jl_prof.tree.nodes : jl_fold,
-                      .n = kept ? jl_prof.tree.n : jl_nfold,
-                      .nfuncs = jl_prof.nm,
-                      .name = jl_method_name,
-                      /* pprof: the class's source file (package path) and
-                       * the lines sampled; Java methods come from no binary
-                       * of their own: one pseudo mapping, its functions
-                       * named */
-                      .file = jl_method_file,
-                      .main_name = "[jvm]"};
+    return (pc_tree){.nodes = kept ? jl_prof.tree.nodes : jl_fold,
+                     .n = kept ? jl_prof.tree.n : jl_nfold,
+                     .nfuncs = jl_prof.nm,
+                     .name = jl_method_name,
+                     /* pprof: the class's source file (package path) and
+                      * the lines sampled; Java methods come from no binary
+                      * of their own: one pseudo mapping, its functions
+                      * named */
+                     .file = jl_method_file,
+                     .main_name = "[jvm]"};
 }
 
 static int jl_write_html(const char *dir, const jl_opts *opt)
 {
     char title[448], co2[160];
-    pa_psource_carbon_text(&jl_prof.source, jl_prof.process_j, co2, sizeof(co2));
+    pc_source_carbon_text(&jl_prof.source, jl_prof.process_j, co2, sizeof(co2));
     snprintf(title, sizeof(title), "jalen energy flame graph (pid %d, mode=%s)%s%s", (int)getpid(),
              opt->mode == JL_MODE_CPU ? "cpu" : "jvmti", co2[0] ? ", " : "", co2);
-    pa_ptree t = jl_tree(0);
+    pc_tree t = jl_tree(0);
     if (opt->scope) {
         snprintf(title, sizeof(title), "jalen energy flame graph of scope %.64s (pid %d, mode=%s)",
                  opt->scope, (int)getpid(), opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
         t.nodes = jl_sfold;
         t.n = jl_nsfold;
     }
-    return pa_ptree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
+    return pc_tree_write_flamegraph(&t, dir, title, jl_prof.process_j, jl_prof.duration_s);
 }
 
 /* timeline.csv grows by a few rows a window for as long as the JVM runs:
@@ -339,11 +338,11 @@ static void jl_timeline_rows(FILE *f)
 {
     for (size_t i = 0; i < jl_prof.ntl; i++) {
         const jl_timeline_row *r = &jl_prof.tl[i];
-        pa_pout_fix(f, r->start_s, 3);
+        pc_out_fix(f, r->start_s, 3);
         fputc(',', f);
         pa__csv_write(f, jl_prof.m[r->method].name);
         fputc(',', f);
-        pa_pout_fix(f, r->power_w, 6);
+        pc_out_fix(f, r->power_w, 6);
         fputc('\n', f);
     }
 }
@@ -354,15 +353,15 @@ static int jl_write_timeline(const char *dir)
     snprintf(path, sizeof(path), "%s/timeline.csv", dir);
     int fd = jl_timeline_created ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
     if (fd < 0) { /* first window, or the file was removed: start it again */
-        pa_pout o;
+        pc_out o;
         int *none;
         size_t n;
-        int rc = pa_ptable_open(&o, dir, "timeline.csv", "window_start_s,method,power_w\n", NULL,
-                                &none, &n);
+        int rc = pc_table_open(&o, dir, "timeline.csv", "window_start_s,method,power_w\n", NULL,
+                               &none, &n);
         if (rc < 0)
             return rc;
         jl_timeline_rows(o.f);
-        rc = pa_pout_close(&o);
+        rc = pc_out_close(&o);
         if (rc == 0) {
             jl_timeline_created = 1;
             jl_prof.ntl = 0;
@@ -409,12 +408,12 @@ static size_t jl_agent_memory(void)
     const jl_profile *p = &jl_prof;
     size_t b = sizeof(jl_slot) * JL_RING_SLOTS;
     b += p->capm * sizeof(jl_method) + p->capc * sizeof(jl_class);
-    b += (p->capms + p->capcs) * sizeof(pa_pstat) + p->capmch;
+    b += (p->capms + p->capcs) * sizeof(pc_stat) + p->capmch;
     for (size_t i = 0; i < p->nm; i++)
         b += strlen(p->m[i].name) + 1 + (p->m[i].file ? strlen(p->m[i].file) + 1 : 0);
     for (size_t i = 0; i < p->nc; i++)
         b += strlen(p->c[i].name) + 1;
-    b += pa_ptree_build_memory(&p->tree);
+    b += pc_tree_build_memory(&p->tree);
     b += (jl_nfold + jl_nsfold) * sizeof(jl_node); /* the tree folded per method */
     b += p->mhcap * (sizeof(int) + sizeof(jmethodID) + sizeof(jl_lines)) + p->chcap * sizeof(int);
     for (size_t i = 0; i < p->mhcap; i++)
@@ -426,8 +425,8 @@ static size_t jl_agent_memory(void)
 
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
 {
-    pa_pout o;
-    int rc = pa_pout_open(&o, dir, "summary.json");
+    pc_out o;
+    int rc = pc_out_open(&o, dir, "summary.json");
     if (rc < 0)
         return rc;
     const jl_profile *p = &jl_prof;
@@ -442,7 +441,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     FILE *f = o.f;
     fprintf(f, "{\n  \"pid\": %d,\n", (int)getpid());
     fprintf(f, "  \"process_energy_j\": %.9f,\n", p->process_j);
-    pa_psource_carbon_json(f, &p->source, "process_co2e_g", p->process_j);
+    pc_source_carbon_json(f, &p->source, "process_co2e_g", p->process_j);
     fprintf(f, "  \"process_cpu_energy_j\": %.9f,\n", p->process_cpu_j);
     fprintf(f, "  \"process_net_energy_j\": %.9f,\n", p->process_nic_j);
     fprintf(f, "  \"attributed_energy_j\": %.9f,\n", p->process_j - unattr);
@@ -471,9 +470,16 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
         fprintf(f, ",\n");
     }
     /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
-    fprintf(f, "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n",
+    fprintf(f,
+            "  \"walks_failed\": %llu,\n  \"walks_recovered\": %llu,\n  \"walks_partial\": "
+            "%llu,\n",
             (unsigned long long)atomic_load(&jl_smp.walks_failed),
-            (unsigned long long)atomic_load(&jl_smp.walks_recovered));
+            (unsigned long long)atomic_load(&jl_smp.walks_recovered),
+            (unsigned long long)atomic_load(&jl_smp.walks_partial));
+    /* the failed walks recovery gave up on, by cause (unwind.c) */
+    fputs("  \"walks_unrecovered\": ", f);
+    jl_why_write(f, 1);
+    fputs(",\n", f);
 #ifdef JL_TIME_HANDLER
     fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
             atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
@@ -494,9 +500,9 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
     fprintf(f, "  \"window_s\": %.6f,\n", (double)opt->window_ns * 1e-9);
     fprintf(f, "  \"net\": %s,\n", opt->net ? "true" : "false");
-    pa_psource_json(f, &p->source, (const char *const *)opt->filters, opt->nfilters);
+    pc_source_json(f, &p->source, (const char *const *)opt->filters, opt->nfilters);
     fprintf(f, ",\n  \"complete\": %s\n}\n", final ? "true" : "false");
-    return pa_pout_close(&o);
+    return pc_out_close(&o);
 }
 
 /* 0 while writing works, else the errno of the failure last said */
@@ -514,23 +520,23 @@ int jl_write_all(const jl_opts *o, int final)
     free(jl_fold);
     jl_fold = NULL;
     jl_nfold = 0;
-    if (pa_ptree_fold_lines(jl_prof.tree.nodes, jl_prof.tree.n, &jl_fold, &jl_nfold) == 0)
-        pa_ptree_totals(jl_fold, jl_nfold);
+    if (pc_tree_fold_lines(jl_prof.tree.nodes, jl_prof.tree.n, &jl_fold, &jl_nfold) == 0)
+        pc_tree_totals(jl_fold, jl_nfold);
     else
-        pa_ptree_totals(jl_prof.tree.nodes, jl_prof.tree.n);
+        pc_tree_totals(jl_prof.tree.nodes, jl_prof.tree.n);
     free(jl_sfold);
     jl_sfold = NULL;
     jl_nsfold = 0;
     if (o->scope) {
-        pa_ptree t = jl_tree(0);
+        pc_tree t = jl_tree(0);
         int root = jl_scope_frame_of(o->scope);
-        if (root >= 0 && pa_ptree_subtree(t.nodes, t.n, root, &jl_sfold, &jl_nsfold) == 0)
-            pa_ptree_totals(jl_sfold, jl_nsfold);
+        if (root >= 0 && pc_tree_subtree(t.nodes, t.n, root, &jl_sfold, &jl_nsfold) == 0)
+            pc_tree_totals(jl_sfold, jl_nsfold);
     }
     struct stat st;
     if (stat(o->out, &st) < 0 && errno == ENOENT) {
         /* the folder was removed while the JVM runs: make it again */
-        r = pa_pout_mkdirs(o->out, 0755);
+        r = pc_out_mkdirs(o->out, 0755);
         if (!o->quiet)
             fprintf(stderr, "jalen: the output folder '%s' was removed; %s\n", o->out,
                     r == 0 ? "made it again" : strerror(-r));
@@ -555,20 +561,20 @@ int jl_write_all(const jl_opts *o, int final)
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */
     }
-    pa_ptree t = jl_tree(0);
+    pc_tree t = jl_tree(0);
     if (o->scope) {
         t.nodes = jl_sfold;
         t.n = jl_nsfold;
     }
-    if ((o->formats & JL_FMT_COLLAPSED) && (r = pa_ptree_write_collapsed(&t, o->out)) < 0)
+    if ((o->formats & JL_FMT_COLLAPSED) && (r = pc_tree_write_collapsed(&t, o->out)) < 0)
         rc = r;
     t = jl_tree(1);
     /* pprof once, at the end: packing and compressing the whole tree every
      * window would cost the agent thread for a file read after the run */
     if ((o->formats & JL_FMT_COLLAPSED) && final &&
-        (r = pa_ptree_write_pprof(&t, o->out, o->interval_ns, jl_prof.duration_s,
-                                  "jalen: energy from libpowerapi per window, split over "
-                                  "threads by CPU time and over their stack samples")) < 0)
+        (r = pc_tree_write_pprof(&t, o->out, o->interval_ns, jl_prof.duration_s,
+                                 "jalen: energy from libpowerapi per window, split over "
+                                 "threads by CPU time and over their stack samples")) < 0)
         rc = r;
     if ((o->formats & JL_FMT_HTML) && (r = jl_write_html(o->out, o)) < 0)
         rc = r;
@@ -609,10 +615,10 @@ void jl_samples_note(const jl_opts *o, char *out, size_t len)
 void jl_print_summary(const jl_opts *o, FILE *f)
 {
     const jl_profile *p = &jl_prof;
-    const pa_prank r = {
+    const pc_rank r = {
         .count = p->nm, .keep = jl_method_spent, .key = jl_key_self, .name = jl_key_name};
     size_t n;
-    int *idx = pa_prank_select(&r, &n);
+    int *idx = pc_rank_select(&r, &n);
     if (!idx)
         return;
     fprintf(f,
@@ -622,7 +628,7 @@ void jl_print_summary(const jl_opts *o, FILE *f)
             (unsigned long long)p->samples, (unsigned long long)p->samples_dropped,
             p->source.formula[0] ? p->source.formula : "?");
     char note[256];
-    pa_psource_carbon_text(&p->source, p->process_j, note, sizeof(note));
+    pc_source_carbon_text(&p->source, p->process_j, note, sizeof(note));
     if (note[0])
         fprintf(f, "jalen: %s (carbon-intensity: given, not measured)\n", note);
     jl_samples_note(o, note, sizeof(note));
@@ -630,7 +636,7 @@ void jl_print_summary(const jl_opts *o, FILE *f)
         fprintf(f, "jalen: %s\n", note);
     fprintf(f, "jalen: top methods by self energy:\n");
     for (size_t k = 0; k < n && k < 10; k++) {
-        const pa_pstat *m = &p->ms[idx[k]];
+        const pc_stat *m = &p->ms[idx[k]];
         fprintf(f, "jalen: %10.3f J %5.1f%%  %s\n", m->self_j,
                 p->process_j > 0 ? 100.0 * m->self_j / p->process_j : 0.0, p->m[idx[k]].name);
     }
@@ -643,6 +649,8 @@ void jl_print_summary(const jl_opts *o, FILE *f)
                 ns > 1 ? "s" : "", sc, un);
     }
     free(rows);
+    if (o->mode == JL_MODE_CPU)
+        jl_why_write(f, 0);
     fprintf(f, "jalen: files in %s/ (flame graph: %s/flamegraph.html)\n", o->out, o->out);
     free(idx);
 }

@@ -33,7 +33,7 @@ static char *cli(const char *args, int *status)
 {
     char cmd[8192];
     snprintf(cmd, sizeof(cmd), "%s %s jalen %s 2>&1",
-             getenv("PA_ATTACH_PREFIX") ? getenv("PA_ATTACH_PREFIX") : "", PA_CLI_BIN, args);
+             getenv("PA_ATTACH_PREFIX") ? getenv("PA_ATTACH_PREFIX") : "", CLI_BIN, args);
     FILE *p = popen(cmd, "r");
     ck_assert_msg(p != NULL, "popen");
     size_t cap = 1 << 16, n = 0;

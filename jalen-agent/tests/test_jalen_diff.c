@@ -71,7 +71,7 @@ static void build(int v, int grow, int shrink)
     snprintf(cmd, sizeof(cmd),
              "%s jalen --repeat 5 -o %s/j%d --agent %s --agent-options interval=1ms,quiet -- %s "
              "-cp %s/v%d Work 2>&1",
-             PA_CLI_BIN, dir, v, JALEN_AGENT, JALEN_JAVA, dir, v);
+             CLI_BIN, dir, v, JALEN_AGENT, JALEN_JAVA, dir, v);
     ck_assert_msg(sh(cmd, &out) == 0, "%s:\n%s", cmd, out);
     ck_assert_msg(strstr(out, "5 runs:") && strstr(out, "coefficient of variation"), "%s", out);
     free(out);
@@ -103,8 +103,8 @@ START_TEST(java_known_answers)
      * threads) weigh a third of these short runs' energy and follow the
      * machine's load, which other jobs share here */
     snprintf(cmd, sizeof(cmd),
-             "%s diff --fail-above 10 --function Work.growWork -o %s/d12 %s/j1 %s/j2 2>&1",
-             PA_CLI_BIN, dir, dir, dir);
+             "%s diff --fail-above 10 --function Work.growWork -o %s/d12 %s/j1 %s/j2 2>&1", CLI_BIN,
+             dir, dir, dir);
     int st = sh(cmd, &out);
     ck_assert_msg(st == 1 && strstr(out, "Work.growWork (self) rose by"), "%d: %s", st, out);
     free(out);
@@ -127,7 +127,7 @@ START_TEST(java_known_answers)
     free(csv);
     snprintf(cmd, sizeof(cmd),
              "%s diff -q --fail-above 10 --function Work.growWork -o %s/d21 %s/j2 %s/j1 2>&1",
-             PA_CLI_BIN, dir, dir, dir);
+             CLI_BIN, dir, dir, dir);
     st = sh(cmd, &out);
     ck_assert_msg(st == 0, "reverse: %d: %s", st, out);
     free(out);

@@ -14,8 +14,10 @@
  * interval=1ms, for 6 s
  * and at least 1 s of CPU time per thread (the warm-up, interpreted code
  * and adapters, stays a small part of it on a loaded host too).
- * Expected: [unknown Java] + [not walkable ...] <= 1 % of the process's
- * energy; each thread's loop method >= 80 % of that thread's energy
+ * Expected: [unknown Java] + [not walkable ...] + [not Java] +
+ * [unattributed] <= 0.5 % of the process's energy (async-profiler's own
+ * bound for its recovery programs; issue 39: 0.03-0.05 %, the agent before
+ * it 0.3-0.6 %); each thread's loop method >= 80 % of that thread's energy
  * inclusive (>= 50 % for the recursion, whose samples deeper than 128
  * frames cannot reach it); under each call-site loop, the method making
  * the hot call >= 95 % and each cheap call after it <= 2 % of the loop's
@@ -217,14 +219,18 @@ static void check_recovery(void)
     double unknown = 0;
     for (size_t i = 0; i < me.n; i++) {
         const char *m = me.rows[i].f[0];
-        if (!strncmp(m, "[unknown Java]", 14) || !strncmp(m, "[not walkable", 13))
+        if (!strncmp(m, "[unknown Java]", 14) || !strncmp(m, "[not walkable", 13) ||
+            !strcmp(m, "[not Java]") || !strcmp(m, "[unattributed]")) {
             unknown += jt_num(&me.rows[i], 1);
+            fprintf(stderr, "[recovery] %s: %s %.3f%%\n", jt_java, m,
+                    pj > 0 ? 100 * jt_num(&me.rows[i], 1) / pj : 0);
+        }
     }
     fprintf(stderr, "[recovery] %s: walks failed %.0f, recovered %.0f; unknown %.2f%% of %.3f J\n",
             jt_java, failed, recovered, 100 * unknown / pj, pj);
     /* the workloads do make ASGCT fail: recovery was exercised */
     ck_assert_msg(failed > 0 && recovered > 0, "no walk failed or none recovered");
-    ck_assert_msg(unknown <= 0.01 * pj, "unknown %.2f%% of the process's energy (> 1%%)",
+    ck_assert_msg(unknown <= 0.005 * pj, "unknown %.2f%% of the process's energy (> 0.5%%)",
                   100 * unknown / pj);
     for (size_t k = 0; k < sizeof(workloads) / sizeof(workloads[0]); k++) {
         char loop[64];

@@ -264,12 +264,12 @@ START_TEST(scopes_attached)
     pid_t pid = jt_spawn(NULL, cp_with_api(), args, &fd, errf);
     ck_assert_int_gt(pid, 0);
     ck_assert_int_eq(jt_wait_line(fd, "waiting", line, sizeof(line), 60), 0);
-    snprintf(cmd, sizeof(cmd), "%s jalen %d start out=%s/out,quiet >/dev/null 2>&1", PA_CLI_BIN,
+    snprintf(cmd, sizeof(cmd), "%s jalen %d start out=%s/out,quiet >/dev/null 2>&1", CLI_BIN,
              (int)pid, dir);
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_msg(jt_wait_line(fd, "attached done", line, sizeof(line), 60) == 0,
                   "no 'attached done'");
-    snprintf(cmd, sizeof(cmd), "%s jalen %d stop >/dev/null 2>&1", PA_CLI_BIN, (int)pid);
+    snprintf(cmd, sizeof(cmd), "%s jalen %d stop >/dev/null 2>&1", CLI_BIN, (int)pid);
     ck_assert_int_eq(system(cmd), 0);
     kill(pid, SIGTERM);
     jt_wait(pid, 30);

@@ -320,6 +320,11 @@ typedef enum pa_target_type {
                                   CPU time neither a process nor the exit
                                   accounting explains): pid 0, comm
                                   "[unaccounted]" */
+    /* Issue 41, in reports grouped by VM (DESIGN.md section 18): */
+    PA_TARGET_VM = 7, /* a virtual machine: pid and comm its hypervisor's,
+                         vm its names; its processes and threads summed.
+                         vm NULL: the processes in no VM, summed ("[not
+                         in a VM]", pid 0) */
 } pa_target_type;
 
 #define PA_COMM_MAX 16
@@ -346,6 +351,18 @@ typedef struct pa_target_info {
     unsigned processes;                  /* PA_TARGET_EXITED: the processes it sums (0 when
                                             the exit accounting is an estimate that cannot
                                             count them); 0 for the other types (since 0.3) */
+    const struct pa_vm_info *vm;         /* PA_TARGET_VM: the VM's names; NULL
+                                            otherwise (issue 41) */
+    double vcpu_w, emulator_w;           /* PA_TARGET_VM: power.total_w split
+                                            between its vCPU threads (the guest's
+                                            work) and the rest (emulator, I/O,
+                                            device model, its other processes);
+                                            both < 0 when its threads could not
+                                            be told apart in the window; 0 for
+                                            the other types */
+    double vcpu_j, emulator_j;           /* the same in joules, summed over the
+                                            windows whose threads were told apart
+                                            (so they add up to at most total_j) */
 } pa_target_info;
 
 /* One device of a component in a window (since 0.2): a GPU, as its
@@ -527,6 +544,105 @@ int pa_cgroup_parse(const char *path, pa_cgroup_names *out);
  * pod's name.  An ID found nowhere keeps its ID (source "cgroup path").
  * Errors as pa_cgroup_parse.  Thread-safe. */
 int pa_cgroup_names_resolve(const char *root, const char *path, pa_cgroup_names *out);
+
+/* ------------------------------------------------------------------ */
+/* Virtual machines on this host (DESIGN.md section 18)               */
+/* ------------------------------------------------------------------ */
+
+/* The most vCPU threads a pa_vm_info lists. */
+#define PA_VM_MAX_VCPUS 256
+
+/* One virtual machine running on this host, by the names its users know.
+ * Strings are "" when unknown. */
+typedef struct pa_vm_info {
+    char name[128];                   /* "web1" (libvirt's domain, Proxmox's name,
+                                         Firecracker's --id, KubeVirt's VMI) */
+    char uuid[40];                    /* "c7a5fdbd-edaf-9455-926a-d65c16db1809" */
+    char hypervisor[24];              /* "qemu", "firecracker", "cloud-hypervisor" */
+    char manager[16];                 /* "libvirt", "proxmox", "kubevirt"; "" for a
+                                         hypervisor started by hand */
+    char id[72];                      /* the manager's own id: libvirt's domain id ("1"),
+                                         Proxmox's VMID ("100"), the KubeVirt pod's UID */
+    char source[64];                  /* where the name came from: "qemu -name",
+                                         "libvirt cgroup", "proxmox VMID.conf",
+                                         "kubevirt pod", "firecracker --id",
+                                         "firecracker api socket", "cloud-hypervisor
+                                         api socket" */
+    char cgroup[256];                 /* the VM's own cgroup (libvirt's scope,
+                                         Proxmox's VMID.scope, KubeVirt's compute
+                                         container); its processes are the VM's.  ""
+                                         when the hypervisor runs in a cgroup not its
+                                         own (started by hand) */
+    pid_t pid;                        /* the hypervisor's process */
+    unsigned nthreads;                /* its threads when listed */
+    unsigned nvcpus;                  /* how many of them are vCPU threads (at most
+                                         PA_VM_MAX_VCPUS); 0 when they cannot be told
+                                         apart (QEMU without debug-threads=on names
+                                         every thread after the program) */
+    pid_t vcpu_tids[PA_VM_MAX_VCPUS]; /* the vCPU threads, by index; the
+                            process's other threads are the emulator's
+                            (I/O, device model, monitor) */
+} pa_vm_info;
+
+/* The VM a hypervisor's command line starts (NUL-separated arguments, as
+ * /proc/PID/cmdline, len bytes): QEMU (qemu-system-*, qemu-kvm, kvm: its
+ * name from -name guest=NAME or -name NAME, with ",," for a comma, the
+ * uuid from -uuid or -smbios type=1,uuid=), Firecracker (--id, else the
+ * --api-sock file's name) and cloud-hypervisor (the --api-socket file's
+ * name, or its folder's when the file is named generically).  Fills
+ * hypervisor, name, uuid, id and source of a zeroed *out.
+ * Errors: -EINVAL NULL argument; -ENOENT no hypervisor's command line
+ * (*out zeroed).  Thread-safe (no state). */
+int pa_vm_parse_cmdline(const char *cmdline, size_t len, pa_vm_info *out);
+
+/* The VM a cgroup path is: libvirt's machine.slice/machine-qemu\x2dN\x2dNAME.scope
+ * (systemd's escaping undone; also cgroupfs' /machine/qemu-N-NAME.libvirt-qemu)
+ * and Proxmox's qemu.slice/VMID.scope.  Fills manager, id, name (libvirt),
+ * source and cgroup (the path up to the VM's own cgroup) of a zeroed *out.
+ * Errors: -EINVAL NULL argument; -ENOENT no VM's cgroup (*out zeroed).
+ * Thread-safe (no state). */
+int pa_vm_parse_cgroup(const char *path, pa_vm_info *out);
+
+/* The vCPU index of a hypervisor's thread named comm (proc(5)
+ * /proc/PID/task/TID/comm): QEMU's "CPU 3/KVM" (and "/TCG"),
+ * Firecracker's "fc_vcpu 3", cloud-hypervisor's "vcpu3"; -1 for any other
+ * thread (the emulator's).  Thread-safe (no state). */
+int pa_vm_vcpu_index(const char *comm);
+
+/* A host's VMs, kept between scans: each scan lists the processes of
+ * procfs, and reads a command line, a cgroup and a manager's files only
+ * for a hypervisor's process it has not seen before (its threads are
+ * listed again at every scan). */
+typedef struct pa_vms pa_vms;
+
+/* A VM table over procfs ("/proc" when NULL) and rootfs (where Proxmox's
+ * etc/pve/qemu-server and the container runtimes' state are, "/" when
+ * NULL; the same root as pa_ctx_opts' rootfs).  Empty until scanned.
+ * Errors: -ENOMEM.  Thread-safe; the table is not (one caller at a
+ * time). */
+int pa_vms_new(pa_vms **out, const char *procfs, const char *rootfs);
+
+/* Lists the VMs running now.  Errors: -ENOENT, -EACCES procfs cannot be
+ * listed (the message names it); -ENOMEM.  A VM whose files vanish while
+ * read (it stopped) is left out.  Not thread-safe (the table). */
+int pa_vms_scan(pa_vms *v);
+
+/* The VMs of the last scan: their count, the i-th (NULL past the end),
+ * the VM a process belongs to (its hypervisor's pid, or a process in the
+ * VM's own cgroup: pass its cgroup path, NULL when unknown), NULL when
+ * none.  Pointers stay valid until the next scan or pa_vms_free.  Not
+ * thread-safe (the table). */
+size_t pa_vms_count(const pa_vms *v);
+const pa_vm_info *pa_vms_get(const pa_vms *v, size_t i);
+const pa_vm_info *pa_vms_of_process(const pa_vms *v, pid_t pid, const char *cgroup);
+
+/* Frees the table.  NULL is a no-op. */
+void pa_vms_free(pa_vms *v);
+
+/* One scan as a copied array (*out, *n; freed with free()): the way in
+ * for a caller that scans once (the guests' export).  Errors as
+ * pa_vms_new and pa_vms_scan.  Thread-safe. */
+int pa_vm_list(const char *procfs, const char *rootfs, pa_vm_info **out, size_t *n);
 
 /* ------------------------------------------------------------------ */
 /* Scopes: the energy of a region of code                              */
@@ -1107,9 +1223,13 @@ int pa_perf_events_list(pa_perf_event_cb cb, void *user);
  * beside it as the writer's report had them.  Devices are carried
  * (version 4): a window stores the report's pa_report.devices (the GPUs);
  * an aggregate has each device's power and idle part averaged over its
- * windows and its newest energy. */
+ * windows and its newest energy.  VM records are carried (version 5, issue
+ * 41): a PA_TARGET_VM target keeps its pa_vm_info's strings, thread and
+ * vCPU counts (not the vCPU thread ids) and vcpu_w, emulator_w, vcpu_j,
+ * emulator_j; an aggregate averages the vCPU and emulator watts over the
+ * windows that had them and keeps the newest joules. */
 
-#define PA_RING_VERSION 4               /* layout version of the ring */
+#define PA_RING_VERSION 5               /* layout version of the ring */
 #define PA_RING_DEFAULT_NAME "powerapi" /* shm name: /dev/shm/powerapi */
 
 typedef struct pa_ring_writer pa_ring_writer;

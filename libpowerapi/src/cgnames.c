@@ -503,7 +503,9 @@ typedef struct cg_entry {
 
 struct pa__cgcache {
     char *root;
-    cg_entry *v; /* by cgroup index of the context */
+    cg_entry **v; /* by cgroup index of the context; each entry allocated
+                     once, so that the names a report points to do not
+                     move when the table grows */
     size_t cap;
     uint64_t reads; /* state lookups, for the tests and the bench */
     /* by path (pa__cgcache_get_path): entry i's path, and an index */
@@ -527,6 +529,8 @@ void pa__cgcache_free(pa__cgcache *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; i < c->cap; i++)
+        free(c->v[i]);
     free(c->v);
     free(c->root);
     for (size_t i = 0; i < c->npaths; i++)
@@ -575,7 +579,9 @@ const pa_cgroup_names *pa__cgcache_get(pa__cgcache *c, size_t g, const char *pat
             return NULL;
         memset(c->v + old, 0, (c->cap - old) * sizeof(*c->v));
     }
-    cg_entry *e = &c->v[g];
+    if (!c->v[g] && !(c->v[g] = calloc(1, sizeof(*c->v[g]))))
+        return NULL;
+    cg_entry *e = c->v[g];
     if (!e->parsed) {
         cg_lookup(c, e, path, now_ns);
         e->parsed = e->names.source[0] ? 1 : -1;

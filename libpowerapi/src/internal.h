@@ -9,6 +9,7 @@
 #define PA_INTERNAL_H
 
 #include "powerapi.h"
+#include "powerapi_module.h" /* the types the built-ins and the core share */
 #include "util.h"
 
 #include <pthread.h>
@@ -19,13 +20,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define PA_MAX_FREQ 64      /* distinct frequencies of time_in_state */
-#define PA_MAX_RAPL 32      /* RAPL domains over every socket */
-#define PA_MAX_IFACES 32    /* network interfaces */
-#define PA_MAX_COUNTERS 16  /* perf events per target */
+#define PA_MAX_FREQ 64 /* distinct frequencies of time_in_state */
+/* PA_MAX_RAPL (RAPL domains over every socket): powerapi_module.h */
+/* PA_MAX_IFACES (network interfaces): powerapi_module.h */
+/* PA_MAX_COUNTERS (perf events per target): powerapi_module.h */
 #define PA_MAX_ASSUMED 1024 /* bytes of the assumed-constants string */
 #define PA_PATH_MAX 4096
-#define PA_MAX_CPUS 1024 /* CPU -> socket map entries */
+/* PA_MAX_CPUS (CPU -> socket map entries): powerapi_module.h */
 
 /* ------------------------------------------------------------------ */
 /* Options                                                             */
@@ -62,48 +63,6 @@ int pa__verr(int err, const char *fmt, va_list ap);
 /* ------------------------------------------------------------------ */
 /* Raw readings                                                        */
 /* ------------------------------------------------------------------ */
-
-typedef struct pa_freq_time {
-    uint32_t khz;
-    uint64_t time_ns; /* cumulative, summed over the CPUs at that freq */
-} pa_freq_time;
-
-typedef enum pa_rapl_kind {
-    PA_RAPL_PKG = 0,
-    PA_RAPL_CORE,   /* PP0, part of the package */
-    PA_RAPL_UNCORE, /* PP1, part of the package */
-    PA_RAPL_DRAM,
-    PA_RAPL_PSYS,
-} pa_rapl_kind;
-
-typedef struct pa_rapl_reading {
-    int socket;
-    pa_rapl_kind kind;
-    uint64_t energy_uj; /* cumulative, wraparound already unfolded */
-} pa_rapl_reading;
-
-typedef enum pa_nic_kind {
-    PA_NIC_PHYSICAL = 0,
-    PA_NIC_VIRTUAL,
-    PA_NIC_LOOPBACK,
-} pa_nic_kind;
-
-typedef struct pa_nic_reading {
-    char name[16];
-    pa_nic_kind kind;
-    uint32_t speed_mbps;                                 /* 0 when unknown */
-    char driver[32];                                     /* "" when unknown */
-    uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets; /* cumulative */
-} pa_nic_reading;
-
-enum {
-    PA_HAVE_CPU = 1u << 0,  /* busy/idle/ncpus */
-    PA_HAVE_FREQ = 1u << 1, /* time per frequency */
-    PA_HAVE_RAPL = 1u << 2,
-    PA_HAVE_NIC = 1u << 3,
-    PA_HAVE_CYCLES = 1u << 4, /* system-wide unhalted cycles */
-    PA_HAVE_SOCK = 1u << 5,   /* sock_bytes: per-socket TCP totals (nic) */
-};
 
 /* System-wide readings of one tick (cumulative values). */
 typedef struct pa_sysread {
@@ -576,12 +535,6 @@ int pa__counters_declare(pa_ctx *ctx, const char *const *names, size_t n);
  * counts them, CPU time otherwise; W = the system's, never less than the
  * processes' sum (what no process accounts for goes to the unaccounted
  * target when every process is watched, exits.c). */
-typedef struct pa_share_w {
-    int ci;      /* cycles counter index, -1 none */
-    bool cycles; /* weights are cycles */
-    bool all;    /* every process is watched */
-    double w_all;
-} pa_share_w;
 void pa__share_weights(const pa_frame_delta *d, pa_share_w *sw);
 
 /* The CPU split (share.c) of rapl-share and cpu-curve:
@@ -621,20 +574,9 @@ extern const pa_module_ops pa__mod_cpu_tdp;
 extern const pa_module_ops pa__mod_rapl_share;
 extern const pa_module_ops pa__mod_nic_linear;
 
-/* perf sensor (sensors/perf.c): every event this machine's libpfm4 (and
- * the generic kernel table) can encode, with whether it opens on the
- * calling thread (status 0, else -errno: -ENOENT no such PMU event,
- * -EACCES privilege).  cb returns 0 to go on or a negative value to stop
- * (returned).  Returns the number of events listed. */
-typedef pa_perf_event_cb pa__perf_event_cb;
-int pa__perf_events_list(pa__perf_event_cb cb, void *user);
+/* perf sensor: pa__perf_events_list is in sensors/perf_events.h. */
 
-/* nic sensor (sensors/nic.c): parses one recv() of a sock_diag dump
- * (inet_diag messages of sequence seq, buf aligned as a recv() buffer)
- * the way the sensor does, and counts the TCP sockets with byte counts in
- * *nsockets.  1 end of dump, 0 more to come, else the kernel's error or
- * -ENOMEM.  For the fuzz target and tests. */
-int pa__nic_diag_parse(const void *buf, size_t len, uint32_t seq, size_t *nsockets);
+/* nic sensor: pa__nic_diag_parse is in sensors/nic.h. */
 
 /* ------------------------------------------------------------------ */
 /* Small shared utilities                                              */
@@ -653,6 +595,8 @@ int pa__parse_cpulist(const char *s, int *cpus, int cap);
 /* Joins root and rel into buf; -ENAMETOOLONG if it does not fit. */
 int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+int pa__vpath(char *buf, size_t len, const char *root, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 /* 1 when the procfs root is a procfs mounted with hidepid (1, 2,
  * invisible, noaccess) that hides other users' processes from us (not
  * root, not in its gid= group); *opt gets "hidepid=2".  0 otherwise,
@@ -677,38 +621,9 @@ bool pa__in_tree(const pa_ctx *ctx, const pa_task *p, pid_t root);
 void pa__assume(char *list, size_t len, const char *text);
 
 /* Hardware database (libpowerapi/src/hwdb.c). */
-typedef struct pa_hwdb_cpu {
-    char match[96]; /* substring of /proc/cpuinfo model name */
-    double tdp_w;
-    double base_mhz;
-    size_t nvolt;
-    struct {
-        double mhz, volt;
-    } volt[16];
-    char source[160]; /* data sheet */
-    unsigned threads; /* hardware threads per package, 0 = not given */
-} pa_hwdb_cpu;
-
-typedef struct pa_hwdb_nic {
-    char match[32]; /* driver name, or "default" */
-    size_t nstates;
-    struct {
-        double mbps, watts;
-    } state[8];
-    double idle_w;
-    char source[160];
-} pa_hwdb_nic;
-
 /* The load-power curves of cpu-curve (pa_curve, powerapi.h; curve.c). */
 
-/* The default curve, per vCPU, of Cloud Carbon Footprint's methodology
- * (cloudcarbonfootprint.org/docs/methodology, "Compute"): the averages
- * over the AWS processor micro-architectures of the min (idle) and max
- * (100 % load) watts per vCPU it derives from SPECpower_ssj2008 results:
- * 0.74 W and 3.5 W, linear in between (its Average Watts formula).
- * Always labelled assumed. */
-#define PA_CURVE_VCPU_MIN_W 0.74
-#define PA_CURVE_VCPU_MAX_W 3.5
+/* PA_CURVE_VCPU_MIN_W, PA_CURVE_VCPU_MAX_W: powerapi_module.h */
 
 /* Power at utilisation u (0..1): linear between points, the last value
  * above them; below the first (a calibration made on a busy machine), the

@@ -24,7 +24,7 @@ void pa_module_set_priv(pa_module *m, void *priv)
 
 const pa_env *pa_module_env(const pa_module *m)
 {
-    return &m->ctx->env;
+    return m->ctx ? &m->ctx->env : NULL;
 }
 
 void pa_module_errorf(pa_module *m, const char *fmt, ...)

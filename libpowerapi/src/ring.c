@@ -19,7 +19,9 @@
  * same way: the i-th stored target's watts are doubles i*2k .. i*2k+k-1
  * of the component area and its joules the next k (k = the window's
  * ncomponents); their names are in the window.  The report's devices (the
- * GPUs, version 4) are in the window too, whole records.
+ * GPUs, version 4) are in the window too, whole records.  A VM record
+ * (version 5) keeps its names' offsets into the pool and its vCPU part in
+ * its struct ring_target.
  *
  * Window s (1, 2, ...) lives in slot (s - 1) % capacity.  Each slot starts
  * with a sequence word (a seqlock): 2s-1 while the writer fills window s,
@@ -51,6 +53,7 @@
 #define RING_MAX_CAPACITY 100000u
 #define RING_MAX_TARGETS (1u << 20)
 #define RING_MAX_BYTES (4ull << 30)
+#define RING_VM_STRINGS 7 /* name, uuid, hypervisor, manager, id, source, cgroup */
 
 enum { RING_RUNNING = 1, RING_STOPPED = 2 };
 
@@ -116,7 +119,24 @@ struct ring_target {
     uint32_t has_counters; /* its counters are in the counter area */
     uint32_t processes;    /* PA_TARGET_EXITED's (was padding) */
     double multiplex;
+    /* version 5: a PA_TARGET_VM record (DESIGN.md section 18) */
+    uint32_t has_vm;                  /* its pa_vm_info follows */
+    uint32_t vm_off[RING_VM_STRINGS]; /* ring_vm_strings in the pool, 0 "" */
+    uint32_t vm_threads, vm_vcpus;
+    double vcpu_w, emulator_w, vcpu_j, emulator_j;
 };
+
+/* The strings of a VM record, in the order of vm_off. */
+static char *vm_string(pa_vm_info *v, int k, size_t *len)
+{
+    char *const f[RING_VM_STRINGS] = {v->name, v->uuid,   v->hypervisor, v->manager,
+                                      v->id,   v->source, v->cgroup};
+    const size_t sz[RING_VM_STRINGS] = {sizeof(v->name),    sizeof(v->uuid), sizeof(v->hypervisor),
+                                        sizeof(v->manager), sizeof(v->id),   sizeof(v->source),
+                                        sizeof(v->cgroup)};
+    *len = sz[k];
+    return f[k];
+}
 
 /* pa_report.exits_source in a window: its index here, 0 for any other. */
 static const char *const ring_exits[] = {"none", "taskstats", "children-time", "file"};
@@ -594,6 +614,28 @@ static uint32_t pool_put(pa_ring_writer *w, struct ring_window *win, char *pool,
     return UINT32_MAX;
 }
 
+/* A VM record's names (into the pool: a string that does not fit is "")
+ * and its vCPU part (version 5). */
+static void vm_to_ring(pa_ring_writer *w, struct ring_window *win, char *pool,
+                       struct ring_target *d, const pa_target_info *t)
+{
+    d->vcpu_w = t->vcpu_w;
+    d->emulator_w = t->emulator_w;
+    d->vcpu_j = t->vcpu_j;
+    d->emulator_j = t->emulator_j;
+    if (!t->vm)
+        return;
+    d->has_vm = 1;
+    for (int k = 0; k < RING_VM_STRINGS; k++) {
+        size_t len;
+        const char *v = vm_string((pa_vm_info *)t->vm, k, &len);
+        uint32_t off = memchr(v, '\0', len) ? pool_put(w, win, pool, v) : 0;
+        d->vm_off[k] = off == UINT32_MAX ? 0 : off;
+    }
+    d->vm_threads = t->vm->nthreads;
+    d->vm_vcpus = t->vm->nvcpus;
+}
+
 /* A copied window's devices made safe to read: a count within bounds,
  * every string terminated. */
 static void device_sanitize(struct ring_window *win)
@@ -734,6 +776,8 @@ static uint32_t window_targets_set(pa_ring_writer *w, const pa_report *r, size_t
         power_to_ring(&d->power, &t->power);
         d->multiplex = t->multiplex > 0 && t->multiplex <= 1 ? t->multiplex : 1.0;
         d->processes = t->type == PA_TARGET_EXITED ? t->processes : 0;
+        if (t->type == PA_TARGET_VM)
+            vm_to_ring(w, win, pool, d, t);
         if (nc && t->counters) {
             d->has_counters = 1;
             memcpy(ctr + (size_t)stored * nc, t->counters, nc * sizeof(double));
@@ -828,6 +872,9 @@ typedef struct agg_target {
     double j_comp[PA_MAX_COMPONENTS]; /* the newest window's joules */
     int has_ctr;                      /* a window with the newest names had them */
     double ctr[PA_MAX_COUNTERS];      /* summed, in the newest window's order */
+    long vm_slot;                     /* PA_TARGET_VM: its names in r->vms, -1 none */
+    double e_vcpu, e_emu;             /* W x s of the windows whose vCPUs were told apart */
+    int vcpu_known;
 } agg_target;
 
 struct pa_ring_reader {
@@ -855,6 +902,8 @@ struct pa_ring_reader {
     const char *cknames[PA_MAX_COMPONENTS]; /* into comp_names */
     double sys_comp[2 * PA_MAX_COMPONENTS];
     pa_device_info devices[PA_MAX_DEVICES]; /* the report's devices */
+    pa_vm_info *vms;                        /* the VM records' names (version 5) */
+    size_t vms_cap, nvms;
     /* aggregation */
     agg_target *agg;
     size_t nagg, agg_cap;
@@ -949,6 +998,7 @@ void pa_ring_close(pa_ring_reader *r)
     free(r->agg);
     free(r->idx);
     free(r->arena);
+    free(r->vms);
     pa__cgcache_free(r->cgcache);
     free(r);
 }
@@ -1006,6 +1056,9 @@ static int copy_window(pa_ring_reader *r, uint64_t seq)
         tg[i].comm[PA_COMM_MAX - 1] = '\0';
         if (tg[i].cgroup_off >= pu)
             tg[i].cgroup_off = 0;
+        for (int k = 0; k < RING_VM_STRINGS; k++)
+            if (tg[i].vm_off[k] >= pu)
+                tg[i].vm_off[k] = 0;
         if (!(tg[i].multiplex > 0 && tg[i].multiplex <= 1))
             tg[i].multiplex = 1.0;
     }
@@ -1094,6 +1147,31 @@ static void target_from_ring(pa_target_info *d, const struct ring_target *s, con
     d->counters = NULL;
     d->multiplex = s->multiplex;
     d->processes = s->type == PA_TARGET_EXITED ? s->processes : 0;
+    if (s->type == PA_TARGET_VM) {
+        d->vcpu_w = s->vcpu_w;
+        d->emulator_w = s->emulator_w;
+        d->vcpu_j = s->vcpu_j;
+        d->emulator_j = s->emulator_j;
+    }
+}
+
+/* The names of a window's VM record s into a new slot of r->vms (its
+ * index), or -1 when it has none or on ENOMEM.  The report's pointers
+ * into r->vms are set once every slot is made (they move as it grows). */
+static long vm_from_ring(pa_ring_reader *r, const struct ring_target *s, const char *pool)
+{
+    if (s->type != PA_TARGET_VM || !s->has_vm || PA__GROW(r->vms, r->vms_cap, r->nvms + 1, 16) < 0)
+        return -1;
+    pa_vm_info *v = &r->vms[r->nvms];
+    memset(v, 0, sizeof(*v));
+    for (int k = 0; k < RING_VM_STRINGS; k++) {
+        size_t len;
+        char *dst = vm_string(v, k, &len);
+        snprintf(dst, len, "%s", pool + s->vm_off[k]);
+    }
+    v->nthreads = s->vm_threads;
+    v->nvcpus = s->vm_vcpus <= PA_VM_MAX_VCPUS ? s->vm_vcpus : PA_VM_MAX_VCPUS;
+    return (long)r->nvms++; /* vcpu_tids are not carried */
 }
 
 /* The report's system part and strings from the window in r->buf.
@@ -1241,15 +1319,25 @@ int pa_ring_read(pa_ring_reader *r, uint64_t *seq_inout, const pa_report **out)
     size_t nc = win->ncounters;
     int map[PA_MAX_COMPONENTS];
     comp_map(r, win, map);
+    r->nvms = 0;
     for (uint32_t i = 0; i < win->ntargets; i++) {
         pa_target_info *d = &r->targets[i];
         target_from_ring(d, &tg[i], pool + tg[i].cgroup_off);
+        if (d->type == PA_TARGET_VM) /* its slot + 1 until every slot is made */
+            d->processes = (unsigned)(vm_from_ring(r, &tg[i], pool) + 1);
         if (nc && tg[i].has_counters) {
             double *c = r->ctr + (size_t)i * nc;
             memcpy(c, window_counters(r, i), nc * sizeof(double));
             d->counters = c;
         }
         comps_put(r, i, window_comps(r, i), win->ncomponents, map);
+    }
+    for (uint32_t i = 0; i < win->ntargets; i++) {
+        pa_target_info *d = &r->targets[i];
+        if (d->type == PA_TARGET_VM) {
+            d->vm = d->processes ? &r->vms[d->processes - 1] : NULL;
+            d->processes = 0;
+        }
     }
     r->rep.ntargets = win->ntargets;
     r->rep.targets = r->targets;
@@ -1434,6 +1522,7 @@ static int agg_window_targets(pa_ring_reader *r, const struct ring_window *win, 
             size_t off = t->cgroup_off;
             target_from_ring(&t->info, s, NULL);
             t->cgroup_off = off;
+            t->vm_slot = vm_from_ring(r, s, pool);
             t->info.power.cpu_time_s = 0;
             t->info.processes = 0;
             t->info.net_rx_bytes = t->info.net_tx_bytes = 0;
@@ -1446,6 +1535,11 @@ static int agg_window_targets(pa_ring_reader *r, const struct ring_window *win, 
         t->e_nic += s->power.nic_w * dt;
         t->e_total += s->power.total_w * dt;
         t->e_idle += s->power.idle_w * dt;
+        if (s->type == PA_TARGET_VM && s->vcpu_w >= 0) {
+            t->e_vcpu += s->vcpu_w * dt;
+            t->e_emu += s->emulator_w * dt;
+            t->vcpu_known = 1;
+        }
         agg_comps(t, window_comps(r, i), win->ncomponents, kmap, dt, fresh);
         t->info.power.cpu_time_s += s->power.cpu_time_s;
         t->info.processes += s->type == PA_TARGET_EXITED ? s->processes : 0;
@@ -1492,6 +1586,11 @@ static int agg_report(pa_ring_reader *r, const span_sums *sum)
         d->power.idle_w = t->e_idle * inv;
         d->power.interval_s = total_s;
         d->counters = NULL;
+        if (d->type == PA_TARGET_VM) {
+            d->vm = t->vm_slot >= 0 ? &r->vms[t->vm_slot] : NULL;
+            d->vcpu_w = t->vcpu_known ? t->e_vcpu * inv : -1;
+            d->emulator_w = t->vcpu_known ? t->e_emu * inv : -1;
+        }
         if (r->rep.ncomponents) {
             size_t nk = r->rep.ncomponents;
             double *cw = (double *)r->rep.target_component_w + a * nk;
@@ -1527,6 +1626,7 @@ int pa_ring_aggregate(pa_ring_reader *r, uint64_t *seq_inout, uint64_t span_ns,
     /* Newest first: it fixes the span's end and the latest cumulative
      * energies; older windows only add energy. */
     r->nagg = 0;
+    r->nvms = 0;
     r->arena_len = 0;
     if (r->idx)
         memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));

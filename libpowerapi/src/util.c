@@ -13,18 +13,24 @@
 #include <string.h>
 #include <unistd.h>
 
-int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
+int pa__vpath(char *buf, size_t len, const char *root, const char *fmt, va_list ap)
 {
     int n = snprintf(buf, len, "%s/", root);
     if (n < 0 || (size_t)n >= len)
         return -ENAMETOOLONG;
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-    va_end(ap);
     if (m < 0 || (size_t)m >= len - (size_t)n)
         return -ENAMETOOLONG;
     return 0;
+}
+
+int pa__path(char *buf, size_t len, const char *root, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = pa__vpath(buf, len, root, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 ssize_t pa__pread_all(int fd, char *buf, size_t len)

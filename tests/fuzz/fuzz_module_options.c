@@ -67,13 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     const char *root = fz_root("rapl-laptop");
     pa_ctx *ctx = fz_ctx(root);
-    pa_cli_mods mods = {0};
+    cli_mods mods = {0};
     /* the built-in formulas' names; anything else goes as --sensor */
     pa_module_kind kind = strstr(arg, "tdp") || strstr(arg, "share") || strstr(arg, "linear")
                               ? PA_FORMULA
                               : PA_SENSOR;
-    if (pa_cli_mods_add(&mods, "fuzz", kind, arg) == 0 &&
-        pa_cli_mods_apply(ctx, "fuzz", &mods) == 0) {
+    if (cli_mods_add(&mods, "fuzz", kind, arg) == 0 && cli_mods_apply(ctx, "fuzz", &mods) == 0) {
         pa_watch_all(ctx, 1);
         pa_tick_at(ctx, 1000000000ull);
         if (conf && mods.n) {
@@ -89,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             pa_module_disable(ctx, mods.v[0].name);
         pa_tick_at(ctx, 3000000000ull);
     }
-    pa_cli_mods_free(&mods);
+    cli_mods_free(&mods);
     pa_ctx_free(ctx);
 out:
     free(arg);

@@ -1,7 +1,7 @@
 /* fuzz_numbers.c - the small parsers of numbers from outside: decimal
  * fields (pa__parse_u64), sysfs CPU lists ("0-3,8"), durations of options
- * and of the command line (pa_parse_duration_ns, pa_cli_parse_duration),
- * counts of the command line (pa_cli_parse_uint).  The input is one
+ * and of the command line (pa_parse_duration_ns, cli_parse_duration),
+ * counts of the command line (cli_parse_uint).  The input is one
  * string. */
 #include "fuzz.h"
 
@@ -24,10 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (n < 0 || n > 64)
         fz_fail("cpulist: %d CPUs in 64", n);
     uint64_t ns;
-    if (pa_parse_duration_ns(s, &ns) == 0 && pa_cli_parse_duration(s, &ns) == 0 && ns == 0)
+    if (pa_parse_duration_ns(s, &ns) == 0 && cli_parse_duration(s, &ns) == 0 && ns == 0)
         fz_fail("duration: 0 accepted by the command line");
     unsigned long u;
-    if (pa_cli_parse_uint(s, 1000, &u) == 0 && (u == 0 || u > 1000))
+    if (cli_parse_uint(s, 1000, &u) == 0 && (u == 0 || u > 1000))
         fz_fail("uint: %lu out of 1..1000", u);
     free(s);
     return 0;

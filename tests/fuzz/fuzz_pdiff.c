@@ -12,41 +12,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void check_self(const pa_pside *s, const char *root, const char *what)
+static void check_self(const pc_side *s, const char *root, const char *what)
 {
     char err[512] = "", out[4200];
-    pa_pdiff *d;
-    int rc = pa_pdiff_new(s, s, 5, &d, err, sizeof(err));
+    pc_diff *d;
+    int rc = pc_diff_new(s, s, 5, &d, err, sizeof(err));
     if (rc < 0) {
         if (rc != -ENOMEM)
             fz_fail("%s: compared with itself: %d (%s)", what, rc, err);
         return;
     }
-    if (pa_pdiff_total(d)->change != 0)
+    if (pc_diff_total(d)->change != 0)
         fz_fail("%s: the total changed against itself", what);
     size_t n;
-    const pa_pdiff_row *r = pa_pdiff_rows(d, &n);
+    const pc_diff_row *r = pc_diff_rows(d, &n);
     for (size_t i = 0; i < n; i++)
         if (r[i].self.change != 0 || r[i].total.change != 0 || r[i].self.significant == 1)
             fz_fail("%s: %s changed against itself", what, r[i].name);
     snprintf(out, sizeof(out), "%s/out", root);
-    (void)pa_pdiff_write(d, out, "a", "a");
-    pa_pdiff_free(d);
+    (void)pc_diff_write(d, out, "a", "a");
+    pc_diff_free(d);
 }
 
 static void load(const char *root, const char *rel, const char *what)
 {
     char path[4200], err[512] = "";
     snprintf(path, sizeof(path), "%s/%s", root, rel);
-    pa_pside *s;
-    int rc = pa_pside_load(path, &s, err, sizeof(err));
+    pc_side *s;
+    int rc = pc_side_load(path, &s, err, sizeof(err));
     if (rc < 0) {
         if (!err[0])
             fz_fail("%s: error %d without a message", what, rc);
         return;
     }
     check_self(s, root, what);
-    pa_pside_free(s);
+    pc_side_free(s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

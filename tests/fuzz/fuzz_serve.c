@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r.system.total_w = r.system.cpu_w = 9.0;
     char *resp = NULL;
     size_t rlen = 0;
-    if (pa_cli_serve_exchange(&r, pc[0].p, pc[0].n, &resp, &rlen) == 0)
+    if (cli_serve_exchange(&r, pc[0].p, pc[0].n, &resp, &rlen) == 0)
         check_page(resp, rlen);
     free(resp);
     free(comm);

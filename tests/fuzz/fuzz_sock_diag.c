@@ -5,6 +5,7 @@
  * the sensor waits for. */
 #include "fuzz.h"
 
+#include "../../sensors/nic.h"
 #include "internal.h"
 
 #include <stdlib.h>

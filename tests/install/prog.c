@@ -1,5 +1,7 @@
-/* A user's program: its own power over a busy half second. */
+/* A user's program: its own power over a busy half second, with a
+ * sensor of its own written on the module-helper header. */
 #include <powerapi.h>
+#include <powerapi_module.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,10 +23,36 @@ static void burn(double s)
             x += (unsigned long)i;
 }
 
+/* A user's sensor on powerapi_module.h: it sees the tick's tasks that
+ * procfs-cpu discovered (it runs after it) and leaves a note. */
+static unsigned seen_tasks;
+
+static int own_sample(pa_module *m, pa_frame *f)
+{
+    (void)m;
+    pa_frame_task_info ti;
+    for (size_t i = 0; i < pa_frame_task_count(f); i++)
+        seen_tasks += pa_frame_task(f, i, &ti) == 0;
+    pa_frame_note(f, "own-sensor: tick %llu", (unsigned long long)pa_frame_tick(f));
+    return 0;
+}
+
+static const pa_module_ops own_sensor = {
+    .abi = PA_MODULE_ABI,
+    .name = "own-sensor",
+    .kind = PA_SENSOR,
+    .description = "a user's sensor on powerapi_module.h",
+    .sample = own_sample,
+};
+
 int main(void)
 {
     pa_ctx *ctx;
     if (pa_ctx_new(&ctx, NULL) < 0) {
+        fprintf(stderr, "powerapi: %s\n", pa_last_error());
+        return 1;
+    }
+    if (pa_module_register(ctx, &own_sensor) < 0 || pa_module_enable(ctx, "own-sensor", NULL) < 0) {
         fprintf(stderr, "powerapi: %s\n", pa_last_error());
         return 1;
     }
@@ -42,10 +70,10 @@ int main(void)
         fprintf(stderr, "powerapi: %s\n", pa_last_error());
         return 1;
     }
-    printf("version=%s cpu_time_s=%.3f (own clock %.3f) cpu_w=%.3f\n", pa_version(), p.cpu_time_s,
-           used, p.cpu_w);
+    printf("version=%s cpu_time_s=%.3f (own clock %.3f) cpu_w=%.3f own_sensor_tasks=%u\n",
+           pa_version(), p.cpu_time_s, used, p.cpu_w, seen_tasks);
     pa_ctx_free(ctx);
     /* utime+stime count in 10 ms ticks */
     double err = p.cpu_time_s - used;
-    return err < 0.03 && err > -0.03 && p.cpu_w > 0 ? 0 : 2;
+    return err < 0.03 && err > -0.03 && p.cpu_w > 0 && seen_tasks > 0 ? 0 : 2;
 }

@@ -56,7 +56,7 @@ has() { # package path...
 }
 has libpowerapi0 /usr/lib/$MA/libpowerapi.so.$ver /usr/lib/$MA/libpowerapi.so.0
 has libpowerapi-data /usr/share/powerapi/hwdb.txt
-has libpowerapi-dev /usr/include/powerapi.h /usr/lib/$MA/libpowerapi.a /usr/lib/$MA/libpowerapi.so \
+has libpowerapi-dev /usr/include/powerapi.h /usr/include/powerapi_module.h /usr/lib/$MA/libpowerapi.a /usr/lib/$MA/libpowerapi.so \
     /usr/lib/$MA/pkgconfig/powerapi.pc /usr/lib/$MA/cmake/powerapi/powerapiConfig.cmake
 has powerapi /usr/bin/powerapi /lib/systemd/system/powerapi-daemon.service \
     /lib/systemd/system/powerapi-serve.service /etc/powerapi/powerapi.conf \

@@ -197,6 +197,52 @@ JNIEXPORT jobjectArray JNICALL Java_org_powerapi_PowerAPI_nCgroupNames(JNIEnv *e
     return a;
 }
 
+/* The VMs of procfs and rootfs (pa_vm_list), 9 strings each: name, uuid,
+ * hypervisor, manager, id, names_source, cgroup, pid, and the vCPU
+ * threads' ids joined by ','. */
+#define VM_FIELDS 9
+JNIEXPORT jobjectArray JNICALL Java_org_powerapi_PowerAPI_nVms(JNIEnv *env, jclass cls,
+                                                               jstring jprocfs, jstring jrootfs)
+{
+    (void)cls;
+    const char *procfs = jprocfs ? (*env)->GetStringUTFChars(env, jprocfs, NULL) : NULL;
+    const char *rootfs = jrootfs ? (*env)->GetStringUTFChars(env, jrootfs, NULL) : NULL;
+    pa_vm_info *vms = NULL;
+    size_t n = 0;
+    int rc = pa_vm_list(procfs, rootfs, &vms, &n);
+    if (procfs)
+        (*env)->ReleaseStringUTFChars(env, jprocfs, procfs);
+    if (rootfs)
+        (*env)->ReleaseStringUTFChars(env, jrootfs, rootfs);
+    if (rc < 0) {
+        check(env, rc);
+        return NULL;
+    }
+    jclass sc = (*env)->FindClass(env, "java/lang/String");
+    jobjectArray a = sc ? (*env)->NewObjectArray(env, (jsize)(n * VM_FIELDS), sc, NULL) : NULL;
+    for (size_t i = 0; a && i < n; i++) {
+        const pa_vm_info *v = &vms[i];
+        char pid[16], tids[PA_VM_MAX_VCPUS * 12 + 1] = "";
+        snprintf(pid, sizeof(pid), "%d", (int)v->pid);
+        for (unsigned k = 0, o = 0; k < v->nvcpus; k++)
+            o += (unsigned)snprintf(tids + o, sizeof(tids) - o, "%s%d", k ? "," : "",
+                                    (int)v->vcpu_tids[k]);
+        const char *f[VM_FIELDS] = {v->name,   v->uuid,   v->hypervisor, v->manager, v->id,
+                                    v->source, v->cgroup, pid,           tids};
+        for (int k = 0; k < VM_FIELDS; k++) {
+            jstring s = (*env)->NewStringUTF(env, f[k]);
+            if (!s) {
+                free(vms);
+                return NULL;
+            }
+            (*env)->SetObjectArrayElement(env, a, (jsize)(i * VM_FIELDS + (size_t)k), s);
+            (*env)->DeleteLocalRef(env, s);
+        }
+    }
+    free(vms);
+    return a;
+}
+
 JNIEXPORT void JNICALL Java_org_powerapi_PowerAPI_nTick(JNIEnv *env, jclass cls, jlong h,
                                                         jlong time_ns)
 {

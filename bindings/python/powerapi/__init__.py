@@ -37,13 +37,13 @@ from . import _lib
 from ._lib import (PA_COMP_CPU, PA_COMP_NIC, PA_COMP_NONE, PA_FORMULA,
                    PA_SENSOR, PA_TARGET_CGROUP, PA_TARGET_EXITED,
                    PA_TARGET_PROCESS, PA_TARGET_THREAD, PA_TARGET_TREE,
-                   PA_TARGET_UNACCOUNTED)
+                   PA_TARGET_UNACCOUNTED, PA_TARGET_VM)
 from ._module import Module, Frame, Delta, Table, Options  # noqa: F401
 
 __all__ = [
     "PowerAPIError", "Power", "Target", "Report", "ModuleInfo", "Context",
     "Measurement", "measure", "version", "library_path", "parse_duration_ns",
-    "cgroup_names",
+    "cgroup_names", "vms",
     "Module", "Frame", "Delta", "Table", "Options", "RingReader",
     "RingWriter", "RingInfo", "Scope", "ScopeStats", "scope", "scopes",
     "carbon_intensity", "carbon_g",
@@ -51,6 +51,7 @@ __all__ = [
     "PA_SENSOR", "PA_FORMULA", "PA_COMP_NONE", "PA_COMP_CPU", "PA_COMP_NIC",
     "PA_TARGET_PROCESS", "PA_TARGET_THREAD", "PA_TARGET_TREE",
     "PA_TARGET_CGROUP", "PA_TARGET_EXITED", "PA_TARGET_UNACCOUNTED",
+    "PA_TARGET_VM",
 ]
 
 __version__ = "0.3.0"
@@ -132,6 +133,36 @@ def cgroup_names(path, rootfs=None):
     _check(rc, "pa_cgroup_names_resolve")
     return {f: _s(getattr(n, f)) for f, _ in _lib.pa_cgroup_names._fields_
             if _s(getattr(n, f))}
+
+
+def _vm_dict(v):
+    """A pa_vm_info as a dict: its strings, pid, nthreads and vcpu_tids."""
+    d = {f: _s(getattr(v, f)) for f in ("name", "uuid", "hypervisor",
+                                       "manager", "id", "source", "cgroup")}
+    d["pid"] = v.pid
+    d["nthreads"] = v.nthreads
+    d["vcpu_tids"] = [v.vcpu_tids[i] for i in range(v.nvcpus)]
+    return d
+
+
+def vms(procfs=None, rootfs=None):
+    """The virtual machines running on this host (pa_vm_list; DESIGN.md
+    section 18), one dict each: name, uuid, hypervisor, manager, id,
+    source (where the name came from), cgroup, pid, nthreads, vcpu_tids.
+    procfs: "/proc" by default; rootfs: where Proxmox's etc/pve and the
+    container runtimes' state are, "/" by default."""
+    lib = _lib.load()
+    out = ctypes.POINTER(_lib.pa_vm_info)()
+    n = ctypes.c_size_t(0)
+    rc = lib.pa_vm_list(_b(procfs) if procfs else None,
+                        _b(rootfs) if rootfs else None,
+                        ctypes.byref(out), ctypes.byref(n))
+    _check(rc, "pa_vm_list")
+    try:
+        return [_vm_dict(out[i]) for i in range(n.value)]
+    finally:
+        if out:
+            ctypes.CDLL(None).free(ctypes.cast(out, ctypes.c_void_p))
 
 
 def carbon_intensity(value):
@@ -227,6 +258,11 @@ class Target:
                        for f, _ in _lib.pa_cgroup_names._fields_
                        if _s(getattr(c.names.contents, f))}
                       if c.names else {})
+        # TARGET_VM (a report grouped by VM): the VM ({} for the processes
+        # in no VM) and its power split between vCPUs and the emulator
+        self.vm = _vm_dict(c.vm.contents) if c.vm else {}
+        self.vcpu_w, self.emulator_w = c.vcpu_w, c.emulator_w
+        self.vcpu_j, self.emulator_j = c.vcpu_j, c.emulator_j
 
     def __repr__(self):
         return "Target(type=%d, pid=%d, tid=%d, comm=%r, %r)" % (

@@ -39,6 +39,8 @@ PA_TARGET_CGROUP = 4
 PA_TARGET_EXITED = 5
 PA_TARGET_UNACCOUNTED = 6
 PA_EXITED_MAX = 4096
+PA_TARGET_VM = 7
+PA_VM_MAX_VCPUS = 256
 
 PA_COMM_MAX = 16
 PA_MAX_DEVICES = 16
@@ -52,7 +54,7 @@ PA_SCOPE_RATE_SYSTEM = 1 << 9
 PA_SCOPE_RECURSIVE = 1 << 10
 PA_SCOPE_FOLDED = 1 << 11
 PA_MODULE_ABI = 3
-PA_RING_VERSION = 4
+PA_RING_VERSION = 5
 PA_RING_DEFAULT_NAME = "powerapi"
 
 # Checked against the C header by tests/test_abi.py as well.
@@ -74,6 +76,8 @@ CONSTANTS = {
     "PA_TARGET_EXITED": PA_TARGET_EXITED,
     "PA_TARGET_UNACCOUNTED": PA_TARGET_UNACCOUNTED,
     "PA_EXITED_MAX": PA_EXITED_MAX,
+    "PA_TARGET_VM": PA_TARGET_VM,
+    "PA_VM_MAX_VCPUS": PA_VM_MAX_VCPUS,
     "PA_COMM_MAX": PA_COMM_MAX,
     "PA_MAX_DEVICES": PA_MAX_DEVICES,
     "PA_MODULE_ABI": PA_MODULE_ABI,
@@ -149,6 +153,22 @@ class pa_cgroup_names(ctypes.Structure):
     ]
 
 
+class pa_vm_info(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 128),
+        ("uuid", ctypes.c_char * 40),
+        ("hypervisor", ctypes.c_char * 24),
+        ("manager", ctypes.c_char * 16),
+        ("id", ctypes.c_char * 72),
+        ("source", ctypes.c_char * 64),
+        ("cgroup", ctypes.c_char * 256),
+        ("pid", c_pid_t),
+        ("nthreads", ctypes.c_uint),
+        ("nvcpus", ctypes.c_uint),
+        ("vcpu_tids", c_pid_t * PA_VM_MAX_VCPUS),
+    ]
+
+
 class pa_target_info(ctypes.Structure):
     _fields_ = [
         ("type", ctypes.c_int),
@@ -165,6 +185,11 @@ class pa_target_info(ctypes.Structure):
         ("multiplex", ctypes.c_double),
         ("names", ctypes.POINTER(pa_cgroup_names)),
         ("processes", ctypes.c_uint),
+        ("vm", ctypes.POINTER(pa_vm_info)),
+        ("vcpu_w", ctypes.c_double),
+        ("emulator_w", ctypes.c_double),
+        ("vcpu_j", ctypes.c_double),
+        ("emulator_j", ctypes.c_double),
     ]
 
 
@@ -340,6 +365,7 @@ STRUCTS = {
     "pa_power": pa_power,
     "pa_target_info": pa_target_info,
     "pa_cgroup_names": pa_cgroup_names,
+    "pa_vm_info": pa_vm_info,
     "pa_device_info": pa_device_info,
     "pa_report": pa_report,
     "pa_module_ops": pa_module_ops,
@@ -363,6 +389,8 @@ _PROTOTYPES = {
     "pa_version": (_S, []),
     "pa_cgroup_parse": (_I, [_S, ctypes.POINTER(pa_cgroup_names)]),
     "pa_cgroup_names_resolve": (_I, [_S, _S, ctypes.POINTER(pa_cgroup_names)]),
+    "pa_vm_list": (_I, [_S, _S, ctypes.POINTER(ctypes.POINTER(pa_vm_info)),
+                        ctypes.POINTER(ctypes.c_size_t)]),
     "pa_strerror": (_S, [_I]),
     "pa_last_error": (_S, []),
     "pa_ctx_new": (_I, [ctypes.POINTER(_P), ctypes.POINTER(pa_ctx_opts)]),

@@ -89,7 +89,26 @@ int main(void)
     F(pa_target_info, counters);
     F(pa_target_info, multiplex);
     F(pa_target_info, names);
-    L(pa_target_info, processes);
+    F(pa_target_info, processes);
+    F(pa_target_info, vm);
+    F(pa_target_info, vcpu_w);
+    F(pa_target_info, emulator_w);
+    F(pa_target_info, vcpu_j);
+    L(pa_target_info, emulator_j);
+    END();
+
+    begin("pa_vm_info", sizeof(pa_vm_info));
+    F(pa_vm_info, name);
+    F(pa_vm_info, uuid);
+    F(pa_vm_info, hypervisor);
+    F(pa_vm_info, manager);
+    F(pa_vm_info, id);
+    F(pa_vm_info, source);
+    F(pa_vm_info, cgroup);
+    F(pa_vm_info, pid);
+    F(pa_vm_info, nthreads);
+    F(pa_vm_info, nvcpus);
+    L(pa_vm_info, vcpu_tids);
     END();
 
     begin("pa_cgroup_names", sizeof(pa_cgroup_names));
@@ -253,6 +272,8 @@ int main(void)
     C(PA_TARGET_EXITED);
     C(PA_TARGET_UNACCOUNTED);
     C(PA_EXITED_MAX);
+    C(PA_TARGET_VM);
+    C(PA_VM_MAX_VCPUS);
     C(PA_COMM_MAX);
     C(PA_MAX_DEVICES);
     C(PA_RING_VERSION);

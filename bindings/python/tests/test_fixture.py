@@ -125,6 +125,27 @@ class TestFixture(unittest.TestCase):
         self.assertEqual(powerapi.cgroup_names("/system.slice/nginx.service"),
                          {"unit": "nginx.service", "source": "cgroup path"})
 
+    def test_vms(self):
+        """Issue 41: the VMs of tests/fixtures/vms/host by name."""
+        host = os.path.join(os.environ["POWERAPI_FIXTURES"], "vms", "host")
+        vms = powerapi.vms(procfs=os.path.join(host, "proc"),
+                           rootfs=os.path.join(host, "rootfs"))
+        self.assertEqual([v["name"] for v in vms],
+                         ["web-01", "db,primary", "legacy-vm", "pve-web",
+                          "fc-batch-7", "sandbox-42", "ch-ubuntu",
+                          "default/testvmi", "scratch"])
+        web = vms[0]
+        self.assertEqual(web["uuid"], "6a1f3c2e-8d4b-4e5f-9a0b-1c2d3e4f5a6b")
+        self.assertEqual((web["hypervisor"], web["manager"], web["id"],
+                          web["source"]), ("qemu", "libvirt", "1", "qemu -name"))
+        self.assertEqual((web["pid"], web["nthreads"], web["vcpu_tids"]),
+                         (1001, 5, [1003, 1004]))
+        self.assertEqual(vms[3]["source"], "proxmox VMID.conf")
+        self.assertEqual(vms[8]["vcpu_tids"], [])
+        with self.assertRaises(powerapi.PowerAPIError) as e:
+            powerapi.vms(procfs=os.path.join(host, "nowhere"))
+        self.assertEqual(e.exception.errno, errno.ENOENT)
+
     def test_cpu_tdp_watts(self):
         with self.context() as ctx:
             ctx.enable("procfs-cpu")

@@ -116,6 +116,29 @@ public final class PowerAPI implements AutoCloseable {
         return m;
     }
 
+    private static final String[] VM_KEYS = {"name", "uuid", "hypervisor", "manager", "id",
+                                             "names_source", "cgroup", "pid", "vcpu_tids"};
+
+    /**
+     * The virtual machines running on this host (pa_vm_list; DESIGN.md section 18), one map
+     * each: name, uuid, hypervisor, manager, id, names_source (where the name came from),
+     * cgroup, pid, vcpu_tids (the vCPU threads' ids joined by ','); empty values left out.
+     * procfs: null for "/proc"; rootfs: where Proxmox's etc/pve and the container runtimes'
+     * state are, null for "/".  Throws PowerAPIException when procfs cannot be listed.
+     */
+    public static List<Map<String, String>> vms(String procfs, String rootfs) {
+        String[] v = nVms(procfs, rootfs);
+        List<Map<String, String>> out = new ArrayList<>();
+        for (int i = 0; v != null && i + VM_KEYS.length <= v.length; i += VM_KEYS.length) {
+            Map<String, String> m = new LinkedHashMap<>();
+            for (int k = 0; k < VM_KEYS.length; k++)
+                if (!v[i + k].isEmpty())
+                    m.put(VM_KEYS[k], v[i + k]);
+            out.add(m);
+        }
+        return out;
+    }
+
     private long acquire() {
         state.lock.readLock().lock();
         if (state.handle == 0) {
@@ -363,6 +386,7 @@ public final class PowerAPI implements AutoCloseable {
 
     private static native String nVersion();
     private static native String[] nCgroupNames(String rootfs, String path);
+    private static native String[] nVms(String procfs, String rootfs);
     private static native long nOpen(String procfs, String sysfs, String devfs,
                                      String hwdb);
     private static native void nClose(long h);

@@ -377,9 +377,38 @@ public final class PowerAPITest {
         check(PowerAPI.cgroupNames(null, "/").isEmpty(), "cgroupNames of the root");
     }
 
+    /* issue 41: the VMs of the vms fixture, by name */
+    static void testVms() {
+        String fixtures = System.getProperty("powerapi.fixtures");
+        if (fixtures == null) {
+            System.out.println("testVms skipped: -Dpowerapi.fixtures not set");
+            return;
+        }
+        String host = fixtures + "/vms/host";
+        java.util.List<java.util.Map<String, String>> v
+            = PowerAPI.vms(host + "/proc", host + "/rootfs");
+        check(v.size() == 9, "vms: " + v);
+        java.util.Map<String, String> w = v.get(0);
+        check("web-01".equals(w.get("name"))
+              && "6a1f3c2e-8d4b-4e5f-9a0b-1c2d3e4f5a6b".equals(w.get("uuid"))
+              && "libvirt".equals(w.get("manager")) && "qemu -name".equals(w.get("names_source"))
+              && "1001".equals(w.get("pid")) && "1003,1004".equals(w.get("vcpu_tids")),
+              "vms: web-01 " + w);
+        check("proxmox VMID.conf".equals(v.get(3).get("names_source")), "vms: pve " + v.get(3));
+        check(!v.get(8).containsKey("vcpu_tids"), "vms: scratch " + v.get(8));
+        boolean threw = false;
+        try {
+            PowerAPI.vms(host + "/nowhere", null);
+        } catch (PowerAPIException e) {
+            threw = true;
+        }
+        check(threw, "vms of a procfs that is not there");
+    }
+
     public static void main(String[] args) throws Exception {
         testVersion();
         testCgroupNames();
+        testVms();
         testLiveProcess();
         testFixture();
         testErrors();
