@@ -85,6 +85,27 @@ int cli_monitor_ring(const cli_ring_monitor *rm);
 int cli_events(int argc, char **argv);  /* cli/events.c */
 int cli_profile(int argc, char **argv); /* cli/profile.c */
 int cli_jalen(int argc, char **argv);   /* cli/jalen.c */
+int cli_diff(int argc, char **argv);    /* cli/diff.c */
+
+/* `powerapi profile --repeat N` and `powerapi jalen --repeat N`
+ * (cli/profile_repeat.c): cmd profiled repeat times, by this program
+ * (opts, the options as given, passed on) or under the agent, into
+ * out/run-K, after warmup unprofiled runs; then out/repeat.csv and
+ * out/summary.json.  Returns the exit status (a failed run's own). */
+typedef struct cli_repeat {
+    char **opts; /* the options of the command line, before COMMAND */
+    int nopts;
+    char **cmd; /* NULL-terminated */
+    const char *out;
+    unsigned long repeat, warmup;
+    bool quiet;
+    /* `powerapi jalen --repeat`: each run is cmd with
+     * -agentpath:AGENT=out=out/run-K[,agent_opts] after cmd[0] instead of
+     * a profile of it (NULL: a profile) */
+    const char *agent, *agent_opts;
+    const char *cmd_name; /* "profile" or "jalen", for messages */
+} cli_repeat;
+int cli_profile_repeat(const cli_repeat *r);
 
 /* ---- helpers shared by subcommands (cli/main.c) ---- */
 

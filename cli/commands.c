@@ -17,6 +17,7 @@ const cli_command cli_commands[] = {
     {"profile", cli_profile,
      "per-function energy of any process (perf sampling; flame graph, pprof)"},
     {"jalen", cli_jalen, "jalen in a running JVM: start, dump, stop, status (per-method energy)"},
+    {"diff", cli_diff, "compare two profiles: per-function change, significance, CI check"},
     {"events", cli_events, "perf events this machine can count (names for the perf sensor)"},
     {"calibrate", cli_calibrate, "measure this machine's load-power curve with RAPL for cpu-curve"},
     {NULL, NULL, NULL},

@@ -16,6 +16,7 @@
  * SIGQUIT above all: a process that is not a JVM dies of it.
  */
 #include "cli.h"
+#include "profout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +34,11 @@
 #define CMD "jalen"
 
 typedef struct jalen_args {
-    const char *agent;   /* --agent */
-    const char *out;     /* -o/--output (start) */
-    uint64_t timeout_ns; /* --timeout: for the JVM's attach socket */
+    const char *agent;            /* --agent */
+    const char *out;              /* -o/--output (start) */
+    uint64_t timeout_ns;          /* --timeout: for the JVM's attach socket */
+    unsigned long repeat, warmup; /* --repeat N -- java ... (issue 44) */
+    const char *agent_opts;       /* --agent-options, with --repeat */
 } jalen_args;
 
 static const cli_opt jalen_opts[] = {
@@ -49,6 +52,16 @@ static const cli_opt jalen_opts[] = {
                      "how long the JVM may take to open its attach socket\n"
                      "(default 10s)",
                      1000000ull, 600000000000ull),
+    CLI_OPT_UINT(0, "repeat", NULL, "N",
+                 "instead of a PID: run `-- java ARGS...` N times under\n"
+                 "the agent, into DIR/run-1..N (-o, default\n"
+                 "jalen-repeat), then DIR/repeat.csv and summary.json\n"
+                 "(each method's mean, spread, 95 % interval)",
+                 1, 1000),
+    CLI_OPT_UINT(0, "warmup", NULL, "N", "with --repeat: N runs without the agent first", 0, 1000),
+    CLI_OPT_STRING(0, "agent-options", NULL, "OPTS",
+                   "with --repeat: more of the agent's options\n"
+                   "(interval=1ms,filter=com.acme.)"),
     CLI_OPT_END,
 };
 
@@ -366,7 +379,8 @@ static void print_reply(const char *path, int failed)
 static const cli_cmd jalen_cmd = {
     .name = CMD,
     .usage = "%s jalen PID start [OPTIONS] [AGENT_OPTIONS]\n"
-             "       %s jalen PID dump|stop|status\n",
+             "       %s jalen PID dump|stop|status\n"
+             "       %s jalen --repeat N [-o DIR] -- java ARGS...\n",
     .about = "\njalen in a JVM that runs already (the JDK's attach mechanism): start\n"
              "profiling it, write the files now (dump), end the run (stop: the files\n"
              "complete, the summary; the JVM goes on as before), or say what runs.\n"
@@ -416,6 +430,31 @@ static int jalen_run(pid_t pid, const char *verb, const char *user, const jalen_
     return rc;
 }
 
+/* --repeat N -- java ARGS...: the runs and their figures (profile_repeat.c) */
+static int jalen_repeat(const jalen_args *a, char **cmd, int n)
+{
+    if (n < 1)
+        return cli_usage_error(CMD, "--repeat needs a Java command: -- java ARGS...");
+    char agent[PATH_MAX];
+    int rc = find_agent(a->agent, agent, sizeof(agent));
+    if (rc)
+        return rc;
+    const char *out = a->out ? a->out : "jalen-repeat";
+    int err = pc_out_mkdirs(out, 0777);
+    if (err < 0) {
+        cli_error(CMD, "-o %s: %s", out, strerror(-err));
+        return CLI_EXIT_FAIL;
+    }
+    cli_repeat r = {.cmd = cmd,
+                    .out = out,
+                    .repeat = a->repeat,
+                    .warmup = a->warmup,
+                    .agent = agent,
+                    .agent_opts = a->agent_opts,
+                    .cmd_name = CMD};
+    return cli_profile_repeat(&r);
+}
+
 int cli_jalen(int argc, char **argv)
 {
     jalen_args a = {.timeout_ns = 10000000000ull};
@@ -424,11 +463,16 @@ int cli_jalen(int argc, char **argv)
     t[0].value = &a.out;
     t[1].value = &a.agent;
     t[2].value = &a.timeout_ns;
+    t[3].value = &a.repeat;
+    t[4].value = &a.warmup;
+    t[5].value = &a.agent_opts;
     cli_cmd c = jalen_cmd;
     c.opts = t;
     int first = 0, rc = cli_parse(&c, argc, argv, &first);
     if (rc)
         return rc < 0 ? CLI_EXIT_OK : rc;
+    if (a.repeat)
+        return jalen_repeat(&a, argv + first, argc - first);
     if (argc - first < 2)
         return cli_usage_error(CMD, "needs a PID and a command (start, dump, stop, status)");
     char *end;

@@ -46,9 +46,10 @@ typedef struct profiler {
     cli_ctx co; /* roots, calibration, modules */
     bool interval_set;
     bool quiet;
-    bool dwarf;    /* --call-graph dwarf */
-    bool cg_given; /* --call-graph given (else the default of the target) */
-    bool all;      /* --all: every process, per CPU */
+    bool dwarf;                   /* --call-graph dwarf */
+    bool cg_given;                /* --call-graph given (else the default of the target) */
+    bool all;                     /* --all: every process, per CPU */
+    unsigned long repeat, warmup; /* --repeat N, --warmup N (issue 44) */
 
     /* run time */
     pa_ctx *ctx;
@@ -182,6 +183,8 @@ static int check_args(profiler *p)
         return cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
     if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
         return cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
+    if (p->repeat > 1 && !p->cmd)
+        return cli_usage_error(CMD, "--repeat needs a COMMAND to run again");
     if (p->cmd && p->duration_ns)
         return cli_usage_error(CMD, "--duration cannot be used with a COMMAND (it runs until the "
                                     "command exits)");
@@ -238,6 +241,14 @@ static int parse_args(profiler *p, int argc, char **argv)
                          "PREFIX (repeatable)",
                          add_filter),
         CLI_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
+        CLI_OPT_GROUP("Repeats (a COMMAND):"),
+        CLI_OPT_UINT(0, "repeat", &p->repeat, "N",
+                     "profile COMMAND N times, into DIR/run-1..N, and\n"
+                     "write each function's mean, spread and 95 %\n"
+                     "interval (repeat.csv, summary.json): what\n"
+                     "`powerapi diff` tests for significance",
+                     1, 1000),
+        CLI_OPT_UINT(0, "warmup", &p->warmup, "N", "run COMMAND N times unprofiled first", 0, 1000),
         CLI_OPT_PPUSH(&p->push),
         CLI_OPT_CONTEXT(&p->co, CLI_CTXOPT_ROOTS | CLI_CTXOPT_CALIBRATION | CLI_CTXOPT_MODULES |
                                     CLI_CTXOPT_CARBON),
@@ -862,6 +873,24 @@ static char **drop_bare_g(int argc, char **argv, int *nargc)
     return v;
 }
 
+/* --repeat: the options before COMMAND go to each run (cli/profile_repeat.c) */
+static int profile_repeat(profiler *p, char **args)
+{
+    int nopts = (int)(p->cmd - args) - 1;
+    if (nopts > 0 && !strcmp(args[nopts], "--"))
+        nopts--;
+    cli_repeat r = {.opts = args + 1,
+                    .nopts = nopts,
+                    .cmd = p->cmd,
+                    .out = p->out_dir,
+                    .repeat = p->repeat,
+                    .warmup = p->warmup,
+                    .quiet = p->quiet};
+    int st = cli_profile_repeat(&r);
+    p->out_written = 1;
+    return st;
+}
+
 int cli_profile(int argc, char **argv)
 {
     profiler p;
@@ -887,6 +916,10 @@ int cli_profile(int argc, char **argv)
     status = check_out_dir(&p);
     if (status != 0)
         goto out_args;
+    if (p.repeat > 1) {
+        status = profile_repeat(&p, args);
+        goto out_args;
+    }
     status = setup(&p);
     if (status == 0)
         status = run(&p);

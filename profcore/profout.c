@@ -364,6 +364,12 @@ static void json_node(const pc_tree *t, FILE *f, int i, double min_j, const int 
     pc_out_u64(f, (uint64_t)map[nd->func]);
     fputs(",\"v\":", f);
     pc_out_fix(f, nd->total_j * 1e6, 0);
+    if (t->diff_a_j) {
+        fputs(",\"a\":", f);
+        pc_out_fix(f, t->diff_a_j[i] * 1e6, 0);
+        fputs(",\"b\":", f);
+        pc_out_fix(f, t->diff_b_j[i] * 1e6, 0);
+    }
     int first = 1;
     for (int c = nd->first_child; c >= 0; c = t->nodes[c].next_sibling) {
         if (t->nodes[c].total_j < min_j)
@@ -435,6 +441,8 @@ int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *titl
     pc_out_fix(o.f, process_j, 6);
     fputs(",\"duration_s\":", o.f);
     pc_out_fix(o.f, duration_s, 3);
+    if (t->diff_a_j)
+        fputs(",\"diff\":true", o.f);
     fputs(",\"names\":[", o.f);
     int named = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -444,6 +452,18 @@ int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *titl
     flamegraph_modules(t, o.f, map);
     fputs(",\"root\":{\"n\":-1,\"v\":", o.f);
     pc_out_fix(o.f, total * 1e6, 0);
+    if (t->diff_a_j) {
+        double sa = 0, sb = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->nodes[i].parent < 0) {
+                sa += t->diff_a_j[i];
+                sb += t->diff_b_j[i];
+            }
+        fputs(",\"a\":", o.f);
+        pc_out_fix(o.f, sa * 1e6, 0);
+        fputs(",\"b\":", o.f);
+        pc_out_fix(o.f, sb * 1e6, 0);
+    }
     fputs(",\"c\":[", o.f);
     int first = 1;
     for (size_t i = 0; i < t->n; i++) {

@@ -110,6 +110,11 @@ typedef struct pc_tree {
     size_t nmaps;
     int (*map_of)(const void *ctx, int func);
     const char *main_name;
+    /* the differential flame graph only (`powerapi diff`, issue 44), else
+     * NULL: each node's inclusive energy in the profiles A and B, which
+     * the page colours and its tooltip and search sum; the nodes' total_j
+     * is then their width */
+    const double *diff_a_j, *diff_b_j;
 } pc_tree;
 
 /* total_j = self_j plus the children's totals, for every node. */

@@ -72,8 +72,9 @@ static void expect(const char *line, const char *want)
 
 START_TEST(test_commands_and_options)
 {
-    expect("powerapi ", "\n--help\n--version\ncalibrate\ndaemon\nevents\nhelp\njalen\nmodules\n"
-                        "monitor\nprofile\nserve\ntop\n");
+    expect("powerapi ",
+           "\n--help\n--version\ncalibrate\ndaemon\ndiff\nevents\nhelp\njalen\nmodules\n"
+           "monitor\nprofile\nserve\ntop\n");
     expect("powerapi mo", "\nmodules\nmonitor\n");
     expect("powerapi serve --no", "\n--node\n");
     expect("powerapi serve --max-c", "\n--max-cgroups\n--max-connections\n");
