@@ -80,6 +80,11 @@ static double under(const char *col, const char *prog, const char *what)
                     for (const char *c = below; *c; c++)
                         frames += *c == ';';
                     hit = frames <= 2;
+                } else if (what && what[0] == '~') {
+                    /* a frame that begins with what + 1 (a package) */
+                    hit = !strncmp(st, what + 1, strlen(what + 1));
+                    for (const char *f = strchr(st, ';'); f && !hit; f = strchr(f + 1, ';'))
+                        hit = !strncmp(f + 1, what + 1, strlen(what + 1));
                 } else if (what) {
                     /* whole frames: what at a frame's start, ending one
                      * (a pseudo-frame without its closing bracket: any
@@ -113,6 +118,57 @@ static void check_share(const char *prog, const char *name, double part, double 
                       name, 100 * r, 100 * bound);
 }
 
+/* async-profiler's smoke programs (test/test/smoke/SmokeTests.java), its
+ * assertions that stacks are there translated to energy: each stack it
+ * asks for holds at least 1 % of its program's energy (method1 and method2
+ * 44-47 % each, method3's java.io.File frames 8 %, LoadLibrary's
+ * sun.management frames 99 %, both JDKs); the threads' own
+ * names (one renamed by itself, one ended early) in threads.csv with their
+ * methods' energy.  Alloc has no counterpart: jalen samples CPU time, not
+ * allocations. */
+static void check_smoke(const char *dir, const char *col)
+{
+    double cpu = under(col, "Cpu", NULL);
+    static const char *const cpu_stacks[] = {
+        "test.smoke.Cpu.main;test.smoke.Cpu.method1", "test.smoke.Cpu.main;test.smoke.Cpu.method2",
+        "test.smoke.Cpu.main;test.smoke.Cpu.method3;~java.io.File"};
+    for (size_t k = 0; k < 3; k++) {
+        const char *want = cpu_stacks[k];
+        double e;
+        if (strstr(want, ";~")) { /* the caller's frames, then any java.io.File frame */
+            char head[128];
+            snprintf(head, sizeof(head), "%.*s", (int)(strstr(want, ";~") - want), want);
+            e = under(col, "Cpu", head) > 0 ? under(col, "Cpu", "~java.io.File") : 0;
+        } else {
+            e = under(col, "Cpu", want);
+        }
+        check_share("Cpu", want, e, cpu, 0.01, 0);
+    }
+    check_share("LoadLibrary", "sun.management frames",
+                under(col, "LoadLibrary", "~sun.management."), under(col, "LoadLibrary", NULL),
+                0.05, 0);
+    char p[4200];
+    jt_csv th, me;
+    snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &th), 0);
+    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &me), 0);
+    static const char *const want[2][2] = {
+        {"ThreadEarlyEnd", "test.smoke.Threads.methodForThreadEarlyEnd"},
+        {"RenamedThread", "test.smoke.Threads.methodForRenamedThread"}};
+    for (int i = 0; i < 2; i++) {
+        const jt_row *t = jt_csv_find(&th, 1, want[i][0]);
+        const jt_row *m = jt_csv_find(&me, 0, want[i][1]);
+        fprintf(stderr, "[aprof %s] Threads thread %s %.3f J, %s %.3f J total\n", jt_java,
+                want[i][0], t ? jt_num(t, 3) : -1, want[i][1], m ? jt_num(m, 2) : -1);
+        ck_assert_msg(t && jt_num(t, 3) > 0, "Threads: no thread %s with energy", want[i][0]);
+        ck_assert_msg(m && jt_num(m, 2) > 0, "Threads: no energy in %s", want[i][1]);
+    }
+    ck_assert_msg(!jt_csv_find(&th, 1, "ThreadWillBeRenamed"), "the old name is still there");
+    jt_csv_free(&th);
+    jt_csv_free(&me);
+}
+
 static void check_programs(void)
 {
     char *dir = jt_tmpdir();
@@ -130,6 +186,9 @@ static void check_programs(void)
                           programs[1],
                           programs[2],
                           programs[3],
+                          "Cpu",
+                          "Threads",
+                          "LoadLibrary",
                           NULL};
     char *sum = jt_run_quiet(dir, "mode=cpu,interval=1ms", args, 100);
     fprintf(stderr,
@@ -177,6 +236,7 @@ static void check_programs(void)
                 0.01, 1);
     fprintf(stderr, "[aprof %s] CodingIntrinsics  stacks of one or two frames %.2f%%\n", jt_java,
             ci > 0 ? 100 * under(col, "CodingIntrinsics", "?short") / ci : 0);
+    check_smoke(dir, col);
     free(col);
     jt_rmtree(dir);
     free(dir);

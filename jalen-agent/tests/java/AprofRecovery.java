@@ -63,9 +63,20 @@ public class AprofRecovery {
             case "CodingIntrinsics":
                 test.recovery.CodingIntrinsics.main(none);
                 break;
+            case "Cpu": /* the smoke programs (test/test/smoke/) */
+                test.smoke.Cpu.main(none);
+                break;
+            case "Threads": /* starts two threads of its own and returns */
+                test.smoke.Threads.main(none);
+                break;
+            case "LoadLibrary":
+                test.smoke.LoadLibrary.main(none);
+                break;
             default:
                 throw new IllegalArgumentException("no program " + name);
             }
+        } catch (Exception e) { /* the smoke programs' mains declare it */
+            throw new RuntimeException(e);
         }
     }
 }
