@@ -355,6 +355,11 @@ typedef struct pc_tasks {
     size_t nprocs, capprocs;
     pc_thr *thrs;
     size_t nthrs, capthrs;
+    /* indexes of procs by pid and thrs by (pid, tid): pa__index_reserve's
+     * slots (a machine's processes come and go: a continuous --all run
+     * meets tens of thousands) */
+    int *phash, *thash;
+    size_t phcap, thcap;
     bool period_is_time; /* a sample's period is CPU time (not cycles) */
     /* the report's processes: which are targets (NULL: all), and a hook
      * called on each before it is read (the engine learns its maps) */

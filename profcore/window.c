@@ -30,12 +30,43 @@ double pc_cum_delta(pc_cum *c, double now)
 
 /* ---- the tables ---- */
 
+static uint64_t proc_key(pid_t pid)
+{
+    return pa__hash_u64((uint64_t)(uint32_t)pid);
+}
+
+static uint64_t thr_key(pid_t pid, pid_t tid)
+{
+    return pa__hash_pair((uint64_t)(uint32_t)pid, (uint64_t)(uint32_t)tid);
+}
+
+static uint64_t proc_key_at(const void *user, size_t i)
+{
+    return proc_key(((const pc_tasks *)user)->procs[i].pid);
+}
+
+static uint64_t thr_key_at(const void *user, size_t i)
+{
+    const pc_thr *h = &((const pc_tasks *)user)->thrs[i];
+    return thr_key(h->pid, h->tid);
+}
+
+/* The slot of pid in the index: its entry's, or the empty one where it
+ * would go. */
+static size_t proc_slot(const pc_tasks *t, pid_t pid)
+{
+    size_t q = proc_key(pid) & (t->phcap - 1);
+    while (t->phash[q] && t->procs[t->phash[q] - 1].pid != pid)
+        q = (q + 1) & (t->phcap - 1);
+    return q;
+}
+
 pc_proc *pc_tasks_proc_find(pc_tasks *t, pid_t pid)
 {
-    for (size_t i = 0; i < t->nprocs; i++)
-        if (t->procs[i].pid == pid)
-            return &t->procs[i];
-    return NULL;
+    if (!t->phcap)
+        return NULL;
+    int at = t->phash[proc_slot(t, pid)];
+    return at ? &t->procs[at - 1] : NULL;
 }
 
 pc_proc *pc_tasks_proc(pc_tasks *t, pid_t pid)
@@ -43,8 +74,10 @@ pc_proc *pc_tasks_proc(pc_tasks *t, pid_t pid)
     pc_proc *p = pc_tasks_proc_find(t, pid);
     if (p)
         return p;
-    if (PA__GROW(t->procs, t->capprocs, t->nprocs + 1, 16) < 0)
+    if (pa__index_reserve(&t->phash, &t->phcap, 64, 0, t->nprocs, proc_key_at, t) < 0 ||
+        PA__GROW(t->procs, t->capprocs, t->nprocs + 1, 16) < 0)
         return NULL;
+    t->phash[proc_slot(t, pid)] = (int)t->nprocs + 1;
     p = &t->procs[t->nprocs++];
     memset(p, 0, sizeof(*p));
     p->pid = pid;
@@ -53,11 +86,17 @@ pc_proc *pc_tasks_proc(pc_tasks *t, pid_t pid)
 
 pc_thr *pc_tasks_thr(pc_tasks *t, pid_t pid, pid_t tid)
 {
-    for (size_t i = 0; i < t->nthrs; i++)
-        if (t->thrs[i].tid == tid && t->thrs[i].pid == pid)
-            return &t->thrs[i];
+    if (pa__index_reserve(&t->thash, &t->thcap, 256, 0, t->nthrs, thr_key_at, t) < 0)
+        return NULL;
+    size_t q = thr_key(pid, tid) & (t->thcap - 1);
+    for (; t->thash[q]; q = (q + 1) & (t->thcap - 1)) {
+        pc_thr *h = &t->thrs[t->thash[q] - 1];
+        if (h->tid == tid && h->pid == pid)
+            return h;
+    }
     if (PA__GROW(t->thrs, t->capthrs, t->nthrs + 1, 64) < 0)
         return NULL;
+    t->thash[q] = (int)t->nthrs + 1;
     pc_thr *h = &t->thrs[t->nthrs++];
     memset(h, 0, sizeof(*h));
     h->pid = pid;
@@ -87,9 +126,12 @@ void pc_tasks_free(pc_tasks *t)
 {
     free(t->procs);
     free(t->thrs);
+    free(t->phash);
+    free(t->thash);
     t->procs = NULL;
     t->thrs = NULL;
-    t->nprocs = t->capprocs = t->nthrs = t->capthrs = 0;
+    t->phash = t->thash = NULL;
+    t->nprocs = t->capprocs = t->nthrs = t->capthrs = t->phcap = t->thcap = 0;
 }
 
 /* ---- a window ---- */

@@ -69,6 +69,13 @@ struct pf_engine {
     bool kernel;
     proc *procs;
     size_t nprocs, capprocs;
+    /* pid -> its latest generation + 1 (open addressing, at most half
+     * full): a whole machine's processes come and go */
+    struct gen_slot {
+        pid_t pid;
+        int at;
+    } * gens;
+    size_t gencap, ngens;
     uint64_t *wbuf; /* window samples: proc, tid, period, n, scope, ips[n] */
     size_t wn, wcap;
     uint64_t scopes_keep; /* the scope trace's events kept from (ns) */
@@ -137,6 +144,7 @@ void pf_engine_free(pf_engine *e)
         pf_unwinder_free(e->procs[i].uw);
     }
     free(e->procs);
+    free(e->gens);
     free(e->wbuf);
     free(e->rec);
     free(e->refs);
@@ -163,13 +171,43 @@ void pf_engine_counts(const pf_engine *e, uint64_t *samples, uint64_t *lost, uin
 /* Process generations                                                 */
 /* ------------------------------------------------------------------ */
 
+static size_t gen_slot_of(const pf_engine *p, pid_t pid)
+{
+    size_t q = pa__hash_u64((uint64_t)(uint32_t)pid) & (p->gencap - 1);
+    while (p->gens[q].at && p->gens[q].pid != pid)
+        q = (q + 1) & (p->gencap - 1);
+    return q;
+}
+
 /* The current generation of pid, or -1. */
 static int proc_find(pf_engine *p, pid_t pid)
 {
-    for (size_t i = p->nprocs; i-- > 0;)
-        if (p->procs[i].pid == pid && !p->procs[i].replaced)
-            return (int)i;
-    return -1;
+    if (!p->gencap)
+        return -1;
+    int at = p->gens[gen_slot_of(p, pid)].at - 1;
+    return at >= 0 && !p->procs[at].replaced ? at : -1;
+}
+
+/* Makes generation i pid's latest in the index. */
+static int gen_set(pf_engine *p, pid_t pid, int i)
+{
+    if ((p->ngens + 1) * 2 > p->gencap) {
+        size_t ncap = p->gencap ? p->gencap * 2 : 256;
+        struct gen_slot *nv = calloc(ncap, sizeof(*nv)), *old = p->gens;
+        if (!nv)
+            return -ENOMEM;
+        size_t ocap = p->gencap;
+        p->gens = nv;
+        p->gencap = ncap;
+        for (size_t k = 0; k < ocap; k++)
+            if (old[k].at)
+                p->gens[gen_slot_of(p, old[k].pid)] = old[k];
+        free(old);
+    }
+    struct gen_slot *g = &p->gens[gen_slot_of(p, pid)];
+    p->ngens += !g->at;
+    *g = (struct gen_slot){pid, i + 1};
+    return 0;
 }
 
 /* A new generation of pid: a process first seen, an exec (the older
@@ -195,6 +233,8 @@ static int proc_new(pf_engine *p, pid_t pid, int copy_from)
                 return -ENOMEM;
         n->maps_read = true;
     }
+    if (gen_set(p, pid, (int)p->nprocs) < 0)
+        return -ENOMEM;
     return (int)p->nprocs++;
 }
 

@@ -202,7 +202,34 @@ typedef struct module {
     const unsigned char *fde_tab;
     size_t nfde;
     uint64_t hdr_vaddr;
+    /* the file's function symbols sorted by address, read once on the
+     * first lookup (msyms_load): dwfl_module_addrinfo scans every symbol
+     * of the file on each call, which made naming the addresses of a
+     * whole machine's processes (profile --all) most of its cost */
+    struct msym *syms;
+    size_t nsyms;
+    int syms_loaded;
+    /* what module_frames gave each address, for every process of the
+     * file (a compiler run a thousand times is named once): open
+     * addressing over vaddr, the frames in fpool */
+    struct mres *res;
+    size_t rescap, resn;
 } module;
+
+typedef struct mres {
+    uint64_t vaddr;
+    uint32_t at; /* in fpool */
+    int n;       /* frames; 0: the slot is free, -1: none */
+} mres;
+
+static pf_frame *fpool;
+static size_t nfpool, capfpool;
+
+typedef struct msym {
+    uint64_t start, size;
+    const char *name; /* the ELF's string table, alive with the Dwfl */
+    int rank;         /* sized first, then GLOBAL, WEAK, LOCAL */
+} msym;
 
 static module *mods;
 static size_t nmods, capmods;
@@ -472,28 +499,130 @@ static int dwarf_frames(module *m, uint64_t addr, pf_frame *out, int max)
     return n;
 }
 
+static int msym_cmp(const void *a, const void *b)
+{
+    const msym *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return y->rank - x->rank; /* the best of a start first */
+}
+
+static int sym_rank(const GElf_Sym *sym)
+{
+    int bind = GELF_ST_BIND(sym->st_info);
+    return (sym->st_size ? 4 : 0) + (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0);
+}
+
+/* Every named function (or untyped code) symbol of .symtab/.dynsym (and
+ * the debug file's), sorted by address, one per address: the best. */
+static void msyms_load(module *m)
+{
+    m->syms_loaded = 1;
+    int n = m->mod ? dwfl_module_getsymtab(m->mod) : -1;
+    if (n <= 1 || !(m->syms = calloc((size_t)n, sizeof(*m->syms))))
+        return;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
+        int type = GELF_ST_TYPE(sym.st_info);
+        if (!name || !*name || shndx == SHN_UNDEF || !addr ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+            continue;
+        m->syms[m->nsyms++] = (msym){addr, sym.st_size, name, sym_rank(&sym)};
+    }
+    if (m->nsyms > 1)
+        qsort(m->syms, m->nsyms, sizeof(*m->syms), msym_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m->nsyms; i++)
+        if (!k || m->syms[i].start != m->syms[k - 1].start)
+            m->syms[k++] = m->syms[i];
+    m->nsyms = k;
+}
+
+/* The symbol at vaddr: the nearest one at or below it that contains it
+ * (sized), or starts exactly there; a sized symbol a few entries back
+ * that encloses a smaller one is found too.  NULL: none. */
+static const char *msym_find(module *m, uint64_t vaddr)
+{
+    if (!m->syms_loaded)
+        msyms_load(m);
+    size_t lo = 0, hi = m->nsyms;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->syms[mid].start <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, back = 0; i > 0 && back < 8; i--, back++) {
+        const msym *s = &m->syms[i - 1];
+        if (vaddr == s->start || vaddr - s->start < s->size)
+            return s->name;
+    }
+    return NULL;
+}
+
+static int module_frames_uncached(module *m, uint64_t vaddr, pf_frame *out, int max);
+
+/* module_frames_uncached through the module's table of answers. */
 static int module_frames(module *m, uint64_t vaddr, pf_frame *out, int max)
+{
+    if ((m->resn + 1) * 2 > m->rescap) {
+        size_t ncap = m->rescap ? m->rescap * 2 : 256;
+        mres *nv = calloc(ncap, sizeof(*nv));
+        if (!nv)
+            return module_frames_uncached(m, vaddr, out, max);
+        for (size_t i = 0; i < m->rescap; i++) {
+            if (!m->res[i].n)
+                continue;
+            size_t q = pa__hash_pair(m->res[i].vaddr, 0) & (ncap - 1);
+            while (nv[q].n)
+                q = (q + 1) & (ncap - 1);
+            nv[q] = m->res[i];
+        }
+        free(m->res);
+        m->res = nv;
+        m->rescap = ncap;
+    }
+    size_t q = pa__hash_pair(vaddr, 0) & (m->rescap - 1);
+    for (; m->res[q].n; q = (q + 1) & (m->rescap - 1)) {
+        if (m->res[q].vaddr != vaddr)
+            continue;
+        int n = m->res[q].n < 0 ? 0 : m->res[q].n < max ? m->res[q].n : max;
+        memcpy(out, &fpool[m->res[q].at], (size_t)n * sizeof(*out));
+        return n;
+    }
+    int n = module_frames_uncached(m, vaddr, out, max);
+    if (n > 0 && PA__GROW(fpool, capfpool, nfpool + (size_t)n, 4096) < 0)
+        return n;
+    if (n > 0)
+        memcpy(&fpool[nfpool], out, (size_t)n * sizeof(*out));
+    m->res[q] = (mres){vaddr, (uint32_t)nfpool, n > 0 ? n : -1};
+    nfpool += n > 0 ? (size_t)n : 0;
+    m->resn++;
+    return n;
+}
+
+static int module_frames_uncached(module *m, uint64_t vaddr, pf_frame *out, int max)
 {
     int n = dwarf_frames(m, vaddr, out, max);
     if (n > 0) {
         /* DWARF's outermost name is the symbol's when both exist (a
          * subprogram DIE may lack a linkage name; the symbol has it) */
-        GElf_Off off;
-        GElf_Sym sym;
-        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL, NULL, NULL);
-        if (s && *s)
+        const char *s = msym_find(m, vaddr);
+        if (s)
             out[n - 1].name = nice_name(s);
         for (int i = 0; i + 1 < n; i++)
             out[i].inlined = 1;
         return n;
     }
     if (m->mod) {
-        GElf_Off off;
-        GElf_Sym sym;
-        const char *s = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL, NULL, NULL);
         /* a symbol without size may be a wrong neighbour: only sized
          * symbols that contain the address, or exact hits */
-        if (s && *s && (off < sym.st_size || off == 0)) {
+        const char *s = msym_find(m, vaddr);
+        if (s) {
             out[0] = (pf_frame){.name = nice_name(s), .module = m->base, .source = "", .file = ""};
             return 1;
         }
@@ -726,8 +855,13 @@ void pf_sym_fini(void)
         if (mods[i].dwfl)
             dwfl_end(mods[i].dwfl);
         free(mods[i].segs);
+        free(mods[i].syms);
+        free(mods[i].res);
     }
     free(mods);
+    free(fpool);
+    fpool = NULL;
+    nfpool = capfpool = 0;
     mods = NULL;
     nmods = capmods = 0;
     for (size_t i = 0; i < npmaps; i++) {
@@ -748,6 +882,9 @@ size_t pf_sym_memory(void)
 {
     size_t b = pc_intern_memory();
     b += capmods * sizeof(module) + nksyms * sizeof(psym);
+    for (size_t i = 0; i < nmods; i++)
+        b += mods[i].nsyms * sizeof(msym) + mods[i].rescap * sizeof(mres);
+    b += capfpool * sizeof(pf_frame);
     if (kbuf)
         b += strlen(kbuf) + 1;
     for (size_t i = 0; i < npmaps; i++)
