@@ -32,6 +32,7 @@ enum {
     M_ENERGY,
     M_CO2E,
     M_FOLDED,
+    M_PFOLDED,
     M_RATE,
     M_GPU_IDLE,
     M_EXITED,
@@ -57,6 +58,10 @@ static const struct {
                 1},
     [M_FOLDED] = {"powerapi.cgroup.series_folded", "{cgroup}",
                   "Cgroups folded into the cgroup \"[other]\" series (beyond --max-cgroups).", 0},
+    [M_PFOLDED] = {"powerapi.process.series_folded", "{process}",
+                   "Processes folded into the process \"[other]\" series (beyond --top or "
+                   "--max-processes).",
+                   0},
     [M_RATE] = {"powerapi.perf.event.rate", "{event}/s",
                 "Perf event count per second over the last window, scaled for multiplexing "
                 "(task-clock: ns per second).",
@@ -244,7 +249,13 @@ static size_t target_attrs(builder *b, const pa_report *r, const pa_target_info 
     size_t n = 0;
     a[n++] = (kv){"hw.type", hwtype, 0};
     a[n++] = (kv){"powerapi.source", source_of(r), 0};
-    if (t->type == PA_TARGET_PROCESS) {
+    if (t->type == PA_TARGET_PROCESS && t->pid == 0 && !strcmp(t->comm, "[other]")) {
+        /* literals: the folded target is the caller's, gone before the
+         * request is packed */
+        a[n++] = (kv){"hw.id", "process:[other]", 0};
+        a[n++] = (kv){"powerapi.target", "process", 0};
+        a[n++] = (kv){"process.executable.name", "[other]", 0};
+    } else if (t->type == PA_TARGET_PROCESS) {
         a[n++] = (kv){"hw.id", a_printf(b, "process:%s%d", "", (int)t->pid), 0};
         a[n++] = (kv){"powerapi.target", "process", 0};
         a[n++] = (kv){"process.pid", NULL, t->pid};
@@ -272,6 +283,27 @@ static void put_targets(builder *b, const pa_report *r, const pa_target_info **v
             point(b, M_RATE, a, k + 1, v[i]->counters[e] / r->interval_s);
         }
     }
+}
+
+/* The processes: the first keep, the rest summed in "[other]" (as the
+ * page's pid="[other]"). */
+static void put_processes(builder *b, const pa_report *r, const pa_target_info **v, size_t n,
+                          size_t keep)
+{
+    put_targets(b, r, v, keep);
+    if (keep < n) {
+        pa_target_info other;
+        memset(&other, 0, sizeof(other));
+        other.type = PA_TARGET_PROCESS;
+        snprintf(other.comm, sizeof(other.comm), "[other]");
+        for (size_t i = keep; i < n; i++) {
+            other.power.total_w += v[i]->power.total_w;
+            other.power.total_j += v[i]->power.total_j;
+        }
+        const pa_target_info *p = &other;
+        put_targets(b, r, &p, 1);
+    }
+    point(b, M_PFOLDED, NULL, 0, (double)(n - keep));
 }
 
 /* The cgroups: at most --max-cgroups, the rest summed in "[other]". */
@@ -403,9 +435,10 @@ static void put_all(builder *b, const pa_report *r, const char *assumed)
 {
     const rp_otlp_opts *o = b->o;
     const pa_target_info **procs, **cgs;
-    size_t np = rp_prom_select(r, PA_TARGET_PROCESS, &o->prom, &procs);
+    size_t np;
+    size_t nall = rp_prom_select_processes(r, &o->prom, &procs, &np);
     size_t nc = rp_prom_select(r, PA_TARGET_CGROUP, &o->prom, &cgs);
-    put_targets(b, r, procs, np);
+    put_processes(b, r, procs, nall, np);
     put_cgroups(b, r, cgs, nc);
     const pa_target_info **sel[2] = {procs, cgs};
     const size_t nsel[2] = {np, nc};

@@ -440,12 +440,8 @@ char *rp_prom_page(const pa_report *r, const rp_prom_opts *o, size_t *len)
     if (!f)
         return NULL;
     const pa_target_info **procs, **cgs;
-    size_t nall = select_targets(r, PA_TARGET_PROCESS, o, false, &procs);
-    size_t np = nall;
-    if (o->top && np > o->top)
-        np = o->top;
-    if (o->max_processes && np > o->max_processes)
-        np = o->max_processes;
+    size_t np;
+    size_t nall = rp_prom_select_processes(r, o, &procs, &np);
     size_t nc = select_targets(r, PA_TARGET_CGROUP, o, true, &cgs);
 
     put_processes(f, procs, nall, np, o);
@@ -528,4 +524,17 @@ size_t rp_prom_select(const pa_report *r, pa_target_type type, const rp_prom_opt
                       const pa_target_info ***out)
 {
     return select_targets(r, type, o, true, out);
+}
+
+size_t rp_prom_select_processes(const pa_report *r, const rp_prom_opts *o,
+                                const pa_target_info ***out, size_t *keep)
+{
+    size_t nall = select_targets(r, PA_TARGET_PROCESS, o, false, out);
+    size_t np = nall;
+    if (o->top && np > o->top)
+        np = o->top;
+    if (o->max_processes && np > o->max_processes)
+        np = o->max_processes;
+    *keep = np;
+    return nall;
 }

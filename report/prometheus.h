@@ -42,4 +42,11 @@ char *rp_prom_page(const pa_report *r, const rp_prom_opts *o, size_t *len);
 size_t rp_prom_select(const pa_report *r, pa_target_type type, const rp_prom_opts *o,
                       const pa_target_info ***out);
 
+/* The processes of the page: every one above --min-watts, most powerful
+ * first (*out malloc'd, NULL when none or out of memory; the count
+ * returned), of which the first *keep have series of their own (--top,
+ * --max-processes) and the rest are folded into one "[other]" series. */
+size_t rp_prom_select_processes(const pa_report *r, const rp_prom_opts *o,
+                                const pa_target_info ***out, size_t *keep);
+
 #endif

@@ -53,6 +53,7 @@ def find(points, name, **attrs):
 
 KINDS = {"hw.power": ("W", "gauge"), "hw.energy": ("J", "sum"),
          "powerapi.cgroup.series_folded": ("{cgroup}", "gauge"),
+         "powerapi.process.series_folded": ("{process}", "gauge"),
          "powerapi.window.duration": ("s", "gauge"), "powerapi.info": ("1", "gauge"),
          "powerapi.otlp.dropped_batches": ("{batch}", "sum")}
 
@@ -123,6 +124,8 @@ def exact(received, monitor, node, headers):
                and p["attrs"].get("powerapi.target") == "process"])
     if got != nproc or nproc == 0:
         fail("%d process points, %d JSON records" % (got, nproc))
+    if find(pts, "powerapi.process.series_folded")["value"] != 0:
+        fail("processes folded without --top or --max-processes")
     for comp in ("cpu", "nic", "idle", "total"):
         p = find(pts, "hw.power", **{"powerapi.target": "system", "powerapi.component": comp})
         if not same6(p["value"], system["power_w"][comp]):

@@ -293,7 +293,7 @@ START_TEST(calibrate_on_simulated_rapl)
     const char *ladder = "--levels 6 --validate 6s";
     snprintf(cmd, sizeof(cmd),
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --windows '%s' "
-             "--step 2s --settle 300ms --window 500ms --reps 1 %s 2>&1",
+             "--step 1300ms --settle 300ms --window 500ms --reps 1 %s 2>&1",
              CLI_PATH, s.root, cal, wins, ladder);
     char *out = NULL;
     int st = pa_test_run(cmd, &out);
@@ -446,7 +446,7 @@ START_TEST(calibrate_per_frequency)
              "%s/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed", s.root);
     snprintf(cmd, sizeof(cmd),
              "'%s' calibrate --sysfs '%s/sys' --output '%s' --levels %d "
-             "--step 2s --settle 300ms --window 500ms --reps 1 --validate 0 "
+             "--step 1300ms --settle 300ms --window 500ms --reps 1 --validate 0 "
              "2>&1",
              CLI_PATH, s.root, cal, levels);
     char *out = NULL;

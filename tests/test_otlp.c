@@ -202,7 +202,8 @@ START_TEST(test_everything)
 }
 END_TEST
 
-/* --top 1 and --min-watts 2 keep java alone; --max-cgroups 0... 1 folds
+/* --top 1 keeps java and folds the other process into "[other]" (as the
+ * page does); --min-watts 2 keeps java alone; --max-cgroups 0... 1 folds
  * nothing here; a cgroup beyond it is "[other]". */
 START_TEST(test_bounds)
 {
@@ -218,9 +219,24 @@ START_TEST(test_bounds)
     r.target_component_j = NULL;
     rp_otlp_opts o = {.prom = {.top = 1, .max_cgroups = 1}};
     otlp_req *q = encode(&r, &o);
-    ck_assert_uint_eq(find(q, "hw.power", "powerapi.target", "process", NULL), 1);
+    double v;
+    ck_assert_uint_eq(find(q, "hw.power", "powerapi.target", "process", NULL), 2);
     ck_assert_uint_eq(find(q, "hw.power", "process.pid", "42", NULL), 1);
+    ck_assert_uint_eq(find(q, "hw.power", "hw.id", "process:[other]", &v), 1);
+    ck_assert_double_eq(v, 1);
+    ck_assert_uint_eq(find(q, "hw.energy", "process.executable.name", "[other]", &v), 1);
+    ck_assert_double_eq(v, 10);
+    ck_assert_uint_eq(find(q, "powerapi.process.series_folded", NULL, NULL, &v), 1);
+    ck_assert_double_eq(v, 1);
     free_req(q);
+    /* --max-processes bounds the same way */
+    o.prom.top = 0;
+    o.prom.max_processes = 1;
+    q = encode(&r, &o);
+    ck_assert_uint_eq(find(q, "hw.power", "hw.id", "process:[other]", &v), 1);
+    ck_assert_double_eq(v, 1);
+    free_req(q);
+    o.prom.max_processes = 0;
     o.prom.top = 0;
     o.prom.min_watts = 2;
     o.prom.max_cgroups = 1;
@@ -230,7 +246,8 @@ START_TEST(test_bounds)
     free_req(q);
     o.prom.min_watts = 0;
     q = encode(&r, &o);
-    double v;
+    ck_assert_uint_eq(find(q, "powerapi.process.series_folded", NULL, NULL, &v), 1);
+    ck_assert_double_eq(v, 0);
     ck_assert_uint_eq(find(q, "hw.power", "powerapi.cgroup", "[other]", &v), 1);
     ck_assert_double_eq(v, 1);
     ck_assert_uint_eq(find(q, "powerapi.cgroup.series_folded", NULL, NULL, &v), 1);
