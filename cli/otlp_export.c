@@ -15,7 +15,7 @@
 #include <time.h>
 
 struct cli_otlp {
-    pc_ush *push;
+    rp_push *push;
     uint64_t start_unix_ns;
     char service[128];
 };
@@ -112,7 +112,7 @@ int cli_otlp_start(const cli_otlp_args *a, const char *cmd, cli_otlp **out)
     x->start_unix_ns = clock_ns(CLOCK_REALTIME);
     const char *headers[32];
     char envbuf[4096];
-    pc_ush_cfg cfg = {.cmd = cmd,
+    rp_push_cfg cfg = {.cmd = cmd,
                       .name = "otlp",
                       .url = url,
                       .content_type = "application/x-protobuf",
@@ -121,7 +121,7 @@ int cli_otlp_start(const cli_otlp_args *a, const char *cmd, cli_otlp **out)
                       .gzip = a->gzip,
                       .queue_max = a->queue ? a->queue : 600,
                       .timeout_ns = a->timeout_ns};
-    int rc = pc_ush_start(&cfg, &x->push);
+    int rc = rp_push_start(&cfg, &x->push);
     if (rc < 0) {
         free(x);
         cli_error(cmd, "--otlp: %s", strerror(-rc));
@@ -135,8 +135,8 @@ void cli_otlp_window(cli_otlp *x, const pa_report *r, const rp_prom_opts *o)
 {
     if (!x)
         return;
-    pc_ush_stats st;
-    pc_ush_get_stats(x->push, &st);
+    rp_push_stats st;
+    rp_push_get_stats(x->push, &st);
     /* the window's end in Unix time: the report's clock is monotonic */
     uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
     uint64_t age = r->time_ns && r->time_ns <= mono ? mono - r->time_ns : 0;
@@ -149,13 +149,13 @@ void cli_otlp_window(cli_otlp *x, const pa_report *r, const rp_prom_opts *o)
     uint8_t *buf;
     size_t len;
     if (rp_otlp_encode(r, &eo, &buf, &len) == 0)
-        pc_ush_submit(x->push, buf, len, NULL);
+        rp_push_submit(x->push, buf, len, NULL);
 }
 
 void cli_otlp_stop(cli_otlp *x)
 {
     if (!x)
         return;
-    pc_ush_stop(x->push, 1000000000ull);
+    rp_push_stop(x->push, 1000000000ull);
     free(x);
 }

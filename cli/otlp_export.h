@@ -1,6 +1,6 @@
 /*
  * otlp.h - `--otlp URL` of `serve` and `daemon`: each window's series
- * (report/otlp.h) pushed as OTLP/HTTP protobuf by a pc_ush (push.h).
+ * (report/otlp.h) pushed as OTLP/HTTP protobuf by a rp_push (push.h).
  */
 #ifndef CLI_OTLP_EXPORT_H
 #define CLI_OTLP_EXPORT_H

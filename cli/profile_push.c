@@ -10,8 +10,7 @@
  * the next run.
  */
 #include "profile_push.h"
-#include "otlp_profile.h"
-#include "push.h"
+#include "ppush.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,17 +21,9 @@
 #include <unistd.h>
 
 struct cli_ppush {
-    pc_ush *push; /* Pyroscope, or NULL */
-    pc_ush *otlp; /* OTLP profiles, or NULL */
-    rp_otlp_profile_opts oo;
-    pa_cgroup_names names;
-    char service[256], host[256];
-    char url[2048]; /* base/ingest?name=...{...}& up to from */
-    char tmp[4096]; /* where the delta is written */
-    uint64_t every_ns, last_mono, period_ns;
-    time_t last_unix;
+    rp_ppush *session;
+    uint64_t period_ns;
     pc_delta delta;
-    unsigned long pushes;
 };
 
 int cli_ppush_target(void *value, const char *cmd, const char *arg)
@@ -64,61 +55,6 @@ int cli_ppush_label(void *value, const char *cmd, const char *arg)
     return 0;
 }
 
-/* s percent-encoded (RFC 3986 unreserved kept), with the characters that
- * Pyroscope's name syntax reserves ({}=, in a value) made '_' when value. */
-static void put_enc(FILE *f, const char *s, int value)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char c = *p;
-        if (value && (c == '{' || c == '}' || c == ',' || c == '=' || c < 0x20))
-            c = '_';
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~')
-            fputc(c, f);
-        else
-            fprintf(f, "%%%02X", c);
-    }
-}
-
-static void put_label(FILE *f, int *first, const char *k, const char *v)
-{
-    if (!v || !*v)
-        return;
-    put_enc(f, *first ? "{" : ",", 0);
-    *first = 0;
-    put_enc(f, k, 1);
-    put_enc(f, "=", 0);
-    put_enc(f, v, 1);
-}
-
-/* The name parameter: SERVICE{host=...,pid=...,container...,labels}. */
-static void put_name(FILE *f, const cli_ppush_args *a, const char *service, pid_t pid,
-                     const pa_cgroup_names *cg)
-{
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    put_enc(f, service, 1);
-    int first = 1;
-    put_label(f, &first, "host", host);
-    char pids[16];
-    snprintf(pids, sizeof(pids), "%d", (int)pid);
-    if (pid > 0)
-        put_label(f, &first, "pid", pids);
-    put_label(f, &first, "container_id", cg->container_id);
-    put_label(f, &first, "container_name", cg->container_name);
-    put_label(f, &first, "pod", cg->pod_name);
-    put_label(f, &first, "namespace", cg->pod_namespace);
-    put_label(f, &first, "unit", cg->unit);
-    for (size_t i = 0; i < a->nlabels; i++) {
-        char k[128];
-        snprintf(k, sizeof(k), "%.*s", (int)(strchr(a->labels[i], '=') - a->labels[i]),
-                 a->labels[i]);
-        put_label(f, &first, k, strchr(a->labels[i], '=') + 1);
-    }
-    if (!first)
-        put_enc(f, "}", 0);
-}
-
 /* The container, pod or unit of pid, from its cgroup v2 line. */
 static void names_of(const char *procfs, pid_t pid, pa_cgroup_names *out)
 {
@@ -136,63 +72,6 @@ static void names_of(const char *procfs, pid_t pid, pa_cgroup_names *out)
         fclose(f);
 }
 
-static char *spool_default(char *buf, size_t len)
-{
-    const char *home = getenv("HOME");
-    if (home && *home) {
-        snprintf(buf, len, "%s/.cache", home);
-        mkdir(buf, 0700);
-        snprintf(buf, len, "%s/.cache/powerapi", home);
-        mkdir(buf, 0700);
-        snprintf(buf, len, "%s/.cache/powerapi/push", home);
-    } else {
-        snprintf(buf, len, "/var/tmp/powerapi-push-%d", (int)getuid());
-    }
-    return buf;
-}
-
-/* The application's name: --service-name, else the container's, the
- * process's (comm, or /proc/PID/comm), the host's. */
-static void service_of(cli_ppush *x, const cli_ppush_args *a, pid_t pid, const char *comm,
-                       const char *procfs)
-{
-    char own[64] = "";
-    if (comm && strrchr(comm, '/'))
-        comm = strrchr(comm, '/') + 1;
-    if (!comm && pid > 0) {
-        char path[512];
-        snprintf(path, sizeof(path), "%s/%d/comm", procfs, (int)pid);
-        FILE *cf = fopen(path, "r");
-        if (cf && fgets(own, sizeof(own), cf))
-            own[strcspn(own, "\n")] = '\0';
-        if (cf)
-            fclose(cf);
-        comm = own;
-    }
-    snprintf(x->host, sizeof(x->host), "host");
-    gethostname(x->host, sizeof(x->host) - 1);
-    snprintf(x->service, sizeof(x->service), "%s",
-             a->service                   ? a->service
-             : x->names.container_name[0] ? x->names.container_name
-             : pid > 0 && comm && *comm   ? comm
-                                          : x->host);
-}
-
-/* Starts the pusher of one receiver, its spool a folder of dir. */
-static int start_one(const char *cmd, const char *name, const char *url, const char *ctype,
-                     const char *dir, pc_ush **out)
-{
-    char spool[1200];
-    snprintf(spool, sizeof(spool), "%s/%s", dir, name);
-    pc_ush_cfg cfg = {.cmd = cmd,
-                      .name = name,
-                      .url = url,
-                      .content_type = ctype,
-                      .queue_max = 360,
-                      .spool_dir = spool};
-    return pc_ush_start(&cfg, out);
-}
-
 int cli_ppush_start(const cli_ppush_args *a, const char *cmd, pid_t pid, const char *comm,
                     const char *procfs, uint64_t period_ns, cli_ppush **out)
 {
@@ -205,107 +84,61 @@ int cli_ppush_start(const cli_ppush_args *a, const char *cmd, pid_t pid, const c
         return CLI_EXIT_FAIL;
     }
     procfs = procfs ? procfs : "/proc";
-    names_of(procfs, pid, &x->names);
-    service_of(x, a, pid, comm, procfs);
-    x->oo = (rp_otlp_profile_opts){
-        .service_name = x->service, .host_name = x->host, .pid = pid, .names = &x->names};
-    char spool[1024], otlp_url[2048];
-    const char *dir = a->spool ? a->spool : spool_default(spool, sizeof(spool));
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        cli_error(cmd, "--push-spool %s: %s", dir, strerror(errno));
+    pa_cgroup_names names;
+    names_of(procfs, pid, &names);
+    char own[64] = "", service[256];
+    if (!comm && pid > 0) { /* the process's name, /proc/PID/comm */
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%d/comm", procfs, (int)pid);
+        FILE *cf = fopen(path, "r");
+        if (cf && fgets(own, sizeof(own), cf))
+            own[strcspn(own, "\n")] = '\0';
+        if (cf)
+            fclose(cf);
+        comm = own;
+    }
+    rp_ppush_service(service, sizeof(service), &names, pid > 0 ? comm : NULL);
+    rp_ppush_cfg c = {.prog = cli_prog,
+                      .cmd = cmd,
+                      .pyroscope = a->pyroscope,
+                      .otlp = a->otlp,
+                      .every_ns = a->every_ns,
+                      .service = a->service ? a->service : service,
+                      .spool = a->spool,
+                      .labels = a->labels,
+                      .nlabels = a->nlabels,
+                      .pid = pid,
+                      .names = &names};
+    char why[512];
+    if (rp_ppush_start(&c, &x->session, why, sizeof(why)) < 0) {
+        cli_error(cmd, "--push: %s", why);
         free(x);
         return CLI_EXIT_FAIL;
     }
-    FILE *f = fmemopen(x->url, sizeof(x->url) - 1, "w");
-    if (f && a->pyroscope) {
-        size_t n = strlen(a->pyroscope);
-        fprintf(f, "%.*s/ingest?name=", (int)(n && a->pyroscope[n - 1] == '/' ? n - 1 : n),
-                a->pyroscope);
-        put_name(f, a, x->service, pid, &x->names);
-        fputs("&format=pprof&spyName=powerapi", f);
-    }
-    if (f)
-        fclose(f);
-    if (a->otlp) { /* the path of OTLP/HTTP profiles added when URL has none */
-        const char *path = strchr(a->otlp + (a->otlp[4] == 's' ? 8 : 7), '/');
-        snprintf(otlp_url, sizeof(otlp_url), "%s%s", a->otlp,
-                 !path      ? "/v1development/profiles"
-                 : !path[1] ? "v1development/profiles"
-                            : "");
-    }
-    snprintf(x->tmp, sizeof(x->tmp), "%s/.delta-%d", dir, (int)getpid());
-    x->every_ns = a->every_ns ? a->every_ns : 10000000000ull;
     x->period_ns = period_ns;
-    x->last_mono = cli_mono_ns();
-    x->last_unix = time(NULL);
-    int rc = 0;
-    if (a->pyroscope)
-        rc = start_one(cmd, "pyroscope", x->url, "application/octet-stream", dir, &x->push);
-    if (rc == 0 && a->otlp)
-        rc = start_one(cmd, "otlp", otlp_url, "application/x-protobuf", dir, &x->otlp);
-    if (rc < 0 || (mkdir(x->tmp, 0700) < 0 && errno != EEXIST)) {
-        cli_error(cmd, "--push: %s", strerror(rc < 0 ? -rc : errno));
-        pc_ush_stop(x->push, 0);
-        pc_ush_stop(x->otlp, 0);
-        free(x);
-        return CLI_EXIT_FAIL;
-    }
     *out = x;
     return 0;
 }
 
-/* Writes the delta since the last push and queues it for [last, now]. */
-static void push_now(cli_ppush *x, pc_prof *prof)
+/* Writes the delta since the last push and queues it. */
+static void push_now(cli_ppush *x, pc_prof *prof, double since_s)
 {
-    uint64_t mono = cli_mono_ns();
-    time_t now = time(NULL);
-    int rc = pc_prof_write_delta(prof, x->tmp, x->period_ns, (double)(mono - x->last_mono) / 1e9,
-                                 &x->delta);
-    char path[4200], url[2200];
-    snprintf(path, sizeof(path), "%s/profile.pb.gz", x->tmp);
-    FILE *f = rc == 0 ? fopen(path, "rb") : NULL;
-    struct stat st;
-    char *body = NULL;
-    size_t len = 0;
-    if (f && fstat(fileno(f), &st) == 0 && (body = malloc((size_t)st.st_size + 1)))
-        len = fread(body, 1, (size_t)st.st_size, f);
-    if (f)
-        fclose(f);
-    unlink(path);
-    /* Pyroscope's times are whole seconds: until > from */
-    time_t until = now > x->last_unix ? now : x->last_unix + 1;
-    snprintf(url, sizeof(url), "%s&from=%lld&until=%lld", x->url, (long long)x->last_unix,
-             (long long)until);
-    if (body && len && x->otlp) {
-        uint8_t *req;
-        size_t rlen;
-        x->oo.time_unix_ns = (uint64_t)x->last_unix * 1000000000ull;
-        if (rp_otlp_profile_encode(body, len, &x->oo, &req, &rlen) == 0)
-            pc_ush_submit(x->otlp, req, rlen, NULL);
-    }
-    if (body && len && x->push)
-        pc_ush_submit(x->push, body, len, url);
-    else
-        free(body);
-    x->pushes++;
-    x->last_mono = mono;
-    x->last_unix = until;
+    if (pc_prof_write_delta(prof, rp_ppush_dir(x->session), x->period_ns, since_s, &x->delta) == 0)
+        rp_ppush_send(x->session);
 }
 
 void cli_ppush_window(cli_ppush *x, pc_prof *prof)
 {
-    if (x && cli_mono_ns() - x->last_mono >= x->every_ns)
-        push_now(x, prof);
+    if (x && rp_ppush_due(x->session))
+        push_now(x, prof, rp_ppush_since_s(x->session));
 }
 
 void cli_ppush_end(cli_ppush *x, pc_prof *prof)
 {
     if (!x)
         return;
-    push_now(x, prof);
-    pc_ush_stop(x->push, 1000000000ull);
-    pc_ush_stop(x->otlp, 1000000000ull);
-    rmdir(x->tmp);
+    push_now(x, prof, rp_ppush_since_s(x->session));
+    rp_ppush_end(x->session, 1000000000ull);
     free(x->delta.last);
     free(x);
 }

@@ -839,38 +839,11 @@ void pc_prof_print_top(pc_prof *p, FILE *out, const char *dir, const pc_meta *me
 int pc_prof_write_delta(pc_prof *p, const char *dir, uint64_t period_ns, double duration_s,
                         pc_delta *d)
 {
-    size_t n = p->tree.n;
-    pf_node *nodes = malloc((n ? n : 1) * sizeof(*nodes));
-    if (!nodes)
-        return -ENOMEM;
-    if (n > d->cap) {
-        pf_node *v = realloc(d->last, n * sizeof(*v));
-        if (!v) {
-            free(nodes);
-            return -ENOMEM;
-        }
-        memset(v + d->cap, 0, (n - d->cap) * sizeof(*v));
-        d->last = v;
-        d->cap = n;
-    }
-    pf_node *last = d->last;
-    double energy_j = 0;
-    for (size_t i = 0; i < n; i++) {
-        nodes[i] = p->tree.nodes[i];
-        nodes[i].self_j -= last[i].self_j;
-        nodes[i].self_cpu_s -= last[i].self_cpu_s;
-        nodes[i].self_samples -= last[i].self_samples;
-        energy_j += nodes[i].self_j;
-        last[i] = p->tree.nodes[i];
-    }
-    d->energy_j = energy_j;
     pc_tree t = tree_of(p, 1);
-    t.nodes = nodes;
     int rc = build_maps(p, &t);
-    if (rc == 0)
-        rc = pc_tree_write_pprof(&t, dir, period_ns, duration_s,
-                                 "energy from libpowerapi per window, split over each thread's "
-                                 "samples, since the previous push; made by powerapi profile");
-    free(nodes);
-    return rc;
+    return rc < 0 ? rc
+                  : pc_tree_write_pprof_delta(
+                        &t, d, dir, period_ns, duration_s,
+                        "energy from libpowerapi per window, split over each thread's "
+                        "samples, since the previous push; made by powerapi profile");
 }

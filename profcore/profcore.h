@@ -268,13 +268,6 @@ void pc_prof_window_end(pc_prof *p, double start_s, double len_s);
 /* Writes every file into dir (created).  0 or -errno (the first failure;
  * the others are still written). */
 int pc_prof_write(pc_prof *p, const char *dir, const pc_meta *meta);
-/* What pc_prof_write_delta pushed last: the nodes' figures then.  Zero
- * it to start; free(last) at the end. */
-typedef struct pc_delta {
-    struct pc_tree_node *last;
-    size_t cap;
-    double energy_j; /* the energy of the last delta */
-} pc_delta;
 /* profile.pb.gz in dir (pprof, as pc_prof_write's) of what was charged
  * since the previous call with d (since the start for a zeroed d).  0 or
  * -errno. */

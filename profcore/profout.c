@@ -939,3 +939,37 @@ out:
     pprof_free(&b);
     return rc;
 }
+
+int pc_tree_write_pprof_delta(const pc_tree *t, pc_delta *d, const char *dir, uint64_t period_ns,
+                              double duration_s, const char *comment)
+{
+    size_t n = t->n;
+    pc_tree_node *nodes = malloc((n ? n : 1) * sizeof(*nodes));
+    if (!nodes)
+        return -ENOMEM;
+    if (n > d->cap) {
+        pc_tree_node *v = realloc(d->last, n * sizeof(*v));
+        if (!v) {
+            free(nodes);
+            return -ENOMEM;
+        }
+        memset(v + d->cap, 0, (n - d->cap) * sizeof(*v));
+        d->last = v;
+        d->cap = n;
+    }
+    double energy_j = 0;
+    for (size_t i = 0; i < n; i++) {
+        nodes[i] = t->nodes[i];
+        nodes[i].self_j -= d->last[i].self_j;
+        nodes[i].self_cpu_s -= d->last[i].self_cpu_s;
+        nodes[i].self_samples -= d->last[i].self_samples;
+        energy_j += nodes[i].self_j;
+        d->last[i] = t->nodes[i];
+    }
+    d->energy_j = energy_j;
+    pc_tree delta = *t;
+    delta.nodes = nodes;
+    int rc = pc_tree_write_pprof(&delta, dir, period_ns, duration_s, comment);
+    free(nodes);
+    return rc;
+}

@@ -160,6 +160,21 @@ int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *titl
 int pc_tree_write_pprof(const pc_tree *t, const char *dir, uint64_t period_ns, double duration_s,
                         const char *comment);
 
+/* What a delta pushed last: the nodes' figures then.  Zero it to start;
+ * free(last) at the end. */
+typedef struct pc_delta {
+    struct pc_tree_node *last;
+    size_t cap;
+    double energy_j; /* the energy of the last delta */
+} pc_delta;
+
+/* pc_tree_write_pprof of what t's nodes gained since the previous call
+ * with d (since the start for a zeroed d): t's nodes only ever grow in
+ * number and in figures (a tree that is built, never rebuilt).  0 or
+ * -errno. */
+int pc_tree_write_pprof_delta(const pc_tree *t, pc_delta *d, const char *dir, uint64_t period_ns,
+                              double duration_s, const char *comment);
+
 /* The flame graph page, up to and after its data (generated at build
  * time from flamegraph.html.in). */
 extern const char pc_flamegraph_head[];

@@ -81,6 +81,14 @@ typedef struct jl_opts {
                                 writers); 0 none */
     size_t scopes;           /* distinct scope names kept (scope.c) */
     char *scope;             /* energy.collapsed and flamegraph.html: only this scope */
+    /* push=pyroscope=URL, push=otlp=URL (push.c): the profile of every
+     * push-every (default 10 s) to Pyroscope or as OTLP profiles */
+    char *push_pyroscope, *push_otlp;
+    uint64_t push_every_ns;
+    char *service_name;   /* service-name=: default the main class's */
+    char *push_spool;     /* push-spool=DIR */
+    char *push_labels[8]; /* push-label=NAME=VALUE, repeatable */
+    size_t npush_labels;
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
@@ -599,6 +607,15 @@ size_t jl_scopes_memory(void);
 /* ------------------------------------------------------------------ */
 
 int jl_write_all(const jl_opts *o, int final);
+/* profile.pb.gz in dir of what the methods were charged since the last
+ * call with d (push.c).  0 or -errno. */
+int jl_write_pprof_delta(const char *dir, pc_delta *d, double since_s);
+
+/* push= (push.c): starts the session when asked (0, or -errno after one
+ * line on stderr); at the end of each window, pushes when push-every has
+ * passed, and at the final window pushes the rest and stops. */
+int jl_push_start(const jl_opts *o);
+void jl_push_window(int final);
 /* A new run: timeline.csv is created again at its first window. */
 void jl_write_reset(void);
 void jl_print_summary(const jl_opts *o, FILE *f);

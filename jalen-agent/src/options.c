@@ -15,9 +15,10 @@
 #include "scopetab.h" /* PA__SCOPE_NAMES_LIMIT */
 
 static const char *const jl_keys[] = {
-    "interval", "window",      "out",     "format",           "filter", "mode",  "net",
-    "sensors",  "formula",     "disable", "procfs",           "sysfs",  "quiet", "fail",
-    "top",      "calibration", "clock",   "carbon-intensity", "scopes", "scope", NULL,
+    "interval",   "window",       "out",        "format",           "filter", "mode",  "net",
+    "sensors",    "formula",      "disable",    "procfs",           "sysfs",  "quiet", "fail",
+    "top",        "calibration",  "clock",      "carbon-intensity", "scopes", "scope", "push",
+    "push-every", "service-name", "push-spool", "push-label",       NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -134,9 +135,14 @@ static const struct {
     const char *key;
     size_t off; /* the char * in jl_opts */
 } jl_strings[] = {
-    {"sensors", offsetof(jl_opts, sensors)}, {"formula", offsetof(jl_opts, formula)},
-    {"disable", offsetof(jl_opts, disable)}, {"procfs", offsetof(jl_opts, procfs)},
-    {"sysfs", offsetof(jl_opts, sysfs)},     {"scope", offsetof(jl_opts, scope)},
+    {"sensors", offsetof(jl_opts, sensors)},
+    {"formula", offsetof(jl_opts, formula)},
+    {"disable", offsetof(jl_opts, disable)},
+    {"procfs", offsetof(jl_opts, procfs)},
+    {"sysfs", offsetof(jl_opts, sysfs)},
+    {"scope", offsetof(jl_opts, scope)},
+    {"service-name", offsetof(jl_opts, service_name)},
+    {"push-spool", offsetof(jl_opts, push_spool)},
 };
 
 /* A key of jl_words: 1 when val is one of its words (set in o), -EINVAL
@@ -181,7 +187,13 @@ static int jl_apply_duration(jl_opts *o, const char *key, const char *val, char 
     }
     if (drc < 0)
         return jl_bad(key, val, err, errlen);
-    if (!strcmp(key, "interval")) {
+    if (!strcmp(key, "push-every")) {
+        if (ns < 1000000000ull) {
+            snprintf(err, errlen, "bad value '%s' for 'push-every' (at least 1s)", val);
+            return -EINVAL;
+        }
+        o->push_every_ns = ns;
+    } else if (!strcmp(key, "interval")) {
         if (ns < 100000ull || ns > 10000000000ull) {
             snprintf(err, errlen, "bad value '%s' for 'interval' (between 100us and 10s)", val);
             return -EINVAL;
@@ -195,6 +207,42 @@ static int jl_apply_duration(jl_opts *o, const char *key, const char *val, char 
         o->window_ns = ns;
     }
     return 0;
+}
+
+/* push=pyroscope=URL|otlp=URL and push-label=NAME=VALUE. */
+static int jl_apply_push(jl_opts *o, const char *key, const char *val, char *err, size_t errlen)
+{
+    char **to = NULL;
+    const char *v = val;
+    int label = !strcmp(key, "push-label");
+    if (label) {
+        const char *eq = strchr(val, '=');
+        if (!eq || eq == val || strpbrk(val, "{},")) {
+            snprintf(err, errlen, "bad value '%s' for 'push-label' (NAME=VALUE)", val);
+            return -EINVAL;
+        }
+        if (o->npush_labels == sizeof(o->push_labels) / sizeof(o->push_labels[0])) {
+            snprintf(err, errlen, "push-label: at most 8");
+            return -EINVAL;
+        }
+        to = &o->push_labels[o->npush_labels++];
+    } else if (!strncmp(val, "pyroscope=", 10)) {
+        to = &o->push_pyroscope;
+        v = val + 10;
+    } else if (!strncmp(val, "otlp=", 5)) {
+        to = &o->push_otlp;
+        v = val + 5;
+    }
+    if (!to || (!label && strncmp(v, "http://", 7) && strncmp(v, "https://", 8))) {
+        snprintf(err, errlen,
+                 "bad value '%s' for 'push' (pyroscope=http://HOST:4040 or "
+                 "otlp=http://HOST:4318)",
+                 val);
+        return -EINVAL;
+    }
+    free(*to);
+    *to = strdup(v);
+    return *to ? 0 : -ENOMEM;
 }
 
 /* top= and scopes=: a count within the key's bounds. */
@@ -260,8 +308,10 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         return rc < 0 ? jl_bad(key, val, err, errlen) : 0;
     if ((rc = jl_apply_string(o, key, val)) != 0) {
         rc = rc < 0 ? rc : 0;
-    } else if (!strcmp(key, "interval") || !strcmp(key, "window")) {
+    } else if (!strcmp(key, "interval") || !strcmp(key, "window") || !strcmp(key, "push-every")) {
         return jl_apply_duration(o, key, val, err, errlen);
+    } else if (!strcmp(key, "push") || !strcmp(key, "push-label")) {
+        return jl_apply_push(o, key, val, err, errlen);
     } else if (!strcmp(key, "top") || !strcmp(key, "scopes")) {
         return jl_apply_count(o, key, val, err, errlen);
     } else if (!strcmp(key, "calibration")) {
@@ -353,5 +403,11 @@ void jl_opts_free(jl_opts *o)
     free(o->procfs);
     free(o->sysfs);
     free(o->scope);
+    free(o->push_pyroscope);
+    free(o->push_otlp);
+    free(o->service_name);
+    free(o->push_spool);
+    for (size_t i = 0; i < o->npush_labels; i++)
+        free(o->push_labels[i]);
     memset(o, 0, sizeof(*o));
 }

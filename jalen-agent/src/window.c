@@ -371,6 +371,7 @@ void jl_process_window(int final)
     jl_window_close(now, interval, dcpu, dnic);
     pthread_mutex_unlock(&jl_thr.lock);
     jl_write_all(&jl_run.o, final);
+    jl_push_window(final);
 }
 
 void jl_windows_start(double now)

@@ -311,6 +311,15 @@ static pc_tree jl_tree(int lines)
                      .main_name = "[jvm]"};
 }
 
+int jl_write_pprof_delta(const char *dir, pc_delta *d, double since_s)
+{
+    pc_tree t = jl_tree(1);
+    return pc_tree_write_pprof_delta(&t, d, dir, jl_run.o.interval_ns, since_s,
+                                     "jalen: energy from libpowerapi per window, split over "
+                                     "threads by CPU time and over their stack samples, since "
+                                     "the previous push");
+}
+
 static int jl_write_html(const char *dir, const jl_opts *opt)
 {
     char title[448], co2[160];

@@ -5,16 +5,17 @@
  * retries with exponential backoff, gzip, headers, one clear line on stderr
  * per kind of failure (libcurl, Debian libcurl4-openssl-dev; zlib).
  */
-#ifndef CLI_PUSH_H
-#define CLI_PUSH_H
+#ifndef RP_PUSH_H
+#define RP_PUSH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct pc_ush pc_ush;
+typedef struct rp_push rp_push;
 
-typedef struct pc_ush_cfg {
+typedef struct rp_push_cfg {
+    const char *prog;           /* the program, for messages ("powerapi") */
     const char *cmd;            /* the command, for messages ("serve") */
     const char *name;           /* the exporter, for messages ("otlp") */
     const char *url;            /* where batches go without a URL of their own */
@@ -30,9 +31,9 @@ typedef struct pc_ush_cfg {
                                 until sent (its URL on the first line):
                                 batches left at exit are sent by the next
                                 start with the same folder */
-} pc_ush_cfg;
+} rp_push_cfg;
 
-typedef struct pc_ush_stats {
+typedef struct rp_push_stats {
     uint64_t submitted; /* batches given */
     uint64_t sent;      /* accepted by the receiver (2xx) */
     uint64_t dropped;   /* the oldest, dropped because the queue was full */
@@ -40,23 +41,23 @@ typedef struct pc_ush_stats {
                            429, 500, 501), not retried */
     uint64_t retries;   /* failed tries that were retried */
     size_t queued;      /* waiting now */
-} pc_ush_stats;
+} rp_push_stats;
 
 /* Starts the sending thread.  The configuration's strings are copied.
  * 0, -ENOMEM, -EINVAL (no URL), or the thread's -errno. */
-int pc_ush_start(const pc_ush_cfg *cfg, pc_ush **out);
+int rp_push_start(const rp_push_cfg *cfg, rp_push **out);
 
 /* Queues body (malloc'd, len bytes; ownership passes to the queue, also on
  * error) for url (NULL: the configuration's; copied).  Never waits on the
  * network: a full queue drops its oldest batch not being sent.
  * Thread-safe. */
-int pc_ush_submit(pc_ush *p, void *body, size_t len, const char *url);
+int rp_push_submit(rp_push *p, void *body, size_t len, const char *url);
 
 /* The counts so far.  Thread-safe. */
-void pc_ush_get_stats(pc_ush *p, pc_ush_stats *st);
+void rp_push_get_stats(rp_push *p, rp_push_stats *st);
 
 /* Waits until the queue is empty or flush_ns passed (the batches left
  * are said in one line), stops the thread and frees p.  NULL: nothing. */
-void pc_ush_stop(pc_ush *p, uint64_t flush_ns);
+void rp_push_stop(rp_push *p, uint64_t flush_ns);
 
 #endif

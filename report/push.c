@@ -2,7 +2,7 @@
  * push.c - batches to an HTTP receiver on a thread of their own (push.h).
  *
  * The queue is a ring of at most queue_max batches under one mutex that
- * is never held across a request: pc_ush_submit only appends (or drops
+ * is never held across a request: rp_push_submit only appends (or drops
  * the oldest batch not in flight), so the measuring thread that calls it
  * never waits on the network.  The thread sends the oldest batch; a
  * refused connection, a timeout, 408, 429, 502, 503 or 504 keep it at the
@@ -13,7 +13,6 @@
  * the queue could hold, in order.
  */
 #include "push.h"
-#include "cli.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -36,8 +35,8 @@ typedef struct batch {
     char *file; /* its copy in the spool folder, or NULL */
 } batch;
 
-struct pc_ush {
-    pc_ush_cfg cfg; /* strings owned */
+struct rp_push {
+    rp_push_cfg cfg; /* strings owned */
     char **headers;
     pthread_t th;
     pthread_mutex_t lock;
@@ -46,7 +45,7 @@ struct pc_ush {
     size_t head, count;
     int in_flight; /* the head is being sent */
     int stop;
-    pc_ush_stats st;
+    rp_push_stats st;
     long last_fail; /* the last failure: curl code, or -HTTP status; 0 none */
     long said[8];   /* the failures said since the last delivery */
     int spool_lock; /* the spool folder's .lock, held while running; -1 */
@@ -137,19 +136,19 @@ static const char *curl_why(CURLcode c)
     }
 }
 
-/* Aborts a request in progress when pc_ush_stop gives up waiting. */
+/* Aborts a request in progress when rp_push_stop gives up waiting. */
 static int on_progress(void *user, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
     (void)a;
     (void)b;
     (void)c;
     (void)d;
-    return __atomic_load_n(&((pc_ush *)user)->stop, __ATOMIC_ACQUIRE) > 1;
+    return __atomic_load_n(&((rp_push *)user)->stop, __ATOMIC_ACQUIRE) > 1;
 }
 
 /* One request.  Returns 1 sent, 0 retry later, -1 refused for good;
  * *fail says what happened (a curl code, or -HTTP status). */
-static int send_one(pc_ush *p, CURL *h, const batch *b, long *fail, char *msg, size_t msglen)
+static int send_one(rp_push *p, CURL *h, const batch *b, long *fail, char *msg, size_t msglen)
 {
     const void *body = b->body;
     size_t len = b->len;
@@ -213,7 +212,7 @@ static int send_one(pc_ush *p, CURL *h, const batch *b, long *fail, char *msg, s
 
 /* The head batch's outcome, under the lock: removes it or schedules the
  * next try; says what changed, once per kind. */
-static void settle(pc_ush *p, int rc, long fail, const char *msg, uint64_t *backoff,
+static void settle(rp_push *p, int rc, long fail, const char *msg, uint64_t *backoff,
                    uint64_t *next_try)
 {
     p->in_flight = 0;
@@ -225,7 +224,7 @@ static void settle(pc_ush *p, int rc, long fail, const char *msg, uint64_t *back
     if (rc == 1) {
         p->st.sent++;
         if (p->last_fail)
-            fprintf(stderr, "%s %s: %s: %s: delivering again (%zu batches queued)\n", cli_prog,
+            fprintf(stderr, "%s %s: %s: %s: delivering again (%zu batches queued)\n", p->cfg.prog,
                     p->cfg.cmd, p->cfg.name, p->cfg.url, p->count);
         p->last_fail = 0;
         p->nsaid = 0;
@@ -237,13 +236,14 @@ static void settle(pc_ush *p, int rc, long fail, const char *msg, uint64_t *back
         p->st.rejected++;
     else
         p->st.retries++;
-    if (fail == CURLE_ABORTED_BY_CALLBACK) /* pc_ush_stop gave up on it */
+    if (fail == CURLE_ABORTED_BY_CALLBACK) /* rp_push_stop gave up on it */
         return;
     size_t k = 0; /* each kind of failure said once until delivery resumes */
     while (k < p->nsaid && p->said[k] != fail)
         k++;
     if (k == p->nsaid) {
-        fprintf(stderr, "%s %s: %s: %s: %s\n", cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.url, msg);
+        fprintf(stderr, "%s %s: %s: %s: %s\n", p->cfg.prog, p->cfg.cmd, p->cfg.name, p->cfg.url,
+                msg);
         if (p->nsaid < sizeof(p->said) / sizeof(p->said[0]))
             p->said[p->nsaid++] = fail;
     }
@@ -254,7 +254,7 @@ static void settle(pc_ush *p, int rc, long fail, const char *msg, uint64_t *back
     }
 }
 
-static void wait_until(pc_ush *p, uint64_t mono_ns)
+static void wait_until(rp_push *p, uint64_t mono_ns)
 {
     struct timespec ts = {.tv_sec = (time_t)(mono_ns / 1000000000ull),
                           .tv_nsec = (long)(mono_ns % 1000000000ull)};
@@ -263,7 +263,7 @@ static void wait_until(pc_ush *p, uint64_t mono_ns)
 
 static void *push_thread(void *arg)
 {
-    pc_ush *p = arg;
+    rp_push *p = arg;
     CURL *h = curl_easy_init();
     uint64_t backoff = p->cfg.backoff_ns, next_try = 0;
     pthread_mutex_lock(&p->lock);
@@ -295,7 +295,7 @@ static void *push_thread(void *arg)
 
 /* Keeps a batch in the spool folder: "URL\n" then the body, written under
  * a temporary name and renamed.  Its path, or NULL (said once). */
-static char *spool_write(pc_ush *p, const void *body, size_t len, const char *url)
+static char *spool_write(rp_push *p, const void *body, size_t len, const char *url)
 {
     if (!p->cfg.spool_dir)
         return NULL;
@@ -314,7 +314,7 @@ static char *spool_write(pc_ush *p, const void *body, size_t len, const char *ur
     if (!ok || rename(tmp, path) < 0) {
         if (!p->spool_failed++)
             fprintf(stderr, "%s %s: %s: cannot keep batches in %s: %s (kept in memory only)\n",
-                    cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir, strerror(errno));
+                    p->cfg.prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir, strerror(errno));
         unlink(tmp);
         free(path);
         return NULL;
@@ -329,7 +329,7 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 
 /* The batches a previous run left in the spool folder, oldest first, into
  * the queue (the oldest beyond its size dropped and counted). */
-static void spool_load(pc_ush *p)
+static void spool_load(rp_push *p)
 {
     /* Two runs on one folder would both send what an earlier run left:
      * the one that holds the lock does, the other only keeps its own. */
@@ -338,7 +338,7 @@ static void spool_load(pc_ush *p)
     p->spool_lock = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (p->spool_lock < 0 || flock(p->spool_lock, LOCK_EX | LOCK_NB) < 0) {
         fprintf(stderr, "%s %s: %s: another run uses %s: what it holds is its own to send\n",
-                cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir);
+                p->cfg.prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir);
         return;
     }
     struct dirent **v = NULL;
@@ -382,7 +382,7 @@ static void spool_load(pc_ush *p)
     if (loaded)
         fprintf(stderr,
                 "%s %s: %s: %zu batches of an earlier run found in %s: sending them first\n",
-                cli_prog, p->cfg.cmd, p->cfg.name, loaded, p->cfg.spool_dir);
+                p->cfg.prog, p->cfg.cmd, p->cfg.name, loaded, p->cfg.spool_dir);
 }
 
 static void curl_init(void)
@@ -395,13 +395,13 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-int pc_ush_start(const pc_ush_cfg *cfg, pc_ush **out)
+int rp_push_start(const rp_push_cfg *cfg, rp_push **out)
 {
     if (!cfg->url || !*cfg->url)
         return -EINVAL;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, curl_init);
-    pc_ush *p = calloc(1, sizeof(*p));
+    rp_push *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
     p->spool_lock = -1;
@@ -410,6 +410,7 @@ int pc_ush_start(const pc_ush_cfg *cfg, pc_ush **out)
     p->cfg.timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : 10000000000ull;
     p->cfg.backoff_ns = cfg->backoff_ns ? cfg->backoff_ns : 100000000ull;
     p->cfg.backoff_max_ns = cfg->backoff_max_ns ? cfg->backoff_max_ns : 2000000000ull;
+    p->cfg.prog = dup_or_null(cfg->prog ? cfg->prog : "powerapi");
     p->cfg.cmd = dup_or_null(cfg->cmd ? cfg->cmd : "push");
     p->cfg.name = dup_or_null(cfg->name ? cfg->name : "push");
     p->cfg.url = dup_or_null(cfg->url);
@@ -418,8 +419,8 @@ int pc_ush_start(const pc_ush_cfg *cfg, pc_ush **out)
         dup_or_null(cfg->content_type ? cfg->content_type : "application/octet-stream");
     p->headers = calloc(cfg->nheaders + 1, sizeof(char *));
     p->q = calloc(p->cfg.queue_max, sizeof(batch));
-    int bad =
-        !p->cfg.cmd || !p->cfg.name || !p->cfg.url || !p->cfg.content_type || !p->headers || !p->q;
+    int bad = !p->cfg.prog || !p->cfg.cmd || !p->cfg.name || !p->cfg.url || !p->cfg.content_type ||
+              !p->headers || !p->q;
     for (size_t i = 0; !bad && i < cfg->nheaders; i++)
         bad = !(p->headers[i] = strdup(cfg->headers[i]));
     pthread_condattr_t ca;
@@ -431,21 +432,21 @@ int pc_ush_start(const pc_ush_cfg *cfg, pc_ush **out)
     if (!bad && p->cfg.spool_dir) {
         if (mkdir(p->cfg.spool_dir, 0700) < 0 && errno != EEXIST)
             fprintf(stderr, "%s %s: %s: cannot make %s: %s (batches kept in memory only)\n",
-                    cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir, strerror(errno));
+                    p->cfg.prog, p->cfg.cmd, p->cfg.name, p->cfg.spool_dir, strerror(errno));
         else
             spool_load(p);
     }
     int rc = bad ? ENOMEM : pthread_create(&p->th, NULL, push_thread, p);
     if (rc) {
         p->cfg.queue_max = 0; /* no thread to join */
-        pc_ush_stop(p, 0);
+        rp_push_stop(p, 0);
         return -rc;
     }
     *out = p;
     return 0;
 }
 
-int pc_ush_submit(pc_ush *p, void *body, size_t len, const char *url)
+int rp_push_submit(rp_push *p, void *body, size_t len, const char *url)
 {
     char *u = url ? strdup(url) : NULL;
     if (url && !u) {
@@ -476,7 +477,7 @@ int pc_ush_submit(pc_ush *p, void *body, size_t len, const char *url)
             fprintf(stderr,
                     "%s %s: %s: queue full (%zu batches): dropping the oldest (counted in "
                     "powerapi.otlp.dropped_batches)\n",
-                    cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.queue_max);
+                    p->cfg.prog, p->cfg.cmd, p->cfg.name, p->cfg.queue_max);
     }
     size_t tail = (p->head + p->count) % p->cfg.queue_max;
     p->q[tail] = (batch){.body = body, .len = len, .url = u, .file = spool_write(p, body, len, u)};
@@ -486,7 +487,7 @@ int pc_ush_submit(pc_ush *p, void *body, size_t len, const char *url)
     return 0;
 }
 
-void pc_ush_get_stats(pc_ush *p, pc_ush_stats *st)
+void rp_push_get_stats(rp_push *p, rp_push_stats *st)
 {
     pthread_mutex_lock(&p->lock);
     *st = p->st;
@@ -494,7 +495,7 @@ void pc_ush_get_stats(pc_ush *p, pc_ush_stats *st)
     pthread_mutex_unlock(&p->lock);
 }
 
-void pc_ush_stop(pc_ush *p, uint64_t flush_ns)
+void rp_push_stop(rp_push *p, uint64_t flush_ns)
 {
     if (!p)
         return;
@@ -516,9 +517,9 @@ void pc_ush_stop(pc_ush *p, uint64_t flush_ns)
             fprintf(stderr,
                     "%s %s: %s: %s: %zu batches not delivered, kept in %s: the next run "
                     "with this folder sends them\n",
-                    cli_prog, p->cfg.cmd, p->cfg.name, p->cfg.url, kept, p->cfg.spool_dir);
+                    p->cfg.prog, p->cfg.cmd, p->cfg.name, p->cfg.url, kept, p->cfg.spool_dir);
         if (p->count > kept)
-            fprintf(stderr, "%s %s: %s: %s: %zu batches not delivered at exit\n", cli_prog,
+            fprintf(stderr, "%s %s: %s: %s: %zu batches not delivered at exit\n", p->cfg.prog,
                     p->cfg.cmd, p->cfg.name, p->cfg.url, p->count - kept);
         for (size_t i = 0; i < p->count; i++)
             batch_drop(&p->q[(p->head + i) % p->cfg.queue_max], true);
@@ -529,6 +530,7 @@ void pc_ush_stop(pc_ush *p, uint64_t flush_ns)
         free(p->headers[i]);
     free(p->headers);
     free(p->q);
+    free((char *)p->cfg.prog);
     free((char *)p->cfg.cmd);
     free((char *)p->cfg.name);
     free((char *)p->cfg.url);
