@@ -72,14 +72,14 @@ static void make_window(pa_report *r, pa_target_info *t)
 /* One configuration: the rounds, interleaved with the floor. */
 static void run(const char *what, const pa_report *r, const char *url, int gzip)
 {
-    pc_ush *push;
-    pc_ush_cfg cfg = {.cmd = "bench",
+    rp_push *push;
+    rp_push_cfg cfg = {.cmd = "bench",
                       .name = "otlp",
                       .url = url,
                       .content_type = "application/x-protobuf",
                       .gzip = gzip,
                       .queue_max = 64};
-    if (pc_ush_start(&cfg, &push) < 0)
+    if (rp_push_start(&cfg, &push) < 0)
         exit(1);
     rp_prom_opts po = {.max_cgroups = 1000};
     snprintf(po.node, sizeof(po.node), "bench");
@@ -96,28 +96,28 @@ static void run(const char *what, const pa_report *r, const char *url, int gzip)
         floor_us[i] = t1 - t0;
         floor_cpu += cpu_us() - c0;
 
-        pc_ush_stats st0, st;
-        pc_ush_get_stats(push, &st0);
+        rp_push_stats st0, st;
+        rp_push_get_stats(push, &st0);
         c0 = cpu_us();
         t0 = now_us();
         page = rp_prom_page(r, &po, &len);
         uint8_t *buf;
         if (rp_otlp_encode(r, &oo, &buf, &bytes) < 0)
             exit(1);
-        pc_ush_submit(push, buf, bytes, NULL);
+        rp_push_submit(push, buf, bytes, NULL);
         t1 = now_us();
         free(page);
         push_us[i] = t1 - t0;
         do { /* until sent: the sending thread's cost falls in this window */
             usleep(50);
-            pc_ush_get_stats(push, &st);
+            rp_push_get_stats(push, &st);
         } while (st.sent + st.rejected == st0.sent + st0.rejected);
         deliver_us[i] = now_us() - t1;
         push_cpu += cpu_us() - c0;
     }
-    pc_ush_stats st;
-    pc_ush_get_stats(push, &st);
-    pc_ush_stop(push, 1000000000ull);
+    rp_push_stats st;
+    rp_push_get_stats(push, &st);
+    rp_push_stop(push, 1000000000ull);
     printf("%-12s | %8.1f | %8.1f (+%.1f) | %8.1f | %7.1f | %7.1f | %zu | %llu/%d\n", what,
            pa_bench_median(floor_us, ROUNDS), pa_bench_median(push_us, ROUNDS),
            pa_bench_median(push_us, ROUNDS) - pa_bench_median(floor_us, ROUNDS),

@@ -75,9 +75,9 @@ int main(void)
     snprintf(spool, sizeof(spool), "%s/spool", dir);
     snprintf(tmp, sizeof(tmp), "%s/delta", dir);
     mkdir(tmp, 0700);
-    pc_ush *push;
-    pc_ush_cfg cfg = {.cmd = "bench", .name = "pyroscope", .url = url, .spool_dir = spool};
-    if (pc_ush_start(&cfg, &push) < 0)
+    rp_push *push;
+    rp_push_cfg cfg = {.cmd = "bench", .name = "pyroscope", .url = url, .spool_dir = spool};
+    if (rp_push_start(&cfg, &push) < 0)
         return 1;
     pc_delta delta = {0};
     static double floor_ms[ROUNDS], push_ms[ROUNDS];
@@ -94,12 +94,12 @@ int main(void)
         bytes = body ? fread(body, 1, (size_t)st.st_size, f) : 0;
         if (f)
             fclose(f);
-        pc_ush_submit(push, body, bytes, NULL);
+        rp_push_submit(push, body, bytes, NULL);
         double t2 = now_ms();
         floor_ms[r] = t1 - t0;
         push_ms[r] = t2 - t1;
     }
-    pc_ush_stop(push, 5000000000ull);
+    rp_push_stop(push, 5000000000ull);
     printf("bench_profile_push: %d call-tree nodes, %d windows\n", FUNCS * FUNCS, ROUNDS);
     printf("window without a push (charging 10,000 samples): %.2f ms\n",
            pa_bench_median(floor_ms, ROUNDS));

@@ -82,16 +82,16 @@ static struct MHD_Daemon *receiver(unsigned port)
     return d;
 }
 
-static void submit(pc_ush *p, const char *text)
+static void submit(rp_push *p, const char *text)
 {
-    ck_assert_int_eq(pc_ush_submit(p, strdup(text), strlen(text), NULL), 0);
+    ck_assert_int_eq(rp_push_submit(p, strdup(text), strlen(text), NULL), 0);
 }
 
-static void wait_sent(pc_ush *p, uint64_t n)
+static void wait_sent(rp_push *p, uint64_t n)
 {
-    pc_ush_stats st;
+    rp_push_stats st;
     for (int i = 0; i < 500; i++) {
-        pc_ush_get_stats(p, &st);
+        rp_push_get_stats(p, &st);
         if (st.sent >= n)
             return;
         usleep(10000);
@@ -115,20 +115,20 @@ START_TEST(test_overflow)
 {
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", pa_test_free_port());
-    pc_ush_cfg cfg = {.cmd = "test", .name = "push", .url = url, .queue_max = 3};
-    pc_ush *p;
-    ck_assert_int_eq(pc_ush_start(&cfg, &p), 0);
+    rp_push_cfg cfg = {.cmd = "test", .name = "push", .url = url, .queue_max = 3};
+    rp_push *p;
+    ck_assert_int_eq(rp_push_start(&cfg, &p), 0);
     char text[16];
     for (int i = 0; i < 10; i++) {
         snprintf(text, sizeof(text), "b%d", i);
         submit(p, text);
     }
-    pc_ush_stats st;
-    pc_ush_get_stats(p, &st);
+    rp_push_stats st;
+    rp_push_get_stats(p, &st);
     ck_assert_uint_eq(st.submitted, 10);
     ck_assert_uint_eq(st.dropped, 7);
     ck_assert_uint_eq(st.queued, 3);
-    pc_ush_stop(p, 0);
+    rp_push_stop(p, 0);
 }
 END_TEST
 
@@ -141,18 +141,18 @@ START_TEST(test_queue_of_one)
     rs.delay_ms = 300;
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", port);
-    pc_ush_cfg cfg = {.cmd = "test", .name = "push", .url = url, .queue_max = 1};
-    pc_ush *p;
-    ck_assert_int_eq(pc_ush_start(&cfg, &p), 0);
+    rp_push_cfg cfg = {.cmd = "test", .name = "push", .url = url, .queue_max = 1};
+    rp_push *p;
+    ck_assert_int_eq(rp_push_start(&cfg, &p), 0);
     submit(p, "first");
     usleep(100000); /* in flight now */
     submit(p, "second");
     submit(p, "third");
     wait_sent(p, 1);
-    pc_ush_stats st;
-    pc_ush_get_stats(p, &st);
+    rp_push_stats st;
+    rp_push_get_stats(p, &st);
     ck_assert_uint_eq(st.dropped, 2);
-    pc_ush_stop(p, 2000000000ull);
+    rp_push_stop(p, 2000000000ull);
     rs.delay_ms = 0;
     MHD_stop_daemon(d);
     ck_assert_int_ge(rs.n, 1);
@@ -169,19 +169,19 @@ START_TEST(test_spool)
     snprintf(spool, sizeof(spool), "%s/spool", dir);
     unsigned port = pa_test_free_port();
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", port);
-    pc_ush_cfg cfg = {.cmd = "test", .name = "push", .url = url, .spool_dir = spool};
-    pc_ush *p;
-    ck_assert_int_eq(pc_ush_start(&cfg, &p), 0);
+    rp_push_cfg cfg = {.cmd = "test", .name = "push", .url = url, .spool_dir = spool};
+    rp_push *p;
+    ck_assert_int_eq(rp_push_start(&cfg, &p), 0);
     submit(p, "one");
     submit(p, "two");
     submit(p, "three");
-    pc_ush_stop(p, 0);
+    rp_push_stop(p, 0);
     ck_assert_uint_eq(files_in(spool), 3);
     struct MHD_Daemon *d = receiver(port);
-    ck_assert_int_eq(pc_ush_start(&cfg, &p), 0);
+    ck_assert_int_eq(rp_push_start(&cfg, &p), 0);
     submit(p, "four");
     wait_sent(p, 4);
-    pc_ush_stop(p, 1000000000ull);
+    rp_push_stop(p, 1000000000ull);
     MHD_stop_daemon(d);
     ck_assert_int_eq(rs.n, 4);
     ck_assert_str_eq(rs.bodies[0], "one");
