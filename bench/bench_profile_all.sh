@@ -21,7 +21,7 @@
 # whose receiver is tests/push_receiver.py on loopback (each push decoded
 # as pprof).  Printed per configuration, medians over rounds (min..max):
 # the profiler's own CPU time (user+sys, /usr/bin/time) as a share of the
-# machine's (CPUs x wall), and the load's work done (loop rounds and short
+# machine's (CPUs x wall), its peak RSS, and the load's work done (loop rounds and short
 # processes) against the round's load alone.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -69,12 +69,13 @@ run() { # config -> "profiler_cpu_s loops shorts"
   case $1 in
     none) echo "0 $(load "$secs")" ;;
     profile)
-      /usr/bin/time -f '%U %S' -o "$tmp/time" "$cli" profile --all --duration "${secs}s" -q \
+      /usr/bin/time -f '%U %S %M' -o "$tmp/time" "$cli" profile --all --duration "${secs}s" -q \
         --push "pyroscope=http://127.0.0.1:$port" --push-spool "$tmp/spool" -o "$tmp/prof" &
       local prof=$!
       local work
       work=$(load "$secs")
       wait "$prof"
+      awk '{print $3}' "$tmp/time" >>"$tmp/rss"
       echo "$(awk '{print $1 + $2}' "$tmp/time") $work" ;;
   esac
 }
@@ -109,4 +110,5 @@ echo "  profiler's own CPU, share of the machine: $share %   target: at most 1 %
 echo "  profiler's own CPU, seconds:              $(echo ${cpu[profile]} | med)"
 echo "  the load's loop work lost beside it:      $loss_l %"
 echo "  the load's short processes lost beside it: $loss_s %"
+echo "  profiler's peak RSS, MiB:                 $(awk '{printf "%.1f\n", $1 / 1024}' "$tmp/rss" | med)"
 echo "  pushes received: $pushes, refused by the receiver: ${bad:-0}"

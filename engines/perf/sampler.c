@@ -35,6 +35,9 @@ typedef struct proc {
     bool maps_read;
     pf_unwinder *uw;      /* --call-graph dwarf */
     bool fault_in_failed; /* its memory cannot be read: not tried again */
+    bool gone;            /* replaced by an exec, or its main thread exited:
+                             its maps and resolved frames are freed at the
+                             end of the window (forget_gone) */
 } proc;
 
 /* In a stored stack, where the user stack's walk ended before its root
@@ -76,6 +79,9 @@ struct pf_engine {
         int at;
     } * gens;
     size_t gencap, ngens;
+    int *gone; /* generations gone since the last window's end */
+    size_t ngone, capgone;
+    size_t gone_since_rebuild;
     uint64_t *wbuf; /* window samples: proc, tid, period, n, scope, ips[n] */
     size_t wn, wcap;
     uint64_t scopes_keep; /* the scope trace's events kept from (ns) */
@@ -145,6 +151,7 @@ void pf_engine_free(pf_engine *e)
     }
     free(e->procs);
     free(e->gens);
+    free(e->gone);
     free(e->wbuf);
     free(e->rec);
     free(e->refs);
@@ -185,7 +192,7 @@ static int proc_find(pf_engine *p, pid_t pid)
     if (!p->gencap)
         return -1;
     int at = p->gens[gen_slot_of(p, pid)].at - 1;
-    return at >= 0 && !p->procs[at].replaced ? at : -1;
+    return at >= 0 && !p->procs[at].replaced && !p->procs[at].gone ? at : -1;
 }
 
 /* Makes generation i pid's latest in the index. */
@@ -210,6 +217,15 @@ static int gen_set(pf_engine *p, pid_t pid, int i)
     return 0;
 }
 
+/* Generation i's memory is freed at the end of the window. */
+static void mark_gone(pf_engine *p, int i)
+{
+    if (p->procs[i].gone || PA__GROW(p->gone, p->capgone, p->ngone + 1, 64) < 0)
+        return;
+    p->procs[i].gone = true;
+    p->gone[p->ngone++] = i;
+}
+
 /* A new generation of pid: a process first seen, an exec (the older
  * generation is replaced), or a fork (copy_from: the parent's maps and
  * name). */
@@ -221,8 +237,10 @@ static int proc_new(pf_engine *p, pid_t pid, int copy_from)
     proc *n = &p->procs[p->nprocs];
     memset(n, 0, sizeof(*n));
     n->pid = pid;
-    if (old >= 0)
+    if (old >= 0) {
         p->procs[old].replaced = true; /* its name stays the pid's */
+        mark_gone(p, old);
+    }
     if (copy_from >= 0) {
         proc *src = &p->procs[copy_from];
         pc_tasks_set_comm(p->tasks, pid, pc_tasks_comm(p->tasks, src->pid));
@@ -682,6 +700,9 @@ static void on_exit_rec(pf_engine *p, const char *r, size_t len)
     pc_thr *t = pc_tasks_thr(p->tasks, (pid_t)pid, (pid_t)tid);
     if (t)
         t->w_exited = true;
+    int gen = pid == tid ? proc_find(p, (pid_t)pid) : -1;
+    if (gen >= 0) /* the process is gone (its leader's exit is its last) */
+        mark_gone(p, gen);
 }
 
 static void on_record(pf_engine *p, const struct perf_event_header *h)
@@ -947,9 +968,74 @@ bool pf_engine_window_has_stacks(const pf_engine *e)
     return e->wn > 0;
 }
 
+/* The cache of resolved frames without the entries of freed generations
+ * (their frames moved into a new pool).  -ENOMEM: the old one kept. */
+static int cache_rebuild(pf_engine *p)
+{
+    uint64_t *nk = calloc(p->ccap * 2, sizeof(*nk));
+    uint32_t *nv = calloc(p->ccap, sizeof(*nv) * 2);
+    pf_frame *pool = malloc((p->npool ? p->npool : 1) * sizeof(*pool));
+    if (!nk || !nv || !pool) {
+        free(nk);
+        free(nv);
+        free(pool);
+        return -ENOMEM;
+    }
+    size_t npool = 0, cn = 0;
+    for (size_t i = 0; i < p->ccap; i++) {
+        if (!p->cvals[2 * i + 1] || p->procs[p->ckeys[2 * i] >> 1].gone)
+            continue;
+        uint64_t h = pa__hash_pair(p->ckeys[2 * i], p->ckeys[2 * i + 1]);
+        size_t q = h & (p->ccap - 1);
+        while (nv[2 * q + 1])
+            q = (q + 1) & (p->ccap - 1);
+        uint32_t n = p->cvals[2 * i + 1];
+        memcpy(&pool[npool], &p->pool[p->cvals[2 * i]], n * sizeof(*pool));
+        nk[2 * q] = p->ckeys[2 * i];
+        nk[2 * q + 1] = p->ckeys[2 * i + 1];
+        nv[2 * q] = (uint32_t)npool;
+        nv[2 * q + 1] = n;
+        npool += n;
+        cn++;
+    }
+    free(p->ckeys);
+    free(p->cvals);
+    free(p->pool);
+    p->ckeys = nk;
+    p->cvals = nv;
+    p->pool = pool;
+    p->npool = npool;
+    p->cappool = p->npool ? p->npool : 1;
+    p->cn = cn;
+    return 0;
+}
+
+/* The maps, unwinders and resolved frames of the generations gone before
+ * this window's end: a whole machine's processes come and go, and a
+ * continuous --all run must not keep them all.  No sample of theirs is
+ * left (the window's are charged; a later sample of their pid finds the
+ * newer generation). */
+static void forget_gone(pf_engine *p)
+{
+    for (size_t k = 0; k < p->ngone; k++) {
+        proc *pr = &p->procs[p->gone[k]];
+        pf_maps_free(&pr->maps);
+        pf_unwinder_free(pr->uw);
+        pr->uw = NULL;
+    }
+    p->gone_since_rebuild += p->ngone;
+    p->ngone = 0;
+    /* the cache is rebuilt when enough entries may be dead, so that its
+     * cost stays proportional to what it frees */
+    if (p->gone_since_rebuild >= 64 && cache_rebuild(p) == 0)
+        p->gone_since_rebuild = 0;
+}
+
 static void window_done(void *self)
 {
-    ((pf_engine *)self)->wn = 0;
+    pf_engine *p = self;
+    p->wn = 0;
+    forget_gone(p);
 }
 
 pc_engine pf_engine_stacks(pf_engine *e)
