@@ -56,6 +56,7 @@ typedef struct host_state {
     char dir[4096];
     uint64_t stale_windows;
     bool have; /* last is a reading counted from */
+    bool seen; /* last is the newest reading (counted or not) */
     host_export last;
     uint64_t last_new_ns;                 /* frame time when last's seq was first seen */
     uint64_t first_seq;                   /* the first host window of this tick's step */
@@ -305,7 +306,7 @@ static int host_sample(pa_module *m, pa_frame *f)
         host_fault(st, f, why);
         return 0;
     }
-    bool fresh = !st->have || x.seq != st->last.seq || strcmp(x.boot_id, st->last.boot_id) ||
+    bool fresh = !st->seen || x.seq != st->last.seq || strcmp(x.boot_id, st->last.boot_id) ||
                  strcmp(x.host_id, st->last.host_id);
     if (!fresh && now - st->last_new_ns > st->stale_windows * x.interval_ns) {
         char what[4400];
@@ -326,7 +327,7 @@ static int host_sample(pa_module *m, pa_frame *f)
     uint64_t first = st->first_seq;
     st->first_seq = x.seq + 1;
     st->last = x;
-    st->have = true;
+    st->have = st->seen = true;
     pa_rapl_reading r[2] = {{.socket = 0, .kind = PA_RAPL_PKG, .energy_uj = st->pkg_total_uj},
                             {.socket = 0, .kind = PA_RAPL_DRAM, .energy_uj = st->dram_total_uj}};
     pa_frame_rapl_set(f, r, x.have_dram ? 2 : 1, "host");
