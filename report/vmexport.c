@@ -213,8 +213,8 @@ static int export_vm(rp_vmexport *x, const pa_report *r, const pa_target_info *t
     s->pkg_uj += t->power.cpu_w * r->interval_s * 1e6;
     if (dram && cpu > 0)
         s->dram_uj += r->dram_w * (t->power.cpu_w / cpu) * r->interval_s * 1e6;
-    uint64_t uj[2] = {(uint64_t)fmod(floor(s->pkg_uj), (double)x->range_uj),
-                      (uint64_t)fmod(floor(s->dram_uj), (double)x->range_uj)};
+    uint64_t uj[2] = {(uint64_t)llround(s->pkg_uj) % x->range_uj,
+                      (uint64_t)llround(s->dram_uj) % x->range_uj};
     snprintf(vmdir, sizeof(vmdir), "%s/%s", x->dir, name);
     int rc = mkdir(vmdir, 0755) < 0 && errno != EEXIST ? -errno : 0;
     if (rc == 0)

@@ -326,6 +326,97 @@ START_TEST(bad_file_refused)
 }
 END_TEST
 
+/* The writer: two VMs of a window (one named "ns/vmi", as KubeVirt's),
+ * their folders' files exact; the next window adds to the counters, a
+ * DRAM zone where the host has DRAM power, and the VM gone loses its
+ * folder.  No temporary file is left. */
+START_TEST(writer_files)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char *root = pa_test_tmpdir(), dir[4200], proc[4400], why[256], host[64] = "";
+    pa_test_write(root, "proc/sys/kernel/random/boot_id", "b00t-1d\n");
+    pa_test_write(root, "rootfs/etc/machine-id", "0123abcd\n");
+    snprintf(dir, sizeof(dir), "%s/export", root);
+    snprintf(proc, sizeof(proc), "%s/proc", root);
+    char rootfs[4200];
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", root);
+    gethostname(host, sizeof(host) - 1);
+    rp_vmexport *x = NULL;
+    ck_assert_int_eq(rp_vmexport_new(&x, dir, proc, rootfs, 10000000, why, sizeof(why)), 0);
+    pa_vm_info v1 = {.name = "web1", .uuid = "u-1", .hypervisor = "qemu", .pid = 10};
+    pa_vm_info v2 = {.name = "ns/vmi", .hypervisor = "qemu", .pid = 20};
+    pa_target_info t[3] = {
+        {.type = PA_TARGET_VM, .vm = &v1, .power = {.cpu_w = 2.0, .total_w = 2.5}},
+        {.type = PA_TARGET_VM, .vm = &v2, .power = {.cpu_w = 1.0, .total_w = 1.0}},
+        {.type = PA_TARGET_VM, .vm = NULL, .power = {.cpu_w = 3.0, .total_w = 3.0}}};
+    pa_report r = {.time_ns = 5000000000ull,
+                   .interval_s = 1.0,
+                   .formula = "cpu-tdp",
+                   .cpu_source = "model",
+                   .ntargets = 3,
+                   .targets = t,
+                   .system = {.cpu_w = 8, .idle_w = 2, .total_w = 10}};
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    char want[1024], *got;
+    snprintf(want, sizeof(want),
+             "# powerapi-vm: this VM's energy as its host attributed it (DESIGN.md 18.1)\n"
+             "version 1\nseq 1\nboot_id b00t-1d\nhost_id 0123abcd\nhost %s\nvm web1\n"
+             "uuid u-1\nhypervisor qemu\nsource modelled\nformula cpu-tdp\n"
+             "components package\ntime_ns 5000000000\ninterval_ns 1000000000\n"
+             "share 0.250000\npower_w 2.000000\npackage_energy_uj 2000000\n"
+             "max_energy_range_uj 10000000\n",
+             host);
+    snprintf(proc, sizeof(proc), "%s/web1/powerapi-vm", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), want);
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/ns_vmi/intel-rapl:0/energy_uj", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "1000000\n");
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0/name", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "package-0\n");
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0/max_energy_range_uj", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "10000000\n");
+    free(got);
+
+    /* window 2: web1 alone, 4.5 W for 2 s (wraps at 10 J), DRAM 1.2 W of
+     * which web1's part is 4.5 / 6 of the host's active CPU power */
+    t[0].power.cpu_w = 4.5;
+    r.ntargets = 1;
+    r.interval_s = 2.0;
+    r.dram_w = 1.2;
+    r.cpu_source = "rapl";
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0/energy_uj", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "1000000\n"); /* 2 + 9 J - 10 J */
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0:0/energy_uj", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "1800000\n"); /* 1.2 x 0.75 x 2 s */
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/web1/powerapi-vm", dir);
+    got = pa_test_slurp(proc);
+    ck_assert_ptr_nonnull(strstr(got, "\nseq 2\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\nsource measured\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\ncomponents package,dram\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\npackage_energy_uj 1000000\ndram_energy_uj 1800000\n"));
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/ns_vmi", dir);
+    struct stat sb;
+    ck_assert_int_lt(stat(proc, &sb), 0); /* gone with its VM */
+    char cmd[4400], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "find '%s' -name '.*.tmp' | wc -l", dir);
+    ck_assert_int_eq(pa_test_run(cmd, &out), 0);
+    ck_assert_str_eq(out, "0\n");
+    free(out);
+    rp_vmexport_free(x);
+    pa_test_rmtree(root);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(stderr, "test_host writer_files: %.3f s\n",
+            (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("host");
@@ -337,6 +428,7 @@ int main(void)
     tcase_add_test(tc, stale_file);
     tcase_add_test(tc, share_gone);
     tcase_add_test(tc, bad_file_refused);
+    tcase_add_test(tc, writer_files);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }
