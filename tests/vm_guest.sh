@@ -10,8 +10,8 @@
 # with dpkg-deb, and its 9p modules are loaded by /init in the order the
 # workplace checked (the package has no modules.dep).  /init mounts the share
 # tagged "hostshare" at /run/powerapi-host, the first mount point the host
-# sensor probes, starts two busy shells whose CPU weights are 3:1 (nice 0 and
-# nice 5: 1024 and 335 in the kernel's table), runs
+# sensor probes, starts two busy shells whose CPU weights are 3:1 (reniced to 1
+# and 6: 820 and 272 in the kernel's table, 3.01:1), runs
 #   powerapi monitor --pid A,B --interval 1s --count $PA_GUEST_WINDOWS --format json
 # with no sensor named (auto picks host-share), prints each line prefixed
 # "PA-GUEST " on the serial console, and powers off.
@@ -49,8 +49,10 @@ mount -t 9p -o trans=virtio,version=9p2000.L hostshare /run/powerapi-host ||
     echo "PA-GUEST-ERROR mount 9p"
 sh -c 'while :; do :; done' &
 A=$!
-nice -n 5 sh -c 'while :; do :; done' &
+sh -c 'while :; do :; done' &
 B=$!
+renice -n 1 -p $A >/dev/null
+renice -n 6 -p $B >/dev/null
 echo "PA-GUEST-PIDS $A $B"
 /powerapi monitor --hwdb /hwdb.txt --pid $A,$B --interval 1s \
     --count "$(cat /windows)" --format json 2>&1 | sed 's/^/PA-GUEST /'
