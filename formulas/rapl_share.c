@@ -354,7 +354,7 @@ static int host_model(share_state *st, const pa_frame_delta *d, pa_power_table *
     double p = n * (PA_CURVE_VCPU_MIN_W + (PA_CURVE_VCPU_MAX_W - PA_CURVE_VCPU_MIN_W) * u);
     pa_table_share_split(d, t, p, p * active_frac(st, d, t));
     pa_table_assume(t,
-                    "host-share: modelled: no reading of the host in this window; the default "
+                    "host-share: modelled: no reading of the host in this window, the default "
                     "curve %.2f-%.2f W per vCPU x %u vCPUs (Cloud Carbon Footprint)",
                     PA_CURVE_VCPU_MIN_W, PA_CURVE_VCPU_MAX_W, n);
     return 0;
