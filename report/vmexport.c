@@ -36,6 +36,7 @@ typedef struct vm_slot {
     char name[256];
     double pkg_uj, dram_uj; /* cumulative, unwrapped */
     bool seen;              /* in this window */
+    bool made, dram_made;   /* its folders and their fixed files written */
 } vm_slot;
 
 struct rp_vmexport {
@@ -137,19 +138,24 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     return 0;
 }
 
-/* One powercap zone: dir/zone/{name,energy_uj,max_energy_range_uj}. */
+/* One powercap zone: dir/zone/{name,energy_uj,max_energy_range_uj}; the
+ * folder and its fixed files only when *made is false (then true). */
 static int write_zone(const rp_vmexport *x, const char *vmdir, const char *zone, const char *name,
-                      uint64_t uj)
+                      uint64_t uj, bool *made)
 {
     char d[4352], buf[64];
     snprintf(d, sizeof(d), "%s/%s", vmdir, zone);
-    if (mkdir(d, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    snprintf(buf, sizeof(buf), "%s\n", name);
-    int rc = write_atomic(d, "name", buf);
-    snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)x->range_uj);
-    if (rc == 0)
-        rc = write_atomic(d, "max_energy_range_uj", buf);
+    int rc = 0;
+    if (!*made) {
+        if (mkdir(d, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        snprintf(buf, sizeof(buf), "%s\n", name);
+        rc = write_atomic(d, "name", buf);
+        snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)x->range_uj);
+        if (rc == 0)
+            rc = write_atomic(d, "max_energy_range_uj", buf);
+        *made = rc == 0;
+    }
     snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)uj);
     return rc ? rc : write_atomic(d, "energy_uj", buf);
 }
@@ -216,16 +222,18 @@ static int export_vm(rp_vmexport *x, const pa_report *r, const pa_target_info *t
     uint64_t uj[2] = {(uint64_t)llround(s->pkg_uj) % x->range_uj,
                       (uint64_t)llround(s->dram_uj) % x->range_uj};
     snprintf(vmdir, sizeof(vmdir), "%s/%s", x->dir, name);
-    int rc = mkdir(vmdir, 0755) < 0 && errno != EEXIST ? -errno : 0;
+    int rc = !s->made && mkdir(vmdir, 0755) < 0 && errno != EEXIST ? -errno : 0;
     if (rc == 0)
-        rc = write_zone(x, vmdir, "intel-rapl:0", "package-0", uj[0]);
+        rc = write_zone(x, vmdir, "intel-rapl:0", "package-0", uj[0], &s->made);
     if (rc == 0 && dram)
-        rc = write_zone(x, vmdir, "intel-rapl:0:0", "dram", uj[1]);
+        rc = write_zone(x, vmdir, "intel-rapl:0:0", "dram", uj[1], &s->dram_made);
     info_text(x, r, t, uj, dram, text, sizeof(text));
     if (rc == 0)
         rc = write_atomic(vmdir, "powerapi-vm", text);
-    if (rc < 0)
+    if (rc < 0) {
         snprintf(why, wl, "--export-vms: %s: %s", vmdir, strerror(-rc));
+        s->made = s->dram_made = false; /* removed under us: made again */
+    }
     return rc;
 }
 
