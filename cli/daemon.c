@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include "otlp_export.h"
+#include "vm_vsock.h"
 #include "vmexport.h"
 #include "vmgroups.h"
 
@@ -41,6 +42,7 @@ typedef struct daemon_state {
     rp_vmgroups *vmg;        /* --vms, --export-vms: the VMs of each window */
     bool vms;                /* --vms: their records published too */
     rp_vmexport *exp;        /* --export-vms: each VM's energy for its guest */
+    cli_vsock *vsock;        /* --export-vsock: the same over AF_VSOCK */
     char exp_err[512];       /* the last export error, said by the main thread */
     int exp_failed;          /* atomic: exp_err holds a new error */
     cli_otlp_args otlp;      /* --otlp: each window pushed too */
@@ -122,10 +124,13 @@ static int start_vms(rp_vmgroups **g, pa_ctx *ctx, const cli_ctx *co)
 
 /* --export-vms DIR: the exporter, DIR made when missing.  0 or the
  * error, told. */
-static int start_export(rp_vmexport **x, const char *dir, const cli_ctx *co)
+static int start_export(rp_vmexport **x, const char *dir, unsigned port, daemon_state *d,
+                        const cli_ctx *co)
 {
     char why[512];
     int rc = rp_vmexport_new(x, dir, co->copts.procfs, co->copts.rootfs, 0, why, sizeof(why));
+    if (rc == 0 && port)
+        rc = cli_vsock_start(*x, port, &d->vsock, why, sizeof(why));
     if (rc < 0)
         cli_error(CMD, "%s", why);
     return rc;
@@ -171,6 +176,7 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
     daemon_state d = {0};
     bool quiet = false, allow_fine_rapl = false;
     const char *export_dir = NULL;
+    unsigned long vsock_port = 0;
     unsigned long capacity = 100, max_targets = 1024;
     const cli_opt opts[] = {
         CLI_OPT_GROUP("Options:"),
@@ -198,6 +204,12 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
                        "DIR/NAME/ (a powercap tree and powerapi-vm,\n"
                        "each window; share DIR/NAME into the guest,\n"
                        "whose 'host' sensor reads it)"),
+        CLI_OPT_UINT(0, "export-vsock", &vsock_port, "PORT",
+                     "also answer each guest connecting over\n"
+                     "AF_VSOCK to this port with its powerapi-vm\n"
+                     "(needs --export-vms; the guest's CID from its\n"
+                     "vhost-vsock device)",
+                     1, 0xfffffffeul),
         CLI_OPT_FLAG(0, "vms", &d.vms,
                      "also publish a record per VM of this host (its\n"
                      "name, its vCPUs' part: '--group-by vm' of the\n"
@@ -244,9 +256,14 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
         cli_error(CMD, "%s", cli_errmsg(rc));
         goto out;
     }
+    if (vsock_port && !export_dir) {
+        status = cli_usage_error(CMD, "--export-vsock needs --export-vms DIR (the windows it "
+                                      "serves are those written there)");
+        goto out;
+    }
     if ((d.vms || export_dir) && (rc = start_vms(&d.vmg, ctx, co)) < 0)
         goto out;
-    if (export_dir && (rc = start_export(&d.exp, export_dir, co)) < 0)
+    if (export_dir && (rc = start_export(&d.exp, export_dir, (unsigned)vsock_port, &d, co)) < 0)
         goto out;
     /* The sampler's first tick primes the readings: the first window is
      * published one interval after start. */
@@ -313,6 +330,7 @@ out:
     cli_otlp_stop(d.pusher);
     pa_ctx_free(ctx);
     rp_vmgroups_free(d.vmg);
+    cli_vsock_stop(d.vsock);
     rp_vmexport_free(d.exp);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */
     sigprocmask(SIG_SETMASK, &old, NULL);

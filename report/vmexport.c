@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +38,14 @@ typedef struct vm_slot {
     double pkg_uj, dram_uj; /* cumulative, unwrapped */
     bool seen;              /* in this window */
     bool made, dram_made;   /* its folders and their fixed files written */
+    pid_t pid;              /* its hypervisor, when its cid was read */
+    unsigned cid;           /* its guest CID (vhost-vsock), 0 none */
+    char text[2048];        /* its last powerapi-vm, for rp_vmexport_send */
 } vm_slot;
 
 struct rp_vmexport {
-    char dir[4096];
+    char dir[4096], procfs[4096];
+    pthread_mutex_t lock; /* the slots, against rp_vmexport_send */
     char boot_id[48], host_id[80], host[64];
     uint64_t range_uj, seq;
     vm_slot *v;
@@ -75,6 +80,8 @@ int rp_vmexport_new(rp_vmexport **out, const char *dir, const char *procfs, cons
     if (!x)
         return snprintf(why, wl, "out of memory"), -ENOMEM;
     snprintf(x->dir, sizeof(x->dir), "%s", dir);
+    snprintf(x->procfs, sizeof(x->procfs), "%s", procfs ? procfs : "/proc");
+    pthread_mutex_init(&x->lock, NULL);
     read_word(procfs ? procfs : "/proc", "sys/kernel/random/boot_id", x->boot_id,
               sizeof(x->boot_id));
     read_word(rootfs ? rootfs : "/", "etc/machine-id", x->host_id, sizeof(x->host_id));
@@ -93,6 +100,7 @@ void rp_vmexport_free(rp_vmexport *x)
 {
     if (!x)
         return;
+    pthread_mutex_destroy(&x->lock);
     free(x->v);
     free(x);
 }
@@ -204,6 +212,56 @@ static void info_text(const rp_vmexport *x, const pa_report *r, const pa_target_
              dram_line, (unsigned long long)x->range_uj);
 }
 
+unsigned rp_vmexport_cid_parse(const char *cmdline, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        const char *a = cmdline + i;
+        size_t n = strnlen(a, len - i);
+        const char *c = strstr(a, "guest-cid=");
+        if (n < len - i && strncmp(a, "vhost-vsock", 11) == 0 && c) {
+            char *end;
+            unsigned long v = strtoul(c + 10, &end, 10);
+            if (end != c + 10 && (*end == ',' || !*end) && v > 2 && v < 0xffffffffu)
+                return (unsigned)v;
+        }
+        i += n + 1;
+    }
+    return 0;
+}
+
+/* The guest CID of VM pid (its command line under procfs), 0 none. */
+static unsigned read_cid(const rp_vmexport *x, pid_t pid)
+{
+    char path[4200], buf[16384];
+    snprintf(path, sizeof(path), "%s/%d/cmdline", x->procfs, (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n > 0 ? rp_vmexport_cid_parse(buf, (size_t)n) : 0;
+}
+
+int rp_vmexport_send(rp_vmexport *x, int fd, unsigned cid)
+{
+    char text[sizeof(((vm_slot *)0)->text)] = "";
+    pthread_mutex_lock(&x->lock);
+    for (size_t i = 0; cid && i < x->n && !text[0]; i++)
+        if (x->v[i].cid == cid)
+            snprintf(text, sizeof(text), "%s", x->v[i].text);
+    pthread_mutex_unlock(&x->lock);
+    if (!text[0])
+        return -ENOENT;
+    size_t len = strlen(text), off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0)
+            return -errno;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
 /* Adds VM record t's window to its counters and writes its folder. */
 static int export_vm(rp_vmexport *x, const pa_report *r, const pa_target_info *t, char *why,
                      size_t wl)
@@ -230,6 +288,11 @@ static int export_vm(rp_vmexport *x, const pa_report *r, const pa_target_info *t
     info_text(x, r, t, uj, dram, text, sizeof(text));
     if (rc == 0)
         rc = write_atomic(vmdir, "powerapi-vm", text);
+    if (s->pid != t->vm->pid) {
+        s->pid = t->vm->pid;
+        s->cid = read_cid(x, s->pid);
+    }
+    snprintf(s->text, sizeof(s->text), "%s", text);
     if (rc < 0) {
         snprintf(why, wl, "--export-vms: %s: %s", vmdir, strerror(-rc));
         s->made = s->dram_made = false; /* removed under us: made again */
@@ -256,7 +319,18 @@ static void remove_tree(const char *dir, int depth)
     rmdir(dir);
 }
 
+static int export_all(rp_vmexport *x, const pa_report *r, char *why, size_t wl);
+
 int rp_vmexport_window(rp_vmexport *x, const pa_report *r, char *why, size_t wl)
+{
+    pthread_mutex_lock(&x->lock);
+    int rc = export_all(x, r, why, wl);
+    pthread_mutex_unlock(&x->lock);
+    return rc;
+}
+
+/* rp_vmexport_window with the slots locked. */
+static int export_all(rp_vmexport *x, const pa_report *r, char *why, size_t wl)
 {
     int first = 0;
     x->seq++;

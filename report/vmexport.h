@@ -36,6 +36,24 @@ void rp_vmexport_free(rp_vmexport *x);
  * why names the file). */
 int rp_vmexport_window(rp_vmexport *x, const pa_report *r, char *why, size_t wl);
 
+/* The same data over AF_VSOCK, for guests without a file share (DESIGN.md
+ * section 18.1): a guest connects to the host (CID 2) on the daemon's
+ * port, the daemon answers with that guest's powerapi-vm text of the last
+ * window and closes.  The guest's CID is read from its QEMU command line
+ * (-device vhost-vsock-pci,guest-cid=N, or vhost-vsock-device), when its
+ * VM is first seen.
+ *
+ * Writes the last window's powerapi-vm text of the VM whose guest CID is
+ * cid into fd (a connected socket).  0; -ENOENT no VM has that CID;
+ * -errno from write.  Thread-safe: a server thread calls it while the
+ * sampler writes windows. */
+int rp_vmexport_send(rp_vmexport *x, int fd, unsigned cid);
+
+/* The guest CID of a QEMU command line (NUL-separated arguments, len
+ * bytes): the decimal guest-cid= of a vhost-vsock device, 0 when none
+ * (CIDs 0-2 are reserved: never a guest's).  Thread-safe (no state). */
+unsigned rp_vmexport_cid_parse(const char *cmdline, size_t len);
+
 /* A VM's folder name: its name with '/' and a leading '.' made '_' (a
  * KubeVirt "ns/vmi"), else its uuid, else "pid-N". */
 void rp_vmexport_dirname(const pa_vm_info *vm, char *buf, size_t len);

@@ -24,14 +24,20 @@
  *
  * Options: path=DIR (the folder; else the first of the usual mount points
  * under the context's rootfs holding powerapi-vm: run/powerapi-host,
- * mnt/powerapi-host, var/lib/powerapi/host), stale=N.
+ * mnt/powerapi-host, var/lib/powerapi/host), vsock=PORT (instead of a
+ * folder: the host's `daemon --export-vsock PORT` answers each connection
+ * to CID 2 with the same text), stale=N.
  */
 #include "powerapi_module.h"
 
 #include <errno.h>
+#include <linux/vm_sockets.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #define HOST_FILE "powerapi-vm"
 #define HOST_VERSION 1
@@ -40,7 +46,7 @@
 static const char *const host_mounts[] = {"run/powerapi-host", "mnt/powerapi-host",
                                           "var/lib/powerapi/host", NULL};
 
-static const char *const host_options[] = {"path", "stale", NULL};
+static const char *const host_options[] = {"path", "vsock", "stale", NULL};
 
 /* One powerapi-vm file (DESIGN.md section 18.1). */
 typedef struct host_export {
@@ -53,7 +59,8 @@ typedef struct host_export {
 } host_export;
 
 typedef struct host_state {
-    char dir[4096];
+    char dir[4096]; /* the folder, or "vsock port N" */
+    unsigned vsock; /* vsock=PORT, else 0 */
     uint64_t stale_windows;
     bool have; /* last is a reading counted from */
     bool seen; /* last is the newest reading (counted or not) */
@@ -161,18 +168,63 @@ static int host_parse(const char *buf, host_export *x, char *why, size_t wl)
     return 0;
 }
 
-/* Reads and parses dir's powerapi-vm: 0, or -errno with why. */
-static int host_read(const char *dir, host_export *x, char *why, size_t wl)
+/* vsock=PORT: the host's answer to a connection to its CID (2) on port,
+ * read whole into buf (NUL-terminated): the bytes, or -errno. */
+static ssize_t vsock_read(unsigned port, char *buf, size_t len)
+{
+    int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct timeval tv = {0, 200000}; /* a tick waits 200 ms at most */
+    setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    struct sockaddr_vm a = {.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_HOST, .svm_port = port};
+    ssize_t n = 0, r = 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        r = -errno;
+    while (r == 0 && (size_t)n < len - 1) {
+        ssize_t k = read(fd, buf + n, len - 1 - (size_t)n);
+        if (k < 0)
+            r = -errno;
+        if (k <= 0)
+            break;
+        n += k;
+    }
+    close(fd);
+    buf[n] = 0;
+    return r < 0 ? r : n;
+}
+
+/* Reads and parses dir's powerapi-vm (or, with a port, the host's answer
+ * over vsock): 0, or -errno with why. */
+static int host_read_from(const char *dir, unsigned port, host_export *x, char *why, size_t wl)
 {
     char buf[4096];
-    ssize_t n = pa_file_read(dir, HOST_FILE, buf, sizeof(buf));
+    ssize_t n =
+        port ? vsock_read(port, buf, sizeof(buf)) : pa_file_read(dir, HOST_FILE, buf, sizeof(buf));
+    char what[880];
+    if (port)
+        snprintf(what, sizeof(what), "vsock port %u of the host (CID 2)", port);
+    else
+        snprintf(what, sizeof(what), "%.800s/" HOST_FILE, dir);
+    if (n < 0 && port)
+        return snprintf(why, wl,
+                        "%.60s: %.60s (run 'powerapi daemon --export-vms DIR --export-vsock %u' on "
+                        "the host, and give this VM a vhost-vsock device)",
+                        what, strerror((int)-n), port),
+               (int)n;
     if (n < 0)
-        return snprintf(why, wl, "%s/" HOST_FILE ": %s", dir, strerror((int)-n)), (int)n;
+        return snprintf(why, wl, "%s: %.100s", what, strerror((int)-n)), (int)n;
     char bad[256];
     int rc = host_parse(buf, x, bad, sizeof(bad));
     if (rc < 0)
-        snprintf(why, wl, "%s/" HOST_FILE ": %s", dir, bad);
+        snprintf(why, wl, "%s: %.140s", what, bad);
     return rc;
+}
+
+static int host_read(const char *dir, host_export *x, char *why, size_t wl)
+{
+    return host_read_from(dir, 0, x, why, wl);
 }
 
 /* The folder: path=, else the first usual mount point with a file that
@@ -222,7 +274,24 @@ static int host_start(pa_module *m, const pa_options *opts)
     if (!st)
         return pa_error_set(-ENOMEM, "host: out of memory");
     char why[1024];
-    int rc = host_find(pa_module_env(m), opts, st->dir, sizeof(st->dir), why, sizeof(why));
+    const char *vs = pa_options_get(opts, "vsock");
+    uint64_t port = 0;
+    int rc;
+    if (vs && (parse_u64(vs, &port) < 0 || port == 0 || port > 0xfffffffeu)) {
+        free(st);
+        return pa_error_set(-EINVAL,
+                            "host: vsock=%s: give the port of the host's 'powerapi "
+                            "daemon --export-vsock PORT'",
+                            vs);
+    }
+    st->vsock = (unsigned)port;
+    if (vs) {
+        snprintf(st->dir, sizeof(st->dir), "vsock port %u", st->vsock);
+        host_export x;
+        rc = host_read_from(st->dir, st->vsock, &x, why, sizeof(why)) < 0 ? -ENODEV : 0;
+    } else {
+        rc = host_find(pa_module_env(m), opts, st->dir, sizeof(st->dir), why, sizeof(why));
+    }
     if (rc < 0) {
         free(st);
         return pa_error_set(rc, "%s%s", strncmp(why, "host:", 5) ? "host: " : "", why);
@@ -299,7 +368,7 @@ static int host_sample(pa_module *m, pa_frame *f)
     uint64_t now = pa_frame_time_ns(f);
     host_export x;
     char why[1024];
-    int rc = host_read(st->dir, &x, why, sizeof(why));
+    int rc = host_read_from(st->dir, st->vsock, &x, why, sizeof(why));
     if (rc < 0) {
         if (!st->in_fault)
             st->gone++;

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -417,6 +418,65 @@ START_TEST(writer_files)
 }
 END_TEST
 
+/* vsock (no /dev/vhost-vsock here: the protocol over a socket pair): the
+ * guest CID from QEMU's command lines, and the daemon's answer to a
+ * connection, the VM's powerapi-vm text byte for byte, nothing for a CID
+ * no VM has. */
+START_TEST(vsock_protocol)
+{
+    static const char cl[] = "qemu-system-x86_64\0-name\0guest=web1\0-device\0"
+                             "vhost-vsock-pci,id=vhost-vsock-pci0,guest-cid=7\0-m\0512";
+    ck_assert_uint_eq(rp_vmexport_cid_parse(cl, sizeof(cl)), 7);
+    static const char mv[] = "qemu-system-x86_64\0-M\0microvm\0-device\0"
+                             "vhost-vsock-device,guest-cid=42";
+    ck_assert_uint_eq(rp_vmexport_cid_parse(mv, sizeof(mv)), 42);
+    static const char none[] = "qemu-system-x86_64\0-device\0virtio-net-pci,guest-cid=9\0"
+                               "-device\0vhost-vsock-pci,guest-cid=2\0-device\0"
+                               "vhost-vsock-pci,guest-cid=5x";
+    ck_assert_uint_eq(rp_vmexport_cid_parse(none, sizeof(none)), 0); /* not vsock, reserved, bad */
+
+    char *root = pa_test_tmpdir(), dir[4200], proc[4200], why[256], path[4400];
+    pa_test_write(root, "proc/10/cmdline", "%s", ""); /* replaced below */
+    snprintf(path, sizeof(path), "%s/proc/10/cmdline", root);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(cl, 1, sizeof(cl), f), sizeof(cl));
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(dir, sizeof(dir), "%s/export", root);
+    snprintf(proc, sizeof(proc), "%s/proc", root);
+    rp_vmexport *x = NULL;
+    ck_assert_int_eq(rp_vmexport_new(&x, dir, proc, root, 0, why, sizeof(why)), 0);
+    pa_vm_info v1 = {.name = "web1", .hypervisor = "qemu", .pid = 10};
+    pa_target_info t = {.type = PA_TARGET_VM, .vm = &v1, .power = {.cpu_w = 2.0, .total_w = 2.0}};
+    pa_report r = {.time_ns = 1,
+                   .interval_s = 1.0,
+                   .formula = "cpu-tdp",
+                   .cpu_source = "model",
+                   .ntargets = 1,
+                   .targets = &t,
+                   .system = {.cpu_w = 4, .total_w = 4}};
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 7), 0);
+    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 8), -ENOENT);
+    close(sv[0]);
+    char got[4096];
+    ssize_t n = 0, k;
+    while ((k = read(sv[1], got + n, sizeof(got) - 1 - (size_t)n)) > 0)
+        n += k;
+    got[n] = 0;
+    close(sv[1]);
+    snprintf(path, sizeof(path), "%s/web1/powerapi-vm", dir);
+    char *want = pa_test_slurp(path);
+    ck_assert_str_eq(got, want);
+    ck_assert_ptr_nonnull(strstr(got, "\npackage_energy_uj 2000000\n"));
+    free(want);
+    rp_vmexport_free(x);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("host");
@@ -429,6 +489,7 @@ int main(void)
     tcase_add_test(tc, share_gone);
     tcase_add_test(tc, bad_file_refused);
     tcase_add_test(tc, writer_files);
+    tcase_add_test(tc, vsock_protocol);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }
