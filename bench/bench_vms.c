@@ -142,7 +142,7 @@ static void guest_read(const char *dir, const char *vmdir, int reads)
     char procfs[4200], sysfs[4200], opt[4700];
     snprintf(procfs, sizeof(procfs), "%s/proc", dir);
     snprintf(sysfs, sizeof(sysfs), "%s/sys", dir);
-    snprintf(opt, sizeof(opt), "path=%s", vmdir);
+    snprintf(opt, sizeof(opt), "path=%s,stale=1000000", vmdir); /* never stale: the counting path */
     pa_ctx_opts o = {.procfs = procfs, .sysfs = sysfs};
     pa_ctx *ctx = NULL;
     if (pa_ctx_new(&ctx, &o) < 0 || pa_module_disable(ctx, "auto") < 0 ||
@@ -155,7 +155,10 @@ static void guest_read(const char *dir, const char *vmdir, int reads)
     char buf[4096];
     for (int i = 0; i < reads; i++) {
         double t0 = now_ms();
-        (void)pa_tick_at(ctx, (uint64_t)(i + 1) * 1000000000ull);
+        if (pa_tick_at(ctx, (uint64_t)(i + 1) * 1000000000ull) < 0) {
+            fprintf(stderr, "bench_vms: guest tick: %s\n", pa_last_error());
+            exit(1);
+        }
         double t1 = now_ms();
         if (pa_file_read(vmdir, "powerapi-vm", buf, sizeof(buf)) < 0)
             exit(1);
