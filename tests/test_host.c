@@ -477,6 +477,27 @@ START_TEST(vsock_protocol)
 }
 END_TEST
 
+/* The daemon's options: --export-vsock without --export-vms is a usage
+ * error; a folder that cannot be made says which and the fix. */
+START_TEST(daemon_option_errors)
+{
+    char cmd[512], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "'%s' daemon --ring pa-host-%d --export-vsock 5000 --count 1 2>&1",
+             CLI_PATH, (int)getpid());
+    ck_assert_int_eq(pa_test_run(cmd, &out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "powerapi daemon: --export-vsock needs --export-vms DIR"));
+    free(out);
+    snprintf(cmd, sizeof(cmd),
+             "'%s' daemon --ring pa-host-%d --export-vms /proc/no/such/folder --count 1 2>&1",
+             CLI_PATH, (int)getpid());
+    ck_assert_int_eq(pa_test_run(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "powerapi daemon: --export-vms /proc/no/such/folder: No such file "
+                              "or directory (give a folder this user may write)") != NULL,
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("host");
@@ -490,6 +511,7 @@ int main(void)
     tcase_add_test(tc, bad_file_refused);
     tcase_add_test(tc, writer_files);
     tcase_add_test(tc, vsock_protocol);
+    tcase_add_test(tc, daemon_option_errors);
     suite_add_tcase(s, tc);
     return pa_test_main(s);
 }
