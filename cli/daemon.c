@@ -10,6 +10,8 @@
  */
 #include "cli.h"
 #include "otlp_export.h"
+#include "vm_vsock.h"
+#include "vmexport.h"
 #include "vmgroups.h"
 
 #include <errno.h>
@@ -37,7 +39,12 @@ typedef struct daemon_state {
     int last_err;            /* atomic: last publish error */
     bool guard_rapl;         /* refuse windows with RAPL-derived figures */
     int refused;             /* atomic: such a window was refused */
-    rp_vmgroups *vmg;        /* --vms: each window's VM records too */
+    rp_vmgroups *vmg;        /* --vms, --export-vms: the VMs of each window */
+    bool vms;                /* --vms: their records published too */
+    rp_vmexport *exp;        /* --export-vms: each VM's energy for its guest */
+    cli_vsock *vsock;        /* --export-vsock: the same over AF_VSOCK */
+    char exp_err[512];       /* the last export error, said by the main thread */
+    int exp_failed;          /* atomic: exp_err holds a new error */
     cli_otlp_args otlp;      /* --otlp: each window pushed too */
     cli_otlp *pusher;
     rp_prom_opts page; /* the series pushed: every one, as serve's */
@@ -66,6 +73,18 @@ static bool rapl_derived(const pa_report *r)
     return false;
 }
 
+/* --export-vms: the window's VM records into their folders; a failure is
+ * kept for the main thread to say (once per new error). */
+static void export_window(daemon_state *d, const pa_report *vr)
+{
+    char why[512];
+    if (rp_vmexport_window(d->exp, vr, why, sizeof(why)) < 0 &&
+        !__atomic_load_n(&d->exp_failed, __ATOMIC_ACQUIRE) && strcmp(why, d->exp_err) != 0) {
+        snprintf(d->exp_err, sizeof(d->exp_err), "%s", why);
+        __atomic_store_n(&d->exp_failed, 1, __ATOMIC_RELEASE);
+    }
+}
+
 static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
 {
     daemon_state *d = user;
@@ -75,8 +94,14 @@ static void publish_cb(pa_ctx *ctx, const pa_report *r, void *user)
         return;
     }
     const pa_report *m = NULL;
-    if (d->vmg && rp_vmgroups_scan(d->vmg, ctx) == 0 && rp_vmgroups_merge(d->vmg, r, &m) == 0)
-        r = m; /* else the window without its VM records */
+    if (d->vmg && rp_vmgroups_scan(d->vmg, ctx) == 0) {
+        if (d->vms && rp_vmgroups_merge(d->vmg, r, &m) == 0)
+            r = m; /* else the window without its VM records */
+        else if (!d->vms && d->exp)
+            rp_vmgroups_report(d->vmg, r, &m);
+        if (m && d->exp)
+            export_window(d, m);
+    }
     int rc = pa_ring_publish(d->w, r);
     cli_otlp_window(d->pusher, r, &d->page);
     if (rc < 0)
@@ -94,6 +119,20 @@ static int start_vms(rp_vmgroups **g, pa_ctx *ctx, const cli_ctx *co)
         rc = rp_vmgroups_scan(*g, ctx);
     if (rc < 0)
         cli_error(CMD, "--vms: %s", cli_errmsg(rc));
+    return rc;
+}
+
+/* --export-vms DIR: the exporter, DIR made when missing.  0 or the
+ * error, told. */
+static int start_export(rp_vmexport **x, const char *dir, unsigned port, daemon_state *d,
+                        const cli_ctx *co)
+{
+    char why[512];
+    int rc = rp_vmexport_new(x, dir, co->copts.procfs, co->copts.rootfs, 0, why, sizeof(why));
+    if (rc == 0 && port)
+        rc = cli_vsock_start(*x, port, &d->vsock, why, sizeof(why));
+    if (rc < 0)
+        cli_error(CMD, "%s", why);
     return rc;
 }
 
@@ -135,7 +174,9 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
     const char *ring = PA_RING_DEFAULT_NAME;
     pa_ring_opts ro = {.capacity = 100, .max_targets = 1024, .mode = 0644};
     daemon_state d = {0};
-    bool quiet = false, allow_fine_rapl = false, vms = false;
+    bool quiet = false, allow_fine_rapl = false;
+    const char *export_dir = NULL;
+    unsigned long vsock_port = 0;
     unsigned long capacity = 100, max_targets = 1024;
     const cli_opt opts[] = {
         CLI_OPT_GROUP("Options:"),
@@ -158,7 +199,18 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
                      "100 ms to a ring others can read (refused by\n"
                      "default: fine-grained energy is a side channel,\n"
                      "CVE-2020-8694)"),
-        CLI_OPT_FLAG(0, "vms", &vms,
+        CLI_OPT_STRING(0, "export-vms", &export_dir, "DIR",
+                       "write each VM's energy for its guest into\n"
+                       "DIR/NAME/ (a powercap tree and powerapi-vm,\n"
+                       "each window; share DIR/NAME into the guest,\n"
+                       "whose 'host' sensor reads it)"),
+        CLI_OPT_UINT(0, "export-vsock", &vsock_port, "PORT",
+                     "also answer each guest connecting over\n"
+                     "AF_VSOCK to this port with its powerapi-vm\n"
+                     "(needs --export-vms; the guest's CID from its\n"
+                     "vhost-vsock device)",
+                     1, 0xfffffffeul),
+        CLI_OPT_FLAG(0, "vms", &d.vms,
                      "also publish a record per VM of this host (its\n"
                      "name, its vCPUs' part: '--group-by vm' of the\n"
                      "readers)"),
@@ -204,7 +256,14 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
         cli_error(CMD, "%s", cli_errmsg(rc));
         goto out;
     }
-    if (vms && (rc = start_vms(&d.vmg, ctx, co)) < 0)
+    if (vsock_port && !export_dir) {
+        status = cli_usage_error(CMD, "--export-vsock needs --export-vms DIR (the windows it "
+                                      "serves are those written there)");
+        goto out;
+    }
+    if ((d.vms || export_dir) && (rc = start_vms(&d.vmg, ctx, co)) < 0)
+        goto out;
+    if (export_dir && (rc = start_export(&d.exp, export_dir, (unsigned)vsock_port, &d, co)) < 0)
         goto out;
     /* The sampler's first tick primes the readings: the first window is
      * published one interval after start. */
@@ -251,6 +310,10 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
             cli_warn_resolution(CMD, ctx, ro.interval_ns);
             res_checked = true;
         }
+        if (__atomic_load_n(&d.exp_failed, __ATOMIC_ACQUIRE)) {
+            cli_error(CMD, "%s (the other VMs are still written)", d.exp_err);
+            __atomic_store_n(&d.exp_failed, 0, __ATOMIC_RELEASE);
+        }
         int e = __atomic_load_n(&d.last_err, __ATOMIC_RELAXED);
         if (e && e != last_reported) {
             cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
@@ -267,6 +330,8 @@ out:
     cli_otlp_stop(d.pusher);
     pa_ctx_free(ctx);
     rp_vmgroups_free(d.vmg);
+    cli_vsock_stop(d.vsock);
+    rp_vmexport_free(d.exp);
     pa_ring_destroy(d.w); /* unlinks: readers hear the daemon stopped */
     sigprocmask(SIG_SETMASK, &old, NULL);
     return status;

@@ -364,7 +364,6 @@ static void draw(top *t)
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
          sort_names[t->sort], t->filter[0] ? " | filter: " : "", t->filter);
     if (r) {
-        bool measured = r->cpu_source && strcmp(r->cpu_source, "rapl") == 0;
         char co2[48] = "", ci[128] = "";
         if (t->carbon_g_per_kwh > 0 &&
             pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
@@ -375,7 +374,7 @@ static void draw(top *t)
              w >= 110 ? "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
                         "energy since start %.1f J (%.0f s)%s"
                       : "System %.2f W  cpu %.2f W (%s)  nic %.2f  idle %.2f  %.1f J in %.0f s%s",
-             r->system.total_w, r->system.cpu_w, measured ? "measured" : "modelled",
+             r->system.total_w, r->system.cpu_w, rp_out_source_words(r->cpu_source),
              r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s, co2);
         if (gpu_comp(r) >= 0)
             line(2, "Formula %s  sensors %s  window %.3f s  gpu %.2f W (%zu device(s))",

@@ -256,6 +256,21 @@ static void split_per_package(const share_state *st, const pa_frame_delta *d, co
     pa_table_set_system_w(t, p, idle_w < 0 ? 0 : idle_w);
 }
 
+/* The active part of the window's power (1 with idle=split, else the busy
+ * fraction of the CPUs). */
+static double active_frac(const share_state *st, const pa_frame_delta *d, pa_power_table *t)
+{
+    if (st->split)
+        return 1;
+    double cap = pa_delta_capacity_s(d);
+    if ((pa_delta_have(d) & PA_HAVE_CPU) && cap > 0) {
+        double u = pa_delta_busy_s(d) / cap;
+        return u < 0 ? 0 : u > 1 ? 1 : u;
+    }
+    pa_table_assume(t, "rapl-share: no CPU busy time, idle=split used");
+    return 1;
+}
+
 static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
 {
     share_state *st = pa_module_priv(m);
@@ -275,16 +290,7 @@ static int share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *
     pa_share_w sw;
     pa_delta_share_weights(d, &sw);
 
-    double frac = 1; /* active part of the package power */
-    if (!st->split) {
-        double cap = pa_delta_capacity_s(d);
-        if ((pa_delta_have(d) & PA_HAVE_CPU) && cap > 0) {
-            double u = pa_delta_busy_s(d) / cap;
-            frac = u < 0 ? 0 : u > 1 ? 1 : u;
-        } else {
-            pa_table_assume(t, "rapl-share: no CPU busy time, idle=split used");
-        }
-    }
+    double frac = active_frac(st, d, t); /* active part of the package power */
     double active = p * frac;
 
     const char *why_sum = r.npkg > 1 ? per_socket_refusal(d, r.pkg, r.npkg) : "";
@@ -332,4 +338,73 @@ const pa_module_ops pa__mod_rapl_share = {
     .component_name = "cpu",
     .auto_rank = 300, /* measured: before every model */
     .fits = share_fits,
+};
+
+/* ---- host-share: the host's measurement, inside a VM ---- */
+
+/* A window without the host's reading (the host sensor's first note of
+ * the run says why): the default per-vCPU curve, as cpu-curve has it on a
+ * VM, split the same way; never counted as measured. */
+static int host_model(share_state *st, const pa_frame_delta *d, pa_power_table *t)
+{
+    double cap = pa_delta_capacity_s(d);
+    double u = cap > 0 ? pa_delta_busy_s(d) / cap : 0;
+    u = u < 0 ? 0 : u > 1 ? 1 : u;
+    unsigned n = pa_delta_ncpus(d);
+    double p = n * (PA_CURVE_VCPU_MIN_W + (PA_CURVE_VCPU_MAX_W - PA_CURVE_VCPU_MIN_W) * u);
+    pa_table_share_split(d, t, p, p * active_frac(st, d, t));
+    pa_table_assume(t,
+                    "host-share: modelled: no reading of the host in this window, the default "
+                    "curve %.2f-%.2f W per vCPU x %u vCPUs (Cloud Carbon Footprint)",
+                    PA_CURVE_VCPU_MIN_W, PA_CURVE_VCPU_MAX_W, n);
+    return 0;
+}
+
+static int host_share_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *t)
+{
+    if (pa_delta_rapl_count(d) == 0) {
+        if (!(pa_delta_interval_s(d) > 0))
+            return pa_error_set(-EINVAL, "host-share: empty window");
+        return host_model(pa_module_priv(m), d, t);
+    }
+    return share_compute(m, d, t);
+}
+
+static int host_share_probe(const pa_env *env, char *why, size_t wl)
+{
+    char tmp[1024];
+    int rc = pa_env_probe(env, "host", tmp, sizeof(tmp));
+    snprintf(why, wl, "%s%s", rc < 0 ? "" : "host-share: measured by ", tmp);
+    return rc;
+}
+
+static int host_share_fits(const pa_env *env, char *why, size_t len)
+{
+    (void)env;
+    snprintf(why, len, "the host exports this VM's energy: measured (host)");
+    return 1;
+}
+
+/* the host's energy for this VM from host; the rest as rapl-share */
+static const char *const host_share_requires[] = {"host", "procfs-cpu", NULL};
+
+const pa_module_ops pa__mod_host_share = {
+    .abi = PA_MODULE_ABI,
+    .name = "host-share",
+    .kind = PA_FORMULA,
+    .component = PA_COMP_CPU,
+    .description = "in a VM: the energy the host measured or modelled for it (host sensor), "
+                   "split as rapl-share splits RAPL's",
+    .options = share_options,
+    .probe = host_share_probe,
+    .start = share_start,
+    .sample = NULL,
+    .compute = host_share_compute,
+    .configure = share_configure,
+    .stop = share_stop,
+    .requires = host_share_requires,
+    .uses = share_uses,
+    .component_name = "cpu",
+    .auto_rank = 350, /* the host's reading of this VM: before RAPL and every model */
+    .fits = host_share_fits,
 };

@@ -9,7 +9,7 @@
  * table.  Every message lives in one arena freed after packing.
  */
 #include "otlp.h"
-#include "output.h" /* rp_out_co2e_g */
+#include "output.h" /* rp_out_co2e_g, rp_out_source_words */
 #include "util.h"
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
@@ -222,10 +222,11 @@ static void point(builder *b, int m, const kv *attrs, size_t n, double value)
     b->pts[m][b->npts[m]++] = p;
 }
 
-/* "measured" when the CPU figure comes from RAPL, else "modelled". */
+/* "measured" when the CPU figure comes from RAPL, "measured (host)" from
+ * the host's measurement of this VM, else "modelled". */
 static const char *source_of(const pa_report *r)
 {
-    return r->cpu_source && strcmp(r->cpu_source, "rapl") == 0 ? "measured" : "modelled";
+    return rp_out_source_words(r->cpu_source);
 }
 
 /* The container, pod or unit a target is in, where known. */

@@ -199,6 +199,15 @@ static void each_assumed_o(const rp_out *o, const char *list,
         fn(arg, a, strlen(a));
 }
 
+const char *rp_out_source_words(const char *cpu_source)
+{
+    if (cpu_source && !strcmp(cpu_source, "rapl"))
+        return "measured";
+    if (cpu_source && !strcmp(cpu_source, "host"))
+        return "measured (host)";
+    return "modelled";
+}
+
 double rp_out_co2e_g(double g_per_kwh, double energy_j)
 {
     double g;
@@ -1028,8 +1037,7 @@ static int table_report(rp_out *o, const pa_report *r, const bool *sel)
         fputs("\033[H\033[2J", f);
     table_clock(o, r, clock, sizeof(clock));
     fprintf(f, "powerapi  %s  window %.2f s  formula %s (%s)  sensors %s\n", clock, r->interval_s,
-            r->formula && *r->formula ? r->formula : "-",
-            !strcmp(src, "rapl") ? "measured" : "modelled",
+            r->formula && *r->formula ? r->formula : "-", rp_out_source_words(src),
             r->sensors && *r->sensors ? r->sensors : "-");
     fprintf(f, "system    %.2f W  (cpu %.2f W, of which idle %.2f W", r->system.total_w,
             r->system.cpu_w, r->system.idle_w);
@@ -1274,7 +1282,7 @@ int rp_out_command_end(rp_out *o, const rp_out_command *c)
             const char *src = c->last->cpu_source ? c->last->cpu_source : "model";
             fprintf(f, "\n formulas %s (cpu %s)\n",
                     c->last->formula && *c->last->formula ? c->last->formula : "-",
-                    !strcmp(src, "rapl") ? "measured by RAPL" : "modelled");
+                    !strcmp(src, "rapl") ? "measured by RAPL" : rp_out_source_words(src));
             each_assumed_o(o, c->last->assumed, table_assumed_item, f);
         }
         fputc('\n', f);

@@ -123,4 +123,9 @@ void rp_out_json_number(FILE *f, double v);
  * was given or the energy is unknown. */
 double rp_out_co2e_g(double g_per_kwh, double energy_j);
 
+/* What a report's cpu_source says in words: "measured" (RAPL), "measured
+ * (host)" (the host's measurement of this VM, the host sensor), else
+ * "modelled".  Thread-safe. */
+const char *rp_out_source_words(const char *cpu_source);
+
 #endif /* PA_REPORT_OUTPUT_H */

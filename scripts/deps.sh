@@ -37,6 +37,20 @@ PKGS=(
   qemu-system-x86        # the live VM test: a real qemu-system-x86_64 -accel tcg, named
 )
 
+# The live VM test's guest kernel (tests/vm_guest.sh): Debian's own, the
+# package linux-image-amd64 depends on, downloaded by apt-get (never
+# installed) into /var/cache/powerapi-tests, once.
+guest_kernel() {
+  local dir=/var/cache/powerapi-tests pkg
+  ls "$dir"/linux-image-*-amd64_*.deb >/dev/null 2>&1 && return 0
+  [ "$(id -u)" -eq 0 ] || { echo "deps: the VM test's kernel needs root to download" >&2; return 0; }
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
+  [ -n "$pkg" ] || { echo "deps: no linux-image-amd64 in apt's lists (apt-get update)" >&2; return 0; }
+  mkdir -p "$dir" && (cd "$dir" && apt-get download -qq "$pkg" 2>/dev/null) ||
+    echo "deps: could not download $pkg (the real VM case of test_live_host will skip)" >&2
+}
+trap guest_kernel EXIT
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

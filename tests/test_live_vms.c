@@ -26,22 +26,6 @@
 
 #define UUID "0badc0de-1234-4321-8abc-0123456789ab"
 
-static pid_t start_qemu(const char *firmware, const char *name)
-{
-    char guest[128];
-    snprintf(guest, sizeof(guest), "guest=%s,debug-threads=on", name);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
-        execlp("qemu-system-x86_64", "qemu-system-x86_64", "-accel", "tcg", "-name", guest, "-uuid",
-               UUID, "-smp", "1", "-m", "16", "-nodefaults", "-display", "none", "-bios", firmware,
-               (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
 /* The VM of pid once its vCPU thread is named (within 5 s), else NULL;
  * *all gets the list (free it). */
 static const pa_vm_info *find_vm(pid_t pid, pa_vm_info **all)
@@ -74,17 +58,9 @@ START_TEST(test_live_qemu_named)
         return;
     }
     char *dir = pa_test_tmpdir();
-    char fw[4096], name[64];
-    snprintf(fw, sizeof(fw), "%s/spin.bin", dir);
-    static unsigned char rom[65536];
-    rom[sizeof(rom) - 16] = 0xeb; /* at the reset vector: jmp $ */
-    rom[sizeof(rom) - 15] = 0xfe;
-    FILE *f = fopen(fw, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(rom, 1, sizeof(rom), f), sizeof(rom));
-    ck_assert_int_eq(fclose(f), 0);
+    char name[64];
     snprintf(name, sizeof(name), "pa-live-%d", (int)getpid());
-    pid_t q = start_qemu(fw, name);
+    pid_t q = pa_test_qemu_spin(dir, name, UUID, NULL);
 
     pa_vm_info *all = NULL;
     const pa_vm_info *v = find_vm(q, &all);

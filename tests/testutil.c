@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -240,4 +242,38 @@ unsigned pa_test_free_port(void)
     ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     close(fd);
     return ntohs(a.sin_port);
+}
+
+pid_t pa_test_qemu_spin(const char *dir, const char *name, const char *uuid,
+                        const char *const *extra)
+{
+    char fw[4096], guest[160];
+    snprintf(fw, sizeof(fw), "%s/spin.bin", dir);
+    static unsigned char rom[65536];
+    rom[sizeof(rom) - 16] = 0xeb; /* at the reset vector: jmp $ */
+    rom[sizeof(rom) - 15] = 0xfe;
+    FILE *f = fopen(fw, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(rom, 1, sizeof(rom), f), sizeof(rom));
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(guest, sizeof(guest), "guest=%s,debug-threads=on", name);
+    const char *argv[64] = {
+        "qemu-system-x86_64", "-accel",   "tcg",  "-name", guest, "-smp", "1", "-m", "16",
+        "-nodefaults",        "-display", "none", "-bios", fw};
+    size_t n = 14;
+    if (uuid) {
+        argv[n++] = "-uuid";
+        argv[n++] = uuid;
+    }
+    for (size_t i = 0; extra && extra[i] && n < 63; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
 }

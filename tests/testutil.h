@@ -45,6 +45,13 @@ void pa_test_cli_free(pa_test_cli_run *r);
 /* A loopback TCP port that nobody listens on (bound, then closed): for a
  * receiver to start there later, or a connection to be refused. */
 unsigned pa_test_free_port(void);
+/* A qemu-system-x86_64 (TCG) named -name guest=name,debug-threads=on with
+ * -uuid uuid (NULL: none), whose firmware, written into dir, is a reset
+ * vector's `jmp $`: its one vCPU spins, no kernel, no disk, a second to
+ * start (test_live_vms, test_live_host).  extra: further arguments, NULL-
+ * terminated (NULL: none).  The process dies with the test (PDEATHSIG). */
+pid_t pa_test_qemu_spin(const char *dir, const char *name, const char *uuid,
+                        const char *const *extra);
 /* Runs a suite and returns the process exit status. */
 int pa_test_main(Suite *s);
 

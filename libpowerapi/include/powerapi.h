@@ -941,6 +941,10 @@ void pa_module_errorf(pa_module *m, const char *fmt, ...) __attribute__((format(
 const char *pa_env_procfs(const pa_env *env);
 const char *pa_env_sysfs(const pa_env *env);
 const char *pa_env_devfs(const pa_env *env);
+/* The root the context was given for files of the running system beyond
+ * procfs and sysfs (pa_ctx_opts.rootfs; "/" by default): where a module
+ * looks for configuration files and mount points (since 0.5). */
+const char *pa_env_rootfs(const pa_env *env);
 /* The hardware database and calibration file the context was given
  * (pa_ctx_opts.hwdb, pa_ctx_set_calibration), or NULL (since 0.2). */
 const char *pa_env_hwdb(const pa_env *env);

@@ -44,8 +44,10 @@ int pa_error_set(int err, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Probes the module named name (built-in or registered in env's
  * context) on env, as its probe callback does: 0, or its negative errno
  * with the reason in why; -ENOENT when no module has that name (why
- * says so).  For a formula whose probe is its sensor's ("rapl-share:
- * measured by rapl: ...").  Context-safe: call it from a probe. */
+ * says so); 0 for a sensor enabled in env's context and not failing (it
+ * runs, with the options it was given).  For a formula whose probe is its
+ * sensor's ("rapl-share: measured by rapl: ...").  Context-safe: call it
+ * from a probe. */
 int pa_env_probe(const pa_env *env, const char *name, char *why, size_t len);
 
 /* ---- frames (sensors) ---- */

@@ -36,6 +36,7 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     const char *procfs = opts && opts->procfs ? opts->procfs : "/proc";
     const char *sysfs = opts && opts->sysfs ? opts->sysfs : "/sys";
     const char *devfs = opts && opts->devfs ? opts->devfs : "/dev";
+    const char *rootfs = opts && opts->rootfs ? opts->rootfs : "/";
     const char *hwdb = opts && opts->hwdb ? opts->hwdb : getenv("POWERAPI_HWDB");
     int rc = check_dir("procfs", procfs);
     if (rc == 0)
@@ -50,14 +51,16 @@ int pa_ctx_new(pa_ctx **out, const pa_ctx_opts *opts)
     ctx->procfs = strdup(procfs);
     ctx->sysfs = strdup(sysfs);
     ctx->devfs = strdup(devfs);
+    ctx->rootfs = strdup(rootfs);
     ctx->hwdb = hwdb && *hwdb ? strdup(hwdb) : NULL;
     ctx->cgcache = pa__cgcache_new(opts ? opts->rootfs : NULL);
-    if (!ctx->procfs || !ctx->sysfs || !ctx->devfs || !ctx->cgcache ||
+    if (!ctx->procfs || !ctx->sysfs || !ctx->devfs || !ctx->rootfs || !ctx->cgcache ||
         (hwdb && *hwdb && !ctx->hwdb))
         goto fail;
     ctx->env.procfs = ctx->procfs;
     ctx->env.sysfs = ctx->sysfs;
     ctx->env.devfs = ctx->devfs;
+    ctx->env.rootfs = ctx->rootfs;
     ctx->env.hwdb = ctx->hwdb;
     ctx->env.ctx = ctx;
     if (pa__comp_init(ctx) < 0)
@@ -79,6 +82,7 @@ fail:
     free(ctx->procfs);
     free(ctx->sysfs);
     free(ctx->devfs);
+    free(ctx->rootfs);
     free(ctx->hwdb);
     free(ctx);
     return pa__err(-ENOMEM, "pa_ctx_new: out of memory");
@@ -131,6 +135,7 @@ void pa_ctx_free(pa_ctx *ctx)
     free(ctx->procfs);
     free(ctx->sysfs);
     free(ctx->devfs);
+    free(ctx->rootfs);
     free(ctx->hwdb);
     free(ctx->calibration);
     free(ctx);

@@ -483,7 +483,13 @@ static int build_report(pa_ctx *ctx, const pa_frame_delta *d, const pa_power_tab
     r->system = ctx->sys_power;
     join_names(ctx->rformula, sizeof(ctx->rformula), ctx->modules, PA_FORMULA, ctx->tick);
     join_names(ctx->rsensors, sizeof(ctx->rsensors), ctx->modules, PA_SENSOR, ctx->tick);
-    snprintf(ctx->rsource, sizeof(ctx->rsource), "%s", tab->measured ? "rapl" : "model");
+    /* "host": the host's measurement of this VM (the host sensor, DESIGN.md
+     * section 18.2), split by the same formula as RAPL's */
+    const char *rapl_path = ctx->sys[ctx->sys_cur].rapl_path;
+    snprintf(ctx->rsource, sizeof(ctx->rsource), "%s",
+             !tab->measured               ? "model"
+             : !strcmp(rapl_path, "host") ? "host"
+                                          : "rapl");
     snprintf(ctx->rassumed, sizeof(ctx->rassumed), "%s", tab->assumed);
     r->formula = ctx->rformula;
     r->sensors = ctx->rsensors;

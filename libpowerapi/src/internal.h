@@ -210,6 +210,7 @@ typedef struct pa_watch {
 
 struct pa_env {
     const char *procfs, *sysfs, *devfs, *hwdb;
+    const char *rootfs;      /* pa_ctx_opts.rootfs, "/" by default */
     const char *calibration; /* pa_ctx_set_calibration, or NULL */
     pa_ctx *ctx;
 };
@@ -327,7 +328,7 @@ typedef struct pa_cgroup_ctr {
 struct pa_ctx {
     pthread_mutex_t lock; /* everything below; held during a tick */
     pa_env env;
-    char *procfs, *sysfs, *devfs, *hwdb, *calibration;
+    char *procfs, *sysfs, *devfs, *rootfs, *hwdb, *calibration;
     struct pa__cgcache *cgcache; /* names of cgroups (cgnames.c) */
 
     /* components: comp_names[k] is id k + 1 ("cpu", "nic", then those

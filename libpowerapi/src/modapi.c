@@ -51,6 +51,11 @@ const char *pa_env_devfs(const pa_env *env)
     return env->devfs;
 }
 
+const char *pa_env_rootfs(const pa_env *env)
+{
+    return env->rootfs;
+}
+
 const char *pa_env_hwdb(const pa_env *env)
 {
     return env->hwdb;

@@ -30,9 +30,12 @@ int pa_env_probe(const pa_env *env, const char *name, char *why, size_t len)
         snprintf(why, len, "no module named '%s'", name);
         return -ENOENT;
     }
-    if (!ops->probe) {
+    /* a sensor already running (with the options it was given: host's
+     * path=) answers for itself */
+    const pa_module *m = pa__mod_find(env->ctx, name);
+    if (!ops->probe || (m && ops->kind == PA_SENSOR && m->fail_count == 0)) {
         if (len)
-            why[0] = '\0';
+            snprintf(why, len, ops->probe ? "%s: enabled" : "", name);
         return 0;
     }
     return ops->probe(env, why, len);

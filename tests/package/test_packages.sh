@@ -195,7 +195,7 @@ uid_d=64901 uid_r=64902 uid_x=64903
     # shellcheck disable=SC2086 # split like systemd's $VAR
     exec setpriv --reuid=$uid_d --regid=$uid_d --groups="$gid" --inh-caps=-all \
         env -i PATH="$CLEANPATH" /usr/bin/powerapi daemon --quiet --ring "$ring" --group powerapi \
-        --interval "$POWERAPI_INTERVAL" $POWERAPI_MODULES $POWERAPI_DAEMON_OPTIONS --count 30
+        --interval "$POWERAPI_INTERVAL" $POWERAPI_MODULES $POWERAPI_DAEMON_OPTIONS $POWERAPI_EXPORT_OPTIONS --count 30
 ) &
 pids+=($!)
 for _ in $(seq 50); do
