@@ -301,14 +301,14 @@ static int platform_compute(pa_module *m, const pa_frame_delta *d, pa_power_tabl
     split_active(s, d, t, plat - idle, own, sys_weight);
     pa_table_set_system_w(t, plat, idle);
     put_devices(s, t, r, key, wall, plat, idle, sec);
-    pa_table_assume(t, "platform = wall %.2f W (%s: %s; %s, %.2f s old%s) less %s", wall, key,
+    pa_table_assume(t, "platform = wall %.2f W (%s: %s, %s, %.2f s old%s) less %s", wall, key,
                     r->meter, r->how, r->age_s, lag > 0 ? ", behind the window" : "", desc);
     if (others > wall)
         pa_table_assume(t,
                         "platform: the components account for %.2f W above the wall: "
                         "platform 0 W",
                         others - wall);
-    pa_table_assume(t, "platform: idle %.2f W (%s); active split %s", idle,
+    pa_table_assume(t, "platform: idle %.2f W (%s), active split %s", idle,
                     s->idle_opt >= 0  ? "idle= option"
                     : s->quiet_w >= 0 ? "its lowest with the CPUs under 5 % busy"
                                       : "not seen quiet yet: none",
