@@ -1,11 +1,12 @@
 /*
  * wall.h - what the whole machine's meters hand the platform formula
  * (formulas/platform.c; issue 46, DESIGN.md section 19): the acpi-power
- * sensor (hwmon power_meter), redfish (a BMC's Redfish service) and
- * http-meter (a smart plug's or PDU's JSON or Prometheus reading) put a
- * pa_wall_reading in the frame under their own name.  Their parsers
- * (fuzzed: tests/fuzz/fuzz_wall.c) and the HTTP poller they share
- * (sensors/wall.c).  Public module API only.
+ * sensor (hwmon power_meter), ipmi (DCMI through the kernel's IPMI
+ * device), redfish (a BMC's Redfish service) and http-meter (a smart
+ * plug's or PDU's JSON or Prometheus reading) put a pa_wall_reading in
+ * the frame under their own name.  Their parsers
+ * (fuzzed: tests/fuzz/fuzz_wall.c), the IPMI reader (sensors/ipmi.c) and
+ * the poller they share (sensors/wall_http.c).  Public module API only.
  */
 #ifndef PA_SENSORS_WALL_H
 #define PA_SENSORS_WALL_H
@@ -55,6 +56,42 @@ int pa_wall_hwmon_value(const char *text, unsigned long long *out);
  * into avg_s), the meters named in r->meter.  Their count (0: none), or
  * -errno with why. */
 int pa_wall_acpi_read(const char *sysfs, pa_wall_reading *r, char *why, size_t len);
+
+/* ---- IPMI DCMI (sensors/ipmi.c) ---- */
+
+/* DCMI "Get Power Reading" (DCMI 1.5 section 6.6.1, NetFn 0x2C, command
+ * 0x02, mode 1: system power statistics), as the BMC answers it. */
+typedef struct pa_dcmi_power {
+    unsigned cur_w, min_w, max_w, avg_w; /* over the statistics period */
+    uint32_t bmc_time_s;                 /* the BMC's timestamp of the reading */
+    uint32_t period_ms;                  /* the statistics reporting period */
+    int active;                          /* power measurement active (state bit 6) */
+} pa_dcmi_power;
+
+/* Parses a response's bytes (completion code first, as the kernel hands
+ * them): 0, -EINVAL (short, or not the DCMI group 0xDC), -EIO (a
+ * completion code other than 0: *code gets it, when code is not NULL),
+ * -ENODATA (the measurement is not active).  Pure. */
+int pa_dcmi_power_parse(const uint8_t *b, size_t n, pa_dcmi_power *out, int *code);
+
+/* The calls the IPMI reader makes on the kernel's device (open, ioctl,
+ * poll, close); NULL: the system's.  A test or fuzz target gives its own,
+ * answering as a BMC would (there is no /dev/ipmi0 on the development
+ * machines). */
+struct pollfd;
+typedef struct pa_ipmi_fns {
+    int (*open)(const char *path, int flags);
+    int (*ioctl)(int fd, unsigned long req, void *arg);
+    int (*poll)(struct pollfd *fds, unsigned long n, int timeout_ms);
+    int (*close)(int fd);
+} pa_ipmi_fns;
+/* One DCMI power reading from device (/dev/ipmi0) through the kernel's
+ * ioctl interface (IPMICTL_SEND_COMMAND, IPMICTL_RECEIVE_MSG_TRUNC),
+ * waiting at most timeout_s: 0, or -errno with why naming the device,
+ * the cause and the fix (absent: load ipmi_devintf and ipmi_si; EACCES:
+ * its permission; a completion code: named).  Thread-safe. */
+int pa_ipmi_dcmi_read(const pa_ipmi_fns *fns, const char *device, double timeout_s,
+                      pa_dcmi_power *out, char *why, size_t len);
 
 /* ---- HTTP, polled on a thread of its own (libcurl, dlopen'd) ---- */
 
