@@ -14,6 +14,11 @@ every case:
   /slow/redfish/...       answers after 3 s (a BMC that stalls)
   /fail/redfish/...       HTTP 500
 
+and, for the http-meter sensor, a smart plug and a PDU:
+
+  /plug/N                 Tasmota's JSON: {"StatusSNS":{"ENERGY":{"Power":N}}}
+  /metrics/N              Prometheus text: outlet 1 at 20 W, outlet 3 at N W
+
 Usage: redfish_standin.py DIR   (DIR: made if absent; gets ca.pem, the
 credentials file, port, pid and log).  Prints the port and returns once the
 service listens; the service runs in the background until its pid is killed.
@@ -73,6 +78,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             mode, path = m.group(1), m.group(2)
         if self.headers.get("Authorization") != AUTH:
             return self.answer(401, {"error": "authentication required"})
+        m = re.match(r"^/(plug|metrics)/([0-9.]+)$", path)
+        if m and m.group(1) == "plug":
+            return self.answer(200, {"StatusSNS": {"ENERGY": {"Power": float(m.group(2))}}})
+        if m:
+            text = ("# HELP pdu_outlet_power_watts An outlet's power.\n"
+                    "# TYPE pdu_outlet_power_watts gauge\n"
+                    'pdu_outlet_power_watts{outlet="1"} 20\n'
+                    'pdu_outlet_power_watts{outlet="3"} %s\n' % m.group(2)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            return self.wfile.write(text)
         if mode == "slow":
             time.sleep(3)
         if mode == "fail":

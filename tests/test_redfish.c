@@ -216,6 +216,59 @@ START_TEST(certificates)
 }
 END_TEST
 
+/* http-meter on the same service: a smart plug's JSON (Tasmota's path)
+ * and a PDU outlet's Prometheus series in mW (scale=0.001), each 150 W
+ * with RAPL at 45 W: platform 105 W; a path that is absent is named. */
+START_TEST(http_meter)
+{
+    const char *cases[][2] = {
+        {"/plug/150", "path=StatusSNS.ENERGY.Power"},
+        {"/metrics/150000", "metric=pdu_outlet_power_watts{outlet=\"3\"},scale=0.001"},
+        {"/plug/150", "path=StatusSNS.ENERGY.Watts"}};
+    for (int c = 0; c < 3; c++) {
+        bench b;
+        memset(&b, 0, sizeof(b));
+        b.root = pa_test_fixture_copy("rapl-server2s");
+        b.ctx = pa_test_ctx(b.root);
+        b.pkg0 = 100000000;
+        b.busy = 100000;
+        b.u100 = 1200;
+        ck_assert_int_eq(pa_module_enable(b.ctx, "procfs-cpu", NULL), 0);
+        ck_assert_int_eq(pa_module_enable(b.ctx, "rapl", NULL), 0);
+        ck_assert_int_eq(pa_module_enable(b.ctx, "rapl-share", NULL), 0);
+        ck_assert_int_eq(pa_module_enable(b.ctx, "platform", NULL), 0);
+        char o[2048], why[512] = "";
+        snprintf(o, sizeof(o), "url=%s%s,%s,credentials=%s,cacert=%s,period=0.2", base, cases[c][0],
+                 cases[c][1], cred, ca);
+        int rc = pa_module_enable(b.ctx, "http-meter", o);
+        ck_assert_msg(rc == 0, "%s", pa_last_error());
+        pa_report *r = NULL;
+        double w = -1;
+        for (double t0 = now_s(); now_s() - t0 < 3 && w < 0 && !why[0];) {
+            bench_step(&b);
+            if (pa_report_get(b.ctx, &r) < 0)
+                continue; /* the first tick only primes */
+            for (size_t i = 0; i < r->ndevices; i++)
+                if (!strcmp(r->devices[i].component, "wall"))
+                    w = r->devices[i].power_w;
+            for (size_t k = 0; w >= 0 && k < r->ncomponents; k++)
+                if (!strcmp(r->component_names[k], "platform"))
+                    ck_assert_double_eq_tol(r->system_component_w[k], 105, TOL);
+            pa_report_free(r);
+            pa_module_info mi;
+            ck_assert_int_eq(pa_module_get(b.ctx, "http-meter", &mi), 0);
+            snprintf(why, sizeof(why), "%s", mi.why);
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+        }
+        if (c < 2)
+            ck_assert_msg(fabs(w - 150) < TOL, "%s: %g W (%s)", cases[c][0], w, why);
+        else
+            ck_assert_msg(strstr(why, "StatusSNS.ENERGY.Watts absent"), "%s", why);
+        bench_close(&b);
+    }
+}
+END_TEST
+
 /* A failing BMC (HTTP 500) is named; a slow one (3 s an answer, timeout
  * 1 s) never stalls a tick: every tick returns in under 100 ms while the
  * poll hangs, and the module then says it timed out. */
@@ -267,6 +320,7 @@ int main(void)
     tcase_add_test(tc, credentials);
     tcase_add_test(tc, certificates);
     tcase_add_test(tc, failing_and_slow_bmc);
+    tcase_add_test(tc, http_meter);
     suite_add_tcase(s, tc);
     int rc = pa_test_main(s);
     char pidf[4300];
