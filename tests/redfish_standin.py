@@ -3,7 +3,7 @@
 the README (issue 46; DESIGN.md section 19).
 
 Serves DMTF's public-rackmount1 mockup (tests/fixtures/redfish, BSD-3-Clause,
-its LICENSE.md beside it) over HTTPS with a certificate of a test CA made
+its licence in fixtures/redfish/LICENSE.md) over HTTPS with a certificate of a test CA made
 here with openssl, HTTP Basic authentication (user "powerapi", password
 "secret"), and modes chosen by a path prefix, so that one service answers
 every case:
