@@ -303,6 +303,9 @@ static int platform_compute(pa_module *m, const pa_frame_delta *d, pa_power_tabl
     put_devices(s, t, r, key, wall, plat, idle, sec);
     pa_table_assume(t, "platform = wall %.2f W (%s: %s, %s, %.2f s old%s) less %s", wall, key,
                     r->meter, r->how, r->age_s, lag > 0 ? ", behind the window" : "", desc);
+    if (!pa_table_measured_get(t, NULL))
+        pa_table_assume(t, "platform: cpu modelled (no RAPL): the wall is the measured total, "
+                           "the models only split it");
     if (others > wall)
         pa_table_assume(t,
                         "platform: the components account for %.2f W above the wall: "
