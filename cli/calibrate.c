@@ -25,7 +25,7 @@ static const char calibrate_about[] =
     "--calibration FILE,\n$POWERAPI_CALIBRATION).\n";
 
 typedef struct opts {
-    const char *output, *windows, *frequencies;
+    const char *output, *windows, *frequencies, *wall;
     uint64_t step, settle, window, validate;
     unsigned long reps, levels;
 } opts;
@@ -165,6 +165,28 @@ static int set_validate(void *v, const char *cmd, const char *arg)
     return cli_opt_duration(cmd, &any, arg, v);
 }
 
+/* What the curve is measured against: RAPL, or the whole machine's meter
+ * (SENSOR[:OPTS]) with the platform formula that reads it. */
+static int enable_truth(pa_ctx *ctx, const char *wall)
+{
+    int rc = pa_module_enable(ctx, "procfs-cpu", NULL);
+    if (rc < 0 || !wall)
+        return rc < 0 ? rc
+               : (rc = pa_module_enable(ctx, "rapl", NULL)) < 0
+                   ? rc
+                   : pa_module_enable(ctx, "rapl-share", NULL);
+    char name[64];
+    const char *colon = strchr(wall, ':');
+    snprintf(name, sizeof(name), "%.*s", (int)(colon ? colon - wall : (long)strlen(wall)), wall);
+    if ((rc = pa_module_enable(ctx, name, colon ? colon + 1 : NULL)) < 0)
+        return rc;
+    /* the cpu component stays at 0 W (cpu-tdp's figure is not used):
+     * platform is then the whole wall */
+    if ((rc = pa_module_disable(ctx, "auto")) < 0)
+        return rc;
+    return pa_module_enable(ctx, "platform", "split=none");
+}
+
 int cli_calibrate(int argc, char **argv)
 {
     opts o = {.step = 5000000000ull,
@@ -211,6 +233,10 @@ int cli_calibrate(int argc, char **argv)
                          "min,mid,max; none: current frequency only);\n"
                          "restored after",
                          set_frequencies),
+        CLI_OPT_STRING(0, "wall", &o.wall, "SENSOR[:OPTS]",
+                       "measure against the whole machine's meter\n"
+                       "instead of RAPL (acpi-power, ipmi, redfish:url=...,\n"
+                       "http-meter:url=...): the curve is the machine's"),
         CLI_OPT_CONTEXT(&co, CLI_CTXOPT_ROOTS),
         CLI_OPT_END,
     };
@@ -228,10 +254,12 @@ int cli_calibrate(int argc, char **argv)
     int rc = cli_ctx_create(&co, CMD, &ctx);
     if (rc != 0)
         return rc;
-    if ((rc = pa_module_enable(ctx, "procfs-cpu", NULL)) < 0 ||
-        (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
-        (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {
-        cli_error(CMD, "needs RAPL to measure the curve: %s", cli_errmsg(rc));
+    if ((rc = enable_truth(ctx, o.wall)) < 0) {
+        if (o.wall)
+            cli_error(CMD, "--wall %s: %s", o.wall, cli_errmsg(rc));
+        else
+            cli_error(CMD, "needs RAPL to measure the curve (or a wall meter: --wall): %s",
+                      cli_errmsg(rc));
         pa_ctx_free(ctx);
         return CLI_EXIT_FAIL;
     }
