@@ -18,11 +18,12 @@ static const char *CMD = "calibrate";
 
 static const char calibrate_about[] =
     "\n"
-    "Measures this machine's load-power curve with RAPL (a ladder of "
-    "duty-cycle\nloads: idle, 10 %% .. 100 %% of all CPUs), validates it on "
-    "a random walk of\nload, and writes the calibration file that the "
-    "cpu-curve formula reads\n(monitor/top/serve/daemon/profile/modules "
-    "--calibration FILE,\n$POWERAPI_CALIBRATION).\n";
+    "Measures this machine's load-power curve with RAPL, or with the whole\n"
+    "machine's meter (--wall), on a ladder of duty-cycle loads (idle, 10 %% ..\n"
+    "100 %% of all CPUs), validates it on a random walk of load, and writes the\n"
+    "calibration file that the cpu-curve formula reads\n"
+    "(monitor/top/serve/daemon/profile/modules --calibration FILE,\n"
+    "$POWERAPI_CALIBRATION).\n";
 
 typedef struct opts {
     const char *output, *windows, *frequencies, *wall;
@@ -45,13 +46,18 @@ static void note(void *arg, const char *msg)
 }
 
 /* The curve's table and plot, and each frequency's points. */
-static void print_curve(const pa_calibrate_curve_result *r)
+static void print_curve(const pa_calibrate_curve_result *r, const char *wall)
 {
     const pa_curve *c = &r->curve;
     double wmax = c->watts[c->n - 1];
     for (size_t k = 0; k < c->n; k++)
         wmax = c->watts[k] > wmax ? c->watts[k] : wmax;
-    printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c->match, r->ncpus, "+DRAM");
+    if (wall)
+        printf("calibration of '%s' (%u CPUs), the whole machine's power (--wall %s)\n\n", c->match,
+               r->ncpus, wall);
+    else
+        printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c->match, r->ncpus,
+               "+DRAM");
     printf("%7s %9s %9s  %s\n", "LOAD %", "WATTS", "RESID W", "PLOT");
     for (size_t k = 0; k < c->n; k++) {
         int bar = wmax > 0 ? (int)(40 * c->watts[k] / wmax + 0.5) : 0;
@@ -131,7 +137,7 @@ static int run(pa_ctx *ctx, const opts *o, const char *sysfs)
         pa_calibrate_free(cal);
         return CLI_EXIT_FAIL;
     }
-    print_curve(&r);
+    print_curve(&r, o->wall);
     if ((rc = pa_calibrate_validate(cal, &r.curve, &v)) < 0) {
         cli_error(CMD, "%s", cli_errmsg(rc));
         pa_calibrate_free(cal);
@@ -140,8 +146,9 @@ static int run(pa_ctx *ctx, const opts *o, const char *sysfs)
     if (v.windows)
         printf("\nvalidation (random walk of load, %zu windows of 1 s): "
                "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
-               "%% (model %.1f J, RAPL %.1f J)\n",
-               v.windows, v.mean_pct, v.p95_pct, v.energy_pct, v.model_j, v.measured_j);
+               "%% (model %.1f J, %s %.1f J)\n",
+               v.windows, v.mean_pct, v.p95_pct, v.energy_pct, v.model_j, o->wall ? "wall" : "RAPL",
+               v.measured_j);
     rc = write_file(o, &r.curve, r.residual_w, r.ncpus, v.mean_pct, v.p95_pct, v.energy_pct);
     pa_calibrate_free(cal);
     return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
