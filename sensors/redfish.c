@@ -3,13 +3,13 @@
  * BMC's Redfish service (issue 46; DESIGN.md section 19).  At the first
  * poll it finds, under url= (the service's https://host), the chassis of
  * /redfish/v1/Chassis and the first with a power reading: its
- * EnvironmentMetrics (PowerWatts.Reading, the newer schema) or its Power
- * resource (PowerControl[0].PowerConsumedWatts); resource= names the
- * resource instead.  Then it polls it every period= seconds on a thread
- * of its own (wall_http.c: a slow or failing BMC never stalls the tick,
- * which takes the latest reading and its age), over HTTPS checked against
- * cacert= (or the system's CAs; insecure=1 checks nothing, and says so),
- * with user:password from credentials=FILE, which only its owner may
+ * EnvironmentMetrics (PowerWatts.Reading, the newer schema), else its Power
+ * resource (PowerControl[0].PowerConsumedWatts), else its PowerSubsystem's
+ * power supplies (each one's Metrics InputPowerWatts, summed); resource=
+ * names an EnvironmentMetrics or Power resource instead.  Then it polls it every period= seconds on
+ * a thread of its own (wall_http.c: a slow or failing BMC never stalls the tick, which takes the
+ * latest reading and its age), over HTTPS checked against cacert= (or the system's CAs; insecure=1
+ * checks nothing, and says so), with user:password from credentials=FILE, which only its owner may
  * read (never on the command line).
  */
 #include "wall.h"
@@ -24,11 +24,13 @@
 static const char *const redfish_options[] = {"url",    "resource", "cacert",      "insecure",
                                               "period", "timeout",  "credentials", NULL};
 
+enum { RF_POWER, RF_ENV, RF_PSU };
+
 typedef struct redfish_mod {
     pa_wall_http http;
     char base[512];     /* https://host:port */
     char resource[512]; /* the resource polled, "" until found */
-    int env_metrics;    /* resource is an EnvironmentMetrics */
+    int kind;           /* RF_ENV, RF_POWER, RF_PSU (resource: the PowerSupplies) */
     double period_s;
     pa_wall_poller *poller;
     pa_wall_reading r;
@@ -43,20 +45,65 @@ static int rf_get(redfish_mod *s, const char *path, char **body, size_t *len, ch
     return pa_wall_http_get(&s->http, url, body, len, err, errlen);
 }
 
-/* Chassis at path: its EnvironmentMetrics or Power link into s. */
+/* Chassis at path: its EnvironmentMetrics, else Power, else its
+ * PowerSubsystem's PowerSupplies link into s. */
 static int rf_chassis(redfish_mod *s, const char *path, char *err, size_t errlen)
 {
-    char *b = NULL;
-    size_t n = 0;
+    char *b = NULL, *sub = NULL;
+    size_t n = 0, sn = 0;
+    char link[512];
     int rc = rf_get(s, path, &b, &n, err, errlen);
     if (rc < 0)
         return rc;
-    s->env_metrics =
-        pa_wall_json_link(b, n, "EnvironmentMetrics", s->resource, sizeof(s->resource)) == 0;
-    if (!s->env_metrics && pa_wall_json_link(b, n, "Power", s->resource, sizeof(s->resource)) < 0)
+    s->resource[0] = '\0';
+    if (pa_wall_json_link(b, n, "EnvironmentMetrics", s->resource, sizeof(s->resource)) == 0)
+        s->kind = RF_ENV;
+    else if (pa_wall_json_link(b, n, "Power", s->resource, sizeof(s->resource)) == 0)
+        s->kind = RF_POWER;
+    else if (pa_wall_json_link(b, n, "PowerSubsystem", link, sizeof(link)) == 0 &&
+             rf_get(s, link, &sub, &sn, err, errlen) == 0 &&
+             pa_wall_json_link(sub, sn, "PowerSupplies", s->resource, sizeof(s->resource)) == 0)
+        s->kind = RF_PSU;
+    else
         s->resource[0] = '\0';
+    free(sub);
     free(b);
     return s->resource[0] ? 0 : -ENOENT;
+}
+
+/* The power supplies' input power summed (PowerSubsystem: each supply's
+ * Metrics InputPowerWatts.Reading), into *w; 0 or -errno. */
+static int rf_supplies(redfish_mod *s, const char *coll, size_t cn, double *w, int *nsup, char *err,
+                       size_t errlen)
+{
+    *w = 0;
+    *nsup = 0;
+    for (int i = 0; i < 16; i++) {
+        char key[32], link[512], metrics[512];
+        char *b = NULL, *m = NULL;
+        size_t n = 0, mn = 0;
+        double v;
+        snprintf(key, sizeof(key), "Members.%d", i);
+        if (pa_wall_json_link(coll, cn, key, link, sizeof(link)) < 0)
+            break;
+        int rc = rf_get(s, link, &b, &n, err, errlen);
+        if (rc == 0 && pa_wall_json_link(b, n, "Metrics", metrics, sizeof(metrics)) == 0 &&
+            (rc = rf_get(s, metrics, &m, &mn, err, errlen)) == 0 &&
+            pa_wall_json_number(m, mn, "InputPowerWatts.Reading", &v) == 0) {
+            *w += v;
+            (*nsup)++;
+        }
+        free(b);
+        free(m);
+        if (rc < 0)
+            return rc;
+    }
+    if (!*nsup)
+        snprintf(err, errlen,
+                 "%s%s: no power supply gives InputPowerWatts (name a resource "
+                 "with resource=)",
+                 s->base, s->resource);
+    return *nsup ? 0 : -ENOENT;
 }
 
 /* The first chassis with a power reading. */
@@ -95,8 +142,20 @@ static int rf_poll(void *user, pa_wall_reading *out, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     const char *path = "PowerControl.0.PowerConsumedWatts";
-    if (s->env_metrics || strstr(s->resource, "EnvironmentMetrics"))
+    if (s->kind == RF_ENV || strstr(s->resource, "EnvironmentMetrics"))
         path = "PowerWatts.Reading";
+    int nsup = 0;
+    if (s->kind == RF_PSU) {
+        path = "InputPowerWatts.Reading";
+        rc = rf_supplies(s, b, n, &out->power_w, &nsup, err, errlen);
+        free(b);
+        if (rc < 0)
+            return rc;
+        snprintf(out->meter, sizeof(out->meter), "%.95s", s->resource);
+        snprintf(out->how, sizeof(out->how),
+                 "%d power supplies' InputPowerWatts summed (the BMC's latest samples)", nsup);
+        return 0;
+    }
     rc = pa_wall_json_number(b, n, path, &out->power_w);
     free(b);
     if (rc < 0) {

@@ -11,6 +11,7 @@ every case:
   /redfish/...            the mockup (EnvironmentMetrics PowerWatts 374 W)
   /watts/N/redfish/...    the same, reading N W (Power and EnvironmentMetrics)
   /legacy/redfish/...     the chassis without EnvironmentMetrics (Power: 344 W)
+  /psu/redfish/...        the chassis with PowerSubsystem only (supply Bay1: 937.4 W)
   /slow/redfish/...       answers after 3 s (a BMC that stalls)
   /fail/redfish/...       HTTP 500
 
@@ -71,7 +72,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         mode, watts = "", None
         m = re.match(r"^/(watts)/([0-9.]+)(/redfish/.*)$", path) or \
-            re.match(r"^/(legacy|slow|fail)(/redfish/.*)$", path)
+            re.match(r"^/(legacy|psu|slow|fail)(/redfish/.*)$", path)
         if m and m.group(1) == "watts":
             mode, watts, path = "watts", float(m.group(2)), m.group(3)
         elif m:
@@ -100,8 +101,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(404, {"error": "not found"})
         with open(file) as f:
             body = json.load(f)
-        if mode == "legacy":
+        if mode in ("legacy", "psu"):
             body.pop("EnvironmentMetrics", None)
+        if mode == "psu":
+            body.pop("Power", None)
         if watts is not None and "PowerWatts" in body:
             body["PowerWatts"]["Reading"] = watts
         if watts is not None and "PowerControl" in body:

@@ -144,8 +144,9 @@ START_TEST(known_answer_over_https)
 }
 END_TEST
 
-/* The mockup as it is (374 W), and a chassis that links only the older
- * Power resource (PowerControl[0].PowerConsumedWatts, 344 W). */
+/* The mockup as it is (374 W), a chassis that links only the older Power
+ * resource (PowerControl[0].PowerConsumedWatts, 344 W), and one with only
+ * a PowerSubsystem. */
 START_TEST(mockup_resources)
 {
     bench b;
@@ -158,6 +159,13 @@ START_TEST(mockup_resources)
     ck_assert_int_eq(bench_open(&b, "/legacy", "", NULL), 0);
     ck_assert_double_eq_tol(wall_w(&b, &r, why, sizeof(why)), 344, TOL);
     ck_assert_ptr_nonnull(strstr(r->assumed, "PowerControl.0.PowerConsumedWatts"));
+    pa_report_free(r);
+    bench_close(&b);
+    /* a chassis with only a PowerSubsystem: its supplies' input power
+     * (the mockup's Bay1 gives 937.4 W, Bay2 no Metrics) */
+    ck_assert_int_eq(bench_open(&b, "/psu", "", NULL), 0);
+    ck_assert_double_eq_tol(wall_w(&b, &r, why, sizeof(why)), 937.4, TOL);
+    ck_assert_ptr_nonnull(strstr(r->assumed, "1 power supplies' InputPowerWatts summed"));
     pa_report_free(r);
     bench_close(&b);
 }
