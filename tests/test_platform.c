@@ -10,6 +10,7 @@
  * model-vs-wall line.
  */
 #include "../sensors/wall.h"
+#include "prometheus.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -187,6 +188,18 @@ START_TEST(known_answer_split_cpu)
     ck_assert_ptr_nonnull(strstr(r->assumed, "platform = wall 150.00 W (acpi-power"));
     ck_assert_ptr_nonnull(strstr(r->assumed, "cpu 45.00 W measured"));
     ck_assert_ptr_nonnull(strstr(r->assumed, "split by CPU time"));
+    /* serve's page: the wall's series, the platform component, no GPU */
+    rp_prom_opts po;
+    memset(&po, 0, sizeof(po));
+    size_t len = 0;
+    char *page = rp_prom_page(r, &po, &len);
+    ck_assert_ptr_nonnull(page);
+    ck_assert_ptr_nonnull(strstr(
+        page,
+        "powerapi_wall_power_watts{sensor=\"acpi-power\",meter=\"hwmon1 (power_meter)\"} 150"));
+    ck_assert_ptr_nonnull(strstr(page, "powerapi_system_power_watts{component=\"platform\"} 105"));
+    ck_assert_ptr_null(strstr(page, "powerapi_gpu_power_watts"));
+    free(page);
     pa_report_free(r);
     server_close(&s);
 }
