@@ -179,7 +179,7 @@ static int ipmi_poll(void *user, pa_wall_reading *out, char *err, size_t errlen)
     out->power_w = p.cur_w;
     out->avg_s = 0;
     snprintf(out->meter, sizeof(out->meter), "%.80s (DCMI)", s->device);
-    snprintf(out->how, sizeof(out->how), "current power; average %u W over %.1f s, BMC time %u",
+    snprintf(out->how, sizeof(out->how), "current power (average %u W over %.1f s, BMC time %u)",
              p.avg_w, p.period_ms * 1e-3, (unsigned)p.bmc_time_s);
     return 0;
 }

@@ -7,7 +7,9 @@
  * BMC's system interface) and answers the response bytes of the same
  * section: the fields, an answer to another request skipped, a completion
  * code named, an inactive measurement, a BMC that does not answer.  Then
- * the module on this machine: no device, and a file that is not one.
+ * the module on this machine: no device, and a file that is not one; and
+ * powerapi monitor reading a preloaded stand-in's answers through the
+ * kernel's ioctl interface (tests/ipmi_standin.c).
  */
 #include "../sensors/wall.h"
 #include "testutil.h"
@@ -171,6 +173,35 @@ START_TEST(module_errors)
 }
 END_TEST
 
+/* The whole path through the kernel's interface: powerapi monitor with
+ * the ipmi sensor on a file the preloaded stand-in (tests/ipmi_standin.c)
+ * answers for: 150 W, the BMC's average and period said, and platform the
+ * wall less the cpu model. */
+START_TEST(monitor_through_standin)
+{
+    char *dir = pa_test_tmpdir(), dev[4200], sensor[4400];
+    pa_test_write(dir, "ipmi-standin", "\n");
+    snprintf(dev, sizeof(dev), "%s/ipmi-standin", dir);
+    snprintf(sensor, sizeof(sensor), "ipmi:device=%s,period=0.1", dev);
+    setenv("LD_PRELOAD", PA_IPMI_STANDIN, 1);
+    /* a sanitizer build's binary: its runtime need not come first */
+    setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 1);
+    setenv("PA_IPMI_STANDIN_WATTS", "150", 1);
+    char *args[] = {"monitor", "--all",    "--top", "1",         "--count",  "1", "--interval",
+                    "500ms",   "--sensor", sensor,  "--formula", "platform", NULL};
+    pa_test_cli_run r;
+    pa_test_cli(&r, args);
+    unsetenv("LD_PRELOAD");
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "wall      150.00 W") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "current power (average 140 W over 1.0 s, BMC time 1732584193)"),
+                  "%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "platform = wall 150.00 W (ipmi:"));
+    pa_test_cli_free(&r);
+    pa_test_rmtree(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ipmi");
@@ -178,6 +209,7 @@ int main(void)
     tcase_add_test(tc, dcmi_fields);
     tcase_add_test(tc, dcmi_errors);
     tcase_add_test(tc, module_errors);
+    tcase_add_test(tc, monitor_through_standin);
     suite_add_tcase(s, tc);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
