@@ -167,7 +167,7 @@ static int hwmon_read(const char *dir, const char *name, const char *file, unsig
 }
 
 /* Where hwmon device name under dir keeps an ACPI power meter's files:
- * name itself (drivers on hwmon_device_register_with_info, Linux 6.6 on)
+ * name itself (a driver on hwmon_device_register_with_info)
  * or name/device (before), into sub; 0 when it is not a power meter. */
 static int power_meter_dir(const char *dir, const char *name, char *sub, size_t len)
 {

@@ -321,7 +321,7 @@ START_TEST(auto_chooses_platform_acpi)
 }
 END_TEST
 
-/* The driver's files in hwmonN/device (before Linux 6.6), a 300 s
+/* The driver's files in hwmonN/device (the driver's older registration), a 300 s
  * average; a tree without a meter: none, and without hwmon: why. */
 START_TEST(old_layout_and_none)
 {
