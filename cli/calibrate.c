@@ -18,14 +18,15 @@ static const char *CMD = "calibrate";
 
 static const char calibrate_about[] =
     "\n"
-    "Measures this machine's load-power curve with RAPL (a ladder of "
-    "duty-cycle\nloads: idle, 10 %% .. 100 %% of all CPUs), validates it on "
-    "a random walk of\nload, and writes the calibration file that the "
-    "cpu-curve formula reads\n(monitor/top/serve/daemon/profile/modules "
-    "--calibration FILE,\n$POWERAPI_CALIBRATION).\n";
+    "Measures this machine's load-power curve with RAPL, or with the whole\n"
+    "machine's meter (--wall), on a ladder of duty-cycle loads (idle, 10 %% ..\n"
+    "100 %% of all CPUs), validates it on a random walk of load, and writes the\n"
+    "calibration file that the cpu-curve formula reads\n"
+    "(monitor/top/serve/daemon/profile/modules --calibration FILE,\n"
+    "$POWERAPI_CALIBRATION).\n";
 
 typedef struct opts {
-    const char *output, *windows, *frequencies;
+    const char *output, *windows, *frequencies, *wall;
     uint64_t step, settle, window, validate;
     unsigned long reps, levels;
 } opts;
@@ -45,13 +46,18 @@ static void note(void *arg, const char *msg)
 }
 
 /* The curve's table and plot, and each frequency's points. */
-static void print_curve(const pa_calibrate_curve_result *r)
+static void print_curve(const pa_calibrate_curve_result *r, const char *wall)
 {
     const pa_curve *c = &r->curve;
     double wmax = c->watts[c->n - 1];
     for (size_t k = 0; k < c->n; k++)
         wmax = c->watts[k] > wmax ? c->watts[k] : wmax;
-    printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c->match, r->ncpus, "+DRAM");
+    if (wall)
+        printf("calibration of '%s' (%u CPUs), the whole machine's power (--wall %s)\n\n", c->match,
+               r->ncpus, wall);
+    else
+        printf("calibration of '%s' (%u CPUs), RAPL package%s power\n\n", c->match, r->ncpus,
+               "+DRAM");
     printf("%7s %9s %9s  %s\n", "LOAD %", "WATTS", "RESID W", "PLOT");
     for (size_t k = 0; k < c->n; k++) {
         int bar = wmax > 0 ? (int)(40 * c->watts[k] / wmax + 0.5) : 0;
@@ -131,7 +137,7 @@ static int run(pa_ctx *ctx, const opts *o, const char *sysfs)
         pa_calibrate_free(cal);
         return CLI_EXIT_FAIL;
     }
-    print_curve(&r);
+    print_curve(&r, o->wall);
     if ((rc = pa_calibrate_validate(cal, &r.curve, &v)) < 0) {
         cli_error(CMD, "%s", cli_errmsg(rc));
         pa_calibrate_free(cal);
@@ -140,8 +146,9 @@ static int run(pa_ctx *ctx, const opts *o, const char *sysfs)
     if (v.windows)
         printf("\nvalidation (random walk of load, %zu windows of 1 s): "
                "absolute error mean %.2f %%, p95 %.2f %%; energy %+.2f "
-               "%% (model %.1f J, RAPL %.1f J)\n",
-               v.windows, v.mean_pct, v.p95_pct, v.energy_pct, v.model_j, v.measured_j);
+               "%% (model %.1f J, %s %.1f J)\n",
+               v.windows, v.mean_pct, v.p95_pct, v.energy_pct, v.model_j, o->wall ? "wall" : "RAPL",
+               v.measured_j);
     rc = write_file(o, &r.curve, r.residual_w, r.ncpus, v.mean_pct, v.p95_pct, v.energy_pct);
     pa_calibrate_free(cal);
     return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
@@ -163,6 +170,28 @@ static int set_validate(void *v, const char *cmd, const char *arg)
         return 0;
     }
     return cli_opt_duration(cmd, &any, arg, v);
+}
+
+/* What the curve is measured against: RAPL, or the whole machine's meter
+ * (SENSOR[:OPTS]) with the platform formula that reads it. */
+static int enable_truth(pa_ctx *ctx, const char *wall)
+{
+    int rc = pa_module_enable(ctx, "procfs-cpu", NULL);
+    if (rc < 0 || !wall)
+        return rc < 0 ? rc
+               : (rc = pa_module_enable(ctx, "rapl", NULL)) < 0
+                   ? rc
+                   : pa_module_enable(ctx, "rapl-share", NULL);
+    char name[64];
+    const char *colon = strchr(wall, ':');
+    snprintf(name, sizeof(name), "%.*s", (int)(colon ? colon - wall : (long)strlen(wall)), wall);
+    if ((rc = pa_module_enable(ctx, name, colon ? colon + 1 : NULL)) < 0)
+        return rc;
+    /* the cpu component stays at 0 W (cpu-tdp's figure is not used):
+     * platform is then the whole wall */
+    if ((rc = pa_module_disable(ctx, "auto")) < 0)
+        return rc;
+    return pa_module_enable(ctx, "platform", "split=none");
 }
 
 int cli_calibrate(int argc, char **argv)
@@ -211,6 +240,10 @@ int cli_calibrate(int argc, char **argv)
                          "min,mid,max; none: current frequency only);\n"
                          "restored after",
                          set_frequencies),
+        CLI_OPT_STRING(0, "wall", &o.wall, "SENSOR[:OPTS]",
+                       "measure against the whole machine's meter\n"
+                       "instead of RAPL (acpi-power, ipmi, redfish:url=...,\n"
+                       "http-meter:url=...): the curve is the machine's"),
         CLI_OPT_CONTEXT(&co, CLI_CTXOPT_ROOTS),
         CLI_OPT_END,
     };
@@ -228,10 +261,12 @@ int cli_calibrate(int argc, char **argv)
     int rc = cli_ctx_create(&co, CMD, &ctx);
     if (rc != 0)
         return rc;
-    if ((rc = pa_module_enable(ctx, "procfs-cpu", NULL)) < 0 ||
-        (rc = pa_module_enable(ctx, "rapl", NULL)) < 0 ||
-        (rc = pa_module_enable(ctx, "rapl-share", NULL)) < 0) {
-        cli_error(CMD, "needs RAPL to measure the curve: %s", cli_errmsg(rc));
+    if ((rc = enable_truth(ctx, o.wall)) < 0) {
+        if (o.wall)
+            cli_error(CMD, "--wall %s: %s", o.wall, cli_errmsg(rc));
+        else
+            cli_error(CMD, "needs RAPL to measure the curve (or a wall meter: --wall): %s",
+                      cli_errmsg(rc));
         pa_ctx_free(ctx);
         return CLI_EXIT_FAIL;
     }

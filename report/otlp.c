@@ -373,6 +373,8 @@ static void put_gpu(builder *b, const pa_report *r, const pa_target_info **v[2],
         return;
     for (size_t i = 0; i < r->ndevices; i++) {
         const pa_device_info *d = &r->devices[i];
+        if (strcmp(d->component, "gpu"))
+            continue; /* the wall's and platform's records (issue 46) */
         const char *id =
             d->uuid[0] ? a_printf(b, "%s%.0d", d->uuid, 0) : a_printf(b, "gpu:%s%d", "", d->index);
         kv a[] = {{"hw.id", id, 0},

@@ -328,6 +328,31 @@ static void put_vms(FILE *f, const rp_prom_opts *o)
     free(v);
 }
 
+/* The whole machine's meter (issue 46): the wall's power and energy,
+ * labelled sensor and meter, when the platform formula reported one. */
+static void put_wall(FILE *f, const pa_report *r)
+{
+    static const char *const dn[2] = {"powerapi_wall_power_watts",
+                                      "powerapi_wall_energy_joules_total"};
+    static const char *const dh[2] = {
+        "The whole machine's power from its meter (acpi-power, ipmi, redfish, http-meter), "
+        "aligned to the window.",
+        "The whole machine's energy from its meter since powerapi first read it."};
+    for (int m = 0; m < 2; m++)
+        for (size_t i = 0; i < r->ndevices; i++) {
+            const pa_device_info *d = &r->devices[i];
+            if (strcmp(d->component, "wall"))
+                continue;
+            put_help(f, dn[m], m ? "counter" : "gauge", dh[m]);
+            fprintf(f, "%s{sensor=\"", dn[m]);
+            put_label(f, d->vendor);
+            fputs("\",meter=\"", f);
+            put_label(f, d->name);
+            fputs("\"}", f);
+            put_value(f, m ? d->energy_j : d->power_w);
+        }
+}
+
 /* The GPUs (issue 28): each device's power, idle part and energy,
  * labelled index, uuid, name, vendor, bus and source (measured,
  * integrated); the GPU watts and joules of the selected processes and
@@ -352,6 +377,8 @@ static void put_gpu(FILE *f, const pa_report *r, const pa_target_info **v[2], co
         put_help(f, dn[m], m == 2 ? "counter" : "gauge", dh[m]);
         for (size_t i = 0; i < r->ndevices; i++) {
             const pa_device_info *d = &r->devices[i];
+            if (strcmp(d->component, "gpu"))
+                continue; /* the wall's and platform's records: put_wall */
             const char *lv[5] = {d->uuid, d->name, d->vendor, d->bus, d->source};
             static const char *const lk[5] = {"uuid", "name", "vendor", "bus", "source"};
             fprintf(f, "%s{index=\"%d\"", dn[m], d->index);
@@ -453,6 +480,7 @@ char *rp_prom_page(const pa_report *r, const rp_prom_opts *o, size_t *len)
     const pa_target_info **sel[2] = {procs, cgs};
     const size_t nsel[2] = {np, nc};
     put_gpu(f, r, sel, nsel, o);
+    put_wall(f, r);
     put_help(f, "powerapi_system_power_watts", "gauge",
              "Power of the whole machine over the last window; idle is the "
              "CPU power no task caused.");

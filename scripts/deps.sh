@@ -23,7 +23,9 @@ PKGS=(
   libdw-dev libelf-dev   # powerapi profile: symbols, DWARF lines, inlined frames
   libiberty-dev          # powerapi profile: C++ and Rust (legacy, v0) demangling
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # profile: pprof output; OTLP metrics
-  libcurl4-openssl-dev   # serve/daemon --otlp, profile --push: the HTTP client
+  libcurl4-openssl-dev   # serve/daemon --otlp, profile --push: the HTTP client; the
+                         # redfish and http-meter sensors (libcurl.so.4, dlopen'd)
+  openssl                # test_redfish: the loopback BMC's test CA and certificate
   protobuf-compiler python3-protobuf  # the OTLP test receiver (tests/otlp_receiver.py)
   golang-go              # profile tests: go tool pprof reads profile.pb.gz
   linux-perf             # profile benchmark: perf record at the same rate

@@ -119,7 +119,7 @@ START_TEST(test_modules_and_keys)
     free(sensors);
     expect("powerapi monitor --formula cpu-", "\ncpu-curve\ncpu-tdp\n");
     expect("powerapi serve --formula a", "\nauto\n");
-    expect("powerapi daemon --disable r", "\nrapl\nrapl-share\n");
+    expect("powerapi daemon --disable r", "\nrapl\nrapl-share\nredfish\n");
     /* option keys after ':', and after ',' */
     expect("powerapi monitor --formula cpu-tdp:t", "\ncpu-tdp:tdp=\n");
     expect("powerapi monitor --formula cpu-tdp:tdp=15W,s", "\ncpu-tdp:tdp=15W,share=\n");

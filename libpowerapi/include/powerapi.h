@@ -863,6 +863,11 @@ enum {
     /* Declares per-task counters: they are dropped from reports when the
      * sensor is disabled. */
     PA_MOD_TASK_COUNTERS = 1u << 1,
+    /* Formulas (since 0.3): computes after every formula without it, so
+     * that it reads their figures of the window (pa_table_system_comp_w,
+     * pa_table_target_comp_w): the platform formula, the wall less what
+     * the other components account for. */
+    PA_MOD_AFTER_FORMULAS = 1u << 2,
 };
 
 typedef struct pa_module pa_module;           /* one enabled module */
@@ -903,7 +908,7 @@ typedef struct pa_module_ops {
     /* Formulas (abi >= 2): sensors they read when enabled but do without
      * ("rapl-share" uses "perf" for cycles); never enabled for them. */
     const char *const *uses;
-    /* abi >= 3: PA_MOD_* (sensors). */
+    /* abi >= 3: PA_MOD_* (sensors; PA_MOD_AFTER_FORMULAS: formulas). */
     unsigned flags;
     /* Formulas (abi >= 3): the component they compute, by name
      * ([a-z0-9_]+, at most 15: "cpu", "nic", "dram", "gpu"); NULL: the

@@ -313,6 +313,21 @@ void pa_table_set_model_error(pa_power_table *t, double err);
  * the RAPL DRAM and PSYS watts of the report. */
 void pa_table_set_measured(pa_power_table *t, double dram_w, double psys_w);
 
+/* What the formulas that computed before this one (PA_MOD_AFTER_FORMULAS)
+ * wrote in the window: the system's watts of component id comp (0 for an
+ * unknown id or one nobody computed). */
+double pa_table_system_comp_w(const pa_power_table *t, pa_component comp);
+/* Target i's watts of component id comp in the window (0 when none). */
+double pa_table_target_comp_w(const pa_power_table *t, size_t i, pa_component comp);
+/* Whether the window's cpu figure is measured (pa_table_set_measured),
+ * with the RAPL DRAM watts it set in *dram_w (0 when not measured; NULL
+ * accepted). */
+bool pa_table_measured_get(const pa_power_table *t, double *dram_w);
+/* The name of component id comp of the window's context ("cpu", "nic",
+ * "gpu"...), NULL beyond the last: pa_component_name for a formula,
+ * which holds the context's lock already. */
+const char *pa_delta_component_name(const pa_frame_delta *d, pa_component comp);
+
 /* ---- network (the nic sensor) ---- */
 
 typedef enum pa_nic_kind {

@@ -1,5 +1,7 @@
 /*
- * calibrate.c - measuring this machine's load-power curve with RAPL
+ * calibrate.c - measuring this machine's load-power curve with RAPL, or
+ * with the whole machine's meter where the context has one (the platform
+ * formula with a wall sensor: the curve is then the machine's, issue 46)
  * (pa_calibrate_*, powerapi.h; the measuring of `powerapi calibrate`).
  *
  * Ladder (SPECpower-like): active idle, then 1/levels .. 100 % of all CPUs
@@ -112,6 +114,23 @@ static void *worker(void *p)
     return NULL;
 }
 
+/* The truth where the context measures the wall (the platform formula is
+ * enabled, section 19 of DESIGN.md): the whole machine's watts into *w,
+ * 1; -1 when the platform formula runs without a reading this window; 0
+ * when the context has no platform component (RAPL is the truth). */
+static int wall_w(const pa_report *r, double *w)
+{
+    for (size_t i = 0; i < r->ndevices; i++)
+        if (!strcmp(r->devices[i].component, "wall")) {
+            *w = r->devices[i].power_w;
+            return 1;
+        }
+    for (size_t k = 0; r->component_names && k < r->ncomponents; k++)
+        if (!strcmp(r->component_names[k], "platform"))
+            return -1;
+    return 0;
+}
+
 /* Ticks the context every window_ns for dur_ns; appends the windows. */
 static int measure(pa_calibrate *cal, uint64_t window_ns, uint64_t dur_ns)
 {
@@ -132,8 +151,12 @@ static int measure(pa_calibrate *cal, uint64_t window_ns, uint64_t dur_ns)
         win x = {cap_s > 0 ? r->system.cpu_time_s / cap_s : 0, r->system.cpu_w + r->dram_w,
                  r->interval_s};
         bool measured = r->system.flags & PA_POWER_MEASURED;
+        int wall = wall_w(r, &x.w);
         pa_report_free(r);
-        if (!measured)
+        if (wall < 0)
+            return pa__err(-ENODATA, "calibrate: a window without a wall reading (the meter "
+                                     "failed; see `powerapi modules`)");
+        if (!wall && !measured)
             return pa__err(-ENODATA, "calibrate: a window without RAPL "
                                      "(the rapl sensor failed; see "
                                      "`powerapi modules`)");

@@ -607,6 +607,25 @@ static void readings_rotate(pa_ctx *ctx, uint64_t tick)
     }
 }
 
+/* Every enabled formula's compute: those flagged PA_MOD_AFTER_FORMULAS
+ * (platform) last, so that they read the others' figures. */
+static void compute_formulas(pa_ctx *ctx, const pa_frame_delta *d, pa_power_table *tab,
+                             uint64_t tick)
+{
+    for (int after = 0; after < 2; after++)
+        for (pa_module *m = ctx->modules; m; m = m->next) {
+            if (m->ops->kind != PA_FORMULA || !m->ops->compute || m->retry_tick > tick ||
+                !(pa__ops_flags(m->ops) & PA_MOD_AFTER_FORMULAS) != !after)
+                continue;
+            tab->component = m->comp;
+            int rc = m->ops->compute(m, d, tab);
+            if (rc < 0)
+                module_failed(m, tick, rc);
+            else
+                module_ok(m);
+        }
+}
+
 int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
 {
     if (ctx->tick && time_ns <= ctx->last_time_ns)
@@ -672,16 +691,7 @@ int pa__tick_locked(pa_ctx *ctx, uint64_t time_ns)
         d.counter_names = (const char *const *)ctx->counter_names;
         tab.tasks = ctx->win;
         tab.ntasks = ctx->nwin;
-        for (pa_module *m = ctx->modules; m; m = m->next) {
-            if (m->ops->kind != PA_FORMULA || !m->ops->compute || m->retry_tick > tick)
-                continue;
-            tab.component = m->comp;
-            int rc = m->ops->compute(m, &d, &tab);
-            if (rc < 0)
-                module_failed(m, tick, rc);
-            else
-                module_ok(m);
-        }
+        compute_formulas(ctx, &d, &tab, tick);
         integrate(ctx, &d, &tab, cur, time_ns);
         ret = pa__exits_fold(ctx, &tab, d.interval_s, d.busy_s);
         if (ret == 0)

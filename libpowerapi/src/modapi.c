@@ -137,6 +137,30 @@ void pa_table_set_system_w(pa_power_table *t, double w, double idle_w)
         t->idle_w = idle_w;
 }
 
+double pa_table_system_comp_w(const pa_power_table *t, pa_component comp)
+{
+    return comp >= 1 && comp <= PA_MAX_COMPONENTS ? t->comp_w[comp - 1] : 0;
+}
+
+double pa_table_target_comp_w(const pa_power_table *t, size_t i, pa_component comp)
+{
+    if (i >= t->ntasks || comp < 1 || comp > PA_MAX_COMPONENTS)
+        return 0;
+    return pa__task_w(t->tasks[i], (size_t)comp - 1);
+}
+
+bool pa_table_measured_get(const pa_power_table *t, double *dram_w)
+{
+    if (dram_w)
+        *dram_w = t->measured ? t->dram_w : 0;
+    return t->measured;
+}
+
+const char *pa_delta_component_name(const pa_frame_delta *d, pa_component comp)
+{
+    return comp >= 1 && (size_t)comp <= d->ctx->ncomp ? d->ctx->comp_names[comp - 1] : NULL;
+}
+
 void pa_table_device(pa_power_table *t, const pa_device_info *dev)
 {
     if (t && dev && t->ndev < PA_MAX_DEVICES)

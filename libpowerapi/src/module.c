@@ -32,7 +32,7 @@ static const char *const *ops_uses(const pa_module_ops *o)
 
 unsigned pa__ops_flags(const pa_module_ops *o)
 {
-    return o->abi >= 3 && o->kind == PA_SENSOR ? o->flags : 0;
+    return o->abi >= 3 ? o->flags : 0;
 }
 
 int pa__ops_rank(const pa_module_ops *o)
@@ -590,17 +590,23 @@ static int check_abi3(const pa_module_ops *ops)
 {
     if (ops->abi < 3)
         return 0;
-    if (ops->flags & ~(unsigned)(PA_MOD_DISCOVERS_TASKS | PA_MOD_TASK_COUNTERS))
+    if (ops->flags &
+        ~(unsigned)(PA_MOD_DISCOVERS_TASKS | PA_MOD_TASK_COUNTERS | PA_MOD_AFTER_FORMULAS))
         return pa__err(-EINVAL, "module '%s': unknown flags 0x%x", ops->name, ops->flags);
+    if (ops->kind == PA_SENSOR && (ops->flags & PA_MOD_AFTER_FORMULAS))
+        return pa__err(-EINVAL,
+                       "module '%s': PA_MOD_AFTER_FORMULAS is for formulas (leave it "
+                       "out of a sensor)",
+                       ops->name);
     if (ops->kind == PA_SENSOR && (ops->component_name || ops->auto_rank || ops->fits))
         return pa__err(-EINVAL,
                        "module '%s': only formulas declare a component, an "
                        "auto rank and fits (set them to 0 in a sensor)",
                        ops->name);
-    if (ops->kind == PA_FORMULA && ops->flags)
+    if (ops->kind == PA_FORMULA && (ops->flags & ~(unsigned)PA_MOD_AFTER_FORMULAS))
         return pa__err(-EINVAL,
-                       "module '%s': flags are for sensors (set them to 0 "
-                       "in a formula)",
+                       "module '%s': these flags are for sensors (a formula may "
+                       "set PA_MOD_AFTER_FORMULAS only)",
                        ops->name);
     if (ops->component_name && !valid_comp_name(ops->component_name))
         return pa__err(-EINVAL,
