@@ -14,6 +14,10 @@
 #              source: make -j2 JAVA_HOME=...); without it, jalen alone.
 #   JALEN_COST_SHAPES   "THREADSxDEPTH ..." (default "2x40").
 #   JALEN_COST_INTERVAL the sampling interval of both profilers (default 1ms).
+#   JALEN_COST_AGENT    the libjalen.so to measure (default the build's; a
+#              copy keeps a rebuild during the run out of it).
+#   JALEN_BEFORE_AGENT  another libjalen.so (an earlier build), measured as
+#              "jalen-before" in the same rounds, to show a change.
 #   JALEN_TIMED_AGENT   a libjalen.so built with -DJL_TIME_HANDLER: run once
 #              a round at the long length (outside the figures above), its
 #              summary.json gives the handler's own time per sample
@@ -52,7 +56,10 @@ TIMED=${JALEN_TIMED_AGENT:-}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 JOPTS=(-Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)
+AGENT=${JALEN_COST_AGENT:-$JALEN_AGENT}
+BEFORE=${JALEN_BEFORE_AGENT:-}
 CONFIGS=(none jalen)
+[ -n "$BEFORE" ] && CONFIGS+=(jalen-before)
 [ -n "$AP" ] && CONFIGS+=(async-profiler)
 
 # one_run CONFIG THREADS DEPTH LENGTH -> "cpu_s samples maxrss_kib wall_s"
@@ -60,7 +67,8 @@ one_run() {
     local agent=() out="$TMP/out" n=0
     rm -rf "$out" "$out.collapsed"
     case $1 in
-        jalen) agent=("-agentpath:$JALEN_AGENT=mode=cpu,interval=$IV,quiet,out=$out") ;;
+        jalen) agent=("-agentpath:$AGENT=mode=cpu,interval=$IV,quiet,out=$out") ;;
+        jalen-before) agent=("-agentpath:$BEFORE=mode=cpu,interval=$IV,quiet,out=$out") ;;
         timed) agent=("-agentpath:$TIMED=mode=cpu,interval=$IV,quiet,out=$out") ;;
         async-profiler) agent=("-agentpath:$AP=start,event=cpu,interval=$IV,collapsed,file=$out.collapsed") ;;
     esac
@@ -68,7 +76,7 @@ one_run() {
         -cp "$JALEN_CLASSES" FixedWork "$2" "$3" "$4" >/dev/null 2>"$TMP/err" ||
         { echo "bench_jalen_cost: $1 failed: $(tail -3 "$TMP/err")" >&2; return 1; }
     case $1 in
-        jalen | timed) n=$(sed -n 's/.*"samples": *\([0-9]*\).*/\1/p' "$out/summary.json") ;;
+        jalen | jalen-before | timed) n=$(sed -n 's/.*"samples": *\([0-9]*\).*/\1/p' "$out/summary.json") ;;
         async-profiler) n=$(awk '{ s += $NF } END { print s + 0 }' "$out.collapsed") ;;
     esac
     [ "$1" = timed ] && sed -n 's/.*"handler_us_\(median\|p99\)": *\([0-9.]*\).*/\2/p' "$out/summary.json" |
