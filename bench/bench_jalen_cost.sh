@@ -58,6 +58,11 @@ trap 'rm -rf "$TMP"' EXIT
 JOPTS=(-Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)
 AGENT=${JALEN_COST_AGENT:-$JALEN_AGENT}
 BEFORE=${JALEN_BEFORE_AGENT:-}
+# powerapi.jar (the MXBean) for every agent, as an installed one finds it
+# beside itself: a copied agent would run without it
+if [ -z "${JALEN_MXBEAN_JAR:-}" ] && [ -r "$BUILD/bindings/java/powerapi.jar" ]; then
+    export JALEN_MXBEAN_JAR=$BUILD/bindings/java/powerapi.jar
+fi
 CONFIGS=(none jalen)
 [ -n "$BEFORE" ] && CONFIGS+=(jalen-before)
 [ -n "$AP" ] && CONFIGS+=(async-profiler)
