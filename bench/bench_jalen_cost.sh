@@ -34,6 +34,8 @@
 # each with a 90 % bootstrap interval (rounds resampled).  Every JVM runs
 # with -XX:+DebugNonSafepoints (jalen asks for it; async-profiler is given
 # the same), -Xmx256m.  RSS: the peak (maxrss) beside no profiler's.
+# $res (a run's figures) is split into printf's fields on purpose
+# shellcheck disable=SC2086
 set -u
 BUILD=${1:-build}
 ROUNDS=${2:-6}
