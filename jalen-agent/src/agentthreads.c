@@ -122,16 +122,21 @@ static const jalen_mxbean_hooks jl_mxbean_hooks = {.lock = jl_prof_lock_take,
 
 /* MXBean (bindings; see mxbean.h): org.powerapi.jalen:type=Energy,
  * registered on a thread of its own, filed with the agent's threads (its
- * CPU time is the agent's cost), and only once the JVM has run a second:
- * registering starts JMX (~160 ms of CPU alone, several seconds on a loaded
- * host: it loads and runs hundreds of classes), which a short run would pay
- * for nothing.  Not on the agent thread: its windows must stay on time
- * (the MXBean start used to delay them by seconds under load). */
+ * CPU time is the agent's cost), once the JVM has run a second and its
+ * management is in use (jalen_mxbean_wanted, looked at five times a
+ * second): registering starts JMX (~160 ms of CPU alone and 10 MiB,
+ * several seconds on a loaded host: it loads and runs hundreds of
+ * classes), which a short run, or one that never uses JMX, would pay for
+ * nothing.  Not on the agent thread: its windows must stay on time (the
+ * MXBean start used to delay them by seconds under load). */
 static void JNICALL jl_mxbean_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
 {
     (void)arg;
     jl_run.mxbean_tid = jl_gettid();
-    if (jl_sleep_ns(1000000000ull)) {
+    int stopped = jl_sleep_ns(1000000000ull);
+    while (!stopped && !jalen_mxbean_wanted())
+        stopped = jl_sleep_ns(200000000ull);
+    if (stopped) {
         jl_agent_exit();
         return;
     }

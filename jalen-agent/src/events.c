@@ -8,6 +8,7 @@
  * DynamicCodeGenerated (unwind.c).
  */
 #include "jalen.h"
+#include "mxbean.h"
 
 #include <errno.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 static void jl_prepare_class(jvmtiEnv *jvmti, JNIEnv *jni, jclass klass)
 {
     jl_scope_bind(jvmti, jni, klass);
+    jalen_mxbean_class_prepared(jvmti, klass);
     jint n = 0;
     jmethodID *ms = NULL;
     if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) == JVMTI_ERROR_NONE && ms)

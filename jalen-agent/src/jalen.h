@@ -530,8 +530,9 @@ int jl_method_line(jvmtiEnv *jvmti, jmethodID id, jint bci, int *line);
 int jl_method_pseudo(const char *name);
 /* Adds one weighted stack (frames[0] = top; lines: each frame's line, or
  * NULL) to the profile: its energy, the CPU seconds it stands for (what
- * profile.pb.gz's cpu column sums) and whether it is a stack sample
- * (count_sample 1: methods.csv's and pprof's sample counts). */
+ * profile.pb.gz's cpu column sums) and how many stack samples it stands
+ * for (count_sample: methods.csv's and pprof's sample counts; 0 for
+ * energy no sample holds). */
 void jl_profile_add(const int *frames, const int *lines, int n, double cpu_j, double net_j,
                     uint64_t net_bytes, double cpu_s, int count_sample);
 /* The window buffer holds, per sample: tid, weight, n, frames[n],

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +387,27 @@ out:
 /* ------------------------------------------------------------------ */
 /* Registration                                                        */
 /* ------------------------------------------------------------------ */
+
+/* set once a class shows the JVM's management in use */
+static atomic_int mx_wanted;
+
+void jalen_mxbean_class_prepared(jvmtiEnv *jvmti, jclass klass)
+{
+    char *sig = NULL;
+    if (atomic_load_explicit(&mx_wanted, memory_order_relaxed) ||
+        (*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) != JVMTI_ERROR_NONE || !sig)
+        return;
+    if (!strcmp(sig, "Ljava/lang/management/ManagementFactory;") ||
+        !strcmp(sig, "L" ENERGY_CLASS ";"))
+        atomic_store(&mx_wanted, 1);
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+}
+
+int jalen_mxbean_wanted(void)
+{
+    const char *always = getenv("JALEN_MXBEAN");
+    return atomic_load(&mx_wanted) || (always && !strcmp(always, "1"));
+}
 
 /* Finds powerapi.jar: $JALEN_MXBEAN_JAR, else near libjalen.so. */
 static int find_jar(char *out, size_t len)

@@ -10,7 +10,9 @@
  *
  *   - jalen_mxbean_start(jvmti, jni, &hooks, NULL, why, len) on an agent
  *     thread of its own ("jalen-mxbean", agentthreads.c), a second after
- *     VMInit, so that the JMX start it runs never delays the agent
+ *     VMInit at the earliest and once jalen_mxbean_wanted() (the JVM's
+ *     management in use, jalen_mxbean_class_prepared at each ClassPrepare
+ *     until then), so that the JMX start it runs never delays the agent
  *     thread's windows; hooks.lock()/unlock() take and release the
  *     profile lock (jl_run.prof_lock), so that mxbean.c reads jl_prof and
  *     jl_thr consistently (lock order as the agent thread: profile, then
@@ -120,5 +122,18 @@ void jalen_mxbean_on_window(double now_s, double duration_s, double energy_j);
  * JALEN_MXBEAN=0 in the environment turns it off (returns 0). */
 int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const jalen_mxbean_hooks *hooks,
                        const char *jar, char *why, size_t why_len);
+
+/* Called by the agent at each ClassPrepare (any thread) until
+ * jalen_mxbean_wanted() says yes: a class that shows the JVM's management
+ * in use (java.lang.management.ManagementFactory, which the platform MBean
+ * server, a JMX agent started by jcmd or an attaching jconsole load, or
+ * org.powerapi.jalen.Energy) makes the MXBean wanted.  Thread-safe. */
+void jalen_mxbean_class_prepared(jvmtiEnv *jvmti, jclass klass);
+/* Whether the agent should register the MXBean now: a class of
+ * jalen_mxbean_class_prepared was seen, or JALEN_MXBEAN=1 in the
+ * environment (always, as soon as the JVM has run a second).  Registering
+ * starts JMX (about 160 ms of CPU and 10 MiB), which a JVM that never uses
+ * its management would pay for nothing.  Thread-safe. */
+int jalen_mxbean_wanted(void);
 
 #endif /* JALEN_MXBEAN_H */

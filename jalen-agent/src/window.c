@@ -17,6 +17,7 @@
 #include "mxbean.h"
 #include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static double jl_last_window_s;
@@ -266,21 +267,96 @@ static void jl_window_vm(double cpu_j, double net_j)
     }
 }
 
+/* The window's distinct records (thread, frames, lines), in the order
+ * first seen: where the first one is in jl_wbuf, the summed weights and
+ * how many.  E_sample is linear in the weight, so each distinct stack is
+ * priced once: the bookkeeping of a window (the methods', classes' and
+ * call tree's tables, a walk of the stack's depth each) grows with its
+ * distinct stacks, not with its samples (a hot loop sampled at 1 kHz is
+ * one stack a thread). */
+typedef struct jl_wstack {
+    size_t at;
+    int wt, count;
+} jl_wstack;
+static jl_wstack *jl_wd;
+static size_t jl_nwd, jl_cwd;
+static uint32_t *jl_wdh; /* open addressing: index + 1 into jl_wd, 0 empty */
+static size_t jl_cwdh;   /* a power of two */
+
+static uint64_t jl_wrec_hash(const int *r)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the words */
+    h = (h ^ (uint32_t)r[0]) * 1099511628211ull;
+    for (int i = 0; i <= 2 * r[2]; i++)
+        h = (h ^ (uint32_t)r[2 + i]) * 1099511628211ull;
+    return h;
+}
+
+/* Groups the window's records into jl_wd: 0, or -1 (out of memory). */
+static int jl_window_group(void)
+{
+    size_t nrec = 0;
+    for (size_t p = 0; p < jl_wn; p += 3 + 2 * (size_t)jl_wbuf[p + 2])
+        nrec++;
+    size_t cap = 64;
+    while (cap < 2 * nrec)
+        cap *= 2;
+    if (cap > jl_cwdh) {
+        uint32_t *h = realloc(jl_wdh, cap * sizeof(*h));
+        if (!h)
+            return -1;
+        jl_wdh = h;
+        jl_cwdh = cap;
+    }
+    memset(jl_wdh, 0, jl_cwdh * sizeof(*jl_wdh));
+    if (PA__GROW(jl_wd, jl_cwd, nrec, 256) < 0)
+        return -1;
+    jl_nwd = 0;
+    for (size_t p = 0; p < jl_wn; p += 3 + 2 * (size_t)jl_wbuf[p + 2]) {
+        const int *r = &jl_wbuf[p];
+        size_t k = jl_wrec_hash(r) & (jl_cwdh - 1);
+        for (; jl_wdh[k]; k = (k + 1) & (jl_cwdh - 1)) {
+            jl_wstack *d = &jl_wd[jl_wdh[k] - 1];
+            const int *q = &jl_wbuf[d->at];
+            if (q[0] == r[0] && q[2] == r[2] &&
+                !memcmp(q + 3, r + 3, 2 * (size_t)r[2] * sizeof(int))) {
+                d->wt += r[1];
+                d->count++;
+                break;
+            }
+        }
+        if (!jl_wdh[k]) {
+            jl_wd[jl_nwd] = (jl_wstack){.at = p, .wt = r[1], .count = 1};
+            jl_wdh[k] = (uint32_t)++jl_nwd;
+        }
+    }
+    return 0;
+}
+
+/* E_sample of count records at p in jl_wbuf whose weights sum to wt. */
+static void jl_window_price(size_t p, int wt, int count)
+{
+    pid_t tid = jl_wbuf[p];
+    int n = jl_wbuf[p + 2];
+    jl_thread *t = jl_threads_get(tid, 0);
+    /* a sample of a thread filed as a pseudo-thread is counted, its
+     * energy stays with the pseudo-frame */
+    int java = t && t->kind == JL_K_JAVA;
+    double w = java ? jl_attrib_sample(t->w_cpu_j, wt, t->w_samples, 1) : 0;
+    double c = java ? jl_attrib_sample(t->w_cpu_s, wt, t->w_samples, 1) : 0;
+    jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, c, count);
+}
+
 /* E_sample, and the threads' energy that no sample holds on their
  * pseudo-frames (attrib.c; thr lock held, after jl_window_split). */
 static void jl_window_samples(double vm)
 {
-    for (size_t p = 0; p < jl_wn;) {
-        pid_t tid = jl_wbuf[p];
-        int wt = jl_wbuf[p + 1], n = jl_wbuf[p + 2];
-        jl_thread *t = jl_threads_get(tid, 0);
-        /* a sample of a thread filed as a pseudo-thread is counted, its
-         * energy stays with the pseudo-frame */
-        int java = t && t->kind == JL_K_JAVA;
-        double w = java ? jl_attrib_sample(t->w_cpu_j, wt, t->w_samples, 1) : 0;
-        double c = java ? jl_attrib_sample(t->w_cpu_s, wt, t->w_samples, 1) : 0;
-        jl_profile_add(&jl_wbuf[p + 3], &jl_wbuf[p + 3 + n], n, w, 0, 0, c, 1);
-        p += 3 + 2 * (size_t)n;
+    if (jl_window_group() == 0) {
+        for (size_t i = 0; i < jl_nwd; i++)
+            jl_window_price(jl_wd[i].at, jl_wd[i].wt, jl_wd[i].count);
+    } else { /* out of memory: one sample at a time */
+        for (size_t p = 0; p < jl_wn; p += 3 + 2 * (size_t)jl_wbuf[p + 2])
+            jl_window_price(p, jl_wbuf[p + 1], 1);
     }
     for (size_t i = 0; i < jl_athr_n; i++) {
         int frame = jl_athr[i].frame;

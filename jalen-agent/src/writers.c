@@ -493,16 +493,20 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
             atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
     {
+        /* quartiles, then the median and p99 alone (bench_jalen_cost.sh) */
         unsigned long n = atomic_load(&jl_smp.t_n), c = 0;
-        int q[3] = {-1, -1, -1};
+        const unsigned long per100[4] = {25, 50, 75, 99};
+        int q[4] = {-1, -1, -1, -1};
         for (int i = 0; i < 512; i++) {
             c += atomic_load(&jl_smp.t_hist[i]);
-            for (int k = 0; k < 3; k++)
-                if (q[k] < 0 && c * 4 >= n * (unsigned long)(k + 1))
+            for (int k = 0; k < 4; k++)
+                if (q[k] < 0 && c * 100 >= n * per100[k])
                     q[k] = i;
         }
         fprintf(f, "  \"handler_us_quartiles\": [%.1f, %.1f, %.1f],\n", q[0] * 0.5 + 0.25,
                 q[1] * 0.5 + 0.25, q[2] * 0.5 + 0.25);
+        fprintf(f, "  \"handler_us_median\": %.1f,\n  \"handler_us_p99\": %.1f,\n",
+                q[1] * 0.5 + 0.25, q[3] * 0.5 + 0.25);
     }
 #endif
     fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
