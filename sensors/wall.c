@@ -226,7 +226,7 @@ int pa_wall_acpi_read(const char *sysfs, pa_wall_reading *r, char *why, size_t l
         return rc ? rc : 0;
     r->power_w = w;
     r->avg_s = avg;
-    snprintf(r->meter, sizeof(r->meter), "%s (power_meter)", meters);
+    snprintf(r->meter, sizeof(r->meter), "%.*s (power_meter)", (int)sizeof(r->meter) - 15, meters);
     snprintf(r->how, sizeof(r->how), "power1_average, %.3f s average", avg);
     return n;
 }
