@@ -169,54 +169,61 @@ static int otlp_begin(daemon_state *d)
     return cli_otlp_start(&d->otlp, CMD, &d->pusher);
 }
 
-static int daemon_main(int argc, char **argv, cli_ctx *co)
+/* What the command line gave beside the state. */
+typedef struct daemon_args {
+    const char *ring;
+    pa_ring_opts ro;
+    bool quiet, allow_fine_rapl;
+    const char *export_dir;
+    unsigned long vsock_port, capacity, max_targets;
+} daemon_args;
+
+/* The options into a and d.  0, or an exit status (help: CLI_EXIT_OK). */
+static int daemon_parse(int argc, char **argv, cli_ctx *co, daemon_args *a, daemon_state *d)
 {
-    const char *ring = PA_RING_DEFAULT_NAME;
-    pa_ring_opts ro = {.capacity = 100, .max_targets = 1024, .mode = 0644};
-    daemon_state d = {0};
-    bool quiet = false, allow_fine_rapl = false;
-    const char *export_dir = NULL;
-    unsigned long vsock_port = 0;
-    unsigned long capacity = 100, max_targets = 1024;
+    *a = (daemon_args){.ring = PA_RING_DEFAULT_NAME,
+                       .ro = {.capacity = 100, .max_targets = 1024, .mode = 0644},
+                       .capacity = 100,
+                       .max_targets = 1024};
     const cli_opt opts[] = {
         CLI_OPT_GROUP("Options:"),
-        CLI_OPT_STRING('r', "ring", &ring, "NAME",
+        CLI_OPT_STRING('r', "ring", &a->ring, "NAME",
                        "ring name (default " PA_RING_DEFAULT_NAME ": /dev/shm/" PA_RING_DEFAULT_NAME
                        ")"),
-        CLI_OPT_UINT('c', "capacity", &capacity, "N", "windows kept in the ring (default 100)", 2,
-                     100000),
-        CLI_OPT_UINT('m', "max-targets", &max_targets, "N",
+        CLI_OPT_UINT('c', "capacity", &a->capacity, "N", "windows kept in the ring (default 100)",
+                     2, 100000),
+        CLI_OPT_UINT('m', "max-targets", &a->max_targets, "N",
                      "targets kept per window, the most powerful\n"
                      "(default 1024)",
                      1, 1u << 20),
-        CLI_OPT_CALLBACK('g', "group", &ro, "GROUP",
+        CLI_OPT_CALLBACK('g', "group", &a->ro, "GROUP",
                          "readable by this group only (mode 0640; default\n"
                          "0644)",
                          set_group),
-        CLI_OPT_UINT('n', "count", &d.count, "N", "stop after N windows", 1, ~0ul),
-        CLI_OPT_FLAG(0, "allow-fine-rapl", &allow_fine_rapl,
+        CLI_OPT_UINT('n', "count", &d->count, "N", "stop after N windows", 1, ~0ul),
+        CLI_OPT_FLAG(0, "allow-fine-rapl", &a->allow_fine_rapl,
                      "publish RAPL-measured energy in windows under\n"
                      "100 ms to a ring others can read (refused by\n"
                      "default: fine-grained energy is a side channel,\n"
                      "CVE-2020-8694)"),
-        CLI_OPT_STRING(0, "export-vms", &export_dir, "DIR",
+        CLI_OPT_STRING(0, "export-vms", &a->export_dir, "DIR",
                        "write each VM's energy for its guest into\n"
                        "DIR/NAME/ (a powercap tree and powerapi-vm,\n"
                        "each window; share DIR/NAME into the guest,\n"
                        "whose 'host' sensor reads it)"),
-        CLI_OPT_UINT(0, "export-vsock", &vsock_port, "PORT",
+        CLI_OPT_UINT(0, "export-vsock", &a->vsock_port, "PORT",
                      "also answer each guest connecting over\n"
                      "AF_VSOCK to this port with its powerapi-vm\n"
                      "(needs --export-vms; the guest's CID from its\n"
                      "vhost-vsock device)",
                      1, 0xfffffffeul),
-        CLI_OPT_FLAG(0, "vms", &d.vms,
+        CLI_OPT_FLAG(0, "vms", &d->vms,
                      "also publish a record per VM of this host (its\n"
                      "name, its vCPUs' part: '--group-by vm' of the\n"
                      "readers)"),
-        CLI_OPT_FLAG('q', "quiet", &quiet, "no start/stop messages"),
+        CLI_OPT_FLAG('q', "quiet", &a->quiet, "no start/stop messages"),
         CLI_OPT_CONTEXT(co, CLI_CTXOPT_ALL),
-        CLI_OPT_OTLP(&d.otlp),
+        CLI_OPT_OTLP(&d->otlp),
         CLI_OPT_END,
     };
     const cli_cmd c = {
@@ -226,12 +233,115 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
     int st = cli_parse(&c, argc, argv, &first);
     if (st)
         return st < 0 ? CLI_EXIT_OK : st;
-    ro.capacity = (uint32_t)capacity;
-    ro.max_targets = (uint32_t)max_targets;
-    ro.interval_ns = co->interval_ns;
+    a->ro.capacity = (uint32_t)a->capacity;
+    a->ro.max_targets = (uint32_t)a->max_targets;
+    a->ro.interval_ns = co->interval_ns;
     /* Readers other than the daemon's user: the group (--group) or all. */
-    d.guard_rapl = !allow_fine_rapl && ro.interval_ns < FINE_RAPL_NS && (ro.mode & 0077) != 0;
+    d->guard_rapl =
+        !a->allow_fine_rapl && a->ro.interval_ns < FINE_RAPL_NS && (a->ro.mode & 0077) != 0;
+    if (a->vsock_port && !a->export_dir)
+        return cli_usage_error(CMD, "--export-vsock needs --export-vms DIR (the windows it "
+                                    "serves are those written there)");
+    return 0;
+}
 
+/* The ring, the context, the VMs' export and the sampler.  0, or an exit
+ * status after one line. */
+static int daemon_start(daemon_state *d, const daemon_args *a, cli_ctx *co, pa_ctx **ctx)
+{
+    int rc = pa_ring_create(a->ring, &a->ro, &d->w);
+    if (rc < 0) {
+        cli_error(CMD, "%s", cli_errmsg(rc));
+        return CLI_EXIT_FAIL;
+    }
+    if ((rc = otlp_begin(d)) != 0 || (rc = cli_ctx_create(co, CMD, ctx)) != 0)
+        return rc;
+    if ((rc = pa_watch_all(*ctx, 1)) < 0 || (rc = pa_report_cgroups(*ctx, 1)) < 0) {
+        cli_error(CMD, "%s", cli_errmsg(rc));
+        return CLI_EXIT_FAIL;
+    }
+    if ((d->vms || a->export_dir) && start_vms(&d->vmg, *ctx, co) < 0)
+        return CLI_EXIT_FAIL;
+    if (a->export_dir && start_export(&d->exp, a->export_dir, (unsigned)a->vsock_port, d, co) < 0)
+        return CLI_EXIT_FAIL;
+    /* The sampler's first tick primes the readings: the first window is
+     * published one interval after start. */
+    if ((rc = pa_start(*ctx, a->ro.interval_ns, publish_cb, d)) < 0) {
+        cli_error(CMD, "%s", cli_errmsg(rc));
+        return CLI_EXIT_FAIL;
+    }
+    if (!a->quiet)
+        fprintf(stderr,
+                "%s " CMD ": publishing ring '%s' (/dev/shm/%s): %u windows "
+                "of %.3f s, up to %u targets each, mode %04o\n",
+                cli_prog, a->ring[0] == '/' ? a->ring + 1 : a->ring,
+                a->ring[0] == '/' ? a->ring + 1 : a->ring, a->ro.capacity,
+                (double)a->ro.interval_ns / 1e9, a->ro.max_targets, a->ro.mode);
+    return 0;
+}
+
+/* What the sampler's thread left for this one to say, once. */
+static void daemon_say(daemon_state *d, pa_ctx *ctx, const daemon_args *a, bool *res_checked,
+                       int *last_reported)
+{
+    /* once "auto" has chosen (a window was published): windows under
+     * the CPU times' resolution are said, as monitor says them */
+    if (!*res_checked && __atomic_load_n(&d->published, __ATOMIC_ACQUIRE)) {
+        cli_warn_resolution(CMD, ctx, a->ro.interval_ns);
+        *res_checked = true;
+    }
+    if (__atomic_load_n(&d->exp_failed, __ATOMIC_ACQUIRE)) {
+        cli_error(CMD, "%s (the other VMs are still written)", d->exp_err);
+        __atomic_store_n(&d->exp_failed, 0, __ATOMIC_RELEASE);
+    }
+    int e = __atomic_load_n(&d->last_err, __ATOMIC_RELAXED);
+    if (e && e != *last_reported) {
+        cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
+        *last_reported = e;
+    }
+}
+
+/* Until a signal, --count windows, or a refusal: the exit status. */
+static int daemon_loop(daemon_state *d, pa_ctx *ctx, const daemon_args *a, const sigset_t *sigs)
+{
+    int last_reported = 0;
+    bool res_checked = false;
+    for (;;) {
+        /* Wake at least every 500 ms for the heartbeat and --count. */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 500000000};
+        if (a->ro.interval_ns < 500000000ull)
+            ts.tv_nsec = (long)a->ro.interval_ns;
+        siginfo_t si;
+        int s = sigtimedwait(sigs, &si, &ts);
+        if (s > 0) {
+            if (!a->quiet)
+                fprintf(stderr, "%s " CMD ": %s, stopping\n", cli_prog, strsignal(s));
+            return CLI_EXIT_OK;
+        }
+        if (__atomic_load_n(&d->refused, __ATOMIC_ACQUIRE)) {
+            cli_error(CMD,
+                      "refusing to publish RAPL-measured energy in windows of "
+                      "%.0f ms to a ring others can read (mode %04o): energy read "
+                      "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
+                      "--interval 100ms or more, or --allow-fine-rapl if every "
+                      "reader of the ring may see it",
+                      (double)a->ro.interval_ns / 1e6, a->ro.mode);
+            return CLI_EXIT_FAIL;
+        }
+        pa_ring_heartbeat(d->w);
+        daemon_say(d, ctx, a, &res_checked, &last_reported);
+        if (d->count && __atomic_load_n(&d->published, __ATOMIC_ACQUIRE) >= d->count)
+            return CLI_EXIT_OK;
+    }
+}
+
+static int daemon_main(int argc, char **argv, cli_ctx *co)
+{
+    daemon_args a;
+    daemon_state d = {0};
+    int status = daemon_parse(argc, argv, co, &a, &d);
+    if (status)
+        return status;
     /* Every signal we wait for is blocked before any thread starts. */
     sigset_t sigs, old;
     sigemptyset(&sigs);
@@ -240,93 +350,12 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
     sigaddset(&sigs, SIGHUP);
     sigaddset(&sigs, SIGQUIT);
     sigprocmask(SIG_BLOCK, &sigs, &old);
-
-    int status = CLI_EXIT_FAIL;
     pa_ctx *ctx = NULL;
-    int rc = pa_ring_create(ring, &ro, &d.w);
-    if (rc < 0) {
-        cli_error(CMD, "%s", cli_errmsg(rc));
-        goto out;
+    status = daemon_start(&d, &a, co, &ctx);
+    if (status == 0) {
+        status = daemon_loop(&d, ctx, &a, &sigs);
+        pa_stop(ctx);
     }
-    if ((rc = otlp_begin(&d)) != 0 || (rc = cli_ctx_create(co, CMD, &ctx)) != 0) {
-        status = rc;
-        goto out;
-    }
-    if ((rc = pa_watch_all(ctx, 1)) < 0 || (rc = pa_report_cgroups(ctx, 1)) < 0) {
-        cli_error(CMD, "%s", cli_errmsg(rc));
-        goto out;
-    }
-    if (vsock_port && !export_dir) {
-        status = cli_usage_error(CMD, "--export-vsock needs --export-vms DIR (the windows it "
-                                      "serves are those written there)");
-        goto out;
-    }
-    if ((d.vms || export_dir) && (rc = start_vms(&d.vmg, ctx, co)) < 0)
-        goto out;
-    if (export_dir && (rc = start_export(&d.exp, export_dir, (unsigned)vsock_port, &d, co)) < 0)
-        goto out;
-    /* The sampler's first tick primes the readings: the first window is
-     * published one interval after start. */
-    if ((rc = pa_start(ctx, ro.interval_ns, publish_cb, &d)) < 0) {
-        cli_error(CMD, "%s", cli_errmsg(rc));
-        goto out;
-    }
-    if (!quiet)
-        fprintf(stderr,
-                "%s " CMD ": publishing ring '%s' (/dev/shm/%s): %u windows "
-                "of %.3f s, up to %u targets each, mode %04o\n",
-                cli_prog, ring[0] == '/' ? ring + 1 : ring, ring[0] == '/' ? ring + 1 : ring,
-                ro.capacity, (double)ro.interval_ns / 1e9, ro.max_targets, ro.mode);
-
-    int last_reported = 0;
-    bool res_checked = false;
-    for (;;) {
-        /* Wake at least every 500 ms for the heartbeat and --count. */
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = 500000000};
-        if (ro.interval_ns < 500000000ull)
-            ts.tv_nsec = (long)ro.interval_ns;
-        siginfo_t si;
-        int s = sigtimedwait(&sigs, &si, &ts);
-        if (s > 0) {
-            if (!quiet)
-                fprintf(stderr, "%s " CMD ": %s, stopping\n", cli_prog, strsignal(s));
-            status = CLI_EXIT_OK;
-            break;
-        }
-        if (__atomic_load_n(&d.refused, __ATOMIC_ACQUIRE)) {
-            cli_error(CMD,
-                      "refusing to publish RAPL-measured energy in windows of "
-                      "%.0f ms to a ring others can read (mode %04o): energy read "
-                      "this often is a side channel (PLATYPUS, CVE-2020-8694); use "
-                      "--interval 100ms or more, or --allow-fine-rapl if every "
-                      "reader of the ring may see it",
-                      (double)ro.interval_ns / 1e6, ro.mode);
-            break;
-        }
-        pa_ring_heartbeat(d.w);
-        /* once "auto" has chosen (a window was published): windows under
-         * the CPU times' resolution are said, as monitor says them */
-        if (!res_checked && __atomic_load_n(&d.published, __ATOMIC_ACQUIRE)) {
-            cli_warn_resolution(CMD, ctx, ro.interval_ns);
-            res_checked = true;
-        }
-        if (__atomic_load_n(&d.exp_failed, __ATOMIC_ACQUIRE)) {
-            cli_error(CMD, "%s (the other VMs are still written)", d.exp_err);
-            __atomic_store_n(&d.exp_failed, 0, __ATOMIC_RELEASE);
-        }
-        int e = __atomic_load_n(&d.last_err, __ATOMIC_RELAXED);
-        if (e && e != last_reported) {
-            cli_error(CMD, "publishing a window failed: %s", pa_strerror(e));
-            last_reported = e;
-        }
-        if (d.count && __atomic_load_n(&d.published, __ATOMIC_ACQUIRE) >= d.count) {
-            status = CLI_EXIT_OK;
-            break;
-        }
-    }
-    pa_stop(ctx);
-
-out:
     cli_otlp_stop(d.pusher);
     pa_ctx_free(ctx);
     rp_vmgroups_free(d.vmg);
