@@ -178,7 +178,8 @@ typedef struct daemon_args {
     unsigned long vsock_port, capacity, max_targets;
 } daemon_args;
 
-/* The options into a and d.  0, or an exit status (help: CLI_EXIT_OK). */
+/* The options into a and d.  0, an exit status, or -1 (--help given:
+ * nothing to run). */
 static int daemon_parse(int argc, char **argv, cli_ctx *co, daemon_args *a, daemon_state *d)
 {
     *a = (daemon_args){.ring = PA_RING_DEFAULT_NAME,
@@ -232,7 +233,7 @@ static int daemon_parse(int argc, char **argv, cli_ctx *co, daemon_args *a, daem
     cli_ctx_init(co);
     int st = cli_parse(&c, argc, argv, &first);
     if (st)
-        return st < 0 ? CLI_EXIT_OK : st;
+        return st < 0 ? -1 : st;
     a->ro.capacity = (uint32_t)a->capacity;
     a->ro.max_targets = (uint32_t)a->max_targets;
     a->ro.interval_ns = co->interval_ns;
@@ -341,7 +342,7 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
     daemon_state d = {0};
     int status = daemon_parse(argc, argv, co, &a, &d);
     if (status)
-        return status;
+        return status < 0 ? CLI_EXIT_OK : status;
     /* Every signal we wait for is blocked before any thread starts. */
     sigset_t sigs, old;
     sigemptyset(&sigs);
