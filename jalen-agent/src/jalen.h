@@ -81,6 +81,7 @@ typedef struct jl_opts {
                                 writers); 0 none */
     size_t scopes;           /* distinct scope names kept (scope.c) */
     char *scope;             /* energy.collapsed and flamegraph.html: only this scope */
+    char *trace;             /* trace=: ';'-separated method patterns (trace.c) */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
@@ -593,6 +594,40 @@ int jl_scope_frame(int code);
  * -1 when that name never had a scope. */
 int jl_scope_frame_of(const char *name);
 size_t jl_scopes_memory(void);
+/* A window's prices, as scopes and traced methods are priced: *p the
+ * process's CPU energy per CPU-second, *b its NIC energy per socket byte
+ * (0 without bytes); 0 when the window has no CPU time to price by (*p 0). */
+int jl_window_prices(double cpu_j, double cpu_s, double nic_j, uint64_t bytes, double *p,
+                     double *b);
+
+/* ------------------------------------------------------------------ */
+/* Traced methods: trace=PATTERNS (trace.c, DESIGN.md 11.2)             */
+/* ------------------------------------------------------------------ */
+
+/* Options: whether spec is a valid pattern list; -EINVAL with one line in
+ * err naming the bad pattern. */
+int jl_trace_check(const char *spec, char *err, size_t errlen);
+/* Agent_OnLoad (spec NULL: no tracing): the capabilities, the runtime jar
+ * on the boot class path.  Negative errno with one line in err. */
+int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_t errlen);
+/* Whether trace= is on. */
+int jl_trace_on(void);
+/* VMInit: binds Trace's natives and loads the rewriter; from then on the
+ * classes that load are rewritten where a pattern names their methods. */
+void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env);
+void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined,
+                                    jobject loader, const char *name, jobject pd, jint len,
+                                    const unsigned char *data, jint *new_len,
+                                    unsigned char **new_data);
+/* Agent thread, each window (profile lock held): prices what the traced
+ * calls added since the last one. */
+void jl_trace_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
+/* calls.csv in dir (nothing without trace=). */
+int jl_trace_write_csv(const char *dir);
+/* summary.json's trace members (each line ends with ",\n"). */
+void jl_trace_json(FILE *f);
+/* The end of the run: the patterns that matched nothing, said on stderr. */
+void jl_trace_finish(void);
 
 /* ------------------------------------------------------------------ */
 /* Writers (writers.c)                                                 */

@@ -17,7 +17,7 @@
 static const char *const jl_keys[] = {
     "interval", "window",      "out",     "format",           "filter", "mode",  "net",
     "sensors",  "formula",     "disable", "procfs",           "sysfs",  "quiet", "fail",
-    "top",      "calibration", "clock",   "carbon-intensity", "scopes", "scope", NULL,
+    "top",      "calibration", "clock",   "carbon-intensity", "scopes", "scope", "trace",  NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -137,6 +137,7 @@ static const struct {
     {"sensors", offsetof(jl_opts, sensors)}, {"formula", offsetof(jl_opts, formula)},
     {"disable", offsetof(jl_opts, disable)}, {"procfs", offsetof(jl_opts, procfs)},
     {"sysfs", offsetof(jl_opts, sysfs)},     {"scope", offsetof(jl_opts, scope)},
+    {"trace", offsetof(jl_opts, trace)},
 };
 
 /* A key of jl_words: 1 when val is one of its words (set in o), -EINVAL
@@ -260,6 +261,8 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         return rc < 0 ? jl_bad(key, val, err, errlen) : 0;
     if ((rc = jl_apply_string(o, key, val)) != 0) {
         rc = rc < 0 ? rc : 0;
+        if (rc == 0 && !strcmp(key, "trace"))
+            return jl_trace_check(val, err, errlen);
     } else if (!strcmp(key, "interval") || !strcmp(key, "window")) {
         return jl_apply_duration(o, key, val, err, errlen);
     } else if (!strcmp(key, "top") || !strcmp(key, "scopes")) {
@@ -353,5 +356,6 @@ void jl_opts_free(jl_opts *o)
     free(o->procfs);
     free(o->sysfs);
     free(o->scope);
+    free(o->trace);
     memset(o, 0, sizeof(*o));
 }

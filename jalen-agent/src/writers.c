@@ -460,6 +460,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fputs(",\n", f);
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     jl_scopes_json(f);
+    jl_trace_json(f);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
     if (opt->mode == JL_MODE_CPU) {
@@ -557,6 +558,8 @@ int jl_write_all(const jl_opts *o, int final)
         if ((r = jl_write_timeline(o->out)) < 0)
             rc = r;
         if ((r = jl_write_scopes(o->out)) < 0)
+            rc = r;
+        if ((r = jl_trace_write_csv(o->out)) < 0)
             rc = r;
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */

@@ -1,0 +1,82 @@
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.Random;
+
+/**
+ * Known answers for jalen's trace= (test_jalen_trace): a() runs 1 ms of
+ * CPU time, b() 0.25 ms; a() is called A times and b() 4 A times, in a
+ * shuffled order (no period a sampler could lock onto).  Then rec(depth)
+ * recurses (depth + 1 calls each), fail() throws, and Node's constructor
+ * runs, a known number of times each.  Args: A (default 1000).
+ */
+public class TraceWork {
+    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+    static long sink;
+
+    static void spin(long ns) {
+        long end = MX.getCurrentThreadCpuTime() + ns;
+        long x = sink;
+        while (MX.getCurrentThreadCpuTime() < end)
+            for (int i = 0; i < 200; i++)
+                x = x * 6364136223846793005L + 1442695040888963407L;
+        sink = x;
+    }
+
+    static void a() {
+        spin(1_000_000);
+    }
+
+    static void b() {
+        spin(250_000);
+    }
+
+    static int rec(int depth) {
+        return depth == 0 ? 0 : 1 + rec(depth - 1);
+    }
+
+    static void fail(int i) {
+        if (i >= 0)
+            throw new IllegalStateException("thrown " + i);
+    }
+
+    static final class Node {
+        final int v;
+
+        Node(int v) {
+            this.v = v;
+        }
+    }
+
+    public static void main(String[] args) {
+        int na = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
+        byte[] order = new byte[5 * na];
+        for (int i = 0; i < na; i++)
+            order[i] = 1;
+        Random r = new Random(45);
+        for (int i = order.length - 1; i > 0; i--) {
+            int j = r.nextInt(i + 1);
+            byte t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (byte o : order)
+            if (o == 1)
+                a();
+            else
+                b();
+        long s = 0;
+        for (int i = 0; i < 10; i++)
+            s += rec(9); // 10 calls each
+        int caught = 0;
+        for (int i = 0; i < 50; i++) {
+            try {
+                fail(i);
+            } catch (IllegalStateException e) {
+                caught++;
+            }
+        }
+        for (int i = 0; i < 20; i++)
+            s += new Node(i).v;
+        System.out.println("done " + s + " " + caught);
+    }
+}
