@@ -120,8 +120,8 @@ void jl_events_mode(jvmtiEventMode mode)
     for (size_t i = 0; i < nev; i++)
         (*jl_run.jvmti)->SetEventNotificationMode(jl_run.jvmti, mode, jl_events[i], NULL);
     if (jl_trace_on())
-        (*jl_run.jvmti)->SetEventNotificationMode(jl_run.jvmti, mode,
-                                                  JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
+        (*jl_run.jvmti)
+            ->SetEventNotificationMode(jl_run.jvmti, mode, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
 }
 
 int jl_events_init(char *err, size_t errlen)

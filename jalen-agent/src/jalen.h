@@ -615,8 +615,8 @@ int jl_trace_on(void);
 /* VMInit: binds Trace's natives and loads the rewriter; from then on the
  * classes that load are rewritten where a pattern names their methods. */
 void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env);
-void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined,
-                                    jobject loader, const char *name, jobject pd, jint len,
+void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
+                                    const char *name, jobject pd, jint len,
                                     const unsigned char *data, jint *new_len,
                                     unsigned char **new_data);
 /* Agent thread, each window (profile lock held): prices what the traced

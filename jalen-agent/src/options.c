@@ -15,9 +15,9 @@
 #include "scopetab.h" /* PA__SCOPE_NAMES_LIMIT */
 
 static const char *const jl_keys[] = {
-    "interval", "window",      "out",     "format",           "filter", "mode",  "net",
-    "sensors",  "formula",     "disable", "procfs",           "sysfs",  "quiet", "fail",
-    "top",      "calibration", "clock",   "carbon-intensity", "scopes", "scope", "trace",  NULL,
+    "interval", "window",           "out",    "format", "filter", "mode", "net", "sensors",
+    "formula",  "disable",          "procfs", "sysfs",  "quiet",  "fail", "top", "calibration",
+    "clock",    "carbon-intensity", "scopes", "scope",  "trace",  NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)

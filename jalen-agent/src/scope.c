@@ -305,8 +305,7 @@ static pa__scope_name *entry(int32_t id)
     return names && id >= 0 && (size_t)id < n ? names[id] : NULL;
 }
 
-int jl_window_prices(double cpu_j, double cpu_s, double nic_j, uint64_t bytes, double *p,
-                     double *b)
+int jl_window_prices(double cpu_j, double cpu_s, double nic_j, uint64_t bytes, double *p, double *b)
 {
     /* J per CPU-second, J per byte */
     int priced = cpu_s > 0 && cpu_j > 0;

@@ -62,7 +62,7 @@ typedef struct jl_tframe {
 
 typedef struct jl_tthread {
     pid_t tid;
-    int depth;   /* frames open; more than JL_TRACE_DEPTH are counted, not kept */
+    int depth;    /* frames open; more than JL_TRACE_DEPTH are counted, not kept */
     jl_tstat **m; /* [JL_TRACE_MAX], NULL: not called on this thread */
     jl_tframe stack[JL_TRACE_DEPTH];
     struct jl_tthread *_Atomic next;
@@ -75,8 +75,8 @@ typedef struct jl_tmethod {
 
 static struct {
     int on;
-    atomic_int ready; /* the rewriter is there (VMInit done) */
-    char *spec;       /* the patterns, ';'-separated */
+    atomic_int ready;           /* the rewriter is there (VMInit done) */
+    char *spec;                 /* the patterns, ';'-separated */
     char *globs[JL_TRACE_PATS]; /* their class parts, '/'-separated */
     size_t npats;
     uint64_t pat_hits[JL_TRACE_PATS];
@@ -340,8 +340,9 @@ static jint JNICALL n_register(JNIEnv *env, jclass cls, jstring jc, jstring jm, 
                         "two clock reads; name fewer (trace=%.200s)\n",
                         n + 1, jl_tr.spec);
         } else if (id < 0 && n >= JL_TRACE_MAX && !jl_tr.warned_full++ && !jl_tr.quiet) {
-            fprintf(stderr, "jalen: trace= matched more than %d methods: the others are not "
-                            "traced; name fewer\n",
+            fprintf(stderr,
+                    "jalen: trace= matched more than %d methods: the others are not "
+                    "traced; name fewer\n",
                     JL_TRACE_MAX);
         }
         pthread_mutex_unlock(&jl_tr.lock);
@@ -379,14 +380,15 @@ int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_
     caps.can_generate_all_class_hook_events = 1;
     caps.can_retransform_classes = 1;
     if (access(path, R_OK) < 0) {
-        snprintf(err, errlen, "trace=: %s: %s (it is built and installed beside libjalen.so)",
-                 path, strerror(errno));
+        snprintf(err, errlen, "trace=: %s: %s (it is built and installed beside libjalen.so)", path,
+                 strerror(errno));
         return -ENOENT;
     }
     if ((*jvmti)->AddCapabilities(jvmti, &caps) != JVMTI_ERROR_NONE ||
         (*jvmti)->AddToBootstrapClassLoaderSearch(jvmti, path) != JVMTI_ERROR_NONE) {
-        snprintf(err, errlen, "trace=: this JVM refuses class file hooks or %s on the boot "
-                              "class path",
+        snprintf(err, errlen,
+                 "trace=: this JVM refuses class file hooks or %s on the boot "
+                 "class path",
                  path);
         return -ENOTSUP;
     }
@@ -404,18 +406,16 @@ int jl_trace_on(void)
 /* new URLClassLoader(urls, null).loadClass(RW_CLASS) */
 static jclass load_rewriter(JNIEnv *env)
 {
-    static const char *const jars[] = {"%s/jalen-trace.jar",
-                                       JALEN_ASM_DIR "/asm.jar%s",
-                                       JALEN_ASM_DIR "/asm-commons.jar%s",
-                                       JALEN_ASM_DIR "/asm-tree.jar%s",
-                                       JALEN_ASM_DIR "/asm-analysis.jar%s"};
+    static const char *const jars[] = {
+        "%s/jalen-trace.jar", JALEN_ASM_DIR "/asm.jar%s", JALEN_ASM_DIR "/asm-commons.jar%s",
+        JALEN_ASM_DIR "/asm-tree.jar%s", JALEN_ASM_DIR "/asm-analysis.jar%s"};
     const int n = (int)(sizeof(jars) / sizeof(jars[0]));
     jclass url = (*env)->FindClass(env, "java/net/URL");
     jclass ucl = url ? (*env)->FindClass(env, "java/net/URLClassLoader") : NULL;
     jmethodID url_new = ucl ? (*env)->GetMethodID(env, url, "<init>", "(Ljava/lang/String;)V") : 0;
-    jmethodID ucl_new =
-        url_new ? (*env)->GetMethodID(env, ucl, "<init>", "([Ljava/net/URL;Ljava/lang/ClassLoader;)V")
-                : 0;
+    jmethodID ucl_new = url_new ? (*env)->GetMethodID(env, ucl, "<init>",
+                                                      "([Ljava/net/URL;Ljava/lang/ClassLoader;)V")
+                                : 0;
     jmethodID load = ucl_new ? (*env)->GetMethodID(env, ucl, "loadClass",
                                                    "(Ljava/lang/String;)Ljava/lang/Class;")
                              : 0;
@@ -458,8 +458,7 @@ static int bind_natives(JNIEnv *env)
         {(char *)"enter", (char *)"(I)V", (void *)n_enter},
         {(char *)"exit", (char *)"(I)V", (void *)n_exit},
         {(char *)"thrown", (char *)"(I)V", (void *)n_thrown},
-        {(char *)"register",
-         (char *)"(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;I)I",
+        {(char *)"register", (char *)"(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;I)I",
          (void *)n_register},
     };
     jclass k = (*env)->FindClass(env, RT_CLASS);
@@ -501,8 +500,9 @@ void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env)
 }
 
 void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
-                                    const char *name, jobject pd, jint len, const unsigned char *data,
-                                    jint *new_len, unsigned char **new_data)
+                                    const char *name, jobject pd, jint len,
+                                    const unsigned char *data, jint *new_len,
+                                    unsigned char **new_data)
 {
     (void)redefined;
     (void)pd;
@@ -514,9 +514,8 @@ void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefin
     jstring jn = in ? (*env)->NewStringUTF(env, name) : NULL;
     if (jn)
         (*env)->SetByteArrayRegion(env, in, 0, len, (const jbyte *)data);
-    jbyteArray out = jn ? (jbyteArray)(*env)->CallStaticObjectMethod(env, jl_tr.rw,
-                                                                      jl_tr.rw_rewrite, loader,
-                                                                      jn, in)
+    jbyteArray out = jn ? (jbyteArray)(*env)->CallStaticObjectMethod(
+                              env, jl_tr.rw, jl_tr.rw_rewrite, loader, jn, in)
                         : NULL;
     if ((*env)->ExceptionCheck(env)) {
         char why[512];

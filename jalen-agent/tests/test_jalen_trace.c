@@ -1,0 +1,193 @@
+/*
+ * test_jalen_trace.c - trace=PATTERNS (DESIGN.md 11.2) on known answers:
+ * TraceWork.java calls a() 1,000 times at 1 ms of CPU and b() 4,000 times
+ * at 0.25 ms (shuffled), rec(9) 10 times (100 calls, recursive), fail()
+ * 50 times (each throws) and Node's constructor 20 times.
+ *
+ * Expected, in one JVM (JDK 17): every count exact; a's self energy per
+ * call 4 x b's within 5 %; a's and b's energy within 5 % of what the
+ * sampler (interval=1ms) gave their frames (methods.csv's total); a
+ * recursion's inclusive CPU time its outermost calls' alone (equal to the
+ * sum of its calls' self time); the 50 exceptions counted as thrown; a
+ * pattern naming a class never loaded said in one line.  A malformed
+ * pattern: one line, the JVM runs on.  On the second JDK (Temurin 25):
+ * the calls exact and the 4:1 ratio again, on a shorter run.
+ * Each case prints its duration (the suite's time budget).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jtest.h"
+
+enum { C_M, C_THREAD, C_TID, C_CALLS, C_THROWN, C_OPEN, C_NOENTRY, C_CPU, C_SCPU };
+enum { C_E = 16, C_SE, C_EPC, C_SEPC };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const jt_row *row(const jt_csv *c, const char *name)
+{
+    const jt_row *r = jt_csv_find(c, C_M, name);
+    ck_assert_msg(r != NULL, "calls.csv: no row '%s'", name);
+    ck_assert_str_eq(r->f[C_THREAD], "[all threads]");
+    return r;
+}
+
+static void calls(const jt_csv *c, const char *name, double want, double thrown)
+{
+    const jt_row *r = row(c, name);
+    ck_assert_msg(jt_num(r, C_CALLS) == want && jt_num(r, C_THROWN) == thrown,
+                  "%s: %g calls, %g thrown; expected %g and %g", name, jt_num(r, C_CALLS),
+                  jt_num(r, C_THROWN), want, thrown);
+    ck_assert_msg(jt_num(r, C_OPEN) == 0 && jt_num(r, C_NOENTRY) == 0,
+                  "%s: %g open at the end, %g exits without entry", name, jt_num(r, C_OPEN),
+                  jt_num(r, C_NOENTRY));
+}
+
+/* Runs TraceWork NA under the agent with opts (out=DIR/out added) and
+ * returns its stderr (free it); asserts it exited 0 having printed done. */
+static char *run(const char *dir, const char *opts, const char *na)
+{
+    char all[4096], errf[4200];
+    snprintf(all, sizeof(all), "%s,out=%s/out", opts, dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"TraceWork", na, NULL};
+    int fd = -1;
+    pid_t pid = jt_spawn(all, JALEN_CLASSES, args, &fd, errf);
+    ck_assert_int_gt(pid, 0);
+    char line[256] = "";
+    int got = jt_wait_line(fd, "done", line, sizeof(line), 120);
+    int st = jt_wait(pid, 60);
+    close(fd);
+    char *err = jt_read(errf);
+    ck_assert_msg(got == 0 && st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "TraceWork did not end well (status %d): %s", st, err ? err : "");
+    return err;
+}
+
+static const char *PATS = "trace=TraceWork.a;TraceWork.b;TraceWork.rec;TraceWork.fail(I)V;"
+                          "TraceWork$Node.<init>;NoSuch.klass";
+
+START_TEST(test_known_answers)
+{
+    double t0 = now_s();
+    char *dir = jt_tmpdir(), p[4200];
+    char opts[1024];
+    snprintf(opts, sizeof(opts), "interval=1ms,%s", PATS);
+    char *err = run(dir, opts, "1000");
+    /* the pattern naming no loaded class, in one line */
+    ck_assert_msg(strstr(err, "jalen: trace pattern #6 (class 'NoSuch') matched no method"),
+                  "no line for the pattern that matched nothing: %s", err);
+    ck_assert_msg(!strstr(err, "left as it is"), "a class was not rewritten: %s", err);
+    free(err);
+    snprintf(p, sizeof(p), "%s/out", dir);
+    jt_check_outputs(p, 0.005);
+    jt_csv c, m;
+    snprintf(p, sizeof(p), "%s/out/calls.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &c), 0);
+    ck_assert_int_eq(c.bad, 0);
+    calls(&c, "TraceWork.a()V", 1000, 0);
+    calls(&c, "TraceWork.b()V", 4000, 0);
+    calls(&c, "TraceWork.rec(I)I", 100, 0);
+    calls(&c, "TraceWork.fail(I)V", 50, 50);
+    calls(&c, "TraceWork$Node.<init>(I)V", 20, 0);
+    /* a recursion: inclusive time once (its outermost calls) = the sum of
+     * its calls' self times (a callee's time is the callee's) */
+    const jt_row *rr = row(&c, "TraceWork.rec(I)I");
+    ck_assert_msg(fabs(jt_num(rr, C_CPU) - jt_num(rr, C_SCPU)) <= 2e-9,
+                  "rec: inclusive %.9f s, self %.9f s", jt_num(rr, C_CPU), jt_num(rr, C_SCPU));
+    const jt_row *ra = row(&c, "TraceWork.a()V"), *rb = row(&c, "TraceWork.b()V");
+    double ratio = jt_num(ra, C_SEPC) / jt_num(rb, C_SEPC);
+    printf("trace: a %.6f J/call, b %.6f J/call, ratio %.3f (4 expected)\n", jt_num(ra, C_SEPC),
+           jt_num(rb, C_SEPC), ratio);
+    ck_assert_msg(fabs(ratio - 4) <= 0.2, "a:b self energy per call %.3f, expected 4 +- 5 %%",
+                  ratio);
+    /* the sampler's energy of the same frames (inclusive) */
+    snprintf(p, sizeof(p), "%s/out/methods.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &m), 0);
+    const char *names[2] = {"TraceWork.a", "TraceWork.b"};
+    const jt_row *tr[2] = {ra, rb};
+    for (int i = 0; i < 2; i++) {
+        const jt_row *s = jt_csv_find(&m, 0, names[i]);
+        ck_assert_msg(s != NULL, "methods.csv: no %s", names[i]);
+        double ts = jt_num(tr[i], C_E), ss = jt_num(s, 2);
+        printf("trace: %s traced %.4f J, sampled %.4f J (%+.1f %%)\n", names[i], ts, ss,
+               (ts / ss - 1) * 100);
+        ck_assert_msg(fabs(ts - ss) <= 0.05 * ss, "%s: traced %.4f J, sampler %.4f J (5 %%)",
+                      names[i], ts, ss);
+    }
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *sum = jt_read(p);
+    ck_assert_msg(sum && strstr(sum, "{\"method\": \"TraceWork.a()V\", \"calls\": 1000,"),
+                  "summary.json: no traced a() with 1000 calls");
+    ck_assert_msg(strstr(sum, "\"trace_energy_model\": "), "summary.json: no trace_energy_model");
+    free(sum);
+    jt_csv_free(&c);
+    jt_csv_free(&m);
+    jt_rmtree(dir);
+    free(dir);
+    printf("trace: test_known_answers %.1f s\n", now_s() - t0);
+}
+END_TEST
+
+START_TEST(test_bad_pattern)
+{
+    double t0 = now_s();
+    char *dir = jt_tmpdir();
+    char *err = run(dir, "trace=TraceWork.a;nodot", "0");
+    ck_assert_msg(strstr(err, "jalen: trace pattern 'nodot' is not CLASS.METHOD") &&
+                      strstr(err, "the JVM runs on without profiling") && jt_lines(err) == 1,
+                  "malformed pattern: %s", err);
+    free(err);
+    jt_rmtree(dir);
+    free(dir);
+    printf("trace: test_bad_pattern %.1f s\n", now_s() - t0);
+}
+END_TEST
+
+START_TEST(test_other_jdk)
+{
+    if (!jt_other_jdk("trace= on a second JDK"))
+        return;
+    double t0 = now_s();
+    char *dir = jt_tmpdir(), p[4200];
+    char *err = run(dir, "quiet,trace=TraceWork.a;TraceWork.b;TraceWork.fail", "250");
+    ck_assert_msg(err[0] == '\0', "stderr with quiet: %s", err);
+    free(err);
+    jt_csv c;
+    snprintf(p, sizeof(p), "%s/out/calls.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &c), 0);
+    calls(&c, "TraceWork.a()V", 250, 0);
+    calls(&c, "TraceWork.b()V", 1000, 0);
+    calls(&c, "TraceWork.fail(I)V", 50, 50);
+    double ratio =
+        jt_num(row(&c, "TraceWork.a()V"), C_SEPC) / jt_num(row(&c, "TraceWork.b()V"), C_SEPC);
+    ck_assert_msg(fabs(ratio - 4) <= 0.2, "a:b %.3f on the second JDK", ratio);
+    jt_csv_free(&c);
+    jt_rmtree(dir);
+    free(dir);
+    printf("trace: test_other_jdk %.1f s (ratio %.3f)\n", now_s() - t0, ratio);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("jalen_trace");
+    TCase *tc = tcase_create("trace");
+    tcase_set_timeout(tc, 200);
+    tcase_add_test(tc, test_known_answers);
+    tcase_add_test(tc, test_bad_pattern);
+    tcase_add_test(tc, test_other_jdk);
+    suite_add_tcase(s, tc);
+    return jt_run_suite(s);
+}
