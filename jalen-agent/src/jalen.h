@@ -82,6 +82,7 @@ typedef struct jl_opts {
     size_t scopes;           /* distinct scope names kept (scope.c) */
     char *scope;             /* energy.collapsed and flamegraph.html: only this scope */
     char *trace;             /* trace=: ';'-separated method patterns (trace.c) */
+#define JL_TRACE_PATTERNS 64 /* patterns trace= takes */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
@@ -604,9 +605,6 @@ int jl_window_prices(double cpu_j, double cpu_s, double nic_j, uint64_t bytes, d
 /* Traced methods: trace=PATTERNS (trace.c, DESIGN.md 11.2)             */
 /* ------------------------------------------------------------------ */
 
-/* Options: whether spec is a valid pattern list; -EINVAL with one line in
- * err naming the bad pattern. */
-int jl_trace_check(const char *spec, char *err, size_t errlen);
 /* Agent_OnLoad (spec NULL: no tracing): the capabilities, the runtime jar
  * on the boot class path.  Negative errno with one line in err. */
 int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_t errlen);

@@ -241,6 +241,39 @@ static int jl_apply_calibration(const char *val, char *err, size_t errlen)
     return 0;
 }
 
+/* trace=: each pattern CLASS.METHOD[(DESCRIPTOR)] (the rewriter, trace.c,
+ * matches them); -EINVAL with one line naming the bad one. */
+static int jl_trace_check(const char *spec, char *err, size_t errlen)
+{
+    char *dup = strdup(spec), *save = NULL;
+    if (!dup)
+        return -ENOMEM;
+    int rc = 0, n = 0;
+    for (char *p = strtok_r(dup, ";", &save); p && rc == 0; p = strtok_r(NULL, ";", &save)) {
+        char *paren = strchr(p, '(');
+        size_t head = paren ? (size_t)(paren - p) : strlen(p);
+        const char *dot = memrchr(p, '.', head);
+        if (!dot || dot == p || (size_t)(dot - p) == head - 1 || strpbrk(p, " /,") ||
+            (paren && (!strchr(paren, ')') || strchr(paren + 1, '(')))) {
+            snprintf(err, errlen,
+                     "trace pattern '%s' is not CLASS.METHOD[(DESCRIPTOR)] (write Demo.work, "
+                     "com.acme.*.handle, Demo.*, or Demo.work(I)V for one overload)",
+                     p);
+            rc = -EINVAL;
+        } else if (++n > JL_TRACE_PATTERNS) {
+            snprintf(err, errlen, "more than %d trace patterns: join them with wildcards",
+                     JL_TRACE_PATTERNS);
+            rc = -EINVAL;
+        }
+    }
+    if (rc == 0 && n == 0) {
+        snprintf(err, errlen, "trace= needs a pattern (trace=Demo.work;Demo.other)");
+        rc = -EINVAL;
+    }
+    free(dup);
+    return rc;
+}
+
 /* One key=value into o (key is one of jl_keys); 0 or -EINVAL / -ENOMEM
  * with one line in err. */
 static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, char *err,

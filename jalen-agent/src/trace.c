@@ -32,7 +32,7 @@
 #define JL_TRACE_DEPTH 256 /* open traced calls kept per thread */
 #define JL_TRACE_HB 8      /* wall-time buckets per power of two */
 #define JL_TRACE_HN (64 * JL_TRACE_HB)
-#define JL_TRACE_PATS 64 /* patterns */
+#define JL_TRACE_PATS JL_TRACE_PATTERNS
 #define RT_CLASS "org/powerapi/jalen/trace/Trace"
 #define RW_CLASS "org.powerapi.jalen.trace.Rewriter"
 #ifndef JALEN_ASM_DIR
@@ -98,37 +98,6 @@ static __thread int jl_in_hook;
 /* ------------------------------------------------------------------ */
 /* Patterns                                                            */
 /* ------------------------------------------------------------------ */
-
-int jl_trace_check(const char *spec, char *err, size_t errlen)
-{
-    char *dup = strdup(spec), *save = NULL;
-    if (!dup)
-        return -ENOMEM;
-    int rc = 0, n = 0;
-    for (char *p = strtok_r(dup, ";", &save); p && rc == 0; p = strtok_r(NULL, ";", &save)) {
-        char *paren = strchr(p, '(');
-        size_t head = paren ? (size_t)(paren - p) : strlen(p);
-        const char *dot = memrchr(p, '.', head);
-        if (!dot || dot == p || (size_t)(dot - p) == head - 1 || strpbrk(p, " /,") ||
-            (paren && (!strchr(paren, ')') || strchr(paren + 1, '(')))) {
-            snprintf(err, errlen,
-                     "trace pattern '%s' is not CLASS.METHOD[(DESCRIPTOR)] (write Demo.work, "
-                     "com.acme.*.handle, Demo.*, or Demo.work(I)V for one overload)",
-                     p);
-            rc = -EINVAL;
-        } else if (++n > JL_TRACE_PATS) {
-            snprintf(err, errlen, "more than %d trace patterns: join them with wildcards",
-                     JL_TRACE_PATS);
-            rc = -EINVAL;
-        }
-    }
-    if (rc == 0 && n == 0) {
-        snprintf(err, errlen, "trace= needs a pattern (trace=Demo.work;Demo.other)");
-        rc = -EINVAL;
-    }
-    free(dup);
-    return rc;
-}
 
 /* The class part of each pattern, as class files name classes. */
 static int split_patterns(const char *spec)
