@@ -138,8 +138,8 @@ int jl_events_init(char *err, size_t errlen)
     cb.CompiledMethodUnload = jl_on_compiled_method_unload;
     if (jl_run.o.net)
         cb.NativeMethodBind = jl_on_native_bind;
-    if (jl_trace_on())
-        cb.ClassFileLoadHook = jl_trace_on_class_file;
+    /* always: tracing may begin at runtime (jl_trace_set enables it) */
+    cb.ClassFileLoadHook = jl_trace_on_class_file;
     /* without it, a failed walk keeps its pseudo-frame as before */
     if (jl_run.o.mode == JL_MODE_CPU && jl_unwind_init(jl_run.jvmti, &cb, jl_smp.asgct) < 0 &&
         !jl_run.o.quiet)

@@ -617,6 +617,10 @@ void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefin
                                     const char *name, jobject pd, jint len,
                                     const unsigned char *data, jint *new_len,
                                     unsigned char **new_data);
+/* At runtime (attach's trace command): the patterns become spec ("" none:
+ * tracing removed); the loaded classes that the old or the new patterns
+ * name are retransformed.  One line on f.  0 or negative errno. */
+int jl_trace_set(jvmtiEnv *jvmti, JNIEnv *env, const char *spec, FILE *f);
 /* Agent thread, each window (profile lock held): prices what the traced
  * calls added since the last one. */
 void jl_trace_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);

@@ -68,6 +68,13 @@ typedef struct jl_tthread {
     struct jl_tthread *_Atomic next;
 } jl_tthread;
 
+typedef struct jl_tpats {
+    char *spec; /* ';'-separated */
+    size_t n;
+    char *globs[JL_TRACE_PATS];   /* their class parts, '/'-separated */
+    uint64_t hits[JL_TRACE_PATS]; /* methods each matched (jl_tr.lock) */
+} jl_tpats;
+
 typedef struct jl_tmethod {
     char *name; /* package.Class.method(descriptor) */
     int pattern;
@@ -75,14 +82,13 @@ typedef struct jl_tmethod {
 
 static struct {
     int on;
-    atomic_int ready;           /* the rewriter is there (VMInit done) */
-    char *spec;                 /* the patterns, ';'-separated */
-    char *globs[JL_TRACE_PATS]; /* their class parts, '/'-separated */
-    size_t npats;
-    uint64_t pat_hits[JL_TRACE_PATS];
+    atomic_int ready; /* the rewriter is there (VMInit done) */
+    /* the patterns now; a set replaced at runtime (jl_trace_set) is kept,
+     * not freed: a hook may still read it (a few hundred bytes a change) */
+    _Atomic(jl_tpats *) pats;
     char dir[4096]; /* where libjalen.so and the trace jars are */
     jclass rw;      /* Rewriter (global reference) */
-    jmethodID rw_rewrite;
+    jmethodID rw_rewrite, rw_configure;
     pthread_mutex_t lock; /* the method table, the thread list's inserts */
     jl_tmethod methods[JL_TRACE_MAX];
     atomic_int nmethods;
@@ -99,36 +105,40 @@ static __thread int jl_in_hook;
 /* Patterns                                                            */
 /* ------------------------------------------------------------------ */
 
-/* The class part of each pattern, as class files name classes. */
-static int split_patterns(const char *spec)
+/* The patterns of spec, with the class part of each as class files name
+ * classes; NULL when out of memory. */
+static jl_tpats *split_patterns(const char *spec)
 {
+    jl_tpats *t = calloc(1, sizeof(*t));
     char *dup = strdup(spec), *save = NULL;
-    if (!dup)
-        return -ENOMEM;
-    for (char *p = strtok_r(dup, ";", &save); p && jl_tr.npats < JL_TRACE_PATS;
+    if (!t || !dup || !(t->spec = strdup(spec))) {
+        free(dup);
+        free(t);
+        return NULL;
+    }
+    for (char *p = strtok_r(dup, ";", &save); p && t->n < JL_TRACE_PATS;
          p = strtok_r(NULL, ";", &save)) {
-        char *paren = strchr(p, '(');
+        char *paren = strchr(p, '('), *dot;
         if (paren)
             *paren = '\0';
-        *strrchr(p, '.') = '\0';
+        if ((dot = strrchr(p, '.')))
+            *dot = '\0';
         for (char *c = p; *c; c++)
             if (*c == '.')
                 *c = '/';
-        if (!(jl_tr.globs[jl_tr.npats++] = strdup(p))) {
-            free(dup);
-            return -ENOMEM;
-        }
+        if (!(t->globs[t->n++] = strdup(p)))
+            t->n--;
     }
     free(dup);
-    return 0;
+    return t;
 }
 
-static int class_wanted(const char *name)
+static int class_wanted(const jl_tpats *t, const char *name)
 {
-    if (!strncmp(name, "org/powerapi/jalen/", 19) || !strncmp(name, "org/objectweb/asm/", 18))
+    if (!t || !strncmp(name, "org/powerapi/jalen/", 19) || !strncmp(name, "org/objectweb/asm/", 18))
         return 0;
-    for (size_t i = 0; i < jl_tr.npats; i++)
-        if (fnmatch(jl_tr.globs[i], name, 0) == 0)
+    for (size_t i = 0; i < t->n; i++)
+        if (fnmatch(t->globs[i], name, 0) == 0)
             return 1;
     return 0;
 }
@@ -301,13 +311,14 @@ static jint JNICALL n_register(JNIEnv *env, jclass cls, jstring jc, jstring jm, 
             name = NULL;
             id = n;
             atomic_store(&jl_tr.nmethods, n + 1);
-            if (pattern >= 0 && (size_t)pattern < jl_tr.npats)
-                jl_tr.pat_hits[pattern]++;
+            jl_tpats *t = atomic_load(&jl_tr.pats);
+            if (t && pattern >= 0 && (size_t)pattern < t->n)
+                t->hits[pattern]++;
             if (n + 1 == JL_TRACE_WARN && !jl_tr.quiet)
                 fprintf(stderr,
                         "jalen: trace= matches %d methods so far: each call of each costs "
                         "two clock reads; name fewer (trace=%.200s)\n",
-                        n + 1, jl_tr.spec);
+                        n + 1, t ? t->spec : "");
         } else if (id < 0 && n >= JL_TRACE_MAX && !jl_tr.warned_full++ && !jl_tr.quiet) {
             fprintf(stderr,
                     "jalen: trace= matched more than %d methods: the others are not "
@@ -361,8 +372,10 @@ int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_
                  path);
         return -ENOTSUP;
     }
-    if (!(jl_tr.spec = strdup(spec)) || split_patterns(spec) < 0)
+    jl_tpats *t = split_patterns(spec);
+    if (!t)
         return -ENOMEM;
+    atomic_store(&jl_tr.pats, t);
     jl_tr.on = 1;
     return 0;
 }
@@ -434,17 +447,33 @@ static int bind_natives(JNIEnv *env)
     return k && (*env)->RegisterNatives(env, k, nm, 4) == 0 ? 0 : -1;
 }
 
+/* Rewriter.configure(spec): 0, or -EINVAL with its exception's line. */
+static int configure(JNIEnv *env, const char *spec, char *why, size_t len)
+{
+    jstring s = (*env)->NewStringUTF(env, spec);
+    if (s)
+        (*env)->CallStaticVoidMethod(env, jl_tr.rw, jl_tr.rw_configure, s);
+    if (!s || (*env)->ExceptionCheck(env)) {
+        exception_line(env, why, len);
+        return -EINVAL;
+    }
+    (*env)->DeleteLocalRef(env, s);
+    return 0;
+}
+
+static int retransform(jvmtiEnv *jvmti, JNIEnv *env, const jl_tpats *old, const jl_tpats *now,
+                       FILE *f);
+
 void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env)
 {
-    (void)jvmti;
     if (!jl_tr.on || atomic_load(&jl_tr.ready))
         return;
     jl_in_hook = 1;
     char why[512] = "";
     jclass rw = NULL;
-    jmethodID conf = 0;
     if (bind_natives(env) < 0 || !(rw = load_rewriter(env)) ||
-        !(conf = (*env)->GetStaticMethodID(env, rw, "configure", "(Ljava/lang/String;)V")) ||
+        !(jl_tr.rw_configure =
+              (*env)->GetStaticMethodID(env, rw, "configure", "(Ljava/lang/String;)V")) ||
         !(jl_tr.rw_rewrite = (*env)->GetStaticMethodID(
               env, rw, "rewrite", "(Ljava/lang/ClassLoader;Ljava/lang/String;[B)[B"))) {
         exception_line(env, why, sizeof(why));
@@ -455,17 +484,66 @@ void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env)
         jl_in_hook = 0;
         return;
     }
-    jstring spec = (*env)->NewStringUTF(env, jl_tr.spec);
-    (*env)->CallStaticVoidMethod(env, rw, conf, spec);
-    if ((*env)->ExceptionCheck(env)) {
-        exception_line(env, why, sizeof(why));
+    jl_tr.rw = (jclass)(*env)->NewGlobalRef(env, rw);
+    if (configure(env, atomic_load(&jl_tr.pats)->spec, why, sizeof(why)) < 0) {
         fprintf(stderr, "jalen: trace=: %s; nothing is traced\n", why);
         jl_in_hook = 0;
         return;
     }
-    jl_tr.rw = (jclass)(*env)->NewGlobalRef(env, rw);
     atomic_store(&jl_tr.ready, 1);
     jl_in_hook = 0;
+    /* the classes loaded before now (an attach; boot classes at VMInit) */
+    retransform(jvmti, env, NULL, atomic_load(&jl_tr.pats), stderr);
+}
+
+/* Whether the class of signature sig ("Lpkg/Name;") is one a or b names. */
+static int wanted_sig(const char *sig, const jl_tpats *a, const jl_tpats *b)
+{
+    char name[1024];
+    size_t n = strlen(sig);
+    if (n < 3 || sig[0] != 'L' || n - 2 >= sizeof(name))
+        return 0;
+    memcpy(name, sig + 1, n - 2);
+    name[n - 2] = '\0';
+    return class_wanted(a, name) || class_wanted(b, name);
+}
+
+/* The loaded classes that a pattern of old or now names, retransformed
+ * (the hook rewrites them as now says, or gives back their original
+ * bytes): their count; the classes that cannot be are said in one line. */
+static int retransform(jvmtiEnv *jvmti, JNIEnv *env, const jl_tpats *old, const jl_tpats *now,
+                       FILE *f)
+{
+    jint nc = 0;
+    jclass *cs = NULL;
+    if ((*jvmti)->GetLoadedClasses(jvmti, &nc, &cs) != JVMTI_ERROR_NONE)
+        return 0;
+    int n = 0, refused = 0;
+    char first[256] = "";
+    for (jint i = 0; i < nc; i++) {
+        char *sig = NULL;
+        jboolean ok = JNI_FALSE;
+        if ((*jvmti)->GetClassSignature(jvmti, cs[i], &sig, NULL) == JVMTI_ERROR_NONE && sig &&
+            wanted_sig(sig, old, now)) {
+            (*jvmti)->IsModifiableClass(jvmti, cs[i], &ok);
+            jvmtiError e = ok ? (*jvmti)->RetransformClasses(jvmti, 1, &cs[i])
+                              : JVMTI_ERROR_UNMODIFIABLE_CLASS;
+            if (e == JVMTI_ERROR_NONE)
+                n++;
+            else if (!refused++)
+                snprintf(first, sizeof(first), "%s: JVMTI error %d", sig, (int)e);
+        }
+        if (sig)
+            (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+        (*env)->DeleteLocalRef(env, cs[i]);
+    }
+    (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
+    if (refused && f)
+        fprintf(f,
+                "jalen: trace=: %d loaded class%s matched cannot be retransformed (%s): their "
+                "methods are not traced; the JVM runs on\n",
+                refused, refused > 1 ? "es" : "", first);
+    return n;
 }
 
 void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
@@ -475,7 +553,8 @@ void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefin
 {
     (void)redefined;
     (void)pd;
-    if (!name || !env || jl_in_hook || !atomic_load(&jl_tr.ready) || !class_wanted(name))
+    if (!name || !env || jl_in_hook || !atomic_load(&jl_tr.ready) ||
+        !class_wanted(atomic_load(&jl_tr.pats), name))
         return;
     jl_in_hook = 1;
     (*env)->PushLocalFrame(env, 16);
@@ -653,7 +732,7 @@ void jl_trace_json(FILE *f)
     if (!r)
         return;
     fputs("  \"trace_patterns\": ", f);
-    pa__json_write(f, jl_tr.spec);
+    pa__json_write(f, atomic_load(&jl_tr.pats)->spec);
     fputs(",\n  \"trace_energy_model\": \"each call's CPU time (thread CPU clock at entry and "
           "exit) x the window's process CPU energy per CPU-second, plus its socket bytes x the "
           "window's NIC energy per byte, priced in the window it ended in (as scopes); self: "
@@ -692,13 +771,47 @@ void jl_trace_json(FILE *f)
 
 void jl_trace_finish(void)
 {
-    if (!jl_tr.on || jl_tr.quiet)
+    jl_tpats *t = atomic_load(&jl_tr.pats);
+    if (!jl_tr.on || jl_tr.quiet || !t)
         return;
-    for (size_t i = 0; i < jl_tr.npats; i++)
-        if (!jl_tr.pat_hits[i])
+    for (size_t i = 0; i < t->n; i++)
+        if (!t->hits[i])
             fprintf(stderr,
                     "jalen: trace pattern #%zu (class '%s') matched no method of the classes "
                     "loaded: check its class and method names (a class never loaded is not "
                     "traced)\n",
-                    i + 1, jl_tr.globs[i]);
+                    i + 1, t->globs[i]);
+}
+
+int jl_trace_set(jvmtiEnv *jvmti, JNIEnv *env, const char *spec, FILE *f)
+{
+    char why[512] = "";
+    spec = spec ? spec : "";
+    if (!jl_tr.on) {
+        int rc = jl_trace_init(jvmti, spec, jl_tr.quiet, why, sizeof(why));
+        if (rc < 0) {
+            fprintf(f, "jalen: %s\n", why);
+            return rc;
+        }
+        (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+                                           NULL);
+        jl_trace_vm_init(jvmti, env);
+        if (!atomic_load(&jl_tr.ready))
+            return -ENOTSUP;
+        fprintf(f, "jalen: tracing %s\n", spec);
+        return 0;
+    }
+    jl_tpats *old = atomic_load(&jl_tr.pats), *now = split_patterns(spec);
+    if (!now || !atomic_load(&jl_tr.ready) || configure(env, spec, why, sizeof(why)) < 0) {
+        fprintf(f, "jalen: trace=%s: %s\n", spec,
+                !now     ? "out of memory"
+                : why[0] ? why
+                         : "the rewriter is not loaded");
+        return -EINVAL;
+    }
+    atomic_store(&jl_tr.pats, now);
+    int n = retransform(jvmti, env, old, now, f);
+    fprintf(f, "jalen: %s%s (%d loaded class%s rewritten again)\n",
+            spec[0] ? "tracing " : "tracing removed", spec, n, n == 1 ? "" : "es");
+    return 0;
 }

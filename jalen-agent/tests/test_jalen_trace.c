@@ -11,7 +11,11 @@
  * sum of its calls' self time); the 50 exceptions counted as thrown; a
  * pattern naming a class never loaded said in one line.  A malformed
  * pattern: one line, the JVM runs on.  On the second JDK (Temurin 25):
- * the calls exact and the 4:1 ratio again, on a shorter run.
+ * the calls exact and the 4:1 ratio again, on a shorter run.  At runtime,
+ * on a JVM started without the agent: `powerapi jalen PID start
+ * trace=TraceWork.b` traces the loaded class (calls counted), `trace`
+ * alone removes it (no call counted while removed, the JVM runs on), and
+ * `trace TraceWork.b` adds it again (calls counted again).
  * Each case prints its duration (the suite's time budget).
  */
 #include <check.h>
@@ -180,6 +184,80 @@ START_TEST(test_other_jdk)
 }
 END_TEST
 
+/* `powerapi jalen ARGS`: its status; what it printed in out. */
+static int cli(const char *args, char *out, size_t len)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "%s jalen %s 2>&1", CLI_BIN, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "popen");
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The calls of TraceWork.b so far: dump, then calls.csv's total row. */
+static double calls_now(pid_t pid, const char *dir)
+{
+    char a[256], out[4096], p[4200];
+    snprintf(a, sizeof(a), "%d dump", (int)pid);
+    ck_assert_msg(cli(a, out, sizeof(out)) == 0, "dump: %s", out);
+    jt_csv c;
+    snprintf(p, sizeof(p), "%s/out/calls.csv", dir);
+    ck_assert_int_eq(jt_csv_load(p, &c), 0);
+    double n = jt_num(row(&c, "TraceWork.b()V"), C_CALLS);
+    jt_csv_free(&c);
+    return n;
+}
+
+static void pause_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(test_runtime)
+{
+    double t0 = now_s();
+    char *dir = jt_tmpdir(), a[4400], out[4096], errf[4200], line[64];
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"TraceWork", "loop", "4000", NULL};
+    int fd = -1;
+    pid_t pid = jt_spawn(NULL, JALEN_CLASSES, args, &fd, errf);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_int_eq(jt_wait_line(fd, "ready", line, sizeof(line), 30), 0);
+    snprintf(a, sizeof(a), "%d start -o %s/out 'trace=TraceWork.b,quiet'", (int)pid, dir);
+    ck_assert_msg(cli(a, out, sizeof(out)) == 0, "start: %s", out);
+    pause_s(0.5);
+    snprintf(a, sizeof(a), "%d trace", (int)pid);
+    ck_assert_msg(cli(a, out, sizeof(out)) == 0 && strstr(out, "tracing removed"),
+                  "trace (remove): %s", out);
+    double c1 = calls_now(pid, dir);
+    pause_s(0.4);
+    double c2 = calls_now(pid, dir);
+    snprintf(a, sizeof(a), "%d trace 'TraceWork.b'", (int)pid);
+    ck_assert_msg(cli(a, out, sizeof(out)) == 0 && strstr(out, "tracing TraceWork.b"),
+                  "trace (add): %s", out);
+    pause_s(0.4);
+    double c3 = calls_now(pid, dir);
+    printf("trace: at runtime %g calls traced, %g after 0.4 s removed, %g after 0.4 s again\n", c1,
+           c2, c3);
+    ck_assert_msg(c1 > 50 && c2 == c1 && c3 > c2 + 50,
+                  "calls at runtime: %g traced, %g removed (same expected), %g added again", c1, c2,
+                  c3);
+    snprintf(a, sizeof(a), "%d stop", (int)pid);
+    ck_assert_msg(cli(a, out, sizeof(out)) == 0, "stop: %s", out);
+    ck_assert_int_eq(jt_wait_line(fd, "done", line, sizeof(line), 30), 0);
+    int st = jt_wait(pid, 30);
+    close(fd);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the JVM: status %d", st);
+    jt_rmtree(dir);
+    free(dir);
+    printf("trace: test_runtime %.1f s\n", now_s() - t0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_trace");
@@ -188,6 +266,7 @@ int main(void)
     tcase_add_test(tc, test_known_answers);
     tcase_add_test(tc, test_bad_pattern);
     tcase_add_test(tc, test_other_jdk);
+    tcase_add_test(tc, test_runtime);
     suite_add_tcase(s, tc);
     return jt_run_suite(s);
 }

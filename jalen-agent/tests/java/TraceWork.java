@@ -7,7 +7,8 @@ import java.util.Random;
  * CPU time, b() 0.25 ms; a() is called A times and b() 4 A times, in a
  * shuffled order (no period a sampler could lock onto).  Then rec(depth)
  * recurses (depth + 1 calls each), fail() throws, and Node's constructor
- * runs, a known number of times each.  Args: A (default 1000).
+ * runs, a known number of times each.  Args: A (default 1000); or "loop
+ * MS": b() then a 1 ms sleep, for MS ms, for an agent attached meanwhile.
  */
 public class TraceWork {
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -47,7 +48,18 @@ public class TraceWork {
         }
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
+        if (args.length > 1 && args[0].equals("loop")) {
+            System.out.println("ready");
+            System.out.flush();
+            long end = System.nanoTime() + Long.parseLong(args[1]) * 1_000_000L;
+            while (System.nanoTime() < end) {
+                b();
+                Thread.sleep(1);
+            }
+            System.out.println("done");
+            return;
+        }
         int na = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
         byte[] order = new byte[5 * na];
         for (int i = 0; i < na; i++)
