@@ -8,7 +8,9 @@ import java.util.Random;
  * shuffled order (no period a sampler could lock onto).  Then rec(depth)
  * recurses (depth + 1 calls each), fail() throws, and Node's constructor
  * runs, a known number of times each.  Args: A (default 1000); or "loop
- * MS": b() then a 1 ms sleep, for MS ms, for an agent attached meanwhile.
+ * MS": b() then a 1 ms sleep, for MS ms, for an agent attached meanwhile;
+ * or "bench N": nop() N times, best of 7 rounds, in ns per call
+ * (bench/bench_jalen_trace.sh runs it traced and not).
  */
 public class TraceWork {
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -31,6 +33,23 @@ public class TraceWork {
         spin(250_000);
     }
 
+    static int nopSink;
+
+    static void nop(int i) {
+        nopSink += i;
+    }
+
+    static void bench(int n) {
+        double best = Double.MAX_VALUE;
+        for (int r = 0; r < 7; r++) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++)
+                nop(i);
+            best = Math.min(best, (System.nanoTime() - t0) / (double) n);
+        }
+        System.out.printf("nop: %.1f ns per call (best of 7 rounds of %d)%n", best, n);
+    }
+
     static int rec(int depth) {
         return depth == 0 ? 0 : 1 + rec(depth - 1);
     }
@@ -49,6 +68,10 @@ public class TraceWork {
     }
 
     public static void main(String[] args) throws InterruptedException {
+        if (args.length > 1 && args[0].equals("bench")) {
+            bench(Integer.parseInt(args[1]));
+            return;
+        }
         if (args.length > 1 && args[0].equals("loop")) {
             System.out.println("ready");
             System.out.flush();
