@@ -624,6 +624,8 @@ int jl_trace_set(jvmtiEnv *jvmti, JNIEnv *env, const char *spec, FILE *f);
 /* Agent thread, each window (profile lock held): prices what the traced
  * calls added since the last one. */
 void jl_trace_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
+/* calls.csv's header and rows on f (profile lock held). */
+void jl_trace_rows(FILE *f);
 /* calls.csv in dir (nothing without trace=). */
 int jl_trace_write_csv(const char *dir);
 /* summary.json's trace members (each line ends with ",\n"). */

@@ -629,11 +629,13 @@ static void row_add(jl_trow *r, jl_tstat *s)
     r->calls += LD(s->calls);
     r->thrown += LD(s->thrown);
     r->unmatched += LD(s->unmatched);
-    r->cpu_ns += s->seen_cpu;
-    r->self_ns += s->seen_self;
+    /* times and bytes as they are now; the energy of what the last
+     * window priced (the rest is priced at the next one) */
+    r->cpu_ns += LD(s->cpu_ns);
+    r->self_ns += LD(s->self_ns);
     r->wall_ns += LD(s->wall_ns);
-    r->bytes += s->seen_bytes;
-    r->self_bytes += s->seen_self_bytes;
+    r->bytes += LD(s->bytes);
+    r->self_bytes += LD(s->self_bytes);
     uint64_t m = LD(s->max_wall_ns);
     r->max = m > r->max ? m : r->max;
     for (int i = 0; i < JL_TRACE_HN; i++)
@@ -685,6 +687,34 @@ static void thread_name(pid_t tid, char *out, size_t len)
     pthread_mutex_unlock(&jl_thr.lock);
 }
 
+void jl_trace_rows(FILE *f)
+{
+    jl_trow *r = malloc(sizeof(*r));
+    fputs("method,thread,tid,calls,thrown,open_at_end,exits_without_entry,cpu_time_s,"
+          "self_cpu_time_s,wall_mean_ms,wall_p50_ms,wall_p95_ms,wall_p99_ms,wall_max_ms,"
+          "net_bytes,self_net_bytes,energy_j,self_energy_j,energy_per_call_j,"
+          "self_energy_per_call_j\n",
+          f);
+    int n = r ? atomic_load(&jl_tr.nmethods) : 0;
+    for (int i = 0; i < n; i++) {
+        memset(r, 0, sizeof(*r));
+        for (jl_tthread *t = atomic_load(&jl_tr.threads); t; t = atomic_load(&t->next))
+            if (t->m[i])
+                row_add(r, t->m[i]);
+        row_csv(f, jl_tr.methods[i].name, "[all threads]", 0, r);
+        for (jl_tthread *t = atomic_load(&jl_tr.threads); t; t = atomic_load(&t->next)) {
+            if (!t->m[i])
+                continue;
+            char name[64];
+            memset(r, 0, sizeof(*r));
+            row_add(r, t->m[i]);
+            thread_name(t->tid, name, sizeof(name));
+            row_csv(f, jl_tr.methods[i].name, name, t->tid, r);
+        }
+    }
+    free(r);
+}
+
 int jl_trace_write_csv(const char *dir)
 {
     if (!jl_tr.on)
@@ -693,34 +723,7 @@ int jl_trace_write_csv(const char *dir)
     int rc = pc_out_open(&o, dir, "calls.csv");
     if (rc < 0)
         return rc;
-    jl_trow *r = malloc(sizeof(*r));
-    if (!r) {
-        pc_out_close(&o);
-        return -ENOMEM;
-    }
-    fputs("method,thread,tid,calls,thrown,open_at_end,exits_without_entry,cpu_time_s,"
-          "self_cpu_time_s,wall_mean_ms,wall_p50_ms,wall_p95_ms,wall_p99_ms,wall_max_ms,"
-          "net_bytes,self_net_bytes,energy_j,self_energy_j,energy_per_call_j,"
-          "self_energy_per_call_j\n",
-          o.f);
-    int n = atomic_load(&jl_tr.nmethods);
-    for (int i = 0; i < n; i++) {
-        memset(r, 0, sizeof(*r));
-        for (jl_tthread *t = atomic_load(&jl_tr.threads); t; t = atomic_load(&t->next))
-            if (t->m[i])
-                row_add(r, t->m[i]);
-        row_csv(o.f, jl_tr.methods[i].name, "[all threads]", 0, r);
-        for (jl_tthread *t = atomic_load(&jl_tr.threads); t; t = atomic_load(&t->next)) {
-            if (!t->m[i])
-                continue;
-            char name[64];
-            memset(r, 0, sizeof(*r));
-            row_add(r, t->m[i]);
-            thread_name(t->tid, name, sizeof(name));
-            row_csv(o.f, jl_tr.methods[i].name, name, t->tid, r);
-        }
-    }
-    free(r);
+    jl_trace_rows(o.f);
     return pc_out_close(&o);
 }
 

@@ -15,7 +15,8 @@
  * on a JVM started without the agent: `powerapi jalen PID start
  * trace=TraceWork.b` traces the loaded class (calls counted), `trace`
  * alone removes it (no call counted while removed, the JVM runs on), and
- * `trace TraceWork.b` adds it again (calls counted again).
+ * `trace TraceWork.b` adds it again (calls counted again); the same
+ * through the agent's MXBean (trace, TracedCalls) from inside the JVM.
  * Each case prints its duration (the suite's time budget).
  */
 #include <check.h>
@@ -258,6 +259,40 @@ START_TEST(test_runtime)
 }
 END_TEST
 
+START_TEST(test_mxbean)
+{
+    double t0 = now_s();
+    char *dir = jt_tmpdir(), opts[4200], errf[4200], line[1024], a1[512] = "", c1[1024] = "",
+         a2[512] = "", c2[1024] = "";
+    snprintf(opts, sizeof(opts), "quiet,out=%s/out", dir);
+    snprintf(errf, sizeof(errf), "%s/stderr", dir);
+    const char *args[] = {"TraceWork", "mx", NULL};
+    int fd = -1;
+    pid_t pid = jt_spawn(opts, JALEN_CLASSES, args, &fd, errf);
+    ck_assert_int_gt(pid, 0);
+    char *bufs[4] = {a1, c1, a2, c2};
+    const char *pre[4] = {"answer", "calls", "answer", "calls"};
+    for (int i = 0; i < 4; i++) {
+        int rc = jt_wait_line(fd, pre[i], line, sizeof(line), 30);
+        ck_assert_msg(rc == 0, "no '%s' line from the MXBean run (%s so far)", pre[i], a1);
+        snprintf(bufs[i], i % 2 ? 1024 : 512, "%s", line);
+    }
+    ck_assert_int_eq(jt_wait_line(fd, "done", line, sizeof(line), 30), 0);
+    int st = jt_wait(pid, 30);
+    close(fd);
+    printf("trace: MXBean: %s | %s | %s | %s\n", a1, c1, a2, c2);
+    ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the JVM: status %d", st);
+    ck_assert_msg(strstr(a1, "jalen: tracing TraceWork.b") && strstr(a2, "tracing removed"),
+                  "answers: '%s', '%s'", a1, a2);
+    ck_assert_msg(!strncmp(c1, "calls: TraceWork.b()V,[all threads],0,100,", 42) &&
+                      !strncmp(c2, "calls: TraceWork.b()V,[all threads],0,100,", 42),
+                  "calls after adding, then removing: '%s', '%s'", c1, c2);
+    jt_rmtree(dir);
+    free(dir);
+    printf("trace: test_mxbean %.1f s\n", now_s() - t0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jalen_trace");
@@ -267,6 +302,7 @@ int main(void)
     tcase_add_test(tc, test_bad_pattern);
     tcase_add_test(tc, test_other_jdk);
     tcase_add_test(tc, test_runtime);
+    tcase_add_test(tc, test_mxbean);
     suite_add_tcase(s, tc);
     return jt_run_suite(s);
 }

@@ -1,4 +1,6 @@
 import java.lang.management.ManagementFactory;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import java.lang.management.ThreadMXBean;
 import java.util.Random;
 
@@ -10,7 +12,10 @@ import java.util.Random;
  * runs, a known number of times each.  Args: A (default 1000); or "loop
  * MS": b() then a 1 ms sleep, for MS ms, for an agent attached meanwhile;
  * or "bench N": nop() N times, best of 7 rounds, in ns per call
- * (bench/bench_jalen_trace.sh runs it traced and not).
+ * (bench/bench_jalen_trace.sh runs it traced and not); or "mx": through
+ * the agent's MXBean (JMX, no compile-time dependency), tracing of b()
+ * added, 100 calls, removed, 100 calls, with the answers and calls.csv's
+ * b() rows printed after each step.
  */
 public class TraceWork {
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -67,7 +72,29 @@ public class TraceWork {
         }
     }
 
-    public static void main(String[] args) throws InterruptedException {
+    static void mx() throws Exception {
+        MBeanServer s = ManagementFactory.getPlatformMBeanServer();
+        ObjectName n = new ObjectName("org.powerapi.jalen:type=Energy");
+        for (int i = 0; i < 100 && !s.isRegistered(n); i++)
+            Thread.sleep(50);
+        String[] sig = {"java.lang.String"};
+        String[] steps = {"TraceWork.b", ""};
+        for (String p : steps) {
+            System.out.println("answer: " + s.invoke(n, "trace", new Object[] {p}, sig));
+            for (int i = 0; i < 100; i++)
+                b();
+            for (String line : ((String) s.getAttribute(n, "TracedCalls")).split("\n"))
+                if (line.startsWith("TraceWork.b()V,[all threads]"))
+                    System.out.println("calls: " + line);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("mx")) {
+            mx();
+            System.out.println("done");
+            return;
+        }
         if (args.length > 1 && args[0].equals("bench")) {
             bench(Integer.parseInt(args[1]));
             return;
