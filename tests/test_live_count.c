@@ -9,7 +9,9 @@
  * functions by one wildcard), calls.csv and summary.json agreeing; the
  * energy per call of work_f 4 x work_g's within 25 % (their energy is
  * sampled at 1 ms: about 600 samples); a function that is not there and
- * a stripped program: one line each, naming the fix.  Each case prints
+ * a stripped program, a library not found, a JVM (Java methods are
+ * jalen's) and a kernel function without a kprobe PMU: one line each,
+ * naming the fix.  Each case prints
  * its duration.
  */
 #include <check.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -132,7 +135,7 @@ static void refused(const char *spec, const char *prog, const char *want)
 {
     char out[4200], work[4200];
     snprintf(out, sizeof(out), "%s/bad", dir);
-    snprintf(work, sizeof(work), "%s/%s", dir, prog);
+    snprintf(work, sizeof(work), prog[0] == '/' ? "%.0s%s" : "%s/%s", dir, prog);
     char *const args[] = {"profile", "--count", (char *)spec, "-q", "-o", out, "--", work, NULL};
     pa_test_cli_run r;
     pa_test_cli(&r, args);
@@ -149,6 +152,12 @@ START_TEST(test_refused)
     refused("no_such_fn", "work", "no function 'no_such_fn' in");
     refused("work_f", "work-stripped", "stripped?");
     refused("nolib:x", "work", "no library 'nolib'");
+    /* a JVM: its methods are JIT code, jalen's trace= counts them */
+    refused("main", "/usr/lib/jvm/java-17-openjdk-amd64/bin/java", "jalen's trace=");
+    if (access("/sys/bus/event_source/devices/kprobe/type", R_OK) < 0)
+        refused("kernel:do_sys_openat2", "work", "this kernel has no kprobe PMU");
+    else
+        printf("count: SKIPPED the kprobe refusal: this kernel has a kprobe PMU\n");
     pa_test_rmtree(dir);
     dir = NULL;
     printf("count: test_refused %.1f s\n", now_s() - t0);

@@ -35,7 +35,8 @@
 #define PF_COUNT_MAX 256 /* functions counted */
 
 typedef struct pf_counted {
-    char *name, *path; /* symbol, file probed */
+    char *name, *path; /* symbol, file probed ("[kernel]" for a kprobe) */
+    int kernel;        /* a kernel function: the kprobe PMU's */
     uint64_t offset;
     int *fds;      /* one event per CPU */
     uint64_t *ids; /* their ids (the records' PERF_SAMPLE_IDENTIFIER) */
@@ -54,7 +55,8 @@ typedef struct pf_cring {
 struct pf_count {
     pf_counted v[PF_COUNT_MAX];
     size_t n;
-    int type; /* the uprobe PMU's */
+    int type;  /* the uprobe PMU's */
+    int ktype; /* the kprobe PMU's, -1 none */
     int ncpus;
     pf_cring *rings; /* per CPU: every function's events write there */
     pid_t *targets;  /* the processes counted: the root and its children */
@@ -62,10 +64,10 @@ struct pf_count {
     uint64_t lost; /* records the rings lost (calls not counted) */
 };
 
-static int pmu_type(const char *sysfs, char *err, size_t len)
+static int pmu_type(const char *sysfs, const char *pmu, char *err, size_t len)
 {
     char p[4096];
-    snprintf(p, sizeof(p), "%s/bus/event_source/devices/uprobe/type", sysfs ? sysfs : "/sys");
+    snprintf(p, sizeof(p), "%s/bus/event_source/devices/%s/type", sysfs ? sysfs : "/sys", pmu);
     FILE *f = fopen(p, "re");
     int t = -1;
     if (f && fscanf(f, "%d", &t) != 1)
@@ -74,9 +76,9 @@ static int pmu_type(const char *sysfs, char *err, size_t len)
         fclose(f);
     if (t < 0)
         snprintf(err, len,
-                 "--count: this kernel has no uprobe PMU (%s unreadable; it needs "
-                 "CONFIG_UPROBE_EVENTS)",
-                 p);
+                 "--count: this kernel has no %s PMU (%s unreadable; it needs "
+                 "CONFIG_%s_EVENTS)",
+                 pmu, p, pmu[0] == 'u' ? "UPROBE" : "KPROBE");
     return t < 0 ? -ENOENT : t;
 }
 
@@ -138,7 +140,8 @@ static int vaddr_offset(Elf *e, uint64_t v, uint64_t *off)
 static int add(pf_count *c, const char *name, const char *path, uint64_t off)
 {
     for (size_t i = 0; i < c->n; i++)
-        if (c->v[i].offset == off && !strcmp(c->v[i].path, path))
+        if (c->v[i].offset == off && !strcmp(c->v[i].path, path) &&
+            (!c->v[i].kernel || !strcmp(c->v[i].name, name)))
             return 0; /* an alias of a symbol already counted */
     if (c->n == PF_COUNT_MAX)
         return -E2BIG;
@@ -191,13 +194,35 @@ static int add_matches(pf_count *c, const char *path, const char *pat)
     return rc < 0 ? rc : added;
 }
 
+/* kernel:FUNC: a kprobe on the kernel function FUNC (no wildcards: the
+ * kernel resolves the name), where this kernel has a kprobe PMU. */
+static int add_kernel(pf_count *c, const char *sysfs, const char *sym, char *err, size_t len)
+{
+    char e2[512];
+    if (!c->ktype)
+        c->ktype = pmu_type(sysfs, "kprobe", e2, sizeof(e2));
+    if (c->ktype < 0) {
+        snprintf(err, len, "--count kernel:%s: %s; kernel functions cannot be counted here", sym,
+                 e2 + strlen("--count: "));
+        return -ENOENT;
+    }
+    if (strpbrk(sym, "*?[") || !*sym) {
+        snprintf(err, len, "--count kernel:%s: name one kernel function, without wildcards", sym);
+        return -EINVAL;
+    }
+    int rc = add(c, sym, "[kernel]", 0);
+    if (rc > 0)
+        c->v[c->n - 1].kernel = 1;
+    return rc < 0 ? rc : 0;
+}
+
 int pf_count_new(pf_count **out, const char *sysfs, const char *spec, const char *exe, char *err,
                  size_t len)
 {
     pf_count *c = calloc(1, sizeof(*c));
     char *dup = strdup(spec), *save = NULL;
     int rc = c && dup ? 0 : -ENOMEM;
-    if (rc == 0 && (c->type = pmu_type(sysfs, err, len)) < 0)
+    if (rc == 0 && (c->type = pmu_type(sysfs, "uprobe", err, len)) < 0)
         rc = c->type;
     for (char *f = rc ? NULL : strtok_r(dup, ",", &save); f && rc == 0;
          f = strtok_r(NULL, ",", &save)) {
@@ -205,7 +230,9 @@ int pf_count_new(pf_count **out, const char *sysfs, const char *spec, const char
         const char *sym = colon ? colon + 1 : f;
         if (colon)
             *colon = '\0';
-        if (!*sym || (colon && !*f)) {
+        if (colon && !strcmp(f, "kernel")) {
+            rc = add_kernel(c, sysfs, sym, err, len);
+        } else if (!*sym || (colon && !*f)) {
             snprintf(err, len, "--count: '%s%s%s' is not FUNC or LIB:FUNC", f, colon ? ":" : "",
                      sym);
             rc = -EINVAL;
@@ -220,7 +247,14 @@ int pf_count_new(pf_count **out, const char *sysfs, const char *spec, const char
             if (!colon)
                 snprintf(path, sizeof(path), "%s", exe);
             int n = add_matches(c, path, sym);
-            if (n == 0)
+            const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+            if (n == 0 && !strcmp(base, "java"))
+                snprintf(err, len,
+                         "--count: no function '%s' in %s: a JVM's methods are JIT-compiled "
+                         "code, with no symbol in a file to probe; count Java methods with "
+                         "jalen's trace=CLASS.METHOD",
+                         sym, path);
+            else if (n == 0)
                 snprintf(err, len,
                          "--count: no function '%s' in %s (stripped? counting needs its symbol "
                          "table: build with symbols, or give LIB:FUNC of a library that exports "
@@ -251,9 +285,10 @@ static int open_one(pf_count *c, pf_counted *k, int cpu, int task, char *err, si
     struct perf_event_attr a;
     memset(&a, 0, sizeof(a));
     a.size = sizeof(a);
-    a.type = (uint32_t)c->type;
-    a.config1 = (uint64_t)(uintptr_t)k->path; /* uprobe_path */
-    a.config2 = k->offset;                    /* probe_offset */
+    a.type = (uint32_t)(k->kernel ? c->ktype : c->type);
+    /* uprobe_path and probe_offset, or kprobe_func (offset 0) */
+    a.config1 = (uint64_t)(uintptr_t)(k->kernel ? k->name : k->path);
+    a.config2 = k->offset;
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID;
     a.sample_id_all = 1;
