@@ -52,6 +52,7 @@ typedef struct profiler {
     bool all;                     /* --all: every process, per CPU */
     unsigned long repeat, warmup; /* --repeat N, --warmup N (issue 44) */
     const char *count;            /* --count FUNC[,FUNC...] (issue 45) */
+    bool count_time;              /* --count-time: return probes too */
 
     /* run time */
     pa_ctx *ctx;
@@ -186,6 +187,8 @@ static int check_args(profiler *p)
         return cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
     if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
         return cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
+    if (p->count_time && !p->count)
+        return cli_usage_error(CMD, "--count-time times the functions of --count FUNC");
     if (p->count && (p->all || p->npids > 1))
         return cli_usage_error(CMD, "--count counts in one process: a COMMAND or one --pid");
     if (p->repeat > 1 && !p->cmd)
@@ -249,6 +252,9 @@ static int parse_args(profiler *p, int argc, char **argv)
         CLI_OPT_STRING(0, "count", &p->count, "FUNC[,FUNC...]",
                        "count every call of these functions (a symbol,\n"
                        "LIB:SYMBOL, wildcards) with uprobes: calls.csv"),
+        CLI_OPT_FLAG(0, "count-time", &p->count_time,
+                     "time each counted call too (a return probe):\n"
+                     "calls.csv's wall_mean_ms"),
         CLI_OPT_GROUP("Repeats (a COMMAND):"),
         CLI_OPT_UINT(0, "repeat", &p->repeat, "N",
                      "profile COMMAND N times, into DIR/run-1..N, and\n"
@@ -595,8 +601,8 @@ static int start_command(profiler *p, bool *kill_it)
     int err = pf_engine_open_task(p->eng, p->cmd_pid, true);
     if (err < 0)
         return open_error(p, p->cmd_pid, err);
-    if (p->count && (status = cli_count_start(p->count, p->co.copts.sysfs, procfs_root(p),
-                                              p->cmd_pid, p->cmd, &p->counts)) != 0)
+    if (p->count && (status = cli_count_start(p->count, p->count_time, p->co.copts.sysfs,
+                                              procfs_root(p), p->cmd_pid, p->cmd, &p->counts)) != 0)
         return status;
     err = pa_watch_pid(p->ctx, p->cmd_pid, PA_WATCH_CHILDREN | PA_WATCH_THREADS);
     if (err < 0) {
@@ -627,8 +633,8 @@ static int open_targets(profiler *p, bool *kill_it)
         if (err < 0)
             return open_error(p, p->pids[i], err);
         int status = p->count && !p->counts
-                         ? cli_count_start(p->count, p->co.copts.sysfs, procfs_root(p), p->pids[i],
-                                           NULL, &p->counts)
+                         ? cli_count_start(p->count, p->count_time, p->co.copts.sysfs,
+                                           procfs_root(p), p->pids[i], NULL, &p->counts)
                          : 0;
         if (status)
             return status;

@@ -34,7 +34,7 @@ static int command_file(const char *cmd, char *out, size_t len)
     return rc;
 }
 
-int cli_count_start(const char *spec, const char *sysfs, const char *procfs, pid_t pid,
+int cli_count_start(const char *spec, int timed, const char *sysfs, const char *procfs, pid_t pid,
                     char *const *cmd, pf_count **out)
 {
     char exe[PATH_MAX], err[1024] = "";
@@ -51,8 +51,10 @@ int cli_count_start(const char *spec, const char *sysfs, const char *procfs, pid
     }
     pf_count *c = NULL;
     rc = pf_count_new(&c, sysfs, spec, rc == 0 ? exe : NULL, err, sizeof(err));
-    if (rc == 0)
+    if (rc == 0) {
+        pf_count_time(c, timed);
         rc = pf_count_open(c, pid, err, sizeof(err));
+    }
     if (rc < 0) {
         pf_count_free(c);
         cli_error("profile", "%s", err[0] ? err : strerror(-rc));
@@ -60,6 +62,15 @@ int cli_count_start(const char *spec, const char *sysfs, const char *procfs, pid
     }
     *out = c;
     return 0;
+}
+
+/* calls.csv's last column: the mean time per call, empty when not timed
+ * (or a call had not returned). */
+static void mean_ms(FILE *f, double ns)
+{
+    if (ns >= 0)
+        fprintf(f, "%.6f", ns * 1e-6);
+    fputc('\n', f);
 }
 
 int cli_count_write(const pf_count *c, pc_prof *prof, const char *dir, char **json)
@@ -79,7 +90,7 @@ int cli_count_write(const pf_count *c, pc_prof *prof, const char *dir, char **js
     }
     pf_count_poll((pf_count *)c);
     fputs("function,file,pid,tid,calls,energy_j,self_energy_j,energy_per_call_j,"
-          "self_energy_per_call_j,cpu_time_s\n",
+          "self_energy_per_call_j,cpu_time_s,wall_mean_ms\n",
           f);
     fputs("  \"count_energy_model\": \"calls: every call, from the kernel's uprobe PMU; "
           "energy: the function's sampled energy (functions.csv's total and self), over its "
@@ -93,18 +104,27 @@ int cli_count_write(const pf_count *c, pc_prof *prof, const char *dir, char **js
         double per = n ? 1.0 / (double)n : 0;
         /* the function over every thread (pid and tid 0), then by thread:
          * calls alone, the samples are not kept by thread and function */
-        fprintf(f, "%s,%s,0,0,%llu,%.9f,%.9f,%.12f,%.12f,%.6f\n", name, path, (unsigned long long)n,
+        double mean = pf_count_mean_ns(c, i);
+        fprintf(f, "%s,%s,0,0,%llu,%.9f,%.9f,%.12f,%.12f,%.6f,", name, path, (unsigned long long)n,
                 s.total_j, s.self_j, s.total_j * per, s.self_j * per, s.cpu_s);
+        mean_ms(f, mean);
         const pf_cthread *t;
         size_t nt = pf_count_threads(c, i, &t);
-        for (size_t k = 0; k < nt; k++)
-            fprintf(f, "%s,%s,%d,%d,%llu,,,,,\n", name, path, (int)t[k].pid, (int)t[k].tid,
+        for (size_t k = 0; k < nt; k++) {
+            fprintf(f, "%s,%s,%d,%d,%llu,,,,,,", name, path, (int)t[k].pid, (int)t[k].tid,
                     (unsigned long long)t[k].calls);
+            mean_ms(f, t[k].calls && t[k].returns == t[k].calls
+                           ? (double)(t[k].sum_return_ns - t[k].sum_entry_ns) / (double)t[k].calls
+                           : -1);
+        }
         fprintf(j,
                 "%s\n    {\"function\": \"%s\", \"calls\": %llu, \"energy_j\": %.9f, "
-                "\"energy_per_call_j\": %.12f, \"self_energy_per_call_j\": %.12f}",
+                "\"energy_per_call_j\": %.12f, \"self_energy_per_call_j\": %.12f",
                 i ? "," : "", name, (unsigned long long)n, s.total_j, s.total_j * per,
                 s.self_j * per);
+        if (mean >= 0)
+            fprintf(j, ", \"wall_mean_ms\": %.6f", mean * 1e-6);
+        fputc('}', j);
     }
     fputs(pf_count_n(c) ? "\n  ],\n" : "],\n", j);
     fprintf(j, "  \"count_records_lost\": %llu,\n", (unsigned long long)pf_count_lost(c));

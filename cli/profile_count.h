@@ -16,8 +16,9 @@
 /* The counters of spec on process pid and the processes it starts: a
  * command not yet run (cmd: its argv, whose file FUNC alone names) or a
  * running process (cmd NULL: its exe under procfs).  0, or an exit status
- * after one line naming the function and the fix. */
-int cli_count_start(const char *spec, const char *sysfs, const char *procfs, pid_t pid,
+ * after one line naming the function and the fix.  timed: each call
+ * timed too, with a return probe (calls.csv's wall_mean_ms). */
+int cli_count_start(const char *spec, int timed, const char *sysfs, const char *procfs, pid_t pid,
                     char *const *cmd, pf_count **out);
 /* calls.csv in dir and summary.json's members for it (*json, the
  * caller's to free).  0 or -errno. */

@@ -11,7 +11,8 @@
  * sampled at 1 ms: about 600 samples); a function that is not there and
  * a stripped program, a library not found, a JVM (Java methods are
  * jalen's) and a kernel function without a kprobe PMU: one line each,
- * naming the fix.  Each case prints
+ * naming the fix.  With --count-time, each function's mean wall time per
+ * call: at least the CPU time it spins (1 ms, 0.25 ms), getppid's less.  Each case prints
  * its duration.
  */
 #include <check.h>
@@ -68,7 +69,8 @@ static void build(void)
 
 /* calls.csv's row of fn over every thread (pid and tid 0, the first):
  * its calls and energy per call. */
-static void row(const char *csv, const char *fn, unsigned long long *calls, double *per)
+static void row(const char *csv, const char *fn, unsigned long long *calls, double *per,
+                double *wall_ms)
 {
     char key[128];
     snprintf(key, sizeof(key), "\n%s,", fn);
@@ -77,8 +79,9 @@ static void row(const char *csv, const char *fn, unsigned long long *calls, doub
     r = strchr(r + strlen(key), ','); /* after file */
     ck_assert_msg(r && !strncmp(r, ",0,0,", 5), "calls.csv: %s's first row not its total", fn);
     r += 4;
-    double e, se;
-    ck_assert_int_eq(sscanf(r, ",%llu,%lf,%lf,%lf", calls, &e, &se, per), 4);
+    double e, se, sper, cpu;
+    ck_assert_int_eq(
+        sscanf(r, ",%llu,%lf,%lf,%lf,%lf,%lf,%lf", calls, &e, &se, per, &sper, &cpu, wall_ms), 7);
 }
 
 START_TEST(test_calls_exact)
@@ -88,9 +91,10 @@ START_TEST(test_calls_exact)
     char out[4200], work[4200];
     snprintf(out, sizeof(out), "%s/out", dir);
     snprintf(work, sizeof(work), "%s/work", dir);
-    char *const args[] = {
-        "profile", "--count", "work_*,libc:getppid", "--interval", "1ms", "-q", "-o", out, "--",
-        work,      NULL};
+    char *const args[] = {"profile",      "--count",    "work_*,libc:getppid",
+                          "--count-time", "--interval", "1ms",
+                          "-q",           "-o",         out,
+                          "--",           work,         NULL};
     pa_test_cli_run r;
     pa_test_cli(&r, args);
     ck_assert_msg(r.status == 0, "profile --count: status %d: %s", r.status, r.err);
@@ -100,18 +104,25 @@ START_TEST(test_calls_exact)
     char *csv = pa_test_slurp(p);
     ck_assert_msg(csv != NULL, "no calls.csv");
     unsigned long long nf, ng, np;
-    double pf, pg, pp;
-    row(csv, "work_f", &nf, &pf);
-    row(csv, "work_g", &ng, &pg);
-    row(csv, "getppid", &np, &pp);
+    double pf, pg, pp, wf, wg, wp;
+    row(csv, "work_f", &nf, &pf, &wf);
+    row(csv, "work_g", &ng, &pg, &wg);
+    row(csv, "getppid", &np, &pp, &wp);
+    /* --count-time: a call's wall time is at least the CPU time it spins */
+    printf("count: wall per call work_f %.3f ms, work_g %.3f ms, getppid %.4f ms\n", wf, wg, wp);
+    ck_assert_msg(wf >= 0.95 && wg >= 0.24 && wf > 2 * wg && wp > 0 && wp < wg,
+                  "wall_mean_ms: work_f %.3f (>= 1), work_g %.3f (>= 0.25), getppid %.4f", wf, wg,
+                  wp);
     ck_assert_msg(nf == 300 && ng == 1200 && np == 777,
                   "calls: work_f %llu (300), work_g %llu (1200), getppid %llu (777)", nf, ng, np);
     /* by thread: work_g 600 on each of the two threads */
     int per_thread = 0;
     for (const char *q = csv; (q = strstr(q, "\nwork_g,")); q++) {
-        const char *eol = strchr(q + 1, '\n');
-        size_t n = eol ? (size_t)(eol - q) : strlen(q);
-        per_thread += n > 9 && !strncmp(q + n - 9, ",600,,,,,", 9);
+        const char *f = strchr(q + 8, ','); /* after file */
+        int pid = 0, tid = 0;
+        unsigned long long n = 0;
+        if (f && sscanf(f, ",%d,%d,%llu,", &pid, &tid, &n) == 3 && tid != 0 && n == 600)
+            per_thread++;
     }
     ck_assert_msg(per_thread == 2, "calls.csv: work_g not 600 on each thread: %s", csv);
     double ratio = pf / pg;

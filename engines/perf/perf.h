@@ -122,6 +122,12 @@ int pf_count_new(pf_count **out, const char *sysfs, const char *spec, const char
  * CAP_SYS_ADMIN); the calls of process root and the processes it starts
  * are counted from then on.  0 or -errno with one line in err. */
 int pf_count_open(pf_count *c, pid_t root, char *err, size_t len);
+/* Before pf_count_open: on, each call is timed too, with a return probe
+ * (uretprobe; not for kernel functions). */
+void pf_count_time(pf_count *c, int on);
+/* Function i's mean time per call in ns (its return's time less its
+ * call's), or -1: not timed, or a call not returned yet. */
+double pf_count_mean_ns(const pf_count *c, size_t i);
 /* Adds a process whose calls are counted.  0 or -ENOMEM. */
 int pf_count_target_add(pf_count *c, pid_t pid);
 /* Reads the rings: every 100 ms or so, and once at the end. */
@@ -134,6 +140,10 @@ uint64_t pf_count_read(const pf_count *c, size_t i, const char **name, const cha
 typedef struct pf_cthread {
     pid_t pid, tid;
     uint64_t calls;
+    /* with pf_count_time: returns seen, and the sums of the calls' and
+     * the returns' times (ns): their difference is the time in calls
+     * once every call returned */
+    uint64_t returns, sum_entry_ns, sum_return_ns;
 } pf_cthread;
 size_t pf_count_threads(const pf_count *c, size_t i, const pf_cthread **out);
 /* Records the rings lost: that many calls are not counted (0: exact). */

@@ -38,9 +38,11 @@ typedef struct pf_counted {
     char *name, *path; /* symbol, file probed ("[kernel]" for a kprobe) */
     int kernel;        /* a kernel function: the kprobe PMU's */
     uint64_t offset;
-    int *fds;      /* one event per CPU */
-    uint64_t *ids; /* their ids (the records' PERF_SAMPLE_IDENTIFIER) */
+    int *fds;           /* one event per CPU, and its return probe's with timing */
+    uint64_t *ids;      /* their ids (the records' PERF_SAMPLE_IDENTIFIER) */
+    unsigned char *ret; /* whether each is a return probe */
     size_t nfds;
+    uint64_t returns, sum_entry_ns, sum_return_ns;
     uint64_t calls;
     pf_cthread *threads;
     size_t nthreads;
@@ -57,6 +59,7 @@ struct pf_count {
     size_t n;
     int type;  /* the uprobe PMU's */
     int ktype; /* the kprobe PMU's, -1 none */
+    int timed; /* return probes too (pf_count_time): each call's time */
     int ncpus;
     pf_cring *rings; /* per CPU: every function's events write there */
     pid_t *targets;  /* the processes counted: the root and its children */
@@ -280,7 +283,7 @@ int pf_count_new(pf_count **out, const char *sysfs, const char *spec, const char
 
 #define RING_PAGES 64 /* 256 KiB per CPU, drained every 100 ms */
 
-static int open_one(pf_count *c, pf_counted *k, int cpu, int task, char *err, size_t len)
+static int open_one(pf_count *c, pf_counted *k, int cpu, int task, int ret, char *err, size_t len)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof(a));
@@ -289,8 +292,9 @@ static int open_one(pf_count *c, pf_counted *k, int cpu, int task, char *err, si
     /* uprobe_path and probe_offset, or kprobe_func (offset 0) */
     a.config1 = (uint64_t)(uintptr_t)(k->kernel ? k->name : k->path);
     a.config2 = k->offset;
+    a.config = ret ? 1 : 0; /* format/retprobe: config:0 */
     a.sample_period = 1;
-    a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID;
+    a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | (c->timed ? PERF_SAMPLE_TIME : 0);
     a.sample_id_all = 1;
     a.task = task; /* FORK and EXIT records: the targets' new processes */
     a.wakeup_events = 1u << 30;
@@ -308,36 +312,45 @@ static int open_one(pf_count *c, pf_counted *k, int cpu, int task, char *err, si
     return fd;
 }
 
-int pf_count_open(pf_count *c, pid_t root, char *err, size_t len)
+/* Keeps event fd of function k (its id; ret: a return probe). */
+static int keep(pf_counted *k, int fd, int ret)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    c->ncpus = n > 0 ? (int)n : 1;
-    c->rings = calloc((size_t)c->ncpus, sizeof(*c->rings));
-    if (!c->rings || pf_count_target_add(c, root) < 0)
+    int *v = realloc(k->fds, (k->nfds + 1) * sizeof(*v));
+    if (v)
+        k->fds = v;
+    uint64_t *ids = v ? realloc(k->ids, (k->nfds + 1) * sizeof(*ids)) : NULL;
+    if (ids)
+        k->ids = ids;
+    unsigned char *r = ids ? realloc(k->ret, k->nfds + 1) : NULL;
+    if (r)
+        k->ret = r;
+    if (!r) {
+        close(fd);
         return -ENOMEM;
-    size_t ring = (size_t)(RING_PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
-    for (int cpu = 0; cpu < c->ncpus; cpu++) {
-        c->rings[cpu].fd = -1;
-        for (size_t i = 0; i < c->n; i++) {
-            pf_counted *k = &c->v[i];
-            int fd = open_one(c, k, cpu, i == 0, err, len);
+    }
+    k->fds[k->nfds] = fd;
+    k->ret[k->nfds] = (unsigned char)ret;
+    if (ioctl(fd, PERF_EVENT_IOC_ID, &k->ids[k->nfds]) < 0) {
+        close(fd);
+        return -errno;
+    }
+    k->nfds++;
+    return 0;
+}
+
+/* Every function's events on cpu, writing into the first one's ring. */
+static int open_cpu(pf_count *c, int cpu, size_t ring, char *err, size_t len)
+{
+    c->rings[cpu].fd = -1;
+    for (size_t i = 0; i < c->n; i++) {
+        pf_counted *k = &c->v[i];
+        for (int ret = 0; ret <= (c->timed && !k->kernel); ret++) {
+            int fd = open_one(c, k, cpu, i == 0 && !ret, ret, err, len), rc;
             if (fd < 0)
                 return fd;
-            int *v = realloc(k->fds, (k->nfds + 1) * sizeof(*v));
-            uint64_t *ids = realloc(k->ids, (k->nfds + 1) * sizeof(*ids));
-            if (v)
-                k->fds = v;
-            if (ids)
-                k->ids = ids;
-            if (!v || !ids) {
-                close(fd);
-                return -ENOMEM;
-            }
-            k->fds[k->nfds] = fd;
-            if (ioctl(fd, PERF_EVENT_IOC_ID, &k->ids[k->nfds]) < 0)
-                return -errno;
-            k->nfds++;
-            if (i == 0) {
+            if ((rc = keep(k, fd, ret)) < 0)
+                return rc;
+            if (c->rings[cpu].fd < 0) {
                 void *m = mmap(NULL, ring, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 if (m == MAP_FAILED) {
                     snprintf(err, len, "--count: mmap of CPU %d's ring: %s", cpu, strerror(errno));
@@ -350,6 +363,27 @@ int pf_count_open(pf_count *c, pid_t root, char *err, size_t len)
         }
     }
     return 0;
+}
+
+int pf_count_open(pf_count *c, pid_t root, char *err, size_t len)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c->ncpus = n > 0 ? (int)n : 1;
+    c->rings = calloc((size_t)c->ncpus, sizeof(*c->rings));
+    if (!c->rings || pf_count_target_add(c, root) < 0)
+        return -ENOMEM;
+    size_t ring = (size_t)(RING_PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
+    for (int cpu = 0; cpu < c->ncpus; cpu++) {
+        int rc = open_cpu(c, cpu, ring, err, len);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void pf_count_time(pf_count *c, int on)
+{
+    c->timed = on;
 }
 
 int pf_count_target_add(pf_count *c, pid_t pid)
@@ -373,28 +407,49 @@ static int is_target(const pf_count *c, pid_t pid)
     return 0;
 }
 
-/* One call of function k on thread tid of process pid. */
-static void count_call(pf_counted *k, pid_t pid, pid_t tid)
+/* One call of function k on thread tid of process pid (ret: its return),
+ * at t ns.  The records of a thread's call and return may be read in
+ * either order (two CPUs' rings): the time in calls is the sum of the
+ * returns' times less the sum of the calls' (whatever their pairing), kept
+ * where every call returned. */
+static void count_call(pf_counted *k, pid_t pid, pid_t tid, int ret, uint64_t t)
 {
-    k->calls++;
-    for (size_t i = k->nthreads; i-- > 0;)
-        if (k->threads[i].tid == tid) {
-            k->threads[i].calls++;
-            return;
-        }
-    pf_cthread *v = realloc(k->threads, (k->nthreads + 1) * sizeof(*v));
-    if (!v)
-        return; /* counted in the total, not by thread */
-    k->threads = v;
-    k->threads[k->nthreads++] = (pf_cthread){.pid = pid, .tid = tid, .calls = 1};
+    if (ret) {
+        k->returns++;
+        k->sum_return_ns += t;
+    } else {
+        k->calls++;
+        k->sum_entry_ns += t;
+    }
+    pf_cthread *th = NULL;
+    for (size_t i = k->nthreads; i-- > 0 && !th;)
+        if (k->threads[i].tid == tid)
+            th = &k->threads[i];
+    if (!th) {
+        pf_cthread *v = realloc(k->threads, (k->nthreads + 1) * sizeof(*v));
+        if (!v)
+            return; /* counted in the total, not by thread */
+        k->threads = v;
+        th = &k->threads[k->nthreads++];
+        *th = (pf_cthread){.pid = pid, .tid = tid};
+    }
+    if (ret) {
+        th->returns++;
+        th->sum_return_ns += t;
+    } else {
+        th->calls++;
+        th->sum_entry_ns += t;
+    }
 }
 
-static pf_counted *by_id(pf_count *c, uint64_t id)
+static pf_counted *by_id(pf_count *c, uint64_t id, int *ret)
 {
     for (size_t i = 0; i < c->n; i++)
         for (size_t j = 0; j < c->v[i].nfds; j++)
-            if (c->v[i].ids[j] == id)
+            if (c->v[i].ids[j] == id) {
+                *ret = c->v[i].ret[j];
                 return &c->v[i];
+            }
     return NULL;
 }
 
@@ -403,9 +458,11 @@ static void record(pf_count *c, const struct perf_event_header *h, const uint64_
 {
     if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 16) {
         pid_t pid = (pid_t)(uint32_t)body[1], tid = (pid_t)(body[1] >> 32);
-        pf_counted *k = is_target(c, pid) ? by_id(c, body[0]) : NULL;
+        int ret = 0;
+        pf_counted *k = is_target(c, pid) ? by_id(c, body[0], &ret) : NULL;
+        uint64_t t = c->timed && h->size >= sizeof(*h) + 24 ? body[2] : 0;
         if (k)
-            count_call(k, pid, tid);
+            count_call(k, pid, tid, ret, t);
     } else if (h->type == PERF_RECORD_FORK && h->size >= sizeof(*h) + 8) {
         const uint32_t *f = (const uint32_t *)body; /* pid, ppid, tid, ptid */
         if (f[0] != f[1] && is_target(c, (pid_t)f[1]))
@@ -454,6 +511,14 @@ uint64_t pf_count_read(const pf_count *c, size_t i, const char **name, const cha
     return c->v[i].calls;
 }
 
+double pf_count_mean_ns(const pf_count *c, size_t i)
+{
+    const pf_counted *k = &c->v[i];
+    if (!c->timed || !k->calls || k->returns != k->calls)
+        return -1;
+    return (double)(k->sum_return_ns - k->sum_entry_ns) / (double)k->calls;
+}
+
 size_t pf_count_threads(const pf_count *c, size_t i, const pf_cthread **out)
 {
     *out = c->v[i].threads;
@@ -478,6 +543,7 @@ void pf_count_free(pf_count *c)
             close(c->v[i].fds[j]);
         free(c->v[i].fds);
         free(c->v[i].ids);
+        free(c->v[i].ret);
         free(c->v[i].threads);
         free(c->v[i].name);
         free(c->v[i].path);
