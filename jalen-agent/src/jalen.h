@@ -89,6 +89,10 @@ typedef struct jl_opts {
  * On error returns -EINVAL with one line in err naming the option. */
 int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen);
 void jl_opts_free(jl_opts *o);
+/* The next of trace='s patterns in *s (';'-separated, but not inside a
+ * descriptor's parentheses: (Ljava/lang/String;)I), NUL-terminated in
+ * place; NULL after the last.  *s is advanced (the caller's copy). */
+char *jl_pattern_next(char **s);
 
 /* ------------------------------------------------------------------ */
 /* Stack samples (sampler.c)                                           */

@@ -241,6 +241,22 @@ static int jl_apply_calibration(const char *val, char *err, size_t errlen)
     return 0;
 }
 
+char *jl_pattern_next(char **s)
+{
+    char *p = *s;
+    while (p && *p == ';')
+        p++;
+    if (!p || !*p)
+        return *s = NULL;
+    int depth = 0;
+    char *q = p;
+    for (; *q && (*q != ';' || depth > 0); q++)
+        depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+    *s = *q ? q + 1 : NULL;
+    *q = '\0';
+    return p;
+}
+
 /* trace=: each pattern CLASS.METHOD[(DESCRIPTOR)] (the rewriter, trace.c,
  * matches them); -EINVAL with one line naming the bad one. */
 static int jl_trace_check(const char *spec, char *err, size_t errlen)
@@ -249,11 +265,12 @@ static int jl_trace_check(const char *spec, char *err, size_t errlen)
     if (!dup)
         return -ENOMEM;
     int rc = 0, n = 0;
-    for (char *p = strtok_r(dup, ";", &save); p && rc == 0; p = strtok_r(NULL, ";", &save)) {
+    save = dup;
+    for (char *p = jl_pattern_next(&save); p && rc == 0; p = jl_pattern_next(&save)) {
         char *paren = strchr(p, '(');
         size_t head = paren ? (size_t)(paren - p) : strlen(p);
         const char *dot = memrchr(p, '.', head);
-        if (!dot || dot == p || (size_t)(dot - p) == head - 1 || strpbrk(p, " /,") ||
+        if (!dot || dot == p || (size_t)(dot - p) == head - 1 || strcspn(p, " /,") < head ||
             (paren && (!strchr(paren, ')') || strchr(paren + 1, '(')))) {
             snprintf(err, errlen,
                      "trace pattern '%s' is not CLASS.METHOD[(DESCRIPTOR)] (write Demo.work, "

@@ -116,8 +116,8 @@ static jl_tpats *split_patterns(const char *spec)
         free(t);
         return NULL;
     }
-    for (char *p = strtok_r(dup, ";", &save); p && t->n < JL_TRACE_PATS;
-         p = strtok_r(NULL, ";", &save)) {
+    save = dup;
+    for (char *p = jl_pattern_next(&save); p && t->n < JL_TRACE_PATS; p = jl_pattern_next(&save)) {
         char *paren = strchr(p, '('), *dot;
         if (paren)
             *paren = '\0';
@@ -780,9 +780,9 @@ void jl_trace_finish(void)
     for (size_t i = 0; i < t->n; i++)
         if (!t->hits[i])
             fprintf(stderr,
-                    "jalen: trace pattern #%zu (class '%s') matched no method of the classes "
-                    "loaded: check its class and method names (a class never loaded is not "
-                    "traced)\n",
+                    "jalen: trace pattern #%zu (class '%s') traced no method: check its class "
+                    "and method names (a class never loaded, or one the rewriter could not "
+                    "read, is not traced)\n",
                     i + 1, t->globs[i]);
 }
 

@@ -68,7 +68,8 @@ public final class Rewriter {
      * IllegalArgumentException naming a bad one. */
     public static void configure(String spec) {
         List<Pat> l = new ArrayList<>();
-        for (String s : spec.split(";"))
+        // ';' separates patterns, except inside a descriptor: (Ljava/lang/String;)I
+        for (String s : spec.split(";(?![^(]*\\))"))
             if (!s.isEmpty())
                 l.add(new Pat(s));
         pats = l.toArray(new Pat[0]);
