@@ -47,6 +47,7 @@ typedef _Atomic uint64_t jl_cnt;
 /* One traced method on one thread. */
 typedef struct jl_tstat {
     jl_cnt entered, calls, thrown, unmatched;
+    jl_cnt across; /* calls that ended after the patterns changed (jl_trace_set) */
     jl_cnt cpu_ns, self_ns, wall_ns, bytes, self_bytes, max_wall_ns;
     jl_cnt hist[JL_TRACE_HN]; /* wall time per call */
     int depth;                /* owner: calls of it open (recursion) */
@@ -58,6 +59,7 @@ typedef struct jl_tstat {
 typedef struct jl_tframe {
     int id;
     uint64_t cpu0, wall0, bytes0, child_cpu, child_bytes;
+    unsigned gen; /* the patterns' generation at entry */
 } jl_tframe;
 
 typedef struct jl_tthread {
@@ -92,6 +94,7 @@ static struct {
     pthread_mutex_t lock; /* the method table, the thread list's inserts */
     jl_tmethod methods[JL_TRACE_MAX];
     atomic_int nmethods;
+    atomic_uint gen; /* changes of the patterns at runtime */
     jl_tthread *_Atomic threads;
     int warned_many, warned_full, quiet;
     atomic_ulong rewritten, failed, deep;
@@ -204,6 +207,7 @@ static void JNICALL n_enter(JNIEnv *env, jclass cls, jint id)
     f->child_cpu = f->child_bytes = 0;
     f->bytes0 = jl_net_thread_bytes();
     f->wall0 = clock_ns(CLOCK_MONOTONIC);
+    f->gen = atomic_load_explicit(&jl_tr.gen, memory_order_relaxed);
     f->cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
@@ -259,6 +263,8 @@ static void leave(jint id, int thrown)
     uint64_t w = wall - f->wall0;
     ADD(s->calls, 1);
     ADD(s->thrown, thrown ? 1 : 0);
+    if (f->gen != atomic_load_explicit(&jl_tr.gen, memory_order_relaxed))
+        ADD(s->across, 1); /* began before the patterns changed, ended after */
     ADD(s->self_ns, incl > f->child_cpu ? incl - f->child_cpu : 0);
     ADD(s->self_bytes, bytes > f->child_bytes ? bytes - f->child_bytes : 0);
     if (s->depth == 0) { /* the outermost call of a recursion holds the rest */
@@ -618,7 +624,8 @@ void jl_trace_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes)
 
 /* A method's figures over threads (tid 0) or on one. */
 typedef struct jl_trow {
-    uint64_t entered, calls, thrown, unmatched, cpu_ns, self_ns, wall_ns, bytes, self_bytes, max;
+    uint64_t entered, calls, thrown, unmatched, across, cpu_ns, self_ns, wall_ns, bytes, self_bytes,
+        max;
     uint64_t hist[JL_TRACE_HN];
     double energy_j, self_energy_j;
 } jl_trow;
@@ -629,6 +636,7 @@ static void row_add(jl_trow *r, jl_tstat *s)
     r->calls += LD(s->calls);
     r->thrown += LD(s->thrown);
     r->unmatched += LD(s->unmatched);
+    r->across += LD(s->across);
     /* times and bytes as they are now; the energy of what the last
      * window priced (the rest is priced at the next one) */
     r->cpu_ns += LD(s->cpu_ns);
@@ -669,13 +677,14 @@ static void row_csv(FILE *f, const char *method, const char *thread, pid_t tid, 
     pa__csv_write(f, thread);
     fprintf(f,
             ",%d,%llu,%llu,%llu,%llu,%.9f,%.9f,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%.9f,%.9f,"
-            "%.12f,%.12f\n",
+            "%.12f,%.12f,%llu\n",
             (int)tid, (unsigned long long)r->calls, (unsigned long long)r->thrown,
             (unsigned long long)open, (unsigned long long)r->unmatched, (double)r->cpu_ns * 1e-9,
             (double)r->self_ns * 1e-9, (double)r->wall_ns * 1e-6 * per, quantile_ms(r, 0.5),
             quantile_ms(r, 0.95), quantile_ms(r, 0.99), (double)r->max * 1e-6,
             (unsigned long long)r->bytes, (unsigned long long)r->self_bytes, r->energy_j,
-            r->self_energy_j, r->energy_j * per, r->self_energy_j * per);
+            r->self_energy_j, r->energy_j * per, r->self_energy_j * per,
+            (unsigned long long)r->across);
 }
 
 /* The name of thread tid (jl_thr), "" when not known. */
@@ -693,7 +702,7 @@ void jl_trace_rows(FILE *f)
     fputs("method,thread,tid,calls,thrown,open_at_end,exits_without_entry,cpu_time_s,"
           "self_cpu_time_s,wall_mean_ms,wall_p50_ms,wall_p95_ms,wall_p99_ms,wall_max_ms,"
           "net_bytes,self_net_bytes,energy_j,self_energy_j,energy_per_call_j,"
-          "self_energy_per_call_j\n",
+          "self_energy_per_call_j,calls_across_change\n",
           f);
     int n = r ? atomic_load(&jl_tr.nmethods) : 0;
     for (int i = 0; i < n; i++) {
@@ -760,13 +769,14 @@ void jl_trace_json(FILE *f)
                 "\"wall_p50_ms\": %.6f, \"wall_p95_ms\": %.6f, \"wall_p99_ms\": %.6f, "
                 "\"wall_max_ms\": %.6f, \"net_bytes\": %llu, \"energy_j\": %.9f, "
                 "\"self_energy_j\": %.9f, \"energy_per_call_j\": %.12f, "
-                "\"self_energy_per_call_j\": %.12f}",
+                "\"self_energy_per_call_j\": %.12f, \"calls_across_change\": %llu}",
                 (unsigned long long)r->calls, (unsigned long long)r->thrown,
                 (unsigned long long)(r->entered > r->calls ? r->entered - r->calls : 0),
                 (unsigned long long)r->unmatched, (double)r->cpu_ns * 1e-9,
                 (double)r->self_ns * 1e-9, quantile_ms(r, 0.5), quantile_ms(r, 0.95),
                 quantile_ms(r, 0.99), (double)r->max * 1e-6, (unsigned long long)r->bytes,
-                r->energy_j, r->self_energy_j, r->energy_j * per, r->self_energy_j * per);
+                r->energy_j, r->self_energy_j, r->energy_j * per, r->self_energy_j * per,
+                (unsigned long long)r->across);
     }
     fputs(n ? "\n  ],\n" : "],\n", f);
     free(r);
@@ -813,6 +823,7 @@ int jl_trace_set(jvmtiEnv *jvmti, JNIEnv *env, const char *spec, FILE *f)
         return -EINVAL;
     }
     atomic_store(&jl_tr.pats, now);
+    atomic_fetch_add(&jl_tr.gen, 1);
     int n = retransform(jvmti, env, old, now, f);
     fprintf(f, "jalen: %s%s (%d loaded class%s rewritten again)\n",
             spec[0] ? "tracing " : "tracing removed", spec, n, n == 1 ? "" : "es");

@@ -33,7 +33,7 @@
 #include "jtest.h"
 
 enum { C_M, C_THREAD, C_TID, C_CALLS, C_THROWN, C_OPEN, C_NOENTRY, C_CPU, C_SCPU };
-enum { C_E = 16, C_SE, C_EPC, C_SEPC };
+enum { C_E = 16, C_SE, C_EPC, C_SEPC, C_ACROSS };
 
 static double now_s(void)
 {
@@ -56,9 +56,9 @@ static void calls(const jt_csv *c, const char *name, double want, double thrown)
     ck_assert_msg(jt_num(r, C_CALLS) == want && jt_num(r, C_THROWN) == thrown,
                   "%s: %g calls, %g thrown; expected %g and %g", name, jt_num(r, C_CALLS),
                   jt_num(r, C_THROWN), want, thrown);
-    ck_assert_msg(jt_num(r, C_OPEN) == 0 && jt_num(r, C_NOENTRY) == 0,
-                  "%s: %g open at the end, %g exits without entry", name, jt_num(r, C_OPEN),
-                  jt_num(r, C_NOENTRY));
+    ck_assert_msg(jt_num(r, C_OPEN) == 0 && jt_num(r, C_NOENTRY) == 0 && jt_num(r, C_ACROSS) == 0,
+                  "%s: %g open at the end, %g exits without entry, %g across a change", name,
+                  jt_num(r, C_OPEN), jt_num(r, C_NOENTRY), jt_num(r, C_ACROSS));
 }
 
 /* Runs TraceWork NA under the agent with opts (out=DIR/out added) and
