@@ -632,6 +632,10 @@ void jl_trace_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
 void jl_trace_rows(FILE *f);
 /* calls.csv in dir (nothing without trace=). */
 int jl_trace_write_csv(const char *dir);
+/* The flame graph's tooltip line for method (package.Class.method, every
+ * overload traced summed): "traced: N calls, X J a call (self Y J), wall
+ * p50 Z ms", "" when it is not traced.  A static buffer: profile lock. */
+const char *jl_trace_note(const char *method);
 /* summary.json's trace members (each line ends with ",\n"). */
 void jl_trace_json(FILE *f);
 /* The end of the run: the patterns that matched nothing, said on stderr. */

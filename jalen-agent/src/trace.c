@@ -736,6 +736,34 @@ int jl_trace_write_csv(const char *dir)
     return pc_out_close(&o);
 }
 
+const char *jl_trace_note(const char *method)
+{
+    static char buf[256];
+    buf[0] = '\0';
+    int n = jl_tr.on ? atomic_load(&jl_tr.nmethods) : 0;
+    size_t len = strlen(method);
+    jl_trow *r = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *m = jl_tr.methods[i].name;
+        if (strncmp(m, method, len) || m[len] != '(')
+            continue;
+        if (!r && !(r = calloc(1, sizeof(*r))))
+            return buf;
+        for (jl_tthread *t = atomic_load(&jl_tr.threads); t; t = atomic_load(&t->next))
+            if (t->m[i])
+                row_add(r, t->m[i]);
+    }
+    if (r && r->calls) {
+        double per = 1.0 / (double)r->calls;
+        snprintf(buf, sizeof(buf),
+                 "traced: %llu calls, %.3g J a call (self %.3g J), wall p50 %.3g ms",
+                 (unsigned long long)r->calls, r->energy_j * per, r->self_energy_j * per,
+                 quantile_ms(r, 0.5));
+    }
+    free(r);
+    return buf;
+}
+
 void jl_trace_json(FILE *f)
 {
     if (!jl_tr.on)

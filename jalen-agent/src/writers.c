@@ -296,6 +296,13 @@ static size_t jl_nfold;
 static pc_tree_node *jl_sfold;
 static size_t jl_nsfold;
 
+/* The flame graph's tooltip line of a traced method (trace=), "" else. */
+static const char *jl_method_note(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_trace_note(jl_prof.m[i].name);
+}
+
 static pc_tree jl_tree(int lines)
 {
     int kept = lines || !jl_fold;
@@ -308,7 +315,8 @@ static pc_tree jl_tree(int lines)
                       * of their own: one pseudo mapping, its functions
                       * named */
                      .file = jl_method_file,
-                     .main_name = "[jvm]"};
+                     .main_name = "[jvm]",
+                     .note = jl_method_note};
 }
 
 static int jl_write_html(const char *dir, const jl_opts *opt)

@@ -144,6 +144,13 @@ START_TEST(test_known_answers)
                   "summary.json: no traced a() with 1000 calls");
     ck_assert_msg(strstr(sum, "\"trace_energy_model\": "), "summary.json: no trace_energy_model");
     free(sum);
+    /* the flame graph's tooltip of a traced frame */
+    snprintf(p, sizeof(p), "%s/out/flamegraph.html", dir);
+    char *html = jt_read(p);
+    ck_assert_msg(html && strstr(html, "\"traced: 1000 calls, ") &&
+                      strstr(html, "\"traced: 4000 calls, "),
+                  "flamegraph.html: no tooltip line for the traced a() and b()");
+    free(html);
     jt_csv_free(&c);
     jt_csv_free(&m);
     jt_rmtree(dir);
