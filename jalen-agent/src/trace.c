@@ -815,6 +815,12 @@ void jl_trace_finish(void)
     jl_tpats *t = atomic_load(&jl_tr.pats);
     if (!jl_tr.on || jl_tr.quiet || !t)
         return;
+    int n = atomic_load(&jl_tr.nmethods);
+    if (n >= JL_TRACE_WARN)
+        fprintf(stderr,
+                "jalen: trace= traced %d methods in %lu classes (%lu left as they were): name "
+                "fewer for less overhead\n",
+                n, atomic_load(&jl_tr.rewritten), atomic_load(&jl_tr.failed));
     for (size_t i = 0; i < t->n; i++)
         if (!t->hits[i])
             fprintf(stderr,

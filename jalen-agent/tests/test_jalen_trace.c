@@ -19,7 +19,9 @@
  * alone removes it (no call counted while removed, the JVM runs on), and
  * `trace TraceWork.b` adds it again (calls counted again); the same
  * through the agent's MXBean (trace, TracedCalls) from inside the JVM.
- * Each case prints its duration (the suite's time budget).
+ * trace=java.util.*.* (JDK 17): the count of methods said (over 1,000),
+ * the hidden classes that cannot be retransformed in one line, the JVM
+ * running on.  Each case prints its duration (the suite's time budget).
  */
 #include <check.h>
 #include <math.h>
@@ -174,6 +176,27 @@ START_TEST(test_bad_pattern)
 }
 END_TEST
 
+/* A pattern naming thousands of methods (java.util's, boot classes
+ * retransformed at VMInit): the count said, the classes that cannot be
+ * retransformed (hidden lambda classes) in one line, the JVM runs on. */
+START_TEST(test_many)
+{
+    double t0 = now_s();
+    char *dir = jt_tmpdir();
+    char *err = run(dir, "trace=java.util.*.*", "0");
+    ck_assert_msg(strstr(err, "jalen: trace= matches 1000 methods so far") &&
+                      strstr(err, "jalen: trace= traced "),
+                  "no count of the methods traced: %s", err);
+    const char *l = strstr(err, "cannot be retransformed");
+    ck_assert_msg(l && !strstr(l + 1, "cannot be retransformed"),
+                  "not one line for the classes that cannot be retransformed: %s", err);
+    free(err);
+    jt_rmtree(dir);
+    free(dir);
+    printf("trace: test_many %.1f s\n", now_s() - t0);
+}
+END_TEST
+
 START_TEST(test_other_jdk)
 {
     if (!jt_other_jdk("trace= on a second JDK"))
@@ -323,6 +346,7 @@ int main(void)
     tcase_set_timeout(tc, 200);
     tcase_add_test(tc, test_known_answers);
     tcase_add_test(tc, test_bad_pattern);
+    tcase_add_test(tc, test_many);
     tcase_add_test(tc, test_other_jdk);
     tcase_add_test(tc, test_runtime);
     tcase_add_test(tc, test_mxbean);
