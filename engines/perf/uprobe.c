@@ -9,11 +9,12 @@
  * of its first instruction, on every CPU, that writes a record per call
  * (its process and thread) into that CPU's ring; the records of the
  * target processes are counted, the others dropped.  Not one event per
- * target task with inherit: the kernel reads a uprobe's path (a pointer
- * in the caller's memory) again for each inherited event, in the memory
- * of the task that starts a thread, so that threads were not counted
- * (checked on Linux 6.18).  The first event of each CPU also gives the
- * FORK records, so that the targets' new processes are counted too.
+ * target task with inherit: on Linux 6.18 such an event counted the main
+ * thread's calls alone, the threads' were lost (likely: the inherited
+ * event reads uprobe_path, a pointer into our memory, in the memory of the
+ * task starting the thread; DESIGN.md 13.7).  The first event of each CPU
+ * also gives the FORK records, so that the targets' new processes are
+ * counted too.
  */
 #include "perf.h"
 
