@@ -356,6 +356,9 @@ static int agent_options(const char *verb, const char *reply, const char *out, c
             k += snprintf(buf + k, len - (size_t)k, ",out=%s/jalen-%d", cwd, (int)pid);
         if (user && *user)
             k += snprintf(buf + k, len - (size_t)k, ",%s", user);
+    } else if (!strcmp(verb, "trace")) {
+        if (user && *user)
+            k += snprintf(buf + k, len - (size_t)k, ",trace=%s", user);
     } else if (user && *user) {
         return cli_usage_error(CMD, "'%s' takes no agent options ('%s')", verb, user);
     }
@@ -380,10 +383,12 @@ static const cli_cmd jalen_cmd = {
     .name = CMD,
     .usage = "%s jalen PID start [OPTIONS] [AGENT_OPTIONS]\n"
              "       %s jalen PID dump|stop|status\n"
+             "       %s jalen PID trace [PATTERN[;PATTERN...]]\n"
              "       %s jalen --repeat N [-o DIR] -- java ARGS...\n",
     .about = "\njalen in a JVM that runs already (the JDK's attach mechanism): start\n"
              "profiling it, write the files now (dump), end the run (stop: the files\n"
-             "complete, the summary; the JVM goes on as before), or say what runs.\n"
+             "complete, the summary; the JVM goes on as before), or say what runs;\n"
+             "trace: the methods traced become PATTERNS (none: tracing removed).\n"
              "AGENT_OPTIONS are the agent's launch-time options (interval=1ms,mode=cpu,...).\n\n",
     .footer = "Run it as the JVM's user.  The files are those of a launch-time run\n"
               "(jalen-agent/README.md; the agent's options: jalen(7)).\n",
@@ -481,8 +486,9 @@ int cli_jalen(int argc, char **argv)
         return cli_usage_error(CMD, "'%s' is not a process id", argv[first]);
     const char *verb = argv[first + 1];
     if (strcmp(verb, "start") && strcmp(verb, "dump") && strcmp(verb, "stop") &&
-        strcmp(verb, "status"))
-        return cli_usage_error(CMD, "unknown command '%s' (start, dump, stop or status)", verb);
+        strcmp(verb, "status") && strcmp(verb, "trace"))
+        return cli_usage_error(CMD, "unknown command '%s' (start, dump, stop, status or trace)",
+                               verb);
     /* options may follow the command too */
     int rest = first + 1, more = 0;
     if (argc - rest > 1 && (rc = cli_parse(&c, argc - rest, argv + rest, &more)))

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "perf.h"
+#include "profile_count.h"
 #include "profile_push.h"
 
 #include <errno.h>
@@ -50,6 +51,8 @@ typedef struct profiler {
     bool cg_given;                /* --call-graph given (else the default of the target) */
     bool all;                     /* --all: every process, per CPU */
     unsigned long repeat, warmup; /* --repeat N, --warmup N (issue 44) */
+    const char *count;            /* --count FUNC[,FUNC...] (issue 45) */
+    bool count_time;              /* --count-time: return probes too */
 
     /* run time */
     pa_ctx *ctx;
@@ -58,6 +61,7 @@ typedef struct profiler {
     const char *scopes_env; /* its environment entry, NAME=PATH */
     pc_tasks tasks;
     pc_prof *prof;
+    pf_count *counts; /* --count's uprobes */
     uint64_t windows;
     uint64_t windows_empty; /* windows with energy and no stack sample */
     double process_j, nic_j, cpu_s;
@@ -183,6 +187,10 @@ static int check_args(profiler *p)
         return cli_usage_error(CMD, "nothing to profile: give --pid PID, --all or a COMMAND");
     if ((p->cmd != NULL) + (p->npids > 0) + p->all > 1)
         return cli_usage_error(CMD, "--pid, --all and a COMMAND exclude each other");
+    if (p->count_time && !p->count)
+        return cli_usage_error(CMD, "--count-time times the functions of --count FUNC");
+    if (p->count && (p->all || p->npids > 1))
+        return cli_usage_error(CMD, "--count counts in one process: a COMMAND or one --pid");
     if (p->repeat > 1 && !p->cmd)
         return cli_usage_error(CMD, "--repeat needs a COMMAND to run again");
     if (p->cmd && p->duration_ns)
@@ -241,6 +249,12 @@ static int parse_args(profiler *p, int argc, char **argv)
                          "PREFIX (repeatable)",
                          add_filter),
         CLI_OPT_FLAG('q', "quiet", &p->quiet, "no summary on stderr"),
+        CLI_OPT_STRING(0, "count", &p->count, "FUNC[,FUNC...]",
+                       "count every call of these functions (a symbol,\n"
+                       "LIB:SYMBOL, wildcards) with uprobes: calls.csv"),
+        CLI_OPT_FLAG(0, "count-time", &p->count_time,
+                     "time each counted call too (a return probe):\n"
+                     "calls.csv's wall_mean_ms"),
         CLI_OPT_GROUP("Repeats (a COMMAND):"),
         CLI_OPT_UINT(0, "repeat", &p->repeat, "N",
                      "profile COMMAND N times, into DIR/run-1..N, and\n"
@@ -380,6 +394,7 @@ static double extra_energy(void *user, const pa_report *rep, pc_win *w)
 static int window(profiler *p, double start_s, double len_s)
 {
     pf_engine_drain(p->eng);
+    pf_count_poll(p->counts);
     bool stacks = pf_engine_window_has_stacks(p->eng);
     int rc = pa_tick(p->ctx);
     pa_report *rep = NULL;
@@ -478,6 +493,7 @@ static int run_loop(profiler *p, bool *exited)
                 next_window += p->window_ns;
         } else {
             pf_engine_drain(p->eng);
+            pf_count_poll(p->counts);
         }
         if (last || stop)
             return 0;
@@ -585,6 +601,9 @@ static int start_command(profiler *p, bool *kill_it)
     int err = pf_engine_open_task(p->eng, p->cmd_pid, true);
     if (err < 0)
         return open_error(p, p->cmd_pid, err);
+    if (p->count && (status = cli_count_start(p->count, p->count_time, p->co.copts.sysfs,
+                                              procfs_root(p), p->cmd_pid, p->cmd, &p->counts)) != 0)
+        return status;
     err = pa_watch_pid(p->ctx, p->cmd_pid, PA_WATCH_CHILDREN | PA_WATCH_THREADS);
     if (err < 0) {
         cli_error(CMD, "watch %s (pid %ld): %s", p->cmd[0], (long)p->cmd_pid, cli_errmsg(err));
@@ -613,6 +632,12 @@ static int open_targets(profiler *p, bool *kill_it)
         err = pf_engine_open_pid(p->eng, p->pids[i]);
         if (err < 0)
             return open_error(p, p->pids[i], err);
+        int status = p->count && !p->counts
+                         ? cli_count_start(p->count, p->count_time, p->co.copts.sysfs,
+                                           procfs_root(p), p->pids[i], NULL, &p->counts)
+                         : 0;
+        if (status)
+            return status;
         err = pa_watch_pid(p->ctx, p->pids[i], PA_WATCH_THREADS);
         if (err < 0) {
             cli_error(CMD, "pid %ld: %s", (long)p->pids[i],
@@ -763,10 +788,15 @@ static int write_profile(profiler *p, double duration_s, int cmd_status)
         .stacks_truncated = truncated,
     };
     samples_note(p, &meta);
+    char *counted = NULL;
+    if (p->counts && cli_count_write(p->counts, p->prof, p->out_dir, &counted) < 0)
+        cli_error(CMD, "--output %s: cannot write calls.csv", p->out_dir);
+    meta.extra_json = counted;
     const char *unnamed = "";
     double share = pc_prof_unnamed(p->prof, &unnamed);
     cli_symbols_note(unnamed, share, meta.symbols_note, sizeof(meta.symbols_note));
     int err = pc_prof_write(p->prof, p->out_dir, &meta);
+    free(counted);
     if (err < 0) {
         cli_error(CMD, "--output %s: cannot write: %s", p->out_dir, strerror(-err));
         return CLI_EXIT_FAIL;
@@ -838,6 +868,8 @@ static void cleanup(profiler *p)
     if (p->exfd >= 0)
         close(p->exfd);
     pf_engine_free(p->eng);
+    pf_count_free(p->counts);
+    p->counts = NULL;
     if (p->scopes) { /* the environment's entry goes with the trace */
         char name[64];
         snprintf(name, sizeof(name), "%.*s", (int)strcspn(p->scopes_env, "="), p->scopes_env);

@@ -171,7 +171,7 @@ _powerapi()
         return
     fi
     if [[ $cmd == jalen && $COMP_CWORD -eq 3 ]]; then
-        COMPREPLY=($(compgen -W "start dump stop status" -- "$cur"))
+        COMPREPLY=($(compgen -W "start dump stop status trace" -- "$cur"))
         return
     fi
     if [[ $cmd == jalen && $COMP_CWORD -eq 2 && $cur != -* ]]; then

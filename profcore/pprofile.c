@@ -353,6 +353,25 @@ size_t pc_prof_memory(pc_prof *p)
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
+int pc_prof_function(const pc_prof *p, const char *name, pc_stat *out)
+{
+    pc_stat s;
+    memset(&s, 0, sizeof(s));
+    int found = 0;
+    for (size_t i = 0; i < p->nf; i++) {
+        if (strcmp(p->f[i].f.name, name))
+            continue;
+        found = 1;
+        s.self_j += p->st[i].self_j;
+        s.total_j += p->st[i].total_j;
+        s.cpu_s += p->st[i].cpu_s;
+        s.self_samples += p->st[i].self_samples;
+        s.total_samples += p->st[i].total_samples;
+    }
+    *out = s;
+    return found ? 0 : -ENOENT;
+}
+
 double pc_prof_unnamed(pc_prof *p, const char **path)
 {
     enum { MAXF = 64 };
@@ -701,6 +720,8 @@ static int write_summary(pc_prof *p, const char *dir, const pc_meta *m)
     fprintf(f, "  \"windows_without_samples\": %llu,\n",
             (unsigned long long)m->windows_without_samples);
     fprintf(f, "  \"stacks_truncated\": %llu,\n", (unsigned long long)m->stacks_truncated);
+    if (m->extra_json)
+        fputs(m->extra_json, f);
     fputs("  \"samples_note\": ", f);
     pa__json_write(f, m->samples_note);
     fputs(",\n  \"symbols_note\": ", f);

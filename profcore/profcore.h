@@ -241,6 +241,8 @@ typedef struct pc_meta {
                                 report had, from their samples' CPU time;
                                 -1 without --all */
     size_t symbols_memory;   /* the engine's symbol tables, bytes */
+    const char *extra_json;  /* members added to summary.json as they are
+                                ("  \"key\": value,\n" lines), or NULL */
 } pc_meta;
 
 int pc_prof_new(pc_prof **out, const char *const *filters, size_t nfilters);
@@ -284,6 +286,9 @@ void pc_prof_sums(pc_prof *p, double *functions_j, double *threads_j);
  * debug information) hold the most self energy: its path (*path, interned,
  * "" when none) and their share of every function's self energy. */
 double pc_prof_unnamed(pc_prof *p, const char **path);
+/* The sums of every function named name, in any module (profile
+ * --count's energy per call); 0, or -ENOENT when no sample had it. */
+int pc_prof_function(const pc_prof *p, const char *name, pc_stat *out);
 size_t pc_prof_memory(pc_prof *p);
 
 /* ---- the per-window split of `powerapi profile` (window.c) ---- */

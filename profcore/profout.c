@@ -415,6 +415,32 @@ static void flamegraph_modules(const pc_tree *t, FILE *f, const int *map)
     free(mods);
 }
 
+/* The note of each drawn name (pc_tree.note), in the names' order. */
+static void flamegraph_notes(const pc_tree *t, FILE *f, const int *map)
+{
+    int n = 0;
+    if (!t->note)
+        return;
+    for (size_t i = 0; i < t->nfuncs; i++)
+        if (map[i] >= n)
+            n = map[i] + 1;
+    int *at = malloc((n ? (size_t)n : 1) * sizeof(*at));
+    if (!at)
+        return;
+    for (size_t i = 0; i < t->nfuncs; i++)
+        if (map[i] >= 0)
+            at[map[i]] = (int)i;
+    fputs(",\"notes\":[", f);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fputc(',', f);
+        const char *s = t->note(t->ctx, at[i]);
+        pa__json_write(f, s ? s : "");
+    }
+    fputc(']', f);
+    free(at);
+}
+
 int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *title, double process_j,
                              double duration_s)
 {
@@ -450,6 +476,7 @@ int pc_tree_write_flamegraph(const pc_tree *t, const char *dir, const char *titl
             json_names(t, o.f, (int)i, min_j, map, &named);
     fputs("]", o.f);
     flamegraph_modules(t, o.f, map);
+    flamegraph_notes(t, o.f, map);
     fputs(",\"root\":{\"n\":-1,\"v\":", o.f);
     pc_out_fix(o.f, total * 1e6, 0);
     if (t->diff_a_j) {

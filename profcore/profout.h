@@ -115,6 +115,10 @@ typedef struct pc_tree {
      * the page colours and its tooltip and search sum; the nodes' total_j
      * is then their width */
     const double *diff_a_j, *diff_b_j;
+    /* the flame graph only, may be NULL: a line its tooltip adds for the
+     * function ("" none; jalen: a traced method's calls and energy per
+     * call), valid until the next call */
+    const char *(*note)(const void *ctx, int func);
 } pc_tree;
 
 /* total_j = self_j plus the children's totals, for every node. */

@@ -16,6 +16,7 @@ PKGS=(
   python3 python3-pip    # Python binding, its tests (offline pip install)
   libjetty9-java libservlet-api-java wrk  # agent load test and benchmark; jalen-api.jar's
   libjakarta-servlet-api-java  # servlet filter (javax) and its jakarta.servlet twin
+  libasm-java            # jalen trace=: the bytecode rewriter (ObjectWeb ASM)
   prometheus             # promtool and a real scraper for the exporter tests
   tmux                   # powerapi top tests
   mandoc zsh             # man pages linted (mandoc -T lint); zsh completion checked

@@ -108,6 +108,48 @@ int pf_unwind_fault_in(pid_t tid, uint64_t lo, uint64_t hi);
 #define PF_UNWIND_PREFAULT (256 * 1024)
 int pf_unwind_fault_in_stack(const char *procfs, pid_t pid);
 
+/* ---- counted functions: --count (uprobe.c, DESIGN.md 13.7) ---- */
+
+typedef struct pf_count pf_count;
+/* The functions spec names ("FUNC[,LIB:FUNC...]", shell wildcards;
+ * FUNC alone is exe's, exe NULL: every FUNC needs its LIB), found in the
+ * files' symbol tables; sysfs: the root of the uprobe PMU's type.  0, or
+ * -errno with one line in err (no uprobe PMU, no such library, no such
+ * function: stripped?). */
+int pf_count_new(pf_count **out, const char *sysfs, const char *spec, const char *exe, char *err,
+                 size_t len);
+/* Opens every function's uprobe on every CPU (root only: uprobes need
+ * CAP_SYS_ADMIN); the calls of process root and the processes it starts
+ * are counted from then on.  0 or -errno with one line in err. */
+int pf_count_open(pf_count *c, pid_t root, char *err, size_t len);
+/* Before pf_count_open: on, each call is timed too, with a return probe
+ * (uretprobe; not for kernel functions). */
+void pf_count_time(pf_count *c, int on);
+/* Function i's mean time per call in ns (its return's time less its
+ * call's), or -1: not timed, or a call not returned yet. */
+double pf_count_mean_ns(const pf_count *c, size_t i);
+/* Adds a process whose calls are counted.  0 or -ENOMEM. */
+int pf_count_target_add(pf_count *c, pid_t pid);
+/* Reads the rings: every 100 ms or so, and once at the end. */
+void pf_count_poll(pf_count *c);
+/* The functions counted, and function i's calls so far (its symbol and
+ * file in *name and *path). */
+size_t pf_count_n(const pf_count *c);
+uint64_t pf_count_read(const pf_count *c, size_t i, const char **name, const char **path);
+/* Function i's calls by thread (*out valid until the next poll). */
+typedef struct pf_cthread {
+    pid_t pid, tid;
+    uint64_t calls;
+    /* with pf_count_time: returns seen, and the sums of the calls' and
+     * the returns' times (ns): their difference is the time in calls
+     * once every call returned */
+    uint64_t returns, sum_entry_ns, sum_return_ns;
+} pf_cthread;
+size_t pf_count_threads(const pf_count *c, size_t i, const pf_cthread **out);
+/* Records the rings lost: that many calls are not counted (0: exact). */
+uint64_t pf_count_lost(const pf_count *c);
+void pf_count_free(pf_count *c); /* NULL: nothing */
+
 /* ---- the scope trace (strace.c) ---- */
 
 /* Which C scope each thread of the profiled command is in: the reader of

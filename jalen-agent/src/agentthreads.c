@@ -243,6 +243,7 @@ void jl_agent_finish(FILE *f)
     if (!jl_run.done) {
         jl_process_window(1);
         jl_run.done = 1;
+        jl_trace_finish();
         if (f)
             jl_print_summary(&jl_run.o, f);
     }

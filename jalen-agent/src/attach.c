@@ -14,6 +14,8 @@
  *                    the summary), then leave the JVM as it was: events
  *                    off, no timer
  *   status           one line: what runs, since when, where the files are
+ *   trace[,trace=P]  the methods traced become P (trace= of the options,
+ *                    DESIGN.md 11.2); without P, tracing is removed
  *
  * The commands other than start are here too (start is load.c's
  * jl_agent_load, with live=1).
@@ -32,13 +34,13 @@
 
 #define JL_EXPORT __attribute__((visibility("default")))
 
-enum { JL_A_START, JL_A_STOP, JL_A_DUMP, JL_A_STATUS };
+enum { JL_A_START, JL_A_STOP, JL_A_DUMP, JL_A_STATUS, JL_A_TRACE };
 
 /* Splits "CMD[,k=v...]" into the command, the reply file and the rest
  * (the launch-time options).  -EINVAL for an unknown command. */
 static int jl_attach_parse(const char *in, int *cmd, char **reply, char **rest)
 {
-    static const char *const names[] = {"start", "stop", "dump", "status"};
+    static const char *const names[] = {"start", "stop", "dump", "status", "trace"};
     *cmd = JL_A_START;
     *reply = NULL;
     *rest = calloc(1, strlen(in ? in : "") + 1);
@@ -56,7 +58,7 @@ static int jl_attach_parse(const char *in, int *cmd, char **reply, char **rest)
         }
         if (first && !strchr(t, '=')) {
             rc = -EINVAL;
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < 5; k++)
                 if (!strcmp(t, names[k])) {
                     *cmd = k;
                     rc = 0;
@@ -122,6 +124,20 @@ static void jl_attach_status(FILE *f)
     pthread_mutex_unlock(&jl_run.prof_lock);
 }
 
+/* trace[,trace=PATTERNS]: the methods traced at runtime; 0 or 1. */
+static int jl_attach_trace(JavaVM *vm, const char *opts, FILE *f)
+{
+    JNIEnv *env = NULL;
+    const char *spec = !strncmp(opts, "trace=", 6) ? opts + 6 : "";
+    if (*opts && strncmp(opts, "trace=", 6)) {
+        fprintf(f, "jalen: trace takes trace=PATTERNS alone ('%s')\n", opts);
+        return 1;
+    }
+    if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK || !env)
+        return 1;
+    return jl_trace_set(jl_run.jvmti, env, spec, f) < 0;
+}
+
 static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
 {
     char err[512] = "";
@@ -157,6 +173,10 @@ static int jl_attach_run(JavaVM *vm, int cmd, const char *opts, FILE *f)
         if (jl_attach_dump(f) < 0)
             break;
         return 0;
+    case JL_A_TRACE:
+        if (!atomic_load(&jl_run.active))
+            break;
+        return jl_attach_trace(vm, opts, f);
     default:
         if (!atomic_load(&jl_run.active))
             break;
@@ -181,7 +201,7 @@ JL_EXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
     FILE *f = reply ? fopen(reply, "w") : NULL;
     FILE *out = f ? f : stderr;
     if (rc == -EINVAL) {
-        fprintf(out, "jalen: unknown command '%s' (start, stop, dump or status)\n",
+        fprintf(out, "jalen: unknown command '%s' (start, stop, dump, status or trace)\n",
                 rest ? rest : "");
         rc = 2;
     } else if (rc < 0) {

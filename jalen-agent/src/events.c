@@ -89,6 +89,7 @@ void JNICALL jl_on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thr)
         jl_unwind_vm_init(jvmti, jni, thr);
     jl_java_threads_vm_init(jvmti, jni, thr);
     jl_prepare_loaded_classes(jvmti, jni);
+    jl_trace_vm_init(jvmti, jni);
     jl_agent_threads_start(jvmti, jni);
 }
 
@@ -120,6 +121,9 @@ void jl_events_mode(jvmtiEventMode mode)
     size_t nev = sizeof(jl_events) / sizeof(jl_events[0]) - (jl_run.o.net ? 0 : 1);
     for (size_t i = 0; i < nev; i++)
         (*jl_run.jvmti)->SetEventNotificationMode(jl_run.jvmti, mode, jl_events[i], NULL);
+    if (jl_trace_on())
+        (*jl_run.jvmti)
+            ->SetEventNotificationMode(jl_run.jvmti, mode, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
 }
 
 int jl_events_init(char *err, size_t errlen)
@@ -136,6 +140,8 @@ int jl_events_init(char *err, size_t errlen)
     cb.CompiledMethodUnload = jl_on_compiled_method_unload;
     if (jl_run.o.net)
         cb.NativeMethodBind = jl_on_native_bind;
+    /* always: tracing may begin at runtime (jl_trace_set enables it) */
+    cb.ClassFileLoadHook = jl_trace_on_class_file;
     /* without it, a failed walk keeps its pseudo-frame as before */
     if (jl_run.o.mode == JL_MODE_CPU && jl_unwind_init(jl_run.jvmti, &cb, jl_smp.asgct) < 0 &&
         !jl_run.o.quiet)

@@ -89,12 +89,18 @@ typedef struct jl_opts {
     char *push_spool;     /* push-spool=DIR */
     char *push_labels[8]; /* push-label=NAME=VALUE, repeatable */
     size_t npush_labels;
+    char *trace;             /* trace=: ';'-separated method patterns (trace.c) */
+#define JL_TRACE_PATTERNS 64 /* patterns trace= takes */
 } jl_opts;
 
 /* Parses the agent's option string (NULL or "" gives the defaults) into o.
  * On error returns -EINVAL with one line in err naming the option. */
 int jl_opts_parse(const char *s, pid_t pid, jl_opts *o, char *err, size_t errlen);
 void jl_opts_free(jl_opts *o);
+/* The next of trace='s patterns in *s (';'-separated, but not inside a
+ * descriptor's parentheses: (Ljava/lang/String;)I), NUL-terminated in
+ * place; NULL after the last.  *s is advanced (the caller's copy). */
+char *jl_pattern_next(char **s);
 
 /* ------------------------------------------------------------------ */
 /* Stack samples (sampler.c)                                           */
@@ -602,6 +608,47 @@ int jl_scope_frame(int code);
  * -1 when that name never had a scope. */
 int jl_scope_frame_of(const char *name);
 size_t jl_scopes_memory(void);
+/* A window's prices, as scopes and traced methods are priced: *p the
+ * process's CPU energy per CPU-second, *b its NIC energy per socket byte
+ * (0 without bytes); 0 when the window has no CPU time to price by (*p 0). */
+int jl_window_prices(double cpu_j, double cpu_s, double nic_j, uint64_t bytes, double *p,
+                     double *b);
+
+/* ------------------------------------------------------------------ */
+/* Traced methods: trace=PATTERNS (trace.c, DESIGN.md 11.2)             */
+/* ------------------------------------------------------------------ */
+
+/* Agent_OnLoad (spec NULL: no tracing): the capabilities, the runtime jar
+ * on the boot class path.  Negative errno with one line in err. */
+int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_t errlen);
+/* Whether trace= is on. */
+int jl_trace_on(void);
+/* VMInit: binds Trace's natives and loads the rewriter; from then on the
+ * classes that load are rewritten where a pattern names their methods. */
+void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env);
+void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
+                                    const char *name, jobject pd, jint len,
+                                    const unsigned char *data, jint *new_len,
+                                    unsigned char **new_data);
+/* At runtime (attach's trace command): the patterns become spec ("" none:
+ * tracing removed); the loaded classes that the old or the new patterns
+ * name are retransformed.  One line on f.  0 or negative errno. */
+int jl_trace_set(jvmtiEnv *jvmti, JNIEnv *env, const char *spec, FILE *f);
+/* Agent thread, each window (profile lock held): prices what the traced
+ * calls added since the last one. */
+void jl_trace_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes);
+/* calls.csv's header and rows on f (profile lock held). */
+void jl_trace_rows(FILE *f);
+/* calls.csv in dir (nothing without trace=). */
+int jl_trace_write_csv(const char *dir);
+/* The flame graph's tooltip line for method (package.Class.method, every
+ * overload traced summed): "traced: N calls, X J a call (self Y J), wall
+ * p50 Z ms", "" when it is not traced.  A static buffer: profile lock. */
+const char *jl_trace_note(const char *method);
+/* summary.json's trace members (each line ends with ",\n"). */
+void jl_trace_json(FILE *f);
+/* The end of the run: the patterns that matched nothing, said on stderr. */
+void jl_trace_finish(void);
 
 /* ------------------------------------------------------------------ */
 /* Writers (writers.c)                                                 */

@@ -207,6 +207,9 @@ int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t e
     if (rc < 0 || (rc = jl_power_start(err, errlen)) < 0)
         return rc;
     jl_net_init(jl_run.jvmti);
+    if (!jl_trace_on() &&
+        (rc = jl_trace_init(jl_run.jvmti, jl_run.o.trace, jl_run.o.quiet, err, errlen)) < 0)
+        return rc;
     if ((rc = jl_events_init(err, errlen)) < 0)
         return rc;
     jl_events_mode(JVMTI_ENABLE);

@@ -300,6 +300,51 @@ static int put_scopes(JNIEnv *env, jobjectArray res, const jalen_live *l, double
 }
 
 /* Layout documented in Energy.java (nSnapshot). */
+/* A stream's text as a Java string (NULL when it could not be made). */
+static jstring text_of(JNIEnv *env, FILE *f, char **buf)
+{
+    if (!f)
+        return NULL;
+    fclose(f);
+    jstring s = *buf ? (*env)->NewStringUTF(env, *buf) : NULL;
+    free(*buf);
+    return s;
+}
+
+/* EnergyMXBean.trace: the methods traced become patterns ("" none, DESIGN.md
+ * 11.2); the agent's answer. */
+static jstring JNICALL n_trace(JNIEnv *env, jclass cls, jstring patterns)
+{
+    (void)cls;
+    char *buf = NULL;
+    size_t len = 0;
+    const char *p = patterns ? (*env)->GetStringUTFChars(env, patterns, NULL) : "";
+    FILE *f = p ? open_memstream(&buf, &len) : NULL;
+    if (f && !atomic_load(&jl_run.active))
+        fprintf(f, "jalen: not profiling this JVM: no tracing\n");
+    else if (f)
+        jl_trace_set(jl_run.jvmti, env, p, f);
+    if (patterns && p)
+        (*env)->ReleaseStringUTFChars(env, patterns, p);
+    return text_of(env, f, &buf);
+}
+
+/* EnergyMXBean.getTracedCalls: calls.csv as it is now. */
+static jstring JNICALL n_traced(JNIEnv *env, jclass cls)
+{
+    (void)cls;
+    const jalen_mxbean_hooks *h = atomic_load(&mx_hooks);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = h ? open_memstream(&buf, &len) : NULL;
+    if (f) {
+        h->lock();
+        jl_trace_rows(f);
+        h->unlock();
+    }
+    return text_of(env, f, &buf);
+}
+
 static jobjectArray JNICALL n_snapshot(JNIEnv *env, jclass cls, jint top)
 {
     (void)cls;
@@ -548,10 +593,13 @@ int jalen_mxbean_start(jvmtiEnv *jvmti, JNIEnv *jni, const jalen_mxbean_hooks *h
     jclass cls = load_energy(jni, path, why, why_len);
     if (!cls)
         return -ENOENT;
-    JNINativeMethod nm = {(char *)"nSnapshot", (char *)"(I)[Ljava/lang/Object;",
-                          (void *)n_snapshot};
+    JNINativeMethod nm[] = {
+        {(char *)"nSnapshot", (char *)"(I)[Ljava/lang/Object;", (void *)n_snapshot},
+        {(char *)"nTrace", (char *)"(Ljava/lang/String;)Ljava/lang/String;", (void *)n_trace},
+        {(char *)"nTraced", (char *)"()Ljava/lang/String;", (void *)n_traced},
+    };
     jmethodID reg = NULL;
-    if ((*jni)->RegisterNatives(jni, cls, &nm, 1) != 0 ||
+    if ((*jni)->RegisterNatives(jni, cls, nm, 3) != 0 ||
         !(reg = (*jni)->GetStaticMethodID(jni, cls, "register", "()V"))) {
         (*jni)->ExceptionClear(jni);
         snprintf(why, why_len, "MXBean: %s does not match this agent", path);

@@ -18,7 +18,7 @@ static const char *const jl_keys[] = {
     "interval",   "window",       "out",        "format",           "filter", "mode",  "net",
     "sensors",    "formula",      "disable",    "procfs",           "sysfs",  "quiet", "fail",
     "top",        "calibration",  "clock",      "carbon-intensity", "scopes", "scope", "push",
-    "push-every", "service-name", "push-spool", "push-label",       NULL,
+    "push-every", "service-name", "push-spool", "push-label",       "trace",  NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -143,6 +143,7 @@ static const struct {
     {"scope", offsetof(jl_opts, scope)},
     {"service-name", offsetof(jl_opts, service_name)},
     {"push-spool", offsetof(jl_opts, push_spool)},
+    {"trace", offsetof(jl_opts, trace)},
 };
 
 /* A key of jl_words: 1 when val is one of its words (set in o), -EINVAL
@@ -288,6 +289,56 @@ static int jl_apply_calibration(const char *val, char *err, size_t errlen)
     return 0;
 }
 
+char *jl_pattern_next(char **s)
+{
+    char *p = *s;
+    while (p && *p == ';')
+        p++;
+    if (!p || !*p)
+        return *s = NULL;
+    int depth = 0;
+    char *q = p;
+    for (; *q && (*q != ';' || depth > 0); q++)
+        depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+    *s = *q ? q + 1 : NULL;
+    *q = '\0';
+    return p;
+}
+
+/* trace=: each pattern CLASS.METHOD[(DESCRIPTOR)] (the rewriter, trace.c,
+ * matches them); -EINVAL with one line naming the bad one. */
+static int jl_trace_check(const char *spec, char *err, size_t errlen)
+{
+    char *dup = strdup(spec), *save = NULL;
+    if (!dup)
+        return -ENOMEM;
+    int rc = 0, n = 0;
+    save = dup;
+    for (char *p = jl_pattern_next(&save); p && rc == 0; p = jl_pattern_next(&save)) {
+        char *paren = strchr(p, '(');
+        size_t head = paren ? (size_t)(paren - p) : strlen(p);
+        const char *dot = memrchr(p, '.', head);
+        if (!dot || dot == p || (size_t)(dot - p) == head - 1 || strcspn(p, " /,") < head ||
+            (paren && (!strchr(paren, ')') || strchr(paren + 1, '(')))) {
+            snprintf(err, errlen,
+                     "trace pattern '%s' is not CLASS.METHOD[(DESCRIPTOR)] (write Demo.work, "
+                     "com.acme.*.handle, Demo.*, or Demo.work(I)V for one overload)",
+                     p);
+            rc = -EINVAL;
+        } else if (++n > JL_TRACE_PATTERNS) {
+            snprintf(err, errlen, "more than %d trace patterns: join them with wildcards",
+                     JL_TRACE_PATTERNS);
+            rc = -EINVAL;
+        }
+    }
+    if (rc == 0 && n == 0) {
+        snprintf(err, errlen, "trace= needs a pattern (trace=Demo.work;Demo.other)");
+        rc = -EINVAL;
+    }
+    free(dup);
+    return rc;
+}
+
 /* One key=value into o (key is one of jl_keys); 0 or -EINVAL / -ENOMEM
  * with one line in err. */
 static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, char *err,
@@ -409,5 +460,6 @@ void jl_opts_free(jl_opts *o)
     free(o->push_spool);
     for (size_t i = 0; i < o->npush_labels; i++)
         free(o->push_labels[i]);
+    free(o->trace);
     memset(o, 0, sizeof(*o));
 }

@@ -305,6 +305,15 @@ static pa__scope_name *entry(int32_t id)
     return names && id >= 0 && (size_t)id < n ? names[id] : NULL;
 }
 
+int jl_window_prices(double cpu_j, double cpu_s, double nic_j, uint64_t bytes, double *p, double *b)
+{
+    /* J per CPU-second, J per byte */
+    int priced = cpu_s > 0 && cpu_j > 0;
+    *p = priced ? cpu_j / cpu_s : 0;
+    *b = bytes ? nic_j / (double)bytes : 0;
+    return priced;
+}
+
 void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes)
 {
     if (!jl_stab_on)
@@ -316,9 +325,8 @@ void jl_scopes_window(double cpu_j, double cpu_s, double nic_j, uint64_t bytes)
     jl_sqcap = jl_sq_sparecap;
     jl_sqn = 0;
     pthread_mutex_unlock(&jl_sq_lock);
-    /* the prices of this window: J per CPU-second, J per byte */
-    int priced = cpu_s > 0 && cpu_j > 0;
-    double p = priced ? cpu_j / cpu_s : 0, b = bytes ? nic_j / (double)bytes : 0;
+    double p, b;
+    int priced = jl_window_prices(cpu_j, cpu_s, nic_j, bytes, &p, &b);
     if (priced)
         atomic_store_explicit(&jl_last_p, pa__d2u(p * 1e-9), memory_order_relaxed);
     if (bytes)

@@ -444,6 +444,7 @@ void jl_process_window(int final)
     for (size_t i = 0; i < jl_thr.n; i++)
         cpu_s += jl_thr.v[i].w_cpu_s;
     jl_scopes_window(dcpu, cpu_s, dnic, bytes);
+    jl_trace_window(dcpu, cpu_s, dnic, bytes);
     jl_window_close(now, interval, dcpu, dnic);
     pthread_mutex_unlock(&jl_thr.lock);
     jl_write_all(&jl_run.o, final);

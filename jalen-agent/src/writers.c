@@ -296,6 +296,13 @@ static size_t jl_nfold;
 static pc_tree_node *jl_sfold;
 static size_t jl_nsfold;
 
+/* The flame graph's tooltip line of a traced method (trace=), "" else. */
+static const char *jl_method_note(const void *ctx, int i)
+{
+    (void)ctx;
+    return jl_trace_note(jl_prof.m[i].name);
+}
+
 static pc_tree jl_tree(int lines)
 {
     int kept = lines || !jl_fold;
@@ -308,7 +315,8 @@ static pc_tree jl_tree(int lines)
                       * of their own: one pseudo mapping, its functions
                       * named */
                      .file = jl_method_file,
-                     .main_name = "[jvm]"};
+                     .main_name = "[jvm]",
+                     .note = jl_method_note};
 }
 
 int jl_write_pprof_delta(const char *dir, pc_delta *d, double since_s)
@@ -469,6 +477,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     fputs(",\n", f);
     fprintf(f, "  \"net_bytes\": %llu,\n", (unsigned long long)p->net_bytes);
     jl_scopes_json(f);
+    jl_trace_json(f);
     fprintf(f, "  \"agent_memory_bytes\": %zu,\n", mem);
     fprintf(f, "  \"net_stack_walks\": %llu,\n", (unsigned long long)jl_net_walk_count());
     if (opt->mode == JL_MODE_CPU) {
@@ -570,6 +579,8 @@ int jl_write_all(const jl_opts *o, int final)
         if ((r = jl_write_timeline(o->out)) < 0)
             rc = r;
         if ((r = jl_write_scopes(o->out)) < 0)
+            rc = r;
+        if ((r = jl_trace_write_csv(o->out)) < 0)
             rc = r;
     } else {
         jl_prof.ntl = 0; /* no timeline.csv: keep no rows */

@@ -59,6 +59,22 @@ public final class Energy implements EnergyMXBean {
      */
     private static native Object[] nSnapshot(int top);
 
+    private static native String nTrace(String patterns);
+
+    private static native String nTraced();
+
+    @Override
+    public String trace(String patterns) {
+        String s = nTrace(patterns == null ? "" : patterns);
+        return s == null ? "" : s.trim();
+    }
+
+    @Override
+    public String getTracedCalls() {
+        String s = nTraced();
+        return s == null ? "" : s;
+    }
+
     private static Object[] snapshot(int top) {
         return nSnapshot(Math.max(top, 0));
     }

@@ -49,6 +49,17 @@ public interface EnergyMXBean {
     List<WindowEnergy> getRecentWindows();
 
     /**
+     * Traces the methods the patterns name from now on, as the agent's
+     * trace= option does ("Demo.work;com.acme.*.handle"; "" stops
+     * tracing): the loaded classes they name are rewritten at once.
+     * Returns the agent's one-line answer.
+     */
+    String trace(String patterns);
+
+    /** The traced methods' calls and energy per call, as calls.csv (CSV text). */
+    String getTracedCalls();
+
+    /**
      * Each scope name of org.powerapi.jalen.Scope (jalen-api.jar), as in
      * scopes.csv: the calls priced at the ends of the windows so far.
      */

@@ -1,0 +1,144 @@
+import java.lang.management.ManagementFactory;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import java.lang.management.ThreadMXBean;
+import java.util.Random;
+
+/**
+ * Known answers for jalen's trace= (test_jalen_trace): a() runs 1 ms of
+ * CPU time, b() 0.25 ms; a() is called A times and b() 4 A times, in a
+ * shuffled order (no period a sampler could lock onto).  Then rec(depth)
+ * recurses (depth + 1 calls each), fail() throws, and Node's constructor
+ * runs, a known number of times each.  Args: A (default 1000); or "loop
+ * MS": b() then a 1 ms sleep, for MS ms, for an agent attached meanwhile;
+ * or "bench N": nop() N times, best of 7 rounds, in ns per call
+ * (bench/bench_jalen_trace.sh runs it traced and not); or "mx": through
+ * the agent's MXBean (JMX, no compile-time dependency), tracing of b()
+ * added, 100 calls, removed, 100 calls, with the answers and calls.csv's
+ * b() rows printed after each step.
+ */
+public class TraceWork {
+    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+    static long sink;
+
+    static void spin(long ns) {
+        long end = MX.getCurrentThreadCpuTime() + ns;
+        long x = sink;
+        while (MX.getCurrentThreadCpuTime() < end)
+            for (int i = 0; i < 200; i++)
+                x = x * 6364136223846793005L + 1442695040888963407L;
+        sink = x;
+    }
+
+    static void a() {
+        spin(1_000_000);
+    }
+
+    static void b() {
+        spin(250_000);
+    }
+
+    static int nopSink;
+
+    static void nop(int i) {
+        nopSink += i;
+    }
+
+    static void bench(int n) {
+        double best = Double.MAX_VALUE;
+        for (int r = 0; r < 7; r++) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++)
+                nop(i);
+            best = Math.min(best, (System.nanoTime() - t0) / (double) n);
+        }
+        System.out.printf("nop: %.1f ns per call (best of 7 rounds of %d)%n", best, n);
+    }
+
+    static int rec(int depth) {
+        return depth == 0 ? 0 : 1 + rec(depth - 1);
+    }
+
+    static void fail(int i) {
+        if (i >= 0)
+            throw new IllegalStateException("thrown " + i);
+    }
+
+    static final class Node {
+        final int v;
+
+        Node(int v) {
+            this.v = v;
+        }
+    }
+
+    static void mx() throws Exception {
+        MBeanServer s = ManagementFactory.getPlatformMBeanServer();
+        ObjectName n = new ObjectName("org.powerapi.jalen:type=Energy");
+        for (int i = 0; i < 100 && !s.isRegistered(n); i++)
+            Thread.sleep(50);
+        String[] sig = {"java.lang.String"};
+        String[] steps = {"TraceWork.b", ""};
+        for (String p : steps) {
+            System.out.println("answer: " + s.invoke(n, "trace", new Object[] {p}, sig));
+            for (int i = 0; i < 100; i++)
+                b();
+            for (String line : ((String) s.getAttribute(n, "TracedCalls")).split("\n"))
+                if (line.startsWith("TraceWork.b()V,[all threads]"))
+                    System.out.println("calls: " + line);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("mx")) {
+            mx();
+            System.out.println("done");
+            return;
+        }
+        if (args.length > 1 && args[0].equals("bench")) {
+            bench(Integer.parseInt(args[1]));
+            return;
+        }
+        if (args.length > 1 && args[0].equals("loop")) {
+            System.out.println("ready");
+            System.out.flush();
+            long end = System.nanoTime() + Long.parseLong(args[1]) * 1_000_000L;
+            while (System.nanoTime() < end) {
+                b();
+                Thread.sleep(1);
+            }
+            System.out.println("done");
+            return;
+        }
+        int na = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
+        byte[] order = new byte[5 * na];
+        for (int i = 0; i < na; i++)
+            order[i] = 1;
+        Random r = new Random(45);
+        for (int i = order.length - 1; i > 0; i--) {
+            int j = r.nextInt(i + 1);
+            byte t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (byte o : order)
+            if (o == 1)
+                a();
+            else
+                b();
+        long s = 0;
+        for (int i = 0; i < 10; i++)
+            s += rec(9); // 10 calls each
+        int caught = 0;
+        for (int i = 0; i < 50; i++) {
+            try {
+                fail(i);
+            } catch (IllegalStateException e) {
+                caught++;
+            }
+        }
+        for (int i = 0; i < 20; i++)
+            s += new Node(i).v;
+        System.out.println("done " + s + " " + caught);
+    }
+}
