@@ -359,6 +359,8 @@ static int jl_apply(jl_opts *o, const char *key, const char *val, pid_t pid, cha
         return rc < 0 ? jl_bad(key, val, err, errlen) : 0;
     if ((rc = jl_apply_string(o, key, val)) != 0) {
         rc = rc < 0 ? rc : 0;
+        if (rc == 0 && !strcmp(key, "trace"))
+            return jl_trace_check(val, err, errlen);
     } else if (!strcmp(key, "interval") || !strcmp(key, "window") || !strcmp(key, "push-every")) {
         return jl_apply_duration(o, key, val, err, errlen);
     } else if (!strcmp(key, "push") || !strcmp(key, "push-label")) {
