@@ -74,11 +74,11 @@ static void run(const char *what, const pa_report *r, const char *url, int gzip)
 {
     rp_push *push;
     rp_push_cfg cfg = {.cmd = "bench",
-                      .name = "otlp",
-                      .url = url,
-                      .content_type = "application/x-protobuf",
-                      .gzip = gzip,
-                      .queue_max = 64};
+                       .name = "otlp",
+                       .url = url,
+                       .content_type = "application/x-protobuf",
+                       .gzip = gzip,
+                       .queue_max = 64};
     if (rp_push_start(&cfg, &push) < 0)
         exit(1);
     rp_prom_opts po = {.max_cgroups = 1000};

@@ -113,14 +113,14 @@ int cli_otlp_start(const cli_otlp_args *a, const char *cmd, cli_otlp **out)
     const char *headers[32];
     char envbuf[4096];
     rp_push_cfg cfg = {.cmd = cmd,
-                      .name = "otlp",
-                      .url = url,
-                      .content_type = "application/x-protobuf",
-                      .headers = headers,
-                      .nheaders = env_headers(a, headers, 32, envbuf, sizeof(envbuf)),
-                      .gzip = a->gzip,
-                      .queue_max = a->queue ? a->queue : 600,
-                      .timeout_ns = a->timeout_ns};
+                       .name = "otlp",
+                       .url = url,
+                       .content_type = "application/x-protobuf",
+                       .headers = headers,
+                       .nheaders = env_headers(a, headers, 32, envbuf, sizeof(envbuf)),
+                       .gzip = a->gzip,
+                       .queue_max = a->queue ? a->queue : 600,
+                       .timeout_ns = a->timeout_ns};
     int rc = rp_push_start(&cfg, &x->push);
     if (rc < 0) {
         free(x);
