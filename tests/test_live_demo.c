@@ -70,10 +70,10 @@ START_TEST(test_demo_shows_busy_workload)
         p = check_window(p, &busy_rows);
         windows++;
     }
-    ck_assert_msg(windows == 3, "%d table windows:\n%s", windows, out);
+    ck_assert_msg(windows == 3, "%d table windows:\n%.3000s", windows, out);
     /* both busy processes in every window (a loaded host may put other
      * processes above them, never an idle one) */
-    ck_assert_msg(busy_rows == 6, "%d busy rows in 3 windows:\n%s", busy_rows, out);
+    ck_assert_msg(busy_rows == 6, "%d busy rows in 3 windows:\n%.3000s", busy_rows, out);
 
     /* per function (issue 31's new user: run.sh answered per process and
      * per method only): the C workload's own functions, the hottest first
