@@ -35,6 +35,9 @@
 #define JL_TRACE_PATS JL_TRACE_PATTERNS
 #define RT_CLASS "org/powerapi/jalen/trace/Trace"
 #define RW_CLASS "org.powerapi.jalen.trace.Rewriter"
+#ifndef JALEN_SHARE_DIR
+#define JALEN_SHARE_DIR "/usr/share/jalen"
+#endif
 #ifndef JALEN_ASM_DIR
 #define JALEN_ASM_DIR "/usr/share/java"
 #endif
@@ -361,13 +364,19 @@ int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_
     snprintf(path, sizeof(jl_tr.dir), "%s", di.dli_fname);
     snprintf(jl_tr.dir, sizeof(jl_tr.dir), "%s", dirname(path));
     snprintf(path, sizeof(path), "%s/jalen-trace-rt.jar", jl_tr.dir);
+    if (access(path, R_OK) < 0) { /* installed: the agent's private jars */
+        snprintf(jl_tr.dir, sizeof(jl_tr.dir), "%s", JALEN_SHARE_DIR);
+        snprintf(path, sizeof(path), "%s/jalen-trace-rt.jar", jl_tr.dir);
+    }
     jvmtiCapabilities caps;
     memset(&caps, 0, sizeof(caps));
     caps.can_generate_all_class_hook_events = 1;
     caps.can_retransform_classes = 1;
     if (access(path, R_OK) < 0) {
-        snprintf(err, errlen, "trace=: %s: %s (it is built and installed beside libjalen.so)", path,
-                 strerror(errno));
+        snprintf(err, errlen,
+                 "trace=: %s: %s (it is built beside libjalen.so and installed in "
+                 "%s)",
+                 path, strerror(errno), JALEN_SHARE_DIR);
         return -ENOENT;
     }
     if ((*jvmti)->AddCapabilities(jvmti, &caps) != JVMTI_ERROR_NONE ||

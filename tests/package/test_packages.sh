@@ -63,7 +63,8 @@ has powerapi /usr/bin/powerapi /lib/systemd/system/powerapi-daemon.service \
     /lib/udev/rules.d/60-powerapi-rapl.rules
 has jalen-agent /usr/lib/$MA/jalen/libjalen.so /usr/share/java/powerapi-$ver.jar \
     /usr/share/java/powerapi.jar /usr/lib/$MA/jni/libpowerapi_jni.so \
-    /usr/share/java/jalen-api-$ver.jar /usr/share/java/jalen-api.jar
+    /usr/share/java/jalen-api-$ver.jar /usr/share/java/jalen-api.jar \
+    /usr/share/jalen/jalen-trace.jar /usr/share/jalen/jalen-trace-rt.jar
 has python3-powerapi /usr/lib/python3/dist-packages/powerapi/__init__.py
 shlibs=$(dpkg-deb --ctrl-tarfile "$bld"/libpowerapi0_*.deb | tar -xO ./shlibs)
 [ "$shlibs" = "libpowerapi 0 libpowerapi0 (>= $ver)" ] || fail "libpowerapi0 shlibs: $shlibs"
@@ -333,11 +334,14 @@ clean javac -nowarn -d "$work/classes" -cp /usr/share/java/powerapi.jar "$src/sc
     "$work/Ver.java" || fail "javac"
 jv=$(cd "$work" && clean java -cp "/usr/share/java/powerapi.jar:$work/classes" Ver) || fail "Java binding"
 [ "$jv" = "$ver" ] || fail "Java binding: version '$jv'"
-(cd "$work" && clean java "-agentpath:/usr/lib/$MA/jalen/libjalen.so=out=$work/jalen,filter=Busy" \
+(cd "$work" && clean java "-agentpath:/usr/lib/$MA/jalen/libjalen.so=out=$work/jalen,filter=Busy,trace=Busy.hashBlocks" \
     -cp "$work/classes" Busy 3 >/dev/null 2>"$work/jalen.log") || { cat "$work/jalen.log"; fail "java with the agent"; }
+# trace=: the agent's private jars from /usr/share/jalen, ASM from libasm-java
+grep -q '^Busy.hashBlocks(.*,\[all threads\],' "$work/jalen/calls.csv" 2>/dev/null ||
+    { cat "$work/jalen.log"; fail "agent: trace=Busy.hashBlocks gave no calls.csv row"; }
 nm=$(grep -c '^"\?Busy\.' "$work/jalen/methods-filtered.csv" || true)
 [ "$nm" -ge 3 ] || { head "$work/jalen/methods-filtered.csv"; fail "agent: $nm Busy methods"; }
-say "jalen agent: $nm methods of Busy in methods-filtered.csv; Java binding $jv through /usr/share/java/powerapi.jar"
+say "jalen agent: $nm methods of Busy in methods-filtered.csv, Busy.hashBlocks traced ($(grep -m1 '^Busy.hashBlocks(' "$work/jalen/calls.csv" | cut -d, -f4) calls); Java binding $jv through /usr/share/java/powerapi.jar"
 # the installed command finds the installed agent (issue 43): attach to a
 # running JVM, ask its status, stop it, with no --agent
 (cd "$work" && exec env -i PATH="$CLEANPATH" HOME="$work" LANG=C.UTF-8 java -cp "$work/classes" Busy 400 \
