@@ -48,7 +48,7 @@ run_ctest build-asan live 1
 
 # Every fuzz target for a bounded time (clang, libFuzzer + ASan/UBSan);
 # the corpora themselves were replayed by both ctest runs above.
-fuzz_secs=${PA_FUZZ_SECONDS:-2}
+fuzz_secs=${PA_FUZZ_SECONDS:-1}
 echo "== fuzz targets (libFuzzer, ${fuzz_secs} s each)"
 tests/fuzz/run.sh -t "$fuzz_secs" -b build-fuzz || failed=1
 if [ "$failed" -ne 0 ]; then

@@ -477,7 +477,7 @@ static void teardown(void)
 #define STORM_LIFE_MS "2500" /* slower forks: longer lives keep 150+ alive */
 #define STORM_MIN_ALIVE 150
 #define CMD_STORM "1000"
-#define THREAD_SECS "8"
+#define THREAD_SECS "5"
 #define THREAD_RATE_MIN 0.5
 #else
 #define STORM_TOTAL 10000
@@ -485,7 +485,7 @@ static void teardown(void)
 #define STORM_LIFE_MS "800"
 #define STORM_MIN_ALIVE 300
 #define CMD_STORM "4000"
-#define THREAD_SECS "10"
+#define THREAD_SECS "6"
 #define THREAD_RATE_MIN 0.8
 #endif
 
