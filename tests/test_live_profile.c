@@ -1342,7 +1342,7 @@ START_TEST(pprof_lines)
     ck_assert_msg(work != NULL && work->self_samples >= 100, "work: %lu samples",
                   work ? work->self_samples : 0);
     snprintf(cmd, sizeof(cmd),
-             "HOME=%s GOCACHE=%s/gocache %s tool pprof -lines -top -nodecount=100 "
+             "HOME=%s GOCACHE=%s/gocache %s tool pprof -lines -top -nodecount=100 -nodefraction=0 "
              "-sample_index=energy %s/profile.pb.gz 2>&1",
              out, out, PA_GO, pdir);
     char *top = NULL;
