@@ -20,6 +20,10 @@ public class AprofRecovery {
     public static void main(String[] args) throws Exception {
         double seconds = Double.parseDouble(args[0]);
         long cpuNs = (long) (Double.parseDouble(args[1]) * 1e9);
+        // Scope loaded (and its natives bound by the agent) before the
+        // programs' threads enter theirs
+        if (!org.powerapi.jalen.Scope.active())
+            System.err.println("AprofRecovery: no jalen agent: no scopes");
         Thread[] threads = new Thread[args.length - 2];
         for (int i = 2; i < args.length; i++) {
             final String name = args[i];

@@ -38,6 +38,10 @@ public class TraceWork {
         spin(250_000);
     }
 
+    static void warm() {
+        spin(1_100_000_000L);
+    }
+
     static int nopSink;
 
     static void nop(int i) {
@@ -111,6 +115,11 @@ public class TraceWork {
             return;
         }
         int na = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
+        /* the first window (1 s) holds the JVM's start on this thread, whose
+         * CPU time no sample saw and which the sampler spreads over the
+         * window's samples: spent here, not in a() and b(), whose energy the
+         * test compares with the trace's */
+        warm();
         byte[] order = new byte[5 * na];
         for (int i = 0; i < na; i++)
             order[i] = 1;
