@@ -1,6 +1,6 @@
 /* test_live_diff.c - `powerapi profile --repeat 5` and `powerapi diff` on
  * a real workload (issue 44): a C program in two versions, the second
- * doing 30 % more work in grow_work() and 10 % less in shrink_work(),
+ * doing 30 % more work in grow_work() and 20 % less in shrink_work(),
  * built with a different code layout (aligned otherwise, a
  * function between them) under another name.  diff names both with the
  * right signs and changes within 5 points, marks the unchanged function
@@ -32,7 +32,7 @@ static const char workload[] =
     "int main(void) {\n"
     "    long u = 8000000;\n"
     "#ifdef V2\n"
-    "    padding(1); grow_work(u * 39); shrink_work(u * 9); same_work(u * 10);\n"
+    "    padding(1); grow_work(u * 39); shrink_work(u * 8); same_work(u * 10);\n"
     "#else\n"
     "    grow_work(u * 30); shrink_work(u * 10); same_work(u * 10);\n"
     "#endif\n"
@@ -100,7 +100,10 @@ static void diff(pa_test_cli_run *r, const char *a, const char *b, const char *o
     snprintf(pa_, sizeof(pa_), "%s/%s", dir, a);
     snprintf(pb_, sizeof(pb_), "%s/%s", dir, b);
     snprintf(o, sizeof(o), "%s/%s", dir, out);
-    char *args[] = {"diff", "--fail-above", "10", "-o", o, pa_, pb_, NULL};
+    /* --min-change 10: the unchanged function, built at another address,
+     * runs a few percent faster or slower (its loop's alignment), and 5
+     * runs on a loaded 2-core machine find that significant */
+    char *args[] = {"diff", "--fail-above", "10", "--min-change", "10", "-o", o, pa_, pb_, NULL};
     pa_test_cli(r, args);
 }
 
@@ -128,7 +131,8 @@ START_TEST(known_answers)
             "same_work %+.1f %% (%s)\n",
             g, vg, s, vs, u, vu);
     ck_assert_msg(fabs(g - 30) <= 5, "grow_work %+.1f %%", g);
-    ck_assert_msg(fabs(s + 10) <= 5, "shrink_work %+.1f %%", s);
+    ck_assert_msg(fabs(s + 20) <= 5, "shrink_work %+.1f %%", s);
+    ck_assert_str_eq(vs, "significant");
     ck_assert_str_eq(vg, "significant");
     ck_assert_msg(!strcmp(vu, "within noise"), "same_work %+.1f %%: %s", u, vu);
     /* matched across the builds: the executable's name differs */
