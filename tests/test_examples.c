@@ -59,7 +59,7 @@
 #define DEFAULT_CMD_S 3      /* a shell command, then it runs "until stopped" */
 #define DEFAULT_PROGRAM_S 90 /* compile and run a C, Java or Python block */
 #define STOP_S 5             /* after SIGINT */
-#define PARALLEL 3           /* blocks at once (most of their time is waiting) */
+#define PARALLEL 6           /* blocks at once (most of their time is waiting) */
 #define OUT_MAX (256 * 1024)
 
 /* ------------------------------------------------------------------ */

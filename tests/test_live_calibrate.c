@@ -507,7 +507,7 @@ START_TEST(calibrate_on_simulated_rapl)
     double e0 = sim_energy(&s);
     for (size_t k = 0; k < sizeof(duties) / sizeof(duties[0]); k++) {
         pt.duty = duties[k];
-        for (int w = 0; w < 3; w++) {
+        for (int w = 0; w < 2; w++) { /* 3 windows a level: the same figure */
             usleep(500000);
             ck_assert_int_eq(pa_tick(ctx), 0);
         }
