@@ -26,31 +26,48 @@ run_ctest() { # dir label jobs
   (cd "$1" && ctest -L "$2" --output-on-failure -j"$3" --timeout 600) || failed=1
 }
 run_ctest build-test unit "$jobs"
-# a variant built without a built-in formula (tests/build_without.sh)
-run_ctest build-test build 1
 run_ctest build-test live 1
 # The Debian packages: built, linted, installed with dpkg -i, used, purged
-# (tests/package/; skipped, saying why, when not root).
-run_ctest build-test package 1
-
-echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer"
+# (tests/package/; skipped, saying why, when not root); and the variants
+# built without a built-in formula and with extra modules
+# (tests/build_without.sh, tests/build_with.sh).
+#
+# The sanitizer and fuzz builds compile meanwhile: these tests check files,
+# commands, permissions and module tables, no figure that a busy machine
+# moves, and the package test mostly waits on one process at a time
+# (lintian, dpkg, a JVM).
 # The JVM and Python load our shared objects into their own processes, where
 # the sanitizer runtime would have to be preloaded: those parts are checked
-# by the plain run above, the C library and the CLI here.
-cmake -S . -B build-asan -DPA_WERROR=ON -DPA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
-      -DPA_BUILD_AGENT=OFF -DPA_BUILD_BINDINGS=OFF -DPA_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j"$jobs"
-echo "== tests under ASan/UBSan"
+# by the plain run above, the C library and the CLI under ASan/UBSan.
+mkdir -p build-asan
+echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzz targets (clang), beside the package test (log: build-asan/bg.log)"
+(
+  cmake -S . -B build-asan -DPA_WERROR=ON -DPA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+        -DPA_BUILD_AGENT=OFF -DPA_BUILD_BINDINGS=OFF -DPA_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  tests/fuzz/run.sh -n -b build-fuzz
+) >build-asan/bg.log 2>&1 &
+bg=$!
+run_ctest build-test 'build|package' "$jobs"
+if ! wait "$bg"; then
+  tail -60 build-asan/bg.log >&2
+  echo "test.sh: the sanitizer or fuzz build failed (build-asan/bg.log)" >&2
+  exit 1
+fi
+# Every fuzz target for a bounded time (clang, libFuzzer + ASan/UBSan),
+# beside the sanitized unit tests (neither measures time; the corpora
+# themselves are replayed by both ctest runs); its table printed after them.
+fuzz_secs=${PA_FUZZ_SECONDS:-1}
+echo "== tests under ASan/UBSan; the fuzz targets meanwhile (libFuzzer, ${fuzz_secs} s each)"
+tests/fuzz/run.sh -t "$fuzz_secs" -b build-fuzz >build-fuzz/run.log 2>&1 &
+fuzz=$!
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_ctest build-asan unit "$jobs"
-run_ctest build-asan live 1
-
-# Every fuzz target for a bounded time (clang, libFuzzer + ASan/UBSan);
-# the corpora themselves were replayed by both ctest runs above.
-fuzz_secs=${PA_FUZZ_SECONDS:-1}
 echo "== fuzz targets (libFuzzer, ${fuzz_secs} s each)"
-tests/fuzz/run.sh -t "$fuzz_secs" -b build-fuzz || failed=1
+wait "$fuzz" || failed=1
+cat build-fuzz/run.log
+run_ctest build-asan live 1
 if [ "$failed" -ne 0 ]; then
   echo "test.sh: some tests failed (see above)" >&2
   exit 1

@@ -2,7 +2,7 @@
 # Runs the libFuzzer targets of tests/fuzz/ for a bounded time each and
 # fails on the first crash, leak, timeout or broken contract.
 #
-#   tests/fuzz/run.sh [-t SECONDS] [-j JOBS] [-b BUILD] [-o OUT] [-m] [TARGET...]
+#   tests/fuzz/run.sh [-t SECONDS] [-j JOBS] [-b BUILD] [-o OUT] [-m] [-n] [TARGET...]
 #
 #   -t  seconds per target (default 10)
 #   -j  targets run at once (default: the number of CPUs)
@@ -11,6 +11,7 @@
 #   -o  where new inputs, crashes and logs go (default BUILD/fuzz-out)
 #   -m  afterwards, merge the new inputs into tests/fuzz/corpus/ (minimal:
 #       libFuzzer -merge=1 keeps only inputs that add coverage)
+#   -n  build the targets, run none (test.sh builds them early)
 #   TARGET  names without fuzz_ (default: every target)
 #
 # Each target starts from its committed corpus (tests/fuzz/corpus/NAME)
@@ -24,13 +25,15 @@ jobs=$(nproc)
 build="$src/build-fuzz"
 out=""
 merge=0
-while getopts "t:j:b:o:m" opt; do
+build_only=0
+while getopts "t:j:b:o:mn" opt; do
   case $opt in
     t) secs=$OPTARG ;;
     j) jobs=$OPTARG ;;
     b) build=$OPTARG ;;
     o) out=$OPTARG ;;
     m) merge=1 ;;
+    n) build_only=1 ;;
     *) sed -n '2,20p' "$0" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +61,7 @@ if ! cmake --build "$build" --target pa_fuzz -j"$(nproc)" >"$build/fuzz-build.lo
   echo "fuzz: the clang build failed ($build/fuzz-build.log)" >&2
   exit 1
 fi
+[ "$build_only" -eq 0 ] || exit 0
 
 if [ $# -eq 0 ]; then
   set -- $(cd "$here/corpus" && ls)
