@@ -351,64 +351,62 @@ static const pa_report *view_report(top *t, const pa_report *r, pa_report **grou
     return *grouped ? *grouped : r;
 }
 
-static void draw(top *t)
+/* The header's rows (the totals, the formula, the assumptions) of report
+ * r, or "waiting"; the row of the column titles. */
+static int draw_header(const top *t, const pa_report *r, size_t n)
 {
-    erase();
     int h = LINES, w = COLS;
-    const pa_report *r = t->rep;
-    pa_report *grouped = NULL;
-    const pa_report *rr = view_report(t, r, &grouped);
-    size_t n = build_rows(t, rr);
-    int head = 5; /* the row of the column titles */
     line(0, "powerapi top - %s | every %.3g s | %zu %s | sort: %s%s%s",
          t->ring ? t->ring : "own sampling", (double)t->interval_ns / 1e9, n, view_name(t),
          sort_names[t->sort], t->filter[0] ? " | filter: " : "", t->filter);
-    if (r) {
-        char co2[48] = "", ci[128] = "";
-        if (t->carbon_g_per_kwh > 0 &&
-            pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
-            snprintf(co2, sizeof(co2), "  CO2e %.4f g",
-                     rp_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
-        /* an 80-column terminal gets the short form (nothing cut off) */
-        line(1,
-             w >= 110 ? "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
-                        "energy since start %.1f J (%.0f s)%s"
-                      : "System %.2f W  cpu %.2f W (%s)  nic %.2f  idle %.2f  %.1f J in %.0f s%s",
-             r->system.total_w, r->system.cpu_w, rp_out_source_words(r->cpu_source),
-             r->system.nic_w, r->system.idle_w, t->energy_j, t->seen_s, co2);
-        if (gpu_comp(r) >= 0)
-            line(2, "Formula %s  sensors %s  window %.3f s  gpu %.2f W (%zu device(s))",
-                 r->formula ? r->formula : "", r->sensors ? r->sensors : "", r->interval_s,
-                 r->system_component_w[gpu_comp(r)], r->ndevices);
-        else
-            line(2, "Formula %s  sensors %s  window %.3f s", r->formula ? r->formula : "",
-                 r->sensors ? r->sensors : "", r->interval_s);
-        /* The assumptions can be long: wrapped at words, up to 6 rows
-         * (fewer on a short screen), then cut at a word with "...".  The
-         * carbon intensity, when given, is the first of them. */
-        char as[2048]; /* the carbon intensity first: never cut off */
-        snprintf(as, sizeof(as), "%s%s%s", ci, r->assumed && r->assumed[0] && ci[0] ? "; " : "",
-                 r->assumed ? r->assumed : "");
-        if (!as[0])
-            snprintf(as, sizeof(as), "nothing");
-        /* 2 rows on a 24-line terminal, 5 on a 40-line one, at most 6:
-         * the processes come first */
-        int max_rows = (h - 8) / 6;
-        max_rows = max_rows < 2 ? 2 : max_rows > 6 ? 6 : max_rows;
-        head = 3 + draw_assumed(as, w, max_rows);
-        if (head < 5)
-            head = 5;
-    } else {
+    if (!r) {
         line(1, "waiting for the first window...");
+        return 5;
     }
+    char co2[48] = "", ci[128] = "";
+    if (t->carbon_g_per_kwh > 0 && pa_carbon_assumption(t->carbon_g_per_kwh, ci, sizeof(ci)) > 0)
+        snprintf(co2, sizeof(co2), "  CO2e %.4f g",
+                 rp_out_co2e_g(t->carbon_g_per_kwh, t->energy_j));
+    /* an 80-column terminal gets the short form (nothing cut off) */
+    line(1,
+         w >= 110 ? "System %8.2f W  cpu %.2f W (%s)  nic %.2f W  idle %.2f W  "
+                    "energy since start %.1f J (%.0f s)%s"
+                  : "System %.2f W  cpu %.2f W (%s)  nic %.2f  idle %.2f  %.1f J in %.0f s%s",
+         r->system.total_w, r->system.cpu_w, rp_out_source_words(r->cpu_source), r->system.nic_w,
+         r->system.idle_w, t->energy_j, t->seen_s, co2);
+    if (gpu_comp(r) >= 0)
+        line(2, "Formula %s  sensors %s  window %.3f s  gpu %.2f W (%zu device(s))",
+             r->formula ? r->formula : "", r->sensors ? r->sensors : "", r->interval_s,
+             r->system_component_w[gpu_comp(r)], r->ndevices);
+    else
+        line(2, "Formula %s  sensors %s  window %.3f s", r->formula ? r->formula : "",
+             r->sensors ? r->sensors : "", r->interval_s);
+    /* The assumptions can be long: wrapped at words, up to 6 rows (fewer
+     * on a short screen), then cut at a word with "...".  The carbon
+     * intensity, when given, is the first of them: never cut off. */
+    char as[2048];
+    snprintf(as, sizeof(as), "%s%s%s", ci, r->assumed && r->assumed[0] && ci[0] ? "; " : "",
+             r->assumed ? r->assumed : "");
+    if (!as[0])
+        snprintf(as, sizeof(as), "nothing");
+    /* 2 rows on a 24-line terminal, 5 on a 40-line one, at most 6: the
+     * processes come first */
+    int max_rows = (h - 8) / 6;
+    max_rows = max_rows < 2 ? 2 : max_rows > 6 ? 6 : max_rows;
+    int head = 3 + draw_assumed(as, w, max_rows);
+    return head < 5 ? 5 : head;
+}
+
+/* The column titles at row head; a GPU column when the report has the
+ * component (grouped views: "-", their rows carry no components). */
+static void draw_titles(const top *t, int head, int g)
+{
+    int w = COLS;
     attron(A_REVERSE);
     char what[24];
     snprintf(what, sizeof(what), "%s", t->group ? rp_group_name(t->group) : "cgroup");
     for (char *c = what; *c; c++)
         *c = (char)toupper((unsigned char)*c);
-    /* a GPU column when the report has the component (grouped views: "-",
-     * their rows carry no components) */
-    int g = gpu_comp(r);
     const char *gh = g >= 0 ? "    GPU W" : "";
     int gw = g >= 0 ? 10 : 0;
     if (t->cgroups || t->group)
@@ -419,48 +417,68 @@ static void draw(top *t)
              "NIC W", gh, "TOTAL W", "ENERGY J", t->carbon_g_per_kwh > 0 ? "     CO2E G" : "",
              "CGROUP");
     attroff(A_REVERSE);
+}
+
+/* Target x at row: a group's row, or a process's (its CPU %, marked when
+ * capped). */
+static void draw_row(top *t, const pa_report *rr, const pa_target_info *x, int row, int g)
+{
+    int w = COLS, gw = g >= 0 ? 10 : 0;
+    char label[160];
+    rp_out_cgroup_label(x, label, sizeof(label));
+    if (x->type == PA_TARGET_VM) /* its name, its vCPUs' part */
+        vm_label(x, label, sizeof(label));
+    else if (t->group)
+        snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
+    char gcol[16] = "";
+    if (g >= 0)
+        row_gpu(rr, x, g, gcol, sizeof(gcol));
+    if (t->cgroups || t->group) {
+        int cw = w - 45 - gw > 20 ? w - 45 - gw : 20;
+        line(row, "%-*.*s %9.2f %9.2f%s %10.2f %12.1f", cw, cw,
+             t->cgroups && !t->group && x->cgroup && x->cgroup[0] ? x->cgroup : label,
+             x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w, x->power.total_j);
+        return;
+    }
+    bool capped;
+    double pct = rp_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
+    t->capped |= capped;
+    char gco2[24] = "";
+    if (t->carbon_g_per_kwh > 0)
+        snprintf(gco2, sizeof(gco2), " %10.4f",
+                 rp_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
+    /* the exited line: how many processes in the last column */
+    char pid[16], note[64] = "";
+    bool fold = x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED;
+    snprintf(pid, sizeof(pid), fold ? "-" : "%d", (int)x->pid);
+    if (x->type == PA_TARGET_EXITED)
+        rp_out_exited_label(x, note, sizeof(note));
+    line(row,
+         capped ? "%7s %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
+                : "%7s %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
+         pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w,
+         x->power.total_j, gco2,
+         note[0]     ? note
+         : x->cgroup ? x->cgroup
+                     : "");
+}
+
+/* The whole screen, from the last report. */
+static void draw(top *t)
+{
+    erase();
+    int h = LINES;
+    const pa_report *r = t->rep;
+    pa_report *grouped = NULL;
+    const pa_report *rr = view_report(t, r, &grouped);
+    size_t n = build_rows(t, rr);
+    int head = draw_header(t, r, n);
+    int g = gpu_comp(r);
+    draw_titles(t, head, g);
     int row = head + 1;
     t->capped = false;
-    for (size_t i = 0; i < n && row < h - 1; i++, row++) {
-        const pa_target_info *x = t->rows[i];
-        char label[160];
-        rp_out_cgroup_label(x, label, sizeof(label));
-        if (x->type == PA_TARGET_VM) /* its name, its vCPUs' part */
-            vm_label(x, label, sizeof(label));
-        else if (t->group)
-            snprintf(label, sizeof(label), "%s", x->cgroup); /* the group's name */
-        char gcol[16] = "";
-        if (g >= 0)
-            row_gpu(rr, x, g, gcol, sizeof(gcol));
-        if (t->cgroups || t->group) {
-            int cw = w - 45 - gw > 20 ? w - 45 - gw : 20;
-            line(row, "%-*.*s %9.2f %9.2f%s %10.2f %12.1f", cw, cw,
-                 t->cgroups && !t->group && x->cgroup && x->cgroup[0] ? x->cgroup : label,
-                 x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w, x->power.total_j);
-        } else {
-            bool capped;
-            double pct = rp_out_cpu_pct(t->procfs, x, x->power.interval_s, &capped);
-            t->capped |= capped;
-            char gco2[24] = "";
-            if (t->carbon_g_per_kwh > 0)
-                snprintf(gco2, sizeof(gco2), " %10.4f",
-                         rp_out_co2e_g(t->carbon_g_per_kwh, x->power.total_j));
-            /* the exited line: how many processes in the last column */
-            char pid[16], note[64] = "";
-            bool fold = x->type == PA_TARGET_EXITED || x->type == PA_TARGET_UNACCOUNTED;
-            snprintf(pid, sizeof(pid), fold ? "-" : "%d", (int)x->pid);
-            if (x->type == PA_TARGET_EXITED)
-                rp_out_exited_label(x, note, sizeof(note));
-            line(row,
-                 capped ? "%7s %-16.16s %5.1f* %9.2f %9.2f%s %10.2f %12.1f%s  %s"
-                        : "%7s %-16.16s %6.1f %9.2f %9.2f%s %10.2f %12.1f%s  %s",
-                 pid, x->comm, pct, x->power.cpu_w, x->power.nic_w, gcol, x->power.total_w,
-                 x->power.total_j, gco2,
-                 note[0]     ? note
-                 : x->cgroup ? x->cgroup
-                             : "");
-        }
-    }
+    for (size_t i = 0; i < n && row < h - 1; i++, row++)
+        draw_row(t, rr, t->rows[i], row, g);
     if (t->status[0]) {
         attron(A_BOLD);
         line(h - 1, "%s", t->status);
@@ -589,16 +607,10 @@ static int parse_args(top *t, cli_ctx *co, int argc, char **argv)
     return 0;
 }
 
-/* Runs the screen until q or a stop signal. */
-static int top_run(top *t, const cli_ctx *co)
+/* Opens what the screen shows: the ring, or a context watching every
+ * process (its first tick taken); 0 or the exit status. */
+static int top_open(top *t, const cli_ctx *co)
 {
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        cli_error(CMD,
-                  "needs a terminal; use '%s monitor' for a "
-                  "stream of reports",
-                  cli_prog);
-        return CLI_EXIT_FAIL;
-    }
     int rc;
     if (t->ring) {
         /* A wrong ring name is told before the screen is taken. */
@@ -612,35 +624,39 @@ static int top_run(top *t, const cli_ctx *co)
             t->energy_j = t->rep->system.total_w * t->rep->interval_s;
             t->seen_s = t->rep->interval_s;
         }
-    } else {
-        if ((rc = cli_ctx_create(co, CMD, &t->ctx)) != 0)
-            return rc;
-        if ((rc = pa_watch_all(t->ctx, 1)) < 0 || (rc = pa_report_cgroups(t->ctx, 1)) < 0 ||
-            (rc = pa_tick(t->ctx)) < 0) {
-            cli_error(CMD, "%s", cli_errmsg(rc));
-            pa_ctx_free(t->ctx);
-            return CLI_EXIT_FAIL;
-        }
-        t->procfs = co->copts.procfs;
-        t->rootfs = co->copts.rootfs;
-        watch_vms(t);
-        uint64_t tick = cli_cpu_resolution_ns(t->ctx);
-        if (t->interval_ns < TOP_MIN_TICKS * tick) {
-            cli_error(CMD,
-                      "--interval %.3g ms: windows under %.3g ms are "
-                      "more than 10 %% off, since process CPU times move "
-                      "in %.3g ms clock ticks (procfs-cpu: /proc/PID/stat, "
-                      "USER_HZ %ld); use --interval %.3gms or more",
-                      (double)t->interval_ns / 1e6, (double)(TOP_MIN_TICKS * tick) / 1e6,
-                      (double)tick / 1e6, sysconf(_SC_CLK_TCK),
-                      (double)(TOP_MIN_TICKS * tick) / 1e6);
-            pa_ctx_free(t->ctx);
-            return CLI_EXIT_USAGE;
-        }
+        return 0;
     }
+    if ((rc = cli_ctx_create(co, CMD, &t->ctx)) != 0)
+        return rc;
+    if ((rc = pa_watch_all(t->ctx, 1)) < 0 || (rc = pa_report_cgroups(t->ctx, 1)) < 0 ||
+        (rc = pa_tick(t->ctx)) < 0) {
+        cli_error(CMD, "%s", cli_errmsg(rc));
+        pa_ctx_free(t->ctx);
+        return CLI_EXIT_FAIL;
+    }
+    t->procfs = co->copts.procfs;
+    t->rootfs = co->copts.rootfs;
+    watch_vms(t);
+    uint64_t tick = cli_cpu_resolution_ns(t->ctx);
+    if (t->interval_ns < TOP_MIN_TICKS * tick) {
+        cli_error(CMD,
+                  "--interval %.3g ms: windows under %.3g ms are "
+                  "more than 10 %% off, since process CPU times move "
+                  "in %.3g ms clock ticks (procfs-cpu: /proc/PID/stat, "
+                  "USER_HZ %ld); use --interval %.3gms or more",
+                  (double)t->interval_ns / 1e6, (double)(TOP_MIN_TICKS * tick) / 1e6,
+                  (double)tick / 1e6, sysconf(_SC_CLK_TCK), (double)(TOP_MIN_TICKS * tick) / 1e6);
+        pa_ctx_free(t->ctx);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
 
-    /* installed before initscr, which then leaves these signals to us;
-     * no SA_RESTART, so a signal also ends getch's wait */
+/* Takes the terminal: the stop signals first (installed before initscr,
+ * which then leaves them to us; no SA_RESTART, so a signal also ends
+ * getch's wait), then curses. */
+static void screen_start(void)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -655,10 +671,66 @@ static int top_run(top *t, const cli_ctx *co)
     keypad(stdscr, TRUE);
     curs_set(0);
     set_escdelay(25);
+}
+
+/* Acts on key ch: 1 when the screen is to be drawn again, 0 when the key
+ * means nothing here, -1 on q; *next moves when the interval does. */
+static int on_key(top *t, int ch, uint64_t *next)
+{
+    switch (ch) {
+    case 'q':
+    case 'Q':
+        return -1;
+    case 's':
+        t->sort = (sort_key)((t->sort + 1) % SORT_N);
+        return 1;
+    case 'c':
+        t->cgroups = !t->cgroups;
+        t->group = RP_GROUP_NONE;
+        return 1;
+    case 'g': /* processes -> containers -> pods -> units -> processes */
+        t->group = t->group >= RP_GROUP_UNIT ? RP_GROUP_NONE : (rp_group)(t->group + 1);
+        return 1;
+    case 'v': /* the VMs, and back */
+        toggle_vms(t);
+        return 1;
+    case '/':
+        prompt_filter(t);
+        return 1;
+    case '+':
+        if (t->interval_ns < 3600000000000ull)
+            t->interval_ns *= 2;
+        *next = cli_mono_ns() + t->interval_ns;
+        return 1;
+    case '-':
+        if (t->interval_ns >= 200000000ull)
+            t->interval_ns /= 2;
+        *next = cli_mono_ns() + t->interval_ns;
+        return 1;
+    case KEY_RESIZE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Runs the screen until q or a stop signal. */
+static int top_run(top *t, const cli_ctx *co)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        cli_error(CMD,
+                  "needs a terminal; use '%s monitor' for a "
+                  "stream of reports",
+                  cli_prog);
+        return CLI_EXIT_FAIL;
+    }
+    int rc = top_open(t, co);
+    if (rc != 0)
+        return rc;
+    screen_start();
     uint64_t next = cli_mono_ns() + t->interval_ns;
-    bool quit = false;
     draw(t);
-    while (!quit && !top_stop) {
+    for (int key = 0; key >= 0 && !top_stop;) {
         uint64_t now = cli_mono_ns();
         if (now >= next) {
             refresh_data(t);
@@ -671,45 +743,7 @@ static int top_run(top *t, const cli_ctx *co)
         uint64_t wait_ms = (next - now + 999999) / 1000000;
         timeout(wait_ms > 1000 ? 1000 : (int)wait_ms);
         int ch = getch();
-        switch (ch) {
-        case ERR:
-            continue;
-        case 'q':
-        case 'Q':
-            quit = true;
-            break;
-        case 's':
-            t->sort = (sort_key)((t->sort + 1) % SORT_N);
-            break;
-        case 'c':
-            t->cgroups = !t->cgroups;
-            t->group = RP_GROUP_NONE;
-            break;
-        case 'g': /* processes -> containers -> pods -> units -> processes */
-            t->group = t->group >= RP_GROUP_UNIT ? RP_GROUP_NONE : (rp_group)(t->group + 1);
-            break;
-        case 'v': /* the VMs, and back */
-            toggle_vms(t);
-            break;
-        case '/':
-            prompt_filter(t);
-            break;
-        case '+':
-            if (t->interval_ns < 3600000000000ull)
-                t->interval_ns *= 2;
-            next = cli_mono_ns() + t->interval_ns;
-            break;
-        case '-':
-            if (t->interval_ns >= 200000000ull)
-                t->interval_ns /= 2;
-            next = cli_mono_ns() + t->interval_ns;
-            break;
-        case KEY_RESIZE:
-            break;
-        default:
-            continue;
-        }
-        if (!quit)
+        if (ch != ERR && (key = on_key(t, ch, &next)) > 0)
             draw(t);
     }
     endwin();
