@@ -558,12 +558,85 @@ static int parse_args(serve_args *a, serve *s, cli_ctx *co, int argc, char **arg
     return 0;
 }
 
+/* Starts the HTTP server on ss (one epoll thread) and says where, on
+ * stdout (one line, for scripts that asked for port 0) and, beyond
+ * loopback, a warning on stderr; NULL after saying why. */
+static struct MHD_Daemon *http_start(const serve_args *a, serve *s,
+                                     const struct sockaddr_storage *ss, socklen_t sslen)
+{
+    raise_nofile(a->maxconn);
+    /* One polling thread, not a pool: libmicrohttpd splits
+     * MHD_OPTION_CONNECTION_LIMIT among a pool's workers, so a worker that
+     * wins more than its share of accepts closes connections while the
+     * total is still under --max-connections.  One epoll thread makes the
+     * limit exact.  (Two loaded CI runs lost scrapes of a 1000-connection
+     * burst, one with the pool, one with this thread: the cause is still
+     * open; test_serve prints how they end.) */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
+    if (ss->ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *httpd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->maxconn, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(a->timeout / 1000000000ull), MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    if (!httpd) {
+        listen_error(a->listen, ss, sslen, errno);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(httpd, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = di ? di->port : 0;
+    char addr[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
+    else
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, addr, sizeof(addr));
+    bool loopback = ss->ss_family == AF_INET
+                        ? (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127
+                        : IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    if (!loopback)
+        fprintf(stderr,
+                "%s " CMD ": listening beyond loopback (%s): whoever reaches "
+                "this port can read the metrics\n",
+                cli_prog, addr);
+    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n", cli_prog,
+           ss->ss_family == AF_INET6 ? "[" : "", addr, ss->ss_family == AF_INET6 ? "]" : "", port,
+           a->ring ? " from ring " : "", a->ring ? a->ring : "");
+    fflush(stdout);
+    return httpd;
+}
+
+/* Waits for a stop signal in sigs (SIGPIPE ignored), refreshing the ring's
+ * page every interval when there is one. */
+static void serve_wait(serve *s, ring_src *rs, const sigset_t *sigs, uint64_t interval)
+{
+    uint64_t next = cli_mono_ns() + interval;
+    for (;;) {
+        uint64_t now = cli_mono_ns();
+        uint64_t wait = next > now ? next - now : 0;
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+                              .tv_nsec = (long)(wait % 1000000000ull)};
+        siginfo_t si;
+        int sig = sigtimedwait(sigs, &si, &ts);
+        if (sig == SIGPIPE)
+            continue;
+        if (sig > 0)
+            return;
+        if (cli_mono_ns() < next)
+            continue;
+        next += interval;
+        if (next < cli_mono_ns())
+            next = cli_mono_ns() + interval;
+        if (rs->name)
+            ring_refresh(s, rs);
+    }
+}
+
 /* Listens and serves until a stop signal. */
 static int serve_run(const serve_args *a, serve *s, const cli_ctx *co)
 {
     const char *listen = a->listen, *ring = a->ring;
-    uint64_t interval = co->interval_ns, timeout = a->timeout, span = a->span;
-    unsigned long maxconn = a->maxconn;
+    uint64_t interval = co->interval_ns, span = a->span;
     struct sockaddr_storage ss;
     socklen_t sslen;
     int lrc = parse_listen(listen, &ss, &sslen);
@@ -605,69 +678,11 @@ static int serve_run(const serve_args *a, serve *s, const cli_ctx *co)
         }
     }
 
-    raise_nofile(maxconn);
-    /* One polling thread, not a pool: libmicrohttpd splits
-     * MHD_OPTION_CONNECTION_LIMIT among a pool's workers, so a worker that
-     * wins more than its share of accepts closes connections while the
-     * total is still under --max-connections.  One epoll thread makes the
-     * limit exact.  (Two loaded CI runs lost scrapes of a 1000-connection
-     * burst, one with the pool, one with this thread: the cause is still
-     * open; test_serve prints how they end.) */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    httpd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                             (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)maxconn,
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(timeout / 1000000000ull),
-                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-                             MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
-    if (!httpd) {
-        listen_error(listen, &ss, sslen, errno);
+    httpd = http_start(a, s, &ss, sslen);
+    if (!httpd)
         goto out;
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(httpd, MHD_DAEMON_INFO_BIND_PORT);
-    unsigned port = di ? di->port : 0;
-    char addr[INET6_ADDRSTRLEN] = "?";
-    if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
-    else
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr));
-    bool loopback = ss.ss_family == AF_INET
-                        ? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
-                        : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
-    if (!loopback)
-        fprintf(stderr,
-                "%s " CMD ": listening beyond loopback (%s): whoever reaches "
-                "this port can read the metrics\n",
-                cli_prog, addr);
-    /* One line on stdout, for scripts (and tests) that asked for port 0. */
-    printf("%s " CMD ": listening on http://%s%s%s:%u/metrics%s%s\n", cli_prog,
-           ss.ss_family == AF_INET6 ? "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "", port,
-           ring ? " from ring " : "", ring ? ring : "");
-    fflush(stdout);
-
-    uint64_t next = cli_mono_ns() + interval;
-    for (;;) {
-        uint64_t now = cli_mono_ns();
-        uint64_t wait = next > now ? next - now : 0;
-        struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
-                              .tv_nsec = (long)(wait % 1000000000ull)};
-        siginfo_t si;
-        int sig = sigtimedwait(&sigs, &si, &ts);
-        if (sig == SIGPIPE)
-            continue;
-        if (sig > 0) {
-            status = CLI_EXIT_OK;
-            break;
-        }
-        if (cli_mono_ns() < next)
-            continue;
-        next += interval;
-        if (next < cli_mono_ns())
-            next = cli_mono_ns() + interval;
-        if (ring)
-            ring_refresh(s, &rs);
-    }
+    serve_wait(s, &rs, &sigs, interval);
+    status = CLI_EXIT_OK;
 
 out:
     if (ctx)
