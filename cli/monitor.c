@@ -500,13 +500,91 @@ static void add_window_cpu(monitor *m, pid_t pid, double *cpu_s)
         *cpu_s += p.cpu_time_s;
 }
 
+/* Waits for the end of a window (deadline) of command pid: true when it
+ * exited meanwhile (its zombie left for the last tick).  A signal typed at
+ * the terminal reaches the child by itself (same process group); one sent
+ * to powerapi is forwarded. */
+static bool wait_window(monitor *m, pid_t pid, uint64_t deadline)
+{
+    for (;;) {
+        siginfo_t si, wi;
+        int s = wait_until(m, deadline, &si);
+        if (s == 0)
+            return false;
+        if (s == SIGCHLD) {
+            memset(&wi, 0, sizeof(wi));
+            if (waitid(P_PID, (id_t)pid, &wi, WEXITED | WNOWAIT | WNOHANG) == 0 && wi.si_pid == pid)
+                return true;
+            continue;
+        }
+        if (si.si_code != SI_KERNEL)
+            kill(pid, s);
+    }
+}
+
+/* Command pid's windows from t0 until it exits: its CPU time added to
+ * *cpu_s, the last report kept in *last (free it); 0, or the status of a
+ * tick or a write that failed. */
+static int command_windows(monitor *m, pid_t pid, uint64_t t0, double *cpu_s, pa_report **last)
+{
+    bool print_windows = m->fmt != RP_OUT_TABLE || m->co.interval_set;
+    bool exited = false;
+    for (unsigned k = 1; !exited; k++) {
+        /* after an overrun (a suspended VM), skip the missed windows */
+        uint64_t now = cli_mono_ns();
+        if (now > t0 + (uint64_t)(k + 1) * m->co.interval_ns)
+            k = (unsigned)((now - t0) / m->co.interval_ns);
+        exited = wait_window(m, pid, t0 + (uint64_t)k * m->co.interval_ns);
+        /* the last window ends at the exit; the zombie's stat is still
+         * readable, so this tick sees the command's final CPU time */
+        int rc = do_tick(m, k, 0);
+        if (rc != 0)
+            return rc;
+        add_window_cpu(m, pid, cpu_s);
+        pa_report *r = NULL;
+        if (emit_report(m, print_windows, &r) < 0)
+            return CLI_EXIT_FAIL;
+        if (r) {
+            pa_report_free(*last);
+            *last = r;
+        }
+    }
+    return 0;
+}
+
+/* The end of command pid, which exited: its energy, its status reaped,
+ * the closing record; the status monitor exits with (the command's). */
+static int command_end(monitor *m, pid_t pid, uint64_t t0, double cpu_s, const pa_report *last)
+{
+    double duration_s = (double)(cli_mono_ns() - t0) / 1e9;
+    rp_out_command cr = {
+        .pid = pid, .cpu_time_s = cpu_s, .argv = m->cmd, .duration_s = duration_s, .last = last};
+    if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 && pa_pid_power(m->ctx, pid, &cr.energy) < 0)
+        cli_error(CMD, "energy of pid %ld: %s", (long)pid, cli_errmsg(-ENODATA));
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(wstatus)) {
+        cr.signal = WTERMSIG(wstatus);
+        cr.exit_status = 128 + cr.signal;
+    } else {
+        cr.exit_status = WEXITSTATUS(wstatus);
+    }
+    int err = rp_out_command_end(&m->out, &cr);
+    if (err < 0) {
+        if (err != -EPIPE)
+            cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
+        return err == -EPIPE ? CLI_EXIT_PIPE : CLI_EXIT_FAIL;
+    }
+    return cr.exit_status;
+}
+
 static int run_command(monitor *m)
 {
     int go[2] = {-1, -1}, ex[2] = {-1, -1};
     int status = CLI_EXIT_FAIL;
     pid_t pid = -1;
     pa_report *last = NULL; /* for the summary's formula and assumptions */
-    bool print_windows = m->fmt != RP_OUT_TABLE || m->co.interval_set;
 
     if (cli_spawn(CMD, m->cmd, &pid, &go[1], &ex[0]) != 0)
         goto out;
@@ -535,71 +613,10 @@ static int run_command(monitor *m)
     cli_warn_resolution(CMD, m->ctx, m->co.interval_ns);
 
     double cpu_s = 0;
-    bool exited = false;
-    for (unsigned k = 1; !exited; k++) {
-        /* after an overrun (a suspended VM), skip the missed windows */
-        uint64_t now = cli_mono_ns();
-        if (now > t0 + (uint64_t)(k + 1) * m->co.interval_ns)
-            k = (unsigned)((now - t0) / m->co.interval_ns);
-        uint64_t deadline = t0 + (uint64_t)k * m->co.interval_ns;
-        for (;;) {
-            siginfo_t si, wi;
-            int s = wait_until(m, deadline, &si);
-            if (s == 0)
-                break;
-            if (s == SIGCHLD) {
-                memset(&wi, 0, sizeof(wi));
-                if (waitid(P_PID, (id_t)pid, &wi, WEXITED | WNOWAIT | WNOHANG) == 0 &&
-                    wi.si_pid == pid) {
-                    exited = true;
-                    break;
-                }
-                continue;
-            }
-            /* A signal typed at the terminal reaches the child by itself
-             * (same process group); one sent to powerapi is forwarded. */
-            if (si.si_code != SI_KERNEL)
-                kill(pid, s);
-        }
-        /* the last window ends at the exit; the zombie's stat is still
-         * readable, so this tick sees the command's final CPU time */
-        if ((rc = do_tick(m, k, 0)) != 0)
-            goto kill_child;
-        add_window_cpu(m, pid, &cpu_s);
-        pa_report *r = NULL;
-        if (emit_report(m, print_windows, &r) < 0) {
-            rc = CLI_EXIT_FAIL;
-            goto kill_child;
-        }
-        if (r) {
-            pa_report_free(last);
-            last = r;
-        }
-    }
-    double duration_s = (double)(cli_mono_ns() - t0) / 1e9;
-
-    rp_out_command cr = {
-        .pid = pid, .cpu_time_s = cpu_s, .argv = m->cmd, .duration_s = duration_s, .last = last};
-    if (pa_tree_power(m->ctx, pid, &cr.energy) < 0 && pa_pid_power(m->ctx, pid, &cr.energy) < 0)
-        cli_error(CMD, "energy of pid %ld: %s", (long)pid, cli_errmsg(-ENODATA));
-
-    int wstatus = 0;
-    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-        ;
+    if ((rc = command_windows(m, pid, t0, &cpu_s, &last)) != 0)
+        goto kill_child;
+    status = command_end(m, pid, t0, cpu_s, last);
     pid = -1;
-    if (WIFSIGNALED(wstatus)) {
-        cr.signal = WTERMSIG(wstatus);
-        cr.exit_status = 128 + cr.signal;
-    } else {
-        cr.exit_status = WEXITSTATUS(wstatus);
-    }
-    if ((err = rp_out_command_end(&m->out, &cr)) < 0) {
-        if (err != -EPIPE)
-            cli_error(CMD, "%s: write failed: %s", out_name(m), strerror(-err));
-        status = err == -EPIPE ? CLI_EXIT_PIPE : CLI_EXIT_FAIL;
-        goto out;
-    }
-    status = cr.exit_status;
     goto out;
 
 kill_child:
@@ -620,6 +637,75 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+
+/* Where the records go (m->f): a command's stdout stays its own, as
+ * under perf stat, so what we write about it goes to stderr unless -o
+ * names a file, or "-" for stdout; 0 or the exit status. */
+static int open_stream(monitor *m)
+{
+    m->f = stdout;
+    m->to_stderr = m->cmd && !m->output;
+    if (m->to_stderr) {
+        /* a stream of its own: a record is written whole, in one flush,
+         * where stderr would write each piece */
+        int fd2 = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (fd2 < 0 || !(m->f = fdopen(fd2, "w"))) {
+            if (fd2 >= 0)
+                close(fd2);
+            m->f = NULL;
+            cli_error(CMD, "stderr: %s", strerror(errno));
+            return CLI_EXIT_FAIL;
+        }
+    } else if (m->output && !strcmp(m->output, "-")) {
+        m->f = stdout;
+    } else if (m->output && !(m->f = fopen(m->output, "we"))) {
+        cli_error(CMD, "--output %s: %s", m->output, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* The writer of the records on m->f, set from the options. */
+static void out_setup(monitor *m)
+{
+    rp_out_init(&m->out, m->f, m->fmt);
+    m->out.procfs = m->co.copts.procfs;
+    m->out.carbon_g_per_kwh = m->co.carbon_g_per_kwh;
+    if (!m->clock_step_ns)
+        m->out.time_base_s = rp_out_live_time_base();
+    m->out.command_columns = m->cmd != NULL;
+    if (m->group && m->group != RP_GROUP_VM) /* VMs: a type of their own */
+        m->out.group_type = rp_group_name(m->group);
+    bool tty = isatty(fileno(m->f));
+    m->out.clear = m->fmt == RP_OUT_TABLE && tty && !m->cmd && !m->clock_step_ns;
+    m->out.exited_list = m->exited_list;
+    if (m->top)
+        m->out.top = m->top;
+    else if (m->out.clear)
+        m->out.fit_fd = fileno(m->f); /* as many as the screen holds */
+}
+
+/* --ring: the daemon's windows, read until the count, the duration or a
+ * stop signal; the exit status. */
+static int run_ring(monitor *m)
+{
+    pid_t *pids = calloc(m->npids + 1, sizeof(*pids));
+    for (size_t i = 0; pids && i < m->npids; i++)
+        pids[i] = m->pids[i].pid;
+    cli_ring_monitor rm = {.ring = m->ring,
+                           .interval_ns = m->co.interval_ns,
+                           .count = m->count,
+                           .duration_ns = m->duration_ns,
+                           .pids = pids,
+                           .npids = pids ? m->npids : 0,
+                           .cgroups = m->cgroups && m->group != RP_GROUP_VM,
+                           .vms = m->group == RP_GROUP_VM,
+                           .out = &m->out,
+                           .sigs = &m->sigs};
+    int status = cli_monitor_ring(&rm);
+    free(pids);
+    return status;
+}
 
 int cli_monitor(int argc, char **argv)
 {
@@ -649,46 +735,9 @@ int cli_monitor(int argc, char **argv)
     if (!m.ring && (status = setup_targets(&m)) != 0)
         goto out;
 
-    /* A command's stdout stays its own, as under perf stat: what we
-     * write about it goes to stderr unless -o names a file, or "-" for
-     * stdout. */
-    m.f = stdout;
-    m.to_stderr = m.cmd && !m.output;
-    int fd2 = -1;
-    if (m.to_stderr) {
-        /* a stream of its own: a record is written whole, in one flush,
-         * where stderr would write each piece */
-        fd2 = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        if (fd2 < 0 || !(m.f = fdopen(fd2, "w"))) {
-            if (fd2 >= 0)
-                close(fd2);
-            m.f = NULL;
-            cli_error(CMD, "stderr: %s", strerror(errno));
-            status = CLI_EXIT_FAIL;
-            goto out;
-        }
-    } else if (m.output && !strcmp(m.output, "-")) {
-        m.f = stdout;
-    } else if (m.output && !(m.f = fopen(m.output, "we"))) {
-        cli_error(CMD, "--output %s: %s", m.output, strerror(errno));
-        status = CLI_EXIT_FAIL;
+    if ((status = open_stream(&m)) != 0)
         goto out;
-    }
-    rp_out_init(&m.out, m.f, m.fmt);
-    m.out.procfs = m.co.copts.procfs;
-    m.out.carbon_g_per_kwh = m.co.carbon_g_per_kwh;
-    if (!m.clock_step_ns)
-        m.out.time_base_s = rp_out_live_time_base();
-    m.out.command_columns = m.cmd != NULL;
-    if (m.group && m.group != RP_GROUP_VM) /* VMs: a type of their own */
-        m.out.group_type = rp_group_name(m.group);
-    bool tty = isatty(fileno(m.f));
-    m.out.clear = m.fmt == RP_OUT_TABLE && tty && !m.cmd && !m.clock_step_ns;
-    m.out.exited_list = m.exited_list;
-    if (m.top)
-        m.out.top = m.top;
-    else if (m.out.clear)
-        m.out.fit_fd = fileno(m.f); /* as many as the screen holds */
+    out_setup(&m);
 
     sigemptyset(&m.sigs);
     sigaddset(&m.sigs, SIGINT);
@@ -703,25 +752,7 @@ int cli_monitor(int argc, char **argv)
     sigaddset(&blocked, SIGPIPE);
     sigprocmask(SIG_BLOCK, &blocked, &old);
 
-    if (m.ring) {
-        pid_t *pids = calloc(m.npids + 1, sizeof(*pids));
-        for (size_t i = 0; pids && i < m.npids; i++)
-            pids[i] = m.pids[i].pid;
-        cli_ring_monitor rm = {.ring = m.ring,
-                               .interval_ns = m.co.interval_ns,
-                               .count = m.count,
-                               .duration_ns = m.duration_ns,
-                               .pids = pids,
-                               .npids = pids ? m.npids : 0,
-                               .cgroups = m.cgroups && m.group != RP_GROUP_VM,
-                               .vms = m.group == RP_GROUP_VM,
-                               .out = &m.out,
-                               .sigs = &m.sigs};
-        status = cli_monitor_ring(&rm);
-        free(pids);
-    } else {
-        status = m.cmd ? run_command(&m) : run_targets(&m);
-    }
+    status = m.ring ? run_ring(&m) : m.cmd ? run_command(&m) : run_targets(&m);
     if (status == CLI_EXIT_OK && m.pid_failed)
         status = CLI_EXIT_FAIL;
 
