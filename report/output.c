@@ -1025,14 +1025,13 @@ static void table_header(const rp_out *o, const pa_report *r, const char *what, 
     fputs(o->carbon_g_per_kwh > 0 ? "     CO2e g\n" : "\n", f);
 }
 
-static int table_report(rp_out *o, const pa_report *r, const bool *sel)
+/* The table's header: the window, the system's figures, each device,
+ * the assumptions; its number of lines. */
+static size_t table_head(rp_out *o, const pa_report *r, bool nic)
 {
     FILE *f = o->f;
     char clock[32];
-    size_t n = r->ntargets;
     const char *src = r->cpu_source ? r->cpu_source : "model";
-    bool nic = r->formula && strstr(r->formula, "nic");
-
     if (o->clear)
         fputs("\033[H\033[2J", f);
     table_clock(o, r, clock, sizeof(clock));
@@ -1059,6 +1058,16 @@ static int table_report(rp_out *o, const pa_report *r, const bool *sel)
     }
     each_assumed_o(o, r->assumed, table_assumed_item, f);
     each_assumed_o(o, r->assumed, count_item, &lines);
+    return lines;
+}
+
+static int table_report(rp_out *o, const pa_report *r, const bool *sel)
+{
+    FILE *f = o->f;
+    size_t n = r->ntargets;
+    bool nic = r->formula && strstr(r->formula, "nic");
+
+    size_t lines = table_head(o, r, nic);
     if (o->quiet_targets)
         return 0;
     /* the screen's height, read each time (the terminal may be resized):

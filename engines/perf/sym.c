@@ -902,6 +902,68 @@ static pf_frame unknown_frame(const char *modname, uint64_t off)
                       .file = pc_intern("")};
 }
 
+/* Kernel address addr (a, the one looked up) as one frame of kallsyms'
+ * names. */
+static pf_frame kernel_frame(uint64_t addr, uint64_t a)
+{
+    if (kwanted && !kloaded)
+        kallsyms_load();
+    const psym *s = ksyms ? psym_find(ksyms, nksyms, a) : NULL;
+    char buf[300];
+    if (s)
+        snprintf(buf, sizeof(buf), "%s [k]", s->name);
+    else
+        snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]", addr);
+    return (pf_frame){
+        .name = pc_intern(buf), .module = k_module, .source = pc_intern(""), .file = pc_intern("")};
+}
+
+/* Address a inside the file mapped at mp: its frames (inlined ones
+ * first) from the module's symbols and debug information, or one frame
+ * named from the unwind tables; 0 when the module cannot be read. */
+static int module_resolve(const pf_map *mp, uint64_t a, pf_frame *out, int max)
+{
+    module *m = module_get(mp->path);
+    uint64_t vaddr;
+    if (!m || !m->mod || module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) != 0)
+        return 0;
+    int n = module_frames(m, vaddr, out, max);
+    if (n > 0) {
+        for (int i = 0; i < n; i++) {
+            if (!out[i].source)
+                out[i].source = pc_intern("");
+            if (!out[i].file)
+                out[i].file = pc_intern("");
+        }
+        return n;
+    }
+    /* unnamed: the function's start from the unwind tables (its FDE's:
+     * dwarf_frame_info gives the row's, which would split a function into
+     * several names) */
+    uint64_t start = vaddr;
+    Dwarf_Frame *fr = NULL;
+    bool fde = false;
+    if (m->cfi && dwarf_cfi_addrframe(m->cfi, vaddr, &fr) == 0) {
+        Dwarf_Addr s, e;
+        bool sig;
+        if (dwarf_frame_info(fr, &s, &e, &sig) >= 0) {
+            start = m->nfde ? fde_start(m, vaddr) : s;
+            fde = true;
+        }
+        free(fr);
+    }
+    /* the ELF's entry point is _start (the name the linker gives it), also
+     * in the loader, whose entry code has no FDE: from the entry to its
+     * jump to the program (_dl_start_user), 64 bytes on x86-64 */
+    if (m->entry && (fde ? start == m->entry : vaddr - m->entry < 64)) {
+        out[0] =
+            (pf_frame){.name = pc_intern("_start"), .module = m->base, .source = "", .file = ""};
+        return 1;
+    }
+    out[0] = unknown_frame(m->base, start);
+    return 1;
+}
+
 static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return, pf_frame *out,
                           int max)
 {
@@ -909,64 +971,16 @@ static int resolve_frames(pid_t pid, pf_maps *maps, uint64_t addr, int is_return
     if (max < 1)
         return 0;
     if (addr >= 0xffff800000000000ull) {
-        if (kwanted && !kloaded)
-            kallsyms_load();
-        const psym *s = ksyms ? psym_find(ksyms, nksyms, a) : NULL;
-        char buf[300];
-        if (s)
-            snprintf(buf, sizeof(buf), "%s [k]", s->name);
-        else
-            snprintf(buf, sizeof(buf), "[unknown] [kernel]+0x%" PRIx64 " [k]", addr);
-        out[0] = (pf_frame){.name = pc_intern(buf),
-                            .module = k_module,
-                            .source = pc_intern(""),
-                            .file = pc_intern("")};
+        out[0] = kernel_frame(addr, a);
         return 1;
     }
     const pf_map *mp = maps ? pf_maps_find(maps, a) : NULL;
     /* "//anon" (MMAP2's name of anonymous executable memory), files that
      * cannot be opened: the perf map, else [unknown] */
     if (mp && map_file(mp)) {
-        module *m = module_get(mp->path);
-        uint64_t vaddr;
-        if (m && m->mod && module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) == 0) {
-            int n = module_frames(m, vaddr, out, max);
-            if (n > 0) {
-                for (int i = 0; i < n; i++) {
-                    if (!out[i].source)
-                        out[i].source = pc_intern("");
-                    if (!out[i].file)
-                        out[i].file = pc_intern("");
-                }
-                return n;
-            }
-            /* unnamed: the function's start from the unwind tables
-             * (its FDE's: dwarf_frame_info gives the row's, which
-             * would split a function into several names) */
-            uint64_t start = vaddr;
-            Dwarf_Frame *fr = NULL;
-            bool fde = false;
-            if (m->cfi && dwarf_cfi_addrframe(m->cfi, vaddr, &fr) == 0) {
-                Dwarf_Addr s, e;
-                bool sig;
-                if (dwarf_frame_info(fr, &s, &e, &sig) >= 0) {
-                    start = m->nfde ? fde_start(m, vaddr) : s;
-                    fde = true;
-                }
-                free(fr);
-            }
-            /* the ELF's entry point is _start (the name the linker gives
-             * it), also in the loader, whose entry code has no FDE: from
-             * the entry to its jump to the program (_dl_start_user), 64
-             * bytes on x86-64 */
-            if (m->entry && (fde ? start == m->entry : vaddr - m->entry < 64)) {
-                out[0] = (pf_frame){
-                    .name = pc_intern("_start"), .module = m->base, .source = "", .file = ""};
-                return 1;
-            }
-            out[0] = unknown_frame(m->base, start);
-            return 1;
-        }
+        int n = module_resolve(mp, a, out, max);
+        if (n > 0)
+            return n;
     }
     /* JIT code: anonymous memory described by a perf map */
     perfmap *pm = perfmap_get(pid);
