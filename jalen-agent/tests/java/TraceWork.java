@@ -17,8 +17,9 @@ import java.util.Random;
  * JDK's native Thread.holdsLock() 20 times.
  * Args: A [LIB] (default 1000); or "loop
  * MS": b() then a 1 ms sleep, for MS ms, for an agent attached meanwhile;
- * or "bench N": nop() N times, best of 7 rounds, in ns per call
- * (bench/bench_jalen_trace.sh runs it traced and not); or "mx": through
+ * or "bench N [LIB]": nop() (with LIB: the native NativeBurn.nop()) N
+ * times, best of 7 rounds, in ns per call (bench/bench_jalen_trace.sh runs
+ * it traced and not); or "mx": through
  * the agent's MXBean (JMX, no compile-time dependency), tracing of b()
  * (and, with "mx LIB", of NativeBurn.burn(), whose caller Sites is loaded
  * before) added, 100 calls of each, removed, 100 calls, with the answers
@@ -64,6 +65,18 @@ public class TraceWork {
             best = Math.min(best, (System.nanoTime() - t0) / (double) n);
         }
         System.out.printf("nop: %.1f ns per call (best of 7 rounds of %d)%n", best, n);
+    }
+
+    /** The same with the native NativeBurn.nop(). */
+    static void benchNative(int n) {
+        double best = Double.MAX_VALUE;
+        for (int r = 0; r < 7; r++) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++)
+                NativeBurn.nop();
+            best = Math.min(best, (System.nanoTime() - t0) / (double) n);
+        }
+        System.out.printf("native nop: %.1f ns per call (best of 7 rounds of %d)%n", best, n);
     }
 
     static int rec(int depth) {
@@ -144,7 +157,12 @@ public class TraceWork {
             return;
         }
         if (args.length > 1 && args[0].equals("bench")) {
-            bench(Integer.parseInt(args[1]));
+            if (args.length > 2) {
+                System.load(args[2]);
+                benchNative(Integer.parseInt(args[1]));
+            } else {
+                bench(Integer.parseInt(args[1]));
+            }
             return;
         }
         if (args.length > 1 && args[0].equals("loop")) {

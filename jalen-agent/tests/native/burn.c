@@ -2,7 +2,7 @@
  * burn.c - the native methods of NativeBurn.java, which test_jalen_trace
  * traces at their Java call sites (DESIGN.md 11.2): burn() runs 0.5 ms of
  * its thread's CPU time, fail() throws IllegalStateException, where()
- * gives 45.  Built with
+ * gives 45, nop() does nothing (bench/bench_jalen_trace.sh).  Built with
  * the JDK's jni.h into libjalen_testnative.so.
  */
 #include <jni.h>
@@ -11,6 +11,7 @@
 JNIEXPORT void JNICALL Java_NativeBurn_burn(JNIEnv *env, jclass cls);
 JNIEXPORT void JNICALL Java_NativeBurn_fail(JNIEnv *env, jclass cls);
 JNIEXPORT jint JNICALL Java_NativeBurn_where(JNIEnv *env, jobject self);
+JNIEXPORT void JNICALL Java_NativeBurn_nop(JNIEnv *env, jclass cls);
 
 static long long thread_ns(void)
 {
@@ -43,4 +44,10 @@ JNIEXPORT jint JNICALL Java_NativeBurn_where(JNIEnv *env, jobject self)
     (void)env;
     (void)self;
     return 45;
+}
+
+JNIEXPORT void JNICALL Java_NativeBurn_nop(JNIEnv *env, jclass cls)
+{
+    (void)env;
+    (void)cls;
 }
