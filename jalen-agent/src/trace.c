@@ -5,8 +5,11 @@
  *
  * The rewriting is Java's (jalen-agent/trace/: ObjectWeb ASM, loaded in a
  * class loader of the agent's own); this file finds the jars, calls the
- * rewriter from ClassFileLoadHook, and implements the natives the rewritten
- * code calls (org.powerapi.jalen.trace.Trace, on the boot class path).
+ * rewriter from ClassFileLoadHook (for the classes a pattern names, and for
+ * those whose constant pool names a method one names: a native method is
+ * counted at its Java call sites), and implements the natives the
+ * rewritten code calls (org.powerapi.jalen.trace.Trace, on the boot class
+ * path).
  *
  * Hot path (enter, exit, thrown): the calling thread's own record, found
  * through a thread-local pointer; its stack of open traced calls and its
@@ -77,6 +80,8 @@ typedef struct jl_tpats {
     char *spec; /* ';'-separated */
     size_t n;
     char *globs[JL_TRACE_PATS];   /* their class parts, '/'-separated */
+    char *mglobs[JL_TRACE_PATS];  /* their method parts */
+    char *descs[JL_TRACE_PATS];   /* their descriptors, NULL: any overload */
     uint64_t hits[JL_TRACE_PATS]; /* methods each matched (jl_tr.lock) */
 } jl_tpats;
 
@@ -100,6 +105,8 @@ static struct {
     atomic_uint gen; /* changes of the patterns at runtime */
     jl_tthread *_Atomic threads;
     int warned_many, warned_full, quiet;
+    int cp_ok;             /* can_get_constant_pool (the callers of natives, at runtime) */
+    atomic_int said_sites; /* a class calling a native left as it is: said once */
     atomic_ulong rewritten, failed, deep;
     double unpriced_cpu_s; /* traced self CPU time in windows without a price */
 } jl_tr = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -125,6 +132,7 @@ static jl_tpats *split_patterns(const char *spec)
     save = dup;
     for (char *p = jl_pattern_next(&save); p && t->n < JL_TRACE_PATS; p = jl_pattern_next(&save)) {
         char *paren = strchr(p, '('), *dot;
+        char *desc = paren ? strdup(paren) : NULL;
         if (paren)
             *paren = '\0';
         if ((dot = strrchr(p, '.')))
@@ -132,8 +140,16 @@ static jl_tpats *split_patterns(const char *spec)
         for (char *c = p; *c; c++)
             if (*c == '.')
                 *c = '/';
-        if (!(t->globs[t->n++] = strdup(p)))
-            t->n--;
+        t->globs[t->n] = strdup(p);
+        t->mglobs[t->n] = strdup(dot ? dot + 1 : "*");
+        t->descs[t->n] = desc;
+        if (t->globs[t->n] && t->mglobs[t->n] && (desc || !paren)) {
+            t->n++;
+        } else {
+            free(t->globs[t->n]);
+            free(t->mglobs[t->n]);
+            free(desc);
+        }
     }
     free(dup);
     return t;
@@ -147,6 +163,115 @@ static int class_wanted(const jl_tpats *t, const char *name)
         if (fnmatch(t->globs[i], name, 0) == 0)
             return 1;
     return 0;
+}
+
+/* Whether a pattern of t names the method cls.name desc (cls as class
+ * files name classes): a call site that names it is wrapped when it
+ * resolves to a native method (the rewriter decides, DESIGN.md 11.2). */
+static int ref_wanted(const jl_tpats *t, const char *cls, const char *name, const char *desc)
+{
+    for (size_t i = 0; t && i < t->n; i++)
+        if (fnmatch(t->globs[i], cls, 0) == 0 && fnmatch(t->mglobs[i], name, 0) == 0 &&
+            (!t->descs[i] || !strcmp(t->descs[i], desc)))
+            return 1;
+    return 0;
+}
+
+#define CP_NONE UINT32_MAX
+
+static unsigned u2(const unsigned char *p)
+{
+    return (unsigned)p[0] << 8 | p[1];
+}
+
+/* The size of the constant pool entry at p (JVMS 4.4), 0 when malformed. */
+static size_t cp_entry_size(const unsigned char *p, size_t len)
+{
+    /* by tag: 1 Utf8 (3 + its length), 3-6 numbers (5 Long and 6 Double
+     * take two slots), 7 Class, 8 String, 9-11 references, 12 NameAndType,
+     * 15 MethodHandle, 16 MethodType, 17-18 (Invoke)Dynamic, 19 Module,
+     * 20 Package */
+    static const unsigned char size[21] = {0, 3, 0, 5, 5, 9, 9, 3, 3, 5, 5,
+                                           5, 5, 0, 0, 4, 3, 5, 5, 3, 3};
+    if (p[0] == 1)
+        return len >= 3 ? 3 + u2(p + 1) : 0;
+    return p[0] < 21 ? size[p[0]] : 0;
+}
+
+/* The Utf8 entry k of the pool copied into out (NUL-terminated); 0 when
+ * it is not one or does not fit. */
+static int cp_utf8(const unsigned char *p, size_t len, const uint32_t *off, unsigned count,
+                   unsigned k, char *out, size_t outlen)
+{
+    if (k == 0 || k >= count || off[k] == CP_NONE || p[off[k]] != 1)
+        return 0;
+    size_t n = u2(p + off[k] + 1);
+    if (off[k] + 3 + n > len || n >= outlen)
+        return 0;
+    memcpy(out, p + off[k] + 3, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* The index of the entry that entry k (of tag) points to at byte at. */
+static unsigned cp_ref(const unsigned char *p, const uint32_t *off, unsigned count, unsigned k,
+                       int tag, int at)
+{
+    return k && k < count && off[k] != CP_NONE && p[off[k]] == tag ? u2(p + off[k] + at) : 0;
+}
+
+typedef int (*jl_ref_fn)(const void *arg, const char *cls, const char *name, const char *desc);
+
+/* Whether a Methodref of a constant pool (count: its constant_pool_count;
+ * p, len: its entries as a class file holds them, JVMS 4.4) is one want
+ * takes; 0 for a malformed pool.  (Interface methods are never native.) */
+static int cp_any_ref(const unsigned char *p, size_t len, unsigned count, jl_ref_fn want,
+                      const void *arg)
+{
+    uint32_t *off = count > 1 ? malloc(count * sizeof(*off)) : NULL;
+    if (!off)
+        return 0;
+    size_t at = 0;
+    unsigned i = 1;
+    for (; i < count && at < len; i++) {
+        size_t sz = cp_entry_size(p + at, len - at);
+        if (!sz || at + sz > len)
+            break;
+        off[i] = (uint32_t)at;
+        if ((p[at] == 5 || p[at] == 6) && i + 1 < count)
+            off[++i] = CP_NONE;
+        at += sz;
+    }
+    int hit = 0;
+    char cls[1024], name[256], desc[1024];
+    for (unsigned k = 1; i >= count && !hit && k < count; k++) {
+        unsigned c = cp_ref(p, off, count, k, 10, 1), nt = cp_ref(p, off, count, k, 10, 3);
+        hit = c && nt &&
+              cp_utf8(p, len, off, count, cp_ref(p, off, count, c, 7, 1), cls, sizeof(cls)) &&
+              cp_utf8(p, len, off, count, cp_ref(p, off, count, nt, 12, 1), name, sizeof(name)) &&
+              cp_utf8(p, len, off, count, cp_ref(p, off, count, nt, 12, 3), desc, sizeof(desc)) &&
+              want(arg, cls, name, desc);
+    }
+    free(off);
+    return hit;
+}
+
+static int ref_of_pats(const void *arg, const char *cls, const char *name, const char *desc)
+{
+    return ref_wanted(arg, cls, name, desc);
+}
+
+/* Whether a class file (data, len) is one the rewriter must see: a
+ * pattern names it, or it calls a method a pattern names (a native one's
+ * call sites are wrapped). */
+static int class_file_wanted(const jl_tpats *t, const char *name, const unsigned char *data,
+                             jint len)
+{
+    if (!t || !strncmp(name, "org/powerapi/jalen/", 19) || !strncmp(name, "org/objectweb/asm/", 18))
+        return 0;
+    if (class_wanted(t, name))
+        return 1;
+    return len > 10 && cp_any_ref(data + 10, (size_t)len - 10, u2(data + 8), ref_of_pats, t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -387,6 +512,11 @@ int jl_trace_init(jvmtiEnv *jvmti, const char *spec, int quiet, char *err, size_
                  path);
         return -ENOTSUP;
     }
+    /* apart: without it only the callers of natives loaded from now on
+     * are found (retransform) */
+    memset(&caps, 0, sizeof(caps));
+    caps.can_get_constant_pool = 1;
+    jl_tr.cp_ok = (*jvmti)->AddCapabilities(jvmti, &caps) == JVMTI_ERROR_NONE;
     jl_tpats *t = split_patterns(spec);
     if (!t)
         return -ENOMEM;
@@ -511,19 +641,126 @@ void jl_trace_vm_init(jvmtiEnv *jvmti, JNIEnv *env)
     retransform(jvmti, env, NULL, atomic_load(&jl_tr.pats), stderr);
 }
 
-/* Whether the class of signature sig ("Lpkg/Name;") is one a or b names. */
+/* The name of the class of signature sig ("Lpkg/Name;") in out; 0 when
+ * it is not a class's (an array, a primitive) or does not fit. */
+static int sig_name(const char *sig, char *out, size_t len)
+{
+    size_t n = strlen(sig);
+    if (n < 3 || sig[0] != 'L' || n - 2 >= len)
+        return 0;
+    memcpy(out, sig + 1, n - 2);
+    out[n - 2] = '\0';
+    return 1;
+}
+
+/* Whether the class of signature sig is one a or b names. */
 static int wanted_sig(const char *sig, const jl_tpats *a, const jl_tpats *b)
 {
     char name[1024];
-    size_t n = strlen(sig);
-    if (n < 3 || sig[0] != 'L' || n - 2 >= sizeof(name))
-        return 0;
-    memcpy(name, sig + 1, n - 2);
-    name[n - 2] = '\0';
-    return class_wanted(a, name) || class_wanted(b, name);
+    return sig_name(sig, name, sizeof(name)) && (class_wanted(a, name) || class_wanted(b, name));
 }
 
-/* The loaded classes that a pattern of old or now names, retransformed
+/* The native methods of loaded classes that a pattern names: "cls.name
+ * desc" with cls the class a call site names (the method may be its super
+ * class's). */
+typedef struct jl_natives {
+    char **v;
+    size_t n, cap;
+    const jl_tpats *a, *b;
+} jl_natives;
+
+static void natives_add(jl_natives *s, const char *cls, const char *name, const char *desc)
+{
+    if (!ref_wanted(s->a, cls, name, desc) && !ref_wanted(s->b, cls, name, desc))
+        return;
+    char *k = NULL;
+    if (asprintf(&k, "%s.%s%s", cls, name, desc) < 0)
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        char **v = realloc(s->v, cap * sizeof(*v));
+        if (!v) {
+            free(k);
+            return;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = k;
+}
+
+/* Adds the native methods of class k and its super classes that a
+ * pattern names as methods of cls. */
+static void natives_of(jvmtiEnv *jvmti, JNIEnv *env, jclass k, const char *cls, jl_natives *s)
+{
+    k = (*env)->NewLocalRef(env, k);
+    for (int depth = 0; k && depth < 64; depth++) {
+        jint nm = 0;
+        jmethodID *ms = NULL;
+        if ((*jvmti)->GetClassMethods(jvmti, k, &nm, &ms) == JVMTI_ERROR_NONE) {
+            for (jint i = 0; i < nm; i++) {
+                jint mod = 0;
+                char *name = NULL, *desc = NULL;
+                if ((*jvmti)->GetMethodModifiers(jvmti, ms[i], &mod) == JVMTI_ERROR_NONE &&
+                    (mod & 0x0100) && /* ACC_NATIVE */
+                    (*jvmti)->GetMethodName(jvmti, ms[i], &name, &desc, NULL) == JVMTI_ERROR_NONE)
+                    natives_add(s, cls, name, desc);
+                (*jvmti)->Deallocate(jvmti, (unsigned char *)name);
+                (*jvmti)->Deallocate(jvmti, (unsigned char *)desc);
+            }
+            (*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
+        }
+        jclass up = (*env)->GetSuperclass(env, k);
+        (*env)->DeleteLocalRef(env, k);
+        k = up;
+    }
+    if (k)
+        (*env)->DeleteLocalRef(env, k);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int ref_of_natives(const void *arg, const char *cls, const char *name, const char *desc)
+{
+    const jl_natives *s = arg;
+    char k[2400], *kp = k;
+    snprintf(k, sizeof(k), "%s.%s%s", cls, name, desc);
+    return bsearch(&kp, s->v, s->n, sizeof(*s->v), str_cmp) != NULL;
+}
+
+/* Whether loaded class k calls a method of s (its constant pool,
+ * can_get_constant_pool: what JVMTI reconstitutes of it). */
+static int calls_native(jvmtiEnv *jvmti, jclass k, const jl_natives *s)
+{
+    jint count = 0, n = 0;
+    unsigned char *cp = NULL;
+    if (!s->n || !jl_tr.cp_ok ||
+        (*jvmti)->GetConstantPool(jvmti, k, &count, &n, &cp) != JVMTI_ERROR_NONE)
+        return 0;
+    int hit = cp_any_ref(cp, (size_t)n, (unsigned)count, ref_of_natives, s);
+    (*jvmti)->Deallocate(jvmti, cp);
+    return hit;
+}
+
+/* Retransforms class k (sig, for the line): 1 when done, 0 when refused
+ * (the first refusal kept in first). */
+static int retransform_one(jvmtiEnv *jvmti, jclass k, const char *sig, char *first, size_t len)
+{
+    jboolean ok = JNI_FALSE;
+    (*jvmti)->IsModifiableClass(jvmti, k, &ok);
+    jvmtiError e = ok ? (*jvmti)->RetransformClasses(jvmti, 1, &k) : JVMTI_ERROR_UNMODIFIABLE_CLASS;
+    if (e == JVMTI_ERROR_NONE)
+        return 1;
+    if (!first[0])
+        snprintf(first, len, "%s: JVMTI error %d", sig, (int)e);
+    return 0;
+}
+
+/* The loaded classes that a pattern of old or now names, or that call a
+ * native method one names (its call sites are wrapped), retransformed
  * (the hook rewrites them as now says, or gives back their original
  * bytes): their count; the classes that cannot be are said in one line. */
 static int retransform(jvmtiEnv *jvmti, JNIEnv *env, const jl_tpats *old, const jl_tpats *now,
@@ -533,25 +770,30 @@ static int retransform(jvmtiEnv *jvmti, JNIEnv *env, const jl_tpats *old, const 
     jclass *cs = NULL;
     if ((*jvmti)->GetLoadedClasses(jvmti, &nc, &cs) != JVMTI_ERROR_NONE)
         return 0;
+    char **sigs = calloc((size_t)nc + 1, sizeof(*sigs)), name[1024];
+    jl_natives nat = {.a = old, .b = now};
+    for (jint i = 0; sigs && i < nc; i++)
+        if ((*jvmti)->GetClassSignature(jvmti, cs[i], &sigs[i], NULL) == JVMTI_ERROR_NONE &&
+            sigs[i] && wanted_sig(sigs[i], old, now) && sig_name(sigs[i], name, sizeof(name)))
+            natives_of(jvmti, env, cs[i], name, &nat);
+    if (nat.n)
+        qsort(nat.v, nat.n, sizeof(*nat.v), str_cmp);
     int n = 0, refused = 0;
     char first[256] = "";
-    for (jint i = 0; i < nc; i++) {
-        char *sig = NULL;
-        jboolean ok = JNI_FALSE;
-        if ((*jvmti)->GetClassSignature(jvmti, cs[i], &sig, NULL) == JVMTI_ERROR_NONE && sig &&
-            wanted_sig(sig, old, now)) {
-            (*jvmti)->IsModifiableClass(jvmti, cs[i], &ok);
-            jvmtiError e = ok ? (*jvmti)->RetransformClasses(jvmti, 1, &cs[i])
-                              : JVMTI_ERROR_UNMODIFIABLE_CLASS;
-            if (e == JVMTI_ERROR_NONE)
-                n++;
-            else if (!refused++)
-                snprintf(first, sizeof(first), "%s: JVMTI error %d", sig, (int)e);
+    for (jint i = 0; sigs && i < nc; i++) {
+        if (sigs[i] && (wanted_sig(sigs[i], old, now) || calls_native(jvmti, cs[i], &nat))) {
+            int done = retransform_one(jvmti, cs[i], sigs[i], first, sizeof(first));
+            n += done;
+            refused += !done;
         }
-        if (sig)
-            (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-        (*env)->DeleteLocalRef(env, cs[i]);
+        (*jvmti)->Deallocate(jvmti, (unsigned char *)sigs[i]);
     }
+    for (jint i = 0; i < nc; i++)
+        (*env)->DeleteLocalRef(env, cs[i]);
+    for (size_t i = 0; i < nat.n; i++)
+        free(nat.v[i]);
+    free(nat.v);
+    free(sigs);
     (*jvmti)->Deallocate(jvmti, (unsigned char *)cs);
     if (refused && f)
         fprintf(f,
@@ -569,7 +811,7 @@ void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefin
     (void)redefined;
     (void)pd;
     if (!name || !env || jl_in_hook || !atomic_load(&jl_tr.ready) ||
-        !class_wanted(atomic_load(&jl_tr.pats), name))
+        !class_file_wanted(atomic_load(&jl_tr.pats), name, data, len))
         return;
     jl_in_hook = 1;
     (*env)->PushLocalFrame(env, 16);
@@ -584,9 +826,17 @@ void JNICALL jl_trace_on_class_file(jvmtiEnv *jvmti, JNIEnv *env, jclass redefin
         char why[512];
         exception_line(env, why, sizeof(why));
         atomic_fetch_add(&jl_tr.failed, 1);
-        if (!jl_tr.quiet)
-            fprintf(stderr, "jalen: trace=: class %s left as it is (the rewriter failed: %s)\n",
+        if (class_wanted(atomic_load(&jl_tr.pats), name)) {
+            if (!jl_tr.quiet)
+                fprintf(stderr, "jalen: trace=: class %s left as it is (the rewriter failed: %s)\n",
+                        name, why);
+        } else if (!atomic_fetch_add(&jl_tr.said_sites, 1) && !jl_tr.quiet) {
+            fprintf(stderr,
+                    "jalen: trace=: class %s, which calls a traced native method, left as it is "
+                    "(the rewriter failed: %s): its calls are not counted (the others: "
+                    "summary.json's trace_classes_failed)\n",
                     name, why);
+        }
     } else if (out) {
         jint n = (*env)->GetArrayLength(env, out);
         unsigned char *buf = NULL;
@@ -785,7 +1035,8 @@ void jl_trace_json(FILE *f)
     fputs(",\n  \"trace_energy_model\": \"each call's CPU time (thread CPU clock at entry and "
           "exit) x the window's process CPU energy per CPU-second, plus its socket bytes x the "
           "window's NIC energy per byte, priced in the window it ended in (as scopes); self: "
-          "less the traced calls nested in it\",\n",
+          "less the traced calls nested in it; a native method: its calls from Java call sites "
+          "(the invoke wrapped), not those from native code (JNI)\",\n",
           f);
     fprintf(f, "  \"trace_unpriced_cpu_time_s\": %.6f,\n", jl_tr.unpriced_cpu_s);
     fprintf(f, "  \"trace_classes_rewritten\": %lu,\n  \"trace_classes_failed\": %lu,\n",
