@@ -25,6 +25,7 @@
  * unattributed, said; no idle part (the host kept its GPUs' idle).
  */
 #include "../sensors/gpu.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -413,9 +414,9 @@ static int host_gpu_compute(pa_module *m, const pa_frame_delta *d, pa_power_tabl
     s->host_j += w * sec;
     put_host_device(out, g, w, s->host_j, busy > 0);
     pa_table_assume(out,
-                    "gpu: measured (host): VM '%.60s' GPU energy as host %.40s attributed it (the "
-                    "host's figure %s)%s",
-                    g->vm, g->host_id, g->source, prev ? "" : ", counted from the next window");
+                    "gpu: measured (host): VM '%.60s' GPU energy as host %.40s attributed it "
+                    "(host formulas %s)%s",
+                    g->vm, g->host_id, g->formula, prev ? "" : ", counted from the next window");
     if (busy > 0)
         pa_table_assume(out, "gpu: split by this VM's processes' busy time on its %d GPU(s)", ndev);
     else

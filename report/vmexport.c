@@ -312,7 +312,7 @@ static void count_gpu(vm_slot *s, const pa_report *r, const pa_target_info *t, c
     int k = gpu_column(r);
     if (k < 0) {
         if (s->gpu_made) {
-            char d[4352];
+            char d[4400];
             snprintf(d, sizeof(d), "%s/intel-rapl:0:1", vmdir);
             remove_tree(d, 0);
         }

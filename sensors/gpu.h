@@ -61,7 +61,7 @@ typedef struct pa_host_gpu {
                         steps, never a reset's or an appearance's jump */
     char vm[128];    /* the VM's name on its host */
     char host_id[80];
-    char source[16]; /* "measured" or "modelled": the host's own figure */
+    char formula[64]; /* the host's formulas ("...+nvml-share"), "" unknown */
 } pa_host_gpu;
 
 /* Whether the host's export found at the usual mount points under env's

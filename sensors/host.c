@@ -404,7 +404,7 @@ static void host_gpu(const host_state *st, pa_frame *f, const host_export *x)
     g.energy_j = (double)st->gpu_total_uj / 1e6;
     snprintf(g.vm, sizeof(g.vm), "%s", x->vm);
     snprintf(g.host_id, sizeof(g.host_id), "%s", x->host_id);
-    snprintf(g.source, sizeof(g.source), "%s", x->source[0] ? x->source : "unknown");
+    snprintf(g.formula, sizeof(g.formula), "%s", x->formula[0] ? x->formula : "unknown");
     (void)pa_frame_put(f, "host-gpu", &g, sizeof(g)); /* -ENOMEM: no reading this tick */
 }
 

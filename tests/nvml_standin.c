@@ -88,8 +88,8 @@ static void word(const char *line, const char *key, char *out, size_t len)
 #define SI_GUEST_PID 0xfffffff0u
 static char guest_name[96]; /* pid=guest:NAME */
 
-/* The process whose command line has an argument guest=NAME (QEMU's
- * -name guest=NAME,...), 0 when none. */
+/* The QEMU process (its argv[0] named qemu*) whose command line has an
+ * argument guest=NAME (-name guest=NAME,...), 0 when none. */
 static unsigned guest_pid(void)
 {
     char path[64], buf[8192], want[128];
@@ -106,6 +106,9 @@ static unsigned guest_pid(void)
         if (f)
             fclose(f);
         buf[n] = 0;
+        const char *base = strrchr(buf, '/'); /* QEMU itself, not a `timeout qemu-...` */
+        if (strncmp(base ? base + 1 : buf, "qemu", 4) != 0)
+            continue;
         for (size_t i = 0; i < n && !found; i += strlen(buf + i) + 1)
             if (!strncmp(buf + i, want, wl) && (buf[i + wl] == ',' || !buf[i + wl]))
                 found = pid;

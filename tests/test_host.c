@@ -410,7 +410,7 @@ START_TEST(gpu_unattributed_key_and_wrap)
     step_gpu(&g, 4.0, 3.0, true);
     guest_j += check_gpu(&g, 3.0, 0, 0,
                          "gpu: measured (host): VM 'web1' GPU energy as host host-1 attributed it "
-                         "(the host's figure measured)");
+                         "(host formulas rapl-share)");
     ck_assert_double_eq_tol(guest_j, 2.5 + 3.0, TOL); /* the host's joules of windows 1-2 */
     g.gpu = false;                                    /* the host's GPU formula stopped */
     step_gpu(&g, 4.0, 0, true);
