@@ -17,8 +17,15 @@
  * busy on a device, or its per-process figures are missing (MIG,
  * permissions), its active energy stays the system's (unattributed), and
  * `assumed` says why.
+ *
+ * "host-gpu-share", inside a VM (DESIGN.md section 18.2): the GPU energy
+ * the host attributed to this VM (the host sensor's "host-gpu" reading),
+ * split whole between the guest's processes by their busy time on the
+ * GPUs the guest sees (drm-gpu, nvml, when enabled), else the system's,
+ * unattributed, said; no idle part (the host kept its GPUs' idle).
  */
 #include "../sensors/gpu.h"
+#include "powerapi_module.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +36,7 @@ static const char *const drm_requires[] = {"drm-gpu", NULL};
 static const char *const drm_uses[] = {"nvml", NULL};
 static const char *const nvml_requires[] = {"nvml", NULL};
 static const char *const nvml_uses[] = {"drm-gpu", NULL};
+static const char *const host_gpu_uses[] = {"drm-gpu", "nvml", NULL};
 static const char *const share_options[] = {"idle", NULL};
 /* the sensors' frame keys */
 static const char *const share_keys[] = {"drm-gpu", "nvml"};
@@ -45,6 +53,7 @@ typedef struct share_slot {
 typedef struct share_state {
     double idle_w; /* idle=, < 0 when not given */
     share_slot slot[SHARE_SLOTS];
+    double host_j; /* host-gpu-share: the VM's GPU energy so far */
 } share_state;
 
 static int share_start(pa_module *m, const pa_options *o)
@@ -321,4 +330,131 @@ const pa_module_ops pa__mod_nvml_share = {
     .uses = nvml_uses,
     .component_name = "gpu",
     .auto_rank = 200,
+};
+
+/* ---- host-gpu-share: inside a VM, the GPU energy its host gave it ---- */
+
+/* The guest's GPU busy time of each process target (its devices summed,
+ * the drm-gpu and nvml readings both) into tb, a tree's its processes';
+ * the process targets' sum, and the devices that gave it in *ndev. */
+static double guest_busy(const pa_frame_delta *d, double *tb, int *ndev)
+{
+    double busy = 0;
+    busy_pid table[PA_GPU_MAX_PROCS];
+    *ndev = 0;
+    for (size_t k = 0; k < sizeof(share_keys) / sizeof(share_keys[0]); k++) {
+        size_t n = 0, pn = 0;
+        const void *prevp = NULL;
+        const pa_gpu_reading *cur = pa_delta_get(d, share_keys[k], &n, &prevp, &pn);
+        const pa_gpu_reading *prev = prevp && pn == sizeof(*prev) ? prevp : NULL;
+        for (int i = 0; cur && n == sizeof(*cur) && i < cur->ndev && i < PA_GPU_MAX_DEVS; i++) {
+            if (cur->dev[i].nosplit[0])
+                continue;
+            size_t nb = busy_table(cur, prev, cur->dev[i].pdev, table);
+            (*ndev)++;
+            for (size_t t = 0; t < pa_delta_count(d) && nb; t++)
+                if (pa_delta_type(d, t) == PA_TARGET_PROCESS) {
+                    double b = busy_of(table, nb, pa_delta_pid(d, t));
+                    tb[t] += b;
+                    busy += b;
+                }
+        }
+    }
+    for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
+        for (size_t j = 0; pa_delta_type(d, t) == PA_TARGET_TREE && j < pa_delta_count(d); j++)
+            if (pa_delta_type(d, j) == PA_TARGET_PROCESS &&
+                pa_delta_in_tree(d, j, pa_delta_pid(d, t)))
+                tb[t] += tb[j];
+    return busy;
+}
+
+/* The report's record of the VM's GPU energy (one device: the host's
+ * GPUs as the host split them to this VM). */
+static void put_host_device(pa_power_table *out, const pa_host_gpu *g, double w, double energy_j,
+                            int split)
+{
+    pa_device_info di;
+    memset(&di, 0, sizeof(di));
+    snprintf(di.component, sizeof(di.component), "gpu");
+    snprintf(di.name, sizeof(di.name), "host GPU share of VM %.40s", g->vm);
+    snprintf(di.bus, sizeof(di.bus), "host");
+    snprintf(di.source, sizeof(di.source), "measured (host)");
+    di.power_w = w;
+    di.energy_j = energy_j;
+    di.split = split;
+    pa_table_device(out, &di);
+}
+
+static int host_gpu_compute(pa_module *m, const pa_frame_delta *d, pa_power_table *out)
+{
+    share_state *s = pa_module_priv(m);
+    double sec = pa_delta_interval_s(d);
+    if (sec <= 0 || !s)
+        return 0;
+    size_t n = 0, pn = 0;
+    const void *prevp = NULL;
+    const pa_host_gpu *g = pa_delta_get(d, "host-gpu", &n, &prevp, &pn);
+    const pa_host_gpu *prev = prevp && pn == sizeof(*prev) ? prevp : NULL;
+    if (!g || n != sizeof(*g)) {
+        pa_table_set_system_w(out, 0, 0);
+        pa_table_assume(out, "host-gpu-share: no GPU reading of the host in this window (the "
+                             "host sensor says why): 0 W");
+        return 0;
+    }
+    double e = prev ? g->energy_j - prev->energy_j : 0, w = (e > 0 ? e : 0) / sec;
+    double *tb = calloc(pa_delta_count(d) + 1, sizeof(double));
+    if (!tb)
+        return -ENOMEM;
+    int ndev = 0;
+    double busy = guest_busy(d, tb, &ndev);
+    for (size_t t = 0; t < pa_delta_count(d) && busy > 0; t++)
+        pa_table_set_target_w(out, t, w * tb[t] / busy);
+    free(tb);
+    pa_table_set_system_w(out, w, busy > 0 ? 0 : w); /* nobody busy: unattributed */
+    s->host_j += w * sec;
+    put_host_device(out, g, w, s->host_j, busy > 0);
+    pa_table_assume(out,
+                    "gpu: measured (host): VM '%.60s' GPU energy as host %.40s attributed it "
+                    "(host formulas %s)%s",
+                    g->vm, g->host_id, g->formula, prev ? "" : ", counted from the next window");
+    if (busy > 0)
+        pa_table_assume(out, "gpu: split by this VM's processes' busy time on its %d GPU(s)", ndev);
+    else
+        pa_table_assume(out, "gpu: unattributed: no process of this VM seen busy on a GPU (%s)",
+                        ndev ? "none busy in the window"
+                             : "no drm-gpu or nvml sensor with per-process use here");
+    return 0;
+}
+
+static int host_gpu_probe(const pa_env *env, char *why, size_t wl)
+{
+    char tmp[1024];
+    int rc = pa_env_probe(env, "host", tmp, sizeof(tmp));
+    snprintf(why, wl, "%s%s", rc < 0 ? "" : "host-gpu-share: measured by ", tmp);
+    return rc;
+}
+
+static int host_gpu_fits(const pa_env *env, char *why, size_t len)
+{
+    return pa_host_gpu_exported(env, why, len);
+}
+
+static const char *const host_gpu_requires[] = {"host", NULL};
+
+/* Inside a VM whose host exports its GPU energy (DESIGN.md section 18.2). */
+const pa_module_ops pa__mod_host_gpu_share = {
+    .abi = PA_MODULE_ABI,
+    .name = "host-gpu-share",
+    .kind = PA_FORMULA,
+    .description = "in a VM: the GPU energy the host attributed to it (host sensor), split by "
+                   "the guest's per-process GPU busy time where a GPU sensor sees it",
+    .probe = host_gpu_probe,
+    .start = share_start,
+    .stop = share_stop,
+    .compute = host_gpu_compute,
+    .requires = host_gpu_requires,
+    .uses = host_gpu_uses,
+    .component_name = "gpu",
+    .auto_rank = 300, /* the host's reading of this VM: before the guest's own GPUs */
+    .fits = host_gpu_fits,
 };

@@ -6,6 +6,9 @@
  *   intel-rapl:0/{name,energy_uj,max_energy_range_uj}   "package-0"
  *   intel-rapl:0:0/{name,energy_uj,max_energy_range_uj} "dram", where the
  *                                                        host measures one
+ *   intel-rapl:0:1/{name,energy_uj,max_energy_range_uj} "gpu", where a GPU
+ *                                                        formula of the host
+ *                                                        gave the VM energy
  *   powerapi-vm   what powercap cannot say, version 1: the host's window
  *                 (seq, time_ns, interval_ns), the counters of that window,
  *                 the host's boot id and host id, measured or modelled and
@@ -13,7 +16,9 @@
  * The VM's package counter grows by its record's CPU power times the
  * window (what the host attributed to its processes and threads); its DRAM
  * counter by the host's DRAM power times the VM's part of the host's CPU
- * power.  Both wrap at the range, as the kernel's do.  Every file is
+ * power; its GPU counter by its record's "gpu" component (its processes'
+ * share of the host's GPUs, as the host's gpu formula split them).  All
+ * wrap at the range, as the kernel's do.  Every file is
  * written to a temporary name and renamed, the powercap files first and
  * powerapi-vm last, so that a reader of powerapi-vm alone gets one
  * window's consistent snapshot, and a reader of energy_uj can tell its
@@ -35,12 +40,13 @@
 
 typedef struct vm_slot {
     char name[256];
-    double pkg_uj, dram_uj; /* cumulative, unwrapped */
-    bool seen;              /* in this window */
-    bool made, dram_made;   /* its folders and their fixed files written */
-    pid_t pid;              /* its hypervisor, when its cid was read */
-    unsigned cid;           /* its guest CID (vhost-vsock), 0 none */
-    char text[2048];        /* its last powerapi-vm, for rp_vmexport_send */
+    double pkg_uj, dram_uj, gpu_uj; /* cumulative, unwrapped */
+    bool seen;                      /* in this window */
+    bool made, dram_made, gpu_made; /* its folders and their fixed files written */
+    bool gpu;                       /* its GPU counter is exported (sticky) */
+    pid_t pid;                      /* its hypervisor, when its cid was read */
+    unsigned cid;                   /* its guest CID (vhost-vsock), 0 none */
+    char text[2048];                /* its last powerapi-vm, for rp_vmexport_send */
 } vm_slot;
 
 struct rp_vmexport {
@@ -188,15 +194,19 @@ static vm_slot *slot_of(rp_vmexport *x, const char *name)
     return s;
 }
 
-/* The powerapi-vm file of one VM in window r. */
+/* The powerapi-vm file of one VM in window r (uj: its package, DRAM and
+ * GPU counters; the zones it has). */
 static void info_text(const rp_vmexport *x, const pa_report *r, const pa_target_info *t,
-                      const uint64_t uj[2], bool dram, char *buf, size_t len)
+                      const uint64_t uj[3], bool dram, bool gpu, char *buf, size_t len)
 {
     const char *src = r->cpu_source ? r->cpu_source : "model";
     double total = r->system.total_w;
-    char dram_line[64] = "";
+    char dram_line[128] = "";
     if (dram)
         snprintf(dram_line, sizeof(dram_line), "dram_energy_uj %llu\n", (unsigned long long)uj[1]);
+    if (gpu) /* a key a reader of version 1 ignores (DESIGN.md 18.1) */
+        snprintf(dram_line + strlen(dram_line), sizeof(dram_line) - strlen(dram_line),
+                 "gpu_energy_uj %llu\n", (unsigned long long)uj[2]);
     snprintf(buf, len,
              "# powerapi-vm: this VM's energy as its host attributed it (DESIGN.md 18.1)\n"
              "version 1\nseq %llu\nboot_id %s\nhost_id %s\nhost %s\nvm %s\nuuid %s\n"
@@ -206,7 +216,10 @@ static void info_text(const rp_vmexport *x, const pa_report *r, const pa_target_
              (unsigned long long)x->seq, x->boot_id, x->host_id, x->host, t->vm->name,
              t->vm->uuid[0] ? t->vm->uuid : "-", t->vm->hypervisor[0] ? t->vm->hypervisor : "-",
              strcmp(src, "model") ? "measured" : "modelled",
-             r->formula && *r->formula ? r->formula : "-", dram ? "package,dram" : "package",
+             r->formula && *r->formula ? r->formula : "-",
+             dram  ? (gpu ? "package,dram,gpu" : "package,dram")
+             : gpu ? "package,gpu"
+                   : "package",
              (unsigned long long)r->time_ns, (unsigned long long)(r->interval_s * 1e9 + 0.5),
              total > 0 ? t->power.total_w / total : 0, t->power.cpu_w, (unsigned long long)uj[0],
              dram_line, (unsigned long long)x->range_uj);
@@ -262,44 +275,6 @@ int rp_vmexport_send(rp_vmexport *x, int fd, unsigned cid)
     return 0;
 }
 
-/* Adds VM record t's window to its counters and writes its folder. */
-static int export_vm(rp_vmexport *x, const pa_report *r, const pa_target_info *t, char *why,
-                     size_t wl)
-{
-    char name[256], vmdir[4352], text[2048];
-    rp_vmexport_dirname(t->vm, name, sizeof(name));
-    vm_slot *s = slot_of(x, name);
-    if (!s)
-        return snprintf(why, wl, "out of memory"), -ENOMEM;
-    s->seen = true;
-    bool dram = r->dram_w > 0;
-    double cpu = r->system.cpu_w - r->system.idle_w;
-    s->pkg_uj += t->power.cpu_w * r->interval_s * 1e6;
-    if (dram && cpu > 0)
-        s->dram_uj += r->dram_w * (t->power.cpu_w / cpu) * r->interval_s * 1e6;
-    uint64_t uj[2] = {(uint64_t)llround(s->pkg_uj) % x->range_uj,
-                      (uint64_t)llround(s->dram_uj) % x->range_uj};
-    snprintf(vmdir, sizeof(vmdir), "%s/%s", x->dir, name);
-    int rc = !s->made && mkdir(vmdir, 0755) < 0 && errno != EEXIST ? -errno : 0;
-    if (rc == 0)
-        rc = write_zone(x, vmdir, "intel-rapl:0", "package-0", uj[0], &s->made);
-    if (rc == 0 && dram)
-        rc = write_zone(x, vmdir, "intel-rapl:0:0", "dram", uj[1], &s->dram_made);
-    info_text(x, r, t, uj, dram, text, sizeof(text));
-    if (rc == 0)
-        rc = write_atomic(vmdir, "powerapi-vm", text);
-    if (s->pid != t->vm->pid) {
-        s->pid = t->vm->pid;
-        s->cid = read_cid(x, s->pid);
-    }
-    snprintf(s->text, sizeof(s->text), "%s", text);
-    if (rc < 0) {
-        snprintf(why, wl, "--export-vms: %s: %s", vmdir, strerror(-rc));
-        s->made = s->dram_made = false; /* removed under us: made again */
-    }
-    return rc;
-}
-
 /* Removes dir's files and folders, one level of zones deep. */
 static void remove_tree(const char *dir, int depth)
 {
@@ -317,6 +292,79 @@ static void remove_tree(const char *dir, int depth)
     }
     closedir(d);
     rmdir(dir);
+}
+
+/* The column of component "gpu" in r's target arrays, -1 when no GPU
+ * formula ran (or r carries no per-target components). */
+static int gpu_column(const pa_report *r)
+{
+    for (size_t k = 0; r->target_component_w && k < r->ncomponents; k++)
+        if (r->component_names[k] && !strcmp(r->component_names[k], "gpu"))
+            return (int)k;
+    return -1;
+}
+
+/* VM record t's GPU counter: its "gpu" watts of window r added; the zone
+ * is exported from its first window with GPU energy on, while the host
+ * has a GPU formula (gone with it: its folder removed). */
+static void count_gpu(vm_slot *s, const pa_report *r, const pa_target_info *t, const char *vmdir)
+{
+    int k = gpu_column(r);
+    if (k < 0) {
+        if (s->gpu_made) {
+            char d[4400];
+            snprintf(d, sizeof(d), "%s/intel-rapl:0:1", vmdir);
+            remove_tree(d, 0);
+        }
+        s->gpu = s->gpu_made = false;
+        return;
+    }
+    double w = r->target_component_w[(size_t)(t - r->targets) * r->ncomponents + (size_t)k];
+    if (w > 0)
+        s->gpu_uj += w * r->interval_s * 1e6;
+    s->gpu |= s->gpu_uj > 0;
+}
+
+/* Adds VM record t's window to its counters and writes its folder. */
+static int export_vm(rp_vmexport *x, const pa_report *r, const pa_target_info *t, char *why,
+                     size_t wl)
+{
+    char name[256], vmdir[4352], text[2048];
+    rp_vmexport_dirname(t->vm, name, sizeof(name));
+    vm_slot *s = slot_of(x, name);
+    if (!s)
+        return snprintf(why, wl, "out of memory"), -ENOMEM;
+    s->seen = true;
+    bool dram = r->dram_w > 0;
+    double cpu = r->system.cpu_w - r->system.idle_w;
+    s->pkg_uj += t->power.cpu_w * r->interval_s * 1e6;
+    if (dram && cpu > 0)
+        s->dram_uj += r->dram_w * (t->power.cpu_w / cpu) * r->interval_s * 1e6;
+    snprintf(vmdir, sizeof(vmdir), "%s/%s", x->dir, name);
+    count_gpu(s, r, t, vmdir);
+    uint64_t uj[3] = {(uint64_t)llround(s->pkg_uj) % x->range_uj,
+                      (uint64_t)llround(s->dram_uj) % x->range_uj,
+                      (uint64_t)llround(s->gpu_uj) % x->range_uj};
+    int rc = !s->made && mkdir(vmdir, 0755) < 0 && errno != EEXIST ? -errno : 0;
+    if (rc == 0)
+        rc = write_zone(x, vmdir, "intel-rapl:0", "package-0", uj[0], &s->made);
+    if (rc == 0 && dram)
+        rc = write_zone(x, vmdir, "intel-rapl:0:0", "dram", uj[1], &s->dram_made);
+    if (rc == 0 && s->gpu)
+        rc = write_zone(x, vmdir, "intel-rapl:0:1", "gpu", uj[2], &s->gpu_made);
+    info_text(x, r, t, uj, dram, s->gpu, text, sizeof(text));
+    if (rc == 0)
+        rc = write_atomic(vmdir, "powerapi-vm", text);
+    if (s->pid != t->vm->pid) {
+        s->pid = t->vm->pid;
+        s->cid = read_cid(x, s->pid);
+    }
+    snprintf(s->text, sizeof(s->text), "%s", text);
+    if (rc < 0) {
+        snprintf(why, wl, "--export-vms: %s: %s", vmdir, strerror(-rc));
+        s->made = s->dram_made = s->gpu_made = false; /* removed under us: made again */
+    }
+    return rc;
 }
 
 static int export_all(rp_vmexport *x, const pa_report *r, char *why, size_t wl);

@@ -25,6 +25,7 @@ typedef struct vm_acc {
     pid_t pid;
     char name[128];
     double cpu_j, nic_j, total_j, vcpu_j, emulator_j;
+    double comp_j[PA_MAX_COMPONENTS]; /* each component's, as the report's */
 } vm_acc;
 
 struct rp_vmgroups {
@@ -36,6 +37,10 @@ struct rp_vmgroups {
     double *wj; /* per record: cpu, nic, total, vcpu joules of the window */
     bool *seen; /* per record: its hypervisor's threads were in the window */
     size_t cap;
+    /* per record: each component's watts (the report's target_component_w
+     * summed), then its joules; nk columns */
+    double *comp;
+    size_t nk, comp_cap;
     /* rp_vmgroups_merge: r's targets, then the VM records */
     pa_report m;
     pa_target_info *mt;
@@ -68,6 +73,7 @@ void rp_vmgroups_free(rp_vmgroups *g)
     free(g->t);
     free(g->wj);
     free(g->seen);
+    free(g->comp);
     free(g->mt);
     free(g->mcomp);
     free(g->watched);
@@ -126,6 +132,22 @@ static int reserve(rp_vmgroups *g, size_t n)
     return 0;
 }
 
+/* The component rows of n records of nk components each, zeroed. */
+static int reserve_comp(rp_vmgroups *g, size_t n, size_t nk)
+{
+    if (2 * n * nk > g->comp_cap) {
+        double *c = realloc(g->comp, 2 * n * nk * sizeof(*c));
+        if (!c)
+            return -ENOMEM;
+        g->comp = c;
+        g->comp_cap = 2 * n * nk;
+    }
+    g->nk = nk;
+    if (nk)
+        memset(g->comp, 0, 2 * n * nk * sizeof(double));
+    return 0;
+}
+
 /* The record of process or thread x: a VM's index, or nvms for the rest. */
 static size_t record_of(const rp_vmgroups *g, const pa_target_info *x, size_t nvms)
 {
@@ -170,6 +192,11 @@ static void sum_records(rp_vmgroups *g, const pa_report *r, size_t nvms)
             x->type == PA_TARGET_UNACCOUNTED) {
             size_t k = x->type == PA_TARGET_PROCESS ? record_of(g, x, nvms) : nvms;
             add_power(&g->t[k], g->wj + 4 * k, x, d);
+            for (size_t c = 0; c < g->nk; c++) { /* its components (gpu ...) */
+                double cw = r->target_component_w[i * g->nk + c];
+                g->comp[k * g->nk + c] += cw;
+                g->comp[(nvms + 1 + k) * g->nk + c] += cw * d; /* the window's J */
+            }
             if (k < nvms && x->pid == g->t[k].pid)
                 memcpy(g->t[k].comm, x->comm, sizeof(x->comm));
         } else if (x->type == PA_TARGET_THREAD) {
@@ -205,6 +232,10 @@ static int accumulate(rp_vmgroups *g, size_t n)
         acc[k].cpu_j += w[0];
         acc[k].nic_j += w[1];
         acc[k].total_j += w[2];
+        for (size_t c = 0; c < g->nk && c < PA_MAX_COMPONENTS; c++) {
+            acc[k].comp_j[c] += g->comp[(n + k) * g->nk + c];
+            g->comp[(n + k) * g->nk + c] = acc[k].comp_j[c];
+        }
         bool split = t->vm && g->seen[k] && t->vm->nvcpus;
         if (split) {
             /* A thread's CPU time is read in ns (schedstat), its process's in
@@ -235,7 +266,8 @@ static int accumulate(rp_vmgroups *g, size_t n)
 int rp_vmgroups_report(rp_vmgroups *g, const pa_report *r, const pa_report **out)
 {
     size_t nvms = pa_vms_count(g->vms), n = nvms + 1;
-    if (reserve(g, n) < 0)
+    size_t nk = r->target_component_w && r->target_component_j ? r->ncomponents : 0;
+    if (reserve(g, n) < 0 || reserve_comp(g, n, nk) < 0)
         return -ENOMEM;
     memset(g->t, 0, n * sizeof(*g->t));
     memset(g->wj, 0, n * 4 * sizeof(*g->wj));
@@ -257,8 +289,8 @@ int rp_vmgroups_report(rp_vmgroups *g, const pa_report *r, const pa_report **out
     g->r = *r;
     g->r.targets = g->t;
     g->r.ntargets = n;
-    g->r.target_component_w = NULL; /* per record of r, not of the groups */
-    g->r.target_component_j = NULL;
+    g->r.target_component_w = nk ? g->comp : NULL; /* the groups' sums */
+    g->r.target_component_j = nk ? g->comp + n * nk : NULL;
     *out = &g->r;
     return 0;
 }
@@ -294,6 +326,10 @@ int rp_vmgroups_merge(rp_vmgroups *g, const pa_report *r, const pa_report **out)
         memset(g->mcomp, 0, 2 * n * nk * sizeof(double));
         memcpy(w, r->target_component_w, r->ntargets * nk * sizeof(double));
         memcpy(j, r->target_component_j, r->ntargets * nk * sizeof(double));
+        if (v->target_component_w) { /* the VM records' sums */
+            memcpy(w + r->ntargets * nk, v->target_component_w, v->ntargets * nk * sizeof(double));
+            memcpy(j + r->ntargets * nk, v->target_component_j, v->ntargets * nk * sizeof(double));
+        }
         g->m.target_component_w = w;
         g->m.target_component_j = j;
     }

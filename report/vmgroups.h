@@ -30,13 +30,16 @@ const pa_vms *rp_vmgroups_vms(const rp_vmgroups *g);
  * vcpu_w/vcpu_j), then one record "[not in a VM]" (vm NULL: the other
  * processes, the exited and the unaccounted records), so that the records
  * add up to the system's power less its idle part.  Energies are summed
- * over the windows each VM was seen in.  r's process records must carry
+ * over the windows each VM was seen in.  Every component of r (its
+ * target_component_w/_j: "gpu" ...) is summed the same way into the
+ * grouping's arrays (NULL when r has none).  r's process records must carry
  * their cgroup (pa_report_cgroups on).  *out is the grouping's, valid
  * until its next call or its free.  0, -ENOMEM. */
 int rp_vmgroups_report(rp_vmgroups *g, const pa_report *r, const pa_report **out);
 
 /* r with the VM records of rp_vmgroups_report appended to its targets
- * (their components 0), for a daemon to publish both into its ring
+ * (their components their processes' sums, as rp_vmgroups_report's), for
+ * a daemon to publish both into its ring
  * (version 5 carries VM records).  *out is the grouping's, valid until
  * its next call or its free.  0, -ENOMEM. */
 int rp_vmgroups_merge(rp_vmgroups *g, const pa_report *r, const pa_report **out);

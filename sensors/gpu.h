@@ -51,6 +51,24 @@ typedef struct pa_gpu_reading {
                        device), for the formula's assumed list */
 } pa_gpu_reading;
 
+/* Inside a VM: the GPU energy its host attributed to it, as the host
+ * sensor (sensors/host.c) reads it from the host's export
+ * (gpu_energy_uj; DESIGN.md section 18.2) and hands it to the formula
+ * host-gpu-share under the frame key "host-gpu", on each tick with a
+ * reading of the host that has the key. */
+typedef struct pa_host_gpu {
+    double energy_j; /* cumulative since the sensor started: the counter's
+                        steps, never a reset's or an appearance's jump */
+    char vm[128];    /* the VM's name on its host */
+    char host_id[80];
+    char formula[64]; /* the host's formulas ("...+nvml-share"), "" unknown */
+} pa_host_gpu;
+
+/* Whether the host's export found at the usual mount points under env's
+ * rootfs (as the host sensor's probe finds it) has a GPU zone: 1 (why
+ * names the folder), or 0 with why.  Thread-safe. */
+int pa_host_gpu_exported(const pa_env *env, char *why, size_t len);
+
 /* One DRM client as an fdinfo file describes it. */
 typedef struct pa_gpu_client {
     char driver[16], pdev[32];

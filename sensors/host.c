@@ -11,7 +11,9 @@
  * counters, their wrap point, the host's boot id and host id.  Each tick
  * the counters' step since the last new window goes to the frame as a RAPL
  * package (and DRAM) reading from source "host", which the formula
- * host-share splits as rapl-share splits RAPL's.
+ * host-share splits as rapl-share splits RAPL's; where the host exports
+ * the VM's GPU energy (gpu_energy_uj), its counted steps go to the frame
+ * key "host-gpu" (pa_host_gpu, sensors/gpu.h) for host-gpu-share.
  *
  * Faults never become joules: a step across a new boot id (the host
  * restarted), a new host id (a live migration) or a seq that went back
@@ -28,6 +30,7 @@
  * folder: the host's `daemon --export-vsock PORT` answers each connection
  * to CID 2 with the same text), stale=N.
  */
+#include "gpu.h"
 #include "powerapi_module.h"
 
 #include <errno.h>
@@ -54,8 +57,8 @@ typedef struct host_export {
     uint64_t seq;
     char boot_id[48], host_id[80], vm[128], source[16], formula[64];
     uint64_t interval_ns;
-    uint64_t pkg_uj, dram_uj, range_uj;
-    bool have_dram;
+    uint64_t pkg_uj, dram_uj, gpu_uj, range_uj;
+    bool have_dram, have_gpu;
 } host_export;
 
 typedef struct host_state {
@@ -68,6 +71,7 @@ typedef struct host_state {
     uint64_t last_new_ns;                 /* frame time when last's seq was first seen */
     uint64_t first_seq;                   /* the first host window of this tick's step */
     uint64_t pkg_total_uj, dram_total_uj; /* unfolded, for the frame */
+    uint64_t gpu_total_uj;                /* the same, for host-gpu-share */
     bool in_fault;                        /* the last tick gave no reading */
     unsigned long gone, restarts, migrations, stale, wraps;
 } host_state;
@@ -119,6 +123,8 @@ static int parse_field(host_export *x, const char *k, const char *v, unsigned *s
         return parse_u64(v, &x->range_uj);
     if (!strcmp(k, "dram_energy_uj"))
         return (x->have_dram = true, parse_u64(v, &x->dram_uj));
+    if (!strcmp(k, "gpu_energy_uj"))
+        return (x->have_gpu = true, parse_u64(v, &x->gpu_uj));
     if (!strcmp(k, "source"))
         return copy_word(x->source, sizeof(x->source), v);
     if (!strcmp(k, "formula"))
@@ -161,7 +167,8 @@ static int host_parse(const char *buf, host_export *x, char *why, size_t wl)
     if (x->version != HOST_VERSION)
         return snprintf(why, wl, "version %u, this reader knows %d", x->version, HOST_VERSION),
                -EINVAL;
-    if (x->range_uj == 0 || x->pkg_uj > x->range_uj || (x->have_dram && x->dram_uj > x->range_uj))
+    if (x->range_uj == 0 || x->pkg_uj > x->range_uj || (x->have_dram && x->dram_uj > x->range_uj) ||
+        (x->have_gpu && x->gpu_uj > x->range_uj))
         return snprintf(why, wl, "a counter is past max_energy_range_uj %llu",
                         (unsigned long long)x->range_uj),
                -EINVAL;
@@ -263,6 +270,19 @@ static int host_probe(const pa_env *env, char *why, size_t wl)
     return rc;
 }
 
+int pa_host_gpu_exported(const pa_env *env, char *why, size_t len)
+{
+    char dir[4096], tmp[1024];
+    host_export x;
+    if (host_find(env, NULL, dir, sizeof(dir), tmp, sizeof(tmp)) < 0 ||
+        host_read(dir, &x, tmp, sizeof(tmp)) < 0)
+        return snprintf(why, len, "%s", tmp), 0;
+    if (!x.have_gpu)
+        return snprintf(why, len, "host: the host's export at %.900s has no GPU zone", dir), 0;
+    snprintf(why, len, "host: the host's export at %.900s has a GPU zone", dir);
+    return 1;
+}
+
 static int host_start(pa_module *m, const pa_options *opts)
 {
     uint64_t stale = 3;
@@ -352,6 +372,10 @@ static void host_count(host_state *st, pa_frame *f, const host_export *x)
         st->pkg_total_uj += step_uj(st->last.pkg_uj, x->pkg_uj, x->range_uj, &w1);
         if (x->have_dram && st->last.have_dram)
             st->dram_total_uj += step_uj(st->last.dram_uj, x->dram_uj, x->range_uj, &w2);
+        bool w3 = false;
+        if (x->have_gpu && st->last.have_gpu)
+            st->gpu_total_uj += step_uj(st->last.gpu_uj, x->gpu_uj, x->range_uj, &w3);
+        w2 |= w3;
         if (w1 || w2) {
             st->wraps++;
             pa_frame_note(f, "host: counter wrapped at max_energy_range_uj %llu (%lu so far)",
@@ -360,6 +384,28 @@ static void host_count(host_state *st, pa_frame *f, const host_export *x)
     } else if (!st->have) {
         st->first_seq = x->seq + 1;
     }
+}
+
+/* The VM's GPU energy of reading x (counted by host_count) for
+ * host-gpu-share, when the host exports it; its key appearing (counted
+ * from the next host window) or gone (no GPU reading) is said. */
+static void host_gpu(const host_state *st, pa_frame *f, const host_export *x)
+{
+    if (x->have_gpu && st->have && !st->last.have_gpu)
+        pa_frame_note(f, "host: gpu_energy_uj appeared in the host's export: the VM's GPU "
+                         "energy counted from the next host window");
+    else if (!x->have_gpu && st->have && st->last.have_gpu)
+        pa_frame_note(f, "host: gpu_energy_uj gone from the host's export (no GPU formula on "
+                         "the host now): no GPU reading of the host");
+    if (!x->have_gpu)
+        return;
+    pa_host_gpu g;
+    memset(&g, 0, sizeof(g));
+    g.energy_j = (double)st->gpu_total_uj / 1e6;
+    snprintf(g.vm, sizeof(g.vm), "%s", x->vm);
+    snprintf(g.host_id, sizeof(g.host_id), "%s", x->host_id);
+    snprintf(g.formula, sizeof(g.formula), "%s", x->formula[0] ? x->formula : "unknown");
+    (void)pa_frame_put(f, "host-gpu", &g, sizeof(g)); /* -ENOMEM: no reading this tick */
 }
 
 static int host_sample(pa_module *m, pa_frame *f)
@@ -391,6 +437,7 @@ static int host_sample(pa_module *m, pa_frame *f)
                       (unsigned long long)x.seq);
     st->in_fault = false;
     host_count(st, f, &x);
+    host_gpu(st, f, &x);
     if (fresh)
         st->last_new_ns = now;
     uint64_t first = st->first_seq;

@@ -21,11 +21,15 @@
  * nvmlDeviceGetProcessUtilization returns those newer than lastSeen, as
  * NVML does.  Past the last step, the last one repeats with its energy
  * grown by denergy and its samples 1 s later a step.  pid=self is the
- * process that loaded the library, pid=parent its parent.  '_' in a name
+ * process that loaded the library, pid=parent its parent, pid=guest:NAME
+ * the QEMU process of `-name guest=NAME` when it is answered (found in
+ * /proc at each call: a VM started after the library was loaded; 0 while
+ * there is none).  '_' in a name
  * is a space.  Not thread-safe (tests).
  */
 #include "../sensors/nvml_api.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,9 +85,46 @@ static void word(const char *line, const char *key, char *out, size_t len)
             *c = ' ';
 }
 
+#define SI_GUEST_PID 0xfffffff0u
+static char guest_name[96]; /* pid=guest:NAME */
+
+/* The QEMU process (its argv[0] named qemu*) whose command line has an
+ * argument guest=NAME (-name guest=NAME,...), 0 when none. */
+static unsigned guest_pid(void)
+{
+    char path[64], buf[8192], want[128];
+    snprintf(want, sizeof(want), "guest=%s", guest_name);
+    size_t wl = strlen(want);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    unsigned found = 0;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        unsigned pid = (unsigned)strtoul(e->d_name, NULL, 10);
+        snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+        FILE *f = pid ? fopen(path, "re") : NULL;
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        const char *base = strrchr(buf, '/'); /* QEMU itself, not a `timeout qemu-...` */
+        if (strncmp(base ? base + 1 : buf, "qemu", 4) != 0)
+            continue;
+        for (size_t i = 0; i < n && !found; i += strlen(buf + i) + 1)
+            if (!strncmp(buf + i, want, wl) && (buf[i + wl] == ',' || !buf[i + wl]))
+                found = pid;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 static unsigned long long num(const char *line, const char *key)
 {
     const char *v = val(line, key);
+    if (v && !strncmp(v, "guest:", 6)) {
+        snprintf(guest_name, sizeof(guest_name), "%.*s", (int)strcspn(v + 6, " \n"), v + 6);
+        return SI_GUEST_PID;
+    }
     if (v && !strncmp(v, "self", 4))
         return (unsigned long long)getpid();
     if (v && !strncmp(v, "parent", 6))
@@ -348,6 +389,8 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
         for (int i = 0; i < steps[s].nutil; i++)
             if (steps[s].util_dev[i] == idx && steps[s].util[i].timeStamp > since) {
                 utilization[n] = steps[s].util[i];
+                if (utilization[n].pid == SI_GUEST_PID)
+                    utilization[n].pid = guest_pid();
                 utilization[n++].timeStamp += later;
             }
     *processSamplesCount = n;
@@ -369,8 +412,12 @@ static nvmlReturn_t running(const char *call, nvmlDevice_t device, unsigned int 
     }
     n = 0;
     for (int i = 0; i < s->nproc; i++)
-        if (s->proc_dev[i] == idx && s->proc_graphics[i] == graphics)
-            infos[n++] = s->proc[i];
+        if (s->proc_dev[i] == idx && s->proc_graphics[i] == graphics) {
+            infos[n] = s->proc[i];
+            if (infos[n].pid == SI_GUEST_PID)
+                infos[n].pid = guest_pid();
+            n++;
+        }
     *infoCount = n;
     return NVML_SUCCESS;
 }

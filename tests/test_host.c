@@ -35,6 +35,8 @@ typedef struct guest {
     pa_ctx *ctx;
     unsigned long busy, ua, ub; /* clock ticks (1/100 s) */
     uint64_t t_ns, seq, uj, range;
+    bool gpu;        /* the export has gpu_energy_uj */
+    uint64_t gpu_uj; /* its value */
     char boot[40], host[40];
     struct timespec t0;
 } guest;
@@ -50,21 +52,27 @@ static void write_pid(const char *root, int pid, const char *comm, unsigned long
                   pid, comm, pid, pid, ticks, 40000 + pid);
 }
 
-/* The powerapi-vm file of the host's window seq (version 1). */
+/* The powerapi-vm file of the host's window seq (version 1), with the
+ * GPU's key when g->gpu. */
 static void write_export(guest *g)
 {
+    char gpu[64] = "";
+    if (g->gpu)
+        snprintf(gpu, sizeof(gpu), "gpu_energy_uj %llu\n", (unsigned long long)g->gpu_uj);
     pa_test_write(g->root, DIR_REL "/powerapi-vm",
                   "# written by test_host\nversion 1\nseq %llu\nboot_id %s\nhost_id %s\n"
                   "host h1\nvm web1\nuuid -\nhypervisor qemu\nsource measured\nformula "
-                  "rapl-share\ncomponents package\ntime_ns %llu\ninterval_ns 1000000000\n"
-                  "share 0.25\npower_w 4\npackage_energy_uj %llu\nmax_energy_range_uj %llu\n",
-                  (unsigned long long)g->seq, g->boot, g->host, (unsigned long long)g->t_ns,
-                  (unsigned long long)g->uj, (unsigned long long)g->range);
+                  "rapl-share\ncomponents package%s\ntime_ns %llu\ninterval_ns 1000000000\n"
+                  "share 0.25\npower_w 4\npackage_energy_uj %llu\n%smax_energy_range_uj %llu\n",
+                  (unsigned long long)g->seq, g->boot, g->host, g->gpu ? ",gpu" : "",
+                  (unsigned long long)g->t_ns, (unsigned long long)g->uj, gpu,
+                  (unsigned long long)g->range);
 }
 
 /* One window of 1 s: a and b busy 3:1 (the 2 vCPUs full), the host's
- * window seq + 1 adding joules j (wrapping at the range), when host. */
-static void step(guest *g, double j, bool host)
+ * window seq + 1 adding joules j to the package counter and gpu_j to the
+ * GPU's (when exported), wrapping at the range, when host. */
+static void step_gpu(guest *g, double j, double gpu_j, bool host)
 {
     g->busy += 200;
     g->ua += 150;
@@ -78,6 +86,7 @@ static void step(guest *g, double j, bool host)
     if (host) {
         g->seq++;
         g->uj = (g->uj + (uint64_t)llround(j * 1e6)) % g->range;
+        g->gpu_uj = (g->gpu_uj + (uint64_t)llround(gpu_j * 1e6)) % g->range;
         write_export(g);
     }
     g->t_ns += 1000000000ull;
@@ -85,9 +94,20 @@ static void step(guest *g, double j, bool host)
     ck_assert_msg(rc == 0, "tick: %s", pa_last_error());
 }
 
-static void guest_open_at(guest *g, const char *sensor_opts, uint64_t uj)
+static void step(guest *g, double j, bool host)
+{
+    step_gpu(g, j, 0, host);
+}
+
+/* A guest whose host's export starts at package counter uj, and at GPU
+ * counter gpu_uj when gpu (the key there from the start); with nvml, the
+ * guest's own nvml sensor on the stand-in answering that timeline. */
+static void guest_open_gpu(guest *g, const char *sensor_opts, uint64_t uj, bool gpu,
+                           uint64_t gpu_uj, const char *nvml)
 {
     memset(g, 0, sizeof(*g));
+    g->gpu = gpu;
+    g->gpu_uj = gpu_uj;
     clock_gettime(CLOCK_MONOTONIC, &g->t0);
     g->root = pa_test_fixture_copy("vm-nocpufreq");
     g->range = 262143328850ull;
@@ -103,10 +123,23 @@ static void guest_open_at(guest *g, const char *sensor_opts, uint64_t uj)
     ck_assert_int_eq(pa_ctx_new(&g->ctx, &o), 0);
     if (sensor_opts)
         ck_assert_int_eq(pa_module_enable(g->ctx, "host", sensor_opts), 0);
+    if (nvml) {
+        pa_test_write(g->root, "nvml.script", "%s", nvml);
+        char script[4200];
+        snprintf(script, sizeof(script), "%s/nvml.script", g->root);
+        setenv("PA_NVML_SCRIPT", script, 1);
+        int rc = pa_module_enable(g->ctx, "nvml", "library=" PA_NVML_STANDIN);
+        ck_assert_msg(rc == 0, "nvml: %s", pa_last_error());
+    }
     ck_assert_int_eq(pa_module_disable(g->ctx, "nic-linear"), 0);
     ck_assert_int_eq(pa_watch_all(g->ctx, 1), 0);
     g->t_ns = 1000000000ull;
     step(g, 0, false);
+}
+
+static void guest_open_at(guest *g, const char *sensor_opts, uint64_t uj)
+{
+    guest_open_gpu(g, sensor_opts, uj, false, 0, NULL);
 }
 
 static void guest_open(guest *g, const char *sensor_opts)
@@ -327,6 +360,101 @@ START_TEST(bad_file_refused)
 }
 END_TEST
 
+/* The gpu watts of target t of r (the system's when t is NULL). */
+static double gpu_w(const pa_report *r, const pa_target_info *t)
+{
+    for (size_t k = 0; k < r->ncomponents; k++)
+        if (!strcmp(r->component_names[k], "gpu"))
+            return t ? r->target_component_w[(size_t)(t - r->targets) * r->ncomponents + k]
+                     : r->system_component_w[k];
+    ck_abort_msg("no gpu component: %s", r->formula);
+    return NAN;
+}
+
+/* The window's GPU: the system's gpu watts w, measured (host) said by
+ * its device record and assumed (with want), a and b given a_w and b_w.
+ * Returns the window's GPU joules as the report gives them. */
+static double check_gpu(guest *g, double w, double a_w, double b_w, const char *want)
+{
+    pa_report *r = check(g, "host", -1, want);
+    ck_assert_msg(strstr(r->formula, "host-gpu-share") != NULL, "%s", r->formula);
+    ck_assert_double_eq_tol(gpu_w(r, NULL), w, TOL);
+    ck_assert_double_eq_tol(gpu_w(r, pa_test_target(r, PA_TARGET_PROCESS, 100)), a_w, TOL);
+    ck_assert_double_eq_tol(gpu_w(r, pa_test_target(r, PA_TARGET_PROCESS, 200)), b_w, TOL);
+    if (w > 0 || strstr(r->assumed, "gpu: measured (host)")) {
+        ck_assert_uint_eq(r->ndevices, 1);
+        ck_assert_str_eq(r->devices[0].source, "measured (host)");
+        ck_assert_str_eq(r->devices[0].name, "host GPU share of VM web1");
+        ck_assert_double_eq_tol(r->devices[0].power_w, w, TOL);
+        ck_assert_int_eq(r->devices[0].split, a_w + b_w > 0);
+    }
+    double j = gpu_w(r, NULL) * r->interval_s;
+    pa_report_free(r);
+    return j;
+}
+
+/* The host exports the VM's GPU energy, the guest sees no per-process GPU
+ * use: its GPU energy per window is the host's, unattributed, said; the
+ * counter wraps; the key goes (no GPU reading, said) and comes back (a
+ * new baseline: what the counter gained meanwhile is not counted). */
+START_TEST(gpu_unattributed_key_and_wrap)
+{
+    guest g;
+    guest_open_gpu(&g, NULL, 1000000, true, 262143328850ull - 1500000, NULL);
+    step_gpu(&g, 4.0, 2.5, true); /* 1.5 J to the wrap, 1 J after it */
+    ck_assert_uint_eq(g.gpu_uj, 1000000);
+    double guest_j = check_gpu(&g, 2.5, 0, 0,
+                               "gpu: unattributed: no process of this VM seen busy on a GPU (no "
+                               "drm-gpu or nvml sensor with per-process use here)");
+    check_free(&g, "host", 4.0, "host: counter wrapped at max_energy_range_uj 262143328850");
+    step_gpu(&g, 4.0, 3.0, true);
+    guest_j += check_gpu(&g, 3.0, 0, 0,
+                         "gpu: measured (host): VM 'web1' GPU energy as host host-1 attributed it "
+                         "(host formulas rapl-share)");
+    ck_assert_double_eq_tol(guest_j, 2.5 + 3.0, TOL); /* the host's joules of windows 1-2 */
+    g.gpu = false;                                    /* the host's GPU formula stopped */
+    step_gpu(&g, 4.0, 0, true);
+    check_gpu(&g, 0, 0, 0,
+              "host: gpu_energy_uj gone from the host's export (no GPU formula on the host now)");
+    check_free(&g, "host", 4.0,
+               "host-gpu-share: no GPU reading of the host in this window (the host sensor "
+               "says why): 0 W");
+    g.gpu = true;
+    g.gpu_uj += 7000000; /* gained while the key was gone: not this window's */
+    step_gpu(&g, 4.0, 1.0, true);
+    check_gpu(&g, 0, 0, 0,
+              "host: gpu_energy_uj appeared in the host's export: the VM's GPU energy counted "
+              "from the next host window");
+    step_gpu(&g, 4.0, 2.0, true);
+    check_gpu(&g, 2.0, 0, 0, "host windows 5-5");
+    guest_close(&g, "gpu_unattributed_key_and_wrap");
+}
+END_TEST
+
+/* The guest sees its processes' GPU use (its nvml, a vGPU: the stand-in,
+ * a at 75 % and b at 25 % of the SMs): the host's GPU energy of the VM is
+ * split 3:1, all of it (the host kept its GPUs' idle). */
+START_TEST(gpu_split_by_guest_use)
+{
+    static const char timeline[] =
+        "step\n"
+        "dev 0 uuid=GPU-guest bus=00000000:05:00.0 name=vGPU energy=1000 denergy=1000 power=1000\n"
+        "util 0 pid=100 ts=1000000 sm=75 mem=1\nutil 0 pid=200 ts=1000000 sm=25 mem=1\n"
+        "proc 0 compute pid=100 mem=1048576\nproc 0 compute pid=200 mem=1048576\n";
+    guest g;
+    guest_open_gpu(&g, NULL, 1000000, true, 5000000, timeline);
+    double host_j = 0, guest_j = 0;
+    for (int i = 0; i < 3; i++) {
+        step_gpu(&g, 4.0, 8.0 + i, true);
+        guest_j += check_gpu(&g, 8.0 + i, 0.75 * (8.0 + i), 0.25 * (8.0 + i),
+                             "gpu: split by this VM's processes' busy time on its 1 GPU(s)");
+        host_j += 8.0 + i;
+    }
+    ck_assert_double_eq_tol(guest_j, host_j, TOL);
+    guest_close(&g, "gpu_split_by_guest_use");
+}
+END_TEST
+
 /* The writer: two VMs of a window (one named "ns/vmi", as KubeVirt's),
  * their folders' files exact; the next window adds to the counters, a
  * DRAM zone where the host has DRAM power, and the VM gone loses its
@@ -405,6 +533,45 @@ START_TEST(writer_files)
     snprintf(proc, sizeof(proc), "%s/ns_vmi", dir);
     struct stat sb;
     ck_assert_int_lt(stat(proc, &sb), 0); /* gone with its VM */
+
+    /* windows 3-5: the host's GPU formula gives web1 0.75 W, then 4.5 W
+     * (the GPU counter wraps at 10 J), then stops (no gpu component) */
+    static const char *const comps[] = {"cpu", "nic", "gpu"};
+    double cw[3] = {4.5, 0, 0.75}, cj[3] = {0, 0, 0};
+    r.ncomponents = 3;
+    r.component_names = comps;
+    r.target_component_w = cw;
+    r.target_component_j = cj;
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0:1/name", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "gpu\n");
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0:1/energy_uj", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "1500000\n"); /* 0.75 W x 2 s */
+    free(got);
+    snprintf(proc, sizeof(proc), "%s/web1/powerapi-vm", dir);
+    got = pa_test_slurp(proc);
+    ck_assert_ptr_nonnull(strstr(got, "\ncomponents package,dram,gpu\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\ndram_energy_uj 3600000\ngpu_energy_uj 1500000\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\nversion 1\n")); /* a key more: still version 1 */
+    free(got);
+    cw[2] = 4.5;
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0:1/energy_uj", dir);
+    ck_assert_str_eq((got = pa_test_slurp(proc)), "500000\n"); /* 1.5 + 9 J - 10 J */
+    free(got);
+    r.ncomponents = 0;
+    r.component_names = NULL;
+    r.target_component_w = r.target_component_j = NULL;
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    snprintf(proc, sizeof(proc), "%s/web1/intel-rapl:0:1", dir);
+    ck_assert_int_lt(stat(proc, &sb), 0); /* gone with the host's GPU formula */
+    snprintf(proc, sizeof(proc), "%s/web1/powerapi-vm", dir);
+    got = pa_test_slurp(proc);
+    ck_assert_ptr_null(strstr(got, "gpu_energy_uj"));
+    ck_assert_ptr_nonnull(strstr(got, "\ncomponents package,dram\nt"));
+    ck_assert_ptr_nonnull(strstr(got, "\nseq 5\n"));
+    free(got);
     char cmd[4400], *out = NULL;
     snprintf(cmd, sizeof(cmd), "find '%s' -name '.*.tmp' | wc -l", dir);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
@@ -509,6 +676,8 @@ int main(void)
     tcase_add_test(tc, stale_file);
     tcase_add_test(tc, share_gone);
     tcase_add_test(tc, bad_file_refused);
+    tcase_add_test(tc, gpu_unattributed_key_and_wrap);
+    tcase_add_test(tc, gpu_split_by_guest_use);
     tcase_add_test(tc, writer_files);
     tcase_add_test(tc, vsock_protocol);
     tcase_add_test(tc, daemon_option_errors);

@@ -12,6 +12,12 @@
  * each guest window says measured (host) and names the host windows it
  * covered; its cpu energy is the host's for those windows within 2 %; over
  * the run A's energy is 3 times B's within 5 %; at least 5 such windows.
+ * The host has a GPU too: the nvml stand-in (tests/nvml_standin.c) gives
+ * the daemon one device whose busy process is the VM's QEMU
+ * (pid=guest:NAME), so that nvml-share gives the VM GPU energy and the
+ * export has a GPU zone; the guest's gpu energy of each window is the
+ * host's GPU counter's for the windows it names within 2 %, said measured
+ * (host), unattributed (no GPU sensor in the guest sees its processes).
  *
  * 1. real_vm: a real guest, Debian's kernel and a busybox initramfs
  *    (tests/vm_guest.sh) under qemu-system-x86_64 with TCG, DIR/NAME shared
@@ -50,8 +56,8 @@ typedef struct host {
     pid_t daemon, qemu;
     pthread_t poller;
     volatile int stop;
-    uint64_t uj[MAX_SEQ];
-    unsigned char have[MAX_SEQ];
+    uint64_t uj[MAX_SEQ], gpu_uj[MAX_SEQ];
+    unsigned char have[MAX_SEQ], have_gpu[MAX_SEQ];
 } host;
 
 static double now_s(void)
@@ -70,11 +76,14 @@ static void *poll_export(void *arg)
         char *t = pa_test_slurp(path);
         const char *s = t ? strstr(t, "\nseq ") : NULL;
         const char *e = t ? strstr(t, "\npackage_energy_uj ") : NULL;
+        const char *gpu = t ? strstr(t, "\ngpu_energy_uj ") : NULL;
         if (s && e) {
             unsigned long long seq = strtoull(s + 5, NULL, 10);
             if (seq < MAX_SEQ) {
                 h->uj[seq] = strtoull(e + 19, NULL, 10);
                 h->have[seq] = 1;
+                h->gpu_uj[seq] = gpu ? strtoull(gpu + 15, NULL, 10) : 0;
+                h->have_gpu[seq] = gpu != NULL;
             }
         }
         free(t);
@@ -83,6 +92,15 @@ static void *poll_export(void *arg)
     }
     return NULL;
 }
+
+/* The host's GPU: 30 W a 500 ms window (15 J), 10 W of it idle, the rest
+ * the QEMU of the VM named NAME's (at 50 % of the SMs). */
+static const char gpu_script[] =
+    "step\n"
+    "dev 0 uuid=GPU-host bus=00000000:3B:00.0 name=Stand-in_GPU energy=1000 denergy=15000 "
+    "power=30000\n"
+    "util 0 pid=guest:%s ts=1000000 sm=50 mem=10\n"
+    "proc 0 compute pid=guest:%s mem=1048576\n";
 
 /* The daemon exporting into h->dir, its VM's folder made beforehand (so
  * that qemu can share it), and the poller. */
@@ -95,12 +113,17 @@ static void host_start(host *h, const char *tag)
     snprintf(h->vmdir, sizeof(h->vmdir), "%s/%s", h->dir, h->name);
     ck_assert_int_eq(mkdir(h->dir, 0755), 0);
     ck_assert_int_eq(mkdir(h->vmdir, 0755), 0);
+    pa_test_write(h->tmp, "nvml.script", gpu_script, h->name, h->name);
+    char script[4200];
+    snprintf(script, sizeof(script), "%s/nvml.script", h->tmp);
     h->daemon = fork();
     ck_assert_int_ge(h->daemon, 0);
     if (h->daemon == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        setenv("POWERAPI_NVML_LIBRARY", PA_NVML_STANDIN, 1);
+        setenv("PA_NVML_SCRIPT", script, 1);
         execl(CLI_PATH, CLI_PATH, "daemon", "-q", "--ring", h->name, "--export-vms", h->dir,
-              "--interval", "500ms", (char *)NULL);
+              "--interval", "500ms", "--formula", "nvml-share:idle=10W", (char *)NULL);
         _exit(127);
     }
     ck_assert_int_eq(pthread_create(&h->poller, NULL, poll_export, h), 0);
@@ -119,6 +142,17 @@ static void host_stop(host *h)
 {
     h->stop = 1;
     pthread_join(h->poller, NULL);
+    char path[4300]; /* the last export, for the record (README) */
+    snprintf(path, sizeof(path), "%s/powerapi-vm", h->vmdir);
+    char *vm = pa_test_slurp(path);
+    snprintf(path, sizeof(path), "%s/intel-rapl:0:1/name", h->vmdir);
+    char *zone = pa_test_slurp(path);
+    if (zone)
+        zone[strcspn(zone, "\n")] = 0;
+    fprintf(stderr, "test_live_host: the host's last export (intel-rapl:0:1/name: %s):\n%s",
+            zone ? zone : "none", vm ? vm : "none\n");
+    free(vm);
+    free(zone);
     stop_pid(h->qemu);
     stop_pid(h->daemon);
     pa_test_rmtree(h->tmp);
@@ -130,13 +164,36 @@ static double num_after(const char *line, const char *key)
     return p ? strtod(p + strlen(key), NULL) : NAN;
 }
 
+/* A guest's system line l covering host windows s0-s1: its gpu energy
+ * the host's GPU counter's for those windows within 2 %, said measured
+ * (host).  1 when checked, 0 when the line has no GPU reading to compare
+ * (the host's GPU zone not there yet, the guest's first GPU reading). */
+static int check_gpu(const host *h, const char *l, unsigned long s0, unsigned long s1,
+                     const char *name)
+{
+    const char *pw = strstr(l, "\"power_w\":{");
+    const char *g = pw ? strstr(pw, "\"gpu\":") : NULL;
+    if (!g || strstr(l, "counted from the next window") || !h->have_gpu[s0 - 1] || !h->have_gpu[s1])
+        return 0;
+    double host_j = (double)(h->gpu_uj[s1] - h->gpu_uj[s0 - 1]) / 1e6;
+    double guest_j = strtod(g + 6, NULL) * num_after(l, "\"interval_s\":");
+    fprintf(stderr, "%s: host windows %lu-%lu: GPU host %.6f J, guest %.6f J\n", name, s0, s1,
+            host_j, guest_j);
+    ck_assert_msg(strstr(l, "\"source\":\"measured (host)\"") && strstr(l, "gpu: measured (host)"),
+                  "%s: the GPU not said measured (host): %s", name, l);
+    ck_assert_msg(host_j > 0 && fabs(guest_j - host_j) <= 0.02 * host_j,
+                  "%s: GPU guest %.6f J, host %.6f J in host windows %lu-%lu", name, guest_j,
+                  host_j, s0, s1);
+    return 1;
+}
+
 /* The guest's JSON lines (after prefix, when given) checked against the
  * host's windows; pids a and b. */
 static void check_guest(const host *h, char *out, const char *prefix, int a, int b,
                         const char *name)
 {
-    int windows = 0, cur = 0;
-    double ea = 0, eb = 0, gsum = 0, hsum = 0;
+    int windows = 0, cur = 0, gpu_windows = 0;
+    double ea = 0, eb = 0, gsum = 0, hsum = 0, gpu_ab = 0;
     char pa[32], pb[32];
     snprintf(pa, sizeof(pa), "\"pid\":%d,", a);
     snprintf(pb, sizeof(pb), "\"pid\":%d,", b);
@@ -164,12 +221,23 @@ static void check_guest(const host *h, char *out, const char *prefix, int a, int
             gsum += guest_j;
             hsum += host_j;
             windows++;
+            gpu_windows += check_gpu(h, l, s0, s1, name);
             cur = 1;
         } else if (cur && (strstr(l, pa) || strstr(l, pb))) {
             double j = num_after(l, "\"power_w\":{\"cpu\":") * num_after(l, "\"interval_s\":");
             *(strstr(l, pa) ? &ea : &eb) += j;
+            const char *g = strstr(l, "\"gpu\":");
+            gpu_ab += g ? strtod(g + 6, NULL) : 0;
         }
     }
+    fprintf(stderr, "%s: %d windows with the host's GPU energy, A+B gpu %.3f W\n", name,
+            gpu_windows, gpu_ab);
+    ck_assert_msg(gpu_windows >= 5, "%s: %d windows with the host's GPU checked", name,
+                  gpu_windows);
+    ck_assert_msg(gpu_ab == 0,
+                  "%s: the guest's processes got %.3f W of GPU: no GPU sensor of "
+                  "the guest sees them",
+                  name, gpu_ab);
     fprintf(stderr, "%s: %d windows, guest %.3f J, host %.3f J, A:B %.3f\n", name, windows, gsum,
             hsum, eb > 0 ? ea / eb : NAN);
     ck_assert_msg(windows >= 5, "%s: %d windows checked", name, windows);
@@ -241,17 +309,23 @@ START_TEST(directory)
     h.qemu = pa_test_qemu_spin(h.tmp, h.name, NULL, NULL);
     char path[4300];
     snprintf(path, sizeof(path), "%s/powerapi-vm", h.vmdir);
-    struct stat sb;
-    for (int i = 0; i < 100 && stat(path, &sb) < 0; i++) {
+    char *text = NULL; /* the export, once the VM's GPU zone is in it */
+    for (int i = 0; i < 100 && !(text && strstr(text, "gpu_energy_uj")); i++) {
         struct timespec ts = {0, 50000000};
         nanosleep(&ts, NULL);
+        free(text);
+        text = pa_test_slurp(path);
     }
-    ck_assert_msg(stat(path, &sb) == 0, "the daemon wrote no %s in 5 s", path);
+    ck_assert_msg(text && strstr(text, "gpu_energy_uj"),
+                  "the daemon wrote no %s with a GPU "
+                  "zone in 5 s: %s",
+                  path, text ? text : "(none)");
+    free(text);
     pid_t a = spin(1), b = spin(6);
     char cmd[8800], *out = NULL;
     snprintf(cmd, sizeof(cmd),
-             "'%s' monitor --sensor host:path='%s' --pid %d,%d --interval 1s --count %d "
-             "--format json",
+             "'%s' monitor --sensor host:path='%s' --formula host-gpu-share --pid %d,%d "
+             "--interval 1s --count %d --format json",
              CLI_PATH, h.vmdir, (int)a, (int)b, WINDOWS);
     ck_assert_int_eq(pa_test_run(cmd, &out), 0);
     stop_pid(a);

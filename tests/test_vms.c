@@ -533,11 +533,63 @@ START_TEST(prometheus_vm_series)
 }
 END_TEST
 
+/* Every component beyond cpu and nic (a GPU formula's "gpu") is summed
+ * per VM record like cpu and nic (DESIGN.md section 18, "Records"): its
+ * watts, its joules over the windows; rp_vmgroups_merge appends the VM
+ * records with theirs (the GPU zone of --export-vms comes from them). */
+START_TEST(component_sums)
+{
+    rp_vmgroups *g = NULL;
+    ck_assert_int_eq(rp_vmgroups_new(&g, FIX "/proc", FIX "/rootfs"), 0);
+    ck_assert_int_eq(rp_vmgroups_scan(g, NULL), 0);
+    const pa_vms *vms = rp_vmgroups_vms(g);
+    ck_assert_uint_eq(pa_vms_count(vms), NVMS);
+    pid_t qemu = pa_vms_get(vms, 0)->pid;
+    static const char *const comps[] = {"cpu", "nic", "gpu"};
+    pa_target_info t[3] = {
+        {.type = PA_TARGET_PROCESS, .pid = qemu, .cgroup = "", .power = {.cpu_w = 1, .total_w = 4}},
+        {.type = PA_TARGET_PROCESS,
+         .pid = 999999,
+         .cgroup = "",
+         .power = {.cpu_w = 2, .total_w = 7}},
+        {.type = PA_TARGET_UNACCOUNTED, .power = {.cpu_w = 0.5, .total_w = 1.5}}};
+    double w[9] = {1, 0, 3, 2, 0, 5, 0.5, 0, 1}, j[9] = {0};
+    pa_report r = {.interval_s = 2.0,
+                   .ntargets = 3,
+                   .targets = t,
+                   .ncomponents = 3,
+                   .component_names = comps,
+                   .target_component_w = w,
+                   .target_component_j = j};
+    const pa_report *vr = NULL;
+    for (int window = 1; window <= 2; window++) {
+        ck_assert_int_eq(rp_vmgroups_report(g, &r, &vr), 0);
+        ck_assert_uint_eq(vr->ntargets, NVMS + 1);
+        ck_assert_ptr_nonnull(vr->target_component_w);
+        ck_assert_ptr_eq(vr->targets[0].vm, pa_vms_get(vms, 0));
+        ck_assert_double_eq_tol(vr->target_component_w[2], 3.0, 1e-12); /* its QEMU's */
+        ck_assert_double_eq_tol(vr->target_component_j[2], 6.0 * window, 1e-12);
+        for (size_t k = 1; k < NVMS; k++) /* the other VMs: none */
+            ck_assert_double_eq_tol(vr->target_component_w[k * 3 + 2], 0, 1e-12);
+        ck_assert_double_eq_tol(vr->target_component_w[NVMS * 3 + 2], 6.0, 1e-12); /* 5 + 1 */
+        ck_assert_double_eq_tol(vr->target_component_j[NVMS * 3 + 2], 12.0 * window, 1e-12);
+    }
+    const pa_report *m = NULL;
+    ck_assert_int_eq(rp_vmgroups_merge(g, &r, &m), 0);
+    ck_assert_uint_eq(m->ntargets, 3 + NVMS + 1);
+    ck_assert_double_eq_tol(m->target_component_w[0 * 3 + 2], 3.0, 1e-12); /* r's own rows */
+    ck_assert_double_eq_tol(m->target_component_w[3 * 3 + 2], 3.0, 1e-12); /* the VM's */
+    ck_assert_double_eq_tol(m->target_component_j[3 * 3 + 2], 18.0, 1e-12);
+    rp_vmgroups_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("vms");
     TCase *tc = tcase_create("vms");
     tcase_add_test(tc, parse_cmdlines);
+    tcase_add_test(tc, component_sums);
     tcase_add_test(tc, parse_cgroups);
     tcase_add_test(tc, vcpu_names);
     tcase_add_test(tc, list_fixture);

@@ -4,7 +4,9 @@
  * before the sensor starts (its probe reads it), before tick 1 and before
  * tick 2; a missing piece removes the file (the share gone).  Checked: an
  * enable that fails says why; the windows' cpu watts are finite and never
- * negative, measured by the host or modelled. */
+ * negative, measured by the host or modelled; where the file has a GPU
+ * zone (gpu_energy_uj: auto runs host-gpu-share), the gpu watts of the
+ * system and of every target are finite and never negative. */
 #include "fuzz.h"
 
 #include "powerapi.h"
@@ -36,6 +38,18 @@ static void check_window(pa_ctx *ctx)
         fz_fail("host: system cpu %g W", w);
     if (strcmp(r->cpu_source, "host") && strcmp(r->cpu_source, "model"))
         fz_fail("host: cpu_source '%s'", r->cpu_source);
+    for (size_t k = 0; k < r->ncomponents; k++) {
+        if (strcmp(r->component_names[k], "gpu"))
+            continue;
+        double g = r->system_component_w[k];
+        if (!isfinite(g) || g < 0)
+            fz_fail("host: system gpu %g W", g);
+        for (size_t i = 0; i < r->ntargets; i++) {
+            g = r->target_component_w[i * r->ncomponents + k];
+            if (!isfinite(g) || g < 0)
+                fz_fail("host: target %zu gpu %g W", i, g);
+        }
+    }
     pa_report_free(r);
 }
 
