@@ -12,12 +12,16 @@
 # Environment:
 #   ASYNC_PROFILER_LIB  libasyncProfiler.so, the peer (built from its public
 #              source: make -j2 JAVA_HOME=...); without it, jalen alone.
-#   JALEN_COST_SHAPES   "THREADSxDEPTH ..." (default "2x40").
+#   JALEN_COST_SHAPES   "THREADSxDEPTH ..." (default "2x40"; "none": the
+#              Jetty leg alone).
 #   JALEN_COST_INTERVAL the sampling interval of both profilers (default 1ms).
 #   JALEN_COST_AGENT    the libjalen.so to measure (default the build's; a
 #              copy keeps a rebuild during the run out of it).
 #   JALEN_BEFORE_AGENT  another libjalen.so (an earlier build), measured as
 #              "jalen-before" in the same rounds, to show a change.
+#   JALEN_COST_JETTY    ROUNDS: then the same profilers at the same interval
+#              on Jetty under wrk (bench_jalen_interleaved.sh), CPU per
+#              request beside no profiler's (default 0: left out).
 #   JALEN_TIMED_AGENT   a libjalen.so built with -DJL_TIME_HANDLER: run once
 #              a round at the long length (outside the figures above), its
 #              summary.json gives the handler's own time per sample
@@ -94,6 +98,7 @@ one_run() {
 echo "bench_jalen_cost: FixedWork (lengths $SHORT and $LONG), interval $IV, $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "JVM: $("$JALEN_JAVA" -version 2>&1 | head -1)"
 for shape in ${JALEN_COST_SHAPES:-2x40}; do
+    [ "$shape" = none ] && continue # the Jetty leg alone
     th=${shape%x*} dp=${shape#*x}
     rm -f "$TMP"/res.* "$TMP/handler"
     echo
@@ -147,3 +152,17 @@ if os.path.exists(f"{tmp}/handler"):
         print(f"jalen's handler alone (timing build, long length, {len(h)} runs): median {st.median(x[0] for x in h):.1f} us, p99 {st.median(x[1] for x in h):.1f} us a sample (medians over the runs)")
 PY
 done
+
+# Jetty under wrk (JALEN_COST_JETTY=ROUNDS, 0 or unset: left out):
+# bench_jalen_interleaved.sh's pinned JVMs, each profiler at the same
+# interval beside no profiler, CPU per request; its agent threads column
+# is jalen's own threads (the peer's are not told apart).
+if [ "${JALEN_COST_JETTY:-0}" -gt 0 ]; then
+    echo
+    echo "== Jetty under wrk, interval $IV, ${JALEN_COST_JETTY} rounds (bench_jalen_interleaved.sh)"
+    dns="@-XX:+UnlockDiagnosticVMOptions@-XX:+DebugNonSafepoints" # both profilers, as above
+    cfgs="none;mode=cpu,interval=$IV$dns"
+    [ -n "$AP" ] && cfgs="$cfgs;async-profiler:start,event=cpu,interval=$IV,collapsed$dns"
+    ASYNC_PROFILER_LIB=$AP JALEN_BENCH_CONFIGS="$cfgs;none-again" \
+        "$(dirname "$0")/bench_jalen_interleaved.sh" "$BUILD" "$JALEN_COST_JETTY" 2 5 10
+fi

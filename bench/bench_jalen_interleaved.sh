@@ -32,7 +32,10 @@
 #
 # A configuration "before:OPTIONS" loads the libjalen.so that
 # JALEN_BEFORE_AGENT names instead of this build's (an older agent beside
-# the new one in the same rounds).
+# the new one in the same rounds).  A configuration
+# "async-profiler:OPTIONS" loads the peer (ASYNC_PROFILER_LIB) with OPTIONS
+# ("start,event=cpu,interval=1ms,collapsed": bench_jalen_cost.sh's Jetty
+# leg); its own threads' time is not told apart (agent threads 0).
 # JALEN_BENCH_CONFIGS and JALEN_BENCH_RAW as for bench_jalen.sh ("@" adds
 # JVM options to a configuration; the first configuration is the baseline;
 # none-again is the floor; "paused:mode=cpu" loads the agent with its
@@ -76,7 +79,13 @@ start_jvm() {
         cfg=${cfg#before:}
         lib=${JALEN_BEFORE_AGENT:?before: needs JALEN_BEFORE_AGENT=/path/to/libjalen.so}
     fi
-    [[ $cfg != none* ]] && agent=("-agentpath:$lib=$cfg,quiet,out=$TMP/out.$i")
+    # "async-profiler:OPTIONS": the peer, ASYNC_PROFILER_LIB, with OPTIONS
+    # (its collapsed stacks written at exit)
+    if [[ $cfg == async-profiler:* ]]; then
+        agent=("-agentpath:${ASYNC_PROFILER_LIB:?async-profiler: needs ASYNC_PROFILER_LIB=/path/to/libasyncProfiler.so}=${cfg#async-profiler:},file=$TMP/out.$i.collapsed")
+    elif [[ $cfg != none* ]]; then
+        agent=("-agentpath:$lib=$cfg,quiet,out=$TMP/out.$i")
+    fi
     rm -rf "$TMP/out.$i"
     JALEN_BENCH_PAUSE_FILE=$pause taskset -c 0 "$JALEN_JAVA" -Xms256m -Xmx256m -XX:+AlwaysPreTouch "${jvm[@]}" "${agent[@]}" \
         -cp "$JALEN_JETTY_CP" JettyServer 0 >"$TMP/jetty.$i.out" 2>"$TMP/jetty.$i.err" &
