@@ -225,24 +225,104 @@ static void info_text(const rp_vmexport *x, const pa_report *r, const pa_target_
              dram_line, (unsigned long long)x->range_uj);
 }
 
+/* A guest CID as written at p (decimal, ended by ',', NUL or end): the
+ * CID, or 0 (malformed, or reserved: 0-2 are never a guest's). */
+static unsigned cid_at(const char *p)
+{
+    char *end;
+    unsigned long v = strtoul(p, &end, 10);
+    return end != p && (*end == ',' || !*end) && v > 2 && v < 0xffffffffu ? (unsigned)v : 0;
+}
+
+/* The "cid=" key of a cloud-hypervisor --vsock value ("cid=3,socket=..."
+ * or "socket=...,cid=3"), 0 when none. */
+static unsigned ch_cid(const char *v)
+{
+    for (const char *k = v; k && *k; k = strchr(k, ',') ? strchr(k, ',') + 1 : NULL)
+        if (!strncmp(k, "cid=", 4))
+            return cid_at(k + 4);
+    return 0;
+}
+
 unsigned rp_vmexport_cid_parse(const char *cmdline, size_t len)
 {
+    const char *prev = "";
     for (size_t i = 0; i < len;) {
         const char *a = cmdline + i;
         size_t n = strnlen(a, len - i);
+        if (n == len - i) /* not NUL-terminated: the buffer's end */
+            break;
         const char *c = strstr(a, "guest-cid=");
-        if (n < len - i && strncmp(a, "vhost-vsock", 11) == 0 && c) {
-            char *end;
-            unsigned long v = strtoul(c + 10, &end, 10);
-            if (end != c + 10 && (*end == ',' || !*end) && v > 2 && v < 0xffffffffu)
-                return (unsigned)v;
-        }
+        unsigned cid = 0;
+        if (strncmp(a, "vhost-vsock", 11) == 0 && c) /* QEMU */
+            cid = cid_at(c + 10);
+        else if (!strcmp(prev, "--vsock")) /* cloud-hypervisor */
+            cid = ch_cid(a);
+        else if (!strncmp(a, "--vsock=", 8))
+            cid = ch_cid(a + 8);
+        if (cid)
+            return cid;
+        prev = a;
         i += n + 1;
     }
     return 0;
 }
 
-/* The guest CID of VM pid (its command line under procfs), 0 none. */
+unsigned rp_vmexport_cid_config(const char *json)
+{
+    /* the "vsock" object's "guest_cid" (Firecracker's configuration file;
+     * a scan, not a JSON parser: the key is Firecracker's own and unique) */
+    const char *v = json ? strstr(json, "\"vsock\"") : NULL;
+    const char *k = v ? strstr(v, "\"guest_cid\"") : NULL;
+    if (!k)
+        return 0;
+    k += strlen("\"guest_cid\"");
+    while (*k == ' ' || *k == '\t' || *k == '\n' || *k == '\r')
+        k++;
+    if (*k++ != ':')
+        return 0;
+    while (*k == ' ' || *k == '\t' || *k == '\n' || *k == '\r')
+        k++;
+    char *end;
+    unsigned long cid = strtoul(k, &end, 10);
+    return end != k && strchr(",} \t\r\n", *end) && cid > 2 && cid < 0xffffffffu ? (unsigned)cid
+                                                                                 : 0;
+}
+
+/* Firecracker's guest CID: its --config-file PATH (in cmdline), read
+ * through the process's own root and working folder under procfs (the
+ * jailer's chroot), 0 when none. */
+static unsigned firecracker_cid(const rp_vmexport *x, pid_t pid, const char *cmdline, size_t len)
+{
+    const char *prev = "", *cfg = NULL;
+    for (size_t i = 0; i < len && !cfg;) {
+        const char *a = cmdline + i;
+        size_t n = strnlen(a, len - i);
+        if (n == len - i)
+            break;
+        if (!strcmp(prev, "--config-file"))
+            cfg = a;
+        prev = a;
+        i += n + 1;
+    }
+    if (!cfg || !*cfg)
+        return 0;
+    char path[8400], buf[65536];
+    snprintf(path, sizeof(path), "%s/%d/%s/%s", x->procfs, (int)pid, cfg[0] == '/' ? "root" : "cwd",
+             cfg);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return rp_vmexport_cid_config(buf);
+}
+
+/* The guest CID of VM pid (its command line under procfs, or the
+ * configuration file it names), 0 none. */
 static unsigned read_cid(const rp_vmexport *x, pid_t pid)
 {
     char path[4200], buf[16384];
@@ -252,7 +332,11 @@ static unsigned read_cid(const rp_vmexport *x, pid_t pid)
         return 0;
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
-    return n > 0 ? rp_vmexport_cid_parse(buf, (size_t)n) : 0;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    unsigned cid = rp_vmexport_cid_parse(buf, (size_t)n);
+    return cid ? cid : firecracker_cid(x, pid, buf, (size_t)n);
 }
 
 int rp_vmexport_send(rp_vmexport *x, int fd, unsigned cid)

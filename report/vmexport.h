@@ -49,10 +49,17 @@ int rp_vmexport_window(rp_vmexport *x, const pa_report *r, char *why, size_t wl)
  * sampler writes windows. */
 int rp_vmexport_send(rp_vmexport *x, int fd, unsigned cid);
 
-/* The guest CID of a QEMU command line (NUL-separated arguments, len
- * bytes): the decimal guest-cid= of a vhost-vsock device, 0 when none
- * (CIDs 0-2 are reserved: never a guest's).  Thread-safe (no state). */
+/* The guest CID of a hypervisor's command line (NUL-separated arguments,
+ * len bytes): QEMU's guest-cid= of a vhost-vsock device, or
+ * cloud-hypervisor's cid= of --vsock; 0 when none (CIDs 0-2 are
+ * reserved: never a guest's).  Thread-safe (no state). */
 unsigned rp_vmexport_cid_parse(const char *cmdline, size_t len);
+
+/* The guest CID of a Firecracker configuration file's text (JSON): its
+ * "vsock" object's "guest_cid", 0 when none or reserved.  The daemon reads
+ * the file a Firecracker process names with --config-file, through that
+ * process's root under procfs (the jailer's chroot).  Thread-safe. */
+unsigned rp_vmexport_cid_config(const char *json);
 
 /* A VM's folder name: its name with '/' and a leading '.' made '_' (a
  * KubeVirt "ns/vmi"), else its uuid, else "pid-N". */

@@ -644,6 +644,71 @@ START_TEST(vsock_protocol)
 }
 END_TEST
 
+/* The guest CIDs of the other hypervisors with vsock: cloud-hypervisor's
+ * --vsock cid=N,socket=PATH (its README's form, and --vsock=...), and
+ * Firecracker's, whose CID is only in the configuration file it names
+ * (--config-file, its getting-started guide's "vsock": {"guest_cid",
+ * "uds_path"}), read through the process's root: the daemon answers that
+ * guest. */
+START_TEST(vsock_cids_of_other_hypervisors)
+{
+    static const char ch[] = "cloud-hypervisor\0--kernel\0./hypervisor-fw\0--cpus\0boot=2\0"
+                             "--vsock\0cid=3,socket=/tmp/ch.vsock\0--api-socket\0path=/tmp/ch.sock";
+    ck_assert_uint_eq(rp_vmexport_cid_parse(ch, sizeof(ch)), 3);
+    static const char ch2[] = "cloud-hypervisor\0--vsock=socket=/tmp/v.sock,cid=12,iommu=off";
+    ck_assert_uint_eq(rp_vmexport_cid_parse(ch2, sizeof(ch2)), 12);
+    static const char ch3[] = "cloud-hypervisor\0--vsock\0socket=/tmp/v.sock\0--cpus\0cid=5";
+    ck_assert_uint_eq(rp_vmexport_cid_parse(ch3, sizeof(ch3)), 0); /* no cid=, not --vsock's */
+    static const char fc_json[] =
+        "{\n  \"boot-source\": {\"kernel_image_path\": \"vmlinux.bin\",\n"
+        "    \"boot_args\": \"console=ttyS0 reboot=k panic=1 pci=off\"},\n"
+        "  \"machine-config\": {\"vcpu_count\": 2, \"mem_size_mib\": 1024},\n"
+        "  \"vsock\": {\n    \"guest_cid\": 9,\n    \"uds_path\": \"./v.sock\"\n  }\n}\n";
+    ck_assert_uint_eq(rp_vmexport_cid_config(fc_json), 9);
+    ck_assert_uint_eq(rp_vmexport_cid_config("{\"vsock\": {\"guest_cid\": 2}}"), 0); /* host's */
+    ck_assert_uint_eq(rp_vmexport_cid_config("{\"guest_cid\": 4}"), 0); /* not vsock's */
+    ck_assert_uint_eq(rp_vmexport_cid_config("{\"vsock\": {\"guest_cid\": \"4\"}}"), 0);
+
+    /* the jailer's chroot: the path is the process's, under its root */
+    char *root = pa_test_tmpdir(), dir[4200], proc[4200], why[256], path[4400];
+    pa_test_write(root, "proc/20/root/vm/config.json", "%s", fc_json);
+    static const char fc[] = "/firecracker\0--id\0fc1\0--config-file\0/vm/config.json";
+    snprintf(path, sizeof(path), "%s/proc/20/cmdline", root);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(fc, 1, sizeof(fc), f), sizeof(fc));
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(dir, sizeof(dir), "%s/export", root);
+    snprintf(proc, sizeof(proc), "%s/proc", root);
+    rp_vmexport *x = NULL;
+    ck_assert_int_eq(rp_vmexport_new(&x, dir, proc, root, 0, why, sizeof(why)), 0);
+    pa_vm_info v = {.name = "fc1", .hypervisor = "firecracker", .pid = 20};
+    pa_target_info t = {.type = PA_TARGET_VM, .vm = &v, .power = {.cpu_w = 1.5, .total_w = 1.5}};
+    pa_report r = {.time_ns = 1,
+                   .interval_s = 1.0,
+                   .formula = "cpu-tdp",
+                   .cpu_source = "model",
+                   .ntargets = 1,
+                   .targets = &t,
+                   .system = {.cpu_w = 3, .total_w = 3}};
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 3), -ENOENT);
+    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 9), 0);
+    close(sv[0]);
+    char got[4096];
+    ssize_t n = 0, k;
+    while ((k = read(sv[1], got + n, sizeof(got) - 1 - (size_t)n)) > 0)
+        n += k;
+    got[n] = 0;
+    close(sv[1]);
+    ck_assert_ptr_nonnull(strstr(got, "\npackage_energy_uj 1500000\n"));
+    rp_vmexport_free(x);
+    pa_test_rmtree(root);
+}
+END_TEST
+
 /* The daemon's options: --export-vsock without --export-vms is a usage
  * error; a folder that cannot be made says which and the fix. */
 START_TEST(daemon_option_errors)
@@ -678,6 +743,7 @@ int main(void)
     tcase_add_test(tc, bad_file_refused);
     tcase_add_test(tc, gpu_unattributed_key_and_wrap);
     tcase_add_test(tc, gpu_split_by_guest_use);
+    tcase_add_test(tc, vsock_cids_of_other_hypervisors);
     tcase_add_test(tc, writer_files);
     tcase_add_test(tc, vsock_protocol);
     tcase_add_test(tc, daemon_option_errors);

@@ -2,12 +2,16 @@
  * a hypervisor's command line (pa_vm_parse_cmdline), a cgroup path
  * (pa_vm_parse_cgroup), a thread's name (pa_vm_vcpu_index), then all of
  * them as files of one process of a procfs tree with a Proxmox VMID.conf,
- * listed by pa_vm_list.  Pieces: the command line (NUL-separated), the
+ * listed by pa_vm_list; the guest CID of the command line
+ * (rp_vmexport_cid_parse) and of the 100.conf piece read as a Firecracker
+ * configuration (rp_vmexport_cid_config): 0 or a guest's, never a
+ * reserved one.  Pieces: the command line (NUL-separated), the
  * cgroup path, the thread's comm, the /proc/PID/cgroup text, the
  * etc/pve/qemu-server/100.conf text. */
 #include "fuzz.h"
 
 #include "internal.h"
+#include "vmexport.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,6 +66,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_piece pc[5];
     size_t n = fz_split(data, size, pc, 5);
+    unsigned cid = rp_vmexport_cid_parse((const char *)pc[0].p, pc[0].n);
+    if (cid && cid < 3)
+        fz_fail("vms: the reserved CID %u taken for a guest's", cid);
+    if (n > 4) {
+        char *json = fz_strdup(&pc[4]);
+        cid = rp_vmexport_cid_config(json);
+        if (cid && cid < 3)
+            fz_fail("vms: the reserved CID %u taken from a configuration", cid);
+        free(json);
+    }
     pa_vm_info v;
     int rc = pa_vm_parse_cmdline((const char *)pc[0].p, pc[0].n, &v);
     if (rc != 0 && rc != -ENOENT)
