@@ -289,9 +289,24 @@ unsigned rp_vmexport_cid_config(const char *json)
                                                                                  : 0;
 }
 
-/* Firecracker's guest CID: its --config-file PATH (in cmdline), read
- * through the process's own root and working folder under procfs (the
- * jailer's chroot), 0 when none. */
+/* File path's text into buf (NUL-terminated, size bytes at most): its
+ * length, or -1. */
+static ssize_t read_text(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+/* Firecracker's guest CID: the file its --config-file PATH names (in
+ * cmdline), read through the process's own root or working folder under
+ * procfs (the jailer's chroot), 0 when none. */
 static unsigned firecracker_cid(const rp_vmexport *x, pid_t pid, const char *cmdline, size_t len)
 {
     const char *prev = "", *cfg = NULL;
@@ -310,15 +325,7 @@ static unsigned firecracker_cid(const rp_vmexport *x, pid_t pid, const char *cmd
     char path[8400], buf[65536];
     snprintf(path, sizeof(path), "%s/%d/%s/%s", x->procfs, (int)pid, cfg[0] == '/' ? "root" : "cwd",
              cfg);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return rp_vmexport_cid_config(buf);
+    return read_text(path, buf, sizeof(buf)) > 0 ? rp_vmexport_cid_config(buf) : 0;
 }
 
 /* The guest CID of VM pid (its command line under procfs, or the
@@ -327,14 +334,9 @@ static unsigned read_cid(const rp_vmexport *x, pid_t pid)
 {
     char path[4200], buf[16384];
     snprintf(path, sizeof(path), "%s/%d/cmdline", x->procfs, (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
+    ssize_t n = read_text(path, buf, sizeof(buf));
     if (n <= 0)
         return 0;
-    buf[n] = '\0';
     unsigned cid = rp_vmexport_cid_parse(buf, (size_t)n);
     return cid ? cid : firecracker_cid(x, pid, buf, (size_t)n);
 }

@@ -585,6 +585,50 @@ START_TEST(writer_files)
 }
 END_TEST
 
+/* One VM of hypervisor pid 10 or 20 (its command line cl, n bytes, under
+ * root/proc) exported for a window of cpu_w watts; the export (free it). */
+static rp_vmexport *export_vm(const char *root, pa_vm_info *v, const char *cl, size_t n,
+                              double cpu_w)
+{
+    char dir[4200], proc[4200], why[256], path[4400];
+    snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)v->pid);
+    pa_test_write(root, path + strlen(root) + 1, "%s", ""); /* its folders */
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(cl, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(dir, sizeof(dir), "%s/export", root);
+    snprintf(proc, sizeof(proc), "%s/proc", root);
+    rp_vmexport *x = NULL;
+    ck_assert_int_eq(rp_vmexport_new(&x, dir, proc, root, 0, why, sizeof(why)), 0);
+    pa_target_info t = {.type = PA_TARGET_VM, .vm = v, .power = {.cpu_w = cpu_w, .total_w = cpu_w}};
+    pa_report r = {.time_ns = 1,
+                   .interval_s = 1.0,
+                   .formula = "cpu-tdp",
+                   .cpu_source = "model",
+                   .ntargets = 1,
+                   .targets = &t,
+                   .system = {.cpu_w = 2 * cpu_w, .total_w = 2 * cpu_w}};
+    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
+    return x;
+}
+
+/* What the daemon answers a connection from guest cid, as a socket pair
+ * sees it: its rp_vmexport_send status, the text into got. */
+static int answer(rp_vmexport *x, unsigned cid, char *got, size_t len)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int rc = rp_vmexport_send(x, sv[0], cid);
+    close(sv[0]);
+    ssize_t n = 0, k;
+    while ((k = read(sv[1], got + n, len - 1 - (size_t)n)) > 0)
+        n += k;
+    got[n] = 0;
+    close(sv[1]);
+    return rc;
+}
+
 /* vsock (no /dev/vhost-vsock here: the protocol over a socket pair): the
  * guest CID from QEMU's command lines, and the daemon's answer to a
  * connection, the VM's powerapi-vm text byte for byte, nothing for a CID
@@ -602,39 +646,13 @@ START_TEST(vsock_protocol)
                                "vhost-vsock-pci,guest-cid=5x";
     ck_assert_uint_eq(rp_vmexport_cid_parse(none, sizeof(none)), 0); /* not vsock, reserved, bad */
 
-    char *root = pa_test_tmpdir(), dir[4200], proc[4200], why[256], path[4400];
-    pa_test_write(root, "proc/10/cmdline", "%s", ""); /* replaced below */
-    snprintf(path, sizeof(path), "%s/proc/10/cmdline", root);
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(cl, 1, sizeof(cl), f), sizeof(cl));
-    ck_assert_int_eq(fclose(f), 0);
-    snprintf(dir, sizeof(dir), "%s/export", root);
-    snprintf(proc, sizeof(proc), "%s/proc", root);
-    rp_vmexport *x = NULL;
-    ck_assert_int_eq(rp_vmexport_new(&x, dir, proc, root, 0, why, sizeof(why)), 0);
+    char *root = pa_test_tmpdir(), path[4400], got[4096];
     pa_vm_info v1 = {.name = "web1", .hypervisor = "qemu", .pid = 10};
-    pa_target_info t = {.type = PA_TARGET_VM, .vm = &v1, .power = {.cpu_w = 2.0, .total_w = 2.0}};
-    pa_report r = {.time_ns = 1,
-                   .interval_s = 1.0,
-                   .formula = "cpu-tdp",
-                   .cpu_source = "model",
-                   .ntargets = 1,
-                   .targets = &t,
-                   .system = {.cpu_w = 4, .total_w = 4}};
-    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
-    int sv[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 7), 0);
-    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 8), -ENOENT);
-    close(sv[0]);
-    char got[4096];
-    ssize_t n = 0, k;
-    while ((k = read(sv[1], got + n, sizeof(got) - 1 - (size_t)n)) > 0)
-        n += k;
-    got[n] = 0;
-    close(sv[1]);
-    snprintf(path, sizeof(path), "%s/web1/powerapi-vm", dir);
+    rp_vmexport *x = export_vm(root, &v1, cl, sizeof(cl), 2.0);
+    ck_assert_int_eq(answer(x, 8, got, sizeof(got)), -ENOENT);
+    ck_assert_str_eq(got, "");
+    ck_assert_int_eq(answer(x, 7, got, sizeof(got)), 0);
+    snprintf(path, sizeof(path), "%s/export/web1/powerapi-vm", root);
     char *want = pa_test_slurp(path);
     ck_assert_str_eq(got, want);
     ck_assert_ptr_nonnull(strstr(got, "\npackage_energy_uj 2000000\n"));
@@ -670,39 +688,13 @@ START_TEST(vsock_cids_of_other_hypervisors)
     ck_assert_uint_eq(rp_vmexport_cid_config("{\"vsock\": {\"guest_cid\": \"4\"}}"), 0);
 
     /* the jailer's chroot: the path is the process's, under its root */
-    char *root = pa_test_tmpdir(), dir[4200], proc[4200], why[256], path[4400];
+    char *root = pa_test_tmpdir(), got[4096];
     pa_test_write(root, "proc/20/root/vm/config.json", "%s", fc_json);
     static const char fc[] = "/firecracker\0--id\0fc1\0--config-file\0/vm/config.json";
-    snprintf(path, sizeof(path), "%s/proc/20/cmdline", root);
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(fc, 1, sizeof(fc), f), sizeof(fc));
-    ck_assert_int_eq(fclose(f), 0);
-    snprintf(dir, sizeof(dir), "%s/export", root);
-    snprintf(proc, sizeof(proc), "%s/proc", root);
-    rp_vmexport *x = NULL;
-    ck_assert_int_eq(rp_vmexport_new(&x, dir, proc, root, 0, why, sizeof(why)), 0);
     pa_vm_info v = {.name = "fc1", .hypervisor = "firecracker", .pid = 20};
-    pa_target_info t = {.type = PA_TARGET_VM, .vm = &v, .power = {.cpu_w = 1.5, .total_w = 1.5}};
-    pa_report r = {.time_ns = 1,
-                   .interval_s = 1.0,
-                   .formula = "cpu-tdp",
-                   .cpu_source = "model",
-                   .ntargets = 1,
-                   .targets = &t,
-                   .system = {.cpu_w = 3, .total_w = 3}};
-    ck_assert_int_eq(rp_vmexport_window(x, &r, why, sizeof(why)), 0);
-    int sv[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 3), -ENOENT);
-    ck_assert_int_eq(rp_vmexport_send(x, sv[0], 9), 0);
-    close(sv[0]);
-    char got[4096];
-    ssize_t n = 0, k;
-    while ((k = read(sv[1], got + n, sizeof(got) - 1 - (size_t)n)) > 0)
-        n += k;
-    got[n] = 0;
-    close(sv[1]);
+    rp_vmexport *x = export_vm(root, &v, fc, sizeof(fc), 1.5);
+    ck_assert_int_eq(answer(x, 3, got, sizeof(got)), -ENOENT);
+    ck_assert_int_eq(answer(x, 9, got, sizeof(got)), 0);
     ck_assert_ptr_nonnull(strstr(got, "\npackage_energy_uj 1500000\n"));
     rp_vmexport_free(x);
     pa_test_rmtree(root);
