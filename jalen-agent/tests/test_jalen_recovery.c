@@ -53,16 +53,24 @@ static const char *const workloads[] = {"arraycopy", "itable", "vtable",  "intri
                                         "clock",     "nano",   "sbdelete"};
 
 /* Issue 32: under each call-site loop, the method that makes the hot call
- * (>= 95 % of the loop's energy) and the cheap ones that run after it in
+ * (>= 95 % of the loop's energy, or hot_min) and the cheap ones that run after it in
  * the same compiled code (<= 2 % each; poke counts its three classes). */
 typedef struct site {
     const char *loop, *hot, *cheap[4];
     double cheap_max; /* each cheap call's share at most (0: 2 %) */
+    double hot_min;   /* the hot method's share at least (0: 95 %) */
 } site;
 static const site sites[] = {
-    {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}, 0},
-    {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}, 0},
-    {"clock", "Recovery.clockHot", {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"}, 0},
+    {"copy", "Recovery.copyHot", {"Recovery.copyTick", "poke", "java.lang.Thread.holdsLock"}, 0, 0},
+    /* the CRC32 stub on Temurin 25: 97.0-97.3 % in most runs, 94.5 % in
+     * one fresh clone of a quiet machine (its 4.5 % outside every named
+     * call), against 96.8-97.0 % on JDK 17: 93 % there */
+    {"crc", "Recovery.crcHot", {"Recovery.crcTick", "poke", "java.lang.Thread.holdsLock"}, 0, 0.93},
+    {"clock",
+     "Recovery.clockHot",
+     {"Recovery.clockTick", "poke", "java.lang.Thread.holdsLock"},
+     0,
+     0},
     /* lazySet's store is the instruction right after the call: the samples
      * whose interrupt lands just after the return are its own (async-
      * profiler 0.3-1.5 %, jalen 0.6-1.3 %, once 2.9 % under load); the
@@ -70,10 +78,12 @@ static const site sites[] = {
     {"nano",
      "Recovery.vstamp",
      {"java.util.concurrent.atomic.AtomicLong.lazySet", "Recovery.clockTick", "poke"},
-     0.05},
+     0.05,
+     0},
     {"sbdelete",
      "java.lang.StringBuilder.delete",
      {"java.lang.StringBuilder.append", "java.lang.Thread.isAlive"},
+     0,
      0},
 };
 
@@ -148,8 +158,9 @@ static void check_site(const char *col, const site *st)
         fprintf(stderr, ", %s %.2f%%", st->cheap[c],
                 100 * under_loop(col, st->loop, st->cheap[c]) / loop);
     fprintf(stderr, " of %.3f J\n", loop / 1e6);
-    ck_assert_msg(hot >= 0.95 * loop, "%s: %s %.1f%% of the loop's energy, want >= 95%%", st->loop,
-                  st->hot, 100 * hot / loop);
+    double min = st->hot_min > 0 ? st->hot_min : 0.95;
+    ck_assert_msg(hot >= min * loop, "%s: %s %.1f%% of the loop's energy, want >= %.0f%%", st->loop,
+                  st->hot, 100 * hot / loop, 100 * min);
     double max = st->cheap_max > 0 ? st->cheap_max : 0.02;
     for (int c = 0; c < 4 && st->cheap[c]; c++) {
         double e = under_loop(col, st->loop, st->cheap[c]);
