@@ -8,9 +8,10 @@
  *   points=0:10+100:50, so a busy CPU-second costs 40/N W whoever spends
  *   it) the spinner's watts per CPU-second are its alone figure within
  *   5 % (the old split charged it the storm's time: 30-40 % more), the
- *   storm's children's exit records (pa_report.exited, and those seen
- *   alive once with records of their own) match the storm's own figure
- *   within 5 %, and processes
+ *   storm's children's CPU time (their exit records in pa_report.exited,
+ *   and the windows and records of those seen alive) matches the storm's
+ *   own figure, 8 % low to 5 % high (a record misses the release of the
+ *   task's memory after it), no record is lost, and processes
  *   + exited + unaccounted + idle = system in every window.  As root the
  *   kernel's taskstats records count them; otherwise the children-time
  *   estimate, which must say so;
@@ -21,7 +22,7 @@
  *   time, children included, at the curve's price).
  *
  * This program is also the storm: `test_live_exits --storm SECONDS`
- * forks a child every few milliseconds that burns 8 ms of CPU and exits,
+ * forks a child every few milliseconds that burns 16 ms of CPU and exits,
  * then prints the children's CPU seconds. */
 #include "testutil.h"
 
@@ -64,7 +65,7 @@ static int storm_main(double seconds)
     while (now_s() < end) {
         pid_t c = fork();
         if (c == 0) {
-            burn_cpu_ms(8);
+            burn_cpu_ms(16);
             _exit(0);
         }
         if (c > 0)
@@ -118,6 +119,7 @@ START_TEST(survivor_pays_its_own_share)
     close(fds[1]);
     double exits_s = 0, spin_s = 0, spin_j = 0;
     int windows = 0, reaped = 0;
+    uint64_t lost = 0;
     const char *source = NULL;
     char src[32] = "";
     for (int k = 0; k < 8 && reaped < 2; k++) {
@@ -130,15 +132,15 @@ START_TEST(survivor_pays_its_own_share)
         pa_report *r = NULL;
         ck_assert_int_eq(pa_report_get(ctx, &r), 0);
         snprintf(src, sizeof(src), "%s", r->exits_source);
+        lost = r->exits_lost;
         double sum = r->system.idle_w;
         for (size_t i = 0; i < r->ntargets; i++) {
             const pa_target_info *t = &r->targets[i];
             if (t->type == PA_TARGET_PROCESS || t->type == PA_TARGET_EXITED ||
                 t->type == PA_TARGET_UNACCOUNTED)
                 sum += t->power.cpu_w;
-            if (t->type == PA_TARGET_PROCESS && t->ppid == storm &&
-                (t->power.flags & PA_POWER_EXITED))
-                exits_s += t->power.cpu_time_s; /* seen alive once: its own record */
+            if (t->type == PA_TARGET_PROCESS && t->ppid == storm)
+                exits_s += t->power.cpu_time_s; /* seen alive: its windows and its record */
             else if (t->type == PA_TARGET_PROCESS && t->pid == spin) {
                 spin_s += t->power.cpu_time_s;
                 spin_j += t->power.cpu_w * t->power.interval_s;
@@ -169,9 +171,17 @@ START_TEST(survivor_pays_its_own_share)
            source, windows, spin_s, per, price, exits_s, storm_s);
     ck_assert_msg(spin_s > 1.0, "the spinner ran %.3f CPU-s", spin_s);
     ck_assert_msg(fabs(per / price - 1) < 0.05, "spinner %.4f W per CPU-s, alone %.4f", per, price);
-    if (!strcmp(source, "taskstats"))
-        ck_assert_msg(fabs(exits_s - storm_s) <= 0.05 * storm_s + 0.02,
+    /* A record is the task's time when the kernel sends it, before its
+     * memory is released (DESIGN.md section 2 "Exits"): a forked child of
+     * this program releases in 0.2-0.5 ms (more under ASan), 2-3 % of
+     * its 16 ms, in no record.  So the records may read up to 8 % low,
+     * never more than 5 % high. */
+    if (!strcmp(source, "taskstats")) {
+        ck_assert_msg(lost == 0, "the exit records' socket overflowed %llu times",
+                      (unsigned long long)lost);
+        ck_assert_msg(exits_s >= 0.92 * storm_s - 0.02 && exits_s <= 1.05 * storm_s + 0.02,
                       "exits %.3f CPU-s, the storm's %.3f", exits_s, storm_s);
+    }
     else
         ck_assert_str_eq(source, geteuid() == 0 ? "taskstats" : "children-time");
     pa_ctx_free(ctx);
