@@ -25,7 +25,12 @@
 #   JALEN_TIMED_AGENT   a libjalen.so built with -DJL_TIME_HANDLER: run once
 #              a round at the long length (outside the figures above), its
 #              summary.json gives the handler's own time per sample
-#              (median, p99) to print beside the cost per sample.
+#              (median, p99) to print beside the cost per sample.  It is
+#              also "floor", a configuration of the rounds: the same agent
+#              with JALEN_TIME_EMPTY=1, whose handler returns at once, so
+#              its cost per sample is perf's clock and the signal alone,
+#              what any profiler that samples with them pays (its samples:
+#              the handler's calls).
 #
 # The figure is the CPU time of the whole JVM (utime + stime of the child,
 # /usr/bin/time), so everything a profiler costs counts: loading, its
@@ -72,23 +77,29 @@ fi
 CONFIGS=(none jalen)
 [ -n "$BEFORE" ] && CONFIGS+=(jalen-before)
 [ -n "$AP" ] && CONFIGS+=(async-profiler)
+[ -n "$TIMED" ] && CONFIGS+=(floor)
 
 # one_run CONFIG THREADS DEPTH LENGTH -> "cpu_s samples maxrss_kib wall_s"
 one_run() {
-    local agent=() out="$TMP/out" n=0
+    local agent=() out="$TMP/out" n=0 envs=()
     rm -rf "$out" "$out.collapsed"
     case $1 in
+        floor)
+            agent=("-agentpath:$TIMED=mode=cpu,interval=$IV,quiet,out=$out")
+            envs=(JALEN_TIME_EMPTY=1)
+            ;;
         jalen) agent=("-agentpath:$AGENT=mode=cpu,interval=$IV,quiet,out=$out") ;;
         jalen-before) agent=("-agentpath:$BEFORE=mode=cpu,interval=$IV,quiet,out=$out") ;;
         timed) agent=("-agentpath:$TIMED=mode=cpu,interval=$IV,quiet,out=$out") ;;
         async-profiler) agent=("-agentpath:$AP=start,event=cpu,interval=$IV,collapsed,file=$out.collapsed") ;;
     esac
-    /usr/bin/time -o "$TMP/time" -f '%U %S %M %e' "$JALEN_JAVA" "${JOPTS[@]}" "${agent[@]}" \
+    env "${envs[@]}" /usr/bin/time -o "$TMP/time" -f '%U %S %M %e' "$JALEN_JAVA" "${JOPTS[@]}" "${agent[@]}" \
         -cp "$JALEN_CLASSES" FixedWork "$2" "$3" "$4" >/dev/null 2>"$TMP/err" ||
         { echo "bench_jalen_cost: $1 failed: $(tail -3 "$TMP/err")" >&2; return 1; }
     case $1 in
         jalen | jalen-before | timed) n=$(sed -n 's/.*"samples": *\([0-9]*\).*/\1/p' "$out/summary.json") ;;
         async-profiler) n=$(awk '{ s += $NF } END { print s + 0 }' "$out.collapsed") ;;
+        floor) n=$(sed -n 's/.*"handler_timed_samples": *\([0-9]*\).*/\1/p' "$out/summary.json") ;;
     esac
     [ "$1" = timed ] && sed -n 's/.*"handler_us_\(median\|p99\)": *\([0-9.]*\).*/\2/p' "$out/summary.json" |
         paste -sd' ' >>"$TMP/handler"

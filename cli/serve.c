@@ -632,8 +632,8 @@ static void serve_wait(serve *s, ring_src *rs, const sigset_t *sigs, uint64_t in
     }
 }
 
-/* Listens and serves until a stop signal. */
-static int serve_run(const serve_args *a, serve *s, const cli_ctx *co)
+/* Listens and serves until a stop signal in sigs (blocked by the caller). */
+static int serve_run(const serve_args *a, serve *s, const cli_ctx *co, const sigset_t *sigs)
 {
     const char *listen = a->listen, *ring = a->ring;
     uint64_t interval = co->interval_ns, span = a->span;
@@ -646,14 +646,6 @@ static int serve_run(const serve_args *a, serve *s, const cli_ctx *co)
         return cli_usage_error(CMD, "--listen: expected ADDR:PORT ([::1]:9464 for IPv6), got '%s'",
                                listen);
 
-    sigset_t sigs, old;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);
-    sigaddset(&sigs, SIGQUIT);
-    sigaddset(&sigs, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &sigs, &old);
     pthread_mutex_init(&s->lock, NULL);
 
     int status = CLI_EXIT_FAIL;
@@ -681,7 +673,7 @@ static int serve_run(const serve_args *a, serve *s, const cli_ctx *co)
     httpd = http_start(a, s, &ss, sslen);
     if (!httpd)
         goto out;
-    serve_wait(s, &rs, &sigs, interval);
+    serve_wait(s, &rs, sigs, interval);
     status = CLI_EXIT_OK;
 
 out:
@@ -697,7 +689,6 @@ out:
     if (s->unavailable)
         MHD_destroy_response(s->unavailable);
     pthread_mutex_destroy(&s->lock);
-    sigprocmask(SIG_SETMASK, &old, NULL);
     return status;
 }
 
@@ -709,11 +700,24 @@ int cli_serve(int argc, char **argv)
     cli_ctx co;
     cli_ctx_init(&co);
     int status = parse_args(&a, &s, &co, argc, argv);
+    /* Every signal we wait for is blocked before any thread starts: one
+     * started before (the pusher's, once) takes a SIGTERM sent to the
+     * process whenever the main thread is not in sigtimedwait, and dies of
+     * it with its batches. */
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGQUIT);
+    sigaddset(&sigs, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &sigs, &old);
     if (status == 0) /* pushing stops after the sampler (serve_run) */
         status = cli_otlp_start(&a.otlp, CMD, &s.otlp);
     if (status == 0)
-        status = serve_run(&a, &s, &co);
+        status = serve_run(&a, &s, &co, &sigs);
     cli_otlp_stop(s.otlp);
     cli_ctx_fini(&co);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return status < 0 ? CLI_EXIT_OK : status;
 }

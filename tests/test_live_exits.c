@@ -181,8 +181,7 @@ START_TEST(survivor_pays_its_own_share)
                       (unsigned long long)lost);
         ck_assert_msg(exits_s >= 0.92 * storm_s - 0.02 && exits_s <= 1.05 * storm_s + 0.02,
                       "exits %.3f CPU-s, the storm's %.3f", exits_s, storm_s);
-    }
-    else
+    } else
         ck_assert_str_eq(source, geteuid() == 0 ? "taskstats" : "children-time");
     pa_ctx_free(ctx);
 }

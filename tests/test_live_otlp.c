@@ -9,6 +9,7 @@
 #include "ring_fixture.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -166,6 +167,43 @@ static void teardown(void)
     pa_test_rmtree(dir);
 }
 
+/* Every thread of pid blocks the stop signals: SIGTERM sent to the process
+ * then waits for the main thread's sigtimedwait.  (serve once started its
+ * pusher before blocking them: a SIGTERM that came while the main thread
+ * was busy went to the pusher and killed serve, status 15, batches lost.) */
+static void threads_block_stop_signals(pid_t pid, const char *what)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    ck_assert_msg(d != NULL, "%s: %s", path, strerror(errno));
+    int threads = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        /* the main thread's: it waits for them in sigtimedwait, which
+         * unblocks them while it waits */
+        if (e->d_name[0] == '.' || atoi(e->d_name) == (int)pid)
+            continue;
+        char st[384];
+        snprintf(st, sizeof(st), "%s/%s/status", path, e->d_name);
+        char *text = pa_test_slurp(st);
+        if (!text)
+            continue; /* a thread that ended meanwhile */
+        const char *b = strstr(text, "SigBlk:");
+        ck_assert_msg(b != NULL, "%s: no SigBlk", st);
+        unsigned long long mask = strtoull(b + 7, NULL, 16);
+        for (int sig = SIGHUP; sig <= SIGTERM; sig++)
+            if (sig == SIGHUP || sig == SIGINT || sig == SIGQUIT || sig == SIGTERM)
+                ck_assert_msg(mask & (1ull << (sig - 1)),
+                              "%s: thread %s does not block signal %d (SigBlk %016llx): a %s sent "
+                              "to the process may kill it there",
+                              what, e->d_name, sig, mask, strsignal(sig));
+        threads++;
+        free(text);
+    }
+    closedir(d);
+    ck_assert_msg(threads >= 1, "%s: no thread but the main one (the pusher's?)", what);
+}
+
 START_TEST(test_exact)
 {
     child r, s;
@@ -178,6 +216,7 @@ START_TEST(test_exact)
               NULL);
     unsetenv("OTEL_EXPORTER_OTLP_HEADERS");
     wait_lines("exact", 3, 5000);
+    threads_block_stop_signals(s.pid, "serve --otlp");
     stop(&s);
     stop(&r);
     char mon[600], cmd[1200];
@@ -317,6 +356,7 @@ START_TEST(test_tick_while_hung)
     end = rf_now_ms() + 10000;
     while (pa_ring_read(rd, &seq, &rep) < 0 && rf_now_ms() < end)
         usleep(10000);
+    threads_block_stop_signals(d.pid, "daemon --otlp");
     end = rf_now_ms() + 2000;
     while (rf_now_ms() < end) {
         if (pa_ring_read(rd, &seq, &rep) < 0) {

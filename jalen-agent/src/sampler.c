@@ -76,8 +76,11 @@ void jl_slot_publish(jl_slot *s)
 
 #ifdef JL_TIME_HANDLER
 /* the timing build only: JALEN_TIME_NO_RECOVERY=1 turns recovery off, so
- * that the handler's time is compared with and without it in one binary */
-static int jl_no_recovery;
+ * that the handler's time is compared with and without it in one binary;
+ * JALEN_TIME_EMPTY=1 makes the handler return at once (counted, timed): the
+ * clock and the signal alone, the floor of any profiler that samples with
+ * them (bench_jalen_cost.sh's "floor") */
+static int jl_no_recovery, jl_time_empty;
 #define JL_RECOVER (!jl_no_recovery)
 static uint64_t jl_ns(void)
 {
@@ -173,6 +176,8 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
     int saved = errno;
 #ifdef JL_TIME_HANDLER
     uint64_t t0 = jl_ns();
+    if (jl_time_empty)
+        goto timed;
 #endif
     if (!atomic_load_explicit(&jl_smp.on, memory_order_acquire) ||
         atomic_load_explicit(&jl_smp.paused, memory_order_relaxed))
@@ -196,6 +201,7 @@ static void jl_on_sigprof(int sig, siginfo_t *si, void *uc)
         jl_walk(s, env, uc);
     jl_slot_publish(s);
 #ifdef JL_TIME_HANDLER
+timed:;
     uint64_t dt = jl_ns() - t0;
     atomic_fetch_add_explicit(&jl_smp.t_total_ns, dt, memory_order_relaxed);
     atomic_fetch_add_explicit(&jl_smp.t_hist[dt / 500 < 511 ? dt / 500 : 511], 1,
@@ -236,6 +242,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     jl_smp.slots = mem;
 #ifdef JL_TIME_HANDLER
     jl_no_recovery = getenv("JALEN_TIME_NO_RECOVERY") != NULL;
+    jl_time_empty = getenv("JALEN_TIME_EMPTY") != NULL;
 #endif
     /* also the cheap stack walk of the net wrappers, in either mode */
     jl_smp.asgct = (jl_asgct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
