@@ -81,11 +81,14 @@ void jl_slot_publish(jl_slot *s)
  * clock and the signal alone, the floor of any profiler that samples with
  * them (bench_jalen_cost.sh's "floor") */
 static int jl_no_recovery, jl_time_empty;
+/* JALEN_TIME_CPU=1: the handler's CPU time (the thread's clock, a system
+ * call) rather than its wall time (the host's preemptions left out) */
+static clockid_t jl_time_clock = CLOCK_MONOTONIC;
 #define JL_RECOVER (!jl_no_recovery)
 static uint64_t jl_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(jl_time_clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 #else
@@ -243,6 +246,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
 #ifdef JL_TIME_HANDLER
     jl_no_recovery = getenv("JALEN_TIME_NO_RECOVERY") != NULL;
     jl_time_empty = getenv("JALEN_TIME_EMPTY") != NULL;
+    jl_time_clock = getenv("JALEN_TIME_CPU") ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
 #endif
     /* also the cheap stack walk of the net wrappers, in either mode */
     jl_smp.asgct = (jl_asgct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
