@@ -4,6 +4,8 @@
 #ifndef PA_RING_FIXTURE_H
 #define PA_RING_FIXTURE_H
 
+#include "testutil.h"
+
 #include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
@@ -362,14 +364,7 @@ static inline int rf_get(unsigned port, const char *path, char **resp)
 /* A loopback TCP port free now (bound, read, closed). */
 static inline unsigned rf_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    return pa_test_free_port(); /* held for this program (testutil.c) */
 }
 
 /* Starts Debian's prometheus with dir/prometheus.yml, its data in

@@ -236,7 +236,9 @@ START_TEST(test_receiver_restart)
 {
     child r, s;
     char url[128];
-    unsigned port = receiver(&r, "restart", 0, "ok");
+    /* a port held for this program: nobody else takes it while the
+     * receiver is down */
+    unsigned port = receiver(&r, "restart", pa_test_free_port(), "ok");
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/v1/metrics", port);
     s = serve("serve-restart", url, NULL);
     wait_lines("restart", 5, 5000);

@@ -234,13 +234,20 @@ void pa_test_cli(pa_test_cli_run *r, char *const *args)
 
 unsigned pa_test_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* The port stays bound, with SO_REUSEADDR and no listen(), until this
+     * program exits: a connection to it is refused, no other socket of the
+     * machine is given it (bind to port 0, a client's port), and a server
+     * that binds it with SO_REUSEADDR (Python's http.server, libmicrohttpd,
+     * Go's net.Listen) gets it.  A port merely found free and closed was
+     * given meanwhile to a receiver started next (fc19: the refused case of
+     * test_live_otlp reached the 401 receiver). */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof(a);
     ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
     return ntohs(a.sin_port);
 }
 

@@ -42,8 +42,10 @@ typedef struct pa_test_cli_run {
  * stdin on /dev/null, capturing stdout and stderr into *r. */
 void pa_test_cli(pa_test_cli_run *r, char *const *args);
 void pa_test_cli_free(pa_test_cli_run *r);
-/* A loopback TCP port that nobody listens on (bound, then closed): for a
- * receiver to start there later, or a connection to be refused. */
+/* A loopback TCP port that nobody listens on, held (bound with
+ * SO_REUSEADDR, never listening) until the program exits: a connection to
+ * it is refused, and a receiver started there later with SO_REUSEADDR gets
+ * it. */
 unsigned pa_test_free_port(void);
 /* A qemu-system-x86_64 (TCG) named -name guest=name,debug-threads=on with
  * -uuid uuid (NULL: none), whose firmware, written into dir, is a reset
