@@ -146,6 +146,8 @@ int cli_extra_arg(const char *cmd, const char *arg);
 
 /* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the signals that stop a subcommand. */
 int cli_is_stop_signal(int s);
+/* set: those four signals alone (cli_is_stop_signal's). */
+void cli_stop_signals(sigset_t *set);
 
 /* The one line of a failed pa_tick ("<cmd>: tick: <message>"). */
 void cli_tick_error(const char *cmd, int err);

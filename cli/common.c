@@ -134,6 +134,15 @@ int cli_is_stop_signal(int s)
     return s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGQUIT;
 }
 
+void cli_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+}
+
 void cli_tick_error(const char *cmd, int err)
 {
     const char *msg = cli_errmsg(err);

@@ -345,11 +345,7 @@ static int daemon_main(int argc, char **argv, cli_ctx *co)
         return status < 0 ? CLI_EXIT_OK : status;
     /* Every signal we wait for is blocked before any thread starts. */
     sigset_t sigs, old;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);
-    sigaddset(&sigs, SIGQUIT);
+    cli_stop_signals(&sigs);
     sigprocmask(SIG_BLOCK, &sigs, &old);
     pa_ctx *ctx = NULL;
     status = daemon_start(&d, &a, co, &ctx);

@@ -739,11 +739,7 @@ int cli_monitor(int argc, char **argv)
         goto out;
     out_setup(&m);
 
-    sigemptyset(&m.sigs);
-    sigaddset(&m.sigs, SIGINT);
-    sigaddset(&m.sigs, SIGTERM);
-    sigaddset(&m.sigs, SIGHUP);
-    sigaddset(&m.sigs, SIGQUIT);
+    cli_stop_signals(&m.sigs);
     sigaddset(&m.sigs, SIGCHLD);
     sigset_t old, blocked = m.sigs;
     /* A closed pipe on stdout (`| head -1`) is a write error (EPIPE) that

@@ -550,11 +550,7 @@ static int check_out_dir(profiler *p)
  * context, the engine and the profile. */
 static int setup(profiler *p)
 {
-    sigemptyset(&p->sigs);
-    sigaddset(&p->sigs, SIGINT);
-    sigaddset(&p->sigs, SIGTERM);
-    sigaddset(&p->sigs, SIGHUP);
-    sigaddset(&p->sigs, SIGQUIT);
+    cli_stop_signals(&p->sigs);
     sigaddset(&p->sigs, SIGCHLD);
     sigprocmask(SIG_BLOCK, &p->sigs, &p->old_sigs);
     p->tasks.period_is_time = strcmp(p->event, "cycles") != 0;

@@ -705,11 +705,7 @@ int cli_serve(int argc, char **argv)
      * process whenever the main thread is not in sigtimedwait, and dies of
      * it with its batches. */
     sigset_t sigs, old;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);
-    sigaddset(&sigs, SIGQUIT);
+    cli_stop_signals(&sigs);
     sigaddset(&sigs, SIGPIPE);
     sigprocmask(SIG_BLOCK, &sigs, &old);
     if (status == 0) /* pushing stops after the sampler (serve_run) */
