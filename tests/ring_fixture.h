@@ -361,7 +361,8 @@ static inline int rf_get(unsigned port, const char *path, char **resp)
     return rf_http(port, req, (size_t)n, 5000, resp);
 }
 
-/* A loopback TCP port free now (bound, read, closed). */
+/* A loopback TCP port nobody listens on, held for this program
+ * (pa_test_free_port). */
 static inline unsigned rf_free_port(void)
 {
     return pa_test_free_port(); /* held for this program (testutil.c) */
