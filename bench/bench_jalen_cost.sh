@@ -25,7 +25,11 @@
 #   JALEN_TIMED_AGENT   a libjalen.so built with -DJL_TIME_HANDLER: run once
 #              a round at the long length (outside the figures above), its
 #              summary.json gives the handler's own time per sample
-#              (median, p99) to print beside the cost per sample.  It is
+#              (mean, median, p99, the share of its time in samples of 50
+#              us or more) to print beside the cost per sample; with
+#              async-profiler, the peer runs once a round too, with
+#              features=stats: the mean time of its stack walk and storing
+#              per sample (its own log), printed beside jalen's.  It is
 #              also "floor", a configuration of the rounds: the same agent
 #              with JALEN_TIME_EMPTY=1, whose handler returns at once, so
 #              its cost per sample is perf's clock and the signal alone,
@@ -92,17 +96,22 @@ one_run() {
         jalen-before) agent=("-agentpath:$BEFORE=mode=cpu,interval=$IV,quiet,out=$out") ;;
         timed) agent=("-agentpath:$TIMED=mode=cpu,interval=$IV,quiet,out=$out") ;;
         async-profiler) agent=("-agentpath:$AP=start,event=cpu,interval=$IV,collapsed,file=$out.collapsed") ;;
+        ap-timed) agent=("-agentpath:$AP=start,event=cpu,interval=$IV,collapsed,file=$out.collapsed,features=stats,loglevel=INFO") ;;
     esac
     env "${envs[@]}" /usr/bin/time -o "$TMP/time" -f '%U %S %M %e' "$JALEN_JAVA" "${JOPTS[@]}" "${agent[@]}" \
-        -cp "$JALEN_CLASSES" FixedWork "$2" "$3" "$4" >/dev/null 2>"$TMP/err" ||
+        -cp "$JALEN_CLASSES" FixedWork "$2" "$3" "$4" >"$TMP/stdout" 2>"$TMP/err" ||
         { echo "bench_jalen_cost: $1 failed: $(tail -3 "$TMP/err")" >&2; return 1; }
     case $1 in
         jalen | jalen-before | timed) n=$(sed -n 's/.*"samples": *\([0-9]*\).*/\1/p' "$out/summary.json") ;;
-        async-profiler) n=$(awk '{ s += $NF } END { print s + 0 }' "$out.collapsed") ;;
+        async-profiler | ap-timed) n=$(awk '{ s += $NF } END { print s + 0 }' "$out.collapsed") ;;
         floor) n=$(sed -n 's/.*"handler_timed_samples": *\([0-9]*\).*/\1/p' "$out/summary.json") ;;
     esac
-    [ "$1" = timed ] && sed -n 's/.*"handler_us_\(median\|p99\)": *\([0-9.]*\).*/\2/p' "$out/summary.json" |
+    [ "$1" = timed ] && sed -n 's/.*"handler_\(us_median\|us_p99\|us_mean\|slow_share\)": *\([0-9.]*\).*/\2/p' "$out/summary.json" |
         paste -sd' ' >>"$TMP/handler"
+    # async-profiler's own figure: its stack walk and the storing of the
+    # trace, a mean (not its whole handler: its entry and perf's ioctls)
+    [ "$1" = ap-timed ] && sed -n 's/.*Collected [0-9]* stacks, avg time = \([0-9]*\) ns.*/\1/p' "$TMP/stdout" "$TMP/err" |
+        head -1 >>"$TMP/ap-handler"
     awk -v n="${n:-0}" '{ printf "%.3f %d %d %.2f\n", $1 + $2, n, $3, $4 }' "$TMP/time"
 }
 
@@ -111,7 +120,7 @@ echo "JVM: $("$JALEN_JAVA" -version 2>&1 | head -1)"
 for shape in ${JALEN_COST_SHAPES:-2x40}; do
     [ "$shape" = none ] && continue # the Jetty leg alone
     th=${shape%x*} dp=${shape#*x}
-    rm -f "$TMP"/res.* "$TMP/handler"
+    rm -f "$TMP"/res.* "$TMP/handler" "$TMP/ap-handler"
     echo
     echo "== $th threads, depth $dp"
     one_run none "$th" "$dp" "$SHORT" >/dev/null || exit 1 # warms the page cache
@@ -127,6 +136,9 @@ for shape in ${JALEN_COST_SHAPES:-2x40}; do
         done
         if [ -n "$TIMED" ]; then
             res=$(one_run timed "$th" "$dp" "$LONG") && printf '  round %d %-15s %7s rounds: cpu %7s s  samples %6s  maxrss %7s KiB  wall %6s s\n' "$r" timed "$LONG" $res
+            if [ -n "$AP" ]; then
+                res=$(one_run ap-timed "$th" "$dp" "$LONG") && printf '  round %d %-15s %7s rounds: cpu %7s s  samples %6s  maxrss %7s KiB  wall %6s s\n' "$r" ap-timed "$LONG" $res
+            fi
         fi
     done
     python3 - "$TMP" "$SHORT" "$LONG" "${CONFIGS[@]}" <<'PY'
@@ -171,9 +183,13 @@ if "async-profiler" in cfgs:
         if v:
             print(f"{c}'s cost per sample over async-profiler's: {ratio(rounds):.2f} ({v[len(v) // 20]:.2f}..{v[-len(v) // 20 - 1]:.2f})")
 if os.path.exists(f"{tmp}/handler"):
-    h = [list(map(float, l.split())) for l in open(f"{tmp}/handler") if len(l.split()) == 2]
+    h = [list(map(float, l.split())) for l in open(f"{tmp}/handler") if len(l.split()) == 4]
     if h:
-        print(f"jalen's handler alone (timing build, long length, {len(h)} runs): median {st.median(x[0] for x in h):.1f} us, p99 {st.median(x[1] for x in h):.1f} us a sample (medians over the runs)")
+        print(f"jalen's handler alone (timing build, long length, {len(h)} runs): mean {st.median(x[2] for x in h):.1f} us, median {st.median(x[0] for x in h):.1f} us, p99 {st.median(x[1] for x in h):.1f} us a sample, {100 * st.median(x[3] for x in h):.0f} % of its time in samples of 50 us or more (medians over the runs)")
+if os.path.exists(f"{tmp}/ap-handler"):
+    a = [float(l) / 1000 for l in open(f"{tmp}/ap-handler") if l.strip()]
+    if a:
+        print(f"async-profiler's stack walk and storing (features=stats, long length, {len(a)} runs): mean {st.median(a):.1f} us a sample (median over the runs; {min(a):.1f}..{max(a):.1f})")
 PY
 done
 

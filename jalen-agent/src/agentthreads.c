@@ -99,7 +99,7 @@ static void JNICALL jl_agent_main(jvmtiEnv *jvmti, JNIEnv *jni, void *arg)
             if (next_window < now)
                 next_window = now + (double)jl_run.o.window_ns * 1e-9;
         } else {
-            jl_drain(0);
+            jl_drain();
         }
         next_drain = now + 0.05;
         pthread_mutex_unlock(&jl_run.prof_lock);

@@ -41,6 +41,7 @@
 
 #define JL_MAX_DEPTH 128   /* frames kept per stack sample */
 #define JL_RING_SLOTS 2048 /* stack samples between two drains */
+#define JL_RING_WORDS (JL_RING_SLOTS / 64) /* words of the ring's bitmaps */
 
 /* ------------------------------------------------------------------ */
 /* Options (options.c)                                                 */
@@ -120,10 +121,7 @@ typedef struct {
 
 typedef void (*jl_asgct_fn)(jl_asgct_trace *, jint, void *);
 
-enum { JL_SLOT_FREE = 0, JL_SLOT_BUSY = 1, JL_SLOT_READY = 2 };
-
 typedef struct jl_slot {
-    atomic_int state;
     pid_t tid;
     int scope;     /* the thread's open scope (jl_sampler_scope), 0: none */
     int n;         /* frames, or the ASGCT error code when <= 0 */
@@ -139,8 +137,11 @@ typedef struct jl_slot {
 
 typedef struct jl_sampler {
     jl_slot *slots;
-    atomic_uint next; /* claim attempts so far; slot = next % JL_RING_SLOTS */
-    unsigned drained; /* agent thread: attempts before it are consumed */
+    /* bit i % 64 of word i / 64: slot i is free (claimable), or ready
+     * (published, not drained yet); a claimed slot being written is in
+     * neither.  The lowest free slot is claimed, so that the few slots
+     * in use between two drains are the same ones every time (sampler.c) */
+    _Atomic uint64_t free_bits[JL_RING_WORDS], ready_bits[JL_RING_WORDS];
     atomic_ulong taken;
     atomic_ulong dropped;
     atomic_int on;
@@ -191,12 +192,9 @@ const char *jl_sampler_clock(char *why, size_t len);
  * ready for the agent thread.  Async-signal-safe. */
 jl_slot *jl_slot_claim(void);
 void jl_slot_publish(jl_slot *s);
-/* Calls fn on every ready slot and frees it.  Agent thread only.  full=0
- * looks only at the slots claimed since the last drain (a few per 50 ms,
- * where the whole ring is 2048 cache lines 2 KiB apart); full=1, at each
- * window's end and at exit, also finds a sample whose claim raced the
- * previous drain. */
-void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user, int full);
+/* Calls fn on every ready slot and frees it.  Agent thread only.  A slot
+ * still being written is left for the next drain. */
+void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user);
 /* The open scope of thread tid that its samples carry (jl_slot.scope):
  * set by scope.c at each enter and exit (code 0: none), read by the
  * handler and the mode=jvmti sampler (0: none or unknown).
@@ -729,8 +727,8 @@ void jl_java_threads_clear(JNIEnv *jni);
 /* ------------------------------------------------------------------ */
 
 /* Agent thread (profile lock held): the ring drained into the window's
- * samples; full as jl_sampler_drain's. */
-void jl_drain(int full);
+ * samples. */
+void jl_drain(void);
 /* Profile lock held: closes the window that began at the last one (the
  * tick, the samples, the bytes, the scopes, the files; final: the last
  * window, complete=true). */

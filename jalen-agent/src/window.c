@@ -92,11 +92,11 @@ fail:
     jl_drain_dropped++;
 }
 
-void jl_drain(int full)
+void jl_drain(void)
 {
     if (jl_run.o.mode == JL_MODE_CPU)
         jl_unwind_refresh();
-    jl_sampler_drain(jl_on_slot, NULL, full);
+    jl_sampler_drain(jl_on_slot, NULL);
 }
 
 typedef struct jl_netw {
@@ -433,7 +433,7 @@ void jl_process_window(int final)
     jl_last_window_s = now;
     double dcpu, dnic;
     int rc = jl_window_power(now, interval, &dcpu, &dnic);
-    jl_drain(1);
+    jl_drain();
     pthread_mutex_lock(&jl_thr.lock);
     jl_window_threads(rc);
     jl_window_count();

@@ -440,6 +440,42 @@ static size_t jl_agent_memory(void)
     return b + jl_net_memory() + jl_unwind_memory() + jl_scopes_memory();
 }
 
+#ifdef JL_TIME_HANDLER
+/* A timing build's figures of the handler (bench_jalen_cost.sh): its
+ * samples and time, quartiles, median and p99 of its time per sample, the
+ * mean, and the share of its time in samples of 50 us or more (its tail). */
+static void jl_write_handler_times(FILE *f)
+{
+    fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
+            atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
+    /* quartiles, then the median and p99 alone (bench_jalen_cost.sh) */
+    unsigned long n = atomic_load(&jl_smp.t_n), c = 0;
+    const unsigned long per100[4] = {25, 50, 75, 99};
+    int q[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 512; i++) {
+        c += atomic_load(&jl_smp.t_hist[i]);
+        for (int k = 0; k < 4; k++)
+            if (q[k] < 0 && c * 100 >= n * per100[k])
+                q[k] = i;
+    }
+    fprintf(f, "  \"handler_us_quartiles\": [%.1f, %.1f, %.1f],\n", q[0] * 0.5 + 0.25,
+            q[1] * 0.5 + 0.25, q[2] * 0.5 + 0.25);
+    fprintf(f, "  \"handler_us_median\": %.1f,\n  \"handler_us_p99\": %.1f,\n", q[1] * 0.5 + 0.25,
+            q[3] * 0.5 + 0.25);
+    /* the share of the handler's time in samples of 50 us or more:
+     * its tail (bench_jalen_cost.sh) */
+    double slow = 0, all = 0;
+    for (int i = 0; i < 512; i++) {
+        double t = (double)atomic_load(&jl_smp.t_hist[i]) * (i * 0.5 + 0.25);
+        all += t;
+        slow += i >= 100 ? t : 0;
+    }
+    fprintf(f, "  \"handler_us_mean\": %.1f,\n  \"handler_slow_share\": %.3f,\n",
+            n ? (double)atomic_load(&jl_smp.t_total_ns) / (double)n / 1000.0 : 0.0,
+            all > 0 ? slow / all : 0.0);
+}
+#endif
+
 static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
 {
     pc_out o;
@@ -499,24 +535,7 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
     jl_why_write(f, 1);
     fputs(",\n", f);
 #ifdef JL_TIME_HANDLER
-    fprintf(f, "  \"handler_timed_samples\": %lu,\n  \"handler_ns_total\": %lu,\n",
-            atomic_load(&jl_smp.t_n), atomic_load(&jl_smp.t_total_ns));
-    {
-        /* quartiles, then the median and p99 alone (bench_jalen_cost.sh) */
-        unsigned long n = atomic_load(&jl_smp.t_n), c = 0;
-        const unsigned long per100[4] = {25, 50, 75, 99};
-        int q[4] = {-1, -1, -1, -1};
-        for (int i = 0; i < 512; i++) {
-            c += atomic_load(&jl_smp.t_hist[i]);
-            for (int k = 0; k < 4; k++)
-                if (q[k] < 0 && c * 100 >= n * per100[k])
-                    q[k] = i;
-        }
-        fprintf(f, "  \"handler_us_quartiles\": [%.1f, %.1f, %.1f],\n", q[0] * 0.5 + 0.25,
-                q[1] * 0.5 + 0.25, q[2] * 0.5 + 0.25);
-        fprintf(f, "  \"handler_us_median\": %.1f,\n  \"handler_us_p99\": %.1f,\n",
-                q[1] * 0.5 + 0.25, q[3] * 0.5 + 0.25);
-    }
+    jl_write_handler_times(f);
 #endif
     fprintf(f, "  \"mode\": \"%s\",\n", opt->mode == JL_MODE_CPU ? "cpu" : "jvmti");
     fprintf(f, "  \"interval_s\": %.6f,\n", (double)opt->interval_ns * 1e-9);
