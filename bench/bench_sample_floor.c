@@ -67,7 +67,7 @@ static long iters;
 static long interval_ns;
 static unsigned char *ring;
 static _Atomic unsigned long signals, cold_next;
-static _Atomic unsigned long counted; /* perf-nosig: the clock's overflows */
+static _Atomic unsigned long counted;            /* perf-nosig: the clock's overflows */
 static _Atomic uint64_t hot_free = ~UINT64_C(0); /* HOT_SLOTS bits */
 
 static void on_sigprof(int sig, siginfo_t *si, void *uc)
@@ -232,7 +232,8 @@ int main(int argc, char **argv)
     sigaction(SIGPROF, &sa, NULL);
     int fd = perf_open((pid_t)syscall(SYS_gettid), 0);
     if (fd < 0) {
-        fprintf(stderr, "bench_sample_floor: perf_event_open: %s (perf_event_paranoid <= 2 needed)\n",
+        fprintf(stderr,
+                "bench_sample_floor: perf_event_open: %s (perf_event_paranoid <= 2 needed)\n",
                 strerror(-fd));
         return 1;
     }
@@ -249,9 +250,7 @@ int main(int argc, char **argv)
             samples[c][r] = (double)n;
         }
         for (int c = 1; c < C_N; c++)
-            cost[c][r] = samples[c][r] > 0
-                             ? (cpu[c][r] - cpu[C_NONE][r]) / samples[c][r] * 1e6
-                             : 0;
+            cost[c][r] = samples[c][r] > 0 ? (cpu[c][r] - cpu[C_NONE][r]) / samples[c][r] * 1e6 : 0;
         printf("  round %2d:", r + 1);
         for (int c = 0; c < C_N; c++)
             printf(" %s %.3f s", cfg_name[c], cpu[c][r]);
@@ -268,8 +267,8 @@ int main(int argc, char **argv)
         qsort(tmp, (size_t)rounds, sizeof(double), pa_bench_cmp_double);
         double ns[3];
         median_interval(samples[c], rounds, ns);
-        printf("%-11s %12.1f (%6.1f..%6.1f) %6.1f..%-6.1f %16.0f\n", cfg_name[c], m[0], m[1],
-               m[2], tmp[0], tmp[rounds - 1], ns[0]);
+        printf("%-11s %12.1f (%6.1f..%6.1f) %6.1f..%-6.1f %16.0f\n", cfg_name[c], m[0], m[1], m[2],
+               tmp[0], tmp[rounds - 1], ns[0]);
     }
     return 0;
 }

@@ -39,8 +39,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define JL_MAX_DEPTH 128   /* frames kept per stack sample */
-#define JL_RING_SLOTS 2048 /* stack samples between two drains */
+#define JL_MAX_DEPTH 128                   /* frames kept per stack sample */
+#define JL_RING_SLOTS 2048                 /* stack samples between two drains */
 #define JL_RING_WORDS (JL_RING_SLOTS / 64) /* words of the ring's bitmaps */
 
 /* ------------------------------------------------------------------ */

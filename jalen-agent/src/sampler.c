@@ -70,8 +70,8 @@ jl_slot *jl_slot_claim(void)
         while (v) {
             int b = __builtin_ctzll(v);
             if (atomic_compare_exchange_weak_explicit(&jl_smp.free_bits[w], &v,
-                                                      v & ~(UINT64_C(1) << b),
-                                                      memory_order_acquire, memory_order_relaxed))
+                                                      v & ~(UINT64_C(1) << b), memory_order_acquire,
+                                                      memory_order_relaxed))
                 return &jl_smp.slots[w * 64 + b];
         }
     }
