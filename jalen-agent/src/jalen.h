@@ -52,6 +52,10 @@ enum { JL_MODE_CPU = 0, JL_MODE_JVMTI = 1 };
  * also samples the thread's time in the kernel, where the JVM may open it
  * with kernel samples; else POSIX timers on each thread's CPU-time clock */
 enum { JL_CLOCK_AUTO = 0, JL_CLOCK_PERF = 1, JL_CLOCK_TIMER = 2 };
+/* the signal of perf's clock (sampler.c): SIGTRAP sent by the event itself
+ * (perf_event_attr.sigtrap, Linux 5.13), where the kernel has it, else
+ * SIGPROF through the file's owner; the timers always send SIGPROF */
+enum { JL_SIG_AUTO = 0, JL_SIG_TRAP = 1, JL_SIG_PROF = 2 };
 enum {
     JL_FMT_CSV = 1u << 0,
     JL_FMT_COLLAPSED = 1u << 1,
@@ -69,6 +73,7 @@ typedef struct jl_opts {
     size_t nfilters;
     int mode;      /* JL_MODE_* */
     int clock;     /* JL_CLOCK_* (mode=cpu) */
+    int signal;    /* JL_SIG_* (perf's clock) */
     int net;       /* count socket bytes */
     char *sensors; /* "+"-joined module names to enable, or NULL */
     char *formula; /* "+"-joined formulas (bring their sensors) */
@@ -163,14 +168,19 @@ typedef struct jl_sampler {
     uint64_t interval_ns;
     int interval_us;
     int clock;                    /* JL_CLOCK_* asked for */
+    int signal;                   /* JL_SIG_* asked for */
+    atomic_int trap_refused;      /* the kernel refused perf's SIGTRAP (its errno) */
     atomic_int perf_errno;        /* why perf's clock was not used (0: it was) */
     atomic_ulong n_perf, n_timer; /* clocks started of each kind */
+    atomic_ulong n_trap;          /* of the perf clocks, those sending SIGTRAP */
 } jl_sampler;
 
 extern jl_sampler jl_smp;
 
-int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char *err,
-                    size_t errlen);
+/* Sets the sampler up for a run of options o: the ring, the handlers,
+ * AsyncGetCallTrace (-ENOSYS without it); clock=perf or signal=trap that
+ * the kernel refuses, -errno with err said. */
+int jl_sampler_init(JavaVM *vm, const jl_opts *o, char *err, size_t errlen);
 /* Creates a CPU-time timer for thread tid (0: the calling thread). */
 /* A thread's sample clock: a perf event (fd >= 0) or a POSIX timer. */
 typedef struct jl_timer {
@@ -188,6 +198,10 @@ void jl_sampler_timer_delete(jl_timer t);
  * "thread-cpu-timer", or both ("perf-cpu-clock+thread-cpu-timer"), with
  * the reason perf was not used (empty when it was). */
 const char *jl_sampler_clock(char *why, size_t len);
+/* The signal perf's clocks send, for summary.json: "SIGTRAP", "SIGPROF",
+ * "SIGTRAP+SIGPROF", or "" (no perf clock), with why SIGTRAP was not used
+ * (empty when it was or was not asked for). */
+const char *jl_sampler_signal(char *why, size_t len);
 /* Claims a slot, or NULL (and counts a drop).  jl_slot_publish marks it
  * ready for the agent thread.  Async-signal-safe. */
 jl_slot *jl_slot_claim(void);

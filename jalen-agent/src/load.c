@@ -197,7 +197,7 @@ int jl_agent_load(JavaVM *vm, const char *options, int live, char *err, size_t e
     jl_scopes_init(jl_run.o.scopes, jl_run.o.quiet);
     jl_push_start(&jl_run.o); /* a failure is said and the run goes on */
     jl_prof.source.carbon_g_per_kwh = jl_run.o.carbon_g_per_kwh; /* the writers' grams */
-    rc = jl_sampler_init(vm, jl_run.o.interval_ns, jl_run.o.mode, jl_run.o.clock, err, errlen);
+    rc = jl_sampler_init(vm, &jl_run.o, err, errlen);
     if (rc == -ENOSYS) {
         /* a JVM without AsyncGetCallTrace: the JVMTI mode still works */
         fprintf(stderr, "jalen: %s; falling back to mode=jvmti\n", err);

@@ -15,10 +15,10 @@
 #include "scopetab.h" /* PA__SCOPE_NAMES_LIMIT */
 
 static const char *const jl_keys[] = {
-    "interval",   "window",       "out",        "format",           "filter", "mode",  "net",
-    "sensors",    "formula",      "disable",    "procfs",           "sysfs",  "quiet", "fail",
-    "top",        "calibration",  "clock",      "carbon-intensity", "scopes", "scope", "push",
-    "push-every", "service-name", "push-spool", "push-label",       "trace",  NULL,
+    "interval",   "window",       "out",        "format",           "filter", "mode",   "net",
+    "sensors",    "formula",      "disable",    "procfs",           "sysfs",  "quiet",  "fail",
+    "top",        "calibration",  "clock",      "carbon-intensity", "scopes", "scope",  "push",
+    "push-every", "service-name", "push-spool", "push-label",       "trace",  "signal", NULL,
 };
 
 static char *jl_expand_pid(const char *s, pid_t pid)
@@ -122,6 +122,9 @@ static const struct {
     {"clock", "auto", offsetof(jl_opts, clock), JL_CLOCK_AUTO},
     {"clock", "perf", offsetof(jl_opts, clock), JL_CLOCK_PERF},
     {"clock", "timer", offsetof(jl_opts, clock), JL_CLOCK_TIMER},
+    {"signal", "auto", offsetof(jl_opts, signal), JL_SIG_AUTO},
+    {"signal", "trap", offsetof(jl_opts, signal), JL_SIG_TRAP},
+    {"signal", "prof", offsetof(jl_opts, signal), JL_SIG_PROF},
     {"net", "on", offsetof(jl_opts, net), 1},
     {"net", "1", offsetof(jl_opts, net), 1},
     {"net", "off", offsetof(jl_opts, net), 0},

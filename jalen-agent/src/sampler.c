@@ -6,7 +6,9 @@
  * every `interval` of its CPU time, so samples fall in proportion to CPU
  * time, with no safepoint bias: perf's cpu-clock event opened on the
  * thread (an hrtimer that runs while the thread runs, in user and kernel
- * mode alike; its overflow signals the thread through F_SETOWN_EX), or,
+ * mode alike; its overflow sends the thread SIGTRAP itself, on the way
+ * back to user mode (perf_event_attr.sigtrap), or, on a kernel before
+ * 5.13 or with signal=prof, SIGPROF through F_SETOWN_EX), or,
  * where the kernel refuses kernel samples to this process, a POSIX timer
  * on the thread's CPU-time clock (SIGEV_THREAD_ID).  The timer's expiry is
  * only seen at a scheduler tick that finds the thread running: at most
@@ -228,12 +230,89 @@ out:
     errno = saved;
 }
 
-static int jl_perf_open(pid_t tid);
+static int jl_perf_open(pid_t tid, int trap);
 
-int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char *err, size_t errlen)
+#ifndef TRAP_PERF
+#define TRAP_PERF 6 /* <asm-generic/siginfo.h>: a perf event with sigtrap */
+#endif
+/* sig_data of jalen's perf events, which their SIGTRAP carries */
+#define JL_TRAP_DATA 0x6a616c656eul /* "jalen" */
+
+/* siginfo's si_perf_data (the event's sig_data), which glibc 2.36 does not
+ * name: the word after si_addr in the fault fields (<asm-generic/
+ * siginfo.h>, the same on every 64-bit architecture). */
+static unsigned long jl_si_perf_data(const siginfo_t *si)
 {
+    unsigned long d;
+    memcpy(&d, (const char *)&si->si_addr + sizeof(void *), sizeof(d));
+    return d;
+}
+
+static struct sigaction jl_old_trap; /* SIGTRAP's action before ours */
+static int jl_trap_installed;
+
+/* A sample from perf's clock; any other SIGTRAP (a breakpoint, kill, a
+ * perf event not ours) goes to the action that was there before. */
+static void jl_on_sigtrap(int sig, siginfo_t *si, void *uc)
+{
+    if (si && si->si_code == TRAP_PERF && jl_si_perf_data(si) == JL_TRAP_DATA) {
+        jl_on_sigprof(sig, si, uc);
+        return;
+    }
+    if (jl_old_trap.sa_flags & SA_SIGINFO) {
+        if (jl_old_trap.sa_sigaction)
+            jl_old_trap.sa_sigaction(sig, si, uc);
+    } else if (jl_old_trap.sa_handler == SIG_DFL) {
+        /* blocked until this handler returns, then the default action */
+        sigaction(SIGTRAP, &jl_old_trap, NULL);
+        raise(SIGTRAP);
+    } else if (jl_old_trap.sa_handler != SIG_IGN) {
+        jl_old_trap.sa_handler(sig);
+    }
+}
+
+/* SIGTRAP's handler, unless signal=prof; signal=trap that the kernel
+ * refuses is an error now rather than threads without a clock. */
+static int jl_sigtrap_init(char *err, size_t errlen)
+{
+    if (jl_smp.signal == JL_SIG_PROF)
+        return 0;
+    if (jl_smp.signal == JL_SIG_TRAP) {
+        int fd = jl_perf_open(jl_gettid(), 1);
+        if (fd < 0) {
+            snprintf(err, errlen,
+                     "signal=trap: perf_event_open with sigtrap: %s (Linux 5.13 or later; "
+                     "signal=auto falls back to SIGPROF)",
+                     strerror(-fd));
+            return fd;
+        }
+        close(fd);
+    }
+    if (jl_trap_installed)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = jl_on_sigtrap;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTRAP, &sa, &jl_old_trap) < 0) {
+        snprintf(err, errlen, "cannot install the SIGTRAP handler: %s", strerror(errno));
+        return -errno;
+    }
+    jl_trap_installed = 1;
+    return 0;
+}
+static int jl_sigtrap_init(char *err, size_t errlen);
+
+int jl_sampler_init(JavaVM *vm, const jl_opts *o, char *err, size_t errlen)
+{
+    uint64_t interval_ns = o->interval_ns;
+    int mode = o->mode, clock = o->clock;
     jl_smp.vm = vm;
     jl_smp.clock = clock;
+    jl_smp.signal = clock == JL_CLOCK_TIMER ? JL_SIG_PROF : o->signal;
+    atomic_store(&jl_smp.trap_refused, 0);
+    atomic_store(&jl_smp.n_trap, 0);
     jl_smp.interval_ns = interval_ns;
     jl_smp.interval_us = (int)(interval_ns / 1000 ? interval_ns / 1000 : 1);
     /* a new run in the same JVM keeps the ring (drained at the end of the
@@ -275,7 +354,7 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
     if (clock == JL_CLOCK_PERF) {
         /* asked for by name: refused now, in one line, rather than
          * threads left without a clock */
-        int fd = jl_perf_open(jl_gettid());
+        int fd = jl_perf_open(jl_gettid(), 0);
         if (fd < 0) {
             snprintf(err, errlen,
                      "clock=perf: perf_event_open: %s (kernel samples need root, CAP_PERFMON "
@@ -294,13 +373,14 @@ int jl_sampler_init(JavaVM *vm, uint64_t interval_ns, int mode, int clock, char 
         snprintf(err, errlen, "cannot install the SIGPROF handler: %s", strerror(errno));
         return -errno;
     }
-    return 0;
+    return jl_sigtrap_init(err, errlen);
 }
 
-/* perf's cpu-clock event on thread tid, disabled; -errno when the kernel
- * refuses it (kernel samples need root, CAP_PERFMON or
- * perf_event_paranoid <= 1). */
-static int jl_perf_open(pid_t tid)
+/* perf's cpu-clock event on thread tid, disabled, sending SIGTRAP at each
+ * overflow when trap (jl_on_sigtrap tells it by JL_TRAP_DATA); -errno when
+ * the kernel refuses it (kernel samples need root, CAP_PERFMON or
+ * perf_event_paranoid <= 1; SIGTRAP, Linux 5.13). */
+static int jl_perf_open(pid_t tid, int trap)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof(a));
@@ -310,15 +390,36 @@ static int jl_perf_open(pid_t tid)
     a.sample_period = jl_smp.interval_ns;
     a.disabled = 1;
     a.exclude_hv = 1; /* kernel time is the point: exclude_kernel stays 0 */
+    if (trap) {
+        a.sigtrap = 1;
+        a.remove_on_exec = 1; /* the kernel's condition for sigtrap */
+        a.sig_data = JL_TRAP_DATA;
+    }
     int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }
 
-/* The event of jl_perf_open, signalling thread tid with SIGPROF at each
- * overflow, enabled. */
+/* The event of jl_perf_open, signalling thread tid at each overflow,
+ * enabled: with SIGTRAP unless signal=prof or the kernel refused it once,
+ * else with SIGPROF. */
 static int jl_perf_clock(pid_t tid)
 {
-    int fd = jl_perf_open(tid);
+    if (jl_smp.signal != JL_SIG_PROF && !atomic_load(&jl_smp.trap_refused)) {
+        int fd = jl_perf_open(tid, 1);
+        if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) {
+            atomic_fetch_add(&jl_smp.n_trap, 1);
+            return fd;
+        }
+        int e = fd < 0 ? -fd : errno;
+        if (fd >= 0)
+            close(fd);
+        /* a kernel without sigtrap says EINVAL; anything else is the
+         * clock's own refusal, which SIGPROF would meet too */
+        if (e != EINVAL || jl_smp.signal == JL_SIG_TRAP)
+            return -e;
+        atomic_store(&jl_smp.trap_refused, e);
+    }
+    int fd = jl_perf_open(tid, 0);
     if (fd < 0)
         return fd;
     struct f_owner_ex own = {.type = F_OWNER_TID, .pid = tid};
@@ -411,6 +512,21 @@ const char *jl_sampler_clock(char *why, size_t len)
     if (p && t)
         return "perf-cpu-clock+thread-cpu-timer";
     return p ? "perf-cpu-clock" : "thread-cpu-timer";
+}
+
+const char *jl_sampler_signal(char *why, size_t len)
+{
+    unsigned long perf = atomic_load(&jl_smp.n_perf), trap = atomic_load(&jl_smp.n_trap);
+    int e = atomic_load(&jl_smp.trap_refused);
+    why[0] = '\0';
+    if (e)
+        snprintf(why, len, "perf_event_open refused sigtrap: %s (Linux 5.13 or later)",
+                 strerror(e));
+    else if (jl_smp.signal == JL_SIG_PROF && perf)
+        snprintf(why, len, "signal=prof");
+    if (!perf)
+        return "";
+    return trap == perf ? "SIGTRAP" : trap ? "SIGTRAP+SIGPROF" : "SIGPROF";
 }
 
 void jl_sampler_drain(void (*fn)(const jl_slot *, void *), void *user)

@@ -522,6 +522,10 @@ static int jl_write_summary(const char *dir, const jl_opts *opt, int final)
         fprintf(f, "  \"clock\": \"%s\",\n  \"clock_note\": ", clk);
         pa__json_write(f, why);
         fprintf(f, ",\n");
+        const char *sig = jl_sampler_signal(why, sizeof(why));
+        fprintf(f, "  \"signal\": \"%s\",\n  \"signal_note\": ", sig);
+        pa__json_write(f, why);
+        fprintf(f, ",\n");
     }
     /* mode=cpu: walks AsyncGetCallTrace gave up on, and those recovered */
     fprintf(f,

@@ -2,8 +2,8 @@
  * test_jalen_hostile.c - the agent under hostile conditions (real JVMs):
  * thousands of short-lived threads, class unloading, System.exit while
  * sampling, SIGTERM mid-window, SIGKILL (last complete window stays), bad
- * options (the JVM runs on unprofiled after one stderr line); the
- * benchmark's pause hook.
+ * options (the JVM runs on unprofiled after one stderr line); a SIGTRAP
+ * not from the agent's clocks; the benchmark's pause hook.
  */
 #include <check.h>
 #include <math.h>
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +175,34 @@ START_TEST(sigkill_keeps_last_window)
 }
 END_TEST
 
+/* perf's clocks send SIGTRAP (signal=auto on Linux 5.13 on): a SIGTRAP
+ * that is not theirs (kill -TRAP here; a breakpoint alike) still has the
+ * action it had without the agent, the JVM's default: it dies of it, its
+ * samples taken until then. */
+START_TEST(foreign_sigtrap_keeps_its_action)
+{
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* the default action dumps core */
+    pid_t pid;
+    char *dir = start_forever(NULL, &pid);
+    usleep(1200000);
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/out/summary.json", dir);
+    char *s = jt_read(p);
+    ck_assert_msg(s, "no summary.json after 2 windows");
+    if (!strstr(s, "\"signal\": \"SIGTRAP\""))
+        fprintf(stderr, "note: the clocks send no SIGTRAP here (%.80s)\n", strstr(s, "\"signal\""));
+    ck_assert_msg(jt_json_num(s, "samples") > 0, "no sample before the SIGTRAP");
+    free(s);
+    kill(pid, SIGTRAP);
+    int st = jt_wait(pid, 30);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTRAP,
+                  "a JVM sent SIGTRAP ended with status %d, not by the signal", st);
+    jt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(bad_option_runs_unprofiled)
 {
     char *dir = jt_tmpdir();
@@ -204,11 +233,13 @@ START_TEST(bad_option_runs_unprofiled)
     free(err);
 
     /* a duration without a unit (issue 31: 5 was taken as 5 s) and a bad
-     * clock: one line each naming the forms, fail=abort stops the JVM */
+     * clock or signal: one line each naming the forms, fail=abort stops
+     * the JVM */
     const char *bad[][2] = {{"interval=5", "jalen: bad value '5' for 'interval': no unit"},
                             {"window=2", "jalen: bad value '2' for 'window': no unit"},
-                            {"clock=tsc", "jalen: bad value 'tsc' for 'clock'"}};
-    for (int i = 0; i < 3; i++) {
+                            {"clock=tsc", "jalen: bad value 'tsc' for 'clock'"},
+                            {"signal=usr1", "jalen: bad value 'usr1' for 'signal'"}};
+    for (int i = 0; i < 4; i++) {
         snprintf(opts, sizeof(opts), "out=%s/out,%s,fail=abort", dir, bad[i][0]);
         pid = jt_spawn(opts, JALEN_CLASSES, args, NULL, errf);
         st = jt_wait(pid, 60);
@@ -366,6 +397,7 @@ int main(void)
     tcase_add_test(tc, sigterm_mid_window);
     tcase_add_test(tc, sigint_mid_window);
     tcase_add_test(tc, sigkill_keeps_last_window);
+    tcase_add_test(tc, foreign_sigtrap_keeps_its_action);
     tcase_add_test(tc, bad_option_runs_unprofiled);
     tcase_add_test(tc, formula_brings_its_sensors);
     tcase_add_test(tc, bench_pause_file);

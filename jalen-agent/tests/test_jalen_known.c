@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "jtest.h"
@@ -344,25 +345,39 @@ END_TEST
 /* mode=cpu's clock: as root, perf's cpu-clock, which honours a 1 ms
  * interval (a thread busy for 2 s gets about 2000 samples; the POSIX
  * timers' expiry is seen only at scheduler ticks, 250 a second on a
- * HZ=250 kernel); clock=timer says so in summary.json. */
+ * HZ=250 kernel); clock=timer says so in summary.json.  perf's clock sends
+ * SIGTRAP where the kernel has sigtrap (5.13 on), SIGPROF with
+ * signal=prof, each at the same rate. */
 START_TEST(clock_rate)
 {
     const char *args[] = {"Recovery", "time", "2", "1.5", NULL};
     char p[4200];
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) == 0)
+        sscanf(u.release, "%d.%d", &major, &minor);
+    int trap = major > 5 || (major == 5 && minor >= 13);
     struct {
-        const char *opts, *clock, *note;
-    } runs[] = {{"interval=1ms", "\"clock\": \"perf-cpu-clock\"", "\"clock_note\": \"\""},
+        const char *opts, *clock, *note, *signal;
+    } runs[] = {{"interval=1ms", "\"clock\": \"perf-cpu-clock\"", "\"clock_note\": \"\"",
+                 trap ? "\"signal\": \"SIGTRAP\"" : "\"signal\": \"SIGPROF\""},
+                {"interval=1ms,signal=prof", "\"clock\": \"perf-cpu-clock\"",
+                 "\"clock_note\": \"\"", "\"signal_note\": \"signal=prof\""},
                 {"interval=1ms,clock=timer", "\"clock\": \"thread-cpu-timer\"",
-                 "\"clock_note\": \"clock=timer\""}};
-    for (int i = 0; i < 2; i++) {
-        if (i == 0 && geteuid() != 0) {
+                 "\"clock_note\": \"clock=timer\"", "\"signal\": \"\""}};
+    for (int i = 0; i < 3; i++) {
+        if (i < 2 && geteuid() != 0) {
             fprintf(stderr, "SKIP: perf's clock with kernel samples needs root here\n");
             continue;
         }
         char *dir = jt_tmpdir();
         char *sum = jt_run_quiet(dir, runs[i].opts, args, 100);
-        ck_assert_msg(strstr(sum, runs[i].clock) && strstr(sum, runs[i].note),
-                      "%s: summary.json lacks %s / %s", runs[i].opts, runs[i].clock, runs[i].note);
+        ck_assert_msg(strstr(sum, runs[i].clock) && strstr(sum, runs[i].note) &&
+                          strstr(sum, runs[i].signal),
+                      "%s: summary.json lacks %s / %s / %s", runs[i].opts, runs[i].clock,
+                      runs[i].note, runs[i].signal);
+        if (i == 1)
+            ck_assert_msg(strstr(sum, "\"signal\": \"SIGPROF\""), "signal=prof: %s", sum);
         jt_csv th;
         snprintf(p, sizeof(p), "%s/out/threads.csv", dir);
         ck_assert_int_eq(jt_csv_load(p, &th), 0);
@@ -371,9 +386,9 @@ START_TEST(clock_rate)
         double cpu = jt_num(t, 2), samples = jt_json_num(sum, "samples");
         fprintf(stderr, "[clock] %s: %.0f samples for %.3f s of the busy thread's CPU\n",
                 runs[i].opts, samples, cpu);
-        if (i == 0)
-            ck_assert_msg(samples >= 800 * cpu, "%.0f samples for %.3f CPU-s at 1 ms", samples,
-                          cpu);
+        if (i < 2)
+            ck_assert_msg(samples >= 800 * cpu, "%s: %.0f samples for %.3f CPU-s at 1 ms",
+                          runs[i].opts, samples, cpu);
         else
             ck_assert_msg(samples > 0, "no sample with clock=timer");
         jt_csv_free(&th);
