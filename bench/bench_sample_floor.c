@@ -9,7 +9,10 @@
  *   none        no clock;
  *   perf        perf's cpu-clock opened on each thread, its overflow
  *               signalling that thread (F_SETOWN_EX, SIGPROF), an empty
- *               handler: what jalen and async-profiler sample with;
+ *               handler: what async-profiler samples with (and jalen with
+ *               signal=prof);
+ *   perf-trap   the same clock sending SIGTRAP itself (sigtrap, Linux
+ *               5.13): what jalen samples with;
  *   perf-nosig  the same clock with no signal: its interrupt alone;
  *   timer       a POSIX timer on each thread's CPU clock (SIGEV_THREAD_ID),
  *               which the kernel checks at its tick (at most CONFIG_HZ
@@ -52,8 +55,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { C_NONE, C_PERF, C_PERF_NOSIG, C_TIMER, C_PERF_COLD, C_PERF_HOT, C_N };
-static const char *const cfg_name[C_N] = {"none",  "perf",      "perf-nosig",
+enum { C_NONE, C_PERF, C_PERF_TRAP, C_PERF_NOSIG, C_TIMER, C_PERF_COLD, C_PERF_HOT, C_N };
+static const char *const cfg_name[C_N] = {"none",  "perf",      "perf-trap", "perf-nosig",
                                           "timer", "perf-cold", "perf-hot"};
 
 #define THREADS 2
@@ -92,6 +95,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     }
 }
 
+/* with_signal: 0 none, 1 SIGPROF through the file's owner, 2 SIGTRAP */
 static int perf_open(pid_t tid, int with_signal)
 {
     struct perf_event_attr a;
@@ -102,6 +106,10 @@ static int perf_open(pid_t tid, int with_signal)
     a.sample_period = (uint64_t)interval_ns;
     a.wakeup_events = 1;
     a.disabled = 1;
+    if (with_signal == 2) {
+        a.sigtrap = 1;
+        a.remove_on_exec = 1;
+    }
     /* user and kernel time, as jalen's clock; user time alone where
      * perf_event_paranoid refuses kernel samples to this process */
     int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -112,8 +120,8 @@ static int perf_open(pid_t tid, int with_signal)
     if (fd < 0)
         return -errno;
     struct f_owner_ex own = {F_OWNER_TID, tid};
-    if (with_signal && (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
-                        fcntl(fd, F_SETOWN_EX, &own) < 0)) {
+    if (with_signal == 1 && (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
+                             fcntl(fd, F_SETOWN_EX, &own) < 0)) {
         close(fd);
         return -errno;
     }
@@ -129,6 +137,8 @@ static void *burn(void *arg)
     timer_t tm;
     if (cfg == C_PERF || cfg == C_PERF_COLD || cfg == C_PERF_HOT || cfg == C_PERF_NOSIG)
         fd = perf_open(tid, cfg != C_PERF_NOSIG);
+    if (cfg == C_PERF_TRAP)
+        fd = perf_open(tid, 2);
     if (cfg == C_TIMER) {
         struct sigevent se;
         memset(&se, 0, sizeof(se));
@@ -230,6 +240,7 @@ int main(int argc, char **argv)
     sa.sa_sigaction = on_sigprof;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigaction(SIGPROF, &sa, NULL);
+    sigaction(SIGTRAP, &sa, NULL);
     int fd = perf_open((pid_t)syscall(SYS_gettid), 0);
     if (fd < 0) {
         fprintf(stderr,
