@@ -271,34 +271,55 @@ static void jl_on_sigtrap(int sig, siginfo_t *si, void *uc)
     }
 }
 
+/* Opens and closes perf's clock on this thread (trap: with sigtrap), so
+ * that an option asking for it by name is refused now, in one line
+ * ("WHAT: the error (HINT)"), rather than threads left without a clock. */
+static int jl_perf_probe(int trap, const char *what, const char *hint, char *err, size_t errlen)
+{
+    int fd = jl_perf_open(jl_gettid(), trap);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s (%s)", what, strerror(-fd), hint);
+        return fd;
+    }
+    close(fd);
+    return 0;
+}
+
+/* fn as sig's handler (SA_SIGINFO, SA_RESTART, nothing else blocked);
+ * old, when not NULL, gets the action it replaces. */
+static int jl_handler_install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old,
+                              char *err, size_t errlen)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = fn;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, old) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot install the %s handler: %s",
+                 sig == SIGTRAP ? "SIGTRAP" : "SIGPROF", strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
 /* SIGTRAP's handler, unless signal=prof; signal=trap that the kernel
  * refuses is an error now rather than threads without a clock. */
 static int jl_sigtrap_init(char *err, size_t errlen)
 {
     if (jl_smp.signal == JL_SIG_PROF)
         return 0;
-    if (jl_smp.signal == JL_SIG_TRAP) {
-        int fd = jl_perf_open(jl_gettid(), 1);
-        if (fd < 0) {
-            snprintf(err, errlen,
-                     "signal=trap: perf_event_open with sigtrap: %s (Linux 5.13 or later; "
-                     "signal=auto falls back to SIGPROF)",
-                     strerror(-fd));
-            return fd;
-        }
-        close(fd);
-    }
+    int rc;
+    if (jl_smp.signal == JL_SIG_TRAP &&
+        (rc = jl_perf_probe(1, "signal=trap: perf_event_open with sigtrap",
+                            "Linux 5.13 or later; signal=auto falls back to SIGPROF", err,
+                            errlen)) < 0)
+        return rc;
     if (jl_trap_installed)
         return 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = jl_on_sigtrap;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGTRAP, &sa, &jl_old_trap) < 0) {
-        snprintf(err, errlen, "cannot install the SIGTRAP handler: %s", strerror(errno));
-        return -errno;
-    }
+    if ((rc = jl_handler_install(SIGTRAP, jl_on_sigtrap, &jl_old_trap, err, errlen)) < 0)
+        return rc;
     jl_trap_installed = 1;
     return 0;
 }
@@ -351,28 +372,15 @@ int jl_sampler_init(JavaVM *vm, const jl_opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "AsyncGetCallTrace not found in this JVM");
         return -ENOSYS;
     }
-    if (clock == JL_CLOCK_PERF) {
-        /* asked for by name: refused now, in one line, rather than
-         * threads left without a clock */
-        int fd = jl_perf_open(jl_gettid(), 0);
-        if (fd < 0) {
-            snprintf(err, errlen,
-                     "clock=perf: perf_event_open: %s (kernel samples need root, CAP_PERFMON "
-                     "or perf_event_paranoid <= 1; clock=auto falls back to the timers)",
-                     strerror(-fd));
-            return fd;
-        }
-        close(fd);
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = jl_on_sigprof;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGPROF, &sa, NULL) < 0) {
-        snprintf(err, errlen, "cannot install the SIGPROF handler: %s", strerror(errno));
-        return -errno;
-    }
+    int rc;
+    if (clock == JL_CLOCK_PERF &&
+        (rc = jl_perf_probe(0, "clock=perf: perf_event_open",
+                            "kernel samples need root, CAP_PERFMON or perf_event_paranoid <= 1; "
+                            "clock=auto falls back to the timers",
+                            err, errlen)) < 0)
+        return rc;
+    if ((rc = jl_handler_install(SIGPROF, jl_on_sigprof, NULL, err, errlen)) < 0)
+        return rc;
     return jl_sigtrap_init(err, errlen);
 }
 
