@@ -62,8 +62,9 @@ int jl_sampler_scope(pid_t tid)
  * and again, where a round-robin ring moved through all 2048 (4 MiB)
  * once a second.  Memory a second cold costs several microseconds to
  * touch after the timer's interrupt on a virtual machine (its pages'
- * translations are gone): bench_jalen_cost.sh's handler time per sample
- * fell from 22-27 to 14-21 us on this change (jalen-agent/README.md). */
+ * translations are gone): the handler's mean time per sample fell from
+ * 20-21 to 12-14 us on this change (the timing build, three interleaved
+ * runs each; DESIGN.md section 11). */
 jl_slot *jl_slot_claim(void)
 {
     for (int w = 0; w < JL_RING_WORDS; w++) {
@@ -323,7 +324,6 @@ static int jl_sigtrap_init(char *err, size_t errlen)
     jl_trap_installed = 1;
     return 0;
 }
-static int jl_sigtrap_init(char *err, size_t errlen);
 
 int jl_sampler_init(JavaVM *vm, const jl_opts *o, char *err, size_t errlen)
 {
